@@ -1,0 +1,24 @@
+// Owns the contract between the `tessera` entry point and its subcommand files: each file adds
+// its subcommands to the CLI11 app; failures go through `fail` (one-line error, non-zero exit).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace tessera::cli {
+
+// Prints "tessera: error: <msg>" to stderr and unwinds to main with exit code `code`.
+[[noreturn]] void fail(const std::string& msg, int code = 1);
+
+// Cache service (no LLVM/MLIR needed).
+void addServeCommand(CLI::App& app);   // tessera serve ..., tessera serve token add|list|revoke
+void addCacheCommand(CLI::App& app);   // tessera cache get|put|export|import|stats
+
+#ifdef TESSERA_WITH_MLIR
+void addCompileCommand(CLI::App& app);  // tessera compile
+void addRunCommand(CLI::App& app);      // tessera run
+void addDemoCommand(CLI::App& app);     // tessera demo (the README's main job)
+void addTuneCommands(CLI::App& app);    // tessera tune / best / import
+#endif
+
+}  // namespace tessera::cli

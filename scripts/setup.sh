@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what Tessera needs to build, test and benchmark on Debian 12; idempotent (does nothing
+# when everything is present). Uses sudo when not root. Packages come from Debian's archive only
+# (LLVM/MLIR 22 from bookworm-security).
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libmlir-22-dev mlir-22-tools llvm-22-dev lld-22
+  clang-22 libclang-rt-22-dev
+  libsqlite3-dev sqlite3 libxgboost-dev libcpp-httplib-dev nlohmann-json3-dev libcli11-dev
+  libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
+  libopenblas-dev wrk
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Try without refreshing the lists first (fast on machines with warm lists), then refresh.
+if ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}"; then
+  $SUDO apt-get update
+  $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,154 @@
+// Owns reading the host CPU's description from the machine: ISA flags and model from
+// /proc/cpuinfo, cache sizes from sysfs, and the single-core FMA peak and streaming bandwidth
+// from two short measurements (a peak from a table would be wrong on half the machines:
+// Zen 4 runs AVX-512 at half width, Intel servers at full).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "targets/target_desc.h"
+
+namespace tessera {
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+__attribute__((target("avx512f"))) double peakAvx512() {
+  __m512 a[12];
+  __m512 b = _mm512_set1_ps(1.0000001f), c = _mm512_set1_ps(1e-7f);
+  for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_ps(float(i));
+  const long iters = 400000;
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    double t0 = now();
+    for (long k = 0; k < iters; ++k) {
+#pragma GCC unroll 12
+      for (int i = 0; i < 12; ++i) a[i] = _mm512_fmadd_ps(a[i], b, c);
+      __asm__ volatile("" : "+v"(a[0]), "+v"(a[5]), "+v"(a[11]));
+    }
+    best = std::min(best, now() - t0);
+  }
+  volatile float sink = _mm512_reduce_add_ps(a[0]);
+  (void)sink;
+  return iters * 12.0 * 16 * 2 / best / 1e9;
+}
+
+__attribute__((target("avx2,fma"))) double peakAvx2() {
+  __m256 a[12];
+  __m256 b = _mm256_set1_ps(1.0000001f), c = _mm256_set1_ps(1e-7f);
+  for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps(float(i));
+  const long iters = 400000;
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    double t0 = now();
+    for (long k = 0; k < iters; ++k) {
+#pragma GCC unroll 12
+      for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], b, c);
+      __asm__ volatile("" : "+x"(a[0]), "+x"(a[5]), "+x"(a[11]));
+    }
+    best = std::min(best, now() - t0);
+  }
+  float tmp[8];
+  _mm256_storeu_ps(tmp, a[0]);
+  volatile float sink = tmp[0];
+  (void)sink;
+  return iters * 12.0 * 8 * 2 / best / 1e9;
+}
+
+// Streaming read + write bandwidth of a plain copy (the anchor elementwise kernels aim at).
+double copyBandwidth() {
+  const size_t n = size_t(1) << 23;  // 32 MiB per buffer: past the L2, the realistic regime
+  std::vector<float> x(n, 1.0f), y(n, 0.0f);
+  double best = 1e30;
+  for (int rep = 0; rep < 4; ++rep) {
+    double t0 = now();
+    std::memcpy(y.data(), x.data(), n * sizeof(float));
+    best = std::min(best, now() - t0);
+  }
+  volatile float sink = y[n / 2];
+  (void)sink;
+  return 2.0 * double(n) * sizeof(float) / best / 1e9;
+}
+
+int64_t readCacheSize(int index) {
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+  std::string s;
+  if (!(f >> s) || s.empty()) return 0;
+  int64_t mult = 1;
+  char u = s.back();
+  if (u == 'K') mult = 1024;
+  else if (u == 'M') mult = 1024 * 1024;
+  if (mult != 1) s.pop_back();
+  try {
+    return std::stoll(s) * mult;
+  } catch (...) {
+    return 0;
+  }
+}
+
+int cacheLevel(int index, std::string* type) {
+  std::ifstream lf("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/level");
+  std::ifstream tf("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/type");
+  int level = 0;
+  if (!(lf >> level)) return 0;
+  tf >> *type;
+  return level;
+}
+
+TargetDesc probeHost() {
+  TargetDesc t;
+  t.name = "host";
+  t.vendor = Vendor::Host;
+  std::ifstream cpu("/proc/cpuinfo");
+  std::string line, flags;
+  while (std::getline(cpu, line)) {
+    if (t.model.empty() && line.rfind("model name", 0) == 0) t.model = line.substr(line.find(':') + 2);
+    if (flags.empty() && line.rfind("flags", 0) == 0) flags = line.substr(line.find(':') + 2);
+  }
+  std::istringstream fs(flags);
+  std::vector<std::string> all;
+  for (std::string f; fs >> f;) all.push_back(f);
+  for (const char* want : {"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_bf16",
+                           "avx512_fp16", "avx512vnni"}) {
+    if (std::find(all.begin(), all.end(), want) != all.end()) t.isa.push_back(want);
+  }
+  t.units = int(std::max(1u, std::thread::hardware_concurrency()));
+  bool avx512 = t.hasIsa("avx512f"), avx2 = t.hasIsa("avx2") && t.hasIsa("fma");
+  t.simdBits = avx512 ? 512 : avx2 ? 256 : 128;
+  t.vectorRegisters = avx512 ? 32 : 16;
+  t.arch = avx512 ? "x86-64-v4" : avx2 ? "x86-64-v3" : "x86-64-v2";
+  for (int i = 0; i < 8; ++i) {
+    std::string type;
+    int level = cacheLevel(i, &type);
+    if (!level) continue;
+    int64_t sz = readCacheSize(i);
+    if (level == 1 && type == "Data") t.l1dBytes = sz;
+    if (level == 2) t.l2Bytes = sz;
+    if (level == 3) t.l3Bytes = sz;
+  }
+  if (!t.l1dBytes) t.l1dBytes = 32 << 10;
+  if (!t.l2Bytes) t.l2Bytes = 1 << 20;
+  t.peakGflopsF32 = avx512 ? peakAvx512() : avx2 ? peakAvx2() : 0;
+  if (!avx512 && !avx2) t.peakGflopsF32 = 8.0;  // rough SSE figure; no kernel targets it seriously
+  t.peakGflopsF16 = t.peakGflopsBF16 = t.peakGflopsF32;  // f16/bf16 are converted and computed in f32
+  t.memBandwidthGBs = copyBandwidth();
+  return t;
+}
+
+}  // namespace
+
+const TargetDesc& hostTarget() {
+  static std::once_flag once;
+  static TargetDesc host;
+  std::call_once(once, [] { host = probeHost(); });
+  return host;
+}
+
+}  // namespace tessera

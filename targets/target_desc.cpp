@@ -1,0 +1,38 @@
+// Owns the target registry and TargetDesc queries.
+#include "targets/target_desc.h"
+
+#include <algorithm>
+
+#include "targets/gpu_targets.h"
+
+namespace tessera {
+
+const char* vendorName(Vendor v) {
+  switch (v) {
+    case Vendor::Host: return "host";
+    case Vendor::Nvidia: return "nvidia";
+    case Vendor::Amd: return "amd";
+  }
+  return "?";
+}
+
+bool TargetDesc::hasIsa(const std::string& f) const { return std::find(isa.begin(), isa.end(), f) != isa.end(); }
+
+std::string TargetDesc::keyString() const { return name + "/" + arch + "/" + std::to_string(units); }
+
+std::vector<std::string> knownTargets() {
+  std::vector<std::string> r = {"host"};
+  for (const auto& t : gpuTargets()) r.push_back(t.name);
+  return r;
+}
+
+Expected<TargetDesc> getTarget(const std::string& name) {
+  if (name == "host" || name.empty()) return hostTarget();
+  for (const auto& t : gpuTargets())
+    if (t.name == name) return t;
+  std::string list;
+  for (const auto& n : knownTargets()) list += (list.empty() ? "" : ", ") + n;
+  return makeError(ErrorCode::InvalidArgument, "unknown target '" + name + "' (known: " + list + ")");
+}
+
+}  // namespace tessera

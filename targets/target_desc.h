@@ -1,0 +1,66 @@
+// Owns TargetDesc, the capability data of a compilation target (design.md §4), and the target
+// registry. Plain data: no LLVM. `host` is read from the machine; GPU targets are tables.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/status.h"
+
+namespace tessera {
+
+enum class Vendor { Host, Nvidia, Amd };
+const char* vendorName(Vendor v);
+
+// One matrix-core instruction shape (mma.sync / MFMA / WMMA) for an input dtype.
+struct MmaShape {
+  std::string dtype;  // input dtype: "f16", "bf16", "f32" (tf32/xf32)
+  int m = 0, n = 0, k = 0;
+};
+
+struct TargetDesc {
+  std::string name;    // cache-key name: "host", "sm_80", "gfx942", ...
+  Vendor vendor = Vendor::Host;
+  std::string arch;    // host: ISA level (x86-64-v4, ...); GPU: the chip (sm_80, gfx942)
+  std::string model;   // human-readable (CPU model string, "NVIDIA A100", ...)
+  int units = 1;       // cores (host) or SMs/CUs (GPU): part of the cache key
+
+  // Host CPU.
+  std::vector<std::string> isa;  // selected flags: avx512f, avx2, fma, ...
+  int simdBits = 128;            // widest vector register the kernels may use
+  int vectorRegisters = 16;      // architectural vector registers (32 with AVX-512)
+  int64_t l1dBytes = 0, l2Bytes = 0, l3Bytes = 0;  // per core for L1/L2, shared L3
+
+  // Peaks (single core for the host, whole chip for GPUs), GFLOP/s and GB/s.
+  double peakGflopsF32 = 0;
+  double peakGflopsF16 = 0;       // tensor cores when present
+  double peakGflopsBF16 = 0;
+  double memBandwidthGBs = 0;
+
+  // GPUs.
+  int warpSize = 0;
+  int maxThreadsPerBlock = 0;
+  int64_t regsPerSM = 0;
+  int maxRegsPerThread = 0;
+  int64_t smemPerBlock = 0, smemPerSM = 0;  // bytes (LDS on AMD)
+  int maxBlocksPerSM = 0;
+  int maxWarpsPerSM = 0;
+  int64_t l2Bytes_gpu = 0;
+  std::vector<MmaShape> mma;
+
+  bool hasIsa(const std::string& f) const;
+  // "host/x86-64-v4/2" — what must match for a record to be reused.
+  std::string keyString() const;
+};
+
+// Looks a target up by name ("host", or a GPU name once registered). Unknown names are an
+// InvalidArgument error listing the known ones.
+Expected<TargetDesc> getTarget(const std::string& name);
+std::vector<std::string> knownTargets();
+
+// The host description (probed once per process: /proc/cpuinfo, sysfs caches, a ~10 ms FMA
+// and copy measurement for the peaks).
+const TargetDesc& hostTarget();
+
+}  // namespace tessera
