@@ -31,11 +31,12 @@ __attribute__((target("avx512f"))) double peakAvx512() {
     for (long k = 0; k < iters; ++k) {
 #pragma GCC unroll 12
       for (int i = 0; i < 12; ++i) a[i] = _mm512_fmadd_ps(a[i], b, c);
-      __asm__ volatile("" : "+v"(a[0]), "+v"(a[5]), "+v"(a[11]));
     }
     best = std::min(best, now() - t0);
   }
-  volatile float sink = _mm512_reduce_add_ps(a[0]);
+  __m512 sum = a[0];
+  for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, a[i]);  // every chain stays live
+  volatile float sink = _mm512_reduce_add_ps(sum);
   (void)sink;
   return iters * 12.0 * 16 * 2 / best / 1e9;
 }
@@ -51,12 +52,13 @@ __attribute__((target("avx2,fma"))) double peakAvx2() {
     for (long k = 0; k < iters; ++k) {
 #pragma GCC unroll 12
       for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], b, c);
-      __asm__ volatile("" : "+x"(a[0]), "+x"(a[5]), "+x"(a[11]));
     }
     best = std::min(best, now() - t0);
   }
+  __m256 sum = a[0];
+  for (int i = 1; i < 12; ++i) sum = _mm256_add_ps(sum, a[i]);  // every chain stays live
   float tmp[8];
-  _mm256_storeu_ps(tmp, a[0]);
+  _mm256_storeu_ps(tmp, sum);
   volatile float sink = tmp[0];
   (void)sink;
   return iters * 12.0 * 8 * 2 / best / 1e9;

@@ -1,0 +1,43 @@
+// Owns the kernel-selection flags shared by run/compile/tune/best: presets per family
+// (`gemm --m --n --k ...`, `elementwise --expr ... --shape ...`, `attention --heads ...`) or a
+// kernel file in the IR text form (`file PATH`).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "support/status.h"
+
+namespace tessera::cli {
+
+struct KernelFlags {
+  std::string family;  // the subcommand that fired: gemm | elementwise | attention | file
+  std::string dtype = "f32";
+  std::vector<std::string> shapes;  // "1024x4096" (default shape) or "name=dims"
+  std::string name;
+  // gemm
+  int64_t m = 0, n = 0, k = 0, batch = 0;
+  bool transA = false, transB = false;
+  double alpha = 1.0, beta = 0.0;
+  std::string epilogue;
+  // elementwise
+  std::string expr;
+  // attention
+  int64_t attnBatch = 1, heads = 0, headsKv = 0, seq = 0, seqKv = 0, headDim = 0;
+  double scale = 0;
+  bool causal = false;
+  // file
+  std::string file;
+};
+
+// Adds the gemm / elementwise / attention / file subcommands to `parent`; each records its name
+// in `f->family` and calls `action` (options of `parent` may follow the subcommand).
+void addKernelSubcommands(CLI::App* parent, KernelFlags* f, const std::function<void()>& action);
+
+// Builds and verifies the kernel the flags describe.
+Expected<ir::Kernel> buildKernel(const KernelFlags& f);
+
+}  // namespace tessera::cli

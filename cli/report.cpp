@@ -1,0 +1,97 @@
+// Owns result formatting for the CLI.
+#include "cli/report.h"
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "ir/families.h"
+#include "ir/verifier.h"
+
+namespace tessera::cli {
+
+int exitCodeFor(const Error& e) {
+  switch (e.code) {
+    case ErrorCode::InvalidArgument:
+    case ErrorCode::ParseError:
+    case ErrorCode::VerifyError:
+    case ErrorCode::InvalidConfig:
+    case ErrorCode::IOError:
+    case ErrorCode::Unsupported: return 2;
+    case ErrorCode::CompileError: return 3;
+    case ErrorCode::WrongResult: return 4;
+    default: return 1;
+  }
+}
+
+void failWith(const Error& e) { fail(e.str(), exitCodeFor(e)); }
+
+std::string targetSummary(const TargetDesc& t) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s (%s, %s, %d cores; FMA peak %.1f GFLOP/s/core, copy %.1f GB/s)", t.name.c_str(),
+                t.arch.c_str(), t.model.c_str(), t.units, t.peakGflopsF32, t.memBandwidthGBs);
+  return buf;
+}
+
+nlohmann::json targetJson(const TargetDesc& t) {
+  return {{"name", t.name},       {"arch", t.arch},        {"model", t.model},
+          {"units", t.units},     {"isa", t.isa},          {"peak_gflops_f32", t.peakGflopsF32},
+          {"mem_bandwidth_gbs", t.memBandwidthGBs}, {"l1d_bytes", t.l1dBytes}, {"l2_bytes", t.l2Bytes},
+          {"l3_bytes", t.l3Bytes}};
+}
+
+std::string formatRun(const RunReport& r) {
+  const auto& s = r.result.samples;
+  const auto& c = r.result.check;
+  bool compute = ir::isComputeBound(*r.kernel);
+  char buf[2048];
+  std::string checked = r.result.refRowStride > 1 ? "sampled rows (1 in " + std::to_string(r.result.refRowStride) + ")"
+                                                  : "all elements";
+  std::snprintf(buf, sizeof buf,
+                "kernel      %s  (workload %.12s)\n"
+                "target      %s\n"
+                "config      %s\n"
+                "compile     %.2f s\n"
+                "time        %.3f ms median  (p20 %.3f, p80 %.3f, n=%lld)\n"
+                "throughput  %s  (%.1f%% of %s)\n"
+                "check       %s  max abs err %.2e, max rel err %.2e (tolerance %.0e; %s)\n",
+                r.kernel->name.c_str(), ir::workloadHash(*r.kernel).c_str(), targetSummary(*r.target).c_str(),
+                r.config.str().c_str(), r.compileSeconds, s.median_us / 1e3, s.p20_us / 1e3, s.p80_us / 1e3,
+                (long long)s.n,
+                (compute ? std::to_string(r.result.gflops).substr(0, std::to_string(r.result.gflops).find('.') + 2) + " GFLOP/s"
+                         : std::to_string(r.result.gbps).substr(0, std::to_string(r.result.gbps).find('.') + 2) + " GB/s")
+                    .c_str(),
+                100.0 * r.result.peakFraction, compute ? "FMA peak" : "copy bandwidth", c.ok ? "ok" : "FAILED",
+                c.maxAbsErr, c.maxRelErr, c.tolerance, checked.c_str());
+  return buf;
+}
+
+nlohmann::json runJson(const RunReport& r) {
+  const auto& s = r.result.samples;
+  const auto& c = r.result.check;
+  nlohmann::json cfg = nlohmann::json::parse(r.config.toJson());
+  return {{"kernel", r.kernel->name},
+          {"family", ir::familyName(r.kernel->family)},
+          {"workload", ir::workloadHash(*r.kernel)},
+          {"target", targetJson(*r.target)},
+          {"config", cfg},
+          {"compile_seconds", r.compileSeconds},
+          {"samples", {{"n", s.n}, {"median_us", s.median_us}, {"p20_us", s.p20_us}, {"p80_us", s.p80_us}}},
+          {"gflops", r.result.gflops},
+          {"gbps", r.result.gbps},
+          {"peak_fraction", r.result.peakFraction},
+          {"check",
+           {{"ok", c.ok},
+            {"max_abs_err", c.maxAbsErr},
+            {"max_rel_err", c.maxRelErr},
+            {"tolerance", c.tolerance},
+            {"row_stride", r.result.refRowStride}}}};
+}
+
+Expected<ir::Config> parseConfigArg(const std::string& s) {
+  if (s.empty()) return ir::Config{};
+  size_t i = s.find_first_not_of(" \t");
+  if (i != std::string::npos && s[i] == '{') return ir::Config::fromJson(s);
+  return ir::Config::parseAssignments(s);
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,36 @@
+// Owns how results are shown: the human table and the --json object for one kernel run, and the
+// mapping from error categories to exit codes.
+#pragma once
+
+#include <string>
+
+#include "ir/ir.h"
+#include "ir/schedule.h"
+#include "nlohmann/json.hpp"
+#include "support/status.h"
+#include "targets/host_runner.h"
+#include "targets/target_desc.h"
+
+namespace tessera::cli {
+
+// 2: bad input (flags, kernel, config); 3: compile error; 4: wrong result; 1: anything else.
+int exitCodeFor(const Error& e);
+[[noreturn]] void failWith(const Error& e);
+
+std::string targetSummary(const TargetDesc& t);
+nlohmann::json targetJson(const TargetDesc& t);
+
+struct RunReport {
+  const ir::Kernel* kernel = nullptr;
+  const TargetDesc* target = nullptr;
+  ir::Config config;
+  double compileSeconds = 0;
+  HostRunResult result;
+};
+std::string formatRun(const RunReport& r);
+nlohmann::json runJson(const RunReport& r);
+
+// Parses --config: a JSON object or "knob=value,knob=value".
+Expected<ir::Config> parseConfigArg(const std::string& s);
+
+}  // namespace tessera::cli

@@ -1,0 +1,57 @@
+// Owns the MLIR-free interface of the code generator: (kernel, config, target) -> a runnable host
+// executable, or MLIR/LLVM text at a chosen stage. Includes no MLIR header, so the CLI, runner
+// and search stay cheap to compile.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "ir/schedule.h"
+#include "support/status.h"
+#include "targets/target_desc.h"
+
+namespace tessera::codegen {
+
+// Stages of the host pipeline that `tessera compile --emit` can print or write.
+enum class Emit {
+  Payload,    // the kernel as MLIR (linalg / explicit loops), before any schedule
+  Schedule,   // the transform-dialect schedule built from the config (empty for OpBuilder kernels)
+  Scheduled,  // after the schedule: vector code on memrefs
+  LLVMDialect,
+  LLVMIR,     // optimized LLVM IR
+  Asm,        // host assembly
+  Object,     // ELF relocatable object (binary)
+};
+Expected<Emit> parseEmit(const std::string& s);
+const char* emitName(Emit e);
+
+// A compiled host kernel. Calling convention: one pointer per tensor, kernel inputs first (in
+// Kernel::inputs() order), then outputs (Kernel::outputs() order); each points to a row-major,
+// 64-byte aligned buffer of the tensor's dtype.
+class HostExecutable {
+ public:
+  virtual ~HostExecutable() = default;
+  virtual void run(void* const* buffers) const = 0;
+  // Raw entry point, callable without this object (e.g. in a forked child).
+  using RawFn = void (*)(void**);
+  virtual RawFn raw() const = 0;
+  double compileSeconds = 0;  // MLIR lowering + LLVM JIT
+};
+
+struct CompileOptions {
+  // Extra LLVM CPU override ("" = the host's own, like -mcpu=native).
+  std::string cpu;
+};
+
+Expected<std::unique_ptr<HostExecutable>> compileHost(const ir::Kernel& k, const ir::Config& c,
+                                                      const TargetDesc& t, const CompileOptions& o = {});
+// Text (or binary for Object) of stage `e`.
+Expected<std::string> emitHost(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, Emit e,
+                               const CompileOptions& o = {});
+
+// Calls fn(buffers) the way HostExecutable::run does (packs the pointer arguments).
+void invokeRaw(HostExecutable::RawFn fn, void* const* buffers, size_t count);
+
+}  // namespace tessera::codegen

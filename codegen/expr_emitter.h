@@ -1,0 +1,26 @@
+// Owns the translation of IR expressions (elementwise, no reductions) into arith/math ops. The
+// caller decides what a load and an index variable are (block arguments and linalg.index inside
+// a linalg.generic; values of its own loops elsewhere).
+#pragma once
+
+#include <functional>
+
+#include "ir/ir.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Value.h"
+#include "support/status.h"
+
+namespace tessera::codegen {
+
+struct ExprCallbacks {
+  std::function<mlir::Value(const ir::Expr& load)> load;      // value of the load (its own dtype)
+  std::function<mlir::Value(const std::string& var)> indexVar;  // an `index` value
+};
+
+// Emits `e`; float arithmetic is f32 with `contract` fast-math (lets LLVM form FMAs). Reductions
+// are rejected (Internal: the family analysis keeps them out of elementwise regions).
+Expected<mlir::Value> emitExpr(mlir::OpBuilder& b, mlir::Location loc, const ir::ExprRef& e, const ExprCallbacks& cb);
+
+mlir::Type mlirType(mlir::OpBuilder& b, ir::ScalarType t);
+
+}  // namespace tessera::codegen

@@ -1,0 +1,141 @@
+// Owns the host code generator's entry points: dispatch to the family strategy, schedule, lower,
+// JIT, and the stage printer behind `tessera compile --emit`. The steps, in order:
+//   payload (strategy) -> schedule (transform interpreter) -> LLVM dialect -> JIT | LLVM IR | asm | obj
+#include <chrono>
+
+#include "codegen/codegen.h"
+#include "codegen/expr_emitter.h"
+#include "codegen/host_lowering.h"
+#include "codegen/host_strategies.h"
+#include "codegen/mlir_env.h"
+#include "ir/verifier.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+namespace tessera::codegen {
+
+using namespace mlir;
+
+Expected<Emit> parseEmit(const std::string& s) {
+  for (Emit e : {Emit::Payload, Emit::Schedule, Emit::Scheduled, Emit::LLVMDialect, Emit::LLVMIR, Emit::Asm, Emit::Object})
+    if (s == emitName(e)) return e;
+  return makeError(ErrorCode::InvalidArgument,
+                   "unknown --emit '" + s + "' (host: payload, schedule, scheduled, llvm-dialect, llvm-ir, asm, obj)");
+}
+
+const char* emitName(Emit e) {
+  switch (e) {
+    case Emit::Payload: return "payload";
+    case Emit::Schedule: return "schedule";
+    case Emit::Scheduled: return "scheduled";
+    case Emit::LLVMDialect: return "llvm-dialect";
+    case Emit::LLVMIR: return "llvm-ir";
+    case Emit::Asm: return "asm";
+    case Emit::Object: return "obj";
+  }
+  return "?";
+}
+
+func::FuncOp createKernelFunc(OpBuilder& b, ModuleOp m, const ir::Kernel& k, std::map<std::string, Value>* args) {
+  SmallVector<Type> types;
+  std::vector<const ir::TensorDecl*> order;
+  for (const auto* t : k.inputs()) order.push_back(t);
+  for (const auto* t : k.outputs()) order.push_back(t);
+  for (const auto* t : order) types.push_back(MemRefType::get(t->shape, mlirType(b, t->dtype)));
+  b.setInsertionPointToEnd(m.getBody());
+  auto fn = func::FuncOp::create(b, b.getUnknownLoc(), kKernelSymbol, b.getFunctionType(types, {}));
+  Block* body = fn.addEntryBlock();
+  for (size_t i = 0; i < order.size(); ++i) {
+    (*args)[order[i]->name] = body->getArgument(unsigned(i));
+    // The runner hands out 64-byte aligned buffers that never alias.
+    fn.setArgAttr(unsigned(i), "llvm.noalias", b.getUnitAttr());
+    fn.setArgAttr(unsigned(i), "llvm.align", b.getI64IntegerAttr(64));
+  }
+  b.setInsertionPointToStart(body);
+  return fn;
+}
+
+namespace {
+
+Expected<HostPayload> buildPayload(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+  if (t.vendor != Vendor::Host)
+    return makeError(ErrorCode::Unsupported, "target " + t.name + " is not the host CPU");
+  TESSERA_TRY(ir::verify(k));
+  switch (k.family) {
+    case ir::Family::Gemm: return buildHostGemm(ctx, k, c, t);
+    case ir::Family::Elementwise: return buildHostElementwise(ctx, k, c, t);
+    case ir::Family::Attention: return buildHostAttention(ctx, k, c, t);
+  }
+  return makeError(ErrorCode::Internal, "unknown family");
+}
+
+// Runs the pipeline up to `stop` (inclusive) on a fresh payload.
+Expected<HostPayload> lowerTo(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, Emit stop) {
+  TESSERA_ASSIGN(HostPayload p, buildPayload(ctx, k, c, t));
+  if (stop == Emit::Payload || stop == Emit::Schedule) return p;
+  if (!p.schedule.empty()) TESSERA_TRY(applySchedule(*p.module, p.schedule));
+  if (stop == Emit::Scheduled) return p;
+  TESSERA_TRY(lowerHostToLLVMDialect(*p.module));
+  return p;
+}
+
+class JitExecutable : public HostExecutable {
+ public:
+  JitExecutable(std::unique_ptr<MLIRContext> ctx, std::unique_ptr<ExecutionEngine> e, RawFn fn, size_t nargs)
+      : ctx_(std::move(ctx)), engine_(std::move(e)), fn_(fn), nargs_(nargs) {}
+  void run(void* const* buffers) const override { invokeRaw(fn_, buffers, nargs_); }
+  RawFn raw() const override { return fn_; }
+
+ private:
+  std::unique_ptr<MLIRContext> ctx_;
+  std::unique_ptr<ExecutionEngine> engine_;
+  RawFn fn_;
+  size_t nargs_;
+};
+
+}  // namespace
+
+void invokeRaw(HostExecutable::RawFn fn, void* const* buffers, size_t count) {
+  // The packed wrapper takes one pointer per argument, pointing at the argument's value.
+  void* slots[64];
+  void* values[64];
+  for (size_t i = 0; i < count && i < 64; ++i) {
+    values[i] = buffers[i];
+    slots[i] = &values[i];
+  }
+  fn(slots);
+}
+
+Expected<std::unique_ptr<HostExecutable>> compileHost(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                                      const CompileOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  size_t nargs = k.inputs().size() + k.outputs().size();
+  if (nargs > 64) return makeError(ErrorCode::Unsupported, "kernels take at most 64 tensors");
+  auto ctx = makeContext();
+  TESSERA_ASSIGN(HostPayload p, lowerTo(ctx.get(), k, c, t, Emit::LLVMDialect));
+  TESSERA_ASSIGN(auto engine, jitHost(*p.module, o.cpu));
+  auto fn = engine->lookupPacked(kKernelSymbol);
+  if (!fn) return makeError(ErrorCode::CompileError, "JIT lookup failed: " + llvm::toString(fn.takeError()));
+  auto exe = std::make_unique<JitExecutable>(std::move(ctx), std::move(engine), *fn, nargs);
+  exe->compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return std::unique_ptr<HostExecutable>(std::move(exe));
+}
+
+Expected<std::string> emitHost(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, Emit e,
+                               const CompileOptions& o) {
+  auto ctx = makeContext();
+  Emit stop = e == Emit::LLVMIR || e == Emit::Asm || e == Emit::Object ? Emit::LLVMDialect : e;
+  TESSERA_ASSIGN(HostPayload p, lowerTo(ctx.get(), k, c, t, stop));
+  switch (e) {
+    case Emit::Schedule: return p.schedule.empty() ? std::string("// no transform schedule: this family is built as explicit loops\n") : p.schedule;
+    case Emit::Payload:
+    case Emit::Scheduled:
+    case Emit::LLVMDialect: return printOp(*p.module);
+    case Emit::LLVMIR: return emitHostArtifact(*p.module, HostArtifact::LLVMIR, o.cpu);
+    case Emit::Asm: return emitHostArtifact(*p.module, HostArtifact::Asm, o.cpu);
+    case Emit::Object: return emitHostArtifact(*p.module, HostArtifact::Object, o.cpu);
+  }
+  return makeError(ErrorCode::Internal, "unknown emit kind");
+}
+
+}  // namespace tessera::codegen

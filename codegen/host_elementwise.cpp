@@ -1,0 +1,62 @@
+// Owns the host elementwise strategy: one linalg.generic (numpy broadcasting as indexing maps,
+// temporaries inlined, every output in one pass) tiled along the innermost dimension and
+// vectorized with masks for the tail. Knobs: VW (vector lanes), UNROLL (vectors per step).
+#include "codegen/host_strategies.h"
+#include "codegen/linalg_elementwise.h"
+#include "codegen/expr_emitter.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+
+namespace tessera::codegen {
+
+using namespace mlir;
+
+Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc&) {
+  TESSERA_ASSIGN(ir::ElementwiseRegion region, ir::analyzeElementwise(k));
+  TESSERA_ASSIGN(int64_t vw, c.getInt("VW"));
+  TESSERA_ASSIGN(int64_t unroll, c.getInt("UNROLL"));
+  if (vw <= 0 || unroll <= 0 || vw * unroll > 1024)
+    return makeError(ErrorCode::InvalidConfig, "VW and UNROLL must be positive with VW*UNROLL <= 1024");
+  HostPayload out;
+  OpBuilder b(ctx);
+  Location loc = b.getUnknownLoc();
+  out.module = ModuleOp::create(loc);
+  std::map<std::string, Value> args;
+  createKernelFunc(b, *out.module, k, &args);
+  auto tensorArg = [&](const std::string& name, bool writable) -> Value {
+    const ir::TensorDecl* t = k.find(name);
+    auto tt = RankedTensorType::get(t->shape, mlirType(b, t->dtype));
+    return bufferization::ToTensorOp::create(b, loc, tt, args[name], true, writable);
+  };
+  SmallVector<Value> inits;
+  for (const auto& o : region.outputs) inits.push_back(tensorArg(o, true));
+  auto res = buildElementwiseGeneric(
+      b, loc, region, [&](const ir::ElementwiseOperand& op) { return tensorArg(op.tensor, false); }, inits);
+  if (!res.ok()) return res.takeError();
+  for (size_t i = 0; i < region.outputs.size(); ++i)
+    bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, (*res)[i], args[region.outputs[i]], true, true);
+  func::ReturnOp::create(b, loc);
+
+  out.schedule = "module attributes {transform.with_named_sequence} {\n"
+                 "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {\n" +
+                 elementwiseScheduleFragment(int(region.iter.size()), vw * unroll, "") +
+                 "    %f0 = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
+                 "    transform.apply_patterns to %f0 {\n"
+                 "      transform.apply_patterns.vector.lower_masked_transfers\n"
+                 "      transform.apply_patterns.vector.transfer_permutation_patterns\n"
+                 "      transform.apply_patterns.canonicalization\n"
+                 "    } : !transform.any_op\n"
+                 "    %b = transform.bufferization.one_shot_bufferize %root\n"
+                 "        {bufferize_function_boundaries = true, function_boundary_type_conversion = 1 : i32, memcpy_op = \"linalg.copy\"}\n"
+                 "        : (!transform.any_op) -> !transform.any_op\n"
+                 "    %f = transform.structured.match ops{[\"func.func\"]} in %b : (!transform.any_op) -> !transform.any_op\n"
+                 "    transform.apply_cse to %f : !transform.any_op\n"
+                 "    transform.apply_patterns to %f {\n"
+                 "      transform.apply_patterns.vector.transfer_permutation_patterns\n"
+                 "      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1\n"
+                 "      transform.apply_patterns.canonicalization\n"
+                 "    } : !transform.any_op\n"
+                 "    transform.yield\n  }\n}\n";
+  return out;
+}
+
+}  // namespace tessera::codegen

@@ -1,0 +1,112 @@
+// Owns the host pipeline (design.md §4: schedule -> LLVM dialect -> JIT or object code) and the
+// LLVM target machine for this CPU.
+#include "codegen/host_lowering.h"
+
+#include <mutex>
+
+#include "codegen/mlir_env.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+namespace tessera::codegen {
+namespace {
+
+void initLLVM() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+// Buffer hygiene first: hoisted packing buffers must be freed once per call (cpu-gemm-packed
+// REPORT pitfall 6), small scratch goes to the stack. Then cse before canonicalize (design.md
+// §8: otherwise bufferization's self-copies survive).
+const char* kPrepare =
+    "canonicalize,cse,canonicalize,"
+    "func.func(buffer-loop-hoisting,promote-buffers-to-stack{max-alloc-size-in-bytes=4096}),"
+    "buffer-deallocation-pipeline,"
+    "func.func(convert-linalg-to-loops),lower-affine,"
+    "func.func(convert-vector-to-scf{full-unroll=true}),canonicalize";
+
+const char* kToLLVM =
+    "arith-expand{include-bf16=true},convert-scf-to-cf,"
+    "convert-vector-to-llvm{vector-contract-lowering=outerproduct},expand-strided-metadata,lower-affine,"
+    "finalize-memref-to-llvm,convert-arith-to-llvm,convert-math-to-llvm,convert-ub-to-llvm,"
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},convert-cf-to-llvm,convert-index-to-llvm,"
+    "reconcile-unrealized-casts";
+
+Expected<std::unique_ptr<llvm::TargetMachine>> hostMachine(const std::string& cpu) {
+  initLLVM();
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) return makeError(ErrorCode::Internal, "cannot detect the host target: " + llvm::toString(jtmb.takeError()));
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  if (!cpu.empty()) {
+    jtmb->setCPU(cpu);
+    jtmb->getFeatures() = llvm::SubtargetFeatures();
+  }
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) return makeError(ErrorCode::Internal, "cannot create the host target machine: " + llvm::toString(tm.takeError()));
+  return std::move(*tm);
+}
+
+}  // namespace
+
+Status lowerHostToLLVMDialect(mlir::ModuleOp m) {
+  TESSERA_TRY(runPasses(m, kPrepare, "host preparation (buffers, loops)"));
+  TESSERA_TRY(approximateMath(m));
+  TESSERA_TRY(runPasses(m, kToLLVM, "host lowering to the LLVM dialect"));
+  return {};
+}
+
+Expected<std::unique_ptr<mlir::ExecutionEngine>> jitHost(mlir::ModuleOp m, const std::string& cpu) {
+  TESSERA_ASSIGN(auto tm, hostMachine(cpu));
+  mlir::ExecutionEngineOptions opts;
+  auto transformer = mlir::makeOptimizingTransformer(3, 0, tm.get());
+  opts.transformer = transformer;
+  opts.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  opts.enableGDBNotificationListener = false;
+  opts.enablePerfNotificationListener = false;
+  DiagnosticCollector diags(m.getContext());
+  auto engine = mlir::ExecutionEngine::create(m, opts, std::move(tm));
+  if (!engine)
+    return makeError(ErrorCode::CompileError, "JIT failed: " + llvm::toString(engine.takeError()) + " " + diags.message());
+  return std::move(*engine);
+}
+
+Expected<std::string> emitHostArtifact(mlir::ModuleOp m, HostArtifact kind, const std::string& cpu) {
+  TESSERA_ASSIGN(auto tm, hostMachine(cpu));
+  llvm::LLVMContext llctx;
+  DiagnosticCollector diags(m.getContext());
+  auto mod = mlir::translateModuleToLLVMIR(m, llctx, "tessera_kernel");
+  if (!mod) return makeError(ErrorCode::CompileError, "translation to LLVM IR failed: " + diags.message());
+  mod->setDataLayout(tm->createDataLayout());
+  mod->setTargetTriple(tm->getTargetTriple());
+  auto opt = mlir::makeOptimizingTransformer(3, 0, tm.get());
+  if (auto err = opt(mod.get())) return makeError(ErrorCode::CompileError, "LLVM optimization failed: " + llvm::toString(std::move(err)));
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (kind == HostArtifact::LLVMIR) {
+    mod->print(os, nullptr);
+    return out;
+  }
+  llvm::SmallVector<char, 0> buf;
+  llvm::raw_svector_ostream bos(buf);
+  llvm::legacy::PassManager pm;
+  auto ft = kind == HostArtifact::Asm ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
+  if (tm->addPassesToEmitFile(pm, bos, nullptr, ft))
+    return makeError(ErrorCode::CompileError, "the host target cannot emit this file type");
+  pm.run(*mod);
+  return std::string(buf.begin(), buf.end());
+}
+
+}  // namespace tessera::codegen

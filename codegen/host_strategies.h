@@ -1,0 +1,40 @@
+// Owns the interface between the host dispatcher and the per-family host strategies: each turns
+// (kernel, config, target) into a payload module holding `func.func @kernel` plus, for
+// transform-scheduled families, the schedule text that lowers it to vector code.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "ir/families.h"
+#include "ir/ir.h"
+#include "ir/schedule.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "support/status.h"
+#include "targets/target_desc.h"
+
+namespace tessera::codegen {
+
+inline constexpr const char* kKernelSymbol = "kernel";
+
+struct HostPayload {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::string schedule;  // transform module with @__transform_main; empty: already loop code
+};
+
+// `func.func @kernel` taking one static-shaped memref per tensor (inputs, then outputs); fills
+// `args` with tensor name -> block argument and leaves the builder inside the (empty) body.
+mlir::func::FuncOp createKernelFunc(mlir::OpBuilder& b, mlir::ModuleOp m, const ir::Kernel& k,
+                                    std::map<std::string, mlir::Value>* args);
+
+Expected<HostPayload> buildHostGemm(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+                                    const TargetDesc& t);
+Expected<HostPayload> buildHostElementwise(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+                                           const TargetDesc& t);
+Expected<HostPayload> buildHostAttention(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+                                         const TargetDesc& t);
+
+}  // namespace tessera::codegen

@@ -1,0 +1,81 @@
+// Owns elementwise linalg.generic construction and its schedule fragment.
+#include "codegen/linalg_elementwise.h"
+
+#include "codegen/expr_emitter.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+namespace tessera::codegen {
+
+using namespace mlir;
+
+Expected<SmallVector<Value>> buildElementwiseGeneric(OpBuilder& b, Location loc, const ir::ElementwiseRegion& region,
+                                                     const std::function<Value(const ir::ElementwiseOperand&)>& operand,
+                                                     ValueRange outInits) {
+  MLIRContext* ctx = b.getContext();
+  unsigned rank = unsigned(region.iter.size());
+  SmallVector<Value> ins;
+  SmallVector<AffineMap> maps;
+  for (const auto& op : region.operands) {
+    ins.push_back(operand(op));
+    SmallVector<AffineExpr> exprs;
+    for (int d : op.dims) exprs.push_back(d >= 0 ? getAffineDimExpr(unsigned(d), ctx) : getAffineConstantExpr(0, ctx));
+    maps.push_back(AffineMap::get(rank, 0, exprs, ctx));
+  }
+  for (size_t i = 0; i < outInits.size(); ++i) maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  SmallVector<Type> resTypes;
+  for (Value v : outInits) resTypes.push_back(v.getType());
+  Expected<int> failure = 0;
+  auto generic = linalg::GenericOp::create(
+      b, loc, resTypes, ins, outInits, maps, iters, [&](OpBuilder& nb, Location nl, ValueRange args) {
+        ExprCallbacks cb;
+        cb.load = [&](const ir::Expr& l) -> Value {
+          for (size_t i = 0; i < region.operands.size(); ++i) {
+            const auto& op = region.operands[i];
+            if (op.tensor != l.name || op.dims.size() != l.args.size()) continue;
+            bool same = true;
+            for (size_t d = 0; d < l.args.size() && same; ++d) {
+              const auto& a = l.args[d];
+              same = op.dims[d] < 0 ? (a->op == ir::Op::IConst)
+                                    : (a->op == ir::Op::Var && a->name == "d" + std::to_string(op.dims[d]));
+            }
+            if (same) return args[i];
+          }
+          return Value();
+        };
+        cb.indexVar = [&](const std::string& v) -> Value {
+          return linalg::IndexOp::create(nb, nl, uint64_t(std::stoi(v.substr(1))));
+        };
+        SmallVector<Value> results;
+        for (size_t o = 0; o < region.values.size(); ++o) {
+          auto v = emitExpr(nb, nl, region.values[o], cb);
+          if (!v.ok()) {
+            failure = v.takeError();
+            results.push_back(args[region.operands.size() + o]);
+            continue;
+          }
+          results.push_back(*v);
+        }
+        linalg::YieldOp::create(nb, nl, results);
+      });
+  if (!failure.ok()) return failure.takeError();
+  generic->setAttr(kElementwiseTag, b.getUnitAttr());
+  return SmallVector<Value>(generic->getResults().begin(), generic->getResults().end());
+}
+
+std::string elementwiseScheduleFragment(int rank, int64_t tile, const std::string& s) {
+  std::string ones, sizes;
+  for (int d = 0; d < rank; ++d) {
+    std::string v = d + 1 == rank ? std::to_string(tile) : "1";
+    sizes += (d ? ", " : "") + v;
+  }
+  std::string loops;
+  for (int d = 0; d < rank; ++d) loops += std::string(d ? ", " : "") + "!transform.any_op";
+  return "    %ew" + s + " = transform.structured.match ops{[\"linalg.generic\"]} attributes{" + kElementwiseTag +
+         "} in %root : (!transform.any_op) -> !transform.any_op\n"
+         "    %ewt" + s + ", %ewl" + s + ":" + std::to_string(rank) + " = transform.structured.tile_using_for %ew" + s +
+         " tile_sizes [" + sizes + "] : (!transform.any_op) -> (!transform.any_op, " + loops + ")\n"
+         "    transform.structured.vectorize %ewt" + s + " vector_sizes [" + sizes + "] : !transform.any_op\n";
+}
+
+}  // namespace tessera::codegen

@@ -1,0 +1,29 @@
+// Owns elementwise regions as linalg.generic ops (used by the elementwise family and the GEMM
+// epilogue) and the transform-schedule fragment that tiles and vectorizes them.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "ir/families.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Value.h"
+#include "support/status.h"
+
+namespace tessera::codegen {
+
+// Attribute marking the generics a schedule fragment targets.
+inline constexpr const char* kElementwiseTag = "tessera.elementwise";
+
+// Builds one linalg.generic over region.iter reading `operand(op)` tensors and writing into
+// `outInits` (one per output); returns its results.
+Expected<llvm::SmallVector<mlir::Value>> buildElementwiseGeneric(
+    mlir::OpBuilder& b, mlir::Location loc, const ir::ElementwiseRegion& region,
+    const std::function<mlir::Value(const ir::ElementwiseOperand&)>& operand, mlir::ValueRange outInits);
+
+// Transform ops (inside @__transform_main, with %root in scope) that tile the tagged generics
+// of rank `rank` by [1, ..., 1, tile] and vectorize them with masks; `suffix` keeps SSA names
+// unique when a schedule holds several fragments.
+std::string elementwiseScheduleFragment(int rank, int64_t tile, const std::string& suffix);
+
+}  // namespace tessera::codegen

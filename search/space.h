@@ -1,0 +1,24 @@
+// Owns the schedule spaces: per-family rules deriving knobs, their legal domains and the
+// default config from (kernel, target). The search samples from these; `tessera run` without
+// --config uses the default.
+#pragma once
+
+#include "ir/ir.h"
+#include "ir/schedule.h"
+#include "support/status.h"
+#include "targets/target_desc.h"
+
+namespace tessera::search {
+
+Expected<ir::Space> makeSpace(const ir::Kernel& k, const TargetDesc& t);
+
+// Family rules (one file each).
+Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t);
+Expected<ir::Space> elementwiseHostSpace(const ir::Kernel& k, const TargetDesc& t);
+Expected<ir::Space> attentionHostSpace(const ir::Kernel& k, const TargetDesc& t);
+
+// Values of `all` below `limit`, plus the smallest one at or above it: larger tiles would all
+// behave like that one (they are clamped to the problem), so they are not separate choices.
+std::vector<ir::KnobValue> clampDomain(const std::vector<int64_t>& all, int64_t limit);
+
+}  // namespace tessera::search

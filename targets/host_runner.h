@@ -1,0 +1,54 @@
+// Owns measurement on the host (design.md §5): warm-up, repeats until a minimum time and count,
+// optional cache flush, and the n/median/p20/p80 summary; plus the full "run one kernel" flow:
+// seeded inputs, one checked run against the reference evaluator, then timing.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "ir/buffer.h"
+#include "ir/ir.h"
+#include "ir/reference.h"
+#include "support/stats.h"
+#include "support/status.h"
+#include "targets/target_desc.h"
+
+namespace tessera {
+
+struct MeasureOptions {
+  double minTimeSec = 0.05;  // keep repeating until this much time is measured...
+  int minRuns = 5;           // ...and at least this many samples
+  int maxRuns = 10000;
+  int warmup = 1;
+  bool flushCache = false;   // stream through 2x the LLC between runs (cold-cache timing)
+};
+
+// Times `fn` per MeasureOptions; samples in microseconds.
+SampleSummary measure(const std::function<void()>& fn, const MeasureOptions& o);
+
+// A host kernel entry point with the HostExecutable calling convention: buffers for the
+// kernel's inputs then outputs.
+using KernelCall = std::function<void(void* const* buffers)>;
+
+struct HostRunResult {
+  SampleSummary samples;
+  ir::Comparison check;
+  double gflops = 0;        // compute-bound families
+  double gbps = 0;          // bytes of inputs + outputs per run / time
+  double peakFraction = 0;  // of the single-core FMA peak (compute-bound) or copy bandwidth
+  int64_t refRowStride = 1; // > 1 when only sampled rows were checked (large problems)
+};
+
+struct HostRunOptions {
+  uint64_t seed = 1;
+  MeasureOptions measure;
+  ir::RefOptions ref;
+  bool check = true;
+};
+
+// Runs `call` once on seeded inputs, checks every output against the reference (a mismatch is a
+// WrongResult error carrying the comparison), then measures.
+Expected<HostRunResult> runOnHost(const ir::Kernel& k, const KernelCall& call, const TargetDesc& t,
+                                  const HostRunOptions& o);
+
+}  // namespace tessera

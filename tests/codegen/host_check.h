@@ -1,0 +1,21 @@
+// Owns the test helper that compiles a kernel for the host and checks it against the reference.
+#pragma once
+
+#include <string>
+
+#include "ir/ir.h"
+#include "ir/schedule.h"
+
+namespace tessera::testutil {
+
+struct CheckResult {
+  bool compiled = false, correct = false;
+  std::string error;   // compile error or first mismatch
+  double maxRelErr = 0;
+};
+
+// Compiles `k` with `overrides` on top of the default config (seeded inputs), runs it once and
+// compares every output with the reference evaluator.
+CheckResult checkHost(const ir::Kernel& k, const ir::Config& overrides = {}, uint64_t seed = 1);
+
+}  // namespace tessera::testutil
