@@ -75,7 +75,7 @@ Expected<HostPayload> lowerTo(MLIRContext* ctx, const ir::Kernel& k, const ir::C
   if (stop == Emit::Payload || stop == Emit::Schedule) return p;
   if (!p.schedule.empty()) TESSERA_TRY(applySchedule(*p.module, p.schedule));
   if (stop == Emit::Scheduled) return p;
-  TESSERA_TRY(lowerHostToLLVMDialect(*p.module));
+  TESSERA_TRY(lowerHostToLLVMDialect(*p.module, p.nontemporalStores));
   return p;
 }
 

@@ -1,6 +1,7 @@
 // Owns the host elementwise strategy: one linalg.generic (numpy broadcasting as indexing maps,
 // temporaries inlined, every output in one pass) tiled along the innermost dimension and
-// vectorized with masks for the tail. Knobs: VW (vector lanes), UNROLL (vectors per step).
+// vectorized with masks for the tail. Knobs: VW (vector lanes), UNROLL (vectors per step),
+// NT (non-temporal stores of the outputs).
 #include "codegen/host_strategies.h"
 #include "codegen/linalg_elementwise.h"
 #include "codegen/expr_emitter.h"
@@ -14,9 +15,12 @@ Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k
   TESSERA_ASSIGN(ir::ElementwiseRegion region, ir::analyzeElementwise(k));
   TESSERA_ASSIGN(int64_t vw, c.getInt("VW"));
   TESSERA_ASSIGN(int64_t unroll, c.getInt("UNROLL"));
+  TESSERA_ASSIGN(int64_t nt, c.getInt("NT"));
+  if (nt != 0 && nt != 1) return makeError(ErrorCode::InvalidConfig, "NT must be 0 or 1");
   if (vw <= 0 || unroll <= 0 || vw * unroll > 1024)
     return makeError(ErrorCode::InvalidConfig, "VW and UNROLL must be positive with VW*UNROLL <= 1024");
   HostPayload out;
+  out.nontemporalStores = nt == 1;
   OpBuilder b(ctx);
   Location loc = b.getUnknownLoc();
   out.module = ModuleOp::create(loc);
@@ -38,7 +42,7 @@ Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k
 
   out.schedule = "module attributes {transform.with_named_sequence} {\n"
                  "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {\n" +
-                 elementwiseScheduleFragment(int(region.iter.size()), vw * unroll, "") +
+                 elementwiseScheduleFragment(int(region.iter.size()), vw, unroll, "") +
                  "    %f0 = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
                  "    transform.apply_patterns to %f0 {\n"
                  "      transform.apply_patterns.vector.lower_masked_transfers\n"

@@ -183,7 +183,7 @@ Expected<HostPayload> buildHostGemm(MLIRContext* ctx, const ir::Kernel& k, const
   auto vs = [](bool trans, int64_t r, int64_t cc) { return trans ? arr({cc, r}) : arr({r, cc}); };
   std::string s = "module attributes {transform.with_named_sequence} {\n"
                   "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {\n";
-  if (g.hasEpilogue) s += elementwiseScheduleFragment(int(cShape.size()), 64, "e");
+  if (g.hasEpilogue) s += elementwiseScheduleFragment(int(cShape.size()), 16, 4, "e");
   s += "    %mm = transform.structured.match ops{[\"linalg.matmul\"]} in %root : (!transform.any_op) -> !transform.any_op\n";
   s += "    %t1, %l1:3 = transform.structured.tile_using_for %mm tile_sizes " + arr({mc, nc, kc}) +
        " interchange = [1, 2, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)\n";

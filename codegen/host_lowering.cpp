@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "codegen/mlir_env.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -59,12 +60,66 @@ Expected<std::unique_ptr<llvm::TargetMachine>> hostMachine(const std::string& cp
   return std::move(*tm);
 }
 
+// x86 without native 16-bit float vector support aborts the whole process on (masked) loads and
+// stores of odd-sized bf16 vectors ("Do not know how to soft promote this operator's operand",
+// seen with bf16 GEMM edge tiles of 17 lanes). Those ops only move bits, so they are rewritten
+// to i16 vectors; arithmetic never happens in 16-bit floats here (arith-expand ran before).
+void maskedHalfToInt(mlir::ModuleOp m) {
+  using namespace mlir;
+  auto asInt = [](Type t) -> Type {
+    auto v = dyn_cast<VectorType>(t);
+    if (!v || !(v.getElementType().isBF16() || v.getElementType().isF16())) return Type();
+    return VectorType::get(v.getShape(), IntegerType::get(t.getContext(), 16));
+  };
+  m.walk([&](LLVM::MaskedStoreOp op) {
+    Type it = asInt(op.getValue().getType());
+    if (!it) return;
+    OpBuilder b(op);
+    Value cast = LLVM::BitcastOp::create(b, op.getLoc(), it, op.getValue());
+    op->setOperand(0, cast);
+  });
+  m.walk([&](LLVM::StoreOp op) {
+    Type it = asInt(op.getValue().getType());
+    if (!it) return;
+    OpBuilder b(op);
+    op->setOperand(0, LLVM::BitcastOp::create(b, op.getLoc(), it, op.getValue()));
+  });
+  m.walk([&](LLVM::LoadOp op) {
+    Type ht = op.getResult().getType();
+    Type it = asInt(ht);
+    if (!it) return;
+    op.getResult().setType(it);
+    OpBuilder b(op);
+    b.setInsertionPointAfter(op);
+    auto back = LLVM::BitcastOp::create(b, op.getLoc(), ht, op.getResult());
+    op.getResult().replaceAllUsesExcept(back.getResult(), back);
+  });
+  m.walk([&](LLVM::MaskedLoadOp op) {
+    Type ht = op.getResult().getType();
+    Type it = asInt(ht);
+    if (!it) return;
+    OpBuilder b(op);
+    for (OpOperand& pt : op.getPassThruMutable()) pt.set(LLVM::BitcastOp::create(b, op.getLoc(), it, pt.get()));
+    op.getResult().setType(cast<VectorType>(it));
+    b.setInsertionPointAfter(op);
+    auto back = LLVM::BitcastOp::create(b, op.getLoc(), ht, op.getResult());
+    op.getResult().replaceAllUsesExcept(back.getResult(), back);
+  });
+}
+
 }  // namespace
 
-Status lowerHostToLLVMDialect(mlir::ModuleOp m) {
+Status lowerHostToLLVMDialect(mlir::ModuleOp m, bool nontemporalStores) {
   TESSERA_TRY(runPasses(m, kPrepare, "host preparation (buffers, loops)"));
   TESSERA_TRY(approximateMath(m));
   TESSERA_TRY(runPasses(m, kToLLVM, "host lowering to the LLVM dialect"));
+  maskedHalfToInt(m);
+  if (nontemporalStores) {
+    // LLVM emits movnt only where it can prove the vector alignment; other stores stay plain.
+    m.walk([](mlir::LLVM::StoreOp op) {
+      if (mlir::isa<mlir::VectorType>(op.getValue().getType())) op.setNontemporal(true);
+    });
+  }
   return {};
 }
 

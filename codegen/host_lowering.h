@@ -13,7 +13,7 @@ namespace tessera::codegen {
 
 // Scheduled (memref + vector + scf) IR -> LLVM dialect, in place. Kernels use the bare-pointer
 // calling convention: one `ptr` per static-shaped memref argument.
-Status lowerHostToLLVMDialect(mlir::ModuleOp m);
+Status lowerHostToLLVMDialect(mlir::ModuleOp m, bool nontemporalStores = false);
 
 // JIT-compiles an LLVM-dialect module for this CPU (or `cpu`), O3.
 Expected<std::unique_ptr<mlir::ExecutionEngine>> jitHost(mlir::ModuleOp m, const std::string& cpu);

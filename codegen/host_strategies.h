@@ -23,6 +23,9 @@ inline constexpr const char* kKernelSymbol = "kernel";
 struct HostPayload {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::string schedule;  // transform module with @__transform_main; empty: already loop code
+  // Full-vector stores bypass the caches (streaming outputs larger than the LLC: no
+  // read-for-ownership of lines that are only written).
+  bool nontemporalStores = false;
 };
 
 // `func.func @kernel` taking one static-shaped memref per tensor (inputs, then outputs); fills

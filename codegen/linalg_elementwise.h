@@ -22,8 +22,8 @@ Expected<llvm::SmallVector<mlir::Value>> buildElementwiseGeneric(
     const std::function<mlir::Value(const ir::ElementwiseOperand&)>& operand, mlir::ValueRange outInits);
 
 // Transform ops (inside @__transform_main, with %root in scope) that tile the tagged generics
-// of rank `rank` by [1, ..., 1, tile] and vectorize them with masks; `suffix` keeps SSA names
-// unique when a schedule holds several fragments.
-std::string elementwiseScheduleFragment(int rank, int64_t tile, const std::string& suffix);
+// of rank `rank` by [1, ..., 1, vw], vectorize them to vector<vw> with masks and unroll the
+// innermost loop `unroll` times; `suffix` keeps SSA names unique across fragments.
+std::string elementwiseScheduleFragment(int rank, int64_t vw, int64_t unroll, const std::string& suffix);
 
 }  // namespace tessera::codegen

@@ -1,5 +1,5 @@
 // Owns the host elementwise space: vector lanes VW and vectors per step UNROLL along the
-// innermost dimension (tails are masked, so any shape is legal).
+// innermost dimension (tails are masked, so any shape is legal), and non-temporal stores.
 #include <algorithm>
 
 #include "ir/families.h"
@@ -11,6 +11,8 @@ Expected<ir::Space> elementwiseHostSpace(const ir::Kernel& k, const TargetDesc& 
   TESSERA_ASSIGN(ir::ElementwiseRegion r, ir::analyzeElementwise(k));
   int64_t inner = r.iter.back();
   int64_t lanes = std::max(4, t.simdBits / 32);
+  double outBytes = 0;
+  for (const auto* o : k.outputs()) outBytes += double(o->numel() * ir::byteSize(o->dtype));
   ir::Space s;
   s.family = "elementwise";
   std::vector<ir::KnobValue> vw = clampDomain({4, 8, 16, 32}, inner);
@@ -23,6 +25,8 @@ Expected<ir::Space> elementwiseHostSpace(const ir::Kernel& k, const TargetDesc& 
   s.knobs = {
       {"VW", vw, vwDef, "vector lanes per operation"},
       {"UNROLL", un, unDef, "vectors per loop step (tile = VW*UNROLL elements)"},
+      {"NT", {int64_t(0), int64_t(1)}, int64_t(outBytes > t.l3Bytes / 2 ? 1 : 0),
+       "non-temporal stores: outputs stream past the caches (no read-for-ownership)"},
   };
   s.constraint = [inner](const ir::Config& c) -> std::optional<std::string> {
     int64_t tile = std::get<int64_t>(c.values.at("VW")) * std::get<int64_t>(c.values.at("UNROLL"));

@@ -1,19 +1,85 @@
 // Tests host elementwise codegen against the reference: broadcasting, every op, every dtype,
-// odd shapes, multiple outputs and knob extremes.
+// odd shapes, multiple outputs and the extremes of every knob.
 #include <gtest/gtest.h>
 
+#include "codegen/codegen.h"
 #include "host_check.h"
 #include "ir/builders.h"
+#include "ir/text.h"
+#include "search/space.h"
 
 using namespace tessera;
 using namespace tessera::ir;
 
-TEST(HostElementwise, BiasGelu) {
+namespace {
+
+Kernel ew(const std::string& expr, Shape shape, std::map<std::string, Shape> shapes = {},
+          ScalarType t = ScalarType::F32) {
   ElementwiseSpec s;
-  s.expr = "y = gelu(x * s + b)";
-  s.shape = {7, 129};
-  s.shapes["s"] = {129};
-  s.shapes["b"] = {129};
-  auto r = testutil::checkHost(*buildElementwise(s));
+  s.expr = expr;
+  s.shape = std::move(shape);
+  s.shapes = std::move(shapes);
+  s.dtype = t;
+  auto k = buildElementwise(s);
+  EXPECT_TRUE(k.ok()) << (k.ok() ? "" : k.error().str());
+  return *k;
+}
+
+}  // namespace
+
+TEST(HostElementwise, BiasGeluOnOddShapesAndDtypes) {
+  for (ScalarType t : {ScalarType::F32, ScalarType::F16, ScalarType::BF16})
+    for (Shape sh : {Shape{1}, Shape{7}, Shape{129}, Shape{1000}, Shape{7, 129}, Shape{3, 5, 33}}) {
+      Kernel k = ew("y = gelu(x * s + b)", sh, {{"s", {sh.back()}}, {"b", {sh.back()}}}, t);
+      auto r = testutil::checkHost(k);
+      EXPECT_TRUE(r.correct) << k.name << ": " << r.error;
+    }
+}
+
+TEST(HostElementwise, EveryOp) {
+  // Inputs are uniform in [-1, 1): log/sqrt/rsqrt get abs()+0.5 so the reference stays finite.
+  for (const char* e : {"y = x + z - x * z / (abs(z) + 1)", "y = neg(x)", "y = abs(x)", "y = exp(x * 3)",
+                        "y = log(abs(x) + 0.5)", "y = sqrt(abs(x) + 0.5)", "y = rsqrt(abs(x) + 0.5)", "y = tanh(x * 4)",
+                        "y = sigmoid(x * 6)", "y = relu(x)", "y = gelu(x * 3)", "y = gelu_erf(x * 3)", "y = silu(x * 5)",
+                        "y = erf(x * 2)", "y = min(x, z) + max(x, z)", "y = f32(bf16(x)) * f32(f16(z))"}) {
+    auto r = testutil::checkHost(ew(e, {3, 37}));
+    EXPECT_TRUE(r.correct) << e << ": " << r.error;
+  }
+}
+
+TEST(HostElementwise, BroadcastingAndMultipleOutputs) {
+  Kernel k = ew("t = x * s + b; y = relu(t); z = t * w", {4, 6, 33}, {{"s", {33}}, {"b", {6, 1}}, {"w", {4, 1, 1}}});
+  auto r = testutil::checkHost(k);
   EXPECT_TRUE(r.correct) << r.error;
+  // A transposed read, written in the IR text form.
+  auto t = parseKernel("kernel tr : elementwise {\n in x: f32[9, 17]\n out y: f32[17, 9]\n y[i, j] = x[j, i] * 2.0\n}");
+  ASSERT_TRUE(t.ok());
+  r = testutil::checkHost(*t);
+  EXPECT_TRUE(r.correct) << r.error;
+}
+
+TEST(HostElementwise, ExtremesOfEveryKnob) {
+  Kernel k = ew("y = gelu(x * s + b)", {5, 1000}, {{"s", {1000}}, {"b", {1000}}});
+  auto space = search::makeSpace(k, hostTarget());
+  ASSERT_TRUE(space.ok());
+  for (const auto& knob : space->knobs)
+    for (const auto& v : {knob.domain.front(), knob.domain.back()}) {
+      Config c = space->defaults();
+      c.set(knob.name, v);
+      if (space->check(c)) continue;
+      auto r = testutil::checkHost(k, c);
+      EXPECT_TRUE(r.correct) << knob.name << "=" << knobValueStr(v) << ": " << r.error;
+    }
+}
+
+TEST(HostElementwise, InvalidConfigsAreRejectedCleanly) {
+  Kernel k = ew("y = x * 2", {64});
+  for (const char* bad : {"VW=0", "UNROLL=-1", "VW=4096", "NT=2"}) {
+    Config c = *Config::parseAssignments("VW=16,UNROLL=1,NT=0");
+    Config extra = *Config::parseAssignments(bad);
+    for (const auto& [n, v] : extra.values) c.set(n, v);
+    auto exe = codegen::compileHost(k, c, hostTarget());
+    ASSERT_FALSE(exe.ok()) << bad;
+    EXPECT_EQ(exe.error().code, ErrorCode::InvalidConfig) << exe.error().str();
+  }
 }

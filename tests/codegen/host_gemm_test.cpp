@@ -37,3 +37,94 @@ TEST(HostGemm, BothSchedulesOnOddShapes) {
       EXPECT_TRUE(r.correct) << sched << " " << m << "x" << n << "x" << k << ": " << r.error;
     }
 }
+
+TEST(HostGemm, EveryDtypeTransposeBatchAndEpilogue) {
+  for (ScalarType t : {ScalarType::F32, ScalarType::F16, ScalarType::BF16})
+    for (int trans = 0; trans < 4; ++trans) {
+      GemmSpec s;
+      s.m = 37; s.n = 45; s.k = 19; s.dtype = t;
+      s.transA = trans & 1; s.transB = trans & 2;
+      s.batch = trans == 3 ? 2 : 0;
+      if (trans == 2) {
+        s.alpha = -0.5; s.beta = 1.5; s.epilogue = "silu(acc) * scale + bias"; s.shapes["bias"] = {45}; s.shapes["scale"] = {37, 1};
+      }
+      Kernel k = *buildGemm(s);
+      for (const char* sched : {"schedule=plain", "schedule=packed"}) {
+        auto r = testutil::checkHost(k, cfg(sched));
+        EXPECT_TRUE(r.correct) << k.name << " " << sched << ": " << r.error;
+      }
+    }
+}
+
+TEST(HostGemm, ExtremesOfEveryKnob) {
+  // Every knob at the smallest and the largest value of its domain, the others at their
+  // defaults (values the space's constraint rejects are skipped: they are not in the space).
+  Kernel k = gemm(97, 83, 71);
+  auto space = search::makeSpace(k, hostTarget());
+  ASSERT_TRUE(space.ok());
+  int checked = 0;
+  for (const auto& knob : space->knobs)
+    for (const auto& v : {knob.domain.front(), knob.domain.back()})
+      for (const char* sched : {"plain", "packed"}) {
+        Config c = space->defaults();
+        c.set("schedule", std::string(sched));
+        c.set(knob.name, v);
+        if (space->check(c)) continue;
+        auto r = testutil::checkHost(k, c);
+        EXPECT_TRUE(r.correct) << knob.name << "=" << knobValueStr(v) << " " << sched << ": " << r.error;
+        ++checked;
+      }
+  EXPECT_GE(checked, 20);
+}
+
+TEST(HostGemm, InvalidConfigsAreRejectedCleanly) {
+  Kernel k = gemm(16, 16, 16);
+  const TargetDesc& host = hostTarget();
+  auto space = search::makeSpace(k, host);
+  for (const char* bad : {"MR=0", "NR=-4", "schedule=blocked", "ORDER=kij", "KU=64", "MR=64,NR=256", "MC=8,MR=16"}) {
+    Config c = space->defaults();
+    Config extra = *Config::parseAssignments(bad);
+    for (const auto& [n, v] : extra.values) c.set(n, v);
+    auto exe = codegen::compileHost(k, c, host);
+    ASSERT_FALSE(exe.ok()) << bad;
+    EXPECT_EQ(exe.error().code, ErrorCode::InvalidConfig) << bad << ": " << exe.error().str();
+  }
+  Config missing = space->defaults();
+  missing.values.erase("KC");
+  auto exe = codegen::compileHost(k, missing, host);
+  ASSERT_FALSE(exe.ok());
+  EXPECT_NE(exe.error().message.find("KC"), std::string::npos);
+  // The space explains why a config is outside it.
+  space = search::makeSpace(gemm(256, 256, 256), host);
+  Config over = space->defaults();
+  over.set("MR", int64_t(14));
+  over.set("NR", int64_t(64));
+  auto why = space->check(over);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("vector registers"), std::string::npos) << *why;
+}
+
+TEST(HostGemm, DefaultConfigIsInsideTheSpace) {
+  for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {7, 1000, 3}, {2048, 2048, 2048}, {1, 4096, 64}}) {
+    auto space = search::makeSpace(gemm(m, n, k), hostTarget());
+    ASSERT_TRUE(space.ok());
+    auto why = space->check(space->defaults());
+    EXPECT_FALSE(why.has_value()) << m << "x" << n << "x" << k << ": " << why.value_or("");
+  }
+}
+
+TEST(HostGemm, EmitsEveryStage) {
+  Kernel k = gemm(64, 64, 64);
+  auto c = search::makeSpace(k, hostTarget())->defaults();
+  for (codegen::Emit e : {codegen::Emit::Payload, codegen::Emit::Schedule, codegen::Emit::Scheduled,
+                          codegen::Emit::LLVMDialect, codegen::Emit::LLVMIR, codegen::Emit::Asm, codegen::Emit::Object}) {
+    auto out = codegen::emitHost(k, c, hostTarget(), e);
+    ASSERT_TRUE(out.ok()) << codegen::emitName(e) << ": " << out.error().str();
+    EXPECT_GT(out->size(), 100u) << codegen::emitName(e);
+  }
+  // Vector FMAs must actually be emitted (not scalar loops).
+  auto as = codegen::emitHost(k, c, hostTarget(), codegen::Emit::Asm);
+  EXPECT_NE(as->find("vfmadd"), std::string::npos);
+  auto obj = codegen::emitHost(k, c, hostTarget(), codegen::Emit::Object);
+  EXPECT_EQ(obj->substr(0, 4), std::string("\x7f" "ELF"));
+}
