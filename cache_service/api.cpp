@@ -1,0 +1,301 @@
+// Owns the API's front door: route matching, authentication and scope checks, the request-body
+// rules (length, encoding, media type), problem+json responses, and per-request metrics.
+#include "cache_service/api.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "cache_service/api_internal.h"
+#include "cache_service/record_json.h"
+#include "support/strings.h"
+
+namespace tessera::cache {
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+// "application/json; charset=utf-8" -> "application/json"
+std::string mediaType(const std::string* v) {
+  if (!v) return "";
+  std::string_view s = *v;
+  s = trim(s.substr(0, s.find(';')));
+  std::string out(s);
+  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+}  // namespace
+
+const std::string* ApiRequest::header(std::string_view name) const {
+  for (const auto& [k, v] : headers)
+    if (iequals(k, name)) return &v;
+  return nullptr;
+}
+
+const std::string* ApiRequest::param(std::string_view name) const {
+  for (const auto& [k, v] : query)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+RouteMatch matchRoute(std::string_view method, std::string_view path) {
+  RouteMatch m;
+  auto route = [&](RouteId id, std::string_view want, std::optional<Scope> scope, BodyKind body) {
+    m.id = id;
+    m.scope = scope;
+    m.body = body;
+    if (method != want) {
+      m.refuse = 405;
+      m.allow = std::string(want);
+    }
+    return m;
+  };
+  if (path == "/v1/best") return route(RouteId::BestQuery, "GET", Scope::Read, BodyKind::None);
+  if (path == "/v1/best/batch") return route(RouteId::BestBatch, "POST", Scope::Read, BodyKind::Json);
+  if (path.starts_with("/v1/best/") && path.find('/', 9) == std::string_view::npos) {
+    m.key_id = path.substr(9);
+    return route(RouteId::Best, "GET", Scope::Read, BodyKind::None);
+  }
+  if (path == "/v1/records") {
+    if (method == "POST") return route(RouteId::RecordsPost, "POST", Scope::Write, BodyKind::Json);
+    route(RouteId::RecordsList, "GET", Scope::Read, BodyKind::None);
+    if (m.refuse) m.allow = "GET, POST";
+    return m;
+  }
+  if (path == "/v1/nearest") return route(RouteId::Nearest, "GET", Scope::Read, BodyKind::None);
+  if (path == "/v1/export") return route(RouteId::Export, "GET", Scope::Read, BodyKind::None);
+  if (path == "/v1/import") return route(RouteId::Import, "POST", Scope::Write, BodyKind::JsonLines);
+  if (path == "/v1/admin/backup")
+    return route(RouteId::Backup, "POST", Scope::Admin, BodyKind::OptionalJson);
+  if (path == "/healthz") return route(RouteId::Healthz, "GET", std::nullopt, BodyKind::None);
+  if (path == "/readyz") return route(RouteId::Readyz, "GET", std::nullopt, BodyKind::None);
+  if (path == "/status") return route(RouteId::Status, "GET", Scope::Read, BodyKind::None);
+  if (path == "/metrics") return route(RouteId::MetricsText, "GET", Scope::Read, BodyKind::None);
+  if (path == "/openapi.yaml") return route(RouteId::OpenApi, "GET", std::nullopt, BodyKind::None);
+  m.id = RouteId::Unknown;
+  m.refuse = 404;
+  return m;
+}
+
+ApiResponse problem(int status, std::string_view slug, std::string_view title, std::string detail,
+                    nlohmann::json extra) {
+  nlohmann::json j = extra.is_object() ? std::move(extra) : nlohmann::json::object();
+  j["type"] = std::string(kProblemPrefix) + std::string(slug);
+  j["title"] = title;
+  j["status"] = status;
+  j["detail"] = std::move(detail);
+  ApiResponse r;
+  r.status = status;
+  r.content_type = "application/problem+json";
+  r.body = dumpJson(j);
+  return r;
+}
+
+ApiResponse jsonResponse(const nlohmann::json& j, int status) {
+  ApiResponse r;
+  r.status = status;
+  r.body = dumpJson(j);
+  return r;
+}
+
+ApiResponse storageProblem(const Error& e) {
+  ApiResponse r = problem(503, "storage-unavailable", "Storage unavailable", e.message);
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+std::optional<ApiResponse> checkQuery(const ApiRequest& r, std::initializer_list<std::string_view> allowed) {
+  for (size_t i = 0; i < r.query.size(); ++i) {
+    const std::string& name = r.query[i].first;
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      std::string list;
+      for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      return problem(400, "invalid-query", "Invalid query",
+                     "unknown query parameter '" + name + "'" +
+                         (list.empty() ? " (this route takes none)" : " (allowed: " + list + ")"));
+    }
+    for (size_t k = 0; k < i; ++k)
+      if (r.query[k].first == name)
+        return problem(400, "invalid-query", "Invalid query", "query parameter '" + name + "' repeated");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiResponse> intParam(const ApiRequest& r, std::string_view name, int64_t lo, int64_t hi,
+                                    int64_t& out) {
+  const std::string* v = r.param(name);
+  if (!v) return std::nullopt;
+  auto n = parseInt(*v);
+  if (!n || *n < lo || *n > hi)
+    return problem(400, "invalid-query", "Invalid query",
+                   std::string(name) + ": expected an integer in " + std::to_string(lo) + ".." +
+                       std::to_string(hi));
+  out = *n;
+  return std::nullopt;
+}
+
+void countWrites(Metrics& m, const std::vector<PutResult>& results) {
+  for (const PutResult& p : results) {
+    if (p.duplicate) m.write(Metrics::Write::Duplicate);
+    else if (p.outcome == PutOutcome::Inserted) m.write(Metrics::Write::Inserted);
+    else if (p.outcome == PutOutcome::Improved) m.write(Metrics::Write::Improved);
+    else m.write(Metrics::Write::Kept);
+  }
+}
+
+namespace {
+
+std::vector<std::string> routeNameList() {
+  return std::vector<std::string>(std::begin(kRouteNames), std::end(kRouteNames));
+}
+
+bool declaresBody(const ApiRequest& r) {
+  const std::string* cl = r.header("Content-Length");
+  return r.header("Transfer-Encoding") != nullptr || (cl && trim(*cl) != "0");
+}
+
+// Everything that can be decided from the request line and headers. `body_read` tells whether
+// the transport already consumed the body (then the connection can be kept alive).
+std::optional<ApiResponse> gate(const ApiRequest& r, const RouteMatch& m, const TokenAuthenticator& auth,
+                                const ApiOptions& opts, bool body_read) {
+  // A request that may carry a body and is refused before it is read leaves bytes on the
+  // connection that must not be parsed as the next request (even without Content-Length: a client
+  // that omitted it may still have sent a body).
+  const bool may_have_body = declaresBody(r) || r.method == "POST" || r.method == "PUT" || r.method == "PATCH";
+  auto refuse = [&](ApiResponse resp) {
+    resp.close_connection = !body_read && may_have_body;
+    return std::optional<ApiResponse>(std::move(resp));
+  };
+  if (m.refuse == 404)
+    return refuse(problem(404, "not-found", "Not found", "no route " + r.path));
+  if (m.refuse == 405) {
+    ApiResponse resp = problem(405, "method-not-allowed", "Method not allowed",
+                               r.method + " is not allowed on " + r.path + " (allowed: " + m.allow + ")");
+    resp.headers.emplace_back("Allow", m.allow);
+    return refuse(std::move(resp));
+  }
+  if (m.scope) {
+    const std::string* authz = r.header("Authorization");
+    if (authz) {
+      std::string_view v = *authz;
+      if (v.size() < 7 || !iequals(v.substr(0, 7), "Bearer "))
+        return refuse(problem(401, "invalid-token", "Unauthorized", "Authorization must be 'Bearer <token>'"));
+      auto scope = auth.check(trim(v.substr(7)));
+      if (!scope) return refuse(problem(401, "invalid-token", "Unauthorized", "unknown or revoked token"));
+      if (*scope < *m.scope)
+        return refuse(problem(403, "insufficient-scope", "Forbidden",
+                              "this route needs a token with scope '" + std::string(scopeName(*m.scope)) +
+                                  "'; yours has '" + std::string(scopeName(*scope)) + "'"));
+    } else if (!(*m.scope == Scope::Read && opts.allow_anonymous_reads)) {
+      ApiResponse resp = problem(401, "missing-token", "Unauthorized",
+                                 "send 'Authorization: Bearer <token>' (scope '" +
+                                     std::string(scopeName(*m.scope)) + "' or higher)");
+      resp.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"tessera\"");
+      return refuse(std::move(resp));
+    }
+  }
+  const std::string* te = r.header("Transfer-Encoding");
+  const std::string* ce = r.header("Content-Encoding");
+  const std::string* cl = r.header("Content-Length");
+  if (m.body == BodyKind::None) {
+    if (declaresBody(r))
+      return refuse(problem(400, "body-not-allowed", "Bad request", r.method + " " + r.path + " takes no body"));
+    return std::nullopt;
+  }
+  if (te)
+    return refuse(problem(411, "length-required", "Length required",
+                          "chunked or otherwise transfer-encoded bodies are refused; send Content-Length"));
+  if (ce && !iequals(trim(*ce), "identity"))
+    return refuse(problem(415, "unsupported-encoding", "Unsupported media type",
+                          "compressed request bodies (Content-Encoding: " + *ce + ") are refused"));
+  if (!cl) return refuse(problem(411, "length-required", "Length required", "writes need a Content-Length header"));
+  auto len = parseInt(trim(*cl));
+  if (!len || *len < 0) return refuse(problem(400, "bad-content-length", "Bad request", "malformed Content-Length"));
+  if (static_cast<uint64_t>(*len) > opts.max_body_bytes)
+    return refuse(problem(413, "payload-too-large", "Payload too large",
+                          "body of " + std::to_string(*len) + " bytes exceeds the limit of " +
+                              std::to_string(opts.max_body_bytes)));
+  if (*len == 0 && m.body == BodyKind::OptionalJson) return std::nullopt;
+  const std::string type = mediaType(r.header("Content-Type"));
+  const bool json_ok = type == "application/json";
+  const bool lines_ok = type == "application/x-ndjson" || type == "application/jsonl" || type == "text/plain";
+  if ((m.body == BodyKind::JsonLines && !lines_ok) || (m.body != BodyKind::JsonLines && !json_ok))
+    return refuse(problem(415, "unsupported-media-type", "Unsupported media type",
+                          "Content-Type must be " +
+                              std::string(m.body == BodyKind::JsonLines ? "application/x-ndjson"
+                                                                        : "application/json") +
+                              (type.empty() ? std::string(" (none sent)") : " (got " + type + ")")));
+  if (body_read && r.body.size() != static_cast<size_t>(*len))
+    return refuse(problem(400, "bad-content-length", "Bad request", "body length differs from Content-Length"));
+  return std::nullopt;
+}
+
+}  // namespace
+
+Api::Api(RecordStore& store, const TokenAuthenticator& auth, ApiOptions opts)
+    : store_(store), auth_(auth), opts_(std::move(opts)), metrics_(routeNameList()),
+      started_(std::chrono::steady_clock::now()) {}
+
+std::optional<ApiResponse> Api::precheck(const ApiRequest& head) {
+  auto t0 = std::chrono::steady_clock::now();
+  RouteMatch m = matchRoute(head.method, head.path);
+  auto refused = gate(head, m, auth_, opts_, /*body_read=*/false);
+  if (refused) {
+    std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+    metrics_.request(static_cast<size_t>(m.id), refused->status, dt.count());
+  }
+  return refused;
+}
+
+ApiResponse Api::handle(const ApiRequest& req) {
+  auto t0 = std::chrono::steady_clock::now();
+  RouteMatch m = matchRoute(req.method, req.path);
+  ApiResponse resp;
+  try {
+    if (auto refused = gate(req, m, auth_, opts_, /*body_read=*/true)) {
+      resp = std::move(*refused);
+    } else {
+      RouteContext c{store_, auth_, metrics_, opts_, started_};
+      switch (m.id) {
+        case RouteId::Best: resp = routeBest(c, req, m); break;
+        case RouteId::BestQuery: resp = routeBestQuery(c, req, m); break;
+        case RouteId::BestBatch: resp = routeBestBatch(c, req, m); break;
+        case RouteId::RecordsPost: resp = routeRecordsPost(c, req, m); break;
+        case RouteId::RecordsList: resp = routeRecordsList(c, req, m); break;
+        case RouteId::Nearest: resp = routeNearest(c, req, m); break;
+        case RouteId::Export: resp = routeExport(c, req, m); break;
+        case RouteId::Import: resp = routeImport(c, req, m); break;
+        case RouteId::Backup: resp = routeBackup(c, req, m); break;
+        case RouteId::Healthz: resp = routeHealthz(c, req, m); break;
+        case RouteId::Readyz: resp = routeReadyz(c, req, m); break;
+        case RouteId::Status: resp = routeStatus(c, req, m); break;
+        case RouteId::MetricsText: resp = routeMetrics(c, req, m); break;
+        case RouteId::OpenApi: resp = routeOpenApi(c, req, m); break;
+        case RouteId::Unknown:
+        case RouteId::Count: resp = problem(404, "not-found", "Not found", "no route " + req.path); break;
+      }
+    }
+  } catch (const std::exception& e) {
+    // Only a bug gets here (routes report bad input as values); say so instead of crashing.
+    resp = problem(500, "internal", "Internal error", e.what());
+  } catch (...) {
+    resp = problem(500, "internal", "Internal error", "unknown exception");
+  }
+  std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+  metrics_.request(static_cast<size_t>(m.id), resp.status, dt.count());
+  // Server-side failures are the operator's business: say so where they look.
+  if (resp.status >= 500)
+    std::fprintf(stderr, "tessera serve: %d on %s %s: %s\n", resp.status, req.method.c_str(), req.path.c_str(),
+                 resp.body.c_str());
+  return resp;
+}
+
+}  // namespace tessera::cache

@@ -1,0 +1,81 @@
+// Owns the cache service's HTTP API (design.md §7) as plain request -> response functions, so
+// every route, status code and scope is testable without sockets; http_transport.cpp only moves
+// bytes between cpp-httplib and these structs.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cache_service/metrics.h"
+#include "cache_service/store.h"
+#include "cache_service/tokens.h"
+
+namespace tessera::cache {
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+struct ApiRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // decoded path without the query
+  HeaderList query;    // decoded query parameters in order (repeats kept)
+  HeaderList headers;  // as received; lookups are case-insensitive
+  std::string body;
+
+  const std::string* header(std::string_view name) const;
+  const std::string* param(std::string_view name) const;
+};
+
+struct ApiResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  HeaderList headers;
+  // The request's body was not read (refused before reading): the transport must close the
+  // connection instead of parsing the unread bytes as the next request.
+  bool close_connection = false;
+};
+
+struct ApiOptions {
+  bool allow_anonymous_reads = false;
+  size_t max_body_bytes = 16u << 20;
+  std::string backup_dir;  // where POST /v1/admin/backup writes; empty: backups disabled
+  std::string version;     // reported by /status
+};
+
+// Problem types, each a stable URN ("urn:tessera:problem:<slug>") clients may switch on.
+inline constexpr std::string_view kProblemPrefix = "urn:tessera:problem:";
+
+class Api {
+ public:
+  Api(RecordStore& store, const TokenAuthenticator& auth, ApiOptions opts);
+
+  // Called with headers only, before any body byte is read. Answers (and counts) the requests
+  // that must be refused before their body is read: unknown route or method, missing or wrong
+  // token, insufficient scope, missing Content-Length, chunked or compressed bodies, bodies over
+  // the limit, bodies on GET. nullopt: read the body (at most max_body_bytes), then handle().
+  std::optional<ApiResponse> precheck(const ApiRequest& head);
+
+  // Full handling of a request whose body has been read (runs the same checks as precheck).
+  // Never throws: a broken invariant becomes a 500 problem, bad input always a 4xx.
+  ApiResponse handle(const ApiRequest& req);
+
+  Metrics& metrics() { return metrics_; }
+  const ApiOptions& options() const { return opts_; }
+
+ private:
+  RecordStore& store_;
+  const TokenAuthenticator& auth_;
+  ApiOptions opts_;
+  Metrics metrics_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+// The OpenAPI description served at /openapi.yaml (cache_service/openapi.yaml, embedded at build
+// time).
+std::string_view openApiYaml();
+
+}  // namespace tessera::cache

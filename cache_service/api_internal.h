@@ -1,0 +1,92 @@
+// Owns what the API's route files share (private to cache_service): the route table, the
+// context a route runs with, and the builders of JSON and problem+json responses.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cache_service/api.h"
+
+namespace tessera::cache {
+
+enum class RouteId : size_t {
+  Best,         // GET  /v1/best/{key_id}
+  BestQuery,    // GET  /v1/best?family=&workload=&shape=&dtype=&layout=&target=&arch=&units=
+  BestBatch,    // POST /v1/best/batch
+  RecordsPost,  // POST /v1/records
+  RecordsList,  // GET  /v1/records
+  Nearest,      // GET  /v1/nearest
+  Export,       // GET  /v1/export
+  Import,       // POST /v1/import
+  Backup,       // POST /v1/admin/backup
+  Healthz,
+  Readyz,
+  Status,
+  MetricsText,
+  OpenApi,
+  Unknown,
+  Count
+};
+inline constexpr const char* kRouteNames[] = {
+    "best",   "best_query", "best_batch", "records_post", "records_list", "nearest", "export", "import",
+    "backup", "healthz",    "readyz",     "status",       "metrics",      "openapi", "unknown"};
+static_assert(std::size(kRouteNames) == static_cast<size_t>(RouteId::Count));
+
+// What a route accepts as body; decides the Content-Type check before the body is read.
+enum class BodyKind { None, Json, JsonLines, OptionalJson };
+
+struct RouteMatch {
+  RouteId id = RouteId::Unknown;
+  std::optional<Scope> scope;  // nullopt: no token needed (health, openapi)
+  BodyKind body = BodyKind::None;
+  std::string_view key_id;     // the {key_id} path segment of /v1/best/{key_id}
+  int refuse = 0;              // 404 (no such path) or 405 (path exists, other method)
+  std::string allow;           // Allow header for 405
+};
+RouteMatch matchRoute(std::string_view method, std::string_view path);
+
+struct RouteContext {
+  RecordStore& store;
+  const TokenAuthenticator& auth;
+  Metrics& metrics;
+  const ApiOptions& opts;
+  std::chrono::steady_clock::time_point started;
+};
+
+ApiResponse problem(int status, std::string_view slug, std::string_view title, std::string detail,
+                    nlohmann::json extra = nlohmann::json::object());
+ApiResponse jsonResponse(const nlohmann::json& j, int status = 200);
+// A store failure is the server's fault, never the client's: 503 so clients retry later.
+ApiResponse storageProblem(const Error& e);
+
+// Refuses query parameters outside `allowed` and repeated ones (a typo must not silently widen
+// a filter). nullopt when the query is acceptable.
+std::optional<ApiResponse> checkQuery(const ApiRequest& r, std::initializer_list<std::string_view> allowed);
+// Optional integer parameter in [lo, hi]; a 400 problem when present and malformed.
+std::optional<ApiResponse> intParam(const ApiRequest& r, std::string_view name, int64_t lo, int64_t hi,
+                                    int64_t& out);
+
+// Routes (api_records.cpp).
+ApiResponse routeBest(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeBestQuery(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeBestBatch(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeRecordsPost(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeRecordsList(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeNearest(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+// Routes (api_transfer.cpp).
+ApiResponse routeExport(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeImport(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+// Routes (api_ops.cpp).
+ApiResponse routeBackup(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeHealthz(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeReadyz(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeStatus(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeMetrics(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeOpenApi(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+
+// Counts the outcome of a put in the metrics.
+void countWrites(Metrics& m, const std::vector<PutResult>& results);
+
+}  // namespace tessera::cache

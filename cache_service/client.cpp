@@ -1,0 +1,300 @@
+// Owns the fail-open cache client and the outbox push: HTTP answers become LookupResult /
+// PushResult values, and transport failures become warnings with a backoff.
+#include "cache_service/client.h"
+
+#include <functional>
+
+#include "cache_service/http.h"
+#include "cache_service/record_json.h"
+
+namespace tessera::cache {
+
+using nlohmann::json;
+
+namespace {
+constexpr size_t kPutChunk = 500;
+}  // namespace
+
+CacheClient::CacheClient(CacheClientOptions opts) : opts_(std::move(opts)) {}
+CacheClient::~CacheClient() = default;
+
+Expected<CacheClient::Reply> CacheClient::call(const char* method, const std::string& path,
+                                               const std::string& body, const std::string& content_type,
+                                               double timeout_s) {
+  if (!enabled()) return makeError(ErrorCode::InvalidArgument, "no cache URL configured");
+  HttpConnection* conn = nullptr;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (std::chrono::steady_clock::now() < skip_until_)
+      return makeError(ErrorCode::IOError, "skipped: it failed moments ago (retrying after a backoff)");
+    if (!conn_) {
+      auto c = openHttpConnection(opts_.base_url, opts_.timeout_s);
+      if (!c.ok()) return c.takeError();
+      conn_ = std::move(*c);
+    }
+    conn = conn_.get();
+  }
+  HeaderList headers;
+  if (!opts_.token.empty()) headers.emplace_back("Authorization", "Bearer " + opts_.token);
+  headers.emplace_back("Accept", "application/json");
+  auto reply = conn->send(method, path, headers, body, content_type, timeout_s);
+  if (!reply.ok()) {
+    std::lock_guard<std::mutex> g(mu_);
+    skip_until_ = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(opts_.backoff_s));
+    return reply.takeError();
+  }
+  Reply r;
+  r.status = reply->status;
+  r.body = std::move(reply->body);
+  if (const std::string* h = reply->header("Tessera-Next-Since")) r.next_since = *h;
+  if (const std::string* h = reply->header("Tessera-More")) r.more = *h;
+  return r;
+}
+
+std::string CacheClient::describe(const Reply& r) const {
+  std::string out = "HTTP " + std::to_string(r.status);
+  auto j = parseJson(r.body);
+  if (j.ok() && j->is_object()) {
+    if (auto d = j->find("detail"); d != j->end() && d->is_string()) out += " (" + d->get<std::string>() + ")";
+  }
+  return out;
+}
+
+namespace {
+
+// Turns a 200 answer of /v1/best into a LookupResult; `warn` makes the miss-with-warning.
+LookupResult parseAnswer(std::string body, const std::function<LookupResult(const std::string&)>& warn) {
+  LookupResult out;
+  auto j = parseJson(body);
+  if (!j.ok() || !j->is_object()) return warn("unreadable answer");
+  out.raw_json = std::move(body);
+  const std::string match = j->value("match", "");
+  if (match == "exact") {
+    auto it = j->find("record");
+    if (it == j->end()) return warn("answer without a record");
+    auto rec = recordFromJson(*it, "record");
+    if (!rec.ok()) return warn("invalid record in answer: " + rec.error().message);
+    out.kind = LookupResult::Kind::Hit;
+    out.record = std::move(*rec);
+    out.stale = j->value("stale", false);
+    if (auto r = j->find("stale_reasons"); r != j->end() && r->is_array())
+      for (const json& reason : *r)
+        if (reason.is_string()) out.stale_reasons.push_back(reason.get<std::string>());
+    return out;
+  }
+  if (match == "nearest") {
+    auto cands = j->find("candidates");
+    if (cands == j->end() || !cands->is_array()) return warn("answer without candidates");
+    for (const json& c : *cands) {
+      if (!c.is_object() || !c.contains("record") || !c.contains("distance") || !c["distance"].is_number())
+        return warn("malformed nearest candidate");
+      auto rec = recordFromJson(c["record"], "record");
+      if (!rec.ok()) return warn("invalid record in answer: " + rec.error().message);
+      out.nearest.push_back({std::move(*rec), c["distance"].get<double>()});
+    }
+    out.kind = out.nearest.empty() ? LookupResult::Kind::Miss : LookupResult::Kind::Nearest;
+    return out;
+  }
+  return warn("unknown answer kind '" + match + "'");
+}
+
+}  // namespace
+
+LookupResult CacheClient::lookup(const std::string& path_and_query) {
+  LookupResult out;
+  if (!enabled()) return out;
+  std::function<LookupResult(const std::string&)> warn = [&](const std::string& why) {
+    LookupResult miss;
+    miss.warning = "tessera cache " + opts_.base_url + ": " + why + "; continuing without it";
+    return miss;
+  };
+  auto reply = call("GET", path_and_query, "", "", opts_.timeout_s);
+  if (!reply.ok()) return warn(reply.error().message);
+  if (reply->status == 404) return out;  // a plain miss
+  if (reply->status != 200) return warn(describe(*reply));
+  // Whatever the service sends, a tuning run must not die of it: any surprise is a miss.
+  try {
+    return parseAnswer(std::move(reply->body), warn);
+  } catch (const std::exception& e) {
+    return warn(std::string("unreadable answer (") + e.what() + ")");
+  }
+}
+
+namespace {
+void appendProvenance(std::string& q, const Provenance& p) {
+  auto add = [&](const char* name, const std::string& v) {
+    if (v.empty()) return;
+    q += q.find('?') == std::string::npos ? '?' : '&';
+    q += name;
+    q += '=';
+    q += urlEncode(v);
+  };
+  add("tessera_version", p.tessera_version);
+  add("llvm_version", p.llvm_version);
+  add("cuda_version", p.cuda_version);
+  add("cpu_model", p.cpu_model);
+}
+}  // namespace
+
+LookupResult CacheClient::best(const HardKey& key, const Provenance& current, bool allow_nearest) {
+  std::string q = "/v1/best?family=" + urlEncode(key.family) + "&workload=" + urlEncode(key.workload) +
+                  "&shape=" + formatShape(key.shape) + "&dtype=" + urlEncode(key.dtype) +
+                  "&layout=" + urlEncode(key.layout) + "&target=" + urlEncode(key.target) +
+                  "&arch=" + urlEncode(key.arch) + "&units=" + std::to_string(key.units);
+  if (!allow_nearest) q += "&nearest=0";
+  appendProvenance(q, current);
+  return lookup(q);
+}
+
+LookupResult CacheClient::bestById(const std::string& key_id, const Provenance& current) {
+  if (!isKeyId(key_id)) {
+    LookupResult out;
+    out.warning = "tessera cache: '" + key_id + "' is not a key id";
+    return out;
+  }
+  std::string q = "/v1/best/" + key_id;
+  appendProvenance(q, current);
+  return lookup(q);
+}
+
+PushResult CacheClient::put(std::span<const Record> records) {
+  PushResult out;
+  if (!enabled()) {
+    out.warning = "no cache URL configured";
+    return out;
+  }
+  for (size_t start = 0; start < records.size(); start += kPutChunk) {
+    const size_t end = std::min(records.size(), start + kPutChunk);
+    std::string body = "{\"records\":[";
+    for (size_t i = start; i < end; ++i) {
+      if (i > start) body += ',';
+      body += encodeRecord(records[i]);
+    }
+    body += "]}";
+    auto reply = call("POST", "/v1/records", body, "application/json", opts_.write_timeout_s);
+    if (!reply.ok()) {
+      out.warning = "tessera cache " + opts_.base_url + ": " + reply.error().message;
+      return out;
+    }
+    auto j = parseJson(reply->body);
+    if (reply->status != 200 || !j.ok() || !j->is_object() || !j->contains("results") ||
+        !(*j)["results"].is_array() || (*j)["results"].size() != end - start) {
+      out.http_status = reply->status;
+      out.warning = "tessera cache " + opts_.base_url + ": records refused: " + describe(*reply);
+      return out;
+    }
+    try {
+      for (const json& r : (*j)["results"]) {
+        PutResult p;
+        const std::string outcome = r.value("outcome", "kept");
+        p.outcome = outcome == "inserted" ? PutOutcome::Inserted
+                    : outcome == "improved" ? PutOutcome::Improved
+                                            : PutOutcome::Kept;
+        p.id = r.value("id", int64_t{0});
+        p.duplicate = r.value("duplicate", false);
+        p.key_id = r.value("key_id", "");
+        out.results.push_back(std::move(p));
+      }
+    } catch (const std::exception& e) {
+      // Stored or not, we cannot tell: report failure so the records stay in the outbox (a
+      // re-push is idempotent).
+      out.results.clear();
+      out.warning = std::string("tessera cache: unreadable answer to a submission (") + e.what() + ")";
+      return out;
+    }
+  }
+  out.ok = true;
+  return out;
+}
+
+Expected<ExportPage> CacheClient::exportPage(int64_t since, int limit) {
+  auto reply = call("GET", "/v1/export?since=" + std::to_string(since) + "&limit=" + std::to_string(limit), "",
+                    "", opts_.bulk_timeout_s);
+  if (!reply.ok()) return reply.takeError();
+  if (reply->status != 200) return makeError(ErrorCode::IOError, "export: " + describe(*reply));
+  ExportPage page;
+  page.jsonl = std::move(reply->body);
+  page.next_since = std::strtoll(reply->next_since.c_str(), nullptr, 10);
+  page.more = reply->more == "true";
+  return page;
+}
+
+Expected<std::string> CacheClient::importLines(const std::string& jsonl, bool partial) {
+  auto reply = call("POST", partial ? "/v1/import?partial=1" : "/v1/import", jsonl, "application/x-ndjson",
+                    opts_.bulk_timeout_s);
+  if (!reply.ok()) return reply.takeError();
+  if (reply->status != 200) return makeError(ErrorCode::InvalidArgument, "import: " + describe(*reply));
+  return std::move(reply->body);
+}
+
+Expected<std::string> CacheClient::status() {
+  auto reply = call("GET", "/status", "", "", opts_.timeout_s * 5);
+  if (!reply.ok()) return reply.takeError();
+  if (reply->status != 200) return makeError(ErrorCode::IOError, "status: " + describe(*reply));
+  return std::move(reply->body);
+}
+
+Expected<std::string> CacheClient::backup(const std::string& label) {
+  std::string body = label.empty() ? "" : dumpJson(json{{"label", label}});
+  auto reply = call("POST", "/v1/admin/backup", body, body.empty() ? "" : "application/json", opts_.bulk_timeout_s);
+  if (!reply.ok()) return reply.takeError();
+  if (reply->status != 200) return makeError(ErrorCode::IOError, "backup: " + describe(*reply));
+  return std::move(reply->body);
+}
+
+OutboxReport pushOutbox(RecordStore& local, CacheClient& client, size_t max_records) {
+  OutboxReport rep;
+  auto remaining = [&] {
+    auto st = local.stats();
+    rep.remaining = st.ok() ? static_cast<size_t>(st->outbox) : 0;
+  };
+  if (!client.enabled()) {
+    remaining();
+    return rep;
+  }
+  while (rep.pushed + rep.rejected < max_records) {
+    auto batch = local.outbox(static_cast<int>(std::min<size_t>(kPutChunk, max_records - rep.pushed - rep.rejected)));
+    if (!batch.ok()) {
+      rep.warning = "outbox: " + batch.error().message;
+      break;
+    }
+    if (batch->empty()) break;
+    PushResult res = client.put(*batch);
+    std::vector<int64_t> done;
+    if (res.ok) {
+      for (const Record& r : *batch) done.push_back(r.id);
+      rep.pushed += done.size();
+    } else if (res.http_status == 422) {
+      // The service refuses something in the batch; push one by one so the good records get
+      // through, and drop the refused ones from the outbox instead of retrying them forever.
+      for (const Record& r : *batch) {
+        PushResult one = client.put(std::span<const Record>(&r, 1));
+        if (one.ok) {
+          ++rep.pushed;
+        } else if (one.http_status == 422) {
+          ++rep.rejected;
+          if (rep.warning.empty()) rep.warning = one.warning;
+        } else {
+          rep.warning = one.warning;
+          break;
+        }
+        done.push_back(r.id);
+      }
+    } else {
+      rep.warning = res.warning;
+    }
+    if (!done.empty()) {
+      if (Status s = local.markPushed(done); !s.ok()) {
+        rep.warning = "outbox: " + s.error().message;
+        break;
+      }
+    }
+    if (!res.ok && res.http_status != 422) break;
+  }
+  remaining();
+  return rep;
+}
+
+}  // namespace tessera::cache

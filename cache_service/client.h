@@ -1,0 +1,122 @@
+// Owns the C++ client of the shared tuning cache, used by `tessera tune` and `tessera cache`.
+// It fails open: a service that is down, slow, or refuses us is a miss plus a warning, never an
+// error that could fail a tuning run. Results tuned while the service was unreachable wait in the
+// local store's outbox and are pushed by pushOutbox() on the next run.
+//
+// Typical tuner use:
+//   CacheClient cache({.base_url = url, .token = token});          // from --cache/TESSERA_*
+//   auto local = openSqliteStore("tessera.db");                      // --db
+//   pushOutbox(**local, cache);                                      // leftovers of earlier runs
+//   LookupResult hit = cache.best(key, my_provenance);
+//   if (hit.kind == LookupResult::Kind::Hit && !hit.stale) { ...compile hit.record->config... }
+//   if (!hit.warning.empty()) log(hit.warning);
+//   ... tune ...
+//   (*local)->put(records, {.outbox = true});                        // every measured candidate
+//   OutboxReport rep = pushOutbox(**local, cache);                   // best effort
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cache_service/record.h"
+#include "cache_service/store.h"
+
+namespace tessera::cache {
+
+class HttpConnection;
+
+struct CacheClientOptions {
+  std::string base_url;  // http://host:port[/prefix]; empty = no shared cache (silent misses)
+  std::string token;     // bearer token; empty = anonymous
+  double timeout_s = 1.0;        // connect + lookup timeout
+  double write_timeout_s = 5.0;  // record submission
+  double bulk_timeout_s = 60.0;  // export / import pages
+  // After a transport failure, calls are skipped (instant miss) for this long, so a tuner that
+  // looks up many kernels pays the timeout once, not per kernel.
+  double backoff_s = 30.0;
+};
+
+struct LookupResult {
+  enum class Kind { Hit, Nearest, Miss };
+  Kind kind = Kind::Miss;
+  std::optional<Record> record;             // Hit: the key's winner (record->id/stale filled)
+  bool stale = false;                       // Hit: measured with another toolchain or CPU
+  std::vector<std::string> stale_reasons;   // e.g. "toolchain_superseded", "llvm_version"
+  std::vector<NearestMatch> nearest;        // Nearest: winners of the closest shapes, closest first
+  std::string warning;                      // non-empty when the service could not answer
+  std::string raw_json;                     // the service's answer, for printing
+};
+
+struct PushResult {
+  bool ok = false;                  // every record acknowledged
+  std::vector<PutResult> results;   // one per record when ok
+  int http_status = 0;              // of the failing request; 0 = no answer (down, slow)
+  std::string warning;
+};
+
+struct ExportPage {
+  std::string jsonl;       // one record per line
+  int64_t next_since = 0;  // pass as `since` for the next page
+  bool more = false;
+};
+
+class CacheClient {
+ public:
+  explicit CacheClient(CacheClientOptions opts);
+  ~CacheClient();
+  CacheClient(const CacheClient&) = delete;
+  CacheClient& operator=(const CacheClient&) = delete;
+
+  bool enabled() const { return !opts_.base_url.empty(); }
+  const CacheClientOptions& options() const { return opts_; }
+
+  // Exact winner for a hard key; without one, the nearest tuned shapes when allow_nearest.
+  // `current` (optional fields) is the caller's own provenance: differences flag the hit stale.
+  LookupResult best(const HardKey& key, const Provenance& current = {}, bool allow_nearest = true);
+  LookupResult bestById(const std::string& key_id, const Provenance& current = {});
+
+  // Submits records (sent in chunks of at most 500); ok only if every record was acknowledged.
+  PushResult put(std::span<const Record> records);
+
+  // Bulk and admin calls: real errors here, since a person is waiting for the answer.
+  Expected<ExportPage> exportPage(int64_t since, int limit = 10000);
+  Expected<std::string> importLines(const std::string& jsonl, bool partial);  // report JSON
+  Expected<std::string> status();                                             // /status JSON
+  Expected<std::string> backup(const std::string& label = "");               // admin scope
+
+ private:
+  struct Reply {
+    int status = 0;
+    std::string body;
+    std::string next_since, more;  // export headers
+  };
+  // Transport-level result; an Error means no HTTP answer arrived (or backoff is active).
+  Expected<Reply> call(const char* method, const std::string& path, const std::string& body,
+                       const std::string& content_type, double timeout_s);
+  LookupResult lookup(const std::string& path_and_query);
+  std::string describe(const Reply& r) const;  // "HTTP 401 (unknown or revoked token)"
+
+  CacheClientOptions opts_;
+  std::mutex mu_;
+  std::unique_ptr<HttpConnection> conn_;
+  std::chrono::steady_clock::time_point skip_until_{};
+};
+
+struct OutboxReport {
+  size_t pushed = 0;     // acknowledged by the service and marked pushed
+  size_t rejected = 0;   // refused as invalid by the service (dropped from the outbox, warned)
+  size_t remaining = 0;  // still waiting (service down/slow); pushed on a later run
+  std::string warning;
+};
+// Pushes `local`'s outbox in batches, marking each acknowledged batch pushed. Submissions are
+// idempotent on the service (same fingerprint = same record), so a batch whose answer was lost
+// is simply pushed again next time.
+OutboxReport pushOutbox(RecordStore& local, CacheClient& client, size_t max_records = SIZE_MAX);
+
+}  // namespace tessera::cache

@@ -1,0 +1,112 @@
+// Owns the tuning record (design.md §6): hard key, soft provenance, measured value, the key_id
+// derived from the hard key, the "better" order, shape distance, and the JSON wire form.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "support/status.h"
+
+namespace tessera::cache {
+
+// Fields that must all match for a record to be reused. The canonical form of these fields,
+// hashed with SHA-256, is the record's key_id.
+struct HardKey {
+  std::string family;          // kernel family: "gemm", "elementwise", "attention", ...
+  std::string workload;        // canonical workload hash of the kernel (lowercase hex)
+  std::vector<int64_t> shape;  // problem dims (e.g. M, N, K); rank 1..8, every dim >= 1
+  std::string dtype;           // "f32", "f16", "bf16", or a mixed form such as "f16:f32"
+  std::string layout;          // operand layout: "row", "tA", "tB", "tAtB", ...
+  std::string target;          // target name: "host", "sm_90a", "gfx942", ...
+  std::string arch;            // target arch: "x86-64-v4", "sm_90a", "gfx942", ...
+  int64_t units = 1;           // cores / SMs / CUs of the target
+  bool operator==(const HardKey&) const = default;
+};
+
+// Where and with what a record was measured. A toolchain mismatch makes a record stale: it is
+// still served, flagged, so the tuner can re-measure it instead of trusting it blindly.
+struct Provenance {
+  std::string tessera_version, llvm_version, cuda_version;  // toolchain (cuda_version: CUDA/ROCm)
+  std::string cpu_model, host, user;
+  std::string created_at;  // UTC, exactly "YYYY-MM-DDTHH:MM:SSZ" so text order is time order
+  bool operator==(const Provenance&) const = default;
+};
+
+// Candidate outcome categories; every measured candidate is stored with one of these.
+enum class RecordStatus { Ok, InvalidConfig, CompileError, Timeout, Crash, WrongResult, Estimated };
+std::string_view recordStatusName(RecordStatus s);
+std::optional<RecordStatus> parseRecordStatus(std::string_view s);
+// The tuner's categorized failures map onto statuses (InvalidConfig -> invalid-config, ...);
+// categories that are not candidate outcomes map to Crash.
+RecordStatus recordStatusFromError(ErrorCode c);
+
+struct Record {
+  HardKey key;
+  std::string key_id;  // sha256 hex of the canonical hard key; set by finalizeRecord/decodeRecord
+  Provenance provenance;
+  std::string config = "{}";  // the schedule decisions: a JSON object, stored canonicalized
+  RecordStatus status = RecordStatus::Ok;
+  int64_t n = 0;  // samples behind the summary
+  double median_us = 0, p20_us = 0, p80_us = 0;
+  double gflops = 0, gbps = 0, peak_fraction = 0;
+  double max_abs_err = 0, max_rel_err = 0;
+  int64_t trials = 0;         // tuning cost: candidates measured for this key in the run
+  double tuning_seconds = 0;  // tuning cost: wall time of the run
+  // Assigned by a store, never part of the record's identity.
+  int64_t id = 0;
+  bool stale = false;
+};
+
+// Canonical text of a hard key and its SHA-256 (the key_id). Stable across versions: changing
+// either orphans every stored record.
+std::string canonicalKey(const HardKey& k);
+std::string keyIdOf(const HardKey& k);
+bool isKeyId(std::string_view s);  // 64 lowercase hex digits
+
+// Sets key_id from the key and canonicalizes config; call before handing a record to a store
+// built in code (decodeRecord does it for records read from JSON).
+Status finalizeRecord(Record& r);
+
+// Identity of a record's content (everything except id and stale): equal fingerprints mean the
+// same measurement, which makes imports and retried submissions idempotent.
+std::string fingerprint(const Record& r);
+
+// "Better" = status ok and a lower median; non-ok records are never better than anything.
+bool isBetter(const Record& a, const Record& b);
+bool isWinnerCandidate(const Record& r);  // status ok
+
+// Toolchain triple compared for staleness (tessera, LLVM, CUDA/ROCm versions).
+std::string toolchainOf(const Provenance& p);
+// Names of the soft-provenance fields of `recorded` that differ from the non-empty fields of
+// `current` (tessera_version, llvm_version, cuda_version, cpu_model); empty = fresh.
+std::vector<std::string> provenanceMismatch(const Provenance& recorded, const Provenance& current);
+
+// Nearest-shape distance: sum over dims of |log(a/b)|; nullopt for different ranks.
+std::optional<double> shapeDistance(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+// "1024x1024x512" <-> {1024, 1024, 512}.
+std::string formatShape(const std::vector<int64_t>& s);
+Expected<std::vector<int64_t>> parseShape(std::string_view s);
+
+// Current UTC time in the created_at format; validity check for that format.
+std::string utcNow();
+bool isUtcTimestamp(std::string_view s);
+
+// JSON wire form (one record). Decoding validates field by field and reports the first problem
+// as "<path>: <what is wrong>" with ErrorCode::InvalidArgument; unknown fields are refused so a
+// typo never silently drops a measurement. The store-assigned fields (id, stale) are optional and
+// read back for information (stores assign their own); a key_id on input must match the key.
+Expected<Record> decodeRecord(std::string_view json_text);
+std::string encodeRecord(const Record& r);
+
+// Limits shared by the decoder and the HTTP layer.
+inline constexpr size_t kMaxConfigBytes = 16 * 1024;
+inline constexpr int kMaxJsonDepth = 32;
+// Rejects JSON text nested deeper than max_depth without parsing it (deep nesting is how a
+// recursive parser or destructor is made to overflow its stack).
+bool jsonDepthWithin(std::string_view text, int max_depth);
+
+}  // namespace tessera::cache

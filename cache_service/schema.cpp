@@ -1,0 +1,102 @@
+// Owns the schema migrations of a Tessera database. Each entry of kMigrations takes user_version
+// from its index to index+1; migrations only ever append.
+#include "cache_service/schema.h"
+
+#include <string>
+
+namespace tessera::cache {
+
+namespace {
+
+// Version 1 (design.md §6). Hard-key columns live on `keys` (one row per key_id, which also holds
+// the winner pointer so best-wins is a single upsert); every measured record lives in `records`.
+constexpr const char* kMigrationV1 = R"sql(
+CREATE TABLE keys(
+  key_id TEXT PRIMARY KEY,
+  family TEXT NOT NULL, workload TEXT NOT NULL, shape TEXT NOT NULL, rank INTEGER NOT NULL,
+  dtype TEXT NOT NULL, layout TEXT NOT NULL, target TEXT NOT NULL, arch TEXT NOT NULL,
+  units INTEGER NOT NULL,
+  winner_id INTEGER,                          -- best ok record; NULL while the key has none
+  winner_median_us REAL,
+  winner_changes INTEGER NOT NULL DEFAULT 0,  -- 1 after the first winner, +1 per improvement
+  newest_created_at TEXT NOT NULL DEFAULT '', -- created_at of the newest record of the key
+  newest_toolchain TEXT NOT NULL DEFAULT ''   -- its toolchain; records with another one are stale
+) WITHOUT ROWID;
+CREATE INDEX keys_near ON keys(family, dtype, target, arch, rank);
+
+-- AUTOINCREMENT: ids are never reused, so an export cursor (the last id seen) stays valid.
+CREATE TABLE records(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  key_id TEXT NOT NULL,
+  fingerprint TEXT NOT NULL UNIQUE,
+  status TEXT NOT NULL CHECK (status IN ('ok','invalid-config','compile-error','timeout','crash',
+                                         'wrong-result','estimated')),
+  config TEXT NOT NULL CHECK (json_valid(config)),
+  n INTEGER NOT NULL, median_us REAL NOT NULL, p20_us REAL NOT NULL, p80_us REAL NOT NULL,
+  gflops REAL NOT NULL, gbps REAL NOT NULL, peak_fraction REAL NOT NULL,
+  max_abs_err REAL NOT NULL, max_rel_err REAL NOT NULL,
+  trials INTEGER NOT NULL, tuning_seconds REAL NOT NULL,
+  tessera_version TEXT NOT NULL, llvm_version TEXT NOT NULL, cuda_version TEXT NOT NULL,
+  cpu_model TEXT NOT NULL, host TEXT NOT NULL, user TEXT NOT NULL, created_at TEXT NOT NULL,
+  stale INTEGER NOT NULL DEFAULT 0,
+  pushed INTEGER NOT NULL DEFAULT 1           -- 0: waiting in the local outbox for a service
+);
+CREATE INDEX records_by_key ON records(key_id);
+CREATE INDEX records_outbox ON records(id) WHERE pushed = 0;
+
+-- Bearer tokens, stored as SHA-256 hashes only.
+CREATE TABLE tokens(
+  name TEXT PRIMARY KEY,
+  hash TEXT NOT NULL UNIQUE,
+  scope TEXT NOT NULL CHECK (scope IN ('read','write','admin')),
+  created_at TEXT NOT NULL,
+  revoked_at TEXT
+);
+
+
+)sql";
+
+constexpr const char* kMigrations[] = {kMigrationV1};
+static_assert(std::size(kMigrations) == kSchemaVersion);
+
+}  // namespace
+
+Status openSchema(sql::Db& db, bool synchronous_full) {
+  // journal_mode cannot change inside a transaction; WAL persists in the file once set.
+  {
+    TESSERA_ASSIGN(sql::Stmt wal, db.prepare("PRAGMA journal_mode=WAL"));
+    TESSERA_ASSIGN(bool row, wal.step());
+    if (!row || wal.text(0) != "wal")
+      return makeError(ErrorCode::IOError, "cannot switch the database to WAL mode");
+  }  // finalized here: an open statement would block COMMIT below
+  TESSERA_TRY(db.exec(synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+
+  TESSERA_TRY(db.exec("BEGIN IMMEDIATE"));
+  auto body = [&]() -> Status {
+    TESSERA_ASSIGN(int64_t app, db.scalar("PRAGMA application_id"));
+    TESSERA_ASSIGN(int64_t version, db.scalar("PRAGMA user_version"));
+    if (app != 0 && app != kApplicationId)
+      return makeError(ErrorCode::InvalidArgument, "not a Tessera database (application_id differs)");
+    if (app == 0) {
+      TESSERA_ASSIGN(int64_t tables, db.scalar("SELECT count(*) FROM sqlite_master"));
+      if (tables != 0)
+        return makeError(ErrorCode::InvalidArgument, "not a Tessera database (it has other tables)");
+    }
+    if (version > kSchemaVersion)
+      return makeError(ErrorCode::Unsupported,
+                       "database schema version " + std::to_string(version) +
+                           " is newer than this tessera (" + std::to_string(kSchemaVersion) + ")");
+    for (int64_t v = version; v < kSchemaVersion; ++v) TESSERA_TRY(db.exec(kMigrations[v]));
+    TESSERA_TRY(db.exec("PRAGMA application_id=" + std::to_string(kApplicationId)));
+    TESSERA_TRY(db.exec("PRAGMA user_version=" + std::to_string(kSchemaVersion)));
+    return {};
+  };
+  Status st = body();
+  if (!st.ok()) {
+    (void)db.exec("ROLLBACK");
+    return st;
+  }
+  return db.exec("COMMIT");
+}
+
+}  // namespace tessera::cache

@@ -1,0 +1,72 @@
+// Owns the assembly and lifecycle of a running cache service (store, tokens, Api, HTTP server,
+// background refresh).
+#include "cache_service/server.h"
+
+#include <cstdio>
+
+namespace tessera::cache {
+
+Expected<std::unique_ptr<CacheServer>> CacheServer::start(const ServerOptions& opts) {
+  std::unique_ptr<CacheServer> s(new CacheServer());
+  s->opts_ = opts;
+  SqliteStoreOptions so;
+  so.synchronous_full = opts.synchronous_full;
+  so.index_winners = true;
+  TESSERA_ASSIGN(s->store_, openSqliteStore(opts.db_path, so));
+  TESSERA_ASSIGN(s->tokens_, TokenStore::open(opts.db_path));
+  TESSERA_TRY(s->reloadTokens());
+  ApiOptions ao;
+  ao.allow_anonymous_reads = opts.allow_anonymous_reads;
+  ao.max_body_bytes = opts.http.max_body_bytes;
+  ao.backup_dir = opts.backup_dir;
+  ao.version = opts.version;
+  s->api_ = std::make_unique<Api>(*s->store_, s->auth_, ao);
+  TESSERA_ASSIGN(s->http_, startHttpServer(*s->api_, opts.http));
+  s->refresher_ = std::thread([p = s.get()] { p->refreshLoop(); });
+  return s;
+}
+
+CacheServer::~CacheServer() {
+  stop();
+  wait();
+}
+
+Status CacheServer::reloadTokens() {
+  TESSERA_ASSIGN(auto active, tokens_->active());
+  auth_.reset(std::move(active));
+  return {};
+}
+
+void CacheServer::refreshLoop() {
+  std::string last_error;
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lk, std::chrono::duration<double>(opts_.refresh_interval_s));
+    if (stopping_) break;
+    lk.unlock();
+    Status t = reloadTokens();
+    auto r = store_->refreshIfChangedExternally();
+    std::string err = !t.ok() ? t.error().str() : !r.ok() ? r.error().str() : "";
+    // Report a failing refresh once, not every interval.
+    if (!err.empty() && err != last_error) std::fprintf(stderr, "tessera serve: refresh failed: %s\n", err.c_str());
+    last_error = err;
+    lk.lock();
+  }
+}
+
+void CacheServer::stop() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (http_) http_->stop();
+}
+
+void CacheServer::wait() {
+  if (http_) http_->wait();
+  if (refresher_.joinable()) refresher_.join();
+}
+
+}  // namespace tessera::cache

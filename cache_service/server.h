@@ -1,0 +1,61 @@
+// Owns the running cache service as one object: the SQLite store (with its winners index), the
+// token snapshot, the Api and the HTTP server, plus the background refresh that picks up token
+// changes and records written by other processes. `tessera serve` and the tests start it here.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "cache_service/api.h"
+#include "cache_service/http.h"
+#include "cache_service/store.h"
+#include "cache_service/tokens.h"
+
+namespace tessera::cache {
+
+struct ServerOptions {
+  std::string db_path = "tessera.db";
+  HttpServerOptions http;
+  bool allow_anonymous_reads = false;
+  std::string backup_dir;  // enables POST /v1/admin/backup
+  bool synchronous_full = true;
+  // Token additions/revocations (by `tessera serve token ...` in another process) and foreign
+  // record writes are noticed within this interval.
+  double refresh_interval_s = 1.0;
+  std::string version = "dev";
+};
+
+class CacheServer {
+ public:
+  // Opens (creating or migrating) the database, loads tokens and winners, binds and serves.
+  static Expected<std::unique_ptr<CacheServer>> start(const ServerOptions& opts);
+  ~CacheServer();
+
+  int port() const { return http_->port(); }
+  void stop();  // idempotent; in-flight requests finish
+  void wait();  // returns after stop()
+  RecordStore& store() { return *store_; }
+  Api& api() { return *api_; }
+  Status reloadTokens();
+
+ private:
+  CacheServer() = default;
+  void refreshLoop();
+
+  ServerOptions opts_;
+  std::unique_ptr<RecordStore> store_;
+  std::unique_ptr<TokenStore> tokens_;
+  TokenAuthenticator auth_;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<HttpServer> http_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread refresher_;
+};
+
+}  // namespace tessera::cache

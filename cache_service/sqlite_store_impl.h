@@ -1,0 +1,104 @@
+// Owns the layout of the SQLite RecordStore (private to cache_service): one writer connection
+// shared by group commit, a pool of reader connections, and the optional in-memory winners index.
+// Reads are in sqlite_store.cpp, writes in sqlite_store_write.cpp.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "cache_service/sqlite_db.h"
+#include "cache_service/store.h"
+
+namespace tessera::cache {
+
+// Record columns selected by every read, in the order rowToRecord expects; `r` is records and
+// `k` is keys.
+inline constexpr const char* kRecordColumns =
+    "r.id, r.key_id, k.family, k.workload, k.shape, k.dtype, k.layout, k.target, k.arch, k.units, "
+    "r.tessera_version, r.llvm_version, r.cuda_version, r.cpu_model, r.host, r.user, r.created_at, "
+    "r.config, r.status, r.n, r.median_us, r.p20_us, r.p80_us, r.gflops, r.gbps, r.peak_fraction, "
+    "r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds, r.stale";
+inline constexpr int kRecordColumnCount = 31;
+Expected<Record> rowToRecord(const sql::Stmt& st);
+
+class SqliteStore final : public RecordStore {
+ public:
+  static Expected<std::unique_ptr<SqliteStore>> open(const std::string& path,
+                                                     const SqliteStoreOptions& opts);
+
+  Expected<std::vector<PutResult>> put(std::span<const Record> records,
+                                       const PutOptions& opts) override;
+  Expected<ServedRecordPtr> best(std::string_view key_id) override;
+  Expected<ListPage> list(const ListQuery& q) override;
+  Expected<std::vector<NearestMatch>> nearest(const HardKey& key, int limit) override;
+  Expected<std::vector<Record>> exportSince(int64_t after_id, int limit) override;
+  Expected<std::vector<Record>> outbox(int limit) override;
+  Status markPushed(std::span<const int64_t> ids) override;
+  Expected<StoreStats> stats() override;
+  Status backup(const std::string& dest_path) override;
+  Status ping() override;
+  Expected<bool> refreshIfChangedExternally() override;
+
+ private:
+  SqliteStore(std::string path, SqliteStoreOptions opts) : path_(std::move(path)), opts_(opts) {}
+
+  // --- readers (sqlite_store.cpp) ---
+  // A reader connection checked out of the pool for one call; returned on destruction.
+  class Reader {
+   public:
+    Reader(SqliteStore* s, std::unique_ptr<sql::Db> db) : s_(s), db_(std::move(db)) {}
+    Reader(Reader&&) = default;
+    ~Reader();
+    sql::Db& operator*() { return *db_; }
+    sql::Db* operator->() { return db_.get(); }
+
+   private:
+    SqliteStore* s_;
+    std::unique_ptr<sql::Db> db_;
+  };
+  Expected<Reader> reader();
+  Expected<ServedRecordPtr> readWinner(sql::Db& db, std::string_view key_id);
+  Status loadIndex(sql::Db& db);
+
+  // --- writer (sqlite_store_write.cpp) ---
+  // Keys whose served answer (winner or its stale flag) may have changed in a transaction.
+  using Touched = std::set<std::string>;
+  using WriteFn = std::function<Status(sql::Db&, Touched&)>;
+  // Runs fn inside the next group transaction (BEGIN IMMEDIATE ... COMMIT) and waits for the
+  // commit. Concurrent callers share one transaction and one fsync; each fn runs inside its own
+  // SAVEPOINT so one failing fn does not undo the others.
+  Status write(WriteFn fn);
+  struct WriteJob {
+    WriteFn fn;
+    Status result;
+    bool done = false;
+  };
+  void commitGroup(std::vector<WriteJob*>& jobs);
+  Expected<PutResult> putRecord(sql::Db& db, const Record& r, const PutOptions& opts, Touched& touched);
+  Status applyIndex(sql::Db& db, const Touched& touched);
+
+  std::string path_;
+  SqliteStoreOptions opts_;
+
+  std::mutex write_mu_;
+  std::condition_variable write_cv_;
+  bool writing_ = false;
+  std::vector<WriteJob*> queue_;
+  std::unique_ptr<sql::Db> writer_;  // used only by the thread that holds the writer role
+  // PRAGMA data_version of the writer as last seen: it changes only when another connection (another
+  // process, or a hand edit) commits, which the winners index would otherwise miss.
+  int64_t data_version_ = 0;
+
+  std::mutex readers_mu_;
+  std::vector<std::unique_ptr<sql::Db>> idle_readers_;
+
+  std::shared_mutex index_mu_;
+  std::unordered_map<std::string, ServedRecordPtr> winners_;
+};
+
+}  // namespace tessera::cache

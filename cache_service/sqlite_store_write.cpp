@@ -1,0 +1,257 @@
+// Owns the write side of the SQLite RecordStore: group commit on the single writer connection,
+// the best-wins upsert, staleness bookkeeping and keeping the winners index coherent.
+#include <algorithm>
+
+#include "cache_service/sqlite_store_impl.h"
+
+namespace tessera::cache {
+
+Status SqliteStore::write(WriteFn fn) {
+  WriteJob job{std::move(fn), {}, false};
+  std::unique_lock<std::mutex> lk(write_mu_);
+  queue_.push_back(&job);
+  // Leader/follower group commit: whoever finds the writer idle commits every queued job in one
+  // transaction; the others sleep until their job is done. Under load this turns N fsyncs into 1.
+  while (!job.done) {
+    if (writing_) {
+      write_cv_.wait(lk);
+      continue;
+    }
+    writing_ = true;
+    std::vector<WriteJob*> group;
+    group.swap(queue_);
+    lk.unlock();
+    commitGroup(group);
+    lk.lock();
+    for (WriteJob* j : group) j->done = true;
+    writing_ = false;
+    write_cv_.notify_all();
+  }
+  return std::move(job.result);
+}
+
+void SqliteStore::commitGroup(std::vector<WriteJob*>& jobs) {
+  sql::Db& db = *writer_;
+  auto failAll = [&](const Error& e) {
+    for (WriteJob* j : jobs) j->result = e;
+  };
+  if (Status s = db.exec("BEGIN IMMEDIATE"); !s.ok()) return failAll(s.error());
+  // With the write lock held no one else can commit: a changed data_version means another
+  // connection committed since our last look, and the index may miss its winners.
+  auto version = db.scalar("PRAGMA data_version");
+  if (!version.ok()) {
+    (void)db.exec("ROLLBACK");
+    return failAll(version.error());
+  }
+  const bool external = *version != data_version_;
+  data_version_ = *version;
+
+  Touched touched;
+  for (WriteJob* j : jobs) {
+    Touched mine;
+    (void)db.exec("SAVEPOINT job");
+    j->result = j->fn(db, mine);
+    if (j->result.ok()) {
+      (void)db.exec("RELEASE job");
+      touched.merge(mine);
+    } else {
+      (void)db.exec("ROLLBACK TO job");
+      (void)db.exec("RELEASE job");
+    }
+  }
+  if (Status committed = db.exec("COMMIT"); !committed.ok()) {
+    (void)db.exec("ROLLBACK");
+    return failAll(committed.error());
+  }
+  if (!opts_.index_winners) return;
+  Status indexed = external ? loadIndex(db) : applyIndex(db, touched);
+  if (!indexed.ok()) {
+    // The data is committed; only the cache is behind. Forget the keys it may be wrong about and
+    // force a full reload at the next refresh or write.
+    data_version_ = -1;
+    std::unique_lock<std::shared_mutex> g(index_mu_);
+    for (const auto& key : touched) winners_.erase(key);
+  }
+}
+
+Status SqliteStore::applyIndex(sql::Db& db, const Touched& touched) {
+  // Runs after COMMIT while this thread still holds the writer role, so index updates happen in
+  // commit order and a lookup never sees a winner older than one already committed.
+  std::vector<std::pair<std::string, ServedRecordPtr>> fresh;
+  for (const auto& key : touched) {
+    TESSERA_ASSIGN(ServedRecordPtr w, readWinner(db, key));
+    fresh.emplace_back(key, std::move(w));
+  }
+  std::unique_lock<std::shared_mutex> g(index_mu_);
+  for (auto& [key, w] : fresh) {
+    if (w) winners_[key] = std::move(w);
+    else winners_.erase(key);
+  }
+  return {};
+}
+
+Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const PutOptions& opts,
+                                           Touched& touched) {
+  if (r.key_id.empty() || r.key_id != keyIdOf(r.key))
+    return makeError(ErrorCode::InvalidArgument, "record not finalized (key_id missing or wrong)");
+  PutResult res;
+  res.key_id = r.key_id;
+  const std::string fp = fingerprint(r);
+  const std::string shape = formatShape(r.key.shape);
+  const std::string toolchain = toolchainOf(r.provenance);
+  auto bindKey = [&](sql::Stmt& st) {
+    st.bind(1, r.key_id).bind(2, r.key.family).bind(3, r.key.workload).bind(4, shape);
+    st.bind(5, static_cast<int64_t>(r.key.shape.size())).bind(6, r.key.dtype).bind(7, r.key.layout);
+    st.bind(8, r.key.target).bind(9, r.key.arch).bind(10, r.key.units);
+  };
+
+  // 1. The record itself; an identical one already stored makes this a duplicate.
+  {
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+        "INSERT INTO records(key_id, fingerprint, status, config, n, median_us, p20_us, p80_us,"
+        " gflops, gbps, peak_fraction, max_abs_err, max_rel_err, trials, tuning_seconds,"
+        " tessera_version, llvm_version, cuda_version, cpu_model, host, user, created_at, pushed)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        " ON CONFLICT(fingerprint) DO NOTHING RETURNING id"));
+    sql::Use use(*st);
+    const Provenance& p = r.provenance;
+    st->bind(1, r.key_id).bind(2, fp).bind(3, recordStatusName(r.status)).bind(4, r.config);
+    st->bind(5, r.n).bind(6, r.median_us).bind(7, r.p20_us).bind(8, r.p80_us).bind(9, r.gflops);
+    st->bind(10, r.gbps).bind(11, r.peak_fraction).bind(12, r.max_abs_err).bind(13, r.max_rel_err);
+    st->bind(14, r.trials).bind(15, r.tuning_seconds).bind(16, p.tessera_version);
+    st->bind(17, p.llvm_version).bind(18, p.cuda_version).bind(19, p.cpu_model).bind(20, p.host);
+    st->bind(21, p.user).bind(22, p.created_at).bind(23, opts.outbox ? 0 : 1);
+    TESSERA_ASSIGN(bool row, st->step());
+    if (row) res.id = st->i64(0);
+  }
+  if (res.id == 0) {
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached("SELECT id FROM records WHERE fingerprint = ?"));
+    sql::Use use(*st);
+    st->bind(1, fp);
+    TESSERA_ASSIGN(bool row, st->step());
+    if (!row) return makeError(ErrorCode::Internal, "duplicate record vanished");
+    res.id = st->i64(0);
+    res.duplicate = true;
+    return res;
+  }
+
+  // 2. Best-wins: one upsert creates the key row or moves its winner, and only ever to a strictly
+  // better record. RETURNING yields a row only when this record became the winner.
+  if (isWinnerCandidate(r)) {
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+        "INSERT INTO keys(key_id, family, workload, shape, rank, dtype, layout, target, arch, units,"
+        " winner_id, winner_median_us, winner_changes) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,1)"
+        " ON CONFLICT(key_id) DO UPDATE SET winner_id = excluded.winner_id,"
+        " winner_median_us = excluded.winner_median_us, winner_changes = keys.winner_changes + 1"
+        " WHERE keys.winner_id IS NULL OR excluded.winner_median_us < keys.winner_median_us"
+        " RETURNING winner_changes"));
+    sql::Use use(*st);
+    bindKey(*st);
+    st->bind(11, res.id).bind(12, r.median_us);
+    TESSERA_ASSIGN(bool row, st->step());
+    if (row) {
+      res.outcome = st->i64(0) == 1 ? PutOutcome::Inserted : PutOutcome::Improved;
+      touched.insert(r.key_id);
+    }
+  } else {
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+        "INSERT INTO keys(key_id, family, workload, shape, rank, dtype, layout, target, arch, units)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key_id) DO NOTHING"));
+    sql::Use use(*st);
+    bindKey(*st);
+    TESSERA_TRY(st->run());
+  }
+
+  // 3. Staleness: the newest record of a key (by created_at, then toolchain text, so the result
+  // does not depend on arrival order) defines the current toolchain.
+  std::string newest_at, newest_tc;
+  {
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+        "SELECT newest_created_at, newest_toolchain FROM keys WHERE key_id = ?"));
+    sql::Use use(*st);
+    st->bind(1, r.key_id);
+    TESSERA_ASSIGN(bool row, st->step());
+    if (!row) return makeError(ErrorCode::Internal, "key row vanished");
+    newest_at = st->text(0);
+    newest_tc = st->text(1);
+  }
+  if (std::tie(r.provenance.created_at, toolchain) > std::tie(newest_at, newest_tc)) {
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+        "UPDATE keys SET newest_created_at = ?, newest_toolchain = ? WHERE key_id = ?"));
+    sql::Use use(*st);
+    st->bind(1, r.provenance.created_at).bind(2, toolchain).bind(3, r.key_id);
+    TESSERA_TRY(st->run());
+    if (toolchain != newest_tc && !newest_at.empty()) {
+      TESSERA_ASSIGN(sql::Stmt * up, db.cached(
+          "UPDATE records SET stale = ((tessera_version || char(31) || llvm_version || char(31) ||"
+          " cuda_version) != ?) WHERE key_id = ?"));
+      sql::Use use2(*up);
+      up->bind(1, toolchain).bind(2, r.key_id);
+      TESSERA_TRY(up->run());
+      touched.insert(r.key_id);
+    }
+  } else if (toolchain != newest_tc) {
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached("UPDATE records SET stale = 1 WHERE id = ?"));
+    sql::Use use(*st);
+    st->bind(1, res.id);
+    TESSERA_TRY(st->run());
+  }
+  return res;
+}
+
+Expected<std::vector<PutResult>> SqliteStore::put(std::span<const Record> records,
+                                                  const PutOptions& opts) {
+  std::vector<PutResult> results;
+  if (records.empty()) return results;
+  Status s = write([&](sql::Db& db, Touched& touched) -> Status {
+    results.clear();
+    results.reserve(records.size());
+    for (const Record& r : records) {
+      TESSERA_ASSIGN(PutResult pr, putRecord(db, r, opts, touched));
+      results.push_back(std::move(pr));
+    }
+    return {};
+  });
+  if (!s.ok()) return s.takeError();
+  return results;
+}
+
+Status SqliteStore::markPushed(std::span<const int64_t> ids) {
+  if (ids.empty()) return {};
+  return write([&](sql::Db& db, Touched&) -> Status {
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached("UPDATE records SET pushed = 1 WHERE id = ?"));
+    for (int64_t id : ids) {
+      sql::Use use(*st);
+      st->bind(1, id);
+      TESSERA_TRY(st->run());
+    }
+    return {};
+  });
+}
+
+Expected<bool> SqliteStore::refreshIfChangedExternally() {
+  if (!opts_.index_winners) return false;
+  // Take the writer role without opening a write transaction (an idle check must not fsync):
+  // no commit of ours can interleave with the comparison.
+  {
+    std::unique_lock<std::mutex> lk(write_mu_);
+    write_cv_.wait(lk, [&] { return !writing_; });
+    writing_ = true;
+  }
+  auto check = [&]() -> Expected<bool> {
+    TESSERA_ASSIGN(int64_t version, writer_->scalar("PRAGMA data_version"));
+    if (version == data_version_) return false;
+    TESSERA_TRY(loadIndex(*writer_));
+    data_version_ = version;
+    return true;
+  };
+  auto result = check();
+  {
+    std::lock_guard<std::mutex> lk(write_mu_);
+    writing_ = false;
+  }
+  write_cv_.notify_all();
+  return result;
+}
+
+}  // namespace tessera::cache

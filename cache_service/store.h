@@ -1,0 +1,142 @@
+// Owns the RecordStore interface: where tuning records are kept, how the winner of a key is
+// chosen (best-wins merge), and the factories for the SQLite store and the in-memory test store.
+//
+// Rules every implementation follows:
+//  * every submitted record is kept (a record with the same fingerprint is stored once, so
+//    retries and re-imports are idempotent);
+//  * the winner of a key is its best `ok` record (lowest median_us); a worse record never
+//    replaces a better one, and on a tie the earlier record stays;
+//  * a record is stale when its toolchain (tessera/LLVM/CUDA versions) differs from that of the
+//    newest record (by created_at) of its key; stale winners are still served, flagged.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache_service/record.h"
+#include "support/status.h"
+
+namespace tessera::cache {
+
+// What a submission did to its key's winner. Every non-duplicate record is stored whatever the
+// outcome.
+enum class PutOutcome {
+  Inserted,  // first winner of its key
+  Improved,  // new winner, better than the previous one
+  Kept,      // the existing winner stays (worse or equal, not ok, or a duplicate)
+};
+std::string_view putOutcomeName(PutOutcome o);
+
+struct PutResult {
+  PutOutcome outcome = PutOutcome::Kept;
+  int64_t id = 0;          // the stored record's id (the existing one for a duplicate)
+  bool duplicate = false;  // an identical record (same fingerprint) was already stored
+  std::string key_id;
+};
+
+struct PutOptions {
+  // Remember new records as not yet pushed to a shared service (the local outbox; see
+  // outbox()/markPushed() and pushOutbox() in client.h).
+  bool outbox = false;
+};
+
+// A key's winner as served: the record plus its encoded JSON, shared so a lookup copies nothing.
+struct ServedRecord {
+  Record record;
+  std::string json;  // encodeRecord(record)
+};
+using ServedRecordPtr = std::shared_ptr<const ServedRecord>;
+
+// Filters are exact matches; empty strings / nullopt mean "any". Paging is by id: pass the
+// previous page's next_after as after_id.
+struct ListQuery {
+  std::string key_id, family, workload, dtype, layout, target, arch, status;
+  std::optional<int64_t> units;
+  bool winners_only = false;
+  int64_t after_id = 0;
+  int limit = 100;  // 1..kMaxListLimit
+};
+inline constexpr int kMaxListLimit = 1000;
+
+struct ListPage {
+  std::vector<Record> records;  // ascending id
+  int64_t next_after = 0;       // 0 when this is the last page
+};
+
+struct NearestMatch {
+  Record record;    // the winner of a nearby key
+  double distance;  // shapeDistance(requested shape, record.key.shape)
+};
+
+struct StoreStats {
+  int64_t records = 0, keys = 0, winners = 0, stale_winners = 0, outbox = 0;
+  int64_t db_bytes = 0;  // main file + WAL (0 for the in-memory store)
+  int schema_version = 0;
+  int64_t last_id = 0;  // highest record id (the export cursor of "everything so far")
+};
+
+class RecordStore {
+ public:
+  virtual ~RecordStore() = default;
+
+  // Stores records (each must have passed finalizeRecord/decodeRecord) in one transaction and
+  // returns one result per record, in order. All or nothing: on error none is stored.
+  virtual Expected<std::vector<PutResult>> put(std::span<const Record> records,
+                                               const PutOptions& opts = {}) = 0;
+  Expected<PutResult> putOne(const Record& r, const PutOptions& opts = {});
+
+  // The winner of a key, or nullptr when the key has no ok record.
+  virtual Expected<ServedRecordPtr> best(std::string_view key_id) = 0;
+
+  virtual Expected<ListPage> list(const ListQuery& q) = 0;
+
+  // Winners of keys with the same family, dtype, target, arch and rank as `key`, closest shape
+  // first (ties: same layout first, then lower median_us). Includes the key itself if it has a
+  // winner (distance 0).
+  virtual Expected<std::vector<NearestMatch>> nearest(const HardKey& key, int limit) = 0;
+
+  // Records with id > after_id in id order: the export stream. Importing is put(): records are
+  // re-validated and merged best-wins, duplicates skipped, so an export replayed into an empty
+  // store yields the same winners.
+  virtual Expected<std::vector<Record>> exportSince(int64_t after_id, int limit) = 0;
+
+  // Local outbox: records put with PutOptions::outbox that were not yet marked pushed.
+  virtual Expected<std::vector<Record>> outbox(int limit) = 0;
+  virtual Status markPushed(std::span<const int64_t> ids) = 0;
+
+  virtual Expected<StoreStats> stats() = 0;
+
+  // Consistent online copy to a new file (fails if dest exists); writers keep going meanwhile.
+  virtual Status backup(const std::string& dest_path) = 0;
+
+  // Cheap liveness check used by /readyz.
+  virtual Status ping() = 0;
+
+  // For stores that cache winners in memory: reloads the cache if another connection (another
+  // process, a hand edit) committed to the file since this store last looked. Returns true when it
+  // reloaded. Others: no-op.
+  virtual Expected<bool> refreshIfChangedExternally() { return false; }
+};
+
+struct SqliteStoreOptions {
+  // fsync on every commit (power-loss safe). Off: WAL with synchronous=NORMAL, which still
+  // survives a killed process.
+  bool synchronous_full = true;
+  // Keep every key's winner (and its JSON) in memory, updated under the writer lock so it never
+  // disagrees with the database; lookups then never touch SQLite. For the server, whose process
+  // is meant to be the records' only writer: commits by other connections are noticed before each
+  // write and by refreshIfChangedExternally(), which reload the index.
+  bool index_winners = false;
+};
+
+Expected<std::unique_ptr<RecordStore>> openSqliteStore(const std::string& path,
+                                                       const SqliteStoreOptions& opts = {});
+// Small store for tests and tools: same rules, no persistence, backup unsupported.
+std::unique_ptr<RecordStore> makeMemoryStore();
+
+}  // namespace tessera::cache

@@ -1,0 +1,71 @@
+// Owns bearer-token access control for the cache service: scopes (read < write < admin), tokens
+// kept as SHA-256 hashes in the database's `tokens` table, and the constant-time check a server
+// runs on every request against an in-memory snapshot of the active tokens.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache_service/sqlite_db.h"
+#include "support/status.h"
+
+namespace tessera::cache {
+
+// Ordered: a token of a higher scope may do everything a lower one may.
+enum class Scope { Read = 1, Write = 2, Admin = 3 };
+std::string_view scopeName(Scope s);
+std::optional<Scope> parseScope(std::string_view s);
+
+struct TokenInfo {
+  std::string name;
+  Scope scope = Scope::Read;
+  std::string created_at, revoked_at;  // revoked_at empty while active
+  std::string hash_prefix;             // first 12 hex digits of the hash, to tell tokens apart
+};
+
+struct ActiveToken {
+  std::string hash;  // sha256 hex of the secret
+  Scope scope;
+  std::string name;
+};
+
+// Token administration on a Tessera database file (`tessera serve token add|list|revoke`).
+// The secret is returned once by add() and never stored.
+class TokenStore {
+ public:
+  static Expected<std::unique_ptr<TokenStore>> open(const std::string& db_path);
+  Expected<std::string> add(const std::string& name, Scope scope);
+  Expected<std::vector<TokenInfo>> list();
+  Status revoke(const std::string& name);  // NotFound if no active token has that name
+  Expected<std::vector<ActiveToken>> active();
+
+ private:
+  explicit TokenStore(std::unique_ptr<sql::Db> db) : db_(std::move(db)) {}
+  std::unique_ptr<sql::Db> db_;
+};
+
+// Checks a presented secret against the current snapshot; safe to call from many threads while
+// another thread replaces the snapshot.
+class TokenAuthenticator {
+ public:
+  void reset(std::vector<ActiveToken> active);
+  // The scope of the matching active token, or nullopt. Every stored hash is compared, in
+  // constant time, so the answer's timing does not depend on which token (if any) matched.
+  std::optional<Scope> check(std::string_view secret) const;
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const std::vector<ActiveToken>> tokens_ =
+      std::make_shared<const std::vector<ActiveToken>>();
+};
+
+bool constantTimeEqual(std::string_view a, std::string_view b);
+// "tsk_" followed by 64 hex digits from the OS random source.
+Expected<std::string> generateTokenSecret();
+
+}  // namespace tessera::cache

@@ -1,0 +1,243 @@
+// Owns `tessera cache get|put|export|import|stats|backup`: a person's view of the shared tuning
+// cache. The service URL and token come from --cache/--token or TESSERA_CACHE_URL/TESSERA_TOKEN
+// (read here, at the CLI edge, and nowhere else).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cache_service/client.h"
+#include "cache_service/record.h"
+#include "cli/commands.h"
+
+namespace tessera::cli {
+
+namespace {
+
+// Exit code of `cache get` when there is no answer (a miss, or the service could not be asked).
+constexpr int kMissExit = 3;
+constexpr size_t kImportChunkBytes = 4u << 20;
+
+struct CacheArgs {
+  std::string url, token;
+  double timeout_s = 2.0;
+};
+
+cache::CacheClient makeClient(const CacheArgs& a, bool bulk = false) {
+  if (a.url.empty()) fail("no cache URL: pass --cache URL or set TESSERA_CACHE_URL");
+  cache::CacheClientOptions o;
+  o.base_url = a.url;
+  o.token = a.token;
+  o.timeout_s = a.timeout_s;
+  o.backoff_s = 0;  // one-shot commands: no reason to skip a retry
+  if (bulk) o.bulk_timeout_s = std::max(60.0, a.timeout_s);
+  return cache::CacheClient(o);
+}
+
+std::string readInput(const std::string& path) {
+  if (path == "-") {
+    std::stringstream ss;
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail("cannot read " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A record file: one JSON record, an array, {"records": [...]}, or JSON lines.
+std::vector<cache::Record> parseRecords(const std::string& text, const std::string& source) {
+  std::vector<cache::Record> out;
+  auto whole = nlohmann::json::parse(text, nullptr, false);
+  auto decodeOne = [&](const std::string& json_text, const std::string& where) {
+    auto r = cache::decodeRecord(json_text);
+    if (!r.ok()) fail(source + " " + where + ": " + r.error().message);
+    out.push_back(std::move(*r));
+  };
+  if (!whole.is_discarded()) {
+    const nlohmann::json* list = whole.is_array() ? &whole
+                                 : whole.is_object() && whole.contains("records") ? &whole["records"]
+                                                                                 : nullptr;
+    if (list && list->is_array()) {
+      for (size_t i = 0; i < list->size(); ++i) decodeOne((*list)[i].dump(), "[" + std::to_string(i) + "]");
+    } else {
+      decodeOne(text, "");
+    }
+    return out;
+  }
+  std::istringstream lines(text);
+  std::string line;
+  for (int n = 1; std::getline(lines, line); ++n)
+    if (line.find_first_not_of(" \t\r") != std::string::npos) decodeOne(line, "line " + std::to_string(n));
+  return out;
+}
+
+}  // namespace
+
+void addCacheCommand(CLI::App& app) {
+  auto args = std::make_shared<CacheArgs>();
+  CLI::App* c = app.add_subcommand("cache", "Talk to a shared tuning-cache service");
+  c->add_option("--cache", args->url, "service URL, e.g. http://cache.lan:8787")->envname("TESSERA_CACHE_URL");
+  c->add_option("--token", args->token, "bearer token (prefer the environment variable)")->envname("TESSERA_TOKEN");
+  c->add_option("--timeout", args->timeout_s, "seconds per request")->capture_default_str();
+  c->require_subcommand(1);
+  // Subcommands created below inherit this: `tessera cache get --cache URL` works as well as
+  // `tessera cache --cache URL get`.
+  c->fallthrough();
+
+  // get
+  struct GetArgs {
+    std::string key_id, family, workload, shape, dtype, layout = "row", target, arch;
+    int64_t units = 1;
+    bool no_nearest = false;
+  };
+  auto g = std::make_shared<GetArgs>();
+  CLI::App* get = c->add_subcommand("get", "Best record for a key (exit 3 on a miss)");
+  get->add_option("--key-id", g->key_id, "64-hex key id");
+  get->add_option("--family", g->family, "kernel family");
+  get->add_option("--workload", g->workload, "workload hash");
+  get->add_option("--shape", g->shape, "dims, e.g. 1024x1024x512");
+  get->add_option("--dtype", g->dtype, "dtype");
+  get->add_option("--layout", g->layout, "layout")->capture_default_str();
+  get->add_option("--target", g->target, "target name");
+  get->add_option("--arch", g->arch, "target arch");
+  get->add_option("--units", g->units, "cores/SMs/CUs")->capture_default_str();
+  get->add_flag("--no-nearest", g->no_nearest, "exact key only");
+  get->callback([args, g] {
+    cache::CacheClient client = makeClient(*args);
+    cache::LookupResult res;
+    if (!g->key_id.empty()) {
+      res = client.bestById(g->key_id);
+    } else {
+      cache::HardKey k{g->family, g->workload, {}, g->dtype, g->layout, g->target, g->arch, g->units};
+      auto dims = cache::parseShape(g->shape);
+      if (!dims.ok()) fail("--shape: " + dims.error().message);
+      k.shape = std::move(*dims);
+      res = client.best(k, {}, !g->no_nearest);
+    }
+    if (!res.warning.empty()) std::fprintf(stderr, "warning: %s\n", res.warning.c_str());
+    if (res.kind == cache::LookupResult::Kind::Miss) {
+      std::fprintf(stderr, "miss\n");
+      throw CLI::RuntimeError(kMissExit);
+    }
+    std::printf("%s\n", nlohmann::json::parse(res.raw_json).dump(2).c_str());
+  });
+
+  // put
+  auto put_file = std::make_shared<std::string>();
+  CLI::App* put = c->add_subcommand("put", "Submit records from a file (JSON, JSON array or JSON lines; - = stdin)");
+  put->add_option("file", *put_file, "input")->required();
+  put->callback([args, put_file] {
+    auto records = parseRecords(readInput(*put_file), *put_file);
+    if (records.empty()) fail("no records in " + *put_file);
+    cache::CacheClient client = makeClient(*args);
+    cache::PushResult res = client.put(records);
+    if (!res.ok) fail(res.warning);
+    int counts[3] = {0, 0, 0}, duplicates = 0;
+    for (const auto& r : res.results) {
+      ++counts[static_cast<int>(r.outcome)];
+      duplicates += r.duplicate;
+    }
+    std::printf("%zu records: inserted %d, improved %d, kept %d (duplicates %d)\n", res.results.size(), counts[0],
+                counts[1], counts[2], duplicates);
+  });
+
+  // export
+  auto ex = std::make_shared<std::pair<int64_t, std::string>>(0, "-");
+  CLI::App* exp = c->add_subcommand("export", "Write records as JSON lines (all, or those after --since)");
+  exp->add_option("--since", ex->first, "export records with id > since")->capture_default_str();
+  exp->add_option("-o,--out", ex->second, "output file (- = stdout)")->capture_default_str();
+  exp->callback([args, ex] {
+    cache::CacheClient client = makeClient(*args, /*bulk=*/true);
+    std::ofstream file;
+    if (ex->second != "-") {
+      file.open(ex->second, std::ios::binary | std::ios::trunc);
+      if (!file) fail("cannot write " + ex->second);
+    }
+    std::ostream& out = ex->second == "-" ? std::cout : file;
+    int64_t since = ex->first;
+    size_t lines = 0;
+    for (;;) {
+      auto page = client.exportPage(since, 10000);
+      if (!page.ok()) fail(page.error().message);
+      out << page->jsonl;
+      for (char ch : page->jsonl) lines += ch == '\n';
+      since = page->next_since;
+      if (!page->more) break;
+    }
+    out.flush();
+    if (!out) fail("write failed");
+    std::fprintf(stderr, "exported %zu records; next --since %lld\n", lines, static_cast<long long>(since));
+  });
+
+  // import
+  auto im = std::make_shared<std::pair<std::string, bool>>("", false);
+  CLI::App* imp = c->add_subcommand("import", "Import JSON lines (idempotent; merged best-wins)");
+  imp->add_option("file", im->first, "JSON-lines file (- = stdin)")->required();
+  imp->add_flag("--partial", im->second, "import the valid lines even if some are invalid");
+  imp->callback([args, im] {
+    const std::string text = readInput(im->first);
+    // The service refuses a chunk with any invalid line, but chunks are separate requests: check
+    // every line first so a bad line late in the file cannot leave a half-done import.
+    if (!im->second) {
+      std::istringstream lines(text);
+      std::string line;
+      for (int n = 1; std::getline(lines, line); ++n) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        auto r = cache::decodeRecord(line);
+        if (!r.ok()) fail(im->first + " line " + std::to_string(n) + ": " + r.error().message + " (nothing imported)");
+      }
+    }
+    cache::CacheClient client = makeClient(*args, /*bulk=*/true);
+    // Chunks end at line boundaries and stay well under the server's body limit.
+    size_t start = 0, chunks = 0;
+    int64_t totals[5] = {0, 0, 0, 0, 0};  // records inserted improved kept duplicates
+    while (start < text.size()) {
+      size_t end = std::min(text.size(), start + kImportChunkBytes);
+      if (end < text.size()) {
+        size_t nl = text.rfind('\n', end);
+        end = nl == std::string::npos || nl < start ? text.find('\n', end) : nl + 1;
+        if (end == std::string::npos) end = text.size();
+      }
+      auto report = client.importLines(text.substr(start, end - start), im->second);
+      if (!report.ok()) fail(report.error().message + (chunks ? " (earlier chunks were imported)" : ""));
+      auto j = nlohmann::json::parse(*report, nullptr, false);
+      const char* names[] = {"records", "inserted", "improved", "kept", "duplicates"};
+      for (int i = 0; i < 5; ++i)
+        if (j.is_object() && j.contains(names[i]) && j[names[i]].is_number_integer()) totals[i] += j[names[i]].get<int64_t>();
+      if (j.is_object() && j.contains("errors") && j["errors"].is_array())
+        for (const auto& e : j["errors"]) std::fprintf(stderr, "skipped: %s\n", e.dump().c_str());
+      ++chunks;
+      start = end;
+    }
+    std::printf("imported %lld records: inserted %lld, improved %lld, kept %lld (duplicates %lld)\n",
+                static_cast<long long>(totals[0]), static_cast<long long>(totals[1]),
+                static_cast<long long>(totals[2]), static_cast<long long>(totals[3]),
+                static_cast<long long>(totals[4]));
+  });
+
+  CLI::App* stats = c->add_subcommand("stats", "Service status: counts, sizes, version");
+  stats->callback([args] {
+    cache::CacheClient client = makeClient(*args);
+    auto s = client.status();
+    if (!s.ok()) fail(s.error().message);
+    std::printf("%s\n", nlohmann::json::parse(*s).dump(2).c_str());
+  });
+
+  auto label = std::make_shared<std::string>();
+  CLI::App* backup = c->add_subcommand("backup", "Ask the service for an online backup (admin token)");
+  backup->add_option("--label", *label, "suffix for the backup file name");
+  backup->callback([args, label] {
+    cache::CacheClient client = makeClient(*args, /*bulk=*/true);
+    auto s = client.backup(*label);
+    if (!s.ok()) fail(s.error().message);
+    std::printf("%s\n", s->c_str());
+  });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,174 @@
+// Owns `tessera serve` (run the shared tuning-cache service until SIGINT/SIGTERM) and its
+// administration subcommands: `serve token add|list|revoke` and `serve backup`.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "cache_service/server.h"
+#include "cache_service/tokens.h"
+#include "cli/commands.h"
+
+namespace tessera::cli {
+
+namespace {
+
+struct ServeArgs {
+  std::string db = "tessera.db";
+  int port = 8787;
+  std::string bind = "127.0.0.1";
+  int threads = 128;
+  bool anonymous_reads = false;
+  int max_body_mb = 16;
+  int read_timeout_s = 5, write_timeout_s = 5;
+  std::string backup_dir;
+  std::string port_file;
+  std::string sync = "full";
+};
+
+void writePortFile(const std::string& path, int port) {
+  // Write then rename, so a reader polling for the file never sees it half-written.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << port << "\n";
+    if (!f) fail("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot write " + path);
+}
+
+void runServer(const ServeArgs& a) {
+  if (a.sync != "full" && a.sync != "normal") fail("--sync must be full or normal");
+  if (a.threads < 1 || a.threads > 4096) fail("--threads must be in 1..4096");
+  if (a.max_body_mb < 1 || a.max_body_mb > 1024) fail("--max-body-mb must be in 1..1024");
+  if (a.port < 0 || a.port > 65535) fail("--port must be in 0..65535");
+  if (a.read_timeout_s < 1 || a.read_timeout_s > 600 || a.write_timeout_s < 1 || a.write_timeout_s > 600)
+    fail("--read-timeout and --write-timeout must be in 1..600 seconds");
+  cache::ServerOptions o;
+  o.db_path = a.db;
+  o.http.bind = a.bind;
+  o.http.port = a.port;
+  o.http.threads = a.threads;
+  o.http.max_body_bytes = static_cast<size_t>(a.max_body_mb) << 20;
+  o.http.read_timeout_s = a.read_timeout_s;
+  o.http.write_timeout_s = a.write_timeout_s;
+  o.allow_anonymous_reads = a.anonymous_reads;
+  o.backup_dir = a.backup_dir;
+  o.synchronous_full = a.sync == "full";
+  o.version = TESSERA_VERSION;
+
+  // Block the stop signals before any server thread exists so every thread inherits the mask and
+  // only the sigwait below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto server = cache::CacheServer::start(o);
+  if (!server.ok()) fail(server.error().message);
+  const int port = (*server)->port();
+  std::printf("tessera serve: listening on http://%s:%d (db %s, %d threads%s)\n", a.bind.c_str(), port,
+              a.db.c_str(), a.threads, a.anonymous_reads ? ", anonymous reads" : "");
+  auto tokens = cache::TokenStore::open(a.db);
+  if (tokens.ok()) {
+    auto active = (*tokens)->active();
+    if (active.ok() && active->empty())
+      std::printf("tessera serve: no tokens yet; add one with: tessera serve token add NAME --scope write --db %s\n",
+                  a.db.c_str());
+  }
+  std::fflush(stdout);
+  if (!a.port_file.empty()) writePortFile(a.port_file, port);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::printf("tessera serve: signal %d, stopping\n", sig);
+  std::fflush(stdout);
+  (*server)->stop();
+  (*server)->wait();
+}
+
+std::unique_ptr<cache::TokenStore> openTokens(const std::string& db) {
+  auto t = cache::TokenStore::open(db);
+  if (!t.ok()) fail(t.error().message);
+  return std::move(*t);
+}
+
+}  // namespace
+
+void addServeCommand(CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* serve = app.add_subcommand("serve", "Run the shared tuning-cache service (HTTP, SQLite)");
+  serve->add_option("--db", args->db, "SQLite database (created if missing)")->capture_default_str();
+  serve->add_option("--port", args->port, "TCP port (0: any free port)")->capture_default_str();
+  serve->add_option("--bind", args->bind, "address to listen on (loopback by default)")->capture_default_str();
+  serve->add_option("--threads", args->threads,
+                    "worker threads; keep it >= the number of concurrent clients")->capture_default_str();
+  serve->add_flag("--allow-anonymous-reads", args->anonymous_reads, "serve read routes without a token");
+  serve->add_option("--max-body-mb", args->max_body_mb, "request body limit in MiB")->capture_default_str();
+  serve->add_option("--read-timeout", args->read_timeout_s, "seconds")->capture_default_str();
+  serve->add_option("--write-timeout", args->write_timeout_s, "seconds")->capture_default_str();
+  serve->add_option("--backup-dir", args->backup_dir, "directory for POST /v1/admin/backup (off if unset)");
+  serve->add_option("--port-file", args->port_file, "write the bound port to this file once listening");
+  serve->add_option("--sync", args->sync,
+                    "full: fsync every commit (power-loss safe); normal: survives process crashes only")
+      ->capture_default_str();
+  serve->require_subcommand(0, 1);
+  serve->callback([serve, args] {
+    if (serve->get_subcommands().empty()) runServer(*args);
+  });
+
+  CLI::App* token = serve->add_subcommand("token", "Manage bearer tokens (stored as hashes)");
+  token->require_subcommand(1);
+
+  auto add = std::make_shared<std::tuple<std::string, std::string, std::string>>("tessera.db", "", "read");
+  CLI::App* tadd = token->add_subcommand("add", "Create a token and print its secret (shown once)");
+  tadd->add_option("--db", std::get<0>(*add), "database")->capture_default_str();
+  tadd->add_option("name", std::get<1>(*add), "token name (e.g. a person or a CI job)")->required();
+  tadd->add_option("--scope", std::get<2>(*add), "read, write or admin")->capture_default_str();
+  tadd->callback([add] {
+    auto scope = cache::parseScope(std::get<2>(*add));
+    if (!scope) fail("--scope must be read, write or admin");
+    auto secret = openTokens(std::get<0>(*add))->add(std::get<1>(*add), *scope);
+    if (!secret.ok()) fail(secret.error().message);
+    std::printf("%s\n", secret->c_str());
+    std::fprintf(stderr, "token '%s' (%s) created; store the secret now, it is not kept\n",
+                 std::get<1>(*add).c_str(), std::get<2>(*add).c_str());
+  });
+
+  auto list_db = std::make_shared<std::string>("tessera.db");
+  CLI::App* tlist = token->add_subcommand("list", "List tokens (names, scopes, hash prefixes)");
+  tlist->add_option("--db", *list_db, "database")->capture_default_str();
+  tlist->callback([list_db] {
+    auto all = openTokens(*list_db)->list();
+    if (!all.ok()) fail(all.error().message);
+    std::printf("%-24s %-6s %-14s %-21s %s\n", "NAME", "SCOPE", "HASH", "CREATED", "REVOKED");
+    for (const auto& t : *all)
+      std::printf("%-24s %-6s %-14s %-21s %s\n", t.name.c_str(), std::string(cache::scopeName(t.scope)).c_str(),
+                  t.hash_prefix.c_str(), t.created_at.c_str(), t.revoked_at.empty() ? "-" : t.revoked_at.c_str());
+  });
+
+  auto rev = std::make_shared<std::pair<std::string, std::string>>("tessera.db", "");
+  CLI::App* trev = token->add_subcommand("revoke", "Revoke a token (a running server drops it within ~1 s)");
+  trev->add_option("--db", rev->first, "database")->capture_default_str();
+  trev->add_option("name", rev->second, "token name")->required();
+  trev->callback([rev] {
+    if (Status s = openTokens(rev->first)->revoke(rev->second); !s.ok()) fail(s.error().message);
+    std::printf("revoked %s\n", rev->second.c_str());
+  });
+
+  auto bk = std::make_shared<std::pair<std::string, std::string>>("tessera.db", "");
+  CLI::App* backup = serve->add_subcommand("backup", "Write a consistent copy of the database (safe while serving)");
+  backup->add_option("--db", bk->first, "database")->capture_default_str();
+  backup->add_option("out", bk->second, "new file to write")->required();
+  backup->callback([bk] {
+    auto store = cache::openSqliteStore(bk->first);
+    if (!store.ok()) fail(store.error().message);
+    if (Status s = (*store)->backup(bk->second); !s.ok()) fail(s.error().message);
+    std::printf("backup written to %s\n", bk->second.c_str());
+  });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,144 @@
+// Tests the `tessera serve` and `tessera cache` commands end to end through the real binary:
+// token administration, serving, get/put/export/import/stats/backup, exit codes, and a clean stop
+// on SIGTERM.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/cache_service/process_util.h"
+#include "tests/cache_service/test_util.h"
+
+namespace tessera::cache {
+namespace {
+
+using nlohmann::json;
+using test::runTessera;
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+TEST(Cli, TokenAdministration) {
+  test::TempDir dir;
+  const std::string db = dir.file("t.db");
+  auto add = runTessera({"serve", "token", "add", "alice", "--scope", "write", "--db", db});
+  ASSERT_EQ(add.exit_code, 0) << add.err;
+  const std::string secret = trimmed(add.out);
+  EXPECT_EQ(secret.rfind("tsk_", 0), 0u);
+  EXPECT_EQ(secret.size(), 68u);
+  auto dup = runTessera({"serve", "token", "add", "alice", "--db", db});
+  EXPECT_EQ(dup.exit_code, 1);
+  EXPECT_NE(dup.err.find("exists"), std::string::npos);
+  EXPECT_NE(runTessera({"serve", "token", "add", "bob", "--scope", "root", "--db", db}).exit_code, 0);
+  auto list = runTessera({"serve", "token", "list", "--db", db});
+  ASSERT_EQ(list.exit_code, 0);
+  EXPECT_NE(list.out.find("alice"), std::string::npos);
+  EXPECT_NE(list.out.find("write"), std::string::npos);
+  EXPECT_EQ(list.out.find(secret.substr(4)), std::string::npos);  // secrets are never shown again
+  EXPECT_TRUE(test::queryRows(db, "SELECT 1 FROM tokens WHERE hash LIKE '%" + secret.substr(4, 16) + "%'").empty());
+  EXPECT_EQ(runTessera({"serve", "token", "revoke", "alice", "--db", db}).exit_code, 0);
+  auto again = runTessera({"serve", "token", "revoke", "alice", "--db", db});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("no active token"), std::string::npos);
+}
+
+TEST(Cli, ServeAndCacheCommands) {
+  test::TempDir dir;
+  const std::string db = dir.file("served.db");
+  const std::string writer = trimmed(runTessera({"serve", "token", "add", "w", "--scope", "write", "--db", db}).out);
+  const std::string reader = trimmed(runTessera({"serve", "token", "add", "r", "--db", db}).out);
+  const std::string admin = trimmed(runTessera({"serve", "token", "add", "a", "--scope", "admin", "--db", db}).out);
+  test::ServeProcess srv(db, dir.path(), {"--backup-dir", dir.path(), "--sync", "normal"});
+  EXPECT_NE(srv.log().find("listening on http://127.0.0.1:" + std::to_string(srv.port())), std::string::npos);
+  const std::string url = "TESSERA_CACHE_URL=http://127.0.0.1:" + std::to_string(srv.port());
+
+  Record a = test::makeRecord({.key = 1, .median_us = 30});
+  Record b = test::makeRecord({.key = 1, .median_us = 20});
+  const std::string file = dir.file("recs.jsonl");
+  std::ofstream(file) << encodeRecord(a) << "\n" << encodeRecord(b) << "\n";
+  auto put = runTessera({"cache", "put", file}, {url, "TESSERA_TOKEN=" + writer});
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  EXPECT_NE(put.out.find("2 records: inserted 1, improved 1, kept 0"), std::string::npos) << put.out;
+  auto denied = runTessera({"cache", "put", file}, {url, "TESSERA_TOKEN=" + reader});
+  EXPECT_EQ(denied.exit_code, 1);
+  EXPECT_NE(denied.err.find("403"), std::string::npos) << denied.err;
+  const std::string bad_file = dir.file("bad.jsonl");
+  std::ofstream(bad_file) << encodeRecord(a) << "\n{\"key\":1}\n";
+  auto bad = runTessera({"cache", "put", bad_file}, {url, "TESSERA_TOKEN=" + writer});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("line 2"), std::string::npos) << bad.err;
+
+  auto get = runTessera({"cache", "get", "--key-id", a.key_id}, {url, "TESSERA_TOKEN=" + reader});
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_EQ(json::parse(get.out)["record"]["result"]["median_us"], 20);
+  const HardKey& k = a.key;
+  std::vector<std::string> key_args = {"cache", "get", "--family", k.family, "--workload", k.workload, "--shape",
+                                       "64x64x999", "--dtype", k.dtype, "--target", k.target, "--arch", k.arch,
+                                       "--units", std::to_string(k.units)};
+  auto near = runTessera(key_args, {url, "TESSERA_TOKEN=" + reader});
+  ASSERT_EQ(near.exit_code, 0) << near.err;
+  EXPECT_EQ(json::parse(near.out)["match"], "nearest");
+  key_args.push_back("--no-nearest");
+  auto miss = runTessera(key_args, {url, "TESSERA_TOKEN=" + reader});
+  EXPECT_EQ(miss.exit_code, 3);
+  EXPECT_NE(miss.err.find("miss"), std::string::npos);
+  auto down = runTessera({"cache", "get", "--key-id", a.key_id, "--cache", "http://127.0.0.1:1", "--timeout", "0.5"});
+  EXPECT_EQ(down.exit_code, 3);
+  EXPECT_NE(down.err.find("warning"), std::string::npos) << down.err;
+  EXPECT_EQ(runTessera({"cache", "get", "--key-id", a.key_id}).exit_code, 1);  // no URL configured
+
+  auto stats = runTessera({"cache", "stats"}, {url, "TESSERA_TOKEN=" + reader});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_EQ(json::parse(stats.out)["records"], 2);
+
+  const std::string exported = dir.file("export.jsonl");
+  auto ex = runTessera({"cache", "export", "-o", exported}, {url, "TESSERA_TOKEN=" + reader});
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  EXPECT_NE(ex.err.find("exported 2 records"), std::string::npos) << ex.err;
+
+  // Import into a second, empty service: same winner.
+  const std::string db2 = dir.file("second.db");
+  const std::string writer2 = trimmed(runTessera({"serve", "token", "add", "w", "--scope", "write", "--db", db2}).out);
+  test::TempDir dir2;
+  test::ServeProcess srv2(db2, dir2.path(), {"--allow-anonymous-reads"});
+  const std::string url2 = "TESSERA_CACHE_URL=http://127.0.0.1:" + std::to_string(srv2.port());
+  auto imp = runTessera({"cache", "import", exported}, {url2, "TESSERA_TOKEN=" + writer2});
+  ASSERT_EQ(imp.exit_code, 0) << imp.err;
+  EXPECT_NE(imp.out.find("imported 2 records: inserted 1, improved 1"), std::string::npos) << imp.out;
+  auto get2 = runTessera({"cache", "get", "--key-id", a.key_id}, {url2});
+  ASSERT_EQ(get2.exit_code, 0);
+  EXPECT_EQ(json::parse(get2.out)["record"]["result"]["median_us"], 20);
+
+  auto backup = runTessera({"cache", "backup", "--label", "cli"}, {url, "TESSERA_TOKEN=" + admin});
+  ASSERT_EQ(backup.exit_code, 0) << backup.err;
+  const std::string backup_path = json::parse(backup.out)["path"];
+  EXPECT_EQ(test::integrityCheck(backup_path), "ok");
+  auto offline = runTessera({"serve", "backup", "--db", db, dir.file("offline.db")});
+  ASSERT_EQ(offline.exit_code, 0) << offline.err;
+  EXPECT_EQ(test::queryRows(dir.file("offline.db"), "SELECT count(*) FROM records")[0][0], "2");
+
+  srv.kill(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(srv.exitStatus()) && WEXITSTATUS(srv.exitStatus()) == 0) << srv.log();
+  EXPECT_NE(srv.log().find("stopping"), std::string::npos);
+}
+
+TEST(Cli, ServeRefusesForeignDatabasesAndTakenPorts) {
+  test::TempDir dir;
+  const std::string junk = dir.file("junk.db");
+  std::ofstream(junk) << "not a database at all, but long enough to have a header of sorts";
+  auto r = runTessera({"serve", "--db", junk, "--port", "0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("tessera: error:"), std::string::npos) << r.err;
+  test::ServeProcess srv(dir.file("ok.db"), dir.path());
+  auto taken = runTessera({"serve", "--db", dir.file("other.db"), "--port", std::to_string(srv.port())});
+  EXPECT_EQ(taken.exit_code, 1);
+  EXPECT_NE(taken.err.find("cannot listen"), std::string::npos) << taken.err;
+  EXPECT_NE(runTessera({"serve", "--db", dir.file("x.db"), "--sync", "sometimes"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace tessera::cache

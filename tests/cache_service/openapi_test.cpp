@@ -1,0 +1,134 @@
+// Tests that /openapi.yaml (cache_service/openapi.yaml, embedded at build time) and the real
+// routes agree both ways: every documented path and method is served, every served route is
+// documented, and undocumented methods on documented paths are refused with 405.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "cache_service/api_internal.h"
+#include "tests/cache_service/test_util.h"
+
+namespace tessera::cache {
+namespace {
+
+using Spec = std::map<std::string, std::set<std::string>>;  // path -> methods (upper case)
+
+// The paths section is plain enough to read without a YAML library: paths are indented by two
+// spaces, their operations by four.
+Spec parseSpec(std::string_view yaml) {
+  Spec spec;
+  std::istringstream in{std::string(yaml)};
+  std::string line, path;
+  bool in_paths = false;
+  while (std::getline(in, line)) {
+    if (line == "paths:") {
+      in_paths = true;
+      continue;
+    }
+    if (!in_paths) continue;
+    if (!line.empty() && line[0] != ' ') break;
+    if (line.rfind("  /", 0) == 0 && line.back() == ':') {
+      path = line.substr(2, line.size() - 3);
+      spec[path];
+    } else if (line.rfind("    ", 0) == 0 && line[4] != ' ') {
+      std::string m = line.substr(4, line.find(':') - 4);
+      if (m == "get" || m == "post" || m == "put" || m == "delete" || m == "patch" || m == "head") {
+        for (auto& ch : m) ch = static_cast<char>(std::toupper(ch));
+        spec[path].insert(m);
+      }
+    }
+  }
+  return spec;
+}
+
+// One concrete request per route. Adding a route without listing it here fails the size check.
+struct RouteCase {
+  RouteId id;
+  std::string method, spec_path, target;
+};
+std::vector<RouteCase> routeCases() {
+  const std::string key(64, 'a');
+  return {
+      {RouteId::Best, "GET", "/v1/best/{key_id}", "/v1/best/" + key},
+      {RouteId::BestQuery, "GET", "/v1/best", "/v1/best?family=gemm&workload=00c0ffee&shape=8x8&dtype=f32&layout=row&target=host&arch=x&units=1"},
+      {RouteId::BestBatch, "POST", "/v1/best/batch", "/v1/best/batch"},
+      {RouteId::RecordsPost, "POST", "/v1/records", "/v1/records"},
+      {RouteId::RecordsList, "GET", "/v1/records", "/v1/records"},
+      {RouteId::Nearest, "GET", "/v1/nearest", "/v1/nearest?family=gemm&shape=8x8&dtype=f32&target=host&arch=x"},
+      {RouteId::Export, "GET", "/v1/export", "/v1/export"},
+      {RouteId::Import, "POST", "/v1/import", "/v1/import"},
+      {RouteId::Backup, "POST", "/v1/admin/backup", "/v1/admin/backup"},
+      {RouteId::Healthz, "GET", "/healthz", "/healthz"},
+      {RouteId::Readyz, "GET", "/readyz", "/readyz"},
+      {RouteId::Status, "GET", "/status", "/status"},
+      {RouteId::MetricsText, "GET", "/metrics", "/metrics"},
+      {RouteId::OpenApi, "GET", "/openapi.yaml", "/openapi.yaml"},
+  };
+}
+
+std::string bodyFor(RouteId id) {
+  switch (id) {
+    case RouteId::BestBatch: return R"({"key_ids":[]})";
+    case RouteId::RecordsPost: return encodeRecord(test::makeRecord({}));
+    case RouteId::Import: return encodeRecord(test::makeRecord({.key = 1})) + "\n";
+    case RouteId::Backup: return "{}";
+    default: return "";
+  }
+}
+
+TEST(OpenApi, EmbeddedCopyIsTheRepositoryFile) {
+  std::ifstream f(TESSERA_SOURCE_DIR "/cache_service/openapi.yaml");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  ASSERT_FALSE(ss.str().empty());
+  EXPECT_EQ(ss.str(), std::string(openApiYaml()));
+}
+
+TEST(OpenApi, EveryRouteIsDocumentedAndEveryDocumentedRouteIsRouted) {
+  Spec spec = parseSpec(openApiYaml());
+  auto cases = routeCases();
+  ASSERT_EQ(cases.size(), static_cast<size_t>(RouteId::Count) - 1);  // all but Unknown
+  size_t documented = 0;
+  for (const auto& [path, methods] : spec) documented += methods.size();
+  EXPECT_EQ(documented, cases.size());
+  for (const auto& c : cases) {
+    EXPECT_TRUE(spec.count(c.spec_path) && spec[c.spec_path].count(c.method)) << c.method << " " << c.spec_path;
+    std::string path = c.target.substr(0, c.target.find('?'));
+    RouteMatch m = matchRoute(c.method, path);
+    EXPECT_EQ(m.id, c.id) << c.target;
+    EXPECT_EQ(m.refuse, 0) << c.target;
+  }
+}
+
+TEST(OpenApi, RealServerAnswersEveryDocumentedOperation) {
+  test::TempDir backups;
+  ServerOptions o = test::testOptions();
+  o.backup_dir = backups.path();
+  test::ServerFixture f(o);
+  Spec spec = parseSpec(openApiYaml());
+  for (const auto& c : routeCases()) {
+    const std::string body = bodyFor(c.id);
+    std::vector<std::string> headers = {"Authorization: Bearer " + f.admin_token};
+    if (!body.empty())
+      headers.push_back(std::string("Content-Type: ") +
+                        (c.id == RouteId::Import ? "application/x-ndjson" : "application/json"));
+    test::Reply r = test::rawRequest(f.port(), test::httpRequest(c.method, c.target, body, headers));
+    EXPECT_TRUE(r.status == 200 || r.status == 404) << c.method << " " << c.target << " -> " << r.status << " " << r.body;
+    if (r.status == 404) {
+      EXPECT_TRUE(c.id == RouteId::Best || c.id == RouteId::BestQuery);  // only lookups of unknown keys miss
+      EXPECT_NE(r.body.find("no-record"), std::string::npos);
+    }
+    // Methods the spec does not list for this path are refused.
+    for (const std::string m : {"GET", "POST", "PUT", "DELETE", "PATCH"}) {
+      if (spec[c.spec_path].count(m)) continue;
+      test::Reply other = test::rawRequest(f.port(), test::httpRequest(m, c.target, "", headers));
+      EXPECT_EQ(other.status, 405) << m << " " << c.target;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cache

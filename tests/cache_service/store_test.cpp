@@ -1,0 +1,432 @@
+// Tests the RecordStore rules on both implementations (SQLite on a real file, in-memory): best-wins
+// outcomes, idempotence, staleness, listing, nearest shapes, export/import, the outbox; plus the
+// SQLite store's schema, persistence, backup and winners-index coherence.
+#include <gtest/gtest.h>
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "cache_service/store.h"
+#include "tests/cache_service/test_util.h"
+
+namespace tessera::cache {
+namespace {
+
+using test::makeRecord;
+using test::RecordSpec;
+using test::TempDir;
+
+struct StoreKind {
+  const char* name;
+  bool sqlite;
+  bool index;
+};
+
+void PrintTo(const StoreKind& k, std::ostream* os) { *os << k.name; }
+
+class StoreTest : public ::testing::TestWithParam<StoreKind> {
+ protected:
+  std::unique_ptr<RecordStore> open(const std::string& name = "store.db") {
+    if (!GetParam().sqlite) return makeMemoryStore();
+    SqliteStoreOptions o;
+    o.synchronous_full = false;
+    o.index_winners = GetParam().index;
+    auto s = openSqliteStore(dir_.file(name), o);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return std::move(*s);
+  }
+  static PutResult put(RecordStore& s, const Record& r, PutOptions o = {}) {
+    auto res = s.putOne(r, o);
+    EXPECT_TRUE(res.ok()) << res.error().message;
+    return res.ok() ? *res : PutResult{};
+  }
+  static ServedRecordPtr best(RecordStore& s, const std::string& key_id) {
+    auto b = s.best(key_id);
+    EXPECT_TRUE(b.ok());
+    return b.ok() ? *b : nullptr;
+  }
+  TempDir dir_;
+};
+
+TEST_P(StoreTest, BestWinsOutcomes) {
+  auto s = open();
+  Record first = makeRecord({.key = 1, .median_us = 100});
+  EXPECT_EQ(best(*s, first.key_id), nullptr);
+  PutResult a = put(*s, first);
+  EXPECT_EQ(a.outcome, PutOutcome::Inserted);
+  EXPECT_GT(a.id, 0);
+  EXPECT_EQ(a.key_id, first.key_id);
+  EXPECT_EQ(put(*s, makeRecord({.key = 1, .median_us = 150})).outcome, PutOutcome::Kept);
+  EXPECT_EQ(put(*s, makeRecord({.key = 1, .median_us = 100, .host = "tie"})).outcome, PutOutcome::Kept);
+  PutResult better = put(*s, makeRecord({.key = 1, .median_us = 80}));
+  EXPECT_EQ(better.outcome, PutOutcome::Improved);
+  EXPECT_EQ(put(*s, makeRecord({.key = 1, .status = RecordStatus::Crash})).outcome, PutOutcome::Kept);
+  auto w = best(*s, first.key_id);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->record.id, better.id);
+  EXPECT_EQ(w->record.median_us, 80);
+  EXPECT_EQ(w->json, encodeRecord(w->record));
+  auto st = s->stats();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->records, 5);  // every measured candidate is kept
+  EXPECT_EQ(st->keys, 1);
+  EXPECT_EQ(st->winners, 1);
+}
+
+TEST_P(StoreTest, FailedRecordsNeverWin) {
+  auto s = open();
+  Record failed = makeRecord({.key = 2, .status = RecordStatus::WrongResult});
+  EXPECT_EQ(put(*s, failed).outcome, PutOutcome::Kept);
+  EXPECT_EQ(put(*s, makeRecord({.key = 2, .status = RecordStatus::Estimated})).outcome, PutOutcome::Kept);
+  EXPECT_EQ(best(*s, failed.key_id), nullptr);
+  EXPECT_EQ(put(*s, makeRecord({.key = 2, .median_us = 5000})).outcome, PutOutcome::Inserted);
+  auto st = s->stats();
+  EXPECT_EQ(st->keys, 1);
+  EXPECT_EQ(st->winners, 1);
+}
+
+TEST_P(StoreTest, DuplicatesAreIdempotent) {
+  auto s = open();
+  Record r = makeRecord({.key = 3, .median_us = 50});
+  PutResult a = put(*s, r);
+  Record again = r;
+  again.id = 1234;  // ids from another store do not change identity
+  PutResult b = put(*s, again);
+  EXPECT_TRUE(b.duplicate);
+  EXPECT_EQ(b.id, a.id);
+  EXPECT_EQ(b.outcome, PutOutcome::Kept);
+  EXPECT_EQ(s->stats()->records, 1);
+}
+
+TEST_P(StoreTest, BatchResultsAreInOrder) {
+  auto s = open();
+  std::vector<Record> batch = {makeRecord({.key = 4, .median_us = 30}), makeRecord({.key = 4, .median_us = 20}),
+                               makeRecord({.key = 5, .median_us = 7}), makeRecord({.key = 4, .median_us = 25})};
+  auto res = s->put(batch);
+  ASSERT_TRUE(res.ok());
+  ASSERT_EQ(res->size(), 4u);
+  EXPECT_EQ((*res)[0].outcome, PutOutcome::Inserted);
+  EXPECT_EQ((*res)[1].outcome, PutOutcome::Improved);
+  EXPECT_EQ((*res)[2].outcome, PutOutcome::Inserted);
+  EXPECT_EQ((*res)[3].outcome, PutOutcome::Kept);
+  EXPECT_EQ(best(*s, batch[0].key_id)->record.median_us, 20);
+}
+
+TEST_P(StoreTest, RefusesUnfinalizedRecords) {
+  auto s = open();
+  Record r = makeRecord({});
+  r.key_id.clear();
+  EXPECT_FALSE(s->putOne(r).ok());
+  r = makeRecord({});
+  r.key.units = 99;  // key changed after finalize: key_id no longer matches
+  EXPECT_FALSE(s->putOne(r).ok());
+  EXPECT_EQ(s->stats()->records, 0);
+}
+
+TEST_P(StoreTest, NewerToolchainMarksOlderRecordsStale) {
+  auto s = open();
+  Record old_fast = makeRecord({.key = 6, .median_us = 10, .created_at = "2025-01-01T00:00:00Z", .llvm_version = "21.0.0"});
+  put(*s, old_fast);
+  EXPECT_FALSE(best(*s, old_fast.key_id)->record.stale);
+  // A newer toolchain measures the key slower: the fast record stays the winner, flagged stale.
+  put(*s, makeRecord({.key = 6, .median_us = 12, .created_at = "2025-02-01T00:00:00Z", .llvm_version = "22.1.0"}));
+  auto w = best(*s, old_fast.key_id);
+  EXPECT_EQ(w->record.median_us, 10);
+  EXPECT_TRUE(w->record.stale);
+  EXPECT_EQ(s->stats()->stale_winners, 1);
+  // A late-arriving record from the old toolchain is stale on arrival.
+  put(*s, makeRecord({.key = 6, .median_us = 11, .created_at = "2025-01-15T00:00:00Z", .llvm_version = "21.0.0",
+                      .host = "late"}));
+  ListQuery q;
+  q.key_id = old_fast.key_id;
+  auto page = s->list(q);
+  ASSERT_EQ(page->records.size(), 3u);
+  EXPECT_TRUE(page->records[0].stale);
+  EXPECT_FALSE(page->records[1].stale);
+  EXPECT_TRUE(page->records[2].stale);
+  // Re-measured with the new toolchain and faster: a fresh winner.
+  put(*s, makeRecord({.key = 6, .median_us = 9, .created_at = "2025-02-02T00:00:00Z", .llvm_version = "22.1.0"}));
+  w = best(*s, old_fast.key_id);
+  EXPECT_EQ(w->record.median_us, 9);
+  EXPECT_FALSE(w->record.stale);
+}
+
+TEST_P(StoreTest, StalenessDoesNotDependOnArrivalOrder) {
+  std::vector<Record> recs = {
+      makeRecord({.key = 7, .median_us = 10, .created_at = "2025-03-01T00:00:00Z", .llvm_version = "23"}),
+      makeRecord({.key = 7, .median_us = 5, .created_at = "2025-01-01T00:00:00Z", .llvm_version = "21"}),
+      makeRecord({.key = 7, .median_us = 8, .created_at = "2025-02-01T00:00:00Z", .llvm_version = "22"})};
+  auto forward = open("a.db");
+  auto backward = open("b.db");
+  for (const auto& r : recs) put(*forward, r);
+  for (auto it = recs.rbegin(); it != recs.rend(); ++it) put(*backward, *it);
+  auto fa = forward->list({});
+  auto ba = backward->list({});
+  std::map<std::string, bool> f_stale, b_stale;
+  for (const auto& r : fa->records) f_stale[fingerprint(r)] = r.stale;
+  for (const auto& r : ba->records) b_stale[fingerprint(r)] = r.stale;
+  EXPECT_EQ(f_stale, b_stale);
+  EXPECT_EQ(best(*forward, recs[0].key_id)->record.median_us, 5);
+  EXPECT_TRUE(best(*forward, recs[0].key_id)->record.stale);
+}
+
+TEST_P(StoreTest, ListFiltersAndPages) {
+  auto s = open();
+  for (int i = 0; i < 25; ++i) put(*s, makeRecord({.key = i % 5, .median_us = 100.0 + i}));
+  put(*s, makeRecord({.key = 0, .status = RecordStatus::Timeout}));
+  ListQuery q;
+  q.limit = 10;
+  std::vector<int64_t> ids;
+  for (;;) {
+    auto page = s->list(q);
+    ASSERT_TRUE(page.ok());
+    for (const auto& r : page->records) ids.push_back(r.id);
+    if (!page->next_after) break;
+    EXPECT_EQ(page->records.size(), 10u);
+    q.after_id = page->next_after;
+  }
+  ASSERT_EQ(ids.size(), 26u);
+  EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+  ListQuery winners;
+  winners.winners_only = true;
+  auto w = s->list(winners);
+  EXPECT_EQ(w->records.size(), 5u);
+  for (const auto& r : w->records) EXPECT_LT(r.median_us, 105);
+  ListQuery timeouts;
+  timeouts.status = "timeout";
+  EXPECT_EQ(s->list(timeouts)->records.size(), 1u);
+  ListQuery one_key;
+  one_key.key_id = makeRecord({.key = 3}).key_id;
+  one_key.family = "gemm";
+  one_key.units = 2;
+  EXPECT_EQ(s->list(one_key)->records.size(), 5u);
+  one_key.units = 3;
+  EXPECT_EQ(s->list(one_key)->records.size(), 0u);
+  ListQuery other;
+  other.target = "sm_90a";
+  EXPECT_TRUE(s->list(other)->records.empty());
+}
+
+TEST_P(StoreTest, NearestRanksByShapeDistance) {
+  auto s = open();
+  auto mk = [](std::vector<int64_t> shape, double us, std::string layout = "row", std::string dtype = "f32") {
+    Record r = makeRecord({.median_us = us});
+    r.key.shape = std::move(shape);
+    r.key.layout = std::move(layout);
+    r.key.dtype = std::move(dtype);
+    EXPECT_TRUE(finalizeRecord(r).ok());
+    return r;
+  };
+  put(*s, mk({1024, 1024, 1024}, 50));
+  put(*s, mk({512, 512, 512}, 20));
+  put(*s, mk({2048, 1024, 1024}, 90));
+  put(*s, mk({1024, 1024, 1024}, 40, "tA"));     // same shape, other layout
+  put(*s, mk({1000, 1000, 1000}, 1, "row", "f16"));  // other dtype: excluded
+  put(*s, mk({1024, 1024}, 1));                       // other rank: excluded
+  HardKey want = mk({1024, 1024, 900}, 1).key;
+  auto near = s->nearest(want, 3);
+  ASSERT_TRUE(near.ok());
+  ASSERT_EQ(near->size(), 3u);
+  EXPECT_EQ((*near)[0].record.key.layout, "row");  // same distance: the asked layout first
+  EXPECT_EQ((*near)[0].record.key.shape, (std::vector<int64_t>{1024, 1024, 1024}));
+  EXPECT_NEAR((*near)[0].distance, std::log(1024.0 / 900.0), 1e-12);
+  EXPECT_EQ((*near)[1].record.key.layout, "tA");
+  EXPECT_EQ((*near)[2].record.key.shape, (std::vector<int64_t>{2048, 1024, 1024}));
+  HardKey gpu = want;
+  gpu.target = "sm_90a";
+  EXPECT_TRUE(s->nearest(gpu, 3)->empty());
+}
+
+TEST_P(StoreTest, ExportImportIntoEmptyStoreGivesIdenticalWinners) {
+  auto src = open("src.db");
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) {
+    RecordSpec spec{.key = i % 17, .median_us = 10.0 + (i * 37) % 101, .config = "{\"i\":" + std::to_string(i) + "}"};
+    if (i % 7 == 0) spec.status = RecordStatus::CompileError;
+    if (i % 11 == 0) spec.llvm_version = "21.0.0", spec.created_at = "2024-06-01T00:00:00Z";
+    put(*src, makeRecord(spec));
+  }
+  for (int i = 0; i < 17; ++i) keys.push_back(makeRecord({.key = i}).key_id);
+  // Export in pages via the cursor, import into an empty store (SQLite and in-memory).
+  std::vector<Record> exported;
+  int64_t since = 0;
+  for (;;) {
+    auto page = src->exportSince(since, 64);
+    ASSERT_TRUE(page.ok());
+    if (page->empty()) break;
+    since = page->back().id;
+    for (auto& r : *page) {
+      auto line = decodeRecord(encodeRecord(r));  // through the wire form, like /v1/import
+      ASSERT_TRUE(line.ok()) << line.error().message;
+      exported.push_back(std::move(*line));
+    }
+  }
+  ASSERT_EQ(exported.size(), 300u);
+  std::vector<std::unique_ptr<RecordStore>> targets;
+  targets.push_back(open("dst.db"));
+  targets.push_back(makeMemoryStore());
+  for (auto& dst : targets) {
+    ASSERT_TRUE(dst->put(exported).ok());
+    auto again = dst->put(exported);  // idempotent
+    ASSERT_TRUE(again.ok());
+    for (const auto& r : *again) EXPECT_TRUE(r.duplicate);
+    for (const auto& k : keys) {
+      auto a = best(*src, k), b = best(*dst, k);
+      ASSERT_EQ(a == nullptr, b == nullptr) << k;
+      if (!a) continue;
+      EXPECT_EQ(fingerprint(a->record), fingerprint(b->record));
+      EXPECT_EQ(a->record.stale, b->record.stale);
+    }
+    EXPECT_EQ(dst->stats()->records, 300);
+  }
+}
+
+TEST_P(StoreTest, OutboxHoldsUnpushedRecords) {
+  auto s = open();
+  put(*s, makeRecord({.key = 1}));  // not an outbox record
+  std::vector<Record> mine = {makeRecord({.key = 2}), makeRecord({.key = 3}), makeRecord({.key = 4})};
+  ASSERT_TRUE(s->put(mine, {.outbox = true}).ok());
+  auto box = s->outbox(10);
+  ASSERT_TRUE(box.ok());
+  ASSERT_EQ(box->size(), 3u);
+  EXPECT_EQ(s->stats()->outbox, 3);
+  std::vector<int64_t> ids = {(*box)[0].id, (*box)[1].id};
+  ASSERT_TRUE(s->markPushed(ids).ok());
+  box = s->outbox(10);
+  ASSERT_EQ(box->size(), 1u);
+  EXPECT_EQ(fingerprint((*box)[0]), fingerprint(mine[2]));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, StoreTest,
+                         ::testing::Values(StoreKind{"memory", false, false}, StoreKind{"sqlite", true, false},
+                                           StoreKind{"sqlite_indexed", true, true}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(SqliteStore, PersistsAndMarksTheFile) {
+  TempDir dir;
+  const std::string path = dir.file("p.db");
+  Record r = makeRecord({.key = 9, .median_us = 33});
+  {
+    auto s = openSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    ASSERT_TRUE((*s)->putOne(r).ok());
+  }
+  EXPECT_EQ(test::queryRows(path, "PRAGMA user_version")[0][0], "1");
+  EXPECT_EQ(test::queryRows(path, "PRAGMA application_id")[0][0], std::to_string(0x54535352));
+  EXPECT_EQ(test::queryRows(path, "PRAGMA journal_mode")[0][0], "wal");
+  auto s = openSqliteStore(path, {.index_winners = true});
+  ASSERT_TRUE(s.ok());
+  auto w = (*s)->best(r.key_id);
+  ASSERT_TRUE(w.ok() && *w);
+  EXPECT_EQ(fingerprint((*w)->record), fingerprint(r));
+  EXPECT_EQ(test::integrityCheck(path), "ok");
+}
+
+TEST(SqliteStore, RefusesForeignAndNewerDatabases) {
+  TempDir dir;
+  const std::string other = dir.file("other.db");
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open(other.c_str(), &db);
+    sqlite3_exec(db, "CREATE TABLE t(x)", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  auto s = openSqliteStore(other);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("not a Tessera database"), std::string::npos);
+  EXPECT_EQ(test::queryRows(other, "SELECT count(*) FROM sqlite_master")[0][0], "1");  // untouched
+
+  const std::string newer = dir.file("newer.db");
+  ASSERT_TRUE(openSqliteStore(newer).ok());
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open(newer.c_str(), &db);
+    sqlite3_exec(db, "PRAGMA user_version=99", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  auto n = openSqliteStore(newer);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.error().message.find("newer"), std::string::npos);
+
+  const std::string junk = dir.file("junk.db");
+  std::ofstream(junk) << "this is not a database, just text that is long enough to look like a header";
+  EXPECT_FALSE(openSqliteStore(junk).ok());
+}
+
+TEST(SqliteStore, OnlineBackupIsAConsistentCopy) {
+  TempDir dir;
+  auto s = openSqliteStore(dir.file("live.db"), {.synchronous_full = false});
+  ASSERT_TRUE(s.ok());
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE((*s)->putOne(makeRecord({.key = i % 10, .median_us = 100.0 - i})).ok());
+  // Writers keep going while the backup runs.
+  std::thread writer([&] {
+    for (int i = 0; i < 50; ++i) (void)(*s)->putOne(makeRecord({.key = 20 + i, .median_us = 5}));
+  });
+  Status b = (*s)->backup(dir.file("copy.db"));
+  writer.join();
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(test::integrityCheck(dir.file("copy.db")), "ok");
+  auto copy = openSqliteStore(dir.file("copy.db"));
+  ASSERT_TRUE(copy.ok());
+  for (int k = 0; k < 10; ++k) {
+    auto a = (*s)->best(makeRecord({.key = k}).key_id);
+    auto c = (*copy)->best(makeRecord({.key = k}).key_id);
+    ASSERT_TRUE(*a && *c);
+    EXPECT_EQ(fingerprint((*a)->record), fingerprint((*c)->record));
+  }
+  EXPECT_GE((*copy)->stats()->records, 50);
+  Status again = (*s)->backup(dir.file("copy.db"));
+  EXPECT_FALSE(again.ok());  // never overwrites
+}
+
+TEST(SqliteStore, WinnersIndexNoticesWritesByOtherProcesses) {
+  TempDir dir;
+  const std::string path = dir.file("shared.db");
+  auto server = openSqliteStore(path, {.synchronous_full = false, .index_winners = true});
+  auto other = openSqliteStore(path, {.synchronous_full = false});
+  ASSERT_TRUE(server.ok() && other.ok());
+  Record r = makeRecord({.key = 1, .median_us = 10});
+  ASSERT_TRUE((*server)->putOne(makeRecord({.key = 1, .median_us = 20})).ok());
+  ASSERT_TRUE((*other)->putOne(r).ok());  // behind the index's back
+  EXPECT_EQ((**(*server)->best(r.key_id)).record.median_us, 20);
+  auto refreshed = (*server)->refreshIfChangedExternally();
+  ASSERT_TRUE(refreshed.ok());
+  EXPECT_TRUE(*refreshed);
+  EXPECT_EQ((**(*server)->best(r.key_id)).record.median_us, 10);
+  EXPECT_FALSE(*(*server)->refreshIfChangedExternally());
+  // The server's own next write also notices a foreign write first.
+  ASSERT_TRUE((*other)->putOne(makeRecord({.key = 2, .median_us = 3})).ok());
+  ASSERT_TRUE((*server)->putOne(makeRecord({.key = 3, .median_us = 4})).ok());
+  auto two = (*server)->best(makeRecord({.key = 2}).key_id);
+  ASSERT_TRUE(two.ok() && *two);
+}
+
+TEST(SqliteStore, ConcurrentWritersShareCommitsAndLoseNothing) {
+  TempDir dir;
+  auto s = openSqliteStore(dir.file("c.db"), {.synchronous_full = false, .index_winners = true});
+  ASSERT_TRUE(s.ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i)
+        if (!(*s)->putOne(makeRecord({.key = i % 13, .median_us = 1.0 + t * 100 + i})).ok()) ++failures;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ((*s)->stats()->records, 800);
+  for (int k = 0; k < 13; ++k) {
+    auto w = (*s)->best(makeRecord({.key = k}).key_id);
+    ASSERT_TRUE(*w);
+    EXPECT_EQ((*w)->record.median_us, 1.0 + k);  // thread 0 measured the fastest of each key
+  }
+  EXPECT_EQ(test::integrityCheck(dir.file("c.db")), "ok");
+}
+
+}  // namespace
+}  // namespace tessera::cache

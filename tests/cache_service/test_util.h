@@ -1,0 +1,93 @@
+// Owns what the cache-service tests share: temporary directories, record builders, a real
+// server on a loopback port with tokens of every scope, raw-socket HTTP for malformed requests,
+// and independent SQLite checks (integrity, content snapshot) of a database file.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache_service/http.h"
+#include "cache_service/record.h"
+#include "cache_service/server.h"
+
+namespace tessera::cache::test {
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A valid, finalized record. `key` picks one of many distinct hard keys (gemm on host, shape
+// derived from the index); everything else is settable.
+struct RecordSpec {
+  int key = 0;
+  double median_us = 100;
+  RecordStatus status = RecordStatus::Ok;
+  std::string created_at = "2025-01-01T00:00:00Z";
+  std::string llvm_version = "22.1.0";
+  std::string host = "test-host";
+  std::string config = "{\"tile\":64}";
+};
+Record makeRecord(const RecordSpec& spec);
+HardKey keyFor(int key);
+
+struct Reply {
+  int status = 0;  // 0: no answer (connection closed or timed out)
+  std::string content_type;
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string header(const std::string& name) const;  // case-insensitive, "" if absent
+};
+
+// Sends `bytes` verbatim on a new connection, half-closes, and parses one response (if any).
+Reply rawRequest(int port, const std::string& bytes, int timeout_ms = 3000);
+
+// A request with the usual framing; `extra_headers` are "Name: value" lines.
+std::string httpRequest(const std::string& method, const std::string& target, const std::string& body = "",
+                        const std::vector<std::string>& extra_headers = {}, bool with_length = true);
+
+// Server settings for tests: no fsync per commit (a killed process still loses nothing) and a
+// fast refresh so token changes show up quickly.
+inline ServerOptions testOptions() {
+  ServerOptions o;
+  o.synchronous_full = false;
+  o.http.threads = 32;
+  o.refresh_interval_s = 0.2;
+  return o;
+}
+
+// Tokens of each scope plus a running in-process server on a free loopback port.
+struct ServerFixture {
+  explicit ServerFixture(ServerOptions opts = testOptions(), bool with_tokens = true);
+  ~ServerFixture();
+  int port() const { return server->port(); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+  // Convenience calls through a fresh connection of the library's own HTTP client.
+  Reply get(const std::string& target, const std::string& token = "", const std::vector<std::string>& headers = {});
+  Reply post(const std::string& target, const std::string& body, const std::string& token = "",
+             const std::string& content_type = "application/json");
+
+  TempDir dir;
+  std::string db;
+  std::string read_token, write_token, admin_token;
+  std::unique_ptr<CacheServer> server;
+};
+
+// PRAGMA integrity_check of a database file, through a separate SQLite connection.
+std::string integrityCheck(const std::string& db_path);
+// SHA-256 over every row of records, keys and tokens: equal before/after means nothing changed.
+std::string dbSnapshot(const std::string& db_path);
+// Runs one SQL query returning rows of text columns.
+std::vector<std::vector<std::string>> queryRows(const std::string& db_path, const std::string& sql);
+
+// Record JSON for request bodies: {"records":[...]}.
+std::string recordsBody(const std::vector<Record>& recs);
+
+}  // namespace tessera::cache::test
