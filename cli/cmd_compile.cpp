@@ -1,6 +1,8 @@
 // Owns `tessera compile`: print the kernel (IR text form) or the MLIR/LLVM of chosen stages,
-// or write an object file.
+// or write an object file; for GPU targets (--target sm_90 / gfx942 ...) the pre-mapping and
+// mapped MLIR, PTX / GCN assembly or the cubin / hsaco, with the resource report on stderr.
 #include <cstdio>
+#include <optional>
 #include <fstream>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "codegen/codegen.h"
+#include "codegen/gpu.h"
 #include "ir/text.h"
 #include "search/space.h"
 #include "support/strings.h"
@@ -21,10 +24,72 @@ struct CompileFlags {
   std::string config, target = "host", emit = "scheduled", output;
 };
 
+Expected<ir::Config> configFor(const ir::Kernel& k, const TargetDesc& t, const std::string& arg) {
+  TESSERA_ASSIGN(ir::Space space, search::makeSpace(k, t));
+  TESSERA_ASSIGN(ir::Config over, parseConfigArg(arg));
+  TESSERA_ASSIGN(ir::Config cfg, space.complete(over));
+  if (auto why = space.check(cfg)) return makeError(ErrorCode::InvalidConfig, "invalid config: " + *why);
+  return cfg;
+}
+
+// GPU targets: one compile to the binary gives every stage after the payload and the resources.
+std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const CompileFlags& f) {
+  auto cfg = configFor(k, t, f.config);
+  if (!cfg.ok()) failWith(cfg.error());
+  std::string text;
+  std::optional<codegen::GpuBinary> bin;
+  for (const auto& stage : split(f.emit, ',')) {
+    if (stage == "ir") {
+      text += ir::printKernel(k);
+      continue;
+    }
+    auto e = codegen::parseGpuEmit(stage, t.vendor);
+    if (!e.ok()) failWith(makeError(ErrorCode::InvalidArgument, e.error().message + ", ir"));
+    if (*e == codegen::GpuEmit::Payload || *e == codegen::GpuEmit::Schedule) {
+      auto out = codegen::emitGpu(k, *cfg, t, *e);
+      if (!out.ok()) failWith(out.error());
+      text += *out;
+      continue;
+    }
+    if (!bin) {
+      auto b = codegen::compileGpu(k, *cfg, t);
+      if (!b.ok()) failWith(b.error());
+      bin = std::move(*b);
+    }
+    switch (*e) {
+      case codegen::GpuEmit::Pre: text += bin->mlirPre; break;
+      case codegen::GpuEmit::Mapped: text += bin->mlirMapped; break;
+      case codegen::GpuEmit::Asm: text += bin->assembly; break;
+      default:
+        if (f.output.empty() && isatty(STDOUT_FILENO)) fail("--emit " + stage + " writes binary: give -o FILE", 2);
+        text += bin->binary;
+    }
+  }
+  if (bin) {
+    std::fprintf(stderr, "config     %s (%s)\n", cfg->str().c_str(), bin->strategy.c_str());
+    std::fprintf(stderr, "launch     %s\n", bin->launch.str().c_str());
+    std::fprintf(stderr, "resources  %s\n", bin->resources.summary().c_str());
+  }
+  return text;
+}
+
 void compileCommand(const CompileFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
   std::string text;
+  auto gt = getTarget(f.target);
+  if (gt.ok() && gt->vendor != Vendor::Host) {
+    CompileFlags g = f;
+    if (g.emit == CompileFlags().emit) g.emit = gt->vendor == Vendor::Nvidia ? "ptx" : "asm";  // the host default
+    text = compileGpuStages(*k, *gt, g);
+    if (f.output.empty()) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return;
+    }
+    std::ofstream o(f.output, std::ios::binary);
+    if (!o || !o.write(text.data(), std::streamsize(text.size()))) fail("cannot write " + f.output, 1);
+    return;
+  }
   for (const auto& stage : split(f.emit, ',')) {
     if (stage == "ir") {
       text += ir::printKernel(*k);
@@ -61,11 +126,13 @@ void addCompileCommand(CLI::App& app) {
   auto f = std::make_shared<CompileFlags>();
   auto* c = app.add_subcommand("compile", "print the kernel's IR, MLIR or LLVM at chosen stages, or write an object");
   c->add_option("--emit", f->emit,
-                "comma-separated stages: ir, payload, schedule, scheduled, llvm-dialect, llvm-ir, asm, obj")
+                "comma-separated stages: ir, payload, schedule, scheduled, llvm-dialect, llvm-ir, asm, obj; GPU targets: "
+                "payload, schedule, pre, mlir, ptx|asm, cubin|hsaco (the resource report goes to stderr)")
       ->capture_default_str();
   c->add_option("-o,--output", f->output, "write to a file instead of stdout");
   c->add_option("--config", f->config, "knob overrides: 'MC=64,NR=32' or a JSON object");
-  c->add_option("--target", f->target, "target")->capture_default_str();
+  c->add_option("--target", f->target, "target: host, sm_80, sm_86, sm_89, sm_90, sm_90a, gfx90a, gfx942, gfx1100")
+      ->capture_default_str();
   addKernelSubcommands(c, &f->kernel, [f] { compileCommand(*f); });
 }
 

@@ -1,11 +1,16 @@
 // Owns `tessera run`: compile one kernel with one config for the host, run it on seeded inputs,
-// check it against the reference evaluator and time it.
+// check it against the reference evaluator and time it. For a GPU target, --emulate runs the
+// GPU strategy's pre-mapping IR on the CPU (behind the same host wrapper) and checks it; with a
+// CUDA/HIP driver present the binary itself runs on the device.
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "codegen/codegen.h"
+#include "codegen/gpu.h"
+#include "codegen/gpu_runner.h"
+#include "ir/reference.h"
 #include "search/space.h"
 
 namespace tessera::cli {
@@ -18,15 +23,64 @@ struct RunFlags {
   uint64_t seed = 1;
   double minTime = 0.2;
   int minRuns = 5;
-  bool json = false, flush = false;
+  bool json = false, flush = false, emulate = false;
 };
+
+// GPU target: the emulated form on the CPU (--emulate) or the binary on a device.
+void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, const RunFlags& f) {
+  auto bin = codegen::compileGpu(k, cfg, t);
+  if (!bin.ok()) failWith(bin.error());
+  auto ins = ir::makeInputs(k, f.seed);
+  auto outs = ir::makeOutputs(k);
+  for (auto& o : outs) o.fill(12345.0);  // stale values must not pass
+  std::vector<void*> bufs;
+  std::vector<const ir::Buffer*> inPtrs, outPtrs;
+  for (auto& b : ins) { bufs.push_back(b.data()); inPtrs.push_back(&b); }
+  for (auto& b : outs) { bufs.push_back(b.data()); outPtrs.push_back(&b); }
+  std::string where;
+  double us = 0, compileSec = bin->compileSeconds;
+  if (f.emulate) {
+    auto exe = codegen::compileEmulated(k, cfg, t);
+    if (!exe.ok()) failWith(exe.error());
+    compileSec += (*exe)->compileSeconds;
+    (*exe)->run(bufs.data());
+    where = "CPU emulation of the pre-mapping IR (no timing: the whole grid runs sequentially on one core)";
+  } else {
+    auto runner = codegen::openRunnerFor(t);
+    if (!runner.ok())
+      fail("target " + t.name + " cannot run here (" + runner.error().message + "); --emulate runs its pre-mapping IR on the CPU", 2);
+    auto r = (*runner)->run(*bin, k, bufs.data(), std::max(f.minRuns, 1));
+    if (!r.ok()) failWith(r.error());
+    us = *r;
+    where = (*runner)->device();
+  }
+  auto ref = ir::evaluateReference(k, inPtrs);
+  if (!ref.ok()) failWith(ref.error());
+  auto cmp = ir::compareOutputs(k, *ref, outPtrs);
+  if (f.json) {
+    nlohmann::json j = {{"kernel", k.name}, {"target", t.name}, {"config", nlohmann::json::parse(cfg.toJson())},
+                        {"strategy", bin->strategy}, {"emulated", f.emulate}, {"correct", cmp.ok},
+                        {"max_abs_err", cmp.maxAbsErr}, {"max_rel_err", cmp.maxRelErr}, {"compile_s", compileSec},
+                        {"launch", bin->launch.str()}, {"resources", bin->resources.summary()}};
+    if (!f.emulate) j["time_us"] = us;
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("kernel      %s\ntarget      %s (%s)\nconfig      %s (%s)\nran on      %s\n", k.name.c_str(), t.name.c_str(),
+                t.model.c_str(), cfg.str().c_str(), bin->strategy.c_str(), where.c_str());
+    if (!f.emulate) std::printf("time        %.3f ms per launch sequence\n", us / 1e3);
+    std::printf("launch      %s\nresources   %s\ncheck       %s  max abs err %.2e, max rel err %.2e (tolerance %.0e)%s\n",
+                bin->launch.str().c_str(), bin->resources.summary().c_str(), cmp.ok ? "ok" : "WRONG", cmp.maxAbsErr,
+                cmp.maxRelErr, cmp.tolerance, cmp.ok ? "" : ("; first bad " + cmp.firstBad).c_str());
+  }
+  if (!cmp.ok) std::exit(4);
+}
 
 void runCommand(const RunFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
   auto t = getTarget(f.target);
   if (!t.ok()) failWith(t.error());
-  if (t->vendor != Vendor::Host) fail("target " + f.target + " cannot run here (no " + vendorName(t->vendor) + " device)", 2);
+  if (f.emulate && t->vendor == Vendor::Host) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", 2);
   auto space = search::makeSpace(*k, *t);
   if (!space.ok()) failWith(space.error());
   auto over = parseConfigArg(f.config);
@@ -34,6 +88,7 @@ void runCommand(const RunFlags& f) {
   auto cfg = space->complete(*over);
   if (!cfg.ok()) failWith(cfg.error());
   if (auto why = space->check(*cfg)) failWith(makeError(ErrorCode::InvalidConfig, "invalid config: " + *why));
+  if (t->vendor != Vendor::Host) return runGpu(*k, *t, *cfg, f);
   auto exe = codegen::compileHost(*k, *cfg, *t);
   if (!exe.ok()) failWith(exe.error());
   HostRunOptions ro;
@@ -61,6 +116,8 @@ void addRunCommand(CLI::App& app) {
   run->add_option("--min-runs", f->minRuns, "timed runs at least")->capture_default_str();
   run->add_flag("--flush-cache", f->flush, "flush the LLC between runs (cold-cache timing)");
   run->add_flag("--json", f->json, "machine-readable output");
+  run->add_flag("--emulate", f->emulate,
+                "GPU target: run the strategy's pre-mapping IR on the CPU and check it (no device needed)");
   addKernelSubcommands(run, &f->kernel, [f] { runCommand(*f); });
 }
 

@@ -18,7 +18,8 @@ void addCacheCommand(CLI::App& app);   // tessera cache get|put|export|import|st
 void addCompileCommand(CLI::App& app);  // tessera compile
 void addRunCommand(CLI::App& app);      // tessera run
 void addDemoCommand(CLI::App& app);     // tessera demo (the README's main job)
-void addTuneCommands(CLI::App& app);    // tessera tune / best / import
+void addTuneCommands(CLI::App& app);    // tessera tune / best
+void addImportCommand(CLI::App& app);   // tessera import kerneltuner FILE
 #endif
 
 }  // namespace tessera::cli

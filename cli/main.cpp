@@ -18,14 +18,14 @@ int main(int argc, char** argv) {
   CLI::App app{"tessera: auto-tuning kernel compiler and shared tuning cache"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tessera ") + TESSERA_VERSION);
-#ifdef TESSERA_WITH_CACHE
   tessera::cli::addServeCommand(app);
   tessera::cli::addCacheCommand(app);
-#endif
 #ifdef TESSERA_WITH_MLIR
   tessera::cli::addCompileCommand(app);
   tessera::cli::addRunCommand(app);
   tessera::cli::addDemoCommand(app);
+  tessera::cli::addTuneCommands(app);
+  tessera::cli::addImportCommand(app);
 #endif
   try {
     app.parse(argc, argv);

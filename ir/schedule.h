@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -52,6 +53,10 @@ struct Space {
   // Cross-knob legality (footprints, divisibility, register budgets); nullopt when legal,
   // otherwise the reason.
   std::function<std::optional<std::string>(const Config&)> constraint;
+  // Replayed spaces (a brute-forced table): when set, the legal configs are exactly these, so the
+  // search samples uniformly from the list instead of rejection-sampling the knob product. The
+  // constraint must then accept exactly these configs. Shared: spaces are copied freely.
+  std::shared_ptr<const std::vector<Config>> members;
 
   const Knob* find(const std::string& name) const;
   Config defaults() const;

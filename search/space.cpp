@@ -1,7 +1,10 @@
 // Owns the family dispatch of schedule spaces and shared domain helpers.
 #include "search/space.h"
+#include "search/space_gpu.h"
 
 #include <algorithm>
+
+#include "support/strings.h"
 
 namespace tessera::search {
 
@@ -16,9 +19,37 @@ std::vector<ir::KnobValue> clampDomain(const std::vector<int64_t>& all, int64_t 
   return out;
 }
 
+Expected<ir::Space> restrictSpace(const ir::Space& s, const std::string& spec) {
+  ir::Space out = s;
+  for (const auto& part : split(spec, ',')) {
+    auto t = trim(part);
+    if (t.empty()) continue;
+    auto eq = t.find('=');
+    if (eq == std::string_view::npos)
+      return makeError(ErrorCode::InvalidArgument, "expected KNOB=v1|v2 in --space, got '" + std::string(t) + "'");
+    std::string name(trim(t.substr(0, eq)));
+    ir::Knob* knob = nullptr;
+    for (auto& k : out.knobs)
+      if (k.name == name) knob = &k;
+    if (!knob) return makeError(ErrorCode::InvalidArgument, "--space names unknown knob '" + name + "'");
+    std::vector<ir::KnobValue> keep;
+    for (const auto& v : split(t.substr(eq + 1), '|')) {
+      std::string vs(trim(v));
+      ir::KnobValue kv = vs;
+      if (auto i = parseInt(vs)) kv = *i;
+      if (knob->indexOf(kv) < 0)
+        return makeError(ErrorCode::InvalidArgument, "--space: " + name + "=" + vs + " is not in the knob's domain");
+      keep.push_back(kv);
+    }
+    if (keep.empty()) return makeError(ErrorCode::InvalidArgument, "--space: no values for " + name);
+    if (std::find(keep.begin(), keep.end(), knob->def) == keep.end()) knob->def = keep.front();
+    knob->domain = keep;
+  }
+  return out;
+}
+
 Expected<ir::Space> makeSpace(const ir::Kernel& k, const TargetDesc& t) {
-  if (t.vendor != Vendor::Host)
-    return makeError(ErrorCode::Unsupported, "no schedule space for target " + t.name + " yet");
+  if (t.vendor == Vendor::Nvidia || t.vendor == Vendor::Amd) return gpuSpace(k, t);
   switch (k.family) {
     case ir::Family::Gemm: return gemmHostSpace(k, t);
     case ir::Family::Elementwise: return elementwiseHostSpace(k, t);

@@ -17,6 +17,10 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t);
 Expected<ir::Space> elementwiseHostSpace(const ir::Kernel& k, const TargetDesc& t);
 Expected<ir::Space> attentionHostSpace(const ir::Kernel& k, const TargetDesc& t);
 
+// Narrows knob domains: "MC=32|64|128,schedule=packed" keeps only those values (each must be
+// in the knob's domain); the defaults move to the first kept value when theirs was dropped.
+Expected<ir::Space> restrictSpace(const ir::Space& s, const std::string& spec);
+
 // Values of `all` below `limit`, plus the smallest one at or above it: larger tiles would all
 // behave like that one (they are clamped to the problem), so they are not separate choices.
 std::vector<ir::KnobValue> clampDomain(const std::vector<int64_t>& all, int64_t limit);

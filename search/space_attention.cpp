@@ -60,17 +60,29 @@ Expected<ir::Space> attentionHostSpace(const ir::Kernel& k, const TargetDesc& t)
     int64_t m = std::get<int64_t>(v);
     if (m <= 8 && rowsFit(m) && tileRegisters(m, nr1, L) <= vregs) mr1 = m;
   }
-  // PV tile: NR2 dividing the padded head dim first (a remainder chunk re-reads P), then most
-  // accumulators, then the widest (fewer column chunks): 6x64 at D=64/128, 4x80 at D=80, 6x16 on AVX2.
-  std::tuple<bool, int64_t, int64_t> best{false, -1, 0};
+  // PV tile: the one with the most FMAs per instruction of the micro-kernel (FMAs / (FMAs + V
+  // loads + P broadcasts)), averaged over the column chunks of the padded head dim; a remainder
+  // chunk (a narrower tile, P read once more) costs 10 %. Gives 6x64 at D=64/128, 4x80 at D=80,
+  // 4x96 at D=96, 6x64 with a 16-wide remainder at D=200, 6x16 on AVX2.
+  const int64_t dp = roundUp(D, L);
+  auto efficiency = [&](int64_t m, int64_t nr) {
+    auto tile = [&](int64_t cols) {
+      double f = double(m * (cols / L));
+      return f / (f + double(cols / L) + double(m));
+    };
+    int64_t full = dp / nr * nr;
+    if (full == dp) return tile(nr);
+    return 0.9 * (double(full) * tile(nr) + double(dp - full) * tile(dp - full)) / double(dp);
+  };
+  double best = -1;
   int64_t mr2 = 1, nr2 = L;
   for (const auto& nv : nr2Dom) {
-    int64_t nr = std::get<int64_t>(nv);
+    int64_t nr = std::min(std::get<int64_t>(nv), dp);
     for (const auto& mv : mr2Dom) {
       int64_t m = std::get<int64_t>(mv);
       if (!rowsFit(m) || tileRegisters(m, nr, L) > vregs) continue;
-      std::tuple<bool, int64_t, int64_t> score{roundUp(D, L) % nr == 0, m * (nr / L), nr};
-      if (score > best) best = score, mr2 = m, nr2 = nr;
+      double e = efficiency(m, nr);
+      if (e > best + 1e-9 || (e > best - 1e-9 && nr > nr2)) best = e, mr2 = m, nr2 = std::get<int64_t>(nv);
     }
   }
 

@@ -1,4 +1,4 @@
-// Owns the table of GPU target descriptions (filled by the GPU codegen work; empty until then).
+// Owns the table of GPU target descriptions (NVIDIA sm_80..sm_90a, AMD gfx90a/gfx942/gfx1100).
 #pragma once
 
 #include <vector>

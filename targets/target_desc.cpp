@@ -18,6 +18,12 @@ const char* vendorName(Vendor v) {
 
 bool TargetDesc::hasIsa(const std::string& f) const { return std::find(isa.begin(), isa.end(), f) != isa.end(); }
 
+const MmaShape* TargetDesc::findMma(const std::string& dtype, const std::string& kind) const {
+  for (const auto& m : mma)
+    if (m.dtype == dtype && m.kind == kind) return &m;
+  return nullptr;
+}
+
 std::string TargetDesc::keyString() const { return name + "/" + arch + "/" + std::to_string(units); }
 
 std::vector<std::string> knownTargets() {

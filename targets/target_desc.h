@@ -17,6 +17,7 @@ const char* vendorName(Vendor v);
 struct MmaShape {
   std::string dtype;  // input dtype: "f16", "bf16", "f32" (tf32/xf32)
   int m = 0, n = 0, k = 0;
+  std::string kind;   // instruction family: "mma.sync", "wgmma", "mfma", "wmma"
 };
 
 struct TargetDesc {
@@ -48,6 +49,20 @@ struct TargetDesc {
   int maxWarpsPerSM = 0;
   int64_t l2Bytes_gpu = 0;
   std::vector<MmaShape> mma;
+  // GPU occupancy inputs. NVIDIA: registers are allocated per warp in units of regAllocGranule;
+  // each block also holds smemReservedPerBlock of system shared memory; static shared memory is
+  // capped at smemPerBlock (48 KB), dynamic up to smemPerBlockOptIn. AMD: regsPerSimd VGPRs per
+  // lane per SIMD (AGPRs included where unified), granule in VGPRs per wave, maxWavesPerSimd,
+  // simdsPerUnit SIMDs per CU.
+  int64_t smemPerBlockOptIn = 0, smemReservedPerBlock = 0;
+  int regAllocGranule = 0;
+  int simdsPerUnit = 0;
+  int64_t regsPerSimd = 0;
+  int maxWavesPerSimd = 0;
+  int sgprsPerSimd = 0;  // AMD gfx9: scalar registers shared by the waves of a SIMD
+  int maxSgprsPerWave = 0;
+  // The MMA shape of `kind` for input dtype `dtype`, or null.
+  const MmaShape* findMma(const std::string& dtype, const std::string& kind) const;
 
   bool hasIsa(const std::string& f) const;
   // "host/x86-64-v4/2" — what must match for a record to be reused.

@@ -1,0 +1,348 @@
+// Owns `tessera tune` (search for the fastest config of one kernel on the host, store every
+// measured candidate, share the winner) and `tessera best` (the stored winner, without tuning).
+// Environment variables are read here, at the edge: TESSERA_CACHE_URL, TESSERA_TOKEN, USER.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "cache_service/client.h"
+#include "cache_service/store.h"
+#include "cli/commands.h"
+#include "cli/kernel_flags.h"
+#include "cli/report.h"
+#include "costmodel/cost_model.h"
+#include "costmodel/features.h"
+#include "ir/families.h"
+#include "search/host_measurer.h"
+#include "search/records.h"
+#include "search/space.h"
+#include "search/strategy.h"
+#include "search/tuner.h"
+#include "support/progress.h"
+
+namespace tessera::cli {
+
+namespace {
+
+struct TuneFlags {
+  KernelFlags kernel;
+  std::string target = "host", strategy = "evolutionary", db = "tessera.db", cache, spaceSpec;
+  int trials = 200, batch = 16, topK = 5;
+  double timeBudget = 0, timeout = 20, minTime = 0.05;
+  uint64_t seed = 0;
+  bool resume = false, force = false, json = false;
+};
+
+std::string envOr(const char* name, const std::string& def) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : def;
+}
+
+search::ProvenanceInputs provenanceInputs() {
+  search::ProvenanceInputs p;
+  p.tesseraVersion = TESSERA_VERSION;
+  p.llvmVersion = "22";
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  p.host = host;
+  p.user = envOr("USER", "");
+  return p;
+}
+
+cache::CacheClientOptions clientOptions(const std::string& flag) {
+  cache::CacheClientOptions o;
+  o.base_url = flag.empty() ? envOr("TESSERA_CACHE_URL", "") : flag;
+  o.token = envOr("TESSERA_TOKEN", "");
+  return o;
+}
+
+std::string fmtThroughput(const ir::Kernel& k, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, ir::isComputeBound(k) ? "%.1f GFLOP/s" : "%.1f GB/s", v);
+  return b;
+}
+
+std::string fmtDuration(double s) {
+  char b[32];
+  if (s >= 60) std::snprintf(b, sizeof b, "%dm%02ds", int(s / 60), int(s) % 60);
+  else std::snprintf(b, sizeof b, "%.0fs", s);
+  return b;
+}
+
+nlohmann::json trialJson(const search::TrialResult& r) {
+  return {{"config", nlohmann::json::parse(r.config.toJson())},
+          {"status", search::trialStatusName(r.status)},
+          {"median_us", r.samples.median_us},
+          {"p20_us", r.samples.p20_us},
+          {"p80_us", r.samples.p80_us},
+          {"n", r.samples.n},
+          {"gflops", r.gflops},
+          {"gbps", r.gbps},
+          {"peak_fraction", r.peakFraction},
+          {"max_rel_err", r.maxRelErr}};
+}
+
+void tuneCommand(const TuneFlags& f) {
+  auto k = buildKernel(f.kernel);
+  if (!k.ok()) failWith(k.error());
+  auto t = getTarget(f.target);
+  if (!t.ok()) failWith(t.error());
+  if (t->vendor != Vendor::Host)
+    fail("tuning " + f.target + " needs that device; none is attached here (use --target host)", 2);
+  auto space = search::makeSpace(*k, *t);
+  if (!space.ok()) failWith(space.error());
+  if (!f.spaceSpec.empty()) {
+    space = search::restrictSpace(*space, f.spaceSpec);
+    if (!space.ok()) failWith(space.error());
+  }
+  if (f.trials <= 0 && f.timeBudget <= 0) fail("give --trials N and/or --time-budget S", 2);
+  auto store = cache::openSqliteStore(f.db);
+  if (!store.ok()) failWith(store.error());
+  cache::CacheClient client(clientOptions(f.cache));
+  ProgressLine progress;
+  auto warn = [&](const std::string& w) {
+    if (!w.empty()) std::fprintf(stderr, "tessera: warning: %s\n", w.c_str());
+  };
+  if (client.enabled()) warn(cache::pushOutbox(**store, client).warning);
+
+  cache::HardKey key = search::hardKeyFor(*k, *t);
+  std::string keyId = cache::keyIdOf(key);
+  cache::Provenance prov = search::provenanceFor(*t, provenanceInputs());
+
+  // Everything already measured for this key (resume) and the best stored results (seeds).
+  std::vector<cache::Record> stored;
+  for (cache::ListQuery q{.key_id = keyId, .limit = cache::kMaxListLimit};;) {
+    auto page = (*store)->list(q);
+    if (!page.ok()) failWith(page.error());
+    stored.insert(stored.end(), page->records.begin(), page->records.end());
+    if (!page->next_after) break;
+    q.after_id = page->next_after;
+  }
+  if (!f.resume && !f.force) {
+    // Cache first (design.md §2): a fresh winner, local or shared, ends the run.
+    auto local = (*store)->best(keyId);
+    std::optional<cache::Record> hit;
+    bool stale = false;
+    if (local.ok() && *local) {
+      hit = (*local)->record;
+      stale = (*local)->record.stale || !cache::provenanceMismatch(hit->provenance, prov).empty();
+    } else if (client.enabled()) {
+      auto remote = client.best(key, prov, false);
+      warn(remote.warning);
+      if (remote.kind == cache::LookupResult::Kind::Hit && remote.record) {
+        hit = remote.record;
+        stale = remote.stale;
+        (void)(*store)->putOne(*hit);  // keep a local copy
+      }
+    }
+    if (hit && !stale) {
+      std::printf("already tuned: %s on %s -> %s (%.3f ms median, %s)\n", k->name.c_str(), t->name.c_str(),
+                  hit->config.c_str(), hit->median_us / 1e3,
+                  fmtThroughput(*k, ir::isComputeBound(*k) ? hit->gflops : hit->gbps).c_str());
+      std::printf("use --resume to continue the search or --force to start over\n");
+      return;
+    }
+  }
+  std::vector<search::TrialResult> previous;
+  if (f.resume) previous = search::fromRecords(stored);
+  else if (!f.force) {
+    // Without --resume, stale or partial results still seed the search (re-measured, not trusted).
+    for (auto& r : search::fromRecords(stored))
+      if (r.ok()) previous.push_back(r);
+  }
+
+  search::HostMeasureSettings ms;
+  ms.timeoutSec = f.timeout;
+  ms.measure.minTimeSec = f.minTime;
+  auto measurer = search::makeHostMeasurer(*k, *t, ms);
+  costmodel::ModelSettings mset;
+  mset.seed = f.seed;
+  auto model = costmodel::makeXGBoostModel(mset);
+  auto features = costmodel::makeHostFeatures(*k, *space, *t);
+  search::SearchSettings ss;
+  ss.strategy = f.strategy;
+  ss.seed = f.seed;
+  ss.batchSize = f.batch;
+  auto strategy = search::makeStrategy(ss, *space, model.get(), features.get());
+  if (!strategy.ok()) failWith(strategy.error());
+
+  search::TuneSettings ts;
+  ts.search = ss;
+  ts.trials = f.trials > 0 ? f.trials : 1000000;
+  ts.timeBudgetSec = f.timeBudget;
+  ts.topK = f.topK;
+  double peak = ir::isComputeBound(*k) ? t->peakGflopsF32 : t->memBandwidthGBs;
+  std::map<std::string, int> statusCounts;
+  search::TuneCallbacks cb;
+  cb.commitRecords = [&](const std::vector<search::TrialResult>& rs) {
+    std::vector<cache::Record> recs;
+    for (const auto& r : rs) recs.push_back(search::toRecord(r, key, prov));
+    auto put = (*store)->put(recs, {.outbox = client.enabled()});
+    if (!put.ok()) warn("could not store results: " + put.error().str());
+  };
+  cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
+    ++statusCounts[search::trialStatusName(r.status)];
+    if (f.json) return;
+    char line[512];
+    std::string best = p.best ? fmtThroughput(*k, p.best->throughput) : "-";
+    double frac = p.best && peak > 0 ? 100 * p.best->throughput / peak : 0;
+    std::string last = r.ok() ? fmtThroughput(*k, r.throughput) : search::trialStatusName(r.status);
+    std::snprintf(line, sizeof line, "trial %d/%d  best %s (%.0f%% of peak)  last %s  elapsed %s  ETA %s", p.trial,
+                  p.trials, best.c_str(), frac, last.c_str(), fmtDuration(p.elapsedSec).c_str(),
+                  fmtDuration(p.etaSec).c_str());
+    progress.update(line);
+  };
+  search::TuneResult res = search::tune(*space, *measurer, **strategy, model.get(), features.get(), ts, cb, previous);
+  progress.finish();
+  if (!res.best) {
+    std::string why;
+    for (const auto& [s, n] : statusCounts) why += " " + s + "=" + std::to_string(n);
+    fail("no candidate produced a correct result (" + std::to_string(res.trials.size()) + " trials:" + why + ")", 1);
+  }
+  // The winner, re-measured interleaved, is stored with the run's tuning cost.
+  search::TuningCost cost{int64_t(res.trials.size()), res.seconds};
+  (void)(*store)->putOne(search::toRecord(*res.best, key, prov, cost), {.outbox = client.enabled()});
+  if (client.enabled()) warn(cache::pushOutbox(**store, client).warning);
+
+  const auto& b = *res.best;
+  double speedup = res.defaultConfig && res.defaultConfig->ok() && b.samples.median_us > 0
+                       ? res.defaultConfig->samples.median_us / b.samples.median_us
+                       : 0;
+  if (f.json) {
+    nlohmann::json j = {{"kernel", k->name},
+                        {"workload", key.workload},
+                        {"key_id", keyId},
+                        {"target", targetJson(*t)},
+                        {"best", trialJson(b)},
+                        {"trials", res.trials.size()},
+                        {"seconds", res.seconds},
+                        {"statuses", statusCounts},
+                        {"speedup_over_default", speedup}};
+    if (res.defaultConfig) j["default"] = trialJson(*res.defaultConfig);
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::string statuses;
+  for (const auto& [s, n] : statusCounts) statuses += (statuses.empty() ? "" : ", ") + s + " " + std::to_string(n);
+  std::printf("\nkernel       %s  (key %.12s, store %s)\n", k->name.c_str(), keyId.c_str(), f.db.c_str());
+  std::printf("best config  %s\n", b.config.str().c_str());
+  std::printf("time         %.3f ms  (p20 %.3f, p80 %.3f, n=%lld, top-%d re-measured)\n", b.samples.median_us / 1e3,
+              b.samples.p20_us / 1e3, b.samples.p80_us / 1e3, (long long)b.samples.n, f.topK);
+  std::printf("throughput   %s  (%.1f%% of %s)\n", fmtThroughput(*k, b.throughput).c_str(), 100 * b.peakFraction,
+              ir::isComputeBound(*k) ? "FMA peak" : "copy bandwidth");
+  if (res.defaultConfig) {
+    if (res.defaultConfig->ok())
+      std::printf("vs default   %.2fx  (default %s: %.3f ms)\n", speedup, res.defaultConfig->config.str().c_str(),
+                  res.defaultConfig->samples.median_us / 1e3);
+    else
+      std::printf("vs default   default config failed: %s\n", search::trialStatusName(res.defaultConfig->status));
+  }
+  std::printf("search       %zu trials in %s (%s)\n", res.trials.size(), fmtDuration(res.seconds).c_str(), statuses.c_str());
+}
+
+struct BestFlags {
+  KernelFlags kernel;
+  std::string target = "host", db = "tessera.db", cache;
+  bool json = false;
+};
+
+void bestCommand(const BestFlags& f) {
+  auto k = buildKernel(f.kernel);
+  if (!k.ok()) failWith(k.error());
+  auto t = getTarget(f.target);
+  if (!t.ok()) failWith(t.error());
+  cache::HardKey key = search::hardKeyFor(*k, *t);
+  std::string keyId = cache::keyIdOf(key);
+  std::optional<cache::Record> rec;
+  std::string source;
+  auto store = cache::openSqliteStore(f.db);
+  if (store.ok()) {
+    auto b = (*store)->best(keyId);
+    if (b.ok() && *b) {
+      rec = (*b)->record;
+      source = f.db;
+    }
+  }
+  cache::CacheClient client(clientOptions(f.cache));
+  std::vector<cache::NearestMatch> nearest;
+  if (!rec && client.enabled()) {
+    auto r = client.best(key, search::provenanceFor(*t, provenanceInputs()), true);
+    if (!r.warning.empty()) std::fprintf(stderr, "tessera: warning: %s\n", r.warning.c_str());
+    if (r.kind == cache::LookupResult::Kind::Hit) {
+      rec = r.record;
+      source = client.options().base_url;
+    } else if (r.kind == cache::LookupResult::Kind::Nearest) {
+      nearest = r.nearest;
+    }
+  }
+  if (!rec && store.ok() && nearest.empty()) {
+    auto near = (*store)->nearest(key, 3);
+    if (near.ok()) nearest = *near;
+  }
+  if (f.json) {
+    nlohmann::json j = {{"kernel", k->name}, {"key_id", keyId}};
+    if (rec) {
+      j["source"] = source;
+      j["record"] = nlohmann::json::parse(cache::encodeRecord(*rec));
+    }
+    for (const auto& n : nearest)
+      j["nearest"].push_back({{"distance", n.distance}, {"record", nlohmann::json::parse(cache::encodeRecord(n.record))}});
+    std::printf("%s\n", j.dump(2).c_str());
+    if (!rec) throw CLI::RuntimeError(3);
+    return;
+  }
+  if (rec) {
+    std::printf("%s on %s (key %.12s, from %s)%s\n", k->name.c_str(), t->name.c_str(), keyId.c_str(), source.c_str(),
+                rec->stale ? "  [stale: measured with another toolchain]" : "");
+    std::printf("config      %s\n", rec->config.c_str());
+    std::printf("time        %.3f ms median (p20 %.3f, p80 %.3f, n=%lld)\n", rec->median_us / 1e3, rec->p20_us / 1e3,
+                rec->p80_us / 1e3, (long long)rec->n);
+    std::printf("throughput  %s (%.1f%% of peak)\n",
+                fmtThroughput(*k, ir::isComputeBound(*k) ? rec->gflops : rec->gbps).c_str(), 100 * rec->peak_fraction);
+    std::printf("measured    %s by %s@%s, tessera %s, LLVM %s; %lld trials, %.0f s of tuning\n",
+                rec->provenance.created_at.c_str(), rec->provenance.user.c_str(), rec->provenance.host.c_str(),
+                rec->provenance.tessera_version.c_str(), rec->provenance.llvm_version.c_str(), (long long)rec->trials,
+                rec->tuning_seconds);
+    return;
+  }
+  std::printf("no stored winner for %s on %s (key %.12s)\n", k->name.c_str(), t->name.c_str(), keyId.c_str());
+  for (const auto& n : nearest)
+    std::printf("  nearest: shape %s (distance %.2f): %s, %.3f ms\n", cache::formatShape(n.record.key.shape).c_str(),
+                n.distance, n.record.config.c_str(), n.record.median_us / 1e3);
+  throw CLI::RuntimeError(3);
+}
+
+}  // namespace
+
+void addTuneCommands(CLI::App& app) {
+  auto f = std::make_shared<TuneFlags>();
+  auto* t = app.add_subcommand("tune", "search for the fastest config of a kernel; every candidate is stored");
+  t->add_option("--target", f->target, "target")->capture_default_str();
+  t->add_option("--trials", f->trials, "measured candidates at most")->capture_default_str();
+  t->add_option("--time-budget", f->timeBudget, "seconds of tuning at most (0: none)");
+  t->add_option("--strategy", f->strategy, "evolutionary | ga | random | exhaustive")->capture_default_str();
+  t->add_option("--seed", f->seed, "search seed")->capture_default_str();
+  t->add_option("--space", f->spaceSpec, "narrow knob domains, e.g. 'schedule=packed,MR=6|8,NR=32'");
+  t->add_option("--batch", f->batch, "candidates measured per round")->capture_default_str();
+  t->add_option("--top-k", f->topK, "best candidates re-measured interleaved at the end")->capture_default_str();
+  t->add_option("--timeout", f->timeout, "seconds a candidate may run before it is killed")->capture_default_str();
+  t->add_option("--min-time", f->minTime, "seconds of timed runs per candidate")->capture_default_str();
+  t->add_option("--db", f->db, "local SQLite store")->capture_default_str();
+  t->add_option("--cache", f->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
+  t->add_flag("--resume", f->resume, "continue from what the store has for this kernel");
+  t->add_flag("--force", f->force, "tune even when a fresh winner is stored");
+  t->add_flag("--json", f->json, "machine-readable summary");
+  addKernelSubcommands(t, &f->kernel, [f] { tuneCommand(*f); });
+
+  auto b = std::make_shared<BestFlags>();
+  auto* best = app.add_subcommand("best", "print the stored winner for a kernel (exit 3 when there is none)");
+  best->add_option("--target", b->target, "target")->capture_default_str();
+  best->add_option("--db", b->db, "local SQLite store")->capture_default_str();
+  best->add_option("--cache", b->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
+  best->add_flag("--json", b->json, "machine-readable output");
+  addKernelSubcommands(best, &b->kernel, [b] { bestCommand(*b); });
+}
+
+}  // namespace tessera::cli

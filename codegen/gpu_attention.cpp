@@ -1,0 +1,316 @@
+// Owns the GPU attention strategy: FlashAttention-style forward built directly as pre-mapping IR
+// (mlir-recipes/gpu-flash-attention: gen.py's phase structure, generalized to batch, GQA, causal
+// masks with skipped key blocks, seq_q != seq_kv, any head_dim, and a head_dim split):
+//
+//   scf.forall (b, h, qb) in (B, H, ceil(Sq/BQ))                           #gpu.block<z, y, x>
+//     Ks, Vs [BK][DP] (input dtype), Acc [DCS][T][VW] f32, Ms, Ls [T] f32,
+//     Sp [DSPLIT][BQ][BK] f32 (DSPLIT > 1)                                 workgroup memory
+//     forall t < T: Ms = -1e30, Ls = 0, Acc = 0                              thread t = (row r, slice s)
+//     for kb < kbEnd (causal: key blocks right of the diagonal are never visited):
+//       forall t: cooperative copy of K/V rows kb*BK.. (clamped, VW-wide chunks, coalesced)
+//       [DSPLIT > 1] forall t: partial scores of row r over head_dim slice s -> Sp
+//       forall t: scores (x scale*log2e), key mask (ragged / causal), online softmax in registers
+//                 (m, l, p), Acc[slice] = Acc*alpha + p . V[slice]; m, l back to Ms, Ls
+//     forall t: O[b, h, q0 + r, slice] = Acc / Ls for rows < Sq
+//
+// Thread t owns only its own state slices, so the phases need no barriers beyond the ones the
+// mapping puts after each forall (copy -> compute -> next copy). The per-row state crosses key
+// blocks in workgroup memory because the sequential CPU emulation runs one forall after the other
+// (REPORT §1); within a key block m, l and p live in registers. exp2 is our own polynomial (no
+// libdevice / ocml), -1e30 stands for -inf, masked probabilities are exactly 0.
+// Knobs: BQ query rows per block, BK keys per block, DSPLIT threads per query row (head_dim
+// split); threads per block = BQ * DSPLIT (warps = threads / warp size).
+#include <cmath>
+
+#include "codegen/expr_emitter.h"
+#include "codegen/gpu_loops.h"
+#include "codegen/gpu_lowering.h"
+#include "codegen/gpu_strategies.h"
+#include "codegen/host_strategies.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace tessera::codegen {
+
+using namespace mlir;
+
+namespace {
+
+struct AttnPlan {
+  int64_t B, H, HKV, G, SQ, SKV, D, off;
+  bool causal;
+  ir::ScalarType dtype;
+  int64_t BQ, BK, DSPLIT, T, VW, DP, DC, DCS, NQB, NKB;
+  double qscale;
+  int64_t smemBytes() const {
+    int64_t es = ir::byteSize(dtype);
+    return 2 * BK * DP * es + BQ * DP * 4 + 2 * T * 4 + (DSPLIT > 1 ? DSPLIT * BQ * BK * 4 : 0);
+  }
+};
+
+Expected<AttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
+  AttnPlan p;
+  TESSERA_ASSIGN(p.BQ, c.getInt("BQ"));
+  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
+  TESSERA_ASSIGN(p.DSPLIT, c.getInt("DSPLIT"));
+  auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention: " + m); };
+  if (p.BQ <= 0 || p.BK <= 0 || p.DSPLIT <= 0) return bad("BQ, BK and DSPLIT must be positive");
+  if (p.BK > 128) return bad("BK must be <= 128 (BK scores per thread live in registers)");
+  p.B = s.batch; p.H = s.heads; p.HKV = s.heads_kv; p.G = s.heads / s.heads_kv;
+  p.SQ = s.seq_q; p.SKV = s.seq_kv; p.D = s.head_dim; p.off = s.seq_kv - s.seq_q;
+  p.causal = s.causal; p.dtype = s.dtype;
+  p.VW = p.D % 4 == 0 ? 4 : p.D % 2 == 0 ? 2 : 1;
+  p.DP = p.D;
+  p.DC = p.D / p.VW;
+  if (p.DC % p.DSPLIT) return bad("DSPLIT=" + std::to_string(p.DSPLIT) + " must divide head_dim/" + std::to_string(p.VW) + " = " + std::to_string(p.DC));
+  p.DCS = p.DC / p.DSPLIT;
+  p.T = p.BQ * p.DSPLIT;
+  if (p.T > t.maxThreadsPerBlock) return bad(std::to_string(p.T) + " threads per block exceed " + std::to_string(t.maxThreadsPerBlock));
+  if (p.T % t.warpSize) return bad("BQ*DSPLIT=" + std::to_string(p.T) + " must be a multiple of the warp size " + std::to_string(t.warpSize));
+  if (p.smemBytes() > t.smemPerBlock)
+    return bad("needs " + std::to_string(p.smemBytes()) + " B of shared memory, the limit is " + std::to_string(t.smemPerBlock));
+  p.NQB = ceilDiv(p.SQ, p.BQ);
+  p.NKB = ceilDiv(p.SKV, p.BK);
+  p.qscale = s.scale / std::log(2.0);
+  return p;
+}
+
+class Builder {
+ public:
+  Builder(OpBuilder& b, Location loc, const AttnPlan& p) : b_(b), loc_(loc), p_(p), ix_{b, loc} {
+    f32_ = b.getF32Type();
+    fm_ = arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::contract);
+  }
+
+  Value f(float v, Type t) {
+    if (auto vt = dyn_cast<VectorType>(t))
+      return arith::ConstantOp::create(b_, loc_, vt, DenseElementsAttr::get(vt, b_.getF32FloatAttr(v)));
+    return arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(v));
+  }
+  Value toF32(Value x) {
+    auto vt = dyn_cast<VectorType>(x.getType());
+    Type et = vt ? vt.getElementType() : x.getType();
+    if (et.isF32()) return x;
+    Type to = vt ? Type(VectorType::get(vt.getShape(), f32_)) : Type(f32_);
+    return arith::ExtFOp::create(b_, loc_, to, x);
+  }
+  Value fromF32(Value x, Type et) {
+    if (et.isF32()) return x;
+    auto vt = cast<VectorType>(x.getType());
+    return arith::TruncFOp::create(b_, loc_, VectorType::get(vt.getShape(), et), x);
+  }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b_, loc_, x, y, fm_); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b_, loc_, x, y, fm_); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b_, loc_, x, y, fm_); }
+  Value max(Value x, Value y) { return arith::MaxNumFOp::create(b_, loc_, x, y, fm_); }
+  Value fma(Value x, Value y, Value z) { return math::FmaOp::create(b_, loc_, x, y, z); }
+  Value bcast(Value s, Type vt) { return vector::BroadcastOp::create(b_, loc_, vt, s); }
+
+  // exp2(x) for x <= 0: clamp at -126, n = trunc(x - 0.5) (= round for x <= 0), Cephes degree-6
+  // polynomial of the fraction, 2^n from the exponent bits (gpu-flash-attention gen.py).
+  Value exp2(Value x) {
+    Type t = x.getType();
+    auto vt = dyn_cast<VectorType>(t);
+    Type it = vt ? Type(VectorType::get(vt.getShape(), b_.getI32Type())) : Type(b_.getI32Type());
+    auto ic = [&](int32_t v) -> Value {
+      if (vt) return arith::ConstantOp::create(b_, loc_, cast<VectorType>(it), DenseElementsAttr::get(cast<VectorType>(it), b_.getI32IntegerAttr(v)));
+      return arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(v));
+    };
+    Value tt = max(x, f(-126.0f, t));
+    Value ni = arith::FPToSIOp::create(b_, loc_, it, sub(tt, f(0.5f, t)));
+    Value nf = arith::SIToFPOp::create(b_, loc_, t, ni);
+    Value fr = sub(tt, nf);
+    const float P[] = {1.535336188319500e-4f, 1.339887440266574e-3f, 9.618437357674640e-3f, 5.550332471162809e-2f,
+                       2.402264791363012e-1f, 6.931472028550421e-1f, 1.0f};
+    Value poly = f(P[0], t);
+    for (int i = 1; i < 7; ++i) poly = fma(poly, fr, f(P[i], t));
+    Value bits = arith::ShLIOp::create(b_, loc_, arith::AddIOp::create(b_, loc_, ni, ic(127)), ic(23));
+    return mul(poly, arith::BitcastOp::create(b_, loc_, t, bits));
+  }
+
+  OpBuilder& b_;
+  Location loc_;
+  const AttnPlan& p_;
+  gpuir::Idx ix_;
+  Type f32_;
+  arith::FastMathFlagsAttr fm_;
+};
+
+}  // namespace
+
+Status checkGpuAttention(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
+  TESSERA_ASSIGN(AttnPlan p, makePlan(info.spec, c, t));
+  (void)p;
+  return {};
+}
+
+Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
+  TESSERA_ASSIGN(AttnPlan p, makePlan(info.spec, c, t));
+  GpuPlan plan;
+  plan.strategy = "flash-simt";
+  OpBuilder b(ctx);
+  Location loc = b.getUnknownLoc();
+  plan.module = ModuleOp::create(loc);
+  std::map<std::string, Value> args;
+  createKernelFunc(b, *plan.module, k, &args);
+  const ir::AttentionSpec& s = info.spec;
+  Value Q = args[s.q], K = args[s.k], V = args[s.v], O = args[s.o];
+  Builder e(b, loc, p);
+  gpuir::Idx& ix = e.ix_;
+  Type et = mlirType(b, p.dtype), f32 = b.getF32Type();
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto wgBuf = [&](ArrayRef<int64_t> shape, Type t) {
+    return memref::AllocOp::create(b, loc, MemRefType::get(shape, t, MemRefLayoutAttrInterface(), wg), b.getI64IntegerAttr(16)).getResult();
+  };
+  const int64_t VW = p.VW, BK = p.BK;
+  VectorType vEt = VectorType::get({VW}, et), vF = VectorType::get({VW}, f32), vBK = VectorType::get({BK}, f32);
+
+  gpuir::forall(b, loc, {p.B, p.H, p.NQB}, gpuir::Level::Block);
+  Block* blk = b.getInsertionBlock();
+  Value bi = blk->getArgument(0), h = blk->getArgument(1), qb = blk->getArgument(2);
+  Value q0 = ix.mul(qb, p.BQ);
+  Value hk = ix.div(h, p.G);
+  Value Ks = wgBuf({BK, p.DP}, et), Vs = wgBuf({BK, p.DP}, et);
+  Value Acc = wgBuf({p.DCS, p.T, VW}, f32), Ms = wgBuf({p.T}, f32), Ls = wgBuf({p.T}, f32);
+  Value Sp = p.DSPLIT > 1 ? wgBuf({p.DSPLIT, p.BQ, BK}, f32) : Value();
+  auto threads = [&](const std::function<void(Value t, Value r, Value sl)>& body) {
+    OpBuilder::InsertionGuard g(b);
+    gpuir::forall(b, loc, {p.T}, gpuir::Level::Thread);
+    Value t = b.getInsertionBlock()->getArgument(0);
+    body(t, ix.div(t, p.DSPLIT), p.DSPLIT > 1 ? ix.rem(t, p.DSPLIT) : ix.c(0));
+  };
+  auto load = [&](Value mem, ValueRange idx, VectorType vt) { return vector::LoadOp::create(b, loc, vt, mem, idx).getResult(); };
+
+  // ---- init per-thread state
+  threads([&](Value t, Value, Value) {
+    memref::StoreOp::create(b, loc, e.f(-1e30f, f32), Ms, ValueRange{t});
+    memref::StoreOp::create(b, loc, e.f(0.0f, f32), Ls, ValueRange{t});
+    for (int64_t cc = 0; cc < p.DCS; ++cc)
+      vector::StoreOp::create(b, loc, e.f(0.0f, vF), Acc, ValueRange{ix.c(cc), t, ix.c(0)});
+  });
+  // ---- key blocks; causal: up to the block holding the last visible key of the block's last row
+  Value kbEnd = ix.c(p.NKB);
+  if (p.causal) {
+    Value lastRow = ix.min(ix.add(q0, p.BQ - 1), p.SQ - 1);
+    kbEnd = ix.min(ix.add(ix.div(ix.add(lastRow, p.off), BK), 1), p.NKB);
+  }
+  gpuir::forLoop(b, loc, ix.c(0), kbEnd, 1, [&](Value kb) {
+    Value k0 = ix.mul(kb, BK);
+    // cooperative copy: chunk e = i*T + t -> row e / DC, chunk e % DC (consecutive threads read
+    // consecutive VW-element chunks of a row); rows past Skv repeat the last key (masked below)
+    threads([&](Value t, Value, Value) {
+      const int64_t chunks = BK * p.DC, steps = ceilDiv(chunks, p.T);
+      for (int64_t i = 0; i < steps; ++i) {
+        Value ch = ix.add(t, i * p.T);
+        gpuir::guarded(b, loc, (i + 1) * p.T > chunks ? ix.lt(ch, chunks) : Value(), [&] {
+          Value r = ix.div(ch, p.DC), col = ix.mul(ix.rem(ch, p.DC), VW);
+          Value g = ix.min(ix.add(k0, r), p.SKV - 1);
+          vector::StoreOp::create(b, loc, load(K, ValueRange{bi, hk, g, col}, vEt), Ks, ValueRange{r, col});
+          vector::StoreOp::create(b, loc, load(V, ValueRange{bi, hk, g, col}, vEt), Vs, ValueRange{r, col});
+        });
+      }
+    });
+    // partial scores of row r over the chunks [c0, c0 + n) of head_dim: vector<BK>
+    auto partialScores = [&](Value r, Value c0, int64_t n) {
+      Value qr = ix.min(ix.add(q0, r), p.SQ - 1);
+      Value qs = e.f(float(p.qscale), vF);
+      auto loop = scf::ForOp::create(b, loc, c0, ix.add(c0, n), ix.c(1), ValueRange{e.f(0.0f, vBK)});
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value dc = loop.getInductionVar(), col = ix.mul(dc, VW);
+      Value q = e.mul(e.toF32(load(Q, ValueRange{bi, h, qr, col}, vEt)), qs);
+      SmallVector<Value> sj;
+      for (int64_t j = 0; j < BK; ++j) {
+        Value kv = e.toF32(load(Ks, ValueRange{ix.c(j), col}, vEt));
+        sj.push_back(vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, e.mul(q, kv), Value(), arith::FastMathFlags::contract));
+      }
+      Value fe = vector::FromElementsOp::create(b, loc, vBK, sj);
+      scf::YieldOp::create(b, loc, ValueRange{e.add(loop.getRegionIterArgs()[0], fe)});
+      return loop.getResult(0);
+    };
+    if (p.DSPLIT > 1) {
+      threads([&](Value, Value r, Value sl) {
+        Value sc = partialScores(r, ix.mul(sl, p.DCS), p.DCS);
+        vector::StoreOp::create(b, loc, sc, Sp, ValueRange{sl, r, ix.c(0)});
+      });
+    }
+    threads([&](Value t, Value r, Value sl) {
+      Value sv;
+      if (p.DSPLIT == 1) {
+        sv = partialScores(r, ix.c(0), p.DC);
+      } else {
+        sv = load(Sp, ValueRange{ix.c(0), r, ix.c(0)}, vBK);
+        for (int64_t x = 1; x < p.DSPLIT; ++x) sv = e.add(sv, load(Sp, ValueRange{ix.c(x), r, ix.c(0)}, vBK));
+      }
+      // key j of the block is visible when k0 + j < Skv and (causal) k0 + j <= q0 + r + off
+      Value valid;
+      bool ragged = p.SKV % BK != 0;
+      if (ragged || p.causal) {
+        auto vi = VectorType::get({BK}, b.getIndexType());
+        SmallVector<int64_t> iota(static_cast<size_t>(BK), int64_t(0));
+        for (int64_t j = 0; j < BK; ++j) iota[size_t(j)] = j;
+        Value io = arith::ConstantOp::create(b, loc, vi, b.getIndexVectorAttr(iota));
+        Value kid = arith::AddIOp::create(b, loc, io, vector::BroadcastOp::create(b, loc, vi, k0));
+        auto cmp = [&](arith::CmpIPredicate pr, Value lim) {
+          return arith::CmpIOp::create(b, loc, pr, kid, vector::BroadcastOp::create(b, loc, vi, lim)).getResult();
+        };
+        if (ragged) valid = cmp(arith::CmpIPredicate::slt, ix.c(p.SKV));
+        if (p.causal) {
+          Value lim = ix.add(ix.add(q0, r), p.off);
+          Value cv = cmp(arith::CmpIPredicate::sle, lim);
+          valid = valid ? arith::AndIOp::create(b, loc, valid, cv).getResult() : cv;
+        }
+        sv = arith::SelectOp::create(b, loc, valid, sv, e.f(-1e30f, vBK));
+      }
+      Value mx = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, sv, Value(), arith::FastMathFlags::contract);
+      Value mo = memref::LoadOp::create(b, loc, Ms, ValueRange{t});
+      Value mn = e.max(mo, mx);
+      Value pv = e.exp2(e.sub(sv, e.bcast(mn, vBK)));
+      if (valid) pv = arith::SelectOp::create(b, loc, valid, pv, e.f(0.0f, vBK));
+      Value rs = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, pv, Value(), arith::FastMathFlags::contract);
+      Value al = e.exp2(e.sub(mo, mn));
+      Value lo = memref::LoadOp::create(b, loc, Ls, ValueRange{t});
+      memref::StoreOp::create(b, loc, e.fma(lo, al, rs), Ls, ValueRange{t});
+      memref::StoreOp::create(b, loc, mn, Ms, ValueRange{t});
+      Value alb = e.bcast(al, vF);
+      SmallVector<Value> pb;
+      for (int64_t j = 0; j < BK; ++j) pb.push_back(e.bcast(vector::ExtractOp::create(b, loc, pv, j), vF));
+      gpuir::forLoop(b, loc, ix.c(0), ix.c(p.DCS), 1, [&](Value lc) {
+        Value col = ix.mul(ix.add(ix.mul(sl, p.DCS), lc), VW);
+        Value a = e.mul(load(Acc, ValueRange{lc, t, ix.c(0)}, vF), alb);
+        for (int64_t j = 0; j < BK; ++j) a = e.fma(pb[size_t(j)], e.toF32(load(Vs, ValueRange{ix.c(j), col}, vEt)), a);
+        vector::StoreOp::create(b, loc, a, Acc, ValueRange{lc, t, ix.c(0)});
+      });
+    });
+  });
+  // ---- O = Acc / L for rows < Sq
+  threads([&](Value t, Value r, Value sl) {
+    Value row = ix.add(q0, r);
+    gpuir::guarded(b, loc, ix.lt(row, p.SQ), [&] {
+      Value inv = arith::DivFOp::create(b, loc, e.f(1.0f, f32), memref::LoadOp::create(b, loc, Ls, ValueRange{t}));
+      Value invb = e.bcast(inv, vF);
+      for (int64_t lc = 0; lc < p.DCS; ++lc) {
+        Value col = ix.mul(ix.add(ix.mul(sl, p.DCS), lc), VW);
+        Value a = e.mul(load(Acc, ValueRange{ix.c(lc), t, ix.c(0)}, vF), invb);
+        vector::StoreOp::create(b, loc, e.fromF32(a, et), O, ValueRange{bi, h, row, col});
+      }
+    });
+  });
+  for (Value buf : {Ks, Vs, Acc, Ms, Ls, Sp})
+    if (buf) memref::DeallocOp::create(b, loc, buf);
+  b.setInsertionPointToEnd(&plan.module->getBody()->back().getRegion(0).front());
+  func::ReturnOp::create(b, loc);
+
+  plan.schedule = genericMapSchedule({p.T, 1, 1}, t.warpSize, t.smemPerBlock);
+  for (size_t i = 0; i < 4; ++i) {
+    GpuArg a;
+    a.tensor = int(i);
+    plan.launch.args.push_back(a);
+  }
+  return plan;
+}
+
+}  // namespace tessera::codegen

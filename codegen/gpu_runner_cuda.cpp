@@ -1,0 +1,113 @@
+// Owns the CUDA runner: the driver API (libcuda.so.1) loaded with dlopen, so nothing links
+// against CUDA; a machine without a driver gets an Unsupported error, not a loader failure.
+#include <dlfcn.h>
+
+#include "codegen/gpu_runner.h"
+
+namespace tessera::codegen {
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using Handle = void*;
+
+struct Cuda {
+  CUresult (*init)(unsigned);
+  CUresult (*deviceGet)(CUdevice*, int);
+  CUresult (*deviceGetName)(char*, int, CUdevice);
+  CUresult (*deviceGetAttribute)(int*, int, CUdevice);
+  CUresult (*primaryCtxRetain)(Handle*, CUdevice);
+  CUresult (*ctxSetCurrent)(Handle);
+  CUresult (*moduleLoadData)(Handle*, const void*);
+  CUresult (*moduleGetFunction)(Handle*, Handle, const char*);
+  CUresult (*memAlloc)(CUdeviceptr*, size_t);
+  CUresult (*memFree)(CUdeviceptr);
+  CUresult (*memcpyHtoD)(CUdeviceptr, const void*, size_t);
+  CUresult (*memcpyDtoH)(void*, CUdeviceptr, size_t);
+  CUresult (*memsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*launchKernel)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Handle, void**, void**);
+  CUresult (*eventCreate)(Handle*, unsigned);
+  CUresult (*eventRecord)(Handle, Handle);
+  CUresult (*eventSynchronize)(Handle);
+  CUresult (*eventElapsedTime)(float*, Handle, Handle);
+  CUresult (*getErrorString)(CUresult, const char**);
+  Handle ctx = nullptr;
+};
+
+template <class F>
+bool sym(void* lib, const char* name, F* f) {
+  *f = reinterpret_cast<F>(dlsym(lib, name));
+  return *f != nullptr;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<GpuRunner>> openCudaRunner(int device) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return makeError(ErrorCode::Unsupported, "no CUDA driver (libcuda.so.1 not found)");
+  auto cu = std::make_shared<Cuda>();
+  bool ok = sym(lib, "cuInit", &cu->init) && sym(lib, "cuDeviceGet", &cu->deviceGet) &&
+            sym(lib, "cuDeviceGetName", &cu->deviceGetName) &&
+            sym(lib, "cuDeviceGetAttribute", &cu->deviceGetAttribute) && sym(lib, "cuDevicePrimaryCtxRetain", &cu->primaryCtxRetain) &&
+            sym(lib, "cuCtxSetCurrent", &cu->ctxSetCurrent) && sym(lib, "cuModuleLoadData", &cu->moduleLoadData) &&
+            sym(lib, "cuModuleGetFunction", &cu->moduleGetFunction) && sym(lib, "cuMemAlloc_v2", &cu->memAlloc) &&
+            sym(lib, "cuMemFree_v2", &cu->memFree) && sym(lib, "cuMemcpyHtoD_v2", &cu->memcpyHtoD) &&
+            sym(lib, "cuMemcpyDtoH_v2", &cu->memcpyDtoH) && sym(lib, "cuMemsetD8_v2", &cu->memsetD8) &&
+            sym(lib, "cuLaunchKernel", &cu->launchKernel) && sym(lib, "cuEventCreate", &cu->eventCreate) &&
+            sym(lib, "cuEventRecord", &cu->eventRecord) && sym(lib, "cuEventSynchronize", &cu->eventSynchronize) &&
+            sym(lib, "cuEventElapsedTime", &cu->eventElapsedTime) && sym(lib, "cuGetErrorString", &cu->getErrorString);
+  if (!ok) return makeError(ErrorCode::Unsupported, "libcuda.so.1 lacks a driver entry point Tessera needs");
+  auto check = [cu](CUresult r, const char* what) -> Status {
+    if (r == 0) return {};
+    const char* s = nullptr;
+    cu->getErrorString(r, &s);
+    return makeError(ErrorCode::RuntimeError, std::string(what) + ": " + (s ? s : "CUDA error " + std::to_string(r)));
+  };
+  if (cu->init(0) != 0) return makeError(ErrorCode::Unsupported, "cuInit failed: no usable NVIDIA device");
+  CUdevice dev = 0;
+  if (cu->deviceGet(&dev, device) != 0) return makeError(ErrorCode::Unsupported, "no CUDA device " + std::to_string(device));
+  TESSERA_TRY(check(cu->primaryCtxRetain(&cu->ctx, dev), "cuDevicePrimaryCtxRetain"));
+  TESSERA_TRY(check(cu->ctxSetCurrent(cu->ctx), "cuCtxSetCurrent"));
+  char name[256] = {0};
+  cu->deviceGetName(name, sizeof name, dev);
+  DeviceApi api;
+  api.name = name;
+  int major = 0, minor = 0;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR
+  if (cu->deviceGetAttribute(&major, 75, dev) == 0 && cu->deviceGetAttribute(&minor, 76, dev) == 0)
+    api.arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  api.handle = lib;
+  api.alloc = [cu, check](uint64_t* p, size_t n) {
+    CUdeviceptr d = 0;
+    Status st = check(cu->memAlloc(&d, n ? n : 1), "cuMemAlloc");
+    *p = d;
+    return st;
+  };
+  api.free = [cu](uint64_t p) { cu->memFree(p); };
+  api.upload = [cu, check](uint64_t d, const void* s, size_t n) { return check(cu->memcpyHtoD(d, s, n), "cuMemcpyHtoD"); };
+  api.download = [cu, check](void* d, uint64_t s, size_t n) { return check(cu->memcpyDtoH(d, s, n), "cuMemcpyDtoH"); };
+  api.zero = [cu, check](uint64_t d, size_t n) { return check(cu->memsetD8(d, 0, n), "cuMemsetD8"); };
+  api.load = [cu, check](const std::string& image, const std::string& kernel) -> Expected<void*> {
+    Handle mod = nullptr, fn = nullptr;
+    TESSERA_TRY(check(cu->moduleLoadData(&mod, image.data()), "cuModuleLoadData"));
+    TESSERA_TRY(check(cu->moduleGetFunction(&fn, mod, kernel.c_str()), "cuModuleGetFunction"));
+    return fn;
+  };
+  api.launch = [cu, check](void* fn, const GpuLaunch& l, void** params) -> Expected<float> {
+    Handle start = nullptr, stop = nullptr;
+    TESSERA_TRY(check(cu->eventCreate(&start, 0), "cuEventCreate"));
+    TESSERA_TRY(check(cu->eventCreate(&stop, 0), "cuEventCreate"));
+    TESSERA_TRY(check(cu->eventRecord(start, nullptr), "cuEventRecord"));
+    TESSERA_TRY(check(cu->launchKernel(fn, unsigned(l.grid[0]), unsigned(l.grid[1]), unsigned(l.grid[2]), unsigned(l.block[0]),
+                                       unsigned(l.block[1]), unsigned(l.block[2]), 0, nullptr, params, nullptr),
+                      "cuLaunchKernel"));
+    TESSERA_TRY(check(cu->eventRecord(stop, nullptr), "cuEventRecord"));
+    TESSERA_TRY(check(cu->eventSynchronize(stop), "kernel execution"));
+    float ms = 0;
+    TESSERA_TRY(check(cu->eventElapsedTime(&ms, start, stop), "cuEventElapsedTime"));
+    return ms;
+  };
+  return makeDeviceRunner(std::move(api));
+}
+
+}  // namespace tessera::codegen

@@ -1,0 +1,56 @@
+// Owns the interface between the GPU driver and the per-family GPU strategies. A strategy turns
+// (kernel, config, target) into a GpuPlan: a payload module holding `func.func @kernel`, the
+// transform text with @pre_main (target independent: tiling to scf.forall with #gpu mappings,
+// workgroup promotion, vectorization, bufferization) and @map_main (everything GPU specific), C++
+// steps around them, and the host wrapper of the launch.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <string>
+
+#include "codegen/gpu.h"
+#include "ir/families.h"
+#include "ir/ir.h"
+#include "ir/schedule.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "support/status.h"
+#include "targets/target_desc.h"
+
+namespace tessera::codegen {
+
+struct GpuPlan {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  // Transform module. With hasPre, @pre_main turns the payload into the pre-mapping IR; without
+  // it the payload already is pre-mapping IR (OpBuilder kernels). @map_main is always there.
+  std::string schedule;
+  bool hasPre = false;
+  // On the pre-mapping IR, before it is cloned for the CPU: both consumers see the result.
+  std::function<Status(mlir::ModuleOp)> afterPre;
+  // On the mapped IR (GPU only): tensor-core rewrites, pipelining.
+  std::function<Status(mlir::ModuleOp)> afterMap;
+  GpuLaunch launch;  // args and batches; grid/block are read back from the mapped IR
+  std::string strategy;
+};
+
+Expected<GpuPlan> buildGpuElementwise(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+                                      const TargetDesc& t);
+Expected<GpuPlan> buildGpuGemm(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+Expected<GpuPlan> buildGpuAttention(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+                                    const TargetDesc& t);
+
+// Knob legality of each strategy (no IR built).
+Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+Status checkGpuElementwise(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+Status checkGpuAttention(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+
+// Per-lane rewrite of the unrolled 16x16x16 f16/bf16 vector.contract ops of a mapped CDNA kernel
+// into amdgpu.mfma (gpu_mfma.cpp): operands loaded per lane in the MFMA register layout, the
+// accumulators carried as vector<4xf32> per lane through the K loop.
+Status rewriteContractsToMfma(mlir::ModuleOp m, int waveSize);
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace tessera::codegen

@@ -1,0 +1,60 @@
+// Owns the host-wrapper steps of GPU launches (padding and transposing GEMM operands into zeroed
+// copies, copying the valid part of a workspace back) and the launch description printed by the
+// CLI. MLIR-free: the emulation and the CUDA/HIP runners share it.
+#include <cstring>
+
+#include "codegen/gpu.h"
+
+namespace tessera::codegen {
+
+namespace wrapper {
+
+size_t argBytes(const GpuArg& a) { return size_t(a.elements()) * size_t(ir::byteSize(a.dtype)); }
+
+void pack(const GpuArg& a, const void* src, void* dst) {
+  const size_t es = size_t(ir::byteSize(a.dtype));
+  auto* d = static_cast<char*>(dst);
+  const auto* s = static_cast<const char*>(src);
+  std::memset(d, 0, argBytes(a));
+  if (!a.transposed) {
+    for (int64_t r = 0; r < a.rows; ++r) std::memcpy(d + size_t(r * a.pcols) * es, s + size_t(r * a.cols) * es, size_t(a.cols) * es);
+    return;
+  }
+  for (int64_t r = 0; r < a.rows; ++r)
+    for (int64_t c = 0; c < a.cols; ++c) std::memcpy(d + size_t(r * a.pcols + c) * es, s + size_t(c * a.rows + r) * es, es);
+}
+
+void copyBack(const GpuArg& a, const void* workspace, void* user) {
+  const size_t es = size_t(ir::byteSize(a.dtype));
+  for (int64_t r = 0; r < a.rows; ++r)
+    std::memcpy(static_cast<char*>(user) + size_t(r * a.cols) * es,
+                static_cast<const char*>(workspace) + size_t(r * a.pcols) * es, size_t(a.cols) * es);
+}
+
+}  // namespace wrapper
+
+std::string GpuLaunch::str() const {
+  auto dims = [](const std::array<int64_t, 3>& d) {
+    return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+  };
+  std::string s = "kernel " + kernel + ": grid " + dims(grid) + ", block " + dims(block) + ", " +
+                  std::to_string(batches) + (batches == 1 ? " launch" : " launches (one per batch)");
+  int i = 0;
+  for (const auto& a : args) {
+    s += i++ ? "; " : "; args: ";
+    switch (a.kind) {
+      case GpuArg::Kind::Tensor: s += "buffer " + std::to_string(a.tensor) + (a.zeroFirst ? " (zeroed)" : ""); break;
+      case GpuArg::Kind::Packed:
+        s += "buffer " + std::to_string(a.tensor) + " padded to " + std::to_string(a.prows) + "x" + std::to_string(a.pcols) +
+             (a.transposed ? " (transposed)" : "");
+        break;
+      case GpuArg::Kind::Workspace:
+        s += "f32 workspace " + std::to_string(a.prows) + "x" + std::to_string(a.pcols) +
+             (a.copyBack ? " -> buffer " + std::to_string(a.tensor) : "");
+        break;
+    }
+  }
+  return s;
+}
+
+}  // namespace tessera::codegen

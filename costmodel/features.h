@@ -1,0 +1,45 @@
+// Owns feature extraction for the cost model: a FeatureExtractor turns a config into a fixed-
+// length float vector. The generic one uses the knob values only (works for any space,
+// including imported GPU tables); the host one adds quantities derived from (kernel, target).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "ir/schedule.h"
+#include "targets/target_desc.h"
+
+namespace tessera::costmodel {
+
+class FeatureExtractor {
+ public:
+  virtual ~FeatureExtractor() = default;
+  virtual std::vector<float> extract(const ir::Config& c) const = 0;
+  virtual std::vector<std::string> names() const = 0;  // same length as extract()
+};
+
+struct KnobFeatureSettings {
+  // Per positive-integer knob, its power-of-two valuation (trailing zero bits) and whether it is a
+  // power of two: hardware favours multiples of the warp/wavefront, vector or cache-line width, a
+  // property trees cannot read off the value with a few splits (on MI250X block_size_x 64, 128,
+  // 256 are good and 48, 80, ..., 240 between them bad). Measured on the replay benchmark (100
+  // seeds): the convolution tables need ~30% fewer trials with them.
+  bool powerOfTwo = true;
+  // Also log2 of the ratio and of the product of every pair of positive-integer knobs (per-thread
+  // work MWG / MDIMC, threads MDIMC * NDIMC). Off: on the replay benchmark they changed nothing
+  // measurable and doubled training time.
+  bool pairwise = false;
+};
+
+// Per knob: the value (categorical: its domain index) and log2 of positive integer values; every
+// knob of the space gets columns (constant ones too), so the layout depends on the knob names and
+// types only and spaces of one family share a layout.
+std::unique_ptr<FeatureExtractor> makeKnobFeatures(const ir::Space& space, const KnobFeatureSettings& s = {});
+// Knob features plus derived host quantities (tile footprints relative to the caches,
+// arithmetic intensity of the register tile, vector utilization, trip counts, padding waste,
+// estimated vector registers) for the kernel's family.
+std::unique_ptr<FeatureExtractor> makeHostFeatures(const ir::Kernel& k, const ir::Space& space, const TargetDesc& t);
+
+}  // namespace tessera::costmodel

@@ -1,0 +1,22 @@
+// Owns the Measurer interface: turns candidate configs into TrialResults. The real one compiles
+// and runs on the host in isolated child processes (host_measurer.h); the replay one answers
+// from recorded measurements (replay.h), so strategies can be compared deterministically.
+#pragma once
+
+#include <vector>
+
+#include "search/trial.h"
+
+namespace tessera::search {
+
+class Measurer {
+ public:
+  virtual ~Measurer() = default;
+  // Results in input order; failures are statuses, never exceptions.
+  virtual std::vector<TrialResult> measure(const std::vector<ir::Config>& batch) = 0;
+  // Re-measures `configs` in `rounds` interleaved rounds (a, b, c, a, b, c, ...) and returns one
+  // combined result per config: the final ranking of the top-k, robust to drift.
+  virtual std::vector<TrialResult> remeasure(const std::vector<ir::Config>& configs, int rounds) = 0;
+};
+
+}  // namespace tessera::search

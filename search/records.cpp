@@ -1,0 +1,120 @@
+// Owns TrialResult <-> cache::Record conversion and the hard key of a kernel on a target.
+#include "search/records.h"
+
+#include <cmath>
+
+#include "ir/families.h"
+#include "ir/verifier.h"
+
+namespace tessera::search {
+
+cache::HardKey hardKeyFor(const ir::Kernel& k, const TargetDesc& t) {
+  cache::HardKey key;
+  key.family = ir::familyName(k.family);
+  key.workload = ir::workloadHash(k);
+  key.layout = "row";
+  auto ins = k.inputs();
+  key.dtype = ins.empty() ? "f32" : std::string(ir::typeName(ins[0]->dtype));
+  switch (k.family) {
+    case ir::Family::Gemm:
+      if (auto g = ir::analyzeGemm(k); g.ok()) {
+        if (g->batch) key.shape.push_back(g->batch);
+        key.shape.insert(key.shape.end(), {g->m, g->n, g->k});
+        if (g->transA || g->transB) key.layout = std::string(g->transA ? "tA" : "") + (g->transB ? "tB" : "");
+      }
+      break;
+    case ir::Family::Attention:
+      if (auto a = ir::analyzeAttention(k); a.ok()) {
+        const auto& s = a->spec;
+        key.shape = {s.batch, s.heads, s.heads_kv, s.seq_q, s.seq_kv, s.head_dim};
+        if (s.causal) key.layout = "causal";
+      }
+      break;
+    case ir::Family::Elementwise:
+      if (auto r = ir::analyzeElementwise(k); r.ok()) key.shape = r->iter;
+      break;
+  }
+  if (key.shape.empty()) key.shape = {1};
+  key.target = t.name;
+  key.arch = t.arch;
+  key.units = t.units;
+  return key;
+}
+
+cache::Provenance provenanceFor(const TargetDesc& t, const ProvenanceInputs& in) {
+  cache::Provenance p;
+  p.tessera_version = in.tesseraVersion;
+  p.llvm_version = in.llvmVersion;
+  p.cuda_version = in.cudaVersion;
+  p.cpu_model = t.model;
+  p.host = in.host;
+  p.user = in.user;
+  p.created_at = cache::utcNow();
+  return p;
+}
+
+cache::Record toRecord(const TrialResult& r, const cache::HardKey& key, const cache::Provenance& p,
+                       const TuningCost& cost) {
+  cache::Record rec;
+  rec.key = key;
+  rec.provenance = p;
+  rec.config = r.config.toJson();
+  switch (r.status) {
+    case TrialStatus::Ok: rec.status = cache::RecordStatus::Ok; break;
+    case TrialStatus::InvalidConfig: rec.status = cache::RecordStatus::InvalidConfig; break;
+    case TrialStatus::CompileError: rec.status = cache::RecordStatus::CompileError; break;
+    case TrialStatus::Timeout: rec.status = cache::RecordStatus::Timeout; break;
+    case TrialStatus::Crash: rec.status = cache::RecordStatus::Crash; break;
+    case TrialStatus::WrongResult: rec.status = cache::RecordStatus::WrongResult; break;
+  }
+  rec.n = r.samples.n;
+  rec.median_us = r.samples.median_us;
+  rec.p20_us = r.samples.p20_us;
+  rec.p80_us = r.samples.p80_us;
+  rec.gflops = r.gflops;
+  rec.gbps = r.gbps;
+  rec.peak_fraction = r.peakFraction;
+  rec.max_abs_err = std::isfinite(r.maxAbsErr) ? r.maxAbsErr : 1e300;
+  rec.max_rel_err = std::isfinite(r.maxRelErr) ? r.maxRelErr : 1e300;
+  rec.trials = cost.trials;
+  rec.tuning_seconds = cost.seconds;
+  (void)cache::finalizeRecord(rec);
+  return rec;
+}
+
+std::vector<TrialResult> fromRecords(const std::vector<cache::Record>& records) {
+  std::vector<TrialResult> out;
+  for (const auto& rec : records) {
+    auto cfg = ir::Config::fromJson(rec.config);
+    if (!cfg.ok()) continue;
+    TrialResult r;
+    r.config = *cfg;
+    switch (rec.status) {
+      case cache::RecordStatus::Ok: r.status = TrialStatus::Ok; break;
+      case cache::RecordStatus::InvalidConfig: r.status = TrialStatus::InvalidConfig; break;
+      case cache::RecordStatus::CompileError: r.status = TrialStatus::CompileError; break;
+      case cache::RecordStatus::Timeout: r.status = TrialStatus::Timeout; break;
+      case cache::RecordStatus::Crash: r.status = TrialStatus::Crash; break;
+      case cache::RecordStatus::WrongResult: r.status = TrialStatus::WrongResult; break;
+      case cache::RecordStatus::Estimated: continue;  // not a measurement
+    }
+    r.samples.n = rec.n;
+    r.samples.median_us = rec.median_us;
+    r.samples.p20_us = rec.p20_us;
+    r.samples.p80_us = rec.p80_us;
+    r.gflops = rec.gflops;
+    r.gbps = rec.gbps;
+    r.peakFraction = rec.peak_fraction;
+    // Same measure as the host measurer: GB/s for bandwidth-bound elementwise kernels, GFLOP/s
+    // otherwise; 1000/time for records without either (imported tables).
+    double t = rec.key.family == "elementwise" ? rec.gbps : rec.gflops;
+    r.throughput = t > 0 ? t : (rec.median_us > 0 ? 1e3 / rec.median_us : 0);
+    if (!r.ok()) r.throughput = 0;
+    r.maxAbsErr = rec.max_abs_err;
+    r.maxRelErr = rec.max_rel_err;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace tessera::search

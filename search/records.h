@@ -1,0 +1,34 @@
+// Owns the mapping between tuning results and cache records: the hard key of a (kernel, target),
+// this process's provenance, TrialResult <-> Record.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cache_service/record.h"
+#include "ir/ir.h"
+#include "search/trial.h"
+#include "targets/target_desc.h"
+
+namespace tessera::search {
+
+// family, workload hash, shape (gemm: [batch,] M, N, K; attention: B, H, Hkv, Sq, Skv, D;
+// elementwise: the iteration space), dtype, layout (gemm: row/tA/tB/tAtB), target name/arch/units.
+cache::HardKey hardKeyFor(const ir::Kernel& k, const TargetDesc& t);
+
+struct ProvenanceInputs {
+  std::string tesseraVersion, llvmVersion, cudaVersion, host, user;
+};
+cache::Provenance provenanceFor(const TargetDesc& t, const ProvenanceInputs& in);
+
+struct TuningCost {
+  int64_t trials = 0;
+  double seconds = 0;
+};
+cache::Record toRecord(const TrialResult& r, const cache::HardKey& key, const cache::Provenance& p,
+                       const TuningCost& cost = {});
+// Records of one key back into results (configs parsed from JSON); records whose config does
+// not parse are skipped.
+std::vector<TrialResult> fromRecords(const std::vector<cache::Record>& records);
+
+}  // namespace tessera::search

@@ -1,0 +1,54 @@
+// Owns replay: measuring by looking up recorded results instead of executing (a full table of
+// measured configs for one workload), and the Kernel Tuner cache-file import that produces such
+// tables from brute-forced GPU spaces (../shared/datasets/kernel-tuner-bruteforce/).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache_service/record.h"
+#include "ir/schedule.h"
+#include "search/measurer.h"
+#include "support/status.h"
+
+namespace tessera::search {
+
+// One workload's recorded landscape: every config with its result.
+struct ReplayTable {
+  std::string name;                  // e.g. "gemm_RTX_3090"
+  ir::Space space;                   // knobs from the recorded configs; legal = recorded (space.members)
+  std::vector<TrialResult> results;  // one per recorded config (failures included), in space.members order
+  double bestThroughput() const;
+  // Configs whose throughput reaches `fraction` of the best (the replay benchmark's "good" set).
+  size_t countAtLeast(double fraction) const;
+};
+
+// Measurer answering from a table; a config absent from it is invalid-config (the recorded
+// space excluded it). Deterministic; counts lookups so tests can see what was measured.
+class ReplayMeasurer : public Measurer {
+ public:
+  virtual size_t lookups() const = 0;  // configs answered by measure() and remeasure() so far
+};
+std::unique_ptr<ReplayMeasurer> makeReplayMeasurer(const ReplayTable& table);
+
+// Builds a table from the records of one key (all statuses) held in a store export or list.
+// A config recorded more than once keeps its best record (an ok one beats a failure).
+// Throughput is 1e6 / median_us (= 1000 / time_ms), proportional to GFLOP/s within a workload.
+Expected<ReplayTable> tableFromRecords(const std::string& name, const std::vector<cache::Record>& records);
+// Records split by key_id (a store export may hold several workloads), in first-seen order.
+std::vector<std::vector<cache::Record>> groupByKey(const std::vector<cache::Record>& records);
+
+// Kernel Tuner cache file (gzip or plain JSON) -> records (knobs = the file's tune_params;
+// failures = string times -> status; throughput = 1000 / time_ms). `targetName` names the device
+// when given (and must be given when the file's device_name is empty). Deterministic: importing
+// a file twice yields identical records, so a store keeps one copy.
+Expected<std::vector<cache::Record>> importKernelTuner(const std::string& path, const std::string& targetName);
+
+// Record exports: JSON lines of cache::Record, gzip or plain.
+Expected<std::vector<cache::Record>> readRecordFile(const std::string& path);
+// The whole file, gunzipped when it is gzip (plain files are read as they are).
+Expected<std::string> readMaybeGzip(const std::string& path);
+
+}  // namespace tessera::search

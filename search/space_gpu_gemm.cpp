@@ -1,0 +1,107 @@
+// Owns the GPU GEMM space (codegen/gpu_gemm.cpp): strategy (simt, or mma where the target has a
+// matrix instruction our lowering reaches: mma.sync m16n8k16 f16 on NVIDIA, 16x16x16 f16/bf16
+// MFMA on CDNA), block tile BM x BN x BK, thread (simt) / warp (mma) tile TM x TN, copy width VEC
+// and cp.async stages. Legality = the code generator's own rules (threads, shared memory/LDS,
+// copy distribution, MMA shapes; codegen::checkGpuConfig) plus a register estimate, so configs
+// that obviously cannot fit the register file are never compiled.
+#include <algorithm>
+
+#include "codegen/gpu.h"
+#include "ir/families.h"
+#include "search/space.h"
+#include "search/space_gpu.h"
+
+namespace tessera::search {
+namespace {
+
+int64_t geti(const ir::Config& c, const char* k) { return std::get<int64_t>(c.values.at(k)); }
+
+int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// The largest value of `dom` that is <= want (the smallest one when none is).
+int64_t pick(const std::vector<ir::KnobValue>& dom, int64_t want) {
+  int64_t best = std::get<int64_t>(dom.front());
+  for (const auto& v : dom)
+    if (std::get<int64_t>(v) <= want) best = std::get<int64_t>(v);
+  return best;
+}
+
+}  // namespace
+
+Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
+  TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
+  const bool nv = t.vendor == Vendor::Nvidia;
+  std::string dt(ir::typeName(g.inType));
+  const bool mma = nv ? (g.inType == ir::ScalarType::F16 && t.findMma("f16", "mma.sync"))
+                      : (g.inType != ir::ScalarType::F32 && t.findMma(dt, "mfma"));
+  const int64_t bytes = ir::byteSize(g.inType);
+  ir::Space s;
+  s.family = "gemm";
+  std::vector<ir::KnobValue> strat = {std::string("simt")};
+  if (mma) strat.push_back(std::string("mma"));
+  // Tiles larger than the (16-rounded) problem only pad: clamp the domains there.
+  std::vector<ir::KnobValue> bm = clampDomain({16, 32, 64, 128, 256}, roundUp(g.m, 16));
+  std::vector<ir::KnobValue> bn = clampDomain({16, 32, 64, 128, 256}, roundUp(g.n, 16));
+  std::vector<ir::KnobValue> bk = clampDomain({8, 16, 32, 64}, roundUp(g.k, 16));
+  std::vector<ir::KnobValue> tm = {int64_t(1), int64_t(2), int64_t(4), int64_t(8), int64_t(16), int64_t(32), int64_t(64)};
+  std::vector<ir::KnobValue> tn = tm;
+  std::vector<ir::KnobValue> vec;
+  for (int64_t v : {1, 2, 4, 8})
+    if (v * bytes <= 16) vec.push_back(v);
+  std::vector<ir::KnobValue> stages = {int64_t(1)};
+  if (nv && mma) {
+    stages.push_back(int64_t(2));
+    stages.push_back(int64_t(3));
+  }
+
+  // Defaults. mma: the recipe's 128x128x32 block, 64x32 warp tiles, 16-byte copies, 3 cp.async
+  // stages on NVIDIA (48 KB: the static limit; 102-124 registers, no spills). simt: 64x64x16 with
+  // 4x4 thread tiles (mlir-recipes/emulation sched2: 64 registers).
+  const bool useMma = mma;
+  int64_t BM = pick(bm, useMma ? 128 : 64), BN = pick(bn, useMma ? 128 : 64), BK = pick(bk, useMma ? 32 : 16);
+  int64_t TM = useMma ? std::min<int64_t>(64, BM) : 4, TN = useMma ? std::min<int64_t>(32, BN) : 4;
+  if (useMma && !nv) TN = std::max<int64_t>(16, TN);
+  int64_t VEC = pick(vec, 16 / bytes);
+  int64_t ST = nv && useMma && roundUp(g.k, BK) / BK >= 3 ? 3 : 1;
+  s.knobs = {
+      {"strategy", strat, std::string(useMma ? "mma" : "simt"), "simt: FMA pipes; mma: tensor cores (mma.sync / MFMA)"},
+      {"BM", bm, BM, "block tile rows"},
+      {"BN", bn, BN, "block tile columns"},
+      {"BK", bk, BK, "K step staged in shared memory / LDS"},
+      {"TM", tm, TM, "rows per thread (simt) or per warp (mma)"},
+      {"TN", tn, TN, "columns per thread (simt) or per warp (mma)"},
+      {"VEC", vec, VEC, "elements per global->shared copy (16 bytes: 128-bit loads, cp.async)"},
+      {"STAGES", stages, ST, "shared-memory buffers of the cp.async pipeline (1: synchronous copies)"},
+  };
+  ir::Kernel kc = k;
+  TargetDesc tc = t;
+  s.constraint = [kc, tc, nv](const ir::Config& c) -> std::optional<std::string> {
+    Status st = codegen::checkGpuConfig(kc, c, tc);
+    if (!st.ok()) return st.error().message;
+    bool isMma = std::get<std::string>(c.values.at("strategy")) == "mma";
+    int64_t TMv = geti(c, "TM"), TNv = geti(c, "TN");
+    // Register estimate per thread: accumulators + one K step of operands + ~40 for addressing.
+    int64_t regs = isMma ? TMv * TNv / tc.warpSize + (TMv / 16) * 4 + (TNv / 8) * 2 + 40 : TMv * TNv + TMv + TNv + 24;
+    int64_t cap = nv ? tc.maxRegsPerThread : 256;  // AMD: architectural VGPRs (AGPRs hold no operands here)
+    if (regs > cap) return "about " + std::to_string(regs) + " registers per thread needed, the limit is " + std::to_string(cap);
+    return std::nullopt;
+  };
+  // Keep the default legal on every shape (tiny problems can break the copy distribution).
+  if (s.check(s.defaults())) {
+    ir::Config d = s.defaults();
+    for (int64_t vv : {int64_t(VEC), int64_t(4), int64_t(2), int64_t(1)}) {
+      if (std::find(vec.begin(), vec.end(), ir::KnobValue(vv)) == vec.end()) continue;
+      d.set("VEC", vv);
+      for (int64_t st : {ST, int64_t(1)}) {
+        d.set("STAGES", st);
+        if (!s.check(d)) break;
+      }
+      if (!s.check(d)) break;
+    }
+    if (!s.check(d))
+      for (auto& kn : s.knobs) kn.def = d.values.at(kn.name);
+  }
+  return s;
+}
+
+}  // namespace tessera::search

@@ -1,0 +1,143 @@
+// Owns the strategy factory, the per-run search state, and the two simple strategies: `random`
+// (uniform over the legal space, without replacement) and `exhaustive` (every legal config once).
+#include "search/strategy.h"
+
+#include <algorithm>
+
+#include "search/strategy_state.h"
+#include "support/strings.h"
+
+namespace tessera::search {
+
+// The evolutionary and GA strategies live in strategy_evolutionary.cpp.
+std::unique_ptr<SearchStrategy> makeEvolution(const SearchSettings& s, const ir::Space& space,
+                                              costmodel::CostModel* model,
+                                              const costmodel::FeatureExtractor* features);
+
+namespace {
+
+// Collisions in a row after which drawing gives way to the enumerated remainder.
+constexpr int kMaxCollisions = 64;
+
+}  // namespace
+
+SearchState::SearchState(const ir::Space& space, uint64_t seed) : space_(space), rng_(seed) {
+  if (space_.members) legalCount_ = space_.members->size();
+}
+
+void SearchState::observe(const std::vector<TrialResult>& results) {
+  for (const auto& r : results) {
+    seen_.insert(configKey(r.config));
+    measured_.push_back(r);
+  }
+}
+
+std::vector<const TrialResult*> SearchState::best(size_t n) const {
+  std::vector<const TrialResult*> ok;
+  for (const auto& r : measured_)
+    if (r.ok() && r.throughput > 0) ok.push_back(&r);
+  std::stable_sort(ok.begin(), ok.end(), [](const TrialResult* a, const TrialResult* b) {
+    return a->throughput > b->throughput;
+  });
+  if (ok.size() > n) ok.resize(n);
+  return ok;
+}
+
+bool SearchState::refillRemainder() {
+  auto all = enumerateLegal(space_);
+  if (!all) return false;  // too large to list: collisions there mean bad luck, not exhaustion
+  remainder_.clear();
+  for (auto& c : *all)
+    if (!seen(c)) remainder_.push_back(std::move(c));
+  std::shuffle(remainder_.begin(), remainder_.end(), rng_);
+  usingRemainder_ = true;
+  return true;
+}
+
+std::vector<ir::Config> SearchState::fresh(size_t n) {
+  std::vector<ir::Config> out;
+  if (exhausted_) return out;
+  if (legalCount_ && seen_.size() >= *legalCount_) {
+    exhausted_ = true;
+    return out;
+  }
+  int collisions = 0;
+  while (out.size() < n && !usingRemainder_) {
+    auto c = sampleLegal(space_, rng_);
+    if (!c) {
+      exhausted_ = true;
+      return out;
+    }
+    if (claim(*c)) {
+      out.push_back(std::move(*c));
+      collisions = 0;
+    } else if (++collisions >= kMaxCollisions) {
+      if (!refillRemainder()) return out;
+    }
+  }
+  while (out.size() < n && !remainder_.empty()) {
+    ir::Config c = std::move(remainder_.back());
+    remainder_.pop_back();
+    if (claim(c)) out.push_back(std::move(c));
+  }
+  if (usingRemainder_ && remainder_.empty()) exhausted_ = true;
+  return out;
+}
+
+namespace {
+
+class RandomStrategy : public SearchStrategy {
+ public:
+  RandomStrategy(const ir::Space& space, uint64_t seed) : st_(space, seed) {}
+  std::vector<ir::Config> propose(size_t n) override { return st_.fresh(n); }
+  void observe(const std::vector<TrialResult>& results) override { st_.observe(results); }
+  bool exhausted() const override { return st_.exhausted(); }
+
+ private:
+  SearchState st_;
+};
+
+class ExhaustiveStrategy : public SearchStrategy {
+ public:
+  ExhaustiveStrategy(const ir::Space& space, std::vector<ir::Config> all) : st_(space, 0), all_(std::move(all)) {}
+  std::vector<ir::Config> propose(size_t n) override {
+    std::vector<ir::Config> out;
+    while (out.size() < n && next_ < all_.size()) {
+      const ir::Config& c = all_[next_++];
+      if (st_.claim(c)) out.push_back(c);
+    }
+    return out;
+  }
+  void observe(const std::vector<TrialResult>& results) override { st_.observe(results); }
+  bool exhausted() const override { return next_ >= all_.size(); }
+
+ private:
+  SearchState st_;
+  std::vector<ir::Config> all_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const SearchSettings& s, const ir::Space& space,
+                                                       costmodel::CostModel* model,
+                                                       const costmodel::FeatureExtractor* features) {
+  if (s.strategy == "random") return std::unique_ptr<SearchStrategy>(std::make_unique<RandomStrategy>(space, s.seed));
+  if (s.strategy == "exhaustive") {
+    auto all = enumerateLegal(space, s.exhaustiveLimit);
+    if (!all)
+      return makeError(ErrorCode::InvalidArgument,
+                       "exhaustive search needs a space of at most " + std::to_string(s.exhaustiveLimit) +
+                           " configs; this one has " + formatDouble(productSize(space)) + " before constraints");
+    return std::unique_ptr<SearchStrategy>(std::make_unique<ExhaustiveStrategy>(space, std::move(*all)));
+  }
+  if (s.strategy == "evolutionary" || s.strategy == "ga") {
+    if (s.strategy == "evolutionary" && (!model || !features))
+      return makeError(ErrorCode::InvalidArgument, "the evolutionary strategy needs a cost model and features");
+    return makeEvolution(s, space, model, features);
+  }
+  return makeError(ErrorCode::InvalidArgument,
+                   "unknown strategy '" + s.strategy + "' (known: evolutionary, ga, random, exhaustive)");
+}
+
+}  // namespace tessera::search

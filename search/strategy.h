@@ -1,0 +1,52 @@
+// Owns search strategies behind one interface (style.md 2): `evolutionary` (cost-model guided,
+// default), `ga` (the same evolution without a model: the honest baseline), `random` and
+// `exhaustive`. Settings are a typed struct, separate from per-run state (style.md 3, 10).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "costmodel/cost_model.h"
+#include "costmodel/features.h"
+#include "ir/schedule.h"
+#include "search/trial.h"
+#include "support/status.h"
+
+namespace tessera::search {
+
+struct SearchSettings {
+  std::string strategy = "evolutionary";  // evolutionary | ga | random | exhaustive
+  uint64_t seed = 0;
+  int batchSize = 16;            // candidates measured per round
+  int population = 128;          // evolution population scored by the model each round
+  int generations = 4;           // evolution steps per round
+  double mutationProb = 0.15;    // per-knob mutation probability (at least one knob always changes)
+  double crossoverProb = 0.5;    // offspring made by crossover of two parents (else a mutated parent)
+  double eps = 0.1;              // fraction of each batch drawn uniformly at random (eps-greedy)
+  int seedsFromStore = 8;        // best measured/stored configs put into each initial population
+  int parents = 8;               // best measured configs that breed (ga: its population)
+  double offspringShare = 0.5;   // evolutionary: share of the initial population bred from them
+  int tournament = 2;            // parent selection: best of this many draws (model score or measurement)
+  size_t exhaustiveLimit = 200000;  // exhaustive refuses spaces whose knob product is larger
+};
+
+class SearchStrategy {
+ public:
+  virtual ~SearchStrategy() = default;
+  // Up to `n` legal configs never proposed or observed before (fewer when the space runs dry).
+  virtual std::vector<ir::Config> propose(size_t n) = 0;
+  // Measured results (of proposals or of seeds from the store).
+  virtual void observe(const std::vector<TrialResult>& results) = 0;
+  // True once every legal config has been proposed (exhaustive, or a space that ran dry).
+  virtual bool exhausted() const = 0;
+};
+
+// `model` and `features` may be null for strategies that do not use them; `evolutionary`
+// requires both. Unknown strategy names are an InvalidArgument error listing the known ones.
+Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const SearchSettings& s, const ir::Space& space,
+                                                       costmodel::CostModel* model,
+                                                       const costmodel::FeatureExtractor* features);
+
+}  // namespace tessera::search

@@ -1,0 +1,181 @@
+// Owns the evolutionary search (TVM's evolutionary_search.cc, adapted): each round picks the best
+// measured configs, samples an initial population around them, evolves it for a few generations
+// scored by the cost model, and picks the batch with eps-greedy (the best-predicted unseen
+// configs plus a few uniformly random ones). Without a model (`ga`) the same evolution breeds
+// measured configs directly: the honest model-free baseline.
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "search/strategy.h"
+#include "search/strategy_state.h"
+
+namespace tessera::search {
+namespace {
+
+class Evolution : public SearchStrategy {
+ public:
+  Evolution(const SearchSettings& s, const ir::Space& space, costmodel::CostModel* model,
+            const costmodel::FeatureExtractor* features)
+      : s_(s), st_(space, s.seed), model_(model), features_(features) {}
+
+  std::vector<ir::Config> propose(size_t n) override {
+    if (n == 0 || st_.exhausted()) return {};
+    // The random share is eps of the batch in expectation (rounded stochastically: small batches
+    // keep exploring too).
+    double share = double(n) * std::clamp(s_.eps, 0.0, 1.0);
+    size_t nRandom = size_t(share) + (std::bernoulli_distribution(share - std::floor(share))(st_.rng()) ? 1 : 0);
+    size_t nGreedy = n - std::min(n, nRandom);
+    std::vector<ir::Config> greedy;
+    // Before the model has data (or the GA has two parents) every pick is random.
+    if (model_ && model_->trained()) greedy = evolveWithCostModel(nGreedy);
+    else if (!model_ && st_.best(2).size() >= 2) greedy = breedMeasured(nGreedy);
+    return pickWithEpsGreedy(std::move(greedy), n);
+  }
+
+  void observe(const std::vector<TrialResult>& results) override { st_.observe(results); }
+  bool exhausted() const override { return st_.exhausted(); }
+
+ private:
+  struct Scored {
+    ir::Config config;
+    double score;
+    uint64_t tiebreak;  // random: equal scores (common with coarse labels) must not favour small knob values
+  };
+
+  // Step 1: the best measured configs (store seeds and this run's trials alike).
+  std::vector<ir::Config> pickBestFromDatabase(size_t n) const {
+    std::vector<ir::Config> out;
+    for (const auto* r : st_.best(n)) out.push_back(r->config);
+    return out;
+  }
+
+  // Step 2: the population starts from those, offspring of the best measured configs (the
+  // neighbourhood the GA would measure blindly; here the model filters it) and uniform legal
+  // samples (seen or not: they are parents, not proposals).
+  std::vector<ir::Config> sampleInitPopulation(std::vector<ir::Config> pop) {
+    size_t want = size_t(std::max(s_.population, 2));
+    size_t bred = size_t(double(want) * std::clamp(s_.offspringShare, 0.0, 1.0));
+    std::vector<const TrialResult*> parents = st_.best(size_t(std::max(s_.parents, 2)));
+    if (parents.size() >= 2) {
+      auto better = [&](size_t a, size_t b) { return parents[a]->throughput > parents[b]->throughput; };
+      for (size_t tries = 0; pop.size() < bred && tries < 4 * bred; ++tries) {
+        const ir::Config& a = parents[tournament(parents.size(), better)]->config;
+        const ir::Config& b = parents[tournament(parents.size(), better)]->config;
+        if (auto child = offspring(a, b)) pop.push_back(std::move(*child));
+      }
+    }
+    for (int tries = 0; pop.size() < want && tries < 4 * s_.population; ++tries)
+      if (auto c = sampleLegal(st_.space(), st_.rng())) pop.push_back(std::move(*c));
+    return pop;
+  }
+
+  // Parent selection: the best of `tournament` uniform draws by `better`.
+  template <class Better>
+  size_t tournament(size_t size, Better better) {
+    std::uniform_int_distribution<size_t> d(0, size - 1);
+    size_t best = d(st_.rng());
+    for (int i = 1; i < s_.tournament; ++i) {
+      size_t j = d(st_.rng());
+      if (better(j, best)) best = j;
+    }
+    return best;
+  }
+
+  // One offspring: crossover of two parents (with crossoverProb), then a mutation.
+  std::optional<ir::Config> offspring(const ir::Config& a, const ir::Config& b) {
+    std::bernoulli_distribution cross(s_.crossoverProb);
+    std::optional<ir::Config> child = a;
+    if (cross(st_.rng())) child = crossover(st_.space(), a, b, st_.rng());
+    if (!child) child = a;
+    return mutate(st_.space(), *child, s_.mutationProb, st_.rng());
+  }
+
+  std::vector<double> score(const std::vector<ir::Config>& pop) {
+    std::vector<std::vector<float>> f;
+    f.reserve(pop.size());
+    for (const auto& c : pop) f.push_back(features_->extract(c));
+    return model_->predict(f);
+  }
+
+  // Step 3: evolve the population for `generations` steps, parents chosen by predicted score;
+  // every unseen config met on the way is a candidate; the best-predicted `n` are claimed.
+  std::vector<ir::Config> evolveWithCostModel(size_t n) {
+    std::vector<ir::Config> pop = sampleInitPopulation(pickBestFromDatabase(size_t(std::max(s_.seedsFromStore, 0))));
+    std::unordered_map<std::string, Scored> candidates;
+    for (int g = 0; g < std::max(s_.generations, 1); ++g) {
+      std::vector<double> sc = score(pop);
+      for (size_t i = 0; i < pop.size(); ++i)
+        if (!st_.seen(pop[i])) candidates.emplace(configKey(pop[i]), Scored{pop[i], sc[i], st_.rng()()});
+      if (g + 1 == s_.generations) break;
+      std::vector<ir::Config> next;
+      auto better = [&](size_t a, size_t b) { return sc[a] > sc[b]; };
+      for (int tries = 0; next.size() < pop.size() && tries < 4 * int(pop.size()); ++tries) {
+        const ir::Config& a = pop[tournament(pop.size(), better)];
+        const ir::Config& b = pop[tournament(pop.size(), better)];
+        if (auto child = offspring(a, b)) next.push_back(std::move(*child));
+      }
+      if (next.empty()) break;
+      pop = std::move(next);
+    }
+    std::vector<Scored> ranked;
+    ranked.reserve(candidates.size());
+    for (auto& [k, v] : candidates) ranked.push_back(std::move(v));
+    return pickTop(std::move(ranked), n);
+  }
+
+  std::vector<ir::Config> pickTop(std::vector<Scored> ranked, size_t n) {
+    // The map's order is not deterministic across runs: sort fully (score, then the seeded random
+    // tiebreak, then the config) so a fixed seed replays exactly.
+    std::sort(ranked.begin(), ranked.end(), [](const Scored& a, const Scored& b) {
+      if (a.score != b.score) return a.score > b.score;
+      if (a.tiebreak != b.tiebreak) return a.tiebreak < b.tiebreak;
+      return a.config < b.config;
+    });
+    std::vector<ir::Config> out;
+    for (auto& r : ranked) {
+      if (out.size() >= n) break;
+      if (st_.claim(r.config)) out.push_back(std::move(r.config));
+    }
+    return out;
+  }
+
+  // Step 4: the greedy picks, then uniformly random unseen configs up to `n` (exploration the
+  // model cannot veto).
+  std::vector<ir::Config> pickWithEpsGreedy(std::vector<ir::Config> greedy, size_t n) {
+    auto rnd = st_.fresh(n - std::min(n, greedy.size()));
+    greedy.insert(greedy.end(), std::make_move_iterator(rnd.begin()), std::make_move_iterator(rnd.end()));
+    return greedy;
+  }
+
+  // GA without a model: offspring of the best measured configs are measured directly.
+  std::vector<ir::Config> breedMeasured(size_t n) {
+    std::vector<const TrialResult*> parents = st_.best(size_t(std::max(s_.parents, 2)));
+    std::vector<ir::Config> out;
+    auto better = [&](size_t a, size_t b) { return parents[a]->throughput > parents[b]->throughput; };
+    for (size_t tries = 0; out.size() < n && tries < 50 * n; ++tries) {
+      const ir::Config& a = parents[tournament(parents.size(), better)]->config;
+      const ir::Config& b = parents[tournament(parents.size(), better)]->config;
+      auto child = offspring(a, b);
+      if (child && st_.claim(*child)) out.push_back(std::move(*child));
+    }
+    return out;
+  }
+
+  SearchSettings s_;
+  SearchState st_;
+  costmodel::CostModel* model_;
+  const costmodel::FeatureExtractor* features_;
+};
+
+}  // namespace
+
+std::unique_ptr<SearchStrategy> makeEvolution(const SearchSettings& s, const ir::Space& space,
+                                              costmodel::CostModel* model,
+                                              const costmodel::FeatureExtractor* features) {
+  // `ga` never consults a model, even when one is passed.
+  if (s.strategy == "ga") return std::make_unique<Evolution>(s, space, nullptr, nullptr);
+  return std::make_unique<Evolution>(s, space, model, features);
+}
+
+}  // namespace tessera::search

@@ -1,0 +1,32 @@
+// Owns the result of measuring one candidate config: a status category (never an exception),
+// the timing summary, throughput and the correctness check.
+#pragma once
+
+#include <string>
+
+#include "ir/schedule.h"
+#include "support/stats.h"
+#include "support/status.h"
+
+namespace tessera::search {
+
+// Candidate outcomes; names are the record statuses of design.md §6.
+enum class TrialStatus { Ok, InvalidConfig, CompileError, Timeout, Crash, WrongResult };
+const char* trialStatusName(TrialStatus s);
+TrialStatus trialStatusFromError(ErrorCode c);
+
+struct TrialResult {
+  ir::Config config;
+  TrialStatus status = TrialStatus::Ok;
+  std::string message;       // why it failed
+  SampleSummary samples;     // ok only
+  // Higher is better: GFLOP/s (compute-bound), GB/s (bandwidth-bound) or, for replayed generic
+  // spaces, 1000 / time_ms. 0 for failures.
+  double throughput = 0;
+  double gflops = 0, gbps = 0, peakFraction = 0;
+  double maxAbsErr = 0, maxRelErr = 0;
+  double compileSeconds = 0, runSeconds = 0;
+  bool ok() const { return status == TrialStatus::Ok; }
+};
+
+}  // namespace tessera::search

@@ -1,0 +1,94 @@
+// Tests the `tessera` executable end to end: good runs print checked results (also as JSON),
+// bad input gets a one-line error and a non-zero exit, never a crash.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout + stderr
+};
+
+Result run(const std::string& args) {
+  Result r;
+  std::string cmd = std::string(TESSERA_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+void expectError(const std::string& args, int code, const std::string& needle) {
+  Result r = run(args);
+  EXPECT_EQ(r.code, code) << args << "\n" << r.out;
+  EXPECT_NE(r.out.find(needle), std::string::npos) << args << "\n" << r.out;
+  EXPECT_EQ(r.out.find("Aborted"), std::string::npos);
+  // One line of error, not a dump.
+  EXPECT_LE(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+}
+
+}  // namespace
+
+TEST(Cli, RunChecksAndReports) {
+  Result r = run("run gemm --m 33 --n 17 --k 9 --min-time 0.01");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("check       ok"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GFLOP/s"), std::string::npos);
+  Result j = run("run elementwise --expr 'y = gelu(x * s + b)' --shape 8x40 --shape s=40 --shape b=40 --json --min-time 0.01");
+  ASSERT_EQ(j.code, 0) << j.out;
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_TRUE(doc["check"]["ok"].get<bool>());
+  EXPECT_GT(doc["gbps"].get<double>(), 0);
+  EXPECT_EQ(doc["family"], "elementwise");
+}
+
+TEST(Cli, KernelFileRoundTrip) {
+  Result ir = run("compile gemm --m 12 --n 10 --k 8 --epilogue 'relu(acc)' --emit ir");
+  ASSERT_EQ(ir.code, 0) << ir.out;
+  std::string path = testing::TempDir() + "/k.tsr";
+  std::ofstream(path) << ir.out;
+  Result r = run("run file " + path + " --min-time 0.01");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("check       ok"), std::string::npos) << r.out;
+}
+
+TEST(Cli, CompileEmitsStages) {
+  Result r = run("compile gemm --m 64 --n 64 --k 64 --emit schedule,asm");
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("transform.named_sequence"), std::string::npos);
+  EXPECT_NE(r.out.find("vfmadd"), std::string::npos);
+  std::string obj = testing::TempDir() + "/k.o";
+  EXPECT_EQ(run("compile gemm --m 64 --n 64 --k 64 --emit obj -o " + obj).code, 0);
+  std::ifstream in(obj, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  EXPECT_EQ(std::string(magic, 4), "\x7f" "ELF");
+}
+
+TEST(Cli, BadInputGetsOneLineAndNonZeroExit) {
+  expectError("run gemm --m 0 --n 4 --k 4", 2, "m must be positive");
+  expectError("run gemm --m 4 --n 4 --k 4 --dtype f64", 2, "unknown dtype 'f64'");
+  expectError("run gemm --m 4 --n 4 --k 4 --target sm_99", 2, "unknown target 'sm_99'");
+  expectError("run gemm --m 4 --n 4 --k 4 --config MR=3", 2, "outside its domain");
+  expectError("run gemm --m 4 --n 4 --k 4 --config 'FOO=1'", 2, "unknown knob 'FOO'");
+  expectError("run gemm --m 4 --n 4 --k 4 --config '{\"MR\": [1]}'", 2, "must be an integer or a string");
+  expectError("run elementwise --expr 'y = frob(x)' --shape 4", 2, "unknown function 'frob'");
+  expectError("run elementwise --expr 'y = x + w' --shape 4x3 --shape w=5", 2, "not broadcastable");
+  expectError("run attention --heads 6 --heads-kv 4 --seq 8 --head-dim 16", 2, "not divisible by heads_kv");
+  expectError("run file /nonexistent.tsr", 2, "cannot read kernel file");
+  std::string path = testing::TempDir() + "/bad.tsr";
+  std::ofstream(path) << "kernel k : gemm {\n  in A: f32[4, 4]\n  C[i] = \n";
+  expectError("run file " + path, 2, "bad.tsr:");
+  expectError("compile gemm --m 4 --n 4 --k 4 --emit ptx", 2, "unknown --emit 'ptx'");
+  Result none = run("frobnicate");
+  EXPECT_NE(none.code, 0);
+}

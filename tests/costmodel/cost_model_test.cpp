@@ -1,0 +1,162 @@
+// Tests the cost models: XGBoost learns a synthetic ranking (held-out rank correlation), a random
+// model does not, per-workload normalization lets differently scaled groups train together, and
+// save -> load gives identical predictions and keeps the training data.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+#include "costmodel/cost_model.h"
+
+using namespace tessera::costmodel;
+
+namespace {
+
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<size_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < idx.size(); ++i) r[idx[i]] = double(i);
+  return r;
+}
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  auto ra = ranks(a), rb = ranks(b);
+  double n = double(a.size()), ma = (n - 1) / 2, num = 0, da = 0, db = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (ra[i] - ma) * (rb[i] - ma);
+    da += (ra[i] - ma) * (ra[i] - ma);
+    db += (rb[i] - ma) * (rb[i] - ma);
+  }
+  return num / std::sqrt(da * db);
+}
+
+double kendall(const std::vector<double>& a, const std::vector<double>& b) {
+  double c = 0, d = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t j = i + 1; j < a.size(); ++j) {
+      double s = (a[i] - a[j]) * (b[i] - b[j]);
+      if (s > 0) ++c;
+      else if (s < 0) ++d;
+    }
+  return (c - d) / std::max(1.0, c + d);
+}
+
+// A smooth, non-linear "throughput" of 6 features, 3 of them irrelevant.
+double truth(const std::vector<float>& x) {
+  return std::exp(2 * x[0]) * (1.2 + std::sin(3 * x[1])) / (1 + 4 * (x[2] - 0.5) * (x[2] - 0.5));
+}
+
+std::vector<Sample> makeSamples(size_t n, uint64_t seed, int group = 0, double scale = 1) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(0, 1);
+  std::vector<Sample> out;
+  for (size_t i = 0; i < n; ++i) {
+    Sample s;
+    for (int d = 0; d < 6; ++d) s.features.push_back(u(rng));
+    s.throughput = scale * truth(s.features);
+    s.group = group;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<std::vector<float>> featuresOf(const std::vector<Sample>& s) {
+  std::vector<std::vector<float>> f;
+  for (const auto& x : s) f.push_back(x.features);
+  return f;
+}
+
+std::vector<double> truthOf(const std::vector<Sample>& s) {
+  std::vector<double> t;
+  for (const auto& x : s) t.push_back(x.throughput);
+  return t;
+}
+
+}  // namespace
+
+TEST(CostModel, XGBoostLearnsSyntheticRanking) {
+  auto model = makeXGBoostModel({});
+  EXPECT_FALSE(model->trained());
+  ASSERT_TRUE(model->update(makeSamples(300, 1)).ok());
+  EXPECT_TRUE(model->trained());
+  EXPECT_EQ(model->numSamples(), 300u);
+  auto test = makeSamples(300, 2);
+  auto pred = model->predict(featuresOf(test));
+  double rho = spearman(pred, truthOf(test)), tau = kendall(pred, truthOf(test));
+  EXPECT_GT(rho, 0.7) << "held-out Spearman";
+  EXPECT_GT(tau, 0.5) << "held-out Kendall";
+}
+
+TEST(CostModel, RegressionObjectiveLearnsToo) {
+  ModelSettings s;
+  s.objective = "reg:squarederror";
+  s.relevanceLevels = 0;
+  auto model = makeXGBoostModel(s);
+  ASSERT_TRUE(model->update(makeSamples(300, 3)).ok());
+  auto test = makeSamples(300, 4);
+  EXPECT_GT(spearman(model->predict(featuresOf(test)), truthOf(test)), 0.7);
+}
+
+TEST(CostModel, RandomModelDoesNotLearn) {
+  auto model = makeRandomModel(7);
+  ASSERT_TRUE(model->update(makeSamples(300, 1)).ok());
+  EXPECT_FALSE(model->trained());
+  auto test = makeSamples(300, 2);
+  EXPECT_LT(std::fabs(spearman(model->predict(featuresOf(test)), truthOf(test))), 0.2);
+}
+
+TEST(CostModel, GroupsOfDifferentScaleTrainOneRanking) {
+  // Group 1 is 1000x faster: without per-group normalization its samples would dominate and the
+  // slow group's order would be noise.
+  auto train = makeSamples(200, 5, 0, 1.0);
+  auto fast = makeSamples(200, 6, 1, 1000.0);
+  train.insert(train.end(), fast.begin(), fast.end());
+  auto model = makeXGBoostModel({});
+  ASSERT_TRUE(model->update(train).ok());
+  auto test = makeSamples(300, 8, 0, 1.0);
+  EXPECT_GT(spearman(model->predict(featuresOf(test)), truthOf(test)), 0.7);
+}
+
+TEST(CostModel, UntrainedPredictsRandomlyUntilOutcomesDiffer) {
+  auto model = makeXGBoostModel({});
+  auto same = makeSamples(20, 9);
+  for (auto& s : same) s.throughput = 5;  // no ranking to learn yet
+  ASSERT_TRUE(model->update(same).ok());
+  EXPECT_FALSE(model->trained());
+  auto p = model->predict(featuresOf(same));
+  ASSERT_EQ(p.size(), same.size());
+  for (double v : p) EXPECT_TRUE(v >= 0 && v < 1);
+}
+
+TEST(CostModel, MismatchedFeatureLengthsAreRefused) {
+  auto model = makeXGBoostModel({});
+  ASSERT_TRUE(model->update(makeSamples(10, 1)).ok());
+  std::vector<Sample> bad = {{{1.f, 2.f}, 3.0, 0}};
+  EXPECT_FALSE(model->update(bad).ok());
+}
+
+TEST(CostModel, SaveLoadGivesIdenticalPredictions) {
+  auto path = (std::filesystem::temp_directory_path() / ("tessera_model_" + std::to_string(::getpid()) + ".json")).string();
+  auto model = makeXGBoostModel({});
+  ASSERT_TRUE(model->update(makeSamples(200, 11)).ok());
+  ASSERT_TRUE(model->save(path).ok());
+  auto loaded = makeXGBoostModel({});
+  ASSERT_TRUE(loaded->load(path).ok());
+  EXPECT_TRUE(loaded->trained());
+  EXPECT_EQ(loaded->numSamples(), 200u);
+  auto test = featuresOf(makeSamples(100, 12));
+  EXPECT_EQ(model->predict(test), loaded->predict(test));
+  // The loaded model keeps its training data: more samples extend it instead of replacing it.
+  ASSERT_TRUE(loaded->update(makeSamples(10, 13)).ok());
+  EXPECT_EQ(loaded->numSamples(), 210u);
+  // A random model's file is not an XGBoost model.
+  ASSERT_TRUE(makeRandomModel(1)->save(path).ok());
+  EXPECT_FALSE(makeXGBoostModel({})->load(path).ok());
+  std::filesystem::remove(path);
+  EXPECT_FALSE(makeXGBoostModel({})->load(path).ok());
+}

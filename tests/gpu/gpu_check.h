@@ -1,0 +1,44 @@
+// Owns the GPU test helpers: default config + overrides from the GPU space, emulated run against
+// the reference evaluator, and compilation to a binary with its resource report.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/gpu.h"
+#include "ir/ir.h"
+#include "ir/schedule.h"
+#include "support/status.h"
+#include "targets/target_desc.h"
+
+namespace tessera::testutil {
+
+const TargetDesc& gpuTarget(const std::string& name);
+
+// The space's default config with `overrides` on top; the space must accept it.
+Expected<ir::Config> gpuConfig(const ir::Kernel& k, const TargetDesc& t, const ir::Config& overrides = {});
+
+struct EmuCheck {
+  bool compiled = false, correct = false;
+  std::string error;  // compile error or first mismatch, with the config
+  double maxRelErr = 0;
+};
+
+// compileEmulated (with the @map + lowering check) -> run on seeded inputs -> compareOutputs.
+EmuCheck checkEmulated(const ir::Kernel& k, const TargetDesc& t, const ir::Config& overrides = {}, uint64_t seed = 1,
+                       const codegen::EmulateOptions& o = {});
+
+// Halves the trip count of the `nth` (0-based) scf.forall of the pre-mapping IR whose trip counts
+// match `dims` (1 or 2): a copy phase that then leaves part of a workgroup tile unwritten.
+std::string breakNthForall(const std::string& pre, int nth, int dims);
+
+// Every knob at the first and last value of its domain (others at the defaults) that the space
+// accepts: the configs the extremes tests run.
+std::vector<ir::Config> knobExtremes(const ir::Space& s);
+
+// compileGpu with the space's default + overrides.
+Expected<codegen::GpuBinary> compileFor(const ir::Kernel& k, const TargetDesc& t, const ir::Config& overrides = {});
+
+int countOccurrences(const std::string& text, const std::string& needle);
+
+}  // namespace tessera::testutil

@@ -1,0 +1,152 @@
+// Tests the space operations: every sampled candidate is legal (host spaces on odd shapes and a
+// replayed space), sampling is uniform over the legal set, mutation and crossover stay legal,
+// enumeration matches brute force, and config keys deduplicate.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "ir/builders.h"
+#include "search/space.h"
+#include "search/space_ops.h"
+#include "test_tables.h"
+
+using namespace tessera;
+using namespace tessera::search;
+
+namespace {
+
+std::vector<ir::Space> hostSpacesOnOddShapes() {
+  std::vector<ir::Space> out;
+  const TargetDesc& host = hostTarget();
+  for (auto [m, n, k] : {std::tuple{97, 61, 45}, {1, 333, 7}, {1000, 1000, 1000}}) {
+    auto g = ir::buildGemm({.m = m, .n = n, .k = k});
+    EXPECT_TRUE(g.ok());
+    auto s = makeSpace(*g, host);
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+    if (s.ok()) out.push_back(*s);
+  }
+  auto e = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {37, 1001}});
+  EXPECT_TRUE(e.ok());
+  if (auto s = makeSpace(*e, host); s.ok()) out.push_back(*s);
+  auto a = ir::buildAttention({.heads = 3, .seq_q = 77, .head_dim = 40});
+  EXPECT_TRUE(a.ok());
+  if (auto s = makeSpace(*a, host); s.ok()) out.push_back(*s);
+  return out;
+}
+
+// Two knobs of 1..8 with a*b <= 12: 27 legal of 64.
+ir::Space smallSpace() {
+  ir::Space s;
+  s.family = "test";
+  std::vector<ir::KnobValue> d;
+  for (int64_t i = 1; i <= 8; ++i) d.push_back(i);
+  s.knobs = {{"a", d, int64_t(1), ""}, {"b", d, int64_t(1), ""}, {"mode", {std::string("x"), std::string("y")}, std::string("x"), ""}};
+  s.constraint = [](const ir::Config& c) -> std::optional<std::string> {
+    if (std::get<int64_t>(c.values.at("a")) * std::get<int64_t>(c.values.at("b")) > 12) return "too big";
+    return std::nullopt;
+  };
+  return s;
+}
+
+}  // namespace
+
+TEST(SpaceOps, SampledCandidatesAreLegalOnOddShapes) {
+  Rng rng(1);
+  auto spaces = hostSpacesOnOddShapes();
+  ASSERT_EQ(spaces.size(), 5u);
+  for (const auto& s : spaces) {
+    EXPECT_FALSE(s.check(s.defaults())) << s.family << ": the default config must be legal";
+    for (int i = 0; i < 300; ++i) {
+      auto c = sampleLegal(s, rng);
+      ASSERT_TRUE(c) << s.family;
+      auto why = s.check(*c);
+      EXPECT_FALSE(why) << s.family << " " << c->str() << ": " << why.value_or("");
+    }
+  }
+}
+
+TEST(SpaceOps, MutationAndCrossoverStayLegal) {
+  Rng rng(2);
+  for (const auto& s : hostSpacesOnOddShapes()) {
+    for (int i = 0; i < 200; ++i) {
+      auto a = sampleLegal(s, rng), b = sampleLegal(s, rng);
+      ASSERT_TRUE(a && b);
+      if (auto m = mutate(s, *a, 0.3, rng)) {
+        EXPECT_FALSE(s.check(*m)) << s.family << " mutant " << m->str();
+        EXPECT_FALSE(*m == *a) << "a mutation changes at least one knob";
+      }
+      if (auto x = crossover(s, *a, *b, rng)) {
+        EXPECT_FALSE(s.check(*x)) << s.family << " child " << x->str();
+        for (const auto& [k, v] : x->values) EXPECT_TRUE(v == a->values.at(k) || v == b->values.at(k)) << k;
+      }
+    }
+  }
+}
+
+TEST(SpaceOps, ReplayedSpaceSamplesOnlyRecordedConfigs) {
+  const auto& t = tables::mi250x();
+  ASSERT_TRUE(t.space.members);
+  std::set<std::string> recorded;
+  for (const auto& c : *t.space.members) recorded.insert(configKey(c));
+  Rng rng(3);
+  for (int i = 0; i < 500; ++i) {
+    auto c = sampleLegal(t.space, rng);
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(recorded.count(configKey(*c)));
+    auto m = mutate(t.space, *c, 0.15, rng);
+    if (m) EXPECT_TRUE(recorded.count(configKey(*m))) << m->str();
+  }
+  auto all = enumerateLegal(t.space);
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->size(), t.results.size());
+}
+
+TEST(SpaceOps, EnumerationMatchesBruteForceAndSamplingIsUniform) {
+  ir::Space s = smallSpace();
+  EXPECT_EQ(productSize(s), 128.0);
+  auto all = enumerateLegal(s);
+  ASSERT_TRUE(all);
+  size_t expect = 0;
+  for (int a = 1; a <= 8; ++a)
+    for (int b = 1; b <= 8; ++b)
+      if (a * b <= 12) expect += 2;
+  EXPECT_EQ(all->size(), expect);
+  EXPECT_FALSE(enumerateLegal(s, 100)) << "over the limit";
+  std::map<std::string, int> counts;
+  Rng rng(4);
+  const int draws = 200 * int(expect);
+  for (int i = 0; i < draws; ++i) counts[configKey(*sampleLegal(s, rng))]++;
+  EXPECT_EQ(counts.size(), expect);
+  for (const auto& [k, n] : counts) {
+    EXPECT_GT(n, 120) << k;  // 200 expected per config
+    EXPECT_LT(n, 280) << k;
+  }
+}
+
+TEST(SpaceOps, SparseSpacesFallBackToEnumeration) {
+  ir::Space s;
+  s.family = "sparse";
+  std::vector<ir::KnobValue> d;
+  for (int64_t i = 0; i < 40; ++i) d.push_back(i);
+  s.knobs = {{"x", d, int64_t(0), ""}, {"y", d, int64_t(0), ""}, {"z", d, int64_t(0), ""}};
+  s.constraint = [](const ir::Config& c) -> std::optional<std::string> {
+    return c.str() == "x=3,y=14,z=15" ? std::nullopt : std::optional<std::string>("no");
+  };
+  Rng rng(5);
+  auto c = sampleLegal(s, rng);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->str(), "x=3,y=14,z=15");
+  EXPECT_FALSE(mutate(s, *c, 0.5, rng)) << "no legal neighbour exists";
+}
+
+TEST(SpaceOps, ConfigKeysDeduplicate) {
+  ir::Config a, b;
+  a.set("MC", int64_t(64));
+  a.set("schedule", std::string("packed"));
+  b.set("schedule", std::string("packed"));
+  b.set("MC", int64_t(64));
+  EXPECT_EQ(configKey(a), configKey(b));
+  b.set("MC", int64_t(32));
+  EXPECT_NE(configKey(a), configKey(b));
+}
