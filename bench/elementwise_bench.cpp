@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   int64_t rows = argc > 2 ? std::atoll(argv[1]) : 4096, cols = argc > 2 ? std::atoll(argv[2]) : 4096;
   const TargetDesc& host = hostTarget();
   std::printf("elementwise f32 [%lld x %lld], one thread, %s\n\n", (long long)rows, (long long)cols, host.model.c_str());
-  std::printf("%-28s %-18s %9s %11s %7s  %s\n", "kernel", "config", "GB/s", "copy GB/s", "ratio", "check");
+  std::printf("%-28s %-34s %9s %11s %7s  %s\n", "kernel", "config", "GB/s", "copy GB/s", "ratio", "check");
   int bad = 0;
   struct Case {
     const char* expr;
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     for (auto& b : outs) outPtrs.push_back(&b);
     auto cmp = ir::compareOutputs(k, *ir::evaluateReference(k, inPtrs), outPtrs);
     double gt = bytes / tt.median_s * 1e-9, gc = bytes / tc.median_s * 1e-9;
-    std::printf("%-28s %-18s %9.1f %11.1f %6.2fx  %s (%.1e)\n", expr, cfg.str().c_str(), gt, gc, gt / gc,
+    std::printf("%-28s %-34s %9.1f %11.1f %6.2fx  %s (%.1e)\n", expr, cfg.str().c_str(), gt, gc, gt / gc,
                 cmp.ok ? "ok" : "WRONG", cmp.maxRelErr);
     bad += !cmp.ok;
   }

@@ -1,6 +1,7 @@
 // Owns the GEMM benchmark: tessera's default-config f32 GEMM next to OpenBLAS sgemm (single
 // thread) measured in the same run, 256³–2048³, with both results checked against the
-// reference evaluator. Usage: gemm_bench [sizes...]  (default 256 512 1024 2048)
+// reference evaluator. Usage: gemm_bench [--db tessera.db] [sizes...]  (default 256 512 1024 2048)
+// With --db, a size whose winner is stored (by `tessera tune`) runs the tuned config.
 #include <cblas.h>
 
 #include <cstdio>
@@ -11,6 +12,8 @@
 #include "codegen/codegen.h"
 #include "ir/builders.h"
 #include "ir/reference.h"
+#include "cache_service/store.h"
+#include "search/records.h"
 #include "search/space.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -20,12 +23,25 @@ using namespace tessera;
 int main(int argc, char** argv) {
   openblas_set_num_threads(1);
   std::vector<int64_t> sizes;
-  for (int i = 1; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
+  std::string db;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--db" && i + 1 < argc) db = argv[++i];
+    else sizes.push_back(std::atoll(argv[i]));
+  }
+  std::unique_ptr<cache::RecordStore> store;
+  if (!db.empty()) {
+    auto s = cache::openSqliteStore(db);
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.error().str().c_str());
+      return 2;
+    }
+    store = std::move(*s);
+  }
   if (sizes.empty()) sizes = {256, 512, 1024, 2048};
   const TargetDesc& host = hostTarget();
   std::printf("GEMM f32, one thread, %s\n", host.model.c_str());
   std::printf("FMA peak (measured now): %.1f GFLOP/s\n\n", host.peakGflopsF32);
-  std::printf("%6s  %-44s %9s %9s %9s %7s  %s\n", "size", "tessera default config", "tessera", "OpenBLAS", "ratio",
+  std::printf("%6s  %-7s %-52s %9s %9s %9s %7s  %s\n", "size", "config", "", "tessera", "OpenBLAS", "ratio",
               "of peak", "check (tessera / OpenBLAS max rel err)");
   int bad = 0;
   for (int64_t n : sizes) {
@@ -33,6 +49,14 @@ int main(int argc, char** argv) {
     s.m = s.n = s.k = n;
     ir::Kernel k = *ir::buildGemm(s);
     ir::Config cfg = search::makeSpace(k, host)->defaults();
+    std::string which = "default";
+    if (store) {
+      auto b = store->best(cache::keyIdOf(search::hardKeyFor(k, host)));
+      if (b.ok() && *b) {
+        cfg = *ir::Config::fromJson((*b)->record.config);
+        which = "tuned";
+      }
+    }
     auto exe = codegen::compileHost(k, cfg, host);
     if (!exe.ok()) {
       std::printf("%6lld  compile failed: %s\n", (long long)n, exe.error().str().c_str());
@@ -54,7 +78,8 @@ int main(int argc, char** argv) {
     double flops = 2.0 * double(n) * double(n) * double(n);
     double gt = flops / tt.best_s * 1e-9, gb = flops / tb.best_s * 1e-9;
     std::string cs = cfg.str();
-    std::printf("%6lld  %-44s %9.1f %9.1f %8.3fx %6.1f%%  %s %.1e / %.1e\n", (long long)n, cs.substr(0, 44).c_str(), gt, gb,
+    std::printf("%6lld  %-7s %-52s %9.1f %9.1f %8.3fx %6.1f%%  %s %.1e / %.1e\n", (long long)n, which.c_str(),
+                cs.c_str(), gt, gb,
                 gt / gb, 100 * gt / host.peakGflopsF32, e1.ok ? "ok" : "WRONG", e1.maxRelErr, e2.maxRelErr);
     bad += !e1.ok;
   }

@@ -1,8 +1,10 @@
 // Owns `tessera tune` (search for the fastest config of one kernel on the host, store every
 // measured candidate, share the winner) and `tessera best` (the stored winner, without tuning).
 // Environment variables are read here, at the edge: TESSERA_CACHE_URL, TESSERA_TOKEN, USER.
+#include <pwd.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -48,6 +50,8 @@ search::ProvenanceInputs provenanceInputs() {
   gethostname(host, sizeof host - 1);
   p.host = host;
   p.user = envOr("USER", "");
+  if (p.user.empty())
+    if (const passwd* pw = getpwuid(getuid())) p.user = pw->pw_name;
   return p;
 }
 
@@ -176,9 +180,13 @@ void tuneCommand(const TuneFlags& f) {
   double peak = ir::isComputeBound(*k) ? t->peakGflopsF32 : t->memBandwidthGBs;
   std::map<std::string, int> statusCounts;
   search::TuneCallbacks cb;
+  // Each record carries the tuning cost spent up to it (trials so far, seconds so far).
+  int64_t committed = 0;
+  auto started = std::chrono::steady_clock::now();
   cb.commitRecords = [&](const std::vector<search::TrialResult>& rs) {
     std::vector<cache::Record> recs;
-    for (const auto& r : rs) recs.push_back(search::toRecord(r, key, prov));
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    for (const auto& r : rs) recs.push_back(search::toRecord(r, key, prov, {++committed, secs}));
     auto put = (*store)->put(recs, {.outbox = client.enabled()});
     if (!put.ok()) warn("could not store results: " + put.error().str());
   };

@@ -32,9 +32,48 @@ struct Emitter {
   Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y, fm); }
   Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y, fm); }
   Value divf(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y, fm); }
+  // 2^t for the saturating uses below (sigmoid, GELU): clamp to [-127, 127], split t = n + f
+  // (round to even), a degree-6 polynomial for 2^f (Cephes exp2f coefficients, ~1e-7 relative) and the
+  // exponent bits for 2^n — 13 vector instructions, against ~21 for math.exp's general expansion
+  // (measured, cache-resident bias+GELU: 20 -> 25 GB/s). Saturation is harmless here because
+  // the result only ever feeds 1 / (1 + 2^t).
+  Value exp2Sat(Value t) {
+    if (!cb.bitExp2) return math::ExpOp::create(b, loc, mul(t, f32c(0.6931471805599453)), fm);
+    Type ft = t.getType();
+    auto c = [&](double v) -> Value {
+      auto attr = b.getF32FloatAttr(float(v));
+      if (auto vt = dyn_cast<VectorType>(ft)) return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vt, attr));
+      return arith::ConstantOp::create(b, loc, attr);
+    };
+    t = arith::MaxNumFOp::create(b, loc, t, c(-127.0), fm);
+    t = arith::MinNumFOp::create(b, loc, t, c(127.0), fm);
+    // n = roundeven(t) by the 1.5*2^23 trick: t + M rounds t to an integer held in M's low
+    // mantissa bits, so the same value also gives the exponent bits of 2^n with integer ops only
+    // (no fptosi: a GPU vector pattern mistypes fptosi on vector<1xf32> during mapping).
+    const double M = 12582912.0;  // 0x4B400000
+    Value j = arith::AddFOp::create(b, loc, t, c(M), fm);
+    Value n = arith::SubFOp::create(b, loc, j, c(M), fm);
+    Value f = arith::SubFOp::create(b, loc, t, n, fm);
+    const double P[] = {1.535336188319500e-4, 1.339887440266574e-3, 9.618437357674640e-3,
+                        5.550332471162809e-2, 2.402264791363012e-1, 6.931472028550421e-1, 1.0};
+    Value p = c(P[0]);
+    for (int i = 1; i < 7; ++i) p = math::FmaOp::create(b, loc, p, f, c(P[i]));
+    Type it = b.getI32Type();
+    if (auto vt = dyn_cast<VectorType>(ft)) it = VectorType::get(vt.getShape(), b.getI32Type());
+    auto ic = [&](int32_t v) -> Value {
+      auto attr = b.getI32IntegerAttr(v);
+      if (auto vt = dyn_cast<VectorType>(it)) return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vt, attr));
+      return arith::ConstantOp::create(b, loc, attr);
+    };
+    Value ji = arith::BitcastOp::create(b, loc, it, j);
+    Value bits = arith::ShLIOp::create(b, loc, arith::AddIOp::create(b, loc, ji, ic(127 - 0x4B400000)), ic(23));
+    Value scale = arith::BitcastOp::create(b, loc, ft, bits);
+    return mul(p, scale);
+  }
+  // 1 / (1 + e^-x)
   Value sigmoid(Value x) {
-    Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x, fm), fm);
-    return divf(f32c(1.0), add(f32c(1.0), e));
+    Value t = mul(x, f32c(-1.4426950408889634));
+    return divf(f32c(1.0), add(f32c(1.0), exp2Sat(t)));
   }
 
   Expected<Value> emit(const ir::ExprRef& e) {
@@ -117,11 +156,11 @@ struct Emitter {
       case Op::Sigmoid: return sigmoid(x);
       case Op::Relu: return Value(arith::MaxNumFOp::create(b, loc, x, f32c(0.0), fm));
       case Op::Silu: return mul(x, sigmoid(x));
-      case Op::Gelu: {  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-        Value x3 = mul(mul(x, x), x);
-        Value inner = mul(f32c(0.7978845608028654), add(x, mul(f32c(0.044715), x3)));
-        Value t = math::TanhOp::create(b, loc, inner, fm);
-        return mul(mul(f32c(0.5), x), add(f32c(1.0), t));
+      case Op::Gelu: {  // 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
+        Value x2 = mul(x, x);
+        Value poly = math::FmaOp::create(b, loc, x2, f32c(-2.0 * 0.7978845608028654 * 0.044715 * 1.4426950408889634),
+                                         f32c(-2.0 * 0.7978845608028654 * 1.4426950408889634));
+        return divf(x, add(f32c(1.0), exp2Sat(mul(x, poly))));
       }
       case Op::GeluErf: {  // 0.5 x (1 + erf(x / sqrt 2))
         Value t = math::ErfOp::create(b, loc, mul(x, f32c(0.7071067811865476)), fm);

@@ -15,6 +15,10 @@ namespace tessera::codegen {
 struct ExprCallbacks {
   std::function<mlir::Value(const ir::Expr& load)> load;      // value of the load (its own dtype)
   std::function<mlir::Value(const std::string& var)> indexVar;  // an `index` value
+  // Sigmoid/GELU use our own 2^t built from exponent bits (13 instructions). The GPU GEMM
+  // epilogue turns it off: MLIR 22's vector unrolling for mma fragments mistypes elementwise ops
+  // that change the element type (bitcast, fptosi) on vector<1xf32>, so it gets math.exp.
+  bool bitExp2 = true;
 };
 
 // Emits `e`; float arithmetic is f32 with `contract` fast-math (lets LLVM form FMAs). Reductions

@@ -217,6 +217,7 @@ Status insertEpilogue(ModuleOp m, const EpiloguePlan& e, const gemm::Tiling& p) 
       Value acc = memref::LoadOp::create(b, loc, C, ValueRange{row, col});
       auto coordOf = [&](int dim) { return dim == e.rowDim ? row : dim == e.colDim ? col : ix.c(0); };
       ExprCallbacks cb;
+      cb.bitExp2 = false;  // see ExprCallbacks::bitExp2
       cb.load = [&](const ir::Expr& ld) -> Value {
         for (const auto& o : e.operands) {
           if (o.op.tensor != ld.name || o.op.dims.size() != ld.args.size()) continue;

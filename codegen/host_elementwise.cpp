@@ -1,7 +1,7 @@
 // Owns the host elementwise strategy: one linalg.generic (numpy broadcasting as indexing maps,
 // temporaries inlined, every output in one pass) tiled along the innermost dimension and
 // vectorized with masks for the tail. Knobs: VW (vector lanes), UNROLL (vectors per step),
-// NT (non-temporal stores of the outputs).
+// NT (non-temporal stores of the outputs), CHUNK (column blocks: row-broadcast operands stay in L1).
 #include "codegen/host_strategies.h"
 #include "codegen/linalg_elementwise.h"
 #include "codegen/expr_emitter.h"
@@ -16,6 +16,8 @@ Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k
   TESSERA_ASSIGN(int64_t vw, c.getInt("VW"));
   TESSERA_ASSIGN(int64_t unroll, c.getInt("UNROLL"));
   TESSERA_ASSIGN(int64_t nt, c.getInt("NT"));
+  TESSERA_ASSIGN(int64_t chunk, c.getInt("CHUNK"));
+  if (chunk < 0) return makeError(ErrorCode::InvalidConfig, "CHUNK must be >= 0");
   if (nt != 0 && nt != 1) return makeError(ErrorCode::InvalidConfig, "NT must be 0 or 1");
   if (vw <= 0 || unroll <= 0 || vw * unroll > 1024)
     return makeError(ErrorCode::InvalidConfig, "VW and UNROLL must be positive with VW*UNROLL <= 1024");
@@ -42,7 +44,7 @@ Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k
 
   out.schedule = "module attributes {transform.with_named_sequence} {\n"
                  "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {\n" +
-                 elementwiseScheduleFragment(int(region.iter.size()), vw, unroll, "") +
+                 elementwiseScheduleFragment(int(region.iter.size()), vw, unroll, "", chunk) +
                  "    %f0 = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
                  "    transform.apply_patterns to %f0 {\n"
                  "      transform.apply_patterns.vector.lower_masked_transfers\n"

@@ -107,6 +107,28 @@ void maskedHalfToInt(mlir::ModuleOp m) {
   });
 }
 
+// Scratch buffers promoted to the stack inside conditionals in loops (edge-tile pads) become
+// allocas in loop bodies: every iteration grows the stack until it overflows (seen: segfaults
+// at 1024³ with MC=48). Each such buffer lives within one iteration, so a single allocation in the
+// entry block (where LLVM wants static allocas anyway) serves all iterations.
+void hoistStaticAllocas(mlir::ModuleOp m) {
+  using namespace mlir;
+  m.walk([](LLVM::LLVMFuncOp fn) {
+    if (fn.getBody().empty()) return;
+    Block& entry = fn.getBody().front();
+    SmallVector<LLVM::AllocaOp> moves;
+    fn.walk([&](LLVM::AllocaOp a) {
+      if (a->getBlock() != &entry && a.getArraySize().getDefiningOp<LLVM::ConstantOp>()) moves.push_back(a);
+    });
+    for (LLVM::AllocaOp a : moves) {
+      OpBuilder b(&entry, entry.begin());
+      Operation* size = b.clone(*a.getArraySize().getDefiningOp());
+      a->moveAfter(size);
+      a->setOperand(0, size->getResult(0));
+    }
+  });
+}
+
 }  // namespace
 
 Status lowerHostToLLVMDialect(mlir::ModuleOp m, bool nontemporalStores) {
@@ -114,6 +136,7 @@ Status lowerHostToLLVMDialect(mlir::ModuleOp m, bool nontemporalStores) {
   TESSERA_TRY(approximateMath(m));
   TESSERA_TRY(runPasses(m, kToLLVM, "host lowering to the LLVM dialect"));
   maskedHalfToInt(m);
+  hoistStaticAllocas(m);
   if (nontemporalStores) {
     // LLVM emits movnt only where it can prove the vector alignment; other stores stay plain.
     m.walk([](mlir::LLVM::StoreOp op) {

@@ -63,16 +63,23 @@ Expected<SmallVector<Value>> buildElementwiseGeneric(OpBuilder& b, Location loc,
   return SmallVector<Value>(generic->getResults().begin(), generic->getResults().end());
 }
 
-std::string elementwiseScheduleFragment(int rank, int64_t vw, int64_t unroll, const std::string& s) {
+std::string elementwiseScheduleFragment(int rank, int64_t vw, int64_t unroll, const std::string& s, int64_t chunk) {
   std::string sizes;
   for (int d = 0; d < rank; ++d) sizes += (d ? ", " : "") + (d + 1 == rank ? std::to_string(vw) : std::string("1"));
   std::string loops;
   for (int d = 0; d < rank; ++d) loops += std::string(d ? ", " : "") + "!transform.any_op";
-  std::string r =
-      "    %ew" + s + " = transform.structured.match ops{[\"linalg.generic\"]} attributes{" + kElementwiseTag +
-      "} in %root : (!transform.any_op) -> !transform.any_op\n"
-      "    %ewt" + s + ", %ewl" + s + ":" + std::to_string(rank) + " = transform.structured.tile_using_for %ew" + s +
-      " tile_sizes [" + sizes + "] : (!transform.any_op) -> (!transform.any_op, " + loops + ")\n"
+  std::string r = "    %ew" + s + " = transform.structured.match ops{[\"linalg.generic\"]} attributes{" + kElementwiseTag +
+                  "} in %root : (!transform.any_op) -> !transform.any_op\n";
+  std::string target = "%ew" + s;
+  if (chunk > 0 && rank >= 2) {
+    std::string zeros;
+    for (int d = 0; d + 1 < rank; ++d) zeros += "0, ";
+    r += "    %ewc" + s + ", %ewcl" + s + " = transform.structured.tile_using_for %ew" + s + " tile_sizes [" + zeros +
+         std::to_string(chunk) + "] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n";
+    target = "%ewc" + s;
+  }
+  r += "    %ewt" + s + ", %ewl" + s + ":" + std::to_string(rank) + " = transform.structured.tile_using_for " + target +
+       " tile_sizes [" + sizes + "] : (!transform.any_op) -> (!transform.any_op, " + loops + ")\n"
       "    transform.structured.vectorize %ewt" + s + " vector_sizes [" + sizes + "] : !transform.any_op\n";
   // Unrolling (not wider vectors) gives the ILP: vector<VW*UNROLL> values spill once they
   // outgrow the register file (measured: 256 lanes ran at a third of 64).

@@ -23,7 +23,10 @@ Expected<llvm::SmallVector<mlir::Value>> buildElementwiseGeneric(
 
 // Transform ops (inside @__transform_main, with %root in scope) that tile the tagged generics
 // of rank `rank` by [1, ..., 1, vw], vectorize them to vector<vw> with masks and unroll the
-// innermost loop `unroll` times; `suffix` keeps SSA names unique across fragments.
-std::string elementwiseScheduleFragment(int rank, int64_t vw, int64_t unroll, const std::string& suffix);
+// innermost loop `unroll` times; `suffix` keeps SSA names unique across fragments. With
+// `chunk` > 0 (rank >= 2) an outer loop walks column blocks of `chunk` elements first, so that
+// row-broadcast operands (a bias of a whole row) stay in L1 while the rows stream past.
+std::string elementwiseScheduleFragment(int rank, int64_t vw, int64_t unroll, const std::string& suffix,
+                                        int64_t chunk = 0);
 
 }  // namespace tessera::codegen

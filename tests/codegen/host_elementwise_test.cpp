@@ -75,7 +75,7 @@ TEST(HostElementwise, ExtremesOfEveryKnob) {
 TEST(HostElementwise, InvalidConfigsAreRejectedCleanly) {
   Kernel k = ew("y = x * 2", {64});
   for (const char* bad : {"VW=0", "UNROLL=-1", "VW=4096", "NT=2"}) {
-    Config c = *Config::parseAssignments("VW=16,UNROLL=1,NT=0");
+    Config c = *Config::parseAssignments("VW=16,UNROLL=1,NT=0,CHUNK=0");
     Config extra = *Config::parseAssignments(bad);
     for (const auto& [n, v] : extra.values) c.set(n, v);
     auto exe = codegen::compileHost(k, c, hostTarget());

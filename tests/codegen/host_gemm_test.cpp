@@ -128,3 +128,11 @@ TEST(HostGemm, EmitsEveryStage) {
   auto obj = codegen::emitHost(k, c, hostTarget(), codegen::Emit::Object);
   EXPECT_EQ(obj->substr(0, 4), std::string("\x7f" "ELF"));
 }
+
+TEST(HostGemm, ManyEdgeTilesDoNotGrowTheStack) {
+  // Regression: stack-promoted pad buffers inside loops overflowed the stack at 1024³ with MC=48
+  // (found by the tuner as crashes); they must be allocated once per call.
+  auto r = testutil::checkHost(gemm(1024, 1024, 1024),
+                               cfg("schedule=plain,KC=128,KU=2,MC=48,MR=4,NC=1024,NR=32,ORDER=ij"));
+  EXPECT_TRUE(r.correct) << r.error;
+}
