@@ -1,7 +1,8 @@
 // Owns the attention benchmark: tessera's default-config FlashAttention kernel next to the
 // unfused OpenBLAS path of anchors/attn_unfused.c (sgemm Q·Kᵀ, row softmax, sgemm P·V; one
 // thread), timed interleaved in the same run, both checked against the reference evaluator on
-// sampled rows. Usage: attention_bench [rounds]  (default 5)
+// sampled rows. Usage: attention_bench [--db tessera.db] [rounds]  (default 5); with --db, shapes
+// whose winner is stored (by `tessera tune`) run the tuned config.
 #include <cblas.h>
 #include <math.h>
 
@@ -16,6 +17,8 @@
 #include "ir/builders.h"
 #include "ir/families.h"
 #include "ir/reference.h"
+#include "cache_service/store.h"
+#include "search/records.h"
 #include "search/space.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -57,7 +60,20 @@ struct Row {
 
 int main(int argc, char** argv) {
   openblas_set_num_threads(1);
-  const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
+  int rounds = 5;
+  std::unique_ptr<cache::RecordStore> store;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--db" && i + 1 < argc) {
+      auto s = cache::openSqliteStore(argv[++i]);
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s\n", s.error().str().c_str());
+        return 2;
+      }
+      store = std::move(*s);
+    } else {
+      rounds = std::atoi(argv[i]);
+    }
+  }
   const TargetDesc& host = hostTarget();
   std::printf("Attention forward f32, batch 1, one thread, %s\n", host.model.c_str());
   std::printf("FMA peak (measured now): %.1f GFLOP/s\n\n", host.peakGflopsF32);
@@ -75,6 +91,13 @@ int main(int argc, char** argv) {
     ir::Config cfg = search::makeSpace(k, host)->defaults();
     std::string name = "H" + std::to_string(r.heads) + " S" + std::to_string(r.seq) + " D" + std::to_string(r.dim) +
                        (r.causal ? " causal" : "");
+    if (store) {
+      auto b = store->best(cache::keyIdOf(search::hardKeyFor(k, host)));
+      if (b.ok() && *b) {
+        cfg = *ir::Config::fromJson((*b)->record.config);
+        name += " (tuned)";
+      }
+    }
     auto exe = codegen::compileHost(k, cfg, host);
     if (!exe.ok()) {
       std::printf("%-26s compile failed: %s\n", name.c_str(), exe.error().str().c_str());

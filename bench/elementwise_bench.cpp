@@ -1,21 +1,43 @@
 // Owns the elementwise benchmark: tessera's default-config fused kernels in GB/s next to a
 // plain copy of the same bytes (memcpy of the input to the output) measured in the same run.
-// Usage: elementwise_bench [rows cols]  (default 4096 4096)
+// Usage: elementwise_bench [--db tessera.db] [rows cols]  (default 4096 4096); with --db, kernels
+// whose winner is stored (by `tessera tune`) run the tuned config.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "bench/bench_util.h"
 #include "codegen/codegen.h"
 #include "ir/builders.h"
 #include "ir/families.h"
 #include "ir/reference.h"
+#include "cache_service/store.h"
+#include "search/records.h"
 #include "search/space.h"
 
 using namespace tessera;
 
 int main(int argc, char** argv) {
-  int64_t rows = argc > 2 ? std::atoll(argv[1]) : 4096, cols = argc > 2 ? std::atoll(argv[2]) : 4096;
+  int64_t rows = 4096, cols = 4096;
+  std::unique_ptr<cache::RecordStore> store;
+  std::vector<int64_t> dims;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--db" && i + 1 < argc) {
+      auto st = cache::openSqliteStore(argv[++i]);
+      if (!st.ok()) {
+        std::fprintf(stderr, "%s\n", st.error().str().c_str());
+        return 2;
+      }
+      store = std::move(*st);
+    } else {
+      dims.push_back(std::atoll(argv[i]));
+    }
+  }
+  if (dims.size() == 2) {
+    rows = dims[0];
+    cols = dims[1];
+  }
   const TargetDesc& host = hostTarget();
   std::printf("elementwise f32 [%lld x %lld], one thread, %s\n\n", (long long)rows, (long long)cols, host.model.c_str());
   std::printf("%-28s %-34s %9s %11s %7s  %s\n", "kernel", "config", "GB/s", "copy GB/s", "ratio", "check");
@@ -39,6 +61,10 @@ int main(int argc, char** argv) {
     }
     ir::Kernel k = *built;
     ir::Config cfg = search::makeSpace(k, host)->defaults();
+    if (store) {
+      auto b = store->best(cache::keyIdOf(search::hardKeyFor(k, host)));
+      if (b.ok() && *b) cfg = *ir::Config::fromJson((*b)->record.config);
+    }
     auto exe = codegen::compileHost(k, cfg, host);
     if (!exe.ok()) {
       std::printf("%-28s compile failed: %s\n", expr, exe.error().str().c_str());

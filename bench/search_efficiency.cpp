@@ -227,10 +227,29 @@ int main(int argc, char** argv) {
   for (const auto& s : o.strategies) std::printf("  %-15s", ("rnd/" + (s == "evolutionary" ? std::string("evo") : s)).c_str());
   std::printf("\n");
 
-  std::vector<std::vector<double>> ratioMed(o.strategies.size()), ratioP90(o.strategies.size());
-  std::vector<double> minRatio(o.strategies.size(), 1e30);
-  std::vector<std::vector<double>> medians(o.strategies.size());
+  // Two groups: the brute-forced GPU files, where the issue sets its targets, and the tables
+  // Tessera recorded on the host. Host landscapes are much flatter (up to 12% of a space within
+  // 5% of the best: random needs 6-9 trials there, so 3x fewer would mean 2-3 trials); they are
+  // reported on their own instead of being averaged into the targets.
+  struct Group {
+    std::vector<std::vector<double>> ratioMed, ratioP90, medians;
+    std::vector<double> minRatio;
+    size_t tables = 0;
+  };
+  Group groups[2];
+  for (auto& g : groups) {
+    g.ratioMed.resize(o.strategies.size());
+    g.ratioP90.resize(o.strategies.size());
+    g.medians.resize(o.strategies.size());
+    g.minRatio.assign(o.strategies.size(), 1e30);
+  }
   for (const auto& t : tables) {
+    Group& grp = groups[t.name.rfind("host_", 0) == 0 ? 1 : 0];
+    ++grp.tables;
+    auto& ratioMed = grp.ratioMed;
+    auto& ratioP90 = grp.ratioP90;
+    auto& minRatio = grp.minRatio;
+    auto& medians = grp.medians;
     size_t N = t.results.size(), k = t.countAtLeast(o.target);
     RandomExact rnd = randomExact(N, k);
     std::printf("%-26s %6zu %4zu %6.0f/%6.0f", t.name.c_str(), N, k, rnd.median, rnd.p90);
@@ -251,10 +270,20 @@ int main(int argc, char** argv) {
     for (const auto& [a, b] : rs) std::printf("  %6.1fx/%6.1fx", a, b);
     std::printf("\n");
   }
-  std::printf("\ngeometric mean over %zu tables (random / strategy):\n", tables.size());
-  for (size_t i = 0; i < o.strategies.size(); ++i)
-    std::printf("  %-13s median %5.1fx  p90 %5.1fx  worst table %5.1fx\n", o.strategies[i].c_str(),
-                geomean(ratioMed[i]), geomean(ratioP90[i]), minRatio[i]);
+  const char* groupName[2] = {"Kernel Tuner GPU files", "host tables (information)"};
+  for (int gi = 0; gi < 2; ++gi) {
+    if (!groups[gi].tables) continue;
+    std::printf("\ngeometric mean over %zu %s (random / strategy):\n", groups[gi].tables, groupName[gi]);
+    for (size_t i = 0; i < o.strategies.size(); ++i)
+      std::printf("  %-13s median %5.1fx  p90 %5.1fx  worst table %5.1fx\n", o.strategies[i].c_str(),
+                  geomean(groups[gi].ratioMed[i]), geomean(groups[gi].ratioP90[i]), groups[gi].minRatio[i]);
+  }
+  // Targets on the GPU files (or on whatever was loaded when they are absent).
+  const Group& tg = groups[0].tables ? groups[0] : groups[1];
+  const auto& ratioMed = tg.ratioMed;
+  const auto& ratioP90 = tg.ratioP90;
+  const auto& minRatio = tg.minRatio;
+  const auto& medians = tg.medians;
 
   // The issue's targets, checked when both model and GA ran.
   auto evo = std::find(o.strategies.begin(), o.strategies.end(), "evolutionary");
@@ -263,7 +292,8 @@ int main(int argc, char** argv) {
   if (evo != o.strategies.end()) {
     size_t e = size_t(evo - o.strategies.begin());
     bool geo = geomean(ratioMed[e]) >= 8 && geomean(ratioP90[e]) >= 8, every = minRatio[e] >= 3;
-    std::printf("\ntarget: evo+xgboost >= 8x fewer trials than random (geomean, median and p90): %s\n",
+    std::printf("\ntargets (over the %s):\n", groups[0].tables ? groupName[0] : groupName[1]);
+    std::printf("target: evo+xgboost >= 8x fewer trials than random (geomean, median and p90): %s\n",
                 geo ? "met" : "NOT met");
     std::printf("target: evo+xgboost >= 3x fewer on every table (median and p90): %s\n", every ? "met" : "NOT met");
     if (!geo || !every) status = 1;

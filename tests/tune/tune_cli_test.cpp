@@ -1,0 +1,83 @@
+// Tests `tessera tune` / `tessera best` end to end on a real SQLite store: every measured
+// candidate is stored, a fresh winner ends a rerun, --resume continues instead of restarting,
+// and `best` answers from the store (exit 3 when nothing is stored).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "cache_service/store.h"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  Result r;
+  FILE* p = popen((std::string(TESSERA_BIN) + " " + args + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+std::vector<tessera::cache::Record> allRecords(const std::string& db) {
+  auto store = tessera::cache::openSqliteStore(db);
+  EXPECT_TRUE(store.ok());
+  auto page = (*store)->list({.limit = 1000});
+  EXPECT_TRUE(page.ok());
+  return page->records;
+}
+
+}  // namespace
+
+TEST(TuneCli, StoresEveryCandidateResumesAndAnswersBest) {
+  std::string db = testing::TempDir() + "/tune_cli.db";
+  std::filesystem::remove(db);
+  const std::string kernel = " gemm --m 48 --n 40 --k 24";
+  Result first = run("tune --trials 10 --batch 5 --min-time 0.005 --top-k 2 --db " + db + kernel);
+  ASSERT_EQ(first.code, 0) << first.out;
+  EXPECT_NE(first.out.find("best config"), std::string::npos) << first.out;
+  auto recs = allRecords(db);
+  // 10 trials + the default config + the re-measured winner.
+  EXPECT_GE(recs.size(), 11u);
+  for (const auto& r : recs) EXPECT_EQ(r.key.family, "gemm");
+
+  Result again = run("tune --trials 10 --db " + db + kernel);
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("already tuned"), std::string::npos) << again.out;
+  EXPECT_EQ(allRecords(db).size(), recs.size());
+
+  Result resumed = run("tune --resume --trials 6 --batch 3 --min-time 0.005 --top-k 2 --db " + db + kernel);
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  auto after = allRecords(db);
+  EXPECT_GE(after.size(), recs.size() + 6);
+  // Resume continues: the new trials are configs the first run had not measured.
+  std::set<std::string> before;
+  for (const auto& r : recs) before.insert(r.config);
+  int fresh = 0;
+  for (size_t i = recs.size(); i < after.size(); ++i) fresh += !before.count(after[i].config);
+  EXPECT_GE(fresh, 5);
+
+  Result best = run("best --db " + db + kernel);
+  EXPECT_EQ(best.code, 0) << best.out;
+  EXPECT_NE(best.out.find("config"), std::string::npos);
+  Result none = run("best --db " + db + " gemm --m 49 --n 40 --k 24");
+  EXPECT_EQ(none.code, 3) << none.out;
+  EXPECT_NE(none.out.find("nearest"), std::string::npos) << none.out;
+}
+
+TEST(TuneCli, BadFlagsAreRejected) {
+  std::string db = testing::TempDir() + "/tune_bad.db";
+  EXPECT_EQ(run("tune --strategy annealing --db " + db + " gemm --m 8 --n 8 --k 8").code, 2);
+  EXPECT_EQ(run("tune --space 'MR=5' --db " + db + " gemm --m 8 --n 8 --k 8").code, 2);
+  EXPECT_EQ(run("tune --target gfx942 --db " + db + " gemm --m 8 --n 8 --k 8").code, 2);
+}
