@@ -8,6 +8,31 @@
 
 namespace tessera::search {
 
+cache::RecordStatus recordStatusOf(TrialStatus s) {
+  switch (s) {
+    case TrialStatus::Ok: return cache::RecordStatus::Ok;
+    case TrialStatus::InvalidConfig: return cache::RecordStatus::InvalidConfig;
+    case TrialStatus::CompileError: return cache::RecordStatus::CompileError;
+    case TrialStatus::Timeout: return cache::RecordStatus::Timeout;
+    case TrialStatus::Crash: return cache::RecordStatus::Crash;
+    case TrialStatus::WrongResult: return cache::RecordStatus::WrongResult;
+  }
+  return cache::RecordStatus::Crash;
+}
+
+std::optional<TrialStatus> trialStatusOf(cache::RecordStatus s) {
+  switch (s) {
+    case cache::RecordStatus::Ok: return TrialStatus::Ok;
+    case cache::RecordStatus::InvalidConfig: return TrialStatus::InvalidConfig;
+    case cache::RecordStatus::CompileError: return TrialStatus::CompileError;
+    case cache::RecordStatus::Timeout: return TrialStatus::Timeout;
+    case cache::RecordStatus::Crash: return TrialStatus::Crash;
+    case cache::RecordStatus::WrongResult: return TrialStatus::WrongResult;
+    case cache::RecordStatus::Estimated: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 cache::HardKey hardKeyFor(const ir::Kernel& k, const TargetDesc& t) {
   cache::HardKey key;
   key.family = ir::familyName(k.family);
@@ -59,14 +84,7 @@ cache::Record toRecord(const TrialResult& r, const cache::HardKey& key, const ca
   rec.key = key;
   rec.provenance = p;
   rec.config = r.config.toJson();
-  switch (r.status) {
-    case TrialStatus::Ok: rec.status = cache::RecordStatus::Ok; break;
-    case TrialStatus::InvalidConfig: rec.status = cache::RecordStatus::InvalidConfig; break;
-    case TrialStatus::CompileError: rec.status = cache::RecordStatus::CompileError; break;
-    case TrialStatus::Timeout: rec.status = cache::RecordStatus::Timeout; break;
-    case TrialStatus::Crash: rec.status = cache::RecordStatus::Crash; break;
-    case TrialStatus::WrongResult: rec.status = cache::RecordStatus::WrongResult; break;
-  }
+  rec.status = recordStatusOf(r.status);
   rec.n = r.samples.n;
   rec.median_us = r.samples.median_us;
   rec.p20_us = r.samples.p20_us;
@@ -89,15 +107,9 @@ std::vector<TrialResult> fromRecords(const std::vector<cache::Record>& records) 
     if (!cfg.ok()) continue;
     TrialResult r;
     r.config = *cfg;
-    switch (rec.status) {
-      case cache::RecordStatus::Ok: r.status = TrialStatus::Ok; break;
-      case cache::RecordStatus::InvalidConfig: r.status = TrialStatus::InvalidConfig; break;
-      case cache::RecordStatus::CompileError: r.status = TrialStatus::CompileError; break;
-      case cache::RecordStatus::Timeout: r.status = TrialStatus::Timeout; break;
-      case cache::RecordStatus::Crash: r.status = TrialStatus::Crash; break;
-      case cache::RecordStatus::WrongResult: r.status = TrialStatus::WrongResult; break;
-      case cache::RecordStatus::Estimated: continue;  // not a measurement
-    }
+    auto st = trialStatusOf(rec.status);
+    if (!st) continue;  // estimated: not a measurement
+    r.status = *st;
     r.samples.n = rec.n;
     r.samples.median_us = rec.median_us;
     r.samples.p20_us = rec.p20_us;

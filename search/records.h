@@ -2,6 +2,7 @@
 // this process's provenance, TrialResult <-> Record.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct ProvenanceInputs {
   std::string tesseraVersion, llvmVersion, cudaVersion, host, user;
 };
 cache::Provenance provenanceFor(const TargetDesc& t, const ProvenanceInputs& in);
+
+// Record status <-> trial status (estimated records are not measurements: nullopt).
+std::optional<TrialStatus> trialStatusOf(cache::RecordStatus s);
+cache::RecordStatus recordStatusOf(TrialStatus s);
 
 struct TuningCost {
   int64_t trials = 0;

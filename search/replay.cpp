@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "search/records.h"
+
 #include "search/space_ops.h"
 
 namespace tessera::search {
@@ -63,18 +65,6 @@ class TableMeasurer : public ReplayMeasurer {
   size_t lookups_ = 0;
 };
 
-std::optional<TrialStatus> trialStatusOf(cache::RecordStatus s) {
-  switch (s) {
-    case cache::RecordStatus::Ok: return TrialStatus::Ok;
-    case cache::RecordStatus::InvalidConfig: return TrialStatus::InvalidConfig;
-    case cache::RecordStatus::CompileError: return TrialStatus::CompileError;
-    case cache::RecordStatus::Timeout: return TrialStatus::Timeout;
-    case cache::RecordStatus::Crash: return TrialStatus::Crash;
-    case cache::RecordStatus::WrongResult: return TrialStatus::WrongResult;
-    case cache::RecordStatus::Estimated: return std::nullopt;  // not a measurement
-  }
-  return std::nullopt;
-}
 
 // Prefers ok over failures, then the lower median (the store's "better" order).
 bool betterResult(const TrialResult& a, const TrialResult& b) {

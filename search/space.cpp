@@ -19,6 +19,13 @@ std::vector<ir::KnobValue> clampDomain(const std::vector<int64_t>& all, int64_t 
   return out;
 }
 
+int64_t pickAtMost(const std::vector<ir::KnobValue>& dom, int64_t want) {
+  int64_t best = std::get<int64_t>(dom.front());
+  for (const auto& v : dom)
+    if (std::get<int64_t>(v) <= want) best = std::get<int64_t>(v);
+  return best;
+}
+
 Expected<ir::Space> restrictSpace(const ir::Space& s, const std::string& spec) {
   ir::Space out = s;
   for (const auto& part : split(spec, ',')) {

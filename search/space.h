@@ -25,4 +25,7 @@ Expected<ir::Space> restrictSpace(const ir::Space& s, const std::string& spec);
 // behave like that one (they are clamped to the problem), so they are not separate choices.
 std::vector<ir::KnobValue> clampDomain(const std::vector<int64_t>& all, int64_t limit);
 
+// The largest integer value of `dom` that is <= want (the smallest one when none is).
+int64_t pickAtMost(const std::vector<ir::KnobValue>& dom, int64_t want);
+
 }  // namespace tessera::search

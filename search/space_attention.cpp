@@ -22,12 +22,6 @@ int64_t tileRegisters(int64_t mr, int64_t nr, int64_t vw) {
 }
 
 // The largest value of `dom` that is <= want (the smallest one when none is).
-int64_t pick(const std::vector<ir::KnobValue>& dom, int64_t want) {
-  int64_t best = std::get<int64_t>(dom.front());
-  for (const auto& v : dom)
-    if (std::get<int64_t>(v) <= want) best = std::get<int64_t>(v);
-  return best;
-}
 
 }  // namespace
 
@@ -51,10 +45,10 @@ Expected<ir::Space> attentionHostSpace(const ir::Kernel& k, const TargetDesc& t)
 
   // Defaults: the recipe's best (BQ=48 BK=128 8x32 6x64 U=2 at D=64 on AVX-512; BK=256 from
   // D=128), with the register tiles re-derived from the budget for other D and narrower ISAs.
-  const int64_t bq = pick(bqDom, 48);
-  const int64_t bk = pick(bkDom, D >= 128 ? 256 : 128);
+  const int64_t bq = pickAtMost(bqDom, 48);
+  const int64_t bk = pickAtMost(bkDom, D >= 128 ? 256 : 128);
   auto rowsFit = [&](int64_t m) { return bq >= SQ || bq % m == 0; };
-  const int64_t nr1 = pick(nr1Dom, std::min(2 * L, bk));
+  const int64_t nr1 = pickAtMost(nr1Dom, std::min(2 * L, bk));
   int64_t mr1 = 1;
   for (const auto& v : mr1Dom) {
     int64_t m = std::get<int64_t>(v);
@@ -95,8 +89,8 @@ Expected<ir::Space> attentionHostSpace(const ir::Kernel& k, const TargetDesc& t)
       {"NR1", nr1Dom, nr1, "columns (keys) of the S = Q·Kᵀ register tile"},
       {"MR2", mr2Dom, mr2, "rows of the Acc += P·V register tile"},
       {"NR2", nr2Dom, nr2, "columns (head dim) of the Acc += P·V register tile"},
-      {"U1", uDom, pick(uDom, 2), "unroll of the head-dim loop of Q·Kᵀ"},
-      {"U2", uDom, pick(uDom, 2), "unroll of the key loop of P·V"},
+      {"U1", uDom, pickAtMost(uDom, 2), "unroll of the head-dim loop of Q·Kᵀ"},
+      {"U2", uDom, pickAtMost(uDom, 2), "unroll of the key loop of P·V"},
       {"VW", vwDom, L, "f32 lanes per vector"},
   };
   sp.constraint = [vregs, SQ](const ir::Config& c) -> std::optional<std::string> {

@@ -36,25 +36,19 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   int64_t mrDef = lanes >= 16 ? 8 : 6;
   while (mrDef * nrDef / lanes + nrDef / lanes + 1 > vregs && mrDef > 1) --mrDef;
   mrDef = std::min(mrDef, std::get<int64_t>(mrDom.back()));
-  auto pick = [](const std::vector<ir::KnobValue>& dom, int64_t want) {
-    int64_t best = std::get<int64_t>(dom.front());
-    for (const auto& v : dom)
-      if (std::get<int64_t>(v) <= want) best = std::get<int64_t>(v);
-    return best;
-  };
   // Snap MR to the domain (clampDomain may have cut 8 for tiny M).
-  int64_t mr = pick(mrDom, mrDef);
+  int64_t mr = pickAtMost(mrDom, mrDef);
   double bytes = 4.0 * double(g.m * g.k + g.k * g.n + g.m * g.n);
   bool packedDef = bytes > double(t.l2Bytes);
-  int64_t mcDef = pick(mcDom, 64);
+  int64_t mcDef = pickAtMost(mcDom, 64);
   if (mcDef % mr) mcDef = std::max<int64_t>(mr, mcDef / mr * mr);
-  if (!std::count(mcDom.begin(), mcDom.end(), ir::KnobValue(mcDef))) mcDef = pick(mcDom, 64);
+  if (!std::count(mcDom.begin(), mcDom.end(), ir::KnobValue(mcDef))) mcDef = pickAtMost(mcDom, 64);
   s.knobs = {
       {"schedule", {std::string("plain"), std::string("packed")}, std::string(packedDef ? "packed" : "plain"),
        "packed: BLIS-style packed A/B panels; plain: cache tiling only"},
       {"MC", mcDom, mcDef, "rows of A per cache block"},
-      {"NC", ncDom, pick(ncDom, packedDef ? 2048 : 512), "columns of B per cache block"},
-      {"KC", kcDom, pick(kcDom, 512), "depth of a cache block (balanced: equal blocks)"},
+      {"NC", ncDom, pickAtMost(ncDom, packedDef ? 2048 : 512), "columns of B per cache block"},
+      {"KC", kcDom, pickAtMost(kcDom, 512), "depth of a cache block (balanced: equal blocks)"},
       {"MR", mrDom, mr, "register tile rows"},
       {"NR", nrDom, nrDef, "register tile columns (vector lanes)"},
       {"KU", {int64_t(1), int64_t(2), int64_t(4)}, int64_t(1), "unroll of the k micro-loop"},

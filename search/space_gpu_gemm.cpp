@@ -19,12 +19,6 @@ int64_t geti(const ir::Config& c, const char* k) { return std::get<int64_t>(c.va
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // The largest value of `dom` that is <= want (the smallest one when none is).
-int64_t pick(const std::vector<ir::KnobValue>& dom, int64_t want) {
-  int64_t best = std::get<int64_t>(dom.front());
-  for (const auto& v : dom)
-    if (std::get<int64_t>(v) <= want) best = std::get<int64_t>(v);
-  return best;
-}
 
 }  // namespace
 
@@ -58,10 +52,10 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
   // stages on NVIDIA (48 KB: the static limit; 102-124 registers, no spills). simt: 64x64x16 with
   // 4x4 thread tiles (mlir-recipes/emulation sched2: 64 registers).
   const bool useMma = mma;
-  int64_t BM = pick(bm, useMma ? 128 : 64), BN = pick(bn, useMma ? 128 : 64), BK = pick(bk, useMma ? 32 : 16);
+  int64_t BM = pickAtMost(bm, useMma ? 128 : 64), BN = pickAtMost(bn, useMma ? 128 : 64), BK = pickAtMost(bk, useMma ? 32 : 16);
   int64_t TM = useMma ? std::min<int64_t>(64, BM) : 4, TN = useMma ? std::min<int64_t>(32, BN) : 4;
   if (useMma && !nv) TN = std::max<int64_t>(16, TN);
-  int64_t VEC = pick(vec, 16 / bytes);
+  int64_t VEC = pickAtMost(vec, 16 / bytes);
   int64_t ST = nv && useMma && roundUp(g.k, BK) / BK >= 3 ? 3 : 1;
   s.knobs = {
       {"strategy", strat, std::string(useMma ? "mma" : "simt"), "simt: FMA pipes; mma: tensor cores (mma.sync / MFMA)"},
