@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ir/ir.h"
+#include "codegen/codegen.h"
 #include "ir/schedule.h"
 
 namespace tessera::testutil {
@@ -13,6 +14,10 @@ struct CheckResult {
   std::string error;   // compile error or first mismatch
   double maxRelErr = 0;
 };
+
+// Runs a compiled kernel once on seeded inputs (outputs poisoned first) and compares every
+// output with the reference evaluator; shared by the host and the GPU-emulation checks.
+CheckResult runAndCompare(const ir::Kernel& k, const codegen::HostExecutable& exe, const ir::Config& cfg, uint64_t seed);
 
 // Compiles `k` with `overrides` on top of the default config (seeded inputs), runs it once and
 // compares every output with the reference evaluator.

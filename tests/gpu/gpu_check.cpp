@@ -30,22 +30,7 @@ EmuCheck checkEmulated(const ir::Kernel& k, const TargetDesc& t, const ir::Confi
   if (!cfg.ok()) { r.error = cfg.error().str(); return r; }
   auto exe = codegen::compileEmulated(k, *cfg, t, o);
   if (!exe.ok()) { r.error = exe.error().str() + " [config " + cfg->str() + "]"; return r; }
-  r.compiled = true;
-  auto ins = ir::makeInputs(k, seed);
-  auto outs = ir::makeOutputs(k);
-  for (auto& o : outs) o.fill(12345.0);  // stale output values must not pass
-  std::vector<void*> bufs;
-  std::vector<const ir::Buffer*> inPtrs, outPtrs;
-  for (auto& b : ins) { bufs.push_back(b.data()); inPtrs.push_back(&b); }
-  for (auto& b : outs) { bufs.push_back(b.data()); outPtrs.push_back(&b); }
-  (*exe)->run(bufs.data());
-  auto ref = ir::evaluateReference(k, inPtrs);
-  if (!ref.ok()) { r.error = ref.error().str(); return r; }
-  auto cmp = ir::compareOutputs(k, *ref, outPtrs);
-  r.correct = cmp.ok;
-  r.maxRelErr = cmp.maxRelErr;
-  if (!cmp.ok) r.error = cmp.firstBad + " (max rel err " + std::to_string(cmp.maxRelErr) + ") [config " + cfg->str() + "]";
-  return r;
+  return runAndCompare(k, **exe, *cfg, seed);
 }
 
 Expected<codegen::GpuBinary> compileFor(const ir::Kernel& k, const TargetDesc& t, const ir::Config& overrides) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "../codegen/host_check.h"
 #include "codegen/gpu.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"
@@ -18,11 +19,7 @@ const TargetDesc& gpuTarget(const std::string& name);
 // The space's default config with `overrides` on top; the space must accept it.
 Expected<ir::Config> gpuConfig(const ir::Kernel& k, const TargetDesc& t, const ir::Config& overrides = {});
 
-struct EmuCheck {
-  bool compiled = false, correct = false;
-  std::string error;  // compile error or first mismatch, with the config
-  double maxRelErr = 0;
-};
+using EmuCheck = CheckResult;
 
 // compileEmulated (with the @map + lowering check) -> run on seeded inputs -> compareOutputs.
 EmuCheck checkEmulated(const ir::Kernel& k, const TargetDesc& t, const ir::Config& overrides = {}, uint64_t seed = 1,
