@@ -19,10 +19,13 @@
 
 #include "costmodel/cost_model.h"
 #include "costmodel/features.h"
+#include "search/records.h"
 #include "search/replay.h"
 #include "search/strategy.h"
 #include "search/tuner.h"
+#include "search/warm_start.h"
 #include "support/stats.h"
+#include "targets/target_desc.h"
 
 using namespace tessera;
 namespace fs = std::filesystem;
@@ -42,6 +45,9 @@ struct BenchOptions {
   std::string only;  // substring filter on table names
   bool trace = false;  // per-trial normalized throughput on stderr (use with few seeds)
   int firstSeed = 0;
+  bool hostFeatures = true;  // derived host features on host tables (0: knob features only)
+  bool warm = true;          // also replay evo+xgboost warm-started from sibling tables
+  int warmRecords = 256;     // records per sibling table in the warm start
 };
 
 // Random search without replacement: the first success position T when k of N configs are good
@@ -76,16 +82,33 @@ int batchFor(const search::ReplayTable& t, const BenchOptions& o) {
   return t.results.size() < 1024 ? 4 : 8;
 }
 
+// A replayed table and the records it came from (the warm start of its siblings).
+struct Table {
+  search::ReplayTable replay;
+  std::vector<cache::Record> records;
+  bool host() const { return replay.key.target == "host"; }
+};
+
 struct Outcome {
   std::vector<double> hits;  // trials to the first config within target of the best, per seed
   double seconds = 0;
 };
 
-Outcome runStrategy(const search::ReplayTable& table, const std::string& strategy, const BenchOptions& o) {
+// Host tables get the derived host features the tuner uses (computed from the table's key);
+// imported GPU tables, whose knobs mean nothing to Tessera, get the generic knob features.
+std::unique_ptr<costmodel::FeatureExtractor> featuresFor(const Table& t, const BenchOptions& o, const TargetDesc* host) {
+  if (t.host() && host && o.hostFeatures) return costmodel::makeHostFeatures(search::workloadOf(t.replay.key), t.replay.space, *host);
+  return costmodel::makeKnobFeatures(t.replay.space, {.powerOfTwo = o.pow2, .pairwise = o.pairwise});
+}
+
+// `warm`: the records of the other tables, for the warm-started variant (empty: cold start).
+Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOptions& o, const TargetDesc* host,
+                    const std::vector<cache::Record>* warm = nullptr) {
+  const search::ReplayTable& table = tab.replay;
   Outcome out;
   const double bar = o.target * table.bestThroughput();
   auto t0 = std::chrono::steady_clock::now();
-  auto features = costmodel::makeKnobFeatures(table.space, {.powerOfTwo = o.pow2, .pairwise = o.pairwise});
+  auto features = featuresFor(tab, o, host);
   for (int seed = o.firstSeed; seed < o.firstSeed + o.seeds; ++seed) {
     search::SearchSettings ss = o.search;
     ss.strategy = strategy;
@@ -96,6 +119,14 @@ Outcome runStrategy(const search::ReplayTable& table, const std::string& strateg
     ms.threads = 1;
     std::unique_ptr<costmodel::CostModel> model;
     if (strategy == "evolutionary") model = costmodel::makeXGBoostModel(ms);
+    if (model && warm && host) {
+      // What `tessera tune` does with a store holding other shapes of the family: each sibling
+      // contributes a seeded draw of its records (its best quarter plus random others), as a
+      // previous tuning run of that shape would have left them.
+      auto w = search::warmStartSamples(*warm, table.key, table.space, *host,
+                                        {.maxRecordsPerWorkload = o.warmRecords, .seed = uint64_t(seed)});
+      (void)model->update(w.samples);
+    }
     auto strat = search::makeStrategy(ss, table.space, model.get(), features.get());
     if (!strat.ok()) {
       std::fprintf(stderr, "search_efficiency: %s\n", strat.error().message.c_str());
@@ -124,8 +155,8 @@ Outcome runStrategy(const search::ReplayTable& table, const std::string& strateg
   return out;
 }
 
-std::vector<search::ReplayTable> loadTables(const std::string& dataDir, const std::vector<std::string>& extra) {
-  std::vector<search::ReplayTable> tables;
+std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std::string>& extra) {
+  std::vector<Table> tables;
   auto add = [&](const std::string& path) {
     if (!fs::exists(path)) {
       std::printf("note: %s is missing: skipped\n", path.c_str());
@@ -149,7 +180,7 @@ std::vector<search::ReplayTable> loadTables(const std::string& dataDir, const st
         std::printf("note: %s: %s: skipped\n", path.c_str(), t.error().message.c_str());
         continue;
       }
-      tables.push_back(std::move(*t));
+      tables.push_back({std::move(*t), groups[g]});
     }
   };
   for (const char* f : {"gemm_RTX_3090.json.gz", "gemm_RTX_2080_Ti.json.gz", "convolution_A100.json.gz",
@@ -199,6 +230,9 @@ int main(int argc, char** argv) {
   app.add_option("--power", o.model.relevancePower, "grade = round(normalized^power * levels)")->capture_default_str();
   app.add_option("--pow2", o.pow2, "power-of-two knob features (0/1)")->capture_default_str();
   app.add_option("--pairwise", o.pairwise, "pairwise knob features (0/1)")->capture_default_str();
+  app.add_option("--host-features", o.hostFeatures, "derived host features on host tables (0/1)")->capture_default_str();
+  app.add_option("--warm", o.warm, "also replay evo+xgboost warm-started from the sibling host tables (0/1)")->capture_default_str();
+  app.add_option("--warm-records", o.warmRecords, "records per sibling table in the warm start")->capture_default_str();
   app.add_option("--strategies", o.strategies, "strategies to replay besides random")->delimiter(',');
   app.add_flag("--verbose", o.verbose, "per-seed results on stderr");
   app.add_flag("--trace", o.trace, "per-trial normalized throughput on stderr (use with few seeds)");
@@ -208,100 +242,153 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   auto start = std::chrono::steady_clock::now();
-  std::vector<search::ReplayTable> tables = loadTables(dataDir, extra);
+  std::vector<Table> tables = loadTables(dataDir, extra);
+  // Warm starts draw on every loaded host table (before --only narrows what is replayed).
+  std::vector<cache::Record> hostRecords;
+  for (const auto& t : tables)
+    if (t.host()) hostRecords.insert(hostRecords.end(), t.records.begin(), t.records.end());
   if (!o.only.empty())
     tables.erase(std::remove_if(tables.begin(), tables.end(),
-                                [&](const search::ReplayTable& t) { return t.name.find(o.only) == std::string::npos; }),
+                                [&](const Table& t) { return t.replay.name.find(o.only) == std::string::npos; }),
                  tables.end());
   if (tables.empty()) {
     std::fprintf(stderr, "search_efficiency: no tables found\n");
     return 2;
   }
+  auto hostTarget = getTarget("host");
+  const TargetDesc* host = hostTarget.ok() ? &*hostTarget : nullptr;
+  // A table has siblings when another loaded host table is of its family on its target.
+  auto hasSiblings = [&](const Table& t) {
+    if (!t.host()) return false;
+    for (const auto& r : hostRecords)
+      if (r.key.family == t.replay.key.family && cache::keyIdOf(r.key) != cache::keyIdOf(t.replay.key)) return true;
+    return false;
+  };
+  bool anyWarm = false;
+  for (const auto& t : tables) anyWarm = anyWarm || (o.warm && host && hasSiblings(t));
+  auto evo = std::find(o.strategies.begin(), o.strategies.end(), "evolutionary");
+  auto ga = std::find(o.strategies.begin(), o.strategies.end(), "ga");
+  if (evo == o.strategies.end()) anyWarm = false;
+
   std::printf("trials to reach %.0f%% of the best recorded config, %d seeds (median / p90)\n", o.target * 100, o.seeds);
   std::string batch = o.batch > 0 ? std::to_string(o.batch) : "8 (4 on tables under 1024 configs)";
   std::printf("random: exact formula for sampling without replacement; the others replayed with batch %s;\n"
-              "XGBoost %s, %d label grades, 1 thread; N configs in the table, k of them within %.0f%% of its best\n\n",
+              "XGBoost %s, %d label grades, 1 thread; features: knob values (GPU files), knob values plus derived\n"
+              "host features (host tables); N configs in the table, k of them within %.0f%% of its best\n",
               batch.c_str(), o.model.objective.c_str(), o.model.relevanceLevels, o.target * 100);
-  std::printf("%-26s %6s %4s %13s", "table", "N", "k", "random");
+  if (anyWarm)
+    std::printf("evo+warm: evo+xgboost whose model starts from %d records of each other host table of the family\n"
+                "(what `tessera tune` does with a store that holds other shapes); information, not a target\n",
+                o.warmRecords);
+  std::printf("\n%-30s %6s %4s %13s", "table", "N", "k", "random");
   for (const auto& s : o.strategies) std::printf(" %13s", s == "evolutionary" ? "evo+xgboost" : s.c_str());
+  if (anyWarm) std::printf(" %13s", "evo+warm");
   for (const auto& s : o.strategies) std::printf("  %-15s", ("rnd/" + (s == "evolutionary" ? std::string("evo") : s)).c_str());
+  if (anyWarm) std::printf("  %-15s", "rnd/warm");
   std::printf("\n");
 
-  // Two groups: the brute-forced GPU files, where the issue sets its targets, and the tables
-  // Tessera recorded on the host. Host landscapes are much flatter (up to 12% of a space within
-  // 5% of the best: random needs 6-9 trials there, so 3x fewer would mean 2-3 trials); they are
-  // reported on their own instead of being averaged into the targets.
-  struct Group {
-    std::vector<std::vector<double>> ratioMed, ratioP90, medians;
-    std::vector<double> minRatio;
-    size_t tables = 0;
+  // Per strategy (the last slot: evo+warm), per table: random / strategy at the median and p90,
+  // and the strategy's median trials.
+  struct Column {
+    std::vector<double> ratioMed, ratioP90, medians;
+    std::vector<bool> host;
   };
-  Group groups[2];
-  for (auto& g : groups) {
-    g.ratioMed.resize(o.strategies.size());
-    g.ratioP90.resize(o.strategies.size());
-    g.medians.resize(o.strategies.size());
-    g.minRatio.assign(o.strategies.size(), 1e30);
-  }
+  std::vector<Column> cols(o.strategies.size() + 1);
   for (const auto& t : tables) {
-    Group& grp = groups[t.name.rfind("host_", 0) == 0 ? 1 : 0];
-    ++grp.tables;
-    auto& ratioMed = grp.ratioMed;
-    auto& ratioP90 = grp.ratioP90;
-    auto& minRatio = grp.minRatio;
-    auto& medians = grp.medians;
-    size_t N = t.results.size(), k = t.countAtLeast(o.target);
+    size_t N = t.replay.results.size(), k = t.replay.countAtLeast(o.target);
     RandomExact rnd = randomExact(N, k);
-    std::printf("%-26s %6zu %4zu %6.0f/%6.0f", t.name.c_str(), N, k, rnd.median, rnd.p90);
+    std::printf("%-30s %6zu %4zu %6.0f/%6.0f", t.replay.name.c_str(), N, k, rnd.median, rnd.p90);
     std::fflush(stdout);
-    std::vector<std::pair<double, double>> rs;
-    for (size_t i = 0; i < o.strategies.size(); ++i) {
-      Outcome out = runStrategy(t, o.strategies[i], o);
+    std::vector<std::string> ratios;
+    auto record = [&](Column& c, const Outcome& out) {
       double med = quantile(out.hits, 0.5), p90 = quantile(out.hits, 0.9);
       std::printf(" %6.0f/%6.0f", med, p90);
       std::fflush(stdout);
-      ratioMed[i].push_back(rnd.median / med);
-      ratioP90[i].push_back(rnd.p90 / p90);
-      minRatio[i] = std::min({minRatio[i], rnd.median / med, rnd.p90 / p90});
-      medians[i].push_back(med);
-      rs.push_back({rnd.median / med, rnd.p90 / p90});
-      if (o.verbose) std::fprintf(stderr, "  %s %s: %.1f s\n", t.name.c_str(), o.strategies[i].c_str(), out.seconds);
+      c.ratioMed.push_back(rnd.median / med);
+      c.ratioP90.push_back(rnd.p90 / p90);
+      c.medians.push_back(med);
+      c.host.push_back(t.host());
+      char b[64];
+      std::snprintf(b, sizeof b, "  %6.1fx/%6.1fx", rnd.median / med, rnd.p90 / p90);
+      ratios.push_back(b);
+    };
+    for (size_t i = 0; i < o.strategies.size(); ++i) {
+      Outcome out = runStrategy(t, o.strategies[i], o, host);
+      record(cols[i], out);
+      if (o.verbose) std::fprintf(stderr, "  %s %s: %.1f s\n", t.replay.name.c_str(), o.strategies[i].c_str(), out.seconds);
     }
-    for (const auto& [a, b] : rs) std::printf("  %6.1fx/%6.1fx", a, b);
+    if (anyWarm) {
+      if (o.warm && host && hasSiblings(t)) {
+        Outcome out = runStrategy(t, "evolutionary", o, host, &hostRecords);
+        record(cols.back(), out);
+      } else {
+        std::printf(" %13s", "-");
+        ratios.push_back("  " + std::string(7, ' ') + "-" + std::string(7, ' '));
+      }
+    }
+    for (const auto& r : ratios) std::printf("%s", r.c_str());
     std::printf("\n");
   }
-  const char* groupName[2] = {"Kernel Tuner GPU files", "host tables (information)"};
-  for (int gi = 0; gi < 2; ++gi) {
-    if (!groups[gi].tables) continue;
-    std::printf("\ngeometric mean over %zu %s (random / strategy):\n", groups[gi].tables, groupName[gi]);
-    for (size_t i = 0; i < o.strategies.size(); ++i)
-      std::printf("  %-13s median %5.1fx  p90 %5.1fx  worst table %5.1fx\n", o.strategies[i].c_str(),
-                  geomean(groups[gi].ratioMed[i]), geomean(groups[gi].ratioP90[i]), groups[gi].minRatio[i]);
-  }
-  // Targets on the GPU files (or on whatever was loaded when they are absent).
-  const Group& tg = groups[0].tables ? groups[0] : groups[1];
-  const auto& ratioMed = tg.ratioMed;
-  const auto& ratioP90 = tg.ratioP90;
-  const auto& minRatio = tg.minRatio;
-  const auto& medians = tg.medians;
 
-  // The issue's targets, checked when both model and GA ran.
-  auto evo = std::find(o.strategies.begin(), o.strategies.end(), "evolutionary");
-  auto ga = std::find(o.strategies.begin(), o.strategies.end(), "ga");
+  auto summarize = [&](const Column& c, int which /* 0 GPU, 1 host, 2 all */, double* gMed, double* gP90,
+                       double* worst, double* gMedians) {
+    std::vector<double> m, p, med;
+    double w = 1e30;
+    for (size_t i = 0; i < c.ratioMed.size(); ++i) {
+      if (which != 2 && c.host[i] != (which == 1)) continue;
+      m.push_back(c.ratioMed[i]);
+      p.push_back(c.ratioP90[i]);
+      med.push_back(c.medians[i]);
+      w = std::min({w, c.ratioMed[i], c.ratioP90[i]});
+    }
+    *gMed = geomean(m);
+    *gP90 = geomean(p);
+    *worst = w;
+    *gMedians = geomean(med);
+    return m.size();
+  };
+  const char* groupName[3] = {"Kernel Tuner GPU files", "host tables", "tables"};
+  for (int gi : {0, 1, 2}) {
+    std::vector<std::string> lines;
+    size_t n = 0;
+    for (size_t i = 0; i <= o.strategies.size(); ++i) {
+      if (i == o.strategies.size() && !anyWarm) break;
+      double gm, gp, w, gmeds;
+      size_t cnt = summarize(cols[i], gi, &gm, &gp, &w, &gmeds);
+      if (!cnt) continue;
+      n = std::max(n, cnt);
+      std::string name = i == o.strategies.size() ? "evo+warm" : o.strategies[i];
+      char b[200];
+      std::snprintf(b, sizeof b, "  %-13s median %5.1fx  p90 %5.1fx  worst table %5.1fx  (%zu tables, geomean of medians %.0f trials)",
+                    name.c_str(), gm, gp, w, cnt, gmeds);
+      lines.push_back(b);
+    }
+    if (lines.empty()) continue;
+    std::printf("\ngeometric mean over the %s (random / strategy):\n", groupName[gi]);
+    for (const auto& l : lines) std::printf("%s\n", l.c_str());
+  }
+
+  // The issue's targets, over every replayed table (GPU files and host tables alike), for the
+  // cold-started evo+xgboost: the warm start is reported, never counted.
   int status = 0;
   if (evo != o.strategies.end()) {
     size_t e = size_t(evo - o.strategies.begin());
-    bool geo = geomean(ratioMed[e]) >= 8 && geomean(ratioP90[e]) >= 8, every = minRatio[e] >= 3;
-    std::printf("\ntargets (over the %s):\n", groups[0].tables ? groupName[0] : groupName[1]);
-    std::printf("target: evo+xgboost >= 8x fewer trials than random (geomean, median and p90): %s\n",
-                geo ? "met" : "NOT met");
-    std::printf("target: evo+xgboost >= 3x fewer on every table (median and p90): %s\n", every ? "met" : "NOT met");
+    double gm, gp, w, gmeds;
+    summarize(cols[e], 2, &gm, &gp, &w, &gmeds);
+    bool geo = gm >= 8 && gp >= 8, every = w >= 3;
+    std::printf("\ntargets (over all %zu tables; evo+xgboost cold-started):\n", tables.size());
+    std::printf("target: evo+xgboost >= 8x fewer trials than random (geomean, median and p90: %.1fx / %.1fx): %s\n", gm,
+                gp, geo ? "met" : "NOT met");
+    std::printf("target: evo+xgboost >= 3x fewer on every table (median and p90; worst %.1fx): %s\n", w,
+                every ? "met" : "NOT met");
     if (!geo || !every) status = 1;
     if (ga != o.strategies.end()) {
       size_t g = size_t(ga - o.strategies.begin());
-      bool beats = geomean(medians[e]) < geomean(medians[g]);
+      double gm2, gp2, w2, gmeds2;
+      summarize(cols[g], 2, &gm2, &gp2, &w2, &gmeds2);
+      bool beats = gmeds < gmeds2;
       std::printf("target: evo+xgboost needs fewer trials than the plain GA (geomean of medians %.0f vs %.0f): %s\n",
-                  geomean(medians[e]), geomean(medians[g]), beats ? "met" : "NOT met");
+                  gmeds, gmeds2, beats ? "met" : "NOT met");
       if (!beats) status = 1;
     }
   }

@@ -22,6 +22,7 @@
 #include "search/space.h"
 #include "search/strategy.h"
 #include "search/tuner.h"
+#include "search/warm_start.h"
 #include "support/progress.h"
 
 namespace tessera::cli {
@@ -34,7 +35,7 @@ struct TuneFlags {
   int trials = 200, batch = 16, topK = 5;
   double timeBudget = 0, timeout = 20, minTime = 0.05;
   uint64_t seed = 0;
-  bool resume = false, force = false, json = false;
+  bool resume = false, force = false, json = false, noWarmStart = false;
 };
 
 std::string envOr(const char* name, const std::string& def) {
@@ -87,6 +88,10 @@ nlohmann::json trialJson(const search::TrialResult& r) {
           {"peak_fraction", r.peakFraction},
           {"max_rel_err", r.maxRelErr}};
 }
+
+// Records of other workloads read for the warm start at most (newest pages are not preferred:
+// the nearest shapes are picked from what was read).
+constexpr size_t kWarmScanLimit = 50000;
 
 void tuneCommand(const TuneFlags& f) {
   auto k = buildKernel(f.kernel);
@@ -164,7 +169,27 @@ void tuneCommand(const TuneFlags& f) {
   costmodel::ModelSettings mset;
   mset.seed = f.seed;
   auto model = costmodel::makeXGBoostModel(mset);
-  auto features = costmodel::makeHostFeatures(*k, *space, *t);
+  auto features = costmodel::makeHostFeatures(search::workloadOf(key), *space, *t);
+  search::WarmStart warm;
+  if (!f.noWarmStart && f.strategy == "evolutionary") {
+    // The model starts from what the store knows of other shapes of this family on this target.
+    std::vector<cache::Record> others;
+    for (cache::ListQuery q{.family = key.family, .target = key.target, .arch = key.arch, .limit = cache::kMaxListLimit};
+         others.size() < kWarmScanLimit;) {
+      auto page = (*store)->list(q);
+      if (!page.ok()) break;  // a warm start is an optimization: never fail the run for it
+      others.insert(others.end(), page->records.begin(), page->records.end());
+      if (!page->next_after) break;
+      q.after_id = page->next_after;
+    }
+    warm = search::warmStartSamples(others, key, *space, *t, {.seed = f.seed});
+    if (!warm.samples.empty()) {
+      (void)model->update(warm.samples);
+      if (!f.json)
+        std::printf("cost model warm-started from %zu stored results of %d other workload%s\n", warm.samples.size(),
+                    warm.workloads, warm.workloads == 1 ? "" : "s");
+    }
+  }
   search::SearchSettings ss;
   ss.strategy = f.strategy;
   ss.seed = f.seed;
@@ -227,7 +252,8 @@ void tuneCommand(const TuneFlags& f) {
                         {"trials", res.trials.size()},
                         {"seconds", res.seconds},
                         {"statuses", statusCounts},
-                        {"speedup_over_default", speedup}};
+                        {"speedup_over_default", speedup},
+                        {"warm_start", {{"samples", warm.samples.size()}, {"workloads", warm.workloads}}}};
     if (res.defaultConfig) j["default"] = trialJson(*res.defaultConfig);
     std::printf("%s\n", j.dump(2).c_str());
     return;
@@ -342,6 +368,8 @@ void addTuneCommands(CLI::App& app) {
   t->add_flag("--resume", f->resume, "continue from what the store has for this kernel");
   t->add_flag("--force", f->force, "tune even when a fresh winner is stored");
   t->add_flag("--json", f->json, "machine-readable summary");
+  t->add_flag("--no-warm-start", f->noWarmStart,
+              "do not pre-train the cost model on the store's results for other shapes of this family");
   addKernelSubcommands(t, &f->kernel, [f] { tuneCommand(*f); });
 
   auto b = std::make_shared<BestFlags>();

@@ -19,6 +19,7 @@ void addCompileCommand(CLI::App& app);  // tessera compile
 void addRunCommand(CLI::App& app);      // tessera run
 void addDemoCommand(CLI::App& app);     // tessera demo (the README's main job)
 void addTuneCommands(CLI::App& app);    // tessera tune / best
+void addSpaceCommand(CLI::App& app);    // tessera space (what tune searches)
 void addImportCommand(CLI::App& app);   // tessera import kerneltuner FILE
 #endif
 

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   tessera::cli::addRunCommand(app);
   tessera::cli::addDemoCommand(app);
   tessera::cli::addTuneCommands(app);
+  tessera::cli::addSpaceCommand(app);
   tessera::cli::addImportCommand(app);
 #endif
   try {

@@ -37,9 +37,22 @@ struct KnobFeatureSettings {
 // knob of the space gets columns (constant ones too), so the layout depends on the knob names and
 // types only and spaces of one family share a layout.
 std::unique_ptr<FeatureExtractor> makeKnobFeatures(const ir::Space& space, const KnobFeatureSettings& s = {});
+// What a cache key says about a workload (family, its shape, layout and dtype): all the derived
+// host features need. Features are computed from this, never from the kernel itself, so stored
+// records of other workloads (whose kernels are not kept, only their keys) get exactly the
+// features they would have had when they were measured: the cost model can be warm-started
+// from the store and across shapes.
+struct WorkloadDesc {
+  std::string family;          // gemm | elementwise | attention
+  std::vector<int64_t> shape;  // gemm: [batch,] M, N, K; attention: B, H, Hkv, Sq, Skv, D; elementwise: iteration space
+  std::string layout;          // gemm: row | tA | tB | tAtB; attention: row | causal
+  std::string dtype;           // f32 | f16 | bf16 (a mixed "a:b" form counts as its first)
+};
+
 // Knob features plus derived host quantities (tile footprints relative to the caches,
 // arithmetic intensity of the register tile, vector utilization, trip counts, padding waste,
-// estimated vector registers) for the kernel's family.
-std::unique_ptr<FeatureExtractor> makeHostFeatures(const ir::Kernel& k, const ir::Space& space, const TargetDesc& t);
+// estimated vector registers) for the workload's family. Every family has the same number of
+// derived columns, so one model can learn from several families' records.
+std::unique_ptr<FeatureExtractor> makeHostFeatures(const WorkloadDesc& w, const ir::Space& space, const TargetDesc& t);
 
 }  // namespace tessera::costmodel

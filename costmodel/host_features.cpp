@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "costmodel/features.h"
-#include "ir/families.h"
 
 namespace tessera::costmodel {
 namespace {
@@ -29,31 +28,41 @@ std::string knobStr(const ir::Config& c, const char* name) {
   return "";
 }
 
+int64_t elemBytes(const std::string& dtype) {
+  std::string first = dtype.substr(0, dtype.find(':'));
+  return first == "f16" || first == "bf16" ? 2 : first == "f64" ? 8 : 4;
+}
+
+int64_t dim(const std::vector<int64_t>& s, size_t i) { return i < s.size() ? std::max<int64_t>(1, s[i]) : 1; }
+
 class HostFeatures : public FeatureExtractor {
  public:
-  HostFeatures(const ir::Kernel& k, const ir::Space& space, const TargetDesc& t)
-      : base_(makeKnobFeatures(space)), target_(t), family_(k.family) {
+  HostFeatures(const WorkloadDesc& w, const ir::Space& space, const TargetDesc& t)
+      : base_(makeKnobFeatures(space)), target_(t) {
     lanes_ = std::max(4, t.simdBits / 32);
-    if (family_ == ir::Family::Gemm) {
-      if (auto g = ir::analyzeGemm(k); g.ok()) {
-        m_ = g->m;
-        n_ = g->n;
-        kdim_ = g->k;
-        batch_ = std::max<int64_t>(1, g->batch);
-        elem_ = ir::byteSize(g->inType);
-      }
-    } else if (family_ == ir::Family::Elementwise) {
-      if (auto r = ir::analyzeElementwise(k); r.ok()) {
-        inner_ = r->iter.back();
-        for (int64_t d : r->iter) numel_ *= d;
-      }
-      bytes_ = ir::kernelBytes(k);
-    } else if (auto a = ir::analyzeAttention(k); a.ok()) {
-      seqq_ = a->spec.seq_q;
-      seqkv_ = a->spec.seq_kv;
-      hd_ = a->spec.head_dim;
-      heads_ = a->spec.heads * a->spec.batch;
-      causal_ = a->spec.causal;
+    elem_ = elemBytes(w.dtype);
+    const auto& s = w.shape;
+    if (w.family == "gemm") {
+      family_ = ir::Family::Gemm;
+      size_t o = s.size() >= 4 ? 1 : 0;  // [batch,] M, N, K
+      batch_ = o ? dim(s, 0) : 1;
+      m_ = dim(s, o);
+      n_ = dim(s, o + 1);
+      kdim_ = dim(s, o + 2);
+    } else if (w.family == "elementwise") {
+      family_ = ir::Family::Elementwise;
+      inner_ = s.empty() ? 1 : dim(s, s.size() - 1);
+      for (int64_t d : s) numel_ *= std::max<int64_t>(1, d);
+      // The key does not say how many operands there are: one read and one written stream (the
+      // feature is constant within a workload; across workloads it orders them by size).
+      bytes_ = 2.0 * double(numel_) * double(elem_);
+    } else {
+      family_ = ir::Family::Attention;
+      heads_ = dim(s, 0) * dim(s, 1);
+      seqq_ = dim(s, 3);
+      seqkv_ = dim(s, 4);
+      hd_ = dim(s, 5);
+      causal_ = w.layout == "causal";
     }
   }
 
@@ -115,25 +124,28 @@ class HostFeatures : public FeatureExtractor {
   }
 
   std::vector<float> elementwise(const ir::Config& c) const {
-    int64_t vw = knob(c, "VW", lanes_), un = knob(c, "UNROLL", 1), nt = knob(c, "NT", 0);
+    int64_t vw = knob(c, "VW", lanes_), un = knob(c, "UNROLL", 1), nt = knob(c, "NT", 0), chunk = knob(c, "CHUNK", 0);
     int64_t tile = vw * un;
+    // The inner loop walks a column block (CHUNK > 0) or a whole row; its trip count and masked
+    // tail are per block: a block of exactly one tile runs without a loop at all.
+    int64_t span = chunk > 0 ? std::min(chunk, inner_) : inner_;
     double util = double(std::min(vw, lanes_)) / double(lanes_);
-    double waste = double(roundUp(inner_, vw)) / double(std::max<int64_t>(inner_, 1)) - 1.0;
+    double waste = double(roundUp(span, tile)) / double(std::max<int64_t>(span, 1)) - 1.0;
     return {lg(double(numel_)),
             float(double(tile) * 4 / double(std::max<int64_t>(target_.l1dBytes, 1))),
             float(bytes_ / double(std::max<int64_t>(target_.l2Bytes, 1))),
             float(bytes_ / double(std::max<int64_t>(target_.l3Bytes, 1))),
-            0.f,
+            float(double(span) * double(elem_) / double(std::max<int64_t>(target_.l1dBytes, 1))),
             float(util),
             float(double(un) * double(ceilDiv(vw, lanes_)) * 3 / std::max(1, target_.vectorRegisters)),
             lg(double(numel_ / std::max<int64_t>(inner_, 1))),
-            lg(double(ceilDiv(inner_, tile))),
+            lg(double(ceilDiv(span, tile))),
             float(waste),
             float(nt),
-            0.f,
+            chunk > 0 ? 1.f : 0.f,
             float(un),
             lg(double(inner_)),
-            0.f,
+            lg(double(ceilDiv(inner_, span))),
             0.f};
   }
 
@@ -176,8 +188,8 @@ class HostFeatures : public FeatureExtractor {
 
 }  // namespace
 
-std::unique_ptr<FeatureExtractor> makeHostFeatures(const ir::Kernel& k, const ir::Space& space, const TargetDesc& t) {
-  return std::make_unique<HostFeatures>(k, space, t);
+std::unique_ptr<FeatureExtractor> makeHostFeatures(const WorkloadDesc& w, const ir::Space& space, const TargetDesc& t) {
+  return std::make_unique<HostFeatures>(w, space, t);
 }
 
 }  // namespace tessera::costmodel

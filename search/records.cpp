@@ -66,6 +66,10 @@ cache::HardKey hardKeyFor(const ir::Kernel& k, const TargetDesc& t) {
   return key;
 }
 
+costmodel::WorkloadDesc workloadOf(const cache::HardKey& key) {
+  return {key.family, key.shape, key.layout, key.dtype};
+}
+
 cache::Provenance provenanceFor(const TargetDesc& t, const ProvenanceInputs& in) {
   cache::Provenance p;
   p.tessera_version = in.tesseraVersion;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cache_service/record.h"
+#include "costmodel/features.h"
 #include "ir/ir.h"
 #include "search/trial.h"
 #include "targets/target_desc.h"
@@ -16,6 +17,8 @@ namespace tessera::search {
 // family, workload hash, shape (gemm: [batch,] M, N, K; attention: B, H, Hkv, Sq, Skv, D;
 // elementwise: the iteration space), dtype, layout (gemm: row/tA/tB/tAtB), target name/arch/units.
 cache::HardKey hardKeyFor(const ir::Kernel& k, const TargetDesc& t);
+// What the derived cost-model features see of a key (its family, shape, layout and dtype).
+costmodel::WorkloadDesc workloadOf(const cache::HardKey& key);
 
 struct ProvenanceInputs {
   std::string tesseraVersion, llvmVersion, cudaVersion, host, user;

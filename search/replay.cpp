@@ -129,6 +129,7 @@ Expected<ReplayTable> tableFromRecords(const std::string& name, const std::vecto
     }
   ReplayTable t;
   t.name = name;
+  t.key = records.front().key;
   t.space.family = records.front().key.family;
   const ir::Config& first = results.front().config;
   for (const auto& [k, vals] : ints) {

@@ -18,6 +18,7 @@ namespace tessera::search {
 // One workload's recorded landscape: every config with its result.
 struct ReplayTable {
   std::string name;                  // e.g. "gemm_RTX_3090"
+  cache::HardKey key;                // of the recorded workload
   ir::Space space;                   // knobs from the recorded configs; legal = recorded (space.members)
   std::vector<TrialResult> results;  // one per recorded config (failures included), in space.members order
   double bestThroughput() const;

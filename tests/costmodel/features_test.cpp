@@ -65,3 +65,85 @@ TEST(KnobFeatures, LayoutDependsOnKnobsNotDomains) {
   ir::Config missing;  // absent knobs still give a full-length vector
   EXPECT_EQ(a->extract(missing).size(), a->names().size());
 }
+
+namespace {
+
+float named(const FeatureExtractor& f, const ir::Config& c, const std::string& name) {
+  return at(f, f.extract(c), name);
+}
+
+ir::Space gemmKnobs() {
+  ir::Space s;
+  s.family = "gemm";
+  s.knobs = {{"schedule", {std::string("plain"), std::string("packed")}, std::string("plain"), ""},
+             {"MR", {int64_t(6), int64_t(8)}, int64_t(8), ""},
+             {"NR", {int64_t(32), int64_t(64)}, int64_t(32), ""},
+             {"KC", {int64_t(64), int64_t(256)}, int64_t(256), ""}};
+  return s;
+}
+
+TargetDesc avx512() {
+  TargetDesc t;
+  t.simdBits = 512;
+  t.vectorRegisters = 32;
+  t.l1dBytes = 32 << 10;
+  t.l2Bytes = 1 << 20;
+  t.l3Bytes = 32 << 20;
+  return t;
+}
+
+}  // namespace
+
+// Derived features come from the key's description of the workload: register pressure, padding
+// waste and trip counts follow the shape, so records of other shapes train the same model.
+TEST(HostFeatures, GemmDerivedQuantitiesFollowTheShape) {
+  auto f = makeHostFeatures({"gemm", {100, 64, 512}, "row", "f32"}, gemmKnobs(), avx512());
+  ir::Config c;
+  c.values = {{"schedule", std::string("plain")}, {"MR", int64_t(8)}, {"NR", int64_t(32)}, {"KC", int64_t(256)}};
+  EXPECT_EQ(f->extract(c).size(), f->names().size());
+  // 8x32 on 16 lanes: 8*2 accumulators + 2 B vectors + 1 broadcast = 19 of 32 registers.
+  EXPECT_FLOAT_EQ(named(*f, c, "d6_vregs_ratio"), 19.f / 32.f);
+  // M=100 padded to 104 rows of 8: 4 % waste; N=64 fits 32-wide tiles exactly.
+  EXPECT_NEAR(named(*f, c, "d9_pad_waste"), 104.0 / 100.0 - 1.0, 1e-6);
+  EXPECT_FLOAT_EQ(named(*f, c, "d11_kc_frac"), 0.5f);
+  // A batched key ([batch,] M, N, K) reads its dims after the batch; f16 halves the footprints.
+  auto batched = makeHostFeatures({"gemm", {4, 100, 64, 512}, "row", "f16"}, gemmKnobs(), avx512());
+  EXPECT_NEAR(named(*batched, c, "d9_pad_waste"), 0.04, 1e-6);
+  EXPECT_FLOAT_EQ(named(*batched, c, "d1_l1_ratio"), named(*f, c, "d1_l1_ratio") / 2);
+  EXPECT_FLOAT_EQ(named(*batched, c, "d0_problem_log2"), named(*f, c, "d0_problem_log2") + 2);
+}
+
+// The elementwise trip count is per column block: a 256-column block walked by one 32x8 tile
+// runs without a loop, which is what made it the bias+GELU winner.
+TEST(HostFeatures, ElementwiseTripsArePerColumnBlock) {
+  ir::Space s;
+  s.family = "elementwise";
+  s.knobs = {{"VW", {int64_t(16), int64_t(32)}, int64_t(16), ""},
+             {"UNROLL", {int64_t(1), int64_t(8)}, int64_t(1), ""},
+             {"CHUNK", {int64_t(0), int64_t(256)}, int64_t(0), ""},
+             {"NT", {int64_t(0), int64_t(1)}, int64_t(0), ""}};
+  auto f = makeHostFeatures({"elementwise", {4096, 4096}, "row", "f32"}, s, avx512());
+  ir::Config rows, block;
+  rows.values = {{"VW", int64_t(32)}, {"UNROLL", int64_t(8)}, {"CHUNK", int64_t(0)}, {"NT", int64_t(1)}};
+  block = rows;
+  block.values["CHUNK"] = int64_t(256);
+  EXPECT_FLOAT_EQ(named(*f, rows, "d8_trips_inner_log2"), 4.f);  // 4096 / 256
+  EXPECT_FLOAT_EQ(named(*f, block, "d8_trips_inner_log2"), 0.f);  // one tile per block
+  EXPECT_FLOAT_EQ(named(*f, block, "d11_kc_frac"), 1.f);          // blocked
+  EXPECT_FLOAT_EQ(named(*f, block, "d14_aux3"), 4.f);             // 16 blocks per row
+  ir::Config tail = rows;
+  tail.values["VW"] = int64_t(16);
+  tail.values["UNROLL"] = int64_t(1);
+  auto odd = makeHostFeatures({"elementwise", {8, 1000}, "row", "f32"}, s, avx512());
+  EXPECT_NEAR(named(*odd, tail, "d9_pad_waste"), 1008.0 / 1000.0 - 1.0, 1e-6);  // masked tail
+}
+
+TEST(HostFeatures, EveryFamilyHasTheSameLayoutLength) {
+  auto g = makeHostFeatures({"gemm", {64, 64, 64}, "row", "f32"}, gemmKnobs(), avx512());
+  auto a = makeHostFeatures({"attention", {1, 8, 8, 512, 512, 64}, "causal", "f32"}, gemmKnobs(), avx512());
+  auto e = makeHostFeatures({"elementwise", {1 << 20}, "row", "bf16"}, gemmKnobs(), avx512());
+  ir::Config c;
+  EXPECT_EQ(g->extract(c).size(), a->extract(c).size());
+  EXPECT_EQ(g->extract(c).size(), e->extract(c).size());
+  EXPECT_EQ(named(*a, c, "d10_packed"), 1.f);  // the causal flag
+}

@@ -75,6 +75,27 @@ TEST(TuneCli, StoresEveryCandidateResumesAndAnswersBest) {
   EXPECT_NE(none.out.find("nearest"), std::string::npos) << none.out;
 }
 
+// A store that holds another shape of the family warm-starts the cost model of a new tune.
+TEST(TuneCli, WarmStartsTheModelFromOtherShapesInTheStore) {
+  std::string db = testing::TempDir() + "/tune_warm.db";
+  std::filesystem::remove(db);
+  const std::string quick = " --batch 3 --min-time 0.002 --top-k 1 --json --db " + db;
+  Result cold = run("tune --trials 6" + quick + " gemm --m 24 --n 40 --k 16");
+  ASSERT_EQ(cold.code, 0) << cold.out;
+  EXPECT_NE(cold.out.find(R"("samples": 0)"), std::string::npos) << cold.out;  // nothing else stored yet
+  Result warm = run("tune --trials 3" + quick + " gemm --m 40 --n 24 --k 16");
+  ASSERT_EQ(warm.code, 0) << warm.out;
+  EXPECT_NE(warm.out.find(R"("workloads": 1)"), std::string::npos) << warm.out;
+  EXPECT_EQ(warm.out.find(R"("samples": 0)"), std::string::npos) << warm.out;
+  Result off = run("tune --trials 3 --no-warm-start" + quick + " gemm --m 40 --n 32 --k 16");
+  ASSERT_EQ(off.code, 0) << off.out;
+  EXPECT_NE(off.out.find(R"("workloads": 0)"), std::string::npos) << off.out;
+  // Plain output says so.
+  Result text = run("tune --trials 3 --batch 3 --min-time 0.002 --top-k 1 --db " + db + " gemm --m 32 --n 32 --k 16");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("cost model warm-started from"), std::string::npos) << text.out;
+}
+
 TEST(TuneCli, BadFlagsAreRejected) {
   std::string db = testing::TempDir() + "/tune_bad.db";
   EXPECT_EQ(run("tune --strategy annealing --db " + db + " gemm --m 8 --n 8 --k 8").code, 2);

@@ -1,0 +1,76 @@
+// Owns the selection of stored records that warm-start the cost model and their conversion to
+// grouped training samples.
+#include "search/warm_start.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "search/records.h"
+
+namespace tessera::search {
+namespace {
+
+// How far another workload is from `self`: shape distance (sum of |log ratios|), plus a penalty
+// for another rank, dtype or layout; the nearest landscapes transfer best.
+double workloadDistance(const cache::HardKey& self, const cache::HardKey& other) {
+  double d = cache::shapeDistance(self.shape, other.shape).value_or(20.0);
+  if (self.dtype != other.dtype) d += 4;
+  if (self.layout != other.layout) d += 1;
+  return d;
+}
+
+}  // namespace
+
+WarmStart warmStartSamples(const std::vector<cache::Record>& records, const cache::HardKey& self,
+                           const ir::Space& space, const TargetDesc& t, const WarmStartSettings& s) {
+  WarmStart out;
+  if (s.maxWorkloads <= 0 || s.maxRecordsPerWorkload <= 0) return out;
+  const std::string selfId = cache::keyIdOf(self);
+  // Other workloads of this family on this target, by key id (std::map: a deterministic order).
+  std::map<std::string, std::vector<const cache::Record*>> byKey;
+  for (const auto& r : records) {
+    if (r.key.family != self.family || r.key.target != self.target || r.key.arch != self.arch) continue;
+    std::string id = r.key_id.empty() ? cache::keyIdOf(r.key) : r.key_id;
+    if (id == selfId || !trialStatusOf(r.status)) continue;  // own history; estimates are no measurements
+    byKey[id].push_back(&r);
+  }
+  std::vector<std::pair<double, std::string>> nearest;
+  for (const auto& [id, recs] : byKey) nearest.push_back({workloadDistance(self, recs.front()->key), id});
+  std::sort(nearest.begin(), nearest.end());
+  if (nearest.size() > size_t(s.maxWorkloads)) nearest.resize(size_t(s.maxWorkloads));
+
+  std::mt19937_64 rng(s.seed);
+  int group = 0;
+  for (const auto& [dist, id] : nearest) {
+    std::vector<const cache::Record*> recs = byKey[id];
+    auto throughput = [](const cache::Record* r) {
+      return r->status == cache::RecordStatus::Ok && r->median_us > 0 ? 1e6 / r->median_us : 0.0;
+    };
+    std::stable_sort(recs.begin(), recs.end(),
+                     [&](const cache::Record* a, const cache::Record* b) { return throughput(a) > throughput(b); });
+    size_t cap = size_t(s.maxRecordsPerWorkload);
+    if (recs.size() > cap) {
+      // The best quarter (the region the search should aim at), then a random draw of the rest
+      // (what to avoid).
+      size_t top = cap / 4;
+      std::shuffle(recs.begin() + std::ptrdiff_t(top), recs.end(), rng);
+      recs.resize(cap);
+    }
+    auto features = costmodel::makeHostFeatures(workloadOf(recs.front()->key), space, t);
+    std::vector<costmodel::Sample> samples;
+    for (const auto* r : recs) {
+      auto cfg = ir::Config::fromJson(r->config);
+      if (!cfg.ok()) continue;
+      samples.push_back({features->extract(*cfg), throughput(r), group + 1});
+    }
+    bool anyOk = std::any_of(samples.begin(), samples.end(), [](const costmodel::Sample& x) { return x.throughput > 0; });
+    if (!anyOk) continue;  // nothing to rank against
+    ++group;
+    out.samples.insert(out.samples.end(), samples.begin(), samples.end());
+  }
+  out.workloads = group;
+  return out;
+}
+
+}  // namespace tessera::search

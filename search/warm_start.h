@@ -1,0 +1,37 @@
+// Owns warm-starting the cost model from stored records of other workloads (issue 3 item 3): the
+// store of a team that tuned GEMM at other shapes already says which register tiles, cache
+// blocks and schedules this CPU likes. Each stored workload becomes its own ranking group, with
+// features computed from its key (costmodel::WorkloadDesc), so the model starts the search
+// knowing those landscapes and learns this one on top of them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cache_service/record.h"
+#include "costmodel/cost_model.h"
+#include "ir/schedule.h"
+#include "targets/target_desc.h"
+
+namespace tessera::search {
+
+struct WarmStartSettings {
+  int maxWorkloads = 8;             // the nearest ones (shape, then dtype and layout) first; 0: off
+  int maxRecordsPerWorkload = 256;  // its best quarter plus a seeded random draw of the rest
+  uint64_t seed = 0;
+};
+
+struct WarmStart {
+  std::vector<costmodel::Sample> samples;  // groups 1..workloads (0 is left to the run itself)
+  int workloads = 0;
+};
+
+// Samples from `records` whose key has the family, target and arch of `self` but another key id
+// (records of `self` itself are the run's own history: --resume and store seeds). Failed
+// candidates are samples of throughput 0; records whose config does not parse are skipped.
+// Features come from `space`'s knob layout plus the derived host features of each record's key.
+WarmStart warmStartSamples(const std::vector<cache::Record>& records, const cache::HardKey& self,
+                           const ir::Space& space, const TargetDesc& t, const WarmStartSettings& s);
+
+}  // namespace tessera::search
