@@ -89,9 +89,23 @@ nlohmann::json trialJson(const search::TrialResult& r) {
           {"max_rel_err", r.maxRelErr}};
 }
 
-// Records of other workloads read for the warm start at most (newest pages are not preferred:
-// the nearest shapes are picked from what was read).
+// Records of other workloads read for the warm start at most (the oldest first, by id); the
+// nearest shapes are then picked from those.
 constexpr size_t kWarmScanLimit = 50000;
+
+// Every record matching `q` (its limit and after_id are managed here), up to `max` of them.
+Expected<std::vector<cache::Record>> listAll(cache::RecordStore& store, cache::ListQuery q,
+                                            size_t max = SIZE_MAX) {
+  std::vector<cache::Record> out;
+  q.limit = cache::kMaxListLimit;
+  while (out.size() < max) {
+    TESSERA_ASSIGN(cache::ListPage page, store.list(q));
+    out.insert(out.end(), page.records.begin(), page.records.end());
+    if (!page.next_after) break;
+    q.after_id = page.next_after;
+  }
+  return out;
+}
 
 void tuneCommand(const TuneFlags& f) {
   auto k = buildKernel(f.kernel);
@@ -121,14 +135,8 @@ void tuneCommand(const TuneFlags& f) {
   cache::Provenance prov = search::provenanceFor(*t, provenanceInputs());
 
   // Everything already measured for this key (resume) and the best stored results (seeds).
-  std::vector<cache::Record> stored;
-  for (cache::ListQuery q{.key_id = keyId, .limit = cache::kMaxListLimit};;) {
-    auto page = (*store)->list(q);
-    if (!page.ok()) failWith(page.error());
-    stored.insert(stored.end(), page->records.begin(), page->records.end());
-    if (!page->next_after) break;
-    q.after_id = page->next_after;
-  }
+  auto stored = listAll(**store, {.key_id = keyId});
+  if (!stored.ok()) failWith(stored.error());
   if (!f.resume && !f.force) {
     // Cache first (design.md §2): a fresh winner, local or shared, ends the run.
     auto local = (*store)->best(keyId);
@@ -155,10 +163,10 @@ void tuneCommand(const TuneFlags& f) {
     }
   }
   std::vector<search::TrialResult> previous;
-  if (f.resume) previous = search::fromRecords(stored);
+  if (f.resume) previous = search::fromRecords(*stored);
   else if (!f.force) {
     // Without --resume, stale or partial results still seed the search (re-measured, not trusted).
-    for (auto& r : search::fromRecords(stored))
+    for (auto& r : search::fromRecords(*stored))
       if (r.ok()) previous.push_back(r);
   }
 
@@ -173,16 +181,9 @@ void tuneCommand(const TuneFlags& f) {
   search::WarmStart warm;
   if (!f.noWarmStart && f.strategy == "evolutionary") {
     // The model starts from what the store knows of other shapes of this family on this target.
-    std::vector<cache::Record> others;
-    for (cache::ListQuery q{.family = key.family, .target = key.target, .arch = key.arch, .limit = cache::kMaxListLimit};
-         others.size() < kWarmScanLimit;) {
-      auto page = (*store)->list(q);
-      if (!page.ok()) break;  // a warm start is an optimization: never fail the run for it
-      others.insert(others.end(), page->records.begin(), page->records.end());
-      if (!page->next_after) break;
-      q.after_id = page->next_after;
-    }
-    warm = search::warmStartSamples(others, key, *space, *t, {.seed = f.seed});
+    // A warm start is an optimization: a store that cannot list never fails the run.
+    auto others = listAll(**store, {.family = key.family, .target = key.target, .arch = key.arch}, kWarmScanLimit);
+    if (others.ok()) warm = search::warmStartSamples(*others, key, *space, *t, {.seed = f.seed});
     if (!warm.samples.empty()) {
       (void)model->update(warm.samples);
       if (!f.json)

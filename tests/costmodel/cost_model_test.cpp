@@ -9,42 +9,14 @@
 #include <numeric>
 #include <random>
 
+#include "../common/ranking.h"
 #include "costmodel/cost_model.h"
 
 using namespace tessera::costmodel;
+using tessera::testutil::kendall;
+using tessera::testutil::spearman;
 
 namespace {
-
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<size_t> idx(v.size());
-  std::iota(idx.begin(), idx.end(), 0);
-  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (size_t i = 0; i < idx.size(); ++i) r[idx[i]] = double(i);
-  return r;
-}
-
-double spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  auto ra = ranks(a), rb = ranks(b);
-  double n = double(a.size()), ma = (n - 1) / 2, num = 0, da = 0, db = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num += (ra[i] - ma) * (rb[i] - ma);
-    da += (ra[i] - ma) * (ra[i] - ma);
-    db += (rb[i] - ma) * (rb[i] - ma);
-  }
-  return num / std::sqrt(da * db);
-}
-
-double kendall(const std::vector<double>& a, const std::vector<double>& b) {
-  double c = 0, d = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    for (size_t j = i + 1; j < a.size(); ++j) {
-      double s = (a[i] - a[j]) * (b[i] - b[j]);
-      if (s > 0) ++c;
-      else if (s < 0) ++d;
-    }
-  return (c - d) / std::max(1.0, c + d);
-}
 
 // A smooth, non-linear "throughput" of 6 features, 3 of them irrelevant.
 double truth(const std::vector<float>& x) {

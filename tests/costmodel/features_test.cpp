@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "../common/ranking.h"
 #include "costmodel/features.h"
 
 using namespace tessera;
@@ -82,22 +83,13 @@ ir::Space gemmKnobs() {
   return s;
 }
 
-TargetDesc avx512() {
-  TargetDesc t;
-  t.simdBits = 512;
-  t.vectorRegisters = 32;
-  t.l1dBytes = 32 << 10;
-  t.l2Bytes = 1 << 20;
-  t.l3Bytes = 32 << 20;
-  return t;
-}
 
 }  // namespace
 
 // Derived features come from the key's description of the workload: register pressure, padding
 // waste and trip counts follow the shape, so records of other shapes train the same model.
 TEST(HostFeatures, GemmDerivedQuantitiesFollowTheShape) {
-  auto f = makeHostFeatures({"gemm", {100, 64, 512}, "row", "f32"}, gemmKnobs(), avx512());
+  auto f = makeHostFeatures({"gemm", {100, 64, 512}, "row", "f32"}, gemmKnobs(), testutil::avx512Host());
   ir::Config c;
   c.values = {{"schedule", std::string("plain")}, {"MR", int64_t(8)}, {"NR", int64_t(32)}, {"KC", int64_t(256)}};
   EXPECT_EQ(f->extract(c).size(), f->names().size());
@@ -107,7 +99,7 @@ TEST(HostFeatures, GemmDerivedQuantitiesFollowTheShape) {
   EXPECT_NEAR(named(*f, c, "d9_pad_waste"), 104.0 / 100.0 - 1.0, 1e-6);
   EXPECT_FLOAT_EQ(named(*f, c, "d11_kc_frac"), 0.5f);
   // A batched key ([batch,] M, N, K) reads its dims after the batch; f16 halves the footprints.
-  auto batched = makeHostFeatures({"gemm", {4, 100, 64, 512}, "row", "f16"}, gemmKnobs(), avx512());
+  auto batched = makeHostFeatures({"gemm", {4, 100, 64, 512}, "row", "f16"}, gemmKnobs(), testutil::avx512Host());
   EXPECT_NEAR(named(*batched, c, "d9_pad_waste"), 0.04, 1e-6);
   EXPECT_FLOAT_EQ(named(*batched, c, "d1_l1_ratio"), named(*f, c, "d1_l1_ratio") / 2);
   EXPECT_FLOAT_EQ(named(*batched, c, "d0_problem_log2"), named(*f, c, "d0_problem_log2") + 2);
@@ -122,7 +114,7 @@ TEST(HostFeatures, ElementwiseTripsArePerColumnBlock) {
              {"UNROLL", {int64_t(1), int64_t(8)}, int64_t(1), ""},
              {"CHUNK", {int64_t(0), int64_t(256)}, int64_t(0), ""},
              {"NT", {int64_t(0), int64_t(1)}, int64_t(0), ""}};
-  auto f = makeHostFeatures({"elementwise", {4096, 4096}, "row", "f32"}, s, avx512());
+  auto f = makeHostFeatures({"elementwise", {4096, 4096}, "row", "f32"}, s, testutil::avx512Host());
   ir::Config rows, block;
   rows.values = {{"VW", int64_t(32)}, {"UNROLL", int64_t(8)}, {"CHUNK", int64_t(0)}, {"NT", int64_t(1)}};
   block = rows;
@@ -134,14 +126,14 @@ TEST(HostFeatures, ElementwiseTripsArePerColumnBlock) {
   ir::Config tail = rows;
   tail.values["VW"] = int64_t(16);
   tail.values["UNROLL"] = int64_t(1);
-  auto odd = makeHostFeatures({"elementwise", {8, 1000}, "row", "f32"}, s, avx512());
+  auto odd = makeHostFeatures({"elementwise", {8, 1000}, "row", "f32"}, s, testutil::avx512Host());
   EXPECT_NEAR(named(*odd, tail, "d9_pad_waste"), 1008.0 / 1000.0 - 1.0, 1e-6);  // masked tail
 }
 
 TEST(HostFeatures, EveryFamilyHasTheSameLayoutLength) {
-  auto g = makeHostFeatures({"gemm", {64, 64, 64}, "row", "f32"}, gemmKnobs(), avx512());
-  auto a = makeHostFeatures({"attention", {1, 8, 8, 512, 512, 64}, "causal", "f32"}, gemmKnobs(), avx512());
-  auto e = makeHostFeatures({"elementwise", {1 << 20}, "row", "bf16"}, gemmKnobs(), avx512());
+  auto g = makeHostFeatures({"gemm", {64, 64, 64}, "row", "f32"}, gemmKnobs(), testutil::avx512Host());
+  auto a = makeHostFeatures({"attention", {1, 8, 8, 512, 512, 64}, "causal", "f32"}, gemmKnobs(), testutil::avx512Host());
+  auto e = makeHostFeatures({"elementwise", {1 << 20}, "row", "bf16"}, gemmKnobs(), testutil::avx512Host());
   ir::Config c;
   EXPECT_EQ(g->extract(c).size(), a->extract(c).size());
   EXPECT_EQ(g->extract(c).size(), e->extract(c).size());

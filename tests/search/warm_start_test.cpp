@@ -9,6 +9,7 @@
 #include <numeric>
 #include <set>
 
+#include "../common/ranking.h"
 #include "search/records.h"
 #include "search/space_ops.h"
 #include "search/warm_start.h"
@@ -30,17 +31,6 @@ ir::Space gemmLikeSpace() {
   return s;
 }
 
-TargetDesc avx512() {
-  TargetDesc t;
-  t.name = "host";
-  t.arch = "x86-64-v4";
-  t.simdBits = 512;
-  t.vectorRegisters = 32;
-  t.l1dBytes = 32 << 10;
-  t.l2Bytes = 1 << 20;
-  t.l3Bytes = 32 << 20;
-  return t;
-}
 
 cache::HardKey key(std::vector<int64_t> shape, std::string family = "gemm", std::string target = "host") {
   cache::HardKey k;
@@ -92,26 +82,6 @@ std::vector<cache::Record> recordsOf(const cache::HardKey& k, const ir::Space& s
   return out;
 }
 
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<size_t> idx(v.size());
-  std::iota(idx.begin(), idx.end(), 0);
-  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (size_t i = 0; i < idx.size(); ++i) r[idx[i]] = double(i);
-  return r;
-}
-
-double spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  auto ra = ranks(a), rb = ranks(b);
-  double n = double(a.size()), m = (n - 1) / 2, num = 0, da = 0, db = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num += (ra[i] - m) * (rb[i] - m);
-    da += (ra[i] - m) * (ra[i] - m);
-    db += (rb[i] - m) * (rb[i] - m);
-  }
-  return num / std::sqrt(da * db);
-}
-
 }  // namespace
 
 TEST(WarmStart, TakesOtherWorkloadsOfTheFamilyOnTheTarget) {
@@ -132,7 +102,7 @@ TEST(WarmStart, TakesOtherWorkloadsOfTheFamilyOnTheTarget) {
   estimate.config = R"({"KC":16,"KU":2,"MR":14,"NR":64,"schedule":"plain"})";
   recs.push_back(estimate);
 
-  WarmStart w = warmStartSamples(recs, self, space, avx512(), {.maxWorkloads = 8, .maxRecordsPerWorkload = 1000});
+  WarmStart w = warmStartSamples(recs, self, space, testutil::avx512Host(), {.maxWorkloads = 8, .maxRecordsPerWorkload = 1000});
   EXPECT_EQ(w.workloads, 2);  // 128^3 and 4096^3: not self, not attention, not sm_90
   EXPECT_EQ(w.samples.size(), 40u + 1 + 40);
   std::set<int> groups;
@@ -140,19 +110,19 @@ TEST(WarmStart, TakesOtherWorkloadsOfTheFamilyOnTheTarget) {
   EXPECT_EQ(groups, (std::set<int>{1, 2}));  // group 0 is the run's own
   EXPECT_EQ(std::count_if(w.samples.begin(), w.samples.end(), [](const auto& s) { return s.throughput == 0; }), 1);
   // The nearest shape is group 1; with one workload allowed, only it is taken.
-  WarmStart one = warmStartSamples(recs, self, space, avx512(), {.maxWorkloads = 1, .maxRecordsPerWorkload = 1000});
+  WarmStart one = warmStartSamples(recs, self, space, testutil::avx512Host(), {.maxWorkloads = 1, .maxRecordsPerWorkload = 1000});
   EXPECT_EQ(one.workloads, 1);
   EXPECT_EQ(one.samples.size(), 41u);
   // Capped: the best quarter is always kept.
-  WarmStart capped = warmStartSamples(recs, self, space, avx512(), {.maxWorkloads = 1, .maxRecordsPerWorkload = 12});
+  WarmStart capped = warmStartSamples(recs, self, space, testutil::avx512Host(), {.maxWorkloads = 1, .maxRecordsPerWorkload = 12});
   ASSERT_EQ(capped.samples.size(), 12u);
   std::vector<double> all;
   for (const auto& s : one.samples) all.push_back(s.throughput);
   std::sort(all.rbegin(), all.rend());
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(capped.samples[i].throughput, all[i]);
   // Off, or nothing else stored: no samples.
-  EXPECT_TRUE(warmStartSamples(recs, self, space, avx512(), {.maxWorkloads = 0}).samples.empty());
-  EXPECT_TRUE(warmStartSamples(recordsOf(self, space, 10), self, space, avx512(), {}).samples.empty());
+  EXPECT_TRUE(warmStartSamples(recs, self, space, testutil::avx512Host(), {.maxWorkloads = 0}).samples.empty());
+  EXPECT_TRUE(warmStartSamples(recordsOf(self, space, 10), self, space, testutil::avx512Host(), {}).samples.empty());
 }
 
 TEST(WarmStart, ModelRanksAnUnseenShapeFromOtherShapes) {
@@ -163,7 +133,7 @@ TEST(WarmStart, ModelRanksAnUnseenShapeFromOtherShapes) {
     stored.insert(stored.end(), r.begin(), r.end());
   }
   cache::HardKey self = key({200, 96, 300});
-  WarmStart w = warmStartSamples(stored, self, space, avx512(), {.maxRecordsPerWorkload = 200, .seed = 3});
+  WarmStart w = warmStartSamples(stored, self, space, testutil::avx512Host(), {.maxRecordsPerWorkload = 200, .seed = 3});
   ASSERT_EQ(w.workloads, 2);
   auto model = costmodel::makeXGBoostModel({.seed = 1});
   ASSERT_TRUE(model->update(w.samples).ok());
@@ -171,7 +141,7 @@ TEST(WarmStart, ModelRanksAnUnseenShapeFromOtherShapes) {
 
   // Nothing of 200x96x300 was measured: rank its whole space.
   auto configs = *enumerateLegal(space);
-  auto features = costmodel::makeHostFeatures(workloadOf(self), space, avx512());
+  auto features = costmodel::makeHostFeatures(workloadOf(self), space, testutil::avx512Host());
   std::vector<std::vector<float>> f;
   std::vector<double> t;
   for (const auto& c : configs) {
@@ -179,7 +149,7 @@ TEST(WarmStart, ModelRanksAnUnseenShapeFromOtherShapes) {
     t.push_back(truth(self.shape, c));
   }
   std::vector<double> p = model->predict(f);
-  double rho = spearman(p, t);
+  double rho = testutil::spearman(p, t);
   EXPECT_GT(rho, 0.6) << "rank correlation on the unseen shape";
   // The first batch a warm-started search would measure (its 8 best predictions) holds a config
   // within 10% of the best.
