@@ -33,6 +33,10 @@ struct ModelSettings {
   // fast ones, which is all the search needs. 0 levels: raw normalized throughput.
   int relevanceLevels = 31;
   double relevancePower = 3;
+  // Row/column subsampling per tree (1: none). Below 1, each retrain draws a fresh seed, so the
+  // model is a random draw around the data: Thompson-style exploration at no extra training cost.
+  double subsample = 1;
+  double colsample = 1;
   uint64_t seed = 0;
   int threads = 1;
 };

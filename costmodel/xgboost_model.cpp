@@ -72,7 +72,8 @@ class XGBoostModel : public CostModel {
     j["format"] = kFormat;
     j["settings"] = {{"objective", s_.objective}, {"rounds", s_.rounds}, {"max_depth", s_.maxDepth},
                      {"eta", s_.eta}, {"min_child_weight", s_.minChildWeight}, {"seed", s_.seed},
-                     {"relevance_levels", s_.relevanceLevels}, {"relevance_power", s_.relevancePower}};
+                     {"relevance_levels", s_.relevanceLevels}, {"relevance_power", s_.relevancePower},
+                     {"subsample", s_.subsample}, {"colsample", s_.colsample}};
     j["samples"] = samplesToJson(samples_);
     if (booster_) {
       bst_ulong len = 0;
@@ -112,6 +113,8 @@ class XGBoostModel : public CostModel {
     s.seed = st.value("seed", s.seed);
     s.relevanceLevels = st.value("relevance_levels", s.relevanceLevels);
     s.relevancePower = st.value("relevance_power", s.relevancePower);
+    s.subsample = st.value("subsample", s.subsample);
+    s.colsample = st.value("colsample", s.colsample);
     BoosterHandle b = nullptr;
     size_t nfeat = 0;
     if (j.contains("booster")) {
@@ -175,7 +178,9 @@ class XGBoostModel : public CostModel {
         {"max_depth", std::to_string(s_.maxDepth)},
         {"eta", std::to_string(s_.eta)},
         {"min_child_weight", std::to_string(s_.minChildWeight)},
-        {"seed", std::to_string(s_.seed)},
+        {"seed", std::to_string(s_.seed + trainings_)},
+        {"subsample", std::to_string(s_.subsample)},
+        {"colsample_bytree", std::to_string(s_.colsample)},
         {"nthread", std::to_string(s_.threads)},
         {"tree_method", "exact"},
         {"verbosity", "0"},
@@ -188,10 +193,12 @@ class XGBoostModel : public CostModel {
     freeBooster();
     booster_ = b;
     nfeat_ = nfeat;
+    ++trainings_;
     return {};
   }
 
   ModelSettings s_;
+  uint64_t trainings_ = 0;  // retrains so far: each subsampled retrain draws a fresh seed
   std::mt19937_64 rng_;
   std::vector<Sample> samples_;
   BoosterHandle booster_ = nullptr;

@@ -112,3 +112,46 @@ TEST(Strategy, FactoryRefusesWhatItCannotBuild) {
   for (const char* k : {"a", "b", "c", "d"}) huge.knobs.push_back({k, d, int64_t(0), ""});
   EXPECT_FALSE(makeStrategy(ss, huge, nullptr, nullptr).ok());
 }
+
+namespace {
+// Smallest number of knobs in which two configs of `batch` differ.
+int closestPair(const std::vector<ir::Config>& batch) {
+  int best = 1 << 30;
+  for (size_t i = 0; i < batch.size(); ++i)
+    for (size_t j = i + 1; j < batch.size(); ++j) {
+      int d = 0;
+      for (const auto& [k, v] : batch[i].values) d += !(batch[j].values.at(k) == v);
+      best = std::min(best, d);
+    }
+  return best;
+}
+
+// The greedy batch the evolutionary search proposes after a model trained on 64 random trials.
+std::vector<ir::Config> greedyBatch(int diversity) {
+  const auto& t = tables::mi250x();
+  SearchSettings ss;
+  ss.seed = 5;
+  ss.eps = 0;  // greedy picks only
+  ss.diversity = diversity;
+  auto features = costmodel::makeKnobFeatures(t.space);
+  auto model = costmodel::makeXGBoostModel({.seed = 5});
+  auto strat = makeStrategy(ss, t.space, model.get(), features.get());
+  EXPECT_TRUE(strat.ok());
+  auto m = makeReplayMeasurer(t);
+  auto first = (*strat)->propose(64);  // untrained: random
+  auto results = m->measure(first);
+  std::vector<costmodel::Sample> samples;
+  for (const auto& r : results) samples.push_back({features->extract(r.config), r.throughput, 0});
+  EXPECT_TRUE(model->update(samples).ok());
+  (*strat)->observe(results);
+  return (*strat)->propose(16);
+}
+}  // namespace
+
+TEST(Strategy, DiversitySpreadsTheGreedyPicksOfABatch) {
+  auto spread = greedyBatch(3);
+  ASSERT_EQ(spread.size(), 16u);
+  EXPECT_GE(closestPair(spread), 3);
+  // Without it the model's top picks crowd one region (what the setting exists to undo).
+  EXPECT_LT(closestPair(greedyBatch(0)), 3);
+}
