@@ -117,9 +117,17 @@ std::unique_ptr<costmodel::FeatureExtractor> featuresFor(const Table& t, const B
 }
 
 // `warm`: the records of the other tables, for the warm-started variant (empty: cold start).
-Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOptions& o, const TargetDesc* host,
+Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOptions& o, const TargetDesc* liveHost,
                     const std::vector<cache::Record>* warm = nullptr) {
   const search::ReplayTable& table = tab.replay;
+  // Host features as on the machine that recorded the table (its ISA level: vector width and
+  // register count), not as on this one: replay must not depend on where it runs.
+  std::optional<TargetDesc> recorded;
+  if (liveHost && tab.host()) {
+    auto t = hostTargetAs(table.key.arch);
+    if (t.ok()) recorded = *t;
+  }
+  const TargetDesc* host = recorded ? &*recorded : liveHost;
   Outcome out;
   const double bar = o.target * table.bestThroughput();
   auto t0 = std::chrono::steady_clock::now();

@@ -153,4 +153,25 @@ const TargetDesc& hostTarget() {
   return host;
 }
 
+Expected<TargetDesc> hostTargetAs(const std::string& arch) {
+  TargetDesc t = hostTarget();
+  if (arch == t.arch) return t;
+  if (arch != "x86-64-v2" && arch != "x86-64-v3" && arch != "x86-64-v4")
+    return makeError(ErrorCode::InvalidArgument, "unknown host ISA level '" + arch + "' (x86-64-v2, x86-64-v3, x86-64-v4)");
+  t.arch = arch;
+  t.simdBits = arch == "x86-64-v4" ? 512 : arch == "x86-64-v3" ? 256 : 128;
+  t.vectorRegisters = arch == "x86-64-v4" ? 32 : 16;
+  t.isa.erase(std::remove_if(t.isa.begin(), t.isa.end(), [](const std::string& f) { return f.rfind("avx512", 0) == 0; }),
+              t.isa.end());
+  if (arch == "x86-64-v4") t.isa.push_back("avx512f");
+  if (arch == "x86-64-v2") t.isa.erase(std::remove_if(t.isa.begin(), t.isa.end(), [](const std::string& f) {
+                                          return f == "avx" || f == "avx2" || f == "fma" || f == "f16c";
+                                        }),
+                                        t.isa.end());
+  else
+    for (const char* f : {"avx", "avx2", "fma"})
+      if (!t.hasIsa(f)) t.isa.push_back(f);
+  return t;
+}
+
 }  // namespace tessera

@@ -78,4 +78,10 @@ std::vector<std::string> knownTargets();
 // and copy measurement for the peaks).
 const TargetDesc& hostTarget();
 
+// The host as a machine of ISA level `arch` ("x86-64-v2|v3|v4": vector width and register count
+// of that level, caches and peaks of this one): features for records measured on another x86
+// host, e.g. a replay table recorded where AVX-512 was (or was not) available. Other strings
+// are an InvalidArgument error.
+Expected<TargetDesc> hostTargetAs(const std::string& arch);
+
 }  // namespace tessera

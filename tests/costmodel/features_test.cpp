@@ -139,3 +139,29 @@ TEST(HostFeatures, EveryFamilyHasTheSameLayoutLength) {
   EXPECT_EQ(g->extract(c).size(), e->extract(c).size());
   EXPECT_EQ(named(*a, c, "d10_packed"), 1.f);  // the causal flag
 }
+
+// Replayed host tables get the features of the machine that recorded them: the host seen as
+// another ISA level keeps its caches and changes vector width and register count only.
+TEST(HostFeatures, HostAsAnotherIsaLevel) {
+  const TargetDesc& live = hostTarget();
+  auto v4 = hostTargetAs("x86-64-v4"), v3 = hostTargetAs("x86-64-v3");
+  ASSERT_TRUE(v4.ok() && v3.ok());
+  EXPECT_EQ(v4->simdBits, 512);
+  EXPECT_EQ(v4->vectorRegisters, 32);
+  EXPECT_TRUE(v4->hasIsa("avx512f"));
+  EXPECT_EQ(v3->simdBits, 256);
+  EXPECT_EQ(v3->vectorRegisters, 16);
+  EXPECT_FALSE(v3->hasIsa("avx512f"));
+  EXPECT_TRUE(v3->hasIsa("avx2") && v3->hasIsa("fma"));
+  EXPECT_EQ(v3->arch, "x86-64-v3");
+  EXPECT_EQ(v3->l2Bytes, live.l2Bytes);
+  // The same 8x32 register tile: 19 of 32 registers on AVX-512, 8*4 + 4 + 1 = 37 of 16 on AVX2.
+  ir::Config c;
+  c.values = {{"schedule", std::string("plain")}, {"MR", int64_t(8)}, {"NR", int64_t(32)}, {"KC", int64_t(256)}};
+  WorkloadDesc w{"gemm", {128, 128, 128}, "row", "f32"};
+  EXPECT_FLOAT_EQ(named(*makeHostFeatures(w, gemmKnobs(), *v4), c, "d6_vregs_ratio"), 19.f / 32.f);
+  EXPECT_FLOAT_EQ(named(*makeHostFeatures(w, gemmKnobs(), *v3), c, "d6_vregs_ratio"), 37.f / 16.f);
+  auto bad = hostTargetAs("armv9");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("x86-64-v3"), std::string::npos);
+}
