@@ -3,6 +3,7 @@
 // enumeration matches brute force, and config keys deduplicate.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <set>
 
@@ -149,4 +150,29 @@ TEST(SpaceOps, ConfigKeysDeduplicate) {
   EXPECT_EQ(configKey(a), configKey(b));
   b.set("MC", int64_t(32));
   EXPECT_NE(configKey(a), configKey(b));
+}
+
+// Defaults are legal and as measured on both x86 ISA levels, whichever machine runs the test:
+// an AVX2 host once got MC=64 with MR=6, which the GEMM space's own MC % MR rule rejects.
+TEST(SpaceOps, DefaultsAreLegalOnEveryHostIsaLevel) {
+  for (const char* arch : {"x86-64-v3", "x86-64-v4"}) {
+    auto t = hostTargetAs(arch);
+    ASSERT_TRUE(t.ok());
+    for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{
+             {1, 1, 1}, {7, 1000, 3}, {32, 2048, 512}, {64, 64, 64}, {97, 61, 45}, {128, 128, 128}, {1024, 1024, 1024}}) {
+      auto g = ir::buildGemm({.m = m, .n = n, .k = k});
+      ASSERT_TRUE(g.ok());
+      auto s = makeSpace(*g, *t);
+      ASSERT_TRUE(s.ok());
+      auto why = s->check(s->defaults());
+      EXPECT_FALSE(why) << arch << " " << m << "x" << n << "x" << k << ": " << why.value_or("");
+    }
+    // bias+GELU: 256-column blocks, 32 lanes x 8, streaming stores (0.89-1.00 of the best in all
+    // three bench/data/host_bias_gelu tables, AVX2 and AVX-512).
+    auto e = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {4096, 4096}, .shapes = {{"s", {4096}}, {"b", {4096}}}});
+    ASSERT_TRUE(e.ok());
+    auto s = makeSpace(*e, *t);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->defaults().str(), "CHUNK=256,NT=1,UNROLL=8,VW=32") << arch;
+  }
 }
