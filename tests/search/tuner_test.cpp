@@ -197,9 +197,10 @@ TEST(Tuner, CallsTheCallbacksAndRemeasuresTheTopK) {
     EXPECT_EQ(p.trials, 50);
     lastTrial = p.trial;
   };
+  size_t remeasuredCount = 0;
   cb.afterRemeasure = [&](const std::vector<TrialResult>& rs) {
     ++remeasures;
-    EXPECT_EQ(rs.size(), 5u);
+    remeasuredCount = rs.size();
   };
   TuneResult r = f.run(m, cb);
   EXPECT_EQ(committed, 50u);
@@ -207,15 +208,17 @@ TEST(Tuner, CallsTheCallbacksAndRemeasuresTheTopK) {
   EXPECT_EQ(trials, 50u);
   EXPECT_EQ(remeasures, 1u);
   ASSERT_EQ(m.remeasured.size(), 1u);
-  // The re-measured configs are the five best trials.
+  // The re-measured configs are the five best trials, plus the default when it is not among them.
   std::vector<TrialResult> sorted = r.trials;
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const TrialResult& a, const TrialResult& b) { return a.throughput > b.throughput; });
   std::set<std::string> top, got;
   for (int i = 0; i < 5; ++i) top.insert(configKey(sorted[size_t(i)].config));
+  top.insert(configKey(f.t.space.defaults()));
   for (const auto& c : m.remeasured[0]) got.insert(configKey(c));
   EXPECT_EQ(top, got);
-  EXPECT_EQ(r.remeasured.size(), 5u);
+  EXPECT_EQ(r.remeasured.size(), top.size());
+  EXPECT_EQ(remeasuredCount, top.size());
   ASSERT_TRUE(r.best);
   EXPECT_EQ(r.best->throughput, sorted[0].throughput);
 }
@@ -229,4 +232,26 @@ TEST(Tuner, EarlyStopEndsTheSearch) {
   cb.shouldStop = [](const TuneProgress& p) { return p.trial >= 20; };
   TuneResult r = f.run(m, cb);
   EXPECT_EQ(r.trials.size(), 33u) << "the default and two batches of 16";
+}
+
+// The search's best trials can be lucky samples: when the re-measurement finds them slower than
+// the default, the default wins and the reported speedup over it is 1, never below.
+TEST(Tuner, TheDefaultIsRemeasuredWithTheTopKAndCannotLose) {
+  Fixture f;
+  f.settings.trials = 48;
+  f.settings.topK = 4;
+  TableMeasurer m(f.t);
+  const std::string def = configKey(f.t.space.defaults());
+  m.tweakRemeasure = [&](TrialResult& r) {
+    if (configKey(r.config) != def) {
+      r.throughput *= 0.01;  // every other config turns out 100x slower when measured again
+      r.samples.median_us *= 100;
+    }
+  };
+  TuneResult r = f.run(m);
+  ASSERT_TRUE(r.best && r.defaultConfig);
+  EXPECT_EQ(configKey(r.best->config), def);
+  ASSERT_EQ(m.remeasured.size(), 1u);
+  EXPECT_EQ(m.remeasured[0].size(), 5u) << "the top 4 and the default";
+  EXPECT_EQ(r.defaultConfig->samples.median_us, r.best->samples.median_us) << "the default's same-run median";
 }
