@@ -287,12 +287,8 @@ int main(int argc, char** argv) {
   // (the warm start's own filter: a table recorded on another CPU is not a sibling).
   auto hasSiblings = [&](const Table& t) {
     if (!t.host()) return false;
-    const cache::HardKey& k = t.replay.key;
-    for (const auto& r : hostRecords)
-      if (r.key.family == k.family && r.key.target == k.target && r.key.arch == k.arch &&
-          cache::keyIdOf(r.key) != cache::keyIdOf(k))
-        return true;
-    return false;
+    return std::any_of(hostRecords.begin(), hostRecords.end(),
+                       [&](const cache::Record& r) { return search::warmStartSibling(t.replay.key, r.key); });
   };
   bool anyWarm = false;
   for (const auto& t : tables) anyWarm = anyWarm || (o.warm && host && hasSiblings(t));

@@ -3,7 +3,6 @@
 // are legal (enumerated when small enough, estimated by uniform sampling otherwise), so a user
 // can choose --trials, --space or --strategy exhaustive before spending machine time.
 #include <cstdio>
-#include <random>
 
 #include "cli/commands.h"
 #include "cli/kernel_flags.h"
@@ -34,13 +33,10 @@ struct LegalCount {
 LegalCount countLegal(const ir::Space& s) {
   if (auto all = search::enumerateLegal(s, kEnumerateLimit)) return {double(all->size()), true};
   // Uniform draws from the knob product (not sampleLegal: that one only returns legal configs).
-  std::mt19937_64 rng(1);
+  search::Rng rng(1);
   int legal = 0;
-  for (int i = 0; i < kSamples; ++i) {
-    ir::Config c;
-    for (const auto& k : s.knobs) c.set(k.name, k.domain[std::uniform_int_distribution<size_t>(0, k.domain.size() - 1)(rng)]);
-    if (!s.check(c)) ++legal;
-  }
+  for (int i = 0; i < kSamples; ++i)
+    if (!s.check(search::sampleProduct(s, rng))) ++legal;
   return {search::productSize(s) * double(legal) / kSamples, false};
 }
 

@@ -15,7 +15,9 @@ constexpr int kMaxRetries = 100;
 
 bool legal(const ir::Space& s, const ir::Config& c) { return !s.check(c).has_value(); }
 
-ir::Config drawProduct(const ir::Space& s, Rng& rng) {
+}  // namespace
+
+ir::Config sampleProduct(const ir::Space& s, Rng& rng) {
   ir::Config c;
   for (const auto& k : s.knobs) {
     std::uniform_int_distribution<size_t> d(0, k.domain.size() - 1);
@@ -24,7 +26,15 @@ ir::Config drawProduct(const ir::Space& s, Rng& rng) {
   return c;
 }
 
-}  // namespace
+int knobsDiffering(const ir::Config& a, const ir::Config& b) {
+  int d = 0;
+  for (const auto& [k, v] : a.values) {
+    auto it = b.values.find(k);
+    d += it == b.values.end() || !(it->second == v);
+  }
+  for (const auto& [k, v] : b.values) d += a.values.count(k) == 0;
+  return d;
+}
 
 std::optional<ir::Config> sampleLegal(const ir::Space& s, Rng& rng) {
   if (s.members) {
@@ -35,7 +45,7 @@ std::optional<ir::Config> sampleLegal(const ir::Space& s, Rng& rng) {
   for (const auto& k : s.knobs)
     if (k.domain.empty()) return std::nullopt;
   for (int i = 0; i < kMaxRejections; ++i) {
-    ir::Config c = drawProduct(s, rng);
+    ir::Config c = sampleProduct(s, rng);
     if (!s.constraint || !s.constraint(c)) return c;
   }
   auto all = enumerateLegal(s);

@@ -28,12 +28,12 @@ struct SearchSettings {
   int seedsFromStore = 8;        // best measured/stored configs put into each initial population
   int parents = 8;               // best measured configs that breed (ga: its population)
   double offspringShare = 0.5;   // evolutionary: share of the initial population bred from them
-  int tournament = 2;
+  int tournament = 2;            // parent selection: best of this many draws (model score or measurement)
   // Greedy picks of one batch differ from each other in at least this many knobs while enough
   // candidates allow (0: off): a batch spread over several promising regions instead of one.
   // Off by default: on the replay benchmark 2 or 3 changed the GPU files' ratios by -15..+30 %
   // depending on the seed range, with no robust gain.
-  int diversity = 0;            // parent selection: best of this many draws (model score or measurement)
+  int diversity = 0;
   size_t exhaustiveLimit = 200000;  // exhaustive refuses spaces whose knob product is larger
 };
 

@@ -134,21 +134,13 @@ class Evolution : public SearchStrategy {
     });
     std::vector<ir::Config> out;
     std::vector<bool> taken(ranked.size(), false);
-    auto differing = [](const ir::Config& a, const ir::Config& b) {
-      int d = 0;
-      for (const auto& [k, v] : a.values) {
-        auto it = b.values.find(k);
-        d += it == b.values.end() || !(it->second == v);
-      }
-      return d;
-    };
     // First pass: in predicted order, skipping near-duplicates of this batch's picks; the second
     // pass fills what is left in predicted order.
     for (int pass = s_.diversity > 0 ? 0 : 1; pass < 2; ++pass)
       for (size_t i = 0; i < ranked.size() && out.size() < n; ++i) {
         if (taken[i]) continue;
         if (pass == 0 && std::any_of(out.begin(), out.end(), [&](const ir::Config& c) {
-              return differing(c, ranked[i].config) < s_.diversity;
+              return knobsDiffering(c, ranked[i].config) < s_.diversity;
             }))
           continue;
         taken[i] = true;

@@ -20,7 +20,16 @@ double workloadDistance(const cache::HardKey& self, const cache::HardKey& other)
   return d;
 }
 
+// Records measured on the same kind of machine for the same kernel family: their landscapes transfer.
+bool sameFamilyAndMachine(const cache::HardKey& self, const cache::HardKey& other) {
+  return other.family == self.family && other.target == self.target && other.arch == self.arch;
+}
+
 }  // namespace
+
+bool warmStartSibling(const cache::HardKey& self, const cache::HardKey& other) {
+  return sameFamilyAndMachine(self, other) && cache::keyIdOf(other) != cache::keyIdOf(self);
+}
 
 WarmStart warmStartSamples(const std::vector<cache::Record>& records, const cache::HardKey& self,
                            const ir::Space& space, const TargetDesc& t, const WarmStartSettings& s) {
@@ -30,7 +39,7 @@ WarmStart warmStartSamples(const std::vector<cache::Record>& records, const cach
   // Other workloads of this family on this target, by key id (std::map: a deterministic order).
   std::map<std::string, std::vector<const cache::Record*>> byKey;
   for (const auto& r : records) {
-    if (r.key.family != self.family || r.key.target != self.target || r.key.arch != self.arch) continue;
+    if (!sameFamilyAndMachine(self, r.key)) continue;
     std::string id = r.key_id.empty() ? cache::keyIdOf(r.key) : r.key_id;
     if (id == selfId || !trialStatusOf(r.status)) continue;  // own history; estimates are no measurements
     byKey[id].push_back(&r);

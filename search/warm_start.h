@@ -27,6 +27,10 @@ struct WarmStart {
   int workloads = 0;
 };
 
+// Whether records of `other` may warm-start a search of `self`: another workload of the same
+// family on the same target and arch.
+bool warmStartSibling(const cache::HardKey& self, const cache::HardKey& other);
+
 // Samples from `records` whose key has the family, target and arch of `self` but another key id
 // (records of `self` itself are the run's own history: --resume and store seeds). Failed
 // candidates are samples of throughput 0; records whose config does not parse are skipped.

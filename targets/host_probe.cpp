@@ -104,6 +104,13 @@ int cacheLevel(int index, std::string* type) {
   return level;
 }
 
+// Vector width, register count and arch name of x86-64 ISA level `level` (2, 3 or 4).
+void setIsaLevel(TargetDesc& t, int level) {
+  t.simdBits = level >= 4 ? 512 : level == 3 ? 256 : 128;
+  t.vectorRegisters = level >= 4 ? 32 : 16;
+  t.arch = "x86-64-v" + std::to_string(level);
+}
+
 TargetDesc probeHost() {
   TargetDesc t;
   t.name = "host";
@@ -123,9 +130,7 @@ TargetDesc probeHost() {
   }
   t.units = int(std::max(1u, std::thread::hardware_concurrency()));
   bool avx512 = t.hasIsa("avx512f"), avx2 = t.hasIsa("avx2") && t.hasIsa("fma");
-  t.simdBits = avx512 ? 512 : avx2 ? 256 : 128;
-  t.vectorRegisters = avx512 ? 32 : 16;
-  t.arch = avx512 ? "x86-64-v4" : avx2 ? "x86-64-v3" : "x86-64-v2";
+  setIsaLevel(t, avx512 ? 4 : avx2 ? 3 : 2);
   for (int i = 0; i < 8; ++i) {
     std::string type;
     int level = cacheLevel(i, &type);
@@ -156,21 +161,18 @@ const TargetDesc& hostTarget() {
 Expected<TargetDesc> hostTargetAs(const std::string& arch) {
   TargetDesc t = hostTarget();
   if (arch == t.arch) return t;
-  if (arch != "x86-64-v2" && arch != "x86-64-v3" && arch != "x86-64-v4")
+  int level = arch == "x86-64-v4" ? 4 : arch == "x86-64-v3" ? 3 : arch == "x86-64-v2" ? 2 : 0;
+  if (!level)
     return makeError(ErrorCode::InvalidArgument, "unknown host ISA level '" + arch + "' (x86-64-v2, x86-64-v3, x86-64-v4)");
-  t.arch = arch;
-  t.simdBits = arch == "x86-64-v4" ? 512 : arch == "x86-64-v3" ? 256 : 128;
-  t.vectorRegisters = arch == "x86-64-v4" ? 32 : 16;
-  t.isa.erase(std::remove_if(t.isa.begin(), t.isa.end(), [](const std::string& f) { return f.rfind("avx512", 0) == 0; }),
-              t.isa.end());
-  if (arch == "x86-64-v4") t.isa.push_back("avx512f");
-  if (arch == "x86-64-v2") t.isa.erase(std::remove_if(t.isa.begin(), t.isa.end(), [](const std::string& f) {
-                                          return f == "avx" || f == "avx2" || f == "fma" || f == "f16c";
-                                        }),
-                                        t.isa.end());
-  else
+  setIsaLevel(t, level);
+  // The ISA flags of that level: AVX-512 only at v4, AVX2/FMA from v3 on.
+  std::erase_if(t.isa, [&](const std::string& f) {
+    return f.rfind("avx512", 0) == 0 || (level < 3 && (f == "avx" || f == "avx2" || f == "fma" || f == "f16c"));
+  });
+  if (level >= 3)
     for (const char* f : {"avx", "avx2", "fma"})
       if (!t.hasIsa(f)) t.isa.push_back(f);
+  if (level >= 4) t.isa.push_back("avx512f");
   return t;
 }
 

@@ -118,11 +118,7 @@ namespace {
 int closestPair(const std::vector<ir::Config>& batch) {
   int best = 1 << 30;
   for (size_t i = 0; i < batch.size(); ++i)
-    for (size_t j = i + 1; j < batch.size(); ++j) {
-      int d = 0;
-      for (const auto& [k, v] : batch[i].values) d += !(batch[j].values.at(k) == v);
-      best = std::min(best, d);
-    }
+    for (size_t j = i + 1; j < batch.size(); ++j) best = std::min(best, knobsDiffering(batch[i], batch[j]));
   return best;
 }
 
