@@ -62,18 +62,21 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(1);
   int rounds = 5;
   std::unique_ptr<cache::RecordStore> store;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--db" && i + 1 < argc) {
-      auto s = cache::openSqliteStore(argv[++i]);
-      if (!s.ok()) {
-        std::fprintf(stderr, "%s\n", s.error().str().c_str());
-        return 2;
-      }
-      store = std::move(*s);
-    } else {
-      rounds = std::atoi(argv[i]);
+  bench::Args args;
+  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [rounds]", &args, &rc)) return rc;
+  if (!args.db.empty()) {
+    auto s = cache::openSqliteStore(args.db);
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.error().str().c_str());
+      return 2;
     }
+    store = std::move(*s);
   }
+  if (args.numbers.size() > 1) {
+    std::fprintf(stderr, "one rounds count at most\n");
+    return 2;
+  }
+  if (!args.numbers.empty()) rounds = int(args.numbers[0]);
   const TargetDesc& host = hostTarget();
   std::printf("Attention forward f32, batch 1, one thread, %s\n", host.model.c_str());
   std::printf("FMA peak (measured now): %.1f GFLOP/s\n\n", host.peakGflopsF32);

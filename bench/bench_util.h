@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace tessera::bench {
@@ -40,6 +43,41 @@ inline std::pair<Timing, Timing> interleave(const std::function<void()>& a, cons
     return t;
   };
   return {summarize(sa), summarize(sb)};
+}
+
+// The kernel benchmarks' command line: `[--db PATH] [N...]`, N positive integers. Returns false
+// after printing the usage (to stdout for --help, with *exitCode 0; to stderr otherwise, 2).
+struct Args {
+  std::string db;
+  std::vector<int64_t> numbers;
+};
+inline bool parseArgs(int argc, char** argv, const char* usage, Args* out, int* exitCode) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::printf("usage: %s %s\n", argv[0], usage);
+      *exitCode = 0;
+      return false;
+    }
+    if (a == "--db" && i + 1 < argc) {
+      out->db = argv[++i];
+      continue;
+    }
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(a, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != a.size() || v <= 0) {
+      std::fprintf(stderr, "%s: '%s' is not a positive integer\nusage: %s %s\n", argv[0], a.c_str(), argv[0], usage);
+      *exitCode = 2;
+      return false;
+    }
+    out->numbers.push_back(v);
+  }
+  return true;
 }
 
 }  // namespace tessera::bench

@@ -21,18 +21,20 @@ using namespace tessera;
 int main(int argc, char** argv) {
   int64_t rows = 4096, cols = 4096;
   std::unique_ptr<cache::RecordStore> store;
-  std::vector<int64_t> dims;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--db" && i + 1 < argc) {
-      auto st = cache::openSqliteStore(argv[++i]);
-      if (!st.ok()) {
-        std::fprintf(stderr, "%s\n", st.error().str().c_str());
-        return 2;
-      }
-      store = std::move(*st);
-    } else {
-      dims.push_back(std::atoll(argv[i]));
+  bench::Args args;
+  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [rows cols]", &args, &rc)) return rc;
+  if (!args.db.empty()) {
+    auto st = cache::openSqliteStore(args.db);
+    if (!st.ok()) {
+      std::fprintf(stderr, "%s\n", st.error().str().c_str());
+      return 2;
     }
+    store = std::move(*st);
+  }
+  const std::vector<int64_t>& dims = args.numbers;
+  if (!dims.empty() && dims.size() != 2) {
+    std::fprintf(stderr, "give both rows and cols, or neither\n");
+    return 2;
   }
   if (dims.size() == 2) {
     rows = dims[0];

@@ -22,12 +22,10 @@ using namespace tessera;
 
 int main(int argc, char** argv) {
   openblas_set_num_threads(1);
-  std::vector<int64_t> sizes;
-  std::string db;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--db" && i + 1 < argc) db = argv[++i];
-    else sizes.push_back(std::atoll(argv[i]));
-  }
+  bench::Args args;
+  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [size...]", &args, &rc)) return rc;
+  std::vector<int64_t> sizes = args.numbers;
+  std::string db = args.db;
   std::unique_ptr<cache::RecordStore> store;
   if (!db.empty()) {
     auto s = cache::openSqliteStore(db);
