@@ -254,6 +254,9 @@ int main(int argc, char** argv) {
   app.add_option("--subsample", o.model.subsample, "XGBoost row subsample per tree (below 1: randomized retrains)")->capture_default_str();
   app.add_option("--colsample", o.model.colsample, "XGBoost column subsample per tree")->capture_default_str();
   app.add_option("--diversity", o.search.diversity, "knobs in which a batch's greedy picks must differ (0: off)")->capture_default_str();
+  app.add_option("--categorical-slots", o.search.categoricalSlots,
+                 "every value of a categorical knob gets its best-predicted candidate into each batch (0/1)")
+      ->capture_default_str();
   app.add_option("--pow2", o.pow2, "power-of-two knob features (0/1)")->capture_default_str();
   app.add_option("--pairwise", o.pairwise, "pairwise knob features (0/1)")->capture_default_str();
   app.add_option("--host-features", o.hostFeatures, "derived host features on host tables (0/1)")->capture_default_str();

@@ -134,6 +134,19 @@ class Evolution : public SearchStrategy {
     });
     std::vector<ir::Config> out;
     std::vector<bool> taken(ranked.size(), false);
+    if (s_.categoricalSlots)
+      for (const auto& knob : st_.space().knobs) {
+        if (!knob.isCategorical() || knob.domain.size() < 2) continue;
+        for (const auto& v : knob.domain)
+          for (size_t i = 0; i < ranked.size() && out.size() < n; ++i) {
+            auto it = ranked[i].config.values.find(knob.name);
+            if (taken[i] || it == ranked[i].config.values.end() || it->second != v) continue;
+            if (std::any_of(out.begin(), out.end(), [&](const ir::Config& c) { return c.values.at(knob.name) == v; })) break;
+            taken[i] = true;
+            if (st_.claim(ranked[i].config)) out.push_back(ranked[i].config);
+            break;
+          }
+      }
     // First pass: in predicted order, skipping near-duplicates of this batch's picks; the second
     // pass fills what is left in predicted order.
     for (int pass = s_.diversity > 0 ? 0 : 1; pass < 2; ++pass)

@@ -123,12 +123,12 @@ int closestPair(const std::vector<ir::Config>& batch) {
 }
 
 // The greedy batch the evolutionary search proposes after a model trained on 64 random trials.
-std::vector<ir::Config> greedyBatch(int diversity) {
-  const auto& t = tables::mi250x();
+std::vector<ir::Config> greedyBatch(int diversity, const ReplayTable& t = tables::mi250x(), bool slots = false) {
   SearchSettings ss;
   ss.seed = 5;
   ss.eps = 0;  // greedy picks only
   ss.diversity = diversity;
+  ss.categoricalSlots = slots;
   auto features = costmodel::makeKnobFeatures(t.space);
   auto model = costmodel::makeXGBoostModel({.seed = 5});
   auto strat = makeStrategy(ss, t.space, model.get(), features.get());
@@ -150,4 +150,36 @@ TEST(Strategy, DiversitySpreadsTheGreedyPicksOfABatch) {
   EXPECT_GE(closestPair(spread), 3);
   // Without it the model's top picks crowd one region (what the setting exists to undo).
   EXPECT_LT(closestPair(greedyBatch(0)), 3);
+}
+
+TEST(Strategy, CategoricalSlotsGiveEveryValueAGreedyPick) {
+  // The MI250X table with a categorical knob that marks its slower half: the trained model
+  // learns to avoid "slow", so plain greedy batches hold none; with the slots each holds one.
+  std::vector<double> tp;
+  for (const auto& r : tables::mi250x().results) tp.push_back(r.throughput);
+  std::nth_element(tp.begin(), tp.begin() + tp.size() / 2, tp.end());
+  const double median = tp[tp.size() / 2];
+  std::vector<cache::Record> recs;
+  for (cache::Record r : tables::mi250xRecords()) {
+    auto c = ir::Config::fromJson(r.config);
+    ASSERT_TRUE(c.ok());
+    bool slow = r.status == cache::RecordStatus::Ok && 1e6 / r.median_us < median;
+    c->set("family", std::string(slow ? "slow" : "fast"));
+    r.config = c->toJson();
+    recs.push_back(std::move(r));
+  }
+  auto t = tableFromRecords("family_split", recs);
+  ASSERT_TRUE(t.ok());
+  ASSERT_NE(t->space.find("family"), nullptr);
+  ASSERT_TRUE(t->space.find("family")->isCategorical());
+  auto slowPicks = [](const std::vector<ir::Config>& batch) {
+    return std::count_if(batch.begin(), batch.end(), [](const ir::Config& c) {
+      return std::get<std::string>(c.values.at("family")) == "slow";
+    });
+  };
+  auto plain = greedyBatch(0, *t, false), slots = greedyBatch(0, *t, true);
+  ASSERT_EQ(plain.size(), 16u);
+  ASSERT_EQ(slots.size(), 16u);
+  EXPECT_EQ(slowPicks(plain), 0);
+  EXPECT_EQ(slowPicks(slots), 1);
 }
