@@ -59,12 +59,13 @@ TEST(HostGemm, EveryDtypeTransposeBatchAndEpilogue) {
 TEST(HostGemm, PackedPeelsPartialRowAndColumnBlocks) {
   // Packed peels the last row block (M % MC) and column block (N % NC) so full blocks run
   // unmasked micro-tiles; both loops share the packed B panel. Several full blocks plus a tail on
-  // each side, with transposes, a batch and an epilogue through the peeled loops.
-  for (int variant = 0; variant < 4; ++variant) {
+  // each side, with transposes, a batch, an epilogue and bf16 inputs through the peeled loops.
+  for (int variant = 0; variant < 5; ++variant) {
     GemmSpec s;
     s.m = 100; s.n = 70; s.k = 45;
     s.transA = variant == 1; s.transB = variant == 2;
     s.batch = variant == 3 ? 3 : 0;
+    if (variant == 4) s.dtype = ScalarType::BF16;
     if (variant == 2) {
       s.epilogue = "relu(acc) + bias"; s.shapes["bias"] = {70};
     }
