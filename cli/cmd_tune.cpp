@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -121,6 +122,11 @@ void tuneCommand(const TuneFlags& f) {
     if (!space.ok()) failWith(space.error());
   }
   if (f.trials <= 0 && f.timeBudget <= 0) fail("give --trials N and/or --time-budget S", 2);
+  // Flag errors come before the store is consulted: a stored winner must not hide them.
+  if (f.timeBudget < 0) fail("--time-budget must be at least 0 seconds (0: none)", 2);
+  if (std::find(std::begin(search::kStrategyNames), std::end(search::kStrategyNames), f.strategy) ==
+      std::end(search::kStrategyNames))
+    fail("unknown strategy '" + f.strategy + "' (known: " + search::strategyNameList() + ")", 2);
   auto store = cache::openSqliteStore(f.db);
   if (!store.ok()) failWith(store.error());
   cache::CacheClient client(clientOptions(f.cache));

@@ -119,6 +119,12 @@ class ExhaustiveStrategy : public SearchStrategy {
 
 }  // namespace
 
+std::string strategyNameList() {
+  std::string out;
+  for (const char* n : kStrategyNames) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
 Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const SearchSettings& s, const ir::Space& space,
                                                        costmodel::CostModel* model,
                                                        const costmodel::FeatureExtractor* features) {
@@ -137,7 +143,7 @@ Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const SearchSettings& s, 
     return makeEvolution(s, space, model, features);
   }
   return makeError(ErrorCode::InvalidArgument,
-                   "unknown strategy '" + s.strategy + "' (known: evolutionary, ga, random, exhaustive)");
+                   "unknown strategy '" + s.strategy + "' (known: " + strategyNameList() + ")");
 }
 
 }  // namespace tessera::search

@@ -43,6 +43,11 @@ struct SearchSettings {
   size_t exhaustiveLimit = 200000;  // exhaustive refuses spaces whose knob product is larger
 };
 
+// The names makeStrategy accepts, in the order help texts list them.
+inline constexpr const char* kStrategyNames[] = {"evolutionary", "ga", "random", "exhaustive"};
+// "evolutionary, ga, random, exhaustive"
+std::string strategyNameList();
+
 class SearchStrategy {
  public:
   virtual ~SearchStrategy() = default;

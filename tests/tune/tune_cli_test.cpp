@@ -101,4 +101,11 @@ TEST(TuneCli, BadFlagsAreRejected) {
   EXPECT_EQ(run("tune --strategy annealing --db " + db + " gemm --m 8 --n 8 --k 8").code, 2);
   EXPECT_EQ(run("tune --space 'MR=5' --db " + db + " gemm --m 8 --n 8 --k 8").code, 2);
   EXPECT_EQ(run("tune --target gfx942 --db " + db + " gemm --m 8 --n 8 --k 8").code, 2);
+  // A stored winner ("already tuned") must not hide a bad flag.
+  ASSERT_EQ(run("tune --trials 2 --min-time 0.01 --db " + db + " gemm --m 8 --n 8 --k 8").code, 0);
+  Result r = run("tune --trials 2 --strategy annealing --db " + db + " gemm --m 8 --n 8 --k 8");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown strategy 'annealing' (known: evolutionary, ga, random, exhaustive)"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(run("tune --trials 2 --time-budget -1 --db " + db + " gemm --m 8 --n 8 --k 8").code, 2);
 }
