@@ -76,6 +76,21 @@ TEST(HostGemm, PackedPeelsPartialRowAndColumnBlocks) {
       EXPECT_TRUE(r.correct) << k.name << " " << c << ": " << r.error;
     }
   }
+  // The schedule peels exactly the partial loops (96 = 4 x 24 rows, 64 = 2 x 32 columns): 100
+  // rows peel the row blocks and, as 100 % 24 = 4 is no multiple of MR=6, the remainder's tiles.
+  auto peels = [](int64_t m, int64_t n) {
+    auto sched = codegen::emitHost(gemm(m, n, 32), cfg("schedule=packed,MC=24,MR=6,NC=32,NR=16,KC=16,KU=1,ORDER=ij"),
+                                   hostTarget(), codegen::Emit::Schedule);
+    EXPECT_TRUE(sched.ok());
+    int count = 0;
+    for (size_t at = sched.ok() ? sched->find("transform.loop.peel") : std::string::npos; at != std::string::npos;
+         at = sched->find("transform.loop.peel", at + 1))
+      ++count;
+    return count;
+  };
+  EXPECT_EQ(peels(96, 64), 0);
+  EXPECT_EQ(peels(100, 64), 2);
+  EXPECT_EQ(peels(96, 70), 1);
 }
 
 TEST(HostGemm, ExtremesOfEveryKnob) {
