@@ -89,13 +89,9 @@ RandomExact coldBound(size_t N, size_t k, size_t batch) {
   return r;
 }
 
-// Batch 0 means 8, or 4 on tables under 1024 configs: a batch must stay a small share of the
-// space, or the first (random) batch alone costs a sizeable part of what random search needs.
-// Replayed trials cost nothing, so the benchmark need not batch for build parallelism.
-int batchFor(const search::ReplayTable& t, const BenchOptions& o) {
-  if (o.batch > 0) return o.batch;
-  return t.results.size() < 1024 ? 4 : 8;
-}
+// Batch 0 means the tuner's own default (SearchSettings::batchSize), so the replay measures the
+// search that `tessera tune` runs.
+int batchFor(const BenchOptions& o) { return o.batch > 0 ? o.batch : search::SearchSettings{}.batchSize; }
 
 // A replayed table and the records it came from (the warm start of its siblings).
 struct Table {
@@ -136,7 +132,7 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
     search::SearchSettings ss = o.search;
     ss.strategy = strategy;
     ss.seed = uint64_t(seed) * 7919 + 1;
-    ss.batchSize = batchFor(table, o);
+    ss.batchSize = batchFor(o);
     costmodel::ModelSettings ms = o.model;
     ms.seed = uint64_t(seed);
     ms.threads = 1;
@@ -237,7 +233,7 @@ int main(int argc, char** argv) {
   CLI::App app{"replay benchmark: trials each strategy needs to reach 95% of the best recorded config"};
   app.add_option("--seeds", o.seeds, "seeds per strategy and table")->capture_default_str();
   app.add_option("--data", dataDir, "directory of the bundled tables")->capture_default_str();
-  app.add_option("--batch", o.batch, "candidates measured per round (0: 8, or 4 on tables under 1024 configs)")->capture_default_str();
+  app.add_option("--batch", o.batch, "candidates measured per round (0: the tuner's default)")->capture_default_str();
   app.add_option("--population", o.search.population, "evolution population")->capture_default_str();
   app.add_option("--generations", o.search.generations, "evolution steps per round")->capture_default_str();
   app.add_option("--eps", o.search.eps, "random share of each batch")->capture_default_str();
@@ -300,7 +296,7 @@ int main(int argc, char** argv) {
   if (evo == o.strategies.end()) anyWarm = false;
 
   std::printf("trials to reach %.0f%% of the best recorded config, %d seeds (median / p90)\n", o.target * 100, o.seeds);
-  std::string batch = o.batch > 0 ? std::to_string(o.batch) : "8 (4 on tables under 1024 configs)";
+  std::string batch = std::to_string(batchFor(o));
   std::printf("random: exact formula for sampling without replacement; the others replayed with batch %s;\n"
               "XGBoost %s, %d label grades, 1 thread; features: knob values (GPU files), knob values plus derived\n"
               "host features (host tables); N configs in the table, k of them within %.0f%% of its best;\n"
@@ -328,7 +324,7 @@ int main(int argc, char** argv) {
   for (const auto& t : tables) {
     size_t N = t.replay.results.size(), k = t.replay.countAtLeast(o.target);
     RandomExact rnd = randomExact(N, k);
-    RandomExact cap = coldBound(N, k, size_t(batchFor(t.replay, o)));
+    RandomExact cap = coldBound(N, k, size_t(batchFor(o)));
     std::printf("%-30s %6zu %4zu %6.0f/%6.0f %5.1fx/%5.1fx", t.replay.name.c_str(), N, k, rnd.median, rnd.p90,
                 rnd.median / cap.median, rnd.p90 / cap.p90);
     std::fflush(stdout);

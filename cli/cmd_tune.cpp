@@ -33,7 +33,7 @@ namespace {
 struct TuneFlags {
   KernelFlags kernel;
   std::string target = "host", strategy = "evolutionary", db = "tessera.db", cache, spaceSpec;
-  int trials = 200, batch = 16, topK = 5;
+  int trials = 200, batch = search::SearchSettings{}.batchSize, topK = 5;
   double timeBudget = 0, timeout = 20, minTime = 0.05;
   uint64_t seed = 0;
   bool resume = false, force = false, json = false, noWarmStart = false;

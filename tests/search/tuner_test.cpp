@@ -183,6 +183,7 @@ TEST(Tuner, CallsTheCallbacksAndRemeasuresTheTopK) {
   f.settings.trials = 50;
   f.settings.topK = 5;
   f.settings.remeasureRounds = 3;
+  f.settings.search.batchSize = 16;
   TableMeasurer m(f.t);
   size_t committed = 0, commits = 0, trials = 0, remeasures = 0;
   int lastTrial = 0;
@@ -227,6 +228,7 @@ TEST(Tuner, EarlyStopEndsTheSearch) {
   Fixture f;
   f.settings.trials = 1000;
   f.settings.topK = 0;
+  f.settings.search.batchSize = 16;
   TableMeasurer m(f.t);
   TuneCallbacks cb;
   cb.shouldStop = [](const TuneProgress& p) { return p.trial >= 20; };
