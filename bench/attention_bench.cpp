@@ -61,17 +61,9 @@ struct Row {
 int main(int argc, char** argv) {
   openblas_set_num_threads(1);
   int rounds = 5;
-  std::unique_ptr<cache::RecordStore> store;
   bench::Args args;
   if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [rounds]", &args, &rc)) return rc;
-  if (!args.db.empty()) {
-    auto s = cache::openSqliteStore(args.db);
-    if (!s.ok()) {
-      std::fprintf(stderr, "%s\n", s.error().str().c_str());
-      return 2;
-    }
-    store = std::move(*s);
-  }
+  std::unique_ptr<cache::RecordStore> store = std::move(args.store);
   if (args.numbers.size() > 1) {
     std::fprintf(stderr, "one rounds count at most\n");
     return 2;

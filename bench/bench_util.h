@@ -7,8 +7,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "cache_service/store.h"
 
 namespace tessera::bench {
 
@@ -45,10 +48,11 @@ inline std::pair<Timing, Timing> interleave(const std::function<void()>& a, cons
   return {summarize(sa), summarize(sb)};
 }
 
-// The kernel benchmarks' command line: `[--db PATH] [N...]`, N positive integers. Returns false
-// after printing the usage (to stdout for --help, with *exitCode 0; to stderr otherwise, 2).
+// The kernel benchmarks' command line: `[--db PATH] [N...]`, N positive integers; --db opens the
+// store whose winners the benchmark runs. Returns false after printing the usage (to stdout for
+// --help, with *exitCode 0) or why the arguments or the store are bad (to stderr, 2).
 struct Args {
-  std::string db;
+  std::unique_ptr<cache::RecordStore> store;  // null without --db
   std::vector<int64_t> numbers;
 };
 inline bool parseArgs(int argc, char** argv, const char* usage, Args* out, int* exitCode) {
@@ -60,7 +64,13 @@ inline bool parseArgs(int argc, char** argv, const char* usage, Args* out, int* 
       return false;
     }
     if (a == "--db" && i + 1 < argc) {
-      out->db = argv[++i];
+      auto st = cache::openSqliteStore(argv[++i]);
+      if (!st.ok()) {
+        std::fprintf(stderr, "%s\n", st.error().str().c_str());
+        *exitCode = 2;
+        return false;
+      }
+      out->store = std::move(*st);
       continue;
     }
     size_t used = 0;

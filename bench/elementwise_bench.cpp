@@ -20,17 +20,9 @@ using namespace tessera;
 
 int main(int argc, char** argv) {
   int64_t rows = 4096, cols = 4096;
-  std::unique_ptr<cache::RecordStore> store;
   bench::Args args;
   if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [rows cols]", &args, &rc)) return rc;
-  if (!args.db.empty()) {
-    auto st = cache::openSqliteStore(args.db);
-    if (!st.ok()) {
-      std::fprintf(stderr, "%s\n", st.error().str().c_str());
-      return 2;
-    }
-    store = std::move(*st);
-  }
+  std::unique_ptr<cache::RecordStore> store = std::move(args.store);
   const std::vector<int64_t>& dims = args.numbers;
   if (!dims.empty() && dims.size() != 2) {
     std::fprintf(stderr, "give both rows and cols, or neither\n");

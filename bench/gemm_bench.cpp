@@ -25,16 +25,7 @@ int main(int argc, char** argv) {
   bench::Args args;
   if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [size...]", &args, &rc)) return rc;
   std::vector<int64_t> sizes = args.numbers;
-  std::string db = args.db;
-  std::unique_ptr<cache::RecordStore> store;
-  if (!db.empty()) {
-    auto s = cache::openSqliteStore(db);
-    if (!s.ok()) {
-      std::fprintf(stderr, "%s\n", s.error().str().c_str());
-      return 2;
-    }
-    store = std::move(*s);
-  }
+  std::unique_ptr<cache::RecordStore> store = std::move(args.store);
   if (sizes.empty()) sizes = {256, 512, 1024, 2048};
   const TargetDesc& host = hostTarget();
   std::printf("GEMM f32, one thread, %s\n", host.model.c_str());

@@ -137,15 +137,20 @@ class Evolution : public SearchStrategy {
     if (s_.categoricalSlots)
       for (const auto& knob : st_.space().knobs) {
         if (!knob.isCategorical() || knob.domain.size() < 2) continue;
-        for (const auto& v : knob.domain)
-          for (size_t i = 0; i < ranked.size() && out.size() < n; ++i) {
-            auto it = ranked[i].config.values.find(knob.name);
-            if (taken[i] || it == ranked[i].config.values.end() || it->second != v) continue;
-            if (std::any_of(out.begin(), out.end(), [&](const ir::Config& c) { return c.values.at(knob.name) == v; })) break;
-            taken[i] = true;
-            if (st_.claim(ranked[i].config)) out.push_back(ranked[i].config);
-            break;
-          }
+        auto has = [&](const ir::Config& c, const ir::KnobValue& v) {
+          auto it = c.values.find(knob.name);
+          return it != c.values.end() && it->second == v;
+        };
+        for (const auto& v : knob.domain) {
+          if (out.size() >= n || std::any_of(out.begin(), out.end(), [&](const ir::Config& c) { return has(c, v); }))
+            continue;
+          for (size_t i = 0; i < ranked.size(); ++i)
+            if (!taken[i] && has(ranked[i].config, v)) {
+              taken[i] = true;
+              if (st_.claim(ranked[i].config)) out.push_back(ranked[i].config);
+              break;
+            }
+        }
       }
     // First pass: in predicted order, skipping near-duplicates of this batch's picks; the second
     // pass fills what is left in predicted order.
