@@ -163,7 +163,7 @@ class MemoryStore final : public RecordStore {
       if (k.winner == 0) {
         res.outcome = PutOutcome::Inserted;
         k.winner = r.id;
-      } else if (r.median_us < records_.at(k.winner).median_us) {
+      } else if (isBetter(r, records_.at(k.winner))) {
         res.outcome = PutOutcome::Improved;
         k.winner = r.id;
       }

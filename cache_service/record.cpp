@@ -72,6 +72,7 @@ bool isWinnerCandidate(const Record& r) { return r.status == RecordStatus::Ok; }
 bool isBetter(const Record& a, const Record& b) {
   if (!isWinnerCandidate(a)) return false;
   if (!isWinnerCandidate(b)) return true;
+  if (a.remeasured != b.remeasured) return a.remeasured;
   return a.median_us < b.median_us;
 }
 

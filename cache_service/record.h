@@ -55,6 +55,10 @@ struct Record {
   double max_abs_err = 0, max_rel_err = 0;
   int64_t trials = 0;         // tuning cost: candidates measured for this key in the run
   double tuning_seconds = 0;  // tuning cost: wall time of the run
+  // The winner of a tuning run after its final interleaved re-measurement (design.md §5), as
+  // opposed to one candidate's single measurement during the search. Such a record outranks every
+  // single measurement of its key: a lucky sample must not displace what the run confirmed.
+  bool remeasured = false;
   // Assigned by a store, never part of the record's identity.
   int64_t id = 0;
   bool stale = false;
@@ -74,7 +78,8 @@ Status finalizeRecord(Record& r);
 // same measurement, which makes imports and retried submissions idempotent.
 std::string fingerprint(const Record& r);
 
-// "Better" = status ok and a lower median; non-ok records are never better than anything.
+// "Better" = status ok, then re-measured before single measurements, then a lower median;
+// non-ok records are never better than anything. This is the winner rule of every store.
 bool isBetter(const Record& a, const Record& b);
 bool isWinnerCandidate(const Record& r);  // status ok
 

@@ -138,6 +138,9 @@ json recordToJson(const Record& r) {
                      {"max_rel_err", r.max_rel_err},
                      {"trials", r.trials},
                      {"tuning_seconds", r.tuning_seconds}};
+  // Written only when set, so the fingerprints of records stored before the field existed (and of
+  // every single measurement) are unchanged.
+  if (r.remeasured) j["result"]["remeasured"] = true;
   j["stale"] = r.stale;
   return j;
 }
@@ -217,6 +220,7 @@ Status validateRecord(const Record& r, const std::string& path) {
   }
   if (r.n < 0) return bad(join(rp, "n"), "expected an integer >= 0");
   if (r.trials < 0) return bad(join(rp, "trials"), "expected an integer >= 0");
+  if (r.remeasured && r.status != RecordStatus::Ok) return bad(join(rp, "remeasured"), "only an ok record is re-measured");
   if (r.status == RecordStatus::Ok) {
     // A winner must carry a real measurement: without it best-wins would compare nothing.
     if (r.n < 1) return bad(join(rp, "n"), "must be >= 1 for status ok");
@@ -278,7 +282,7 @@ Expected<Record> recordFromJson(const json& j, const std::string& path) {
     const std::string rp = join(path, "result");
     TESSERA_TRY(requireObject(*res, rp, {"n", "median_us", "p20_us", "p80_us", "gflops", "gbps",
                                          "peak_fraction", "max_abs_err", "max_rel_err", "trials",
-                                         "tuning_seconds"}));
+                                         "tuning_seconds", "remeasured"}));
     const bool ok = r.status == RecordStatus::Ok;
     TESSERA_TRY(getInt(*res, "n", rp, r.n, ok));
     TESSERA_TRY(getDouble(*res, "median_us", rp, r.median_us, ok));
@@ -293,6 +297,10 @@ Expected<Record> recordFromJson(const json& j, const std::string& path) {
     TESSERA_TRY(getDouble(*res, "max_rel_err", rp, r.max_rel_err, false));
     TESSERA_TRY(getInt(*res, "trials", rp, r.trials, false));
     TESSERA_TRY(getDouble(*res, "tuning_seconds", rp, r.tuning_seconds, false));
+    if (auto it = res->find("remeasured"); it != res->end()) {
+      if (!it->is_boolean()) return bad(join(rp, "remeasured"), "expected true or false");
+      r.remeasured = it->get<bool>();
+    }
   }
   TESSERA_TRY(validateRecord(r, path));
   r.key_id = keyIdOf(r.key);

@@ -56,7 +56,16 @@ CREATE TABLE tokens(
 
 )sql";
 
-constexpr const char* kMigrations[] = {kMigrationV1};
+// Version 2: a tuning run's final, interleaved re-measurement of its winner is marked, and such a
+// record outranks single measurements in best-wins (record.h: Record::remeasured). Keys keep the
+// rank of their winner next to its median so the upsert still compares one row. Existing winners
+// stay as they are (unmarked).
+constexpr const char* kMigrationV2 = R"sql(
+ALTER TABLE records ADD COLUMN remeasured INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE keys ADD COLUMN winner_remeasured INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+constexpr const char* kMigrations[] = {kMigrationV1, kMigrationV2};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

@@ -56,6 +56,7 @@ Expected<Record> rowToRecord(const sql::Stmt& st) {
   r.trials = st.i64(28);
   r.tuning_seconds = st.f64(29);
   r.stale = st.i64(30) != 0;
+  r.remeasured = st.i64(31) != 0;
   return r;
 }
 

@@ -110,8 +110,8 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
     TESSERA_ASSIGN(sql::Stmt * st, db.cached(
         "INSERT INTO records(key_id, fingerprint, status, config, n, median_us, p20_us, p80_us,"
         " gflops, gbps, peak_fraction, max_abs_err, max_rel_err, trials, tuning_seconds,"
-        " tessera_version, llvm_version, cuda_version, cpu_model, host, user, created_at, pushed)"
-        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        " tessera_version, llvm_version, cuda_version, cpu_model, host, user, created_at, pushed,"
+        " remeasured) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
         " ON CONFLICT(fingerprint) DO NOTHING RETURNING id"));
     sql::Use use(*st);
     const Provenance& p = r.provenance;
@@ -121,6 +121,7 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
     st->bind(14, r.trials).bind(15, r.tuning_seconds).bind(16, p.tessera_version);
     st->bind(17, p.llvm_version).bind(18, p.cuda_version).bind(19, p.cpu_model).bind(20, p.host);
     st->bind(21, p.user).bind(22, p.created_at).bind(23, opts.outbox ? 0 : 1);
+    st->bind(24, int64_t(r.remeasured ? 1 : 0));
     TESSERA_ASSIGN(bool row, st->step());
     if (row) res.id = st->i64(0);
   }
@@ -136,18 +137,23 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
   }
 
   // 2. Best-wins: one upsert creates the key row or moves its winner, and only ever to a strictly
-  // better record. RETURNING yields a row only when this record became the winner.
+  // better record (isBetter: re-measured first, then the lower median). RETURNING yields a row
+  // only when this record became the winner.
   if (isWinnerCandidate(r)) {
     TESSERA_ASSIGN(sql::Stmt * st, db.cached(
         "INSERT INTO keys(key_id, family, workload, shape, rank, dtype, layout, target, arch, units,"
-        " winner_id, winner_median_us, winner_changes) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,1)"
+        " winner_id, winner_median_us, winner_remeasured, winner_changes)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,1)"
         " ON CONFLICT(key_id) DO UPDATE SET winner_id = excluded.winner_id,"
-        " winner_median_us = excluded.winner_median_us, winner_changes = keys.winner_changes + 1"
-        " WHERE keys.winner_id IS NULL OR excluded.winner_median_us < keys.winner_median_us"
+        " winner_median_us = excluded.winner_median_us, winner_remeasured = excluded.winner_remeasured,"
+        " winner_changes = keys.winner_changes + 1"
+        " WHERE keys.winner_id IS NULL OR excluded.winner_remeasured > keys.winner_remeasured"
+        " OR (excluded.winner_remeasured = keys.winner_remeasured"
+        " AND excluded.winner_median_us < keys.winner_median_us)"
         " RETURNING winner_changes"));
     sql::Use use(*st);
     bindKey(*st);
-    st->bind(11, res.id).bind(12, r.median_us);
+    st->bind(11, res.id).bind(12, r.median_us).bind(13, int64_t(r.remeasured ? 1 : 0));
     TESSERA_ASSIGN(bool row, st->step());
     if (row) {
       res.outcome = st->i64(0) == 1 ? PutOutcome::Inserted : PutOutcome::Improved;

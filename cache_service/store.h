@@ -4,8 +4,9 @@
 // Rules every implementation follows:
 //  * every submitted record is kept (a record with the same fingerprint is stored once, so
 //    retries and re-imports are idempotent);
-//  * the winner of a key is its best `ok` record (lowest median_us); a worse record never
-//    replaces a better one, and on a tie the earlier record stays;
+//  * the winner of a key is its best `ok` record (isBetter): a tuning run's re-measured winner
+//    (Record::remeasured) before any single measurement, then the lowest median_us; a worse
+//    record never replaces a better one, and on a tie the earlier record stays;
 //  * a record is stale when its toolchain (tessera/LLVM/CUDA versions) differs from that of the
 //    newest record (by created_at) of its key; stale winners are still served, flagged.
 #pragma once

@@ -241,9 +241,13 @@ void tuneCommand(const TuneFlags& f) {
     for (const auto& [s, n] : statusCounts) why += " " + s + "=" + std::to_string(n);
     fail("no candidate produced a correct result (" + std::to_string(res.trials.size()) + " trials:" + why + ")", 1);
   }
-  // The winner, re-measured interleaved, is stored with the run's tuning cost.
+  // The winner, re-measured interleaved, is stored with the run's tuning cost and marked so: it
+  // outranks the single measurements of the search (a lucky sample among them would otherwise be
+  // what `tessera best`, the benches and the service serve).
   search::TuningCost cost{int64_t(res.trials.size()), res.seconds};
-  (void)(*store)->putOne(search::toRecord(*res.best, key, prov, cost), {.outbox = client.enabled()});
+  cache::Record winner = search::toRecord(*res.best, key, prov, cost);
+  winner.remeasured = !res.remeasured.empty();
+  (void)(*store)->putOne(winner, {.outbox = client.enabled()});
   if (client.enabled()) warn(cache::pushOutbox(**store, client).warning);
 
   const auto& b = *res.best;
@@ -338,8 +342,8 @@ void bestCommand(const BestFlags& f) {
     std::printf("%s on %s (key %.12s, from %s)%s\n", k->name.c_str(), t->name.c_str(), keyId.c_str(), source.c_str(),
                 rec->stale ? "  [stale: measured with another toolchain]" : "");
     std::printf("config      %s\n", rec->config.c_str());
-    std::printf("time        %.3f ms median (p20 %.3f, p80 %.3f, n=%lld)\n", rec->median_us / 1e3, rec->p20_us / 1e3,
-                rec->p80_us / 1e3, (long long)rec->n);
+    std::printf("time        %.3f ms median (p20 %.3f, p80 %.3f, n=%lld%s)\n", rec->median_us / 1e3, rec->p20_us / 1e3,
+                rec->p80_us / 1e3, (long long)rec->n, rec->remeasured ? ", re-measured at the end of its run" : "");
     std::printf("throughput  %s (%.1f%% of peak)\n",
                 fmtThroughput(*k, ir::isComputeBound(*k) ? rec->gflops : rec->gbps).c_str(), 100 * rec->peak_fraction);
     std::printf("measured    %s by %s@%s, tessera %s, LLVM %s; %lld trials, %.0f s of tuning\n",

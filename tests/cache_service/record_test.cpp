@@ -58,6 +58,13 @@ TEST(RecordJson, RoundTripsEveryField) {
   EXPECT_EQ(back->trials, r.trials);
   EXPECT_EQ(back->key_id, r.key_id);
   EXPECT_EQ(fingerprint(*back), fingerprint(r));
+  EXPECT_FALSE(back->remeasured);
+  EXPECT_EQ(encodeRecord(r).find("remeasured"), std::string::npos);  // old fingerprints unchanged
+  r.remeasured = true;
+  auto marked = decodeRecord(encodeRecord(r));
+  ASSERT_TRUE(marked.ok()) << marked.error().message;
+  EXPECT_TRUE(marked->remeasured);
+  EXPECT_NE(fingerprint(*marked), fingerprint(*back));
 }
 
 TEST(RecordJson, FingerprintIgnoresConfigKeyOrderAndStoreFields) {
@@ -113,6 +120,13 @@ TEST(RecordJson, RefusesBadFieldsWithTheirPath) {
       {"key_id mismatch", [](json& j) { j["key_id"] = std::string(64, 'a'); }, "key_id: does not match"},
       {"stale wrong type", [](json& j) { j["stale"] = "no"; }, "stale: expected a boolean"},
       {"id negative", [](json& j) { j["id"] = -3; }, "id"},
+      {"remeasured not bool", [](json& j) { j["result"]["remeasured"] = 1; }, "result.remeasured: expected true or false"},
+      {"remeasured failure",
+       [](json& j) {
+         j["status"] = "crash";
+         j["result"]["remeasured"] = true;
+       },
+       "result.remeasured: only an ok record"},
   };
   for (const auto& c : cases) {
     json j = validJson();
@@ -159,6 +173,10 @@ TEST(Record, BetterMeansOkAndFaster) {
   EXPECT_TRUE(isBetter(slow, failed));
   EXPECT_FALSE(isBetter(failed, slow));
   EXPECT_FALSE(isBetter(estimated, failed));
+  Record confirmed = makeRecord({.median_us = 30, .remeasured = true});
+  EXPECT_TRUE(isBetter(confirmed, fast));  // a re-measured winner outranks single measurements
+  EXPECT_FALSE(isBetter(fast, confirmed));
+  EXPECT_TRUE(isBetter(makeRecord({.median_us = 25, .remeasured = true}), confirmed));
 }
 
 TEST(Record, StatusNamesAndErrorMapping) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cache_service/schema.h"
 #include "cache_service/tokens.h"
 #include "tests/cache_service/test_util.h"
 
@@ -458,7 +459,7 @@ TEST(Server, StatusAndMetricsReportActivity) {
   auto st = json::parse(f.get("/status", f.read_token).body);
   EXPECT_EQ(st["records"], 2);
   EXPECT_EQ(st["winners"], 1);
-  EXPECT_EQ(st["schema_version"], 1);
+  EXPECT_EQ(st["schema_version"], kSchemaVersion);
   EXPECT_EQ(st["tokens_active"], 3);
   EXPECT_GT(st["db_bytes"].get<int64_t>(), 0);
   Reply m = f.get("/metrics", f.read_token);

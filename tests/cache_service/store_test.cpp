@@ -78,6 +78,32 @@ TEST_P(StoreTest, BestWinsOutcomes) {
   EXPECT_EQ(st->winners, 1);
 }
 
+// A tuning run's re-measured winner outranks single measurements whatever their medians (a lucky
+// sample among them must not be what is served), and only a faster re-measured record replaces it.
+TEST_P(StoreTest, ReMeasuredWinnerOutranksSingleMeasurements) {
+  auto s = open();
+  EXPECT_EQ(put(*s, makeRecord({.key = 11, .median_us = 90, .config = R"({"tile":16})"})).outcome,
+            PutOutcome::Inserted);
+  PutResult confirmed = put(*s, makeRecord({.key = 11, .median_us = 100, .config = R"({"tile":32})", .remeasured = true}));
+  EXPECT_EQ(confirmed.outcome, PutOutcome::Improved);
+  EXPECT_EQ(put(*s, makeRecord({.key = 11, .median_us = 50, .config = R"({"tile":8})"})).outcome, PutOutcome::Kept);
+  EXPECT_EQ(put(*s, makeRecord({.key = 11, .median_us = 120, .remeasured = true})).outcome, PutOutcome::Kept);
+  auto w = best(*s, confirmed.key_id);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->record.id, confirmed.id);
+  EXPECT_TRUE(w->record.remeasured);
+  EXPECT_EQ(w->record.config, R"({"tile":32})");
+  PutResult faster = put(*s, makeRecord({.key = 11, .median_us = 95, .host = "b", .remeasured = true}));
+  EXPECT_EQ(faster.outcome, PutOutcome::Improved);
+  EXPECT_EQ(best(*s, confirmed.key_id)->record.id, faster.id);
+  // The mark is part of the record: the same numbers without it are another record.
+  EXPECT_FALSE(put(*s, makeRecord({.key = 11, .median_us = 95, .host = "b"})).duplicate);
+  auto winners = s->list({.key_id = confirmed.key_id, .winners_only = true});
+  ASSERT_TRUE(winners.ok());
+  ASSERT_EQ(winners->records.size(), 1u);
+  EXPECT_TRUE(winners->records[0].remeasured);
+}
+
 TEST_P(StoreTest, FailedRecordsNeverWin) {
   auto s = open();
   Record failed = makeRecord({.key = 2, .status = RecordStatus::WrongResult});
@@ -316,7 +342,7 @@ TEST(SqliteStore, PersistsAndMarksTheFile) {
     ASSERT_TRUE(s.ok()) << s.error().message;
     ASSERT_TRUE((*s)->putOne(r).ok());
   }
-  EXPECT_EQ(test::queryRows(path, "PRAGMA user_version")[0][0], "1");
+  EXPECT_EQ(test::queryRows(path, "PRAGMA user_version")[0][0], "2");
   EXPECT_EQ(test::queryRows(path, "PRAGMA application_id")[0][0], std::to_string(0x54535352));
   EXPECT_EQ(test::queryRows(path, "PRAGMA journal_mode")[0][0], "wal");
   auto s = openSqliteStore(path, {.index_winners = true});
@@ -324,6 +350,39 @@ TEST(SqliteStore, PersistsAndMarksTheFile) {
   auto w = (*s)->best(r.key_id);
   ASSERT_TRUE(w.ok() && *w);
   EXPECT_EQ(fingerprint((*w)->record), fingerprint(r));
+  EXPECT_EQ(test::integrityCheck(path), "ok");
+}
+
+// A version-1 file (before re-measured winners were marked) is migrated in place when opened: its
+// records and winners stay, and a re-measured record then outranks the old winner.
+TEST(SqliteStore, MigratesAVersion1File) {
+  TempDir dir;
+  const std::string path = dir.file("v1.db");
+  Record old = makeRecord({.key = 12, .median_us = 40});
+  {
+    auto s = openSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    ASSERT_TRUE((*s)->putOne(old).ok());
+  }
+  {  // back to the version-1 layout
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    for (const char* q : {"ALTER TABLE records DROP COLUMN remeasured", "ALTER TABLE keys DROP COLUMN winner_remeasured",
+                          "PRAGMA user_version=1"})
+      EXPECT_EQ(sqlite3_exec(db, q, nullptr, nullptr, nullptr), SQLITE_OK) << q << ": " << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  auto s = openSqliteStore(path, {.index_winners = true});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(test::queryRows(path, "PRAGMA user_version")[0][0], "2");
+  auto w = (*s)->best(old.key_id);
+  ASSERT_TRUE(w.ok() && *w);
+  EXPECT_EQ(fingerprint((*w)->record), fingerprint(old));
+  EXPECT_FALSE((*w)->record.remeasured);
+  auto put = (*s)->putOne(makeRecord({.key = 12, .median_us = 45, .remeasured = true}));
+  ASSERT_TRUE(put.ok());
+  EXPECT_EQ(put->outcome, PutOutcome::Improved);
+  EXPECT_EQ((*(*s)->best(old.key_id))->record.median_us, 45);
   EXPECT_EQ(test::integrityCheck(path), "ok");
 }
 

@@ -59,6 +59,7 @@ Record makeRecord(const RecordSpec& s) {
   }
   r.trials = 5;
   r.tuning_seconds = 1.5;
+  r.remeasured = s.remeasured;
   Status st = finalizeRecord(r);
   if (!st.ok()) throw std::runtime_error("test record invalid: " + st.error().message);
   return r;

@@ -34,6 +34,7 @@ struct RecordSpec {
   std::string llvm_version = "22.1.0";
   std::string host = "test-host";
   std::string config = "{\"tile\":64}";
+  bool remeasured = false;
 };
 Record makeRecord(const RecordSpec& spec);
 HardKey keyFor(int key);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -50,6 +51,16 @@ TEST(TuneCli, StoresEveryCandidateResumesAndAnswersBest) {
   // 10 trials + the default config + the re-measured winner.
   EXPECT_GE(recs.size(), 11u);
   for (const auto& r : recs) EXPECT_EQ(r.key.family, "gemm");
+  // What is served is the run's re-measured winner, not the luckiest single measurement.
+  auto servedWinner = [&](size_t wantMarked) {
+    auto all = allRecords(db);
+    EXPECT_EQ(size_t(std::count_if(all.begin(), all.end(), [](const auto& r) { return r.remeasured; })), wantMarked);
+    auto store = tessera::cache::openSqliteStore(db);
+    auto w = (*store)->best(all.at(0).key_id);
+    EXPECT_TRUE(w.ok() && *w);
+    return (*w)->record;
+  };
+  EXPECT_TRUE(servedWinner(1).remeasured);
 
   Result again = run("tune --trials 10 --db " + db + kernel);
   ASSERT_EQ(again.code, 0) << again.out;
@@ -67,9 +78,12 @@ TEST(TuneCli, StoresEveryCandidateResumesAndAnswersBest) {
   for (size_t i = recs.size(); i < after.size(); ++i) fresh += !before.count(after[i].config);
   EXPECT_GE(fresh, 5);
 
+  tessera::cache::Record winner = servedWinner(2);
+  EXPECT_TRUE(winner.remeasured);
   Result best = run("best --db " + db + kernel);
   EXPECT_EQ(best.code, 0) << best.out;
-  EXPECT_NE(best.out.find("config"), std::string::npos);
+  EXPECT_NE(best.out.find("config      " + winner.config), std::string::npos) << best.out;
+  EXPECT_NE(best.out.find("re-measured at the end of its run"), std::string::npos) << best.out;
   Result none = run("best --db " + db + " gemm --m 49 --n 40 --k 24");
   EXPECT_EQ(none.code, 3) << none.out;
   EXPECT_NE(none.out.find("nearest"), std::string::npos) << none.out;
