@@ -47,6 +47,16 @@ TEST(HostElementwise, EveryOp) {
   }
 }
 
+// GELU and sigmoid saturate their 2^t at |t| = 126 (the numerator keeps x): far past that
+// (|x| > 10 for GELU, > 87 for sigmoid), the results must still be x or 0 with the right signs.
+TEST(HostElementwise, SaturatingActivationsFarOutsideTheirClamps) {
+  for (const char* e : {"y = gelu(x * 40)", "y = gelu(x * 10)", "y = sigmoid(x * 300)", "y = silu(x * 300)",
+                        "y = sigmoid(x * 88)"}) {
+    auto r = testutil::checkHost(ew(e, {5, 203}));
+    EXPECT_TRUE(r.correct) << e << ": " << r.error;
+  }
+}
+
 TEST(HostElementwise, BroadcastingAndMultipleOutputs) {
   Kernel k = ew("t = x * s + b; y = relu(t); z = t * w", {4, 6, 33}, {{"s", {33}}, {"b", {6, 1}}, {"w", {4, 1, 1}}});
   auto r = testutil::checkHost(k);
