@@ -1,7 +1,8 @@
 // Owns the host elementwise strategy: one linalg.generic (numpy broadcasting as indexing maps,
 // temporaries inlined, every output in one pass) tiled along the innermost dimension and
 // vectorized with masks for the tail. Knobs: VW (vector lanes), UNROLL (vectors per step),
-// NT (non-temporal stores of the outputs), CHUNK (column blocks: row-broadcast operands stay in L1).
+// NT (non-temporal stores of the outputs), CHUNK (column blocks: row-broadcast operands stay in L1),
+// ROWS (rows per tile, sharing each load of a row-broadcast operand).
 #include "codegen/host_strategies.h"
 #include "codegen/linalg_elementwise.h"
 #include "codegen/expr_emitter.h"
@@ -18,6 +19,13 @@ Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k
   TESSERA_ASSIGN(int64_t nt, c.getInt("NT"));
   TESSERA_ASSIGN(int64_t chunk, c.getInt("CHUNK"));
   if (chunk < 0) return makeError(ErrorCode::InvalidConfig, "CHUNK must be >= 0");
+  // ROWS came after the other knobs: configs stored before it mean one row per tile.
+  int64_t rows = 1;
+  if (c.values.count("ROWS")) {
+    TESSERA_ASSIGN(rows, c.getInt("ROWS"));
+  }
+  if (rows < 1 || rows > 16) return makeError(ErrorCode::InvalidConfig, "ROWS must be between 1 and 16");
+  if (rows * vw * unroll > 1024) return makeError(ErrorCode::InvalidConfig, "ROWS*VW*UNROLL must be <= 1024");
   if (nt != 0 && nt != 1) return makeError(ErrorCode::InvalidConfig, "NT must be 0 or 1");
   if (vw <= 0 || unroll <= 0 || vw * unroll > 1024)
     return makeError(ErrorCode::InvalidConfig, "VW and UNROLL must be positive with VW*UNROLL <= 1024");
@@ -44,7 +52,7 @@ Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k
 
   out.schedule = "module attributes {transform.with_named_sequence} {\n"
                  "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {\n" +
-                 elementwiseScheduleFragment(int(region.iter.size()), vw, unroll, "", chunk) +
+                 elementwiseScheduleFragment(int(region.iter.size()), vw, unroll, "", chunk, rows) +
                  "    %f0 = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
                  "    transform.apply_patterns to %f0 {\n"
                  "      transform.apply_patterns.vector.lower_masked_transfers\n"

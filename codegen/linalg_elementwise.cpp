@@ -63,9 +63,11 @@ Expected<SmallVector<Value>> buildElementwiseGeneric(OpBuilder& b, Location loc,
   return SmallVector<Value>(generic->getResults().begin(), generic->getResults().end());
 }
 
-std::string elementwiseScheduleFragment(int rank, int64_t vw, int64_t unroll, const std::string& s, int64_t chunk) {
+std::string elementwiseScheduleFragment(int rank, int64_t vw, int64_t unroll, const std::string& s, int64_t chunk,
+                                        int64_t rows) {
   std::string sizes;
-  for (int d = 0; d < rank; ++d) sizes += (d ? ", " : "") + (d + 1 == rank ? std::to_string(vw) : std::string("1"));
+  for (int d = 0; d < rank; ++d)
+    sizes += (d ? ", " : "") + std::to_string(d + 1 == rank ? vw : (d + 2 == rank && rows > 1 ? rows : 1));
   std::string loops;
   for (int d = 0; d < rank; ++d) loops += std::string(d ? ", " : "") + "!transform.any_op";
   std::string r = "    %ew" + s + " = transform.structured.match ops{[\"linalg.generic\"]} attributes{" + kElementwiseTag +

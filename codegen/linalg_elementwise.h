@@ -25,8 +25,10 @@ Expected<llvm::SmallVector<mlir::Value>> buildElementwiseGeneric(
 // of rank `rank` by [1, ..., 1, vw], vectorize them to vector<vw> with masks and unroll the
 // innermost loop `unroll` times; `suffix` keeps SSA names unique across fragments. With
 // `chunk` > 0 (rank >= 2) an outer loop walks column blocks of `chunk` elements first, so that
-// row-broadcast operands (a bias of a whole row) stay in L1 while the rows stream past.
+// row-broadcast operands (a bias of a whole row) stay in L1 while the rows stream past. With
+// `rows` > 1 (rank >= 2) each tile spans that many rows, vectorized as vector<rows x vw>: an
+// operand broadcast along the rows is loaded once per tile and shared by all of them.
 std::string elementwiseScheduleFragment(int rank, int64_t vw, int64_t unroll, const std::string& suffix,
-                                        int64_t chunk = 0);
+                                        int64_t chunk = 0, int64_t rows = 1);
 
 }  // namespace tessera::codegen

@@ -124,7 +124,8 @@ class HostFeatures : public FeatureExtractor {
   }
 
   std::vector<float> elementwise(const ir::Config& c) const {
-    int64_t vw = knob(c, "VW", lanes_), un = knob(c, "UNROLL", 1), nt = knob(c, "NT", 0), chunk = knob(c, "CHUNK", 0);
+    int64_t vw = knob(c, "VW", lanes_), un = knob(c, "UNROLL", 1), nt = knob(c, "NT", 0), chunk = knob(c, "CHUNK", 0),
+            rows = knob(c, "ROWS", 1);
     int64_t tile = vw * un;
     // The inner loop walks a column block (CHUNK > 0) or a whole row; its trip count and masked
     // tail are per block: a block of exactly one tile runs without a loop at all.
@@ -146,7 +147,7 @@ class HostFeatures : public FeatureExtractor {
             float(un),
             lg(double(inner_)),
             lg(double(ceilDiv(inner_, span))),
-            0.f};
+            float(rows)};
   }
 
   std::vector<float> attention(const ir::Config& c) const {

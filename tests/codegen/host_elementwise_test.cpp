@@ -82,9 +82,42 @@ TEST(HostElementwise, ExtremesOfEveryKnob) {
     }
 }
 
+// Several rows per tile (ROWS): the row-broadcast operands are loaded once per tile. Correct on
+// every rank, with column tails, with column blocks, and with a row count the tile does not
+// divide (the space never proposes that, but a config given by hand still runs correctly).
+TEST(HostElementwise, RowsPerTileShareBroadcastLoads) {
+  struct Case {
+    const char* expr;
+    Shape shape;
+    std::map<std::string, Shape> shapes;
+    const char* config;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"y = x * s + b", {8, 1000}, {{"s", {1000}}, {"b", {1000}}}, "VW=8,UNROLL=2,NT=1,CHUNK=0,ROWS=4"},
+           {"y = gelu(x * s + b)", {12, 517}, {{"s", {517}}, {"b", {517}}}, "VW=16,UNROLL=1,NT=0,CHUNK=256,ROWS=2"},
+           {"y = gelu(x + b)", {3, 8, 40}, {{"b", {40}}}, "VW=8,UNROLL=4,NT=1,CHUNK=0,ROWS=4"},
+           {"y = x * s + b", {7, 33}, {{"s", {33}}, {"b", {33}}}, "VW=8,UNROLL=1,NT=0,CHUNK=0,ROWS=4"},
+       }) {
+    Kernel k = ew(c.expr, c.shape, c.shapes);
+    auto r = testutil::checkHost(k, *Config::parseAssignments(c.config));
+    EXPECT_TRUE(r.correct) << k.name << " " << c.config << ": " << r.error;
+  }
+  // The space offers ROWS only with a row-broadcast operand, and only divisors of the rows.
+  auto rowsOf = [](const Kernel& k) {
+    auto s = search::makeSpace(k, hostTarget());
+    EXPECT_TRUE(s.ok());
+    for (const auto& knob : s->knobs)
+      if (knob.name == "ROWS") return knob.domain.size();
+    return size_t(0);
+  };
+  EXPECT_EQ(rowsOf(ew("y = x * s + b", {8, 64}, {{"s", {64}}, {"b", {64}}})), 3u);
+  EXPECT_EQ(rowsOf(ew("y = x * s + b", {6, 64}, {{"s", {64}}, {"b", {64}}})), 2u);
+  EXPECT_EQ(rowsOf(ew("y = x * z", {8, 64})), 1u);
+}
+
 TEST(HostElementwise, InvalidConfigsAreRejectedCleanly) {
   Kernel k = ew("y = x * 2", {64});
-  for (const char* bad : {"VW=0", "UNROLL=-1", "VW=4096", "NT=2"}) {
+  for (const char* bad : {"VW=0", "UNROLL=-1", "VW=4096", "NT=2", "ROWS=0", "ROWS=17"}) {
     Config c = *Config::parseAssignments("VW=16,UNROLL=1,NT=0,CHUNK=0");
     Config extra = *Config::parseAssignments(bad);
     for (const auto& [n, v] : extra.values) c.set(n, v);
