@@ -52,7 +52,8 @@ Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k
 
   out.schedule = "module attributes {transform.with_named_sequence} {\n"
                  "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {\n" +
-                 elementwiseScheduleFragment(int(region.iter.size()), vw, unroll, "", chunk, rows) +
+                 elementwiseScheduleFragment(int(region.iter.size()), vw, unroll, "", chunk, rows,
+                                             region.iter.size() >= 2 ? region.iter[region.iter.size() - 2] : 1) +
                  "    %f0 = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
                  "    transform.apply_patterns to %f0 {\n"
                  "      transform.apply_patterns.vector.lower_masked_transfers\n"

@@ -64,7 +64,7 @@ Expected<SmallVector<Value>> buildElementwiseGeneric(OpBuilder& b, Location loc,
 }
 
 std::string elementwiseScheduleFragment(int rank, int64_t vw, int64_t unroll, const std::string& s, int64_t chunk,
-                                        int64_t rows) {
+                                        int64_t rows, int64_t rowExtent) {
   std::string sizes;
   for (int d = 0; d < rank; ++d)
     sizes += (d ? ", " : "") + std::to_string(d + 1 == rank ? vw : (d + 2 == rank && rows > 1 ? rows : 1));
@@ -81,13 +81,36 @@ std::string elementwiseScheduleFragment(int rank, int64_t vw, int64_t unroll, co
     target = "%ewc" + s;
   }
   r += "    %ewt" + s + ", %ewl" + s + ":" + std::to_string(rank) + " = transform.structured.tile_using_for " + target +
-       " tile_sizes [" + sizes + "] : (!transform.any_op) -> (!transform.any_op, " + loops + ")\n"
-      "    transform.structured.vectorize %ewt" + s + " vector_sizes [" + sizes + "] : !transform.any_op\n";
+       " tile_sizes [" + sizes + "] : (!transform.any_op) -> (!transform.any_op, " + loops + ")\n";
+  std::string tiles = "%ewt" + s, cols = "%ewl" + s + "#" + std::to_string(rank - 1);
+  if (rank >= 2 && rows > 1 && rowExtent % rows != 0) {
+    // The last row tile is partial. Peeled off, it alone is masked; otherwise every tile would
+    // carry a row mask (and LLVM turns the all-true masked stores into plain ones, dropping the
+    // streaming hint). The peel clones the tile and its column loop, so both are tagged first
+    // and matched again after it.
+    const std::string tileTag = "tessera.ew_tile" + s, colTag = "tessera.ew_cols" + s;
+    r += "    transform.annotate %ewt" + s + " \"" + tileTag + "\" : !transform.any_op\n"
+         "    transform.annotate " + cols + " \"" + colTag + "\" : !transform.any_op\n"
+         "    %ewrf" + s + " = transform.cast %ewl" + s + "#" + std::to_string(rank - 2) +
+         " : !transform.any_op to !transform.op<\"scf.for\">\n"
+         "    %ewrm" + s + ", %ewrr" + s + " = transform.loop.peel %ewrf" + s +
+         " : (!transform.op<\"scf.for\">) -> (!transform.any_op, !transform.any_op)\n"
+         "    %ewfn" + s + " = transform.structured.match ops{[\"func.func\"]} in %root : (!transform.any_op) -> !transform.any_op\n"
+         "    transform.apply_patterns to %ewfn" + s + " {\n"
+         "      transform.apply_patterns.scf.for_loop_canonicalization\n"
+         "      transform.apply_patterns.canonicalization\n"
+         "    } : !transform.any_op\n"
+         "    %ewtp" + s + " = transform.structured.match ops{[\"linalg.generic\"]} attributes{" + tileTag +
+         "} in %root : (!transform.any_op) -> !transform.any_op\n"
+         "    %ewcp" + s + " = transform.structured.match ops{[\"scf.for\"]} attributes{" + colTag +
+         "} in %root : (!transform.any_op) -> !transform.any_op\n";
+    tiles = "%ewtp" + s;
+    cols = "%ewcp" + s;
+  }
+  r += "    transform.structured.vectorize " + tiles + " vector_sizes [" + sizes + "] : !transform.any_op\n";
   // Unrolling (not wider vectors) gives the ILP: vector<VW*UNROLL> values spill once they
   // outgrow the register file (measured: 256 lanes ran at a third of 64).
-  if (unroll > 1)
-    r += "    transform.loop.unroll %ewl" + s + "#" + std::to_string(rank - 1) + " {factor = " + std::to_string(unroll) +
-         "} : !transform.any_op\n";
+  if (unroll > 1) r += "    transform.loop.unroll " + cols + " {factor = " + std::to_string(unroll) + "} : !transform.any_op\n";
   return r;
 }
 

@@ -27,8 +27,10 @@ Expected<llvm::SmallVector<mlir::Value>> buildElementwiseGeneric(
 // `chunk` > 0 (rank >= 2) an outer loop walks column blocks of `chunk` elements first, so that
 // row-broadcast operands (a bias of a whole row) stay in L1 while the rows stream past. With
 // `rows` > 1 (rank >= 2) each tile spans that many rows, vectorized as vector<rows x vw>: an
-// operand broadcast along the rows is loaded once per tile and shared by all of them.
+// operand broadcast along the rows is loaded once per tile and shared by all of them;
+// `rowExtent` (the size of that dimension) tells whether the last row tile is partial, and then
+// it is peeled off.
 std::string elementwiseScheduleFragment(int rank, int64_t vw, int64_t unroll, const std::string& suffix,
-                                        int64_t chunk = 0, int64_t rows = 1);
+                                        int64_t chunk = 0, int64_t rows = 1, int64_t rowExtent = 1);
 
 }  // namespace tessera::codegen

@@ -83,8 +83,8 @@ TEST(HostElementwise, ExtremesOfEveryKnob) {
 }
 
 // Several rows per tile (ROWS): the row-broadcast operands are loaded once per tile. Correct on
-// every rank, with column tails, with column blocks, and with a row count the tile does not
-// divide (the space never proposes that, but a config given by hand still runs correctly).
+// every rank, with column tails, with column blocks, and with row counts the tile does not
+// divide (the partial last row tile is peeled off).
 TEST(HostElementwise, RowsPerTileShareBroadcastLoads) {
   struct Case {
     const char* expr;
@@ -97,12 +97,14 @@ TEST(HostElementwise, RowsPerTileShareBroadcastLoads) {
            {"y = gelu(x * s + b)", {12, 517}, {{"s", {517}}, {"b", {517}}}, "VW=16,UNROLL=1,NT=0,CHUNK=256,ROWS=2"},
            {"y = gelu(x + b)", {3, 8, 40}, {{"b", {40}}}, "VW=8,UNROLL=4,NT=1,CHUNK=0,ROWS=4"},
            {"y = x * s + b", {7, 33}, {{"s", {33}}, {"b", {33}}}, "VW=8,UNROLL=1,NT=0,CHUNK=0,ROWS=4"},
+           {"y = gelu(x * s + b)", {13, 517}, {{"s", {517}}, {"b", {517}}}, "VW=8,UNROLL=2,NT=1,CHUNK=256,ROWS=4"},
+           {"y = x + b", {3, 9, 40}, {{"b", {40}}}, "VW=16,UNROLL=2,NT=1,CHUNK=0,ROWS=2"},
        }) {
     Kernel k = ew(c.expr, c.shape, c.shapes);
     auto r = testutil::checkHost(k, *Config::parseAssignments(c.config));
     EXPECT_TRUE(r.correct) << k.name << " " << c.config << ": " << r.error;
   }
-  // The space offers ROWS only with a row-broadcast operand, and only divisors of the rows.
+  // The space offers ROWS only with a row-broadcast operand, and no more rows than there are.
   auto rowsOf = [](const Kernel& k) {
     auto s = search::makeSpace(k, hostTarget());
     EXPECT_TRUE(s.ok());
@@ -111,7 +113,8 @@ TEST(HostElementwise, RowsPerTileShareBroadcastLoads) {
     return size_t(0);
   };
   EXPECT_EQ(rowsOf(ew("y = x * s + b", {8, 64}, {{"s", {64}}, {"b", {64}}})), 3u);
-  EXPECT_EQ(rowsOf(ew("y = x * s + b", {6, 64}, {{"s", {64}}, {"b", {64}}})), 2u);
+  EXPECT_EQ(rowsOf(ew("y = x * s + b", {6, 64}, {{"s", {64}}, {"b", {64}}})), 3u);
+  EXPECT_EQ(rowsOf(ew("y = x * s + b", {3, 64}, {{"s", {64}}, {"b", {64}}})), 2u);
   EXPECT_EQ(rowsOf(ew("y = x * z", {8, 64})), 1u);
 }
 
