@@ -94,7 +94,7 @@ Expected<ir::Space> elementwiseHostSpace(const ir::Kernel& k, const TargetDesc& 
   int64_t rowsDef = std::get<int64_t>(rowsDom.back());
   if (rowsDef > 1) {
     chunkDef = 0;
-    ntDef = true;
+    ntDef = outBytes > t.l3Bytes / 2;  // streaming stores only for outputs the caches cannot keep
     if (!cheap) {
       vwDef = 4;
       for (const auto& v : vw)

@@ -176,6 +176,13 @@ TEST(SpaceOps, DefaultsAreLegalOnEveryHostIsaLevel) {
     auto s = makeSpace(*e, *t);
     ASSERT_TRUE(s.ok());
     EXPECT_EQ(s->defaults().str(), v4 ? "CHUNK=0,NT=1,ROWS=4,UNROLL=2,VW=16" : "CHUNK=0,NT=1,ROWS=4,UNROLL=2,VW=8") << arch;
+    // A small output that the caches keep gets no streaming stores.
+    auto small = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {64, 256}, .shapes = {{"s", {256}}, {"b", {256}}}});
+    ASSERT_TRUE(small.ok());
+    auto ss = makeSpace(*small, *t);
+    ASSERT_TRUE(ss.ok());
+    EXPECT_EQ(ss->defaults().values.at("NT"), ir::KnobValue(int64_t(0))) << arch;
+    EXPECT_EQ(ss->defaults().values.at("ROWS"), ir::KnobValue(int64_t(4))) << arch;
     // A single row leaves one row per tile and the column-block defaults.
     auto one = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {1, 4096}, .shapes = {{"s", {4096}}, {"b", {4096}}}});
     ASSERT_TRUE(one.ok());
