@@ -66,9 +66,10 @@ Expected<ir::Space> elementwiseHostSpace(const ir::Kernel& k, const TargetDesc& 
   s.family = "elementwise";
   std::vector<ir::KnobValue> vw = clampDomain({4, 8, 16, 32}, inner);
   std::vector<ir::KnobValue> un = {int64_t(1), int64_t(2), int64_t(4), int64_t(8)};
-  int64_t vwDef = 4;
+  int64_t nativeVw = 4;  // the widest offered width that fits one register
   for (const auto& v : vw)
-    if (std::get<int64_t>(v) <= lanes) vwDef = std::get<int64_t>(v);
+    if (std::get<int64_t>(v) <= lanes) nativeVw = std::get<int64_t>(v);
+  int64_t vwDef = nativeVw;
   int64_t unDef = 1;
   while (unDef < 4 && vwDef * unDef * 2 <= std::max<int64_t>(inner, vwDef)) unDef *= 2;
   // Heavy kernels with a row-broadcast operand: the exhaustive table of bias+GELU 4096x4096
@@ -99,9 +100,7 @@ Expected<ir::Space> elementwiseHostSpace(const ir::Kernel& k, const TargetDesc& 
     chunkDef = 0;
     ntDef = outBytes > t.l3Bytes / 2;  // streaming stores only for outputs the caches cannot keep
     if (!cheap) {
-      vwDef = 4;
-      for (const auto& v : vw)
-        if (std::get<int64_t>(v) <= lanes) vwDef = std::get<int64_t>(v);
+      vwDef = nativeVw;
       unDef = 2;
     }
   }

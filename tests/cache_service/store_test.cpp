@@ -333,15 +333,18 @@ INSTANTIATE_TEST_SUITE_P(Kinds, StoreTest,
                                            StoreKind{"sqlite_indexed", true, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// A SQLite file at `path` holding `r`, closed again.
+void writeStoreFile(const std::string& path, const Record& r) {
+  auto s = openSqliteStore(path);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_TRUE((*s)->putOne(r).ok());
+}
+
 TEST(SqliteStore, PersistsAndMarksTheFile) {
   TempDir dir;
   const std::string path = dir.file("p.db");
   Record r = makeRecord({.key = 9, .median_us = 33});
-  {
-    auto s = openSqliteStore(path);
-    ASSERT_TRUE(s.ok()) << s.error().message;
-    ASSERT_TRUE((*s)->putOne(r).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(writeStoreFile(path, r));
   EXPECT_EQ(test::queryRows(path, "PRAGMA user_version")[0][0], "2");
   EXPECT_EQ(test::queryRows(path, "PRAGMA application_id")[0][0], std::to_string(0x54535352));
   EXPECT_EQ(test::queryRows(path, "PRAGMA journal_mode")[0][0], "wal");
@@ -359,11 +362,7 @@ TEST(SqliteStore, MigratesAVersion1File) {
   TempDir dir;
   const std::string path = dir.file("v1.db");
   Record old = makeRecord({.key = 12, .median_us = 40});
-  {
-    auto s = openSqliteStore(path);
-    ASSERT_TRUE(s.ok()) << s.error().message;
-    ASSERT_TRUE((*s)->putOne(old).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(writeStoreFile(path, old));
   {  // back to the version-1 layout
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
