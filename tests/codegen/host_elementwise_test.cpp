@@ -2,8 +2,12 @@
 // odd shapes, multiple outputs and the extremes of every knob.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "codegen/codegen.h"
 #include "host_check.h"
+#include "ir/buffer.h"
 #include "ir/builders.h"
 #include "ir/text.h"
 #include "search/space.h"
@@ -54,6 +58,43 @@ TEST(HostElementwise, SaturatingActivationsFarOutsideTheirClamps) {
                         "y = sigmoid(x * 88)"}) {
     auto r = testutil::checkHost(ew(e, {5, 203}));
     EXPECT_TRUE(r.correct) << e << ": " << r.error;
+  }
+}
+
+// erf and gelu_erf use a clamped rational approximation (expr_emitter.cpp). Checked element by
+// element without the comparison's 1 %-of-max floor: relative error across 76 decades, the
+// saturation to exactly +-1 (so gelu_erf of a large negative x is exactly 0, not x times the
+// fit's last ulp), |erf| <= 1, and infinities and NaN.
+TEST(HostElementwise, ErfAndGeluErfAccurateAndSaturatingExactly) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  std::vector<double> xs = {0.0, -0.0, inf, -inf, nan, 1e30, -1e30, 3.3e38, -3.3e38, 1e-38, -1e-38};
+  for (double a = 1e-37; a < 12; a *= 1.07) xs.insert(xs.end(), {a, -a});
+  for (double a = 0; a < 7; a += 1.0 / 64) xs.insert(xs.end(), {a, -a});
+  for (const char* e : {"y = erf(x)", "y = gelu_erf(x)"}) {
+    bool gelu = std::string(e).find("gelu") != std::string::npos;
+    Kernel k = ew(e, {int64_t(xs.size())});
+    auto space = search::makeSpace(k, hostTarget());
+    ASSERT_TRUE(space.ok());
+    auto exe = codegen::compileHost(k, space->defaults(), hostTarget());
+    ASSERT_TRUE(exe.ok()) << exe.error().str();
+    Buffer x(ScalarType::F32, {int64_t(xs.size())}), y(ScalarType::F32, {int64_t(xs.size())});
+    for (size_t i = 0; i < xs.size(); ++i) x.set(int64_t(i), xs[i]);
+    void* bufs[] = {x.data(), y.data()};
+    (*exe)->run(bufs);
+    int bad = 0;
+    for (size_t i = 0; i < xs.size() && bad < 5; ++i) {
+      double v = x.get(int64_t(i)), got = y.get(int64_t(i));
+      double want = gelu ? 0.5 * v * (1 + std::erf(v * 0.7071067811865476)) : std::erf(v);
+      bool ok;
+      if (std::isnan(v)) ok = std::isnan(got);
+      else if (gelu && v == -inf) ok = true;  // -inf * 0: the reference itself is NaN
+      else if (gelu && v < -5.7) ok = got == 0;  // erf(x / sqrt 2) is exactly -1 there
+      else if (std::isinf(want)) ok = got == want;
+      else if (gelu)  // 1 + erf cancels for negative x: the error scales with |x|, as in any f32 form
+        ok = std::fabs(got - want) <= 1e-6 * std::fabs(want) + 4e-7 * std::fabs(v);
+      else ok = std::fabs(got) <= 1 && std::fabs(got - want) <= 5e-7 * std::fabs(want) + 1e-44;
+      if (!ok) ADD_FAILURE() << e << " at x = " << v << ": got " << got << ", want " << want, ++bad;
+    }
   }
 }
 
