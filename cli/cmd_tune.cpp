@@ -4,6 +4,8 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -29,6 +31,36 @@
 namespace tessera::cli {
 
 namespace {
+
+// Ctrl-C during `tessera tune`: the first one ends the search after the batch in flight (every
+// measured candidate is already stored), the top candidates are still re-measured and the winner
+// stored and printed, and the exit code is 130; `--resume` continues from there. The handler is
+// one-shot (SA_RESETHAND): a second Ctrl-C ends the process at once, and the measuring children
+// die with it (PR_SET_PDEATHSIG). Those children ignore SIGINT, which the terminal sends to the
+// whole process group, so an interrupt is never recorded as a crashing candidate.
+volatile std::sig_atomic_t gInterrupted = 0;
+
+extern "C" void onInterrupt(int) {
+  gInterrupted = 1;
+  static const char msg[] =
+      "\ntessera: interrupted: stopping after the batch in flight; the best candidates are re-measured and "
+      "stored (Ctrl-C again to quit now)\n";
+  ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)n;
+}
+
+struct InterruptScope {  // the handler is in place for the search only
+  struct sigaction previous {};
+  InterruptScope() {
+    gInterrupted = 0;
+    struct sigaction sa {};
+    sa.sa_handler = onInterrupt;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaction(SIGINT, &sa, &previous);
+  }
+  ~InterruptScope() { sigaction(SIGINT, &previous, nullptr); }
+};
 
 struct TuneFlags {
   KernelFlags kernel;
@@ -234,7 +266,13 @@ void tuneCommand(const TuneFlags& f) {
                   fmtDuration(p.etaSec).c_str());
     progress.update(line);
   };
-  search::TuneResult res = search::tune(*space, *measurer, **strategy, model.get(), features.get(), ts, cb, previous);
+  cb.shouldStop = [](const search::TuneProgress&) { return gInterrupted != 0; };
+  search::TuneResult res;
+  {
+    InterruptScope interruptible;
+    res = search::tune(*space, *measurer, **strategy, model.get(), features.get(), ts, cb, previous);
+  }
+  const bool interrupted = gInterrupted != 0;
   progress.finish();
   if (!res.best) {
     std::string why;
@@ -264,9 +302,11 @@ void tuneCommand(const TuneFlags& f) {
                         {"seconds", res.seconds},
                         {"statuses", statusCounts},
                         {"speedup_over_default", speedup},
-                        {"warm_start", {{"samples", warm.samples.size()}, {"workloads", warm.workloads}}}};
+                        {"warm_start", {{"samples", warm.samples.size()}, {"workloads", warm.workloads}}},
+                        {"interrupted", interrupted}};
     if (res.defaultConfig) j["default"] = trialJson(*res.defaultConfig);
     std::printf("%s\n", j.dump(2).c_str());
+    if (interrupted) throw CLI::RuntimeError(130);
     return;
   }
   std::string statuses;
@@ -285,6 +325,11 @@ void tuneCommand(const TuneFlags& f) {
       std::printf("vs default   default config failed: %s\n", search::trialStatusName(res.defaultConfig->status));
   }
   std::printf("search       %zu trials in %s (%s)\n", res.trials.size(), fmtDuration(res.seconds).c_str(), statuses.c_str());
+  if (interrupted) {
+    std::printf("interrupted  the search stopped early; --resume continues from the store\n");
+    std::fflush(stdout);
+    throw CLI::RuntimeError(130);
+  }
 }
 
 struct BestFlags {

@@ -43,7 +43,17 @@ IsolatedRun runIsolated(const std::function<void()>& call, const MeasureOptions&
   }
   auto* rep = new (mem) ChildReport();
   std::fflush(nullptr);  // no duplicated buffered output from the child
+  // A terminal's Ctrl-C reaches the whole process group: the tuner decides what it means (see
+  // cmd_tune.cpp); the candidate being measured ignores it, so it neither dies of it (and is
+  // recorded a crash) nor runs the tuner's handler it inherited. SIGINT stays blocked across the
+  // fork so that it cannot land in the child before the child ignores it.
+  sigset_t intOnly, oldMask;
+  sigemptyset(&intOnly);
+  sigaddset(&intOnly, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &intOnly, &oldMask);
   pid_t pid = fork();
+  if (pid == 0) signal(SIGINT, SIG_IGN);
+  pthread_sigmask(SIG_SETMASK, &oldMask, nullptr);
   if (pid < 0) {
     munmap(mem, sizeof(ChildReport));
     r.status = TrialStatus::Crash;

@@ -1,8 +1,16 @@
 // Tests `tessera tune` / `tessera best` end to end on a real SQLite store: every measured
 // candidate is stored, a fresh winner ends a rerun, --resume continues instead of restarting,
 // and `best` answers from the store (exit 3 when nothing is stored).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include <algorithm>
 #include <array>
@@ -87,6 +95,99 @@ TEST(TuneCli, StoresEveryCandidateResumesAndAnswersBest) {
   Result none = run("best --db " + db + " gemm --m 49 --n 40 --k 24");
   EXPECT_EQ(none.code, 3) << none.out;
   EXPECT_NE(none.out.find("nearest"), std::string::npos) << none.out;
+}
+
+namespace {
+
+// Starts `tessera tune ... --db db` in its own process group, waits for its fifth trial, then
+// sends SIGINT to the group as a terminal's Ctrl-C does (`times` times, 100 ms apart), while a
+// candidate is being measured (a child of the tuner exists, where a child that did not ignore
+// SIGINT would die of it). Returns the wait status and what the run printed.
+struct Interrupted {
+  int status = 0;
+  std::string out;
+};
+
+Interrupted tuneAndInterrupt(const std::string& db, const char* resume, int times) {
+  std::string log = testing::TempDir() + "/tune_int.log";
+  std::filesystem::remove(log);  // a previous run's log must not satisfy the wait below
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl(TESSERA_BIN, TESSERA_BIN, "tune", resume, "--trials", "500", "--batch", "2", "--min-time", "0.05",
+          "--top-k", "2", "--db", db.c_str(), "gemm", "--m", "48", "--n", "40", "--k", "24", nullptr);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  auto slurp = [&] {
+    std::ifstream in(log);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  auto measuring = [&] {
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+      std::ifstream children(task.path() / "children");
+      std::string c;
+      if (children >> c) return true;
+    }
+    return false;
+  };
+  while (slurp().find("trial 5/500") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (!measuring() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < times; ++i) {
+    if (i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    kill(-pid, SIGINT);
+  }
+  Interrupted r;
+  while (waitpid(pid, &r.status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline) kill(-pid, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  r.out = slurp();
+  return r;
+}
+
+}  // namespace
+
+// One Ctrl-C: the search stops after the batch in flight, the winner is re-measured, stored and
+// printed, the exit code is 130, no candidate is recorded as a crash, and --resume continues.
+// A second Ctrl-C ends the run at once and loses nothing already stored.
+TEST(TuneCli, CtrlCStopsTheSearchKeepsItsResultsAndResumes) {
+  std::string db = testing::TempDir() + "/tune_int.db";
+  std::filesystem::remove(db);
+  Interrupted once = tuneAndInterrupt(db, "--force", 1);
+  ASSERT_TRUE(WIFEXITED(once.status)) << once.out;
+  EXPECT_EQ(WEXITSTATUS(once.status), 130) << once.out;
+  // Said once, by the tuner: the candidate being measured ignores the signal.
+  size_t said = once.out.find("tessera: interrupted");
+  ASSERT_NE(said, std::string::npos) << once.out;
+  EXPECT_EQ(once.out.find("tessera: interrupted", said + 1), std::string::npos) << once.out;
+  EXPECT_NE(once.out.find("best config"), std::string::npos) << once.out;
+  auto recs = allRecords(db);
+  EXPECT_GE(recs.size(), 6u);    // the default, at least 5 trials, the winner
+  EXPECT_LT(recs.size(), 100u);  // stopped long before 500
+  for (const auto& r : recs) EXPECT_EQ(r.status, tessera::cache::RecordStatus::Ok) << r.config;
+  EXPECT_EQ(std::count_if(recs.begin(), recs.end(), [](const auto& r) { return r.remeasured; }), 1);
+
+  Interrupted twice = tuneAndInterrupt(db, "--resume", 2);
+  ASSERT_TRUE(WIFSIGNALED(twice.status)) << twice.out;
+  EXPECT_EQ(WTERMSIG(twice.status), SIGINT) << twice.out;
+  auto after = allRecords(db);  // the store opens and still holds everything, and more
+  EXPECT_GE(after.size(), recs.size() + 4) << twice.out;
+  for (const auto& r : after) EXPECT_EQ(r.status, tessera::cache::RecordStatus::Ok) << r.config;
+
+  Result resumed = run("tune --resume --trials 3 --batch 3 --min-time 0.005 --top-k 2 --db " + db +
+                       " gemm --m 48 --n 40 --k 24");
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  EXPECT_GE(allRecords(db).size(), after.size() + 3);
 }
 
 // A store that holds another shape of the family warm-starts the cost model of a new tune.
