@@ -81,6 +81,8 @@ void runCommand(const RunFlags& f) {
   auto t = getTarget(f.target);
   if (!t.ok()) failWith(t.error());
   if (f.emulate && t->vendor == Vendor::Host) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", 2);
+  if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", 2);  // NaN fails too
+  if (f.minRuns < 1) fail("--min-runs must be at least 1", 2);
   auto space = search::makeSpace(*k, *t);
   if (!space.ok()) failWith(space.error());
   auto over = parseConfigArg(f.config);

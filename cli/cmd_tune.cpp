@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "cache_service/client.h"
 #include "cache_service/store.h"
@@ -153,9 +154,15 @@ void tuneCommand(const TuneFlags& f) {
     space = search::restrictSpace(*space, f.spaceSpec);
     if (!space.ok()) failWith(space.error());
   }
-  if (f.trials <= 0 && f.timeBudget <= 0) fail("give --trials N and/or --time-budget S", 2);
-  // Flag errors come before the store is consulted: a stored winner must not hide them.
-  if (f.timeBudget < 0) fail("--time-budget must be at least 0 seconds (0: none)", 2);
+  // Flag errors come before the store is consulted: a stored winner must not hide them. The
+  // comparisons are written so that a NaN fails them too.
+  if (f.trials < 0) fail("--trials must be at least 0 (0: as many as --time-budget allows)", 2);
+  if (!(f.timeBudget >= 0)) fail("--time-budget must be at least 0 seconds (0: none)", 2);
+  if (f.trials == 0 && f.timeBudget == 0) fail("give --trials N and/or --time-budget S", 2);
+  if (f.batch < 1) fail("--batch must be at least 1", 2);
+  if (f.topK < 0) fail("--top-k must be at least 0 (0: no final re-measurement)", 2);
+  if (!(f.timeout > 0)) fail("--timeout must be more than 0 seconds", 2);
+  if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", 2);
   if (std::find(std::begin(search::kStrategyNames), std::end(search::kStrategyNames), f.strategy) ==
       std::end(search::kStrategyNames))
     fail("unknown strategy '" + f.strategy + "' (known: " + search::strategyNameList() + ")", 2);
@@ -347,7 +354,12 @@ void bestCommand(const BestFlags& f) {
   std::string keyId = cache::keyIdOf(key);
   std::optional<cache::Record> rec;
   std::string source;
-  auto store = cache::openSqliteStore(f.db);
+  // A lookup only reads: a missing store file is not created (a mistyped --db would otherwise
+  // leave an empty store behind and answer as if nothing were stored there). The shared cache
+  // may still answer.
+  Expected<std::unique_ptr<cache::RecordStore>> store = makeError(ErrorCode::NotFound, "no store at " + f.db);
+  if (std::filesystem::exists(f.db)) store = cache::openSqliteStore(f.db);
+  if (!store.ok()) std::fprintf(stderr, "tessera: warning: %s\n", store.error().message.c_str());
   if (store.ok()) {
     auto b = (*store)->best(keyId);
     if (b.ok() && *b) {

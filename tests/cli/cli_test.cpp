@@ -89,6 +89,9 @@ TEST(Cli, BadInputGetsOneLineAndNonZeroExit) {
   std::ofstream(path) << "kernel k : gemm {\n  in A: f32[4, 4]\n  C[i] = \n";
   expectError("run file " + path, 2, "bad.tsr:");
   expectError("compile gemm --m 4 --n 4 --k 4 --emit ptx", 2, "unknown --emit 'ptx'");
+  expectError("run --min-time -1 gemm --m 4 --n 4 --k 4", 2, "--min-time must be at least 0");
+  expectError("run --min-time nan gemm --m 4 --n 4 --k 4", 2, "--min-time must be at least 0");
+  expectError("run --min-runs 0 gemm --m 4 --n 4 --k 4", 2, "--min-runs must be at least 1");
   Result none = run("frobnicate");
   EXPECT_NE(none.code, 0);
 }

@@ -95,6 +95,13 @@ TEST(TuneCli, StoresEveryCandidateResumesAndAnswersBest) {
   Result none = run("best --db " + db + " gemm --m 49 --n 40 --k 24");
   EXPECT_EQ(none.code, 3) << none.out;
   EXPECT_NE(none.out.find("nearest"), std::string::npos) << none.out;
+  // A lookup in a store that does not exist says so and does not create it.
+  std::string missing = testing::TempDir() + "/no_such_store.db";
+  std::filesystem::remove(missing);
+  Result absent = run("best --db " + missing + kernel);
+  EXPECT_EQ(absent.code, 3) << absent.out;
+  EXPECT_NE(absent.out.find("warning: no store at " + missing), std::string::npos) << absent.out;
+  EXPECT_FALSE(std::filesystem::exists(missing));
 }
 
 namespace {
@@ -222,5 +229,11 @@ TEST(TuneCli, BadFlagsAreRejected) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("unknown strategy 'annealing' (known: evolutionary, ga, random, exhaustive)"), std::string::npos)
       << r.out;
-  EXPECT_EQ(run("tune --trials 2 --time-budget -1 --db " + db + " gemm --m 8 --n 8 --k 8").code, 2);
+  for (const char* bad : {"--time-budget -1", "--trials -5", "--trials 0", "--batch 0", "--top-k -1", "--timeout 0",
+                          "--timeout nan", "--min-time -1"}) {
+    std::string trials = std::string(bad).rfind("--trials", 0) == 0 ? "" : "--trials 2 ";
+    Result b = run("tune " + trials + bad + " --db " + db + " gemm --m 8 --n 8 --k 8");
+    EXPECT_EQ(b.code, 2) << bad << ": " << b.out;
+    EXPECT_NE(b.out.find("tessera: error: "), std::string::npos) << bad << ": " << b.out;
+  }
 }
