@@ -200,8 +200,8 @@ void tuneCommand(const TuneFlags& f) {
       }
     }
     if (hit && !stale) {
-      std::printf("already tuned: %s on %s -> %s (%.3f ms median, %s)\n", k->name.c_str(), t->name.c_str(),
-                  hit->config.c_str(), hit->median_us / 1e3,
+      std::printf("already tuned: %s on %s -> %s (%s median, %s)\n", k->name.c_str(), t->name.c_str(),
+                  hit->config.c_str(), fmtTime(hit->median_us).c_str(),
                   fmtThroughput(*k, ir::isComputeBound(*k) ? hit->gflops : hit->gbps).c_str());
       std::printf("use --resume to continue the search or --force to start over\n");
       return;
@@ -320,14 +320,15 @@ void tuneCommand(const TuneFlags& f) {
   for (const auto& [s, n] : statusCounts) statuses += (statuses.empty() ? "" : ", ") + s + " " + std::to_string(n);
   std::printf("\nkernel       %s  (key %.12s, store %s)\n", k->name.c_str(), keyId.c_str(), f.db.c_str());
   std::printf("best config  %s\n", b.config.str().c_str());
-  std::printf("time         %.3f ms  (p20 %.3f, p80 %.3f, n=%lld, top-%d re-measured)\n", b.samples.median_us / 1e3,
-              b.samples.p20_us / 1e3, b.samples.p80_us / 1e3, (long long)b.samples.n, f.topK);
+  std::printf("time         %s  (p20 %s, p80 %s, n=%lld, top-%d re-measured)\n", fmtTime(b.samples.median_us).c_str(),
+              fmtTimeNumber(b.samples.p20_us, b.samples.median_us).c_str(),
+              fmtTimeNumber(b.samples.p80_us, b.samples.median_us).c_str(), (long long)b.samples.n, f.topK);
   std::printf("throughput   %s  (%.1f%% of %s)\n", fmtThroughput(*k, b.throughput).c_str(), 100 * b.peakFraction,
               ir::isComputeBound(*k) ? "FMA peak" : "copy bandwidth");
   if (res.defaultConfig) {
     if (res.defaultConfig->ok())
-      std::printf("vs default   %.2fx  (default %s: %.3f ms)\n", speedup, res.defaultConfig->config.str().c_str(),
-                  res.defaultConfig->samples.median_us / 1e3);
+      std::printf("vs default   %.2fx  (default %s: %s)\n", speedup, res.defaultConfig->config.str().c_str(),
+                  fmtTime(res.defaultConfig->samples.median_us).c_str());
     else
       std::printf("vs default   default config failed: %s\n", search::trialStatusName(res.defaultConfig->status));
   }
@@ -399,8 +400,9 @@ void bestCommand(const BestFlags& f) {
     std::printf("%s on %s (key %.12s, from %s)%s\n", k->name.c_str(), t->name.c_str(), keyId.c_str(), source.c_str(),
                 rec->stale ? "  [stale: measured with another toolchain]" : "");
     std::printf("config      %s\n", rec->config.c_str());
-    std::printf("time        %.3f ms median (p20 %.3f, p80 %.3f, n=%lld%s)\n", rec->median_us / 1e3, rec->p20_us / 1e3,
-                rec->p80_us / 1e3, (long long)rec->n, rec->remeasured ? ", re-measured at the end of its run" : "");
+    std::printf("time        %s median (p20 %s, p80 %s, n=%lld%s)\n", fmtTime(rec->median_us).c_str(),
+                fmtTimeNumber(rec->p20_us, rec->median_us).c_str(), fmtTimeNumber(rec->p80_us, rec->median_us).c_str(),
+                (long long)rec->n, rec->remeasured ? ", re-measured at the end of its run" : "");
     std::printf("throughput  %s (%.1f%% of peak)\n",
                 fmtThroughput(*k, ir::isComputeBound(*k) ? rec->gflops : rec->gbps).c_str(), 100 * rec->peak_fraction);
     std::printf("measured    %s by %s@%s, tessera %s, LLVM %s; %lld trials, %.0f s of tuning\n",
@@ -411,8 +413,8 @@ void bestCommand(const BestFlags& f) {
   }
   std::printf("no stored winner for %s on %s (key %.12s)\n", k->name.c_str(), t->name.c_str(), keyId.c_str());
   for (const auto& n : nearest)
-    std::printf("  nearest: shape %s (distance %.2f): %s, %.3f ms\n", cache::formatShape(n.record.key.shape).c_str(),
-                n.distance, n.record.config.c_str(), n.record.median_us / 1e3);
+    std::printf("  nearest: shape %s (distance %.2f): %s, %s\n", cache::formatShape(n.record.key.shape).c_str(),
+                n.distance, n.record.config.c_str(), fmtTime(n.record.median_us).c_str());
   throw CLI::RuntimeError(3);
 }
 

@@ -39,6 +39,35 @@ nlohmann::json targetJson(const TargetDesc& t) {
           {"l3_bytes", t.l3Bytes}};
 }
 
+namespace {
+
+struct TimeUnit {
+  double us;  // microseconds per unit
+  const char* name;
+  int decimals;
+};
+
+TimeUnit timeUnitFor(double us) {
+  if (us < 1) return {1, "us", 3};
+  if (us < 1e3) return {1, "us", 2};
+  if (us < 1e6) return {1e3, "ms", 3};
+  return {1e6, "s", 3};
+}
+
+}  // namespace
+
+std::string fmtTimeNumber(double us, double unitOf) {
+  TimeUnit u = timeUnitFor(unitOf);
+  char b[48];
+  std::snprintf(b, sizeof b, "%.*f", u.decimals, us / u.us);
+  return b;
+}
+
+std::string fmtTime(double us, double unitOf) {
+  if (unitOf < 0) unitOf = us;
+  return fmtTimeNumber(us, unitOf) + " " + timeUnitFor(unitOf).name;
+}
+
 std::string formatRun(const RunReport& r) {
   const auto& s = r.result.samples;
   const auto& c = r.result.check;
@@ -51,11 +80,12 @@ std::string formatRun(const RunReport& r) {
                 "target      %s\n"
                 "config      %s\n"
                 "compile     %.2f s\n"
-                "time        %.3f ms median  (p20 %.3f, p80 %.3f, n=%lld)\n"
+                "time        %s median  (p20 %s, p80 %s, n=%lld)\n"
                 "throughput  %s  (%.1f%% of %s)\n"
                 "check       %s  max abs err %.2e, max rel err %.2e (tolerance %.0e; %s)\n",
                 r.kernel->name.c_str(), ir::workloadHash(*r.kernel).c_str(), targetSummary(*r.target).c_str(),
-                r.config.str().c_str(), r.compileSeconds, s.median_us / 1e3, s.p20_us / 1e3, s.p80_us / 1e3,
+                r.config.str().c_str(), r.compileSeconds, fmtTime(s.median_us).c_str(),
+                fmtTimeNumber(s.p20_us, s.median_us).c_str(), fmtTimeNumber(s.p80_us, s.median_us).c_str(),
                 (long long)s.n,
                 (compute ? std::to_string(r.result.gflops).substr(0, std::to_string(r.result.gflops).find('.') + 2) + " GFLOP/s"
                          : std::to_string(r.result.gbps).substr(0, std::to_string(r.result.gbps).find('.') + 2) + " GB/s")

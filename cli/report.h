@@ -30,6 +30,13 @@ struct RunReport {
 std::string formatRun(const RunReport& r);
 nlohmann::json runJson(const RunReport& r);
 
+// Kernel times in a unit that keeps at least three significant digits ("0.412 us", "12.34 us",
+// "1.234 ms", "2.345 s"): tiny kernels must not all read "0.000 ms". The unit is chosen by
+// `unitOf` (default: the value itself), so a median's p20/p80 read in the median's unit;
+// fmtTimeNumber leaves the unit out.
+std::string fmtTime(double us, double unitOf = -1);
+std::string fmtTimeNumber(double us, double unitOf);
+
 // Parses --config: a JSON object or "knob=value,knob=value".
 Expected<ir::Config> parseConfigArg(const std::string& s);
 

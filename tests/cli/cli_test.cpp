@@ -43,6 +43,11 @@ TEST(Cli, RunChecksAndReports) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("check       ok"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("GFLOP/s"), std::string::npos);
+  // A sub-microsecond kernel reads in microseconds with its digits, not as "0.000 ms".
+  EXPECT_NE(r.out.find(" us median  (p20 "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("0.000"), std::string::npos) << r.out;
+  Result big = run("run gemm --m 512 --n 512 --k 512 --min-time 0.01");
+  EXPECT_NE(big.out.find(" ms median  (p20 "), std::string::npos) << big.out;
   Result j = run("run elementwise --expr 'y = gelu(x * s + b)' --shape 8x40 --shape s=40 --shape b=40 --json --min-time 0.01");
   ASSERT_EQ(j.code, 0) << j.out;
   auto doc = nlohmann::json::parse(j.out);
