@@ -78,10 +78,9 @@ void demoCommand(const DemoFlags& f) {
     }
     bool compute = ir::isComputeBound(k);
     std::string sched = rep.config.has("schedule") ? *rep.config.getStr("schedule") : "default";
-    char thr[64];
-    std::snprintf(thr, sizeof thr, compute ? "%.1f GFLOP/s" : "%.1f GB/s", compute ? rep.result.gflops : rep.result.gbps);
+    std::string thr = fmtThroughput(k, compute ? rep.result.gflops : rep.result.gbps);
     std::printf("%-34s %-10s %11.3f %16s %7.1f%%  ok, max rel err %.1e\n", k.name.c_str(), sched.c_str(),
-                rep.result.samples.median_us / 1e3, thr, 100 * rep.result.peakFraction, rep.result.check.maxRelErr);
+                rep.result.samples.median_us / 1e3, thr.c_str(), 100 * rep.result.peakFraction, rep.result.check.maxRelErr);
   }
   if (f.json) std::printf("%s\n", rows.dump(2).c_str());
   else

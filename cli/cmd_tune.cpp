@@ -97,12 +97,6 @@ cache::CacheClientOptions clientOptions(const std::string& flag) {
   return o;
 }
 
-std::string fmtThroughput(const ir::Kernel& k, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, ir::isComputeBound(k) ? "%.1f GFLOP/s" : "%.1f GB/s", v);
-  return b;
-}
-
 std::string fmtDuration(double s) {
   char b[32];
   if (s >= 60) std::snprintf(b, sizeof b, "%dm%02ds", int(s / 60), int(s) % 60);

@@ -56,6 +56,12 @@ TimeUnit timeUnitFor(double us) {
 
 }  // namespace
 
+std::string fmtThroughput(const ir::Kernel& k, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, ir::isComputeBound(k) ? "%.1f GFLOP/s" : "%.1f GB/s", v);
+  return b;
+}
+
 std::string fmtTimeNumber(double us, double unitOf) {
   TimeUnit u = timeUnitFor(unitOf);
   char b[48];
@@ -87,9 +93,7 @@ std::string formatRun(const RunReport& r) {
                 r.config.str().c_str(), r.compileSeconds, fmtTime(s.median_us).c_str(),
                 fmtTimeNumber(s.p20_us, s.median_us).c_str(), fmtTimeNumber(s.p80_us, s.median_us).c_str(),
                 (long long)s.n,
-                (compute ? std::to_string(r.result.gflops).substr(0, std::to_string(r.result.gflops).find('.') + 2) + " GFLOP/s"
-                         : std::to_string(r.result.gbps).substr(0, std::to_string(r.result.gbps).find('.') + 2) + " GB/s")
-                    .c_str(),
+                fmtThroughput(*r.kernel, compute ? r.result.gflops : r.result.gbps).c_str(),
                 100.0 * r.result.peakFraction, compute ? "FMA peak" : "copy bandwidth", c.ok ? "ok" : "FAILED",
                 c.maxAbsErr, c.maxRelErr, c.tolerance, checked.c_str());
   return buf;

@@ -30,6 +30,9 @@ struct RunReport {
 std::string formatRun(const RunReport& r);
 nlohmann::json runJson(const RunReport& r);
 
+// "72.4 GFLOP/s" for compute-bound kernels, "18.3 GB/s" for the others (v in that unit).
+std::string fmtThroughput(const ir::Kernel& k, double v);
+
 // Kernel times in a unit that keeps at least three significant digits ("0.412 us", "12.34 us",
 // "1.234 ms", "2.345 s"): tiny kernels must not all read "0.000 ms". The unit is chosen by
 // `unitOf` (default: the value itself), so a median's p20/p80 read in the median's unit;
