@@ -59,6 +59,10 @@ struct Record {
   // opposed to one candidate's single measurement during the search. Such a record outranks every
   // single measurement of its key: a lucky sample must not displace what the run confirmed.
   bool remeasured = false;
+  // Status estimated only: the analytic model that predicted median_us (name/version, e.g.
+  // "analytic-v1") and what bounds the prediction ("compute", "memory", "latency", "launch").
+  // An estimate is never a measurement: it never wins a key and is always shown labelled.
+  std::string estimator, bound;
   // Assigned by a store, never part of the record's identity.
   int64_t id = 0;
   bool stale = false;

@@ -141,6 +141,7 @@ json recordToJson(const Record& r) {
   // Written only when set, so the fingerprints of records stored before the field existed (and of
   // every single measurement) are unchanged.
   if (r.remeasured) j["result"]["remeasured"] = true;
+  if (r.status == RecordStatus::Estimated) j["estimate"] = json{{"model", r.estimator}, {"bound", r.bound}};
   j["stale"] = r.stale;
   return j;
 }
@@ -221,6 +222,13 @@ Status validateRecord(const Record& r, const std::string& path) {
   if (r.n < 0) return bad(join(rp, "n"), "expected an integer >= 0");
   if (r.trials < 0) return bad(join(rp, "trials"), "expected an integer >= 0");
   if (r.remeasured && r.status != RecordStatus::Ok) return bad(join(rp, "remeasured"), "only an ok record is re-measured");
+  const std::string ep = join(path, "estimate");
+  if (r.status == RecordStatus::Estimated) {
+    if (!isToken(r.estimator, 64)) return bad(join(ep, "model"), "expected the estimator's name of 1-64 [A-Za-z0-9_.:+-]");
+    if (!isToken(r.bound, 32)) return bad(join(ep, "bound"), "expected a name of 1-32 [A-Za-z0-9_.:+-]");
+  } else if (!r.estimator.empty() || !r.bound.empty()) {
+    return bad(ep, "only an estimated record names an estimator");
+  }
   if (r.status == RecordStatus::Ok) {
     // A winner must carry a real measurement: without it best-wins would compare nothing.
     if (r.n < 1) return bad(join(rp, "n"), "must be >= 1 for status ok");
@@ -233,7 +241,7 @@ Status validateRecord(const Record& r, const std::string& path) {
 
 Expected<Record> recordFromJson(const json& j, const std::string& path) {
   TESSERA_TRY(requireObject(j, path,
-                            {"id", "key_id", "key", "provenance", "config", "status", "result", "stale"}));
+                            {"id", "key_id", "key", "provenance", "config", "status", "result", "stale", "estimate"}));
   Record r;
   // id and stale belong to the store that produced the record: read back for the caller's
   // information (so exports re-import and clients see them); stores assign their own.
@@ -301,6 +309,12 @@ Expected<Record> recordFromJson(const json& j, const std::string& path) {
       if (!it->is_boolean()) return bad(join(rp, "remeasured"), "expected true or false");
       r.remeasured = it->get<bool>();
     }
+  }
+  if (auto est = j.find("estimate"); est != j.end()) {
+    const std::string ep = join(path, "estimate");
+    TESSERA_TRY(requireObject(*est, ep, {"model", "bound"}));
+    TESSERA_TRY(getString(*est, "model", ep, r.estimator, true));
+    TESSERA_TRY(getString(*est, "bound", ep, r.bound, true));
   }
   TESSERA_TRY(validateRecord(r, path));
   r.key_id = keyIdOf(r.key);

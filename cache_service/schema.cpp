@@ -65,7 +65,14 @@ ALTER TABLE records ADD COLUMN remeasured INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE keys ADD COLUMN winner_remeasured INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-constexpr const char* kMigrations[] = {kMigrationV1, kMigrationV2};
+// Version 3: estimated records (status 'estimated', never a winner) name the analytic model that
+// produced them and the bound it predicts (record.h: Record::estimator, Record::bound).
+constexpr const char* kMigrationV3 = R"sql(
+ALTER TABLE records ADD COLUMN estimator TEXT NOT NULL DEFAULT '';
+ALTER TABLE records ADD COLUMN bound TEXT NOT NULL DEFAULT '';
+)sql";
+
+constexpr const char* kMigrations[] = {kMigrationV1, kMigrationV2, kMigrationV3};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

@@ -57,6 +57,8 @@ Expected<Record> rowToRecord(const sql::Stmt& st) {
   r.tuning_seconds = st.f64(29);
   r.stale = st.i64(30) != 0;
   r.remeasured = st.i64(31) != 0;
+  r.estimator = st.text(32);
+  r.bound = st.text(33);
   return r;
 }
 

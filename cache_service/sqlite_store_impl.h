@@ -22,8 +22,8 @@ inline constexpr const char* kRecordColumns =
     "r.id, r.key_id, k.family, k.workload, k.shape, k.dtype, k.layout, k.target, k.arch, k.units, "
     "r.tessera_version, r.llvm_version, r.cuda_version, r.cpu_model, r.host, r.user, r.created_at, "
     "r.config, r.status, r.n, r.median_us, r.p20_us, r.p80_us, r.gflops, r.gbps, r.peak_fraction, "
-    "r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds, r.stale, r.remeasured";
-inline constexpr int kRecordColumnCount = 32;
+    "r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds, r.stale, r.remeasured, r.estimator, r.bound";
+inline constexpr int kRecordColumnCount = 34;
 Expected<Record> rowToRecord(const sql::Stmt& st);
 
 class SqliteStore final : public RecordStore {

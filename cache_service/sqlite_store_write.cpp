@@ -111,7 +111,7 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
         "INSERT INTO records(key_id, fingerprint, status, config, n, median_us, p20_us, p80_us,"
         " gflops, gbps, peak_fraction, max_abs_err, max_rel_err, trials, tuning_seconds,"
         " tessera_version, llvm_version, cuda_version, cpu_model, host, user, created_at, pushed,"
-        " remeasured) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        " remeasured, estimator, bound) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
         " ON CONFLICT(fingerprint) DO NOTHING RETURNING id"));
     sql::Use use(*st);
     const Provenance& p = r.provenance;
@@ -121,7 +121,7 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
     st->bind(14, r.trials).bind(15, r.tuning_seconds).bind(16, p.tessera_version);
     st->bind(17, p.llvm_version).bind(18, p.cuda_version).bind(19, p.cpu_model).bind(20, p.host);
     st->bind(21, p.user).bind(22, p.created_at).bind(23, opts.outbox ? 0 : 1);
-    st->bind(24, int64_t(r.remeasured ? 1 : 0));
+    st->bind(24, int64_t(r.remeasured ? 1 : 0)).bind(25, r.estimator).bind(26, r.bound);
     TESSERA_ASSIGN(bool row, st->step());
     if (row) res.id = st->i64(0);
   }

@@ -152,6 +152,35 @@ TEST(RecordJson, RefusesMalformedAndDeepInput) {
   EXPECT_TRUE(jsonDepthWithin("\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"", 2));  // inside a string
 }
 
+// An estimate names its model and bound; only an estimate may (a measurement carrying an estimator
+// would hide a prediction among measurements).
+TEST(RecordJson, EstimatesNameTheirModel) {
+  json j = validJson();
+  j["status"] = "estimated";
+  j["estimate"] = {{"model", "analytic-v1"}, {"bound", "memory"}};
+  auto r = decodeRecord(j.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->estimator, "analytic-v1");
+  EXPECT_EQ(r->bound, "memory");
+  EXPECT_FALSE(isWinnerCandidate(*r));
+  auto again = decodeRecord(encodeRecord(*r));
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(fingerprint(*again), fingerprint(*r));
+  json missing = j;
+  missing.erase("estimate");
+  auto m = decodeRecord(missing.dump());
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("estimate.model"), std::string::npos) << m.error().message;
+  json measured = validJson();
+  measured["estimate"] = {{"model", "analytic-v1"}, {"bound", "memory"}};
+  auto x = decodeRecord(measured.dump());
+  ASSERT_FALSE(x.ok());
+  EXPECT_NE(x.error().message.find("only an estimated record"), std::string::npos) << x.error().message;
+  json extra = j;
+  extra["estimate"]["terms"] = 1;
+  EXPECT_FALSE(decodeRecord(extra.dump()).ok());
+}
+
 TEST(RecordJson, FailedCandidatesNeedNoMeasurement) {
   json j = validJson();
   j["status"] = "compile-error";

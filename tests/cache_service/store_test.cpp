@@ -11,6 +11,7 @@
 #include <map>
 #include <thread>
 
+#include "cache_service/schema.h"
 #include "cache_service/store.h"
 #include "tests/cache_service/test_util.h"
 
@@ -345,7 +346,7 @@ TEST(SqliteStore, PersistsAndMarksTheFile) {
   const std::string path = dir.file("p.db");
   Record r = makeRecord({.key = 9, .median_us = 33});
   ASSERT_NO_FATAL_FAILURE(writeStoreFile(path, r));
-  EXPECT_EQ(test::queryRows(path, "PRAGMA user_version")[0][0], "2");
+  EXPECT_EQ(test::queryRows(path, "PRAGMA user_version")[0][0], std::to_string(kSchemaVersion));
   EXPECT_EQ(test::queryRows(path, "PRAGMA application_id")[0][0], std::to_string(0x54535352));
   EXPECT_EQ(test::queryRows(path, "PRAGMA journal_mode")[0][0], "wal");
   auto s = openSqliteStore(path, {.index_winners = true});
@@ -366,14 +367,15 @@ TEST(SqliteStore, MigratesAVersion1File) {
   {  // back to the version-1 layout
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    for (const char* q : {"ALTER TABLE records DROP COLUMN remeasured", "ALTER TABLE keys DROP COLUMN winner_remeasured",
+    for (const char* q : {"ALTER TABLE records DROP COLUMN estimator", "ALTER TABLE records DROP COLUMN bound",
+                          "ALTER TABLE records DROP COLUMN remeasured", "ALTER TABLE keys DROP COLUMN winner_remeasured",
                           "PRAGMA user_version=1"})
       EXPECT_EQ(sqlite3_exec(db, q, nullptr, nullptr, nullptr), SQLITE_OK) << q << ": " << sqlite3_errmsg(db);
     sqlite3_close(db);
   }
   auto s = openSqliteStore(path, {.index_winners = true});
   ASSERT_TRUE(s.ok()) << s.error().message;
-  EXPECT_EQ(test::queryRows(path, "PRAGMA user_version")[0][0], "2");
+  EXPECT_EQ(test::queryRows(path, "PRAGMA user_version")[0][0], std::to_string(kSchemaVersion));
   auto w = (*s)->best(old.key_id);
   ASSERT_TRUE(w.ok() && *w);
   EXPECT_EQ(fingerprint((*w)->record), fingerprint(old));
@@ -383,6 +385,30 @@ TEST(SqliteStore, MigratesAVersion1File) {
   EXPECT_EQ(put->outcome, PutOutcome::Improved);
   EXPECT_EQ((*(*s)->best(old.key_id))->record.median_us, 45);
   EXPECT_EQ(test::integrityCheck(path), "ok");
+}
+
+// Estimated records keep their model and bound through a SQLite file, never become the winner of
+// their key, and do not displace one.
+TEST(SqliteStore, EstimatesKeepTheirModelAndNeverWin) {
+  TempDir dir;
+  const std::string path = dir.file("e.db");
+  Record est = makeRecord({.key = 14, .median_us = 5, .status = RecordStatus::Estimated});
+  ASSERT_NO_FATAL_FAILURE(writeStoreFile(path, est));
+  auto s = openSqliteStore(path, {.index_winners = true});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto w = (*s)->best(est.key_id);
+  ASSERT_TRUE(w.ok());
+  EXPECT_FALSE(*w);  // an estimate alone is no winner
+  auto page = (*s)->list({.key_id = est.key_id});
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->records.size(), 1u);
+  EXPECT_EQ(page->records[0].estimator, "analytic-v1");
+  EXPECT_EQ(page->records[0].bound, "compute");
+  EXPECT_EQ(fingerprint(page->records[0]), fingerprint(est));
+  auto put = (*s)->putOne(makeRecord({.key = 14, .median_us = 50}));  // a measurement, 10x slower
+  ASSERT_TRUE(put.ok());
+  EXPECT_EQ(put->outcome, PutOutcome::Inserted);
+  EXPECT_EQ((*(*s)->best(est.key_id))->record.median_us, 50);
 }
 
 TEST(SqliteStore, RefusesForeignAndNewerDatabases) {

@@ -50,6 +50,11 @@ Record makeRecord(const RecordSpec& s) {
   r.provenance = {"0.1.0", s.llvm_version, "", "Test CPU", s.host, "tester", s.created_at};
   r.config = s.config;
   r.status = s.status;
+  if (s.status == RecordStatus::Estimated) {  // a prediction: a time, its model and its bound
+    r.median_us = r.p20_us = r.p80_us = s.median_us;
+    r.estimator = "analytic-v1";
+    r.bound = "compute";
+  }
   if (s.status == RecordStatus::Ok) {
     r.n = 10;
     r.median_us = s.median_us;
