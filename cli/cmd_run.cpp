@@ -12,6 +12,7 @@
 #include "codegen/gpu_runner.h"
 #include "ir/reference.h"
 #include "search/space.h"
+#include "targets/kernel_io.h"
 
 namespace tessera::cli {
 
@@ -30,33 +31,28 @@ struct RunFlags {
 void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, const RunFlags& f) {
   auto bin = codegen::compileGpu(k, cfg, t);
   if (!bin.ok()) failWith(bin.error());
-  auto ins = ir::makeInputs(k, f.seed);
-  auto outs = ir::makeOutputs(k);
-  for (auto& o : outs) o.fill(12345.0);  // stale values must not pass
-  std::vector<void*> bufs;
-  std::vector<const ir::Buffer*> inPtrs, outPtrs;
-  for (auto& b : ins) { bufs.push_back(b.data()); inPtrs.push_back(&b); }
-  for (auto& b : outs) { bufs.push_back(b.data()); outPtrs.push_back(&b); }
+  KernelIO io(k, f.seed);
+  io.poisonOutputs();  // stale values must not pass
   std::string where;
   double us = 0, compileSec = bin->compileSeconds;
   if (f.emulate) {
     auto exe = codegen::compileEmulated(k, cfg, t);
     if (!exe.ok()) failWith(exe.error());
     compileSec += (*exe)->compileSeconds;
-    (*exe)->run(bufs.data());
+    (*exe)->run(io.buffers());
     where = "CPU emulation of the pre-mapping IR (no timing: the whole grid runs sequentially on one core)";
   } else {
     auto runner = codegen::openRunnerFor(t);
     if (!runner.ok())
       fail("target " + t.name + " cannot run here (" + runner.error().message + "); --emulate runs its pre-mapping IR on the CPU", 2);
-    auto r = (*runner)->run(*bin, k, bufs.data(), std::max(f.minRuns, 1));
+    auto r = (*runner)->run(*bin, k, io.buffers(), std::max(f.minRuns, 1));
     if (!r.ok()) failWith(r.error());
     us = *r;
     where = (*runner)->device();
   }
-  auto ref = ir::evaluateReference(k, inPtrs);
-  if (!ref.ok()) failWith(ref.error());
-  auto cmp = ir::compareOutputs(k, *ref, outPtrs);
+  auto checked = io.check();
+  if (!checked.ok()) failWith(checked.error());
+  const ir::Comparison& cmp = *checked;
   if (f.json) {
     nlohmann::json j = {{"kernel", k.name}, {"target", t.name}, {"config", nlohmann::json::parse(cfg.toJson())},
                         {"strategy", bin->strategy}, {"emulated", f.emulate}, {"correct", cmp.ok},

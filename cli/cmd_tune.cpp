@@ -21,7 +21,7 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/features.h"
 #include "ir/families.h"
-#include "search/host_measurer.h"
+#include "search/protocol_measurer.h"
 #include "search/records.h"
 #include "search/space.h"
 #include "search/strategy.h"
@@ -209,7 +209,7 @@ void tuneCommand(const TuneFlags& f) {
       if (r.ok()) previous.push_back(r);
   }
 
-  search::HostMeasureSettings ms;
+  search::MeasureSettings ms;
   ms.timeoutSec = f.timeout;
   ms.measure.minTimeSec = f.minTime;
   auto measurer = search::makeHostMeasurer(*k, *t, ms);

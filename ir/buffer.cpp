@@ -17,6 +17,16 @@ Buffer::Buffer(ScalarType t, Shape shape) : dtype_(t), shape_(std::move(shape)) 
   mem_.reset(p);
 }
 
+Buffer Buffer::view(ScalarType t, Shape shape, void* data) {
+  Buffer b;
+  b.dtype_ = t;
+  b.shape_ = std::move(shape);
+  b.numel_ = 1;
+  for (int64_t d : b.shape_) b.numel_ *= d;
+  b.mem_ = std::unique_ptr<void, Free>(data, Free(false));
+  return b;
+}
+
 double Buffer::get(int64_t i) const {
   switch (dtype_) {
     case ScalarType::F32: return static_cast<const float*>(data())[i];

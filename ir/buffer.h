@@ -16,6 +16,9 @@ class Buffer {
  public:
   Buffer() = default;
   Buffer(ScalarType t, Shape shape);
+  // A Buffer over memory it does not own (e.g. a shared mapping a measuring child writes into):
+  // element access and fills as usual; the memory must outlive the view.
+  static Buffer view(ScalarType t, Shape shape, void* data);
   ScalarType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t numel() const { return numel_; }
@@ -30,7 +33,12 @@ class Buffer {
 
  private:
   struct Free {
-    void operator()(void* p) const { std::free(p); }
+    Free() noexcept : owned(true) {}
+    explicit Free(bool o) noexcept : owned(o) {}
+    bool owned;
+    void operator()(void* p) const {
+      if (owned) std::free(p);
+    }
   };
   ScalarType dtype_ = ScalarType::F32;
   Shape shape_;

@@ -249,4 +249,9 @@ double kernelBytes(const Kernel& k) {
 
 bool isComputeBound(const Kernel& k) { return k.family != Family::Elementwise; }
 
+ScalarType kernelInputType(const Kernel& k) {
+  auto ins = k.inputs();
+  return ins.empty() ? ScalarType::F32 : ins.front()->dtype;
+}
+
 }  // namespace tessera::ir

@@ -56,5 +56,8 @@ double kernelFlops(const Kernel& k);
 double kernelBytes(const Kernel& k);
 // Elementwise kernels are bandwidth-bound; GEMM and attention are compute-bound.
 bool isComputeBound(const Kernel& k);
+// The element type of the kernel's first input (GEMM: A; attention: Q): what its compute peak
+// depends on.
+ScalarType kernelInputType(const Kernel& k);
 
 }  // namespace tessera::ir

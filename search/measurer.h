@@ -1,6 +1,7 @@
-// Owns the Measurer interface: turns candidate configs into TrialResults. The real one compiles
-// and runs on the host in isolated child processes (host_measurer.h); the replay one answers
-// from recorded measurements (replay.h), so strategies can be compared deterministically.
+// Owns the Measurer interface: turns candidate configs into TrialResults. Backends: host (compiled
+// and run in isolated child processes), device (a GPU, or its emulation, through a DeviceApi),
+// estimate (the analytic model, nothing executed) and replay (recorded measurements, so strategies
+// can be compared deterministically). The executing ones share one protocol (protocol_measurer.h).
 #pragma once
 
 #include <vector>

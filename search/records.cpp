@@ -100,6 +100,12 @@ cache::Record toRecord(const TrialResult& r, const cache::HardKey& key, const ca
   rec.max_rel_err = std::isfinite(r.maxRelErr) ? r.maxRelErr : 1e300;
   rec.trials = cost.trials;
   rec.tuning_seconds = cost.seconds;
+  if (r.estimated && r.ok()) {  // a prediction: its model and bound, no samples behind it
+    rec.status = cache::RecordStatus::Estimated;
+    rec.n = 0;
+    rec.estimator = r.estimator;
+    rec.bound = r.bound;
+  }
   (void)cache::finalizeRecord(rec);
   return rec;
 }

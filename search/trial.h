@@ -26,6 +26,13 @@ struct TrialResult {
   double gflops = 0, gbps = 0, peakFraction = 0;
   double maxAbsErr = 0, maxRelErr = 0;
   double compileSeconds = 0, runSeconds = 0;
+  // An emulated device's time (a CPU running the GPU kernel's emulated form): labelled, never
+  // stored as a device measurement.
+  bool emulated = false;
+  // A prediction of the analytic model (design.md §10), not a measurement: `samples` hold the
+  // predicted time; stored with status `estimated`, the model's name and the bound it predicts.
+  bool estimated = false;
+  std::string estimator, bound;
   bool ok() const { return status == TrialStatus::Ok; }
 };
 

@@ -23,8 +23,18 @@ struct MeasureOptions {
   bool flushCache = false;   // stream through 2x the LLC between runs (cold-cache timing)
 };
 
-// Times `fn` per MeasureOptions; samples in microseconds.
+// The timing loop every backend runs (design.md §5): `o.warmup` untimed calls, then timed calls
+// (each preceded by `beforeEach`, untimed: a cache flush, input packing) until at least
+// o.minTimeSec of samples and o.minRuns samples, at most o.maxRuns. `timedCall` returns the time
+// of one call in microseconds (wall clock on the host; device events on a GPU).
+std::vector<double> sampleRuns(const std::function<double()>& timedCall, const MeasureOptions& o,
+                               const std::function<void()>& beforeEach = {});
+// Wall-clock time of fn() in microseconds.
+double wallMicros(const std::function<void()>& fn);
+// sampleRuns of fn (with the host LLC flush when o.flushCache), summarized.
 SampleSummary measure(const std::function<void()>& fn, const MeasureOptions& o);
+// Streams through twice the host's LLC (cold-cache timing).
+void flushHostCaches();
 
 // A host kernel entry point with the HostExecutable calling convention: buffers for the
 // kernel's inputs then outputs.
@@ -46,8 +56,8 @@ struct HostRunOptions {
   bool check = true;
 };
 
-// Runs `call` once on seeded inputs, checks every output against the reference (a mismatch is a
-// WrongResult error carrying the comparison), then measures.
+// Runs `call` once on seeded inputs with poisoned outputs (KernelIO), checks every output against
+// the reference (a mismatch is a WrongResult error carrying the comparison), then measures.
 Expected<HostRunResult> runOnHost(const ir::Kernel& k, const KernelCall& call, const TargetDesc& t,
                                   const HostRunOptions& o);
 

@@ -24,6 +24,13 @@ const MmaShape* TargetDesc::findMma(const std::string& dtype, const std::string&
   return nullptr;
 }
 
+double TargetDesc::computePeakGflops(ir::ScalarType input) const {
+  if (!isGpu()) return peakGflopsF32;
+  if (input == ir::ScalarType::F16 && peakGflopsF16 > 0) return peakGflopsF16;
+  if (input == ir::ScalarType::BF16 && peakGflopsBF16 > 0) return peakGflopsBF16;
+  return peakGflopsF32;
+}
+
 std::string TargetDesc::keyString() const { return name + "/" + arch + "/" + std::to_string(units); }
 
 std::vector<std::string> knownTargets() {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/dtype.h"
 #include "support/status.h"
 
 namespace tessera {
@@ -65,6 +66,10 @@ struct TargetDesc {
   const MmaShape* findMma(const std::string& dtype, const std::string& kind) const;
 
   bool hasIsa(const std::string& f) const;
+  bool isGpu() const { return vendor != Vendor::Host; }
+  // The compute peak a kernel with `input`-typed operands is measured against: on a GPU the
+  // matrix-core peak of that dtype (f16, bf16) or the FP32 peak; on the host the FMA peak.
+  double computePeakGflops(ir::ScalarType input) const;
   // "host/x86-64-v4/2" — what must match for a record to be reused.
   std::string keyString() const;
 };

@@ -4,26 +4,21 @@
 #include "codegen/codegen.h"
 #include "ir/reference.h"
 #include "search/space.h"
+#include "targets/kernel_io.h"
 
 namespace tessera::testutil {
 
 CheckResult runAndCompare(const ir::Kernel& k, const codegen::HostExecutable& exe, const ir::Config& cfg, uint64_t seed) {
   CheckResult r;
   r.compiled = true;
-  auto ins = ir::makeInputs(k, seed);
-  auto outs = ir::makeOutputs(k);
-  for (auto& o : outs) o.fill(12345.0);  // stale output values must not pass
-  std::vector<void*> bufs;
-  std::vector<const ir::Buffer*> inPtrs, outPtrs;
-  for (auto& b : ins) { bufs.push_back(b.data()); inPtrs.push_back(&b); }
-  for (auto& b : outs) { bufs.push_back(b.data()); outPtrs.push_back(&b); }
-  exe.run(bufs.data());
-  auto ref = ir::evaluateReference(k, inPtrs);
-  if (!ref.ok()) { r.error = ref.error().str(); return r; }
-  auto cmp = ir::compareOutputs(k, *ref, outPtrs);
-  r.correct = cmp.ok;
-  r.maxRelErr = cmp.maxRelErr;
-  if (!cmp.ok) r.error = cmp.firstBad + " (max rel err " + std::to_string(cmp.maxRelErr) + ") [config " + cfg.str() + "]";
+  KernelIO io(k, seed);
+  io.poisonOutputs();  // stale output values must not pass
+  exe.run(io.buffers());
+  auto cmp = io.check();
+  if (!cmp.ok()) { r.error = cmp.error().str(); return r; }
+  r.correct = cmp->ok;
+  r.maxRelErr = cmp->maxRelErr;
+  if (!cmp->ok) r.error = cmp->firstBad + " (max rel err " + std::to_string(cmp->maxRelErr) + ") [config " + cfg.str() + "]";
   return r;
 }
 

@@ -8,7 +8,8 @@
 
 #include "ir/builders.h"
 #include "ir/reference.h"
-#include "search/host_measurer.h"
+#include "search/isolation.h"
+#include "targets/kernel_io.h"
 
 using namespace tessera;
 using namespace tessera::search;
@@ -52,9 +53,9 @@ TEST(Isolation, HangingCandidateTimesOut) {
 
 TEST(Isolation, HealthyCandidateReportsSamplesAndOutputs) {
   ir::Kernel k = axpy();
-  SharedBuffers bufs(k, 3);
+  KernelIO bufs(k, 3, KernelIO::Outputs::Shared);
   bufs.poisonOutputs();
-  void* const* p = bufs.pointers();
+  void* const* p = bufs.buffers();
   auto r = runIsolated(
       [&] {
         auto* x = static_cast<const float*>(p[0]);
@@ -65,16 +66,16 @@ TEST(Isolation, HealthyCandidateReportsSamplesAndOutputs) {
       quick(), 5);
   ASSERT_EQ(r.status, TrialStatus::Ok) << r.message;
   EXPECT_GE(r.samples_us.size(), 3u);
-  auto outs = bufs.outputs();
-  auto ref = ir::evaluateReference(k, bufs.inputs());
-  EXPECT_TRUE(ir::compareOutputs(k, *ref, {&outs[0]}).ok);
+  auto cmp = bufs.check();
+  ASSERT_TRUE(cmp.ok());
+  EXPECT_TRUE(cmp->ok);
 }
 
 TEST(Isolation, WrongOutputIsCaughtByTheGate) {
   ir::Kernel k = axpy();
-  SharedBuffers bufs(k, 3);
+  KernelIO bufs(k, 3, KernelIO::Outputs::Shared);
   bufs.poisonOutputs();
-  void* const* p = bufs.pointers();
+  void* const* p = bufs.buffers();
   // Writes every element but one: the poisoned element must fail the comparison.
   auto r = runIsolated(
       [&] {
@@ -85,9 +86,8 @@ TEST(Isolation, WrongOutputIsCaughtByTheGate) {
       },
       quick(), 5);
   ASSERT_EQ(r.status, TrialStatus::Ok);
-  auto outs = bufs.outputs();
-  auto ref = ir::evaluateReference(k, bufs.inputs());
-  auto cmp = ir::compareOutputs(k, *ref, {&outs[0]});
-  EXPECT_FALSE(cmp.ok);
-  EXPECT_NE(cmp.firstBad.find("y[999]"), std::string::npos) << cmp.firstBad;
+  auto cmp = bufs.check();
+  ASSERT_TRUE(cmp.ok());
+  EXPECT_FALSE(cmp->ok);
+  EXPECT_NE(cmp->firstBad.find("y[999]"), std::string::npos) << cmp->firstBad;
 }
