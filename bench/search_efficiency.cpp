@@ -27,6 +27,7 @@
 #include "search/records.h"
 #include "search/replay.h"
 #include "search/strategy.h"
+#include "search/tune_session.h"
 #include "search/tuner.h"
 #include "search/warm_start.h"
 #include "support/stats.h"
@@ -105,14 +106,17 @@ struct Outcome {
   double seconds = 0;
 };
 
-// Host tables get the derived host features the tuner uses (computed from the table's key);
+// Host tables get the derived host features the tuner uses (computed from each workload's key);
 // imported GPU tables, whose knobs mean nothing to Tessera, get the generic knob features.
-std::unique_ptr<costmodel::FeatureExtractor> featuresFor(const Table& t, const BenchOptions& o, const TargetDesc* host) {
-  if (t.host() && host && o.hostFeatures) return costmodel::makeHostFeatures(search::workloadOf(t.replay.key), t.replay.space, *host);
-  return costmodel::makeKnobFeatures(t.replay.space, {.powerOfTwo = o.pow2, .pairwise = o.pairwise});
+search::FeaturesForKey featuresFor(const Table& t, const BenchOptions& o, const TargetDesc* host) {
+  const ir::Space space = t.replay.space;
+  if (t.host() && host && o.hostFeatures) return search::hostFeaturesForKeys(space, *host);
+  costmodel::KnobFeatureSettings ks{.powerOfTwo = o.pow2, .pairwise = o.pairwise};
+  return [space, ks](const cache::HardKey&) { return costmodel::makeKnobFeatures(space, ks); };
 }
 
 // `warm`: the records of the other tables, for the warm-started variant (empty: cold start).
+// Each seed is one tuning session as `tessera tune` runs it, measured by replay, without a store.
 Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOptions& o, const TargetDesc* liveHost,
                     const std::vector<cache::Record>* warm = nullptr) {
   const search::ReplayTable& table = tab.replay;
@@ -127,46 +131,40 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
   Outcome out;
   const double bar = o.target * table.bestThroughput();
   auto t0 = std::chrono::steady_clock::now();
-  auto features = featuresFor(tab, o, host);
+  search::TuneProblem problem{table.key, table.space, host ? *host : TargetDesc{}, featuresFor(tab, o, host)};
   for (int seed = o.firstSeed; seed < o.firstSeed + o.seeds; ++seed) {
-    search::SearchSettings ss = o.search;
-    ss.strategy = strategy;
-    ss.seed = uint64_t(seed) * 7919 + 1;
-    ss.batchSize = batchFor(o);
-    costmodel::ModelSettings ms = o.model;
-    ms.seed = uint64_t(seed);
-    ms.threads = 1;
-    std::unique_ptr<costmodel::CostModel> model;
-    if (strategy == "evolutionary") model = costmodel::makeXGBoostModel(ms);
-    if (model && warm && host) {
-      // What `tessera tune` does with a store holding other shapes of the family: each sibling
-      // contributes a seeded draw of its records (its best quarter plus random others), as a
-      // previous tuning run of that shape would have left them.
-      auto w = search::warmStartSamples(*warm, table.key, table.space, *host,
-                                        {.maxRecordsPerWorkload = o.warmRecords, .seed = uint64_t(seed)});
-      (void)model->update(w.samples);
-    }
-    auto strat = search::makeStrategy(ss, table.space, model.get(), features.get());
-    if (!strat.ok()) {
-      std::fprintf(stderr, "search_efficiency: %s\n", strat.error().message.c_str());
-      std::exit(2);
-    }
+    search::SessionSettings ss;
+    ss.loop.search = o.search;
+    ss.loop.search.strategy = strategy;
+    ss.loop.search.seed = uint64_t(seed) * 7919 + 1;
+    ss.loop.search.batchSize = batchFor(o);
+    ss.loop.trials = int(table.results.size());
+    ss.loop.topK = 0;
+    ss.loop.measureDefault = false;
+    ss.cache = search::CachePolicy::Force;
+    ss.model = o.model;
+    ss.model.seed = uint64_t(seed);
+    ss.model.threads = 1;
+    // What `tessera tune` does with a store holding other shapes of the family: each sibling
+    // contributes a seeded draw of its records (its best quarter plus random others), as a
+    // previous tuning run of that shape would have left them.
+    ss.warmStart = warm && host;
+    ss.warm = {.maxRecordsPerWorkload = o.warmRecords, .seed = uint64_t(seed)};
     auto measurer = search::makeReplayMeasurer(table);
-    search::TuneSettings ts;
-    ts.search = ss;
-    ts.trials = int(table.results.size());
-    ts.topK = 0;
-    ts.measureDefault = false;
     int hit = 0;
-    search::TuneCallbacks cb;
+    search::SessionCallbacks cb;
     cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
       if (!hit && r.ok() && r.throughput >= bar) hit = p.trial;
       if (o.trace)
-        std::fprintf(stderr, "%s%.2f%s", (p.trial - 1) % ss.batchSize ? " " : "\n", r.throughput / table.bestThroughput(),
-                     r.ok() ? "" : "!");
+        std::fprintf(stderr, "%s%.2f%s", (p.trial - 1) % ss.loop.search.batchSize ? " " : "\n",
+                     r.throughput / table.bestThroughput(), r.ok() ? "" : "!");
     };
     cb.shouldStop = [&](const search::TuneProgress&) { return hit > 0; };
-    search::tune(table.space, *measurer, **strat, model.get(), features.get(), ts, cb);
+    auto session = search::runTuneSession(problem, *measurer, nullptr, nullptr, {}, ss, cb, warm);
+    if (!session.ok()) {
+      std::fprintf(stderr, "search_efficiency: %s\n", session.error().message.c_str());
+      std::exit(2);
+    }
     out.hits.push_back(hit ? double(hit) : double(table.results.size()));
     if (o.verbose) std::fprintf(stderr, "  %s %s seed %d: %d\n", table.name.c_str(), strategy.c_str(), seed, hit);
   }

@@ -22,6 +22,7 @@
 #include "costmodel/features.h"
 #include "ir/families.h"
 #include "search/protocol_measurer.h"
+#include "search/tune_session.h"
 #include "search/records.h"
 #include "search/space.h"
 #include "search/strategy.h"
@@ -117,24 +118,6 @@ nlohmann::json trialJson(const search::TrialResult& r) {
           {"max_rel_err", r.maxRelErr}};
 }
 
-// Records of other workloads read for the warm start at most (the oldest first, by id); the
-// nearest shapes are then picked from those.
-constexpr size_t kWarmScanLimit = 50000;
-
-// Every record matching `q` (its limit and after_id are managed here), up to `max` of them.
-Expected<std::vector<cache::Record>> listAll(cache::RecordStore& store, cache::ListQuery q,
-                                            size_t max = SIZE_MAX) {
-  std::vector<cache::Record> out;
-  q.limit = cache::kMaxListLimit;
-  while (out.size() < max) {
-    TESSERA_ASSIGN(cache::ListPage page, store.list(q));
-    out.insert(out.end(), page.records.begin(), page.records.end());
-    if (!page.next_after) break;
-    q.after_id = page.next_after;
-  }
-  return out;
-}
-
 void tuneCommand(const TuneFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
@@ -142,12 +125,8 @@ void tuneCommand(const TuneFlags& f) {
   if (!t.ok()) failWith(t.error());
   if (t->vendor != Vendor::Host)
     fail("tuning " + f.target + " needs that device; none is attached here (use --target host)", 2);
-  auto space = search::makeSpace(*k, *t);
-  if (!space.ok()) failWith(space.error());
-  if (!f.spaceSpec.empty()) {
-    space = search::restrictSpace(*space, f.spaceSpec);
-    if (!space.ok()) failWith(space.error());
-  }
+  auto problem = search::tuneProblem(*k, *t, f.spaceSpec);
+  if (!problem.ok()) failWith(problem.error());
   // Flag errors come before the store is consulted: a stored winner must not hide them. The
   // comparisons are written so that a NaN fails them too.
   if (f.trials < 0) fail("--trials must be at least 0 (0: as many as --time-budget allows)", 2);
@@ -164,99 +143,34 @@ void tuneCommand(const TuneFlags& f) {
   if (!store.ok()) failWith(store.error());
   cache::CacheClient client(clientOptions(f.cache));
   ProgressLine progress;
-  auto warn = [&](const std::string& w) {
-    if (!w.empty()) std::fprintf(stderr, "tessera: warning: %s\n", w.c_str());
-  };
-  if (client.enabled()) warn(cache::pushOutbox(**store, client).warning);
-
-  cache::HardKey key = search::hardKeyFor(*k, *t);
-  std::string keyId = cache::keyIdOf(key);
   cache::Provenance prov = search::provenanceFor(*t, provenanceInputs());
 
-  // Everything already measured for this key (resume) and the best stored results (seeds).
-  auto stored = listAll(**store, {.key_id = keyId});
-  if (!stored.ok()) failWith(stored.error());
-  if (!f.resume && !f.force) {
-    // Cache first (design.md §2): a fresh winner, local or shared, ends the run.
-    auto local = (*store)->best(keyId);
-    std::optional<cache::Record> hit;
-    bool stale = false;
-    if (local.ok() && *local) {
-      hit = (*local)->record;
-      stale = (*local)->record.stale || !cache::provenanceMismatch(hit->provenance, prov).empty();
-    } else if (client.enabled()) {
-      auto remote = client.best(key, prov, false);
-      warn(remote.warning);
-      if (remote.kind == cache::LookupResult::Kind::Hit && remote.record) {
-        hit = remote.record;
-        stale = remote.stale;
-        (void)(*store)->putOne(*hit);  // keep a local copy
-      }
-    }
-    if (hit && !stale) {
-      std::printf("already tuned: %s on %s -> %s (%s median, %s)\n", k->name.c_str(), t->name.c_str(),
-                  hit->config.c_str(), fmtTime(hit->median_us).c_str(),
-                  fmtThroughput(*k, ir::isComputeBound(*k) ? hit->gflops : hit->gbps).c_str());
-      std::printf("use --resume to continue the search or --force to start over\n");
-      return;
-    }
-  }
-  std::vector<search::TrialResult> previous;
-  if (f.resume) previous = search::fromRecords(*stored);
-  else if (!f.force) {
-    // Without --resume, stale or partial results still seed the search (re-measured, not trusted).
-    for (auto& r : search::fromRecords(*stored))
-      if (r.ok()) previous.push_back(r);
-  }
+  search::SessionSettings ss;
+  ss.loop.search.strategy = f.strategy;
+  ss.loop.search.seed = f.seed;
+  ss.loop.search.batchSize = f.batch;
+  ss.loop.trials = f.trials > 0 ? f.trials : 1000000;
+  ss.loop.timeBudgetSec = f.timeBudget;
+  ss.loop.topK = f.topK;
+  ss.cache = f.force ? search::CachePolicy::Force : f.resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
+  ss.warmStart = !f.noWarmStart;
+  ss.warm.seed = f.seed;
+  ss.model.seed = f.seed;
 
   search::MeasureSettings ms;
   ms.timeoutSec = f.timeout;
   ms.measure.minTimeSec = f.minTime;
   auto measurer = search::makeHostMeasurer(*k, *t, ms);
-  costmodel::ModelSettings mset;
-  mset.seed = f.seed;
-  auto model = costmodel::makeXGBoostModel(mset);
-  auto features = costmodel::makeHostFeatures(search::workloadOf(key), *space, *t);
-  search::WarmStart warm;
-  if (!f.noWarmStart && f.strategy == "evolutionary") {
-    // The model starts from what the store knows of other shapes of this family on this target.
-    // A warm start is an optimization: a store that cannot list never fails the run.
-    auto others = listAll(**store, {.family = key.family, .target = key.target, .arch = key.arch}, kWarmScanLimit);
-    if (others.ok()) warm = search::warmStartSamples(*others, key, *space, *t, {.seed = f.seed});
-    if (!warm.samples.empty()) {
-      (void)model->update(warm.samples);
-      if (!f.json)
-        std::printf("cost model warm-started from %zu stored results of %d other workload%s\n", warm.samples.size(),
-                    warm.workloads, warm.workloads == 1 ? "" : "s");
-    }
-  }
-  search::SearchSettings ss;
-  ss.strategy = f.strategy;
-  ss.seed = f.seed;
-  ss.batchSize = f.batch;
-  auto strategy = search::makeStrategy(ss, *space, model.get(), features.get());
-  if (!strategy.ok()) failWith(strategy.error());
 
-  search::TuneSettings ts;
-  ts.search = ss;
-  ts.trials = f.trials > 0 ? f.trials : 1000000;
-  ts.timeBudgetSec = f.timeBudget;
-  ts.topK = f.topK;
   double peak = ir::isComputeBound(*k) ? t->peakGflopsF32 : t->memBandwidthGBs;
-  std::map<std::string, int> statusCounts;
-  search::TuneCallbacks cb;
-  // Each record carries the tuning cost spent up to it (trials so far, seconds so far).
-  int64_t committed = 0;
-  auto started = std::chrono::steady_clock::now();
-  cb.commitRecords = [&](const std::vector<search::TrialResult>& rs) {
-    std::vector<cache::Record> recs;
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    for (const auto& r : rs) recs.push_back(search::toRecord(r, key, prov, {++committed, secs}));
-    auto put = (*store)->put(recs, {.outbox = client.enabled()});
-    if (!put.ok()) warn("could not store results: " + put.error().str());
+  search::SessionCallbacks cb;
+  cb.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
+  cb.onWarmStart = [&](const search::WarmStart& w) {
+    if (!f.json)
+      std::printf("cost model warm-started from %zu stored results of %d other workload%s\n", w.samples.size(),
+                  w.workloads, w.workloads == 1 ? "" : "s");
   };
   cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
-    ++statusCounts[search::trialStatusName(r.status)];
     if (f.json) return;
     char line[512];
     std::string best = p.best ? fmtThroughput(*k, p.best->throughput) : "-";
@@ -268,65 +182,65 @@ void tuneCommand(const TuneFlags& f) {
     progress.update(line);
   };
   cb.shouldStop = [](const search::TuneProgress&) { return gInterrupted != 0; };
-  search::TuneResult res;
+  Expected<search::SessionResult> session = makeError(ErrorCode::Internal, "no session");
   {
     InterruptScope interruptible;
-    res = search::tune(*space, *measurer, **strategy, model.get(), features.get(), ts, cb, previous);
+    session = search::runTuneSession(*problem, *measurer, store->get(), &client, prov, ss, cb);
   }
   const bool interrupted = gInterrupted != 0;
   progress.finish();
-  if (!res.best) {
-    std::string why;
-    for (const auto& [s, n] : statusCounts) why += " " + s + "=" + std::to_string(n);
-    fail("no candidate produced a correct result (" + std::to_string(res.trials.size()) + " trials:" + why + ")", 1);
+  if (!session.ok()) failWith(session.error());
+  const search::SessionResult& res = *session;
+  if (res.outcome == search::SessionResult::Outcome::AlreadyTuned) {
+    const cache::Record& hit = *res.cached;
+    std::printf("already tuned: %s on %s -> %s (%s median, %s)\n", k->name.c_str(), t->name.c_str(),
+                hit.config.c_str(), fmtTime(hit.median_us).c_str(),
+                fmtThroughput(*k, ir::isComputeBound(*k) ? hit.gflops : hit.gbps).c_str());
+    std::printf("use --resume to continue the search or --force to start over\n");
+    return;
   }
-  // The winner, re-measured interleaved, is stored with the run's tuning cost and marked so: it
-  // outranks the single measurements of the search (a lucky sample among them would otherwise be
-  // what `tessera best`, the benches and the service serve).
-  search::TuningCost cost{int64_t(res.trials.size()), res.seconds};
-  cache::Record winner = search::toRecord(*res.best, key, prov, cost);
-  winner.remeasured = !res.remeasured.empty();
-  (void)(*store)->putOne(winner, {.outbox = client.enabled()});
-  if (client.enabled()) warn(cache::pushOutbox(**store, client).warning);
-
-  const auto& b = *res.best;
-  double speedup = res.defaultConfig && res.defaultConfig->ok() && b.samples.median_us > 0
-                       ? res.defaultConfig->samples.median_us / b.samples.median_us
-                       : 0;
+  if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
+    std::string why;
+    for (const auto& [s, n] : res.statusCounts) why += " " + s + "=" + std::to_string(n);
+    fail("no candidate produced a correct result (" + std::to_string(res.tune.trials.size()) + " trials:" + why + ")", 1);
+  }
+  const auto& b = *res.tune.best;
+  const double speedup = res.speedupOverDefault;
   if (f.json) {
     nlohmann::json j = {{"kernel", k->name},
-                        {"workload", key.workload},
-                        {"key_id", keyId},
+                        {"workload", res.key.workload},
+                        {"key_id", res.keyId},
                         {"target", targetJson(*t)},
                         {"best", trialJson(b)},
-                        {"trials", res.trials.size()},
-                        {"seconds", res.seconds},
-                        {"statuses", statusCounts},
+                        {"trials", res.tune.trials.size()},
+                        {"seconds", res.tune.seconds},
+                        {"statuses", res.statusCounts},
                         {"speedup_over_default", speedup},
-                        {"warm_start", {{"samples", warm.samples.size()}, {"workloads", warm.workloads}}},
+                        {"warm_start", {{"samples", res.warm.samples.size()}, {"workloads", res.warm.workloads}}},
                         {"interrupted", interrupted}};
-    if (res.defaultConfig) j["default"] = trialJson(*res.defaultConfig);
+    if (res.tune.defaultConfig) j["default"] = trialJson(*res.tune.defaultConfig);
     std::printf("%s\n", j.dump(2).c_str());
     if (interrupted) throw CLI::RuntimeError(130);
     return;
   }
   std::string statuses;
-  for (const auto& [s, n] : statusCounts) statuses += (statuses.empty() ? "" : ", ") + s + " " + std::to_string(n);
-  std::printf("\nkernel       %s  (key %.12s, store %s)\n", k->name.c_str(), keyId.c_str(), f.db.c_str());
+  for (const auto& [s, n] : res.statusCounts) statuses += (statuses.empty() ? "" : ", ") + s + " " + std::to_string(n);
+  std::printf("\nkernel       %s  (key %.12s, store %s)\n", k->name.c_str(), res.keyId.c_str(), f.db.c_str());
   std::printf("best config  %s\n", b.config.str().c_str());
   std::printf("time         %s  (p20 %s, p80 %s, n=%lld, top-%d re-measured)\n", fmtTime(b.samples.median_us).c_str(),
               fmtTimeNumber(b.samples.p20_us, b.samples.median_us).c_str(),
               fmtTimeNumber(b.samples.p80_us, b.samples.median_us).c_str(), (long long)b.samples.n, f.topK);
   std::printf("throughput   %s  (%.1f%% of %s)\n", fmtThroughput(*k, b.throughput).c_str(), 100 * b.peakFraction,
               ir::isComputeBound(*k) ? "FMA peak" : "copy bandwidth");
-  if (res.defaultConfig) {
-    if (res.defaultConfig->ok())
-      std::printf("vs default   %.2fx  (default %s: %s)\n", speedup, res.defaultConfig->config.str().c_str(),
-                  fmtTime(res.defaultConfig->samples.median_us).c_str());
+  if (const auto& d = res.tune.defaultConfig) {
+    if (d->ok())
+      std::printf("vs default   %.2fx  (default %s: %s)\n", speedup, d->config.str().c_str(),
+                  fmtTime(d->samples.median_us).c_str());
     else
-      std::printf("vs default   default config failed: %s\n", search::trialStatusName(res.defaultConfig->status));
+      std::printf("vs default   default config failed: %s\n", search::trialStatusName(d->status));
   }
-  std::printf("search       %zu trials in %s (%s)\n", res.trials.size(), fmtDuration(res.seconds).c_str(), statuses.c_str());
+  std::printf("search       %zu trials in %s (%s)\n", res.tune.trials.size(), fmtDuration(res.tune.seconds).c_str(),
+              statuses.c_str());
   if (interrupted) {
     std::printf("interrupted  the search stopped early; --resume continues from the store\n");
     std::fflush(stdout);

@@ -31,8 +31,12 @@ bool warmStartSibling(const cache::HardKey& self, const cache::HardKey& other) {
   return sameFamilyAndMachine(self, other) && cache::keyIdOf(other) != cache::keyIdOf(self);
 }
 
+FeaturesForKey hostFeaturesForKeys(const ir::Space& space, const TargetDesc& t) {
+  return [space, t](const cache::HardKey& key) { return costmodel::makeHostFeatures(workloadOf(key), space, t); };
+}
+
 WarmStart warmStartSamples(const std::vector<cache::Record>& records, const cache::HardKey& self,
-                           const ir::Space& space, const TargetDesc& t, const WarmStartSettings& s) {
+                           const FeaturesForKey& featuresFor, const WarmStartSettings& s) {
   WarmStart out;
   if (s.maxWorkloads <= 0 || s.maxRecordsPerWorkload <= 0) return out;
   const std::string selfId = cache::keyIdOf(self);
@@ -66,7 +70,7 @@ WarmStart warmStartSamples(const std::vector<cache::Record>& records, const cach
       std::shuffle(recs.begin() + std::ptrdiff_t(top), recs.end(), rng);
       recs.resize(cap);
     }
-    auto features = costmodel::makeHostFeatures(workloadOf(recs.front()->key), space, t);
+    auto features = featuresFor(recs.front()->key);
     std::vector<costmodel::Sample> samples;
     for (const auto* r : recs) {
       auto cfg = ir::Config::fromJson(r->config);

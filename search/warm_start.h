@@ -6,11 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cache_service/record.h"
 #include "costmodel/cost_model.h"
+#include "costmodel/features.h"
 #include "ir/schedule.h"
 #include "targets/target_desc.h"
 
@@ -34,8 +37,13 @@ bool warmStartSibling(const cache::HardKey& self, const cache::HardKey& other);
 // Samples from `records` whose key has the family, target and arch of `self` but another key id
 // (records of `self` itself are the run's own history: --resume and store seeds). Failed
 // candidates are samples of throughput 0; records whose config does not parse are skipped.
-// Features come from `space`'s knob layout plus the derived host features of each record's key.
+// Features of each record's workload come from `features(its key)` (the session's feature
+// factory: the space's knob layout plus, on the host, the derived host features of that key).
+using FeaturesForKey = std::function<std::unique_ptr<costmodel::FeatureExtractor>(const cache::HardKey&)>;
 WarmStart warmStartSamples(const std::vector<cache::Record>& records, const cache::HardKey& self,
-                           const ir::Space& space, const TargetDesc& t, const WarmStartSettings& s);
+                           const FeaturesForKey& features, const WarmStartSettings& s);
+// The host's factory: `space`'s knob features plus the derived host features of the key's
+// workload on `t`.
+FeaturesForKey hostFeaturesForKeys(const ir::Space& space, const TargetDesc& t);
 
 }  // namespace tessera::search

@@ -102,7 +102,7 @@ TEST(WarmStart, TakesOtherWorkloadsOfTheFamilyOnTheTarget) {
   estimate.config = R"({"KC":16,"KU":2,"MR":14,"NR":64,"schedule":"plain"})";
   recs.push_back(estimate);
 
-  WarmStart w = warmStartSamples(recs, self, space, testutil::avx512Host(), {.maxWorkloads = 8, .maxRecordsPerWorkload = 1000});
+  WarmStart w = warmStartSamples(recs, self, hostFeaturesForKeys(space, testutil::avx512Host()), {.maxWorkloads = 8, .maxRecordsPerWorkload = 1000});
   EXPECT_EQ(w.workloads, 2);  // 128^3 and 4096^3: not self, not attention, not sm_90
   EXPECT_EQ(w.samples.size(), 40u + 1 + 40);
   std::set<int> groups;
@@ -110,19 +110,19 @@ TEST(WarmStart, TakesOtherWorkloadsOfTheFamilyOnTheTarget) {
   EXPECT_EQ(groups, (std::set<int>{1, 2}));  // group 0 is the run's own
   EXPECT_EQ(std::count_if(w.samples.begin(), w.samples.end(), [](const auto& s) { return s.throughput == 0; }), 1);
   // The nearest shape is group 1; with one workload allowed, only it is taken.
-  WarmStart one = warmStartSamples(recs, self, space, testutil::avx512Host(), {.maxWorkloads = 1, .maxRecordsPerWorkload = 1000});
+  WarmStart one = warmStartSamples(recs, self, hostFeaturesForKeys(space, testutil::avx512Host()), {.maxWorkloads = 1, .maxRecordsPerWorkload = 1000});
   EXPECT_EQ(one.workloads, 1);
   EXPECT_EQ(one.samples.size(), 41u);
   // Capped: the best quarter is always kept.
-  WarmStart capped = warmStartSamples(recs, self, space, testutil::avx512Host(), {.maxWorkloads = 1, .maxRecordsPerWorkload = 12});
+  WarmStart capped = warmStartSamples(recs, self, hostFeaturesForKeys(space, testutil::avx512Host()), {.maxWorkloads = 1, .maxRecordsPerWorkload = 12});
   ASSERT_EQ(capped.samples.size(), 12u);
   std::vector<double> all;
   for (const auto& s : one.samples) all.push_back(s.throughput);
   std::sort(all.rbegin(), all.rend());
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(capped.samples[i].throughput, all[i]);
   // Off, or nothing else stored: no samples.
-  EXPECT_TRUE(warmStartSamples(recs, self, space, testutil::avx512Host(), {.maxWorkloads = 0}).samples.empty());
-  EXPECT_TRUE(warmStartSamples(recordsOf(self, space, 10), self, space, testutil::avx512Host(), {}).samples.empty());
+  EXPECT_TRUE(warmStartSamples(recs, self, hostFeaturesForKeys(space, testutil::avx512Host()), {.maxWorkloads = 0}).samples.empty());
+  EXPECT_TRUE(warmStartSamples(recordsOf(self, space, 10), self, hostFeaturesForKeys(space, testutil::avx512Host()), {}).samples.empty());
 }
 
 TEST(WarmStart, ModelRanksAnUnseenShapeFromOtherShapes) {
@@ -133,7 +133,7 @@ TEST(WarmStart, ModelRanksAnUnseenShapeFromOtherShapes) {
     stored.insert(stored.end(), r.begin(), r.end());
   }
   cache::HardKey self = key({200, 96, 300});
-  WarmStart w = warmStartSamples(stored, self, space, testutil::avx512Host(), {.maxRecordsPerWorkload = 200, .seed = 3});
+  WarmStart w = warmStartSamples(stored, self, hostFeaturesForKeys(space, testutil::avx512Host()), {.maxRecordsPerWorkload = 200, .seed = 3});
   ASSERT_EQ(w.workloads, 2);
   auto model = costmodel::makeXGBoostModel({.seed = 1});
   ASSERT_TRUE(model->update(w.samples).ok());

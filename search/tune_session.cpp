@@ -1,0 +1,212 @@
+// Owns the tuning session: cache first, seeds, warm start, model, strategy, the tuning loop with
+// its commits, and the stored winner.
+#include "search/tune_session.h"
+
+#include <chrono>
+
+#include "ir/families.h"
+#include "search/records.h"
+#include "search/space.h"
+#include "search/strategy.h"
+
+namespace tessera::search {
+
+Expected<std::vector<cache::Record>> listAll(cache::RecordStore& store, cache::ListQuery q, size_t max) {
+  std::vector<cache::Record> out;
+  q.limit = cache::kMaxListLimit;
+  while (out.size() < max) {
+    TESSERA_ASSIGN(cache::ListPage page, store.list(q));
+    out.insert(out.end(), page.records.begin(), page.records.end());
+    if (!page.next_after) break;
+    q.after_id = page.next_after;
+  }
+  return out;
+}
+
+Expected<TuneProblem> tuneProblem(const ir::Kernel& k, const TargetDesc& t, const std::string& spaceSpec) {
+  TuneProblem p;
+  TESSERA_ASSIGN(p.space, makeSpace(k, t));
+  if (!spaceSpec.empty()) {
+    TESSERA_ASSIGN(p.space, restrictSpace(p.space, spaceSpec));
+  }
+  p.key = hardKeyFor(k, t);
+  p.target = t;
+  ir::Space space = p.space;
+  if (t.isGpu()) {
+    // GPU knobs mean the same thing for every workload of a family: the knob features.
+    p.features = [space](const cache::HardKey&) { return costmodel::makeKnobFeatures(space); };
+  } else {
+    p.features = hostFeaturesForKeys(space, t);
+  }
+  return p;
+}
+
+namespace {
+
+class Session {
+ public:
+  Session(const TuneProblem& p, Measurer& m, cache::RecordStore* store, cache::CacheClient* client,
+          const cache::Provenance& prov, const SessionSettings& s, const SessionCallbacks& cb)
+      : p_(p), measurer_(m), store_(store), client_(client && client->enabled() ? client : nullptr), prov_(prov),
+        s_(s), cb_(cb) {
+    r_.key = p.key;
+    r_.keyId = cache::keyIdOf(p.key);
+  }
+
+  Expected<SessionResult> run(const std::vector<cache::Record>* warmRecords) {
+    if (store_ && client_) warn(cache::pushOutbox(*store_, *client_).warning);
+    std::vector<cache::Record> stored;
+    if (store_) {
+      TESSERA_ASSIGN(stored, listAll(*store_, {.key_id = r_.keyId}));
+    }
+    if (s_.cache == CachePolicy::UseStored && lookUpWinner()) return std::move(r_);
+    std::vector<TrialResult> previous = seeds(stored);
+
+    const bool evolutionary = s_.loop.search.strategy == "evolutionary";
+    std::unique_ptr<costmodel::CostModel> model;
+    if (evolutionary) model = costmodel::makeXGBoostModel(s_.model);
+    auto features = p_.features(p_.key);
+    if (model && s_.warmStart) warmStart(*model, warmRecords);
+    TESSERA_ASSIGN(auto strategy, makeStrategy(s_.loop.search, p_.space, model.get(), features.get()));
+
+    TuneCallbacks cb;
+    cb.commitRecords = [this](const std::vector<TrialResult>& rs) { commit(rs); };
+    cb.onTrial = [this](const TrialResult& t, const TuneProgress& pr) {
+      ++r_.statusCounts[trialStatusName(t.status)];
+      if (cb_.onTrial) cb_.onTrial(t, pr);
+    };
+    cb.shouldStop = [this](const TuneProgress& pr) {
+      if (cb_.shouldStop && cb_.shouldStop(pr)) r_.stopped = true;
+      return r_.stopped;
+    };
+    started_ = std::chrono::steady_clock::now();
+    r_.tune = tune(p_.space, measurer_, *strategy, model.get(), features.get(), s_.loop, cb, previous);
+    if (!r_.tune.best) {
+      r_.outcome = SessionResult::Outcome::NothingCorrect;
+      return std::move(r_);
+    }
+    storeWinner();
+    const auto& b = *r_.tune.best;
+    const auto& d = r_.tune.defaultConfig;
+    if (d && d->ok() && b.samples.median_us > 0) r_.speedupOverDefault = d->samples.median_us / b.samples.median_us;
+    r_.outcome = SessionResult::Outcome::Tuned;
+    return std::move(r_);
+  }
+
+ private:
+  void warn(const std::string& w) {
+    if (!w.empty() && cb_.onWarning) cb_.onWarning(w);
+  }
+
+  // Cache first (design.md §2): a fresh winner, local or shared, ends the session. A shared hit
+  // is used only once the front end verified it; a local copy is kept of a verified one.
+  bool lookUpWinner() {
+    std::optional<cache::Record> hit;
+    bool stale = false;
+    if (store_) {
+      auto local = store_->best(r_.keyId);
+      if (local.ok() && *local) {
+        hit = (*local)->record;
+        stale = hit->stale || !cache::provenanceMismatch(hit->provenance, prov_).empty();
+        r_.cachedFrom = "local";
+      }
+    }
+    if (!hit && client_) {
+      auto remote = client_->best(p_.key, prov_, false);
+      warn(remote.warning);
+      if (remote.kind == cache::LookupResult::Kind::Hit && remote.record) {
+        Status verified = cb_.verifySharedHit ? cb_.verifySharedHit(*remote.record) : Status{};
+        if (!verified.ok()) {
+          warn("the shared cache's winner for this kernel failed verification (" + verified.error().message +
+               "): not used, tuning");
+          return false;
+        }
+        hit = remote.record;
+        stale = remote.stale;
+        r_.cachedFrom = client_->options().base_url;
+        if (store_) (void)store_->putOne(*hit);  // keep a local copy
+      }
+    }
+    if (!hit || stale) return false;
+    r_.cached = hit;
+    r_.outcome = SessionResult::Outcome::AlreadyTuned;
+    return true;
+  }
+
+  // What the store already knows seeds the search: everything with --resume; otherwise the ok
+  // results (stale or partial, re-measured rather than trusted); nothing with --force.
+  std::vector<TrialResult> seeds(const std::vector<cache::Record>& stored) const {
+    std::vector<TrialResult> previous;
+    if (s_.cache == CachePolicy::Resume) return fromRecords(stored);
+    if (s_.cache == CachePolicy::UseStored)
+      for (auto& t : fromRecords(stored))
+        if (t.ok()) previous.push_back(t);
+    return previous;
+  }
+
+  // The model starts from what the store knows of other workloads of this family on this target.
+  // A warm start is an optimization: a store that cannot list never fails the session.
+  void warmStart(costmodel::CostModel& model, const std::vector<cache::Record>* given) {
+    std::vector<cache::Record> listed;
+    const std::vector<cache::Record>* source = given;
+    if (!source && store_) {
+      auto others = listAll(*store_, {.family = p_.key.family, .target = p_.key.target, .arch = p_.key.arch},
+                            s_.warmScanLimit);
+      if (!others.ok()) return;
+      listed = std::move(*others);
+      source = &listed;
+    }
+    if (!source) return;
+    r_.warm = warmStartSamples(*source, p_.key, p_.features, s_.warm);
+    if (r_.warm.samples.empty()) return;
+    (void)model.update(r_.warm.samples);
+    if (cb_.onWarmStart) cb_.onWarmStart(r_.warm);
+  }
+
+  // Each record carries the tuning cost spent up to it (trials so far, seconds so far).
+  void commit(const std::vector<TrialResult>& rs) {
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    std::vector<cache::Record> recs;
+    for (const auto& t : rs) recs.push_back(toRecord(t, p_.key, prov_, {++committed_, secs}));
+    if (store_) {
+      auto put = store_->put(recs, {.outbox = client_ && s_.pushToCache});
+      if (!put.ok()) warn("could not store results: " + put.error().str());
+    }
+    if (cb_.onRecordsCommitted) cb_.onRecordsCommitted(recs);
+  }
+
+  // The winner, re-measured interleaved, is stored with the run's tuning cost and marked so: it
+  // outranks the single measurements of the search (a lucky sample among them would otherwise be
+  // what `tessera best`, the benches and the service serve).
+  void storeWinner() {
+    TuningCost cost{int64_t(r_.tune.trials.size()), r_.tune.seconds};
+    cache::Record winner = toRecord(*r_.tune.best, p_.key, prov_, cost);
+    winner.remeasured = !r_.tune.remeasured.empty() && winner.status == cache::RecordStatus::Ok;
+    r_.winner = winner;
+    if (!store_) return;
+    (void)store_->putOne(winner, {.outbox = client_ && s_.pushToCache});
+    if (client_ && s_.pushToCache) warn(cache::pushOutbox(*store_, *client_).warning);
+  }
+
+  const TuneProblem& p_;
+  Measurer& measurer_;
+  cache::RecordStore* store_;
+  cache::CacheClient* client_;
+  cache::Provenance prov_;
+  const SessionSettings& s_;
+  const SessionCallbacks& cb_;
+  SessionResult r_;
+  int64_t committed_ = 0;
+  std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace
+
+Expected<SessionResult> runTuneSession(const TuneProblem& p, Measurer& measurer, cache::RecordStore* store,
+                                       cache::CacheClient* client, const cache::Provenance& provenance,
+                                       const SessionSettings& s, const SessionCallbacks& cb,
+                                       const std::vector<cache::Record>* warmRecords) {
+  return Session(p, measurer, store, client, provenance, s, cb).run(warmRecords);
+}
+
+}  // namespace tessera::search

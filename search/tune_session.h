@@ -1,0 +1,106 @@
+// Owns one tuning session of one workload on one target (design.md §2, §10), in order: the cache
+// first (a fresh winner in the local store or the shared cache ends the session), the store's
+// results as seeds (or all of them with --resume), the cost model warm-started from other
+// workloads of the family, the strategy, measurement through a Measurer backend, every record
+// committed as it is measured, the interleaved top-k re-measurement and the stored winner.
+// Front ends (`tessera tune`, the replay benchmark, later Python and workers) build the typed
+// settings, pick a Measurer and print what the named callbacks report; nothing here prints.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache_service/client.h"
+#include "cache_service/record.h"
+#include "cache_service/store.h"
+#include "costmodel/cost_model.h"
+#include "costmodel/features.h"
+#include "ir/ir.h"
+#include "ir/schedule.h"
+#include "search/measurer.h"
+#include "search/tuner.h"
+#include "search/warm_start.h"
+#include "support/status.h"
+#include "targets/target_desc.h"
+
+namespace tessera::search {
+
+// What a session tunes: the workload's key, the space searched, the target, and how the cost
+// model sees a config of a workload of this family (this one, or a stored sibling's for the warm
+// start).
+struct TuneProblem {
+  cache::HardKey key;
+  ir::Space space;
+  TargetDesc target;
+  std::function<std::unique_ptr<costmodel::FeatureExtractor>(const cache::HardKey&)> features;
+};
+
+// The problem of tuning `k` on `t`: its key, its space (narrowed by `spaceSpec`, e.g.
+// "MR=6|8,schedule=packed") and the target's features (derived host features on the host).
+Expected<TuneProblem> tuneProblem(const ir::Kernel& k, const TargetDesc& t, const std::string& spaceSpec = "");
+
+enum class CachePolicy {
+  UseStored,  // a fresh stored winner ends the session; stored ok results seed the search
+  Resume,     // continue: every stored result of the key is known, nothing is re-measured
+  Force,      // start over: the store is neither asked nor used as seeds
+};
+
+struct SessionSettings {
+  TuneSettings loop;  // strategy, seed and batch (loop.search), trials, time budget, top-k
+  CachePolicy cache = CachePolicy::UseStored;
+  bool warmStart = true;  // evolutionary only: pre-train the model on stored sibling workloads
+  WarmStartSettings warm;
+  size_t warmScanLimit = 50000;  // records of other workloads read for the warm start at most
+  costmodel::ModelSettings model;
+  // Records go to the shared cache's outbox too (pushed when the session ends).
+  bool pushToCache = true;
+};
+
+// Named callbacks (style.md 3). Any may be empty.
+struct SessionCallbacks {
+  std::function<void(const TrialResult&, const TuneProgress&)> onTrial;       // progress
+  std::function<void(const std::vector<cache::Record>&)> onRecordsCommitted;  // after each batch
+  std::function<void(const std::string&)> onWarning;                          // one line, no prefix
+  std::function<bool(const TuneProgress&)> shouldStop;                        // e.g. Ctrl-C
+  std::function<void(const WarmStart&)> onWarmStart;                           // before the first batch
+  // A winner from the shared cache is used only when this accepts it (compiled and checked
+  // against the reference by the front end); a rejected hit is reported, not stored locally, and
+  // the session tunes.
+  std::function<Status(const cache::Record&)> verifySharedHit;
+};
+
+struct SessionResult {
+  enum class Outcome {
+    AlreadyTuned,     // a fresh winner was stored: `cached`, from `cachedFrom`
+    Tuned,            // `tune.best` is the winner, stored as `winner`
+    NothingCorrect,   // every candidate failed (statusCounts says how)
+  };
+  Outcome outcome = Outcome::NothingCorrect;
+  cache::HardKey key;
+  std::string keyId;
+  std::optional<cache::Record> cached;
+  std::string cachedFrom;  // "local" or the service URL
+  TuneResult tune;
+  std::map<std::string, int> statusCounts;
+  WarmStart warm;
+  std::optional<cache::Record> winner;
+  double speedupOverDefault = 0;  // same-run medians of the default and the winner (0: unknown)
+  bool stopped = false;           // shouldStop ended the search early
+};
+
+// Runs the session. `store` may be null (nothing looked up or committed: replay), `client` null or
+// disabled (no shared cache). `warmRecords`, when given, replaces the store as the warm start's
+// source (the replay benchmark's sibling tables).
+Expected<SessionResult> runTuneSession(const TuneProblem& p, Measurer& measurer, cache::RecordStore* store,
+                             cache::CacheClient* client, const cache::Provenance& provenance,
+                             const SessionSettings& s, const SessionCallbacks& cb,
+                             const std::vector<cache::Record>* warmRecords = nullptr);
+
+// Every record matching `q` (paging managed here), up to `max` of them.
+Expected<std::vector<cache::Record>> listAll(cache::RecordStore& store, cache::ListQuery q, size_t max = SIZE_MAX);
+
+}  // namespace tessera::search
