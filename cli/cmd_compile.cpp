@@ -11,6 +11,7 @@
 #include "cli/report.h"
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
+#include "codegen/gpu_backend.h"
 #include "ir/text.h"
 #include "search/space.h"
 #include "support/strings.h"
@@ -78,9 +79,9 @@ void compileCommand(const CompileFlags& f) {
   if (!k.ok()) failWith(k.error());
   std::string text;
   auto gt = getTarget(f.target);
-  if (gt.ok() && gt->vendor != Vendor::Host) {
+  if (gt.ok() && gt->isGpu()) {
     CompileFlags g = f;
-    if (g.emit == CompileFlags().emit) g.emit = gt->vendor == Vendor::Nvidia ? "ptx" : "asm";  // the host default
+    if (g.emit == CompileFlags().emit) g.emit = codegen::gpuBackend(gt->vendor)->assemblyName();  // the host default
     text = compileGpuStages(*k, *gt, g);
     if (f.output.empty()) {
       std::fwrite(text.data(), 1, text.size(), stdout);

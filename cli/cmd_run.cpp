@@ -76,7 +76,7 @@ void runCommand(const RunFlags& f) {
   if (!k.ok()) failWith(k.error());
   auto t = getTarget(f.target);
   if (!t.ok()) failWith(t.error());
-  if (f.emulate && t->vendor == Vendor::Host) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", 2);
+  if (f.emulate && !t->isGpu()) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", 2);
   if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", 2);  // NaN fails too
   if (f.minRuns < 1) fail("--min-runs must be at least 1", 2);
   auto space = search::makeSpace(*k, *t);
@@ -86,7 +86,7 @@ void runCommand(const RunFlags& f) {
   auto cfg = space->complete(*over);
   if (!cfg.ok()) failWith(cfg.error());
   if (auto why = space->check(*cfg)) failWith(makeError(ErrorCode::InvalidConfig, "invalid config: " + *why));
-  if (t->vendor != Vendor::Host) return runGpu(*k, *t, *cfg, f);
+  if (t->isGpu()) return runGpu(*k, *t, *cfg, f);
   auto exe = codegen::compileHost(*k, *cfg, *t);
   if (!exe.ok()) failWith(exe.error());
   HostRunOptions ro;

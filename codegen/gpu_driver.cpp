@@ -28,7 +28,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 Expected<GpuPlan> buildPlan(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  if (t.vendor == Vendor::Host) return makeError(ErrorCode::Unsupported, "target " + t.name + " is not a GPU");
+  TESSERA_TRY(gpuBackendFor(t));  // a GPU target
   TESSERA_TRY(ir::verify(k));
   switch (k.family) {
     case ir::Family::Gemm: return buildGpuGemm(ctx, k, c, t);
@@ -169,15 +169,15 @@ Expected<GpuBinary> compileImpl(const ir::Kernel& k, const ir::Config& c, const 
     return out;
   }
   TESSERA_ASSIGN(GpuObjects obj, lowerToTarget(*p.module, t, wantBinary));
+  TESSERA_ASSIGN(const GpuBackend* backend, gpuBackendFor(t));
+  ResourceReport& r = out.resources;
+  backend->readResources(obj, r);
   out.assembly = std::move(obj.assembly);
   out.binary = std::move(obj.binary);
   p.launch.kernel = obj.kernel;
   p.launch.kernelParams = obj.params;
   out.launch = p.launch;
-  ResourceReport& r = out.resources;
   r.threadsPerBlock = threadsOf(p.launch);
-  if (t.vendor == Vendor::Nvidia) parsePtxasReport(obj.toolLog, r);
-  else parseAmdAssembly(out.assembly, r);
   finishResourceReport(r, t);
   out.compileSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return out;

@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "codegen/expr_emitter.h"
+#include "codegen/gpu_backend.h"
 #include "codegen/gpu_loops.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/gpu_strategies.h"
@@ -79,18 +80,17 @@ Expected<gemm::Tiling> makeTiling(const ir::GemmInfo& g, const ir::Config& c, co
     p.blockX = p.BN / p.TN;
     p.blockY = p.BM / p.TM;
   } else if (strategy == "mma") {
-    if (t.vendor == Vendor::Nvidia) {
-      if (g.inType != ir::ScalarType::F16 || !t.findMma("f16", "mma.sync"))
-        return bad("mma.sync path takes f16 inputs (nvgpu has no bf16/tf32 mma.sync in MLIR 22): use strategy=simt");
-      p.path = gemm::Path::MmaSync;
-      if (p.TN % 8) return bad("TN must be a multiple of 8 (m16n8k16)");
-    } else {
-      if (!t.findMma(dt, "mfma") || g.inType == ir::ScalarType::F32)
-        return bad(t.name + " has no 16x16x16 " + dt + " MFMA: use strategy=simt");
-      p.path = gemm::Path::Mfma;
-      if (p.TN % 16) return bad("TN must be a multiple of 16 (16x16x16 MFMA)");
-      if (p.stages != 1) return bad("STAGES > 1 needs cp.async (NVIDIA)");
-    }
+    TESSERA_ASSIGN(const GpuBackend* backend, gpuBackendFor(t));
+    std::optional<MmaPath> mma = backend->gemmMma(g.inType, t);
+    if (!mma)
+      return bad(t.name + " has no matrix instruction our lowering reaches for " + dt +
+                 " operands (NVIDIA: f16 mma.sync; CDNA: f16/bf16 MFMA): use strategy=simt");
+    p.path = mma->kind == "mma.sync" ? gemm::Path::MmaSync : gemm::Path::Mfma;
+    const MmaShape& sh = mma->shape;
+    if (p.TN % mma->tnMultiple)
+      return bad("TN must be a multiple of " + std::to_string(mma->tnMultiple) + " (" + mma->kind + " m" +
+                 std::to_string(sh.m) + "n" + std::to_string(sh.n) + "k" + std::to_string(sh.k) + ")");
+    if (p.stages != 1 && !mma->asyncCopies) return bad("STAGES > 1 needs asynchronous copies (cp.async)");
     if (p.TM % 16 || p.BK % 16) return bad("TM and BK must be multiples of 16");
     p.threads = int64_t(t.warpSize) * (p.BM / p.TM) * (p.BN / p.TN);
     p.blockX = int64_t(t.warpSize) * (p.BN / p.TN);

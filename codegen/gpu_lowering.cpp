@@ -32,98 +32,9 @@ using namespace mlir;
 
 namespace {
 
-// Toolchains (design.md §4): CUDA 13 ptxas and Debian's LLVM 22 lld.
-constexpr const char* kCudaToolkit = "/usr/local/cuda";
-constexpr const char* kLld = "/usr/lib/llvm-22/bin/ld.lld";
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// A scratch directory per process, removed at exit.
-const std::filesystem::path& scratchDir() {
-  static std::filesystem::path dir = [] {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "tessera-gpu-XXXXXX").string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    char* d = mkdtemp(buf.data());
-    std::filesystem::path p = d ? std::filesystem::path(d) : std::filesystem::temp_directory_path();
-    // Removed at exit by the process that made it (not by forked children that exit normally).
-    static struct Cleanup {
-      std::filesystem::path p;
-      pid_t owner;
-      ~Cleanup() {
-        std::error_code ec;
-        if (getpid() == owner) std::filesystem::remove_all(p, ec);
-      }
-    } cleanup{p, getpid()};
-    return p;
-  }();
-  return dir;
-}
-
-// gpu-module-to-binary{format=bin} for AMD runs `<toolkit>/llvm/bin/ld.lld`: a folder whose
-// llvm/bin/ld.lld links to Debian's lld stands in for a ROCm install (scripts/amd_lower.sh).
-Expected<std::string> rocmToolkit() {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> g(mu);
-  std::filesystem::path dir = scratchDir() / "rocm";
-  std::filesystem::path lld = dir / "llvm" / "bin" / "ld.lld";
-  std::error_code ec;
-  if (!std::filesystem::exists(lld)) {
-    std::filesystem::create_directories(lld.parent_path(), ec);
-    std::filesystem::create_symlink(kLld, lld, ec);
-    if (ec) return makeError(ErrorCode::Internal, "cannot link " + lld.string() + " -> " + kLld + ": " + ec.message());
-  }
-  return dir.string();
-}
-
-// Runs a command, returns its exit status and combined output.
-int runCommand(const std::string& cmd, std::string* out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-std::string uniqueName(const std::string& stem) {
-  static std::atomic<int> counter{0};
-  return (scratchDir() / (stem + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++))).string();
-}
-
 // Outlining comes first, on its own, so that the kernel parameters can be read off the
 // gpu.launch_func before the host side is touched.
 const char* kOutline = "func.func(gpu-launch-sink-index-computations),gpu-kernel-outlining,symbol-dce";
-
-std::string nvPipeline(const TargetDesc& t) {
-  std::string chip = t.arch;
-  return "nvvm-attach-target{chip=" + chip + " features=+ptx80 O=3},"
-         "convert-nvgpu-to-nvvm,"
-         "gpu.module(convert-vector-to-scf{full-unroll=true},convert-vector-to-llvm{use-vector-alignment=1}),"
-         "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-         "gpu.module(strip-debuginfo,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},convert-nvvm-to-llvm,"
-         "canonicalize,cse,reconcile-unrealized-casts)";
-}
-
-std::string amdPipeline(const TargetDesc& t) {
-  std::string chip = t.arch;
-  std::string wave = t.warpSize == 32 ? " wave64=false" : "";
-  return "rocdl-attach-target{chip=" + chip + " O=3" + wave + "},"
-         "convert-amdgpu-to-rocdl{chipset=" + chip + "},"
-         "gpu.module(convert-vector-to-scf{full-unroll=true},convert-vector-to-llvm),"
-         "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-         // math left after the polynomial expansion (floor, exp2) as LLVM intrinsics: the AMDGPU
-         // backend has them, while convert-gpu-to-rocdl would call ocml (no ROCm device libs here)
-         "gpu.module(strip-debuginfo,convert-math-to-llvm,"
-         "convert-gpu-to-rocdl{chipset=" + chip + " use-bare-ptr-memref-call-conv=1},"
-         "canonicalize,cse,reconcile-unrealized-casts)";
-}
 
 // Math the device libraries would provide (libdevice / ocml) is expanded into polynomials, the
 // same ones the CPU emulation runs: rsqrt becomes 1/sqrt and exp2 exp(x ln 2) first, the
@@ -162,6 +73,52 @@ Status expandDeviceMath(ModuleOp m) {
   return {};
 }
 
+}  // namespace
+
+std::string readWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A scratch directory per process, removed at exit.
+const std::filesystem::path& scratchFolder() {
+  static std::filesystem::path dir = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "tessera-gpu-XXXXXX").string();
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    char* d = mkdtemp(buf.data());
+    std::filesystem::path p = d ? std::filesystem::path(d) : std::filesystem::temp_directory_path();
+    // Removed at exit by the process that made it (not by forked children that exit normally).
+    static struct Cleanup {
+      std::filesystem::path p;
+      pid_t owner;
+      ~Cleanup() {
+        std::error_code ec;
+        if (getpid() == owner) std::filesystem::remove_all(p, ec);
+      }
+    } cleanup{p, getpid()};
+    return p;
+  }();
+  return dir;
+}
+
+int runCommand(const std::string& cmd, std::string* out) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+std::string scratchFileName(const std::string& stem) {
+  static std::atomic<int> counter{0};
+  return (scratchFolder() / (stem + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++))).string();
+}
+
 // Objects of the single gpu.binary; PTX and ISA text carry a trailing NUL (design.md §8).
 Expected<std::string> binaryObject(ModuleOp m, bool text) {
   std::string out;
@@ -177,8 +134,6 @@ Expected<std::string> binaryObject(ModuleOp m, bool text) {
   if (text && !out.empty() && out.back() == '\0') out.pop_back();
   return out;
 }
-
-}  // namespace
 
 Status trimDiagnostics(Status st) {
   if (st.ok()) return st;
@@ -298,7 +253,6 @@ Status readLaunchDims(ModuleOp m, GpuLaunch& launch) {
 Expected<GpuObjects> lowerToTarget(ModuleOp m, const TargetDesc& t, bool wantBinary) {
   GpuObjects out;
   TESSERA_TRY(expandDeviceMath(m));
-  bool nv = t.vendor == Vendor::Nvidia;
   TESSERA_TRY(trimDiagnostics(runPasses(m, kOutline, "kernel outlining")));
   // Kernel parameters: each is a buffer argument of the host function, possibly seen through a
   // view (the flat views of the elementwise kernels share the base pointer).
@@ -324,33 +278,8 @@ Expected<GpuObjects> lowerToTarget(ModuleOp m, const TargetDesc& t, bool wantBin
   });
   TESSERA_TRY(st);
   if (launches != 1) return makeError(ErrorCode::CompileError, "expected one kernel launch, got " + std::to_string(launches));
-  TESSERA_TRY(trimDiagnostics(runPasses(m, nv ? nvPipeline(t) : amdPipeline(t), std::string(nv ? "NVVM" : "ROCDL") + " lowering")));
-  if (nv) {
-    TESSERA_TRY(trimDiagnostics(runPasses(m, std::string("gpu-module-to-binary{format=isa toolkit=") + kCudaToolkit + "}", "PTX emission")));
-    TESSERA_ASSIGN(out.assembly, binaryObject(m, true));
-    // ptxas: the check that the PTX is valid for the chip, the cubin, and the -v resource report
-    std::string base = uniqueName("k");
-    std::ofstream(base + ".ptx", std::ios::binary) << out.assembly;
-    std::string cmd = std::string(kCudaToolkit) + "/bin/ptxas -v -arch=" + t.arch + " " + base + ".ptx -o " + base + ".cubin";
-    int rc = runCommand(cmd, &out.toolLog);
-    if (rc != 0) {
-      std::filesystem::remove(base + ".ptx");
-      return makeError(ErrorCode::CompileError, "ptxas failed (" + std::to_string(rc) + "): " + out.toolLog);
-    }
-    if (wantBinary) out.binary = readFile(base + ".cubin");
-    std::filesystem::remove(base + ".ptx");
-    std::filesystem::remove(base + ".cubin");
-    return out;
-  }
-  OwningOpRef<ModuleOp> binMod;
-  if (wantBinary) binMod = cast<ModuleOp>(m->clone());
-  TESSERA_TRY(trimDiagnostics(runPasses(m, "gpu-module-to-binary{format=isa}", "AMDGPU assembly emission")));
-  TESSERA_ASSIGN(out.assembly, binaryObject(m, true));
-  if (wantBinary) {
-    TESSERA_ASSIGN(std::string tk, rocmToolkit());
-    TESSERA_TRY(trimDiagnostics(runPasses(*binMod, "gpu-module-to-binary{format=bin toolkit=" + tk + "}", "hsaco emission (ld.lld)")));
-    TESSERA_ASSIGN(out.binary, binaryObject(*binMod, false));
-  }
+  TESSERA_ASSIGN(const GpuBackend* backend, gpuBackendFor(t));
+  TESSERA_TRY(backend->emit(m, t, wantBinary, out));
   return out;
 }
 

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <array>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "codegen/gpu.h"
+#include "codegen/gpu_backend.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
@@ -31,23 +33,22 @@ std::string genericMapSchedule(std::array<int64_t, 3> blockDims, int warpSize, i
 // Grid and block sizes of the single gpu.launch in `m` (after @map).
 Status readLaunchDims(mlir::ModuleOp m, GpuLaunch& launch);
 
-struct GpuObjects {
-  std::string assembly;  // PTX or GCN assembly
-  std::string binary;    // cubin or hsaco (empty unless requested)
-  std::string kernel;    // kernel symbol
-  std::vector<int> params;  // kernel parameters as indices of the host function's arguments
-  std::string toolLog;   // ptxas -v output (NVIDIA)
-};
 
-// Mapped IR (one gpu.launch) -> outlining -> NVVM or ROCDL -> PTX (+ ptxas: cubin and the -v
-// report) or GCN assembly (+ hsaco through ld.lld). Consumes `m`.
+// Mapped IR (one gpu.launch) -> device math expanded -> outlining (kernel parameters read off the
+// launch) -> the vendor backend's pipeline and emission: PTX (+ ptxas: cubin and the -v report) or
+// GCN assembly (+ hsaco through ld.lld). Consumes `m`.
 Expected<GpuObjects> lowerToTarget(mlir::ModuleOp m, const TargetDesc& t, bool wantBinary);
 
 // Drops the "see current operation: <module dump>" notes from a failed pipeline's message.
 Status trimDiagnostics(Status st);
 
-// Resource readers (gpu_resources.cpp).
-void parsePtxasReport(const std::string& log, ResourceReport& r);
-void parseAmdAssembly(const std::string& assembly, ResourceReport& r);
+// Shared by the vendor backends' emission (gpu_lowering.cpp): a fresh file name in this process's
+// scratch folder (removed at exit), a command's exit status and combined output, a file's bytes,
+// and the single object of the module's gpu.binary (text: without PTX's trailing NUL).
+std::string scratchFileName(const std::string& stem);
+int runCommand(const std::string& cmd, std::string* out);
+std::string readWholeFile(const std::string& path);
+const std::filesystem::path& scratchFolder();
+Expected<std::string> binaryObject(mlir::ModuleOp m, bool text);
 
 }  // namespace tessera::codegen

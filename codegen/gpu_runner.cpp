@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "codegen/gpu_backend.h"
 #include "codegen/gpu_runner.h"
 
 namespace tessera::codegen {
@@ -95,9 +96,8 @@ class DeviceRunner : public GpuRunner {
 std::unique_ptr<GpuRunner> makeDeviceRunner(DeviceApi api) { return std::make_unique<DeviceRunner>(std::move(api)); }
 
 Expected<std::unique_ptr<GpuRunner>> openRunnerFor(const TargetDesc& t, int device) {
-  if (t.vendor == Vendor::Nvidia) return openCudaRunner(device);
-  if (t.vendor == Vendor::Amd) return openHipRunner(device);
-  return makeError(ErrorCode::Unsupported, "no GPU runner for target " + t.name);
+  TESSERA_ASSIGN(const GpuBackend* backend, gpuBackendFor(t));
+  return backend->openRunner(device);
 }
 
 }  // namespace tessera::codegen

@@ -58,7 +58,7 @@ func::FuncOp createKernelFunc(OpBuilder& b, ModuleOp m, const ir::Kernel& k, std
 namespace {
 
 Expected<HostPayload> buildPayload(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  if (t.vendor != Vendor::Host)
+  if (t.isGpu())
     return makeError(ErrorCode::Unsupported, "target " + t.name + " is not the host CPU");
   TESSERA_TRY(ir::verify(k));
   switch (k.family) {

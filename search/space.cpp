@@ -56,7 +56,7 @@ Expected<ir::Space> restrictSpace(const ir::Space& s, const std::string& spec) {
 }
 
 Expected<ir::Space> makeSpace(const ir::Kernel& k, const TargetDesc& t) {
-  if (t.vendor == Vendor::Nvidia || t.vendor == Vendor::Amd) return gpuSpace(k, t);
+  if (t.isGpu()) return gpuSpace(k, t);
   switch (k.family) {
     case ir::Family::Gemm: return gemmHostSpace(k, t);
     case ir::Family::Elementwise: return elementwiseHostSpace(k, t);

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "codegen/gpu.h"
+#include "codegen/gpu_backend.h"
 #include "ir/families.h"
 #include "search/space.h"
 #include "search/space_gpu.h"
@@ -24,10 +25,10 @@ int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
-  const bool nv = t.vendor == Vendor::Nvidia;
-  std::string dt(ir::typeName(g.inType));
-  const bool mma = nv ? (g.inType == ir::ScalarType::F16 && t.findMma("f16", "mma.sync"))
-                      : (g.inType != ir::ScalarType::F32 && t.findMma(dt, "mfma"));
+  TESSERA_ASSIGN(const codegen::GpuBackend* backend, codegen::gpuBackendFor(t));
+  const std::optional<codegen::MmaPath> mmaPath = backend->gemmMma(g.inType, t);
+  const bool mma = mmaPath.has_value();
+  const bool async = mma && mmaPath->asyncCopies;
   const int64_t bytes = ir::byteSize(g.inType);
   ir::Space s;
   s.family = "gemm";
@@ -43,20 +44,21 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
   for (int64_t v : {1, 2, 4, 8})
     if (v * bytes <= 16) vec.push_back(v);
   std::vector<ir::KnobValue> stages = {int64_t(1)};
-  if (nv && mma) {
+  if (async) {
     stages.push_back(int64_t(2));
     stages.push_back(int64_t(3));
   }
 
-  // Defaults. mma: the recipe's 128x128x32 block, 64x32 warp tiles, 16-byte copies, 3 cp.async
-  // stages on NVIDIA (48 KB: the static limit; 102-124 registers, no spills). simt: 64x64x16 with
-  // 4x4 thread tiles (mlir-recipes/emulation sched2: 64 registers).
+  // Defaults. mma: the recipe's 128x128x32 block, 64x32 warp tiles (N at least the instruction's
+  // TN multiple), 16-byte copies, 3 cp.async stages where asynchronous copies exist (48 KB: the
+  // static limit; 102-124 registers, no spills). simt: 64x64x16 with 4x4 thread tiles
+  // (mlir-recipes/emulation sched2: 64 registers).
   const bool useMma = mma;
   int64_t BM = pickAtMost(bm, useMma ? 128 : 64), BN = pickAtMost(bn, useMma ? 128 : 64), BK = pickAtMost(bk, useMma ? 32 : 16);
   int64_t TM = useMma ? std::min<int64_t>(64, BM) : 4, TN = useMma ? std::min<int64_t>(32, BN) : 4;
-  if (useMma && !nv) TN = std::max<int64_t>(16, TN);
+  if (useMma) TN = std::max<int64_t>(mmaPath->tnMultiple, TN);
   int64_t VEC = pickAtMost(vec, 16 / bytes);
-  int64_t ST = nv && useMma && roundUp(g.k, BK) / BK >= 3 ? 3 : 1;
+  int64_t ST = async && roundUp(g.k, BK) / BK >= 3 ? 3 : 1;
   s.knobs = {
       {"strategy", strat, std::string(useMma ? "mma" : "simt"), "simt: FMA pipes; mma: tensor cores (mma.sync / MFMA)"},
       {"BM", bm, BM, "block tile rows"},
@@ -69,14 +71,14 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
   };
   ir::Kernel kc = k;
   TargetDesc tc = t;
-  s.constraint = [kc, tc, nv](const ir::Config& c) -> std::optional<std::string> {
+  s.constraint = [kc, tc](const ir::Config& c) -> std::optional<std::string> {
     Status st = codegen::checkGpuConfig(kc, c, tc);
     if (!st.ok()) return st.error().message;
     bool isMma = std::get<std::string>(c.values.at("strategy")) == "mma";
     int64_t TMv = geti(c, "TM"), TNv = geti(c, "TN");
     // Register estimate per thread: accumulators + one K step of operands + ~40 for addressing.
     int64_t regs = isMma ? TMv * TNv / tc.warpSize + (TMv / 16) * 4 + (TNv / 8) * 2 + 40 : TMv * TNv + TMv + TNv + 24;
-    int64_t cap = nv ? tc.maxRegsPerThread : 256;  // AMD: architectural VGPRs (AGPRs hold no operands here)
+    int64_t cap = tc.operandRegsPerThread;  // AMD: architectural VGPRs (AGPRs hold no operands here)
     if (regs > cap) return "about " + std::to_string(regs) + " registers per thread needed, the limit is " + std::to_string(cap);
     return std::nullopt;
   };

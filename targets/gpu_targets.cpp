@@ -39,6 +39,7 @@ TargetDesc nvidiaBase(const std::string& chip) {
   t.maxThreadsPerBlock = 1024;
   t.regsPerSM = 65536;
   t.maxRegsPerThread = 255;
+  t.operandRegsPerThread = 255;
   t.smemPerBlock = 48 * KB;
   t.smemReservedPerBlock = 1 * KB;
   t.regAllocGranule = 256;
@@ -69,6 +70,7 @@ TargetDesc cdnaBase(const std::string& chip) {
   t.regAllocGranule = 8;
   t.maxWavesPerSimd = 8;
   t.maxRegsPerThread = 512;
+  t.operandRegsPerThread = 256;
   t.regsPerSM = int64_t(t.simdsPerUnit) * t.regsPerSimd * t.warpSize;
   t.maxWarpsPerSM = t.maxWavesPerSimd * t.simdsPerUnit;
   t.maxBlocksPerSM = 16;
@@ -194,6 +196,7 @@ std::vector<TargetDesc> buildTable() {
     t.regAllocGranule = 24;                 // [LLVM-AMDGPU] getVGPRAllocGranule, gfx11 full VGPRs, wave32
     t.maxWavesPerSimd = 16;                 // [LLVM-AMDGPU] getMaxWavesPerEU
     t.maxRegsPerThread = 256;               // [RDNA3-ISA] addressable VGPRs per wave
+    t.operandRegsPerThread = 256;
     t.regsPerSM = int64_t(t.simdsPerUnit) * t.regsPerSimd * t.warpSize;
     t.maxWarpsPerSM = t.maxWavesPerSimd * t.simdsPerUnit;
     t.maxBlocksPerSM = 32;                  // [LLVM-AMDGPU] 32 barrier-limited groups in WGP mode

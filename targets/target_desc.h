@@ -45,6 +45,9 @@ struct TargetDesc {
   int maxThreadsPerBlock = 0;
   int64_t regsPerSM = 0;
   int maxRegsPerThread = 0;
+  // Registers a thread can use for operands and accumulators: NVIDIA 255; AMD the architectural
+  // VGPRs (256; CDNA's AGPRs, counted in maxRegsPerThread, hold MFMA accumulators only).
+  int operandRegsPerThread = 0;
   int64_t smemPerBlock = 0, smemPerSM = 0;  // bytes (LDS on AMD)
   int maxBlocksPerSM = 0;
   int maxWarpsPerSM = 0;

@@ -1,0 +1,119 @@
+// Owns the NVIDIA backend: NVVM lowering (mlir-recipes/emulation/h/nv_from_pre.sh in process),
+// PTX emission and ptxas (the check that the PTX is valid for the chip, the cubin and the -v
+// resource report), occupancy by registers per warp and shared memory per SM, mma.sync as the
+// GEMM's matrix path, and the CUDA driver runner.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "codegen/gpu_backend.h"
+#include "codegen/gpu_lowering.h"
+#include "codegen/mlir_env.h"
+
+namespace tessera::codegen {
+
+namespace {
+
+// CUDA 13 ptxas (design.md §4).
+constexpr const char* kCudaToolkit = "/usr/local/cuda";
+
+int64_t roundUp(int64_t v, int64_t m) { return m <= 1 ? v : (v + m - 1) / m * m; }
+
+int64_t firstInt(const std::string& text, const std::string& re) {
+  std::smatch m;
+  if (std::regex_search(text, m, std::regex(re))) return std::stoll(m[1].str());
+  return 0;
+}
+
+std::string pipeline(const TargetDesc& t) {
+  return "nvvm-attach-target{chip=" + t.arch + " features=+ptx80 O=3},"
+         "convert-nvgpu-to-nvvm,"
+         "gpu.module(convert-vector-to-scf{full-unroll=true},convert-vector-to-llvm{use-vector-alignment=1}),"
+         "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+         "gpu.module(strip-debuginfo,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},convert-nvvm-to-llvm,"
+         "canonicalize,cse,reconcile-unrealized-casts)";
+}
+
+class NvidiaBackend : public GpuBackend {
+ public:
+  Vendor vendor() const override { return Vendor::Nvidia; }
+  const char* assemblyName() const override { return "ptx"; }
+  const char* binaryName() const override { return "cubin"; }
+
+  Status emit(mlir::ModuleOp m, const TargetDesc& t, bool wantBinary, GpuObjects& out) const override {
+    TESSERA_TRY(trimDiagnostics(runPasses(m, pipeline(t), "NVVM lowering")));
+    TESSERA_TRY(trimDiagnostics(runPasses(m, std::string("gpu-module-to-binary{format=isa toolkit=") + kCudaToolkit + "}",
+                                          "PTX emission")));
+    TESSERA_ASSIGN(out.assembly, binaryObject(m, true));
+    std::string base = scratchFileName("k");
+    std::ofstream(base + ".ptx", std::ios::binary) << out.assembly;
+    std::string cmd = std::string(kCudaToolkit) + "/bin/ptxas -v -arch=" + t.arch + " " + base + ".ptx -o " + base + ".cubin";
+    int rc = runCommand(cmd, &out.toolLog);
+    std::filesystem::remove(base + ".ptx");
+    if (rc != 0) return makeError(ErrorCode::CompileError, "ptxas failed (" + std::to_string(rc) + "): " + out.toolLog);
+    if (wantBinary) out.binary = readWholeFile(base + ".cubin");
+    std::filesystem::remove(base + ".cubin");
+    return {};
+  }
+
+  void readResources(const GpuObjects& o, ResourceReport& r) const override {
+    const std::string& log = o.toolLog;
+    r.registers = int(firstInt(log, R"(Used (\d+) registers)"));
+    r.sharedBytes = firstInt(log, R"((\d+) bytes smem)");
+    r.localBytes = firstInt(log, R"((\d+) bytes stack frame)");
+    r.spillStoreBytes = firstInt(log, R"((\d+) bytes spill stores)");
+    r.spillLoadBytes = firstInt(log, R"((\d+) bytes spill loads)");
+  }
+
+  // Registers are allocated per warp in granules; each block also holds the reserved system
+  // shared memory [CUDA-CC]; static shared memory is capped per block.
+  void occupancyLimits(ResourceReport& r, const TargetDesc& t,
+                       const std::function<void(int64_t, const char*)>& limit) const override {
+    const int64_t W = (std::max<int64_t>(r.threadsPerBlock, 1) + t.warpSize - 1) / std::max(t.warpSize, 1);
+    int64_t regsPerWarp = roundUp(std::max(r.registers, 1) * 32, t.regAllocGranule);
+    limit((t.regsPerSM / regsPerWarp) / W, "registers");
+    int64_t smem = roundUp(r.sharedBytes, 128) + t.smemReservedPerBlock;
+    if (smem > 0) limit(t.smemPerSM / smem, "shared memory");
+    if (r.registers > t.maxRegsPerThread) r.problems.push_back("registers exceed " + std::to_string(t.maxRegsPerThread));
+    if (r.sharedBytes > t.smemPerBlock)
+      r.problems.push_back("static shared memory " + std::to_string(r.sharedBytes) + " B exceeds " +
+                           std::to_string(t.smemPerBlock) + " B");
+    if (r.spillStoreBytes + r.spillLoadBytes > 0)
+      r.problems.push_back("spills (" + std::to_string(r.spillStoreBytes) + " B stores, " +
+                           std::to_string(r.spillLoadBytes) + " B loads)");
+    else if (r.localBytes > 0)
+      r.problems.push_back("uses " + std::to_string(r.localBytes) + " B of local memory per thread");
+  }
+
+  // mma.sync m16n8k16 with f16 operands: nvgpu has no bf16/tf32 mma.sync rewrite in MLIR 22.
+  // Multi-stage cp.async pipelines exist on every chip of the table (sm_80+).
+  std::optional<MmaPath> gemmMma(ir::ScalarType input, const TargetDesc& t) const override {
+    if (input != ir::ScalarType::F16) return std::nullopt;
+    const MmaShape* s = t.findMma("f16", "mma.sync");
+    if (!s) return std::nullopt;
+    return MmaPath{"mma.sync", *s, 8, true};
+  }
+
+  std::string describe(const ResourceReport& r) const override {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%s: %lld threads/block, %d registers, smem %lld B, spills %lld B st / %lld B ld, local %lld B; "
+                  "occupancy %d blocks = %d warps/SM (%.0f%%, limited by %s)",
+                  r.target.c_str(), (long long)r.threadsPerBlock, r.registers, (long long)r.sharedBytes,
+                  (long long)r.spillStoreBytes, (long long)r.spillLoadBytes, (long long)r.localBytes, r.blocksPerUnit,
+                  r.wavesPerUnit, 100 * r.occupancy, r.limiter.c_str());
+    return buf;
+  }
+
+  Expected<std::unique_ptr<GpuRunner>> openRunner(int device) const override { return openCudaRunner(device); }
+};
+
+}  // namespace
+
+const GpuBackend& nvidiaBackend() {
+  static const NvidiaBackend b;
+  return b;
+}
+
+}  // namespace tessera::codegen
