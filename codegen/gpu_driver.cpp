@@ -10,6 +10,7 @@
 
 #include "codegen/gpu.h"
 #include "codegen/gpu_lowering.h"
+#include "codegen/gpu_runner.h"
 #include "codegen/gpu_strategies.h"
 #include "codegen/host_lowering.h"
 #include "codegen/host_strategies.h"
@@ -81,64 +82,81 @@ Expected<std::unique_ptr<ExecutionEngine>> jitEmulation(ModuleOp m, int optLevel
 
 int64_t threadsOf(const GpuLaunch& l) { return l.block[0] * l.block[1] * l.block[2]; }
 
-// The emulated form: the pre-mapping kernel JIT-compiled for the CPU, behind the GPU host wrapper.
+// The emulated form of one kernel: its pre-mapping IR JIT-compiled for the CPU, called with one
+// pointer per launch argument.
+class JitEmulatedKernel : public EmulatedKernel {
+ public:
+  JitEmulatedKernel(std::unique_ptr<MLIRContext> ctx, std::unique_ptr<ExecutionEngine> e, HostExecutable::RawFn fn,
+                    GpuLaunch l)
+      : ctx_(std::move(ctx)), engine_(std::move(e)), fn_(fn), launch_(std::move(l)) {}
+  void call(void* const* args) const override { invokeRaw(fn_, args, launch_.args.size()); }
+  const GpuLaunch& launch() const override { return launch_; }
+  HostExecutable::RawFn raw() const { return fn_; }
+
+ private:
+  std::unique_ptr<MLIRContext> ctx_;
+  std::unique_ptr<ExecutionEngine> engine_;
+  HostExecutable::RawFn fn_;
+  GpuLaunch launch_;
+};
+
+// The emulated form behind the GPU host wrapper: the emulated device runs the same wrapper code
+// (padded copies, workspaces, per-batch launches, copy-back) as the CUDA and HIP runners.
 class EmulatedExecutable : public HostExecutable {
  public:
-  EmulatedExecutable(std::unique_ptr<MLIRContext> ctx, std::unique_ptr<ExecutionEngine> e, RawFn fn, GpuLaunch l,
-                     std::vector<int64_t> elemBytes)
-      : ctx_(std::move(ctx)), engine_(std::move(e)), fn_(fn), launch_(std::move(l)), elemBytes_(std::move(elemBytes)) {}
+  EmulatedExecutable(const ir::Kernel& k, std::shared_ptr<const JitEmulatedKernel> kernel, const std::string& target)
+      : k_(k), kernel_(kernel), runner_(makeDeviceRunner(emulatedDevice(kernel, target))) {
+    bin_.launch = kernel->launch();
+  }
 
   void run(void* const* buffers) const override {
-    const size_t n = launch_.args.size();
-    std::vector<std::unique_ptr<char[]>> scratch(n);
-    std::vector<void*> args(n);
-    for (size_t i = 0; i < n; ++i) {
-      const GpuArg& a = launch_.args[i];
-      if (a.kind == GpuArg::Kind::Tensor) continue;
-      size_t bytes = size_t(a.elements()) * size_t(ir::byteSize(a.dtype)) + 64;
-      scratch[i].reset(new char[bytes]);
-      args[i] = aligned(scratch[i].get());
-    }
-    for (int64_t b = 0; b < launch_.batches; ++b) {
-      for (size_t i = 0; i < n; ++i) {
-        const GpuArg& a = launch_.args[i];
-        char* user = a.tensor >= 0 ? static_cast<char*>(buffers[a.tensor]) + b * a.batchStride * elemBytes_[size_t(a.tensor)]
-                                   : nullptr;
-        if (a.kind == GpuArg::Kind::Tensor) {
-          args[i] = user;
-          if (a.zeroFirst) std::memset(user, 0, size_t(a.rows * a.cols) * size_t(ir::byteSize(a.dtype)));
-        } else if (a.kind == GpuArg::Kind::Workspace) {
-          std::memset(args[i], 0, size_t(a.elements()) * size_t(ir::byteSize(a.dtype)));
-        } else {
-          wrapper::pack(a, user, args[i]);
-        }
-      }
-      invokeRaw(fn_, args.data(), n);
-      for (size_t i = 0; i < n; ++i) {
-        const GpuArg& a = launch_.args[i];
-        if (a.kind != GpuArg::Kind::Workspace || !a.copyBack) continue;
-        char* user = static_cast<char*>(buffers[a.tensor]) + b * a.batchStride * elemBytes_[size_t(a.tensor)];
-        wrapper::copyBack(a, args[i], user);
-      }
-    }
+    auto r = runner_->run(bin_, k_, buffers, 1);
+    (void)r;  // host memory: the emulated device cannot fail
   }
   // The wrapper (padding, batch loop) is part of running this kernel: the raw entry is only the
   // whole story when there is none.
   RawFn raw() const override {
-    if (launch_.batches != 1) return nullptr;
-    for (const auto& a : launch_.args)
+    const GpuLaunch& l = bin_.launch;
+    if (l.batches != 1) return nullptr;
+    for (const auto& a : l.args)
       if (a.kind != GpuArg::Kind::Tensor) return nullptr;
-    return fn_;
+    return kernel_->raw();
   }
 
  private:
-  static void* aligned(char* p) { return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63)); }
-  std::unique_ptr<MLIRContext> ctx_;
-  std::unique_ptr<ExecutionEngine> engine_;
-  RawFn fn_;
-  GpuLaunch launch_;
-  std::vector<int64_t> elemBytes_;  // per user buffer
+  ir::Kernel k_;
+  std::shared_ptr<const JitEmulatedKernel> kernel_;
+  GpuBinary bin_;
+  std::unique_ptr<GpuRunner> runner_;
 };
+
+Expected<std::shared_ptr<const JitEmulatedKernel>> emulateImpl(const ir::Kernel& k, const ir::Config& c,
+                                                               const TargetDesc& t, const EmulateOptions& o) {
+  auto t0 = Clock::now();
+  auto ctx = makeContext();
+  TESSERA_ASSIGN(GpuPlan p, buildPlan(ctx.get(), k, c, t));
+  if (p.launch.args.size() > 64) return makeError(ErrorCode::Unsupported, "kernels take at most 64 arguments");
+  TESSERA_TRY(toPreMapping(p));
+  OwningOpRef<ModuleOp> host = cast<ModuleOp>((*p.module)->clone());
+  if (o.preHook) {
+    TESSERA_ASSIGN(host, parseModule(ctx.get(), o.preHook(printOp(*host))));
+  }
+  if (o.checkMapping) {
+    // IR that emulates can still be unmappable: map it and lower it for the target as well.
+    TESSERA_TRY(toMapped(p));
+    TESSERA_ASSIGN(GpuObjects obj, lowerToTarget(*p.module, t, /*wantBinary=*/false));
+    (void)obj;
+  }
+  TESSERA_ASSIGN(int poisoned, prepareForHost(*host));
+  (void)poisoned;
+  TESSERA_TRY(lowerHostToLLVMDialect(*host));
+  TESSERA_ASSIGN(auto engine, jitEmulation(*host, o.optLevel));
+  auto fn = engine->lookupPacked(kKernelSymbol);
+  if (!fn) return makeError(ErrorCode::CompileError, "JIT lookup failed: " + llvm::toString(fn.takeError()));
+  auto kernel = std::make_shared<JitEmulatedKernel>(std::move(ctx), std::move(engine), *fn, p.launch);
+  kernel->compileSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return std::shared_ptr<const JitEmulatedKernel>(std::move(kernel));
+}
 
 Expected<GpuBinary> compileImpl(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, bool wantBinary,
                                 std::optional<GpuEmit> stop, std::string* stageText) {
@@ -209,33 +227,16 @@ Expected<std::string> emitGpu(const ir::Kernel& k, const ir::Config& c, const Ta
 
 Expected<std::unique_ptr<HostExecutable>> compileEmulated(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                                           const EmulateOptions& o) {
-  auto t0 = Clock::now();
-  auto ctx = makeContext();
-  TESSERA_ASSIGN(GpuPlan p, buildPlan(ctx.get(), k, c, t));
-  if (p.launch.args.size() > 64) return makeError(ErrorCode::Unsupported, "kernels take at most 64 arguments");
-  TESSERA_TRY(toPreMapping(p));
-  OwningOpRef<ModuleOp> host = cast<ModuleOp>((*p.module)->clone());
-  if (o.preHook) {
-    TESSERA_ASSIGN(host, parseModule(ctx.get(), o.preHook(printOp(*host))));
-  }
-  if (o.checkMapping) {
-    // IR that emulates can still be unmappable: map it and lower it for the target as well.
-    TESSERA_TRY(toMapped(p));
-    TESSERA_ASSIGN(GpuObjects obj, lowerToTarget(*p.module, t, /*wantBinary=*/false));
-    (void)obj;
-  }
-  TESSERA_ASSIGN(int poisoned, prepareForHost(*host));
-  (void)poisoned;
-  TESSERA_TRY(lowerHostToLLVMDialect(*host));
-  TESSERA_ASSIGN(auto engine, jitEmulation(*host, o.optLevel));
-  auto fn = engine->lookupPacked(kKernelSymbol);
-  if (!fn) return makeError(ErrorCode::CompileError, "JIT lookup failed: " + llvm::toString(fn.takeError()));
-  std::vector<int64_t> elemBytes;
-  for (const auto* d : k.inputs()) elemBytes.push_back(ir::byteSize(d->dtype));
-  for (const auto* d : k.outputs()) elemBytes.push_back(ir::byteSize(d->dtype));
-  auto exe = std::make_unique<EmulatedExecutable>(std::move(ctx), std::move(engine), *fn, p.launch, std::move(elemBytes));
-  exe->compileSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  TESSERA_ASSIGN(auto kernel, emulateImpl(k, c, t, o));
+  auto exe = std::make_unique<EmulatedExecutable>(k, kernel, t.name);
+  exe->compileSeconds = kernel->compileSeconds;
   return std::unique_ptr<HostExecutable>(std::move(exe));
+}
+
+Expected<std::shared_ptr<const EmulatedKernel>> compileEmulatedKernel(const ir::Kernel& k, const ir::Config& c,
+                                                                     const TargetDesc& t, const EmulateOptions& o) {
+  TESSERA_ASSIGN(auto kernel, emulateImpl(k, c, t, o));
+  return std::shared_ptr<const EmulatedKernel>(std::move(kernel));
 }
 
 }  // namespace tessera::codegen

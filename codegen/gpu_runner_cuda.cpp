@@ -2,6 +2,8 @@
 // against CUDA; a machine without a driver gets an Unsupported error, not a loader failure.
 #include <dlfcn.h>
 
+#include <vector>
+
 #include "codegen/gpu_runner.h"
 
 namespace tessera::codegen {
@@ -76,6 +78,8 @@ Expected<std::unique_ptr<GpuRunner>> openCudaRunner(int device) {
   int major = 0, minor = 0;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR
   if (cu->deviceGetAttribute(&major, 75, dev) == 0 && cu->deviceGetAttribute(&minor, 76, dev) == 0)
     api.arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  int l2 = 0;  // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+  if (cu->deviceGetAttribute(&l2, 38, dev) == 0) api.l2Bytes = l2;
   api.handle = lib;
   api.alloc = [cu, check](uint64_t* p, size_t n) {
     CUdeviceptr d = 0;
@@ -93,13 +97,17 @@ Expected<std::unique_ptr<GpuRunner>> openCudaRunner(int device) {
     TESSERA_TRY(check(cu->moduleGetFunction(&fn, mod, kernel.c_str()), "cuModuleGetFunction"));
     return fn;
   };
-  api.launch = [cu, check](void* fn, const GpuLaunch& l, void** params) -> Expected<float> {
+  api.launch = [cu, check](void* fn, const GpuLaunch& l, const std::vector<uint64_t>& args) -> Expected<float> {
+    std::vector<uint64_t> vals;
+    for (int p : l.kernelParams) vals.push_back(args[size_t(p)]);
+    std::vector<void*> params;
+    for (auto& v : vals) params.push_back(&v);
     Handle start = nullptr, stop = nullptr;
     TESSERA_TRY(check(cu->eventCreate(&start, 0), "cuEventCreate"));
     TESSERA_TRY(check(cu->eventCreate(&stop, 0), "cuEventCreate"));
     TESSERA_TRY(check(cu->eventRecord(start, nullptr), "cuEventRecord"));
     TESSERA_TRY(check(cu->launchKernel(fn, unsigned(l.grid[0]), unsigned(l.grid[1]), unsigned(l.grid[2]), unsigned(l.block[0]),
-                                       unsigned(l.block[1]), unsigned(l.block[2]), 0, nullptr, params, nullptr),
+                                       unsigned(l.block[1]), unsigned(l.block[2]), 0, nullptr, params.data(), nullptr),
                       "cuLaunchKernel"));
     TESSERA_TRY(check(cu->eventRecord(stop, nullptr), "cuEventRecord"));
     TESSERA_TRY(check(cu->eventSynchronize(stop), "kernel execution"));

@@ -2,6 +2,9 @@
 // against ROCm; a machine without it gets an Unsupported error.
 #include <dlfcn.h>
 
+#include <regex>
+#include <vector>
+
 #include "codegen/gpu_runner.h"
 
 namespace tessera::codegen {
@@ -14,6 +17,7 @@ struct Hip {
   hipError (*init)(unsigned);
   hipError (*setDevice)(int);
   hipError (*getDeviceCount)(int*);
+  hipError (*getDeviceProperties)(void*, int);
   hipError (*moduleLoadData)(Handle*, const void*);
   hipError (*moduleGetFunction)(Handle*, Handle, const char*);
   hipError (*malloc)(void**, size_t);
@@ -51,6 +55,9 @@ Expected<std::unique_ptr<GpuRunner>> openHipRunner(int device) {
             sym(lib, "hipEventRecord", &h->eventRecord) && sym(lib, "hipEventSynchronize", &h->eventSynchronize) &&
             sym(lib, "hipEventElapsedTime", &h->eventElapsedTime) && sym(lib, "hipGetErrorString", &h->errorString);
   if (!ok) return makeError(ErrorCode::Unsupported, "libamdhip64.so lacks an entry point Tessera needs");
+  // hipDeviceProp_t's layout changes between ROCm releases: its gcnArchName ("gfx942:sramecc+:xnack-")
+  // is found by its form in an oversized, zeroed buffer rather than at an offset.
+  if (!sym(lib, "hipGetDevicePropertiesR0600", &h->getDeviceProperties)) sym(lib, "hipGetDeviceProperties", &h->getDeviceProperties);
   int count = 0;
   if (h->init(0) != 0 || h->getDeviceCount(&count) != 0 || device >= count)
     return makeError(ErrorCode::Unsupported, "no usable AMD GPU " + std::to_string(device));
@@ -61,6 +68,15 @@ Expected<std::unique_ptr<GpuRunner>> openHipRunner(int device) {
   TESSERA_TRY(check(h->setDevice(device), "hipSetDevice"));
   DeviceApi api;
   api.name = "HIP device " + std::to_string(device);
+  if (h->getDeviceProperties) {
+    std::vector<char> props(64 * 1024, 0);
+    if (h->getDeviceProperties(props.data(), device) == 0) {
+      if (props[0]) api.name = std::string(props.data());  // the struct starts with the device's name
+      std::string bytes(props.begin(), props.end());
+      std::smatch m;
+      if (std::regex_search(bytes, m, std::regex("gfx[0-9a-f]{3,4}"))) api.arch = m.str();
+    }
+  }
   api.handle = lib;
   api.alloc = [h, check](uint64_t* p, size_t n) {
     void* d = nullptr;
@@ -82,13 +98,17 @@ Expected<std::unique_ptr<GpuRunner>> openHipRunner(int device) {
     TESSERA_TRY(check(h->moduleGetFunction(&fn, mod, kernel.c_str()), "hipModuleGetFunction"));
     return fn;
   };
-  api.launch = [h, check](void* fn, const GpuLaunch& l, void** params) -> Expected<float> {
+  api.launch = [h, check](void* fn, const GpuLaunch& l, const std::vector<uint64_t>& args) -> Expected<float> {
+    std::vector<uint64_t> vals;
+    for (int p : l.kernelParams) vals.push_back(args[size_t(p)]);
+    std::vector<void*> params;
+    for (auto& v : vals) params.push_back(&v);
     Handle start = nullptr, stop = nullptr;
     TESSERA_TRY(check(h->eventCreate(&start), "hipEventCreate"));
     TESSERA_TRY(check(h->eventCreate(&stop), "hipEventCreate"));
     TESSERA_TRY(check(h->eventRecord(start, nullptr), "hipEventRecord"));
     TESSERA_TRY(check(h->launch(fn, unsigned(l.grid[0]), unsigned(l.grid[1]), unsigned(l.grid[2]), unsigned(l.block[0]),
-                                unsigned(l.block[1]), unsigned(l.block[2]), 0, nullptr, params, nullptr),
+                                unsigned(l.block[1]), unsigned(l.block[2]), 0, nullptr, params.data(), nullptr),
                       "hipModuleLaunchKernel"));
     TESSERA_TRY(check(h->eventRecord(stop, nullptr), "hipEventRecord"));
     TESSERA_TRY(check(h->eventSynchronize(stop), "kernel execution"));
