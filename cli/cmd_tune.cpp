@@ -21,6 +21,7 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/features.h"
 #include "ir/families.h"
+#include "search/device_measurer.h"
 #include "search/protocol_measurer.h"
 #include "search/tune_session.h"
 #include "search/records.h"
@@ -29,6 +30,7 @@
 #include "search/tuner.h"
 #include "search/warm_start.h"
 #include "support/progress.h"
+#include "support/strings.h"
 
 namespace tessera::cli {
 
@@ -66,7 +68,7 @@ struct InterruptScope {  // the handler is in place for the search only
 
 struct TuneFlags {
   KernelFlags kernel;
-  std::string target = "host", strategy = "evolutionary", db = "tessera.db", cache, spaceSpec;
+  std::string target = "host", strategy = "evolutionary", db = "tessera.db", cache, spaceSpec, device;
   int trials = 200, batch = search::SearchSettings{}.batchSize, topK = 5;
   double timeBudget = 0, timeout = 20, minTime = 0.05;
   uint64_t seed = 0;
@@ -118,13 +120,54 @@ nlohmann::json trialJson(const search::TrialResult& r) {
           {"max_rel_err", r.maxRelErr}};
 }
 
+// Where a tune's candidates are measured: the host (forked children), a GPU of the target's
+// architecture (the device measurer), or the emulated device (`--device emulated`: the GPU
+// kernels' emulated form on this CPU, timings labelled and never stored).
+struct MeasureChoice {
+  std::unique_ptr<search::Measurer> measurer;
+  std::string where;      // for the report: "host", "NVIDIA H100 80GB HBM3 (sm_90)", "emulated sm_80"
+  bool emulated = false;
+};
+
+MeasureChoice chooseMeasurer(const ir::Kernel& k, const TargetDesc& t, const TuneFlags& f,
+                             const search::MeasureSettings& ms) {
+  MeasureChoice c;
+  if (!t.isGpu()) {
+    if (!f.device.empty()) fail("--device applies to GPU targets (the host measures on this CPU)", 2);
+    c.measurer = search::makeHostMeasurer(k, t, ms);
+    c.where = "host";
+    return c;
+  }
+  search::DeviceSettings d;
+  if (f.device == "emulated") {
+    d.emulated = true;
+    c.emulated = true;
+    c.where = "emulated " + t.name + " (this CPU)";
+    c.measurer = search::makeDeviceMeasurer(k, t, d, ms);
+    return c;
+  }
+  if (!f.device.empty()) {
+    auto idx = parseInt(f.device);
+    if (!idx || *idx < 0) fail("--device takes a device index (0, 1, ...) or 'emulated', got '" + f.device + "'", 2);
+    d.device = int(*idx);
+  }
+  auto attached = search::probeDevice(t, d.device);
+  if (!attached.ok()) {
+    if (attached.error().code == ErrorCode::InvalidArgument) fail(attached.error().message, 2);
+    fail("no " + t.name + " device here (" + attached.error().message + "): --estimate ranks " + t.name +
+             "'s space with the analytic model; --device emulated runs the tuning loop on this CPU",
+         2);
+  }
+  c.where = attached->name + " (" + attached->arch + ")";
+  c.measurer = search::makeDeviceMeasurer(k, t, d, ms);
+  return c;
+}
+
 void tuneCommand(const TuneFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
   auto t = getTarget(f.target);
   if (!t.ok()) failWith(t.error());
-  if (t->vendor != Vendor::Host)
-    fail("tuning " + f.target + " needs that device; none is attached here (use --target host)", 2);
   auto problem = search::tuneProblem(*k, *t, f.spaceSpec);
   if (!problem.ok()) failWith(problem.error());
   // Flag errors come before the store is consulted: a stored winner must not hide them. The
@@ -139,9 +182,18 @@ void tuneCommand(const TuneFlags& f) {
   if (std::find(std::begin(search::kStrategyNames), std::end(search::kStrategyNames), f.strategy) ==
       std::end(search::kStrategyNames))
     fail("unknown strategy '" + f.strategy + "' (known: " + search::strategyNameList() + ")", 2);
-  auto store = cache::openSqliteStore(f.db);
+  search::MeasureSettings ms;
+  ms.timeoutSec = f.timeout;
+  ms.measure.minTimeSec = f.minTime;
+  MeasureChoice measure = chooseMeasurer(*k, *t, f, ms);
+  // An emulation's timings are no device's: kept in memory for this run, never stored or shared.
+  Expected<std::unique_ptr<cache::RecordStore>> store =
+      measure.emulated ? Expected<std::unique_ptr<cache::RecordStore>>(cache::makeMemoryStore()) : cache::openSqliteStore(f.db);
   if (!store.ok()) failWith(store.error());
-  cache::CacheClient client(clientOptions(f.cache));
+  cache::CacheClient client(measure.emulated ? cache::CacheClientOptions{} : clientOptions(f.cache));
+  if (measure.emulated) {
+    if (!f.json) std::printf("measuring on the emulated %s: timings are this CPU's, labelled and not stored\n", t->name.c_str());
+  }
   ProgressLine progress;
   cache::Provenance prov = search::provenanceFor(*t, provenanceInputs());
 
@@ -157,12 +209,7 @@ void tuneCommand(const TuneFlags& f) {
   ss.warm.seed = f.seed;
   ss.model.seed = f.seed;
 
-  search::MeasureSettings ms;
-  ms.timeoutSec = f.timeout;
-  ms.measure.minTimeSec = f.minTime;
-  auto measurer = search::makeHostMeasurer(*k, *t, ms);
-
-  double peak = ir::isComputeBound(*k) ? t->peakGflopsF32 : t->memBandwidthGBs;
+  double peak = ir::isComputeBound(*k) ? t->computePeakGflops(ir::kernelInputType(*k)) : t->memBandwidthGBs;
   search::SessionCallbacks cb;
   cb.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
   cb.onWarmStart = [&](const search::WarmStart& w) {
@@ -176,16 +223,17 @@ void tuneCommand(const TuneFlags& f) {
     std::string best = p.best ? fmtThroughput(*k, p.best->throughput) : "-";
     double frac = p.best && peak > 0 ? 100 * p.best->throughput / peak : 0;
     std::string last = r.ok() ? fmtThroughput(*k, r.throughput) : search::trialStatusName(r.status);
-    std::snprintf(line, sizeof line, "trial %d/%d  best %s (%.0f%% of peak)  last %s  elapsed %s  ETA %s", p.trial,
-                  p.trials, best.c_str(), frac, last.c_str(), fmtDuration(p.elapsedSec).c_str(),
-                  fmtDuration(p.etaSec).c_str());
+    char share[48] = "emulated";
+    if (!measure.emulated) std::snprintf(share, sizeof share, "%.0f%% of peak", frac);
+    std::snprintf(line, sizeof line, "trial %d/%d  best %s (%s)  last %s  elapsed %s  ETA %s", p.trial, p.trials,
+                  best.c_str(), share, last.c_str(), fmtDuration(p.elapsedSec).c_str(), fmtDuration(p.etaSec).c_str());
     progress.update(line);
   };
   cb.shouldStop = [](const search::TuneProgress&) { return gInterrupted != 0; };
   Expected<search::SessionResult> session = makeError(ErrorCode::Internal, "no session");
   {
     InterruptScope interruptible;
-    session = search::runTuneSession(*problem, *measurer, store->get(), &client, prov, ss, cb);
+    session = search::runTuneSession(*problem, *measure.measurer, store->get(), &client, prov, ss, cb);
   }
   const bool interrupted = gInterrupted != 0;
   progress.finish();
@@ -217,7 +265,9 @@ void tuneCommand(const TuneFlags& f) {
                         {"statuses", res.statusCounts},
                         {"speedup_over_default", speedup},
                         {"warm_start", {{"samples", res.warm.samples.size()}, {"workloads", res.warm.workloads}}},
-                        {"interrupted", interrupted}};
+                        {"interrupted", interrupted},
+                        {"measured_on", measure.where},
+                        {"emulated", measure.emulated}};
     if (res.tune.defaultConfig) j["default"] = trialJson(*res.tune.defaultConfig);
     std::printf("%s\n", j.dump(2).c_str());
     if (interrupted) throw CLI::RuntimeError(130);
@@ -225,13 +275,21 @@ void tuneCommand(const TuneFlags& f) {
   }
   std::string statuses;
   for (const auto& [s, n] : res.statusCounts) statuses += (statuses.empty() ? "" : ", ") + s + " " + std::to_string(n);
-  std::printf("\nkernel       %s  (key %.12s, store %s)\n", k->name.c_str(), res.keyId.c_str(), f.db.c_str());
+  std::printf("\nkernel       %s  (key %.12s, store %s)\n", k->name.c_str(), res.keyId.c_str(),
+              measure.emulated ? "none: emulated timings are not stored" : f.db.c_str());
   std::printf("best config  %s\n", b.config.str().c_str());
   std::printf("time         %s  (p20 %s, p80 %s, n=%lld, top-%d re-measured)\n", fmtTime(b.samples.median_us).c_str(),
               fmtTimeNumber(b.samples.p20_us, b.samples.median_us).c_str(),
               fmtTimeNumber(b.samples.p80_us, b.samples.median_us).c_str(), (long long)b.samples.n, f.topK);
-  std::printf("throughput   %s  (%.1f%% of %s)\n", fmtThroughput(*k, b.throughput).c_str(), 100 * b.peakFraction,
-              ir::isComputeBound(*k) ? "FMA peak" : "copy bandwidth");
+  if (measure.emulated)
+    std::printf("throughput   %s  (emulated on this CPU: not %s's speed)\n", fmtThroughput(*k, b.throughput).c_str(),
+                t->name.c_str());
+  else
+    std::printf("throughput   %s  (%.1f%% of %s)\n", fmtThroughput(*k, b.throughput).c_str(), 100 * b.peakFraction,
+                !ir::isComputeBound(*k) ? (t->isGpu() ? "memory bandwidth" : "copy bandwidth")
+                : t->isGpu()            ? "the compute peak"
+                                        : "FMA peak");
+  if (t->isGpu()) std::printf("measured on  %s\n", measure.where.c_str());
   if (const auto& d = res.tune.defaultConfig) {
     if (d->ok())
       std::printf("vs default   %.2fx  (default %s: %s)\n", speedup, d->config.str().c_str(),
@@ -342,6 +400,9 @@ void addTuneCommands(CLI::App& app) {
   t->add_option("--timeout", f->timeout, "seconds a candidate may run before it is killed")->capture_default_str();
   t->add_option("--min-time", f->minTime, "seconds of timed runs per candidate")->capture_default_str();
   t->add_option("--db", f->db, "local SQLite store")->capture_default_str();
+  t->add_option("--device", f->device,
+                "GPU targets: the device index (default 0), or 'emulated' to run the loop on this CPU's emulation of the "
+                "kernels (timings labelled, not stored)");
   t->add_option("--cache", f->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
   t->add_flag("--resume", f->resume, "continue from what the store has for this kernel");
   t->add_flag("--force", f->force, "tune even when a fresh winner is stored");

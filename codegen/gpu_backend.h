@@ -64,8 +64,9 @@ class GpuBackend {
   virtual std::optional<MmaPath> gemmMma(ir::ScalarType input, const TargetDesc& t) const = 0;
   // One line for `tessera compile/run`: the report in the vendor's words.
   virtual std::string describe(const ResourceReport& r) const = 0;
-  // The device runtime (CUDA driver / HIP), loaded with dlopen; Unsupported without one.
-  virtual Expected<std::unique_ptr<GpuRunner>> openRunner(int device) const = 0;
+  // The device runtime's entry points (CUDA driver / HIP), loaded with dlopen; Unsupported
+  // without one. makeDeviceRunner turns them into a runner.
+  virtual Expected<DeviceApi> openDevice(int device) const = 0;
 };
 
 // The backend of a GPU vendor (null for the host).

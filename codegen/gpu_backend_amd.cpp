@@ -136,7 +136,7 @@ class AmdBackend : public GpuBackend {
     return buf;
   }
 
-  Expected<std::unique_ptr<GpuRunner>> openRunner(int device) const override { return openHipRunner(device); }
+  Expected<DeviceApi> openDevice(int device) const override { return openHipDevice(device); }
 };
 
 }  // namespace

@@ -106,7 +106,7 @@ class NvidiaBackend : public GpuBackend {
     return buf;
   }
 
-  Expected<std::unique_ptr<GpuRunner>> openRunner(int device) const override { return openCudaRunner(device); }
+  Expected<DeviceApi> openDevice(int device) const override { return openCudaDevice(device); }
 };
 
 }  // namespace

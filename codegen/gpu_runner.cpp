@@ -170,7 +170,8 @@ std::unique_ptr<GpuRunner> makeDeviceRunner(DeviceApi api) { return std::make_un
 
 Expected<std::unique_ptr<GpuRunner>> openRunnerFor(const TargetDesc& t, int device) {
   TESSERA_ASSIGN(const GpuBackend* backend, gpuBackendFor(t));
-  return backend->openRunner(device);
+  TESSERA_ASSIGN(DeviceApi api, backend->openDevice(device));
+  return makeDeviceRunner(std::move(api));
 }
 
 DeviceApi emulatedDevice(std::shared_ptr<const EmulatedKernel> kernel, const std::string& target) {

@@ -61,6 +61,9 @@ struct DeviceApi {
   std::function<Expected<float>(void* kernel, const GpuLaunch& l, const std::vector<uint64_t>& args)> launch;
 };
 std::unique_ptr<GpuRunner> makeDeviceRunner(DeviceApi api);
+// The driver tables behind openCudaRunner / openHipRunner (same errors).
+Expected<DeviceApi> openCudaDevice(int device = 0);
+Expected<DeviceApi> openHipDevice(int device = 0);
 
 // A GPU kernel's emulated form: its pre-mapping IR JIT-compiled for this CPU (gpu.h
 // compileEmulated), called with one pointer per argument of its launch (GpuLaunch::args order),

@@ -45,7 +45,7 @@ bool sym(void* lib, const char* name, F* f) {
 
 }  // namespace
 
-Expected<std::unique_ptr<GpuRunner>> openCudaRunner(int device) {
+Expected<DeviceApi> openCudaDevice(int device) {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) return makeError(ErrorCode::Unsupported, "no CUDA driver (libcuda.so.1 not found)");
   auto cu = std::make_shared<Cuda>();
@@ -115,6 +115,11 @@ Expected<std::unique_ptr<GpuRunner>> openCudaRunner(int device) {
     TESSERA_TRY(check(cu->eventElapsedTime(&ms, start, stop), "cuEventElapsedTime"));
     return ms;
   };
+  return api;
+}
+
+Expected<std::unique_ptr<GpuRunner>> openCudaRunner(int device) {
+  TESSERA_ASSIGN(DeviceApi api, openCudaDevice(device));
   return makeDeviceRunner(std::move(api));
 }
 

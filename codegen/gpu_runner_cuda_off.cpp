@@ -4,8 +4,13 @@
 
 namespace tessera::codegen {
 
-Expected<std::unique_ptr<GpuRunner>> openCudaRunner(int) {
+Expected<DeviceApi> openCudaDevice(int) {
   return makeError(ErrorCode::Unsupported, "built without the CUDA runner (TESSERA_ENABLE_CUDA_RUNNER=OFF)");
+}
+
+Expected<std::unique_ptr<GpuRunner>> openCudaRunner(int device) {
+  TESSERA_ASSIGN(DeviceApi api, openCudaDevice(device));
+  return makeDeviceRunner(std::move(api));
 }
 
 }  // namespace tessera::codegen

@@ -42,7 +42,7 @@ constexpr int kHostToDevice = 1, kDeviceToHost = 2;  // hipMemcpyKind
 
 }  // namespace
 
-Expected<std::unique_ptr<GpuRunner>> openHipRunner(int device) {
+Expected<DeviceApi> openHipDevice(int device) {
   void* lib = dlopen("libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
   if (!lib) lib = dlopen("libamdhip64.so.6", RTLD_NOW | RTLD_LOCAL);
   if (!lib) return makeError(ErrorCode::Unsupported, "no HIP runtime (libamdhip64.so not found)");
@@ -116,6 +116,11 @@ Expected<std::unique_ptr<GpuRunner>> openHipRunner(int device) {
     TESSERA_TRY(check(h->eventElapsedTime(&ms, start, stop), "hipEventElapsedTime"));
     return ms;
   };
+  return api;
+}
+
+Expected<std::unique_ptr<GpuRunner>> openHipRunner(int device) {
+  TESSERA_ASSIGN(DeviceApi api, openHipDevice(device));
   return makeDeviceRunner(std::move(api));
 }
 

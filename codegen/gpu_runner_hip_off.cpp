@@ -4,8 +4,13 @@
 
 namespace tessera::codegen {
 
-Expected<std::unique_ptr<GpuRunner>> openHipRunner(int) {
+Expected<DeviceApi> openHipDevice(int) {
   return makeError(ErrorCode::Unsupported, "built without the HIP runner (TESSERA_ENABLE_HIP_RUNNER=OFF)");
+}
+
+Expected<std::unique_ptr<GpuRunner>> openHipRunner(int device) {
+  TESSERA_ASSIGN(DeviceApi api, openHipDevice(device));
+  return makeDeviceRunner(std::move(api));
 }
 
 }  // namespace tessera::codegen

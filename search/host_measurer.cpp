@@ -22,7 +22,9 @@ class HostBackend : public ExecutionBackend {
 
   Expected<std::shared_ptr<const Executable>> build(const ir::Config& c) override {
     TESSERA_ASSIGN(auto exe, codegen::compileHost(k_, c, t_));
-    return std::shared_ptr<const Executable>(std::make_shared<HostExecutableBox>(std::move(exe)));
+    auto box = std::make_shared<HostExecutableBox>(std::move(exe));
+    box->config = c;
+    return std::shared_ptr<const Executable>(std::move(box));
   }
 
   Expected<std::vector<double>> run(const Executable& e, KernelIO& io, const MeasureOptions& m) override {

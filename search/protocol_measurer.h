@@ -25,6 +25,7 @@ class Executable {
  public:
   virtual ~Executable() = default;
   double compileSeconds = 0;
+  ir::Config config;  // what was built
 };
 
 class ExecutionBackend {

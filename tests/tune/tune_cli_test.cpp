@@ -237,3 +237,30 @@ TEST(TuneCli, BadFlagsAreRejected) {
     EXPECT_NE(b.out.find("tessera: error: "), std::string::npos) << bad << ": " << b.out;
   }
 }
+
+// A GPU target without its device: one line saying what the user can do, exit 2, nothing stored.
+// With --device emulated the whole loop runs on this CPU's emulation of the GPU kernels, the
+// result is labelled emulated and nothing reaches the store.
+TEST(TuneCli, GpuTargetsWithoutADeviceAndOnTheEmulatedDevice) {
+  std::string db = testing::TempDir() + "/tune_gpu.db";
+  std::filesystem::remove(db);
+  const std::string kernel = " gemm --m 96 --n 64 --k 32 --dtype f16";
+  Result none = run("tune --target sm_90 --trials 4 --db " + db + kernel);
+  if (none.code == 0) GTEST_SKIP() << "an sm_90 device is attached";
+  EXPECT_EQ(none.code, 2) << none.out;
+  EXPECT_NE(none.out.find("--estimate"), std::string::npos) << none.out;
+  EXPECT_NE(none.out.find("--device emulated"), std::string::npos) << none.out;
+  EXPECT_EQ(std::count(none.out.begin(), none.out.end(), '\n'), 1) << none.out;
+  EXPECT_FALSE(std::filesystem::exists(db));
+
+  Result emu = run("tune --target sm_80 --device emulated --trials 4 --batch 2 --top-k 2 --min-time 0.002 --json --db " +
+                   db + kernel);
+  ASSERT_EQ(emu.code, 0) << emu.out;
+  EXPECT_NE(emu.out.find("\"emulated\": true"), std::string::npos) << emu.out;
+  EXPECT_NE(emu.out.find("\"status\": \"ok\""), std::string::npos) << emu.out;
+  EXPECT_FALSE(std::filesystem::exists(db)) << "emulated timings must not be stored";
+  Result bad = run("tune --target sm_80 --device two --trials 4" + kernel);
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  Result hostDevice = run("tune --device emulated --trials 4 --db " + db + kernel);
+  EXPECT_EQ(hostDevice.code, 2) << hostDevice.out;
+}

@@ -1,0 +1,141 @@
+// Owns the device backend of the measurement protocol and the probe of the attached device.
+#include "search/device_measurer.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "codegen/gpu.h"
+#include "codegen/gpu_backend.h"
+#include "search/isolation.h"
+
+namespace tessera::search {
+
+namespace {
+
+class GpuCandidate : public Executable {
+ public:
+  codegen::GpuBinary binary;
+  std::shared_ptr<const codegen::EmulatedKernel> emulation;  // the emulated device only
+};
+
+Status archMatches(const TargetDesc& t, const codegen::DeviceApi& api) {
+  if (api.arch.empty())
+    return makeError(ErrorCode::Unsupported, "cannot read the architecture of " + api.name + " (tuning " + t.name +
+                                                 " needs a device of that architecture)");
+  if (api.arch != t.arch)
+    return makeError(ErrorCode::InvalidArgument, "the attached device is " + api.arch + " (" + api.name +
+                                                     "), the target is " + t.name + ": tune --target " + api.arch +
+                                                     ", or --estimate for " + t.name);
+  return {};
+}
+
+class DeviceBackend : public ExecutionBackend {
+ public:
+  DeviceBackend(const ir::Kernel& k, const TargetDesc& t, const DeviceSettings& d) : k_(k), t_(t), d_(d) {}
+
+  Expected<std::shared_ptr<const Executable>> build(const ir::Config& c) override {
+    auto cand = std::make_shared<GpuCandidate>();
+    TESSERA_ASSIGN(cand->binary, codegen::compileGpu(k_, c, t_, {.wantBinary = !d_.emulated}));
+    const codegen::ResourceReport& r = cand->binary.resources;
+    if (!r.ok) {
+      std::string why;
+      for (const auto& p : r.problems) why += (why.empty() ? "" : "; ") + p;
+      return makeError(ErrorCode::InvalidConfig, "over " + t_.name + "'s limits: " + why);
+    }
+    double seconds = cand->binary.compileSeconds;
+    if (d_.emulated) {
+      // The mapping was already checked by compileGpu; the emulation JIT runs unoptimized.
+      TESSERA_ASSIGN(cand->emulation, codegen::compileEmulatedKernel(k_, c, t_, {.checkMapping = false}));
+      seconds += cand->emulation->compileSeconds;
+    }
+    cand->compileSeconds = seconds;
+    cand->config = c;
+    return std::shared_ptr<const Executable>(std::move(cand));
+  }
+
+  // In the measuring child.
+  Expected<std::vector<double>> run(const Executable& e, KernelIO& io, const MeasureOptions& m) override {
+    const auto& cand = static_cast<const GpuCandidate&>(e);
+    codegen::DeviceApi api;
+    if (d_.emulated) {
+      api = codegen::emulatedDevice(cand.emulation, t_.name);
+    } else {
+      TESSERA_ASSIGN(const codegen::GpuBackend* backend, codegen::gpuBackendFor(t_));
+      TESSERA_ASSIGN(api, backend->openDevice(d_.device));
+      TESSERA_TRY(archMatches(t_, api));
+    }
+    if (d_.wrapDevice) api = d_.wrapDevice(std::move(api), cand.config);
+    // Writing twice the L2 between runs evicts it (Triton's do_bench); the device's own figure
+    // wins over the table's when it reports one.
+    int64_t flush = 2 * std::max(t_.l2Bytes_gpu, api.l2Bytes);
+    auto runner = codegen::makeDeviceRunner(std::move(api));
+    return runner->measure(cand.binary, k_, io.buffers(), m, d_.emulated ? 0 : flush);
+  }
+
+  bool emulated() const override { return d_.emulated; }
+
+ private:
+  const ir::Kernel& k_;
+  TargetDesc t_;
+  DeviceSettings d_;
+};
+
+}  // namespace
+
+Expected<AttachedDevice> probeDevice(const TargetDesc& t, int index) {
+  TESSERA_ASSIGN(const codegen::GpuBackend* backend, codegen::gpuBackendFor(t));
+  int fds[2];
+  if (pipe(fds) != 0) return makeError(ErrorCode::IOError, "pipe failed");
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return makeError(ErrorCode::IOError, "fork failed");
+  if (pid == 0) {
+    close(fds[0]);
+    auto api = backend->openDevice(index);
+    std::string msg = api.ok() ? "ok\n" + api->arch + "\n" + api->name + "\n" + std::to_string(api->l2Bytes)
+                               : "error\n" + api.error().message;
+    ssize_t n = write(fds[1], msg.data(), msg.size());
+    (void)n;
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[1024];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, size_t(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::vector<std::string> lines;
+  size_t p = 0;
+  while (p <= out.size()) {
+    size_t e = out.find('\n', p);
+    if (e == std::string::npos) e = out.size();
+    lines.push_back(out.substr(p, e - p));
+    p = e + 1;
+  }
+  if (lines.empty() || lines[0] != "ok")
+    return makeError(ErrorCode::Unsupported, lines.size() > 1 ? lines[1] : "the device probe died (" + std::to_string(status) + ")");
+  AttachedDevice d;
+  d.arch = lines.size() > 1 ? lines[1] : "";
+  d.name = lines.size() > 2 ? lines[2] : "";
+  d.l2Bytes = lines.size() > 3 ? std::atoll(lines[3].c_str()) : 0;
+  codegen::DeviceApi api;
+  api.arch = d.arch;
+  api.name = d.name;
+  TESSERA_TRY(archMatches(t, api));
+  return d;
+}
+
+std::unique_ptr<ExecutionBackend> makeDeviceBackend(const ir::Kernel& k, const TargetDesc& t, const DeviceSettings& d) {
+  return std::make_unique<DeviceBackend>(k, t, d);
+}
+
+std::unique_ptr<Measurer> makeDeviceMeasurer(const ir::Kernel& k, const TargetDesc& t, const DeviceSettings& d,
+                                             const MeasureSettings& s) {
+  return makeProtocolMeasurer(k, t, makeDeviceBackend(k, t, d), s);
+}
+
+}  // namespace tessera::search

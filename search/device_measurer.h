@@ -1,0 +1,45 @@
+// Owns measuring GPU candidates (design.md §5, §10): the device backend of the measurement
+// protocol. Candidates are compiled in the build pool (PTX + ptxas cubin, or hsaco; a config whose
+// resources exceed the target's limits or spill is rejected there); each is measured in a child
+// process with a watchdog, since an illegal address poisons a CUDA context for good: a crashing
+// kernel costs only itself. The child opens the device, checks its arch, runs the host wrapper
+// once (the outputs are checked against the reference by the parent) and times the launches
+// with device events, the L2 flushed between runs. The emulated device (host memory; a launch
+// runs the kernel's emulated form on this CPU) runs the same path end to end without a GPU; its
+// times are labelled emulated.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "codegen/gpu_runner.h"
+#include "ir/ir.h"
+#include "search/protocol_measurer.h"
+#include "targets/target_desc.h"
+
+namespace tessera::search {
+
+struct DeviceSettings {
+  int device = 0;          // index of the device of the target's vendor
+  bool emulated = false;   // the emulated device instead of a real one
+  // Fault injection for the isolation tests (wraps the child's device): lets a test make one
+  // candidate's launch crash, hang or write wrong values. Null in every front end.
+  std::function<codegen::DeviceApi(codegen::DeviceApi, const ir::Config&)> wrapDevice;
+};
+
+// What is attached: found in a short-lived child process (a GPU driver must never be initialized
+// in the tuner, whose measuring children fork from it).
+struct AttachedDevice {
+  std::string name, arch;
+  int64_t l2Bytes = 0;
+};
+// The device `index` of t's vendor. Unsupported when there is none; InvalidArgument, naming both,
+// when its arch is not t's.
+Expected<AttachedDevice> probeDevice(const TargetDesc& t, int index);
+
+std::unique_ptr<ExecutionBackend> makeDeviceBackend(const ir::Kernel& k, const TargetDesc& t, const DeviceSettings& d);
+std::unique_ptr<Measurer> makeDeviceMeasurer(const ir::Kernel& k, const TargetDesc& t, const DeviceSettings& d,
+                                             const MeasureSettings& s);
+
+}  // namespace tessera::search
