@@ -21,7 +21,10 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/features.h"
 #include "ir/families.h"
+#include "codegen/gpu.h"
+#include "costmodel/gpu_model.h"
 #include "search/device_measurer.h"
+#include "search/estimate.h"
 #include "search/protocol_measurer.h"
 #include "search/tune_session.h"
 #include "search/records.h"
@@ -68,8 +71,10 @@ struct InterruptScope {  // the handler is in place for the search only
 
 struct TuneFlags {
   KernelFlags kernel;
-  std::string target = "host", strategy = "evolutionary", db = "tessera.db", cache, spaceSpec, device;
+  std::string target = "host", strategy, db = "tessera.db", cache, spaceSpec, device;
   int trials = 200, batch = search::SearchSettings{}.batchSize, topK = 5;
+  bool estimate = false;
+  const CLI::Option* trialsOption = nullptr;  // was --trials given?
   double timeBudget = 0, timeout = 20, minTime = 0.05;
   uint64_t seed = 0;
   bool resume = false, force = false, json = false, noWarmStart = false;
@@ -117,7 +122,40 @@ nlohmann::json trialJson(const search::TrialResult& r) {
           {"gflops", r.gflops},
           {"gbps", r.gbps},
           {"peak_fraction", r.peakFraction},
-          {"max_rel_err", r.maxRelErr}};
+          {"max_rel_err", r.maxRelErr},
+          {"estimated", r.estimated},
+          {"estimator", r.estimator},
+          {"bound", r.bound}};
+}
+
+// The estimate of the winner in full: its predicted time and bound, the model's terms, the tile
+// choices and the compiler's resources. Nothing ran: every number is labelled a prediction.
+void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search::SessionResult& res,
+                          const std::string& db) {
+  const auto& b = *res.tune.best;
+  std::printf("\nkernel       %s  (key %.12s, store %s)\n", k.name.c_str(), res.keyId.c_str(), db.c_str());
+  std::printf("best config  %s\n", b.config.str().c_str());
+  std::printf("estimate     %s  (%s, %s-bound; predicted, nothing ran; stored as estimated)\n",
+              fmtTime(b.samples.median_us).c_str(), b.estimator.c_str(), b.bound.c_str());
+  std::printf("throughput   %s  (%.1f%% of %s's %s, predicted)\n", fmtThroughput(k, b.throughput).c_str(),
+              100 * b.peakFraction, t.name.c_str(), ir::isComputeBound(k) ? "compute peak" : "memory bandwidth");
+  auto bin = codegen::compileGpu(k, b.config, t, {.wantBinary = false});
+  auto e = search::estimateKernel(k, b.config, t, bin.ok() ? &bin->resources : nullptr);
+  if (e.ok()) {
+    std::string terms;
+    for (const auto& term : e->model.terms)
+      if (term.us >= 0.05 * e->model.timeUs)
+        terms += (terms.empty() ? "" : ", ") + term.name + " " + fmtTime(term.us) + " (" + term.detail + ")";
+    std::printf("terms        %s\n", terms.c_str());
+    std::printf("occupancy    %d blocks per %s (%s), %lld wave%s at %.0f%% fill\n", e->model.blocksPerUnit,
+                t.vendor == Vendor::Amd ? "CU" : "SM", e->model.occupancyLimiter.c_str(), (long long)e->model.waves,
+                e->model.waves == 1 ? "" : "s", 100 * e->model.waveEfficiency);
+    for (const auto& [name, value] : e->facts) std::printf("%-12s %s\n", name.c_str(), value.c_str());
+  }
+  if (bin.ok()) std::printf("resources    %s\n", bin->resources.summary().c_str());
+  if (const auto& d = res.tune.defaultConfig; d && d->ok() && res.speedupOverDefault > 0)
+    std::printf("vs default   %.2fx predicted  (default %s: %s)\n", res.speedupOverDefault, d->config.str().c_str(),
+                fmtTime(d->samples.median_us).c_str());
 }
 
 // Where a tune's candidates are measured: the host (forked children), a GPU of the target's
@@ -127,11 +165,20 @@ struct MeasureChoice {
   std::unique_ptr<search::Measurer> measurer;
   std::string where;      // for the report: "host", "NVIDIA H100 80GB HBM3 (sm_90)", "emulated sm_80"
   bool emulated = false;
+  bool estimated = false; // the analytic model: nothing runs
 };
 
 MeasureChoice chooseMeasurer(const ir::Kernel& k, const TargetDesc& t, const TuneFlags& f,
                              const search::MeasureSettings& ms) {
   MeasureChoice c;
+  if (f.estimate) {
+    if (!t.isGpu()) fail("--estimate predicts GPU targets; the host is measured (drop --estimate)", 2);
+    if (!f.device.empty()) fail("--estimate runs nothing: drop --device", 2);
+    c.estimated = true;
+    c.where = std::string("the analytic model ") + costmodel::kGpuModelName + " (nothing runs)";
+    c.measurer = search::makeEstimateMeasurer(k, t);
+    return c;
+  }
   if (!t.isGpu()) {
     if (!f.device.empty()) fail("--device applies to GPU targets (the host measures on this CPU)", 2);
     c.measurer = search::makeHostMeasurer(k, t, ms);
@@ -171,17 +218,21 @@ void tuneCommand(const TuneFlags& f) {
   auto problem = search::tuneProblem(*k, *t, f.spaceSpec);
   if (!problem.ok()) failWith(problem.error());
   // Flag errors come before the store is consulted: a stored winner must not hide them. The
-  // comparisons are written so that a NaN fails them too.
+  // comparisons are written so that a NaN fails them too. Estimating ranks the space by the model
+  // and checks its top 32 through the compiler unless told otherwise.
+  const std::string strategy = !f.strategy.empty() ? f.strategy : f.estimate ? "ranked" : "evolutionary";
+  const int trials = f.estimate && !(f.trialsOption && f.trialsOption->count()) ? 32 : f.trials;
   if (f.trials < 0) fail("--trials must be at least 0 (0: as many as --time-budget allows)", 2);
   if (!(f.timeBudget >= 0)) fail("--time-budget must be at least 0 seconds (0: none)", 2);
-  if (f.trials == 0 && f.timeBudget == 0) fail("give --trials N and/or --time-budget S", 2);
+  if (trials == 0 && f.timeBudget == 0) fail("give --trials N and/or --time-budget S", 2);
   if (f.batch < 1) fail("--batch must be at least 1", 2);
   if (f.topK < 0) fail("--top-k must be at least 0 (0: no final re-measurement)", 2);
   if (!(f.timeout > 0)) fail("--timeout must be more than 0 seconds", 2);
   if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", 2);
-  if (std::find(std::begin(search::kStrategyNames), std::end(search::kStrategyNames), f.strategy) ==
+  if (std::find(std::begin(search::kStrategyNames), std::end(search::kStrategyNames), strategy) ==
       std::end(search::kStrategyNames))
-    fail("unknown strategy '" + f.strategy + "' (known: " + search::strategyNameList() + ")", 2);
+    fail("unknown strategy '" + strategy + "' (known: " + search::strategyNameList() + ")", 2);
+  if (strategy == "ranked" && !t->isGpu()) fail("--strategy ranked orders a GPU space by the analytic model; the host has none", 2);
   search::MeasureSettings ms;
   ms.timeoutSec = f.timeout;
   ms.measure.minTimeSec = f.minTime;
@@ -198,12 +249,13 @@ void tuneCommand(const TuneFlags& f) {
   cache::Provenance prov = search::provenanceFor(*t, provenanceInputs());
 
   search::SessionSettings ss;
-  ss.loop.search.strategy = f.strategy;
+  ss.loop.search.strategy = strategy;
   ss.loop.search.seed = f.seed;
   ss.loop.search.batchSize = f.batch;
-  ss.loop.trials = f.trials > 0 ? f.trials : 1000000;
+  ss.loop.trials = trials > 0 ? trials : 1000000;
   ss.loop.timeBudgetSec = f.timeBudget;
   ss.loop.topK = f.topK;
+  if (measure.estimated) ss.acceptEstimatesOf = costmodel::kGpuModelName;
   ss.cache = f.force ? search::CachePolicy::Force : f.resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
   ss.warmStart = !f.noWarmStart;
   ss.warm.seed = f.seed;
@@ -241,9 +293,14 @@ void tuneCommand(const TuneFlags& f) {
   const search::SessionResult& res = *session;
   if (res.outcome == search::SessionResult::Outcome::AlreadyTuned) {
     const cache::Record& hit = *res.cached;
-    std::printf("already tuned: %s on %s -> %s (%s median, %s)\n", k->name.c_str(), t->name.c_str(),
-                hit.config.c_str(), fmtTime(hit.median_us).c_str(),
-                fmtThroughput(*k, ir::isComputeBound(*k) ? hit.gflops : hit.gbps).c_str());
+    if (hit.status == cache::RecordStatus::Estimated)
+      std::printf("already estimated: %s on %s -> %s (%s predicted by %s, %s-bound; no measurement yet)\n",
+                  k->name.c_str(), t->name.c_str(), hit.config.c_str(), fmtTime(hit.median_us).c_str(),
+                  hit.estimator.c_str(), hit.bound.c_str());
+    else
+      std::printf("already tuned: %s on %s -> %s (%s median, %s)\n", k->name.c_str(), t->name.c_str(),
+                  hit.config.c_str(), fmtTime(hit.median_us).c_str(),
+                  fmtThroughput(*k, ir::isComputeBound(*k) ? hit.gflops : hit.gbps).c_str());
     std::printf("use --resume to continue the search or --force to start over\n");
     return;
   }
@@ -267,14 +324,24 @@ void tuneCommand(const TuneFlags& f) {
                         {"warm_start", {{"samples", res.warm.samples.size()}, {"workloads", res.warm.workloads}}},
                         {"interrupted", interrupted},
                         {"measured_on", measure.where},
-                        {"emulated", measure.emulated}};
+                        {"emulated", measure.emulated},
+                        {"estimated", measure.estimated}};
     if (res.tune.defaultConfig) j["default"] = trialJson(*res.tune.defaultConfig);
     std::printf("%s\n", j.dump(2).c_str());
     if (interrupted) throw CLI::RuntimeError(130);
     return;
   }
   std::string statuses;
-  for (const auto& [s, n] : res.statusCounts) statuses += (statuses.empty() ? "" : ", ") + s + " " + std::to_string(n);
+  for (const auto& [s, n] : res.statusCounts)
+    statuses += (statuses.empty() ? "" : ", ") + (measure.estimated && s == "ok" ? std::string("estimated") : s) + " " +
+                std::to_string(n);
+  if (measure.estimated) {
+    printEstimateSummary(*k, *t, res, f.db);
+    std::printf("search       %zu configs of the space's top checked through %s in %s (%s)\n", res.tune.trials.size(),
+                t->vendor == Vendor::Nvidia ? "ptxas" : "the AMDGPU backend", fmtDuration(res.tune.seconds).c_str(),
+                statuses.c_str());
+    return;
+  }
   std::printf("\nkernel       %s  (key %.12s, store %s)\n", k->name.c_str(), res.keyId.c_str(),
               measure.emulated ? "none: emulated timings are not stored" : f.db.c_str());
   std::printf("best config  %s\n", b.config.str().c_str());
@@ -390,9 +457,10 @@ void addTuneCommands(CLI::App& app) {
   auto f = std::make_shared<TuneFlags>();
   auto* t = app.add_subcommand("tune", "search for the fastest config of a kernel; every candidate is stored");
   t->add_option("--target", f->target, "target")->capture_default_str();
-  t->add_option("--trials", f->trials, "measured candidates at most")->capture_default_str();
+  f->trialsOption = t->add_option("--trials", f->trials, "measured candidates at most (--estimate: 32)")->capture_default_str();
   t->add_option("--time-budget", f->timeBudget, "seconds of tuning at most (0: none)");
-  t->add_option("--strategy", f->strategy, "evolutionary | ga | random | exhaustive")->capture_default_str();
+  t->add_option("--strategy", f->strategy,
+                "evolutionary | ga | random | exhaustive | ranked (default: evolutionary; ranked with --estimate)");
   t->add_option("--seed", f->seed, "search seed")->capture_default_str();
   t->add_option("--space", f->spaceSpec, "narrow knob domains, e.g. 'schedule=packed,MR=6|8,NR=32'");
   t->add_option("--batch", f->batch, "candidates measured per round")->capture_default_str();
@@ -407,6 +475,9 @@ void addTuneCommands(CLI::App& app) {
   t->add_flag("--resume", f->resume, "continue from what the store has for this kernel");
   t->add_flag("--force", f->force, "tune even when a fresh winner is stored");
   t->add_flag("--json", f->json, "machine-readable summary");
+  t->add_flag("--estimate", f->estimate,
+              "GPU targets without the device: rank the space by the analytic model, check the top candidates "
+              "through ptxas / the AMDGPU backend, store them as estimated");
   t->add_flag("--no-warm-start", f->noWarmStart,
               "do not pre-train the cost model on the store's results for other shapes of this family");
   addKernelSubcommands(t, &f->kernel, [f] { tuneCommand(*f); });

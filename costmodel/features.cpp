@@ -87,7 +87,33 @@ class KnobFeatures : public FeatureExtractor {
   bool powerOfTwo_ = true;
 };
 
+class WithFeature : public FeatureExtractor {
+ public:
+  WithFeature(std::unique_ptr<FeatureExtractor> base, std::string name, std::function<float(const ir::Config&)> f)
+      : base_(std::move(base)), name_(std::move(name)), f_(std::move(f)) {}
+  std::vector<float> extract(const ir::Config& c) const override {
+    auto v = base_->extract(c);
+    v.push_back(f_(c));
+    return v;
+  }
+  std::vector<std::string> names() const override {
+    auto n = base_->names();
+    n.push_back(name_);
+    return n;
+  }
+
+ private:
+  std::unique_ptr<FeatureExtractor> base_;
+  std::string name_;
+  std::function<float(const ir::Config&)> f_;
+};
+
 }  // namespace
+
+std::unique_ptr<FeatureExtractor> withFeature(std::unique_ptr<FeatureExtractor> base, std::string name,
+                                              std::function<float(const ir::Config&)> f) {
+  return std::make_unique<WithFeature>(std::move(base), std::move(name), std::move(f));
+}
 
 std::unique_ptr<FeatureExtractor> makeKnobFeatures(const ir::Space& space, const KnobFeatureSettings& s) {
   return std::make_unique<KnobFeatures>(space, s);

@@ -3,6 +3,7 @@
 // including imported GPU tables); the host one adds quantities derived from (kernel, target).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,11 @@ struct WorkloadDesc {
 // arithmetic intensity of the register tile, vector utilization, trip counts, padding waste,
 // estimated vector registers) for the workload's family. Every family has the same number of
 // derived columns, so one model can learn from several families' records.
+// `base` plus one column `name` = f(config): e.g. the analytic model's log predicted time, so the
+// cost model can lean on the prior where it has no measurements.
+std::unique_ptr<FeatureExtractor> withFeature(std::unique_ptr<FeatureExtractor> base, std::string name,
+                                              std::function<float(const ir::Config&)> f);
+
 std::unique_ptr<FeatureExtractor> makeHostFeatures(const WorkloadDesc& w, const ir::Space& space, const TargetDesc& t);
 
 }  // namespace tessera::costmodel

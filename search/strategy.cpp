@@ -3,6 +3,7 @@
 #include "search/strategy.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "search/strategy_state.h"
 #include "support/strings.h"
@@ -12,7 +13,7 @@ namespace tessera::search {
 // The evolutionary and GA strategies live in strategy_evolutionary.cpp.
 std::unique_ptr<SearchStrategy> makeEvolution(const SearchSettings& s, const ir::Space& space,
                                               costmodel::CostModel* model,
-                                              const costmodel::FeatureExtractor* features);
+                                              const costmodel::FeatureExtractor* features, const Prior* prior);
 
 namespace {
 
@@ -97,6 +98,48 @@ class RandomStrategy : public SearchStrategy {
   SearchState st_;
 };
 
+// The legal space (or a large uniform sample of it) in the prior's order, best first.
+class RankedStrategy : public SearchStrategy {
+ public:
+  RankedStrategy(const ir::Space& space, Prior prior, uint64_t seed, size_t limit)
+      : st_(space, seed), prior_(std::move(prior)), limit_(limit) {}
+  std::vector<ir::Config> propose(size_t n) override {
+    if (!ranked_) rank();
+    std::vector<ir::Config> out;
+    while (out.size() < n && next_ < order_.size()) {
+      const ir::Config& c = order_[next_++];
+      if (st_.claim(c)) out.push_back(c);
+    }
+    return out;
+  }
+  void observe(const std::vector<TrialResult>& results) override { st_.observe(results); }
+  bool exhausted() const override { return ranked_ && next_ >= order_.size(); }
+
+ private:
+  void rank() {
+    ranked_ = true;
+    std::vector<ir::Config> all;
+    if (auto listed = enumerateLegal(st_.space(), limit_)) all = std::move(*listed);
+    else all = st_.fresh(limit_);  // claimed by the draw: release them for proposing
+    std::vector<std::pair<double, size_t>> scored;
+    for (size_t i = 0; i < all.size(); ++i) {
+      auto p = prior_(all[i]);
+      scored.push_back({p ? *p : std::numeric_limits<double>::infinity(), i});
+    }
+    std::stable_sort(scored.begin(), scored.end());
+    SearchState fresh(st_.space(), 0);
+    for (const auto& r : st_.measured()) fresh.observe({r});
+    st_ = std::move(fresh);
+    for (const auto& [score, i] : scored) order_.push_back(all[i]);
+  }
+  SearchState st_;
+  Prior prior_;
+  size_t limit_;
+  bool ranked_ = false;
+  std::vector<ir::Config> order_;
+  size_t next_ = 0;
+};
+
 class ExhaustiveStrategy : public SearchStrategy {
  public:
   ExhaustiveStrategy(const ir::Space& space, std::vector<ir::Config> all) : st_(space, 0), all_(std::move(all)) {}
@@ -127,7 +170,8 @@ std::string strategyNameList() {
 
 Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const SearchSettings& s, const ir::Space& space,
                                                        costmodel::CostModel* model,
-                                                       const costmodel::FeatureExtractor* features) {
+                                                       const costmodel::FeatureExtractor* features,
+                                                       const Prior* prior) {
   if (s.strategy == "random") return std::unique_ptr<SearchStrategy>(std::make_unique<RandomStrategy>(space, s.seed));
   if (s.strategy == "exhaustive") {
     auto all = enumerateLegal(space, s.exhaustiveLimit);
@@ -137,10 +181,15 @@ Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const SearchSettings& s, 
                            " configs; this one has " + formatDouble(productSize(space)) + " before constraints");
     return std::unique_ptr<SearchStrategy>(std::make_unique<ExhaustiveStrategy>(space, std::move(*all)));
   }
+  if (s.strategy == "ranked") {
+    if (!prior || !*prior)
+      return makeError(ErrorCode::InvalidArgument, "the ranked strategy needs a prior (GPU targets: the analytic model)");
+    return std::unique_ptr<SearchStrategy>(std::make_unique<RankedStrategy>(space, *prior, s.seed, s.rankedLimit));
+  }
   if (s.strategy == "evolutionary" || s.strategy == "ga") {
     if (s.strategy == "evolutionary" && (!model || !features))
       return makeError(ErrorCode::InvalidArgument, "the evolutionary strategy needs a cost model and features");
-    return makeEvolution(s, space, model, features);
+    return makeEvolution(s, space, model, features, prior && *prior ? prior : nullptr);
   }
   return makeError(ErrorCode::InvalidArgument,
                    "unknown strategy '" + s.strategy + "' (known: " + strategyNameList() + ")");

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,10 +47,18 @@ struct SearchSettings {
   // the skinny GEMM pays the slot (22 -> 30 median); tables without categorical knobs unchanged.
   bool categoricalSlots = true;
   size_t exhaustiveLimit = 200000;  // exhaustive refuses spaces whose knob product is larger
+  // ranked: the legal configs it orders (the whole space when it can be listed within this,
+  // else this many uniform draws); evolutionary with a prior: candidates scored for its first batch.
+  size_t rankedLimit = 20000;
 };
 
-// The names makeStrategy accepts, in the order help texts list them.
-inline constexpr const char* kStrategyNames[] = {"evolutionary", "ga", "random", "exhaustive"};
+// The names makeStrategy accepts, in the order help texts list them. `ranked` proposes the legal
+// space in the order of a prior (GPU targets: the analytic model's predicted time).
+inline constexpr const char* kStrategyNames[] = {"evolutionary", "ga", "random", "exhaustive", "ranked"};
+
+// A prior over configs: the predicted time (lower is better), nullopt when it cannot tell. On a
+// GPU the evolutionary search's first batch (before the model has data) comes from its top.
+using Prior = std::function<std::optional<double>(const ir::Config&)>;
 // "evolutionary, ga, random, exhaustive"
 std::string strategyNameList();
 
@@ -64,9 +74,11 @@ class SearchStrategy {
 };
 
 // `model` and `features` may be null for strategies that do not use them; `evolutionary`
-// requires both. Unknown strategy names are an InvalidArgument error listing the known ones.
+// requires both, `ranked` a prior. Unknown strategy names are an InvalidArgument error listing
+// the known ones.
 Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const SearchSettings& s, const ir::Space& space,
                                                        costmodel::CostModel* model,
-                                                       const costmodel::FeatureExtractor* features);
+                                                       const costmodel::FeatureExtractor* features,
+                                                       const Prior* prior = nullptr);
 
 }  // namespace tessera::search

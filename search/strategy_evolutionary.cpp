@@ -4,6 +4,7 @@
 // configs plus a few uniformly random ones). Without a model (`ga`) the same evolution breeds
 // measured configs directly: the honest model-free baseline.
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <unordered_map>
 
@@ -16,8 +17,10 @@ namespace {
 class Evolution : public SearchStrategy {
  public:
   Evolution(const SearchSettings& s, const ir::Space& space, costmodel::CostModel* model,
-            const costmodel::FeatureExtractor* features)
-      : s_(s), st_(space, s.seed), model_(model), features_(features) {}
+            const costmodel::FeatureExtractor* features, const Prior* prior)
+      : s_(s), st_(space, s.seed), model_(model), features_(features) {
+    if (prior) prior_ = *prior;
+  }
 
   std::vector<ir::Config> propose(size_t n) override {
     if (n == 0 || st_.exhausted()) return {};
@@ -27,9 +30,11 @@ class Evolution : public SearchStrategy {
     size_t nRandom = size_t(share) + (std::bernoulli_distribution(share - std::floor(share))(st_.rng()) ? 1 : 0);
     size_t nGreedy = n - std::min(n, nRandom);
     std::vector<ir::Config> greedy;
-    // Before the model has data (or the GA has two parents) every pick is random.
+    // Before the model has data (or the GA has two parents) every pick is random, unless a prior
+    // ranks the space: then the greedy picks are its best predictions.
     if (model_ && model_->trained()) greedy = evolveWithCostModel(nGreedy);
     else if (!model_ && st_.best(2).size() >= 2) greedy = breedMeasured(nGreedy);
+    else if (prior_) greedy = topOfPrior(nGreedy);
     return pickWithEpsGreedy(std::move(greedy), n);
   }
 
@@ -175,6 +180,26 @@ class Evolution : public SearchStrategy {
     return greedy;
   }
 
+  // The prior's best among a uniform draw of unseen legal configs (or all of them when few).
+  std::vector<ir::Config> topOfPrior(size_t n) {
+    size_t want = std::max<size_t>(s_.rankedLimit / 4, n);
+    std::vector<ir::Config> pool;
+    if (auto all = enumerateLegal(st_.space(), want)) {
+      for (auto& c : *all)
+        if (!st_.seen(c)) pool.push_back(std::move(c));
+    } else {
+      for (size_t tries = 0; pool.size() < want && tries < 2 * want; ++tries)
+        if (auto c = sampleLegal(st_.space(), st_.rng()); c && !st_.seen(*c)) pool.push_back(std::move(*c));
+    }
+    std::vector<Scored> ranked;
+    for (auto& c : pool) {
+      auto t = prior_(c);
+      // Higher scores first: the negated predicted time.
+      ranked.push_back(Scored{std::move(c), t ? -*t : -std::numeric_limits<double>::infinity(), st_.rng()()});
+    }
+    return pickTop(std::move(ranked), n);
+  }
+
   // GA without a model: offspring of the best measured configs are measured directly.
   std::vector<ir::Config> breedMeasured(size_t n) {
     std::vector<const TrialResult*> parents = st_.best(size_t(std::max(s_.parents, 2)));
@@ -193,16 +218,17 @@ class Evolution : public SearchStrategy {
   SearchState st_;
   costmodel::CostModel* model_;
   const costmodel::FeatureExtractor* features_;
+  Prior prior_;
 };
 
 }  // namespace
 
 std::unique_ptr<SearchStrategy> makeEvolution(const SearchSettings& s, const ir::Space& space,
                                               costmodel::CostModel* model,
-                                              const costmodel::FeatureExtractor* features) {
-  // `ga` never consults a model, even when one is passed.
-  if (s.strategy == "ga") return std::make_unique<Evolution>(s, space, nullptr, nullptr);
-  return std::make_unique<Evolution>(s, space, model, features);
+                                              const costmodel::FeatureExtractor* features, const Prior* prior) {
+  // `ga` never consults a model or a prior, even when one is passed.
+  if (s.strategy == "ga") return std::make_unique<Evolution>(s, space, nullptr, nullptr, nullptr);
+  return std::make_unique<Evolution>(s, space, model, features, prior);
 }
 
 }  // namespace tessera::search

@@ -3,8 +3,10 @@
 #include "search/tune_session.h"
 
 #include <chrono>
+#include <cmath>
 
 #include "ir/families.h"
+#include "search/estimate.h"
 #include "search/records.h"
 #include "search/space.h"
 #include "search/strategy.h"
@@ -33,8 +35,21 @@ Expected<TuneProblem> tuneProblem(const ir::Kernel& k, const TargetDesc& t, cons
   p.target = t;
   ir::Space space = p.space;
   if (t.isGpu()) {
-    // GPU knobs mean the same thing for every workload of a family: the knob features.
-    p.features = [space](const cache::HardKey&) { return costmodel::makeKnobFeatures(space); };
+    // GPU knobs mean the same thing for every workload of a family: the knob features, plus the
+    // analytic model's log predicted time of this workload (the prior).
+    p.prior = estimatePrior(k, t);
+    // Another workload's records (the warm start) get the column too, unknown (-1): the prior
+    // describes this kernel only.
+    Prior prior = p.prior;
+    const std::string self = cache::keyIdOf(p.key);
+    p.features = [space, prior, self](const cache::HardKey& key) {
+      const bool mine = cache::keyIdOf(key) == self;
+      return costmodel::withFeature(costmodel::makeKnobFeatures(space), "log2_estimated_us",
+                                    [prior, mine](const ir::Config& c) {
+                                      auto us = mine ? prior(c) : std::nullopt;
+                                      return us && *us > 0 ? float(std::log2(*us)) : -1.f;
+                                    });
+    };
   } else {
     p.features = hostFeaturesForKeys(space, t);
   }
@@ -59,7 +74,7 @@ class Session {
     if (store_) {
       TESSERA_ASSIGN(stored, listAll(*store_, {.key_id = r_.keyId}));
     }
-    if (s_.cache == CachePolicy::UseStored && lookUpWinner()) return std::move(r_);
+    if (s_.cache == CachePolicy::UseStored && (lookUpWinner() || lookUpEstimate(stored))) return std::move(r_);
     std::vector<TrialResult> previous = seeds(stored);
 
     const bool evolutionary = s_.loop.search.strategy == "evolutionary";
@@ -67,7 +82,8 @@ class Session {
     if (evolutionary) model = costmodel::makeXGBoostModel(s_.model);
     auto features = p_.features(p_.key);
     if (model && s_.warmStart) warmStart(*model, warmRecords);
-    TESSERA_ASSIGN(auto strategy, makeStrategy(s_.loop.search, p_.space, model.get(), features.get()));
+    TESSERA_ASSIGN(auto strategy, makeStrategy(s_.loop.search, p_.space, model.get(), features.get(),
+                                               p_.prior ? &p_.prior : nullptr));
 
     TuneCallbacks cb;
     cb.commitRecords = [this](const std::vector<TrialResult>& rs) { commit(rs); };
@@ -133,6 +149,21 @@ class Session {
     return true;
   }
 
+  // Estimating: the best stored estimate of the current model ends the session like a winner.
+  bool lookUpEstimate(const std::vector<cache::Record>& stored) {
+    if (s_.acceptEstimatesOf.empty()) return false;
+    const cache::Record* best = nullptr;
+    for (const auto& r : stored)
+      if (r.status == cache::RecordStatus::Estimated && r.estimator == s_.acceptEstimatesOf &&
+          (!best || r.median_us < best->median_us))
+        best = &r;
+    if (!best) return false;
+    r_.cached = *best;
+    r_.cachedFrom = "local";
+    r_.outcome = SessionResult::Outcome::AlreadyTuned;
+    return true;
+  }
+
   // What the store already knows seeds the search: everything with --resume; otherwise the ok
   // results (stale or partial, re-measured rather than trusted); nothing with --force.
   std::vector<TrialResult> seeds(const std::vector<cache::Record>& stored) const {
@@ -183,7 +214,8 @@ class Session {
     cache::Record winner = toRecord(*r_.tune.best, p_.key, prov_, cost);
     winner.remeasured = !r_.tune.remeasured.empty() && winner.status == cache::RecordStatus::Ok;
     r_.winner = winner;
-    if (!store_) return;
+    // An estimate is already stored as the trial it was; only a re-measured winner is new.
+    if (!store_ || winner.status != cache::RecordStatus::Ok) return;
     (void)store_->putOne(winner, {.outbox = client_ && s_.pushToCache});
     if (client_ && s_.pushToCache) warn(cache::pushOutbox(*store_, *client_).warning);
   }

@@ -22,6 +22,7 @@
 #include "ir/ir.h"
 #include "ir/schedule.h"
 #include "search/measurer.h"
+#include "search/strategy.h"
 #include "search/tuner.h"
 #include "search/warm_start.h"
 #include "support/status.h"
@@ -37,6 +38,9 @@ struct TuneProblem {
   ir::Space space;
   TargetDesc target;
   std::function<std::unique_ptr<costmodel::FeatureExtractor>(const cache::HardKey&)> features;
+  // GPU targets: the analytic model's predicted time of a config. The evolutionary search's first
+  // batch comes from its top and the cost model sees it as a feature; `ranked` orders by it.
+  Prior prior;
 };
 
 // The problem of tuning `k` on `t`: its key, its space (narrowed by `spaceSpec`, e.g.
@@ -58,6 +62,9 @@ struct SessionSettings {
   costmodel::ModelSettings model;
   // Records go to the shared cache's outbox too (pushed when the session ends).
   bool pushToCache = true;
+  // Estimating (the estimate measurer): a stored estimate of this model (estimator name) counts
+  // as done, unless a measurement exists, which always wins. Empty: estimates never end a session.
+  std::string acceptEstimatesOf;
 };
 
 // Named callbacks (style.md 3). Any may be empty.
@@ -75,7 +82,8 @@ struct SessionCallbacks {
 
 struct SessionResult {
   enum class Outcome {
-    AlreadyTuned,     // a fresh winner was stored: `cached`, from `cachedFrom`
+    AlreadyTuned,     // a fresh winner was stored: `cached`, from `cachedFrom` (with acceptEstimatesOf,
+                      // possibly an estimate: cached->status == estimated)
     Tuned,            // `tune.best` is the winner, stored as `winner`
     NothingCorrect,   // every candidate failed (statusCounts says how)
   };

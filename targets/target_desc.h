@@ -19,6 +19,9 @@ struct MmaShape {
   std::string dtype;  // input dtype: "f16", "bf16", "f32" (tf32/xf32)
   int m = 0, n = 0, k = 0;
   std::string kind;   // instruction family: "mma.sync", "wgmma", "mfma", "wmma"
+  // Share of the dtype's matrix peak (peakGflopsF16/BF16) this instruction family can sustain:
+  // 1 where it is the chip's fastest path; on sm_90 mma.sync issues at about half of wgmma's rate.
+  double peakShare = 1.0;
 };
 
 struct TargetDesc {
@@ -52,6 +55,7 @@ struct TargetDesc {
   int maxBlocksPerSM = 0;
   int maxWarpsPerSM = 0;
   int64_t l2Bytes_gpu = 0;
+  double clockGHz = 0;  // boost clock: turns per-clock rates (shared memory/LDS, latencies) into time
   std::vector<MmaShape> mma;
   // GPU occupancy inputs. NVIDIA: registers are allocated per warp in units of regAllocGranule;
   // each block also holds smemReservedPerBlock of system shared memory; static shared memory is

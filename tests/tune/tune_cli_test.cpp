@@ -227,7 +227,7 @@ TEST(TuneCli, BadFlagsAreRejected) {
   ASSERT_EQ(run("tune --trials 2 --min-time 0.01 --db " + db + " gemm --m 8 --n 8 --k 8").code, 0);
   Result r = run("tune --trials 2 --strategy annealing --db " + db + " gemm --m 8 --n 8 --k 8");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("unknown strategy 'annealing' (known: evolutionary, ga, random, exhaustive)"), std::string::npos)
+  EXPECT_NE(r.out.find("unknown strategy 'annealing' (known: evolutionary, ga, random, exhaustive, ranked)"), std::string::npos)
       << r.out;
   for (const char* bad : {"--time-budget -1", "--trials -5", "--trials 0", "--batch 0", "--top-k -1", "--timeout 0",
                           "--timeout nan", "--min-time -1"}) {

@@ -1,0 +1,144 @@
+// Owns the analytic GPU model: occupancy, waves, and the compute / memory / shared / latency /
+// launch terms of one launch.
+#include "costmodel/gpu_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace tessera::costmodel {
+
+namespace {
+
+// Model constants: not chip specifications but typical measured values, the same for every chip
+// of a vendor (the ranking depends on their ratios far more than on their exact values).
+constexpr double kLaunchUs = 4.0;            // host launch + grid ramp, per launch
+constexpr double kDramEfficiency = 0.88;     // sustained share of the quoted DRAM bandwidth
+constexpr double kL2Factor = 3.0;            // SM<->L2 bandwidth as a multiple of DRAM's
+constexpr double kMemLatencyCycles = 700;    // DRAM load latency under load
+constexpr double kFmaLatencyCycles = 4;      // dependent FMA latency
+constexpr double kMmaLatencyCycles = 32;     // dependent mma.sync / MFMA latency
+constexpr double kSharedBytesPerClock = 128; // shared memory / LDS per SM/CU (32 banks x 4 B)
+constexpr double kOverlapShare = 0.1;        // of the non-dominant terms that still adds up
+
+int64_t roundUp(int64_t v, int64_t m) { return m <= 1 ? v : (v + m - 1) / m * m; }
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+}  // namespace
+
+int residentBlocks(const GpuWorkload& w, const TargetDesc& t, std::string* limiter) {
+  const int64_t warp = std::max(t.warpSize, 1);
+  const int64_t warps = (std::max<int64_t>(w.threadsPerBlock, 1) + warp - 1) / warp;
+  int64_t blocks = std::max(t.maxBlocksPerSM, 1);
+  std::string why = "blocks per unit";
+  auto limit = [&](int64_t b, const char* what) {
+    if (b < blocks) {
+      blocks = b;
+      why = what;
+    }
+  };
+  limit(std::max(t.maxWarpsPerSM, 1) / warps, "threads");
+  const int64_t regs = std::max(w.regsPerThread, 1);
+  if (t.vendor == Vendor::Nvidia) {
+    int64_t perWarp = roundUp(regs * 32, std::max(t.regAllocGranule, 1));
+    limit((t.regsPerSM / perWarp) / warps, "registers");
+    if (w.smemPerBlock > 0) limit(t.smemPerSM / (roundUp(w.smemPerBlock, 128) + t.smemReservedPerBlock), "shared memory");
+  } else {
+    int64_t alloc = roundUp(regs, std::max(t.regAllocGranule, 1));
+    int64_t wavesPerSimd = std::min<int64_t>(t.maxWavesPerSimd, t.regsPerSimd / alloc);
+    limit(wavesPerSimd * t.simdsPerUnit / warps, "registers");
+    if (w.smemPerBlock > 0) limit(t.smemPerSM / w.smemPerBlock, "LDS");
+  }
+  if (limiter) *limiter = why;
+  return int(std::max<int64_t>(blocks, 0));
+}
+
+GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t) {
+  GpuEstimate e;
+  std::string limiter = "the compiler's report";
+  int bpu = w.blocksPerUnit > 0 ? w.blocksPerUnit : residentBlocks(w, t, &limiter);
+  e.fits = bpu > 0;
+  bpu = std::max(bpu, 1);
+  e.blocksPerUnit = bpu;
+  e.occupancyLimiter = limiter;
+  const double units = std::max(t.units, 1);
+  const double clockHz = (t.clockGHz > 0 ? t.clockGHz : 1.5) * 1e9;
+  const int64_t warp = std::max(t.warpSize, 1);
+  const double warpsPerBlock = double((std::max<int64_t>(w.threadsPerBlock, 1) + warp - 1) / warp);
+  e.occupancy = t.maxWarpsPerSM > 0 ? std::min(1.0, bpu * warpsPerBlock / t.maxWarpsPerSM) : 0;
+
+  // Waves: full waves of bpu blocks per unit, then a partial one with fewer blocks per unit.
+  const double perWave = units * bpu;
+  const int64_t full = int64_t(double(w.blocks) / perWave);
+  const int64_t rest = w.blocks - int64_t(double(full) * perWave);
+  const int restPerUnit = rest > 0 ? int(std::ceil(double(rest) / units)) : 0;
+  e.waves = full + (rest > 0 ? 1 : 0);
+  e.waveEfficiency = e.waves > 0 ? double(w.blocks) / (double(e.waves) * perWave) : 0;
+
+  // Compute: per unit, `resident` blocks share the pipes; latency hiding needs enough
+  // independent operations in flight per scheduler (4 per SM/CU).
+  const double latency = w.matrixCores ? kMmaLatencyCycles : kFmaLatencyCycles;
+  const double issueSlotsPerOp = w.matrixCores ? 8 : 1;  // an MMA occupies its pipe for several cycles
+  auto unitTime = [&](int resident) {
+    if (resident <= 0) return 0.0;
+    double inflight = resident * warpsPerBlock * std::max(w.independentOps, 1.0);
+    double needed = 4 * latency / issueSlotsPerOp;
+    double hiding = std::min(1.0, inflight / needed);
+    double rate = w.pipePeakGflops * 1e9 / units * std::clamp(w.issueEfficiency, 0.05, 1.0) * hiding;
+    return rate > 0 ? resident * w.flopsPerBlock / rate : 0.0;
+  };
+  double compute = (double(full) * unitTime(bpu) + unitTime(restPerUnit)) * 1e6;
+
+  // Memory.
+  double dram = w.dramBytes / (t.memBandwidthGBs * 1e9 * kDramEfficiency) * 1e6;
+  double l2 = w.l2Bytes / (t.memBandwidthGBs * 1e9 * kL2Factor) * 1e6;
+  // Little's law over the whole chip: the bytes one wave keeps in flight, per latency.
+  double inflightBytes = units * bpu * double(w.threadsPerBlock) * std::max(w.bytesInFlightPerThread, 1.0);
+  double latencySec = kMemLatencyCycles / clockHz;
+  double littleBw = inflightBytes / latencySec;
+  double inflight = littleBw > 0 ? w.l2Bytes / littleBw * 1e6 : 0;
+  // Shared memory per unit per wave.
+  double smemPerUnit = (double(full) * bpu + restPerUnit) * w.smemBytesPerBlock;
+  double shared = smemPerUnit / (kSharedBytesPerClock * clockHz) * 1e6;
+  // Serial load rounds per block, each paying the memory latency unless something overlaps it:
+  // loads of later steps already in flight (stages - 1) or other resident blocks computing while
+  // this one waits (blocks - 1).
+  double overlap = double(std::max(w.stages, 1) + bpu - 1);
+  double lat = double(e.waves) * double(w.serialSteps) * latencySec / overlap * 1e6;
+  double launch = double(w.launches) * kLaunchUs;
+
+  const double per = double(w.launches);
+  e.terms = {
+      {"compute", per * compute,
+       fmt("%.3g GFLOP at %.0f%% issue efficiency", per * w.flopsPerBlock * double(w.blocks) * 1e-9, 100 * w.issueEfficiency) +
+           (w.matrixCores ? " (matrix cores)" : " (FMA pipes)")},
+      {"dram", per * dram, fmt("%.3g MB", per * w.dramBytes * 1e-6)},
+      {"l2", per * l2, fmt("%.3g MB", per * w.l2Bytes * 1e-6)},
+      {"in-flight", per * inflight, fmt("%.0f KB in flight per wave", inflightBytes / 1024)},
+      {"shared", per * shared, fmt("%.3g MB per unit", smemPerUnit * 1e-6)},
+      {"latency", per * lat, fmt("%.0f serial load rounds per block", double(w.serialSteps))},
+      {"launch", launch, fmt("%.0f launch(es)", per)},
+  };
+  double maxT = 0, sum = 0;
+  std::string name;
+  for (size_t i = 0; i + 1 < e.terms.size(); ++i) {
+    sum += e.terms[i].us;
+    if (e.terms[i].us > maxT) {
+      maxT = e.terms[i].us;
+      name = e.terms[i].name;
+    }
+  }
+  e.timeUs = maxT + kOverlapShare * (sum - maxT) + launch;
+  if (name == "compute" || name == "shared") e.bound = "compute";
+  else if (name == "dram" || name == "l2") e.bound = "memory";
+  else e.bound = "latency";  // in-flight and serial latency: not enough work in flight
+  if (launch > maxT) e.bound = "launch";
+  return e;
+}
+
+}  // namespace tessera::costmodel

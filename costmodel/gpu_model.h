@@ -1,0 +1,87 @@
+// Owns the analytic performance model of one GPU kernel launch (design.md §10, issue 13): a
+// kernel's work described in the model's terms (blocks, threads, resources, FLOPs, traffic at each
+// level, serial steps), turned into a predicted time on a TargetDesc with the bound that decides
+// it (compute, memory, latency, launch) and every term behind it. Family adapters describe
+// Tessera's kernels (search/estimate.h) and other tuners' kernels (the validation bench) in these
+// terms; the model itself knows nothing of knobs. MLIR-free and cheap: the search ranks whole
+// spaces with it.
+//
+// The terms, per launch:
+//   occupancy  resident blocks per SM/CU from warps, registers (granules), shared memory/LDS and
+//              the block limit (the vendor's register file rules: unified VGPR/AGPR on CDNA);
+//   waves      blocks over units x resident blocks; the last wave's share (wave quantization);
+//   compute    FLOPs at the pipe's per-unit rate (FMA or matrix cores, the instruction's share of
+//              the dtype's peak), scaled by issue efficiency (math among the instructions) and by
+//              latency hiding (independent work in flight per scheduler);
+//   memory     DRAM bytes over the bandwidth, SM<->L2 bytes over the L2 bandwidth, and bytes in
+//              flight over the memory latency (Little's law: too few loads in flight cannot reach
+//              the bandwidth);
+//   shared     shared-memory/LDS bytes over its per-unit bandwidth (128 B per clock);
+//   latency    serial dependent global-load rounds per block, overlapped by pipeline stages and by
+//              the other resident blocks;
+//   launch     a fixed cost per launch.
+// time = the largest term + 10 % of the others (they overlap well, not perfectly) + launch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "targets/target_desc.h"
+
+namespace tessera::costmodel {
+
+// The estimator's name and version, stored with every estimated record. Bump it when the model
+// changes what it predicts: records of an older model are then re-estimated, not trusted.
+inline constexpr const char* kGpuModelName = "analytic-v1";
+
+// One launch in the model's terms (the adapter fills it from a kernel and its config).
+struct GpuWorkload {
+  std::string what;             // short description for the report ("mma.sync 128x128x32, 8 warps")
+  int64_t blocks = 1;           // blocks of one launch
+  int64_t launches = 1;         // identical launches (e.g. one per batch)
+  int64_t threadsPerBlock = 1;
+  // Resources: from the compiler's report when known, else the adapter's estimate.
+  int regsPerThread = 32;
+  int64_t smemPerBlock = 0;
+  int blocksPerUnit = 0;        // 0: derived here from threads, registers and shared memory
+  // Compute.
+  double flopsPerBlock = 0;     // executed FLOPs (padding included)
+  bool matrixCores = false;     // the pipe: matrix cores (MMA/MFMA) or the FMA pipes
+  double pipePeakGflops = 0;    // chip-wide peak of that pipe for this kernel's dtype and instruction
+  double issueEfficiency = 1;   // share of issued instructions that are the math
+  double independentOps = 1;    // independent math ops per warp in flight (ILP), for latency hiding
+  // Memory.
+  double dramBytes = 0;         // DRAM traffic of one launch (compulsory plus what misses L2)
+  double l2Bytes = 0;           // SM <-> L2 traffic of one launch (every block's loads and stores)
+  double bytesInFlightPerThread = 0;  // global bytes a thread has outstanding at once
+  double smemBytesPerBlock = 0; // shared memory / LDS traffic per block
+  // Latency.
+  int64_t serialSteps = 1;      // dependent global-load rounds per block
+  int stages = 1;               // buffers in flight: steps overlap stages - 1 loads
+};
+
+struct GpuEstimate {
+  double timeUs = 0;
+  std::string bound;  // compute | memory | latency | launch
+  struct Term {
+    std::string name;  // compute, dram, l2, in-flight, shared, latency, launch
+    double us = 0;
+    std::string detail;
+  };
+  std::vector<Term> terms;  // in the order above
+  int blocksPerUnit = 0;
+  bool fits = true;  // false: not one block fits on a unit (the time is then ranked as if one did)
+  std::string occupancyLimiter;
+  double occupancy = 0;       // resident warps / the unit's maximum
+  int64_t waves = 0;
+  double waveEfficiency = 0;  // blocks / (waves x units x blocksPerUnit)
+};
+
+GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t);
+
+// Resident blocks per SM/CU and what limits them (threads, registers, shared memory, blocks),
+// by the target's data and its vendor's allocation rules.
+int residentBlocks(const GpuWorkload& w, const TargetDesc& t, std::string* limiter = nullptr);
+
+}  // namespace tessera::costmodel

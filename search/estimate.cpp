@@ -1,0 +1,284 @@
+// Owns the family adapters of the analytic GPU model: GEMM, attention and elementwise configs in
+// the model's terms, as the code generator builds them (codegen/gpu_gemm.cpp, gpu_attention.cpp,
+// gpu_elementwise.cpp).
+#include "search/estimate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "codegen/gpu_backend.h"
+#include "ir/families.h"
+
+namespace tessera::search {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / std::max<int64_t>(b, 1); }
+int64_t roundUp(int64_t v, int64_t m) { return ceilDiv(v, m) * m; }
+std::string str(int64_t v) { return std::to_string(v); }
+
+// FMA-equivalent operations of one element of an elementwise expression: loads and index
+// arithmetic are free, a transcendental costs its polynomial (as the code generator expands it).
+double opCost(const ir::ExprRef& e) {
+  if (!e) return 0;
+  double c = 0;
+  switch (e->op) {
+    case ir::Op::FConst: case ir::Op::IConst: case ir::Op::Var: case ir::Op::Load: return 0;
+    case ir::Op::Exp: case ir::Op::Log: case ir::Op::Tanh: case ir::Op::Sigmoid: case ir::Op::Silu:
+      c = 12; break;
+    case ir::Op::Gelu: case ir::Op::GeluErf: case ir::Op::Erf: c = 20; break;
+    case ir::Op::Div: case ir::Op::Sqrt: case ir::Op::Rsqrt: c = 8; break;
+    case ir::Op::Cast: c = 0.5; break;
+    default: c = 1;
+  }
+  for (const auto& a : e->args) c += opCost(a);
+  return c;
+}
+
+// Resources: the compiler's report when there is one (exact registers, shared memory, resident
+// blocks), else the workload's own guesses.
+void applyResources(costmodel::GpuWorkload& w, const codegen::ResourceReport* r) {
+  if (!r) return;
+  int regs = r->vendor == Vendor::Amd ? r->vgprs + r->agprs : r->registers;
+  if (regs > 0) w.regsPerThread = regs;
+  if (r->sharedBytes > 0) w.smemPerBlock = r->sharedBytes;
+  if (r->blocksPerUnit > 0) w.blocksPerUnit = r->blocksPerUnit;
+}
+
+// DRAM traffic of a kernel whose blocks re-read shared operand panels: each wave's working set
+// comes from DRAM once when it fits in L2 (plus what stays resident across waves), else the
+// re-reads miss too.
+double dramWithL2(double unique, double l2Traffic, double waveWorkingSet, double l2) {
+  if (l2 > 0 && waveWorkingSet <= l2) return std::min(l2Traffic, unique);
+  double miss = l2 > 0 ? 1.0 - l2 / waveWorkingSet : 1.0;
+  return std::min(l2Traffic, unique + miss * std::max(0.0, l2Traffic - unique));
+}
+
+Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                              const codegen::ResourceReport* res) {
+  TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
+  TESSERA_ASSIGN(std::string strategy, c.getStr("strategy"));
+  TESSERA_ASSIGN(int64_t BM, c.getInt("BM"));
+  TESSERA_ASSIGN(int64_t BN, c.getInt("BN"));
+  TESSERA_ASSIGN(int64_t BK, c.getInt("BK"));
+  TESSERA_ASSIGN(int64_t TM, c.getInt("TM"));
+  TESSERA_ASSIGN(int64_t TN, c.getInt("TN"));
+  TESSERA_ASSIGN(int64_t VEC, c.getInt("VEC"));
+  TESSERA_ASSIGN(int64_t ST, c.getInt("STAGES"));
+  if (BM <= 0 || BN <= 0 || BK <= 0 || TM <= 0 || TN <= 0 || BM % TM || BN % TN)
+    return makeError(ErrorCode::InvalidConfig, "gemm estimate: inconsistent tiles " + c.str());
+  const int64_t bytes = ir::byteSize(g.inType);
+  const int64_t Mp = roundUp(g.m, BM), Np = roundUp(g.n, BN), Kp = roundUp(g.k, BK);
+  const bool mma = strategy == "mma";
+  if (VEC <= 0) return makeError(ErrorCode::InvalidConfig, "gemm estimate: VEC must be positive");
+  KernelEstimate e;
+  costmodel::GpuWorkload& w = e.workload;
+  w.blocks = (Mp / BM) * (Np / BN);
+  w.launches = std::max<int64_t>(g.batch, 1);
+  const int64_t tiles = (BM / TM) * (BN / TN);  // threads (simt) or warps (mma)
+  w.threadsPerBlock = mma ? tiles * t.warpSize : tiles;
+  const int64_t warps = ceilDiv(w.threadsPerBlock, t.warpSize);
+  w.smemPerBlock = ST * (BM * BK + BK * BN) * bytes;
+  w.flopsPerBlock = 2.0 * double(BM) * double(BN) * double(Kp);
+  // Global->shared copies per thread per K step: VEC elements each (global load + shared store).
+  const double copies = double(BM * BK + BK * BN) / double(VEC) / double(std::max<int64_t>(w.threadsPerBlock, 1));
+  std::string mmaName = "none (FMA pipes)";
+  if (mma) {
+    TESSERA_ASSIGN(const codegen::GpuBackend* backend, codegen::gpuBackendFor(t));
+    auto path = backend->gemmMma(g.inType, t);
+    if (!path) return makeError(ErrorCode::InvalidConfig, t.name + " has no matrix path for these operands");
+    w.matrixCores = true;
+    w.pipePeakGflops = t.computePeakGflops(g.inType) * path->shape.peakShare;
+    // Per warp and 16-deep k slice: the MMAs, their fragment loads (ldmatrix) and the warp's share
+    // of the tile copies (two instructions per copy, issued per thread = per warp instruction).
+    const double mmas = double(TM / 16) * double(TN / path->shape.n);
+    const double loads = double(TM / 16) + double(std::max<int64_t>(TN / 16, 1));
+    const double copyInstr = 2.0 * copies * 16.0 / double(BK);
+    w.issueEfficiency = mmas / (mmas + 0.5 * loads + 0.25 * copyInstr);
+    w.independentOps = mmas;
+    w.regsPerThread = int(TM * TN / t.warpSize + (TM / 16) * 4 + (TN / 8) * 2 + 40);
+    mmaName = path->kind + " m" + str(path->shape.m) + "n" + str(path->shape.n) + "k" + str(path->shape.k);
+    // ldmatrix-style fragment loads: each warp reads its A rows and B columns once per k.
+    w.smemBytesPerBlock = double(Kp) * (double(warps) * double(TM + TN) * bytes + double(BM + BN) * bytes);
+  } else {
+    w.pipePeakGflops = t.peakGflopsF32;
+    w.issueEfficiency = double(TM * TN) / (double(TM * TN + TM + TN + 2) + 2.0 * copies / double(BK));
+    w.independentOps = double(TM * TN);
+    w.regsPerThread = int(TM * TN + TM + TN + 24);
+    // Per k a warp reads TM broadcast A values and TN rows of B values: one 128-byte wavefront each.
+    w.smemBytesPerBlock = double(Kp) * (double(warps) * double(TM + TN) * 128 + double(BM + BN) * bytes);
+  }
+  // Global traffic: every block loads its A and B panels, writes its C tile (f32 workspace, then
+  // the epilogue's read of it and the output's write).
+  const double outBytes = double(ir::byteSize(g.outType));
+  w.l2Bytes = double(w.blocks) * (double(BM + BN) * double(Kp) * bytes + double(BM * BN) * (8 + outBytes));
+  const double A = double(Mp * Kp * bytes), B = double(Kp * Np * bytes), C = double(Mp * Np) * (8 + outBytes);
+  // Blocks start x-fastest over N: a wave holds `rows` block rows and `cols` block columns.
+  int bpu = res && res->blocksPerUnit > 0 ? res->blocksPerUnit : costmodel::residentBlocks(w, t);
+  const double perWave = double(std::max(t.units, 1)) * std::max(bpu, 1);
+  const double gridX = double(Np / BN);
+  const double cols = std::min(perWave, gridX), rows = std::ceil(perWave / gridX);
+  const double working = rows * BM * Kp * bytes + (B <= double(t.l2Bytes_gpu) / 2 ? B : cols * BN * Kp * bytes);
+  w.dramBytes = dramWithL2(A + B + C, w.l2Bytes, working, double(t.l2Bytes_gpu));
+  w.bytesInFlightPerThread = double(BM * BK + BK * BN) * bytes / double(w.threadsPerBlock) * std::max<int64_t>(ST - 1, 1);
+  w.serialSteps = Kp / BK;
+  w.stages = int(ST);
+  applyResources(w, res);
+  w.what = mma ? mmaName + ", block " + str(BM) + "x" + str(BN) + "x" + str(BK) + ", " + str(warps) + " warps"
+               : "simt, block " + str(BM) + "x" + str(BN) + "x" + str(BK) + ", " + str(w.threadsPerBlock) + " threads";
+  e.facts = {{"strategy", mma ? "matrix cores" : "FMA pipes (simt)"},
+             {"block tile", str(BM) + "x" + str(BN) + "x" + str(BK) + " (MxNxK)"},
+             {mma ? "warp tile" : "thread tile", str(TM) + "x" + str(TN)},
+             {"K step", str(BK)},
+             {"stages", str(ST) + (ST > 1 ? " (cp.async pipeline)" : " (synchronous copies)")},
+             {"vector width", str(VEC) + " x " + std::string(ir::typeName(g.inType)) + " (" + str(VEC * bytes) + " B copies)"},
+             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + " " + (t.vendor == Vendor::Amd ? "waves" : "warps") + " of " + str(t.warpSize) + ")"},
+             {"MMA", mmaName},
+             {"grid", str(w.blocks) + " blocks" + (w.launches > 1 ? " x " + str(w.launches) + " launches" : "")}};
+  return e;
+}
+
+Expected<KernelEstimate> attention(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                   const codegen::ResourceReport* res) {
+  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
+  const ir::AttentionSpec& a = info.spec;
+  TESSERA_ASSIGN(int64_t BQ, c.getInt("BQ"));
+  TESSERA_ASSIGN(int64_t BK, c.getInt("BK"));
+  TESSERA_ASSIGN(int64_t DS, c.getInt("DSPLIT"));
+  if (BQ <= 0 || BK <= 0 || DS <= 0) return makeError(ErrorCode::InvalidConfig, "attention estimate: bad config " + c.str());
+  const int64_t D = a.head_dim, Sq = a.seq_q, Skv = a.seq_kv > 0 ? a.seq_kv : a.seq_q;
+  const int64_t H = a.heads, Hkv = a.heads_kv > 0 ? a.heads_kv : a.heads, B = std::max<int64_t>(a.batch, 1);
+  const int64_t bytes = ir::byteSize(a.dtype);
+  const int64_t qBlocks = ceilDiv(Sq, BQ), kvBlocks = ceilDiv(Skv, BK);
+  // Key blocks visited per query block, averaged: causal masks skip those right of the diagonal.
+  double visited = double(kvBlocks);
+  if (a.causal) {
+    double sum = 0;
+    const int64_t off = Skv - Sq;
+    for (int64_t qb = 0; qb < qBlocks; ++qb) {
+      int64_t lastKey = std::min(Skv - 1, std::min(Sq, (qb + 1) * BQ) - 1 + off);
+      sum += lastKey < 0 ? 0 : double(lastKey / BK + 1);
+    }
+    visited = sum / double(qBlocks);
+  }
+  KernelEstimate e;
+  costmodel::GpuWorkload& w = e.workload;
+  w.blocks = B * H * qBlocks;
+  w.threadsPerBlock = BQ * DS;
+  const int64_t warps = ceilDiv(w.threadsPerBlock, t.warpSize);
+  w.smemPerBlock = 2 * BK * D * bytes + BQ * D * 4 + 2 * BQ * DS * 4 + (DS > 1 ? DS * BQ * BK * 4 : 0);
+  w.regsPerThread = int(2 * BK + 48 + 2 * ceilDiv(D, DS));
+  // Per visited key and query row: D FMAs for the score, D for P.V, and the online softmax with
+  // our exp2 polynomial (~15 operations).
+  w.flopsPerBlock = visited * double(BK) * double(BQ) * (4.0 * double(D) + 30);
+  w.pipePeakGflops = t.peakGflopsF32;
+  // Each FMA reads its K or V element from shared memory, four per 16-byte load.
+  w.issueEfficiency = 1.0 / (1.0 + 0.25 + 0.1 * DS);
+  w.independentOps = double(std::min<int64_t>(BK, 8));
+  w.smemBytesPerBlock = visited * (2.0 * BK * D * bytes + double(warps) * 2.0 * BK * ceilDiv(D, DS) * 128.0 / 4 +
+                                   2.0 * BQ * D * 4 + (DS > 1 ? 2.0 * DS * BQ * BK * 4 : 0));
+  const double qo = double(BQ * D * bytes) * 2;
+  w.l2Bytes = double(w.blocks) * (qo + visited * double(BK * D * bytes) * 2);
+  const double unique = double(B * H * Sq * D * bytes) * 2 + double(B * Hkv * Skv * D * bytes) * 2;
+  int bpu = res && res->blocksPerUnit > 0 ? res->blocksPerUnit : costmodel::residentBlocks(w, t);
+  const double perWave = double(std::max(t.units, 1)) * std::max(bpu, 1);
+  // Concurrent blocks of one wave cover perWave / qBlocks heads, whose K and V must stay in L2;
+  // query heads of one GQA group share theirs.
+  const double headsInWave = std::max(1.0, perWave / double(qBlocks) / double(std::max<int64_t>(H / Hkv, 1)));
+  w.dramBytes = dramWithL2(unique, w.l2Bytes, headsInWave * double(Skv * D * bytes) * 2, double(t.l2Bytes_gpu));
+  w.bytesInFlightPerThread = double(2 * BK * D * bytes) / double(w.threadsPerBlock);
+  w.serialSteps = int64_t(std::ceil(visited));
+  w.stages = 1;
+  applyResources(w, res);
+  w.what = "flash (FMA pipes), " + str(BQ) + " query rows x " + str(BK) + " keys per step, " + str(w.threadsPerBlock) + " threads";
+  e.facts = {{"strategy", "FlashAttention-style, online softmax, FMA pipes"},
+             {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
+             {"head_dim split", str(DS) + " thread(s) per query row"},
+             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + " " + (t.vendor == Vendor::Amd ? "waves" : "warps") + " of " + str(t.warpSize) + ")"},
+             {"key blocks", a.causal ? "causal: " + std::to_string(int64_t(std::lround(visited))) + " of " + str(kvBlocks) + " visited on average"
+                                    : str(kvBlocks) + " per query block"},
+             {"MMA", "none (FMA pipes)"},
+             {"grid", str(w.blocks) + " blocks"}};
+  return e;
+}
+
+Expected<KernelEstimate> elementwise(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                     const codegen::ResourceReport* res) {
+  TESSERA_ASSIGN(ir::ElementwiseRegion r, ir::analyzeElementwise(k));
+  TESSERA_ASSIGN(int64_t TPB, c.getInt("TPB"));
+  TESSERA_ASSIGN(int64_t VW, c.getInt("VW"));
+  TESSERA_ASSIGN(int64_t EPT, c.getInt("EPT"));
+  TESSERA_ASSIGN(int64_t GRID, c.getInt("GRID"));
+  if (TPB <= 0 || VW <= 0 || EPT <= 0 || GRID < 0) return makeError(ErrorCode::InvalidConfig, "elementwise estimate: bad config " + c.str());
+  int64_t total = 1;
+  for (int64_t d : r.iter) total *= d;
+  const int64_t vectors = ceilDiv(total, VW), tile = TPB * EPT;
+  KernelEstimate e;
+  costmodel::GpuWorkload& w = e.workload;
+  int64_t steps = 1;
+  if (GRID == 0) {
+    w.blocks = ceilDiv(vectors, tile);
+  } else {
+    w.blocks = std::min(GRID * std::max(t.units, 1), ceilDiv(vectors, tile));
+    steps = ceilDiv(vectors, w.blocks * tile);
+  }
+  w.threadsPerBlock = TPB;
+  double ops = 0;
+  for (const auto& v : r.values) ops += opCost(v);
+  // Per element: the math plus a load per operand and a store per output, VW lanes per instruction.
+  double inBytesPerElem = 0;
+  for (const auto& op : r.operands) {
+    bool broadcast = std::count(op.dims.begin(), op.dims.end(), -1) > 0 || op.dims.size() < r.iter.size();
+    if (!broadcast) inBytesPerElem += double(ir::byteSize(op.dtype));
+  }
+  const double memInstr = double(r.operands.size() + r.outputs.size()) / double(VW);
+  w.flopsPerBlock = double(tile * VW * steps) * std::max(ops, 1.0) * 2;
+  w.pipePeakGflops = t.peakGflopsF32;
+  w.issueEfficiency = std::max(ops, 1.0) / (std::max(ops, 1.0) + memInstr + 2.0 / double(VW));
+  w.independentOps = double(EPT * VW);
+  w.regsPerThread = int(16 + EPT * VW * int64_t(r.operands.size() + r.outputs.size()));
+  w.dramBytes = ir::kernelBytes(k);
+  w.l2Bytes = w.dramBytes;
+  w.bytesInFlightPerThread = double(EPT * VW) * std::max(inBytesPerElem, 1.0);
+  w.serialSteps = steps;
+  w.stages = 1;
+  applyResources(w, res);
+  w.what = str(TPB) + " threads x " + str(EPT) + " vectors of " + str(VW) + (GRID ? ", grid-stride " + str(GRID) + " blocks per unit" : "");
+  e.facts = {{"threads", str(TPB) + " per block"},
+             {"vector width", str(VW) + " lanes"},
+             {"vectors per thread", str(EPT)},
+             {"grid", GRID ? str(w.blocks) + " blocks (" + str(GRID) + " per unit), " + str(steps) + " grid-stride steps"
+                           : str(w.blocks) + " blocks, one tile each"},
+             {"MMA", "none"}};
+  return e;
+}
+
+}  // namespace
+
+Expected<KernelEstimate> estimateKernel(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                        const codegen::ResourceReport* resources) {
+  if (!t.isGpu()) return makeError(ErrorCode::Unsupported, "the analytic model describes GPU targets, not " + t.name);
+  Expected<KernelEstimate> e = makeError(ErrorCode::Internal, "unknown family");
+  switch (k.family) {
+    case ir::Family::Gemm: e = gemm(k, c, t, resources); break;
+    case ir::Family::Attention: e = attention(k, c, t, resources); break;
+    case ir::Family::Elementwise: e = elementwise(k, c, t, resources); break;
+  }
+  if (!e.ok()) return e;
+  e->flops = ir::kernelFlops(k);
+  e->bytes = ir::kernelBytes(k);
+  e->model = costmodel::estimateLaunch(e->workload, t);
+  return e;
+}
+
+std::function<std::optional<double>(const ir::Config&)> estimatePrior(const ir::Kernel& k, const TargetDesc& t) {
+  auto kernel = std::make_shared<ir::Kernel>(k);
+  return [kernel, t](const ir::Config& c) -> std::optional<double> {
+    auto e = estimateKernel(*kernel, c, t);
+    if (!e.ok() || !e->model.fits) return std::nullopt;  // ranked last: the compiler would reject it
+    return e->model.timeUs;
+  };
+}
+
+}  // namespace tessera::search
