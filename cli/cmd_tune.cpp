@@ -1,7 +1,6 @@
 // Owns `tessera tune` (search for the fastest config of one kernel on the host, store every
 // measured candidate, share the winner) and `tessera best` (the stored winner, without tuning).
 // Environment variables are read here, at the edge: TESSERA_CACHE_URL, TESSERA_TOKEN, USER.
-#include <pwd.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -18,12 +17,12 @@
 #include "cli/commands.h"
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
+#include "cli/tune_common.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/features.h"
 #include "ir/families.h"
 #include "codegen/gpu.h"
 #include "costmodel/gpu_model.h"
-#include "search/device_measurer.h"
 #include "search/estimate.h"
 #include "search/protocol_measurer.h"
 #include "search/tune_session.h"
@@ -33,7 +32,6 @@
 #include "search/tuner.h"
 #include "search/warm_start.h"
 #include "support/progress.h"
-#include "support/strings.h"
 
 namespace tessera::cli {
 
@@ -79,38 +77,6 @@ struct TuneFlags {
   uint64_t seed = 0;
   bool resume = false, force = false, json = false, noWarmStart = false;
 };
-
-std::string envOr(const char* name, const std::string& def) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : def;
-}
-
-search::ProvenanceInputs provenanceInputs() {
-  search::ProvenanceInputs p;
-  p.tesseraVersion = TESSERA_VERSION;
-  p.llvmVersion = "22";
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  p.host = host;
-  p.user = envOr("USER", "");
-  if (p.user.empty())
-    if (const passwd* pw = getpwuid(getuid())) p.user = pw->pw_name;
-  return p;
-}
-
-cache::CacheClientOptions clientOptions(const std::string& flag) {
-  cache::CacheClientOptions o;
-  o.base_url = flag.empty() ? envOr("TESSERA_CACHE_URL", "") : flag;
-  o.token = envOr("TESSERA_TOKEN", "");
-  return o;
-}
-
-std::string fmtDuration(double s) {
-  char b[32];
-  if (s >= 60) std::snprintf(b, sizeof b, "%dm%02ds", int(s / 60), int(s) % 60);
-  else std::snprintf(b, sizeof b, "%.0fs", s);
-  return b;
-}
 
 nlohmann::json trialJson(const search::TrialResult& r) {
   return {{"config", nlohmann::json::parse(r.config.toJson())},
@@ -158,58 +124,6 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
                 fmtTime(d->samples.median_us).c_str());
 }
 
-// Where a tune's candidates are measured: the host (forked children), a GPU of the target's
-// architecture (the device measurer), or the emulated device (`--device emulated`: the GPU
-// kernels' emulated form on this CPU, timings labelled and never stored).
-struct MeasureChoice {
-  std::unique_ptr<search::Measurer> measurer;
-  std::string where;      // for the report: "host", "NVIDIA H100 80GB HBM3 (sm_90)", "emulated sm_80"
-  bool emulated = false;
-  bool estimated = false; // the analytic model: nothing runs
-};
-
-MeasureChoice chooseMeasurer(const ir::Kernel& k, const TargetDesc& t, const TuneFlags& f,
-                             const search::MeasureSettings& ms) {
-  MeasureChoice c;
-  if (f.estimate) {
-    if (!t.isGpu()) fail("--estimate predicts GPU targets; the host is measured (drop --estimate)", 2);
-    if (!f.device.empty()) fail("--estimate runs nothing: drop --device", 2);
-    c.estimated = true;
-    c.where = std::string("the analytic model ") + costmodel::kGpuModelName + " (nothing runs)";
-    c.measurer = search::makeEstimateMeasurer(k, t);
-    return c;
-  }
-  if (!t.isGpu()) {
-    if (!f.device.empty()) fail("--device applies to GPU targets (the host measures on this CPU)", 2);
-    c.measurer = search::makeHostMeasurer(k, t, ms);
-    c.where = "host";
-    return c;
-  }
-  search::DeviceSettings d;
-  if (f.device == "emulated") {
-    d.emulated = true;
-    c.emulated = true;
-    c.where = "emulated " + t.name + " (this CPU)";
-    c.measurer = search::makeDeviceMeasurer(k, t, d, ms);
-    return c;
-  }
-  if (!f.device.empty()) {
-    auto idx = parseInt(f.device);
-    if (!idx || *idx < 0) fail("--device takes a device index (0, 1, ...) or 'emulated', got '" + f.device + "'", 2);
-    d.device = int(*idx);
-  }
-  auto attached = search::probeDevice(t, d.device);
-  if (!attached.ok()) {
-    if (attached.error().code == ErrorCode::InvalidArgument) fail(attached.error().message, 2);
-    fail("no " + t.name + " device here (" + attached.error().message + "): --estimate ranks " + t.name +
-             "'s space with the analytic model; --device emulated runs the tuning loop on this CPU",
-         2);
-  }
-  c.where = attached->name + " (" + attached->arch + ")";
-  c.measurer = search::makeDeviceMeasurer(k, t, d, ms);
-  return c;
-}
-
 void tuneCommand(const TuneFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
@@ -236,7 +150,9 @@ void tuneCommand(const TuneFlags& f) {
   search::MeasureSettings ms;
   ms.timeoutSec = f.timeout;
   ms.measure.minTimeSec = f.minTime;
-  MeasureChoice measure = chooseMeasurer(*k, *t, f, ms);
+  auto chosen = chooseMeasurer(*k, *t, f.device, f.estimate, ms);
+  if (!chosen.ok()) failWith(chosen.error());
+  MeasureChoice measure = std::move(*chosen);
   // An emulation's timings are no device's: kept in memory for this run, never stored or shared.
   Expected<std::unique_ptr<cache::RecordStore>> store =
       measure.emulated ? Expected<std::unique_ptr<cache::RecordStore>>(cache::makeMemoryStore()) : cache::openSqliteStore(f.db);
@@ -417,6 +333,14 @@ void bestCommand(const BestFlags& f) {
     auto near = (*store)->nearest(key, 3);
     if (near.ok()) nearest = *near;
   }
+  // Without a measured winner, the best stored estimate is shown, labelled: never as the winner.
+  std::optional<cache::Record> estimate;
+  if (!rec && store.ok()) {
+    auto all = search::listAll(**store, {.key_id = keyId});
+    if (all.ok())
+      for (const auto& r : *all)
+        if (r.status == cache::RecordStatus::Estimated && (!estimate || r.median_us < estimate->median_us)) estimate = r;
+  }
   if (f.json) {
     nlohmann::json j = {{"kernel", k->name}, {"key_id", keyId}};
     if (rec) {
@@ -425,6 +349,7 @@ void bestCommand(const BestFlags& f) {
     }
     for (const auto& n : nearest)
       j["nearest"].push_back({{"distance", n.distance}, {"record", nlohmann::json::parse(cache::encodeRecord(n.record))}});
+    if (estimate) j["estimate"] = nlohmann::json::parse(cache::encodeRecord(*estimate));
     std::printf("%s\n", j.dump(2).c_str());
     if (!rec) throw CLI::RuntimeError(3);
     return;
@@ -445,6 +370,10 @@ void bestCommand(const BestFlags& f) {
     return;
   }
   std::printf("no stored winner for %s on %s (key %.12s)\n", k->name.c_str(), t->name.c_str(), keyId.c_str());
+  if (estimate)
+    std::printf("  estimated (not measured): %s, %s predicted by %s, %s-bound; a measurement replaces it\n",
+                estimate->config.c_str(), fmtTime(estimate->median_us).c_str(), estimate->estimator.c_str(),
+                estimate->bound.c_str());
   for (const auto& n : nearest)
     std::printf("  nearest: shape %s (distance %.2f): %s, %s\n", cache::formatShape(n.record.key.shape).c_str(),
                 n.distance, n.record.config.c_str(), fmtTime(n.record.median_us).c_str());

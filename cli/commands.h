@@ -21,6 +21,7 @@ void addDemoCommand(CLI::App& app);     // tessera demo (the README's main job)
 void addTuneCommands(CLI::App& app);    // tessera tune / best
 void addSpaceCommand(CLI::App& app);    // tessera space (what tune searches)
 void addImportCommand(CLI::App& app);   // tessera import kerneltuner FILE
+void addCompareCommand(CLI::App& app);  // tessera compare (targets side by side)
 #endif
 
 }  // namespace tessera::cli

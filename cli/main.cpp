@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   tessera::cli::addTuneCommands(app);
   tessera::cli::addSpaceCommand(app);
   tessera::cli::addImportCommand(app);
+  tessera::cli::addCompareCommand(app);
 #endif
   try {
     app.parse(argc, argv);

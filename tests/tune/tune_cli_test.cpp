@@ -264,3 +264,49 @@ TEST(TuneCli, GpuTargetsWithoutADeviceAndOnTheEmulatedDevice) {
   Result hostDevice = run("tune --device emulated --trials 4 --db " + db + kernel);
   EXPECT_EQ(hostDevice.code, 2) << hostDevice.out;
 }
+
+// Estimating a GPU target nobody here has: records stored as estimated (model and bound), a rerun
+// finds them, `best` shows the estimate labelled (never as the winner: exit 3), and `compare`
+// prints both vendors side by side with why their choices differ. The host cannot be estimated.
+TEST(TuneCli, EstimatesGpuTargetsAndComparesThem) {
+  std::string db = testing::TempDir() + "/tune_est.db";
+  std::filesystem::remove(db);
+  const std::string kernel = " gemm --m 512 --n 384 --k 256 --dtype f16";
+  for (const char* target : {"sm_90", "gfx942"}) {
+    Result r = run(std::string("tune --target ") + target + " --estimate --trials 6 --db " + db + kernel);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("predicted, nothing ran"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("terms"), std::string::npos) << r.out;
+  }
+  auto recs = allRecords(db);
+  int estimated = 0;
+  for (const auto& r : recs) {
+    EXPECT_NE(r.status, tessera::cache::RecordStatus::Ok) << "an estimate stored as a measurement";
+    if (r.status == tessera::cache::RecordStatus::Estimated) {
+      ++estimated;
+      EXPECT_FALSE(r.estimator.empty());
+      EXPECT_TRUE(r.bound == "compute" || r.bound == "memory" || r.bound == "latency" || r.bound == "launch") << r.bound;
+      EXPECT_GT(r.median_us, 0);
+    }
+  }
+  EXPECT_GE(estimated, 2);
+  Result again = run("tune --target sm_90 --estimate --trials 6 --db " + db + kernel);
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("already estimated"), std::string::npos) << again.out;
+  Result best = run("best --target gfx942 --db " + db + kernel);
+  EXPECT_EQ(best.code, 3) << best.out;
+  EXPECT_NE(best.out.find("estimated (not measured)"), std::string::npos) << best.out;
+  Result cmp = run("compare --targets sm_90,gfx942 --db " + db + kernel);
+  ASSERT_EQ(cmp.code, 0) << cmp.out;
+  for (const char* want : {"sm_90 (NVIDIA", "gfx942 (AMD", "estimated (", "mma.sync m16n8k16", "mfma m16n16k16",
+                           "why they differ", "wavefronts of 64"})
+    EXPECT_NE(cmp.out.find(want), std::string::npos) << want << "\n" << cmp.out;
+  Result js = run("compare --json --targets sm_90,gfx942,host --db " + db + kernel);
+  ASSERT_EQ(js.code, 0) << js.out;
+  EXPECT_NE(js.out.find("\"source\": \"estimated\""), std::string::npos) << js.out;
+  EXPECT_NE(js.out.find("\"source\": \"none\""), std::string::npos) << js.out;  // the host: nothing stored
+  Result host = run("tune --estimate --trials 4 --db " + db + kernel);
+  EXPECT_EQ(host.code, 2) << host.out;
+  Result unknown = run("compare --targets sm_90,sm_12 --db " + db + kernel);
+  EXPECT_EQ(unknown.code, 2) << unknown.out;
+}

@@ -1,0 +1,216 @@
+// Owns `tessera compare`: one kernel's winners on several targets side by side (NVIDIA and AMD
+// tile choices, the host too): measured, else estimated (labelled), with resources, occupancy,
+// time, throughput, share of peak, the model's bound, and why the choices differ. `--tune N`
+// first tunes what is missing (on an attached device or the host) or estimates it (a GPU that is
+// not here).
+#include <cstdio>
+
+#include "cache_service/store.h"
+#include "cli/commands.h"
+#include "cli/kernel_flags.h"
+#include "cli/report.h"
+#include "cli/tune_common.h"
+#include "costmodel/gpu_model.h"
+#include "ir/families.h"
+#include "search/compare.h"
+#include "search/tune_session.h"
+#include "support/strings.h"
+
+namespace tessera::cli {
+
+namespace {
+
+struct CompareFlags {
+  KernelFlags kernel;
+  std::string targets = "sm_90,gfx942", db = "tessera.db", cache;
+  int tune = 0;
+  bool json = false;
+};
+
+const char* sourceName(search::CompareRow::Source s) {
+  switch (s) {
+    case search::CompareRow::Source::Measured: return "measured";
+    case search::CompareRow::Source::Estimated: return "estimated";
+    case search::CompareRow::Source::None: return "none";
+  }
+  return "none";
+}
+
+// Tunes (device or host) or estimates (a GPU not attached here) what has no record yet.
+void fillMissing(const ir::Kernel& k, const TargetDesc& t, cache::RecordStore& store, cache::CacheClient& client,
+                 const cache::Provenance& prov, int trials, bool json) {
+  search::MeasureSettings ms;
+  auto choice = chooseMeasurer(k, t, "", false, ms);
+  if (!choice.ok() && t.isGpu()) choice = chooseMeasurer(k, t, "", true, ms);  // no device: estimate
+  if (!choice.ok()) failWith(choice.error());
+  auto problem = search::tuneProblem(k, t);
+  if (!problem.ok()) failWith(problem.error());
+  search::SessionSettings ss;
+  ss.loop.trials = trials;
+  ss.loop.search.strategy = choice->estimated ? "ranked" : "evolutionary";
+  if (choice->estimated) ss.acceptEstimatesOf = costmodel::kGpuModelName;
+  search::SessionCallbacks cb;
+  cb.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
+  if (!json)
+    std::fprintf(stderr, "%s %s on %s: %d trials (%s)\n", choice->estimated ? "estimating" : "tuning", k.name.c_str(),
+                 t.name.c_str(), trials, choice->where.c_str());
+  auto r = search::runTuneSession(*problem, *choice->measurer, &store, &client, prov, ss, cb);
+  if (!r.ok()) failWith(r.error());
+  if (r->outcome == search::SessionResult::Outcome::NothingCorrect) {
+    std::string why;
+    for (const auto& [s, n] : r->statusCounts) why += " " + s + "=" + std::to_string(n);
+    std::fprintf(stderr, "tessera: warning: %s: no candidate produced a correct result (%d trials:%s)\n", t.name.c_str(),
+                 int(r->tune.trials.size()), why.c_str());
+  }
+}
+
+std::string cell(const search::CompareRow& r, const std::string& what, const ir::Kernel& k) {
+  const bool gpu = r.target.isGpu();
+  if (what == "winner") {
+    if (r.source == search::CompareRow::Source::None) return r.note.empty() ? "-" : "none";
+    std::string s = sourceName(r.source);
+    if (r.source == search::CompareRow::Source::Estimated && r.record) s += " (" + r.record->estimator + ")";
+    if (r.from != "local") s += " [shared cache]";
+    return s;
+  }
+  if (r.source == search::CompareRow::Source::None) return "";
+  if (what == "config") return r.config.str();
+  if (what == "time") return fmtTime(r.timeUs) + (r.source == search::CompareRow::Source::Estimated ? " (predicted)" : "");
+  if (what == "throughput") {
+    std::string s = fmtThroughput(k, r.throughput);
+    char b[64];
+    std::snprintf(b, sizeof b, " (%.0f%% of peak)", 100 * r.peakFraction);
+    return s + b;
+  }
+  if (what == "bound") return r.bound;
+  if (what == "model vs measured" && gpu && r.source == search::CompareRow::Source::Measured && r.estimatedUs > 0) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%s predicted (%+.0f%%)", fmtTime(r.estimatedUs).c_str(), 100 * (r.estimatedUs / r.timeUs - 1));
+    return b;
+  }
+  if (r.resources) {
+    const auto& res = *r.resources;
+    char b[160];
+    if (what == "registers") {
+      if (res.vendor == Vendor::Amd) std::snprintf(b, sizeof b, "%d VGPR + %d AGPR, %d SGPR", res.vgprs, res.agprs, res.sgprs);
+      else std::snprintf(b, sizeof b, "%d per thread", res.registers);
+      return b;
+    }
+    if (what == "shared memory") {
+      std::snprintf(b, sizeof b, "%.1f KB %s", double(res.sharedBytes) / 1024, res.vendor == Vendor::Amd ? "LDS" : "smem");
+      return b;
+    }
+    if (what == "spills") return res.spills() ? "yes" : "none";
+    if (what == "occupancy") {
+      std::snprintf(b, sizeof b, "%d blocks, %.0f%% (%s)", res.blocksPerUnit, 100 * res.occupancy, res.limiter.c_str());
+      return b;
+    }
+  }
+  for (const auto& [n, v] : r.facts)
+    if (n == what) return v;
+  return "";
+}
+
+void compareCommand(const CompareFlags& f) {
+  auto k = buildKernel(f.kernel);
+  if (!k.ok()) failWith(k.error());
+  std::vector<TargetDesc> targets;
+  for (const auto& name : split(f.targets, ',')) {
+    std::string n(trim(name));
+    if (n.empty()) continue;
+    auto t = getTarget(n);
+    if (!t.ok()) failWith(t.error());
+    targets.push_back(*t);
+  }
+  if (targets.empty()) fail("--targets needs at least one target (e.g. sm_90,gfx942,host)", 2);
+  if (f.tune < 0) fail("--tune must be at least 0", 2);
+  auto store = cache::openSqliteStore(f.db);
+  if (!store.ok()) failWith(store.error());
+  cache::CacheClient client(clientOptions(f.cache));
+  cache::Provenance prov = search::provenanceFor(targets.front(), provenanceInputs());
+  auto cmp = search::compareTargets(*k, targets, store->get(), &client, prov);
+  if (!cmp.ok()) failWith(cmp.error());
+  if (f.tune > 0) {
+    bool filled = false;
+    for (const auto& row : cmp->rows)
+      if (row.source == search::CompareRow::Source::None) {
+        fillMissing(*k, row.target, **store, client, search::provenanceFor(row.target, provenanceInputs()), f.tune, f.json);
+        filled = true;
+      }
+    if (filled) cmp = search::compareTargets(*k, targets, store->get(), &client, prov);
+    if (!cmp.ok()) failWith(cmp.error());
+  }
+  const std::vector<std::string> attrs = {"winner",       "config",       "time",        "throughput",
+                                          "bound",        "model vs measured", "strategy", "block tile",
+                                          "warp tile",    "thread tile",  "K step",      "stages",
+                                          "vector width", "threads",      "MMA",         "grid",         "waves",
+                                          "registers",    "shared memory", "spills",     "occupancy"};
+  if (f.json) {
+    nlohmann::json j = {{"kernel", cmp->kernel}, {"why", cmp->why}};
+    for (const auto& r : cmp->rows) {
+      nlohmann::json row = {{"target", r.target.name}, {"model", r.target.model}, {"source", sourceName(r.source)}};
+      if (!r.note.empty()) row["note"] = r.note;
+      for (const auto& a : attrs)
+        if (auto v = cell(r, a, *k); !v.empty()) row["facts"][a] = v;
+      if (r.source != search::CompareRow::Source::None) {
+        row["config"] = nlohmann::json::parse(r.config.toJson());
+        row["time_us"] = r.timeUs;
+        row[ir::isComputeBound(*k) ? "gflops" : "gbps"] = r.throughput;
+        row["peak_fraction"] = r.peakFraction;
+        if (!r.bound.empty()) row["bound"] = r.bound;
+        if (r.estimatedUs > 0) row["estimated_us"] = r.estimatedUs;
+        if (r.record) row["record"] = nlohmann::json::parse(cache::encodeRecord(*r.record));
+      }
+      j["targets"].push_back(row);
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  // Side by side: one column per target.
+  std::printf("%s\n\n", cmp->kernel.c_str());
+  const int w0 = 18, w = 44;
+  std::printf("%-*s", w0, "");
+  for (const auto& r : cmp->rows) std::printf(" %-*s", w, (r.target.name + " (" + r.target.model + ")").substr(0, w).c_str());
+  std::printf("\n");
+  for (const auto& a : attrs) {
+    std::vector<std::string> cells;
+    bool any = false;
+    for (const auto& r : cmp->rows) {
+      cells.push_back(cell(r, a, *k));
+      any |= !cells.back().empty();
+    }
+    if (!any) continue;
+    // A value longer than its column continues on the next lines of that column.
+    size_t lines = 1;
+    for (const auto& c : cells) lines = std::max(lines, (c.size() + w - 1) / size_t(w));
+    for (size_t l = 0; l < lines; ++l) {
+      std::printf("%-*s", w0, l == 0 ? a.c_str() : "");
+      for (const auto& c : cells) std::printf(" %-*s", w, c.size() > l * w ? c.substr(l * w, w).c_str() : "");
+      std::printf("\n");
+    }
+  }
+  for (const auto& r : cmp->rows)
+    if (!r.note.empty()) std::printf("\n%s: %s", r.target.name.c_str(), r.note.c_str());
+  if (!cmp->why.empty()) {
+    std::printf("\n\nwhy they differ\n");
+    for (const auto& y : cmp->why) std::printf("  - %s\n", y.c_str());
+  } else {
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+void addCompareCommand(CLI::App& app) {
+  auto f = std::make_shared<CompareFlags>();
+  auto* c = app.add_subcommand("compare", "one kernel's winners on several targets side by side (measured, else estimated)");
+  c->add_option("--targets", f->targets, "comma-separated targets, e.g. sm_90,gfx942,host")->capture_default_str();
+  c->add_option("--db", f->db, "local SQLite store")->capture_default_str();
+  c->add_option("--cache", f->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
+  c->add_option("--tune", f->tune,
+                "first tune what is missing with N trials (a GPU not attached here: estimate its space's top N)");
+  c->add_flag("--json", f->json, "machine-readable output");
+  addKernelSubcommands(c, &f->kernel, [f] { compareCommand(*f); });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,96 @@
+// Owns the CLI's shared tuning plumbing: provenance, cache client options, measurer choice.
+#include "cli/tune_common.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "costmodel/gpu_model.h"
+#include "search/device_measurer.h"
+#include "search/estimate.h"
+#include "support/strings.h"
+
+namespace tessera::cli {
+
+namespace {
+
+std::string envOr(const char* name, const std::string& def) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : def;
+}
+
+Error bad(const std::string& m) { return makeError(ErrorCode::InvalidArgument, m); }
+
+}  // namespace
+
+search::ProvenanceInputs provenanceInputs() {
+  search::ProvenanceInputs p;
+  p.tesseraVersion = TESSERA_VERSION;
+  p.llvmVersion = "22";
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  p.host = host;
+  p.user = envOr("USER", "");
+  if (p.user.empty())
+    if (const passwd* pw = getpwuid(getuid())) p.user = pw->pw_name;
+  return p;
+}
+
+cache::CacheClientOptions clientOptions(const std::string& flag) {
+  cache::CacheClientOptions o;
+  o.base_url = flag.empty() ? envOr("TESSERA_CACHE_URL", "") : flag;
+  o.token = envOr("TESSERA_TOKEN", "");
+  return o;
+}
+
+std::string fmtDuration(double s) {
+  char b[32];
+  if (s >= 60) std::snprintf(b, sizeof b, "%dm%02ds", int(s / 60), int(s) % 60);
+  else std::snprintf(b, sizeof b, "%.0fs", s);
+  return b;
+}
+
+Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t, const std::string& device,
+                                       bool estimate, const search::MeasureSettings& ms) {
+  MeasureChoice c;
+  if (estimate) {
+    if (!t.isGpu()) return bad("--estimate predicts GPU targets; the host is measured (drop --estimate)");
+    if (!device.empty()) return bad("--estimate runs nothing: drop --device");
+    c.estimated = true;
+    c.where = std::string("the analytic model ") + costmodel::kGpuModelName + " (nothing runs)";
+    c.measurer = search::makeEstimateMeasurer(k, t);
+    return c;
+  }
+  if (!t.isGpu()) {
+    if (!device.empty()) return bad("--device applies to GPU targets (the host measures on this CPU)");
+    c.measurer = search::makeHostMeasurer(k, t, ms);
+    c.where = "host";
+    return c;
+  }
+  search::DeviceSettings d;
+  if (device == "emulated") {
+    d.emulated = true;
+    c.emulated = true;
+    c.where = "emulated " + t.name + " (this CPU)";
+    c.measurer = search::makeDeviceMeasurer(k, t, d, ms);
+    return c;
+  }
+  if (!device.empty()) {
+    auto idx = parseInt(device);
+    if (!idx || *idx < 0) return bad("--device takes a device index (0, 1, ...) or 'emulated', got '" + device + "'");
+    d.device = int(*idx);
+  }
+  auto attached = search::probeDevice(t, d.device);
+  if (!attached.ok()) {
+    if (attached.error().code == ErrorCode::InvalidArgument) return attached.takeError();
+    return bad("no " + t.name + " device here (" + attached.error().message + "): --estimate ranks " + t.name +
+               "'s space with the analytic model; --device emulated runs the tuning loop on this CPU");
+  }
+  c.where = attached->name + " (" + attached->arch + ")";
+  c.measurer = search::makeDeviceMeasurer(k, t, d, ms);
+  return c;
+}
+
+}  // namespace tessera::cli

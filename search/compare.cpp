@@ -1,0 +1,200 @@
+// Owns the side-by-side comparison of one kernel's winners on several targets and the derived
+// "why they differ" lines.
+#include "search/compare.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "codegen/gpu_backend.h"
+#include "ir/families.h"
+#include "search/estimate.h"
+#include "search/records.h"
+#include "search/tune_session.h"
+
+namespace tessera::search {
+
+namespace {
+
+std::string num(double v, const char* f = "%.0f") {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+const std::string* fact(const CompareRow& r, const std::string& name) {
+  for (const auto& [n, v] : r.facts)
+    if (n == name) return &v;
+  return nullptr;
+}
+
+// The winner of one target: a measurement wins over an estimate; the local store over the
+// shared cache; among estimates, the fastest prediction.
+void findWinner(CompareRow& row, const cache::HardKey& key, cache::RecordStore* store, cache::CacheClient* client,
+                const cache::Provenance& current) {
+  const std::string keyId = cache::keyIdOf(key);
+  if (store) {
+    auto b = store->best(keyId);
+    if (b.ok() && *b) {
+      row.record = (*b)->record;
+      row.source = CompareRow::Source::Measured;
+      row.from = "local";
+      return;
+    }
+  }
+  if (client && client->enabled()) {
+    auto r = client->best(key, current, false);
+    if (r.kind == cache::LookupResult::Kind::Hit && r.record) {
+      row.record = r.record;
+      row.source = CompareRow::Source::Measured;
+      row.from = client->options().base_url;
+      return;
+    }
+  }
+  if (store) {
+    auto all = listAll(*store, {.key_id = keyId});
+    if (all.ok())
+      for (const auto& rec : *all)
+        if (rec.status == cache::RecordStatus::Estimated && (!row.record || rec.median_us < row.record->median_us))
+          row.record = rec;
+    if (row.record) {
+      row.source = CompareRow::Source::Estimated;
+      row.from = "local";
+    }
+  }
+}
+
+void describeHost(CompareRow& row) {
+  for (const auto& [k, v] : row.config.values) {
+    std::string s = std::holds_alternative<int64_t>(v) ? std::to_string(std::get<int64_t>(v)) : std::get<std::string>(v);
+    row.facts.push_back({k, s});
+  }
+}
+
+// Why the targets' choices differ: rules over the facts of every pair of GPU rows with winners.
+std::vector<std::string> whyTheyDiffer(const std::vector<CompareRow>& rows, const ir::Kernel& k) {
+  std::vector<std::string> out;
+  std::vector<const CompareRow*> gpus;
+  for (const auto& r : rows)
+    if (r.target.isGpu() && r.source != CompareRow::Source::None) gpus.push_back(&r);
+  for (size_t i = 0; i < gpus.size(); ++i)
+    for (size_t j = i + 1; j < gpus.size(); ++j) {
+      const CompareRow& a = *gpus[i];
+      const CompareRow& b = *gpus[j];
+      const TargetDesc& ta = a.target;
+      const TargetDesc& tb = b.target;
+      auto unitWord = [](const TargetDesc& t) { return t.vendor == Vendor::Amd ? "wavefronts" : "warps"; };
+      if (ta.warpSize != tb.warpSize) {
+        std::string s = ta.name + " schedules " + unitWord(ta) + " of " + std::to_string(ta.warpSize) + ", " + tb.name +
+                        " " + unitWord(tb) + " of " + std::to_string(tb.warpSize);
+        if (a.resources && b.resources)
+          s += ": the winners run " + std::to_string(a.resources->threadsPerBlock) + " threads (" +
+               std::to_string(a.resources->threadsPerBlock / std::max(ta.warpSize, 1)) + " " + unitWord(ta) + ") vs " +
+               std::to_string(b.resources->threadsPerBlock) + " (" +
+               std::to_string(b.resources->threadsPerBlock / std::max(tb.warpSize, 1)) + " " + unitWord(tb) + ") per block";
+        out.push_back(s);
+      }
+      const std::string* ma = fact(a, "MMA");
+      const std::string* mb = fact(b, "MMA");
+      if (ma && mb && *ma != *mb) {
+        std::string s = "matrix instructions: " + ta.name + " " + *ma + ", " + tb.name + " " + *mb;
+        const auto* pa = codegen::gpuBackend(ta.vendor);
+        const auto* pb = codegen::gpuBackend(tb.vendor);
+        auto path = [&](const codegen::GpuBackend* p, const TargetDesc& t) {
+          return p ? p->gemmMma(ir::kernelInputType(k), t) : std::nullopt;
+        };
+        auto xa = path(pa, ta), xb = path(pb, tb);
+        if (xa && xb && xa->tnMultiple != xb->tnMultiple)
+          s += " (warp tiles' N a multiple of " + std::to_string(xa->tnMultiple) + " vs " + std::to_string(xb->tnMultiple) + ")";
+        if (xa && xa->shape.peakShare < 1)
+          s += "; " + ta.name + "'s " + xa->kind + " sustains about " + num(100 * xa->shape.peakShare) + "% of its matrix peak";
+        if (xb && xb->shape.peakShare < 1)
+          s += "; " + tb.name + "'s " + xb->kind + " sustains about " + num(100 * xb->shape.peakShare) + "% of its matrix peak";
+        out.push_back(s);
+      }
+      if (ta.smemPerBlockOptIn != tb.smemPerBlockOptIn || ta.smemPerBlock != tb.smemPerBlock) {
+        std::string s = "on-chip memory per block: " + ta.name + " " + num(double(ta.smemPerBlock) / 1024) + " KB static (" +
+                        num(double(ta.smemPerBlockOptIn) / 1024) + " KB opt-in) shared memory, " + tb.name + " " +
+                        num(double(tb.smemPerBlock) / 1024) + " KB " + (tb.vendor == Vendor::Amd ? "LDS" : "shared memory");
+        if (a.resources && b.resources)
+          s += "; the winners use " + num(double(a.resources->sharedBytes) / 1024, "%.1f") + " KB vs " +
+               num(double(b.resources->sharedBytes) / 1024, "%.1f") + " KB";
+        out.push_back(s);
+      }
+      const std::string* sa = fact(a, "stages");
+      const std::string* sb = fact(b, "stages");
+      if (sa && sb && *sa != *sb) out.push_back("copy pipelines: " + ta.name + " " + *sa + ", " + tb.name + " " + *sb);
+      const std::string* ba = fact(a, "block tile");
+      const std::string* bb = fact(b, "block tile");
+      if (ba && bb && *ba != *bb) out.push_back("block tiles: " + ta.name + " " + *ba + ", " + tb.name + " " + *bb);
+      if (a.resources && b.resources && a.resources->limiter != b.resources->limiter)
+        out.push_back("occupancy: " + ta.name + " " + std::to_string(a.resources->blocksPerUnit) + " blocks per SM (limited by " +
+                      a.resources->limiter + "), " + tb.name + " " + std::to_string(b.resources->blocksPerUnit) +
+                      " per CU (limited by " + b.resources->limiter + ")");
+      if (ta.units != tb.units) {
+        std::string s = std::to_string(ta.units) + (ta.vendor == Vendor::Amd ? " CUs" : " SMs") + " vs " +
+                        std::to_string(tb.units) + (tb.vendor == Vendor::Amd ? " CUs" : " SMs");
+        const std::string* ga = fact(a, "waves");
+        const std::string* gb = fact(b, "waves");
+        if (ga && gb) s += ": waves of " + *ga + " on " + ta.name + ", " + *gb + " on " + tb.name;
+        out.push_back(s);
+      }
+      if (!a.bound.empty() && !b.bound.empty() && a.bound != b.bound)
+        out.push_back("the model finds " + ta.name + " " + a.bound + "-bound (" + num(ta.memBandwidthGBs / 1000, "%.2f") +
+                      " TB/s, " + num(ta.computePeakGflops(ir::kernelInputType(k)) / 1000) + " TFLOP/s) and " + tb.name + " " +
+                      b.bound + "-bound (" + num(tb.memBandwidthGBs / 1000, "%.2f") + " TB/s, " +
+                      num(tb.computePeakGflops(ir::kernelInputType(k)) / 1000) + " TFLOP/s)");
+    }
+  return out;
+}
+
+}  // namespace
+
+Expected<Comparison> compareTargets(const ir::Kernel& k, const std::vector<TargetDesc>& targets,
+                                    cache::RecordStore* store, cache::CacheClient* client,
+                                    const cache::Provenance& current) {
+  Comparison c;
+  c.kernel = k.name;
+  const bool compute = ir::isComputeBound(k);
+  for (const auto& t : targets) {
+    CompareRow row;
+    row.target = t;
+    findWinner(row, hardKeyFor(k, t), store, client, current);
+    if (!row.record) {
+      row.note = "no record: `tessera tune ... --target " + t.name + (t.isGpu() ? " --estimate`" : "`") + " or --tune N";
+      c.rows.push_back(std::move(row));
+      continue;
+    }
+    auto cfg = ir::Config::fromJson(row.record->config);
+    if (!cfg.ok()) {
+      row.note = "stored config does not parse: " + cfg.error().message;
+      row.source = CompareRow::Source::None;
+      c.rows.push_back(std::move(row));
+      continue;
+    }
+    row.config = *cfg;
+    row.timeUs = row.record->median_us;
+    row.throughput = compute ? row.record->gflops : row.record->gbps;
+    row.peakFraction = row.record->peak_fraction;
+    if (!t.isGpu()) {
+      describeHost(row);
+      c.rows.push_back(std::move(row));
+      continue;
+    }
+    auto bin = codegen::compileGpu(k, row.config, t, {.wantBinary = false});
+    if (bin.ok()) row.resources = bin->resources;
+    else row.note = "compile failed: " + bin.error().message;
+    auto e = estimateKernel(k, row.config, t, row.resources ? &*row.resources : nullptr);
+    if (e.ok()) {
+      row.facts = e->facts;
+      row.facts.push_back({"waves", std::to_string(e->model.waves) + " x " + std::to_string(e->model.blocksPerUnit) +
+                                        " block(s) per unit, " + num(100 * e->model.waveEfficiency) + "% filled"});
+      row.bound = e->model.bound;
+      row.estimatedUs = e->model.timeUs;
+    }
+    c.rows.push_back(std::move(row));
+  }
+  c.why = whyTheyDiffer(c.rows, k);
+  return c;
+}
+
+}  // namespace tessera::search

@@ -1,0 +1,148 @@
+// Tests the analytic estimates of Tessera's GPU kernels: every family and vendor gives a positive
+// time and a named bound; the model follows the kernels' structure (a causal mask skips about half
+// the key blocks, GQA shares K/V traffic, a larger problem never runs faster, a block that cannot
+// fit ranks last); the estimate measurer checks configs through ptxas / the AMDGPU backend and
+// marks its results estimated; the ranked strategy proposes legal configs best-predicted first.
+#include <gtest/gtest.h>
+
+#include "ir/builders.h"
+#include "search/estimate.h"
+#include "search/space.h"
+#include "search/strategy.h"
+
+using namespace tessera;
+using namespace tessera::search;
+
+namespace {
+
+ir::Kernel gemm(int64_t m, int64_t n, int64_t k, ir::ScalarType dt = ir::ScalarType::F16) {
+  ir::GemmSpec g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.dtype = dt;
+  return *ir::buildGemm(g);
+}
+
+ir::Kernel attention(bool causal, int64_t headsKv = 0) {
+  ir::AttentionSpec a;
+  a.heads = 16;
+  a.heads_kv = headsKv;
+  a.seq_q = 2048;
+  a.head_dim = 128;
+  a.causal = causal;
+  a.dtype = ir::ScalarType::F16;
+  return *ir::buildAttention(a);
+}
+
+KernelEstimate estimateDefault(const ir::Kernel& k, const std::string& target) {
+  const TargetDesc t = *getTarget(target);
+  auto space = makeSpace(k, t);
+  EXPECT_TRUE(space.ok());
+  auto e = estimateKernel(k, space->defaults(), t);
+  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+  return e.ok() ? *e : KernelEstimate{};
+}
+
+}  // namespace
+
+TEST(Estimate, EveryFamilyAndVendorHasATimeAndABound) {
+  ir::ElementwiseSpec ew;
+  ew.expr = "y = gelu(x + b)";
+  ew.shape = {4096, 4096};
+  ew.shapes["b"] = {4096};
+  ew.dtype = ir::ScalarType::F16;
+  const ir::Kernel kernels[] = {gemm(1024, 1024, 1024), attention(true, 4), *ir::buildElementwise(ew)};
+  for (const auto& k : kernels)
+    for (const char* target : {"sm_80", "sm_90", "gfx90a", "gfx942", "gfx1100"}) {
+      KernelEstimate e = estimateDefault(k, target);
+      EXPECT_GT(e.model.timeUs, 0) << k.name << " on " << target;
+      EXPECT_TRUE(e.model.bound == "compute" || e.model.bound == "memory" || e.model.bound == "latency" ||
+                  e.model.bound == "launch")
+          << e.model.bound;
+      EXPECT_FALSE(e.facts.empty());
+      EXPECT_GE(e.model.terms.size(), 5u);
+    }
+  // A bandwidth-bound chain is memory-bound on every GPU.
+  EXPECT_EQ(estimateDefault(kernels[2], "sm_90").model.bound, "memory");
+}
+
+TEST(Estimate, FollowsTheKernelsStructure) {
+  // Causal attention visits about half of the key blocks.
+  double full = estimateDefault(attention(false), "sm_90").workload.flopsPerBlock;
+  double causal = estimateDefault(attention(true), "sm_90").workload.flopsPerBlock;
+  EXPECT_GT(causal, 0.45 * full);
+  EXPECT_LT(causal, 0.60 * full);
+  // GQA: four query heads share one K/V head: less DRAM traffic.
+  EXPECT_LT(estimateDefault(attention(false, 4), "sm_90").workload.dramBytes,
+            estimateDefault(attention(false), "sm_90").workload.dramBytes);
+  // A larger problem is never predicted faster.
+  EXPECT_LT(estimateDefault(gemm(1024, 1024, 1024), "gfx942").model.timeUs,
+            estimateDefault(gemm(4096, 4096, 4096), "gfx942").model.timeUs);
+  // The matrix path on the table's f16 targets; FMA pipes for f32.
+  EXPECT_TRUE(estimateDefault(gemm(1024, 1024, 1024), "sm_90").workload.matrixCores);
+  EXPECT_FALSE(estimateDefault(gemm(1024, 1024, 1024, ir::ScalarType::F32), "sm_90").workload.matrixCores);
+}
+
+TEST(Estimate, ABlockThatCannotFitRanksLast) {
+  ir::Kernel k = gemm(4096, 4096, 4096);
+  const TargetDesc t = *getTarget("sm_90");
+  auto space = makeSpace(k, t);
+  ASSERT_TRUE(space.ok());
+  ir::Config big = space->defaults();
+  big.set("BM", int64_t(256));
+  big.set("BN", int64_t(256));
+  big.set("TM", int64_t(64));
+  big.set("TN", int64_t(64));
+  big.set("BK", int64_t(16));
+  big.set("STAGES", int64_t(1));
+  auto e = estimateKernel(k, big, t);
+  ASSERT_TRUE(e.ok());
+  EXPECT_FALSE(e->model.fits);  // 16 warps of ~200 registers: more than an SM's register file
+  auto prior = estimatePrior(k, t);
+  EXPECT_FALSE(prior(big).has_value());
+  EXPECT_TRUE(prior(space->defaults()).has_value());
+}
+
+TEST(Estimate, MeasurerChecksThroughTheCompilerAndMarksEstimates) {
+  ir::Kernel k = gemm(512, 384, 256);
+  for (const char* target : {"sm_90", "gfx942"}) {
+    const TargetDesc t = *getTarget(target);
+    auto space = makeSpace(k, t);
+    ASSERT_TRUE(space.ok());
+    auto m = makeEstimateMeasurer(k, t);
+    auto rs = m->measure({space->defaults()});
+    ASSERT_EQ(rs.size(), 1u);
+    EXPECT_EQ(rs[0].status, TrialStatus::Ok) << rs[0].message;
+    EXPECT_TRUE(rs[0].estimated);
+    EXPECT_FALSE(rs[0].estimator.empty());
+    EXPECT_FALSE(rs[0].bound.empty());
+    EXPECT_GT(rs[0].samples.median_us, 0);
+    EXPECT_GT(rs[0].compileSeconds, 0);  // it went through the compiler
+    auto again = m->remeasure({space->defaults()}, 3);
+    EXPECT_EQ(again[0].samples.median_us, rs[0].samples.median_us);  // a prediction does not drift
+  }
+}
+
+TEST(Estimate, RankedStrategyProposesLegalConfigsBestPredictedFirst) {
+  ir::Kernel k = gemm(1024, 1024, 1024);
+  const TargetDesc t = *getTarget("gfx942");
+  auto space = makeSpace(k, t);
+  ASSERT_TRUE(space.ok());
+  Prior prior = estimatePrior(k, t);
+  SearchSettings s;
+  s.strategy = "ranked";
+  auto strat = makeStrategy(s, *space, nullptr, nullptr, &prior);
+  ASSERT_TRUE(strat.ok()) << strat.error().message;
+  auto first = (*strat)->propose(8);
+  auto next = (*strat)->propose(8);
+  ASSERT_EQ(first.size(), 8u);
+  double worstFirst = 0, bestNext = 1e30;
+  for (const auto& c : first) {
+    EXPECT_FALSE(space->check(c)) << c.str();
+    worstFirst = std::max(worstFirst, prior(c).value_or(1e30));
+  }
+  for (const auto& c : next) bestNext = std::min(bestNext, prior(c).value_or(1e30));
+  EXPECT_LE(worstFirst, bestNext);
+  EXPECT_FALSE(makeStrategy(s, *space, nullptr, nullptr, nullptr).ok());  // ranked needs a prior
+}
