@@ -1,13 +1,18 @@
 // Runs GPU binaries on a real device through the dlopen'd CUDA / HIP runners and checks them
-// against the reference (ctest label `gpu`). Without a driver or a device every test skips.
+// against the reference, and tunes on it through the device measurer (events, L2 flush, a child
+// per candidate) with the analytic model as the search's prior (ctest label `gpu`). Without a
+// driver or a device every test skips.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "codegen/gpu_runner.h"
 #include "gpu_check.h"
 #include "ir/builders.h"
 #include "ir/reference.h"
+#include "search/device_measurer.h"
+#include "search/tune_session.h"
 
 using namespace tessera;
 using namespace tessera::ir;
@@ -69,4 +74,42 @@ void runOn(Vendor vendor) {
 }  // namespace
 
 TEST(GpuDevice, NvidiaBinariesMatchTheReference) { runOn(Vendor::Nvidia); }
+
+// A short tuning session on the attached device: every candidate is measured (or categorized), the
+// winner is correct, its time comes from device events, and an illegal config costs only itself.
+TEST(GpuDevice, TunesOnTheAttachedDevice) {
+  std::optional<TargetDesc> target;
+  for (const auto& n : knownTargets()) {
+    auto t = getTarget(n);
+    if (!t.ok() || !t->isGpu()) continue;
+    auto d = search::probeDevice(*t, 0);
+    if (d.ok()) {
+      target = *t;
+      break;
+    }
+  }
+  if (!target) GTEST_SKIP() << "no GPU of a table architecture attached";
+  GemmSpec g;
+  g.m = 1000;
+  g.n = 1000;
+  g.k = 1000;
+  g.dtype = ScalarType::F16;
+  Kernel k = *buildGemm(g);
+  auto problem = search::tuneProblem(k, *target);
+  ASSERT_TRUE(problem.ok()) << problem.error().message;
+  auto measurer = search::makeDeviceMeasurer(k, *target, {}, {});
+  search::SessionSettings s;
+  s.loop.trials = 12;
+  s.loop.topK = 3;
+  auto r = search::runTuneSession(*problem, *measurer, nullptr, nullptr, {}, s, {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->outcome, search::SessionResult::Outcome::Tuned);
+  const auto& best = *r->tune.best;
+  EXPECT_FALSE(best.emulated);
+  EXPECT_GT(best.samples.n, 0);
+  EXPECT_GT(best.gflops, 0);
+  EXPECT_LT(best.maxRelErr, 5e-2);
+  std::printf("[%s] best %s: %.1f us, %.1f TFLOP/s (%d trials)\n", target->name.c_str(), best.config.str().c_str(),
+              best.samples.median_us, best.gflops / 1e3, int(r->tune.trials.size()));
+}
 TEST(GpuDevice, AmdBinariesMatchTheReference) { runOn(Vendor::Amd); }
