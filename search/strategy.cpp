@@ -98,13 +98,12 @@ class RandomStrategy : public SearchStrategy {
   SearchState st_;
 };
 
-// The legal space (or a large uniform sample of it) in the prior's order, best first.
-class RankedStrategy : public SearchStrategy {
+// Proposes a fixed list of configs in order: `exhaustive` (the whole legal space) and `ranked`
+// (the legal space, or a large uniform sample of it, in the prior's order).
+class ListStrategy : public SearchStrategy {
  public:
-  RankedStrategy(const ir::Space& space, Prior prior, uint64_t seed, size_t limit)
-      : st_(space, seed), prior_(std::move(prior)), limit_(limit) {}
+  ListStrategy(const ir::Space& space, std::vector<ir::Config> order) : st_(space, 0), order_(std::move(order)) {}
   std::vector<ir::Config> propose(size_t n) override {
-    if (!ranked_) rank();
     std::vector<ir::Config> out;
     while (out.size() < n && next_ < order_.size()) {
       const ir::Config& c = order_[next_++];
@@ -113,52 +112,28 @@ class RankedStrategy : public SearchStrategy {
     return out;
   }
   void observe(const std::vector<TrialResult>& results) override { st_.observe(results); }
-  bool exhausted() const override { return ranked_ && next_ >= order_.size(); }
+  bool exhausted() const override { return next_ >= order_.size(); }
 
  private:
-  void rank() {
-    ranked_ = true;
-    std::vector<ir::Config> all;
-    if (auto listed = enumerateLegal(st_.space(), limit_)) all = std::move(*listed);
-    else all = st_.fresh(limit_);  // claimed by the draw: release them for proposing
-    std::vector<std::pair<double, size_t>> scored;
-    for (size_t i = 0; i < all.size(); ++i) {
-      auto p = prior_(all[i]);
-      scored.push_back({p ? *p : std::numeric_limits<double>::infinity(), i});
-    }
-    std::stable_sort(scored.begin(), scored.end());
-    SearchState fresh(st_.space(), 0);
-    for (const auto& r : st_.measured()) fresh.observe({r});
-    st_ = std::move(fresh);
-    for (const auto& [score, i] : scored) order_.push_back(all[i]);
-  }
   SearchState st_;
-  Prior prior_;
-  size_t limit_;
-  bool ranked_ = false;
   std::vector<ir::Config> order_;
   size_t next_ = 0;
 };
 
-class ExhaustiveStrategy : public SearchStrategy {
- public:
-  ExhaustiveStrategy(const ir::Space& space, std::vector<ir::Config> all) : st_(space, 0), all_(std::move(all)) {}
-  std::vector<ir::Config> propose(size_t n) override {
-    std::vector<ir::Config> out;
-    while (out.size() < n && next_ < all_.size()) {
-      const ir::Config& c = all_[next_++];
-      if (st_.claim(c)) out.push_back(c);
-    }
-    return out;
+std::vector<ir::Config> rankByPrior(const ir::Space& space, const Prior& prior, uint64_t seed, size_t limit) {
+  std::vector<ir::Config> all;
+  if (auto listed = enumerateLegal(space, limit)) all = std::move(*listed);
+  else all = SearchState(space, seed).fresh(limit);
+  std::vector<std::pair<double, size_t>> scored;
+  for (size_t i = 0; i < all.size(); ++i) {
+    auto p = prior(all[i]);
+    scored.push_back({p ? *p : std::numeric_limits<double>::infinity(), i});
   }
-  void observe(const std::vector<TrialResult>& results) override { st_.observe(results); }
-  bool exhausted() const override { return next_ >= all_.size(); }
-
- private:
-  SearchState st_;
-  std::vector<ir::Config> all_;
-  size_t next_ = 0;
-};
+  std::stable_sort(scored.begin(), scored.end());
+  std::vector<ir::Config> order;
+  for (const auto& [score, i] : scored) order.push_back(std::move(all[i]));
+  return order;
+}
 
 }  // namespace
 
@@ -179,12 +154,13 @@ Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const SearchSettings& s, 
       return makeError(ErrorCode::InvalidArgument,
                        "exhaustive search needs a space of at most " + std::to_string(s.exhaustiveLimit) +
                            " configs; this one has " + formatDouble(productSize(space)) + " before constraints");
-    return std::unique_ptr<SearchStrategy>(std::make_unique<ExhaustiveStrategy>(space, std::move(*all)));
+    return std::unique_ptr<SearchStrategy>(std::make_unique<ListStrategy>(space, std::move(*all)));
   }
   if (s.strategy == "ranked") {
     if (!prior || !*prior)
       return makeError(ErrorCode::InvalidArgument, "the ranked strategy needs a prior (GPU targets: the analytic model)");
-    return std::unique_ptr<SearchStrategy>(std::make_unique<RankedStrategy>(space, *prior, s.seed, s.rankedLimit));
+    return std::unique_ptr<SearchStrategy>(
+        std::make_unique<ListStrategy>(space, rankByPrior(space, *prior, s.seed, s.rankedLimit)));
   }
   if (s.strategy == "evolutionary" || s.strategy == "ga") {
     if (s.strategy == "evolutionary" && (!model || !features))
