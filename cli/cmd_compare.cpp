@@ -142,7 +142,8 @@ void compareCommand(const CompareFlags& f) {
   }
   const std::vector<std::string> attrs = {"winner",       "config",       "time",        "throughput",
                                           "bound",        "model vs measured", "strategy", "block tile",
-                                          "warp tile",    "thread tile",  "K step",      "stages",
+                                          "warp tile",    "thread tile",  "K step",      "stages",       "head_dim split", "key blocks",
+                                          "vectors per thread",
                                           "vector width", "threads",      "MMA",         "grid",         "waves",
                                           "registers",    "shared memory", "spills",     "occupancy"};
   if (f.json) {

@@ -59,8 +59,9 @@ TimeUnit timeUnitFor(double us) {
 std::string fmtThroughput(const ir::Kernel& k, double v) {
   char b[64];
   // GPU figures read in TFLOP/s and TB/s; a CPU core's in GFLOP/s and GB/s.
-  if (v >= 1e4) std::snprintf(b, sizeof b, ir::isComputeBound(k) ? "%.1f TFLOP/s" : "%.2f TB/s", v / 1e3);
-  else std::snprintf(b, sizeof b, ir::isComputeBound(k) ? "%.1f GFLOP/s" : "%.1f GB/s", v);
+  const bool compute = ir::isComputeBound(k);
+  if (v >= (compute ? 1e4 : 1e3)) std::snprintf(b, sizeof b, compute ? "%.1f TFLOP/s" : "%.2f TB/s", v / 1e3);
+  else std::snprintf(b, sizeof b, compute ? "%.1f GFLOP/s" : "%.1f GB/s", v);
   return b;
 }
 

@@ -31,7 +31,7 @@ std::string formatRun(const RunReport& r);
 nlohmann::json runJson(const RunReport& r);
 
 // "72.4 GFLOP/s" for compute-bound kernels, "18.3 GB/s" for the others (v in that unit); from
-// 10^4 on, "341.6 TFLOP/s" and "4.11 TB/s" (GPU figures).
+// 10^4 GFLOP/s and 10^3 GB/s on, "341.6 TFLOP/s" and "4.11 TB/s" (GPU figures).
 std::string fmtThroughput(const ir::Kernel& k, double v);
 
 // Kernel times in a unit that keeps at least three significant digits ("0.412 us", "12.34 us",

@@ -111,7 +111,8 @@ std::vector<std::string> whyTheyDiffer(const std::vector<CompareRow>& rows, cons
           s += "; " + tb.name + "'s " + xb->kind + " sustains about " + num(100 * xb->shape.peakShare) + "% of its matrix peak";
         out.push_back(s);
       }
-      if (ta.smemPerBlockOptIn != tb.smemPerBlockOptIn || ta.smemPerBlock != tb.smemPerBlock) {
+      const bool usesShared = (a.resources && a.resources->sharedBytes > 0) || (b.resources && b.resources->sharedBytes > 0);
+      if (usesShared && (ta.smemPerBlockOptIn != tb.smemPerBlockOptIn || ta.smemPerBlock != tb.smemPerBlock)) {
         std::string s = "on-chip memory per block: " + ta.name + " " + num(double(ta.smemPerBlock) / 1024) + " KB static (" +
                         num(double(ta.smemPerBlockOptIn) / 1024) + " KB opt-in) shared memory, " + tb.name + " " +
                         num(double(tb.smemPerBlock) / 1024) + " KB " + (tb.vendor == Vendor::Amd ? "LDS" : "shared memory");
