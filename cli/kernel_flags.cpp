@@ -1,8 +1,8 @@
 // Owns translating kernel flags into verified kernels.
 #include "cli/kernel_flags.h"
 
+#include <cmath>
 #include <fstream>
-#include <sstream>
 
 #include "ir/builders.h"
 #include "ir/text.h"
@@ -39,6 +39,27 @@ Status parseShapes(const std::vector<std::string>& in, ir::Shape* def, std::map<
       (*named)[std::string(trim(s.substr(0, eq)))] = sh;
     }
   }
+  return {};
+}
+
+// A kernel file is read up to the parser's size limit and no further: /dev/zero, a FIFO or a
+// 1 GB file is an error after at most that many bytes, never a hang or a memory spike.
+Expected<std::string> readKernelFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return makeError(ErrorCode::IOError, "cannot read kernel file '" + path + "'");
+  std::string text(ir::kMaxIrTextBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return makeError(ErrorCode::IOError, "cannot read kernel file '" + path + "'");
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > ir::kMaxIrTextBytes)
+    return makeError(ErrorCode::InvalidArgument, "kernel file '" + path + "' is larger than " +
+                                                     std::to_string(ir::kMaxIrTextBytes >> 20) + " MiB");
+  return text;
+}
+
+Status requireFinite(double v, const char* flag) {
+  if (!std::isfinite(v))
+    return makeError(ErrorCode::InvalidArgument, std::string(flag) + " must be a finite number");
   return {};
 }
 
@@ -99,6 +120,8 @@ Expected<ir::Kernel> buildKernel(const KernelFlags& f) {
   TESSERA_TRY(parseShapes(f.shapes, &def, &named));
   Expected<ir::Kernel> k = makeError(ErrorCode::Internal, "no kernel");
   if (f.family == "gemm") {
+    TESSERA_TRY(requireFinite(f.alpha, "--alpha"));
+    TESSERA_TRY(requireFinite(f.beta, "--beta"));
     if (!def.empty()) return makeError(ErrorCode::InvalidArgument, "gemm --shape takes name=dims (epilogue inputs)");
     ir::GemmSpec s;
     s.m = f.m; s.n = f.n; s.k = f.k; s.batch = f.batch; s.dtype = dt;
@@ -110,16 +133,14 @@ Expected<ir::Kernel> buildKernel(const KernelFlags& f) {
     s.expr = f.expr; s.shape = def; s.shapes = named; s.dtype = dt; s.name = f.name;
     k = ir::buildElementwise(s);
   } else if (f.family == "attention") {
+    TESSERA_TRY(requireFinite(f.scale, "--scale"));
     ir::AttentionSpec s;
     s.batch = f.attnBatch; s.heads = f.heads; s.heads_kv = f.headsKv; s.seq_q = f.seq; s.seq_kv = f.seqKv;
     s.head_dim = f.headDim; s.scale = f.scale; s.causal = f.causal; s.dtype = dt; s.name = f.name;
     k = ir::buildAttention(s);
   } else if (f.family == "file") {
-    std::ifstream in(f.file);
-    if (!in) return makeError(ErrorCode::IOError, "cannot read kernel file '" + f.file + "'");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    k = ir::parseKernel(ss.str());
+    TESSERA_ASSIGN(std::string text, readKernelFile(f.file));
+    k = ir::parseKernel(text);
     if (!k.ok()) return makeError(k.error().code, f.file + ":" + k.error().message);
   } else {
     return makeError(ErrorCode::InvalidArgument, "choose a kernel: gemm, elementwise, attention or file");

@@ -330,7 +330,8 @@ Comparison compareOutputs(const Kernel& k, const Reference& ref, const std::vect
       double want = r[size_t(i)], got = b.get(i);
       ++c.checked;
       double abs = std::fabs(got - want), rel;
-      if (std::isnan(want) && std::isnan(got)) continue;
+      // NaN never matches, not even a NaN reference: a NaN input (e.g. --alpha nan) would otherwise
+      // make every kernel "correct".
       if (std::isinf(want) && got == want) continue;
       if (!std::isfinite(got) || !std::isfinite(want)) abs = rel = INFINITY;
       else rel = abs / (std::fabs(want) + floor);

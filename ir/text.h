@@ -24,6 +24,14 @@
 
 namespace tessera::ir {
 
+// Limits of the parser (hostile input must get a clear error, never a crash): the text size, the
+// syntactic nesting (parentheses, unary minus, calls, indices, reductions) and the depth of the
+// expression tree built (a flat chain a + b + ... is as deep as it is long). The verifier has its
+// own, larger limits for kernels built in code.
+inline constexpr size_t kMaxIrTextBytes = 1u << 20;
+inline constexpr int kMaxExprNesting = 128;
+inline constexpr int kMaxExprDepth = 256;
+
 std::string printExpr(const ExprRef& e);
 
 struct PrintOptions {

@@ -2,6 +2,7 @@
 #include <cctype>
 #include <cmath>
 #include <set>
+#include <unordered_map>
 
 #include "ir/text.h"
 #include "support/strings.h"
@@ -152,6 +153,39 @@ class Parser {
   ExprEnv env;
   std::vector<std::string> scope;  // index variables in scope
 
+  // Parentheses, unary minus, call arguments, indices and reduction bodies recurse: past
+  // kMaxExprNesting the input is refused long before the stack is at risk.
+  class Nested {
+   public:
+    explicit Nested(int& n) : n_(n) { ++n_; }
+    ~Nested() { --n_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    int& n_;
+  };
+  Status checkNesting() const {
+    if (nesting_ > kMaxExprNesting)
+      return err("expression nested deeper than " + std::to_string(kMaxExprNesting) + " levels");
+    return {};
+  }
+
+  // Every later pass walks expressions recursively, and a flat chain (a + b + ... ) parses in a
+  // loop into a tree as deep as it is long: each composite node's depth is checked as it is built.
+  Expected<ExprRef> track(ExprRef e) {
+    int d = 0;
+    for (const ExprRef& a : e->args) {
+      auto it = depth_.find(a);
+      d = std::max(d, it == depth_.end() ? 1 : it->second);
+    }
+    if (++d > kMaxExprDepth)
+      return err("expression deeper than " + std::to_string(kMaxExprDepth) +
+                 " operations (a chain like a + b + ... is as deep as it is long); split it into statements");
+    depth_.emplace(e, d);
+    return e;
+  }
+
   bool inScope(const std::string& n) const {
     for (const auto& v : scope) if (v == n) return true;
     return false;
@@ -162,10 +196,10 @@ class Parser {
     if (e->op == Op::IConst && isFloat(other->type)) return fconst(double(e->ival), other->type);
     return e;
   }
-  static ExprRef bin(Op op, ExprRef a, ExprRef b) {
+  Expected<ExprRef> bin(Op op, ExprRef a, ExprRef b) {
     a = promote(a, b);
     b = promote(b, a);
-    return binary(op, a, b);
+    return track(binary(op, a, b));
   }
 
   Expected<ExprRef> comparison() {
@@ -177,7 +211,7 @@ class Parser {
     else return a;
     ++p_;
     TESSERA_ASSIGN(ExprRef b, additive());
-    return compare(op, a, b);
+    return track(compare(op, a, b));
   }
 
   Expected<ExprRef> additive() {
@@ -186,7 +220,7 @@ class Parser {
       Op op = at("+") ? Op::Add : Op::Sub;
       ++p_;
       TESSERA_ASSIGN(ExprRef b, multiplicative());
-      a = bin(op, a, b);
+      TESSERA_ASSIGN(a, bin(op, a, b));
     }
     return a;
   }
@@ -197,7 +231,7 @@ class Parser {
       Op op = at("*") ? Op::Mul : at("/") ? Op::Div : at("//") ? Op::FloorDiv : Op::Mod;
       ++p_;
       TESSERA_ASSIGN(ExprRef b, unaryExpr());
-      a = bin(op, a, b);
+      TESSERA_ASSIGN(a, bin(op, a, b));
     }
     return a;
   }
@@ -221,14 +255,18 @@ class Parser {
         ++p_;
         return fconst(-INFINITY);
       }
+      Nested nest(nesting_);
+      TESSERA_TRY(checkNesting());
       TESSERA_ASSIGN(ExprRef a, unaryExpr());
-      return unary(Op::Neg, a);
+      return track(unary(Op::Neg, a));
     }
     return primary();
   }
 
   Expected<std::vector<ExprRef>> callArgs() {
     std::vector<ExprRef> args;
+    Nested nest(nesting_);
+    TESSERA_TRY(checkNesting());
     TESSERA_TRY(expect("("));
     if (!at(")")) {
       for (;;) {
@@ -257,6 +295,8 @@ class Parser {
       return fconst(*v);
     }
     if (at("(")) {
+      Nested nest(nesting_);
+      TESSERA_TRY(checkNesting());
       ++p_;
       TESSERA_ASSIGN(ExprRef e, comparison());
       TESSERA_TRY(expect(")"));
@@ -276,17 +316,21 @@ class Parser {
       TESSERA_ASSIGN(int64_t extent, integer("reduction extent"));
       TESSERA_TRY(expect(":"));
       if (inScope(v)) return err("reduction variable '" + v + "' shadows a variable in scope");
+      Nested nest(nesting_);
+      TESSERA_TRY(checkNesting());
       scope.push_back(v);
       auto body = comparison();
       scope.pop_back();
       if (!body.ok()) return body.takeError();
       TESSERA_TRY(expect(")"));
-      return reduce(name == "sum" ? Op::ReduceSum : Op::ReduceMax, v, extent, *body);
+      return track(reduce(name == "sum" ? Op::ReduceSum : Op::ReduceMax, v, extent, *body));
     }
     if (at("[")) {  // load
       auto ty = env.tensorType ? env.tensorType(name) : std::nullopt;
       if (!ty) return err("unknown tensor '" + name + "'");
       ++p_;
+      Nested nest(nesting_);
+      TESSERA_TRY(checkNesting());
       std::vector<ExprRef> idx;
       if (!at("]")) {
         for (;;) {
@@ -297,7 +341,7 @@ class Parser {
         }
       }
       TESSERA_TRY(expect("]"));
-      return load(name, std::move(idx), *ty);
+      return track(load(name, std::move(idx), *ty));
     }
     if (at("(")) {  // call
       TESSERA_ASSIGN(auto args, callArgs());
@@ -309,13 +353,13 @@ class Parser {
       };
       if (auto dt = parseDType(name)) {
         TESSERA_TRY(want(1));
-        return cast(*dt, args[0]);
+        return track(cast(*dt, args[0]));
       }
       if (unaryFuncs().count(name)) {
         TESSERA_TRY(want(1));
         ExprRef a = args[0];
         if (a->op == Op::IConst) a = fconst(double(a->ival));
-        return unary(unaryOp(name), a);
+        return track(unary(unaryOp(name), a));
       }
       if (name == "min" || name == "max") {
         TESSERA_TRY(want(2));
@@ -324,7 +368,7 @@ class Parser {
       if (name == "select") {
         TESSERA_TRY(want(3));
         ExprRef a = promote(args[1], args[2]), b = promote(args[2], args[1]);
-        return select(args[0], a, b);
+        return track(select(args[0], a, b));
       }
       return makeError(ErrorCode::ParseError, "unknown function '" + name + "'");
     }
@@ -416,17 +460,28 @@ class Parser {
  private:
   std::vector<Token> t_;
   size_t p_ = 0;
+  int nesting_ = 0;
+  std::unordered_map<ExprRef, int> depth_;
 };
+
+Status checkTextSize(std::string_view text) {
+  if (text.size() > kMaxIrTextBytes)
+    return makeError(ErrorCode::ParseError, "text of " + std::to_string(text.size()) + " bytes is larger than the limit of " +
+                                                std::to_string(kMaxIrTextBytes));
+  return {};
+}
 
 }  // namespace
 
 Expected<Kernel> parseKernel(std::string_view text) {
+  TESSERA_TRY(checkTextSize(text));
   TESSERA_ASSIGN(auto toks, lex(text));
   Parser p(std::move(toks));
   return p.kernel();
 }
 
 Expected<ExprRef> parseExpr(std::string_view text, const ExprEnv& env) {
+  TESSERA_TRY(checkTextSize(text));
   TESSERA_ASSIGN(auto toks, lex(text));
   Parser p(std::move(toks));
   p.env = env;

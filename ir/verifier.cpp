@@ -22,6 +22,7 @@ struct Range {
 // Limits keep interval arithmetic far from overflow; real kernels are far smaller.
 constexpr int64_t kMaxDim = int64_t(1) << 31;
 constexpr int64_t kMaxNumel = int64_t(1) << 36;
+constexpr size_t kMaxRank = 8;  // a cache key holds at most 8 dims
 
 class ExprChecker {
  public:
@@ -169,6 +170,25 @@ class ExprChecker {
   std::string stage_;
 };
 
+// Depth and node count of `e` by an explicit stack, stopping as soon as either limit is passed.
+Status checkExprSize(const ExprRef& e, const std::string& stage) {
+  std::vector<std::pair<const Expr*, int>> todo = {{e.get(), 1}};
+  int64_t nodes = 0;
+  while (!todo.empty()) {
+    auto [x, depth] = todo.back();
+    todo.pop_back();
+    if (!x) return fail("stage '" + stage + "' has an empty expression node");
+    if (depth > kMaxVerifiedExprDepth)
+      return fail("expression of stage '" + stage + "' is deeper than " + std::to_string(kMaxVerifiedExprDepth) +
+                  " operations");
+    if (++nodes > kMaxVerifiedExprNodes)
+      return fail("expression of stage '" + stage + "' has more than " + std::to_string(kMaxVerifiedExprNodes) +
+                  " nodes");
+    for (const ExprRef& a : x->args) todo.emplace_back(a.get(), depth + 1);
+  }
+  return {};
+}
+
 bool validName(const std::string& n) {
   if (n.empty() || !(std::isalpha(static_cast<unsigned char>(n[0])) || n[0] == '_')) return false;
   for (char c : n)
@@ -187,6 +207,8 @@ Status verify(const Kernel& k) {
     if (!names.insert(t.name).second) return fail("tensor '" + t.name + "' declared twice");
     if (!isFloat(t.dtype)) return fail("tensor '" + t.name + "' has a non-float dtype");
     if (t.shape.empty()) return fail("tensor '" + t.name + "' has rank 0 (use shape [1] for a scalar)");
+    if (t.shape.size() > kMaxRank) return fail("tensor '" + t.name + "' has rank " + std::to_string(t.shape.size()) +
+                                               " (at most " + std::to_string(kMaxRank) + ")");
     __int128 numel = 1;
     for (size_t d = 0; d < t.shape.size(); ++d) {
       if (t.shape[d] <= 0)
@@ -219,6 +241,7 @@ Status verify(const Kernel& k) {
       c.extents[st.vars[d]] = out->shape[d];
     }
     if (!st.value) return fail("stage '" + st.out + "' has no value");
+    TESSERA_TRY(checkExprSize(st.value, st.out));
     TESSERA_ASSIGN(ScalarType t, c.type(st.value));
     if (t != out->dtype)
       return fail("dtype clash: stage '" + st.out + "' stores " + std::string(typeName(t)) + " into a " +

@@ -6,6 +6,13 @@
 
 namespace tessera::ir {
 
+// Limits on each stage's expression, checked without recursion before anything walks it
+// recursively: the tree depth and the node count with shared subtrees counted every time they
+// are reached (what a recursive pass visits). Larger than the parser's (ir/text.h) because
+// builders wrap parsed expressions in casts, broadcasts and the GEMM accumulator.
+inline constexpr int kMaxVerifiedExprDepth = 512;
+inline constexpr int64_t kMaxVerifiedExprNodes = int64_t(1) << 20;
+
 // Returns a VerifyError naming the first problem (shape mismatch, zero or negative dims, unknown
 // op, dtype clash, heads not divisible by heads_kv, out-of-bounds index, ...).
 Status verify(const Kernel& k);

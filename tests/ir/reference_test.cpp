@@ -147,3 +147,20 @@ TEST(Reference, DtypeConversionsRoundToNearestEven) {
   EXPECT_EQ(f32ToBF16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // tie -> even
   for (uint32_t h = 0; h < 0x7c00; h += 7) EXPECT_EQ(f32ToF16(f16ToF32(uint16_t(h))), h);
 }
+
+// A NaN reference never matches a NaN output: `--alpha nan` made every kernel "correct".
+TEST(Reference, NanNeverMatchesNan) {
+  GemmSpec g;
+  g.m = 4; g.n = 4; g.k = 4;
+  g.alpha = NAN;
+  Kernel k = *buildGemm(g);
+  auto in = makeInputs(k, 1);
+  auto r = evaluateReference(k, ptrs(in));
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(std::isnan(r->outputs[0][0]));
+  Buffer out(ScalarType::F32, {4, 4});
+  for (int64_t i = 0; i < out.numel(); ++i) out.set(i, NAN);
+  auto c = compareOutputs(k, *r, {&out});
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.firstBad.find("nan"), std::string::npos) << c.firstBad;
+}

@@ -122,3 +122,40 @@ TEST(Hash, GoldenValueIsStable) {
             "  t2[v0, v1] = sum(v2 < 64: t0[v0, v2] * t1[v2, v1])\n}\n");
   EXPECT_EQ(workloadHash(k), "3b342fdf7acd7747f606a10d232929a7a0fb1e9f385b8161abffcb02cf5af985");
 }
+
+// Hostile input: nesting and chains past the limits are clear parse errors, never a stack overflow.
+TEST(Text, DeepNestingIsAParseErrorNotACrash) {
+  std::string open(5000, '('), close(5000, ')');
+  std::string text = "kernel k : elementwise {\n in x: f32[4]\n out y: f32[4]\n y[i] = " + open + "x[i]" + close + "\n}\n";
+  auto k = parseKernel(text);
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.error().code, ErrorCode::ParseError);
+  EXPECT_NE(k.error().message.find("nested deeper than"), std::string::npos) << k.error().message;
+  // Unary minus recurses too.
+  auto neg = parseKernel("kernel k : elementwise {\n in x: f32[4]\n out y: f32[4]\n y[i] = " + std::string(5000, '-') +
+                         "x[i]\n}\n");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.error().message.find("nested deeper than"), std::string::npos) << neg.error().message;
+  // Within the limit it parses.
+  std::string ok = "kernel k : elementwise {\n in x: f32[4]\n out y: f32[4]\n y[i] = " + std::string(100, '(') + "x[i]" +
+                   std::string(100, ')') + "\n}\n";
+  EXPECT_TRUE(parseKernel(ok).ok());
+}
+
+TEST(Text, LongFlatChainIsAParseErrorNotACrash) {
+  ExprEnv env;
+  env.bareTensorNames = true;
+  env.tensorType = [](const std::string&) -> std::optional<ScalarType> { return ScalarType::F32; };
+  std::string sum = "x";
+  for (int i = 1; i < 10000; ++i) sum += " + x";
+  auto e = parseExpr(sum, env);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("deeper than 256"), std::string::npos) << e.error().message;
+  std::string short_sum = "x";
+  for (int i = 1; i < 200; ++i) short_sum += " * x";
+  EXPECT_TRUE(parseExpr(short_sum, env).ok());
+  // Text beyond the size limit is refused before lexing.
+  auto big = parseExpr(std::string(kMaxIrTextBytes + 1, ' '), env);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().message.find("larger than the limit"), std::string::npos);
+}

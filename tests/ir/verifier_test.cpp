@@ -114,3 +114,18 @@ TEST(Verifier, FamilyContract) {
   text.replace(pos, 4, "tanh(");
   EXPECT_NE(problem(text).find("does not match the canonical attention form"), std::string::npos) << problem(text);
 }
+
+// Kernels built in code are held to depth limits too, checked without recursion.
+TEST(Verifier, DeepExpressionIsAnErrorNotACrash) {
+  Kernel k;
+  k.name = "deep";
+  k.family = Family::Elementwise;
+  k.tensors.push_back({"x", TensorRole::Input, ScalarType::F32, {4}});
+  k.tensors.push_back({"y", TensorRole::Output, ScalarType::F32, {4}});
+  ExprRef e = load("x", {var("i")}, ScalarType::F32);
+  for (int i = 0; i < kMaxVerifiedExprDepth + 10; ++i) e = binary(Op::Add, e, load("x", {var("i")}, ScalarType::F32));
+  k.stages.push_back({"y", {"i"}, e});
+  Status s = verify(k);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("deeper than"), std::string::npos) << s.error().message;
+}
