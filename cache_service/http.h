@@ -15,15 +15,24 @@ namespace tessera::cache {
 struct HttpServerOptions {
   std::string bind = "127.0.0.1";  // loopback unless the operator opens it up
   int port = 0;                    // 0: any free port (see HttpServer::port())
-  // Worker threads. Each keep-alive connection holds one for as long as it stays open, so this
-  // must be at least the number of concurrent clients or the extra ones wait (design.md §8).
-  int threads = 128;
+  // Worker threads. They run complete requests only: the connection gate (http_gate.h) holds
+  // connections while their heads and bodies arrive and while they idle between requests.
+  int threads = 16;
   size_t max_body_bytes = 16u << 20;
   int read_timeout_s = 5, write_timeout_s = 5;
-  int keep_alive_timeout_s = 5;
+  double keep_alive_timeout_s = 5;
   // cpp-httplib's default (5) closes a connection every 5 requests; reconnecting costs more
   // than answering a cached lookup.
-  int keep_alive_max_requests = 100000;
+  int keep_alive_max_requests = 10000;
+  // Limits the gate enforces (see GateLimits): open connections in total and per client (0: no
+  // per-client cap, for a server behind a proxy), the request head, overall head and body
+  // deadlines, and the listen backlog (0: max(128, max_connections)).
+  int max_connections = 512;
+  int max_connections_per_client = 128;
+  size_t max_head_bytes = 16 * 1024;
+  int max_header_fields = 100;
+  double head_timeout_s = 10, body_timeout_s = 30;
+  int backlog = 0;
 };
 
 class HttpServer {

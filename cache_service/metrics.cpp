@@ -87,6 +87,16 @@ std::string Metrics::render(const std::vector<Gauge>& gauges) const {
   for (size_t i = 0; i < writes_.size(); ++i)
     line(std::string("tessera_record_writes_total{outcome=\"") + write_names[i] + "\"} " +
          std::to_string(writes_[i].load(std::memory_order_relaxed)));
+  line("# HELP tessera_http_connections_total Connections by what the gate did with them (accepted; refused: "
+       "503 over the connection caps, 431 head too large, refused before the body was read; timed_out: 408).");
+  line("# TYPE tessera_http_connections_total counter");
+  const char* conn_names[] = {"accepted", "refused_busy", "refused_head", "timed_out", "refused_before_body"};
+  for (size_t i = 0; i < conns_.size(); ++i)
+    line(std::string("tessera_http_connections_total{event=\"") + conn_names[i] + "\"} " +
+         std::to_string(conns_[i].load(std::memory_order_relaxed)));
+  line("# HELP tessera_http_connections_open Open client connections.");
+  line("# TYPE tessera_http_connections_open gauge");
+  line("tessera_http_connections_open " + std::to_string(open_.load(std::memory_order_relaxed)));
   for (const Gauge& g : gauges) {
     line("# HELP " + g.name + " " + g.help);
     line("# TYPE " + g.name + " gauge");

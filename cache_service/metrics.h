@@ -16,12 +16,17 @@ class Metrics {
  public:
   enum class Lookup { Hit, Nearest, Miss };
   enum class Write { Inserted, Improved, Kept, Duplicate };
+  // What the connection gate (http_gate.h) did with connections.
+  enum class Conn { Accepted, RefusedBusy, RefusedHead, TimedOut, RefusedBeforeBody };
 
   explicit Metrics(std::vector<std::string> route_names);
 
   void request(size_t route, int status, double seconds);
   void lookup(Lookup l, uint64_t n = 1);
   void write(Write w, uint64_t n = 1);
+  void connection(Conn c) { conns_[static_cast<size_t>(c)].fetch_add(1, std::memory_order_relaxed); }
+  void openConnections(int delta) { open_.fetch_add(delta, std::memory_order_relaxed); }
+  uint64_t connectionCount(Conn c) const { return conns_[static_cast<size_t>(c)].load(std::memory_order_relaxed); }
 
   struct Gauge {
     std::string name, help;
@@ -50,6 +55,8 @@ class Metrics {
   std::unique_ptr<RouteStats[]> routes_;
   std::array<std::atomic<uint64_t>, 3> lookups_{};
   std::array<std::atomic<uint64_t>, 4> writes_{};
+  std::array<std::atomic<uint64_t>, 5> conns_{};
+  std::atomic<int64_t> open_{0};
 };
 
 }  // namespace tessera::cache

@@ -19,10 +19,12 @@ struct ServeArgs {
   std::string db = "tessera.db";
   int port = 8787;
   std::string bind = "127.0.0.1";
-  int threads = 128;
+  int threads = 16;
   bool anonymous_reads = false;
   int max_body_mb = 16;
   int read_timeout_s = 5, write_timeout_s = 5;
+  int max_connections = 512, max_connections_per_client = 128;
+  double head_timeout_s = 10, body_timeout_s = 30, keep_alive_timeout_s = 5;
   std::string backup_dir;
   std::string port_file;
   std::string sync = "full";
@@ -46,6 +48,12 @@ void runServer(const ServeArgs& a) {
   if (a.port < 0 || a.port > 65535) fail("--port must be in 0..65535");
   if (a.read_timeout_s < 1 || a.read_timeout_s > 600 || a.write_timeout_s < 1 || a.write_timeout_s > 600)
     fail("--read-timeout and --write-timeout must be in 1..600 seconds");
+  if (a.max_connections < 1 || a.max_connections > 65536) fail("--max-connections must be in 1..65536");
+  if (a.max_connections_per_client < 0 || a.max_connections_per_client > a.max_connections)
+    fail("--max-connections-per-client must be in 0..--max-connections (0: no per-client cap)");
+  for (auto [v, name] : {std::pair{a.head_timeout_s, "--head-timeout"}, {a.body_timeout_s, "--body-timeout"},
+                         {a.keep_alive_timeout_s, "--keep-alive-timeout"}})
+    if (!(v >= 0.1 && v <= 3600)) fail(std::string(name) + " must be in 0.1..3600 seconds");
   cache::ServerOptions o;
   o.db_path = a.db;
   o.http.bind = a.bind;
@@ -54,6 +62,11 @@ void runServer(const ServeArgs& a) {
   o.http.max_body_bytes = static_cast<size_t>(a.max_body_mb) << 20;
   o.http.read_timeout_s = a.read_timeout_s;
   o.http.write_timeout_s = a.write_timeout_s;
+  o.http.max_connections = a.max_connections;
+  o.http.max_connections_per_client = a.max_connections_per_client;
+  o.http.head_timeout_s = a.head_timeout_s;
+  o.http.body_timeout_s = a.body_timeout_s;
+  o.http.keep_alive_timeout_s = a.keep_alive_timeout_s;
   o.allow_anonymous_reads = a.anonymous_reads;
   o.backup_dir = a.backup_dir;
   o.synchronous_full = a.sync == "full";
@@ -105,7 +118,17 @@ void addServeCommand(CLI::App& app) {
   serve->add_option("--port", args->port, "TCP port (0: any free port)")->capture_default_str();
   serve->add_option("--bind", args->bind, "address to listen on (loopback by default)")->capture_default_str();
   serve->add_option("--threads", args->threads,
-                    "worker threads; keep it >= the number of concurrent clients")->capture_default_str();
+                    "worker threads (they run complete requests; waiting connections hold none)")->capture_default_str();
+  serve->add_option("--max-connections", args->max_connections,
+                    "open connections at most; more are answered 503 at once")->capture_default_str();
+  serve->add_option("--max-connections-per-client", args->max_connections_per_client,
+                    "open connections per client address (0: no cap; use 0 behind a proxy)")->capture_default_str();
+  serve->add_option("--head-timeout", args->head_timeout_s, "seconds to receive a whole request head (then 408)")
+      ->capture_default_str();
+  serve->add_option("--body-timeout", args->body_timeout_s, "seconds to receive a whole request body (then 408)")
+      ->capture_default_str();
+  serve->add_option("--keep-alive-timeout", args->keep_alive_timeout_s,
+                    "seconds an idle connection is kept for its next request")->capture_default_str();
   serve->add_flag("--allow-anonymous-reads", args->anonymous_reads, "serve read routes without a token");
   serve->add_option("--max-body-mb", args->max_body_mb, "request body limit in MiB")->capture_default_str();
   serve->add_option("--read-timeout", args->read_timeout_s, "seconds")->capture_default_str();

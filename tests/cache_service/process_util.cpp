@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -19,6 +20,13 @@ extern char** environ;
 namespace tessera::cache::test {
 
 namespace {
+
+// TESSERA_TEST_BIN runs the same tests against another build (e.g. main's, to see the before of a
+// fix); by default the binary of this build.
+std::string tesseraBin() {
+  const char* other = std::getenv("TESSERA_TEST_BIN");
+  return other && *other ? other : TESSERA_BIN;
+}
 
 std::vector<std::string> childEnv(const std::vector<std::string>& extra) {
   std::vector<std::string> env;
@@ -41,7 +49,7 @@ RunResult runTessera(const std::vector<std::string>& args, const std::vector<std
                      const std::string& stdin_text) {
   int in[2], out[2], err[2];
   if (pipe(in) || pipe(out) || pipe(err)) throw std::runtime_error("pipe failed");
-  std::vector<std::string> argv = {TESSERA_BIN};
+  std::vector<std::string> argv = {tesseraBin()};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> envv = childEnv(env);
   auto argp = cstrs(argv), envp = cstrs(envv);
@@ -88,7 +96,7 @@ ServeProcess::ServeProcess(const std::string& db, const std::string& work_dir, c
   const std::string port_file = work_dir + "/serve.port";
   log_path_ = work_dir + "/serve.log";
   unlink(port_file.c_str());
-  std::vector<std::string> argv = {TESSERA_BIN, "serve", "--db", db, "--port", "0", "--port-file", port_file};
+  std::vector<std::string> argv = {tesseraBin(), "serve", "--db", db, "--port", "0", "--port-file", port_file};
   argv.insert(argv.end(), extra.begin(), extra.end());
   std::vector<std::string> envv = childEnv({});
   auto argp = cstrs(argv), envp = cstrs(envv);
