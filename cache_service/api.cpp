@@ -75,6 +75,11 @@ RouteMatch matchRoute(std::string_view method, std::string_view path) {
   if (path == "/v1/import") return route(RouteId::Import, "POST", Scope::Write, BodyKind::JsonLines);
   if (path == "/v1/admin/backup")
     return route(RouteId::Backup, "POST", Scope::Admin, BodyKind::OptionalJson);
+  if (path == "/v1/admin/records") return route(RouteId::AdminRecords, "GET", Scope::Admin, BodyKind::None);
+  if (path == "/v1/admin/records/quarantine")
+    return route(RouteId::AdminQuarantine, "POST", Scope::Admin, BodyKind::Json);
+  if (path == "/v1/admin/records/release") return route(RouteId::AdminRelease, "POST", Scope::Admin, BodyKind::Json);
+  if (path == "/v1/admin/records/delete") return route(RouteId::AdminDelete, "POST", Scope::Admin, BodyKind::Json);
   if (path == "/healthz") return route(RouteId::Healthz, "GET", std::nullopt, BodyKind::None);
   if (path == "/readyz") return route(RouteId::Readyz, "GET", std::nullopt, BodyKind::None);
   if (path == "/status") return route(RouteId::Status, "GET", Scope::Read, BodyKind::None);
@@ -142,6 +147,25 @@ std::optional<ApiResponse> intParam(const ApiRequest& r, std::string_view name, 
   return std::nullopt;
 }
 
+PutOptions servicePut(const RouteContext& c) {
+  PutOptions o;
+  o.writer = c.token_name;
+  o.trust_remeasured = false;
+  return o;
+}
+
+std::string recordsPage(const ListPage& page) {
+  std::string out = "{\"records\":[";
+  for (size_t i = 0; i < page.records.size(); ++i) {
+    if (i) out += ',';
+    out += encodeRecord(page.records[i]);
+  }
+  out += "],\"next_after\":";
+  out += page.next_after ? std::to_string(page.next_after) : "null";
+  out += '}';
+  return out;
+}
+
 void countWrites(Metrics& m, const std::vector<PutResult>& results) {
   for (const PutResult& p : results) {
     if (p.duplicate) m.write(Metrics::Write::Duplicate);
@@ -165,7 +189,7 @@ bool declaresBody(const ApiRequest& r) {
 // Everything that can be decided from the request line and headers. `body_read` tells whether
 // the transport already consumed the body (then the connection can be kept alive).
 std::optional<ApiResponse> gate(const ApiRequest& r, const RouteMatch& m, const TokenAuthenticator& auth,
-                                const ApiOptions& opts, bool body_read) {
+                                const ApiOptions& opts, bool body_read, std::string* token_name = nullptr) {
   // A request that may carry a body and is refused before it is read leaves bytes on the
   // connection that must not be parsed as the next request (even without Content-Length: a client
   // that omitted it may still have sent a body).
@@ -188,12 +212,13 @@ std::optional<ApiResponse> gate(const ApiRequest& r, const RouteMatch& m, const 
       std::string_view v = *authz;
       if (v.size() < 7 || !iequals(v.substr(0, 7), "Bearer "))
         return refuse(problem(401, "invalid-token", "Unauthorized", "Authorization must be 'Bearer <token>'"));
-      auto scope = auth.check(trim(v.substr(7)));
-      if (!scope) return refuse(problem(401, "invalid-token", "Unauthorized", "unknown or revoked token"));
-      if (*scope < *m.scope)
+      auto id = auth.identify(trim(v.substr(7)));
+      if (!id) return refuse(problem(401, "invalid-token", "Unauthorized", "unknown or revoked token"));
+      if (id->scope < *m.scope)
         return refuse(problem(403, "insufficient-scope", "Forbidden",
                               "this route needs a token with scope '" + std::string(scopeName(*m.scope)) +
-                                  "'; yours has '" + std::string(scopeName(*scope)) + "'"));
+                                  "'; yours has '" + std::string(scopeName(id->scope)) + "'"));
+      if (token_name) *token_name = id->name;
     } else if (!(*m.scope == Scope::Read && opts.allow_anonymous_reads)) {
       ApiResponse resp = problem(401, "missing-token", "Unauthorized",
                                  "send 'Authorization: Bearer <token>' (scope '" +
@@ -216,6 +241,8 @@ std::optional<ApiResponse> gate(const ApiRequest& r, const RouteMatch& m, const 
   if (ce && !iequals(trim(*ce), "identity"))
     return refuse(problem(415, "unsupported-encoding", "Unsupported media type",
                           "compressed request bodies (Content-Encoding: " + *ce + ") are refused"));
+  // A POST whose body is optional (backup) may come without one and without a length.
+  if (!cl && m.body == BodyKind::OptionalJson) return std::nullopt;
   if (!cl) return refuse(problem(411, "length-required", "Length required", "writes need a Content-Length header"));
   auto len = parseInt(trim(*cl));
   if (!len || *len < 0) return refuse(problem(400, "bad-content-length", "Bad request", "malformed Content-Length"));
@@ -260,10 +287,11 @@ ApiResponse Api::handle(const ApiRequest& req) {
   RouteMatch m = matchRoute(req.method, req.path);
   ApiResponse resp;
   try {
-    if (auto refused = gate(req, m, auth_, opts_, /*body_read=*/true)) {
+    std::string token_name;
+    if (auto refused = gate(req, m, auth_, opts_, /*body_read=*/true, &token_name)) {
       resp = std::move(*refused);
     } else {
-      RouteContext c{store_, auth_, metrics_, opts_, started_};
+      RouteContext c{store_, auth_, metrics_, opts_, started_, std::move(token_name)};
       switch (m.id) {
         case RouteId::Best: resp = routeBest(c, req, m); break;
         case RouteId::BestQuery: resp = routeBestQuery(c, req, m); break;
@@ -274,6 +302,10 @@ ApiResponse Api::handle(const ApiRequest& req) {
         case RouteId::Export: resp = routeExport(c, req, m); break;
         case RouteId::Import: resp = routeImport(c, req, m); break;
         case RouteId::Backup: resp = routeBackup(c, req, m); break;
+        case RouteId::AdminRecords: resp = routeAdminRecords(c, req, m); break;
+        case RouteId::AdminQuarantine:
+        case RouteId::AdminRelease:
+        case RouteId::AdminDelete: resp = routeAdminAction(c, req, m); break;
         case RouteId::Healthz: resp = routeHealthz(c, req, m); break;
         case RouteId::Readyz: resp = routeReadyz(c, req, m); break;
         case RouteId::Status: resp = routeStatus(c, req, m); break;

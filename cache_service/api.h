@@ -44,6 +44,12 @@ struct ApiOptions {
   size_t max_body_bytes = 16u << 20;
   std::string backup_dir;  // where POST /v1/admin/backup writes; empty: backups disabled
   std::string version;     // reported by /status
+  // The toolchain records are stale against when an asker does not say its own (the store is
+  // opened with the same); empty fields are not compared.
+  Provenance current_toolchain;
+  // Plausibility checks on every submitted record (plausibility.h); off only for tests that need
+  // to store what a hostile client would have stored before them.
+  bool check_plausibility = true;
 };
 
 // Problem types, each a stable URN ("urn:tessera:problem:<slug>") clients may switch on.

@@ -21,6 +21,10 @@ enum class RouteId : size_t {
   Export,       // GET  /v1/export
   Import,       // POST /v1/import
   Backup,       // POST /v1/admin/backup
+  AdminRecords,     // GET  /v1/admin/records
+  AdminQuarantine,  // POST /v1/admin/records/quarantine
+  AdminRelease,     // POST /v1/admin/records/release
+  AdminDelete,      // POST /v1/admin/records/delete
   Healthz,
   Readyz,
   Status,
@@ -30,8 +34,10 @@ enum class RouteId : size_t {
   Count
 };
 inline constexpr const char* kRouteNames[] = {
-    "best",   "best_query", "best_batch", "records_post", "records_list", "nearest", "export", "import",
-    "backup", "healthz",    "readyz",     "status",       "metrics",      "openapi", "unknown"};
+    "best",          "best_query",       "best_batch",    "records_post", "records_list", "nearest",
+    "export",        "import",           "backup",        "admin_records", "admin_quarantine",
+    "admin_release", "admin_delete",     "healthz",       "readyz",       "status",       "metrics",
+    "openapi",       "unknown"};
 static_assert(std::size(kRouteNames) == static_cast<size_t>(RouteId::Count));
 
 // What a route accepts as body; decides the Content-Type check before the body is read.
@@ -53,6 +59,7 @@ struct RouteContext {
   Metrics& metrics;
   const ApiOptions& opts;
   std::chrono::steady_clock::time_point started;
+  std::string token_name;  // the authenticated token ("" for anonymous reads)
 };
 
 ApiResponse problem(int status, std::string_view slug, std::string_view title, std::string detail,
@@ -78,6 +85,9 @@ ApiResponse routeNearest(RouteContext& c, const ApiRequest& r, const RouteMatch&
 // Routes (api_transfer.cpp).
 ApiResponse routeExport(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeImport(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+// Routes (api_admin.cpp).
+ApiResponse routeAdminRecords(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeAdminAction(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 // Routes (api_ops.cpp).
 ApiResponse routeBackup(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeHealthz(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
@@ -88,5 +98,9 @@ ApiResponse routeOpenApi(RouteContext& c, const ApiRequest& r, const RouteMatch&
 
 // Counts the outcome of a put in the metrics.
 void countWrites(Metrics& m, const std::vector<PutResult>& results);
+// How a service stores a client's records: attributed to its token, re-measured claims verified.
+PutOptions servicePut(const RouteContext& c);
+// A page of records as the list routes answer it.
+std::string recordsPage(const ListPage& page);
 
 }  // namespace tessera::cache

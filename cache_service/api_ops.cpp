@@ -45,6 +45,10 @@ ApiResponse routeStatus(RouteContext& c, const ApiRequest& r, const RouteMatch&)
                            {"keys", st->keys},
                            {"winners", st->winners},
                            {"stale_winners", st->stale_winners},
+                           {"quarantined", st->quarantined},
+                           {"current_toolchain", json{{"tessera_version", c.opts.current_toolchain.tessera_version},
+                                                      {"llvm_version", c.opts.current_toolchain.llvm_version},
+                                                      {"cuda_version", c.opts.current_toolchain.cuda_version}}},
                            {"last_id", st->last_id},
                            {"db_bytes", st->db_bytes},
                            {"tokens_active", c.auth.size()},
@@ -63,7 +67,9 @@ ApiResponse routeMetrics(RouteContext& c, const ApiRequest& r, const RouteMatch&
       {"tessera_records", "Records stored (every measured candidate).", double(st->records)},
       {"tessera_keys", "Distinct hard keys.", double(st->keys)},
       {"tessera_winners", "Keys with a winner (an ok record).", double(st->winners)},
-      {"tessera_stale_winners", "Winners measured with a superseded toolchain.", double(st->stale_winners)},
+      {"tessera_stale_winners", "Winners measured with another toolchain than the server's current one.",
+       double(st->stale_winners)},
+      {"tessera_quarantined_records", "Records an admin set aside (kept, never served).", double(st->quarantined)},
       {"tessera_db_bytes", "Database size in bytes (main file + WAL).", double(st->db_bytes)},
       {"tessera_tokens_active", "Active bearer tokens.", double(c.auth.size())},
       {"tessera_uptime_seconds", "Seconds since the server started.", uptime(c)},
@@ -103,7 +109,11 @@ ApiResponse routeBackup(RouteContext& c, const ApiRequest& r, const RouteMatch&)
   std::string compact;
   for (char ch : stamp)
     if (ch != '-' && ch != ':') compact += ch;
-  const std::string path = c.opts.backup_dir + "/tessera-" + compact + (label.empty() ? "" : "-" + label) + ".db";
+  // Two backups in the same second (and with the same label) get distinct names.
+  const std::string stem = c.opts.backup_dir + "/tessera-" + compact + (label.empty() ? "" : "-" + label);
+  std::string path = stem + ".db";
+  struct stat taken {};
+  for (int i = 2; i < 100 && ::stat(path.c_str(), &taken) == 0; ++i) path = stem + "." + std::to_string(i) + ".db";
   Status s = c.store.backup(path);
   if (!s.ok()) {
     if (s.error().code == ErrorCode::InvalidArgument)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cache_service/api_internal.h"
+#include "cache_service/plausibility.h"
 #include "cache_service/record_json.h"
 #include "support/strings.h"
 
@@ -99,6 +100,30 @@ ApiResponse exactAnswer(RouteContext& c, const ApiRequest& r, const ServedRecord
   return resp;
 }
 
+// What an asker counts as fresh: its own toolchain and CPU where it says them, the server's
+// current toolchain where it does not.
+Provenance freshnessWanted(const RouteContext& c, const Provenance& asker) {
+  Provenance want = asker;
+  const Provenance& cur = c.opts.current_toolchain;
+  if (want.tessera_version.empty()) want.tessera_version = cur.tessera_version;
+  if (want.llvm_version.empty()) want.llvm_version = cur.llvm_version;
+  if (want.cuda_version.empty()) want.cuda_version = cur.cuda_version;
+  return want;
+}
+
+// Staleness is per record: when the key's winner is stale for this asker, the best record that
+// is fresh for it is the answer (one future-dated or foreign-toolchain record cannot turn an
+// honest key into a miss). Without such a record the winner is served, flagged stale.
+Expected<ServedRecordPtr> answerFor(RouteContext& c, std::string_view key_id, ServedRecordPtr winner,
+                                    const Provenance& asker) {
+  if (!winner || freshness(winner->record, asker).reasons.empty()) return winner;
+  const Provenance want = freshnessWanted(c, asker);
+  if (want.tessera_version.empty() && want.llvm_version.empty() && want.cuda_version.empty() && want.cpu_model.empty())
+    return winner;
+  TESSERA_ASSIGN(ServedRecordPtr fresh, c.store.bestMatching(key_id, want));
+  return fresh ? fresh : winner;
+}
+
 ApiResponse noRecord(RouteContext& c, const std::string& key_id) {
   c.metrics.lookup(Metrics::Lookup::Miss);
   return problem(404, "no-record", "No record", "no ok record for this key", json{{"key_id", key_id}});
@@ -107,10 +132,14 @@ ApiResponse noRecord(RouteContext& c, const std::string& key_id) {
 // Hard key from query parameters; `need_workload` is false for nearest-shape searches, which
 // ignore the workload and the layout (the layout only breaks ties).
 std::optional<ApiResponse> keyFromQuery(const ApiRequest& r, bool need_workload, HardKey& k) {
-  std::vector<std::string> missing;
+  std::vector<std::string> missing, empty;
   auto get = [&](std::string_view name, std::string& out, bool required) {
-    if (const std::string* v = r.param(name)) out = *v;
-    else if (required) missing.emplace_back(name);
+    if (const std::string* v = r.param(name)) {
+      out = *v;
+      if (v->empty()) empty.emplace_back(name);
+    } else if (required) {
+      missing.emplace_back(name);
+    }
   };
   if (r.param("kernel") && r.param("family"))
     return problem(400, "invalid-query", "Invalid query", "give either family or its alias kernel, not both");
@@ -126,6 +155,7 @@ std::optional<ApiResponse> keyFromQuery(const ApiRequest& r, bool need_workload,
   get("units", units, need_workload);
   if (!missing.empty())
     return problem(400, "invalid-query", "Invalid query", "missing query parameters: " + join(missing, ", "));
+  if (!empty.empty()) return problem(400, "invalid-query", "Invalid query", "empty query parameters: " + join(empty, ", "));
   auto dims = parseShape(shape);
   if (!dims.ok()) return problem(400, "invalid-query", "Invalid query", dims.error().message);
   k.shape = std::move(*dims);
@@ -158,6 +188,7 @@ ApiResponse routeBest(RouteContext& c, const ApiRequest& r, const RouteMatch& m)
   Provenance asker;
   if (auto bad = askerProvenance(r, asker)) return *bad;
   auto w = c.store.best(m.key_id);
+  if (w.ok()) w = answerFor(c, m.key_id, *w, asker);
   if (!w.ok()) return storageProblem(w.error());
   if (!*w) return noRecord(c, std::string(m.key_id));
   return exactAnswer(c, r, **w, asker);
@@ -179,6 +210,7 @@ ApiResponse routeBestQuery(RouteContext& c, const ApiRequest& r, const RouteMatc
     return problem(400, "invalid-query", "Invalid query", "nearest: expected 0 or 1");
   const std::string key_id = keyIdOf(key);
   auto w = c.store.best(key_id);
+  if (w.ok()) w = answerFor(c, key_id, *w, asker);
   if (!w.ok()) return storageProblem(w.error());
   if (*w) return exactAnswer(c, r, **w, asker);
   if (nearest && *nearest == "0") return noRecord(c, key_id);
@@ -222,7 +254,7 @@ ApiResponse routeBestBatch(RouteContext& c, const ApiRequest& r, const RouteMatc
   std::vector<std::string> ids;
   if (auto it = j.find("key_ids"); it != j.end()) {
     if (!it->is_array()) return invalid("key_ids: expected an array");
-    if (it->size() > kMaxBatch) return problem(413, "payload-too-large", "Payload too large", "at most 1000 keys per batch");
+    if (it->size() > kMaxBatch) return invalid("key_ids: at most 1000 keys per batch");
     for (size_t i = 0; i < it->size(); ++i) {
       const json& v = (*it)[i];
       if (!v.is_string() || !isKeyId(v.get_ref<const std::string&>()))
@@ -233,7 +265,7 @@ ApiResponse routeBestBatch(RouteContext& c, const ApiRequest& r, const RouteMatc
   if (auto it = j.find("keys"); it != j.end()) {
     if (!it->is_array()) return invalid("keys: expected an array");
     if (it->size() + ids.size() > kMaxBatch)
-      return problem(413, "payload-too-large", "Payload too large", "at most 1000 keys per batch");
+      return invalid("keys: at most 1000 keys per batch");
     for (size_t i = 0; i < it->size(); ++i) {
       auto k = hardKeyFromJson((*it)[i], "keys[" + std::to_string(i) + "]");
       if (!k.ok()) return invalid(k.error().message);
@@ -257,6 +289,7 @@ ApiResponse routeBestBatch(RouteContext& c, const ApiRequest& r, const RouteMatc
   std::string out = "{\"results\":[";
   for (size_t i = 0; i < ids.size(); ++i) {
     auto w = c.store.best(ids[i]);
+    if (w.ok()) w = answerFor(c, ids[i], *w, asker);
     if (!w.ok()) return storageProblem(w.error());
     if (i) out += ',';
     if (!*w) {
@@ -293,16 +326,18 @@ ApiResponse routeRecordsPost(RouteContext& c, const ApiRequest& r, const RouteMa
   }
   if (list && list->empty()) return problem(422, "invalid-records", "Invalid records", "no records given");
   if (list && list->size() > kMaxBatch)
-    return problem(413, "payload-too-large", "Payload too large", "at most 1000 records per request");
+    return problem(422, "invalid-records", "Invalid records", "at most 1000 records per request");
   std::vector<Record> records;
   json errors = json::array();
   const size_t n = single ? 1 : list->size();
   for (size_t i = 0; i < n; ++i) {
-    auto rec = single ? recordFromJson(*body, "") : recordFromJson((*list)[i], "records[" + std::to_string(i) + "]");
-    if (rec.ok()) {
+    const std::string path = single ? "" : "records[" + std::to_string(i) + "]";
+    auto rec = recordFromJson(single ? *body : (*list)[i], path);
+    Status plausible = rec.ok() && c.opts.check_plausibility ? checkPlausible(*rec, path) : Status{};
+    if (rec.ok() && plausible.ok()) {
       records.push_back(std::move(*rec));
     } else if (errors.size() < 50) {
-      errors.push_back(json{{"index", i}, {"detail", rec.error().message}});
+      errors.push_back(json{{"index", i}, {"detail", rec.ok() ? plausible.error().message : rec.error().message}});
     }
   }
   if (!errors.empty()) {
@@ -310,7 +345,7 @@ ApiResponse routeRecordsPost(RouteContext& c, const ApiRequest& r, const RouteMa
     return problem(422, "invalid-records", "Invalid records",
                    errors.size() == 1 ? first : first + " (and more; see errors)", json{{"errors", errors}});
   }
-  auto results = c.store.put(records);
+  auto results = c.store.put(records, servicePut(c));
   if (!results.ok()) return storageProblem(results.error());
   countWrites(c.metrics, *results);
   json out = json::array();
@@ -321,7 +356,7 @@ ApiResponse routeRecordsPost(RouteContext& c, const ApiRequest& r, const RouteMa
     ++counts[static_cast<int>(p.outcome)];
     duplicates += p.duplicate;
     out.push_back(json{{"index", i}, {"outcome", putOutcomeName(p.outcome)}, {"id", p.id},
-                       {"key_id", p.key_id}, {"duplicate", p.duplicate}});
+                       {"key_id", p.key_id}, {"duplicate", p.duplicate}, {"remeasured", p.remeasured}});
   }
   return jsonResponse(json{{"results", out}, {"inserted", counts[0]}, {"improved", counts[1]},
                            {"kept", counts[2]}, {"duplicates", duplicates}});
@@ -363,16 +398,8 @@ ApiResponse routeRecordsList(RouteContext& c, const ApiRequest& r, const RouteMa
   q.limit = static_cast<int>(limit);
   auto page = c.store.list(q);
   if (!page.ok()) return storageProblem(page.error());
-  std::string out = "{\"records\":[";
-  for (size_t i = 0; i < page->records.size(); ++i) {
-    if (i) out += ',';
-    out += encodeRecord(page->records[i]);
-  }
-  out += "],\"next_after\":";
-  out += page->next_after ? std::to_string(page->next_after) : "null";
-  out += '}';
   ApiResponse resp;
-  resp.body = std::move(out);
+  resp.body = recordsPage(*page);
   return resp;
 }
 

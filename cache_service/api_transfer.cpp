@@ -1,6 +1,7 @@
 // Owns bulk transfer between stores: JSON-lines export with a `since` cursor and idempotent
 // JSON-lines import with per-line errors.
 #include "cache_service/api_internal.h"
+#include "cache_service/plausibility.h"
 #include "cache_service/record_json.h"
 
 namespace tessera::cache {
@@ -56,12 +57,13 @@ ApiResponse routeImport(RouteContext& c, const ApiRequest& r, const RouteMatch&)
     if (++lines > kMaxImportLines)
       return problem(413, "payload-too-large", "Payload too large", "at most 100000 lines per import");
     auto rec = decodeRecord(line);
-    if (rec.ok()) {
+    Status plausible = rec.ok() && c.opts.check_plausibility ? checkPlausible(*rec, "") : Status{};
+    if (rec.ok() && plausible.ok()) {
       records.push_back(std::move(*rec));
     } else {
       ++error_count;
       if (errors.size() < kMaxReportedErrors)
-        errors.push_back(json{{"line", line_no}, {"detail", rec.error().message}});
+        errors.push_back(json{{"line", line_no}, {"detail", rec.ok() ? plausible.error().message : rec.error().message}});
     }
   }
   if (lines == 0) return problem(422, "invalid-import", "Invalid import", "no records in the body");
@@ -74,7 +76,7 @@ ApiResponse routeImport(RouteContext& c, const ApiRequest& r, const RouteMatch&)
   int counts[3] = {0, 0, 0};
   int duplicates = 0;
   if (!records.empty()) {
-    auto results = c.store.put(records);
+    auto results = c.store.put(records, servicePut(c));
     if (!results.ok()) return storageProblem(results.error());
     countWrites(c.metrics, *results);
     for (const PutResult& p : *results) {

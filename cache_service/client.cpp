@@ -244,6 +244,20 @@ Expected<std::string> CacheClient::backup(const std::string& label) {
   return std::move(reply->body);
 }
 
+Expected<std::string> CacheClient::adminRecords(const std::string& query) {
+  auto reply = call("GET", "/v1/admin/records" + (query.empty() ? "" : "?" + query), "", "", opts_.bulk_timeout_s);
+  if (!reply.ok()) return reply.takeError();
+  if (reply->status != 200) return makeError(ErrorCode::IOError, "admin records: " + describe(*reply));
+  return std::move(reply->body);
+}
+
+Expected<std::string> CacheClient::adminAction(const std::string& action, const std::string& selector_json) {
+  auto reply = call("POST", "/v1/admin/records/" + action, selector_json, "application/json", opts_.bulk_timeout_s);
+  if (!reply.ok()) return reply.takeError();
+  if (reply->status != 200) return makeError(ErrorCode::IOError, action + ": " + describe(*reply));
+  return std::move(reply->body);
+}
+
 OutboxReport pushOutbox(RecordStore& local, CacheClient& client, size_t max_records) {
   OutboxReport rep;
   auto remaining = [&] {

@@ -89,6 +89,10 @@ class CacheClient {
   Expected<std::string> importLines(const std::string& jsonl, bool partial);  // report JSON
   Expected<std::string> status();                                             // /status JSON
   Expected<std::string> backup(const std::string& label = "");               // admin scope
+  // Admin scope: GET /v1/admin/records?<query> (a page of records JSON) and POST
+  // /v1/admin/records/<action> with a selector body (quarantine, release, delete).
+  Expected<std::string> adminRecords(const std::string& query);
+  Expected<std::string> adminAction(const std::string& action, const std::string& selector_json);
 
  private:
   struct Reply {

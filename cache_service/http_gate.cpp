@@ -399,6 +399,14 @@ void ConnectionGate::advance(GateConn* c) {
     }
     if (end == std::string::npos) return;
     ApiRequest head = parseHead(std::string_view(c->buf).substr(0, scanned));
+    // cpp-httplib answers a method it does not know (QUERY, BREW, ...) with a bare 400; the API's
+    // route table answers 405 on a known path (with Allow) and 404 elsewhere.
+    static constexpr std::string_view kHttplibMethods[] = {"GET",     "HEAD",  "POST",  "PUT", "DELETE",
+                                                           "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+    if (precheck_ && std::find(std::begin(kHttplibMethods), std::end(kHttplibMethods), head.method) ==
+                         std::end(kHttplibMethods)) {
+      if (auto refused = precheck_(head)) return refuse(c, *refused);
+    }
     const std::string* te = head.header("Transfer-Encoding");
     const std::string* cl = head.header("Content-Length");
     std::optional<int64_t> length;

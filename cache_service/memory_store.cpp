@@ -14,6 +14,8 @@ namespace {
 
 class MemoryStore final : public RecordStore {
  public:
+  explicit MemoryStore(Provenance current) : current_(std::move(current)) {}
+
   Expected<std::vector<PutResult>> put(std::span<const Record> records,
                                        const PutOptions& opts) override {
     std::lock_guard<std::mutex> g(mu_);
@@ -29,10 +31,71 @@ class MemoryStore final : public RecordStore {
     std::lock_guard<std::mutex> g(mu_);
     auto it = keys_.find(std::string(key_id));
     if (it == keys_.end() || it->second.winner == 0) return ServedRecordPtr{};
-    auto served = std::make_shared<ServedRecord>();
-    served->record = records_.at(it->second.winner);
-    served->json = encodeRecord(served->record);
-    return ServedRecordPtr(std::move(served));
+    return serve(records_.at(it->second.winner));
+  }
+
+  Expected<ServedRecordPtr> bestMatching(std::string_view key_id, const Provenance& want) override {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = keys_.find(std::string(key_id));
+    if (it == keys_.end()) return ServedRecordPtr{};
+    auto eq = [](const std::string& w, const std::string& have) { return w.empty() || w == have; };
+    const Record* bestRec = nullptr;
+    for (int64_t id : it->second.ids) {
+      const Record& r = records_.at(id);
+      if (!eligible(r) || !eq(want.tessera_version, r.provenance.tessera_version) ||
+          !eq(want.llvm_version, r.provenance.llvm_version) || !eq(want.cuda_version, r.provenance.cuda_version) ||
+          !eq(want.cpu_model, r.provenance.cpu_model))
+        continue;
+      if (!bestRec || isBetter(r, *bestRec)) bestRec = &r;
+    }
+    return bestRec ? serve(*bestRec) : ServedRecordPtr{};
+  }
+
+  Expected<int64_t> administer(const RecordSelector& sel, AdminAction action) override {
+    std::lock_guard<std::mutex> g(mu_);
+    if (sel.empty()) return int64_t{0};
+    auto selected = [&](const Record& r) {
+      return (sel.ids.empty() || std::find(sel.ids.begin(), sel.ids.end(), r.id) != sel.ids.end()) &&
+             (sel.key_id.empty() || r.key_id == sel.key_id) && (sel.writer.empty() || r.writer == sel.writer) &&
+             (sel.since.empty() || r.received_at >= sel.since) && (sel.until.empty() || r.received_at < sel.until);
+    };
+    int64_t n = 0;
+    std::set<std::string> touched;
+    for (auto it = records_.begin(); it != records_.end();) {
+      Record& r = it->second;
+      const bool applies = selected(r) && (action != AdminAction::Quarantine || !r.quarantined) &&
+                           (action != AdminAction::Release || r.quarantined);
+      if (!applies) {
+        ++it;
+        continue;
+      }
+      ++n;
+      if (action == AdminAction::Count) {
+        ++it;
+        continue;
+      }
+      touched.insert(r.key_id);
+      if (action == AdminAction::Delete) {
+        auto& ids = keys_[r.key_id].ids;
+        ids.erase(std::remove(ids.begin(), ids.end(), r.id), ids.end());
+        by_fp_.erase(fingerprint(r));
+        unpushed_.erase(r.id);
+        it = records_.erase(it);
+        continue;
+      }
+      r.quarantined = action == AdminAction::Quarantine;
+      ++it;
+    }
+    for (const std::string& key : touched) {
+      KeyState& k = keys_[key];
+      k.winner = 0;
+      for (int64_t id : k.ids) {
+        const Record& r = records_.at(id);
+        if (eligible(r) && (k.winner == 0 || isBetter(r, records_.at(k.winner)))) k.winner = id;
+      }
+      if (k.ids.empty()) keys_.erase(key);
+    }
+    return n;
   }
 
   Expected<ListPage> list(const ListQuery& q) override {
@@ -46,7 +109,10 @@ class MemoryStore final : public RecordStore {
              eq(q.dtype, r.key.dtype) && eq(q.layout, r.key.layout) && eq(q.target, r.key.target) &&
              eq(q.arch, r.key.arch) && eq(q.status, std::string(recordStatusName(r.status))) &&
              (!q.units || *q.units == r.key.units) &&
-             (!q.winners_only || keys_.at(r.key_id).winner == r.id);
+             (!q.winners_only || keys_.at(r.key_id).winner == r.id) && eq(q.writer, r.writer) &&
+             (q.since.empty() || r.received_at >= q.since) && (q.until.empty() || r.received_at < q.until) &&
+             (q.quarantine == QuarantineFilter::Include ||
+              r.quarantined == (q.quarantine == QuarantineFilter::Only));
     };
     ListPage page;
     for (auto it = records_.upper_bound(q.after_id); it != records_.end(); ++it) {
@@ -55,7 +121,7 @@ class MemoryStore final : public RecordStore {
         page.next_after = page.records.back().id;
         break;
       }
-      page.records.push_back(it->second);
+      page.records.push_back(withStale(it->second));
     }
     return page;
   }
@@ -69,7 +135,7 @@ class MemoryStore final : public RecordStore {
       if (w.key.family != key.family || w.key.dtype != key.dtype || w.key.target != key.target ||
           w.key.arch != key.arch)
         continue;
-      if (auto d = shapeDistance(key.shape, w.key.shape)) out.push_back({w, *d});
+      if (auto d = shapeDistance(key.shape, w.key.shape)) out.push_back({withStale(w), *d});
     }
     auto rank = [&](const NearestMatch& m) {
       return std::make_tuple(m.distance, m.record.key.layout != key.layout, m.record.median_us,
@@ -85,7 +151,7 @@ class MemoryStore final : public RecordStore {
     std::vector<Record> out;
     for (auto it = records_.upper_bound(after_id);
          it != records_.end() && static_cast<int>(out.size()) < limit; ++it)
-      out.push_back(it->second);
+      if (!it->second.quarantined) out.push_back(withStale(it->second));
     return out;
   }
 
@@ -94,7 +160,7 @@ class MemoryStore final : public RecordStore {
     std::vector<Record> out;
     for (int64_t id : unpushed_) {
       if (static_cast<int>(out.size()) >= limit) break;
-      out.push_back(records_.at(id));
+      out.push_back(withStale(records_.at(id)));
     }
     return out;
   }
@@ -113,8 +179,9 @@ class MemoryStore final : public RecordStore {
     for (const auto& [id, k] : keys_) {
       if (k.winner == 0) continue;
       ++s.winners;
-      if (records_.at(k.winner).stale) ++s.stale_winners;
+      if (staleAgainst(records_.at(k.winner).provenance, current_)) ++s.stale_winners;
     }
+    for (const auto& [id, r] : records_) s.quarantined += r.quarantined;
     s.outbox = static_cast<int64_t>(unpushed_.size());
     s.last_id = records_.empty() ? 0 : records_.rbegin()->first;
     return s;
@@ -128,9 +195,20 @@ class MemoryStore final : public RecordStore {
  private:
   struct KeyState {
     int64_t winner = 0;
-    std::string newest_at, newest_tc;
     std::vector<int64_t> ids;
   };
+
+  static bool eligible(const Record& r) { return isWinnerCandidate(r) && !r.quarantined; }
+  Record withStale(Record r) const {
+    r.stale = staleAgainst(r.provenance, current_);
+    return r;
+  }
+  ServedRecordPtr serve(const Record& r) const {
+    auto served = std::make_shared<ServedRecord>();
+    served->record = withStale(r);
+    served->json = encodeRecord(served->record);
+    return served;
+  }
 
   PutResult putLocked(const Record& in, const PutOptions& opts) {
     PutResult res;
@@ -144,21 +222,22 @@ class MemoryStore final : public RecordStore {
     Record r = in;
     r.id = ++last_id_;
     r.stale = false;
+    r.writer = opts.writer;
+    r.received_at = utcNow();
+    r.quarantined = false;
+    KeyState& k = keys_[r.key_id];
+    if (r.remeasured && !opts.trust_remeasured) {
+      bool evidence = false;
+      for (int64_t id : k.ids) {
+        const Record& o = records_.at(id);
+        evidence = evidence || (eligible(o) && o.config == r.config);
+      }
+      r.remeasured = evidence;
+    }
+    res.remeasured = r.remeasured;
     by_fp_.emplace(std::move(fp), r.id);
     if (opts.outbox) unpushed_.insert(r.id);
-    KeyState& k = keys_[r.key_id];
     k.ids.push_back(r.id);
-    const std::string tc = toolchainOf(r.provenance);
-    if (std::tie(r.provenance.created_at, tc) > std::tie(k.newest_at, k.newest_tc)) {
-      const bool flip = tc != k.newest_tc && !k.newest_at.empty();
-      k.newest_at = r.provenance.created_at;
-      k.newest_tc = tc;
-      if (flip)
-        for (int64_t id : k.ids)
-          if (id != r.id) records_.at(id).stale = toolchainOf(records_.at(id).provenance) != tc;
-    } else {
-      r.stale = tc != k.newest_tc;
-    }
     if (isWinnerCandidate(r)) {
       if (k.winner == 0) {
         res.outcome = PutOutcome::Inserted;
@@ -179,10 +258,13 @@ class MemoryStore final : public RecordStore {
   std::unordered_map<std::string, int64_t> by_fp_;
   std::set<int64_t> unpushed_;
   int64_t last_id_ = 0;
+  Provenance current_;
 };
 
 }  // namespace
 
-std::unique_ptr<RecordStore> makeMemoryStore() { return std::make_unique<MemoryStore>(); }
+std::unique_ptr<RecordStore> makeMemoryStore(const Provenance& current) {
+  return std::make_unique<MemoryStore>(current);
+}
 
 }  // namespace tessera::cache

@@ -62,8 +62,7 @@ Status finalizeRecord(Record& r) {
 
 std::string fingerprint(const Record& r) {
   nlohmann::json j = recordToJson(r);
-  j.erase("id");
-  j.erase("stale");
+  for (const char* assigned : {"id", "stale", "writer", "received_at", "quarantined"}) j.erase(assigned);
   return sha256Hex(dumpJson(j));
 }
 
@@ -79,6 +78,12 @@ bool isBetter(const Record& a, const Record& b) {
 std::string toolchainOf(const Provenance& p) {
   // The unit separator cannot occur in provenance fields (control characters are refused).
   return p.tessera_version + '\x1f' + p.llvm_version + '\x1f' + p.cuda_version;
+}
+
+bool staleAgainst(const Provenance& recorded, const Provenance& current) {
+  auto differs = [](const std::string& have, const std::string& want) { return !want.empty() && have != want; };
+  return differs(recorded.tessera_version, current.tessera_version) ||
+         differs(recorded.llvm_version, current.llvm_version) || differs(recorded.cuda_version, current.cuda_version);
 }
 
 std::vector<std::string> provenanceMismatch(const Provenance& recorded, const Provenance& current) {

@@ -63,9 +63,13 @@ struct Record {
   // "analytic-v1") and what bounds the prediction ("compute", "memory", "latency", "launch").
   // An estimate is never a measurement: it never wins a key and is always shown labelled.
   std::string estimator, bound;
-  // Assigned by a store, never part of the record's identity.
+  // Assigned by a store, never part of the record's identity (fingerprint) and never taken from
+  // a client: read back from JSON for information only.
   int64_t id = 0;
-  bool stale = false;
+  bool stale = false;        // measured with another toolchain than the store's current one
+  std::string writer;        // name of the token that stored it on a service ("" locally)
+  std::string received_at;   // when the store received it (UTC, created_at format)
+  bool quarantined = false;  // set aside by an admin: kept, never served or a winner
 };
 
 // Canonical text of a hard key and its SHA-256 (the key_id). Stable across versions: changing
@@ -89,6 +93,10 @@ bool isWinnerCandidate(const Record& r);  // status ok
 
 // Toolchain triple compared for staleness (tessera, LLVM, CUDA/ROCm versions).
 std::string toolchainOf(const Provenance& p);
+// Staleness of one record, never of a key: true when a toolchain field set in `current`
+// (tessera_version, llvm_version, cuda_version) differs from the record's. An empty `current`
+// makes nothing stale; what other records of the key say never matters.
+bool staleAgainst(const Provenance& recorded, const Provenance& current);
 // Names of the soft-provenance fields of `recorded` that differ from the non-empty fields of
 // `current` (tessera_version, llvm_version, cuda_version, cpu_model); empty = fresh.
 std::vector<std::string> provenanceMismatch(const Provenance& recorded, const Provenance& current);

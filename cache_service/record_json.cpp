@@ -75,6 +75,14 @@ bool isToken(const std::string& s, size_t max_len) {
   return true;
 }
 
+// The names `tessera serve token add` accepts (tokens.cpp).
+bool isTokenName(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (unsigned char c : s)
+    if (!(std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == '@')) return false;
+  return true;
+}
+
 // Valid UTF-8 without control characters: records built in code reach the JSON encoder too.
 bool isPrintable(const std::string& s, size_t max_len) {
   if (s.size() > max_len) return false;
@@ -83,8 +91,18 @@ bool isPrintable(const std::string& s, size_t max_len) {
     if (c < 0x20 || c == 0x7f) return false;
     size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
     if (len == 0 || i + len > s.size()) return false;
-    for (size_t k = 1; k < len; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
+    uint32_t cp = len == 1 ? c : c & (0x7f >> len);
+    for (size_t k = 1; k < len; ++k) {
+      unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    // Provenance is printed on terminals (`tessera best`): C1 controls and the invisible format
+    // characters that reorder or hide text (bidi overrides and isolates, zero-width marks, BOM)
+    // are refused like C0 controls.
+    if ((cp >= 0x80 && cp <= 0x9f) || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) ||
+        (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff)
+      return false;
     i += len;
   }
   return true;
@@ -143,6 +161,10 @@ json recordToJson(const Record& r) {
   if (r.remeasured) j["result"]["remeasured"] = true;
   if (r.status == RecordStatus::Estimated) j["estimate"] = json{{"model", r.estimator}, {"bound", r.bound}};
   j["stale"] = r.stale;
+  // Written only when set: local stores have none of them.
+  if (!r.writer.empty()) j["writer"] = r.writer;
+  if (!r.received_at.empty()) j["received_at"] = r.received_at;
+  if (r.quarantined) j["quarantined"] = true;
   return j;
 }
 
@@ -241,16 +263,25 @@ Status validateRecord(const Record& r, const std::string& path) {
 
 Expected<Record> recordFromJson(const json& j, const std::string& path) {
   TESSERA_TRY(requireObject(j, path,
-                            {"id", "key_id", "key", "provenance", "config", "status", "result", "stale", "estimate"}));
+                            {"id", "key_id", "key", "provenance", "config", "status", "result", "stale", "estimate",
+                             "writer", "received_at", "quarantined"}));
   Record r;
-  // id and stale belong to the store that produced the record: read back for the caller's
-  // information (so exports re-import and clients see them); stores assign their own.
+  // id, stale, writer, received_at and quarantined belong to the store that produced the record:
+  // read back for the caller's information (so exports re-import and clients see them); stores
+  // assign their own and never take these from a client.
   TESSERA_TRY(getInt(j, "id", path, r.id, false));
   if (r.id < 0) return bad(join(path, "id"), "expected an integer >= 0");
-  if (auto it = j.find("stale"); it != j.end()) {
-    if (!it->is_boolean()) return bad(join(path, "stale"), "expected a boolean");
-    r.stale = it->get<bool>();
+  for (auto [name, flag] : {std::pair<const char*, bool*>{"stale", &r.stale}, {"quarantined", &r.quarantined}}) {
+    if (auto it = j.find(name); it != j.end()) {
+      if (!it->is_boolean()) return bad(join(path, name), "expected a boolean");
+      *flag = it->get<bool>();
+    }
   }
+  TESSERA_TRY(getString(j, "writer", path, r.writer, false));
+  if (!r.writer.empty() && !isTokenName(r.writer)) return bad(join(path, "writer"), "expected a token name");
+  TESSERA_TRY(getString(j, "received_at", path, r.received_at, false));
+  if (!r.received_at.empty() && !isUtcTimestamp(r.received_at))
+    return bad(join(path, "received_at"), "expected a UTC time like 2025-01-31T12:00:00Z");
 
   auto key = j.find("key");
   if (key == j.end()) return bad(join(path, "key"), "missing");

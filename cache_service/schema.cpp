@@ -72,7 +72,22 @@ ALTER TABLE records ADD COLUMN estimator TEXT NOT NULL DEFAULT '';
 ALTER TABLE records ADD COLUMN bound TEXT NOT NULL DEFAULT '';
 )sql";
 
-constexpr const char* kMigrations[] = {kMigrationV1, kMigrationV2, kMigrationV3};
+// Version 4: the trust model (issue 15). Every record remembers the token that stored it on a
+// service (writer; '' for local and older records) and when the store received it (received_at;
+// created_at, which the client asserted, is the best older records have). An admin can quarantine
+// records: kept, never served or a winner. `stale` is now computed per record against the store's
+// current toolchain when read, and keys' newest_* columns (which let one future-dated record mark
+// a whole key stale) are no longer used.
+constexpr const char* kMigrationV4 = R"sql(
+ALTER TABLE records ADD COLUMN writer TEXT NOT NULL DEFAULT '';
+ALTER TABLE records ADD COLUMN received_at TEXT NOT NULL DEFAULT '';
+ALTER TABLE records ADD COLUMN quarantined INTEGER NOT NULL DEFAULT 0;
+UPDATE records SET received_at = created_at, stale = 0;
+CREATE INDEX records_by_writer ON records(writer, id);
+CREATE INDEX records_by_received ON records(received_at);
+)sql";
+
+constexpr const char* kMigrations[] = {kMigrationV1, kMigrationV2, kMigrationV3, kMigrationV4};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

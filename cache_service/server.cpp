@@ -12,6 +12,7 @@ Expected<std::unique_ptr<CacheServer>> CacheServer::start(const ServerOptions& o
   SqliteStoreOptions so;
   so.synchronous_full = opts.synchronous_full;
   so.index_winners = true;
+  so.current = opts.current_toolchain;
   TESSERA_ASSIGN(s->store_, openSqliteStore(opts.db_path, so));
   TESSERA_ASSIGN(s->tokens_, TokenStore::open(opts.db_path));
   TESSERA_TRY(s->reloadTokens());
@@ -20,6 +21,7 @@ Expected<std::unique_ptr<CacheServer>> CacheServer::start(const ServerOptions& o
   ao.max_body_bytes = opts.http.max_body_bytes;
   ao.backup_dir = opts.backup_dir;
   ao.version = opts.version;
+  ao.current_toolchain = opts.current_toolchain;
   s->api_ = std::make_unique<Api>(*s->store_, s->auth_, ao);
   TESSERA_ASSIGN(s->http_, startHttpServer(*s->api_, opts.http));
   s->refresher_ = std::thread([p = s.get()] { p->refreshLoop(); });

@@ -26,6 +26,9 @@ struct ServerOptions {
   // record writes are noticed within this interval.
   double refresh_interval_s = 1.0;
   std::string version = "dev";
+  // The toolchain records are stale against when an asker does not say its own (empty fields
+  // are not compared).
+  Provenance current_toolchain;
 };
 
 class CacheServer {

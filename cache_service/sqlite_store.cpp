@@ -55,10 +55,18 @@ Expected<Record> rowToRecord(const sql::Stmt& st) {
   r.max_rel_err = st.f64(27);
   r.trials = st.i64(28);
   r.tuning_seconds = st.f64(29);
-  r.stale = st.i64(30) != 0;
   r.remeasured = st.i64(31) != 0;
   r.estimator = st.text(32);
   r.bound = st.text(33);
+  r.writer = st.text(34);
+  r.received_at = st.text(35);
+  r.quarantined = st.i64(36) != 0;
+  return r;
+}
+
+Expected<Record> SqliteStore::readRow(const sql::Stmt& st) const {
+  TESSERA_ASSIGN(Record r, rowToRecord(st));
+  r.stale = staleAgainst(r.provenance, opts_.current);
   return r;
 }
 
@@ -102,7 +110,7 @@ Expected<ServedRecordPtr> SqliteStore::readWinner(sql::Db& db, std::string_view 
   st->bind(1, key_id);
   TESSERA_ASSIGN(bool row, st->step());
   if (!row) return ServedRecordPtr{};
-  TESSERA_ASSIGN(Record r, rowToRecord(*st));
+  TESSERA_ASSIGN(Record r, readRow(*st));
   auto served = std::make_shared<ServedRecord>();
   served->json = encodeRecord(r);
   served->record = std::move(r);
@@ -117,7 +125,7 @@ Status SqliteStore::loadIndex(sql::Db& db) {
   for (;;) {
     TESSERA_ASSIGN(bool row, st.step());
     if (!row) break;
-    TESSERA_ASSIGN(Record r, rowToRecord(st));
+    TESSERA_ASSIGN(Record r, readRow(st));
     auto served = std::make_shared<ServedRecord>();
     served->json = encodeRecord(r);
     served->record = std::move(r);
@@ -138,6 +146,28 @@ Expected<ServedRecordPtr> SqliteStore::best(std::string_view key_id) {
   return readWinner(*rd, key_id);
 }
 
+Expected<ServedRecordPtr> SqliteStore::bestMatching(std::string_view key_id, const Provenance& want) {
+  static const std::string q =
+      std::string("SELECT ") + kRecordColumns +
+      " FROM records r JOIN keys k ON k.key_id = r.key_id"
+      " WHERE r.key_id = ?1 AND r.status = 'ok' AND r.quarantined = 0"
+      " AND (?2 = '' OR r.tessera_version = ?2) AND (?3 = '' OR r.llvm_version = ?3)"
+      " AND (?4 = '' OR r.cuda_version = ?4) AND (?5 = '' OR r.cpu_model = ?5)"
+      " ORDER BY r.remeasured DESC, r.median_us ASC, r.id ASC LIMIT 1";
+  TESSERA_ASSIGN(Reader rd, reader());
+  TESSERA_ASSIGN(sql::Stmt * st, rd->cached(q));
+  sql::Use use(*st);
+  st->bind(1, key_id).bind(2, want.tessera_version).bind(3, want.llvm_version).bind(4, want.cuda_version);
+  st->bind(5, want.cpu_model);
+  TESSERA_ASSIGN(bool found, st->step());
+  if (!found) return ServedRecordPtr{};
+  TESSERA_ASSIGN(Record r, readRow(*st));
+  auto served = std::make_shared<ServedRecord>();
+  served->json = encodeRecord(r);
+  served->record = std::move(r);
+  return ServedRecordPtr(std::move(served));
+}
+
 Expected<ListPage> SqliteStore::list(const ListQuery& q) {
   const int limit = std::clamp(q.limit, 1, kMaxListLimit);
   std::string sqltext = std::string("SELECT ") + kRecordColumns +
@@ -153,6 +183,20 @@ Expected<ListPage> SqliteStore::list(const ListQuery& q) {
     sqltext += std::string(" AND ") + col + " = ?";
     texts.push_back(*val);
   }
+  if (!q.writer.empty()) {
+    sqltext += " AND r.writer = ?";
+    texts.push_back(q.writer);
+  }
+  if (!q.since.empty()) {
+    sqltext += " AND r.received_at >= ?";
+    texts.push_back(q.since);
+  }
+  if (!q.until.empty()) {
+    sqltext += " AND r.received_at < ?";
+    texts.push_back(q.until);
+  }
+  if (q.quarantine == QuarantineFilter::Exclude) sqltext += " AND r.quarantined = 0";
+  if (q.quarantine == QuarantineFilter::Only) sqltext += " AND r.quarantined = 1";
   if (q.units) sqltext += " AND k.units = ?";
   if (q.winners_only) sqltext += " AND r.id = k.winner_id";
   sqltext += " ORDER BY r.id LIMIT ?";
@@ -173,7 +217,7 @@ Expected<ListPage> SqliteStore::list(const ListQuery& q) {
       page.next_after = page.records.back().id;
       break;
     }
-    TESSERA_ASSIGN(Record r, rowToRecord(*st));
+    TESSERA_ASSIGN(Record r, readRow(*st));
     page.records.push_back(std::move(r));
   }
   return page;
@@ -193,7 +237,7 @@ Expected<std::vector<NearestMatch>> SqliteStore::nearest(const HardKey& key, int
   for (;;) {
     TESSERA_ASSIGN(bool row, st->step());
     if (!row) break;
-    TESSERA_ASSIGN(Record r, rowToRecord(*st));
+    TESSERA_ASSIGN(Record r, readRow(*st));
     auto d = shapeDistance(key.shape, r.key.shape);
     if (d) out.push_back({std::move(r), *d});
   }
@@ -209,7 +253,7 @@ Expected<std::vector<NearestMatch>> SqliteStore::nearest(const HardKey& key, int
 Expected<std::vector<Record>> SqliteStore::exportSince(int64_t after_id, int limit) {
   static const std::string q = std::string("SELECT ") + kRecordColumns +
                                " FROM records r JOIN keys k ON k.key_id = r.key_id"
-                               " WHERE r.id > ? ORDER BY r.id LIMIT ?";
+                               " WHERE r.id > ? AND r.quarantined = 0 ORDER BY r.id LIMIT ?";
   TESSERA_ASSIGN(Reader rd, reader());
   TESSERA_ASSIGN(sql::Stmt * st, rd->cached(q));
   sql::Use use(*st);
@@ -218,7 +262,7 @@ Expected<std::vector<Record>> SqliteStore::exportSince(int64_t after_id, int lim
   for (;;) {
     TESSERA_ASSIGN(bool row, st->step());
     if (!row) break;
-    TESSERA_ASSIGN(Record r, rowToRecord(*st));
+    TESSERA_ASSIGN(Record r, readRow(*st));
     out.push_back(std::move(r));
   }
   return out;
@@ -236,7 +280,7 @@ Expected<std::vector<Record>> SqliteStore::outbox(int limit) {
   for (;;) {
     TESSERA_ASSIGN(bool row, st->step());
     if (!row) break;
-    TESSERA_ASSIGN(Record r, rowToRecord(*st));
+    TESSERA_ASSIGN(Record r, readRow(*st));
     out.push_back(std::move(r));
   }
   return out;
@@ -251,8 +295,17 @@ Expected<StoreStats> SqliteStore::stats() {
     TESSERA_ASSIGN(s.records, rd->scalar("SELECT count(*) FROM records"));
     TESSERA_ASSIGN(s.keys, rd->scalar("SELECT count(*) FROM keys"));
     TESSERA_ASSIGN(s.winners, rd->scalar("SELECT count(*) FROM keys WHERE winner_id IS NOT NULL"));
-    TESSERA_ASSIGN(s.stale_winners, rd->scalar("SELECT count(*) FROM keys k JOIN records r "
-                                               "ON r.id = k.winner_id WHERE r.stale = 1"));
+    {
+      TESSERA_ASSIGN(sql::Stmt stale, rd->prepare(
+          "SELECT count(*) FROM keys k JOIN records r ON r.id = k.winner_id"
+          " WHERE (?1 != '' AND r.tessera_version != ?1) OR (?2 != '' AND r.llvm_version != ?2)"
+          " OR (?3 != '' AND r.cuda_version != ?3)"));
+      stale.bind(1, opts_.current.tessera_version).bind(2, opts_.current.llvm_version);
+      stale.bind(3, opts_.current.cuda_version);
+      TESSERA_ASSIGN(bool got, stale.step());
+      s.stale_winners = got ? stale.i64(0) : 0;
+    }
+    TESSERA_ASSIGN(s.quarantined, rd->scalar("SELECT count(*) FROM records WHERE quarantined = 1"));
     TESSERA_ASSIGN(s.outbox, rd->scalar("SELECT count(*) FROM records WHERE pushed = 0"));
     TESSERA_ASSIGN(s.last_id, rd->scalar("SELECT coalesce(max(id), 0) FROM records"));
     TESSERA_ASSIGN(int64_t pages, rd->scalar("PRAGMA page_count"));

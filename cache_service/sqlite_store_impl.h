@@ -22,8 +22,10 @@ inline constexpr const char* kRecordColumns =
     "r.id, r.key_id, k.family, k.workload, k.shape, k.dtype, k.layout, k.target, k.arch, k.units, "
     "r.tessera_version, r.llvm_version, r.cuda_version, r.cpu_model, r.host, r.user, r.created_at, "
     "r.config, r.status, r.n, r.median_us, r.p20_us, r.p80_us, r.gflops, r.gbps, r.peak_fraction, "
-    "r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds, r.stale, r.remeasured, r.estimator, r.bound";
-inline constexpr int kRecordColumnCount = 34;
+    "r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds, r.stale, r.remeasured, r.estimator, r.bound, "
+    "r.writer, r.received_at, r.quarantined";
+inline constexpr int kRecordColumnCount = 37;
+// The row as stored; `stale` is the store's to compute (SqliteStore::readRow).
 Expected<Record> rowToRecord(const sql::Stmt& st);
 
 class SqliteStore final : public RecordStore {
@@ -34,6 +36,8 @@ class SqliteStore final : public RecordStore {
   Expected<std::vector<PutResult>> put(std::span<const Record> records,
                                        const PutOptions& opts) override;
   Expected<ServedRecordPtr> best(std::string_view key_id) override;
+  Expected<ServedRecordPtr> bestMatching(std::string_view key_id, const Provenance& want) override;
+  Expected<int64_t> administer(const RecordSelector& sel, AdminAction action) override;
   Expected<ListPage> list(const ListQuery& q) override;
   Expected<std::vector<NearestMatch>> nearest(const HardKey& key, int limit) override;
   Expected<std::vector<Record>> exportSince(int64_t after_id, int limit) override;
@@ -62,6 +66,7 @@ class SqliteStore final : public RecordStore {
     std::unique_ptr<sql::Db> db_;
   };
   Expected<Reader> reader();
+  Expected<Record> readRow(const sql::Stmt& st) const;  // rowToRecord + staleness against opts_.current
   Expected<ServedRecordPtr> readWinner(sql::Db& db, std::string_view key_id);
   Status loadIndex(sql::Db& db);
 
@@ -81,6 +86,9 @@ class SqliteStore final : public RecordStore {
   void commitGroup(std::vector<WriteJob*>& jobs);
   Expected<PutResult> putRecord(sql::Db& db, const Record& r, const PutOptions& opts, Touched& touched);
   Status applyIndex(sql::Db& db, const Touched& touched);
+  // Points the key at its best remaining ok, unquarantined record (none: no winner; no records
+  // left: the key row goes too).
+  Status recomputeWinner(sql::Db& db, const std::string& key_id);
 
   std::string path_;
   SqliteStoreOptions opts_;

@@ -96,14 +96,26 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
     return makeError(ErrorCode::InvalidArgument, "record not finalized (key_id missing or wrong)");
   PutResult res;
   res.key_id = r.key_id;
+  // The fingerprint is of the record as submitted, so a retried submission is a duplicate even
+  // when the store did not accept its re-measured claim.
   const std::string fp = fingerprint(r);
   const std::string shape = formatShape(r.key.shape);
-  const std::string toolchain = toolchainOf(r.provenance);
   auto bindKey = [&](sql::Stmt& st) {
     st.bind(1, r.key_id).bind(2, r.key.family).bind(3, r.key.workload).bind(4, shape);
     st.bind(5, static_cast<int64_t>(r.key.shape.size())).bind(6, r.key.dtype).bind(7, r.key.layout);
     st.bind(8, r.key.target).bind(9, r.key.arch).bind(10, r.key.units);
   };
+
+  // 0. A re-measurement is a second measurement of a config the key already holds; from an
+  // untrusted writer the claim alone proves nothing.
+  bool remeasured = r.remeasured;
+  if (remeasured && !opts.trust_remeasured) {
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+        "SELECT 1 FROM records WHERE key_id = ? AND config = ? AND status = 'ok' AND quarantined = 0 LIMIT 1"));
+    sql::Use use(*st);
+    st->bind(1, r.key_id).bind(2, r.config);
+    TESSERA_ASSIGN(remeasured, st->step());
+  }
 
   // 1. The record itself; an identical one already stored makes this a duplicate.
   {
@@ -111,7 +123,8 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
         "INSERT INTO records(key_id, fingerprint, status, config, n, median_us, p20_us, p80_us,"
         " gflops, gbps, peak_fraction, max_abs_err, max_rel_err, trials, tuning_seconds,"
         " tessera_version, llvm_version, cuda_version, cpu_model, host, user, created_at, pushed,"
-        " remeasured, estimator, bound) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        " remeasured, estimator, bound, writer, received_at)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
         " ON CONFLICT(fingerprint) DO NOTHING RETURNING id"));
     sql::Use use(*st);
     const Provenance& p = r.provenance;
@@ -121,7 +134,8 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
     st->bind(14, r.trials).bind(15, r.tuning_seconds).bind(16, p.tessera_version);
     st->bind(17, p.llvm_version).bind(18, p.cuda_version).bind(19, p.cpu_model).bind(20, p.host);
     st->bind(21, p.user).bind(22, p.created_at).bind(23, opts.outbox ? 0 : 1);
-    st->bind(24, int64_t(r.remeasured ? 1 : 0)).bind(25, r.estimator).bind(26, r.bound);
+    st->bind(24, int64_t(remeasured ? 1 : 0)).bind(25, r.estimator).bind(26, r.bound);
+    st->bind(27, opts.writer).bind(28, utcNow());
     TESSERA_ASSIGN(bool row, st->step());
     if (row) res.id = st->i64(0);
   }
@@ -135,10 +149,12 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
     res.duplicate = true;
     return res;
   }
+  res.remeasured = remeasured;
 
   // 2. Best-wins: one upsert creates the key row or moves its winner, and only ever to a strictly
   // better record (isBetter: re-measured first, then the lower median). RETURNING yields a row
-  // only when this record became the winner.
+  // only when this record became the winner. (Quarantined records never hold the winner: the
+  // admin action that quarantines recomputes it.)
   if (isWinnerCandidate(r)) {
     TESSERA_ASSIGN(sql::Stmt * st, db.cached(
         "INSERT INTO keys(key_id, family, workload, shape, rank, dtype, layout, target, arch, units,"
@@ -153,7 +169,7 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
         " RETURNING winner_changes"));
     sql::Use use(*st);
     bindKey(*st);
-    st->bind(11, res.id).bind(12, r.median_us).bind(13, int64_t(r.remeasured ? 1 : 0));
+    st->bind(11, res.id).bind(12, r.median_us).bind(13, int64_t(remeasured ? 1 : 0));
     TESSERA_ASSIGN(bool row, st->step());
     if (row) {
       res.outcome = st->i64(0) == 1 ? PutOutcome::Inserted : PutOutcome::Improved;
@@ -167,42 +183,107 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
     bindKey(*st);
     TESSERA_TRY(st->run());
   }
-
-  // 3. Staleness: the newest record of a key (by created_at, then toolchain text, so the result
-  // does not depend on arrival order) defines the current toolchain.
-  std::string newest_at, newest_tc;
-  {
-    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-        "SELECT newest_created_at, newest_toolchain FROM keys WHERE key_id = ?"));
-    sql::Use use(*st);
-    st->bind(1, r.key_id);
-    TESSERA_ASSIGN(bool row, st->step());
-    if (!row) return makeError(ErrorCode::Internal, "key row vanished");
-    newest_at = st->text(0);
-    newest_tc = st->text(1);
-  }
-  if (std::tie(r.provenance.created_at, toolchain) > std::tie(newest_at, newest_tc)) {
-    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-        "UPDATE keys SET newest_created_at = ?, newest_toolchain = ? WHERE key_id = ?"));
-    sql::Use use(*st);
-    st->bind(1, r.provenance.created_at).bind(2, toolchain).bind(3, r.key_id);
-    TESSERA_TRY(st->run());
-    if (toolchain != newest_tc && !newest_at.empty()) {
-      TESSERA_ASSIGN(sql::Stmt * up, db.cached(
-          "UPDATE records SET stale = ((tessera_version || char(31) || llvm_version || char(31) ||"
-          " cuda_version) != ?) WHERE key_id = ?"));
-      sql::Use use2(*up);
-      up->bind(1, toolchain).bind(2, r.key_id);
-      TESSERA_TRY(up->run());
-      touched.insert(r.key_id);
-    }
-  } else if (toolchain != newest_tc) {
-    TESSERA_ASSIGN(sql::Stmt * st, db.cached("UPDATE records SET stale = 1 WHERE id = ?"));
-    sql::Use use(*st);
-    st->bind(1, res.id);
-    TESSERA_TRY(st->run());
-  }
+  // Staleness is computed per record when read (SqliteStore::readRow): nothing another record of
+  // the key says can mark this one stale.
   return res;
+}
+
+Status SqliteStore::recomputeWinner(sql::Db& db, const std::string& key_id) {
+  TESSERA_ASSIGN(sql::Stmt * pick, db.cached(
+      "SELECT id, median_us, remeasured FROM records WHERE key_id = ? AND status = 'ok' AND quarantined = 0"
+      " ORDER BY remeasured DESC, median_us ASC, id ASC LIMIT 1"));
+  sql::Use use(*pick);
+  pick->bind(1, key_id);
+  TESSERA_ASSIGN(bool found, pick->step());
+  if (found) {
+    TESSERA_ASSIGN(sql::Stmt * up, db.cached(
+        "UPDATE keys SET winner_id = ?, winner_median_us = ?, winner_remeasured = ?,"
+        " winner_changes = max(winner_changes, 1) WHERE key_id = ?"));
+    sql::Use use2(*up);
+    up->bind(1, pick->i64(0)).bind(2, pick->f64(1)).bind(3, pick->i64(2)).bind(4, key_id);
+    return up->run();
+  }
+  // No winner left: the next ok record is the key's first winner again ("inserted").
+  TESSERA_ASSIGN(sql::Stmt * none, db.cached(
+      "UPDATE keys SET winner_id = NULL, winner_median_us = NULL, winner_remeasured = 0, winner_changes = 0"
+      " WHERE key_id = ?"));
+  sql::Use use3(*none);
+  none->bind(1, key_id);
+  TESSERA_TRY(none->run());
+  TESSERA_ASSIGN(sql::Stmt * gone, db.cached(
+      "DELETE FROM keys WHERE key_id = ?1 AND NOT EXISTS (SELECT 1 FROM records WHERE key_id = ?1)"));
+  sql::Use use4(*gone);
+  gone->bind(1, key_id);
+  return gone->run();
+}
+
+namespace {
+// WHERE clause (over `records r`) and its text parameters for a selector.
+std::string selectorWhere(const RecordSelector& sel, std::vector<std::string>& texts) {
+  std::string w = "1";
+  if (!sel.ids.empty()) {
+    w += " AND r.id IN (";
+    for (size_t i = 0; i < sel.ids.size(); ++i) w += (i ? "," : "") + std::to_string(sel.ids[i]);
+    w += ")";
+  }
+  const std::pair<const char*, const std::string*> fields[] = {
+      {" AND r.key_id = ?", &sel.key_id}, {" AND r.writer = ?", &sel.writer},
+      {" AND r.received_at >= ?", &sel.since}, {" AND r.received_at < ?", &sel.until}};
+  for (auto [clause, v] : fields) {
+    if (v->empty()) continue;
+    w += clause;
+    texts.push_back(*v);
+  }
+  return w;
+}
+}  // namespace
+
+Expected<int64_t> SqliteStore::administer(const RecordSelector& sel, AdminAction action) {
+  if (sel.empty()) return int64_t{0};
+  std::vector<std::string> texts;
+  std::string where = selectorWhere(sel, texts);
+  if (action == AdminAction::Quarantine) where += " AND r.quarantined = 0";
+  if (action == AdminAction::Release) where += " AND r.quarantined = 1";
+  auto bindAll = [&](sql::Stmt& st) {
+    for (size_t i = 0; i < texts.size(); ++i) st.bind(static_cast<int>(i + 1), texts[i]);
+  };
+  if (action == AdminAction::Count) {
+    TESSERA_ASSIGN(Reader rd, reader());
+    TESSERA_ASSIGN(sql::Stmt st, rd->prepare("SELECT count(*) FROM records r WHERE " + where));
+    bindAll(st);
+    TESSERA_ASSIGN(bool got, st.step());
+    return got ? st.i64(0) : 0;
+  }
+  int64_t changed = 0;
+  Status s = write([&](sql::Db& db, Touched& touched) -> Status {
+    std::vector<std::string> keys;
+    {
+      TESSERA_ASSIGN(sql::Stmt st, db.prepare("SELECT DISTINCT r.key_id FROM records r WHERE " + where));
+      bindAll(st);
+      for (;;) {
+        TESSERA_ASSIGN(bool row, st.step());
+        if (!row) break;
+        keys.push_back(st.text(0));
+      }
+    }
+    const std::string change = action == AdminAction::Delete ? "DELETE FROM records AS r WHERE " + where
+                               : action == AdminAction::Quarantine
+                                   ? "UPDATE records AS r SET quarantined = 1 WHERE " + where
+                                   : "UPDATE records AS r SET quarantined = 0 WHERE " + where;
+    {
+      TESSERA_ASSIGN(sql::Stmt st, db.prepare(change));
+      bindAll(st);
+      TESSERA_TRY(st.run());
+      changed = sqlite3_changes(db.handle());
+    }
+    for (const std::string& key : keys) {
+      TESSERA_TRY(recomputeWinner(db, key));
+      touched.insert(key);
+    }
+    return {};
+  });
+  if (!s.ok()) return s.takeError();
+  return changed;
 }
 
 Expected<std::vector<PutResult>> SqliteStore::put(std::span<const Record> records,

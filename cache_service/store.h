@@ -7,8 +7,11 @@
 //  * the winner of a key is its best `ok` record (isBetter): a tuning run's re-measured winner
 //    (Record::remeasured) before any single measurement, then the lowest median_us; a worse
 //    record never replaces a better one, and on a tie the earlier record stays;
-//  * a record is stale when its toolchain (tessera/LLVM/CUDA versions) differs from that of the
-//    newest record (by created_at) of its key; stale winners are still served, flagged.
+//  * a record is stale when its toolchain (tessera/LLVM/CUDA versions) differs from the store's
+//    current toolchain (options; none set: nothing is stale): per record, never decided by other
+//    records of its key; stale winners are still served, flagged;
+//  * quarantined records (an admin's decision) are kept but never win, and neither lists, exports
+//    nor lookups return them unless asked.
 #pragma once
 
 #include <cstdint>
@@ -38,12 +41,20 @@ struct PutResult {
   int64_t id = 0;          // the stored record's id (the existing one for a duplicate)
   bool duplicate = false;  // an identical record (same fingerprint) was already stored
   std::string key_id;
+  bool remeasured = false;  // stored as re-measured (a claim the store accepted)
 };
 
 struct PutOptions {
   // Remember new records as not yet pushed to a shared service (the local outbox; see
   // outbox()/markPushed() and pushOutbox() in client.h).
   bool outbox = false;
+  // The authenticated token that submits the records; a service sets it, never from the body.
+  std::string writer;
+  // Take a record's `remeasured` as it comes (a local store written by its own tuner). A service
+  // passes false: the claim then stands only when the key already holds an ok, unquarantined
+  // measurement of the same config (the run's own earlier measurement of the winner it
+  // re-measured); otherwise the record is stored as a single measurement.
+  bool trust_remeasured = true;
 };
 
 // A key's winner as served: the record plus its encoded JSON, shared so a lookup copies nothing.
@@ -55,10 +66,15 @@ using ServedRecordPtr = std::shared_ptr<const ServedRecord>;
 
 // Filters are exact matches; empty strings / nullopt mean "any". Paging is by id: pass the
 // previous page's next_after as after_id.
+enum class QuarantineFilter { Exclude, Include, Only };
+
 struct ListQuery {
   std::string key_id, family, workload, dtype, layout, target, arch, status;
   std::optional<int64_t> units;
   bool winners_only = false;
+  std::string writer;        // token name
+  std::string since, until;  // received_at in [since, until)
+  QuarantineFilter quarantine = QuarantineFilter::Exclude;
   int64_t after_id = 0;
   int limit = 100;  // 1..kMaxListLimit
 };
@@ -74,8 +90,18 @@ struct NearestMatch {
   double distance;  // shapeDistance(requested shape, record.key.shape)
 };
 
+// Which records an admin action applies to: all criteria given must hold (an empty selector
+// selects nothing, so a typo never deletes everything).
+struct RecordSelector {
+  std::vector<int64_t> ids;
+  std::string key_id, writer;
+  std::string since, until;  // received_at in [since, until)
+  bool empty() const { return ids.empty() && key_id.empty() && writer.empty() && since.empty() && until.empty(); }
+};
+enum class AdminAction { Count, Quarantine, Release, Delete };
+
 struct StoreStats {
-  int64_t records = 0, keys = 0, winners = 0, stale_winners = 0, outbox = 0;
+  int64_t records = 0, keys = 0, winners = 0, stale_winners = 0, outbox = 0, quarantined = 0;
   int64_t db_bytes = 0;  // main file + WAL (0 for the in-memory store)
   int schema_version = 0;
   int64_t last_id = 0;  // highest record id (the export cursor of "everything so far")
@@ -93,6 +119,15 @@ class RecordStore {
 
   // The winner of a key, or nullptr when the key has no ok record.
   virtual Expected<ServedRecordPtr> best(std::string_view key_id) = 0;
+  // The best ok, unquarantined record of a key whose provenance equals the non-empty toolchain
+  // fields and cpu_model of `want` (what is fresh for an asker whose winner is stale); nullptr
+  // when there is none.
+  virtual Expected<ServedRecordPtr> bestMatching(std::string_view key_id, const Provenance& want) = 0;
+
+  // Admin: counts, quarantines, releases or deletes the selected records and recomputes the
+  // winners of their keys in the same transaction. Returns how many records it applied to (for
+  // Quarantine/Release: how many changed).
+  virtual Expected<int64_t> administer(const RecordSelector& sel, AdminAction action) = 0;
 
   virtual Expected<ListPage> list(const ListQuery& q) = 0;
 
@@ -133,11 +168,14 @@ struct SqliteStoreOptions {
   // is meant to be the records' only writer: commits by other connections are noticed before each
   // write and by refreshIfChangedExternally(), which reload the index.
   bool index_winners = false;
+  // The toolchain fields (tessera_version, llvm_version, cuda_version) records are stale against;
+  // empty fields are not compared.
+  Provenance current;
 };
 
 Expected<std::unique_ptr<RecordStore>> openSqliteStore(const std::string& path,
                                                        const SqliteStoreOptions& opts = {});
 // Small store for tests and tools: same rules, no persistence, backup unsupported.
-std::unique_ptr<RecordStore> makeMemoryStore();
+std::unique_ptr<RecordStore> makeMemoryStore(const Provenance& current = {});
 
 }  // namespace tessera::cache

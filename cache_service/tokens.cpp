@@ -127,6 +127,12 @@ size_t TokenAuthenticator::size() const {
 }
 
 std::optional<Scope> TokenAuthenticator::check(std::string_view secret) const {
+  auto id = identify(secret);
+  if (!id) return std::nullopt;
+  return id->scope;
+}
+
+std::optional<TokenAuthenticator::Identity> TokenAuthenticator::identify(std::string_view secret) const {
   if (secret.empty() || secret.size() > 256) return std::nullopt;
   std::shared_ptr<const std::vector<ActiveToken>> tokens;
   {
@@ -134,10 +140,17 @@ std::optional<Scope> TokenAuthenticator::check(std::string_view secret) const {
     tokens = tokens_;
   }
   const std::string hash = sha256Hex(secret);
-  std::optional<Scope> found;
+  const ActiveToken* found = nullptr;
   for (const ActiveToken& t : *tokens)
-    if (constantTimeEqual(hash, t.hash)) found = t.scope;
-  return found;
+    if (constantTimeEqual(hash, t.hash)) found = &t;
+  if (!found) return std::nullopt;
+  return Identity{found->scope, found->name};
+}
+
+Expected<bool> TokenStore::exists(const std::string& name) {
+  TESSERA_ASSIGN(sql::Stmt st, db_->prepare("SELECT 1 FROM tokens WHERE name = ?"));
+  st.bind(1, name);
+  return st.step();
 }
 
 }  // namespace tessera::cache

@@ -41,6 +41,8 @@ class TokenStore {
   Expected<std::string> add(const std::string& name, Scope scope);
   Expected<std::vector<TokenInfo>> list();
   Status revoke(const std::string& name);  // NotFound if no active token has that name
+  // Whether a token of that name exists (active or revoked).
+  Expected<bool> exists(const std::string& name);
   Expected<std::vector<ActiveToken>> active();
 
  private:
@@ -56,6 +58,12 @@ class TokenAuthenticator {
   // The scope of the matching active token, or nullopt. Every stored hash is compared, in
   // constant time, so the answer's timing does not depend on which token (if any) matched.
   std::optional<Scope> check(std::string_view secret) const;
+  // The same check, also naming the matching token (what the service records as a writer).
+  struct Identity {
+    Scope scope;
+    std::string name;
+  };
+  std::optional<Identity> identify(std::string_view secret) const;
   size_t size() const;
 
  private:

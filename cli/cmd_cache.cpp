@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cache_service/client.h"
+#include "cache_service/http.h"
 #include "cache_service/record.h"
 #include "cli/commands.h"
 
@@ -36,18 +37,52 @@ cache::CacheClient makeClient(const CacheArgs& a, bool bulk = false) {
   return cache::CacheClient(o);
 }
 
+// Record files are read up to a cap and no further (/dev/zero or an endless pipe is an error,
+// not a hang or a memory spike).
+constexpr size_t kMaxInputBytes = size_t{256} << 20;
+
 std::string readInput(const std::string& path) {
-  if (path == "-") {
-    std::stringstream ss;
-    ss << std::cin.rdbuf();
-    return ss.str();
+  std::ifstream file;
+  if (path != "-") {
+    file.open(path, std::ios::binary);
+    if (!file) fail("cannot read " + path);
   }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("cannot read " + path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  std::istream& in = path == "-" ? std::cin : file;
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxInputBytes)
+      fail(path + " is larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB (split it)");
+  }
+  if (in.bad()) fail("cannot read " + path);
+  return text;
 }
+
+// The selector of an admin action (--id, --key-id, --writer, --since, --until) as JSON.
+struct SelectorArgs {
+  std::vector<int64_t> ids;
+  std::string key_id, writer, since, until;
+  bool dry_run = false;
+  void add(CLI::App* app) {
+    app->add_option("--id", ids, "record id (repeatable)");
+    app->add_option("--key-id", key_id, "records of this key");
+    app->add_option("--writer", writer, "records written by this token name");
+    app->add_option("--since", since, "records received at or after this UTC time (2025-01-31T12:00:00Z)");
+    app->add_option("--until", until, "records received before this UTC time");
+    app->add_flag("--dry-run", dry_run, "only count the records it would apply to");
+  }
+  std::string json() const {
+    nlohmann::json j = nlohmann::json::object();
+    if (!ids.empty()) j["ids"] = ids;
+    for (auto [name, v] : {std::pair<const char*, const std::string*>{"key_id", &key_id}, {"writer", &writer},
+                           {"since", &since}, {"until", &until}})
+      if (!v->empty()) j[name] = *v;
+    if (j.empty()) fail("select records with --id, --key-id, --writer, --since and/or --until");
+    if (dry_run) j["dry_run"] = true;
+    return j.dump();
+  }
+};
 
 // A record file: one JSON record, an array, {"records": [...]}, or JSON lines.
 std::vector<cache::Record> parseRecords(const std::string& text, const std::string& source) {
@@ -228,6 +263,63 @@ void addCacheCommand(CLI::App& app) {
     if (!s.ok()) fail(s.error().message);
     std::printf("%s\n", nlohmann::json::parse(*s).dump(2).c_str());
   });
+
+  // Admin: list, quarantine, release, delete (issue 15's trust model).
+  struct ListArgs {
+    std::string key_id, writer, since, until, quarantined = "all";
+    int64_t limit = 1000;
+  };
+  auto la = std::make_shared<ListArgs>();
+  CLI::App* list = c->add_subcommand("list", "Records with their writers and quarantine state, as JSON lines (admin token)");
+  list->add_option("--key-id", la->key_id, "records of this key");
+  list->add_option("--writer", la->writer, "records written by this token name");
+  list->add_option("--since", la->since, "received at or after this UTC time");
+  list->add_option("--until", la->until, "received before this UTC time");
+  list->add_option("--quarantined", la->quarantined, "0, 1 or all")->capture_default_str();
+  list->add_option("--limit", la->limit, "records at most")->capture_default_str();
+  list->callback([args, la] {
+    cache::CacheClient client = makeClient(*args, /*bulk=*/true);
+    std::string base;
+    for (auto [name, v] : {std::pair<const char*, const std::string*>{"key_id", &la->key_id}, {"writer", &la->writer},
+                           {"since", &la->since}, {"until", &la->until}, {"quarantined", &la->quarantined}})
+      if (!v->empty()) base += std::string(base.empty() ? "" : "&") + name + "=" + cache::urlEncode(*v);
+    int64_t shown = 0, after = 0;
+    while (shown < la->limit) {
+      const int64_t page_size = std::min<int64_t>(1000, la->limit - shown);
+      auto page = client.adminRecords(base + (base.empty() ? "" : "&") + "limit=" + std::to_string(page_size) +
+                                      "&after=" + std::to_string(after));
+      if (!page.ok()) fail(page.error().message);
+      auto j = nlohmann::json::parse(*page, nullptr, false);
+      if (!j.is_object() || !j.contains("records")) fail("unreadable answer");
+      for (const auto& r : j["records"]) std::printf("%s\n", r.dump().c_str());
+      shown += static_cast<int64_t>(j["records"].size());
+      if (!j["next_after"].is_number_integer()) break;
+      after = j["next_after"].get<int64_t>();
+    }
+  });
+  for (const char* action : {"quarantine", "delete"}) {
+    auto sel = std::make_shared<SelectorArgs>();
+    auto release = std::make_shared<bool>(false);
+    CLI::App* cmd = c->add_subcommand(
+        action, std::string(action) == "delete"
+                    ? "Delete records by id, key, writer or time received (admin token)"
+                    : "Quarantine records (kept, never served or a winner) by id, key, writer or time received (admin token)");
+    sel->add(cmd);
+    if (std::string(action) == "quarantine") cmd->add_flag("--release", *release, "release them from quarantine instead");
+    cmd->callback([args, sel, release, action] {
+      cache::CacheClient client = makeClient(*args, /*bulk=*/true);
+      const std::string route = std::string(action) == "delete" ? "delete" : *release ? "release" : "quarantine";
+      auto res = client.adminAction(route, sel->json());
+      if (!res.ok()) fail(res.error().message);
+      auto j = nlohmann::json::parse(*res, nullptr, false);
+      const int64_t n = j.is_object() ? j.value("records", int64_t{0}) : 0;
+      std::printf("%s%s %lld records\n", sel->dry_run ? "would " : "",
+                  route == "delete" ? (sel->dry_run ? "delete" : "deleted")
+                  : route == "release" ? (sel->dry_run ? "release" : "released")
+                                       : (sel->dry_run ? "quarantine" : "quarantined"),
+                  static_cast<long long>(n));
+    });
+  }
 
   auto label = std::make_shared<std::string>();
   CLI::App* backup = c->add_subcommand("backup", "Ask the service for an online backup (admin token)");

@@ -10,6 +10,7 @@
 #include "cache_service/server.h"
 #include "cache_service/tokens.h"
 #include "cli/commands.h"
+#include "support/strings.h"
 
 namespace tessera::cli {
 
@@ -28,7 +29,24 @@ struct ServeArgs {
   std::string backup_dir;
   std::string port_file;
   std::string sync = "full";
+  std::string toolchain;  // "tessera_version=0.1.0,llvm_version=22,cuda_version=12.8"
 };
+
+// --toolchain: what records are stale against when an asker does not say its own.
+cache::Provenance parseToolchain(const std::string& spec) {
+  cache::Provenance p;
+  if (spec.empty()) return p;
+  for (const std::string& part : split(spec, ',')) {
+    auto eq = part.find('=');
+    std::string name = part.substr(0, eq), value = eq == std::string::npos ? "" : part.substr(eq + 1);
+    if (value.empty() || value.size() > 64) fail("--toolchain: expected name=value pairs, got '" + part + "'");
+    if (name == "tessera_version") p.tessera_version = value;
+    else if (name == "llvm_version") p.llvm_version = value;
+    else if (name == "cuda_version") p.cuda_version = value;
+    else fail("--toolchain: unknown field '" + name + "' (tessera_version, llvm_version, cuda_version)");
+  }
+  return p;
+}
 
 void writePortFile(const std::string& path, int port) {
   // Write then rename, so a reader polling for the file never sees it half-written.
@@ -71,6 +89,7 @@ void runServer(const ServeArgs& a) {
   o.backup_dir = a.backup_dir;
   o.synchronous_full = a.sync == "full";
   o.version = TESSERA_VERSION;
+  o.current_toolchain = parseToolchain(a.toolchain);
 
   // Block the stop signals before any server thread exists so every thread inherits the mask and
   // only the sigwait below receives them.
@@ -138,6 +157,9 @@ void addServeCommand(CLI::App& app) {
   serve->add_option("--sync", args->sync,
                     "full: fsync every commit (power-loss safe); normal: survives process crashes only")
       ->capture_default_str();
+  serve->add_option("--toolchain", args->toolchain,
+                    "records of another toolchain are served flagged stale to askers that do not say theirs, "
+                    "e.g. 'tessera_version=0.1.0,llvm_version=22'");
   serve->require_subcommand(0, 1);
   serve->callback([serve, args] {
     if (serve->get_subcommands().empty()) runServer(*args);
@@ -173,13 +195,28 @@ void addServeCommand(CLI::App& app) {
                   t.hash_prefix.c_str(), t.created_at.c_str(), t.revoked_at.empty() ? "-" : t.revoked_at.c_str());
   });
 
-  auto rev = std::make_shared<std::pair<std::string, std::string>>("tessera.db", "");
+  auto rev = std::make_shared<std::tuple<std::string, std::string, std::string>>("tessera.db", "", "");
   CLI::App* trev = token->add_subcommand("revoke", "Revoke a token (a running server drops it within ~1 s)");
-  trev->add_option("--db", rev->first, "database")->capture_default_str();
-  trev->add_option("name", rev->second, "token name")->required();
+  trev->add_option("--db", std::get<0>(*rev), "database")->capture_default_str();
+  trev->add_option("name", std::get<1>(*rev), "token name")->required();
+  trev->add_option("--retract", std::get<2>(*rev),
+                   "also retract the records it wrote: quarantine (kept, never served) or delete");
   trev->callback([rev] {
-    if (Status s = openTokens(rev->first)->revoke(rev->second); !s.ok()) fail(s.error().message);
-    std::printf("revoked %s\n", rev->second.c_str());
+    const auto& [db, name, retract] = *rev;
+    if (!retract.empty() && retract != "quarantine" && retract != "delete")
+      fail("--retract must be quarantine or delete");
+    if (Status s = openTokens(db)->revoke(name); !s.ok()) fail(s.error().message);
+    std::printf("revoked %s\n", name.c_str());
+    if (retract.empty()) return;
+    // Through the store, so the winners of the affected keys are recomputed; a running server
+    // notices the commit within its refresh interval and reloads its winners.
+    auto store = cache::openSqliteStore(db);
+    if (!store.ok()) fail(store.error().message);
+    auto n = (*store)->administer({.writer = name},
+                                  retract == "delete" ? cache::AdminAction::Delete : cache::AdminAction::Quarantine);
+    if (!n.ok()) fail(n.error().message);
+    std::printf("%s %lld records written by %s\n", retract == "delete" ? "deleted" : "quarantined",
+                static_cast<long long>(*n), name.c_str());
   });
 
   auto bk = std::make_shared<std::pair<std::string, std::string>>("tessera.db", "");

@@ -136,12 +136,12 @@ TEST(Client, HitNearestAndMissAgainstTheRealServer) {
   EXPECT_EQ(c.bestById(r.key_id).kind, LookupResult::Kind::Hit);
 
   HardKey other = r.key;
-  other.shape = {64, 64, 300};
+  other.shape = {4, 4, 19};
   other.workload = "feedface";
   LookupResult near = c.best(other);
   ASSERT_EQ(near.kind, LookupResult::Kind::Nearest) << near.warning;
   ASSERT_EQ(near.nearest.size(), 1u);
-  EXPECT_NEAR(near.nearest[0].distance, std::log(300.0 / 256.0), 1e-12);
+  EXPECT_NEAR(near.nearest[0].distance, std::log(19.0 / 16.0), 1e-12);
   EXPECT_EQ(near.nearest[0].record.config, r.config);
 
   LookupResult exact_only = c.best(other, {}, /*allow_nearest=*/false);

@@ -36,7 +36,7 @@ TEST(Concurrency, SixteenWritersLoseNothingAndWinnersAreBest) {
     const int g = t * kPerThread + i;
     test::RecordSpec spec{.key = g % kKeys, .median_us = 10.0 + (g * 7919) % (kThreads * kPerThread)};
     if (g % 7 == 3) spec.status = RecordStatus::CompileError;
-    spec.config = "{\"t\":" + std::to_string(t) + ",\"i\":" + std::to_string(i) + "}";
+    spec.config = "{\"MC\":" + std::to_string(t) + ",\"NC\":" + std::to_string(i) + "}";
     return test::makeRecord(spec);
   };
 

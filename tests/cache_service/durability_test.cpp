@@ -74,7 +74,8 @@ TEST(Durability, AcknowledgedWritesSurviveRepeatedSigkill) {
             const int c = counter++;
             test::RecordSpec spec{.key = c % 40, .median_us = 1.0 + (c * 7919) % 100003};
             if (c % 8 == 0) spec.status = RecordStatus::Timeout;
-            spec.config = "{\"c\":" + std::to_string(c) + ",\"w\":" + std::to_string(w) + "}";
+            spec.config = "{\"KC\":" + std::to_string(c % 65536) + ",\"MC\":" + std::to_string(w) + ",\"NC\":" +
+                          std::to_string(c / 65536) + "}";
             batch.push_back(test::makeRecord(spec));
           }
           auto reply = (*conn)->send("POST", "/v1/records", auth, test::recordsBody(batch), "application/json", 2.0);

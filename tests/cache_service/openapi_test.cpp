@@ -61,6 +61,10 @@ std::vector<RouteCase> routeCases() {
       {RouteId::Export, "GET", "/v1/export", "/v1/export"},
       {RouteId::Import, "POST", "/v1/import", "/v1/import"},
       {RouteId::Backup, "POST", "/v1/admin/backup", "/v1/admin/backup"},
+      {RouteId::AdminRecords, "GET", "/v1/admin/records", "/v1/admin/records"},
+      {RouteId::AdminQuarantine, "POST", "/v1/admin/records/quarantine", "/v1/admin/records/quarantine"},
+      {RouteId::AdminRelease, "POST", "/v1/admin/records/release", "/v1/admin/records/release"},
+      {RouteId::AdminDelete, "POST", "/v1/admin/records/delete", "/v1/admin/records/delete"},
       {RouteId::Healthz, "GET", "/healthz", "/healthz"},
       {RouteId::Readyz, "GET", "/readyz", "/readyz"},
       {RouteId::Status, "GET", "/status", "/status"},
@@ -75,6 +79,9 @@ std::string bodyFor(RouteId id) {
     case RouteId::RecordsPost: return encodeRecord(test::makeRecord({}));
     case RouteId::Import: return encodeRecord(test::makeRecord({.key = 1})) + "\n";
     case RouteId::Backup: return "{}";
+    case RouteId::AdminQuarantine:
+    case RouteId::AdminRelease:
+    case RouteId::AdminDelete: return R"({"writer":"nobody"})";
     default: return "";
   }
 }

@@ -41,6 +41,16 @@ class StoreTest : public ::testing::TestWithParam<StoreKind> {
     EXPECT_TRUE(s.ok()) << s.error().message;
     return std::move(*s);
   }
+  std::unique_ptr<RecordStore> openWith(const Provenance& current, const std::string& name = "current.db") {
+    if (!GetParam().sqlite) return makeMemoryStore(current);
+    SqliteStoreOptions o;
+    o.synchronous_full = false;
+    o.index_winners = GetParam().index;
+    o.current = current;
+    auto s = openSqliteStore(dir_.file(name), o);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return std::move(*s);
+  }
   static PutResult put(RecordStore& s, const Record& r, PutOptions o = {}) {
     auto res = s.putOne(r, o);
     EXPECT_TRUE(res.ok()) << res.error().message;
@@ -155,51 +165,118 @@ TEST_P(StoreTest, RefusesUnfinalizedRecords) {
   EXPECT_EQ(s->stats()->records, 0);
 }
 
-TEST_P(StoreTest, NewerToolchainMarksOlderRecordsStale) {
-  auto s = open();
+// Staleness is per record, against the store's current toolchain: what other records of the key
+// say never matters. (Before issue 15 the newest record by created_at defined the key's toolchain,
+// so one record dated 9999-12-31 with tessera_version "999" made every record of its key stale.)
+TEST_P(StoreTest, StaleIsPerRecordAgainstTheCurrentToolchain) {
+  Provenance current;
+  current.llvm_version = "22.1.0";
+  auto s = openWith(current);
   Record old_fast = makeRecord({.key = 6, .median_us = 10, .created_at = "2025-01-01T00:00:00Z", .llvm_version = "21.0.0"});
+  Record fresh = makeRecord({.key = 6, .median_us = 12, .created_at = "2025-02-01T00:00:00Z", .llvm_version = "22.1.0"});
   put(*s, old_fast);
-  EXPECT_FALSE(best(*s, old_fast.key_id)->record.stale);
-  // A newer toolchain measures the key slower: the fast record stays the winner, flagged stale.
-  put(*s, makeRecord({.key = 6, .median_us = 12, .created_at = "2025-02-01T00:00:00Z", .llvm_version = "22.1.0"}));
+  put(*s, fresh);
   auto w = best(*s, old_fast.key_id);
-  EXPECT_EQ(w->record.median_us, 10);
+  EXPECT_EQ(w->record.median_us, 10);  // the fastest stays the winner, flagged
   EXPECT_TRUE(w->record.stale);
   EXPECT_EQ(s->stats()->stale_winners, 1);
-  // A late-arriving record from the old toolchain is stale on arrival.
-  put(*s, makeRecord({.key = 6, .median_us = 11, .created_at = "2025-01-15T00:00:00Z", .llvm_version = "21.0.0",
-                      .host = "late"}));
-  ListQuery q;
-  q.key_id = old_fast.key_id;
-  auto page = s->list(q);
-  ASSERT_EQ(page->records.size(), 3u);
-  EXPECT_TRUE(page->records[0].stale);
-  EXPECT_FALSE(page->records[1].stale);
-  EXPECT_TRUE(page->records[2].stale);
-  // Re-measured with the new toolchain and faster: a fresh winner.
-  put(*s, makeRecord({.key = 6, .median_us = 9, .created_at = "2025-02-02T00:00:00Z", .llvm_version = "22.1.0"}));
-  w = best(*s, old_fast.key_id);
-  EXPECT_EQ(w->record.median_us, 9);
-  EXPECT_FALSE(w->record.stale);
+  // The future-dated poison: a record of another toolchain, dated 9999, changes nothing for the
+  // others, and honest records posted after it are fresh.
+  Record poison = makeRecord({.key = 6, .median_us = 500, .status = RecordStatus::Timeout,
+                              .created_at = "9999-12-31T23:59:59Z", .llvm_version = "999"});
+  put(*s, poison);
+  Record later = makeRecord({.key = 6, .median_us = 11, .created_at = "2025-03-01T00:00:00Z", .llvm_version = "22.1.0"});
+  put(*s, later);
+  auto page = s->list({.key_id = old_fast.key_id});
+  ASSERT_EQ(page->records.size(), 4u);
+  EXPECT_TRUE(page->records[0].stale);   // 21.0.0
+  EXPECT_FALSE(page->records[1].stale);  // 22.1.0
+  EXPECT_TRUE(page->records[2].stale);   // 999
+  EXPECT_FALSE(page->records[3].stale);  // 22.1.0, after the poison
+  // What is fresh for an asker on 22.1.0: the best record of its toolchain.
+  Provenance asker;
+  asker.llvm_version = "22.1.0";
+  auto f = s->bestMatching(old_fast.key_id, asker);
+  ASSERT_TRUE(f.ok() && *f);
+  EXPECT_EQ((*f)->record.median_us, 11);
+  EXPECT_FALSE((*f)->record.stale);
+  asker.llvm_version = "23";
+  EXPECT_EQ(*s->bestMatching(old_fast.key_id, asker), nullptr);
+  // Without a current toolchain nothing is stale.
+  auto plain = open("plain.db");
+  put(*plain, old_fast);
+  put(*plain, poison);
+  EXPECT_FALSE(best(*plain, old_fast.key_id)->record.stale);
 }
 
-TEST_P(StoreTest, StalenessDoesNotDependOnArrivalOrder) {
-  std::vector<Record> recs = {
-      makeRecord({.key = 7, .median_us = 10, .created_at = "2025-03-01T00:00:00Z", .llvm_version = "23"}),
-      makeRecord({.key = 7, .median_us = 5, .created_at = "2025-01-01T00:00:00Z", .llvm_version = "21"}),
-      makeRecord({.key = 7, .median_us = 8, .created_at = "2025-02-01T00:00:00Z", .llvm_version = "22"})};
-  auto forward = open("a.db");
-  auto backward = open("b.db");
-  for (const auto& r : recs) put(*forward, r);
-  for (auto it = recs.rbegin(); it != recs.rend(); ++it) put(*backward, *it);
-  auto fa = forward->list({});
-  auto ba = backward->list({});
-  std::map<std::string, bool> f_stale, b_stale;
-  for (const auto& r : fa->records) f_stale[fingerprint(r)] = r.stale;
-  for (const auto& r : ba->records) b_stale[fingerprint(r)] = r.stale;
-  EXPECT_EQ(f_stale, b_stale);
-  EXPECT_EQ(best(*forward, recs[0].key_id)->record.median_us, 5);
-  EXPECT_TRUE(best(*forward, recs[0].key_id)->record.stale);
+// Admin actions (issue 15): quarantine, release and delete by writer, key, id or time received;
+// the winners of the affected keys are recomputed, quarantined records are neither served nor
+// listed unless asked, and an empty selector touches nothing.
+TEST_P(StoreTest, QuarantineAndDeleteRecomputeWinners) {
+  auto s = open();
+  Record honest = makeRecord({.key = 20, .median_us = 30});
+  Record honest2 = makeRecord({.key = 21, .median_us = 40});
+  Record junk = makeRecord({.key = 20, .median_us = 3, .config = R"({"MC":16})"});
+  Record junk2 = makeRecord({.key = 22, .median_us = 4});
+  put(*s, honest, {.writer = "alice"});
+  put(*s, honest2, {.writer = "alice"});
+  put(*s, junk, {.writer = "mallory"});
+  put(*s, junk2, {.writer = "mallory"});
+  EXPECT_EQ(best(*s, honest.key_id)->record.median_us, 3);
+  EXPECT_EQ(best(*s, honest.key_id)->record.writer, "mallory");
+  EXPECT_EQ(*s->administer({}, AdminAction::Delete), 0);  // an empty selector selects nothing
+  EXPECT_EQ(*s->administer({.writer = "mallory"}, AdminAction::Count), 2);
+
+  EXPECT_EQ(*s->administer({.writer = "mallory"}, AdminAction::Quarantine), 2);
+  EXPECT_EQ(*s->administer({.writer = "mallory"}, AdminAction::Quarantine), 0);  // already
+  auto w = best(*s, honest.key_id);
+  EXPECT_EQ(w->record.median_us, 30);
+  EXPECT_EQ(w->record.writer, "alice");
+  EXPECT_EQ(best(*s, junk2.key_id), nullptr);
+  EXPECT_EQ(s->list({})->records.size(), 2u);
+  EXPECT_EQ(s->list({.quarantine = QuarantineFilter::Only})->records.size(), 2u);
+  EXPECT_TRUE(s->list({.quarantine = QuarantineFilter::Only})->records[0].quarantined);
+  EXPECT_EQ(s->exportSince(0, 100)->size(), 2u);
+  EXPECT_EQ(s->stats()->quarantined, 2);
+  // A quarantined key's first new winner is "inserted" again.
+  EXPECT_EQ(put(*s, makeRecord({.key = 22, .median_us = 50})).outcome, PutOutcome::Inserted);
+
+  EXPECT_EQ(*s->administer({.key_id = junk.key_id}, AdminAction::Release), 1);
+  EXPECT_EQ(best(*s, honest.key_id)->record.median_us, 3);
+  EXPECT_EQ(*s->administer({.ids = {best(*s, honest.key_id)->record.id}}, AdminAction::Delete), 1);
+  EXPECT_EQ(best(*s, honest.key_id)->record.median_us, 30);
+  // Time range: everything was received now.
+  EXPECT_EQ(*s->administer({.since = "2000-01-01T00:00:00Z", .until = "2000-01-02T00:00:00Z"}, AdminAction::Count), 0);
+  EXPECT_EQ(*s->administer({.since = "2000-01-01T00:00:00Z"}, AdminAction::Count), 4);
+  EXPECT_EQ(*s->administer({.writer = "mallory"}, AdminAction::Delete), 1);  // junk2, still quarantined
+  EXPECT_EQ(s->stats()->quarantined, 0);
+  EXPECT_EQ(s->list({.writer = "alice"})->records.size(), 2u);
+}
+
+// The writer comes from the store's caller (the authenticated token), never from the record, and
+// a re-measured claim from an untrusted writer needs an earlier measurement of the same config.
+TEST_P(StoreTest, WriterAndRemeasuredAreTheStoresToDecide) {
+  auto s = open();
+  Record claimed = makeRecord({.key = 23, .median_us = 500, .config = R"({"MC":8})", .remeasured = true});
+  claimed.writer = "admin";  // in the body: ignored
+  PutResult p = put(*s, claimed, {.writer = "mallory", .trust_remeasured = false});
+  EXPECT_FALSE(p.remeasured);
+  put(*s, makeRecord({.key = 23, .median_us = 100, .config = R"({"MC":16})"}), {.writer = "alice", .trust_remeasured = false});
+  auto w = best(*s, claimed.key_id);
+  EXPECT_EQ(w->record.median_us, 100);  // the bare claim did not outrank a faster measurement
+  EXPECT_FALSE(s->list({.key_id = claimed.key_id})->records[0].remeasured);
+  EXPECT_EQ(s->list({.key_id = claimed.key_id})->records[0].writer, "mallory");
+  // A run's re-measurement of a config it measured before stands.
+  PutResult confirmed = put(*s, makeRecord({.key = 23, .median_us = 110, .config = R"({"MC":16})", .remeasured = true}),
+                            {.writer = "alice", .trust_remeasured = false});
+  EXPECT_TRUE(confirmed.remeasured);
+  EXPECT_EQ(confirmed.outcome, PutOutcome::Improved);
+  EXPECT_EQ(best(*s, claimed.key_id)->record.median_us, 110);
+  // A retried submission is a duplicate even though its claim was not taken.
+  EXPECT_TRUE(put(*s, claimed, {.writer = "mallory", .trust_remeasured = false}).duplicate);
+  // A local store trusts its own tuner.
+  auto local = open("local.db");
+  EXPECT_TRUE(put(*local, claimed).remeasured);
 }
 
 TEST_P(StoreTest, ListFiltersAndPages) {
@@ -367,7 +444,10 @@ TEST(SqliteStore, MigratesAVersion1File) {
   {  // back to the version-1 layout
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    for (const char* q : {"ALTER TABLE records DROP COLUMN estimator", "ALTER TABLE records DROP COLUMN bound",
+    for (const char* q : {"DROP INDEX records_by_writer", "DROP INDEX records_by_received",
+                          "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
+                          "ALTER TABLE records DROP COLUMN quarantined",
+                          "ALTER TABLE records DROP COLUMN estimator", "ALTER TABLE records DROP COLUMN bound",
                           "ALTER TABLE records DROP COLUMN remeasured", "ALTER TABLE keys DROP COLUMN winner_remeasured",
                           "PRAGMA user_version=1"})
       EXPECT_EQ(sqlite3_exec(db, q, nullptr, nullptr, nullptr), SQLITE_OK) << q << ": " << sqlite3_errmsg(db);
@@ -384,6 +464,39 @@ TEST(SqliteStore, MigratesAVersion1File) {
   ASSERT_TRUE(put.ok());
   EXPECT_EQ(put->outcome, PutOutcome::Improved);
   EXPECT_EQ((*(*s)->best(old.key_id))->record.median_us, 45);
+  EXPECT_EQ(test::integrityCheck(path), "ok");
+}
+
+// A version-3 file (before the trust model) is migrated in place: records keep their content,
+// get no writer, received_at = created_at, and the stale flags the old key-level rule stored are
+// ignored (staleness is computed per record now).
+TEST(SqliteStore, MigratesAVersion3File) {
+  TempDir dir;
+  const std::string path = dir.file("v3.db");
+  Record old = makeRecord({.key = 13, .median_us = 40, .created_at = "2025-05-05T05:05:05Z"});
+  ASSERT_NO_FATAL_FAILURE(writeStoreFile(path, old));
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    for (const char* q : {"DROP INDEX records_by_writer", "DROP INDEX records_by_received",
+                          "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
+                          "ALTER TABLE records DROP COLUMN quarantined", "UPDATE records SET stale = 1",
+                          "PRAGMA user_version=3"})
+      EXPECT_EQ(sqlite3_exec(db, q, nullptr, nullptr, nullptr), SQLITE_OK) << q << ": " << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  auto s = openSqliteStore(path, {.index_winners = true});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(test::queryRows(path, "PRAGMA user_version")[0][0], std::to_string(kSchemaVersion));
+  auto w = (*s)->best(old.key_id);
+  ASSERT_TRUE(w.ok() && *w);
+  EXPECT_EQ(fingerprint((*w)->record), fingerprint(old));
+  EXPECT_FALSE((*w)->record.stale);
+  EXPECT_FALSE((*w)->record.quarantined);
+  EXPECT_EQ((*w)->record.writer, "");
+  EXPECT_EQ((*w)->record.received_at, "2025-05-05T05:05:05Z");
+  EXPECT_EQ(*(*s)->administer({.until = "2025-06-01T00:00:00Z"}, AdminAction::Quarantine), 1);
+  EXPECT_EQ(*(*s)->best(old.key_id), nullptr);
   EXPECT_EQ(test::integrityCheck(path), "ok");
 }
 

@@ -33,7 +33,7 @@ struct RecordSpec {
   std::string created_at = "2025-01-01T00:00:00Z";
   std::string llvm_version = "22.1.0";
   std::string host = "test-host";
-  std::string config = "{\"tile\":64}";
+  std::string config = "{\"MC\":64}";
   bool remeasured = false;
 };
 Record makeRecord(const RecordSpec& spec);

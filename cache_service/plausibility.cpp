@@ -1,0 +1,183 @@
+// Owns the service's plausibility checks on write (plausibility.h) and the table of the knobs
+// each family has on host and GPU targets.
+#include "cache_service/plausibility.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <string_view>
+
+#include "cache_service/record_json.h"
+#include "cache_service/roofline.h"
+
+namespace tessera::cache {
+
+using nlohmann::json;
+
+namespace {
+
+Error bad(const std::string& path, const std::string& field, const std::string& what) {
+  return makeError(ErrorCode::InvalidArgument, (path.empty() ? field : path + "." + field) + ": " + what);
+}
+
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", v);
+  return b;
+}
+
+enum class Kind { Host, Gpu, Other };
+Kind kindOf(const HardKey& k) {
+  if (k.target == "host") return Kind::Host;
+  if (k.target.rfind("sm_", 0) == 0 || k.target.rfind("gfx", 0) == 0) return Kind::Gpu;
+  return Kind::Other;
+}
+
+// The knobs of the schedule spaces (search/space_*.cpp; tests/search/knob_table_test.cpp keeps
+// this table and the spaces in step). Integer knobs take 0..kMaxKnobValue; categorical knobs list
+// their values.
+constexpr int64_t kMaxKnobValue = 65536;
+struct KnobRow {
+  const char* family;
+  Kind kind;
+  const char* name;
+  const char* values;  // nullptr: an integer; else '|'-separated strings
+};
+constexpr KnobRow kKnobs[] = {
+    {"gemm", Kind::Host, "schedule", "plain|packed"}, {"gemm", Kind::Host, "MC", nullptr},
+    {"gemm", Kind::Host, "NC", nullptr},              {"gemm", Kind::Host, "KC", nullptr},
+    {"gemm", Kind::Host, "MR", nullptr},              {"gemm", Kind::Host, "NR", nullptr},
+    {"gemm", Kind::Host, "KU", nullptr},              {"gemm", Kind::Host, "ORDER", "ij|ji"},
+    {"gemm", Kind::Gpu, "strategy", "simt|mma"},      {"gemm", Kind::Gpu, "BM", nullptr},
+    {"gemm", Kind::Gpu, "BN", nullptr},               {"gemm", Kind::Gpu, "BK", nullptr},
+    {"gemm", Kind::Gpu, "TM", nullptr},               {"gemm", Kind::Gpu, "TN", nullptr},
+    {"gemm", Kind::Gpu, "VEC", nullptr},              {"gemm", Kind::Gpu, "STAGES", nullptr},
+    {"elementwise", Kind::Host, "VW", nullptr},       {"elementwise", Kind::Host, "UNROLL", nullptr},
+    {"elementwise", Kind::Host, "CHUNK", nullptr},    {"elementwise", Kind::Host, "NT", nullptr},
+    {"elementwise", Kind::Host, "ROWS", nullptr},     {"elementwise", Kind::Gpu, "TPB", nullptr},
+    {"elementwise", Kind::Gpu, "VW", nullptr},        {"elementwise", Kind::Gpu, "EPT", nullptr},
+    {"elementwise", Kind::Gpu, "GRID", nullptr},      {"attention", Kind::Host, "BQ", nullptr},
+    {"attention", Kind::Host, "BK", nullptr},         {"attention", Kind::Host, "MR1", nullptr},
+    {"attention", Kind::Host, "NR1", nullptr},        {"attention", Kind::Host, "MR2", nullptr},
+    {"attention", Kind::Host, "NR2", nullptr},        {"attention", Kind::Host, "U1", nullptr},
+    {"attention", Kind::Host, "U2", nullptr},         {"attention", Kind::Host, "VW", nullptr},
+    {"attention", Kind::Gpu, "BQ", nullptr},          {"attention", Kind::Gpu, "BK", nullptr},
+    {"attention", Kind::Gpu, "DSPLIT", nullptr},
+};
+
+bool knownFamily(const std::string& f) { return f == "gemm" || f == "elementwise" || f == "attention"; }
+
+bool isIdentifier(std::string_view s, size_t max_len) {
+  if (s.empty() || s.size() > max_len || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+bool isShortToken(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+' || c == ':'))
+      return false;
+  return true;
+}
+
+bool listed(const char* values, std::string_view v) {
+  std::string_view all = values;
+  while (!all.empty()) {
+    size_t bar = all.find('|');
+    if (all.substr(0, bar) == v) return true;
+    all = bar == std::string_view::npos ? std::string_view() : all.substr(bar + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+Status checkTargetArch(const HardKey& k, const std::string& path) {
+  if (k.target == "host") {
+    if (k.arch != "x86-64" && k.arch != "x86-64-v2" && k.arch != "x86-64-v3" && k.arch != "x86-64-v4")
+      return bad(path, "arch", "'" + k.arch + "' is not an ISA level of target host (x86-64, x86-64-v2|v3|v4)");
+    return {};
+  }
+  // Every other target, a GPU or an imported device name, is its own arch.
+  if (k.arch != k.target) return bad(path, "arch", "'" + k.arch + "' does not match target '" + k.target + "'");
+  return {};
+}
+
+Status checkConfigKnobs(const HardKey& k, const std::string& config, const std::string& path) {
+  auto cfg = parseJson(config);
+  if (!cfg.ok() || !cfg->is_object()) return bad(path, "config", "expected a JSON object");
+  const Kind kind = kindOf(k);
+  const bool checked = knownFamily(k.family) && kind != Kind::Other;
+  for (auto it = cfg->begin(); it != cfg->end(); ++it) {
+    const std::string& name = it.key();
+    const json& v = *it;
+    const std::string where = "config." + name;
+    if (!isIdentifier(name, 64)) return bad(path, "config", "knob name '" + name.substr(0, 64) + "' is not an identifier");
+    if (!checked) {
+      // Imported tables and unknown targets: scalars only, strings short tokens.
+      if (v.is_string() ? !isShortToken(v.get_ref<const std::string&>()) : !(v.is_number() || v.is_boolean()))
+        return bad(path, where, "expected a number, a boolean or a short token");
+      continue;
+    }
+    const KnobRow* row = nullptr;
+    for (const KnobRow& r : kKnobs)
+      if (k.family == r.family && kind == r.kind && name == r.name) row = &r;
+    if (!row)
+      return bad(path, "config", "'" + name + "' is not a knob of " + k.family + " on " +
+                                     (kind == Kind::Host ? "the host" : "GPU targets"));
+    if (row->values) {
+      if (!v.is_string() || !listed(row->values, v.get_ref<const std::string&>()))
+        return bad(path, where, std::string("expected one of ") + row->values);
+    } else if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxKnobValue) {
+      return bad(path, where, "expected an integer in 0.." + std::to_string(kMaxKnobValue));
+    }
+  }
+  return {};
+}
+
+Status checkPlausible(const Record& r, const std::string& path, const PlausibilityOptions& o) {
+  const std::string kp = path.empty() ? "key" : path + ".key";
+  TESSERA_TRY(checkTargetArch(r.key, kp));
+  const std::string rp = path.empty() ? "result" : path + ".result";
+  if (r.n > o.max_samples) return bad(rp, "n", std::to_string(r.n) + " samples is not a measurement (at most " +
+                                                   std::to_string(o.max_samples) + ")");
+  if (r.trials > o.max_trials)
+    return bad(rp, "trials", "at most " + std::to_string(o.max_trials));
+  if (r.tuning_seconds > o.max_tuning_seconds) return bad(rp, "tuning_seconds", "at most " + num(o.max_tuning_seconds));
+  if (r.status == RecordStatus::Ok) {
+    if (r.median_us < o.floor_us || r.p20_us < o.floor_us)
+      return bad(rp, r.median_us < o.floor_us ? "median_us" : "p20_us",
+                 "below " + num(o.floor_us) + " us: no kernel completes that fast");
+    // All samples together cannot have taken more than a day.
+    if (static_cast<double>(r.n) * r.median_us > 86400e6)
+      return bad(rp, "n", std::to_string(r.n) + " samples of " + num(r.median_us) + " us take more than a day");
+    if (auto bound = rooflineBoundUs(r.key); bound && r.p20_us * o.roofline_margin < *bound) {
+      const bool median = r.median_us * o.roofline_margin < *bound;
+      return bad(rp, median ? "median_us" : "p20_us",
+                 num(median ? r.median_us : r.p20_us) + " us is faster than the roofline bound of " + num(*bound) +
+                     " us for " + r.key.family + " " + formatShape(r.key.shape) + " " + r.key.dtype + " on " +
+                     r.key.target + " (" + std::to_string(r.key.units) + " units)");
+    }
+    if (auto peaks = peaksOf(r.key)) {
+      const double top = std::max({peaks->gflops_f32, peaks->gflops_f16, peaks->gflops_bf16}) * o.roofline_margin;
+      if (r.gflops > top) return bad(rp, "gflops", num(r.gflops) + " is above the target's peak");
+      if (r.gbps > peaks->gbs * o.roofline_margin) return bad(rp, "gbps", num(r.gbps) + " is above the target's bandwidth");
+    }
+  }
+  if (r.peak_fraction > o.roofline_margin) return bad(rp, "peak_fraction", num(r.peak_fraction) + " of peak is not possible");
+  TESSERA_TRY(checkConfigKnobs(r.key, r.config, path));
+  // created_at is the client's word; far ahead of this clock it is not a time at all.
+  std::tm tm{};
+  if (strptime(r.provenance.created_at.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+    const std::time_t at = timegm(&tm);
+    const std::time_t now = o.now ? o.now : std::time(nullptr);
+    if (static_cast<double>(at - now) > o.future_skew_s)
+      return bad(path.empty() ? "provenance" : path + ".provenance", "created_at",
+                 r.provenance.created_at + " is in the future (this server's clock: " + utcNow() + ")");
+  }
+  return {};
+}
+
+}  // namespace tessera::cache

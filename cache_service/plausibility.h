@@ -1,0 +1,35 @@
+// Owns what the cache service accepts as a plausible record on write (issue 15): a target whose
+// arch fits its name, a time no faster than the roofline bound of its key (roofline.h), sane
+// sample counts, a config whose knobs exist for its family on that kind of target, and a
+// created_at that is not in the future. Every refusal is an InvalidArgument naming the field and
+// the reason; the HTTP layer answers it with 422.
+#pragma once
+
+#include <ctime>
+#include <string>
+
+#include "cache_service/record.h"
+#include "support/status.h"
+
+namespace tessera::cache {
+
+struct PlausibilityOptions {
+  std::time_t now = 0;               // server clock (0: time(nullptr))
+  double future_skew_s = 86400;      // how far created_at may be ahead of the server clock
+  double roofline_margin = 2;        // a time below bound / margin is refused
+  int64_t max_samples = 10'000'000;  // result.n
+  int64_t max_trials = 10'000'000;
+  double max_tuning_seconds = 1e7;   // about 116 days
+  double floor_us = 1e-3;            // no kernel of any target completes in less than 1 ns
+};
+
+Status checkPlausible(const Record& r, const std::string& path, const PlausibilityOptions& o = {});
+
+// Parts, exposed for tests.
+Status checkTargetArch(const HardKey& k, const std::string& path);
+// Knob names and values of `config` (a JSON object) for the key's family on its kind of target;
+// families the table does not know get only the generic form check (identifier names, scalar
+// values, short token strings).
+Status checkConfigKnobs(const HardKey& k, const std::string& config, const std::string& path);
+
+}  // namespace tessera::cache
