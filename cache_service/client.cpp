@@ -28,7 +28,7 @@ Expected<CacheClient::Reply> CacheClient::call(const char* method, const std::st
     if (std::chrono::steady_clock::now() < skip_until_)
       return makeError(ErrorCode::IOError, "skipped: it failed moments ago (retrying after a backoff)");
     if (!conn_) {
-      auto c = openHttpConnection(opts_.base_url, opts_.timeout_s);
+      auto c = openHttpConnection(opts_.base_url, opts_.timeout_s, opts_.ca_cert);
       if (!c.ok()) return c.takeError();
       conn_ = std::move(*c);
     }

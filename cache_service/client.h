@@ -34,6 +34,7 @@ class HttpConnection;
 struct CacheClientOptions {
   std::string base_url;  // http://host:port[/prefix]; empty = no shared cache (silent misses)
   std::string token;     // bearer token; empty = anonymous
+  std::string ca_cert;   // https: PEM file the service's certificate must chain to (empty: system CAs)
   double timeout_s = 1.0;        // connect + lookup timeout
   double write_timeout_s = 5.0;  // record submission
   double bulk_timeout_s = 60.0;  // export / import pages

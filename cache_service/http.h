@@ -66,8 +66,11 @@ class HttpConnection {
                                    const HeaderList& headers, const std::string& body,
                                    const std::string& content_type, double timeout_s) = 0;
 };
+// `ca_cert`: a PEM file of the certificate authority (or the self-signed certificate) that an
+// https service's certificate must chain to; empty: the system's.
 Expected<std::unique_ptr<HttpConnection>> openHttpConnection(std::string_view base_url,
-                                                              double connect_timeout_s);
+                                                              double connect_timeout_s,
+                                                              const std::string& ca_cert = "");
 
 // Both ends ignore SIGPIPE process-wide (once, if it is at its default): cpp-httplib writes to
 // sockets without MSG_NOSIGNAL, and a peer that hangs up must cost a request, not the process.

@@ -309,8 +309,10 @@ class HttplibServer final : public HttpServer {
 
 class HttplibConnection final : public HttpConnection {
  public:
-  HttplibConnection(const std::string& scheme_host_port, std::string prefix, double connect_timeout_s)
+  HttplibConnection(const std::string& scheme_host_port, std::string prefix, double connect_timeout_s,
+                    const std::string& ca_cert)
       : cli_(scheme_host_port), prefix_(std::move(prefix)) {
+    if (!ca_cert.empty()) cli_.set_ca_cert_path(ca_cert.c_str());
     time_t s, us;
     splitSeconds(connect_timeout_s, s, us);
     cli_.set_connection_timeout(s, us);
@@ -379,7 +381,8 @@ const std::string* HttpReply::header(std::string_view name) const {
 }
 
 Expected<std::unique_ptr<HttpConnection>> openHttpConnection(std::string_view base_url,
-                                                              double connect_timeout_s) {
+                                                              double connect_timeout_s,
+                                                              const std::string& ca_cert) {
   auto bad = [&](const std::string& why) {
     return makeError(ErrorCode::InvalidArgument, "cache URL '" + std::string(base_url) + "': " + why);
   };
@@ -396,7 +399,7 @@ Expected<std::unique_ptr<HttpConnection>> openHttpConnection(std::string_view ba
   if (prefix.find_first_of("?#") != std::string::npos) return bad("no query or fragment allowed");
   ignoreSigpipe();
   return std::unique_ptr<HttpConnection>(
-      new HttplibConnection(std::string(scheme) + "://" + std::string(hostport), prefix, connect_timeout_s));
+      new HttplibConnection(std::string(scheme) + "://" + std::string(hostport), prefix, connect_timeout_s, ca_cert));
 }
 
 std::string urlEncode(std::string_view s) {

@@ -22,7 +22,7 @@ constexpr int kMissExit = 3;
 constexpr size_t kImportChunkBytes = 4u << 20;
 
 struct CacheArgs {
-  std::string url, token;
+  std::string url, token, ca_cert;
   double timeout_s = 2.0;
 };
 
@@ -31,6 +31,7 @@ cache::CacheClient makeClient(const CacheArgs& a, bool bulk = false) {
   cache::CacheClientOptions o;
   o.base_url = a.url;
   o.token = a.token;
+  o.ca_cert = a.ca_cert;
   o.timeout_s = a.timeout_s;
   o.backoff_s = 0;  // one-shot commands: no reason to skip a retry
   if (bulk) o.bulk_timeout_s = std::max(60.0, a.timeout_s);
@@ -119,6 +120,8 @@ void addCacheCommand(CLI::App& app) {
   c->add_option("--cache", args->url, "service URL, e.g. http://cache.lan:8787")->envname("TESSERA_CACHE_URL");
   c->add_option("--token", args->token, "bearer token (prefer the environment variable)")->envname("TESSERA_TOKEN");
   c->add_option("--timeout", args->timeout_s, "seconds per request")->capture_default_str();
+  c->add_option("--ca-cert", args->ca_cert, "https: PEM file the service's certificate must chain to")
+      ->envname("TESSERA_CA_CERT");
   c->require_subcommand(1);
   // Subcommands created below inherit this: `tessera cache get --cache URL` works as well as
   // `tessera cache --cache URL get`.

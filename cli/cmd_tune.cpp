@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "cache_service/client.h"
+#include "cache_service/record_json.h"
 #include "cache_service/store.h"
 #include "cli/commands.h"
 #include "cli/kernel_flags.h"
@@ -26,6 +27,7 @@
 #include "search/estimate.h"
 #include "search/protocol_measurer.h"
 #include "search/tune_session.h"
+#include "search/verify_hit.h"
 #include "search/records.h"
 #include "search/space.h"
 #include "search/strategy.h"
@@ -75,7 +77,7 @@ struct TuneFlags {
   const CLI::Option* trialsOption = nullptr;  // was --trials given?
   double timeBudget = 0, timeout = 20, minTime = 0.05;
   uint64_t seed = 0;
-  bool resume = false, force = false, json = false, noWarmStart = false;
+  bool resume = false, force = false, json = false, noWarmStart = false, verifyTime = false;
 };
 
 nlohmann::json trialJson(const search::TrialResult& r) {
@@ -198,6 +200,10 @@ void tuneCommand(const TuneFlags& f) {
     progress.update(line);
   };
   cb.shouldStop = [](const search::TuneProgress&) { return gInterrupted != 0; };
+  // A winner from the shared cache is compiled, run and checked here before "already tuned".
+  cb.verifySharedHit = [&](const cache::Record& rec) {
+    return search::verifySharedHit(rec, problem->space, *measure.measurer, {.time = f.verifyTime});
+  };
   Expected<search::SessionResult> session = makeError(ErrorCode::Internal, "no session");
   {
     InterruptScope interruptible;
@@ -292,8 +298,26 @@ void tuneCommand(const TuneFlags& f) {
 struct BestFlags {
   KernelFlags kernel;
   std::string target = "host", db = "tessera.db", cache;
-  bool json = false;
+  bool json = false, noVerify = false, verifyTime = false;
 };
+
+// A winner from the shared cache, checked on this machine before it is shown as usable: "" when it
+// passed, else why not (`unverifiable` set when this machine cannot run it: no device).
+std::string checkSharedWinner(const ir::Kernel& k, const TargetDesc& t, const cache::Record& rec, const BestFlags& f,
+                              bool* unverifiable) {
+  *unverifiable = false;
+  if (t.isGpu()) {
+    *unverifiable = true;
+    return "not verified: checking a " + t.name + " winner needs that device (tessera tune --target " + t.name + ")";
+  }
+  auto problem = search::tuneProblem(k, t);
+  if (!problem.ok()) return problem.error().message;
+  search::MeasureSettings ms;
+  ms.measure.minTimeSec = f.verifyTime ? 0.05 : 0.005;
+  auto measurer = search::makeHostMeasurer(k, t, ms);
+  Status s = search::verifySharedHit(rec, problem->space, *measurer, {.time = f.verifyTime});
+  return s.ok() ? "" : s.error().message;
+}
 
 void bestCommand(const BestFlags& f) {
   auto k = buildKernel(f.kernel);
@@ -319,12 +343,23 @@ void bestCommand(const BestFlags& f) {
   }
   cache::CacheClient client(clientOptions(f.cache));
   std::vector<cache::NearestMatch> nearest;
+  std::string verification;  // shared winners: "verified", "not verified: ..." or why it failed
   if (!rec && client.enabled()) {
     auto r = client.best(key, search::provenanceFor(*t, provenanceInputs()), true);
     if (!r.warning.empty()) std::fprintf(stderr, "tessera: warning: %s\n", r.warning.c_str());
     if (r.kind == cache::LookupResult::Kind::Hit) {
-      rec = r.record;
-      source = client.options().base_url;
+      bool unverifiable = false;
+      std::string why = f.noVerify ? "not verified (--no-verify)" : checkSharedWinner(*k, *t, *r.record, f, &unverifiable);
+      if (why.empty() || unverifiable || f.noVerify) {
+        rec = r.record;
+        source = client.options().base_url;
+        verification = why.empty() ? "verified" : why;
+      } else {
+        // Never shown as usable, never stored: the reason goes to stderr and the answer is a miss.
+        std::fprintf(stderr, "tessera: warning: the shared cache's winner (config %s, written by %s) failed verification: %s\n",
+                     r.record->config.c_str(), r.record->writer.empty() ? "?" : r.record->writer.c_str(), why.c_str());
+        verification = "failed: " + why;
+      }
     } else if (r.kind == cache::LookupResult::Kind::Nearest) {
       nearest = r.nearest;
     }
@@ -342,11 +377,12 @@ void bestCommand(const BestFlags& f) {
         if (r.status == cache::RecordStatus::Estimated && (!estimate || r.median_us < estimate->median_us)) estimate = r;
   }
   if (f.json) {
-    nlohmann::json j = {{"kernel", k->name}, {"key_id", keyId}};
+    nlohmann::json j = {{"kernel", k->name}, {"key_id", keyId}, {"key", cache::hardKeyToJson(key)}};
     if (rec) {
       j["source"] = source;
       j["record"] = nlohmann::json::parse(cache::encodeRecord(*rec));
     }
+    if (!verification.empty()) j["verification"] = verification;
     for (const auto& n : nearest)
       j["nearest"].push_back({{"distance", n.distance}, {"record", nlohmann::json::parse(cache::encodeRecord(n.record))}});
     if (estimate) j["estimate"] = nlohmann::json::parse(cache::encodeRecord(*estimate));
@@ -367,6 +403,12 @@ void bestCommand(const BestFlags& f) {
                 rec->provenance.created_at.c_str(), rec->provenance.user.c_str(), rec->provenance.host.c_str(),
                 rec->provenance.tessera_version.c_str(), rec->provenance.llvm_version.c_str(), (long long)rec->trials,
                 rec->tuning_seconds);
+    if (!rec->writer.empty()) std::printf("written by  token %s\n", rec->writer.c_str());
+    if (!verification.empty())
+      std::printf("checked     %s\n", verification == "verified"
+                                          ? (f.verifyTime ? "compiled, run, matches the reference and its time here"
+                                                          : "compiled, run and matches the reference here")
+                                          : verification.c_str());
     return;
   }
   std::printf("no stored winner for %s on %s (key %.12s)\n", k->name.c_str(), t->name.c_str(), keyId.c_str());
@@ -407,6 +449,8 @@ void addTuneCommands(CLI::App& app) {
   t->add_flag("--estimate", f->estimate,
               "GPU targets without the device: rank the space by the analytic model, check the top candidates "
               "through ptxas / the AMDGPU backend, store them as estimated");
+  t->add_flag("--verify-time", f->verifyTime,
+              "re-time a shared-cache winner before trusting it (it is always compiled and checked)");
   t->add_flag("--no-warm-start", f->noWarmStart,
               "do not pre-train the cost model on the store's results for other shapes of this family");
   addKernelSubcommands(t, &f->kernel, [f] { tuneCommand(*f); });
@@ -417,6 +461,8 @@ void addTuneCommands(CLI::App& app) {
   best->add_option("--db", b->db, "local SQLite store")->capture_default_str();
   best->add_option("--cache", b->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
   best->add_flag("--json", b->json, "machine-readable output");
+  best->add_flag("--no-verify", b->noVerify, "show a shared-cache winner without compiling and checking it here");
+  best->add_flag("--verify-time", b->verifyTime, "also re-time a shared-cache winner (refused when 2x slower than claimed)");
   addKernelSubcommands(best, &b->kernel, [b] { bestCommand(*b); });
 }
 

@@ -42,6 +42,7 @@ cache::CacheClientOptions clientOptions(const std::string& flag) {
   cache::CacheClientOptions o;
   o.base_url = flag.empty() ? envOr("TESSERA_CACHE_URL", "") : flag;
   o.token = envOr("TESSERA_TOKEN", "");
+  o.ca_cert = envOr("TESSERA_CA_CERT", "");  // https with a private CA (deploy/nginx/)
   return o;
 }
 

@@ -17,7 +17,7 @@
 namespace tessera::cli {
 
 search::ProvenanceInputs provenanceInputs();
-// --cache FLAG, else $TESSERA_CACHE_URL; the token from $TESSERA_TOKEN.
+// --cache FLAG, else $TESSERA_CACHE_URL; the token from $TESSERA_TOKEN; a CA from $TESSERA_CA_CERT.
 cache::CacheClientOptions clientOptions(const std::string& flag);
 std::string fmtDuration(double seconds);  // "42s", "3m05s"
 

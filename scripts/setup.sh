@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Tessera needs to build, test and benchmark on Debian 12; idempotent (does nothing
 # when everything is present). Uses sudo when not root. Packages come from Debian's archive only
-# (LLVM/MLIR 22 from bookworm-security).
+# (LLVM/MLIR 22 from bookworm-security). nginx and openssl run the TLS front of the cache service
+# in its test (deploy/nginx/; never as a system service); python3-venv holds schemathesis (PyPI),
+# which tests/cache_service/schemathesis_test.sh installs into the build dir.
 set -euo pipefail
 
 PKGS=(
@@ -11,6 +13,7 @@ PKGS=(
   libsqlite3-dev sqlite3 libxgboost-dev libcpp-httplib-dev nlohmann-json3-dev libcli11-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   libopenblas-dev wrk
+  nginx openssl python3 python3-venv
 )
 
 missing=()

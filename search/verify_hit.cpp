@@ -1,0 +1,47 @@
+// Owns the verification of a shared-cache winner (verify_hit.h).
+#include "search/verify_hit.h"
+
+#include <cstdio>
+
+#include "search/trial.h"
+
+namespace tessera::search {
+
+namespace {
+std::string us(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g us", v);
+  return b;
+}
+}  // namespace
+
+Status verifySharedHit(const cache::Record& rec, const ir::Space& space, Measurer& measurer,
+                       const VerifyHitSettings& s, HitCheck* check) {
+  auto cfg = ir::Config::fromJson(rec.config);
+  if (!cfg.ok()) return makeError(ErrorCode::InvalidConfig, "its config does not parse: " + cfg.error().message);
+  // Only knobs and values this kernel's space has: a config naming anything else is not ours.
+  if (auto why = space.check(*cfg)) return makeError(ErrorCode::InvalidConfig, "its config is not legal here: " + *why);
+  std::vector<TrialResult> results = measurer.measure({*cfg});
+  if (results.size() != 1) return makeError(ErrorCode::Internal, "the measurer returned no result");
+  const TrialResult& r = results.front();
+  if (check) {
+    check->measured_us = r.ok() ? r.samples.median_us : 0;
+    check->max_rel_err = r.maxRelErr;
+  }
+  if (!r.ok()) {
+    const ErrorCode code = r.status == TrialStatus::WrongResult    ? ErrorCode::WrongResult
+                           : r.status == TrialStatus::InvalidConfig ? ErrorCode::InvalidConfig
+                           : r.status == TrialStatus::CompileError  ? ErrorCode::CompileError
+                           : r.status == TrialStatus::Timeout       ? ErrorCode::Timeout
+                                                                    : ErrorCode::Internal;
+    return makeError(code, std::string("its config failed here: ") + trialStatusName(r.status) +
+                               (r.message.empty() ? "" : " (" + r.message + ")"));
+  }
+  if (s.time && r.samples.median_us > s.slack * rec.median_us)
+    return makeError(ErrorCode::WrongResult, "re-timed at " + us(r.samples.median_us) + ", more than " +
+                                                 std::to_string(s.slack).substr(0, 3) + "x the " + us(rec.median_us) +
+                                                 " the record claims");
+  return {};
+}
+
+}  // namespace tessera::search

@@ -1,0 +1,116 @@
+// Tests that clients verify a shared winner before they trust it (issue 15, the end of finding 1:
+// `tessera tune` pointed at a poisoned cache printed "already tuned" with the junk config, exited
+// 0 and copied it into the local store). Through the real binaries: a config the kernel's space
+// does not allow, and a plausible config with a made-up time, are reported, never stored locally,
+// and the tune goes on; an honest winner still ends the tune at once; `tessera best` shows a
+// shared winner only once it passed. Skipped in builds without the code generator.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/cache_service/process_util.h"
+#include "tests/cache_service/test_util.h"
+
+namespace tessera::cache {
+namespace {
+
+using nlohmann::json;
+using test::runTessera;
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+const std::vector<std::string> kKernel = {"gemm", "--m", "32", "--n", "32", "--k", "32"};
+
+std::vector<std::string> cmd(std::vector<std::string> head, const std::vector<std::string>& tail = {}) {
+  head.insert(head.end(), kKernel.begin(), kKernel.end());
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+// A record for this machine's key of the kernel (from `tessera best --json`).
+std::string recordFor(const json& key, const std::string& config, double median_us, bool remeasured = false,
+                      json provenance = {{"tessera_version", "0.1.0"}, {"llvm_version", "22"},
+                                         {"created_at", "2025-01-01T00:00:00Z"}}) {
+  json r = {{"key", key},
+            {"provenance", provenance},
+            {"config", json::parse(config)},
+            {"status", "ok"},
+            {"result", {{"n", 10}, {"median_us", median_us}, {"p20_us", median_us}, {"p80_us", median_us}}}};
+  if (remeasured) r["result"]["remeasured"] = true;
+  return r.dump();
+}
+
+TEST(Verify, SharedWinnersAreCheckedBeforeTheyAreTrusted) {
+  if (runTessera({"tune", "--help"}).exit_code != 0) GTEST_SKIP() << "this build has no code generator";
+  test::TempDir dir;
+  const std::string sdb = dir.file("shared.db");
+  const std::string writer = trimmed(runTessera({"serve", "token", "add", "w", "--scope", "write", "--db", sdb}).out);
+  const std::string reader = trimmed(runTessera({"serve", "token", "add", "r", "--db", sdb}).out);
+  test::ServeProcess srv(sdb, dir.path(), {"--sync", "normal"});
+  const std::string url = "TESSERA_CACHE_URL=http://127.0.0.1:" + std::to_string(srv.port());
+
+  auto probe = runTessera(cmd({"best", "--json", "--db", dir.file("none.db")}));
+  auto key = json::parse(probe.out)["key"];
+  ASSERT_TRUE(key.is_object()) << probe.out << probe.err;
+  auto put = [&](const std::string& body) {
+    std::ofstream(dir.file("r.json")) << body;
+    auto r = runTessera({"cache", "put", dir.file("r.json")}, {url, "TESSERA_TOKEN=" + writer});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  };
+
+  // 1. A config the service accepts (known knob, value in range) that this kernel's space does
+  // not allow: refused by the client, not stored locally, and the tune goes on.
+  put(recordFor(key, R"({"MC":999,"schedule":"packed"})", 5.0));
+  auto best = runTessera(cmd({"best", "--db", dir.file("none.db")}), {url, "TESSERA_TOKEN=" + reader});
+  EXPECT_EQ(best.exit_code, 3) << best.out << best.err;
+  EXPECT_NE(best.err.find("failed verification"), std::string::npos) << best.err;
+  const std::string local1 = dir.file("local1.db");
+  auto tune = runTessera(cmd({"tune", "--db", local1}, {"--trials", "2", "--top-k", "0", "--min-time", "0.005"}),
+                         {url, "TESSERA_TOKEN=" + writer});
+  EXPECT_EQ(tune.exit_code, 0) << tune.err;
+  EXPECT_EQ(tune.out.find("already tuned"), std::string::npos) << tune.out;
+  EXPECT_NE(tune.err.find("failed verification"), std::string::npos) << tune.err;
+  EXPECT_NE(tune.err.find("not legal here"), std::string::npos) << tune.err;
+  EXPECT_NE(tune.out.find("best config"), std::string::npos) << tune.out;
+  EXPECT_TRUE(test::queryRows(local1, "SELECT 1 FROM records WHERE config LIKE '%999%'").empty());
+
+  // 2. A legal config with a made-up time (plausible for the roofline, 10x faster than this
+  // machine runs it; 30x would be refused by the roofline check): re-measured, it wins the key on
+  // the service. Checked and re-timed, refused.
+  auto local_best = runTessera(cmd({"best", "--json", "--db", local1}));
+  auto mine = json::parse(local_best.out)["record"];
+  ASSERT_TRUE(mine.is_object()) << local_best.out;
+  const std::string cfg = mine["config"].dump();
+  const double real_us = mine["result"]["median_us"];
+  // The provenance of this machine's record (an attacker copies it, or the asker's CPU would not
+  // match and the service would prefer the honest record anyway).
+  json prov = mine["provenance"];
+  prov["created_at"] = "2025-01-01T00:00:00Z";
+  put(recordFor(key, cfg, real_us / 10, false, prov));
+  put(recordFor(key, cfg, real_us / 10 * 1.01, /*remeasured=*/true, prov));
+  const std::string local2 = dir.file("local2.db");
+  auto timed = runTessera(cmd({"tune", "--db", local2, "--verify-time"}, {"--trials", "2", "--top-k", "0", "--min-time", "0.01"}),
+                          {url, "TESSERA_TOKEN=" + reader});
+  EXPECT_EQ(timed.exit_code, 0) << timed.err;
+  EXPECT_EQ(timed.out.find("already tuned"), std::string::npos) << timed.out;
+  EXPECT_NE(timed.err.find("re-timed at"), std::string::npos) << timed.err;
+  // Without --verify-time the same config passes (it is correct): "already tuned", checked.
+  auto untimed = runTessera(cmd({"tune", "--db", dir.file("local3.db")}, {"--trials", "2", "--min-time", "0.005"}),
+                            {url, "TESSERA_TOKEN=" + reader});
+  EXPECT_EQ(untimed.exit_code, 0) << untimed.err;
+  EXPECT_NE(untimed.out.find("already tuned"), std::string::npos) << untimed.out << untimed.err;
+  auto shown = runTessera(cmd({"best", "--db", dir.file("none.db")}), {url, "TESSERA_TOKEN=" + reader});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("matches the reference"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("written by  token w"), std::string::npos) << shown.out;
+  auto retimed = runTessera(cmd({"best", "--verify-time", "--db", dir.file("none.db")}), {url, "TESSERA_TOKEN=" + reader});
+  EXPECT_EQ(retimed.exit_code, 3) << retimed.out;
+  EXPECT_NE(retimed.err.find("re-timed at"), std::string::npos) << retimed.err;
+}
+
+}  // namespace
+}  // namespace tessera::cache

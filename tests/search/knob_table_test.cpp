@@ -1,0 +1,62 @@
+// Tests that the cache service's table of knobs (cache_service/plausibility.cpp, which the service
+// uses to refuse configs naming knobs a family does not have) accepts every config the schedule
+// spaces can produce, on the host and on every GPU target: a knob added to a space without the
+// table would make the service refuse honest records.
+#include <gtest/gtest.h>
+
+#include "cache_service/plausibility.h"
+#include "ir/builders.h"
+#include "search/records.h"
+#include "search/space.h"
+#include "targets/gpu_targets.h"
+
+namespace tessera {
+namespace {
+
+std::vector<ir::Kernel> kernels() {
+  std::vector<ir::Kernel> ks;
+  ir::GemmSpec g;
+  g.m = 1024; g.n = 1000; g.k = 512;
+  ks.push_back(*ir::buildGemm(g));
+  g.dtype = ir::ScalarType::F16;
+  ks.push_back(*ir::buildGemm(g));
+  ir::ElementwiseSpec e;
+  e.expr = "y = gelu(x * s + b)";
+  e.shape = {512, 4096};
+  e.shapes["s"] = {4096};
+  e.shapes["b"] = {4096};
+  ks.push_back(*ir::buildElementwise(e));
+  ir::AttentionSpec a;
+  a.heads = 8; a.seq_q = 1024; a.seq_kv = 1024; a.head_dim = 64; a.causal = true;
+  ks.push_back(*ir::buildAttention(a));
+  return ks;
+}
+
+TEST(KnobTable, EveryValueOfEverySpaceIsAccepted) {
+  std::vector<TargetDesc> targets = {hostTarget()};
+  for (const auto& t : gpuTargets()) targets.push_back(t);
+  int checked = 0;
+  for (const TargetDesc& t : targets) {
+    for (const ir::Kernel& k : kernels()) {
+      auto space = search::makeSpace(k, t);
+      if (!space.ok()) continue;  // a family a target does not support yet
+      cache::HardKey key = search::hardKeyFor(k, t);
+      EXPECT_TRUE(cache::checkConfigKnobs(key, space->defaults().toJson(), "").ok()) << t.name << " " << k.name;
+      for (const ir::Knob& knob : space->knobs) {
+        for (const ir::KnobValue& v : knob.domain) {
+          ir::Config c;
+          c.set(knob.name, v);
+          Status s = cache::checkConfigKnobs(key, c.toJson(), "");
+          EXPECT_TRUE(s.ok()) << t.name << " " << k.name << ": " << s.error().message;
+          ++checked;
+        }
+      }
+      // And the service's arch rule holds for the keys the tuner makes.
+      EXPECT_TRUE(cache::checkTargetArch(key, "key").ok()) << t.name;
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
+}  // namespace
+}  // namespace tessera
