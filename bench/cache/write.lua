@@ -25,9 +25,9 @@ function request()
     '{"key":{"family":"gemm","workload":"%016x","shape":[%d,%d,%d],"dtype":"f32","layout":"row",' ..
     '"target":"host","arch":"x86-64-v4","units":2},"provenance":{"tessera_version":"0.1.0",' ..
     '"llvm_version":"22.1.0","host":"bench-%d","user":"bench","created_at":"2025-01-31T12:00:00Z"},' ..
-    '"config":{"tile_m":64,"tile_n":128,"tile_k":32,"thread":%d,"seq":%d},"status":"ok",' ..
-    '"result":{"n":10,"median_us":%.3f,"p20_us":%.3f,"p80_us":%.3f,"gflops":100}}',
-    k + 4096, 256 * (1 + k % 8), 512, 256, tid, tid, counter, median, median * 0.99, median * 1.02)
+    '"config":{"MC":64,"NC":128,"MR":%d,"KC":%d},"status":"ok",' ..
+    '"result":{"n":10,"median_us":%.3f,"p20_us":%.3f,"p80_us":%.3f,"gflops":10}}',
+    k + 4096, 16 * (1 + k % 8), 32, 16, tid, tid % 15, counter % 60000, median, median * 0.99, median * 1.02)
   local headers = {["Content-Type"] = "application/json"}
   if mode == "tessera" then
     if token and token ~= "" then headers["Authorization"] = "Bearer " .. token end
