@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -473,16 +474,52 @@ void ConnectionGate::work() {
       ready_.pop_front();
     }
     bool keep = false;
-    try {
-      keep = serve_(*c);
-    } catch (...) {
-      keep = false;  // the transport reports; the connection is not reusable
+    // A busy keep-alive client sends its next request as soon as it has the answer: serving it on
+    // this worker saves two thread hand-offs and four epoll calls per request. Bounded (a short
+    // wait, a few requests in a row) so that a slow client costs a worker at most ~1 ms and other
+    // connections get their turn; anything but a complete bodiless GET goes back to the gate.
+    for (int in_a_row = 0;; ++in_a_row) {
+      try {
+        keep = serve_(*c);
+      } catch (...) {
+        keep = false;  // the transport reports; the connection is not reusable
+      }
+      c->buf.erase(0, std::min(c->pos, c->buf.size()));
+      c->pos = 0;
+      ++c->requests;
+      if (!keep || in_a_row >= 32 || !nextRequestIsHere(c)) break;
     }
-    c->buf.erase(0, std::min(c->pos, c->buf.size()));
-    c->pos = 0;
-    ++c->requests;
     finished(c, keep);
   }
+}
+
+bool ConnectionGate::nextRequestIsHere(GateConn* c) {
+  if (c->requests + 1 >= limits_.max_requests_per_connection) return false;
+  if (c->buf.find("\r\n\r\n") == std::string::npos) {
+    pollfd p{c->fd, POLLIN, 0};
+    if (c->buf.empty() && ::poll(&p, 1, 1) != 1) return false;
+    const size_t old = c->buf.size();
+    const size_t want = limits_.max_head_bytes + 1 > old ? limits_.max_head_bytes + 1 - old : 0;
+    if (want == 0) return false;
+    c->buf.resize(old + want);
+    ssize_t n = ::recv(c->fd, c->buf.data() + old, want, MSG_DONTWAIT);
+    c->buf.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    if (n <= 0) return false;  // end of stream or nothing yet: the gate decides
+  }
+  const size_t end = c->buf.find("\r\n\r\n");
+  if (end == std::string::npos || end + 4 > limits_.max_head_bytes) return false;
+  std::string_view head = std::string_view(c->buf).substr(0, end + 4);
+  if (head.substr(0, 4) != "GET ") return false;
+  if (std::count(head.begin(), head.end(), '\n') > limits_.max_header_fields + 2) return false;
+  for (size_t at = head.find("\r\n"); at != std::string_view::npos && at + 2 < head.size(); at = head.find("\r\n", at + 2)) {
+    std::string_view field = head.substr(at + 2, 18);
+    if (iequals(field.substr(0, std::min<size_t>(field.size(), 15)), "content-length:") ||
+        iequals(field.substr(0, std::min<size_t>(field.size(), 18)), "transfer-encoding:"))
+      return false;
+  }
+  c->last = c->requests + 1 >= limits_.max_requests_per_connection;
+  c->read_deadline = Clock::now() + seconds(limits_.body_timeout_s);
+  return true;
 }
 
 }  // namespace tessera::cache

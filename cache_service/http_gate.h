@@ -96,6 +96,9 @@ class ConnectionGate {
   void sweep(Clock::time_point now);
   void wake();
   void finished(GateConn* c, bool keep);  // from a worker
+  // On a worker that just answered `c`: whether a complete bodiless GET already follows (waiting
+  // at most 1 ms for its first bytes), to be served on the same worker.
+  bool nextRequestIsHere(GateConn* c);
 
   GateLimits limits_;
   Serve serve_;
