@@ -96,8 +96,8 @@ class ConnectionGate {
   void sweep(Clock::time_point now);
   void wake();
   void finished(GateConn* c, bool keep);  // from a worker
-  // On a worker that just answered `c`: whether a complete bodiless GET already follows (waiting
-  // at most 1 ms for its first bytes), to be served on the same worker.
+  // On a worker that just answered `c`: whether a complete bodiless GET follows (waiting for its
+  // first bytes only while no other connection is queued), to be served on the same worker.
   bool nextRequestIsHere(GateConn* c);
 
   GateLimits limits_;
@@ -120,6 +120,7 @@ class ConnectionGate {
   std::mutex work_mu_;
   std::condition_variable work_cv_;
   std::deque<GateConn*> ready_;
+  std::atomic<int> waiting_{0};  // ready_.size(), readable without the lock
   bool work_stop_ = false;
 
   std::thread loop_thread_;
