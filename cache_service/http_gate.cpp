@@ -494,7 +494,9 @@ void ConnectionGate::work() {
       c->buf.erase(0, std::min(c->pos, c->buf.size()));
       c->pos = 0;
       ++c->requests;
-      if (!keep || in_a_row >= 32 || !nextRequestIsHere(c)) break;
+      // After 32 in a row, another connection waiting for a worker gets this one.
+      if (!keep || (in_a_row >= 32 && waiting_.load(std::memory_order_relaxed) > 0) || !nextRequestIsHere(c)) break;
+      if (in_a_row >= 32) in_a_row = 0;
     }
     finished(c, keep);
   }
