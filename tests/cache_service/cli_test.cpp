@@ -5,8 +5,11 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/cache_service/process_util.h"
 #include "tests/cache_service/test_util.h"
@@ -138,6 +141,69 @@ TEST(Cli, ServeRefusesForeignDatabasesAndTakenPorts) {
   EXPECT_EQ(taken.exit_code, 1);
   EXPECT_NE(taken.err.find("cannot listen"), std::string::npos) << taken.err;
   EXPECT_NE(runTessera({"serve", "--db", dir.file("x.db"), "--sync", "sometimes"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace tessera::cache
+
+namespace tessera::cache {
+namespace {
+
+// The admin commands of the trust model (issue 15) through the real binaries: list by writer,
+// quarantine (dry run first), release, delete, and a revocation that retracts a token's records
+// while the server runs.
+TEST(Cli, AdminListsQuarantinesDeletesAndRevocationRetracts) {
+  test::TempDir dir;
+  const std::string db = dir.file("admin.db");
+  auto add = [&](const std::string& name, const std::string& scope) {
+    return trimmed(runTessera({"serve", "token", "add", name, "--scope", scope, "--db", db}).out);
+  };
+  const std::string alice = add("alice", "write"), mallory = add("mallory", "write"), ops = add("ops", "admin");
+  test::ServeProcess srv(db, dir.path(), {"--sync", "normal"});
+  const std::string url = "TESSERA_CACHE_URL=http://127.0.0.1:" + std::to_string(srv.port());
+  auto as = [&](const std::string& token, const std::vector<std::string>& args) {
+    return runTessera(args, {url, "TESSERA_TOKEN=" + token});
+  };
+  Record honest = test::makeRecord({.key = 5, .median_us = 50});
+  Record junk = test::makeRecord({.key = 5, .median_us = 5, .config = R"({"MC":16})"});
+  std::ofstream(dir.file("h.json")) << encodeRecord(honest);
+  std::ofstream(dir.file("j.json")) << encodeRecord(junk);
+  ASSERT_EQ(as(alice, {"cache", "put", dir.file("h.json")}).exit_code, 0);
+  ASSERT_EQ(as(mallory, {"cache", "put", dir.file("j.json")}).exit_code, 0);
+  auto winner = [&] {
+    return json::parse(as(ops, {"cache", "get", "--key-id", honest.key_id}).out)["record"];
+  };
+  EXPECT_EQ(winner()["writer"], "mallory");
+
+  auto listed = as(ops, {"cache", "list", "--writer", "mallory"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(std::count(listed.out.begin(), listed.out.end(), '\n'), 1);
+  EXPECT_NE(listed.out.find("\"writer\":\"mallory\""), std::string::npos) << listed.out;
+  EXPECT_NE(as(ops, {"cache", "quarantine", "--writer", "mallory", "--dry-run"}).out.find("would quarantine 1 records"),
+            std::string::npos);
+  EXPECT_EQ(winner()["writer"], "mallory");
+  EXPECT_NE(as(ops, {"cache", "quarantine", "--writer", "mallory"}).out.find("quarantined 1 records"), std::string::npos);
+  EXPECT_EQ(winner()["writer"], "alice");
+  EXPECT_NE(as(ops, {"cache", "quarantine", "--writer", "mallory", "--release"}).out.find("released 1"),
+            std::string::npos);
+  EXPECT_EQ(winner()["writer"], "mallory");
+  EXPECT_NE(as(ops, {"cache", "delete", "--key-id", honest.key_id, "--writer", "mallory"}).out.find("deleted 1"),
+            std::string::npos);
+  EXPECT_EQ(winner()["writer"], "alice");
+  // Refusals: no selector, not an admin.
+  EXPECT_EQ(as(ops, {"cache", "delete"}).exit_code, 1);
+  auto denied = as(alice, {"cache", "delete", "--writer", "alice"});
+  EXPECT_EQ(denied.exit_code, 1);
+  EXPECT_NE(denied.err.find("403"), std::string::npos) << denied.err;
+
+  // Revoking alice with --retract quarantine: her token stops working and her winner is gone
+  // within the server's refresh interval.
+  auto revoked = runTessera({"serve", "token", "revoke", "alice", "--retract", "quarantine", "--db", db});
+  ASSERT_EQ(revoked.exit_code, 0) << revoked.err;
+  EXPECT_NE(revoked.out.find("quarantined 1 records written by alice"), std::string::npos) << revoked.out;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(as(ops, {"cache", "get", "--key-id", honest.key_id}).exit_code, 3);
+  EXPECT_EQ(as(alice, {"cache", "stats"}).exit_code, 1);
 }
 
 }  // namespace
