@@ -28,6 +28,9 @@ Status verifySharedHit(const cache::Record& rec, const ir::Space& space, Measure
     check->measured_us = r.ok() ? r.samples.median_us : 0;
     check->max_rel_err = r.maxRelErr;
   }
+  // An estimate runs nothing: it cannot vouch for a config's result.
+  if (r.estimated)
+    return makeError(ErrorCode::Unsupported, "nothing runs here (analytic estimates only): it cannot be checked");
   if (!r.ok()) {
     const ErrorCode code = r.status == TrialStatus::WrongResult    ? ErrorCode::WrongResult
                            : r.status == TrialStatus::InvalidConfig ? ErrorCode::InvalidConfig
@@ -37,7 +40,8 @@ Status verifySharedHit(const cache::Record& rec, const ir::Space& space, Measure
     return makeError(code, std::string("its config failed here: ") + trialStatusName(r.status) +
                                (r.message.empty() ? "" : " (" + r.message + ")"));
   }
-  if (s.time && r.samples.median_us > s.slack * rec.median_us)
+  // An emulated device's time is this CPU's, not the target's: only the result is checked.
+  if (s.time && !r.emulated && r.samples.median_us > s.slack * rec.median_us)
     return makeError(ErrorCode::WrongResult, "re-timed at " + us(r.samples.median_us) + ", more than " +
                                                  std::to_string(s.slack).substr(0, 3) + "x the " + us(rec.median_us) +
                                                  " the record claims");
