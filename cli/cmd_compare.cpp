@@ -14,6 +14,7 @@
 #include "ir/families.h"
 #include "search/compare.h"
 #include "search/tune_session.h"
+#include "search/verify_hit.h"
 #include "support/strings.h"
 
 namespace tessera::cli {
@@ -51,6 +52,10 @@ void fillMissing(const ir::Kernel& k, const TargetDesc& t, cache::RecordStore& s
   if (choice->estimated) ss.acceptEstimatesOf = costmodel::kGpuModelName;
   search::SessionCallbacks cb;
   cb.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
+  // As in `tessera tune`: a shared-cache winner is compiled and checked here before it is kept.
+  cb.verifySharedHit = [&](const cache::Record& rec) {
+    return search::verifySharedHit(rec, problem->space, *choice->measurer);
+  };
   if (!json)
     std::fprintf(stderr, "%s %s on %s: %d trials (%s)\n", choice->estimated ? "estimating" : "tuning", k.name.c_str(),
                  t.name.c_str(), trials, choice->where.c_str());
