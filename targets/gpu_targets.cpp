@@ -16,6 +16,11 @@
 //   [MI300X]   AMD Instinct MI300X data sheet / product page, and the CDNA3 white paper (4 MB L2 per XCD)
 //   [RDNA3-ISA] AMD RDNA3 Instruction Set Architecture reference guide (WMMA, wave32, 1536 VGPRs)
 //   [7900XTX]  AMD Radeon RX 7900 XTX product page
+//   [TUNING]   NVIDIA Volta/Turing/Ampere tuning guides: unified L1/shared memory, 128 bytes per
+//              clock per SM, 128-byte lines of four 32-byte sectors
+//   [GCN-L1]   AMD GCN architecture documentation (CDNA keeps the GCN CU): the vector L1 cache
+//              delivers 64 bytes per clock, 64-byte lines
+//   [RDNA-WP]  AMD RDNA architecture whitepaper: the L0 vector cache, 128-byte lines, 128 B/clock
 //   [LLVM-AMDGPU] LLVM AMDGPUBaseInfo.cpp (getMaxWavesPerEU: 8 on gfx90a/gfx94x, 16 on gfx11;
 //              getTotalNumVGPRs / getVGPRAllocGranule; getMaxWorkGroupsPerCU: 16 barrier-limited
 //              groups per CU on gfx9, 32 in gfx10+ WGP mode) and AMDGPUUsage.rst (processor table)
@@ -44,6 +49,8 @@ TargetDesc nvidiaBase(const std::string& chip) {
   t.smemReservedPerBlock = 1 * KB;
   t.regAllocGranule = 256;
   t.simdsPerUnit = 4;
+  t.l1BytesPerClock = 128;  // [TUNING]
+  t.l1LineBytes = 128;      // [TUNING]
   // mma.sync shapes, sm_80 and later [PTX-ISA]: m16n8k16 for f16 and bf16, m16n8k8 for tf32.
   t.mma = {{"f16", 16, 8, 16, "mma.sync"}, {"bf16", 16, 8, 16, "mma.sync"}, {"f32", 16, 8, 8, "mma.sync"}};
   return t;
@@ -76,6 +83,8 @@ TargetDesc cdnaBase(const std::string& chip) {
   t.maxBlocksPerSM = 16;
   t.sgprsPerSimd = 800;
   t.maxSgprsPerWave = 102;
+  t.l1BytesPerClock = 64;  // [GCN-L1]
+  t.l1LineBytes = 64;      // [GCN-L1]
   t.mma = {{"f16", 16, 16, 16, "mfma"}, {"f16", 32, 32, 8, "mfma"},  {"bf16", 16, 16, 16, "mfma"},
            {"bf16", 32, 32, 8, "mfma"}, {"f32", 16, 16, 4, "mfma"},  {"f32", 32, 32, 2, "mfma"}};
   return t;
@@ -212,6 +221,8 @@ std::vector<TargetDesc> buildTable() {
     t.maxWarpsPerSM = t.maxWavesPerSimd * t.simdsPerUnit;
     t.maxBlocksPerSM = 32;                  // [LLVM-AMDGPU] 32 barrier-limited groups in WGP mode
     t.maxSgprsPerWave = 106;                // [RDNA3-ISA]
+    t.l1BytesPerClock = 128;                // [RDNA-WP] L0 vector cache
+    t.l1LineBytes = 128;                    // [RDNA-WP]
     t.l2Bytes_gpu = 6 * MB;                 // [7900XTX] 6 MB L2 (plus 96 MB Infinity Cache)
     t.peakGflopsF32 = 61400;                // [7900XTX] 61.4 TFLOPS (dual-issue FP32)
     t.peakGflopsF16 = 122800;               // [7900XTX] 122.8 TFLOPS FP16 (WMMA)

@@ -69,6 +69,11 @@ struct TargetDesc {
   int maxWavesPerSimd = 0;
   int sgprsPerSimd = 0;  // AMD gfx9: scalar registers shared by the waves of a SIMD
   int maxSgprsPerWave = 0;
+  // The L1 data cache (AMD: the vector L1/L0) of one SM/CU: bytes it delivers per clock and its
+  // line size (a global access costs one wavefront per line it touches). 0: unknown, taken as
+  // shared memory's 128 B per clock and 128-byte lines.
+  int l1BytesPerClock = 0;
+  int l1LineBytes = 0;
   // The MMA shape of `kind` for input dtype `dtype`, or null.
   const MmaShape* findMma(const std::string& dtype, const std::string& kind) const;
 
