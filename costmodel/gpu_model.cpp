@@ -20,6 +20,7 @@ constexpr double kFmaLatencyCycles = 4;      // dependent FMA latency
 constexpr double kMmaLatencyCycles = 32;     // dependent mma.sync / MFMA latency
 constexpr double kSharedBytesPerClock = 128; // shared memory / LDS per SM/CU (32 banks x 4 B)
 constexpr double kOverlapShare = 0.1;        // of the non-dominant terms that still adds up
+constexpr double kLatencyMargin = 1.05;      // a serial chain this much above throughput is latency-bound
 
 int64_t roundUp(int64_t v, int64_t m) { return m <= 1 ? v : (v + m - 1) / m * m; }
 
@@ -58,6 +59,17 @@ int residentBlocks(const GpuWorkload& w, const TargetDesc& t, std::string* limit
   return int(std::max<int64_t>(blocks, 0));
 }
 
+double latencyCycles(MemLevel level, Vendor vendor) {
+  const bool amd = vendor == Vendor::Amd;
+  switch (level) {
+    case MemLevel::Shared: return amd ? 64 : 30;
+    case MemLevel::L1: return amd ? 120 : 35;
+    case MemLevel::L2: return amd ? 300 : 220;
+    case MemLevel::Dram: return kMemLatencyCycles;
+  }
+  return kMemLatencyCycles;
+}
+
 GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t) {
   GpuEstimate e;
   std::string limiter = "the compiler's report";
@@ -80,16 +92,26 @@ GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t) {
   e.waves = full + (rest > 0 ? 1 : 0);
   e.waveEfficiency = e.waves > 0 ? double(w.blocks) / (double(e.waves) * perWave) : 0;
 
-  // Compute: per unit, `resident` blocks share the pipes; latency hiding needs enough
-  // independent operations in flight per scheduler (4 per SM/CU).
+  // Compute. FMA pipes: FP32 lanes per scheduler from the peak; a warp instruction occupies the
+  // pipe warp/lanes clocks while the scheduler issues one instruction per clock, so the other
+  // instructions use the slots an FMA leaves (`slots` per FMA: 1 on GA102/Hopper, 2 on Turing,
+  // GA100 and CDNA3, 4 on CDNA2's SIMD16 running wave64). Matrix cores: issue efficiency counts
+  // the instructions around the MMAs directly (adapters weigh them).
+  const double schedulers = double(std::max(t.simdsPerUnit, 1));
+  const double lanes = t.peakGflopsF32 > 0 ? t.peakGflopsF32 * 1e9 / (2 * units * schedulers * clockHz) : double(warp);
+  const double slots = w.matrixCores ? 1.0 : double(warp) / std::max(lanes, 1.0);
+  const double issue = std::min(1.0, slots * std::clamp(w.issueEfficiency, 0.05, 1.0));
+  // Latency hiding (Little's law per scheduler): independent operations in flight must cover the
+  // pipe's latency times its issue rate (one warp instruction per `slots` clocks for FMAs; an MMA
+  // occupies its pipe for several clocks).
   const double latency = w.matrixCores ? kMmaLatencyCycles : kFmaLatencyCycles;
-  const double issueSlotsPerOp = w.matrixCores ? 8 : 1;  // an MMA occupies its pipe for several cycles
+  const double perOpClocks = w.matrixCores ? 8 : std::max(slots, 1.0);
+  const double needed = schedulers * latency / perOpClocks;
   auto unitTime = [&](int resident) {
     if (resident <= 0) return 0.0;
     double inflight = resident * warpsPerBlock * std::max(w.independentOps, 1.0);
-    double needed = 4 * latency / issueSlotsPerOp;
     double hiding = std::min(1.0, inflight / needed);
-    double rate = w.pipePeakGflops * 1e9 / units * std::clamp(w.issueEfficiency, 0.05, 1.0) * hiding;
+    double rate = w.pipePeakGflops * 1e9 / units * issue * hiding;
     return rate > 0 ? resident * w.flopsPerBlock / rate : 0.0;
   };
   double compute = (double(full) * unitTime(bpu) + unitTime(restPerUnit)) * 1e6;
@@ -102,39 +124,56 @@ GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t) {
   double latencySec = kMemLatencyCycles / clockHz;
   double littleBw = inflightBytes / latencySec;
   double inflight = littleBw > 0 ? w.l2Bytes / littleBw * 1e6 : 0;
-  // Shared memory per unit per wave.
-  double smemPerUnit = (double(full) * bpu + restPerUnit) * w.smemBytesPerBlock;
+  // Shared memory and L1 per unit over all waves.
+  const double blocksPerUnit = double(full) * bpu + restPerUnit;
+  double smemPerUnit = blocksPerUnit * w.smemBytesPerBlock;
   double shared = smemPerUnit / (kSharedBytesPerClock * clockHz) * 1e6;
-  // Serial load rounds per block, each paying the memory latency unless something overlaps it:
-  // loads of later steps already in flight (stages - 1) or other resident blocks computing while
-  // this one waits (blocks - 1).
-  double overlap = double(std::max(w.stages, 1) + bpu - 1);
-  double lat = double(e.waves) * double(w.serialSteps) * latencySec / overlap * 1e6;
+  const double l1Rate = double(t.l1BytesPerClock > 0 ? t.l1BytesPerClock : kSharedBytesPerClock);
+  double l1PerUnit = blocksPerUnit * w.l1BytesPerBlock;
+  double l1 = l1PerUnit / (l1Rate * clockHz) * 1e6;
+  // Serial rounds per block: each costs its latency plus the block's own work of that step (what
+  // the block computes when it has the unit alone). With stages > 1 the loads of the next
+  // stages - 1 steps are in flight, so a step waits only for what its own work does not cover.
+  // Rounds of different resident blocks overlap each other: the throughput terms above cover
+  // the unit when it has enough blocks, this one when it does not.
+  const double steps = double(std::max<int64_t>(w.serialSteps, 1));
+  const double stepLatency = (w.serialStepCycles > 0 ? w.serialStepCycles : kMemLatencyCycles) / clockHz;
+  const double stepWork = unitTime(1) / steps;
+  const double stepTime = w.stages > 1 ? std::max(stepWork, stepLatency / double(w.stages - 1)) : stepLatency + stepWork;
+  double lat = double(e.waves) * steps * stepTime * 1e6;
   double launch = double(w.launches) * kLaunchUs;
 
   const double per = double(w.launches);
   e.terms = {
       {"compute", per * compute,
        fmt("%.3g GFLOP at %.0f%% issue efficiency", per * w.flopsPerBlock * double(w.blocks) * 1e-9, 100 * w.issueEfficiency) +
-           (w.matrixCores ? " (matrix cores)" : " (FMA pipes)")},
+           (w.matrixCores ? " (matrix cores)" : fmt(" (FMA pipes, %.0f issue slot(s) per FMA)", slots))},
       {"dram", per * dram, fmt("%.3g MB", per * w.dramBytes * 1e-6)},
       {"l2", per * l2, fmt("%.3g MB", per * w.l2Bytes * 1e-6)},
       {"in-flight", per * inflight, fmt("%.0f KB in flight per wave", inflightBytes / 1024)},
       {"shared", per * shared, fmt("%.3g MB per unit", smemPerUnit * 1e-6)},
-      {"latency", per * lat, fmt("%.0f serial load rounds per block", double(w.serialSteps))},
+      {"l1", per * l1, fmt("%.3g MB per unit", l1PerUnit * 1e-6)},
+      {"latency", per * lat, fmt("%.0f serial rounds per block of %.0f clocks", steps, stepLatency * clockHz)},
       {"launch", launch, fmt("%.0f launch(es)", per)},
   };
-  double maxT = 0, sum = 0;
-  std::string name;
+  double maxT = 0, sum = 0, maxThroughput = 0;
+  std::string name, throughputName;
   for (size_t i = 0; i + 1 < e.terms.size(); ++i) {
     sum += e.terms[i].us;
     if (e.terms[i].us > maxT) {
       maxT = e.terms[i].us;
       name = e.terms[i].name;
     }
+    if (e.terms[i].name != "latency" && e.terms[i].us > maxThroughput) {
+      maxThroughput = e.terms[i].us;
+      throughputName = e.terms[i].name;
+    }
   }
   e.timeUs = maxT + kOverlapShare * (sum - maxT) + launch;
-  if (name == "compute" || name == "shared") e.bound = "compute";
+  // The serial chain includes the block's own work: it names the bound only when its waits add
+  // visibly (5 %) to the largest throughput term.
+  if (name == "latency" && per * lat < kLatencyMargin * maxThroughput) name = throughputName;
+  if (name == "compute" || name == "shared" || name == "l1") e.bound = "compute";
   else if (name == "dram" || name == "l2") e.bound = "memory";
   else e.bound = "latency";  // in-flight and serial latency: not enough work in flight
   if (launch > maxT) e.bound = "launch";

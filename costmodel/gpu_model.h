@@ -11,14 +11,20 @@
 //              the block limit (the vendor's register file rules: unified VGPR/AGPR on CDNA);
 //   waves      blocks over units x resident blocks; the last wave's share (wave quantization);
 //   compute    FLOPs at the pipe's per-unit rate (FMA or matrix cores, the instruction's share of
-//              the dtype's peak), scaled by issue efficiency (math among the instructions) and by
-//              latency hiding (independent work in flight per scheduler);
+//              the dtype's peak), scaled by issue (FMA pipes: a scheduler issues one instruction
+//              per clock, and where its FP32 lanes are fewer than a warp's threads an FMA leaves
+//              issue slots free for the other instructions: Turing, GA100 and CDNA have them, GA102
+//              and Hopper do not) and by latency hiding (independent work in flight per scheduler,
+//              Little's law: latency x issue rate);
 //   memory     DRAM bytes over the bandwidth, SM<->L2 bytes over the L2 bandwidth, and bytes in
 //              flight over the memory latency (Little's law: too few loads in flight cannot reach
 //              the bandwidth);
 //   shared     shared-memory/LDS bytes over its per-unit bandwidth (128 B per clock);
-//   latency    serial dependent global-load rounds per block, overlapped by pipeline stages and by
-//              the other resident blocks;
+//   l1         L1 wavefronts of global accesses over the L1's per-unit bandwidth;
+//   latency    serial dependent rounds per block (a global load, or a round of waits on shared
+//              memory), each its latency plus the block's own work of the step; pipeline stages
+//              prefetch ahead; other resident blocks run meanwhile, so throughput terms cover it
+//              when they are larger;
 //   launch     a fixed cost per launch.
 // time = the largest term + 10 % of the others (they overlap well, not perfectly) + launch.
 #pragma once
@@ -33,7 +39,7 @@ namespace tessera::costmodel {
 
 // The estimator's name and version, stored with every estimated record. Bump it when the model
 // changes what it predicts: records of an older model are then re-estimated, not trusted.
-inline constexpr const char* kGpuModelName = "analytic-v1";
+inline constexpr const char* kGpuModelName = "analytic-v2";
 
 // One launch in the model's terms (the adapter fills it from a kernel and its config).
 struct GpuWorkload {
@@ -55,17 +61,27 @@ struct GpuWorkload {
   double dramBytes = 0;         // DRAM traffic of one launch (compulsory plus what misses L2)
   double l2Bytes = 0;           // SM <-> L2 traffic of one launch (every block's loads and stores)
   double bytesInFlightPerThread = 0;  // global bytes a thread has outstanding at once
-  double smemBytesPerBlock = 0; // shared memory / LDS traffic per block
+  double smemBytesPerBlock = 0; // shared memory / LDS traffic per block, in bank cycles x 128 B
+  double l1BytesPerBlock = 0;   // L1 wavefronts of global accesses per block x the line size
   // Latency.
-  int64_t serialSteps = 1;      // dependent global-load rounds per block
+  int64_t serialSteps = 1;      // dependent rounds per block (global loads, or waits on shared memory)
   int stages = 1;               // buffers in flight: steps overlap stages - 1 loads
+  double serialStepCycles = 0;  // latency of one round in clocks (0: a DRAM load's)
 };
+
+// Load-to-use latency in clocks of each level under load, per vendor (microbenchmarks: Jia et al.,
+// "Dissecting the NVIDIA Volta / Turing GPU architecture via microbenchmarking" (2018, 2019):
+// shared ~20-30, L1 hit ~30, L2 hit ~200, DRAM 400-700 under load; AMD CDNA measured by
+// Chips and Cheese (MI210, 2023): LDS ~60, vector L1 hit ~120, L2 ~300). Adapters pick the
+// level of a serial round; only their ratios matter to a ranking.
+enum class MemLevel { Shared, L1, L2, Dram };
+double latencyCycles(MemLevel level, Vendor vendor);
 
 struct GpuEstimate {
   double timeUs = 0;
   std::string bound;  // compute | memory | latency | launch
   struct Term {
-    std::string name;  // compute, dram, l2, in-flight, shared, latency, launch
+    std::string name;  // compute, dram, l2, in-flight, shared, l1, latency, launch
     double us = 0;
     std::string detail;
   };

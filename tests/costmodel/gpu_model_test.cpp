@@ -1,0 +1,253 @@
+// Tests the analytic GPU model's invariants (more work is never faster, a block that cannot be
+// resident is flagged, the occupancy limiter and the bound are named, wave quantization, Little's
+// law, serial latency and the FMA issue slots) and the warp-level access costs (bank cycles,
+// broadcast, L1 wavefronts) on the table's GPU targets.
+#include <gtest/gtest.h>
+
+#include "costmodel/gpu_access.h"
+#include "costmodel/gpu_model.h"
+#include "targets/target_desc.h"
+
+using namespace tessera;
+using namespace tessera::costmodel;
+
+namespace {
+
+TargetDesc target(const std::string& name) {
+  auto t = getTarget(name);
+  EXPECT_TRUE(t.ok()) << name;
+  return t.ok() ? *t : TargetDesc{};
+}
+
+// A compute-bound FMA kernel on `t`: many FLOPs per block, little traffic, 256 threads.
+GpuWorkload computeBound(const TargetDesc& t) {
+  GpuWorkload w;
+  w.pipePeakGflops = t.peakGflopsF32;
+  w.blocks = 1000;
+  w.threadsPerBlock = 256;
+  w.regsPerThread = 64;
+  w.flopsPerBlock = 2e8;
+  w.issueEfficiency = 1.0;
+  w.independentOps = 8;
+  w.dramBytes = 1e6;
+  w.l2Bytes = 1e6;
+  w.bytesInFlightPerThread = 64;
+  return w;
+}
+
+// A streaming kernel: a few FLOPs per byte.
+GpuWorkload memoryBound(const TargetDesc& t) {
+  GpuWorkload w = computeBound(t);
+  w.flopsPerBlock = 1e4;
+  w.dramBytes = 4e9;
+  w.l2Bytes = 4e9;
+  return w;
+}
+
+double timeOf(const GpuWorkload& w, const TargetDesc& t) { return estimateLaunch(w, t).timeUs; }
+
+std::vector<int64_t> addrs(int lanes, int64_t stride, int64_t base = 0) {
+  std::vector<int64_t> a;
+  for (int l = 0; l < lanes; ++l) a.push_back(base + l * stride);
+  return a;
+}
+
+}  // namespace
+
+TEST(GpuModel, MoreWorkIsNeverFaster) {
+  for (const char* name : {"sm_80", "sm_86", "sm_90", "gfx90a", "gfx942"}) {
+    TargetDesc t = target(name);
+    for (GpuWorkload base : {computeBound(t), memoryBound(t)}) {
+      ASSERT_GT(timeOf(base, t), 0);
+      double last = 0;
+      for (double scale : {1.0, 1.5, 2.0, 4.0}) {
+        GpuWorkload w = base;
+        w.flopsPerBlock *= scale;
+        double us = timeOf(w, t);
+        EXPECT_GE(us, last) << name << " flops x" << scale;
+        last = us;
+      }
+      last = 0;
+      for (double scale : {1.0, 2.0, 8.0}) {
+        GpuWorkload w = base;
+        w.dramBytes *= scale;
+        w.l2Bytes *= scale;
+        w.smemBytesPerBlock = 1e5 * scale;
+        w.l1BytesPerBlock = 1e5 * scale;
+        double us = timeOf(w, t);
+        EXPECT_GE(us, last) << name << " bytes x" << scale;
+        last = us;
+      }
+    }
+  }
+}
+
+TEST(GpuModel, BlockThatDoesNotFitIsFlagged) {
+  TargetDesc t = target("sm_86");
+  GpuWorkload w = computeBound(t);
+  w.smemPerBlock = t.smemPerSM + 1;
+  auto e = estimateLaunch(w, t);
+  EXPECT_FALSE(e.fits);
+  EXPECT_EQ(e.occupancyLimiter, "shared memory");
+  EXPECT_GT(e.timeUs, 0);  // still ranked, as if one block fitted
+  w.smemPerBlock = 0;
+  w.threadsPerBlock = 1024;
+  w.regsPerThread = 255;  // 255 x 1024 registers exceed the 64K register file
+  e = estimateLaunch(w, t);
+  EXPECT_FALSE(e.fits);
+  EXPECT_EQ(e.occupancyLimiter, "registers");
+}
+
+TEST(GpuModel, OccupancyLimiterIsNamed) {
+  TargetDesc t = target("sm_80");
+  GpuWorkload w = computeBound(t);
+  w.threadsPerBlock = 1024;
+  w.regsPerThread = 32;
+  EXPECT_EQ(estimateLaunch(w, t).occupancyLimiter, "threads");  // 2048 threads per SM: 2 blocks
+  EXPECT_EQ(estimateLaunch(w, t).blocksPerUnit, 2);
+  w.threadsPerBlock = 32;
+  EXPECT_EQ(estimateLaunch(w, t).occupancyLimiter, "blocks per unit");  // 32 blocks of one warp
+  w.threadsPerBlock = 256;
+  w.regsPerThread = 128;  // 128 x 256 = 32K registers: 2 blocks
+  EXPECT_EQ(estimateLaunch(w, t).occupancyLimiter, "registers");
+  EXPECT_EQ(estimateLaunch(w, t).blocksPerUnit, 2);
+  w.regsPerThread = 32;
+  w.smemPerBlock = 60 * 1024;  // 164 KB per SM, 1 KB reserved per block: 2 blocks
+  EXPECT_EQ(estimateLaunch(w, t).occupancyLimiter, "shared memory");
+  EXPECT_EQ(estimateLaunch(w, t).blocksPerUnit, 2);
+  // CDNA: VGPRs per SIMD lane (512), granules of 8, 8 waves per SIMD.
+  TargetDesc a = target("gfx90a");
+  w.smemPerBlock = 0;
+  w.threadsPerBlock = 256;  // 4 waves
+  w.regsPerThread = 256;    // 2 waves per SIMD = 8 per CU: 2 blocks
+  EXPECT_EQ(estimateLaunch(w, a).occupancyLimiter, "registers");
+  EXPECT_EQ(estimateLaunch(w, a).blocksPerUnit, 2);
+}
+
+TEST(GpuModel, BoundsAreNamed) {
+  TargetDesc t = target("sm_90");
+  EXPECT_EQ(estimateLaunch(computeBound(t), t).bound, "compute");
+  EXPECT_EQ(estimateLaunch(memoryBound(t), t).bound, "memory");
+  GpuWorkload tiny = computeBound(t);
+  tiny.blocks = 1;
+  tiny.flopsPerBlock = 1e3;
+  tiny.dramBytes = tiny.l2Bytes = 1e3;
+  EXPECT_EQ(estimateLaunch(tiny, t).bound, "launch");
+  GpuWorkload chain = computeBound(t);
+  chain.flopsPerBlock = 1e5;
+  chain.serialSteps = 4096;  // dependent loads, nothing to overlap them with
+  EXPECT_EQ(estimateLaunch(chain, t).bound, "latency");
+  // Every term is reported, in the documented order.
+  std::vector<std::string> names;
+  for (const auto& term : estimateLaunch(computeBound(t), t).terms) names.push_back(term.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"compute", "dram", "l2", "in-flight", "shared", "l1", "latency", "launch"}));
+}
+
+TEST(GpuModel, OneBlockMoreThanFullWavesCostsAboutAWave) {
+  // Blocks of one warp without independent work: a block needs the other resident blocks to hide
+  // its FMA latency, so the lone block of a second wave takes as long as the whole first wave.
+  TargetDesc t = target("sm_86");
+  GpuWorkload w = computeBound(t);
+  w.threadsPerBlock = 32;
+  w.independentOps = 1;
+  const int bpu = residentBlocks(w, t);
+  ASSERT_EQ(bpu, t.maxBlocksPerSM);
+  w.blocks = int64_t(t.units) * bpu;
+  auto full = estimateLaunch(w, t);
+  EXPECT_EQ(full.waves, 1);
+  EXPECT_NEAR(full.waveEfficiency, 1.0, 1e-9);
+  EXPECT_EQ(full.bound, "compute");
+  w.blocks += 1;
+  auto more = estimateLaunch(w, t);
+  EXPECT_EQ(more.waves, 2);
+  EXPECT_LT(more.waveEfficiency, 0.51);
+  EXPECT_NEAR(more.timeUs / full.timeUs, 2.0, 0.1);
+  // A block that fills its unit alone (8 warps, 8 independent FMAs each) finishes the extra wave
+  // in its share of one: 1 + 1/bpu.
+  GpuWorkload big = computeBound(t);
+  const int bigBpu = residentBlocks(big, t);
+  big.blocks = int64_t(t.units) * bigBpu;
+  double one = timeOf(big, t);
+  big.blocks += 1;
+  EXPECT_NEAR(timeOf(big, t) / one, 1.0 + 1.0 / bigBpu, 0.05);
+}
+
+TEST(GpuModel, LittlesLawTermShrinksWithBytesInFlight) {
+  TargetDesc t = target("sm_80");
+  GpuWorkload w = memoryBound(t);
+  auto term = [&](double inflight) {
+    w.bytesInFlightPerThread = inflight;
+    for (const auto& x : estimateLaunch(w, t).terms)
+      if (x.name == "in-flight") return x.us;
+    return -1.0;
+  };
+  double a = term(4), b = term(16), c = term(64);
+  EXPECT_GT(a, b);
+  EXPECT_GT(b, c);
+  EXPECT_NEAR(a / b, 4.0, 1e-6);
+}
+
+TEST(GpuModel, StagesHideSerialLatency) {
+  TargetDesc t = target("sm_90");
+  GpuWorkload w = computeBound(t);
+  w.flopsPerBlock = 1e6;
+  w.serialSteps = 256;
+  auto latency = [&](int stages) {
+    w.stages = stages;
+    for (const auto& x : estimateLaunch(w, t).terms)
+      if (x.name == "latency") return x.us;
+    return -1.0;
+  };
+  EXPECT_GT(latency(1), latency(2));
+  EXPECT_GT(latency(2), latency(4));
+  // A shorter round (an L2 hit instead of DRAM) costs less.
+  w.stages = 1;
+  double dram = latency(1);
+  w.serialStepCycles = latencyCycles(MemLevel::L2, t.vendor);
+  EXPECT_LT(latency(1), dram);
+}
+
+TEST(GpuModel, FmaIssueSlotsFollowTheChip) {
+  // Half the instructions are FMAs: on Turing/GA100-style SMs (16 FP32 lanes per scheduler) an
+  // FMA leaves a free issue slot, on GA102 and Hopper (32 lanes) it does not.
+  TargetDesc a100 = target("sm_80"), ga102 = target("sm_86");
+  GpuWorkload w = computeBound(a100);
+  w.issueEfficiency = 0.5;
+  GpuWorkload full = w;
+  full.issueEfficiency = 1.0;
+  EXPECT_NEAR(timeOf(w, a100) / timeOf(full, a100), 1.0, 0.02);
+  EXPECT_NEAR(timeOf(w, ga102) / timeOf(full, ga102), 2.0, 0.1);
+  // Matrix cores count the instructions around the MMAs directly.
+  w.matrixCores = full.matrixCores = true;
+  w.pipePeakGflops = full.pipePeakGflops = a100.peakGflopsF16;
+  EXPECT_NEAR(timeOf(w, a100) / timeOf(full, a100), 2.0, 0.1);
+}
+
+TEST(GpuAccess, SharedBankCyclesAndBroadcast) {
+  EXPECT_EQ(sharedCycles(addrs(32, 4), 4), 1);    // consecutive words: one per bank
+  EXPECT_EQ(sharedCycles(addrs(32, 8), 4), 2);    // stride 2: two words per bank
+  EXPECT_EQ(sharedCycles(addrs(32, 128), 4), 32); // stride 32 words: all in bank 0
+  EXPECT_EQ(sharedCycles(addrs(32, 0), 4), 1);    // one word: broadcast
+  EXPECT_EQ(sharedCycles(addrs(32, 16), 16), 4);  // 512 bytes: four phases of 128
+  EXPECT_EQ(sharedCycles(addrs(32, 32), 16), 8);  // 16 B at a 32 B stride: 2-way in each phase
+  EXPECT_EQ(sharedCycles(addrs(64, 4), 4), 2);    // wave64: two sets of 32 lanes
+  // 16 lanes per row of 30 floats (Kernel Tuner's convolution, 16 threads wide, no padding):
+  // the second row's words land on the first row's banks.
+  std::vector<int64_t> rows;
+  for (int l = 0; l < 32; ++l) rows.push_back(((l / 16) * 30 + l % 16) * 4);
+  EXPECT_EQ(sharedCycles(rows, 4), 2);
+  rows.clear();
+  for (int l = 0; l < 32; ++l) rows.push_back(((l / 16) * 48 + l % 16) * 4);  // padded to 48
+  EXPECT_EQ(sharedCycles(rows, 4), 1);
+}
+
+TEST(GpuAccess, LinesAndL1Wavefronts) {
+  EXPECT_EQ(linesTouched(addrs(32, 4), 4, 128), 1);
+  EXPECT_EQ(linesTouched(addrs(32, 4, 4), 4, 128), 2);  // misaligned by one word
+  EXPECT_EQ(linesTouched(addrs(32, 4), 4, 32), 4);      // four 32-byte sectors
+  EXPECT_EQ(l1Wavefronts(addrs(32, 4), 4, 128, 128), 1);
+  EXPECT_EQ(l1Wavefronts(addrs(32, 16), 16, 128, 128), 4);  // 512 bytes at 128 per clock
+  EXPECT_EQ(l1Wavefronts(addrs(32, 0), 16, 128, 128), 4);   // broadcast still returns 512 bytes
+  EXPECT_EQ(l1Wavefronts(addrs(32, 64), 4, 128, 128), 16);  // a line per two lanes
+  EXPECT_EQ(l1Wavefronts(addrs(64, 4), 4, 64, 64), 4);      // CDNA: wave64, 64 B per clock
+}
