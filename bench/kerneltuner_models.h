@@ -1,0 +1,56 @@
+// Owns the analytic GPU model's descriptions of the kernels in the Kernel Tuner files of bench/data
+// (issue 13, "validation on real data"): per file, the GPU it was measured on (its public facts as
+// a TargetDesc) and a function from a config of that file's knobs to the model's workload
+// (costmodel::GpuWorkload), written from the kernels' sources the way search/estimate.cpp writes
+// Tessera's own. Bench-only: the validation bench ranks the files' spaces with it and the replay
+// bench uses it as the search's prior.
+//
+// The kernels (public sources):
+//   gemm_RTX_3090, gemm_RTX_2080_Ti: CLBlast's Xgemm (OpenCL, CNugteren/CLBlast
+//     src/kernels/level3/xgemm_part1..3; the copy the files were measured with is in
+//     AutoTuningAssociation/benchmark_hub currently_unused/kernels/gemm/, tuned by gemm.py there):
+//     C = alpha A B + beta C, M = N = K = 4096, f32, column-major, beta = 1 (C is read).
+//   convolution_A100, convolution_MI250X: Kernel Tuner's 2-D convolution with use_shmem/use_cmem
+//     (MiloLurati/AutoTuning_AMD_vs_Nvidia_GPUs cache_scripts/convolution/convolution.cu and its
+//     .hip twin; the space of benchmark_hub kernels/convolution_milo.py): a 4096x4096 f32 image,
+//     a 15x15 filter in constant memory.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/gpu_model.h"
+#include "ir/schedule.h"
+#include "support/status.h"
+#include "targets/target_desc.h"
+
+namespace tessera::bench {
+
+struct KernelTunerModel {
+  std::string table;   // the file's base name: "gemm_RTX_3090"
+  std::string kernel;  // what ran: "CLBlast Xgemm 4096^3 f32 (OpenCL)"
+  TargetDesc target;   // the GPU it ran on
+  std::string targetNote;  // where the TargetDesc comes from and how it differs from Tessera's row
+  // The workload of one config (knob values as search::importKernelTuner stores them); an error
+  // for a config the kernel's restrictions exclude.
+  std::function<Expected<costmodel::GpuWorkload>(const ir::Config&)> workload;
+  // One line of the config's knobs in the kernel's terms (threads, tiles, what is staged where).
+  std::function<std::string(const ir::Config&)> describe;
+};
+
+// The model of a Kernel Tuner file by its base name (the part before the first '.'), if any.
+std::optional<KernelTunerModel> kernelTunerModel(const std::string& table);
+// The base names that have a model, in bench/data order.
+std::vector<std::string> kernelTunerModelNames();
+
+// The predicted time (us) of a config, nullopt for a config the model cannot describe or that does
+// not fit on the GPU: the prior of a replayed search (search::Prior).
+std::function<std::optional<double>(const ir::Config&)> kernelTunerPrior(const KernelTunerModel& m);
+
+// NVIDIA GeForce RTX 2080 Ti (TU102, sm_75): not a Tessera compile target, described here from
+// its public facts for the validation bench.
+TargetDesc rtx2080Ti();
+
+}  // namespace tessera::bench
