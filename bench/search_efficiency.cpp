@@ -59,6 +59,7 @@ struct BenchOptions {
   bool hostFeatures = true;  // derived host features on host tables (0: knob features only)
   bool warm = true;          // also replay evo+xgboost warm-started from sibling tables
   bool prior = true;         // also replay evo+xgboost with the analytic model's prior (tables with a model)
+  bool priorFeature = true;  // evo+prior: the log estimate is also a cost-model feature (as tessera tune does)
   int warmRecords = 256;     // records per sibling table in the warm start
 };
 
@@ -143,6 +144,8 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
   search::TuneProblem problem{table.key, table.space, host ? *host : TargetDesc{}, featuresFor(tab, o, host)};
   if (withPrior && tab.model) {
     problem.prior = bench::kernelTunerPrior(*tab.model);
+  }
+  if (withPrior && tab.model && o.priorFeature) {
     auto knobs = problem.features;
     search::Prior prior = problem.prior;
     problem.features = [knobs, prior](const cache::HardKey& k) {
@@ -277,6 +280,8 @@ int main(int argc, char** argv) {
   app.add_option("--warm", o.warm, "also replay evo+xgboost warm-started from the sibling host tables (0/1)")->capture_default_str();
   app.add_option("--warm-records", o.warmRecords, "records per sibling table in the warm start")->capture_default_str();
   app.add_option("--prior", o.prior, "also replay evo+xgboost with the analytic model's estimate as prior on the tables with a model (0/1)")
+      ->capture_default_str();
+  app.add_option("--prior-feature", o.priorFeature, "evo+prior: the log estimate is also a feature of the cost model (0/1)")
       ->capture_default_str();
   app.add_option("--strategies", o.strategies, "strategies to replay besides random")->delimiter(',');
   app.add_flag("--verbose", o.verbose, "per-seed results on stderr");
