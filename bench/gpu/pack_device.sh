@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Packs what a lent GPU machine needs to run `tessera` and the `gpu`-labelled tests: that machine has
+# CUDA but neither LLVM 22 nor Debian's libraries, and only 64 MiB travel with a call. A build with
+# MLIR/LLVM reduced to one shared object (TESSERA_STATIC_LLVM, cmake/StaticLLVM.cmake: 177 MB
+# instead of 257 MB of libLLVM + libMLIR), the other non-system libraries, xz-compressed into
+# .dev/pack.tar.xz (~40 MB; .dev/ is excluded from git). bench/gpu/run_on_device.sh unpacks it there.
+# Usage: bash bench/gpu/pack_device.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+B=${TESSERA_DEV_BUILD_DIR:-build-dev}
+cmake -S . -B "$B" -DTESSERA_STATIC_LLVM=ON -DTESSERA_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Release > "$B.cmake.log"
+cmake --build "$B" -j"$(nproc)" --target tessera gpu_device_tests
+S=$(mktemp -d)
+mkdir -p "$S/bin" "$S/lib" .dev
+grep -qx '/.dev/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.dev/' >> .git/info/exclude; }
+cp "$B/cli/tessera" "$B/tests/gpu/gpu_device_tests" "$S/bin/"
+# The C and C++ runtimes stay the target machine's own (newer there); everything else travels.
+for f in $(ldd "$S/bin/tessera" "$S/bin/gpu_device_tests" | awk '/=> \//{print $3}' | sort -u); do
+  case $(basename "$f") in
+    libc.so*|libm.so*|libstdc++*|libgcc_s*|libpthread*|libdl.so*|librt.so*|ld-linux*) ;;
+    *) cp -L "$f" "$S/lib/" ;;
+  esac
+done
+tar -C "$S" -cf - bin lib | xz -T"$(nproc)" -9 > .dev/pack.tar.xz
+rm -rf "$S"
+ls -la .dev/pack.tar.xz
