@@ -13,6 +13,7 @@
 #include "codegen/gpu.h"
 #include "codegen/gpu_backend.h"
 #include "ir/text.h"
+#include "search/estimate.h"
 #include "search/space.h"
 #include "support/strings.h"
 
@@ -70,6 +71,17 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
     std::fprintf(stderr, "config     %s (%s)\n", cfg->str().c_str(), bin->strategy.c_str());
     std::fprintf(stderr, "launch     %s\n", bin->launch.str().c_str());
     std::fprintf(stderr, "resources  %s\n", bin->resources.summary().c_str());
+    // The analytic model's prediction with these resources (what `tune --estimate` ranks by).
+    if (auto e = search::estimateKernel(k, *cfg, t, &bin->resources); e.ok()) {
+      std::string terms;
+      for (const auto& term : e->model.terms) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%s%s %.1f", terms.empty() ? "" : ", ", term.name.c_str(), term.us);
+        terms += buf;
+      }
+      std::fprintf(stderr, "estimate   %.1f us, %s-bound (%s; model %s)\n", e->model.timeUs, e->model.bound.c_str(),
+                   terms.c_str(), costmodel::kGpuModelName);
+    }
   }
   return text;
 }
