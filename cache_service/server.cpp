@@ -4,16 +4,18 @@
 
 #include <cstdio>
 
+#include "cache_service/engine.h"
+
 namespace tessera::cache {
 
 Expected<std::unique_ptr<CacheServer>> CacheServer::start(const ServerOptions& opts) {
   std::unique_ptr<CacheServer> s(new CacheServer());
   s->opts_ = opts;
-  SqliteStoreOptions so;
-  so.synchronous_full = opts.synchronous_full;
-  so.index_winners = true;
-  so.current = opts.current_toolchain;
-  TESSERA_ASSIGN(s->store_, openSqliteStore(opts.db_path, so));
+  EngineOptions eo;
+  eo.synchronous_full = opts.synchronous_full;
+  eo.index_winners = true;
+  eo.current = opts.current_toolchain;
+  TESSERA_ASSIGN(s->store_, openStore(opts.db_path, eo));
   TESSERA_ASSIGN(s->tokens_, TokenStore::open(opts.db_path));
   TESSERA_TRY(s->reloadTokens());
   ApiOptions ao;

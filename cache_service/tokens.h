@@ -1,6 +1,7 @@
-// Owns bearer-token access control for the cache service: scopes (read < write < admin), tokens
-// kept as SHA-256 hashes in the database's `tokens` table, and the constant-time check a server
-// runs on every request against an in-memory snapshot of the active tokens.
+// Owns bearer-token access control for the cache service: scopes (read < write < admin), the
+// TokenStore interface over the `tokens` table of the store engine
+// (SQLite: sqlite_tokens.cpp; hashes only), and the constant-time
+// check a server runs on every request against an in-memory snapshot of the active tokens.
 #pragma once
 
 #include <memory>
@@ -10,7 +11,6 @@
 #include <string_view>
 #include <vector>
 
-#include "cache_service/sqlite_db.h"
 #include "support/status.h"
 
 namespace tessera::cache {
@@ -19,6 +19,8 @@ namespace tessera::cache {
 enum class Scope { Read = 1, Write = 2, Admin = 3 };
 std::string_view scopeName(Scope s);
 std::optional<Scope> parseScope(std::string_view s);
+// Token names: 1-64 of [A-Za-z0-9_.@-].
+Status checkTokenName(const std::string& name);
 
 struct TokenInfo {
   std::string name;
@@ -33,22 +35,21 @@ struct ActiveToken {
   std::string name;
 };
 
-// Token administration on a Tessera database file (`tessera serve token add|list|revoke`).
-// The secret is returned once by add() and never stored.
+// Token administration on a store engine (`tessera serve token add|list|revoke`). The secret is
+// returned once by add() and never stored.
 class TokenStore {
  public:
-  static Expected<std::unique_ptr<TokenStore>> open(const std::string& db_path);
-  Expected<std::string> add(const std::string& name, Scope scope);
-  Expected<std::vector<TokenInfo>> list();
-  Status revoke(const std::string& name);  // NotFound if no active token has that name
+  virtual ~TokenStore() = default;
+  // `location`: a SQLite database file (engine.h).
+  static Expected<std::unique_ptr<TokenStore>> open(const std::string& location);
+  virtual Expected<std::string> add(const std::string& name, Scope scope) = 0;
+  virtual Expected<std::vector<TokenInfo>> list() = 0;
+  virtual Status revoke(const std::string& name) = 0;  // NotFound if no active token has that name
   // Whether a token of that name exists (active or revoked).
-  Expected<bool> exists(const std::string& name);
-  Expected<std::vector<ActiveToken>> active();
-
- private:
-  explicit TokenStore(std::unique_ptr<sql::Db> db) : db_(std::move(db)) {}
-  std::unique_ptr<sql::Db> db_;
+  virtual Expected<bool> exists(const std::string& name) = 0;
+  virtual Expected<std::vector<ActiveToken>> active() = 0;
 };
+Expected<std::unique_ptr<TokenStore>> openSqliteTokenStore(const std::string& db_path);
 
 // Checks a presented secret against the current snapshot; safe to call from many threads while
 // another thread replaces the snapshot.

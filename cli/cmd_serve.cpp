@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "cache_service/engine.h"
 #include "cache_service/server.h"
 #include "cache_service/tokens.h"
 #include "cli/commands.h"
@@ -210,7 +211,7 @@ void addServeCommand(CLI::App& app) {
     if (retract.empty()) return;
     // Through the store, so the winners of the affected keys are recomputed; a running server
     // notices the commit within its refresh interval and reloads its winners.
-    auto store = cache::openSqliteStore(db);
+    auto store = cache::openStore(db);
     if (!store.ok()) fail(store.error().message);
     auto n = (*store)->administer({.writer = name},
                                   retract == "delete" ? cache::AdminAction::Delete : cache::AdminAction::Quarantine);
