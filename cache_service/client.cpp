@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "cache_service/endpoints.h"
 #include "cache_service/http.h"
 #include "cache_service/record_json.h"
 
@@ -15,29 +16,24 @@ namespace {
 constexpr size_t kPutChunk = 500;
 }  // namespace
 
-CacheClient::CacheClient(CacheClientOptions opts) : opts_(std::move(opts)) {}
+CacheClient::CacheClient(CacheClientOptions opts) : opts_(std::move(opts)) {
+  endpoints_ = std::make_unique<ServiceEndpoints>(
+      EndpointOptions{splitServiceUrls(opts_.base_url), opts_.token, opts_.ca_cert, opts_.timeout_s});
+}
 CacheClient::~CacheClient() = default;
 
 Expected<CacheClient::Reply> CacheClient::call(const char* method, const std::string& path,
                                                const std::string& body, const std::string& content_type,
                                                double timeout_s) {
   if (!enabled()) return makeError(ErrorCode::InvalidArgument, "no cache URL configured");
-  HttpConnection* conn = nullptr;
   {
     std::lock_guard<std::mutex> g(mu_);
     if (std::chrono::steady_clock::now() < skip_until_)
       return makeError(ErrorCode::IOError, "skipped: it failed moments ago (retrying after a backoff)");
-    if (!conn_) {
-      auto c = openHttpConnection(opts_.base_url, opts_.timeout_s, opts_.ca_cert);
-      if (!c.ok()) return c.takeError();
-      conn_ = std::move(*c);
-    }
-    conn = conn_.get();
   }
-  HeaderList headers;
-  if (!opts_.token.empty()) headers.emplace_back("Authorization", "Bearer " + opts_.token);
-  headers.emplace_back("Accept", "application/json");
-  auto reply = conn->send(method, path, headers, body, content_type, timeout_s);
+  // Every URL of the list is tried before this counts as a failure (endpoints.h).
+  auto reply = endpoints_->send(method, path, body, content_type, timeout_s);
+  if (!reply.ok() && reply.error().code == ErrorCode::InvalidArgument) return reply.takeError();  // a bad URL
   if (!reply.ok()) {
     std::lock_guard<std::mutex> g(mu_);
     skip_until_ = std::chrono::steady_clock::now() +

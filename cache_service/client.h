@@ -29,10 +29,12 @@
 
 namespace tessera::cache {
 
-class HttpConnection;
+class ServiceEndpoints;
 
 struct CacheClientOptions {
-  std::string base_url;  // http://host:port[/prefix]; empty = no shared cache (silent misses)
+  // http://host:port[/prefix]; empty = no shared cache (silent misses). Several URLs separated by
+  // commas (replicas, or nginx fronts): a request that gets no answer goes to the next one.
+  std::string base_url;
   std::string token;     // bearer token; empty = anonymous
   std::string ca_cert;   // https: PEM file the service's certificate must chain to (empty: system CAs)
   double timeout_s = 1.0;        // connect + lookup timeout
@@ -109,7 +111,7 @@ class CacheClient {
 
   CacheClientOptions opts_;
   std::mutex mu_;
-  std::unique_ptr<HttpConnection> conn_;
+  std::unique_ptr<ServiceEndpoints> endpoints_;
   std::chrono::steady_clock::time_point skip_until_{};
 };
 
