@@ -80,6 +80,37 @@ RouteMatch matchRoute(std::string_view method, std::string_view path) {
     return route(RouteId::AdminQuarantine, "POST", Scope::Admin, BodyKind::Json);
   if (path == "/v1/admin/records/release") return route(RouteId::AdminRelease, "POST", Scope::Admin, BodyKind::Json);
   if (path == "/v1/admin/records/delete") return route(RouteId::AdminDelete, "POST", Scope::Admin, BodyKind::Json);
+  if (path == "/v1/workers") {
+    if (method == "POST") return route(RouteId::WorkersRegister, "POST", Scope::Worker, BodyKind::Json);
+    route(RouteId::WorkersList, "GET", Scope::Read, BodyKind::None);
+    if (m.refuse) m.allow = "GET, POST";
+    return m;
+  }
+  if (path.starts_with("/v1/workers/")) {
+    // /v1/workers/{id}/{heartbeat|lease|report}
+    std::string_view rest = path.substr(12);
+    const size_t slash = rest.find('/');
+    if (slash != std::string_view::npos && slash > 0) {
+      m.path_id = rest.substr(0, slash);
+      std::string_view action = rest.substr(slash + 1);
+      if (action == "heartbeat") return route(RouteId::WorkerHeartbeat, "POST", Scope::Worker, BodyKind::None);
+      if (action == "lease") return route(RouteId::WorkerLease, "POST", Scope::Worker, BodyKind::Json);
+      if (action == "report") return route(RouteId::WorkerReport, "POST", Scope::Worker, BodyKind::Json);
+    }
+  }
+  if (path == "/v1/jobs") return route(RouteId::JobsSubmit, "POST", Scope::Write, BodyKind::Json);
+  if (path.starts_with("/v1/jobs/")) {
+    std::string_view rest = path.substr(9);
+    const size_t slash = rest.find('/');
+    if (slash == std::string_view::npos && !rest.empty()) {
+      m.path_id = rest;
+      return route(RouteId::JobGet, "GET", Scope::Write, BodyKind::None);
+    }
+    if (slash > 0 && rest.substr(slash + 1) == "cancel") {
+      m.path_id = rest.substr(0, slash);
+      return route(RouteId::JobCancel, "POST", Scope::Write, BodyKind::None);
+    }
+  }
   if (path == "/healthz") return route(RouteId::Healthz, "GET", std::nullopt, BodyKind::None);
   if (path == "/readyz") return route(RouteId::Readyz, "GET", std::nullopt, BodyKind::None);
   if (path == "/status") return route(RouteId::Status, "GET", Scope::Read, BodyKind::None);
@@ -189,7 +220,8 @@ bool declaresBody(const ApiRequest& r) {
 // Everything that can be decided from the request line and headers. `body_read` tells whether
 // the transport already consumed the body (then the connection can be kept alive).
 std::optional<ApiResponse> gate(const ApiRequest& r, const RouteMatch& m, const TokenAuthenticator& auth,
-                                const ApiOptions& opts, bool body_read, std::string* token_name = nullptr) {
+                                const ApiOptions& opts, bool body_read, std::string* token_name = nullptr,
+                                std::optional<Scope>* token_scope = nullptr) {
   // A request that may carry a body and is refused before it is read leaves bytes on the
   // connection that must not be parsed as the next request (even without Content-Length: a client
   // that omitted it may still have sent a body).
@@ -214,15 +246,19 @@ std::optional<ApiResponse> gate(const ApiRequest& r, const RouteMatch& m, const 
         return refuse(problem(401, "invalid-token", "Unauthorized", "Authorization must be 'Bearer <token>'"));
       auto id = auth.identify(trim(v.substr(7)));
       if (!id) return refuse(problem(401, "invalid-token", "Unauthorized", "unknown or revoked token"));
-      if (id->scope < *m.scope)
+      if (!scopeAllows(id->scope, *m.scope))
         return refuse(problem(403, "insufficient-scope", "Forbidden",
-                              "this route needs a token with scope '" + std::string(scopeName(*m.scope)) +
-                                  "'; yours has '" + std::string(scopeName(id->scope)) + "'"));
+                              "this route needs a token with scope '" + std::string(scopeName(*m.scope)) + "'" +
+                                  (*m.scope == Scope::Worker || *m.scope == Scope::Admin ? "" : " or higher") +
+                                  "; yours has '" + std::string(scopeName(id->scope)) + "'" +
+                                  (id->scope == Scope::Worker ? " (worker tokens may only lease and report)" : "")));
       if (token_name) *token_name = id->name;
+      if (token_scope) *token_scope = id->scope;
     } else if (!(*m.scope == Scope::Read && opts.allow_anonymous_reads)) {
       ApiResponse resp = problem(401, "missing-token", "Unauthorized",
                                  "send 'Authorization: Bearer <token>' (scope '" +
-                                     std::string(scopeName(*m.scope)) + "' or higher)");
+                                     std::string(scopeName(*m.scope)) + "'" +
+                                     (*m.scope == Scope::Worker ? ")" : " or higher)"));
       resp.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"tessera\"");
       return refuse(std::move(resp));
     }
@@ -288,10 +324,11 @@ ApiResponse Api::handle(const ApiRequest& req) {
   ApiResponse resp;
   try {
     std::string token_name;
-    if (auto refused = gate(req, m, auth_, opts_, /*body_read=*/true, &token_name)) {
+    std::optional<Scope> token_scope;
+    if (auto refused = gate(req, m, auth_, opts_, /*body_read=*/true, &token_name, &token_scope)) {
       resp = std::move(*refused);
     } else {
-      RouteContext c{store_, auth_, metrics_, opts_, started_, std::move(token_name)};
+      RouteContext c{store_, auth_, metrics_, opts_, started_, std::move(token_name), token_scope};
       switch (m.id) {
         case RouteId::Best: resp = routeBest(c, req, m); break;
         case RouteId::BestQuery: resp = routeBestQuery(c, req, m); break;
@@ -306,6 +343,14 @@ ApiResponse Api::handle(const ApiRequest& req) {
         case RouteId::AdminQuarantine:
         case RouteId::AdminRelease:
         case RouteId::AdminDelete: resp = routeAdminAction(c, req, m); break;
+        case RouteId::WorkersRegister: resp = routeWorkersRegister(c, req, m); break;
+        case RouteId::WorkersList: resp = routeWorkersList(c, req, m); break;
+        case RouteId::WorkerHeartbeat: resp = routeWorkerHeartbeat(c, req, m); break;
+        case RouteId::WorkerLease: resp = routeWorkerLease(c, req, m); break;
+        case RouteId::WorkerReport: resp = routeWorkerReport(c, req, m); break;
+        case RouteId::JobsSubmit: resp = routeJobsSubmit(c, req, m); break;
+        case RouteId::JobGet: resp = routeJobGet(c, req, m); break;
+        case RouteId::JobCancel: resp = routeJobCancel(c, req, m); break;
         case RouteId::Healthz: resp = routeHealthz(c, req, m); break;
         case RouteId::Readyz: resp = routeReadyz(c, req, m); break;
         case RouteId::Status: resp = routeStatus(c, req, m); break;

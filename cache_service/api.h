@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "cache_service/jobs.h"
 #include "cache_service/metrics.h"
 #include "cache_service/store.h"
 #include "cache_service/tokens.h"
@@ -50,6 +51,8 @@ struct ApiOptions {
   // Plausibility checks on every submitted record (plausibility.h); off only for tests that need
   // to store what a hostile client would have stored before them.
   bool check_plausibility = true;
+  // Leases, worker liveness and retries of the measurement job queue (jobs.h).
+  QueuePolicy queue;
 };
 
 // Problem types, each a stable URN ("urn:tessera:problem:<slug>") clients may switch on.

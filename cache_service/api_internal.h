@@ -25,6 +25,14 @@ enum class RouteId : size_t {
   AdminQuarantine,  // POST /v1/admin/records/quarantine
   AdminRelease,     // POST /v1/admin/records/release
   AdminDelete,      // POST /v1/admin/records/delete
+  WorkersRegister,  // POST /v1/workers                     (worker scope)
+  WorkersList,      // GET  /v1/workers
+  WorkerHeartbeat,  // POST /v1/workers/{id}/heartbeat      (worker scope)
+  WorkerLease,      // POST /v1/workers/{id}/lease          (worker scope)
+  WorkerReport,     // POST /v1/workers/{id}/report         (worker scope)
+  JobsSubmit,       // POST /v1/jobs
+  JobGet,           // GET  /v1/jobs/{id}
+  JobCancel,        // POST /v1/jobs/{id}/cancel
   Healthz,
   Readyz,
   Status,
@@ -36,7 +44,9 @@ enum class RouteId : size_t {
 inline constexpr const char* kRouteNames[] = {
     "best",          "best_query",       "best_batch",    "records_post", "records_list", "nearest",
     "export",        "import",           "backup",        "admin_records", "admin_quarantine",
-    "admin_release", "admin_delete",     "healthz",       "readyz",       "status",       "metrics",
+    "admin_release", "admin_delete",     "workers_register", "workers_list", "worker_heartbeat",
+    "worker_lease",  "worker_report",    "jobs_submit",   "job_get",      "job_cancel",
+    "healthz",       "readyz",       "status",       "metrics",
     "openapi",       "unknown"};
 static_assert(std::size(kRouteNames) == static_cast<size_t>(RouteId::Count));
 
@@ -48,6 +58,7 @@ struct RouteMatch {
   std::optional<Scope> scope;  // nullopt: no token needed (health, openapi)
   BodyKind body = BodyKind::None;
   std::string_view key_id;     // the {key_id} path segment of /v1/best/{key_id}
+  std::string_view path_id;    // the {id} path segment of /v1/workers/{id}/... and /v1/jobs/{id}
   int refuse = 0;              // 404 (no such path) or 405 (path exists, other method)
   std::string allow;           // Allow header for 405
 };
@@ -60,6 +71,7 @@ struct RouteContext {
   const ApiOptions& opts;
   std::chrono::steady_clock::time_point started;
   std::string token_name;  // the authenticated token ("" for anonymous reads)
+  std::optional<Scope> token_scope;  // its scope (nullopt for anonymous reads)
 };
 
 ApiResponse problem(int status, std::string_view slug, std::string_view title, std::string detail,
@@ -88,6 +100,15 @@ ApiResponse routeImport(RouteContext& c, const ApiRequest& r, const RouteMatch& 
 // Routes (api_admin.cpp).
 ApiResponse routeAdminRecords(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeAdminAction(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+// Routes (api_jobs.cpp): measurement workers and their job queue.
+ApiResponse routeWorkersRegister(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeWorkersList(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeWorkerHeartbeat(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeWorkerLease(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeWorkerReport(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeJobsSubmit(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeJobGet(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeJobCancel(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 // Routes (api_ops.cpp).
 ApiResponse routeBackup(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeHealthz(RouteContext& c, const ApiRequest& r, const RouteMatch& m);

@@ -117,6 +117,9 @@ bool isLowerHex(const std::string& s, size_t lo, size_t hi) {
 
 }  // namespace
 
+bool isNameText(const std::string& s, size_t max_len) { return isToken(s, max_len); }
+bool isPrintableText(const std::string& s, size_t max_len) { return isPrintable(s, max_len); }
+
 Expected<json> parseJson(std::string_view text, int max_depth) {
   if (!jsonDepthWithin(text, max_depth))
     return makeError(ErrorCode::ParseError,

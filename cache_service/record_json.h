@@ -27,6 +27,11 @@ nlohmann::json recordToJson(const Record& r);
 Expected<HardKey> hardKeyFromJson(const nlohmann::json& j, const std::string& path);
 Expected<Record> recordFromJson(const nlohmann::json& j, const std::string& path);
 
+// The field rules of the wire form, for other documents of the API (workers, jobs): a name of
+// [A-Za-z0-9_.:+-], printable text without control or invisible format characters.
+bool isNameText(const std::string& s, size_t max_len);
+bool isPrintableText(const std::string& s, size_t max_len);
+
 // Value checks on a built record (ranges, formats, consistency of the measurement summary).
 Status validateHardKey(const HardKey& k, const std::string& path);
 Status validateRecord(const Record& r, const std::string& path = "");

@@ -1,4 +1,5 @@
-// Owns the on-disk schema of a Tessera database (records, keys with their winners, tokens) and
+// Owns the on-disk schema of a Tessera database (records, keys with their winners, tokens, the
+// measurement job queue) and
 // its migrations, keyed by PRAGMA user_version and marked with a PRAGMA application_id.
 #pragma once
 
@@ -7,7 +8,7 @@
 namespace tessera::cache {
 
 inline constexpr int kApplicationId = 0x54535352;  // "TSSR"
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // Sets WAL mode and synchronous level, refuses files that belong to another application or to a
 // newer Tessera, and migrates older schemas forward inside one write transaction.

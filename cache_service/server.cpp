@@ -24,6 +24,7 @@ Expected<std::unique_ptr<CacheServer>> CacheServer::start(const ServerOptions& o
   ao.backup_dir = opts.backup_dir;
   ao.version = opts.version;
   ao.current_toolchain = opts.current_toolchain;
+  ao.queue = opts.queue;
   s->api_ = std::make_unique<Api>(*s->store_, s->auth_, ao);
   TESSERA_ASSIGN(s->http_, startHttpServer(*s->api_, opts.http));
   s->refresher_ = std::thread([p = s.get()] { p->refreshLoop(); });
@@ -43,6 +44,7 @@ Status CacheServer::reloadTokens() {
 
 void CacheServer::refreshLoop() {
   std::string last_error;
+  auto last_purge = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lk(mu_);
   while (!stopping_) {
     cv_.wait_for(lk, std::chrono::duration<double>(opts_.refresh_interval_s));
@@ -50,7 +52,14 @@ void CacheServer::refreshLoop() {
     lk.unlock();
     Status t = reloadTokens();
     auto r = store_->refreshIfChangedExternally();
-    std::string err = !t.ok() ? t.error().str() : !r.ok() ? r.error().str() : "";
+    Status purged;
+    // Finished jobs go after a while (their records stay); any replica may do it.
+    if (store_->jobs() && std::chrono::steady_clock::now() - last_purge > std::chrono::seconds(60)) {
+      last_purge = std::chrono::steady_clock::now();
+      auto n = store_->jobs()->purge(opts_.keep_finished_jobs_s, opts_.max_open_job_s);
+      if (!n.ok()) purged = n.takeError();
+    }
+    std::string err = !t.ok() ? t.error().str() : !r.ok() ? r.error().str() : !purged.ok() ? purged.error().str() : "";
     // Report a failing refresh once, not every interval.
     if (!err.empty() && err != last_error) std::fprintf(stderr, "tessera serve: refresh failed: %s\n", err.c_str());
     last_error = err;

@@ -1,6 +1,7 @@
-// Owns the running cache service as one object: the SQLite store (with its winners index), the
-// token snapshot, the Api and the HTTP server, plus the background refresh that picks up token
-// changes and records written by other processes. `tessera serve` and the tests start it here.
+// Owns the running cache service as one object: the store engine (SQLite with its winners index),
+// the token snapshot, the Api and the HTTP server, plus
+// the background refresh that picks up token changes and records written by other processes and
+// purges finished measurement jobs. `tessera serve` and the tests start it here.
 #pragma once
 
 #include <condition_variable>
@@ -17,6 +18,7 @@
 namespace tessera::cache {
 
 struct ServerOptions {
+  // A SQLite database file (engine.h).
   std::string db_path = "tessera.db";
   HttpServerOptions http;
   bool allow_anonymous_reads = false;
@@ -29,6 +31,10 @@ struct ServerOptions {
   // The toolchain records are stale against when an asker does not say its own (empty fields
   // are not compared).
   Provenance current_toolchain;
+  // The measurement job queue: leases, worker liveness, retries (jobs.h), and how long finished
+  // jobs are kept (their records stay) and open ones may wait.
+  QueuePolicy queue;
+  double keep_finished_jobs_s = 3600, max_open_job_s = 86400;
 };
 
 class CacheServer {

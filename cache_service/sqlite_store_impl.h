@@ -1,6 +1,7 @@
 // Owns the layout of the SQLite RecordStore (private to cache_service): one writer connection
 // shared by group commit, a pool of reader connections, and the optional in-memory winners index.
-// Reads are in sqlite_store.cpp, writes in sqlite_store_write.cpp.
+// Reads are in sqlite_store.cpp, writes in sqlite_store_write.cpp, the job queue (jobs.h) in
+// sqlite_jobs.cpp.
 #pragma once
 
 #include <condition_variable>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cache_service/jobs.h"
 #include "cache_service/sqlite_db.h"
 #include "cache_service/store.h"
 
@@ -28,7 +30,7 @@ inline constexpr int kRecordColumnCount = 37;
 // The row as stored; `stale` is the store's to compute (SqliteStore::readRow).
 Expected<Record> rowToRecord(const sql::Stmt& st);
 
-class SqliteStore final : public RecordStore {
+class SqliteStore final : public RecordStore, public JobQueue {
  public:
   static Expected<std::unique_ptr<SqliteStore>> open(const std::string& path,
                                                      const SqliteStoreOptions& opts);
@@ -47,6 +49,19 @@ class SqliteStore final : public RecordStore {
   Status backup(const std::string& dest_path) override;
   Status ping() override;
   Expected<bool> refreshIfChangedExternally() override;
+  JobQueue* jobs() override { return this; }
+
+  // --- the job queue (sqlite_jobs.cpp): writes go through the group commit (BEGIN IMMEDIATE) ---
+  Status registerWorker(const WorkerInfo& w) override;
+  Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) override;
+  Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) override;
+  Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) override;
+  Expected<Lease> lease(const std::string& worker_id, const std::string& token, int max_items,
+                        const QueuePolicy& p) override;
+  Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) override;
+  Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) override;
+  Expected<bool> cancel(const std::string& job_id) override;
+  Expected<int64_t> purge(double keep_finished_s, double max_open_s) override;
 
  private:
   SqliteStore(std::string path, SqliteStoreOptions opts) : path_(std::move(path)), opts_(opts) {}

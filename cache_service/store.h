@@ -27,6 +27,8 @@
 
 namespace tessera::cache {
 
+class JobQueue;  // jobs.h
+
 // What a submission did to its key's winner. Every non-duplicate record is stored whatever the
 // outcome.
 enum class PutOutcome {
@@ -157,6 +159,9 @@ class RecordStore {
   // process, a hand edit) committed to the file since this store last looked. Returns true when it
   // reloaded. Others: no-op.
   virtual Expected<bool> refreshIfChangedExternally() { return false; }
+
+  // The measurement job queue kept in the same database (jobs.h), or nullptr (the in-memory store).
+  virtual JobQueue* jobs() { return nullptr; }
 };
 
 struct SqliteStoreOptions {

@@ -15,6 +15,7 @@ std::string_view scopeName(Scope s) {
     case Scope::Read: return "read";
     case Scope::Write: return "write";
     case Scope::Admin: return "admin";
+    case Scope::Worker: return "worker";
   }
   return "read";
 }
@@ -23,7 +24,13 @@ std::optional<Scope> parseScope(std::string_view s) {
   if (s == "read") return Scope::Read;
   if (s == "write") return Scope::Write;
   if (s == "admin") return Scope::Admin;
+  if (s == "worker") return Scope::Worker;
   return std::nullopt;
+}
+
+bool scopeAllows(Scope have, Scope need) {
+  if (have == Scope::Worker || need == Scope::Worker) return have == need;
+  return static_cast<int>(have) >= static_cast<int>(need);
 }
 
 Status checkTokenName(const std::string& name) {

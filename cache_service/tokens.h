@@ -1,5 +1,5 @@
-// Owns bearer-token access control for the cache service: scopes (read < write < admin), the
-// TokenStore interface over the `tokens` table of the store engine
+// Owns bearer-token access control for the cache service: scopes (read < write < admin, and the
+// separate worker scope), the TokenStore interface over the `tokens` table of the store engine
 // (SQLite: sqlite_tokens.cpp; hashes only), and the constant-time
 // check a server runs on every request against an in-memory snapshot of the active tokens.
 #pragma once
@@ -15,10 +15,14 @@
 
 namespace tessera::cache {
 
-// Ordered: a token of a higher scope may do everything a lower one may.
-enum class Scope { Read = 1, Write = 2, Admin = 3 };
+// Read < Write < Admin are ordered: a token of a higher scope may do everything a lower one may.
+// Worker stands apart: a measurement worker's token may register, lease jobs, heartbeat and
+// report results, nothing else (no lookups, no record writes); no other scope may do those.
+enum class Scope { Read = 1, Write = 2, Admin = 3, Worker = 4 };
 std::string_view scopeName(Scope s);
 std::optional<Scope> parseScope(std::string_view s);
+// Whether a token of scope `have` may call a route that needs `need`.
+bool scopeAllows(Scope have, Scope need);
 // Token names: 1-64 of [A-Za-z0-9_.@-].
 Status checkTokenName(const std::string& name);
 

@@ -31,6 +31,8 @@ struct ServeArgs {
   std::string port_file;
   std::string sync = "full";
   std::string toolchain;  // "tessera_version=0.1.0,llvm_version=22,cuda_version=12.8"
+  double lease_s = 60, worker_ttl_s = 30;
+  int max_attempts = 3;
 };
 
 // --toolchain: what records are stale against when an asker does not say its own.
@@ -73,6 +75,9 @@ void runServer(const ServeArgs& a) {
   for (auto [v, name] : {std::pair{a.head_timeout_s, "--head-timeout"}, {a.body_timeout_s, "--body-timeout"},
                          {a.keep_alive_timeout_s, "--keep-alive-timeout"}})
     if (!(v >= 0.1 && v <= 3600)) fail(std::string(name) + " must be in 0.1..3600 seconds");
+  if (!(a.lease_s >= 0.5 && a.lease_s <= 86400)) fail("--lease-seconds must be in 0.5..86400");
+  if (!(a.worker_ttl_s >= 0.5 && a.worker_ttl_s <= 86400)) fail("--worker-ttl must be in 0.5..86400 seconds");
+  if (a.max_attempts < 1 || a.max_attempts > 100) fail("--max-attempts must be in 1..100");
   cache::ServerOptions o;
   o.db_path = a.db;
   o.http.bind = a.bind;
@@ -91,6 +96,9 @@ void runServer(const ServeArgs& a) {
   o.synchronous_full = a.sync == "full";
   o.version = TESSERA_VERSION;
   o.current_toolchain = parseToolchain(a.toolchain);
+  o.queue.lease_s = a.lease_s;
+  o.queue.worker_ttl_s = a.worker_ttl_s;
+  o.queue.max_attempts = a.max_attempts;
 
   // Block the stop signals before any server thread exists so every thread inherits the mask and
   // only the sigwait below receives them.
@@ -161,6 +169,12 @@ void addServeCommand(CLI::App& app) {
   serve->add_option("--toolchain", args->toolchain,
                     "records of another toolchain are served flagged stale to askers that do not say theirs, "
                     "e.g. 'tessera_version=0.1.0,llvm_version=22'");
+  serve->add_option("--lease-seconds", args->lease_s,
+                    "a worker's lease on a measurement expires after this long without a heartbeat")->capture_default_str();
+  serve->add_option("--worker-ttl", args->worker_ttl_s, "a worker not heard from for this long is not live")
+      ->capture_default_str();
+  serve->add_option("--max-attempts", args->max_attempts,
+                    "leases of one candidate that may expire before it is given up as a crash")->capture_default_str();
   serve->require_subcommand(0, 1);
   serve->callback([serve, args] {
     if (serve->get_subcommands().empty()) runServer(*args);
@@ -173,10 +187,11 @@ void addServeCommand(CLI::App& app) {
   CLI::App* tadd = token->add_subcommand("add", "Create a token and print its secret (shown once)");
   tadd->add_option("--db", std::get<0>(*add), "database")->capture_default_str();
   tadd->add_option("name", std::get<1>(*add), "token name (e.g. a person or a CI job)")->required();
-  tadd->add_option("--scope", std::get<2>(*add), "read, write or admin")->capture_default_str();
+  tadd->add_option("--scope", std::get<2>(*add), "read, write, admin, or worker (lease and report only)")
+      ->capture_default_str();
   tadd->callback([add] {
     auto scope = cache::parseScope(std::get<2>(*add));
-    if (!scope) fail("--scope must be read, write or admin");
+    if (!scope) fail("--scope must be read, write, admin or worker");
     auto secret = openTokens(std::get<0>(*add))->add(std::get<1>(*add), *scope);
     if (!secret.ok()) fail(secret.error().message);
     std::printf("%s\n", secret->c_str());

@@ -3,12 +3,16 @@
 // documented, and undocumented methods on documented paths are refused with 405.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "cache_service/api_internal.h"
+#include "cache_service/record_json.h"
+#include "cache_service/tokens.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {
@@ -45,6 +49,9 @@ Spec parseSpec(std::string_view yaml) {
 }
 
 // One concrete request per route. Adding a route without listing it here fails the size check.
+const std::string kWorkerId = "0123456789abcdef0123456789abcdef";
+const std::string kJobId = "fedcba9876543210fedcba9876543210";
+
 struct RouteCase {
   RouteId id;
   std::string method, spec_path, target;
@@ -65,6 +72,14 @@ std::vector<RouteCase> routeCases() {
       {RouteId::AdminQuarantine, "POST", "/v1/admin/records/quarantine", "/v1/admin/records/quarantine"},
       {RouteId::AdminRelease, "POST", "/v1/admin/records/release", "/v1/admin/records/release"},
       {RouteId::AdminDelete, "POST", "/v1/admin/records/delete", "/v1/admin/records/delete"},
+      {RouteId::WorkersRegister, "POST", "/v1/workers", "/v1/workers"},
+      {RouteId::WorkersList, "GET", "/v1/workers", "/v1/workers"},
+      {RouteId::WorkerHeartbeat, "POST", "/v1/workers/{id}/heartbeat", "/v1/workers/" + kWorkerId + "/heartbeat"},
+      {RouteId::WorkerLease, "POST", "/v1/workers/{id}/lease", "/v1/workers/" + kWorkerId + "/lease"},
+      {RouteId::WorkerReport, "POST", "/v1/workers/{id}/report", "/v1/workers/" + kWorkerId + "/report"},
+      {RouteId::JobsSubmit, "POST", "/v1/jobs", "/v1/jobs"},
+      {RouteId::JobGet, "GET", "/v1/jobs/{id}", "/v1/jobs/" + kJobId},
+      {RouteId::JobCancel, "POST", "/v1/jobs/{id}/cancel", "/v1/jobs/" + kJobId + "/cancel"},
       {RouteId::Healthz, "GET", "/healthz", "/healthz"},
       {RouteId::Readyz, "GET", "/readyz", "/readyz"},
       {RouteId::Status, "GET", "/status", "/status"},
@@ -82,6 +97,13 @@ std::string bodyFor(RouteId id) {
     case RouteId::AdminQuarantine:
     case RouteId::AdminRelease:
     case RouteId::AdminDelete: return R"({"writer":"nobody"})";
+    case RouteId::WorkersRegister:
+      return R"({"id":")" + kWorkerId + R"(","target":"host","arch":"x86-64-v3","units":2,"model":"cpu"})";
+    case RouteId::WorkerLease: return R"({"max_items":1})";
+    case RouteId::WorkerReport: return R"({"job_id":")" + kJobId + R"(","item":0,"refused":"test"})";
+    case RouteId::JobsSubmit:
+      return R"({"id":")" + kJobId + R"(","key":)" + dumpJson(hardKeyToJson(test::keyFor(0))) +
+             R"(,"kernel":"kernel text","configs":[{"MC":64}]})";
     default: return "";
   }
 }
@@ -115,18 +137,26 @@ TEST(OpenApi, RealServerAnswersEveryDocumentedOperation) {
   ServerOptions o = test::testOptions();
   o.backup_dir = backups.path();
   test::ServerFixture f(o);
+  // The worker routes take worker tokens only (and worker tokens nothing else).
+  auto tokens = TokenStore::open(f.db);
+  ASSERT_TRUE(tokens.ok());
+  const std::string worker_token = *(*tokens)->add("worker", Scope::Worker);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the server's token refresh
   Spec spec = parseSpec(openApiYaml());
   for (const auto& c : routeCases()) {
     const std::string body = bodyFor(c.id);
-    std::vector<std::string> headers = {"Authorization: Bearer " + f.admin_token};
+    const bool worker_route = c.id == RouteId::WorkersRegister || c.id == RouteId::WorkerHeartbeat ||
+                              c.id == RouteId::WorkerLease || c.id == RouteId::WorkerReport;
+    std::vector<std::string> headers = {"Authorization: Bearer " + (worker_route ? worker_token : f.admin_token)};
     if (!body.empty())
       headers.push_back(std::string("Content-Type: ") +
                         (c.id == RouteId::Import ? "application/x-ndjson" : "application/json"));
     test::Reply r = test::rawRequest(f.port(), test::httpRequest(c.method, c.target, body, headers));
     EXPECT_TRUE(r.status == 200 || r.status == 404) << c.method << " " << c.target << " -> " << r.status << " " << r.body;
     if (r.status == 404) {
-      EXPECT_TRUE(c.id == RouteId::Best || c.id == RouteId::BestQuery);  // only lookups of unknown keys miss
-      EXPECT_NE(r.body.find("no-record"), std::string::npos);
+      // Only lookups of unknown keys miss, and the report of an item that was never leased.
+      EXPECT_TRUE(c.id == RouteId::Best || c.id == RouteId::BestQuery || c.id == RouteId::WorkerReport);
+      EXPECT_NE(r.body.find(c.id == RouteId::WorkerReport ? "unknown-" : "no-record"), std::string::npos);
     }
     // Methods the spec does not list for this path are refused.
     for (const std::string m : {"GET", "POST", "PUT", "DELETE", "PATCH"}) {

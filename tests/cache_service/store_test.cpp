@@ -13,6 +13,7 @@
 
 #include "cache_service/schema.h"
 #include "cache_service/store.h"
+#include "cache_service/tokens.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {
@@ -444,7 +445,8 @@ TEST(SqliteStore, MigratesAVersion1File) {
   {  // back to the version-1 layout
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    for (const char* q : {"DROP INDEX records_by_writer", "DROP INDEX records_by_received",
+    for (const char* q : {"DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+                          "DROP INDEX records_by_writer", "DROP INDEX records_by_received",
                           "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
                           "ALTER TABLE records DROP COLUMN quarantined",
                           "ALTER TABLE records DROP COLUMN estimator", "ALTER TABLE records DROP COLUMN bound",
@@ -478,7 +480,8 @@ TEST(SqliteStore, MigratesAVersion3File) {
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    for (const char* q : {"DROP INDEX records_by_writer", "DROP INDEX records_by_received",
+    for (const char* q : {"DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+                          "DROP INDEX records_by_writer", "DROP INDEX records_by_received",
                           "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
                           "ALTER TABLE records DROP COLUMN quarantined", "UPDATE records SET stale = 1",
                           "PRAGMA user_version=3"})
@@ -502,6 +505,50 @@ TEST(SqliteStore, MigratesAVersion3File) {
 
 // Estimated records keep their model and bound through a SQLite file, never become the winner of
 // their key, and do not displace one.
+// A version-4 file (before the job queue) is migrated in place: its tokens keep their hashes and
+// scopes in the rebuilt table, which now also takes the worker scope, and the queue tables exist.
+TEST(SqliteStore, MigratesAVersion4File) {
+  TempDir dir;
+  const std::string path = dir.file("v4.db");
+  Record old = makeRecord({.key = 14, .median_us = 40});
+  ASSERT_NO_FATAL_FAILURE(writeStoreFile(path, old));
+  std::string secret;
+  {
+    auto tokens = TokenStore::open(path);
+    ASSERT_TRUE(tokens.ok());
+    secret = *(*tokens)->add("alice", Scope::Write);
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    for (const char* q :
+         {"DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+          "CREATE TABLE tokens_v4(name TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, scope TEXT NOT NULL CHECK"
+          " (scope IN ('read','write','admin')), created_at TEXT NOT NULL, revoked_at TEXT)",
+          "INSERT INTO tokens_v4 SELECT * FROM tokens", "DROP TABLE tokens", "ALTER TABLE tokens_v4 RENAME TO tokens",
+          "PRAGMA user_version=4"})
+      EXPECT_EQ(sqlite3_exec(db, q, nullptr, nullptr, nullptr), SQLITE_OK) << q << ": " << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  auto s = openSqliteStore(path, {.index_winners = true});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(test::queryRows(path, "PRAGMA user_version")[0][0], std::to_string(kSchemaVersion));
+  EXPECT_EQ(fingerprint((*(*s)->best(old.key_id))->record), fingerprint(old));
+  ASSERT_NE((*s)->jobs(), nullptr);
+  auto tokens = TokenStore::open(path);
+  ASSERT_TRUE(tokens.ok());
+  auto active = (*tokens)->active();
+  ASSERT_TRUE(active.ok());
+  ASSERT_EQ(active->size(), 1u);
+  EXPECT_EQ(active->front().name, "alice");
+  EXPECT_EQ(active->front().scope, Scope::Write);
+  TokenAuthenticator auth;
+  auth.reset(*active);
+  EXPECT_TRUE(auth.identify(secret).has_value());
+  EXPECT_TRUE((*tokens)->add("gpu-box", Scope::Worker).ok());
+  EXPECT_EQ(test::integrityCheck(path), "ok");
+}
+
 TEST(SqliteStore, EstimatesKeepTheirModelAndNeverWin) {
   TempDir dir;
   const std::string path = dir.file("e.db");

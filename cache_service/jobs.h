@@ -1,0 +1,154 @@
+// Owns the contract of the measurement job queue (design.md §10, issue 16): workers register the
+// hardware they measure on; a tuner submits a job (a kernel's IR text, candidate configs, the
+// measurement settings) for one hard key; workers whose target, arch and units equal the key's
+// (and whose model equals the job's, when it names one) lease its items, renew their leases by
+// heartbeats, and report one result per item. The queue lives in the same database as the
+// records, so a measure item's result and its record commit in one transaction: a result that
+// arrives twice is stored once, and an item whose lease expired (a killed worker) goes to another
+// worker. The SQLite engine implements it (sqlite_jobs.cpp); times are the store's clock.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache_service/record.h"
+#include "cache_service/store.h"
+#include "support/status.h"
+
+namespace tessera::cache {
+
+// Item payloads and results are opaque to the queue (the API validates them): a measure item's
+// payload is one config (a JSON object), a remeasure item's is an array of configs measured in
+// interleaved rounds on one worker (design.md §5: the final ranking must not mix machines).
+inline constexpr const char* kJobMeasure = "measure";
+inline constexpr const char* kJobRemeasure = "remeasure";
+
+struct WorkerInfo {
+  std::string id;     // chosen by the worker (32 lowercase hex digits): re-registering is idempotent
+  std::string token;  // name of the token that registered it (set by the service, never the body)
+  std::string target, arch;
+  int64_t units = 1;
+  std::string model;   // CPU model or device name: what a job may require
+  std::string device;  // device index ("" on the host)
+  std::string host, tessera_version, llvm_version, toolkit_version, driver_version;
+  int64_t slots = 1;  // items it leases at once at most
+  // Read back only: the store's clock in seconds since the epoch, liveness against the policy.
+  double registered_at = 0, last_seen = 0;
+  bool live = false;
+  int64_t leased = 0;  // items it holds now
+};
+
+struct WorkerFilter {
+  std::string target, arch, model;  // empty: any
+  std::optional<int64_t> units;
+  bool live_only = true;
+};
+
+// The service's timing rules, passed to every call (the store keeps no configuration).
+struct QueuePolicy {
+  double lease_s = 60;       // a lease not renewed by a heartbeat for this long expires
+  double worker_ttl_s = 30;  // a worker not heard from for this long is not live
+  int max_attempts = 3;      // leases of one item that may expire before the item fails as a crash
+};
+
+struct JobSpec {
+  std::string id;         // chosen by the submitter (32 lowercase hex digits): a retried submission is the same job
+  std::string submitter;  // token name (set by the service)
+  std::string kind = kJobMeasure;
+  HardKey key;
+  std::string key_id;    // keyIdOf(key), set by the service
+  std::string model;     // required worker model; "" = any worker of the key's target/arch/units
+  std::string kernel;    // the kernel's IR text
+  std::string settings;  // measurement settings, a JSON object (the worker's business)
+  std::vector<std::string> items;  // payloads, canonical JSON
+  int64_t rounds = 0;              // remeasure: interleaved rounds
+  int64_t first_trial = 0;         // tuning cost of the records: item i is trial first_trial + i + 1
+  double elapsed_s = 0;            // tuning seconds spent when the job was submitted
+};
+
+struct SubmitResult {
+  bool created = false;  // false: a job with this id (and submitter) already existed
+  int64_t live_workers = 0;
+};
+
+struct LeasedItem {
+  std::string job_id;
+  int64_t item = 0;
+  std::string payload;
+  int64_t attempt = 0;  // 1 for the first lease
+};
+struct Lease {
+  std::vector<LeasedItem> items;
+  std::vector<JobSpec> jobs;  // the jobs of those items
+};
+
+struct ItemReport {
+  std::string worker_id, token, job_id;
+  int64_t item = 0;
+  std::string result;            // JSON the submitter reads back
+  std::optional<Record> record;  // measure items: the measurement, stored with the result
+};
+enum class ReportOutcome {
+  Recorded,   // stored now
+  Duplicate,  // this worker reported it before: nothing changed (a retry)
+  NotLeased,  // the item is not leased to this worker (its lease expired and another worker has it or did it)
+};
+struct ReportResult {
+  ReportOutcome outcome = ReportOutcome::NotLeased;
+  PutResult put;  // Recorded measure items: the record's put
+};
+
+struct JobItemView {
+  int64_t item = 0;
+  std::string state;  // queued | leased | done
+  std::string worker_id, result;
+  int64_t attempts = 0, record_id = 0;
+};
+struct JobView {
+  JobSpec spec;
+  std::string state;  // open | done | cancelled
+  std::vector<JobItemView> items;
+  int64_t live_workers = 0;  // live workers that may lease it
+};
+
+class JobQueue {
+ public:
+  virtual ~JobQueue() = default;
+  // Inserts or refreshes a worker (live from now on). PermissionDenied-like InvalidArgument when
+  // the id belongs to another token.
+  virtual Status registerWorker(const WorkerInfo& w) = 0;
+  // Marks the worker live and renews every lease it holds. NotFound for an unknown worker or
+  // another token's: it registers again.
+  virtual Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) = 0;
+  virtual Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) = 0;
+  // Queues a job (all or nothing). A job with the same id and submitter is the same job (a retry);
+  // another submitter's is InvalidArgument.
+  virtual Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) = 0;
+  // Up to max_items items of open jobs that match the worker: queued ones, ones whose lease
+  // expired, and ones still leased to this worker (a lease whose answer was lost). Marks the worker
+  // live. Items whose leases expired max_attempts times are failed instead (a result naming the
+  // lost workers, no record).
+  virtual Expected<Lease> lease(const std::string& worker_id, const std::string& token, int max_items,
+                                const QueuePolicy& p) = 0;
+  // Completes an item leased to the worker: the result and (measure items) the record in one
+  // transaction, the record stored with `put` (its writer: the worker's token).
+  virtual Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) = 0;
+  virtual Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) = 0;
+  // Queued items are never leased afterwards (leased ones may still report). false: no such open job.
+  virtual Expected<bool> cancel(const std::string& job_id) = 0;
+  // Deletes finished (done or cancelled) jobs older than keep_finished_s and cancels open jobs
+  // older than max_open_s; workers not seen for max_open_s are forgotten. Returns the jobs removed.
+  virtual Expected<int64_t> purge(double keep_finished_s, double max_open_s) = 0;
+};
+
+bool isJobId(std::string_view s);  // 32 lowercase hex digits (also worker ids)
+// The result the queue stores for an item it failed after `attempts` expired leases: a JSON object
+// {"lost": attempts, "message": ...} (a candidate that takes its worker down with it, or a fleet
+// that keeps dying, costs that one item, not the tune).
+std::string lostItemResult(int64_t attempts, const std::string& lost_workers);
+// Seconds since the epoch on this machine's clock (the SQLite engine's clock).
+double epochSeconds();
+
+}  // namespace tessera::cache

@@ -1,0 +1,227 @@
+// Tests the measurement job queue through the real server on a loopback port (api_jobs.cpp,
+// sqlite_jobs.cpp): worker tokens may only register, lease and report, and no other token may
+// lease; a job is leased only to workers of its key's hardware; a lease that is not renewed
+// expires and its item goes to another worker, whose report is the one recorded, once; a
+// report must carry the job's key and the item's config; and the limits on job sizes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cache_service/record_json.h"
+#include "cache_service/tokens.h"
+#include "tests/cache_service/test_util.h"
+
+namespace tessera::cache {
+namespace {
+
+using nlohmann::json;
+using test::makeRecord;
+using test::Reply;
+using test::ServerFixture;
+
+const std::string kWorkerA = std::string(31, 'a') + "1";
+const std::string kWorkerB = std::string(31, 'b') + "2";
+const std::string kWorkerC = std::string(31, 'c') + "3";
+const std::string kJob = std::string(31, 'd') + "4";
+
+ServerOptions queueOptions() {
+  ServerOptions o = test::testOptions();
+  o.queue.lease_s = 0.8;
+  o.queue.worker_ttl_s = 30;
+  return o;
+}
+
+struct QueueFixture {
+  QueueFixture() : f(queueOptions()) {
+    auto tokens = TokenStore::open(f.db);
+    if (!tokens.ok()) throw std::runtime_error(tokens.error().message);
+    worker = *(*tokens)->add("box1", Scope::Worker);
+    other_writer = *(*tokens)->add("writer2", Scope::Write);
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the server's token refresh
+  }
+  Reply registerWorker(const std::string& id, const std::string& arch) {
+    return f.post("/v1/workers", json{{"id", id}, {"target", "host"}, {"arch", arch}, {"units", 2}, {"model", "cpu"}}.dump(),
+                  worker);
+  }
+  json lease(const std::string& id, int max_items) {
+    Reply r = f.post("/v1/workers/" + id + "/lease", json{{"max_items", max_items}}.dump(), worker);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body, nullptr, false);
+  }
+  Reply report(const std::string& id, int64_t item, const Record& rec) {
+    return f.post("/v1/workers/" + id + "/report",
+                  json{{"job_id", kJob}, {"item", item}, {"records", json::array({recordToJson(rec)})}}.dump(), worker);
+  }
+  ServerFixture f;
+  std::string worker, other_writer;
+};
+
+json jobBody(std::vector<std::string> configs, const std::string& kernel = "kernel text") {
+  json cfgs = json::array();
+  for (const auto& c : configs) cfgs.push_back(json::parse(c));
+  return json{{"id", kJob}, {"key", hardKeyToJson(test::keyFor(0))}, {"kernel", kernel}, {"configs", cfgs}};
+}
+
+Record measured(const std::string& config, double median_us) {
+  return makeRecord({.key = 0, .median_us = median_us, .config = config});
+}
+
+TEST(JobQueue, WorkerTokensOnlyLeaseAndReportAndOnlyThey) {
+  QueueFixture q;
+  ServerFixture& f = q.f;
+  // A worker token reads nothing and writes no record or job.
+  EXPECT_EQ(f.get("/status", q.worker).status, 403);
+  EXPECT_EQ(f.get("/v1/records", q.worker).status, 403);
+  EXPECT_EQ(f.get("/v1/workers", q.worker).status, 403);
+  EXPECT_EQ(f.post("/v1/records", encodeRecord(makeRecord({})), q.worker).status, 403);
+  EXPECT_EQ(f.post("/v1/jobs", jobBody({R"({"MC":64})"}).dump(), q.worker).status, 403);
+  Reply forbidden = f.post("/v1/admin/records/delete", R"({"writer":"x"})", q.worker);
+  EXPECT_EQ(forbidden.status, 403);
+  // No other scope may register, lease or report, not even admin.
+  for (const auto& t : {f.read_token, f.write_token, f.admin_token}) {
+    EXPECT_EQ(f.post("/v1/workers", json{{"id", kWorkerA}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(), t)
+                  .status,
+              403);
+    EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/lease", "{}", t).status, 403);
+  }
+  ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/heartbeat", "", q.worker).status, 200);
+  // A worker id is its token's: another token cannot take it over.
+  auto tokens = TokenStore::open(f.db);
+  const std::string thief = *(*tokens)->add("box2", Scope::Worker);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_EQ(f.post("/v1/workers", json{{"id", kWorkerA}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(), thief)
+                .status,
+            409);
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/lease", "{}", thief).status, 404);
+}
+
+TEST(JobQueue, LeasesMatchHardwareExpireAndRecordEachItemOnce) {
+  QueueFixture q;
+  ServerFixture& f = q.f;
+  ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
+  ASSERT_EQ(q.registerWorker(kWorkerB, "x86-64-v3").status, 200);  // other hardware than the key's
+  ASSERT_EQ(q.registerWorker(kWorkerC, "x86-64-v4").status, 200);
+  const std::string c0 = R"({"MC":64})", c1 = R"({"MC":32})";
+  Reply sub = f.post("/v1/jobs", jobBody({c0, c1}).dump(), f.write_token);
+  ASSERT_EQ(sub.status, 200) << sub.body;
+  EXPECT_EQ(json::parse(sub.body).value("live_workers", 0), 2);  // A and C
+  // A retried submission is the same job; another submitter cannot take its id.
+  EXPECT_FALSE(json::parse(f.post("/v1/jobs", jobBody({c0, c1}).dump(), f.write_token).body).value("created", true));
+  EXPECT_EQ(f.post("/v1/jobs", jobBody({c0, c1}).dump(), q.other_writer).status, 409);
+  EXPECT_EQ(f.get("/v1/jobs/" + kJob, q.other_writer).status, 404);  // not theirs to see
+
+  EXPECT_TRUE(q.lease(kWorkerB, 8).at("items").empty());  // never to mismatched hardware
+  json a = q.lease(kWorkerA, 1);
+  ASSERT_EQ(a.at("items").size(), 1u);
+  EXPECT_EQ(a.at("items")[0].at("item"), 0);
+  ASSERT_EQ(a.at("jobs").size(), 1u);
+  EXPECT_EQ(a.at("jobs")[0].at("kernel"), "kernel text");
+  // A stops renewing (as a killed worker does): once its lease expires, C takes its item.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  json c = q.lease(kWorkerC, 8);
+  ASSERT_EQ(c.at("items").size(), 2u) << c.dump();
+  EXPECT_EQ(c.at("items")[0].at("item"), 0);
+  EXPECT_EQ(c.at("items")[0].at("attempt"), 2);
+
+  // A report must carry the job's key and the item's config.
+  Reply wrong_cfg = q.report(kWorkerC, 0, measured(c1, 50));
+  EXPECT_EQ(wrong_cfg.status, 422) << wrong_cfg.body;
+  Record other_key = makeRecord({.key = 1, .median_us = 50, .config = c0});
+  EXPECT_EQ(q.report(kWorkerC, 0, other_key).status, 422);
+  Record estimated = measured(c0, 50);
+  estimated.status = RecordStatus::Estimated;
+  EXPECT_EQ(q.report(kWorkerC, 0, estimated).status, 422);
+
+  // The late report of the lost worker is refused; the holder's is recorded once.
+  Reply late = q.report(kWorkerA, 0, measured(c0, 40));
+  EXPECT_EQ(late.status, 409) << late.body;
+  EXPECT_NE(late.body.find("lease-lost"), std::string::npos);
+  Reply first = q.report(kWorkerC, 0, measured(c0, 50));
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(json::parse(first.body).value("outcome", ""), "recorded");
+  Reply again = q.report(kWorkerC, 0, measured(c0, 50));
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(json::parse(again.body).value("outcome", ""), "duplicate");
+  ASSERT_EQ(q.report(kWorkerC, 1, measured(c1, 60)).status, 200);
+
+  Reply job = f.get("/v1/jobs/" + kJob, f.write_token);
+  ASSERT_EQ(job.status, 200) << job.body;
+  json j = json::parse(job.body);
+  EXPECT_EQ(j.value("state", ""), "done");
+  EXPECT_EQ(j.value("done", 0), 2);
+  for (const json& it : j.at("items")) {
+    EXPECT_EQ(it.value("worker", ""), kWorkerC);
+    EXPECT_EQ(it.at("result").at("records").size(), 1u);
+  }
+  // Two items, two records, both written by the worker's token.
+  Reply recs = f.get("/v1/records?key_id=" + keyIdOf(test::keyFor(0)), f.read_token);
+  ASSERT_EQ(recs.status, 200);
+  json rj = json::parse(recs.body);
+  ASSERT_EQ(rj.at("records").size(), 2u);
+  for (const json& r : rj.at("records")) EXPECT_EQ(r.value("writer", ""), "box1");
+  EXPECT_TRUE(q.lease(kWorkerA, 8).at("items").empty());
+}
+
+TEST(JobQueue, ItemsWhoseLeasesKeepExpiringAreGivenUp) {
+  ServerOptions o = queueOptions();
+  o.queue.lease_s = 0.5;
+  o.queue.max_attempts = 2;
+  ServerFixture f(o);
+  auto tokens = TokenStore::open(f.db);
+  const std::string worker = *(*tokens)->add("box", Scope::Worker);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  for (const auto& id : {kWorkerA, kWorkerC})
+    ASSERT_EQ(f.post("/v1/workers", json{{"id", id}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(), worker)
+                  .status,
+              200);
+  ASSERT_EQ(f.post("/v1/jobs", jobBody({R"({"MC":64})"}).dump(), f.write_token).status, 200);
+  auto lease = [&](const std::string& id) {
+    return json::parse(f.post("/v1/workers/" + id + "/lease", R"({"max_items":1})", worker).body);
+  };
+  // A candidate that takes its worker down every time: after max_attempts lost leases it is
+  // failed (a result saying so, no record) instead of killing the fleet one worker at a time.
+  EXPECT_EQ(lease(kWorkerA).at("items").size(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_EQ(lease(kWorkerC).at("items").size(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_TRUE(lease(kWorkerA).at("items").empty());
+  json j = json::parse(f.get("/v1/jobs/" + kJob, f.write_token).body);
+  EXPECT_EQ(j.value("state", ""), "done") << j.dump();
+  EXPECT_EQ(j.at("items")[0].at("result").value("lost", 0), 2) << j.dump();
+  EXPECT_EQ(json::parse(f.get("/v1/records", f.read_token).body).at("records").size(), 0u);
+}
+
+TEST(JobQueue, JobsAreBounded) {
+  QueueFixture q;
+  ServerFixture& f = q.f;
+  auto submit = [&](const json& body) { return f.post("/v1/jobs", body.dump(), f.write_token); };
+  std::vector<std::string> many;
+  for (int i = 0; i < 1001; ++i) many.push_back(R"({"MC":)" + std::to_string(i + 1) + "}");
+  EXPECT_EQ(submit(jobBody(many)).status, 422);  // more than 1000 items
+  EXPECT_EQ(submit(jobBody({R"({"MC":64})", R"({"MC":64})"})).status, 422);  // a config twice
+  EXPECT_EQ(submit(jobBody({R"({"MC":64})"}, std::string((1u << 20) + 1, 'x'))).status, 422);  // IR text > 1 MiB
+  EXPECT_EQ(submit(jobBody({R"({"MC":64})"}, std::string("a\0b", 3))).status, 422);
+  EXPECT_EQ(submit(jobBody({R"({"MC":64})"}, "")).status, 422);
+  json big_settings = jobBody({R"({"MC":64})"});
+  big_settings["settings"] = json{{"pad", std::string(17 * 1024, 'x')}};
+  EXPECT_EQ(submit(big_settings).status, 422);
+  json bad_id = jobBody({R"({"MC":64})"});
+  bad_id["id"] = "../../etc";
+  EXPECT_EQ(submit(bad_id).status, 422);
+  json extra = jobBody({R"({"MC":64})"});
+  extra["submitter"] = "admin";  // the service names the submitter, never the body
+  EXPECT_EQ(submit(extra).status, 422);
+  json big_config = jobBody({R"({"MC":64})"});
+  big_config["configs"][0]["pad"] = std::string(17 * 1024, 'x');
+  EXPECT_EQ(submit(big_config).status, 422);
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/lease", R"({"max_items":65})", q.worker).status, 422);
+  EXPECT_EQ(f.post("/v1/workers/not-an-id/lease", "{}", q.worker).status, 400);
+  // Nothing of that was queued.
+  EXPECT_EQ(f.get("/v1/jobs/" + kJob, f.write_token).status, 404);
+}
+
+}  // namespace
+}  // namespace tessera::cache
