@@ -26,6 +26,7 @@
 #include "costmodel/gpu_model.h"
 #include "search/estimate.h"
 #include "search/protocol_measurer.h"
+#include "search/remote_measurer.h"
 #include "search/tune_session.h"
 #include "search/verify_hit.h"
 #include "search/records.h"
@@ -78,6 +79,8 @@ struct TuneFlags {
   double timeBudget = 0, timeout = 20, minTime = 0.05;
   uint64_t seed = 0;
   bool resume = false, force = false, json = false, noWarmStart = false, verifyTime = false;
+  bool workers = false;
+  double workerWait = 30;
 };
 
 nlohmann::json trialJson(const search::TrialResult& r) {
@@ -152,9 +155,18 @@ void tuneCommand(const TuneFlags& f) {
   search::MeasureSettings ms;
   ms.timeoutSec = f.timeout;
   ms.measure.minTimeSec = f.minTime;
-  auto chosen = chooseMeasurer(*k, *t, f.device, f.estimate, ms);
+  if (f.workers && (f.estimate || !f.device.empty()))
+    fail(std::string("--workers measures on the workers' ") + (f.estimate ? "hardware; --estimate measures nothing" : "devices; drop --device"), 2);
+  auto chosen = f.workers ? chooseWorkers(*k, *t, f.cache, f.workerWait, ms) : chooseMeasurer(*k, *t, f.device, f.estimate, ms);
+  if (!chosen.ok() && chosen.error().code == ErrorCode::NotFound) fail(chosen.error().message, 1);
   if (!chosen.ok()) failWith(chosen.error());
   MeasureChoice measure = std::move(*chosen);
+  if (f.workers) {
+    // The key and the space are the workers' hardware, which may differ from this machine's.
+    problem = search::tuneProblem(*k, *t, f.spaceSpec);
+    if (!problem.ok()) failWith(problem.error());
+    if (!f.json) std::printf("measuring on %s\n", measure.where.c_str());
+  }
   // An emulation's timings are no device's: kept in memory for this run, never stored or shared.
   Expected<std::unique_ptr<cache::RecordStore>> store =
       measure.emulated ? Expected<std::unique_ptr<cache::RecordStore>>(cache::makeMemoryStore()) : cache::openSqliteStore(f.db);
@@ -207,7 +219,13 @@ void tuneCommand(const TuneFlags& f) {
   Expected<search::SessionResult> session = makeError(ErrorCode::Internal, "no session");
   {
     InterruptScope interruptible;
-    session = search::runTuneSession(*problem, *measure.measurer, store->get(), &client, prov, ss, cb);
+    try {
+      session = search::runTuneSession(*problem, *measure.measurer, store->get(), &client, prov, ss, cb);
+    } catch (const search::RemoteMeasureError& e) {
+      // The workers or the service are gone: what was measured is stored, --resume continues.
+      progress.finish();
+      fail(e.what(), 1);
+    }
   }
   const bool interrupted = gInterrupted != 0;
   progress.finish();
@@ -278,7 +296,7 @@ void tuneCommand(const TuneFlags& f) {
                 !ir::isComputeBound(*k) ? (t->isGpu() ? "memory bandwidth" : "copy bandwidth")
                 : t->isGpu()            ? "the compute peak"
                                         : "FMA peak");
-  if (t->isGpu()) std::printf("measured on  %s\n", measure.where.c_str());
+  if (t->isGpu() || f.workers) std::printf("measured on  %s\n", measure.where.c_str());
   if (const auto& d = res.tune.defaultConfig) {
     if (d->ok())
       std::printf("vs default   %.2fx  (default %s: %s)\n", speedup, d->config.str().c_str(),
@@ -443,6 +461,11 @@ void addTuneCommands(CLI::App& app) {
                 "GPU targets: the device index (default 0), or 'emulated' to run the loop on this CPU's emulation of the "
                 "kernels (timings labelled, not stored)");
   t->add_option("--cache", f->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
+  t->add_flag("--workers", f->workers,
+              "measure on the live workers of the target through the shared service (--cache); several share a batch");
+  t->add_option("--worker-wait", f->workerWait,
+                "seconds to wait for a live worker (before the tune and while a batch waits) before failing")
+      ->capture_default_str();
   t->add_flag("--resume", f->resume, "continue from what the store has for this kernel");
   t->add_flag("--force", f->force, "tune even when a fresh winner is stored");
   t->add_flag("--json", f->json, "machine-readable summary");

@@ -22,6 +22,7 @@ void addTuneCommands(CLI::App& app);    // tessera tune / best
 void addSpaceCommand(CLI::App& app);    // tessera space (what tune searches)
 void addImportCommand(CLI::App& app);   // tessera import kerneltuner FILE
 void addCompareCommand(CLI::App& app);  // tessera compare (targets side by side)
+void addWorkerCommands(CLI::App& app);  // tessera worker / workers (measurement workers)
 #endif
 
 }  // namespace tessera::cli

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   tessera::cli::addSpaceCommand(app);
   tessera::cli::addImportCommand(app);
   tessera::cli::addCompareCommand(app);
+  tessera::cli::addWorkerCommands(app);
 #endif
   try {
     app.parse(argc, argv);

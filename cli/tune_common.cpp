@@ -9,7 +9,9 @@
 
 #include "costmodel/gpu_model.h"
 #include "search/device_measurer.h"
+#include "cache_service/endpoints.h"
 #include "search/estimate.h"
+#include "search/remote_measurer.h"
 #include "support/strings.h"
 
 namespace tessera::cli {
@@ -91,6 +93,28 @@ Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t,
   }
   c.where = attached->name + " (" + attached->arch + ")";
   c.measurer = search::makeDeviceMeasurer(k, t, d, ms);
+  return c;
+}
+
+Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const std::string& cacheFlag, double wait_s,
+                                      const search::MeasureSettings& ms) {
+  cache::CacheClientOptions co = clientOptions(cacheFlag);
+  auto urls = cache::splitServiceUrls(co.base_url);
+  if (urls.empty()) return bad("--workers measures through the shared service: pass --cache URL[,URL...] or set TESSERA_CACHE_URL");
+  if (!(wait_s > 0)) return bad("--worker-wait must be more than 0 seconds");
+  search::RemoteSettings rs;
+  // Patience with an unreachable service is the same as with an absent worker.
+  rs.service = {urls, co.token, co.ca_cert, 10, wait_s};
+  rs.measure = ms;
+  rs.noWorkerTimeoutSec = wait_s;
+  rs.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
+  auto w = search::chooseWorkerTarget(t, rs);
+  if (!w.ok()) return w.takeError();
+  t = w->target;
+  MeasureChoice c;
+  c.where = std::to_string(w->workers) + " live worker" + (w->workers == 1 ? "" : "s") + " of " + t.keyString() + " (" +
+            w->model + ")";
+  c.measurer = search::makeRemoteMeasurer(k, *w, rs);
   return c;
 }
 

@@ -36,5 +36,11 @@ struct MeasureChoice {
 // architecture and what to do instead.
 Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t, const std::string& device,
                                        bool estimate, const search::MeasureSettings& ms);
+// `tune --workers`: candidates measured by the live workers of `t` through the shared service
+// (--cache / TESSERA_CACHE_URL, several URLs for replicas). Replaces `t` by the workers' hardware
+// (the host: their ISA level, cores and CPU model), which is what the key and the space describe.
+// NotFound, in one line, when no live worker shows up within `wait_s`.
+Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const std::string& cacheFlag, double wait_s,
+                                      const search::MeasureSettings& ms);
 
 }  // namespace tessera::cli

@@ -87,6 +87,16 @@ cache::Record toRecord(const TrialResult& r, const cache::HardKey& key, const ca
   cache::Record rec;
   rec.key = key;
   rec.provenance = p;
+  if (const auto& o = r.origin) {  // measured by a worker: its machine, its toolchain
+    cache::Provenance& q = rec.provenance;
+    q.host = o->host;
+    q.user = o->user;
+    q.cpu_model = o->cpuModel;
+    q.tessera_version = o->tesseraVersion;
+    q.llvm_version = o->llvmVersion;
+    q.cuda_version = o->cudaVersion;
+    if (!o->createdAt.empty()) q.created_at = o->createdAt;
+  }
   rec.config = r.config.toJson();
   rec.status = recordStatusOf(r.status);
   rec.n = r.samples.n;

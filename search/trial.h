@@ -2,6 +2,7 @@
 // the timing summary, throughput and the correctness check.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "ir/schedule.h"
@@ -33,6 +34,14 @@ struct TrialResult {
   // predicted time; stored with status `estimated`, the model's name and the bound it predicts.
   bool estimated = false;
   std::string estimator, bound;
+  // Measured on another machine (a worker, search/remote_measurer.h): that machine's provenance,
+  // which its record carries instead of this process's, and whether the shared service already
+  // stored the record (the worker posted it), so that a tuner never pushes it a second time.
+  struct Origin {
+    std::string host, user, cpuModel, tesseraVersion, llvmVersion, cudaVersion, createdAt;
+    bool shared = false;
+  };
+  std::optional<Origin> origin;
   bool ok() const { return status == TrialStatus::Ok; }
 };
 

@@ -197,11 +197,17 @@ class Session {
   // Each record carries the tuning cost spent up to it (trials so far, seconds so far).
   void commit(const std::vector<TrialResult>& rs) {
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    std::vector<cache::Record> recs;
-    for (const auto& t : rs) recs.push_back(toRecord(t, p_.key, prov_, {++committed_, secs}));
+    std::vector<cache::Record> recs, mine, shared;
+    for (const auto& t : rs) {
+      recs.push_back(toRecord(t, p_.key, prov_, {++committed_, secs}));
+      (t.origin && t.origin->shared ? shared : mine).push_back(recs.back());
+    }
     if (store_) {
-      auto put = store_->put(recs, {.outbox = client_ && s_.pushToCache});
+      auto put = store_->put(mine, {.outbox = client_ && s_.pushToCache});
       if (!put.ok()) warn("could not store results: " + put.error().str());
+      // Records a worker already stored in the shared cache are kept here and never pushed again.
+      auto kept = store_->put(shared, {.outbox = false});
+      if (!kept.ok()) warn("could not store results: " + kept.error().str());
     }
     if (cb_.onRecordsCommitted) cb_.onRecordsCommitted(recs);
   }

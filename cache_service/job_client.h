@@ -1,0 +1,110 @@
+// Owns the client side of the measurement job protocol (jobs.h, api_jobs.cpp), for both ends: a
+// worker registers, heartbeats, leases and reports; a tuner submits jobs, follows their items and
+// cancels them. Unlike the fail-open CacheClient, errors here are real (a tune that measures
+// through workers cannot go on without the service), but transient ones are retried: every call
+// goes through the replicas' URL list (endpoints.h) and is repeated, with a short backoff, while
+// no replica answers, for up to `patience_s`. All calls are idempotent, so a repeat is safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache_service/endpoints.h"
+#include "cache_service/jobs.h"
+#include "cache_service/record.h"
+#include "support/status.h"
+
+namespace tessera::cache {
+
+struct JobClientOptions {
+  std::vector<std::string> urls;
+  std::string token;
+  std::string ca_cert;
+  double timeout_s = 10;   // one request
+  double patience_s = 30;  // retrying while no replica answers
+};
+
+// What the service grants a registered worker.
+struct WorkerGrant {
+  double lease_s = 60, heartbeat_s = 10, worker_ttl_s = 30;
+};
+
+// A worker's result for one item, as the submitter reads it back.
+struct ItemResult {
+  std::string worker;
+  std::vector<Record> records;        // measure: one (stored); remeasure: one per config (not stored)
+  std::vector<std::string> messages;  // why a candidate failed (one per record, may be empty)
+  double compile_s = 0, run_s = 0;
+  int64_t lost = 0;  // >0: the queue gave up on the item after this many lost leases (no records)
+  std::string lost_message;
+  std::string refused;  // non-empty: the worker refused the job (why); no records
+};
+
+struct JobItemProgress {
+  int64_t item = 0;
+  std::string state;  // queued | leased | done
+  int64_t attempts = 0;
+  std::string worker;
+  std::optional<ItemResult> result;  // done items
+};
+
+struct JobProgress {
+  std::string state;  // open | done | cancelled
+  int64_t live_workers = 0;
+  std::vector<JobItemProgress> items;
+};
+
+// A lease as the worker receives it: items, and the jobs they belong to.
+struct LeaseGrant {
+  std::vector<LeasedItem> items;  // payload: canonical JSON text
+  std::vector<JobSpec> jobs;      // settings: JSON text
+};
+
+// Errors: NotFound (unknown worker or job: register again / the job is gone), InvalidArgument
+// (refused: the message says why), Unsupported (lease lost: 409), IOError (no replica answered
+// within patience_s).
+class JobClient {
+ public:
+  explicit JobClient(JobClientOptions o);
+  const JobClientOptions& options() const { return o_; }
+  std::string currentUrl() const { return endpoints_.current(); }
+
+  // Worker side.
+  Expected<WorkerGrant> registerWorker(const WorkerInfo& w);
+  Expected<int64_t> heartbeat(const std::string& worker_id);
+  Expected<LeaseGrant> lease(const std::string& worker_id, int max_items);
+  // `records`: record JSON objects (text) for the item; `messages`: one per record or none.
+  // Returns "recorded" or "duplicate".
+  Expected<std::string> report(const std::string& worker_id, const std::string& job_id, int64_t item,
+                               const std::vector<Record>& records, const std::vector<std::string>& messages,
+                               double compile_s, double run_s);
+
+  // The worker will not run this item's job (why): reported instead of a measurement.
+  Expected<std::string> refuse(const std::string& worker_id, const std::string& job_id, int64_t item,
+                               const std::string& why);
+
+  // Submitter side. `configs`: config JSON objects (text).
+  Expected<SubmitResult> submit(const JobSpec& job, const std::vector<std::string>& configs);
+  Expected<JobProgress> progress(const std::string& job_id);
+  Status cancel(const std::string& job_id);
+  Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f);
+
+ private:
+  struct Answer {
+    int status = 0;
+    std::string body;
+  };
+  Expected<Answer> call(const char* method, const std::string& path, const std::string& body);
+  Error refusal(const std::string& what, const Answer& a) const;
+
+  JobClientOptions o_;
+  ServiceEndpoints endpoints_;
+};
+
+// 32 lowercase hex digits from the OS random source: job and worker ids.
+Expected<std::string> newJobId();
+
+}  // namespace tessera::cache

@@ -1,0 +1,160 @@
+// Owns `tessera worker` (measure candidates for the shared service on this machine until
+// SIGINT/SIGTERM) and `tessera workers` (list the live workers). The service URLs and the token
+// come from --cache/TESSERA_CACHE_URL and TESSERA_TOKEN (a token of scope worker), read here.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "cache_service/job_client.h"
+#include "cli/commands.h"
+#include "cli/report.h"
+#include "cli/tune_common.h"
+#include "search/device_measurer.h"
+#include "search/records.h"
+#include "search/worker.h"
+#include "support/strings.h"
+
+namespace tessera::cli {
+
+namespace {
+
+volatile std::sig_atomic_t gStop = 0;
+extern "C" void onStop(int) { gStop = 1; }
+
+struct WorkerFlags {
+  std::string cache, target = "host", device;
+  int slots = 1, buildThreads = 2;
+  double poll = 0.5, patience = 300;
+  int64_t maxItems = 0;
+  bool quiet = false;
+};
+
+// What a worker tells the service about a GPU's software: the toolkit the binaries are built with.
+std::string cudaToolkitVersion() {
+  const char* path = "/usr/local/cuda/version.json";
+  FILE* f = std::fopen(path, "r");
+  if (!f) return "";
+  char buf[4096];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  // "cuda" : { "name" : "CUDA SDK", "version" : "13.0.1" }
+  std::string s(buf);
+  auto at = s.find("\"cuda\"");
+  if (at == std::string::npos) return "";
+  at = s.find("\"version\"", at);
+  if (at == std::string::npos) return "";
+  at = s.find('"', s.find(':', at));
+  auto end = s.find('"', at + 1);
+  return at == std::string::npos || end == std::string::npos ? "" : s.substr(at + 1, end - at - 1);
+}
+
+void workerCommand(const WorkerFlags& f) {
+  cache::CacheClientOptions co = clientOptions(f.cache);
+  auto urls = cache::splitServiceUrls(co.base_url);
+  if (urls.empty()) fail("no service URL: pass --cache URL[,URL...] or set TESSERA_CACHE_URL", 2);
+  if (co.token.empty()) fail("no token: set TESSERA_TOKEN to a token of scope worker (tessera serve token add NAME --scope worker)", 2);
+  if (f.slots < 1 || f.slots > 64) fail("--slots must be in 1..64", 2);
+  if (f.buildThreads < 1 || f.buildThreads > 64) fail("--build-threads must be in 1..64", 2);
+  if (!(f.poll >= 0.01 && f.poll <= 60)) fail("--poll must be in 0.01..60 seconds", 2);
+  auto t = getTarget(f.target);
+  if (!t.ok()) failWith(t.error());
+
+  search::WorkerSettings s;
+  s.service = {urls, co.token, co.ca_cert, 30, f.patience};
+  s.target = *t;
+  s.slots = f.slots;
+  s.buildThreads = f.buildThreads;
+  s.idlePollSec = f.poll;
+  s.maxItems = f.maxItems;
+  search::ProvenanceInputs in = provenanceInputs();
+  if (t->isGpu()) {
+    if (f.device == "emulated")
+      fail("a worker measures on a device: the emulated device's timings are this CPU's and are never stored", 2);
+    if (!f.device.empty()) {
+      auto idx = parseInt(f.device);
+      if (!idx || *idx < 0) fail("--device takes a device index (0, 1, ...)", 2);
+      s.device.device = int(*idx);
+    }
+    auto attached = search::probeDevice(*t, s.device.device);
+    if (!attached.ok())
+      fail("no " + t->name + " device " + std::to_string(s.device.device) + " here (" + attached.error().message +
+               "): a worker measures on the device it registers",
+           2);
+    s.gpu = true;
+    s.model = attached->name;
+    s.deviceLabel = std::to_string(s.device.device);
+    s.toolkitVersion = cudaToolkitVersion();
+    in.cudaVersion = s.toolkitVersion;
+  } else {
+    if (!f.device.empty()) fail("--device applies to GPU targets (a host worker measures on this CPU)", 2);
+    s.model = t->model;
+  }
+  s.provenance = search::provenanceFor(*t, in);
+  if (s.gpu) s.provenance.cpu_model = s.model;  // what the record was measured on
+  s.shouldStop = [] { return gStop != 0; };
+  s.log = [q = f.quiet](const std::string& line) {
+    if (!q) std::fprintf(stderr, "tessera worker: %s\n", line.c_str());
+  };
+  struct sigaction sa {};
+  sa.sa_handler = onStop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  auto stats = search::runWorker(s);
+  if (!stats.ok()) failWith(stats.error());
+  std::printf("tessera worker: stopped after %lld items of %lld jobs (%lld refused, %lld leases lost)\n",
+              (long long)stats->items, (long long)stats->jobs, (long long)stats->refused, (long long)stats->lost);
+}
+
+void workersCommand(const std::string& cacheFlag, const std::string& target, bool all, bool json) {
+  cache::CacheClientOptions co = clientOptions(cacheFlag);
+  auto urls = cache::splitServiceUrls(co.base_url);
+  if (urls.empty()) fail("no service URL: pass --cache URL[,URL...] or set TESSERA_CACHE_URL", 2);
+  cache::JobClient client({urls, co.token, co.ca_cert, 10, 10});
+  cache::WorkerFilter filter;
+  filter.target = target;
+  filter.live_only = !all;
+  auto ws = client.workers(filter);
+  if (!ws.ok()) failWith(ws.error());
+  if (json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& w : *ws)
+      arr.push_back({{"id", w.id}, {"token", w.token}, {"target", w.target}, {"arch", w.arch}, {"units", w.units},
+                     {"model", w.model}, {"device", w.device}, {"host", w.host}, {"live", w.live}, {"leased", w.leased}});
+    std::printf("%s\n", arr.dump(2).c_str());
+    return;
+  }
+  std::printf("%-32s %-10s %-12s %-6s %-5s %-7s %-16s %s\n", "ID", "TARGET", "ARCH", "UNITS", "LIVE", "LEASED", "HOST", "MODEL");
+  for (const auto& w : *ws)
+    std::printf("%-32s %-10s %-12s %-6lld %-5s %-7lld %-16s %s\n", w.id.c_str(), w.target.c_str(), w.arch.c_str(),
+                (long long)w.units, w.live ? "yes" : "no", (long long)w.leased, w.host.c_str(), w.model.c_str());
+}
+
+}  // namespace
+
+void addWorkerCommands(CLI::App& app) {
+  auto f = std::make_shared<WorkerFlags>();
+  auto* w = app.add_subcommand("worker", "measure candidates for tunes of the shared service on this machine (token of scope worker)");
+  w->add_option("--cache", f->cache, "service URL(s), comma-separated replicas (default: $TESSERA_CACHE_URL)");
+  w->add_option("--target", f->target, "what this worker measures on: host, or the GPU target of --device")->capture_default_str();
+  w->add_option("--device", f->device, "GPU targets: the device index (default 0)");
+  w->add_option("--slots", f->slots, "candidates leased at once (built in parallel, measured one by one)")->capture_default_str();
+  w->add_option("--build-threads", f->buildThreads, "parallel compiles")->capture_default_str();
+  w->add_option("--poll", f->poll, "seconds between leases while idle")->capture_default_str();
+  w->add_option("--patience", f->patience, "seconds a request is retried while no service URL answers")->capture_default_str();
+  w->add_option("--max-items", f->maxItems, "stop after this many items (0: run until SIGINT/SIGTERM)")->capture_default_str();
+  w->add_flag("--quiet", f->quiet, "no log lines");
+  w->callback([f] { workerCommand(*f); });
+
+  auto l = std::make_shared<std::tuple<std::string, std::string, bool, bool>>("", "", false, false);
+  auto* ws = app.add_subcommand("workers", "list the live workers of the shared service");
+  ws->add_option("--cache", std::get<0>(*l), "service URL(s) (default: $TESSERA_CACHE_URL)");
+  ws->add_option("--target", std::get<1>(*l), "only this target");
+  ws->add_flag("--all", std::get<2>(*l), "also workers no longer live");
+  ws->add_flag("--json", std::get<3>(*l), "machine-readable");
+  ws->callback([l] { workersCommand(std::get<0>(*l), std::get<1>(*l), std::get<2>(*l), std::get<3>(*l)); });
+}
+
+}  // namespace tessera::cli

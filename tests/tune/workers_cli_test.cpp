@@ -1,0 +1,314 @@
+// Tests measurement workers end to end with the real binaries on loopback: a `tessera serve` on a
+// SQLite file, `tessera worker` processes, and `tessera tune --workers`. Three host workers serve
+// one tune and it stores what a local tune with the same seed stores (count and statuses); a
+// worker killed with SIGKILL while it holds a lease costs nothing: every candidate is still
+// measured exactly once; a tune with no live worker fails in one line; a worker refuses a job
+// whose IR text does not parse or whose kernel does not have the job's key, and runs nothing.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "cache_service/http.h"
+#include "cache_service/record.h"
+#include "cache_service/record_json.h"
+#include "cache_service/store.h"
+#include "tests/cache_service/process_util.h"
+#include "tests/cache_service/test_util.h"
+
+namespace {
+
+using nlohmann::json;
+using tessera::cache::test::queryRows;
+using tessera::cache::test::runTessera;
+using tessera::cache::test::ServeProcess;
+using tessera::cache::test::TempDir;
+using Clock = std::chrono::steady_clock;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string addToken(const std::string& db, const std::string& name, const std::string& scope) {
+  auto r = runTessera({"serve", "token", "add", name, "--scope", scope, "--db", db});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::string s = r.out;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// A child `tessera` process (a worker, or a tune running in the background) with its output in a
+// log file; killed with SIGKILL when the test ends early.
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::vector<std::string>& env, std::string log)
+      : log_(std::move(log)) {
+    std::vector<std::string> argv = {TESSERA_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<std::string> envv;
+    for (char** e = environ; *e; ++e)
+      if (std::strncmp(*e, "TESSERA_", 8) != 0) envv.emplace_back(*e);
+    envv.insert(envv.end(), env.begin(), env.end());
+    std::vector<char*> a, e;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    for (auto& s : envv) e.push_back(s.data());
+    e.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+      execve(a[0], a.data(), e.data());
+      _exit(127);
+    }
+  }
+  ~Child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  std::string log() const { return slurp(log_); }
+  void kill(int sig) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, sig);
+    waitpid(pid_, &status_, 0);
+    pid_ = -1;
+  }
+  // The exit code, or -1 when it is still running after `seconds`.
+  int wait(double seconds) {
+    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    while (pid_ > 0 && Clock::now() < until) {
+      if (waitpid(pid_, &status_, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (pid_ > 0) return -1;
+    return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+  }
+  // The worker id it logged when it registered ("" before that).
+  std::string workerId() const {
+    const std::string s = log(), tag = "registered as worker ";
+    auto at = s.find(tag);
+    return at == std::string::npos ? "" : s.substr(at + tag.size(), 32);
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  int status_ = 0;
+};
+
+// A service on a fresh SQLite file with a write token (the tuner) and a worker token.
+struct Service {
+  explicit Service(std::vector<std::string> extra = {"--lease-seconds", "3", "--worker-ttl", "3"}) {
+    db = dir.file("service.db");
+    tuner = addToken(db, "tuner", "write");
+    worker = addToken(db, "box", "worker");
+    serve = std::make_unique<ServeProcess>(db, dir.path(), extra);
+    url = "http://127.0.0.1:" + std::to_string(serve->port());
+  }
+  std::unique_ptr<Child> startWorker(int n) {
+    return std::make_unique<Child>(std::vector<std::string>{"worker", "--poll", "0.05"},
+                                   std::vector<std::string>{"TESSERA_CACHE_URL=" + url, "TESSERA_TOKEN=" + worker},
+                                   dir.file("worker" + std::to_string(n) + ".log"));
+  }
+  json get(const std::string& path) {
+    auto conn = tessera::cache::openHttpConnection(url, 2.0);
+    EXPECT_TRUE(conn.ok());
+    auto r = (*conn)->send("GET", path, {{"Authorization", "Bearer " + tuner}}, "", "", 5.0);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? json::parse(r->body, nullptr, false) : json();
+  }
+  // Waits until `n` workers are live.
+  void awaitWorkers(size_t n) {
+    const auto until = Clock::now() + std::chrono::seconds(30);
+    while (Clock::now() < until) {
+      json w = get("/v1/workers");
+      if (w.is_object() && w.at("workers").size() >= n) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL() << "fewer than " << n << " workers registered";
+  }
+  std::vector<std::string> tuneEnv() const { return {"TESSERA_CACHE_URL=" + url, "TESSERA_TOKEN=" + tuner}; }
+
+  TempDir dir;
+  std::string db, tuner, worker, url;
+  std::unique_ptr<ServeProcess> serve;
+};
+
+// status (and the re-measured flag) -> how many records of it a store holds.
+std::map<std::string, int> statusCounts(const std::string& db) {
+  std::map<std::string, int> out;
+  for (const auto& row : queryRows(db, "SELECT status, remeasured FROM records")) ++out[row[0] + "/" + row[1]];
+  return out;
+}
+
+const std::vector<std::string> kTune = {"tune", "--trials", "12", "--batch", "6", "--min-time", "0.005", "--top-k", "2",
+                                        "--seed", "5", "gemm", "--m", "48", "--n", "40", "--k", "24"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
+  a.insert(a.begin() + 1, more.begin(), more.end());
+  return a;
+}
+
+}  // namespace
+
+TEST(Workers, ThreeHostWorkersServeOneTuneLikeALocalTune) {
+  Service s;
+  std::vector<std::unique_ptr<Child>> workers;
+  for (int i = 0; i < 3; ++i) workers.push_back(s.startWorker(i));
+  ASSERT_NO_FATAL_FAILURE(s.awaitWorkers(3));
+  const std::string remote_db = s.dir.file("remote.db"), local_db = s.dir.file("local.db");
+  auto remote = runTessera(with(kTune, {"--workers", "--db", remote_db}), s.tuneEnv());
+  ASSERT_EQ(remote.exit_code, 0) << remote.out << remote.err;
+  EXPECT_NE(remote.out.find("measured on  3 live workers"), std::string::npos) << remote.out;
+  auto local = runTessera(with(kTune, {"--db", local_db}));
+  ASSERT_EQ(local.exit_code, 0) << local.out << local.err;
+
+  // The same seed stores the same number of records with the same statuses.
+  auto remote_counts = statusCounts(remote_db), local_counts = statusCounts(local_db);
+  EXPECT_EQ(remote_counts, local_counts);
+  EXPECT_GE(remote_counts["ok/0"], 12);
+  // The workers measured every candidate (their records, under their token, with their
+  // provenance); the tuner stored only its re-measured winner there. The batch was spread.
+  int measured = 0;
+  for (const auto& [status, n] : remote_counts)
+    if (status.ends_with("/0")) measured += n;
+  auto by_writer = queryRows(s.db, "SELECT writer, remeasured, count(*) FROM records GROUP BY 1, 2 ORDER BY 1, 2");
+  ASSERT_EQ(by_writer.size(), 2u);
+  EXPECT_EQ(by_writer[0], (std::vector<std::string>{"box", "0", std::to_string(measured)}));
+  EXPECT_EQ(by_writer[1], (std::vector<std::string>{"tuner", "1", "1"}));
+  auto measured_by = queryRows(s.db, "SELECT count(DISTINCT worker_id) FROM job_items WHERE worker_id != ''");
+  EXPECT_GE(std::stoi(measured_by[0][0]), 2) << "one worker measured everything";
+  auto hosts = queryRows(s.db, "SELECT count(*) FROM records WHERE writer = 'box' AND host = '' ");
+  EXPECT_EQ(hosts[0][0], "0");  // every record names the machine that measured it
+}
+
+TEST(Workers, AKilledWorkersCandidatesAreStillMeasuredExactlyOnce) {
+  Service s({"--lease-seconds", "2", "--worker-ttl", "2"});
+  std::vector<std::unique_ptr<Child>> workers;
+  for (int i = 0; i < 2; ++i) workers.push_back(s.startWorker(i));
+  ASSERT_NO_FATAL_FAILURE(s.awaitWorkers(2));
+  Child tune({"tune", "--workers", "--trials", "8", "--batch", "8", "--min-time", "0.3", "--top-k", "2", "--seed", "3",
+              "--db", s.dir.file("remote.db"), "gemm", "--m", "64", "--n", "48", "--k", "32"},
+             s.tuneEnv(), s.dir.file("tune.log"));
+  // SIGKILL the first worker seen holding a lease, while it measures.
+  std::string victim;
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (victim.empty() && Clock::now() < until) {
+    json w = s.get("/v1/workers");
+    for (const json& x : w.value("workers", json::array()))
+      if (x.value("leased", 0) > 0) victim = x.value("id", "");
+    if (victim.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(victim.empty()) << tune.log();
+  int killed = -1;
+  for (size_t i = 0; i < workers.size(); ++i)
+    if (workers[i]->workerId() == victim) {
+      workers[i]->kill(SIGKILL);
+      killed = int(i);
+    }
+  ASSERT_GE(killed, 0) << "no worker logged id " << victim;
+  const int rc = tune.wait(180);
+  ASSERT_EQ(rc, 0) << tune.log();
+
+  // Every item of every job done, the killed worker's lease taken over by the other worker, and
+  // each candidate's record stored once.
+  auto open = queryRows(s.db, "SELECT count(*) FROM job_items WHERE state != 'done'");
+  EXPECT_EQ(open[0][0], "0");
+  auto taken_over = queryRows(s.db, "SELECT count(*) FROM job_items WHERE attempts >= 2 AND lost_workers LIKE '%" + victim + "%'");
+  EXPECT_GE(std::stoi(taken_over[0][0]), 1) << "the killed worker held no lease when it died";
+  auto items = queryRows(s.db, "SELECT count(*) FROM job_items i JOIN jobs j ON j.id = i.job_id WHERE j.kind = 'measure'");
+  auto recs = queryRows(s.db, "SELECT count(*), count(DISTINCT config) FROM records WHERE writer = 'box'");
+  EXPECT_EQ(recs[0][0], items[0][0]);
+  EXPECT_EQ(recs[0][1], recs[0][0]) << "a candidate was recorded twice";
+  auto lost = queryRows(s.db, "SELECT count(*) FROM job_items WHERE result LIKE '%\"lost\"%'");
+  EXPECT_EQ(lost[0][0], "0");
+}
+
+TEST(Workers, ATuneWithoutALiveWorkerFailsInOneLine) {
+  Service s;
+  const auto t0 = Clock::now();
+  auto r = runTessera(with(kTune, {"--workers", "--worker-wait", "1.5", "--db", s.dir.file("remote.db")}), s.tuneEnv());
+  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("no live worker for host"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_GE(took, 1.4);
+  EXPECT_LT(took, 30);
+  // A worker token cannot tune through the service (it may only lease and report).
+  auto as_worker = runTessera(with(kTune, {"--workers", "--worker-wait", "1", "--db", s.dir.file("w.db")}),
+                              {"TESSERA_CACHE_URL=" + s.url, "TESSERA_TOKEN=" + s.worker});
+  EXPECT_NE(as_worker.exit_code, 0);
+}
+
+// A worker runs only kernels it compiled itself from IR text it parsed and verified, and only
+// when that kernel has the job's key on its machine; anything else it refuses, measuring nothing.
+TEST(Workers, AWorkerRefusesIrItCannotParseOrWhoseKeyDiffers) {
+  Service s;
+  auto w = s.startWorker(0);
+  ASSERT_NO_FATAL_FAILURE(s.awaitWorkers(1));
+  json me = s.get("/v1/workers").at("workers")[0];
+  // The IR text of a real kernel and its key on the worker's hardware.
+  auto ir = runTessera({"compile", "--emit", "ir", "gemm", "--m", "32", "--n", "32", "--k", "32"});
+  ASSERT_EQ(ir.exit_code, 0) << ir.err;
+  auto tune = runTessera({"tune", "--trials", "1", "--batch", "1", "--min-time", "0.001", "--top-k", "1", "--db",
+                          s.dir.file("key.db"), "gemm", "--m", "32", "--n", "32", "--k", "32"});
+  ASSERT_EQ(tune.exit_code, 0) << tune.out << tune.err;
+  json key;
+  {
+    auto store = tessera::cache::openSqliteStore(s.dir.file("key.db"));
+    ASSERT_TRUE(store.ok());
+    auto page = (*store)->list({.limit = 1});
+    ASSERT_TRUE(page.ok() && !page->records.empty());
+    key = tessera::cache::hardKeyToJson(page->records[0].key);
+  }
+  key["target"] = me.at("target");
+  key["arch"] = me.at("arch");
+  key["units"] = me.at("units");
+  auto submit = [&](const std::string& id, const std::string& kernel, json k) {
+    auto conn = tessera::cache::openHttpConnection(s.url, 2.0);
+    json body = {{"id", id}, {"key", k}, {"kernel", kernel}, {"configs", json::array({json::object()})}};
+    auto r = (*conn)->send("POST", "/v1/jobs", {{"Authorization", "Bearer " + s.tuner}}, body.dump(), "application/json", 5.0);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->status, 200) << r->body;
+  };
+  auto refusal = [&](const std::string& id) -> std::string {
+    const auto until = Clock::now() + std::chrono::seconds(30);
+    while (Clock::now() < until) {
+      json j = s.get("/v1/jobs/" + id);
+      if (j.value("state", "") == "done") return j.at("items")[0].at("result").value("refused", "");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return "(not done)";
+  };
+  submit(std::string(32, '1'), "this is not a kernel", key);
+  EXPECT_NE(refusal(std::string(32, '1')).find("does not parse"), std::string::npos);
+  json other = key;
+  other["shape"] = json::array({64, 64, 64});  // the IR is 32x32x32: the job's key is not its key
+  submit(std::string(32, '2'), ir.out, other);
+  EXPECT_NE(refusal(std::string(32, '2')).find("key"), std::string::npos);
+  // Nothing was measured or stored for either.
+  EXPECT_EQ(queryRows(s.db, "SELECT count(*) FROM records")[0][0], "0");
+  EXPECT_NE(w->log().find("refused"), std::string::npos);
+}
