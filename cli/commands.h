@@ -23,6 +23,7 @@ void addSpaceCommand(CLI::App& app);    // tessera space (what tune searches)
 void addImportCommand(CLI::App& app);   // tessera import kerneltuner FILE
 void addCompareCommand(CLI::App& app);  // tessera compare (targets side by side)
 void addWorkerCommands(CLI::App& app);  // tessera worker / workers (measurement workers)
+void addTuneAllCommand(CLI::App& app);  // tessera tune-all FILE --shard i/N
 #endif
 
 }  // namespace tessera::cli

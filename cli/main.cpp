@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   tessera::cli::addImportCommand(app);
   tessera::cli::addCompareCommand(app);
   tessera::cli::addWorkerCommands(app);
+  tessera::cli::addTuneAllCommand(app);
 #endif
   try {
     app.parse(argc, argv);

@@ -4,6 +4,8 @@
 // worker killed with SIGKILL while it holds a lease costs nothing: every candidate is still
 // measured exactly once; a tune with no live worker fails in one line; a worker refuses a job
 // whose IR text does not parse or whose kernel does not have the job's key, and runs nothing.
+// `tessera tune-all LIST --shard i/N`: the shards of a kernel list, each a normal tune against
+// the shared service, cover every kernel once, and a rerun is answered by the service.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -16,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -311,4 +314,62 @@ TEST(Workers, AWorkerRefusesIrItCannotParseOrWhoseKeyDiffers) {
   // Nothing was measured or stored for either.
   EXPECT_EQ(queryRows(s.db, "SELECT count(*) FROM records")[0][0], "0");
   EXPECT_NE(w->log().find("refused"), std::string::npos);
+}
+
+TEST(TuneAll, ShardsCoverAKernelListOnceThroughTheSharedService) {
+  Service s;
+  auto ir = runTessera({"compile", "--emit", "ir", "-o", s.dir.file("k.tsr"), "gemm", "--m", "16", "--n", "16", "--k", "16"});
+  ASSERT_EQ(ir.exit_code, 0) << ir.err;
+  const std::string list = s.dir.file("kernels.txt");
+  {
+    std::ofstream out(list);
+    out << "# four kernels\n"
+           "gemm --m 32 --n 32 --k 32\n"
+           "\n"
+           "gemm --m 24 --n 40 --k 16   # a comment\n"
+           "elementwise --expr 'y = x * 2' --shape 256\n"
+           "file k.tsr\n";  // relative to the list's folder
+  }
+  auto keysOf = [](const std::string& db) {
+    std::set<std::string> out;
+    for (const auto& row : queryRows(db, "SELECT DISTINCT key_id FROM records")) out.insert(row[0]);
+    return out;
+  };
+  auto shard = [&](const std::string& spec, const std::string& db) {
+    return runTessera({"tune-all", list, "--shard", spec, "--", "--trials", "3", "--batch", "3", "--min-time", "0.002",
+                       "--top-k", "1", "--db", db},
+                      s.tuneEnv());
+  };
+  auto a = shard("0/2", s.dir.file("a.db"));
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  EXPECT_NE(a.out.find("2 of 4 kernels in shard 0/2"), std::string::npos) << a.out;
+  auto b = shard("1/2", s.dir.file("b.db"));
+  ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
+  const auto ka = keysOf(s.dir.file("a.db")), kb = keysOf(s.dir.file("b.db")), shared = keysOf(s.db);
+  EXPECT_EQ(ka.size(), 2u);
+  EXPECT_EQ(kb.size(), 2u);
+  std::set<std::string> both = ka;
+  both.insert(kb.begin(), kb.end());
+  EXPECT_EQ(both.size(), 4u);  // no kernel in two shards
+  EXPECT_EQ(shared, both);     // every shard's results are in the shared service
+  // A rerun of a shard on another machine (a fresh local store) is answered by the service.
+  const auto before = queryRows(s.db, "SELECT count(*) FROM records")[0][0];
+  auto again = shard("0/2", s.dir.file("c.db"));
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  size_t hits = 0;
+  for (size_t at = again.out.find("already tuned"); at != std::string::npos; at = again.out.find("already tuned", at + 1))
+    ++hits;
+  EXPECT_EQ(hits, 2u) << again.out;
+  EXPECT_EQ(queryRows(s.db, "SELECT count(*) FROM records")[0][0], before);
+  // A bad line fails the whole list before anything is tuned, naming file:line; a bad shard too.
+  {
+    std::ofstream out(s.dir.file("bad.txt"));
+    out << "gemm --m 8 --n 8 --k 8\ngemm --m 0 --n 8 --k 8\n";
+  }
+  auto bad = runTessera({"tune-all", s.dir.file("bad.txt"), "--", "--db", s.dir.file("d.db")}, s.tuneEnv());
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("bad.txt:2"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(s.dir.file("d.db")));
+  EXPECT_EQ(runTessera({"tune-all", list, "--shard", "2/2"}).exit_code, 2);
+  EXPECT_EQ(runTessera({"tune-all", list, "--shard", "x"}).exit_code, 2);
 }

@@ -1,0 +1,32 @@
+// Owns kernel list files: one kernel per line in the kernel flags' syntax, the input of
+// `tessera tune-all`:
+//   gemm --m 1024 --n 1024 --k 1024 --dtype f32
+//   attention --heads 8 --seq 1024 --head-dim 64 --causal
+//   elementwise --expr 'y = gelu(x * s + b)' --shape 4096x4096 --shape s=4096 --shape b=4096
+//   file attn.tsr                       # an IR file, relative to the list's folder
+// `#` starts a comment (outside quotes); blank lines are skipped; quotes as in a shell.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "support/status.h"
+
+namespace tessera::cli {
+
+struct KernelListEntry {
+  std::vector<std::string> args;  // the line split like a shell does (file paths made absolute)
+  std::string where;              // "list.txt:12"
+};
+
+inline constexpr size_t kMaxKernelListLines = 10000;
+
+// Reads and checks every line (each must build a kernel that verifies): an error names file:line.
+Expected<std::vector<KernelListEntry>> readKernelList(const std::string& path);
+// Splits a line like a POSIX shell (single and double quotes, backslash outside single quotes).
+Expected<std::vector<std::string>> splitShellWords(const std::string& line);
+// Builds and verifies the kernel of one entry.
+Expected<ir::Kernel> kernelOf(const KernelListEntry& e);
+
+}  // namespace tessera::cli
