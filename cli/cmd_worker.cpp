@@ -27,6 +27,7 @@ struct WorkerFlags {
   int slots = 1, buildThreads = 2;
   double poll = 0.5, patience = 300;
   int64_t maxItems = 0;
+  double maxJobMb = 4096;
   bool quiet = false;
 };
 
@@ -58,6 +59,7 @@ void workerCommand(const WorkerFlags& f) {
   if (f.slots < 1 || f.slots > 64) fail("--slots must be in 1..64", 2);
   if (f.buildThreads < 1 || f.buildThreads > 64) fail("--build-threads must be in 1..64", 2);
   if (!(f.poll >= 0.01 && f.poll <= 60)) fail("--poll must be in 0.01..60 seconds", 2);
+  if (!(f.maxJobMb >= 1 && f.maxJobMb <= 1 << 20)) fail("--max-job-mb must be in 1..1048576", 2);
   auto t = getTarget(f.target);
   if (!t.ok()) failWith(t.error());
 
@@ -68,6 +70,7 @@ void workerCommand(const WorkerFlags& f) {
   s.buildThreads = f.buildThreads;
   s.idlePollSec = f.poll;
   s.maxItems = f.maxItems;
+  s.maxJobBytes = f.maxJobMb * double(1 << 20);
   search::ProvenanceInputs in = provenanceInputs();
   if (t->isGpu()) {
     if (f.device == "emulated")
@@ -145,6 +148,8 @@ void addWorkerCommands(CLI::App& app) {
   w->add_option("--poll", f->poll, "seconds between leases while idle")->capture_default_str();
   w->add_option("--patience", f->patience, "seconds a request is retried while no service URL answers")->capture_default_str();
   w->add_option("--max-items", f->maxItems, "stop after this many items (0: run until SIGINT/SIGTERM)")->capture_default_str();
+  w->add_option("--max-job-mb", f->maxJobMb, "refuse jobs whose kernel's inputs and outputs need more MiB than this")
+      ->capture_default_str();
   w->add_flag("--quiet", f->quiet, "no log lines");
   w->callback([f] { workerCommand(*f); });
 

@@ -168,6 +168,12 @@ class Worker {
     if (!k.ok()) return refuse("the kernel's IR text does not parse: " + k.error().message);
     if (Status v = ir::verify(*k); !v.ok()) return refuse("the kernel does not verify: " + v.error().message);
     c.kernel = std::make_unique<ir::Kernel>(std::move(*k));
+    if (const double bytes = ir::kernelBytes(*c.kernel); bytes > s_.maxJobBytes) {
+      char why[160];
+      std::snprintf(why, sizeof why, "the kernel's tensors need %.0f MiB, more than this worker's limit of %.0f MiB",
+                    bytes / (1 << 20), s_.maxJobBytes / (1 << 20));
+      return refuse(why);
+    }
     const cache::HardKey here = hardKeyFor(*c.kernel, s_.target);
     if (!(here == c.spec.key))
       return refuse("the kernel on this machine has key " + cache::canonicalKey(here) + ", the job says " +
@@ -177,6 +183,9 @@ class Worker {
     auto ms = measureSettingsFromJson(c.spec.settings, defaults);
     if (!ms.ok()) return refuse(ms.error().message);
     ms->buildThreads = s_.buildThreads;  // this machine's business, not the tuner's
+    // A job may lower the reference check's work, never raise it past this worker's default: the
+    // reference runs in this process, and a job is written by any write token.
+    ms->ref.maxWork = std::min(ms->ref.maxWork, defaults.ref.maxWork);
     c.computeBound = ir::isComputeBound(*c.kernel);
     c.measurer = s_.gpu ? makeDeviceMeasurer(*c.kernel, s_.target, s_.device, *ms)
                         : makeHostMeasurer(*c.kernel, s_.target, *ms);

@@ -147,7 +147,8 @@ TEST(Workers, ATuneWithoutALiveWorkerFailsInOneLine) {
 }
 
 // A worker runs only kernels it compiled itself from IR text it parsed and verified, and only
-// when that kernel has the job's key on its machine; anything else it refuses, measuring nothing.
+// when that kernel has the job's key on its machine and its tensors fit the worker's limit;
+// anything else it refuses, measuring nothing.
 TEST(Workers, AWorkerRefusesIrItCannotParseOrWhoseKeyDiffers) {
   Service s;
   auto w = s.startWorker(0);
@@ -192,7 +193,13 @@ TEST(Workers, AWorkerRefusesIrItCannotParseOrWhoseKeyDiffers) {
   other["shape"] = json::array({64, 64, 64});  // the IR is 32x32x32: the job's key is not its key
   submit(std::string(32, '2'), ir.out, other);
   EXPECT_NE(refusal(std::string(32, '2')).find("key"), std::string::npos);
-  // Nothing was measured or stored for either.
+  // A kernel whose tensors would not fit the worker's limit (3 x 40 GB) is refused before anything
+  // is allocated.
+  auto huge = runTessera({"compile", "--emit", "ir", "gemm", "--m", "100000", "--n", "100000", "--k", "100000"});
+  ASSERT_EQ(huge.exit_code, 0) << huge.err;
+  submit(std::string(32, '3'), huge.out, key);
+  EXPECT_NE(refusal(std::string(32, '3')).find("more than this worker's limit"), std::string::npos);
+  // Nothing was measured or stored for any of them.
   EXPECT_EQ(queryRows(s.db, "SELECT count(*) FROM records")[0][0], "0");
   EXPECT_NE(w->log().find("refused"), std::string::npos);
 }
