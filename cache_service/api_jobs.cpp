@@ -374,16 +374,25 @@ ApiResponse routeJobsSubmit(RouteContext& c, const ApiRequest& r, const RouteMat
                            {"live_workers", res->live_workers}});
 }
 
-ApiResponse routeJobGet(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
-  if (auto bad = checkQuery(r, {})) return *bad;
-  if (auto bad = pathId(m, "job")) return *bad;
-  JobQueue* q = nullptr;
-  if (auto bad = queueOf(c, q)) return *bad;
+// The job a path names, if it exists and the caller may see it (its submitter or an admin).
+std::optional<ApiResponse> ownJob(RouteContext& c, const ApiRequest& r, const RouteMatch& m, JobQueue*& q,
+                                  std::optional<JobView>& out) {
+  if (auto bad = checkQuery(r, {})) return bad;
+  if (auto bad = pathId(m, "job")) return bad;
+  if (auto bad = queueOf(c, q)) return bad;
   auto view = q->job(std::string(m.path_id), c.opts.queue);
   if (!view.ok()) return storageProblem(view.error());
   if (!*view || !mayAccess(c, (*view)->spec))
     return problem(404, "unknown-job", "Not found", "no job " + std::string(m.path_id) + " of yours");
-  const JobView& v = **view;
+  out = std::move(*view);
+  return std::nullopt;
+}
+
+ApiResponse routeJobGet(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
+  JobQueue* q = nullptr;
+  std::optional<JobView> view;
+  if (auto bad = ownJob(c, r, m, q, view)) return *bad;
+  const JobView& v = *view;
   json items = json::array();
   int64_t done = 0;
   for (const JobItemView& it : v.items) {
@@ -405,14 +414,9 @@ ApiResponse routeJobGet(RouteContext& c, const ApiRequest& r, const RouteMatch& 
 }
 
 ApiResponse routeJobCancel(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
-  if (auto bad = checkQuery(r, {})) return *bad;
-  if (auto bad = pathId(m, "job")) return *bad;
   JobQueue* q = nullptr;
-  if (auto bad = queueOf(c, q)) return *bad;
-  auto view = q->job(std::string(m.path_id), c.opts.queue);
-  if (!view.ok()) return storageProblem(view.error());
-  if (!*view || !mayAccess(c, (*view)->spec))
-    return problem(404, "unknown-job", "Not found", "no job " + std::string(m.path_id) + " of yours");
+  std::optional<JobView> view;
+  if (auto bad = ownJob(c, r, m, q, view)) return *bad;
   auto cancelled = q->cancel(std::string(m.path_id));
   if (!cancelled.ok()) return storageProblem(cancelled.error());
   return jsonResponse(json{{"id", std::string(m.path_id)}, {"cancelled", *cancelled}});

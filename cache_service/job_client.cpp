@@ -1,28 +1,18 @@
 // Owns the HTTP client of the job protocol: requests and answers as JSON, retries over replicas.
 #include "cache_service/job_client.h"
 
-#include <sys/random.h>
 
 #include <chrono>
 #include <thread>
 
 #include "cache_service/record_json.h"
-#include "support/hash.h"
+#include "cache_service/tokens.h"
 
 namespace tessera::cache {
 
 using nlohmann::json;
 
-Expected<std::string> newJobId() {
-  uint8_t buf[16];
-  size_t got = 0;
-  while (got < sizeof buf) {
-    ssize_t n = ::getrandom(buf + got, sizeof buf - got, 0);
-    if (n <= 0) return makeError(ErrorCode::IOError, "getrandom failed");
-    got += static_cast<size_t>(n);
-  }
-  return toHex(buf, sizeof buf);
-}
+Expected<std::string> newJobId() { return randomHex(16); }
 
 JobClient::JobClient(JobClientOptions o)
     : o_(std::move(o)), endpoints_(EndpointOptions{o_.urls, o_.token, o_.ca_cert, std::min(o_.timeout_s, 2.0)}) {}

@@ -50,15 +50,20 @@ bool constantTimeEqual(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-Expected<std::string> generateTokenSecret() {
-  uint8_t buf[32];
+Expected<std::string> randomHex(size_t bytes) {
+  std::vector<uint8_t> buf(bytes);
   size_t got = 0;
-  while (got < sizeof buf) {
-    ssize_t n = ::getrandom(buf + got, sizeof buf - got, 0);
+  while (got < buf.size()) {
+    ssize_t n = ::getrandom(buf.data() + got, buf.size() - got, 0);
     if (n <= 0) return makeError(ErrorCode::IOError, "getrandom failed");
     got += static_cast<size_t>(n);
   }
-  return "tsk_" + toHex(buf, sizeof buf);
+  return toHex(buf.data(), buf.size());
+}
+
+Expected<std::string> generateTokenSecret() {
+  TESSERA_ASSIGN(std::string hex, randomHex(32));
+  return "tsk_" + hex;
 }
 
 void TokenAuthenticator::reset(std::vector<ActiveToken> active) {

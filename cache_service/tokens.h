@@ -80,5 +80,7 @@ class TokenAuthenticator {
 bool constantTimeEqual(std::string_view a, std::string_view b);
 // "tsk_" followed by 64 hex digits from the OS random source.
 Expected<std::string> generateTokenSecret();
+// `bytes` bytes from the kernel's CSPRNG (getrandom), as lowercase hex.
+Expected<std::string> randomHex(size_t bytes);
 
 }  // namespace tessera::cache
