@@ -43,6 +43,10 @@ class HostExecutable {
 struct CompileOptions {
   // Extra LLVM CPU override ("" = the host's own, like -mcpu=native).
   std::string cpu;
+  // Name of the entry point in LLVM IR / asm / object output ("" = "kernel"). Objects linked
+  // together (an ahead-of-time bundle) each need their own. The entry point takes one bare
+  // pointer per tensor (HostExecutable order) and returns nothing: a plain C function.
+  std::string symbol;
 };
 
 Expected<std::unique_ptr<HostExecutable>> compileHost(const ir::Kernel& k, const ir::Config& c,

@@ -10,6 +10,7 @@
 #include "codegen/mlir_env.h"
 #include "ir/verifier.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 namespace tessera::codegen {
@@ -126,6 +127,12 @@ Expected<std::string> emitHost(const ir::Kernel& k, const ir::Config& c, const T
   auto ctx = makeContext();
   Emit stop = e == Emit::LLVMIR || e == Emit::Asm || e == Emit::Object ? Emit::LLVMDialect : e;
   TESSERA_ASSIGN(HostPayload p, lowerTo(ctx.get(), k, c, t, stop));
+  if (!o.symbol.empty() && stop == Emit::LLVMDialect) {
+    auto fn = p.module->lookupSymbol<LLVM::LLVMFuncOp>(kKernelSymbol);
+    if (!fn) return makeError(ErrorCode::Internal, "lowered module has no entry point");
+    if (p.module->lookupSymbol(o.symbol)) return makeError(ErrorCode::InvalidArgument, "symbol '" + o.symbol + "' is taken");
+    fn.setSymName(o.symbol);
+  }
   switch (e) {
     case Emit::Schedule: return p.schedule.empty() ? std::string("// no transform schedule: this family is built as explicit loops\n") : p.schedule;
     case Emit::Payload:

@@ -46,11 +46,19 @@ const char* kToLLVM =
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},convert-cf-to-llvm,convert-index-to-llvm,"
     "reconcile-unrealized-casts";
 
-Expected<std::unique_ptr<llvm::TargetMachine>> hostMachine(const std::string& cpu) {
+// `linkable`: code for a relocatable object that ends up in executables and shared libraries (an
+// ahead-of-time bundle): position-independent, small code model. The JIT's default (the large
+// code model) puts code in .ltext with absolute relocations, which a PIE link turns into text
+// relocations.
+Expected<std::unique_ptr<llvm::TargetMachine>> hostMachine(const std::string& cpu, bool linkable = false) {
   initLLVM();
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) return makeError(ErrorCode::Internal, "cannot detect the host target: " + llvm::toString(jtmb.takeError()));
   jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  if (linkable) {
+    jtmb->setRelocationModel(llvm::Reloc::PIC_);
+    jtmb->setCodeModel(llvm::CodeModel::Small);
+  }
   if (!cpu.empty()) {
     jtmb->setCPU(cpu);
     jtmb->getFeatures() = llvm::SubtargetFeatures();
@@ -162,7 +170,7 @@ Expected<std::unique_ptr<mlir::ExecutionEngine>> jitHost(mlir::ModuleOp m, const
 }
 
 Expected<std::string> emitHostArtifact(mlir::ModuleOp m, HostArtifact kind, const std::string& cpu) {
-  TESSERA_ASSIGN(auto tm, hostMachine(cpu));
+  TESSERA_ASSIGN(auto tm, hostMachine(cpu, kind == HostArtifact::Object));
   llvm::LLVMContext llctx;
   DiagnosticCollector diags(m.getContext());
   auto mod = mlir::translateModuleToLLVMIR(m, llctx, "tessera_kernel");
