@@ -24,6 +24,7 @@ void addImportCommand(CLI::App& app);   // tessera import kerneltuner FILE
 void addCompareCommand(CLI::App& app);  // tessera compare (targets side by side)
 void addWorkerCommands(CLI::App& app);  // tessera worker / workers (measurement workers)
 void addTuneAllCommand(CLI::App& app);  // tessera tune-all FILE --shard i/N
+void addBundleCommand(CLI::App& app);   // tessera bundle (ahead-of-time kernels + C runtime)
 #endif
 
 }  // namespace tessera::cli

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   tessera::cli::addCompareCommand(app);
   tessera::cli::addWorkerCommands(app);
   tessera::cli::addTuneAllCommand(app);
+  tessera::cli::addBundleCommand(app);
 #endif
   try {
     app.parse(argc, argv);

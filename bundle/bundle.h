@@ -1,0 +1,62 @@
+// Owns `tessera bundle`'s library part: for a list of kernels and targets, choose each one's
+// config (resolve.h), compile it ahead of time (a host object with a plain C entry point, or a
+// cubin plus PTX / an hsaco with its launch), check host kernels against the reference, and write
+// the folder a deployment links: the C runtime (runtime/), the generated kernel table, the
+// objects and code objects, a Makefile and manifest.json (every key, config, time measured or
+// estimated and labelled, provenance, Tessera and LLVM versions).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bundle/resolve.h"
+#include "ir/ir.h"
+#include "support/status.h"
+#include "targets/target_desc.h"
+
+namespace tessera::bundle {
+
+struct KernelRequest {
+  ir::Kernel kernel;
+  std::string origin;  // where it was asked for: "kernels.txt:3", "attn.tsr", "store winner"
+};
+
+enum class HostCpu {
+  Level,   // compile for the key's ISA level (x86-64-v3/v4): runs on every CPU of that level
+  Native,  // compile for this CPU exactly, as it was tuned (targets of this machine's level only)
+};
+
+struct BundleSettings {
+  std::vector<TargetDesc> targets;
+  std::string outDir;
+  ResolveSettings resolve;
+  HostCpu hostCpu = HostCpu::Level;
+  bool verify = true;        // host kernels: run the chosen config here (forked child) against the reference
+  bool replace = false;      // replace an existing bundle folder (only one with a Tessera manifest)
+  double verifyTimeoutSec = 60;
+  std::string tesseraVersion = "unknown";
+};
+
+struct BundleCallbacks {
+  std::function<void(const std::string&)> onProgress;  // one line per kernel
+  std::function<void(const std::string&)> onWarning;
+};
+
+struct BundleSummary {
+  std::string dir;
+  int entries = 0, exact = 0, nearest = 0, untuned = 0, estimated = 0;
+  std::vector<std::string> skipped;  // "<kernel> on <target>: why"
+};
+
+// Writes the bundle. An error leaves no half-written folder behind.
+Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, const BundleSettings& s,
+                                    const RecordSources& src, const BundleCallbacks& cb = {});
+
+// "host" (this CPU's ISA level), "x86-64-v2|v3|v4" (a host of that level), or a GPU target name.
+Expected<TargetDesc> parseBundleTarget(const std::string& name);
+
+// The LLVM version this Tessera was built with ("22.1.0").
+const char* llvmVersion();
+
+}  // namespace tessera::bundle

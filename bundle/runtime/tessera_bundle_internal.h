@@ -1,0 +1,85 @@
+/* The layout of a bundle's kernel table, shared by the generated tessera_bundle_table.c and the
+ * runtime sources. Not part of the API: tessera_bundle.h is. */
+#ifndef TESSERA_BUNDLE_INTERNAL_H
+#define TESSERA_BUNDLE_INTERNAL_H
+
+#include "tessera_bundle.h"
+
+typedef struct tsr_tensor {
+  const char* name;
+  const char* dtype;
+  int elem_bytes;
+  int is_output;
+  int rank;
+  int64_t dims[TESSERA_MAX_RANK];
+} tsr_tensor;
+
+/* One argument of a GPU kernel and how the host wrapper makes it from the user's buffers
+ * (codegen/gpu.h GpuArg). */
+enum { TSR_ARG_TENSOR = 0, TSR_ARG_PACKED = 1, TSR_ARG_WORKSPACE = 2 };
+typedef struct tsr_gpu_arg {
+  int kind;
+  int tensor;        /* user buffer index, -1: none */
+  int elem_bytes;    /* of this argument */
+  int64_t batch_stride;
+  int64_t rows, cols, prows, pcols;
+  int transposed, copy_back, zero_first;
+} tsr_gpu_arg;
+
+typedef struct tsr_gpu {
+  const char* symbol;  /* kernel function in the code object */
+  int64_t grid[3], block[3];
+  int64_t batches;
+  int num_args;
+  const tsr_gpu_arg* args;
+  int num_params;      /* the launched function's parameters: indices into args */
+  const int* params;
+  const unsigned char* binary;  /* cubin / hsaco */
+  size_t binary_size;
+  const char* ptx;              /* NVIDIA: PTX text, NUL-terminated (NULL: none) */
+  int ptx_portable;             /* the driver may JIT the PTX for newer devices (not for sm_XXa) */
+} tsr_gpu;
+
+enum { TSR_HOST = 0, TSR_NVIDIA = 1, TSR_AMD = 2 };
+
+struct tessera_kernel {
+  const char* name;
+  const char* family;
+  const char* shape;
+  const char* dtype;
+  const char* target;
+  const char* arch;
+  int vendor;
+  const char* config;
+  const char* source;
+  const char* tuned_shape;
+  const char* time_kind;
+  double time_us;
+  const char* estimator;
+  const char* bound;
+  int rank;
+  int64_t dims[TESSERA_MAX_RANK];
+  int num_inputs, num_outputs;
+  const tsr_tensor* tensors;
+  void (*host_fn)(void* const* buffers);  /* host: calls the compiled entry point */
+  const tsr_gpu* gpu;                     /* GPU: launch and code object */
+};
+
+extern const struct tessera_kernel tsr_kernels[];
+extern const int tsr_kernel_count;
+
+/* runtime internals shared by the two runtime files */
+void tsr_message(const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+int tsr_index_of(const tessera_kernel* k);
+tessera_status tsr_check_buffers(const tessera_kernel* k, void* const* buffers, size_t align);
+/* The arch of CUDA device `device` ("sm_90"), or NULL with a message. */
+const char* tsr_cuda_arch(int device);
+/* Whether AMD kernel `k`'s code object loads on HIP device `device` (the runtime names no arch
+ * portably, so "hip" picks the kernels whose hsaco the device accepts). */
+int tsr_hip_loads(const tessera_kernel* k, int device);
+
+#endif /* TESSERA_BUNDLE_INTERNAL_H */

@@ -1,0 +1,301 @@
+/* Owns the host half of a bundle's runtime: finding a kernel by family or name, shape, dtype and
+ * arch (and saying which one was chosen and why), describing kernels and their tensors, the CPU
+ * ISA-level check and the direct call of host kernels. Plain C11, no dependencies. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera_bundle_internal.h"
+
+static _Thread_local char tsr_msg[1024];
+
+void tsr_message(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tsr_msg, sizeof tsr_msg, fmt, ap);
+  va_end(ap);
+}
+
+const char* tessera_last_message(void) { return tsr_msg; }
+
+const char* tessera_status_name(tessera_status s) {
+  switch (s) {
+    case TESSERA_OK: return "ok";
+    case TESSERA_ERR_NOT_FOUND: return "not found";
+    case TESSERA_ERR_ARGUMENT: return "bad argument";
+    case TESSERA_ERR_UNSUPPORTED: return "unsupported here";
+    case TESSERA_ERR_DEVICE: return "device error";
+    case TESSERA_ERR_MEMORY: return "out of memory";
+  }
+  return "unknown status";
+}
+
+int tessera_kernel_count(void) { return tsr_kernel_count; }
+
+const tessera_kernel* tessera_kernel_at(int i) { return i >= 0 && i < tsr_kernel_count ? &tsr_kernels[i] : NULL; }
+
+int tsr_index_of(const tessera_kernel* k) {
+  if (!k || k < tsr_kernels || k >= tsr_kernels + tsr_kernel_count) return -1;
+  return (int)(k - tsr_kernels);
+}
+
+/* ---- the CPU's x86-64 ISA level (what host objects were compiled for) ---- */
+
+static int tsr_cpu_runs(const char* arch) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  int v2 = __builtin_cpu_supports("sse3") && __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("sse4.1") &&
+           __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("popcnt");
+  int v3 = v2 && __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+  int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  if (strcmp(arch, "x86-64") == 0 || strcmp(arch, "x86-64-v1") == 0) return 1;
+  if (strcmp(arch, "x86-64-v2") == 0) return v2;
+  if (strcmp(arch, "x86-64-v3") == 0) return v3;
+  if (strcmp(arch, "x86-64-v4") == 0) return v4;
+  return 0;
+#else
+  (void)arch;
+  return 0;
+#endif
+}
+
+/* Higher is better among host levels this CPU runs. */
+static int tsr_level_rank(const char* arch) {
+  size_t n = strlen(arch);
+  if (n >= 2 && arch[n - 2] == 'v' && arch[n - 1] >= '1' && arch[n - 1] <= '9') return arch[n - 1] - '0';
+  return 1;
+}
+
+/* ---- finding a kernel ---- */
+
+static int tsr_parse_shape(const char* text, int64_t* dims, int* rank) {
+  int r = 0;
+  const char* p = text;
+  if (!p || !*p) return 0;
+  while (*p) {
+    if (r == TESSERA_MAX_RANK) return 0;
+    char* end = NULL;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v <= 0) return 0;
+    dims[r++] = (int64_t)v;
+    p = end;
+    if (*p == 'x' || *p == 'X' || *p == ',') {
+      ++p;
+      if (!*p) return 0;
+    } else if (*p) {
+      return 0;
+    }
+  }
+  *rank = r;
+  return 1;
+}
+
+static int tsr_same_dims(const tessera_kernel* k, const int64_t* dims, int rank) {
+  if (k->rank != rank) return 0;
+  for (int i = 0; i < rank; ++i)
+    if (k->dims[i] != dims[i]) return 0;
+  return 1;
+}
+
+/* sm_XY -> XY (0 when not an NVIDIA arch). */
+static int tsr_sm_number(const char* arch) {
+  if (strncmp(arch, "sm_", 3) != 0) return 0;
+  return atoi(arch + 3);
+}
+
+/* How well kernel `k` fits the arch asked for: 0 = not at all, higher = better. `device` is the
+ * arch of the CUDA/HIP device for "cuda"/"hip". */
+static int tsr_arch_fit(const tessera_kernel* k, const char* arch, const char* device) {
+  size_t dn = device ? strlen(device) : 0;
+  if (strcmp(arch, "host") == 0) return k->vendor == TSR_HOST && tsr_cpu_runs(k->arch) ? 10 + tsr_level_rank(k->arch) : 0;
+  if (strcmp(arch, "cuda") == 0) {
+    if (k->vendor != TSR_NVIDIA || !device) return 0;
+    if (strcmp(k->arch, device) == 0) return 1000;  /* the cubin itself */
+    if (strncmp(k->arch, device, dn) == 0 && strcmp(k->arch + dn, "a") == 0) return 1001;  /* sm_90a on sm_90 */
+    int want = tsr_sm_number(device), have = tsr_sm_number(k->arch);
+    if (k->gpu && k->gpu->ptx && k->gpu->ptx_portable && have && have <= want) return have;  /* PTX, JIT-compiled */
+    return 0;
+  }
+#ifndef TESSERA_BUNDLE_NO_GPU
+  if (strcmp(arch, "hip") == 0) return k->vendor == TSR_AMD ? 1000 : 0;  /* and its hsaco loads: see below */
+#endif
+  return strcmp(k->arch, arch) == 0 || strcmp(k->target, arch) == 0 ? 1 : 0;
+}
+
+static void tsr_describe_choice(const tessera_kernel* k, int matches) {
+  char t[96] = "no time recorded";
+  if (strcmp(k->time_kind, "measured") == 0)
+    snprintf(t, sizeof t, "measured %.4g us median", k->time_us);
+  else if (strcmp(k->time_kind, "estimated") == 0)
+    snprintf(t, sizeof t, "ESTIMATED %.4g us by %s (%s-bound), not measured", k->time_us, k->estimator, k->bound);
+  char why[256];
+  if (strcmp(k->source, "exact") == 0)
+    snprintf(why, sizeof why, "config tuned at this shape, %s", t);
+  else if (strcmp(k->source, "nearest") == 0)
+    snprintf(why, sizeof why, "config tuned at %s (nearest tuned shape; legal at %s by the space rules), %s there",
+             k->tuned_shape, k->shape, t);
+  else
+    snprintf(why, sizeof why, "untuned: no tuned config was found when the bundle was built, the space's default");
+  tsr_message("%s %s %s on %s (%s): %s; config %s%s", k->family, k->shape, k->dtype, k->target, k->arch, why, k->config,
+              matches > 1 ? "; several kernels match, pass a kernel name to choose" : "");
+}
+
+const tessera_kernel* tessera_find_dims(const char* family, const int64_t* dims, int rank, const char* dtype,
+                                        const char* arch) {
+  if (!family || !dims || rank <= 0 || rank > TESSERA_MAX_RANK || !dtype || !arch) {
+    tsr_message("tessera_find: family, shape, dtype and arch are required");
+    return NULL;
+  }
+  const char* device = NULL;
+#ifndef TESSERA_BUNDLE_NO_GPU
+  if (strcmp(arch, "cuda") == 0 && !(device = tsr_cuda_arch(0))) return NULL;
+#endif
+  const tessera_kernel* best = NULL;
+  int bestFit = 0, matches = 0;
+  char others[512] = "";
+  size_t used = 0;
+  for (int i = 0; i < tsr_kernel_count; ++i) {
+    const tessera_kernel* k = &tsr_kernels[i];
+    if (strcmp(k->family, family) != 0 && strcmp(k->name, family) != 0) continue;
+    if (strcmp(k->dtype, dtype) != 0) continue;
+    int fit = tsr_arch_fit(k, arch, device);
+    if (!fit) continue;
+    if (!tsr_same_dims(k, dims, rank)) {
+      if (used + strlen(k->shape) + 3 < sizeof others && !strstr(others, k->shape))
+        used += (size_t)snprintf(others + used, sizeof others - used, "%s%s", used ? ", " : "", k->shape);
+      continue;
+    }
+#ifndef TESSERA_BUNDLE_NO_GPU
+    if (strcmp(arch, "hip") == 0 && !tsr_hip_loads(k, 0)) continue;
+#endif
+    ++matches;
+    if (fit > bestFit) {
+      best = k;
+      bestFit = fit;
+    }
+  }
+  if (best) {
+    tsr_describe_choice(best, matches);
+    return best;
+  }
+  char want[160];
+  size_t w = 0;
+  for (int i = 0; i < rank && w < sizeof want - 24; ++i)
+    w += (size_t)snprintf(want + w, sizeof want - w, "%s%lld", i ? "x" : "", (long long)dims[i]);
+  if (used)
+    tsr_message("no %s %s kernel for shape %s on %s in this bundle (it has %s); kernels are compiled per shape: "
+                "add the shape to the bundle's kernel list and rebuild it",
+                family, dtype, want, arch, others);
+  else
+    tsr_message("no %s %s kernel for %s in this bundle%s", family, dtype, arch,
+                strcmp(arch, "host") == 0 ? " (or this CPU lacks the ISA level its host kernels need)" : "");
+  return NULL;
+}
+
+const tessera_kernel* tessera_find(const char* family, const char* shape, const char* dtype, const char* arch) {
+  int64_t dims[TESSERA_MAX_RANK];
+  int rank = 0;
+  if (!tsr_parse_shape(shape, dims, &rank)) {
+    tsr_message("tessera_find: bad shape '%s' (expected e.g. 1024x1024x512)", shape ? shape : "(null)");
+    return NULL;
+  }
+  return tessera_find_dims(family, dims, rank, dtype, arch);
+}
+
+/* ---- describing kernels ---- */
+
+tessera_status tessera_info(const tessera_kernel* k, tessera_kernel_info* out) {
+  if (tsr_index_of(k) < 0 || !out) {
+    tsr_message("tessera_info: not a kernel of this bundle");
+    return TESSERA_ERR_ARGUMENT;
+  }
+  out->name = k->name;
+  out->family = k->family;
+  out->shape = k->shape;
+  out->dtype = k->dtype;
+  out->target = k->target;
+  out->arch = k->arch;
+  out->config = k->config;
+  out->source = k->source;
+  out->tuned_shape = k->tuned_shape;
+  out->time_kind = k->time_kind;
+  out->time_us = k->time_us;
+  out->estimator = k->estimator;
+  out->bound = k->bound;
+  out->num_inputs = k->num_inputs;
+  out->num_outputs = k->num_outputs;
+  return TESSERA_OK;
+}
+
+int tessera_num_tensors(const tessera_kernel* k) { return tsr_index_of(k) < 0 ? 0 : k->num_inputs + k->num_outputs; }
+
+tessera_status tessera_tensor(const tessera_kernel* k, int i, tessera_tensor_info* out) {
+  if (!out || i < 0 || i >= tessera_num_tensors(k)) {
+    tsr_message("tessera_tensor: no tensor %d", i);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  const tsr_tensor* t = &k->tensors[i];
+  out->name = t->name;
+  out->dtype = t->dtype;
+  out->is_output = t->is_output;
+  out->rank = t->rank;
+  size_t n = 1;
+  for (int d = 0; d < TESSERA_MAX_RANK; ++d) {
+    out->dims[d] = d < t->rank ? t->dims[d] : 0;
+    if (d < t->rank) n *= (size_t)t->dims[d];
+  }
+  out->bytes = n * (size_t)t->elem_bytes;
+  return TESSERA_OK;
+}
+
+/* ---- running ---- */
+
+tessera_status tsr_check_buffers(const tessera_kernel* k, void* const* buffers, size_t align) {
+  if (tsr_index_of(k) < 0) {
+    tsr_message("not a kernel of this bundle");
+    return TESSERA_ERR_ARGUMENT;
+  }
+  if (!buffers) {
+    tsr_message("%s: no buffers", k->name);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  for (int i = 0; i < k->num_inputs + k->num_outputs; ++i) {
+    if (!buffers[i]) {
+      tsr_message("%s: buffer %d (%s) is NULL", k->name, i, k->tensors[i].name);
+      return TESSERA_ERR_ARGUMENT;
+    }
+    if (align && ((uintptr_t)buffers[i] % align) != 0) {
+      tsr_message("%s: buffer %d (%s) is not %zu-byte aligned", k->name, i, k->tensors[i].name, align);
+      return TESSERA_ERR_ARGUMENT;
+    }
+  }
+  return TESSERA_OK;
+}
+
+tessera_status tessera_host_call(const tessera_kernel* k, void* const* buffers) {
+  tessera_status st = tsr_check_buffers(k, buffers, 64);  /* the entry point assumes 64-byte alignment */
+  if (st != TESSERA_OK) return st;
+  if (k->vendor != TSR_HOST || !k->host_fn) {
+    tsr_message("%s is a %s kernel: use tessera_run, tessera_cuda_run or tessera_hip_run", k->name, k->target);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  if (!tsr_cpu_runs(k->arch)) {
+    tsr_message("%s was compiled for %s, which this CPU does not support", k->name, k->arch);
+    return TESSERA_ERR_UNSUPPORTED;
+  }
+  k->host_fn(buffers);
+  return TESSERA_OK;
+}
+
+tessera_status tessera_run(const tessera_kernel* k, void* const* buffers) {
+  if (tsr_index_of(k) < 0) {
+    tsr_message("tessera_run: not a kernel of this bundle");
+    return TESSERA_ERR_ARGUMENT;
+  }
+  if (k->vendor == TSR_HOST) return tessera_host_call(k, buffers);
+  if (k->vendor == TSR_NVIDIA) return tessera_cuda_run(k, buffers, 0, NULL);
+  return tessera_hip_run(k, buffers, 0, NULL);
+}

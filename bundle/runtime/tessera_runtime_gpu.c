@@ -1,0 +1,507 @@
+/* Owns the GPU half of a bundle's runtime: the CUDA driver API (libcuda.so.1) and the HIP runtime
+ * (libamdhip64.so) loaded with dlopen, so nothing links against either and a machine without a
+ * driver gets TESSERA_ERR_UNSUPPORTED and a message; code objects loaded once per kernel; and the
+ * host wrapper of codegen/gpu.h reproduced in C (user buffers uploaded, operands padded or
+ * transposed into zeroed copies, workspaces zeroed, one launch per batch, copy-back, download). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera_bundle_internal.h"
+
+#ifdef TESSERA_BUNDLE_NO_GPU
+
+const char* tsr_cuda_arch(int device) {
+  (void)device;
+  tsr_message("this program was built without the GPU launchers (TESSERA_BUNDLE_NO_GPU)");
+  return NULL;
+}
+int tsr_hip_loads(const tessera_kernel* k, int device) { (void)k; (void)device; return 0; }
+tessera_status tessera_cuda_run(const tessera_kernel* k, void* const* b, int d, float* ms) {
+  (void)k; (void)b; (void)d; (void)ms;
+  tsr_message("this program was built without the GPU launchers (TESSERA_BUNDLE_NO_GPU)");
+  return TESSERA_ERR_UNSUPPORTED;
+}
+tessera_status tessera_hip_run(const tessera_kernel* k, void* const* b, int d, float* ms) {
+  return tessera_cuda_run(k, b, d, ms);
+}
+
+#else
+
+#include <dlfcn.h>
+#include <pthread.h>
+
+/* ---- the device-independent host wrapper ---- */
+
+typedef struct tsr_dev tsr_dev;
+struct tsr_dev {
+  tessera_status (*alloc)(tsr_dev* d, uint64_t* p, size_t n);
+  void (*release)(tsr_dev* d, uint64_t p);
+  tessera_status (*upload)(tsr_dev* d, uint64_t dst, const void* src, size_t n);
+  tessera_status (*download)(tsr_dev* d, void* dst, uint64_t src, size_t n);
+  tessera_status (*zero)(tsr_dev* d, uint64_t dst, size_t n);
+  tessera_status (*launch)(tsr_dev* d, void* fn, const tsr_gpu* g, void** params, float* ms);
+};
+
+static size_t tsr_arg_bytes(const tsr_gpu_arg* a) { return (size_t)(a->prows * a->pcols) * (size_t)a->elem_bytes; }
+
+static size_t tsr_tensor_bytes(const tsr_tensor* t) {
+  size_t n = (size_t)t->elem_bytes;
+  for (int i = 0; i < t->rank; ++i) n *= (size_t)t->dims[i];
+  return n;
+}
+
+/* Zeroed [prows x pcols] copy of the [rows x cols] matrix at src (stored [cols][rows] when
+ * transposed). */
+static void tsr_pack(const tsr_gpu_arg* a, const char* src, char* dst) {
+  const size_t es = (size_t)a->elem_bytes;
+  memset(dst, 0, tsr_arg_bytes(a));
+  if (!a->transposed) {
+    for (int64_t r = 0; r < a->rows; ++r)
+      memcpy(dst + (size_t)(r * a->pcols) * es, src + (size_t)(r * a->cols) * es, (size_t)a->cols * es);
+    return;
+  }
+  for (int64_t r = 0; r < a->rows; ++r)
+    for (int64_t c = 0; c < a->cols; ++c)
+      memcpy(dst + (size_t)(r * a->pcols + c) * es, src + (size_t)(c * a->rows + r) * es, es);
+}
+
+static void tsr_copy_back(const tsr_gpu_arg* a, const char* ws, char* user) {
+  const size_t es = (size_t)a->elem_bytes;
+  for (int64_t r = 0; r < a->rows; ++r)
+    memcpy(user + (size_t)(r * a->cols) * es, ws + (size_t)(r * a->pcols) * es, (size_t)a->cols * es);
+}
+
+static tessera_status tsr_wrapper_run(tsr_dev* d, const tessera_kernel* k, void* fn, void* const* buffers, float* total_ms) {
+  const tsr_gpu* g = k->gpu;
+  const int nt = k->num_inputs + k->num_outputs;
+  uint64_t* user = calloc((size_t)nt, sizeof *user);
+  uint64_t* scratch = calloc((size_t)g->num_args + 1, sizeof *scratch);
+  uint64_t* ptr = calloc((size_t)g->num_args + 1, sizeof *ptr);
+  uint64_t* vals = calloc((size_t)g->num_params + 1, sizeof *vals);
+  void** params = calloc((size_t)g->num_params + 1, sizeof *params);
+  char* staging = NULL;
+  size_t stagingSize = 0;
+  tessera_status st = TESSERA_OK;
+  float total = 0;
+  if (!user || !scratch || !ptr || !vals || !params) {
+    tsr_message("%s: out of host memory", k->name);
+    st = TESSERA_ERR_MEMORY;
+    goto done;
+  }
+  for (int i = 0; i < nt && st == TESSERA_OK; ++i) {
+    size_t n = tsr_tensor_bytes(&k->tensors[i]);
+    st = d->alloc(d, &user[i], n);
+    if (st == TESSERA_OK) st = d->upload(d, user[i], buffers[i], n);
+  }
+  for (int i = 0; i < g->num_args && st == TESSERA_OK; ++i) {
+    const tsr_gpu_arg* a = &g->args[i];
+    if (a->kind == TSR_ARG_TENSOR) continue;
+    size_t n = tsr_arg_bytes(a);
+    st = d->alloc(d, &scratch[i], n);
+    if (st == TESSERA_OK && n > stagingSize) stagingSize = n;
+  }
+  if (st == TESSERA_OK && stagingSize && !(staging = malloc(stagingSize))) {
+    tsr_message("%s: out of host memory", k->name);
+    st = TESSERA_ERR_MEMORY;
+  }
+  for (int64_t b = 0; b < g->batches && st == TESSERA_OK; ++b) {
+    for (int i = 0; i < g->num_args && st == TESSERA_OK; ++i) {
+      const tsr_gpu_arg* a = &g->args[i];
+      size_t off = a->tensor >= 0 ? (size_t)(b * a->batch_stride) * (size_t)k->tensors[a->tensor].elem_bytes : 0;
+      if (a->kind == TSR_ARG_TENSOR) {
+        ptr[i] = user[a->tensor] + off;
+        if (a->zero_first) st = d->zero(d, ptr[i], (size_t)(a->rows * a->cols) * (size_t)a->elem_bytes);
+      } else if (a->kind == TSR_ARG_WORKSPACE) {
+        ptr[i] = scratch[i];
+        st = d->zero(d, ptr[i], tsr_arg_bytes(a));
+      } else {
+        ptr[i] = scratch[i];
+        tsr_pack(a, (const char*)buffers[a->tensor] + off, staging);
+        st = d->upload(d, ptr[i], staging, tsr_arg_bytes(a));
+      }
+    }
+    if (st != TESSERA_OK) break;
+    for (int p = 0; p < g->num_params; ++p) {
+      vals[p] = ptr[g->params[p]];
+      params[p] = &vals[p];
+    }
+    float ms = 0;
+    st = d->launch(d, fn, g, params, &ms);
+    total += ms;
+    for (int i = 0; i < g->num_args && st == TESSERA_OK; ++i) {
+      const tsr_gpu_arg* a = &g->args[i];
+      if (a->kind != TSR_ARG_WORKSPACE || !a->copy_back) continue;
+      st = d->download(d, staging, scratch[i], tsr_arg_bytes(a));
+      size_t off = (size_t)(b * a->batch_stride) * (size_t)k->tensors[a->tensor].elem_bytes;
+      if (st == TESSERA_OK) tsr_copy_back(a, staging, (char*)buffers[a->tensor] + off);
+    }
+  }
+  for (int i = k->num_inputs; i < nt && st == TESSERA_OK; ++i) {
+    int copied = 0;
+    for (int j = 0; j < g->num_args; ++j)
+      copied |= g->args[j].kind == TSR_ARG_WORKSPACE && g->args[j].copy_back && g->args[j].tensor == i;
+    if (!copied) st = d->download(d, buffers[i], user[i], tsr_tensor_bytes(&k->tensors[i]));
+  }
+done:
+  if (user)
+    for (int i = 0; i < nt; ++i)
+      if (user[i]) d->release(d, user[i]);
+  if (scratch)
+    for (int i = 0; i < g->num_args; ++i)
+      if (scratch[i]) d->release(d, scratch[i]);
+  free(user);
+  free(scratch);
+  free(ptr);
+  free(vals);
+  free(params);
+  free(staging);
+  if (total_ms) *total_ms = total;
+  return st;
+}
+
+/* Loaded code objects, one per kernel of the table (and the device it was loaded on). */
+typedef struct tsr_loaded {
+  void* module;
+  void* function;
+  int device;
+  int state; /* 0: not tried, 1: loaded, -1: refused by the device */
+} tsr_loaded;
+
+static pthread_mutex_t tsr_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static tsr_loaded* tsr_slots(tsr_loaded** table) {
+  if (!*table) *table = calloc((size_t)tsr_kernel_count + 1, sizeof **table);
+  return *table;
+}
+
+/* ---- CUDA driver API ---- */
+
+typedef int CUres;
+typedef unsigned long long CUptr;
+static struct {
+  int tried, ok;
+  void* lib;
+  CUres (*init)(unsigned);
+  CUres (*deviceGet)(int*, int);
+  CUres (*deviceGetAttribute)(int*, int, int);
+  CUres (*primaryCtxRetain)(void**, int);
+  CUres (*ctxSetCurrent)(void*);
+  CUres (*moduleLoadData)(void**, const void*);
+  CUres (*moduleGetFunction)(void**, void*, const char*);
+  CUres (*memAlloc)(CUptr*, size_t);
+  CUres (*memFree)(CUptr);
+  CUres (*memcpyHtoD)(CUptr, const void*, size_t);
+  CUres (*memcpyDtoH)(void*, CUptr, size_t);
+  CUres (*memsetD8)(CUptr, unsigned char, size_t);
+  CUres (*launchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
+  CUres (*eventCreate)(void**, unsigned);
+  CUres (*eventRecord)(void*, void*);
+  CUres (*eventSynchronize)(void*);
+  CUres (*eventElapsedTime)(float*, void*, void*);
+  CUres (*eventDestroy)(void*);
+  CUres (*getErrorString)(CUres, const char**);
+} cu;
+static tsr_loaded* cu_loaded;
+static char cu_arch_text[16];
+
+#define TSR_SYM(api, field, name) (*(void**)(&api.field) = dlsym(api.lib, name)) != NULL
+
+/* Opens the driver once; 0 with a message when there is none. */
+static int cu_open(void) {
+  pthread_mutex_lock(&tsr_lock);
+  if (!cu.tried) {
+    cu.tried = 1;
+    cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (cu.lib)
+      cu.ok = TSR_SYM(cu, init, "cuInit") && TSR_SYM(cu, deviceGet, "cuDeviceGet") &&
+              TSR_SYM(cu, deviceGetAttribute, "cuDeviceGetAttribute") &&
+              TSR_SYM(cu, primaryCtxRetain, "cuDevicePrimaryCtxRetain") && TSR_SYM(cu, ctxSetCurrent, "cuCtxSetCurrent") &&
+              TSR_SYM(cu, moduleLoadData, "cuModuleLoadData") && TSR_SYM(cu, moduleGetFunction, "cuModuleGetFunction") &&
+              TSR_SYM(cu, memAlloc, "cuMemAlloc_v2") && TSR_SYM(cu, memFree, "cuMemFree_v2") &&
+              TSR_SYM(cu, memcpyHtoD, "cuMemcpyHtoD_v2") && TSR_SYM(cu, memcpyDtoH, "cuMemcpyDtoH_v2") &&
+              TSR_SYM(cu, memsetD8, "cuMemsetD8_v2") && TSR_SYM(cu, launchKernel, "cuLaunchKernel") &&
+              TSR_SYM(cu, eventCreate, "cuEventCreate") && TSR_SYM(cu, eventRecord, "cuEventRecord") &&
+              TSR_SYM(cu, eventSynchronize, "cuEventSynchronize") &&
+              TSR_SYM(cu, eventElapsedTime, "cuEventElapsedTime") && TSR_SYM(cu, eventDestroy, "cuEventDestroy_v2") &&
+              TSR_SYM(cu, getErrorString, "cuGetErrorString") && cu.init(0) == 0;
+  }
+  int ok = cu.ok;
+  pthread_mutex_unlock(&tsr_lock);
+  if (!ok)
+    tsr_message(cu.lib ? "the CUDA driver has no usable device (cuInit failed or an entry point is missing)"
+                       : "no CUDA driver on this machine (libcuda.so.1 not found)");
+  return ok;
+}
+
+static tessera_status cu_fail(CUres r, const char* what) {
+  const char* s = NULL;
+  if (cu.getErrorString) cu.getErrorString(r, &s);
+  tsr_message("%s: %s (CUDA error %d)", what, s ? s : "unknown", r);
+  return r == 2 ? TESSERA_ERR_MEMORY : TESSERA_ERR_DEVICE;  /* CUDA_ERROR_OUT_OF_MEMORY */
+}
+
+static tessera_status cu_context(int device) {
+  int dev = 0;
+  void* ctx = NULL;
+  if (cu.deviceGet(&dev, device) != 0) {
+    tsr_message("no CUDA device %d", device);
+    return TESSERA_ERR_UNSUPPORTED;
+  }
+  CUres r = cu.primaryCtxRetain(&ctx, dev);
+  if (r == 0) r = cu.ctxSetCurrent(ctx);
+  return r == 0 ? TESSERA_OK : cu_fail(r, "CUDA context");
+}
+
+const char* tsr_cuda_arch(int device) {
+  if (!cu_open()) return NULL;
+  int dev = 0, major = 0, minor = 0;
+  if (cu.deviceGet(&dev, device) != 0 || cu.deviceGetAttribute(&major, 75, dev) != 0 ||
+      cu.deviceGetAttribute(&minor, 76, dev) != 0) {  /* COMPUTE_CAPABILITY_MAJOR / _MINOR */
+    tsr_message("no CUDA device %d", device);
+    return NULL;
+  }
+  snprintf(cu_arch_text, sizeof cu_arch_text, "sm_%d%d", major, minor);
+  return cu_arch_text;
+}
+
+static tessera_status cu_alloc(tsr_dev* d, uint64_t* p, size_t n) {
+  (void)d;
+  CUptr x = 0;
+  CUres r = cu.memAlloc(&x, n ? n : 1);
+  *p = x;
+  return r == 0 ? TESSERA_OK : cu_fail(r, "cuMemAlloc");
+}
+static void cu_release(tsr_dev* d, uint64_t p) { (void)d; cu.memFree(p); }
+static tessera_status cu_upload(tsr_dev* d, uint64_t dst, const void* src, size_t n) {
+  (void)d;
+  CUres r = cu.memcpyHtoD(dst, src, n);
+  return r == 0 ? TESSERA_OK : cu_fail(r, "cuMemcpyHtoD");
+}
+static tessera_status cu_download(tsr_dev* d, void* dst, uint64_t src, size_t n) {
+  (void)d;
+  CUres r = cu.memcpyDtoH(dst, src, n);
+  return r == 0 ? TESSERA_OK : cu_fail(r, "cuMemcpyDtoH");
+}
+static tessera_status cu_zero(tsr_dev* d, uint64_t dst, size_t n) {
+  (void)d;
+  CUres r = cu.memsetD8(dst, 0, n);
+  return r == 0 ? TESSERA_OK : cu_fail(r, "cuMemsetD8");
+}
+static tessera_status cu_launch(tsr_dev* d, void* fn, const tsr_gpu* g, void** params, float* ms) {
+  (void)d;
+  void *start = NULL, *stop = NULL;
+  CUres r = cu.eventCreate(&start, 0);
+  if (r == 0) r = cu.eventCreate(&stop, 0);
+  if (r == 0) r = cu.eventRecord(start, NULL);
+  if (r == 0)
+    r = cu.launchKernel(fn, (unsigned)g->grid[0], (unsigned)g->grid[1], (unsigned)g->grid[2], (unsigned)g->block[0],
+                        (unsigned)g->block[1], (unsigned)g->block[2], 0, NULL, params, NULL);
+  if (r == 0) r = cu.eventRecord(stop, NULL);
+  if (r == 0) r = cu.eventSynchronize(stop);
+  if (r == 0) r = cu.eventElapsedTime(ms, start, stop);
+  if (start) cu.eventDestroy(start);
+  if (stop) cu.eventDestroy(stop);
+  return r == 0 ? TESSERA_OK : cu_fail(r, "CUDA kernel launch");
+}
+
+/* The cubin when the device is the kernel's arch, else the PTX (JIT-compiled by the driver). */
+static tessera_status cu_function(const tessera_kernel* k, int device, void** fn) {
+  const char* arch = tsr_cuda_arch(device);
+  if (!arch) return TESSERA_ERR_UNSUPPORTED;
+  size_t an = strlen(arch);
+  int cubin = strcmp(k->arch, arch) == 0 || (strncmp(k->arch, arch, an) == 0 && strcmp(k->arch + an, "a") == 0);
+  int want = atoi(arch + 3), have = atoi(k->arch + 3);
+  if (!cubin && !(k->gpu->ptx && k->gpu->ptx_portable && have <= want)) {
+    tsr_message("%s was compiled for %s; CUDA device %d is %s%s", k->name, k->arch, device, arch,
+                k->gpu->ptx_portable ? " (older: its PTX cannot run there)" : " (arch-specific code, no portable PTX)");
+    return TESSERA_ERR_UNSUPPORTED;
+  }
+  int idx = tsr_index_of(k);
+  pthread_mutex_lock(&tsr_lock);
+  tsr_loaded* slot = tsr_slots(&cu_loaded);
+  tessera_status st = TESSERA_OK;
+  if (!slot) {
+    st = TESSERA_ERR_MEMORY;
+    tsr_message("out of host memory");
+  } else if (slot[idx].state != 1 || slot[idx].device != device) {
+    void *mod = NULL, *f = NULL;
+    CUres r = cu.moduleLoadData(&mod, cubin ? (const void*)k->gpu->binary : (const void*)k->gpu->ptx);
+    if (r == 0) r = cu.moduleGetFunction(&f, mod, k->gpu->symbol);
+    if (r != 0) {
+      st = cu_fail(r, cubin ? "cuModuleLoadData (cubin)" : "cuModuleLoadData (PTX JIT)");
+    } else {
+      slot[idx].module = mod;
+      slot[idx].function = f;
+      slot[idx].device = device;
+      slot[idx].state = 1;
+    }
+  }
+  if (st == TESSERA_OK) *fn = slot[idx].function;
+  pthread_mutex_unlock(&tsr_lock);
+  return st;
+}
+
+tessera_status tessera_cuda_run(const tessera_kernel* k, void* const* buffers, int device, float* elapsed_ms) {
+  tessera_status st = tsr_check_buffers(k, buffers, 0);
+  if (st != TESSERA_OK) return st;
+  if (k->vendor != TSR_NVIDIA || !k->gpu) {
+    tsr_message("%s is not an NVIDIA kernel (target %s)", k->name, k->target);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  if (!cu_open()) return TESSERA_ERR_UNSUPPORTED;
+  if ((st = cu_context(device)) != TESSERA_OK) return st;
+  void* fn = NULL;
+  if ((st = cu_function(k, device, &fn)) != TESSERA_OK) return st;
+  tsr_dev d = {cu_alloc, cu_release, cu_upload, cu_download, cu_zero, cu_launch};
+  return tsr_wrapper_run(&d, k, fn, buffers, elapsed_ms);
+}
+
+/* ---- HIP runtime ---- */
+
+typedef int HipRes;
+static struct {
+  int tried, ok;
+  void* lib;
+  HipRes (*init)(unsigned);
+  HipRes (*setDevice)(int);
+  HipRes (*getDeviceCount)(int*);
+  HipRes (*moduleLoadData)(void**, const void*);
+  HipRes (*moduleGetFunction)(void**, void*, const char*);
+  HipRes (*malloc)(void**, size_t);
+  HipRes (*free)(void*);
+  HipRes (*memcpy)(void*, const void*, size_t, int);
+  HipRes (*memset)(void*, int, size_t);
+  HipRes (*launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
+  HipRes (*eventCreate)(void**);
+  HipRes (*eventRecord)(void*, void*);
+  HipRes (*eventSynchronize)(void*);
+  HipRes (*eventElapsedTime)(float*, void*, void*);
+  HipRes (*eventDestroy)(void*);
+  const char* (*errorString)(HipRes);
+} hip;
+static tsr_loaded* hip_loaded;
+enum { TSR_HIP_H2D = 1, TSR_HIP_D2H = 2 };
+
+static int hip_open(void) {
+  pthread_mutex_lock(&tsr_lock);
+  if (!hip.tried) {
+    hip.tried = 1;
+    hip.lib = dlopen("libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
+    if (!hip.lib) hip.lib = dlopen("libamdhip64.so.6", RTLD_NOW | RTLD_LOCAL);
+    int count = 0;
+    if (hip.lib)
+      hip.ok = TSR_SYM(hip, init, "hipInit") && TSR_SYM(hip, setDevice, "hipSetDevice") &&
+               TSR_SYM(hip, getDeviceCount, "hipGetDeviceCount") && TSR_SYM(hip, moduleLoadData, "hipModuleLoadData") &&
+               TSR_SYM(hip, moduleGetFunction, "hipModuleGetFunction") && TSR_SYM(hip, malloc, "hipMalloc") &&
+               TSR_SYM(hip, free, "hipFree") && TSR_SYM(hip, memcpy, "hipMemcpy") && TSR_SYM(hip, memset, "hipMemset") &&
+               TSR_SYM(hip, launch, "hipModuleLaunchKernel") && TSR_SYM(hip, eventCreate, "hipEventCreate") &&
+               TSR_SYM(hip, eventRecord, "hipEventRecord") && TSR_SYM(hip, eventSynchronize, "hipEventSynchronize") &&
+               TSR_SYM(hip, eventElapsedTime, "hipEventElapsedTime") && TSR_SYM(hip, eventDestroy, "hipEventDestroy") &&
+               TSR_SYM(hip, errorString, "hipGetErrorString") && hip.init(0) == 0 && hip.getDeviceCount(&count) == 0 &&
+               count > 0;
+  }
+  int ok = hip.ok;
+  pthread_mutex_unlock(&tsr_lock);
+  if (!ok)
+    tsr_message(hip.lib ? "the HIP runtime has no usable device" : "no HIP runtime on this machine (libamdhip64.so not found)");
+  return ok;
+}
+
+static tessera_status hip_fail(HipRes r, const char* what) {
+  tsr_message("%s: %s (HIP error %d)", what, hip.errorString ? hip.errorString(r) : "unknown", r);
+  return r == 2 ? TESSERA_ERR_MEMORY : TESSERA_ERR_DEVICE;  /* hipErrorOutOfMemory */
+}
+
+static tessera_status hip_alloc(tsr_dev* d, uint64_t* p, size_t n) {
+  (void)d;
+  void* x = NULL;
+  HipRes r = hip.malloc(&x, n ? n : 1);
+  *p = (uint64_t)(uintptr_t)x;
+  return r == 0 ? TESSERA_OK : hip_fail(r, "hipMalloc");
+}
+static void hip_release(tsr_dev* d, uint64_t p) { (void)d; hip.free((void*)(uintptr_t)p); }
+static tessera_status hip_upload(tsr_dev* d, uint64_t dst, const void* src, size_t n) {
+  (void)d;
+  HipRes r = hip.memcpy((void*)(uintptr_t)dst, src, n, TSR_HIP_H2D);
+  return r == 0 ? TESSERA_OK : hip_fail(r, "hipMemcpy");
+}
+static tessera_status hip_download(tsr_dev* d, void* dst, uint64_t src, size_t n) {
+  (void)d;
+  HipRes r = hip.memcpy(dst, (const void*)(uintptr_t)src, n, TSR_HIP_D2H);
+  return r == 0 ? TESSERA_OK : hip_fail(r, "hipMemcpy");
+}
+static tessera_status hip_zero(tsr_dev* d, uint64_t dst, size_t n) {
+  (void)d;
+  HipRes r = hip.memset((void*)(uintptr_t)dst, 0, n);
+  return r == 0 ? TESSERA_OK : hip_fail(r, "hipMemset");
+}
+static tessera_status hip_launch(tsr_dev* d, void* fn, const tsr_gpu* g, void** params, float* ms) {
+  (void)d;
+  void *start = NULL, *stop = NULL;
+  HipRes r = hip.eventCreate(&start);
+  if (r == 0) r = hip.eventCreate(&stop);
+  if (r == 0) r = hip.eventRecord(start, NULL);
+  if (r == 0)
+    r = hip.launch(fn, (unsigned)g->grid[0], (unsigned)g->grid[1], (unsigned)g->grid[2], (unsigned)g->block[0],
+                   (unsigned)g->block[1], (unsigned)g->block[2], 0, NULL, params, NULL);
+  if (r == 0) r = hip.eventRecord(stop, NULL);
+  if (r == 0) r = hip.eventSynchronize(stop);
+  if (r == 0) r = hip.eventElapsedTime(ms, start, stop);
+  if (start) hip.eventDestroy(start);
+  if (stop) hip.eventDestroy(stop);
+  return r == 0 ? TESSERA_OK : hip_fail(r, "HIP kernel launch");
+}
+
+/* Loads k's hsaco on `device` once; the device refuses code objects of another arch. */
+static tessera_status hip_function(const tessera_kernel* k, int device, void** fn) {
+  if (!hip_open()) return TESSERA_ERR_UNSUPPORTED;
+  HipRes r = hip.setDevice(device);
+  if (r != 0) {
+    tsr_message("no HIP device %d", device);
+    return TESSERA_ERR_UNSUPPORTED;
+  }
+  int idx = tsr_index_of(k);
+  tessera_status st = TESSERA_OK;
+  pthread_mutex_lock(&tsr_lock);
+  tsr_loaded* slot = tsr_slots(&hip_loaded);
+  if (!slot) {
+    st = TESSERA_ERR_MEMORY;
+    tsr_message("out of host memory");
+  } else if (slot[idx].device != device || slot[idx].state == 0) {
+    void *mod = NULL, *f = NULL;
+    r = hip.moduleLoadData(&mod, k->gpu->binary);
+    if (r == 0) r = hip.moduleGetFunction(&f, mod, k->gpu->symbol);
+    slot[idx].device = device;
+    slot[idx].state = r == 0 ? 1 : -1;
+    slot[idx].module = mod;
+    slot[idx].function = f;
+  }
+  if (st == TESSERA_OK && slot[idx].state != 1) {
+    tsr_message("HIP device %d refused %s's code object (compiled for %s)", device, k->name, k->arch);
+    st = TESSERA_ERR_UNSUPPORTED;
+  }
+  if (st == TESSERA_OK) *fn = slot[idx].function;
+  pthread_mutex_unlock(&tsr_lock);
+  return st;
+}
+
+int tsr_hip_loads(const tessera_kernel* k, int device) {
+  void* fn = NULL;
+  return k->vendor == TSR_AMD && k->gpu && hip_function(k, device, &fn) == TESSERA_OK;
+}
+
+tessera_status tessera_hip_run(const tessera_kernel* k, void* const* buffers, int device, float* elapsed_ms) {
+  tessera_status st = tsr_check_buffers(k, buffers, 0);
+  if (st != TESSERA_OK) return st;
+  if (k->vendor != TSR_AMD || !k->gpu) {
+    tsr_message("%s is not an AMD kernel (target %s)", k->name, k->target);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  void* fn = NULL;
+  if ((st = hip_function(k, device, &fn)) != TESSERA_OK) return st;
+  tsr_dev d = {hip_alloc, hip_release, hip_upload, hip_download, hip_zero, hip_launch};
+  return tsr_wrapper_run(&d, k, fn, buffers, elapsed_ms);
+}
+
+#endif /* TESSERA_BUNDLE_NO_GPU */

@@ -1,0 +1,50 @@
+// Owns the C source of a bundle's kernel table (tessera_bundle_table.c, read by the runtime in
+// runtime/): one `struct tessera_kernel` per compiled kernel, with its tensors, the trampoline that
+// calls a host object's entry point from a buffer array, and for GPU kernels the launch (grid,
+// block, batches, the host wrapper's arguments) and the code object bytes
+// (tessera_bundle_images.c).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/gpu.h"
+
+namespace tessera::bundle {
+
+struct TableTensor {
+  std::string name, dtype;
+  int elemBytes = 4;
+  bool output = false;
+  std::vector<int64_t> dims;
+};
+
+struct TableEntry {
+  std::string name, family, shape, dtype, target, arch;
+  std::string vendor;  // "host", "nvidia", "amd"
+  std::string config, source, tunedShape;
+  std::string timeKind = "none";  // "measured", "estimated", "none"
+  double timeUs = 0;
+  std::string estimator, bound;
+  std::vector<int64_t> dims;  // the key shape
+  std::vector<TableTensor> tensors;  // inputs then outputs
+  int numInputs = 0, numOutputs = 0;
+  std::string hostSymbol;  // host: the object's entry point (one bare pointer per tensor)
+  std::optional<codegen::GpuLaunch> launch;  // GPU
+  std::string binary;  // cubin / hsaco
+  std::string ptx;     // NVIDIA: PTX text
+  bool ptxPortable = false;
+};
+
+struct TableSources {
+  std::string table;   // tessera_bundle_table.c
+  std::string images;  // tessera_bundle_images.c
+};
+TableSources tableSources(const std::vector<TableEntry>& entries);
+
+// A C string literal of `s` (octal escapes for anything unusual).
+std::string cString(const std::string& s);
+
+}  // namespace tessera::bundle

@@ -1,0 +1,72 @@
+// Owns rebuilding kernels from a store's winners (see winners.h).
+#include "bundle/winners.h"
+
+#include <set>
+
+#include "ir/builders.h"
+#include "ir/verifier.h"
+#include "search/tune_session.h"
+
+namespace tessera::bundle {
+namespace {
+
+// Kernels that the key could describe; the caller keeps the one whose hash matches.
+std::vector<ir::Kernel> guesses(const cache::HardKey& key) {
+  std::vector<ir::Kernel> out;
+  auto dt = ir::parseDType(key.dtype);
+  if (!dt) return out;
+  const auto& s = key.shape;
+  if (key.family == "gemm" && (s.size() == 3 || s.size() == 4)) {
+    ir::GemmSpec g;
+    size_t o = s.size() - 3;
+    g.batch = o ? s[0] : 0;
+    g.m = s[o];
+    g.n = s[o + 1];
+    g.k = s[o + 2];
+    g.dtype = *dt;
+    g.transA = key.layout.find("tA") != std::string::npos;
+    g.transB = key.layout.find("tB") != std::string::npos;
+    if (auto k = ir::buildGemm(g); k.ok()) out.push_back(std::move(*k));
+  } else if (key.family == "attention" && s.size() == 6) {
+    ir::AttentionSpec a;
+    a.batch = s[0];
+    a.heads = s[1];
+    a.heads_kv = s[2];
+    a.seq_q = s[3];
+    a.seq_kv = s[4];
+    a.head_dim = s[5];
+    a.causal = key.layout == "causal";
+    a.dtype = *dt;
+    if (auto k = ir::buildAttention(a); k.ok()) out.push_back(std::move(*k));
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<WinnerKernels> kernelsFromWinners(cache::RecordStore& store, const std::vector<TargetDesc>& targets) {
+  WinnerKernels out;
+  std::set<std::string> seen;
+  for (const auto& t : targets) {
+    cache::ListQuery q;
+    q.target = t.name;
+    q.winners_only = true;
+    TESSERA_ASSIGN(auto winners, search::listAll(store, q, 100000));
+    for (const cache::Record& r : winners) {
+      if (!seen.insert(r.key.workload).second) continue;
+      bool rebuilt = false;
+      for (auto& k : guesses(r.key)) {
+        if (ir::workloadHash(k) != r.key.workload) continue;
+        out.kernels.push_back({std::move(k), "store winner " + r.key_id.substr(0, 12)});
+        rebuilt = true;
+        break;
+      }
+      if (!rebuilt)
+        out.notRebuilt.push_back(r.key.family + " " + cache::formatShape(r.key.shape) + " " + r.key.dtype + " " +
+                                 r.key.layout + " (key " + r.key_id.substr(0, 12) + ")");
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera::bundle

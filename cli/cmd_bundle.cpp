@@ -1,0 +1,204 @@
+// Owns `tessera bundle`: reads the kernels to ship (a spec file with one kernel per line in the
+// flags' syntax, IR files, or every winner of the store for the targets), picks the store and the
+// shared cache at the edge, and prints what bundle::writeBundle chose for each kernel.
+//
+// Spec file (`--kernels FILE`): one kernel per line, `#` starts a comment, quotes as in a shell:
+//   gemm --m 1024 --n 1024 --k 1024 --dtype f32
+//   attention --heads 8 --seq 1024 --head-dim 64 --causal
+//   elementwise --expr 'y = gelu(x * s + b)' --shape 4096x4096 --shape s=4096 --shape b=4096
+//   file attn.tsr                       # relative to the spec file's folder
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "bundle/bundle.h"
+#include "bundle/winners.h"
+#include "cache_service/client.h"
+#include "cache_service/store.h"
+#include "cli/commands.h"
+#include "cli/kernel_flags.h"
+#include "cli/report.h"
+#include "search/records.h"
+#include "support/strings.h"
+
+namespace tessera::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BundleFlags {
+  std::string out, db = "tessera.db", cache, targets = "host", missing = "default", hostCpu = "level";
+  std::vector<std::string> specFiles, irFiles;
+  bool allWinners = false, noVerify = false, replace = false, json = false;
+};
+
+constexpr size_t kMaxSpecLines = 10000;
+
+// One spec line -> a kernel, through the same flags as `tessera run`.
+Expected<ir::Kernel> kernelFromSpec(const std::string& line, const fs::path& baseDir) {
+  KernelFlags f;
+  CLI::App app{"kernel spec"};
+  bool fired = false;
+  addKernelSubcommands(&app, &f, [&] { fired = true; });
+  try {
+    app.parse(line, false);
+  } catch (const CLI::ParseError& e) {
+    return makeError(ErrorCode::InvalidArgument, e.what());
+  }
+  if (!fired) return makeError(ErrorCode::InvalidArgument, "expected gemm, elementwise, attention or file");
+  if (f.family == "file" && fs::path(f.file).is_relative()) f.file = (baseDir / f.file).string();
+  return buildKernel(f);
+}
+
+Expected<std::vector<bundle::KernelRequest>> readSpecFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return makeError(ErrorCode::IOError, "cannot read kernel list '" + path + "'");
+  std::vector<bundle::KernelRequest> out;
+  std::string line;
+  size_t n = 0;
+  const fs::path base = fs::path(path).parent_path();
+  while (std::getline(in, line)) {
+    if (++n > kMaxSpecLines) return makeError(ErrorCode::InvalidArgument, path + ": more than 10000 lines");
+    auto hash = line.find('#');
+    // '#' starts a comment unless it sits inside quotes (an expression never needs one).
+    if (hash != std::string::npos && line.find_first_of("'\"") > hash) line.resize(hash);
+    std::string spec(trim(line));
+    if (spec.empty()) continue;
+    auto k = kernelFromSpec(spec, base);
+    if (!k.ok()) return makeError(k.error().code, path + ":" + std::to_string(n) + ": " + k.error().message);
+    out.push_back({std::move(*k), path + ":" + std::to_string(n)});
+  }
+  return out;
+}
+
+void bundleCommand(const BundleFlags& f) {
+  if (f.out.empty()) fail("give the output folder: --out DIR", 2);
+  bundle::BundleSettings s;
+  s.outDir = f.out;
+  s.tesseraVersion = TESSERA_VERSION;
+  s.verify = !f.noVerify;
+  s.replace = f.replace;
+  if (f.missing == "default") s.resolve.missing = bundle::MissingPolicy::Default;
+  else if (f.missing == "skip") s.resolve.missing = bundle::MissingPolicy::Skip;
+  else if (f.missing == "fail") s.resolve.missing = bundle::MissingPolicy::Fail;
+  else fail("--missing must be default, skip or fail", 2);
+  if (f.hostCpu == "level") s.hostCpu = bundle::HostCpu::Level;
+  else if (f.hostCpu == "native") s.hostCpu = bundle::HostCpu::Native;
+  else fail("--host-cpu must be level or native", 2);
+  for (const auto& name : split(f.targets, ',')) {
+    std::string n(trim(name));
+    if (n.empty()) continue;
+    auto t = bundle::parseBundleTarget(n);
+    if (!t.ok()) failWith(t.error());
+    s.targets.push_back(*t);
+  }
+  if (s.targets.empty()) fail("--targets lists no target", 2);
+
+  std::vector<bundle::KernelRequest> kernels;
+  for (const auto& path : f.specFiles) {
+    auto ks = readSpecFile(path);
+    if (!ks.ok()) failWith(ks.error());
+    for (auto& k : *ks) kernels.push_back(std::move(k));
+  }
+  for (const auto& path : f.irFiles) {
+    KernelFlags kf;
+    kf.family = "file";
+    kf.file = path;
+    auto k = buildKernel(kf);
+    if (!k.ok()) failWith(k.error());
+    kernels.push_back({std::move(*k), path});
+  }
+  if (kernels.empty() && !f.allWinners) fail("nothing to bundle: give --kernels FILE, --ir FILE or --all-winners", 2);
+
+  // Read-only use of the store: a missing file is not created.
+  std::unique_ptr<cache::RecordStore> store;
+  if (fs::exists(f.db)) {
+    auto st = cache::openSqliteStore(f.db);
+    if (!st.ok()) failWith(st.error());
+    store = std::move(*st);
+  } else {
+    std::fprintf(stderr, "tessera: warning: no store at %s\n", f.db.c_str());
+  }
+  if (f.allWinners) {
+    if (!store) fail("--all-winners needs a store (--db)", 2);
+    auto w = bundle::kernelsFromWinners(*store, s.targets);
+    if (!w.ok()) failWith(w.error());
+    for (auto& k : w->kernels) kernels.push_back(std::move(k));
+    for (const auto& n : w->notRebuilt)
+      std::fprintf(stderr, "tessera: warning: winner %s cannot be rebuilt from its key; list it with --kernels or --ir\n",
+                   n.c_str());
+    if (kernels.empty()) fail("no winner of the store could be rebuilt for these targets", 3);
+  }
+  cache::CacheClientOptions co;
+  const char* env = std::getenv("TESSERA_CACHE_URL");
+  co.base_url = !f.cache.empty() ? f.cache : env ? env : "";
+  if (const char* tok = std::getenv("TESSERA_TOKEN")) co.token = tok;
+  cache::CacheClient client(co);
+
+  bundle::RecordSources src;
+  src.store = store.get();
+  src.storeName = f.db;
+  src.client = &client;
+  search::ProvenanceInputs pi;
+  pi.tesseraVersion = TESSERA_VERSION;
+  pi.llvmVersion = "22";
+  src.current = search::provenanceFor(hostTarget(), pi);
+
+  bundle::BundleCallbacks cb;
+  cb.onProgress = [&](const std::string& m) {
+    if (!f.json) std::printf("  %s\n", m.c_str());
+  };
+  cb.onWarning = [](const std::string& m) { std::fprintf(stderr, "tessera: warning: %s\n", m.c_str()); };
+  if (!f.json) std::printf("bundling %zu kernel%s for %s into %s\n", kernels.size(), kernels.size() == 1 ? "" : "s",
+                           f.targets.c_str(), f.out.c_str());
+  auto sum = bundle::writeBundle(kernels, s, src, cb);
+  if (!sum.ok()) failWith(sum.error());
+  if (f.json) {
+    nlohmann::json j = {{"dir", sum->dir},         {"entries", sum->entries}, {"exact", sum->exact},
+                        {"nearest", sum->nearest}, {"untuned", sum->untuned}, {"estimated", sum->estimated},
+                        {"skipped", sum->skipped}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("wrote %s: %d kernel%s (%d tuned at their shape, %d with a nearby shape's config, %d untuned defaults",
+              sum->dir.c_str(), sum->entries, sum->entries == 1 ? "" : "s", sum->exact, sum->nearest, sum->untuned);
+  if (sum->estimated) std::printf(", %d with ESTIMATED times", sum->estimated);
+  std::printf(")%s\n", sum->skipped.empty() ? "" : ("; " + std::to_string(sum->skipped.size()) + " left out").c_str());
+  std::printf("build:  make -C %s        (libtessera_bundle.a)\n", sum->dir.c_str());
+  std::printf("use:    cc app.c -I%s %s/libtessera_bundle.a -ldl -lpthread -lm   (API: %s/tessera_bundle.h)\n",
+              sum->dir.c_str(), sum->dir.c_str(), sum->dir.c_str());
+}
+
+}  // namespace
+
+void addBundleCommand(CLI::App& app) {
+  auto f = std::make_shared<BundleFlags>();
+  auto* b = app.add_subcommand("bundle",
+                               "compile tuned kernels ahead of time into a folder with a C runtime, a kernel table and a manifest");
+  b->add_option("-o,--out", f->out, "output folder (created; an existing bundle needs --replace)");
+  b->add_option("--targets", f->targets, "comma-separated: host, x86-64-v3, x86-64-v4, sm_80, sm_90, gfx942, ...")
+      ->capture_default_str();
+  b->add_option("--kernels", f->specFiles, "file with one kernel per line, e.g. 'gemm --m 1024 --n 1024 --k 1024'");
+  b->add_option("--ir", f->irFiles, "kernel files in the IR text form");
+  b->add_flag("--all-winners", f->allWinners, "every winner of the store for the targets (plain GEMM and attention keys)");
+  b->add_option("--db", f->db, "local SQLite store the winners come from")->capture_default_str();
+  b->add_option("--cache", f->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
+  b->add_option("--missing", f->missing,
+                "no tuned config for a kernel (nor a legal one of a nearby shape): default (compile the space's "
+                "default, labelled untuned) | skip | fail")
+      ->capture_default_str();
+  b->add_option("--host-cpu", f->hostCpu,
+                "host objects for the key's ISA level (level: any CPU of that level) or exactly this CPU (native)")
+      ->capture_default_str();
+  b->add_flag("--no-verify", f->noVerify, "do not run host kernels against the reference before bundling them");
+  b->add_flag("--replace", f->replace, "replace an existing bundle folder");
+  b->add_flag("--json", f->json, "machine-readable summary");
+  b->callback([f] { bundleCommand(*f); });
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# From tuning to deployment, end to end (also the `bundle_example` test): tune a GEMM and an
+# attention kernel into a store, bundle their winners for the host and two GPUs, build the bundle
+# and demo.c with a plain `cc` (no LLVM, MLIR or Tessera library on the link line), run it, and
+# check a nearest-shape bundle and the runtime's clean failures.
+#   bash examples/bundle/run.sh [path/to/tessera] [work dir]
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+T=${1:-$HERE/../../build/cli/tessera}
+WORK=${2:-$HERE/../../build/examples/bundle}
+T=$(cd "$(dirname "$T")" && pwd)/$(basename "$T")
+CC=${CC:-cc}
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+step() { echo "== $*"; }
+die() { echo "run.sh: $*" >&2; exit 1; }
+
+step "tune (small budgets: this is a test, not a benchmark)"
+"$T" tune gemm --m 256 --n 256 --k 256 --trials 8 --min-time 0.01 --top-k 2 --db tessera.db | tail -6
+"$T" tune attention --heads 2 --seq 256 --head-dim 64 --trials 4 --min-time 0.01 --top-k 2 --db tessera.db | tail -6
+
+step "bundle for host, sm_90 and gfx942"
+"$T" bundle --kernels "$HERE/kernels.txt" --db tessera.db --targets host,sm_90,gfx942 --out bundle
+
+step "build the bundle and the demo with $CC"
+make -s -C bundle CC="$CC" CFLAGS="-O2 -Wall -Wextra -Werror"
+"$CC" -std=c11 -O2 -Wall -Wextra -Werror "$HERE/demo.c" -Ibundle bundle/libtessera_bundle.a -ldl -lpthread -lm -o demo
+if ldd ./demo | grep -Eiq 'llvm|mlir|tessera'; then die "demo links LLVM/MLIR/Tessera libraries"; fi
+# The runtime without its GPU half compiles too.
+"$CC" -std=c11 -Wall -Wextra -Werror -DTESSERA_BUNDLE_NO_GPU -c bundle/tessera_runtime.c bundle/tessera_runtime_gpu.c
+
+step "run"
+./demo | tee demo.txt
+grep -q "demo: all checks passed" demo.txt || die "demo failed"
+[ "$(grep -c 'config tuned at this shape' demo.txt)" = 2 ] || die "expected both kernels tuned at their shape"
+grep -Eq "^gpu: .*(unsupported here|: ok)" demo.txt || die "the GPU launch did not answer cleanly"
+grep -q "^missing shape: no gemm f32 kernel for shape 3x5x7" demo.txt || die "a missing shape was not reported"
+
+step "a shape nobody tuned: the nearest tuned shape's config, checked against the space rules"
+echo "gemm --m 250 --n 256 --k 256" > near.txt
+"$T" bundle --kernels near.txt --db tessera.db --targets host --out near
+make -s -C near CC="$CC"
+"$CC" -std=c11 -O2 "$HERE/demo.c" -Inear near/libtessera_bundle.a -ldl -lpthread -lm -o demo_near
+./demo_near --gemm 250x256x256 > near.txt 2>&1 || true
+grep -q "config tuned at 256x256x256 (nearest tuned shape" near.txt || { cat near.txt; die "nearest shape not used"; }
+grep -q "check: ok" near.txt || { cat near.txt; die "nearest-shape GEMM wrong"; }
+echo "run.sh: ok"

@@ -1,0 +1,288 @@
+// Tests the bundle library on real stores and real compilation: which config each entry gets
+// (the exact winner, an estimate labelled as one, a nearest shape's config only when the space
+// rules accept it at the asked shape, the default or nothing per policy), the kernel table's C
+// escaping, kernels rebuilt from a store's winners, and the folder written (and never written over
+// something that is not a bundle).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "bundle/bundle.h"
+#include "bundle/resolve.h"
+#include "bundle/table.h"
+#include "bundle/winners.h"
+#include "cache_service/store.h"
+#include "ir/builders.h"
+#include "ir/verifier.h"
+#include "search/records.h"
+#include "search/space.h"
+
+using namespace tessera;
+using namespace tessera::bundle;
+namespace fs = std::filesystem;
+
+namespace {
+
+ir::Kernel gemm(int64_t m, int64_t n, int64_t k) {
+  ir::GemmSpec s;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  return *ir::buildGemm(s);
+}
+
+cache::Record record(const ir::Kernel& k, const TargetDesc& t, const ir::Config& c, double us,
+                     cache::RecordStatus status = cache::RecordStatus::Ok) {
+  cache::Record r;
+  r.key = search::hardKeyFor(k, t);
+  r.config = c.toJson();
+  r.status = status;
+  r.median_us = r.p20_us = r.p80_us = us;
+  r.n = status == cache::RecordStatus::Ok ? 10 : 0;
+  r.provenance.tessera_version = "test";
+  r.provenance.created_at = cache::utcNow();
+  r.provenance.host = "tuner";
+  if (status == cache::RecordStatus::Estimated) {
+    r.estimator = "analytic-v1";
+    r.bound = "memory";
+  }
+  EXPECT_TRUE(cache::finalizeRecord(r).ok());
+  return r;
+}
+
+// A legal config of `k`'s host space that is not its default (so a test can tell them apart).
+ir::Config nonDefault(const ir::Kernel& k) {
+  ir::Space sp = *search::makeSpace(k, hostTarget());
+  ir::Config def = sp.defaults();
+  for (const auto& knob : sp.knobs)
+    for (const auto& v : knob.domain) {
+      ir::Config c = def;
+      c.set(knob.name, v);
+      if (!(c == def) && !sp.check(c)) return c;
+    }
+  ADD_FAILURE() << "no legal non-default config";
+  return def;
+}
+
+RecordSources sources(cache::RecordStore* store) {
+  RecordSources s;
+  s.store = store;
+  s.storeName = "test.db";
+  return s;
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("tessera_bundle_test_" + std::to_string(getpid()));
+  TempDir() { fs::remove_all(path); fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+TEST(BundleResolve, ExactWinnerComesFirst) {
+  auto store = cache::makeMemoryStore();
+  ir::Kernel k = gemm(64, 64, 64);
+  ir::Config c = nonDefault(k);
+  ASSERT_TRUE(store->putOne(record(k, hostTarget(), c, 10)).ok());
+  std::vector<std::string> notes;
+  auto cands = resolveCandidates(k, hostTarget(), sources(store.get()), {}, &notes);
+  ASSERT_TRUE(cands.ok()) << cands.error().str();
+  ASSERT_GE(cands->size(), 2u);  // the winner, then the default as the fallback
+  EXPECT_EQ(cands->front().source, "exact");
+  EXPECT_EQ(cands->front().config, c);
+  EXPECT_EQ(cands->back().source, "default");
+}
+
+TEST(BundleResolve, NearestShapeServesWhenItsConfigIsLegal) {
+  auto store = cache::makeMemoryStore();
+  ir::Kernel tuned = gemm(64, 64, 64), asked = gemm(60, 64, 64);
+  ir::Config c = nonDefault(tuned);
+  ASSERT_FALSE(search::makeSpace(asked, hostTarget())->check(c)) << "precondition: legal at the asked shape";
+  ASSERT_TRUE(store->putOne(record(tuned, hostTarget(), c, 10)).ok());
+  auto cands = resolveCandidates(asked, hostTarget(), sources(store.get()), {}, nullptr);
+  ASSERT_TRUE(cands.ok());
+  EXPECT_EQ(cands->front().source, "nearest");
+  EXPECT_EQ(cands->front().config, c);
+  ASSERT_TRUE(cands->front().record);
+  EXPECT_EQ(cands->front().record->key.shape, (std::vector<int64_t>{64, 64, 64}));
+  EXPECT_GT(cands->front().distance, 0);
+}
+
+TEST(BundleResolve, NearestConfigIllegalAtTheAskedShapeIsRejected) {
+  auto store = cache::makeMemoryStore();
+  ir::Kernel tuned = gemm(512, 512, 512), asked = gemm(8, 8, 8);
+  ir::Space big = *search::makeSpace(tuned, hostTarget()), small = *search::makeSpace(asked, hostTarget());
+  // A tile of the big space that the small space does not allow (tiles are clamped to the problem).
+  std::optional<ir::Config> illegal;
+  for (const auto& knob : big.knobs)
+    for (const auto& v : knob.domain) {
+      ir::Config c = big.defaults();
+      c.set(knob.name, v);
+      if (!big.check(c) && small.check(c) && !illegal) illegal = c;
+    }
+  ASSERT_TRUE(illegal) << "precondition: some config legal at 512^3 is illegal at 8^3";
+  ASSERT_TRUE(store->putOne(record(tuned, hostTarget(), *illegal, 10)).ok());
+  std::vector<std::string> notes;
+  auto cands = resolveCandidates(asked, hostTarget(), sources(store.get()), {}, &notes);
+  ASSERT_TRUE(cands.ok());
+  ASSERT_EQ(cands->size(), 1u);
+  EXPECT_EQ(cands->front().source, "default");
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes.front().find("not used"), std::string::npos) << notes.front();
+}
+
+TEST(BundleResolve, AnEstimateIsUsedOnlyWithoutAMeasurementAndStaysAnEstimate) {
+  auto store = cache::makeMemoryStore();
+  ir::Kernel k = gemm(64, 64, 64);
+  ir::Config c = nonDefault(k);
+  ASSERT_TRUE(store->putOne(record(k, hostTarget(), c, 5, cache::RecordStatus::Estimated)).ok());
+  auto cands = resolveCandidates(k, hostTarget(), sources(store.get()), {}, nullptr);
+  ASSERT_TRUE(cands.ok());
+  ASSERT_TRUE(cands->front().record);
+  EXPECT_EQ(cands->front().record->status, cache::RecordStatus::Estimated);
+  EXPECT_EQ(cands->front().record->estimator, "analytic-v1");
+  // A measurement of the same key, even a slower one, comes first.
+  ir::Config d = search::makeSpace(k, hostTarget())->defaults();
+  ASSERT_TRUE(store->putOne(record(k, hostTarget(), d, 50)).ok());
+  cands = resolveCandidates(k, hostTarget(), sources(store.get()), {}, nullptr);
+  ASSERT_TRUE(cands.ok());
+  EXPECT_EQ(cands->front().record->status, cache::RecordStatus::Ok);
+}
+
+TEST(BundleResolve, MissingPolicies) {
+  auto store = cache::makeMemoryStore();
+  ir::Kernel k = gemm(32, 32, 32);
+  ResolveSettings s;
+  auto def = resolveCandidates(k, hostTarget(), sources(store.get()), s, nullptr);
+  ASSERT_TRUE(def.ok());
+  ASSERT_EQ(def->size(), 1u);
+  EXPECT_EQ(def->front().source, "default");
+  s.missing = MissingPolicy::Skip;
+  auto skip = resolveCandidates(k, hostTarget(), sources(store.get()), s, nullptr);
+  ASSERT_TRUE(skip.ok());
+  EXPECT_TRUE(skip->empty());
+  s.missing = MissingPolicy::Fail;
+  auto fail = resolveCandidates(k, hostTarget(), sources(nullptr), s, nullptr);
+  ASSERT_FALSE(fail.ok());
+  EXPECT_EQ(fail.error().code, ErrorCode::NotFound);
+}
+
+TEST(BundleTable, CStringsEscapeEverythingUnusual) {
+  EXPECT_EQ(cString("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(cString("x\ny"), "\"x\\012y\"");
+  EXPECT_EQ(cString("??="), "\"\\077\\077=\"");  // no trigraph can form
+  EXPECT_EQ(cString(std::string("\0\xff", 2)), "\"\\000\\377\"");
+}
+
+TEST(BundleWinners, PlainGemmAndAttentionAreRebuiltOthersReported) {
+  auto store = cache::makeMemoryStore();
+  const TargetDesc& t = hostTarget();
+  ir::GemmSpec g;
+  g.m = 48;
+  g.n = 32;
+  g.k = 16;
+  g.transB = true;
+  ir::Kernel gk = *ir::buildGemm(g);
+  ir::AttentionSpec a;
+  a.heads = 2;
+  a.seq_q = 64;
+  a.head_dim = 32;
+  a.causal = true;
+  ir::Kernel ak = *ir::buildAttention(a);
+  ir::ElementwiseSpec e;
+  e.expr = "y = relu(x)";
+  e.shape = {8, 8};
+  ir::Kernel ek = *ir::buildElementwise(e);
+  g.epilogue = "relu(acc)";
+  ir::Kernel epi = *ir::buildGemm(g);
+  for (const ir::Kernel* k : {&gk, &ak, &ek, &epi})
+    ASSERT_TRUE(store->putOne(record(*k, t, search::makeSpace(*k, t)->defaults(), 10)).ok());
+  auto w = kernelsFromWinners(*store, {t});
+  ASSERT_TRUE(w.ok()) << w.error().str();
+  ASSERT_EQ(w->kernels.size(), 2u);
+  std::set<std::string> hashes;
+  for (const auto& r : w->kernels) hashes.insert(ir::workloadHash(r.kernel));
+  EXPECT_TRUE(hashes.count(ir::workloadHash(gk)));
+  EXPECT_TRUE(hashes.count(ir::workloadHash(ak)));
+  EXPECT_EQ(w->notRebuilt.size(), 2u);  // the elementwise chain and the GEMM with an epilogue
+}
+
+TEST(BundleWrite, WritesTheFolderAndReplacesOnlyBundles) {
+  TempDir tmp;
+  auto store = cache::makeMemoryStore();
+  ir::Kernel k = gemm(32, 48, 16);
+  ir::Config c = nonDefault(k);
+  ASSERT_TRUE(store->putOne(record(k, hostTarget(), c, 10)).ok());
+  BundleSettings s;
+  s.targets = {hostTarget()};
+  s.outDir = (tmp.path / "b").string();
+  std::vector<KernelRequest> ks = {{k, "test"}, {gemm(16, 16, 16), "test"}};
+  auto sum = writeBundle(ks, s, sources(store.get()));
+  ASSERT_TRUE(sum.ok()) << sum.error().str();
+  EXPECT_EQ(sum->entries, 2);
+  EXPECT_EQ(sum->exact, 1);
+  EXPECT_EQ(sum->untuned, 1);
+  for (const char* f : {"tessera_bundle.h", "tessera_bundle_internal.h", "tessera_runtime.c", "tessera_runtime_gpu.c",
+                        "tessera_bundle_table.c", "tessera_bundle_images.c", "Makefile", "manifest.json"})
+    EXPECT_TRUE(fs::exists(tmp.path / "b" / f)) << f;
+  std::ifstream in(tmp.path / "b" / "manifest.json");
+  auto m = nlohmann::json::parse(in);
+  EXPECT_EQ(m["format"], "tessera-bundle");
+  EXPECT_FALSE(std::string(m["llvm_version"]).empty());
+  ASSERT_EQ(m["entries"].size(), 2u);
+  const auto& e0 = m["entries"][0];
+  EXPECT_EQ(e0["source"], "exact");
+  EXPECT_EQ(e0["time"]["kind"], "measured");
+  EXPECT_EQ(e0["check"]["kind"], "reference");
+  EXPECT_TRUE(e0["check"]["ok"].get<bool>());
+  EXPECT_EQ(ir::Config::fromJson(e0["config"].dump())->str(), c.str());
+  EXPECT_TRUE(fs::exists(tmp.path / "b" / std::string(e0["files"]["object"])));
+  EXPECT_EQ(m["entries"][1]["source"], "default");
+  EXPECT_EQ(m["entries"][1]["time"]["kind"], "none");
+
+  // An existing bundle is replaced only when asked; a folder that is not a bundle never is.
+  EXPECT_FALSE(writeBundle(ks, s, sources(store.get())).ok());
+  s.replace = true;
+  EXPECT_TRUE(writeBundle(ks, s, sources(store.get())).ok());
+  fs::create_directories(tmp.path / "mine");
+  std::ofstream(tmp.path / "mine" / "notes.txt") << "precious";
+  s.outDir = (tmp.path / "mine").string();
+  auto refused = writeBundle(ks, s, sources(store.get()));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("not a Tessera bundle"), std::string::npos);
+  EXPECT_TRUE(fs::exists(tmp.path / "mine" / "notes.txt"));
+}
+
+TEST(BundleWrite, GpuEntriesCarryLaunchAndCodeObjects) {
+  TempDir tmp;
+  BundleSettings s;
+  s.targets = {*parseBundleTarget("sm_80"), *parseBundleTarget("gfx942")};
+  s.outDir = (tmp.path / "g").string();
+  auto sum = writeBundle({{gemm(64, 64, 32), "test"}}, s, sources(nullptr));
+  ASSERT_TRUE(sum.ok()) << sum.error().str();
+  EXPECT_EQ(sum->entries, 2);
+  std::ifstream in(tmp.path / "g" / "manifest.json");
+  auto m = nlohmann::json::parse(in);
+  const auto& nv = m["entries"][0];
+  EXPECT_EQ(nv["target"], "sm_80");
+  EXPECT_TRUE(fs::file_size(tmp.path / "g" / std::string(nv["files"]["cubin"])) > 0);
+  EXPECT_TRUE(fs::file_size(tmp.path / "g" / std::string(nv["files"]["ptx"])) > 0);
+  EXPECT_TRUE(nv["files"]["ptx_portable"].get<bool>());
+  EXPECT_EQ(nv["check"]["kind"], "compile");
+  const auto& amd = m["entries"][1];
+  EXPECT_TRUE(fs::file_size(tmp.path / "g" / std::string(amd["files"]["hsaco"])) > 0);
+}
+
+TEST(BundleTargets, NamesAndLevels) {
+  EXPECT_EQ(parseBundleTarget("host")->name, "host");
+  auto v3 = parseBundleTarget("x86-64-v3");
+  ASSERT_TRUE(v3.ok());
+  EXPECT_EQ(v3->arch, "x86-64-v3");
+  EXPECT_FALSE(parseBundleTarget("sm_12").ok());
+  EXPECT_FALSE(parseBundleTarget("x86-64-v9").ok());
+}
