@@ -13,7 +13,7 @@ PKGS=(
   libsqlite3-dev sqlite3 libxgboost-dev libcpp-httplib-dev nlohmann-json3-dev libcli11-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   libopenblas-dev wrk
-  nginx openssl python3 python3-venv
+  nginx openssl python3 python3-venv python3-dev
 )
 
 missing=()

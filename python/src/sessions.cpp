@@ -1,0 +1,409 @@
+// Owns the Python face of tuning and sharing: tune (through search::runTuneSession with the host
+// measurer, exactly as `tessera tune`), best and nearest (the store, then the shared cache),
+// compare (a kernel's stored winners on several targets, measured or estimated, labelled),
+// Client (the shared cache service), bundle (bundle::writeBundle), and the Trial and Record
+// objects they return. Environment variables are read by the Python layer, not here.
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "bindings.h"
+#include "bundle/bundle.h"
+#include "cache_service/client.h"
+#include "cache_service/store.h"
+#include "search/protocol_measurer.h"
+#include "search/records.h"
+#include "search/strategy.h"
+#include "search/tune_session.h"
+
+namespace tessera::py {
+namespace {
+
+nb::object configObject(const std::string& json) { return nb::module_::import_("json").attr("loads")(json); }
+
+nb::dict provenanceDict(const cache::Provenance& p) {
+  nb::dict d;
+  d["tessera_version"] = p.tessera_version;
+  d["llvm_version"] = p.llvm_version;
+  d["cuda_version"] = p.cuda_version;
+  d["cpu_model"] = p.cpu_model;
+  d["host"] = p.host;
+  d["user"] = p.user;
+  d["created_at"] = p.created_at;
+  return d;
+}
+
+cache::Provenance provenanceHere(const TargetDesc& t) {
+  search::ProvenanceInputs in;
+  in.tesseraVersion = TESSERA_VERSION;
+  in.llvmVersion = "22";
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  in.host = host;
+  in.user = "python";
+  return search::provenanceFor(t, in);
+}
+
+// The local store: a SQLite file, or memory when `db` is empty. `create`: false for lookups (a
+// mistyped path must not leave an empty store behind).
+std::unique_ptr<cache::RecordStore> openStore(const std::string& db, bool create) {
+  if (db.empty()) return cache::makeMemoryStore();
+  if (!create && !std::filesystem::exists(db)) return nullptr;
+  return unwrap(cache::openSqliteStore(db));
+}
+
+cache::CacheClientOptions clientOptions(const std::string& url, const std::string& token) {
+  cache::CacheClientOptions o;
+  o.base_url = url;
+  o.token = token;
+  return o;
+}
+
+struct PyTuneResult {
+  search::SessionResult s;
+  bool interrupted = false;
+};
+
+std::string outcomeName(search::SessionResult::Outcome o) {
+  switch (o) {
+    case search::SessionResult::Outcome::AlreadyTuned: return "already-tuned";
+    case search::SessionResult::Outcome::Tuned: return "tuned";
+    case search::SessionResult::Outcome::NothingCorrect: return "nothing-correct";
+  }
+  return "?";
+}
+
+PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, double timeBudget, const std::string& db,
+                  const std::string& cacheUrl, const std::string& token, const std::string& strategy, uint64_t seed,
+                  int batch, int topK, double minTime, double timeout, bool resume, bool force, bool warmStart,
+                  const std::string& space, nb::object onTrial) {
+  TargetDesc t = targetFor(target);
+  if (t.vendor != Vendor::Host)
+    raise(makeError(ErrorCode::Unsupported, "tuning " + t.name + " needs that device; none is attached here (use target=\"host\")"));
+  auto bad = [](const std::string& m) { raise(makeError(ErrorCode::InvalidArgument, m)); };
+  if (trials < 0) bad("trials must be at least 0 (0: as many as time_budget allows)");
+  if (!(timeBudget >= 0)) bad("time_budget must be at least 0 seconds (0: none)");
+  if (trials == 0 && timeBudget == 0) bad("give trials=N and/or time_budget=S");
+  if (batch < 1) bad("batch must be at least 1");
+  if (topK < 0) bad("top_k must be at least 0");
+  if (!(timeout > 0)) bad("timeout must be more than 0 seconds");
+  if (!(minTime >= 0)) bad("min_time must be at least 0 seconds");
+  if (std::find(std::begin(search::kStrategyNames), std::end(search::kStrategyNames), strategy) == std::end(search::kStrategyNames))
+    bad("unknown strategy '" + strategy + "' (known: " + search::strategyNameList() + ")");
+  search::TuneProblem problem = unwrap(search::tuneProblem(k.kernel, t, space));
+  auto store = openStore(db, true);
+  cache::CacheClient client(clientOptions(cacheUrl, token));
+
+  search::SessionSettings ss;
+  ss.loop.search.strategy = strategy;
+  ss.loop.search.seed = seed;
+  ss.loop.search.batchSize = batch;
+  ss.loop.trials = trials > 0 ? trials : 1000000;
+  ss.loop.timeBudgetSec = timeBudget;
+  ss.loop.topK = topK;
+  ss.cache = force ? search::CachePolicy::Force : resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
+  ss.warmStart = warmStart;
+  ss.warm.seed = seed;
+  ss.model.seed = seed;
+  search::MeasureSettings ms;
+  ms.timeoutSec = timeout;
+  ms.measure.minTimeSec = minTime;
+  auto measurer = search::makeHostMeasurer(k.kernel, t, ms);
+
+  PyTuneResult out;
+  std::optional<nb::python_error> callbackError;
+  std::vector<std::string> warnings;
+  search::SessionCallbacks cb;
+  cb.onWarning = [&](const std::string& w) { warnings.push_back(w); };
+  if (!onTrial.is_none())
+    cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
+      nb::gil_scoped_acquire gil;
+      if (callbackError) return;
+      try {
+        nb::dict prog;
+        prog["trial"] = p.trial;
+        prog["trials"] = p.trials;
+        prog["elapsed"] = p.elapsedSec;
+        prog["eta"] = p.etaSec;
+        prog["best"] = p.best ? nb::cast(*p.best, nb::rv_policy::copy) : nb::none();
+        onTrial(nb::cast(r, nb::rv_policy::copy), prog);
+      } catch (nb::python_error& e) {
+        callbackError.emplace(std::move(e));
+      }
+    };
+  // Ctrl-C (and a failing callback) end the search after the batch in flight, as in the CLI.
+  cb.shouldStop = [&](const search::TuneProgress&) {
+    nb::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      PyErr_Clear();
+      out.interrupted = true;
+    }
+    return out.interrupted || callbackError.has_value();
+  };
+  Expected<search::SessionResult> res = makeError(ErrorCode::Internal, "no session");
+  {
+    nb::gil_scoped_release nogil;
+    res = search::runTuneSession(problem, *measurer, store.get(), &client, provenanceHere(t), ss, cb);
+  }
+  if (callbackError) throw std::move(*callbackError);
+  if (!warnings.empty()) {
+    auto warn = nb::module_::import_("warnings").attr("warn");
+    for (const auto& w : warnings) warn(w, nb::handle(PyExc_RuntimeWarning), 2);
+  }
+  out.s = unwrap(std::move(res));
+  return out;
+}
+
+std::optional<cache::Record> best(const PyKernel& k, const std::string& target, const std::string& db,
+                                  const std::string& cacheUrl, const std::string& token) {
+  TargetDesc t = targetFor(target);
+  cache::HardKey key = search::hardKeyFor(k.kernel, t);
+  if (auto store = openStore(db, false)) {
+    auto b = unwrap(store->best(cache::keyIdOf(key)));
+    if (b) return b->record;
+  }
+  cache::CacheClient client(clientOptions(cacheUrl, token));
+  if (client.enabled()) {
+    nb::gil_scoped_release nogil;
+    auto r = client.best(key, provenanceHere(t), false);
+    if (r.kind == cache::LookupResult::Kind::Hit && r.record) return r.record;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<double, cache::Record>> nearest(const PyKernel& k, const std::string& target, const std::string& db,
+                                                      int limit) {
+  std::vector<std::pair<double, cache::Record>> out;
+  auto store = openStore(db, false);
+  if (!store) return out;
+  for (auto& n : unwrap(store->nearest(search::hardKeyFor(k.kernel, targetFor(target)), limit)))
+    out.push_back({n.distance, std::move(n.record)});
+  return out;
+}
+
+// One row per target: the measured winner, else the best estimate, else nothing (labelled).
+nb::list compare(const PyKernel& k, const std::vector<std::string>& targets, const std::string& db) {
+  auto store = openStore(db, false);
+  nb::list rows;
+  for (const auto& name : targets) {
+    TargetDesc t = targetFor(name);
+    std::string keyId = cache::keyIdOf(search::hardKeyFor(k.kernel, t));
+    std::optional<cache::Record> rec;
+    if (store) {
+      if (auto b = unwrap(store->best(keyId))) rec = b->record;
+      if (!rec) {
+        cache::ListQuery q;
+        q.key_id = keyId;
+        q.status = "estimated";
+        for (auto& r : unwrap(search::listAll(*store, q, 1000)))
+          if (!rec || r.median_us < rec->median_us) rec = r;
+      }
+    }
+    nb::dict row;
+    row["target"] = t.name;
+    row["arch"] = t.arch;
+    row["kind"] = !rec ? "none" : rec->status == cache::RecordStatus::Estimated ? "estimated" : "measured";
+    row["median_us"] = rec ? nb::cast(rec->median_us) : nb::none();
+    row["gflops"] = rec ? nb::cast(rec->gflops) : nb::none();
+    row["gbps"] = rec ? nb::cast(rec->gbps) : nb::none();
+    row["record"] = rec ? nb::cast(*rec, nb::rv_policy::copy) : nb::none();
+    rows.append(row);
+  }
+  return rows;
+}
+
+struct PyClient {
+  std::unique_ptr<cache::CacheClient> c;
+};
+
+nb::dict lookupDict(const cache::LookupResult& r) {
+  nb::dict d;
+  d["kind"] = r.kind == cache::LookupResult::Kind::Hit ? "hit" : r.kind == cache::LookupResult::Kind::Nearest ? "nearest" : "miss";
+  d["record"] = r.record ? nb::cast(*r.record, nb::rv_policy::copy) : nb::none();
+  d["stale"] = r.stale;
+  d["stale_reasons"] = r.stale_reasons;
+  nb::list near;
+  for (const auto& n : r.nearest) near.append(nb::make_tuple<nb::rv_policy::copy>(n.distance, n.record));
+  d["nearest"] = near;
+  d["warning"] = r.warning;
+  return d;
+}
+
+}  // namespace
+
+void registerSessions(nb::module_& m) {
+  nb::class_<search::TrialResult>(m, "Trial", "One measured candidate.")
+      .def_prop_ro("config", [](const search::TrialResult& r) { return configObject(r.config.toJson()); })
+      .def_prop_ro("status", [](const search::TrialResult& r) { return std::string(search::trialStatusName(r.status)); })
+      .def_ro("message", &search::TrialResult::message)
+      .def_prop_ro("median_us", [](const search::TrialResult& r) { return r.samples.median_us; })
+      .def_prop_ro("p20_us", [](const search::TrialResult& r) { return r.samples.p20_us; })
+      .def_prop_ro("p80_us", [](const search::TrialResult& r) { return r.samples.p80_us; })
+      .def_prop_ro("n", [](const search::TrialResult& r) { return r.samples.n; })
+      .def_ro("gflops", &search::TrialResult::gflops)
+      .def_ro("gbps", &search::TrialResult::gbps)
+      .def_ro("peak_fraction", &search::TrialResult::peakFraction)
+      .def_ro("max_abs_err", &search::TrialResult::maxAbsErr)
+      .def_ro("max_rel_err", &search::TrialResult::maxRelErr)
+      .def_ro("compile_seconds", &search::TrialResult::compileSeconds)
+      .def_ro("estimated", &search::TrialResult::estimated)
+      .def_ro("emulated", &search::TrialResult::emulated)
+      .def_prop_ro("ok", &search::TrialResult::ok)
+      .def("__repr__", [](const search::TrialResult& r) {
+        return "<Trial " + r.config.str() + " " + search::trialStatusName(r.status) +
+               (r.ok() ? " " + std::to_string(r.samples.median_us) + " us" : "") + ">";
+      });
+
+  nb::class_<cache::Record>(m, "Record", "A stored tuning record (design.md §6).")
+      .def_prop_ro("key", [](const cache::Record& r) {
+        nb::dict d;
+        d["family"] = r.key.family; d["workload"] = r.key.workload; d["shape"] = r.key.shape; d["dtype"] = r.key.dtype;
+        d["layout"] = r.key.layout; d["target"] = r.key.target; d["arch"] = r.key.arch; d["units"] = r.key.units;
+        return d;
+      })
+      .def_ro("key_id", &cache::Record::key_id)
+      .def_prop_ro("config", [](const cache::Record& r) { return configObject(r.config); })
+      .def_prop_ro("status", [](const cache::Record& r) { return std::string(cache::recordStatusName(r.status)); })
+      .def_ro("n", &cache::Record::n)
+      .def_ro("median_us", &cache::Record::median_us)
+      .def_ro("p20_us", &cache::Record::p20_us)
+      .def_ro("p80_us", &cache::Record::p80_us)
+      .def_ro("gflops", &cache::Record::gflops)
+      .def_ro("gbps", &cache::Record::gbps)
+      .def_ro("peak_fraction", &cache::Record::peak_fraction)
+      .def_ro("max_rel_err", &cache::Record::max_rel_err)
+      .def_ro("trials", &cache::Record::trials)
+      .def_ro("tuning_seconds", &cache::Record::tuning_seconds)
+      .def_ro("remeasured", &cache::Record::remeasured)
+      .def_ro("estimator", &cache::Record::estimator)
+      .def_ro("bound", &cache::Record::bound)
+      .def_ro("stale", &cache::Record::stale)
+      .def_prop_ro("provenance", [](const cache::Record& r) { return provenanceDict(r.provenance); })
+      .def("to_json", [](const cache::Record& r) { return cache::encodeRecord(r); })
+      .def("__repr__", [](const cache::Record& r) {
+        return "<Record " + r.key.family + " " + cache::formatShape(r.key.shape) + " " + r.key.dtype + " on " + r.key.target +
+               ": " + std::string(cache::recordStatusName(r.status)) + " " + std::to_string(r.median_us) + " us " + r.config + ">";
+      });
+
+  nb::class_<PyTuneResult>(m, "TuneResult", "What a tuning session did (search::SessionResult).")
+      .def_prop_ro("outcome", [](const PyTuneResult& r) { return outcomeName(r.s.outcome); })
+      .def_prop_ro("key_id", [](const PyTuneResult& r) { return r.s.keyId; })
+      .def_prop_ro("best", [](const PyTuneResult& r) { return r.s.tune.best; }, "The winner after the final re-measurement.")
+      .def_prop_ro("winner", [](const PyTuneResult& r) { return r.s.winner; }, "The winner's stored record.")
+      .def_prop_ro("cached", [](const PyTuneResult& r) { return r.s.cached; }, "Already tuned: the stored winner.")
+      .def_prop_ro("cached_from", [](const PyTuneResult& r) { return r.s.cachedFrom; })
+      .def_prop_ro("default", [](const PyTuneResult& r) { return r.s.tune.defaultConfig; })
+      .def_prop_ro("history", [](const PyTuneResult& r) { return r.s.tune.trials; }, "Every measured candidate, in order.")
+      .def_prop_ro("remeasured", [](const PyTuneResult& r) { return r.s.tune.remeasured; })
+      .def_prop_ro("statuses", [](const PyTuneResult& r) { return r.s.statusCounts; })
+      .def_prop_ro("speedup_over_default", [](const PyTuneResult& r) { return r.s.speedupOverDefault; })
+      .def_prop_ro("seconds", [](const PyTuneResult& r) { return r.s.tune.seconds; })
+      .def_prop_ro("warm_start_samples", [](const PyTuneResult& r) { return r.s.warm.samples.size(); })
+      .def_prop_ro("warm_start_workloads", [](const PyTuneResult& r) { return r.s.warm.workloads; })
+      .def_prop_ro("stopped", [](const PyTuneResult& r) { return r.s.stopped; })
+      .def_ro("interrupted", &PyTuneResult::interrupted);
+
+  m.def("tune", &tune, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("trials") = 200,
+        nb::arg("time_budget") = 0.0, nb::arg("db") = "", nb::arg("cache") = "", nb::arg("token") = "",
+        nb::arg("strategy") = "evolutionary", nb::arg("seed") = 0, nb::arg("batch") = search::SearchSettings{}.batchSize,
+        nb::arg("top_k") = 5, nb::arg("min_time") = 0.05, nb::arg("timeout") = 20.0, nb::arg("resume") = false,
+        nb::arg("force") = false, nb::arg("warm_start") = true, nb::arg("space") = "", nb::arg("on_trial") = nb::none());
+  m.def("best", &best, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("db") = "", nb::arg("cache") = "",
+        nb::arg("token") = "");
+  m.def("nearest", &nearest, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("db") = "", nb::arg("limit") = 3);
+  m.def("compare", &compare, nb::arg("kernel"), nb::arg("targets"), nb::arg("db") = "");
+
+  nb::class_<PyClient>(m, "Client", "A client of the shared tuning cache (`tessera serve`).")
+      .def("__init__", [](PyClient* self, const std::string& url, const std::string& token, double timeout) {
+            if (url.empty()) raise(makeError(ErrorCode::InvalidArgument, "Client needs the service URL"));
+            auto o = clientOptions(url, token);
+            o.timeout_s = timeout;
+            new (self) PyClient{std::make_unique<cache::CacheClient>(o)};
+          }, nb::arg("url"), nb::arg("token") = "", nb::arg("timeout") = 1.0)
+      .def_prop_ro("url", [](const PyClient& c) { return c.c->options().base_url; })
+      .def("best", [](PyClient& c, const PyKernel& k, const std::string& target, bool allowNearest) {
+            TargetDesc t = targetFor(target);
+            cache::LookupResult r;
+            {
+              nb::gil_scoped_release nogil;
+              r = c.c->best(search::hardKeyFor(k.kernel, t), provenanceHere(t), allowNearest);
+            }
+            return lookupDict(r);
+          }, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("allow_nearest") = true,
+          "Lookup (fails open: a service that is down is a miss with a warning).")
+      .def("status", [](PyClient& c) {
+            nb::gil_scoped_release nogil;
+            return unwrap(c.c->status());
+          }, "The service's /status JSON.")
+      .def("export", [](PyClient& c, int64_t since, int limit) {
+            nb::gil_scoped_release nogil;
+            auto p = unwrap(c.c->exportPage(since, limit));
+            return std::make_pair(p.jsonl, p.more ? p.next_since : int64_t(0));
+          }, nb::arg("since") = 0, nb::arg("limit") = 10000, "(JSON lines, next `since` or 0 at the end).")
+      .def("push", [](PyClient& c, const std::string& db) {
+            auto store = openStore(db, false);
+            if (!store) raise(makeError(ErrorCode::NotFound, "no store at " + db));
+            cache::OutboxReport rep;
+            {
+              nb::gil_scoped_release nogil;
+              rep = cache::pushOutbox(*store, *c.c);
+            }
+            nb::dict d;
+            d["pushed"] = rep.pushed;
+            d["rejected"] = rep.rejected;
+            d["remaining"] = rep.remaining;
+            d["warning"] = rep.warning;
+            return d;
+          }, nb::arg("db"), "Pushes the local store's outbox (records tuned while the service was unreachable).");
+
+  m.def("bundle", [](const std::vector<const PyKernel*>& kernels, const std::vector<std::string>& targets,
+                     const std::string& out, const std::string& db, const std::string& cacheUrl, const std::string& token,
+                     const std::string& missing, const std::string& hostCpu, bool verify, bool replace) {
+          bundle::BundleSettings s;
+          s.outDir = out;
+          s.tesseraVersion = TESSERA_VERSION;
+          s.verify = verify;
+          s.replace = replace;
+          if (missing == "default") s.resolve.missing = bundle::MissingPolicy::Default;
+          else if (missing == "skip") s.resolve.missing = bundle::MissingPolicy::Skip;
+          else if (missing == "fail") s.resolve.missing = bundle::MissingPolicy::Fail;
+          else raise(makeError(ErrorCode::InvalidArgument, "missing must be default, skip or fail"));
+          if (hostCpu != "level" && hostCpu != "native") raise(makeError(ErrorCode::InvalidArgument, "host_cpu must be level or native"));
+          s.hostCpu = hostCpu == "native" ? bundle::HostCpu::Native : bundle::HostCpu::Level;
+          for (const auto& t : targets) s.targets.push_back(unwrap(bundle::parseBundleTarget(t)));
+          std::vector<bundle::KernelRequest> ks;
+          for (const PyKernel* k : kernels) ks.push_back({k->kernel, "python"});
+          auto store = openStore(db, false);
+          cache::CacheClient client(clientOptions(cacheUrl, token));
+          bundle::RecordSources src;
+          src.store = store.get();
+          src.storeName = db;
+          src.client = &client;
+          src.current = provenanceHere(hostTarget());
+          Expected<bundle::BundleSummary> sum = makeError(ErrorCode::Internal, "no bundle");
+          {
+            nb::gil_scoped_release nogil;
+            sum = bundle::writeBundle(ks, s, src);
+          }
+          bundle::BundleSummary r = unwrap(std::move(sum));
+          nb::dict d;
+          d["dir"] = r.dir;
+          d["entries"] = r.entries;
+          d["exact"] = r.exact;
+          d["nearest"] = r.nearest;
+          d["untuned"] = r.untuned;
+          d["estimated"] = r.estimated;
+          d["skipped"] = r.skipped;
+          return d;
+        }, nb::arg("kernels"), nb::arg("targets"), nb::arg("out"), nb::arg("db") = "", nb::arg("cache") = "",
+        nb::arg("token") = "", nb::arg("missing") = "default", nb::arg("host_cpu") = "level", nb::arg("verify") = true,
+        nb::arg("replace") = false);
+}
+
+}  // namespace tessera::py

@@ -1,0 +1,175 @@
+"""Tuning, lookups, comparison, the shared cache and bundles from Python: the session is the C++
+one (search::runTuneSession), records land in a real SQLite store, the service is a real
+`tessera serve` on loopback, and a bundle is built and used from C."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import tessera
+from conftest import tessera_bin
+
+
+def test_tune_gemm_run_winner_against_numpy(db):
+    k = tessera.gemm(128, 128, 128)
+    seen = []
+    res = tessera.tune(k, trials=6, db=db, min_time=0.01, top_k=2, seed=3, on_trial=lambda t, p: seen.append(t))
+    assert res.outcome == "tuned"
+    assert len(res.history) >= 6 and len(seen) == len(res.history)
+    assert all(t.status in ("ok", "invalid-config", "compile-error", "timeout", "crash", "wrong-result")
+               for t in res.history)
+    assert res.best.ok and res.time_us > 0 and res.record.remeasured
+    assert sum(res.statuses.values()) >= 6
+    a, b = k.random_inputs(11)
+    np.testing.assert_allclose(res.run(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    # The store answers now, and a second session stops at once (cache first).
+    rec = tessera.best(k, db=db)
+    assert rec is not None and rec.config == res.config and rec.status == "ok"
+    again = tessera.tune(k, trials=6, db=db)
+    assert again.outcome == "already-tuned" and again.config == res.config and not again.history
+
+
+def test_tune_without_store_and_flag_errors():
+    k = tessera.elementwise("y = relu(x)", shapes={"x": (64, 64)})
+    res = tessera.tune(k, trials=3, min_time=0.005, top_k=1)
+    assert res.outcome == "tuned"
+    assert tessera.best(k) is None  # db=None keeps nothing
+    with pytest.raises(tessera.InvalidArgumentError, match="trials must be at least 0"):
+        tessera.tune(k, trials=-1)
+    with pytest.raises(tessera.InvalidArgumentError, match="unknown strategy"):
+        tessera.tune(k, trials=2, strategy="annealing")
+    with pytest.raises(tessera.UnsupportedError, match="needs that device"):
+        tessera.tune(k, target="sm_90", trials=2)
+
+
+def test_on_trial_exception_stops_and_propagates(db):
+    k = tessera.gemm(32, 32, 32)
+
+    def boom(trial, progress):
+        raise KeyError("stop here")
+
+    with pytest.raises(KeyError, match="stop here"):
+        tessera.tune(k, trials=50, db=db, min_time=0.005, on_trial=boom)
+
+
+def test_measure_nearest_compare(db):
+    k = tessera.gemm(64, 64, 64)
+    trials = tessera.measure(k, [None, k.default_config()], min_time=0.005)
+    assert [t.ok for t in trials] == [True, True]
+    tessera.tune(k, trials=3, db=db, min_time=0.005, top_k=1)
+    near = tessera.nearest(tessera.gemm(60, 64, 64), db=db)
+    assert near and near[0][1].key["shape"] == [64, 64, 64] and near[0][0] > 0
+    rows = tessera.compare(k, targets=["host", "sm_90"], db=db)
+    assert [r["target"] for r in rows] == ["host", "sm_90"]
+    assert rows[0]["kind"] == "measured" and rows[0]["median_us"] > 0
+    assert rows[1]["kind"] == "none" and rows[1]["record"] is None
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server(tmp_path):
+    exe = tessera_bin()
+    if not exe:
+        pytest.skip("the tessera CLI is not next to this package")
+    sdb = str(tmp_path / "cache.db")
+    out = subprocess.run([exe, "serve", "token", "add", "py", "--scope", "write", "--db", sdb],
+                         capture_output=True, text=True, check=True).stdout
+    token = next(w for w in out.split() if w.startswith("tsk_"))
+    port = _free_port()
+    proc = subprocess.Popen([exe, "serve", "--db", sdb, "--port", str(port), "--bind", "127.0.0.1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            time.sleep(0.05)
+    yield url, token
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_client_shares_a_tuned_winner(server, db, tmp_path):
+    url, token = server
+    k = tessera.gemm(48, 48, 48)
+    c = tessera.Client(url, token)
+    assert c.best(k)["kind"] == "miss"
+    res = tessera.tune(k, trials=3, db=db, cache=url, token=token, min_time=0.005, top_k=1)
+    hit = c.best(k)
+    assert hit["kind"] == "hit" and hit["record"].config == res.config
+    assert c.status()["records"] >= 1
+    # Another machine (another store) gets the winner from the service.
+    other = str(tmp_path / "other.db")
+    assert tessera.best(k, db=other, cache=url, token=token).config == res.config
+    # A service that is down is a miss with a warning, never an exception.
+    down = tessera.Client(f"http://127.0.0.1:{_free_port()}", token)
+    miss = down.best(k)
+    assert miss["kind"] == "miss" and miss["warning"]
+    with pytest.raises(tessera.TesseraError):
+        down.status()
+    with pytest.raises(tessera.InvalidArgumentError):
+        tessera.Client("")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_bundle_from_python_used_from_c(db, tmp_path):
+    g = tessera.gemm(64, 64, 64)
+    a = tessera.attention(heads=2, seq=64, head_dim=32)
+    tessera.tune(g, trials=3, db=db, min_time=0.005, top_k=1)
+    out = str(tmp_path / "bundle")
+    summary = tessera.bundle([g, a, tessera.gemm(60, 64, 64)], targets=["host"], out=out, db=db)
+    assert summary["entries"] == 3 and summary["exact"] == 1 and summary["nearest"] == 1 and summary["untuned"] == 1
+    manifest = json.load(open(os.path.join(out, "manifest.json")))
+    assert manifest["format"] == "tessera-bundle" and manifest["llvm_version"]
+    srcs = ["tessera_runtime.c", "tessera_runtime_gpu.c", "tessera_bundle_table.c", "tessera_bundle_images.c"]
+    prog = tmp_path / "use.c"
+    prog.write_text(r'''
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tessera_bundle.h"
+int main(void) {
+  const tessera_kernel* k = tessera_find("gemm", "60x64x64", "f32", "host");
+  if (!k) { printf("none: %s\n", tessera_last_message()); return 1; }
+  printf("%s\n", tessera_last_message());
+  float* a = aligned_alloc(64, 60 * 64 * 4); float* b = aligned_alloc(64, 64 * 64 * 4); float* c = aligned_alloc(64, 60 * 64 * 4);
+  for (int i = 0; i < 60 * 64; ++i) a[i] = (float)(i % 7) - 3;
+  for (int i = 0; i < 64 * 64; ++i) b[i] = (float)(i % 5) - 2;
+  void* bufs[3] = {a, b, c};
+  if (tessera_run(k, bufs) != TESSERA_OK) { printf("run: %s\n", tessera_last_message()); return 1; }
+  for (int i = 0; i < 60; ++i) for (int j = 0; j < 64; ++j) {
+    double s = 0; for (int p = 0; p < 64; ++p) s += (double)a[i * 64 + p] * b[p * 64 + j];
+    if (s != c[i * 64 + j]) { printf("wrong at %d,%d\n", i, j); return 1; }
+  }
+  printf("ok\n");
+  return 0;
+}
+''')
+    objs = [os.path.join(out, "host", f) for f in os.listdir(os.path.join(out, "host"))]
+    exe = str(tmp_path / "use")
+    subprocess.run(["cc", "-std=c11", "-O1", str(prog), "-I", out] + [os.path.join(out, s) for s in srcs] + objs +
+                   ["-ldl", "-lpthread", "-lm", "-o", exe], check=True)
+    run = subprocess.run([exe], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "config tuned at 64x64x64 (nearest tuned shape" in run.stdout and run.stdout.strip().endswith("ok")
+
+
+def test_stubs_and_marker_ship_with_the_package():
+    pkg = os.path.dirname(tessera.__file__)
+    stub = os.path.join(pkg, "_tessera.pyi")
+    assert os.path.exists(stub) and os.path.exists(os.path.join(pkg, "py.typed"))
+    text = open(stub).read()
+    for name in ("def tune(", "def compile(", "class Client", "class Record", "def bundle("):
+        assert name in text
