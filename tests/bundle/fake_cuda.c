@@ -1,0 +1,139 @@
+/* A stand-in for the CUDA driver (built with the soname libcuda.so.1) for testing the GPU host
+ * wrapper of a bundle's C runtime (bundle/runtime/tessera_runtime_gpu.c) without a GPU. "Device"
+ * memory is host memory (64-byte aligned, padded, filled with a pattern, never zeroed). A launch
+ * either calls the test's kernel (the GPU kernel's emulated form, so results can be checked
+ * against the reference) or, without one, hashes every byte its parameters can see (from each
+ * pointer to the end of its allocation: padding, zeroing and batch offsets all count) and rewrites
+ * those bytes from the hash, so two wrappers that behave alike produce identical outputs. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+
+#define MAX_ALLOCS 4096
+static struct { unsigned char* p; size_t n; } allocs[MAX_ALLOCS];
+static int live, launches, nparams = -1, moduleLoads;
+static void (*kernelFn)(void* ctx, void** params, int n);
+static void* kernelCtx;
+
+/* Test controls. */
+void fake_cuda_set_params(int n) { nparams = n; }
+void fake_cuda_set_kernel(void (*fn)(void*, void**, int), void* ctx) {
+  kernelFn = fn;
+  kernelCtx = ctx;
+}
+int fake_cuda_live_allocations(void) { return live; }
+int fake_cuda_launches(void) { return launches; }
+int fake_cuda_module_loads(void) { return moduleLoads; }
+
+CUresult cuInit(unsigned f) { (void)f; return 0; }
+CUresult cuDeviceGet(int* d, int i) { *d = i; return i == 0 ? 0 : 101; /* CUDA_ERROR_INVALID_DEVICE */ }
+CUresult cuDeviceGetName(char* s, int n, int d) { (void)d; strncpy(s, "fake device", (size_t)n); return 0; }
+CUresult cuDeviceGetAttribute(int* v, int attr, int d) {
+  (void)d;
+  *v = attr == 75 ? 9 : attr == 76 ? 0 : 0; /* compute capability 9.0: sm_90 */
+  return 0;
+}
+CUresult cuDevicePrimaryCtxRetain(void** c, int d) { (void)d; *c = (void*)0x1; return 0; }
+CUresult cuCtxSetCurrent(void* c) { (void)c; return 0; }
+CUresult cuModuleLoadData(void** m, const void* image) {
+  ++moduleLoads;
+  *m = (void*)image;
+  return image ? 0 : 200; /* CUDA_ERROR_INVALID_IMAGE */
+}
+CUresult cuModuleGetFunction(void** f, void* m, const char* name) { (void)m; *f = (void*)name; return 0; }
+
+CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
+  for (int i = 0; i < MAX_ALLOCS; ++i)
+    if (!allocs[i].p) {
+      size_t padded = (n + 63) / 64 * 64 + 64;  /* emulated vector tails may touch the last line */
+      allocs[i].p = aligned_alloc(64, padded);
+      if (!allocs[i].p) return 2;
+      memset(allocs[i].p, 0xA5, padded);  /* never zero: a wrapper that forgets to zero shows */
+      allocs[i].n = n;
+      ++live;
+      *p = (CUdeviceptr)(uintptr_t)allocs[i].p;
+      return 0;
+    }
+  return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+  for (int i = 0; i < MAX_ALLOCS; ++i)
+    if ((uintptr_t)allocs[i].p == p) {
+      free(allocs[i].p);
+      allocs[i].p = NULL;
+      --live;
+      return 0;
+    }
+  return 1;
+}
+
+/* The allocation holding p and the bytes from p to its end (0: not device memory). */
+static size_t rest(CUdeviceptr p) {
+  for (int i = 0; i < MAX_ALLOCS; ++i) {
+    uintptr_t b = (uintptr_t)allocs[i].p;
+    if (allocs[i].p && p >= b && p < b + allocs[i].n) return b + allocs[i].n - p;
+  }
+  return 0;
+}
+
+static int inside(CUdeviceptr p, size_t n) { return n == 0 || rest(p) >= n; }
+CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
+  if (!inside(d, n)) return 1;
+  memcpy((void*)(uintptr_t)d, s, n);
+  return 0;
+}
+CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) {
+  if (!inside(s, n)) return 1;
+  memcpy(d, (const void*)(uintptr_t)s, n);
+  return 0;
+}
+CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
+  if (!inside(d, n)) return 1;
+  memset((void*)(uintptr_t)d, v, n);
+  return 0;
+}
+
+CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shmem, void* stream, void** params, void** extra) {
+  (void)f; (void)shmem; (void)stream; (void)extra;
+  if (nparams < 0) return 1;
+  ++launches;
+  if (kernelFn) {
+    void* ptrs[64];
+    for (int j = 0; j < nparams && j < 64; ++j) ptrs[j] = (void*)(uintptr_t) * (CUdeviceptr*)params[j];
+    kernelFn(kernelCtx, ptrs, nparams);
+    return 0;
+  }
+  uint64_t h = 1469598103934665603ull ^ ((uint64_t)gx << 40 ^ (uint64_t)gy << 20 ^ gz ^ (uint64_t)bx << 48 ^ (uint64_t)by << 32 ^ bz);
+  for (int j = 0; j < nparams; ++j) {
+    CUdeviceptr p = *(CUdeviceptr*)params[j];
+    size_t n = rest(p);
+    if (!n) return 1; /* CUDA_ERROR_INVALID_VALUE: not a device pointer */
+    const unsigned char* b = (const unsigned char*)(uintptr_t)p;
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+    h = (h ^ (uint64_t)n) * 1099511628211ull;
+  }
+  for (int j = 0; j < nparams; ++j) {
+    CUdeviceptr p = *(CUdeviceptr*)params[j];
+    unsigned char* b = (unsigned char*)(uintptr_t)p;
+    size_t n = rest(p);
+    uint64_t x = h + (uint64_t)j * 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < n; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      b[i] = (unsigned char)(b[i] + (x >> 56));
+    }
+  }
+  return 0;
+}
+
+CUresult cuEventCreate(void** e, unsigned f) { (void)f; *e = malloc(1); return 0; }
+CUresult cuEventDestroy_v2(void* e) { free(e); return 0; }
+CUresult cuEventRecord(void* e, void* s) { (void)e; (void)s; return 0; }
+CUresult cuEventSynchronize(void* e) { (void)e; return 0; }
+CUresult cuEventElapsedTime(float* ms, void* a, void* b) { (void)a; (void)b; *ms = 1.0f; return 0; }
+CUresult cuGetErrorString(CUresult r, const char** s) { (void)r; *s = "fake driver error"; return 0; }

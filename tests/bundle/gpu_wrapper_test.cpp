@@ -1,0 +1,187 @@
+// Tests the GPU launch path of a bundle's C runtime (tessera_cuda_run: upload, padded and
+// transposed copies, zeroed workspaces, one launch per batch, copy-back, download) without a GPU,
+// against a stand-in CUDA driver (fake_cuda.c, loaded under the soname libcuda.so.1) whose memory
+// is host memory:
+//  * with the GPU kernel's emulated form as the "kernel" (codegen::compileEmulatedKernel: the same
+//    kernel body, run on this CPU), the bundle's outputs must match the reference evaluator;
+//  * with a "kernel" that rewrites every byte its parameters can see from a hash of all of them,
+//    the bundle's outputs must be byte-identical to Tessera's own C++ runner's
+//    (codegen::openCudaRunner through the same stand-in): the two wrappers behave alike.
+// The stand-in counts allocations: none may leak. What only hardware shows (the driver's module
+// loading of real cubins, launch limits) stays for a machine with a GPU.
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "bundle/bundle.h"
+#include "bundle/runtime/tessera_bundle.h"
+#include "codegen/gpu.h"
+#include "codegen/gpu_runner.h"
+#include "ir/buffer.h"
+#include "ir/builders.h"
+#include "ir/reference.h"
+#include "search/records.h"
+#include "search/space.h"
+
+using namespace tessera;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<ir::Kernel> kernels() {
+  std::vector<ir::Kernel> v;
+  ir::GemmSpec g;
+  g.m = 200; g.n = 136; g.k = 70; g.epilogue = "relu(acc + bias)"; g.shapes["bias"] = {136};
+  v.push_back(*ir::buildGemm(g));
+  ir::GemmSpec t;
+  t.batch = 3; t.m = 65; t.n = 33; t.k = 40; t.transA = true; t.transB = true; t.dtype = ir::ScalarType::F16;
+  v.push_back(*ir::buildGemm(t));
+  ir::GemmSpec b;
+  b.m = 64; b.n = 64; b.k = 64; b.beta = 0.5; b.batch = 2;
+  v.push_back(*ir::buildGemm(b));
+  ir::GemmSpec w;  // no epilogue, padded: a workspace copied back per batch
+  w.batch = 2; w.m = 100; w.n = 72; w.k = 48; w.transA = true;
+  v.push_back(*ir::buildGemm(w));
+  ir::GemmSpec z;  // no epilogue, no padding: the output itself, zeroed first
+  z.m = 64; z.n = 64; z.k = 64;
+  v.push_back(*ir::buildGemm(z));
+  ir::AttentionSpec a;
+  a.batch = 2; a.heads = 4; a.heads_kv = 2; a.seq_q = 100; a.head_dim = 64; a.causal = true;
+  v.push_back(*ir::buildAttention(a));
+  ir::ElementwiseSpec e;
+  e.expr = "y = gelu(x * s + b)"; e.shape = {33, 64}; e.shapes = {{"s", {64}}, {"b", {64}}};
+  v.push_back(*ir::buildElementwise(e));
+  return v;
+}
+
+template <class F>
+F sym(void* lib, const char* name) {
+  return reinterpret_cast<F>(dlsym(lib, name));
+}
+
+// The stand-in driver's kernel: the launch's emulated form, given the device pointers of the
+// kernel's parameters (the arguments the kernel body does not use get a zeroed dummy).
+struct Emulated {
+  std::shared_ptr<const codegen::EmulatedKernel> kernel;
+  std::vector<int> params;  // the compiled launch's kernel parameters (indices into its args)
+  std::vector<unsigned char> dummy;
+};
+
+extern "C" void callEmulated(void* ctx, void** params, int n) {
+  auto* e = static_cast<Emulated*>(ctx);
+  const codegen::GpuLaunch& l = e->kernel->launch();
+  std::vector<void*> args(l.args.size(), e->dummy.data());
+  for (int p = 0; p < n && p < int(e->params.size()); ++p) args[size_t(e->params[size_t(p)])] = params[p];
+  e->kernel->call(args.data());
+}
+
+}  // namespace
+
+TEST(BundleGpuWrapper, CRuntimeDrivesTheDriverLikeTheCxxRunner) {
+  if (std::system("cc --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no C compiler";
+  // The stand-in driver first: later dlopen("libcuda.so.1") calls find it by its soname.
+  void* fake = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(fake, nullptr) << dlerror();
+  auto setParams = sym<void (*)(int)>(fake, "fake_cuda_set_params");
+  auto setKernel = sym<void (*)(void (*)(void*, void**, int), void*)>(fake, "fake_cuda_set_kernel");
+  auto live = sym<int (*)()>(fake, "fake_cuda_live_allocations");
+  auto launches = sym<int (*)()>(fake, "fake_cuda_launches");
+  ASSERT_TRUE(setParams && setKernel && live && launches);
+
+  const TargetDesc t = *getTarget("sm_90");
+  const fs::path dir = fs::temp_directory_path() / ("tessera_gpu_wrapper_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  std::vector<bundle::KernelRequest> reqs;
+  for (auto& k : kernels()) reqs.push_back({k, "test"});
+  bundle::BundleSettings s;
+  s.targets = {t};
+  s.outDir = (dir / "b").string();
+  auto sum = bundle::writeBundle(reqs, s, {});
+  ASSERT_TRUE(sum.ok()) << sum.error().str();
+  ASSERT_EQ(sum->entries, int(reqs.size()));
+  const std::string so = (dir / "libbundle.so").string(), b = s.outDir + "/";
+  const std::string cc = "cc -std=c11 -O1 -shared -fPIC -I" + b + " " + b + "tessera_runtime.c " + b + "tessera_runtime_gpu.c " + b +
+                         "tessera_bundle_table.c " + b + "tessera_bundle_images.c -o " + so + " -ldl -lpthread";
+  ASSERT_EQ(std::system(cc.c_str()), 0) << cc;
+  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto find = sym<const tessera_kernel* (*)(const char*, const char*, const char*, const char*)>(lib, "tessera_find");
+  auto cudaRun = sym<tessera_status (*)(const tessera_kernel*, void* const*, int, float*)>(lib, "tessera_cuda_run");
+  auto message = sym<const char* (*)()>(lib, "tessera_last_message");
+  ASSERT_TRUE(find && cudaRun && message);
+
+  auto runner = codegen::openCudaRunner();
+  ASSERT_TRUE(runner.ok()) << runner.error().str();
+  EXPECT_EQ((*runner)->arch(), "sm_90");
+  bool packed = false, transposed = false, copyBack = false, batched = false, zeroFirst = false;
+  for (const auto& req : reqs) {
+    const ir::Kernel& k = req.kernel;
+    SCOPED_TRACE(k.name);
+    // The config the bundle compiled (no store: the space's default).
+    auto bin = codegen::compileGpu(k, search::makeSpace(k, t)->defaults(), t);
+    ASSERT_TRUE(bin.ok()) << bin.error().str();
+    for (const auto& a : bin->launch.args) {
+      packed |= a.kind == codegen::GpuArg::Kind::Packed;
+      transposed |= a.transposed;
+      copyBack |= a.copyBack;
+      zeroFirst |= a.zeroFirst;
+    }
+    batched |= bin->launch.batches > 1;
+    setParams(int(bin->launch.kernelParams.size()));
+    auto ins = ir::makeInputs(k, 7);
+    auto outsCxx = ir::makeOutputs(k), outsC = ir::makeOutputs(k);
+    std::vector<void*> bufCxx, bufC;
+    for (auto& x : ins) { bufCxx.push_back(x.data()); bufC.push_back(x.data()); }
+    for (size_t i = 0; i < outsCxx.size(); ++i) {
+      std::memset(outsCxx[i].data(), 0x7f, outsCxx[i].bytes());
+      std::memset(outsC[i].data(), 0x7f, outsC[i].bytes());
+      bufCxx.push_back(outsCxx[i].data());
+      bufC.push_back(outsC[i].data());
+    }
+    int before = launches();
+    auto us = (*runner)->run(*bin, k, bufCxx.data(), 1);
+    ASSERT_TRUE(us.ok()) << us.error().str();
+    const std::string shape = cache::formatShape(search::hardKeyFor(k, t).shape);
+    const tessera_kernel* ck = find(k.name.c_str(), shape.c_str(), std::string(ir::typeName(k.inputs()[0]->dtype)).c_str(), "cuda");
+    ASSERT_NE(ck, nullptr) << message();
+    float ms = 0;
+    ASSERT_EQ(cudaRun(ck, bufC.data(), 0, &ms), TESSERA_OK) << message();
+    EXPECT_EQ(launches() - before, 2 * bin->launch.batches);
+    EXPECT_FLOAT_EQ(ms, float(bin->launch.batches));  // 1 ms per launch from the stand-in's events
+    for (size_t i = 0; i < outsCxx.size(); ++i) {
+      EXPECT_EQ(std::memcmp(outsCxx[i].data(), outsC[i].data(), outsCxx[i].bytes()), 0) << "output " << i << " differs";
+      std::vector<unsigned char> poison(outsC[i].bytes(), 0x7f);
+      EXPECT_NE(std::memcmp(outsC[i].data(), poison.data(), poison.size()), 0) << "output " << i << " never written";
+    }
+    EXPECT_EQ(live(), 0) << "device allocations leaked";
+
+    // The kernel's emulated form as the device kernel: the bundle's results against the reference.
+    auto em = codegen::compileEmulatedKernel(k, search::makeSpace(k, t)->defaults(), t);
+    ASSERT_TRUE(em.ok()) << em.error().str();
+    ASSERT_EQ((*em)->launch().args.size(), bin->launch.args.size());
+    Emulated ctx{*em, bin->launch.kernelParams, std::vector<unsigned char>(1 << 22, 0)};
+    setKernel(callEmulated, &ctx);
+    auto outs = ir::makeOutputs(k);
+    std::vector<void*> bufs;
+    std::vector<const ir::Buffer*> inPtrs, outPtrs;
+    for (auto& x : ins) { bufs.push_back(x.data()); inPtrs.push_back(&x); }
+    for (auto& x : outs) { std::memset(x.data(), 0x7f, x.bytes()); bufs.push_back(x.data()); outPtrs.push_back(&x); }
+    ASSERT_EQ(cudaRun(ck, bufs.data(), 0, nullptr), TESSERA_OK) << message();
+    setKernel(nullptr, nullptr);
+    auto ref = ir::evaluateReference(k, inPtrs);
+    ASSERT_TRUE(ref.ok());
+    auto cmp = ir::compareOutputs(k, *ref, outPtrs);
+    EXPECT_TRUE(cmp.ok) << "max rel err " << cmp.maxRelErr << ", first bad " << cmp.firstBad;
+    EXPECT_EQ(live(), 0) << "device allocations leaked";
+  }
+  // The kernels above must exercise every step of the wrapper.
+  EXPECT_TRUE(packed && transposed && copyBack && batched && zeroFirst)
+      << packed << transposed << copyBack << batched << zeroFirst;
+  dlclose(lib);
+  fs::remove_all(dir);
+}
