@@ -1,5 +1,5 @@
 // Owns the Python face of tuning and sharing: tune (through search::runTuneSession with the host
-// measurer, exactly as `tessera tune`), best and nearest (the store, then the shared cache),
+// or device measurer, exactly as `tessera tune`), best and nearest (the store, then the shared cache),
 // compare (a kernel's stored winners on several targets, measured or estimated, labelled),
 // Client (the shared cache service), bundle (bundle::writeBundle), and the Trial and Record
 // objects they return. Environment variables are read by the Python layer, not here.
@@ -10,6 +10,7 @@
 #include <nanobind/stl/vector.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -17,6 +18,7 @@
 #include "bundle/bundle.h"
 #include "cache_service/client.h"
 #include "cache_service/store.h"
+#include "search/device_measurer.h"
 #include "search/protocol_measurer.h"
 #include "search/records.h"
 #include "search/strategy.h"
@@ -68,6 +70,7 @@ cache::CacheClientOptions clientOptions(const std::string& url, const std::strin
 struct PyTuneResult {
   search::SessionResult s;
   bool interrupted = false;
+  bool emulated = false;  // measured on the emulated device: this CPU's timings, nothing stored
 };
 
 std::string outcomeName(search::SessionResult::Outcome o) {
@@ -82,10 +85,8 @@ std::string outcomeName(search::SessionResult::Outcome o) {
 PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, double timeBudget, const std::string& db,
                   const std::string& cacheUrl, const std::string& token, const std::string& strategy, uint64_t seed,
                   int batch, int topK, double minTime, double timeout, bool resume, bool force, bool warmStart,
-                  const std::string& space, nb::object onTrial) {
+                  const std::string& space, nb::object onTrial, const std::string& device) {
   TargetDesc t = targetFor(target);
-  if (t.vendor != Vendor::Host)
-    raise(makeError(ErrorCode::Unsupported, "tuning " + t.name + " needs that device; none is attached here (use target=\"host\")"));
   auto bad = [](const std::string& m) { raise(makeError(ErrorCode::InvalidArgument, m)); };
   if (trials < 0) bad("trials must be at least 0 (0: as many as time_budget allows)");
   if (!(timeBudget >= 0)) bad("time_budget must be at least 0 seconds (0: none)");
@@ -97,8 +98,38 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
   if (std::find(std::begin(search::kStrategyNames), std::end(search::kStrategyNames), strategy) == std::end(search::kStrategyNames))
     bad("unknown strategy '" + strategy + "' (known: " + search::strategyNameList() + ")");
   search::TuneProblem problem = unwrap(search::tuneProblem(k.kernel, t, space));
-  auto store = openStore(db, true);
-  cache::CacheClient client(clientOptions(cacheUrl, token));
+  search::MeasureSettings ms;
+  ms.timeoutSec = timeout;
+  ms.measure.minTimeSec = minTime;
+  // Where candidates are measured, as `tessera tune` chooses: this CPU, a GPU of the target's
+  // arch, or the emulated device (its timings are this CPU's: kept in memory, never stored).
+  std::unique_ptr<search::Measurer> measurer;
+  bool emulated = false;
+  if (!t.isGpu()) {
+    if (!device.empty()) bad("device applies to GPU targets (the host measures on this CPU)");
+    measurer = search::makeHostMeasurer(k.kernel, t, ms);
+  } else {
+    search::DeviceSettings d;
+    if (device == "emulated") {
+      d.emulated = emulated = true;
+    } else {
+      if (!device.empty()) {
+        char* end = nullptr;
+        long idx = std::strtol(device.c_str(), &end, 10);
+        if (*end || idx < 0) bad("device takes a device index (\"0\", \"1\", ...) or \"emulated\", got '" + device + "'");
+        d.device = int(idx);
+      }
+      auto attached = search::probeDevice(t, d.device);
+      if (!attached.ok()) {
+        if (attached.error().code == ErrorCode::InvalidArgument) raise(attached.error());
+        raise(makeError(ErrorCode::Unsupported, "no " + t.name + " device here (" + attached.error().message +
+                                                    "): device=\"emulated\" runs the tuning loop on this CPU"));
+      }
+    }
+    measurer = search::makeDeviceMeasurer(k.kernel, t, d, ms);
+  }
+  auto store = emulated ? cache::makeMemoryStore() : openStore(db, true);
+  cache::CacheClient client(emulated ? cache::CacheClientOptions{} : clientOptions(cacheUrl, token));
 
   search::SessionSettings ss;
   ss.loop.search.strategy = strategy;
@@ -111,12 +142,8 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
   ss.warmStart = warmStart;
   ss.warm.seed = seed;
   ss.model.seed = seed;
-  search::MeasureSettings ms;
-  ms.timeoutSec = timeout;
-  ms.measure.minTimeSec = minTime;
-  auto measurer = search::makeHostMeasurer(k.kernel, t, ms);
-
   PyTuneResult out;
+  out.emulated = emulated;
   std::optional<nb::python_error> callbackError;
   std::vector<std::string> warnings;
   search::SessionCallbacks cb;
@@ -307,13 +334,15 @@ void registerSessions(nb::module_& m) {
       .def_prop_ro("warm_start_samples", [](const PyTuneResult& r) { return r.s.warm.samples.size(); })
       .def_prop_ro("warm_start_workloads", [](const PyTuneResult& r) { return r.s.warm.workloads; })
       .def_prop_ro("stopped", [](const PyTuneResult& r) { return r.s.stopped; })
-      .def_ro("interrupted", &PyTuneResult::interrupted);
+      .def_ro("interrupted", &PyTuneResult::interrupted)
+      .def_ro("emulated", &PyTuneResult::emulated);
 
   m.def("tune", &tune, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("trials") = 200,
         nb::arg("time_budget") = 0.0, nb::arg("db") = "", nb::arg("cache") = "", nb::arg("token") = "",
         nb::arg("strategy") = "evolutionary", nb::arg("seed") = 0, nb::arg("batch") = search::SearchSettings{}.batchSize,
         nb::arg("top_k") = 5, nb::arg("min_time") = 0.05, nb::arg("timeout") = 20.0, nb::arg("resume") = false,
-        nb::arg("force") = false, nb::arg("warm_start") = true, nb::arg("space") = "", nb::arg("on_trial") = nb::none());
+        nb::arg("force") = false, nb::arg("warm_start") = true, nb::arg("space") = "", nb::arg("on_trial") = nb::none(),
+        nb::arg("device") = "");
   m.def("best", &best, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("db") = "", nb::arg("cache") = "",
         nb::arg("token") = "");
   m.def("nearest", &nearest, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("db") = "", nb::arg("limit") = 3);

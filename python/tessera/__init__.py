@@ -303,6 +303,7 @@ class TuneResult:
     seconds = property(lambda self: self._r.seconds)
     key_id = property(lambda self: self._r.key_id)
     interrupted = property(lambda self: self._r.interrupted)
+    emulated = property(lambda self: self._r.emulated, doc="Measured on the emulated device (not stored).")
     best = property(lambda self: self._r.best, doc="The winning Trial (None when already tuned).")
 
     @property
@@ -337,15 +338,19 @@ def tune(kernel: Kernel, target: str = "host", trials: int = 200, db: Optional[s
          cache: Optional[str] = None, *, token: Optional[str] = None, time_budget: float = 0.0,
          strategy: str = "evolutionary", seed: int = 0, batch: int = 4, top_k: int = 5, min_time: float = 0.05,
          timeout: float = 20.0, resume: bool = False, force: bool = False, warm_start: bool = True,
-         space: Optional[str] = None, on_trial: Optional[Callable[[Trial, Dict[str, Any]], None]] = None) -> TuneResult:
+         space: Optional[str] = None, on_trial: Optional[Callable[[Trial, Dict[str, Any]], None]] = None,
+         device: Optional[Union[int, str]] = None) -> TuneResult:
     """Tunes ``kernel`` on ``target`` with the same session as ``tessera tune`` (cache first,
     evolutionary search with the XGBoost model, every candidate checked against the reference in
     a forked child and stored, top-k re-measured). ``db``: a SQLite store path (None: nothing is
-    kept). ``cache``: the shared cache URL (None: $TESSERA_CACHE_URL). Ctrl-C ends the search after
-    the batch in flight; the result then has ``interrupted`` set."""
+    kept). ``cache``: the shared cache URL (None: $TESSERA_CACHE_URL). GPU targets are measured on
+    an attached device of their arch (``device``: its index), or with ``device="emulated"`` on this
+    CPU (correctness and the loop only: those timings are labelled and never stored). Ctrl-C ends
+    the search after the batch in flight; the result then has ``interrupted`` set."""
     url, tok = _cache_args(cache, token)
     r = _tessera.tune(kernel._k, target, trials, time_budget, db or "", url, tok, strategy, seed, batch, top_k,
-                      min_time, timeout, resume, force, warm_start, space or "", on_trial)
+                      min_time, timeout, resume, force, warm_start, space or "", on_trial,
+                      "" if device is None else str(device))
     return TuneResult(kernel, r)
 
 

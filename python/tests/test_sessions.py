@@ -44,8 +44,17 @@ def test_tune_without_store_and_flag_errors():
         tessera.tune(k, trials=-1)
     with pytest.raises(tessera.InvalidArgumentError, match="unknown strategy"):
         tessera.tune(k, trials=2, strategy="annealing")
-    with pytest.raises(tessera.UnsupportedError, match="needs that device"):
+    with pytest.raises(tessera.UnsupportedError, match='no sm_90 device here.*device="emulated"'):
         tessera.tune(k, target="sm_90", trials=2)
+    with pytest.raises(tessera.InvalidArgumentError, match="device applies to GPU targets"):
+        tessera.tune(k, trials=2, device="emulated")
+
+
+def test_tune_a_gpu_target_on_the_emulated_device(db):
+    k = tessera.elementwise("y = x * 2.0", shapes={"x": (32, 64)})
+    res = tessera.tune(k, target="sm_80", device="emulated", trials=2, db=db, min_time=0.0, top_k=1)
+    assert res.emulated and res.outcome == "tuned" and res.best.ok
+    assert tessera.best(k, target="sm_80", db=db) is None  # emulated timings are never stored
 
 
 def test_on_trial_exception_stops_and_propagates(db):
