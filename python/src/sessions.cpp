@@ -1,6 +1,6 @@
-// Owns the Python face of tuning and sharing: tune (through search::runTuneSession with the host
-// or device measurer, exactly as `tessera tune`), best and nearest (the store, then the shared cache),
-// compare (a kernel's stored winners on several targets, measured or estimated, labelled),
+// Owns the Python face of tuning and sharing: tune (through search::runTuneSession with the host,
+// device or estimate measurer, as `tessera tune` chooses), best and nearest (the store, then the
+// shared cache), compare (search::compareTargets, as `tessera compare`),
 // Client (the shared cache service), bundle (bundle::writeBundle), and the Trial and Record
 // objects they return. Environment variables are read by the Python layer, not here.
 #include <nanobind/stl/map.h>
@@ -18,7 +18,10 @@
 #include "bundle/bundle.h"
 #include "cache_service/client.h"
 #include "cache_service/store.h"
+#include "costmodel/gpu_model.h"
+#include "search/compare.h"
 #include "search/device_measurer.h"
+#include "search/estimate.h"
 #include "search/protocol_measurer.h"
 #include "search/records.h"
 #include "search/strategy.h"
@@ -71,6 +74,7 @@ struct PyTuneResult {
   search::SessionResult s;
   bool interrupted = false;
   bool emulated = false;  // measured on the emulated device: this CPU's timings, nothing stored
+  bool estimated = false;  // predicted by the analytic model: nothing ran, stored as estimated
 };
 
 std::string outcomeName(search::SessionResult::Outcome o) {
@@ -85,7 +89,7 @@ std::string outcomeName(search::SessionResult::Outcome o) {
 PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, double timeBudget, const std::string& db,
                   const std::string& cacheUrl, const std::string& token, const std::string& strategy, uint64_t seed,
                   int batch, int topK, double minTime, double timeout, bool resume, bool force, bool warmStart,
-                  const std::string& space, nb::object onTrial, const std::string& device) {
+                  const std::string& space, nb::object onTrial, const std::string& device, bool estimate) {
   TargetDesc t = targetFor(target);
   auto bad = [](const std::string& m) { raise(makeError(ErrorCode::InvalidArgument, m)); };
   if (trials < 0) bad("trials must be at least 0 (0: as many as time_budget allows)");
@@ -97,6 +101,7 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
   if (!(minTime >= 0)) bad("min_time must be at least 0 seconds");
   if (std::find(std::begin(search::kStrategyNames), std::end(search::kStrategyNames), strategy) == std::end(search::kStrategyNames))
     bad("unknown strategy '" + strategy + "' (known: " + search::strategyNameList() + ")");
+  if (strategy == "ranked" && !t.isGpu()) bad("strategy ranked orders a GPU space by the analytic model; the host has none");
   search::TuneProblem problem = unwrap(search::tuneProblem(k.kernel, t, space));
   search::MeasureSettings ms;
   ms.timeoutSec = timeout;
@@ -105,7 +110,11 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
   // arch, or the emulated device (its timings are this CPU's: kept in memory, never stored).
   std::unique_ptr<search::Measurer> measurer;
   bool emulated = false;
-  if (!t.isGpu()) {
+  if (estimate) {
+    if (!t.isGpu()) bad("estimate predicts GPU targets; the host is measured (drop estimate=True)");
+    if (!device.empty()) bad("estimate runs nothing: drop device");
+    measurer = search::makeEstimateMeasurer(k.kernel, t);
+  } else if (!t.isGpu()) {
     if (!device.empty()) bad("device applies to GPU targets (the host measures on this CPU)");
     measurer = search::makeHostMeasurer(k.kernel, t, ms);
   } else {
@@ -122,8 +131,8 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
       auto attached = search::probeDevice(t, d.device);
       if (!attached.ok()) {
         if (attached.error().code == ErrorCode::InvalidArgument) raise(attached.error());
-        raise(makeError(ErrorCode::Unsupported, "no " + t.name + " device here (" + attached.error().message +
-                                                    "): device=\"emulated\" runs the tuning loop on this CPU"));
+        bad("no " + t.name + " device here (" + attached.error().message + "): estimate=True ranks " + t.name +
+            "'s space with the analytic model; device=\"emulated\" runs the tuning loop on this CPU");
       }
     }
     measurer = search::makeDeviceMeasurer(k.kernel, t, d, ms);
@@ -138,12 +147,14 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
   ss.loop.trials = trials > 0 ? trials : 1000000;
   ss.loop.timeBudgetSec = timeBudget;
   ss.loop.topK = topK;
+  if (estimate) ss.acceptEstimatesOf = costmodel::kGpuModelName;
   ss.cache = force ? search::CachePolicy::Force : resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
   ss.warmStart = warmStart;
   ss.warm.seed = seed;
   ss.model.seed = seed;
   PyTuneResult out;
   out.emulated = emulated;
+  out.estimated = estimate;
   std::optional<nb::python_error> callbackError;
   std::vector<std::string> warnings;
   search::SessionCallbacks cb;
@@ -214,35 +225,49 @@ std::vector<std::pair<double, cache::Record>> nearest(const PyKernel& k, const s
   return out;
 }
 
-// One row per target: the measured winner, else the best estimate, else nothing (labelled).
-nb::list compare(const PyKernel& k, const std::vector<std::string>& targets, const std::string& db) {
+// search::compareTargets (what `tessera compare` prints): per target the winner, measured, else
+// estimated (labelled), else nothing, with its tile choices, resources, time and share of peak,
+// and the lines on why the targets' choices differ.
+nb::dict compare(const PyKernel& k, const std::vector<std::string>& targets, const std::string& db,
+                 const std::string& cacheUrl, const std::string& token) {
+  std::vector<TargetDesc> ts;
+  for (const auto& name : targets) ts.push_back(targetFor(name));
   auto store = openStore(db, false);
+  cache::CacheClient client(clientOptions(cacheUrl, token));
+  Expected<search::Comparison> cmp = makeError(ErrorCode::Internal, "no comparison");
+  {
+    nb::gil_scoped_release nogil;
+    cmp = search::compareTargets(k.kernel, ts, store.get(), &client, provenanceHere(hostTarget()));
+  }
+  search::Comparison c = unwrap(std::move(cmp));
   nb::list rows;
-  for (const auto& name : targets) {
-    TargetDesc t = targetFor(name);
-    std::string keyId = cache::keyIdOf(search::hardKeyFor(k.kernel, t));
-    std::optional<cache::Record> rec;
-    if (store) {
-      if (auto b = unwrap(store->best(keyId))) rec = b->record;
-      if (!rec) {
-        cache::ListQuery q;
-        q.key_id = keyId;
-        q.status = "estimated";
-        for (auto& r : unwrap(search::listAll(*store, q, 1000)))
-          if (!rec || r.median_us < rec->median_us) rec = r;
-      }
-    }
+  for (const auto& r : c.rows) {
     nb::dict row;
-    row["target"] = t.name;
-    row["arch"] = t.arch;
-    row["kind"] = !rec ? "none" : rec->status == cache::RecordStatus::Estimated ? "estimated" : "measured";
-    row["median_us"] = rec ? nb::cast(rec->median_us) : nb::none();
-    row["gflops"] = rec ? nb::cast(rec->gflops) : nb::none();
-    row["gbps"] = rec ? nb::cast(rec->gbps) : nb::none();
-    row["record"] = rec ? nb::cast(*rec, nb::rv_policy::copy) : nb::none();
+    row["target"] = r.target.name;
+    row["arch"] = r.target.arch;
+    row["kind"] = r.source == search::CompareRow::Source::Measured   ? "measured"
+                  : r.source == search::CompareRow::Source::Estimated ? "estimated"
+                                                                      : "none";
+    row["from"] = r.from;
+    row["config"] = r.record ? configObject(r.config.toJson()) : nb::none();
+    row["median_us"] = r.record ? nb::cast(r.timeUs) : nb::none();
+    row["throughput"] = r.throughput;
+    row["peak_fraction"] = r.peakFraction;
+    row["bound"] = r.bound;
+    row["estimated_us"] = r.estimatedUs;
+    nb::dict facts;
+    for (const auto& [key, v] : r.facts) facts[key.c_str()] = v;
+    row["facts"] = facts;
+    row["resources"] = r.resources ? nb::cast(r.resources->summary()) : nb::none();
+    row["note"] = r.note;
+    row["record"] = r.record ? nb::cast(*r.record, nb::rv_policy::copy) : nb::none();
     rows.append(row);
   }
-  return rows;
+  nb::dict out;
+  out["kernel"] = c.kernel;
+  out["rows"] = rows;
+  out["why"] = c.why;
+  return out;
 }
 
 struct PyClient {
@@ -335,18 +360,20 @@ void registerSessions(nb::module_& m) {
       .def_prop_ro("warm_start_workloads", [](const PyTuneResult& r) { return r.s.warm.workloads; })
       .def_prop_ro("stopped", [](const PyTuneResult& r) { return r.s.stopped; })
       .def_ro("interrupted", &PyTuneResult::interrupted)
-      .def_ro("emulated", &PyTuneResult::emulated);
+      .def_ro("emulated", &PyTuneResult::emulated)
+      .def_ro("estimated", &PyTuneResult::estimated);
 
   m.def("tune", &tune, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("trials") = 200,
         nb::arg("time_budget") = 0.0, nb::arg("db") = "", nb::arg("cache") = "", nb::arg("token") = "",
         nb::arg("strategy") = "evolutionary", nb::arg("seed") = 0, nb::arg("batch") = search::SearchSettings{}.batchSize,
         nb::arg("top_k") = 5, nb::arg("min_time") = 0.05, nb::arg("timeout") = 20.0, nb::arg("resume") = false,
         nb::arg("force") = false, nb::arg("warm_start") = true, nb::arg("space") = "", nb::arg("on_trial") = nb::none(),
-        nb::arg("device") = "");
+        nb::arg("device") = "", nb::arg("estimate") = false);
   m.def("best", &best, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("db") = "", nb::arg("cache") = "",
         nb::arg("token") = "");
   m.def("nearest", &nearest, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("db") = "", nb::arg("limit") = 3);
-  m.def("compare", &compare, nb::arg("kernel"), nb::arg("targets"), nb::arg("db") = "");
+  m.def("compare", &compare, nb::arg("kernel"), nb::arg("targets"), nb::arg("db") = "", nb::arg("cache") = "",
+        nb::arg("token") = "");
 
   nb::class_<PyClient>(m, "Client", "A client of the shared tuning cache (`tessera serve`).")
       .def("__init__", [](PyClient* self, const std::string& url, const std::string& token, double timeout) {

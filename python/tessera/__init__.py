@@ -304,6 +304,7 @@ class TuneResult:
     key_id = property(lambda self: self._r.key_id)
     interrupted = property(lambda self: self._r.interrupted)
     emulated = property(lambda self: self._r.emulated, doc="Measured on the emulated device (not stored).")
+    estimated = property(lambda self: self._r.estimated, doc="Predicted by the analytic model: nothing ran.")
     best = property(lambda self: self._r.best, doc="The winning Trial (None when already tuned).")
 
     @property
@@ -334,23 +335,30 @@ class TuneResult:
                 f"{len(self.history)} trials, config {self.config}>")
 
 
-def tune(kernel: Kernel, target: str = "host", trials: int = 200, db: Optional[str] = None,
+def tune(kernel: Kernel, target: str = "host", trials: Optional[int] = None, db: Optional[str] = None,
          cache: Optional[str] = None, *, token: Optional[str] = None, time_budget: float = 0.0,
-         strategy: str = "evolutionary", seed: int = 0, batch: int = 4, top_k: int = 5, min_time: float = 0.05,
+         strategy: Optional[str] = None, seed: int = 0, batch: int = 4, top_k: int = 5, min_time: float = 0.05,
          timeout: float = 20.0, resume: bool = False, force: bool = False, warm_start: bool = True,
          space: Optional[str] = None, on_trial: Optional[Callable[[Trial, Dict[str, Any]], None]] = None,
-         device: Optional[Union[int, str]] = None) -> TuneResult:
+         device: Optional[Union[int, str]] = None, estimate: bool = False) -> TuneResult:
     """Tunes ``kernel`` on ``target`` with the same session as ``tessera tune`` (cache first,
     evolutionary search with the XGBoost model, every candidate checked against the reference in
     a forked child and stored, top-k re-measured). ``db``: a SQLite store path (None: nothing is
     kept). ``cache``: the shared cache URL (None: $TESSERA_CACHE_URL). GPU targets are measured on
     an attached device of their arch (``device``: its index), or with ``device="emulated"`` on this
-    CPU (correctness and the loop only: those timings are labelled and never stored). Ctrl-C ends
-    the search after the batch in flight; the result then has ``interrupted`` set."""
+    CPU (correctness and the loop only: those timings are labelled and never stored), or with
+    ``estimate=True`` ranked by the analytic GPU model (nothing runs; the top ``trials``, 32 by
+    default, are checked by the compiler and stored as *estimated* records, never as winners).
+    ``trials`` defaults to 200, ``strategy`` to "evolutionary" ("ranked" when estimating). Ctrl-C
+    ends the search after the batch in flight; the result then has ``interrupted`` set."""
     url, tok = _cache_args(cache, token)
+    if trials is None:
+        trials = 32 if estimate else 200
+    if strategy is None:
+        strategy = "ranked" if estimate else "evolutionary"
     r = _tessera.tune(kernel._k, target, trials, time_budget, db or "", url, tok, strategy, seed, batch, top_k,
                       min_time, timeout, resume, force, warm_start, space or "", on_trial,
-                      "" if device is None else str(device))
+                      "" if device is None else str(device), estimate)
     return TuneResult(kernel, r)
 
 
@@ -366,11 +374,13 @@ def nearest(kernel: Kernel, target: str = "host", db: Optional[str] = None, limi
     return _tessera.nearest(kernel._k, target, db or "", limit)
 
 
-def compare(kernel: Kernel, targets: Iterable[str] = ("host",), db: Optional[str] = None) -> List[Dict[str, Any]]:
-    """The kernel's stored result on each target side by side: the measured winner, else the best
-    estimate (``kind`` says which; estimates are never measurements), else nothing. A thin view
-    over the store."""
-    return _tessera.compare(kernel._k, list(targets), db or "")
+def compare(kernel: Kernel, targets: Iterable[str] = ("host",), db: Optional[str] = None,
+            cache: Optional[str] = None, *, token: Optional[str] = None) -> Dict[str, Any]:
+    """The kernel's winners on several targets side by side, as ``tessera compare`` shows them:
+    ``rows`` (per target: ``kind`` measured / estimated / none, config, time, throughput, share of
+    peak, the model's bound, tile facts, resources) and ``why`` (derived differences)."""
+    url, tok = _cache_args(cache, token)
+    return _tessera.compare(kernel._k, list(targets), db or "", url, tok)
 
 
 def measure(kernel: Kernel, configs: Sequence[Config], target: str = "host", min_time: float = 0.05) -> List[Trial]:

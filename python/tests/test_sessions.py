@@ -44,7 +44,7 @@ def test_tune_without_store_and_flag_errors():
         tessera.tune(k, trials=-1)
     with pytest.raises(tessera.InvalidArgumentError, match="unknown strategy"):
         tessera.tune(k, trials=2, strategy="annealing")
-    with pytest.raises(tessera.UnsupportedError, match='no sm_90 device here.*device="emulated"'):
+    with pytest.raises(tessera.InvalidArgumentError, match='no sm_90 device here.*device="emulated"'):
         tessera.tune(k, target="sm_90", trials=2)
     with pytest.raises(tessera.InvalidArgumentError, match="device applies to GPU targets"):
         tessera.tune(k, trials=2, device="emulated")
@@ -67,17 +67,31 @@ def test_on_trial_exception_stops_and_propagates(db):
         tessera.tune(k, trials=50, db=db, min_time=0.005, on_trial=boom)
 
 
-def test_measure_nearest_compare(db):
+def test_measure_nearest_compare(db, tmp_path):
     k = tessera.gemm(64, 64, 64)
     trials = tessera.measure(k, [None, k.default_config()], min_time=0.005)
     assert [t.ok for t in trials] == [True, True]
     tessera.tune(k, trials=3, db=db, min_time=0.005, top_k=1)
     near = tessera.nearest(tessera.gemm(60, 64, 64), db=db)
     assert near and near[0][1].key["shape"] == [64, 64, 64] and near[0][0] > 0
-    rows = tessera.compare(k, targets=["host", "sm_90"], db=db)
-    assert [r["target"] for r in rows] == ["host", "sm_90"]
+    # sm_90 has no device here: an estimate, stored and labelled as such, never as a measurement.
+    est = tessera.tune(k, target="sm_90", estimate=True, trials=4, db=db)
+    assert est.estimated and est.best.estimated
+    assert tessera.best(k, target="sm_90", db=db) is None  # estimates never win a key
+    cmp = tessera.compare(k, targets=["host", "sm_90", "gfx942"], db=db)
+    rows = cmp["rows"]
+    assert [r["target"] for r in rows] == ["host", "sm_90", "gfx942"]
     assert rows[0]["kind"] == "measured" and rows[0]["median_us"] > 0
-    assert rows[1]["kind"] == "none" and rows[1]["record"] is None
+    assert rows[1]["kind"] == "estimated" and rows[1]["bound"] and rows[1]["record"].status == "estimated"
+    assert rows[2]["kind"] == "none" and rows[2]["record"] is None
+    # A bundle ships the estimate's config, labelled ESTIMATED in the manifest and the C table.
+    out = str(tmp_path / "est")
+    summary = tessera.bundle([k], targets=["sm_90"], out=out, db=db)
+    assert summary["estimated"] == 1 and summary["exact"] == 1
+    entry = json.load(open(os.path.join(out, "manifest.json")))["entries"][0]
+    assert entry["time"]["kind"] == "estimated" and entry["time"]["label"].startswith("ESTIMATED")
+    assert entry["time"]["estimator"] and entry["time"]["bound"]
+    assert '"estimated"' in open(os.path.join(out, "tessera_bundle_table.c")).read()
 
 
 def _free_port():
