@@ -26,6 +26,7 @@
 #include "search/records.h"
 #include "search/strategy.h"
 #include "search/tune_session.h"
+#include "search/verify_hit.h"
 
 namespace tessera::py {
 namespace {
@@ -159,6 +160,9 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
   std::vector<std::string> warnings;
   search::SessionCallbacks cb;
   cb.onWarning = [&](const std::string& w) { warnings.push_back(w); };
+  // Clients verify before they trust (as `tessera tune`): a shared winner must be legal here,
+  // compile, and match the reference through this session's measurer.
+  cb.verifySharedHit = [&](const cache::Record& rec) { return search::verifySharedHit(rec, problem.space, *measurer); };
   if (!onTrial.is_none())
     cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
       nb::gil_scoped_acquire gil;
@@ -199,7 +203,7 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
 }
 
 std::optional<cache::Record> best(const PyKernel& k, const std::string& target, const std::string& db,
-                                  const std::string& cacheUrl, const std::string& token) {
+                                  const std::string& cacheUrl, const std::string& token, bool verify) {
   TargetDesc t = targetFor(target);
   cache::HardKey key = search::hardKeyFor(k.kernel, t);
   if (auto store = openStore(db, false)) {
@@ -207,12 +211,34 @@ std::optional<cache::Record> best(const PyKernel& k, const std::string& target, 
     if (b) return b->record;
   }
   cache::CacheClient client(clientOptions(cacheUrl, token));
-  if (client.enabled()) {
+  if (!client.enabled()) return std::nullopt;
+  std::optional<cache::Record> hit;
+  std::string why;
+  {
     nb::gil_scoped_release nogil;
     auto r = client.best(key, provenanceHere(t), false);
-    if (r.kind == cache::LookupResult::Kind::Hit && r.record) return r.record;
+    if (r.kind == cache::LookupResult::Kind::Hit && r.record) hit = r.record;
+    // A shared winner is checked on this machine before it is handed out (host targets; a GPU
+    // winner needs its device and comes back unverified, with a warning).
+    if (hit && verify && !t.isGpu()) {
+      auto problem = search::tuneProblem(k.kernel, t);
+      search::MeasureSettings ms;
+      ms.measure.minTimeSec = 0.005;
+      Status st = problem.ok() ? [&] {
+        auto measurer = search::makeHostMeasurer(k.kernel, t, ms);
+        return search::verifySharedHit(*hit, problem->space, *measurer);
+      }()
+                               : Status(problem.error());
+      if (!st.ok()) {
+        why = "shared winner refused: " + st.error().message;
+        hit.reset();
+      }
+    } else if (hit && verify) {
+      why = "shared winner not verified: checking a " + t.name + " winner needs that device";
+    }
   }
-  return std::nullopt;
+  if (!why.empty()) nb::module_::import_("warnings").attr("warn")(why, nb::handle(PyExc_RuntimeWarning), 2);
+  return hit;
 }
 
 std::vector<std::pair<double, cache::Record>> nearest(const PyKernel& k, const std::string& target, const std::string& db,
@@ -370,7 +396,7 @@ void registerSessions(nb::module_& m) {
         nb::arg("force") = false, nb::arg("warm_start") = true, nb::arg("space") = "", nb::arg("on_trial") = nb::none(),
         nb::arg("device") = "", nb::arg("estimate") = false);
   m.def("best", &best, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("db") = "", nb::arg("cache") = "",
-        nb::arg("token") = "");
+        nb::arg("token") = "", nb::arg("verify") = true);
   m.def("nearest", &nearest, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("db") = "", nb::arg("limit") = 3);
   m.def("compare", &compare, nb::arg("kernel"), nb::arg("targets"), nb::arg("db") = "", nb::arg("cache") = "",
         nb::arg("token") = "");

@@ -363,10 +363,12 @@ def tune(kernel: Kernel, target: str = "host", trials: Optional[int] = None, db:
 
 
 def best(kernel: Kernel, target: str = "host", db: Optional[str] = None, cache: Optional[str] = None, *,
-         token: Optional[str] = None) -> Optional[Record]:
-    """The stored winner for ``kernel`` on ``target``: the local store, then the shared cache; None."""
+         token: Optional[str] = None, verify: bool = True) -> Optional[Record]:
+    """The stored winner for ``kernel`` on ``target``: the local store, then the shared cache (a
+    shared winner is first checked here: legal, compiles, matches the reference; ``verify=False``
+    trusts it); None."""
     url, tok = _cache_args(cache, token)
-    return _tessera.best(kernel._k, target, db or "", url, tok)
+    return _tessera.best(kernel._k, target, db or "", url, tok, verify)
 
 
 def nearest(kernel: Kernel, target: str = "host", db: Optional[str] = None, limit: int = 3) -> List[Tuple[float, Record]]:

@@ -146,6 +146,33 @@ def test_client_shares_a_tuned_winner(server, db, tmp_path):
         tessera.Client("")
 
 
+def test_a_poisoned_shared_winner_is_refused(server, tmp_path):
+    # Clients verify before they trust: a shared winner whose config this kernel's space does not
+    # allow is refused by best() (with a warning) and by tune() (which tunes instead), as the CLI.
+    url, token = server
+    exe = tessera_bin()
+    none = str(tmp_path / "none.db")
+    probe = subprocess.run([exe, "best", "--json", "--db", none, "gemm", "--m", "32", "--n", "32", "--k", "32"],
+                           capture_output=True, text=True)
+    key = json.loads(probe.stdout)["key"]
+    rec = {"key": key, "config": {"MC": 999, "schedule": "packed"}, "status": "ok",
+           "provenance": {"tessera_version": "0.1.0", "llvm_version": "22", "created_at": "2025-01-01T00:00:00Z"},
+           "result": {"n": 10, "median_us": 5.0, "p20_us": 5.0, "p80_us": 5.0}}
+    body = tmp_path / "poison.json"
+    body.write_text(json.dumps(rec))
+    env = dict(os.environ, TESSERA_CACHE_URL=url, TESSERA_TOKEN=token)
+    subprocess.run([exe, "cache", "put", str(body)], env=env, capture_output=True, text=True, check=True)
+    k = tessera.gemm(32, 32, 32)
+    with pytest.warns(RuntimeWarning, match="shared winner refused: its config is not legal here"):
+        assert tessera.best(k, db=none, cache=url, token=token) is None
+    assert tessera.best(k, db=none, cache=url, token=token, verify=False).config["MC"] == 999
+    local = str(tmp_path / "local.db")
+    with pytest.warns(RuntimeWarning, match="failed verification"):
+        res = tessera.tune(k, trials=2, db=local, cache=url, token=token, min_time=0.005, top_k=0)
+    assert res.outcome == "tuned" and res.config.get("MC") != 999
+    assert tessera.best(k, db=local).config == res.config
+
+
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 def test_bundle_from_python_used_from_c(db, tmp_path):
     g = tessera.gemm(64, 64, 64)
