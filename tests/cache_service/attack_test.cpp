@@ -294,7 +294,16 @@ TEST(Attack, ConnectBurstsAreAcceptedOrRefusedAtOnce) {
   EXPECT_EQ(refused, 20);
   for (int fd : fds) ::close(fd);
   for (int fd : more) ::close(fd);
-  test::Reply r = test::rawRequest(srv.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  // The server sees the 400 closes asynchronously (its epoll loop): a request sent at once can
+  // still find the cap full and get the early 503 (it did, 2 runs in 6). What matters is that it
+  // recovers: a 200 within 2 s.
+  test::Reply r;
+  const auto t1 = Clock::now();
+  do {
+    r = test::rawRequest(srv.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    if (r.status == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (msSince(t1) < 2000);
   EXPECT_EQ(r.status, 200);
 }
 
