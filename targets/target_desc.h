@@ -95,6 +95,11 @@ std::vector<std::string> knownTargets();
 // and copy measurement for the peaks).
 const TargetDesc& hostTarget();
 
+// Named x86 machine descriptions (zen4, zen4-avx2, sapphire-rapids): fixed caches, ISA and peaks,
+// for tests of rules that derive values from the host, whichever machine runs them.
+std::vector<std::string> hostPresets();
+Expected<TargetDesc> hostPreset(const std::string& name);
+
 // The host as a machine of ISA level `arch` ("x86-64-v2|v3|v4": vector width and register count
 // of that level, caches and peaks of this one): features for records measured on another x86
 // host, e.g. a replay table recorded where AVX-512 was (or was not) available. Other strings

@@ -45,9 +45,10 @@ void expectCorrect(const Case& s, const Config& over = {}) {
   EXPECT_TRUE(r.compiled && r.correct) << str(s) << " [" << over.str() << "]: " << r.error;
 }
 
-// An ISA other than the host's, for the space rules (only the fields the space reads).
+// An ISA other than the host's, for the space rules: a named machine (fixed caches, whichever
+// host runs the test) with the vector width and register count of that ISA.
 TargetDesc fakeTarget(int simdBits, int vregs) {
-  TargetDesc t = hostTarget();
+  TargetDesc t = *hostPreset("zen4");
   t.simdBits = simdBits;
   t.vectorRegisters = vregs;
   return t;

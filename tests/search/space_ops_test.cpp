@@ -154,40 +154,78 @@ TEST(SpaceOps, ConfigKeysDeduplicate) {
 
 // Defaults are legal and as measured on both x86 ISA levels, whichever machine runs the test:
 // an AVX2 host once got MC=64 with MR=6, which the GEMM space's own MC % MR rule rejects.
+// Defaults derive from the host's ISA and caches, so their values are asserted on fixed, named
+// machine descriptions (targets/host_presets.cpp), never on whichever machine runs the test; the
+// live host seen at each ISA level only has to give legal defaults.
 TEST(SpaceOps, DefaultsAreLegalOnEveryHostIsaLevel) {
-  for (const char* arch : {"x86-64-v3", "x86-64-v4"}) {
-    auto t = hostTargetAs(arch);
-    ASSERT_TRUE(t.ok());
+  std::vector<TargetDesc> hosts;
+  for (const char* arch : {"x86-64-v3", "x86-64-v4"}) hosts.push_back(*hostTargetAs(arch));
+  for (const auto& name : hostPresets()) hosts.push_back(*hostPreset(name));
+  for (const auto& t : hosts)
     for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{
              {1, 1, 1}, {7, 1000, 3}, {32, 2048, 512}, {64, 64, 64}, {97, 61, 45}, {128, 128, 128}, {1024, 1024, 1024}}) {
       auto g = ir::buildGemm({.m = m, .n = n, .k = k});
       ASSERT_TRUE(g.ok());
-      auto s = makeSpace(*g, *t);
+      auto s = makeSpace(*g, t);
       ASSERT_TRUE(s.ok());
       auto why = s->check(s->defaults());
-      EXPECT_FALSE(why) << arch << " " << m << "x" << n << "x" << k << ": " << why.value_or("");
+      EXPECT_FALSE(why) << t.model << " " << m << "x" << n << "x" << k << ": " << why.value_or("");
     }
-    // bias+GELU on AVX2: four rows per tile sharing the loads of s and b, whole rows, two vectors
-    // of native width, streaming stores (1.2-1.4x the 256-column blocks of 32 lanes x 8 on an AVX2
-    // VM); AVX-512 keeps those blocks (0.98 of the best in the AVX-512 table, which predates ROWS).
-    const bool v4 = std::string(arch) == "x86-64-v4";
+}
+
+TEST(SpaceOps, ElementwiseDefaultsOnNamedHosts) {
+  // bias+GELU on AVX2: four rows per tile sharing the loads of s and b, whole rows, two vectors
+  // of native width, streaming stores (1.2-1.4x the 256-column blocks of 32 lanes x 8 on an AVX2
+  // VM); AVX-512 keeps those blocks (0.98 of the best in the AVX-512 table, which predates ROWS).
+  // Streaming stores on AVX2 only for outputs the caches cannot keep: 64 MB against half the L3.
+  struct Want {
+    const char* host;
+    const char* large;  // 4096x4096
+    int64_t smallRows;  // 64x256
+  };
+  for (const Want& w : std::vector<Want>{{"zen4", "CHUNK=256,NT=1,ROWS=1,UNROLL=8,VW=32", 1},
+                                         {"zen4-avx2", "CHUNK=0,NT=1,ROWS=4,UNROLL=2,VW=8", 4},
+                                         {"sapphire-rapids", "CHUNK=256,NT=1,ROWS=1,UNROLL=8,VW=32", 1}}) {
+    auto t = hostPreset(w.host);
+    ASSERT_TRUE(t.ok());
     auto e = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {4096, 4096}, .shapes = {{"s", {4096}}, {"b", {4096}}}});
     ASSERT_TRUE(e.ok());
     auto s = makeSpace(*e, *t);
     ASSERT_TRUE(s.ok());
-    EXPECT_EQ(s->defaults().str(), v4 ? "CHUNK=256,NT=1,ROWS=1,UNROLL=8,VW=32" : "CHUNK=0,NT=1,ROWS=4,UNROLL=2,VW=8") << arch;
+    EXPECT_EQ(s->defaults().str(), w.large) << w.host;
     // A small output that the caches keep gets no streaming stores.
     auto small = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {64, 256}, .shapes = {{"s", {256}}, {"b", {256}}}});
     ASSERT_TRUE(small.ok());
     auto ss = makeSpace(*small, *t);
     ASSERT_TRUE(ss.ok());
-    EXPECT_EQ(ss->defaults().values.at("NT"), ir::KnobValue(int64_t(0))) << arch;
-    EXPECT_EQ(ss->defaults().values.at("ROWS"), ir::KnobValue(int64_t(v4 ? 1 : 4))) << arch;
+    EXPECT_EQ(ss->defaults().values.at("NT"), ir::KnobValue(int64_t(0))) << w.host;
+    EXPECT_EQ(ss->defaults().values.at("ROWS"), ir::KnobValue(w.smallRows)) << w.host;
     // A single row leaves one row per tile and the column-block defaults.
     auto one = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {1, 4096}, .shapes = {{"s", {4096}}, {"b", {4096}}}});
     ASSERT_TRUE(one.ok());
     auto so = makeSpace(*one, *t);
     ASSERT_TRUE(so.ok());
-    EXPECT_EQ(so->defaults().str(), "CHUNK=256,NT=1,ROWS=1,UNROLL=8,VW=32") << arch;
+    EXPECT_EQ(so->defaults().str(), "CHUNK=256,NT=1,ROWS=1,UNROLL=8,VW=32") << w.host;
   }
+  // The same rule with an L3 of 256 MB (an Intel VM reporting more than one socket's L3): the
+  // 64 MB output fits half of it, so the stores stay cached (the value the live-host test used to
+  // assert wrongly on such a machine).
+  TargetDesc bigL3 = *hostPreset("zen4-avx2");
+  bigL3.l3Bytes = int64_t(256) << 20;
+  auto e = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {4096, 4096}, .shapes = {{"s", {4096}}, {"b", {4096}}}});
+  EXPECT_EQ(makeSpace(*e, bigL3)->defaults().str(), "CHUNK=0,NT=0,ROWS=4,UNROLL=2,VW=8");
+}
+
+TEST(SpaceOps, HostPresetsAreNamedMachines) {
+  EXPECT_EQ(hostPresets(), (std::vector<std::string>{"zen4", "zen4-avx2", "sapphire-rapids"}));
+  auto spr = hostPreset("sapphire-rapids");
+  ASSERT_TRUE(spr.ok());
+  EXPECT_EQ(spr->l1dBytes, 48 << 10);
+  EXPECT_EQ(spr->l2Bytes, 2 << 20);
+  EXPECT_TRUE(spr->hasIsa("amx_bf16"));
+  EXPECT_FALSE(hostPreset("zen4")->hasIsa("amx_bf16"));
+  EXPECT_EQ(hostPreset("zen4-avx2")->simdBits, 256);
+  auto bad = hostPreset("pentium");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("sapphire-rapids"), std::string::npos);
 }

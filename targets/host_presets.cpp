@@ -1,0 +1,77 @@
+// Owns the named x86 machine descriptions: fixed TargetDescs of the hosts Tessera runs on (a Zen 4
+// with and without AVX-512, a Sapphire Rapids), so that rules deriving values from a host's ISA and
+// caches can be tested on every one of them whichever machine runs the tests. Figures are those
+// the host probe reported on each machine (lscpu / sysfs), peaks rounded.
+#include <algorithm>
+
+#include "targets/target_desc.h"
+
+namespace tessera {
+namespace {
+
+TargetDesc base(const std::string& preset) {
+  TargetDesc t;
+  t.name = "host";
+  t.vendor = Vendor::Host;
+  t.model = preset;
+  return t;
+}
+
+std::vector<std::pair<std::string, TargetDesc>> presets() {
+  std::vector<std::pair<std::string, TargetDesc>> out;
+  // AMD EPYC Zen 4 VM: AVX-512 executed as two 256-bit halves (one zmm FMA per cycle).
+  TargetDesc zen4 = base("AMD EPYC (Zen 4), preset zen4");
+  zen4.arch = "x86-64-v4";
+  zen4.units = 2;
+  zen4.isa = {"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512_vnni"};
+  zen4.simdBits = 512;
+  zen4.vectorRegisters = 32;
+  zen4.l1dBytes = 32 << 10;
+  zen4.l2Bytes = 1 << 20;
+  zen4.l3Bytes = 32 << 20;
+  zen4.peakGflopsF32 = zen4.peakGflopsF16 = zen4.peakGflopsBF16 = 118;
+  zen4.memBandwidthGBs = 22;
+  out.push_back({"zen4", zen4});
+  // The same VM with AVX-512 hidden (x86-64-v3): 16 ymm registers.
+  TargetDesc v3 = zen4;
+  v3.model = "AMD EPYC (Zen 4, AVX-512 hidden), preset zen4-avx2";
+  v3.arch = "x86-64-v3";
+  v3.isa = {"sse4_2", "avx", "avx2", "fma", "f16c"};
+  v3.simdBits = 256;
+  v3.vectorRegisters = 16;
+  v3.peakGflopsF32 = v3.peakGflopsF16 = v3.peakGflopsBF16 = 90;
+  out.push_back({"zen4-avx2", v3});
+  // Intel Sapphire Rapids VM: two zmm FMA ports, AMX, large private L2 and a large shared L3.
+  TargetDesc spr = base("Intel Xeon (Sapphire Rapids), preset sapphire-rapids");
+  spr.arch = "x86-64-v4";
+  spr.units = 4;
+  spr.isa = {"sse4_2",      "avx",         "avx2",        "fma",      "f16c",     "avx512f", "avx512bw",
+             "avx512vl",    "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8"};
+  spr.simdBits = 512;
+  spr.vectorRegisters = 32;
+  spr.l1dBytes = 48 << 10;
+  spr.l2Bytes = 2 << 20;
+  spr.l3Bytes = int64_t(105) << 20;
+  spr.peakGflopsF32 = spr.peakGflopsF16 = spr.peakGflopsBF16 = 190;
+  spr.memBandwidthGBs = 20;
+  out.push_back({"sapphire-rapids", spr});
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> hostPresets() {
+  std::vector<std::string> names;
+  for (const auto& [n, t] : presets()) names.push_back(n);
+  return names;
+}
+
+Expected<TargetDesc> hostPreset(const std::string& name) {
+  for (const auto& [n, t] : presets())
+    if (n == name) return t;
+  std::string list;
+  for (const auto& n : hostPresets()) list += (list.empty() ? "" : ", ") + n;
+  return makeError(ErrorCode::InvalidArgument, "unknown host preset '" + name + "' (known: " + list + ")");
+}
+
+}  // namespace tessera
