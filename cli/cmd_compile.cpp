@@ -23,8 +23,22 @@ namespace {
 
 struct CompileFlags {
   KernelFlags kernel;
-  std::string config, target = "host", emit = "scheduled", output;
+  std::string config, target = "host", emit = "scheduled", output, hostPreset;
+  int threads = kAllCores;
 };
+
+// The target to compile for: a named machine (--host-preset: its ISA, caches and LLVM CPU, e.g.
+// AMX code for a Sapphire Rapids on any host; only the emitted text, nothing runs) or --target.
+Expected<TargetDesc> compileTarget(const CompileFlags& f, codegen::CompileOptions* o) {
+  if (f.hostPreset.empty()) return targetFor(f.target, f.threads);
+  TESSERA_ASSIGN(TargetDesc t, hostPreset(f.hostPreset));
+  if (f.threads != kAllCores) {
+    TESSERA_ASSIGN(TargetDesc h, hostTargetWithThreads(f.threads));  // the range check
+    t.units = h.units;
+  }
+  o->cpu = hostPresetCpu(f.hostPreset);
+  return t;
+}
 
 Expected<ir::Config> configFor(const ir::Kernel& k, const TargetDesc& t, const std::string& arg) {
   TESSERA_ASSIGN(ir::Space space, search::makeSpace(k, t));
@@ -110,7 +124,8 @@ void compileCommand(const CompileFlags& f) {
     }
     auto e = codegen::parseEmit(stage);
     if (!e.ok()) failWith(makeError(ErrorCode::InvalidArgument, e.error().message + ", ir"));
-    auto t = getTarget(f.target);
+    codegen::CompileOptions co;
+    auto t = compileTarget(f, &co);
     if (!t.ok()) failWith(t.error());
     auto space = search::makeSpace(*k, *t);
     if (!space.ok()) failWith(space.error());
@@ -119,7 +134,7 @@ void compileCommand(const CompileFlags& f) {
     auto cfg = space->complete(*over);
     if (!cfg.ok()) failWith(cfg.error());
     if (auto why = space->check(*cfg)) failWith(makeError(ErrorCode::InvalidConfig, "invalid config: " + *why));
-    auto out = codegen::emitHost(*k, *cfg, *t, *e);
+    auto out = codegen::emitHost(*k, *cfg, *t, *e, co);
     if (!out.ok()) failWith(out.error());
     if (*e == codegen::Emit::Object && f.output.empty() && isatty(STDOUT_FILENO))
       fail("--emit obj writes binary: give -o FILE", 2);
@@ -146,6 +161,9 @@ void addCompileCommand(CLI::App& app) {
   c->add_option("--config", f->config, "knob overrides: 'MC=64,NR=32' or a JSON object");
   c->add_option("--target", f->target, "target: host, sm_80, sm_86, sm_89, sm_90, sm_90a, gfx90a, gfx942, gfx1100")
       ->capture_default_str();
+  addThreadsOption(c, &f->threads);
+  c->add_option("--host-preset", f->hostPreset,
+                "compile for a named x86 machine instead of this one: zen4, zen4-avx2, sapphire-rapids (text only)");
   addKernelSubcommands(c, &f->kernel, [f] { compileCommand(*f); });
 }
 

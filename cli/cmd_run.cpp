@@ -22,6 +22,7 @@ struct RunFlags {
   KernelFlags kernel;
   std::string config, target = "host";
   uint64_t seed = 1;
+  int threads = kAllCores;
   double minTime = 0.2;
   int minRuns = 5;
   bool json = false, flush = false, emulate = false;
@@ -74,7 +75,7 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
 void runCommand(const RunFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
-  auto t = getTarget(f.target);
+  auto t = targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
   if (f.emulate && !t->isGpu()) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", 2);
   if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", 2);  // NaN fails too
@@ -110,6 +111,7 @@ void addRunCommand(CLI::App& app) {
   run->add_option("--config", f->config, "knob overrides: 'MC=64,NR=32' or a JSON object");
   run->add_option("--target", f->target, "target (host runs here)")->capture_default_str();
   run->add_option("--seed", f->seed, "input seed")->capture_default_str();
+  addThreadsOption(run, &f->threads);
   run->add_option("--min-time", f->minTime, "seconds of timed runs at least")->capture_default_str();
   run->add_option("--min-runs", f->minRuns, "timed runs at least")->capture_default_str();
   run->add_flag("--flush-cache", f->flush, "flush the LLC between runs (cold-cache timing)");

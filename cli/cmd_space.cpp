@@ -18,6 +18,7 @@ namespace {
 struct SpaceFlags {
   KernelFlags kernel;
   std::string target = "host", spaceSpec;
+  int threads = kAllCores;
   bool json = false;
 };
 
@@ -43,7 +44,7 @@ LegalCount countLegal(const ir::Space& s) {
 void spaceCommand(const SpaceFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
-  auto t = getTarget(f.target);
+  auto t = targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
   auto space = search::makeSpace(*k, *t);
   if (!space.ok()) failWith(space.error());
@@ -84,6 +85,7 @@ void addSpaceCommand(CLI::App& app) {
   auto* s = app.add_subcommand("space", "show the knobs, domains and size of the space `tune` searches");
   s->add_option("--target", f->target, "target")->capture_default_str();
   s->add_option("--space", f->spaceSpec, "narrow knob domains, as for tune");
+  addThreadsOption(s, &f->threads);
   s->add_flag("--json", f->json, "machine-readable output");
   addKernelSubcommands(s, &f->kernel, [f] { spaceCommand(*f); });
 }

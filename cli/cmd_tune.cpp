@@ -73,7 +73,7 @@ struct InterruptScope {  // the handler is in place for the search only
 struct TuneFlags {
   KernelFlags kernel;
   std::string target = "host", strategy, db = "tessera.db", cache, spaceSpec, device;
-  int trials = 200, batch = search::SearchSettings{}.batchSize, topK = 5;
+  int trials = 200, batch = search::SearchSettings{}.batchSize, topK = 5, threads = kAllCores;
   bool estimate = false;
   const CLI::Option* trialsOption = nullptr;  // was --trials given?
   double timeBudget = 0, timeout = 20, minTime = 0.05;
@@ -132,7 +132,7 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
 void tuneCommand(const TuneFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
-  auto t = getTarget(f.target);
+  auto t = targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
   auto problem = search::tuneProblem(*k, *t, f.spaceSpec);
   if (!problem.ok()) failWith(problem.error());
@@ -316,6 +316,7 @@ void tuneCommand(const TuneFlags& f) {
 struct BestFlags {
   KernelFlags kernel;
   std::string target = "host", db = "tessera.db", cache;
+  int threads = kAllCores;
   bool json = false, noVerify = false, verifyTime = false;
 };
 
@@ -340,7 +341,7 @@ std::string checkSharedWinner(const ir::Kernel& k, const TargetDesc& t, const ca
 void bestCommand(const BestFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
-  auto t = getTarget(f.target);
+  auto t = targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
   cache::HardKey key = search::hardKeyFor(*k, *t);
   std::string keyId = cache::keyIdOf(key);
@@ -447,6 +448,7 @@ void addTuneCommands(CLI::App& app) {
   auto* t = app.add_subcommand("tune", "search for the fastest config of a kernel; every candidate is stored");
   t->add_option("--target", f->target, "target")->capture_default_str();
   f->trialsOption = t->add_option("--trials", f->trials, "measured candidates at most (--estimate: 32)")->capture_default_str();
+  addThreadsOption(t, &f->threads);
   t->add_option("--time-budget", f->timeBudget, "seconds of tuning at most (0: none)");
   t->add_option("--strategy", f->strategy,
                 "evolutionary | ga | random | exhaustive | ranked (default: evolutionary; ranked with --estimate)");
@@ -482,6 +484,7 @@ void addTuneCommands(CLI::App& app) {
   auto* best = app.add_subcommand("best", "print the stored winner for a kernel (exit 3 when there is none)");
   best->add_option("--target", b->target, "target")->capture_default_str();
   best->add_option("--db", b->db, "local SQLite store")->capture_default_str();
+  addThreadsOption(best, &b->threads);
   best->add_option("--cache", b->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
   best->add_flag("--json", b->json, "machine-readable output");
   best->add_flag("--no-verify", b->noVerify, "show a shared-cache winner without compiling and checking it here");

@@ -113,6 +113,18 @@ void addKernelSubcommands(CLI::App* parent, KernelFlags* f, const std::function<
   parent->require_subcommand(1);
 }
 
+Expected<TargetDesc> targetFor(const std::string& name, int threads) {
+  TESSERA_ASSIGN(TargetDesc t, getTarget(name));
+  if (threads == kAllCores) return t;
+  if (t.vendor != Vendor::Host) return makeError(ErrorCode::InvalidArgument, "--threads applies to the host target only");
+  return hostTargetWithThreads(threads);
+}
+
+void addThreadsOption(CLI::App* cmd, int* threads) {
+  cmd->add_option("--threads", *threads, "host threads the kernel may use (default: all cores; part of the cache key)")
+;
+}
+
 Expected<ir::Kernel> buildKernel(const KernelFlags& f) {
   TESSERA_ASSIGN(ir::ScalarType dt, dtypeOf(f.dtype));
   ir::Shape def;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "targets/target_desc.h"
 #include "support/status.h"
 
 namespace tessera::cli {
@@ -39,5 +40,13 @@ void addKernelSubcommands(CLI::App* parent, KernelFlags* f, const std::function<
 
 // Builds and verifies the kernel the flags describe.
 Expected<ir::Kernel> buildKernel(const KernelFlags& f);
+
+// The target named `name`; for the host, with kernels on `threads` threads (kAllCores, the
+// default of run/tune/best/space/compile: all of them; 1..1024 otherwise). The thread count is the host key's `units`, so records
+// of different thread counts never answer for each other. --threads on a GPU target is an error.
+inline constexpr int kAllCores = -1;
+Expected<TargetDesc> targetFor(const std::string& name, int threads);
+// Adds `--threads N` to a subcommand.
+void addThreadsOption(CLI::App* cmd, int* threads);
 
 }  // namespace tessera::cli

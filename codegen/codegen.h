@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/families.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"
 #include "support/status.h"
@@ -54,6 +55,11 @@ Expected<std::unique_ptr<HostExecutable>> compileHost(const ir::Kernel& k, const
 // Text (or binary for Object) of stage `e`.
 Expected<std::string> emitHost(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, Emit e,
                                const CompileOptions& o = {});
+
+// Whether the explicit host GEMM schedules (blis, bf16dot, amx) can apply this GEMM's epilogue in
+// their write-back: one output, reads of other tensors along the rows or broadcast (no transposed
+// or index-computed reads).
+bool hostGemmFusesEpilogue(const ir::GemmInfo& g);
 
 // Calls fn(buffers) the way HostExecutable::run does (packs the pointer arguments).
 void invokeRaw(HostExecutable::RawFn fn, void* const* buffers, size_t count);

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/TypeUtilities.h"
 
 namespace tessera::codegen {
 
@@ -28,7 +29,9 @@ struct Emitter {
   const ExprCallbacks& cb;
   arith::FastMathFlagsAttr fm;
 
-  Value f32c(double v) { return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(float(v))); }
+  // A float type of element `t`: a vector of cb.lanes when the caller emits vector code.
+  Type floatOf(Type t) { return cb.lanes > 0 ? Type(VectorType::get({cb.lanes}, t)) : t; }
+  Value f32c(double v) { return cst(floatOf(b.getF32Type()), v); }
   Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y, fm); }
   Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y, fm); }
   Value divf(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y, fm); }
@@ -125,20 +128,25 @@ struct Emitter {
     using ir::Op;
     bool isIndex = e->type == ir::ScalarType::Index;
     switch (e->op) {
-      case Op::FConst:
-        return Value(arith::ConstantOp::create(b, loc, FloatAttr::get(mlirType(b, e->type), e->fval)));
+      case Op::FConst: {
+        auto attr = FloatAttr::get(mlirType(b, e->type), e->fval);
+        if (cb.lanes > 0)
+          return Value(arith::ConstantOp::create(b, loc, DenseElementsAttr::get(cast<ShapedType>(floatOf(attr.getType())), attr)));
+        return Value(arith::ConstantOp::create(b, loc, attr));
+      }
       case Op::IConst: return Value(arith::ConstantIndexOp::create(b, loc, e->ival));
       case Op::Var: return cb.indexVar(e->name);
       case Op::Load: return cb.load(*e);
       case Op::Cast: {
         TESSERA_ASSIGN(Value x, emit(e->args[0]));
-        Type to = mlirType(b, e->type);
-        unsigned from = cast<FloatType>(x.getType()).getWidth(), want = cast<FloatType>(to).getWidth();
+        Type to = floatOf(mlirType(b, e->type));
+        unsigned from = getElementTypeOrSelf(x.getType()).getIntOrFloatBitWidth(),
+                 want = getElementTypeOrSelf(to).getIntOrFloatBitWidth();
         if (x.getType() == to) return x;
         if (want > from) return Value(arith::ExtFOp::create(b, loc, to, x));
         if (want < from) return Value(arith::TruncFOp::create(b, loc, to, x));
         // f16 <-> bf16: through f32
-        Value w = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+        Value w = arith::ExtFOp::create(b, loc, floatOf(b.getF32Type()), x);
         return Value(arith::TruncFOp::create(b, loc, to, w));
       }
       case Op::CmpLT: case Op::CmpLE: case Op::CmpEQ: {

@@ -19,6 +19,9 @@ struct ExprCallbacks {
   // epilogue turns it off: MLIR 22's vector unrolling for mma fragments mistypes elementwise ops
   // that change the element type (bitcast, fptosi) on vector<1xf32>, so it gets math.exp.
   bool bitExp2 = true;
+  // > 0: float values are vector<lanes x T> (loads return vectors; constants become splats), for
+  // callers that emit vector code themselves (the host GEMM's fused epilogue).
+  int64_t lanes = 0;
 };
 
 // Emits `e`; float arithmetic is f32 with `contract` fast-math (lets LLVM form FMAs). Reductions

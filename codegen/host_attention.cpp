@@ -17,6 +17,7 @@
 #include "codegen/host_attention_kernels.h"
 #include "codegen/host_strategies.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace tessera::codegen {
@@ -38,6 +39,12 @@ Expected<attn::Plan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, c
   TESSERA_ASSIGN(int64_t U1, c.getInt("U1"));
   TESSERA_ASSIGN(int64_t U2, c.getInt("U2"));
   TESSERA_ASSIGN(int64_t VW, c.getInt("VW"));
+  int64_t threads = 1;
+  if (c.values.count("THREADS")) {
+    TESSERA_ASSIGN(threads, c.getInt("THREADS"));
+  }
+  if (threads < 1 || threads > 256) return makeError(ErrorCode::InvalidConfig, "attention: THREADS must be between 1 and 256");
+  p.threads = threads;
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention: " + m); };
   for (auto [n, v] : {std::pair{"BQ", BQ}, {"BK", BK}, {"MR1", MR1}, {"NR1", NR1}, {"MR2", MR2}, {"NR2", NR2},
                       {"U1", U1}, {"U2", U2}, {"VW", VW}})
@@ -98,6 +105,7 @@ class KernelBuilder {
       e_.loop(0, p_.HKV, 1, [&](Value hk) {
         packK(bi, hk);
         if (p_.packV) packV(bi, hk);
+        if (p_.threads > 1) return workers(bi, hk);
         // Query heads sharing kv head hk run back to back on its packed K (GQA).
         e_.loop(0, p_.G, 1, [&](Value g) {
           Value h = e_.addi(e_.muli(hk, p_.G), g);
@@ -108,6 +116,38 @@ class KernelBuilder {
   }
 
  private:
+  // Several threads: the G·NQB query blocks of kv head hk (all query heads of its group) are
+  // dealt to `threads` workers in turn (worker w takes blocks w, w + T, ...: causal blocks, whose
+  // cost grows along the sequence, spread evenly), each with its own slice of the scratch
+  // buffers. The workers are the iterations of one scf.parallel (OpenMP after lowering).
+  void workers(Value bi, Value hk) {
+    const int64_t T = p_.threads, items = p_.G * p_.NQB;
+    auto par = scf::ParallelOp::create(b_, loc_, ValueRange{e_.idx(0)}, ValueRange{e_.idx(std::min(T, items))},
+                                       ValueRange{e_.idx(1)});
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPoint(par.getBody()->getTerminator());
+    Value w = par.getInductionVars()[0];
+    attn::Buffers mine = buf_;
+    auto slice = [&](Value all) -> Value {
+      auto t = cast<MemRefType>(all.getType());
+      SmallVector<OpFoldResult> offs = {w}, sizes = {b_.getIndexAttr(1)}, strides(size_t(t.getRank()), b_.getIndexAttr(1));
+      for (int64_t d = 1; d < t.getRank(); ++d) {
+        offs.push_back(b_.getIndexAttr(0));
+        sizes.push_back(b_.getIndexAttr(t.getDimSize(d)));
+      }
+      auto rt = memref::SubViewOp::inferRankReducedResultType(t.getShape().drop_front(), t, offs, sizes, strides);
+      return memref::SubViewOp::create(b_, loc_, cast<MemRefType>(rt), all, offs, sizes, strides);
+    };
+    for (Value* v : {&mine.Qs, &mine.Sb, &mine.Acc, &mine.Mo, &mine.Mn, &mine.L, &mine.Rs, &mine.Al}) *v = slice(*v);
+    KernelBuilder kb(b_, loc_, p_, mine);
+    auto f = scf::ForOp::create(b_, loc_, w, e_.idx(items), e_.idx(T));
+    b_.setInsertionPoint(f.getBody()->getTerminator());
+    Value item = f.getInductionVar();
+    Value g = arith::DivUIOp::create(b_, loc_, item, e_.idx(p_.NQB));
+    Value qb = arith::RemUIOp::create(b_, loc_, item, e_.idx(p_.NQB));
+    kb.queryBlock(bi, e_.addi(e_.muli(hk, p_.G), g), hk, qb);
+  }
+
   VectorType vecOf(Type t) { return VectorType::get({p_.VW}, t); }
   Type inType() { return cast<MemRefType>(buf_.Q.getType()).getElementType(); }
 
@@ -155,6 +195,7 @@ class KernelBuilder {
     e_.loop(0, p_.SKV, 1, [&](Value j) { copyRow(buf_.V, ValueRange{bi, hk, j}, buf_.Vp, j, 1.0f); });
   }
 
+ public:
   void queryBlock(Value bi, Value h, Value hk, Value qb) {
     const int64_t VW = p_.VW;
     Value q0 = e_.muli(qb, p_.BQ);
@@ -199,6 +240,7 @@ class KernelBuilder {
     });
   }
 
+ private:
   // A key block with BK valid keys and no mask: the hot path.
   void fullBlock(Value bi, Value hk, Value kb) {
     e_.scores(kb, p_.BK);
@@ -267,19 +309,25 @@ Expected<HostPayload> buildHostAttention(MLIRContext* ctx, const ir::Kernel& k, 
   Type f32 = b.getF32Type();
   IntegerAttr align = b.getI64IntegerAttr(64);
   auto alloc = [&](ArrayRef<int64_t> shape) { return memref::AllocOp::create(b, loc, MemRefType::get(shape, f32), align).getResult(); };
+  // Per-worker scratch: a leading dimension of one slice per thread (sliced in the parallel loop).
+  auto scratch = [&](SmallVector<int64_t> shape) {
+    if (p.threads > 1) shape.insert(shape.begin(), p.threads);
+    return alloc(shape);
+  };
   buf.Kp = alloc({p.NKB, p.D, p.BK});
   if (p.packV) buf.Vp = alloc({p.SKV, p.DP});
-  buf.Qs = alloc({p.BQ, p.DP});
-  buf.Sb = alloc({p.BQ, p.BK});
-  buf.Acc = alloc({p.BQ, p.DP});
-  buf.Mo = alloc({p.bqPad()});
-  buf.Mn = alloc({p.bqPad()});
-  buf.L = alloc({p.bqPad()});
-  buf.Rs = alloc({p.bqPad()});
-  buf.Al = alloc({p.bqPad()});
+  buf.Qs = scratch({p.BQ, p.DP});
+  buf.Sb = scratch({p.BQ, p.BK});
+  buf.Acc = scratch({p.BQ, p.DP});
+  buf.Mo = scratch({p.bqPad()});
+  buf.Mn = scratch({p.bqPad()});
+  buf.L = scratch({p.bqPad()});
+  buf.Rs = scratch({p.bqPad()});
+  buf.Al = scratch({p.bqPad()});
 
   KernelBuilder(b, loc, p, buf).build();
   func::ReturnOp::create(b, loc);
+  out.threads = int(p.threads);
   return out;  // no schedule: the body already is loop + vector code on memrefs
 }
 

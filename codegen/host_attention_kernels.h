@@ -30,6 +30,7 @@ struct Plan {
   bool packV = false;                    // V goes through an f32 scratch Vp[SKV][DP]
   double qscale = 1;                     // scale * log2(e): softmax runs in the log2 domain
   ir::ScalarType dtype = ir::ScalarType::F32;
+  int64_t threads = 1;                   // workers sharing the query blocks of a kv head
   int64_t bqPad() const { return (BQ + VW - 1) / VW * VW; }
 };
 

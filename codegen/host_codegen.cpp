@@ -1,7 +1,11 @@
 // Owns the host code generator's entry points: dispatch to the family strategy, schedule, lower,
 // JIT, and the stage printer behind `tessera compile --emit`. The steps, in order:
 //   payload (strategy) -> schedule (transform interpreter) -> LLVM dialect -> JIT | LLVM IR | asm | obj
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <mutex>
 
 #include "codegen/codegen.h"
 #include "codegen/expr_emitter.h"
@@ -12,6 +16,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace tessera::codegen {
 
@@ -70,13 +75,36 @@ Expected<HostPayload> buildPayload(MLIRContext* ctx, const ir::Kernel& k, const 
   return makeError(ErrorCode::Internal, "unknown family");
 }
 
+// Every scf.for directly in the kernel function's body (no loop-carried values) becomes an
+// scf.parallel with the same bounds; the host pipeline turns those into OpenMP loops.
+void parallelizeOuterLoops(ModuleOp m) {
+  SmallVector<scf::ForOp> outer;
+  m.walk([&](func::FuncOp fn) {
+    for (Operation& op : fn.getBody().front())
+      if (auto f = dyn_cast<scf::ForOp>(op); f && f.getInitArgs().empty()) outer.push_back(f);
+  });
+  for (scf::ForOp f : outer) {
+    OpBuilder b(f);
+    auto par = scf::ParallelOp::create(b, f.getLoc(), ValueRange{f.getLowerBound()}, ValueRange{f.getUpperBound()},
+                                       ValueRange{f.getStep()});
+    Block* body = par.getBody();
+    Block* old = f.getBody();
+    old->getArgument(0).replaceAllUsesWith(par.getInductionVars()[0]);
+    // Move everything but the scf.yield terminator before the parallel loop's own terminator.
+    body->getOperations().splice(Block::iterator(body->getTerminator()), old->getOperations(), old->begin(),
+                                 std::prev(old->end()));
+    f.erase();
+  }
+}
+
 // Runs the pipeline up to `stop` (inclusive) on a fresh payload.
 Expected<HostPayload> lowerTo(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, Emit stop) {
   TESSERA_ASSIGN(HostPayload p, buildPayload(ctx, k, c, t));
   if (stop == Emit::Payload || stop == Emit::Schedule) return p;
   if (!p.schedule.empty()) TESSERA_TRY(applySchedule(*p.module, p.schedule));
+  if (p.parallelOuterLoops) parallelizeOuterLoops(*p.module);
   if (stop == Emit::Scheduled) return p;
-  TESSERA_TRY(lowerHostToLLVMDialect(*p.module, p.nontemporalStores));
+  TESSERA_TRY(lowerHostToLLVMDialect(*p.module, {.nontemporalStores = p.nontemporalStores, .threads = p.threads, .amx = p.amx}));
   return p;
 }
 
@@ -93,6 +121,19 @@ class JitExecutable : public HostExecutable {
   RawFn fn_;
   size_t nargs_;
 };
+
+// Linux hands out the AMX tile state only on request, once per process (children inherit it):
+// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA. Without it the first tile instruction is a SIGILL.
+Status requestAmxPermission() {
+  static std::once_flag once;
+  static long rc = 0;
+  std::call_once(once, [] {
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    rc = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata);
+  });
+  if (rc != 0) return makeError(ErrorCode::Unsupported, "Linux refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)");
+  return {};
+}
 
 }  // namespace
 
@@ -114,7 +155,8 @@ Expected<std::unique_ptr<HostExecutable>> compileHost(const ir::Kernel& k, const
   if (nargs > 64) return makeError(ErrorCode::Unsupported, "kernels take at most 64 tensors");
   auto ctx = makeContext();
   TESSERA_ASSIGN(HostPayload p, lowerTo(ctx.get(), k, c, t, Emit::LLVMDialect));
-  TESSERA_ASSIGN(auto engine, jitHost(*p.module, o.cpu));
+  if (p.amx) TESSERA_TRY(requestAmxPermission());
+  TESSERA_ASSIGN(auto engine, jitHost(*p.module, o.cpu, p.threads > 1));
   auto fn = engine->lookupPacked(kKernelSymbol);
   if (!fn) return makeError(ErrorCode::CompileError, "JIT lookup failed: " + llvm::toString(fn.takeError()));
   auto exe = std::make_unique<JitExecutable>(std::move(ctx), std::move(engine), *fn, nargs);

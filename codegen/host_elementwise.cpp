@@ -27,10 +27,17 @@ Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k
   if (rows < 1 || rows > 16) return makeError(ErrorCode::InvalidConfig, "ROWS must be between 1 and 16");
   if (rows * vw * unroll > 1024) return makeError(ErrorCode::InvalidConfig, "ROWS*VW*UNROLL must be <= 1024");
   if (nt != 0 && nt != 1) return makeError(ErrorCode::InvalidConfig, "NT must be 0 or 1");
+  int64_t threads = 1;
+  if (c.values.count("THREADS")) {
+    TESSERA_ASSIGN(threads, c.getInt("THREADS"));
+  }
+  if (threads < 1 || threads > 256) return makeError(ErrorCode::InvalidConfig, "THREADS must be between 1 and 256");
   if (vw <= 0 || unroll <= 0 || vw * unroll > 1024)
     return makeError(ErrorCode::InvalidConfig, "VW and UNROLL must be positive with VW*UNROLL <= 1024");
   HostPayload out;
   out.nontemporalStores = nt == 1;
+  out.threads = int(threads);
+  out.parallelOuterLoops = threads > 1;
   OpBuilder b(ctx);
   Location loc = b.getUnknownLoc();
   out.module = ModuleOp::create(loc);

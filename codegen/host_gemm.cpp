@@ -39,7 +39,13 @@ Expected<GemmKnobs> readKnobs(const ir::Config& c) {
   TESSERA_ASSIGN(k.KU, c.getInt("KU"));
   TESSERA_ASSIGN(std::string order, c.getStr("ORDER"));
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, m); };
-  if (k.schedule != "plain" && k.schedule != "packed") return bad("schedule must be plain or packed, got " + k.schedule);
+  if (k.schedule != "plain" && k.schedule != "packed")
+    return bad("schedule must be plain, packed, blis, bf16dot or amx, got " + k.schedule);
+  // The transform schedules run on one thread; THREADS > 1 is the blis family's.
+  if (c.values.count("THREADS")) {
+    TESSERA_ASSIGN(int64_t threads, c.getInt("THREADS"));
+    if (threads != 1) return bad("schedule " + k.schedule + " runs on one thread (THREADS=1); blis runs on several");
+  }
   if (order != "ij" && order != "ji") return bad("ORDER must be ij or ji, got " + order);
   k.ijOrder = order == "ij";
   for (auto [n, v] : {std::pair{"MC", k.MC}, {"NC", k.NC}, {"KC", k.KC}, {"MR", k.MR}, {"NR", k.NR}, {"KU", k.KU}})
@@ -78,7 +84,9 @@ std::string arr(std::initializer_list<int64_t> v) {
 
 }  // namespace
 
-Expected<HostPayload> buildHostGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc&) {
+Expected<HostPayload> buildHostGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+  TESSERA_ASSIGN(std::string sched, c.getStr("schedule"));
+  if (sched == "blis" || sched == "bf16dot" || sched == "amx") return buildHostGemmBlis(ctx, k, c, t);
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
   TESSERA_ASSIGN(GemmKnobs kn, readKnobs(c));
   HostPayload out;

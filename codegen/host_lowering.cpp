@@ -32,19 +32,26 @@ void initLLVM() {
 // Buffer hygiene first: hoisted packing buffers must be freed once per call (cpu-gemm-packed
 // REPORT pitfall 6), small scratch goes to the stack. Then cse before canonicalize (design.md
 // §8: otherwise bufferization's self-copies survive).
-const char* kPrepare =
-    "canonicalize,cse,canonicalize,"
-    "func.func(buffer-loop-hoisting,promote-buffers-to-stack{max-alloc-size-in-bytes=4096}),"
-    "buffer-deallocation-pipeline,"
-    "func.func(convert-linalg-to-loops),lower-affine,"
-    "func.func(convert-vector-to-scf{full-unroll=true}),canonicalize";
+// scf.parallel loops (the kernels emit them only when they run on several threads) become
+// OpenMP worksharing loops here, before the loops are lowered to branches.
+std::string prepare(const HostLoweringOptions& o) {
+  std::string s =
+      "canonicalize,cse,canonicalize,"
+      "func.func(buffer-loop-hoisting,promote-buffers-to-stack{max-alloc-size-in-bytes=4096}),"
+      "buffer-deallocation-pipeline,"
+      "func.func(convert-linalg-to-loops),lower-affine,";
+  if (o.threads > 1) s += "convert-scf-to-openmp{num-threads=" + std::to_string(o.threads) + "},";
+  return s + "func.func(convert-vector-to-scf{full-unroll=true}),canonicalize";
+}
 
-const char* kToLLVM =
-    "arith-expand{include-bf16=true},convert-scf-to-cf,"
-    "convert-vector-to-llvm{vector-contract-lowering=outerproduct},expand-strided-metadata,lower-affine,"
-    "finalize-memref-to-llvm,convert-arith-to-llvm,convert-math-to-llvm,convert-ub-to-llvm,"
-    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},convert-cf-to-llvm,convert-index-to-llvm,"
-    "reconcile-unrealized-casts";
+std::string toLLVM(const HostLoweringOptions& o) {
+  return std::string("arith-expand{include-bf16=true},convert-scf-to-cf,") +
+         "convert-vector-to-llvm{vector-contract-lowering=outerproduct enable-x86vector=true" +
+         (o.amx ? " enable-amx=true" : "") + "},expand-strided-metadata,lower-affine," +
+         "finalize-memref-to-llvm,convert-arith-to-llvm,convert-math-to-llvm,convert-ub-to-llvm," +
+         "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},convert-cf-to-llvm,convert-index-to-llvm," +
+         (o.threads > 1 ? "convert-openmp-to-llvm," : "") + "reconcile-unrealized-casts";
+}
 
 // `linkable`: code for a relocatable object that ends up in executables and shared libraries (an
 // ahead-of-time bundle): position-independent, small code model. The JIT's default (the large
@@ -125,8 +132,15 @@ void hoistStaticAllocas(mlir::ModuleOp m) {
     if (fn.getBody().empty()) return;
     Block& entry = fn.getBody().front();
     SmallVector<LLVM::AllocaOp> moves;
+    // Allocas inside an OpenMP region belong to the thread that runs it: never hoisted out.
+    auto inParallelRegion = [&](Operation* op) {
+      for (Operation* p = op->getParentOp(); p && p != fn.getOperation(); p = p->getParentOp())
+        if (p->getName().getDialectNamespace() == "omp") return true;
+      return false;
+    };
     fn.walk([&](LLVM::AllocaOp a) {
-      if (a->getBlock() != &entry && a.getArraySize().getDefiningOp<LLVM::ConstantOp>()) moves.push_back(a);
+      if (a->getBlock() != &entry && a.getArraySize().getDefiningOp<LLVM::ConstantOp>() && !inParallelRegion(a))
+        moves.push_back(a);
     });
     for (LLVM::AllocaOp a : moves) {
       OpBuilder b(&entry, entry.begin());
@@ -139,13 +153,13 @@ void hoistStaticAllocas(mlir::ModuleOp m) {
 
 }  // namespace
 
-Status lowerHostToLLVMDialect(mlir::ModuleOp m, bool nontemporalStores) {
-  TESSERA_TRY(runPasses(m, kPrepare, "host preparation (buffers, loops)"));
+Status lowerHostToLLVMDialect(mlir::ModuleOp m, const HostLoweringOptions& o) {
+  TESSERA_TRY(runPasses(m, prepare(o), "host preparation (buffers, loops)"));
   TESSERA_TRY(approximateMath(m));
-  TESSERA_TRY(runPasses(m, kToLLVM, "host lowering to the LLVM dialect"));
+  TESSERA_TRY(runPasses(m, toLLVM(o), "host lowering to the LLVM dialect"));
   maskedHalfToInt(m);
   hoistStaticAllocas(m);
-  if (nontemporalStores) {
+  if (o.nontemporalStores) {
     // LLVM emits movnt only where it can prove the vector alignment; other stores stay plain.
     m.walk([](mlir::LLVM::StoreOp op) {
       if (mlir::isa<mlir::VectorType>(op.getValue().getType())) op.setNontemporal(true);
@@ -154,9 +168,19 @@ Status lowerHostToLLVMDialect(mlir::ModuleOp m, bool nontemporalStores) {
   return {};
 }
 
-Expected<std::unique_ptr<mlir::ExecutionEngine>> jitHost(mlir::ModuleOp m, const std::string& cpu) {
+Expected<std::unique_ptr<mlir::ExecutionEngine>> jitHost(mlir::ModuleOp m, const std::string& cpu, bool openmp) {
   TESSERA_ASSIGN(auto tm, hostMachine(cpu));
   mlir::ExecutionEngineOptions opts;
+  // Kernels with parallel loops call the OpenMP runtime (__kmpc_fork_call ...): LLVM's libomp,
+  // loaded into the process once. It re-initializes itself in forked children (its own
+  // pthread_atfork handlers), so measuring a candidate in a child gets a fresh thread pool.
+  std::string omp = TESSERA_LIBOMP;
+  llvm::SmallVector<llvm::StringRef, 1> libs;
+  if (openmp) {
+    if (omp.empty()) return makeError(ErrorCode::Unsupported, "no OpenMP runtime (libomp-22-dev) for THREADS > 1");
+    libs.push_back(omp);
+    opts.sharedLibPaths = libs;
+  }
   auto transformer = mlir::makeOptimizingTransformer(3, 0, tm.get());
   opts.transformer = transformer;
   opts.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;

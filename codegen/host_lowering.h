@@ -11,12 +11,19 @@
 
 namespace tessera::codegen {
 
+struct HostLoweringOptions {
+  bool nontemporalStores = false;  // full-vector stores bypass the caches
+  int threads = 1;                 // > 1: scf.parallel loops become OpenMP loops on this many threads
+  bool amx = false;                // lower AMX tile ops
+};
+
 // Scheduled (memref + vector + scf) IR -> LLVM dialect, in place. Kernels use the bare-pointer
 // calling convention: one `ptr` per static-shaped memref argument.
-Status lowerHostToLLVMDialect(mlir::ModuleOp m, bool nontemporalStores = false);
+Status lowerHostToLLVMDialect(mlir::ModuleOp m, const HostLoweringOptions& o = {});
 
-// JIT-compiles an LLVM-dialect module for this CPU (or `cpu`), O3.
-Expected<std::unique_ptr<mlir::ExecutionEngine>> jitHost(mlir::ModuleOp m, const std::string& cpu);
+// JIT-compiles an LLVM-dialect module for this CPU (or `cpu`), O3; `openmp`: it calls the OpenMP
+// runtime, which is loaded into the process.
+Expected<std::unique_ptr<mlir::ExecutionEngine>> jitHost(mlir::ModuleOp m, const std::string& cpu, bool openmp = false);
 
 enum class HostArtifact { LLVMIR, Asm, Object };
 Expected<std::string> emitHostArtifact(mlir::ModuleOp m, HostArtifact kind, const std::string& cpu);

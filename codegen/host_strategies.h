@@ -26,6 +26,14 @@ struct HostPayload {
   // Full-vector stores bypass the caches (streaming outputs larger than the LLC: no
   // read-for-ownership of lines that are only written).
   bool nontemporalStores = false;
+  // scf.parallel loops become OpenMP worksharing loops on this many threads (1: none are emitted).
+  int threads = 1;
+  // After the schedule: the kernel function's outermost loops become scf.parallel (their
+  // iterations write disjoint slices of the outputs: tiles of a parallel linalg op).
+  bool parallelOuterLoops = false;
+  // AMX tile ops are present: lowered with the AMX intrinsics; the process must ask Linux for
+  // the tile state before running them (arch_prctl ARCH_REQ_XCOMP_PERM).
+  bool amx = false;
 };
 
 // `func.func @kernel` taking one static-shaped memref per tensor (inputs, then outputs); fills
@@ -35,6 +43,9 @@ mlir::func::FuncOp createKernelFunc(mlir::OpBuilder& b, mlir::ModuleOp m, const 
 
 Expected<HostPayload> buildHostGemm(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                     const TargetDesc& t);
+// The explicit BLIS-style GEMM (host_gemm_blis.cpp): schedules blis, bf16dot and amx.
+Expected<HostPayload> buildHostGemmBlis(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+                                        const TargetDesc& t);
 Expected<HostPayload> buildHostElementwise(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                            const TargetDesc& t);
 Expected<HostPayload> buildHostAttention(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,

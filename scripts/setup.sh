@@ -9,7 +9,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libmlir-22-dev mlir-22-tools llvm-22-dev lld-22
-  clang-22 libclang-rt-22-dev
+  clang-22 libclang-rt-22-dev libomp-22-dev
   libsqlite3-dev sqlite3 libxgboost-dev libcpp-httplib-dev nlohmann-json3-dev libcli11-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   libopenblas-dev wrk

@@ -17,6 +17,25 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t);
 Expected<ir::Space> elementwiseHostSpace(const ir::Kernel& k, const TargetDesc& t);
 Expected<ir::Space> attentionHostSpace(const ir::Kernel& k, const TargetDesc& t);
 
+// The BLIS blocking of a host (Low et al., TOMS 2016) for an M x N GEMM: the register tile
+// MR x NR from the vector registers and the FMA pipes (latency x issue rate accumulators), KC from
+// the L1, NC from the L2, MC from the L3 (names as in Tessera's row-major loops: this is BLIS on
+// Cᵀ, so BLIS's mc is our NC and its nc our MC). pairBytes > 0: the dot kernels, whose packed
+// elements are bf16 pairs of that size.
+struct GemmBlocking {
+  int64_t MR = 8, NR = 32, KC = 256, NC = 1024, MC = 4096;
+};
+GemmBlocking hostGemmBlocking(const TargetDesc& t, int64_t m, int64_t n, int64_t pairBytes = 0);
+
+// Default thread count of a kernel of `work` units on target `t`: all of t.units once each thread
+// gets `workPerThread` (the constants below: ~100-150 us on one core), fewer below. Fixed work
+// units, not measured peaks: defaults must not move between runs.
+inline constexpr double kFlopsPerThread = double(1 << 24);  // GEMM, attention
+inline constexpr double kBytesPerThread = double(1 << 21);  // elementwise: bytes read + written
+int64_t defaultThreads(const TargetDesc& t, double work, double workPerThread);
+// THREADS values a host space offers: powers of two below t.units, and t.units.
+std::vector<ir::KnobValue> hostThreadDomain(const TargetDesc& t);
+
 // Narrows knob domains: "MC=32|64|128,schedule=packed" keeps only those values (each must be
 // in the knob's domain); the defaults move to the first kept value when theirs was dropped.
 Expected<ir::Space> restrictSpace(const ir::Space& s, const std::string& spec);

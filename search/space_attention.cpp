@@ -93,6 +93,10 @@ Expected<ir::Space> attentionHostSpace(const ir::Kernel& k, const TargetDesc& t)
       {"U2", uDom, pickAtMost(uDom, 2), "unroll of the key loop of P·V"},
       {"VW", vwDom, L, "f32 lanes per vector"},
   };
+  std::vector<ir::KnobValue> threadDom = hostThreadDomain(t);
+  if (threadDom.size() > 1)
+    sp.knobs.push_back({"THREADS", threadDom, defaultThreads(t, ir::kernelFlops(k), kFlopsPerThread),
+                        "threads sharing the query blocks of each kv head"});
   sp.constraint = [vregs, SQ](const ir::Config& c) -> std::optional<std::string> {
     const int64_t BQ = geti(c, "BQ"), BK = geti(c, "BK"), VW = geti(c, "VW");
     const int64_t MR1 = geti(c, "MR1"), NR1 = geti(c, "NR1"), MR2 = geti(c, "MR2"), NR2 = geti(c, "NR2");

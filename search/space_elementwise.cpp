@@ -112,6 +112,14 @@ Expected<ir::Space> elementwiseHostSpace(const ir::Kernel& k, const TargetDesc& 
        "non-temporal stores: outputs stream past the caches (no read-for-ownership)"},
       {"ROWS", rowsDom, rowsDef, "rows per tile, sharing each load of a row-broadcast operand"},
   };
+  // Threads share the outermost loop of the tiled kernel (rows, or column blocks with CHUNK).
+  std::vector<ir::KnobValue> threadDom = hostThreadDomain(t);
+  if (threadDom.size() > 1) {
+    double bytes = outBytes;
+    for (const auto* in : k.inputs()) bytes += double(in->numel() * ir::byteSize(in->dtype));
+    s.knobs.push_back({"THREADS", threadDom, defaultThreads(t, bytes, kBytesPerThread),
+                       "threads sharing the outermost loop"});
+  }
   s.constraint = [inner](const ir::Config& c) -> std::optional<std::string> {
     int64_t tile = std::get<int64_t>(c.values.at("VW")) * std::get<int64_t>(c.values.at("UNROLL"));
     // A tile more than twice the row only adds masked-off lanes.

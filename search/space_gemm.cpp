@@ -1,8 +1,12 @@
-// Owns the host GEMM space: schedule family (plain | packed), cache tiles MC/NC/KC, register
-// tile MR x NR, k unroll KU and micro-loop order, with the constraints measured in
-// mlir-recipes/cpu-gemm-packed/REPORT.md §4.
+// Owns the host GEMM space: schedule family (plain | packed | blis | bf16dot | amx), cache tiles
+// MC/NC/KC, register tile MR x NR, k unroll KU, micro-loop order and THREADS, with the constraints
+// measured in mlir-recipes/cpu-gemm-packed/REPORT.md §4, and defaults derived from the host's
+// registers, FMA pipes and caches the way BLIS derives its blocking (Low et al., "Analytical
+// modeling is enough for high-performance BLIS", TOMS 2016) — see hostGemmBlocking below.
 #include <algorithm>
+#include <cmath>
 
+#include "codegen/codegen.h"
 #include "ir/families.h"
 #include "search/space.h"
 
@@ -10,12 +14,100 @@ namespace tessera::search {
 namespace {
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int64_t lanesOf(const TargetDesc& t) { return std::max(4, t.simdBits / 32); }
 
 int64_t geti(const ir::Config& c, const char* k) { return std::get<int64_t>(c.values.at(k)); }
 
+const std::vector<int64_t> kMR = {1, 2, 4, 6, 8, 12, 14};
+const std::vector<int64_t> kMC = {16, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096};
+const std::vector<int64_t> kNC = {32, 64, 128, 256, 512, 1024, 2048, 4096};
+const std::vector<int64_t> kKC = {16, 32, 64, 128, 256, 384, 512, 768, 1024};
+
+// The schedules this host can run for this GEMM: bf16dot where vdpbf16ps exists (avx512_bf16),
+// amx where AMX multiplies bf16 (amx_bf16), both for bf16 inputs only; the explicit ones only when
+// they can fuse the epilogue.
+std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t) {
+  std::vector<ir::KnobValue> d = {std::string("plain"), std::string("packed")};
+  if (!codegen::hostGemmFusesEpilogue(g)) return d;
+  d.push_back(std::string("blis"));
+  if (g.inType == ir::ScalarType::BF16 && t.hasIsa("avx512_bf16") && t.simdBits >= 512) d.push_back(std::string("bf16dot"));
+  if (g.inType == ir::ScalarType::BF16 && t.hasIsa("amx_bf16")) d.push_back(std::string("amx"));
+  return d;
+}
+
+bool has(const std::vector<ir::KnobValue>& dom, const std::string& v) {
+  return std::find(dom.begin(), dom.end(), ir::KnobValue(v)) != dom.end();
+}
+
+// Thread counts offered: powers of two below the target's units, and the units themselves.
+std::vector<ir::KnobValue> threadDomain(const TargetDesc& t) {
+  std::vector<ir::KnobValue> d;
+  for (int64_t n = 1; n < t.units; n *= 2) d.push_back(n);
+  d.push_back(int64_t(std::max(1, t.units)));
+  return d;
+}
+
 }  // namespace
+
+std::vector<ir::KnobValue> hostThreadDomain(const TargetDesc& t) { return threadDomain(t); }
+
+int64_t defaultThreads(const TargetDesc& t, double work, double workPerThread) {
+  // A parallel region costs a few microseconds to open and join: each thread should get enough
+  // work (~100 us or more) that this is noise, so small kernels stay on one thread.
+  int64_t byWork = std::max<int64_t>(1, int64_t(work / workPerThread));
+  int64_t want = std::min<int64_t>(std::max(1, t.units), byWork);
+  int64_t best = 1;
+  for (const auto& v : threadDomain(t))
+    if (std::get<int64_t>(v) <= want) best = std::get<int64_t>(v);
+  return best;
+}
+
+GemmBlocking hostGemmBlocking(const TargetDesc& t, int64_t m, int64_t n, int64_t pairBytes) {
+  GemmBlocking b;
+  const int64_t lanes = lanesOf(t), regs = t.vectorRegisters;
+  // Register tile: NR = NV vectors of B, MR broadcasts of A, MR·NV accumulators. Constraints:
+  // every value in a register (MR·NV + NV + 1 <= registers), and at least latency x FMAs-per-cycle
+  // independent accumulators (the FMA pipes never wait for a result). Model of one k step:
+  // MR·NV FMAs against MR + NV loads, two loads per cycle, so the tile runs at
+  // min(1, 2·MR·NV / (fmaPerCycle·(MR + NV))) of the FMA peak; times the useful fraction of the
+  // padded M x N (a tile that does not divide M computes zero rows). The best tile wins; within
+  // 0.2 % of it, the one with more accumulators (fewer passes over C and the packed panels).
+  const int64_t need = int64_t(t.fmaLatency) * t.fmaPerCycle;
+  double bestScore = -1;
+  for (int64_t nv : {1, 2, 4}) {
+    const int64_t nr = nv * lanes;
+    for (int64_t mr : kMR) {
+      // (A tile smaller than the latency bound is only taken when M itself is that small.)
+      if (mr * nv + nv + 1 > regs || (mr * nv < need && mr < std::min<int64_t>(m, kMR.back()))) continue;
+      double rate = std::min(1.0, 2.0 * double(mr * nv) / (double(t.fmaPerCycle) * double(mr + nv)));
+      double useful = double(m) / double(roundUp(m, mr)) * double(n) / double(roundUp(n, nr));
+      double score = rate * useful;
+      bool better = score > bestScore * 1.002 || (score > bestScore * 0.998 && mr * nv > b.MR * (b.NR / lanes));
+      if (better) bestScore = std::max(bestScore, score), b.MR = mr, b.NR = nr;
+    }
+  }
+  // KC from L1: the A micro-panel (MR x KC) stays in L1 while B micro-panels (KC x NR) stream
+  // through it. Per unit of depth they take MR and NR elements, so of the W - 1 ways not kept for
+  // C the resident panel gets C_A = floor((W - 1) / (1 + NR/MR)) (at least 1), and
+  // KC = C_A · sets · line / (MR · S). S is the packed element size: 4 bytes per f32, or per
+  // bf16 pair (pairBytes: the dot kernels consume two k per element).
+  const int64_t line = std::max(16, t.cacheLineBytes);
+  const int64_t sets1 = std::max<int64_t>(1, t.l1dBytes / (std::max(1, t.l1dWays) * line));
+  int64_t ca = std::max<int64_t>(1, (t.l1dWays - 1) * b.MR / (b.MR + b.NR));
+  const int64_t kPerElem = pairBytes > 0 ? 2 : 1;
+  b.KC = std::max<int64_t>(16, ca * sets1 * line / (b.MR * 4) * kPerElem);
+  // NC from L2: the B block (KC x NC, packed) is reused by every A micro-panel of the block; it
+  // gets the L2's ways but two (the A micro-panel and C lines pass through L2 too).
+  const int64_t kcElems = b.KC / kPerElem;
+  b.NC = std::max<int64_t>(b.NR, int64_t(double(t.l2Bytes) * double(std::max(1, t.l2Ways - 2)) / std::max(1, t.l2Ways) /
+                                         double(kcElems * 4)) / b.NR * b.NR);
+  // MC from L3: the A block (MC x KC) is packed once per K block and shared by all threads.
+  b.MC = std::max<int64_t>(b.MR, int64_t(double(t.l3Bytes) * double(std::max(1, t.l3Ways - 2)) / std::max(1, t.l3Ways) /
+                                         double(kcElems * 4)) / b.MR * b.MR);
+  return b;
+}
 
 Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
@@ -23,65 +115,92 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   ir::Space s;
   s.family = "gemm";
   // NR: one to four vector registers wide; powers of two only (NR=48 legalizes into 3.6 GFLOP/s).
-  std::vector<int64_t> nrs = {lanes, 2 * lanes, 4 * lanes};
-  std::vector<ir::KnobValue> nrDom = clampDomain(nrs, g.n);
-  std::vector<ir::KnobValue> mrDom = clampDomain({1, 2, 4, 6, 8, 12, 14}, g.m);
-  std::vector<ir::KnobValue> mcDom = clampDomain({16, 32, 48, 64, 96, 128, 192, 256}, g.m);
-  std::vector<ir::KnobValue> ncDom = clampDomain({32, 64, 128, 256, 512, 1024, 2048, 4096}, g.n);
-  std::vector<ir::KnobValue> kcDom = clampDomain({16, 32, 64, 128, 256, 384, 512, 768, 1024}, g.k);
+  std::vector<ir::KnobValue> nrDom = clampDomain({lanes, 2 * lanes, 4 * lanes}, g.n);
+  std::vector<ir::KnobValue> schedDom = schedules(g, t);
+  std::vector<int64_t> mrs = kMR;
+  if (has(schedDom, "amx")) mrs.insert(mrs.end(), {16, 32});  // AMX tiles are 16 rows
+  std::vector<ir::KnobValue> mrDom = clampDomain(mrs, g.m);
+  std::vector<ir::KnobValue> mcDom = clampDomain(kMC, g.m);
+  std::vector<ir::KnobValue> ncDom = clampDomain(kNC, g.n);
+  std::vector<ir::KnobValue> kcDom = clampDomain(kKC, g.k);
+  std::vector<ir::KnobValue> threadDom = threadDomain(t);
+  const bool half = g.inType != ir::ScalarType::F32;
+  const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(std::max<int64_t>(1, g.batch));
+  int64_t threads = has(schedDom, "blis") ? defaultThreads(t, flops, kFlopsPerThread) : 1;
 
-  // Defaults: the recipe's best (8x32 on AVX-512, 6x16 on AVX2), packing once the operands
-  // outgrow the L2 (measured: plain wins while they fit, packed from there on).
-  int64_t nrDef = std::min<int64_t>(2 * lanes, std::get<int64_t>(nrDom.back()));
-  int64_t mrDef = lanes >= 16 ? 8 : 6;
-  while (mrDef * nrDef / lanes + nrDef / lanes + 1 > vregs && mrDef > 1) --mrDef;
-  mrDef = std::min(mrDef, std::get<int64_t>(mrDom.back()));
-  // Snap MR to the domain (clampDomain may have cut 8 for tiny M).
-  int64_t mr = pickAtMost(mrDom, mrDef);
+  // Schedule: the explicit kernels for half precision (the transform schedules convert f16/bf16
+  // element by element: 25x slower) and for several threads; AMX, then vdpbf16ps, for bf16 where
+  // the host has them. One thread of f32: plain while the operands fit the L2 or A is skinny
+  // (measured: plain wins there, 32x2048x512 plain 2.7x packed), the BLIS blocking above it.
   double bytes = 4.0 * double(g.m * g.k + g.k * g.n + g.m * g.n);
-  // Skinny problems (few rows of A) do not amortize packing B: the full table of 32x2048x512
-  // (bench/data/host_gemm_32x2048x512) has its 47 configs within 5% of the best all plain, and
-  // the packed default ran 2.7x slower than the best; plain with the whole row of B as one
-  // cache block (NC=2048) is within 1% of it, NC=512 only at 81%.
   bool skinny = g.m < 64;
-  // With AVX2's 16 vector registers packing pays at every size but the skinny ones: measured on
-  // an x86-64-v3 Zen 4, packed 6x16 against the best plain default ran 36.7/36.0 GFLOP/s at 64³,
-  // 62.6/38.8 at 128³ and 73.5/38.9 at 256³. The plain-while-it-fits-L2 rule is AVX-512's.
-  const bool wide = lanes >= 16;
-  bool packedDef = !skinny && (bytes > double(t.l2Bytes) || !wide);
-  // Plain has no packing to pad the edge tiles: on AVX2 take the largest MR up to the default
-  // that divides M (32x2048x512: plain MR=4 48.0 GFLOP/s, MR=6 21.7).
-  if (!packedDef && !wide && g.m % mr)
-    for (const auto& v : mrDom) {
+  std::string sched;
+  if (has(schedDom, "amx")) sched = "amx";
+  else if (has(schedDom, "bf16dot")) sched = "bf16dot";
+  else if (has(schedDom, "blis") && (half || threads > 1 || (!skinny && bytes > double(t.l2Bytes)))) sched = "blis";
+  else if (half || (!skinny && (bytes > double(t.l2Bytes) || lanes < 16))) sched = "packed";
+  else sched = "plain";
+  if (sched == "plain" || sched == "packed") threads = 1;
+
+  GemmBlocking blk = hostGemmBlocking(t, g.m, g.n, sched == "bf16dot" ? 4 : 0);
+  int64_t mr = pickAtMost(mrDom, blk.MR), nr = pickAtMost(nrDom, blk.NR);
+  int64_t mc = pickAtMost(mcDom, blk.MC), nc = pickAtMost(ncDom, blk.NC), kc = pickAtMost(kcDom, blk.KC);
+  // AMX: 2x2 tiles of 16x16 f32 (32x32 of C); A micro-panels of 32 rows x KC bf16, KC 512
+  // (32 KB: within a Sapphire Rapids' 48 KB L1, the unrolled depth steps bounded at 16).
+  if (sched == "amx") mr = pickAtMost(mrDom, 32), nr = pickAtMost(nrDom, 32), kc = pickAtMost(kcDom, 512);
+  if (sched == "plain" || sched == "packed") {
+    // The transform schedules keep the defaults measured for them: 8x32 on AVX-512, 6x16 on AVX2,
+    // MC 64 (a multiple of MR), NC 512 (plain) or 2048 (packed, skinny above the L2), KC 512.
+    int64_t mrDef = lanes >= 16 ? 8 : 6;
+    int64_t nrDef = std::min<int64_t>(2 * lanes, std::get<int64_t>(nrDom.back()));
+    while (mrDef * nrDef / lanes + nrDef / lanes + 1 > vregs && mrDef > 1) --mrDef;
+    mr = pickAtMost(mrDom, mrDef);
+    nr = nrDef;
+    // Plain has no packing to pad the edge tiles: on AVX2 take the largest MR up to the default
+    // that divides M (32x2048x512: plain MR=4 48.0 GFLOP/s, MR=6 21.7).
+    if (sched == "plain" && lanes < 16 && g.m % mr)
+      for (const auto& v : mrDom) {
+        int64_t x = std::get<int64_t>(v);
+        if (x <= mrDef && x * 2 >= mrDef && g.m % x == 0) mr = x;
+      }
+    int64_t mcDef = 0, mcAbove = 0;
+    for (const auto& v : mcDom) {
       int64_t x = std::get<int64_t>(v);
-      if (x <= mrDef && x * 2 >= mrDef && g.m % x == 0) mr = x;
+      if (x % mr) continue;
+      if (x <= 64) mcDef = std::max(mcDef, x);
+      else if (!mcAbove) mcAbove = x;
     }
-  // MC: the largest domain value up to 64 that MR divides (48 for AVX2's MR=6: a bare 64 would
-  // break the space's own MC % MR rule), else the smallest such value; when MR divides none (tiny
-  // M: the domain was clamped), MC >= M keeps any value legal.
-  int64_t mcDef = 0, mcAbove = 0;
-  for (const auto& v : mcDom) {
-    int64_t x = std::get<int64_t>(v);
-    if (x % mr) continue;
-    if (x <= 64) mcDef = std::max(mcDef, x);
-    else if (!mcAbove) mcAbove = x;
+    mc = mcDef ? mcDef : mcAbove ? mcAbove : pickAtMost(mcDom, 64);
+    nc = pickAtMost(ncDom, sched == "packed" || (skinny && bytes > double(t.l2Bytes)) ? 2048 : 512);
+    kc = pickAtMost(kcDom, 512);
   }
-  if (!mcDef) mcDef = mcAbove ? mcAbove : pickAtMost(mcDom, 64);
   s.knobs = {
-      {"schedule", {std::string("plain"), std::string("packed")}, std::string(packedDef ? "packed" : "plain"),
-       "packed: BLIS-style packed A/B panels; plain: cache tiling only"},
-      {"MC", mcDom, mcDef, "rows of A per cache block"},
-      {"NC", ncDom, pickAtMost(ncDom, packedDef || (skinny && bytes > double(t.l2Bytes)) ? 2048 : 512),
-       "columns of B per cache block"},
-      {"KC", kcDom, pickAtMost(kcDom, 512), "depth of a cache block (balanced: equal blocks)"},
+      {"schedule", schedDom, sched,
+       "packed: BLIS-style packed A/B panels (transform schedule); plain: cache tiling only; blis: explicit BLIS "
+       "loops (f16/bf16 converted while packing, parallel); bf16dot: bf16 pairs by vdpbf16ps; amx: AMX tiles"},
+      {"MC", mcDom, mc, "rows of A per cache block"},
+      {"NC", ncDom, nc, "columns of B per cache block"},
+      {"KC", kcDom, kc, "depth of a cache block (balanced: equal blocks)"},
       {"MR", mrDom, mr, "register tile rows"},
-      {"NR", nrDom, nrDef, "register tile columns (vector lanes)"},
+      {"NR", nrDom, nr, "register tile columns (vector lanes)"},
       {"KU", {int64_t(1), int64_t(2), int64_t(4)}, int64_t(1), "unroll of the k micro-loop"},
       {"ORDER", {std::string("ij"), std::string("ji")}, std::string("ij"), "micro-tile loop order (ij: A panel in L1)"},
   };
+  // THREADS only where a schedule can use more than one (a knob of one value would only change
+  // the config keys of what was recorded before it existed).
+  if (threadDom.size() > 1 && has(schedDom, "blis"))
+    s.knobs.push_back({"THREADS", threadDom, threads, "threads (blis family; column blocks in parallel)"});
   const int64_t M = g.m, N = g.n;
   s.constraint = [lanes, vregs, M, N](const ir::Config& c) -> std::optional<std::string> {
     int64_t MC = geti(c, "MC"), NC = geti(c, "NC"), MR = geti(c, "MR"), NR = geti(c, "NR");
+    const std::string sched = std::get<std::string>(c.values.at("schedule"));
+    auto th = c.values.find("THREADS");
+    if (th != c.values.end() && std::get<int64_t>(th->second) > 1 && (sched == "plain" || sched == "packed"))
+      return "schedule " + sched + " runs on one thread";
+    if (sched == "amx") {
+      if ((MR != 16 && MR != 32) || (NR != 16 && NR != 32)) return std::string("amx takes MR and NR of 16 or 32 (16x16 f32 tiles)");
+      return std::nullopt;  // AMX accumulates in tile registers: no vector register budget
+    }
     // accumulators + B vectors + the A broadcast must fit the vector register file
     int64_t regs = (MR * ((NR + lanes - 1) / lanes)) + (NR + lanes - 1) / lanes + 1;
     if (regs > vregs)

@@ -22,13 +22,18 @@ std::vector<std::pair<std::string, TargetDesc>> presets() {
   // AMD EPYC Zen 4 VM: AVX-512 executed as two 256-bit halves (one zmm FMA per cycle).
   TargetDesc zen4 = base("AMD EPYC (Zen 4), preset zen4");
   zen4.arch = "x86-64-v4";
-  zen4.units = 2;
+  zen4.units = zen4.cores = 2;
   zen4.isa = {"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512_vnni"};
   zen4.simdBits = 512;
   zen4.vectorRegisters = 32;
   zen4.l1dBytes = 32 << 10;
   zen4.l2Bytes = 1 << 20;
   zen4.l3Bytes = 32 << 20;
+  zen4.l1dWays = 8;
+  zen4.l2Ways = 8;
+  zen4.l3Ways = 16;
+  zen4.fmaLatency = 4;
+  zen4.fmaPerCycle = 1;
   zen4.peakGflopsF32 = zen4.peakGflopsF16 = zen4.peakGflopsBF16 = 118;
   zen4.memBandwidthGBs = 22;
   out.push_back({"zen4", zen4});
@@ -40,11 +45,12 @@ std::vector<std::pair<std::string, TargetDesc>> presets() {
   v3.simdBits = 256;
   v3.vectorRegisters = 16;
   v3.peakGflopsF32 = v3.peakGflopsF16 = v3.peakGflopsBF16 = 90;
+  v3.fmaPerCycle = 2;
   out.push_back({"zen4-avx2", v3});
   // Intel Sapphire Rapids VM: two zmm FMA ports, AMX, large private L2 and a large shared L3.
   TargetDesc spr = base("Intel Xeon (Sapphire Rapids), preset sapphire-rapids");
   spr.arch = "x86-64-v4";
-  spr.units = 4;
+  spr.units = spr.cores = 4;
   spr.isa = {"sse4_2",      "avx",         "avx2",        "fma",      "f16c",     "avx512f", "avx512bw",
              "avx512vl",    "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8"};
   spr.simdBits = 512;
@@ -52,6 +58,11 @@ std::vector<std::pair<std::string, TargetDesc>> presets() {
   spr.l1dBytes = 48 << 10;
   spr.l2Bytes = 2 << 20;
   spr.l3Bytes = int64_t(105) << 20;
+  spr.l1dWays = 12;
+  spr.l2Ways = 16;
+  spr.l3Ways = 15;
+  spr.fmaLatency = 4;
+  spr.fmaPerCycle = 2;
   spr.peakGflopsF32 = spr.peakGflopsF16 = spr.peakGflopsBF16 = 190;
   spr.memBandwidthGBs = 20;
   out.push_back({"sapphire-rapids", spr});
@@ -64,6 +75,13 @@ std::vector<std::string> hostPresets() {
   std::vector<std::string> names;
   for (const auto& [n, t] : presets()) names.push_back(n);
   return names;
+}
+
+std::string hostPresetCpu(const std::string& name) {
+  if (name == "zen4") return "znver4";
+  if (name == "zen4-avx2") return "x86-64-v3";
+  if (name == "sapphire-rapids") return "sapphirerapids";
+  return "";
 }
 
 Expected<TargetDesc> hostPreset(const std::string& name) {

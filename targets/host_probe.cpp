@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -95,6 +96,12 @@ int64_t readCacheSize(int index) {
   }
 }
 
+int readCacheInt(int index, const char* what) {
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/" + what);
+  int v = 0;
+  return f >> v ? v : 0;
+}
+
 int cacheLevel(int index, std::string* type) {
   std::ifstream lf("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/level");
   std::ifstream tf("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/type");
@@ -102,6 +109,16 @@ int cacheLevel(int index, std::string* type) {
   if (!(lf >> level)) return 0;
   tf >> *type;
   return level;
+}
+
+// FMA latency and issue rate at the kernels' vector width, by microarchitecture (a table, not a
+// measurement: the defaults derived from them must not move between runs). Zen 2-4 (AMD family
+// 23/25) have two 256-bit FMA pipes, so a 512-bit FMA issues once per cycle on Zen 4; Zen 5
+// (family 26) and Intel's AVX-512 server cores issue two per cycle at every width.
+void setFmaPipes(TargetDesc& t, const std::string& vendor, int family) {
+  t.fmaLatency = 4;
+  t.fmaPerCycle = 2;
+  if (vendor == "AuthenticAMD" && family < 26 && t.simdBits >= 512) t.fmaPerCycle = 1;
 }
 
 // Vector width, register count and arch name of x86-64 ISA level `level` (2, 3 or 4).
@@ -116,19 +133,22 @@ TargetDesc probeHost() {
   t.name = "host";
   t.vendor = Vendor::Host;
   std::ifstream cpu("/proc/cpuinfo");
-  std::string line, flags;
+  std::string line, flags, vendor;
+  int family = 0;
   while (std::getline(cpu, line)) {
     if (t.model.empty() && line.rfind("model name", 0) == 0) t.model = line.substr(line.find(':') + 2);
     if (flags.empty() && line.rfind("flags", 0) == 0) flags = line.substr(line.find(':') + 2);
+    if (vendor.empty() && line.rfind("vendor_id", 0) == 0) vendor = line.substr(line.find(':') + 2);
+    if (!family && line.rfind("cpu family", 0) == 0) family = std::atoi(line.substr(line.find(':') + 2).c_str());
   }
   std::istringstream fs(flags);
   std::vector<std::string> all;
   for (std::string f; fs >> f;) all.push_back(f);
   for (const char* want : {"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_bf16",
-                           "avx512_fp16", "avx512vnni"}) {
+                           "avx512_fp16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8"}) {
     if (std::find(all.begin(), all.end(), want) != all.end()) t.isa.push_back(want);
   }
-  t.units = int(std::max(1u, std::thread::hardware_concurrency()));
+  t.units = t.cores = int(std::max(1u, std::thread::hardware_concurrency()));
   bool avx512 = t.hasIsa("avx512f"), avx2 = t.hasIsa("avx2") && t.hasIsa("fma");
   setIsaLevel(t, avx512 ? 4 : avx2 ? 3 : 2);
   for (int i = 0; i < 8; ++i) {
@@ -136,10 +156,22 @@ TargetDesc probeHost() {
     int level = cacheLevel(i, &type);
     if (!level) continue;
     int64_t sz = readCacheSize(i);
-    if (level == 1 && type == "Data") t.l1dBytes = sz;
-    if (level == 2) t.l2Bytes = sz;
-    if (level == 3) t.l3Bytes = sz;
+    int ways = readCacheInt(i, "ways_of_associativity"), line = readCacheInt(i, "coherency_line_size");
+    if (level == 1 && type == "Data") {
+      t.l1dBytes = sz;
+      if (ways > 0) t.l1dWays = ways;
+      if (line > 0) t.cacheLineBytes = line;
+    }
+    if (level == 2) {
+      t.l2Bytes = sz;
+      if (ways > 0) t.l2Ways = ways;
+    }
+    if (level == 3) {
+      t.l3Bytes = sz;
+      if (ways > 0) t.l3Ways = ways;
+    }
   }
+  setFmaPipes(t, vendor, family);
   if (!t.l1dBytes) t.l1dBytes = 32 << 10;
   if (!t.l2Bytes) t.l2Bytes = 1 << 20;
   t.peakGflopsF32 = avx512 ? peakAvx512() : avx2 ? peakAvx2() : 0;
@@ -158,6 +190,13 @@ const TargetDesc& hostTarget() {
   return host;
 }
 
+Expected<TargetDesc> hostTargetWithThreads(int threads) {
+  if (threads < 1 || threads > 1024) return makeError(ErrorCode::InvalidArgument, "--threads must be between 1 and 1024");
+  TargetDesc t = hostTarget();
+  t.units = threads;
+  return t;
+}
+
 Expected<TargetDesc> hostTargetAs(const std::string& arch) {
   TargetDesc t = hostTarget();
   if (arch == t.arch) return t;
@@ -165,9 +204,11 @@ Expected<TargetDesc> hostTargetAs(const std::string& arch) {
   if (!level)
     return makeError(ErrorCode::InvalidArgument, "unknown host ISA level '" + arch + "' (x86-64-v2, x86-64-v3, x86-64-v4)");
   setIsaLevel(t, level);
+  // Zen 4 without AVX-512 issues two 256-bit FMAs per cycle where it issued one 512-bit FMA.
+  if (level < 4 && t.fmaPerCycle == 1) t.fmaPerCycle = 2;
   // The ISA flags of that level: AVX-512 only at v4, AVX2/FMA from v3 on.
   std::erase_if(t.isa, [&](const std::string& f) {
-    return f.rfind("avx512", 0) == 0 || (level < 3 && (f == "avx" || f == "avx2" || f == "fma" || f == "f16c"));
+    return f.rfind("avx512", 0) == 0 || f.rfind("amx", 0) == 0 || (level < 3 && (f == "avx" || f == "avx2" || f == "fma" || f == "f16c"));
   });
   if (level >= 3)
     for (const char* f : {"avx", "avx2", "fma"})

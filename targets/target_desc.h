@@ -29,13 +29,22 @@ struct TargetDesc {
   Vendor vendor = Vendor::Host;
   std::string arch;    // host: ISA level (x86-64-v4, ...); GPU: the chip (sm_80, gfx942)
   std::string model;   // human-readable (CPU model string, "NVIDIA A100", ...)
-  int units = 1;       // cores (host) or SMs/CUs (GPU): part of the cache key
+  // Cores (host) or SMs/CUs (GPU): part of the cache key. For the host it is the number of
+  // threads the kernels may use: all cores as probed, fewer with `--threads N`
+  // (hostTargetWithThreads), so that records of different thread counts never mix.
+  int units = 1;
+  int cores = 1;       // host: cores the machine has (the probe's units)
 
   // Host CPU.
   std::vector<std::string> isa;  // selected flags: avx512f, avx2, fma, ...
   int simdBits = 128;            // widest vector register the kernels may use
   int vectorRegisters = 16;      // architectural vector registers (32 with AVX-512)
   int64_t l1dBytes = 0, l2Bytes = 0, l3Bytes = 0;  // per core for L1/L2, shared L3
+  int l1dWays = 8, l2Ways = 8, l3Ways = 16;        // associativity (the BLIS blocking model uses ways)
+  int cacheLineBytes = 64;
+  // Vector FMA pipeline: latency in cycles and FMAs of simdBits width issued per cycle. Their
+  // product is how many independent accumulators keep the FMA units busy (Low et al. 2016).
+  int fmaLatency = 4, fmaPerCycle = 2;
 
   // Peaks (single core for the host, whole chip for GPUs), GFLOP/s and GB/s.
   double peakGflopsF32 = 0;
@@ -95,10 +104,16 @@ std::vector<std::string> knownTargets();
 // and copy measurement for the peaks).
 const TargetDesc& hostTarget();
 
+// The host with kernels on `threads` threads (units = threads; the default is all cores). 1..1024;
+// more threads than cores is allowed (oversubscribed) but rarely useful.
+Expected<TargetDesc> hostTargetWithThreads(int threads);
+
 // Named x86 machine descriptions (zen4, zen4-avx2, sapphire-rapids): fixed caches, ISA and peaks,
 // for tests of rules that derive values from the host, whichever machine runs them.
 std::vector<std::string> hostPresets();
 Expected<TargetDesc> hostPreset(const std::string& name);
+// The LLVM CPU of a preset (znver4, x86-64-v3, sapphirerapids), for code emitted for it.
+std::string hostPresetCpu(const std::string& name);
 
 // The host as a machine of ISA level `arch` ("x86-64-v2|v3|v4": vector width and register count
 // of that level, caches and peaks of this one): features for records measured on another x86

@@ -16,9 +16,10 @@ namespace {
 
 // The defaults `tessera space` prints for a GEMM on this host, derived the way the CLI derives
 // them (the values depend on the host's ISA and caches, which change between machines).
-std::string hostGemmDefaults(int64_t m, int64_t n, int64_t k) {
+std::string hostGemmDefaults(int64_t m, int64_t n, int64_t k, int threads = 0) {
   auto g = tessera::ir::buildGemm({.m = m, .n = n, .k = k});
-  auto s = tessera::search::makeSpace(*g, tessera::hostTarget());
+  auto t = threads ? *tessera::hostTargetWithThreads(threads) : tessera::hostTarget();
+  auto s = tessera::search::makeSpace(*g, t);
   return s.ok() ? s->defaults().str() : s.error().message;
 }
 
@@ -116,8 +117,9 @@ TEST(Cli, BadInputGetsOneLineAndNonZeroExit) {
 // legal count (enumerated here; --space narrows it like tune's).
 TEST(Cli, SpaceShowsKnobsAndLegalCount) {
   // The space follows the live host: AVX-512 (x86-64-v4) has 32 vector registers of 16 lanes,
-  // AVX2 (v3) 16 of 8; the defaults are whatever the space derives on this host.
-  Result r = run("space gemm --m 128 --n 128 --k 128");
+  // AVX2 (v3) 16 of 8; the defaults are whatever the space derives on this host. One thread
+  // (--threads 1): no THREADS knob, whatever the core count.
+  Result r = run("space --threads 1 gemm --m 128 --n 128 --k 128");
   ASSERT_EQ(r.code, 0) << r.out;
   const bool avx512 = r.out.find("(x86-64-v4)") != std::string::npos;
   EXPECT_EQ(avx512, tessera::hostTarget().arch == "x86-64-v4");
@@ -126,29 +128,38 @@ TEST(Cli, SpaceShowsKnobsAndLegalCount) {
   mr = mr.substr(0, mr.find(','));
   EXPECT_NE(r.out.find("MR         " + mr + std::string(10 - mr.size(), ' ') + "1|2|4|6|8|12|14"), std::string::npos)
       << r.out;
-  // 10944 legal on AVX-512: the full host table bench/data/host_gemm_128x128x128 has that many.
-  EXPECT_NE(r.out.find(avx512 ? "8 knobs, 18144 configs in the product, 10944 legal (enumerated)"
-                              : "8 knobs, 18144 configs in the product, "),
+  // 10944 legal on AVX-512 for the transform schedules: the full host table
+  // bench/data/host_gemm_128x128x128 (recorded before blis existed) has that many.
+  Result old = run("space --threads 1 gemm --m 128 --n 128 --k 128 --space 'schedule=plain|packed'");
+  EXPECT_NE(old.out.find(avx512 ? "8 knobs, 18144 configs in the product, 10944 legal (enumerated)"
+                                : "8 knobs, 18144 configs in the product, "),
             std::string::npos)
-      << r.out;
-  Result full = run("space gemm --m 128 --n 128 --k 128 --json");
-  Result narrowed = run("space gemm --m 128 --n 128 --k 128 --space 'schedule=packed,KU=1,ORDER=ij' --json");
+      << old.out;
+  Result full = run("space --threads 1 gemm --m 128 --n 128 --k 128 --json");
+  Result narrowed = run("space --threads 1 gemm --m 128 --n 128 --k 128 --space 'schedule=packed,KU=1,ORDER=ij' --json");
   ASSERT_EQ(full.code, 0) << full.out;
   ASSERT_EQ(narrowed.code, 0) << narrowed.out;
   auto jf = nlohmann::json::parse(full.out), jn = nlohmann::json::parse(narrowed.out);
-  // schedule, KU and ORDER take part in no constraint: fixing them keeps 1/12 of the legal space.
+  // On one thread schedule (plain|packed|blis), KU and ORDER take part in no constraint: fixing
+  // them keeps 1/18 of the legal space.
   EXPECT_GT(jf["legal"].get<double>(), 1000);
-  EXPECT_EQ(jn["legal"].get<double>() * 12, jf["legal"].get<double>()) << narrowed.out;
+  EXPECT_EQ(jn["legal"].get<double>() * 18, jf["legal"].get<double>()) << narrowed.out;
   EXPECT_TRUE(jn["legal_exact"].get<bool>()) << narrowed.out;
-  // Skinny GEMMs default to plain with the whole row of B as one block (measured 2.7x faster
-  // than packing on the 32x2048x512 table); large ones stay packed.
-  Result skinny = run("space gemm --m 32 --n 2048 --k 512 --json");
-  std::string want = hostGemmDefaults(32, 2048, 512);
+  // On one thread skinny GEMMs default to plain with the whole row of B as one block (measured
+  // 2.7x faster than packing on the 32x2048x512 table); large ones to the BLIS loops.
+  Result skinny = run("space --threads 1 gemm --m 32 --n 2048 --k 512 --json");
+  std::string want = hostGemmDefaults(32, 2048, 512, 1);
   EXPECT_NE(want.find("NC=2048"), std::string::npos) << want;
   EXPECT_NE(want.find("schedule=plain"), std::string::npos) << want;
   EXPECT_NE(skinny.out.find(want), std::string::npos) << want << "\n" << skinny.out;
-  Result large = run("space gemm --m 1024 --n 1024 --k 1024 --json");
-  EXPECT_NE(large.out.find("schedule=packed\""), std::string::npos) << large.out;
+  Result large = run("space --threads 1 gemm --m 1024 --n 1024 --k 1024 --json");
+  EXPECT_NE(large.out.find("schedule=blis\""), std::string::npos) << large.out;
+  // All cores by default: THREADS is a knob (and the cache key's units) on a multi-core host.
+  Result all = run("space gemm --m 1024 --n 1024 --k 1024 --json");
+  EXPECT_NE(all.out.find(hostGemmDefaults(1024, 1024, 1024)), std::string::npos) << all.out;
+  EXPECT_EQ(all.out.find("\"THREADS\"") != std::string::npos, tessera::hostTarget().units > 1) << all.out;
+  expectError("space --threads 0 gemm --m 8 --n 8 --k 8", 2, "--threads must be between 1 and 1024");
+  expectError("space --threads 2 gemm --m 8 --n 8 --k 8 --target sm_90", 2, "--threads applies to the host target only");
   expectError("space gemm --m 8 --n 8 --k 8 --space 'MR=5'", 2, "not in the knob's domain");
   expectError("space gemm --m 8 --n 8 --k 8 --target sm_99", 2, "unknown target 'sm_99'");
 }

@@ -133,7 +133,8 @@ TEST(HostAttention, SpaceDefaultsFollowTheRecipe) {
   auto get = [](const Space& s, const char* k) { return std::get<int64_t>(s.defaults().values.at(k)); };
   auto s64 = search::makeSpace(attention({1, 8, 8, 2048, 2048, 64}), avx512);
   ASSERT_TRUE(s64.ok());
-  EXPECT_EQ(s64->defaults().str(), "BK=128,BQ=48,MR1=8,MR2=6,NR1=32,NR2=64,U1=2,U2=2,VW=16");
+  // THREADS: all of the (preset's two) cores for work this size.
+  EXPECT_EQ(s64->defaults().str(), "BK=128,BQ=48,MR1=8,MR2=6,NR1=32,NR2=64,THREADS=2,U1=2,U2=2,VW=16");
   auto s80 = search::makeSpace(attention({1, 2, 2, 1000, 1000, 80}), avx512);
   EXPECT_EQ(get(*s80, "MR2"), 4);
   EXPECT_EQ(get(*s80, "NR2"), 80);
@@ -146,7 +147,7 @@ TEST(HostAttention, SpaceDefaultsFollowTheRecipe) {
   auto s200 = search::makeSpace(attention({1, 2, 2, 512, 512, 200}), avx512);
   EXPECT_EQ(get(*s200, "MR2") * 100 + get(*s200, "NR2"), 6 * 100 + 64);
   auto avx2 = search::makeSpace(attention({1, 8, 8, 2048, 2048, 64}), fakeTarget(256, 16));
-  EXPECT_EQ(avx2->defaults().str(), "BK=128,BQ=48,MR1=6,MR2=6,NR1=16,NR2=16,U1=2,U2=2,VW=8");
+  EXPECT_EQ(avx2->defaults().str(), "BK=128,BQ=48,MR1=6,MR2=6,NR1=16,NR2=16,THREADS=2,U1=2,U2=2,VW=8");
   // Over the register budget, or tiles that do not divide their blocks: rejected with a reason.
   for (const char* bad : {"MR1=14,NR1=64", "MR2=8,NR2=64", "NR1=256", "BQ=64,MR2=6", "VW=8"}) {
     auto c = s64->complete(*Config::parseAssignments(bad));

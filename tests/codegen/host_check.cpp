@@ -23,8 +23,11 @@ CheckResult runAndCompare(const ir::Kernel& k, const codegen::HostExecutable& ex
 }
 
 CheckResult checkHost(const ir::Kernel& k, const ir::Config& overrides, uint64_t seed) {
+  return checkHostOn(hostTarget(), k, overrides, seed);
+}
+
+CheckResult checkHostOn(const TargetDesc& host, const ir::Kernel& k, const ir::Config& overrides, uint64_t seed) {
   CheckResult r;
-  const TargetDesc& host = hostTarget();
   auto space = search::makeSpace(k, host);
   if (!space.ok()) { r.error = space.error().str(); return r; }
   auto cfg = space->complete(overrides);

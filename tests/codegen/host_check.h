@@ -22,5 +22,8 @@ CheckResult runAndCompare(const ir::Kernel& k, const codegen::HostExecutable& ex
 // Compiles `k` with `overrides` on top of the default config (seeded inputs), runs it once and
 // compares every output with the reference evaluator.
 CheckResult checkHost(const ir::Kernel& k, const ir::Config& overrides = {}, uint64_t seed = 1);
+// The same on the host as `t` describes it (e.g. hostTargetWithThreads(2): the space offers THREADS
+// up to 2 whatever the core count).
+CheckResult checkHostOn(const TargetDesc& t, const ir::Kernel& k, const ir::Config& overrides = {}, uint64_t seed = 1);
 
 }  // namespace tessera::testutil

@@ -20,6 +20,12 @@ Kernel gemm(int64_t m, int64_t n, int64_t k, ScalarType t = ScalarType::F32) {
 
 Config cfg(const std::string& a) { return *Config::parseAssignments(a); }
 
+// The host on one thread: the transform schedules (plain, packed) run on one.
+const TargetDesc& oneThread() {
+  static TargetDesc t = *hostTargetWithThreads(1);
+  return t;
+}
+
 }  // namespace
 
 TEST(HostGemm, DefaultConfigOnOddShapes) {
@@ -33,7 +39,7 @@ TEST(HostGemm, DefaultConfigOnOddShapes) {
 TEST(HostGemm, BothSchedulesOnOddShapes) {
   for (const char* sched : {"schedule=plain", "schedule=packed"})
     for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{7, 129, 33}, {129, 1, 7}, {33, 65, 1}, {96, 64, 128}}) {
-      auto r = testutil::checkHost(gemm(m, n, k), cfg(sched));
+      auto r = testutil::checkHostOn(oneThread(), gemm(m, n, k), cfg(sched));
       EXPECT_TRUE(r.correct) << sched << " " << m << "x" << n << "x" << k << ": " << r.error;
     }
 }
@@ -50,7 +56,7 @@ TEST(HostGemm, EveryDtypeTransposeBatchAndEpilogue) {
       }
       Kernel k = *buildGemm(s);
       for (const char* sched : {"schedule=plain", "schedule=packed"}) {
-        auto r = testutil::checkHost(k, cfg(sched));
+        auto r = testutil::checkHostOn(oneThread(), k, cfg(sched));
         EXPECT_TRUE(r.correct) << k.name << " " << sched << ": " << r.error;
       }
     }
@@ -72,7 +78,7 @@ TEST(HostGemm, PackedPeelsPartialRowAndColumnBlocks) {
     Kernel k = *buildGemm(s);
     for (const char* c : {"schedule=packed,MC=24,MR=6,NC=32,NR=16,KC=16,KU=2,ORDER=ij",
                           "schedule=packed,MC=32,MR=4,NC=64,NR=8,KC=64,KU=1,ORDER=ji"}) {
-      auto r = testutil::checkHost(k, cfg(c));
+      auto r = testutil::checkHostOn(oneThread(), k, cfg(c));
       EXPECT_TRUE(r.correct) << k.name << " " << c << ": " << r.error;
     }
   }
@@ -170,7 +176,7 @@ TEST(HostGemm, EmitsEveryStage) {
 TEST(HostGemm, ManyEdgeTilesDoNotGrowTheStack) {
   // Regression: stack-promoted pad buffers inside loops overflowed the stack at 1024³ with MC=48
   // (found by the tuner as crashes); they must be allocated once per call.
-  auto r = testutil::checkHost(gemm(1024, 1024, 1024),
-                               cfg("schedule=plain,KC=128,KU=2,MC=48,MR=4,NC=1024,NR=32,ORDER=ij"));
+  auto r = testutil::checkHostOn(*hostTargetWithThreads(1), gemm(1024, 1024, 1024),
+                                 cfg("schedule=plain,KC=128,KU=2,MC=48,MR=4,NC=1024,NR=32,ORDER=ij"));
   EXPECT_TRUE(r.correct) << r.error;
 }

@@ -183,9 +183,11 @@ TEST(SpaceOps, ElementwiseDefaultsOnNamedHosts) {
     const char* large;  // 4096x4096
     int64_t smallRows;  // 64x256
   };
-  for (const Want& w : std::vector<Want>{{"zen4", "CHUNK=256,NT=1,ROWS=1,UNROLL=8,VW=32", 1},
-                                         {"zen4-avx2", "CHUNK=0,NT=1,ROWS=4,UNROLL=2,VW=8", 4},
-                                         {"sapphire-rapids", "CHUNK=256,NT=1,ROWS=1,UNROLL=8,VW=32", 1}}) {
+  // THREADS: all cores (2 on the Zen 4 presets, 4 on the Sapphire Rapids) for 128 MB of traffic,
+  // one for a single 32 KB row (below 2 MB per thread).
+  for (const Want& w : std::vector<Want>{{"zen4", "CHUNK=256,NT=1,ROWS=1,THREADS=2,UNROLL=8,VW=32", 1},
+                                         {"zen4-avx2", "CHUNK=0,NT=1,ROWS=4,THREADS=2,UNROLL=2,VW=8", 4},
+                                         {"sapphire-rapids", "CHUNK=256,NT=1,ROWS=1,THREADS=4,UNROLL=8,VW=32", 1}}) {
     auto t = hostPreset(w.host);
     ASSERT_TRUE(t.ok());
     auto e = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {4096, 4096}, .shapes = {{"s", {4096}}, {"b", {4096}}}});
@@ -205,7 +207,7 @@ TEST(SpaceOps, ElementwiseDefaultsOnNamedHosts) {
     ASSERT_TRUE(one.ok());
     auto so = makeSpace(*one, *t);
     ASSERT_TRUE(so.ok());
-    EXPECT_EQ(so->defaults().str(), "CHUNK=256,NT=1,ROWS=1,UNROLL=8,VW=32") << w.host;
+    EXPECT_EQ(so->defaults().str(), "CHUNK=256,NT=1,ROWS=1,THREADS=1,UNROLL=8,VW=32") << w.host;
   }
   // The same rule with an L3 of 256 MB (an Intel VM reporting more than one socket's L3): the
   // 64 MB output fits half of it, so the stores stay cached (the value the live-host test used to
@@ -213,7 +215,7 @@ TEST(SpaceOps, ElementwiseDefaultsOnNamedHosts) {
   TargetDesc bigL3 = *hostPreset("zen4-avx2");
   bigL3.l3Bytes = int64_t(256) << 20;
   auto e = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {4096, 4096}, .shapes = {{"s", {4096}}, {"b", {4096}}}});
-  EXPECT_EQ(makeSpace(*e, bigL3)->defaults().str(), "CHUNK=0,NT=0,ROWS=4,UNROLL=2,VW=8");
+  EXPECT_EQ(makeSpace(*e, bigL3)->defaults().str(), "CHUNK=0,NT=0,ROWS=4,THREADS=2,UNROLL=2,VW=8");
 }
 
 TEST(SpaceOps, HostPresetsAreNamedMachines) {
@@ -228,4 +230,45 @@ TEST(SpaceOps, HostPresetsAreNamedMachines) {
   auto bad = hostPreset("pentium");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("sapphire-rapids"), std::string::npos);
+}
+
+// The BLIS blocking (Low et al. 2016) derived from each named machine's registers, FMA pipes and
+// caches, by hand: Zen 4 (32 registers of 16 lanes, 4 x 1 accumulators needed), 6 x 64 (24
+// accumulators, 2 of 3 loads per FMA: FMA-bound); KC: the A micro-panel gets
+// floor(7 / (1 + 64/6)) -> 1 of 8 L1 ways: 64 sets x 64 B / (6 x 4 B) = 170; NC: 6/8 of the 1 MB L2
+// over 170 x 4 B = 1152; MC: 14/16 of the 32 MB L3 = 43176. AVX2: 6 x 16 (12 accumulators, 4 x 2
+// needed). Sapphire Rapids: 6 x 64, KC 170 (48 KB, 12 ways: still one way for A), NC 2688 (2 MB
+// L2, 16 ways), MC 140322. bf16 pairs: twice the depth.
+TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
+  struct Want {
+    const char* host;
+    GemmBlocking b;
+  };
+  for (const Want& w : std::vector<Want>{{"zen4", {6, 64, 170, 1152, 43176}},
+                                         {"zen4-avx2", {6, 16, 170, 1152, 43176}},
+                                         {"sapphire-rapids", {6, 64, 170, 2688, 140322}}}) {
+    GemmBlocking b = hostGemmBlocking(*hostPreset(w.host), 1024, 1024);
+    EXPECT_EQ(std::vector<int64_t>({b.MR, b.NR, b.KC, b.NC, b.MC}),
+              std::vector<int64_t>({w.b.MR, w.b.NR, w.b.KC, w.b.NC, w.b.MC}))
+        << w.host;
+  }
+  EXPECT_EQ(hostGemmBlocking(*hostPreset("zen4"), 1024, 1024, 4).KC, 340);
+  // A tile that does not divide M computes padding: 8 rows for M = 32 (6 would waste 11 %).
+  EXPECT_EQ(hostGemmBlocking(*hostPreset("zen4"), 32, 2048).MR, 8);
+  // The defaults snap them to the space's domains and add the thread count: all cores for a
+  // large GEMM, one for a small one.
+  auto g = ir::buildGemm({.m = 1024, .n = 1024, .k = 1024});
+  EXPECT_EQ(makeSpace(*g, *hostPreset("zen4"))->defaults().str(),
+            "KC=128,KU=1,MC=1024,MR=6,NC=1024,NR=64,ORDER=ij,THREADS=2,schedule=blis");
+  EXPECT_EQ(makeSpace(*g, *hostPreset("zen4-avx2"))->defaults().str(),
+            "KC=128,KU=1,MC=1024,MR=6,NC=1024,NR=16,ORDER=ij,THREADS=2,schedule=blis");
+  EXPECT_EQ(makeSpace(*g, *hostPreset("sapphire-rapids"))->defaults().str(),
+            "KC=128,KU=1,MC=1024,MR=6,NC=1024,NR=64,ORDER=ij,THREADS=4,schedule=blis");
+  auto small = ir::buildGemm({.m = 64, .n = 64, .k = 64});
+  EXPECT_EQ(std::get<int64_t>(makeSpace(*small, *hostPreset("sapphire-rapids"))->defaults().values.at("THREADS")), 1);
+  auto bf = ir::buildGemm({.m = 1024, .n = 1024, .k = 1024, .dtype = ir::ScalarType::BF16});
+  EXPECT_EQ(makeSpace(*bf, *hostPreset("zen4"))->defaults().str(),
+            "KC=256,KU=1,MC=1024,MR=6,NC=1024,NR=64,ORDER=ij,THREADS=2,schedule=bf16dot");
+  EXPECT_EQ(makeSpace(*bf, *hostPreset("sapphire-rapids"))->defaults().str(),
+            "KC=512,KU=1,MC=1024,MR=32,NC=1024,NR=32,ORDER=ij,THREADS=4,schedule=amx");
 }

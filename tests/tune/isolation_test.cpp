@@ -8,7 +8,9 @@
 
 #include "ir/builders.h"
 #include "ir/reference.h"
+#include "codegen/codegen.h"
 #include "search/isolation.h"
+#include "search/protocol_measurer.h"
 #include "targets/kernel_io.h"
 
 using namespace tessera;
@@ -90,4 +92,43 @@ TEST(Isolation, WrongOutputIsCaughtByTheGate) {
   ASSERT_TRUE(cmp.ok());
   EXPECT_FALSE(cmp->ok);
   EXPECT_NE(cmp->firstBad.find("y[999]"), std::string::npos) << cmp->firstBad;
+}
+
+// Kernels on several threads (OpenMP) measured in forked children: the child gets a working
+// thread pool whether or not the parent has started one (libomp re-initializes after fork), and
+// the results are checked like any other candidate's.
+TEST(Isolation, ThreadedKernelsRunInForkedChildren) {
+  auto target = hostTargetWithThreads(2);
+  ASSERT_TRUE(target.ok());
+  auto g = ir::buildGemm({.m = 96, .n = 200, .k = 64});
+  ASSERT_TRUE(g.ok());
+  ir::Config gc = *ir::Config::parseAssignments("schedule=blis,MC=96,NC=128,KC=64,MR=8,NR=16,KU=1,ORDER=ij,THREADS=2");
+  auto e = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {64, 300}, .shapes = {{"s", {300}}, {"b", {300}}}});
+  ASSERT_TRUE(e.ok());
+  ir::Config ec = *ir::Config::parseAssignments("VW=16,UNROLL=2,NT=0,CHUNK=0,ROWS=1,THREADS=2");
+  for (auto [k, c] : {std::pair{*g, gc}, std::pair{*e, ec}}) {
+    MeasureSettings s;
+    s.measure = quick();
+    auto m = makeHostMeasurer(k, *target, s);
+    // Twice: the second child forks from a parent whose JIT has loaded the runtime already.
+    for (int round = 0; round < 2; ++round) {
+      auto r = m->measure({c});
+      ASSERT_EQ(r.size(), 1u);
+      EXPECT_EQ(r[0].status, TrialStatus::Ok) << k.name << ": " << r[0].message;
+    }
+    // The parent runs the kernel itself (its own OpenMP pool starts), then a child again.
+    auto exe = codegen::compileHost(k, c, *target);
+    ASSERT_TRUE(exe.ok()) << exe.error().str();
+    KernelIO bufs(k, 5, KernelIO::Outputs::Shared);
+    (*exe)->run(bufs.buffers());
+    bufs.poisonOutputs();
+    auto raw = (*exe)->raw();
+    void* const* p = bufs.buffers();
+    size_t n = bufs.count();
+    auto r = runIsolated([&] { codegen::invokeRaw(raw, p, n); }, quick(), 20);
+    ASSERT_EQ(r.status, TrialStatus::Ok) << r.message;
+    auto cmp = bufs.check();
+    ASSERT_TRUE(cmp.ok());
+    EXPECT_TRUE(cmp->ok) << k.name << ": " << cmp->firstBad;
+  }
 }
