@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -48,12 +49,17 @@ inline std::pair<Timing, Timing> interleave(const std::function<void()>& a, cons
   return {summarize(sa), summarize(sb)};
 }
 
-// The kernel benchmarks' command line: `[--db PATH] [N...]`, N positive integers; --db opens the
-// store whose winners the benchmark runs. Returns false after printing the usage (to stdout for
-// --help, with *exitCode 0) or why the arguments or the store are bad (to stderr, 2).
+// The kernel benchmarks' command line: `[--db PATH] [--dtype T] [--threads N] [--config K=V,...]
+// [N...]`, N positive integers; --db opens the store whose winners the benchmark runs, --threads
+// runs tessera and the anchors on N threads (default 1), --config overrides knobs of the default.
+// Returns false after printing the usage (to stdout for --help, with *exitCode 0) or why the
+// arguments or the store are bad (to stderr, 2).
 struct Args {
   std::unique_ptr<cache::RecordStore> store;  // null without --db
   std::vector<int64_t> numbers;
+  std::string dtype = "f32";
+  int threads = 1;
+  std::string config;
 };
 inline bool parseArgs(int argc, char** argv, const char* usage, Args* out, int* exitCode) {
   for (int i = 1; i < argc; ++i) {
@@ -62,6 +68,29 @@ inline bool parseArgs(int argc, char** argv, const char* usage, Args* out, int* 
       std::printf("usage: %s %s\n", argv[0], usage);
       *exitCode = 0;
       return false;
+    }
+    if ((a == "--dtype" || a == "--config" || a == "--threads") && i + 1 < argc) {
+      std::string v = argv[++i];
+      if (a == "--dtype") {
+        if (v != "f32" && v != "bf16" && v != "f16") {
+          std::fprintf(stderr, "%s: --dtype must be f32, bf16 or f16\n", argv[0]);
+          *exitCode = 2;
+          return false;
+        }
+        out->dtype = v;
+      } else if (a == "--config") {
+        out->config = v;
+      } else {
+        char* end = nullptr;
+        long t = std::strtol(v.c_str(), &end, 10);
+        if (!end || *end || t < 1 || t > 1024) {
+          std::fprintf(stderr, "%s: --threads must be a positive integer\n", argv[0]);
+          *exitCode = 2;
+          return false;
+        }
+        out->threads = int(t);
+      }
+      continue;
     }
     if (a == "--db" && i + 1 < argc) {
       auto st = cache::openSqliteStore(argv[++i]);
@@ -88,6 +117,30 @@ inline bool parseArgs(int argc, char** argv, const char* usage, Args* out, int* 
     out->numbers.push_back(v);
   }
   return true;
+}
+
+// The optional torch anchor (bench/torch_venv.sh creates bench/.venv with torch from PyPI): runs
+// bench/torch_anchor.py with `args` and returns its stdout lines, or nothing when the venv (or
+// torch in it) is absent; benches then skip the torch column. TESSERA_TORCH_PYTHON overrides
+// the interpreter.
+inline std::vector<std::string> torchAnchor(const std::string& args) {
+  std::string py = TESSERA_BENCH_DIR "/.venv/bin/python";
+  if (const char* e = std::getenv("TESSERA_TORCH_PYTHON"); e && *e) py = e;
+  FILE* probe = std::fopen(py.c_str(), "r");
+  if (!probe) return {};
+  std::fclose(probe);
+  std::string cmd = py + " " TESSERA_BENCH_DIR "/torch_anchor.py " + args + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {};
+  std::vector<std::string> lines;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) {
+    std::string l = buf;
+    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+    if (!l.empty()) lines.push_back(l);
+  }
+  if (pclose(p) != 0) return {};
+  return lines;
 }
 
 }  // namespace tessera::bench
