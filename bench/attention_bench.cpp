@@ -1,12 +1,16 @@
 // Owns the attention benchmark: tessera's default-config FlashAttention kernel next to the
-// unfused OpenBLAS path of anchors/attn_unfused.c (sgemm Q·Kᵀ, row softmax, sgemm P·V; one
-// thread), timed interleaved in the same run, both checked against the reference evaluator on
-// sampled rows. Usage: attention_bench [--db tessera.db] [rounds]  (default 5); with --db, shapes
-// whose winner is stored (by `tessera tune`) run the tuned config.
+// unfused OpenBLAS path of anchors/attn_unfused.c (sgemm Q·Kᵀ, row softmax, sgemm P·V; on N
+// threads the heads are split among them, OpenBLAS on one thread each), timed interleaved in the
+// same run, both checked against the reference evaluator on sampled rows; with bench/.venv
+// (bench/torch_venv.sh) torch's scaled_dot_product_attention on the same thread count and dtype.
+// Usage: attention_bench [--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [rounds]
+// (default 5 rounds); with --db, shapes whose winner is stored (by `tessera tune`) run the tuned
+// config. The unfused anchor always computes in f32 (the same values).
 #include <cblas.h>
 #include <math.h>
 
 #include <cmath>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -62,21 +66,48 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(1);
   int rounds = 5;
   bench::Args args;
-  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [rounds]", &args, &rc)) return rc;
+  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [rounds]", &args, &rc))
+    return rc;
   std::unique_ptr<cache::RecordStore> store = std::move(args.store);
   if (args.numbers.size() > 1) {
     std::fprintf(stderr, "one rounds count at most\n");
     return 2;
   }
   if (!args.numbers.empty()) rounds = int(args.numbers[0]);
-  const TargetDesc& host = hostTarget();
-  std::printf("Attention forward f32, batch 1, one thread, %s\n", host.model.c_str());
-  std::printf("FMA peak (measured now): %.1f GFLOP/s\n\n", host.peakGflopsF32);
-  std::printf("%-26s %8s %9s %8s %9s %8s %7s %8s  %s\n", "shape", "compile", "tessera", "GFLOP/s", "unfused", "GFLOP/s",
-              "ratio", "of peak", "check (tessera / unfused max rel err)");
+  auto target = hostTargetWithThreads(args.threads);
+  if (!target.ok()) {
+    std::fprintf(stderr, "%s\n", target.error().str().c_str());
+    return 2;
+  }
+  const TargetDesc& host = *target;
+  const int T = args.threads;
+  const ir::ScalarType dtype = *ir::parseDType(args.dtype);
+  std::printf("Attention forward %s, batch 1, %d thread%s, %s (%s; L1d %lld KB, L2 %lld KB)\n", args.dtype.c_str(), T,
+              T > 1 ? "s" : "", host.model.c_str(), host.arch.c_str(), (long long)(host.l1dBytes >> 10),
+              (long long)(host.l2Bytes >> 10));
+  std::printf("FMA peak (measured now, one core): %.1f GFLOP/s\n", host.peakGflopsF32);
+  const std::vector<Row> rowsToRun = {{8, 2048, 64, false}, {8, 2048, 128, false}, {8, 2048, 64, true}, {8, 2048, 128, true}};
+  std::map<std::string, double> torchSec;
+  {
+    std::string list;
+    for (const Row& r : rowsToRun)
+      list += (list.empty() ? "" : ",") + std::to_string(r.heads) + ":" + std::to_string(r.seq) + ":" + std::to_string(r.dim) +
+              ":" + (r.causal ? "1" : "0");
+    for (const auto& l : bench::torchAnchor("sdpa --dtype " + args.dtype + " --threads " + std::to_string(T) + " --shapes " + list)) {
+      char key[64];
+      double sec = 0;
+      if (std::sscanf(l.c_str(), "%63s %lf", key, &sec) == 2 && sec > 0) torchSec[key] = sec;
+    }
+  }
+  const bool torch = !torchSec.empty();
+  std::printf("torch SDPA column: %s\n\n", torch ? "bench/.venv (same run, separate process)" : "skipped (no bench/.venv with torch)");
+  std::printf("%-26s %8s %9s %8s %9s %8s %7s", "shape", "compile", "tessera", "GFLOP/s", "unfused", "GFLOP/s", "ratio");
+  if (torch) std::printf(" %9s %7s", "torch", "ratio");
+  std::printf(" %8s  %s\n", "of peak", "check (tessera / unfused max rel err)");
   int bad = 0;
-  for (const Row& r : std::vector<Row>{{8, 2048, 64, false}, {8, 2048, 128, false}, {8, 2048, 64, true}}) {
+  for (const Row& r : rowsToRun) {
     ir::AttentionSpec spec;
+    spec.dtype = dtype;
     spec.heads = r.heads;
     spec.seq_q = r.seq;
     spec.head_dim = r.dim;
@@ -100,15 +131,26 @@ int main(int argc, char** argv) {
       continue;
     }
     auto ins = ir::makeInputs(k, 1);
-    ir::Buffer o1(ir::ScalarType::F32, {1, r.heads, r.seq, r.dim}), o2(ir::ScalarType::F32, {1, r.heads, r.seq, r.dim});
-    std::vector<float> P(size_t(r.seq * r.seq));
+    ir::Buffer o1(dtype, {1, r.heads, r.seq, r.dim}), o2(ir::ScalarType::F32, {1, r.heads, r.seq, r.dim});
+    std::vector<float> P(size_t(T) * size_t(r.seq * r.seq));
     void* bufs[4] = {ins[0].data(), ins[1].data(), ins[2].data(), o1.data()};
-    const auto* Q = static_cast<const float*>(ins[0].data());
-    const auto* K = static_cast<const float*>(ins[1].data());
-    const auto* V = static_cast<const float*>(ins[2].data());
+    // The anchor reads the same values in f32.
+    std::vector<std::vector<float>> f32(3);
+    for (int i = 0; i < 3; ++i) {
+      f32[size_t(i)].resize(size_t(ins[size_t(i)].numel()));
+      for (int64_t j = 0; j < ins[size_t(i)].numel(); ++j) f32[size_t(i)][size_t(j)] = float(ins[size_t(i)].get(j));
+    }
+    const float *Q = f32[0].data(), *K = f32[1].data(), *V = f32[2].data();
     auto* O2 = static_cast<float*>(o2.data());
     auto tess = [&] { (*exe)->run(bufs); };
-    auto blas = [&] { unfused(Q, K, V, O2, P.data(), int(r.heads), int(r.seq), int(r.dim), float(scale)); };
+    const long hs = long(r.seq) * long(r.dim);
+    auto blas = [&] {
+      bench::onThreads(T, [&](int t) {
+        int h0 = int(r.heads * t / T), h1 = int(r.heads * (t + 1) / T);
+        unfused(Q + h0 * hs, K + h0 * hs, V + h0 * hs, O2 + h0 * hs, P.data() + size_t(t) * size_t(r.seq * r.seq), h1 - h0,
+                int(r.seq), int(r.dim), float(scale));
+      });
+    };
     auto [tt, tb] = bench::interleave(tess, blas, rounds, 0.15);
     ir::RefOptions ro;
     ro.maxWork = 4e8;  // sampled query rows (always including the last 8): seconds, not minutes
@@ -123,13 +165,20 @@ int main(int argc, char** argv) {
       std::snprintf(buf, sizeof buf, "%.1e%s", e2.maxRelErr, e2.ok ? "" : " WRONG");
       err2 = buf;
     }
-    std::printf("%-26s %7.2fs %7.1fms %8.1f %7.1fms %8.1f %6.2fx %7.1f%%  %s %.1e / %s\n", name.c_str(), (*exe)->compileSeconds,
-                tt.best_s * 1e3, gt, tb.best_s * 1e3, gb, tb.best_s / tt.best_s, 100 * gt / host.peakGflopsF32,
-                e1.ok ? "ok" : "WRONG", e1.maxRelErr, err2.c_str());
+    std::printf("%-26s %7.2fs %7.1fms %8.1f %7.1fms %8.1f %6.2fx", name.c_str(), (*exe)->compileSeconds, tt.best_s * 1e3, gt,
+                tb.best_s * 1e3, gb, tb.best_s / tt.best_s);
+    if (torch) {
+      std::string key = std::to_string(r.heads) + ":" + std::to_string(r.seq) + ":" + std::to_string(r.dim) + ":" + (r.causal ? "1" : "0");
+      auto it = torchSec.find(key);
+      if (it != torchSec.end()) std::printf(" %7.1fms %6.2fx", it->second * 1e3, it->second / tt.best_s);
+      else std::printf(" %9s %7s", "-", "-");
+    }
+    std::printf(" %7.1f%%  %s %.1e / %s\n", 100 * gt / (host.peakGflopsF32 * T), e1.ok ? "ok" : "WRONG", e1.maxRelErr, err2.c_str());
     std::printf("%-26s   config %s\n", "", cfg.str().c_str());
     bad += !e1.ok;
   }
-  std::printf("\nms: fastest call of %d interleaved rounds (>= 0.15 s each) per side; ratio = unfused ms / tessera ms.\n"
+  std::printf("\nms: fastest call of %d interleaved rounds (>= 0.15 s each) per side; ratio = unfused ms / tessera ms\n"
+              "(torch: its ms / tessera ms, its fastest call over 0.75 s in its own process right before).\n"
               "GFLOP/s count matmul FLOPs 4·H·S²·D (causal tessera: the visible pairs only; the unfused path\n"
               "computes all S² either way, so its causal row is the non-causal anchor).\n",
               rounds);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cache_service/store.h"
@@ -117,6 +118,17 @@ inline bool parseArgs(int argc, char** argv, const char* usage, Args* out, int* 
     out->numbers.push_back(v);
   }
   return true;
+}
+
+// Runs fn(i) for i in [0, n) on n threads (the calling one included): the multi-threaded anchors
+// (a copy in slices, attention heads). Threads are started per call: ~20-50 us, noise next to
+// the multi-millisecond problems the benches time.
+inline void onThreads(int n, const std::function<void(int)>& fn) {
+  if (n <= 1) return fn(0);
+  std::vector<std::thread> ts;
+  for (int i = 1; i < n; ++i) ts.emplace_back(fn, i);
+  fn(0);
+  for (auto& t : ts) t.join();
 }
 
 // The optional torch anchor (bench/torch_venv.sh creates bench/.venv with torch from PyPI): runs

@@ -1,7 +1,9 @@
 // Owns the elementwise benchmark: tessera's default-config fused kernels in GB/s next to a
-// plain copy of the same bytes (memcpy of the input to the output) measured in the same run.
-// Usage: elementwise_bench [--db tessera.db] [rows cols]  (default 4096 4096); with --db, kernels
-// whose winner is stored (by `tessera tune`) run the tuned config.
+// plain copy of the same bytes (memcpy of the input to the output) measured in the same run, on
+// one or several threads (the copy split in as many slices).
+// Usage: elementwise_bench [--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [rows cols]
+// (default 4096 4096, f32, one thread); with --db, kernels whose winner is stored (by
+// `tessera tune`) run the tuned config.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,7 +23,8 @@ using namespace tessera;
 int main(int argc, char** argv) {
   int64_t rows = 4096, cols = 4096;
   bench::Args args;
-  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [rows cols]", &args, &rc)) return rc;
+  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [rows cols]", &args, &rc))
+    return rc;
   std::unique_ptr<cache::RecordStore> store = std::move(args.store);
   const std::vector<int64_t>& dims = args.numbers;
   if (!dims.empty() && dims.size() != 2) {
@@ -32,9 +35,18 @@ int main(int argc, char** argv) {
     rows = dims[0];
     cols = dims[1];
   }
-  const TargetDesc& host = hostTarget();
-  std::printf("elementwise f32 [%lld x %lld], one thread, %s\n\n", (long long)rows, (long long)cols, host.model.c_str());
-  std::printf("%-28s %-34s %9s %11s %7s  %s\n", "kernel", "config", "GB/s", "copy GB/s", "ratio", "check");
+  auto target = hostTargetWithThreads(args.threads);
+  if (!target.ok()) {
+    std::fprintf(stderr, "%s\n", target.error().str().c_str());
+    return 2;
+  }
+  const TargetDesc& host = *target;
+  const ir::ScalarType dtype = *ir::parseDType(args.dtype);
+  std::printf("elementwise %s [%lld x %lld], %d thread%s, %s (%s; L1d %lld KB, L2 %lld KB, L3 %lld MB)\n\n",
+              args.dtype.c_str(), (long long)rows, (long long)cols, args.threads, args.threads > 1 ? "s" : "",
+              host.model.c_str(), host.arch.c_str(), (long long)(host.l1dBytes >> 10), (long long)(host.l2Bytes >> 10),
+              (long long)(host.l3Bytes >> 20));
+  std::printf("%-28s %-44s %9s %11s %7s  %s\n", "kernel", "config", "GB/s", "copy GB/s", "ratio", "check");
   int bad = 0;
   struct Case {
     const char* expr;
@@ -46,6 +58,7 @@ int main(int argc, char** argv) {
     ir::ElementwiseSpec s;
     s.expr = expr;
     s.shape = {rows, cols};
+    s.dtype = dtype;
     for (const char* r : c.rowVectors) s.shapes[r] = {cols};
     auto built = ir::buildElementwise(s);
     if (!built.ok()) {
@@ -76,14 +89,20 @@ int main(int argc, char** argv) {
     std::memset(src.data(), 1, src.size());
     std::memset(dst.data(), 0, dst.size());
     auto tess = [&] { (*exe)->run(bufs.data()); };
-    auto copy = [&] { std::memcpy(dst.data(), src.data(), src.size()); };
+    const int T = args.threads;
+    auto copy = [&] {
+      bench::onThreads(T, [&](int i) {
+        size_t lo = src.size() * size_t(i) / size_t(T), hi = src.size() * size_t(i + 1) / size_t(T);
+        std::memcpy(dst.data() + lo, src.data() + lo, hi - lo);
+      });
+    };
     auto [tt, tc] = bench::interleave(tess, copy);
     std::vector<const ir::Buffer*> inPtrs, outPtrs;
     for (auto& b : ins) inPtrs.push_back(&b);
     for (auto& b : outs) outPtrs.push_back(&b);
     auto cmp = ir::compareOutputs(k, *ir::evaluateReference(k, inPtrs), outPtrs);
     double gt = bytes / tt.median_s * 1e-9, gc = bytes / tc.median_s * 1e-9;
-    std::printf("%-28s %-34s %9.1f %11.1f %6.2fx  %s (%.1e)\n", expr, cfg.str().c_str(), gt, gc, gt / gc,
+    std::printf("%-28s %-44s %9.1f %11.1f %6.2fx  %s (%.1e)\n", expr, cfg.str().c_str(), gt, gc, gt / gc,
                 cmp.ok ? "ok" : "WRONG", cmp.maxRelErr);
     bad += !cmp.ok;
   }
