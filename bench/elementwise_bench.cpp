@@ -23,7 +23,7 @@ using namespace tessera;
 int main(int argc, char** argv) {
   int64_t rows = 4096, cols = 4096;
   bench::Args args;
-  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [rows cols]", &args, &rc))
+  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--config K=V,...] [rows cols]", &args, &rc))
     return rc;
   std::unique_ptr<cache::RecordStore> store = std::move(args.store);
   const std::vector<int64_t>& dims = args.numbers;
@@ -67,7 +67,17 @@ int main(int argc, char** argv) {
       continue;
     }
     ir::Kernel k = *built;
-    ir::Config cfg = search::makeSpace(k, host)->defaults();
+    auto space = search::makeSpace(k, host);
+    ir::Config cfg = space->defaults();
+    if (!args.config.empty()) {  // --config: knob overrides on every kernel's default
+      auto over = ir::Config::parseAssignments(args.config);
+      auto full = over.ok() ? space->complete(*over) : Expected<ir::Config>(over.takeError());
+      if (!full.ok()) {
+        std::fprintf(stderr, "--config: %s\n", full.error().str().c_str());
+        return 2;
+      }
+      cfg = *full;
+    }
     if (store) {
       auto b = store->best(cache::keyIdOf(search::hardKeyFor(k, host)));
       if (b.ok() && *b) cfg = *ir::Config::fromJson((*b)->record.config);

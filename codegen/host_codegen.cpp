@@ -104,7 +104,11 @@ Expected<HostPayload> lowerTo(MLIRContext* ctx, const ir::Kernel& k, const ir::C
   if (!p.schedule.empty()) TESSERA_TRY(applySchedule(*p.module, p.schedule));
   if (p.parallelOuterLoops) parallelizeOuterLoops(*p.module);
   if (stop == Emit::Scheduled) return p;
-  TESSERA_TRY(lowerHostToLLVMDialect(*p.module, {.nontemporalStores = p.nontemporalStores, .threads = p.threads, .amx = p.amx}));
+  // Native bf16 conversion only where the code is generated for this host's CPU (a --cpu
+  // override may name one without it).
+  bool nativeBf16 = t.hasIsa("avx512_bf16") && t.simdBits >= 512;
+  TESSERA_TRY(lowerHostToLLVMDialect(
+      *p.module, {.nontemporalStores = p.nontemporalStores, .threads = p.threads, .amx = p.amx, .nativeBf16 = nativeBf16}));
   return p;
 }
 

@@ -45,7 +45,7 @@ std::string prepare(const HostLoweringOptions& o) {
 }
 
 std::string toLLVM(const HostLoweringOptions& o) {
-  return std::string("arith-expand{include-bf16=true},convert-scf-to-cf,") +
+  return std::string("arith-expand{include-bf16=") + (o.nativeBf16 ? "false" : "true") + "},convert-scf-to-cf," +
          "convert-vector-to-llvm{vector-contract-lowering=outerproduct enable-x86vector=true" +
          (o.amx ? " enable-amx=true" : "") + "},expand-strided-metadata,lower-affine," +
          "finalize-memref-to-llvm,convert-arith-to-llvm,convert-math-to-llvm,convert-ub-to-llvm," +

@@ -15,6 +15,9 @@ struct HostLoweringOptions {
   bool nontemporalStores = false;  // full-vector stores bypass the caches
   int threads = 1;                 // > 1: scf.parallel loops become OpenMP loops on this many threads
   bool amx = false;                // lower AMX tile ops
+  // The CPU converts f32 to bf16 itself (avx512_bf16: vcvtneps2bf16): bf16 casts go to LLVM as
+  // they are instead of being expanded into integer rounding (~6 instructions a vector).
+  bool nativeBf16 = false;
 };
 
 // Scheduled (memref + vector + scf) IR -> LLVM dialect, in place. Kernels use the bare-pointer

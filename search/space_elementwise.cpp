@@ -92,10 +92,11 @@ Expected<ir::Space> elementwiseHostSpace(const ir::Kernel& k, const TargetDesc& 
   // 4096x4096, y = x * s + b ran 12.7-22.7 ms with the block default above and 5.0-5.2 ms with
   // four rows and whole rows (tuned: 4.3); bias+GELU 12.1-15.4 ms against 9.7-11.1 ms with four
   // rows of two vectors of native width each (wider tiles spill AVX2's 16 registers).
-  // AVX-512 keeps the defaults measured there: in the 2048x8192 bias+GELU table of an AVX-512
-  // VM (bench/data) the column blocks of 32 lanes x 8 were 0.98 of the best and whole rows with
-  // short steps 0.29-0.46, and no such VM has measured ROWS yet; the tuner offers it there.
-  int64_t rowsDef = lanes <= 8 ? std::get<int64_t>(rowsDom.back()) : 1;
+  // AVX-512 too, since ROWS was measured there (Zen 4 VM with AVX-512, 4096x4096, one thread,
+  // elementwise_bench --config, same run): x * s + b 1.09x -> 1.56x of memcpy, bias+GELU 0.77x ->
+  // 0.87x, and in bf16 x * s + b 0.70x -> 1.00x (256-column blocks read rows of bf16 in 512-byte
+  // pieces). The 2048x8192 AVX-512 table in bench/data predates ROWS (its best were the blocks).
+  int64_t rowsDef = std::get<int64_t>(rowsDom.back());
   if (rowsDef > 1) {
     chunkDef = 0;
     ntDef = outBytes > t.l3Bytes / 2;  // streaming stores only for outputs the caches cannot keep
