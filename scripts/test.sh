@@ -12,10 +12,6 @@ TESSERA_PYTHON_EXE=$(bash scripts/python_env.sh "$BUILD_DIR")
 export TESSERA_PYTHON_EXE
 bash scripts/build.sh
 # One test process per core; tests that need a GPU carry the label `gpu` and skip without one.
-# Temporary files (GoogleTest's TempDir) per build directory: worktrees that test at the same time
-# on one machine must not share /tmp/tune_*.db (a store of another schema version fails a run).
-case "$BUILD_DIR" in /*) export TEST_TMPDIR="$BUILD_DIR/test-tmp" ;; *) export TEST_TMPDIR="$PWD/$BUILD_DIR/test-tmp" ;; esac
-mkdir -p "$TEST_TMPDIR"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" --timeout 900
 if [ -f scripts/fuzz_cache.sh ]; then
   bash scripts/fuzz_cache.sh "${TESSERA_FUZZ_SECONDS:-30}"
