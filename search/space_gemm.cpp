@@ -73,7 +73,9 @@ GemmBlocking hostGemmBlocking(const TargetDesc& t, int64_t m, int64_t n, int64_t
   // MR·NV FMAs against MR + NV loads, two loads per cycle, so the tile runs at
   // min(1, 2·MR·NV / (fmaPerCycle·(MR + NV))) of the FMA peak; times the useful fraction of the
   // padded M x N (a tile that does not divide M computes zero rows). The best tile wins; within
-  // 0.2 % of it, the one with more accumulators (fewer passes over C and the packed panels).
+  // 0.2 % of it, the one with the fewest loads per FMA (MR·NV / (MR + NV): BLIS's reason for
+  // large tiles; it also leaves the A micro-panel the most of the L1, see KC), then the one with
+  // more accumulators.
   const int64_t need = int64_t(t.fmaLatency) * t.fmaPerCycle;
   double bestScore = -1;
   for (int64_t nv : {1, 2, 4}) {
@@ -84,7 +86,12 @@ GemmBlocking hostGemmBlocking(const TargetDesc& t, int64_t m, int64_t n, int64_t
       double rate = std::min(1.0, 2.0 * double(mr * nv) / (double(t.fmaPerCycle) * double(mr + nv)));
       double useful = double(m) / double(roundUp(m, mr)) * double(n) / double(roundUp(n, nr));
       double score = rate * useful;
-      bool better = score > bestScore * 1.002 || (score > bestScore * 0.998 && mr * nv > b.MR * (b.NR / lanes));
+      const double intensity = double(mr * nv) / double(mr + nv);
+      const int64_t bnv = b.NR / lanes;
+      const double bestIntensity = bestScore < 0 ? 0 : double(b.MR * bnv) / double(b.MR + bnv);
+      bool better = score > bestScore * 1.002 ||
+                    (score > bestScore * 0.998 &&
+                     (intensity > bestIntensity + 1e-9 || (intensity > bestIntensity - 1e-9 && mr * nv > b.MR * bnv)));
       if (better) bestScore = std::max(bestScore, score), b.MR = mr, b.NR = nr;
     }
   }

@@ -233,7 +233,7 @@ TEST(SpaceOps, HostPresetsAreNamedMachines) {
 
 // The BLIS blocking (Low et al. 2016) derived from each named machine's registers, FMA pipes and
 // caches, by hand: Zen 4 (32 registers of 16 lanes, 4 x 1 accumulators needed), 6 x 64 (24
-// accumulators, 2 of 3 loads per FMA: FMA-bound); KC: the A micro-panel gets
+// accumulators, 10 loads per 24 FMAs: FMA-bound, the fewest loads per FMA); KC: the A micro-panel gets
 // floor(7 / (1 + 64/6)) -> 1 of 8 L1 ways: 64 sets x 64 B / (6 x 4 B) = 170; NC: 6/8 of the 1 MB L2
 // over 170 x 4 B = 1152; MC: 14/16 of the 32 MB L3 = 43176. AVX2: 6 x 16 (12 accumulators, 4 x 2
 // needed). Sapphire Rapids: 6 x 64, KC 170 (48 KB, 12 ways: still one way for A), NC 2688 (2 MB
@@ -252,8 +252,10 @@ TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
         << w.host;
   }
   EXPECT_EQ(hostGemmBlocking(*hostPreset("zen4"), 1024, 1024, 4).KC, 340);
-  // A tile that does not divide M computes padding: 8 rows for M = 32 (6 would waste 11 %).
-  EXPECT_EQ(hostGemmBlocking(*hostPreset("zen4"), 32, 2048).MR, 8);
+  // A tile that does not divide M computes padding: 4 x 64 for M = 32 (6 rows would waste 11 %).
+  EXPECT_EQ(hostGemmBlocking(*hostPreset("zen4"), 32, 2048).MR, 4);
+  // Ties go to the fewest loads per FMA: 6 x 64 (2.4 FMAs per load) over 12 x 32 (1.7) at 2048.
+  EXPECT_EQ(hostGemmBlocking(*hostPreset("zen4"), 2048, 2048).NR, 64);
   // The defaults snap them to the space's domains and add the thread count: all cores for a
   // large GEMM, one for a small one.
   auto g = ir::buildGemm({.m = 1024, .n = 1024, .k = 1024});
