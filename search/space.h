@@ -28,9 +28,10 @@ struct GemmBlocking {
 GemmBlocking hostGemmBlocking(const TargetDesc& t, int64_t m, int64_t n, int64_t pairBytes = 0);
 
 // Default thread count of a kernel of `work` units on target `t`: all of t.units once each thread
-// gets `workPerThread` (the constants below: ~100-150 us on one core), fewer below. Fixed work
+// gets `workPerThread` (the constants below: ~150-300 us on one core: opening and joining an
+// OpenMP region measured 20-160 us on a shared 2-core VM), fewer below. Fixed work
 // units, not measured peaks: defaults must not move between runs.
-inline constexpr double kFlopsPerThread = double(1 << 24);  // GEMM, attention
+inline constexpr double kFlopsPerThread = double(1 << 25);  // GEMM, attention
 inline constexpr double kBytesPerThread = double(1 << 21);  // elementwise: bytes read + written
 int64_t defaultThreads(const TargetDesc& t, double work, double workPerThread);
 // THREADS values a host space offers: powers of two below t.units, and t.units.

@@ -232,44 +232,45 @@ TEST(SpaceOps, HostPresetsAreNamedMachines) {
 }
 
 // The BLIS blocking (Low et al. 2016) derived from each named machine's registers, FMA pipes and
-// caches, by hand: Zen 4 (32 registers of 16 lanes, 4 x 1 accumulators needed), 6 x 64 (24
-// accumulators, 10 loads per 24 FMAs: FMA-bound, the fewest loads per FMA); KC: the A micro-panel gets
-// floor(7 / (1 + 64/6)) -> 1 of 8 L1 ways: 64 sets x 64 B / (6 x 4 B) = 170; NC: 6/8 of the 1 MB L2
-// over 170 x 4 B = 1152; MC: 14/16 of the 32 MB L3 = 43176. AVX2: 6 x 16 (12 accumulators, 4 x 2
-// needed). Sapphire Rapids: 6 x 64, KC 170 (48 KB, 12 ways: still one way for A), NC 2688 (2 MB
-// L2, 16 ways), MC 140322. bf16 pairs: twice the depth.
+// caches, by hand: Zen 4 (32 registers of 16 lanes, 4 x 1 accumulators needed), 8 x 32 (FMA-bound:
+// 10 loads per 16 FMAs; the most rows among the full-rate tiles that divide 1024, so each B
+// vector streamed from the L2 serves 8 FMAs); KC: the A micro-panel gets floor(7 / (1 + 32/8)) =
+// 1 of 8 L1 ways: 64 sets x 64 B / (8 x 4 B) = 128; NC: 6/8 of the 1 MB L2 over 128 x 4 B = 1536;
+// MC: 14/16 of the 32 MB L3 = 57344. AVX2: 6 x 16 (12 accumulators, 4 x 2 needed), KC 170.
+// Sapphire Rapids (2 FMAs a cycle: 8 needed): 8 x 32, KC 256 (48 KB, 12 ways: 2 for A), NC 1792
+// (2 MB L2, 16 ways), MC 93184. bf16 pairs: twice the depth.
 TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
   struct Want {
     const char* host;
     GemmBlocking b;
   };
-  for (const Want& w : std::vector<Want>{{"zen4", {6, 64, 170, 1152, 43176}},
+  for (const Want& w : std::vector<Want>{{"zen4", {8, 32, 128, 1536, 57344}},
                                          {"zen4-avx2", {6, 16, 170, 1152, 43176}},
-                                         {"sapphire-rapids", {6, 64, 170, 2688, 140322}}}) {
+                                         {"sapphire-rapids", {8, 32, 256, 1792, 93184}}}) {
     GemmBlocking b = hostGemmBlocking(*hostPreset(w.host), 1024, 1024);
     EXPECT_EQ(std::vector<int64_t>({b.MR, b.NR, b.KC, b.NC, b.MC}),
               std::vector<int64_t>({w.b.MR, w.b.NR, w.b.KC, w.b.NC, w.b.MC}))
         << w.host;
   }
-  EXPECT_EQ(hostGemmBlocking(*hostPreset("zen4"), 1024, 1024, 4).KC, 340);
-  // A tile that does not divide M computes padding: 4 x 64 for M = 32 (6 rows would waste 11 %).
-  EXPECT_EQ(hostGemmBlocking(*hostPreset("zen4"), 32, 2048).MR, 4);
-  // Ties go to the fewest loads per FMA: 6 x 64 (2.4 FMAs per load) over 12 x 32 (1.7) at 2048.
-  EXPECT_EQ(hostGemmBlocking(*hostPreset("zen4"), 2048, 2048).NR, 64);
+  EXPECT_EQ(hostGemmBlocking(*hostPreset("zen4"), 1024, 1024, 4).KC, 256);
+  // A tile that does not divide M computes padding: 8 rows for M = 32 (12 would waste 11 %)...
+  EXPECT_EQ(hostGemmBlocking(*hostPreset("zen4"), 32, 2048).MR, 8);
+  // ... and 12 for M = 2048 (2052 rows: 0.2 % of padding).
+  EXPECT_EQ(hostGemmBlocking(*hostPreset("zen4"), 2048, 2048).MR, 12);
   // The defaults snap them to the space's domains and add the thread count: all cores for a
   // large GEMM, one for a small one.
   auto g = ir::buildGemm({.m = 1024, .n = 1024, .k = 1024});
   EXPECT_EQ(makeSpace(*g, *hostPreset("zen4"))->defaults().str(),
-            "KC=128,KU=1,MC=1024,MR=6,NC=1024,NR=64,ORDER=ij,THREADS=2,schedule=blis");
+            "KC=128,KU=1,MC=1024,MR=8,NC=1024,NR=32,ORDER=ij,THREADS=2,schedule=blis");
   EXPECT_EQ(makeSpace(*g, *hostPreset("zen4-avx2"))->defaults().str(),
             "KC=128,KU=1,MC=1024,MR=6,NC=1024,NR=16,ORDER=ij,THREADS=2,schedule=blis");
   EXPECT_EQ(makeSpace(*g, *hostPreset("sapphire-rapids"))->defaults().str(),
-            "KC=128,KU=1,MC=1024,MR=6,NC=1024,NR=64,ORDER=ij,THREADS=4,schedule=blis");
+            "KC=256,KU=1,MC=1024,MR=8,NC=1024,NR=32,ORDER=ij,THREADS=4,schedule=blis");
   auto small = ir::buildGemm({.m = 64, .n = 64, .k = 64});
   EXPECT_EQ(std::get<int64_t>(makeSpace(*small, *hostPreset("sapphire-rapids"))->defaults().values.at("THREADS")), 1);
   auto bf = ir::buildGemm({.m = 1024, .n = 1024, .k = 1024, .dtype = ir::ScalarType::BF16});
   EXPECT_EQ(makeSpace(*bf, *hostPreset("zen4"))->defaults().str(),
-            "KC=256,KU=1,MC=1024,MR=6,NC=1024,NR=64,ORDER=ij,THREADS=2,schedule=bf16dot");
+            "KC=256,KU=1,MC=1024,MR=8,NC=1024,NR=32,ORDER=ij,THREADS=2,schedule=bf16dot");
   EXPECT_EQ(makeSpace(*bf, *hostPreset("sapphire-rapids"))->defaults().str(),
             "KC=512,KU=1,MC=1024,MR=32,NC=1024,NR=32,ORDER=ij,THREADS=4,schedule=amx");
 }
