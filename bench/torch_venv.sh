@@ -2,8 +2,9 @@
 # Creates bench/.venv with torch from PyPI, the optional anchor of gemm_bench (torch.matmul) and
 # attention_bench (scaled_dot_product_attention). Bench-only: the build and the tests never need
 # it, and the benches skip the torch column when it is absent. PyPI's Linux x86_64 torch wheel is
-# the CUDA build: it pulls ~3 GB of NVIDIA libraries even though the benches use the CPU only
-# (download.pytorch.org's CPU-only index is not reachable from these machines).
+# the CUDA build: it pulls the NVIDIA libraries although the benches use the CPU only (torch
+# 2.15.0+cu132: 5.4 GB installed, ~10 min here); download.pytorch.org's CPU-only index is not
+# reachable from these machines.
 # Usage: bash bench/torch_venv.sh [python3]   (idempotent: does nothing when torch imports)
 set -euo pipefail
 cd "$(dirname "$0")"
