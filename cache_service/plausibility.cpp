@@ -44,7 +44,7 @@ struct KnobRow {
   const char* values;  // nullptr: an integer; else '|'-separated strings
 };
 constexpr KnobRow kKnobs[] = {
-    {"gemm", Kind::Host, "schedule", "plain|packed"}, {"gemm", Kind::Host, "MC", nullptr},
+    {"gemm", Kind::Host, "schedule", "plain|packed|blis|bf16dot|amx"}, {"gemm", Kind::Host, "MC", nullptr},
     {"gemm", Kind::Host, "NC", nullptr},              {"gemm", Kind::Host, "KC", nullptr},
     {"gemm", Kind::Host, "MR", nullptr},              {"gemm", Kind::Host, "NR", nullptr},
     {"gemm", Kind::Host, "KU", nullptr},              {"gemm", Kind::Host, "ORDER", "ij|ji"},
@@ -63,6 +63,9 @@ constexpr KnobRow kKnobs[] = {
     {"attention", Kind::Host, "U2", nullptr},         {"attention", Kind::Host, "VW", nullptr},
     {"attention", Kind::Gpu, "BQ", nullptr},          {"attention", Kind::Gpu, "BK", nullptr},
     {"attention", Kind::Gpu, "DSPLIT", nullptr},
+    // Threads of a host kernel (issue 14); the same number is the key's `units`.
+    {"gemm", Kind::Host, "THREADS", nullptr},        {"elementwise", Kind::Host, "THREADS", nullptr},
+    {"attention", Kind::Host, "THREADS", nullptr},
 };
 
 bool knownFamily(const std::string& f) { return f == "gemm" || f == "elementwise" || f == "attention"; }

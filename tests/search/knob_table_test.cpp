@@ -4,6 +4,10 @@
 // table would make the service refuse honest records.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+#include <variant>
+
 #include "cache_service/plausibility.h"
 #include "ir/builders.h"
 #include "search/records.h"
@@ -20,6 +24,8 @@ std::vector<ir::Kernel> kernels() {
   ks.push_back(*ir::buildGemm(g));
   g.dtype = ir::ScalarType::F16;
   ks.push_back(*ir::buildGemm(g));
+  g.dtype = ir::ScalarType::BF16;  // bf16dot and amx are offered for bf16 only
+  ks.push_back(*ir::buildGemm(g));
   ir::ElementwiseSpec e;
   e.expr = "y = gelu(x * s + b)";
   e.shape = {512, 4096};
@@ -33,7 +39,11 @@ std::vector<ir::Kernel> kernels() {
 }
 
 TEST(KnobTable, EveryValueOfEverySpaceIsAccepted) {
+  // The live host and the named machines (the knobs and values a space offers depend on the
+  // host's ISA and cores: amx only with amx_bf16, bf16dot only with avx512_bf16, THREADS values up
+  // to the cores), so the table is checked against every host's spaces on any host.
   std::vector<TargetDesc> targets = {hostTarget()};
+  for (const auto& name : hostPresets()) targets.push_back(*hostPreset(name));
   for (const auto& t : gpuTargets()) targets.push_back(t);
   int checked = 0;
   for (const TargetDesc& t : targets) {
@@ -56,6 +66,27 @@ TEST(KnobTable, EveryValueOfEverySpaceIsAccepted) {
     }
   }
   EXPECT_GT(checked, 100);
+}
+
+TEST(KnobTable, HostScheduleValuesAndThreadsOfEveryNamedHostAreSeen) {
+  // A negative control for the loop above: the presets do produce the values the table must list.
+  std::set<std::string> schedules;
+  bool threads = false;
+  for (const auto& name : hostPresets()) {
+    TargetDesc t = *hostPreset(name);
+    for (const ir::Kernel& k : kernels()) {
+      auto space = search::makeSpace(k, t);
+      if (!space.ok()) continue;
+      for (const ir::Knob& knob : space->knobs) {
+        if (knob.name == "THREADS") threads = true;
+        if (knob.name == "schedule")
+          for (const ir::KnobValue& v : knob.domain)
+            if (auto* s = std::get_if<std::string>(&v)) schedules.insert(*s);
+      }
+    }
+  }
+  EXPECT_TRUE(threads);
+  for (const char* s : {"plain", "packed", "blis", "bf16dot", "amx"}) EXPECT_TRUE(schedules.count(s)) << s;
 }
 
 }  // namespace
