@@ -53,4 +53,8 @@ std::function<std::optional<double>(const ir::Config&)> kernelTunerPrior(const K
 // its public facts for the validation bench.
 TargetDesc rtx2080Ti();
 
+// Spearman's rank correlation of a and b (ranks 1..n, ties averaged); 0 when either is constant.
+// Shared by the estimator bench and its tests.
+double spearman(const std::vector<double>& a, const std::vector<double>& b);
+
 }  // namespace tessera::bench

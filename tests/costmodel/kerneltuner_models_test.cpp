@@ -22,20 +22,6 @@ struct Ranked {
   double spearman = 0;
 };
 
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<size_t> idx(v.size());
-  std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (size_t i = 0; i < idx.size();) {
-    size_t j = i;
-    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
-    for (size_t k = i; k <= j; ++k) r[idx[k]] = double(i + j) / 2 + 1;
-    i = j + 1;
-  }
-  return r;
-}
-
 Ranked rank(const std::string& name) {
   Ranked out;
   auto model = bench::kernelTunerModel(name);
@@ -60,15 +46,7 @@ Ranked rank(const std::string& name) {
   out.n = meas.size();
   const size_t best = size_t(std::min_element(meas.begin(), meas.end()) - meas.begin());
   out.bestRank = 1 + size_t(std::count_if(est.begin(), est.end(), [&](double e) { return e < est[best]; }));
-  auto ra = ranks(est), rb = ranks(meas);
-  const double mean = (double(out.n) + 1) / 2;
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < out.n; ++i) {
-    ab += (ra[i] - mean) * (rb[i] - mean);
-    aa += (ra[i] - mean) * (ra[i] - mean);
-    bb += (rb[i] - mean) * (rb[i] - mean);
-  }
-  out.spearman = ab / std::sqrt(aa * bb);
+  out.spearman = bench::spearman(est, meas);
   return out;
 }
 
