@@ -47,30 +47,30 @@ class NvidiaBackend : public GpuBackend {
                                           "PTX emission")));
     TESSERA_ASSIGN(out.assembly, binaryObject(m, true));
     std::string base = scratchFileName("k");
-    std::string cmd = std::string(kCudaToolkit) + "/bin/ptxas -v -arch=" + t.arch + " " + base + ".ptx -o " + base + ".cubin";
-    std::ofstream(base + ".ptx", std::ios::binary) << out.assembly;
-    int rc = runCommand(cmd, &out.toolLog);
+    auto ptxas = [&](const std::string& stem, const std::string& ptx, std::string* log) {
+      std::ofstream(stem + ".ptx", std::ios::binary) << ptx;
+      int rc = runCommand(std::string(kCudaToolkit) + "/bin/ptxas -v -arch=" + t.arch + " " + stem + ".ptx -o " + stem + ".cubin", log);
+      std::filesystem::remove(stem + ".ptx");
+      return rc;
+    };
+    int rc = ptxas(base, out.assembly, &out.toolLog);
     // With only .maxntid, ptxas aims at two blocks per SM and caps a 256-thread block at 128
     // registers even when that spills (the swizzled mma.sync GEMM at 256^3: 128 registers and a
     // 4-byte spill; with .minnctapersm 1: 158 registers, no spill). A spill is what the resource
-    // check rejects, so ptxas gets a second try with one block per SM allowed; occupancy is then
-    // what the registers give, and the search weighs it.
+    // check rejects, so ptxas gets a second try with one block per SM allowed, kept only when it
+    // does not spill; occupancy is then what the registers give, and the search weighs it.
     if (rc == 0 && firstInt(out.toolLog, R"((\d+) bytes spill stores)") > 0 &&
         out.assembly.find(".minnctapersm") == std::string::npos) {
       std::string relaxed = std::regex_replace(out.assembly, std::regex(R"((\.maxntid[^\n]*\n))"), "$1.minnctapersm 1\n");
-      if (relaxed != out.assembly) {
-        std::ofstream(base + ".ptx", std::ios::binary | std::ios::trunc) << relaxed;
-        std::string log;
-        if (runCommand(cmd, &log) == 0 && firstInt(log, R"((\d+) bytes spill stores)") == 0) {
-          out.assembly = std::move(relaxed);
-          out.toolLog = std::move(log);
-        } else {
-          std::ofstream(base + ".ptx", std::ios::binary | std::ios::trunc) << out.assembly;
-          rc = runCommand(cmd, &out.toolLog);
-        }
+      std::string log;
+      if (relaxed != out.assembly && ptxas(base + "r", relaxed, &log) == 0 &&
+          firstInt(log, R"((\d+) bytes spill stores)") == 0) {
+        std::filesystem::rename(base + "r.cubin", base + ".cubin");
+        out.assembly = std::move(relaxed);
+        out.toolLog = std::move(log);
       }
+      std::filesystem::remove(base + "r.cubin");
     }
-    std::filesystem::remove(base + ".ptx");
     if (rc != 0) return makeError(ErrorCode::CompileError, "ptxas failed (" + std::to_string(rc) + "): " + out.toolLog);
     if (wantBinary) out.binary = readWholeFile(base + ".cubin");
     std::filesystem::remove(base + ".cubin");
