@@ -61,7 +61,15 @@ start)
       -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
       { echo "pg_server.sh: initdb failed:" >&2; cat "$dir/initdb.log" >&2; exit 1; }
   fi
-  port=$(free_port)
+  # A restarted server keeps its URL (clients reconnect to the same address) while its port is free.
+  port=""
+  if [ -f "$dir/url" ]; then
+    old=$(sed -E 's#.*@[^:/]+:([0-9]+)/.*#\1#' "$dir/url")
+    if [ -n "$old" ] && python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1",int(sys.argv[1])))' "$old" 2>/dev/null; then
+      port=$old
+    fi
+  fi
+  [ -n "$port" ] || port=$(free_port)
   # fsync stays on (the durability tests mean it); small shared_buffers suit a 2-core CI machine.
   as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
     -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir/run -c max_connections=300 -c shared_buffers=128MB" \

@@ -3,10 +3,15 @@
 // ids commit in id order under concurrent writers on several replicas, so an export cursor never
 // skips a record; concurrent leases never hand one item to two workers; foreign, newer and
 // unreachable databases are clear errors that never print the password; and a database that
-// goes away mid-service turns into 503s, not a crash. Runs on the tests' throw-away server.
+// goes away mid-service turns into 503s, not a crash, and a restarted server is picked up again.
+// Runs on the tests' throw-away server.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -16,6 +21,8 @@
 
 #include "cache_service/engine.h"
 #include "cache_service/jobs.h"
+#include "cache_service/server.h"
+#include "cache_service/tokens.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {
@@ -218,6 +225,14 @@ TEST(PgStore, BackupNamesPostgresOwnTools) {
   Status b = s->backup("/tmp/never-written.db");
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message.find("pg_dump"), std::string::npos);
+  // Through the service: a 409 that says what to use instead, not a 503.
+  ServerOptions o = test::testOptions();
+  test::TempDir dir;
+  o.backup_dir = dir.path();
+  test::ServerFixture f(o, true, test::Engine::Postgres);
+  test::Reply r = f.post("/v1/admin/backup", "{}", f.admin_token);
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_NE(r.body.find("pg_dump"), std::string::npos) << r.body;
 }
 
 // The database vanishes under a running service: readiness and lookups answer 503 with a reason,
@@ -241,6 +256,67 @@ TEST(PgStore, ALostDatabaseIsA503NotACrash) {
   EXPECT_EQ(lookup.body.find(password), std::string::npos) << "a 503 must not carry the URL's password";
   EXPECT_EQ(ready.body.find(password), std::string::npos);
   EXPECT_EQ(f.get("/healthz").status, 200);
+}
+
+// PostgreSQL restarts (an upgrade, a failover to the same address) under a running service: while it
+// is down requests get 503s; once it is back the service answers again without a restart, on
+// fresh connections, and nothing acknowledged before is lost. A server of its own, not the shared
+// one the other tests use.
+TEST(PgStore, TheServiceRidesOutAPostgresRestart) {
+  const std::string dir = std::string(TESSERA_PG_DIR) + "-restart-" + *randomHex(4);
+  const std::string script = std::string("bash ") + TESSERA_SOURCE_DIR + "/scripts/pg_server.sh ";
+  auto run = [&](const std::string& cmd) {
+    std::string out;
+    FILE* p = ::popen((script + cmd + " " + dir + " 2>&1").c_str(), "r");
+    char buf[512];
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    EXPECT_EQ(::pclose(p), 0) << out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  };
+  struct Cleanup {
+    std::function<void()> f;
+    ~Cleanup() { f(); }
+  } cleanup{[&] {
+    run("stop");
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }};
+  const std::string url = run("start");
+  ASSERT_TRUE(isPostgresLocation(url)) << url;
+  ServerOptions o = test::testOptions();
+  o.db_path = url;
+  auto tokens = TokenStore::open(url);
+  ASSERT_TRUE(tokens.ok()) << tokens.error().message;
+  const std::string writer = *(*tokens)->add("writer", Scope::Write);
+  auto server = CacheServer::start(o);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  const std::string base = "http://127.0.0.1:" + std::to_string((*server)->port());
+  auto call = [&](const std::string& method, const std::string& target, const std::string& body) {
+    auto conn = openHttpConnection(base, 2.0);
+    if (!conn.ok()) return 0;
+    auto r = (*conn)->send(method, target, {{"Authorization", "Bearer " + writer}}, body,
+                           body.empty() ? "" : "application/json", 10.0);
+    return r.ok() ? r->status : 0;
+  };
+  Record r = makeRecord({.key = 9, .median_us = 12});
+  ASSERT_EQ(call("POST", "/v1/records", test::recordsBody({r})), 200);
+  ASSERT_EQ(call("GET", "/v1/best/" + r.key_id, ""), 200);
+
+  ASSERT_EQ(run("stop"), "");
+  EXPECT_EQ(call("GET", "/v1/best/" + r.key_id, ""), 503);
+  EXPECT_EQ(call("GET", "/readyz", ""), 503);
+  ASSERT_EQ(run("start"), url);  // the same address
+  int status = 0;
+  for (int i = 0; i < 50 && status != 200; ++i) {
+    status = call("GET", "/v1/best/" + r.key_id, "");
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(call("POST", "/v1/records", test::recordsBody({makeRecord({.key = 9, .median_us = 11, .host = "b"})})), 200);
+  EXPECT_EQ(call("GET", "/readyz", ""), 200);
+  (*server)->stop();
+  (*server)->wait();
 }
 
 }  // namespace
