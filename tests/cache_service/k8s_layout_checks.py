@@ -7,6 +7,7 @@ what can run here."""
 import glob
 import os
 import re
+import shlex
 import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -83,7 +84,9 @@ def help_of(tessera, path):
     if tuple(path) not in HELP:
         r = subprocess.run([tessera, *path, "--help"], capture_output=True, text=True)
         text = r.stdout + r.stderr
-        flags = set(re.findall(r"^\s+(?:-\w,)?(--[\w-]+)", text, re.M))
+        # "  --store,--db TEXT=..." and "  -h,--help": every name of an option line.
+        flags = {n for names in re.findall(r"^\s+(-{1,2}[\w-]+(?:,-{1,2}[\w-]+)*)", text, re.M)
+                 for n in names.split(",") if n.startswith("--")}
         subs, in_subs = set(), False
         for line in text.splitlines():
             if line.startswith("Subcommands:"):
@@ -305,3 +308,20 @@ def check_tessera_container(tessera, d, tmpl, c, env, cw):
               f"{cw}: JOB_COMPLETION_INDEX from the completion index annotation")
         check("--workers" in tail and SERVE_HOST in (flag_value(tail, "--cache") or ""),
               f"{cw}: each tune measures on the workers through the serve Service")
+
+
+def doc_commands(tessera, path, at_least):
+    """Every `tessera ...` line of the shell blocks of a document: its flags are the binary's."""
+    text, n = open(path).read(), 0
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            line = line.strip()
+            if not line.startswith("tessera "):
+                continue
+            argv = shlex.split(line, comments=True)
+            for stop in ("|", "&&", ";", ">", "&"):
+                if stop in argv:
+                    argv = argv[:argv.index(stop)]
+            check_flags(tessera, argv[1:], f"{os.path.relpath(path, ROOT)}: `{line[:60]}`")
+            n += 1
+    check(n >= at_least, f"{os.path.relpath(path, ROOT)}: {n} tessera command lines checked")

@@ -30,8 +30,8 @@ import threading
 import time
 import urllib.request
 
-from k8s_layout_checks import (HERE, LAYOUT, ROOT, SERVE_HOST, check, containers, load_layout, static_checks,
-                               tessera_argv)
+from k8s_layout_checks import (HERE, LAYOUT, ROOT, SERVE_HOST, check, containers, doc_commands, load_layout,
+                               static_checks, tessera_argv)
 
 VALIDATOR = "kubernetes-validate==1.37.0"
 
@@ -375,6 +375,8 @@ def main():
     by_kind, templates = static_checks(tessera, docs)
     for f in ("Dockerfile", "README.md", "make-secrets.sh"):
         check(os.path.exists(os.path.join(LAYOUT, f)), f"deploy/kubernetes/{f} exists")
+    doc_commands(tessera, os.path.join(ROOT, "docs", "team.md"), at_least=5)
+    doc_commands(tessera, os.path.join(LAYOUT, "README.md"), at_least=0)
     kubectl = shutil.which("kubectl")
     if kubectl:      # optional: not on a fresh machine (not in Debian's archive)
         for k in (LAYOUT, os.path.join(LAYOUT, "tune-all")):
