@@ -16,6 +16,9 @@ if [ -z "$cmd" ] || [ -z "$dir" ]; then
   echo "usage: pg_server.sh start|stop DIR" >&2
   exit 2
 fi
+# The server outlives this script: it must not inherit a caller's descriptors (a lock file held by
+# `flock`, the pipe of a test's popen), or whoever waits on them waits for the server's exit.
+for fd in $(seq 3 63); do eval "exec $fd>&-" 2>/dev/null || true; done
 PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 if [ -z "$PGBIN" ] || [ ! -x "$PGBIN/initdb" ]; then
   echo "pg_server.sh: PostgreSQL server binaries not found (apt-get install postgresql-15; scripts/setup.sh does)" >&2
