@@ -1,12 +1,18 @@
-// Owns the engine choice: today a location is a SQLite file path; postgresql:// is refused.
+// Owns the engine choice: a postgresql:// URL opens the PostgreSQL engine (when built in), anything
+// else is a SQLite database file.
 #include "cache_service/engine.h"
+
+#ifdef TESSERA_WITH_POSTGRES
+#include "cache_service/pg_store_impl.h"
+#endif
 
 namespace tessera::cache {
 
 namespace {
-Error noPostgres() {
+[[maybe_unused]] Error noPostgres() {
   return makeError(ErrorCode::Unsupported,
-                   "the PostgreSQL store engine is not built yet; give a SQLite database file");
+                   "this tessera was built without the PostgreSQL store engine (install libpqxx-dev and rebuild: "
+                   "scripts/setup.sh does); give a SQLite database file");
 }
 }  // namespace
 
@@ -14,8 +20,32 @@ bool isPostgresLocation(std::string_view location) {
   return location.starts_with("postgresql://") || location.starts_with("postgres://");
 }
 
+bool postgresBuiltIn() {
+#ifdef TESSERA_WITH_POSTGRES
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string redactLocation(const std::string& location) {
+  if (!isPostgresLocation(location)) return location;
+#ifdef TESSERA_WITH_POSTGRES
+  return pg::redactUrl(location);
+#else
+  return "postgresql://***";
+#endif
+}
+
 Expected<std::unique_ptr<RecordStore>> openStore(const std::string& location, const EngineOptions& o) {
-  if (isPostgresLocation(location)) return noPostgres();
+  if (isPostgresLocation(location)) {
+#ifdef TESSERA_WITH_POSTGRES
+    TESSERA_ASSIGN(auto s, pg::PgStore::open(location, o));
+    return std::unique_ptr<RecordStore>(std::move(s));
+#else
+    return noPostgres();
+#endif
+  }
   SqliteStoreOptions so;
   so.synchronous_full = o.synchronous_full;
   so.index_winners = o.index_winners;
@@ -24,7 +54,13 @@ Expected<std::unique_ptr<RecordStore>> openStore(const std::string& location, co
 }
 
 Expected<std::unique_ptr<TokenStore>> TokenStore::open(const std::string& location) {
-  if (isPostgresLocation(location)) return noPostgres();
+  if (isPostgresLocation(location)) {
+#ifdef TESSERA_WITH_POSTGRES
+    return pg::openTokenStore(location);
+#else
+    return noPostgres();
+#endif
+  }
   return openSqliteTokenStore(location);
 }
 

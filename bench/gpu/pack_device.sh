@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${TESSERA_DEV_BUILD_DIR:-build-dev}
 mkdir -p "$B"
-cmake -S . -B "$B" -DTESSERA_STATIC_LLVM=ON -DTESSERA_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Release > "$B/configure.log"
+cmake -S . -B "$B" -DTESSERA_STATIC_LLVM=ON -DTESSERA_WITH_POSTGRES=OFF -DTESSERA_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Release > "$B/configure.log"
 cmake --build "$B" -j"$(nproc)" --target tessera gpu_device_tests
 S=$(mktemp -d)
 mkdir -p "$S/bin" "$S/lib" .dev

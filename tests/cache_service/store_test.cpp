@@ -1,6 +1,7 @@
-// Tests the RecordStore rules on both implementations (SQLite on a real file, in-memory): best-wins
-// outcomes, idempotence, staleness, listing, nearest shapes, export/import, the outbox; plus the
-// SQLite store's schema, persistence, backup and winners-index coherence.
+// Tests the RecordStore rules on every implementation (SQLite on a real file, PostgreSQL on the
+// tests' throw-away server, in-memory): best-wins outcomes, idempotence, staleness, listing,
+// nearest shapes, export/import, the outbox; plus the SQLite store's schema, persistence, backup
+// and winners-index coherence (PostgreSQL's own: pg_store_test.cpp).
 #include <gtest/gtest.h>
 
 #include <sqlite3.h>
@@ -11,6 +12,7 @@
 #include <map>
 #include <thread>
 
+#include "cache_service/engine.h"
 #include "cache_service/schema.h"
 #include "cache_service/store.h"
 #include "cache_service/tokens.h"
@@ -27,6 +29,7 @@ struct StoreKind {
   const char* name;
   bool sqlite;
   bool index;
+  bool postgres = false;
 };
 
 void PrintTo(const StoreKind& k, std::ostream* os) { *os << k.name; }
@@ -34,6 +37,7 @@ void PrintTo(const StoreKind& k, std::ostream* os) { *os << k.name; }
 class StoreTest : public ::testing::TestWithParam<StoreKind> {
  protected:
   std::unique_ptr<RecordStore> open(const std::string& name = "store.db") {
+    if (GetParam().postgres) return openPostgres(name, {});
     if (!GetParam().sqlite) return makeMemoryStore();
     SqliteStoreOptions o;
     o.synchronous_full = false;
@@ -43,6 +47,7 @@ class StoreTest : public ::testing::TestWithParam<StoreKind> {
     return std::move(*s);
   }
   std::unique_ptr<RecordStore> openWith(const Provenance& current, const std::string& name = "current.db") {
+    if (GetParam().postgres) return openPostgres(name, current);
     if (!GetParam().sqlite) return makeMemoryStore(current);
     SqliteStoreOptions o;
     o.synchronous_full = false;
@@ -51,6 +56,17 @@ class StoreTest : public ::testing::TestWithParam<StoreKind> {
     auto s = openSqliteStore(dir_.file(name), o);
     EXPECT_TRUE(s.ok()) << s.error().message;
     return std::move(*s);
+  }
+  // Each name is its own fresh database, as each SQLite name is its own file.
+  std::unique_ptr<RecordStore> openPostgres(const std::string& name, const Provenance& current) {
+    auto& db = pg_[name];
+    if (!db) db = std::make_unique<test::PgDatabase>();
+    EngineOptions o;
+    o.synchronous_full = false;
+    o.current = current;
+    auto s = openStore(db->url(), o);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    return s.ok() ? std::move(*s) : makeMemoryStore();
   }
   static PutResult put(RecordStore& s, const Record& r, PutOptions o = {}) {
     auto res = s.putOne(r, o);
@@ -63,6 +79,7 @@ class StoreTest : public ::testing::TestWithParam<StoreKind> {
     return b.ok() ? *b : nullptr;
   }
   TempDir dir_;
+  std::map<std::string, std::unique_ptr<test::PgDatabase>> pg_;
 };
 
 TEST_P(StoreTest, BestWinsOutcomes) {
@@ -407,9 +424,14 @@ TEST_P(StoreTest, OutboxHoldsUnpushedRecords) {
   EXPECT_EQ(fingerprint((*box)[0]), fingerprint(mine[2]));
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, StoreTest,
-                         ::testing::Values(StoreKind{"memory", false, false}, StoreKind{"sqlite", true, false},
-                                           StoreKind{"sqlite_indexed", true, true}),
+std::vector<StoreKind> storeKinds() {
+  std::vector<StoreKind> kinds = {StoreKind{"memory", false, false}, StoreKind{"sqlite", true, false},
+                                  StoreKind{"sqlite_indexed", true, true}};
+  if (test::postgresBuiltIn()) kinds.push_back(StoreKind{"postgres", false, false, true});
+  return kinds;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, StoreTest, ::testing::ValuesIn(storeKinds()),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // A SQLite file at `path` holding `r`, closed again.

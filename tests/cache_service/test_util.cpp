@@ -10,12 +10,18 @@
 
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 
+#include "cache_service/engine.h"
 #include "cache_service/tokens.h"
 #include "support/hash.h"
+
+#ifdef TESSERA_WITH_POSTGRES
+#include <pqxx/pqxx>
+#endif
 
 namespace tessera::cache::test {
 
@@ -218,7 +224,91 @@ Reply ServerFixture::post(const std::string& target, const std::string& body, co
   return viaClient(url(), "POST", target, body, token, content_type, {});
 }
 
+#ifdef TESSERA_WITH_POSTGRES
+namespace {
+
+std::string trimmedOutput(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[512];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int rc = ::pclose(p);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return rc == 0 ? out : std::string();
+}
+
+const std::string& pgServerUrl() {
+  static const std::string url = [] {
+    if (const char* env = std::getenv("TESSERA_TEST_PG"); env && *env) return std::string(env);
+    // Idempotent: prints the running server's URL, or starts it; flock keeps two test processes
+    // from running initdb at once.
+    const std::string dir = TESSERA_PG_DIR;
+    std::string u = trimmedOutput("flock " + dir + ".lock bash " + std::string(TESSERA_SOURCE_DIR) +
+                                  "/scripts/pg_server.sh start " + dir + " 2>&1");
+    if (!isPostgresLocation(u))
+      throw std::runtime_error("the tests' PostgreSQL server did not start (scripts/pg_server.sh start " + dir +
+                               "): " + u);
+    return u;
+  }();
+  return url;
+}
+
+// The server URL with its database (the path) replaced.
+std::string withDatabase(const std::string& url, const std::string& db) {
+  const size_t q = url.find('?');
+  const std::string base = url.substr(0, q), query = q == std::string::npos ? "" : url.substr(q);
+  const size_t slash = base.find('/', base.find("://") + 3);
+  return (slash == std::string::npos ? base : base.substr(0, slash)) + "/" + db + query;
+}
+
+}  // namespace
+
+PgDatabase::PgDatabase() {
+  auto hex = randomHex(8);
+  if (!hex.ok()) throw std::runtime_error(hex.error().message);
+  name_ = "t_" + *hex;
+  pqxx::connection admin(pgServerUrl());
+  pqxx::nontransaction t(admin);
+  t.exec("CREATE DATABASE " + name_);
+  url_ = withDatabase(pgServerUrl(), name_);
+}
+
+PgDatabase::~PgDatabase() {
+  try {
+    pqxx::connection admin(pgServerUrl());
+    pqxx::nontransaction t(admin);
+    t.exec("DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+  } catch (const std::exception&) {
+    // The server's folder goes with the build; a leftover database costs nothing.
+  }
+}
+
+bool postgresBuiltIn() { return true; }
+
+namespace {
+std::vector<std::vector<std::string>> pgQueryRows(const std::string& url, const std::string& sql) {
+  pqxx::connection c(url);
+  pqxx::nontransaction t(c);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : t.exec(sql)) {
+    std::vector<std::string> out;
+    for (const auto& f : row) out.emplace_back(f.is_null() ? "NULL" : f.c_str());
+    rows.push_back(std::move(out));
+  }
+  return rows;
+}
+}  // namespace
+#else
+PgDatabase::PgDatabase() { throw std::runtime_error("this build has no PostgreSQL engine"); }
+PgDatabase::~PgDatabase() = default;
+bool postgresBuiltIn() { return false; }
+#endif
+
 std::vector<std::vector<std::string>> queryRows(const std::string& db_path, const std::string& sql) {
+#ifdef TESSERA_WITH_POSTGRES
+  if (isPostgresLocation(db_path)) return pgQueryRows(db_path, sql);
+#endif
   sqlite3* db = nullptr;
   std::vector<std::vector<std::string>> rows;
   if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {

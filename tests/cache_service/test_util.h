@@ -85,8 +85,29 @@ struct ServerFixture {
 std::string integrityCheck(const std::string& db_path);
 // SHA-256 over every row of records, keys and tokens: equal before/after means nothing changed.
 std::string dbSnapshot(const std::string& db_path);
-// Runs one SQL query returning rows of text columns.
+// Runs one SQL query returning rows of text columns (NULL as "NULL"), on a SQLite file or, for a
+// postgresql:// location, through libpq.
 std::vector<std::vector<std::string>> queryRows(const std::string& db_path, const std::string& sql);
+
+// A fresh database on the tests' PostgreSQL server, dropped (WITH FORCE) when this goes. The server
+// is scripts/pg_server.sh's, in the build's test-tmp/pg: the ctest fixture `postgres` starts it
+// before and stops it after the tests; a test binary run on its own starts it on first use (it
+// stays up; `bash scripts/pg_server.sh stop build/test-tmp/pg`). TESSERA_TEST_PG=URL names another
+// server (a role that may create databases). Throws when no server can be had: a test that needs
+// PostgreSQL fails, it never skips.
+class PgDatabase {
+ public:
+  PgDatabase();
+  ~PgDatabase();
+  PgDatabase(const PgDatabase&) = delete;
+  PgDatabase& operator=(const PgDatabase&) = delete;
+  const std::string& url() const { return url_; }
+
+ private:
+  std::string name_, url_;
+};
+// Whether this build has the PostgreSQL engine (the tests of it are compiled only then).
+bool postgresBuiltIn();
 
 // Record JSON for request bodies: {"records":[...]}.
 std::string recordsBody(const std::vector<Record>& recs);

@@ -1,0 +1,156 @@
+// Owns the layout of the PostgreSQL store engine (private to cache_service; only the pg_*.cpp files
+// include libpqxx): a bounded pool of connections with per-connection prepared statements, the
+// transaction runner that retries deadlocks and serialization failures, and the PgStore class
+// (records in pg_store.cpp and pg_store_write.cpp, the job queue in pg_jobs.cpp).
+//
+// Several `tessera serve` replicas may share one database, so nothing is cached in a replica's
+// memory: every lookup reads PostgreSQL, and any replica answers what any other just
+// acknowledged. Record ids must commit in id order for the export cursor (exportSince) to stay
+// valid, so every transaction that inserts records first takes one transaction-level advisory
+// lock (kRecordWriteLock): writes are serialized across replicas, as SQLite's single writer does.
+#pragma once
+
+#include <pqxx/pqxx>
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "cache_service/engine.h"
+#include "cache_service/jobs.h"
+#include "cache_service/store.h"
+
+namespace tessera::cache::pg {
+
+// pg_advisory_xact_lock keys (arbitrary 64-bit constants: "TSSR" + a purpose).
+inline constexpr int64_t kSchemaLock = 0x5453535200000001LL;
+inline constexpr int64_t kRecordWriteLock = 0x5453535200000002LL;
+
+inline constexpr int kPgSchemaVersion = 1;
+
+// One pooled connection and the statements prepared on it.
+struct Conn {
+  std::unique_ptr<pqxx::connection> c;
+  std::unordered_set<std::string> prepared;
+};
+
+// Runs `sql` as a statement prepared on this connection (prepared on first use).
+template <typename... Args>
+pqxx::result exec(Conn& conn, pqxx::transaction_base& t, const std::string& sql, Args&&... args) {
+  const std::string name = "s" + std::to_string(std::hash<std::string>{}(sql));
+  if (!conn.prepared.count(name)) {
+    conn.c->prepare(name, sql);
+    conn.prepared.insert(name);
+  }
+  return t.exec_prepared(name, std::forward<Args>(args)...);
+}
+
+// Doubles travel as shortest round-trip text (never through a locale or a fixed precision).
+std::string num(double v);
+double asDouble(const pqxx::field& f);
+int64_t asInt(const pqxx::field& f);
+std::string asText(const pqxx::field& f);
+
+// A bounded pool: at most `max` connections; callers wait (up to wait_s) for a free one.
+class Pool {
+ public:
+  Pool(std::string url, int max, double wait_s) : url_(std::move(url)), max_(max), wait_s_(wait_s) {}
+  ~Pool();
+  Expected<std::unique_ptr<Conn>> acquire();
+  // broken: the connection failed; it is closed instead of returned.
+  void release(std::unique_ptr<Conn> c, bool broken);
+
+ private:
+  std::string url_;
+  int max_;
+  double wait_s_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int open_ = 0;
+  std::vector<std::unique_ptr<Conn>> idle_;
+};
+
+enum class TxKind {
+  Single,    // one statement, autocommit (pqxx::nontransaction)
+  ReadOnly,  // a consistent snapshot (REPEATABLE READ, READ ONLY)
+  Write,     // READ COMMITTED read-write; retried on deadlock / serialization failure
+};
+
+// Runs fn in a transaction of that kind on a pooled connection and commits; maps libpqxx's
+// exceptions to Errors (IOError for a lost connection or server error, InvalidArgument for
+// constraint violations the caller did not handle). fn may run more than once (retries).
+Status runTx(Pool& pool, TxKind kind, const std::function<Status(Conn&, pqxx::transaction_base&)>& fn);
+
+// Creates or migrates the schema under kSchemaLock; refuses a database that holds other tables or
+// a newer Tessera schema.
+Status openSchema(Conn& conn);
+// The connection URL with its password (if any) replaced by "***", for messages and logs.
+std::string redactUrl(const std::string& url);
+
+class PgStore final : public RecordStore, public JobQueue {
+ public:
+  static Expected<std::unique_ptr<PgStore>> open(const std::string& url, const EngineOptions& o);
+
+  Expected<std::vector<PutResult>> put(std::span<const Record> records, const PutOptions& opts) override;
+  Expected<ServedRecordPtr> best(std::string_view key_id) override;
+  Expected<ServedRecordPtr> bestMatching(std::string_view key_id, const Provenance& want) override;
+  Expected<int64_t> administer(const RecordSelector& sel, AdminAction action) override;
+  Expected<ListPage> list(const ListQuery& q) override;
+  Expected<std::vector<NearestMatch>> nearest(const HardKey& key, int limit) override;
+  Expected<std::vector<Record>> exportSince(int64_t after_id, int limit) override;
+  Expected<std::vector<Record>> outbox(int limit) override;
+  Status markPushed(std::span<const int64_t> ids) override;
+  Expected<StoreStats> stats() override;
+  Status backup(const std::string& dest_path) override;
+  Status ping() override;
+  JobQueue* jobs() override { return this; }
+
+  // --- the job queue (pg_jobs.cpp): leases take items with FOR UPDATE SKIP LOCKED ---
+  Status registerWorker(const WorkerInfo& w) override;
+  Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) override;
+  Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) override;
+  Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) override;
+  Expected<Lease> lease(const std::string& worker_id, const std::string& token, int max_items,
+                        const QueuePolicy& p) override;
+  Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) override;
+  Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) override;
+  Expected<bool> cancel(const std::string& job_id) override;
+  Expected<int64_t> purge(double keep_finished_s, double max_open_s) override;
+
+  // Shared with pg_jobs.cpp: the best-wins insert of one record inside a write transaction that
+  // holds kRecordWriteLock.
+  Expected<PutResult> putRecord(Conn& c, pqxx::transaction_base& t, const Record& r, const PutOptions& opts);
+  Expected<Record> readRow(const pqxx::row& row) const;  // + staleness against the current toolchain
+  ServedRecordPtr serve(Record r) const;
+
+ private:
+  PgStore(const std::string& url, const EngineOptions& o) : pool_(url, o.max_connections, 30), opts_(o) {}
+  Status recomputeWinner(Conn& c, pqxx::transaction_base& t, const std::string& key_id);
+  Expected<std::vector<Record>> readRecords(const std::string& sql, const std::vector<std::string>& params);
+
+  Pool pool_;
+  EngineOptions opts_;
+};
+
+// Record columns selected by every read, in the order PgStore::readRow expects; `r` is records and
+// `k` is keys.
+inline constexpr const char* kRecordColumns =
+    "r.id, r.key_id, k.family, k.workload, k.shape, k.dtype, k.layout, k.target, k.arch, k.units, "
+    "r.tessera_version, r.llvm_version, r.cuda_version, r.cpu_model, r.host, r.user_name, r.created_at, "
+    "r.config, r.status, r.n, r.median_us, r.p20_us, r.p80_us, r.gflops, r.gbps, r.peak_fraction, "
+    "r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds, r.remeasured, r.estimator, r.bound, "
+    "r.writer, r.received_at, r.quarantined";
+
+// The database clock, as the queue's seconds since the epoch and as a record's received_at: one
+// clock for every replica, whatever their machines' clocks say.
+inline constexpr const char* kNowEpoch = "extract(epoch from clock_timestamp())::double precision";
+inline constexpr const char* kNowUtc =
+    "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')";
+
+Expected<std::unique_ptr<TokenStore>> openTokenStore(const std::string& url);
+
+}  // namespace tessera::cache::pg
