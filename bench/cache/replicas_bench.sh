@@ -104,6 +104,11 @@ stop_serve() {
   unset "PID[$1]"
 }
 
+add_token() {  # STORE -> the secret of a new write token (stderr shown only when it fails)
+  "$TESSERA" serve token add bench --scope write "$STORE_FLAG" "$1" 2>"$WORK/token.err" ||
+    { cat "$WORK/token.err" >&2; exit 1; }
+}
+
 # ---- stores
 declare -A STORE=() TOKEN=() BYTES0=() REPLICAS=()
 SETUPS=(sqlite1)
@@ -113,7 +118,7 @@ t0=$(date +%s.%N)
 out=$("$SEED" "$RECORDS" "${STORE[sqlite]}" - "$WORK/keys.txt")
 echo "   $(head -1 <<<"$out"); $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f s", b-a}')"
 BYTES0[sqlite]=$(sed -n 's/.*store_bytes_before=\([0-9]*\).*/\1/p' <<<"$out")
-TOKEN[sqlite]=$("$TESSERA" serve token add bench --scope write "$STORE_FLAG" "${STORE[sqlite]}" 2>/dev/null)
+TOKEN[sqlite]=$(add_token "${STORE[sqlite]}")
 REPLICAS[sqlite1]="sqlite_a"
 if [ "$SQLITE2" = 1 ]; then SETUPS+=(sqlite2); REPLICAS[sqlite2]="sqlite_a sqlite_b"; fi
 
@@ -126,7 +131,7 @@ if [ "$PG" != 0 ]; then
     out=$("$SEED" "$RECORDS" "${STORE[pg]}" - -)
     echo "   $(head -1 <<<"$out"); $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f s", b-a}')"
     BYTES0[pg]=$(sed -n 's/.*store_bytes_before=\([0-9]*\).*/\1/p' <<<"$out")
-    TOKEN[pg]=$("$TESSERA" serve token add bench --scope write "$STORE_FLAG" "${STORE[pg]}")
+    TOKEN[pg]=$(add_token "${STORE[pg]}")
     SETUPS+=(pg1 pg2)
     REPLICAS[pg1]="pg_a"
     REPLICAS[pg2]="pg_a pg_b"
@@ -201,8 +206,9 @@ start_serve sqlite_a "${STORE[sqlite]}"
 for s in "${SETUPS[@]}"; do wait_http "http://127.0.0.1:${FRONT[$s]}/healthz"; done
 
 # ---- store size after seeding, as each engine reports it (GET /status db_bytes) and on disk
-echo "== store size after seeding (GET /status db_bytes through the first replica; per million"
-echo "   records = (seeded - empty schema) / $RECORDS * 1e6)"
+echo "== store size after seeding: GET /status db_bytes through the first replica (SQLite: file + WAL;"
+echo "   PostgreSQL: pg_total_relation_size of tessera's tables, i.e. with indexes and TOAST);"
+echo "   per million records = (seeded - empty schema) / $RECORDS * 1e6"
 declare -A PER_M=()
 for st in sqlite pg; do
   [ -n "${STORE[$st]:-}" ] || continue
@@ -214,10 +220,8 @@ for st in sqlite pg; do
   if [ "$st" = sqlite ]; then
     extra="files on disk $(du -cb "${STORE[sqlite]}"* | tail -1 | cut -f1) B"
   elif command -v psql >/dev/null; then
-    rel=$(psql "${STORE[pg]}" -Atc "select sum(pg_total_relation_size(c.oid)) from pg_class c join pg_namespace n
-      on n.oid = c.relnamespace where c.relkind in ('r','m') and n.nspname not in ('pg_catalog','information_schema')")
     dbs=$(psql "${STORE[pg]}" -Atc "select pg_database_size(current_database())")
-    extra="pg_total_relation_size of its tables $rel B ($(awk -v b="$rel" -v n="$RECORDS" 'BEGIN { printf "%.0f", b / n * 1e6 }') B per million), pg_database_size $dbs B"
+    extra="pg_database_size $dbs B (with the system catalogs; WAL not counted)"
   fi
   printf "   %-6s db_bytes %s B (empty %s B) -> %s MB per million records; %s\n" "$st" "$b" "${BYTES0[$st]}" \
     "$(awk -v p="${PER_M[$st]}" 'BEGIN { printf "%.0f", p / 1e6 }')" "$extra"
@@ -231,7 +235,7 @@ to_ms() {
     else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.3f", v * 1000 }
     else printf "nan" }'
 }
-# CPU ticks used so far by a process and its children threads (utime + stime of /proc/PID/stat).
+# CPU ticks used so far by processes, all their threads (utime + stime of /proc/PID/stat).
 ticks() {
   local sum=0 p
   for p in "$@"; do
@@ -293,7 +297,8 @@ with_second() {
   return 0
 }
 
-echo "== load through nginx: ${DURATION} s per point after ${WARMUP} s warm-up; server threads $THREADS, --sync $SYNC"
+echo "== load through nginx: ${DURATION} s per point after ${WARMUP} s warm-up; server threads $THREADS;"
+echo "   SQLite --sync $SYNC, PostgreSQL fsync on and synchronous_commit on (every write acknowledged durable)"
 echo "   ($NCPU cores shared by every server, PostgreSQL, nginx and wrk: absolute figures are a floor,"
 echo "    only the ratios mean anything)"
 for kind in $KINDS; do
