@@ -38,6 +38,7 @@
 #      SERVER_THREADS (96), SYNC (full|normal, serve's --sync, SQLite; default full),
 #      SQLITE2 (1), PG (auto: skipped with a message where the engine is not built; 0: skip),
 #      KINDS ("lookup write"), NGINX_WORKERS (1), UPSTREAM_KEEPALIVE (the shipped 32),
+#      PG_LOG_SLOW_MS (diagnosis: count PostgreSQL statements slower than this),
 #      KEEP (1: keep the work folder).
 set -euo pipefail
 
@@ -114,6 +115,9 @@ add_token() {  # STORE -> the secret of a new write token (stderr shown only whe
     { cat "$WORK/token.err" >&2; exit 1; }
 }
 
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "== host: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; load average at start $LOAD0"
+
 # ---- stores
 declare -A STORE=() TOKEN=() BYTES0=() REPLICAS=()
 SETUPS=(sqlite1)
@@ -156,6 +160,10 @@ store_of() { case $1 in sqlite*) echo sqlite ;; *) echo pg ;; esac; }
 # measured points.
 if [ -n "${STORE[pg]:-}" ] && command -v psql >/dev/null; then
   psql "${STORE[pg]}" -qc "VACUUM ANALYZE" -c "CHECKPOINT"
+  if [ -n "${PG_LOG_SLOW_MS:-}" ]; then  # diagnosis: does a slow answer come from PostgreSQL itself?
+    psql "${STORE[pg]}" -qc "ALTER SYSTEM SET log_min_duration_statement = ${PG_LOG_SLOW_MS}" \
+      -c "SELECT pg_reload_conf()" >/dev/null
+  fi
 fi
 sync
 
@@ -387,6 +395,12 @@ for kind in $KINDS; do
   done
 done
 
+if [ -n "${PG_LOG_SLOW_MS:-}" ] && [ -n "$PG_DIR" ]; then
+  echo
+  echo "== PostgreSQL statements over ${PG_LOG_SLOW_MS} ms during the run: $(grep -c 'duration:' "$PG_DIR/server.log" || true)"
+  grep 'duration:' "$PG_DIR/server.log" | sort -t: -k5 -rn | head -5 | cut -c1-200 || true
+fi
+
 echo
 echo "== capacity inputs (this run, this machine)"
 for st in sqlite pg; do
@@ -398,3 +412,4 @@ for s in sqlite1 pg1; do
   read -r wr _ wp99 _ <<<"${RES[$s:write:64]:-0 0 0}"
   echo "   $s (one replica, c=64): $(printf %.0f "$lr") lookups/s (p99 $lp99 ms), $(printf %.0f "$wr") writes/s (p99 $wp99 ms)"
 done
+echo "   load average at start $LOAD0, at the end $(cut -d' ' -f1-3 /proc/loadavg) (others' work on this machine shows up there)"
