@@ -412,4 +412,4 @@ for s in sqlite1 pg1; do
   read -r wr _ wp99 _ <<<"${RES[$s:write:64]:-0 0 0}"
   echo "   $s (one replica, c=64): $(printf %.0f "$lr") lookups/s (p99 $lp99 ms), $(printf %.0f "$wr") writes/s (p99 $wp99 ms)"
 done
-echo "   load average at start $LOAD0, at the end $(cut -d' ' -f1-3 /proc/loadavg) (others' work on this machine shows up there)"
+echo "   load average at start $LOAD0, at the end $(cut -d' ' -f1-3 /proc/loadavg) (this bench's own processes included; the rest column above shows others' work)"
