@@ -277,7 +277,7 @@ nginx_pids() { echo "$PIDS_NGINX" $(pgrep -P "$PIDS_NGINX" || true); }
 HZ=$(getconf CLK_TCK)
 NCPU=$(nproc)
 
-declare -A RES=() CPU=()
+declare -A RES=() CPU=() PERREQ=()
 # point SETUP KIND CONNS: warm-up, then one measured wrk run through the setup's front.
 point() {
   local s=$1 kind=$2 c=$3 st
@@ -309,6 +309,10 @@ point() {
     echo "   warning: $s $kind c=$c: ${done_n:-0} answers, non-2xx=${bad:-0} ${errs}" >&2
   fi
   RES[$s:$kind:$c]="$rps $p50 $p99 $flag"
+  # CPU time per answered request: steadier than req/s on a shared machine, and what capacity
+  # per core is computed from.
+  PERREQ[$s:$kind:$c]=$(awk -v s="$t_s" -v n="$t_n" -v p="$t_p" -v hz="$HZ" -v d="${done_n:-0}" 'BEGIN {
+    if (d > 0) printf "%5.0f %5.0f %5.0f", s/hz*1e6/d, n/hz*1e6/d, p/hz*1e6/d; else printf "%5s %5s %5s", "-", "-", "-" }')
   CPU[$s:$kind:$c]=$(awk -v s="$t_s" -v n="$t_n" -v p="$t_p" -v hz="$HZ" -v w="$wall" -v nc="$NCPU" 'BEGIN {
     tot = w * hz * nc; r = tot - s - n - p; if (r < 0) r = 0
     printf "%3.0f%% %3.0f%% %3.0f%% %3.0f%%", 100*s/tot, 100*n/tot, 100*p/tot, 100*r/tot }')
@@ -395,6 +399,19 @@ for kind in $KINDS; do
   done
 done
 
+echo
+echo "== CPU microseconds per answered request (tessera serve replicas together, nginx, PostgreSQL)"
+printf "%-7s %-5s" kind conns
+for s in "${SETUPS[@]}"; do printf " | %-17s" "$s srv ngx pg"; done
+echo
+for kind in $KINDS; do
+  for c in $CONNS; do
+    printf "%-7s %-5s" "$kind" "$c"
+    for s in "${SETUPS[@]}"; do printf " | %s" "${PERREQ[$s:$kind:$c]}"; done
+    echo
+  done
+done
+
 if [ -n "${PG_LOG_SLOW_MS:-}" ] && [ -n "$PG_DIR" ]; then
   echo
   echo "== PostgreSQL statements over ${PG_LOG_SLOW_MS} ms during the run: $(grep -c 'duration:' "$PG_DIR/server.log" || true)"
@@ -411,5 +428,15 @@ for s in sqlite1 pg1; do
   read -r lr _ lp99 _ <<<"${RES[$s:lookup:64]}"
   read -r wr _ wp99 _ <<<"${RES[$s:write:64]:-0 0 0}"
   echo "   $s (one replica, c=64): $(printf %.0f "$lr") lookups/s (p99 $lp99 ms), $(printf %.0f "$wr") writes/s (p99 $wp99 ms)"
+done
+# Per core of each party, from the CPU time per request at c=16 (1e6 / microseconds).
+for s in sqlite1 pg1; do
+  for kind in lookup write; do
+    [ -n "${PERREQ[$s:$kind:16]:-}" ] || continue
+    read -r us un up <<<"${PERREQ[$s:$kind:16]}"
+    awk -v s="$s" -v k="$kind" -v a="$us" -v b="$un" -v c="$up" 'BEGIN {
+      printf "   %s %ss per busy core (c=16): serve %s, nginx %s%s\n", s, k, (a > 0 ? sprintf("%.0f", 1e6/a) : "-"),
+        (b > 0 ? sprintf("%.0f", 1e6/b) : "-"), (c > 0 ? sprintf(", PostgreSQL %.0f", 1e6/c) : "") }'
+  done
 done
 echo "   load average at start $LOAD0, at the end $(cut -d' ' -f1-3 /proc/loadavg) (this bench's own processes included; the rest column above shows others' work)"
