@@ -436,7 +436,7 @@ for s in sqlite1 pg1; do
     read -r us un up <<<"${PERREQ[$s:$kind:16]}"
     awk -v s="$s" -v k="$kind" -v a="$us" -v b="$un" -v c="$up" 'BEGIN {
       printf "   %s %ss per busy core (c=16): serve %s, nginx %s%s\n", s, k, (a > 0 ? sprintf("%.0f", 1e6/a) : "-"),
-        (b > 0 ? sprintf("%.0f", 1e6/b) : "-"), (c > 0 ? sprintf(", PostgreSQL %.0f", 1e6/c) : "") }'
+        (b > 0 ? sprintf("%.0f", 1e6/b) : "-"), (s ~ /^pg/ && c > 0 ? sprintf(", PostgreSQL %.0f", 1e6/c) : "") }'
   done
 done
 echo "   load average at start $LOAD0, at the end $(cut -d' ' -f1-3 /proc/loadavg) (this bench's own processes included; the rest column above shows others' work)"
