@@ -118,6 +118,9 @@ ApiResponse routeBackup(RouteContext& c, const ApiRequest& r, const RouteMatch&)
   if (!s.ok()) {
     if (s.error().code == ErrorCode::InvalidArgument)
       return problem(409, "backup-exists", "Backup exists", s.error().message);
+    // A PostgreSQL store: its own tools back it up (the message names them).
+    if (s.error().code == ErrorCode::Unsupported)
+      return problem(409, "backups-disabled", "Backups disabled", s.error().message);
     return storageProblem(s.error());
   }
   struct stat info {};

@@ -80,7 +80,8 @@ Expected<std::unique_ptr<Conn>> Pool::acquire() {
     cv_.notify_one();
     std::string msg = e.what();
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    return makeError(ErrorCode::IOError, "cannot connect to PostgreSQL (" + redactUrl(url_) + "): " + msg);
+    // No URL here: this may reach an HTTP client (503 details); open() names the location.
+    return makeError(ErrorCode::IOError, "cannot connect to PostgreSQL: " + msg);
   }
 }
 

@@ -62,9 +62,10 @@ ServedRecordPtr PgStore::serve(Record r) const {
 
 Expected<std::unique_ptr<PgStore>> PgStore::open(const std::string& url, const EngineOptions& o) {
   std::unique_ptr<PgStore> s(new PgStore(url, o));
-  TESSERA_ASSIGN(auto conn, s->pool_.acquire());
-  Status st = openSchema(*conn);
-  s->pool_.release(std::move(conn), !st.ok());
+  auto conn = s->pool_.acquire();
+  if (!conn.ok()) return makeError(conn.error().code, conn.error().message + " (" + redactUrl(url) + ")");
+  Status st = openSchema(**conn);
+  s->pool_.release(std::move(*conn), !st.ok());
   TESSERA_TRY(st);
   return s;
 }

@@ -15,6 +15,7 @@ Expected<std::unique_ptr<CacheServer>> CacheServer::start(const ServerOptions& o
   eo.synchronous_full = opts.synchronous_full;
   eo.index_winners = true;
   eo.current = opts.current_toolchain;
+  eo.max_connections = opts.store_connections;
   TESSERA_ASSIGN(s->store_, openStore(opts.db_path, eo));
   TESSERA_ASSIGN(s->tokens_, TokenStore::open(opts.db_path));
   TESSERA_TRY(s->reloadTokens());

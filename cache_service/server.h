@@ -18,8 +18,9 @@
 namespace tessera::cache {
 
 struct ServerOptions {
-  // A SQLite database file (engine.h).
+  // The store's location (engine.h): a SQLite database file or a postgresql:// URL.
   std::string db_path = "tessera.db";
+  int store_connections = 16;  // PostgreSQL: connections at most
   HttpServerOptions http;
   bool allow_anonymous_reads = false;
   std::string backup_dir;  // enables POST /v1/admin/backup

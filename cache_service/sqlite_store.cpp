@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cache_service/engine.h"
 #include "cache_service/schema.h"
 #include "cache_service/sqlite_store_impl.h"
 
@@ -352,6 +353,12 @@ Status SqliteStore::ping() {
 
 Expected<std::unique_ptr<RecordStore>> openSqliteStore(const std::string& path,
                                                        const SqliteStoreOptions& opts) {
+  // Never a SQLite file named like a URL: a tuner's local store is a file; a PostgreSQL store is
+  // a service's (`tessera serve --store URL`), which tuners reach with --cache.
+  if (isPostgresLocation(path))
+    return makeError(ErrorCode::InvalidArgument,
+                     "a local store is a SQLite file; a PostgreSQL store is served by `tessera serve --store URL` "
+                     "and reached with --cache");
   TESSERA_ASSIGN(auto s, SqliteStore::open(path, opts));
   return std::unique_ptr<RecordStore>(std::move(s));
 }

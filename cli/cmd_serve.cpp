@@ -1,5 +1,7 @@
 // Owns `tessera serve` (run the shared tuning-cache service until SIGINT/SIGTERM) and its
-// administration subcommands: `serve token add|list|revoke` and `serve backup`.
+// administration subcommands: `serve token add|list|revoke` and `serve backup`. Every one takes
+// `--store LOCATION` (a SQLite file, or a postgresql:// URL that several replicas share; env
+// TESSERA_STORE; `--db` is the older name of the same option).
 #include <pthread.h>
 
 #include <csignal>
@@ -33,7 +35,16 @@ struct ServeArgs {
   std::string toolchain;  // "tessera_version=0.1.0,llvm_version=22,cuda_version=12.8"
   double lease_s = 60, worker_ttl_s = 30;
   int max_attempts = 3;
+  int store_connections = 16;
 };
+
+constexpr const char* kStoreHelp =
+    "the store: a SQLite database file (created if missing) or a PostgreSQL URL postgresql://user@host/db "
+    "(the password from PGPASSWORD or PGPASSFILE, not the command line); env TESSERA_STORE";
+
+CLI::Option* addStoreOption(CLI::App* app, std::string& target) {
+  return app->add_option("--store,--db", target, kStoreHelp)->envname("TESSERA_STORE")->capture_default_str();
+}
 
 // --toolchain: what records are stale against when an asker does not say its own.
 cache::Provenance parseToolchain(const std::string& spec) {
@@ -78,6 +89,7 @@ void runServer(const ServeArgs& a) {
   if (!(a.lease_s >= 0.5 && a.lease_s <= 86400)) fail("--lease-seconds must be in 0.5..86400");
   if (!(a.worker_ttl_s >= 0.5 && a.worker_ttl_s <= 86400)) fail("--worker-ttl must be in 0.5..86400 seconds");
   if (a.max_attempts < 1 || a.max_attempts > 100) fail("--max-attempts must be in 1..100");
+  if (a.store_connections < 1 || a.store_connections > 1000) fail("--store-connections must be in 1..1000");
   cache::ServerOptions o;
   o.db_path = a.db;
   o.http.bind = a.bind;
@@ -99,6 +111,7 @@ void runServer(const ServeArgs& a) {
   o.queue.lease_s = a.lease_s;
   o.queue.worker_ttl_s = a.worker_ttl_s;
   o.queue.max_attempts = a.max_attempts;
+  o.store_connections = a.store_connections;
 
   // Block the stop signals before any server thread exists so every thread inherits the mask and
   // only the sigwait below receives them.
@@ -111,14 +124,15 @@ void runServer(const ServeArgs& a) {
   auto server = cache::CacheServer::start(o);
   if (!server.ok()) fail(server.error().message);
   const int port = (*server)->port();
-  std::printf("tessera serve: listening on http://%s:%d (db %s, %d threads%s)\n", a.bind.c_str(), port,
-              a.db.c_str(), a.threads, a.anonymous_reads ? ", anonymous reads" : "");
+  const std::string shown = cache::redactLocation(a.db);
+  std::printf("tessera serve: listening on http://%s:%d (store %s, %d threads%s)\n", a.bind.c_str(), port,
+              shown.c_str(), a.threads, a.anonymous_reads ? ", anonymous reads" : "");
   auto tokens = cache::TokenStore::open(a.db);
   if (tokens.ok()) {
     auto active = (*tokens)->active();
     if (active.ok() && active->empty())
-      std::printf("tessera serve: no tokens yet; add one with: tessera serve token add NAME --scope write --db %s\n",
-                  a.db.c_str());
+      std::printf("tessera serve: no tokens yet; add one with: tessera serve token add NAME --scope write --store %s\n",
+                  shown.c_str());
   }
   std::fflush(stdout);
   if (!a.port_file.empty()) writePortFile(a.port_file, port);
@@ -141,8 +155,11 @@ std::unique_ptr<cache::TokenStore> openTokens(const std::string& db) {
 
 void addServeCommand(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
-  CLI::App* serve = app.add_subcommand("serve", "Run the shared tuning-cache service (HTTP, SQLite)");
-  serve->add_option("--db", args->db, "SQLite database (created if missing)")->capture_default_str();
+  CLI::App* serve = app.add_subcommand("serve", "Run the shared tuning-cache service (HTTP; SQLite or PostgreSQL)");
+  addStoreOption(serve, args->db);
+  serve->add_option("--store-connections", args->store_connections,
+                    "PostgreSQL: connections this replica opens at most (requests wait for a free one)")
+      ->capture_default_str();
   serve->add_option("--port", args->port, "TCP port (0: any free port)")->capture_default_str();
   serve->add_option("--bind", args->bind, "address to listen on (loopback by default)")->capture_default_str();
   serve->add_option("--threads", args->threads,
@@ -185,7 +202,7 @@ void addServeCommand(CLI::App& app) {
 
   auto add = std::make_shared<std::tuple<std::string, std::string, std::string>>("tessera.db", "", "read");
   CLI::App* tadd = token->add_subcommand("add", "Create a token and print its secret (shown once)");
-  tadd->add_option("--db", std::get<0>(*add), "database")->capture_default_str();
+  addStoreOption(tadd, std::get<0>(*add));
   tadd->add_option("name", std::get<1>(*add), "token name (e.g. a person or a CI job)")->required();
   tadd->add_option("--scope", std::get<2>(*add), "read, write, admin, or worker (lease and report only)")
       ->capture_default_str();
@@ -201,7 +218,7 @@ void addServeCommand(CLI::App& app) {
 
   auto list_db = std::make_shared<std::string>("tessera.db");
   CLI::App* tlist = token->add_subcommand("list", "List tokens (names, scopes, hash prefixes)");
-  tlist->add_option("--db", *list_db, "database")->capture_default_str();
+  addStoreOption(tlist, *list_db);
   tlist->callback([list_db] {
     auto all = openTokens(*list_db)->list();
     if (!all.ok()) fail(all.error().message);
@@ -213,7 +230,7 @@ void addServeCommand(CLI::App& app) {
 
   auto rev = std::make_shared<std::tuple<std::string, std::string, std::string>>("tessera.db", "", "");
   CLI::App* trev = token->add_subcommand("revoke", "Revoke a token (a running server drops it within ~1 s)");
-  trev->add_option("--db", std::get<0>(*rev), "database")->capture_default_str();
+  addStoreOption(trev, std::get<0>(*rev));
   trev->add_option("name", std::get<1>(*rev), "token name")->required();
   trev->add_option("--retract", std::get<2>(*rev),
                    "also retract the records it wrote: quarantine (kept, never served) or delete");
@@ -236,11 +253,12 @@ void addServeCommand(CLI::App& app) {
   });
 
   auto bk = std::make_shared<std::pair<std::string, std::string>>("tessera.db", "");
-  CLI::App* backup = serve->add_subcommand("backup", "Write a consistent copy of the database (safe while serving)");
-  backup->add_option("--db", bk->first, "database")->capture_default_str();
+  CLI::App* backup = serve->add_subcommand(
+      "backup", "Write a consistent copy of a SQLite store (safe while serving; PostgreSQL: use pg_dump)");
+  addStoreOption(backup, bk->first);
   backup->add_option("out", bk->second, "new file to write")->required();
   backup->callback([bk] {
-    auto store = cache::openSqliteStore(bk->first);
+    auto store = cache::openStore(bk->first);
     if (!store.ok()) fail(store.error().message);
     if (Status s = (*store)->backup(bk->second); !s.ok()) fail(s.error().message);
     std::printf("backup written to %s\n", bk->second.c_str());

@@ -16,6 +16,9 @@ if [ -z "$cmd" ] || [ -z "$dir" ]; then
   echo "usage: pg_server.sh start|stop DIR" >&2
   exit 2
 fi
+# The server outlives this script: it must not inherit a caller's descriptors (a lock file held by
+# `flock`, the pipe of a test's popen), or whoever waits on them waits for the server's exit.
+for fd in $(seq 3 63); do eval "exec $fd>&-" 2>/dev/null || true; done
 PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 if [ -z "$PGBIN" ] || [ ! -x "$PGBIN/initdb" ]; then
   echo "pg_server.sh: PostgreSQL server binaries not found (apt-get install postgresql-15; scripts/setup.sh does)" >&2
@@ -58,7 +61,15 @@ start)
       -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
       { echo "pg_server.sh: initdb failed:" >&2; cat "$dir/initdb.log" >&2; exit 1; }
   fi
-  port=$(free_port)
+  # A restarted server keeps its URL (clients reconnect to the same address) while its port is free.
+  port=""
+  if [ -f "$dir/url" ]; then
+    old=$(sed -E 's#.*@[^:/]+:([0-9]+)/.*#\1#' "$dir/url")
+    if [ -n "$old" ] && python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1",int(sys.argv[1])))' "$old" 2>/dev/null; then
+      port=$old
+    fi
+  fi
+  [ -n "$port" ] || port=$(free_port)
   # fsync stays on (the durability tests mean it); small shared_buffers suit a 2-core CI machine.
   as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
     -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir/run -c max_connections=300 -c shared_buffers=128MB" \

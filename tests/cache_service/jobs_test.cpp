@@ -34,7 +34,7 @@ ServerOptions queueOptions() {
 }
 
 struct QueueFixture {
-  QueueFixture() : f(queueOptions()) {
+  explicit QueueFixture(test::Engine engine) : f(queueOptions(), true, engine) {
     auto tokens = TokenStore::open(f.db);
     if (!tokens.ok()) throw std::runtime_error(tokens.error().message);
     worker = *(*tokens)->add("box1", Scope::Worker);
@@ -68,8 +68,11 @@ Record measured(const std::string& config, double median_us) {
   return makeRecord({.key = 0, .median_us = median_us, .config = config});
 }
 
-TEST(JobQueue, WorkerTokensOnlyLeaseAndReportAndOnlyThey) {
-  QueueFixture q;
+// Every test runs on both engines: the queue's rules are the store interface's, not SQLite's.
+class JobQueue : public ::testing::TestWithParam<test::Engine> {};
+
+TEST_P(JobQueue, WorkerTokensOnlyLeaseAndReportAndOnlyThey) {
+  QueueFixture q(GetParam());
   ServerFixture& f = q.f;
   // A worker token reads nothing and writes no record or job.
   EXPECT_EQ(f.get("/status", q.worker).status, 403);
@@ -98,8 +101,8 @@ TEST(JobQueue, WorkerTokensOnlyLeaseAndReportAndOnlyThey) {
   EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/lease", "{}", thief).status, 404);
 }
 
-TEST(JobQueue, LeasesMatchHardwareExpireAndRecordEachItemOnce) {
-  QueueFixture q;
+TEST_P(JobQueue, LeasesMatchHardwareExpireAndRecordEachItemOnce) {
+  QueueFixture q(GetParam());
   ServerFixture& f = q.f;
   ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
   ASSERT_EQ(q.registerWorker(kWorkerB, "x86-64-v3").status, 200);  // other hardware than the key's
@@ -165,11 +168,11 @@ TEST(JobQueue, LeasesMatchHardwareExpireAndRecordEachItemOnce) {
   EXPECT_TRUE(q.lease(kWorkerA, 8).at("items").empty());
 }
 
-TEST(JobQueue, ItemsWhoseLeasesKeepExpiringAreGivenUp) {
+TEST_P(JobQueue, ItemsWhoseLeasesKeepExpiringAreGivenUp) {
   ServerOptions o = queueOptions();
   o.queue.lease_s = 0.5;
   o.queue.max_attempts = 2;
-  ServerFixture f(o);
+  ServerFixture f(o, true, GetParam());
   auto tokens = TokenStore::open(f.db);
   const std::string worker = *(*tokens)->add("box", Scope::Worker);
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
@@ -194,8 +197,8 @@ TEST(JobQueue, ItemsWhoseLeasesKeepExpiringAreGivenUp) {
   EXPECT_EQ(json::parse(f.get("/v1/records", f.read_token).body).at("records").size(), 0u);
 }
 
-TEST(JobQueue, JobsAreBounded) {
-  QueueFixture q;
+TEST_P(JobQueue, JobsAreBounded) {
+  QueueFixture q(GetParam());
   ServerFixture& f = q.f;
   auto submit = [&](const json& body) { return f.post("/v1/jobs", body.dump(), f.write_token); };
   std::vector<std::string> many;
@@ -222,6 +225,9 @@ TEST(JobQueue, JobsAreBounded) {
   // Nothing of that was queued.
   EXPECT_EQ(f.get("/v1/jobs/" + kJob, f.write_token).status, 404);
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, JobQueue, ::testing::ValuesIn(test::builtEngines()),
+                         [](const auto& info) { return std::string(test::engineName(info.param)); });
 
 }  // namespace
 }  // namespace tessera::cache

@@ -172,8 +172,18 @@ std::string httpRequest(const std::string& method, const std::string& target, co
   return req;
 }
 
-ServerFixture::ServerFixture(ServerOptions opts, bool with_tokens) {
-  db = dir.file("cache.db");
+std::vector<Engine> builtEngines() {
+  if (postgresBuiltIn()) return {Engine::Sqlite, Engine::Postgres};
+  return {Engine::Sqlite};
+}
+
+ServerFixture::ServerFixture(ServerOptions opts, bool with_tokens, Engine engine) {
+  if (engine == Engine::Postgres) {
+    pg = std::make_unique<PgDatabase>();
+    db = pg->url();
+  } else {
+    db = dir.file("cache.db");
+  }
   opts.db_path = db;
   if (opts.version.empty() || opts.version == "dev") opts.version = "test";
   if (with_tokens) {
@@ -244,7 +254,7 @@ const std::string& pgServerUrl() {
     // Idempotent: prints the running server's URL, or starts it; flock keeps two test processes
     // from running initdb at once.
     const std::string dir = TESSERA_PG_DIR;
-    std::string u = trimmedOutput("flock " + dir + ".lock bash " + std::string(TESSERA_SOURCE_DIR) +
+    std::string u = trimmedOutput("flock -o " + dir + ".lock bash " + std::string(TESSERA_SOURCE_DIR) +
                                   "/scripts/pg_server.sh start " + dir + " 2>&1");
     if (!isPostgresLocation(u))
       throw std::runtime_error("the tests' PostgreSQL server did not start (scripts/pg_server.sh start " + dir +

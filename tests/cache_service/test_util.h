@@ -65,8 +65,17 @@ inline ServerOptions testOptions() {
 }
 
 // Tokens of each scope plus a running in-process server on a free loopback port.
+class PgDatabase;
+
+enum class Engine { Sqlite, Postgres };
+inline const char* engineName(Engine e) { return e == Engine::Sqlite ? "sqlite" : "postgres"; }
+// The engines this build has (what engine-parametrized tests run on).
+std::vector<Engine> builtEngines();
+
 struct ServerFixture {
-  explicit ServerFixture(ServerOptions opts = testOptions(), bool with_tokens = true);
+  // engine: where the store lives (a fresh SQLite file, or a fresh database on the tests'
+  // PostgreSQL server); `db` is its location either way.
+  explicit ServerFixture(ServerOptions opts = testOptions(), bool with_tokens = true, Engine engine = Engine::Sqlite);
   ~ServerFixture();
   int port() const { return server->port(); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
@@ -76,6 +85,7 @@ struct ServerFixture {
              const std::string& content_type = "application/json");
 
   TempDir dir;
+  std::unique_ptr<PgDatabase> pg;
   std::string db;
   std::string read_token, write_token, admin_token;
   std::unique_ptr<CacheServer> server;

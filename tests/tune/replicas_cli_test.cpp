@@ -1,9 +1,9 @@
-// Tests failover between two `tessera serve` replicas on one SQLite file (the same machine: SQLite's
-// locks serialize their writes, the job queue and the winners live in the file, and each
-// replica's winners index follows the other's commits), with the real binaries on loopback: a
-// replica killed with SIGKILL in the middle of a tune through workers costs nothing; the tuner
-// and the workers go on through the other replica, every candidate is measured exactly once, and
-// every result the tuner was given is in the store.
+// Tests failover between two `tessera serve` replicas on one store, on both engines: one SQLite
+// file (the same machine: SQLite's locks serialize their writes, and each replica's winners index
+// follows the other's commits) and one PostgreSQL database (replicas that could be on any
+// machines), with the real binaries on loopback: a replica killed with SIGKILL in the middle of a
+// tune through workers costs nothing; the tuner and the workers go on through the other replica,
+// every candidate is measured exactly once, and every result the tuner was given is in the store.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -22,8 +22,10 @@ using tessera::test::Child;
 using tessera::test::Service;
 using Clock = std::chrono::steady_clock;
 
-TEST(Replicas, KillingOneOfTwoMidTuneLosesNoAcknowledgedWrite) {
-  Service s({"--lease-seconds", "3", "--worker-ttl", "3"});
+class Replicas : public ::testing::TestWithParam<tessera::cache::test::Engine> {};
+
+TEST_P(Replicas, KillingOneOfTwoMidTuneLosesNoAcknowledgedWrite) {
+  Service s({"--lease-seconds", "3", "--worker-ttl", "3"}, GetParam());
   s.addReplica();
   std::vector<std::unique_ptr<Child>> workers;
   for (int i = 0; i < 2; ++i) workers.push_back(s.startWorker(i));
@@ -69,5 +71,8 @@ TEST(Replicas, KillingOneOfTwoMidTuneLosesNoAcknowledgedWrite) {
   json winner = s.get("/v1/best/" + queryRows(s.db, "SELECT key_id FROM records LIMIT 1")[0][0], s.url2);
   EXPECT_TRUE(winner.is_object() && winner.contains("record")) << winner.dump();
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, Replicas, ::testing::ValuesIn(tessera::cache::test::builtEngines()),
+                         [](const auto& info) { return std::string(tessera::cache::test::engineName(info.param)); });
 
 }  // namespace

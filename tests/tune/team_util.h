@@ -1,6 +1,7 @@
 // Owns what the team-scale process tests share (tests/tune/workers_cli_test.cpp,
 // replicas_cli_test.cpp): background `tessera` children (workers, tunes) with their logs, and a
-// `tessera serve` on a fresh SQLite file with a write token (the tuner) and a worker token.
+// `tessera serve` on a fresh store (a SQLite file, or a database on the tests' PostgreSQL server)
+// with a write token (the tuner) and a worker token.
 #pragma once
 
 #include <fcntl.h>
@@ -114,11 +115,18 @@ class Child {
   int status_ = 0;
 };
 
-// A service on a fresh SQLite file with a write token (the tuner) and a worker token; optionally
-// a second replica, another `tessera serve` on the same file.
+// A service on a fresh store with a write token (the tuner) and a worker token; optionally a second
+// replica, another `tessera serve` on the same store. `db` is the store's location.
 struct Service {
-  explicit Service(std::vector<std::string> extra = {"--lease-seconds", "3", "--worker-ttl", "3"}) : extra_(extra) {
-    db = dir.file("service.db");
+  explicit Service(std::vector<std::string> extra = {"--lease-seconds", "3", "--worker-ttl", "3"},
+                   tessera::cache::test::Engine engine = tessera::cache::test::Engine::Sqlite)
+      : extra_(extra) {
+    if (engine == tessera::cache::test::Engine::Postgres) {
+      pg = std::make_unique<tessera::cache::test::PgDatabase>();
+      db = pg->url();
+    } else {
+      db = dir.file("service.db");
+    }
     tuner = addToken(db, "tuner", "write");
     worker = addToken(db, "box", "worker");
     serve = std::make_unique<ServeProcess>(db, dir.path(), extra);
@@ -158,6 +166,7 @@ struct Service {
   std::vector<std::string> tuneEnv() const { return {"TESSERA_CACHE_URL=" + urls(), "TESSERA_TOKEN=" + tuner}; }
 
   TempDir dir;
+  std::unique_ptr<tessera::cache::test::PgDatabase> pg;
   std::string db, tuner, worker, url, url2;
   std::unique_ptr<ServeProcess> serve, replica;
 

@@ -1,5 +1,6 @@
 // Tests measurement workers end to end with the real binaries on loopback: a `tessera serve` on a
-// SQLite file, `tessera worker` processes, and `tessera tune --workers`. Three host workers serve
+// SQLite file or a PostgreSQL database (the first two tests run on both engines), `tessera worker`
+// processes, and `tessera tune --workers`. Three host workers serve
 // one tune and it stores what a local tune with the same seed stores (count and statuses); a
 // worker killed with SIGKILL while it holds a lease costs nothing: every candidate is still
 // measured exactly once; a tune with no live worker fails in one line; a worker refuses a job
@@ -57,8 +58,10 @@ std::vector<std::string> with(std::vector<std::string> a, const std::vector<std:
 
 }  // namespace
 
-TEST(Workers, ThreeHostWorkersServeOneTuneLikeALocalTune) {
-  Service s;
+class WorkersOn : public ::testing::TestWithParam<tessera::cache::test::Engine> {};
+
+TEST_P(WorkersOn, ThreeHostWorkersServeOneTuneLikeALocalTune) {
+  Service s({"--lease-seconds", "3", "--worker-ttl", "3"}, GetParam());
   std::vector<std::unique_ptr<Child>> workers;
   for (int i = 0; i < 3; ++i) workers.push_back(s.startWorker(i));
   ASSERT_NO_FATAL_FAILURE(s.awaitWorkers(3));
@@ -88,8 +91,8 @@ TEST(Workers, ThreeHostWorkersServeOneTuneLikeALocalTune) {
   EXPECT_EQ(hosts[0][0], "0");  // every record names the machine that measured it
 }
 
-TEST(Workers, AKilledWorkersCandidatesAreStillMeasuredExactlyOnce) {
-  Service s({"--lease-seconds", "2", "--worker-ttl", "2"});
+TEST_P(WorkersOn, AKilledWorkersCandidatesAreStillMeasuredExactlyOnce) {
+  Service s({"--lease-seconds", "2", "--worker-ttl", "2"}, GetParam());
   std::vector<std::unique_ptr<Child>> workers;
   for (int i = 0; i < 2; ++i) workers.push_back(s.startWorker(i));
   ASSERT_NO_FATAL_FAILURE(s.awaitWorkers(2));
@@ -129,6 +132,9 @@ TEST(Workers, AKilledWorkersCandidatesAreStillMeasuredExactlyOnce) {
   auto lost = queryRows(s.db, "SELECT count(*) FROM job_items WHERE result LIKE '%\"lost\"%'");
   EXPECT_EQ(lost[0][0], "0");
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, WorkersOn, ::testing::ValuesIn(tessera::cache::test::builtEngines()),
+                         [](const auto& info) { return std::string(tessera::cache::test::engineName(info.param)); });
 
 TEST(Workers, ATuneWithoutALiveWorkerFailsInOneLine) {
   Service s;
