@@ -38,6 +38,7 @@
 #      SERVER_THREADS (96), SYNC (full|normal, serve's --sync, SQLite; default full),
 #      SQLITE2 (1), PG (auto: skipped with a message where the engine is not built; 0: skip),
 #      KINDS ("lookup write"), NGINX_WORKERS (1), UPSTREAM_KEEPALIVE (the shipped 32),
+#      STORE_CONNECTIONS (serve's --store-connections for the PostgreSQL replicas; its default 16),
 #      PG_LOG_SLOW_MS (diagnosis: count PostgreSQL statements slower than this),
 #      KEEP (1: keep the work folder).
 set -euo pipefail
@@ -98,9 +99,10 @@ wait_http() {  # url
 }
 # start_serve NAME STORE: one replica on its fixed port (nginx's upstreams name the ports).
 start_serve() {
-  local name=$1 store=$2
+  local name=$1 store=$2 extra=()
+  if [ -n "${STORE_CONNECTIONS:-}" ] && [[ $name == pg_* ]]; then extra=(--store-connections "$STORE_CONNECTIONS"); fi
   "$TESSERA" serve "$STORE_FLAG" "$store" --port "${PORT[$name]}" --threads "$THREADS" --sync "$SYNC" \
-    --max-connections-per-client 0 >>"$WORK/$name.log" 2>&1 &
+    --max-connections-per-client 0 "${extra[@]}" >>"$WORK/$name.log" 2>&1 &
   PID[$name]=$!
   wait_http "http://127.0.0.1:${PORT[$name]}/healthz"
 }
