@@ -1,7 +1,10 @@
-// Owns the data of the cache load benchmark: fills a Tessera store and the anchor's rec table
-// with the same N records (the anchor's body is the record's JSON, so both answer with the same
-// bytes) and writes the key ids, one per line, for the wrk lookup script.
-// Usage: cache_bench_seed RECORDS TESSERA_DB ANCHOR_DB KEYS_FILE
+// Owns the data of the cache load benchmarks: fills a Tessera store (any engine: a SQLite file or
+// a postgresql:// URL, opened through cache::openStore) and optionally the anchor's rec table with
+// the same N records (the anchor's body is the record's JSON, so both answer with the same bytes),
+// writes the key ids, one per line, for the wrk lookup script, and reports the store's own size
+// (StoreStats::db_bytes) before and after, so benches can state bytes per record.
+// Usage: cache_bench_seed RECORDS STORE ANCHOR_DB|- KEYS_FILE|-
+// The records depend on RECORDS only (fixed seed), so two stores seeded alike hold the same keys.
 #include <sqlite3.h>
 
 #include <cstdio>
@@ -11,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cache_service/engine.h"
 #include "cache_service/record.h"
 #include "cache_service/store.h"
 #include "support/hash.h"
@@ -60,26 +64,35 @@ Record makeRecord(int i, std::mt19937_64& rng) {
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::fprintf(stderr, "usage: cache_bench_seed RECORDS TESSERA_DB ANCHOR_DB KEYS_FILE\n");
+    std::fprintf(stderr, "usage: cache_bench_seed RECORDS STORE ANCHOR_DB|- KEYS_FILE|-\n");
     return 2;
   }
   const int n = std::atoi(argv[1]);
-  SqliteStoreOptions so;
-  so.synchronous_full = false;  // seeding speed; the server reopens with its own setting
-  auto store = openSqliteStore(argv[2], so);
+  const std::string anchor_path = argv[3], keys_path = argv[4];
+  EngineOptions eo;
+  eo.synchronous_full = false;  // seeding speed; the server reopens with its own setting
+  auto store = openStore(argv[2], eo);
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.error().message.c_str());
     return 1;
   }
+  auto before = (*store)->stats();
+  if (!before.ok()) {
+    std::fprintf(stderr, "%s\n", before.error().message.c_str());
+    return 1;
+  }
   sqlite3* anchor = nullptr;
-  sqlite3_open(argv[3], &anchor);
-  sqlite3_exec(anchor,
-               "PRAGMA journal_mode=WAL; CREATE TABLE IF NOT EXISTS rec(key_id TEXT PRIMARY KEY, body TEXT);"
-               "BEGIN;",
-               nullptr, nullptr, nullptr);
   sqlite3_stmt* ins = nullptr;
-  sqlite3_prepare_v2(anchor, "insert or replace into rec values(?, ?)", -1, &ins, nullptr);
-  std::ofstream keys(argv[4]);
+  if (anchor_path != "-") {
+    sqlite3_open(anchor_path.c_str(), &anchor);
+    sqlite3_exec(anchor,
+                 "PRAGMA journal_mode=WAL; CREATE TABLE IF NOT EXISTS rec(key_id TEXT PRIMARY KEY, body TEXT);"
+                 "BEGIN;",
+                 nullptr, nullptr, nullptr);
+    sqlite3_prepare_v2(anchor, "insert or replace into rec values(?, ?)", -1, &ins, nullptr);
+  }
+  std::ofstream keys;
+  if (keys_path != "-") keys.open(keys_path);
   std::mt19937_64 rng(42);
   std::vector<Record> batch;
   size_t body_bytes = 0;
@@ -101,18 +114,31 @@ int main(int argc, char** argv) {
         stored.id = (*res)[k].id;
         const std::string body = encodeRecord(stored);
         body_bytes += body.size();
-        sqlite3_reset(ins);
-        sqlite3_bind_text(ins, 1, stored.key_id.c_str(), -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 2, body.c_str(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
-        sqlite3_step(ins);
-        keys << stored.key_id << "\n";
+        if (ins) {
+          sqlite3_reset(ins);
+          sqlite3_bind_text(ins, 1, stored.key_id.c_str(), -1, SQLITE_TRANSIENT);
+          sqlite3_bind_text(ins, 2, body.c_str(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
+          sqlite3_step(ins);
+        }
+        if (keys.is_open()) keys << stored.key_id << "\n";
       }
       batch.clear();
     }
   }
-  sqlite3_finalize(ins);
-  sqlite3_exec(anchor, "COMMIT;", nullptr, nullptr, nullptr);
-  sqlite3_close(anchor);
+  if (anchor) {
+    sqlite3_finalize(ins);
+    sqlite3_exec(anchor, "COMMIT;", nullptr, nullptr, nullptr);
+    sqlite3_close(anchor);
+  }
+  auto after = (*store)->stats();
+  if (!after.ok()) {
+    std::fprintf(stderr, "%s\n", after.error().message.c_str());
+    return 1;
+  }
   std::printf("seeded %d records (mean JSON %zu bytes)\n", n, n ? body_bytes / static_cast<size_t>(n) : 0);
+  // One line for scripts: the store's size as its engine reports it (SQLite: file + WAL).
+  std::printf("store_bytes_before=%lld store_bytes_after=%lld records_after=%lld\n",
+              static_cast<long long>(before->db_bytes), static_cast<long long>(after->db_bytes),
+              static_cast<long long>(after->records));
   return 0;
 }
