@@ -138,7 +138,7 @@ Status SqliteStore::loadIndex(sql::Db& db) {
 }
 
 Expected<ServedRecordPtr> SqliteStore::best(std::string_view key_id) {
-  if (opts_.index_winners) {
+  if (opts_.index_winners && index_live_.load(std::memory_order_acquire)) {
     std::shared_lock<std::shared_mutex> g(index_mu_);
     auto it = winners_.find(std::string(key_id));
     return it == winners_.end() ? ServedRecordPtr{} : it->second;

@@ -64,13 +64,17 @@ void SqliteStore::commitGroup(std::vector<WriteJob*>& jobs) {
     return failAll(committed.error());
   }
   if (!opts_.index_winners) return;
-  Status indexed = external ? loadIndex(db) : applyIndex(db, touched);
-  if (!indexed.ok()) {
-    // The data is committed; only the cache is behind. Forget the keys it may be wrong about and
-    // force a full reload at the next refresh or write.
-    data_version_ = -1;
-    std::unique_lock<std::shared_mutex> g(index_mu_);
-    for (const auto& key : touched) winners_.erase(key);
+  if (external) {
+    // Another process wrote: the index may miss its winners. Lookups read the database until that
+    // process is quiet (refreshIfChangedExternally reloads the index then).
+    index_live_.store(false, std::memory_order_release);
+    last_external_ = std::chrono::steady_clock::now();
+  }
+  if (!index_live_.load(std::memory_order_acquire)) return;
+  if (Status indexed = applyIndex(db, touched); !indexed.ok()) {
+    // The data is committed; only the cache is behind: lookups read the database until the next
+    // refresh reloads it.
+    index_live_.store(false, std::memory_order_release);
   }
 }
 
@@ -327,9 +331,17 @@ Expected<bool> SqliteStore::refreshIfChangedExternally() {
   }
   auto check = [&]() -> Expected<bool> {
     TESSERA_ASSIGN(int64_t version, writer_->scalar("PRAGMA data_version"));
-    if (version == data_version_) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (version != data_version_) {
+      data_version_ = version;
+      index_live_.store(false, std::memory_order_release);
+      last_external_ = now;
+      return true;  // noticed: lookups read the database from now on
+    }
+    // Reload once the other writers have been quiet for a second, not after each of their commits.
+    if (index_live_.load(std::memory_order_acquire) || now - last_external_ < std::chrono::seconds(1)) return false;
     TESSERA_TRY(loadIndex(*writer_));
-    data_version_ = version;
+    index_live_.store(true, std::memory_order_release);
     return true;
   };
   auto result = check();

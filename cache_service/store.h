@@ -155,9 +155,10 @@ class RecordStore {
   // Cheap liveness check used by /readyz.
   virtual Status ping() = 0;
 
-  // For stores that cache winners in memory: reloads the cache if another connection (another
-  // process, a hand edit) committed to the file since this store last looked. Returns true when it
-  // reloaded. Others: no-op.
+  // For stores that cache winners in memory: notices when another connection (another process, a
+  // hand edit) committed to the file since this store last looked (lookups then read the file) and
+  // reloads the cache once the other writer has been quiet for a second. Returns true when it
+  // noticed a change or reloaded. Others: no-op.
   virtual Expected<bool> refreshIfChangedExternally() { return false; }
 
   // The measurement job queue kept in the same database (jobs.h), or nullptr (the in-memory store).
