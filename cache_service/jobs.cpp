@@ -7,6 +7,20 @@
 
 namespace tessera::cache {
 
+std::optional<ReportResult> settledReport(const std::string& state, const std::string& holder,
+                                          const std::string& worker_id, int64_t record_id) {
+  ReportResult res;
+  if (holder != worker_id || state == "queued") {
+    res.outcome = ReportOutcome::NotLeased;
+    return res;
+  }
+  if (state != "done") return std::nullopt;
+  res.outcome = ReportOutcome::Duplicate;
+  res.put.id = record_id;
+  res.put.duplicate = true;
+  return res;
+}
+
 bool isJobId(std::string_view s) {
   if (s.size() != 32) return false;
   for (char c : s)

@@ -143,6 +143,12 @@ class JobQueue {
   virtual Expected<int64_t> purge(double keep_finished_s, double max_open_s) = 0;
 };
 
+// The part of a report both engines decide alike from the item's row (its state, holder and
+// record): NotLeased when the item is not this worker's to report, Duplicate when it is done
+// already (the earlier record's id); nullopt when the report is to be recorded now.
+std::optional<ReportResult> settledReport(const std::string& state, const std::string& holder,
+                                          const std::string& worker_id, int64_t record_id);
+
 bool isJobId(std::string_view s);  // 32 lowercase hex digits (also worker ids)
 // The result the queue stores for an item it failed after `attempts` expired leases: a JSON object
 // {"lost": attempts, "message": ...} (a candidate that takes its worker down with it, or a fleet

@@ -260,14 +260,8 @@ Expected<ReportResult> PgStore::report(const ItemReport& r, const PutOptions& pu
     if (item.empty()) return makeError(ErrorCode::NotFound, "no item " + std::to_string(r.item) + " in job " + r.job_id);
     const std::string state = asText(item[0][0]), holder = asText(item[0][1]);
     int64_t record_id = asInt(item[0][2]);
-    if (holder != r.worker_id || state == "queued") {
-      res.outcome = ReportOutcome::NotLeased;
-      return {};
-    }
-    if (state == "done") {
-      res.outcome = ReportOutcome::Duplicate;
-      res.put.id = record_id;
-      res.put.duplicate = true;
+    if (auto settled = settledReport(state, holder, r.worker_id, record_id)) {
+      res = std::move(*settled);
       return {};
     }
     if (r.record) {

@@ -307,14 +307,8 @@ Expected<ReportResult> SqliteStore::report(const ItemReport& r, const PutOptions
       holder = st->text(1);
       record_id = st->i64(2);
     }
-    if (holder != r.worker_id || state == "queued") {
-      res.outcome = ReportOutcome::NotLeased;
-      return {};
-    }
-    if (state == "done") {
-      res.outcome = ReportOutcome::Duplicate;
-      res.put.id = record_id;
-      res.put.duplicate = true;
+    if (auto settled = settledReport(state, holder, r.worker_id, record_id)) {
+      res = std::move(*settled);
       return {};
     }
     if (r.record) {

@@ -242,12 +242,7 @@ Expected<std::vector<NearestMatch>> SqliteStore::nearest(const HardKey& key, int
     auto d = shapeDistance(key.shape, r.key.shape);
     if (d) out.push_back({std::move(r), *d});
   }
-  auto rank = [&](const NearestMatch& m) {
-    return std::make_tuple(m.distance, m.record.key.layout != key.layout, m.record.median_us,
-                           m.record.id);
-  };
-  std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
-  if (static_cast<int>(out.size()) > limit) out.resize(static_cast<size_t>(std::max(limit, 0)));
+  rankNearest(key, out, limit);
   return out;
 }
 

@@ -92,6 +92,11 @@ struct NearestMatch {
   double distance;  // shapeDistance(requested shape, record.key.shape)
 };
 
+// Orders nearby winners as RecordStore::nearest() promises (closest shape, then the same layout,
+// then the lower median, then the older record) and keeps the first `limit`: one rule for every
+// engine.
+void rankNearest(const HardKey& key, std::vector<NearestMatch>& matches, int limit);
+
 // Which records an admin action applies to: all criteria given must hold (an empty selector
 // selects nothing, so a typo never deletes everything).
 struct RecordSelector {

@@ -389,30 +389,25 @@ if [ "${#PAIRS[@]}" -gt 0 ]; then
 fi
 
 echo
-echo "== CPU share during each point (% of $NCPU cores: tessera serve replicas, nginx, PostgreSQL, rest = wrk + anything else on the machine)"
-printf "%-7s %-5s" kind conns
-for s in "${SETUPS[@]}"; do printf " | %-19s" "$s srv ngx pg rest"; done
-echo
-for kind in $KINDS; do
-  for c in $CONNS; do
-    printf "%-7s %-5s" "$kind" "$c"
-    for s in "${SETUPS[@]}"; do printf " | %s" "${CPU[$s:$kind:$c]}"; done
-    echo
+# print_table TITLE HEADER_SUFFIX WIDTH ARRAY: one row per (kind, conns), one column per setup.
+print_table() {
+  local -n cells=$4
+  echo "$1"
+  printf "%-7s %-5s" kind conns
+  for s in "${SETUPS[@]}"; do printf " | %-${3}s" "$s $2"; done
+  echo
+  for kind in $KINDS; do
+    for c in $CONNS; do
+      printf "%-7s %-5s" "$kind" "$c"
+      for s in "${SETUPS[@]}"; do printf " | %s" "${cells[$s:$kind:$c]}"; done
+      echo
+    done
   done
-done
-
+}
+print_table "== CPU share during each point (% of $NCPU cores: tessera serve replicas, nginx, PostgreSQL, rest = wrk + anything else on the machine)" \
+  "srv ngx pg rest" 19 CPU
 echo
-echo "== CPU microseconds per answered request (tessera serve replicas together, nginx, PostgreSQL)"
-printf "%-7s %-5s" kind conns
-for s in "${SETUPS[@]}"; do printf " | %-17s" "$s srv ngx pg"; done
-echo
-for kind in $KINDS; do
-  for c in $CONNS; do
-    printf "%-7s %-5s" "$kind" "$c"
-    for s in "${SETUPS[@]}"; do printf " | %s" "${PERREQ[$s:$kind:$c]}"; done
-    echo
-  done
-done
+print_table "== CPU microseconds per answered request (tessera serve replicas together, nginx, PostgreSQL)" "srv ngx pg" 17 PERREQ
 
 if [ -n "${PG_LOG_SLOW_MS:-}" ] && [ -n "$PG_DIR" ]; then
   echo
