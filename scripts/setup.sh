@@ -5,7 +5,7 @@
 # in its test (deploy/nginx/; never as a system service); python3-venv holds schemathesis (PyPI),
 # which tests/cache_service/schemathesis_test.sh installs into the build dir. libpqxx-dev and
 # postgresql-15 are the PostgreSQL store engine and the throw-away server its tests start
-# (scripts/pg_server.sh: initdb in a folder of the build dir; no system cluster is created).
+# (scripts/pg_server.sh: initdb in a folder of its own; no system cluster is created).
 set -euo pipefail
 
 PKGS=(

@@ -81,7 +81,7 @@ cleanup() {
   # `|| true`: a killed child's non-zero status must not abort the cleanup under set -e.
   for p in "${PID[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   if [ -n "$PIDS_NGINX" ]; then kill "$PIDS_NGINX" 2>/dev/null || true; wait "$PIDS_NGINX" 2>/dev/null || true; fi
-  if [ -n "$PG_DIR" ]; then bash "$ROOT/scripts/pg_server.sh" stop "$PG_DIR" || true; fi
+  if [ -n "$PG_DIR" ]; then bash "$ROOT/scripts/pg_server.sh" destroy "$PG_DIR" || true; fi
   if [ "${KEEP:-0}" = 1 ]; then echo "work folder kept: $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT

@@ -278,7 +278,7 @@ TEST(PgStore, TheServiceRidesOutAPostgresRestart) {
     std::function<void()> f;
     ~Cleanup() { f(); }
   } cleanup{[&] {
-    run("stop");
+    run("destroy");
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   }};

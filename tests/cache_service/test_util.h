@@ -100,9 +100,9 @@ std::string dbSnapshot(const std::string& db_path);
 std::vector<std::vector<std::string>> queryRows(const std::string& db_path, const std::string& sql);
 
 // A fresh database on the tests' PostgreSQL server, dropped (WITH FORCE) when this goes. The server
-// is scripts/pg_server.sh's, in the build's test-tmp/pg: the ctest fixture `postgres` starts it
-// before and stops it after the tests; a test binary run on its own starts it on first use (it
-// stays up; `bash scripts/pg_server.sh stop build/test-tmp/pg`). TESSERA_TEST_PG=URL names another
+// is scripts/pg_server.sh's, with its handle in the build's test-tmp/pg: the ctest fixture
+// `postgres` starts it before and destroys it after the tests; a test binary run on its own starts
+// it on first use (it stays up; `bash scripts/pg_server.sh destroy build/test-tmp/pg`). TESSERA_TEST_PG=URL names another
 // server (a role that may create databases). Throws when no server can be had: a test that needs
 // PostgreSQL fails, it never skips.
 class PgDatabase {
