@@ -22,6 +22,11 @@ usage() {
   exit 2
 }
 if [ -z "$cmd" ] || [ -z "$dir" ]; then usage; fi
+if [ "$cmd" = start ]; then mkdir -p "$dir"; fi
+if [ -d "$dir" ]; then dir=$(cd "$dir" && pwd); fi
+# The server's tools run as nobody, who may not be allowed into the caller's working folder (they
+# would say so on stderr, which callers read with the URL).
+cd /
 # The server outlives this script: it must not inherit a caller's descriptors (a lock file held by
 # `flock`, the pipe of a test's popen), or whoever waits on them waits for the server's exit.
 for fd in $(seq 3 63); do eval "exec $fd>&-" 2>/dev/null || true; done
