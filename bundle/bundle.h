@@ -45,6 +45,9 @@ struct BundleCallbacks {
 
 struct BundleSummary {
   std::string dir;
+  // What a program linking libtessera_bundle.a adds (also in the bundle's link.flags): -ldl
+  // -lpthread -lm, and LLVM's OpenMP runtime when a host kernel runs on several threads.
+  std::string link_flags;
   int entries = 0, exact = 0, nearest = 0, untuned = 0, estimated = 0;
   std::vector<std::string> skipped;  // "<kernel> on <target>: why"
 };

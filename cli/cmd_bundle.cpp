@@ -161,7 +161,7 @@ void bundleCommand(const BundleFlags& f) {
   if (f.json) {
     nlohmann::json j = {{"dir", sum->dir},         {"entries", sum->entries}, {"exact", sum->exact},
                         {"nearest", sum->nearest}, {"untuned", sum->untuned}, {"estimated", sum->estimated},
-                        {"skipped", sum->skipped}};
+                        {"skipped", sum->skipped}, {"link_flags", sum->link_flags}};
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }
@@ -170,8 +170,8 @@ void bundleCommand(const BundleFlags& f) {
   if (sum->estimated) std::printf(", %d with ESTIMATED times", sum->estimated);
   std::printf(")%s\n", sum->skipped.empty() ? "" : ("; " + std::to_string(sum->skipped.size()) + " left out").c_str());
   std::printf("build:  make -C %s        (libtessera_bundle.a)\n", sum->dir.c_str());
-  std::printf("use:    cc app.c -I%s %s/libtessera_bundle.a -ldl -lpthread -lm   (API: %s/tessera_bundle.h)\n",
-              sum->dir.c_str(), sum->dir.c_str(), sum->dir.c_str());
+  std::printf("use:    cc app.c -I%s %s/libtessera_bundle.a %s   (API: %s/tessera_bundle.h; flags also in %s/link.flags)\n",
+              sum->dir.c_str(), sum->dir.c_str(), sum->link_flags.c_str(), sum->dir.c_str(), sum->dir.c_str());
 }
 
 }  // namespace

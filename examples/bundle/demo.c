@@ -3,7 +3,7 @@
  * only the bundle's C runtime, its kernel table and its host objects.
  *
  *   tessera bundle --kernels kernels.txt --db tessera.db --targets host --out bundle
- *   make -C bundle && cc -O2 demo.c -Ibundle bundle/libtessera_bundle.a -ldl -lpthread -lm -o demo
+ *   make -C bundle && cc -O2 demo.c -Ibundle bundle/libtessera_bundle.a $(cat bundle/link.flags) -o demo
  *   ./demo [--gemm MxNxK] [--attention BxHxSxD] [--causal]
  *
  * Exit status: 0 when every kernel that ran was correct, 1 on a wrong result or a failure, 2 on bad

@@ -25,8 +25,10 @@ step "bundle for host, sm_90 and gfx942"
 
 step "build the bundle and the demo with $CC"
 make -s -C bundle CC="$CC" CFLAGS="-O2 -Wall -Wextra -Werror"
-"$CC" -std=c11 -O2 -Wall -Wextra -Werror "$HERE/demo.c" -Ibundle bundle/libtessera_bundle.a -ldl -lpthread -lm -o demo
-if ldd ./demo | grep -Eiq 'llvm|mlir|tessera'; then die "demo links LLVM/MLIR/Tessera libraries"; fi
+# link.flags: -ldl -lpthread -lm, plus LLVM's OpenMP runtime when a tuned host kernel is threaded.
+"$CC" -std=c11 -O2 -Wall -Wextra -Werror "$HERE/demo.c" -Ibundle bundle/libtessera_bundle.a $(cat bundle/link.flags) -o demo
+if ldd ./demo | grep -Eiq 'libLLVM|libMLIR|tessera'; then die "demo links LLVM/MLIR/Tessera libraries"; fi
+if ldd ./demo | grep -q 'libomp' && ! grep -q -- '-lomp' bundle/link.flags; then die "libomp linked but not asked for"; fi
 # The runtime without its GPU half compiles too.
 "$CC" -std=c11 -Wall -Wextra -Werror -DTESSERA_BUNDLE_NO_GPU -c bundle/tessera_runtime.c bundle/tessera_runtime_gpu.c
 
@@ -41,7 +43,7 @@ step "a shape nobody tuned: the nearest tuned shape's config, checked against th
 printf 'gemm --m 250 --n 256 --k 256\nattention --heads 2 --seq 256 --head-dim 64\n' > near.txt
 "$T" bundle --kernels near.txt --db tessera.db --targets host --out near
 make -s -C near CC="$CC"
-"$CC" -std=c11 -O2 "$HERE/demo.c" -Inear near/libtessera_bundle.a -ldl -lpthread -lm -o demo_near
+"$CC" -std=c11 -O2 "$HERE/demo.c" -Inear near/libtessera_bundle.a $(cat near/link.flags) -o demo_near
 ./demo_near --gemm 250x256x256 | tee near.txt
 grep -q "demo: all checks passed" near.txt || die "the nearest-shape bundle failed"
 grep -q "config tuned at 256x256x256 (nearest tuned shape" near.txt || die "nearest shape not used"
