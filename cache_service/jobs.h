@@ -5,7 +5,8 @@
 // heartbeats, and report one result per item. The queue lives in the same database as the
 // records, so a measure item's result and its record commit in one transaction: a result that
 // arrives twice is stored once, and an item whose lease expired (a killed worker) goes to another
-// worker. The SQLite engine implements it (sqlite_jobs.cpp); times are the store's clock.
+// worker. Both engines implement it (sqlite_jobs.cpp: one BEGIN IMMEDIATE writer; pg_jobs.cpp:
+// leases with FOR UPDATE SKIP LOCKED); times are the store's clock (PostgreSQL: the database's).
 #pragma once
 
 #include <cstdint>

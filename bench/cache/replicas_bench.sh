@@ -56,6 +56,8 @@ SQLITE2=${SQLITE2:-1}
 PG=${PG:-auto}
 NGINX_WORKERS=${NGINX_WORKERS:-1}
 HERE=$ROOT/bench/cache
+# shellcheck source=bench/cache/load_util.sh
+. "$ROOT/bench/cache/load_util.sh"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 command -v wrk >/dev/null || { echo "replicas_bench.sh: wrk not found (apt-get install wrk)" >&2; exit 1; }
@@ -86,17 +88,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_http() {  # url
-  for _ in $(seq 1 300); do
-    curl -s -o /dev/null "$1" && return 0
-    sleep 0.1
-  done
-  echo "replicas_bench.sh: $1 did not come up" >&2
-  exit 1
-}
 # start_serve NAME STORE: one replica on its fixed port (nginx's upstreams name the ports).
 start_serve() {
   local name=$1 store=$2 extra=()
@@ -253,13 +244,6 @@ for st in sqlite pg; do
 done
 
 # ---- load
-to_ms() {
-  awk -v v="$1" 'BEGIN {
-    if (v ~ /us$/) { sub(/us$/, "", v); printf "%.3f", v / 1000 }
-    else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.3f", v }
-    else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.3f", v * 1000 }
-    else printf "nan" }'
-}
 # CPU ticks used so far by processes, all their threads (utime + stime of /proc/PID/stat).
 ticks() {
   local sum=0 p
@@ -352,7 +336,6 @@ fi
 
 # ---- report
 fmt() { awk -v r="$1" -v a="$2" -v b="$3" -v f="$4" 'BEGIN { printf "%8.0f %6.2f %7.2f%-1s", r, a, b, f }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 echo
 echo "== results (req/s, p50 ms, p99 ms; ! = some answers were not 2xx or had socket errors)"
 printf "%-7s %-5s" kind conns

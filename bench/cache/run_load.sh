@@ -17,6 +17,8 @@ DURATION=${DURATION:-5}
 THREADS=${SERVER_THREADS:-96}
 SYNC=${SYNC:-full}
 HERE=$ROOT/bench/cache
+# shellcheck source=bench/cache/load_util.sh
+. "$ROOT/bench/cache/load_util.sh"
 
 command -v wrk >/dev/null || { echo "run_load.sh: wrk not found (apt-get install wrk)" >&2; exit 1; }
 if [ ! -f "$BUILD/build.ninja" ]; then
@@ -38,19 +40,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-    echo $((20000 + RANDOM % 20000))
-}
-wait_http() {  # url
-  for _ in $(seq 1 100); do
-    curl -s -o /dev/null "$1" && return 0
-    sleep 0.1
-  done
-  echo "run_load.sh: $1 did not come up" >&2
-  exit 1
-}
-
 echo "== seeding $RECORDS records"
 "$SEED" "$RECORDS" "$WORK/tessera.db" "$WORK/anchor.db" "$WORK/keys.txt"
 TOKEN=$("$TESSERA" serve token add bench --scope write --db "$WORK/tessera.db" 2>/dev/null)
@@ -66,14 +55,6 @@ for _ in $(seq 1 100); do [ -f "$WORK/port" ] && break; sleep 0.1; done
 TPORT=$(cat "$WORK/port")
 wait_http "http://127.0.0.1:$TPORT/healthz"
 
-# Converts wrk's latency text (870.00us, 1.23ms, 1.02s) to milliseconds.
-to_ms() {
-  awk -v v="$1" 'BEGIN {
-    if (v ~ /us$/) { sub(/us$/, "", v); printf "%.3f", v / 1000 }
-    else if (v ~ /ms$/) { sub(/ms$/, "", v); printf "%.3f", v }
-    else if (v ~ /s$/) { sub(/s$/, "", v); printf "%.3f", v * 1000 }
-    else printf "nan" }'
-}
 # run LABEL CONNS URL [ENV...] -> sets RPS P50 P99 (and warns on non-2xx answers)
 run() {
   local label=$1 conns=$2 url=$3
@@ -92,7 +73,6 @@ run() {
     echo "   warning: $label c=$conns: non-2xx=${bad:-0} ${errs}" >&2
   fi
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 echo "== lookups (random known key per request; $DURATION s per point; server threads $THREADS)"
 printf "%-6s | %-22s | %-22s | %-22s | %-9s %-9s\n" conns "anchor /hello" "anchor lookup" "tessera lookup" "vs hello" "vs lookup"
