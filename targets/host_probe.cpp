@@ -197,6 +197,26 @@ Expected<TargetDesc> hostTargetWithThreads(int threads) {
   return t;
 }
 
+TargetDesc hostAtLevel(TargetDesc t) {
+  const int level = t.arch == "x86-64-v4" ? 4 : t.arch == "x86-64-v3" ? 3 : 2;
+  // What every CPU of the level has: AVX2, FMA and F16C from v3 on; AVX-512 F/BW/VL (and CD,
+  // DQ, not tracked) at v4. bf16 and fp16 arithmetic, VNNI and AMX are features of some CPUs of
+  // a level, not of the level.
+  std::erase_if(t.isa, [&](const std::string& f) {
+    if (f.rfind("amx", 0) == 0 || f == "avx512_bf16" || f == "avx512_fp16" || f == "avx512_vnni") return true;
+    if (f.rfind("avx512", 0) == 0) return level < 4;
+    return level < 3 && (f == "avx" || f == "avx2" || f == "fma" || f == "f16c");
+  });
+  auto add = [&](const char* f) {
+    if (!t.hasIsa(f)) t.isa.push_back(f);
+  };
+  if (level >= 3)
+    for (const char* f : {"avx", "avx2", "fma", "f16c"}) add(f);
+  if (level >= 4)
+    for (const char* f : {"avx512f", "avx512bw", "avx512vl"}) add(f);
+  return t;
+}
+
 Expected<TargetDesc> hostTargetAs(const std::string& arch) {
   TargetDesc t = hostTarget();
   if (arch == t.arch) return t;
@@ -204,17 +224,10 @@ Expected<TargetDesc> hostTargetAs(const std::string& arch) {
   if (!level)
     return makeError(ErrorCode::InvalidArgument, "unknown host ISA level '" + arch + "' (x86-64-v2, x86-64-v3, x86-64-v4)");
   setIsaLevel(t, level);
-  // Zen 4 without AVX-512 issues two 256-bit FMAs per cycle where it issued one 512-bit FMA.
+  // Narrower vectors issue twice as often where the wide ones took both FMA pipes (Zen 4: two
+  // 256-bit FMAs a cycle where one 512-bit; Zen 1: two 128-bit where one 256-bit).
   if (level < 4 && t.fmaPerCycle == 1) t.fmaPerCycle = 2;
-  // The ISA flags of that level: AVX-512 only at v4, AVX2/FMA from v3 on.
-  std::erase_if(t.isa, [&](const std::string& f) {
-    return f.rfind("avx512", 0) == 0 || f.rfind("amx", 0) == 0 || (level < 3 && (f == "avx" || f == "avx2" || f == "fma" || f == "f16c"));
-  });
-  if (level >= 3)
-    for (const char* f : {"avx", "avx2", "fma"})
-      if (!t.hasIsa(f)) t.isa.push_back(f);
-  if (level >= 4) t.isa.push_back("avx512f");
-  return t;
+  return hostAtLevel(t);
 }
 
 }  // namespace tessera
