@@ -40,6 +40,20 @@ std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t)
   return d;
 }
 
+// The largest value of `dom` at most `want` that is a multiple of `step` or covers `whole`
+// (a block of the whole dimension needs no divisibility); the smallest such value above `want`
+// when none is below it.
+int64_t pickLegalMultiple(const std::vector<ir::KnobValue>& dom, int64_t want, int64_t step, int64_t whole) {
+  int64_t below = 0, above = 0;
+  for (const auto& v : dom) {
+    int64_t x = std::get<int64_t>(v);
+    if (x % step && x < whole) continue;
+    if (x <= want) below = std::max(below, x);
+    else if (!above) above = x;
+  }
+  return below ? below : above ? above : pickAtMost(dom, want);
+}
+
 bool has(const std::vector<ir::KnobValue>& dom, const std::string& v) {
   return std::find(dom.begin(), dom.end(), ir::KnobValue(v)) != dom.end();
 }
@@ -151,10 +165,15 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
 
   GemmBlocking blk = hostGemmBlocking(t, g.m, g.n, sched == "bf16dot" ? 4 : 0);
   int64_t mr = pickAtMost(mrDom, blk.MR), nr = pickAtMost(nrDom, blk.NR);
-  int64_t mc = pickAtMost(mcDom, blk.MC), nc = pickAtMost(ncDom, blk.NC), kc = pickAtMost(kcDom, blk.KC);
+  int64_t nc = pickAtMost(ncDom, blk.NC), kc = pickAtMost(kcDom, blk.KC);
   // AMX: 2x2 tiles of 16x16 f32 (32x32 of C); A micro-panels of 32 rows x KC bf16, KC 512
   // (32 KB: within a Sapphire Rapids' 48 KB L1, the unrolled depth steps bounded at 16).
   if (sched == "amx") mr = pickAtMost(mrDom, 32), nr = pickAtMost(nrDom, 32), kc = pickAtMost(kcDom, 512);
+  // MC must be a multiple of MR unless one block covers M. The L3-derived MC is far above the
+  // domain's largest value (4096) once M passes it, and 4096 is no multiple of MR = 6, 12 or 14:
+  // M = 5000 with MR = 6 had an illegal default. Take the largest legal value at most the
+  // derived one (MC = 192 there: B is re-packed once per 192 rows, under 1 % of the FMAs).
+  int64_t mc = pickLegalMultiple(mcDom, blk.MC, mr, g.m);
   if (sched == "plain" || sched == "packed") {
     // The transform schedules keep the defaults measured for them: 8x32 on AVX-512, 6x16 on AVX2,
     // MC 64 (a multiple of MR), NC 512 (plain) or 2048 (packed, skinny above the L2), KC 512.
