@@ -36,7 +36,8 @@ std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t)
   if (g.inType != ir::ScalarType::F32) d.clear();
   d.push_back(std::string("blis"));
   if (g.inType == ir::ScalarType::BF16 && t.hasIsa("avx512_bf16") && t.simdBits >= 512) d.push_back(std::string("bf16dot"));
-  if (g.inType == ir::ScalarType::BF16 && t.hasIsa("amx_bf16")) d.push_back(std::string("amx"));
+  // AMX tiles are 16 rows: below that no register tile of the space fits them.
+  if (g.inType == ir::ScalarType::BF16 && t.hasIsa("amx_bf16") && g.m >= 16) d.push_back(std::string("amx"));
   return d;
 }
 
@@ -174,6 +175,14 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   // M = 5000 with MR = 6 had an illegal default. Take the largest legal value at most the
   // derived one (MC = 192 there: B is re-packed once per 192 rows, under 1 % of the FMAs).
   int64_t mc = pickLegalMultiple(mcDom, blk.MC, mr, g.m);
+  if (mc % mr && mc < g.m) {
+    // No value of the domain is a multiple of MR (14 divides none of them): the largest multiple
+    // of MR up to the derived MC and the domain's top joins the domain, as BLIS rounds its
+    // blocks to the register tile.
+    mc = std::min(blk.MC, std::get<int64_t>(mcDom.back())) / mr * mr;
+    mcDom.push_back(mc);
+    std::sort(mcDom.begin(), mcDom.end());
+  }
   if (sched == "plain" || sched == "packed") {
     // The transform schedules keep the defaults measured for them: 8x32 on AVX-512, 6x16 on AVX2,
     // MC 64 (a multiple of MR), NC 512 (plain) or 2048 (packed, skinny above the L2), KC 512.
