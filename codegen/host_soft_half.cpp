@@ -78,8 +78,11 @@ int softHalfToInt(ModuleOp m, const std::function<bool(Type)>& soft) {
   SmallVector<Operation*> ops;
   m.walk([&](Operation* op) { ops.push_back(op); });
   llvm::DenseSet<Operation*> keep;  // boundary bitcasts whose float side must stay
+  auto computes = [](Operation* op) { return !movesBits(op) && !isa<ModuleOp, LLVM::LLVMFuncOp>(op); };
+  // Operands first, all of them while every type is still the original one (a conversion that
+  // feeds another directly, fptrunc -> fpext, must still see its operand as a float).
   for (Operation* op : ops) {
-    if (movesBits(op) || isa<ModuleOp>(op) || isa<LLVM::LLVMFuncOp>(op)) continue;
+    if (!computes(op)) continue;
     for (OpOperand& use : op->getOpOperands()) {
       Type it = intForm(use.get().getType(), soft);
       if (!it) continue;
@@ -89,6 +92,9 @@ int softHalfToInt(ModuleOp m, const std::function<bool(Type)>& soft) {
       keep.insert(back);
       use.set(back);
     }
+  }
+  for (Operation* op : ops) {
+    if (!computes(op)) continue;
     for (OpResult r : op->getResults()) {
       Type it = intForm(r.getType(), soft);
       if (!it) continue;
