@@ -83,9 +83,7 @@ std::string cell(const search::CompareRow& r, const std::string& what, const ir:
   if (what == "time") return fmtTime(r.timeUs) + (r.source == search::CompareRow::Source::Estimated ? " (predicted)" : "");
   if (what == "throughput") {
     std::string s = fmtThroughput(k, r.throughput);
-    char b[64];
-    std::snprintf(b, sizeof b, " (%.0f%% of peak)", 100 * r.peakFraction);
-    return s + b;
+    return s + " (" + peakShareText(r.peakFraction, "peak") + ")";
   }
   if (what == "bound") return r.bound;
   if (what == "model vs measured" && gpu && r.source == search::CompareRow::Source::Measured && r.estimatedUs > 0) {

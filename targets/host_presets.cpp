@@ -34,7 +34,9 @@ std::vector<std::pair<std::string, TargetDesc>> presets() {
   zen4.l3Ways = 16;
   zen4.fmaLatency = 4;
   zen4.fmaPerCycle = 1;
-  zen4.peakGflopsF32 = zen4.peakGflopsF16 = zen4.peakGflopsBF16 = 118;
+  zen4.peakGflopsF32 = zen4.peakGflopsF16 = 118;
+  zen4.peakGflopsBF16 = 236;  // vdpbf16ps: two products per f32 lane
+  zen4.clockGHz = 3.7;
   zen4.memBandwidthGBs = 22;
   out.push_back({"zen4", zen4});
   // The same VM with AVX-512 hidden (x86-64-v3): 16 ymm registers.
@@ -63,7 +65,10 @@ std::vector<std::pair<std::string, TargetDesc>> presets() {
   spr.l3Ways = 15;
   spr.fmaLatency = 4;
   spr.fmaPerCycle = 2;
-  spr.peakGflopsF32 = spr.peakGflopsF16 = spr.peakGflopsBF16 = 190;
+  spr.peakGflopsF32 = 190;
+  spr.peakGflopsF16 = 380;    // avx512_fp16: two products per f32 lane
+  spr.peakGflopsBF16 = 2048;  // AMX: 1024 flops a cycle at 2.0 GHz
+  spr.clockGHz = 2.0;
   spr.memBandwidthGBs = 20;
   out.push_back({"sapphire-rapids", spr});
   // AMD EPYC 7001 (Zen 1, family 23 model 1) VM: AVX2 and FMA, no AVX-512, no bf16 instructions;
