@@ -117,6 +117,16 @@ Status lowerHostToLLVMDialect(mlir::ModuleOp m, const HostLoweringOptions& o) {
   // operand", seen with bf16 GEMM edge tiles of 17 lanes). Conversions the CPU has (fptrunc to
   // bf16 with avx512_bf16, f16 through F16C) keep their types at their boundaries.
   softHalfToInt(m, [](mlir::Type t) { return t.isF16() || t.isBF16(); });
+  if (o.reciprocalEstimates) {
+    mlir::OpBuilder b(m.getContext());
+    m.walk([&](mlir::LLVM::LLVMFuncOp fn) {
+      if (fn.isExternal()) return;
+      llvm::SmallVector<mlir::Attribute> attrs;
+      if (auto old = fn.getPassthroughAttr()) attrs.append(old.begin(), old.end());
+      attrs.push_back(b.getArrayAttr({b.getStringAttr("reciprocal-estimates"), b.getStringAttr("divf:1,vec-divf:1")}));
+      fn.setPassthroughAttr(b.getArrayAttr(attrs));
+    });
+  }
   hoistStaticAllocas(m);
   if (o.nontemporalStores) {
     // LLVM emits movnt only where it can prove the vector alignment; other stores stay plain.

@@ -184,9 +184,10 @@ TEST(SpaceOps, ElementwiseDefaultsOnNamedHosts) {
   };
   // THREADS: all cores (2 on the Zen 4 presets, 4 on the Sapphire Rapids) for 128 MB of traffic,
   // one for a single 32 KB row (below 2 MB per thread).
-  for (const Want& w : std::vector<Want>{{"zen4", "CHUNK=0,NT=1,ROWS=4,THREADS=2,UNROLL=2,VW=16", 4},
-                                         {"zen4-avx2", "CHUNK=0,NT=1,ROWS=4,THREADS=2,UNROLL=2,VW=8", 4},
-                                         {"sapphire-rapids", "CHUNK=0,NT=1,ROWS=4,THREADS=4,UNROLL=2,VW=16", 4}}) {
+  // MATH: the precise forms by default (GELU has approximations MATH=fast changes).
+  for (const Want& w : std::vector<Want>{{"zen4", "CHUNK=0,MATH=precise,NT=1,ROWS=4,THREADS=2,UNROLL=2,VW=16", 4},
+                                         {"zen4-avx2", "CHUNK=0,MATH=precise,NT=1,ROWS=4,THREADS=2,UNROLL=2,VW=8", 4},
+                                         {"sapphire-rapids", "CHUNK=0,MATH=precise,NT=1,ROWS=4,THREADS=4,UNROLL=2,VW=16", 4}}) {
     auto t = hostPreset(w.host);
     ASSERT_TRUE(t.ok());
     auto e = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {4096, 4096}, .shapes = {{"s", {4096}}, {"b", {4096}}}});
@@ -206,7 +207,7 @@ TEST(SpaceOps, ElementwiseDefaultsOnNamedHosts) {
     ASSERT_TRUE(one.ok());
     auto so = makeSpace(*one, *t);
     ASSERT_TRUE(so.ok());
-    EXPECT_EQ(so->defaults().str(), "CHUNK=256,NT=1,ROWS=1,THREADS=1,UNROLL=8,VW=32") << w.host;
+    EXPECT_EQ(so->defaults().str(), "CHUNK=256,MATH=precise,NT=1,ROWS=1,THREADS=1,UNROLL=8,VW=32") << w.host;
   }
   // The same rule with an L3 of 256 MB (an Intel VM reporting more than one socket's L3): the
   // 64 MB output fits half of it, so the stores stay cached (the value the live-host test used to
@@ -214,7 +215,7 @@ TEST(SpaceOps, ElementwiseDefaultsOnNamedHosts) {
   TargetDesc bigL3 = *hostPreset("zen4-avx2");
   bigL3.l3Bytes = int64_t(256) << 20;
   auto e = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {4096, 4096}, .shapes = {{"s", {4096}}, {"b", {4096}}}});
-  EXPECT_EQ(makeSpace(*e, bigL3)->defaults().str(), "CHUNK=0,NT=0,ROWS=4,THREADS=2,UNROLL=2,VW=8");
+  EXPECT_EQ(makeSpace(*e, bigL3)->defaults().str(), "CHUNK=0,MATH=precise,NT=0,ROWS=4,THREADS=2,UNROLL=2,VW=8");
 }
 
 TEST(SpaceOps, HostPresetsAreNamedMachines) {
