@@ -117,8 +117,8 @@ void runReport(const ReportArgs& a) {
     std::remove(tmp.c_str());
     fail("cannot write " + a.out, 2);
   }
-  std::printf("%s: %zu kernel%s, %zu records, %zu KiB (open it in a browser; nothing is fetched)\n", a.out.c_str(),
-              keys.size(), keys.size() == 1 ? "" : "s", records, html.size() / 1024);
+  std::printf("%s: %zu kernel%s, %zu record%s, %zu KiB (open it in a browser; nothing is fetched)\n", a.out.c_str(),
+              keys.size(), keys.size() == 1 ? "" : "s", records, records == 1 ? "" : "s", html.size() / 1024);
 }
 
 }  // namespace

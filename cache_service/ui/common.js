@@ -79,6 +79,12 @@
     if (sec === null || !isFinite(sec)) return '-';
     return new Date(sec * 1000).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
   };
+  // Axis labels of a span of `span` seconds: the date only where the span needs it.
+  T.fmtTick = function (sec, span) {
+    if (!isFinite(sec)) return '';
+    const iso = new Date(sec * 1000).toISOString();
+    return span < 86400 ? iso.slice(11, 19) : span < 30 * 86400 ? iso.slice(5, 16).replace('T', ' ') : iso.slice(0, 10);
+  };
   T.ago = function (sec, now) {
     if (!sec) return 'never';
     const d = Math.max(0, (now || Date.now() / 1000) - sec);
@@ -88,6 +94,9 @@
   };
   T.kernelName = (key) => key.family + ' ' + T.fmtShape(key.shape) + ' ' + key.dtype;
   T.tag = (name, title) => T.el('span', {class: 'tag tag-' + name.replace(/[^a-z-]/g, ''), title: title}, name);
+  // Math.max(...xs) overflows the call stack for long arrays.
+  T.max = (xs) => xs.reduce((a, b) => (b > a ? b : a), -Infinity);
+  T.min = (xs) => xs.reduce((a, b) => (b < a ? b : a), Infinity);
   T.median = function (xs) {
     const s = xs.slice().sort((a, b) => a - b);
     const n = s.length;

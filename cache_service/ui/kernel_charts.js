@@ -39,7 +39,9 @@
   K.timeChart = function (records) {
     const when = (r) => T.epoch(r.received_at) || T.epoch(r.provenance.created_at);
     const timed = records.filter((r) => r.status === 'ok' || r.status === 'estimated');
-    const top = timed.length ? Math.max(...timed.map((r) => r.result.median_us)) * 1.5 : 1;
+    const top = timed.length ? T.max(timed.map((r) => r.result.median_us)) * 1.5 : 1;
+    const times = records.map(when).filter((t) => t !== null);
+    const span = times.length ? T.max(times) - T.min(times) : 0;
     const datasets = [];
     for (const status of ['ok', 'estimated'].concat(FAILED)) {
       const rs = records.filter((r) => r.status === status);
@@ -55,7 +57,8 @@
     T.chart('chart-time', {
       type: 'scatter', data: {datasets: datasets},
       options: {
-        scales: {x: {type: 'linear', title: {display: true, text: 'received (UTC)'}, ticks: {callback: (v) => T.fmtDate(v)}},
+        scales: {x: {type: 'linear', title: {display: true, text: 'received (UTC)'},
+          ticks: {maxTicksLimit: 8, callback: (v) => T.fmtTick(Number(v), span)}},
           y: timeAxis('median time')},
         plugins: {tooltip: {callbacks: {label: (c) => 'record ' + c.raw.id + ': ' + T.fmtTime(c.raw.y) + ' at ' + T.fmtDate(c.raw.x)}}},
       },
@@ -119,8 +122,8 @@
     }
     const xs = points.concat(near).map((p) => p.x);
     const ridge = roof.compute_gflops && roof.bandwidth_gbs ? roof.compute_gflops / roof.bandwidth_gbs : null;
-    const lo = Math.min(...xs, ridge || Infinity) / 4;
-    const hi = Math.max(...xs, ridge || 0) * 4;
+    const lo = Math.min(T.min(xs), ridge || Infinity) / 4;
+    const hi = Math.max(T.max(xs), ridge || 0) * 4;
     const datasets = [];
     if (roof.bandwidth_gbs) {
       const end = ridge || hi;
