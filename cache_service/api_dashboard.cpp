@@ -76,7 +76,8 @@ ApiResponse routeKernels(RouteContext& c, const ApiRequest& r) {
     if (auto bad = nameParam(r, name, *field)) return *bad;
   if (const std::string* v = r.param("label")) {
     auto l = parseKernelLabel(*v);
-    if (!l) return problem(400, "invalid-query", "Invalid query", "label: expected measured, estimated, failed or any");
+    if (!l)
+      return problem(400, "invalid-query", "Invalid query", "label: expected measured, estimated, failed, quarantined or any");
     q.label = *l;
   }
   if (const std::string* v = r.param("order")) {

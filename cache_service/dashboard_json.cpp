@@ -17,6 +17,7 @@ std::string_view labelName(KernelLabel l) {
     case KernelLabel::Measured: return "measured";
     case KernelLabel::Estimated: return "estimated";
     case KernelLabel::Failed: return "failed";
+    case KernelLabel::Quarantined: return "quarantined";
     case KernelLabel::Any: break;
   }
   return "any";

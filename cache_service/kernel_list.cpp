@@ -10,6 +10,7 @@ std::optional<KernelLabel> parseKernelLabel(std::string_view s) {
   if (s == "measured") return KernelLabel::Measured;
   if (s == "estimated") return KernelLabel::Estimated;
   if (s == "failed") return KernelLabel::Failed;
+  if (s == "quarantined") return KernelLabel::Quarantined;
   return std::nullopt;
 }
 
@@ -50,12 +51,13 @@ std::string KernelSql::where(const KernelQuery& q, std::vector<std::string>& par
   };
   std::string w = " WHERE ";
   switch (q.label) {
-    case KernelLabel::Any: w += std::string("(k.winner_id IS NOT NULL OR ") + kHasRecord + ")"; break;
+    case KernelLabel::Any: w += "1 = 1"; break;
     case KernelLabel::Measured: w += "k.winner_id IS NOT NULL"; break;
     case KernelLabel::Estimated: w += std::string("k.winner_id IS NULL AND ") + kHasEstimate; break;
     case KernelLabel::Failed:
       w += std::string("k.winner_id IS NULL AND NOT ") + kHasEstimate + " AND " + kHasRecord;
       break;
+    case KernelLabel::Quarantined: w += std::string("k.winner_id IS NULL AND NOT ") + kHasRecord; break;
   }
   // Column names come from this fixed table, never from the request.
   for (auto [col, val] : {std::pair<const char*, const std::string*>{"k.key_id", &q.key_id}, {"k.family", &q.family},
@@ -69,9 +71,10 @@ std::string KernelSql::where(const KernelQuery& q, std::vector<std::string>& par
 
 std::string KernelSql::orderBy(KernelOrder o) {
   if (o == KernelOrder::Kernel)
-    return " ORDER BY k.family, k.target, k.dtype, k.rank, k.shape, k.key_id";
-  // Every key has a record (a key row goes with its last record), so the newest id is never NULL.
-  return " ORDER BY (SELECT max(r.id) FROM records r WHERE r.key_id = k.key_id) DESC, k.key_id";
+    return " ORDER BY k.family, k.dtype, k.target, k.arch, k.rank, k.shape, k.key_id";
+  // The winner's id is a column; only keys without one cost an index seek. Every key has a record
+  // (a key row goes with its last record), so the newest id is never NULL.
+  return " ORDER BY coalesce(k.winner_id, (SELECT max(r.id) FROM records r WHERE r.key_id = k.key_id)) DESC, k.key_id";
 }
 
 std::string KernelSql::countRecords() const {

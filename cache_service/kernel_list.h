@@ -15,14 +15,16 @@
 namespace tessera::cache {
 
 // What a key shows: its winner (the best ok, unquarantined record) when it has one ("measured");
-// else its fastest unquarantined estimate ("estimated"); else nothing ("failed": only failed
-// candidates). Keys whose records are all quarantined are not listed.
-enum class KernelLabel { Any, Measured, Estimated, Failed };
-std::optional<KernelLabel> parseKernelLabel(std::string_view s);  // measured|estimated|failed|any
+// else its fastest unquarantined estimate ("estimated"); else nothing: "failed" when it has only
+// failed candidates, "quarantined" when an admin set all its records aside (listed, so the
+// overview counts keys without reading their records; its records stay unlisted).
+enum class KernelLabel { Any, Measured, Estimated, Failed, Quarantined };
+// measured|estimated|failed|quarantined|any
+std::optional<KernelLabel> parseKernelLabel(std::string_view s);
 
 enum class KernelOrder {
-  Recent,  // the key with the newest record first
-  Kernel,  // family, target, dtype, rank, shape text, key_id
+  Recent,  // newest shown record first: the winner's id, else the key's newest record
+  Kernel,  // family, dtype, target, arch, rank, shape text, key_id (the keys_near index's order)
 };
 
 inline constexpr int kMaxKernelPage = 200;
@@ -42,7 +44,7 @@ struct KernelQuery {
 struct KernelRow {
   HardKey key;
   std::string key_id;
-  KernelLabel label = KernelLabel::Failed;  // Measured, Estimated or Failed
+  KernelLabel label = KernelLabel::Failed;  // any but Any
   std::optional<Record> shown;              // the winner or the fastest estimate
   int64_t records = 0;                      // unquarantined records of the key
 };

@@ -155,11 +155,14 @@ class MemoryStore final : public RecordStore {
             (!estimate || r.median_us < estimate->median_us || (r.median_us == estimate->median_us && r.id < estimate->id)))
           estimate = &r;
       }
-      if (l.row.records == 0) continue;
-      l.row.label = k.winner ? KernelLabel::Measured : estimate ? KernelLabel::Estimated : KernelLabel::Failed;
+      l.row.label = k.winner   ? KernelLabel::Measured
+                    : estimate ? KernelLabel::Estimated
+                    : l.row.records ? KernelLabel::Failed
+                                    : KernelLabel::Quarantined;
       if (q.label != KernelLabel::Any && q.label != l.row.label) continue;
       const Record& any = records_.at(k.ids.front());
       if (!kernelMatches(q, any.key, key_id)) continue;
+      if (k.winner) l.newest = k.winner;
       l.row.key = any.key;
       l.row.key_id = key_id;
       if (k.winner) l.row.shown = withStale(records_.at(k.winner));
@@ -168,8 +171,8 @@ class MemoryStore final : public RecordStore {
     }
     auto kernelOrder = [](const Listed& a, const Listed& b) {
       const HardKey &x = a.row.key, &y = b.row.key;
-      return std::forward_as_tuple(x.family, x.target, x.dtype, x.shape.size(), formatShape(x.shape), a.row.key_id) <
-             std::forward_as_tuple(y.family, y.target, y.dtype, y.shape.size(), formatShape(y.shape), b.row.key_id);
+      return std::forward_as_tuple(x.family, x.dtype, x.target, x.arch, x.shape.size(), formatShape(x.shape), a.row.key_id) <
+             std::forward_as_tuple(y.family, y.dtype, y.target, y.arch, y.shape.size(), formatShape(y.shape), b.row.key_id);
     };
     std::sort(all.begin(), all.end(), [&](const Listed& a, const Listed& b) {
       if (q.order == KernelOrder::Kernel) return kernelOrder(a, b);

@@ -56,6 +56,7 @@ Expected<KernelPage> PgStore::kernels(const KernelQuery& q) {
         row.label = winners[n] ? KernelLabel::Measured : KernelLabel::Estimated;
       }
       row.records = asInt(exec(c, t, records_sql, row.key_id)[0][0]);
+      if (!row.shown && row.records == 0) row.label = KernelLabel::Quarantined;
     }
     return {};
   });

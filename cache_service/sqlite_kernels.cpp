@@ -80,6 +80,7 @@ Expected<KernelPage> SqliteStore::kernels(const KernelQuery& q) {
       cnt->bind(1, row.key_id);
       TESSERA_ASSIGN(bool counted, cnt->step());
       row.records = counted ? cnt->i64(0) : 0;
+      if (!row.shown && row.records == 0) row.label = KernelLabel::Quarantined;
     }
     return page;
   };

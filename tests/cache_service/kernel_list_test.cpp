@@ -73,7 +73,7 @@ Record withKey(Record r, const std::string& family, const std::string& dtype, co
 TEST_P(KernelListTest, LabelsShownRecordsAndCounts) {
   auto s = open();
   // Key 0: two ok records (the faster wins) and a failure; key 1: estimates only (the faster is
-  // shown); key 2: a failure only; key 3: everything quarantined (not listed).
+  // shown); key 2: a failure only; key 3: everything quarantined (listed as such, no record shown).
   put(*s, {makeRecord({.key = 0, .median_us = 50}), makeRecord({.key = 0, .median_us = 40}),
            makeRecord({.key = 0, .status = RecordStatus::CompileError}),
            makeRecord({.key = 1, .median_us = 30, .status = RecordStatus::Estimated}),
@@ -81,9 +81,9 @@ TEST_P(KernelListTest, LabelsShownRecordsAndCounts) {
            makeRecord({.key = 2, .status = RecordStatus::Timeout}), makeRecord({.key = 3, .median_us = 10})});
   ASSERT_TRUE(s->administer({.key_id = keyIdOf(test::keyFor(3))}, AdminAction::Quarantine).ok());
   KernelPage all = kernels(*s, {});
-  EXPECT_EQ(all.total, 3);
+  EXPECT_EQ(all.total, 4);
   auto rows = byKey(all);
-  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(rows.size(), 4u);
   const KernelRow& k0 = rows.at(keyIdOf(test::keyFor(0)));
   EXPECT_EQ(k0.label, KernelLabel::Measured);
   ASSERT_TRUE(k0.shown);
@@ -99,7 +99,12 @@ TEST_P(KernelListTest, LabelsShownRecordsAndCounts) {
   EXPECT_EQ(k2.label, KernelLabel::Failed);
   EXPECT_FALSE(k2.shown);
   EXPECT_EQ(k2.records, 1);
-  for (auto [label, want] : {std::pair{KernelLabel::Measured, 0}, {KernelLabel::Estimated, 1}, {KernelLabel::Failed, 2}}) {
+  const KernelRow& k3 = rows.at(keyIdOf(test::keyFor(3)));
+  EXPECT_EQ(k3.label, KernelLabel::Quarantined);
+  EXPECT_FALSE(k3.shown);
+  EXPECT_EQ(k3.records, 0);
+  for (auto [label, want] : {std::pair{KernelLabel::Measured, 0}, {KernelLabel::Estimated, 1}, {KernelLabel::Failed, 2},
+                             {KernelLabel::Quarantined, 3}}) {
     KernelPage p = kernels(*s, {.label = label});
     ASSERT_EQ(p.total, 1) << int(label);
     EXPECT_EQ(p.rows.at(0).key_id, keyIdOf(test::keyFor(want)));
@@ -107,7 +112,12 @@ TEST_P(KernelListTest, LabelsShownRecordsAndCounts) {
   KernelPage one = kernels(*s, {.key_id = keyIdOf(test::keyFor(1))});
   ASSERT_EQ(one.rows.size(), 1u);
   EXPECT_EQ(one.rows[0].label, KernelLabel::Estimated);
-  EXPECT_EQ(kernels(*s, {.key_id = keyIdOf(test::keyFor(3))}).total, 0);  // quarantined away
+  // Released, the key shows its winner again.
+  ASSERT_TRUE(s->administer({.key_id = keyIdOf(test::keyFor(3))}, AdminAction::Release).ok());
+  KernelPage back = kernels(*s, {.key_id = keyIdOf(test::keyFor(3))});
+  ASSERT_EQ(back.rows.size(), 1u);
+  EXPECT_EQ(back.rows[0].label, KernelLabel::Measured);
+  EXPECT_EQ(back.rows[0].records, 1);
 }
 
 TEST_P(KernelListTest, FiltersSearchOrderAndPaging) {
@@ -145,15 +155,15 @@ TEST_P(KernelListTest, FiltersSearchOrderAndPaging) {
   }
   ASSERT_EQ(seen.size(), 12u);
   for (int i = 0; i < 12; ++i) EXPECT_EQ(seen[i], keyIdOf(rs[11 - i].key)) << i;
-  // A new record moves its key to the front.
+  // A new winner moves its key to the front (newest shown record first).
   put(*s, {withKey(makeRecord({.key = 3, .median_us = 5}), "gemm", "bf16", "host")});
   EXPECT_EQ(kernels(*s, {.limit = 1}).rows.at(0).key_id, keyIdOf(rs[3].key));
-  // By kernel: family, target, dtype, rank, shape text.
+  // By kernel: family, dtype, target, arch, rank, shape text.
   KernelPage k = kernels(*s, {.order = KernelOrder::Kernel, .limit = 200});
   ASSERT_EQ(k.rows.size(), 12u);
   for (size_t i = 1; i < k.rows.size(); ++i) {
     const HardKey &a = k.rows[i - 1].key, &b = k.rows[i].key;
-    EXPECT_LE(std::tie(a.family, a.target, a.dtype), std::tie(b.family, b.target, b.dtype)) << i;
+    EXPECT_LE(std::tie(a.family, a.dtype, a.target), std::tie(b.family, b.dtype, b.target)) << i;
   }
   EXPECT_TRUE(kernels(*s, {.offset = 12}).rows.empty());
 }
