@@ -112,13 +112,20 @@ int cacheLevel(int index, std::string* type) {
 }
 
 // FMA latency and issue rate at the kernels' vector width, by microarchitecture (a table, not a
-// measurement: the defaults derived from them must not move between runs). Zen 2-4 (AMD family
-// 23/25) have two 256-bit FMA pipes, so a 512-bit FMA issues once per cycle on Zen 4; Zen 5
-// (family 26) and Intel's AVX-512 server cores issue two per cycle at every width.
-void setFmaPipes(TargetDesc& t, const std::string& vendor, int family) {
+// measurement: the defaults derived from them must not move between runs). Zen 1 (AMD family 23
+// below model 0x30) has two 128-bit FMA pipes: one 256-bit FMA a cycle, latency 5. Zen 2 (family
+// 23 from model 0x30) widened them to 256 bits (latency 5); Zen 3 and 4 (family 25) have two
+// 256-bit pipes at latency 4, so a 512-bit FMA issues once per cycle on Zen 4; Zen 5 (family 26)
+// and Intel's AVX-512 server cores issue two per cycle at every width.
+void setFmaPipes(TargetDesc& t, const std::string& vendor, int family, int model) {
   t.fmaLatency = 4;
   t.fmaPerCycle = 2;
-  if (vendor == "AuthenticAMD" && family < 26 && t.simdBits >= 512) t.fmaPerCycle = 1;
+  if (vendor != "AuthenticAMD") return;
+  if (family == 23) {
+    t.fmaLatency = 5;
+    if (model < 0x30 && t.simdBits >= 256) t.fmaPerCycle = 1;
+  }
+  if (family < 26 && t.simdBits >= 512) t.fmaPerCycle = 1;
 }
 
 // Vector width, register count and arch name of x86-64 ISA level `level` (2, 3 or 4).
@@ -134,12 +141,13 @@ TargetDesc probeHost() {
   t.vendor = Vendor::Host;
   std::ifstream cpu("/proc/cpuinfo");
   std::string line, flags, vendor;
-  int family = 0;
+  int family = 0, model = -1;
   while (std::getline(cpu, line)) {
     if (t.model.empty() && line.rfind("model name", 0) == 0) t.model = line.substr(line.find(':') + 2);
     if (flags.empty() && line.rfind("flags", 0) == 0) flags = line.substr(line.find(':') + 2);
     if (vendor.empty() && line.rfind("vendor_id", 0) == 0) vendor = line.substr(line.find(':') + 2);
     if (!family && line.rfind("cpu family", 0) == 0) family = std::atoi(line.substr(line.find(':') + 2).c_str());
+    if (model < 0 && line.rfind("model\t", 0) == 0) model = std::atoi(line.substr(line.find(':') + 2).c_str());
   }
   std::istringstream fs(flags);
   std::vector<std::string> all;
@@ -171,7 +179,7 @@ TargetDesc probeHost() {
       if (ways > 0) t.l3Ways = ways;
     }
   }
-  setFmaPipes(t, vendor, family);
+  setFmaPipes(t, vendor, family, model);
   if (!t.l1dBytes) t.l1dBytes = 32 << 10;
   if (!t.l2Bytes) t.l2Bytes = 1 << 20;
   t.peakGflopsF32 = avx512 ? peakAvx512() : avx2 ? peakAvx2() : 0;
@@ -197,6 +205,26 @@ Expected<TargetDesc> hostTargetWithThreads(int threads) {
   return t;
 }
 
+TargetDesc hostAtLevel(TargetDesc t) {
+  const int level = t.arch == "x86-64-v4" ? 4 : t.arch == "x86-64-v3" ? 3 : 2;
+  // What every CPU of the level has: AVX2, FMA and F16C from v3 on; AVX-512 F/BW/VL (and CD,
+  // DQ, not tracked) at v4. bf16 and fp16 arithmetic, VNNI and AMX are features of some CPUs of
+  // a level, not of the level.
+  std::erase_if(t.isa, [&](const std::string& f) {
+    if (f.rfind("amx", 0) == 0 || f == "avx512_bf16" || f == "avx512_fp16" || f == "avx512_vnni") return true;
+    if (f.rfind("avx512", 0) == 0) return level < 4;
+    return level < 3 && (f == "avx" || f == "avx2" || f == "fma" || f == "f16c");
+  });
+  auto add = [&](const char* f) {
+    if (!t.hasIsa(f)) t.isa.push_back(f);
+  };
+  if (level >= 3)
+    for (const char* f : {"avx", "avx2", "fma", "f16c"}) add(f);
+  if (level >= 4)
+    for (const char* f : {"avx512f", "avx512bw", "avx512vl"}) add(f);
+  return t;
+}
+
 Expected<TargetDesc> hostTargetAs(const std::string& arch) {
   TargetDesc t = hostTarget();
   if (arch == t.arch) return t;
@@ -204,17 +232,10 @@ Expected<TargetDesc> hostTargetAs(const std::string& arch) {
   if (!level)
     return makeError(ErrorCode::InvalidArgument, "unknown host ISA level '" + arch + "' (x86-64-v2, x86-64-v3, x86-64-v4)");
   setIsaLevel(t, level);
-  // Zen 4 without AVX-512 issues two 256-bit FMAs per cycle where it issued one 512-bit FMA.
+  // Narrower vectors issue twice as often where the wide ones took both FMA pipes (Zen 4: two
+  // 256-bit FMAs a cycle where one 512-bit; Zen 1: two 128-bit where one 256-bit).
   if (level < 4 && t.fmaPerCycle == 1) t.fmaPerCycle = 2;
-  // The ISA flags of that level: AVX-512 only at v4, AVX2/FMA from v3 on.
-  std::erase_if(t.isa, [&](const std::string& f) {
-    return f.rfind("avx512", 0) == 0 || f.rfind("amx", 0) == 0 || (level < 3 && (f == "avx" || f == "avx2" || f == "fma" || f == "f16c"));
-  });
-  if (level >= 3)
-    for (const char* f : {"avx", "avx2", "fma"})
-      if (!t.hasIsa(f)) t.isa.push_back(f);
-  if (level >= 4) t.isa.push_back("avx512f");
-  return t;
+  return hostAtLevel(t);
 }
 
 }  // namespace tessera

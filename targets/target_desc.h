@@ -121,4 +121,9 @@ std::string hostPresetCpu(const std::string& name);
 // are an InvalidArgument error.
 Expected<TargetDesc> hostTargetAs(const std::string& arch);
 
+// `t` with only the ISA flags every x86 CPU of its level (t.arch) has: what code compiled for
+// "any CPU of that level" (a bundle's host objects) may use. avx512_bf16, VNNI, AMX and the like
+// are dropped; the level's own flags are added.
+TargetDesc hostAtLevel(TargetDesc t);
+
 }  // namespace tessera

@@ -218,7 +218,14 @@ TEST(SpaceOps, ElementwiseDefaultsOnNamedHosts) {
 }
 
 TEST(SpaceOps, HostPresetsAreNamedMachines) {
-  EXPECT_EQ(hostPresets(), (std::vector<std::string>{"zen4", "zen4-avx2", "sapphire-rapids"}));
+  EXPECT_EQ(hostPresets(), (std::vector<std::string>{"zen4", "zen4-avx2", "sapphire-rapids", "zen1"}));
+  auto zen1 = hostPreset("zen1");
+  ASSERT_TRUE(zen1.ok());
+  EXPECT_EQ(zen1->arch, "x86-64-v3");
+  EXPECT_EQ(zen1->l2Bytes, 512 << 10);
+  EXPECT_EQ(zen1->fmaPerCycle, 1);  // two 128-bit pipes: one 256-bit FMA a cycle
+  EXPECT_FALSE(zen1->hasIsa("avx512_bf16"));
+  EXPECT_EQ(hostPresetCpu("zen1"), "znver1");
   auto spr = hostPreset("sapphire-rapids");
   ASSERT_TRUE(spr.ok());
   EXPECT_EQ(spr->l1dBytes, 48 << 10);
@@ -238,7 +245,11 @@ TEST(SpaceOps, HostPresetsAreNamedMachines) {
 // 1 of 8 L1 ways: 64 sets x 64 B / (8 x 4 B) = 128; NC: 6/8 of the 1 MB L2 over 128 x 4 B = 1536;
 // MC: 14/16 of the 32 MB L3 = 57344. AVX2: 6 x 16 (12 accumulators, 4 x 2 needed), KC 170.
 // Sapphire Rapids (2 FMAs a cycle: 8 needed): 8 x 32, KC 256 (48 KB, 12 ways: 2 for A), NC 1792
-// (2 MB L2, 16 ways), MC 93184. bf16 pairs: twice the depth.
+// (2 MB L2, 16 ways), MC 93184. bf16 pairs: twice the depth. Zen 1 (16 registers of 8 lanes, one
+// 256-bit FMA a cycle at latency 5: 5 accumulators needed): every tile of 5+ accumulators runs at
+// the FMA rate, and 8 x 8 has the most rows among those that divide 1024; KC: floor(7 / (1 + 8/8))
+// = 3 of 8 L1 ways: 3 x 64 sets x 64 B / (8 x 4 B) = 384; NC: 6/8 of the 512 KB L2 over 384 x 4 B
+// = 256; MC: 14/16 of the 8 MB L3 = 4778, rounded to a multiple of 8.
 TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
   struct Want {
     const char* host;
@@ -246,7 +257,8 @@ TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
   };
   for (const Want& w : std::vector<Want>{{"zen4", {8, 32, 128, 1536, 57344}},
                                          {"zen4-avx2", {6, 16, 170, 1152, 43176}},
-                                         {"sapphire-rapids", {8, 32, 256, 1792, 93184}}}) {
+                                         {"sapphire-rapids", {8, 32, 256, 1792, 93184}},
+                                         {"zen1", {8, 8, 384, 256, 4776}}}) {
     GemmBlocking b = hostGemmBlocking(*hostPreset(w.host), 1024, 1024);
     EXPECT_EQ(std::vector<int64_t>({b.MR, b.NR, b.KC, b.NC, b.MC}),
               std::vector<int64_t>({w.b.MR, w.b.NR, w.b.KC, w.b.NC, w.b.MC}))
@@ -266,6 +278,11 @@ TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
             "KC=128,KU=1,MC=1024,MR=6,NC=1024,NR=16,ORDER=ij,THREADS=2,schedule=blis");
   EXPECT_EQ(makeSpace(*g, *hostPreset("sapphire-rapids"))->defaults().str(),
             "KC=256,KU=1,MC=1024,MR=8,NC=1024,NR=32,ORDER=ij,THREADS=4,schedule=blis");
+  EXPECT_EQ(makeSpace(*g, *hostPreset("zen1"))->defaults().str(),
+            "KC=384,KU=1,MC=1024,MR=8,NC=256,NR=8,ORDER=ij,THREADS=2,schedule=blis");
+  // Past the domain's largest MC (4096), MC stays a multiple of MR: 4096 is none of 6's.
+  auto tall = ir::buildGemm({.m = 5000, .n = 1024, .k = 1024});
+  EXPECT_EQ(makeSpace(*tall, *hostPreset("zen4-avx2"))->defaults().values.at("MC"), ir::KnobValue(int64_t(192)));
   auto small = ir::buildGemm({.m = 64, .n = 64, .k = 64});
   EXPECT_EQ(std::get<int64_t>(makeSpace(*small, *hostPreset("sapphire-rapids"))->defaults().values.at("THREADS")), 1);
   auto bf = ir::buildGemm({.m = 1024, .n = 1024, .k = 1024, .dtype = ir::ScalarType::BF16});
