@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "cache_service/dashboard.h"
 #include "cache_service/jobs.h"
 #include "cache_service/metrics.h"
 #include "cache_service/store.h"
@@ -53,6 +54,8 @@ struct ApiOptions {
   bool check_plausibility = true;
   // Leases, worker liveness and retries of the measurement job queue (jobs.h).
   QueuePolicy queue;
+  // The web dashboard (/ui/) and what its routes need from the serving process (dashboard.h).
+  DashboardOptions dashboard;
 };
 
 // Problem types, each a stable URN ("urn:tessera:problem:<slug>") clients may switch on.
@@ -74,6 +77,7 @@ class Api {
 
   Metrics& metrics() { return metrics_; }
   const ApiOptions& options() const { return opts_; }
+  const TokenUsage& tokenUsage() const { return *usage_; }
 
  private:
   RecordStore& store_;
@@ -81,6 +85,7 @@ class Api {
   ApiOptions opts_;
   Metrics metrics_;
   std::chrono::steady_clock::time_point started_;
+  std::shared_ptr<TokenUsage> usage_;
 };
 
 // The OpenAPI description served at /openapi.yaml (cache_service/openapi.yaml, embedded at build

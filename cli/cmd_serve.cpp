@@ -14,6 +14,9 @@
 #include "cache_service/tokens.h"
 #include "cli/commands.h"
 #include "support/strings.h"
+#ifdef TESSERA_WITH_MLIR
+#include "cli/compare_view.h"
+#endif
 
 namespace tessera::cli {
 
@@ -112,6 +115,11 @@ void runServer(const ServeArgs& a) {
   o.queue.worker_ttl_s = a.worker_ttl_s;
   o.queue.max_attempts = a.max_attempts;
   o.store_connections = a.store_connections;
+#ifdef TESSERA_WITH_MLIR
+  // The dashboard's Compare page: `tessera compare` over this store (builds without the compiler
+  // answer 501).
+  o.compare = serveCompare;
+#endif
 
   // Block the stop signals before any server thread exists so every thread inherits the mask and
   // only the sigwait below receives them.

@@ -99,6 +99,8 @@ class Session {
     r_.tune = tune(p_.space, measurer_, *strategy, model.get(), features.get(), s_.loop, cb, previous);
     if (!r_.tune.best) {
       r_.outcome = SessionResult::Outcome::NothingCorrect;
+      // The failures are records too: the shared cache shows what was tried.
+      if (store_ && client_ && s_.pushToCache) warn(cache::pushOutbox(*store_, *client_).warning);
       return std::move(r_);
     }
     storeWinner();
@@ -220,9 +222,11 @@ class Session {
     cache::Record winner = toRecord(*r_.tune.best, p_.key, prov_, cost);
     winner.remeasured = !r_.tune.remeasured.empty() && winner.status == cache::RecordStatus::Ok;
     r_.winner = winner;
-    // An estimate is already stored as the trial it was; only a re-measured winner is new.
-    if (!store_ || winner.status != cache::RecordStatus::Ok) return;
-    (void)store_->putOne(winner, {.outbox = client_ && s_.pushToCache});
+    // An estimate is already stored as the trial it was; only a re-measured winner is new. Either
+    // way the run's records go to the shared cache now (an estimating run used to leave them in
+    // the outbox until the next run).
+    if (!store_) return;
+    if (winner.status == cache::RecordStatus::Ok) (void)store_->putOne(winner, {.outbox = client_ && s_.pushToCache});
     if (client_ && s_.pushToCache) warn(cache::pushOutbox(*store_, *client_).warning);
   }
 
