@@ -75,6 +75,7 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
     switch (*e) {
       case codegen::GpuEmit::Pre: text += bin->mlirPre; break;
       case codegen::GpuEmit::Mapped: text += bin->mlirMapped; break;
+      case codegen::GpuEmit::Device: text += bin->mlirDevice; break;
       case codegen::GpuEmit::Asm: text += bin->assembly; break;
       default:
         if (f.output.empty() && isatty(STDOUT_FILENO)) fail("--emit " + stage + " writes binary: give -o FILE", 2);

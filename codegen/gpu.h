@@ -98,16 +98,18 @@ enum class GpuEmit {
   Schedule,  // the transform module with @pre / @map (empty for OpBuilder kernels)
   Pre,       // the pre-mapping IR: what the CPU emulation runs
   Mapped,    // after @map: gpu.launch form (tensor-core rewrites applied)
+  Device,    // the gpu.module at the NVVM / ROCDL cut point: what the mapped-kernel emulator runs
   Asm,       // PTX (NVIDIA) or GCN assembly (AMD)
   Binary,    // cubin (NVIDIA) or hsaco code object (AMD)
 };
-// "payload", "schedule", "pre", "mlir", "ptx"/"asm", "cubin"/"hsaco".
+// "payload", "schedule", "pre", "mlir", "nvvm"/"rocdl", "ptx"/"asm", "cubin"/"hsaco".
 Expected<GpuEmit> parseGpuEmit(const std::string& s, Vendor v);
 const char* gpuEmitName(GpuEmit e, Vendor v);
 
 struct GpuBinary {
   std::string target;               // "sm_90", "gfx942"
   std::string mlirPre, mlirMapped;  // pre-mapping and mapped IR
+  std::string mlirDevice;           // the gpu.module at the NVVM / ROCDL cut point (GpuObjects::deviceIr)
   std::string assembly;             // PTX text or GCN assembly
   std::string binary;               // cubin or hsaco bytes
   GpuLaunch launch;

@@ -60,9 +60,12 @@ class AmdBackend : public GpuBackend {
   Vendor vendor() const override { return Vendor::Amd; }
   const char* assemblyName() const override { return "asm"; }
   const char* binaryName() const override { return "hsaco"; }
+  const char* deviceIrName() const override { return "rocdl"; }
 
   Status emit(mlir::ModuleOp m, const TargetDesc& t, bool wantBinary, GpuObjects& out) const override {
     TESSERA_TRY(trimDiagnostics(runPasses(m, pipeline(t), "ROCDL lowering")));
+    // The ROCDL cut point is what gpu-module-to-binary receives (the emulator runs it).
+    out.deviceIr = gpuModuleText(m);
     mlir::OwningOpRef<mlir::ModuleOp> binMod;
     if (wantBinary) binMod = mlir::cast<mlir::ModuleOp>(m->clone());
     TESSERA_TRY(trimDiagnostics(runPasses(m, "gpu-module-to-binary{format=isa}", "AMDGPU assembly emission")));

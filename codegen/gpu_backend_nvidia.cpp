@@ -26,23 +26,30 @@ int64_t firstInt(const std::string& text, const std::string& re) {
   return 0;
 }
 
-std::string pipeline(const TargetDesc& t) {
+// To the NVVM cut point (the module the mapped-kernel emulator runs: NVVM ops still ops, before
+// convert-nvvm-to-llvm turns some of them into inline PTX), then the rest to PTX. Two pass
+// managers in a row give the PTX of one.
+std::string pipelineToCut(const TargetDesc& t) {
   return "nvvm-attach-target{chip=" + t.arch + " features=+ptx80 O=3},"
          "convert-nvgpu-to-nvvm,"
          "gpu.module(convert-vector-to-scf{full-unroll=true},convert-vector-to-llvm{use-vector-alignment=1}),"
          "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-         "gpu.module(strip-debuginfo,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},convert-nvvm-to-llvm,"
-         "canonicalize,cse,reconcile-unrealized-casts)";
+         "gpu.module(strip-debuginfo,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,cse,"
+         "reconcile-unrealized-casts)";
 }
+const char* kPipelineFromCut = "gpu.module(convert-nvvm-to-llvm,canonicalize,cse,reconcile-unrealized-casts)";
 
 class NvidiaBackend : public GpuBackend {
  public:
   Vendor vendor() const override { return Vendor::Nvidia; }
   const char* assemblyName() const override { return "ptx"; }
   const char* binaryName() const override { return "cubin"; }
+  const char* deviceIrName() const override { return "nvvm"; }
 
   Status emit(mlir::ModuleOp m, const TargetDesc& t, bool wantBinary, GpuObjects& out) const override {
-    TESSERA_TRY(trimDiagnostics(runPasses(m, pipeline(t), "NVVM lowering")));
+    TESSERA_TRY(trimDiagnostics(runPasses(m, pipelineToCut(t), "NVVM lowering")));
+    out.deviceIr = gpuModuleText(m);
+    TESSERA_TRY(trimDiagnostics(runPasses(m, kPipelineFromCut, "NVVM to LLVM")));
     TESSERA_TRY(trimDiagnostics(runPasses(m, std::string("gpu-module-to-binary{format=isa toolkit=") + kCudaToolkit + "}",
                                           "PTX emission")));
     TESSERA_ASSIGN(out.assembly, binaryObject(m, true));

@@ -192,6 +192,7 @@ Expected<GpuBinary> compileImpl(const ir::Kernel& k, const ir::Config& c, const 
   backend->readResources(obj, r);
   out.assembly = std::move(obj.assembly);
   out.binary = std::move(obj.binary);
+  out.mlirDevice = std::move(obj.deviceIr);
   p.launch.kernel = obj.kernel;
   p.launch.kernelParams = obj.params;
   out.launch = p.launch;
@@ -218,10 +219,11 @@ Expected<GpuBinary> compileGpu(const ir::Kernel& k, const ir::Config& c, const T
 
 Expected<std::string> emitGpu(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, GpuEmit e) {
   std::string text;
-  bool early = e != GpuEmit::Asm && e != GpuEmit::Binary;
+  bool early = e != GpuEmit::Asm && e != GpuEmit::Binary && e != GpuEmit::Device;
   TESSERA_ASSIGN(GpuBinary b, compileImpl(k, c, t, e == GpuEmit::Binary, early ? std::optional<GpuEmit>(e) : std::nullopt, &text));
   if (e == GpuEmit::Asm) return b.assembly;
   if (e == GpuEmit::Binary) return b.binary;
+  if (e == GpuEmit::Device) return b.mlirDevice;
   return text;
 }
 

@@ -135,6 +135,12 @@ Expected<std::string> binaryObject(ModuleOp m, bool text) {
   return out;
 }
 
+std::string gpuModuleText(ModuleOp m) {
+  std::string out;
+  m.walk([&](gpu::GPUModuleOp g) { out = printOp(g); });
+  return out;
+}
+
 Status trimDiagnostics(Status st) {
   if (st.ok()) return st;
   Error e = st.takeError();
