@@ -120,6 +120,9 @@ struct GpuBinary {
 
 struct GpuCompileOptions {
   bool wantBinary = true;           // run ptxas (cubin) / the AMD linker (hsaco)
+  // The mma.sync GEMM's XOR swizzle of its shared tiles; off only to measure what it removes
+  // (the bank-conflict comparison of bench/gpu_emulator_bench.cpp).
+  bool sharedSwizzle = true;
 };
 
 // Lowers (kernel, config) for a GPU target: strategy -> @pre -> @map -> NVVM/ROCDL -> PTX + cubin

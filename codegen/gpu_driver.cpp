@@ -158,11 +158,13 @@ Expected<std::shared_ptr<const JitEmulatedKernel>> emulateImpl(const ir::Kernel&
   return std::shared_ptr<const JitEmulatedKernel>(std::move(kernel));
 }
 
-Expected<GpuBinary> compileImpl(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, bool wantBinary,
+Expected<GpuBinary> compileImpl(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, const GpuCompileOptions& o,
                                 std::optional<GpuEmit> stop, std::string* stageText) {
   auto t0 = Clock::now();
+  const bool wantBinary = o.wantBinary;
   auto ctx = makeContext();
   TESSERA_ASSIGN(GpuPlan p, buildPlan(ctx.get(), k, c, t));
+  *p.sharedSwizzle = o.sharedSwizzle;
   GpuBinary out;
   out.target = t.name;
   out.strategy = p.strategy;
@@ -214,13 +216,14 @@ Status checkGpuConfig(const ir::Kernel& k, const ir::Config& c, const TargetDesc
 }
 
 Expected<GpuBinary> compileGpu(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, const GpuCompileOptions& o) {
-  return compileImpl(k, c, t, o.wantBinary, std::nullopt, nullptr);
+  return compileImpl(k, c, t, o, std::nullopt, nullptr);
 }
 
 Expected<std::string> emitGpu(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, GpuEmit e) {
   std::string text;
   bool early = e != GpuEmit::Asm && e != GpuEmit::Binary && e != GpuEmit::Device;
-  TESSERA_ASSIGN(GpuBinary b, compileImpl(k, c, t, e == GpuEmit::Binary, early ? std::optional<GpuEmit>(e) : std::nullopt, &text));
+  TESSERA_ASSIGN(GpuBinary b, compileImpl(k, c, t, {.wantBinary = e == GpuEmit::Binary},
+                                          early ? std::optional<GpuEmit>(e) : std::nullopt, &text));
   if (e == GpuEmit::Asm) return b.assembly;
   if (e == GpuEmit::Binary) return b.binary;
   if (e == GpuEmit::Device) return b.mlirDevice;
