@@ -39,6 +39,8 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
   KernelIO io(k, f.seed);
   io.poisonOutputs();  // stale values must not pass
   std::string where, emuReport;
+  std::shared_ptr<emu::Report> report;
+  std::shared_ptr<const codegen::MappedKernel> mapped;
   double us = 0, compileSec = bin->compileSeconds;
   const bool emulated = !f.emulate.empty();
   if (f.emulate == "pre") {
@@ -53,7 +55,8 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
     auto mk = codegen::compileMapped(*bin, t, mo);
     if (!mk.ok()) failWith(mk.error());
     compileSec += (*mk)->compileSeconds;
-    auto report = std::make_shared<emu::Report>();
+    mapped = *mk;
+    report = std::make_shared<emu::Report>();
     auto runner = codegen::makeDeviceRunner(codegen::mappedEmulatedDevice(*mk, t.name, report));
     auto r = runner->run(*bin, k, io.buffers(), 1);
     emuReport = codegen::formatEmulationReport(*report, (*mk)->sites(), t.warpSize);
@@ -74,7 +77,12 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
   }
   auto checked = io.check();
   if (!checked.ok()) failWith(checked.error());
-  const ir::Comparison& cmp = *checked;
+  ir::Comparison cmp = *checked;
+  // A wrong element of an emulated run: which thread wrote it, with which instruction, where.
+  if (!cmp.ok && mapped) {
+    std::string who = codegen::whoWrote(*report, mapped->sites(), bin->launch, k, cmp.firstBadOutput, cmp.firstBadElement);
+    if (!who.empty()) cmp.firstBad += ", " + who;
+  }
   if (f.json) {
     nlohmann::json j = {{"kernel", k.name}, {"target", t.name}, {"config", nlohmann::json::parse(cfg.toJson())},
                         {"strategy", bin->strategy}, {"emulated", emulated ? f.emulate : "no"}, {"correct", cmp.ok},

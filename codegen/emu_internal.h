@@ -35,7 +35,7 @@ struct Shadow {
   int16_t writer = -1, reader = -1;  // thread ids (-1: none)
   uint32_t wClock = 0, rClock = 0;
   uint32_t wSync = 0, rSync = 0;
-  int32_t wSite = -1;                // the writing instruction (reports)
+  int32_t wSite = -1, rSite = -1;    // the writing and reading instructions (reports)
   uint8_t written = 0;               // initialised
   uint8_t pending = 0;               // an async copy to it is in flight
   int16_t pendingBy = -1;

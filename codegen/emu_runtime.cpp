@@ -59,7 +59,13 @@ std::string threadName(const BlockState& b, const std::array<int64_t, 3>& ctaid,
 
 void reportError(BlockState& b, const std::string& msg) {
   b.R->ok = false;
-  if (b.R->errorCount++ < uint64_t(b.O->maxErrors)) b.R->errors.push_back(msg);
+  b.R->errorCount++;
+  // A quarter of the listed errors per kind ("race", "read of uninitialised shared memory", ...):
+  // one fault usually shows as many of one kind, and the other kinds it causes matter as much.
+  const std::string kind = msg.substr(0, std::min(msg.find(':'), msg.find(" at ")));
+  int same = 0;
+  for (const auto& e : b.R->errors) same += e.compare(0, kind.size(), kind) == 0;
+  if (int(b.R->errors.size()) < b.O->maxErrors && same < std::max(1, b.O->maxErrors / 4)) b.R->errors.push_back(msg);
 }
 
 namespace {
@@ -216,6 +222,12 @@ const Extent* findExtent(const Launch& l, const void* p, size_t bytes) {
   return nullptr;
 }
 
+// Where a faulty access of thread `tid` lands instead (256 bytes each, 64-byte aligned).
+char* sinkFor(BlockState& b, int tid) {
+  auto base = (reinterpret_cast<uintptr_t>(b.sink.data()) + 63) & ~uintptr_t(63);
+  return reinterpret_cast<char*>(base) + size_t(tid) * 256;
+}
+
 std::string hex(const void* p) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)reinterpret_cast<uintptr_t>(p));
@@ -260,7 +272,7 @@ void sharedAccess(BlockState& b, const char* p, int bytes, bool write, int tid, 
       for (int j = i; j < bytes; ++j) {
         Shadow& s = b.shadow[off + size_t(j)];
         if (write) s.writer = int16_t(tid), s.wClock = myClock, s.wSync = mySync, s.wSite = site, s.written = 1;
-        else s.reader = int16_t(tid), s.rClock = myClock, s.rSync = mySync, s.written = 1;
+        else s.reader = int16_t(tid), s.rClock = myClock, s.rSync = mySync, s.rSite = site, s.written = 1;
         s.pending = 0;
       }
       return;
@@ -280,8 +292,8 @@ void sharedAccess(BlockState& b, const char* p, int bytes, bool write, int tid, 
                            " at " + b.L->sites->name(site) + " with no barrier between");
       else if (!ordered(s.reader, s.rClock, s.rSync))
         reportError(b, "race: write-after-read on shared byte " + std::to_string(off + size_t(i)) + ": read by " +
-                           threadName(b, s.reader) + ", then written by " + threadName(b, tid) + " at " +
-                           b.L->sites->name(site) + " with no barrier between");
+                           threadName(b, s.reader) + " at " + b.L->sites->name(s.rSite) + ", then written by " +
+                           threadName(b, tid) + " at " + b.L->sites->name(site) + " with no barrier between");
       s.writer = int16_t(tid), s.wClock = myClock, s.wSync = mySync, s.wSite = site, s.written = 1;
     } else {
       if (!s.written)
@@ -291,7 +303,7 @@ void sharedAccess(BlockState& b, const char* p, int bytes, bool write, int tid, 
         reportError(b, "race: read-after-write on shared byte " + std::to_string(off + size_t(i)) + ": written by " +
                            threadName(b, s.writer) + " at " + b.L->sites->name(s.wSite) + ", read by " +
                            threadName(b, tid) + " at " + b.L->sites->name(site) + " with no barrier between");
-      s.reader = int16_t(tid), s.rClock = myClock, s.rSync = mySync;
+      s.reader = int16_t(tid), s.rClock = myClock, s.rSync = mySync, s.rSite = site;
       s.written = 1;  // report an uninitialised byte once
     }
     if (b.aborted) return;
@@ -404,12 +416,19 @@ void* tessera_emu_mem(void* p, int32_t bytes, int32_t flags, int32_t site) {
   const int tid = b.cur->tid;
   const bool write = flags & kWrite;
   char* c = static_cast<char*>(p);
+  const uint64_t align = uint64_t(1) << ((flags >> 8) & 31);
+  if (align > 1 && reinterpret_cast<uintptr_t>(p) % align) {
+    reportError(b, std::string("misaligned ") + (write ? "store" : "load") + " of " + std::to_string(bytes) + " B at " +
+                       hex(p) + " (the instruction assumes " + std::to_string(align) + "-byte alignment) by " +
+                       threadName(b, tid) + " at " + b.L->sites->name(site));
+    return sinkFor(b, tid);
+  }
   if (c >= b.smemBase && c < b.smemBase + std::max<size_t>(b.smemBytes, 1)) {
     if (c + bytes > b.smemBase + b.smemBytes) {
       reportError(b, std::string("out-of-bounds shared ") + (write ? "store" : "load") + " of " + std::to_string(bytes) +
                          " B at offset " + std::to_string(c - b.smemBase) + " (the block has " +
                          std::to_string(b.smemBytes) + " B) by " + threadName(b, tid) + " at " + b.L->sites->name(site));
-      return b.sink.data() + size_t(tid) * 256;
+      return sinkFor(b, tid);
     }
     if (b.O->checks) sharedAccess(b, c, bytes, write, tid, site);
     group(b, tid, site, uint64_t(c - b.smemBase), bytes, true);
@@ -424,7 +443,7 @@ void* tessera_emu_mem(void* p, int32_t bytes, int32_t flags, int32_t site) {
     }
     reportError(b, std::string("out-of-bounds global ") + (write ? "store" : "load") + " of " + std::to_string(bytes) +
                        " B at " + hex(p) + near + " by " + threadName(b, tid) + " at " + b.L->sites->name(site));
-    return b.sink.data() + size_t(tid) * 256;
+    return sinkFor(b, tid);
   }
   group(b, tid, site, reinterpret_cast<uint64_t>(p), bytes, false);
   if (write && b.L->trackWriters && !b.writersFull) {
@@ -471,7 +490,7 @@ bool setUp(Worker& w, const Launch& l, const Options& o) {
   b.smemBase = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(b.smem.data()) + 1023) & ~uintptr_t(1023));
   b.shadow.resize(l.sharedBytes);
   b.warps.resize(size_t(b.nwarps));
-  b.sink.assign(size_t(b.nthreads) * 256, 0);
+  b.sink.assign(size_t(b.nthreads) * 256 + 256, 0);
   b.async.resize(size_t(b.nthreads));
   b.asyncGroups.assign(size_t(b.nthreads), 0);
   return true;

@@ -83,6 +83,7 @@ struct Report {
   double seconds = 0;
   // The last writer of every global word written (for naming who wrote a wrong output element).
   std::map<const void*, std::pair<std::string, int>> lastWriter;  // address -> ("block (x,y,z) thread (x,y,z)", site)
+  std::vector<uint64_t> launchArgs;  // the launch's argument pointers (GpuLaunch::args order)
 };
 
 using Entry = void (*)(void** args);

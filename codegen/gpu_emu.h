@@ -53,6 +53,13 @@ Expected<std::shared_ptr<const MappedKernel>> compileMapped(const GpuBinary& b, 
 DeviceApi mappedEmulatedDevice(std::shared_ptr<const MappedKernel> kernel, const std::string& target,
                                std::shared_ptr<emu::Report> last = nullptr);
 
+// Who wrote element `element` (flat index, batch 0) of output `output` (Kernel::outputs() order)
+// in the launch `r` reports: "written by block (..) thread (..) [warp w lane l] at <site>, address
+// 0x..", found through the launch's arguments (the output itself or the workspace copied back into
+// it); "" when no emulated store wrote it.
+std::string whoWrote(const emu::Report& r, const emu::SiteTable& sites, const GpuLaunch& l, const ir::Kernel& k,
+                     int output, int64_t element);
+
 // The report's text: errors, then counters (bank conflicts per shared access, sectors per global
 // request, lane instructions), the worst sites first.
 std::string formatEmulationReport(const emu::Report& r, const emu::SiteTable& sites, int warpSize);

@@ -81,6 +81,7 @@ DeviceApi mappedEmulatedDevice(std::shared_ptr<const MappedKernel> kernel, const
         if (reinterpret_cast<uint64_t>(e.base) <= args[a] && args[a] < reinterpret_cast<uint64_t>(e.base) + e.bytes)
           e.name = "launch argument " + std::to_string(a);
     emu::Report r = k->run(args, extents);
+    r.launchArgs = args;
     if (last) *last = r;
     if (!r.ok) {
       std::string msg = "emulation found " + std::to_string(r.errorCount) + " error" + (r.errorCount == 1 ? "" : "s");
@@ -90,6 +91,34 @@ DeviceApi mappedEmulatedDevice(std::shared_ptr<const MappedKernel> kernel, const
     return float(r.seconds * 1e3);
   };
   return api;
+}
+
+std::string whoWrote(const emu::Report& r, const emu::SiteTable& sites, const GpuLaunch& l, const ir::Kernel& k,
+                     int output, int64_t element) {
+  const int tensor = int(k.inputs().size()) + output;
+  auto outs = k.outputs();
+  if (output < 0 || size_t(output) >= outs.size() || element < 0) return "";
+  const ir::TensorDecl& d = *outs[size_t(output)];
+  const int64_t cols = d.shape.empty() ? 1 : d.shape.back();
+  const int64_t row = element / cols, col = element % cols;
+  for (size_t i = 0; i < l.args.size() && i < r.launchArgs.size(); ++i) {
+    const GpuArg& a = l.args[i];
+    if (a.tensor != tensor || (a.kind == GpuArg::Kind::Packed) || (a.kind == GpuArg::Kind::Workspace && !a.copyBack))
+      continue;
+    const int64_t es = ir::byteSize(a.dtype);
+    const int64_t off = a.kind == GpuArg::Kind::Workspace ? (row * a.pcols + col) * es : element * es;
+    const char* addr = reinterpret_cast<const char*>(r.launchArgs[i]) + off;
+    auto it = r.lastWriter.upper_bound(addr);
+    if (it == r.lastWriter.begin()) continue;
+    --it;
+    const char* at = static_cast<const char*>(it->first);
+    if (addr - at >= 16) continue;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)reinterpret_cast<uintptr_t>(addr));
+    return "written by " + it->second.first + " at " + sites.name(it->second.second) + ", address " + buf +
+           (a.kind == GpuArg::Kind::Workspace ? " (its workspace)" : "");
+  }
+  return "";
 }
 
 std::string formatEmulationReport(const emu::Report& r, const emu::SiteTable& sites, int warpSize) {

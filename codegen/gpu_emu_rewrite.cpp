@@ -391,6 +391,10 @@ struct Rewriter {
     // Memory: a hook before every access that is not private.
     auto hook = [&](Value addr, Type t, int flags, unsigned operandIndex) {
       if (isPrivate(addr)) return;
+      // The alignment the instruction assumes (a misaligned address faults on the GPU, and the
+      // host's aligned vector moves fault too): checked, as log2 above the flag bits.
+      if (auto al = op->getAttrOfType<IntegerAttr>("alignment"); al && al.getInt() > 1)
+        flags |= int(llvm::Log2_64(uint64_t(al.getInt()))) << 8;
       Value p = call(loc, "tessera_emu_mem", ptr,
                      {addr, cst(loc, i32, typeBytes(t)), cst(loc, i32, flags), cst(loc, i32, site(op))});
       if (addr.getType() != ptr) p = LLVM::AddrSpaceCastOp::create(b, loc, addr.getType(), p);
