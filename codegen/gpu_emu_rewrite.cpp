@@ -378,12 +378,13 @@ struct Rewriter {
     if (name == "rocdl.readlane") return permute(2, op->getOperand(0), op->getOperand(1), {});
     if (name == "rocdl.readfirstlane") return permute(3, op->getOperand(0), {}, {});
     if (name == "rocdl.update.dpp") {
-      auto attr = [&](const char* n) {
-        auto a = op->getAttrOfType<IntegerAttr>(n);
-        return a ? a.getInt() : 0;
+      auto attr = [&](const char* n) -> int64_t {
+        if (auto a = op->getAttrOfType<IntegerAttr>(n)) return a.getInt();
+        if (auto bl = op->getAttrOfType<BoolAttr>(n)) return bl.getValue();
+        return 0;
       };
-      int64_t packed = (attr("dpp_ctrl") & 0x1ff) | (attr("row_mask") & 0xf) << 16 | (attr("bank_mask") & 0xf) << 20 |
-                       int64_t(attr("bound_ctrl") != 0) << 24;
+      int64_t packed = (attr("dppCtrl") & 0x1ff) | (attr("rowMask") & 0xf) << 16 | (attr("bankMask") & 0xf) << 20 |
+                       int64_t(attr("boundCtrl") != 0) << 24;
       return permute(4, op->getOperand(1), cst(loc, i32, packed), op->getOperand(0));
     }
     if (isNoOp(name)) return replace({});

@@ -370,3 +370,104 @@ TEST(GpuEmulatorLayouts, MfmaMatchesTheCalculatorTables) {
       for (const auto& [rc, c] : D) EXPECT_EQ(emu::layout::mfmaD(mn, c.lane, c.reg), rc) << stem << " D lane " << c.lane;
     }
 }
+
+// ---- cross-lane operations, hand-written at the cut point, against their ISA semantics ----
+
+namespace {
+
+// Runs a one-kernel device module `text` (kernel @k taking one i32 output buffer) on `block`
+// threads of one block; returns the buffer.
+std::vector<int32_t> runModule(const std::string& text, const std::string& target, int block, int perThread) {
+  codegen::GpuBinary bin;
+  bin.mlirDevice = text;
+  bin.launch.kernel = "k";
+  bin.launch.block = {block, 1, 1};
+  bin.launch.kernelParams = {0};
+  auto mk = codegen::compileMapped(bin, testutil::gpuTarget(target));
+  EXPECT_TRUE(mk.ok()) << (mk.ok() ? "" : mk.error().str());
+  std::vector<int32_t> out(size_t(block * perThread), -7);
+  if (!mk.ok()) return out;
+  emu::Report r = (*mk)->run({reinterpret_cast<uint64_t>(out.data())}, {{out.data(), out.size() * 4, "out"}});
+  EXPECT_TRUE(r.ok) << (r.errors.empty() ? "" : r.errors.front());
+  return out;
+}
+
+// Stores %v<j> (j < n) at out[tid * n + j].
+std::string storesOf(int n, const char* tid) {
+  std::string s = "    %n = llvm.mlir.constant(" + std::to_string(n) + " : i32) : i32\n    %base = llvm.mul " + tid + ", %n : i32\n";
+  for (int j = 0; j < n; ++j) {
+    s += "    %j" + std::to_string(j) + " = llvm.mlir.constant(" + std::to_string(j) + " : i32) : i32\n";
+    s += "    %i" + std::to_string(j) + " = llvm.add %base, %j" + std::to_string(j) + " : i32\n";
+    s += "    %p" + std::to_string(j) + " = llvm.getelementptr %out[%i" + std::to_string(j) + "] : (!llvm.ptr, i32) -> !llvm.ptr, i32\n";
+    s += "    llvm.store %v" + std::to_string(j) + ", %p" + std::to_string(j) + " : i32, !llvm.ptr\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST(GpuEmulatorLanes, ShflAndVoteFollowThePtxIsa) {
+  std::string text = R"(gpu.module @m {
+  llvm.func @k(%out: !llvm.ptr) attributes {gpu.kernel, nvvm.kernel} {
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %mask = llvm.mlir.constant(-1 : i32) : i32
+    %c0 = llvm.mlir.constant(0 : i32) : i32
+    %c1 = llvm.mlir.constant(1 : i32) : i32
+    %c2 = llvm.mlir.constant(2 : i32) : i32
+    %c3 = llvm.mlir.constant(3 : i32) : i32
+    %c5 = llvm.mlir.constant(5 : i32) : i32
+    %c31 = llvm.mlir.constant(31 : i32) : i32
+    %v0 = nvvm.shfl.sync bfly %mask, %tid, %c1, %c31 : i32 -> i32
+    %v1 = nvvm.shfl.sync up %mask, %tid, %c1, %c0 : i32 -> i32
+    %v2 = nvvm.shfl.sync down %mask, %tid, %c2, %c31 : i32 -> i32
+    %v3 = nvvm.shfl.sync idx %mask, %tid, %c5, %c31 : i32 -> i32
+    %lane = nvvm.read.ptx.sreg.laneid : i32
+    %pr = llvm.icmp "slt" %lane, %c3 : i32
+    %v4 = nvvm.vote.sync ballot %mask, %pr -> i32
+)" + storesOf(5, "%tid") + R"(    llvm.return
+  }
+})";
+  std::vector<int32_t> out = runModule(text, "sm_80", 64, 5);
+  for (int t = 0; t < 64; ++t) {
+    const int lane = t % 32, base = t - lane;
+    EXPECT_EQ(out[size_t(t * 5 + 0)], t ^ 1) << t;                          // bfly 1
+    EXPECT_EQ(out[size_t(t * 5 + 1)], lane >= 1 ? t - 1 : t) << t;          // up 1 (lane 0 keeps its own)
+    EXPECT_EQ(out[size_t(t * 5 + 2)], lane + 2 <= 31 ? t + 2 : t) << t;     // down 2
+    EXPECT_EQ(out[size_t(t * 5 + 3)], base + 5) << t;                       // idx 5
+    EXPECT_EQ(out[size_t(t * 5 + 4)], 7) << t;                              // ballot(lane < 3)
+  }
+}
+
+TEST(GpuEmulatorLanes, Wave64PermutesFollowTheCdna3Isa) {
+  std::string text = R"(gpu.module @m {
+  llvm.func @k(%out: !llvm.ptr) attributes {gpu.kernel, rocdl.kernel} {
+    %tid = rocdl.workitem.id.x : i32
+    %c1 = llvm.mlir.constant(1 : i32) : i32
+    %c4 = llvm.mlir.constant(4 : i32) : i32
+    %c100 = llvm.mlir.constant(100 : i32) : i32
+    %m1 = llvm.mlir.constant(-1 : i32) : i32
+    %c0 = llvm.mlir.constant(0 : i32) : i32
+    %next = llvm.add %tid, %c1 : i32
+    %addr = llvm.mul %next, %c4 : i32
+    %v0 = rocdl.ds_bpermute %addr, %tid : (i32, i32) -> i32
+    %sw = llvm.mlir.constant(1055 : i32) : i32
+    %v1 = rocdl.ds_swizzle %tid, %sw : (i32, i32) -> i32
+    %old = llvm.add %tid, %c100 : i32
+    %v2 = rocdl.update.dpp %old, %tid with 273, 15, 15, false : i32
+    %v3 = rocdl.readlane %tid, %c4 : (i32, i32) -> i32
+    %v4 = rocdl.readfirstlane %tid : i32
+    %lo = rocdl.mbcnt.lo %m1, %c0 : (i32, i32) -> i32
+    %v5 = rocdl.mbcnt.hi %m1, %lo : (i32, i32) -> i32
+)" + storesOf(6, "%tid") + R"(    llvm.return
+  }
+})";
+  std::vector<int32_t> out = runModule(text, "gfx942", 64, 6);
+  for (int t = 0; t < 64; ++t) {
+    EXPECT_EQ(out[size_t(t * 6 + 0)], (t + 1) % 64) << t;                    // bpermute: lane (addr / 4)
+    EXPECT_EQ(out[size_t(t * 6 + 1)], t ^ 1) << t;                           // swizzle and 0x1f, xor 1
+    EXPECT_EQ(out[size_t(t * 6 + 2)], t % 16 >= 1 ? t - 1 : t + 100) << t;   // DPP row_shr:1, old kept at row start
+    EXPECT_EQ(out[size_t(t * 6 + 3)], 4) << t;
+    EXPECT_EQ(out[size_t(t * 6 + 4)], 0) << t;
+    EXPECT_EQ(out[size_t(t * 6 + 5)], t) << t;                               // mbcnt lo + hi: the lane id
+  }
+}
