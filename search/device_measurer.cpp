@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "codegen/gpu.h"
@@ -67,8 +68,9 @@ class DeviceBackend : public ExecutionBackend {
     MeasureOptions opts = m;
     if (d_.emulated) {
       api = cand.mapped ? codegen::mappedEmulatedDevice(cand.mapped, t_.name) : codegen::emulatedDevice(cand.emulation, t_.name);
-      // An emulation's time says nothing of the GPU's: one checked launch is all it is for.
-      opts.warmup = 0, opts.minRuns = 1, opts.minTimeSec = 0;
+      // An emulation's time says nothing of the GPU's: the checked launch and one timed one
+      // (the protocol runs whole, at the least cost).
+      opts.warmup = 0, opts.minRuns = std::min(m.minRuns, 2), opts.minTimeSec = 0;
     } else {
       TESSERA_ASSIGN(const codegen::GpuBackend* backend, codegen::gpuBackendFor(t_));
       TESSERA_ASSIGN(api, backend->openDevice(d_.device));
