@@ -34,6 +34,7 @@ struct ResourceReport {
   // NVIDIA (ptxas -v)
   int registers = 0;             // per thread
   int64_t sharedBytes = 0;       // static shared memory per block (LDS on AMD)
+  int64_t dynamicSharedBytes = 0;  // dynamic shared memory per block (the launch's)
   int64_t spillStoreBytes = 0, spillLoadBytes = 0;
   int64_t localBytes = 0;        // stack frame / local memory per thread
   // AMD (amdhsa metadata)
@@ -76,6 +77,10 @@ struct GpuLaunch {
   std::string kernel;               // symbol in the binary
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   int64_t batches = 1;              // host loop: one launch per batch index
+  // Dynamic shared memory / LDS per block (gpu.launch's dynamic_shared_memory_size): what the
+  // kernel's gpu.dynamic_shared_memory views; the runners pass it (and, past 48 KB on NVIDIA,
+  // raise the function's limit first).
+  int64_t dynamicSharedBytes = 0;
   std::vector<GpuArg> args;         // the device function's arguments (what the emulation calls)
   // Parameters of the outlined GPU kernel, as indices into `args`: one bare device pointer each
   // (use-bare-ptr-memref-call-conv). Only the arguments the kernel body uses appear.

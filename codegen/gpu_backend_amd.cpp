@@ -109,10 +109,11 @@ class AmdBackend : public GpuBackend {
       }
     }
     if (wavesPerSimd < t.maxWavesPerSimd) limit(wavesPerSimd * t.simdsPerUnit / W, why);
-    if (r.sharedBytes > 0) limit(t.smemPerSM / r.sharedBytes, "LDS");
+    if (r.sharedBytes + r.dynamicSharedBytes > 0) limit(t.smemPerSM / (r.sharedBytes + r.dynamicSharedBytes), "LDS");
     if (vg > t.maxRegsPerThread) r.problems.push_back("VGPRs exceed " + std::to_string(t.maxRegsPerThread));
-    if (r.sharedBytes > t.smemPerBlock)
-      r.problems.push_back("LDS " + std::to_string(r.sharedBytes) + " B exceeds " + std::to_string(t.smemPerBlock) + " B");
+    if (r.sharedBytes + r.dynamicSharedBytes > t.smemPerBlock)
+      r.problems.push_back("LDS " + std::to_string(r.sharedBytes + r.dynamicSharedBytes) + " B exceeds " +
+                           std::to_string(t.smemPerBlock) + " B");
     if (r.vgprSpills + r.sgprSpills > 0)
       r.problems.push_back("spills (" + std::to_string(r.vgprSpills) + " VGPRs, " + std::to_string(r.sgprSpills) + " SGPRs)");
     else if (r.scratchBytes > 0)

@@ -199,6 +199,7 @@ Expected<GpuBinary> compileImpl(const ir::Kernel& k, const ir::Config& c, const 
   p.launch.kernelParams = obj.params;
   out.launch = p.launch;
   r.threadsPerBlock = threadsOf(p.launch);
+  r.dynamicSharedBytes = p.launch.dynamicSharedBytes;
   finishResourceReport(r, t);
   out.compileSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return out;

@@ -474,7 +474,7 @@ class JitMappedKernel : public MappedKernel {
     l.grid = launch_.grid;
     l.block = launch_.block;
     l.warpSize = warpSize_;
-    l.sharedBytes = size_t(shared_);
+    l.sharedBytes = size_t(shared_ + launch_.dynamicSharedBytes);
     for (auto& v : values) l.args.push_back(&v);
     l.extents = extents;
     l.sites = &sites_;
@@ -482,7 +482,7 @@ class JitMappedKernel : public MappedKernel {
   }
   const GpuLaunch& launch() const override { return launch_; }
   const emu::SiteTable& sites() const override { return sites_; }
-  int64_t sharedBytes() const override { return shared_; }
+  int64_t sharedBytes() const override { return shared_ + launch_.dynamicSharedBytes; }
 
   std::unique_ptr<MLIRContext> ctx_;
   std::unique_ptr<ExecutionEngine> engine_;

@@ -250,6 +250,11 @@ Status readLaunchDims(ModuleOp m, GpuLaunch& launch) {
       }
       (i < 3 ? launch.grid[size_t(i)] : launch.block[size_t(i - 3)]) = *c;
     }
+    if (Value dyn = op.getDynamicSharedMemorySize()) {
+      std::optional<int64_t> c = getConstantIntValue(dyn);
+      if (!c) st = makeError(ErrorCode::Internal, "gpu.launch with a dynamic shared memory size that is not a constant");
+      else launch.dynamicSharedBytes = *c;
+    }
   });
   if (!st.ok()) return st;
   if (n != 1) return makeError(ErrorCode::CompileError, "the mapping produced " + std::to_string(n) + " gpu.launch ops, expected 1");
