@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   std::ofstream out;
   if (!csv.empty()) {
     out.open(csv);
-    out << "file,config,measured_us,estimated_us,bound\n";
+    out << "file,config,measured_us,estimated_us,bound,blocks_per_unit,regs,compute,dram,l2,in_flight,shared,l1,latency\n";
   }
   std::printf("the analytic GPU model (%s) against brute-forced Kernel Tuner spaces\n", costmodel::kGpuModelName);
   std::printf("N: configs that ran; Spearman: estimate vs measured time over them; top-k: the true best time /\n"
@@ -86,8 +86,12 @@ int main(int argc, char** argv) {
         else ++unfit;
       }
       rows.push_back(std::move(row));
-      if (out) out << name << ",\"" << r.config.str() << "\"," << rows.back().measuredUs << "," << rows.back().estimatedUs << ","
-                   << rows.back().est.bound << "\n";
+      if (out) {
+        out << name << ",\"" << r.config.str() << "\"," << rows.back().measuredUs << "," << rows.back().estimatedUs << ","
+            << rows.back().est.bound << "," << rows.back().est.blocksPerUnit << "," << (w.ok() ? w->regsPerThread : 0);
+        for (size_t i = 0; i < 7; ++i) out << "," << (i < rows.back().est.terms.size() ? rows.back().est.terms[i].us : 0);
+        out << "\n";
+      }
     }
     if (rows.empty()) continue;
     std::vector<double> est, meas;
