@@ -20,7 +20,7 @@ struct Row {
 };
 
 // Repeated notes.
-const char* kCores = "derived: CUDA cores / 64 per SM (Turing, GA100) or 128 per SM (GA10x, AD10x) [CUDA-CC]";
+const char* kCores = "derived: the document's CUDA cores / 128 per SM (64 on Turing and GA100) [CUDA-CC]";
 const char* kGeForceTensor =
     "derived: twice the FP32 peak, the GeForce tensor rate with FP32 accumulation [GA102-WP, ADA-WP]";
 const char* kTuringTensor = "derived: tensor cores x 64 FMA per clock x boost clock, half rate with FP32 accumulation on GeForce [TU-WP]";

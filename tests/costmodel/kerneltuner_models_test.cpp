@@ -61,7 +61,8 @@ TEST(KernelTunerModels, EveryFileHasAModelAndItsGpu) {
     EXPECT_GT(m->target.memBandwidthGBs, 0) << name;
   }
   EXPECT_FALSE(bench::kernelTunerModel("gemm_unknown_gpu").has_value());
-  TargetDesc t = bench::rtx2080Ti();
+  // The 2080 Ti comes from the GPU table (sm_75: Turing's limits).
+  TargetDesc t = bench::kernelTunerModel("gemm_RTX_2080_Ti")->target;
   EXPECT_EQ(t.units, 68);
   EXPECT_EQ(t.maxWarpsPerSM, 32);
   EXPECT_EQ(t.smemPerSM, 64 * 1024);
