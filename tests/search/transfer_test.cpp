@@ -10,6 +10,7 @@
 #include <map>
 
 #include "costmodel/features.h"
+#include "cache_service/store.h"
 #include "search/replay.h"
 #include "search/transfer.h"
 #include "search/tune_session.h"
@@ -155,4 +156,44 @@ TEST(Transfer, TheModelRanksTheOtherGpusFastConfigsFirst) {
   auto cpu = on3090;
   for (auto& r : cpu) r.key.target = "host";
   EXPECT_EQ(makeTransfer(cpu, on2080.front().key, knobs, {}).gpus, 0);
+}
+
+// A session finds this kernel's records on another GPU in its store by itself (as `tessera tune`
+// does), says so, and --no-transfer (enabled = false) turns it off; records of this GPU's own key
+// are its history, not a transfer.
+TEST(Transfer, ASessionFindsOtherGpusRecordsInItsStore) {
+  const auto& on2080 = recordsOf("gemm_RTX_2080_Ti.json.gz");
+  const auto& on3090 = recordsOf("gemm_RTX_3090.json.gz");
+  auto table = tableFromRecords("gemm_RTX_2080_Ti", on2080);
+  ASSERT_TRUE(table.ok());
+  auto store = cache::makeMemoryStore();
+  std::vector<cache::Record> some(on3090.begin(), on3090.begin() + 600);
+  ASSERT_TRUE(store->put(some).ok());
+  const ir::Space space = table->space;
+  TuneProblem p{table->key, table->space, TargetDesc{}, [space](const cache::HardKey&) { return costmodel::makeKnobFeatures(space); }};
+  auto run = [&](bool enabled, std::vector<std::string>* heard) {
+    SessionSettings ss;
+    ss.loop.search.strategy = "evolutionary";
+    ss.loop.trials = 8;
+    ss.loop.topK = 0;
+    ss.loop.measureDefault = false;
+    ss.cache = CachePolicy::Force;
+    ss.transfer.enabled = enabled;
+    ss.pushToCache = false;
+    SessionCallbacks cb;
+    cb.onTransfer = [&](const Transfer& t) { *heard = t.from; };
+    auto m = makeReplayMeasurer(*table);
+    return runTuneSession(p, *m, store.get(), nullptr, {}, ss, cb);
+  };
+  std::vector<std::string> heard;
+  auto on = run(true, &heard);
+  ASSERT_TRUE(on.ok()) << on.error().message;
+  EXPECT_EQ(on->transferGpus, 1);
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_NE(heard.front().find("RTX 3090"), std::string::npos) << heard.front();
+  heard.clear();
+  auto off = run(false, &heard);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->transferGpus, 0);
+  EXPECT_TRUE(heard.empty());
 }
