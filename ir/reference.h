@@ -22,6 +22,12 @@ struct RefOptions {
 struct Reference {
   std::vector<std::vector<double>> outputs;  // per kernel output, row-major
   int rowAxis = -1;                          // axis sampled, -1: everything computed
+  // The scale of an output's unavoidable absolute rounding error (0: none); compareOutputs lets
+  // 2 u * magnitude pass (u the output type's unit roundoff). Attention's outputs are weighted
+  // averages of V's rows: rounding the probabilities to the input type, as every tensor-core
+  // attention does, errs by up to u/2 * max|V| however small an average comes out (random-sign
+  // values of V average to near 0), so the scale is max|V|.
+  double magnitude = 0;
   int64_t rowStride = 1;
   bool rowComputed(int64_t row, int64_t rows) const {
     return rowAxis < 0 || row % rowStride == 0 || row >= rows - 8;
@@ -39,6 +45,8 @@ struct Comparison {
   double tolerance = 0;    // bound on maxRelErr for the output dtype
   int64_t checked = 0, bad = 0;
   std::string firstBad;    // "O[3, 17]: got 1.5, want 0.25"
+  int firstBadOutput = -1;        // which output (Kernel::outputs() order) and its flat element index
+  int64_t firstBadElement = -1;
 };
 
 double toleranceFor(ScalarType outType);
