@@ -80,9 +80,12 @@ RouteMatch matchRoute(std::string_view method, std::string_view path) {
     return route(RouteId::AdminQuarantine, "POST", Scope::Admin, BodyKind::Json);
   if (path == "/v1/admin/records/release") return route(RouteId::AdminRelease, "POST", Scope::Admin, BodyKind::Json);
   if (path == "/v1/admin/records/delete") return route(RouteId::AdminDelete, "POST", Scope::Admin, BodyKind::Json);
+  if (path == "/v1/admin/records/pin") return route(RouteId::AdminPin, "POST", Scope::Admin, BodyKind::Json);
+  if (path == "/v1/admin/records/unpin") return route(RouteId::AdminUnpin, "POST", Scope::Admin, BodyKind::Json);
   if (path == "/v1/workers") {
     if (method == "POST") return route(RouteId::WorkersRegister, "POST", Scope::Worker, BodyKind::Json);
     route(RouteId::WorkersList, "GET", Scope::Read, BodyKind::None);
+    m.token_required = true;
     if (m.refuse) m.allow = "GET, POST";
     return m;
   }
@@ -109,6 +112,10 @@ RouteMatch matchRoute(std::string_view method, std::string_view path) {
     if (slash > 0 && rest.substr(slash + 1) == "cancel") {
       m.path_id = rest.substr(0, slash);
       return route(RouteId::JobCancel, "POST", Scope::Write, BodyKind::None);
+    }
+    if (slash > 0 && rest.substr(slash + 1) == "check") {
+      m.path_id = rest.substr(0, slash);
+      return route(RouteId::JobCheck, "POST", Scope::Write, BodyKind::Json);
     }
   }
   if (path == "/healthz") return route(RouteId::Healthz, "GET", std::nullopt, BodyKind::None);
@@ -181,7 +188,8 @@ std::optional<ApiResponse> intParam(const ApiRequest& r, std::string_view name, 
 PutOptions servicePut(const RouteContext& c) {
   PutOptions o;
   o.writer = c.token_name;
-  o.trust_remeasured = false;
+  o.trusted = false;
+  o.agree_factor = c.opts.agree_factor;
   return o;
 }
 
@@ -254,7 +262,7 @@ std::optional<ApiResponse> gate(const ApiRequest& r, const RouteMatch& m, const 
                                   (id->scope == Scope::Worker ? " (worker tokens may only lease and report)" : "")));
       if (token_name) *token_name = id->name;
       if (token_scope) *token_scope = id->scope;
-    } else if (!(*m.scope == Scope::Read && opts.allow_anonymous_reads)) {
+    } else if (!(*m.scope == Scope::Read && opts.allow_anonymous_reads && !m.token_required)) {
       ApiResponse resp = problem(401, "missing-token", "Unauthorized",
                                  "send 'Authorization: Bearer <token>' (scope '" +
                                      std::string(scopeName(*m.scope)) + "'" +
@@ -342,7 +350,9 @@ ApiResponse Api::handle(const ApiRequest& req) {
         case RouteId::AdminRecords: resp = routeAdminRecords(c, req, m); break;
         case RouteId::AdminQuarantine:
         case RouteId::AdminRelease:
-        case RouteId::AdminDelete: resp = routeAdminAction(c, req, m); break;
+        case RouteId::AdminDelete:
+        case RouteId::AdminPin:
+        case RouteId::AdminUnpin: resp = routeAdminAction(c, req, m); break;
         case RouteId::WorkersRegister: resp = routeWorkersRegister(c, req, m); break;
         case RouteId::WorkersList: resp = routeWorkersList(c, req, m); break;
         case RouteId::WorkerHeartbeat: resp = routeWorkerHeartbeat(c, req, m); break;
@@ -351,6 +361,7 @@ ApiResponse Api::handle(const ApiRequest& req) {
         case RouteId::JobsSubmit: resp = routeJobsSubmit(c, req, m); break;
         case RouteId::JobGet: resp = routeJobGet(c, req, m); break;
         case RouteId::JobCancel: resp = routeJobCancel(c, req, m); break;
+        case RouteId::JobCheck: resp = routeJobCheck(c, req, m); break;
         case RouteId::Healthz: resp = routeHealthz(c, req, m); break;
         case RouteId::Readyz: resp = routeReadyz(c, req, m); break;
         case RouteId::Status: resp = routeStatus(c, req, m); break;

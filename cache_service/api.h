@@ -53,6 +53,8 @@ struct ApiOptions {
   bool check_plausibility = true;
   // Leases, worker liveness and retries of the measurement job queue (jobs.h).
   QueuePolicy queue;
+  // Two measurements of a config by different identities agree within this factor (trust.h).
+  double agree_factor = kDefaultAgreeFactor;
 };
 
 // Problem types, each a stable URN ("urn:tessera:problem:<slug>") clients may switch on.

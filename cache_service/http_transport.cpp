@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cache_service/endpoints.h"
 #include "cache_service/http.h"
 #include "cache_service/http_gate.h"
 
@@ -384,7 +385,7 @@ Expected<std::unique_ptr<HttpConnection>> openHttpConnection(std::string_view ba
                                                               double connect_timeout_s,
                                                               const std::string& ca_cert) {
   auto bad = [&](const std::string& why) {
-    return makeError(ErrorCode::InvalidArgument, "cache URL '" + std::string(base_url) + "': " + why);
+    return makeError(ErrorCode::InvalidArgument, "cache URL '" + redactUrl(base_url) + "': " + why);
   };
   size_t scheme_end = base_url.find("://");
   if (scheme_end == std::string_view::npos) return bad("expected http://host:port");
@@ -396,6 +397,10 @@ Expected<std::unique_ptr<HttpConnection>> openHttpConnection(std::string_view ba
   std::string prefix = slash == std::string_view::npos ? "" : std::string(rest.substr(slash));
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   if (hostport.empty()) return bad("missing host");
+  // Credentials travel as a bearer token (TESSERA_TOKEN), never in a URL that logs and process
+  // lists show.
+  if (hostport.find('@') != std::string_view::npos)
+    return bad("no user or password in a cache URL: the service takes a token (TESSERA_TOKEN)");
   if (prefix.find_first_of("?#") != std::string::npos) return bad("no query or fragment allowed");
   ignoreSigpipe();
   return std::unique_ptr<HttpConnection>(

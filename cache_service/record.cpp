@@ -62,16 +62,17 @@ Status finalizeRecord(Record& r) {
 
 std::string fingerprint(const Record& r) {
   nlohmann::json j = recordToJson(r);
-  for (const char* assigned : {"id", "stale", "writer", "received_at", "quarantined"}) j.erase(assigned);
+  for (const char* assigned : {"id", "stale", "writer", "received_at", "quarantined", "trust"}) j.erase(assigned);
   return sha256Hex(dumpJson(j));
 }
 
-bool isWinnerCandidate(const Record& r) { return r.status == RecordStatus::Ok; }
+bool isWinnerCandidate(const Record& r) { return r.status == RecordStatus::Ok && r.trust != Trust::Refuted; }
 
 bool isBetter(const Record& a, const Record& b) {
   if (!isWinnerCandidate(a)) return false;
   if (!isWinnerCandidate(b)) return true;
-  if (a.remeasured != b.remeasured) return a.remeasured;
+  const int ra = *winnerRank(a.trust, a.remeasured), rb = *winnerRank(b.trust, b.remeasured);
+  if (ra != rb) return ra > rb;
   return a.median_us < b.median_us;
 }
 

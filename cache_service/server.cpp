@@ -26,6 +26,7 @@ Expected<std::unique_ptr<CacheServer>> CacheServer::start(const ServerOptions& o
   ao.version = opts.version;
   ao.current_toolchain = opts.current_toolchain;
   ao.queue = opts.queue;
+  ao.agree_factor = opts.agree_factor;
   s->api_ = std::make_unique<Api>(*s->store_, s->auth_, ao);
   TESSERA_ASSIGN(s->http_, startHttpServer(*s->api_, opts.http));
   s->refresher_ = std::thread([p = s.get()] { p->refreshLoop(); });

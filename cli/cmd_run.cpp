@@ -26,6 +26,7 @@ struct RunFlags {
   double minTime = 0.2;
   int minRuns = 5;
   bool json = false, flush = false, emulate = false;
+  int64_t maxElements = kDefaultMaxElements;
 };
 
 // GPU target: the emulated form on the CPU (--emulate) or the binary on a device.
@@ -75,6 +76,7 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
 void runCommand(const RunFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
+  if (Status big = checkKernelSize(*k, f.maxElements); !big.ok()) failWith(big.error());
   auto t = targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
   if (f.emulate && !t->isGpu()) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", 2);
@@ -116,6 +118,7 @@ void addRunCommand(CLI::App& app) {
   run->add_option("--min-runs", f->minRuns, "timed runs at least")->capture_default_str();
   run->add_flag("--flush-cache", f->flush, "flush the LLC between runs (cold-cache timing)");
   run->add_flag("--json", f->json, "machine-readable output");
+  addMaxElementsOption(run, &f->maxElements);
   run->add_flag("--emulate", f->emulate,
                 "GPU target: run the strategy's pre-mapping IR on the CPU and check it (no device needed)");
   addKernelSubcommands(run, &f->kernel, [f] { runCommand(*f); });

@@ -36,6 +36,9 @@ struct ServeArgs {
   double lease_s = 60, worker_ttl_s = 30;
   int max_attempts = 3;
   int store_connections = 16;
+  int max_workers_per_token = 64, max_leased_per_token = 64;
+  double max_hold_s = 3600;
+  double agree_factor = cache::kDefaultAgreeFactor;
 };
 
 constexpr const char* kStoreHelp =
@@ -90,6 +93,11 @@ void runServer(const ServeArgs& a) {
   if (!(a.worker_ttl_s >= 0.5 && a.worker_ttl_s <= 86400)) fail("--worker-ttl must be in 0.5..86400 seconds");
   if (a.max_attempts < 1 || a.max_attempts > 100) fail("--max-attempts must be in 1..100");
   if (a.store_connections < 1 || a.store_connections > 1000) fail("--store-connections must be in 1..1000");
+  if (a.max_workers_per_token < 1 || a.max_workers_per_token > 100000) fail("--max-workers-per-token must be in 1..100000");
+  if (a.max_leased_per_token < 1 || a.max_leased_per_token > 100000) fail("--max-leased-per-token must be in 1..100000");
+  if (!(a.max_hold_s >= a.lease_s && a.max_hold_s <= 7 * 86400))
+    fail("--max-hold-seconds must be in --lease-seconds..604800");
+  if (!(a.agree_factor >= 1.05 && a.agree_factor <= 10)) fail("--agree-factor must be in 1.05..10");
   cache::ServerOptions o;
   o.db_path = a.db;
   o.http.bind = a.bind;
@@ -111,6 +119,10 @@ void runServer(const ServeArgs& a) {
   o.queue.lease_s = a.lease_s;
   o.queue.worker_ttl_s = a.worker_ttl_s;
   o.queue.max_attempts = a.max_attempts;
+  o.queue.max_workers_per_token = a.max_workers_per_token;
+  o.queue.max_leased_per_token = a.max_leased_per_token;
+  o.queue.max_hold_s = a.max_hold_s;
+  o.agree_factor = a.agree_factor;
   o.store_connections = a.store_connections;
 
   // Block the stop signals before any server thread exists so every thread inherits the mask and
@@ -191,7 +203,17 @@ void addServeCommand(CLI::App& app) {
   serve->add_option("--worker-ttl", args->worker_ttl_s, "a worker not heard from for this long is not live")
       ->capture_default_str();
   serve->add_option("--max-attempts", args->max_attempts,
-                    "leases of one candidate that may expire before it is given up as a crash")->capture_default_str();
+                    "tokens whose leases of one candidate may expire before it is given up as a crash (and workers "
+                    "that may refuse it before it is given up as refused)")->capture_default_str();
+  serve->add_option("--max-workers-per-token", args->max_workers_per_token,
+                    "live worker ids one worker token may register")->capture_default_str();
+  serve->add_option("--max-leased-per-token", args->max_leased_per_token,
+                    "measurement items the workers of one token may hold at once")->capture_default_str();
+  serve->add_option("--max-hold-seconds", args->max_hold_s,
+                    "heartbeats renew a lease for at most this long after it was taken")->capture_default_str();
+  serve->add_option("--agree-factor", args->agree_factor,
+                    "two identities' measurements of a config agree (confirm each other) within this factor; one "
+                    "slower than another by more than its square refutes it")->capture_default_str();
   serve->require_subcommand(0, 1);
   serve->callback([serve, args] {
     if (serve->get_subcommands().empty()) runServer(*args);

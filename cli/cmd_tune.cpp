@@ -81,6 +81,7 @@ struct TuneFlags {
   bool resume = false, force = false, json = false, noWarmStart = false, verifyTime = false;
   bool workers = false;
   double workerWait = 30;
+  int64_t maxElements = kDefaultMaxElements;
 };
 
 nlohmann::json trialJson(const search::TrialResult& r) {
@@ -132,6 +133,7 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
 void tuneCommand(const TuneFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
+  if (Status big = checkKernelSize(*k, f.maxElements); !big.ok()) failWith(big.error());
   auto t = targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
   auto problem = search::tuneProblem(*k, *t, f.spaceSpec);
@@ -476,6 +478,7 @@ void addTuneCommands(CLI::App& app) {
               "through ptxas / the AMDGPU backend, store them as estimated");
   t->add_flag("--verify-time", f->verifyTime,
               "re-time a shared-cache winner before trusting it (it is always compiled and checked)");
+  addMaxElementsOption(t, &f->maxElements);
   t->add_flag("--no-warm-start", f->noWarmStart,
               "do not pre-train the cost model on the store's results for other shapes of this family");
   addKernelSubcommands(t, &f->kernel, [f] { tuneCommand(*f); });

@@ -156,7 +156,7 @@ TEST(PgStore, ConcurrentLeasesNeverShareAnItem) {
       info.target = job.key.target;
       info.arch = job.key.arch;
       info.units = job.key.units;
-      if (!q.registerWorker(info).ok()) ++errors;
+      if (!q.registerWorker(info, {}).ok()) ++errors;
       for (int round = 0; round < 200; ++round) {
         auto lease = q.lease(info.id, "box", 3, p);
         if (!lease.ok()) {

@@ -277,21 +277,21 @@ TEST_P(StoreTest, WriterAndRemeasuredAreTheStoresToDecide) {
   auto s = open();
   Record claimed = makeRecord({.key = 23, .median_us = 500, .config = R"({"MC":8})", .remeasured = true});
   claimed.writer = "admin";  // in the body: ignored
-  PutResult p = put(*s, claimed, {.writer = "mallory", .trust_remeasured = false});
+  PutResult p = put(*s, claimed, {.writer = "mallory", .trusted = false});
   EXPECT_FALSE(p.remeasured);
-  put(*s, makeRecord({.key = 23, .median_us = 100, .config = R"({"MC":16})"}), {.writer = "alice", .trust_remeasured = false});
+  put(*s, makeRecord({.key = 23, .median_us = 100, .config = R"({"MC":16})"}), {.writer = "alice", .trusted = false});
   auto w = best(*s, claimed.key_id);
   EXPECT_EQ(w->record.median_us, 100);  // the bare claim did not outrank a faster measurement
   EXPECT_FALSE(s->list({.key_id = claimed.key_id})->records[0].remeasured);
   EXPECT_EQ(s->list({.key_id = claimed.key_id})->records[0].writer, "mallory");
   // A run's re-measurement of a config it measured before stands.
   PutResult confirmed = put(*s, makeRecord({.key = 23, .median_us = 110, .config = R"({"MC":16})", .remeasured = true}),
-                            {.writer = "alice", .trust_remeasured = false});
+                            {.writer = "alice", .trusted = false});
   EXPECT_TRUE(confirmed.remeasured);
   EXPECT_EQ(confirmed.outcome, PutOutcome::Improved);
   EXPECT_EQ(best(*s, claimed.key_id)->record.median_us, 110);
   // A retried submission is a duplicate even though its claim was not taken.
-  EXPECT_TRUE(put(*s, claimed, {.writer = "mallory", .trust_remeasured = false}).duplicate);
+  EXPECT_TRUE(put(*s, claimed, {.writer = "mallory", .trusted = false}).duplicate);
   // A local store trusts its own tuner.
   auto local = open("local.db");
   EXPECT_TRUE(put(*local, claimed).remeasured);
