@@ -465,10 +465,11 @@ ApiResponse routeJobCheck(RouteContext& c, const ApiRequest& r, const RouteMatch
   if (c.opts.check_plausibility)
     if (Status s = checkPlausible(*rec, "record"); !s.ok()) return invalid(s.error().message);
   auto result = parseJson(it.result);
+  const json reported = it.state == "done" && result.ok() && result->is_object() ? result->value("records", json::array())
+                                                                                : json::array();
   const json* claim = nullptr;
-  if (it.state == "done" && result.ok())
-    for (const json& w : result->value("records", json::array()))
-      if (auto cfg = w.find("config"); cfg != w.end() && dumpJson(*cfg) == rec->config) claim = &w;
+  for (const json& w : reported)
+    if (auto cfg = w.find("config"); w.is_object() && cfg != w.end() && dumpJson(*cfg) == rec->config) claim = &w;
   if (!claim || it.worker_id.empty())
     return problem(409, "nothing-to-check", "Conflict",
                    "item " + std::to_string(item) + " of job " + view->spec.id + " holds no measurement of that config");

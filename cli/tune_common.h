@@ -3,7 +3,10 @@
 // edge: TESSERA_CACHE_URL, TESSERA_TOKEN, USER), and the choice of where candidates are measured.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include "cache_service/client.h"
@@ -30,6 +33,13 @@ struct MeasureChoice {
   std::string where;  // for the report: "host", "NVIDIA H100 80GB HBM3 (sm_90)", "emulated sm_80 (this CPU)"
   bool emulated = false;
   bool estimated = false;
+  // Through workers (chooseWorkers): the spot check of their winner (search::SessionCallbacks).
+  // measureHere is empty when this machine cannot measure the workers' hardware (another CPU
+  // model or fewer cores, no device of the target); reportSpotCheck tells the service and
+  // returns the line the tune prints.
+  std::function<std::optional<std::vector<search::TrialResult>>(const std::vector<ir::Config>&)> measureHere;
+  std::function<std::string(const search::TrialResult&, const cache::Record&)> reportSpotCheck;
+  std::string whyNotHere;  // when measureHere is empty
 };
 // `device`: "" (the first device of the target's vendor), an index, or "emulated". Errors are
 // InvalidArgument with the one-line message a user needs (exit 2), e.g. no device of the target's
