@@ -63,6 +63,7 @@ struct RouteMatch {
   std::string_view key_id;     // the {key_id} path segment of /v1/best/{key_id}
   std::string_view path_id;    // the {id} path segment of /v1/workers/{id}/... and /v1/jobs/{id}
   bool token_required = false; // a read route that anonymous reads do not open (it names tokens and hosts)
+  size_t max_body = 0;         // the route's body limit when below the server's (0: the server's)
   int refuse = 0;              // 404 (no such path) or 405 (path exists, other method)
   std::string allow;           // Allow header for 405
 };

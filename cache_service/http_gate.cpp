@@ -142,7 +142,51 @@ void drainAndClose(int fd) {
   ::close(fd);
 }
 
+bool isTokenChar(unsigned char c) {
+  return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+
 }  // namespace
+
+std::optional<std::string> framingError(std::string_view head) {
+  // Every line ends with CRLF: a bare LF is a line end to some parsers and not to others.
+  for (size_t i = 0; i < head.size(); ++i) {
+    if (head[i] == '\n' && (i == 0 || head[i - 1] != '\r')) return std::string("a line ends with a bare LF");
+    if (head[i] == '\r' && (i + 1 >= head.size() || head[i + 1] != '\n')) return std::string("a bare CR");
+  }
+  size_t eol = head.find("\r\n");
+  const std::string_view line = head.substr(0, eol);
+  const size_t sp1 = line.find(' '), sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp1 == 0 || sp1 == std::string_view::npos || sp2 == std::string_view::npos || sp2 == sp1 + 1 ||
+      line.find(' ', sp2 + 1) != std::string_view::npos)
+    return std::string("the request line is not METHOD SP target SP version");
+  for (char c : line.substr(0, sp1))
+    if (!isTokenChar(static_cast<unsigned char>(c))) return std::string("the method is not a token");
+  const std::string_view version = line.substr(sp2 + 1);
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") return std::string("the version is not HTTP/1.0 or HTTP/1.1");
+  int lengths = 0;
+  bool chunked = false;
+  for (size_t at = eol + 2; at < head.size();) {
+    const size_t end = head.find("\r\n", at);
+    if (end == std::string_view::npos || end == at) break;  // the empty line ends the head
+    const std::string_view field = head.substr(at, end - at);
+    at = end + 2;
+    if (field[0] == ' ' || field[0] == '\t') return std::string("a folded header line");
+    const size_t colon = field.find(':');
+    if (colon == 0 || colon == std::string_view::npos) return std::string("a header line without a name");
+    for (char c : field.substr(0, colon))
+      if (!isTokenChar(static_cast<unsigned char>(c))) return std::string("a header name that is not a token");
+    const std::string_view name = field.substr(0, colon), value = trim(field.substr(colon + 1));
+    if (iequals(name, "transfer-encoding")) chunked = true;
+    if (!iequals(name, "content-length")) continue;
+    if (++lengths > 1) return std::string("two Content-Length fields");
+    if (value.empty() || value.size() > 19 ||
+        !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::string("a Content-Length that is not 1-19 digits");
+  }
+  if (chunked && lengths) return std::string("both Transfer-Encoding and Content-Length");
+  return std::nullopt;
+}
 
 std::string cannedResponse(const ApiResponse& r, bool close) {
   std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + reasonPhrase(r.status) + "\r\n";
@@ -231,8 +275,13 @@ void ConnectionGate::arm(GateConn* c, bool add) {
 void ConnectionGate::close(GateConn* c) {
   if (c->state != GateConn::State::Busy) epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
   drainAndClose(c->fd);
-  auto it = per_client_.find(c->peer);
-  if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
+  body_in_flight_ -= c->reserved;
+  if (c->probe_only) {
+    --probes_;
+  } else {
+    auto it = per_client_.find(c->peer);
+    if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
+  }
   metrics_.openConnections(-1);
   conns_.erase(c->fd);  // destroys c
 }
@@ -266,10 +315,13 @@ void ConnectionGate::loop() {
     for (int fd : adopted) {
       metrics_.connection(Metrics::Conn::Accepted);
       std::string peer = peerAddress(fd);
-      const bool full = stopping || static_cast<int>(conns_.size()) >= limits_.max_connections ||
+      const bool full = stopping || static_cast<int>(conns_.size()) - probes_ >= limits_.max_connections ||
                         (limits_.max_connections_per_client > 0 && per_client_.count(peer) &&
                          per_client_[peer] >= limits_.max_connections_per_client);
-      if (full) {
+      // A liveness probe must not fail because others hold every connection (a restart for
+      // nothing): a few connections past the caps may ask /healthz or /readyz, quickly.
+      const bool probe = full && !stopping && probes_ < limits_.probe_reserve;
+      if (full && !probe) {
         metrics_.connection(Metrics::Conn::RefusedBusy);
         ApiResponse r = gateProblem(503, "too-many-connections", "Service unavailable",
                                     "too many open connections (at most " + std::to_string(limits_.max_connections) +
@@ -284,15 +336,19 @@ void ConnectionGate::loop() {
       auto c = std::make_unique<GateConn>();
       c->fd = fd;
       c->peer = std::move(peer);
-      c->deadline = now + seconds(limits_.head_timeout_s);
-      ++per_client_[c->peer];
+      c->deadline = now + seconds(probe ? limits_.probe_timeout_s : limits_.head_timeout_s);
+      c->probe_only = probe;
+      if (probe) ++probes_;
+      else ++per_client_[c->peer];
       metrics_.openConnections(1);
       GateConn* raw = c.get();
       conns_.emplace(fd, std::move(c));
       arm(raw, true);
     }
     for (auto [c, keep] : returned) {
-      if (!keep || stopping) {
+      body_in_flight_ -= c->reserved;  // the request is answered: its body is gone
+      c->reserved = 0;
+      if (!keep || stopping || c->probe_only) {
         close(c);
         continue;
       }
@@ -389,7 +445,7 @@ void ConnectionGate::advance(GateConn* c) {
     if (c->buf.empty()) return;
     if (!c->head_started) {
       c->head_started = true;
-      c->deadline = now + seconds(limits_.head_timeout_s);
+      c->deadline = now + seconds(c->probe_only ? limits_.probe_timeout_s : limits_.head_timeout_s);
     }
     const size_t end = c->buf.find("\r\n\r\n");
     const size_t scanned = end == std::string::npos ? c->buf.size() : end + 4;
@@ -402,8 +458,29 @@ void ConnectionGate::advance(GateConn* c) {
                                    "at most " + std::to_string(limits_.max_header_fields) + " header fields and " +
                                        std::to_string(limits_.max_head_bytes) + " bytes of request head"));
     }
+    // A bare LF may hide a line from this parser but not from the one behind it: refused (and the
+    // connection closed) as soon as it shows, before the head is complete.
+    std::string_view so_far = std::string_view(c->buf).substr(0, end == std::string::npos ? c->buf.size() : scanned);
+    if (end == std::string::npos && !so_far.empty() && so_far.back() == '\r') so_far.remove_suffix(1);  // its LF is on the way
+    if (auto bad = framingError(so_far); bad && (end != std::string::npos || bad->find("bare") != std::string::npos)) {
+      metrics_.connection(Metrics::Conn::RefusedHead);
+      return refuse(c, gateProblem(400, "bad-framing", "Bad request", "malformed request head: " + *bad));
+    }
     if (end == std::string::npos) return;
     ApiRequest head = parseHead(std::string_view(c->buf).substr(0, scanned));
+    if (c->probe_only) {
+      // Admitted past the caps for a health probe only.
+      if (head.method == "GET" && (head.path == "/healthz" || head.path == "/readyz") && !head.header("Content-Length") &&
+          !head.header("Transfer-Encoding")) {
+        c->need = scanned;
+        return dispatch(c);
+      }
+      metrics_.connection(Metrics::Conn::RefusedBusy);
+      ApiResponse r = gateProblem(503, "too-many-connections", "Service unavailable",
+                                  "too many open connections; only /healthz and /readyz are answered past the cap");
+      r.headers.emplace_back("Retry-After", "1");
+      return refuse(c, r);
+    }
     // cpp-httplib answers a method it does not know (QUERY, BREW, ...) with a bare 400; the API's
     // route table answers 405 on a known path (with Allow) and 404 elsewhere.
     static constexpr std::string_view kHttplibMethods[] = {"GET",     "HEAD",  "POST",  "PUT", "DELETE",
@@ -425,6 +502,22 @@ void ConnectionGate::advance(GateConn* c) {
       }
     }
     c->need = scanned;
+    // The body budget (GateLimits::body_budget_bytes): what this body will cost, reserved before a
+    // byte of it is read, or a 503 the client retries.
+    if (!te && length && *length > 0 && static_cast<uint64_t>(*length) <= limits_.max_body_bytes &&
+        limits_.body_budget_bytes > 0) {
+      const size_t cost = static_cast<size_t>(*length) * kBodyCost;
+      if (body_in_flight_ > 0 && body_in_flight_ + cost > limits_.body_budget_bytes) {
+        metrics_.connection(Metrics::Conn::RefusedBeforeBody);
+        ApiResponse r = gateProblem(503, "busy", "Service unavailable",
+                                    "the server is reading and parsing as many request bodies as its memory budget "
+                                    "allows; retry shortly");
+        r.headers.emplace_back("Retry-After", "1");
+        return refuse(c, r);
+      }
+      c->reserved = cost;
+      body_in_flight_ += cost;
+    }
     if (!te && length && *length >= 0 && static_cast<uint64_t>(*length) <= limits_.max_body_bytes) {
       // The gate reads the body itself; the client's Expect: 100-continue is answered here and
       // removed so that the worker does not answer it a second time.
@@ -529,6 +622,7 @@ bool ConnectionGate::nextRequestIsHere(GateConn* c) {
   if (end == std::string::npos || end + 4 > limits_.max_head_bytes) return false;
   std::string_view head = std::string_view(c->buf).substr(0, end + 4);
   if (head.substr(0, 4) != "GET ") return false;
+  if (framingError(head)) return false;  // the gate refuses it (and closes the connection)
   if (std::count(head.begin(), head.end(), '\n') > limits_.max_header_fields + 2) return false;
   for (size_t at = head.find("\r\n"); at != std::string_view::npos && at + 2 < head.size(); at = head.find("\r\n", at + 2)) {
     std::string_view field = head.substr(at + 2, 18);

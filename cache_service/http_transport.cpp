@@ -190,6 +190,8 @@ class HttplibServer final : public HttpServer {
     limits.write_timeout_s = o.write_timeout_s;
     limits.max_requests_per_connection = std::max(o.keep_alive_max_requests, 1);
     limits.max_body_bytes = o.max_body_bytes;
+    limits.body_budget_bytes = o.body_budget_bytes;
+    limits.probe_reserve = o.probe_reserve;
     gate_ = std::make_unique<ConnectionGate>(
         limits, [this](GateConn& c) { return svr_.serve(c); },
         [this](const ApiRequest& head) { return api_.precheck(head); }, api_.metrics());

@@ -39,6 +39,7 @@ struct ServeArgs {
   int max_workers_per_token = 64, max_leased_per_token = 64;
   double max_hold_s = 3600;
   double agree_factor = cache::kDefaultAgreeFactor;
+  int max_inflight_mb = 1024;
 };
 
 constexpr const char* kStoreHelp =
@@ -98,6 +99,7 @@ void runServer(const ServeArgs& a) {
   if (!(a.max_hold_s >= a.lease_s && a.max_hold_s <= 7 * 86400))
     fail("--max-hold-seconds must be in --lease-seconds..604800");
   if (!(a.agree_factor >= 1.05 && a.agree_factor <= 10)) fail("--agree-factor must be in 1.05..10");
+  if (a.max_inflight_mb < 0 || a.max_inflight_mb > 1 << 20) fail("--max-inflight-mb must be in 0..1048576 (0: no limit)");
   cache::ServerOptions o;
   o.db_path = a.db;
   o.http.bind = a.bind;
@@ -111,6 +113,7 @@ void runServer(const ServeArgs& a) {
   o.http.head_timeout_s = a.head_timeout_s;
   o.http.body_timeout_s = a.body_timeout_s;
   o.http.keep_alive_timeout_s = a.keep_alive_timeout_s;
+  o.http.body_budget_bytes = static_cast<size_t>(a.max_inflight_mb) << 20;
   o.allow_anonymous_reads = a.anonymous_reads;
   o.backup_dir = a.backup_dir;
   o.synchronous_full = a.sync == "full";
@@ -188,6 +191,10 @@ void addServeCommand(CLI::App& app) {
                     "seconds an idle connection is kept for its next request")->capture_default_str();
   serve->add_flag("--allow-anonymous-reads", args->anonymous_reads, "serve read routes without a token");
   serve->add_option("--max-body-mb", args->max_body_mb, "request body limit in MiB")->capture_default_str();
+  serve->add_option("--max-inflight-mb", args->max_inflight_mb,
+                    "memory for request bodies being read and parsed at once (each costs 8x its size); more waits "
+                    "(503, Retry-After) (0: no limit)")
+      ->capture_default_str();
   serve->add_option("--read-timeout", args->read_timeout_s, "seconds")->capture_default_str();
   serve->add_option("--write-timeout", args->write_timeout_s, "seconds")->capture_default_str();
   serve->add_option("--backup-dir", args->backup_dir, "directory for POST /v1/admin/backup (off if unset)");

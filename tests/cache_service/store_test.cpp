@@ -457,6 +457,11 @@ TEST(SqliteStore, PersistsAndMarksTheFile) {
   EXPECT_EQ(test::integrityCheck(path), "ok");
 }
 
+// What version 6 (the trust of measurements) added outside the job tables, undone to make an
+// older file.
+constexpr const char* kUndoV6[] = {"DROP INDEX records_by_key_config", "ALTER TABLE records DROP COLUMN trust",
+                                   "ALTER TABLE keys DROP COLUMN winner_rank"};
+
 // A version-1 file (before re-measured winners were marked) is migrated in place when opened: its
 // records and winners stay, and a re-measured record then outranks the old winner.
 TEST(SqliteStore, MigratesAVersion1File) {
@@ -467,7 +472,7 @@ TEST(SqliteStore, MigratesAVersion1File) {
   {  // back to the version-1 layout
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    for (const char* q : {"DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+    for (const char* q : {kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
                           "DROP INDEX records_by_writer", "DROP INDEX records_by_received",
                           "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
                           "ALTER TABLE records DROP COLUMN quarantined",
@@ -502,7 +507,7 @@ TEST(SqliteStore, MigratesAVersion3File) {
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    for (const char* q : {"DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+    for (const char* q : {kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
                           "DROP INDEX records_by_writer", "DROP INDEX records_by_received",
                           "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
                           "ALTER TABLE records DROP COLUMN quarantined", "UPDATE records SET stale = 1",
@@ -544,7 +549,7 @@ TEST(SqliteStore, MigratesAVersion4File) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     for (const char* q :
-         {"DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+         {kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
           "CREATE TABLE tokens_v4(name TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, scope TEXT NOT NULL CHECK"
           " (scope IN ('read','write','admin')), created_at TEXT NOT NULL, revoked_at TEXT)",
           "INSERT INTO tokens_v4 SELECT * FROM tokens", "DROP TABLE tokens", "ALTER TABLE tokens_v4 RENAME TO tokens",
