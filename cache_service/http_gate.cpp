@@ -315,9 +315,22 @@ void ConnectionGate::loop() {
     for (int fd : adopted) {
       metrics_.connection(Metrics::Conn::Accepted);
       std::string peer = peerAddress(fd);
-      const bool full = stopping || static_cast<int>(conns_.size()) - probes_ >= limits_.max_connections ||
-                        (limits_.max_connections_per_client > 0 && per_client_.count(peer) &&
-                         per_client_[peer] >= limits_.max_connections_per_client);
+      const bool client_full = limits_.max_connections_per_client > 0 && per_client_.count(peer) &&
+                               per_client_[peer] >= limits_.max_connections_per_client;
+      bool full = stopping || client_full || static_cast<int>(conns_.size()) - probes_ >= limits_.max_connections;
+      if (full && !stopping && !client_full) {
+        // Room from the longest-idle connection (one waiting for the first byte of a request).
+        GateConn* victim = nullptr;
+        for (auto& [vfd, vc] : conns_)
+          if (vc->state == GateConn::State::Head && !vc->head_started && !vc->probe_only && vc->buf.empty() &&
+              (!victim || vc->idle_since < victim->idle_since))
+            victim = vc.get();
+        if (victim) {
+          metrics_.connection(Metrics::Conn::Evicted);
+          close(victim);
+          full = false;
+        }
+      }
       // A liveness probe must not fail because others hold every connection (a restart for
       // nothing): a few connections past the caps may ask /healthz or /readyz, quickly.
       const bool probe = full && !stopping && probes_ < limits_.probe_reserve;
@@ -337,6 +350,7 @@ void ConnectionGate::loop() {
       c->fd = fd;
       c->peer = std::move(peer);
       c->deadline = now + seconds(probe ? limits_.probe_timeout_s : limits_.head_timeout_s);
+      c->idle_since = now;
       c->probe_only = probe;
       if (probe) ++probes_;
       else ++per_client_[c->peer];
@@ -355,6 +369,7 @@ void ConnectionGate::loop() {
       c->state = GateConn::State::Head;
       c->head_started = false;
       c->deadline = now + seconds(limits_.idle_timeout_s);
+      c->idle_since = now;
       arm(c, true);
       if (!c->buf.empty()) advance(c);  // a pipelined request is already here
     }

@@ -47,8 +47,11 @@ struct GateLimits {
   // would take the total past this is answered 503 (Retry-After) before it is read, unless nothing
   // else is in flight. 0: no limit.
   size_t body_budget_bytes = size_t{1} << 30;
-  // Connections past max_connections (or a client's cap) that may still ask /healthz or /readyz:
-  // their head must arrive within probe_timeout_s and be one of those; anything else is 503.
+  // At max_connections, the connection that has waited longest for the first byte of a request
+  // (an idle one: it costs its client a reconnect) is closed to admit a new one, so idle
+  // connections cannot lock out a liveness probe. When none is idle (all are mid-request),
+  // connections past max_connections (or a client's cap) may still ask /healthz or /readyz: their
+  // head must arrive within probe_timeout_s and be one of those; anything else is 503.
   int probe_reserve = 16;
   double probe_timeout_s = 1;
 };
@@ -71,6 +74,9 @@ struct GateConn {
   size_t need = 0;       // bytes of buf that make up the current request (Linger: bytes left to discard)
   size_t reserved = 0;   // bytes of the body budget this request holds (returned when it is answered)
   bool probe_only = false;  // admitted past the connection caps for one health probe
+  // Since when it waits for the first byte of a request (fresh or kept alive): the longest-idle
+  // connection is closed to make room when the cap is reached.
+  std::chrono::steady_clock::time_point idle_since;
   std::chrono::steady_clock::time_point deadline;
 };
 

@@ -45,12 +45,21 @@ void listAdd(std::string& comma_list, const std::string& item) {
 constexpr int kExpiriesPerAttempt = 4;
 }  // namespace
 
-LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const QueuePolicy& p) {
+LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const std::string& token, int64_t held,
+                    const QueuePolicy& p) {
   LeaseStep s;
   s.lost_workers = c.lost_workers;
   s.lost_tokens = c.lost_tokens;
   if (listHas(c.refused_by, worker_id)) return s;  // it refused this item once; another worker's turn
   s.mine = c.state == "leased" && c.holder == worker_id;
+  if (c.state == "leased" && !s.mine && !c.expired) {
+    // Held by a live worker: taken over only by an idle worker of another token, and only once it
+    // was held for steal_after_s (a hoarder's items; not a loss of the holder's).
+    if (held > 0 || c.holder_token == token || c.held_s < p.steal_after_s) return s;
+    s.kind = LeaseStep::Take;
+    s.attempts = c.attempts + 1;
+    return s;
+  }
   const bool taken_over = c.state == "leased" && !s.mine;  // its holder's lease expired
   if (taken_over) {
     s.lost_workers += (s.lost_workers.empty() ? "" : ",") + c.holder;

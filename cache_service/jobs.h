@@ -53,7 +53,10 @@ struct WorkerFilter {
 // The service's timing rules, passed to every call (the store keeps no configuration).
 // Fair leasing (issue 25): one token's workers hold at most max_leased_per_token items and each
 // worker at most its slots; a token registers at most max_workers_per_token live ids; a heartbeat
-// renews a lease for at most max_hold_s after it was taken. An expired lease counts against its
+// renews a lease for at most max_hold_s after it was taken; an idle worker of another token takes
+// over an item held (and renewed) for longer than steal_after_s, so a token that leases and never
+// reports delays a tune by that long, not forever (a slow honest holder loses only the race to
+// report: the first report is recorded, the later one is refused). An expired lease counts against its
 // item once per token (a token whose ids vanish one after another costs the item one attempt), and
 // an item is given up as a crash once max_attempts tokens lost it, or after 4 x max_attempts
 // expiries of any kind (a candidate that takes every worker down with it). A refused item goes to
@@ -66,6 +69,7 @@ struct QueuePolicy {
   int max_workers_per_token = 64;
   int max_leased_per_token = 64;
   double max_hold_s = 3600;
+  double steal_after_s = 120;
 };
 
 struct JobSpec {
@@ -179,6 +183,8 @@ std::optional<ReportResult> settledReport(const std::string& state, const std::s
 struct LeaseCandidate {
   std::string state, holder, holder_token, lost_workers, lost_tokens, refused_by;
   int64_t attempts = 0;
+  bool expired = false;  // leased, and its lease expired
+  double held_s = 0;     // leased: seconds since the lease was taken
 };
 struct LeaseStep {
   enum Kind { Take, Skip, GiveUp } kind = Skip;
@@ -186,8 +192,10 @@ struct LeaseStep {
   int64_t attempts = 0;                   // Take: leases of the item with this one
   std::string lost_workers, lost_tokens;  // with the holder whose lease expired, if any
 };
-// What the lease of `worker_id` does with one candidate (QueuePolicy's rules), for both engines.
-LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const QueuePolicy& p);
+// What the lease of `worker_id` (of `token`, holding `held` items) does with one candidate
+// (QueuePolicy's rules), for both engines.
+LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const std::string& token, int64_t held,
+                    const QueuePolicy& p);
 // How many items a lease may hand out: what the worker asked for, within its slots and what its
 // token may still hold (held_by_token counts the worker's own live leases too, which the lease
 // hands out again first).

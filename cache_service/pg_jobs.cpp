@@ -228,15 +228,16 @@ Expected<Lease> PgStore::lease(const std::string& worker_id, const std::string& 
     auto cands = exec(c, t,
                       "SELECT i.job_id, i.item, i.payload, i.state, i.worker_id, i.attempts, i.lost_workers,"
                       " coalesce((SELECT h.token FROM workers h WHERE h.id = i.worker_id), ''), i.lost_tokens,"
-                      " i.refused_by"
+                      " i.refused_by, i.lease_expires < $6::float8, $6::float8 - i.leased_at"
                       " FROM job_items i JOIN jobs j ON j.id = i.job_id"
                       " WHERE j.state = 'open' AND j.target = $1 AND j.arch = $2 AND j.units = $3::bigint"
                       " AND (j.model = '' OR j.model = $4)"
                       " AND (i.state = 'queued' OR (i.state = 'leased' AND (i.lease_expires < $6::float8"
-                      " OR i.worker_id = $5)))"
-                      " ORDER BY (i.state = 'leased' AND i.worker_id = $5) DESC, j.seq, i.item LIMIT $7::bigint"
-                      " FOR UPDATE OF i SKIP LOCKED",
-                      target, arch, units, model, worker_id, num(now), std::to_string(budget + 64));
+                      " OR i.worker_id = $5 OR (i.leased_at > 0 AND i.leased_at < $6::float8 - $8::float8))))"
+                      " ORDER BY (i.state = 'leased' AND i.worker_id = $5) DESC,"
+                      " (i.state = 'leased' AND i.worker_id != $5 AND i.lease_expires >= $6::float8) ASC, j.seq, i.item"
+                      " LIMIT $7::bigint FOR UPDATE OF i SKIP LOCKED",
+                      target, arch, units, model, worker_id, num(now), std::to_string(budget + 64), num(p.steal_after_s));
     std::vector<std::string> job_ids;
     for (const auto& row : cands) {
       const std::string job_id = asText(row[0]), payload = asText(row[2]);
@@ -249,7 +250,9 @@ Expected<Lease> PgStore::lease(const std::string& worker_id, const std::string& 
       cand.holder_token = asText(row[7]);
       cand.lost_tokens = asText(row[8]);
       cand.refused_by = asText(row[9]);
-      const LeaseStep step = leaseStep(cand, worker_id, p);
+      cand.expired = row[10].as<bool>();
+      cand.held_s = asDouble(row[11]);
+      const LeaseStep step = leaseStep(cand, worker_id, token, asInt(w[0][5]), p);
       if (step.kind == LeaseStep::Skip) continue;
       if (step.kind == LeaseStep::GiveUp) {
         exec(c, t,

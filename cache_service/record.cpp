@@ -160,6 +160,23 @@ bool isUtcTimestamp(std::string_view s) {
          num(14, 2, 0, 59) && num(17, 2, 0, 60);
 }
 
+bool jsonValuesWithin(std::string_view text, size_t max) {
+  // Every value but the first follows a ',', a ':', a '[' or a '{' outside a string.
+  size_t values = 1;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if ((c == ',' || c == ':' || c == '[' || c == '{') && ++values > max) return false;
+  }
+  return true;
+}
+
 bool jsonDepthWithin(std::string_view text, int max_depth) {
   int depth = 0;
   bool in_string = false, escaped = false;

@@ -131,5 +131,11 @@ inline constexpr int kMaxJsonDepth = 32;
 // Rejects JSON text nested deeper than max_depth without parsing it (deep nesting is how a
 // recursive parser or destructor is made to overflow its stack).
 bool jsonDepthWithin(std::string_view text, int max_depth);
+// The parsed tree of a JSON text costs about 50 bytes per value: "1,1,1,..." makes 22 bytes of
+// memory of every byte of text. No request of the API needs this many values (1000 records are
+// about 40,000), so parseJson refuses more before it builds anything.
+inline constexpr size_t kMaxJsonValues = 500'000;
+// Counts the values of a JSON text (without parsing it) up to `max`; false when there are more.
+bool jsonValuesWithin(std::string_view text, size_t max);
 
 }  // namespace tessera::cache

@@ -124,6 +124,8 @@ Expected<json> parseJson(std::string_view text, int max_depth) {
   if (!jsonDepthWithin(text, max_depth))
     return makeError(ErrorCode::ParseError,
                      "JSON nested deeper than " + std::to_string(max_depth) + " levels");
+  if (!jsonValuesWithin(text, kMaxJsonValues))
+    return makeError(ErrorCode::ParseError, "more than " + std::to_string(kMaxJsonValues) + " JSON values");
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return makeError(ErrorCode::ParseError, "malformed JSON");
   return j;

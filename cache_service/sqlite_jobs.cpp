@@ -266,14 +266,17 @@ Expected<Lease> SqliteStore::lease(const std::string& worker_id, const std::stri
     {
       TESSERA_ASSIGN(sql::Stmt * st, db.cached(
           "SELECT i.job_id, i.item, i.payload, i.state, i.worker_id, i.attempts, i.lost_workers,"
-          " coalesce(h.token, ''), i.lost_tokens, i.refused_by"
+          " coalesce(h.token, ''), i.lost_tokens, i.refused_by, i.lease_expires < ?6, ?6 - i.leased_at"
           " FROM job_items i JOIN jobs j ON j.id = i.job_id LEFT JOIN workers h ON h.id = i.worker_id"
           " WHERE j.state = 'open' AND j.target = ?1 AND j.arch = ?2 AND j.units = ?3 AND (j.model = '' OR j.model = ?4)"
-          " AND (i.state = 'queued' OR (i.state = 'leased' AND (i.lease_expires < ?6 OR i.worker_id = ?5)))"
-          " ORDER BY (i.state = 'leased' AND i.worker_id = ?5) DESC, j.seq, i.item LIMIT ?7"));
+          " AND (i.state = 'queued' OR (i.state = 'leased' AND (i.lease_expires < ?6 OR i.worker_id = ?5"
+          "  OR (i.leased_at > 0 AND i.leased_at < ?6 - ?8))))"
+          // Its own unanswered leases first, items held by other live workers (to take over) last.
+          " ORDER BY (i.state = 'leased' AND i.worker_id = ?5) DESC,"
+          " (i.state = 'leased' AND i.worker_id != ?5 AND i.lease_expires >= ?6) ASC, j.seq, i.item LIMIT ?7"));
       sql::Use use(*st);
       st->bind(1, target).bind(2, arch).bind(3, units).bind(4, model).bind(5, worker_id).bind(6, now);
-      st->bind(7, static_cast<int64_t>(budget) + 64);
+      st->bind(7, static_cast<int64_t>(budget) + 64).bind(8, p.steal_after_s);
       for (;;) {
         TESSERA_ASSIGN(bool row, st->step());
         if (!row) break;
@@ -285,12 +288,14 @@ Expected<Lease> SqliteStore::lease(const std::string& worker_id, const std::stri
         r.c.holder_token = st->text(7);
         r.c.lost_tokens = st->text(8);
         r.c.refused_by = st->text(9);
+        r.c.expired = st->i64(10) != 0;
+        r.c.held_s = st->f64(11);
         cands.push_back(std::move(r));
       }
     }
     std::vector<std::string> job_ids;
     for (const Row& c : cands) {
-      const LeaseStep step = leaseStep(c.c, worker_id, p);
+      const LeaseStep step = leaseStep(c.c, worker_id, token, held_by_worker, p);
       if (step.kind == LeaseStep::Skip) continue;
       if (step.kind == LeaseStep::GiveUp) {
         TESSERA_ASSIGN(sql::Stmt * st, db.cached(

@@ -37,7 +37,7 @@ struct ServeArgs {
   int max_attempts = 3;
   int store_connections = 16;
   int max_workers_per_token = 64, max_leased_per_token = 64;
-  double max_hold_s = 3600;
+  double max_hold_s = 3600, steal_after_s = 120;
   double agree_factor = cache::kDefaultAgreeFactor;
   int max_inflight_mb = 1024;
 };
@@ -98,6 +98,8 @@ void runServer(const ServeArgs& a) {
   if (a.max_leased_per_token < 1 || a.max_leased_per_token > 100000) fail("--max-leased-per-token must be in 1..100000");
   if (!(a.max_hold_s >= a.lease_s && a.max_hold_s <= 7 * 86400))
     fail("--max-hold-seconds must be in --lease-seconds..604800");
+  if (!(a.steal_after_s >= a.lease_s && a.steal_after_s <= 7 * 86400))
+    fail("--steal-after-seconds must be in --lease-seconds..604800");
   if (!(a.agree_factor >= 1.05 && a.agree_factor <= 10)) fail("--agree-factor must be in 1.05..10");
   if (a.max_inflight_mb < 0 || a.max_inflight_mb > 1 << 20) fail("--max-inflight-mb must be in 0..1048576 (0: no limit)");
   cache::ServerOptions o;
@@ -125,6 +127,7 @@ void runServer(const ServeArgs& a) {
   o.queue.max_workers_per_token = a.max_workers_per_token;
   o.queue.max_leased_per_token = a.max_leased_per_token;
   o.queue.max_hold_s = a.max_hold_s;
+  o.queue.steal_after_s = a.steal_after_s;
   o.agree_factor = a.agree_factor;
   o.store_connections = a.store_connections;
 
@@ -218,6 +221,9 @@ void addServeCommand(CLI::App& app) {
                     "measurement items the workers of one token may hold at once")->capture_default_str();
   serve->add_option("--max-hold-seconds", args->max_hold_s,
                     "heartbeats renew a lease for at most this long after it was taken")->capture_default_str();
+  serve->add_option("--steal-after-seconds", args->steal_after_s,
+                    "an idle worker of another token takes over an item held (and renewed) this long")
+      ->capture_default_str();
   serve->add_option("--agree-factor", args->agree_factor,
                     "two identities' measurements of a config agree (confirm each other) within this factor; one "
                     "slower than another by more than its square refutes it")->capture_default_str();
