@@ -82,6 +82,13 @@ void itemDone(Conn& c, pqxx::transaction_base& t, const std::string& job_id, dou
        job_id, num(now));
 }
 
+// The per-token limits (live ids, items held) are counted and then acted on: two replicas, or two
+// connections of one, doing that for one token at once would both see room. A transaction-level
+// advisory lock per token serializes them (the SQLite engine has one writer anyway).
+void lockToken(Conn& c, pqxx::transaction_base& t, const std::string& token) {
+  exec(c, t, "SELECT pg_advisory_xact_lock(1414746962, hashtext($1))", token);
+}
+
 // Marks a worker of `token` as seen now (the SQLite engine's touchWorker).
 Status touchWorker(Conn& c, pqxx::transaction_base& t, const std::string& worker_id, const std::string& token,
                    double now) {
@@ -97,6 +104,7 @@ Status touchWorker(Conn& c, pqxx::transaction_base& t, const std::string& worker
 
 Status PgStore::registerWorker(const WorkerInfo& w, const QueuePolicy& p) {
   return runTx(pool_, TxKind::Write, [&](Conn& c, pqxx::transaction_base& t) -> Status {
+    lockToken(c, t, w.token);
     const double now_s = dbNow(c, t);
     const std::string now = num(now_s);
     auto was = exec(c, t, "SELECT quarantined FROM workers WHERE id = $1 AND token = $2", w.id, w.token);
@@ -209,6 +217,7 @@ Expected<Lease> PgStore::lease(const std::string& worker_id, const std::string& 
   Lease out;
   Status s = runTx(pool_, TxKind::Write, [&](Conn& c, pqxx::transaction_base& t) -> Status {
     out = Lease{};
+    lockToken(c, t, token);
     const double now = dbNow(c, t);
     TESSERA_TRY(touchWorker(c, t, worker_id, token, now));
     auto w = exec(c, t,
