@@ -175,6 +175,7 @@ TEST(Round2Plausibility, Bf16OnX86V4IsHeldToTheVectorPeakUnlessTheConfigIsAmx) {
     r.key.shape = {1024, 1024, 1024};
     r.key.dtype = dtype;
     r.key.units = 1;
+    r.p20_us = r.p80_us = us;
     r.gflops = 0;
     json j = json::parse(encodeRecord(r));
     j.erase("key_id");
