@@ -120,6 +120,25 @@ inline bool parseArgs(int argc, char** argv, const char* usage, Args* out, int* 
   return true;
 }
 
+// A share of a peak for a table cell: "87.3%", and above 100 % "112%*", with *above set so that
+// the bench prints its footnote (peakFootnote) once: no kernel beats the hardware, the probe read
+// the peak low. Never a bare figure above 100 %.
+inline std::string ofPeak(double fraction, bool* above) {
+  char buf[32];
+  if (fraction > 1.0) {
+    *above = true;
+    std::snprintf(buf, sizeof buf, "%.0f%%*", 100 * fraction);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100 * fraction);
+  }
+  return buf;
+}
+inline void peakFootnote(bool above) {
+  if (above)
+    std::printf("*: above the FMA peak the probe measured at startup, which no kernel can beat: the probe read it low\n"
+                "   (a shared vCPU or a lower clock while it ran); compare the ratios, measured in the same run.\n");
+}
+
 // Runs fn(i) for i in [0, n) on n threads (the calling one included): the multi-threaded anchors
 // (a copy in slices, attention heads). Threads are started per call: ~20-50 us, noise next to
 // the multi-millisecond problems the benches time.

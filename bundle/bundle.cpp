@@ -326,7 +326,14 @@ Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, c
   std::vector<Built> built;
   std::set<std::string> seenKeys, names, symbols;
   json skipped = json::array();
-  for (const TargetDesc& t : s.targets) {
+  for (const TargetDesc& target : s.targets) {
+    // Objects for "any CPU of the key's ISA level" are compiled, and their configs chosen, for
+    // what every CPU of that level has: a winner that needs more (bf16dot's avx512_bf16, AMX) is
+    // not used there, and the next candidate is (bf16 on a Zen 4 made LLVM abort the process
+    // when vdpbf16ps was compiled for a generic x86-64-v4).
+    const bool levelObjects = target.vendor == Vendor::Host &&
+                              !(s.hostCpu == HostCpu::Native && target.arch == hostTarget().arch);
+    const TargetDesc t = levelObjects ? hostAtLevel(target) : target;
     for (const KernelRequest& req : kernels) {
       const ir::Kernel& k = req.kernel;
       const std::string keyId = cache::keyIdOf(search::hardKeyFor(k, t));

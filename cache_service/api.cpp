@@ -47,6 +47,7 @@ const std::string* ApiRequest::param(std::string_view name) const {
 }
 
 RouteMatch matchRoute(std::string_view method, std::string_view path) {
+  if (auto d = matchDashboardRoute(method, path)) return *d;
   RouteMatch m;
   auto route = [&](RouteId id, std::string_view want, std::optional<Scope> scope, BodyKind body) {
     m.id = id;
@@ -340,7 +341,9 @@ std::optional<ApiResponse> gate(const ApiRequest& r, const RouteMatch& m, const 
 
 Api::Api(RecordStore& store, const TokenAuthenticator& auth, ApiOptions opts)
     : store_(store), auth_(auth), opts_(std::move(opts)), metrics_(routeNameList()),
-      started_(std::chrono::steady_clock::now()) {}
+      started_(std::chrono::steady_clock::now()), usage_(std::make_shared<TokenUsage>()) {
+  opts_.dashboard.usage = usage_;
+}
 
 std::optional<ApiResponse> Api::precheck(const ApiRequest& head) {
   auto t0 = std::chrono::steady_clock::now();
@@ -363,6 +366,7 @@ ApiResponse Api::handle(const ApiRequest& req) {
     if (auto refused = gate(req, m, auth_, opts_, /*body_read=*/true, &token_name, &token_scope)) {
       resp = std::move(*refused);
     } else {
+      if (!token_name.empty()) usage_->touch(token_name);
       RouteContext c{store_, auth_, metrics_, opts_, started_, std::move(token_name), token_scope};
       switch (m.id) {
         case RouteId::Best: resp = routeBest(c, req, m); break;
@@ -394,6 +398,16 @@ ApiResponse Api::handle(const ApiRequest& req) {
         case RouteId::Status: resp = routeStatus(c, req, m); break;
         case RouteId::MetricsText: resp = routeMetrics(c, req, m); break;
         case RouteId::OpenApi: resp = routeOpenApi(c, req, m); break;
+        case RouteId::UiRoot:
+        case RouteId::UiAsset:
+        case RouteId::Kernels:
+        case RouteId::KernelSummary:
+        case RouteId::Compare:
+        case RouteId::JobsList:
+        case RouteId::AdminTokens:
+        case RouteId::AdminTokenRevoke:
+        case RouteId::AdminAudit:
+        case RouteId::WhoAmI: resp = routeDashboard(c, req, m); break;
         case RouteId::Unknown:
         case RouteId::Count: resp = problem(404, "not-found", "Not found", "no route " + req.path); break;
       }

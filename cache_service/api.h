@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "cache_service/dashboard.h"
 #include "cache_service/jobs.h"
 #include "cache_service/metrics.h"
 #include "cache_service/store.h"
@@ -55,6 +56,8 @@ struct ApiOptions {
   QueuePolicy queue;
   // Two measurements of a config by different identities agree within this factor (trust.h).
   double agree_factor = kDefaultAgreeFactor;
+  // The web dashboard (/ui/) and what its routes need from the serving process (dashboard.h).
+  DashboardOptions dashboard;
 };
 
 // Problem types, each a stable URN ("urn:tessera:problem:<slug>") clients may switch on.
@@ -76,6 +79,7 @@ class Api {
 
   Metrics& metrics() { return metrics_; }
   const ApiOptions& options() const { return opts_; }
+  const TokenUsage& tokenUsage() const { return *usage_; }
 
  private:
   RecordStore& store_;
@@ -83,6 +87,7 @@ class Api {
   ApiOptions opts_;
   Metrics metrics_;
   std::chrono::steady_clock::time_point started_;
+  std::shared_ptr<TokenUsage> usage_;
 };
 
 // The OpenAPI description served at /openapi.yaml (cache_service/openapi.yaml, embedded at build

@@ -41,6 +41,17 @@ enum class RouteId : size_t {
   Status,
   MetricsText,
   OpenApi,
+  // The web dashboard (api_dashboard.cpp): its pages, and the read routes they call.
+  UiRoot,            // GET  /              (redirects to the dashboard)
+  UiAsset,           // GET  /ui/{file}
+  Kernels,           // GET  /v1/kernels
+  KernelSummary,     // GET  /v1/kernels/{key_id}
+  Compare,           // POST /v1/compare
+  JobsList,          // GET  /v1/jobs
+  AdminTokens,       // GET  /v1/admin/tokens
+  AdminTokenRevoke,  // POST /v1/admin/tokens/revoke
+  AdminAudit,        // GET  /v1/admin/audit
+  WhoAmI,            // GET  /v1/whoami
   Unknown,
   Count
 };
@@ -50,7 +61,9 @@ inline constexpr const char* kRouteNames[] = {
     "admin_release", "admin_delete",     "admin_pin",     "admin_unpin",  "workers_register",
     "workers_list",  "worker_heartbeat", "worker_lease",  "worker_report", "jobs_submit",
     "job_get",       "job_cancel",       "job_check",     "healthz",      "readyz",
-    "status",        "metrics",          "openapi",       "unknown"};
+    "status",        "metrics",          "openapi",       "ui_root",      "ui_asset",
+    "kernels",       "kernel_summary",   "compare",       "jobs_list",    "admin_tokens",
+    "admin_token_revoke", "admin_audit", "whoami",        "unknown"};
 static_assert(std::size(kRouteNames) == static_cast<size_t>(RouteId::Count));
 
 // What a route accepts as body; decides the Content-Type check before the body is read.
@@ -68,6 +81,8 @@ struct RouteMatch {
   std::string allow;           // Allow header for 405
 };
 RouteMatch matchRoute(std::string_view method, std::string_view path);
+// The dashboard's routes (api_dashboard.cpp), matched before the others; nullopt: not one of them.
+std::optional<RouteMatch> matchDashboardRoute(std::string_view method, std::string_view path);
 
 struct RouteContext {
   RecordStore& store;
@@ -122,6 +137,8 @@ ApiResponse routeReadyz(RouteContext& c, const ApiRequest& r, const RouteMatch& 
 ApiResponse routeStatus(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeMetrics(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeOpenApi(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+// Routes (api_dashboard.cpp): the dashboard's pages and the read routes they call.
+ApiResponse routeDashboard(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 
 // Counts the outcome of a put in the metrics.
 void countWrites(Metrics& m, const std::vector<PutResult>& results);

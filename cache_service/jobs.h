@@ -135,6 +135,31 @@ struct JobView {
 // Errors of the queue's calls: NotFound (an unknown worker, job or item), InvalidArgument (an id of
 // another token or submitter), Unsupported (a quarantined worker), RuntimeError (a fairness limit:
 // too many live workers for one token).
+// The dashboard's view of the queue (issue 28): recent jobs with how many of their items are
+// queued, leased (a lease that has not expired) and done, and the totals over open jobs.
+struct JobSummary {
+  std::string id, submitter, kind, model, state;  // state: open | done | cancelled
+  HardKey key;
+  std::string key_id;
+  int64_t items = 0, queued = 0, leased = 0, done = 0;
+  double created_at = 0, finished_at = 0;  // the store's clock; finished_at 0 while open
+  std::vector<std::string> holders;        // workers holding live leases on its items
+};
+struct QueueTotals {
+  int64_t open_jobs = 0, queued = 0, leased = 0, done = 0;  // items of open jobs
+};
+struct JobList {
+  std::vector<JobSummary> jobs;  // newest first
+  QueueTotals totals;            // over every submitter's open jobs
+  double now = 0;                // the store's clock when read
+};
+inline constexpr int kMaxJobList = 500;
+// The SQL both engines run for jobList(): `numbered` picks $n placeholders (PostgreSQL) over ?n.
+// jobs: (now, submitter or '', limit); holders: (job id, now); totals: (now).
+std::string jobListSql(bool numbered);
+std::string jobHoldersSql(bool numbered);
+std::string queueTotalsSql(bool numbered);
+
 class JobQueue {
  public:
   virtual ~JobQueue() = default;
@@ -170,6 +195,9 @@ class JobQueue {
   // Deletes finished (done or cancelled) jobs older than keep_finished_s and cancels open jobs
   // older than max_open_s; workers not seen for max_open_s are forgotten. Returns the jobs removed.
   virtual Expected<int64_t> purge(double keep_finished_s, double max_open_s) = 0;
+  // Jobs of `submitter` ("" = everyone's), newest first, at most `limit` (1..kMaxJobList), with
+  // the totals of the queue, in one snapshot.
+  virtual Expected<JobList> jobList(const std::string& submitter, int limit, const QueuePolicy& p) = 0;
 };
 
 // The part of a report both engines decide alike from the item's row (its state, holder and

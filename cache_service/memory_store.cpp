@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "cache_service/store.h"
@@ -128,14 +129,73 @@ class MemoryStore final : public RecordStore {
               r.quarantined == (q.quarantine == QuarantineFilter::Only));
     };
     ListPage page;
-    for (auto it = records_.upper_bound(q.after_id); it != records_.end(); ++it) {
-      if (!match(it->second)) continue;
+    auto take = [&](const Record& r) {
+      if (!match(r)) return true;
       if (page.records.size() == limit) {
         page.next_after = page.records.back().id;
-        break;
+        return false;
       }
-      page.records.push_back(withStale(it->second));
+      page.records.push_back(withStale(r));
+      return true;
+    };
+    if (q.newest_first) {
+      auto end = q.after_id > 0 ? records_.lower_bound(q.after_id) : records_.end();
+      for (auto it = std::make_reverse_iterator(end); it != records_.rend() && take(it->second); ++it) {
+      }
+    } else {
+      for (auto it = records_.upper_bound(q.after_id); it != records_.end() && take(it->second); ++it) {
+      }
     }
+    return page;
+  }
+
+  Expected<KernelPage> kernels(const KernelQuery& q) override {
+    std::lock_guard<std::mutex> g(mu_);
+    struct Listed {
+      KernelRow row;
+      int64_t newest = 0;
+    };
+    std::vector<Listed> all;
+    for (const auto& [key_id, k] : keys_) {
+      Listed l;
+      const Record* estimate = nullptr;
+      for (int64_t id : k.ids) {
+        const Record& r = records_.at(id);
+        l.newest = std::max(l.newest, id);
+        if (r.quarantined) continue;
+        ++l.row.records;
+        if (r.status == RecordStatus::Estimated &&
+            (!estimate || r.median_us < estimate->median_us || (r.median_us == estimate->median_us && r.id < estimate->id)))
+          estimate = &r;
+      }
+      l.row.label = k.winner   ? KernelLabel::Measured
+                    : estimate ? KernelLabel::Estimated
+                    : l.row.records ? KernelLabel::Failed
+                                    : KernelLabel::Quarantined;
+      if (q.label != KernelLabel::Any && q.label != l.row.label) continue;
+      const Record& any = records_.at(k.ids.front());
+      if (!kernelMatches(q, any.key, key_id)) continue;
+      if (k.winner) l.newest = k.winner;
+      l.row.key = any.key;
+      l.row.key_id = key_id;
+      if (k.winner) l.row.shown = withStale(records_.at(k.winner));
+      else if (estimate) l.row.shown = withStale(*estimate);
+      all.push_back(std::move(l));
+    }
+    auto kernelOrder = [](const Listed& a, const Listed& b) {
+      const HardKey &x = a.row.key, &y = b.row.key;
+      return std::forward_as_tuple(x.family, x.dtype, x.target, x.arch, x.shape.size(), formatShape(x.shape), a.row.key_id) <
+             std::forward_as_tuple(y.family, y.dtype, y.target, y.arch, y.shape.size(), formatShape(y.shape), b.row.key_id);
+    };
+    std::sort(all.begin(), all.end(), [&](const Listed& a, const Listed& b) {
+      if (q.order == KernelOrder::Kernel) return kernelOrder(a, b);
+      return a.newest != b.newest ? a.newest > b.newest : a.row.key_id < b.row.key_id;
+    });
+    KernelPage page;
+    page.total = static_cast<int64_t>(all.size());
+    const size_t from = static_cast<size_t>(std::clamp<int64_t>(q.offset, 0, page.total));
+    const size_t n = std::min(all.size() - from, static_cast<size_t>(std::clamp(q.limit, 1, kMaxKernelPage)));
+    for (size_t i = from; i < from + n; ++i) page.rows.push_back(std::move(all[i].row));
     return page;
   }
 

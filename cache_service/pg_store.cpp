@@ -110,13 +110,14 @@ Expected<ServedRecordPtr> PgStore::bestMatching(std::string_view key_id, const P
 
 Expected<ListPage> PgStore::list(const ListQuery& q) {
   const int limit = std::clamp(q.limit, 1, kMaxListLimit);
-  std::vector<std::string> params{std::to_string(q.after_id)};
+  std::vector<std::string> params{std::to_string(q.newest_first && q.after_id <= 0 ? INT64_MAX : q.after_id)};
   auto param = [&](std::string v) {
     params.push_back(std::move(v));
     return "$" + std::to_string(params.size());
   };
   std::string sql = std::string("SELECT ") + kRecordColumns +
-                    " FROM records r JOIN keys k ON k.key_id = r.key_id WHERE r.id > $1::bigint";
+                    " FROM records r JOIN keys k ON k.key_id = r.key_id WHERE r.id " +
+                    (q.newest_first ? "< $1::bigint" : "> $1::bigint");
   // Column names come from this fixed table, never from the request.
   const std::pair<const char*, const std::string*> filters[] = {
       {"r.key_id", &q.key_id}, {"k.family", &q.family}, {"k.workload", &q.workload},
@@ -130,7 +131,8 @@ Expected<ListPage> PgStore::list(const ListQuery& q) {
   if (q.quarantine == QuarantineFilter::Only) sql += " AND r.quarantined = 1";
   if (q.units) sql += " AND k.units = " + param(std::to_string(*q.units)) + "::bigint";
   if (q.winners_only) sql += " AND r.id = k.winner_id";
-  sql += " ORDER BY r.id LIMIT " + param(std::to_string(limit + 1)) + "::bigint";
+  sql += std::string(q.newest_first ? " ORDER BY r.id DESC" : " ORDER BY r.id") + " LIMIT " +
+         param(std::to_string(limit + 1)) + "::bigint";
   TESSERA_ASSIGN(auto rows, readRecords(sql, params));
   ListPage page;
   if (static_cast<int>(rows.size()) > limit) {

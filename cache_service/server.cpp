@@ -27,6 +27,17 @@ Expected<std::unique_ptr<CacheServer>> CacheServer::start(const ServerOptions& o
   ao.current_toolchain = opts.current_toolchain;
   ao.queue = opts.queue;
   ao.agree_factor = opts.agree_factor;
+  ao.dashboard.serve_ui = opts.serve_ui;
+  ao.dashboard.compare = opts.compare;
+  // The admin pages' token administration has a connection of its own: the refresh loop's stays
+  // the loop's alone.
+  TESSERA_ASSIGN(std::unique_ptr<TokenStore> admin_tokens, TokenStore::open(opts.db_path));
+  ao.dashboard.tokens = serializedTokenStore(std::move(admin_tokens));
+  ao.dashboard.reload_tokens = [p = s.get(), tokens = ao.dashboard.tokens]() -> Status {
+    TESSERA_ASSIGN(auto active, tokens->active());
+    p->auth_.reset(std::move(active));
+    return {};
+  };
   s->api_ = std::make_unique<Api>(*s->store_, s->auth_, ao);
   TESSERA_ASSIGN(s->http_, startHttpServer(*s->api_, opts.http));
   s->refresher_ = std::thread([p = s.get()] { p->refreshLoop(); });

@@ -173,7 +173,8 @@ Expected<ServedRecordPtr> SqliteStore::bestMatching(std::string_view key_id, con
 Expected<ListPage> SqliteStore::list(const ListQuery& q) {
   const int limit = std::clamp(q.limit, 1, kMaxListLimit);
   std::string sqltext = std::string("SELECT ") + kRecordColumns +
-                        " FROM records r JOIN keys k ON k.key_id = r.key_id WHERE r.id > ?";
+                        " FROM records r JOIN keys k ON k.key_id = r.key_id WHERE r.id " +
+                        (q.newest_first ? "< ?" : "> ?");
   std::vector<std::string> texts;
   // Column names come from this fixed table, never from the request.
   const std::pair<const char*, const std::string*> filters[] = {
@@ -201,13 +202,13 @@ Expected<ListPage> SqliteStore::list(const ListQuery& q) {
   if (q.quarantine == QuarantineFilter::Only) sqltext += " AND r.quarantined = 1";
   if (q.units) sqltext += " AND k.units = ?";
   if (q.winners_only) sqltext += " AND r.id = k.winner_id";
-  sqltext += " ORDER BY r.id LIMIT ?";
+  sqltext += q.newest_first ? " ORDER BY r.id DESC LIMIT ?" : " ORDER BY r.id LIMIT ?";
 
   TESSERA_ASSIGN(Reader rd, reader());
   TESSERA_ASSIGN(sql::Stmt * st, rd->cached(sqltext));
   sql::Use use(*st);
   int i = 1;
-  st->bind(i++, q.after_id);
+  st->bind(i++, q.newest_first && q.after_id <= 0 ? INT64_MAX : q.after_id);
   for (const auto& t : texts) st->bind(i++, t);
   if (q.units) st->bind(i++, *q.units);
   st->bind(i++, limit + 1);  // one extra row tells whether another page exists

@@ -43,6 +43,7 @@ class SqliteStore final : public RecordStore, public JobQueue {
   Expected<ServedRecordPtr> bestMatching(std::string_view key_id, const Provenance& want) override;
   Expected<int64_t> administer(const RecordSelector& sel, AdminAction action, double agree_factor) override;
   Expected<ListPage> list(const ListQuery& q) override;
+  Expected<KernelPage> kernels(const KernelQuery& q) override;  // sqlite_kernels.cpp
   Expected<std::vector<NearestMatch>> nearest(const HardKey& key, int limit) override;
   Expected<std::vector<Record>> exportSince(int64_t after_id, int limit) override;
   Expected<std::vector<Record>> outbox(int limit) override;
@@ -66,6 +67,7 @@ class SqliteStore final : public RecordStore, public JobQueue {
   Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) override;
   Expected<bool> cancel(const std::string& job_id) override;
   Expected<int64_t> purge(double keep_finished_s, double max_open_s) override;
+  Expected<JobList> jobList(const std::string& submitter, int limit, const QueuePolicy& p) override;  // sqlite_job_list.cpp
 
  private:
   SqliteStore(std::string path, SqliteStoreOptions opts) : path_(std::move(path)), opts_(opts) {}

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache_service/kernel_list.h"
 #include "cache_service/record.h"
 #include "support/status.h"
 
@@ -89,6 +90,9 @@ struct ListQuery {
   QuarantineFilter quarantine = QuarantineFilter::Exclude;
   int64_t after_id = 0;
   int limit = 100;  // 1..kMaxListLimit
+  // Descending ids (the audit trail reads the newest writes first): after_id is then the id the
+  // page starts below (0: from the newest), and next_after the one the next page starts below.
+  bool newest_first = false;
 };
 inline constexpr int kMaxListLimit = 1000;
 
@@ -157,6 +161,10 @@ class RecordStore {
                                        double agree_factor = kDefaultAgreeFactor) = 0;
 
   virtual Expected<ListPage> list(const ListQuery& q) = 0;
+
+  // The overview: one row per key, filtered, searched, ordered and paged by the store
+  // (kernel_list.h says which record a key shows and what its label means).
+  virtual Expected<KernelPage> kernels(const KernelQuery& q) = 0;
 
   // Winners of keys with the same family, dtype, target, arch and rank as `key`, closest shape
   // first (ties: same layout first, then lower median_us). Includes the key itself if it has a

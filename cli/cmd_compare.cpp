@@ -7,6 +7,7 @@
 
 #include "cache_service/store.h"
 #include "cli/commands.h"
+#include "cli/compare_view.h"
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "cli/tune_common.h"
@@ -27,15 +28,6 @@ struct CompareFlags {
   int tune = 0;
   bool json = false;
 };
-
-const char* sourceName(search::CompareRow::Source s) {
-  switch (s) {
-    case search::CompareRow::Source::Measured: return "measured";
-    case search::CompareRow::Source::Estimated: return "estimated";
-    case search::CompareRow::Source::None: return "none";
-  }
-  return "none";
-}
 
 // Tunes (device or host) or estimates (a GPU not attached here) what has no record yet.
 void fillMissing(const ir::Kernel& k, const TargetDesc& t, cache::RecordStore& store, cache::CacheClient& client,
@@ -69,53 +61,6 @@ void fillMissing(const ir::Kernel& k, const TargetDesc& t, cache::RecordStore& s
   }
 }
 
-std::string cell(const search::CompareRow& r, const std::string& what, const ir::Kernel& k) {
-  const bool gpu = r.target.isGpu();
-  if (what == "winner") {
-    if (r.source == search::CompareRow::Source::None) return r.note.empty() ? "-" : "none";
-    std::string s = sourceName(r.source);
-    if (r.source == search::CompareRow::Source::Estimated && r.record) s += " (" + r.record->estimator + ")";
-    if (r.from != "local") s += " [shared cache]";
-    return s;
-  }
-  if (r.source == search::CompareRow::Source::None) return "";
-  if (what == "config") return r.config.str();
-  if (what == "time") return fmtTime(r.timeUs) + (r.source == search::CompareRow::Source::Estimated ? " (predicted)" : "");
-  if (what == "throughput") {
-    std::string s = fmtThroughput(k, r.throughput);
-    char b[64];
-    std::snprintf(b, sizeof b, " (%.0f%% of peak)", 100 * r.peakFraction);
-    return s + b;
-  }
-  if (what == "bound") return r.bound;
-  if (what == "model vs measured" && gpu && r.source == search::CompareRow::Source::Measured && r.estimatedUs > 0) {
-    char b[64];
-    std::snprintf(b, sizeof b, "%s predicted (%+.0f%%)", fmtTime(r.estimatedUs).c_str(), 100 * (r.estimatedUs / r.timeUs - 1));
-    return b;
-  }
-  if (r.resources) {
-    const auto& res = *r.resources;
-    char b[160];
-    if (what == "registers") {
-      if (res.vendor == Vendor::Amd) std::snprintf(b, sizeof b, "%d VGPR + %d AGPR, %d SGPR", res.vgprs, res.agprs, res.sgprs);
-      else std::snprintf(b, sizeof b, "%d per thread", res.registers);
-      return b;
-    }
-    if (what == "shared memory") {
-      std::snprintf(b, sizeof b, "%.1f KB %s", double(res.sharedBytes) / 1024, res.vendor == Vendor::Amd ? "LDS" : "smem");
-      return b;
-    }
-    if (what == "spills") return res.spills() ? "yes" : "none";
-    if (what == "occupancy") {
-      std::snprintf(b, sizeof b, "%d blocks, %.0f%% (%s)", res.blocksPerUnit, 100 * res.occupancy, res.limiter.c_str());
-      return b;
-    }
-  }
-  for (const auto& [n, v] : r.facts)
-    if (n == what) return v;
-  return "";
-}
-
 void compareCommand(const CompareFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
@@ -145,31 +90,9 @@ void compareCommand(const CompareFlags& f) {
     if (filled) cmp = search::compareTargets(*k, targets, store->get(), &client, prov);
     if (!cmp.ok()) failWith(cmp.error());
   }
-  const std::vector<std::string> attrs = {"winner",       "config",       "time",        "throughput",
-                                          "bound",        "model vs measured", "strategy", "block tile",
-                                          "warp tile",    "thread tile",  "K step",      "stages",       "head_dim split", "key blocks",
-                                          "vectors per thread",
-                                          "vector width", "threads",      "MMA",         "grid",         "waves",
-                                          "registers",    "shared memory", "spills",     "occupancy"};
+  const std::vector<std::string>& attrs = compareAttributes();
   if (f.json) {
-    nlohmann::json j = {{"kernel", cmp->kernel}, {"why", cmp->why}};
-    for (const auto& r : cmp->rows) {
-      nlohmann::json row = {{"target", r.target.name}, {"model", r.target.model}, {"source", sourceName(r.source)}};
-      if (!r.note.empty()) row["note"] = r.note;
-      for (const auto& a : attrs)
-        if (auto v = cell(r, a, *k); !v.empty()) row["facts"][a] = v;
-      if (r.source != search::CompareRow::Source::None) {
-        row["config"] = nlohmann::json::parse(r.config.toJson());
-        row["time_us"] = r.timeUs;
-        row[ir::isComputeBound(*k) ? "gflops" : "gbps"] = r.throughput;
-        row["peak_fraction"] = r.peakFraction;
-        if (!r.bound.empty()) row["bound"] = r.bound;
-        if (r.estimatedUs > 0) row["estimated_us"] = r.estimatedUs;
-        if (r.record) row["record"] = nlohmann::json::parse(cache::encodeRecord(*r.record));
-      }
-      j["targets"].push_back(row);
-    }
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", compareJson(*cmp, *k).dump(2).c_str());
     return;
   }
   // Side by side: one column per target.
@@ -182,7 +105,7 @@ void compareCommand(const CompareFlags& f) {
     std::vector<std::string> cells;
     bool any = false;
     for (const auto& r : cmp->rows) {
-      cells.push_back(cell(r, a, *k));
+      cells.push_back(compareCell(r, a, *k));
       any |= !cells.back().empty();
     }
     if (!any) continue;

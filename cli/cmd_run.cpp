@@ -97,6 +97,7 @@ void runCommand(const RunFlags& f) {
   ro.measure.minTimeSec = f.minTime;
   ro.measure.minRuns = f.minRuns;
   ro.measure.flushCache = f.flush;
+  ro.threads = cfg->hostThreads();
   const auto& e = **exe;
   auto res = runOnHost(*k, [&e](void* const* b) { e.run(b); }, *t, ro);
   if (!res.ok()) failWith(res.error());

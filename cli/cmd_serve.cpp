@@ -14,6 +14,9 @@
 #include "cache_service/tokens.h"
 #include "cli/commands.h"
 #include "support/strings.h"
+#ifdef TESSERA_WITH_MLIR
+#include "cli/compare_view.h"
+#endif
 
 namespace tessera::cli {
 
@@ -130,6 +133,11 @@ void runServer(const ServeArgs& a) {
   o.queue.steal_after_s = a.steal_after_s;
   o.agree_factor = a.agree_factor;
   o.store_connections = a.store_connections;
+#ifdef TESSERA_WITH_MLIR
+  // The dashboard's Compare page: `tessera compare` over this store (builds without the compiler
+  // answer 501).
+  o.compare = serveCompare;
+#endif
 
   // Block the stop signals before any server thread exists so every thread inherits the mask and
   // only the sigwait below receives them.

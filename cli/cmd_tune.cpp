@@ -199,7 +199,6 @@ void tuneCommand(const TuneFlags& f) {
   ss.warm.seed = f.seed;
   ss.model.seed = f.seed;
 
-  double peak = ir::isComputeBound(*k) ? t->computePeakGflops(ir::kernelInputType(*k)) : t->memBandwidthGBs;
   search::SessionCallbacks cb;
   cb.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
   cb.onWarmStart = [&](const search::WarmStart& w) {
@@ -211,7 +210,7 @@ void tuneCommand(const TuneFlags& f) {
     if (f.json) return;
     char line[512];
     std::string best = p.best ? fmtThroughput(*k, p.best->throughput) : "-";
-    double frac = p.best && peak > 0 ? 100 * p.best->throughput / peak : 0;
+    double frac = p.best ? 100 * p.best->peakFraction : 0;
     std::string last = r.ok() ? fmtThroughput(*k, r.throughput) : search::trialStatusName(r.status);
     char share[48] = "emulated";
     if (!measure.emulated) std::snprintf(share, sizeof share, "%.0f%% of peak", frac);
@@ -307,10 +306,11 @@ void tuneCommand(const TuneFlags& f) {
     std::printf("throughput   %s  (emulated on this CPU: not %s's speed)\n", fmtThroughput(*k, b.throughput).c_str(),
                 t->name.c_str());
   else
-    std::printf("throughput   %s  (%.1f%% of %s)\n", fmtThroughput(*k, b.throughput).c_str(), 100 * b.peakFraction,
-                !ir::isComputeBound(*k) ? (t->isGpu() ? "memory bandwidth" : "copy bandwidth")
-                : t->isGpu()            ? "the compute peak"
-                                        : "FMA peak");
+    std::printf("throughput   %s  (%s)\n", fmtThroughput(*k, b.throughput).c_str(),
+                peakShareText(b.peakFraction, !ir::isComputeBound(*k) ? (t->isGpu() ? "memory bandwidth" : "the copy bandwidth")
+                                              : t->isGpu()            ? "the compute peak"
+                                                                      : "the FMA peak of its threads")
+                    .c_str());
   if (t->isGpu() || f.workers) std::printf("measured on  %s\n", measure.where.c_str());
   if (res.spot.ran)
     std::printf("checked      %s%s\n", spotLine.c_str(),
@@ -463,8 +463,8 @@ void bestCommand(const BestFlags& f) {
     std::printf("time        %s median (p20 %s, p80 %s, n=%lld%s)\n", fmtTime(rec->median_us).c_str(),
                 fmtTimeNumber(rec->p20_us, rec->median_us).c_str(), fmtTimeNumber(rec->p80_us, rec->median_us).c_str(),
                 (long long)rec->n, rec->remeasured ? ", re-measured at the end of its run" : "");
-    std::printf("throughput  %s (%.1f%% of peak)\n",
-                fmtThroughput(*k, ir::isComputeBound(*k) ? rec->gflops : rec->gbps).c_str(), 100 * rec->peak_fraction);
+    std::printf("throughput  %s (%s)\n", fmtThroughput(*k, ir::isComputeBound(*k) ? rec->gflops : rec->gbps).c_str(),
+                peakShareText(rec->peak_fraction, "peak").c_str());
     std::printf("measured    %s by %s@%s, tessera %s, LLVM %s; %lld trials, %.0f s of tuning\n",
                 rec->provenance.created_at.c_str(), rec->provenance.user.c_str(), rec->provenance.host.c_str(),
                 rec->provenance.tessera_version.c_str(), rec->provenance.llvm_version.c_str(), (long long)rec->trials,

@@ -13,6 +13,7 @@ namespace tessera::cli {
 // Cache service (no LLVM/MLIR needed).
 void addServeCommand(CLI::App& app);   // tessera serve ..., tessera serve token add|list|revoke
 void addCacheCommand(CLI::App& app);   // tessera cache get|put|export|import|stats
+void addReportCommand(CLI::App& app);  // tessera report (a kernel's dashboard page as one HTML file)
 
 #ifdef TESSERA_WITH_MLIR
 void addCompileCommand(CLI::App& app);  // tessera compile

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("tessera ") + TESSERA_VERSION);
   tessera::cli::addServeCommand(app);
   tessera::cli::addCacheCommand(app);
+  tessera::cli::addReportCommand(app);
 #ifdef TESSERA_WITH_MLIR
   tessera::cli::addCompileCommand(app);
   tessera::cli::addRunCommand(app);

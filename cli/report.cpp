@@ -27,8 +27,10 @@ void failWith(const Error& e) { fail(e.str(), exitCodeFor(e)); }
 
 std::string targetSummary(const TargetDesc& t) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s (%s, %s, %d cores; FMA peak %.1f GFLOP/s/core, copy %.1f GB/s)", t.name.c_str(),
-                t.arch.c_str(), t.model.c_str(), t.units, t.peakGflopsF32, t.memBandwidthGBs);
+  char clock[32] = "";
+  if (t.clockGHz > 0) std::snprintf(clock, sizeof clock, " at %.2f GHz", t.clockGHz);
+  std::snprintf(buf, sizeof buf, "%s (%s, %s, %d cores; FMA peak %.1f GFLOP/s/core%s, copy %.1f GB/s)", t.name.c_str(),
+                t.arch.c_str(), t.model.c_str(), t.units, t.peakGflopsF32, clock, t.memBandwidthGBs);
   return buf;
 }
 
@@ -36,7 +38,7 @@ nlohmann::json targetJson(const TargetDesc& t) {
   return {{"name", t.name},       {"arch", t.arch},        {"model", t.model},
           {"units", t.units},     {"isa", t.isa},          {"peak_gflops_f32", t.peakGflopsF32},
           {"mem_bandwidth_gbs", t.memBandwidthGBs}, {"l1d_bytes", t.l1dBytes}, {"l2_bytes", t.l2Bytes},
-          {"l3_bytes", t.l3Bytes}};
+          {"l3_bytes", t.l3Bytes}, {"clock_ghz", t.clockGHz}, {"mem_bandwidth_all_cores_gbs", t.memBandwidthAllCoresGBs}};
 }
 
 namespace {
@@ -77,6 +79,16 @@ std::string fmtTime(double us, double unitOf) {
   return fmtTimeNumber(us, unitOf) + " " + timeUnitFor(unitOf).name;
 }
 
+// "the FMA peak of 2 threads", "the copy bandwidth of 1 thread": what a host run is held against.
+std::string peakName(const TargetDesc& t, bool compute, int threads, ir::ScalarType input) {
+  if (t.isGpu()) return compute ? "the compute peak" : "memory bandwidth";
+  std::string what = !compute ? "the copy bandwidth"
+                     : input == ir::ScalarType::F32 || t.computePeakGflops(input) == t.peakGflopsF32
+                         ? "the FMA peak"
+                         : "the " + std::string(ir::typeName(input)) + " peak";
+  return what + " of " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s");
+}
+
 std::string formatRun(const RunReport& r) {
   const auto& s = r.result.samples;
   const auto& c = r.result.check;
@@ -90,14 +102,18 @@ std::string formatRun(const RunReport& r) {
                 "config      %s\n"
                 "compile     %.2f s\n"
                 "time        %s median  (p20 %s, p80 %s, n=%lld)\n"
-                "throughput  %s  (%.1f%% of %s)\n"
+                "throughput  %s  (%s)\n"
                 "check       %s  max abs err %.2e, max rel err %.2e (tolerance %.0e; %s)\n",
                 r.kernel->name.c_str(), ir::workloadHash(*r.kernel).c_str(), targetSummary(*r.target).c_str(),
                 r.config.str().c_str(), r.compileSeconds, fmtTime(s.median_us).c_str(),
                 fmtTimeNumber(s.p20_us, s.median_us).c_str(), fmtTimeNumber(s.p80_us, s.median_us).c_str(),
                 (long long)s.n,
                 fmtThroughput(*r.kernel, compute ? r.result.gflops : r.result.gbps).c_str(),
-                100.0 * r.result.peakFraction, compute ? "FMA peak" : "copy bandwidth", c.ok ? "ok" : "FAILED",
+                peakShareText(r.result.peakFraction,
+                              peakName(*r.target, compute, r.config.hostThreads(), ir::kernelInputType(*r.kernel)),
+                              compute ? kProbeReadLow : whyAboveBandwidth(*r.target, ir::kernelBytes(*r.kernel)))
+                    .c_str(),
+                c.ok ? "ok" : "FAILED",
                 c.maxAbsErr, c.maxRelErr, c.tolerance, checked.c_str());
   return buf;
 }

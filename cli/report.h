@@ -18,6 +18,9 @@ int exitCodeFor(const Error& e);
 [[noreturn]] void failWith(const Error& e);
 
 std::string targetSummary(const TargetDesc& t);
+// What a run's share of a peak is of: "the FMA peak of 2 threads", "the bf16 peak of 1 thread"
+// (vdpbf16ps or AMX), "the copy bandwidth of 1 thread".
+std::string peakName(const TargetDesc& t, bool compute, int threads, ir::ScalarType input = ir::ScalarType::F32);
 nlohmann::json targetJson(const TargetDesc& t);
 
 struct RunReport {

@@ -61,6 +61,13 @@ Expected<std::string> emitHost(const ir::Kernel& k, const ir::Config& c, const T
 // or index-computed reads).
 bool hostGemmFusesEpilogue(const ir::GemmInfo& g);
 
+// Floating-point vector operations per element of an elementwise kernel's expression under config
+// `c` (its MATH forms), as the host pipeline expands them: each add, multiply, FMA, min/max or
+// conversion counts one issue slot of the FMA pipes, a division or square root 5 (a reciprocal
+// estimate 4). At one op per lane per cycle of the FMA pipes this gives the kernel's compute roof
+// (bench/elementwise_bench.cpp).
+Expected<double> elementwiseOpsPerElement(const ir::Kernel& k, const ir::Config& c);
+
 // Calls fn(buffers) the way HostExecutable::run does (packs the pointer arguments).
 void invokeRaw(HostExecutable::RawFn fn, void* const* buffers, size_t count);
 

@@ -22,6 +22,11 @@ struct ExprCallbacks {
   // > 0: float values are vector<lanes x T> (loads return vectors; constants become splats), for
   // callers that emit vector code themselves (the host GEMM's fused epilogue).
   int64_t lanes = 0;
+  // The elementwise knob MATH=fast: cheaper approximations that still pass the reference check
+  // (f32 tolerance 2e-4): 2^f of degree 3 (7.5e-5 relative), erf as a 9/6 rational (4.9e-6),
+  // tanh as a 7/6 rational (6.1e-6), and divisions marked `arcp` (the host turns them into a reciprocal estimate
+  // refined by one Newton step, HostLoweringOptions::reciprocalEstimates).
+  bool fastMath = false;
 };
 
 // Emits `e`; float arithmetic is f32 with `contract` fast-math (lets LLVM form FMAs). Reductions

@@ -108,7 +108,11 @@ Expected<HostPayload> lowerTo(MLIRContext* ctx, const ir::Kernel& k, const ir::C
   // override may name one without it).
   bool nativeBf16 = t.hasIsa("avx512_bf16") && t.simdBits >= 512;
   TESSERA_TRY(lowerHostToLLVMDialect(
-      *p.module, {.nontemporalStores = p.nontemporalStores, .threads = p.threads, .amx = p.amx, .nativeBf16 = nativeBf16}));
+      *p.module, {.nontemporalStores = p.nontemporalStores,
+                  .threads = p.threads,
+                  .amx = p.amx,
+                  .nativeBf16 = nativeBf16,
+                  .reciprocalEstimates = p.reciprocalEstimates}));
   return p;
 }
 

@@ -2,11 +2,16 @@
 // temporaries inlined, every output in one pass) tiled along the innermost dimension and
 // vectorized with masks for the tail. Knobs: VW (vector lanes), UNROLL (vectors per step),
 // NT (non-temporal stores of the outputs), CHUNK (column blocks: row-broadcast operands stay in L1),
-// ROWS (rows per tile, sharing each load of a row-broadcast operand).
+// ROWS (rows per tile, sharing each load of a row-broadcast operand), MATH (precise | fast
+// approximations of the transcendental functions, expr_emitter.h).
 #include "codegen/host_strategies.h"
 #include "codegen/linalg_elementwise.h"
 #include "codegen/expr_emitter.h"
+#include "codegen/mlir_env.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 
 namespace tessera::codegen {
 
@@ -32,12 +37,19 @@ Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k
     TESSERA_ASSIGN(threads, c.getInt("THREADS"));
   }
   if (threads < 1 || threads > 256) return makeError(ErrorCode::InvalidConfig, "THREADS must be between 1 and 256");
+  // MATH came later too: configs without it are the precise forms.
+  std::string math = "precise";
+  if (c.values.count("MATH")) {
+    TESSERA_ASSIGN(math, c.getStr("MATH"));
+  }
+  if (math != "precise" && math != "fast") return makeError(ErrorCode::InvalidConfig, "MATH must be precise or fast");
   if (vw <= 0 || unroll <= 0 || vw * unroll > 1024)
     return makeError(ErrorCode::InvalidConfig, "VW and UNROLL must be positive with VW*UNROLL <= 1024");
   HostPayload out;
   out.nontemporalStores = nt == 1;
   out.threads = int(threads);
   out.parallelOuterLoops = threads > 1;
+  out.reciprocalEstimates = math == "fast";
   OpBuilder b(ctx);
   Location loc = b.getUnknownLoc();
   out.module = ModuleOp::create(loc);
@@ -51,7 +63,8 @@ Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k
   SmallVector<Value> inits;
   for (const auto& o : region.outputs) inits.push_back(tensorArg(o, true));
   auto res = buildElementwiseGeneric(
-      b, loc, region, [&](const ir::ElementwiseOperand& op) { return tensorArg(op.tensor, false); }, inits);
+      b, loc, region, [&](const ir::ElementwiseOperand& op) { return tensorArg(op.tensor, false); }, inits,
+      math == "fast");
   if (!res.ok()) return res.takeError();
   for (size_t i = 0; i < region.outputs.size(); ++i)
     bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, (*res)[i], args[region.outputs[i]], true, true);
@@ -79,6 +92,42 @@ Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k
                  "    } : !transform.any_op\n"
                  "    transform.yield\n  }\n}\n";
   return out;
+}
+
+}  // namespace tessera::codegen
+
+namespace tessera::codegen {
+
+Expected<double> elementwiseOpsPerElement(const ir::Kernel& k, const ir::Config& c) {
+  if (k.family != ir::Family::Elementwise) return makeError(ErrorCode::InvalidArgument, "not an elementwise kernel");
+  auto ctx = makeContext();  // outlives the payload below
+  TESSERA_ASSIGN(HostPayload p, buildHostElementwise(ctx.get(), k, c, hostTarget()));
+  // The math approximations as the host pipeline expands them (host_lowering.cpp).
+  TESSERA_TRY(approximateMath(*p.module));
+  double ops = 0;
+  p.module->walk([&](linalg::GenericOp g) {
+    g.getBody()->walk([&](Operation* op) {
+      // Floating-point arithmetic only: what the FMA peak counts. Compares, selects, bit casts
+      // and integer ops issue elsewhere on most cores (or fuse: a compare + select clamp is one
+      // vmaxps), so the roof is an upper bound at the FMA rate.
+      if (!isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp, arith::NegFOp, math::FmaOp, arith::MaximumFOp,
+               arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp, arith::ExtFOp, arith::TruncFOp, math::SqrtOp>(op))
+        return;
+      if (isa<math::SqrtOp>(op)) {
+        ops += 5;  // like a division
+        return;
+      }
+      if (auto d = dyn_cast<arith::DivFOp>(op)) {
+        // vdivps blocks the divider for several cycles per vector (5 on Zen 4 and Sapphire
+        // Rapids at 256 bits, more at 512 or on Zen 1); the reciprocal estimate is rcp + two
+        // FMAs + a multiply.
+        ops += bitEnumContainsAll(d.getFastmath(), arith::FastMathFlags::arcp) ? 4 : 5;
+        return;
+      }
+      ops += 1;
+    });
+  });
+  return ops;
 }
 
 }  // namespace tessera::codegen

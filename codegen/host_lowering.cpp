@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "codegen/host_soft_half.h"
 #include "codegen/mlir_env.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -75,53 +76,6 @@ Expected<std::unique_ptr<llvm::TargetMachine>> hostMachine(const std::string& cp
   return std::move(*tm);
 }
 
-// x86 without native 16-bit float vector support aborts the whole process on (masked) loads and
-// stores of odd-sized bf16 vectors ("Do not know how to soft promote this operator's operand",
-// seen with bf16 GEMM edge tiles of 17 lanes). Those ops only move bits, so they are rewritten
-// to i16 vectors; arithmetic never happens in 16-bit floats here (arith-expand ran before).
-void maskedHalfToInt(mlir::ModuleOp m) {
-  using namespace mlir;
-  auto asInt = [](Type t) -> Type {
-    auto v = dyn_cast<VectorType>(t);
-    if (!v || !(v.getElementType().isBF16() || v.getElementType().isF16())) return Type();
-    return VectorType::get(v.getShape(), IntegerType::get(t.getContext(), 16));
-  };
-  m.walk([&](LLVM::MaskedStoreOp op) {
-    Type it = asInt(op.getValue().getType());
-    if (!it) return;
-    OpBuilder b(op);
-    Value cast = LLVM::BitcastOp::create(b, op.getLoc(), it, op.getValue());
-    op->setOperand(0, cast);
-  });
-  m.walk([&](LLVM::StoreOp op) {
-    Type it = asInt(op.getValue().getType());
-    if (!it) return;
-    OpBuilder b(op);
-    op->setOperand(0, LLVM::BitcastOp::create(b, op.getLoc(), it, op.getValue()));
-  });
-  m.walk([&](LLVM::LoadOp op) {
-    Type ht = op.getResult().getType();
-    Type it = asInt(ht);
-    if (!it) return;
-    op.getResult().setType(it);
-    OpBuilder b(op);
-    b.setInsertionPointAfter(op);
-    auto back = LLVM::BitcastOp::create(b, op.getLoc(), ht, op.getResult());
-    op.getResult().replaceAllUsesExcept(back.getResult(), back);
-  });
-  m.walk([&](LLVM::MaskedLoadOp op) {
-    Type ht = op.getResult().getType();
-    Type it = asInt(ht);
-    if (!it) return;
-    OpBuilder b(op);
-    for (OpOperand& pt : op.getPassThruMutable()) pt.set(LLVM::BitcastOp::create(b, op.getLoc(), it, pt.get()));
-    op.getResult().setType(cast<VectorType>(it));
-    b.setInsertionPointAfter(op);
-    auto back = LLVM::BitcastOp::create(b, op.getLoc(), ht, op.getResult());
-    op.getResult().replaceAllUsesExcept(back.getResult(), back);
-  });
-}
-
 // Scratch buffers promoted to the stack inside conditionals in loops (edge-tile pads) become
 // allocas in loop bodies: every iteration grows the stack until it overflows (seen: segfaults
 // at 1024³ with MC=48). Each such buffer lives within one iteration, so a single allocation in the
@@ -157,7 +111,22 @@ Status lowerHostToLLVMDialect(mlir::ModuleOp m, const HostLoweringOptions& o) {
   TESSERA_TRY(runPasses(m, prepare(o), "host preparation (buffers, loops)"));
   TESSERA_TRY(approximateMath(m));
   TESSERA_TRY(runPasses(m, toLLVM(o), "host lowering to the LLVM dialect"));
-  maskedHalfToInt(m);
+  // 16-bit floats that only move become i16 (host_soft_half.cpp): no soft-promotion calls
+  // (__truncsfbf2) without avx512_bf16, and no legalization of odd-sized masked f16/bf16
+  // vectors, which aborts the process ("Do not know how to soft promote this operator's
+  // operand", seen with bf16 GEMM edge tiles of 17 lanes). Conversions the CPU has (fptrunc to
+  // bf16 with avx512_bf16, f16 through F16C) keep their types at their boundaries.
+  softHalfToInt(m, [](mlir::Type t) { return t.isF16() || t.isBF16(); });
+  if (o.reciprocalEstimates) {
+    mlir::OpBuilder b(m.getContext());
+    m.walk([&](mlir::LLVM::LLVMFuncOp fn) {
+      if (fn.isExternal()) return;
+      llvm::SmallVector<mlir::Attribute> attrs;
+      if (auto old = fn.getPassthroughAttr()) attrs.append(old.begin(), old.end());
+      attrs.push_back(b.getArrayAttr({b.getStringAttr("reciprocal-estimates"), b.getStringAttr("divf:1,vec-divf:1")}));
+      fn.setPassthroughAttr(b.getArrayAttr(attrs));
+    });
+  }
   hoistStaticAllocas(m);
   if (o.nontemporalStores) {
     // LLVM emits movnt only where it can prove the vector alignment; other stores stay plain.
@@ -190,6 +159,7 @@ Expected<std::unique_ptr<mlir::ExecutionEngine>> jitHost(mlir::ModuleOp m, const
   auto engine = mlir::ExecutionEngine::create(m, opts, std::move(tm));
   if (!engine)
     return makeError(ErrorCode::CompileError, "JIT failed: " + llvm::toString(engine.takeError()) + " " + diags.message());
+  registerConversionBuiltins(**engine);
   return std::move(*engine);
 }
 

@@ -34,6 +34,8 @@ struct HostPayload {
   // AMX tile ops are present: lowered with the AMX intrinsics; the process must ask Linux for
   // the tile state before running them (arch_prctl ARCH_REQ_XCOMP_PERM).
   bool amx = false;
+  // Divisions marked `arcp` may become a reciprocal estimate refined by one Newton step.
+  bool reciprocalEstimates = false;
 };
 
 // `func.func @kernel` taking one static-shaped memref per tensor (inputs, then outputs); fills

@@ -10,7 +10,7 @@ using namespace mlir;
 
 Expected<SmallVector<Value>> buildElementwiseGeneric(OpBuilder& b, Location loc, const ir::ElementwiseRegion& region,
                                                      const std::function<Value(const ir::ElementwiseOperand&)>& operand,
-                                                     ValueRange outInits) {
+                                                     ValueRange outInits, bool fastMath) {
   MLIRContext* ctx = b.getContext();
   unsigned rank = unsigned(region.iter.size());
   SmallVector<Value> ins;
@@ -29,6 +29,7 @@ Expected<SmallVector<Value>> buildElementwiseGeneric(OpBuilder& b, Location loc,
   auto generic = linalg::GenericOp::create(
       b, loc, resTypes, ins, outInits, maps, iters, [&](OpBuilder& nb, Location nl, ValueRange args) {
         ExprCallbacks cb;
+        cb.fastMath = fastMath;
         cb.load = [&](const ir::Expr& l) -> Value {
           for (size_t i = 0; i < region.operands.size(); ++i) {
             const auto& op = region.operands[i];

@@ -19,7 +19,8 @@ inline constexpr const char* kElementwiseTag = "tessera.elementwise";
 // `outInits` (one per output); returns its results.
 Expected<llvm::SmallVector<mlir::Value>> buildElementwiseGeneric(
     mlir::OpBuilder& b, mlir::Location loc, const ir::ElementwiseRegion& region,
-    const std::function<mlir::Value(const ir::ElementwiseOperand&)>& operand, mlir::ValueRange outInits);
+    const std::function<mlir::Value(const ir::ElementwiseOperand&)>& operand, mlir::ValueRange outInits,
+    bool fastMath = false);
 
 // Transform ops (inside @__transform_main, with %root in scope) that tile the tagged generics
 // of rank `rank` by [1, ..., 1, vw], vectorize them to vector<vw> with masks and unroll the

@@ -38,6 +38,11 @@ class Config {
   Expected<int64_t> getInt(const std::string& k) const;
   Expected<std::string> getStr(const std::string& k) const;
   void set(const std::string& k, KnobValue v) { values[k] = std::move(v); }
+  // The threads a host kernel with this config runs on: its THREADS knob, 1 without one.
+  int hostThreads() const {
+    auto it = values.find("THREADS");
+    return it != values.end() && std::holds_alternative<int64_t>(it->second) ? int(std::get<int64_t>(it->second)) : 1;
+  }
 
   std::string toJson() const;                      // {"MC":64,"schedule":"packed"}
   static Expected<Config> fromJson(const std::string& text);

@@ -6,6 +6,9 @@
 # which tests/cache_service/schemathesis_test.sh installs into the build dir. libpqxx-dev and
 # postgresql-15 are the PostgreSQL store engine and the throw-away server its tests start
 # (scripts/pg_server.sh: initdb in a folder of its own; no system cluster is created).
+# libjs-chart.js is the dashboard's charting library (built into the binary, never from a CDN);
+# chromium, chromium-driver and python3-selenium run the dashboard's tests in a real browser
+# (tests/ui/browser_test.py, headless).
 set -euo pipefail
 
 PKGS=(
@@ -16,6 +19,7 @@ PKGS=(
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   libopenblas-dev wrk
   nginx openssl python3 python3-venv python3-dev
+  libjs-chart.js chromium chromium-driver python3-selenium
 )
 
 missing=()

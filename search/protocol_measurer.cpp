@@ -74,12 +74,13 @@ class ProtocolMeasurer : public Measurer {
 
   void fill(TrialResult& r, const std::vector<double>& samples) const {
     r.samples = summarize(samples);
+    const int threads = r.config.hostThreads();
     double sec = r.samples.median_us * 1e-6;
     if (sec <= 0) return;
     r.gflops = flops_ / sec * 1e-9;
     r.gbps = bytes_ / sec * 1e-9;
     r.throughput = compute_ ? r.gflops : r.gbps;
-    double peak = compute_ ? t_.computePeakGflops(ir::kernelInputType(k_)) : t_.memBandwidthGBs;
+    double peak = compute_ ? t_.computePeakGflops(ir::kernelInputType(k_), threads) : t_.bandwidthGBs(threads);
     r.peakFraction = peak > 0 ? r.throughput / peak : 0;
   }
 

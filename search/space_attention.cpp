@@ -74,7 +74,10 @@ Expected<ir::Space> attentionHostSpace(const ir::Kernel& k, const TargetDesc& t)
     int64_t nr = std::min(std::get<int64_t>(nv), dp);
     for (const auto& mv : mr2Dom) {
       int64_t m = std::get<int64_t>(mv);
-      if (!rowsFit(m) || tileRegisters(m, nr, L) > vregs) continue;
+      // The register budget at the knob's value, as the space's rule below counts it (a 3 x 128
+      // tile at D = 99 computes 112 columns but was counted at 112 here and at 128 there: an
+      // illegal default on AVX-512).
+      if (!rowsFit(m) || tileRegisters(m, std::get<int64_t>(nv), L) > vregs) continue;
       double e = efficiency(m, nr);
       if (e > best + 1e-9 || (e > best - 1e-9 && nr > nr2)) best = e, mr2 = m, nr2 = std::get<int64_t>(nv);
     }

@@ -113,6 +113,24 @@ Expected<ir::Space> elementwiseHostSpace(const ir::Kernel& k, const TargetDesc& 
        "non-temporal stores: outputs stream past the caches (no read-for-ownership)"},
       {"ROWS", rowsDom, rowsDef, "rows per tile, sharing each load of a row-broadcast operand"},
   };
+  // Cheaper approximations where the expression has something they change: sigmoid, SiLU, GELU
+  // (2^t and a division), erf/gelu_erf (the rational), tanh, division. The precise forms stay the
+  // default; the reference check decides per candidate whether the fast ones pass.
+  std::function<bool(const ir::ExprRef&)> approximated = [&](const ir::ExprRef& e) {
+    using ir::Op;
+    if (e->op == Op::Sigmoid || e->op == Op::Silu || e->op == Op::Gelu || e->op == Op::GeluErf || e->op == Op::Erf ||
+        e->op == Op::Tanh || e->op == Op::Div)
+      return true;
+    for (const auto& a : e->args)
+      if (approximated(a)) return true;
+    return false;
+  };
+  bool mathKnob = false;
+  for (const auto& v : r.values) mathKnob = mathKnob || approximated(v);
+  if (mathKnob)
+    s.knobs.push_back({"MATH", {std::string("precise"), std::string("fast")}, std::string("precise"),
+                       "precise: the default approximations; fast: degree-3 2^f, shorter rationals for erf and tanh, "
+                       "divisions by a refined reciprocal estimate (checked against the reference like any candidate)"});
   // Threads share the outermost loop of the tiled kernel (rows, or column blocks with CHUNK).
   std::vector<ir::KnobValue> threadDom = hostThreadDomain(t);
   if (threadDom.size() > 1) {

@@ -36,8 +36,23 @@ std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t)
   if (g.inType != ir::ScalarType::F32) d.clear();
   d.push_back(std::string("blis"));
   if (g.inType == ir::ScalarType::BF16 && t.hasIsa("avx512_bf16") && t.simdBits >= 512) d.push_back(std::string("bf16dot"));
-  if (g.inType == ir::ScalarType::BF16 && t.hasIsa("amx_bf16")) d.push_back(std::string("amx"));
+  // AMX tiles are 16 rows: below that no register tile of the space fits them.
+  if (g.inType == ir::ScalarType::BF16 && t.hasIsa("amx_bf16") && g.m >= 16) d.push_back(std::string("amx"));
   return d;
+}
+
+// The largest value of `dom` at most `want` that is a multiple of `step` or covers `whole`
+// (a block of the whole dimension needs no divisibility); the smallest such value above `want`
+// when none is below it.
+int64_t pickLegalMultiple(const std::vector<ir::KnobValue>& dom, int64_t want, int64_t step, int64_t whole) {
+  int64_t below = 0, above = 0;
+  for (const auto& v : dom) {
+    int64_t x = std::get<int64_t>(v);
+    if (x % step && x < whole) continue;
+    if (x <= want) below = std::max(below, x);
+    else if (!above) above = x;
+  }
+  return below ? below : above ? above : pickAtMost(dom, want);
 }
 
 bool has(const std::vector<ir::KnobValue>& dom, const std::string& v) {
@@ -151,10 +166,23 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
 
   GemmBlocking blk = hostGemmBlocking(t, g.m, g.n, sched == "bf16dot" ? 4 : 0);
   int64_t mr = pickAtMost(mrDom, blk.MR), nr = pickAtMost(nrDom, blk.NR);
-  int64_t mc = pickAtMost(mcDom, blk.MC), nc = pickAtMost(ncDom, blk.NC), kc = pickAtMost(kcDom, blk.KC);
+  int64_t nc = pickAtMost(ncDom, blk.NC), kc = pickAtMost(kcDom, blk.KC);
   // AMX: 2x2 tiles of 16x16 f32 (32x32 of C); A micro-panels of 32 rows x KC bf16, KC 512
   // (32 KB: within a Sapphire Rapids' 48 KB L1, the unrolled depth steps bounded at 16).
   if (sched == "amx") mr = pickAtMost(mrDom, 32), nr = pickAtMost(nrDom, 32), kc = pickAtMost(kcDom, 512);
+  // MC must be a multiple of MR unless one block covers M. The L3-derived MC is far above the
+  // domain's largest value (4096) once M passes it, and 4096 is no multiple of MR = 6, 12 or 14:
+  // M = 5000 with MR = 6 had an illegal default. Take the largest legal value at most the
+  // derived one (MC = 192 there: B is re-packed once per 192 rows, under 1 % of the FMAs).
+  int64_t mc = pickLegalMultiple(mcDom, blk.MC, mr, g.m);
+  if (mc % mr && mc < g.m) {
+    // No value of the domain is a multiple of MR (14 divides none of them): the largest multiple
+    // of MR up to the derived MC and the domain's top joins the domain, as BLIS rounds its
+    // blocks to the register tile.
+    mc = std::min(blk.MC, std::get<int64_t>(mcDom.back())) / mr * mr;
+    mcDom.push_back(mc);
+    std::sort(mcDom.begin(), mcDom.end());
+  }
   if (sched == "plain" || sched == "packed") {
     // The transform schedules keep the defaults measured for them: 8x32 on AVX-512, 6x16 on AVX2,
     // MC 64 (a multiple of MR), NC 512 (plain) or 2048 (packed, skinny above the L2), KC 512.

@@ -100,6 +100,8 @@ class Session {
     r_.tune = tune(p_.space, measurer_, *strategy, model.get(), features.get(), s_.loop, cb, previous);
     if (!r_.tune.best) {
       r_.outcome = SessionResult::Outcome::NothingCorrect;
+      // The failures are records too: the shared cache shows what was tried.
+      if (store_ && client_ && s_.pushToCache) warn(cache::pushOutbox(*store_, *client_).warning);
       return std::move(r_);
     }
     storeWinner();
@@ -258,15 +260,17 @@ class Session {
     winner.remeasured = (!r_.tune.remeasured.empty() || r_.spot.remeasuredHere) && winner.status == cache::RecordStatus::Ok;
     if (r_.spot.ran && r_.spot.agreed) winner.remeasured = false;  // one measurement here, of the workers' winner
     r_.winner = winner;
-    // An estimate is already stored as the trial it was; only a re-measured winner is new.
-    if (!store_ || winner.status != cache::RecordStatus::Ok) return;
-    if (best.origin) {
+    // An estimate is already stored as the trial it was; only a re-measured winner is new. Either
+    // way the run's records go to the shared cache now (an estimating run used to leave them in
+    // the outbox until the next run).
+    if (!store_) return;
+    if (winner.status == cache::RecordStatus::Ok && best.origin) {
       // Nobody here measured it: kept as the worker's claim (confirmed only when another identity
       // measures the config), never pushed under this tuner's name.
       (void)store_->putOne(winner, {.outbox = false, .writer = best.origin->writer, .trusted = false});
-      return;
+    } else if (winner.status == cache::RecordStatus::Ok) {
+      (void)store_->putOne(winner, {.outbox = client_ && s_.pushToCache});
     }
-    (void)store_->putOne(winner, {.outbox = client_ && s_.pushToCache});
     if (client_ && s_.pushToCache) warn(cache::pushOutbox(*store_, *client_).warning);
   }
 

@@ -1,5 +1,5 @@
 // Owns the named x86 machine descriptions: fixed TargetDescs of the hosts Tessera runs on (a Zen 4
-// with and without AVX-512, a Sapphire Rapids), so that rules deriving values from a host's ISA and
+// with and without AVX-512, a Sapphire Rapids, an AVX2-only Zen 1), so that rules deriving values from a host's ISA and
 // caches can be tested on every one of them whichever machine runs the tests. Figures are those
 // the host probe reported on each machine (lscpu / sysfs), peaks rounded.
 #include <algorithm>
@@ -34,7 +34,9 @@ std::vector<std::pair<std::string, TargetDesc>> presets() {
   zen4.l3Ways = 16;
   zen4.fmaLatency = 4;
   zen4.fmaPerCycle = 1;
-  zen4.peakGflopsF32 = zen4.peakGflopsF16 = zen4.peakGflopsBF16 = 118;
+  zen4.peakGflopsF32 = zen4.peakGflopsF16 = 118;
+  zen4.peakGflopsBF16 = 236;  // vdpbf16ps: two products per f32 lane
+  zen4.clockGHz = 3.7;
   zen4.memBandwidthGBs = 22;
   out.push_back({"zen4", zen4});
   // The same VM with AVX-512 hidden (x86-64-v3): 16 ymm registers.
@@ -63,9 +65,34 @@ std::vector<std::pair<std::string, TargetDesc>> presets() {
   spr.l3Ways = 15;
   spr.fmaLatency = 4;
   spr.fmaPerCycle = 2;
-  spr.peakGflopsF32 = spr.peakGflopsF16 = spr.peakGflopsBF16 = 190;
+  spr.peakGflopsF32 = 190;
+  spr.peakGflopsF16 = 380;    // avx512_fp16: two products per f32 lane
+  spr.peakGflopsBF16 = 2048;  // AMX: 1024 flops a cycle at 2.0 GHz
+  spr.clockGHz = 2.0;
   spr.memBandwidthGBs = 20;
   out.push_back({"sapphire-rapids", spr});
+  // AMD EPYC 7001 (Zen 1, family 23 model 1) VM: AVX2 and FMA, no AVX-512, no bf16 instructions;
+  // two 128-bit FMA pipes, so a 256-bit FMA takes both (one per cycle, latency 5); 512 KB L2 and
+  // an 8 MB L3 per core complex. Zen 2 (family 23 from model 0x30) has 256-bit pipes: the probe
+  // tells them apart by model (host_probe.cpp). Peak: 16 flops a cycle at about 2.8 GHz (its
+  // 12-chain FMA loop measured 39-42 GFLOP/s there, a GEMM 45); copy bandwidth not measured there.
+  TargetDesc zen1 = base("AMD EPYC (Zen 1), preset zen1");
+  zen1.arch = "x86-64-v3";
+  zen1.units = zen1.cores = 2;
+  zen1.isa = {"sse4_2", "avx", "avx2", "fma", "f16c"};
+  zen1.simdBits = 256;
+  zen1.vectorRegisters = 16;
+  zen1.l1dBytes = 32 << 10;
+  zen1.l2Bytes = 512 << 10;
+  zen1.l3Bytes = 8 << 20;
+  zen1.l1dWays = 8;
+  zen1.l2Ways = 8;
+  zen1.l3Ways = 16;
+  zen1.fmaLatency = 5;
+  zen1.fmaPerCycle = 1;
+  zen1.peakGflopsF32 = zen1.peakGflopsF16 = zen1.peakGflopsBF16 = 45;
+  zen1.memBandwidthGBs = 15;
+  out.push_back({"zen1", zen1});
   return out;
 }
 
@@ -81,6 +108,7 @@ std::string hostPresetCpu(const std::string& name) {
   if (name == "zen4") return "znver4";
   if (name == "zen4-avx2") return "x86-64-v3";
   if (name == "sapphire-rapids") return "sapphirerapids";
+  if (name == "zen1") return "znver1";
   return "";
 }
 

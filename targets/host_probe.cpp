@@ -1,7 +1,7 @@
 // Owns reading the host CPU's description from the machine: ISA flags and model from
 // /proc/cpuinfo, cache sizes from sysfs, and the single-core FMA peak and streaming bandwidth
-// from two short measurements (a peak from a table would be wrong on half the machines:
-// Zen 4 runs AVX-512 at half width, Intel servers at full).
+// from short measurements (a peak from a table would be wrong on half the machines: Zen 4 runs
+// AVX-512 at half width, Intel servers at full), with the clock the core ran at.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -21,58 +21,86 @@ namespace {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-__attribute__((target("avx512f"))) double peakAvx512() {
-  __m512 a[12];
+// The FMA peak probe: 12 independent accumulator chains (more than latency x issue rate on every
+// x86 core: 5 x 1 on Zen 1, 4 x 2 on Intel) of vector FMAs, timed after a warm-up that lets the
+// core reach its running clock, best of several runs (a VM's vCPU is shared: one slow run is
+// noise, never the peak). Returns GFLOP/s.
+double fmaPeak(void (*step)(long), int lanes) {
+  const long iters = 200000;
+  double warm = now();
+  while (now() - warm < 0.015) step(iters / 4);  // the clock ramps up; timings before it read low
+  double best = 1e30;
+  for (int rep = 0; rep < 9; ++rep) {
+    double t0 = now();
+    step(iters);
+    best = std::min(best, now() - t0);
+  }
+  return iters * 12.0 * lanes * 2 / best / 1e9;
+}
+
+float g_chains[12 * 16];  // the chains' values between steps: every one stays live
+
+__attribute__((target("avx512f"))) void stepAvx512(long iters) {
   __m512 b = _mm512_set1_ps(1.0000001f), c = _mm512_set1_ps(1e-7f);
-  for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_ps(float(i));
-  const long iters = 400000;
-  double best = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
-    double t0 = now();
-    for (long k = 0; k < iters; ++k) {
+  __m512 r[12];
+  for (int i = 0; i < 12; ++i) r[i] = _mm512_loadu_ps(g_chains + 16 * i);
+  for (long k = 0; k < iters; ++k) {
 #pragma GCC unroll 12
-      for (int i = 0; i < 12; ++i) a[i] = _mm512_fmadd_ps(a[i], b, c);
-    }
-    best = std::min(best, now() - t0);
+    for (int i = 0; i < 12; ++i) r[i] = _mm512_fmadd_ps(r[i], b, c);
   }
-  __m512 sum = a[0];
-  for (int i = 1; i < 12; ++i) sum = _mm512_add_ps(sum, a[i]);  // every chain stays live
-  volatile float sink = _mm512_reduce_add_ps(sum);
-  (void)sink;
-  return iters * 12.0 * 16 * 2 / best / 1e9;
+  for (int i = 0; i < 12; ++i) _mm512_storeu_ps(g_chains + 16 * i, r[i]);
 }
 
-__attribute__((target("avx2,fma"))) double peakAvx2() {
-  __m256 a[12];
+__attribute__((target("avx2,fma"))) void stepAvx2(long iters) {
   __m256 b = _mm256_set1_ps(1.0000001f), c = _mm256_set1_ps(1e-7f);
-  for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps(float(i));
-  const long iters = 400000;
-  double best = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
-    double t0 = now();
-    for (long k = 0; k < iters; ++k) {
+  __m256 r[12];
+  for (int i = 0; i < 12; ++i) r[i] = _mm256_loadu_ps(g_chains + 8 * i);
+  for (long k = 0; k < iters; ++k) {
 #pragma GCC unroll 12
-      for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], b, c);
-    }
-    best = std::min(best, now() - t0);
+    for (int i = 0; i < 12; ++i) r[i] = _mm256_fmadd_ps(r[i], b, c);
   }
-  __m256 sum = a[0];
-  for (int i = 1; i < 12; ++i) sum = _mm256_add_ps(sum, a[i]);  // every chain stays live
-  float tmp[8];
-  _mm256_storeu_ps(tmp, sum);
-  volatile float sink = tmp[0];
-  (void)sink;
-  return iters * 12.0 * 8 * 2 / best / 1e9;
+  for (int i = 0; i < 12; ++i) _mm256_storeu_ps(g_chains + 8 * i, r[i]);
 }
 
-// Streaming read + write bandwidth of a plain copy (the anchor elementwise kernels aim at).
-double copyBandwidth() {
+double peakAvx512() { return fmaPeak(stepAvx512, 16); }
+double peakAvx2() { return fmaPeak(stepAvx2, 8); }
+
+// The clock the core runs at, from a chain of dependent integer adds (one cycle each on every
+// x86 core since the Pentium 4): GHz, best of several runs, measured right after the FMA probe.
+double coreClockGHz() {
+  const long iters = 200000;
+  double best = 1e30;
+  uint64_t x = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    double t0 = now();
+    for (long k = 0; k < iters; ++k)
+      asm volatile(
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
+          : "+r"(x));
+    best = std::min(best, now() - t0);
+  }
+  return iters * 16.0 / best / 1e9;
+}
+
+// Streaming read + write bandwidth of a plain copy (the anchor elementwise kernels aim at), on
+// `threads` threads each copying its own slice.
+double copyBandwidth(int threads) {
   const size_t n = size_t(1) << 23;  // 32 MiB per buffer: past the L2, the realistic regime
   std::vector<float> x(n, 1.0f), y(n, 0.0f);
+  auto slice = [&](int i) {
+    size_t lo = n * size_t(i) / size_t(threads), hi = n * size_t(i + 1) / size_t(threads);
+    std::memcpy(y.data() + lo, x.data() + lo, (hi - lo) * sizeof(float));
+  };
   double best = 1e30;
   for (int rep = 0; rep < 4; ++rep) {
     double t0 = now();
-    std::memcpy(y.data(), x.data(), n * sizeof(float));
+    std::vector<std::thread> ts;
+    for (int i = 1; i < threads; ++i) ts.emplace_back(slice, i);
+    slice(0);
+    for (auto& th : ts) th.join();
     best = std::min(best, now() - t0);
   }
   volatile float sink = y[n / 2];
@@ -112,13 +140,30 @@ int cacheLevel(int index, std::string* type) {
 }
 
 // FMA latency and issue rate at the kernels' vector width, by microarchitecture (a table, not a
-// measurement: the defaults derived from them must not move between runs). Zen 2-4 (AMD family
-// 23/25) have two 256-bit FMA pipes, so a 512-bit FMA issues once per cycle on Zen 4; Zen 5
-// (family 26) and Intel's AVX-512 server cores issue two per cycle at every width.
-void setFmaPipes(TargetDesc& t, const std::string& vendor, int family) {
+// measurement: the defaults derived from them must not move between runs). Zen 1 (AMD family 23
+// below model 0x30) has two 128-bit FMA pipes: one 256-bit FMA a cycle, latency 5. Zen 2 (family
+// 23 from model 0x30) widened them to 256 bits (latency 5); Zen 3 and 4 (family 25) have two
+// 256-bit pipes at latency 4, so a 512-bit FMA issues once per cycle on Zen 4; Zen 5 (family 26)
+// and Intel's AVX-512 server cores issue two per cycle at every width.
+void setFmaPipes(TargetDesc& t, const std::string& vendor, int family, int model) {
   t.fmaLatency = 4;
   t.fmaPerCycle = 2;
-  if (vendor == "AuthenticAMD" && family < 26 && t.simdBits >= 512) t.fmaPerCycle = 1;
+  if (vendor != "AuthenticAMD") return;
+  if (family == 23) {
+    t.fmaLatency = 5;
+    if (model < 0x30 && t.simdBits >= 256) t.fmaPerCycle = 1;
+  }
+  if (family < 26 && t.simdBits >= 512) t.fmaPerCycle = 1;
+}
+
+// The machine's 16-bit peaks from its f32 FMA peak: vdpbf16ps (avx512_bf16) and the f16 FMAs of
+// avx512_fp16 do two products per f32 lane; AMX's tdpbf16ps 1024 flops a cycle per core (16x16x32
+// multiply-adds every 16 cycles, Intel's optimization manual). Without them a bf16/f16 kernel
+// computes in f32 and its peak is the f32 one.
+void setHalfPeaks(TargetDesc& t) {
+  t.peakGflopsBF16 = t.peakGflopsF32 * (t.hasIsa("avx512_bf16") ? 2 : 1);
+  if (t.hasIsa("amx_bf16") && t.clockGHz > 0) t.peakGflopsBF16 = std::max(t.peakGflopsBF16, t.clockGHz * 1024);
+  t.peakGflopsF16 = t.peakGflopsF32 * (t.hasIsa("avx512_fp16") ? 2 : 1);
 }
 
 // Vector width, register count and arch name of x86-64 ISA level `level` (2, 3 or 4).
@@ -134,12 +179,13 @@ TargetDesc probeHost() {
   t.vendor = Vendor::Host;
   std::ifstream cpu("/proc/cpuinfo");
   std::string line, flags, vendor;
-  int family = 0;
+  int family = 0, model = -1;
   while (std::getline(cpu, line)) {
     if (t.model.empty() && line.rfind("model name", 0) == 0) t.model = line.substr(line.find(':') + 2);
     if (flags.empty() && line.rfind("flags", 0) == 0) flags = line.substr(line.find(':') + 2);
     if (vendor.empty() && line.rfind("vendor_id", 0) == 0) vendor = line.substr(line.find(':') + 2);
     if (!family && line.rfind("cpu family", 0) == 0) family = std::atoi(line.substr(line.find(':') + 2).c_str());
+    if (model < 0 && line.rfind("model\t", 0) == 0) model = std::atoi(line.substr(line.find(':') + 2).c_str());
   }
   std::istringstream fs(flags);
   std::vector<std::string> all;
@@ -171,13 +217,15 @@ TargetDesc probeHost() {
       if (ways > 0) t.l3Ways = ways;
     }
   }
-  setFmaPipes(t, vendor, family);
+  setFmaPipes(t, vendor, family, model);
   if (!t.l1dBytes) t.l1dBytes = 32 << 10;
   if (!t.l2Bytes) t.l2Bytes = 1 << 20;
   t.peakGflopsF32 = avx512 ? peakAvx512() : avx2 ? peakAvx2() : 0;
+  t.clockGHz = coreClockGHz();
   if (!avx512 && !avx2) t.peakGflopsF32 = 8.0;  // rough SSE figure; no kernel targets it seriously
-  t.peakGflopsF16 = t.peakGflopsBF16 = t.peakGflopsF32;  // f16/bf16 are converted and computed in f32
-  t.memBandwidthGBs = copyBandwidth();
+  setHalfPeaks(t);
+  t.memBandwidthGBs = copyBandwidth(1);
+  t.memBandwidthAllCoresGBs = t.cores > 1 ? copyBandwidth(t.cores) : t.memBandwidthGBs;
   return t;
 }
 
@@ -197,6 +245,27 @@ Expected<TargetDesc> hostTargetWithThreads(int threads) {
   return t;
 }
 
+TargetDesc hostAtLevel(TargetDesc t) {
+  const int level = t.arch == "x86-64-v4" ? 4 : t.arch == "x86-64-v3" ? 3 : 2;
+  // What every CPU of the level has: AVX2, FMA and F16C from v3 on; AVX-512 F/BW/VL (and CD,
+  // DQ, not tracked) at v4. bf16 and fp16 arithmetic, VNNI and AMX are features of some CPUs of
+  // a level, not of the level.
+  std::erase_if(t.isa, [&](const std::string& f) {
+    if (f.rfind("amx", 0) == 0 || f == "avx512_bf16" || f == "avx512_fp16" || f == "avx512_vnni") return true;
+    if (f.rfind("avx512", 0) == 0) return level < 4;
+    return level < 3 && (f == "avx" || f == "avx2" || f == "fma" || f == "f16c");
+  });
+  auto add = [&](const char* f) {
+    if (!t.hasIsa(f)) t.isa.push_back(f);
+  };
+  if (level >= 3)
+    for (const char* f : {"avx", "avx2", "fma", "f16c"}) add(f);
+  if (level >= 4)
+    for (const char* f : {"avx512f", "avx512bw", "avx512vl"}) add(f);
+  setHalfPeaks(t);
+  return t;
+}
+
 Expected<TargetDesc> hostTargetAs(const std::string& arch) {
   TargetDesc t = hostTarget();
   if (arch == t.arch) return t;
@@ -204,17 +273,10 @@ Expected<TargetDesc> hostTargetAs(const std::string& arch) {
   if (!level)
     return makeError(ErrorCode::InvalidArgument, "unknown host ISA level '" + arch + "' (x86-64-v2, x86-64-v3, x86-64-v4)");
   setIsaLevel(t, level);
-  // Zen 4 without AVX-512 issues two 256-bit FMAs per cycle where it issued one 512-bit FMA.
+  // Narrower vectors issue twice as often where the wide ones took both FMA pipes (Zen 4: two
+  // 256-bit FMAs a cycle where one 512-bit; Zen 1: two 128-bit where one 256-bit).
   if (level < 4 && t.fmaPerCycle == 1) t.fmaPerCycle = 2;
-  // The ISA flags of that level: AVX-512 only at v4, AVX2/FMA from v3 on.
-  std::erase_if(t.isa, [&](const std::string& f) {
-    return f.rfind("avx512", 0) == 0 || f.rfind("amx", 0) == 0 || (level < 3 && (f == "avx" || f == "avx2" || f == "fma" || f == "f16c"));
-  });
-  if (level >= 3)
-    for (const char* f : {"avx", "avx2", "fma"})
-      if (!t.hasIsa(f)) t.isa.push_back(f);
-  if (level >= 4) t.isa.push_back("avx512f");
-  return t;
+  return hostAtLevel(t);
 }
 
 }  // namespace tessera

@@ -70,8 +70,9 @@ Expected<HostRunResult> runOnHost(const ir::Kernel& k, const KernelCall& call, c
     r.gflops = ir::kernelFlops(k) / sec * 1e-9;
     r.gbps = ir::kernelBytes(k) / sec * 1e-9;
   }
-  if (ir::isComputeBound(k)) r.peakFraction = t.peakGflopsF32 > 0 ? r.gflops / t.peakGflopsF32 : 0;
-  else r.peakFraction = t.memBandwidthGBs > 0 ? r.gbps / t.memBandwidthGBs : 0;
+  const double peak =
+      ir::isComputeBound(k) ? t.computePeakGflops(ir::kernelInputType(k), o.threads) : t.bandwidthGBs(o.threads);
+  r.peakFraction = peak > 0 ? (ir::isComputeBound(k) ? r.gflops : r.gbps) / peak : 0;
   return r;
 }
 

@@ -45,12 +45,13 @@ struct HostRunResult {
   ir::Comparison check;
   double gflops = 0;        // compute-bound families
   double gbps = 0;          // bytes of inputs + outputs per run / time
-  double peakFraction = 0;  // of the single-core FMA peak (compute-bound) or copy bandwidth
+  double peakFraction = 0;  // of the FMA peak or the copy bandwidth of the threads the kernel ran on
   int64_t refRowStride = 1; // > 1 when only sampled rows were checked (large problems)
 };
 
 struct HostRunOptions {
   uint64_t seed = 1;
+  int threads = 1;  // threads the kernel runs on (its THREADS knob): the peak it is measured against
   MeasureOptions measure;
   ir::RefOptions ref;
   bool check = true;

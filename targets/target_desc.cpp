@@ -2,6 +2,7 @@
 #include "targets/target_desc.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "targets/gpu_targets.h"
 
@@ -24,11 +25,38 @@ const MmaShape* TargetDesc::findMma(const std::string& dtype, const std::string&
   return nullptr;
 }
 
-double TargetDesc::computePeakGflops(ir::ScalarType input) const {
-  if (!isGpu()) return peakGflopsF32;
+double TargetDesc::computePeakGflops(ir::ScalarType input, int threads) const {
+  if (!isGpu()) {
+    double p = input == ir::ScalarType::BF16 ? peakGflopsBF16 : input == ir::ScalarType::F16 ? peakGflopsF16 : peakGflopsF32;
+    return (p > 0 ? p : peakGflopsF32) * std::clamp(threads, 1, std::max(1, cores));
+  }
   if (input == ir::ScalarType::F16 && peakGflopsF16 > 0) return peakGflopsF16;
   if (input == ir::ScalarType::BF16 && peakGflopsBF16 > 0) return peakGflopsBF16;
   return peakGflopsF32;
+}
+
+double TargetDesc::bandwidthGBs(int threads) const {
+  if (isGpu() || threads <= 1 || memBandwidthAllCoresGBs <= 0 || cores <= 1) return memBandwidthGBs;
+  if (threads >= cores) return memBandwidthAllCoresGBs;
+  // Between one core and all: the copy scales at most linearly and never past all cores'.
+  double step = (memBandwidthAllCoresGBs - memBandwidthGBs) / double(cores - 1);
+  return memBandwidthGBs + step * double(threads - 1);
+}
+
+std::string peakShareText(double fraction, const std::string& ofWhat, const std::string& whyAbove) {
+  char buf[512];
+  if (fraction <= 1.0)
+    std::snprintf(buf, sizeof buf, "%.1f%% of %s", 100 * fraction, ofWhat.c_str());
+  else
+    std::snprintf(buf, sizeof buf, "%.0f%% of %s; above it: %s", 100 * fraction, ofWhat.c_str(), whyAbove.c_str());
+  return buf;
+}
+
+std::string whyAboveBandwidth(const TargetDesc& t, double bytes) {
+  int64_t cache = std::max({t.l3Bytes, t.l2Bytes, int64_t(0)});
+  if (!t.isGpu() && bytes <= double(cache))
+    return "its data fit in the caches, and the copy is measured past them";
+  return kProbeReadLow;
 }
 
 std::string TargetDesc::keyString() const { return name + "/" + arch + "/" + std::to_string(units); }

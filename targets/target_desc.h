@@ -46,11 +46,13 @@ struct TargetDesc {
   // product is how many independent accumulators keep the FMA units busy (Low et al. 2016).
   int fmaLatency = 4, fmaPerCycle = 2;
 
-  // Peaks (single core for the host, whole chip for GPUs), GFLOP/s and GB/s.
+  // Peaks (single core for the host, whole chip for GPUs), GFLOP/s and GB/s. The host's are
+  // measured by the probe (host_probe.cpp): FMA chains and a memcpy, on one core.
   double peakGflopsF32 = 0;
   double peakGflopsF16 = 0;       // tensor cores when present
   double peakGflopsBF16 = 0;
   double memBandwidthGBs = 0;
+  double memBandwidthAllCoresGBs = 0;  // host: the copy with every core copying a slice
 
   // GPUs.
   int warpSize = 0;
@@ -64,7 +66,9 @@ struct TargetDesc {
   int maxBlocksPerSM = 0;
   int maxWarpsPerSM = 0;
   int64_t l2Bytes_gpu = 0;
-  double clockGHz = 0;  // boost clock: turns per-clock rates (shared memory/LDS, latencies) into time
+  // GPU: boost clock, turns per-clock rates (shared memory/LDS, latencies) into time. Host: the
+  // clock the core ran at during the peak probe (0: not measured).
+  double clockGHz = 0;
   std::vector<MmaShape> mma;
   // GPU occupancy inputs. NVIDIA: registers are allocated per warp in units of regAllocGranule;
   // each block also holds smemReservedPerBlock of system shared memory; static shared memory is
@@ -89,11 +93,24 @@ struct TargetDesc {
   bool hasIsa(const std::string& f) const;
   bool isGpu() const { return vendor != Vendor::Host; }
   // The compute peak a kernel with `input`-typed operands is measured against: on a GPU the
-  // matrix-core peak of that dtype (f16, bf16) or the FP32 peak; on the host the FMA peak.
-  double computePeakGflops(ir::ScalarType input) const;
+  // matrix-core peak of that dtype (f16, bf16) or the FP32 peak; on the host the FMA peak of the
+  // `threads` it runs on (one core's times the threads that have a core of their own).
+  double computePeakGflops(ir::ScalarType input, int threads = 1) const;
+  // The bandwidth a memory-bound kernel on `threads` host threads is measured against: the copy
+  // on one core, on all cores, or in between (GPUs: their DRAM bandwidth).
+  double bandwidthGBs(int threads = 1) const;
   // "host/x86-64-v4/2" — what must match for a record to be reused.
   std::string keyString() const;
 };
+
+// How a measured share of a peak reads: "72.9% of the FMA peak", and above 100 % the figure with
+// the reason, since a kernel cannot beat the hardware: by default that the probe read the peak
+// low (a shared vCPU or a slower clock while it ran). Never a bare 150 %.
+inline constexpr const char* kProbeReadLow = "the probe read it low";
+std::string peakShareText(double fraction, const std::string& ofWhat, const std::string& whyAbove = kProbeReadLow);
+// Why a memory-bound kernel of `bytes` (read + written) can pass the copy bandwidth: its data fit
+// in the caches (the copy is measured past them), or else the probe read it low.
+std::string whyAboveBandwidth(const TargetDesc& t, double bytes);
 
 // Looks a target up by name ("host", or a GPU name once registered). Unknown names are an
 // InvalidArgument error listing the known ones.
@@ -120,5 +137,10 @@ std::string hostPresetCpu(const std::string& name);
 // host, e.g. a replay table recorded where AVX-512 was (or was not) available. Other strings
 // are an InvalidArgument error.
 Expected<TargetDesc> hostTargetAs(const std::string& arch);
+
+// `t` with only the ISA flags every x86 CPU of its level (t.arch) has: what code compiled for
+// "any CPU of that level" (a bundle's host objects) may use. avx512_bf16, VNNI, AMX and the like
+// are dropped; the level's own flags are added.
+TargetDesc hostAtLevel(TargetDesc t);
 
 }  // namespace tessera

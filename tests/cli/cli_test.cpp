@@ -163,3 +163,42 @@ TEST(Cli, SpaceShowsKnobsAndLegalCount) {
   expectError("space gemm --m 8 --n 8 --k 8 --space 'MR=5'", 2, "not in the knob's domain");
   expectError("space gemm --m 8 --n 8 --k 8 --target sm_99", 2, "unknown target 'sm_99'");
 }
+
+// "of peak" is held against the threads a kernel ran on, and a figure above 100 % always says why
+// (a kernel cannot beat the hardware: the probe read low, or the data fit in the caches).
+TEST(Cli, PeakSharesNameTheirThreadsAndNeverPassAPeakSilently) {
+  tessera::TargetDesc t;
+  t.cores = 4;
+  t.peakGflopsF32 = 100;
+  t.memBandwidthGBs = 10;
+  t.memBandwidthAllCoresGBs = 25;
+  EXPECT_EQ(t.computePeakGflops(tessera::ir::ScalarType::F32, 1), 100);
+  EXPECT_EQ(t.computePeakGflops(tessera::ir::ScalarType::F32, 2), 200);
+  EXPECT_EQ(t.computePeakGflops(tessera::ir::ScalarType::F32, 16), 400);  // oversubscribed: the cores
+  EXPECT_EQ(t.bandwidthGBs(1), 10);
+  EXPECT_EQ(t.bandwidthGBs(4), 25);
+  EXPECT_EQ(t.bandwidthGBs(2), 15);
+  EXPECT_EQ(tessera::peakShareText(0.5, "the FMA peak"), "50.0% of the FMA peak");
+  EXPECT_EQ(tessera::peakShareText(1.5, "the FMA peak"), "150% of the FMA peak; above it: the probe read it low");
+  // The demo: a threads column, and every share above 100 % marked and explained.
+  Result r = run("demo --small");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(" threads "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("one thread"), std::string::npos) << r.out;
+  bool marked = r.out.find("%*") != std::string::npos;
+  EXPECT_EQ(marked, r.out.find("above its peak") != std::string::npos) << r.out;
+  for (size_t p = r.out.find('%'); p != std::string::npos; p = r.out.find('%', p + 1)) {
+    size_t b = r.out.rfind(' ', p);
+    double v = std::atof(r.out.substr(b + 1, p - b - 1).c_str());
+    if (v > 100) EXPECT_EQ(r.out[p + 1], '*') << r.out;
+  }
+  // A cache-resident elementwise run passes the (DRAM) copy bandwidth: said so when it does.
+  Result e = run("run --threads 1 elementwise --expr 'y = x * 2' --shape 64x64 --min-time 0.05");
+  ASSERT_EQ(e.code, 0) << e.out;
+  size_t line = e.out.find("throughput");
+  ASSERT_NE(line, std::string::npos);
+  std::string th = e.out.substr(line, e.out.find('\n', line) - line);
+  double share = std::atof(th.substr(th.find('(') + 1).c_str());
+  EXPECT_NE(th.find("of the copy bandwidth of 1 thread"), std::string::npos) << th;
+  if (share > 100) EXPECT_NE(th.find("above it: its data fit in the caches"), std::string::npos) << th;
+}

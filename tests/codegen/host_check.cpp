@@ -26,13 +26,14 @@ CheckResult checkHost(const ir::Kernel& k, const ir::Config& overrides, uint64_t
   return checkHostOn(hostTarget(), k, overrides, seed);
 }
 
-CheckResult checkHostOn(const TargetDesc& host, const ir::Kernel& k, const ir::Config& overrides, uint64_t seed) {
+CheckResult checkHostOn(const TargetDesc& host, const ir::Kernel& k, const ir::Config& overrides, uint64_t seed,
+                        const std::string& cpu) {
   CheckResult r;
   auto space = search::makeSpace(k, host);
   if (!space.ok()) { r.error = space.error().str(); return r; }
   auto cfg = space->complete(overrides);
   if (!cfg.ok()) { r.error = cfg.error().str(); return r; }
-  auto exe = codegen::compileHost(k, *cfg, host);
+  auto exe = codegen::compileHost(k, *cfg, host, {.cpu = cpu});
   if (!exe.ok()) { r.error = exe.error().str() + " [config " + cfg->str() + "]"; return r; }
   return runAndCompare(k, **exe, *cfg, seed);
 }

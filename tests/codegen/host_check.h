@@ -24,6 +24,9 @@ CheckResult runAndCompare(const ir::Kernel& k, const codegen::HostExecutable& ex
 CheckResult checkHost(const ir::Kernel& k, const ir::Config& overrides = {}, uint64_t seed = 1);
 // The same on the host as `t` describes it (e.g. hostTargetWithThreads(2): the space offers THREADS
 // up to 2 whatever the core count).
-CheckResult checkHostOn(const TargetDesc& t, const ir::Kernel& k, const ir::Config& overrides = {}, uint64_t seed = 1);
+// `cpu` (an LLVM CPU name, "" = this one) compiles for another x86 CPU that this one can run:
+// e.g. "x86-64-v3" with hostTargetAs("x86-64-v3") is an AVX2-only machine on any host.
+CheckResult checkHostOn(const TargetDesc& t, const ir::Kernel& k, const ir::Config& overrides = {}, uint64_t seed = 1,
+                        const std::string& cpu = "");
 
 }  // namespace tessera::testutil

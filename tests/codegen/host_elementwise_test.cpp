@@ -51,6 +51,30 @@ TEST(HostElementwise, EveryOp) {
   }
 }
 
+// MATH=fast (cheaper 2^f, erf, tanh and reciprocal-estimate divisions) passes the reference check
+// on every op it changes, in every dtype; the space offers it only where it changes something.
+TEST(HostElementwise, FastMathFormsPassTheReference) {
+  for (const char* e : {"y = tanh(x * 4)", "y = sigmoid(x * 6)", "y = gelu(x * 3)", "y = gelu_erf(x * 3)",
+                        "y = silu(x * 5)", "y = erf(x * 2)", "y = x / (abs(z) + 0.5)", "y = gelu(x * 40)",
+                        "y = sigmoid(x * 300)", "y = tanh(x * 300)", "y = tanh(x * 0.001)"}) {
+    auto r = testutil::checkHost(ew(e, {5, 203}), *Config::parseAssignments("MATH=fast"));
+    EXPECT_TRUE(r.correct) << e << ": " << r.error;
+  }
+  for (ScalarType t : {ScalarType::BF16, ScalarType::F16})
+    for (const char* e : {"y = gelu(x * s + b)", "y = gelu_erf(x + b) + s", "y = silu(x) * tanh(s) + b"}) {
+      Kernel k = ew(e, {7, 203}, {{"s", {203}}, {"b", {203}}}, t);
+      auto r = testutil::checkHost(k, *Config::parseAssignments("MATH=fast"));
+      EXPECT_TRUE(r.correct) << e << " " << typeName(t) << ": " << r.error;
+    }
+  auto plain = search::makeSpace(ew("y = x * s + b", {4, 64}, {{"s", {64}}, {"b", {64}}}), hostTarget());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->find("MATH"), nullptr);
+  auto gelu = search::makeSpace(ew("y = gelu(x)", {4, 64}), hostTarget());
+  ASSERT_TRUE(gelu.ok());
+  ASSERT_NE(gelu->find("MATH"), nullptr);
+  EXPECT_EQ(gelu->defaults().values.at("MATH"), KnobValue(std::string("precise")));
+}
+
 // GELU and sigmoid saturate their 2^t at |t| = 126 (the numerator keeps x): far past that
 // (|x| > 10 for GELU, > 87 for sigmoid), the results must still be x or 0 with the right signs.
 TEST(HostElementwise, SaturatingActivationsFarOutsideTheirClamps) {

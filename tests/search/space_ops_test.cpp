@@ -184,9 +184,10 @@ TEST(SpaceOps, ElementwiseDefaultsOnNamedHosts) {
   };
   // THREADS: all cores (2 on the Zen 4 presets, 4 on the Sapphire Rapids) for 128 MB of traffic,
   // one for a single 32 KB row (below 2 MB per thread).
-  for (const Want& w : std::vector<Want>{{"zen4", "CHUNK=0,NT=1,ROWS=4,THREADS=2,UNROLL=2,VW=16", 4},
-                                         {"zen4-avx2", "CHUNK=0,NT=1,ROWS=4,THREADS=2,UNROLL=2,VW=8", 4},
-                                         {"sapphire-rapids", "CHUNK=0,NT=1,ROWS=4,THREADS=4,UNROLL=2,VW=16", 4}}) {
+  // MATH: the precise forms by default (GELU has approximations MATH=fast changes).
+  for (const Want& w : std::vector<Want>{{"zen4", "CHUNK=0,MATH=precise,NT=1,ROWS=4,THREADS=2,UNROLL=2,VW=16", 4},
+                                         {"zen4-avx2", "CHUNK=0,MATH=precise,NT=1,ROWS=4,THREADS=2,UNROLL=2,VW=8", 4},
+                                         {"sapphire-rapids", "CHUNK=0,MATH=precise,NT=1,ROWS=4,THREADS=4,UNROLL=2,VW=16", 4}}) {
     auto t = hostPreset(w.host);
     ASSERT_TRUE(t.ok());
     auto e = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {4096, 4096}, .shapes = {{"s", {4096}}, {"b", {4096}}}});
@@ -206,7 +207,7 @@ TEST(SpaceOps, ElementwiseDefaultsOnNamedHosts) {
     ASSERT_TRUE(one.ok());
     auto so = makeSpace(*one, *t);
     ASSERT_TRUE(so.ok());
-    EXPECT_EQ(so->defaults().str(), "CHUNK=256,NT=1,ROWS=1,THREADS=1,UNROLL=8,VW=32") << w.host;
+    EXPECT_EQ(so->defaults().str(), "CHUNK=256,MATH=precise,NT=1,ROWS=1,THREADS=1,UNROLL=8,VW=32") << w.host;
   }
   // The same rule with an L3 of 256 MB (an Intel VM reporting more than one socket's L3): the
   // 64 MB output fits half of it, so the stores stay cached (the value the live-host test used to
@@ -214,11 +215,18 @@ TEST(SpaceOps, ElementwiseDefaultsOnNamedHosts) {
   TargetDesc bigL3 = *hostPreset("zen4-avx2");
   bigL3.l3Bytes = int64_t(256) << 20;
   auto e = ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {4096, 4096}, .shapes = {{"s", {4096}}, {"b", {4096}}}});
-  EXPECT_EQ(makeSpace(*e, bigL3)->defaults().str(), "CHUNK=0,NT=0,ROWS=4,THREADS=2,UNROLL=2,VW=8");
+  EXPECT_EQ(makeSpace(*e, bigL3)->defaults().str(), "CHUNK=0,MATH=precise,NT=0,ROWS=4,THREADS=2,UNROLL=2,VW=8");
 }
 
 TEST(SpaceOps, HostPresetsAreNamedMachines) {
-  EXPECT_EQ(hostPresets(), (std::vector<std::string>{"zen4", "zen4-avx2", "sapphire-rapids"}));
+  EXPECT_EQ(hostPresets(), (std::vector<std::string>{"zen4", "zen4-avx2", "sapphire-rapids", "zen1"}));
+  auto zen1 = hostPreset("zen1");
+  ASSERT_TRUE(zen1.ok());
+  EXPECT_EQ(zen1->arch, "x86-64-v3");
+  EXPECT_EQ(zen1->l2Bytes, 512 << 10);
+  EXPECT_EQ(zen1->fmaPerCycle, 1);  // two 128-bit pipes: one 256-bit FMA a cycle
+  EXPECT_FALSE(zen1->hasIsa("avx512_bf16"));
+  EXPECT_EQ(hostPresetCpu("zen1"), "znver1");
   auto spr = hostPreset("sapphire-rapids");
   ASSERT_TRUE(spr.ok());
   EXPECT_EQ(spr->l1dBytes, 48 << 10);
@@ -238,7 +246,11 @@ TEST(SpaceOps, HostPresetsAreNamedMachines) {
 // 1 of 8 L1 ways: 64 sets x 64 B / (8 x 4 B) = 128; NC: 6/8 of the 1 MB L2 over 128 x 4 B = 1536;
 // MC: 14/16 of the 32 MB L3 = 57344. AVX2: 6 x 16 (12 accumulators, 4 x 2 needed), KC 170.
 // Sapphire Rapids (2 FMAs a cycle: 8 needed): 8 x 32, KC 256 (48 KB, 12 ways: 2 for A), NC 1792
-// (2 MB L2, 16 ways), MC 93184. bf16 pairs: twice the depth.
+// (2 MB L2, 16 ways), MC 93184. bf16 pairs: twice the depth. Zen 1 (16 registers of 8 lanes, one
+// 256-bit FMA a cycle at latency 5: 5 accumulators needed): every tile of 5+ accumulators runs at
+// the FMA rate, and 8 x 8 has the most rows among those that divide 1024; KC: floor(7 / (1 + 8/8))
+// = 3 of 8 L1 ways: 3 x 64 sets x 64 B / (8 x 4 B) = 384; NC: 6/8 of the 512 KB L2 over 384 x 4 B
+// = 256; MC: 14/16 of the 8 MB L3 = 4778, rounded to a multiple of 8.
 TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
   struct Want {
     const char* host;
@@ -246,7 +258,8 @@ TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
   };
   for (const Want& w : std::vector<Want>{{"zen4", {8, 32, 128, 1536, 57344}},
                                          {"zen4-avx2", {6, 16, 170, 1152, 43176}},
-                                         {"sapphire-rapids", {8, 32, 256, 1792, 93184}}}) {
+                                         {"sapphire-rapids", {8, 32, 256, 1792, 93184}},
+                                         {"zen1", {8, 8, 384, 256, 4776}}}) {
     GemmBlocking b = hostGemmBlocking(*hostPreset(w.host), 1024, 1024);
     EXPECT_EQ(std::vector<int64_t>({b.MR, b.NR, b.KC, b.NC, b.MC}),
               std::vector<int64_t>({w.b.MR, w.b.NR, w.b.KC, w.b.NC, w.b.MC}))
@@ -266,6 +279,11 @@ TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
             "KC=128,KU=1,MC=1024,MR=6,NC=1024,NR=16,ORDER=ij,THREADS=2,schedule=blis");
   EXPECT_EQ(makeSpace(*g, *hostPreset("sapphire-rapids"))->defaults().str(),
             "KC=256,KU=1,MC=1024,MR=8,NC=1024,NR=32,ORDER=ij,THREADS=4,schedule=blis");
+  EXPECT_EQ(makeSpace(*g, *hostPreset("zen1"))->defaults().str(),
+            "KC=384,KU=1,MC=1024,MR=8,NC=256,NR=8,ORDER=ij,THREADS=2,schedule=blis");
+  // Past the domain's largest MC (4096), MC stays a multiple of MR: 4096 is none of 6's.
+  auto tall = ir::buildGemm({.m = 5000, .n = 1024, .k = 1024});
+  EXPECT_EQ(makeSpace(*tall, *hostPreset("zen4-avx2"))->defaults().values.at("MC"), ir::KnobValue(int64_t(192)));
   auto small = ir::buildGemm({.m = 64, .n = 64, .k = 64});
   EXPECT_EQ(std::get<int64_t>(makeSpace(*small, *hostPreset("sapphire-rapids"))->defaults().values.at("THREADS")), 1);
   auto bf = ir::buildGemm({.m = 1024, .n = 1024, .k = 1024, .dtype = ir::ScalarType::BF16});

@@ -1,0 +1,359 @@
+// Owns the web dashboard's routes (issue 28): the pages under /ui/ (embedded files, with the
+// dashboard's security headers), and the routes its pages call besides the records API: the
+// overview (/v1/kernels), a kernel's summary, the comparison across targets, the job list, the
+// caller's identity, and for admins the tokens (list, revoke) and the audit trail of writes.
+// Every route here reads, except the two POSTs (a comparison, which computes, and a revocation).
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <mutex>
+
+#include "cache_service/api_internal.h"
+#include "cache_service/dashboard_json.h"
+#include "cache_service/record_json.h"
+#include "cache_service/ui_assets.h"
+#include "support/strings.h"
+
+namespace tessera::cache {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxCompareTargets = 8;
+constexpr size_t kMaxKernelTextBytes = 1u << 20;  // the IR parser's limit (ir/text.h)
+
+ApiResponse withDashboardHeaders(ApiResponse r) {
+  for (const auto& h : dashboardHeaders()) r.headers.push_back(h);
+  return r;
+}
+
+ApiResponse redirect(std::string location) {
+  ApiResponse r;
+  r.status = 303;
+  r.content_type = "text/plain; charset=utf-8";
+  r.body = "see " + location + "\n";
+  r.headers.emplace_back("Location", std::move(location));
+  return withDashboardHeaders(std::move(r));
+}
+
+ApiResponse routeUi(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
+  if (!c.opts.dashboard.serve_ui)
+    return problem(404, "not-found", "Not found", "this server does not serve the dashboard");
+  // The query belongs to the page's script (kernel.html?key=...), not to the file.
+  // Relative locations: the pages work wherever a proxy mounts the service.
+  if (m.id == RouteId::UiRoot) return redirect("ui/");
+  if (r.path == "/ui") return redirect("ui/");
+  const std::string_view name = std::string_view(r.path).substr(4);  // after "/ui/"
+  const UiAsset* a = name.find('/') == std::string_view::npos ? findUiAsset(name) : nullptr;
+  if (!a) return withDashboardHeaders(problem(404, "not-found", "Not found", "no file " + r.path));
+  ApiResponse resp;
+  resp.headers.emplace_back("ETag", a->etag);
+  if (const std::string* inm = r.header("If-None-Match"); inm && *inm == a->etag) {
+    resp.status = 304;
+    resp.content_type = std::string(a->content_type);
+    return withDashboardHeaders(std::move(resp));
+  }
+  resp.content_type = std::string(a->content_type);
+  resp.body = std::string(a->content);
+  return withDashboardHeaders(std::move(resp));
+}
+
+std::optional<ApiResponse> nameParam(const ApiRequest& r, std::string_view name, std::string& out) {
+  if (const std::string* v = r.param(name)) {
+    if (!isNameText(*v, 64))
+      return problem(400, "invalid-query", "Invalid query", std::string(name) + ": expected a name of 1-64 [A-Za-z0-9_.:+-]");
+    out = *v;
+  }
+  return std::nullopt;
+}
+
+ApiResponse routeKernels(RouteContext& c, const ApiRequest& r) {
+  if (auto bad = checkQuery(r, {"family", "dtype", "target", "label", "q", "order", "offset", "limit"})) return *bad;
+  KernelQuery q;
+  for (auto [name, field] : {std::pair<std::string_view, std::string*>{"family", &q.family}, {"dtype", &q.dtype},
+                             {"target", &q.target}})
+    if (auto bad = nameParam(r, name, *field)) return *bad;
+  if (const std::string* v = r.param("label")) {
+    auto l = parseKernelLabel(*v);
+    if (!l)
+      return problem(400, "invalid-query", "Invalid query", "label: expected measured, estimated, failed, quarantined or any");
+    q.label = *l;
+  }
+  if (const std::string* v = r.param("order")) {
+    if (*v != "recent" && *v != "kernel")
+      return problem(400, "invalid-query", "Invalid query", "order: expected recent or kernel");
+    q.order = *v == "kernel" ? KernelOrder::Kernel : KernelOrder::Recent;
+  }
+  if (const std::string* v = r.param("q")) {
+    // Key texts are ASCII names, so a search is too.
+    const bool ascii = std::all_of(v->begin(), v->end(), [](char ch) { return ch >= 0x20 && ch <= 0x7e; });
+    if (!ascii || v->size() > 256)
+      return problem(400, "invalid-query", "Invalid query", "q: expected at most 256 printable ASCII characters");
+    auto words = searchWords(*v);
+    if (!words.ok()) return problem(400, "invalid-query", "Invalid query", words.error().message);
+    q.words = std::move(*words);
+  }
+  int64_t offset = 0, limit = 50;
+  if (auto bad = intParam(r, "offset", 0, 1'000'000'000, offset)) return *bad;
+  if (auto bad = intParam(r, "limit", 1, kMaxKernelPage, limit)) return *bad;
+  q.offset = offset;
+  q.limit = static_cast<int>(limit);
+  auto page = c.store.kernels(q);
+  if (!page.ok()) return storageProblem(page.error());
+  return jsonResponse(kernelPageJson(*page, q));
+}
+
+ApiResponse routeKernelSummary(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
+  if (auto bad = checkQuery(r, {})) return *bad;
+  if (!isKeyId(m.key_id)) return problem(400, "bad-key-id", "Bad key id", "a key_id is 64 lowercase hex digits (sha256)");
+  auto j = kernelSummaryJson(c.store, std::string(m.key_id));
+  if (!j.ok()) {
+    if (j.error().code == ErrorCode::NotFound) return problem(404, "unknown-key", "Not found", j.error().message);
+    return storageProblem(j.error());
+  }
+  return jsonResponse(*j);
+}
+
+ApiResponse routeCompare(RouteContext& c, const ApiRequest& r) {
+  if (auto bad = checkQuery(r, {})) return *bad;
+  auto body = parseJson(r.body);
+  if (!body.ok()) return problem(400, "malformed-json", "Malformed JSON", body.error().message);
+  auto invalid = [](std::string d) { return problem(422, "invalid-request", "Invalid request", std::move(d)); };
+  if (!body->is_object()) return invalid("expected an object: {\"key_id\" or \"kernel\", \"targets\"}");
+  CompareRequest req;
+  std::string key_id;
+  for (auto it = body->begin(); it != body->end(); ++it) {
+    const json& v = *it;
+    if (it.key() == "key_id") {
+      if (!v.is_string() || !isKeyId(v.get_ref<const std::string&>())) return invalid("key_id: expected 64 lowercase hex digits");
+      key_id = v.get<std::string>();
+    } else if (it.key() == "kernel") {
+      if (!v.is_string() || v.get_ref<const std::string&>().empty() || v.get_ref<const std::string&>().size() > kMaxKernelTextBytes)
+        return invalid("kernel: expected the kernel's IR text (at most 1 MiB)");
+      req.kernel_text = v.get<std::string>();
+    } else if (it.key() == "targets") {
+      if (!v.is_array() || v.empty() || v.size() > kMaxCompareTargets)
+        return invalid("targets: expected an array of 1-8 target names");
+      for (const json& t : v) {
+        if (!t.is_string() || !isNameText(t.get_ref<const std::string&>(), 64))
+          return invalid("targets: expected target names of 1-64 [A-Za-z0-9_.:+-]");
+        if (std::find(req.targets.begin(), req.targets.end(), t.get<std::string>()) != req.targets.end())
+          return invalid("targets: '" + t.get<std::string>() + "' named twice");
+        req.targets.push_back(t.get<std::string>());
+      }
+    } else {
+      return invalid(it.key() + ": unknown field");
+    }
+  }
+  if (key_id.empty() == req.kernel_text.empty()) return invalid("give exactly one of key_id and kernel");
+  if (req.targets.empty()) return invalid("targets: missing");
+  if (!c.opts.dashboard.compare)
+    return problem(501, "compare-unavailable", "Not implemented",
+                   "this build of tessera has no compiler: comparisons need the MLIR build of tessera serve");
+  if (!key_id.empty()) {
+    KernelQuery q;
+    q.key_id = key_id;
+    q.limit = 1;
+    auto page = c.store.kernels(q);
+    if (!page.ok()) return storageProblem(page.error());
+    if (page->rows.empty()) return problem(404, "unknown-key", "Not found", "no kernel with key_id " + key_id);
+    req.key = page->rows.front().key;
+  }
+  // A comparison compiles GPU kernels: one at a time per process, so a burst of them cannot take
+  // every core (and every worker thread) from the lookups.
+  static std::mutex busy;
+  std::unique_lock<std::mutex> lock(busy, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    ApiResponse resp = problem(503, "busy", "Busy", "another comparison is running; retry in a second");
+    resp.headers.emplace_back("Retry-After", "1");
+    return resp;
+  }
+  auto out = c.opts.dashboard.compare(c.store, req);
+  if (!out.ok()) {
+    if (out.error().code == ErrorCode::IOError) return storageProblem(out.error());
+    return invalid(out.error().message);
+  }
+  ApiResponse resp;
+  resp.body = std::move(*out);
+  return resp;
+}
+
+ApiResponse routeJobsList(RouteContext& c, const ApiRequest& r) {
+  if (auto bad = checkQuery(r, {"limit"})) return *bad;
+  JobQueue* q = c.store.jobs();
+  if (!q) return problem(503, "no-job-queue", "No job queue", "this store keeps no job queue");
+  int64_t limit = 100;
+  if (auto bad = intParam(r, "limit", 1, kMaxJobList, limit)) return *bad;
+  // A job is its submitter's (and admins') business: others see the queue's totals only.
+  const bool admin = c.token_scope && *c.token_scope == Scope::Admin;
+  auto list = q->jobList(admin ? "" : c.token_name, static_cast<int>(limit), c.opts.queue);
+  if (!list.ok()) return storageProblem(list.error());
+  json jobs = json::array();
+  if (admin || !c.token_name.empty())
+    for (const JobSummary& j : list->jobs)
+      jobs.push_back(json{{"id", j.id},         {"submitter", j.submitter}, {"kind", j.kind},
+                          {"key", hardKeyToJson(j.key)}, {"key_id", j.key_id}, {"model", j.model},
+                          {"state", j.state},   {"items", j.items},         {"queued", j.queued},
+                          {"leased", j.leased}, {"done", j.done},           {"created_at", j.created_at},
+                          {"finished_at", j.finished_at}, {"holders", j.holders}});
+  const QueueTotals& t = list->totals;
+  return jsonResponse(json{{"now", list->now},
+                           {"scope", admin ? "all" : "own"},
+                           {"totals", {{"open_jobs", t.open_jobs}, {"queued", t.queued}, {"leased", t.leased}, {"done", t.done}}},
+                           {"jobs", std::move(jobs)}});
+}
+
+// Who the page is signed in as. No scope is needed to ask (a page without a token learns that it
+// must show the sign-in prompt, or that anonymous reads are on); a token that is sent is checked.
+ApiResponse routeWhoAmI(RouteContext& c, const ApiRequest& r) {
+  if (auto bad = checkQuery(r, {})) return *bad;
+  const std::string* authz = r.header("Authorization");
+  if (!authz)
+    return jsonResponse(json{{"name", nullptr}, {"scope", c.opts.allow_anonymous_reads ? "anonymous" : "none"}});
+  std::string_view v = *authz;
+  std::string scheme(v.substr(0, std::min<size_t>(7, v.size())));
+  for (char& ch : scheme) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (scheme != "bearer ")
+    return problem(401, "invalid-token", "Unauthorized", "Authorization must be 'Bearer <token>'");
+  auto id = c.auth.identify(trim(v.substr(7)));
+  if (!id) return problem(401, "invalid-token", "Unauthorized", "unknown or revoked token");
+  if (c.opts.dashboard.usage) c.opts.dashboard.usage->touch(id->name);
+  return jsonResponse(json{{"name", id->name}, {"scope", scopeName(id->scope)}});
+}
+
+ApiResponse routeAdminTokens(RouteContext& c, const ApiRequest& r) {
+  if (auto bad = checkQuery(r, {})) return *bad;
+  if (!c.opts.dashboard.tokens) return problem(503, "no-token-store", "Unavailable", "token administration is not available here");
+  auto all = c.opts.dashboard.tokens->list();
+  if (!all.ok()) return storageProblem(all.error());
+  json out = json::array();
+  for (const TokenInfo& t : *all) {
+    json j{{"name", t.name},
+           {"scope", scopeName(t.scope)},
+           {"created_at", t.created_at},
+           {"revoked_at", t.revoked_at.empty() ? json(nullptr) : json(t.revoked_at)},
+           {"hash_prefix", t.hash_prefix},
+           {"last_used", nullptr},
+           {"last_write", nullptr}};
+    if (c.opts.dashboard.usage)
+      if (auto at = c.opts.dashboard.usage->lastUsed(t.name)) j["last_used"] = *at;
+    ListQuery q;
+    q.writer = t.name;
+    q.newest_first = true;
+    q.limit = 1;
+    q.quarantine = QuarantineFilter::Include;
+    auto page = c.store.list(q);
+    if (!page.ok()) return storageProblem(page.error());
+    if (!page->records.empty()) j["last_write"] = page->records.front().received_at;
+    out.push_back(std::move(j));
+  }
+  return jsonResponse(json{{"tokens", std::move(out)}, {"last_used_since", "this server process started"}});
+}
+
+ApiResponse routeAdminTokenRevoke(RouteContext& c, const ApiRequest& r) {
+  if (auto bad = checkQuery(r, {})) return *bad;
+  auto body = parseJson(r.body);
+  if (!body.ok()) return problem(400, "malformed-json", "Malformed JSON", body.error().message);
+  if (!body->is_object() || body->size() != 1 || !body->contains("name") || !(*body)["name"].is_string())
+    return problem(422, "invalid-request", "Invalid request", "expected {\"name\": \"<token name>\"}");
+  const std::string name = (*body)["name"].get<std::string>();
+  if (Status s = checkTokenName(name); !s.ok()) return problem(422, "invalid-request", "Invalid request", s.error().message);
+  if (!c.opts.dashboard.tokens) return problem(503, "no-token-store", "Unavailable", "token administration is not available here");
+  if (Status s = c.opts.dashboard.tokens->revoke(name); !s.ok()) {
+    if (s.error().code == ErrorCode::NotFound) return problem(404, "unknown-token", "Not found", s.error().message);
+    return storageProblem(s.error());
+  }
+  std::fprintf(stderr, "tessera serve: admin '%s' revoked token '%s'\n", c.token_name.c_str(), name.c_str());
+  if (c.opts.dashboard.reload_tokens) {
+    if (Status s = c.opts.dashboard.reload_tokens(); !s.ok())
+      std::fprintf(stderr, "tessera serve: token reload failed: %s\n", s.error().str().c_str());
+  }
+  return jsonResponse(json{{"revoked", name}});
+}
+
+ApiResponse routeAdminAudit(RouteContext& c, const ApiRequest& r) {
+  if (auto bad = checkQuery(r, {"writer", "since", "until", "before", "quarantined", "limit"})) return *bad;
+  ListQuery q;
+  q.newest_first = true;
+  q.quarantine = QuarantineFilter::Include;
+  if (const std::string* v = r.param("writer")) {
+    if (!checkTokenName(*v).ok()) return problem(400, "invalid-query", "Invalid query", "writer: expected a token name");
+    q.writer = *v;
+  }
+  for (auto [name, field] : {std::pair<std::string_view, std::string*>{"since", &q.since}, {"until", &q.until}})
+    if (const std::string* v = r.param(name)) {
+      if (!isUtcTimestamp(*v))
+        return problem(400, "invalid-query", "Invalid query", std::string(name) + ": expected a UTC time like 2025-01-31T12:00:00Z");
+      *field = *v;
+    }
+  if (const std::string* v = r.param("quarantined")) {
+    if (*v == "1") q.quarantine = QuarantineFilter::Only;
+    else if (*v == "0") q.quarantine = QuarantineFilter::Exclude;
+    else if (*v != "all") return problem(400, "invalid-query", "Invalid query", "quarantined: expected 0, 1 or all");
+  }
+  int64_t before = 0, limit = 100;
+  if (auto bad = intParam(r, "before", 0, INT64_MAX, before)) return *bad;
+  if (auto bad = intParam(r, "limit", 1, kMaxListLimit, limit)) return *bad;
+  q.after_id = before;
+  q.limit = static_cast<int>(limit);
+  auto page = c.store.list(q);
+  if (!page.ok()) return storageProblem(page.error());
+  json records = json::array();
+  for (const Record& rec : page->records) records.push_back(recordToJson(rec));
+  return jsonResponse(json{{"records", std::move(records)},
+                           {"next_before", page->next_after ? json(page->next_after) : json(nullptr)}});
+}
+
+}  // namespace
+
+std::optional<RouteMatch> matchDashboardRoute(std::string_view method, std::string_view path) {
+  RouteMatch m;
+  auto route = [&](RouteId id, std::string_view want, std::optional<Scope> scope, BodyKind body) {
+    m.id = id;
+    m.scope = scope;
+    m.body = body;
+    if (method != want) {
+      m.refuse = 405;
+      m.allow = std::string(want);
+    }
+    return std::optional<RouteMatch>(m);
+  };
+  if (path == "/") return route(RouteId::UiRoot, "GET", std::nullopt, BodyKind::None);
+  if (path == "/ui" || path.starts_with("/ui/")) return route(RouteId::UiAsset, "GET", std::nullopt, BodyKind::None);
+  if (path == "/v1/kernels") return route(RouteId::Kernels, "GET", Scope::Read, BodyKind::None);
+  if (path.starts_with("/v1/kernels/") && path.find('/', 12) == std::string_view::npos) {
+    m.key_id = path.substr(12);
+    return route(RouteId::KernelSummary, "GET", Scope::Read, BodyKind::None);
+  }
+  if (path == "/v1/compare") return route(RouteId::Compare, "POST", Scope::Read, BodyKind::Json);
+  if (path == "/v1/whoami") return route(RouteId::WhoAmI, "GET", std::nullopt, BodyKind::None);
+  if (path == "/v1/jobs" && method != "POST") {
+    route(RouteId::JobsList, "GET", Scope::Read, BodyKind::None);
+    if (m.refuse) m.allow = "GET, POST";
+    return m;
+  }
+  if (path == "/v1/admin/tokens") return route(RouteId::AdminTokens, "GET", Scope::Admin, BodyKind::None);
+  if (path == "/v1/admin/tokens/revoke") return route(RouteId::AdminTokenRevoke, "POST", Scope::Admin, BodyKind::Json);
+  if (path == "/v1/admin/audit") return route(RouteId::AdminAudit, "GET", Scope::Admin, BodyKind::None);
+  return std::nullopt;
+}
+
+ApiResponse routeDashboard(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
+  switch (m.id) {
+    case RouteId::UiRoot:
+    case RouteId::UiAsset: return routeUi(c, r, m);
+    case RouteId::Kernels: return routeKernels(c, r);
+    case RouteId::KernelSummary: return routeKernelSummary(c, r, m);
+    case RouteId::Compare: return routeCompare(c, r);
+    case RouteId::JobsList: return routeJobsList(c, r);
+    case RouteId::WhoAmI: return routeWhoAmI(c, r);
+    case RouteId::AdminTokens: return routeAdminTokens(c, r);
+    case RouteId::AdminTokenRevoke: return routeAdminTokenRevoke(c, r);
+    case RouteId::AdminAudit: return routeAdminAudit(c, r);
+    default: break;
+  }
+  return problem(404, "not-found", "Not found", "no route " + r.path);
+}
+
+}  // namespace tessera::cache
