@@ -211,6 +211,7 @@ TEST_P(JobListTest, CountsItemsAndHolders) {
   w.arch = "x86-64-v4";
   w.units = 2;
   w.model = "Test CPU";
+  w.slots = 2;  // a worker leases at most its slots
   ASSERT_TRUE(q->registerWorker(w, {}).ok());
   auto job = [&](char id, const std::string& submitter, int items) {
     JobSpec j;
