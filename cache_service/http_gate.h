@@ -152,11 +152,4 @@ class ConnectionGate {
 // The answer the gate writes itself (503, 408, 431, or a precheck refusal), as HTTP/1.1 text.
 std::string cannedResponse(const ApiResponse& r, bool close);
 
-// The one framing authority (issue 25): why a request head (request line, fields, the empty
-// line) is not one the gate and the HTTP parser behind it read the same way, or nullopt. Refused:
-// a bare LF or CR, a folded line, a field without a name, a request line that is not
-// "METHOD SP target SP HTTP/1.x", a Content-Length that is not 1-19 digits, two Content-Length
-// fields (even equal ones), Content-Length with Transfer-Encoding.
-std::optional<std::string> framingError(std::string_view head);
-
 }  // namespace tessera::cache
