@@ -136,13 +136,16 @@ class Kernel:
     def default_config(self, target: str = "host") -> Dict[str, Union[int, str]]:
         return json.loads(self._k.default_config(target))
 
-    def compile(self, config: Config = None, target: str = "host", emulate: bool = False) -> "_tessera.Compiled":
+    def compile(self, config: Config = None, target: str = "host", emulate: Union[bool, str] = False) -> "_tessera.Compiled":
         """Compiles (and caches) this kernel with ``config`` (None: the default) for ``target``.
-        ``emulate=True`` runs a GPU target's pre-mapping IR on the CPU (correctness only)."""
+        ``emulate=True`` (or ``"mapped"``) runs a GPU target's mapped kernel on the CPU, one fiber per
+        GPU thread, with races and out-of-bounds accesses reported as errors; ``"pre"`` runs its
+        pre-mapping IR instead (faster, sees less). Correctness only: the times are this CPU's."""
+        mode = "mapped" if emulate is True else (emulate or "")
         full = self._k.complete_config(_config_text(config), target)
-        key = (full, target, emulate)
+        key = (full, target, mode)
         if key not in self._compiled:
-            self._compiled[key] = _tessera.compile(self._k, full, target, emulate)
+            self._compiled[key] = _tessera.compile(self._k, full, target, mode)
         return self._compiled[key]
 
     def empty_outputs(self) -> List[np.ndarray]:
@@ -195,7 +198,7 @@ class Kernel:
             ready.append(staged)
         return ready, write_back
 
-    def run(self, *arrays: Any, config: Config = None, target: str = "host", emulate: bool = False,
+    def run(self, *arrays: Any, config: Config = None, target: str = "host", emulate: Union[bool, str] = False,
             copy: bool = True) -> Union[np.ndarray, Tuple[np.ndarray, ...]]:
         """Runs the kernel. Pass the inputs (outputs are allocated, aligned, and returned) or the
         inputs then the outputs (written in place and returned). Arrays are used without a copy
