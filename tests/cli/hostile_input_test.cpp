@@ -12,6 +12,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -27,7 +28,9 @@ Result run(const std::string& args) {
   Result r;
   auto t0 = std::chrono::steady_clock::now();
   // `timeout` turns a hang into a failure (exit 124) instead of a stuck test.
-  std::string cmd = "timeout 20 " + std::string(TESSERA_BIN) + " " + args + " 2>&1";
+  // TESSERA_TEST_BIN: another build's binary (e.g. main's), for the before of a fix.
+  const char* other = std::getenv("TESSERA_TEST_BIN");
+  std::string cmd = "timeout 20 " + std::string(other && *other ? other : TESSERA_BIN) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
   while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);

@@ -240,6 +240,44 @@ TEST_P(WorkerTrust, OneWorkerTokenCannotDenyMeasurementToEveryone) {
   EXPECT_EQ(queryRows(s.db, "SELECT count(*) FROM records WHERE writer = 'hog'")[0][0], "0");
 }
 
+// Finding 4, the hoard itself. Before: one token's 8 worker ids held 612 items with heartbeats
+// while the honest worker got 1. Now a token's workers hold at most --max-leased-per-token items
+// together, however many ids it registers and slots it claims, and what they cannot hold is
+// leased to another token's workers at once (no steal, no expiry needed).
+TEST_P(WorkerTrust, ATokensWorkersHoldAtMostMaxLeasedPerTokenItems) {
+  Service s({"--lease-seconds", "60", "--worker-ttl", "60", "--max-leased-per-token", "5"}, GetParam());
+  const std::string hog = tessera::test::addToken(s.db, "hog", "worker");
+  const std::string fair = tessera::test::addToken(s.db, "fair", "worker");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  const cache::WorkerInfo hw = thisHardware(s);
+  std::vector<std::unique_ptr<Hostile>> hogs;
+  for (int i = 0; i < 4; ++i) hogs.push_back(std::make_unique<Hostile>(s.url, hog, hw, Hostile::Act::Hoard));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // A job of 20 candidates (configs are the workers' business; these are never measured).
+  auto ir = runTessera(cmd({"compile", "--emit", "ir"}));
+  ASSERT_EQ(ir.exit_code, 0) << ir.err;
+  json key = json::parse(runTessera(cmd({"best", "--json", "--db", s.dir.file("none.db")})).out)["key"];
+  ASSERT_TRUE(key.is_object());
+  json configs = json::array();
+  for (int i = 1; i <= 20; ++i) configs.push_back({{"MC", 8 * i}});
+  json body = {{"id", *cache::newJobId()}, {"key", key}, {"kernel", ir.out}, {"configs", configs},
+               {"settings", {{"min_time_s", 0.005}, {"min_runs", 2}}}};
+  auto conn = cache::openHttpConnection(s.url, 2.0);
+  ASSERT_TRUE(conn.ok());
+  auto r = (*conn)->send("POST", "/v1/jobs", {{"Authorization", "Bearer " + s.tuner}}, body.dump(), "application/json", 10);
+  ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.error().message);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // every hoarder has asked for 64 items, often
+  Hostile other(s.url, fair, hw, Hostile::Act::Hoard);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto held = [&](const std::string& token) {
+    return queryRows(s.db, "SELECT count(*) FROM job_items i JOIN workers w ON w.id = i.worker_id WHERE i.state = "
+                           "'leased' AND w.token = '" + token + "'")[0][0];
+  };
+  EXPECT_EQ(held("hog"), "5") << "four ids of one token, 64 slots each, under --max-leased-per-token 5";
+  EXPECT_EQ(held("fair"), "5") << "another token's worker leases what the hoarders may not hold";
+  EXPECT_EQ(queryRows(s.db, "SELECT count(*) FROM job_items WHERE state = 'queued'")[0][0], "10");
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, WorkerTrust, ::testing::ValuesIn(tessera::cache::test::builtEngines()),
                          [](const auto& info) { return std::string(tessera::cache::test::engineName(info.param)); });
 
