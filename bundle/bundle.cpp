@@ -80,7 +80,11 @@ void describeTime(const Candidate& c, TableEntry& row, json& m) {
       t["p80_us"] = r.p80_us;
       t["n"] = r.n;
       t["remeasured"] = r.remeasured;
-      t["label"] = std::string("measured") + (r.remeasured ? " (the tuning run's re-measured winner)" : "");
+      t["trust"] = std::string(cache::trustName(r.trust));
+      t["label"] = std::string("measured") + (r.remeasured ? " (the tuning run's re-measured winner)" : "") +
+                   (cache::isConfirmed(r.trust) ? "" : "; a claim of " + (r.writer.empty() ? std::string("an unnamed writer")
+                                                                                            : "token " + r.writer) +
+                                                         " nobody else confirmed");
     }
   }
   m["time"] = t;
@@ -94,6 +98,8 @@ json recordJson(const Candidate& c) {
           {"id", r.id},
           {"from", c.from},
           {"status", std::string(cache::recordStatusName(r.status))},
+          {"trust", std::string(cache::trustName(r.trust))},
+          {"writer", r.writer},
           {"stale", r.stale},
           {"trials", r.trials},
           {"tuning_seconds", r.tuning_seconds},
@@ -153,6 +159,27 @@ Built common(const ir::Kernel& k, const TargetDesc& t, const Candidate& c, const
   return b;
 }
 
+// A tuned winner's time against its re-timing here (issue 25): a claim nobody confirmed (a
+// worker's or another machine's word) whose time this machine contradicts (cache::contradicts,
+// twice when the first re-timing does) is refused: the bundle says so and takes the next
+// candidate. A confirmed or vouched winner (this machine's own tune, an admin's pin, two identities
+// that agree) keeps its time; it may run slower here on a busy or another CPU without lying.
+Status claimAgrees(const Candidate& c, search::Measurer* m, search::TrialResult& here) {
+  if (!c.record || c.source != "exact" || c.record->status != cache::RecordStatus::Ok) return {};
+  const cache::Record& rec = *c.record;
+  if (cache::isConfirmed(rec.trust)) return {};
+  if (cache::contradicts(rec.median_us, here.samples.median_us)) {
+    search::TrialResult again = m->measure({c.config}).front();
+    if (again.ok() && again.samples.median_us < here.samples.median_us) here = again;
+  }
+  if (!cache::contradicts(rec.median_us, here.samples.median_us)) return {};
+  return makeError(ErrorCode::WrongResult,
+                   "refused: it claims " + micros(rec.median_us) + " (a claim of " +
+                       (rec.writer.empty() ? std::string("an unnamed writer") : "token " + rec.writer) +
+                       " nobody confirmed) and was re-timed here at " + micros(here.samples.median_us) +
+                       ", more than the noise allows (2.25x)");
+}
+
 Expected<Built> buildHost(const ir::Kernel& k, const TargetDesc& t, const Candidate& c, const BundleSettings& s,
                           const std::string& name, const std::string& symbol) {
   codegen::CompileOptions o;
@@ -183,6 +210,8 @@ Expected<Built> buildHost(const ir::Kernel& k, const TargetDesc& t, const Candid
     check = {{"kind", "reference"}, {"ok", true}, {"max_abs_err", r.maxAbsErr}, {"max_rel_err", r.maxRelErr},
              {"median_us_here", r.samples.median_us},
              {"how", "JIT of the same lowering for this CPU, forked child, outputs vs the reference evaluator"}};
+    if (Status agreed = claimAgrees(c, m.get(), r); !agreed.ok()) return agreed.takeError();
+    if (c.record && c.source == "exact" && !cache::isConfirmed(c.record->trust)) check["claim_retimed_us"] = r.samples.median_us;
   }
   b.manifest["check"] = check;
   return b;

@@ -60,7 +60,15 @@ RouteMatch matchRoute(std::string_view method, std::string_view path) {
     return m;
   };
   if (path == "/v1/best") return route(RouteId::BestQuery, "GET", Scope::Read, BodyKind::None);
-  if (path == "/v1/best/batch") return route(RouteId::BestBatch, "POST", Scope::Read, BodyKind::Json);
+  // Bodies a route never needs more of are refused before they are read (413): what a request
+  // may make the server hold is proportional to what it can mean (1000 keys of a batch lookup fit
+  // in 1 MiB; a 15 MiB one took 100 MB of memory to parse for nothing).
+  constexpr size_t kSmallBody = 64 * 1024;
+  if (path == "/v1/best/batch") {
+    route(RouteId::BestBatch, "POST", Scope::Read, BodyKind::Json);
+    m.max_body = size_t{1} << 20;
+    return m;
+  }
   if (path.starts_with("/v1/best/") && path.find('/', 9) == std::string_view::npos) {
     m.key_id = path.substr(9);
     return route(RouteId::Best, "GET", Scope::Read, BodyKind::None);
@@ -77,13 +85,28 @@ RouteMatch matchRoute(std::string_view method, std::string_view path) {
   if (path == "/v1/admin/backup")
     return route(RouteId::Backup, "POST", Scope::Admin, BodyKind::OptionalJson);
   if (path == "/v1/admin/records") return route(RouteId::AdminRecords, "GET", Scope::Admin, BodyKind::None);
-  if (path == "/v1/admin/records/quarantine")
-    return route(RouteId::AdminQuarantine, "POST", Scope::Admin, BodyKind::Json);
-  if (path == "/v1/admin/records/release") return route(RouteId::AdminRelease, "POST", Scope::Admin, BodyKind::Json);
-  if (path == "/v1/admin/records/delete") return route(RouteId::AdminDelete, "POST", Scope::Admin, BodyKind::Json);
+  if (path.starts_with("/v1/admin/records/")) {
+    const std::string_view action = path.substr(18);
+    const RouteId id = action == "quarantine" ? RouteId::AdminQuarantine
+                       : action == "release"  ? RouteId::AdminRelease
+                       : action == "delete"   ? RouteId::AdminDelete
+                       : action == "pin"      ? RouteId::AdminPin
+                       : action == "unpin"    ? RouteId::AdminUnpin
+                                              : RouteId::Unknown;
+    if (id != RouteId::Unknown) {
+      route(id, "POST", Scope::Admin, BodyKind::Json);
+      m.max_body = kSmallBody;
+      return m;
+    }
+  }
   if (path == "/v1/workers") {
-    if (method == "POST") return route(RouteId::WorkersRegister, "POST", Scope::Worker, BodyKind::Json);
+    if (method == "POST") {
+      route(RouteId::WorkersRegister, "POST", Scope::Worker, BodyKind::Json);
+      m.max_body = kSmallBody;
+      return m;
+    }
     route(RouteId::WorkersList, "GET", Scope::Read, BodyKind::None);
+    m.token_required = true;
     if (m.refuse) m.allow = "GET, POST";
     return m;
   }
@@ -95,7 +118,11 @@ RouteMatch matchRoute(std::string_view method, std::string_view path) {
       m.path_id = rest.substr(0, slash);
       std::string_view action = rest.substr(slash + 1);
       if (action == "heartbeat") return route(RouteId::WorkerHeartbeat, "POST", Scope::Worker, BodyKind::None);
-      if (action == "lease") return route(RouteId::WorkerLease, "POST", Scope::Worker, BodyKind::Json);
+      if (action == "lease") {
+        route(RouteId::WorkerLease, "POST", Scope::Worker, BodyKind::Json);
+        m.max_body = kSmallBody;
+        return m;
+      }
       if (action == "report") return route(RouteId::WorkerReport, "POST", Scope::Worker, BodyKind::Json);
     }
   }
@@ -110,6 +137,12 @@ RouteMatch matchRoute(std::string_view method, std::string_view path) {
     if (slash > 0 && rest.substr(slash + 1) == "cancel") {
       m.path_id = rest.substr(0, slash);
       return route(RouteId::JobCancel, "POST", Scope::Write, BodyKind::None);
+    }
+    if (slash > 0 && rest.substr(slash + 1) == "check") {
+      m.path_id = rest.substr(0, slash);
+      route(RouteId::JobCheck, "POST", Scope::Write, BodyKind::Json);
+      m.max_body = kSmallBody;
+      return m;
     }
   }
   if (path == "/healthz") return route(RouteId::Healthz, "GET", std::nullopt, BodyKind::None);
@@ -182,7 +215,8 @@ std::optional<ApiResponse> intParam(const ApiRequest& r, std::string_view name, 
 PutOptions servicePut(const RouteContext& c) {
   PutOptions o;
   o.writer = c.token_name;
-  o.trust_remeasured = false;
+  o.trusted = false;
+  o.agree_factor = c.opts.agree_factor;
   return o;
 }
 
@@ -255,7 +289,7 @@ std::optional<ApiResponse> gate(const ApiRequest& r, const RouteMatch& m, const 
                                   (id->scope == Scope::Worker ? " (worker tokens may only lease and report)" : "")));
       if (token_name) *token_name = id->name;
       if (token_scope) *token_scope = id->scope;
-    } else if (!(*m.scope == Scope::Read && opts.allow_anonymous_reads)) {
+    } else if (!(*m.scope == Scope::Read && opts.allow_anonymous_reads && !m.token_required)) {
       ApiResponse resp = problem(401, "missing-token", "Unauthorized",
                                  "send 'Authorization: Bearer <token>' (scope '" +
                                      std::string(scopeName(*m.scope)) + "'" +
@@ -283,10 +317,11 @@ std::optional<ApiResponse> gate(const ApiRequest& r, const RouteMatch& m, const 
   if (!cl) return refuse(problem(411, "length-required", "Length required", "writes need a Content-Length header"));
   auto len = parseInt(trim(*cl));
   if (!len || *len < 0) return refuse(problem(400, "bad-content-length", "Bad request", "malformed Content-Length"));
-  if (static_cast<uint64_t>(*len) > opts.max_body_bytes)
+  const size_t limit = m.max_body ? std::min(m.max_body, opts.max_body_bytes) : opts.max_body_bytes;
+  if (static_cast<uint64_t>(*len) > limit)
     return refuse(problem(413, "payload-too-large", "Payload too large",
-                          "body of " + std::to_string(*len) + " bytes exceeds the limit of " +
-                              std::to_string(opts.max_body_bytes)));
+                          "body of " + std::to_string(*len) + " bytes exceeds the limit of " + std::to_string(limit) +
+                              (m.max_body ? " for " + r.path : "")));
   if (*len == 0 && m.body == BodyKind::OptionalJson) return std::nullopt;
   const std::string type = mediaType(r.header("Content-Type"));
   const bool json_ok = type == "application/json";
@@ -346,7 +381,9 @@ ApiResponse Api::handle(const ApiRequest& req) {
         case RouteId::AdminRecords: resp = routeAdminRecords(c, req, m); break;
         case RouteId::AdminQuarantine:
         case RouteId::AdminRelease:
-        case RouteId::AdminDelete: resp = routeAdminAction(c, req, m); break;
+        case RouteId::AdminDelete:
+        case RouteId::AdminPin:
+        case RouteId::AdminUnpin: resp = routeAdminAction(c, req, m); break;
         case RouteId::WorkersRegister: resp = routeWorkersRegister(c, req, m); break;
         case RouteId::WorkersList: resp = routeWorkersList(c, req, m); break;
         case RouteId::WorkerHeartbeat: resp = routeWorkerHeartbeat(c, req, m); break;
@@ -355,6 +392,7 @@ ApiResponse Api::handle(const ApiRequest& req) {
         case RouteId::JobsSubmit: resp = routeJobsSubmit(c, req, m); break;
         case RouteId::JobGet: resp = routeJobGet(c, req, m); break;
         case RouteId::JobCancel: resp = routeJobCancel(c, req, m); break;
+        case RouteId::JobCheck: resp = routeJobCheck(c, req, m); break;
         case RouteId::Healthz: resp = routeHealthz(c, req, m); break;
         case RouteId::Readyz: resp = routeReadyz(c, req, m); break;
         case RouteId::Status: resp = routeStatus(c, req, m); break;

@@ -54,6 +54,8 @@ struct ApiOptions {
   bool check_plausibility = true;
   // Leases, worker liveness and retries of the measurement job queue (jobs.h).
   QueuePolicy queue;
+  // Two measurements of a config by different identities agree within this factor (trust.h).
+  double agree_factor = kDefaultAgreeFactor;
   // The web dashboard (/ui/) and what its routes need from the serving process (dashboard.h).
   DashboardOptions dashboard;
 };

@@ -1,6 +1,7 @@
-// Owns the admin routes of the trust model (issue 15): listing records with their writers and
-// quarantine state, and quarantining, releasing or deleting them by id, key, writer (token name)
-// or time received. Winners of the affected keys are recomputed in the same transaction.
+// Owns the admin routes of the trust model (issues 15, 25): listing records with their writers,
+// trust and quarantine state, and quarantining, releasing, deleting, pinning (vouching for) or
+// unpinning them by id, key, writer (token name) or time received. The trust and the winners of
+// the affected keys are settled again in the same transaction.
 #include <cctype>
 
 #include "cache_service/api_internal.h"
@@ -102,9 +103,15 @@ ApiResponse routeAdminAction(RouteContext& c, const ApiRequest& r, const RouteMa
   if (sel.empty()) return invalid("give at least one of ids, key_id, writer, since, until");
   const AdminAction action = m.id == RouteId::AdminQuarantine ? AdminAction::Quarantine
                              : m.id == RouteId::AdminRelease  ? AdminAction::Release
+                             : m.id == RouteId::AdminPin      ? AdminAction::Pin
+                             : m.id == RouteId::AdminUnpin    ? AdminAction::Unpin
                                                               : AdminAction::Delete;
-  const char* name = action == AdminAction::Quarantine ? "quarantine" : action == AdminAction::Release ? "release" : "delete";
-  auto n = c.store.administer(sel, dry_run ? AdminAction::Count : action);
+  const char* name = action == AdminAction::Quarantine ? "quarantine"
+                     : action == AdminAction::Release  ? "release"
+                     : action == AdminAction::Pin      ? "pin"
+                     : action == AdminAction::Unpin    ? "unpin"
+                                                       : "delete";
+  auto n = c.store.administer(sel, dry_run ? AdminAction::Count : action, c.opts.agree_factor);
   if (!n.ok()) return storageProblem(n.error());
   if (!dry_run)
     std::fprintf(stderr, "tessera serve: admin '%s' %s %lld records (%s)\n", c.token_name.c_str(), name,

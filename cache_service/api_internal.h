@@ -25,6 +25,8 @@ enum class RouteId : size_t {
   AdminQuarantine,  // POST /v1/admin/records/quarantine
   AdminRelease,     // POST /v1/admin/records/release
   AdminDelete,      // POST /v1/admin/records/delete
+  AdminPin,         // POST /v1/admin/records/pin
+  AdminUnpin,       // POST /v1/admin/records/unpin
   WorkersRegister,  // POST /v1/workers                     (worker scope)
   WorkersList,      // GET  /v1/workers
   WorkerHeartbeat,  // POST /v1/workers/{id}/heartbeat      (worker scope)
@@ -33,6 +35,7 @@ enum class RouteId : size_t {
   JobsSubmit,       // POST /v1/jobs
   JobGet,           // GET  /v1/jobs/{id}
   JobCancel,        // POST /v1/jobs/{id}/cancel
+  JobCheck,         // POST /v1/jobs/{id}/check: the submitter's own measurement of an item's config
   Healthz,
   Readyz,
   Status,
@@ -55,12 +58,12 @@ enum class RouteId : size_t {
 inline constexpr const char* kRouteNames[] = {
     "best",          "best_query",       "best_batch",    "records_post", "records_list", "nearest",
     "export",        "import",           "backup",        "admin_records", "admin_quarantine",
-    "admin_release", "admin_delete",     "workers_register", "workers_list", "worker_heartbeat",
-    "worker_lease",  "worker_report",    "jobs_submit",   "job_get",      "job_cancel",
-    "healthz",       "readyz",       "status",       "metrics",
-    "openapi",       "ui_root",          "ui_asset",      "kernels",      "kernel_summary", "compare",
-    "jobs_list",     "admin_tokens",     "admin_token_revoke", "admin_audit", "whoami",
-    "unknown"};
+    "admin_release", "admin_delete",     "admin_pin",     "admin_unpin",  "workers_register",
+    "workers_list",  "worker_heartbeat", "worker_lease",  "worker_report", "jobs_submit",
+    "job_get",       "job_cancel",       "job_check",     "healthz",      "readyz",
+    "status",        "metrics",          "openapi",       "ui_root",      "ui_asset",
+    "kernels",       "kernel_summary",   "compare",       "jobs_list",    "admin_tokens",
+    "admin_token_revoke", "admin_audit", "whoami",        "unknown"};
 static_assert(std::size(kRouteNames) == static_cast<size_t>(RouteId::Count));
 
 // What a route accepts as body; decides the Content-Type check before the body is read.
@@ -72,6 +75,8 @@ struct RouteMatch {
   BodyKind body = BodyKind::None;
   std::string_view key_id;     // the {key_id} path segment of /v1/best/{key_id}
   std::string_view path_id;    // the {id} path segment of /v1/workers/{id}/... and /v1/jobs/{id}
+  bool token_required = false; // a read route that anonymous reads do not open (it names tokens and hosts)
+  size_t max_body = 0;         // the route's body limit when below the server's (0: the server's)
   int refuse = 0;              // 404 (no such path) or 405 (path exists, other method)
   std::string allow;           // Allow header for 405
 };
@@ -124,6 +129,7 @@ ApiResponse routeWorkerReport(RouteContext& c, const ApiRequest& r, const RouteM
 ApiResponse routeJobsSubmit(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeJobGet(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeJobCancel(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeJobCheck(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 // Routes (api_ops.cpp).
 ApiResponse routeBackup(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeHealthz(RouteContext& c, const ApiRequest& r, const RouteMatch& m);

@@ -5,6 +5,8 @@
 // for plausibility like any submitted record, and stored under the worker's token.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <span>
 
 #include "cache_service/api_internal.h"
 #include "cache_service/plausibility.h"
@@ -88,6 +90,12 @@ std::optional<ApiResponse> pathId(const RouteMatch& m, std::string_view what) {
 ApiResponse queueError(const Error& e, std::string_view what) {
   if (e.code == ErrorCode::NotFound) return problem(404, "unknown-" + std::string(what), "Not found", e.message);
   if (e.code == ErrorCode::InvalidArgument) return problem(409, "conflict", "Conflict", e.message);
+  if (e.code == ErrorCode::Unsupported) return problem(403, "worker-quarantined", "Forbidden", e.message);
+  if (e.code == ErrorCode::RuntimeError) {
+    ApiResponse resp = problem(429, "too-many-workers", "Too many workers", e.message);
+    resp.headers.emplace_back("Retry-After", "30");
+    return resp;
+  }
   return storageProblem(e);
 }
 
@@ -142,7 +150,7 @@ ApiResponse routeWorkersRegister(RouteContext& c, const ApiRequest& r, const Rou
                              {"driver_version", &w.driver_version}})
     if (auto bad = text(j, name, *field, false, 256, false)) return *bad;
   if (auto bad = integer(j, "slots", w.slots, false, 1, kMaxLeaseItems)) return *bad;
-  if (Status s = q->registerWorker(w); !s.ok()) return queueError(s.error(), "worker");
+  if (Status s = q->registerWorker(w, c.opts.queue); !s.ok()) return queueError(s.error(), "worker");
   const QueuePolicy& p = c.opts.queue;
   return jsonResponse(json{{"id", w.id},
                            {"lease_s", p.lease_s},
@@ -181,7 +189,7 @@ ApiResponse routeWorkersList(RouteContext& c, const ApiRequest& r, const RouteMa
                        {"toolkit_version", w.toolkit_version}, {"driver_version", w.driver_version},
                        {"slots", w.slots},     {"live", w.live},
                        {"leased", w.leased},   {"registered_at", w.registered_at},
-                       {"last_seen", w.last_seen}});
+                       {"last_seen", w.last_seen}, {"quarantined", w.quarantined}});
   return jsonResponse(json{{"workers", arr}});
 }
 
@@ -232,18 +240,20 @@ ApiResponse routeWorkerReport(RouteContext& c, const ApiRequest& r, const RouteM
   if (auto bad = idText(j, "job_id", rep.job_id)) return *bad;
   if (auto bad = integer(j, "item", rep.item, true, 0, kMaxJobItems - 1)) return *bad;
   // A worker that will not run a job (its IR does not parse or verify there, or the kernel there
-  // has another key than the job's) says so instead of measuring: the submitter's tune stops.
+  // has another key than the job's) says so instead of measuring: the item goes to another worker,
+  // and only when no other may take it is it finished as refused (one token cannot deny the
+  // measurement to everyone; jobs.h, fair leasing).
   if (auto it = j.find("refused"); it != j.end()) {
     std::string why;
     if (auto bad = text(j, "refused", why, true, kMaxMessageBytes, false)) return *bad;
     if (j.contains("records")) return invalid("refused: a refusal carries no records");
-    rep.result = dumpJson(json{{"worker", rep.worker_id}, {"refused", why}});
-    auto done = q->report(rep, servicePut(c));
+    rep.result = dumpJson(json{{"worker", rep.worker_id}, {"token", c.token_name}, {"refused", why}});
+    auto done = q->refuse(rep, c.opts.queue);
     if (!done.ok()) return queueError(done.error(), "worker");
-    if (done->outcome == ReportOutcome::NotLeased)
+    if (*done == ReportOutcome::NotLeased)
       return problem(409, "lease-lost", "Lease lost", "item " + std::to_string(rep.item) + " of job " + rep.job_id +
                                                           " is not leased to this worker");
-    return jsonResponse(json{{"outcome", done->outcome == ReportOutcome::Recorded ? "recorded" : "duplicate"}});
+    return jsonResponse(json{{"outcome", *done == ReportOutcome::Recorded ? "recorded" : "duplicate"}});
   }
   double compile_s = 0, run_s = 0;
   if (auto bad = number(j, "compile_s", compile_s)) return *bad;
@@ -292,7 +302,10 @@ ApiResponse routeWorkerReport(RouteContext& c, const ApiRequest& r, const RouteM
     records.push_back(std::move(*rec));
   }
   if (spec.kind == kJobMeasure) rep.record = records.front();
-  json result = {{"worker", rep.worker_id}, {"records", stored}, {"compile_s", compile_s}, {"run_s", run_s}};
+  // The worker's token is its identity (trust.h): the submitter's measurements of the same configs
+  // confirm or contradict its records.
+  json result = {{"worker", rep.worker_id}, {"token", c.token_name}, {"records", stored}, {"compile_s", compile_s},
+                 {"run_s", run_s}};
   if (!messages.empty()) result["messages"] = messages;
   rep.result = dumpJson(result);
   auto done = q->report(rep, servicePut(c));
@@ -420,6 +433,74 @@ ApiResponse routeJobCancel(RouteContext& c, const ApiRequest& r, const RouteMatc
   auto cancelled = q->cancel(std::string(m.path_id));
   if (!cancelled.ok()) return storageProblem(cancelled.error());
   return jsonResponse(json{{"id", std::string(m.path_id)}, {"cancelled", *cancelled}});
+}
+
+}  // namespace tessera::cache
+
+namespace tessera::cache {
+
+// The spot check of issue 25: the submitter measured the config of one of its job's items itself,
+// on hardware of the job's key. Its record is stored like any of its records (under its token, a
+// second identity's measurement that confirms or refutes the worker's, trust.h); when it
+// contradicts the worker's claim (slower by more than the noise), the worker is quarantined: it
+// leases nothing more, and the records it reported are set aside.
+ApiResponse routeJobCheck(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
+  JobQueue* q = nullptr;
+  std::optional<JobView> view;
+  if (auto bad = ownJob(c, r, m, q, view)) return *bad;
+  auto body = parseJson(r.body);
+  if (!body.ok()) return problem(400, "malformed-json", "Malformed JSON", body.error().message);
+  const json& j = *body;
+  if (auto bad = onlyFields(j, {"item", "record"})) return *bad;
+  int64_t item = 0;
+  if (auto bad = integer(j, "item", item, true, 0, static_cast<int64_t>(view->items.size()) - 1)) return *bad;
+  const JobItemView& it = view->items[static_cast<size_t>(item)];
+  auto rj = j.find("record");
+  if (rj == j.end()) return invalid("record: missing");
+  auto rec = recordFromJson(*rj, "record");
+  if (!rec.ok()) return invalid(rec.error().message);
+  if (rec->key_id != view->spec.key_id) return invalid("record.key: not the key of job " + view->spec.id);
+  if (rec->status != RecordStatus::Ok) return invalid("record.status: a check is an ok measurement");
+  if (rec->remeasured) return invalid("record.result.remeasured: a check is one measurement");
+  if (c.opts.check_plausibility)
+    if (Status s = checkPlausible(*rec, "record"); !s.ok()) return invalid(s.error().message);
+  auto result = parseJson(it.result);
+  const json reported = it.state == "done" && result.ok() && result->is_object() ? result->value("records", json::array())
+                                                                                : json::array();
+  const json* claim = nullptr;
+  for (const json& w : reported)
+    if (auto cfg = w.find("config"); w.is_object() && cfg != w.end() && dumpJson(*cfg) == rec->config) claim = &w;
+  if (!claim || it.worker_id.empty())
+    return problem(409, "nothing-to-check", "Conflict",
+                   "item " + std::to_string(item) + " of job " + view->spec.id + " holds no measurement of that config");
+  const double claimed = claim->value("result", json::object()).value("median_us", 0.0);
+  auto put = c.store.put(std::span<const Record>(&*rec, 1), servicePut(c));
+  if (!put.ok()) return storageProblem(put.error());
+  countWrites(c.metrics, *put);
+  const bool contradicted = contradicts(claimed, rec->median_us, c.opts.agree_factor);
+  json answer = {{"agrees", !contradicted},
+                 {"worker", it.worker_id},
+                 {"claimed_us", claimed},
+                 {"measured_us", rec->median_us},
+                 {"record_id", put->front().id},
+                 {"trust", trustName(put->front().trust)}};
+  if (contradicted) {
+    char why[256];
+    std::snprintf(why, sizeof why, "claimed %.4g us for a config of job %s; its submitter '%s' measured %.4g us",
+                  claimed, view->spec.id.c_str(), c.token_name.c_str(), rec->median_us);
+    auto ids = q->quarantineWorker(it.worker_id, why);
+    if (!ids.ok()) return queueError(ids.error(), "worker");
+    int64_t set_aside = 0;
+    if (!ids->empty()) {
+      auto n = c.store.administer({.ids = *ids}, AdminAction::Quarantine, c.opts.agree_factor);
+      if (!n.ok()) return storageProblem(n.error());
+      set_aside = *n;
+    }
+    std::fprintf(stderr, "tessera serve: worker %s quarantined (%s); %lld of its records set aside\n",
+                 it.worker_id.c_str(), why, static_cast<long long>(set_aside));
+    answer["quarantined"] = {{"worker", it.worker_id}, {"why", why}, {"records", set_aside}};
+  }
+  return jsonResponse(answer);
 }
 
 }  // namespace tessera::cache

@@ -356,7 +356,8 @@ ApiResponse routeRecordsPost(RouteContext& c, const ApiRequest& r, const RouteMa
     ++counts[static_cast<int>(p.outcome)];
     duplicates += p.duplicate;
     out.push_back(json{{"index", i}, {"outcome", putOutcomeName(p.outcome)}, {"id", p.id},
-                       {"key_id", p.key_id}, {"duplicate", p.duplicate}, {"remeasured", p.remeasured}});
+                       {"key_id", p.key_id}, {"duplicate", p.duplicate}, {"remeasured", p.remeasured},
+                       {"trust", trustName(p.trust)}});
   }
   return jsonResponse(json{{"results", out}, {"inserted", counts[0]}, {"improved", counts[1]},
                            {"kept", counts[2]}, {"duplicates", duplicates}});

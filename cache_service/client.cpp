@@ -18,6 +18,8 @@ constexpr size_t kPutChunk = 500;
 }  // namespace
 
 CacheClient::CacheClient(CacheClientOptions opts) : opts_(std::move(opts)) {
+  // Every message of the client names the URL: never with its password.
+  opts_.base_url = redactUrl(opts_.base_url);
   endpoints_ = std::make_unique<ServiceEndpoints>(
       EndpointOptions{splitServiceUrls(opts_.base_url), opts_.token, opts_.ca_cert, opts_.timeout_s});
 }

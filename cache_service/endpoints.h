@@ -19,7 +19,16 @@
 namespace tessera::cache {
 
 // "http://a:8787,http://b:8787" (commas and/or spaces) -> the URLs, in order, empty ones dropped.
+// A password in a URL's user info is replaced by "***" here, so that no message, log or error of a
+// client ever shows it (such a URL is then refused by openHttpConnection: the service takes
+// bearer tokens, never URL credentials).
 std::vector<std::string> splitServiceUrls(std::string_view list);
+
+// Whether a URL (any scheme) carries a password: "scheme://user:secret@host..." or a "password="
+// query parameter (libpq's form).
+bool urlHasPassword(std::string_view url);
+// The URL with such a password replaced by "***": what may be printed or logged.
+std::string redactUrl(std::string_view url);
 
 struct EndpointOptions {
   std::vector<std::string> urls;

@@ -33,6 +33,10 @@ struct HttpServerOptions {
   int max_header_fields = 100;
   double head_timeout_s = 10, body_timeout_s = 30;
   int backlog = 0;
+  // Memory of request bodies in flight (GateLimits::body_budget_bytes; 0: none) and the health
+  // probes answered past the connection caps (GateLimits::probe_reserve).
+  size_t body_budget_bytes = size_t{1} << 30;
+  int probe_reserve = 16;
 };
 
 class HttpServer {

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cache_service/http_framing.h"
 #include "support/strings.h"
 
 namespace tessera::cache {
@@ -231,8 +232,13 @@ void ConnectionGate::arm(GateConn* c, bool add) {
 void ConnectionGate::close(GateConn* c) {
   if (c->state != GateConn::State::Busy) epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
   drainAndClose(c->fd);
-  auto it = per_client_.find(c->peer);
-  if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
+  body_in_flight_ -= c->reserved;
+  if (c->probe_only) {
+    --probes_;
+  } else {
+    auto it = per_client_.find(c->peer);
+    if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
+  }
   metrics_.openConnections(-1);
   conns_.erase(c->fd);  // destroys c
 }
@@ -266,10 +272,26 @@ void ConnectionGate::loop() {
     for (int fd : adopted) {
       metrics_.connection(Metrics::Conn::Accepted);
       std::string peer = peerAddress(fd);
-      const bool full = stopping || static_cast<int>(conns_.size()) >= limits_.max_connections ||
-                        (limits_.max_connections_per_client > 0 && per_client_.count(peer) &&
-                         per_client_[peer] >= limits_.max_connections_per_client);
-      if (full) {
+      const bool client_full = limits_.max_connections_per_client > 0 && per_client_.count(peer) &&
+                               per_client_[peer] >= limits_.max_connections_per_client;
+      bool full = stopping || client_full || static_cast<int>(conns_.size()) - probes_ >= limits_.max_connections;
+      if (full && !stopping && !client_full) {
+        // Room from the longest-idle connection (one waiting for the first byte of a request).
+        GateConn* victim = nullptr;
+        for (auto& [vfd, vc] : conns_)
+          if (vc->state == GateConn::State::Head && !vc->head_started && !vc->probe_only && vc->buf.empty() &&
+              (!victim || vc->idle_since < victim->idle_since))
+            victim = vc.get();
+        if (victim) {
+          metrics_.connection(Metrics::Conn::Evicted);
+          close(victim);
+          full = false;
+        }
+      }
+      // A liveness probe must not fail because others hold every connection (a restart for
+      // nothing): a few connections past the caps may ask /healthz or /readyz, quickly.
+      const bool probe = full && !stopping && probes_ < limits_.probe_reserve;
+      if (full && !probe) {
         metrics_.connection(Metrics::Conn::RefusedBusy);
         ApiResponse r = gateProblem(503, "too-many-connections", "Service unavailable",
                                     "too many open connections (at most " + std::to_string(limits_.max_connections) +
@@ -284,21 +306,27 @@ void ConnectionGate::loop() {
       auto c = std::make_unique<GateConn>();
       c->fd = fd;
       c->peer = std::move(peer);
-      c->deadline = now + seconds(limits_.head_timeout_s);
-      ++per_client_[c->peer];
+      c->deadline = now + seconds(probe ? limits_.probe_timeout_s : limits_.head_timeout_s);
+      c->idle_since = now;
+      c->probe_only = probe;
+      if (probe) ++probes_;
+      else ++per_client_[c->peer];
       metrics_.openConnections(1);
       GateConn* raw = c.get();
       conns_.emplace(fd, std::move(c));
       arm(raw, true);
     }
     for (auto [c, keep] : returned) {
-      if (!keep || stopping) {
+      body_in_flight_ -= c->reserved;  // the request is answered: its body is gone
+      c->reserved = 0;
+      if (!keep || stopping || c->probe_only) {
         close(c);
         continue;
       }
       c->state = GateConn::State::Head;
       c->head_started = false;
       c->deadline = now + seconds(limits_.idle_timeout_s);
+      c->idle_since = now;
       arm(c, true);
       if (!c->buf.empty()) advance(c);  // a pipelined request is already here
     }
@@ -389,7 +417,7 @@ void ConnectionGate::advance(GateConn* c) {
     if (c->buf.empty()) return;
     if (!c->head_started) {
       c->head_started = true;
-      c->deadline = now + seconds(limits_.head_timeout_s);
+      c->deadline = now + seconds(c->probe_only ? limits_.probe_timeout_s : limits_.head_timeout_s);
     }
     const size_t end = c->buf.find("\r\n\r\n");
     const size_t scanned = end == std::string::npos ? c->buf.size() : end + 4;
@@ -402,8 +430,29 @@ void ConnectionGate::advance(GateConn* c) {
                                    "at most " + std::to_string(limits_.max_header_fields) + " header fields and " +
                                        std::to_string(limits_.max_head_bytes) + " bytes of request head"));
     }
+    // A bare LF may hide a line from this parser but not from the one behind it: refused (and the
+    // connection closed) as soon as it shows, before the head is complete.
+    std::string_view so_far = std::string_view(c->buf).substr(0, end == std::string::npos ? c->buf.size() : scanned);
+    if (end == std::string::npos && !so_far.empty() && so_far.back() == '\r') so_far.remove_suffix(1);  // its LF is on the way
+    if (auto bad = framingError(so_far); bad && (end != std::string::npos || bad->find("bare") != std::string::npos)) {
+      metrics_.connection(Metrics::Conn::RefusedHead);
+      return refuse(c, gateProblem(400, "bad-framing", "Bad request", "malformed request head: " + *bad));
+    }
     if (end == std::string::npos) return;
     ApiRequest head = parseHead(std::string_view(c->buf).substr(0, scanned));
+    if (c->probe_only) {
+      // Admitted past the caps for a health probe only.
+      if (head.method == "GET" && (head.path == "/healthz" || head.path == "/readyz") && !head.header("Content-Length") &&
+          !head.header("Transfer-Encoding")) {
+        c->need = scanned;
+        return dispatch(c);
+      }
+      metrics_.connection(Metrics::Conn::RefusedBusy);
+      ApiResponse r = gateProblem(503, "too-many-connections", "Service unavailable",
+                                  "too many open connections; only /healthz and /readyz are answered past the cap");
+      r.headers.emplace_back("Retry-After", "1");
+      return refuse(c, r);
+    }
     // cpp-httplib answers a method it does not know (QUERY, BREW, ...) with a bare 400; the API's
     // route table answers 405 on a known path (with Allow) and 404 elsewhere.
     static constexpr std::string_view kHttplibMethods[] = {"GET",     "HEAD",  "POST",  "PUT", "DELETE",
@@ -425,6 +474,22 @@ void ConnectionGate::advance(GateConn* c) {
       }
     }
     c->need = scanned;
+    // The body budget (GateLimits::body_budget_bytes): what this body will cost, reserved before a
+    // byte of it is read, or a 503 the client retries.
+    if (!te && length && *length > 0 && static_cast<uint64_t>(*length) <= limits_.max_body_bytes &&
+        limits_.body_budget_bytes > 0) {
+      const size_t cost = static_cast<size_t>(*length) * kBodyCost;
+      if (body_in_flight_ > 0 && body_in_flight_ + cost > limits_.body_budget_bytes) {
+        metrics_.connection(Metrics::Conn::RefusedBeforeBody);
+        ApiResponse r = gateProblem(503, "busy", "Service unavailable",
+                                    "the server is reading and parsing as many request bodies as its memory budget "
+                                    "allows; retry shortly");
+        r.headers.emplace_back("Retry-After", "1");
+        return refuse(c, r);
+      }
+      c->reserved = cost;
+      body_in_flight_ += cost;
+    }
     if (!te && length && *length >= 0 && static_cast<uint64_t>(*length) <= limits_.max_body_bytes) {
       // The gate reads the body itself; the client's Expect: 100-continue is answered here and
       // removed so that the worker does not answer it a second time.
@@ -529,6 +594,7 @@ bool ConnectionGate::nextRequestIsHere(GateConn* c) {
   if (end == std::string::npos || end + 4 > limits_.max_head_bytes) return false;
   std::string_view head = std::string_view(c->buf).substr(0, end + 4);
   if (head.substr(0, 4) != "GET ") return false;
+  if (framingError(head)) return false;  // the gate refuses it (and closes the connection)
   if (std::count(head.begin(), head.end(), '\n') > limits_.max_header_fields + 2) return false;
   for (size_t at = head.find("\r\n"); at != std::string_view::npos && at + 2 < head.size(); at = head.find("\r\n", at + 2)) {
     std::string_view field = head.substr(at + 2, 18);

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cache_service/endpoints.h"
 #include "cache_service/http.h"
 #include "cache_service/http_gate.h"
 
@@ -189,6 +190,8 @@ class HttplibServer final : public HttpServer {
     limits.write_timeout_s = o.write_timeout_s;
     limits.max_requests_per_connection = std::max(o.keep_alive_max_requests, 1);
     limits.max_body_bytes = o.max_body_bytes;
+    limits.body_budget_bytes = o.body_budget_bytes;
+    limits.probe_reserve = o.probe_reserve;
     gate_ = std::make_unique<ConnectionGate>(
         limits, [this](GateConn& c) { return svr_.serve(c); },
         [this](const ApiRequest& head) { return api_.precheck(head); }, api_.metrics());
@@ -384,7 +387,7 @@ Expected<std::unique_ptr<HttpConnection>> openHttpConnection(std::string_view ba
                                                               double connect_timeout_s,
                                                               const std::string& ca_cert) {
   auto bad = [&](const std::string& why) {
-    return makeError(ErrorCode::InvalidArgument, "cache URL '" + std::string(base_url) + "': " + why);
+    return makeError(ErrorCode::InvalidArgument, "cache URL '" + redactUrl(base_url) + "': " + why);
   };
   size_t scheme_end = base_url.find("://");
   if (scheme_end == std::string_view::npos) return bad("expected http://host:port");
@@ -396,6 +399,10 @@ Expected<std::unique_ptr<HttpConnection>> openHttpConnection(std::string_view ba
   std::string prefix = slash == std::string_view::npos ? "" : std::string(rest.substr(slash));
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   if (hostport.empty()) return bad("missing host");
+  // Credentials travel as a bearer token (TESSERA_TOKEN), never in a URL that logs and process
+  // lists show.
+  if (hostport.find('@') != std::string_view::npos)
+    return bad("no user or password in a cache URL: the service takes a token (TESSERA_TOKEN)");
   if (prefix.find_first_of("?#") != std::string::npos) return bad("no query or fragment allowed");
   ignoreSigpipe();
   return std::unique_ptr<HttpConnection>(

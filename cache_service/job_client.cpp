@@ -83,6 +83,7 @@ Expected<ItemResult> itemResultFromJson(const json& j) {
     return r;
   }
   r.worker = j.value("worker", "");
+  r.token = j.value("token", "");
   if (auto refused = j.find("refused"); refused != j.end()) {
     r.refused = refused->is_string() ? refused->get<std::string>() : "refused";
     if (r.refused.empty()) r.refused = "refused";
@@ -245,6 +246,23 @@ Status JobClient::cancel(const std::string& job_id) {
   return {};
 }
 
+Expected<CheckVerdict> JobClient::check(const std::string& job_id, int64_t item, const Record& here) {
+  json body = {{"item", item}, {"record", recordToJson(here)}};
+  TESSERA_ASSIGN(Answer a, call("POST", "/v1/jobs/" + job_id + "/check", dumpJson(body)));
+  if (a.status != 200) return refusal("check of job " + job_id, a);
+  TESSERA_ASSIGN(json j, okJson(a.body, "check"));
+  CheckVerdict v;
+  v.agrees = j.value("agrees", true);
+  v.worker = j.value("worker", "");
+  v.claimed_us = j.value("claimed_us", 0.0);
+  v.measured_us = j.value("measured_us", 0.0);
+  if (auto q = j.find("quarantined"); q != j.end() && q->is_object()) {
+    v.quarantined = true;
+    v.quarantined_records = q->value("records", int64_t{0});
+  }
+  return v;
+}
+
 Expected<std::vector<WorkerInfo>> JobClient::workers(const WorkerFilter& f) {
   std::string q = "/v1/workers";
   char sep = '?';
@@ -283,6 +301,7 @@ Expected<std::vector<WorkerInfo>> JobClient::workers(const WorkerFilter& f) {
       wi.slots = w.value("slots", int64_t{1});
       wi.live = w.value("live", false);
       wi.leased = w.value("leased", int64_t{0});
+      wi.quarantined = w.value("quarantined", "");
       wi.registered_at = w.value("registered_at", 0.0);
       wi.last_seen = w.value("last_seen", 0.0);
       out.push_back(std::move(wi));

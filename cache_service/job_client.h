@@ -35,12 +35,23 @@ struct WorkerGrant {
 // A worker's result for one item, as the submitter reads it back.
 struct ItemResult {
   std::string worker;
+  std::string token;                  // the worker's token: whose word its records are (trust.h)
   std::vector<Record> records;        // measure: one (stored); remeasure: one per config (not stored)
   std::vector<std::string> messages;  // why a candidate failed (one per record, may be empty)
   double compile_s = 0, run_s = 0;
   int64_t lost = 0;  // >0: the queue gave up on the item after this many lost leases (no records)
   std::string lost_message;
-  std::string refused;  // non-empty: the worker refused the job (why); no records
+  std::string refused;  // non-empty: the worker refused the job (why) and no other worker took it; no records
+};
+
+// The service's verdict on the submitter's own measurement of a config a worker measured
+// (POST /v1/jobs/{id}/check).
+struct CheckVerdict {
+  bool agrees = true;  // the worker's time is not contradicted (trust.h)
+  std::string worker;
+  double claimed_us = 0, measured_us = 0;
+  bool quarantined = false;  // the worker was set aside, and this many of its records with it
+  int64_t quarantined_records = 0;
 };
 
 struct JobItemProgress {
@@ -90,6 +101,8 @@ class JobClient {
   Expected<SubmitResult> submit(const JobSpec& job, const std::vector<std::string>& configs);
   Expected<JobProgress> progress(const std::string& job_id);
   Status cancel(const std::string& job_id);
+  // The spot check: this machine's measurement of the config of an item of one of its jobs.
+  Expected<CheckVerdict> check(const std::string& job_id, int64_t item, const Record& here);
   Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f);
 
  private:

@@ -1,6 +1,7 @@
 // Owns the engine-independent parts of the job queue contract (jobs.h).
 #include "cache_service/jobs.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "cache_service/record_json.h"
@@ -19,6 +20,74 @@ std::optional<ReportResult> settledReport(const std::string& state, const std::s
   res.put.id = record_id;
   res.put.duplicate = true;
   return res;
+}
+
+bool listHas(const std::string& comma_list, const std::string& item) {
+  size_t at = 0;
+  while (at <= comma_list.size()) {
+    const size_t end = std::min(comma_list.find(',', at), comma_list.size());
+    if (comma_list.compare(at, end - at, item) == 0) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+namespace {
+int64_t listSize(const std::string& comma_list) {
+  return comma_list.empty() ? 0 : 1 + static_cast<int64_t>(std::count(comma_list.begin(), comma_list.end(), ','));
+}
+void listAdd(std::string& comma_list, const std::string& item) {
+  if (item.empty() || listHas(comma_list, item)) return;
+  comma_list += (comma_list.empty() ? "" : ",") + item;
+}
+// Expiries of any kind after which an item is given up, per max_attempts: what stops a candidate
+// that takes every worker down with it, whichever tokens they hold.
+constexpr int kExpiriesPerAttempt = 4;
+}  // namespace
+
+LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const std::string& token, int64_t held,
+                    const QueuePolicy& p) {
+  LeaseStep s;
+  s.lost_workers = c.lost_workers;
+  s.lost_tokens = c.lost_tokens;
+  if (listHas(c.refused_by, worker_id)) return s;  // it refused this item once; another worker's turn
+  s.mine = c.state == "leased" && c.holder == worker_id;
+  if (c.state == "leased" && !s.mine && !c.expired) {
+    // Held by a live worker: taken over only by an idle worker of another token, and only once it
+    // was held for steal_after_s (a hoarder's items; not a loss of the holder's).
+    if (held > 0 || c.holder_token == token || c.held_s < p.steal_after_s) return s;
+    s.kind = LeaseStep::Take;
+    s.attempts = c.attempts + 1;
+    return s;
+  }
+  const bool taken_over = c.state == "leased" && !s.mine;  // its holder's lease expired
+  if (taken_over) {
+    s.lost_workers += (s.lost_workers.empty() ? "" : ",") + c.holder;
+    // A vanished worker costs its item one attempt per token, however many ids that token rotates.
+    listAdd(s.lost_tokens, c.holder_token.empty() ? c.holder : c.holder_token);
+    if (listSize(s.lost_tokens) >= p.max_attempts || c.attempts >= int64_t{p.max_attempts} * kExpiriesPerAttempt) {
+      s.kind = LeaseStep::GiveUp;
+      s.attempts = c.attempts;
+      return s;
+    }
+  }
+  s.kind = LeaseStep::Take;
+  s.attempts = s.mine ? c.attempts : c.attempts + 1;
+  return s;
+}
+
+int leaseBudget(int requested, int64_t slots, int64_t held_by_worker, int64_t held_by_token, const QueuePolicy& p) {
+  const int64_t token_room = int64_t{p.max_leased_per_token} - (held_by_token - held_by_worker);
+  return static_cast<int>(std::max<int64_t>(0, std::min({int64_t{requested}, std::max<int64_t>(slots, 1), token_room})));
+}
+
+RefusalStep refusalStep(const std::string& refused_by, const std::string& worker_id, int64_t others_live,
+                        const QueuePolicy& p) {
+  RefusalStep s;
+  s.refused_by = refused_by;
+  listAdd(s.refused_by, worker_id);
+  s.finished = others_live <= 0 || listSize(s.refused_by) >= p.max_attempts;
+  return s;
 }
 
 bool isJobId(std::string_view s) {

@@ -39,6 +39,9 @@ struct WorkerInfo {
   double registered_at = 0, last_seen = 0;
   bool live = false;
   int64_t leased = 0;  // items it holds now
+  // Why it was set aside ("" while it is not): its measurements contradicted its submitter's own
+  // (POST /v1/jobs/{id}/check). A quarantined worker may not lease, heartbeat or report again.
+  std::string quarantined;
 };
 
 struct WorkerFilter {
@@ -48,10 +51,25 @@ struct WorkerFilter {
 };
 
 // The service's timing rules, passed to every call (the store keeps no configuration).
+// Fair leasing (issue 25): one token's workers hold at most max_leased_per_token items and each
+// worker at most its slots; a token registers at most max_workers_per_token live ids; a heartbeat
+// renews a lease for at most max_hold_s after it was taken; an idle worker of another token takes
+// over an item held (and renewed) for longer than steal_after_s, so a token that leases and never
+// reports delays a tune by that long, not forever (a slow honest holder loses only the race to
+// report: the first report is recorded, the later one is refused). An expired lease counts against its
+// item once per token (a token whose ids vanish one after another costs the item one attempt), and
+// an item is given up as a crash once max_attempts tokens lost it, or after 4 x max_attempts
+// expiries of any kind (a candidate that takes every worker down with it). A refused item goes to
+// another worker; it is finished as refused once max_attempts workers refused it or no other live
+// worker may take it.
 struct QueuePolicy {
   double lease_s = 60;       // a lease not renewed by a heartbeat for this long expires
   double worker_ttl_s = 30;  // a worker not heard from for this long is not live
-  int max_attempts = 3;      // leases of one item that may expire before the item fails as a crash
+  int max_attempts = 3;      // tokens whose leases of one item may expire before it fails as a crash
+  int max_workers_per_token = 64;
+  int max_leased_per_token = 64;
+  double max_hold_s = 3600;
+  double steal_after_s = 120;
 };
 
 struct JobSpec {
@@ -114,6 +132,9 @@ struct JobView {
   int64_t live_workers = 0;  // live workers that may lease it
 };
 
+// Errors of the queue's calls: NotFound (an unknown worker, job or item), InvalidArgument (an id of
+// another token or submitter), Unsupported (a quarantined worker), RuntimeError (a fairness limit:
+// too many live workers for one token).
 // The dashboard's view of the queue (issue 28): recent jobs with how many of their items are
 // queued, leased (a lease that has not expired) and done, and the totals over open jobs.
 struct JobSummary {
@@ -142,9 +163,9 @@ std::string queueTotalsSql(bool numbered);
 class JobQueue {
  public:
   virtual ~JobQueue() = default;
-  // Inserts or refreshes a worker (live from now on). PermissionDenied-like InvalidArgument when
-  // the id belongs to another token.
-  virtual Status registerWorker(const WorkerInfo& w) = 0;
+  // Inserts or refreshes a worker (live from now on). InvalidArgument when the id belongs to
+  // another token; RuntimeError when the token has max_workers_per_token other live workers.
+  virtual Status registerWorker(const WorkerInfo& w, const QueuePolicy& p) = 0;
   // Marks the worker live and renews every lease it holds. NotFound for an unknown worker or
   // another token's: it registers again.
   virtual Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) = 0;
@@ -161,6 +182,13 @@ class JobQueue {
   // Completes an item leased to the worker: the result and (measure items) the record in one
   // transaction, the record stored with `put` (its writer: the worker's token).
   virtual Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) = 0;
+  // The worker will not run the item's job (r.result says why, a JSON object): the item returns
+  // to the queue for another worker, or is finished with that result (refusalStep).
+  virtual Expected<ReportOutcome> refuse(const ItemReport& r, const QueuePolicy& p) = 0;
+  // Sets a worker aside (WorkerInfo::quarantined = why) and returns its leases to the queue; the
+  // ids of the records it reported that the queue still knows (jobs of the last keep_finished_s),
+  // which the caller quarantines. NotFound for an unknown worker.
+  virtual Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) = 0;
   virtual Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) = 0;
   // Queued items are never leased afterwards (leased ones may still report). false: no such open job.
   virtual Expected<bool> cancel(const std::string& job_id) = 0;
@@ -177,6 +205,38 @@ class JobQueue {
 // already (the earlier record's id); nullopt when the report is to be recorded now.
 std::optional<ReportResult> settledReport(const std::string& state, const std::string& holder,
                                           const std::string& worker_id, int64_t record_id);
+
+// One candidate item of a lease as both engines read it: its state, its holder and the holder's
+// token, the workers and tokens that lost it before, the workers that refused it, its leases so far.
+struct LeaseCandidate {
+  std::string state, holder, holder_token, lost_workers, lost_tokens, refused_by;
+  int64_t attempts = 0;
+  bool expired = false;  // leased, and its lease expired
+  double held_s = 0;     // leased: seconds since the lease was taken
+};
+struct LeaseStep {
+  enum Kind { Take, Skip, GiveUp } kind = Skip;
+  bool mine = false;                      // the worker's own unanswered lease (not a new one)
+  int64_t attempts = 0;                   // Take: leases of the item with this one
+  std::string lost_workers, lost_tokens;  // with the holder whose lease expired, if any
+};
+// What the lease of `worker_id` (of `token`, holding `held` items) does with one candidate
+// (QueuePolicy's rules), for both engines.
+LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const std::string& token, int64_t held,
+                    const QueuePolicy& p);
+// How many items a lease may hand out: what the worker asked for, within its slots and what its
+// token may still hold (held_by_token counts the worker's own live leases too, which the lease
+// hands out again first).
+int leaseBudget(int requested, int64_t slots, int64_t held_by_worker, int64_t held_by_token, const QueuePolicy& p);
+// After `worker_id` refused an item that `refused_by` (a comma list) names the refusers of so far,
+// and `others_live` other live workers (not quarantined, not among the refusers) could take it.
+struct RefusalStep {
+  std::string refused_by;
+  bool finished = false;
+};
+RefusalStep refusalStep(const std::string& refused_by, const std::string& worker_id, int64_t others_live,
+                        const QueuePolicy& p);
+bool listHas(const std::string& comma_list, const std::string& item);
 
 bool isJobId(std::string_view s);  // 32 lowercase hex digits (also worker ids)
 // The result the queue stores for an item it failed after `attempts` expired leases: a JSON object

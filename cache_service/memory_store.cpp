@@ -52,7 +52,7 @@ class MemoryStore final : public RecordStore {
     return bestRec ? serve(*bestRec) : ServedRecordPtr{};
   }
 
-  Expected<int64_t> administer(const RecordSelector& sel, AdminAction action) override {
+  Expected<int64_t> administer(const RecordSelector& sel, AdminAction action, double agree_factor) override {
     std::lock_guard<std::mutex> g(mu_);
     if (sel.empty()) return int64_t{0};
     auto selected = [&](const Record& r) {
@@ -60,13 +60,21 @@ class MemoryStore final : public RecordStore {
              (sel.key_id.empty() || r.key_id == sel.key_id) && (sel.writer.empty() || r.writer == sel.writer) &&
              (sel.since.empty() || r.received_at >= sel.since) && (sel.until.empty() || r.received_at < sel.until);
     };
+    // adminActionWhere's conditions (this store keeps no tokens, so none is revoked).
+    auto applies = [&](const Record& r) {
+      switch (action) {
+        case AdminAction::Quarantine: return !r.quarantined;
+        case AdminAction::Release: return r.quarantined;
+        case AdminAction::Pin: return r.status == RecordStatus::Ok && !r.quarantined && r.trust != Trust::Vouched;
+        case AdminAction::Unpin: return r.trust == Trust::Vouched;
+        default: return true;
+      }
+    };
     int64_t n = 0;
     std::set<std::string> touched;
     for (auto it = records_.begin(); it != records_.end();) {
       Record& r = it->second;
-      const bool applies = selected(r) && (action != AdminAction::Quarantine || !r.quarantined) &&
-                           (action != AdminAction::Release || r.quarantined);
-      if (!applies) {
+      if (!selected(r) || !applies(r)) {
         ++it;
         continue;
       }
@@ -84,16 +92,21 @@ class MemoryStore final : public RecordStore {
         it = records_.erase(it);
         continue;
       }
-      r.quarantined = action == AdminAction::Quarantine;
+      if (action == AdminAction::Quarantine || action == AdminAction::Release)
+        r.quarantined = action == AdminAction::Quarantine;
+      else
+        r.trust = action == AdminAction::Pin ? Trust::Vouched : Trust::Claim;
       ++it;
     }
     for (const std::string& key : touched) {
       KeyState& k = keys_[key];
-      k.winner = 0;
+      std::vector<ConfigMeasurement> group;
       for (int64_t id : k.ids) {
         const Record& r = records_.at(id);
-        if (eligible(r) && (k.winner == 0 || isBetter(r, records_.at(k.winner)))) k.winner = id;
+        if (r.status == RecordStatus::Ok && !r.quarantined) group.push_back({r.config, {r.id, r.writer, r.median_us, r.trust}});
       }
+      for (const auto& [id, t] : settleKey(group, agree_factor)) records_.at(id).trust = t;
+      recompute(k);
       if (k.ids.empty()) keys_.erase(key);
     }
     return n;
@@ -250,10 +263,19 @@ class MemoryStore final : public RecordStore {
  private:
   struct KeyState {
     int64_t winner = 0;
+    bool had_winner = false;  // "inserted" is the first winner a key ever has (until it has none again)
     std::vector<int64_t> ids;
   };
 
   static bool eligible(const Record& r) { return isWinnerCandidate(r) && !r.quarantined; }
+  void recompute(KeyState& k) {
+    k.winner = 0;
+    for (int64_t id : k.ids) {
+      const Record& r = records_.at(id);
+      if (eligible(r) && (k.winner == 0 || isBetter(r, records_.at(k.winner)))) k.winner = id;
+    }
+    if (k.winner == 0) k.had_winner = false;
+  }
   Record withStale(Record r) const {
     r.stale = staleAgainst(r.provenance, current_);
     return r;
@@ -281,29 +303,46 @@ class MemoryStore final : public RecordStore {
     r.received_at = utcNow();
     r.quarantined = false;
     KeyState& k = keys_[r.key_id];
-    if (r.remeasured && !opts.trust_remeasured) {
-      bool evidence = false;
+    const bool ok = r.status == RecordStatus::Ok;
+    // The group of trust.h: ok, unquarantined records of the same config.
+    std::vector<Measurement> group;
+    if (ok)
       for (int64_t id : k.ids) {
         const Record& o = records_.at(id);
-        evidence = evidence || (eligible(o) && o.config == r.config);
+        if (o.status == RecordStatus::Ok && !o.quarantined && o.config == r.config)
+          group.push_back({o.id, o.writer, o.median_us, o.trust});
       }
-      r.remeasured = evidence;
+    if (r.remeasured && !opts.trusted)
+      r.remeasured = std::any_of(group.begin(), group.end(), [&](const Measurement& m) { return m.writer == r.writer; });
+    r.trust = opts.trusted && ok ? Trust::Vouched : Trust::Claim;
+    bool others = false;
+    if (ok) {
+      group.push_back({r.id, r.writer, r.median_us, r.trust});
+      for (const auto& [id, t] : settleTrust(group, opts.agree_factor)) {
+        if (id == r.id) r.trust = t;
+        else {
+          records_.at(id).trust = t;
+          others = true;
+        }
+      }
     }
     res.remeasured = r.remeasured;
+    res.trust = r.trust;
     by_fp_.emplace(std::move(fp), r.id);
     if (opts.outbox) unpushed_.insert(r.id);
     k.ids.push_back(r.id);
-    if (isWinnerCandidate(r)) {
-      if (k.winner == 0) {
-        res.outcome = PutOutcome::Inserted;
-        k.winner = r.id;
-      } else if (isBetter(r, records_.at(k.winner))) {
-        res.outcome = PutOutcome::Improved;
-        k.winner = r.id;
-      }
-    }
     res.id = r.id;
+    const int64_t before = k.winner;
+    const bool first = k.winner == 0 && !k.had_winner;
     records_.emplace(r.id, std::move(r));
+    if (others) {
+      recompute(k);
+    } else if (isWinnerCandidate(records_.at(res.id)) &&
+               (k.winner == 0 || isBetter(records_.at(res.id), records_.at(k.winner)))) {
+      k.winner = res.id;
+    }
+    if (k.winner == res.id && before != res.id) res.outcome = first ? PutOutcome::Inserted : PutOutcome::Improved;
+    if (k.winner) k.had_winner = true;
     return res;
   }
 

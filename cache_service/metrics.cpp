@@ -90,7 +90,7 @@ std::string Metrics::render(const std::vector<Gauge>& gauges) const {
   line("# HELP tessera_http_connections_total Connections by what the gate did with them (accepted; refused: "
        "503 over the connection caps, 431 head too large, refused before the body was read; timed_out: 408).");
   line("# TYPE tessera_http_connections_total counter");
-  const char* conn_names[] = {"accepted", "refused_busy", "refused_head", "timed_out", "refused_before_body"};
+  const char* conn_names[] = {"accepted", "refused_busy", "refused_head", "timed_out", "refused_before_body", "evicted"};
   for (size_t i = 0; i < conns_.size(); ++i)
     line(std::string("tessera_http_connections_total{event=\"") + conn_names[i] + "\"} " +
          std::to_string(conns_[i].load(std::memory_order_relaxed)));

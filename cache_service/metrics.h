@@ -17,7 +17,7 @@ class Metrics {
   enum class Lookup { Hit, Nearest, Miss };
   enum class Write { Inserted, Improved, Kept, Duplicate };
   // What the connection gate (http_gate.h) did with connections.
-  enum class Conn { Accepted, RefusedBusy, RefusedHead, TimedOut, RefusedBeforeBody };
+  enum class Conn { Accepted, RefusedBusy, RefusedHead, TimedOut, RefusedBeforeBody, Evicted };
 
   explicit Metrics(std::vector<std::string> route_names);
 
@@ -55,7 +55,7 @@ class Metrics {
   std::unique_ptr<RouteStats[]> routes_;
   std::array<std::atomic<uint64_t>, 3> lookups_{};
   std::array<std::atomic<uint64_t>, 4> writes_{};
-  std::array<std::atomic<uint64_t>, 5> conns_{};
+  std::array<std::atomic<uint64_t>, 6> conns_{};
   std::atomic<int64_t> open_{0};
 };
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "cache_service/endpoints.h"
 #include "cache_service/pg_store_impl.h"
 
 namespace tessera::cache::pg {
@@ -33,26 +34,7 @@ int64_t asInt(const pqxx::field& f) {
 
 std::string asText(const pqxx::field& f) { return f.is_null() ? std::string() : std::string(f.c_str(), f.size()); }
 
-std::string redactUrl(const std::string& url) {
-  // postgresql://user:password@host/...: the password is between the first ':' after the scheme
-  // and the '@' that ends the user info.
-  const size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  const size_t start = scheme + 3;
-  const size_t at = url.find('@', start);
-  const size_t slash = url.find('/', start);
-  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return url;
-  const size_t colon = url.find(':', start);
-  std::string out = url;
-  if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
-  // A password given as a query parameter (?password=...) is redacted too.
-  const size_t pw = out.find("password=");
-  if (pw != std::string::npos) {
-    const size_t end = out.find('&', pw);
-    out.replace(pw + 9, (end == std::string::npos ? out.size() : end) - pw - 9, "***");
-  }
-  return out;
-}
+std::string redactUrl(const std::string& url) { return cache::redactUrl(url); }
 
 Pool::~Pool() = default;
 
@@ -250,7 +232,28 @@ CREATE TABLE job_items(
 CREATE INDEX job_items_by_worker ON job_items(worker_id, state);
 )sql";
 
-constexpr const char* kPgMigrations[] = {kPgMigrationV1};
+// Version 2: the SQLite schema's version 6 (schema.cpp): the trust of measurements (trust.h), the
+// key's winner rank and the winners recomputed under it, quarantined workers, and the lease
+// bookkeeping of fair leasing. Configs may be 16 KiB, past a btree entry's limit: the key-and-config
+// index is over their md5.
+constexpr const char* kPgMigrationV2 = R"sql(
+ALTER TABLE records ADD COLUMN trust INTEGER NOT NULL DEFAULT 0;
+UPDATE records SET trust = 2 WHERE writer = '';
+CREATE INDEX records_by_key_config ON records(key_id, md5(config));
+ALTER TABLE keys ADD COLUMN winner_rank INTEGER NOT NULL DEFAULT 0;
+UPDATE keys SET winner_id = (SELECT r.id FROM records r WHERE r.key_id = keys.key_id AND r.status = 'ok'
+  AND r.quarantined = 0 AND r.trust >= 0
+  ORDER BY ((CASE WHEN r.trust > 0 THEN 2 ELSE 0 END) + r.remeasured) DESC, r.median_us ASC, r.id ASC LIMIT 1);
+UPDATE keys SET winner_median_us = (SELECT median_us FROM records WHERE id = keys.winner_id),
+  winner_rank = coalesce((SELECT (CASE WHEN trust > 0 THEN 2 ELSE 0 END) + remeasured FROM records
+                          WHERE id = keys.winner_id), 0);
+ALTER TABLE workers ADD COLUMN quarantined TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_items ADD COLUMN leased_at DOUBLE PRECISION NOT NULL DEFAULT 0;
+ALTER TABLE job_items ADD COLUMN lost_tokens TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_items ADD COLUMN refused_by TEXT NOT NULL DEFAULT '';
+)sql";
+
+constexpr const char* kPgMigrations[] = {kPgMigrationV1, kPgMigrationV2};
 static_assert(std::size(kPgMigrations) == kPgSchemaVersion);
 
 }  // namespace

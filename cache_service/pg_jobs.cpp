@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kWorkerColumns =
     "w.id, w.token, w.target, w.arch, w.units, w.model, w.device, w.host, w.tessera_version, w.llvm_version,"
     " w.toolkit_version, w.driver_version, w.slots, w.registered_at, w.last_seen,"
-    " (SELECT count(*) FROM job_items i WHERE i.worker_id = w.id AND i.state = 'leased')";
+    " (SELECT count(*) FROM job_items i WHERE i.worker_id = w.id AND i.state = 'leased'), w.quarantined";
 
 WorkerInfo workerRow(const pqxx::row& row, double now, const QueuePolicy& p) {
   WorkerInfo w;
@@ -34,7 +34,8 @@ WorkerInfo workerRow(const pqxx::row& row, double now, const QueuePolicy& p) {
   w.registered_at = asDouble(row[13]);
   w.last_seen = asDouble(row[14]);
   w.leased = asInt(row[15]);
-  w.live = w.last_seen >= now - p.worker_ttl_s;
+  w.quarantined = asText(row[16]);
+  w.live = w.last_seen >= now - p.worker_ttl_s && w.quarantined.empty();
   return w;
 }
 
@@ -67,7 +68,7 @@ int64_t liveWorkersFor(Conn& c, pqxx::transaction_base& t, const HardKey& key, c
                        const QueuePolicy& p) {
   return asInt(exec(c, t,
                     "SELECT count(*) FROM workers WHERE target = $1 AND arch = $2 AND units = $3::bigint"
-                    " AND ($4 = '' OR model = $4) AND last_seen >= $5::float8",
+                    " AND ($4 = '' OR model = $4) AND last_seen >= $5::float8 AND quarantined = ''",
                     key.target, key.arch, std::to_string(key.units), model, num(now - p.worker_ttl_s))[0][0]);
 }
 
@@ -81,11 +82,42 @@ void itemDone(Conn& c, pqxx::transaction_base& t, const std::string& job_id, dou
        job_id, num(now));
 }
 
+// The per-token limits (live ids, items held) are counted and then acted on: two replicas, or two
+// connections of one, doing that for one token at once would both see room. A transaction-level
+// advisory lock per token serializes them (the SQLite engine has one writer anyway).
+void lockToken(Conn& c, pqxx::transaction_base& t, const std::string& token) {
+  exec(c, t, "SELECT pg_advisory_xact_lock(1414746962, hashtext($1))", token);
+}
+
+// Marks a worker of `token` as seen now (the SQLite engine's touchWorker).
+Status touchWorker(Conn& c, pqxx::transaction_base& t, const std::string& worker_id, const std::string& token,
+                   double now) {
+  auto w = exec(c, t, "UPDATE workers SET last_seen = $1::float8 WHERE id = $2 AND token = $3 RETURNING quarantined",
+                num(now), worker_id, token);
+  if (w.empty()) return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
+  if (!asText(w[0][0]).empty())
+    return makeError(ErrorCode::Unsupported, "worker " + worker_id + " is quarantined: " + asText(w[0][0]));
+  return {};
+}
+
 }  // namespace
 
-Status PgStore::registerWorker(const WorkerInfo& w) {
+Status PgStore::registerWorker(const WorkerInfo& w, const QueuePolicy& p) {
   return runTx(pool_, TxKind::Write, [&](Conn& c, pqxx::transaction_base& t) -> Status {
-    const std::string now = num(dbNow(c, t));
+    lockToken(c, t, w.token);
+    const double now_s = dbNow(c, t);
+    const std::string now = num(now_s);
+    auto was = exec(c, t, "SELECT quarantined FROM workers WHERE id = $1 AND token = $2", w.id, w.token);
+    if (!was.empty() && !asText(was[0][0]).empty())
+      return makeError(ErrorCode::Unsupported, "worker " + w.id + " is quarantined: " + asText(was[0][0]));
+    const int64_t live = asInt(exec(c, t,
+                                    "SELECT count(*) FROM workers WHERE token = $1 AND id != $2 AND last_seen >= $3::float8"
+                                    " AND quarantined = ''",
+                                    w.token, w.id, num(now_s - p.worker_ttl_s))[0][0]);
+    if (live >= p.max_workers_per_token)
+      return makeError(ErrorCode::RuntimeError, "token '" + w.token + "' already has " + std::to_string(live) +
+                                                    " live workers (at most " + std::to_string(p.max_workers_per_token) +
+                                                    ")");
     auto r = exec(c, t,
                   "INSERT INTO workers(id, token, target, arch, units, model, device, host, tessera_version,"
                   " llvm_version, toolkit_version, driver_version, slots, registered_at, last_seen)"
@@ -108,13 +140,14 @@ Expected<int64_t> PgStore::heartbeat(const std::string& worker_id, const std::st
   int64_t renewed = 0;
   Status s = runTx(pool_, TxKind::Write, [&](Conn& c, pqxx::transaction_base& t) -> Status {
     const double now = dbNow(c, t);
-    if (exec(c, t, "UPDATE workers SET last_seen = $1::float8 WHERE id = $2 AND token = $3", num(now), worker_id,
-             token)
-            .affected_rows() == 0)
-      return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
+    TESSERA_TRY(touchWorker(c, t, worker_id, token, now));
+    // Renewed for at most max_hold_s after the lease was taken (the SQLite engine's rule).
     renewed = static_cast<int64_t>(
-        exec(c, t, "UPDATE job_items SET lease_expires = $1::float8 WHERE worker_id = $2 AND state = 'leased'",
-             num(now + p.lease_s), worker_id)
+        exec(c, t,
+             "UPDATE job_items SET lease_expires = least($1::float8,"
+             " CASE WHEN leased_at > 0 THEN leased_at + $2::float8 ELSE $1::float8 END)"
+             " WHERE worker_id = $3 AND state = 'leased'",
+             num(now + p.lease_s), num(p.max_hold_s), worker_id)
             .affected_rows());
     return {};
   });
@@ -184,50 +217,73 @@ Expected<Lease> PgStore::lease(const std::string& worker_id, const std::string& 
   Lease out;
   Status s = runTx(pool_, TxKind::Write, [&](Conn& c, pqxx::transaction_base& t) -> Status {
     out = Lease{};
+    lockToken(c, t, token);
     const double now = dbNow(c, t);
+    TESSERA_TRY(touchWorker(c, t, worker_id, token, now));
     auto w = exec(c, t,
-                  "UPDATE workers SET last_seen = $1::float8 WHERE id = $2 AND token = $3"
-                  " RETURNING target, arch, units, model",
-                  num(now), worker_id, token);
+                  "SELECT target, arch, units, model, slots,"
+                  " (SELECT count(*) FROM job_items WHERE worker_id = $1 AND state = 'leased'"
+                  "  AND lease_expires >= $3::float8),"
+                  " (SELECT count(*) FROM job_items i JOIN workers o ON o.id = i.worker_id WHERE o.token = $2"
+                  "  AND i.state = 'leased' AND i.lease_expires >= $3::float8)"
+                  " FROM workers WHERE id = $1",
+                  worker_id, token, num(now));
     if (w.empty()) return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
     const std::string target = asText(w[0][0]), arch = asText(w[0][1]), model = asText(w[0][3]);
     const std::string units = asText(w[0][2]);
+    const int budget = leaseBudget(max_items, asInt(w[0][4]), asInt(w[0][5]), asInt(w[0][6]), p);
     // Candidates in submission order, this worker's own unanswered leases first. SKIP LOCKED: an
     // item another replica's transaction is leasing or reporting right now is not waited for.
     auto cands = exec(c, t,
-                      "SELECT i.job_id, i.item, i.payload, i.state, i.worker_id, i.attempts, i.lost_workers"
+                      "SELECT i.job_id, i.item, i.payload, i.state, i.worker_id, i.attempts, i.lost_workers,"
+                      " coalesce((SELECT h.token FROM workers h WHERE h.id = i.worker_id), ''), i.lost_tokens,"
+                      " i.refused_by, i.lease_expires < $6::float8, $6::float8 - i.leased_at"
                       " FROM job_items i JOIN jobs j ON j.id = i.job_id"
                       " WHERE j.state = 'open' AND j.target = $1 AND j.arch = $2 AND j.units = $3::bigint"
                       " AND (j.model = '' OR j.model = $4)"
                       " AND (i.state = 'queued' OR (i.state = 'leased' AND (i.lease_expires < $6::float8"
-                      " OR i.worker_id = $5)))"
-                      " ORDER BY (i.state = 'leased' AND i.worker_id = $5) DESC, j.seq, i.item LIMIT $7::bigint"
-                      " FOR UPDATE OF i SKIP LOCKED",
-                      target, arch, units, model, worker_id, num(now), std::to_string(max_items + 64));
+                      " OR i.worker_id = $5 OR (i.leased_at > 0 AND i.leased_at < $6::float8 - $8::float8))))"
+                      " ORDER BY (i.state = 'leased' AND i.worker_id = $5) DESC,"
+                      " (i.state = 'leased' AND i.worker_id != $5 AND i.lease_expires >= $6::float8) ASC, j.seq, i.item"
+                      " LIMIT $7::bigint FOR UPDATE OF i SKIP LOCKED",
+                      target, arch, units, model, worker_id, num(now), std::to_string(budget + 64), num(p.steal_after_s));
     std::vector<std::string> job_ids;
     for (const auto& row : cands) {
-      const std::string job_id = asText(row[0]), payload = asText(row[2]), state = asText(row[3]);
-      const std::string holder = asText(row[4]);
-      const int64_t item = asInt(row[1]), attempts_so_far = asInt(row[5]);
-      const bool mine = state == "leased" && holder == worker_id;
-      const bool taken_over = state == "leased" && !mine;  // its holder's lease expired
-      std::string lost = asText(row[6]);
-      if (taken_over) lost += (lost.empty() ? "" : ",") + holder;
-      if (taken_over && attempts_so_far >= p.max_attempts) {
+      const std::string job_id = asText(row[0]), payload = asText(row[2]);
+      const int64_t item = asInt(row[1]);
+      LeaseCandidate cand;
+      cand.state = asText(row[3]);
+      cand.holder = asText(row[4]);
+      cand.attempts = asInt(row[5]);
+      cand.lost_workers = asText(row[6]);
+      cand.holder_token = asText(row[7]);
+      cand.lost_tokens = asText(row[8]);
+      cand.refused_by = asText(row[9]);
+      cand.expired = row[10].as<bool>();
+      cand.held_s = asDouble(row[11]);
+      const LeaseStep step = leaseStep(cand, worker_id, token, asInt(w[0][5]), p);
+      if (step.kind == LeaseStep::Skip) continue;
+      if (step.kind == LeaseStep::GiveUp) {
         exec(c, t,
-             "UPDATE job_items SET state = 'done', worker_id = '', result = $1, lost_workers = $2"
-             " WHERE job_id = $3 AND item = $4::bigint",
-             lostItemResult(attempts_so_far, lost), lost, job_id, std::to_string(item));
+             "UPDATE job_items SET state = 'done', worker_id = '', result = $1, lost_workers = $2, lost_tokens = $3"
+             " WHERE job_id = $4 AND item = $5::bigint",
+             lostItemResult(step.attempts, step.lost_workers), step.lost_workers, step.lost_tokens, job_id,
+             std::to_string(item));
         itemDone(c, t, job_id, now);
         continue;
       }
-      if (static_cast<int>(out.items.size()) >= max_items) continue;
-      const int64_t attempts = mine ? attempts_so_far : attempts_so_far + 1;
+      if (static_cast<int>(out.items.size()) >= budget) continue;
       exec(c, t,
-           "UPDATE job_items SET state = 'leased', worker_id = $1, lease_expires = $2::float8, attempts = $3::bigint,"
-           " lost_workers = $4 WHERE job_id = $5 AND item = $6::bigint",
-           worker_id, num(now + p.lease_s), std::to_string(attempts), lost, job_id, std::to_string(item));
-      out.items.push_back({job_id, item, payload, attempts});
+           "UPDATE job_items SET state = 'leased', worker_id = $1, attempts = $2::bigint, lost_workers = $3,"
+           " lost_tokens = $4,"
+           " leased_at = CASE WHEN $5::boolean AND leased_at > 0 THEN leased_at ELSE $6::float8 END,"
+           " lease_expires = least($6::float8 + $7::float8,"
+           "   (CASE WHEN $5::boolean AND leased_at > 0 THEN leased_at ELSE $6::float8 END) + $8::float8)"
+           " WHERE job_id = $9 AND item = $10::bigint",
+           worker_id, std::to_string(step.attempts), step.lost_workers, step.lost_tokens,
+           std::string(step.mine ? "true" : "false"), num(now), num(p.lease_s), num(p.max_hold_s), job_id,
+           std::to_string(item));
+      out.items.push_back({job_id, item, payload, step.attempts});
       if (std::find(job_ids.begin(), job_ids.end(), job_id) == job_ids.end()) job_ids.push_back(job_id);
     }
     for (const std::string& id : job_ids) {
@@ -249,10 +305,7 @@ Expected<ReportResult> PgStore::report(const ItemReport& r, const PutOptions& pu
     // Records commit in id order (pg_store_impl.h); taken first, before any row lock.
     if (r.record) exec(c, t, "SELECT pg_advisory_xact_lock($1::bigint)", std::to_string(kRecordWriteLock));
     const double now = dbNow(c, t);
-    if (exec(c, t, "UPDATE workers SET last_seen = $1::float8 WHERE id = $2 AND token = $3", num(now), r.worker_id,
-             r.token)
-            .affected_rows() == 0)
-      return makeError(ErrorCode::NotFound, "unknown worker " + r.worker_id);
+    TESSERA_TRY(touchWorker(c, t, r.worker_id, r.token, now));
     auto item = exec(c, t,
                      "SELECT state, worker_id, record_id FROM job_items WHERE job_id = $1 AND item = $2::bigint"
                      " FOR UPDATE",
@@ -277,6 +330,67 @@ Expected<ReportResult> PgStore::report(const ItemReport& r, const PutOptions& pu
   });
   if (!s.ok()) return s.takeError();
   return res;
+}
+
+Expected<ReportOutcome> PgStore::refuse(const ItemReport& r, const QueuePolicy& p) {
+  ReportOutcome outcome = ReportOutcome::NotLeased;
+  Status s = runTx(pool_, TxKind::Write, [&](Conn& c, pqxx::transaction_base& t) -> Status {
+    const double now = dbNow(c, t);
+    TESSERA_TRY(touchWorker(c, t, r.worker_id, r.token, now));
+    auto item = exec(c, t,
+                     "SELECT i.state, i.worker_id, i.record_id, i.refused_by, j.target, j.arch, j.units, j.model"
+                     " FROM job_items i JOIN jobs j ON j.id = i.job_id WHERE i.job_id = $1 AND i.item = $2::bigint"
+                     " FOR UPDATE OF i",
+                     r.job_id, std::to_string(r.item));
+    if (item.empty()) return makeError(ErrorCode::NotFound, "no item " + std::to_string(r.item) + " in job " + r.job_id);
+    const std::string refused_by = asText(item[0][3]);
+    if (auto settled = settledReport(asText(item[0][0]), asText(item[0][1]), r.worker_id, asInt(item[0][2]))) {
+      outcome = settled->outcome;
+      return {};
+    }
+    int64_t others = 0;
+    for (const auto& row : exec(c, t,
+                                "SELECT id FROM workers WHERE target = $1 AND arch = $2 AND units = $3::bigint"
+                                " AND ($4 = '' OR model = $4) AND last_seen >= $5::float8 AND quarantined = ''"
+                                " AND id != $6",
+                                asText(item[0][4]), asText(item[0][5]), asText(item[0][6]), asText(item[0][7]),
+                                num(now - p.worker_ttl_s), r.worker_id))
+      others += listHas(refused_by, asText(row[0])) ? 0 : 1;
+    const RefusalStep step = refusalStep(refused_by, r.worker_id, others, p);
+    if (step.finished) {
+      exec(c, t, "UPDATE job_items SET state = 'done', result = $1, refused_by = $2 WHERE job_id = $3 AND item = $4::bigint",
+           r.result, step.refused_by, r.job_id, std::to_string(r.item));
+      itemDone(c, t, r.job_id, now);
+    } else {
+      exec(c, t,
+           "UPDATE job_items SET state = 'queued', worker_id = '', lease_expires = 0, refused_by = $1"
+           " WHERE job_id = $2 AND item = $3::bigint",
+           step.refused_by, r.job_id, std::to_string(r.item));
+    }
+    outcome = ReportOutcome::Recorded;
+    return {};
+  });
+  if (!s.ok()) return s.takeError();
+  return outcome;
+}
+
+Expected<std::vector<int64_t>> PgStore::quarantineWorker(const std::string& worker_id, const std::string& why) {
+  std::vector<int64_t> records;
+  Status s = runTx(pool_, TxKind::Write, [&](Conn& c, pqxx::transaction_base& t) -> Status {
+    records.clear();
+    if (exec(c, t, "UPDATE workers SET quarantined = $1 WHERE id = $2", why.empty() ? std::string("quarantined") : why,
+             worker_id)
+            .affected_rows() == 0)
+      return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
+    exec(c, t, "UPDATE job_items SET state = 'queued', worker_id = '', lease_expires = 0 WHERE worker_id = $1 AND state = 'leased'",
+         worker_id);
+    for (const auto& row : exec(c, t, "SELECT record_id FROM job_items WHERE worker_id = $1 AND state = 'done' AND record_id != 0",
+                                worker_id))
+      records.push_back(asInt(row[0]));
+    return {};
+  });
+  if (!s.ok()) return s.takeError();
+  return records;
 }
 
 Expected<std::optional<JobView>> PgStore::job(const std::string& job_id, const QueuePolicy& p) {

@@ -49,6 +49,7 @@ Expected<Record> PgStore::readRow(const pqxx::row& row) const {
   r.writer = asText(row[33]);
   r.received_at = asText(row[34]);
   r.quarantined = asInt(row[35]) != 0;
+  r.trust = static_cast<Trust>(std::clamp<int64_t>(asInt(row[36]), -1, 2));
   r.stale = staleAgainst(r.provenance, opts_.current);
   return r;
 }
@@ -97,10 +98,10 @@ Expected<ServedRecordPtr> PgStore::bestMatching(std::string_view key_id, const P
   static const std::string q =
       std::string("SELECT ") + kRecordColumns +
       " FROM records r JOIN keys k ON k.key_id = r.key_id"
-      " WHERE r.key_id = $1 AND r.status = 'ok' AND r.quarantined = 0"
+      " WHERE r.key_id = $1 AND " + kCandidateSql +
       " AND ($2 = '' OR r.tessera_version = $2) AND ($3 = '' OR r.llvm_version = $3)"
       " AND ($4 = '' OR r.cuda_version = $4) AND ($5 = '' OR r.cpu_model = $5)"
-      " ORDER BY r.remeasured DESC, r.median_us ASC, r.id ASC LIMIT 1";
+      " ORDER BY " + kWinnerOrderSql + " LIMIT 1";
   TESSERA_ASSIGN(auto rows, readRecords(q, {std::string(key_id), want.tessera_version, want.llvm_version,
                                             want.cuda_version, want.cpu_model}));
   if (rows.empty()) return ServedRecordPtr{};

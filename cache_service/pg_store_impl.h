@@ -30,7 +30,7 @@ namespace tessera::cache::pg {
 inline constexpr int64_t kSchemaLock = 0x5453535200000001LL;
 inline constexpr int64_t kRecordWriteLock = 0x5453535200000002LL;
 
-inline constexpr int kPgSchemaVersion = 1;
+inline constexpr int kPgSchemaVersion = 2;
 
 // One pooled connection and the statements prepared on it.
 struct Conn {
@@ -98,7 +98,7 @@ class PgStore final : public RecordStore, public JobQueue {
   Expected<std::vector<PutResult>> put(std::span<const Record> records, const PutOptions& opts) override;
   Expected<ServedRecordPtr> best(std::string_view key_id) override;
   Expected<ServedRecordPtr> bestMatching(std::string_view key_id, const Provenance& want) override;
-  Expected<int64_t> administer(const RecordSelector& sel, AdminAction action) override;
+  Expected<int64_t> administer(const RecordSelector& sel, AdminAction action, double agree_factor) override;
   Expected<ListPage> list(const ListQuery& q) override;
   Expected<KernelPage> kernels(const KernelQuery& q) override;  // pg_kernels.cpp
   Expected<std::vector<NearestMatch>> nearest(const HardKey& key, int limit) override;
@@ -111,13 +111,15 @@ class PgStore final : public RecordStore, public JobQueue {
   JobQueue* jobs() override { return this; }
 
   // --- the job queue (pg_jobs.cpp): leases take items with FOR UPDATE SKIP LOCKED ---
-  Status registerWorker(const WorkerInfo& w) override;
+  Status registerWorker(const WorkerInfo& w, const QueuePolicy& p) override;
   Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) override;
   Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) override;
   Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) override;
   Expected<Lease> lease(const std::string& worker_id, const std::string& token, int max_items,
                         const QueuePolicy& p) override;
   Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) override;
+  Expected<ReportOutcome> refuse(const ItemReport& r, const QueuePolicy& p) override;
+  Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) override;
   Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) override;
   Expected<bool> cancel(const std::string& job_id) override;
   Expected<int64_t> purge(double keep_finished_s, double max_open_s) override;
@@ -131,7 +133,10 @@ class PgStore final : public RecordStore, public JobQueue {
 
  private:
   PgStore(const std::string& url, const EngineOptions& o) : pool_(url, o.max_connections, 30), opts_(o) {}
-  Status recomputeWinner(Conn& c, pqxx::transaction_base& t, const std::string& key_id);
+  // The key's best candidate (trust.h) becomes its winner; returns it (0: none).
+  int64_t recomputeWinner(Conn& c, pqxx::transaction_base& t, const std::string& key_id);
+  // Settles the trust of every config of a key again (after an admin action).
+  void resettleKey(Conn& c, pqxx::transaction_base& t, const std::string& key_id, double agree_factor);
   Expected<std::vector<Record>> readRecords(const std::string& sql, const std::vector<std::string>& params);
 
   Pool pool_;
@@ -145,7 +150,7 @@ inline constexpr const char* kRecordColumns =
     "r.tessera_version, r.llvm_version, r.cuda_version, r.cpu_model, r.host, r.user_name, r.created_at, "
     "r.config, r.status, r.n, r.median_us, r.p20_us, r.p80_us, r.gflops, r.gbps, r.peak_fraction, "
     "r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds, r.remeasured, r.estimator, r.bound, "
-    "r.writer, r.received_at, r.quarantined";
+    "r.writer, r.received_at, r.quarantined, r.trust";
 
 // The database clock, as the queue's seconds since the epoch and as a record's received_at: one
 // clock for every replica, whatever their machines' clocks say.

@@ -158,14 +158,14 @@ Status checkPlausible(const Record& r, const std::string& path, const Plausibili
     // All samples together cannot have taken more than a day.
     if (static_cast<double>(r.n) * r.median_us > 86400e6)
       return bad(rp, "n", std::to_string(r.n) + " samples of " + num(r.median_us) + " us take more than a day");
-    if (auto bound = rooflineBoundUs(r.key); bound && r.p20_us * o.roofline_margin < *bound) {
+    if (auto bound = rooflineBoundUs(r.key, r.config); bound && r.p20_us * o.roofline_margin < *bound) {
       const bool median = r.median_us * o.roofline_margin < *bound;
       return bad(rp, median ? "median_us" : "p20_us",
                  num(median ? r.median_us : r.p20_us) + " us is faster than the roofline bound of " + num(*bound) +
                      " us for " + r.key.family + " " + formatShape(r.key.shape) + " " + r.key.dtype + " on " +
                      r.key.target + " (" + std::to_string(r.key.units) + " units)");
     }
-    if (auto peaks = peaksOf(r.key)) {
+    if (auto peaks = peaksOf(r.key, r.config)) {
       const double top = std::max({peaks->gflops_f32, peaks->gflops_f16, peaks->gflops_bf16}) * o.roofline_margin;
       if (r.gflops > top) return bad(rp, "gflops", num(r.gflops) + " is above the target's peak");
       if (r.gbps > peaks->gbs * o.roofline_margin) return bad(rp, "gbps", num(r.gbps) + " is above the target's bandwidth");

@@ -62,16 +62,17 @@ Status finalizeRecord(Record& r) {
 
 std::string fingerprint(const Record& r) {
   nlohmann::json j = recordToJson(r);
-  for (const char* assigned : {"id", "stale", "writer", "received_at", "quarantined"}) j.erase(assigned);
+  for (const char* assigned : {"id", "stale", "writer", "received_at", "quarantined", "trust"}) j.erase(assigned);
   return sha256Hex(dumpJson(j));
 }
 
-bool isWinnerCandidate(const Record& r) { return r.status == RecordStatus::Ok; }
+bool isWinnerCandidate(const Record& r) { return r.status == RecordStatus::Ok && r.trust != Trust::Refuted; }
 
 bool isBetter(const Record& a, const Record& b) {
   if (!isWinnerCandidate(a)) return false;
   if (!isWinnerCandidate(b)) return true;
-  if (a.remeasured != b.remeasured) return a.remeasured;
+  const int ra = *winnerRank(a.trust, a.remeasured), rb = *winnerRank(b.trust, b.remeasured);
+  if (ra != rb) return ra > rb;
   return a.median_us < b.median_us;
 }
 
@@ -157,6 +158,23 @@ bool isUtcTimestamp(std::string_view s) {
   };
   return num(0, 4, 1970, 9999) && num(5, 2, 1, 12) && num(8, 2, 1, 31) && num(11, 2, 0, 23) &&
          num(14, 2, 0, 59) && num(17, 2, 0, 60);
+}
+
+bool jsonValuesWithin(std::string_view text, size_t max) {
+  // Every value but the first follows a ',', a ':', a '[' or a '{' outside a string.
+  size_t values = 1;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if ((c == ',' || c == ':' || c == '[' || c == '{') && ++values > max) return false;
+  }
+  return true;
 }
 
 bool jsonDepthWithin(std::string_view text, int max_depth) {

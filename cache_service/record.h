@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache_service/trust.h"
 #include "support/status.h"
 
 namespace tessera::cache {
@@ -70,6 +71,10 @@ struct Record {
   std::string writer;        // name of the token that stored it on a service ("" locally)
   std::string received_at;   // when the store received it (UTC, created_at format)
   bool quarantined = false;  // set aside by an admin: kept, never served or a winner
+  // Whose word the record stands on (trust.h): a claim until another identity's measurement of
+  // the same key and config agrees with it (confirmed), or contradicts it (refuted); vouched when
+  // an admin pinned it or the store's own machine measured it. The store's to decide.
+  Trust trust = Trust::Claim;
 };
 
 // Canonical text of a hard key and its SHA-256 (the key_id). Stable across versions: changing
@@ -86,10 +91,11 @@ Status finalizeRecord(Record& r);
 // same measurement, which makes imports and retried submissions idempotent.
 std::string fingerprint(const Record& r);
 
-// "Better" = status ok, then re-measured before single measurements, then a lower median;
-// non-ok records are never better than anything. This is the winner rule of every store.
+// "Better" = a winner candidate, then winnerRank (trust.h: confirmed before claims, then
+// re-measured before single measurements), then a lower median; non-candidates are never better
+// than anything. This is the winner rule of every store.
 bool isBetter(const Record& a, const Record& b);
-bool isWinnerCandidate(const Record& r);  // status ok
+bool isWinnerCandidate(const Record& r);  // status ok and not refuted
 
 // Toolchain triple compared for staleness (tessera, LLVM, CUDA/ROCm versions).
 std::string toolchainOf(const Provenance& p);
@@ -125,5 +131,11 @@ inline constexpr int kMaxJsonDepth = 32;
 // Rejects JSON text nested deeper than max_depth without parsing it (deep nesting is how a
 // recursive parser or destructor is made to overflow its stack).
 bool jsonDepthWithin(std::string_view text, int max_depth);
+// The parsed tree of a JSON text costs about 50 bytes per value: "1,1,1,..." makes 22 bytes of
+// memory of every byte of text. No request of the API needs this many values (1000 records are
+// about 40,000), so parseJson refuses more before it builds anything.
+inline constexpr size_t kMaxJsonValues = 500'000;
+// Counts the values of a JSON text (without parsing it) up to `max`; false when there are more.
+bool jsonValuesWithin(std::string_view text, size_t max);
 
 }  // namespace tessera::cache

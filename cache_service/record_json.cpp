@@ -124,6 +124,8 @@ Expected<json> parseJson(std::string_view text, int max_depth) {
   if (!jsonDepthWithin(text, max_depth))
     return makeError(ErrorCode::ParseError,
                      "JSON nested deeper than " + std::to_string(max_depth) + " levels");
+  if (!jsonValuesWithin(text, kMaxJsonValues))
+    return makeError(ErrorCode::ParseError, "more than " + std::to_string(kMaxJsonValues) + " JSON values");
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return makeError(ErrorCode::ParseError, "malformed JSON");
   return j;
@@ -168,6 +170,8 @@ json recordToJson(const Record& r) {
   if (!r.writer.empty()) j["writer"] = r.writer;
   if (!r.received_at.empty()) j["received_at"] = r.received_at;
   if (r.quarantined) j["quarantined"] = true;
+  // A stored record says whose word it stands on (trust.h); a record built in code has no store yet.
+  if (r.id) j["trust"] = trustName(r.trust);
   return j;
 }
 
@@ -267,9 +271,9 @@ Status validateRecord(const Record& r, const std::string& path) {
 Expected<Record> recordFromJson(const json& j, const std::string& path) {
   TESSERA_TRY(requireObject(j, path,
                             {"id", "key_id", "key", "provenance", "config", "status", "result", "stale", "estimate",
-                             "writer", "received_at", "quarantined"}));
+                             "writer", "received_at", "quarantined", "trust"}));
   Record r;
-  // id, stale, writer, received_at and quarantined belong to the store that produced the record:
+  // id, stale, writer, received_at, quarantined and trust belong to the store that produced the record:
   // read back for the caller's information (so exports re-import and clients see them); stores
   // assign their own and never take these from a client.
   TESSERA_TRY(getInt(j, "id", path, r.id, false));
@@ -285,6 +289,11 @@ Expected<Record> recordFromJson(const json& j, const std::string& path) {
   TESSERA_TRY(getString(j, "received_at", path, r.received_at, false));
   if (!r.received_at.empty() && !isUtcTimestamp(r.received_at))
     return bad(join(path, "received_at"), "expected a UTC time like 2025-01-31T12:00:00Z");
+  if (auto it = j.find("trust"); it != j.end()) {
+    auto t = it->is_string() ? parseTrust(it->get_ref<const std::string&>()) : std::nullopt;
+    if (!t) return bad(join(path, "trust"), "expected refuted, claim, confirmed or vouched");
+    r.trust = *t;
+  }
 
   auto key = j.find("key");
   if (key == j.end()) return bad(join(path, "key"), "missing");

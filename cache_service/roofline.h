@@ -21,7 +21,8 @@ struct TargetPeaks {
   double gflops_f32 = 0, gflops_f16 = 0, gflops_bf16 = 0;
   double gbs = 0;  // bytes a kernel may touch per second (cache-resident data included)
 };
-std::optional<TargetPeaks> peaksOf(const HardKey& k);  // nullopt: a target the table does not know
+// `config`: the record's (canonical JSON); a host GEMM of the amx schedule may claim AMX's peak.
+std::optional<TargetPeaks> peaksOf(const HardKey& k, std::string_view config = "");  // nullopt: unknown target
 
 struct MinimumWork {
   double flops = 0;  // arithmetic any implementation must do
@@ -31,7 +32,7 @@ std::optional<MinimumWork> minimumWork(const HardKey& k);  // nullopt: a family 
 
 // The roofline bound in microseconds (max of FLOPs over peak and bytes over bandwidth); nullopt
 // when the family or the target is unknown.
-std::optional<double> rooflineBoundUs(const HardKey& k);
+std::optional<double> rooflineBoundUs(const HardKey& k, std::string_view config = "");
 
 // The fastest product of a chip per SM/CU (GFLOP/s) and its DRAM bandwidth, for the test that keeps
 // them equal to the product table (targets/gpu_skus.h); nullopt for a chip the table lacks.

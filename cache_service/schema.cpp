@@ -139,7 +139,32 @@ CREATE TABLE job_items(
 CREATE INDEX job_items_by_worker ON job_items(worker_id, state);
 )sql";
 
-constexpr const char* kMigrations[] = {kMigrationV1, kMigrationV2, kMigrationV3, kMigrationV4, kMigrationV5};
+// Version 6: the trust of measurements (issue 25, trust.h). Every record holds its trust: what a
+// machine stored itself (writer '': a tuner's local store, and service records older than writers)
+// is vouched for; everything else starts as a claim and is settled when its key and config next
+// get a record. Keys rank their winner (winner_rank: confirmed before claims, then re-measured);
+// the winners are recomputed under the new order. Workers can be quarantined (their lies were
+// caught); an item's leases record when they began (a heartbeat renews one only so long), the
+// tokens whose workers lost it and the workers that refused it.
+constexpr const char* kMigrationV6 = R"sql(
+ALTER TABLE records ADD COLUMN trust INTEGER NOT NULL DEFAULT 0;
+UPDATE records SET trust = 2 WHERE writer = '';
+CREATE INDEX records_by_key_config ON records(key_id, config);
+ALTER TABLE keys ADD COLUMN winner_rank INTEGER NOT NULL DEFAULT 0;
+UPDATE keys SET winner_id = (SELECT r.id FROM records r WHERE r.key_id = keys.key_id AND r.status = 'ok'
+  AND r.quarantined = 0 AND r.trust >= 0
+  ORDER BY ((CASE WHEN r.trust > 0 THEN 2 ELSE 0 END) + r.remeasured) DESC, r.median_us ASC, r.id ASC LIMIT 1);
+UPDATE keys SET winner_median_us = (SELECT median_us FROM records WHERE id = keys.winner_id),
+  winner_rank = coalesce((SELECT (CASE WHEN trust > 0 THEN 2 ELSE 0 END) + remeasured FROM records
+                          WHERE id = keys.winner_id), 0);
+ALTER TABLE workers ADD COLUMN quarantined TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_items ADD COLUMN leased_at REAL NOT NULL DEFAULT 0;
+ALTER TABLE job_items ADD COLUMN lost_tokens TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_items ADD COLUMN refused_by TEXT NOT NULL DEFAULT '';
+)sql";
+
+constexpr const char* kMigrations[] = {kMigrationV1, kMigrationV2, kMigrationV3, kMigrationV4, kMigrationV5,
+                                       kMigrationV6};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

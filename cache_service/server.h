@@ -36,6 +36,8 @@ struct ServerOptions {
   // jobs are kept (their records stay) and open ones may wait.
   QueuePolicy queue;
   double keep_finished_jobs_s = 3600, max_open_job_s = 86400;
+  // Two measurements of a config by different identities agree within this factor (trust.h).
+  double agree_factor = kDefaultAgreeFactor;
   // The web dashboard (dashboard.h): its pages, and the comparison across targets, which the
   // `tessera` binary supplies when it is built with the compiler.
   bool serve_ui = true;

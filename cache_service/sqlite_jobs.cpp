@@ -13,7 +13,7 @@ namespace {
 constexpr const char* kWorkerColumns =
     "w.id, w.token, w.target, w.arch, w.units, w.model, w.device, w.host, w.tessera_version, w.llvm_version,"
     " w.toolkit_version, w.driver_version, w.slots, w.registered_at, w.last_seen,"
-    " (SELECT count(*) FROM job_items i WHERE i.worker_id = w.id AND i.state = 'leased')";
+    " (SELECT count(*) FROM job_items i WHERE i.worker_id = w.id AND i.state = 'leased'), w.quarantined";
 
 WorkerInfo workerRow(const sql::Stmt& st, double now, const QueuePolicy& p) {
   WorkerInfo w;
@@ -33,7 +33,8 @@ WorkerInfo workerRow(const sql::Stmt& st, double now, const QueuePolicy& p) {
   w.registered_at = st.f64(13);
   w.last_seen = st.f64(14);
   w.leased = st.i64(15);
-  w.live = w.last_seen >= now - p.worker_ttl_s;
+  w.quarantined = st.text(16);
+  w.live = w.last_seen >= now - p.worker_ttl_s && w.quarantined.empty();
   return w;
 }
 
@@ -63,7 +64,7 @@ Expected<int64_t> liveWorkersFor(sql::Db& db, const HardKey& key, const std::str
                                  const QueuePolicy& p) {
   TESSERA_ASSIGN(sql::Stmt * st, db.cached(
       "SELECT count(*) FROM workers WHERE target = ? AND arch = ? AND units = ? AND (?4 = '' OR model = ?4)"
-      " AND last_seen >= ?5"));
+      " AND last_seen >= ?5 AND quarantined = ''"));
   sql::Use use(*st);
   st->bind(1, key.target).bind(2, key.arch).bind(3, key.units).bind(4, model).bind(5, now - p.worker_ttl_s);
   TESSERA_ASSIGN(bool row, st->step());
@@ -82,11 +83,43 @@ Status itemDone(sql::Db& db, const std::string& job_id, double now) {
   return st->run();
 }
 
+// Marks a worker of `token` as seen now; NotFound when the service does not know it (or it is
+// another token's), Unsupported when it was quarantined.
+Status touchWorker(sql::Db& db, const std::string& worker_id, const std::string& token, double now) {
+  TESSERA_ASSIGN(sql::Stmt * st, db.cached("UPDATE workers SET last_seen = ? WHERE id = ? AND token = ? RETURNING quarantined"));
+  sql::Use use(*st);
+  st->bind(1, now).bind(2, worker_id).bind(3, token);
+  TESSERA_ASSIGN(bool row, st->step());
+  if (!row) return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
+  if (!st->text(0).empty())
+    return makeError(ErrorCode::Unsupported, "worker " + worker_id + " is quarantined: " + st->text(0));
+  return {};
+}
+
 }  // namespace
 
-Status SqliteStore::registerWorker(const WorkerInfo& w) {
+Status SqliteStore::registerWorker(const WorkerInfo& w, const QueuePolicy& p) {
   return write([&](sql::Db& db, Touched&) -> Status {
     const double now = epochSeconds();
+    {
+      TESSERA_ASSIGN(sql::Stmt * st, db.cached("SELECT quarantined FROM workers WHERE id = ? AND token = ?"));
+      sql::Use use(*st);
+      st->bind(1, w.id).bind(2, w.token);
+      TESSERA_ASSIGN(bool row, st->step());
+      if (row && !st->text(0).empty())
+        return makeError(ErrorCode::Unsupported, "worker " + w.id + " is quarantined: " + st->text(0));
+    }
+    {
+      TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+          "SELECT count(*) FROM workers WHERE token = ? AND id != ? AND last_seen >= ? AND quarantined = ''"));
+      sql::Use use(*st);
+      st->bind(1, w.token).bind(2, w.id).bind(3, now - p.worker_ttl_s);
+      TESSERA_ASSIGN(bool row, st->step());
+      if (row && st->i64(0) >= p.max_workers_per_token)
+        return makeError(ErrorCode::RuntimeError, "token '" + w.token + "' already has " + std::to_string(st->i64(0)) +
+                                                      " live workers (at most " +
+                                                      std::to_string(p.max_workers_per_token) + ")");
+    }
     TESSERA_ASSIGN(sql::Stmt * st, db.cached(
         "INSERT INTO workers(id, token, target, arch, units, model, device, host, tessera_version, llvm_version,"
         " toolkit_version, driver_version, slots, registered_at, last_seen) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
@@ -110,17 +143,14 @@ Expected<int64_t> SqliteStore::heartbeat(const std::string& worker_id, const std
   int64_t renewed = 0;
   Status s = write([&](sql::Db& db, Touched&) -> Status {
     const double now = epochSeconds();
-    {
-      TESSERA_ASSIGN(sql::Stmt * st, db.cached("UPDATE workers SET last_seen = ? WHERE id = ? AND token = ?"));
-      sql::Use use(*st);
-      st->bind(1, now).bind(2, worker_id).bind(3, token);
-      TESSERA_TRY(st->run());
-      if (sqlite3_changes(db.handle()) == 0) return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
-    }
+    TESSERA_TRY(touchWorker(db, worker_id, token, now));
+    // Renewed for at most max_hold_s after the lease was taken: an item a worker holds without
+    // reporting goes back to the queue, however faithfully it beats.
     TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-        "UPDATE job_items SET lease_expires = ? WHERE worker_id = ? AND state = 'leased'"));
+        "UPDATE job_items SET lease_expires = min(?1, CASE WHEN leased_at > 0 THEN leased_at + ?2 ELSE ?1 END)"
+        " WHERE worker_id = ?3 AND state = 'leased'"));
     sql::Use use(*st);
-    st->bind(1, now + p.lease_s).bind(2, worker_id);
+    st->bind(1, now + p.lease_s).bind(2, p.max_hold_s).bind(3, worker_id);
     TESSERA_TRY(st->run());
     renewed = sqlite3_changes(db.handle());
     return {};
@@ -202,69 +232,94 @@ Expected<Lease> SqliteStore::lease(const std::string& worker_id, const std::stri
   Status s = write([&](sql::Db& db, Touched&) -> Status {
     out = Lease{};
     const double now = epochSeconds();
+    TESSERA_TRY(touchWorker(db, worker_id, token, now));
     std::string target, arch, model;
-    int64_t units = 0;
+    int64_t units = 0, slots = 1, held_by_worker = 0, held_by_token = 0;
     {
       TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-          "UPDATE workers SET last_seen = ? WHERE id = ? AND token = ? RETURNING target, arch, units, model"));
+          "SELECT target, arch, units, model, slots,"
+          " (SELECT count(*) FROM job_items WHERE worker_id = ?1 AND state = 'leased' AND lease_expires >= ?3),"
+          " (SELECT count(*) FROM job_items i JOIN workers o ON o.id = i.worker_id WHERE o.token = ?2"
+          "  AND i.state = 'leased' AND i.lease_expires >= ?3)"
+          " FROM workers WHERE id = ?1"));
       sql::Use use(*st);
-      st->bind(1, now).bind(2, worker_id).bind(3, token);
+      st->bind(1, worker_id).bind(2, token).bind(3, now);
       TESSERA_ASSIGN(bool row, st->step());
       if (!row) return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
       target = st->text(0);
       arch = st->text(1);
       units = st->i64(2);
       model = st->text(3);
+      slots = st->i64(4);
+      held_by_worker = st->i64(5);
+      held_by_token = st->i64(6);
     }
+    const int budget = leaseBudget(max_items, slots, held_by_worker, held_by_token, p);
     // Candidates in submission order, this worker's own unanswered leases first; items whose
     // leases expired too often are failed on the way and do not count.
-    struct Candidate {
-      std::string job_id, payload, state, holder, lost;
-      int64_t item, attempts;
-      bool expired;
+    struct Row {
+      std::string job_id, payload;
+      int64_t item;
+      LeaseCandidate c;
     };
-    std::vector<Candidate> cands;
+    std::vector<Row> cands;
     {
       TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-          "SELECT i.job_id, i.item, i.payload, i.state, i.worker_id, i.attempts, i.lost_workers, i.lease_expires < ?6"
-          " FROM job_items i JOIN jobs j ON j.id = i.job_id"
+          "SELECT i.job_id, i.item, i.payload, i.state, i.worker_id, i.attempts, i.lost_workers,"
+          " coalesce(h.token, ''), i.lost_tokens, i.refused_by, i.lease_expires < ?6, ?6 - i.leased_at"
+          " FROM job_items i JOIN jobs j ON j.id = i.job_id LEFT JOIN workers h ON h.id = i.worker_id"
           " WHERE j.state = 'open' AND j.target = ?1 AND j.arch = ?2 AND j.units = ?3 AND (j.model = '' OR j.model = ?4)"
-          " AND (i.state = 'queued' OR (i.state = 'leased' AND (i.lease_expires < ?6 OR i.worker_id = ?5)))"
-          " ORDER BY (i.state = 'leased' AND i.worker_id = ?5) DESC, j.seq, i.item LIMIT ?7"));
+          " AND (i.state = 'queued' OR (i.state = 'leased' AND (i.lease_expires < ?6 OR i.worker_id = ?5"
+          "  OR (i.leased_at > 0 AND i.leased_at < ?6 - ?8))))"
+          // Its own unanswered leases first, items held by other live workers (to take over) last.
+          " ORDER BY (i.state = 'leased' AND i.worker_id = ?5) DESC,"
+          " (i.state = 'leased' AND i.worker_id != ?5 AND i.lease_expires >= ?6) ASC, j.seq, i.item LIMIT ?7"));
       sql::Use use(*st);
       st->bind(1, target).bind(2, arch).bind(3, units).bind(4, model).bind(5, worker_id).bind(6, now);
-      st->bind(7, static_cast<int64_t>(max_items) + 64);
+      st->bind(7, static_cast<int64_t>(budget) + 64).bind(8, p.steal_after_s);
       for (;;) {
         TESSERA_ASSIGN(bool row, st->step());
         if (!row) break;
-        cands.push_back({st->text(0), st->text(2), st->text(3), st->text(4), st->text(6), st->i64(1), st->i64(5),
-                         st->i64(7) != 0});
+        Row r{st->text(0), st->text(2), st->i64(1), {}};
+        r.c.state = st->text(3);
+        r.c.holder = st->text(4);
+        r.c.attempts = st->i64(5);
+        r.c.lost_workers = st->text(6);
+        r.c.holder_token = st->text(7);
+        r.c.lost_tokens = st->text(8);
+        r.c.refused_by = st->text(9);
+        r.c.expired = st->i64(10) != 0;
+        r.c.held_s = st->f64(11);
+        cands.push_back(std::move(r));
       }
     }
     std::vector<std::string> job_ids;
-    for (const Candidate& c : cands) {
-      const bool mine = c.state == "leased" && c.holder == worker_id;
-      const bool taken_over = c.state == "leased" && !mine;  // its holder's lease expired
-      std::string lost = c.lost;
-      if (taken_over) lost += (lost.empty() ? "" : ",") + c.holder;
-      if (taken_over && c.attempts >= p.max_attempts) {
+    for (const Row& c : cands) {
+      const LeaseStep step = leaseStep(c.c, worker_id, token, held_by_worker, p);
+      if (step.kind == LeaseStep::Skip) continue;
+      if (step.kind == LeaseStep::GiveUp) {
         TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-            "UPDATE job_items SET state = 'done', worker_id = '', result = ?, lost_workers = ? WHERE job_id = ? AND item = ?"));
+            "UPDATE job_items SET state = 'done', worker_id = '', result = ?, lost_workers = ?, lost_tokens = ?"
+            " WHERE job_id = ? AND item = ?"));
         sql::Use use(*st);
-        st->bind(1, lostItemResult(c.attempts, lost)).bind(2, lost).bind(3, c.job_id).bind(4, c.item);
+        st->bind(1, lostItemResult(step.attempts, step.lost_workers)).bind(2, step.lost_workers);
+        st->bind(3, step.lost_tokens).bind(4, c.job_id).bind(5, c.item);
         TESSERA_TRY(st->run());
         TESSERA_TRY(itemDone(db, c.job_id, now));
         continue;
       }
-      if (static_cast<int>(out.items.size()) >= max_items) continue;
-      const int64_t attempts = mine ? c.attempts : c.attempts + 1;
+      if (static_cast<int>(out.items.size()) >= budget) continue;
       TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-          "UPDATE job_items SET state = 'leased', worker_id = ?, lease_expires = ?, attempts = ?, lost_workers = ?"
-          " WHERE job_id = ? AND item = ?"));
+          "UPDATE job_items SET state = 'leased', worker_id = ?1, attempts = ?2, lost_workers = ?3, lost_tokens = ?4,"
+          " leased_at = CASE WHEN ?5 AND leased_at > 0 THEN leased_at ELSE ?6 END,"
+          " lease_expires = min(?6 + ?7, CASE WHEN ?5 AND leased_at > 0 THEN leased_at ELSE ?6 END + ?8)"
+          " WHERE job_id = ?9 AND item = ?10"));
       sql::Use use(*st);
-      st->bind(1, worker_id).bind(2, now + p.lease_s).bind(3, attempts).bind(4, lost).bind(5, c.job_id).bind(6, c.item);
+      st->bind(1, worker_id).bind(2, step.attempts).bind(3, step.lost_workers).bind(4, step.lost_tokens);
+      st->bind(5, int64_t(step.mine ? 1 : 0)).bind(6, now).bind(7, p.lease_s).bind(8, p.max_hold_s);
+      st->bind(9, c.job_id).bind(10, c.item);
       TESSERA_TRY(st->run());
-      out.items.push_back({c.job_id, c.item, c.payload, attempts});
+      out.items.push_back({c.job_id, c.item, c.payload, step.attempts});
       if (std::find(job_ids.begin(), job_ids.end(), c.job_id) == job_ids.end()) job_ids.push_back(c.job_id);
     }
     for (const std::string& id : job_ids) {
@@ -287,13 +342,7 @@ Expected<ReportResult> SqliteStore::report(const ItemReport& r, const PutOptions
   Status s = write([&](sql::Db& db, Touched& touched) -> Status {
     res = ReportResult{};
     const double now = epochSeconds();
-    {
-      TESSERA_ASSIGN(sql::Stmt * st, db.cached("UPDATE workers SET last_seen = ? WHERE id = ? AND token = ?"));
-      sql::Use use(*st);
-      st->bind(1, now).bind(2, r.worker_id).bind(3, r.token);
-      TESSERA_TRY(st->run());
-      if (sqlite3_changes(db.handle()) == 0) return makeError(ErrorCode::NotFound, "unknown worker " + r.worker_id);
-    }
+    TESSERA_TRY(touchWorker(db, r.worker_id, r.token, now));
     std::string state, holder;
     int64_t record_id = 0;
     {
@@ -328,6 +377,104 @@ Expected<ReportResult> SqliteStore::report(const ItemReport& r, const PutOptions
   });
   if (!s.ok()) return s.takeError();
   return res;
+}
+
+Expected<ReportOutcome> SqliteStore::refuse(const ItemReport& r, const QueuePolicy& p) {
+  ReportOutcome outcome = ReportOutcome::NotLeased;
+  Status s = write([&](sql::Db& db, Touched&) -> Status {
+    const double now = epochSeconds();
+    TESSERA_TRY(touchWorker(db, r.worker_id, r.token, now));
+    std::string state, holder, refused_by, target, arch, model;
+    int64_t record_id = 0, units = 0;
+    {
+      TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+          "SELECT i.state, i.worker_id, i.record_id, i.refused_by, j.target, j.arch, j.units, j.model"
+          " FROM job_items i JOIN jobs j ON j.id = i.job_id WHERE i.job_id = ? AND i.item = ?"));
+      sql::Use use(*st);
+      st->bind(1, r.job_id).bind(2, r.item);
+      TESSERA_ASSIGN(bool row, st->step());
+      if (!row) return makeError(ErrorCode::NotFound, "no item " + std::to_string(r.item) + " in job " + r.job_id);
+      state = st->text(0);
+      holder = st->text(1);
+      record_id = st->i64(2);
+      refused_by = st->text(3);
+      target = st->text(4);
+      arch = st->text(5);
+      units = st->i64(6);
+      model = st->text(7);
+    }
+    if (auto settled = settledReport(state, holder, r.worker_id, record_id)) {
+      outcome = settled->outcome;
+      return {};
+    }
+    int64_t others = 0;
+    {
+      TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+          "SELECT id FROM workers WHERE target = ? AND arch = ? AND units = ? AND (?4 = '' OR model = ?4)"
+          " AND last_seen >= ?5 AND quarantined = '' AND id != ?6"));
+      sql::Use use(*st);
+      st->bind(1, target).bind(2, arch).bind(3, units).bind(4, model).bind(5, now - p.worker_ttl_s);
+      st->bind(6, r.worker_id);
+      for (;;) {
+        TESSERA_ASSIGN(bool row, st->step());
+        if (!row) break;
+        others += listHas(refused_by, st->text(0)) ? 0 : 1;
+      }
+    }
+    const RefusalStep step = refusalStep(refused_by, r.worker_id, others, p);
+    if (step.finished) {
+      TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+          "UPDATE job_items SET state = 'done', result = ?, refused_by = ? WHERE job_id = ? AND item = ?"));
+      sql::Use use(*st);
+      st->bind(1, r.result).bind(2, step.refused_by).bind(3, r.job_id).bind(4, r.item);
+      TESSERA_TRY(st->run());
+      TESSERA_TRY(itemDone(db, r.job_id, now));
+    } else {
+      TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+          "UPDATE job_items SET state = 'queued', worker_id = '', lease_expires = 0, refused_by = ?"
+          " WHERE job_id = ? AND item = ?"));
+      sql::Use use(*st);
+      st->bind(1, step.refused_by).bind(2, r.job_id).bind(3, r.item);
+      TESSERA_TRY(st->run());
+    }
+    outcome = ReportOutcome::Recorded;
+    return {};
+  });
+  if (!s.ok()) return s.takeError();
+  return outcome;
+}
+
+Expected<std::vector<int64_t>> SqliteStore::quarantineWorker(const std::string& worker_id, const std::string& why) {
+  std::vector<int64_t> records;
+  Status s = write([&](sql::Db& db, Touched&) -> Status {
+    records.clear();
+    {
+      TESSERA_ASSIGN(sql::Stmt * st, db.cached("UPDATE workers SET quarantined = ? WHERE id = ?"));
+      sql::Use use(*st);
+      st->bind(1, why.empty() ? std::string("quarantined") : why).bind(2, worker_id);
+      TESSERA_TRY(st->run());
+      if (sqlite3_changes(db.handle()) == 0) return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
+    }
+    {
+      TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+          "UPDATE job_items SET state = 'queued', worker_id = '', lease_expires = 0 WHERE worker_id = ? AND state = 'leased'"));
+      sql::Use use(*st);
+      st->bind(1, worker_id);
+      TESSERA_TRY(st->run());
+    }
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+        "SELECT record_id FROM job_items WHERE worker_id = ? AND state = 'done' AND record_id != 0"));
+    sql::Use use(*st);
+    st->bind(1, worker_id);
+    for (;;) {
+      TESSERA_ASSIGN(bool row, st->step());
+      if (!row) break;
+      records.push_back(st->i64(0));
+    }
+    return {};
+  });
+  if (!s.ok()) return s.takeError();
+  return records;
 }
 
 Expected<std::optional<JobView>> SqliteStore::job(const std::string& job_id, const QueuePolicy& p) {

@@ -62,6 +62,7 @@ Expected<Record> rowToRecord(const sql::Stmt& st) {
   r.writer = st.text(34);
   r.received_at = st.text(35);
   r.quarantined = st.i64(36) != 0;
+  r.trust = static_cast<Trust>(std::clamp<int64_t>(st.i64(37), -1, 2));
   return r;
 }
 
@@ -151,10 +152,10 @@ Expected<ServedRecordPtr> SqliteStore::bestMatching(std::string_view key_id, con
   static const std::string q =
       std::string("SELECT ") + kRecordColumns +
       " FROM records r JOIN keys k ON k.key_id = r.key_id"
-      " WHERE r.key_id = ?1 AND r.status = 'ok' AND r.quarantined = 0"
+      " WHERE r.key_id = ?1 AND " + kCandidateSql +
       " AND (?2 = '' OR r.tessera_version = ?2) AND (?3 = '' OR r.llvm_version = ?3)"
       " AND (?4 = '' OR r.cuda_version = ?4) AND (?5 = '' OR r.cpu_model = ?5)"
-      " ORDER BY r.remeasured DESC, r.median_us ASC, r.id ASC LIMIT 1";
+      " ORDER BY " + kWinnerOrderSql + " LIMIT 1";
   TESSERA_ASSIGN(Reader rd, reader());
   TESSERA_ASSIGN(sql::Stmt * st, rd->cached(q));
   sql::Use use(*st);

@@ -27,8 +27,8 @@ inline constexpr const char* kRecordColumns =
     "r.tessera_version, r.llvm_version, r.cuda_version, r.cpu_model, r.host, r.user, r.created_at, "
     "r.config, r.status, r.n, r.median_us, r.p20_us, r.p80_us, r.gflops, r.gbps, r.peak_fraction, "
     "r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds, r.stale, r.remeasured, r.estimator, r.bound, "
-    "r.writer, r.received_at, r.quarantined";
-inline constexpr int kRecordColumnCount = 37;
+    "r.writer, r.received_at, r.quarantined, r.trust";
+inline constexpr int kRecordColumnCount = 38;
 // The row as stored; `stale` is the store's to compute (SqliteStore::readRow).
 Expected<Record> rowToRecord(const sql::Stmt& st);
 
@@ -41,7 +41,7 @@ class SqliteStore final : public RecordStore, public JobQueue {
                                        const PutOptions& opts) override;
   Expected<ServedRecordPtr> best(std::string_view key_id) override;
   Expected<ServedRecordPtr> bestMatching(std::string_view key_id, const Provenance& want) override;
-  Expected<int64_t> administer(const RecordSelector& sel, AdminAction action) override;
+  Expected<int64_t> administer(const RecordSelector& sel, AdminAction action, double agree_factor) override;
   Expected<ListPage> list(const ListQuery& q) override;
   Expected<KernelPage> kernels(const KernelQuery& q) override;  // sqlite_kernels.cpp
   Expected<std::vector<NearestMatch>> nearest(const HardKey& key, int limit) override;
@@ -55,13 +55,15 @@ class SqliteStore final : public RecordStore, public JobQueue {
   JobQueue* jobs() override { return this; }
 
   // --- the job queue (sqlite_jobs.cpp): writes go through the group commit (BEGIN IMMEDIATE) ---
-  Status registerWorker(const WorkerInfo& w) override;
+  Status registerWorker(const WorkerInfo& w, const QueuePolicy& p) override;
   Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) override;
   Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) override;
   Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) override;
   Expected<Lease> lease(const std::string& worker_id, const std::string& token, int max_items,
                         const QueuePolicy& p) override;
   Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) override;
+  Expected<ReportOutcome> refuse(const ItemReport& r, const QueuePolicy& p) override;
+  Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) override;
   Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) override;
   Expected<bool> cancel(const std::string& job_id) override;
   Expected<int64_t> purge(double keep_finished_s, double max_open_s) override;
@@ -105,9 +107,11 @@ class SqliteStore final : public RecordStore, public JobQueue {
   void commitGroup(std::vector<WriteJob*>& jobs);
   Expected<PutResult> putRecord(sql::Db& db, const Record& r, const PutOptions& opts, Touched& touched);
   Status applyIndex(sql::Db& db, const Touched& touched);
-  // Points the key at its best remaining ok, unquarantined record (none: no winner; no records
-  // left: the key row goes too).
-  Status recomputeWinner(sql::Db& db, const std::string& key_id);
+  // Points the key at its best remaining candidate (trust.h; none: no winner; no records left: the
+  // key row goes too) and returns it (0: none).
+  Expected<int64_t> recomputeWinner(sql::Db& db, const std::string& key_id);
+  // Settles the trust of every config of a key again (after an admin action).
+  Status resettleKey(sql::Db& db, const std::string& key_id, double agree_factor);
 
   std::string path_;
   SqliteStoreOptions opts_;

@@ -109,16 +109,37 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
     st.bind(5, static_cast<int64_t>(r.key.shape.size())).bind(6, r.key.dtype).bind(7, r.key.layout);
     st.bind(8, r.key.target).bind(9, r.key.arch).bind(10, r.key.units);
   };
+  const bool ok = r.status == RecordStatus::Ok;
 
-  // 0. A re-measurement is a second measurement of a config the key already holds; from an
-  // untrusted writer the claim alone proves nothing.
-  bool remeasured = r.remeasured;
-  if (remeasured && !opts.trust_remeasured) {
+  // 0. Who else measured this config of this key, and how fast (trust.h): the group the record
+  // joins. A re-measurement claim from an untrusted writer stands only on its own earlier
+  // measurement of the config.
+  std::vector<Measurement> group;
+  if (ok) {
     TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-        "SELECT 1 FROM records WHERE key_id = ? AND config = ? AND status = 'ok' AND quarantined = 0 LIMIT 1"));
+        "SELECT id, writer, median_us, trust FROM records WHERE key_id = ? AND config = ? AND status = 'ok'"
+        " AND quarantined = 0 ORDER BY id DESC LIMIT ?"));
     sql::Use use(*st);
-    st->bind(1, r.key_id).bind(2, r.config);
-    TESSERA_ASSIGN(remeasured, st->step());
+    st->bind(1, r.key_id).bind(2, r.config).bind(3, int64_t{kTrustGroupLimit});
+    for (;;) {
+      TESSERA_ASSIGN(bool row, st->step());
+      if (!row) break;
+      group.push_back({st->i64(0), st->text(1), st->f64(2), static_cast<Trust>(st->i64(3))});
+    }
+  }
+  bool remeasured = r.remeasured;
+  if (remeasured && !opts.trusted)
+    remeasured = std::any_of(group.begin(), group.end(), [&](const Measurement& m) { return m.writer == opts.writer; });
+  // The new record's trust and what it changes for the others (the new record's id is not known
+  // yet: -1 stands for it).
+  Trust mine = opts.trusted && ok ? Trust::Vouched : Trust::Claim;
+  std::vector<std::pair<int64_t, Trust>> others;
+  if (ok) {
+    group.push_back({-1, opts.writer, r.median_us, mine});
+    for (const auto& [id, t] : settleTrust(group, opts.agree_factor)) {
+      if (id == -1) mine = t;
+      else others.emplace_back(id, t);
+    }
   }
 
   // 1. The record itself; an identical one already stored makes this a duplicate.
@@ -127,8 +148,8 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
         "INSERT INTO records(key_id, fingerprint, status, config, n, median_us, p20_us, p80_us,"
         " gflops, gbps, peak_fraction, max_abs_err, max_rel_err, trials, tuning_seconds,"
         " tessera_version, llvm_version, cuda_version, cpu_model, host, user, created_at, pushed,"
-        " remeasured, estimator, bound, writer, received_at)"
-        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        " remeasured, estimator, bound, writer, received_at, trust)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
         " ON CONFLICT(fingerprint) DO NOTHING RETURNING id"));
     sql::Use use(*st);
     const Provenance& p = r.provenance;
@@ -139,41 +160,73 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
     st->bind(17, p.llvm_version).bind(18, p.cuda_version).bind(19, p.cpu_model).bind(20, p.host);
     st->bind(21, p.user).bind(22, p.created_at).bind(23, opts.outbox ? 0 : 1);
     st->bind(24, int64_t(remeasured ? 1 : 0)).bind(25, r.estimator).bind(26, r.bound);
-    st->bind(27, opts.writer).bind(28, utcNow());
+    st->bind(27, opts.writer).bind(28, utcNow()).bind(29, int64_t(static_cast<int>(mine)));
     TESSERA_ASSIGN(bool row, st->step());
     if (row) res.id = st->i64(0);
   }
   if (res.id == 0) {
-    TESSERA_ASSIGN(sql::Stmt * st, db.cached("SELECT id FROM records WHERE fingerprint = ?"));
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached("SELECT id, trust FROM records WHERE fingerprint = ?"));
     sql::Use use(*st);
     st->bind(1, fp);
     TESSERA_ASSIGN(bool row, st->step());
     if (!row) return makeError(ErrorCode::Internal, "duplicate record vanished");
     res.id = st->i64(0);
+    res.trust = static_cast<Trust>(st->i64(1));
     res.duplicate = true;
     return res;
   }
   res.remeasured = remeasured;
+  res.trust = mine;
+  for (const auto& [id, t] : others) {
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached("UPDATE records SET trust = ? WHERE id = ?"));
+    sql::Use use(*st);
+    st->bind(1, int64_t(static_cast<int>(t))).bind(2, id);
+    TESSERA_TRY(st->run());
+  }
 
-  // 2. Best-wins: one upsert creates the key row or moves its winner, and only ever to a strictly
-  // better record (isBetter: re-measured first, then the lower median). RETURNING yields a row
-  // only when this record became the winner. (Quarantined records never hold the winner: the
-  // admin action that quarantines recomputes it.)
-  if (isWinnerCandidate(r)) {
+  // 2. Best-wins. When the record changed the trust of others, the key's winner is recomputed;
+  // otherwise one upsert creates the key row or moves its winner, and only ever to a strictly
+  // better record (winner_rank, then the lower median). RETURNING yields a row only when this
+  // record became the winner. (Quarantined records never hold the winner: the admin action that
+  // quarantines recomputes it.)
+  const std::optional<int> rank = ok ? winnerRank(mine, remeasured) : std::nullopt;
+  if (!others.empty()) {
+    {
+      TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+          "INSERT INTO keys(key_id, family, workload, shape, rank, dtype, layout, target, arch, units)"
+          " VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key_id) DO NOTHING"));
+      sql::Use use(*st);
+      bindKey(*st);
+      TESSERA_TRY(st->run());
+    }
+    int64_t before = 0, changes = 0;
+    {
+      TESSERA_ASSIGN(sql::Stmt * st, db.cached("SELECT coalesce(winner_id, 0), winner_changes FROM keys WHERE key_id = ?"));
+      sql::Use use(*st);
+      st->bind(1, r.key_id);
+      TESSERA_ASSIGN(bool row, st->step());
+      if (row) {
+        before = st->i64(0);
+        changes = st->i64(1);
+      }
+    }
+    TESSERA_ASSIGN(int64_t after, recomputeWinner(db, r.key_id));
+    if (after != before) touched.insert(r.key_id);
+    if (after == res.id) res.outcome = before == 0 && changes == 0 ? PutOutcome::Inserted : PutOutcome::Improved;
+  } else if (rank) {
     TESSERA_ASSIGN(sql::Stmt * st, db.cached(
         "INSERT INTO keys(key_id, family, workload, shape, rank, dtype, layout, target, arch, units,"
-        " winner_id, winner_median_us, winner_remeasured, winner_changes)"
-        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,1)"
+        " winner_id, winner_median_us, winner_remeasured, winner_rank, winner_changes)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,1)"
         " ON CONFLICT(key_id) DO UPDATE SET winner_id = excluded.winner_id,"
         " winner_median_us = excluded.winner_median_us, winner_remeasured = excluded.winner_remeasured,"
-        " winner_changes = keys.winner_changes + 1"
-        " WHERE keys.winner_id IS NULL OR excluded.winner_remeasured > keys.winner_remeasured"
-        " OR (excluded.winner_remeasured = keys.winner_remeasured"
-        " AND excluded.winner_median_us < keys.winner_median_us)"
+        " winner_rank = excluded.winner_rank, winner_changes = keys.winner_changes + 1"
+        " WHERE keys.winner_id IS NULL OR excluded.winner_rank > keys.winner_rank"
+        " OR (excluded.winner_rank = keys.winner_rank AND excluded.winner_median_us < keys.winner_median_us)"
         " RETURNING winner_changes"));
     sql::Use use(*st);
     bindKey(*st);
-    st->bind(11, res.id).bind(12, r.median_us).bind(13, int64_t(remeasured ? 1 : 0));
+    st->bind(11, res.id).bind(12, r.median_us).bind(13, int64_t(remeasured ? 1 : 0)).bind(14, int64_t{*rank});
     TESSERA_ASSIGN(bool row, st->step());
     if (row) {
       res.outcome = st->i64(0) == 1 ? PutOutcome::Inserted : PutOutcome::Improved;
@@ -192,25 +245,28 @@ Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const P
   return res;
 }
 
-Status SqliteStore::recomputeWinner(sql::Db& db, const std::string& key_id) {
-  TESSERA_ASSIGN(sql::Stmt * pick, db.cached(
-      "SELECT id, median_us, remeasured FROM records WHERE key_id = ? AND status = 'ok' AND quarantined = 0"
-      " ORDER BY remeasured DESC, median_us ASC, id ASC LIMIT 1"));
+Expected<int64_t> SqliteStore::recomputeWinner(sql::Db& db, const std::string& key_id) {
+  static const std::string q = std::string("SELECT r.id, r.median_us, r.remeasured, ") + kRankSql +
+                               " FROM records r WHERE r.key_id = ? AND " + kCandidateSql + " ORDER BY " +
+                               kWinnerOrderSql + " LIMIT 1";
+  TESSERA_ASSIGN(sql::Stmt * pick, db.cached(q));
   sql::Use use(*pick);
   pick->bind(1, key_id);
   TESSERA_ASSIGN(bool found, pick->step());
   if (found) {
+    const int64_t id = pick->i64(0);
     TESSERA_ASSIGN(sql::Stmt * up, db.cached(
-        "UPDATE keys SET winner_id = ?, winner_median_us = ?, winner_remeasured = ?,"
-        " winner_changes = max(winner_changes, 1) WHERE key_id = ?"));
+        "UPDATE keys SET winner_changes = CASE WHEN winner_id IS ?1 THEN max(winner_changes, 1) ELSE winner_changes + 1 END,"
+        " winner_id = ?1, winner_median_us = ?2, winner_remeasured = ?3, winner_rank = ?4 WHERE key_id = ?5"));
     sql::Use use2(*up);
-    up->bind(1, pick->i64(0)).bind(2, pick->f64(1)).bind(3, pick->i64(2)).bind(4, key_id);
-    return up->run();
+    up->bind(1, id).bind(2, pick->f64(1)).bind(3, pick->i64(2)).bind(4, pick->i64(3)).bind(5, key_id);
+    TESSERA_TRY(up->run());
+    return id;
   }
   // No winner left: the next ok record is the key's first winner again ("inserted").
   TESSERA_ASSIGN(sql::Stmt * none, db.cached(
-      "UPDATE keys SET winner_id = NULL, winner_median_us = NULL, winner_remeasured = 0, winner_changes = 0"
-      " WHERE key_id = ?"));
+      "UPDATE keys SET winner_id = NULL, winner_median_us = NULL, winner_remeasured = 0, winner_rank = 0,"
+      " winner_changes = 0 WHERE key_id = ?"));
   sql::Use use3(*none);
   none->bind(1, key_id);
   TESSERA_TRY(none->run());
@@ -218,7 +274,31 @@ Status SqliteStore::recomputeWinner(sql::Db& db, const std::string& key_id) {
       "DELETE FROM keys WHERE key_id = ?1 AND NOT EXISTS (SELECT 1 FROM records WHERE key_id = ?1)"));
   sql::Use use4(*gone);
   gone->bind(1, key_id);
-  return gone->run();
+  TESSERA_TRY(gone->run());
+  return int64_t{0};
+}
+
+Status SqliteStore::resettleKey(sql::Db& db, const std::string& key_id, double agree_factor) {
+  std::vector<ConfigMeasurement> records;
+  {
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
+        "SELECT id, config, writer, median_us, trust FROM records WHERE key_id = ? AND status = 'ok'"
+        " AND quarantined = 0 ORDER BY id DESC LIMIT ?"));
+    sql::Use use(*st);
+    st->bind(1, key_id).bind(2, int64_t{kTrustKeyLimit});
+    for (;;) {
+      TESSERA_ASSIGN(bool row, st->step());
+      if (!row) break;
+      records.push_back({st->text(1), {st->i64(0), st->text(2), st->f64(3), static_cast<Trust>(st->i64(4))}});
+    }
+  }
+  for (const auto& [id, t] : settleKey(records, agree_factor)) {
+    TESSERA_ASSIGN(sql::Stmt * st, db.cached("UPDATE records SET trust = ? WHERE id = ?"));
+    sql::Use use(*st);
+    st->bind(1, int64_t(static_cast<int>(t))).bind(2, id);
+    TESSERA_TRY(st->run());
+  }
+  return {};
 }
 
 namespace {
@@ -242,12 +322,11 @@ std::string selectorWhere(const RecordSelector& sel, std::vector<std::string>& t
 }
 }  // namespace
 
-Expected<int64_t> SqliteStore::administer(const RecordSelector& sel, AdminAction action) {
+Expected<int64_t> SqliteStore::administer(const RecordSelector& sel, AdminAction action, double agree_factor) {
   if (sel.empty()) return int64_t{0};
   std::vector<std::string> texts;
   std::string where = selectorWhere(sel, texts);
-  if (action == AdminAction::Quarantine) where += " AND r.quarantined = 0";
-  if (action == AdminAction::Release) where += " AND r.quarantined = 1";
+  where += adminActionWhere(action);
   auto bindAll = [&](sql::Stmt& st) {
     for (size_t i = 0; i < texts.size(); ++i) st.bind(static_cast<int>(i + 1), texts[i]);
   };
@@ -270,17 +349,14 @@ Expected<int64_t> SqliteStore::administer(const RecordSelector& sel, AdminAction
         keys.push_back(st.text(0));
       }
     }
-    const std::string change = action == AdminAction::Delete ? "DELETE FROM records AS r WHERE " + where
-                               : action == AdminAction::Quarantine
-                                   ? "UPDATE records AS r SET quarantined = 1 WHERE " + where
-                                   : "UPDATE records AS r SET quarantined = 0 WHERE " + where;
     {
-      TESSERA_ASSIGN(sql::Stmt st, db.prepare(change));
+      TESSERA_ASSIGN(sql::Stmt st, db.prepare(adminActionSql(action) + where));
       bindAll(st);
       TESSERA_TRY(st.run());
       changed = sqlite3_changes(db.handle());
     }
     for (const std::string& key : keys) {
+      TESSERA_TRY(resettleKey(db, key, agree_factor));
       TESSERA_TRY(recomputeWinner(db, key));
       touched.insert(key);
     }

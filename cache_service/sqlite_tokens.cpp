@@ -18,14 +18,10 @@ class SqliteTokenStore final : public TokenStore {
     TESSERA_TRY(checkTokenName(name));
     TESSERA_ASSIGN(std::string secret, generateTokenSecret());
     TESSERA_ASSIGN(sql::Stmt st, db_->prepare(
-        "INSERT INTO tokens(name, hash, scope, created_at) VALUES(?,?,?,?)"
-        " ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, scope = excluded.scope,"
-        " created_at = excluded.created_at, revoked_at = NULL WHERE tokens.revoked_at IS NOT NULL"));
+        "INSERT INTO tokens(name, hash, scope, created_at) VALUES(?,?,?,?) ON CONFLICT(name) DO NOTHING"));
     st.bind(1, name).bind(2, sha256Hex(secret)).bind(3, scopeName(scope)).bind(4, utcNow());
     TESSERA_TRY(st.run());
-    // A name of an active token is refused rather than silently rotated.
-    if (sqlite3_changes(db_->handle()) == 0)
-      return makeError(ErrorCode::InvalidArgument, "an active token named '" + name + "' exists; revoke it first");
+    if (sqlite3_changes(db_->handle()) == 0) return nameTaken(name);
     return secret;
   }
 

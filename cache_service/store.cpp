@@ -20,6 +20,33 @@ Expected<PutResult> RecordStore::putOne(const Record& r, const PutOptions& opts)
   return std::move(results.front());
 }
 
+std::string adminActionSql(AdminAction a) {
+  switch (a) {
+    case AdminAction::Delete: return "DELETE FROM records AS r WHERE ";
+    case AdminAction::Quarantine: return "UPDATE records AS r SET quarantined = 1 WHERE ";
+    case AdminAction::Release: return "UPDATE records AS r SET quarantined = 0 WHERE ";
+    case AdminAction::Pin: return "UPDATE records AS r SET trust = 2 WHERE ";
+    case AdminAction::Unpin: return "UPDATE records AS r SET trust = 0 WHERE ";
+    case AdminAction::Count: break;
+  }
+  return "SELECT count(*) FROM records r WHERE ";
+}
+
+std::string adminActionWhere(AdminAction a) {
+  switch (a) {
+    case AdminAction::Quarantine: return " AND r.quarantined = 0";
+    // What `token revoke --retract` set aside stays aside: a token's name is never reused, so its
+    // records are the revoked holder's.
+    case AdminAction::Release:
+      return " AND r.quarantined = 1 AND r.writer NOT IN (SELECT name FROM tokens WHERE revoked_at IS NOT NULL)";
+    case AdminAction::Pin: return " AND r.status = 'ok' AND r.quarantined = 0 AND r.trust <> 2";
+    case AdminAction::Unpin: return " AND r.trust = 2";
+    case AdminAction::Count:
+    case AdminAction::Delete: break;
+  }
+  return "";
+}
+
 void rankNearest(const HardKey& key, std::vector<NearestMatch>& matches, int limit) {
   auto rank = [&](const NearestMatch& m) {
     return std::make_tuple(m.distance, m.record.key.layout != key.layout, m.record.median_us, m.record.id);

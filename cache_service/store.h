@@ -4,9 +4,14 @@
 // Rules every implementation follows:
 //  * every submitted record is kept (a record with the same fingerprint is stored once, so
 //    retries and re-imports are idempotent);
-//  * the winner of a key is its best `ok` record (isBetter): a tuning run's re-measured winner
-//    (Record::remeasured) before any single measurement, then the lowest median_us; a worse
-//    record never replaces a better one, and on a tie the earlier record stays;
+//  * every record carries its trust (trust.h), settled by the one rule of trust.cpp whenever a
+//    record of its key and config arrives or an admin acts: a claim, confirmed by another
+//    identity's agreeing measurement, refuted by another identity's slower one, or vouched (an
+//    admin's pin, or a trusted put: the store's own machine);
+//  * the winner of a key is its best `ok`, unrefuted record (isBetter): confirmed or vouched
+//    records before claims, then a tuning run's re-measured winner (Record::remeasured) before
+//    single measurements, then the lowest median_us; a worse record never replaces a better one,
+//    and on a tie the earlier record stays;
 //  * a record is stale when its toolchain (tessera/LLVM/CUDA versions) differs from the store's
 //    current toolchain (options; none set: nothing is stale): per record, never decided by other
 //    records of its key; stale winners are still served, flagged;
@@ -45,6 +50,7 @@ struct PutResult {
   bool duplicate = false;  // an identical record (same fingerprint) was already stored
   std::string key_id;
   bool remeasured = false;  // stored as re-measured (a claim the store accepted)
+  Trust trust = Trust::Claim;  // the record's trust right after this put
 };
 
 struct PutOptions {
@@ -53,11 +59,15 @@ struct PutOptions {
   bool outbox = false;
   // The authenticated token that submits the records; a service sets it, never from the body.
   std::string writer;
-  // Take a record's `remeasured` as it comes (a local store written by its own tuner). A service
-  // passes false: the claim then stands only when the key already holds an ok, unquarantined
-  // measurement of the same config (the run's own earlier measurement of the winner it
-  // re-measured); otherwise the record is stored as a single measurement.
-  bool trust_remeasured = true;
+  // The store's own machine measured these records (a tuner's local store, written by its own
+  // tuner): they are vouched for and their `remeasured` taken as it comes. A service, and a local
+  // store keeping another machine's records (a worker's, the shared cache's), pass false: the
+  // records are claims of `writer` (trust.h), and a `remeasured` claim stands only when the key
+  // already holds an ok, unquarantined measurement of the same config by the same writer (the
+  // run's own earlier measurement of the winner it re-measured).
+  bool trusted = true;
+  // Two measurements of a config by different writers agree within this factor (trust.h).
+  double agree_factor = kDefaultAgreeFactor;
 };
 
 // A key's winner as served: the record plus its encoded JSON, shared so a lookup copies nothing.
@@ -109,7 +119,16 @@ struct RecordSelector {
   std::string since, until;  // received_at in [since, until)
   bool empty() const { return ids.empty() && key_id.empty() && writer.empty() && since.empty() && until.empty(); }
 };
-enum class AdminAction { Count, Quarantine, Release, Delete };
+// Release never applies to records of a revoked token (what `token revoke --retract` set aside
+// stays aside); Pin vouches for ok records (they outrank every claim), Unpin makes them claims
+// again. Every action re-settles the trust of the keys it touched and recomputes their winners.
+enum class AdminAction { Count, Quarantine, Release, Delete, Pin, Unpin };
+
+// An admin action in SQL over `records r`, the same for both SQL engines: the statement up to its
+// WHERE, and the conditions the action adds to the selector's (Release skips records of revoked
+// tokens; Pin takes ok, unquarantined records).
+std::string adminActionSql(AdminAction a);
+std::string adminActionWhere(AdminAction a);
 
 struct StoreStats {
   int64_t records = 0, keys = 0, winners = 0, stale_winners = 0, outbox = 0, quarantined = 0;
@@ -135,10 +154,11 @@ class RecordStore {
   // when there is none.
   virtual Expected<ServedRecordPtr> bestMatching(std::string_view key_id, const Provenance& want) = 0;
 
-  // Admin: counts, quarantines, releases or deletes the selected records and recomputes the
-  // winners of their keys in the same transaction. Returns how many records it applied to (for
-  // Quarantine/Release: how many changed).
-  virtual Expected<int64_t> administer(const RecordSelector& sel, AdminAction action) = 0;
+  // Admin: counts, quarantines, releases, deletes, pins or unpins the selected records and
+  // re-settles the trust and the winners of their keys in the same transaction. Returns how many
+  // records it applied to (for Quarantine/Release/Pin/Unpin: how many changed).
+  virtual Expected<int64_t> administer(const RecordSelector& sel, AdminAction action,
+                                       double agree_factor = kDefaultAgreeFactor) = 0;
 
   virtual Expected<ListPage> list(const ListQuery& q) = 0;
 

@@ -42,6 +42,12 @@ Status checkTokenName(const std::string& name) {
   return {};
 }
 
+Error nameTaken(const std::string& name) {
+  return makeError(ErrorCode::InvalidArgument, "a token named '" + name +
+                                                   "' exists or existed (names are never reused: what a token wrote "
+                                                   "stays its holder's); choose another name");
+}
+
 bool constantTimeEqual(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;  // lengths are public (hashes are all 64 hex digits)
   unsigned char diff = 0;

@@ -40,7 +40,9 @@ struct ActiveToken {
 };
 
 // Token administration on a store engine (`tessera serve token add|list|revoke`). The secret is
-// returned once by add() and never stored.
+// returned once by add() and never stored. A name is an identity for good: records, jobs and
+// workers name the token that made them, so add() refuses a name that was ever used, revoked or not
+// (a new holder under an old name would read, cancel and release what the old one made).
 class TokenStore {
  public:
   virtual ~TokenStore() = default;
@@ -76,6 +78,9 @@ class TokenAuthenticator {
   std::shared_ptr<const std::vector<ActiveToken>> tokens_ =
       std::make_shared<const std::vector<ActiveToken>>();
 };
+
+// The refusal of add() for a name that exists or existed.
+Error nameTaken(const std::string& name);
 
 bool constantTimeEqual(std::string_view a, std::string_view b);
 // "tsk_" followed by 64 hex digits from the OS random source.

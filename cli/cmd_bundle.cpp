@@ -22,6 +22,7 @@
 #include "cli/commands.h"
 #include "cli/gpu_flags.h"
 #include "cli/kernel_flags.h"
+#include "cli/kernel_list.h"
 #include "cli/report.h"
 #include "search/records.h"
 #include "support/strings.h"
@@ -59,8 +60,8 @@ Expected<ir::Kernel> kernelFromSpec(const std::string& line, const fs::path& bas
 }
 
 Expected<std::vector<bundle::KernelRequest>> readSpecFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return makeError(ErrorCode::IOError, "cannot read kernel list '" + path + "'");
+  TESSERA_ASSIGN(std::string text, readTextFile(path, kKernelListLimits));
+  std::istringstream in(text);
   std::vector<bundle::KernelRequest> out;
   std::string line;
   size_t n = 0;

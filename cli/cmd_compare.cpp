@@ -48,8 +48,8 @@ void fillMissing(const ir::Kernel& k, const TargetDesc& t, cache::RecordStore& s
   search::SessionCallbacks cb;
   cb.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
   // As in `tessera tune`: a shared-cache winner is compiled and checked here before it is kept.
-  cb.verifySharedHit = [&](const cache::Record& rec) {
-    return search::verifySharedHit(rec, problem->space, *choice->measurer);
+  cb.verifySharedHit = [&](const cache::Record& rec, search::HitCheck* check) {
+    return search::verifySharedHit(rec, problem->space, *choice->measurer, {}, check);
   };
   if (!json)
     std::fprintf(stderr, "%s %s on %s: %d trials (%s)\n", choice->estimated ? "estimating" : "tuning", k.name.c_str(),

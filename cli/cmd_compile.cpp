@@ -1,7 +1,9 @@
 // Owns `tessera compile`: print the kernel (IR text form) or the MLIR/LLVM of chosen stages,
 // or write an object file; for GPU targets (--target sm_90 / gfx942 ...) the pre-mapping and
 // mapped MLIR, PTX / GCN assembly or the cubin / hsaco, with the resource report on stderr.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <fstream>
 #include <unistd.h>
@@ -136,6 +138,20 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
   return text;
 }
 
+// The output, to -o FILE or stdout: a write that fails (a full disk, /dev/full) is an error, not
+// a silent exit 0 (main checks stdout once more at exit).
+void writeOutput(const std::string& path, const std::string& text) {
+  if (path.empty()) {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+      fail(std::string("cannot write the output: ") + std::strerror(errno), 1);
+    return;
+  }
+  std::ofstream o(path, std::ios::binary);
+  o.write(text.data(), std::streamsize(text.size()));
+  o.close();
+  if (!o) fail("cannot write " + path + ": " + std::strerror(errno), 1);
+}
+
 void compileCommand(const CompileFlags& f) {
   loadGpuFacts(f.gpu);
   auto k = buildKernel(f.kernel);
@@ -147,13 +163,7 @@ void compileCommand(const CompileFlags& f) {
     CompileFlags g = f;
     if (g.emit == CompileFlags().emit) g.emit = codegen::gpuBackend(gt->vendor)->assemblyName();  // the host default
     text = compileGpuStages(*k, *gt, g);
-    if (f.output.empty()) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      return;
-    }
-    std::ofstream o(f.output, std::ios::binary);
-    if (!o || !o.write(text.data(), std::streamsize(text.size()))) fail("cannot write " + f.output, 1);
-    return;
+    return writeOutput(f.output, text);
   }
   for (const auto& stage : split(f.emit, ',')) {
     if (stage == "ir") {
@@ -178,12 +188,7 @@ void compileCommand(const CompileFlags& f) {
       fail("--emit obj writes binary: give -o FILE", 2);
     text += *out;
   }
-  if (f.output.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return;
-  }
-  std::ofstream o(f.output, std::ios::binary);
-  if (!o || !o.write(text.data(), std::streamsize(text.size()))) fail("cannot write " + f.output, 1);
+  writeOutput(f.output, text);
 }
 
 }  // namespace

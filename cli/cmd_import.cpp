@@ -19,8 +19,9 @@ struct ImportArgs {
 
 void runKernelTunerImport(const ImportArgs& a) {
   auto recs = search::importKernelTuner(a.file, a.target);
-  if (!recs.ok()) fail(recs.error().message);
-  if (recs->empty()) fail(a.file + " holds no measured configurations");
+  // A file that is not one (or is too big, or does not parse) is bad input: exit 2.
+  if (!recs.ok()) fail(recs.error().message, recs.error().code == ErrorCode::IOError ? 1 : 2);
+  if (recs->empty()) fail(a.file + " holds no measured configurations", 2);
   auto store = cache::openSqliteStore(a.db);
   if (!store.ok()) fail("cannot open " + a.db + ": " + store.error().message);
   auto res = (*store)->put(*recs);

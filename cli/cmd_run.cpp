@@ -30,6 +30,7 @@ struct RunFlags {
   int minRuns = 5;
   bool json = false, flush = false;
   std::string emulate;  // "": run on a device; "mapped" | "pre"
+  int64_t maxElements = kDefaultMaxElements;
 };
 
 // GPU target: the emulated form on the CPU (--emulate) or the binary on a device.
@@ -106,6 +107,7 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
 void runCommand(const RunFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
+  if (Status big = checkKernelSize(*k, f.maxElements); !big.ok()) failWith(big.error());
   auto t = targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
   if (!f.emulate.empty() && !t->isGpu()) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", 2);
@@ -150,6 +152,7 @@ void addRunCommand(CLI::App& app) {
   run->add_option("--min-runs", f->minRuns, "timed runs at least")->capture_default_str();
   run->add_flag("--flush-cache", f->flush, "flush the LLC between runs (cold-cache timing)");
   run->add_flag("--json", f->json, "machine-readable output");
+  addMaxElementsOption(run, &f->maxElements);
   run->add_option("--emulate", f->emulate,
                   "GPU target: run the kernel on the CPU and check it (no device needed): mapped (the default: the "
                   "mapped NVVM/ROCDL kernel, one fiber per GPU thread, with races, bounds and bank conflicts "

@@ -39,6 +39,10 @@ struct ServeArgs {
   double lease_s = 60, worker_ttl_s = 30;
   int max_attempts = 3;
   int store_connections = 16;
+  int max_workers_per_token = 64, max_leased_per_token = 64;
+  double max_hold_s = 3600, steal_after_s = 120;
+  double agree_factor = cache::kDefaultAgreeFactor;
+  int max_inflight_mb = 1024;
 };
 
 constexpr const char* kStoreHelp =
@@ -93,6 +97,14 @@ void runServer(const ServeArgs& a) {
   if (!(a.worker_ttl_s >= 0.5 && a.worker_ttl_s <= 86400)) fail("--worker-ttl must be in 0.5..86400 seconds");
   if (a.max_attempts < 1 || a.max_attempts > 100) fail("--max-attempts must be in 1..100");
   if (a.store_connections < 1 || a.store_connections > 1000) fail("--store-connections must be in 1..1000");
+  if (a.max_workers_per_token < 1 || a.max_workers_per_token > 100000) fail("--max-workers-per-token must be in 1..100000");
+  if (a.max_leased_per_token < 1 || a.max_leased_per_token > 100000) fail("--max-leased-per-token must be in 1..100000");
+  if (!(a.max_hold_s >= a.lease_s && a.max_hold_s <= 7 * 86400))
+    fail("--max-hold-seconds must be in --lease-seconds..604800");
+  if (!(a.steal_after_s >= a.lease_s && a.steal_after_s <= 7 * 86400))
+    fail("--steal-after-seconds must be in --lease-seconds..604800");
+  if (!(a.agree_factor >= 1.05 && a.agree_factor <= 10)) fail("--agree-factor must be in 1.05..10");
+  if (a.max_inflight_mb < 0 || a.max_inflight_mb > 1 << 20) fail("--max-inflight-mb must be in 0..1048576 (0: no limit)");
   cache::ServerOptions o;
   o.db_path = a.db;
   o.http.bind = a.bind;
@@ -106,6 +118,7 @@ void runServer(const ServeArgs& a) {
   o.http.head_timeout_s = a.head_timeout_s;
   o.http.body_timeout_s = a.body_timeout_s;
   o.http.keep_alive_timeout_s = a.keep_alive_timeout_s;
+  o.http.body_budget_bytes = static_cast<size_t>(a.max_inflight_mb) << 20;
   o.allow_anonymous_reads = a.anonymous_reads;
   o.backup_dir = a.backup_dir;
   o.synchronous_full = a.sync == "full";
@@ -114,6 +127,11 @@ void runServer(const ServeArgs& a) {
   o.queue.lease_s = a.lease_s;
   o.queue.worker_ttl_s = a.worker_ttl_s;
   o.queue.max_attempts = a.max_attempts;
+  o.queue.max_workers_per_token = a.max_workers_per_token;
+  o.queue.max_leased_per_token = a.max_leased_per_token;
+  o.queue.max_hold_s = a.max_hold_s;
+  o.queue.steal_after_s = a.steal_after_s;
+  o.agree_factor = a.agree_factor;
   o.store_connections = a.store_connections;
 #ifdef TESSERA_WITH_MLIR
   // The dashboard's Compare page: `tessera compare` over this store (builds without the compiler
@@ -184,6 +202,10 @@ void addServeCommand(CLI::App& app) {
                     "seconds an idle connection is kept for its next request")->capture_default_str();
   serve->add_flag("--allow-anonymous-reads", args->anonymous_reads, "serve read routes without a token");
   serve->add_option("--max-body-mb", args->max_body_mb, "request body limit in MiB")->capture_default_str();
+  serve->add_option("--max-inflight-mb", args->max_inflight_mb,
+                    "memory for request bodies being read and parsed at once (each costs 8x its size); more waits "
+                    "(503, Retry-After) (0: no limit)")
+      ->capture_default_str();
   serve->add_option("--read-timeout", args->read_timeout_s, "seconds")->capture_default_str();
   serve->add_option("--write-timeout", args->write_timeout_s, "seconds")->capture_default_str();
   serve->add_option("--backup-dir", args->backup_dir, "directory for POST /v1/admin/backup (off if unset)");
@@ -199,7 +221,20 @@ void addServeCommand(CLI::App& app) {
   serve->add_option("--worker-ttl", args->worker_ttl_s, "a worker not heard from for this long is not live")
       ->capture_default_str();
   serve->add_option("--max-attempts", args->max_attempts,
-                    "leases of one candidate that may expire before it is given up as a crash")->capture_default_str();
+                    "tokens whose leases of one candidate may expire before it is given up as a crash (and workers "
+                    "that may refuse it before it is given up as refused)")->capture_default_str();
+  serve->add_option("--max-workers-per-token", args->max_workers_per_token,
+                    "live worker ids one worker token may register")->capture_default_str();
+  serve->add_option("--max-leased-per-token", args->max_leased_per_token,
+                    "measurement items the workers of one token may hold at once")->capture_default_str();
+  serve->add_option("--max-hold-seconds", args->max_hold_s,
+                    "heartbeats renew a lease for at most this long after it was taken")->capture_default_str();
+  serve->add_option("--steal-after-seconds", args->steal_after_s,
+                    "an idle worker of another token takes over an item held (and renewed) this long")
+      ->capture_default_str();
+  serve->add_option("--agree-factor", args->agree_factor,
+                    "two identities' measurements of a config agree (confirm each other) within this factor; one "
+                    "slower than another by more than its square refutes it")->capture_default_str();
   serve->require_subcommand(0, 1);
   serve->callback([serve, args] {
     if (serve->get_subcommands().empty()) runServer(*args);

@@ -41,6 +41,12 @@ namespace tessera::cli {
 
 namespace {
 
+// --verify-time re-times every shared winner; without it, claims are re-timed and confirmed
+// records trusted for their time (verify_hit.h).
+search::VerifyHitSettings::Time verifyTiming(bool always) {
+  return always ? search::VerifyHitSettings::Time::Always : search::VerifyHitSettings::Time::IfUnconfirmed;
+}
+
 // Ctrl-C during `tessera tune`: the first one ends the search after the batch in flight (every
 // measured candidate is already stored), the top candidates are still re-measured and the winner
 // stored and printed, and the exit code is 130; `--resume` continues from there. The handler is
@@ -83,6 +89,7 @@ struct TuneFlags {
   bool workers = false, noTransfer = false;
   double workerWait = 30;
   GpuFlags gpu;
+  int64_t maxElements = kDefaultMaxElements;
 };
 
 nlohmann::json trialJson(const search::TrialResult& r) {
@@ -138,6 +145,7 @@ void tuneCommand(const TuneFlags& f) {
   loadGpuFacts(f.gpu);
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
+  if (Status big = checkKernelSize(*k, f.maxElements); !big.ok()) failWith(big.error());
   auto t = targetWithGpu(f.target, f.gpu, f.threads);
   if (!t.ok()) failWith(t.error());
   auto problem = search::tuneProblem(*k, *t, f.spaceSpec);
@@ -247,9 +255,16 @@ void tuneCommand(const TuneFlags& f) {
   };
   cb.shouldStop = [](const search::TuneProgress&) { return gInterrupted != 0; };
   // A winner from the shared cache is compiled, run and checked here before "already tuned".
-  cb.verifySharedHit = [&](const cache::Record& rec) {
-    return search::verifySharedHit(rec, problem->space, *measure.measurer, {.time = f.verifyTime});
+  cb.verifySharedHit = [&](const cache::Record& rec, search::HitCheck* check) {
+    return search::verifySharedHit(rec, problem->space, *measure.measurer, {.time = verifyTiming(f.verifyTime)}, check);
   };
+  // Through workers: their winner is checked here when this machine is their hardware.
+  std::string spotLine;
+  cb.measureHere = measure.measureHere;
+  if (measure.reportSpotCheck)
+    cb.reportSpotCheck = [&](const search::TrialResult& claimed, const cache::Record& mine) {
+      spotLine = measure.reportSpotCheck(claimed, mine);
+    };
   Expected<search::SessionResult> session = makeError(ErrorCode::Internal, "no session");
   {
     InterruptScope interruptible;
@@ -334,6 +349,14 @@ void tuneCommand(const TuneFlags& f) {
                                                                       : "the FMA peak of its threads")
                     .c_str());
   if (t->isGpu() || f.workers) std::printf("measured on  %s\n", measure.where.c_str());
+  if (res.spot.ran)
+    std::printf("checked      %s%s\n", spotLine.c_str(),
+                res.spot.agreed ? "" : res.spot.remeasuredHere ? "; the top candidates re-measured here" : "");
+  else if (res.winner && b.origin)
+    std::printf("unconfirmed  the winner is a claim of worker %s (token %s): %s, so it stays unconfirmed until another "
+                "identity measures it\n",
+                b.origin->workerId.c_str(), b.origin->writer.c_str(),
+                measure.whyNotHere.empty() ? "it was not re-measured here" : measure.whyNotHere.c_str());
   if (const auto& d = res.tune.defaultConfig) {
     if (d->ok())
       std::printf("vs default   %.2fx  (default %s: %s)\n", speedup, d->config.str().c_str(),
@@ -361,8 +384,9 @@ struct BestFlags {
 // A winner from the shared cache, checked on this machine before it is shown as usable: "" when it
 // passed, else why not (`unverifiable` set when this machine cannot run it: no device).
 std::string checkSharedWinner(const ir::Kernel& k, const TargetDesc& t, const cache::Record& rec, const BestFlags& f,
-                              bool* unverifiable) {
+                              bool* unverifiable, double* retimed) {
   *unverifiable = false;
+  *retimed = 0;
   if (t.isGpu()) {
     *unverifiable = true;
     return "not verified: checking a " + t.name + " winner needs that device (tessera tune --target " + t.name + ")";
@@ -370,10 +394,25 @@ std::string checkSharedWinner(const ir::Kernel& k, const TargetDesc& t, const ca
   auto problem = search::tuneProblem(k, t);
   if (!problem.ok()) return problem.error().message;
   search::MeasureSettings ms;
-  ms.measure.minTimeSec = f.verifyTime ? 0.05 : 0.005;
+  ms.measure.minTimeSec = f.verifyTime || !cache::isConfirmed(rec.trust) ? 0.05 : 0.005;
   auto measurer = search::makeHostMeasurer(k, t, ms);
-  Status s = search::verifySharedHit(rec, problem->space, *measurer, {.time = f.verifyTime});
+  search::HitCheck check;
+  Status s = search::verifySharedHit(rec, problem->space, *measurer, {.time = verifyTiming(f.verifyTime)}, &check);
+  if (s.ok() && check.timed) *retimed = check.measured_us;
   return s.ok() ? "" : s.error().message;
+}
+
+// Whose word a winner stands on (cache/trust.h), for `tessera best`.
+std::string trustLine(const cache::Record& r) {
+  switch (r.trust) {
+    case cache::Trust::Vouched:
+      return r.writer.empty() ? "vouched: measured by this machine" : "vouched: pinned by an admin of the service";
+    case cache::Trust::Confirmed: return "confirmed: another identity's measurement of this config agrees";
+    case cache::Trust::Refuted: return "refuted: another identity measured this config much slower";
+    case cache::Trust::Claim: break;
+  }
+  return "a claim of " + (r.writer.empty() ? std::string("an unnamed writer") : "token " + r.writer) +
+         ", not confirmed by another identity (re-timed before it is used)";
 }
 
 void bestCommand(const BestFlags& f) {
@@ -392,35 +431,42 @@ void bestCommand(const BestFlags& f) {
   Expected<std::unique_ptr<cache::RecordStore>> store = makeError(ErrorCode::NotFound, "no store at " + f.db);
   if (std::filesystem::exists(f.db)) store = cache::openSqliteStore(f.db);
   if (!store.ok()) std::fprintf(stderr, "tessera: warning: %s\n", store.error().message.c_str());
+  cache::CacheClient client(clientOptions(f.cache));
+  std::vector<cache::NearestMatch> nearest;
+  std::string verification;  // checked winners: "verified", "not verified: ..." or why it failed
+  double retimed = 0;        // what a claim's re-timing here measured
+  // A winner is shown as usable once it passed here: a shared one always, a stored one when it is
+  // a claim (another machine's, a worker's) rather than this machine's or a confirmed measurement.
+  auto accept = [&](const cache::Record& r, const std::string& from, const char* whose) {
+    bool unverifiable = false;
+    std::string why = f.noVerify ? "not verified (--no-verify)" : checkSharedWinner(*k, *t, r, f, &unverifiable, &retimed);
+    if (why.empty() || unverifiable || f.noVerify) {
+      rec = r;
+      source = from;
+      verification = why.empty() ? "verified" : why;
+      return;
+    }
+    // Never shown as usable: the reason goes to stderr and the answer is a miss.
+    std::fprintf(stderr, "tessera: warning: %s winner (config %s, written by %s) failed verification: %s\n", whose,
+                 r.config.c_str(), r.writer.empty() ? "?" : r.writer.c_str(), why.c_str());
+    verification = "failed: " + why;
+  };
   if (store.ok()) {
     auto b = (*store)->best(keyId);
     if (b.ok() && *b) {
-      rec = (*b)->record;
-      source = f.db;
+      if (cache::isConfirmed((*b)->record.trust)) {
+        rec = (*b)->record;
+        source = f.db;
+      } else {
+        accept((*b)->record, f.db, "the stored");
+      }
     }
   }
-  cache::CacheClient client(clientOptions(f.cache));
-  std::vector<cache::NearestMatch> nearest;
-  std::string verification;  // shared winners: "verified", "not verified: ..." or why it failed
   if (!rec && client.enabled()) {
     auto r = client.best(key, search::provenanceFor(*t, provenanceInputs()), true);
     if (!r.warning.empty()) std::fprintf(stderr, "tessera: warning: %s\n", r.warning.c_str());
-    if (r.kind == cache::LookupResult::Kind::Hit) {
-      bool unverifiable = false;
-      std::string why = f.noVerify ? "not verified (--no-verify)" : checkSharedWinner(*k, *t, *r.record, f, &unverifiable);
-      if (why.empty() || unverifiable || f.noVerify) {
-        rec = r.record;
-        source = client.options().base_url;
-        verification = why.empty() ? "verified" : why;
-      } else {
-        // Never shown as usable, never stored: the reason goes to stderr and the answer is a miss.
-        std::fprintf(stderr, "tessera: warning: the shared cache's winner (config %s, written by %s) failed verification: %s\n",
-                     r.record->config.c_str(), r.record->writer.empty() ? "?" : r.record->writer.c_str(), why.c_str());
-        verification = "failed: " + why;
-      }
-    } else if (r.kind == cache::LookupResult::Kind::Nearest) {
-      nearest = r.nearest;
-    }
+    if (r.kind == cache::LookupResult::Kind::Hit) accept(*r.record, client.options().base_url, "the shared cache's");
+    else if (r.kind == cache::LookupResult::Kind::Nearest) nearest = r.nearest;
   }
   if (!rec && store.ok() && nearest.empty()) {
     auto near = (*store)->nearest(key, 3);
@@ -441,6 +487,7 @@ void bestCommand(const BestFlags& f) {
       j["record"] = nlohmann::json::parse(cache::encodeRecord(*rec));
     }
     if (!verification.empty()) j["verification"] = verification;
+    if (retimed > 0) j["retimed_us"] = retimed;
     for (const auto& n : nearest)
       j["nearest"].push_back({{"distance", n.distance}, {"record", nlohmann::json::parse(cache::encodeRecord(n.record))}});
     if (estimate) j["estimate"] = nlohmann::json::parse(cache::encodeRecord(*estimate));
@@ -462,11 +509,14 @@ void bestCommand(const BestFlags& f) {
                 rec->provenance.tessera_version.c_str(), rec->provenance.llvm_version.c_str(), (long long)rec->trials,
                 rec->tuning_seconds);
     if (!rec->writer.empty()) std::printf("written by  token %s\n", rec->writer.c_str());
-    if (!verification.empty())
-      std::printf("checked     %s\n", verification == "verified"
-                                          ? (f.verifyTime ? "compiled, run, matches the reference and its time here"
-                                                          : "compiled, run and matches the reference here")
-                                          : verification.c_str());
+    std::printf("trust       %s\n", trustLine(*rec).c_str());
+    if (!verification.empty()) {
+      char timed[96] = "";
+      if (retimed > 0) std::snprintf(timed, sizeof timed, "; re-timed here at %s, within the noise", fmtTime(retimed).c_str());
+      std::printf("checked     %s%s\n",
+                  verification == "verified" ? "compiled, run and matches the reference here" : verification.c_str(),
+                  verification == "verified" ? timed : "");
+    }
     return;
   }
   std::printf("no stored winner for %s on %s (key %.12s)\n", k->name.c_str(), t->name.c_str(), keyId.c_str());
@@ -515,7 +565,8 @@ void addTuneCommands(CLI::App& app) {
               "GPU targets without the device: rank the space by the analytic model, check the top candidates "
               "through ptxas / the AMDGPU backend, store them as estimated");
   t->add_flag("--verify-time", f->verifyTime,
-              "re-time a shared-cache winner before trusting it (it is always compiled and checked)");
+              "re-time every shared-cache winner before trusting it (claims are always re-timed; every winner is compiled and checked)");
+  addMaxElementsOption(t, &f->maxElements);
   t->add_flag("--no-warm-start", f->noWarmStart,
               "do not pre-train the cost model on the store's results for other shapes of this family");
   t->add_flag("--no-transfer", f->noTransfer,
@@ -531,7 +582,7 @@ void addTuneCommands(CLI::App& app) {
   best->add_option("--cache", b->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
   best->add_flag("--json", b->json, "machine-readable output");
   best->add_flag("--no-verify", b->noVerify, "show a shared-cache winner without compiling and checking it here");
-  best->add_flag("--verify-time", b->verifyTime, "also re-time a shared-cache winner (refused when 2x slower than claimed)");
+  best->add_flag("--verify-time", b->verifyTime, "also re-time a confirmed shared-cache winner (claims always are; refused when more than 2.25x slower than claimed)");
   addKernelSubcommands(best, &b->kernel, [b] { bestCommand(*b); });
 }
 

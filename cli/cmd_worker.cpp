@@ -125,14 +125,16 @@ void workersCommand(const std::string& cacheFlag, const std::string& target, boo
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& w : *ws)
       arr.push_back({{"id", w.id}, {"token", w.token}, {"target", w.target}, {"arch", w.arch}, {"units", w.units},
-                     {"model", w.model}, {"device", w.device}, {"host", w.host}, {"live", w.live}, {"leased", w.leased}});
+                     {"model", w.model}, {"device", w.device}, {"host", w.host}, {"live", w.live}, {"leased", w.leased},
+                     {"quarantined", w.quarantined}});
     std::printf("%s\n", arr.dump(2).c_str());
     return;
   }
   std::printf("%-32s %-10s %-12s %-6s %-5s %-7s %-16s %s\n", "ID", "TARGET", "ARCH", "UNITS", "LIVE", "LEASED", "HOST", "MODEL");
   for (const auto& w : *ws)
-    std::printf("%-32s %-10s %-12s %-6lld %-5s %-7lld %-16s %s\n", w.id.c_str(), w.target.c_str(), w.arch.c_str(),
-                (long long)w.units, w.live ? "yes" : "no", (long long)w.leased, w.host.c_str(), w.model.c_str());
+    std::printf("%-32s %-10s %-12s %-6lld %-5s %-7lld %-16s %s%s\n", w.id.c_str(), w.target.c_str(), w.arch.c_str(),
+                (long long)w.units, w.live ? "yes" : "no", (long long)w.leased, w.host.c_str(), w.model.c_str(),
+                w.quarantined.empty() ? "" : ("  QUARANTINED: " + w.quarantined).c_str());
 }
 
 }  // namespace
@@ -148,7 +150,8 @@ void addWorkerCommands(CLI::App& app) {
   w->add_option("--poll", f->poll, "seconds between leases while idle")->capture_default_str();
   w->add_option("--patience", f->patience, "seconds a request is retried while no service URL answers")->capture_default_str();
   w->add_option("--max-items", f->maxItems, "stop after this many items (0: run until SIGINT/SIGTERM)")->capture_default_str();
-  w->add_option("--max-job-mb", f->maxJobMb, "refuse jobs whose kernel's inputs and outputs need more MiB than this")
+  w->add_option("--max-job-mb", f->maxJobMb,
+                "MiB of kernel inputs and outputs this worker holds at once, all jobs together (a bigger job is refused)")
       ->capture_default_str();
   w->add_flag("--quiet", f->quiet, "no log lines");
   w->callback([f] { workerCommand(*f); });

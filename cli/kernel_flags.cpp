@@ -2,12 +2,14 @@
 #include "cli/kernel_flags.h"
 
 #include <cmath>
-#include <fstream>
+#include <cstdio>
 
 #include "ir/builders.h"
+#include "ir/families.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include "support/strings.h"
+#include "support/text_file.h"
 
 namespace tessera::cli {
 
@@ -45,16 +47,7 @@ Status parseShapes(const std::vector<std::string>& in, ir::Shape* def, std::map<
 // A kernel file is read up to the parser's size limit and no further: /dev/zero, a FIFO or a
 // 1 GB file is an error after at most that many bytes, never a hang or a memory spike.
 Expected<std::string> readKernelFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeError(ErrorCode::IOError, "cannot read kernel file '" + path + "'");
-  std::string text(ir::kMaxIrTextBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) return makeError(ErrorCode::IOError, "cannot read kernel file '" + path + "'");
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > ir::kMaxIrTextBytes)
-    return makeError(ErrorCode::InvalidArgument, "kernel file '" + path + "' is larger than " +
-                                                     std::to_string(ir::kMaxIrTextBytes >> 20) + " MiB");
-  return text;
+  return readTextFile(path, {.max_bytes = ir::kMaxIrTextBytes, .max_line_bytes = 0, .what = "kernel file"});
 }
 
 Status requireFinite(double v, const char* flag) {
@@ -85,7 +78,7 @@ void addKernelSubcommands(CLI::App* parent, KernelFlags* f, const std::function<
   g->add_option("--m", f->m, "rows of C")->required();
   g->add_option("--n", f->n, "columns of C")->required();
   g->add_option("--k", f->k, "reduction length")->required();
-  g->add_option("--batch", f->batch, "batch count (0: no batch dimension)");
+  f->batchOption = g->add_option("--batch", f->batch, "batch count (at least 1; leave it out for no batch dimension)");
   g->add_flag("--trans-a", f->transA, "A is stored K x M");
   g->add_flag("--trans-b", f->transB, "B is stored N x K");
   g->add_option("--alpha", f->alpha, "scale of A@B");
@@ -125,6 +118,24 @@ void addThreadsOption(CLI::App* cmd, int* threads) {
 ;
 }
 
+Status checkKernelSize(const ir::Kernel& k, int64_t maxElements) {
+  double elements = 0;
+  for (const auto& t : k.tensors)
+    if (t.role != ir::TensorRole::Temp) elements += double(t.numel());
+  if (elements <= double(maxElements)) return {};
+  char what[200];
+  std::snprintf(what, sizeof what, "the kernel's inputs and outputs hold %.3g elements (%.1f GiB), more than "
+                "--max-elements %lld; raise it to run this kernel anyway", elements,
+                ir::kernelBytes(k) / double(1ull << 30), static_cast<long long>(maxElements));
+  return makeError(ErrorCode::InvalidArgument, what);
+}
+
+void addMaxElementsOption(CLI::App* cmd, int64_t* maxElements) {
+  cmd->add_option("--max-elements", *maxElements,
+                  "refuse kernels whose inputs and outputs hold more elements than this (they are allocated here)")
+      ->capture_default_str();
+}
+
 Expected<ir::Kernel> buildKernel(const KernelFlags& f) {
   TESSERA_ASSIGN(ir::ScalarType dt, dtypeOf(f.dtype));
   ir::Shape def;
@@ -135,6 +146,9 @@ Expected<ir::Kernel> buildKernel(const KernelFlags& f) {
     TESSERA_TRY(requireFinite(f.alpha, "--alpha"));
     TESSERA_TRY(requireFinite(f.beta, "--beta"));
     if (!def.empty()) return makeError(ErrorCode::InvalidArgument, "gemm --shape takes name=dims (epilogue inputs)");
+    if (f.batchOption && f.batchOption->count() && f.batch < 1)
+      return makeError(ErrorCode::InvalidArgument,
+                       "--batch must be at least 1 (leave it out for a GEMM without a batch dimension)");
     ir::GemmSpec s;
     s.m = f.m; s.n = f.n; s.k = f.k; s.batch = f.batch; s.dtype = dt;
     s.transA = f.transA; s.transB = f.transB; s.alpha = f.alpha; s.beta = f.beta;

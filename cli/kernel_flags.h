@@ -21,6 +21,7 @@ struct KernelFlags {
   std::string name;
   // gemm
   int64_t m = 0, n = 0, k = 0, batch = 0;
+  const CLI::Option* batchOption = nullptr;  // gemm --batch given (then at least 1; absent: no batch dimension)
   bool transA = false, transB = false;
   double alpha = 1.0, beta = 0.0;
   std::string epilogue;
@@ -40,6 +41,13 @@ void addKernelSubcommands(CLI::App* parent, KernelFlags* f, const std::function<
 
 // Builds and verifies the kernel the flags describe.
 Expected<ir::Kernel> buildKernel(const KernelFlags& f);
+
+// What `run` and `tune` allocate is the kernel's inputs and outputs (and the reference's copies):
+// past this many elements together they refuse it in one line unless --max-elements says more
+// (2^30 elements: 4 GiB of f32; a 65536x65536 elementwise kernel holds 2^33).
+inline constexpr int64_t kDefaultMaxElements = int64_t{1} << 30;
+Status checkKernelSize(const ir::Kernel& k, int64_t maxElements);
+void addMaxElementsOption(CLI::App* cmd, int64_t* maxElements);
 
 // The target named `name`; for the host, with kernels on `threads` threads (kAllCores, the
 // default of run/tune/best/space/compile: all of them; 1..1024 otherwise). The thread count is the host key's `units`, so records

@@ -2,10 +2,11 @@
 #include "cli/kernel_list.h"
 
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 
 #include "cli/kernel_flags.h"
 #include "support/strings.h"
+#include "support/text_file.h"
 
 namespace tessera::cli {
 
@@ -62,12 +63,12 @@ Expected<ir::Kernel> kernelOf(const KernelListEntry& e) {
 }
 
 Expected<std::vector<KernelListEntry>> readKernelList(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return makeError(ErrorCode::IOError, "cannot read kernel list '" + path + "'");
+  TESSERA_ASSIGN(std::string text, readTextFile(path, kKernelListLimits));
   const fs::path base = fs::path(path).parent_path();
   std::vector<KernelListEntry> out;
   std::string line;
   size_t n = 0;
+  std::istringstream in(text);
   while (std::getline(in, line)) {
     if (++n > kMaxKernelListLines) return makeError(ErrorCode::InvalidArgument, path + ": more than 10000 lines");
     // '#' starts a comment unless it sits inside quotes (an expression never needs one).

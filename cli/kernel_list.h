@@ -12,6 +12,7 @@
 
 #include "ir/ir.h"
 #include "support/status.h"
+#include "support/text_file.h"
 
 namespace tessera::cli {
 
@@ -21,6 +22,9 @@ struct KernelListEntry {
 };
 
 inline constexpr size_t kMaxKernelListLines = 10000;
+// A list file is read within these limits (a kernel line is short; /dev/zero is one endless line).
+inline constexpr TextLimits kKernelListLimits{.max_bytes = size_t{16} << 20, .max_line_bytes = 64 * 1024,
+                                              .what = "kernel list"};
 
 // Reads and checks every line (each must build a kernel that verifies): an error names file:line.
 Expected<std::vector<KernelListEntry>> readKernelList(const std::string& path);

@@ -1,8 +1,14 @@
 // Owns the `tessera` executable's entry point: builds the CLI11 app from the subcommand files and
-// turns every failure into a one-line error and a non-zero exit code.
+// turns every failure into a one-line error and a non-zero exit code (README: 2 for bad input,
+// flags included; 1 for anything else).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <new>
+#include <string>
 
+#include "cache_service/endpoints.h"
 #include "cli/commands.h"
 
 namespace tessera::cli {
@@ -14,7 +20,30 @@ void fail(const std::string& msg, int code) {
 
 }  // namespace tessera::cli
 
+namespace {
+
+// CLI11's messages may span lines ("...\nRun with --help for more information."): one line here.
+std::string oneLine(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // A password on the command line is in every process list and shell history: refused before
+  // anything runs, whichever flag carries it (a --store URL, a --cache URL).
+  for (int i = 1; i < argc; ++i)
+    if (tessera::cache::urlHasPassword(argv[i])) {
+      std::fprintf(stderr,
+                   "tessera: error: argument %d holds a password (%s), which process lists show: give a PostgreSQL "
+                   "password in PGPASSWORD or a PGPASSFILE (or the whole URL in TESSERA_STORE); the cache service "
+                   "takes a token in TESSERA_TOKEN\n",
+                   i, tessera::cache::redactUrl(argv[i]).c_str());
+      return 2;
+    }
   CLI::App app{"tessera: auto-tuning kernel compiler and shared tuning cache"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tessera ") + TESSERA_VERSION);
@@ -38,10 +67,22 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Every flag error in one place: one line, exit 2 (bad input), whatever CLI11's own code.
+    std::fprintf(stderr, "tessera: error: %s (see --help)\n", oneLine(e.what()).c_str());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tessera: error: out of memory (a problem this size needs more than this machine has)\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());
+    return 1;
+  }
+  // What went to stdout must have arrived (a full disk, /dev/full): else the answer is incomplete.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "tessera: error: cannot write the output: %s\n", std::strerror(errno));
     return 1;
   }
   return 0;

@@ -132,6 +132,38 @@ Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const 
   c.where = std::to_string(w->workers) + " live worker" + (w->workers == 1 ? "" : "s") + " of " + t.keyString() + " (" +
             w->model + ")";
   c.measurer = search::makeRemoteMeasurer(k, *w, rs);
+  // The spot check: this machine re-measures the workers' winner when its hardware is theirs.
+  const TargetDesc& here = hostTarget();
+  std::optional<search::DeviceSettings> device;
+  if (t.isGpu()) {
+    if (search::probeDevice(t, 0).ok()) device = search::DeviceSettings{};
+    else c.whyNotHere = "no " + t.name + " device here";
+  } else if (here.model != t.model || here.arch != t.arch || here.units < t.units) {
+    c.whyNotHere = "this machine (" + here.model + ", " + here.arch + ", " + std::to_string(here.units) +
+                   " cores) is not the workers' hardware";
+  }
+  if (c.whyNotHere.empty()) {
+    const TargetDesc target = t;
+    c.measureHere = [&k, target, device, ms](const std::vector<ir::Config>& configs)
+        -> std::optional<std::vector<search::TrialResult>> {
+      auto m = device ? search::makeDeviceMeasurer(k, target, *device, ms) : search::makeHostMeasurer(k, target, ms);
+      return configs.size() == 1 ? m->measure(configs) : m->remeasure(configs, 3);
+    };
+  }
+  const cache::JobClientOptions service = rs.service;
+  c.reportSpotCheck = [service](const search::TrialResult& claimed, const cache::Record& mine) -> std::string {
+    const double ratio = claimed.samples.median_us > 0 ? mine.median_us / claimed.samples.median_us : 0;
+    char head[160];
+    std::snprintf(head, sizeof head, "the workers' winner re-measured here: %.4g us, %.2fx the %.4g us worker %s claimed",
+                  mine.median_us, ratio, claimed.samples.median_us, claimed.origin->workerId.c_str());
+    if (claimed.origin->jobId.empty()) return head;
+    cache::JobClient client(service);
+    auto v = client.check(claimed.origin->jobId, claimed.origin->item, mine);
+    if (!v.ok()) return std::string(head) + " (the service could not be told: " + v.error().message + ")";
+    if (!v->quarantined) return std::string(head) + (v->agrees ? ": agrees" : ": contradicted");
+    return std::string(head) + ": contradicted; the service quarantined worker " + v->worker + " and " +
+           std::to_string(v->quarantined_records) + " of its records";
+  };
   return c;
 }
 

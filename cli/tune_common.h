@@ -3,8 +3,10 @@
 // edge: TESSERA_CACHE_URL, TESSERA_TOKEN, USER), and the choice of where candidates are measured.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "cache_service/client.h"
@@ -34,6 +36,13 @@ struct MeasureChoice {
   // A device is attached and the GPU table knows its name: its product (SMs, clocks, peaks). An
   // unknown device keeps the target, with the device's name as its model.
   std::optional<TargetDesc> device;
+  // Through workers (chooseWorkers): the spot check of their winner (search::SessionCallbacks).
+  // measureHere is empty when this machine cannot measure the workers' hardware (another CPU
+  // model or fewer cores, no device of the target); reportSpotCheck tells the service and
+  // returns the line the tune prints.
+  std::function<std::optional<std::vector<search::TrialResult>>(const std::vector<ir::Config>&)> measureHere;
+  std::function<std::string(const search::TrialResult&, const cache::Record&)> reportSpotCheck;
+  std::string whyNotHere;  // when measureHere is empty
 };
 // `device`: "" (the first device of the target's vendor), an index, or "emulated". Errors are
 // InvalidArgument with the one-line message a user needs (exit 2), e.g. no device of the target's

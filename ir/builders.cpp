@@ -271,6 +271,11 @@ Expected<Kernel> buildAttention(const AttentionSpec& s) {
                                       {"seq_q", s.seq_q},
                                       {"seq_kv", skv},
                                       {"head_dim", s.head_dim}}));
+  // Each query row keeps head_dim accumulators: past a few thousand the kernel is no attention any
+  // model runs, and building and checking it takes minutes (a 10^6 head dimension ran for 90 s).
+  if (s.head_dim > kMaxHeadDim)
+    return makeError(ErrorCode::VerifyError, "attention: head_dim " + std::to_string(s.head_dim) + " is more than " +
+                                                 std::to_string(kMaxHeadDim));
   if (s.heads % hkv != 0)
     return makeError(ErrorCode::VerifyError, "attention: heads (" + std::to_string(s.heads) +
                                                  ") not divisible by heads_kv (" + std::to_string(hkv) + ")");

@@ -51,6 +51,8 @@ struct AttentionSpec {
   // Tensor names (the canonical ones unless a parsed kernel used others).
   std::string q = "Q", k = "K", v = "V", o = "O";
 };
+// head_dim is at most kMaxHeadDim (each query row keeps that many accumulators).
+inline constexpr int64_t kMaxHeadDim = 4096;
 Expected<Kernel> buildAttention(const AttentionSpec& s);
 
 // numpy broadcasting of two shapes; error when incompatible.

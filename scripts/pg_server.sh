@@ -4,7 +4,9 @@
 #
 #   pg_server.sh start DIR    -> create the server (first time), start it, print its connection URL
 #                                (also in DIR/url); idempotent while it runs; a restarted server
-#                                keeps its port (so its URL) while the port is free
+#                                keeps its port (so its URL) while the port is free. The URL holds
+#                                no password (process lists and logs would show it): the password is
+#                                in DIR/pgpass (mode 0600), for PGPASSFILE=DIR/pgpass
 #   pg_server.sh stop DIR     -> stop it (fast shutdown); its data stays for the next start
 #   pg_server.sh destroy DIR  -> stop it and remove its data
 #
@@ -59,6 +61,13 @@ case "$cmd" in
 start)
   mkdir -p "$dir"
   if [ -n "$home" ] && [ -f "$dir/url" ] && as_owner "$PGBIN/pg_ctl" -D "$home/data" status >/dev/null 2>&1; then
+    if [ ! -f "$dir/pgpass" ]; then
+      # Started by an older version of this script, whose URL held the password: the same server,
+      # named without it.
+      port=$(sed -E 's#.*@[^:/]+:([0-9]+)/.*#\1#' "$dir/url")
+      (umask 077 && echo "127.0.0.1:$port:*:tessera:$(cat "$home/password")" >"$dir/pgpass")
+      (umask 077 && echo "postgresql://tessera@127.0.0.1:$port/postgres" >"$dir/url")
+    fi
     cat "$dir/url"
     exit 0
   fi
@@ -86,7 +95,8 @@ start)
     -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$home/run -c max_connections=300 -c shared_buffers=128MB" \
     start >/dev/null ||
     { echo "pg_server.sh: the server did not start:" >&2; tail -20 "$home/server.log" >&2; exit 1; }
-  url="postgresql://tessera:$(cat "$home/password")@127.0.0.1:$port/postgres"
+  url="postgresql://tessera@127.0.0.1:$port/postgres"
+  (umask 077 && echo "127.0.0.1:$port:*:tessera:$(cat "$home/password")" >"$dir/pgpass.tmp" && mv "$dir/pgpass.tmp" "$dir/pgpass")
   (umask 077 && echo "$url" >"$dir/url")
   echo "$url"
   ;;
@@ -97,7 +107,7 @@ stop | destroy)
   if [ "$cmd" = destroy ]; then
     # Only ever a folder this script made.
     case "$home" in /tmp/tessera-pg-*) rm -rf "$home" ;; esac
-    rm -f "$dir/home" "$dir/url"
+    rm -f "$dir/home" "$dir/url" "$dir/pgpass"
   fi
   ;;
 *)

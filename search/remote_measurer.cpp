@@ -53,7 +53,7 @@ class RemoteMeasurer : public Measurer {
     trials_ += int64_t(configs.size());
     std::vector<cache::JobItemProgress> items = run(job, configs);
     std::vector<TrialResult> out;
-    for (size_t i = 0; i < batch.size(); ++i) out.push_back(resultOf(items[slot[i]], batch[i], 0, true));
+    for (size_t i = 0; i < batch.size(); ++i) out.push_back(resultOf(job.id, items[slot[i]], batch[i], 0, true));
     return out;
   }
 
@@ -65,7 +65,7 @@ class RemoteMeasurer : public Measurer {
     for (const auto& c : configs) texts.push_back(c.toJson());
     std::vector<cache::JobItemProgress> items = run(job, texts);
     std::vector<TrialResult> out;
-    for (size_t i = 0; i < configs.size(); ++i) out.push_back(resultOf(items[0], configs[i], i, false));
+    for (size_t i = 0; i < configs.size(); ++i) out.push_back(resultOf(job.id, items[0], configs[i], i, false));
     return out;
   }
 
@@ -103,12 +103,17 @@ class RemoteMeasurer : public Measurer {
         (void)client_.cancel(job.id);
         throw RemoteMeasureError("following measurement job " + job.id + ": " + p.error().message);
       }
-      for (const auto& it : p->items)
-        if (it.result && !it.result->refused.empty()) {
-          (void)client_.cancel(job.id);
-          throw RemoteMeasureError("worker " + it.result->worker + " refused the job: " + it.result->refused);
-        }
-      if (p->state == "done") return std::move(p->items);
+      if (p->state == "done") {
+        // An item is finished as refused only when no other worker would take it (fair leasing,
+        // jobs.h): one worker's refusal costs nothing; a job no worker runs ends the tune.
+        const bool all_refused = std::all_of(p->items.begin(), p->items.end(), [](const cache::JobItemProgress& it) {
+          return it.result && !it.result->refused.empty();
+        });
+        if (all_refused && !p->items.empty())
+          throw RemoteMeasureError("every worker refused the job (" + p->items.front().result->worker + ": " +
+                                   p->items.front().result->refused + ")");
+        return std::move(p->items);
+      }
       if (p->state == "cancelled") throw RemoteMeasureError("measurement job " + job.id + " was cancelled by the service");
       // Items leased to a worker are in hand (a dead worker's lease expires and its item returns
       // to the queue); only a job that no live worker can take is waiting for nothing.
@@ -124,7 +129,8 @@ class RemoteMeasurer : public Measurer {
     }
   }
 
-  TrialResult resultOf(const cache::JobItemProgress& item, const ir::Config& cfg, size_t index, bool shared) const {
+  TrialResult resultOf(const std::string& job_id, const cache::JobItemProgress& item, const ir::Config& cfg,
+                       size_t index, bool shared) const {
     TrialResult t;
     t.config = cfg;
     const auto& r = item.result;
@@ -132,6 +138,11 @@ class RemoteMeasurer : public Measurer {
       // The queue gave up on it: every worker that leased it was lost while measuring it.
       t.status = TrialStatus::Crash;
       t.message = r ? r->lost_message : "no result";
+      return t;
+    }
+    if (!r->refused.empty()) {
+      t.status = TrialStatus::Crash;
+      t.message = "refused by every worker that could take it (" + r->worker + ": " + r->refused + ")";
       return t;
     }
     if (index >= r->records.size()) {
@@ -142,6 +153,10 @@ class RemoteMeasurer : public Measurer {
     const std::string msg = index < r->messages.size() ? r->messages[index] : "";
     t = trialFromRecord(r->records[index], msg, computeBound_, shared);
     t.config = cfg;
+    t.origin->writer = r->token.empty() ? "worker-" + r->worker : r->token;
+    t.origin->workerId = r->worker;
+    t.origin->jobId = job_id;
+    t.origin->item = item.item;
     if (r->records.size() == 1) {
       t.compileSeconds = r->compile_s;
       t.runSeconds = r->run_s;

@@ -1,6 +1,10 @@
 // Owns replay tables built from records, the replay measurer, and reading record files.
 #include "search/replay.h"
 
+#include <unistd.h>
+
+#include "support/text_file.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -157,13 +161,23 @@ Expected<ReplayTable> tableFromRecords(const std::string& name, const std::vecto
   return t;
 }
 
-Expected<std::string> readMaybeGzip(const std::string& path) {
-  // gzread passes files that are not gzip through unchanged.
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) return makeError(ErrorCode::IOError, "cannot open " + path);
+Expected<std::string> readMaybeGzip(const std::string& path, size_t max_bytes) {
+  // A regular file only (a FIFO would block, /dev/zero never ends); gzread passes files that are
+  // not gzip through unchanged, and the text is read up to max_bytes (decompressed) and no further.
+  TESSERA_ASSIGN(const int fd, openRegularFile(path, "file"));
+  gzFile f = gzdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    return makeError(ErrorCode::IOError, "cannot open " + path);
+  }
   std::string out;
   char buf[1 << 16];
   for (;;) {
+    if (out.size() > max_bytes) {
+      gzclose(f);
+      return makeError(ErrorCode::InvalidArgument,
+                       path + " holds more than " + describeBytes(max_bytes) + " (decompressed)");
+    }
     int n = gzread(f, buf, sizeof buf);
     if (n < 0) {
       int errnum = 0;

@@ -49,7 +49,9 @@ Expected<std::vector<cache::Record>> importKernelTuner(const std::string& path, 
 
 // Record exports: JSON lines of cache::Record, gzip or plain.
 Expected<std::vector<cache::Record>> readRecordFile(const std::string& path);
-// The whole file, gunzipped when it is gzip (plain files are read as they are).
-Expected<std::string> readMaybeGzip(const std::string& path);
+// The whole file, gunzipped when it is gzip (plain files are read as they are): a regular file,
+// at most max_bytes of text (the largest file in bench/data holds 16 MiB).
+inline constexpr size_t kMaxImportBytes = size_t{256} << 20;
+Expected<std::string> readMaybeGzip(const std::string& path, size_t max_bytes = kMaxImportBytes);
 
 }  // namespace tessera::search

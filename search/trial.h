@@ -40,6 +40,10 @@ struct TrialResult {
   struct Origin {
     std::string host, user, cpuModel, tesseraVersion, llvmVersion, cudaVersion, createdAt;
     bool shared = false;
+    // Who measured it (trust.h: the worker's token is its identity) and where the result came
+    // from (the job and its item), for the spot check of the submitter (POST /v1/jobs/{id}/check).
+    std::string writer, workerId, jobId;
+    int64_t item = 0;
   };
   std::optional<Origin> origin;
   bool ok() const { return status == TrialStatus::Ok; }

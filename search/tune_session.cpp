@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <set>
+#include <cstdio>
 
 #include "ir/families.h"
 #include "search/estimate.h"
@@ -159,8 +160,9 @@ class Session {
     if (!w.empty() && cb_.onWarning) cb_.onWarning(w);
   }
 
-  // Cache first (design.md §2): a fresh winner, local or shared, ends the session. A shared hit
-  // is used only once the front end verified it; a local copy is kept of a verified one.
+  // Cache first (design.md §2): a fresh winner, local or shared, ends the session. A shared hit,
+  // and a local winner this machine neither measured nor saw confirmed (a worker's claim), is used
+  // only once the front end verified it (verify_hit.h); what that measured here is kept.
   bool lookUpWinner() {
     std::optional<cache::Record> hit;
     bool stale = false;
@@ -177,13 +179,26 @@ class Session {
         hit = (*local)->record;
         stale = hit->stale || !cache::provenanceMismatch(hit->provenance, prov_).empty();
         r_.cachedFrom = "local";
+        if (!stale && !cache::isConfirmed(hit->trust)) {
+          HitCheck check;
+          Status verified = cb_.verifySharedHit ? cb_.verifySharedHit(*hit, &check) : Status{};
+          keepMeasuredHere(check);
+          if (!verified.ok()) {
+            warn("the stored winner for this kernel is a claim of " + claimant(*hit) + " that failed verification (" +
+                 verified.error().message + "): not used, tuning");
+            return false;
+          }
+          r_.cachedWasClaim = true;
+        }
       }
     }
     if (!hit && client_) {
       auto remote = client_->best(p_.key, prov_, false);
       warn(remote.warning);
       if (remote.kind == cache::LookupResult::Kind::Hit && remote.record) {
-        Status verified = cb_.verifySharedHit ? cb_.verifySharedHit(*remote.record) : Status{};
+        HitCheck check;
+        Status verified = cb_.verifySharedHit ? cb_.verifySharedHit(*remote.record, &check) : Status{};
+        keepMeasuredHere(check);
         if (!verified.ok()) {
           warn("the shared cache's winner for this kernel failed verification (" + verified.error().message +
                "): not used, tuning");
@@ -192,13 +207,28 @@ class Session {
         hit = remote.record;
         stale = remote.stale;
         r_.cachedFrom = client_->options().base_url;
-        if (store_) (void)store_->putOne(*hit);  // keep a local copy
+        r_.cachedWasClaim = !cache::isConfirmed(hit->trust);
+        // A local copy, kept as what it is: its writer's claim (confirmed here by the measurement
+        // kept above, when one was taken).
+        if (store_)
+          (void)store_->putOne(*hit, {.writer = claimant(*hit), .trusted = false});
       }
     }
     if (!hit || stale) return false;
     r_.cached = hit;
     r_.outcome = SessionResult::Outcome::AlreadyTuned;
     return true;
+  }
+
+  static std::string claimant(const cache::Record& r) { return r.writer.empty() ? "shared" : r.writer; }
+
+  // What a verification measured here is this machine's measurement of the config: stored as its
+  // own (vouched in the local store) and shared, where the service weighs it against the claim.
+  void keepMeasuredHere(const HitCheck& check) {
+    if (!check.here || !check.here->ok() || !store_) return;
+    cache::Record mine = toRecord(*check.here, p_.key, prov_, {0, 0});
+    (void)store_->putOne(mine, {.outbox = client_ && s_.pushToCache});
+    if (client_ && s_.pushToCache) warn(cache::pushOutbox(*store_, *client_).warning);
   }
 
   // Estimating: the best stored estimate of the current model ends the session like a winner.
@@ -289,27 +319,84 @@ class Session {
     if (store_) {
       auto put = store_->put(mine, {.outbox = client_ && s_.pushToCache});
       if (!put.ok()) warn("could not store results: " + put.error().str());
-      // Records a worker already stored in the shared cache are kept here and never pushed again.
-      auto kept = store_->put(shared, {.outbox = false});
-      if (!kept.ok()) warn("could not store results: " + kept.error().str());
+      // Records a worker already stored in the shared cache are kept here as what they are: that
+      // worker's claims (trust.h), never pushed again.
+      for (size_t i = 0, j = 0; i < rs.size(); ++i) {
+        if (!(rs[i].origin && rs[i].origin->shared)) continue;
+        auto kept = store_->putOne(shared[j++], {.outbox = false, .writer = rs[i].origin->writer, .trusted = false});
+        if (!kept.ok()) warn("could not store results: " + kept.error().str());
+      }
     }
     if (cb_.onRecordsCommitted) cb_.onRecordsCommitted(recs);
   }
 
   // The winner, re-measured interleaved, is stored with the run's tuning cost and marked so: it
   // outranks the single measurements of the search (a lucky sample among them would otherwise be
-  // what `tessera best`, the benches and the service serve).
+  // what `tessera best`, the benches and the service serve). A winner measured by workers is their
+  // claim: this machine checks it first when it can (spotCheck), and shares only what it measured.
   void storeWinner() {
     TuningCost cost{int64_t(r_.tune.trials.size()), r_.tune.seconds};
-    cache::Record winner = toRecord(*r_.tune.best, p_.key, prov_, cost);
-    winner.remeasured = !r_.tune.remeasured.empty() && winner.status == cache::RecordStatus::Ok;
+    if (r_.tune.best->origin && r_.tune.best->ok() && !r_.tune.best->estimated && cb_.measureHere) spotCheck(cost);
+    const TrialResult& best = *r_.tune.best;
+    cache::Record winner = toRecord(best, p_.key, prov_, cost);
+    winner.remeasured = (!r_.tune.remeasured.empty() || r_.spot.remeasuredHere) && winner.status == cache::RecordStatus::Ok;
+    if (r_.spot.ran && r_.spot.agreed) winner.remeasured = false;  // one measurement here, of the workers' winner
     r_.winner = winner;
     // An estimate is already stored as the trial it was; only a re-measured winner is new. Either
     // way the run's records go to the shared cache now (an estimating run used to leave them in
     // the outbox until the next run).
     if (!store_) return;
-    if (winner.status == cache::RecordStatus::Ok) (void)store_->putOne(winner, {.outbox = client_ && s_.pushToCache});
+    if (winner.status == cache::RecordStatus::Ok && best.origin) {
+      // Nobody here measured it: kept as the worker's claim (confirmed only when another identity
+      // measures the config), never pushed under this tuner's name.
+      (void)store_->putOne(winner, {.outbox = false, .writer = best.origin->writer, .trusted = false});
+    } else if (winner.status == cache::RecordStatus::Ok) {
+      (void)store_->putOne(winner, {.outbox = client_ && s_.pushToCache});
+    }
     if (client_ && s_.pushToCache) warn(cache::pushOutbox(*store_, *client_).warning);
+  }
+
+  // The spot check (issue 25): this machine measures the workers' winner itself. When its time
+  // agrees (within the noise), that measurement is the winner stored and shared (it confirms the
+  // worker's record on the service); when it contradicts the claim, the worker is reported (the
+  // service quarantines it with its records) and the top candidates are re-measured here, whose
+  // best is the winner. When this machine cannot measure, the winner stays the worker's claim.
+  void spotCheck(const TuningCost& cost) {
+    const TrialResult claimed = *r_.tune.best;
+    SpotCheck& sc = r_.spot;
+    sc.claimed_us = claimed.samples.median_us;
+    sc.writer = claimed.origin->writer;
+    sc.worker = claimed.origin->workerId;
+    auto here = cb_.measureHere({claimed.config});
+    if (!here || here->size() != 1 || !here->front().ok() || here->front().origin) return;
+    sc.ran = true;
+    TrialResult mine = here->front();
+    sc.here_us = mine.samples.median_us;
+    sc.agreed = !cache::contradicts(sc.claimed_us, sc.here_us);
+    // The record the service gets is the one storeWinner shares when it agrees (one record, not two).
+    if (cb_.reportSpotCheck) cb_.reportSpotCheck(claimed, toRecord(mine, p_.key, prov_, cost));
+    if (sc.agreed) {
+      r_.tune.best = mine;
+      return;
+    }
+    warn("worker " + sc.worker + " (token " + sc.writer + ") claimed " + fmtUs(sc.claimed_us) +
+         " for the winner; this machine measured " + fmtUs(sc.here_us) +
+         ": its results are not trusted, the top candidates are re-measured here");
+    std::vector<ir::Config> top;
+    for (const auto& t : r_.tune.remeasured) top.push_back(t.config);
+    if (top.empty()) top.push_back(claimed.config);
+    auto again = cb_.measureHere(top);
+    std::optional<TrialResult> best;
+    for (const auto& t : again.value_or(std::vector<TrialResult>{}))
+      if (t.ok() && !t.origin && (!best || t.samples.median_us < best->samples.median_us)) best = t;
+    r_.tune.best = best ? *best : mine;
+    sc.remeasuredHere = best.has_value() && top.size() > 1;
+  }
+
+  static std::string fmtUs(double us) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.4g us", us);
+    return b;
   }
 
   const TuneProblem& p_;

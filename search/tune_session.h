@@ -25,6 +25,7 @@
 #include "search/strategy.h"
 #include "search/transfer.h"
 #include "search/tuner.h"
+#include "search/verify_hit.h"
 #include "search/warm_start.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
@@ -81,10 +82,28 @@ struct SessionCallbacks {
   std::function<void(const WarmStart&)> onWarmStart;                           // before the first batch
   std::function<void(const Transfer&)> onTransfer;                             // before the first batch
   std::function<void(double)> onTransferDropped;  // the other GPUs disagreed (their rank correlation)
-  // A winner from the shared cache is used only when this accepts it (compiled and checked
-  // against the reference by the front end); a rejected hit is reported, not stored locally, and
-  // the session tunes.
-  std::function<Status(const cache::Record&)> verifySharedHit;
+  // A winner from the shared cache, or a stored winner this machine did not measure and nobody
+  // confirmed (a worker's claim), is used only when this accepts it (verify_hit.h: compiled,
+  // checked against the reference, and a claim re-timed by the front end); a rejected hit is
+  // reported, not used, and the session tunes. What `check` measured here is stored as this
+  // machine's measurement and shared: a second identity's word on the claim (trust.h).
+  std::function<Status(const cache::Record&, HitCheck* check)> verifySharedHit;
+  // Measured through workers (their results carry an origin): the spot check of the winner. This
+  // machine measures the given configs itself when it can (interleaved when there are several;
+  // nullopt when it cannot: no device of the target, another CPU) ...
+  std::function<std::optional<std::vector<TrialResult>>(const std::vector<ir::Config>&)> measureHere;
+  // ... and the front end reports that measurement of a worker's result to the service (which
+  // quarantines the worker when it is contradicted).
+  std::function<void(const TrialResult& claimed, const cache::Record& here)> reportSpotCheck;
+};
+
+// The spot check of a tune measured by workers (SessionCallbacks::measureHere).
+struct SpotCheck {
+  bool ran = false;      // this machine measured the workers' winner itself
+  bool agreed = true;    // its time did not contradict the worker's claim
+  double claimed_us = 0, here_us = 0;
+  std::string writer, worker;  // whose claim (token, worker id)
+  bool remeasuredHere = false;  // contradicted: the top candidates were re-measured here
 };
 
 struct SessionResult {
@@ -109,6 +128,9 @@ struct SessionResult {
   std::optional<cache::Record> winner;
   double speedupOverDefault = 0;  // same-run medians of the default and the winner (0: unknown)
   bool stopped = false;           // shouldStop ended the search early
+  SpotCheck spot;                 // a tune through workers: what this machine found
+  // AlreadyTuned: the hit is a claim this machine verified (re-timed) rather than a confirmed record.
+  bool cachedWasClaim = false;
 };
 
 // Runs the session. `store` may be null (nothing looked up or committed: replay), `client` null or

@@ -1,9 +1,14 @@
-// Owns checking a winner from the shared cache before it is trusted (issue 15: clients verify
-// before they trust): its config must be legal in this kernel's space, compile, and reproduce the
-// reference's result through this machine's measurer; with `time`, its re-timed median must be
-// within `slack` times what the record claims. `tessera tune` passes it to the session as
+// Owns checking a winner from the shared cache (or a stored claim of another machine) before it is
+// trusted (issues 15 and 25: clients verify before they trust): its config must be legal in this
+// kernel's space, compile, and reproduce the reference's result through this machine's measurer;
+// and unless the record is confirmed (trust.h: another identity's measurement agrees with it, or
+// an admin vouched for it), it is re-timed here and refused when this machine measures it more
+// than the noise slower than it claims (cache::contradicts, twice when the first re-timing does:
+// one busy moment must not refuse an honest claim). `tessera tune` passes it to the session as
 // SessionCallbacks::verifySharedHit; `tessera best` calls it before printing a shared winner.
 #pragma once
+
+#include <optional>
 
 #include "cache_service/record.h"
 #include "ir/schedule.h"
@@ -13,13 +18,22 @@
 namespace tessera::search {
 
 struct VerifyHitSettings {
-  bool time = false;   // re-time the config too (--verify-time)
-  double slack = 2.0;  // a re-timed median above slack x the record's is refused
+  enum class Time {
+    IfUnconfirmed,  // re-time a claim, trust a confirmed record's time (the default)
+    Always,         // --verify-time
+    Never,          // results only (--no-verify-time; an emulated device's time is never compared)
+  };
+  Time time = Time::IfUnconfirmed;
+  double agree_factor = cache::kDefaultAgreeFactor;
 };
 
 struct HitCheck {
   double measured_us = 0;  // the median this machine measured (0 when it did not run)
   double max_rel_err = 0;  // against the reference
+  bool timed = false;      // its time was compared with the claim
+  // The measurement taken here (status ok, this machine's; unset when none ran or it was taken
+  // elsewhere): a second identity's measurement of the config, worth keeping and sharing.
+  std::optional<TrialResult> here;
 };
 
 // Ok when the record's config passes; otherwise an error saying why (InvalidConfig: not legal

@@ -23,12 +23,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A job as this worker holds it: the kernel parsed from its IR text and verified, the measurer
-// built for it (the reference outputs are computed once per job), or why it is refused here.
+// A job as this worker holds it: the kernel parsed from its IR text and verified, its measurement
+// settings, the measurer built for it while its items are measured (it holds the kernel's inputs,
+// outputs and reference outputs: the job's memory), or why it is refused here.
 struct JobContext {
   cache::JobSpec spec;
   std::unique_ptr<ir::Kernel> kernel;  // the measurer keeps a reference: declared first, destroyed last
+  MeasureSettings settings;
   std::unique_ptr<Measurer> measurer;
+  double bytes = 0;  // the kernel's tensors (ir::kernelBytes)
   bool computeBound = true;
   std::string refusal;
 };
@@ -119,6 +122,9 @@ class Worker {
         continue;
       }
       if (lease->items.empty()) {
+        // Idle: the jobs' tensors go back to the system (a worker holds memory only while it
+        // measures; --max-job-mb bounds what it holds then).
+        for (auto& c : jobs_) c->measurer.reset();
         pause(s_.idlePollSec);
         continue;
       }
@@ -168,10 +174,11 @@ class Worker {
     if (!k.ok()) return refuse("the kernel's IR text does not parse: " + k.error().message);
     if (Status v = ir::verify(*k); !v.ok()) return refuse("the kernel does not verify: " + v.error().message);
     c.kernel = std::make_unique<ir::Kernel>(std::move(*k));
-    if (const double bytes = ir::kernelBytes(*c.kernel); bytes > s_.maxJobBytes) {
+    c.bytes = ir::kernelBytes(*c.kernel);
+    if (c.bytes > s_.maxJobBytes) {
       char why[160];
       std::snprintf(why, sizeof why, "the kernel's tensors need %.0f MiB, more than this worker's limit of %.0f MiB",
-                    bytes / (1 << 20), s_.maxJobBytes / (1 << 20));
+                    c.bytes / (1 << 20), s_.maxJobBytes / (1 << 20));
       return refuse(why);
     }
     const cache::HardKey here = hardKeyFor(*c.kernel, s_.target);
@@ -187,8 +194,32 @@ class Worker {
     // reference runs in this process, and a job is written by any write token.
     ms->ref.maxWork = std::min(ms->ref.maxWork, defaults.ref.maxWork);
     c.computeBound = ir::isComputeBound(*c.kernel);
-    c.measurer = s_.gpu ? makeDeviceMeasurer(*c.kernel, s_.target, s_.device, *ms)
-                        : makeHostMeasurer(*c.kernel, s_.target, *ms);
+    c.settings = *ms;
+  }
+
+  // The job's measurer, built now; the measurers of other jobs are released first (least
+  // recently used) until every job held together fits --max-job-mb: the limit is the worker's,
+  // not one job's (four jobs of 69 MiB under a 100 MiB limit held 480 MB).
+  Measurer& measurerOf(JobContext& c) {
+    if (!c.measurer) {
+      double held = c.bytes;
+      for (auto it = jobs_.begin(); it != jobs_.end(); ++it)
+        if (it->get() != &c && (*it)->measurer) held += (*it)->bytes;
+      for (auto it = jobs_.rbegin(); it != jobs_.rend() && held > s_.maxJobBytes; ++it)
+        if (it->get() != &c && (*it)->measurer) {
+          (*it)->measurer.reset();
+          held -= (*it)->bytes;
+        }
+      c.measurer = s_.gpu ? makeDeviceMeasurer(*c.kernel, s_.target, s_.device, c.settings)
+                          : makeHostMeasurer(*c.kernel, s_.target, c.settings);
+    }
+    // Most recently used first: the release above takes the oldest.
+    for (auto it = jobs_.begin(); it != jobs_.end(); ++it)
+      if (it->get() == &c) {
+        std::rotate(jobs_.begin(), it, std::next(it));
+        break;
+      }
+    return *c.measurer;
   }
 
   cache::Record recordOf(const TrialResult& t, const JobContext& c, int64_t item) const {
@@ -227,7 +258,7 @@ class Worker {
           auto parsed = ir::Config::fromJson(cfg.dump());
           if (parsed.ok()) configs.push_back(*parsed);
         }
-        std::vector<TrialResult> rs = c.measurer->remeasure(configs, int(std::max<int64_t>(1, c.spec.rounds)));
+        std::vector<TrialResult> rs = measurerOf(c).remeasure(configs, int(std::max<int64_t>(1, c.spec.rounds)));
         std::vector<cache::Record> recs;
         std::vector<std::string> msgs;
         double compile = 0, run = 0;
@@ -253,7 +284,7 @@ class Worker {
       ids.push_back(it.item);
     }
     if (configs.empty()) return;
-    std::vector<TrialResult> rs = c.measurer->measure(configs);
+    std::vector<TrialResult> rs = measurerOf(c).measure(configs);
     for (size_t i = 0; i < rs.size() && i < ids.size(); ++i)
       report(c, ids[i], {recordOf(rs[i], c, ids[i])}, {rs[i].message}, rs[i].compileSeconds, rs[i].runSeconds);
   }

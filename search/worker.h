@@ -39,8 +39,9 @@ struct WorkerSettings {
   // One line per event (registered, job taken, item reported, problems); may be empty.
   std::function<void(const std::string&)> log;
   int64_t maxItems = 0;  // stop after reporting this many items (0: run until stopped)
-  // A job whose kernel's inputs and outputs need more bytes than this is refused: a job is written
-  // by any write token, and its tensors are allocated here.
+  // The kernels' inputs and outputs this worker holds at once, all jobs together (a job is written
+  // by any write token, and its tensors are allocated here): a job alone over it is refused; other
+  // jobs' tensors are released before a new one's are allocated, and all of them while idle.
   double maxJobBytes = 4.0 * (1ull << 30);
 };
 

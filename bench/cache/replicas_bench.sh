@@ -127,6 +127,8 @@ REPLICAS[sqlite2]="sqlite_a sqlite_b"
 if [ "$PG" != 0 ]; then
   PG_DIR=$WORK/pg
   STORE[pg]=$(bash "$ROOT/scripts/pg_server.sh" start "$PG_DIR")
+  # The URL holds no password (tessera refuses one on its command line): libpq reads it here.
+  export PGPASSFILE=$PG_DIR/pgpass
   if msg=$("$SEED" 0 "${STORE[pg]}" - - 2>&1); then
     echo "== seeding $RECORDS records into a fresh PostgreSQL database ($(basename "$(ls -d /usr/lib/postgresql/*/ | sort -V | tail -1)"), fsync on)"
     t0=$(date +%s.%N)

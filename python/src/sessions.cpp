@@ -162,7 +162,9 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
   cb.onWarning = [&](const std::string& w) { warnings.push_back(w); };
   // Clients verify before they trust (as `tessera tune`): a shared winner must be legal here,
   // compile, and match the reference through this session's measurer.
-  cb.verifySharedHit = [&](const cache::Record& rec) { return search::verifySharedHit(rec, problem.space, *measurer); };
+  cb.verifySharedHit = [&](const cache::Record& rec, search::HitCheck* check) {
+    return search::verifySharedHit(rec, problem.space, *measurer, {}, check);
+  };
   if (!onTrial.is_none())
     cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
       nb::gil_scoped_acquire gil;

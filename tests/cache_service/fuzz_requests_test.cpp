@@ -1,7 +1,7 @@
 // Fuzz-style test of the whole server: thousands of malformed or random requests (mutated and
 // type-confused records, broken imports, random routes, queries, tokens, framing and raw bytes).
 // Every answer must be a 4xx problem (or, for bytes that are not HTTP, no answer), the server must
-// stay healthy, and the database must be byte-for-byte unchanged.
+// stay healthy, and the database must be byte-for-byte unchanged, on either store engine.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -80,8 +80,10 @@ void paths(const json& j, std::vector<json::json_pointer>& out, json::json_point
     for (size_t i = 0; i < j.size(); ++i) paths(j[i], out, at / i);
 }
 
-TEST(FuzzRequests, MalformedRequestsGet4xxAndChangeNothing) {
-  test::ServerFixture f;
+class FuzzRequests : public ::testing::TestWithParam<test::Engine> {};
+
+TEST_P(FuzzRequests, MalformedRequestsGet4xxAndChangeNothing) {
+  test::ServerFixture f(test::testOptions(), true, GetParam());
   std::vector<Record> seed;
   for (int i = 0; i < 20; ++i) seed.push_back(test::makeRecord({.key = i % 5, .median_us = 50.0 + i}));
   ASSERT_EQ(f.post("/v1/records", test::recordsBody(seed), f.write_token).status, 200);
@@ -208,6 +210,9 @@ TEST(FuzzRequests, MalformedRequestsGet4xxAndChangeNothing) {
   b.erase("uptime_s");
   EXPECT_EQ(a, b);
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, FuzzRequests, ::testing::ValuesIn(test::builtEngines()),
+                         [](const auto& info) { return std::string(test::engineName(info.param)); });
 
 }  // namespace
 }  // namespace tessera::cache

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -42,7 +43,8 @@ struct QueueFixture {
     std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the server's token refresh
   }
   Reply registerWorker(const std::string& id, const std::string& arch) {
-    return f.post("/v1/workers", json{{"id", id}, {"target", "host"}, {"arch", arch}, {"units", 2}, {"model", "cpu"}}.dump(),
+    return f.post("/v1/workers",
+                  json{{"id", id}, {"target", "host"}, {"arch", arch}, {"units", 2}, {"model", "cpu"}, {"slots", 8}}.dump(),
                   worker);
   }
   json lease(const std::string& id, int max_items) {
@@ -174,17 +176,20 @@ TEST_P(JobQueue, ItemsWhoseLeasesKeepExpiringAreGivenUp) {
   o.queue.max_attempts = 2;
   ServerFixture f(o, true, GetParam());
   auto tokens = TokenStore::open(f.db);
-  const std::string worker = *(*tokens)->add("box", Scope::Worker);
+  // Two machines with a token each: a lost lease counts against its item once per token.
+  const std::string box = *(*tokens)->add("box", Scope::Worker), box2 = *(*tokens)->add("box2", Scope::Worker);
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  std::map<std::string, std::string> token_of = {{kWorkerA, box}, {kWorkerC, box2}};
   for (const auto& id : {kWorkerA, kWorkerC})
-    ASSERT_EQ(f.post("/v1/workers", json{{"id", id}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(), worker)
+    ASSERT_EQ(f.post("/v1/workers", json{{"id", id}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(),
+                     token_of[id])
                   .status,
               200);
   ASSERT_EQ(f.post("/v1/jobs", jobBody({R"({"MC":64})"}).dump(), f.write_token).status, 200);
   auto lease = [&](const std::string& id) {
-    return json::parse(f.post("/v1/workers/" + id + "/lease", R"({"max_items":1})", worker).body);
+    return json::parse(f.post("/v1/workers/" + id + "/lease", R"({"max_items":1})", token_of[id]).body);
   };
-  // A candidate that takes its worker down every time: after max_attempts lost leases it is
+  // A candidate that takes its worker down every time: after max_attempts tokens lost it, it is
   // failed (a result saying so, no record) instead of killing the fleet one worker at a time.
   EXPECT_EQ(lease(kWorkerA).at("items").size(), 1u);
   std::this_thread::sleep_for(std::chrono::milliseconds(700));

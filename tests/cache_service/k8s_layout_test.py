@@ -91,10 +91,13 @@ class Store:
         self.pg, self.admin_url, self.db = False, None, None
         if pg_dir:
             url = open(os.path.join(pg_dir, "url")).read().strip()
-            m = re.fullmatch(r"postgresql://([^:@/]+):([^@]+)@([^/]+)/(\w+)", url)
-            if not check(m is not None, "the tests' PostgreSQL server URL has user, password, host and database"):
+            m = re.fullmatch(r"postgresql://([^:@/]+)@([^/]+)/(\w+)", url)
+            if not check(m is not None, "the tests' PostgreSQL server URL has user, host and database, no password"):
                 raise SystemExit(1)
-            user, self.password, host, _ = m.groups()
+            user, host, _ = m.groups()
+            # The password is in the server's pgpass file (scripts/pg_server.sh), for PGPASSFILE.
+            self.password = open(os.path.join(pg_dir, "pgpass")).read().strip().rsplit(":", 1)[1]
+            os.environ["PGPASSFILE"] = os.path.join(pg_dir, "pgpass")
             self.db = f"k8s_layout_{os.getpid()}_{int(time.time())}"
             self.admin_url = url
             r = subprocess.run(["psql", "-qAt", "-d", url, "-c", f"CREATE DATABASE {self.db}"], capture_output=True,

@@ -211,7 +211,8 @@ TEST_P(JobListTest, CountsItemsAndHolders) {
   w.arch = "x86-64-v4";
   w.units = 2;
   w.model = "Test CPU";
-  ASSERT_TRUE(q->registerWorker(w).ok());
+  w.slots = 2;  // a worker leases at most its slots
+  ASSERT_TRUE(q->registerWorker(w, {}).ok());
   auto job = [&](char id, const std::string& submitter, int items) {
     JobSpec j;
     j.id = std::string(32, id);

@@ -269,3 +269,49 @@ TEST(Record, FinalizeRejectsInvalidRecordsBuiltInCode) {
 
 }  // namespace
 }  // namespace tessera::cache
+
+namespace tessera::cache {
+namespace {
+
+// The one trust rule (trust.h) both engines and the in-memory store apply.
+TEST(TrustRule, ConfirmationRefutationAndTheGrayZoneBetween) {
+  EXPECT_TRUE(timesAgree(100, 150));
+  EXPECT_FALSE(timesAgree(100, 151));
+  EXPECT_FALSE(contradicts(100, 225));  // slower, within 1.5^2: neither confirmed nor refuted
+  EXPECT_TRUE(contradicts(100, 226));
+  EXPECT_FALSE(contradicts(100, 10));  // a claim slower than the truth harms no one
+  auto trustOf = [](const std::vector<std::pair<int64_t, Trust>>& changed, int64_t id, Trust was) {
+    for (const auto& [i, t] : changed)
+      if (i == id) return t;
+    return was;
+  };
+  // One identity twice confirms nothing; another one agreeing does.
+  std::vector<Measurement> g = {{1, "alice", 100, Trust::Claim}, {2, "alice", 101, Trust::Claim}};
+  EXPECT_TRUE(settleTrust(g).empty());
+  g.push_back({3, "bob", 120, Trust::Claim});
+  auto c = settleTrust(g);
+  EXPECT_EQ(trustOf(c, 1, Trust::Claim), Trust::Confirmed);
+  EXPECT_EQ(trustOf(c, 3, Trust::Claim), Trust::Confirmed);
+  // A lie ten times too fast is refused by an honest measurement, which stays a claim; the gray
+  // zone (2x) refutes nothing.
+  std::vector<Measurement> lie = {{1, "mallory", 10, Trust::Claim}, {2, "carol", 100, Trust::Claim},
+                                  {3, "dave", 20, Trust::Claim}};
+  c = settleTrust(lie);
+  EXPECT_EQ(trustOf(c, 1, Trust::Claim), Trust::Refuted);
+  EXPECT_EQ(trustOf(c, 2, Trust::Claim), Trust::Claim);
+  EXPECT_EQ(trustOf(c, 3, Trust::Claim), Trust::Refuted);  // 100 > 2.25 x 20
+  // Vouched stays vouched; confirmation outranks refutation.
+  std::vector<Measurement> pinned = {{1, "ops", 10, Trust::Vouched}, {2, "x", 100, Trust::Claim},
+                                     {3, "y", 11, Trust::Claim}};
+  c = settleTrust(pinned);
+  EXPECT_EQ(trustOf(c, 1, Trust::Vouched), Trust::Vouched);
+  EXPECT_EQ(trustOf(c, 3, Trust::Claim), Trust::Confirmed);
+  // The winner order: confirmed before claims (even re-measured ones), refuted never.
+  EXPECT_GT(*winnerRank(Trust::Confirmed, false), *winnerRank(Trust::Claim, true));
+  EXPECT_EQ(*winnerRank(Trust::Vouched, true), *winnerRank(Trust::Confirmed, true));
+  EXPECT_FALSE(winnerRank(Trust::Refuted, true));
+  for (auto t : {Trust::Refuted, Trust::Claim, Trust::Confirmed, Trust::Vouched}) EXPECT_EQ(parseTrust(trustName(t)), t);
+}
+
+}  // namespace
+}  // namespace tessera::cache

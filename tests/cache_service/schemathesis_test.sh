@@ -35,6 +35,7 @@ trap cleanup EXIT
 DB=$WORK/st.db
 if [ -n "$PG_DIR" ]; then
   PG_ADMIN=$(flock -o "$PG_DIR.lock" bash "$HERE/../../scripts/pg_server.sh" start "$PG_DIR")
+  export PGPASSFILE=$PG_DIR/pgpass  # the URL holds no password; psql and tessera read it here
   PG_NAME=st_$(python3 -c 'import secrets; print(secrets.token_hex(6))')
   psql -q "$PG_ADMIN" -c "CREATE DATABASE $PG_NAME"
   DB=${PG_ADMIN%/*}/$PG_NAME

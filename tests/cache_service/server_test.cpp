@@ -281,7 +281,7 @@ TEST(Server, BadSubmissionsAreRefusedAndChangeNothing) {
   EXPECT_EQ(huge.header("Connection"), "close");
   expectProblem(raw(test::httpRequest("POST", "/v1/records", good, {auth, "Content-Type: application/json",
                                                                      "Content-Length: abc"}, false)),
-                400, "bad-content-length");
+                400, "bad-framing");  // the gate: the one framing authority (issue 25)
   // Expect: 100-continue gets the refusal before any body byte is sent.
   expectProblem(raw("POST /v1/records HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
                     "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"),

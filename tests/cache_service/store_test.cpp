@@ -277,21 +277,21 @@ TEST_P(StoreTest, WriterAndRemeasuredAreTheStoresToDecide) {
   auto s = open();
   Record claimed = makeRecord({.key = 23, .median_us = 500, .config = R"({"MC":8})", .remeasured = true});
   claimed.writer = "admin";  // in the body: ignored
-  PutResult p = put(*s, claimed, {.writer = "mallory", .trust_remeasured = false});
+  PutResult p = put(*s, claimed, {.writer = "mallory", .trusted = false});
   EXPECT_FALSE(p.remeasured);
-  put(*s, makeRecord({.key = 23, .median_us = 100, .config = R"({"MC":16})"}), {.writer = "alice", .trust_remeasured = false});
+  put(*s, makeRecord({.key = 23, .median_us = 100, .config = R"({"MC":16})"}), {.writer = "alice", .trusted = false});
   auto w = best(*s, claimed.key_id);
   EXPECT_EQ(w->record.median_us, 100);  // the bare claim did not outrank a faster measurement
   EXPECT_FALSE(s->list({.key_id = claimed.key_id})->records[0].remeasured);
   EXPECT_EQ(s->list({.key_id = claimed.key_id})->records[0].writer, "mallory");
   // A run's re-measurement of a config it measured before stands.
   PutResult confirmed = put(*s, makeRecord({.key = 23, .median_us = 110, .config = R"({"MC":16})", .remeasured = true}),
-                            {.writer = "alice", .trust_remeasured = false});
+                            {.writer = "alice", .trusted = false});
   EXPECT_TRUE(confirmed.remeasured);
   EXPECT_EQ(confirmed.outcome, PutOutcome::Improved);
   EXPECT_EQ(best(*s, claimed.key_id)->record.median_us, 110);
   // A retried submission is a duplicate even though its claim was not taken.
-  EXPECT_TRUE(put(*s, claimed, {.writer = "mallory", .trust_remeasured = false}).duplicate);
+  EXPECT_TRUE(put(*s, claimed, {.writer = "mallory", .trusted = false}).duplicate);
   // A local store trusts its own tuner.
   auto local = open("local.db");
   EXPECT_TRUE(put(*local, claimed).remeasured);
@@ -457,6 +457,11 @@ TEST(SqliteStore, PersistsAndMarksTheFile) {
   EXPECT_EQ(test::integrityCheck(path), "ok");
 }
 
+// What version 6 (the trust of measurements) added outside the job tables, undone to make an
+// older file.
+constexpr const char* kUndoV6[] = {"DROP INDEX records_by_key_config", "ALTER TABLE records DROP COLUMN trust",
+                                   "ALTER TABLE keys DROP COLUMN winner_rank"};
+
 // A version-1 file (before re-measured winners were marked) is migrated in place when opened: its
 // records and winners stay, and a re-measured record then outranks the old winner.
 TEST(SqliteStore, MigratesAVersion1File) {
@@ -467,7 +472,7 @@ TEST(SqliteStore, MigratesAVersion1File) {
   {  // back to the version-1 layout
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    for (const char* q : {"DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+    for (const char* q : {kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
                           "DROP INDEX records_by_writer", "DROP INDEX records_by_received",
                           "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
                           "ALTER TABLE records DROP COLUMN quarantined",
@@ -502,7 +507,7 @@ TEST(SqliteStore, MigratesAVersion3File) {
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    for (const char* q : {"DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+    for (const char* q : {kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
                           "DROP INDEX records_by_writer", "DROP INDEX records_by_received",
                           "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
                           "ALTER TABLE records DROP COLUMN quarantined", "UPDATE records SET stale = 1",
@@ -544,7 +549,7 @@ TEST(SqliteStore, MigratesAVersion4File) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     for (const char* q :
-         {"DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+         {kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
           "CREATE TABLE tokens_v4(name TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, scope TEXT NOT NULL CHECK"
           " (scope IN ('read','write','admin')), created_at TEXT NOT NULL, revoked_at TEXT)",
           "INSERT INTO tokens_v4 SELECT * FROM tokens", "DROP TABLE tokens", "ALTER TABLE tokens_v4 RENAME TO tokens",

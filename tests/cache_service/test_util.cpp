@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <filesystem>
 #include <stdexcept>
 
@@ -248,9 +249,20 @@ std::string trimmedOutput(const std::string& cmd) {
   return rc == 0 ? out : std::string();
 }
 
+// The tests' server URL, without a password (tessera refuses one on its command line): the
+// password reaches libpq, in this process and in every tessera it starts, through PGPASSFILE (the
+// server's DIR/pgpass) or PGPASSWORD (taken out of a TESSERA_TEST_PG URL that holds one).
 const std::string& pgServerUrl() {
   static const std::string url = [] {
-    if (const char* env = std::getenv("TESSERA_TEST_PG"); env && *env) return std::string(env);
+    if (const char* env = std::getenv("TESSERA_TEST_PG"); env && *env) {
+      std::string u = env;
+      const size_t user = u.find("://") + 3, at = u.find('@'), colon = u.find(':', user);
+      if (at != std::string::npos && colon < at) {
+        ::setenv("PGPASSWORD", u.substr(colon + 1, at - colon - 1).c_str(), 1);
+        u.erase(colon, at - colon);
+      }
+      return u;
+    }
     // Idempotent: prints the running server's URL, or starts it; flock keeps two test processes
     // from running initdb at once.
     const std::string dir = TESSERA_PG_DIR;
@@ -259,6 +271,7 @@ const std::string& pgServerUrl() {
     if (!isPostgresLocation(u))
       throw std::runtime_error("the tests' PostgreSQL server did not start (scripts/pg_server.sh start " + dir +
                                "): " + u);
+    ::setenv("PGPASSFILE", (dir + "/pgpass").c_str(), 1);
     return u;
   }();
   return url;
@@ -295,6 +308,15 @@ PgDatabase::~PgDatabase() {
 }
 
 bool postgresBuiltIn() { return true; }
+
+std::string pgServerPassword() {
+  (void)pgServerUrl();
+  if (const char* pw = std::getenv("PGPASSWORD"); pw && *pw) return pw;
+  std::ifstream in(std::string(TESSERA_PG_DIR) + "/pgpass");
+  std::string line;
+  std::getline(in, line);
+  return line.substr(line.rfind(':') + 1);
+}
 
 namespace {
 std::vector<std::vector<std::string>> pgQueryRows(const std::string& url, const std::string& sql) {

@@ -118,6 +118,8 @@ class PgDatabase {
 };
 // Whether this build has the PostgreSQL engine (the tests of it are compiled only then).
 bool postgresBuiltIn();
+// The password of the tests' PostgreSQL server (it is never in the URLs tessera gets).
+std::string pgServerPassword();
 
 // Record JSON for request bodies: {"records":[...]}.
 std::string recordsBody(const std::vector<Record>& recs);

@@ -258,6 +258,11 @@ TEST(Trust, RooflineBoundsAreGenerousButReal) {
   ASSERT_TRUE(bound);
   // 2 * 1024^3 FLOPs over 2 cores x 384 GFLOP/s.
   EXPECT_NEAR(*bound, 2.0 * 1024 * 1024 * 1024 / (2 * 384e3), 1e-6);
+  // bf16 on x86-64-v4: twice the f32 vector rate (vdpbf16ps), AMX's only for the amx schedule.
+  HardKey b = k;
+  b.dtype = "bf16";
+  EXPECT_NEAR(*rooflineBoundUs(b), 2.0 * 1024 * 1024 * 1024 / (2 * 768e3), 1e-6);
+  EXPECT_NEAR(*rooflineBoundUs(b, R"({"schedule":"amx"})"), 2.0 * 1024 * 1024 * 1024 / (2 * 12288e3), 1e-6);
   k.family = "mystery";
   EXPECT_FALSE(rooflineBoundUs(k));
   HardKey att{"attention", "00c0ffee", {1, 8, 8, 2048, 2048, 64}, "f32", "causal", "sm_80", "sm_80", 108};

@@ -72,19 +72,29 @@ TEST_P(WorkersOn, ThreeHostWorkersServeOneTuneLikeALocalTune) {
   auto local = runTessera(with(kTune, {"--db", local_db}));
   ASSERT_EQ(local.exit_code, 0) << local.out << local.err;
 
-  // The same seed stores the same number of records with the same statuses.
+  // The same seed stores the same number of records with the same statuses, but for the winner:
+  // the local tune's is its re-measurement, the remote tune's this machine's measurement of the
+  // workers' winner (the spot check: this machine is the workers' hardware).
   auto remote_counts = statusCounts(remote_db), local_counts = statusCounts(local_db);
-  EXPECT_EQ(remote_counts, local_counts);
-  EXPECT_GE(remote_counts["ok/0"], 12);
+  EXPECT_EQ(remote_counts["ok/0"], local_counts["ok/0"] + local_counts["ok/1"]);
+  EXPECT_EQ(remote_counts.count("ok/1"), 0u);
+  for (const auto& [status, n] : local_counts)
+    if (!status.starts_with("ok/")) EXPECT_EQ(remote_counts[status], n) << status;
+  EXPECT_GE(remote_counts["ok/0"], 13);
+  EXPECT_NE(remote.out.find("re-measured here"), std::string::npos) << remote.out;
+  EXPECT_NE(remote.out.find(": agrees"), std::string::npos) << remote.out;
   // The workers measured every candidate (their records, under their token, with their
-  // provenance); the tuner stored only its re-measured winner there. The batch was spread.
-  int measured = 0;
+  // provenance); the tuner stored only its own measurement of the winner there, which confirms
+  // the worker's record of that config (two identities agree). The batch was spread.
+  int measured = -1;  // the tuner's own
   for (const auto& [status, n] : remote_counts)
     if (status.ends_with("/0")) measured += n;
   auto by_writer = queryRows(s.db, "SELECT writer, remeasured, count(*) FROM records GROUP BY 1, 2 ORDER BY 1, 2");
   ASSERT_EQ(by_writer.size(), 2u);
   EXPECT_EQ(by_writer[0], (std::vector<std::string>{"box", "0", std::to_string(measured)}));
-  EXPECT_EQ(by_writer[1], (std::vector<std::string>{"tuner", "1", "1"}));
+  EXPECT_EQ(by_writer[1], (std::vector<std::string>{"tuner", "0", "1"}));
+  auto confirmed = queryRows(s.db, "SELECT count(*) FROM records WHERE writer = 'box' AND trust = 1");
+  EXPECT_EQ(confirmed[0][0], "1") << "the spot check confirms the worker's record of the winner";
   auto measured_by = queryRows(s.db, "SELECT count(DISTINCT worker_id) FROM job_items WHERE worker_id != ''");
   EXPECT_GE(std::stoi(measured_by[0][0]), 2) << "one worker measured everything";
   auto hosts = queryRows(s.db, "SELECT count(*) FROM records WHERE writer = 'box' AND host = '' ");
@@ -246,15 +256,18 @@ TEST(TuneAll, ShardsCoverAKernelListOnceThroughTheSharedService) {
   both.insert(kb.begin(), kb.end());
   EXPECT_EQ(both.size(), 4u);  // no kernel in two shards
   EXPECT_EQ(shared, both);     // every shard's results are in the shared service
-  // A rerun of a shard on another machine (a fresh local store) is answered by the service.
-  const auto before = queryRows(s.db, "SELECT count(*) FROM records")[0][0];
+  // A rerun of a shard on another machine (a fresh local store) is answered by the service. Its
+  // winners are the first shards' claims (one identity measured them): each is re-timed before it
+  // is used, and that re-timing is shared (a measurement of the same identity confirms nothing).
+  const int before = std::stoi(queryRows(s.db, "SELECT count(*) FROM records")[0][0]);
   auto again = shard("0/2", s.dir.file("c.db"));
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   size_t hits = 0;
   for (size_t at = again.out.find("already tuned"); at != std::string::npos; at = again.out.find("already tuned", at + 1))
     ++hits;
   EXPECT_EQ(hits, 2u) << again.out;
-  EXPECT_EQ(queryRows(s.db, "SELECT count(*) FROM records")[0][0], before);
+  EXPECT_EQ(std::stoi(queryRows(s.db, "SELECT count(*) FROM records")[0][0]), before + 2);
+  EXPECT_EQ(queryRows(s.db, "SELECT count(*) FROM records WHERE trust > 0")[0][0], "0");
   // A bad line fails the whole list before anything is tuned, naming file:line; a bad shard too.
   {
     std::ofstream out(s.dir.file("bad.txt"));

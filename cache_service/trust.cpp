@@ -1,0 +1,65 @@
+// Owns the trust rule (trust.h): agreement within the noise, settling a group of measurements of
+// one config, and the winner rank.
+#include "cache_service/trust.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace tessera::cache {
+
+namespace {
+constexpr std::string_view kNames[] = {"refuted", "claim", "confirmed", "vouched"};
+}  // namespace
+
+std::string_view trustName(Trust t) { return kNames[static_cast<int>(t) + 1]; }
+
+std::optional<Trust> parseTrust(std::string_view s) {
+  for (int i = 0; i < 4; ++i)
+    if (kNames[i] == s) return static_cast<Trust>(i - 1);
+  return std::nullopt;
+}
+
+bool timesAgree(double a_us, double b_us, double factor) {
+  if (!(a_us > 0) || !(b_us > 0) || !std::isfinite(a_us) || !std::isfinite(b_us)) return false;
+  return std::max(a_us, b_us) <= factor * std::min(a_us, b_us);
+}
+
+bool contradicts(double claimed_us, double measured_us, double factor) {
+  if (!(claimed_us > 0) || !std::isfinite(claimed_us)) return true;
+  return measured_us > factor * factor * claimed_us;
+}
+
+std::vector<std::pair<int64_t, Trust>> settleTrust(const std::vector<Measurement>& group, double factor) {
+  std::vector<std::pair<int64_t, Trust>> changed;
+  for (const Measurement& m : group) {
+    Trust want = m.trust == Trust::Vouched ? Trust::Vouched : Trust::Claim;
+    if (want != Trust::Vouched) {
+      bool agreed = false, refuted = false;
+      for (const Measurement& o : group) {
+        if (o.id == m.id || o.writer == m.writer) continue;  // never the same identity twice
+        agreed = agreed || timesAgree(m.median_us, o.median_us, factor);
+        refuted = refuted || contradicts(m.median_us, o.median_us, factor);
+      }
+      want = agreed ? Trust::Confirmed : refuted ? Trust::Refuted : Trust::Claim;
+    }
+    if (want != m.trust) changed.emplace_back(m.id, want);
+  }
+  return changed;
+}
+
+std::vector<std::pair<int64_t, Trust>> settleKey(const std::vector<ConfigMeasurement>& records, double factor) {
+  std::map<std::string_view, std::vector<Measurement>> groups;
+  for (const ConfigMeasurement& r : records) groups[r.config].push_back(r.m);
+  std::vector<std::pair<int64_t, Trust>> changed;
+  for (const auto& [config, group] : groups)
+    for (auto& c : settleTrust(group, factor)) changed.push_back(c);
+  return changed;
+}
+
+std::optional<int> winnerRank(Trust t, bool remeasured) {
+  if (t == Trust::Refuted) return std::nullopt;
+  return (isConfirmed(t) ? 2 : 0) + (remeasured ? 1 : 0);
+}
+
+}  // namespace tessera::cache

@@ -1,0 +1,80 @@
+// Owns the trust rule of measurements (README, "Trust model"): a record a writer or a worker sends
+// is a claim; it becomes a confirmed measurement when another identity's measurement of the same
+// key and config agrees with it within the noise (or an admin pins it, or the store's own machine
+// measured it), and a refuted one when another identity measured that config clearly slower
+// (timesAgree, contradicts). Confirmed records outrank every claim; refuted ones never win. The
+// rule is written here once, in C++ (settleTrust, winnerRank) for the in-memory store and clients,
+// and as SQL fragments of the same rule that both SQL engines (SQLite, PostgreSQL) splice into
+// their queries.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tessera::cache {
+
+// Stored as an integer (records.trust); the order matters (higher is more trusted).
+enum class Trust : int {
+  Refuted = -1,   // another identity measured this config slower by more than the noise: never a winner
+  Claim = 0,      // one identity's word (a writer's or a worker's), not yet confirmed by anyone else
+  Confirmed = 1,  // another identity's measurement of the same key and config agrees within the noise
+  Vouched = 2,    // pinned by an admin, or measured by the store's own machine (a tuner's local store)
+};
+std::string_view trustName(Trust t);  // refuted | claim | confirmed | vouched
+std::optional<Trust> parseTrust(std::string_view s);
+inline bool isConfirmed(Trust t) { return t == Trust::Confirmed || t == Trust::Vouched; }
+
+// Two medians of one config agree when the larger is at most `factor` times the smaller: 1.5
+// leaves room for the run-to-run noise of a shared machine (5-10 % here) and for two machines of
+// one key. A measurement contradicts a claim only when it is slower by more than factor^2 (2.25x):
+// between the two lies a gray zone where a record is neither confirmed nor refuted, so that a
+// measurement taken on a busy machine (a worker sharing its cores, a client under load) does not
+// refute an honest one, while a lie of an order of magnitude never passes. A claim slower than the
+// truth harms no one and is never contradicted.
+inline constexpr double kDefaultAgreeFactor = 1.5;
+bool timesAgree(double a_us, double b_us, double factor = kDefaultAgreeFactor);
+bool contradicts(double claimed_us, double measured_us, double factor = kDefaultAgreeFactor);
+
+// One ok, unquarantined record of a key and config, as the rule sees it. The identity is the
+// writer: the token name on a service ("" is the store's own machine in a local store).
+struct Measurement {
+  int64_t id = 0;
+  std::string writer;
+  double median_us = 0;
+  Trust trust = Trust::Claim;
+};
+// The trust each record of one group (same key and config, ok and unquarantined) should have:
+// vouched stays vouched; otherwise confirmed when a record of another writer agrees with it,
+// refuted when one of another writer contradicts it, else a claim. Returns the
+// records whose trust changes, with the new value.
+std::vector<std::pair<int64_t, Trust>> settleTrust(const std::vector<Measurement>& group,
+                                                   double factor = kDefaultAgreeFactor);
+// Records of a group the engines read to settle it, newest first; older ones keep what they had.
+inline constexpr int kTrustGroupLimit = 256;
+// The same over every config of one key (after an admin action): the records grouped by config.
+struct ConfigMeasurement {
+  std::string config;
+  Measurement m;
+};
+std::vector<std::pair<int64_t, Trust>> settleKey(const std::vector<ConfigMeasurement>& records,
+                                                 double factor = kDefaultAgreeFactor);
+inline constexpr int kTrustKeyLimit = 4096;
+
+// Winner order: confirmed (or vouched) records before claims, then a tuning run's re-measured
+// winner before single measurements, then the lower median, then the older record. nullopt: not a
+// candidate (refuted). isBetter (record.h) compares with it.
+std::optional<int> winnerRank(Trust t, bool remeasured);
+
+// The same rule in SQL, over a records table aliased `r` whose trust column holds Trust values and
+// whose remeasured column is 0/1. Both SQL engines use exactly these texts.
+inline constexpr const char* kCandidateSql = "r.status = 'ok' AND r.quarantined = 0 AND r.trust >= 0";
+#define TESSERA_RANK_SQL "((CASE WHEN r.trust > 0 THEN 2 ELSE 0 END) + r.remeasured)"
+inline constexpr const char* kRankSql = TESSERA_RANK_SQL;
+inline constexpr const char* kWinnerOrderSql = TESSERA_RANK_SQL " DESC, r.median_us ASC, r.id ASC";
+#undef TESSERA_RANK_SQL
+
+}  // namespace tessera::cache
