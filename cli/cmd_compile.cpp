@@ -77,7 +77,7 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
       case codegen::GpuEmit::Mapped: text += bin->mlirMapped; break;
       case codegen::GpuEmit::Asm: text += bin->assembly; break;
       default:
-        if (f.output.empty() && isatty(STDOUT_FILENO)) fail("--emit " + stage + " writes binary: give -o FILE", 2);
+        if (f.output.empty() && isatty(STDOUT_FILENO)) fail("--emit " + stage + " writes binary: give -o FILE", kExitBadInput);
         text += bin->binary;
     }
   }
@@ -114,7 +114,7 @@ void compileCommand(const CompileFlags& f) {
       return;
     }
     std::ofstream o(f.output, std::ios::binary);
-    if (!o || !o.write(text.data(), std::streamsize(text.size()))) fail("cannot write " + f.output, 1);
+    if (!o || !o.write(text.data(), std::streamsize(text.size()))) fail("cannot write " + f.output, kExitFailure);
     return;
   }
   for (const auto& stage : split(f.emit, ',')) {
@@ -137,7 +137,7 @@ void compileCommand(const CompileFlags& f) {
     auto out = codegen::emitHost(*k, *cfg, *t, *e, co);
     if (!out.ok()) failWith(out.error());
     if (*e == codegen::Emit::Object && f.output.empty() && isatty(STDOUT_FILENO))
-      fail("--emit obj writes binary: give -o FILE", 2);
+      fail("--emit obj writes binary: give -o FILE", kExitBadInput);
     text += *out;
   }
   if (f.output.empty()) {
@@ -145,7 +145,7 @@ void compileCommand(const CompileFlags& f) {
     return;
   }
   std::ofstream o(f.output, std::ios::binary);
-  if (!o || !o.write(text.data(), std::streamsize(text.size()))) fail("cannot write " + f.output, 1);
+  if (!o || !o.write(text.data(), std::streamsize(text.size()))) fail("cannot write " + f.output, kExitFailure);
 }
 
 }  // namespace

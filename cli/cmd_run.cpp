@@ -45,7 +45,7 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
   } else {
     auto runner = codegen::openRunnerFor(t);
     if (!runner.ok())
-      fail("target " + t.name + " cannot run here (" + runner.error().message + "); --emulate runs its pre-mapping IR on the CPU", 2);
+      fail("target " + t.name + " cannot run here (" + runner.error().message + "); --emulate runs its pre-mapping IR on the CPU", kExitBadInput);
     auto r = (*runner)->run(*bin, k, io.buffers(), std::max(f.minRuns, 1));
     if (!r.ok()) failWith(r.error());
     us = *r;
@@ -77,9 +77,9 @@ void runCommand(const RunFlags& f) {
   if (!k.ok()) failWith(k.error());
   auto t = targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
-  if (f.emulate && !t->isGpu()) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", 2);
-  if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", 2);  // NaN fails too
-  if (f.minRuns < 1) fail("--min-runs must be at least 1", 2);
+  if (f.emulate && !t->isGpu()) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", kExitBadInput);
+  if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", kExitBadInput);  // NaN fails too
+  if (f.minRuns < 1) fail("--min-runs must be at least 1", kExitBadInput);
   auto space = search::makeSpace(*k, *t);
   if (!space.ok()) failWith(space.error());
   auto over = parseConfigArg(f.config);

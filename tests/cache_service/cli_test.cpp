@@ -67,12 +67,12 @@ TEST(Cli, ServeAndCacheCommands) {
   ASSERT_EQ(put.exit_code, 0) << put.err;
   EXPECT_NE(put.out.find("2 records: inserted 1, improved 1, kept 0"), std::string::npos) << put.out;
   auto denied = runTessera({"cache", "put", file}, {url, "TESSERA_TOKEN=" + reader});
-  EXPECT_EQ(denied.exit_code, 1);
+  EXPECT_EQ(denied.exit_code, 6);  // refused credentials (README "Exit codes")
   EXPECT_NE(denied.err.find("403"), std::string::npos) << denied.err;
   const std::string bad_file = dir.file("bad.jsonl");
   std::ofstream(bad_file) << encodeRecord(a) << "\n{\"key\":1}\n";
   auto bad = runTessera({"cache", "put", bad_file}, {url, "TESSERA_TOKEN=" + writer});
-  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.exit_code, 2);  // bad input
   EXPECT_NE(bad.err.find("line 2"), std::string::npos) << bad.err;
 
   auto get = runTessera({"cache", "get", "--key-id", a.key_id}, {url, "TESSERA_TOKEN=" + reader});
@@ -87,12 +87,14 @@ TEST(Cli, ServeAndCacheCommands) {
   EXPECT_EQ(json::parse(near.out)["match"], "nearest");
   key_args.push_back("--no-nearest");
   auto miss = runTessera(key_args, {url, "TESSERA_TOKEN=" + reader});
-  EXPECT_EQ(miss.exit_code, 3);
+  EXPECT_EQ(miss.exit_code, 5);  // none found: its own code, not a compile error's 3
   EXPECT_NE(miss.err.find("miss"), std::string::npos);
   auto down = runTessera({"cache", "get", "--key-id", a.key_id, "--cache", "http://127.0.0.1:1", "--timeout", "0.5"});
-  EXPECT_EQ(down.exit_code, 3);
-  EXPECT_NE(down.err.find("warning"), std::string::npos) << down.err;
-  EXPECT_EQ(runTessera({"cache", "get", "--key-id", a.key_id}).exit_code, 1);  // no URL configured
+  // Nobody answered: not a miss (exit 5) but an unreachable service (exit 7), in one line.
+  EXPECT_EQ(down.exit_code, 7) << down.err;
+  EXPECT_NE(down.err.find("tessera: error:"), std::string::npos) << down.err;
+  EXPECT_EQ(std::count(down.err.begin(), down.err.end(), '\n'), 1) << down.err;
+  EXPECT_EQ(runTessera({"cache", "get", "--key-id", a.key_id}).exit_code, 2);  // no URL configured
 
   auto stats = runTessera({"cache", "stats"}, {url, "TESSERA_TOKEN=" + reader});
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
@@ -191,9 +193,9 @@ TEST(Cli, AdminListsQuarantinesDeletesAndRevocationRetracts) {
             std::string::npos);
   EXPECT_EQ(winner()["writer"], "alice");
   // Refusals: no selector, not an admin.
-  EXPECT_EQ(as(ops, {"cache", "delete"}).exit_code, 1);
+  EXPECT_EQ(as(ops, {"cache", "delete"}).exit_code, 2);
   auto denied = as(alice, {"cache", "delete", "--writer", "alice"});
-  EXPECT_EQ(denied.exit_code, 1);
+  EXPECT_EQ(denied.exit_code, 6);
   EXPECT_NE(denied.err.find("403"), std::string::npos) << denied.err;
 
   // Revoking alice with --retract quarantine: her token stops working and her winner is gone
@@ -202,8 +204,8 @@ TEST(Cli, AdminListsQuarantinesDeletesAndRevocationRetracts) {
   ASSERT_EQ(revoked.exit_code, 0) << revoked.err;
   EXPECT_NE(revoked.out.find("quarantined 1 records written by alice"), std::string::npos) << revoked.out;
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  EXPECT_EQ(as(ops, {"cache", "get", "--key-id", honest.key_id}).exit_code, 3);
-  EXPECT_EQ(as(alice, {"cache", "stats"}).exit_code, 1);
+  EXPECT_EQ(as(ops, {"cache", "get", "--key-id", honest.key_id}).exit_code, 5);
+  EXPECT_EQ(as(alice, {"cache", "stats"}).exit_code, 6);  // a revoked token: 401
 }
 
 }  // namespace

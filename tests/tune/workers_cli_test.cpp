@@ -141,7 +141,7 @@ TEST(Workers, ATuneWithoutALiveWorkerFailsInOneLine) {
   const auto t0 = Clock::now();
   auto r = runTessera(with(kTune, {"--workers", "--worker-wait", "1.5", "--db", s.dir.file("remote.db")}), s.tuneEnv());
   const double took = std::chrono::duration<double>(Clock::now() - t0).count();
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 7) << r.out << r.err;  // nobody answered (README "Exit codes")
   EXPECT_NE(r.err.find("no live worker for host"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_GE(took, 1.4);
@@ -149,7 +149,8 @@ TEST(Workers, ATuneWithoutALiveWorkerFailsInOneLine) {
   // A worker token cannot tune through the service (it may only lease and report).
   auto as_worker = runTessera(with(kTune, {"--workers", "--worker-wait", "1", "--db", s.dir.file("w.db")}),
                               {"TESSERA_CACHE_URL=" + s.url, "TESSERA_TOKEN=" + s.worker});
-  EXPECT_NE(as_worker.exit_code, 0);
+  EXPECT_EQ(as_worker.exit_code, 6) << as_worker.err;  // its scope cannot share results: refused
+  EXPECT_NE(as_worker.err.find("needs a write token"), std::string::npos) << as_worker.err;
 }
 
 // A worker runs only kernels it compiled itself from IR text it parsed and verified, and only
