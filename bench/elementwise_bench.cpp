@@ -5,6 +5,9 @@
 // Usage: elementwise_bench [--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--config K=V,...]
 // [rows cols] (default 4096 4096, f32; without --threads: one thread, then all cores); with --db,
 // kernels whose winner is stored (by `tessera tune`) run the tuned config.
+//        elementwise_bench --roofs-of PRESET [--dtype T] [rows cols]: the compute roofs of the same
+// kernels on a named host (targets/host_presets.cpp: zen1, zen4, ...) against its copy bandwidth,
+// nothing timed: which one binds on a machine that is not this one.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -77,10 +80,65 @@ Row runOne(const ir::Kernel& k, const ir::Config& cfg, const TargetDesc& host, i
   return row;
 }
 
+const std::vector<Case>& cases() {
+  static const std::vector<Case> c = {Case{"y = x * s + b", {"s", "b"}}, Case{"y = gelu(x * s + b)", {"s", "b"}},
+                                      Case{"y = gelu_erf(x + b)", {"b"}}, Case{"y = silu(x) * z", {}}};
+  return c;
+}
+
+ir::Kernel caseKernel(const Case& c, int64_t rows, int64_t cols, ir::ScalarType dtype) {
+  ir::ElementwiseSpec s;
+  s.expr = c.expr;
+  s.shape = {rows, cols};
+  s.dtype = dtype;
+  for (const char* r : c.rowVectors) s.shapes[r] = {cols};
+  return *ir::buildElementwise(s);
+}
+
+// --roofs-of PRESET: the roof of each kernel's default (and MATH=fast) on a named host, one thread.
+int roofsOf(const std::string& preset, ir::ScalarType dtype, int64_t rows, int64_t cols) {
+  auto t = hostPreset(preset);
+  if (!t.ok()) {
+    std::fprintf(stderr, "%s\n", t.error().str().c_str());
+    return 2;
+  }
+  std::printf("compute roofs on %s, one thread: FMA peak %.0f GFLOP/s, copy %.0f GB/s (the preset's figures)\n\n",
+              t->model.c_str(), t->peakGflopsF32, t->memBandwidthGBs);
+  std::printf("%-24s %-8s %12s %10s %7s\n", "kernel", "MATH", "ops/element", "roof GB/s", "binds");
+  for (const Case& c : cases()) {
+    ir::Kernel k = caseKernel(c, rows, cols, dtype);
+    auto space = search::makeSpace(k, *t);
+    for (const char* math : {"precise", "fast"}) {
+      ir::Config cfg = space->defaults();
+      if (space->find("MATH")) cfg.set("MATH", std::string(math));
+      else if (std::string(math) == "fast") continue;
+      auto ops = codegen::elementwiseOpsPerElement(k, cfg);
+      if (!ops.ok()) {
+        std::printf("%-24s %s\n", c.expr, ops.error().str().c_str());
+        continue;
+      }
+      int64_t elements = 0;
+      for (const auto* o : k.outputs()) elements = std::max(elements, o->numel());
+      double roof = t->peakGflopsF32 * 1e9 / 2 / *ops * (ir::kernelBytes(k) / double(elements)) * 1e-9;
+      std::printf("%-24s %-8s %12.1f %10.1f %7s\n", c.expr, space->find("MATH") ? math : "-", *ops, roof,
+                  roof < t->memBandwidthGBs ? "compute" : "copy");
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int64_t rows = 4096, cols = 4096;
+  std::string roofsPreset;
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--roofs-of" && i + 1 < argc) roofsPreset = argv[++i];
+    else rest.push_back(argv[i]);
+  }
+  argc = int(rest.size());
+  argv = rest.data();
   bench::Args args;
   args.threads = 0;  // not given: one thread, then all cores
   if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--config K=V,...] [rows cols]", &args, &rc))
@@ -101,6 +159,7 @@ int main(int argc, char** argv) {
     if (hostTarget().cores > 1) threadCounts.push_back(hostTarget().cores);
   }
   const ir::ScalarType dtype = *ir::parseDType(args.dtype);
+  if (!roofsPreset.empty()) return roofsOf(roofsPreset, dtype, rows, cols);
   const TargetDesc& probe = hostTarget();
   std::printf("elementwise %s [%lld x %lld], %s (%s; L1d %lld KB, L2 %lld KB, L3 %lld MB)\n"
               "FMA peak (measured now, one core) %.1f GFLOP/s at %.2f GHz; copy %.1f GB/s one core, %.1f all cores\n\n",
@@ -117,20 +176,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     const TargetDesc& host = *target;
-    for (const Case& c : {Case{"y = x * s + b", {"s", "b"}}, Case{"y = gelu(x * s + b)", {"s", "b"}},
-                          Case{"y = gelu_erf(x + b)", {"b"}}, Case{"y = silu(x) * z", {}}}) {
-      ir::ElementwiseSpec s;
-      s.expr = c.expr;
-      s.shape = {rows, cols};
-      s.dtype = dtype;
-      for (const char* r : c.rowVectors) s.shapes[r] = {cols};
-      auto built = ir::buildElementwise(s);
-      if (!built.ok()) {
-        std::printf("%-24s %s\n", c.expr, built.error().str().c_str());
-        ++bad;
-        continue;
-      }
-      ir::Kernel k = *built;
+    for (const Case& c : cases()) {
+      ir::Kernel k = caseKernel(c, rows, cols, dtype);
       auto space = search::makeSpace(k, host);
       ir::Config cfg = space->defaults();
       if (!args.config.empty()) {  // --config: knob overrides on every kernel's default

@@ -12,6 +12,8 @@
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_backend.h"
+#include "codegen/gpu_emu.h"
+#include "targets/kernel_io.h"
 #include "ir/text.h"
 #include "search/estimate.h"
 #include "search/space.h"
@@ -48,6 +50,27 @@ Expected<ir::Config> configFor(const ir::Kernel& k, const TargetDesc& t, const s
   return cfg;
 }
 
+// The mapped kernel run once on this CPU (seeded inputs, one fiber per GPU thread), checked
+// against the reference: races, bounds, bank conflicts per shared access, sectors per global
+// request, per kernel.
+std::string emulationReport(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, const codegen::GpuBinary& bin) {
+  codegen::MappedEmuOptions mo;
+  mo.run.countInstructions = true;
+  auto mk = codegen::compileMapped(bin, t, mo);
+  if (!mk.ok()) failWith(mk.error());
+  auto report = std::make_shared<emu::Report>();
+  auto runner = codegen::makeDeviceRunner(codegen::mappedEmulatedDevice(*mk, t.name, report));
+  KernelIO io(k, 1);
+  io.poisonOutputs();
+  auto r = runner->run(bin, k, io.buffers(), 1);
+  std::string out = "kernel     " + k.name + " on " + t.name + ", config " + cfg.str() + " (" + bin.strategy + ")\n" +
+                    "launch     " + bin.launch.str() + "\n";
+  auto checked = io.check();
+  if (r.ok() && checked.ok())
+    out += std::string("check      ") + (checked->ok ? "matches the reference" : "WRONG: " + checked->firstBad) + "\n";
+  return out + codegen::formatEmulationReport(*report, (*mk)->sites(), t.warpSize);
+}
+
 // GPU targets: one compile to the binary gives every stage after the payload and the resources.
 std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const CompileFlags& f) {
   auto cfg = configFor(k, t, f.config);
@@ -57,6 +80,15 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
   for (const auto& stage : split(f.emit, ',')) {
     if (stage == "ir") {
       text += ir::printKernel(k);
+      continue;
+    }
+    if (stage == "emulation-report") {
+      if (!bin) {
+        auto b = codegen::compileGpu(k, *cfg, t, {.wantBinary = false});
+        if (!b.ok()) failWith(b.error());
+        bin = std::move(*b);
+      }
+      text += emulationReport(k, t, *cfg, *bin);
       continue;
     }
     auto e = codegen::parseGpuEmit(stage, t.vendor);
@@ -75,6 +107,7 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
     switch (*e) {
       case codegen::GpuEmit::Pre: text += bin->mlirPre; break;
       case codegen::GpuEmit::Mapped: text += bin->mlirMapped; break;
+      case codegen::GpuEmit::Device: text += bin->mlirDevice; break;
       case codegen::GpuEmit::Asm: text += bin->assembly; break;
       default:
         if (f.output.empty() && isatty(STDOUT_FILENO)) fail("--emit " + stage + " writes binary: give -o FILE", kExitBadInput);
@@ -155,7 +188,9 @@ void addCompileCommand(CLI::App& app) {
   auto* c = app.add_subcommand("compile", "print the kernel's IR, MLIR or LLVM at chosen stages, or write an object");
   c->add_option("--emit", f->emit,
                 "comma-separated stages: ir, payload, schedule, scheduled, llvm-dialect, llvm-ir, asm, obj; GPU targets: "
-                "payload, schedule, pre, mlir, ptx|asm, cubin|hsaco (the resource report goes to stderr)")
+                "payload, schedule, pre, mlir, nvvm|rocdl (the module the mapped-kernel emulator runs), ptx|asm, "
+                "cubin|hsaco, emulation-report (the mapped kernel run on this CPU: races, bounds, bank conflicts, "
+                "coalescing); the resource report goes to stderr")
       ->capture_default_str();
   c->add_option("-o,--output", f->output, "write to a file instead of stdout");
   c->add_option("--config", f->config, "knob overrides: 'MC=64,NR=32' or a JSON object");

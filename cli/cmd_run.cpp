@@ -1,7 +1,9 @@
 // Owns `tessera run`: compile one kernel with one config for the host, run it on seeded inputs,
 // check it against the reference evaluator and time it. For a GPU target, --emulate runs the
-// GPU strategy's pre-mapping IR on the CPU (behind the same host wrapper) and checks it; with a
-// CUDA/HIP driver present the binary itself runs on the device.
+// mapped kernel (the module ptxas / the AMDGPU backend gets) on the CPU with one fiber per GPU
+// thread, behind the same host wrapper, checks it and prints the emulation report (races, bounds,
+// bank conflicts, coalescing); --emulate=pre runs the pre-mapping IR instead (faster, sees less).
+// With a CUDA/HIP driver present the binary itself runs on the device.
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -9,6 +11,7 @@
 #include "cli/report.h"
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
+#include "codegen/gpu_emu.h"
 #include "codegen/gpu_runner.h"
 #include "ir/reference.h"
 #include "search/space.h"
@@ -25,7 +28,8 @@ struct RunFlags {
   int threads = kAllCores;
   double minTime = 0.2;
   int minRuns = 5;
-  bool json = false, flush = false, emulate = false;
+  bool json = false, flush = false;
+  std::string emulate;  // "": run on a device; "mapped" | "pre"
 };
 
 // GPU target: the emulated form on the CPU (--emulate) or the binary on a device.
@@ -34,14 +38,34 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
   if (!bin.ok()) failWith(bin.error());
   KernelIO io(k, f.seed);
   io.poisonOutputs();  // stale values must not pass
-  std::string where;
+  std::string where, emuReport;
+  std::shared_ptr<emu::Report> report;
+  std::shared_ptr<const codegen::MappedKernel> mapped;
   double us = 0, compileSec = bin->compileSeconds;
-  if (f.emulate) {
+  const bool emulated = !f.emulate.empty();
+  if (f.emulate == "pre") {
     auto exe = codegen::compileEmulated(k, cfg, t);
     if (!exe.ok()) failWith(exe.error());
     compileSec += (*exe)->compileSeconds;
     (*exe)->run(io.buffers());
     where = "CPU emulation of the pre-mapping IR (no timing: the whole grid runs sequentially on one core)";
+  } else if (f.emulate == "mapped") {
+    codegen::MappedEmuOptions mo;
+    mo.run.countInstructions = true;
+    auto mk = codegen::compileMapped(*bin, t, mo);
+    if (!mk.ok()) failWith(mk.error());
+    compileSec += (*mk)->compileSeconds;
+    mapped = *mk;
+    report = std::make_shared<emu::Report>();
+    auto runner = codegen::makeDeviceRunner(codegen::mappedEmulatedDevice(*mk, t.name, report));
+    auto r = runner->run(*bin, k, io.buffers(), 1);
+    emuReport = codegen::formatEmulationReport(*report, (*mk)->sites(), t.warpSize);
+    if (!r.ok()) {
+      if (!f.json) std::fprintf(stderr, "%s", emuReport.c_str());
+      failWith(r.error());
+    }
+    where = "CPU emulation of the mapped " + std::string(t.vendor == Vendor::Amd ? "ROCDL" : "NVVM") +
+            " kernel (one fiber per GPU thread; no timing)";
   } else {
     auto runner = codegen::openRunnerFor(t);
     if (!runner.ok())
@@ -53,21 +77,28 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
   }
   auto checked = io.check();
   if (!checked.ok()) failWith(checked.error());
-  const ir::Comparison& cmp = *checked;
+  ir::Comparison cmp = *checked;
+  // A wrong element of an emulated run: which thread wrote it, with which instruction, where.
+  if (!cmp.ok && mapped) {
+    std::string who = codegen::whoWrote(*report, mapped->sites(), bin->launch, k, cmp.firstBadOutput, cmp.firstBadElement);
+    if (!who.empty()) cmp.firstBad += ", " + who;
+  }
   if (f.json) {
     nlohmann::json j = {{"kernel", k.name}, {"target", t.name}, {"config", nlohmann::json::parse(cfg.toJson())},
-                        {"strategy", bin->strategy}, {"emulated", f.emulate}, {"correct", cmp.ok},
+                        {"strategy", bin->strategy}, {"emulated", emulated ? f.emulate : "no"}, {"correct", cmp.ok},
                         {"max_abs_err", cmp.maxAbsErr}, {"max_rel_err", cmp.maxRelErr}, {"compile_s", compileSec},
                         {"launch", bin->launch.str()}, {"resources", bin->resources.summary()}};
-    if (!f.emulate) j["time_us"] = us;
+    if (!emulated) j["time_us"] = us;
+    if (!emuReport.empty()) j["emulation_report"] = emuReport;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("kernel      %s\ntarget      %s (%s)\nconfig      %s (%s)\nran on      %s\n", k.name.c_str(), t.name.c_str(),
                 t.model.c_str(), cfg.str().c_str(), bin->strategy.c_str(), where.c_str());
-    if (!f.emulate) std::printf("time        %.3f ms per launch sequence\n", us / 1e3);
+    if (!emulated) std::printf("time        %.3f ms per launch sequence\n", us / 1e3);
     std::printf("launch      %s\nresources   %s\ncheck       %s  max abs err %.2e, max rel err %.2e (tolerance %.0e)%s\n",
                 bin->launch.str().c_str(), bin->resources.summary().c_str(), cmp.ok ? "ok" : "WRONG", cmp.maxAbsErr,
                 cmp.maxRelErr, cmp.tolerance, cmp.ok ? "" : ("; first bad " + cmp.firstBad).c_str());
+    if (!emuReport.empty()) std::printf("%s", emuReport.c_str());
   }
   if (!cmp.ok) std::exit(4);
 }
@@ -77,7 +108,9 @@ void runCommand(const RunFlags& f) {
   if (!k.ok()) failWith(k.error());
   auto t = targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
-  if (f.emulate && !t->isGpu()) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", kExitBadInput);
+  if (!f.emulate.empty() && !t->isGpu()) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", kExitBadInput);
+  if (!f.emulate.empty() && f.emulate != "mapped" && f.emulate != "pre")
+    fail("--emulate takes mapped (the default) or pre, not '" + f.emulate + "'", kExitBadInput);
   if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", kExitBadInput);  // NaN fails too
   if (f.minRuns < 1) fail("--min-runs must be at least 1", kExitBadInput);
   auto space = search::makeSpace(*k, *t);
@@ -117,8 +150,12 @@ void addRunCommand(CLI::App& app) {
   run->add_option("--min-runs", f->minRuns, "timed runs at least")->capture_default_str();
   run->add_flag("--flush-cache", f->flush, "flush the LLC between runs (cold-cache timing)");
   run->add_flag("--json", f->json, "machine-readable output");
-  run->add_flag("--emulate", f->emulate,
-                "GPU target: run the strategy's pre-mapping IR on the CPU and check it (no device needed)");
+  run->add_option("--emulate", f->emulate,
+                  "GPU target: run the kernel on the CPU and check it (no device needed): mapped (the default: the "
+                  "mapped NVVM/ROCDL kernel, one fiber per GPU thread, with races, bounds and bank conflicts "
+                  "reported) or pre (the pre-mapping IR, faster, sees less)")
+      ->expected(0, 1)
+      ->default_str("mapped");
   addKernelSubcommands(run, &f->kernel, [f] { runCommand(*f); });
 }
 

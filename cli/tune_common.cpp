@@ -102,16 +102,19 @@ Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t,
     return c;
   }
   search::DeviceSettings d;
-  if (device == "emulated") {
+  if (device == "emulated" || device == "emulated-pre") {
     d.emulated = true;
+    d.emulatePre = device == "emulated-pre";
     c.emulated = true;
-    c.where = "emulated " + t.name + " (this CPU)";
+    c.where = "emulated " + t.name + (d.emulatePre ? " (the pre-mapping IR on this CPU)" : " (the mapped kernel on this CPU)");
     c.measurer = search::makeDeviceMeasurer(k, t, d, ms);
     return c;
   }
   if (!device.empty()) {
     auto idx = parseInt(device);
-    if (!idx || *idx < 0) return bad("--device takes a device index (0, 1, ...) or 'emulated', got '" + device + "'");
+    if (!idx || *idx < 0)
+      return bad("--device takes a device index (0, 1, ...), 'emulated' (the mapped kernel on this CPU) or 'emulated-pre', got '" +
+                 device + "'");
     d.device = int(*idx);
   }
   auto attached = search::probeDevice(t, d.device);

@@ -34,6 +34,7 @@ struct ResourceReport {
   // NVIDIA (ptxas -v)
   int registers = 0;             // per thread
   int64_t sharedBytes = 0;       // static shared memory per block (LDS on AMD)
+  int64_t dynamicSharedBytes = 0;  // dynamic shared memory per block (the launch's)
   int64_t spillStoreBytes = 0, spillLoadBytes = 0;
   int64_t localBytes = 0;        // stack frame / local memory per thread
   // AMD (amdhsa metadata)
@@ -76,6 +77,10 @@ struct GpuLaunch {
   std::string kernel;               // symbol in the binary
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   int64_t batches = 1;              // host loop: one launch per batch index
+  // Dynamic shared memory / LDS per block (gpu.launch's dynamic_shared_memory_size): what the
+  // kernel's gpu.dynamic_shared_memory views; the runners pass it (and, past 48 KB on NVIDIA,
+  // raise the function's limit first).
+  int64_t dynamicSharedBytes = 0;
   std::vector<GpuArg> args;         // the device function's arguments (what the emulation calls)
   // Parameters of the outlined GPU kernel, as indices into `args`: one bare device pointer each
   // (use-bare-ptr-memref-call-conv). Only the arguments the kernel body uses appear.
@@ -98,16 +103,18 @@ enum class GpuEmit {
   Schedule,  // the transform module with @pre / @map (empty for OpBuilder kernels)
   Pre,       // the pre-mapping IR: what the CPU emulation runs
   Mapped,    // after @map: gpu.launch form (tensor-core rewrites applied)
+  Device,    // the gpu.module at the NVVM / ROCDL cut point: what the mapped-kernel emulator runs
   Asm,       // PTX (NVIDIA) or GCN assembly (AMD)
   Binary,    // cubin (NVIDIA) or hsaco code object (AMD)
 };
-// "payload", "schedule", "pre", "mlir", "ptx"/"asm", "cubin"/"hsaco".
+// "payload", "schedule", "pre", "mlir", "nvvm"/"rocdl", "ptx"/"asm", "cubin"/"hsaco".
 Expected<GpuEmit> parseGpuEmit(const std::string& s, Vendor v);
 const char* gpuEmitName(GpuEmit e, Vendor v);
 
 struct GpuBinary {
   std::string target;               // "sm_90", "gfx942"
   std::string mlirPre, mlirMapped;  // pre-mapping and mapped IR
+  std::string mlirDevice;           // the gpu.module at the NVVM / ROCDL cut point (GpuObjects::deviceIr)
   std::string assembly;             // PTX text or GCN assembly
   std::string binary;               // cubin or hsaco bytes
   GpuLaunch launch;
@@ -118,6 +125,9 @@ struct GpuBinary {
 
 struct GpuCompileOptions {
   bool wantBinary = true;           // run ptxas (cubin) / the AMD linker (hsaco)
+  // The mma.sync GEMM's XOR swizzle of its shared tiles; off only to measure what it removes
+  // (the bank-conflict comparison of bench/gpu_emulator_bench.cpp).
+  bool sharedSwizzle = true;
 };
 
 // Lowers (kernel, config) for a GPU target: strategy -> @pre -> @map -> NVVM/ROCDL -> PTX + cubin

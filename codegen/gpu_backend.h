@@ -33,6 +33,9 @@ struct GpuObjects {
   std::string kernel;       // kernel symbol
   std::vector<int> params;  // kernel parameters as indices of the host function's arguments
   std::string toolLog;      // ptxas -v output (NVIDIA)
+  // The gpu.module at the device-dialect cut point (NVVM before convert-nvvm-to-llvm; ROCDL as
+  // gpu-module-to-binary gets it), printed: what the mapped-kernel emulator runs.
+  std::string deviceIr;
 };
 
 // The matrix-core path a GEMM with some input dtype takes on a target.
@@ -50,6 +53,9 @@ class GpuBackend {
   // --emit names of the assembly and binary stages ("ptx"/"cubin", "asm"/"hsaco").
   virtual const char* assemblyName() const = 0;
   virtual const char* binaryName() const = 0;
+  // --emit name of the device-dialect cut point ("nvvm", "rocdl"): the GPU module the mapped-kernel
+  // emulator executes, after every mapping and lowering pass that shapes the binary.
+  virtual const char* deviceIrName() const = 0;
   // NVVM or ROCDL lowering of a module whose single kernel is outlined, then emission of the
   // assembly (and of the binary when asked); fills out.assembly/binary/toolLog.
   virtual Status emit(mlir::ModuleOp m, const TargetDesc& t, bool wantBinary, GpuObjects& out) const = 0;

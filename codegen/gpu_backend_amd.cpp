@@ -60,9 +60,12 @@ class AmdBackend : public GpuBackend {
   Vendor vendor() const override { return Vendor::Amd; }
   const char* assemblyName() const override { return "asm"; }
   const char* binaryName() const override { return "hsaco"; }
+  const char* deviceIrName() const override { return "rocdl"; }
 
   Status emit(mlir::ModuleOp m, const TargetDesc& t, bool wantBinary, GpuObjects& out) const override {
     TESSERA_TRY(trimDiagnostics(runPasses(m, pipeline(t), "ROCDL lowering")));
+    // The ROCDL cut point is what gpu-module-to-binary receives (the emulator runs it).
+    out.deviceIr = gpuModuleText(m);
     mlir::OwningOpRef<mlir::ModuleOp> binMod;
     if (wantBinary) binMod = mlir::cast<mlir::ModuleOp>(m->clone());
     TESSERA_TRY(trimDiagnostics(runPasses(m, "gpu-module-to-binary{format=isa}", "AMDGPU assembly emission")));
@@ -106,10 +109,11 @@ class AmdBackend : public GpuBackend {
       }
     }
     if (wavesPerSimd < t.maxWavesPerSimd) limit(wavesPerSimd * t.simdsPerUnit / W, why);
-    if (r.sharedBytes > 0) limit(t.smemPerSM / r.sharedBytes, "LDS");
+    if (r.sharedBytes + r.dynamicSharedBytes > 0) limit(t.smemPerSM / (r.sharedBytes + r.dynamicSharedBytes), "LDS");
     if (vg > t.maxRegsPerThread) r.problems.push_back("VGPRs exceed " + std::to_string(t.maxRegsPerThread));
-    if (r.sharedBytes > t.smemPerBlock)
-      r.problems.push_back("LDS " + std::to_string(r.sharedBytes) + " B exceeds " + std::to_string(t.smemPerBlock) + " B");
+    if (r.sharedBytes + r.dynamicSharedBytes > t.smemPerBlock)
+      r.problems.push_back("LDS " + std::to_string(r.sharedBytes + r.dynamicSharedBytes) + " B exceeds " +
+                           std::to_string(t.smemPerBlock) + " B");
     if (r.vgprSpills + r.sgprSpills > 0)
       r.problems.push_back("spills (" + std::to_string(r.vgprSpills) + " VGPRs, " + std::to_string(r.sgprSpills) + " SGPRs)");
     else if (r.scratchBytes > 0)

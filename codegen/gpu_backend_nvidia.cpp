@@ -10,6 +10,7 @@
 #include "codegen/gpu_backend.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/mlir_env.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace tessera::codegen {
 
@@ -26,13 +27,30 @@ int64_t firstInt(const std::string& text, const std::string& re) {
   return 0;
 }
 
-std::string pipeline(const TargetDesc& t) {
+// To the NVVM cut point (the module the mapped-kernel emulator runs: NVVM ops still ops, before
+// convert-nvvm-to-llvm turns some of them into inline PTX), then the rest to PTX. Two pass
+// managers in a row give the PTX of one.
+std::string pipelineToCut(const TargetDesc& t) {
   return "nvvm-attach-target{chip=" + t.arch + " features=+ptx80 O=3},"
          "convert-nvgpu-to-nvvm,"
          "gpu.module(convert-vector-to-scf{full-unroll=true},convert-vector-to-llvm{use-vector-alignment=1}),"
          "lower-affine,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
-         "gpu.module(strip-debuginfo,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},convert-nvvm-to-llvm,"
-         "canonicalize,cse,reconcile-unrealized-casts)";
+         "gpu.module(strip-debuginfo,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},canonicalize,cse,"
+         "reconcile-unrealized-casts)";
+}
+const char* kPipelineFromCut = "gpu.module(convert-nvvm-to-llvm,canonicalize,cse,reconcile-unrealized-casts)";
+
+// gpu.dynamic_shared_memory lowers to an internal zero-sized shared global, which the NVPTX back
+// end demotes to a 1-byte `.shared` variable among the static ones: offsets past it land on them
+// and the alignment is lost (mlir-recipes/gpu-wgmma-tma pitfall 1). As an external, 1024-byte
+// aligned global it becomes `.extern .shared .align 1024 .b8 x[]`, the dynamic window.
+void externalDynamicShared(mlir::ModuleOp m) {
+  m.walk([](mlir::LLVM::GlobalOp g) {
+    if (g.getAddrSpace() != 3 || !g.getSymName().starts_with("__dynamic_shmem")) return;
+    g.setLinkage(mlir::LLVM::Linkage::External);
+    g.setDsoLocal(true);
+    g.setAlignment(1024);
+  });
 }
 
 class NvidiaBackend : public GpuBackend {
@@ -40,9 +58,13 @@ class NvidiaBackend : public GpuBackend {
   Vendor vendor() const override { return Vendor::Nvidia; }
   const char* assemblyName() const override { return "ptx"; }
   const char* binaryName() const override { return "cubin"; }
+  const char* deviceIrName() const override { return "nvvm"; }
 
   Status emit(mlir::ModuleOp m, const TargetDesc& t, bool wantBinary, GpuObjects& out) const override {
-    TESSERA_TRY(trimDiagnostics(runPasses(m, pipeline(t), "NVVM lowering")));
+    TESSERA_TRY(trimDiagnostics(runPasses(m, pipelineToCut(t), "NVVM lowering")));
+    externalDynamicShared(m);
+    out.deviceIr = gpuModuleText(m);
+    TESSERA_TRY(trimDiagnostics(runPasses(m, kPipelineFromCut, "NVVM to LLVM")));
     TESSERA_TRY(trimDiagnostics(runPasses(m, std::string("gpu-module-to-binary{format=isa toolkit=") + kCudaToolkit + "}",
                                           "PTX emission")));
     TESSERA_ASSIGN(out.assembly, binaryObject(m, true));
@@ -93,9 +115,12 @@ class NvidiaBackend : public GpuBackend {
     const int64_t W = (std::max<int64_t>(r.threadsPerBlock, 1) + t.warpSize - 1) / std::max(t.warpSize, 1);
     int64_t regsPerWarp = roundUp(std::max(r.registers, 1) * 32, t.regAllocGranule);
     limit((t.regsPerSM / regsPerWarp) / W, "registers");
-    int64_t smem = roundUp(r.sharedBytes, 128) + t.smemReservedPerBlock;
+    int64_t smem = roundUp(r.sharedBytes + r.dynamicSharedBytes, 128) + t.smemReservedPerBlock;
     if (smem > 0) limit(t.smemPerSM / smem, "shared memory");
     if (r.registers > t.maxRegsPerThread) r.problems.push_back("registers exceed " + std::to_string(t.maxRegsPerThread));
+    if (r.sharedBytes + r.dynamicSharedBytes > std::max(t.smemPerBlock, t.smemPerBlockOptIn))
+      r.problems.push_back("shared memory " + std::to_string(r.sharedBytes + r.dynamicSharedBytes) + " B exceeds " +
+                           std::to_string(std::max(t.smemPerBlock, t.smemPerBlockOptIn)) + " B");
     if (r.sharedBytes > t.smemPerBlock)
       r.problems.push_back("static shared memory " + std::to_string(r.sharedBytes) + " B exceeds " +
                            std::to_string(t.smemPerBlock) + " B");

@@ -158,11 +158,13 @@ Expected<std::shared_ptr<const JitEmulatedKernel>> emulateImpl(const ir::Kernel&
   return std::shared_ptr<const JitEmulatedKernel>(std::move(kernel));
 }
 
-Expected<GpuBinary> compileImpl(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, bool wantBinary,
+Expected<GpuBinary> compileImpl(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, const GpuCompileOptions& o,
                                 std::optional<GpuEmit> stop, std::string* stageText) {
   auto t0 = Clock::now();
+  const bool wantBinary = o.wantBinary;
   auto ctx = makeContext();
   TESSERA_ASSIGN(GpuPlan p, buildPlan(ctx.get(), k, c, t));
+  *p.sharedSwizzle = o.sharedSwizzle;
   GpuBinary out;
   out.target = t.name;
   out.strategy = p.strategy;
@@ -192,10 +194,12 @@ Expected<GpuBinary> compileImpl(const ir::Kernel& k, const ir::Config& c, const 
   backend->readResources(obj, r);
   out.assembly = std::move(obj.assembly);
   out.binary = std::move(obj.binary);
+  out.mlirDevice = std::move(obj.deviceIr);
   p.launch.kernel = obj.kernel;
   p.launch.kernelParams = obj.params;
   out.launch = p.launch;
   r.threadsPerBlock = threadsOf(p.launch);
+  r.dynamicSharedBytes = p.launch.dynamicSharedBytes;
   finishResourceReport(r, t);
   out.compileSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return out;
@@ -213,15 +217,17 @@ Status checkGpuConfig(const ir::Kernel& k, const ir::Config& c, const TargetDesc
 }
 
 Expected<GpuBinary> compileGpu(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, const GpuCompileOptions& o) {
-  return compileImpl(k, c, t, o.wantBinary, std::nullopt, nullptr);
+  return compileImpl(k, c, t, o, std::nullopt, nullptr);
 }
 
 Expected<std::string> emitGpu(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, GpuEmit e) {
   std::string text;
-  bool early = e != GpuEmit::Asm && e != GpuEmit::Binary;
-  TESSERA_ASSIGN(GpuBinary b, compileImpl(k, c, t, e == GpuEmit::Binary, early ? std::optional<GpuEmit>(e) : std::nullopt, &text));
+  bool early = e != GpuEmit::Asm && e != GpuEmit::Binary && e != GpuEmit::Device;
+  TESSERA_ASSIGN(GpuBinary b, compileImpl(k, c, t, {.wantBinary = e == GpuEmit::Binary},
+                                          early ? std::optional<GpuEmit>(e) : std::nullopt, &text));
   if (e == GpuEmit::Asm) return b.assembly;
   if (e == GpuEmit::Binary) return b.binary;
+  if (e == GpuEmit::Device) return b.mlirDevice;
   return text;
 }
 

@@ -444,10 +444,11 @@ Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::
   if (p.path == gemm::Path::MmaSync) {
     std::string sched = plan.schedule;
     int64_t stages = p.stages;
-    plan.afterMap = [sched, stages](ModuleOp m) -> Status {
+    std::shared_ptr<bool> swizzle = plan.sharedSwizzle;
+    plan.afterMap = [sched, stages, swizzle](ModuleOp m) -> Status {
       TESSERA_TRY(runPasses(m, "func.func(convert-vector-to-gpu{use-nvgpu=true}),canonicalize,cse", "vector to mma.sync"));
       // Before multibuffering: the pipeline's rotating subviews hide the tiles from the rewrite.
-      TESSERA_TRY(swizzleSharedTiles(m));
+      if (*swizzle) TESSERA_TRY(swizzleSharedTiles(m));
       if (stages == 1) return {};
       TESSERA_TRY(prepareForPipelining(m));
       TESSERA_TRY(applyNamedSequence(m, sched, "map_pipe_main"));

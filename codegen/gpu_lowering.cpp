@@ -135,6 +135,12 @@ Expected<std::string> binaryObject(ModuleOp m, bool text) {
   return out;
 }
 
+std::string gpuModuleText(ModuleOp m) {
+  std::string out;
+  m.walk([&](gpu::GPUModuleOp g) { out = printOp(g); });
+  return out;
+}
+
 Status trimDiagnostics(Status st) {
   if (st.ok()) return st;
   Error e = st.takeError();
@@ -243,6 +249,11 @@ Status readLaunchDims(ModuleOp m, GpuLaunch& launch) {
         return;
       }
       (i < 3 ? launch.grid[size_t(i)] : launch.block[size_t(i - 3)]) = *c;
+    }
+    if (Value dyn = op.getDynamicSharedMemorySize()) {
+      std::optional<int64_t> c = getConstantIntValue(dyn);
+      if (!c) st = makeError(ErrorCode::Internal, "gpu.launch with a dynamic shared memory size that is not a constant");
+      else launch.dynamicSharedBytes = *c;
     }
   });
   if (!st.ok()) return st;

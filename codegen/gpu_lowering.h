@@ -50,5 +50,7 @@ int runCommand(const std::string& cmd, std::string* out);
 std::string readWholeFile(const std::string& path);
 const std::filesystem::path& scratchFolder();
 Expected<std::string> binaryObject(mlir::ModuleOp m, bool text);
+// The module's gpu.module printed on its own (generic form off: the emulator parses it back).
+std::string gpuModuleText(mlir::ModuleOp m);
 
 }  // namespace tessera::codegen

@@ -52,10 +52,13 @@ Expected<GpuEmit> parseGpuEmit(const std::string& s, Vendor v) {
   if (s == "schedule") return GpuEmit::Schedule;
   if (s == "pre") return GpuEmit::Pre;
   if (s == "mlir") return GpuEmit::Mapped;
+  if (b && s == b->deviceIrName()) return GpuEmit::Device;
   if (b && s == b->assemblyName()) return GpuEmit::Asm;
   if (b && s == b->binaryName()) return GpuEmit::Binary;
   return makeError(ErrorCode::InvalidArgument, "unknown --emit '" + s + "' for a " + vendorName(v) + " target (" +
-                                                   (b ? std::string(b->assemblyName()) + ", " + b->binaryName() : "") +
+                                                   (b ? std::string(b->assemblyName()) + ", " + b->binaryName() + ", " +
+                                                            b->deviceIrName()
+                                                      : "") +
                                                    ", mlir, pre, payload, schedule)");
 }
 
@@ -66,6 +69,7 @@ const char* gpuEmitName(GpuEmit e, Vendor v) {
     case GpuEmit::Schedule: return "schedule";
     case GpuEmit::Pre: return "pre";
     case GpuEmit::Mapped: return "mlir";
+    case GpuEmit::Device: return b ? b->deviceIrName() : "device";
     case GpuEmit::Asm: return b ? b->assemblyName() : "asm";
     case GpuEmit::Binary: return b ? b->binaryName() : "binary";
   }

@@ -34,6 +34,7 @@ struct Cuda {
   CUresult (*eventSynchronize)(Handle);
   CUresult (*eventElapsedTime)(float*, Handle, Handle);
   CUresult (*getErrorString)(CUresult, const char**);
+  CUresult (*funcSetAttribute)(Handle, int, int);
   Handle ctx = nullptr;
 };
 
@@ -58,7 +59,8 @@ Expected<DeviceApi> openCudaDevice(int device) {
             sym(lib, "cuMemcpyDtoH_v2", &cu->memcpyDtoH) && sym(lib, "cuMemsetD8_v2", &cu->memsetD8) &&
             sym(lib, "cuLaunchKernel", &cu->launchKernel) && sym(lib, "cuEventCreate", &cu->eventCreate) &&
             sym(lib, "cuEventRecord", &cu->eventRecord) && sym(lib, "cuEventSynchronize", &cu->eventSynchronize) &&
-            sym(lib, "cuEventElapsedTime", &cu->eventElapsedTime) && sym(lib, "cuGetErrorString", &cu->getErrorString);
+            sym(lib, "cuEventElapsedTime", &cu->eventElapsedTime) && sym(lib, "cuGetErrorString", &cu->getErrorString) &&
+            sym(lib, "cuFuncSetAttribute", &cu->funcSetAttribute);
   if (!ok) return makeError(ErrorCode::Unsupported, "libcuda.so.1 lacks a driver entry point Tessera needs");
   auto check = [cu](CUresult r, const char* what) -> Status {
     if (r == 0) return {};
@@ -102,12 +104,15 @@ Expected<DeviceApi> openCudaDevice(int device) {
     for (int p : l.kernelParams) vals.push_back(args[size_t(p)]);
     std::vector<void*> params;
     for (auto& v : vals) params.push_back(&v);
+    const unsigned dyn = unsigned(l.dynamicSharedBytes);
+    // Past 48 KB a kernel must opt in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8).
+    if (dyn > 48 * 1024) TESSERA_TRY(check(cu->funcSetAttribute(fn, 8, int(dyn)), "cuFuncSetAttribute"));
     Handle start = nullptr, stop = nullptr;
     TESSERA_TRY(check(cu->eventCreate(&start, 0), "cuEventCreate"));
     TESSERA_TRY(check(cu->eventCreate(&stop, 0), "cuEventCreate"));
     TESSERA_TRY(check(cu->eventRecord(start, nullptr), "cuEventRecord"));
     TESSERA_TRY(check(cu->launchKernel(fn, unsigned(l.grid[0]), unsigned(l.grid[1]), unsigned(l.grid[2]), unsigned(l.block[0]),
-                                       unsigned(l.block[1]), unsigned(l.block[2]), 0, nullptr, params.data(), nullptr),
+                                       unsigned(l.block[1]), unsigned(l.block[2]), dyn, nullptr, params.data(), nullptr),
                       "cuLaunchKernel"));
     TESSERA_TRY(check(cu->eventRecord(stop, nullptr), "cuEventRecord"));
     TESSERA_TRY(check(cu->eventSynchronize(stop), "kernel execution"));

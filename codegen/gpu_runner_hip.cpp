@@ -108,7 +108,8 @@ Expected<DeviceApi> openHipDevice(int device) {
     TESSERA_TRY(check(h->eventCreate(&stop), "hipEventCreate"));
     TESSERA_TRY(check(h->eventRecord(start, nullptr), "hipEventRecord"));
     TESSERA_TRY(check(h->launch(fn, unsigned(l.grid[0]), unsigned(l.grid[1]), unsigned(l.grid[2]), unsigned(l.block[0]),
-                                unsigned(l.block[1]), unsigned(l.block[2]), 0, nullptr, params.data(), nullptr),
+                                unsigned(l.block[1]), unsigned(l.block[2]), unsigned(l.dynamicSharedBytes), nullptr,
+                                params.data(), nullptr),
                       "hipModuleLaunchKernel"));
     TESSERA_TRY(check(h->eventRecord(stop, nullptr), "hipEventRecord"));
     TESSERA_TRY(check(h->eventSynchronize(stop), "kernel execution"));

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "codegen/gpu.h"
@@ -33,6 +34,8 @@ struct GpuPlan {
   std::function<Status(mlir::ModuleOp)> afterMap;
   GpuLaunch launch;  // args and batches; grid/block are read back from the mapped IR
   std::string strategy;
+  // Read by afterMap when it runs (set by the driver from GpuCompileOptions::sharedSwizzle).
+  std::shared_ptr<bool> sharedSwizzle = std::make_shared<bool>(true);
 };
 
 Expected<GpuPlan> buildGpuElementwise(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,

@@ -39,6 +39,7 @@ std::string GpuLaunch::str() const {
   };
   std::string s = "kernel " + kernel + ": grid " + dims(grid) + ", block " + dims(block) + ", " +
                   std::to_string(batches) + (batches == 1 ? " launch" : " launches (one per batch)");
+  if (dynamicSharedBytes) s += ", " + std::to_string(dynamicSharedBytes) + " B dynamic shared memory";
   int i = 0;
   for (const auto& a : args) {
     s += i++ ? "; " : "; args: ";

@@ -348,6 +348,8 @@ Comparison compareOutputs(const Kernel& k, const Reference& ref, const std::vect
           }
           for (size_t d = 0; d < ix.size(); ++d) idx += (d ? ", " : "") + std::to_string(ix[d]);
           c.firstBad = t.name + "[" + idx + "]: got " + std::to_string(got) + ", want " + std::to_string(want);
+          c.firstBadOutput = int(o);
+          c.firstBadElement = i;
         }
         c.ok = false;
       }

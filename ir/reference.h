@@ -39,6 +39,8 @@ struct Comparison {
   double tolerance = 0;    // bound on maxRelErr for the output dtype
   int64_t checked = 0, bad = 0;
   std::string firstBad;    // "O[3, 17]: got 1.5, want 0.25"
+  int firstBadOutput = -1;        // which output (Kernel::outputs() order) and its flat element index
+  int64_t firstBadElement = -1;
 };
 
 double toleranceFor(ScalarType outType);

@@ -4,10 +4,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "codegen/gpu.h"
 #include "codegen/gpu_backend.h"
+#include "codegen/gpu_emu.h"
 #include "search/isolation.h"
 
 namespace tessera::search {
@@ -17,7 +19,8 @@ namespace {
 class GpuCandidate : public Executable {
  public:
   codegen::GpuBinary binary;
-  std::shared_ptr<const codegen::EmulatedKernel> emulation;  // the emulated device only
+  std::shared_ptr<const codegen::EmulatedKernel> emulation;  // the emulated device, pre-mapping IR
+  std::shared_ptr<const codegen::MappedKernel> mapped;       // the emulated device, mapped kernel
 };
 
 Status archMatches(const TargetDesc& t, const codegen::DeviceApi& api) {
@@ -45,10 +48,13 @@ class DeviceBackend : public ExecutionBackend {
       return makeError(ErrorCode::InvalidConfig, "over " + t_.name + "'s limits: " + why);
     }
     double seconds = cand->binary.compileSeconds;
-    if (d_.emulated) {
+    if (d_.emulated && d_.emulatePre) {
       // The mapping was already checked by compileGpu; the emulation JIT runs unoptimized.
       TESSERA_ASSIGN(cand->emulation, codegen::compileEmulatedKernel(k_, c, t_, {.checkMapping = false}));
       seconds += cand->emulation->compileSeconds;
+    } else if (d_.emulated) {
+      TESSERA_ASSIGN(cand->mapped, codegen::compileMapped(cand->binary, t_));
+      seconds += cand->mapped->compileSeconds;
     }
     cand->compileSeconds = seconds;
     cand->config = c;
@@ -59,8 +65,12 @@ class DeviceBackend : public ExecutionBackend {
   Expected<std::vector<double>> run(const Executable& e, KernelIO& io, const MeasureOptions& m) override {
     const auto& cand = static_cast<const GpuCandidate&>(e);
     codegen::DeviceApi api;
+    MeasureOptions opts = m;
     if (d_.emulated) {
-      api = codegen::emulatedDevice(cand.emulation, t_.name);
+      api = cand.mapped ? codegen::mappedEmulatedDevice(cand.mapped, t_.name) : codegen::emulatedDevice(cand.emulation, t_.name);
+      // An emulation's time says nothing of the GPU's: the checked launch and one timed one
+      // (the protocol runs whole, at the least cost).
+      opts.warmup = 0, opts.minRuns = std::min(m.minRuns, 2), opts.minTimeSec = 0;
     } else {
       TESSERA_ASSIGN(const codegen::GpuBackend* backend, codegen::gpuBackendFor(t_));
       TESSERA_ASSIGN(api, backend->openDevice(d_.device));
@@ -71,7 +81,7 @@ class DeviceBackend : public ExecutionBackend {
     // wins over the table's when it reports one.
     int64_t flush = 2 * std::max(t_.l2Bytes_gpu, api.l2Bytes);
     auto runner = codegen::makeDeviceRunner(std::move(api));
-    return runner->measure(cand.binary, k_, io.buffers(), m, d_.emulated ? 0 : flush);
+    return runner->measure(cand.binary, k_, io.buffers(), opts, d_.emulated ? 0 : flush);
   }
 
   bool emulated() const override { return d_.emulated; }

@@ -5,7 +5,7 @@
 // kernel costs only itself. The child opens the device, checks its arch, runs the host wrapper
 // once (the outputs are checked against the reference by the parent) and times the launches
 // with device events, the L2 flushed between runs. The emulated device (host memory; a launch
-// runs the kernel's emulated form on this CPU) runs the same path end to end without a GPU; its
+// runs the mapped kernel on this CPU, gpu_emu.h) runs the same path end to end without a GPU; its
 // times are labelled emulated.
 #pragma once
 
@@ -23,6 +23,10 @@ namespace tessera::search {
 struct DeviceSettings {
   int device = 0;          // index of the device of the target's vendor
   bool emulated = false;   // the emulated device instead of a real one
+  // The emulated device runs the mapped kernel (the NVVM/ROCDL module the binary comes from, one
+  // fiber per GPU thread: races, bounds and fragment layouts checked); `emulatePre` runs the
+  // faster pre-mapping IR instead, which sees none of the mapping.
+  bool emulatePre = false;
   // Fault injection for the isolation tests (wraps the child's device): lets a test make one
   // candidate's launch crash, hang or write wrong values. Null in every front end.
   std::function<codegen::DeviceApi(codegen::DeviceApi, const ir::Config&)> wrapDevice;

@@ -14,6 +14,7 @@
 #include "bindings.h"
 #include "codegen/codegen.h"
 #include "codegen/gpu.h"
+#include "codegen/gpu_emu.h"
 #include "codegen/gpu_runner.h"
 #include "ir/buffer.h"
 #include "ir/builders.h"
@@ -162,26 +163,35 @@ struct PyCompiled {
   }
 };
 
+// emulate: "" (run on a device), "mapped" (the mapped kernel on the CPU, one fiber per GPU thread,
+// races and bounds checked) or "pre" (the pre-mapping IR on the CPU).
 std::unique_ptr<PyCompiled> compile(const PyKernel& k, const std::string& config, const std::string& targetName,
-                                    bool emulate, int threads) {
+                                    const std::string& emulate, int threads) {
   auto c = std::make_unique<PyCompiled>();
   c->kernel = k.kernel;
   c->target = targetFor(targetName, threads);
   c->config = configFor(c->kernel, c->target, config);
-  c->emulated = emulate;
+  c->emulated = !emulate.empty();
+  if (!emulate.empty() && emulate != "mapped" && emulate != "pre")
+    raise(makeError(ErrorCode::InvalidArgument, "emulate takes True, \"mapped\" or \"pre\", not '" + emulate + "'"));
   nb::gil_scoped_release nogil;
   if (c->target.vendor == Vendor::Host) {
-    if (emulate) raise(makeError(ErrorCode::InvalidArgument, "emulate=True needs a GPU target (sm_90, gfx942, ...)"));
+    if (c->emulated) raise(makeError(ErrorCode::InvalidArgument, "emulate needs a GPU target (sm_90, gfx942, ...)"));
     c->host = unwrap(codegen::compileHost(c->kernel, c->config, c->target));
     c->compileSeconds = c->host->compileSeconds;
-  } else if (emulate) {
+  } else if (emulate == "pre") {
     c->host = unwrap(codegen::compileEmulated(c->kernel, c->config, c->target));
     c->compileSeconds = c->host->compileSeconds;
+  } else if (emulate == "mapped") {
+    c->gpu = unwrap(codegen::compileGpu(c->kernel, c->config, c->target, {.wantBinary = false}));
+    auto mapped = unwrap(codegen::compileMapped(*c->gpu, c->target));
+    c->runner = codegen::makeDeviceRunner(codegen::mappedEmulatedDevice(mapped, c->target.name));
+    c->compileSeconds = c->gpu->compileSeconds + mapped->compileSeconds;
   } else {
     auto runner = codegen::openRunnerFor(c->target);
     if (!runner.ok())
       raise(makeError(ErrorCode::Unsupported, "target " + c->target.name + " cannot run here (" + runner.error().message +
-                                                  "); emulate=True runs its pre-mapping IR on the CPU"));
+                                                  "); emulate=True runs the mapped kernel on the CPU"));
     c->gpu = unwrap(codegen::compileGpu(c->kernel, c->config, c->target));
     c->runner = std::move(*runner);
     c->compileSeconds = c->gpu->compileSeconds;
@@ -319,7 +329,7 @@ void registerKernels(nb::module_& m) {
       .def_prop_ro("compile_seconds", [](const PyCompiled& c) { return c.compileSeconds; }, "Seconds the compile took.")
       .def("run", &PyCompiled::run, nb::arg("arrays"),
            "Runs on the arrays (inputs then outputs) in place; returns the device time in us on a GPU, else 0.");
-  m.def("compile", &compile, nb::arg("kernel"), nb::arg("config") = "", nb::arg("target") = "host", nb::arg("emulate") = false,
+  m.def("compile", &compile, nb::arg("kernel"), nb::arg("config") = "", nb::arg("target") = "host", nb::arg("emulate") = "",
         nb::arg("threads") = -1, "The kernel compiled with a config (\"\": the default) for a target.");
 
   m.def("measure", [](const PyKernel& k, const std::vector<std::string>& configs, const std::string& target,

@@ -158,14 +158,17 @@ class Kernel:
         """The space's default config on ``target`` (what runs untuned)."""
         return json.loads(self._k.default_config(target, threads))
 
-    def compile(self, config: Config = None, target: str = "host", emulate: bool = False,
+    def compile(self, config: Config = None, target: str = "host", emulate: Union[bool, str] = False,
                 threads: int = ALL_CORES) -> "_tessera.Compiled":
         """Compiles (and caches) this kernel with ``config`` (None: the default) for ``target``.
-        ``emulate=True`` runs a GPU target's pre-mapping IR on the CPU (correctness only)."""
+        ``emulate=True`` (or ``"mapped"``) runs a GPU target's mapped kernel on the CPU, one fiber per
+        GPU thread, with races and out-of-bounds accesses reported as errors; ``"pre"`` runs its
+        pre-mapping IR instead (faster, sees less). Correctness only: the times are this CPU's."""
+        mode = "mapped" if emulate is True else (emulate or "")
         full = self._k.complete_config(_config_text(config), target, threads)
-        key = (full, target, emulate, threads)
+        key = (full, target, mode, threads)
         if key not in self._compiled:
-            self._compiled[key] = _tessera.compile(self._k, full, target, emulate, threads)
+            self._compiled[key] = _tessera.compile(self._k, full, target, mode, threads)
         return self._compiled[key]
 
     def empty_outputs(self, bfloat16: bool = False) -> List[np.ndarray]:
@@ -222,7 +225,7 @@ class Kernel:
             ready.append(staged)
         return ready, write_back
 
-    def run(self, *arrays: Any, config: Config = None, target: str = "host", emulate: bool = False,
+    def run(self, *arrays: Any, config: Config = None, target: str = "host", emulate: Union[bool, str] = False,
             copy: bool = True, threads: int = ALL_CORES) -> Union[np.ndarray, Tuple[np.ndarray, ...]]:
         """Runs the kernel. Pass the inputs (outputs are allocated, aligned, and returned) or the
         inputs then the outputs (written in place and returned). Arrays are used without a copy

@@ -111,8 +111,12 @@ def test_ir_round_trip_and_load(tmp_path):
 def test_gpu_target_emulated_and_unavailable():
     k = tessera.gemm(40, 24, 16)
     a, b = k.random_inputs()
-    c = k.run(a, b, target="sm_80", emulate=True)
+    c = k.run(a, b, target="sm_80", emulate=True)  # the mapped kernel, one fiber per GPU thread
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    for mode in ("mapped", "pre"):
+        np.testing.assert_allclose(k.run(a, b, target="gfx942", emulate=mode), a @ b, rtol=1e-4, atol=1e-4)
+    with pytest.raises(tessera.InvalidArgumentError, match="emulate takes"):
+        k.run(a, b, target="sm_80", emulate="fast")
     with pytest.raises(tessera.UnsupportedError, match="cannot run here"):
         k.run(a, b, target="sm_80")
 

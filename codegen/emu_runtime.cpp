@@ -1,0 +1,608 @@
+// Owns the mapped-kernel emulator's execution: fibers (a hand-rolled x86-64 context switch over
+// mmap'd stacks with guard pages), the block scheduler, barriers with warp-level vector clocks,
+// special registers, the shared-memory arena and the memory hooks every load and store of a
+// rewritten kernel goes through (bounds, races, uninitialised reads, the grouping of lane accesses
+// into requests for bank conflicts and coalescing), and grid execution across host threads.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "codegen/emu_internal.h"
+
+namespace tessera::emu {
+namespace detail {
+
+thread_local BlockState* tls = nullptr;
+
+extern "C" void tessera_emu_switch(void** save, void* to);
+// Saves the callee-saved registers on the current stack, stores the stack pointer in *save,
+// switches to `to` and restores the registers saved there (System V x86-64).
+asm(R"(
+.text
+.globl tessera_emu_switch
+.type tessera_emu_switch,@function
+tessera_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+.size tessera_emu_switch, .-tessera_emu_switch
+)");
+
+std::string threadName(const BlockState& b, int tid) { return threadName(b, b.ctaid, tid); }
+
+std::string threadName(const BlockState& b, const std::array<int64_t, 3>& ctaid, int tid) {
+  const auto& bd = b.L->block;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "block (%lld,%lld,%lld) thread (%lld,%lld,%lld) [warp %d lane %d]",
+                (long long)ctaid[0], (long long)ctaid[1], (long long)ctaid[2], (long long)(tid % bd[0]),
+                (long long)(tid / bd[0] % bd[1]), (long long)(tid / (bd[0] * bd[1])), warpOf(b, tid), laneOf(b, tid));
+  return buf;
+}
+
+void reportError(BlockState& b, const std::string& msg) {
+  b.R->ok = false;
+  b.R->errorCount++;
+  // A quarter of the listed errors per kind ("race", "read of uninitialised shared memory", ...):
+  // one fault usually shows as many of one kind, and the other kinds it causes matter as much.
+  const std::string kind = msg.substr(0, std::min(msg.find(':'), msg.find(" at ")));
+  int same = 0;
+  for (const auto& e : b.R->errors) same += e.compare(0, kind.size(), kind) == 0;
+  if (int(b.R->errors.size()) < b.O->maxErrors && same < std::max(1, b.O->maxErrors / 4)) b.R->errors.push_back(msg);
+}
+
+namespace {
+
+[[noreturn]] void fiberMain() {
+  BlockState& b = *tls;
+  b.L->entry(b.L->args.empty() ? nullptr : const_cast<void**>(b.L->args.data()));
+  Fiber* f = b.cur;
+  f->state = FiberState::Done;
+  --b.live;
+  tessera_emu_switch(&f->sp, b.schedSp);
+  std::abort();  // a finished fiber is never resumed
+}
+
+void fiberStart() { fiberMain(); }
+
+void resume(BlockState& b, Fiber& f) {
+  b.cur = &f;
+  ++b.R->counters.switches;
+  tessera_emu_switch(&b.schedSp, f.sp);
+  b.cur = nullptr;
+}
+
+// A fresh stack frame whose first switch "returns" into fiberStart with the ABI's alignment.
+void prepare(BlockState& b, Fiber& f, char* stackTop) {
+  uintptr_t top = reinterpret_cast<uintptr_t>(stackTop) & ~uintptr_t(15);
+  auto* s = reinterpret_cast<uint64_t*>(top - 64);
+  for (int i = 0; i < 6; ++i) s[i] = 0;
+  s[6] = reinterpret_cast<uint64_t>(&fiberStart);
+  s[7] = 0;
+  f.sp = s;
+  (void)b;
+}
+
+char* mapStack(size_t bytes) {
+  void* p = mmap(nullptr, bytes + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  mprotect(p, 4096, PROT_NONE);  // guard page: a stack overflow faults instead of corrupting
+  return static_cast<char*>(p);
+}
+
+// Wavefronts of one shared-memory request: lanes are served in phases (all 32 for accesses up to
+// 4 bytes, 16 for 8 bytes, 8 for 16 bytes); in each phase, the most distinct 4-byte words any of
+// the 32 banks must deliver (lanes reading the same word share it).
+std::pair<uint64_t, uint64_t> bankWavefronts(const AccessGroup& g, int warpSize) {
+  const int width = std::max(4, g.bytes);
+  const int perPhase = std::max(1, std::min(32, 128 / width));
+  uint64_t waves = 0, ideal = 0;
+  for (int start = 0; start < warpSize; start += perPhase) {
+    std::vector<std::vector<uint64_t>> bank(32);
+    bool any = false;
+    for (int l = start; l < std::min(warpSize, start + perPhase); ++l) {
+      if (!g.addr[l]) continue;
+      any = true;
+      for (int w = 0; w < (g.bytes + 3) / 4; ++w) {
+        uint64_t word = g.addr[l] / 4 + uint64_t(w);
+        auto& v = bank[word % 32];
+        if (std::find(v.begin(), v.end(), word) == v.end()) v.push_back(word);
+      }
+    }
+    if (!any) continue;
+    size_t worst = 1;
+    for (const auto& v : bank) worst = std::max(worst, v.size());
+    waves += worst;
+    ++ideal;
+  }
+  return {waves, ideal};
+}
+
+// 32-byte sectors one global request touches, and the fewest its bytes could touch.
+std::pair<uint64_t, uint64_t> sectors(const AccessGroup& g, int warpSize) {
+  std::vector<uint64_t> s;
+  uint64_t bytes = 0;
+  for (int l = 0; l < warpSize; ++l) {
+    if (!g.addr[l]) continue;
+    bytes += uint64_t(g.bytes);
+    for (uint64_t a = g.addr[l] / 32; a <= (g.addr[l] + uint64_t(g.bytes) - 1) / 32; ++a)
+      if (std::find(s.begin(), s.end(), a) == s.end()) s.push_back(a);
+  }
+  return {s.size(), (bytes + 31) / 32};
+}
+
+void finishGroup(BlockState& b, int site, const AccessGroup& g) {
+  Counters& c = b.R->counters;
+  if (g.shared) {
+    auto [waves, ideal] = bankWavefronts(g, b.warpSize);
+    c.sharedRequests++, c.sharedWavefronts += waves, c.sharedIdealWavefronts += ideal, c.bankConflicts += waves - ideal;
+    auto& s = c.sharedBySite[site];
+    s[0]++, s[1] += waves, s[2] += waves - ideal;
+  } else {
+    auto [sec, ideal] = sectors(g, b.warpSize);
+    ideal = std::min(ideal, sec);  // lanes reading the same bytes (a broadcast) share sectors
+    c.globalRequests++, c.globalSectors += sec, c.globalIdealSectors += ideal;
+    auto& s = c.globalBySite[site];
+    s[0]++, s[1] += sec, s[2] += sec - ideal;
+  }
+}
+
+void flushGroups(BlockState& b, Warp& w) {
+  for (auto& [key, g] : w.groups) finishGroup(b, int(key >> 32), g);
+  w.groups.clear();
+  w.occurrence.clear();
+}
+
+// Adds lane `lane`'s access at `site` to its warp's request for that instruction instance.
+void group(BlockState& b, int tid, int site, uint64_t addr, int bytes, bool shared) {
+  Warp& w = b.warps[size_t(warpOf(b, tid))];
+  const int lane = laneOf(b, tid);
+  auto& occ = w.occurrence[site];
+  if (occ.empty()) occ.assign(size_t(b.warpSize), 0);
+  uint64_t key = (uint64_t(uint32_t(site)) << 32) | occ[size_t(lane)]++;
+  auto it = w.groups.find(key);
+  if (it == w.groups.end()) {
+    if (w.groups.size() >= 4096) {  // a lane ran far ahead without a barrier: count what is there
+      b.R->counters.partial = true;
+      flushGroups(b, w);
+      w.occurrence[site].assign(size_t(b.warpSize), 0);
+      w.occurrence[site][size_t(lane)] = 1;
+      key = uint64_t(uint32_t(site)) << 32;
+    }
+    it = w.groups.emplace(key, AccessGroup{}).first;
+    it->second.bytes = bytes;
+    it->second.shared = shared;
+  }
+  AccessGroup& g = it->second;
+  g.addr[lane] = addr ? addr : 1;
+  g.bytes = std::max(g.bytes, bytes);
+  if (++g.lanes == warpLanes(b, warpOf(b, tid))) {
+    finishGroup(b, site, g);
+    w.groups.erase(it);
+  }
+}
+
+// The vector-clock join of a barrier: every warp in `warps` ends the epoch of its accesses (its
+// own clock advances), then learns what every other one knew. An access recorded at a warp's
+// clock c is ordered before another warp's access once that warp knows a clock above c.
+void joinClocks(BlockState& b, const std::vector<int>& warps) {
+  const int n = b.nwarps;
+  for (int w : warps) {
+    b.clocks[size_t(w * n + w)]++;
+    b.warps[size_t(w)].syncCount++;
+  }
+  std::vector<uint32_t> merged(size_t(n), 0);
+  for (int w : warps)
+    for (int j = 0; j < n; ++j) merged[size_t(j)] = std::max(merged[size_t(j)], b.clocks[size_t(w * n + j)]);
+  for (int w : warps) std::copy(merged.begin(), merged.end(), b.clocks.begin() + w * n);
+}
+
+const Extent* findExtent(const Launch& l, const void* p, size_t bytes) {
+  for (const auto& e : l.extents) {
+    auto* base = static_cast<const char*>(e.base);
+    if (static_cast<const char*>(p) >= base && static_cast<const char*>(p) + bytes <= base + e.bytes) return &e;
+  }
+  return nullptr;
+}
+
+// Where a faulty access of thread `tid` lands instead (256 bytes each, 64-byte aligned).
+char* sinkFor(BlockState& b, int tid) {
+  auto base = (reinterpret_cast<uintptr_t>(b.sink.data()) + 63) & ~uintptr_t(63);
+  return reinterpret_cast<char*>(base) + size_t(tid) * 256;
+}
+
+std::string hex(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)reinterpret_cast<uintptr_t>(p));
+  return buf;
+}
+
+}  // namespace
+
+void waitHere(WaitKind k, int site) {
+  BlockState& b = *tls;
+  Fiber* f = b.cur;
+  f->state = FiberState::Waiting;
+  f->wait = k;
+  f->waitSite = site;
+  ++b.R->counters.switches;
+  tessera_emu_switch(&f->sp, b.schedSp);
+}
+
+void wakeWarp(int warp) {
+  BlockState& b = *tls;
+  for (int l = 0; l < warpLanes(b, warp); ++l) {
+    Fiber& f = b.fibers[size_t(warp * b.warpSize + l)];
+    if (f.state == FiberState::Waiting && f.wait == WaitKind::Warp) f.state = FiberState::Ready, f.wait = WaitKind::None;
+  }
+}
+
+void sharedAccess(BlockState& b, const char* p, int bytes, bool write, int tid, int site) {
+  const size_t off = size_t(p - b.smemBase);
+  const int w = warpOf(b, tid);
+  const uint32_t myClock = b.clocks[size_t(w * b.nwarps + w)], mySync = b.warps[size_t(w)].syncCount;
+  // Ordered before this access: the same thread, a lane of this warp before a collective or
+  // barrier it passed since, or another warp whose clock this warp has seen pass the access.
+  auto ordered = [&](int other, uint32_t clock, uint32_t sync) {
+    if (other < 0 || other == tid) return true;
+    int ow = warpOf(b, other);
+    if (ow == w) return mySync > sync;
+    return b.clocks[size_t(w * b.nwarps + ow)] > clock;
+  };
+  const uint64_t before = b.R->errorCount;
+  for (int i = 0; i < bytes; ++i) {
+    if (b.R->errorCount != before) {  // one report per access: mark the rest and stop checking
+      for (int j = i; j < bytes; ++j) {
+        Shadow& s = b.shadow[off + size_t(j)];
+        if (write) s.writer = int16_t(tid), s.wClock = myClock, s.wSync = mySync, s.wSite = site, s.written = 1;
+        else s.reader = int16_t(tid), s.rClock = myClock, s.rSync = mySync, s.rSite = site, s.written = 1;
+        s.pending = 0;
+      }
+      return;
+    }
+    Shadow& s = b.shadow[off + size_t(i)];
+    if (s.pending) {
+      reportError(b, std::string(write ? "write to" : "read of") + " shared memory at offset " + std::to_string(off + size_t(i)) +
+                         " while an async copy to it is in flight (issued by " + threadName(b, s.pendingBy) + " at " +
+                         b.L->sites->name(s.pendingSite) + "; a missing cp.async.wait_group?), by " + threadName(b, tid) +
+                         " at " + b.L->sites->name(site));
+      s.pending = 0;
+    }
+    if (write) {
+      if (!ordered(s.writer, s.wClock, s.wSync))
+        reportError(b, "race: write-after-write on shared byte " + std::to_string(off + size_t(i)) + ": " +
+                           threadName(b, s.writer) + " at " + b.L->sites->name(s.wSite) + ", then " + threadName(b, tid) +
+                           " at " + b.L->sites->name(site) + " with no barrier between");
+      else if (!ordered(s.reader, s.rClock, s.rSync))
+        reportError(b, "race: write-after-read on shared byte " + std::to_string(off + size_t(i)) + ": read by " +
+                           threadName(b, s.reader) + " at " + b.L->sites->name(s.rSite) + ", then written by " +
+                           threadName(b, tid) + " at " + b.L->sites->name(site) + " with no barrier between");
+      s.writer = int16_t(tid), s.wClock = myClock, s.wSync = mySync, s.wSite = site, s.written = 1;
+    } else {
+      if (!s.written)
+        reportError(b, "read of uninitialised shared memory at offset " + std::to_string(off + size_t(i)) + " by " +
+                           threadName(b, tid) + " at " + b.L->sites->name(site));
+      else if (!ordered(s.writer, s.wClock, s.wSync))
+        reportError(b, "race: read-after-write on shared byte " + std::to_string(off + size_t(i)) + ": written by " +
+                           threadName(b, s.writer) + " at " + b.L->sites->name(s.wSite) + ", read by " +
+                           threadName(b, tid) + " at " + b.L->sites->name(site) + " with no barrier between");
+      s.reader = int16_t(tid), s.rClock = myClock, s.rSync = mySync, s.rSite = site;
+      s.written = 1;  // report an uninitialised byte once
+    }
+    if (b.aborted) return;
+  }
+}
+
+bool warpCollective(int op, int site, const std::function<void(Collective&, int)>& fn) {
+  BlockState& b = *tls;
+  const int tid = b.cur->tid, w = warpOf(b, tid);
+  Warp& warp = b.warps[size_t(w)];
+  Collective& c = warp.coll;
+  if (c.arrived == 0) {
+    c.op = op;
+    c.site = site;
+  } else if (c.op != op || c.site != site) {
+    reportError(b, "warp divergence at a collective: " + threadName(b, tid) + " at " + b.L->sites->name(site) +
+                       " while other lanes of warp " + std::to_string(w) + " wait at " + b.L->sites->name(c.site));
+    b.aborted = true;
+    return false;
+  }
+  // Lanes that exited cannot arrive: the collective runs with the live ones.
+  int live = 0;
+  for (int l = 0; l < warpLanes(b, w); ++l) live += b.fibers[size_t(w * b.warpSize + l)].state != FiberState::Done;
+  if (++c.arrived < live) {
+    waitHere(WaitKind::Warp, site);
+    return !b.aborted;
+  }
+  ++b.R->counters.collectives;
+  fn(c, live);
+  std::memset(c.ptr, 0, sizeof c.ptr);  // lane marks and addresses are per collective
+  c.arrived = 0;
+  warp.syncCount++;
+  flushGroups(b, warp);
+  wakeWarp(w);
+  return !b.aborted;
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+// ---- entry points of the rewritten kernels ----
+extern "C" {
+
+int32_t tessera_emu_sreg(int32_t which) {
+  BlockState& b = *tls;
+  const int tid = b.cur->tid;
+  const auto& bd = b.L->block;
+  const auto& gd = b.L->grid;
+  switch (which) {
+    case kTidX: return int32_t(tid % bd[0]);
+    case kTidY: return int32_t(tid / bd[0] % bd[1]);
+    case kTidZ: return int32_t(tid / (bd[0] * bd[1]));
+    case kNtidX: return int32_t(bd[0]);
+    case kNtidY: return int32_t(bd[1]);
+    case kNtidZ: return int32_t(bd[2]);
+    case kCtaidX: return int32_t(b.ctaid[0]);
+    case kCtaidY: return int32_t(b.ctaid[1]);
+    case kCtaidZ: return int32_t(b.ctaid[2]);
+    case kNctaidX: return int32_t(gd[0]);
+    case kNctaidY: return int32_t(gd[1]);
+    case kNctaidZ: return int32_t(gd[2]);
+    case kLaneId: return laneOf(b, tid);
+    case kWarpSize: return b.warpSize;
+    case kWarpId: return warpOf(b, tid);
+    case kNwarpId: return b.nwarps;
+    case kClock: return int32_t(b.R->counters.switches);
+  }
+  return 0;
+}
+
+void* tessera_emu_shared(int64_t offset) { return tls->smemBase + offset; }
+
+// bar.sync / s_barrier: `id` 0..15, `count` threads (-1: every live thread of the block).
+void tessera_emu_barrier(int32_t id, int32_t count, int32_t site) {
+  BlockState& b = *tls;
+  ++b.R->counters.barriers;
+  if (b.aborted) return;
+  const int tid = b.cur->tid;
+  if (id < 0 || id >= int(b.barArrived.size())) {
+    reportError(b, "barrier id " + std::to_string(id) + " out of range, " + threadName(b, tid) + " at " + b.L->sites->name(site));
+    b.aborted = true;
+    return;
+  }
+  const int expected = count < 0 ? b.live : count;
+  b.cur->barrierId = id;
+  const int w = warpOf(b, tid);
+  b.barWarps[size_t(id) * 16 + size_t(w / 64)] |= uint64_t(1) << (w % 64);
+  if (++b.barArrived[size_t(id)] < expected) {
+    waitHere(WaitKind::Barrier, site);
+    return;
+  }
+  // The last arriver: join the clocks of the warps that met here, release the others.
+  std::vector<int> warps;
+  for (int i = 0; i < b.nwarps; ++i)
+    if (b.barWarps[size_t(id) * 16 + size_t(i / 64)] >> (i % 64) & 1) warps.push_back(i);
+  for (int i = 0; i < 16; ++i) b.barWarps[size_t(id) * 16 + size_t(i)] = 0;
+  b.barArrived[size_t(id)] = 0;
+  for (int wi : warps) flushGroups(b, b.warps[size_t(wi)]);
+  joinClocks(b, warps);
+  for (auto& f : b.fibers)
+    if (f.state == FiberState::Waiting && f.wait == WaitKind::Barrier && f.barrierId == id)
+      f.state = FiberState::Ready, f.wait = WaitKind::None;
+}
+
+// Every load and store of the kernel but private ones: returns the pointer to use (a sink when
+// the access is out of bounds, so a wrong kernel never corrupts the process).
+void* tessera_emu_mem(void* p, int32_t bytes, int32_t flags, int32_t site) {
+  BlockState& b = *tls;
+  const int tid = b.cur->tid;
+  const bool write = flags & kWrite;
+  char* c = static_cast<char*>(p);
+  const uint64_t align = uint64_t(1) << ((flags >> 8) & 31);
+  if (align > 1 && reinterpret_cast<uintptr_t>(p) % align) {
+    reportError(b, std::string("misaligned ") + (write ? "store" : "load") + " of " + std::to_string(bytes) + " B at " +
+                       hex(p) + " (the instruction assumes " + std::to_string(align) + "-byte alignment) by " +
+                       threadName(b, tid) + " at " + b.L->sites->name(site));
+    return sinkFor(b, tid);
+  }
+  if (c >= b.smemBase && c < b.smemBase + std::max<size_t>(b.smemBytes, 1)) {
+    if (c + bytes > b.smemBase + b.smemBytes) {
+      reportError(b, std::string("out-of-bounds shared ") + (write ? "store" : "load") + " of " + std::to_string(bytes) +
+                         " B at offset " + std::to_string(c - b.smemBase) + " (the block has " +
+                         std::to_string(b.smemBytes) + " B) by " + threadName(b, tid) + " at " + b.L->sites->name(site));
+      return sinkFor(b, tid);
+    }
+    if (b.O->checks) sharedAccess(b, c, bytes, write, tid, site);
+    group(b, tid, site, uint64_t(c - b.smemBase), bytes, true);
+    return p;
+  }
+  if (!findExtent(*b.L, p, size_t(bytes))) {
+    std::string near;
+    for (const auto& e : b.L->extents) {
+      auto* base = static_cast<const char*>(e.base);
+      if (c >= base - 4096 && c < base + e.bytes + 4096)
+        near = " (" + std::to_string(c - base) + " B from the start of " + e.name + " of " + std::to_string(e.bytes) + " B)";
+    }
+    reportError(b, std::string("out-of-bounds global ") + (write ? "store" : "load") + " of " + std::to_string(bytes) +
+                       " B at " + hex(p) + near + " by " + threadName(b, tid) + " at " + b.L->sites->name(site));
+    return sinkFor(b, tid);
+  }
+  group(b, tid, site, reinterpret_cast<uint64_t>(p), bytes, false);
+  if (write && b.L->trackWriters && !b.writersFull) {
+    for (int i = 0; i < bytes; i += 4) b.writers[c + i] = {b.ctaid, tid, site};
+    if (b.writers.size() > (size_t(1) << 22)) b.writersFull = true;
+  }
+  return p;
+}
+
+void tessera_emu_count(int64_t n) { tls->R->counters.laneInstructions += uint64_t(n); }
+
+}  // extern "C"
+
+// ---- grid execution ----
+namespace {
+
+struct Worker {
+  BlockState b;
+  Report partial;
+  ~Worker() {
+    for (char* s : b.stacks)
+      if (s) munmap(s, b.stackBytes + 4096);
+  }
+};
+
+bool setUp(Worker& w, const Launch& l, const Options& o) {
+  BlockState& b = w.b;
+  b.L = &l;
+  b.O = &o;
+  b.R = &w.partial;
+  b.warpSize = l.warpSize;
+  b.nthreads = int(l.block[0] * l.block[1] * l.block[2]);
+  b.nwarps = (b.nthreads + b.warpSize - 1) / b.warpSize;
+  b.fibers.resize(size_t(b.nthreads));
+  b.stackBytes = o.stackBytes;
+  b.stacks.assign(size_t(b.nthreads), nullptr);
+  for (auto& s : b.stacks)
+    if (!(s = mapStack(b.stackBytes))) return false;
+  b.barArrived.assign(16, 0);
+  b.barWarps.assign(16 * 16, 0);
+  b.smemBytes = l.sharedBytes;
+  b.smem.assign(l.sharedBytes + 1024 + 64, 0);
+  // 1024-byte aligned base: swizzled layouts and TMA destinations assume it.
+  b.smemBase = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(b.smem.data()) + 1023) & ~uintptr_t(1023));
+  b.shadow.resize(l.sharedBytes);
+  b.warps.resize(size_t(b.nwarps));
+  b.sink.assign(size_t(b.nthreads) * 256 + 256, 0);
+  b.async.resize(size_t(b.nthreads));
+  b.asyncGroups.assign(size_t(b.nthreads), 0);
+  return true;
+}
+
+void runBlock(Worker& w, std::array<int64_t, 3> ctaid, std::mt19937_64* rng) {
+  BlockState& b = w.b;
+  b.ctaid = ctaid;
+  b.aborted = false;
+  b.live = b.nthreads;
+  std::memset(b.smemBase, 0xA5, b.smemBytes);  // never zero: a read before a write shows
+  std::fill(b.shadow.begin(), b.shadow.end(), Shadow{});
+  b.clocks.assign(size_t(b.nwarps) * size_t(b.nwarps), 0);
+  for (int i = 0; i < b.nwarps; ++i) b.clocks[size_t(i * b.nwarps + i)] = 1;
+  for (auto& wp : b.warps) wp = Warp{};
+  std::fill(b.barArrived.begin(), b.barArrived.end(), 0);
+  std::fill(b.barWarps.begin(), b.barWarps.end(), 0);
+  asyncReset(b);
+  for (int t = 0; t < b.nthreads; ++t) {
+    Fiber& f = b.fibers[size_t(t)];
+    f = Fiber{};
+    f.tid = t;
+    prepare(b, f, b.stacks[size_t(t)] + 4096 + b.stackBytes);
+  }
+  tls = &b;
+  std::vector<int> order(size_t(b.nthreads));
+  for (int t = 0; t < b.nthreads; ++t) order[size_t(t)] = t;
+  while (b.live > 0 && !b.aborted) {
+    if (rng) std::shuffle(order.begin(), order.end(), *rng);
+    bool progressed = false;
+    for (int t : order) {
+      Fiber& f = b.fibers[size_t(t)];
+      if (f.state != FiberState::Ready) continue;
+      resume(b, f);
+      progressed = true;
+      if (b.aborted) break;
+    }
+    if (!progressed && !b.aborted) {
+      // Nobody can run and not everyone finished: a barrier or collective some never reach.
+      std::string who;
+      int shown = 0;
+      for (const auto& f : b.fibers)
+        if (f.state == FiberState::Waiting && shown++ < 4)
+          who += (who.empty() ? "" : "; ") + threadName(b, f.tid) + " waits at " + b.L->sites->name(f.waitSite);
+      int done = 0;
+      for (const auto& f : b.fibers) done += f.state == FiberState::Done;
+      reportError(b, "deadlock: " + std::to_string(b.live) + " threads wait, " + std::to_string(done) +
+                         " finished without arriving (" + who + ")");
+      b.aborted = true;
+    }
+  }
+  for (auto& wp : b.warps) flushGroups(b, wp);
+  if (!b.aborted) asyncBlockEnd(b);
+  tls = nullptr;
+}
+
+}  // namespace
+
+Report run(const Launch& l, const Options& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  Report total;
+  const int64_t blocks = l.grid[0] * l.grid[1] * l.grid[2];
+  const int64_t threads = l.block[0] * l.block[1] * l.block[2];
+  if (blocks <= 0 || threads <= 0 || threads > 2048 || l.warpSize <= 0 || l.warpSize > 64 || !l.entry || !l.sites) {
+    total.ok = false;
+    total.errors.push_back("bad launch: grid " + std::to_string(blocks) + " blocks of " + std::to_string(threads) + " threads");
+    return total;
+  }
+  int hostThreads = o.hostThreads > 0 ? o.hostThreads : int(std::max(1u, std::thread::hardware_concurrency()));
+  // The seed fixes the fiber order: one host thread, so that a failure replays.
+  if (o.seed) hostThreads = 1;
+  hostThreads = int(std::min<int64_t>(hostThreads, blocks));
+  std::atomic<int64_t> next{0};
+  std::mutex mu;
+  auto work = [&]() {
+    auto w = std::make_unique<Worker>();
+    if (!setUp(*w, l, o)) {
+      std::lock_guard<std::mutex> g(mu);
+      total.ok = false;
+      total.errors.push_back("cannot map the fibers' stacks");
+      return;
+    }
+    std::mt19937_64 rng(o.seed);
+    for (int64_t i; (i = next++) < blocks;) {
+      std::array<int64_t, 3> ctaid{i % l.grid[0], i / l.grid[0] % l.grid[1], i / (l.grid[0] * l.grid[1])};
+      runBlock(*w, ctaid, o.seed ? &rng : nullptr);
+    }
+    std::lock_guard<std::mutex> g(mu);
+    Report& p = w->partial;
+    total.ok = total.ok && p.ok;
+    total.errorCount += p.errorCount;
+    for (auto& e : p.errors)
+      if (total.errors.size() < size_t(o.maxErrors)) total.errors.push_back(e);
+    Counters& c = total.counters;
+    const Counters& pc = p.counters;
+    c.laneInstructions += pc.laneInstructions, c.barriers += pc.barriers, c.collectives += pc.collectives;
+    c.switches += pc.switches, c.sharedRequests += pc.sharedRequests, c.sharedWavefronts += pc.sharedWavefronts;
+    c.sharedIdealWavefronts += pc.sharedIdealWavefronts, c.bankConflicts += pc.bankConflicts;
+    c.globalRequests += pc.globalRequests, c.globalSectors += pc.globalSectors;
+    c.globalIdealSectors += pc.globalIdealSectors, c.partial = c.partial || pc.partial;
+    for (const auto& [s, v] : pc.sharedBySite)
+      for (int i = 0; i < 3; ++i) c.sharedBySite[s][size_t(i)] += v[size_t(i)];
+    for (const auto& [s, v] : pc.globalBySite)
+      for (int i = 0; i < 3; ++i) c.globalBySite[s][size_t(i)] += v[size_t(i)];
+    for (const auto& [addr, who] : w->b.writers) total.lastWriter[addr] = {threadName(w->b, who.ctaid, who.tid), who.site};
+  };
+  std::vector<std::thread> pool;
+  for (int i = 1; i < hostThreads; ++i) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  total.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return total;
+}
+
+}  // namespace tessera::emu
