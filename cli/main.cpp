@@ -1,7 +1,9 @@
 // Owns the `tessera` executable's entry point: builds the CLI11 app from the subcommand files and
-// turns every failure into a one-line error and a non-zero exit code.
+// turns every failure into a one-line error and a non-zero exit code (cli/exit_codes.h: 2 for bad
+// input, flags included).
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/commands.h"
 
@@ -13,6 +15,18 @@ void fail(const std::string& msg, int code) {
 }
 
 }  // namespace tessera::cli
+
+namespace {
+
+// CLI11's messages may span lines ("...\nRun with --help for more information."): one line here.
+std::string oneLine(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tessera: auto-tuning kernel compiler and shared tuning cache"};
@@ -37,8 +51,12 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Every flag error in one place: one line, exit 2 (bad input), whatever CLI11's own code.
+    std::fprintf(stderr, "tessera: error: %s (see --help)\n", oneLine(e.what()).c_str());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());
     return 1;
