@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -166,7 +167,24 @@ void addCacheCommand(CLI::App& app) {
     if (g->units == 0 && g->target == "host") g->units = int64_t(std::max(1u, std::thread::hardware_concurrency()));
     cache::LookupResult res;
     std::string keyId = shortId || g->key_id.size() == 64 ? g->key_id : "";
-    if (shortId || shortWorkload) {
+    const bool allFields = !g->family.empty() && !g->shape.empty() && !g->dtype.empty() && !g->target.empty() &&
+                           !g->arch.empty();
+    if (shortWorkload && !shortId && allFields) {
+      // Every key field is given: the prefix only names the workload, and the lookup by fields
+      // (nearest shapes included) goes on with the one stored workload it starts.
+      auto found = client.findKeys(g->workload, 100);
+      if (!found.ok()) failService(found.error());
+      std::set<std::string> workloads;
+      for (const auto& m : *found)
+        if (m.key.workload.rfind(g->workload, 0) == 0 && m.key.family == g->family && m.key.dtype == g->dtype &&
+            m.key.target == g->target && m.key.arch == g->arch)
+          workloads.insert(m.key.workload);
+      if (workloads.size() > 1)
+        fail("workload " + g->workload + " is ambiguous: " + std::to_string(workloads.size()) +
+                 " stored workloads start with it; give more characters",
+             kExitBadInput);
+      if (workloads.size() == 1) g->workload = *workloads.begin();
+    } else if (shortId || shortWorkload) {
       // A prefix is resolved to the one stored key it names, with the fields given as filters.
       auto found = client.findKeys(shortId ? g->key_id : g->workload, 100);
       if (!found.ok()) failService(found.error());

@@ -175,8 +175,8 @@ void tuneCommand(const TuneFlags& f) {
       measure.emulated ? Expected<std::unique_ptr<cache::RecordStore>>(cache::makeMemoryStore()) : cache::openSqliteStore(f.db);
   if (!store.ok()) failWith(store.error());
   cache::CacheClient client(measure.emulated ? cache::CacheClientOptions{} : clientOptions(f.cache));
-  // A tune shares what it measures: a token that cannot write would share nothing, silently.
-  requireCacheAccess(client, "write", "tune shares its results");
+  // A refused token is an error; one that may read but not write is said once (nothing silent).
+  requireTuneAccess(client, "tune");
   if (measure.emulated) {
     if (!f.json) std::printf("measuring on the emulated %s: timings are this CPU's, labelled and not stored\n", t->name.c_str());
   }

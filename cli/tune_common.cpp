@@ -68,6 +68,15 @@ void requireCacheAccess(cache::CacheClient& c, const std::string& need, const st
                s.error().message.c_str());
 }
 
+void requireTuneAccess(cache::CacheClient& c, const std::string& what) {
+  requireCacheAccess(c, "read", what + " reads the shared winners");
+  if (!c.enabled()) return;
+  // A read token tunes with the shared winners and keeps its results: said once, not silently.
+  Status w = c.checkAccess("write", what + " shares its results");
+  if (!w.ok() && w.error().code == ErrorCode::PermissionDenied)
+    std::fprintf(stderr, "tessera: warning: %s; what it measures stays in the local store\n", w.error().message.c_str());
+}
+
 std::string missReason(const cache::HardKey& asked, const cache::HardKey& stored) {
   std::string out;
   for (const auto& d : cache::keyDifferences(asked, stored)) out += (out.empty() ? "" : "; ") + d;

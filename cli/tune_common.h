@@ -31,6 +31,9 @@ cache::CacheClientOptions clientOptions(const CacheFlags& f);
 // unknown token, none where one is needed, a scope below `need`) ends the command (exit 6, with
 // what to do); a service that does not answer is a warning and the command goes on without it.
 void requireCacheAccess(cache::CacheClient& c, const std::string& need, const std::string& what);
+// A tune's access: read is required (as above); a token that cannot write (a person's read token)
+// tunes with the shared winners and gets a one-line warning that its results stay local.
+void requireTuneAccess(cache::CacheClient& c, const std::string& what);
 
 // Why a stored record of another key did not answer: the key fields that differ, and the flag that
 // asks for that record when the thread count is the difference ("threads 1 (asked 2): --threads 1

@@ -193,7 +193,16 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
   }
   auto store = emulated ? cache::makeMemoryStore() : openStore(db, true);
   cache::CacheClient client(emulated ? cache::CacheClientOptions{} : clientOptions(cacheUrl, token, caCert));
-  requireAccess(client, "write", "tune shares its results");
+  // As `tessera tune`: read is required; a token that cannot write tunes with a warning.
+  requireAccess(client, "read", "tune reads the shared winners");
+  if (client.enabled()) {
+    Status w = [&] {
+      nb::gil_scoped_release nogil;
+      return client.checkAccess("write", "tune shares its results");
+    }();
+    if (!w.ok() && w.error().code == ErrorCode::PermissionDenied)
+      warn(w.error().message + "; what it measures stays in the local store");
+  }
 
   search::SessionSettings ss;
   ss.loop.search.strategy = strategy;

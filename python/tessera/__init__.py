@@ -126,7 +126,7 @@ class Kernel:
 
     def __init__(self, k: "_tessera.Kernel"):
         self._k = k
-        self._compiled: Dict[Tuple[str, str, bool, int], "_tessera.Compiled"] = {}
+        self._compiled: Dict[Tuple[str, str, str, int], "_tessera.Compiled"] = {}
 
     name = property(lambda self: self._k.name, doc="The kernel's name (derived from its shape unless given).")
     family = property(lambda self: self._k.family, doc='"gemm", "elementwise" or "attention".')

@@ -178,7 +178,7 @@ def test_a_refused_token_is_an_error_not_a_miss(server, db):
         bad.best(k)
     with pytest.raises(tessera.AccessDeniedError):
         bad.status()
-    with pytest.raises(tessera.AccessDeniedError, match="needs a write token"):
+    with pytest.raises(tessera.AccessDeniedError, match="needs a read token, but no token was given"):
         tessera.tune(k, trials=1, db=db, cache=url, token="", progress=False)
     with pytest.raises(tessera.AccessDeniedError):
         tessera.best(k, cache=url, token="tsk_wrong")

@@ -210,3 +210,89 @@ TEST(Cli, AdminListsQuarantinesDeletesAndRevocationRetracts) {
 
 }  // namespace
 }  // namespace tessera::cache
+
+namespace tessera::cache {
+namespace {
+
+// `cache get` by the short hash `tessera run` prints (12 characters), ambiguous prefixes refused;
+// a refused token is an error (6) on every client command, never a miss or a warning; a service
+// that is down is 7 for `cache`, and a warning for a tune, which goes on without it.
+TEST(Cli, ShortHashesAndRefusedTokens) {
+  test::TempDir dir;
+  const std::string db = dir.file("short.db");
+  const std::string writer = trimmed(runTessera({"serve", "token", "add", "w", "--scope", "write", "--db", db}).out);
+  const std::string reader = trimmed(runTessera({"serve", "token", "add", "r", "--db", db}).out);
+  test::ServeProcess srv(db, dir.path(), {"--sync", "normal"});
+  const std::string base = "http://127.0.0.1:" + std::to_string(srv.port());
+  const std::vector<std::string> asReader = {"TESSERA_CACHE_URL=" + base, "TESSERA_TOKEN=" + reader};
+  Record a = test::makeRecord({.key = 1, .median_us = 30});
+  Record b = test::makeRecord({.key = 2, .median_us = 40});
+  std::ofstream(dir.file("r.jsonl")) << encodeRecord(a) << "\n" << encodeRecord(b) << "\n";
+  ASSERT_EQ(runTessera({"cache", "put", dir.file("r.jsonl")}, {"TESSERA_CACHE_URL=" + base, "TESSERA_TOKEN=" + writer})
+                .exit_code,
+            0);
+
+  auto byId = runTessera({"cache", "get", "--key-id", a.key_id.substr(0, 12)}, asReader);
+  ASSERT_EQ(byId.exit_code, 0) << byId.err;
+  EXPECT_EQ(json::parse(byId.out)["record"]["key_id"], a.key_id);
+  auto byWorkload = runTessera({"cache", "get", "--workload", b.key.workload}, asReader);
+  ASSERT_EQ(byWorkload.exit_code, 0) << byWorkload.err;
+  EXPECT_EQ(json::parse(byWorkload.out)["record"]["key_id"], b.key_id);
+  // Both workloads start with 00c0ffee: refused, naming the candidates, unless a field decides.
+  auto ambiguous = runTessera({"cache", "get", "--workload", "00c0ffee"}, asReader);
+  EXPECT_EQ(ambiguous.exit_code, 2) << ambiguous.err;
+  EXPECT_NE(ambiguous.err.find("ambiguous: 2 stored keys match"), std::string::npos) << ambiguous.err;
+  EXPECT_EQ(std::count(ambiguous.err.begin(), ambiguous.err.end(), '\n'), 1) << ambiguous.err;
+  auto decided = runTessera({"cache", "get", "--workload", "00c0ffee", "--shape", formatShape(a.key.shape)}, asReader);
+  EXPECT_EQ(decided.exit_code, 0) << decided.err;
+  auto unknown = runTessera({"cache", "get", "--key-id", "0123abcd0123"}, asReader);
+  EXPECT_EQ(unknown.exit_code, 5) << unknown.err;
+  EXPECT_EQ(runTessera({"cache", "get", "--key-id", "xyz!"}, asReader).exit_code, 2);
+
+  // Refusals: an unknown token, a revoked one, a scope too low.
+  auto badToken = runTessera({"cache", "get", "--key-id", a.key_id, "--token", "tsk_not-a-token"},
+                             {"TESSERA_CACHE_URL=" + base});
+  EXPECT_EQ(badToken.exit_code, 6) << badToken.err;
+  EXPECT_NE(badToken.err.find("401"), std::string::npos) << badToken.err;
+  EXPECT_EQ(std::count(badToken.err.begin(), badToken.err.end(), '\n'), 1) << badToken.err;
+  EXPECT_EQ(runTessera({"cache", "stats", "--token", "tsk_not-a-token"}, {"TESSERA_CACHE_URL=" + base}).exit_code, 6);
+  EXPECT_EQ(runTessera({"cache", "put", dir.file("r.jsonl")}, asReader).exit_code, 6);
+  auto down = runTessera({"cache", "stats", "--cache", "http://127.0.0.1:1", "--timeout", "0.5"});
+  EXPECT_EQ(down.exit_code, 7) << down.err;
+
+  // A tune that would share nothing: refused before it measures (6), in one line with what to do.
+  // The control: the same tune with the writer's token, and one against a service that is down
+  // (a warning: a cache that is down is a miss).
+  auto help = runTessera({"tune", "--help"});
+  if (help.exit_code != 0) GTEST_SKIP() << "this build has no compiler commands";
+  const std::vector<std::string> tune = {"tune",  "--trials", "1", "--top-k", "0", "--min-time", "0.001", "--db",
+                                         dir.file("local.db"), "gemm", "--m", "8", "--n", "8", "--k", "8"};
+  auto with = [&](std::vector<std::string> front) {
+    front.insert(front.end(), tune.begin() + 1, tune.end());
+    front.insert(front.begin(), "tune");
+    return front;
+  };
+  auto unknownToken = runTessera(with({"--cache", base, "--token", "tsk_not-a-token"}));
+  EXPECT_EQ(unknownToken.exit_code, 6) << unknownToken.err;
+  EXPECT_NE(unknownToken.err.find("401"), std::string::npos) << unknownToken.err;
+  auto noToken = runTessera(with({"--cache", base}));
+  EXPECT_EQ(noToken.exit_code, 6) << noToken.err;
+  EXPECT_NE(noToken.err.find("needs a read token, but no token was given"), std::string::npos) << noToken.err;
+  EXPECT_EQ(std::count(noToken.err.begin(), noToken.err.end(), '\n'), 1) << noToken.err;
+  // A person's read token tunes with the shared winners; that its results stay local is said.
+  auto readOnly = runTessera(with({"--cache", base}), {"TESSERA_TOKEN=" + reader});
+  EXPECT_EQ(readOnly.exit_code, 0) << readOnly.err;
+  EXPECT_NE(readOnly.err.find("needs a write token, but token 'r' has scope read"), std::string::npos) << readOnly.err;
+  EXPECT_NE(readOnly.err.find("stays in the local store"), std::string::npos) << readOnly.err;
+  auto best = runTessera({"best", "--cache", base, "--token", "tsk_not-a-token", "--db", dir.file("local.db"), "gemm",
+                          "--m", "8", "--n", "8", "--k", "8"});
+  EXPECT_EQ(best.exit_code, 6) << best.err;
+  auto written = runTessera(with({"--cache", base, "--token", writer}));
+  EXPECT_EQ(written.exit_code, 0) << written.err;
+  auto downTune = runTessera(with({"--cache", "http://127.0.0.1:1", "--token", writer, "--force"}));
+  EXPECT_EQ(downTune.exit_code, 0) << downTune.err;
+  EXPECT_NE(downTune.err.find("warning"), std::string::npos) << downTune.err;
+}
+
+}  // namespace
+}  // namespace tessera::cache
