@@ -114,7 +114,7 @@ TableSources tableSources(const std::vector<TableEntry>& entries) {
            ", " + dimsInit({l.block[0], l.block[1], l.block[2]}) + ", " + std::to_string(l.batches) + ", " +
            std::to_string(l.args.size()) + ", tsr_args_" + id + ", " + std::to_string(l.kernelParams.size()) +
            ", tsr_params_" + id + ", tsr_binary_" + id + ", " + std::to_string(e.binary.size()) + ", " + ptx + ", " +
-           (e.ptxPortable ? "1" : "0") + "};\n";
+           (e.ptxPortable ? "1" : "0") + ", " + std::to_string(l.dynamicSharedBytes) + "};\n";
       gpu = "&tsr_gpu_" + id;
     }
     t += "\n";

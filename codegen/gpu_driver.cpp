@@ -135,6 +135,10 @@ Expected<std::shared_ptr<const JitEmulatedKernel>> emulateImpl(const ir::Kernel&
   auto t0 = Clock::now();
   auto ctx = makeContext();
   TESSERA_ASSIGN(GpuPlan p, buildPlan(ctx.get(), k, c, t));
+  if (p.laneLevel)
+    return makeError(ErrorCode::Unsupported, "strategy " + p.strategy +
+                                                 " is built as the mapped kernel (lane-level tensor-core code): it has no "
+                                                 "pre-mapping form; the mapped-kernel emulator runs it (--emulate)");
   if (p.launch.args.size() > 64) return makeError(ErrorCode::Unsupported, "kernels take at most 64 arguments");
   TESSERA_TRY(toPreMapping(p));
   OwningOpRef<ModuleOp> host = cast<ModuleOp>((*p.module)->clone());

@@ -34,6 +34,9 @@ struct GpuPlan {
   std::function<Status(mlir::ModuleOp)> afterMap;
   GpuLaunch launch;  // args and batches; grid/block are read back from the mapped IR
   std::string strategy;
+  // Built as the mapped kernel itself (lane-level code: warp collectives, tensor-core fragments):
+  // there is no pre-mapping form to run sequentially; the mapped-kernel emulator checks it.
+  bool laneLevel = false;
   // Read by afterMap when it runs (set by the driver from GpuCompileOptions::sharedSwizzle).
   std::shared_ptr<bool> sharedSwizzle = std::make_shared<bool>(true);
 };
@@ -43,6 +46,10 @@ Expected<GpuPlan> buildGpuElementwise(mlir::MLIRContext* ctx, const ir::Kernel& 
 Expected<GpuPlan> buildGpuGemm(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 Expected<GpuPlan> buildGpuAttention(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                     const TargetDesc& t);
+// Tensor-core attention (gpu_attention_mma.cpp: FlashAttention-2 on mma.sync, NVIDIA).
+Expected<GpuPlan> buildGpuAttentionMma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+                                       const TargetDesc& t);
+Status checkGpuAttentionMma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 
 // Knob legality of each strategy (no IR built).
 Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);

@@ -290,6 +290,10 @@ Expected<Reference> evaluateReference(const Kernel& k, const std::vector<const B
     attentionRows(s, store, store[s.o], ref);
     done = true;
   }
+  if (k.family == Family::Attention) {
+    TESSERA_ASSIGN(AttentionInfo a, analyzeAttention(k));
+    for (double v : store[a.spec.v]) ref.magnitude = std::max(ref.magnitude, std::fabs(v));
+  }
   if (!done)
     for (const auto& st : k.stages) interp.runStage(st, -1, nullptr);
   for (const auto* o : k.outputs()) ref.outputs.push_back(std::move(store[o->name]));
@@ -324,7 +328,12 @@ Comparison compareOutputs(const Kernel& k, const Reference& ref, const std::vect
     double maxRef = 0;
     for (int64_t i = 0; i < t.numel(); ++i)
       if (std::isfinite(r[size_t(i)])) maxRef = std::max(maxRef, std::fabs(r[size_t(i)]));
-    double floor = 0.01 * maxRef + 1e-30;
+    // The floor under |want|: 1 % of the output's largest value, and where the reference names a
+    // magnitude, enough that an absolute error of 2 u * magnitude passes (u the unit roundoff of
+    // the output's type: 2^-11 f16, 2^-8 bf16). For attention that is twice the worst case of
+    // rounding the probabilities (u/2 * max|V|) plus rounding O itself (u/2 * |O| <= u/2 * max|V|).
+    const double u = t.dtype == ScalarType::F16 ? 0x1p-11 : t.dtype == ScalarType::BF16 ? 0x1p-8 : 0x1p-24;
+    double floor = std::max(0.01 * maxRef, 2 * u * ref.magnitude / tol) + 1e-30;
     for (int64_t i = 0; i < t.numel(); ++i) {
       if (ref.rowAxis >= 0 && !ref.rowComputed((i / inner) % rows, rows)) continue;
       double want = r[size_t(i)], got = b.get(i);

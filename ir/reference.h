@@ -22,6 +22,12 @@ struct RefOptions {
 struct Reference {
   std::vector<std::vector<double>> outputs;  // per kernel output, row-major
   int rowAxis = -1;                          // axis sampled, -1: everything computed
+  // The scale of an output's unavoidable absolute rounding error (0: none); compareOutputs lets
+  // 2 u * magnitude pass (u the output type's unit roundoff). Attention's outputs are weighted
+  // averages of V's rows: rounding the probabilities to the input type, as every tensor-core
+  // attention does, errs by up to u/2 * max|V| however small an average comes out (random-sign
+  // values of V average to near 0), so the scale is max|V|.
+  double magnitude = 0;
   int64_t rowStride = 1;
   bool rowComputed(int64_t row, int64_t rows) const {
     return rowAxis < 0 || row % rowStride == 0 || row >= rows - 8;

@@ -16,28 +16,64 @@ Expected<ir::Space> attentionGpuSpace(const ir::Kernel& k, const TargetDesc& t) 
   const ir::AttentionSpec& a = info.spec;
   ir::Space s;
   s.family = "attention";
+  // flash-mma (tensor cores, codegen/gpu_attention_mma.cpp) where mma.sync takes the input type
+  // and the head dim is a multiple of 16 up to 256; flash-simt (FMA pipes) everywhere.
+  const bool mma = t.vendor == Vendor::Nvidia && t.findMma("f16", "mma.sync") &&
+                   (a.dtype == ir::ScalarType::F16 || a.dtype == ir::ScalarType::BF16) && a.head_dim % 16 == 0 &&
+                   a.head_dim <= 256;
+  std::vector<ir::KnobValue> strategies = {std::string("flash-simt")};
+  if (mma) strategies.push_back(std::string("flash-mma"));
   std::vector<ir::KnobValue> bq = {int64_t(16), int64_t(32), int64_t(64), int64_t(128)};
-  std::vector<ir::KnobValue> bk = {int64_t(8), int64_t(16), int64_t(32), int64_t(64)};
+  std::vector<ir::KnobValue> bk = {int64_t(8), int64_t(16), int64_t(32), int64_t(64), int64_t(128)};
   std::vector<ir::KnobValue> ds = {int64_t(1), int64_t(2), int64_t(4), int64_t(8)};
+  std::vector<ir::KnobValue> stages = {int64_t(1), int64_t(2)};
   s.knobs = {
+      {"strategy", strategies, strategies.back(),
+       "flash-simt: one query row per thread on the FMA pipes; flash-mma: FlashAttention-2 on mma.sync, 16 query rows "
+       "per warp"},
       {"BQ", bq, int64_t(64), "query rows per block"},
       {"BK", bk, int64_t(32), "keys per block staged in shared memory / LDS"},
-      {"DSPLIT", ds, int64_t(1), "threads per query row (head_dim split); threads = BQ*DSPLIT"},
+      {"DSPLIT", ds, int64_t(1), "flash-simt: threads per query row (head_dim split); threads = BQ*DSPLIT"},
+      {"STAGES", stages, int64_t(1), "flash-mma: shared-memory stages of the K/V cp.async ring (1: synchronous copies)"},
   };
   ir::Kernel kc = k;
   TargetDesc tc = t;
   const int64_t SQ = a.seq_q;
   s.constraint = [kc, tc](const ir::Config& c) -> std::optional<std::string> {
+    const std::string strategy = std::get<std::string>(c.values.at("strategy"));
+    int64_t BK = std::get<int64_t>(c.values.at("BK")), DSPLIT = std::get<int64_t>(c.values.at("DSPLIT"));
+    int64_t STAGES = std::get<int64_t>(c.values.at("STAGES"));
+    if (strategy == "flash-mma" && DSPLIT != 1) return std::string("flash-mma splits no row: DSPLIT must be 1");
+    if (strategy == "flash-simt" && STAGES != 1) return std::string("flash-simt copies synchronously: STAGES must be 1");
     Status st = codegen::checkGpuConfig(kc, c, tc);
     if (!st.ok()) return st.error().message;
-    int64_t BQ = std::get<int64_t>(c.values.at("BQ")), BK = std::get<int64_t>(c.values.at("BK"));
-    if (2 * BK + 48 > std::min(tc.maxRegsPerThread, 255))
+    if (strategy == "flash-simt" && 2 * BK + 48 > std::min(tc.maxRegsPerThread, 255))
       return "BK=" + std::to_string(BK) + " keeps about " + std::to_string(2 * BK + 48) + " values per thread in registers";
-    (void)BQ;
     return std::nullopt;
   };
-  // Default: the recipe's shape (BQ=64 rows, BK=32 keys, one thread per row) when legal, else the
-  // first legal one trading key block, then head_dim split, then query block, preferring query
+  auto trySet = [&](const std::string& strategy, int64_t q, int64_t kk, int64_t d, int64_t st) {
+    ir::Config c;
+    c.set("strategy", strategy);
+    c.set("BQ", q);
+    c.set("BK", kk);
+    c.set("DSPLIT", d);
+    c.set("STAGES", st);
+    if (s.check(c)) return false;
+    s.knobs[0].def = strategy;
+    s.knobs[1].def = q;
+    s.knobs[2].def = kk;
+    s.knobs[3].def = d;
+    s.knobs[4].def = st;
+    return true;
+  };
+  // Tensor cores where they exist: 4 warps (64 query rows), 64 keys per block in a 2-stage ring
+  // (FA2's shape), fewer keys or one stage where shared memory or registers bind (head_dim 256).
+  if (mma)
+    for (auto [q, kk, st] : std::vector<std::array<int64_t, 3>>{{64, 64, 2}, {64, 32, 2}, {64, 64, 1}, {64, 32, 1},
+                                                                {32, 32, 1}, {16, 16, 1}})
+      if (trySet("flash-mma", q, kk, 1, st)) return s;
+  // FMA pipes: the recipe's shape (BQ=64 rows, BK=32 keys, one thread per row) when legal, else
+  // the first legal one trading key block, then head_dim split, then query block, preferring query
   // blocks that do not exceed the sequence (48 KB static shared memory bounds large head_dims).
   std::vector<std::array<int64_t, 3>> prefs;
   for (int64_t q : {64, 32, 128, 16})
@@ -47,18 +83,8 @@ Expected<ir::Space> attentionGpuSpace(const ir::Kernel& k, const TargetDesc& t) 
     auto fits = [SQ](int64_t q) { return q <= std::max<int64_t>(16, (SQ + 15) / 16 * 16); };
     return fits(x[0]) > fits(y[0]);
   });
-  for (const auto& [q, kk, d] : prefs) {
-    ir::Config c;
-    c.set("BQ", q);
-    c.set("BK", kk);
-    c.set("DSPLIT", d);
-    if (!s.check(c)) {
-      s.knobs[0].def = q;
-      s.knobs[1].def = kk;
-      s.knobs[2].def = d;
-      break;
-    }
-  }
+  for (const auto& [q, kk, d] : prefs)
+    if (trySet("flash-simt", q, kk, d, 1)) break;
   return s;
 }
 

@@ -38,6 +38,7 @@ typedef struct tsr_gpu {
   size_t binary_size;
   const char* ptx;              /* NVIDIA: PTX text, NUL-terminated (NULL: none) */
   int ptx_portable;             /* the driver may JIT the PTX for newer devices (not for sm_XXa) */
+  int64_t dyn_shared;           /* dynamic shared memory / LDS per block, bytes (the launch's) */
 } tsr_gpu;
 
 enum { TSR_HOST = 0, TSR_NVIDIA = 1, TSR_AMD = 2 };

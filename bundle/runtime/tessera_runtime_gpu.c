@@ -195,6 +195,7 @@ static struct {
   CUres (*memcpyDtoH)(void*, CUptr, size_t);
   CUres (*memsetD8)(CUptr, unsigned char, size_t);
   CUres (*launchKernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
+  CUres (*funcSetAttribute)(void*, int, int);
   CUres (*eventCreate)(void**, unsigned);
   CUres (*eventRecord)(void*, void*);
   CUres (*eventSynchronize)(void*);
@@ -221,7 +222,7 @@ static int cu_open(void) {
               TSR_SYM(cu, memAlloc, "cuMemAlloc_v2") && TSR_SYM(cu, memFree, "cuMemFree_v2") &&
               TSR_SYM(cu, memcpyHtoD, "cuMemcpyHtoD_v2") && TSR_SYM(cu, memcpyDtoH, "cuMemcpyDtoH_v2") &&
               TSR_SYM(cu, memsetD8, "cuMemsetD8_v2") && TSR_SYM(cu, launchKernel, "cuLaunchKernel") &&
-              TSR_SYM(cu, eventCreate, "cuEventCreate") && TSR_SYM(cu, eventRecord, "cuEventRecord") &&
+              TSR_SYM(cu, funcSetAttribute, "cuFuncSetAttribute") && TSR_SYM(cu, eventCreate, "cuEventCreate") && TSR_SYM(cu, eventRecord, "cuEventRecord") &&
               TSR_SYM(cu, eventSynchronize, "cuEventSynchronize") &&
               TSR_SYM(cu, eventElapsedTime, "cuEventElapsedTime") && TSR_SYM(cu, eventDestroy, "cuEventDestroy_v2") &&
               TSR_SYM(cu, getErrorString, "cuGetErrorString") && cu.init(0) == 0;
@@ -296,7 +297,7 @@ static tessera_status cu_launch(tsr_dev* d, void* fn, const tsr_gpu* g, void** p
   if (r == 0) r = cu.eventRecord(start, NULL);
   if (r == 0)
     r = cu.launchKernel(fn, (unsigned)g->grid[0], (unsigned)g->grid[1], (unsigned)g->grid[2], (unsigned)g->block[0],
-                        (unsigned)g->block[1], (unsigned)g->block[2], 0, NULL, params, NULL);
+                        (unsigned)g->block[1], (unsigned)g->block[2], (unsigned)g->dyn_shared, NULL, params, NULL);
   if (r == 0) r = cu.eventRecord(stop, NULL);
   if (r == 0) r = cu.eventSynchronize(stop);
   if (r == 0) r = cu.eventElapsedTime(ms, start, stop);
@@ -328,6 +329,9 @@ static tessera_status cu_function(const tessera_kernel* k, int device, void** fn
     void *mod = NULL, *f = NULL;
     CUres r = cu.moduleLoadData(&mod, cubin ? (const void*)k->gpu->binary : (const void*)k->gpu->ptx);
     if (r == 0) r = cu.moduleGetFunction(&f, mod, k->gpu->symbol);
+    /* past 48 KB of dynamic shared memory a function must opt in
+       (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8) */
+    if (r == 0 && k->gpu->dyn_shared > 48 * 1024) r = cu.funcSetAttribute(f, 8, (int)k->gpu->dyn_shared);
     if (r != 0) {
       st = cu_fail(r, cubin ? "cuModuleLoadData (cubin)" : "cuModuleLoadData (PTX JIT)");
     } else {
@@ -444,7 +448,7 @@ static tessera_status hip_launch(tsr_dev* d, void* fn, const tsr_gpu* g, void** 
   if (r == 0) r = hip.eventRecord(start, NULL);
   if (r == 0)
     r = hip.launch(fn, (unsigned)g->grid[0], (unsigned)g->grid[1], (unsigned)g->grid[2], (unsigned)g->block[0],
-                   (unsigned)g->block[1], (unsigned)g->block[2], 0, NULL, params, NULL);
+                   (unsigned)g->block[1], (unsigned)g->block[2], (unsigned)g->dyn_shared, NULL, params, NULL);
   if (r == 0) r = hip.eventRecord(stop, NULL);
   if (r == 0) r = hip.eventSynchronize(stop);
   if (r == 0) r = hip.eventElapsedTime(ms, start, stop);

@@ -80,6 +80,8 @@ static size_t rest(CUdeviceptr p) {
 }
 
 static int inside(CUdeviceptr p, size_t n) { return n == 0 || rest(p) >= n; }
+/* For a test's kernel: the bytes of device memory from p to the end of its allocation. */
+size_t fake_cuda_bytes_from(const void* p) { return rest((CUdeviceptr)(uintptr_t)p); }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
   if (!inside(d, n)) return 1;
   memcpy((void*)(uintptr_t)d, s, n);
@@ -96,10 +98,21 @@ CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
   return 0;
 }
 
+/* The real driver refuses a launch asking for more than 48 KB of dynamic shared memory unless the
+   function opted in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8); so does this one. */
+static int optedInShared = 48 * 1024;
+CUresult cuFuncSetAttribute(void* f, int attr, int value) {
+  (void)f;
+  if (attr != 8 || value < 0 || value > 227 * 1024) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  optedInShared = value > optedInShared ? value : optedInShared;
+  return 0;
+}
+
 CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shmem, void* stream, void** params, void** extra) {
-  (void)f; (void)shmem; (void)stream; (void)extra;
+  (void)f; (void)stream; (void)extra;
   if (nparams < 0) return 1;
+  if ((int)shmem > optedInShared) return 1; /* CUDA_ERROR_INVALID_VALUE */
   ++launches;
   if (kernelFn) {
     void* ptrs[64];
@@ -107,7 +120,9 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
     kernelFn(kernelCtx, ptrs, nparams);
     return 0;
   }
-  uint64_t h = 1469598103934665603ull ^ ((uint64_t)gx << 40 ^ (uint64_t)gy << 20 ^ gz ^ (uint64_t)bx << 48 ^ (uint64_t)by << 32 ^ bz);
+  /* the dynamic shared memory asked for is part of the hash: both wrappers must pass the same */
+  uint64_t h = 1469598103934665603ull ^ ((uint64_t)gx << 40 ^ (uint64_t)gy << 20 ^ gz ^ (uint64_t)bx << 48 ^ (uint64_t)by << 32 ^ bz) ^
+               ((uint64_t)shmem * 0xff51afd7ed558ccdull);
   for (int j = 0; j < nparams; ++j) {
     CUdeviceptr p = *(CUdeviceptr*)params[j];
     size_t n = rest(p);

@@ -21,6 +21,7 @@
 #include "bundle/bundle.h"
 #include "bundle/runtime/tessera_bundle.h"
 #include "codegen/gpu.h"
+#include "codegen/gpu_emu.h"
 #include "codegen/gpu_runner.h"
 #include "ir/buffer.h"
 #include "ir/builders.h"
@@ -53,6 +54,9 @@ std::vector<ir::Kernel> kernels() {
   ir::AttentionSpec a;
   a.batch = 2; a.heads = 4; a.heads_kv = 2; a.seq_q = 100; a.head_dim = 64; a.causal = true;
   v.push_back(*ir::buildAttention(a));
+  ir::AttentionSpec h;  // f16, head_dim 128: tensor-core attention with > 48 KB of dynamic shared memory
+  h.heads = 2; h.heads_kv = 1; h.seq_q = 70; h.head_dim = 128; h.dtype = ir::ScalarType::F16;
+  v.push_back(*ir::buildAttention(h));
   ir::ElementwiseSpec e;
   e.expr = "y = gelu(x * s + b)"; e.shape = {33, 64}; e.shapes = {{"s", {64}}, {"b", {64}}};
   v.push_back(*ir::buildElementwise(e));
@@ -65,19 +69,33 @@ F sym(void* lib, const char* name) {
 }
 
 // The stand-in driver's kernel: the launch's emulated form, given the device pointers of the
-// kernel's parameters (the arguments the kernel body does not use get a zeroed dummy).
+// kernel's parameters (the arguments the kernel body does not use get a zeroed dummy). The
+// pre-mapping form where the strategy has one, else the mapped kernel (lane-level tensor-core
+// code), whose emulation must also find no race or out-of-bounds access in the bundle's buffers.
 struct Emulated {
   std::shared_ptr<const codegen::EmulatedKernel> kernel;
+  std::shared_ptr<const codegen::MappedKernel> mapped;
   std::vector<int> params;  // the compiled launch's kernel parameters (indices into its args)
   std::vector<unsigned char> dummy;
+  size_t (*bytesFrom)(const void*) = nullptr;
+  std::vector<std::string> problems;
 };
 
 extern "C" void callEmulated(void* ctx, void** params, int n) {
   auto* e = static_cast<Emulated*>(ctx);
-  const codegen::GpuLaunch& l = e->kernel->launch();
+  const codegen::GpuLaunch& l = e->kernel ? e->kernel->launch() : e->mapped->launch();
   std::vector<void*> args(l.args.size(), e->dummy.data());
   for (int p = 0; p < n && p < int(e->params.size()); ++p) args[size_t(e->params[size_t(p)])] = params[p];
-  e->kernel->call(args.data());
+  if (e->kernel) return e->kernel->call(args.data());
+  std::vector<uint64_t> a;
+  std::vector<emu::Extent> extents{{e->dummy.data(), e->dummy.size(), "unused argument"}};
+  for (void* p : args) {
+    a.push_back(uint64_t(uintptr_t(p)));
+    if (p != e->dummy.data()) extents.push_back({p, e->bytesFrom(p), "bundle buffer"});
+  }
+  emu::Report r = e->mapped->run(a, extents);
+  for (const auto& m : r.errors) e->problems.push_back(m);
+  if (!r.ok && r.errors.empty()) e->problems.push_back("emulation failed");
 }
 
 }  // namespace
@@ -91,7 +109,8 @@ TEST(BundleGpuWrapper, CRuntimeDrivesTheDriverLikeTheCxxRunner) {
   auto setKernel = sym<void (*)(void (*)(void*, void**, int), void*)>(fake, "fake_cuda_set_kernel");
   auto live = sym<int (*)()>(fake, "fake_cuda_live_allocations");
   auto launches = sym<int (*)()>(fake, "fake_cuda_launches");
-  ASSERT_TRUE(setParams && setKernel && live && launches);
+  auto bytesFrom = sym<size_t (*)(const void*)>(fake, "fake_cuda_bytes_from");
+  ASSERT_TRUE(setParams && setKernel && live && launches && bytesFrom);
 
   const TargetDesc t = *getTarget("sm_90");
   const fs::path dir = fs::temp_directory_path() / ("tessera_gpu_wrapper_" + std::to_string(getpid()));
@@ -118,7 +137,7 @@ TEST(BundleGpuWrapper, CRuntimeDrivesTheDriverLikeTheCxxRunner) {
   auto runner = codegen::openCudaRunner();
   ASSERT_TRUE(runner.ok()) << runner.error().str();
   EXPECT_EQ((*runner)->arch(), "sm_90");
-  bool packed = false, transposed = false, copyBack = false, batched = false, zeroFirst = false;
+  bool packed = false, transposed = false, copyBack = false, batched = false, zeroFirst = false, bigShared = false;
   for (const auto& req : reqs) {
     const ir::Kernel& k = req.kernel;
     SCOPED_TRACE(k.name);
@@ -132,6 +151,7 @@ TEST(BundleGpuWrapper, CRuntimeDrivesTheDriverLikeTheCxxRunner) {
       zeroFirst |= a.zeroFirst;
     }
     batched |= bin->launch.batches > 1;
+    bigShared |= bin->launch.dynamicSharedBytes > 48 * 1024;  // the driver's opt-in, and the launch's size
     setParams(int(bin->launch.kernelParams.size()));
     auto ins = ir::makeInputs(k, 7);
     auto outsCxx = ir::makeOutputs(k), outsC = ir::makeOutputs(k);
@@ -161,10 +181,16 @@ TEST(BundleGpuWrapper, CRuntimeDrivesTheDriverLikeTheCxxRunner) {
     EXPECT_EQ(live(), 0) << "device allocations leaked";
 
     // The kernel's emulated form as the device kernel: the bundle's results against the reference.
+    Emulated ctx{nullptr, nullptr, bin->launch.kernelParams, std::vector<unsigned char>(1 << 22, 0), bytesFrom, {}};
     auto em = codegen::compileEmulatedKernel(k, search::makeSpace(k, t)->defaults(), t);
-    ASSERT_TRUE(em.ok()) << em.error().str();
-    ASSERT_EQ((*em)->launch().args.size(), bin->launch.args.size());
-    Emulated ctx{*em, bin->launch.kernelParams, std::vector<unsigned char>(1 << 22, 0)};
+    if (em.ok()) {
+      ctx.kernel = *em;
+    } else {
+      auto mk = codegen::compileMapped(*bin, t);
+      ASSERT_TRUE(mk.ok()) << em.error().str() << "; mapped: " << mk.error().str();
+      ctx.mapped = *mk;
+    }
+    ASSERT_EQ((ctx.kernel ? ctx.kernel->launch() : ctx.mapped->launch()).args.size(), bin->launch.args.size());
     setKernel(callEmulated, &ctx);
     auto outs = ir::makeOutputs(k);
     std::vector<void*> bufs;
@@ -173,6 +199,7 @@ TEST(BundleGpuWrapper, CRuntimeDrivesTheDriverLikeTheCxxRunner) {
     for (auto& x : outs) { std::memset(x.data(), 0x7f, x.bytes()); bufs.push_back(x.data()); outPtrs.push_back(&x); }
     ASSERT_EQ(cudaRun(ck, bufs.data(), 0, nullptr), TESSERA_OK) << message();
     setKernel(nullptr, nullptr);
+    EXPECT_TRUE(ctx.problems.empty()) << ctx.problems.front();
     auto ref = ir::evaluateReference(k, inPtrs);
     ASSERT_TRUE(ref.ok());
     auto cmp = ir::compareOutputs(k, *ref, outPtrs);
@@ -180,8 +207,8 @@ TEST(BundleGpuWrapper, CRuntimeDrivesTheDriverLikeTheCxxRunner) {
     EXPECT_EQ(live(), 0) << "device allocations leaked";
   }
   // The kernels above must exercise every step of the wrapper.
-  EXPECT_TRUE(packed && transposed && copyBack && batched && zeroFirst)
-      << packed << transposed << copyBack << batched << zeroFirst;
+  EXPECT_TRUE(packed && transposed && copyBack && batched && zeroFirst && bigShared)
+      << packed << transposed << copyBack << batched << zeroFirst << bigShared;
   dlclose(lib);
   fs::remove_all(dir);
 }

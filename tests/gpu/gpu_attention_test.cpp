@@ -76,8 +76,8 @@ TEST(GpuAttention, NegativeControlBrokenKvCopyIsCaught) {
 
 TEST(GpuAttention, HeadDimSplitAndLargeHeadDim) {
   // DSPLIT > 1 exchanges partial scores through shared memory.
-  for (auto [tn, c] : std::vector<std::pair<const char*, const char*>>{{"sm_90", "BQ=32,BK=16,DSPLIT=2"},
-                                                                     {"gfx90a", "BQ=16,BK=16,DSPLIT=4"}}) {
+  for (auto [tn, c] : std::vector<std::pair<const char*, const char*>>{{"sm_90", "strategy=flash-simt,STAGES=1,BQ=32,BK=16,DSPLIT=2"},
+                                                                     {"gfx90a", "strategy=flash-simt,STAGES=1,BQ=16,BK=16,DSPLIT=4"}}) {
     auto r = testutil::checkEmulated(attn(1, 2, 1, 50, 61, 128, true, ScalarType::F16), testutil::gpuTarget(tn),
                                      *Config::parseAssignments(c));
     EXPECT_TRUE(r.correct) << tn << " " << c << ": " << r.error;

@@ -21,16 +21,21 @@ Expected<ir::Config> gpuConfig(const ir::Kernel& k, const TargetDesc& t, const i
 
 using EmuCheck = CheckResult;
 
-// compileEmulated (with the @map + lowering check) -> run on seeded inputs -> compareOutputs.
+// compileEmulated (with the @map + lowering check) -> run on seeded inputs -> compareOutputs; a
+// lane-level strategy, which has no pre-mapping form, through checkMappedEmulated.
 EmuCheck checkEmulated(const ir::Kernel& k, const TargetDesc& t, const ir::Config& overrides = {}, uint64_t seed = 1,
                        const codegen::EmulateOptions& o = {});
+
+// The mapped kernel (after every mapping and lowering pass) on the mapped-kernel emulator behind
+// the host wrapper -> compareOutputs; a race or out-of-bounds access found fails it too.
+EmuCheck checkMappedEmulated(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, uint64_t seed = 1);
 
 // Halves the trip count of the `nth` (0-based) scf.forall of the pre-mapping IR whose trip counts
 // match `dims` (1 or 2): a copy phase that then leaves part of a workgroup tile unwritten.
 std::string breakNthForall(const std::string& pre, int nth, int dims);
 
-// Every knob at the first and last value of its domain (others at the defaults) that the space
-// accepts: the configs the extremes tests run.
+// Every knob at the first and the last value of its domain that the space accepts (others at the
+// defaults): the configs the extremes tests run.
 std::vector<ir::Config> knobExtremes(const ir::Space& s);
 
 // compileGpu with the space's default + overrides.

@@ -130,7 +130,7 @@ TEST(GpuEmulator, AttentionEveryTargetDtypeCausalAndGqa) {
       EXPECT_TRUE(o.correct && o.report.ok) << target << " " << k.name << ": " << describe(o);
     }
   Outcome d64 = emulate(*buildAttention({.heads = 2, .seq_q = 64, .head_dim = 64, .dtype = ScalarType::F16}), "sm_80",
-                        *Config::parseAssignments("DSPLIT=2"));
+                        *Config::parseAssignments("strategy=flash-simt,STAGES=1,BK=32,DSPLIT=2"));
   EXPECT_TRUE(d64.correct && d64.report.ok) << describe(d64);
 }
 
