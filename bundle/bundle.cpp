@@ -326,15 +326,51 @@ Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, c
   std::vector<Built> built;
   std::set<std::string> seenKeys, names, symbols;
   json skipped = json::array();
-  for (const TargetDesc& target : s.targets) {
-    // Objects for "any CPU of the key's ISA level" are compiled, and their configs chosen, for
-    // what every CPU of that level has: a winner that needs more (bf16dot's avx512_bf16, AMX) is
-    // not used there, and the next candidate is (bf16 on a Zen 4 made LLVM abort the process
-    // when vdpbf16ps was compiled for a generic x86-64-v4).
+  // Objects for "any CPU of the key's ISA level" are compiled, and their configs chosen, for what
+  // every CPU of that level has: a winner that needs more (bf16dot's avx512_bf16, AMX) is not used
+  // there, and the next candidate is (bf16 on a Zen 4 made LLVM abort the process when vdpbf16ps
+  // was compiled for a generic x86-64-v4). A request's thread count is its host key's units.
+  auto targetOf = [&](const TargetDesc& target, const KernelRequest& req) {
     const bool levelObjects = target.vendor == Vendor::Host &&
                               !(s.hostCpu == HostCpu::Native && target.arch == hostTarget().arch);
-    const TargetDesc t = levelObjects ? hostAtLevel(target) : target;
+    TargetDesc t = levelObjects ? hostAtLevel(target) : target;
+    if (t.vendor == Vendor::Host && req.threads > 0) t.units = req.threads;
+    return t;
+  };
+  // Untuned entries fail the bundle unless defaults were asked for: all of them are named at once,
+  // before anything is compiled.
+  if (s.resolve.missing == MissingPolicy::Fail) {
+    std::vector<std::string> missing;
+    std::string firstWhy;
+    size_t entries = 0;
+    std::set<std::string> keys;
+    for (const TargetDesc& target : s.targets)
+      for (const KernelRequest& req : kernels) {
+        const TargetDesc t = targetOf(target, req);
+        if (!keys.insert(cache::keyIdOf(search::hardKeyFor(req.kernel, t))).second) continue;
+        ++entries;
+        auto cands = resolveCandidates(req.kernel, t, src, s.resolve, nullptr);
+        if (!cands.ok() && cands.error().code == ErrorCode::NotFound) {
+          missing.push_back(req.kernel.name + " on " + t.keyString() + " (" + req.origin + ")");
+          if (firstWhy.empty()) firstWhy = cands.error().message;
+        }
+        else if (!cands.ok())
+          return cands.takeError();
+      }
+    if (!missing.empty()) {
+      std::string list;
+      for (size_t i = 0; i < missing.size() && i < 8; ++i) list += (i ? ", " : "") + missing[i];
+      if (missing.size() > 8) list += ", and " + std::to_string(missing.size() - 8) + " more";
+      return makeError(ErrorCode::NotFound, std::to_string(missing.size()) + " of " + std::to_string(entries) +
+                                                " entries have no tuned config: " +
+                                                list + "; tune them first, or ship the space's defaults labelled "
+                                                "untuned (--missing default; missing=\"default\" in Python) or leave them "
+                                                "out (--missing skip). First: " + firstWhy);
+    }
+  }
+  for (const TargetDesc& target : s.targets) {
     for (const KernelRequest& req : kernels) {
+      const TargetDesc t = targetOf(target, req);
       const ir::Kernel& k = req.kernel;
       const std::string keyId = cache::keyIdOf(search::hardKeyFor(k, t));
       if (!seenKeys.insert(keyId).second) continue;  // listed twice
@@ -380,6 +416,22 @@ Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, c
       const TableEntry& row = ok->row;
       (row.source == "exact" ? sum.exact : row.source == "nearest" ? sum.nearest : sum.untuned)++;
       if (row.timeKind == "estimated") ++sum.estimated;
+      {
+        BundleRow r;
+        r.name = name;
+        r.target = t.name;
+        r.arch = t.arch;
+        r.units = t.units;
+        r.kind = row.source == "exact" ? (row.timeKind == "estimated" ? "estimated" : "tuned") : row.source;
+        auto cfg = ir::Config::fromJson(row.config);
+        r.config = cfg.ok() ? cfg->str() : row.config;
+        r.tunedShape = row.tunedShape;
+        r.timeUs = row.timeKind == "none" ? 0 : row.timeUs;
+        r.from = ok->manifest.contains("record") && ok->manifest["record"].is_object()
+                     ? ok->manifest["record"].value("from", "")
+                     : "";
+        sum.rows.push_back(std::move(r));
+      }
       std::string line = name + " on " + t.name + " (" + t.arch + "): " + row.source;
       if (row.source == "nearest") line += " (config tuned at " + row.tunedShape + ")";
       if (row.timeKind == "measured") line += ", measured " + micros(row.timeUs);

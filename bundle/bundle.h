@@ -20,6 +20,9 @@ namespace tessera::bundle {
 struct KernelRequest {
   ir::Kernel kernel;
   std::string origin;  // where it was asked for: "kernels.txt:3", "attn.tsr", "store winner"
+  // Host targets: the threads the kernel runs on, its key's units (`--threads N`, tuned so);
+  // -1: every core of the target, as `tessera tune` without --threads.
+  int threads = -1;
 };
 
 enum class HostCpu {
@@ -43,6 +46,17 @@ struct BundleCallbacks {
   std::function<void(const std::string&)> onWarning;
 };
 
+// One entry of the bundle as the table shows it: which config, and what it is.
+struct BundleRow {
+  std::string name, target, arch;
+  int64_t units = 1;
+  // "tuned" (this key's measured winner), "estimated" (this key's best estimate), "nearest" (the
+  // config of the tuned shape `tunedShape`, legal here), "default" (the space's default, untuned).
+  std::string kind;
+  std::string config, tunedShape, from;
+  double timeUs = 0;  // measured or estimated (kind), 0 for defaults
+};
+
 struct BundleSummary {
   std::string dir;
   // What a program linking libtessera_bundle.a adds (also in the bundle's link.flags): -ldl
@@ -50,9 +64,12 @@ struct BundleSummary {
   std::string link_flags;
   int entries = 0, exact = 0, nearest = 0, untuned = 0, estimated = 0;
   std::vector<std::string> skipped;  // "<kernel> on <target>: why"
+  std::vector<BundleRow> rows;       // every entry, in the table's order
 };
 
-// Writes the bundle. An error leaves no half-written folder behind.
+// Writes the bundle. An error leaves no half-written folder behind. With MissingPolicy::Fail every
+// entry is resolved first and one NotFound error names every entry without a tuned config
+// (nothing is compiled or written then).
 Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, const BundleSettings& s,
                                     const RecordSources& src, const BundleCallbacks& cb = {});
 

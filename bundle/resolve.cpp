@@ -88,17 +88,25 @@ Expected<std::vector<Candidate>> resolveCandidates(const ir::Kernel& k, const Ta
     std::string from = n.record.provenance.host.empty() ? src.storeName : n.record.provenance.host;
     consider(n.record, same ? "exact" : "nearest", same ? from : src.storeName, n.distance);
   }
-  // 4. The default, labelled untuned.
+  // 4. The default, labelled untuned. Why nothing stored answered: the nearest record's key
+  // fields that differ (another --threads is the usual one).
+  std::string nearestWhy;
+  if (!nearby.empty()) {
+    std::string diff;
+    for (const auto& d : cache::keyDifferences(key, nearby.front().record.key)) diff += (diff.empty() ? "" : "; ") + d;
+    nearestWhy = "; the nearest stored record differs in " + diff;
+  }
   if (out.empty() || s.missing == MissingPolicy::Default) {
     bool tuned = !out.empty();
     if (!tuned && s.missing == MissingPolicy::Fail)
       return makeError(ErrorCode::NotFound, "no tuned config for " + k.name + " (" + shape + ") on " + t.name +
-                                                " in the store or the cache, and none of a nearby shape is legal here");
+                                                " in the store or the cache, and none of a nearby shape is legal here" +
+                                                nearestWhy);
     if (!tuned && s.missing == MissingPolicy::Skip) {
-      note("no tuned config for " + k.name + " on " + t.name + ": left out");
+      note("no tuned config for " + k.name + " on " + t.name + ": left out" + nearestWhy);
       return out;
     }
-    if (!tuned) note("no tuned config for " + k.name + " on " + t.name + ": the space's default (untuned)");
+    if (!tuned) note("no tuned config for " + k.name + " on " + t.name + ": the space's default (untuned)" + nearestWhy);
     out.push_back({space.defaults(), "default", std::nullopt, "", 0});
   }
   return out;

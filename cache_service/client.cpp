@@ -32,7 +32,7 @@ Expected<CacheClient::Reply> CacheClient::call(const char* method, const std::st
   {
     std::lock_guard<std::mutex> g(mu_);
     if (std::chrono::steady_clock::now() < skip_until_)
-      return makeError(ErrorCode::IOError, "skipped: it failed moments ago (retrying after a backoff)");
+      return makeError(ErrorCode::Unavailable, "skipped: it failed moments ago (retrying after a backoff)");
   }
   // Every URL of the list is tried before this counts as a failure (endpoints.h).
   auto reply = endpoints_->send(method, path, body, content_type, timeout_s);
@@ -59,6 +59,16 @@ std::string CacheClient::describe(const Reply& r) const {
     if (auto d = j->find("detail"); d != j->end() && d->is_string()) out += " (" + d->get<std::string>() + ")";
   }
   return out;
+}
+
+Error CacheClient::replyError(const std::string& what, const Reply& r, ErrorCode other) const {
+  if (r.status == 401 || r.status == 403)
+    return makeError(ErrorCode::PermissionDenied,
+                     what + ": " + describe(r) +
+                         (r.status == 401 ? (opts_.token.empty() ? "; no token given: set TESSERA_TOKEN or pass --token"
+                                                                 : "; check TESSERA_TOKEN / --token")
+                                          : "; the token's scope does not allow this"));
+  return makeError(other, what + ": " + describe(r));
 }
 
 namespace {
@@ -112,7 +122,11 @@ LookupResult CacheClient::lookup(const std::string& path_and_query) {
   auto reply = call("GET", path_and_query, "", "", opts_.timeout_s);
   if (!reply.ok()) return warn(reply.error().message);
   if (reply->status == 404) return out;  // a plain miss
-  if (reply->status != 200) return warn(describe(*reply));
+  if (reply->status != 200) {
+    LookupResult refused = warn(describe(*reply));
+    refused.http_status = reply->status;
+    return refused;
+  }
   // Whatever the service sends, a tuning run must not die of it: any surprise is a miss.
   try {
     return parseAnswer(std::move(reply->body), warn);
@@ -244,7 +258,7 @@ Expected<ExportPage> CacheClient::exportPage(int64_t since, int limit) {
   auto reply = call("GET", "/v1/export?since=" + std::to_string(since) + "&limit=" + std::to_string(limit), "",
                     "", opts_.bulk_timeout_s);
   if (!reply.ok()) return reply.takeError();
-  if (reply->status != 200) return makeError(ErrorCode::IOError, "export: " + describe(*reply));
+  if (reply->status != 200) return replyError("export", *reply);
   ExportPage page;
   page.jsonl = std::move(reply->body);
   page.next_since = std::strtoll(reply->next_since.c_str(), nullptr, 10);
@@ -256,36 +270,97 @@ Expected<std::string> CacheClient::importLines(const std::string& jsonl, bool pa
   auto reply = call("POST", partial ? "/v1/import?partial=1" : "/v1/import", jsonl, "application/x-ndjson",
                     opts_.bulk_timeout_s);
   if (!reply.ok()) return reply.takeError();
-  if (reply->status != 200) return makeError(ErrorCode::InvalidArgument, "import: " + describe(*reply));
+  if (reply->status != 200) return replyError("import", *reply, ErrorCode::InvalidArgument);
   return std::move(reply->body);
 }
 
 Expected<std::string> CacheClient::status() {
   auto reply = call("GET", "/status", "", "", opts_.timeout_s * 5);
   if (!reply.ok()) return reply.takeError();
-  if (reply->status != 200) return makeError(ErrorCode::IOError, "status: " + describe(*reply));
+  if (reply->status != 200) return replyError("status", *reply);
   return std::move(reply->body);
+}
+
+Expected<Identity> CacheClient::whoami() {
+  auto reply = call("GET", "/v1/whoami", "", "", opts_.timeout_s * 2);
+  if (!reply.ok()) return reply.takeError();
+  if (reply->status == 404) return makeError(ErrorCode::NotFound, "whoami: " + describe(*reply));
+  if (reply->status != 200) return replyError("tessera cache " + opts_.base_url, *reply);
+  auto j = parseJson(reply->body);
+  if (!j.ok() || !j->is_object()) return makeError(ErrorCode::RuntimeError, "whoami: unreadable answer");
+  Identity id;
+  if (auto n = j->find("name"); n != j->end() && n->is_string()) id.name = n->get<std::string>();
+  if (auto sc = j->find("scope"); sc != j->end() && sc->is_string()) id.scope = sc->get<std::string>();
+  return id;
+}
+
+Expected<std::vector<CacheClient::KeyMatch>> CacheClient::findKeys(const std::string& prefix, int limit) {
+  const bool hex = prefix.size() >= 4 && prefix.size() <= 64 &&
+                   prefix.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (!hex) return makeError(ErrorCode::InvalidArgument, "'" + prefix + "' is not 4 to 64 lowercase hex characters");
+  std::vector<KeyMatch> out;
+  // Paged: a prefix also matches inside other hashes; only those that start with it count.
+  for (int offset = 0; offset < 2000; offset += 200) {
+    auto reply = call("GET", "/v1/kernels?q=" + prefix + "&label=any&order=kernel&limit=200&offset=" + std::to_string(offset),
+                      "", "", opts_.bulk_timeout_s);
+    if (!reply.ok()) return reply.takeError();
+    if (reply->status != 200) return replyError("search", *reply);
+    auto j = parseJson(reply->body);
+    if (!j.ok() || !j->is_object() || !j->contains("kernels") || !(*j)["kernels"].is_array())
+      return makeError(ErrorCode::RuntimeError, "search: unreadable answer");
+    const json& page = (*j)["kernels"];
+    for (const json& row : page) {
+      if (!row.is_object() || !row.contains("key_id") || !row["key_id"].is_string() || !row.contains("key")) continue;
+      auto key = hardKeyFromJson(row["key"], "key");
+      if (!key.ok()) continue;
+      const std::string id = row["key_id"].get<std::string>();
+      if (id.rfind(prefix, 0) == 0 || key->workload.rfind(prefix, 0) == 0) out.push_back({id, std::move(*key)});
+      if (int(out.size()) >= limit) return out;
+    }
+    if (page.size() < 200) break;
+  }
+  return out;
+}
+
+Status CacheClient::checkAccess(const std::string& need, const std::string& what) {
+  if (!enabled()) return {};
+  auto id = whoami();
+  if (!id.ok()) {
+    if (id.error().code == ErrorCode::NotFound) return {};  // an older service: its answers will tell
+    return id.takeError();
+  }
+  const std::string& scope = id->scope;
+  const bool canRead = scope == "read" || scope == "write" || scope == "admin" || scope == "anonymous";
+  const bool canWrite = scope == "write" || scope == "admin";
+  if (need == "write" ? canWrite : canRead) return {};
+  std::string who = scope == "none"        ? "no token was given and it does not allow anonymous reads"
+                    : scope == "anonymous" ? "no token was given (anonymous reads only)"
+                                           : "token '" + id->name + "' has scope " + scope;
+  return makeError(ErrorCode::PermissionDenied,
+                   "tessera cache " + opts_.base_url + ": " + what + " and needs a " + need + " token, but " + who +
+                       " (set TESSERA_TOKEN or pass --token; `tessera serve token add NAME --scope " +
+                       (need == "write" ? "write" : "read") + "` makes one)");
 }
 
 Expected<std::string> CacheClient::backup(const std::string& label) {
   std::string body = label.empty() ? "" : dumpJson(json{{"label", label}});
   auto reply = call("POST", "/v1/admin/backup", body, body.empty() ? "" : "application/json", opts_.bulk_timeout_s);
   if (!reply.ok()) return reply.takeError();
-  if (reply->status != 200) return makeError(ErrorCode::IOError, "backup: " + describe(*reply));
+  if (reply->status != 200) return replyError("backup", *reply);
   return std::move(reply->body);
 }
 
 Expected<std::string> CacheClient::adminRecords(const std::string& query) {
   auto reply = call("GET", "/v1/admin/records" + (query.empty() ? "" : "?" + query), "", "", opts_.bulk_timeout_s);
   if (!reply.ok()) return reply.takeError();
-  if (reply->status != 200) return makeError(ErrorCode::IOError, "admin records: " + describe(*reply));
+  if (reply->status != 200) return replyError("admin records", *reply);
   return std::move(reply->body);
 }
 
 Expected<std::string> CacheClient::adminAction(const std::string& action, const std::string& selector_json) {
   auto reply = call("POST", "/v1/admin/records/" + action, selector_json, "application/json", opts_.bulk_timeout_s);
   if (!reply.ok()) return reply.takeError();
-  if (reply->status != 200) return makeError(ErrorCode::IOError, action + ": " + describe(*reply));
+  if (reply->status != 200) return replyError(action, *reply);
   return std::move(reply->body);
 }
 

@@ -53,7 +53,18 @@ struct LookupResult {
   std::vector<std::string> stale_reasons;   // e.g. "toolchain_superseded", "llvm_version"
   std::vector<NearestMatch> nearest;        // Nearest: winners of the closest shapes, closest first
   std::string warning;                      // non-empty when the service could not answer
+  int http_status = 0;                      // with a warning: the refusing answer's status (0: no answer)
   std::string raw_json;                     // the service's answer, for printing
+  // The service refused the credentials (401 unknown token, 403 scope): callers treat this as an
+  // error, not as a miss, since nothing the user meant to share or read happens.
+  bool refused() const { return http_status == 401 || http_status == 403; }
+};
+
+// Who the service takes the configured token for (GET /v1/whoami): its name and scope ("read",
+// "write", "admin", "worker"; "anonymous" without a token where anonymous reads are allowed,
+// "none" without one where they are not).
+struct Identity {
+  std::string name, scope;
 };
 
 struct PushResult {
@@ -95,6 +106,23 @@ class CacheClient {
   Expected<ExportPage> exportPage(int64_t since, int limit = 10000);
   Expected<std::string> importLines(const std::string& jsonl, bool partial);  // report JSON
   Expected<std::string> status();                                             // /status JSON
+  // Keys of the service whose key id or workload hash starts with `prefix` (4-64 lowercase hex:
+  // the 12 characters `tessera run` and `tessera tune` print), at most `limit`, through the
+  // dashboard's search (GET /v1/kernels?q=). Real errors, like the bulk calls.
+  struct KeyMatch {
+    std::string key_id;
+    HardKey key;
+  };
+  Expected<std::vector<KeyMatch>> findKeys(const std::string& prefix, int limit = 50);
+  // The token's identity. PermissionDenied for a token the service does not know (401);
+  // Unavailable when no URL answers; NotFound from a service too old to have the route.
+  Expected<Identity> whoami();
+  // Before a command relies on the shared cache: may the configured token do `need` ("read" or
+  // "write")? PermissionDenied, saying what to do, for an unknown token, no token where one is
+  // needed, or a scope below `need`; Unavailable when the service does not answer (callers go on
+  // without it, with a warning: a cache that is down is a miss). OK when the service predates
+  // /v1/whoami. `what` names the command in the message ("tune shares its results").
+  Status checkAccess(const std::string& need, const std::string& what);
   Expected<std::string> backup(const std::string& label = "");               // admin scope
   // Admin scope: GET /v1/admin/records?<query> (a page of records JSON) and POST
   // /v1/admin/records/<action> with a selector body (quarantine, release, delete).
@@ -112,6 +140,8 @@ class CacheClient {
                        const std::string& content_type, double timeout_s);
   LookupResult lookup(const std::string& path_and_query);
   std::string describe(const Reply& r) const;  // "HTTP 401 (unknown or revoked token)"
+  // A non-200 answer as an error: 401/403 PermissionDenied (with what to do), others `other`.
+  Error replyError(const std::string& what, const Reply& r, ErrorCode other = ErrorCode::RuntimeError) const;
 
   CacheClientOptions opts_;
   std::mutex mu_;

@@ -65,7 +65,7 @@ Expected<HttpReply> ServiceEndpoints::send(std::string_view method, const std::s
   HeaderList headers = extra;
   if (!o_.token.empty()) headers.emplace_back("Authorization", "Bearer " + o_.token);
   headers.emplace_back("Accept", "application/json");
-  Error last = makeError(ErrorCode::IOError, "no answer");
+  Error last = makeError(ErrorCode::Unavailable, "no answer");
   std::optional<HttpReply> last_unavailable;
   for (size_t tried = 0; tried < o_.urls.size(); ++tried) {
     const size_t i = (current_ + tried) % o_.urls.size();
@@ -78,12 +78,12 @@ Expected<HttpReply> ServiceEndpoints::send(std::string_view method, const std::s
     if (!reply.ok()) {
       // The connection may be half-dead (a replica killed mid-request): start afresh next time.
       conns_[i].reset();
-      last = makeError(reply.error().code, o_.urls[i] + ": " + reply.error().message);
+      last = makeError(ErrorCode::Unavailable, o_.urls[i] + ": " + reply.error().message);
       continue;
     }
     if (reply->status == 502 || reply->status == 503 || reply->status == 504) {
       last_unavailable = std::move(*reply);
-      last = makeError(ErrorCode::IOError, o_.urls[i] + ": HTTP " + std::to_string(last_unavailable->status));
+      last = makeError(ErrorCode::Unavailable, o_.urls[i] + ": HTTP " + std::to_string(last_unavailable->status));
       continue;
     }
     current_ = i;

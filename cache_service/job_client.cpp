@@ -28,7 +28,7 @@ Expected<JobClient::Answer> JobClient::call(const char* method, const std::strin
     if (!reply.ok() && reply.error().code == ErrorCode::InvalidArgument) return reply.takeError();  // a bad URL
     std::string why = reply.ok() ? "HTTP " + std::to_string(reply->status) : reply.error().message;
     if (Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(pause)) > give_up)
-      return makeError(ErrorCode::IOError, "no answer from " + std::to_string(o_.urls.size()) + " service URL(s) within " +
+      return makeError(ErrorCode::Unavailable, "no answer from " + std::to_string(o_.urls.size()) + " service URL(s) within " +
                                                std::to_string(int(o_.patience_s)) + " s (" + why + ")");
     std::this_thread::sleep_for(std::chrono::duration<double>(pause));
     pause = std::min(pause * 2, 1.0);
@@ -41,6 +41,7 @@ Error JobClient::refusal(const std::string& what, const Answer& a) const {
   if (j.ok() && j->is_object()) detail = j->value("detail", "");
   const std::string msg = what + ": HTTP " + std::to_string(a.status) + (detail.empty() ? "" : " (" + detail + ")");
   if (a.status == 404) return makeError(ErrorCode::NotFound, msg);
+  if (a.status == 401 || a.status == 403) return makeError(ErrorCode::PermissionDenied, msg);
   if (a.status == 409 && j.ok() && j->is_object() && j->value("type", "") == "urn:tessera:problem:lease-lost")
     return makeError(ErrorCode::Unsupported, msg);
   return makeError(ErrorCode::InvalidArgument, msg);

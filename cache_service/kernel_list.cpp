@@ -37,7 +37,7 @@ namespace {
 // The text a search word is looked for in, one SQL expression for both engines.
 constexpr const char* kKeyText =
     "lower(k.family || ' ' || k.shape || ' ' || k.dtype || ' ' || k.layout || ' ' || k.target || ' ' || "
-    "k.arch || ' ' || CAST(k.units AS TEXT) || ' ' || k.key_id)";
+    "k.arch || ' ' || CAST(k.units AS TEXT) || ' ' || k.key_id || ' ' || k.workload)";
 constexpr const char* kHasEstimate =
     "EXISTS (SELECT 1 FROM records e WHERE e.key_id = k.key_id AND e.status = 'estimated' AND e.quarantined = 0)";
 constexpr const char* kHasRecord = "EXISTS (SELECT 1 FROM records e WHERE e.key_id = k.key_id AND e.quarantined = 0)";
@@ -88,7 +88,7 @@ bool kernelMatches(const KernelQuery& q, const HardKey& key, const std::string& 
     return false;
   if (q.words.empty()) return true;
   std::string text = key.family + ' ' + formatShape(key.shape) + ' ' + key.dtype + ' ' + key.layout + ' ' + key.target +
-                     ' ' + key.arch + ' ' + std::to_string(key.units) + ' ' + key_id;
+                     ' ' + key.arch + ' ' + std::to_string(key.units) + ' ' + key_id + ' ' + key.workload;
   for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   for (const std::string& w : q.words)
     if (text.find(w) == std::string::npos) return false;

@@ -33,7 +33,8 @@ inline constexpr size_t kMaxSearchWords = 8;
 struct KernelQuery {
   std::string key_id, family, dtype, target;  // exact matches; empty: any
   // Each word (already lower-cased, at most kMaxSearchWords) must occur in the key's text:
-  // "family shape dtype layout target arch units key_id" (shape as 1024x1024x512).
+  // "family shape dtype layout target arch units key_id workload" (shape as 1024x1024x512): a
+  // key id or workload hash prefix (`tessera run` prints 12 characters) finds its keys.
   std::vector<std::string> words;
   KernelLabel label = KernelLabel::Any;
   KernelOrder order = KernelOrder::Recent;

@@ -109,6 +109,24 @@ std::optional<double> shapeDistance(const std::vector<int64_t>& a, const std::ve
   return d;
 }
 
+std::vector<std::string> keyDifferences(const HardKey& asked, const HardKey& stored) {
+  std::vector<std::string> out;
+  auto field = [&](const char* name, const std::string& mine, const std::string& theirs) {
+    if (mine != theirs) out.push_back(std::string(name) + " " + theirs + " (asked " + mine + ")");
+  };
+  field("family", asked.family, stored.family);
+  // A workload hash covers the shape: only at the same shape does another one mean another kernel.
+  if (asked.workload != stored.workload && asked.shape == stored.shape)
+    out.push_back("another workload of the family (another kernel or epilogue)");
+  field("shape", formatShape(asked.shape), formatShape(stored.shape));
+  field("dtype", asked.dtype, stored.dtype);
+  field("layout", asked.layout, stored.layout);
+  field("target", asked.target, stored.target);
+  field("arch", asked.arch, stored.arch);
+  field(asked.target == "host" ? "threads" : "units", std::to_string(asked.units), std::to_string(stored.units));
+  return out;
+}
+
 std::string formatShape(const std::vector<int64_t>& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {

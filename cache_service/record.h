@@ -107,6 +107,11 @@ bool staleAgainst(const Provenance& recorded, const Provenance& current);
 // `current` (tessera_version, llvm_version, cuda_version, cpu_model); empty = fresh.
 std::vector<std::string> provenanceMismatch(const Provenance& recorded, const Provenance& current);
 
+// Why a stored record does not answer for `asked`: each key field that differs, as
+// "threads 1 (asked 2)", "shape 64x64x32 (asked 64x64x64)", "another workload of the family", in
+// key order. Host units are threads (`--threads`), GPU units SMs/CUs. Empty for equal keys.
+std::vector<std::string> keyDifferences(const HardKey& asked, const HardKey& stored);
+
 // Nearest-shape distance: sum over dims of |log(a/b)|; nullopt for different ranks.
 std::optional<double> shapeDistance(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 

@@ -23,6 +23,7 @@
 #include "cli/gpu_flags.h"
 #include "cli/kernel_flags.h"
 #include "cli/kernel_list.h"
+#include "cli/tune_common.h"
 #include "cli/report.h"
 #include "search/records.h"
 #include "support/strings.h"
@@ -34,55 +35,32 @@ namespace {
 namespace fs = std::filesystem;
 
 struct BundleFlags {
-  std::string out, db = "tessera.db", cache, targets = "host", missing = "default", hostCpu = "level";
+  std::string out, db = "tessera.db", targets = "host", missing = "fail", hostCpu = "level";
+  CacheFlags cache;
   std::vector<std::string> specFiles, irFiles;
+  int threads = kAllCores;
   bool allWinners = false, noVerify = false, replace = false, json = false;
   GpuFlags gpu;
   const CLI::Option* targetsOption = nullptr;
 };
 
-constexpr size_t kMaxSpecLines = 10000;
-
-// One spec line -> a kernel, through the same flags as `tessera run`.
-Expected<ir::Kernel> kernelFromSpec(const std::string& line, const fs::path& baseDir) {
-  KernelFlags f;
-  CLI::App app{"kernel spec"};
-  bool fired = false;
-  addKernelSubcommands(&app, &f, [&] { fired = true; });
-  try {
-    app.parse(line, false);
-  } catch (const CLI::ParseError& e) {
-    return makeError(ErrorCode::InvalidArgument, e.what());
+// The table of what each entry is: the first thing a person checks before shipping a bundle.
+void printTable(const bundle::BundleSummary& sum) {
+  std::printf("\n%-28s %-18s %-9s %-11s %s\n", "kernel", "target", "time", "what", "config");
+  for (const auto& r : sum.rows) {
+    std::string target = r.target + (r.target == "host" ? "/" + r.arch + "/" + std::to_string(r.units) + "t" : "");
+    std::string what = r.kind == "nearest" ? "nearest " + r.tunedShape : r.kind == "default" ? "DEFAULT" : r.kind;
+    std::string time = r.timeUs > 0 ? fmtTime(r.timeUs) : "-";
+    if (r.kind == "estimated") time += "*";
+    std::printf("%-28s %-18s %-9s %-11s %s\n", r.name.c_str(), target.c_str(), time.c_str(), what.c_str(), r.config.c_str());
   }
-  if (!fired) return makeError(ErrorCode::InvalidArgument, "expected gemm, elementwise, attention or file");
-  if (f.family == "file" && fs::path(f.file).is_relative()) f.file = (baseDir / f.file).string();
-  return buildKernel(f);
-}
-
-Expected<std::vector<bundle::KernelRequest>> readSpecFile(const std::string& path) {
-  TESSERA_ASSIGN(std::string text, readTextFile(path, kKernelListLimits));
-  std::istringstream in(text);
-  std::vector<bundle::KernelRequest> out;
-  std::string line;
-  size_t n = 0;
-  const fs::path base = fs::path(path).parent_path();
-  while (std::getline(in, line)) {
-    if (++n > kMaxSpecLines) return makeError(ErrorCode::InvalidArgument, path + ": more than 10000 lines");
-    auto hash = line.find('#');
-    // '#' starts a comment unless it sits inside quotes (an expression never needs one).
-    if (hash != std::string::npos && line.find_first_of("'\"") > hash) line.resize(hash);
-    std::string spec(trim(line));
-    if (spec.empty()) continue;
-    auto k = kernelFromSpec(spec, base);
-    if (!k.ok()) return makeError(k.error().code, path + ":" + std::to_string(n) + ": " + k.error().message);
-    out.push_back({std::move(*k), path + ":" + std::to_string(n)});
-  }
-  return out;
+  std::printf("(tuned: this key's measured winner; estimated*: predicted by the model, not measured; nearest S: the\n"
+              " config tuned at shape S, legal here; DEFAULT: the space's default, untuned)\n");
 }
 
 void bundleCommand(const BundleFlags& f) {
   loadGpuFacts(f.gpu);
-  if (f.out.empty()) fail("give the output folder: --out DIR", 2);
+  if (f.out.empty()) fail("give the output folder: --out DIR", kExitBadInput);
   bundle::BundleSettings s;
   s.outDir = f.out;
   s.tesseraVersion = TESSERA_VERSION;
@@ -91,10 +69,11 @@ void bundleCommand(const BundleFlags& f) {
   if (f.missing == "default") s.resolve.missing = bundle::MissingPolicy::Default;
   else if (f.missing == "skip") s.resolve.missing = bundle::MissingPolicy::Skip;
   else if (f.missing == "fail") s.resolve.missing = bundle::MissingPolicy::Fail;
-  else fail("--missing must be default, skip or fail", 2);
+  else fail("--missing must be fail, default or skip", kExitBadInput);
+  if (f.threads != kAllCores && (f.threads < 1 || f.threads > 1024)) fail("--threads must be between 1 and 1024", kExitBadInput);
   if (f.hostCpu == "level") s.hostCpu = bundle::HostCpu::Level;
   else if (f.hostCpu == "native") s.hostCpu = bundle::HostCpu::Native;
-  else fail("--host-cpu must be level or native", 2);
+  else fail("--host-cpu must be level or native", kExitBadInput);
   // --gpu alone bundles for those GPUs (their records: an L4's winners, not an RTX 4090's); with
   // --targets, they come after its targets.
   const bool onlyGpus = !f.gpu.gpus.empty() && !(f.targetsOption && f.targetsOption->count());
@@ -116,14 +95,19 @@ void bundleCommand(const BundleFlags& f) {
       if (s.targets[i].isGpu() && s.targets[i].name == s.targets[j].name)
         fail("the " + s.targets[i].model + " and the " + s.targets[j].model + " are both " + s.targets[i].name +
                  ": a bundle holds one " + s.targets[i].name + " code set; bundle them separately",
-             2);
-  if (s.targets.empty()) fail("--targets lists no target", 2);
+             kExitBadInput);
+  if (s.targets.empty()) fail("--targets lists no target", kExitBadInput);
 
   std::vector<bundle::KernelRequest> kernels;
   for (const auto& path : f.specFiles) {
-    auto ks = readSpecFile(path);
-    if (!ks.ok()) failWith(ks.error());
-    for (auto& k : *ks) kernels.push_back(std::move(k));
+    auto list = readKernelList(path);
+    if (!list.ok()) failWith(list.error());
+    for (const auto& e : *list) {
+      auto k = kernelOf(e);
+      if (!k.ok()) failWith(k.error());
+      // A line's --threads, else the command's: the host key's thread count.
+      kernels.push_back({std::move(*k), e.where, e.threads != kAllCores ? e.threads : f.threads});
+    }
   }
   for (const auto& path : f.irFiles) {
     KernelFlags kf;
@@ -131,9 +115,9 @@ void bundleCommand(const BundleFlags& f) {
     kf.file = path;
     auto k = buildKernel(kf);
     if (!k.ok()) failWith(k.error());
-    kernels.push_back({std::move(*k), path});
+    kernels.push_back({std::move(*k), path, f.threads});
   }
-  if (kernels.empty() && !f.allWinners) fail("nothing to bundle: give --kernels FILE, --ir FILE or --all-winners", 2);
+  if (kernels.empty() && !f.allWinners) fail("nothing to bundle: give --kernels FILE, --ir FILE or --all-winners", kExitBadInput);
 
   // Read-only use of the store: a missing file is not created.
   std::unique_ptr<cache::RecordStore> store;
@@ -145,20 +129,17 @@ void bundleCommand(const BundleFlags& f) {
     std::fprintf(stderr, "tessera: warning: no store at %s\n", f.db.c_str());
   }
   if (f.allWinners) {
-    if (!store) fail("--all-winners needs a store (--db)", 2);
+    if (!store) fail("--all-winners needs a store (--db)", kExitBadInput);
     auto w = bundle::kernelsFromWinners(*store, s.targets);
     if (!w.ok()) failWith(w.error());
     for (auto& k : w->kernels) kernels.push_back(std::move(k));
     for (const auto& n : w->notRebuilt)
       std::fprintf(stderr, "tessera: warning: winner %s cannot be rebuilt from its key; list it with --kernels or --ir\n",
                    n.c_str());
-    if (kernels.empty()) fail("no winner of the store could be rebuilt for these targets", 3);
+    if (kernels.empty()) fail("no winner of the store could be rebuilt for these targets", kExitNotFound);
   }
-  cache::CacheClientOptions co;
-  const char* env = std::getenv("TESSERA_CACHE_URL");
-  co.base_url = !f.cache.empty() ? f.cache : env ? env : "";
-  if (const char* tok = std::getenv("TESSERA_TOKEN")) co.token = tok;
-  cache::CacheClient client(co);
+  cache::CacheClient client(clientOptions(f.cache));
+  requireCacheAccess(client, "read", "bundle reads the shared winners");
 
   bundle::RecordSources src;
   src.store = store.get();
@@ -179,13 +160,18 @@ void bundleCommand(const BundleFlags& f) {
   auto sum = bundle::writeBundle(kernels, s, src, cb);
   if (!sum.ok()) failWith(sum.error());
   if (f.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& r : sum->rows)
+      rows.push_back({{"kernel", r.name}, {"target", r.target}, {"arch", r.arch}, {"units", r.units}, {"kind", r.kind},
+                      {"config", r.config}, {"tuned_shape", r.tunedShape}, {"time_us", r.timeUs}, {"from", r.from}});
     nlohmann::json j = {{"dir", sum->dir},         {"entries", sum->entries}, {"exact", sum->exact},
                         {"nearest", sum->nearest}, {"untuned", sum->untuned}, {"estimated", sum->estimated},
-                        {"skipped", sum->skipped}, {"link_flags", sum->link_flags}};
+                        {"skipped", sum->skipped}, {"link_flags", sum->link_flags}, {"rows", rows}};
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }
-  std::printf("wrote %s: %d kernel%s (%d tuned at their shape, %d with a nearby shape's config, %d untuned defaults",
+  printTable(*sum);
+  std::printf("\nwrote %s: %d kernel%s (%d tuned at their shape, %d with a nearby shape's config, %d untuned defaults",
               sum->dir.c_str(), sum->entries, sum->entries == 1 ? "" : "s", sum->exact, sum->nearest, sum->untuned);
   if (sum->estimated) std::printf(", %d with ESTIMATED times", sum->estimated);
   std::printf(")%s\n", sum->skipped.empty() ? "" : ("; " + std::to_string(sum->skipped.size()) + " left out").c_str());
@@ -208,10 +194,11 @@ void addBundleCommand(CLI::App& app) {
   b->add_option("--ir", f->irFiles, "kernel files in the IR text form");
   b->add_flag("--all-winners", f->allWinners, "every winner of the store for the targets (plain GEMM and attention keys)");
   b->add_option("--db", f->db, "local SQLite store the winners come from")->capture_default_str();
-  b->add_option("--cache", f->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
+  addCacheFlags(b, &f->cache);
+  addThreadsOption(b, &f->threads);
   b->add_option("--missing", f->missing,
-                "no tuned config for a kernel (nor a legal one of a nearby shape): default (compile the space's "
-                "default, labelled untuned) | skip | fail")
+                "no tuned config for a kernel (nor a legal one of a nearby shape): fail (name every such entry, write "
+                "nothing) | default (compile the space's default, labelled untuned) | skip")
       ->capture_default_str();
   b->add_option("--host-cpu", f->hostCpu,
                 "host objects for the key's ISA level (level: any CPU of that level) or exactly this CPU (native)")

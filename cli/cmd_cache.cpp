@@ -6,19 +6,20 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "cache_service/client.h"
 #include "cache_service/http.h"
 #include "cache_service/record.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 
 namespace tessera::cli {
 
 namespace {
 
-// Exit code of `cache get` when there is no answer (a miss, or the service could not be asked).
-constexpr int kMissExit = 3;
 constexpr size_t kImportChunkBytes = 4u << 20;
 
 struct CacheArgs {
@@ -26,8 +27,12 @@ struct CacheArgs {
   double timeout_s = 2.0;
 };
 
+// An error of the service's client: its category decides the exit code (exit_codes.h: 6 refused,
+// 7 unreachable, ...); the message is the line.
+[[noreturn]] void failService(const Error& e) { fail(e.message, exitCodeFor(e)); }
+
 cache::CacheClient makeClient(const CacheArgs& a, bool bulk = false) {
-  if (a.url.empty()) fail("no cache URL: pass --cache URL or set TESSERA_CACHE_URL");
+  if (a.url.empty()) fail("no cache URL: pass --cache URL or set TESSERA_CACHE_URL", kExitBadInput);
   cache::CacheClientOptions o;
   o.base_url = a.url;
   o.token = a.token;
@@ -46,7 +51,7 @@ std::string readInput(const std::string& path) {
   std::ifstream file;
   if (path != "-") {
     file.open(path, std::ios::binary);
-    if (!file) fail("cannot read " + path);
+    if (!file) fail("cannot read " + path, kExitBadInput);
   }
   std::istream& in = path == "-" ? std::cin : file;
   std::string text;
@@ -54,9 +59,9 @@ std::string readInput(const std::string& path) {
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     text.append(buf, static_cast<size_t>(in.gcount()));
     if (text.size() > kMaxInputBytes)
-      fail(path + " is larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB (split it)");
+      fail(path + " is larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB (split it)", kExitBadInput);
   }
-  if (in.bad()) fail("cannot read " + path);
+  if (in.bad()) fail("cannot read " + path, kExitBadInput);
   return text;
 }
 
@@ -79,7 +84,7 @@ struct SelectorArgs {
     for (auto [name, v] : {std::pair<const char*, const std::string*>{"key_id", &key_id}, {"writer", &writer},
                            {"since", &since}, {"until", &until}})
       if (!v->empty()) j[name] = *v;
-    if (j.empty()) fail("select records with --id, --key-id, --writer, --since and/or --until");
+    if (j.empty()) fail("select records with --id, --key-id, --writer, --since and/or --until", kExitBadInput);
     if (dry_run) j["dry_run"] = true;
     return j.dump();
   }
@@ -91,7 +96,7 @@ std::vector<cache::Record> parseRecords(const std::string& text, const std::stri
   auto whole = nlohmann::json::parse(text, nullptr, false);
   auto decodeOne = [&](const std::string& json_text, const std::string& where) {
     auto r = cache::decodeRecord(json_text);
-    if (!r.ok()) fail(source + " " + where + ": " + r.error().message);
+    if (!r.ok()) fail(source + " " + where + ": " + r.error().message, kExitBadInput);
     out.push_back(std::move(*r));
   };
   if (!whole.is_discarded()) {
@@ -117,10 +122,12 @@ std::vector<cache::Record> parseRecords(const std::string& text, const std::stri
 void addCacheCommand(CLI::App& app) {
   auto args = std::make_shared<CacheArgs>();
   CLI::App* c = app.add_subcommand("cache", "Talk to a shared tuning-cache service");
-  c->add_option("--cache", args->url, "service URL, e.g. http://cache.lan:8787")->envname("TESSERA_CACHE_URL");
-  c->add_option("--token", args->token, "bearer token (prefer the environment variable)")->envname("TESSERA_TOKEN");
+  c->add_option("--cache", args->url, "service URL, e.g. http://cache.lan:8787 (default: $TESSERA_CACHE_URL)")
+      ->envname("TESSERA_CACHE_URL");
+  c->add_option("--token", args->token, "bearer token (default: $TESSERA_TOKEN; prefer the variable: flags show in ps)")
+      ->envname("TESSERA_TOKEN");
   c->add_option("--timeout", args->timeout_s, "seconds per request")->capture_default_str();
-  c->add_option("--ca-cert", args->ca_cert, "https: PEM file the service's certificate must chain to")
+  c->add_option("--ca-cert", args->ca_cert, "https: PEM file the service's certificate must chain to (default: $TESSERA_CA_CERT)")
       ->envname("TESSERA_CA_CERT");
   c->require_subcommand(1);
   // Subcommands created below inherit this: `tessera cache get --cache URL` works as well as
@@ -130,37 +137,105 @@ void addCacheCommand(CLI::App& app) {
   // get
   struct GetArgs {
     std::string key_id, family, workload, shape, dtype, layout = "row", target, arch;
-    int64_t units = 1;
+    int64_t units = 0;
     bool no_nearest = false;
   };
   auto g = std::make_shared<GetArgs>();
-  CLI::App* get = c->add_subcommand("get", "Best record for a key (exit 3 on a miss)");
-  get->add_option("--key-id", g->key_id, "64-hex key id");
+  CLI::App* get = c->add_subcommand(
+      "get", "Best record for a key (exit 5 on a miss): --key-id, or the key's fields; a key id or workload hash may "
+             "be shortened to the 12 characters `tessera run`/`tune` print (an ambiguous prefix is refused)");
+  get->add_option("--key-id", g->key_id, "key id (64 hex, or a prefix of at least 4)");
   get->add_option("--family", g->family, "kernel family");
-  get->add_option("--workload", g->workload, "workload hash");
+  get->add_option("--workload", g->workload, "workload hash (64 hex, or a prefix of at least 4)");
   get->add_option("--shape", g->shape, "dims, e.g. 1024x1024x512");
   get->add_option("--dtype", g->dtype, "dtype");
   get->add_option("--layout", g->layout, "layout")->capture_default_str();
   get->add_option("--target", g->target, "target name");
   get->add_option("--arch", g->arch, "target arch");
-  get->add_option("--units", g->units, "cores/SMs/CUs")->capture_default_str();
+  get->add_option("--units", g->units,
+                  "threads (host: default all cores, as --threads everywhere) or SMs/CUs (GPU targets)");
   get->add_flag("--no-nearest", g->no_nearest, "exact key only");
   get->callback([args, g] {
     cache::CacheClient client = makeClient(*args);
+    auto isHex = [](const std::string& v) { return v.find_first_not_of("0123456789abcdef") == std::string::npos; };
+    const bool shortId = !g->key_id.empty() && g->key_id.size() < 64;
+    const bool shortWorkload = !g->workload.empty() && g->workload.size() < 64;
+    for (const std::string* v : {&g->key_id, &g->workload})
+      if (!v->empty() && (!isHex(*v) || v->size() < 4 || v->size() > 64))
+        fail("'" + *v + "' is not a key id or workload hash: 4 to 64 lowercase hex characters", kExitBadInput);
+    // The host's units are its threads, all cores unless said: the default of every host key.
+    if (g->units == 0 && g->target == "host") g->units = int64_t(std::max(1u, std::thread::hardware_concurrency()));
     cache::LookupResult res;
-    if (!g->key_id.empty()) {
-      res = client.bestById(g->key_id);
+    std::string keyId = shortId || g->key_id.size() == 64 ? g->key_id : "";
+    const bool allFields = !g->family.empty() && !g->shape.empty() && !g->dtype.empty() && !g->target.empty() &&
+                           !g->arch.empty();
+    if (shortWorkload && !shortId && allFields) {
+      // Every key field is given: the prefix only names the workload, and the lookup by fields
+      // (nearest shapes included) goes on with the one stored workload it starts.
+      auto found = client.findKeys(g->workload, 100);
+      if (!found.ok()) failService(found.error());
+      std::set<std::string> workloads;
+      for (const auto& m : *found)
+        if (m.key.workload.rfind(g->workload, 0) == 0 && m.key.family == g->family && m.key.dtype == g->dtype &&
+            m.key.target == g->target && m.key.arch == g->arch)
+          workloads.insert(m.key.workload);
+      if (workloads.size() > 1)
+        fail("workload " + g->workload + " is ambiguous: " + std::to_string(workloads.size()) +
+                 " stored workloads start with it; give more characters",
+             kExitBadInput);
+      if (workloads.size() == 1) g->workload = *workloads.begin();
+    } else if (shortId || shortWorkload) {
+      // A prefix is resolved to the one stored key it names, with the fields given as filters.
+      auto found = client.findKeys(shortId ? g->key_id : g->workload, 100);
+      if (!found.ok()) failService(found.error());
+      std::vector<cache::CacheClient::KeyMatch> keys;
+      for (auto& m : *found) {
+        const cache::HardKey& k = m.key;
+        if (shortId && m.key_id.rfind(g->key_id, 0) != 0) continue;
+        if (shortWorkload && k.workload.rfind(g->workload, 0) != 0) continue;
+        if (!g->family.empty() && k.family != g->family) continue;
+        if (!g->shape.empty() && cache::formatShape(k.shape) != g->shape) continue;
+        if (!g->dtype.empty() && k.dtype != g->dtype) continue;
+        if (!g->target.empty() && k.target != g->target) continue;
+        if (!g->arch.empty() && k.arch != g->arch) continue;
+        if (g->units > 0 && k.units != g->units) continue;
+        keys.push_back(std::move(m));
+      }
+      const std::string what = shortId ? "key id " + g->key_id : "workload " + g->workload;
+      if (keys.empty()) fail("no stored key matches " + what + " and the fields given", kExitNotFound);
+      if (keys.size() > 1) {
+        std::string list;
+        for (size_t i = 0; i < keys.size() && i < 4; ++i)
+          list += (i ? "; " : "") + keys[i].key_id.substr(0, 16) + " (" + keys[i].key.family + " " +
+                  cache::formatShape(keys[i].key.shape) + " " + keys[i].key.dtype + " " + keys[i].key.target + "/" +
+                  keys[i].key.arch + "/" + std::to_string(keys[i].key.units) + ")";
+        fail(what + " is ambiguous: " + std::to_string(keys.size()) + " stored keys match (" + list +
+                 (keys.size() > 4 ? "; ..." : "") + "); give more characters or --family/--shape/--dtype/--target/--units",
+             kExitBadInput);
+      }
+      keyId = keys.front().key_id;
+    }
+    if (!keyId.empty()) {
+      res = client.bestById(keyId);
     } else {
+      if (g->family.empty() || g->workload.empty() || g->shape.empty() || g->dtype.empty() || g->target.empty() ||
+          g->arch.empty())
+        fail("give --key-id, or --family, --workload, --shape, --dtype, --target and --arch (a hash prefix is enough)",
+             kExitBadInput);
+      if (g->units <= 0) fail("give --units (the target's SMs or CUs)", kExitBadInput);
       cache::HardKey k{g->family, g->workload, {}, g->dtype, g->layout, g->target, g->arch, g->units};
       auto dims = cache::parseShape(g->shape);
-      if (!dims.ok()) fail("--shape: " + dims.error().message);
+      if (!dims.ok()) fail("--shape: " + dims.error().message, kExitBadInput);
       k.shape = std::move(*dims);
       res = client.best(k, {}, !g->no_nearest);
     }
-    if (!res.warning.empty()) std::fprintf(stderr, "warning: %s\n", res.warning.c_str());
+    if (res.refused()) fail(res.warning, kExitRefused);
+    if (!res.warning.empty() && res.http_status == 0 && res.kind == cache::LookupResult::Kind::Miss)
+      fail(res.warning, kExitUnreachable);  // nobody answered: not a miss
+    if (!res.warning.empty()) std::fprintf(stderr, "tessera: warning: %s\n", res.warning.c_str());
     if (res.kind == cache::LookupResult::Kind::Miss) {
       std::fprintf(stderr, "miss\n");
-      throw CLI::RuntimeError(kMissExit);
+      throw CLI::RuntimeError(kExitNotFound);
     }
     std::printf("%s\n", nlohmann::json::parse(res.raw_json).dump(2).c_str());
   });
@@ -171,10 +246,14 @@ void addCacheCommand(CLI::App& app) {
   put->add_option("file", *put_file, "input")->required();
   put->callback([args, put_file] {
     auto records = parseRecords(readInput(*put_file), *put_file);
-    if (records.empty()) fail("no records in " + *put_file);
+    if (records.empty()) fail("no records in " + *put_file, kExitBadInput);
     cache::CacheClient client = makeClient(*args);
     cache::PushResult res = client.put(records);
-    if (!res.ok) fail(res.warning);
+    if (!res.ok)
+      fail(res.warning, res.http_status == 401 || res.http_status == 403 ? kExitRefused
+                        : res.http_status == 0                          ? kExitUnreachable
+                        : res.http_status < 500                         ? kExitBadInput
+                                                                        : kExitFailure);
     int counts[3] = {0, 0, 0}, duplicates = 0;
     for (const auto& r : res.results) {
       ++counts[static_cast<int>(r.outcome)];
@@ -194,21 +273,21 @@ void addCacheCommand(CLI::App& app) {
     std::ofstream file;
     if (ex->second != "-") {
       file.open(ex->second, std::ios::binary | std::ios::trunc);
-      if (!file) fail("cannot write " + ex->second);
+      if (!file) fail("cannot write " + ex->second, kExitFailure);
     }
     std::ostream& out = ex->second == "-" ? std::cout : file;
     int64_t since = ex->first;
     size_t lines = 0;
     for (;;) {
       auto page = client.exportPage(since, 10000);
-      if (!page.ok()) fail(page.error().message);
+      if (!page.ok()) failService(page.error());
       out << page->jsonl;
       for (char ch : page->jsonl) lines += ch == '\n';
       since = page->next_since;
       if (!page->more) break;
     }
     out.flush();
-    if (!out) fail("write failed");
+    if (!out) fail("write failed", kExitFailure);
     std::fprintf(stderr, "exported %zu records; next --since %lld\n", lines, static_cast<long long>(since));
   });
 
@@ -228,7 +307,8 @@ void addCacheCommand(CLI::App& app) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         if (!line.empty() && line.back() == '\r') line.pop_back();
         auto r = cache::decodeRecord(line);
-        if (!r.ok()) fail(im->first + " line " + std::to_string(n) + ": " + r.error().message + " (nothing imported)");
+        if (!r.ok())
+          fail(im->first + " line " + std::to_string(n) + ": " + r.error().message + " (nothing imported)", kExitBadInput);
       }
     }
     cache::CacheClient client = makeClient(*args, /*bulk=*/true);
@@ -243,7 +323,8 @@ void addCacheCommand(CLI::App& app) {
         if (end == std::string::npos) end = text.size();
       }
       auto report = client.importLines(text.substr(start, end - start), im->second);
-      if (!report.ok()) fail(report.error().message + (chunks ? " (earlier chunks were imported)" : ""));
+      if (!report.ok())
+        fail(report.error().message + (chunks ? " (earlier chunks were imported)" : ""), exitCodeFor(report.error()));
       auto j = nlohmann::json::parse(*report, nullptr, false);
       const char* names[] = {"records", "inserted", "improved", "kept", "duplicates"};
       for (int i = 0; i < 5; ++i)
@@ -263,7 +344,7 @@ void addCacheCommand(CLI::App& app) {
   stats->callback([args] {
     cache::CacheClient client = makeClient(*args);
     auto s = client.status();
-    if (!s.ok()) fail(s.error().message);
+    if (!s.ok()) failService(s.error());
     std::printf("%s\n", nlohmann::json::parse(*s).dump(2).c_str());
   });
 
@@ -291,9 +372,9 @@ void addCacheCommand(CLI::App& app) {
       const int64_t page_size = std::min<int64_t>(1000, la->limit - shown);
       auto page = client.adminRecords(base + (base.empty() ? "" : "&") + "limit=" + std::to_string(page_size) +
                                       "&after=" + std::to_string(after));
-      if (!page.ok()) fail(page.error().message);
+      if (!page.ok()) failService(page.error());
       auto j = nlohmann::json::parse(*page, nullptr, false);
-      if (!j.is_object() || !j.contains("records")) fail("unreadable answer");
+      if (!j.is_object() || !j.contains("records")) fail("unreadable answer", kExitFailure);
       for (const auto& r : j["records"]) std::printf("%s\n", r.dump().c_str());
       shown += static_cast<int64_t>(j["records"].size());
       if (!j["next_after"].is_number_integer()) break;
@@ -313,7 +394,7 @@ void addCacheCommand(CLI::App& app) {
       cache::CacheClient client = makeClient(*args, /*bulk=*/true);
       const std::string route = std::string(action) == "delete" ? "delete" : *release ? "release" : "quarantine";
       auto res = client.adminAction(route, sel->json());
-      if (!res.ok()) fail(res.error().message);
+      if (!res.ok()) failService(res.error());
       auto j = nlohmann::json::parse(*res, nullptr, false);
       const int64_t n = j.is_object() ? j.value("records", int64_t{0}) : 0;
       std::printf("%s%s %lld records\n", sel->dry_run ? "would " : "",
@@ -330,7 +411,7 @@ void addCacheCommand(CLI::App& app) {
   backup->callback([args, label] {
     cache::CacheClient client = makeClient(*args, /*bulk=*/true);
     auto s = client.backup(*label);
-    if (!s.ok()) fail(s.error().message);
+    if (!s.ok()) failService(s.error());
     std::printf("%s\n", s->c_str());
   });
 }

@@ -25,12 +25,32 @@ namespace {
 
 struct CompareFlags {
   KernelFlags kernel;
-  std::string targets = "sm_90,gfx942", db = "tessera.db", cache;
-  int tune = 0;
+  std::string targets = "sm_90,gfx942", db = "tessera.db";
+  CacheFlags cache;
+  int tune = 0, threads = kAllCores;
   bool json = false;
   GpuFlags gpu;
   const CLI::Option* targetsOption = nullptr;
 };
+
+// `text` in lines of at most `width`, each ending after a ',' or a ' ' where one is in reach (a
+// token longer than the width is cut).
+std::vector<std::string> wrapAtTokens(const std::string& text, size_t width) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (text.size() - at > width) {
+    size_t cut = width;
+    for (size_t i = width; i > 0; --i)
+      if (text[at + i - 1] == ',' || text[at + i - 1] == ' ') {
+        cut = i;
+        break;
+      }
+    out.push_back(text.substr(at, cut));
+    at += cut;
+  }
+  if (at < text.size() || out.empty()) out.push_back(text.substr(at));
+  return out;
+}
 
 // Tunes (device or host) or estimates (a GPU not attached here) what has no record yet.
 void fillMissing(const ir::Kernel& k, const TargetDesc& t, cache::RecordStore& store, cache::CacheClient& client,
@@ -69,13 +89,16 @@ void compareCommand(const CompareFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
   std::vector<TargetDesc> targets;
+  bool host = false;
   // --gpu alone compares those GPUs; with --targets, they come after its targets.
   const bool onlyGpus = !f.gpu.gpus.empty() && !(f.targetsOption && f.targetsOption->count());
   for (const auto& name : onlyGpus ? std::vector<std::string>{} : split(f.targets, ',')) {
     std::string n(trim(name));
     if (n.empty()) continue;
-    auto t = getTarget(n);
+    // --threads is the host column's key (its units), as in tune and best.
+    auto t = n == "host" ? targetFor(n, f.threads) : getTarget(n);
     if (!t.ok()) failWith(t.error());
+    host = host || !t->isGpu();
     targets.push_back(*t);
   }
   for (const auto& g : f.gpu.gpus) {
@@ -83,11 +106,14 @@ void compareCommand(const CompareFlags& f) {
     if (!t.ok()) failWith(t.error());
     targets.push_back(*t);
   }
-  if (targets.empty()) fail("--targets needs at least one target (e.g. sm_90,gfx942,host)", 2);
-  if (f.tune < 0) fail("--tune must be at least 0", 2);
+  if (targets.empty()) fail("--targets needs at least one target (e.g. sm_90,gfx942,host)", kExitBadInput);
+  if (f.threads != kAllCores && !host) fail("--threads applies to the host target only: add host to --targets", kExitBadInput);
+  if (f.tune < 0) fail("--tune must be at least 0", kExitBadInput);
   auto store = cache::openSqliteStore(f.db);
   if (!store.ok()) failWith(store.error());
   cache::CacheClient client(clientOptions(f.cache));
+  requireCacheAccess(client, f.tune > 0 ? "write" : "read",
+                     f.tune > 0 ? "compare --tune shares what it tunes" : "compare reads the shared winners");
   cache::Provenance prov = search::provenanceFor(targets.front(), provenanceInputs());
   auto cmp = search::compareTargets(*k, targets, store->get(), &client, prov);
   if (!cmp.ok()) failWith(cmp.error());
@@ -120,12 +146,17 @@ void compareCommand(const CompareFlags& f) {
       any |= !cells.back().empty();
     }
     if (!any) continue;
-    // A value longer than its column continues on the next lines of that column.
+    // A value longer than its column continues on the next lines of that column, broken after a
+    // comma or a space (a config's knob=value pairs stay whole).
+    std::vector<std::vector<std::string>> wrapped;
     size_t lines = 1;
-    for (const auto& c : cells) lines = std::max(lines, (c.size() + w - 1) / size_t(w));
+    for (const auto& c : cells) {
+      wrapped.push_back(wrapAtTokens(c, size_t(w)));
+      lines = std::max(lines, wrapped.back().size());
+    }
     for (size_t l = 0; l < lines; ++l) {
       std::printf("%-*s", w0, l == 0 ? a.c_str() : "");
-      for (const auto& c : cells) std::printf(" %-*s", w, c.size() > l * w ? c.substr(l * w, w).c_str() : "");
+      for (const auto& c : wrapped) std::printf(" %-*s", w, l < c.size() ? c[l].c_str() : "");
       std::printf("\n");
     }
   }
@@ -148,7 +179,8 @@ void addCompareCommand(CLI::App& app) {
       c->add_option("--targets", f->targets, "comma-separated targets or GPU names, e.g. sm_90,gfx942,host")->capture_default_str();
   addGpuFlags(c, &f->gpu, true);
   c->add_option("--db", f->db, "local SQLite store")->capture_default_str();
-  c->add_option("--cache", f->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
+  addCacheFlags(c, &f->cache);
+  addThreadsOption(c, &f->threads);
   c->add_option("--tune", f->tune,
                 "first tune what is missing with N trials (a GPU not attached here: estimate its space's top N)");
   c->add_flag("--json", f->json, "machine-readable output");

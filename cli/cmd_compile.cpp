@@ -115,7 +115,7 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
       case codegen::GpuEmit::Device: text += bin->mlirDevice; break;
       case codegen::GpuEmit::Asm: text += bin->assembly; break;
       default:
-        if (f.output.empty() && isatty(STDOUT_FILENO)) fail("--emit " + stage + " writes binary: give -o FILE", 2);
+        if (f.output.empty() && isatty(STDOUT_FILENO)) fail("--emit " + stage + " writes binary: give -o FILE", kExitBadInput);
         text += bin->binary;
     }
   }
@@ -185,7 +185,7 @@ void compileCommand(const CompileFlags& f) {
     auto out = codegen::emitHost(*k, *cfg, *t, *e, co);
     if (!out.ok()) failWith(out.error());
     if (*e == codegen::Emit::Object && f.output.empty() && isatty(STDOUT_FILENO))
-      fail("--emit obj writes binary: give -o FILE", 2);
+      fail("--emit obj writes binary: give -o FILE", kExitBadInput);
     text += *out;
   }
   writeOutput(f.output, text);

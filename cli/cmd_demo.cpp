@@ -99,7 +99,7 @@ void demoCommand(const DemoFlags& f) {
     for (const auto& a : above) std::printf("*  above its peak, which no kernel can beat: %s\n", a.c_str());
     std::printf("Tune with `tessera tune ...`; inspect code with `tessera compile ... --emit asm`.\n");
   }
-  if (failures) fail(std::to_string(failures) + " demo kernel(s) failed", 1);
+  if (failures) fail(std::to_string(failures) + " demo kernel(s) failed", kExitFailure);
 }
 
 }  // namespace

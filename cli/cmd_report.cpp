@@ -13,6 +13,7 @@
 #include "cache_service/record_json.h"
 #include "cache_service/ui_assets.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 
 namespace tessera::cli {
 
@@ -34,7 +35,7 @@ bool isHexPrefix(const std::string& s) {
 
 // A --key: a key_id or a unique prefix of one (at least 6 hex digits, as the pages show them).
 std::string resolveKey(cache::RecordStore& store, const std::string& given) {
-  if (!isHexPrefix(given)) fail("--key " + given + ": expected a key_id or a prefix of at least 6 of its hex digits", 2);
+  if (!isHexPrefix(given)) fail("--key " + given + ": expected a key_id or a prefix of at least 6 of its hex digits", kExitBadInput);
   cache::KernelQuery q;
   if (given.size() == 64) q.key_id = given;
   else q.words = {given};
@@ -44,8 +45,8 @@ std::string resolveKey(cache::RecordStore& store, const std::string& given) {
   std::vector<std::string> hits;
   for (const auto& row : page->rows)
     if (row.key_id.rfind(given, 0) == 0) hits.push_back(row.key_id);
-  if (hits.empty()) fail("--key " + given + ": no kernel in the store has that key_id", 2);
-  if (hits.size() > 1) fail("--key " + given + ": " + std::to_string(hits.size()) + " kernels match; give more digits", 2);
+  if (hits.empty()) fail("--key " + given + ": no kernel in the store has that key_id", kExitBadInput);
+  if (hits.size() > 1) fail("--key " + given + ": " + std::to_string(hits.size()) + " kernels match; give more digits", kExitBadInput);
   return hits.front();
 }
 
@@ -71,10 +72,10 @@ nlohmann::json kernelData(cache::RecordStore& store, const std::string& key_id, 
 }
 
 void runReport(const ReportArgs& a) {
-  if (a.max_records < 1 || a.max_records > 1'000'000) fail("--max-records must be in 1..1000000", 2);
+  if (a.max_records < 1 || a.max_records > 1'000'000) fail("--max-records must be in 1..1000000", kExitBadInput);
   struct stat st {};
   // openStore would create a missing SQLite file: a report of nothing is a typo.
-  if (!cache::isPostgresLocation(a.db) && ::stat(a.db.c_str(), &st) != 0) fail("no store at " + a.db, 2);
+  if (!cache::isPostgresLocation(a.db) && ::stat(a.db.c_str(), &st) != 0) fail("no store at " + a.db, kExitBadInput);
   auto store = cache::openStore(a.db);
   if (!store.ok()) fail(store.error().message);
   std::vector<std::string> keys;
@@ -84,7 +85,7 @@ void runReport(const ReportArgs& a) {
     q.limit = a.max_kernels + 1;
     auto page = (*store)->kernels(q);
     if (!page.ok()) fail(page.error().message);
-    if (page->total == 0) fail("the store at " + a.db + " holds no kernels", 2);
+    if (page->total == 0) fail("the store at " + a.db + " holds no kernels", kExitBadInput);
     if (page->total > a.max_kernels)
       fail("the store holds " + std::to_string(page->total) + " kernels; choose up to " + std::to_string(a.max_kernels) +
                " with --key (key_ids as `tessera cache` and the dashboard show them)",
@@ -108,14 +109,14 @@ void runReport(const ReportArgs& a) {
   const std::string tmp = a.out + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail("cannot write " + tmp, 2);
+    if (!f) fail("cannot write " + tmp, kExitBadInput);
     f << html;
     f.close();
-    if (!f) fail("cannot write " + tmp, 2);
+    if (!f) fail("cannot write " + tmp, kExitBadInput);
   }
   if (std::rename(tmp.c_str(), a.out.c_str()) != 0) {
     std::remove(tmp.c_str());
-    fail("cannot write " + a.out, 2);
+    fail("cannot write " + a.out, kExitBadInput);
   }
   std::printf("%s: %zu kernel%s, %zu record%s, %zu KiB (open it in a browser; nothing is fetched)\n", a.out.c_str(),
               keys.size(), keys.size() == 1 ? "" : "s", records, records == 1 ? "" : "s", html.size() / 1024);

@@ -70,7 +70,7 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
   } else {
     auto runner = codegen::openRunnerFor(t);
     if (!runner.ok())
-      fail("target " + t.name + " cannot run here (" + runner.error().message + "); --emulate runs its mapped kernel on the CPU", 2);
+      fail("target " + t.name + " cannot run here (" + runner.error().message + "); --emulate runs its mapped kernel on the CPU", kExitBadInput);
     auto r = (*runner)->run(*bin, k, io.buffers(), std::max(f.minRuns, 1));
     if (!r.ok()) failWith(r.error());
     us = *r;
@@ -110,11 +110,11 @@ void runCommand(const RunFlags& f) {
   if (Status big = checkKernelSize(*k, f.maxElements); !big.ok()) failWith(big.error());
   auto t = targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
-  if (!f.emulate.empty() && !t->isGpu()) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", 2);
+  if (!f.emulate.empty() && !t->isGpu()) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", kExitBadInput);
   if (!f.emulate.empty() && f.emulate != "mapped" && f.emulate != "pre")
-    fail("--emulate takes mapped (the default) or pre, not '" + f.emulate + "'", 2);
-  if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", 2);  // NaN fails too
-  if (f.minRuns < 1) fail("--min-runs must be at least 1", 2);
+    fail("--emulate takes mapped (the default) or pre, not '" + f.emulate + "'", kExitBadInput);
+  if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", kExitBadInput);  // NaN fails too
+  if (f.minRuns < 1) fail("--min-runs must be at least 1", kExitBadInput);
   auto space = search::makeSpace(*k, *t);
   if (!space.ok()) failWith(space.error());
   auto over = parseConfigArg(f.config);

@@ -13,6 +13,7 @@
 #include "cache_service/server.h"
 #include "cache_service/tokens.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "support/strings.h"
 #ifdef TESSERA_WITH_MLIR
 #include "cli/compare_view.h"

@@ -79,7 +79,8 @@ struct InterruptScope {  // the handler is in place for the search only
 
 struct TuneFlags {
   KernelFlags kernel;
-  std::string target = "host", strategy, db = "tessera.db", cache, spaceSpec, device;
+  std::string target = "host", strategy, db = "tessera.db", spaceSpec, device;
+  CacheFlags cache;
   int trials = 200, batch = search::SearchSettings{}.batchSize, topK = 5, threads = kAllCores;
   bool estimate = false;
   const CLI::Option* trialsOption = nullptr;  // was --trials given?
@@ -155,24 +156,26 @@ void tuneCommand(const TuneFlags& f) {
   // and checks its top 32 through the compiler unless told otherwise.
   const std::string strategy = !f.strategy.empty() ? f.strategy : f.estimate ? "ranked" : "evolutionary";
   const int trials = f.estimate && !(f.trialsOption && f.trialsOption->count()) ? 32 : f.trials;
-  if (f.trials < 0) fail("--trials must be at least 0 (0: as many as --time-budget allows)", 2);
-  if (!(f.timeBudget >= 0)) fail("--time-budget must be at least 0 seconds (0: none)", 2);
-  if (trials == 0 && f.timeBudget == 0) fail("give --trials N and/or --time-budget S", 2);
-  if (f.batch < 1) fail("--batch must be at least 1", 2);
-  if (f.topK < 0) fail("--top-k must be at least 0 (0: no final re-measurement)", 2);
-  if (!(f.timeout > 0)) fail("--timeout must be more than 0 seconds", 2);
-  if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", 2);
+  if (f.trials < 0) fail("--trials must be at least 0 (0: as many as --time-budget allows)", kExitBadInput);
+  if (!(f.timeBudget >= 0)) fail("--time-budget must be at least 0 seconds (0: none)", kExitBadInput);
+  if (trials == 0 && f.timeBudget == 0) fail("give --trials N and/or --time-budget S", kExitBadInput);
+  if (f.batch < 1) fail("--batch must be at least 1", kExitBadInput);
+  if (f.topK < 0) fail("--top-k must be at least 0 (0: no final re-measurement)", kExitBadInput);
+  if (!(f.timeout > 0)) fail("--timeout must be more than 0 seconds", kExitBadInput);
+  if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", kExitBadInput);
   if (std::find(std::begin(search::kStrategyNames), std::end(search::kStrategyNames), strategy) ==
       std::end(search::kStrategyNames))
-    fail("unknown strategy '" + strategy + "' (known: " + search::strategyNameList() + ")", 2);
-  if (strategy == "ranked" && !t->isGpu()) fail("--strategy ranked orders a GPU space by the analytic model; the host has none", 2);
+    fail("unknown strategy '" + strategy + "' (known: " + search::strategyNameList() + ")", kExitBadInput);
+  if (strategy == "ranked" && !t->isGpu()) fail("--strategy ranked orders a GPU space by the analytic model; the host has none", kExitBadInput);
   search::MeasureSettings ms;
   ms.timeoutSec = f.timeout;
   ms.measure.minTimeSec = f.minTime;
   if (f.workers && (f.estimate || !f.device.empty()))
-    fail(std::string("--workers measures on the workers' ") + (f.estimate ? "hardware; --estimate measures nothing" : "devices; drop --device"), 2);
-  auto chosen = f.workers ? chooseWorkers(*k, *t, f.cache, f.workerWait, ms) : chooseMeasurer(*k, *t, f.device, f.estimate, ms);
-  if (!chosen.ok() && chosen.error().code == ErrorCode::NotFound) fail(chosen.error().message, 1);
+    fail(std::string("--workers measures on the workers' ") + (f.estimate ? "hardware; --estimate measures nothing" : "devices; drop --device"), kExitBadInput);
+  auto chosen = f.workers ? chooseWorkers(*k, *t, f.cache, f.threads, f.workerWait, ms)
+                          : chooseMeasurer(*k, *t, f.device, f.estimate, ms);
+  // No live worker came: the service had no one to answer.
+  if (!chosen.ok() && chosen.error().code == ErrorCode::NotFound) fail(chosen.error().message, kExitUnreachable);
   if (!chosen.ok()) failWith(chosen.error());
   MeasureChoice measure = std::move(*chosen);
   if (measure.device) {
@@ -199,6 +202,8 @@ void tuneCommand(const TuneFlags& f) {
       measure.emulated ? Expected<std::unique_ptr<cache::RecordStore>>(cache::makeMemoryStore()) : cache::openSqliteStore(f.db);
   if (!store.ok()) failWith(store.error());
   cache::CacheClient client(measure.emulated ? cache::CacheClientOptions{} : clientOptions(f.cache));
+  // A refused token is an error; one that may read but not write is said once (nothing silent).
+  requireTuneAccess(client, "tune");
   if (measure.emulated) {
     if (!f.json) std::printf("measuring on the emulated %s: timings are this CPU's, labelled and not stored\n", t->name.c_str());
   }
@@ -273,7 +278,7 @@ void tuneCommand(const TuneFlags& f) {
     } catch (const search::RemoteMeasureError& e) {
       // The workers or the service are gone: what was measured is stored, --resume continues.
       progress.finish();
-      fail(e.what(), 1);
+      fail(e.what(), kExitUnreachable);
     }
   }
   const bool interrupted = gInterrupted != 0;
@@ -282,6 +287,17 @@ void tuneCommand(const TuneFlags& f) {
   const search::SessionResult& res = *session;
   if (res.outcome == search::SessionResult::Outcome::AlreadyTuned) {
     const cache::Record& hit = *res.cached;
+    if (f.json) {
+      nlohmann::json j = {{"kernel", k->name},
+                          {"workload", res.key.workload},
+                          {"key_id", res.keyId},
+                          {"target", targetJson(*t)},
+                          {"outcome", hit.status == cache::RecordStatus::Estimated ? "already-estimated" : "already-tuned"},
+                          {"from", res.cachedFrom},
+                          {"record", nlohmann::json::parse(cache::encodeRecord(hit))}};
+      std::printf("%s\n", j.dump(2).c_str());
+      return;
+    }
     if (hit.status == cache::RecordStatus::Estimated)
       std::printf("already estimated: %s on %s -> %s (%s predicted by %s, %s-bound; no measurement yet)\n",
                   k->name.c_str(), t->name.c_str(), hit.config.c_str(), fmtTime(hit.median_us).c_str(),
@@ -296,7 +312,7 @@ void tuneCommand(const TuneFlags& f) {
   if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
     std::string why;
     for (const auto& [s, n] : res.statusCounts) why += " " + s + "=" + std::to_string(n);
-    fail("no candidate produced a correct result (" + std::to_string(res.tune.trials.size()) + " trials:" + why + ")", 1);
+    fail("no candidate produced a correct result (" + std::to_string(res.tune.trials.size()) + " trials:" + why + ")", kExitFailure);
   }
   const auto& b = *res.tune.best;
   const double speedup = res.speedupOverDefault;
@@ -305,6 +321,7 @@ void tuneCommand(const TuneFlags& f) {
                         {"workload", res.key.workload},
                         {"key_id", res.keyId},
                         {"target", targetJson(*t)},
+                        {"outcome", "tuned"},
                         {"best", trialJson(b)},
                         {"trials", res.tune.trials.size()},
                         {"seconds", res.tune.seconds},
@@ -319,7 +336,7 @@ void tuneCommand(const TuneFlags& f) {
                         {"estimated", measure.estimated}};
     if (res.tune.defaultConfig) j["default"] = trialJson(*res.tune.defaultConfig);
     std::printf("%s\n", j.dump(2).c_str());
-    if (interrupted) throw CLI::RuntimeError(130);
+    if (interrupted) throw CLI::RuntimeError(kExitInterrupted);
     return;
   }
   std::string statuses;
@@ -369,13 +386,14 @@ void tuneCommand(const TuneFlags& f) {
   if (interrupted) {
     std::printf("interrupted  the search stopped early; --resume continues from the store\n");
     std::fflush(stdout);
-    throw CLI::RuntimeError(130);
+    throw CLI::RuntimeError(kExitInterrupted);
   }
 }
 
 struct BestFlags {
   KernelFlags kernel;
-  std::string target = "host", db = "tessera.db", cache;
+  std::string target = "host", db = "tessera.db";
+  CacheFlags cache;
   int threads = kAllCores;
   bool json = false, noVerify = false, verifyTime = false;
   GpuFlags gpu;
@@ -432,6 +450,7 @@ void bestCommand(const BestFlags& f) {
   if (std::filesystem::exists(f.db)) store = cache::openSqliteStore(f.db);
   if (!store.ok()) std::fprintf(stderr, "tessera: warning: %s\n", store.error().message.c_str());
   cache::CacheClient client(clientOptions(f.cache));
+  requireCacheAccess(client, "read", "best reads the shared winners");
   std::vector<cache::NearestMatch> nearest;
   std::string verification;  // checked winners: "verified", "not verified: ..." or why it failed
   double retimed = 0;        // what a claim's re-timing here measured
@@ -465,6 +484,7 @@ void bestCommand(const BestFlags& f) {
   if (!rec && client.enabled()) {
     auto r = client.best(key, search::provenanceFor(*t, provenanceInputs()), true);
     if (!r.warning.empty()) std::fprintf(stderr, "tessera: warning: %s\n", r.warning.c_str());
+    if (r.refused()) fail(r.warning, kExitRefused);
     if (r.kind == cache::LookupResult::Kind::Hit) accept(*r.record, client.options().base_url, "the shared cache's");
     else if (r.kind == cache::LookupResult::Kind::Nearest) nearest = r.nearest;
   }
@@ -489,10 +509,12 @@ void bestCommand(const BestFlags& f) {
     if (!verification.empty()) j["verification"] = verification;
     if (retimed > 0) j["retimed_us"] = retimed;
     for (const auto& n : nearest)
-      j["nearest"].push_back({{"distance", n.distance}, {"record", nlohmann::json::parse(cache::encodeRecord(n.record))}});
+      j["nearest"].push_back({{"distance", n.distance},
+                              {"differs_in", cache::keyDifferences(key, n.record.key)},
+                              {"record", nlohmann::json::parse(cache::encodeRecord(n.record))}});
     if (estimate) j["estimate"] = nlohmann::json::parse(cache::encodeRecord(*estimate));
     std::printf("%s\n", j.dump(2).c_str());
-    if (!rec) throw CLI::RuntimeError(3);
+    if (!rec) throw CLI::RuntimeError(kExitNotFound);
     return;
   }
   if (rec) {
@@ -525,9 +547,10 @@ void bestCommand(const BestFlags& f) {
                 estimate->config.c_str(), fmtTime(estimate->median_us).c_str(), estimate->estimator.c_str(),
                 estimate->bound.c_str());
   for (const auto& n : nearest)
-    std::printf("  nearest: shape %s (distance %.2f): %s, %s\n", cache::formatShape(n.record.key.shape).c_str(),
-                n.distance, n.record.config.c_str(), fmtTime(n.record.median_us).c_str());
-  throw CLI::RuntimeError(3);
+    std::printf("  nearest: shape %s (distance %.2f): %s, %s; differs in %s\n",
+                cache::formatShape(n.record.key.shape).c_str(), n.distance, n.record.config.c_str(),
+                fmtTime(n.record.median_us).c_str(), missReason(key, n.record.key).c_str());
+  throw CLI::RuntimeError(kExitNotFound);
 }
 
 }  // namespace
@@ -552,7 +575,7 @@ void addTuneCommands(CLI::App& app) {
   t->add_option("--device", f->device,
                 "GPU targets: the device index (default 0), or 'emulated' to run the loop on this CPU's emulation of the "
                 "kernels (timings labelled, not stored)");
-  t->add_option("--cache", f->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
+  addCacheFlags(t, &f->cache);
   t->add_flag("--workers", f->workers,
               "measure on the live workers of the target through the shared service (--cache); several share a batch");
   t->add_option("--worker-wait", f->workerWait,
@@ -574,12 +597,12 @@ void addTuneCommands(CLI::App& app) {
   addKernelSubcommands(t, &f->kernel, [f] { tuneCommand(*f); });
 
   auto b = std::make_shared<BestFlags>();
-  auto* best = app.add_subcommand("best", "print the stored winner for a kernel (exit 3 when there is none)");
+  auto* best = app.add_subcommand("best", "print the stored winner for a kernel (exit 5 when there is none)");
   best->add_option("--target", b->target, "target")->capture_default_str();
   addGpuFlags(best, &b->gpu);
   best->add_option("--db", b->db, "local SQLite store")->capture_default_str();
   addThreadsOption(best, &b->threads);
-  best->add_option("--cache", b->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
+  addCacheFlags(best, &b->cache);
   best->add_flag("--json", b->json, "machine-readable output");
   best->add_flag("--no-verify", b->noVerify, "show a shared-cache winner without compiling and checking it here");
   best->add_flag("--verify-time", b->verifyTime, "also re-time a confirmed shared-cache winner (claims always are; refused when more than 2.25x slower than claimed)");

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/kernel_flags.h"
 #include "cli/kernel_list.h"
 #include "cli/report.h"
 #include "support/strings.h"
@@ -36,8 +37,19 @@ Shard parseShard(const std::string& s) {
   auto i = parseInt(s.substr(0, slash));
   auto n = slash == std::string::npos ? std::optional<int64_t>() : parseInt(s.substr(slash + 1));
   if (!i || !n || *n < 1 || *n > 100000 || *i < 0 || *i >= *n)
-    fail("--shard takes i/N with 0 <= i < N (e.g. 3/16), got '" + s + "'", 2);
+    fail("--shard takes i/N with 0 <= i < N (e.g. 3/16), got '" + s + "'", kExitBadInput);
   return {*i, *n};
+}
+
+// `word` as a POSIX shell reads it back: bare when it is made of safe characters, else in single
+// quotes (a single quote inside becomes '\'').
+std::string shellQuote(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                           std::string::npos)
+    return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 // The tessera binary that runs this command: children are the same build.
@@ -70,7 +82,12 @@ void tuneAllCommand(const TuneAllFlags& f) {
   const Shard shard = parseShard(f.shard);
   for (const auto& a : f.tuneArgs)
     if (a == "gemm" || a == "elementwise" || a == "attention" || a == "file")
-      fail("the kernels come from " + f.file + "; pass only tune flags after --", 2);
+      fail("the kernels come from " + f.file + "; pass only tune flags after --", kExitBadInput);
+  {
+    std::vector<std::string> common = f.tuneArgs;
+    auto t = takeThreads(common);
+    if (!t.ok()) fail("after --: " + t.error().message, kExitBadInput);
+  }
   auto list = readKernelList(f.file);
   if (!list.ok()) failWith(list.error());
   std::vector<const KernelListEntry*> mine;
@@ -83,14 +100,23 @@ void tuneAllCommand(const TuneAllFlags& f) {
   for (size_t n = 0; n < mine.size(); ++n) {
     const KernelListEntry& e = *mine[n];
     std::vector<std::string> args = {self, "tune"};
-    args.insert(args.end(), f.tuneArgs.begin(), f.tuneArgs.end());
+    // The line's own --threads wins over one after --.
+    std::vector<std::string> common = f.tuneArgs;
+    if (e.threads != kAllCores) {
+      auto taken = takeThreads(common);
+      (void)taken;  // checked before the first tune
+      common.push_back("--threads");
+      common.push_back(std::to_string(e.threads));
+    }
+    args.insert(args.end(), common.begin(), common.end());
     args.insert(args.end(), e.args.begin(), e.args.end());
+    // Shown as a shell would need it: a word with a space or a quote is quoted.
     std::string shown;
-    for (size_t i = 1; i < args.size(); ++i) shown += (i > 1 ? " " : "") + args[i];
+    for (size_t i = 1; i < args.size(); ++i) shown += (i > 1 ? " " : "") + shellQuote(args[i]);
     std::printf("\n[%zu/%zu] %s: tessera %s\n", n + 1, mine.size(), e.where.c_str(), shown.c_str());
     if (f.dryRun) continue;
     const int rc = runChild(args);
-    if (rc == 130) fail("interrupted at " + e.where + " (the kernels before it are tuned and stored)", 130);
+    if (rc == 130) fail("interrupted at " + e.where + " (the kernels before it are tuned and stored)", kExitInterrupted);
     if (rc != 0) {
       ++failed;
       std::fprintf(stderr, "tune-all: %s failed (exit %d)\n", e.where.c_str(), rc);

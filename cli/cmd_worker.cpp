@@ -8,6 +8,7 @@
 
 #include "cache_service/job_client.h"
 #include "cli/commands.h"
+#include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "cli/tune_common.h"
 #include "search/device_measurer.h"
@@ -23,8 +24,9 @@ volatile std::sig_atomic_t gStop = 0;
 extern "C" void onStop(int) { gStop = 1; }
 
 struct WorkerFlags {
-  std::string cache, target = "host", device;
-  int slots = 1, buildThreads = 2;
+  CacheFlags cache;
+  std::string target = "host", device;
+  int slots = 1, buildThreads = 2, threads = kAllCores;
   double poll = 0.5, patience = 300;
   int64_t maxItems = 0;
   double maxJobMb = 4096;
@@ -54,13 +56,17 @@ std::string cudaToolkitVersion() {
 void workerCommand(const WorkerFlags& f) {
   cache::CacheClientOptions co = clientOptions(f.cache);
   auto urls = cache::splitServiceUrls(co.base_url);
-  if (urls.empty()) fail("no service URL: pass --cache URL[,URL...] or set TESSERA_CACHE_URL", 2);
-  if (co.token.empty()) fail("no token: set TESSERA_TOKEN to a token of scope worker (tessera serve token add NAME --scope worker)", 2);
-  if (f.slots < 1 || f.slots > 64) fail("--slots must be in 1..64", 2);
-  if (f.buildThreads < 1 || f.buildThreads > 64) fail("--build-threads must be in 1..64", 2);
-  if (!(f.poll >= 0.01 && f.poll <= 60)) fail("--poll must be in 0.01..60 seconds", 2);
-  if (!(f.maxJobMb >= 1 && f.maxJobMb <= 1 << 20)) fail("--max-job-mb must be in 1..1048576", 2);
-  auto t = getTarget(f.target);
+  if (urls.empty()) fail("no service URL: pass --cache URL[,URL...] or set TESSERA_CACHE_URL", kExitBadInput);
+  if (co.token.empty())
+    fail("no token: set TESSERA_TOKEN (or --token) to a token of scope worker (tessera serve token add NAME --scope worker)",
+         kExitBadInput);
+  if (f.slots < 1 || f.slots > 64) fail("--slots must be in 1..64", kExitBadInput);
+  if (f.buildThreads < 1 || f.buildThreads > 64) fail("--build-threads must be in 1..64", kExitBadInput);
+  if (!(f.poll >= 0.01 && f.poll <= 60)) fail("--poll must be in 0.01..60 seconds", kExitBadInput);
+  if (!(f.maxJobMb >= 1 && f.maxJobMb <= 1 << 20)) fail("--max-job-mb must be in 1..1048576", kExitBadInput);
+  // A host worker measures on --threads threads (default: all cores): its units, the key of every
+  // record it measures, and what `tune --workers --threads N` looks for.
+  auto t = targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
 
   search::WorkerSettings s;
@@ -74,10 +80,10 @@ void workerCommand(const WorkerFlags& f) {
   search::ProvenanceInputs in = provenanceInputs();
   if (t->isGpu()) {
     if (f.device == "emulated")
-      fail("a worker measures on a device: the emulated device's timings are this CPU's and are never stored", 2);
+      fail("a worker measures on a device: the emulated device's timings are this CPU's and are never stored", kExitBadInput);
     if (!f.device.empty()) {
       auto idx = parseInt(f.device);
-      if (!idx || *idx < 0) fail("--device takes a device index (0, 1, ...)", 2);
+      if (!idx || *idx < 0) fail("--device takes a device index (0, 1, ...)", kExitBadInput);
       s.device.device = int(*idx);
     }
     auto attached = search::probeDevice(*t, s.device.device);
@@ -91,7 +97,7 @@ void workerCommand(const WorkerFlags& f) {
     s.toolkitVersion = cudaToolkitVersion();
     in.cudaVersion = s.toolkitVersion;
   } else {
-    if (!f.device.empty()) fail("--device applies to GPU targets (a host worker measures on this CPU)", 2);
+    if (!f.device.empty()) fail("--device applies to GPU targets (a host worker measures on this CPU)", kExitBadInput);
     s.model = t->model;
   }
   s.provenance = search::provenanceFor(*t, in);
@@ -111,10 +117,10 @@ void workerCommand(const WorkerFlags& f) {
               (long long)stats->items, (long long)stats->jobs, (long long)stats->refused, (long long)stats->lost);
 }
 
-void workersCommand(const std::string& cacheFlag, const std::string& target, bool all, bool json) {
-  cache::CacheClientOptions co = clientOptions(cacheFlag);
+void workersCommand(const CacheFlags& cacheFlags, const std::string& target, bool all, bool json) {
+  cache::CacheClientOptions co = clientOptions(cacheFlags);
   auto urls = cache::splitServiceUrls(co.base_url);
-  if (urls.empty()) fail("no service URL: pass --cache URL[,URL...] or set TESSERA_CACHE_URL", 2);
+  if (urls.empty()) fail("no service URL: pass --cache URL[,URL...] or set TESSERA_CACHE_URL", kExitBadInput);
   cache::JobClient client({urls, co.token, co.ca_cert, 10, 10});
   cache::WorkerFilter filter;
   filter.target = target;
@@ -142,7 +148,8 @@ void workersCommand(const std::string& cacheFlag, const std::string& target, boo
 void addWorkerCommands(CLI::App& app) {
   auto f = std::make_shared<WorkerFlags>();
   auto* w = app.add_subcommand("worker", "measure candidates for tunes of the shared service on this machine (token of scope worker)");
-  w->add_option("--cache", f->cache, "service URL(s), comma-separated replicas (default: $TESSERA_CACHE_URL)");
+  addCacheFlags(w, &f->cache);
+  addThreadsOption(w, &f->threads);
   w->add_option("--target", f->target, "what this worker measures on: host, or the GPU target of --device")->capture_default_str();
   w->add_option("--device", f->device, "GPU targets: the device index (default 0)");
   w->add_option("--slots", f->slots, "candidates leased at once (built in parallel, measured one by one)")->capture_default_str();
@@ -156,9 +163,9 @@ void addWorkerCommands(CLI::App& app) {
   w->add_flag("--quiet", f->quiet, "no log lines");
   w->callback([f] { workerCommand(*f); });
 
-  auto l = std::make_shared<std::tuple<std::string, std::string, bool, bool>>("", "", false, false);
+  auto l = std::make_shared<std::tuple<CacheFlags, std::string, bool, bool>>(CacheFlags{}, "", false, false);
   auto* ws = app.add_subcommand("workers", "list the live workers of the shared service");
-  ws->add_option("--cache", std::get<0>(*l), "service URL(s) (default: $TESSERA_CACHE_URL)");
+  addCacheFlags(ws, &std::get<0>(*l));
   ws->add_option("--target", std::get<1>(*l), "only this target");
   ws->add_flag("--all", std::get<2>(*l), "also workers no longer live");
   ws->add_flag("--json", std::get<3>(*l), "machine-readable");

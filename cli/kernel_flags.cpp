@@ -65,9 +65,12 @@ Expected<ir::ScalarType> dtypeOf(const std::string& s) {
 }  // namespace
 
 void addKernelSubcommands(CLI::App* parent, KernelFlags* f, const std::function<void()>& action) {
+  // A kernel file says its own dtypes and name: `file` takes neither flag (they did nothing).
   auto common = [&](CLI::App* sub) {
-    sub->add_option("--dtype", f->dtype, "element type: f32, f16, bf16")->capture_default_str();
-    sub->add_option("--name", f->name, "kernel name (default: derived from the shape)");
+    if (sub->get_name() != "file") {
+      sub->add_option("--dtype", f->dtype, "element type: f32, f16, bf16")->capture_default_str();
+      sub->add_option("--name", f->name, "kernel name (default: derived from the shape)");
+    }
     sub->fallthrough();
     sub->callback([f, sub, action] {
       f->family = sub->get_name();

@@ -45,6 +45,31 @@ Expected<std::vector<std::string>> splitShellWords(const std::string& line) {
   return out;
 }
 
+Expected<int> takeThreads(std::vector<std::string>& words) {
+  int threads = kAllCores;
+  for (size_t i = 0; i < words.size();) {
+    std::string value;
+    size_t n = 0;
+    if (words[i] == "--threads") {
+      if (i + 1 >= words.size()) return makeError(ErrorCode::InvalidArgument, "--threads needs a value");
+      value = words[i + 1];
+      n = 2;
+    } else if (words[i].rfind("--threads=", 0) == 0) {
+      value = words[i].substr(10);
+      n = 1;
+    } else {
+      ++i;
+      continue;
+    }
+    auto v = parseInt(value);
+    if (!v || *v < 1 || *v > 1024) return makeError(ErrorCode::InvalidArgument, "--threads must be between 1 and 1024, got '" + value + "'");
+    if (threads != kAllCores) return makeError(ErrorCode::InvalidArgument, "--threads given twice");
+    threads = int(*v);
+    words.erase(words.begin() + long(i), words.begin() + long(i + n));
+  }
+  return threads;
+}
+
 Expected<ir::Kernel> kernelOf(const KernelListEntry& e) {
   KernelFlags f;
   CLI::App app{"kernel"};
@@ -81,6 +106,10 @@ Expected<std::vector<KernelListEntry>> readKernelList(const std::string& path) {
     auto words = splitShellWords(spec);
     if (!words.ok()) return makeError(ErrorCode::InvalidArgument, e.where + ": " + words.error().message);
     e.args = std::move(*words);
+    // A line's --threads is its host key's thread count (as `tessera tune --threads N` takes it).
+    auto threads = takeThreads(e.args);
+    if (!threads.ok()) return makeError(ErrorCode::InvalidArgument, e.where + ": " + threads.error().message);
+    e.threads = *threads;
     // IR files are named relative to the list, wherever the tune runs from.
     if (e.args.size() >= 2 && e.args[0] == "file" && fs::path(e.args[1]).is_relative())
       e.args[1] = fs::absolute(base / e.args[1]).lexically_normal().string();

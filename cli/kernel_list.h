@@ -4,6 +4,7 @@
 //   attention --heads 8 --seq 1024 --head-dim 64 --causal
 //   elementwise --expr 'y = gelu(x * s + b)' --shape 4096x4096 --shape s=4096 --shape b=4096
 //   file attn.tsr                       # an IR file, relative to the list's folder
+//   gemm --m 512 --n 512 --k 512 --threads 1   # host keys of one thread (default: all cores)
 // `#` starts a comment (outside quotes); blank lines are skipped; quotes as in a shell.
 #pragma once
 
@@ -17,8 +18,9 @@
 namespace tessera::cli {
 
 struct KernelListEntry {
-  std::vector<std::string> args;  // the line split like a shell does (file paths made absolute)
+  std::vector<std::string> args;  // the line split like a shell does (file paths made absolute), --threads taken out
   std::string where;              // "list.txt:12"
+  int threads = -1;               // the line's --threads N; -1 (kAllCores): not given, the command's own
 };
 
 inline constexpr size_t kMaxKernelListLines = 10000;
@@ -30,6 +32,8 @@ inline constexpr TextLimits kKernelListLimits{.max_bytes = size_t{16} << 20, .ma
 Expected<std::vector<KernelListEntry>> readKernelList(const std::string& path);
 // Splits a line like a POSIX shell (single and double quotes, backslash outside single quotes).
 Expected<std::vector<std::string>> splitShellWords(const std::string& line);
+// Takes `--threads N` (or `--threads=N`) out of a line's words: N, or -1 when the line has none.
+Expected<int> takeThreads(std::vector<std::string>& words);
 // Builds and verifies the kernel of one entry.
 Expected<ir::Kernel> kernelOf(const KernelListEntry& e);
 

@@ -1,6 +1,6 @@
 // Owns the `tessera` executable's entry point: builds the CLI11 app from the subcommand files and
-// turns every failure into a one-line error and a non-zero exit code (README: 2 for bad input,
-// flags included; 1 for anything else).
+// turns every failure into a one-line error and a non-zero exit code (cli/exit_codes.h: 2 for bad
+// input, flags included).
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "tessera: error: out of memory (a problem this size needs more than this machine has)\n");
-    return 1;
+    return kExitFailure;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());
     return 1;

@@ -9,22 +9,6 @@
 
 namespace tessera::cli {
 
-int exitCodeFor(const Error& e) {
-  switch (e.code) {
-    case ErrorCode::InvalidArgument:
-    case ErrorCode::ParseError:
-    case ErrorCode::VerifyError:
-    case ErrorCode::InvalidConfig:
-    case ErrorCode::IOError:
-    case ErrorCode::Unsupported: return 2;
-    case ErrorCode::CompileError: return 3;
-    case ErrorCode::WrongResult: return 4;
-    default: return 1;
-  }
-}
-
-void failWith(const Error& e) { fail(e.str(), exitCodeFor(e)); }
-
 std::string targetSummary(const TargetDesc& t) {
   char buf[256];
   char clock[32] = "";

@@ -1,9 +1,10 @@
-// Owns how results are shown: the human table and the --json object for one kernel run, and the
-// mapping from error categories to exit codes.
+// Owns how results are shown: the human table and the --json object for one kernel run (exit
+// codes: exit_codes.h).
 #pragma once
 
 #include <string>
 
+#include "cli/exit_codes.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"
 #include "nlohmann/json.hpp"
@@ -13,9 +14,6 @@
 
 namespace tessera::cli {
 
-// 2: bad input (flags, kernel, config); 3: compile error; 4: wrong result; 1: anything else.
-int exitCodeFor(const Error& e);
-[[noreturn]] void failWith(const Error& e);
 
 std::string targetSummary(const TargetDesc& t);
 // What a run's share of a peak is of: "the FMA peak of 2 threads", "the bf16 peak of 1 thread"

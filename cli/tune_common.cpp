@@ -10,6 +10,9 @@
 #include "costmodel/gpu_model.h"
 #include "search/device_measurer.h"
 #include "cache_service/endpoints.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/kernel_flags.h"
 #include "search/estimate.h"
 #include "search/remote_measurer.h"
 #include "support/strings.h"
@@ -41,12 +44,47 @@ search::ProvenanceInputs provenanceInputs() {
   return p;
 }
 
-cache::CacheClientOptions clientOptions(const std::string& flag) {
+void addCacheFlags(CLI::App* cmd, CacheFlags* f) {
+  cmd->add_option("--cache", f->url, "shared cache URL, several comma-separated for replicas (default: $TESSERA_CACHE_URL)")
+      ->envname("TESSERA_CACHE_URL");
+  cmd->add_option("--token", f->token, "shared cache token (default: $TESSERA_TOKEN; prefer the variable: flags show in ps)")
+      ->envname("TESSERA_TOKEN");
+  cmd->add_option("--ca-cert", f->caCert, "https: PEM file the service's certificate must chain to (default: $TESSERA_CA_CERT)")
+      ->envname("TESSERA_CA_CERT");
+}
+
+cache::CacheClientOptions clientOptions(const CacheFlags& f) {
   cache::CacheClientOptions o;
-  o.base_url = flag.empty() ? envOr("TESSERA_CACHE_URL", "") : flag;
-  o.token = envOr("TESSERA_TOKEN", "");
-  o.ca_cert = envOr("TESSERA_CA_CERT", "");  // https with a private CA (deploy/nginx/)
+  o.base_url = f.url;
+  o.token = f.token;
+  o.ca_cert = f.caCert;  // https with a private CA (deploy/nginx/)
   return o;
+}
+
+void requireCacheAccess(cache::CacheClient& c, const std::string& need, const std::string& what) {
+  Status s = c.checkAccess(need, what);
+  if (s.ok()) return;
+  if (s.error().code == ErrorCode::PermissionDenied) fail(s.error().message, kExitRefused);
+  std::fprintf(stderr, "tessera: warning: tessera cache %s: %s; continuing without it\n", c.options().base_url.c_str(),
+               s.error().message.c_str());
+}
+
+void requireTuneAccess(cache::CacheClient& c, const std::string& what) {
+  requireCacheAccess(c, "read", what + " reads the shared winners");
+  if (!c.enabled()) return;
+  // A read token tunes with the shared winners and keeps its results: said once, not silently.
+  Status w = c.checkAccess("write", what + " shares its results");
+  if (!w.ok() && w.error().code == ErrorCode::PermissionDenied)
+    std::fprintf(stderr, "tessera: warning: %s; what it measures stays in the local store\n", w.error().message.c_str());
+}
+
+std::string missReason(const cache::HardKey& asked, const cache::HardKey& stored) {
+  std::string out;
+  for (const auto& d : cache::keyDifferences(asked, stored)) out += (out.empty() ? "" : "; ") + d;
+  if (out.empty()) return "nothing (the same key)";
+  if (asked.target == "host" && asked.units != stored.units)
+    out += ": --threads " + std::to_string(stored.units) + " asks for it";
+  return out;
 }
 
 std::string fmtDuration(double s) {
@@ -113,9 +151,9 @@ Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t,
   return c;
 }
 
-Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const std::string& cacheFlag, double wait_s,
-                                      const search::MeasureSettings& ms) {
-  cache::CacheClientOptions co = clientOptions(cacheFlag);
+Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const CacheFlags& cache, int threads,
+                                      double wait_s, const search::MeasureSettings& ms) {
+  cache::CacheClientOptions co = clientOptions(cache);
   auto urls = cache::splitServiceUrls(co.base_url);
   if (urls.empty()) return bad("--workers measures through the shared service: pass --cache URL[,URL...] or set TESSERA_CACHE_URL");
   if (!(wait_s > 0)) return bad("--worker-wait must be more than 0 seconds");
@@ -124,6 +162,7 @@ Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const 
   rs.service = {urls, co.token, co.ca_cert, 10, wait_s};
   rs.measure = ms;
   rs.noWorkerTimeoutSec = wait_s;
+  if (!t.isGpu() && threads != kAllCores) rs.hostThreads = threads;
   rs.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
   auto w = search::chooseWorkerTarget(t, rs);
   if (!w.ok()) return w.takeError();

@@ -3,6 +3,7 @@
 // edge: TESSERA_CACHE_URL, TESSERA_TOKEN, USER), and the choice of where candidates are measured.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -20,8 +21,27 @@
 namespace tessera::cli {
 
 search::ProvenanceInputs provenanceInputs();
-// --cache FLAG, else $TESSERA_CACHE_URL; the token from $TESSERA_TOKEN; a CA from $TESSERA_CA_CERT.
-cache::CacheClientOptions clientOptions(const std::string& flag);
+
+// The shared cache's flags, the same on every command that talks to it: --cache URL[,URL...],
+// --token and --ca-cert, each defaulting to its environment variable (TESSERA_CACHE_URL,
+// TESSERA_TOKEN, TESSERA_CA_CERT; read by CLI11 here, at the edge).
+struct CacheFlags {
+  std::string url, token, caCert;
+};
+void addCacheFlags(CLI::App* cmd, CacheFlags* f);
+cache::CacheClientOptions clientOptions(const CacheFlags& f);
+// Before a command relies on the shared cache for `need` ("read" or "write"): a refusal (an
+// unknown token, none where one is needed, a scope below `need`) ends the command (exit 6, with
+// what to do); a service that does not answer is a warning and the command goes on without it.
+void requireCacheAccess(cache::CacheClient& c, const std::string& need, const std::string& what);
+// A tune's access: read is required (as above); a token that cannot write (a person's read token)
+// tunes with the shared winners and gets a one-line warning that its results stay local.
+void requireTuneAccess(cache::CacheClient& c, const std::string& what);
+
+// Why a stored record of another key did not answer: the key fields that differ, and the flag that
+// asks for that record when the thread count is the difference ("threads 1 (asked 2): --threads 1
+// asks for it").
+std::string missReason(const cache::HardKey& asked, const cache::HardKey& stored);
 std::string fmtDuration(double seconds);  // "42s", "3m05s"
 
 // Where a tune's candidates are measured: the host (forked children), a GPU of the target's
@@ -53,7 +73,8 @@ Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t,
 // (--cache / TESSERA_CACHE_URL, several URLs for replicas). Replaces `t` by the workers' hardware
 // (the host: their ISA level, cores and CPU model), which is what the key and the space describe.
 // NotFound, in one line, when no live worker shows up within `wait_s`.
-Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const std::string& cacheFlag, double wait_s,
-                                      const search::MeasureSettings& ms);
+// `threads` (kAllCores or N): only host workers of that many threads answer for `tune --threads N`.
+Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const CacheFlags& cache, int threads,
+                                      double wait_s, const search::MeasureSettings& ms);
 
 }  // namespace tessera::cli

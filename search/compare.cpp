@@ -202,6 +202,17 @@ Expected<Comparison> compareTargets(const ir::Kernel& k, const std::vector<Targe
       const bool product = t.isGpu() && chipDefault && (chipDefault->name != t.model || chipDefault->units != t.units);
       row.note = "no record: `tessera tune ... " + (product ? "--gpu \"" + t.model + "\"" : "--target " + t.name) +
                  (t.isGpu() ? " --estimate`" : "`") + " or --tune N";
+      // What is stored nearby, and which key fields keep it from answering (another thread
+      // count is the usual one: records of different --threads never answer for each other).
+      const cache::HardKey key = hardKeyFor(k, t);
+      if (store) {
+        auto near = store->nearest(key, 1);
+        if (near.ok() && !near->empty()) {
+          std::string diff;
+          for (const auto& d : cache::keyDifferences(key, near->front().record.key)) diff += (diff.empty() ? "" : "; ") + d;
+          row.note += "; the nearest stored record differs in " + diff;
+        }
+      }
       c.rows.push_back(std::move(row));
       continue;
     }

@@ -21,7 +21,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string describe(const TargetDesc& t) {
-  return t.name + " (" + t.arch + ", " + std::to_string(t.units) + (t.isGpu() ? " SMs/CUs)" : " cores)");
+  return t.name + " (" + t.arch + ", " + std::to_string(t.units) + (t.isGpu() ? " SMs/CUs)" : " threads)");
 }
 
 std::string noWorkerLine(const TargetDesc& t, const RemoteSettings& s, double waited) {
@@ -30,7 +30,8 @@ std::string noWorkerLine(const TargetDesc& t, const RemoteSettings& s, double wa
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.0f", waited);
   return "no live worker for " + describe(t) + " at " + urls + " after " + secs + " s; start one there: tessera worker --cache " +
-         (s.service.urls.empty() ? std::string("URL") : s.service.urls.front()) + " --target " + t.name;
+         (s.service.urls.empty() ? std::string("URL") : s.service.urls.front()) + " --target " + t.name +
+         (s.hostThreads > 0 ? " --threads " + std::to_string(s.hostThreads) : "");
 }
 
 class RemoteMeasurer : public Measurer {
@@ -186,6 +187,8 @@ Expected<WorkerTarget> chooseWorkerTarget(const TargetDesc& target, const Remote
     if (target.isGpu()) {
       f.arch = target.arch;
       f.units = target.units;
+    } else if (s.hostThreads > 0) {
+      f.units = s.hostThreads;
     }
     auto live = client.workers(f);
     if (!live.ok()) return live.takeError();

@@ -30,6 +30,9 @@ struct RemoteSettings {
   // starts or while it waits for a batch.
   double noWorkerTimeoutSec = 30;
   double pollSec = 0.2;  // job progress polling (starts faster, backs off to this)
+  // Host targets: > 0 takes only workers that run kernels on this many threads (their units:
+  // `tessera worker --threads N`), as `tune --threads N` asks; 0 takes the largest group.
+  int hostThreads = 0;
   std::function<void(const std::string&)> onWarning;
 };
 

@@ -67,6 +67,53 @@ std::vector<ir::KnobValue> threadDomain(const TargetDesc& t) {
   return d;
 }
 
+// The transform schedules' register tile and row block for an M x N GEMM: 8 x 2 vectors on
+// AVX-512, 6 x 2 on AVX2 (as measured for them), MR and NR moved to values that divide M and N,
+// MC to a multiple of MR up to 64 that divides M (or one block covering M). `fits` says whether
+// every tile is whole: plain has no packing to pad edge tiles, and a partial one costs it 12-17x
+// (Zen 4, one thread, same run: 40^3 24.9 us against blis's 1.58 us, 100^3 321 us against 21 us,
+// 500x37x129 1031 us against 58 us; bench/small_shapes_bench). A vector wider than N (N <= lanes)
+// is one masked column block and no edge: 512x1x512 plain 42 us, blis 93 us.
+struct PlainTile {
+  int64_t mr = 1, nr = 1, mc = 1;
+  bool fits = false;
+};
+PlainTile plainTile(const ir::GemmInfo& g, const std::vector<ir::KnobValue>& mrDom, const std::vector<ir::KnobValue>& nrDom,
+                    const std::vector<ir::KnobValue>& mcDom, int64_t lanes, int64_t vregs) {
+  PlainTile p;
+  int64_t mrDef = lanes >= 16 ? 8 : 6;
+  p.nr = std::min<int64_t>(2 * lanes, std::get<int64_t>(nrDom.back()));
+  bool nFits = g.n % p.nr == 0 || g.n <= lanes;
+  if (!nFits && g.n % lanes == 0 && std::find(nrDom.begin(), nrDom.end(), ir::KnobValue(lanes)) != nrDom.end())
+    p.nr = lanes, nFits = true;
+  while (mrDef * ((p.nr + lanes - 1) / lanes) + (p.nr + lanes - 1) / lanes + 1 > vregs && mrDef > 1) --mrDef;
+  p.mr = pickAtMost(mrDom, mrDef);
+  // The largest MR up to the default (and at least half of it) that divides M; rows fewer than
+  // the default are one partial tile and no edge.
+  bool mFits = g.m % p.mr == 0 || g.m <= p.mr;
+  for (const auto& v : mrDom) {
+    int64_t x = std::get<int64_t>(v);
+    if (!mFits && x <= mrDef && x * 2 >= mrDef && g.m % x == 0) p.mr = x;
+  }
+  mFits = mFits || g.m % p.mr == 0;
+  int64_t mcDiv = 0, mcCover = 0, mcBelow = 0, mcAbove = 0;
+  for (const auto& v : mcDom) {
+    int64_t x = std::get<int64_t>(v);
+    if (x % p.mr && x < g.m) continue;
+    if (x <= 64) mcBelow = std::max(mcBelow, x);
+    else if (!mcAbove) mcAbove = x;
+    if (x <= 64 && g.m % x == 0) mcDiv = std::max(mcDiv, x);
+    if (x >= g.m && (!mcCover || x < mcCover)) mcCover = x;
+  }
+  // One block of all rows while M is small (the edge-free choice: at most 2x the 64 measured for
+  // plain); else the largest divisor of M; else 64 and a partial last block.
+  if (mcCover && mcCover <= 128) p.mc = mcCover;
+  else if (mcDiv) p.mc = mcDiv;
+  else p.mc = mcBelow ? mcBelow : mcAbove ? mcAbove : pickAtMost(mcDom, 64);
+  p.fits = nFits && mFits && (p.mc >= g.m || g.m % p.mc == 0);
+  return p;
+}
+
 }  // namespace
 
 std::vector<ir::KnobValue> hostThreadDomain(const TargetDesc& t) { return threadDomain(t); }
@@ -99,8 +146,12 @@ GemmBlocking hostGemmBlocking(const TargetDesc& t, int64_t m, int64_t n, int64_t
   for (int64_t nv : {1, 2, 4}) {
     const int64_t nr = nv * lanes;
     for (int64_t mr : kMR) {
-      // (A tile smaller than the latency bound is only taken when M itself is that small.)
-      if (mr * nv + nv + 1 > regs || (mr * nv < need && mr < std::min<int64_t>(m, kMR.back()))) continue;
+      // (A tile smaller than the latency bound is only taken when M itself is that small, and one
+      // of fewer than 4 rows only when M has fewer: each B vector streamed from the L2 serves MR
+      // FMAs, and a prime M made MR=1 "pad" least: 127^3 at MR=1 ran 1.96x slower than MR=4.)
+      if (mr * nv + nv + 1 > regs || (mr * nv < need && mr < std::min<int64_t>(m, kMR.back())) ||
+          mr < std::min<int64_t>(m, 4))
+        continue;
       double rate = std::min(1.0, 2.0 * double(mr * nv) / (double(t.fmaPerCycle) * double(mr + nv)));
       double useful = double(m) / double(roundUp(m, mr)) * double(n) / double(roundUp(n, nr));
       double score = rate * useful;
@@ -153,14 +204,19 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   // Schedule: the explicit kernels for half precision (the transform schedules convert f16/bf16
   // element by element: 25x slower) and for several threads; AMX, then vdpbf16ps, for bf16 where
   // the host has them. One thread of f32: plain while the operands fit the L2 or A is skinny
-  // (measured: plain wins there, 32x2048x512 plain 2.7x packed), the BLIS blocking above it.
+  // (measured: plain wins there, 32x2048x512 plain 2.7x packed) and its tiles divide the problem
+  // (plainTile), and for a B of one vector's width (N <= lanes: packing it is pure overhead); the
+  // BLIS loops elsewhere, whose packing pads the edge tiles.
   double bytes = 4.0 * double(g.m * g.k + g.k * g.n + g.m * g.n);
   bool skinny = g.m < 64;
+  const PlainTile pt = plainTile(g, mrDom, nrDom, mcDom, lanes, vregs);
+  const bool narrow = g.n <= lanes;
   std::string sched;
   if (has(schedDom, "amx")) sched = "amx";
   else if (has(schedDom, "bf16dot")) sched = "bf16dot";
-  else if (has(schedDom, "blis") && (half || threads > 1 || (!skinny && bytes > double(t.l2Bytes)))) sched = "blis";
-  else if (half || (!skinny && (bytes > double(t.l2Bytes) || lanes < 16))) sched = "packed";
+  else if (has(schedDom, "blis") && (half || threads > 1)) sched = "blis";
+  else if (has(schedDom, "blis") && !narrow && (!pt.fits || (!skinny && bytes > double(t.l2Bytes)))) sched = "blis";
+  else if (half || (!skinny && !narrow && (bytes > double(t.l2Bytes) || lanes < 16))) sched = "packed";
   else sched = "plain";
   if (sched == "plain" || sched == "packed") threads = 1;
 
@@ -184,30 +240,17 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
     std::sort(mcDom.begin(), mcDom.end());
   }
   if (sched == "plain" || sched == "packed") {
-    // The transform schedules keep the defaults measured for them: 8x32 on AVX-512, 6x16 on AVX2,
-    // MC 64 (a multiple of MR), NC 512 (plain) or 2048 (packed, skinny above the L2), KC 512.
-    int64_t mrDef = lanes >= 16 ? 8 : 6;
-    int64_t nrDef = std::min<int64_t>(2 * lanes, std::get<int64_t>(nrDom.back()));
-    while (mrDef * nrDef / lanes + nrDef / lanes + 1 > vregs && mrDef > 1) --mrDef;
-    mr = pickAtMost(mrDom, mrDef);
-    nr = nrDef;
-    // Plain has no packing to pad the edge tiles: on AVX2 take the largest MR up to the default
-    // that divides M (32x2048x512: plain MR=4 48.0 GFLOP/s, MR=6 21.7).
-    if (sched == "plain" && lanes < 16 && g.m % mr)
-      for (const auto& v : mrDom) {
-        int64_t x = std::get<int64_t>(v);
-        if (x <= mrDef && x * 2 >= mrDef && g.m % x == 0) mr = x;
-      }
-    int64_t mcDef = 0, mcAbove = 0;
-    for (const auto& v : mcDom) {
-      int64_t x = std::get<int64_t>(v);
-      if (x % mr) continue;
-      if (x <= 64) mcDef = std::max(mcDef, x);
-      else if (!mcAbove) mcAbove = x;
-    }
-    mc = mcDef ? mcDef : mcAbove ? mcAbove : pickAtMost(mcDom, 64);
+    // The transform schedules keep the defaults measured for them (plainTile: 8x32 on AVX-512,
+    // 6x16 on AVX2, moved to divide M and N: 32x2048x512 on AVX2 plain MR=4 48.0 GFLOP/s, MR=6
+    // 21.7), NC 512 (plain) or 2048 (packed, skinny above the L2), KC 512.
+    mr = pt.mr;
+    nr = pt.nr;
+    mc = pt.mc;
     nc = pickAtMost(ncDom, sched == "packed" || (skinny && bytes > double(t.l2Bytes)) ? 2048 : 512);
-    kc = pickAtMost(kcDom, 512);
+    // One or two rows are a matrix-vector product: depth blocks of 16 keep its few accumulators
+    // and the A values in registers (Zen 4, one thread, 1x512x512: 10.2 us with KC=16, 21.1 us
+    // with 512; 2x512x512 11.8 against 16.5; from 4 rows on KC stops mattering).
+    kc = pickAtMost(kcDom, g.m <= 2 && sched == "plain" ? 16 : 512);
   }
   s.knobs = {
       {"schedule", schedDom, sched,

@@ -71,6 +71,7 @@ class Session {
   }
 
   Expected<SessionResult> run(const std::vector<cache::Record>* warmRecords) {
+    const auto sessionStart = std::chrono::steady_clock::now();
     if (store_ && client_) warn(cache::pushOutbox(*store_, *client_).warning);
     std::vector<cache::Record> stored;
     if (store_) {
@@ -140,7 +141,12 @@ class Session {
       return r_.stopped;
     };
     started_ = std::chrono::steady_clock::now();
-    r_.tune = tune(p_.space, measurer_, *strategy, model.get(), features.get(), s_.loop, cb, previous);
+    // The time budget is the session's: what the outbox, the lookups and the warm start took
+    // comes off the search's share.
+    TuneSettings loop = s_.loop;
+    if (loop.timeBudgetSec > 0)
+      loop.timeBudgetSec = std::max(0.001, loop.timeBudgetSec - std::chrono::duration<double>(started_ - sessionStart).count());
+    r_.tune = tune(p_.space, measurer_, *strategy, model.get(), features.get(), loop, cb, previous);
     if (!r_.tune.best) {
       r_.outcome = SessionResult::Outcome::NothingCorrect;
       // The failures are records too: the shared cache shows what was tried.

@@ -26,6 +26,7 @@ class TuneLoop {
     if (s_.measureDefault && s_.trials > 0) measureDefault(previous);
     while (done_ < s_.trials && !outOfTime() && !stopped_) {
       size_t n = size_t(std::min(std::max(s_.search.batchSize, 1), s_.trials - done_));
+      if (!budgetAllows(n)) break;
       std::vector<ir::Config> batch = strategy_.propose(n);
       if (batch.empty()) {
         result_.exhausted = strategy_.exhausted();
@@ -42,6 +43,20 @@ class TuneLoop {
  private:
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   bool outOfTime() const { return s_.timeBudgetSec > 0 && elapsed() >= s_.timeBudgetSec; }
+
+  // The time budget covers the whole tune, its final re-measurement included: a batch starts only
+  // when it and the re-measurement of the top-k (and the default) still fit, both predicted from
+  // the trials so far (a trial: compile + measurement; the re-measurement compiles once and
+  // measures each config `remeasureRounds` times). `--time-budget 10` took 14 s before.
+  bool budgetAllows(size_t batch) const {
+    if (s_.timeBudgetSec <= 0 || done_ == 0) return true;
+    const double perTrial = elapsed() / done_;
+    const double compile = std::min(perTrial, compileSec_ / done_);
+    const double run = std::max(perTrial - compile, 0.25 * perTrial);
+    const int finalists = s_.topK > 0 ? std::min(s_.topK + 1, done_ + 1) : 0;
+    const double reserve = finalists * (compile + std::max(s_.remeasureRounds, 1) * run);
+    return elapsed() + double(batch) * perTrial + reserve <= s_.timeBudgetSec;
+  }
 
   void considerBest(const TrialResult& r) {
     if (r.ok() && (!best_ || r.throughput > best_->throughput)) best_ = r;
@@ -98,6 +113,7 @@ class TuneLoop {
   void reportProgress(const std::vector<TrialResult>& results) {
     for (const auto& r : results) {
       ++done_;
+      compileSec_ += r.compileSeconds;
       considerBest(r);
       result_.trials.push_back(r);
       pool_.push_back(r);
@@ -157,6 +173,7 @@ class TuneLoop {
   const TuneCallbacks& cb_;
   Clock::time_point start_;
   int done_ = 0;
+  double compileSec_ = 0;  // summed over this run's trials (the budget's prediction)
   bool stopped_ = false;
   std::optional<TrialResult> best_;
   std::vector<TrialResult> pool_;  // previous + measured: the re-measurement candidates

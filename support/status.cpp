@@ -18,6 +18,8 @@ std::string_view errorCodeName(ErrorCode c) {
     case ErrorCode::IOError: return "io-error";
     case ErrorCode::Unsupported: return "unsupported";
     case ErrorCode::Internal: return "internal";
+    case ErrorCode::PermissionDenied: return "permission-denied";
+    case ErrorCode::Unavailable: return "unavailable";
   }
   return "internal";
 }

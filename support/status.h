@@ -25,6 +25,8 @@ enum class ErrorCode {
   IOError,
   Unsupported,      // e.g. a target without a runner here
   Internal,
+  PermissionDenied,  // a service refused the credentials (HTTP 401 / 403)
+  Unavailable,       // a service that had to answer did not (down, unreachable, timed out)
 };
 
 std::string_view errorCodeName(ErrorCode c);

@@ -41,8 +41,9 @@ struct PyKernel {
 // "" -> the space's defaults; otherwise a JSON object or "MR=6,NR=32", completed with the
 // defaults and checked against the space of (kernel, target).
 ir::Config configFor(const ir::Kernel& k, const TargetDesc& t, const std::string& config);
-// "host", "x86-64-v3", "sm_90", ...
-TargetDesc targetFor(const std::string& name);
+// "host", "x86-64-v3", "sm_90", ...; host targets with kernels on `threads` threads (their key's
+// units, as `--threads N`; -1: all cores). A thread count on a GPU target is an InvalidArgument.
+TargetDesc targetFor(const std::string& name, int threads = -1);
 
 void registerKernels(nb::module_& m);   // builders, Kernel, compile and run
 void registerSessions(nb::module_& m);  // tune, best, compare, Client, bundle

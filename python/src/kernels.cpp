@@ -36,9 +36,13 @@ ir::ScalarType dtypeOf(const std::string& s) {
   return *t;
 }
 
-TargetDesc targetFor(const std::string& name) {
-  if (name.rfind("x86-64", 0) == 0) return unwrap(hostTargetAs(name));
-  return unwrap(getTarget(name));
+TargetDesc targetFor(const std::string& name, int threads) {
+  TargetDesc t = unwrap(name.rfind("x86-64", 0) == 0 ? hostTargetAs(name) : getTarget(name));
+  if (threads == -1) return t;
+  if (t.isGpu()) raise(makeError(ErrorCode::InvalidArgument, "threads applies to the host target only"));
+  if (threads < 1 || threads > 1024) raise(makeError(ErrorCode::InvalidArgument, "threads must be between 1 and 1024"));
+  t.units = threads;
+  return t;
 }
 
 ir::Config configFor(const ir::Kernel& k, const TargetDesc& t, const std::string& config) {
@@ -162,10 +166,10 @@ struct PyCompiled {
 // emulate: "" (run on a device), "mapped" (the mapped kernel on the CPU, one fiber per GPU thread,
 // races and bounds checked) or "pre" (the pre-mapping IR on the CPU).
 std::unique_ptr<PyCompiled> compile(const PyKernel& k, const std::string& config, const std::string& targetName,
-                                    const std::string& emulate) {
+                                    const std::string& emulate, int threads) {
   auto c = std::make_unique<PyCompiled>();
   c->kernel = k.kernel;
-  c->target = targetFor(targetName);
+  c->target = targetFor(targetName, threads);
   c->config = configFor(c->kernel, c->target, config);
   c->emulated = !emulate.empty();
   if (!emulate.empty() && emulate != "mapped" && emulate != "pre")
@@ -224,8 +228,8 @@ nb::dict checkOutputs(const PyKernel& k, const std::vector<Array>& arrays) {
   return d;
 }
 
-nb::list spaceOf(const PyKernel& k, const std::string& target) {
-  ir::Space s = unwrap(search::makeSpace(k.kernel, targetFor(target)));
+nb::list spaceOf(const PyKernel& k, const std::string& target, int threads) {
+  ir::Space s = unwrap(search::makeSpace(k.kernel, targetFor(target, threads)));
   nb::list out;
   for (const auto& knob : s.knobs) {
     nb::dict d;
@@ -247,16 +251,20 @@ nb::list spaceOf(const PyKernel& k, const std::string& target) {
 
 void registerKernels(nb::module_& m) {
   nb::class_<PyKernel>(m, "Kernel", "A verified Tessera kernel (build one with gemm, elementwise, attention or parse).")
-      .def_prop_ro("name", [](const PyKernel& k) { return k.kernel.name; })
-      .def_prop_ro("family", [](const PyKernel& k) { return std::string(ir::familyName(k.kernel.family)); })
+      .def_prop_ro("name", [](const PyKernel& k) { return k.kernel.name; }, "The kernel's name.")
+      .def_prop_ro("family", [](const PyKernel& k) { return std::string(ir::familyName(k.kernel.family)); },
+                   "gemm, elementwise or attention.")
       .def_prop_ro("ir", [](const PyKernel& k) { return ir::printKernel(k.kernel); }, "The kernel in the IR text form.")
-      .def_prop_ro("inputs", [](const PyKernel& k) { return tensorList(k.kernel.inputs()); })
-      .def_prop_ro("outputs", [](const PyKernel& k) { return tensorList(k.kernel.outputs()); })
-      .def_prop_ro("workload", [](const PyKernel& k) { return ir::workloadHash(k.kernel); })
-      .def_prop_ro("flops", [](const PyKernel& k) { return ir::kernelFlops(k.kernel); })
-      .def_prop_ro("bytes", [](const PyKernel& k) { return ir::kernelBytes(k.kernel); })
-      .def("key", [](const PyKernel& k, const std::string& target) {
-            cache::HardKey key = search::hardKeyFor(k.kernel, targetFor(target));
+      .def_prop_ro("inputs", [](const PyKernel& k) { return tensorList(k.kernel.inputs()); },
+                   "The inputs: dicts of name, shape, dtype.")
+      .def_prop_ro("outputs", [](const PyKernel& k) { return tensorList(k.kernel.outputs()); },
+                   "The outputs: dicts of name, shape, dtype.")
+      .def_prop_ro("workload", [](const PyKernel& k) { return ir::workloadHash(k.kernel); }, "The workload hash.")
+      .def_prop_ro("flops", [](const PyKernel& k) { return ir::kernelFlops(k.kernel); }, "Floating-point operations of one run.")
+      .def_prop_ro("bytes", [](const PyKernel& k) { return ir::kernelBytes(k.kernel); },
+                   "Bytes of the inputs read and the outputs written by one run.")
+      .def("key", [](const PyKernel& k, const std::string& target, int threads) {
+            cache::HardKey key = search::hardKeyFor(k.kernel, targetFor(target, threads));
             nb::dict d;
             d["family"] = key.family;
             d["workload"] = key.workload;
@@ -268,14 +276,16 @@ void registerKernels(nb::module_& m) {
             d["units"] = key.units;
             d["key_id"] = cache::keyIdOf(key);
             return d;
-          }, nb::arg("target") = "host", "The hard key of this kernel on a target (what the cache matches).")
-      .def("space", &spaceOf, nb::arg("target") = "host", "Knobs, their legal values and defaults on a target.")
-      .def("default_config", [](const PyKernel& k, const std::string& target) {
-            return configFor(k.kernel, targetFor(target), "").toJson();
-          }, nb::arg("target") = "host", "The space's default config as JSON.")
-      .def("complete_config", [](const PyKernel& k, const std::string& config, const std::string& target) {
-            return configFor(k.kernel, targetFor(target), config).toJson();
-          }, nb::arg("config"), nb::arg("target") = "host",
+          }, nb::arg("target") = "host", nb::arg("threads") = -1,
+          "The hard key of this kernel on a target (what the cache matches; host: on `threads` threads, -1 all cores).")
+      .def("space", &spaceOf, nb::arg("target") = "host", nb::arg("threads") = -1,
+           "Knobs, their legal values and defaults on a target.")
+      .def("default_config", [](const PyKernel& k, const std::string& target, int threads) {
+            return configFor(k.kernel, targetFor(target, threads), "").toJson();
+          }, nb::arg("target") = "host", nb::arg("threads") = -1, "The space's default config as JSON.")
+      .def("complete_config", [](const PyKernel& k, const std::string& config, const std::string& target, int threads) {
+            return configFor(k.kernel, targetFor(target, threads), config).toJson();
+          }, nb::arg("config"), nb::arg("target") = "host", nb::arg("threads") = -1,
           "A partial config (JSON or 'MR=6,NR=32') completed with the defaults and checked; as JSON.")
       .def("check", &checkOutputs, nb::arg("arrays"),
            "Outputs (after the inputs in `arrays`) against Tessera's reference evaluator on those inputs.")
@@ -312,17 +322,19 @@ void registerKernels(nb::module_& m) {
         "A kernel from its IR text form.");
 
   nb::class_<PyCompiled>(m, "Compiled", "A kernel compiled with one config for one target.")
-      .def_prop_ro("config", [](const PyCompiled& c) { return c.config.toJson(); })
-      .def_prop_ro("target", [](const PyCompiled& c) { return c.target.name; })
-      .def_prop_ro("emulated", [](const PyCompiled& c) { return c.emulated; })
-      .def_prop_ro("compile_seconds", [](const PyCompiled& c) { return c.compileSeconds; })
+      .def_prop_ro("config", [](const PyCompiled& c) { return c.config.toJson(); }, "The complete config, as JSON.")
+      .def_prop_ro("target", [](const PyCompiled& c) { return c.target.name; }, "The target it was compiled for.")
+      .def_prop_ro("emulated", [](const PyCompiled& c) { return c.emulated; },
+                   "A GPU kernel's pre-mapping IR compiled for this CPU (correctness only).")
+      .def_prop_ro("compile_seconds", [](const PyCompiled& c) { return c.compileSeconds; }, "Seconds the compile took.")
       .def("run", &PyCompiled::run, nb::arg("arrays"),
            "Runs on the arrays (inputs then outputs) in place; returns the device time in us on a GPU, else 0.");
-  m.def("compile", &compile, nb::arg("kernel"), nb::arg("config") = "", nb::arg("target") = "host", nb::arg("emulate") = "");
+  m.def("compile", &compile, nb::arg("kernel"), nb::arg("config") = "", nb::arg("target") = "host", nb::arg("emulate") = "",
+        nb::arg("threads") = -1, "The kernel compiled with a config (\"\": the default) for a target.");
 
   m.def("measure", [](const PyKernel& k, const std::vector<std::string>& configs, const std::string& target,
-                      double minTime, double timeout) {
-          TargetDesc t = targetFor(target);
+                      double minTime, double timeout, int threads) {
+          TargetDesc t = targetFor(target, threads);
           if (t.vendor != Vendor::Host)
             raise(makeError(ErrorCode::Unsupported, "measuring " + t.name + " needs that device; none is attached here"));
           std::vector<ir::Config> cs;
@@ -334,7 +346,7 @@ void registerKernels(nb::module_& m) {
           auto m2 = search::makeHostMeasurer(k.kernel, t, ms);
           return m2->measure(cs);
         }, nb::arg("kernel"), nb::arg("configs"), nb::arg("target") = "host", nb::arg("min_time") = 0.05,
-        nb::arg("timeout") = 20.0,
+        nb::arg("timeout") = 20.0, nb::arg("threads") = -1,
         "Each config compiled, run in a forked child on seeded inputs, checked against the reference and timed.");
 }
 

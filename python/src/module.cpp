@@ -17,6 +17,8 @@ const char* errorClass(ErrorCode c) {
     case ErrorCode::NotFound: return "NotFoundError";
     case ErrorCode::Unsupported: return "UnsupportedError";
     case ErrorCode::IOError: return "StoreError";
+    case ErrorCode::PermissionDenied: return "AccessDeniedError";
+    case ErrorCode::Unavailable: return "ServiceUnavailableError";
     default: return "TesseraError";
   }
 }

@@ -24,6 +24,7 @@
 #include "search/estimate.h"
 #include "search/protocol_measurer.h"
 #include "search/records.h"
+#include "search/remote_measurer.h"
 #include "search/strategy.h"
 #include "search/tune_session.h"
 #include "search/verify_hit.h"
@@ -64,15 +65,43 @@ std::unique_ptr<cache::RecordStore> openStore(const std::string& db, bool create
   return unwrap(cache::openSqliteStore(db));
 }
 
-cache::CacheClientOptions clientOptions(const std::string& url, const std::string& token) {
+cache::CacheClientOptions clientOptions(const std::string& url, const std::string& token, const std::string& caCert) {
   cache::CacheClientOptions o;
   o.base_url = url;
   o.token = token;
+  o.ca_cert = caCert;
   return o;
+}
+
+// Python's side of a warning: tessera.errors.TesseraWarning through `warnings` (the CLI's
+// "tessera: warning:" lines), attributed to the caller of the public function.
+void warn(const std::string& message) {
+  nb::object cls = nb::module_::import_("tessera.errors").attr("TesseraWarning");
+  nb::module_::import_("warnings").attr("warn")(message, cls, 3);
+}
+
+// As the CLI: a service that refuses the token is an error (AccessDeniedError); one that does not
+// answer is a warning and a miss. Call with the GIL held.
+void requireAccess(cache::CacheClient& c, const std::string& need, const std::string& what) {
+  Status s = [&] {
+    nb::gil_scoped_release nogil;
+    return c.checkAccess(need, what);
+  }();
+  if (s.ok()) return;
+  if (s.error().code == ErrorCode::PermissionDenied) raise(s.error());
+  warn("tessera cache " + c.options().base_url + ": " + s.error().message + "; continuing without it");
+}
+
+// A lookup's store: a missing file is not created, and not silently a miss either.
+std::unique_ptr<cache::RecordStore> openLookupStore(const std::string& db) {
+  auto store = openStore(db, false);
+  if (!store && !db.empty()) warn("no store at " + db + " (nothing is read from it)");
+  return store;
 }
 
 struct PyTuneResult {
   search::SessionResult s;
+  std::optional<double> speedup;  // over the default; None when the default was never measured
   bool interrupted = false;
   bool emulated = false;  // measured on the emulated device: this CPU's timings, nothing stored
   bool estimated = false;  // predicted by the analytic model: nothing ran, stored as estimated
@@ -90,8 +119,9 @@ std::string outcomeName(search::SessionResult::Outcome o) {
 PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, double timeBudget, const std::string& db,
                   const std::string& cacheUrl, const std::string& token, const std::string& strategy, uint64_t seed,
                   int batch, int topK, double minTime, double timeout, bool resume, bool force, bool warmStart,
-                  const std::string& space, nb::object onTrial, const std::string& device, bool estimate) {
-  TargetDesc t = targetFor(target);
+                  const std::string& space, nb::object onTrial, const std::string& device, bool estimate, int threads,
+                  bool workers, double workerWait, const std::string& caCert) {
+  TargetDesc t = targetFor(target, threads);
   auto bad = [](const std::string& m) { raise(makeError(ErrorCode::InvalidArgument, m)); };
   if (trials < 0) bad("trials must be at least 0 (0: as many as time_budget allows)");
   if (!(timeBudget >= 0)) bad("time_budget must be at least 0 seconds (0: none)");
@@ -111,7 +141,28 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
   // arch, or the emulated device (its timings are this CPU's: kept in memory, never stored).
   std::unique_ptr<search::Measurer> measurer;
   bool emulated = false;
-  if (estimate) {
+  if (workers) {
+    // As `tessera tune --workers`: the live workers of the target measure, through the service.
+    if (estimate || !device.empty()) bad("workers=True measures on the workers' hardware: drop estimate and device");
+    auto urls = cache::splitServiceUrls(cacheUrl);
+    if (urls.empty()) bad("workers=True measures through the shared service: pass cache=URL or set TESSERA_CACHE_URL");
+    if (!(workerWait > 0)) bad("worker_wait must be more than 0 seconds");
+    search::RemoteSettings rs;
+    rs.service = {urls, token, caCert, 10, workerWait};
+    rs.measure = ms;
+    rs.noWorkerTimeoutSec = workerWait;
+    if (!t.isGpu() && threads != -1) rs.hostThreads = threads;
+    Expected<search::WorkerTarget> w = makeError(ErrorCode::Internal, "no workers");
+    {
+      nb::gil_scoped_release nogil;
+      w = search::chooseWorkerTarget(t, rs);
+    }
+    if (!w.ok() && w.error().code == ErrorCode::NotFound) raise(makeError(ErrorCode::Unavailable, w.error().message));
+    search::WorkerTarget wt = unwrap(std::move(w));
+    t = wt.target;  // the key and the space are the workers' hardware
+    problem = unwrap(search::tuneProblem(k.kernel, t, space));
+    measurer = search::makeRemoteMeasurer(k.kernel, wt, rs);
+  } else if (estimate) {
     if (!t.isGpu()) bad("estimate predicts GPU targets; the host is measured (drop estimate=True)");
     if (!device.empty()) bad("estimate runs nothing: drop device");
     measurer = search::makeEstimateMeasurer(k.kernel, t);
@@ -132,14 +183,26 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
       auto attached = search::probeDevice(t, d.device);
       if (!attached.ok()) {
         if (attached.error().code == ErrorCode::InvalidArgument) raise(attached.error());
-        bad("no " + t.name + " device here (" + attached.error().message + "): estimate=True ranks " + t.name +
-            "'s space with the analytic model; device=\"emulated\" runs the tuning loop on this CPU");
+        // Not possible here, as Kernel.run says for the same target: UnsupportedError.
+        raise(makeError(ErrorCode::Unsupported,
+                        "no " + t.name + " device here (" + attached.error().message + "): estimate=True ranks " + t.name +
+                            "'s space with the analytic model; device=\"emulated\" runs the tuning loop on this CPU"));
       }
     }
     measurer = search::makeDeviceMeasurer(k.kernel, t, d, ms);
   }
   auto store = emulated ? cache::makeMemoryStore() : openStore(db, true);
-  cache::CacheClient client(emulated ? cache::CacheClientOptions{} : clientOptions(cacheUrl, token));
+  cache::CacheClient client(emulated ? cache::CacheClientOptions{} : clientOptions(cacheUrl, token, caCert));
+  // As `tessera tune`: read is required; a token that cannot write tunes with a warning.
+  requireAccess(client, "read", "tune reads the shared winners");
+  if (client.enabled()) {
+    Status w = [&] {
+      nb::gil_scoped_release nogil;
+      return client.checkAccess("write", "tune shares its results");
+    }();
+    if (!w.ok() && w.error().code == ErrorCode::PermissionDenied)
+      warn(w.error().message + "; what it measures stays in the local store");
+  }
 
   search::SessionSettings ss;
   ss.loop.search.strategy = strategy;
@@ -196,29 +259,43 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
     res = search::runTuneSession(problem, *measurer, store.get(), &client, provenanceHere(t), ss, cb);
   }
   if (callbackError) throw std::move(*callbackError);
-  if (!warnings.empty()) {
-    auto warn = nb::module_::import_("warnings").attr("warn");
-    for (const auto& w : warnings) warn(w, nb::handle(PyExc_RuntimeWarning), 2);
-  }
+  for (const auto& w : warnings) warn(w);
   out.s = unwrap(std::move(res));
+  // Speedup over the default: this run's same-run ratio, or for a kernel already tuned the stored
+  // winner against the stored measurement of the default config (None when there is none).
+  if (out.s.outcome == search::SessionResult::Outcome::Tuned && out.s.speedupOverDefault > 0) {
+    out.speedup = out.s.speedupOverDefault;
+  } else if (out.s.outcome == search::SessionResult::Outcome::AlreadyTuned && out.s.cached && store) {
+    const std::string def = problem.space.defaults().toJson();
+    auto all = search::listAll(*store, {.key_id = out.s.keyId});
+    if (all.ok())
+      for (const auto& r : *all)
+        if (r.status == cache::RecordStatus::Ok && r.median_us > 0 && out.s.cached->median_us > 0 &&
+            ir::Config::fromJson(r.config).ok() && ir::Config::fromJson(r.config)->toJson() == def)
+          out.speedup = std::max(out.speedup.value_or(0.0), r.median_us / out.s.cached->median_us);
+  }
   return out;
 }
 
 std::optional<cache::Record> best(const PyKernel& k, const std::string& target, const std::string& db,
-                                  const std::string& cacheUrl, const std::string& token, bool verify) {
-  TargetDesc t = targetFor(target);
+                                  const std::string& cacheUrl, const std::string& token, bool verify, int threads,
+                                  const std::string& caCert) {
+  TargetDesc t = targetFor(target, threads);
   cache::HardKey key = search::hardKeyFor(k.kernel, t);
-  if (auto store = openStore(db, false)) {
+  if (auto store = openLookupStore(db)) {
     auto b = unwrap(store->best(cache::keyIdOf(key)));
     if (b) return b->record;
   }
-  cache::CacheClient client(clientOptions(cacheUrl, token));
+  cache::CacheClient client(clientOptions(cacheUrl, token, caCert));
   if (!client.enabled()) return std::nullopt;
+  requireAccess(client, "read", "best reads the shared winners");
   std::optional<cache::Record> hit;
-  std::string why;
+  std::string why, refused;
   {
     nb::gil_scoped_release nogil;
     auto r = client.best(key, provenanceHere(t), false);
+    if (r.refused()) refused = r.warning;
+    if (!r.warning.empty()) why = r.warning;
     if (r.kind == cache::LookupResult::Kind::Hit && r.record) hit = r.record;
     // A shared winner is checked on this machine before it is handed out (host targets; a GPU
     // winner needs its device and comes back unverified, with a warning).
@@ -239,16 +316,17 @@ std::optional<cache::Record> best(const PyKernel& k, const std::string& target, 
       why = "shared winner not verified: checking a " + t.name + " winner needs that device";
     }
   }
-  if (!why.empty()) nb::module_::import_("warnings").attr("warn")(why, nb::handle(PyExc_RuntimeWarning), 2);
+  if (!refused.empty()) raise(makeError(ErrorCode::PermissionDenied, refused));
+  if (!why.empty()) warn(why);
   return hit;
 }
 
 std::vector<std::pair<double, cache::Record>> nearest(const PyKernel& k, const std::string& target, const std::string& db,
-                                                      int limit) {
+                                                      int limit, int threads) {
   std::vector<std::pair<double, cache::Record>> out;
-  auto store = openStore(db, false);
+  auto store = openLookupStore(db);
   if (!store) return out;
-  for (auto& n : unwrap(store->nearest(search::hardKeyFor(k.kernel, targetFor(target)), limit)))
+  for (auto& n : unwrap(store->nearest(search::hardKeyFor(k.kernel, targetFor(target, threads)), limit)))
     out.push_back({n.distance, std::move(n.record)});
   return out;
 }
@@ -257,11 +335,17 @@ std::vector<std::pair<double, cache::Record>> nearest(const PyKernel& k, const s
 // estimated (labelled), else nothing, with its tile choices, resources, time and share of peak,
 // and the lines on why the targets' choices differ.
 nb::dict compare(const PyKernel& k, const std::vector<std::string>& targets, const std::string& db,
-                 const std::string& cacheUrl, const std::string& token) {
+                 const std::string& cacheUrl, const std::string& token, int threads, const std::string& caCert) {
   std::vector<TargetDesc> ts;
-  for (const auto& name : targets) ts.push_back(targetFor(name));
-  auto store = openStore(db, false);
-  cache::CacheClient client(clientOptions(cacheUrl, token));
+  bool host = false;
+  for (const auto& name : targets) {
+    ts.push_back(targetFor(name, name == "host" ? threads : -1));
+    host = host || !ts.back().isGpu();
+  }
+  if (threads != -1 && !host) raise(makeError(ErrorCode::InvalidArgument, "threads applies to the host target only: add \"host\" to targets"));
+  auto store = openLookupStore(db);
+  cache::CacheClient client(clientOptions(cacheUrl, token, caCert));
+  requireAccess(client, "read", "compare reads the shared winners");
   Expected<search::Comparison> cmp = makeError(ErrorCode::Internal, "no comparison");
   {
     nb::gil_scoped_release nogil;
@@ -319,22 +403,22 @@ nb::dict lookupDict(const cache::LookupResult& r) {
 
 void registerSessions(nb::module_& m) {
   nb::class_<search::TrialResult>(m, "Trial", "One measured candidate.")
-      .def_prop_ro("config", [](const search::TrialResult& r) { return configObject(r.config.toJson()); })
-      .def_prop_ro("status", [](const search::TrialResult& r) { return std::string(search::trialStatusName(r.status)); })
-      .def_ro("message", &search::TrialResult::message)
-      .def_prop_ro("median_us", [](const search::TrialResult& r) { return r.samples.median_us; })
-      .def_prop_ro("p20_us", [](const search::TrialResult& r) { return r.samples.p20_us; })
-      .def_prop_ro("p80_us", [](const search::TrialResult& r) { return r.samples.p80_us; })
-      .def_prop_ro("n", [](const search::TrialResult& r) { return r.samples.n; })
-      .def_ro("gflops", &search::TrialResult::gflops)
-      .def_ro("gbps", &search::TrialResult::gbps)
-      .def_ro("peak_fraction", &search::TrialResult::peakFraction)
-      .def_ro("max_abs_err", &search::TrialResult::maxAbsErr)
-      .def_ro("max_rel_err", &search::TrialResult::maxRelErr)
-      .def_ro("compile_seconds", &search::TrialResult::compileSeconds)
-      .def_ro("estimated", &search::TrialResult::estimated)
-      .def_ro("emulated", &search::TrialResult::emulated)
-      .def_prop_ro("ok", &search::TrialResult::ok)
+      .def_prop_ro("config", [](const search::TrialResult& r) { return configObject(r.config.toJson()); }, "the candidate's config")
+      .def_prop_ro("status", [](const search::TrialResult& r) { return std::string(search::trialStatusName(r.status)); }, "ok, invalid-config, compile-error, timeout, crash or wrong-result")
+      .def_ro("message", &search::TrialResult::message, "why a failed candidate failed")
+      .def_prop_ro("median_us", [](const search::TrialResult& r) { return r.samples.median_us; }, "median time (us)")
+      .def_prop_ro("p20_us", [](const search::TrialResult& r) { return r.samples.p20_us; }, "20th percentile time (us)")
+      .def_prop_ro("p80_us", [](const search::TrialResult& r) { return r.samples.p80_us; }, "80th percentile time (us)")
+      .def_prop_ro("n", [](const search::TrialResult& r) { return r.samples.n; }, "timed runs")
+      .def_ro("gflops", &search::TrialResult::gflops, "GFLOP/s (compute-bound kernels)")
+      .def_ro("gbps", &search::TrialResult::gbps, "GB/s read and written (memory-bound kernels)")
+      .def_ro("peak_fraction", &search::TrialResult::peakFraction, "share of the peak of the threads it ran on")
+      .def_ro("max_abs_err", &search::TrialResult::maxAbsErr, "largest absolute error against the reference")
+      .def_ro("max_rel_err", &search::TrialResult::maxRelErr, "largest relative error against the reference")
+      .def_ro("compile_seconds", &search::TrialResult::compileSeconds, "seconds its compile took")
+      .def_ro("estimated", &search::TrialResult::estimated, "predicted by the analytic model: nothing ran")
+      .def_ro("emulated", &search::TrialResult::emulated, "run on the emulated device (this CPU's timing)")
+      .def_prop_ro("ok", &search::TrialResult::ok, "compiled, ran and matched the reference")
       .def("__repr__", [](const search::TrialResult& r) {
         return "<Trial " + r.config.str() + " " + search::trialStatusName(r.status) +
                (r.ok() ? " " + std::to_string(r.samples.median_us) + " us" : "") + ">";
@@ -346,81 +430,103 @@ void registerSessions(nb::module_& m) {
         d["family"] = r.key.family; d["workload"] = r.key.workload; d["shape"] = r.key.shape; d["dtype"] = r.key.dtype;
         d["layout"] = r.key.layout; d["target"] = r.key.target; d["arch"] = r.key.arch; d["units"] = r.key.units;
         return d;
-      })
-      .def_ro("key_id", &cache::Record::key_id)
-      .def_prop_ro("config", [](const cache::Record& r) { return configObject(r.config); })
-      .def_prop_ro("status", [](const cache::Record& r) { return std::string(cache::recordStatusName(r.status)); })
-      .def_ro("n", &cache::Record::n)
-      .def_ro("median_us", &cache::Record::median_us)
-      .def_ro("p20_us", &cache::Record::p20_us)
-      .def_ro("p80_us", &cache::Record::p80_us)
-      .def_ro("gflops", &cache::Record::gflops)
-      .def_ro("gbps", &cache::Record::gbps)
-      .def_ro("peak_fraction", &cache::Record::peak_fraction)
-      .def_ro("max_rel_err", &cache::Record::max_rel_err)
-      .def_ro("trials", &cache::Record::trials)
-      .def_ro("tuning_seconds", &cache::Record::tuning_seconds)
-      .def_ro("remeasured", &cache::Record::remeasured)
-      .def_ro("estimator", &cache::Record::estimator)
-      .def_ro("bound", &cache::Record::bound)
-      .def_ro("stale", &cache::Record::stale)
-      .def_prop_ro("provenance", [](const cache::Record& r) { return provenanceDict(r.provenance); })
-      .def("to_json", [](const cache::Record& r) { return cache::encodeRecord(r); })
+      }, "the hard key: family, workload, shape, dtype, layout, target, arch, units")
+      .def_ro("key_id", &cache::Record::key_id, "the hard key's id (64 hex)")
+      .def_prop_ro("config", [](const cache::Record& r) { return configObject(r.config); }, "the stored config")
+      .def_prop_ro("status", [](const cache::Record& r) { return std::string(cache::recordStatusName(r.status)); }, "ok, estimated, or the failure category")
+      .def_ro("n", &cache::Record::n, "timed runs behind the median")
+      .def_ro("median_us", &cache::Record::median_us, "median time in microseconds")
+      .def_ro("p20_us", &cache::Record::p20_us, "20th percentile time (us)")
+      .def_ro("p80_us", &cache::Record::p80_us, "80th percentile time (us)")
+      .def_ro("gflops", &cache::Record::gflops, "GFLOP/s")
+      .def_ro("gbps", &cache::Record::gbps, "GB/s")
+      .def_ro("peak_fraction", &cache::Record::peak_fraction, "share of the peak it was measured against")
+      .def_ro("max_rel_err", &cache::Record::max_rel_err, "largest relative error against the reference")
+      .def_ro("trials", &cache::Record::trials, "trials of the tuning run that stored it")
+      .def_ro("tuning_seconds", &cache::Record::tuning_seconds, "seconds of that tuning run")
+      .def_ro("remeasured", &cache::Record::remeasured, "a run's winner, re-measured interleaved at its end")
+      .def_ro("estimator", &cache::Record::estimator, "the model that predicted an estimated record")
+      .def_ro("bound", &cache::Record::bound, "the model's bound: compute, memory, latency or launch")
+      .def_ro("stale", &cache::Record::stale, "measured with another toolchain or CPU than the asker's")
+      .def_prop_ro("provenance", [](const cache::Record& r) { return provenanceDict(r.provenance); }, "toolchain, CPU, host, user and time of the measurement")
+      .def("to_json", [](const cache::Record& r) { return cache::encodeRecord(r); }, "the record's JSON wire form")
       .def("__repr__", [](const cache::Record& r) {
         return "<Record " + r.key.family + " " + cache::formatShape(r.key.shape) + " " + r.key.dtype + " on " + r.key.target +
                ": " + std::string(cache::recordStatusName(r.status)) + " " + std::to_string(r.median_us) + " us " + r.config + ">";
       });
 
   nb::class_<PyTuneResult>(m, "TuneResult", "What a tuning session did (search::SessionResult).")
-      .def_prop_ro("outcome", [](const PyTuneResult& r) { return outcomeName(r.s.outcome); })
-      .def_prop_ro("key_id", [](const PyTuneResult& r) { return r.s.keyId; })
+      .def_prop_ro("outcome", [](const PyTuneResult& r) { return outcomeName(r.s.outcome); }, "tuned, already-tuned or nothing-correct")
+      .def_prop_ro("key_id", [](const PyTuneResult& r) { return r.s.keyId; }, "the tuned key's id")
       .def_prop_ro("best", [](const PyTuneResult& r) { return r.s.tune.best; }, "The winner after the final re-measurement.")
       .def_prop_ro("winner", [](const PyTuneResult& r) { return r.s.winner; }, "The winner's stored record.")
       .def_prop_ro("cached", [](const PyTuneResult& r) { return r.s.cached; }, "Already tuned: the stored winner.")
-      .def_prop_ro("cached_from", [](const PyTuneResult& r) { return r.s.cachedFrom; })
-      .def_prop_ro("default", [](const PyTuneResult& r) { return r.s.tune.defaultConfig; })
+      .def_prop_ro("cached_from", [](const PyTuneResult& r) { return r.s.cachedFrom; }, "already tuned: where the winner came from")
+      .def_prop_ro("default", [](const PyTuneResult& r) { return r.s.tune.defaultConfig; }, "the default config's Trial")
       .def_prop_ro("history", [](const PyTuneResult& r) { return r.s.tune.trials; }, "Every measured candidate, in order.")
-      .def_prop_ro("remeasured", [](const PyTuneResult& r) { return r.s.tune.remeasured; })
-      .def_prop_ro("statuses", [](const PyTuneResult& r) { return r.s.statusCounts; })
-      .def_prop_ro("speedup_over_default", [](const PyTuneResult& r) { return r.s.speedupOverDefault; })
-      .def_prop_ro("seconds", [](const PyTuneResult& r) { return r.s.tune.seconds; })
-      .def_prop_ro("warm_start_samples", [](const PyTuneResult& r) { return r.s.warm.samples.size(); })
-      .def_prop_ro("warm_start_workloads", [](const PyTuneResult& r) { return r.s.warm.workloads; })
-      .def_prop_ro("stopped", [](const PyTuneResult& r) { return r.s.stopped; })
-      .def_ro("interrupted", &PyTuneResult::interrupted)
-      .def_ro("emulated", &PyTuneResult::emulated)
-      .def_ro("estimated", &PyTuneResult::estimated);
+      .def_prop_ro("remeasured", [](const PyTuneResult& r) { return r.s.tune.remeasured; }, "the top-k re-measured at the end")
+      .def_prop_ro("statuses", [](const PyTuneResult& r) { return r.s.statusCounts; }, "trials per status")
+      .def_prop_ro("speedup_over_default", [](const PyTuneResult& r) { return r.speedup; },
+                   "The winner's speedup over the default config (None when the default was never measured).")
+      .def_prop_ro("seconds", [](const PyTuneResult& r) { return r.s.tune.seconds; }, "seconds the search took")
+      .def_prop_ro("warm_start_samples", [](const PyTuneResult& r) { return r.s.warm.samples.size(); }, "stored results the model started from")
+      .def_prop_ro("warm_start_workloads", [](const PyTuneResult& r) { return r.s.warm.workloads; }, "other workloads they came from")
+      .def_prop_ro("stopped", [](const PyTuneResult& r) { return r.s.stopped; }, "the search was stopped early")
+      .def_ro("interrupted", &PyTuneResult::interrupted, "Ctrl-C ended the search early")
+      .def_ro("emulated", &PyTuneResult::emulated, "measured on the emulated device (nothing stored)")
+      .def_ro("estimated", &PyTuneResult::estimated, "predicted by the analytic model (stored as estimated)");
 
   m.def("tune", &tune, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("trials") = 200,
         nb::arg("time_budget") = 0.0, nb::arg("db") = "", nb::arg("cache") = "", nb::arg("token") = "",
         nb::arg("strategy") = "evolutionary", nb::arg("seed") = 0, nb::arg("batch") = search::SearchSettings{}.batchSize,
         nb::arg("top_k") = 5, nb::arg("min_time") = 0.05, nb::arg("timeout") = 20.0, nb::arg("resume") = false,
         nb::arg("force") = false, nb::arg("warm_start") = true, nb::arg("space") = "", nb::arg("on_trial") = nb::none(),
-        nb::arg("device") = "", nb::arg("estimate") = false);
+        nb::arg("device") = "", nb::arg("estimate") = false, nb::arg("threads") = -1, nb::arg("workers") = false,
+        nb::arg("worker_wait") = 30.0, nb::arg("ca_cert") = "",
+        "One tuning session (search::runTuneSession), as `tessera tune`.");
   m.def("best", &best, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("db") = "", nb::arg("cache") = "",
-        nb::arg("token") = "", nb::arg("verify") = true);
-  m.def("nearest", &nearest, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("db") = "", nb::arg("limit") = 3);
+        nb::arg("token") = "", nb::arg("verify") = true, nb::arg("threads") = -1, nb::arg("ca_cert") = "",
+        "The stored winner: the local store, then the shared cache (checked here).");
+  m.def("nearest", &nearest, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("db") = "", nb::arg("limit") = 3,
+        nb::arg("threads") = -1, "Winners of the closest tuned shapes in the local store.");
   m.def("compare", &compare, nb::arg("kernel"), nb::arg("targets"), nb::arg("db") = "", nb::arg("cache") = "",
-        nb::arg("token") = "");
+        nb::arg("token") = "", nb::arg("threads") = -1, nb::arg("ca_cert") = "",
+        "Each target's winner side by side (search::compareTargets).");
 
   nb::class_<PyClient>(m, "Client", "A client of the shared tuning cache (`tessera serve`).")
-      .def("__init__", [](PyClient* self, const std::string& url, const std::string& token, double timeout) {
+      .def("__init__", [](PyClient* self, const std::string& url, const std::string& token, double timeout,
+                          const std::string& caCert) {
             if (url.empty()) raise(makeError(ErrorCode::InvalidArgument, "Client needs the service URL"));
-            auto o = clientOptions(url, token);
+            auto o = clientOptions(url, token, caCert);
             o.timeout_s = timeout;
             new (self) PyClient{std::make_unique<cache::CacheClient>(o)};
-          }, nb::arg("url"), nb::arg("token") = "", nb::arg("timeout") = 1.0)
-      .def_prop_ro("url", [](const PyClient& c) { return c.c->options().base_url; })
-      .def("best", [](PyClient& c, const PyKernel& k, const std::string& target, bool allowNearest) {
-            TargetDesc t = targetFor(target);
+          }, nb::arg("url"), nb::arg("token") = "", nb::arg("timeout") = 1.0, nb::arg("ca_cert") = "")
+      .def_prop_ro("url", [](const PyClient& c) { return c.c->options().base_url; }, "the service URL(s)")
+      .def("best", [](PyClient& c, const PyKernel& k, const std::string& target, bool allowNearest, int threads) {
+            TargetDesc t = targetFor(target, threads);
             cache::LookupResult r;
             {
               nb::gil_scoped_release nogil;
               r = c.c->best(search::hardKeyFor(k.kernel, t), provenanceHere(t), allowNearest);
             }
+            // A refused token is an error, never a miss; a service that is down is a miss and a warning.
+            if (r.refused()) raise(makeError(ErrorCode::PermissionDenied, r.warning));
+            if (!r.warning.empty()) warn(r.warning);
             return lookupDict(r);
-          }, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("allow_nearest") = true,
-          "Lookup (fails open: a service that is down is a miss with a warning).")
+          }, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("allow_nearest") = true, nb::arg("threads") = -1,
+          "Lookup (a refused token raises AccessDeniedError; a service that is down is a miss with a warning).")
+      .def("whoami", [](PyClient& c) {
+            Expected<cache::Identity> id = makeError(ErrorCode::Internal, "");
+            {
+              nb::gil_scoped_release nogil;
+              id = c.c->whoami();
+            }
+            cache::Identity i = unwrap(std::move(id));
+            nb::dict d;
+            d["name"] = i.name.empty() ? nb::none() : nb::cast(i.name);
+            d["scope"] = i.scope;
+            return d;
+          }, "The token's name and scope as the service sees them (GET /v1/whoami).")
       .def("status", [](PyClient& c) {
             nb::gil_scoped_release nogil;
             return unwrap(c.c->status());
@@ -431,6 +537,7 @@ void registerSessions(nb::module_& m) {
             return std::make_pair(p.jsonl, p.more ? p.next_since : int64_t(0));
           }, nb::arg("since") = 0, nb::arg("limit") = 10000, "(JSON lines, next `since` or 0 at the end).")
       .def("push", [](PyClient& c, const std::string& db) {
+            requireAccess(*c.c, "write", "push shares the outbox");
             auto store = openStore(db, false);
             if (!store) raise(makeError(ErrorCode::NotFound, "no store at " + db));
             cache::OutboxReport rep;
@@ -448,7 +555,8 @@ void registerSessions(nb::module_& m) {
 
   m.def("bundle", [](const std::vector<const PyKernel*>& kernels, const std::vector<std::string>& targets,
                      const std::string& out, const std::string& db, const std::string& cacheUrl, const std::string& token,
-                     const std::string& missing, const std::string& hostCpu, bool verify, bool replace) {
+                     const std::string& missing, const std::string& hostCpu, bool verify, bool replace, int threads,
+                     const std::string& caCert) {
           bundle::BundleSettings s;
           s.outDir = out;
           s.tesseraVersion = TESSERA_VERSION;
@@ -457,14 +565,16 @@ void registerSessions(nb::module_& m) {
           if (missing == "default") s.resolve.missing = bundle::MissingPolicy::Default;
           else if (missing == "skip") s.resolve.missing = bundle::MissingPolicy::Skip;
           else if (missing == "fail") s.resolve.missing = bundle::MissingPolicy::Fail;
-          else raise(makeError(ErrorCode::InvalidArgument, "missing must be default, skip or fail"));
+          else raise(makeError(ErrorCode::InvalidArgument, "missing must be fail, default or skip"));
           if (hostCpu != "level" && hostCpu != "native") raise(makeError(ErrorCode::InvalidArgument, "host_cpu must be level or native"));
           s.hostCpu = hostCpu == "native" ? bundle::HostCpu::Native : bundle::HostCpu::Level;
           for (const auto& t : targets) s.targets.push_back(unwrap(bundle::parseBundleTarget(t)));
+          if (threads != -1 && (threads < 1 || threads > 1024)) raise(makeError(ErrorCode::InvalidArgument, "threads must be between 1 and 1024"));
           std::vector<bundle::KernelRequest> ks;
-          for (const PyKernel* k : kernels) ks.push_back({k->kernel, "python"});
-          auto store = openStore(db, false);
-          cache::CacheClient client(clientOptions(cacheUrl, token));
+          for (const PyKernel* k : kernels) ks.push_back({k->kernel, "python", threads});
+          auto store = openLookupStore(db);
+          cache::CacheClient client(clientOptions(cacheUrl, token, caCert));
+          requireAccess(client, "read", "bundle reads the shared winners");
           bundle::RecordSources src;
           src.store = store.get();
           src.storeName = db;
@@ -484,10 +594,31 @@ void registerSessions(nb::module_& m) {
           d["untuned"] = r.untuned;
           d["estimated"] = r.estimated;
           d["skipped"] = r.skipped;
+          d["link_flags"] = r.link_flags;
+          nb::list rows;
+          for (const auto& row : r.rows) {
+            nb::dict e;
+            e["kernel"] = row.name;
+            e["target"] = row.target;
+            e["arch"] = row.arch;
+            e["units"] = row.units;
+            e["kind"] = row.kind;
+            e["config"] = row.config;
+            e["tuned_shape"] = row.tunedShape;
+            e["time_us"] = row.timeUs;
+            e["from"] = row.from;
+            rows.append(e);
+          }
+          d["rows"] = rows;
+          // Defaults shipped on request are still worth a word, as the CLI's table says DEFAULT.
+          if (r.untuned > 0)
+            warn(std::to_string(r.untuned) + " of " + std::to_string(r.entries) +
+                 " bundle entries are the space's untuned defaults (missing=\"default\")");
           return d;
         }, nb::arg("kernels"), nb::arg("targets"), nb::arg("out"), nb::arg("db") = "", nb::arg("cache") = "",
-        nb::arg("token") = "", nb::arg("missing") = "default", nb::arg("host_cpu") = "level", nb::arg("verify") = true,
-        nb::arg("replace") = false);
+        nb::arg("token") = "", nb::arg("missing") = "fail", nb::arg("host_cpu") = "level", nb::arg("verify") = true,
+        nb::arg("replace") = false, nb::arg("threads") = -1, nb::arg("ca_cert") = "",
+        "`tessera bundle`: the kernels' tuned configs compiled ahead of time into a folder with a C runtime.");
 }
 
 }  // namespace tessera::py

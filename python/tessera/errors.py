@@ -43,7 +43,23 @@ class StoreError(TesseraError, OSError):
     """A store or file could not be read or written."""
 
 
+class AccessDeniedError(TesseraError, PermissionError):
+    """The shared cache refused the token: unknown or revoked (HTTP 401), none where one is needed,
+    or a scope that does not allow the call (403). Never a silent miss (CLI: exit 6)."""
+
+
+class ServiceUnavailableError(TesseraError, ConnectionError):
+    """A service that had to answer did not (down, unreachable, no live worker; CLI: exit 7).
+    Lookups stay fail-open: a cache that is down is a miss with a TesseraWarning."""
+
+
+class TesseraWarning(RuntimeWarning):
+    """What the CLI prints as "tessera: warning: ...": a cache that did not answer, a shared winner
+    that failed its check here, a store path that does not exist, untuned defaults in a bundle."""
+
+
 __all__ = [
     "TesseraError", "InvalidArgumentError", "ParseError", "VerifyError", "InvalidConfigError", "CompileError",
-    "WrongResultError", "NotFoundError", "UnsupportedError", "StoreError",
+    "WrongResultError", "NotFoundError", "UnsupportedError", "StoreError", "AccessDeniedError",
+    "ServiceUnavailableError", "TesseraWarning",
 ]

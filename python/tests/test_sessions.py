@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tessera
-from conftest import tessera_bin
+from conftest import free_port, tessera_bin
 
 
 def test_tune_gemm_run_winner_against_numpy(db):
@@ -44,8 +44,11 @@ def test_tune_without_store_and_flag_errors():
         tessera.tune(k, trials=-1)
     with pytest.raises(tessera.InvalidArgumentError, match="unknown strategy"):
         tessera.tune(k, trials=2, strategy="annealing")
-    with pytest.raises(tessera.InvalidArgumentError, match='no sm_90 device here.*device="emulated"'):
+    # Not possible here: the same exception as Kernel.run on that target.
+    with pytest.raises(tessera.UnsupportedError, match='no sm_90 device here.*device="emulated"'):
         tessera.tune(k, target="sm_90", trials=2)
+    with pytest.raises(tessera.UnsupportedError):
+        k.run(*k.random_inputs(), target="sm_90")
     with pytest.raises(tessera.InvalidArgumentError, match="device applies to GPU targets"):
         tessera.tune(k, trials=2, device="emulated")
 
@@ -94,36 +97,6 @@ def test_measure_nearest_compare(db, tmp_path):
     assert '"estimated"' in open(os.path.join(out, "tessera_bundle_table.c")).read()
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def server(tmp_path):
-    exe = tessera_bin()
-    if not exe:
-        pytest.skip("the tessera CLI is not next to this package")
-    sdb = str(tmp_path / "cache.db")
-    out = subprocess.run([exe, "serve", "token", "add", "py", "--scope", "write", "--db", sdb],
-                         capture_output=True, text=True, check=True).stdout
-    token = next(w for w in out.split() if w.startswith("tsk_"))
-    port = _free_port()
-    proc = subprocess.Popen([exe, "serve", "--db", sdb, "--port", str(port), "--bind", "127.0.0.1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-        except OSError:
-            time.sleep(0.05)
-    yield url, token
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
 def test_client_shares_a_tuned_winner(server, db, tmp_path):
     url, token = server
     k = tessera.gemm(48, 48, 48)
@@ -137,7 +110,7 @@ def test_client_shares_a_tuned_winner(server, db, tmp_path):
     other = str(tmp_path / "other.db")
     assert tessera.best(k, db=other, cache=url, token=token).config == res.config
     # A service that is down is a miss with a warning, never an exception.
-    down = tessera.Client(f"http://127.0.0.1:{_free_port()}", token)
+    down = tessera.Client(f"http://127.0.0.1:{free_port()}", token)
     miss = down.best(k)
     assert miss["kind"] == "miss" and miss["warning"]
     with pytest.raises(tessera.TesseraError):
@@ -179,8 +152,16 @@ def test_bundle_from_python_used_from_c(db, tmp_path):
     a = tessera.attention(heads=2, seq=64, head_dim=32)
     tessera.tune(g, trials=3, db=db, min_time=0.005, top_k=1)
     out = str(tmp_path / "bundle")
-    summary = tessera.bundle([g, a, tessera.gemm(60, 64, 64)], targets=["host"], out=out, db=db)
+    kernels = [g, a, tessera.gemm(60, 64, 64)]
+    # An untuned entry fails the bundle by default, naming it, and writes nothing.
+    with pytest.raises(tessera.NotFoundError, match=r"1 of 3 entries have no tuned config: attention_b1_h2_s64_d32"):
+        tessera.bundle(kernels, targets=["host"], out=out, db=db)
+    assert not os.path.exists(out)
+    # Asked for, the default ships, with a warning; the rows say what each entry is.
+    with pytest.warns(tessera.TesseraWarning, match="1 of 3 bundle entries are the space's untuned defaults"):
+        summary = tessera.bundle(kernels, targets=["host"], out=out, db=db, missing="default")
     assert summary["entries"] == 3 and summary["exact"] == 1 and summary["nearest"] == 1 and summary["untuned"] == 1
+    assert sorted(r["kind"] for r in summary["rows"]) == ["default", "nearest", "tuned"]
     manifest = json.load(open(os.path.join(out, "manifest.json")))
     assert manifest["format"] == "tessera-bundle" and manifest["llvm_version"]
     srcs = ["tessera_runtime.c", "tessera_runtime_gpu.c", "tessera_bundle_table.c", "tessera_bundle_images.c"]

@@ -67,12 +67,12 @@ TEST(Cli, ServeAndCacheCommands) {
   ASSERT_EQ(put.exit_code, 0) << put.err;
   EXPECT_NE(put.out.find("2 records: inserted 1, improved 1, kept 0"), std::string::npos) << put.out;
   auto denied = runTessera({"cache", "put", file}, {url, "TESSERA_TOKEN=" + reader});
-  EXPECT_EQ(denied.exit_code, 1);
+  EXPECT_EQ(denied.exit_code, 6);  // refused credentials (README "Exit codes")
   EXPECT_NE(denied.err.find("403"), std::string::npos) << denied.err;
   const std::string bad_file = dir.file("bad.jsonl");
   std::ofstream(bad_file) << encodeRecord(a) << "\n{\"key\":1}\n";
   auto bad = runTessera({"cache", "put", bad_file}, {url, "TESSERA_TOKEN=" + writer});
-  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.exit_code, 2);  // bad input
   EXPECT_NE(bad.err.find("line 2"), std::string::npos) << bad.err;
 
   auto get = runTessera({"cache", "get", "--key-id", a.key_id}, {url, "TESSERA_TOKEN=" + reader});
@@ -87,12 +87,14 @@ TEST(Cli, ServeAndCacheCommands) {
   EXPECT_EQ(json::parse(near.out)["match"], "nearest");
   key_args.push_back("--no-nearest");
   auto miss = runTessera(key_args, {url, "TESSERA_TOKEN=" + reader});
-  EXPECT_EQ(miss.exit_code, 3);
+  EXPECT_EQ(miss.exit_code, 5);  // none found: its own code, not a compile error's 3
   EXPECT_NE(miss.err.find("miss"), std::string::npos);
   auto down = runTessera({"cache", "get", "--key-id", a.key_id, "--cache", "http://127.0.0.1:1", "--timeout", "0.5"});
-  EXPECT_EQ(down.exit_code, 3);
-  EXPECT_NE(down.err.find("warning"), std::string::npos) << down.err;
-  EXPECT_EQ(runTessera({"cache", "get", "--key-id", a.key_id}).exit_code, 1);  // no URL configured
+  // Nobody answered: not a miss (exit 5) but an unreachable service (exit 7), in one line.
+  EXPECT_EQ(down.exit_code, 7) << down.err;
+  EXPECT_NE(down.err.find("tessera: error:"), std::string::npos) << down.err;
+  EXPECT_EQ(std::count(down.err.begin(), down.err.end(), '\n'), 1) << down.err;
+  EXPECT_EQ(runTessera({"cache", "get", "--key-id", a.key_id}).exit_code, 2);  // no URL configured
 
   auto stats = runTessera({"cache", "stats"}, {url, "TESSERA_TOKEN=" + reader});
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
@@ -191,9 +193,9 @@ TEST(Cli, AdminListsQuarantinesDeletesAndRevocationRetracts) {
             std::string::npos);
   EXPECT_EQ(winner()["writer"], "alice");
   // Refusals: no selector, not an admin.
-  EXPECT_EQ(as(ops, {"cache", "delete"}).exit_code, 1);
+  EXPECT_EQ(as(ops, {"cache", "delete"}).exit_code, 2);
   auto denied = as(alice, {"cache", "delete", "--writer", "alice"});
-  EXPECT_EQ(denied.exit_code, 1);
+  EXPECT_EQ(denied.exit_code, 6);
   EXPECT_NE(denied.err.find("403"), std::string::npos) << denied.err;
 
   // Revoking alice with --retract quarantine: her token stops working and her winner is gone
@@ -202,8 +204,94 @@ TEST(Cli, AdminListsQuarantinesDeletesAndRevocationRetracts) {
   ASSERT_EQ(revoked.exit_code, 0) << revoked.err;
   EXPECT_NE(revoked.out.find("quarantined 1 records written by alice"), std::string::npos) << revoked.out;
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  EXPECT_EQ(as(ops, {"cache", "get", "--key-id", honest.key_id}).exit_code, 3);
-  EXPECT_EQ(as(alice, {"cache", "stats"}).exit_code, 1);
+  EXPECT_EQ(as(ops, {"cache", "get", "--key-id", honest.key_id}).exit_code, 5);
+  EXPECT_EQ(as(alice, {"cache", "stats"}).exit_code, 6);  // a revoked token: 401
+}
+
+}  // namespace
+}  // namespace tessera::cache
+
+namespace tessera::cache {
+namespace {
+
+// `cache get` by the short hash `tessera run` prints (12 characters), ambiguous prefixes refused;
+// a refused token is an error (6) on every client command, never a miss or a warning; a service
+// that is down is 7 for `cache`, and a warning for a tune, which goes on without it.
+TEST(Cli, ShortHashesAndRefusedTokens) {
+  test::TempDir dir;
+  const std::string db = dir.file("short.db");
+  const std::string writer = trimmed(runTessera({"serve", "token", "add", "w", "--scope", "write", "--db", db}).out);
+  const std::string reader = trimmed(runTessera({"serve", "token", "add", "r", "--db", db}).out);
+  test::ServeProcess srv(db, dir.path(), {"--sync", "normal"});
+  const std::string base = "http://127.0.0.1:" + std::to_string(srv.port());
+  const std::vector<std::string> asReader = {"TESSERA_CACHE_URL=" + base, "TESSERA_TOKEN=" + reader};
+  Record a = test::makeRecord({.key = 1, .median_us = 30});
+  Record b = test::makeRecord({.key = 2, .median_us = 40});
+  std::ofstream(dir.file("r.jsonl")) << encodeRecord(a) << "\n" << encodeRecord(b) << "\n";
+  ASSERT_EQ(runTessera({"cache", "put", dir.file("r.jsonl")}, {"TESSERA_CACHE_URL=" + base, "TESSERA_TOKEN=" + writer})
+                .exit_code,
+            0);
+
+  auto byId = runTessera({"cache", "get", "--key-id", a.key_id.substr(0, 12)}, asReader);
+  ASSERT_EQ(byId.exit_code, 0) << byId.err;
+  EXPECT_EQ(json::parse(byId.out)["record"]["key_id"], a.key_id);
+  auto byWorkload = runTessera({"cache", "get", "--workload", b.key.workload}, asReader);
+  ASSERT_EQ(byWorkload.exit_code, 0) << byWorkload.err;
+  EXPECT_EQ(json::parse(byWorkload.out)["record"]["key_id"], b.key_id);
+  // Both workloads start with 00c0ffee: refused, naming the candidates, unless a field decides.
+  auto ambiguous = runTessera({"cache", "get", "--workload", "00c0ffee"}, asReader);
+  EXPECT_EQ(ambiguous.exit_code, 2) << ambiguous.err;
+  EXPECT_NE(ambiguous.err.find("ambiguous: 2 stored keys match"), std::string::npos) << ambiguous.err;
+  EXPECT_EQ(std::count(ambiguous.err.begin(), ambiguous.err.end(), '\n'), 1) << ambiguous.err;
+  auto decided = runTessera({"cache", "get", "--workload", "00c0ffee", "--shape", formatShape(a.key.shape)}, asReader);
+  EXPECT_EQ(decided.exit_code, 0) << decided.err;
+  auto unknown = runTessera({"cache", "get", "--key-id", "0123abcd0123"}, asReader);
+  EXPECT_EQ(unknown.exit_code, 5) << unknown.err;
+  EXPECT_EQ(runTessera({"cache", "get", "--key-id", "xyz!"}, asReader).exit_code, 2);
+
+  // Refusals: an unknown token, a revoked one, a scope too low.
+  auto badToken = runTessera({"cache", "get", "--key-id", a.key_id, "--token", "tsk_not-a-token"},
+                             {"TESSERA_CACHE_URL=" + base});
+  EXPECT_EQ(badToken.exit_code, 6) << badToken.err;
+  EXPECT_NE(badToken.err.find("401"), std::string::npos) << badToken.err;
+  EXPECT_EQ(std::count(badToken.err.begin(), badToken.err.end(), '\n'), 1) << badToken.err;
+  EXPECT_EQ(runTessera({"cache", "stats", "--token", "tsk_not-a-token"}, {"TESSERA_CACHE_URL=" + base}).exit_code, 6);
+  EXPECT_EQ(runTessera({"cache", "put", dir.file("r.jsonl")}, asReader).exit_code, 6);
+  auto down = runTessera({"cache", "stats", "--cache", "http://127.0.0.1:1", "--timeout", "0.5"});
+  EXPECT_EQ(down.exit_code, 7) << down.err;
+
+  // A tune that would share nothing: refused before it measures (6), in one line with what to do.
+  // The control: the same tune with the writer's token, and one against a service that is down
+  // (a warning: a cache that is down is a miss).
+  auto help = runTessera({"tune", "--help"});
+  if (help.exit_code != 0) GTEST_SKIP() << "this build has no compiler commands";
+  const std::vector<std::string> tune = {"tune",  "--trials", "1", "--top-k", "0", "--min-time", "0.001", "--db",
+                                         dir.file("local.db"), "gemm", "--m", "8", "--n", "8", "--k", "8"};
+  auto with = [&](std::vector<std::string> front) {
+    front.insert(front.end(), tune.begin() + 1, tune.end());
+    front.insert(front.begin(), "tune");
+    return front;
+  };
+  auto unknownToken = runTessera(with({"--cache", base, "--token", "tsk_not-a-token"}));
+  EXPECT_EQ(unknownToken.exit_code, 6) << unknownToken.err;
+  EXPECT_NE(unknownToken.err.find("401"), std::string::npos) << unknownToken.err;
+  auto noToken = runTessera(with({"--cache", base}));
+  EXPECT_EQ(noToken.exit_code, 6) << noToken.err;
+  EXPECT_NE(noToken.err.find("needs a read token, but no token was given"), std::string::npos) << noToken.err;
+  EXPECT_EQ(std::count(noToken.err.begin(), noToken.err.end(), '\n'), 1) << noToken.err;
+  // A person's read token tunes with the shared winners; that its results stay local is said.
+  auto readOnly = runTessera(with({"--cache", base}), {"TESSERA_TOKEN=" + reader});
+  EXPECT_EQ(readOnly.exit_code, 0) << readOnly.err;
+  EXPECT_NE(readOnly.err.find("needs a write token, but token 'r' has scope read"), std::string::npos) << readOnly.err;
+  EXPECT_NE(readOnly.err.find("stays in the local store"), std::string::npos) << readOnly.err;
+  auto best = runTessera({"best", "--cache", base, "--token", "tsk_not-a-token", "--db", dir.file("local.db"), "gemm",
+                          "--m", "8", "--n", "8", "--k", "8"});
+  EXPECT_EQ(best.exit_code, 6) << best.err;
+  auto written = runTessera(with({"--cache", base, "--token", writer}));
+  EXPECT_EQ(written.exit_code, 0) << written.err;
+  auto downTune = runTessera(with({"--cache", "http://127.0.0.1:1", "--token", writer, "--force"}));
+  EXPECT_EQ(downTune.exit_code, 0) << downTune.err;
+  EXPECT_NE(downTune.err.find("warning"), std::string::npos) << downTune.err;
 }
 
 }  // namespace

@@ -267,6 +267,28 @@ TEST(Record, FinalizeRejectsInvalidRecordsBuiltInCode) {
   EXPECT_FALSE(finalizeRecord(cfg).ok());
 }
 
+// Why a stored record did not answer: the key fields that differ, named as the flags that ask for
+// them (a host's units are its --threads); a workload hash that differs only with the shape is
+// not "another kernel".
+TEST(Record, KeyDifferencesNameTheFieldsThatDiffer) {
+  HardKey asked = test::keyFor(1);
+  EXPECT_TRUE(keyDifferences(asked, asked).empty());
+  HardKey oneThread = asked;
+  oneThread.units = 1;
+  EXPECT_EQ(keyDifferences(asked, oneThread), std::vector<std::string>{"threads 1 (asked 2)"});
+  HardKey otherShape = test::keyFor(2);
+  auto d = keyDifferences(asked, otherShape);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].rfind("shape ", 0), 0u) << d[0];
+  HardKey otherKernel = asked;
+  otherKernel.workload = "00c0ffee99999999";
+  otherKernel.target = "sm_90";
+  otherKernel.units = 132;
+  EXPECT_EQ(keyDifferences(asked, otherKernel),
+            (std::vector<std::string>{"another workload of the family (another kernel or epilogue)", "target sm_90 (asked host)",
+                                      "threads 132 (asked 2)"}));
+}
+
 }  // namespace
 }  // namespace tessera::cache
 

@@ -68,7 +68,7 @@ TEST(Verify, SharedWinnersAreCheckedBeforeTheyAreTrusted) {
   // not allow: refused by the client, not stored locally, and the tune goes on.
   put(recordFor(key, R"({"MC":999,"schedule":"packed"})", 5.0));
   auto best = runTessera(cmd({"best", "--db", dir.file("none.db")}), {url, "TESSERA_TOKEN=" + reader});
-  EXPECT_EQ(best.exit_code, 3) << best.out << best.err;
+  EXPECT_EQ(best.exit_code, 5) << best.out << best.err;
   EXPECT_NE(best.err.find("failed verification"), std::string::npos) << best.err;
   const std::string local1 = dir.file("local1.db");
   auto tune = runTessera(cmd({"tune", "--db", local1}, {"--trials", "2", "--top-k", "0", "--min-time", "0.005"}),
@@ -128,6 +128,10 @@ TEST(Verify, SharedWinnersAreCheckedBeforeTheyAreTrusted) {
       << shown.out;
   // Before (main): step 2's tune said "already tuned" and `best` showed the claim, "compiled, run
   // and matches the reference here", unless --verify-time was given.
+  EXPECT_NE(shown.out.find("written by  token w"), std::string::npos) << shown.out;
+  auto retimed = runTessera(cmd({"best", "--verify-time", "--db", dir.file("none.db")}), {url, "TESSERA_TOKEN=" + reader});
+  EXPECT_EQ(retimed.exit_code, 5) << retimed.out;
+  EXPECT_NE(retimed.err.find("re-timed at"), std::string::npos) << retimed.err;
 }
 
 }  // namespace

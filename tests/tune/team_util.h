@@ -142,8 +142,10 @@ struct Service {
   }
   // Both replicas' URLs, the first one first (what clients fail over along).
   std::string urls() const { return url2.empty() ? url : url + "," + url2; }
-  std::unique_ptr<Child> startWorker(int n) {
-    return std::make_unique<Child>(std::vector<std::string>{"worker", "--poll", "0.05"},
+  std::unique_ptr<Child> startWorker(int n, const std::vector<std::string>& more = {}) {
+    std::vector<std::string> args = {"worker", "--poll", "0.05"};
+    args.insert(args.end(), more.begin(), more.end());
+    return std::make_unique<Child>(args,
                                    std::vector<std::string>{"TESSERA_CACHE_URL=" + urls(), "TESSERA_TOKEN=" + worker},
                                    dir.file("worker" + std::to_string(n) + ".log"));
   }

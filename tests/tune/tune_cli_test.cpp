@@ -1,6 +1,6 @@
 // Tests `tessera tune` / `tessera best` end to end on a real SQLite store: every measured
 // candidate is stored, a fresh winner ends a rerun, --resume continues instead of restarting,
-// and `best` answers from the store (exit 3 when nothing is stored).
+// and `best` answers from the store (exit 5 when nothing is stored).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -93,13 +93,13 @@ TEST(TuneCli, StoresEveryCandidateResumesAndAnswersBest) {
   EXPECT_NE(best.out.find("config      " + winner.config), std::string::npos) << best.out;
   EXPECT_NE(best.out.find("re-measured at the end of its run"), std::string::npos) << best.out;
   Result none = run("best --db " + db + " gemm --m 49 --n 40 --k 24");
-  EXPECT_EQ(none.code, 3) << none.out;
+  EXPECT_EQ(none.code, 5) << none.out;  // none found (README "Exit codes")
   EXPECT_NE(none.out.find("nearest"), std::string::npos) << none.out;
   // A lookup in a store that does not exist says so and does not create it.
   std::string missing = testing::TempDir() + "/no_such_store.db";
   std::filesystem::remove(missing);
   Result absent = run("best --db " + missing + kernel);
-  EXPECT_EQ(absent.code, 3) << absent.out;
+  EXPECT_EQ(absent.code, 5) << absent.out;
   EXPECT_NE(absent.out.find("warning: no store at " + missing), std::string::npos) << absent.out;
   EXPECT_FALSE(std::filesystem::exists(missing));
 }
@@ -266,7 +266,7 @@ TEST(TuneCli, GpuTargetsWithoutADeviceAndOnTheEmulatedDevice) {
 }
 
 // Estimating a GPU target nobody here has: records stored as estimated (model and bound), a rerun
-// finds them, `best` shows the estimate labelled (never as the winner: exit 3), and `compare`
+// finds them, `best` shows the estimate labelled (never as the winner: exit 5), and `compare`
 // prints both vendors side by side with why their choices differ. The host cannot be estimated.
 TEST(TuneCli, EstimatesGpuTargetsAndComparesThem) {
   std::string db = testing::TempDir() + "/tune_est.db";
@@ -294,7 +294,7 @@ TEST(TuneCli, EstimatesGpuTargetsAndComparesThem) {
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_NE(again.out.find("already estimated"), std::string::npos) << again.out;
   Result best = run("best --target gfx942 --db " + db + kernel);
-  EXPECT_EQ(best.code, 3) << best.out;
+  EXPECT_EQ(best.code, 5) << best.out;
   EXPECT_NE(best.out.find("estimated (not measured)"), std::string::npos) << best.out;
   Result cmp = run("compare --targets sm_90,gfx942 --db " + db + kernel);
   ASSERT_EQ(cmp.code, 0) << cmp.out;

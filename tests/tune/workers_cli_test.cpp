@@ -151,7 +151,7 @@ TEST(Workers, ATuneWithoutALiveWorkerFailsInOneLine) {
   const auto t0 = Clock::now();
   auto r = runTessera(with(kTune, {"--workers", "--worker-wait", "1.5", "--db", s.dir.file("remote.db")}), s.tuneEnv());
   const double took = std::chrono::duration<double>(Clock::now() - t0).count();
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 7) << r.out << r.err;  // nobody answered (README "Exit codes")
   EXPECT_NE(r.err.find("no live worker for host"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_GE(took, 1.4);
@@ -159,7 +159,31 @@ TEST(Workers, ATuneWithoutALiveWorkerFailsInOneLine) {
   // A worker token cannot tune through the service (it may only lease and report).
   auto as_worker = runTessera(with(kTune, {"--workers", "--worker-wait", "1", "--db", s.dir.file("w.db")}),
                               {"TESSERA_CACHE_URL=" + s.url, "TESSERA_TOKEN=" + s.worker});
-  EXPECT_NE(as_worker.exit_code, 0);
+  EXPECT_EQ(as_worker.exit_code, 6) << as_worker.err;  // its scope cannot share results: refused
+  EXPECT_NE(as_worker.err.find("403"), std::string::npos) << as_worker.err;
+}
+
+// The thread count is part of the host key on workers too: a worker started with --threads 1
+// answers `tune --workers --threads 1`, whose records are keyed with one thread (they were stored
+// under the tuning machine's all-cores key); a tune for two threads does not take that worker (it
+// waits for a worker of its key, then fails as unreachable, 7).
+TEST(Workers, TheThreadCountChoosesTheWorkers) {
+  Service s({"--lease-seconds", "3", "--worker-ttl", "3"});
+  auto w = s.startWorker(0, {"--threads", "1"});
+  ASSERT_NO_FATAL_FAILURE(s.awaitWorkers(1));
+  const std::string db = s.dir.file("one.db");
+  auto one = runTessera(with(kTune, {"--workers", "--threads", "1", "--db", db}), s.tuneEnv());
+  ASSERT_EQ(one.exit_code, 0) << one.out << one.err;
+  auto units = queryRows(db, "SELECT DISTINCT k.units FROM records r JOIN keys k ON k.key_id = r.key_id");
+  ASSERT_EQ(units.size(), 1u);
+  EXPECT_EQ(units[0][0], "1");
+  // Two threads: no worker has that key; the tune waits, then fails as unreachable, naming the
+  // worker to start.
+  auto two = runTessera(with(kTune, {"--workers", "--threads", "2", "--worker-wait", "1.5", "--db", s.dir.file("two.db")}),
+                        s.tuneEnv());
+  EXPECT_EQ(two.exit_code, 7) << two.out << two.err;
+  EXPECT_NE(two.err.find("no live worker for host"), std::string::npos) << two.err;
+  EXPECT_NE(two.err.find("--threads 2"), std::string::npos) << two.err;
 }
 
 // A worker runs only kernels it compiled itself from IR text it parsed and verified, and only
