@@ -49,6 +49,9 @@ Expected<Plan> makePlan(const ir::GemmInfo& g, const PlanInputs& in) {
   if (p.TM != 64 && p.TM != 128) return bad("TM (rows per consumer warpgroup) must be 64 or 128 (wgmma m64 steps)");
   if (p.TN % kBoxN || p.TN > 256 || p.TN <= 0) return bad("TN (columns per consumer warpgroup) must be 64, 128, 192 or 256");
   if (p.BM <= 0 || p.BN <= 0 || p.BM % p.TM || p.BN % p.TN) return bad("the block tile must be a multiple of TM x TN");
+  // nvgpu's warpgroup.mma.store places a warp's rows at 16 x (tid.x / 32): warpgroup w's fragments
+  // land 64 w rows down, so the consumers must split the block's rows in warpgroup order.
+  if (p.TN != p.BN) return bad("TN must equal BN: the consumer warpgroups split the block's rows (BM / TM of them)");
   if (p.BM > 256) return bad("BM must be at most 256 (a TMA box has at most 256 rows)");
   if (p.TM * p.TN > 128 * 128) return bad("a warpgroup tile of " + std::to_string(p.TM) + "x" + std::to_string(p.TN) +
                                           " needs " + std::to_string(p.TM * p.TN / 128) + " accumulator registers per thread (at most 128)");

@@ -199,7 +199,8 @@ class KernelBuilder {
     consumerBarrier();
     const int64_t rowF = p_.BN + kStagePad;
     Value stage = view(0, smem({p_.BM, rowF}, f32_));
-    SmallVector<OpFoldResult> offs = {OpFoldResult(mul(wr, p_.TM)), OpFoldResult(mul(wc, p_.TN))};
+    // The store adds 16 x (tid.x / 32) rows itself (64 per earlier warpgroup): take them back.
+    SmallVector<OpFoldResult> offs = {OpFoldResult(mul(wgi, p_.TM - 64)), OpFoldResult(mul(wc, p_.TN))};
     SmallVector<OpFoldResult> sizes = {b_.getIndexAttr(p_.TM), b_.getIndexAttr(p_.TN)};
     SmallVector<OpFoldResult> strides = {b_.getIndexAttr(1), b_.getIndexAttr(1)};
     Value mine = memref::SubViewOp::create(b_, loc_, stage, offs, sizes, strides);

@@ -74,6 +74,7 @@ TEST(GpuWgmma, IllegalConfigsSayWhy) {
       {wgmmaCfg({{"BM", 128}, {"BN", 256}, {"BK", 64}, {"TM", 64}, {"TN", 256}, {"STAGES", 6}}), "shared memory"},
       {wgmmaCfg({{"BM", 128}, {"BN", 256}, {"BK", 64}, {"TM", 128}, {"TN", 256}, {"STAGES", 4}}), "accumulator"},
       {wgmmaCfg({{"BM", 128}, {"BN", 128}, {"BK", 64}, {"TM", 64}, {"TN", 128}, {"STAGES", 4}, {"SPLITK", 16}}), "SPLITK"},
+      {wgmmaCfg({{"BM", 128}, {"BN", 256}, {"BK", 64}, {"TM", 128}, {"TN", 128}, {"STAGES", 4}}), "TN must equal BN"},
   };
   for (auto& b : bad) {
     auto cfg = testutil::gpuConfig(k, t, b.c);
@@ -128,7 +129,7 @@ TEST(GpuWgmma, KnobCornersAssemble) {
   Kernel k = gemm(1024, 1024, 2048, ScalarType::BF16, 0, true, false, "gelu(acc + bias)");
   int built = 0;
   for (auto [bm, bn, tm, tn] : {std::tuple{64, 64, 64, 64}, {128, 128, 64, 128}, {128, 256, 64, 256}, {256, 128, 128, 128},
-                                {128, 256, 128, 128}})
+                                {256, 64, 64, 64}})
     for (int64_t st : {2, 4})
       for (int64_t sk : {1, 4}) {
         auto cfg = testutil::gpuConfig(k, t, wgmmaCfg({{"BM", bm}, {"BN", bn}, {"BK", 64}, {"TM", tm}, {"TN", tn}, {"STAGES", st}, {"SPLITK", sk}}));
