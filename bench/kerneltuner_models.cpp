@@ -5,10 +5,12 @@
 #include "bench/kerneltuner_models.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
 #include "costmodel/gpu_access.h"
+#include "targets/gpu_skus.h"
 #include "targets/gpu_targets.h"
 
 namespace tessera::bench {
@@ -320,82 +322,63 @@ std::string describeConvolution(const ir::Config& c) {
   return b;
 }
 
-TargetDesc fromTable(const std::string& name) {
-  for (const auto& t : gpuTargets())
-    if (t.name == name) return t;
-  return TargetDesc{};
-}
-
 }  // namespace
-
-// Sources: [TU-WP] NVIDIA Turing GPU Architecture whitepaper (2018), Appendix A (GeForce RTX 2080
-// Ti reference board); [CUDA-CC] CUDA C++ Programming Guide, technical specifications of compute
-// capability 7.5.
-TargetDesc rtx2080Ti() {
-  TargetDesc t;
-  t.name = "sm_75";
-  t.vendor = Vendor::Nvidia;
-  t.arch = "sm_75";
-  t.model = "NVIDIA GeForce RTX 2080 Ti";
-  t.units = 68;                   // [TU-WP] 68 SMs (4352 CUDA cores, 64 per SM)
-  t.clockGHz = 1.545;             // [TU-WP] reference boost clock 1545 MHz (Founders Edition 1635)
-  t.peakGflopsF32 = 13450;        // [TU-WP] 4352 x 2 x 1.545 GHz = 13.4 TFLOPS
-  t.peakGflopsF16 = 26900;        // [TU-WP] FP16 tensor with FP32 accumulate, reference board
-  t.peakGflopsBF16 = 0;           // Turing has no bf16
-  t.memBandwidthGBs = 616;        // [TU-WP] 352-bit GDDR6 at 14 Gbps
-  t.l2Bytes_gpu = 5632 * 1024;    // [TU-WP] 5.5 MB
-  t.warpSize = 32;
-  t.maxThreadsPerBlock = 1024;    // [CUDA-CC]
-  t.regsPerSM = 65536;            // [CUDA-CC] 64K 32-bit registers per SM
-  t.maxRegsPerThread = 255;       // [CUDA-CC]
-  t.operandRegsPerThread = 255;
-  t.smemPerBlock = 48 * 1024;     // [CUDA-CC] static shared memory per block
-  t.smemPerBlockOptIn = 64 * 1024;// [CUDA-CC] 7.5: 64 KB per block with opt-in
-  t.smemPerSM = 64 * 1024;        // [CUDA-CC] 7.5: 64 KB shared memory per SM
-  t.smemReservedPerBlock = 0;     // [CUDA-CC] the 1 KB system reservation starts with 8.0
-  t.maxBlocksPerSM = 16;          // [CUDA-CC] 7.5
-  t.maxWarpsPerSM = 32;           // [CUDA-CC] 7.5: 1024 threads per SM
-  t.regAllocGranule = 256;        // CUDA Occupancy Calculator: registers per warp in units of 256
-  t.simdsPerUnit = 4;             // [TU-WP] four processing blocks per SM, 16 FP32 lanes each
-  t.l1BytesPerClock = 128;        // Turing tuning guide: unified L1/shared memory
-  t.l1LineBytes = 128;
-  return t;
-}
 
 std::vector<std::string> kernelTunerModelNames() {
   return {"gemm_RTX_3090", "gemm_RTX_2080_Ti", "convolution_A100", "convolution_MI250X"};
 }
 
-std::optional<KernelTunerModel> kernelTunerModel(const std::string& table) {
+std::optional<KernelTunerModel> kernelTunerModelFor(const std::string& family, const TargetDesc& gpu) {
   KernelTunerModel m;
-  m.table = table;
-  if (table == "gemm_RTX_3090" || table == "gemm_RTX_2080_Ti") {
+  m.target = gpu;
+  m.targetNote = "the GPU table's " + gpu.model + " (" + gpu.name + ", " + std::to_string(gpu.units) +
+                 (gpu.vendor == Vendor::Amd ? " CUs)" : " SMs)");
+  if (family == "Xgemm") {
     m.kernel = "CLBlast Xgemm, M = N = K = 4096, f32 (OpenCL)";
-    if (table == "gemm_RTX_3090") {
-      m.target = fromTable("sm_86");
-      m.targetNote = "Tessera's sm_86 row (GeForce RTX 3090)";
-    } else {
-      m.target = rtx2080Ti();
-      m.targetNote = "sm_75 described in the bench (Turing whitepaper, CUDA 7.5 limits)";
-    }
-    m.workload = [t = m.target](const ir::Config& c) { return xgemm(c, t); };
+    m.workload = [t = gpu](const ir::Config& c) { return xgemm(c, t); };
     m.describe = describeXgemm;
     return m;
   }
-  if (table == "convolution_A100" || table == "convolution_MI250X") {
-    m.kernel = "Kernel Tuner convolution, 4096x4096 image, 15x15 filter, f32";
-    if (table == "convolution_A100") {
-      m.target = fromTable("sm_80");
-      // The PCIe card has the SXM4 card's SMs, peaks, 40 MB L2 and 1555 GB/s; its 250 W limit
-      // (400 W on SXM4) lowers the clock it sustains under load, which scales every config alike.
-      m.target.model = "NVIDIA A100-PCIE-40GB";
-      m.targetNote = "Tessera's sm_80 row (A100-SXM4-40GB) renamed: same SMs, peaks, L2 and 1555 GB/s; 250 W instead of 400 W";
-    } else {
-      m.target = fromTable("gfx90a");
-      m.targetNote = "Tessera's gfx90a row: one GCD of the MI250X (a HIP device is one GCD; a launch runs on one)";
-    }
-    m.workload = [t = m.target](const ir::Config& c) { return convolution(c, t); };
+  if (family == "convolution_kernel") {
+    m.kernel = "Kernel Tuner convolution, 4096x4096 image, f32";
+    m.workload = [t = gpu](const ir::Config& c) { return convolution(c, t); };
     m.describe = describeConvolution;
+    return m;
+  }
+  if (family == "dedispersion_kernel") {
+    m.kernel = "dedispersion, 25000 samples x 2048 DMs x 1536 channels, u8 in, f32 out";
+    m.workload = [t = gpu](const ir::Config& c) { return dedispersionWorkload(c, t); };
+    m.describe = describeDedispersion;
+    return m;
+  }
+  return std::nullopt;
+}
+
+Expected<TargetDesc> kernelTunerGpu(const std::string& deviceName, const std::string& gpu) {
+  if (!gpu.empty()) {
+    TESSERA_ASSIGN(TargetDesc t, getTarget(gpu));
+    if (!t.isGpu()) return makeError(ErrorCode::InvalidArgument, "--gpu names a GPU, not the host");
+    return t;
+  }
+  if (auto sku = gpuForDeviceName(deviceName)) return targetOfGpu(*sku);
+  return makeError(ErrorCode::InvalidArgument, "the GPU table has no '" + deviceName +
+                                                   "' (the file's device_name): name its GPU with --gpu NAME (tessera gpus)");
+}
+
+std::optional<KernelTunerModel> kernelTunerModel(const std::string& table) {
+  // The bundled files: their kernel and the GPU they were measured on (the MI250X file's
+  // device_name is empty; a HIP device is one GCD).
+  static const std::vector<std::array<const char*, 3>> files = {
+      {"gemm_RTX_3090", "Xgemm", "NVIDIA GeForce RTX 3090"},
+      {"gemm_RTX_2080_Ti", "Xgemm", "NVIDIA GeForce RTX 2080 Ti"},
+      {"convolution_A100", "convolution_kernel", "NVIDIA A100-PCIE-40GB"},
+      {"convolution_MI250X", "convolution_kernel", "AMD Instinct MI250X"}};
+  for (const auto& [name, family, gpu] : files) {
+    if (table != name) continue;
+    auto t = kernelTunerGpu(gpu, "");
+    if (!t.ok()) return std::nullopt;
+    auto m = kernelTunerModelFor(family, *t);
+    if (m) m->table = table;
     return m;
   }
   return std::nullopt;

@@ -10,6 +10,9 @@
 //     src/kernels/level3/xgemm_part1..3; the copy the files were measured with is in
 //     AutoTuningAssociation/benchmark_hub currently_unused/kernels/gemm/, tuned by gemm.py there):
 //     C = alpha A B + beta C, M = N = K = 4096, f32, column-major, beta = 1 (C is read).
+//   dedispersion (any file of it, e.g. benchmark_hub's dedispersion_milo tables): the radio-astronomy
+//     dedispersion kernel of the same collection (dedisp_milo/dedispersion.cu), 25000 samples,
+//     2048 dispersion measures, 1536 channels of u8 input.
 //   convolution_A100, convolution_MI250X: Kernel Tuner's 2-D convolution with use_shmem/use_cmem
 //     (MiloLurati/AutoTuning_AMD_vs_Nvidia_GPUs cache_scripts/convolution/convolution.cu and its
 //     .hip twin; the space of benchmark_hub kernels/convolution_milo.py): a 4096x4096 f32 image,
@@ -40,18 +43,25 @@ struct KernelTunerModel {
   std::function<std::string(const ir::Config&)> describe;
 };
 
-// The model of a Kernel Tuner file by its base name (the part before the first '.'), if any.
+// The model of a Kernel Tuner file by its base name (the part before the first '.'), if any: the
+// bundled files of bench/data, on the GPU each was measured on.
 std::optional<KernelTunerModel> kernelTunerModel(const std::string& table);
 // The base names that have a model, in bench/data order.
 std::vector<std::string> kernelTunerModelNames();
+// The model of a kernel by the family its records carry (the file's kernel_name: "Xgemm",
+// "convolution_kernel", "dedispersion_kernel") on `gpu`; nullopt for a kernel it does not know.
+std::optional<KernelTunerModel> kernelTunerModelFor(const std::string& family, const TargetDesc& gpu);
+// The GPU of a file: `gpu` (a GPU name or a chip) when given, else the GPU table's row of the
+// file's device_name; an error naming --gpu when neither is known.
+Expected<TargetDesc> kernelTunerGpu(const std::string& deviceName, const std::string& gpu);
 
 // The predicted time (us) of a config, nullopt for a config the model cannot describe or that does
 // not fit on the GPU: the prior of a replayed search (search::Prior).
 std::function<std::optional<double>(const ir::Config&)> kernelTunerPrior(const KernelTunerModel& m);
 
-// NVIDIA GeForce RTX 2080 Ti (TU102, sm_75): not a Tessera compile target, described here from
-// its public facts for the validation bench.
-TargetDesc rtx2080Ti();
+// The dedispersion kernel (bench/kerneltuner_dedispersion.cpp), used by kernelTunerModelFor.
+Expected<costmodel::GpuWorkload> dedispersionWorkload(const ir::Config& c, const TargetDesc& t);
+std::string describeDedispersion(const ir::Config& c);
 
 // Spearman's rank correlation of a and b (ranks 1..n, ties averaged); 0 when either is constant.
 // Shared by the estimator bench and its tests.

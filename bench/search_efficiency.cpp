@@ -11,9 +11,15 @@
 // prior, as `tessera tune` runs on a device: the first batch from the estimate's top, the log
 // estimate a feature of the cost model (issue 13).
 //
+// Transfer across GPUs (issue 29): `--transfer FILE...` replays each named table warm-started
+// from the records of the other named tables (the same kernel measured on other GPUs, as a team's
+// store or shared cache holds them) and prints trials to 95 % with and without; `--transfer` alone
+// replays the bundled pairs (the two Xgemm files, the two convolution files), where the aim is a
+// median cut of at least 2x and no file worse at the median (exit status 1 when not).
+//
 // Usage: search_efficiency [--seeds N] [--data DIR] [--only NAME] [--strategies evolutionary,ga]
 //                          [--batch B] [--warm 0|1] [--prior 0|1] [search/model knobs: see --help]
-//                          [--verbose|--trace] [FILE...]
+//                          [--verbose|--trace] [--transfer [FILE...]] [FILE...]
 // Exit status 1 when one of the issue's targets is not met.
 #include <CLI/CLI.hpp>
 
@@ -61,6 +67,8 @@ struct BenchOptions {
   bool prior = true;         // also replay evo+xgboost with the analytic model's prior (tables with a model)
   bool priorFeature = true;  // evo+prior: the log estimate is also a cost-model feature (as tessera tune does)
   int warmRecords = 256;     // records per sibling table in the warm start
+  bool transferPrior = false;  // transfer replays: the analytic model's prior in both arms
+  search::TransferSettings transfer;  // how a session learns from the other tables
 };
 
 // Random search without replacement: the first success position T when k of N configs are good
@@ -172,7 +180,12 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
     // contributes a seeded draw of its records (its best quarter plus random others), as a
     // previous tuning run of that shape would have left them.
     ss.warmStart = warm && host;
-    ss.warm = {.maxRecordsPerWorkload = o.warmRecords, .seed = uint64_t(seed)};
+    ss.warm = {.maxRecordsPerWorkload = o.warmRecords, .seed = uint64_t(seed), .transfer = o.transfer.asSamples};
+    ss.transfer = o.transfer;
+    ss.transfer.maxRecordsPerGpu = o.warmRecords;
+    ss.transfer.seed = uint64_t(seed);
+    ss.transfer.model = o.model;
+    ss.transfer.model.threads = 1;
     auto measurer = search::makeReplayMeasurer(table);
     int hit = 0;
     search::SessionCallbacks cb;
@@ -183,6 +196,9 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
                      r.throughput / table.bestThroughput(), r.ok() ? "" : "!");
     };
     cb.shouldStop = [&](const search::TuneProgress&) { return hit > 0; };
+    cb.onTransferDropped = [&](double rho) {
+      if (o.verbose) std::fprintf(stderr, "  %s seed %d: transfer dropped (rank correlation %.2f)\n", table.name.c_str(), seed, rho);
+    };
     auto session = search::runTuneSession(problem, *measurer, nullptr, nullptr, {}, ss, cb, warm);
     if (!session.ok()) {
       std::fprintf(stderr, "search_efficiency: %s\n", session.error().message.c_str());
@@ -195,7 +211,9 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
   return out;
 }
 
-std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std::string>& extra) {
+// The bundled tables and `extra`, or only `only` when it is given.
+std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std::string>& extra,
+                              const std::vector<std::string>& only = {}) {
   std::vector<Table> tables;
   auto add = [&](const std::string& path) {
     if (!fs::exists(path)) {
@@ -223,6 +241,10 @@ std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std:
       tables.push_back({std::move(*t), groups[g], kernelTuner ? bench::kernelTunerModel(base) : std::nullopt});
     }
   };
+  if (!only.empty()) {
+    for (const auto& f : only) add(f);
+    return tables;
+  }
   for (const char* f : {"gemm_RTX_3090.json.gz", "gemm_RTX_2080_Ti.json.gz", "convolution_A100.json.gz",
                         "convolution_MI250X.json.gz"})
     add(dataDir + "/" + f);
@@ -243,6 +265,35 @@ double geomean(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += std::log(x);
   return v.empty() ? 0 : std::exp(s / double(v.size()));
+}
+
+// Transfer across GPUs: each table of a group replayed cold and warm-started from the records of
+// the group's other tables. Returns whether the aim holds (median cut >= 2x over the group, no
+// table worse at the median).
+bool replayTransfer(const std::vector<Table>& group, const BenchOptions& o, const TargetDesc* host) {
+  std::vector<double> cold, warm;
+  bool neverWorse = true;
+  for (size_t i = 0; i < group.size(); ++i) {
+    std::vector<cache::Record> others;
+    for (size_t j = 0; j < group.size(); ++j)
+      if (j != i) others.insert(others.end(), group[j].records.begin(), group[j].records.end());
+    const Table& t = group[i];
+    const bool prior = o.transferPrior && t.model.has_value();
+    Outcome c = runStrategy(t, "evolutionary", o, host, nullptr, prior);
+    Outcome w = runStrategy(t, "evolutionary", o, host, &others, prior);
+    const double cm = quantile(c.hits, 0.5), wm = quantile(w.hits, 0.5);
+    std::printf("  %-28s %6zu  cold %6.0f / %6.0f   transfer %6.0f / %6.0f   %5.2fx at the median  (from %zu records of %zu table%s)\n",
+                t.replay.name.c_str(), t.replay.results.size(), cm, quantile(c.hits, 0.9), wm, quantile(w.hits, 0.9), cm / wm,
+                others.size(), group.size() - 1, group.size() == 2 ? "" : "s");
+    std::fflush(stdout);
+    cold.push_back(cm);
+    warm.push_back(wm);
+    neverWorse = neverWorse && wm <= cm;
+  }
+  const double cut = geomean(cold) / geomean(warm);
+  std::printf("  median trials (geomean) %.0f -> %.0f: %.2fx; no table worse at the median: %s\n", geomean(cold),
+              geomean(warm), cut, neverWorse ? "yes" : "NO");
+  return cut >= 2 && neverWorse;
 }
 
 }  // namespace
@@ -274,6 +325,14 @@ int main(int argc, char** argv) {
   app.add_option("--categorical-slots", o.search.categoricalSlots,
                  "every value of a categorical knob gets its best-predicted candidate into each batch (0/1)")
       ->capture_default_str();
+  app.add_option("--stagnation", o.search.stagnation, "trials without improvement before a batch explores (0: never)")
+      ->capture_default_str();
+  app.add_option("--stagnation-distance", o.search.stagnationDistance, "knobs an exploring batch's picks change")
+      ->capture_default_str();
+  app.add_option("--stagnation-eps", o.search.stagnationEps, "random share of an exploring batch (<0: --eps)")->capture_default_str();
+  app.add_option("--flag-slots", o.search.flagSlots,
+                 "two-valued knobs get categorical slots in every batch, not only a prior's first (0/1)")
+      ->capture_default_str();
   app.add_option("--pow2", o.pow2, "power-of-two knob features (0/1)")->capture_default_str();
   app.add_option("--pairwise", o.pairwise, "pairwise knob features (0/1)")->capture_default_str();
   app.add_option("--host-features", o.hostFeatures, "derived host features on host tables (0/1)")->capture_default_str();
@@ -288,8 +347,60 @@ int main(int argc, char** argv) {
   app.add_flag("--trace", o.trace, "per-trial normalized throughput on stderr (use with few seeds)");
   app.add_option("--first-seed", o.firstSeed, "first seed (to look at one run)");
   app.add_option("--only", o.only, "replay only the tables whose name contains this");
+  std::vector<std::string> transfer;
+  auto* transferOpt = app.add_option("--transfer", transfer,
+                                     "replay each of these tables warm-started from the others (the same kernel on other "
+                                     "GPUs); alone: the bundled pairs")
+                          ->expected(0, -1);
+  app.add_option("--transfer-feature", o.transfer.asFeature, "transfer: the other GPUs' model's score is a feature (0/1)")
+      ->capture_default_str();
+  app.add_option("--transfer-first-batch", o.transfer.asPrior, "transfer: the first batch from that score's top (0/1)")
+      ->capture_default_str();
+  app.add_option("--transfer-samples", o.transfer.asSamples,
+                 "transfer: the other GPUs' records also warm-start the cost model as samples (0/1)")
+      ->capture_default_str();
+  app.add_option("--transfer-check", o.transfer.checkAfter,
+                 "transfer: own results after which the other GPUs' agreement is checked (0: never)")
+      ->capture_default_str();
+  app.add_option("--transfer-agreement", o.transfer.minAgreement,
+                 "transfer: the rank correlation below which the search drops the other GPUs")
+      ->capture_default_str();
+  app.add_option("--transfer-prior", o.transferPrior,
+                 "transfer replays: the analytic model's estimate as prior in both arms, on tables with a model (0/1)")
+      ->capture_default_str();
   app.add_option("FILE", extra, "extra tables: Kernel Tuner files or record exports (JSON lines, gzip ok)");
   CLI11_PARSE(app, argc, argv);
+  if (transferOpt->count()) {
+    auto start = std::chrono::steady_clock::now();
+    auto hostTarget = getTarget("host");
+    std::vector<std::vector<std::string>> groups;
+    transfer.erase(std::remove(transfer.begin(), transfer.end(), std::string()), transfer.end());  // a bare --transfer
+    if (!transfer.empty()) groups.push_back(transfer);
+    else
+      groups = {{dataDir + "/gemm_RTX_3090.json.gz", dataDir + "/gemm_RTX_2080_Ti.json.gz"},
+                {dataDir + "/convolution_A100.json.gz", dataDir + "/convolution_MI250X.json.gz"}};
+    std::printf("transfer across GPUs: trials to reach %.0f%% of the best, %d seeds (median / p90), evo+xgboost, batch %d%s;\n"
+                "transfer: the cost model warm-started from %d records of each other table (its best quarter and a seeded\n"
+                "draw of the rest, as a previous tune on that GPU leaves them), as `tessera tune` does with such records\n\n",
+                o.target * 100, o.seeds, batchFor(o), o.transferPrior ? ", the analytic prior in both arms" : "", o.warmRecords);
+    bool met = true;
+    for (const auto& files : groups) {
+      std::vector<Table> group;
+      for (const auto& f : files) {
+        auto t = loadTables(dataDir, {}, {f});
+        group.insert(group.end(), t.begin(), t.end());
+      }
+      if (group.size() < 2) {
+        std::fprintf(stderr, "search_efficiency: --transfer needs at least two tables (got %zu)\n", group.size());
+        return 2;
+      }
+      met = replayTransfer(group, o, hostTarget.ok() ? &*hostTarget : nullptr) && met;
+    }
+    std::printf("\naim: transfer cuts the median trials to %.0f%% by at least 2x per group, and no table is worse at the median: %s\n",
+                o.target * 100, met ? "met" : "NOT met");
+    std::printf("%.0f s in all\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return met ? 0 : 1;
+  }
 
   auto start = std::chrono::steady_clock::now();
   std::vector<Table> tables = loadTables(dataDir, extra);

@@ -2,6 +2,7 @@
 // PushResult values, and transport failures become warnings with a backoff.
 #include "cache_service/client.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "cache_service/endpoints.h"
@@ -203,6 +204,38 @@ PushResult CacheClient::put(std::span<const Record> records) {
   }
   out.ok = true;
   return out;
+}
+
+Expected<ListPage> CacheClient::list(const ListQuery& q) {
+  std::string path = "/v1/records?limit=" + std::to_string(std::clamp(q.limit, 1, kMaxListLimit));
+  auto add = [&](const char* name, const std::string& v) {
+    if (!v.empty()) path += std::string("&") + name + "=" + urlEncode(v);
+  };
+  add("key_id", q.key_id);
+  add("family", q.family);
+  add("workload", q.workload);
+  add("dtype", q.dtype);
+  add("layout", q.layout);
+  add("target", q.target);
+  add("arch", q.arch);
+  add("status", q.status);
+  if (q.units) path += "&units=" + std::to_string(*q.units);
+  if (q.winners_only) path += "&winners_only=1";
+  if (q.after_id > 0) path += "&after=" + std::to_string(q.after_id);
+  auto reply = call("GET", path, "", "", opts_.timeout_s);
+  if (!reply.ok()) return reply.takeError();
+  if (reply->status != 200) return makeError(ErrorCode::IOError, "records: " + describe(*reply));
+  auto j = parseJson(reply->body);
+  if (!j.ok() || !j->is_object() || !j->contains("records") || !(*j)["records"].is_array())
+    return makeError(ErrorCode::IOError, "records: unreadable answer");
+  ListPage page;
+  for (const json& r : (*j)["records"]) {
+    auto rec = recordFromJson(r, "records[]");
+    if (!rec.ok()) return makeError(ErrorCode::IOError, "records: " + rec.error().message);
+    page.records.push_back(std::move(*rec));
+  }
+  if (auto n = j->find("next_after"); n != j->end() && n->is_number_integer()) page.next_after = n->get<int64_t>();
+  return page;
 }
 
 Expected<ExportPage> CacheClient::exportPage(int64_t since, int limit) {

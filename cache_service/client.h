@@ -84,6 +84,10 @@ class CacheClient {
   LookupResult best(const HardKey& key, const Provenance& current = {}, bool allow_nearest = true);
   LookupResult bestById(const std::string& key_id, const Provenance& current = {});
 
+  // One page of GET /v1/records (ascending id; quarantined records are never listed). Records a
+  // tuner learns from (a warm start): an error, never a crash, whatever the service sends.
+  Expected<ListPage> list(const ListQuery& q);
+
   // Submits records (sent in chunks of at most 500); ok only if every record was acknowledged.
   PushResult put(std::span<const Record> records);
 

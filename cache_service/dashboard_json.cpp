@@ -86,6 +86,16 @@ json rooflineJson(const KernelRow& row) {
     j["bandwidth_gbs"] = rows[i].gbs_dram * scale;
     j["compute_source"] = std::string(rows[i].name) + " " + k.dtype + " peak (target table)";
     j["bandwidth_source"] = std::string(rows[i].name) + " DRAM bandwidth (target table)";
+    // Another product of the chip (an L4 is sm_89 like the table's RTX 4090): the peak its record
+    // was measured against is that product's own.
+    const bool compute = !memoryBoundFamily(k.family);
+    if (r && k.units != rows[i].units && r->peak_fraction > 0 && (compute ? r->gflops : r->gbps) > 0) {
+      j[compute ? "compute_gflops" : "bandwidth_gbs"] = (compute ? r->gflops : r->gbps) / r->peak_fraction;
+      j[compute ? "compute_source" : "bandwidth_source"] =
+          std::string("the peak the tuner measured against on ") + (r->provenance.cpu_model.empty() ? k.target : r->provenance.cpu_model);
+      j[compute ? "bandwidth_source" : "compute_source"] =
+          std::string(rows[i].name) + "'s default product (target table; this key has " + std::to_string(k.units) + " units)";
+    }
     return j;
   }
   const bool memory = memoryBoundFamily(k.family);

@@ -17,7 +17,29 @@ constexpr GpuPeakRow kGpuRows[] = {
     {"sm_89", 128, 82580, 165200, 165200, 1008},    {"sm_90", 132, 66900, 989400, 989400, 3352},
     {"sm_90a", 132, 66900, 989400, 989400, 3352},   {"gfx90a", 110, 23950, 191500, 191500, 1638},
     {"gfx942", 304, 163400, 1307400, 1307400, 5300}, {"gfx1100", 96, 61400, 122800, 122800, 960},
+    {"sm_75", 40, 8100, 65000, 0, 320},              {"gfx1030", 80, 23040, 46080, 0, 512},
+    {"gfx1031", 40, 13210, 26420, 0, 384},           {"gfx1032", 28, 10400, 20800, 0, 224},
+    {"gfx1101", 60, 37320, 74640, 74640, 624},       {"gfx1102", 32, 21750, 43500, 43500, 288},
 };
+// Every product of a chip (targets/gpu_skus.h: an L4 and an RTX 4090 are both sm_89): the fastest
+// product's rates per SM/CU and its DRAM bandwidth, so that a record of any of them, keyed by its
+// own SM/CU count, is checked against a bound it cannot beat (tests/cache_service/trust_test.cpp
+// keeps these equal to the product table's maxima).
+struct ChipBound {
+  const char* name;
+  double f32, f16, bf16;  // GFLOP/s per SM/CU
+  double gbs;
+};
+constexpr ChipBound kChipBounds[] = {
+    {"sm_75", 233, 1859, 0, 672},        {"sm_80", 184, 2947, 2947, 2039},    {"sm_86", 477, 1843, 1843, 1008},
+    {"sm_89", 669, 2565, 2565, 1008},    {"sm_90", 508, 7497, 7497, 4800},    {"sm_90a", 508, 7497, 7497, 4800},
+    {"gfx90a", 218, 1741, 1741, 1638},   {"gfx942", 538, 4301, 4301, 6000},   {"gfx1030", 298, 595, 0, 512},
+    {"gfx1031", 331, 661, 0, 384},       {"gfx1032", 372, 743, 0, 256},       {"gfx1100", 646, 1293, 1293, 960},
+    {"gfx1101", 622, 1244, 1244, 624},   {"gfx1102", 680, 1360, 1360, 288},
+};
+// Products added by users' facts files may be clocked above the table's: their compute gets this
+// much room over the fastest listed product.
+constexpr double kUserProductHeadroom = 1.25;
 constexpr double kCacheFactor = 8;
 // sm_* / gfx* names the table does not list: bounds no such chip reaches (several times the
 // largest products listed).
@@ -55,6 +77,12 @@ double peakFor(const TargetPeaks& p, std::string_view dtype) {
 
 }  // namespace
 
+std::optional<ChipPeakBound> chipPeakBound(std::string_view chip) {
+  for (const ChipBound& b : kChipBounds)
+    if (chip == b.name) return ChipPeakBound{b.f32, b.f16, b.bf16, b.gbs};
+  return std::nullopt;
+}
+
 const GpuPeakRow* gpuPeakRows(size_t* count) {
   *count = std::size(kGpuRows);
   return kGpuRows;
@@ -70,8 +98,16 @@ std::optional<TargetPeaks> peaksOf(const HardKey& k) {
   for (const GpuPeakRow& g : kGpuRows) {
     if (k.target != g.name) continue;
     const double scale = std::max(1.0, units / g.units);
-    return TargetPeaks{g.gflops_f32 * scale, g.gflops_f16 * scale, g.gflops_bf16 * scale,
-                       g.gbs_dram * kCacheFactor * scale};
+    TargetPeaks p{g.gflops_f32 * scale, g.gflops_f16 * scale, g.gflops_bf16 * scale, g.gbs_dram * kCacheFactor * scale};
+    for (const ChipBound& b : kChipBounds) {
+      if (k.target != b.name) continue;
+      const double u = units * kUserProductHeadroom;
+      p.gflops_f32 = std::max(p.gflops_f32, b.f32 * u);
+      p.gflops_f16 = std::max(p.gflops_f16, b.f16 * u);
+      p.gflops_bf16 = std::max(p.gflops_bf16, b.bf16 * u);
+      p.gbs = std::max(p.gbs, b.gbs * kCacheFactor);
+    }
+    return p;
   }
   if (k.target.rfind("sm_", 0) == 0 || k.target.rfind("gfx", 0) == 0) return kUnknownGpu;
   return std::nullopt;

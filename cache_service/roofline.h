@@ -6,13 +6,16 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 
 #include "cache_service/record.h"
 
 namespace tessera::cache {
 
 // Peak rates of a target as the cache sees it: for GPUs the whole chip (the figures of
-// targets/gpu_targets.cpp, scaled up when the key names more SMs/CUs than that product has);
+// targets/gpu_targets.cpp, scaled up when the key names more SMs/CUs than that product has, and
+// at least the key's SMs/CUs at the rate of the chip's fastest product, with room for products
+// users add);
 // for the host, per-core upper bounds of its ISA level times the key's core count.
 struct TargetPeaks {
   double gflops_f32 = 0, gflops_f16 = 0, gflops_bf16 = 0;
@@ -29,6 +32,13 @@ std::optional<MinimumWork> minimumWork(const HardKey& k);  // nullopt: a family 
 // The roofline bound in microseconds (max of FLOPs over peak and bytes over bandwidth); nullopt
 // when the family or the target is unknown.
 std::optional<double> rooflineBoundUs(const HardKey& k);
+
+// The fastest product of a chip per SM/CU (GFLOP/s) and its DRAM bandwidth, for the test that keeps
+// them equal to the product table (targets/gpu_skus.h); nullopt for a chip the table lacks.
+struct ChipPeakBound {
+  double f32, f16, bf16, gbs;
+};
+std::optional<ChipPeakBound> chipPeakBound(std::string_view chip);
 
 // GPU rows of the table, for the test that keeps them equal to targets/gpu_targets.cpp.
 struct GpuPeakRow {

@@ -20,6 +20,7 @@
 #include "cache_service/client.h"
 #include "cache_service/store.h"
 #include "cli/commands.h"
+#include "cli/gpu_flags.h"
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "search/records.h"
@@ -35,6 +36,8 @@ struct BundleFlags {
   std::string out, db = "tessera.db", cache, targets = "host", missing = "default", hostCpu = "level";
   std::vector<std::string> specFiles, irFiles;
   bool allWinners = false, noVerify = false, replace = false, json = false;
+  GpuFlags gpu;
+  const CLI::Option* targetsOption = nullptr;
 };
 
 constexpr size_t kMaxSpecLines = 10000;
@@ -77,6 +80,7 @@ Expected<std::vector<bundle::KernelRequest>> readSpecFile(const std::string& pat
 }
 
 void bundleCommand(const BundleFlags& f) {
+  loadGpuFacts(f.gpu);
   if (f.out.empty()) fail("give the output folder: --out DIR", 2);
   bundle::BundleSettings s;
   s.outDir = f.out;
@@ -90,13 +94,28 @@ void bundleCommand(const BundleFlags& f) {
   if (f.hostCpu == "level") s.hostCpu = bundle::HostCpu::Level;
   else if (f.hostCpu == "native") s.hostCpu = bundle::HostCpu::Native;
   else fail("--host-cpu must be level or native", 2);
-  for (const auto& name : split(f.targets, ',')) {
+  // --gpu alone bundles for those GPUs (their records: an L4's winners, not an RTX 4090's); with
+  // --targets, they come after its targets.
+  const bool onlyGpus = !f.gpu.gpus.empty() && !(f.targetsOption && f.targetsOption->count());
+  for (const auto& name : onlyGpus ? std::vector<std::string>{} : split(f.targets, ',')) {
     std::string n(trim(name));
     if (n.empty()) continue;
     auto t = bundle::parseBundleTarget(n);
     if (!t.ok()) failWith(t.error());
     s.targets.push_back(*t);
   }
+  for (const auto& g : f.gpu.gpus) {
+    auto t = targetWithGpu("", {.gpus = {g}}, kAllCores);
+    if (!t.ok()) failWith(t.error());
+    s.targets.push_back(*t);
+  }
+  // One bundle holds one code set per chip (its runtime picks by the device's architecture).
+  for (size_t i = 0; i < s.targets.size(); ++i)
+    for (size_t j = i + 1; j < s.targets.size(); ++j)
+      if (s.targets[i].isGpu() && s.targets[i].name == s.targets[j].name)
+        fail("the " + s.targets[i].model + " and the " + s.targets[j].model + " are both " + s.targets[i].name +
+                 ": a bundle holds one " + s.targets[i].name + " code set; bundle them separately",
+             2);
   if (s.targets.empty()) fail("--targets lists no target", 2);
 
   std::vector<bundle::KernelRequest> kernels;
@@ -181,8 +200,9 @@ void addBundleCommand(CLI::App& app) {
   auto* b = app.add_subcommand("bundle",
                                "compile tuned kernels ahead of time into a folder with a C runtime, a kernel table and a manifest");
   b->add_option("-o,--out", f->out, "output folder (created; an existing bundle needs --replace)");
-  b->add_option("--targets", f->targets, "comma-separated: host, x86-64-v3, x86-64-v4, sm_80, sm_90, gfx942, ...")
+  f->targetsOption = b->add_option("--targets", f->targets, "comma-separated: host, x86-64-v3, x86-64-v4, sm_80, sm_90, gfx942, ...")
       ->capture_default_str();
+  addGpuFlags(b, &f->gpu, true);
   b->add_option("--kernels", f->specFiles, "file with one kernel per line, e.g. 'gemm --m 1024 --n 1024 --k 1024'");
   b->add_option("--ir", f->irFiles, "kernel files in the IR text form");
   b->add_flag("--all-winners", f->allWinners, "every winner of the store for the targets (plain GEMM and attention keys)");

@@ -8,6 +8,7 @@
 #include "cache_service/store.h"
 #include "cli/commands.h"
 #include "cli/compare_view.h"
+#include "cli/gpu_flags.h"
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "cli/tune_common.h"
@@ -27,6 +28,8 @@ struct CompareFlags {
   std::string targets = "sm_90,gfx942", db = "tessera.db", cache;
   int tune = 0;
   bool json = false;
+  GpuFlags gpu;
+  const CLI::Option* targetsOption = nullptr;
 };
 
 // Tunes (device or host) or estimates (a GPU not attached here) what has no record yet.
@@ -62,13 +65,21 @@ void fillMissing(const ir::Kernel& k, const TargetDesc& t, cache::RecordStore& s
 }
 
 void compareCommand(const CompareFlags& f) {
+  loadGpuFacts(f.gpu);
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
   std::vector<TargetDesc> targets;
-  for (const auto& name : split(f.targets, ',')) {
+  // --gpu alone compares those GPUs; with --targets, they come after its targets.
+  const bool onlyGpus = !f.gpu.gpus.empty() && !(f.targetsOption && f.targetsOption->count());
+  for (const auto& name : onlyGpus ? std::vector<std::string>{} : split(f.targets, ',')) {
     std::string n(trim(name));
     if (n.empty()) continue;
     auto t = getTarget(n);
+    if (!t.ok()) failWith(t.error());
+    targets.push_back(*t);
+  }
+  for (const auto& g : f.gpu.gpus) {
+    auto t = targetWithGpu("", {.gpus = {g}}, kAllCores);
     if (!t.ok()) failWith(t.error());
     targets.push_back(*t);
   }
@@ -99,7 +110,7 @@ void compareCommand(const CompareFlags& f) {
   std::printf("%s\n\n", cmp->kernel.c_str());
   const int w0 = 18, w = 44;
   std::printf("%-*s", w0, "");
-  for (const auto& r : cmp->rows) std::printf(" %-*s", w, (r.target.name + " (" + r.target.model + ")").substr(0, w).c_str());
+  for (const auto& r : cmp->rows) std::printf(" %-*s", w, targetLabel(r.target).substr(0, w).c_str());
   std::printf("\n");
   for (const auto& a : attrs) {
     std::vector<std::string> cells;
@@ -119,7 +130,7 @@ void compareCommand(const CompareFlags& f) {
     }
   }
   for (const auto& r : cmp->rows)
-    if (!r.note.empty()) std::printf("\n%s: %s", r.target.name.c_str(), r.note.c_str());
+    if (!r.note.empty()) std::printf("\n%s: %s", targetLabel(r.target).c_str(), r.note.c_str());
   if (!cmp->why.empty()) {
     std::printf("\n\nwhy they differ\n");
     for (const auto& y : cmp->why) std::printf("  - %s\n", y.c_str());
@@ -133,7 +144,9 @@ void compareCommand(const CompareFlags& f) {
 void addCompareCommand(CLI::App& app) {
   auto f = std::make_shared<CompareFlags>();
   auto* c = app.add_subcommand("compare", "one kernel's winners on several targets side by side (measured, else estimated)");
-  c->add_option("--targets", f->targets, "comma-separated targets, e.g. sm_90,gfx942,host")->capture_default_str();
+  f->targetsOption =
+      c->add_option("--targets", f->targets, "comma-separated targets or GPU names, e.g. sm_90,gfx942,host")->capture_default_str();
+  addGpuFlags(c, &f->gpu, true);
   c->add_option("--db", f->db, "local SQLite store")->capture_default_str();
   c->add_option("--cache", f->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");
   c->add_option("--tune", f->tune,

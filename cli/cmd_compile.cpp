@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/gpu_flags.h"
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "codegen/codegen.h"
@@ -27,12 +28,14 @@ struct CompileFlags {
   KernelFlags kernel;
   std::string config, target = "host", emit = "scheduled", output, hostPreset;
   int threads = kAllCores;
+  GpuFlags gpu;
 };
 
 // The target to compile for: a named machine (--host-preset: its ISA, caches and LLVM CPU, e.g.
 // AMX code for a Sapphire Rapids on any host; only the emitted text, nothing runs) or --target.
 Expected<TargetDesc> compileTarget(const CompileFlags& f, codegen::CompileOptions* o) {
-  if (f.hostPreset.empty()) return targetFor(f.target, f.threads);
+  if (f.hostPreset.empty()) return targetWithGpu(f.target, f.gpu, f.threads);
+  if (!f.gpu.gpus.empty()) return makeError(ErrorCode::InvalidArgument, "--host-preset and --gpu name two targets: pick one");
   TESSERA_ASSIGN(TargetDesc t, hostPreset(f.hostPreset));
   if (f.threads != kAllCores) {
     TESSERA_ASSIGN(TargetDesc h, hostTargetWithThreads(f.threads));  // the range check
@@ -134,10 +137,12 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
 }
 
 void compileCommand(const CompileFlags& f) {
+  loadGpuFacts(f.gpu);
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
   std::string text;
-  auto gt = getTarget(f.target);
+  auto gt = f.hostPreset.empty() ? targetWithGpu(f.target, f.gpu, kAllCores) : getTarget(f.target);
+  if (!gt.ok() && !f.gpu.gpus.empty()) failWith(gt.error());
   if (gt.ok() && gt->isGpu()) {
     CompileFlags g = f;
     if (g.emit == CompileFlags().emit) g.emit = codegen::gpuBackend(gt->vendor)->assemblyName();  // the host default
@@ -196,6 +201,7 @@ void addCompileCommand(CLI::App& app) {
   c->add_option("--config", f->config, "knob overrides: 'MC=64,NR=32' or a JSON object");
   c->add_option("--target", f->target, "target: host, sm_80, sm_86, sm_89, sm_90, sm_90a, gfx90a, gfx942, gfx1100")
       ->capture_default_str();
+  addGpuFlags(c, &f->gpu);
   addThreadsOption(c, &f->threads);
   c->add_option("--host-preset", f->hostPreset,
                 "compile for a named x86 machine instead of this one: zen4, zen4-avx2, sapphire-rapids (text only)");

@@ -69,7 +69,7 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
   } else {
     auto runner = codegen::openRunnerFor(t);
     if (!runner.ok())
-      fail("target " + t.name + " cannot run here (" + runner.error().message + "); --emulate runs its pre-mapping IR on the CPU", 2);
+      fail("target " + t.name + " cannot run here (" + runner.error().message + "); --emulate runs its mapped kernel on the CPU", 2);
     auto r = (*runner)->run(*bin, k, io.buffers(), std::max(f.minRuns, 1));
     if (!r.ok()) failWith(r.error());
     us = *r;

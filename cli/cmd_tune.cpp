@@ -16,6 +16,7 @@
 #include "cache_service/record_json.h"
 #include "cache_service/store.h"
 #include "cli/commands.h"
+#include "cli/gpu_flags.h"
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "cli/tune_common.h"
@@ -79,8 +80,9 @@ struct TuneFlags {
   double timeBudget = 0, timeout = 20, minTime = 0.05;
   uint64_t seed = 0;
   bool resume = false, force = false, json = false, noWarmStart = false, verifyTime = false;
-  bool workers = false;
+  bool workers = false, noTransfer = false;
   double workerWait = 30;
+  GpuFlags gpu;
 };
 
 nlohmann::json trialJson(const search::TrialResult& r) {
@@ -108,8 +110,11 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
   std::printf("best config  %s\n", b.config.str().c_str());
   std::printf("estimate     %s  (%s, %s-bound; predicted, nothing ran; stored as estimated)\n",
               fmtTime(b.samples.median_us).c_str(), b.estimator.c_str(), b.bound.c_str());
-  std::printf("throughput   %s  (%.1f%% of %s's %s, predicted)\n", fmtThroughput(k, b.throughput).c_str(),
-              100 * b.peakFraction, t.name.c_str(), ir::isComputeBound(k) ? "compute peak" : "memory bandwidth");
+  std::printf("gpu          %s: %.3g GHz, %.1f TFLOP/s FP32, %.1f TFLOP/s %s, %.0f GB/s, %.0f MB L2\n", targetLabel(t).c_str(),
+              t.clockGHz, t.peakGflopsF32 / 1000, t.computePeakGflops(ir::kernelInputType(k)) / 1000,
+              std::string(ir::typeName(ir::kernelInputType(k))).c_str(), t.memBandwidthGBs, double(t.l2Bytes_gpu) / (1024.0 * 1024.0));
+  std::printf("throughput   %s  (%.1f%% of the %s's %s, predicted)\n", fmtThroughput(k, b.throughput).c_str(),
+              100 * b.peakFraction, t.model.c_str(), ir::isComputeBound(k) ? "compute peak" : "memory bandwidth");
   auto bin = codegen::compileGpu(k, b.config, t, {.wantBinary = false});
   auto e = search::estimateKernel(k, b.config, t, bin.ok() ? &bin->resources : nullptr);
   if (e.ok()) {
@@ -130,9 +135,10 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
 }
 
 void tuneCommand(const TuneFlags& f) {
+  loadGpuFacts(f.gpu);
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
-  auto t = targetFor(f.target, f.threads);
+  auto t = targetWithGpu(f.target, f.gpu, f.threads);
   if (!t.ok()) failWith(t.error());
   auto problem = search::tuneProblem(*k, *t, f.spaceSpec);
   if (!problem.ok()) failWith(problem.error());
@@ -161,6 +167,19 @@ void tuneCommand(const TuneFlags& f) {
   if (!chosen.ok() && chosen.error().code == ErrorCode::NotFound) fail(chosen.error().message, 1);
   if (!chosen.ok()) failWith(chosen.error());
   MeasureChoice measure = std::move(*chosen);
+  if (measure.device) {
+    // The attached device's own product (an H100 PCIe has 114 SMs, not the table's 132): its key,
+    // space and peaks. A --gpu naming another product would file its timings under the wrong key.
+    if (!f.gpu.gpus.empty() && measure.device->model != t->model)
+      fail("--gpu names the " + t->model + ", but the attached device is the " + measure.device->model +
+               ": drop --gpu to tune it, or add --estimate to predict the " + t->model, 2);
+    const bool changed = measure.device->units != t->units || measure.device->model != t->model;
+    *t = *measure.device;
+    if (changed) {
+      problem = search::tuneProblem(*k, *t, f.spaceSpec);
+      if (!problem.ok()) failWith(problem.error());
+    }
+  }
   if (f.workers) {
     // The key and the space are the workers' hardware, which may differ from this machine's.
     problem = search::tuneProblem(*k, *t, f.spaceSpec);
@@ -188,15 +207,31 @@ void tuneCommand(const TuneFlags& f) {
   if (measure.estimated) ss.acceptEstimatesOf = costmodel::kGpuModelName;
   ss.cache = f.force ? search::CachePolicy::Force : f.resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
   ss.warmStart = !f.noWarmStart;
+  ss.transfer.enabled = !f.noTransfer;
+  ss.transfer.seed = f.seed;
   ss.warm.seed = f.seed;
   ss.model.seed = f.seed;
 
   search::SessionCallbacks cb;
   cb.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
   cb.onWarmStart = [&](const search::WarmStart& w) {
-    if (!f.json)
-      std::printf("cost model warm-started from %zu stored results of %d other workload%s\n", w.samples.size(),
-                  w.workloads, w.workloads == 1 ? "" : "s");
+    if (f.json) return;
+    std::printf("cost model warm-started from %zu stored results of %d other workload%s\n", w.samples.size(), w.workloads,
+                w.workloads == 1 ? "" : "s");
+  };
+  cb.onTransfer = [&](const search::Transfer& t) {
+    if (f.json) return;
+    std::string from;
+    for (const auto& x : t.from) from += (from.empty() ? "" : "; ") + x;
+    std::printf("transfer     this kernel measured on %d other GPU%s (%s): its model's score is a feature and picks the "
+                "first batch; --no-transfer turns it off\n",
+                t.gpus, t.gpus == 1 ? "" : "s", from.c_str());
+  };
+  cb.onTransferDropped = [&](double rho) {
+    if (f.json) return;
+    std::printf("transfer     dropped: the other GPUs' ranking disagrees with this one's results (Spearman %.2f); "
+                "the search goes on without them\n",
+                rho);
   };
   cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
     if (f.json) return;
@@ -260,7 +295,9 @@ void tuneCommand(const TuneFlags& f) {
                         {"seconds", res.tune.seconds},
                         {"statuses", res.statusCounts},
                         {"speedup_over_default", speedup},
-                        {"warm_start", {{"samples", res.warm.samples.size()}, {"workloads", res.warm.workloads}}},
+                        {"warm_start", {{"samples", res.warm.samples.size()}, {"workloads", res.warm.workloads},
+                                        {"from", res.warm.from}}},
+                        {"transfer", {{"gpus", res.transferGpus}, {"from", res.transferFrom}, {"dropped", res.transferDropped}}},
                         {"interrupted", interrupted},
                         {"measured_on", measure.where},
                         {"emulated", measure.emulated},
@@ -318,6 +355,7 @@ struct BestFlags {
   std::string target = "host", db = "tessera.db", cache;
   int threads = kAllCores;
   bool json = false, noVerify = false, verifyTime = false;
+  GpuFlags gpu;
 };
 
 // A winner from the shared cache, checked on this machine before it is shown as usable: "" when it
@@ -339,9 +377,10 @@ std::string checkSharedWinner(const ir::Kernel& k, const TargetDesc& t, const ca
 }
 
 void bestCommand(const BestFlags& f) {
+  loadGpuFacts(f.gpu);
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
-  auto t = targetFor(f.target, f.threads);
+  auto t = targetWithGpu(f.target, f.gpu, f.threads);
   if (!t.ok()) failWith(t.error());
   cache::HardKey key = search::hardKeyFor(*k, *t);
   std::string keyId = cache::keyIdOf(key);
@@ -447,6 +486,7 @@ void addTuneCommands(CLI::App& app) {
   auto f = std::make_shared<TuneFlags>();
   auto* t = app.add_subcommand("tune", "search for the fastest config of a kernel; every candidate is stored");
   t->add_option("--target", f->target, "target")->capture_default_str();
+  addGpuFlags(t, &f->gpu);
   f->trialsOption = t->add_option("--trials", f->trials, "measured candidates at most (--estimate: 32)")->capture_default_str();
   addThreadsOption(t, &f->threads);
   t->add_option("--time-budget", f->timeBudget, "seconds of tuning at most (0: none)");
@@ -478,11 +518,14 @@ void addTuneCommands(CLI::App& app) {
               "re-time a shared-cache winner before trusting it (it is always compiled and checked)");
   t->add_flag("--no-warm-start", f->noWarmStart,
               "do not pre-train the cost model on the store's results for other shapes of this family");
+  t->add_flag("--no-transfer", f->noTransfer,
+              "do not warm-start from the store's and the shared cache's results of this kernel on other GPUs");
   addKernelSubcommands(t, &f->kernel, [f] { tuneCommand(*f); });
 
   auto b = std::make_shared<BestFlags>();
   auto* best = app.add_subcommand("best", "print the stored winner for a kernel (exit 3 when there is none)");
   best->add_option("--target", b->target, "target")->capture_default_str();
+  addGpuFlags(best, &b->gpu);
   best->add_option("--db", b->db, "local SQLite store")->capture_default_str();
   addThreadsOption(best, &b->threads);
   best->add_option("--cache", b->cache, "shared cache URL (default: $TESSERA_CACHE_URL)");

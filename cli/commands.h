@@ -26,6 +26,7 @@ void addCompareCommand(CLI::App& app);  // tessera compare (targets side by side
 void addWorkerCommands(CLI::App& app);  // tessera worker / workers (measurement workers)
 void addTuneAllCommand(CLI::App& app);  // tessera tune-all FILE --shard i/N
 void addBundleCommand(CLI::App& app);   // tessera bundle (ahead-of-time kernels + C runtime)
+void addGpusCommand(CLI::App& app);     // tessera gpus (GPUs by name, their facts and sources)
 #endif
 
 }  // namespace tessera::cli

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   tessera::cli::addWorkerCommands(app);
   tessera::cli::addTuneAllCommand(app);
   tessera::cli::addBundleCommand(app);
+  tessera::cli::addGpusCommand(app);
 #endif
   try {
     app.parse(argc, argv);

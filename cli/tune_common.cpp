@@ -13,6 +13,7 @@
 #include "search/estimate.h"
 #include "search/remote_measurer.h"
 #include "support/strings.h"
+#include "targets/gpu_skus.h"
 
 namespace tessera::cli {
 
@@ -95,7 +96,20 @@ Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t,
                "'s space with the analytic model; --device emulated runs the tuning loop on this CPU");
   }
   c.where = attached->name + " (" + attached->arch + ")";
-  c.measurer = search::makeDeviceMeasurer(k, t, d, ms);
+  // The device's own row of the GPU table, when its name is there (the key's SMs are the device's).
+  TargetDesc measured = t;
+  if (auto sku = gpuForDeviceName(attached->name); sku && (sku->arch == t.arch || sku->arch + "a" == t.arch)) {
+    auto own = targetOfGpu(sku->name, t);
+    if (own.ok()) measured = *own;
+  } else {
+    std::fprintf(stderr,
+                 "tessera: warning: the attached %s is not in the GPU table: its key and peaks are %s's default product's "
+                 "(%s, %d units); add it with --gpu-facts (docs/gpus.md)\n",
+                 attached->name.c_str(), t.name.c_str(), t.model.c_str(), t.units);
+    measured.model = attached->name;
+  }
+  c.device = measured;
+  c.measurer = search::makeDeviceMeasurer(k, measured, d, ms);
   return c;
 }
 

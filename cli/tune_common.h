@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cache_service/client.h"
@@ -30,6 +31,9 @@ struct MeasureChoice {
   std::string where;  // for the report: "host", "NVIDIA H100 80GB HBM3 (sm_90)", "emulated sm_80 (this CPU)"
   bool emulated = false;
   bool estimated = false;
+  // A device is attached and the GPU table knows its name: its product (SMs, clocks, peaks). An
+  // unknown device keeps the target, with the device's name as its model.
+  std::optional<TargetDesc> device;
 };
 // `device`: "" (the first device of the target's vendor), an index, or "emulated". Errors are
 // InvalidArgument with the one-line message a user needs (exit 2), e.g. no device of the target's

@@ -107,11 +107,15 @@ GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t) {
   const double latency = w.matrixCores ? kMmaLatencyCycles : kFmaLatencyCycles;
   const double perOpClocks = w.matrixCores ? 8 : std::max(slots, 1.0);
   const double needed = schedulers * latency / perOpClocks;
+  // A block whose threads do not fill its last warp issues that warp's instructions for all its
+  // lanes: 32 threads on wave64 hardware run at half the rate (every block shape of a space
+  // that is not a warp multiple pays this, on AMD's wave64 most of all).
+  const double laneUse = double(std::max<int64_t>(w.threadsPerBlock, 1)) / (warpsPerBlock * double(warp));
   auto unitTime = [&](int resident) {
     if (resident <= 0) return 0.0;
     double inflight = resident * warpsPerBlock * std::max(w.independentOps, 1.0);
     double hiding = std::min(1.0, inflight / needed);
-    double rate = w.pipePeakGflops * 1e9 / units * issue * hiding;
+    double rate = w.pipePeakGflops * 1e9 / units * issue * hiding * laneUse;
     return rate > 0 ? resident * w.flopsPerBlock / rate : 0.0;
   };
   double compute = (double(full) * unitTime(bpu) + unitTime(restPerUnit)) * 1e6;

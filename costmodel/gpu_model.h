@@ -11,7 +11,7 @@
 //              the block limit (the vendor's register file rules: unified VGPR/AGPR on CDNA);
 //   waves      blocks over units x resident blocks; the last wave's share (wave quantization);
 //   compute    FLOPs at the pipe's per-unit rate (FMA or matrix cores, the instruction's share of
-//              the dtype's peak), scaled by issue (FMA pipes: a scheduler issues one instruction
+//              the dtype's peak), scaled by the lanes a block's warps fill, by issue (FMA pipes: a scheduler issues one instruction
 //              per clock, and where its FP32 lanes are fewer than a warp's threads an FMA leaves
 //              issue slots free for the other instructions: Turing, GA100 and CDNA have them, GA102
 //              and Hopper do not) and by latency hiding (independent work in flight per scheduler,
@@ -39,7 +39,7 @@ namespace tessera::costmodel {
 
 // The estimator's name and version, stored with every estimated record. Bump it when the model
 // changes what it predicts: records of an older model are then re-estimated, not trusted.
-inline constexpr const char* kGpuModelName = "analytic-v2";
+inline constexpr const char* kGpuModelName = "analytic-v3";
 
 // One launch in the model's terms (the adapter fills it from a kernel and its config).
 struct GpuWorkload {

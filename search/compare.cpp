@@ -10,6 +10,7 @@
 #include "search/estimate.h"
 #include "search/records.h"
 #include "search/tune_session.h"
+#include "targets/gpu_skus.h"
 
 namespace tessera::search {
 
@@ -33,7 +34,11 @@ void findWinner(CompareRow& row, const cache::HardKey& key, cache::RecordStore* 
                 const cache::Provenance& current) {
   const std::string keyId = cache::keyIdOf(key);
   if (store) {
-    auto b = store->best(keyId);
+    // Two products can share a key (the same chip and SM count): the product's own records first.
+    auto b = row.target.isGpu() && !row.target.model.empty()
+                 ? store->bestMatching(keyId, cache::Provenance{.cpu_model = row.target.model})
+                 : store->best(keyId);
+    if (b.ok() && !*b) b = store->best(keyId);
     if (b.ok() && *b) {
       row.record = (*b)->record;
       row.source = CompareRow::Source::Measured;
@@ -54,7 +59,8 @@ void findWinner(CompareRow& row, const cache::HardKey& key, cache::RecordStore* 
     auto all = listAll(*store, {.key_id = keyId});
     if (all.ok())
       for (const auto& rec : *all)
-        if (rec.status == cache::RecordStatus::Estimated && (!row.record || rec.median_us < row.record->median_us))
+        if (rec.status == cache::RecordStatus::Estimated && (!row.record || rec.median_us < row.record->median_us) &&
+            (rec.provenance.cpu_model.empty() || rec.provenance.cpu_model == row.target.model))
           row.record = rec;
     if (row.record) {
       row.source = CompareRow::Source::Estimated;
@@ -70,9 +76,19 @@ void describeHost(CompareRow& row) {
   }
 }
 
+// How a line names a target: its chip, or its product when both sides are one chip (an RTX 4090 and
+// an L4 are both sm_89).
+std::string shortModel(const TargetDesc& t) {
+  std::string m = t.model;
+  for (const char* brand : {"NVIDIA ", "GeForce ", "AMD ", "Radeon "})
+    if (m.rfind(brand, 0) == 0) m = m.substr(std::string(brand).size());
+  return m;
+}
+
 // Why the targets' choices differ: rules over the facts of every pair of GPU rows with winners.
 std::vector<std::string> whyTheyDiffer(const std::vector<CompareRow>& rows, const ir::Kernel& k) {
   std::vector<std::string> out;
+  const bool compute = ir::isComputeBound(k);
   std::vector<const CompareRow*> gpus;
   for (const auto& r : rows)
     if (r.target.isGpu() && r.source != CompareRow::Source::None) gpus.push_back(&r);
@@ -80,8 +96,13 @@ std::vector<std::string> whyTheyDiffer(const std::vector<CompareRow>& rows, cons
     for (size_t j = i + 1; j < gpus.size(); ++j) {
       const CompareRow& a = *gpus[i];
       const CompareRow& b = *gpus[j];
-      const TargetDesc& ta = a.target;
-      const TargetDesc& tb = b.target;
+      // Copies named for this pair's lines.
+      TargetDesc ta = a.target;
+      TargetDesc tb = b.target;
+      if (ta.name == tb.name) {
+        ta.name = shortModel(ta);
+        tb.name = shortModel(tb);
+      }
       auto unitWord = [](const TargetDesc& t) { return t.vendor == Vendor::Amd ? "wavefronts" : "warps"; };
       if (ta.warpSize != tb.warpSize) {
         std::string s = ta.name + " schedules " + unitWord(ta) + " of " + std::to_string(ta.warpSize) + ", " + tb.name +
@@ -139,6 +160,22 @@ std::vector<std::string> whyTheyDiffer(const std::vector<CompareRow>& rows, cons
         if (ga && gb) s += ": waves of " + *ga + " on " + ta.name + ", " + *gb + " on " + tb.name;
         out.push_back(s);
       }
+      // The ridge point: FLOPs a kernel must do per DRAM byte to be compute-bound. A GPU with a
+      // higher one (less bandwidth per FLOP) wants tiles that reuse each loaded byte more.
+      const ir::ScalarType in = ir::kernelInputType(k);
+      const double ra = ta.computePeakGflops(in) / std::max(ta.memBandwidthGBs, 1.0);
+      const double rb = tb.computePeakGflops(in) / std::max(tb.memBandwidthGBs, 1.0);
+      if (compute && std::max(ra, rb) > 1.5 * std::min(ra, rb)) {
+        const TargetDesc& hi = ra > rb ? ta : tb;
+        std::string s = "FLOPs per DRAM byte to be compute-bound: " + ta.name + " " + num(ra) + ", " + tb.name + " " + num(rb) +
+                        " (" + num(ta.computePeakGflops(in) / 1000) + " vs " + num(tb.computePeakGflops(in) / 1000) +
+                        " TFLOP/s over " + num(ta.memBandwidthGBs) + " vs " + num(tb.memBandwidthGBs) + " GB/s): " + hi.name +
+                        " needs more reuse per loaded byte";
+        const std::string* ba2 = fact(a, "block tile");
+        const std::string* bb2 = fact(b, "block tile");
+        if (ba2 && bb2 && *ba2 != *bb2) s += ", hence its larger block tile";
+        out.push_back(s);
+      }
       if (!a.bound.empty() && !b.bound.empty() && a.bound != b.bound)
         out.push_back("the model finds " + ta.name + " " + a.bound + "-bound (" + num(ta.memBandwidthGBs / 1000, "%.2f") +
                       " TB/s, " + num(ta.computePeakGflops(ir::kernelInputType(k)) / 1000) + " TFLOP/s) and " + tb.name + " " +
@@ -161,7 +198,10 @@ Expected<Comparison> compareTargets(const ir::Kernel& k, const std::vector<Targe
     row.target = t;
     findWinner(row, hardKeyFor(k, t), store, client, current);
     if (!row.record) {
-      row.note = "no record: `tessera tune ... --target " + t.name + (t.isGpu() ? " --estimate`" : "`") + " or --tune N";
+      auto chipDefault = defaultGpuOf(t.name == "sm_90a" ? "sm_90" : t.name);
+      const bool product = t.isGpu() && chipDefault && (chipDefault->name != t.model || chipDefault->units != t.units);
+      row.note = "no record: `tessera tune ... " + (product ? "--gpu \"" + t.model + "\"" : "--target " + t.name) +
+                 (t.isGpu() ? " --estimate`" : "`") + " or --tune N";
       c.rows.push_back(std::move(row));
       continue;
     }

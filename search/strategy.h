@@ -46,6 +46,15 @@ struct SearchSettings {
   // 146/540 trials (seeds 100-139: 252/724 -> 81/455), GEMM 128³ p90 51 -> 46; warm-started,
   // the skinny GEMM pays the slot (22 -> 30 median); tables without categorical knobs unchanged.
   bool categoricalSlots = true;
+  // Two-valued integer knobs (switches) get those slots too, in every batch including a prior's
+  // first (a tune with other GPUs' records sets it: their landscape is most often wrong about a
+  // switch); the knobs' order turns each batch so that every switch gets its turn.
+  bool flagSlots = false;
+  // Trials without a better measurement after which a batch explores away from the best config
+  // (0: never): its greedy picks differ from it in at least `stagnationDistance` knobs.
+  int stagnation = 0;
+  int stagnationDistance = 2;
+  double stagnationEps = -1;  // the batch's random share while stagnating (<0: eps)
   size_t exhaustiveLimit = 200000;  // exhaustive refuses spaces whose knob product is larger
   // ranked: the legal configs it orders (the whole space when it can be listed within this,
   // else this many uniform draws); evolutionary with a prior: candidates scored for its first batch.

@@ -26,7 +26,22 @@ class Evolution : public SearchStrategy {
     if (n == 0 || st_.exhausted()) return {};
     // The random share is eps of the batch in expectation (rounded stochastically: small batches
     // keep exploring too).
-    double share = double(n) * std::clamp(s_.eps, 0.0, 1.0);
+    // A search stuck on a plateau (no better measurement for a while) explores: its greedy picks
+    // leave the best config's neighbourhood and the random share grows.
+    avoid_.reset();
+    double eps = s_.eps;
+    if (s_.stagnation > 0) {
+      const auto& m = st_.measured();
+      const auto top = st_.best(1);
+      if (!top.empty()) {
+        size_t at = size_t(top.front() - m.data());
+        if (m.size() - 1 - at >= size_t(s_.stagnation)) {
+          avoid_ = top.front()->config;
+          if (s_.stagnationEps >= 0) eps = s_.stagnationEps;
+        }
+      }
+    }
+    double share = double(n) * std::clamp(eps, 0.0, 1.0);
     size_t nRandom = size_t(share) + (std::bernoulli_distribution(share - std::floor(share))(st_.rng()) ? 1 : 0);
     size_t nGreedy = n - std::min(n, nRandom);
     std::vector<ir::Config> greedy;
@@ -126,10 +141,12 @@ class Evolution : public SearchStrategy {
     std::vector<Scored> ranked;
     ranked.reserve(candidates.size());
     for (auto& [k, v] : candidates) ranked.push_back(std::move(v));
-    return pickTop(std::move(ranked), n);
+    return pickTop(std::move(ranked), n, s_.flagSlots);
   }
 
-  std::vector<ir::Config> pickTop(std::vector<Scored> ranked, size_t n) {
+  // `flags`: two-valued integer knobs (a switch: staging in shared memory, the read-only path,
+  // padding) get slots as categorical ones do.
+  std::vector<ir::Config> pickTop(std::vector<Scored> ranked, size_t n, bool flags = false) {
     // The map's order is not deterministic across runs: sort fully (score, then the seeded random
     // tiebreak, then the config) so a fixed seed replays exactly.
     std::sort(ranked.begin(), ranked.end(), [](const Scored& a, const Scored& b) {
@@ -139,9 +156,15 @@ class Evolution : public SearchStrategy {
     });
     std::vector<ir::Config> out;
     std::vector<bool> taken(ranked.size(), false);
+    // With switches, the knobs' order turns each batch: a space with more switches than a batch
+    // has slots would otherwise never span its last ones.
+    const auto& knobs = st_.space().knobs;
+    const size_t turn = flags && !knobs.empty() ? slotTurn_++ % knobs.size() : 0;
     if (s_.categoricalSlots)
-      for (const auto& knob : st_.space().knobs) {
-        if (!knob.isCategorical() || knob.domain.size() < 2) continue;
+      for (size_t ki = 0; ki < knobs.size(); ++ki) {
+        const auto& knob = knobs[(ki + turn) % knobs.size()];
+        const bool flag = flags && knob.domain.size() == 2 && !knob.isCategorical();
+        if ((!knob.isCategorical() && !flag) || knob.domain.size() < 2) continue;
         auto has = [&](const ir::Config& c, const ir::KnobValue& v) {
           auto it = c.values.find(knob.name);
           return it != c.values.end() && it->second == v;
@@ -159,9 +182,10 @@ class Evolution : public SearchStrategy {
       }
     // First pass: in predicted order, skipping near-duplicates of this batch's picks; the second
     // pass fills what is left in predicted order.
-    for (int pass = s_.diversity > 0 ? 0 : 1; pass < 2; ++pass)
+    for (int pass = s_.diversity > 0 || avoid_ ? 0 : 1; pass < 2; ++pass)
       for (size_t i = 0; i < ranked.size() && out.size() < n; ++i) {
         if (taken[i]) continue;
+        if (pass == 0 && avoid_ && knobsDiffering(*avoid_, ranked[i].config) < s_.stagnationDistance) continue;
         if (pass == 0 && std::any_of(out.begin(), out.end(), [&](const ir::Config& c) {
               return knobsDiffering(c, ranked[i].config) < s_.diversity;
             }))
@@ -209,7 +233,11 @@ class Evolution : public SearchStrategy {
     for (size_t i = 1; i < ranked.size(); ++i)
       if (std::isfinite(original[i]) && std::fabs(original[i] - original[i - 1]) <= 1e-9 * std::fabs(original[i - 1]))
         ranked[i].score -= 1e12;  // predicted times are microseconds: far below this
-    return pickTop(std::move(ranked), n);
+    // With flagSlots (a prior from other hardware: transfer across GPUs), the first batch spans
+    // the switches: the prior's best with each value of every two-valued knob. Such a prior is
+    // right about most of the landscape and wrong about a switch or two (shared-memory staging
+    // wins on an A100 and loses on an MI250X); without data yet, one batch in one region is a bet.
+    return pickTop(std::move(ranked), n, s_.flagSlots);
   }
 
   // GA without a model: offspring of the best measured configs are measured directly.
@@ -231,6 +259,8 @@ class Evolution : public SearchStrategy {
   costmodel::CostModel* model_;
   const costmodel::FeatureExtractor* features_;
   Prior prior_;
+  std::optional<ir::Config> avoid_;
+  size_t slotTurn_ = 0;  // batches that spanned switches so far  // this batch: the best config, when the search stagnates
 };
 
 }  // namespace

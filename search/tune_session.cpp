@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include "ir/families.h"
 #include "search/estimate.h"
@@ -80,10 +81,52 @@ class Session {
     const bool evolutionary = s_.loop.search.strategy == "evolutionary";
     std::unique_ptr<costmodel::CostModel> model;
     if (evolutionary) model = costmodel::makeXGBoostModel(s_.model);
-    auto features = p_.features(p_.key);
-    if (model && s_.warmStart) warmStart(*model, warmRecords);
-    TESSERA_ASSIGN(auto strategy, makeStrategy(s_.loop.search, p_.space, model.get(), features.get(),
-                                               p_.prior ? &p_.prior : nullptr));
+    // What the store and the shared cache know of other workloads and other GPUs, read once.
+    const bool transfer = evolutionary && s_.transfer.enabled && p_.key.target != "host";
+    std::vector<cache::Record> listed;
+    const std::vector<cache::Record>* known = warmRecords;
+    if (!known && evolutionary && (s_.warmStart || transfer)) {
+      listed = warmStartRecords(transfer || s_.warm.transfer);
+      known = &listed;
+    }
+    FeaturesForKey featuresFor = p_.features;
+    Prior prior = p_.prior;
+    std::shared_ptr<const Transfer> transferred;
+    if (transfer && known) {
+      auto t = std::make_shared<const Transfer>(makeTransfer(*known, p_.key, p_.features, s_.transfer));
+      if (t->gpus > 0) {
+        transferred = t;
+        if (s_.transfer.asFeature) featuresFor = withTransferFeature(featuresFor, t);
+        if (s_.transfer.asPrior) prior = transferPrior(t);
+        r_.transferGpus = t->gpus;
+        r_.transferFrom = t->from;
+        if (cb_.onTransfer) cb_.onTransfer(*t);
+      }
+    }
+    auto features = featuresFor(p_.key);
+    if (model && s_.warmStart && known) warmStart(*model, *known, featuresFor);
+    SearchSettings searchWith = s_.loop.search;
+    // Another GPU's landscape is most often wrong about a switch (staging in local memory wins on
+    // one GPU and loses on the other): with a transfer, every batch spans the two-valued knobs.
+    if (transferred) searchWith.flagSlots = true;
+    TESSERA_ASSIGN(auto strategy, makeStrategy(searchWith, p_.space, model.get(), features.get(), prior ? &prior : nullptr));
+    if (transferred && s_.transfer.checkAfter > 0) {
+      // The twin without the other GPUs, for when they disagree with this one.
+      PlainSearch plain{costmodel::makeXGBoostModel(s_.model), p_.features(p_.key), nullptr};
+      if (s_.warmStart && known) {
+        WarmStartSettings ws = s_.warm;
+        ws.transfer = false;
+        auto w = warmStartSamples(*known, p_.key, p_.features, ws);
+        if (!w.samples.empty()) (void)plain.model->update(w.samples);
+      }
+      TESSERA_ASSIGN(plain.strategy, makeStrategy(s_.loop.search, p_.space, plain.model.get(), plain.features.get(),
+                                                  p_.prior ? &p_.prior : nullptr));
+      strategy = agreementGate(std::move(strategy), std::move(plain), transferred, s_.transfer, [this](double rho) {
+        r_.transferDropped = true;
+        r_.transferAgreement = rho;
+        if (cb_.onTransferDropped) cb_.onTransferDropped(rho);
+      });
+    }
 
     TuneCallbacks cb;
     cb.commitRecords = [this](const std::vector<TrialResult>& rs) { commit(rs); };
@@ -123,6 +166,13 @@ class Session {
     bool stale = false;
     if (store_) {
       auto local = store_->best(r_.keyId);
+      // The key's winner may be another machine's of the same kind (two GPU products of one chip
+      // and SM count, two CPUs of one ISA level and core count): this machine's own best first,
+      // as the shared cache answers (api_records.cpp: answerFor).
+      if (local.ok() && *local && !cache::provenanceMismatch((*local)->record.provenance, prov_).empty()) {
+        auto own = store_->bestMatching(r_.keyId, prov_);
+        if (own.ok() && *own) local = own;
+      }
       if (local.ok() && *local) {
         hit = (*local)->record;
         stale = hit->stale || !cache::provenanceMismatch(hit->provenance, prov_).empty();
@@ -155,9 +205,11 @@ class Session {
   bool lookUpEstimate(const std::vector<cache::Record>& stored) {
     if (s_.acceptEstimatesOf.empty()) return false;
     const cache::Record* best = nullptr;
+    // An estimate is of one product: another product of the key's chip and SM count (an RTX 4080
+    // and an RTX 4090 Laptop) has other clocks and bandwidth.
     for (const auto& r : stored)
       if (r.status == cache::RecordStatus::Estimated && r.estimator == s_.acceptEstimatesOf &&
-          (!best || r.median_us < best->median_us))
+          (prov_.cpu_model.empty() || r.provenance.cpu_model == prov_.cpu_model) && (!best || r.median_us < best->median_us))
         best = &r;
     if (!best) return false;
     r_.cached = *best;
@@ -179,21 +231,51 @@ class Session {
 
   // The model starts from what the store knows of other workloads of this family on this target.
   // A warm start is an optimization: a store that cannot list never fails the session.
-  void warmStart(costmodel::CostModel& model, const std::vector<cache::Record>* given) {
-    std::vector<cache::Record> listed;
-    const std::vector<cache::Record>* source = given;
-    if (!source && store_) {
-      auto others = listAll(*store_, {.family = p_.key.family, .target = p_.key.target, .arch = p_.key.arch},
-                            s_.warmScanLimit);
-      if (!others.ok()) return;
-      listed = std::move(*others);
-      source = &listed;
-    }
-    if (!source) return;
-    r_.warm = warmStartSamples(*source, p_.key, p_.features, s_.warm);
+  void warmStart(costmodel::CostModel& model, const std::vector<cache::Record>& source, const FeaturesForKey& features) {
+    r_.warm = warmStartSamples(source, p_.key, features, s_.warm);
     if (r_.warm.samples.empty()) return;
     (void)model.update(r_.warm.samples);
     if (cb_.onWarmStart) cb_.onWarmStart(r_.warm);
+  }
+
+  // What the warm start learns from: the store's records of other shapes of the family on this
+  // target, and this kernel's records on other GPUs, from the store and from the shared cache (a
+  // team's measurements on its other GPUs). Shared records only train the model, never become a
+  // winner: a poisoned one can slow a search, not put a kernel in the store. Listing is an
+  // optimization: a failure is a warning, never the session's end.
+  std::vector<cache::Record> warmStartRecords(bool otherGpus) {
+    std::vector<cache::Record> out;
+    if (store_ && s_.warmStart && s_.warm.siblings) {
+      auto others = listAll(*store_, {.family = p_.key.family, .target = p_.key.target, .arch = p_.key.arch}, s_.warmScanLimit);
+      if (others.ok()) out = std::move(*others);
+    }
+    if (!otherGpus || p_.key.target == "host") return out;
+    std::set<std::pair<std::string, std::string>> seen;  // (key, config): the store and the cache hold copies
+    for (const auto& r : out) seen.insert({r.key_id, r.config});
+    auto keep = [&](std::vector<cache::Record>& rs) {
+      for (auto& r : rs)
+        if (transferSource(p_.key, r.key) && seen.insert({r.key_id, r.config}).second) out.push_back(std::move(r));
+    };
+    const cache::ListQuery q{.family = p_.key.family, .workload = p_.key.workload, .dtype = p_.key.dtype, .layout = p_.key.layout};
+    if (store_) {
+      auto mine = listAll(*store_, q, s_.warmScanLimit);
+      if (mine.ok()) keep(*mine);
+    }
+    if (client_) {
+      cache::ListQuery cq = q;
+      cq.limit = cache::kMaxListLimit;
+      for (size_t pages = 0; pages < s_.transferPages; ++pages) {
+        auto page = client_->list(cq);
+        if (!page.ok()) {
+          warn("the shared cache's records of this kernel on other GPUs: " + page.error().message + " (continuing without them)");
+          break;
+        }
+        keep(page->records);
+        if (!page->next_after) break;
+        cq.after_id = page->next_after;
+      }
+    }
+    return out;
   }
 
   // Each record carries the tuning cost spent up to it (trials so far, seconds so far).

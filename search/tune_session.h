@@ -23,6 +23,7 @@
 #include "ir/schedule.h"
 #include "search/measurer.h"
 #include "search/strategy.h"
+#include "search/transfer.h"
 #include "search/tuner.h"
 #include "search/warm_start.h"
 #include "support/status.h"
@@ -58,7 +59,11 @@ struct SessionSettings {
   CachePolicy cache = CachePolicy::UseStored;
   bool warmStart = true;  // evolutionary only: pre-train the model on stored sibling workloads
   WarmStartSettings warm;
+  // Evolutionary only, GPU keys: learn from this kernel's records on other GPUs (the store's and
+  // the shared cache's, or the given warm records).
+  TransferSettings transfer;
   size_t warmScanLimit = 50000;  // records of other workloads read for the warm start at most
+  size_t transferPages = 5;      // pages of 1000 records of this kernel on other GPUs asked of the shared cache
   costmodel::ModelSettings model;
   // Records go to the shared cache's outbox too (pushed when the session ends).
   bool pushToCache = true;
@@ -74,6 +79,8 @@ struct SessionCallbacks {
   std::function<void(const std::string&)> onWarning;                          // one line, no prefix
   std::function<bool(const TuneProgress&)> shouldStop;                        // e.g. Ctrl-C
   std::function<void(const WarmStart&)> onWarmStart;                           // before the first batch
+  std::function<void(const Transfer&)> onTransfer;                             // before the first batch
+  std::function<void(double)> onTransferDropped;  // the other GPUs disagreed (their rank correlation)
   // A winner from the shared cache is used only when this accepts it (compiled and checked
   // against the reference by the front end); a rejected hit is reported, not stored locally, and
   // the session tunes.
@@ -95,6 +102,10 @@ struct SessionResult {
   TuneResult tune;
   std::map<std::string, int> statusCounts;
   WarmStart warm;
+  int transferGpus = 0;                  // other GPUs this run learned from
+  std::vector<std::string> transferFrom;  // one line per GPU
+  bool transferDropped = false;           // they disagreed with this GPU's measurements
+  double transferAgreement = 0;           // the rank correlation that dropped them
   std::optional<cache::Record> winner;
   double speedupOverDefault = 0;  // same-run medians of the default and the winner (0: unknown)
   bool stopped = false;           // shouldStop ended the search early

@@ -31,6 +31,30 @@ bool warmStartSibling(const cache::HardKey& self, const cache::HardKey& other) {
   return sameFamilyAndMachine(self, other) && cache::keyIdOf(other) != cache::keyIdOf(self);
 }
 
+double recordThroughput(const cache::Record& r) {
+  return r.status == cache::RecordStatus::Ok && r.median_us > 0 ? 1e6 / r.median_us : 0.0;
+}
+
+std::vector<const cache::Record*> warmStartDraw(std::vector<const cache::Record*> recs, size_t cap, uint64_t seed) {
+  std::stable_sort(recs.begin(), recs.end(),
+                   [](const cache::Record* a, const cache::Record* b) { return recordThroughput(*a) > recordThroughput(*b); });
+  if (recs.size() > cap) {
+    std::mt19937_64 rng(seed);
+    const size_t top = cap / 4;
+    std::shuffle(recs.begin() + std::ptrdiff_t(top), recs.end(), rng);
+    recs.resize(cap);
+  }
+  return recs;
+}
+
+bool transferSource(const cache::HardKey& self, const cache::HardKey& other) {
+  const bool gpus = self.target != "host" && other.target != "host";
+  const bool sameKernel = other.family == self.family && other.workload == self.workload && other.shape == self.shape &&
+                          other.dtype == self.dtype && other.layout == self.layout;
+  const bool otherGpu = other.target != self.target || other.arch != self.arch || other.units != self.units;
+  return gpus && sameKernel && otherGpu;
+}
+
 FeaturesForKey hostFeaturesForKeys(const ir::Space& space, const TargetDesc& t) {
   return [space, t](const cache::HardKey& key) { return costmodel::makeHostFeatures(workloadOf(key), space, t); };
 }
@@ -43,33 +67,23 @@ WarmStart warmStartSamples(const std::vector<cache::Record>& records, const cach
   // Other workloads of this family on this target, by key id (std::map: a deterministic order).
   std::map<std::string, std::vector<const cache::Record*>> byKey;
   for (const auto& r : records) {
-    if (!sameFamilyAndMachine(self, r.key)) continue;
+    const bool sibling = s.siblings && sameFamilyAndMachine(self, r.key);
+    if (!sibling && !(s.transfer && transferSource(self, r.key))) continue;
     std::string id = r.key_id.empty() ? cache::keyIdOf(r.key) : r.key_id;
     if (id == selfId || !trialStatusOf(r.status)) continue;  // own history; estimates are no measurements
     byKey[id].push_back(&r);
   }
+  // This kernel on other GPUs first (distance -1), then the other shapes, nearest first.
   std::vector<std::pair<double, std::string>> nearest;
-  for (const auto& [id, recs] : byKey) nearest.push_back({workloadDistance(self, recs.front()->key), id});
+  for (const auto& [id, recs] : byKey)
+    nearest.push_back({transferSource(self, recs.front()->key) ? -1.0 : workloadDistance(self, recs.front()->key), id});
   std::sort(nearest.begin(), nearest.end());
   if (nearest.size() > size_t(s.maxWorkloads)) nearest.resize(size_t(s.maxWorkloads));
 
-  std::mt19937_64 rng(s.seed);
   int group = 0;
   for (const auto& [dist, id] : nearest) {
-    std::vector<const cache::Record*> recs = byKey[id];
-    auto throughput = [](const cache::Record* r) {
-      return r->status == cache::RecordStatus::Ok && r->median_us > 0 ? 1e6 / r->median_us : 0.0;
-    };
-    std::stable_sort(recs.begin(), recs.end(),
-                     [&](const cache::Record* a, const cache::Record* b) { return throughput(a) > throughput(b); });
-    size_t cap = size_t(s.maxRecordsPerWorkload);
-    if (recs.size() > cap) {
-      // The best quarter (the region the search should aim at), then a random draw of the rest
-      // (what to avoid).
-      size_t top = cap / 4;
-      std::shuffle(recs.begin() + std::ptrdiff_t(top), recs.end(), rng);
-      recs.resize(cap);
-    }
+    auto throughput = [](const cache::Record* r) { return recordThroughput(*r); };
+    std::vector<const cache::Record*> recs = warmStartDraw(byKey[id], size_t(s.maxRecordsPerWorkload), s.seed + uint64_t(group));
     auto features = featuresFor(recs.front()->key);
     std::vector<costmodel::Sample> samples;
     for (const auto* r : recs) {
@@ -80,6 +94,13 @@ WarmStart warmStartSamples(const std::vector<cache::Record>& records, const cach
     bool anyOk = std::any_of(samples.begin(), samples.end(), [](const costmodel::Sample& x) { return x.throughput > 0; });
     if (!anyOk) continue;  // nothing to rank against
     ++group;
+    const cache::HardKey& k = recs.front()->key;
+    const bool gpu = transferSource(self, k);
+    out.gpus += gpu ? 1 : 0;
+    const std::string& model = recs.front()->provenance.cpu_model;
+    out.from.push_back((gpu ? (model.empty() ? k.target : model) + " (" + k.target + ", " + std::to_string(k.units) + " units)"
+                            : k.family + " " + cache::formatShape(k.shape) + " " + k.dtype) +
+                       ": " + std::to_string(samples.size()) + " records");
     out.samples.insert(out.samples.end(), samples.begin(), samples.end());
   }
   out.workloads = group;

@@ -2,7 +2,10 @@
 // store of a team that tuned GEMM at other shapes already says which register tiles, cache
 // blocks and schedules this CPU likes. Each stored workload becomes its own ranking group, with
 // features computed from its key (costmodel::WorkloadDesc), so the model starts the search
-// knowing those landscapes and learns this one on top of them.
+// knowing those landscapes and learns this one on top of them. Transfer across GPUs (issue 29):
+// the same kernel measured on other GPUs (another chip, or another product of this one with
+// another SM count) is such a workload too: the team's RTX 3090 records start the model of a tune
+// on an RTX 2080 Ti.
 #pragma once
 
 #include <cstdint>
@@ -23,25 +26,40 @@ struct WarmStartSettings {
   int maxWorkloads = 8;             // the nearest ones (shape, then dtype and layout) first; 0: off
   int maxRecordsPerWorkload = 256;  // its best quarter plus a seeded random draw of the rest
   uint64_t seed = 0;
+  bool siblings = true;             // other workloads of the family on this target
+  bool transfer = false;            // this kernel on other GPUs too (search/transfer.h: asSamples)
 };
 
 struct WarmStart {
   std::vector<costmodel::Sample> samples;  // groups 1..workloads (0 is left to the run itself)
   int workloads = 0;
+  int gpus = 0;                     // of the workloads, this kernel on other GPUs
+  std::vector<std::string> from;    // per workload: "<target> <shape>: N records" (reports)
 };
 
 // Whether records of `other` may warm-start a search of `self`: another workload of the same
 // family on the same target and arch.
 bool warmStartSibling(const cache::HardKey& self, const cache::HardKey& other);
+// Whether records of `other` are this kernel on another GPU: the same family, workload, shape,
+// dtype and layout on another GPU target (another chip, or the same chip with other SMs/CUs).
+bool transferSource(const cache::HardKey& self, const cache::HardKey& other);
 
 // Samples from `records` whose key has the family, target and arch of `self` but another key id
-// (records of `self` itself are the run's own history: --resume and store seeds). Failed
+// (records of `self` itself are the run's own history: --resume and store seeds), and (with
+// `transfer`) those of this kernel on other GPUs, which come first: the same kernel on other
+// hardware ranks configs more like this run than other shapes do. Failed
 // candidates are samples of throughput 0; records whose config does not parse are skipped.
 // Features of each record's workload come from `features(its key)` (the session's feature
 // factory: the space's knob layout plus, on the host, the derived host features of that key).
 using FeaturesForKey = std::function<std::unique_ptr<costmodel::FeatureExtractor>(const cache::HardKey&)>;
 WarmStart warmStartSamples(const std::vector<cache::Record>& records, const cache::HardKey& self,
                            const FeaturesForKey& features, const WarmStartSettings& s);
+// One workload's share of a warm start: its records best first, then, beyond `cap`, its best
+// quarter plus a seeded random draw of the rest (the region to aim at and what to avoid).
+std::vector<const cache::Record*> warmStartDraw(std::vector<const cache::Record*> recs, size_t cap, uint64_t seed);
+// Throughput of a record as the cost model sees it (failures 0).
+double recordThroughput(const cache::Record& r);
+
 // The host's factory: `space`'s knob features plus the derived host features of the key's
 // workload on `t`.
 FeaturesForKey hostFeaturesForKeys(const ir::Space& space, const TargetDesc& t);

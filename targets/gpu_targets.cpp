@@ -1,6 +1,7 @@
 // Owns the GPU target table: one TargetDesc per chip the GPU code generator compiles for. Each
-// row describes one concrete product (peaks and bandwidth differ between SKUs of one chip), and
-// every figure names its public source. Sources, abbreviated below:
+// row describes one concrete product, the chip's default (peaks and bandwidth differ between SKUs of
+// one chip: targets/gpu_skus.h has the others by name), and every figure names its public source.
+// Sources, abbreviated below:
 //   [CUDA-CC]  CUDA C++ Programming Guide, "Technical Specifications per Compute Capability" table
 //              and the "Compute Capability 8.x / 9.0" sections (shared memory, 1 KB reserved per block)
 //   [A100-WP]  NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), Tables 1 and 3
@@ -18,9 +19,15 @@
 //   [7900XTX]  AMD Radeon RX 7900 XTX product page
 //   [TUNING]   NVIDIA Volta/Turing/Ampere tuning guides: unified L1/shared memory, 128 bytes per
 //              clock per SM, 128-byte lines of four 32-byte sectors
+//   [CC-L1]    Chips and Cheese, "A New Year and New Tests: GPU L1 Cache Bandwidth" (2024): OpenCL
+//              loads of an L1-resident buffer, per SM per clock, NVIDIA Turing to Ada
 //   [GCN-L1]   AMD GCN architecture documentation (CDNA keeps the GCN CU): the vector L1 cache
 //              delivers 64 bytes per clock, 64-byte lines
 //   [RDNA-WP]  AMD RDNA architecture whitepaper: the L0 vector cache, 128-byte lines, 128 B/clock
+//   [TU-WP]    NVIDIA Turing GPU Architecture whitepaper (2018); [T4-DS] NVIDIA T4 datasheet
+//   [RDNA2-ISA] AMD RDNA2 Instruction Set Architecture reference guide (wave32, 1024 VGPRs per SIMD,
+//              LDS 64 KB per workgroup, 128 KB per WGP); [RX6000] AMD Radeon RX 6000 product pages
+//   [PRO-W]    AMD Radeon PRO W6000/W7000 product pages; [RX7000] AMD Radeon RX 7000 product pages
 //   [LLVM-AMDGPU] LLVM AMDGPUBaseInfo.cpp (getMaxWavesPerEU: 8 on gfx90a/gfx94x, 16 on gfx11;
 //              getTotalNumVGPRs / getVGPRAllocGranule; getMaxWorkGroupsPerCU: 16 barrier-limited
 //              groups per CU on gfx9, 32 in gfx10+ WGP mode) and AMDGPUUsage.rst (processor table)
@@ -49,7 +56,9 @@ TargetDesc nvidiaBase(const std::string& chip) {
   t.smemReservedPerBlock = 1 * KB;
   t.regAllocGranule = 256;
   t.simdsPerUnit = 4;
-  t.l1BytesPerClock = 128;  // [TUNING]
+  // Global loads that hit L1 reach about half of shared memory's 128 bytes per clock on Turing,
+  // Ampere and Ada [CC-L1]; the Xgemm tables agree (staged tiles beat direct loads on the RTX 3090).
+  t.l1BytesPerClock = 64;   // [CC-L1]
   t.l1LineBytes = 128;      // [TUNING]
   // mma.sync shapes, sm_80 and later [PTX-ISA]: m16n8k16 for f16 and bf16, m16n8k8 for tf32.
   t.mma = {{"f16", 16, 8, 16, "mma.sync"}, {"bf16", 16, 8, 16, "mma.sync"}, {"f32", 16, 8, 8, "mma.sync"}};
@@ -87,6 +96,35 @@ TargetDesc cdnaBase(const std::string& chip) {
   t.l1LineBytes = 64;      // [GCN-L1]
   t.mma = {{"f16", 16, 16, 16, "mfma"}, {"f16", 32, 32, 8, "mfma"},  {"bf16", 16, 16, 16, "mfma"},
            {"bf16", 32, 32, 8, "mfma"}, {"f32", 16, 16, 4, "mfma"},  {"f32", 32, 32, 2, "mfma"}};
+  return t;
+}
+
+// Shared by the RDNA rows (gfx10.3 and gfx11): wave32, the default for compute on these chips
+// [LLVM-AMDGPU], 1024 work-items per group, two SIMD32 per CU, LDS 64 KB per workgroup and 128 KB
+// per WGP (64 KB per CU), 16 waves per SIMD, 32 barrier-limited groups in WGP mode [LLVM-AMDGPU],
+// 106 SGPRs per wave, the L0 vector cache's 128-byte lines at 128 bytes per clock [RDNA-WP].
+TargetDesc rdnaBase(const std::string& chip, int64_t vgprs, int granule) {
+  TargetDesc t;
+  t.name = chip;
+  t.vendor = Vendor::Amd;
+  t.arch = chip;
+  t.warpSize = 32;
+  t.maxThreadsPerBlock = 1024;
+  t.smemPerBlock = 64 * KB;
+  t.smemPerBlockOptIn = 64 * KB;
+  t.smemPerSM = 64 * KB;
+  t.simdsPerUnit = 2;
+  t.regsPerSimd = vgprs;
+  t.regAllocGranule = granule;
+  t.maxWavesPerSimd = 16;
+  t.maxRegsPerThread = 256;
+  t.operandRegsPerThread = 256;
+  t.regsPerSM = int64_t(t.simdsPerUnit) * t.regsPerSimd * t.warpSize;
+  t.maxWarpsPerSM = t.maxWavesPerSimd * t.simdsPerUnit;
+  t.maxBlocksPerSM = 32;
+  t.maxSgprsPerWave = 106;
+  t.l1BytesPerClock = 128;
+  t.l1LineBytes = 128;
   return t;
 }
 
@@ -229,6 +267,73 @@ std::vector<TargetDesc> buildTable() {
     t.peakGflopsBF16 = 122800;              // [RDNA3-ISA] WMMA bf16 at the f16 rate
     t.memBandwidthGBs = 960;                // [7900XTX] GDDR6 960 GB/s
     // v_wmma_f32_16x16x16_f16 / _bf16, wave32 [RDNA3-ISA]
+    t.mma = {{"f16", 16, 16, 16, "wmma"}, {"bf16", 16, 16, 16, "wmma"}};
+    v.push_back(t);
+  }
+  // ---- Chips added for GPUs by name (issue 29); their default products follow.
+  // sm_75: NVIDIA T4 (TU104). Turing's shared memory and threads per SM are smaller [CUDA-CC 7.5],
+  // there is no 1 KB per-block reservation (it starts with 8.0) and no cp.async. Turing's mma.sync
+  // is m16n8k8; Tessera's MMA lowering emits m16n8k16 (sm_80 and later), so its GEMMs run on the
+  // FMA pipes here: no MMA shape is listed.
+  {
+    TargetDesc t = nvidiaBase("sm_75");
+    t.model = "NVIDIA T4";
+    t.units = 40;                           // [T4-DS] 2560 CUDA cores, 64 per SM [TU-WP]
+    t.clockGHz = 1.59;                      // [T4-DS] boost clock
+    t.smemPerSM = 64 * KB;                  // [CUDA-CC] 7.5
+    t.smemPerBlockOptIn = 64 * KB;          // [CUDA-CC] 7.5
+    t.smemReservedPerBlock = 0;             // [CUDA-CC] the reservation starts with 8.0
+    t.maxBlocksPerSM = 16;                  // [CUDA-CC] 7.5
+    t.maxWarpsPerSM = 32;                   // [CUDA-CC] 7.5: 1024 threads per SM
+    t.l2Bytes_gpu = 4 * MB;                 // [TU-WP] TU104
+    t.peakGflopsF32 = 8100;                 // [T4-DS] 8.1 TFLOPS
+    t.peakGflopsF16 = 65000;                // [T4-DS] mixed precision (FP16/FP32) 65 TFLOPS
+    t.peakGflopsBF16 = 0;                   // Turing has no bf16
+    t.memBandwidthGBs = 320;                // [T4-DS] 320 GB/s
+    t.mma.clear();
+    v.push_back(t);
+  }
+  // RDNA2 (gfx1030 Navi 21, gfx1031 Navi 22, gfx1032 Navi 23): wave32, two SIMD32 per CU, 1024
+  // VGPRs per SIMD lane allocated in granules of 8, 16 waves per SIMD [RDNA2-ISA, LLVM-AMDGPU; llc
+  // -mcpu=gfx1030 reports occupancy 9 at 100 VGPRs], LDS 64 KB per workgroup and per CU. No WMMA:
+  // f16 runs on the packed FMA pipes (twice the FP32 rate) and there is no bf16 math.
+  struct Rdna2 {
+    const char* chip;
+    const char* model;
+    int cus;
+    double clock, f32, bw;
+    int64_t l2;
+  };
+  for (const Rdna2& r : {Rdna2{"gfx1030", "AMD Radeon RX 6900 XT", 80, 2.25, 23040, 512, 4 * MB},   // [RX6000]
+                         Rdna2{"gfx1031", "AMD Radeon RX 6700 XT", 40, 2.581, 13210, 384, 3 * MB},  // [RX6000]
+                         Rdna2{"gfx1032", "AMD Radeon PRO W6600", 28, 2.903, 10400, 224, 2 * MB}}) {  // [PRO-W]
+    TargetDesc t = rdnaBase(r.chip, 1024, 8);
+    t.model = r.model;
+    t.units = r.cus;
+    t.clockGHz = r.clock;
+    t.l2Bytes_gpu = r.l2;
+    t.peakGflopsF32 = r.f32;
+    t.peakGflopsF16 = 2 * r.f32;  // packed FP16 (v_pk_fma_f16)
+    t.peakGflopsBF16 = 0;
+    t.memBandwidthGBs = r.bw;
+    t.mma.clear();
+    v.push_back(t);
+  }
+  // RDNA3 beyond Navi 31: gfx1101 (Navi 32) keeps Navi 31's 1536 VGPRs, gfx1102 (Navi 33) has 1024
+  // allocated in granules of 16 [LLVM-AMDGPU FeatureGFX11FullVGPRs; llc -mcpu: occupancy 12 and 9
+  // at 100 VGPRs]. WMMA as on gfx1100.
+  for (const Rdna2& r : {Rdna2{"gfx1101", "AMD Radeon RX 7800 XT", 60, 2.43, 37320, 624, 4 * MB},   // [RX7000]
+                         Rdna2{"gfx1102", "AMD Radeon RX 7600", 32, 2.655, 21750, 288, 2 * MB}}) {  // [RX7000]
+    const bool full = std::string(r.chip) == "gfx1101";
+    TargetDesc t = rdnaBase(r.chip, full ? 1536 : 1024, full ? 24 : 16);
+    t.model = r.model;
+    t.units = r.cus;
+    t.clockGHz = r.clock;
+    t.l2Bytes_gpu = r.l2;
+    t.peakGflopsF32 = r.f32;           // dual-issue FP32
+    t.peakGflopsF16 = 2 * r.f32;       // WMMA f16 at twice the FP32 rate [RX7000]
+    t.peakGflopsBF16 = 2 * r.f32;      // [RDNA3-ISA] WMMA bf16 at the f16 rate
+    t.memBandwidthGBs = r.bw;
     t.mma = {{"f16", 16, 16, 16, "wmma"}, {"bf16", 16, 16, 16, "wmma"}};
     v.push_back(t);
   }

@@ -1,4 +1,5 @@
-// Owns the table of GPU target descriptions (NVIDIA sm_80..sm_90a, AMD gfx90a/gfx942/gfx1100).
+// Owns the table of GPU target descriptions, one per chip (NVIDIA sm_75..sm_90a, AMD gfx90a/gfx942,
+// RDNA2 gfx1030-gfx1032, RDNA3 gfx1100-gfx1102), each with its default product.
 #pragma once
 
 #include <vector>

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "targets/gpu_skus.h"
 #include "targets/gpu_targets.h"
 
 namespace tessera {
@@ -71,9 +72,14 @@ Expected<TargetDesc> getTarget(const std::string& name) {
   if (name == "host" || name.empty()) return hostTarget();
   for (const auto& t : gpuTargets())
     if (t.name == name) return t;
+  // A GPU by name ("RTX 4090", "L4"): its chip's description with its own figures.
+  auto gpu = findGpu(name);
+  if (gpu.ok()) return targetOfGpu(*gpu);
+  if (gpu.error().code != ErrorCode::NotFound) return gpu.takeError();  // a name of several GPUs
   std::string list;
   for (const auto& n : knownTargets()) list += (list.empty() ? "" : ", ") + n;
-  return makeError(ErrorCode::InvalidArgument, "unknown target '" + name + "' (known: " + list + ")");
+  return makeError(ErrorCode::InvalidArgument,
+                   "unknown target '" + name + "' (known: " + list + "; or a GPU by name: tessera gpus lists them)");
 }
 
 }  // namespace tessera

@@ -247,6 +247,21 @@ TEST(Dashboard, RooflineFactsSayWhereEachRoofComesFrom) {
   json g = rooflineJson(gpu);
   EXPECT_DOUBLE_EQ(g["compute_gflops"].get<double>(), 66900);  // f32 from the target table
   EXPECT_DOUBLE_EQ(g["bandwidth_gbs"].get<double>(), 3352);
+  // Another product of the chip (an L4: sm_89 with 58 SMs, not the table's RTX 4090): the peak its
+  // record was measured against.
+  KernelRow l4 = gpu;
+  l4.key.target = l4.key.arch = "sm_89";
+  l4.key.units = 58;
+  Record lr = makeRecord({.key = 0, .median_us = 10});
+  lr.key = l4.key;
+  lr.gflops = 60500;
+  lr.gbps = 100;
+  lr.peak_fraction = 0.5;
+  lr.provenance.cpu_model = "NVIDIA L4";
+  l4.shown = lr;
+  json lj = rooflineJson(l4);
+  EXPECT_DOUBLE_EQ(lj["compute_gflops"].get<double>(), 121000);
+  EXPECT_NE(lj["compute_source"].get<std::string>().find("NVIDIA L4"), std::string::npos);
   KernelRow host;
   host.key = test::keyFor(0);
   Record r = makeRecord({.key = 0, .median_us = 10});

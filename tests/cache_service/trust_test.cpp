@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <thread>
 
 #include "cache_service/plausibility.h"
 #include "cache_service/roofline.h"
 #include "cache_service/tokens.h"
+#include "targets/gpu_skus.h"
 #include "targets/gpu_targets.h"
 #include "tests/cache_service/test_util.h"
 
@@ -209,6 +211,44 @@ TEST(Trust, RooflineTableMatchesTheTargets) {
     EXPECT_EQ(row->gflops_bf16, t.peakGflopsBF16) << t.name;
     EXPECT_EQ(row->gbs_dram, t.memBandwidthGBs) << t.name;
     EXPECT_EQ(t.arch, t.name);  // the service's arch check assumes it
+  }
+}
+
+// GPUs by name: a record of any product of the table, keyed by its own SM/CU count and timed at
+// exactly its peak, passes; the per-chip bounds are the table's fastest product (in sync with it).
+TEST(Trust, RooflineBoundsAdmitEveryNamedGpuAtItsPeak) {
+  std::map<std::string, ChipPeakBound> fastest;
+  for (const GpuSku& s : gpuSkus()) {
+    SCOPED_TRACE(s.name);
+    ChipPeakBound& f = fastest[s.arch];
+    f.f32 = std::max(f.f32, s.fp32Gflops / s.units);
+    f.f16 = std::max(f.f16, s.fp16Gflops / s.units);
+    f.bf16 = std::max(f.bf16, s.bf16Gflops / s.units);
+    f.gbs = std::max(f.gbs, s.bandwidthGBs);
+    for (const char* dtype : {"f32", "f16", "bf16"}) {
+      const double peak = std::string(dtype) == "f32" ? s.fp32Gflops : std::string(dtype) == "f16" ? s.fp16Gflops : s.bf16Gflops;
+      if (peak <= 0) continue;
+      HardKey k{"gemm", "00c0ffee", {8192, 8192, 8192}, dtype, "row", s.arch, s.arch, s.units};
+      Record r = makeRecord({.key = 0, .median_us = 1});
+      r.key = k;
+      r.config = "{}";
+      r.median_us = r.p20_us = r.p80_us = 2.0 * 8192.0 * 8192 * 8192 / (peak * 1e3);  // exactly the peak
+      ASSERT_TRUE(finalizeRecord(r).ok());
+      Status ok = checkPlausible(r, "");
+      EXPECT_TRUE(ok.ok()) << dtype << ": " << ok.error().message;
+      // Thirty times faster is refused (a bound that admits everything is none; the chip's default
+      // product and the margin leave small products of a chip some slack).
+      r.median_us = r.p20_us = r.p80_us = r.median_us / 30;
+      EXPECT_FALSE(checkPlausible(r, "").ok()) << dtype;
+    }
+  }
+  for (const auto& [arch, f] : fastest) {
+    auto b = chipPeakBound(arch);
+    ASSERT_TRUE(b.has_value()) << arch;
+    for (auto [service, table] : {std::pair{b->f32, f.f32}, {b->f16, f.f16}, {b->bf16, f.bf16}, {b->gbs, f.gbs}}) {
+      EXPECT_GE(service, table) << arch;
+      EXPECT_LE(service, table * 1.01 + 1) << arch << ": the service's bound is above the fastest product's";
+    }
   }
 }
 

@@ -61,7 +61,8 @@ TEST(KernelTunerModels, EveryFileHasAModelAndItsGpu) {
     EXPECT_GT(m->target.memBandwidthGBs, 0) << name;
   }
   EXPECT_FALSE(bench::kernelTunerModel("gemm_unknown_gpu").has_value());
-  TargetDesc t = bench::rtx2080Ti();
+  // The 2080 Ti comes from the GPU table (sm_75: Turing's limits).
+  TargetDesc t = bench::kernelTunerModel("gemm_RTX_2080_Ti")->target;
   EXPECT_EQ(t.units, 68);
   EXPECT_EQ(t.maxWarpsPerSM, 32);
   EXPECT_EQ(t.smemPerSM, 64 * 1024);
@@ -92,4 +93,47 @@ TEST(KernelTunerModels, MeasuredBestRanksHighInTheEstimate) {
     else
       EXPECT_GT(r.spearman, 0.2) << name;
   }
+}
+
+// Any Kernel Tuner file's kernel by its family, on any GPU of the table: the dedispersion kernel
+// (no bundled file) is described on several GPUs, faster on the product of a chip with more SMs and
+// bandwidth (an RTX 4090 against an L4, both sm_89), and its bad configs are errors, not estimates.
+TEST(KernelTunerModels, AKernelByItsFamilyOnAnyGpu) {
+  auto a100 = bench::kernelTunerGpu("NVIDIA A100-PCIE-40GB", "");
+  ASSERT_TRUE(a100.ok()) << a100.error().message;
+  auto l4 = bench::kernelTunerGpu("", "L4");
+  ASSERT_TRUE(l4.ok()) << l4.error().message;
+  EXPECT_EQ(l4->units, 58);
+  // A device the table does not know is an error naming --gpu; a --gpu that is the host too.
+  auto unknown = bench::kernelTunerGpu("Some Future GPU 9000", "");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("--gpu"), std::string::npos);
+  EXPECT_FALSE(bench::kernelTunerGpu("", "host").ok());
+  EXPECT_FALSE(bench::kernelTunerModelFor("some_other_kernel", *a100).has_value());
+
+  auto onA100 = bench::kernelTunerModelFor("dedispersion_kernel", *a100);
+  auto onL4 = bench::kernelTunerModelFor("dedispersion_kernel", *l4);
+  auto rtx4090 = bench::kernelTunerGpu("NVIDIA GeForce RTX 4090", "");
+  ASSERT_TRUE(rtx4090.ok());
+  auto on4090 = bench::kernelTunerModelFor("dedispersion_kernel", *rtx4090);
+  ASSERT_TRUE(onA100 && onL4 && on4090);
+  auto c = ir::Config::parseAssignments("block_size_x=64,block_size_y=4,tile_size_x=2,tile_size_y=2,tile_stride_x=1,tile_stride_y=0");
+  ASSERT_TRUE(c.ok());
+  auto wa = onA100->workload(*c), wl = onL4->workload(*c), w4 = on4090->workload(*c);
+  ASSERT_TRUE(wa.ok() && wl.ok() && w4.ok());
+  EXPECT_EQ(wa->threadsPerBlock, 256);
+  EXPECT_GT(wa->flopsPerBlock, 0);
+  EXPECT_GT(costmodel::estimateLaunch(*wa, *a100).timeUs, 0);
+  const double t4 = costmodel::estimateLaunch(*w4, *rtx4090).timeUs, tl = costmodel::estimateLaunch(*wl, *l4).timeUs;
+  EXPECT_LT(t4, tl) << "the RTX 4090 (128 SMs, 1008 GB/s) predicted slower than the L4 (58 SMs, 300 GB/s)";
+  EXPECT_FALSE(onA100->describe(*c).empty());
+  auto big = *c;
+  big.set("block_size_x", int64_t(512));  // 2048 threads
+  EXPECT_FALSE(onA100->workload(big).ok());
+  auto zero = *c;
+  zero.set("tile_size_y", int64_t(0));
+  EXPECT_FALSE(onA100->workload(zero).ok());
+  auto missing = *c;
+  missing.values.erase("tile_stride_x");
+  EXPECT_FALSE(onA100->workload(missing).ok());
 }

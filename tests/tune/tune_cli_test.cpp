@@ -298,7 +298,7 @@ TEST(TuneCli, EstimatesGpuTargetsAndComparesThem) {
   EXPECT_NE(best.out.find("estimated (not measured)"), std::string::npos) << best.out;
   Result cmp = run("compare --targets sm_90,gfx942 --db " + db + kernel);
   ASSERT_EQ(cmp.code, 0) << cmp.out;
-  for (const char* want : {"sm_90 (NVIDIA", "gfx942 (AMD", "estimated (", "mma.sync m16n8k16", "mfma m16n16k16",
+  for (const char* want : {"NVIDIA H100 SXM5 80GB (sm_90, 132 SMs)", "AMD Instinct MI300X (gfx942, 304 CUs)", "estimated (", "mma.sync m16n8k16", "mfma m16n16k16",
                            "why they differ", "wavefronts of 64"})
     EXPECT_NE(cmp.out.find(want), std::string::npos) << want << "\n" << cmp.out;
   Result js = run("compare --json --targets sm_90,gfx942,host --db " + db + kernel);

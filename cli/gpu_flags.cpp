@@ -1,0 +1,61 @@
+// Owns --gpu / --gpu-facts: resolving a GPU by name to its chip's target and loading facts files.
+#include "cli/gpu_flags.h"
+
+#include <cstdlib>
+
+#include "cli/commands.h"
+#include "cli/kernel_flags.h"
+#include "support/strings.h"
+#include "targets/gpu_skus.h"
+#include "targets/gpu_targets.h"
+
+namespace tessera::cli {
+
+void addGpuFlags(CLI::App* cmd, GpuFlags* f, bool many) {
+  auto* g = cmd->add_option("--gpu", f->gpus,
+                            many ? "a GPU by name (repeatable), e.g. \"RTX 4090\", L4, MI300X: tessera gpus lists them"
+                                 : "a GPU by name, e.g. \"RTX 4090\", L4, MI300X (its chip is the target): tessera gpus lists them");
+  if (!many) g->expected(1);
+  cmd->add_option("--gpu-facts", f->facts, "a JSON file of GPUs to add (default: the files in $TESSERA_GPU_FACTS)");
+}
+
+void loadGpuFacts(const GpuFlags& f) {
+  std::vector<std::string> files = f.facts;
+  if (files.empty())
+    if (const char* env = std::getenv("TESSERA_GPU_FACTS"))
+      for (const auto& p : split(env, ':'))
+        if (!trim(p).empty()) files.emplace_back(trim(p));
+  for (const auto& path : files) {
+    auto rows = readGpuFactsFile(path);
+    if (!rows.ok()) fail(rows.error().message, 2);
+    (void)addGpuFacts(*rows);
+  }
+}
+
+Expected<TargetDesc> targetWithGpu(const std::string& target, const GpuFlags& f, int threads) {
+  if (f.gpus.empty()) return targetFor(target, threads);
+  if (f.gpus.size() > 1) return makeError(ErrorCode::InvalidArgument, "--gpu names one GPU here");
+  if (threads != kAllCores) return makeError(ErrorCode::InvalidArgument, "--threads applies to the host target only");
+  auto gpu = findGpu(f.gpus.front());
+  if (!gpu.ok()) return makeError(ErrorCode::InvalidArgument, gpu.error().message);
+  if (target.empty() || target == "host") return targetOfGpu(*gpu);
+  auto chip = getTarget(target);
+  if (!chip.ok()) return chip.takeError();
+  if (!chip->isGpu() || chip->name != chip->arch)
+    return makeError(ErrorCode::InvalidArgument, "--gpu picks the target; --target, when given, must be its chip (" + gpu->arch + ")");
+  return targetOfGpu(f.gpus.front(), *chip);
+}
+
+std::string targetLabel(const TargetDesc& t) {
+  if (!t.isGpu()) return t.name;
+  return t.model + " (" + t.name + ", " + std::to_string(t.units) + (t.vendor == Vendor::Amd ? " CUs)" : " SMs)");
+}
+
+std::string targetFlag(const TargetDesc& t) {
+  if (!t.isGpu()) return "--target " + t.name;
+  auto d = defaultGpuOf(t.arch == "sm_90a" ? "sm_90" : t.arch);
+  if (d && d->name == t.model && d->units == t.units) return "--target " + t.name;
+  return "--gpu \"" + t.model + "\"" + (t.name == "sm_90a" ? " --target sm_90a" : "");
+}
+
+}  // namespace tessera::cli

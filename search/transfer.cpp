@@ -1,0 +1,179 @@
+// Owns transfer across GPUs: the other GPUs' records, their model, and its score as a feature and
+// a prior of the session.
+#include "search/transfer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "search/records.h"
+
+namespace tessera::search {
+
+double Transfer::score(const ir::Config& c) const {
+  if (!model || !knobs) return 0;
+  return model->predict({knobs->extract(c)}).front();
+}
+
+Transfer makeTransfer(const std::vector<cache::Record>& records, const cache::HardKey& self,
+                      const FeaturesForKey& features, const TransferSettings& s) {
+  Transfer out;
+  if (!s.enabled || s.maxGpus <= 0) return out;
+  // The records of each other GPU (a key: its chip and SM count).
+  std::map<std::string, std::vector<const cache::Record*>> byGpu;
+  for (const auto& r : records)
+    if (transferSource(self, r.key) && trialStatusOf(r.status)) byGpu[r.key_id.empty() ? cache::keyIdOf(r.key) : r.key_id].push_back(&r);
+  std::vector<std::pair<size_t, std::string>> order;
+  for (const auto& [id, rs] : byGpu) order.push_back({rs.size(), id});
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  if (order.size() > size_t(s.maxGpus)) order.resize(size_t(s.maxGpus));
+
+  std::shared_ptr<const costmodel::FeatureExtractor> knobs(features(self).release());
+  std::vector<costmodel::Sample> samples;
+  int group = 0;
+  for (const auto& [n, id] : order) {
+    auto drawn = warmStartDraw(byGpu[id], size_t(std::max(s.maxRecordsPerGpu, 1)), s.seed + uint64_t(group));
+    std::vector<costmodel::Sample> mine;
+    for (const auto* r : drawn) {
+      auto cfg = ir::Config::fromJson(r->config);
+      if (!cfg.ok()) continue;
+      mine.push_back({knobs->extract(*cfg), recordThroughput(*r), group});
+    }
+    if (std::none_of(mine.begin(), mine.end(), [](const costmodel::Sample& x) { return x.throughput > 0; })) continue;
+    const cache::HardKey& k = drawn.front()->key;
+    const std::string& model = drawn.front()->provenance.cpu_model;
+    out.from.push_back((model.empty() ? k.target : model) + " (" + k.target + ", " + std::to_string(k.units) +
+                       " units): " + std::to_string(mine.size()) + " records");
+    out.records += mine.size();
+    samples.insert(samples.end(), mine.begin(), mine.end());
+    ++group;
+  }
+  if (group == 0) return out;
+  costmodel::ModelSettings ms = s.model;
+  ms.seed = s.seed;
+  std::shared_ptr<costmodel::CostModel> model(costmodel::makeXGBoostModel(ms));
+  if (!model->update(samples).ok() || !model->trained()) return Transfer{};
+  out.model = std::move(model);
+  out.knobs = std::move(knobs);
+  out.gpus = group;
+  return out;
+}
+
+namespace {
+
+// `base` plus one column computed by the transfer model.
+class WithTransfer : public costmodel::FeatureExtractor {
+ public:
+  WithTransfer(std::unique_ptr<costmodel::FeatureExtractor> base, std::shared_ptr<const Transfer> t)
+      : base_(std::move(base)), t_(std::move(t)) {}
+  std::vector<float> extract(const ir::Config& c) const override {
+    std::vector<float> f = base_->extract(c);
+    f.push_back(float(t_->score(c)));
+    return f;
+  }
+  std::vector<std::string> names() const override {
+    auto n = base_->names();
+    n.push_back("transfer_score");
+    return n;
+  }
+
+ private:
+  std::unique_ptr<costmodel::FeatureExtractor> base_;
+  std::shared_ptr<const Transfer> t_;
+};
+
+}  // namespace
+
+FeaturesForKey withTransferFeature(FeaturesForKey base, std::shared_ptr<const Transfer> t) {
+  return [base, t](const cache::HardKey& k) -> std::unique_ptr<costmodel::FeatureExtractor> {
+    return std::make_unique<WithTransfer>(base(k), t);
+  };
+}
+
+Prior transferPrior(std::shared_ptr<const Transfer> t) {
+  return [t](const ir::Config& c) -> std::optional<double> { return -t->score(c); };
+}
+
+namespace {
+
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<size_t> idx(v.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * double(i + j) + 1;
+    i = j + 1;
+  }
+  return r;
+}
+
+class AgreementGate : public SearchStrategy {
+ public:
+  AgreementGate(std::unique_ptr<SearchStrategy> a, PlainSearch b, std::shared_ptr<const Transfer> t, TransferSettings s,
+                std::function<void(double)> onSwitch)
+      : with_(std::move(a)), plain_(std::move(b)), t_(std::move(t)), s_(std::move(s)), onSwitch_(std::move(onSwitch)) {}
+
+  std::vector<ir::Config> propose(size_t n) override { return trusted_ ? with_->propose(n) : plain_.strategy->propose(n); }
+
+  void observe(const std::vector<TrialResult>& results) override {
+    with_->observe(results);
+    plain_.strategy->observe(results);
+    for (const auto& r : results) {
+      scores_.push_back(t_->score(r.config));
+      measured_.push_back(r.ok() ? r.throughput : 0.0);
+      pending_.push_back({plain_.features->extract(r.config), measured_.back(), 0});
+    }
+    // Checked while trusted: once the other GPUs disagreed, the search stays without them.
+    if (trusted_ && s_.checkAfter > 0 && measured_.size() >= size_t(s_.checkAfter)) {
+      const double rho = rankCorrelation(scores_, measured_);
+      if (rho < s_.minAgreement) {
+        trusted_ = false;
+        if (onSwitch_) onSwitch_(rho);
+      }
+    }
+    // The plain model trains only once it is used (every result so far, then each batch's).
+    if (!trusted_ && !pending_.empty()) {
+      (void)plain_.model->update(pending_);
+      pending_.clear();
+    }
+  }
+
+  bool exhausted() const override { return trusted_ ? with_->exhausted() : plain_.strategy->exhausted(); }
+
+ private:
+  std::unique_ptr<SearchStrategy> with_;
+  PlainSearch plain_;
+  std::shared_ptr<const Transfer> t_;
+  TransferSettings s_;
+  std::function<void(double)> onSwitch_;
+  std::vector<double> scores_, measured_;
+  std::vector<costmodel::Sample> pending_;
+  bool trusted_ = true;
+};
+
+}  // namespace
+
+double rankCorrelation(const std::vector<double>& a, const std::vector<double>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  if (n < 3) return 0;
+  std::vector<double> ra = ranks({a.begin(), a.begin() + std::ptrdiff_t(n)}), rb = ranks({b.begin(), b.begin() + std::ptrdiff_t(n)});
+  const double mean = (double(n) + 1) / 2;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sab += (ra[i] - mean) * (rb[i] - mean);
+    saa += (ra[i] - mean) * (ra[i] - mean);
+    sbb += (rb[i] - mean) * (rb[i] - mean);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0;
+}
+
+std::unique_ptr<SearchStrategy> agreementGate(std::unique_ptr<SearchStrategy> withTransfer, PlainSearch plain,
+                                              std::shared_ptr<const Transfer> t, const TransferSettings& s,
+                                              std::function<void(double)> onSwitch) {
+  return std::make_unique<AgreementGate>(std::move(withTransfer), std::move(plain), std::move(t), s, std::move(onSwitch));
+}
+
+}  // namespace tessera::search
