@@ -48,10 +48,11 @@ constexpr KnobRow kKnobs[] = {
     {"gemm", Kind::Host, "NC", nullptr},              {"gemm", Kind::Host, "KC", nullptr},
     {"gemm", Kind::Host, "MR", nullptr},              {"gemm", Kind::Host, "NR", nullptr},
     {"gemm", Kind::Host, "KU", nullptr},              {"gemm", Kind::Host, "ORDER", "ij|ji"},
-    {"gemm", Kind::Gpu, "strategy", "simt|mma"},      {"gemm", Kind::Gpu, "BM", nullptr},
+    {"gemm", Kind::Gpu, "strategy", "simt|mma|wgmma"},{"gemm", Kind::Gpu, "BM", nullptr},
     {"gemm", Kind::Gpu, "BN", nullptr},               {"gemm", Kind::Gpu, "BK", nullptr},
     {"gemm", Kind::Gpu, "TM", nullptr},               {"gemm", Kind::Gpu, "TN", nullptr},
     {"gemm", Kind::Gpu, "VEC", nullptr},              {"gemm", Kind::Gpu, "STAGES", nullptr},
+    {"gemm", Kind::Gpu, "SPLITK", nullptr},  // wgmma (sm_90a): K ranges per output tile
     {"elementwise", Kind::Host, "VW", nullptr},       {"elementwise", Kind::Host, "UNROLL", nullptr},
     {"elementwise", Kind::Host, "CHUNK", nullptr},    {"elementwise", Kind::Host, "NT", nullptr},
     {"elementwise", Kind::Host, "ROWS", nullptr},     {"elementwise", Kind::Host, "MATH", "precise|fast"},

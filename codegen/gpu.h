@@ -53,6 +53,18 @@ struct ResourceReport {
   std::string summary() const;  // one line: "regs 102, smem 48 KB, spills 0 B, occupancy 25% (registers)"
 };
 
+// A tiled TMA tensor map (sm_90's CUtensorMap) over another launch argument: what the host encodes
+// (cuTensorMapEncodeTiled on a device, the emulator's own form on the emulated one) once that
+// argument's device address is known, and passes by pointer to a 128-byte copy in device memory.
+struct TensorMapSpec {
+  int of = -1;                      // the launch argument (GpuLaunch::args index) it describes
+  int rank = 2;                     // 2..3 dimensions, innermost first
+  std::array<int64_t, 3> dims{};    // elements per dimension (the tensor's extents; outside: zero fill)
+  std::array<int64_t, 2> strides{}; // bytes between consecutive indices of dims 1 and 2
+  std::array<int64_t, 3> box{};     // elements of one copy per dimension (the shared-memory tile)
+  int swizzleBytes = 128;           // 0 (none), 32, 64 or 128: the shared-memory swizzle span
+};
+
 // One argument of the device kernel and how the host wrapper produces it from the user's
 // buffers (kernel inputs then outputs, HostExecutable order).
 struct GpuArg {
@@ -60,6 +72,7 @@ struct GpuArg {
     Tensor,     // the user buffer itself (offset by the batch index when batched)
     Packed,     // a zeroed [prows x pcols] copy of a (possibly transposed) [rows x cols] matrix
     Workspace,  // zero-initialized scratch; with copyBack, its valid part is copied to `tensor`
+    TensorMap,  // a tensor map over argument `tensorMap.of`, encoded per launch (128 bytes)
   };
   Kind kind = Kind::Tensor;
   int tensor = -1;                  // index in the user buffer list
@@ -70,7 +83,13 @@ struct GpuArg {
   bool transposed = false;          // Packed: the user buffer is stored [cols][rows]
   bool copyBack = false;            // Workspace: copy [rows x cols] of it into `tensor` after the run
   bool zeroFirst = false;           // Tensor: zero its [rows x cols] batch slice before the launch
-  int64_t elements() const { return kind == Kind::Tensor ? 0 : prows * pcols; }
+  // Packed / Workspace: consecutive [prows x pcols] slices, one per batch (a kernel that runs every
+  // batch in one launch); Packed copies slice b from the user's b-th [rows x cols] matrix.
+  int64_t packBatches = 1;
+  TensorMapSpec tensorMap;          // TensorMap
+  int64_t elements() const {
+    return kind == Kind::Tensor ? 0 : kind == Kind::TensorMap ? 128 / ir::byteSize(dtype) : prows * pcols * packBatches;
+  }
 };
 
 struct GpuLaunch {

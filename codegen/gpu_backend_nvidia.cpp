@@ -11,6 +11,7 @@
 #include "codegen/gpu_lowering.h"
 #include "codegen/mlir_env.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 namespace tessera::codegen {
 
@@ -53,6 +54,18 @@ void externalDynamicShared(mlir::ModuleOp m) {
   });
 }
 
+// setmaxnreg moves registers between the warpgroups of a block's pool, which ptxas sizes only when
+// the kernel's register count at entry is known: with .maxntid alone it ignores the instruction
+// (C7508); .minnctapersm 1 fixes the entry count at what one block per SM allows.
+void registerCountAtEntry(mlir::ModuleOp m) {
+  m.walk([&](mlir::LLVM::LLVMFuncOp f) {
+    bool uses = false;
+    f.walk([&](mlir::NVVM::SetMaxRegisterOp) { uses = true; });
+    if (uses && !f->hasAttr("nvvm.minctasm"))
+      f->setAttr("nvvm.minctasm", mlir::IntegerAttr::get(mlir::IntegerType::get(m.getContext(), 32), 1));
+  });
+}
+
 class NvidiaBackend : public GpuBackend {
  public:
   Vendor vendor() const override { return Vendor::Nvidia; }
@@ -63,6 +76,7 @@ class NvidiaBackend : public GpuBackend {
   Status emit(mlir::ModuleOp m, const TargetDesc& t, bool wantBinary, GpuObjects& out) const override {
     TESSERA_TRY(trimDiagnostics(runPasses(m, pipelineToCut(t), "NVVM lowering")));
     externalDynamicShared(m);
+    registerCountAtEntry(m);
     out.deviceIr = gpuModuleText(m);
     TESSERA_TRY(trimDiagnostics(runPasses(m, kPipelineFromCut, "NVVM to LLVM")));
     TESSERA_TRY(trimDiagnostics(runPasses(m, std::string("gpu-module-to-binary{format=isa toolkit=") + kCudaToolkit + "}",
@@ -138,6 +152,15 @@ class NvidiaBackend : public GpuBackend {
     const MmaShape* s = t.findMma("f16", "mma.sync");
     if (!s) return std::nullopt;
     return MmaPath{"mma.sync", *s, 8, true};
+  }
+
+  // wgmma.mma_async m64nNk16 with f16 or bf16 operands from shared memory, fed by TMA: the chips
+  // whose table row lists it (sm_90a: the arch-specific instructions).
+  std::optional<MmaPath> gemmWarpgroupMma(ir::ScalarType input, const TargetDesc& t) const override {
+    if (input != ir::ScalarType::F16 && input != ir::ScalarType::BF16) return std::nullopt;
+    const MmaShape* s = t.findMma(std::string(ir::typeName(input)), "wgmma");
+    if (!s) return std::nullopt;
+    return MmaPath{"wgmma", *s, 64, true};
   }
 
   std::string describe(const ResourceReport& r) const override {

@@ -205,6 +205,7 @@ Expected<GpuBinary> compileImpl(const ir::Kernel& k, const ir::Config& c, const 
   r.threadsPerBlock = threadsOf(p.launch);
   r.dynamicSharedBytes = p.launch.dynamicSharedBytes;
   finishResourceReport(r, t);
+  if (p.checkResources) p.checkResources(r);
   out.compileSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return out;
 }

@@ -21,6 +21,7 @@
 #include "codegen/gpu_loops.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/gpu_strategies.h"
+#include "codegen/gpu_wgmma.h"
 #include "codegen/host_strategies.h"
 #include "codegen/mlir_env.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -98,7 +99,7 @@ Expected<gemm::Tiling> makeTiling(const ir::GemmInfo& g, const ir::Config& c, co
     p.blockY = p.BM / p.TM;
     if (p.stages > 1 && p.VEC * bytes != 16) return bad("a cp.async pipeline copies 16 bytes: VEC*bytes must be 16");
   } else {
-    return bad("strategy must be simt or mma, got " + strategy);
+    return bad("strategy must be simt, mma or wgmma, got " + strategy);
   }
   if (p.threads > t.maxThreadsPerBlock)
     return bad(std::to_string(p.threads) + " threads per block exceed " + std::to_string(t.maxThreadsPerBlock));
@@ -315,12 +316,25 @@ Status swizzleSharedTiles(ModuleOp m) {
 
 Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
+  const auto strategy = c.getStr("strategy");
+  const bool isWgmma = strategy.ok() && *strategy == "wgmma";
+  if (c.has("SPLITK") && !isWgmma) {
+    TESSERA_ASSIGN(int64_t split, c.getInt("SPLITK"));
+    if (split != 1) return bad("SPLITK > 1 needs strategy=wgmma");
+  }
+  if (isWgmma) {
+    TESSERA_ASSIGN(wgmma::Plan w, planGpuGemmWgmma(g, c, t));
+    (void)w;
+    return {};
+  }
   TESSERA_ASSIGN(gemm::Tiling p, makeTiling(g, c, t));
   (void)p;
   return {};
 }
 
 Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+  TESSERA_TRY(checkGpuGemm(k, c, t));
+  if (auto s = c.getStr("strategy"); s.ok() && *s == "wgmma") return buildGpuGemmWgmma(ctx, k, c, t);
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
   TESSERA_ASSIGN(gemm::Tiling p, makeTiling(g, c, t));
   const bool batched = g.batch > 0;

@@ -60,12 +60,26 @@ class DeviceBuffers {
         } else if (a.kind == GpuArg::Kind::Workspace) {
           ptr[i] = scratch_[i];
           TESSERA_TRY(api_.zero(ptr[i], wrapper::argBytes(a)));
-        } else {
+        } else if (a.kind == GpuArg::Kind::Packed) {
           ptr[i] = scratch_[i];
           staging_.resize(wrapper::argBytes(a));
           wrapper::pack(a, static_cast<const char*>(buffers_[a.tensor]) + off, staging_.data());
           TESSERA_TRY(api_.upload(ptr[i], staging_.data(), staging_.size()));
         }
+      }
+      // Tensor maps last: they hold the device addresses of the arguments they describe.
+      for (size_t i = 0; i < l_.args.size(); ++i) {
+        const GpuArg& a = l_.args[i];
+        if (a.kind != GpuArg::Kind::TensorMap) continue;
+        const int of = a.tensorMap.of;
+        if (of < 0 || size_t(of) >= l_.args.size() || l_.args[size_t(of)].kind == GpuArg::Kind::TensorMap)
+          return makeError(ErrorCode::Internal, "a tensor map describes launch argument " + std::to_string(of) + ", which is not a buffer");
+        if (!api_.encodeTensorMap)
+          return makeError(ErrorCode::Unsupported, api_.name + " has no tensor maps (TMA): the kernel needs an sm_90 device or the mapped emulator");
+        alignas(64) unsigned char map[128] = {};
+        TESSERA_TRY(api_.encodeTensorMap(a.tensorMap, a.dtype, ptr[size_t(of)], map));
+        ptr[i] = scratch_[i];
+        TESSERA_TRY(api_.upload(ptr[i], map, sizeof map));
       }
       TESSERA_ASSIGN(float ms, api_.launch(fn_, l_, ptr));
       totalMs += ms;

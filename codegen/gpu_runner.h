@@ -56,6 +56,10 @@ struct DeviceApi {
   std::function<Status(uint64_t dst, size_t bytes)> zero;
   // Loads a code object and returns an opaque kernel handle.
   std::function<Expected<void*>(const std::string& image, const std::string& kernel)> load;
+  // Encodes the tensor map `m` over the device buffer at `global` (elements of `dtype`) into the
+  // 128 bytes at `out` (host memory, then uploaded): cuTensorMapEncodeTiled on a CUDA device, the
+  // emulator's own form on the emulated one. Unset where the device has no tensor maps.
+  std::function<Status(const TensorMapSpec& m, ir::ScalarType dtype, uint64_t global, void* out)> encodeTensorMap;
   // Launches a kernel and returns the elapsed milliseconds. `args` holds the device pointer of
   // every argument of l.args (in order); the kernel's own parameters are l.kernelParams of them.
   std::function<Expected<float>(void* kernel, const GpuLaunch& l, const std::vector<uint64_t>& args)> launch;

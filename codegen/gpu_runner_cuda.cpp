@@ -35,6 +35,9 @@ struct Cuda {
   CUresult (*eventElapsedTime)(float*, Handle, Handle);
   CUresult (*getErrorString)(CUresult, const char**);
   CUresult (*funcSetAttribute)(Handle, int, int);
+  // CUDA 12+ drivers (sm_90 tensor maps); null on older ones.
+  CUresult (*tensorMapEncodeTiled)(void*, int, unsigned, void*, const unsigned long long*, const unsigned long long*,
+                                   const unsigned*, const unsigned*, int, int, int, int) = nullptr;
   Handle ctx = nullptr;
 };
 
@@ -62,6 +65,7 @@ Expected<DeviceApi> openCudaDevice(int device) {
             sym(lib, "cuEventElapsedTime", &cu->eventElapsedTime) && sym(lib, "cuGetErrorString", &cu->getErrorString) &&
             sym(lib, "cuFuncSetAttribute", &cu->funcSetAttribute);
   if (!ok) return makeError(ErrorCode::Unsupported, "libcuda.so.1 lacks a driver entry point Tessera needs");
+  sym(lib, "cuTensorMapEncodeTiled", &cu->tensorMapEncodeTiled);
   auto check = [cu](CUresult r, const char* what) -> Status {
     if (r == 0) return {};
     const char* s = nullptr;
@@ -93,6 +97,23 @@ Expected<DeviceApi> openCudaDevice(int device) {
   api.upload = [cu, check](uint64_t d, const void* s, size_t n) { return check(cu->memcpyHtoD(d, s, n), "cuMemcpyHtoD"); };
   api.download = [cu, check](void* d, uint64_t s, size_t n) { return check(cu->memcpyDtoH(d, s, n), "cuMemcpyDtoH"); };
   api.zero = [cu, check](uint64_t d, size_t n) { return check(cu->memsetD8(d, 0, n), "cuMemsetD8"); };
+  if (cu->tensorMapEncodeTiled)
+    api.encodeTensorMap = [cu, check](const TensorMapSpec& m, ir::ScalarType dt, uint64_t global, void* out) -> Status {
+      // CUtensorMapDataType: FLOAT16 6, FLOAT32 7, BFLOAT16 9; CUtensorMapSwizzle: NONE 0, 32B 1,
+      // 64B 2, 128B 3; interleave NONE, L2 promotion 256B (3), out-of-bounds fill NONE (zeros).
+      const int type = dt == ir::ScalarType::F16 ? 6 : dt == ir::ScalarType::BF16 ? 9 : 7;
+      const int swizzle = m.swizzleBytes == 128 ? 3 : m.swizzleBytes == 64 ? 2 : m.swizzleBytes == 32 ? 1 : 0;
+      unsigned long long dims[3], strides[2];
+      unsigned box[3], elementStrides[3] = {1, 1, 1};
+      for (int d = 0; d < m.rank; ++d) {
+        dims[d] = (unsigned long long)m.dims[size_t(d)];
+        box[d] = unsigned(m.box[size_t(d)]);
+        if (d > 0) strides[d - 1] = (unsigned long long)m.strides[size_t(d - 1)];
+      }
+      return check(cu->tensorMapEncodeTiled(out, type, unsigned(m.rank), reinterpret_cast<void*>(global), dims, strides, box,
+                                            elementStrides, 0, swizzle, 3, 0),
+                   "cuTensorMapEncodeTiled");
+    };
   api.load = [cu, check](const std::string& image, const std::string& kernel) -> Expected<void*> {
     Handle mod = nullptr, fn = nullptr;
     TESSERA_TRY(check(cu->moduleLoadData(&mod, image.data()), "cuModuleLoadData"));

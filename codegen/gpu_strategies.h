@@ -39,11 +39,15 @@ struct GpuPlan {
   bool laneLevel = false;
   // Read by afterMap when it runs (set by the driver from GpuCompileOptions::sharedSwizzle).
   std::shared_ptr<bool> sharedSwizzle = std::make_shared<bool>(true);
+  // After the resource report is read (GPU only): the strategy's own checks of it.
+  std::function<void(ResourceReport&)> checkResources;
 };
 
 Expected<GpuPlan> buildGpuElementwise(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                       const TargetDesc& t);
 Expected<GpuPlan> buildGpuGemm(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+// strategy=wgmma (gpu_wgmma.cpp): buildGpuGemm and checkGpuGemm hand such configs over.
+Expected<GpuPlan> buildGpuGemmWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 Expected<GpuPlan> buildGpuAttention(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                     const TargetDesc& t);
 // Tensor-core attention (gpu_attention_mma.cpp: FlashAttention-2 on mma.sync, NVIDIA).

@@ -1,6 +1,7 @@
 // Owns the host-wrapper steps of GPU launches (padding and transposing GEMM operands into zeroed
 // copies, copying the valid part of a workspace back) and the launch description printed by the
 // CLI. MLIR-free: the emulation and the CUDA/HIP runners share it.
+#include <algorithm>
 #include <cstring>
 
 #include "codegen/gpu.h"
@@ -13,15 +14,17 @@ size_t argBytes(const GpuArg& a) { return size_t(a.elements()) * size_t(ir::byte
 
 void pack(const GpuArg& a, const void* src, void* dst) {
   const size_t es = size_t(ir::byteSize(a.dtype));
-  auto* d = static_cast<char*>(dst);
-  const auto* s = static_cast<const char*>(src);
-  std::memset(d, 0, argBytes(a));
-  if (!a.transposed) {
-    for (int64_t r = 0; r < a.rows; ++r) std::memcpy(d + size_t(r * a.pcols) * es, s + size_t(r * a.cols) * es, size_t(a.cols) * es);
-    return;
+  std::memset(dst, 0, argBytes(a));
+  for (int64_t b = 0; b < std::max<int64_t>(a.packBatches, 1); ++b) {
+    auto* d = static_cast<char*>(dst) + size_t(b * a.prows * a.pcols) * es;
+    const auto* s = static_cast<const char*>(src) + size_t(b * a.rows * a.cols) * es;
+    if (!a.transposed) {
+      for (int64_t r = 0; r < a.rows; ++r) std::memcpy(d + size_t(r * a.pcols) * es, s + size_t(r * a.cols) * es, size_t(a.cols) * es);
+      continue;
+    }
+    for (int64_t r = 0; r < a.rows; ++r)
+      for (int64_t c = 0; c < a.cols; ++c) std::memcpy(d + size_t(r * a.pcols + c) * es, s + size_t(c * a.rows + r) * es, es);
   }
-  for (int64_t r = 0; r < a.rows; ++r)
-    for (int64_t c = 0; c < a.cols; ++c) std::memcpy(d + size_t(r * a.pcols + c) * es, s + size_t(c * a.rows + r) * es, es);
 }
 
 void copyBack(const GpuArg& a, const void* workspace, void* user) {
@@ -47,12 +50,20 @@ std::string GpuLaunch::str() const {
       case GpuArg::Kind::Tensor: s += "buffer " + std::to_string(a.tensor) + (a.zeroFirst ? " (zeroed)" : ""); break;
       case GpuArg::Kind::Packed:
         s += "buffer " + std::to_string(a.tensor) + " padded to " + std::to_string(a.prows) + "x" + std::to_string(a.pcols) +
-             (a.transposed ? " (transposed)" : "");
+             (a.packBatches > 1 ? " x" + std::to_string(a.packBatches) : "") + (a.transposed ? " (transposed)" : "");
         break;
       case GpuArg::Kind::Workspace:
         s += "f32 workspace " + std::to_string(a.prows) + "x" + std::to_string(a.pcols) +
+             (a.packBatches > 1 ? " x" + std::to_string(a.packBatches) : "") +
              (a.copyBack ? " -> buffer " + std::to_string(a.tensor) : "");
         break;
+      case GpuArg::Kind::TensorMap: {
+        const TensorMapSpec& m = a.tensorMap;
+        s += "tensor map of arg " + std::to_string(m.of) + " (box";
+        for (int d = 0; d < m.rank; ++d) s += (d ? "x" : " ") + std::to_string(m.box[size_t(d)]);
+        s += ", " + std::to_string(m.swizzleBytes) + "B swizzle)";
+        break;
+      }
     }
   }
   return s;

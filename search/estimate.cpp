@@ -55,6 +55,76 @@ double dramWithL2(double unique, double l2Traffic, double waveWorkingSet, double
   return std::min(l2Traffic, unique + miss * std::max(0.0, l2Traffic - unique));
 }
 
+// wgmma (codegen/gpu_wgmma.cpp): a producer warpgroup issues TMA copies of (BM + BN) x 64 tiles
+// into 128B-swizzled shared memory (no bank conflicts: the swizzle spreads each 128-byte row over
+// the banks), consumer warpgroups run wgmma m64nTNk16 from shared-memory descriptors at the chip's
+// full tensor peak (the table's wgmma row), all batches and K splits in one grid.
+Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t,
+                                       const codegen::ResourceReport* res, int64_t BM, int64_t BN, int64_t BK, int64_t TM,
+                                       int64_t TN, int64_t ST) {
+  TESSERA_ASSIGN(const codegen::GpuBackend* backend, codegen::gpuBackendFor(t));
+  auto path = backend->gemmWarpgroupMma(g.inType, t);
+  if (!path) return makeError(ErrorCode::InvalidConfig, t.name + " has no wgmma for these operands");
+  int64_t split = 1;
+  if (c.has("SPLITK")) {
+    TESSERA_ASSIGN(split, c.getInt("SPLITK"));
+  }
+  split = std::max<int64_t>(split, 1);
+  const int64_t bytes = ir::byteSize(g.inType), batch = std::max<int64_t>(g.batch, 1);
+  const int64_t Mp = roundUp(g.m, BM), Np = roundUp(g.n, BN), Kp = roundUp(g.k, BK);
+  const int64_t KT = Kp / BK, KTs = ceilDiv(KT, split);
+  const int64_t consumers = (BM / TM) * (BN / TN);
+  KernelEstimate e;
+  costmodel::GpuWorkload& w = e.workload;
+  const int64_t tiles = (Mp / BM) * (Np / BN);
+  w.blocks = tiles * batch * split;
+  w.launches = 1;
+  w.threadsPerBlock = 128 * (consumers + 1);
+  w.matrixCores = true;
+  w.pipePeakGflops = t.computePeakGflops(g.inType) * path->shape.peakShare;
+  // Per consumer warp and K tile: its share of the wgmma work in m16n8k16 units, against the
+  // handful of other instructions (barrier wait, descriptors, release, wait_group).
+  const double mmas = double(TM / 16) * double(TN / 8) * double(BK / 16) / 4.0;
+  w.issueEfficiency = mmas / (mmas + 0.25 * 8.0);
+  w.independentOps = mmas;
+  w.regsPerThread = int(TM * TN / 128 + 40);
+  w.smemPerBlock = std::max(ST * (BM + BN) * BK * bytes, BM * (BN + 8) * 4);
+  w.flopsPerBlock = 2.0 * double(BM) * double(BN) * double(KTs * BK);
+  // Shared memory: TMA writes each tile once, every consumer's wgmma reads its A rows and B columns
+  // per K tile, the C tile is staged (f32 write + read).
+  w.smemBytesPerBlock = double(KTs * BK) * (double(BM + BN) * bytes + double(consumers) * double(TM + TN) * bytes) +
+                        double(BM * BN) * 8.0;
+  const double outBytes = double(ir::byteSize(g.outType));
+  // L2: the TMA traffic of every block's panels, the output, split-K's f32 partials (write + read).
+  const double partials = split > 1 ? double(BM * BN) * 8.0 : 0.0;
+  w.l2Bytes = double(w.blocks) * (double(BM + BN) * double(KTs * BK) * bytes + partials) + double(tiles * batch * BM * BN) * outBytes;
+  const double A = double(batch * Mp * Kp * bytes), B = double(batch * Kp * Np * bytes);
+  const double C = double(batch * Mp * Np) * outBytes + (split > 1 ? double(w.blocks * BM * BN) * 8.0 : 0.0);
+  int bpu = res && res->blocksPerUnit > 0 ? res->blocksPerUnit : costmodel::residentBlocks(w, t);
+  const double perWave = double(std::max(t.units, 1)) * std::max(bpu, 1);
+  const double gridX = double(Np / BN);
+  const double cols = std::min(perWave, gridX), rows = std::ceil(perWave / gridX);
+  const double working = rows * BM * Kp * bytes + (B <= double(t.l2Bytes_gpu) / 2 ? B : cols * BN * Kp * bytes);
+  w.dramBytes = dramWithL2(A + B + C, w.l2Bytes, working, double(t.l2Bytes_gpu));
+  // TMA keeps STAGES - 1 tiles in flight per block, whatever the thread count.
+  w.bytesInFlightPerThread = double((BM + BN) * BK * bytes) * double(std::max<int64_t>(ST - 1, 1)) / double(w.threadsPerBlock);
+  w.serialSteps = KTs;
+  w.stages = int(ST);
+  applyResources(w, res);
+  const std::string mmaName = "wgmma m64n" + str(TN) + "k16";
+  w.what = mmaName + " + TMA, block " + str(BM) + "x" + str(BN) + "x" + str(BK) + ", " + str(consumers) + " consumer warpgroups" +
+           (split > 1 ? ", split-K " + str(split) : "");
+  e.facts = {{"strategy", "matrix cores, warpgroup level (wgmma fed by TMA, warp-specialized)"},
+             {"block tile", str(BM) + "x" + str(BN) + "x" + str(BK) + " (MxNxK)"},
+             {"warpgroup tile", str(TM) + "x" + str(TN) + " (" + str(consumers) + " consumers + 1 producer)"},
+             {"stages", str(ST) + " (mbarrier ring, TMA 128B swizzle: no bank conflicts)"},
+             {"split-K", str(split)},
+             {"threads", str(w.threadsPerBlock)},
+             {"MMA", mmaName},
+             {"grid", str(w.blocks) + " blocks"}};
+  return e;
+}
+
 Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                               const codegen::ResourceReport* res) {
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
@@ -71,6 +141,7 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
   const int64_t bytes = ir::byteSize(g.inType);
   const int64_t Mp = roundUp(g.m, BM), Np = roundUp(g.n, BN), Kp = roundUp(g.k, BK);
   const bool mma = strategy == "mma";
+  if (strategy == "wgmma") return gemmWarpgroup(g, c, t, res, BM, BN, BK, TM, TN, ST);
   if (VEC <= 0) return makeError(ErrorCode::InvalidConfig, "gemm estimate: VEC must be positive");
   KernelEstimate e;
   costmodel::GpuWorkload& w = e.workload;

@@ -18,6 +18,7 @@ namespace {
 int64_t geti(const ir::Config& c, const char* k) { return std::get<int64_t>(c.values.at(k)); }
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+int64_t ceilDivI(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The largest value of `dom` that is <= want (the smallest one when none is).
 
@@ -29,17 +30,25 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
   const std::optional<codegen::MmaPath> mmaPath = backend->gemmMma(g.inType, t);
   const bool mma = mmaPath.has_value();
   const bool async = mma && mmaPath->asyncCopies;
+  // sm_90a, f16/bf16: the warpgroup GEMM (wgmma + TMA, warp-specialized) and its knobs.
+  const bool wg = backend->gemmWarpgroupMma(g.inType, t).has_value();
   const int64_t bytes = ir::byteSize(g.inType);
   ir::Space s;
   s.family = "gemm";
   std::vector<ir::KnobValue> strat = {std::string("simt")};
   if (mma) strat.push_back(std::string("mma"));
+  if (wg) strat.push_back(std::string("wgmma"));
   // Tiles larger than the (16-rounded) problem only pad: clamp the domains there.
   std::vector<ir::KnobValue> bm = clampDomain({16, 32, 64, 128, 256}, roundUp(g.m, 16));
   std::vector<ir::KnobValue> bn = clampDomain({16, 32, 64, 128, 256}, roundUp(g.n, 16));
   std::vector<ir::KnobValue> bk = clampDomain({8, 16, 32, 64}, roundUp(g.k, 16));
   std::vector<ir::KnobValue> tm = {int64_t(1), int64_t(2), int64_t(4), int64_t(8), int64_t(16), int64_t(32), int64_t(64)};
   std::vector<ir::KnobValue> tn = tm;
+  if (wg) {  // a consumer warpgroup's tile: 64 or 128 rows, up to 256 columns
+    tm.push_back(int64_t(128));
+    tn.push_back(int64_t(128));
+    tn.push_back(int64_t(256));
+  }
   std::vector<ir::KnobValue> vec;
   for (int64_t v : {1, 2, 4, 8})
     if (v * bytes <= 16) vec.push_back(v);
@@ -48,6 +57,15 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
     stages.push_back(int64_t(2));
     stages.push_back(int64_t(3));
   }
+  if (wg)  // ring slots of the mbarrier pipeline
+    for (int64_t st : {2, 3, 4, 5, 6})
+      if (std::find(stages.begin(), stages.end(), ir::KnobValue(st)) == stages.end()) stages.push_back(st);
+  // SPLITK (wgmma): K ranges per output tile, for shapes with too few tiles to fill the SMs.
+  std::vector<ir::KnobValue> splits = {int64_t(1)};
+  const int64_t kTiles = ceilDivI(g.k, 64);
+  if (wg)
+    for (int64_t sk : {2, 4, 8, 16})
+      if (sk <= kTiles) splits.push_back(sk);
 
   // Defaults. mma: the recipe's 128x128x32 block, 64x32 warp tiles (N at least the instruction's
   // TN multiple), 16-byte copies, 3 cp.async stages where asynchronous copies exist (48 KB: the
@@ -67,15 +85,54 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
       {"TM", tm, TM, "rows per thread (simt) or per warp (mma)"},
       {"TN", tn, TN, "columns per thread (simt) or per warp (mma)"},
       {"VEC", vec, VEC, "elements per global->shared copy (16 bytes: 128-bit loads, cp.async)"},
-      {"STAGES", stages, ST, "shared-memory buffers of the cp.async pipeline (1: synchronous copies)"},
+      {"STAGES", stages, ST, "shared-memory buffers of the cp.async pipeline (1: synchronous copies); wgmma: mbarrier ring slots"},
   };
+  if (wg) {
+    // The default on sm_90a: wgmma, 128x256 blocks of two 64x256 consumer warpgroups (CUTLASS's
+    // cooperative shape) and 4 ring slots, smaller where the problem is; split-K where the tiles
+    // would leave most SMs idle and K is long.
+    auto has = [](const std::vector<ir::KnobValue>& d, int64_t v) { return std::find(d.begin(), d.end(), ir::KnobValue(v)) != d.end(); };
+    int64_t wBM = has(bm, 128) && g.m > 64 ? 128 : 64, wBN = has(bn, 256) && g.n > 128 ? 256 : has(bn, 128) && g.n > 64 ? 128 : 64;
+    int64_t wTN = wBN, wTM = 64;
+    const int64_t tiles = ceilDivI(g.m, wBM) * ceilDivI(g.n, wBN) * std::max<int64_t>(g.batch, 1);
+    const ir::Config before = s.defaults();
+    int64_t wSK = 1;
+    // Only for long K: the partials' round trip and the last block's serial sum cost more than the
+    // idle SMs at 1000^3 (H200: 50 us with SPLITK=4 against 19.5 us without).
+    while (wSK * 2 <= 16 && tiles * wSK * 2 <= t.units && has(splits, wSK * 2) && kTiles >= 64 * wSK) wSK *= 2;
+    for (auto& kn : s.knobs) {
+      if (kn.name == "strategy") kn.def = std::string("wgmma");
+      if (kn.name == "BM") kn.def = wBM;
+      if (kn.name == "BN") kn.def = wBN;
+      if (kn.name == "BK") kn.def = int64_t(64);
+      if (kn.name == "TM") kn.def = wTM;
+      if (kn.name == "TN") kn.def = wTN;
+      if (kn.name == "VEC") kn.def = int64_t(16 / bytes);
+      if (kn.name == "STAGES") kn.def = int64_t(4);
+    }
+    s.knobs.push_back({"SPLITK", splits, wSK, "wgmma: K ranges per output tile (split-K), summed by the tile's last block"});
+    ir::Config d = s.defaults();
+    for (int64_t st : {4, 3, 2}) {
+      d.set("STAGES", st);
+      if (!s.check(d)) break;
+    }
+    if (s.check(d)) {  // no wgmma default fits: the mma.sync / simt one
+      d = before;
+      d.set("SPLITK", int64_t(1));
+    }
+    for (auto& kn : s.knobs) kn.def = d.values.at(kn.name);
+  }
   ir::Kernel kc = k;
   TargetDesc tc = t;
   s.constraint = [kc, tc](const ir::Config& c) -> std::optional<std::string> {
     Status st = codegen::checkGpuConfig(kc, c, tc);
     if (!st.ok()) return st.error().message;
-    bool isMma = std::get<std::string>(c.values.at("strategy")) == "mma";
+    const std::string strategy = std::get<std::string>(c.values.at("strategy"));
+    if (strategy == "wgmma") return std::nullopt;  // the plan's rules include the register split
+    bool isMma = strategy == "mma";
     int64_t TMv = geti(c, "TM"), TNv = geti(c, "TN");
+    if (TMv > 64 || TNv > 64) return "TM/TN above 64 are wgmma warpgroup tiles";
+    if (geti(c, "STAGES") > 3) return "cp.async pipelines take at most 3 stages";
     // Register estimate per thread: accumulators + one K step of operands + ~40 for addressing.
     int64_t regs = isMma ? TMv * TNv / tc.warpSize + (TMv / 16) * 4 + (TNv / 8) * 2 + 40 : TMv * TNv + TMv + TNv + 24;
     int64_t cap = tc.operandRegsPerThread;  // AMD: architectural VGPRs (AGPRs hold no operands here)

@@ -80,8 +80,8 @@ TEST(GpuBinaries, AttentionAndElementwiseDefaults) {
 }
 
 TEST(GpuBinaries, RemainingTargetsCompileEveryFamily) {
-  // sm_86 / sm_89 / sm_90a take the same NVIDIA paths; gfx1100 (RDNA3, wave32) has no MFMA, so its
-  // GEMM is SIMT.
+  // sm_86 / sm_89 take the same NVIDIA paths, sm_90a's f16 GEMM is wgmma (gpu_wgmma_test.cpp);
+  // gfx1100 (RDNA3, wave32) has no MFMA, so its GEMM is SIMT.
   for (const char* tn : {"sm_86", "sm_89", "sm_90a", "gfx1100"}) {
     const TargetDesc& t = testutil::gpuTarget(tn);
     expectGood(gemm(256, 256, 256, ScalarType::F16), t, {}, true, (std::string("gemm f16 ") + tn).c_str());

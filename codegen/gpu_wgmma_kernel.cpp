@@ -1,0 +1,327 @@
+// Owns the IR of the Hopper GEMM kernel (the plan is gpu_wgmma.h's), built with the OpBuilder at
+// the mapped level from nvgpu ops (mbarrier, TMA, warpgroup.mma) and NVVM ops (setmaxnreg, named
+// barriers, wait_group), after mlir-recipes/gpu-wgmma-tma (gemm_wgmma_tma_ws.mlir and its pitfalls):
+// dynamic shared memory viewed as the ring, 3-D tensor maps (K or N, rows, batch) with 128B
+// swizzle, descriptors generated against 2-D views of the same maps (nvgpu's generate.descriptor
+// reads the leading byte offset off the map's first box dimension), the producer's loop guarded by
+// the split's own K-tile count (no unguarded prologue: nothing is issued past it), the C tile staged
+// through shared memory for a coalesced epilogue, and split-K reduced by the tile's last block.
+#include <functional>
+#include <map>
+#include <string>
+
+#include "codegen/expr_emitter.h"
+#include "codegen/gpu_wgmma.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace tessera::codegen::wgmma {
+
+using namespace mlir;
+
+namespace {
+
+class KernelBuilder {
+ public:
+  KernelBuilder(OpBuilder& b, func::FuncOp fn, const Plan& p, const Epilogue& e)
+      : b_(b), loc_(fn.getLoc()), p_(p), e_(e), fn_(fn), ctx_(b.getContext()) {
+    f32_ = b.getF32Type();
+    in_ = p.g.inType == ir::ScalarType::BF16 ? Type(b.getBF16Type()) : Type(b.getF16Type());
+    wg_ = gpu::AddressSpaceAttr::get(ctx_, gpu::AddressSpace::Workgroup);
+  }
+
+  Status build() {
+    b_.setInsertionPointToStart(&fn_.getBody().front());
+    Value gx = c(p_.tilesN), gy = c(p_.tilesM), gz = c(p_.batch * p_.splitK), one = c(1);
+    Value dyn = arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(int32_t(p_.dynamicBytes)));
+    auto launch = gpu::LaunchOp::create(b_, loc_, gx, gy, gz, c(p_.threads), one, one, dyn);
+    func::ReturnOp::create(b_, loc_);
+    Block& body = launch.getBody().front();
+    b_.setInsertionPointToStart(&body);
+    gpu::TerminatorOp::create(b_, loc_);
+    b_.setInsertionPointToStart(&body);
+    tid_ = launch.getThreadIds().x;
+    Value bx = launch.getBlockIds().x, by = launch.getBlockIds().y, bz = launch.getBlockIds().z;
+    batch_ = div(bz, p_.splitK);
+    split_ = rem(bz, p_.splitK);
+    n0_ = mul(bx, p_.BN);
+    m0_ = mul(by, p_.BM);
+    tile_ = add(mul(by, p_.tilesN), bx);
+    // This split's K tiles: [split * KTs, min(KT, split * KTs + KTs)).
+    kBegin_ = mul(split_, p_.KTs);
+    Value kEnd = arith::MinSIOp::create(b_, loc_, add(kBegin_, c(p_.KTs)), c(p_.KT));
+    nk_ = sub(kEnd, kBegin_);
+    dyn_ = gpu::DynamicSharedMemoryOp::create(b_, loc_, MemRefType::get({ShapedType::kDynamic}, b_.getI8Type(), MemRefLayoutAttrInterface(), wg_));
+    tmA_ = tensorMap(2, {1, p_.BM, kBK});
+    tmB_ = tensorMap(3, {1, kBK, kBoxN});
+    auto barT = nvgpu::MBarrierGroupType::get(ctx_, wg_, unsigned(p_.stages));
+    full_ = nvgpu::MBarrierCreateOp::create(b_, loc_, barT);
+    empty_ = nvgpu::MBarrierCreateOp::create(b_, loc_, barT);
+    // Thread 0 initialises the ring's barriers: a slot is full after the producer's one arrival and
+    // its bytes; empty after one arrival of every consumer warp.
+    ifThen(eq(tid_, c(0)), [&] {
+      for (int64_t s = 0; s < p_.stages; ++s) {
+        nvgpu::MBarrierInitOp::create(b_, loc_, full_, c(1), c(s), Value());
+        nvgpu::MBarrierInitOp::create(b_, loc_, empty_, c(4 * p_.consumers), c(s), Value());
+      }
+      NVVM::FenceMbarrierInitOp::create(b_, loc_);
+    });
+    gpu::BarrierOp::create(b_, loc_);
+    Status st;
+    auto role = scf::IfOp::create(b_, loc_, eq(div(tid_, 128), c(p_.consumers)), /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPoint(role.thenBlock()->getTerminator());
+      producer();
+      b_.setInsertionPoint(role.elseBlock()->getTerminator());
+      st = consumer();
+    }
+    return st;
+  }
+
+ private:
+  // ---- small builders
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b_, loc_, v); }
+  Value ci32(int64_t v) { return arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(int32_t(v))); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b_, loc_, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b_, loc_, x, y); }
+  Value mul(Value x, int64_t v) { return v == 1 ? x : arith::MulIOp::create(b_, loc_, x, c(v)).getResult(); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b_, loc_, x, y); }
+  Value div(Value x, int64_t v) { return v == 1 ? x : arith::DivUIOp::create(b_, loc_, x, c(v)).getResult(); }
+  Value rem(Value x, int64_t v) { return v == 1 ? c(0) : arith::RemUIOp::create(b_, loc_, x, c(v)).getResult(); }
+  Value eq(Value x, Value y) { return arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, x, y); }
+  Value ult(Value x, Value y) { return arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ult, x, y); }
+  Value uge(Value x, Value y) { return arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::uge, x, y); }
+  Value band(Value x, Value y) { return arith::AndIOp::create(b_, loc_, x, y); }
+  Value parity(Value round) { return arith::IndexCastOp::create(b_, loc_, b_.getI1Type(), rem(round, 2)); }
+  void ifThen(Value cond, const std::function<void()>& body) {
+    auto op = scf::IfOp::create(b_, loc_, cond, false);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(op.thenBlock()->getTerminator());
+    body();
+  }
+  void forLoop(Value lb, Value ub, const std::function<void(Value)>& body) {
+    auto op = scf::ForOp::create(b_, loc_, lb, ub, c(1));
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(op.getBody()->getTerminator());
+    body(op.getInductionVar());
+  }
+  MemRefType smem(ArrayRef<int64_t> shape, Type et) { return MemRefType::get(shape, et, MemRefLayoutAttrInterface(), wg_); }
+  Value view(int64_t offset, MemRefType t) { return view(c(offset), t); }
+  Value view(Value offset, MemRefType t) { return memref::ViewOp::create(b_, loc_, t, dyn_, offset, ValueRange{}); }
+  // bar.sync 1, consumers x 128: the consumer warpgroups only (the producer's threads are gone).
+  void consumerBarrier() {
+    NVVM::BarrierOp::create(b_, loc_, Type(), ci32(1), ci32(128 * p_.consumers), NVVM::BarrierReductionAttr(), Value());
+  }
+  nvgpu::TensorMapDescriptorType mapType(ArrayRef<int64_t> box) {
+    return nvgpu::TensorMapDescriptorType::get(ctx_, smem(box, in_), nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+                                               nvgpu::TensorMapL2PromoKind::L2PROMO_256B, nvgpu::TensorMapOOBKind::OOB_ZERO,
+                                               nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+  }
+  // The tensor map argument `arg` (a 128-byte buffer in device memory) as a map of `box`.
+  Value tensorMap(unsigned arg, ArrayRef<int64_t> box) {
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b_, loc_, fn_.getArgument(arg));
+    Value i = arith::IndexCastOp::create(b_, loc_, b_.getI64Type(), base);
+    Value ptr = LLVM::IntToPtrOp::create(b_, loc_, LLVM::LLVMPointerType::get(ctx_), i);
+    mapPtr_[arg] = ptr;
+    return UnrealizedConversionCastOp::create(b_, loc_, TypeRange{mapType(box)}, ValueRange{ptr}).getResult(0);
+  }
+  Value asMap(unsigned arg, ArrayRef<int64_t> box) {
+    return UnrealizedConversionCastOp::create(b_, loc_, TypeRange{mapType(box)}, ValueRange{mapPtr_[arg]}).getResult(0);
+  }
+
+  // ---- producer: one thread keeps the ring full
+  void producer() {
+    NVVM::SetMaxRegisterOp::create(b_, loc_, uint32_t(kProducerRegs), NVVM::SetMaxRegisterAction::decrease);
+    ifThen(eq(tid_, c(128 * p_.consumers)), [&] {
+      nvgpu::TmaPrefetchOp::create(b_, loc_, tmA_, Value());
+      nvgpu::TmaPrefetchOp::create(b_, loc_, tmB_, Value());
+      forLoop(c(0), nk_, [&](Value i) {
+        Value slot = rem(i, p_.stages), round = div(i, p_.stages);
+        // A slot's second and later fills wait until every consumer warp released its last use.
+        ifThen(uge(i, c(p_.stages)), [&] {
+          nvgpu::MBarrierTryWaitParityOp::create(b_, loc_, empty_, parity(sub(round, c(1))), c(10000000), slot);
+        });
+        nvgpu::MBarrierArriveExpectTxOp::create(b_, loc_, full_, c(p_.txBytes()), slot, Value());
+        Value k0 = mul(add(kBegin_, i), kBK);
+        Value base = mul(slot, p_.stageBytes);
+        Value a = view(base, smem({1, p_.BM, kBK}, in_));
+        nvgpu::TmaAsyncLoadOp::create(b_, loc_, a, full_, tmA_, ValueRange{k0, m0_, batch_}, slot, Value(), Value());
+        for (int64_t q = 0; q < p_.BN / kBoxN; ++q) {
+          Value bq = view(add(base, c(p_.BM * kBK * p_.elementBytes + q * kBoxN * kBK * p_.elementBytes)), smem({1, kBK, kBoxN}, in_));
+          nvgpu::TmaAsyncLoadOp::create(b_, loc_, bq, full_, tmB_, ValueRange{add(n0_, c(q * kBoxN)), k0, batch_}, slot, Value(), Value());
+        }
+      });
+    });
+  }
+
+  // ---- consumers: wgmma over the ring, then the C tile through shared memory
+  Status consumer() {
+    NVVM::SetMaxRegisterOp::create(b_, loc_, uint32_t(p_.consumerRegs), NVVM::SetMaxRegisterAction::increase);
+    const int64_t wgCols = p_.BN / p_.TN;
+    Value wgi = div(tid_, 128);
+    Value wr = div(wgi, wgCols), wc = rem(wgi, wgCols);
+    Value lane0 = eq(rem(tid_, 32), c(0));
+    auto accT = nvgpu::WarpgroupAccumulatorType::get(ctx_, VectorType::get({p_.TM, p_.TN}, f32_));
+    auto aT = smem({p_.TM, kBK}, in_), bT = smem({kBK, p_.TN}, in_);
+    auto dAT = nvgpu::WarpgroupMatrixDescriptorType::get(ctx_, aT), dBT = nvgpu::WarpgroupMatrixDescriptorType::get(ctx_, bT);
+    Value descMapA = asMap(2, {p_.BM, kBK}), descMapB = asMap(3, {kBK, kBoxN});
+    Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b_, loc_, accT);
+    auto loop = scf::ForOp::create(b_, loc_, c(0), nk_, c(1), ValueRange{acc0});
+    {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(loop.getBody());
+      Value i = loop.getInductionVar();
+      Value slot = rem(i, p_.stages), round = div(i, p_.stages);
+      nvgpu::MBarrierTryWaitParityOp::create(b_, loc_, full_, parity(round), c(10000000), slot);
+      Value base = mul(slot, p_.stageBytes);
+      Value a = view(add(base, mul(wr, p_.TM * kBK * p_.elementBytes)), aT);
+      Value bv = view(add(base, add(c(p_.BM * kBK * p_.elementBytes), mul(wc, (p_.TN / kBoxN) * kBoxN * kBK * p_.elementBytes))), bT);
+      Value da = nvgpu::WarpgroupGenerateDescriptorOp::create(b_, loc_, dAT, a, descMapA);
+      Value db = nvgpu::WarpgroupGenerateDescriptorOp::create(b_, loc_, dBT, bv, descMapB);
+      // One commit group per K step; waiting for all but the newest retires the previous one, whose
+      // slot is then released (one arrival per consumer warp).
+      Value d = nvgpu::WarpgroupMmaOp::create(b_, loc_, accT, da, db, uint64_t(1), UnitAttr(), b_.getUnitAttr(),
+                                              loop.getRegionIterArgs()[0]);
+      ifThen(band(uge(i, c(1)), lane0), [&] {
+        nvgpu::MBarrierArriveOp::create(b_, loc_, empty_, rem(sub(i, c(1)), p_.stages));
+      });
+      scf::YieldOp::create(b_, loc_, d);
+    }
+    NVVM::WgmmaWaitGroupSyncOp::create(b_, loc_, uint64_t(0));
+    // Every consumer is past its last wgmma before the ring is overwritten by the C tile.
+    consumerBarrier();
+    const int64_t rowF = p_.BN + kStagePad;
+    Value stage = view(0, smem({p_.BM, rowF}, f32_));
+    // The store adds 16 x (tid.x / 32) rows itself (64 per earlier warpgroup): take them back.
+    SmallVector<OpFoldResult> offs = {OpFoldResult(mul(wgi, p_.TM - 64)), OpFoldResult(mul(wc, p_.TN))};
+    SmallVector<OpFoldResult> sizes = {b_.getIndexAttr(p_.TM), b_.getIndexAttr(p_.TN)};
+    SmallVector<OpFoldResult> strides = {b_.getIndexAttr(1), b_.getIndexAttr(1)};
+    Value mine = memref::SubViewOp::create(b_, loc_, stage, offs, sizes, strides);
+    nvgpu::WarpgroupMmaStoreOp::create(b_, loc_, loop.getResult(0), mine);
+    consumerBarrier();
+    return epilogue(stage);
+  }
+
+  // Element e (= r * BN + col of the tile) of this block's own staged tile.
+  Value staged(Value stage, Value r, Value col) { return memref::LoadOp::create(b_, loc_, stage, ValueRange{r, col}); }
+
+  Status epilogue(Value stage) {
+    const int64_t nt = 128 * p_.consumers, tileElems = p_.BM * p_.BN;
+    if (p_.splitK == 1) return finish([&](Value, Value r, Value col) { return staged(stage, r, col); });
+    // Split-K: this block's partial tile to the workspace, then one arrival on the tile's counter;
+    // the block that arrives last sums the partials in split order (the same sum whichever block
+    // it is) and runs the epilogue.
+    Value partials = fn_.getArgument(unsigned(e_.partialsArg)), counters = fn_.getArgument(unsigned(e_.countersArg));
+    Value tileBase = mul(add(mul(batch_, p_.tilesM * p_.tilesN), tile_), p_.splitK);
+    Value mineBase = mul(add(tileBase, split_), tileElems);
+    forLoop(c(0), c(tileElems / nt), [&](Value it) {
+      Value e = add(mul(it, nt), tid_);
+      Value r = div(e, p_.BN), col = rem(e, p_.BN);
+      memref::StoreOp::create(b_, loc_, staged(stage, r, col), partials, ValueRange{add(mineBase, e)});
+    });
+    NVVM::MembarOp::create(b_, loc_, NVVM::MemScopeKind::GPU);
+    consumerBarrier();
+    Value flag = view(p_.flagOffset, smem({4}, b_.getI32Type()));
+    ifThen(eq(tid_, c(0)), [&] {
+      Value counter = add(mul(batch_, p_.tilesM * p_.tilesN), tile_);
+      Value old = memref::AtomicRMWOp::create(b_, loc_, arith::AtomicRMWKind::addi, ci32(1), counters, ValueRange{counter});
+      memref::StoreOp::create(b_, loc_, old, flag, ValueRange{c(0)});
+    });
+    consumerBarrier();
+    Value arrived = memref::LoadOp::create(b_, loc_, flag, ValueRange{c(0)});
+    Value last = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, arrived, ci32(p_.splitK - 1));
+    Status st;
+    ifThen(last, [&] {
+      NVVM::MembarOp::create(b_, loc_, NVVM::MemScopeKind::GPU);
+      st = finish([&](Value e, Value, Value) {
+        Value sum;
+        for (int64_t z = 0; z < p_.splitK; ++z) {
+          Value v = memref::LoadOp::create(b_, loc_, partials, ValueRange{add(mul(add(tileBase, c(z)), tileElems), e)});
+          sum = sum ? Value(arith::AddFOp::create(b_, loc_, sum, v)) : v;
+        }
+        return sum;
+      });
+    });
+    return st;
+  }
+
+  // The epilogue over the tile, one element per consumer thread and step (a warp covers 32
+  // consecutive columns of a row: coalesced stores), guarded by the problem's edges.
+  Status finish(const std::function<Value(Value e, Value r, Value col)>& accOf) {
+    const int64_t nt = 128 * p_.consumers;
+    Value out = fn_.getArgument(unsigned(e_.outArg));
+    Type outT = cast<MemRefType>(out.getType()).getElementType();
+    const ir::GemmInfo& g = p_.g;
+    Status failure;
+    forLoop(c(0), c(p_.BM * p_.BN / nt), [&](Value it) {
+      Value e = add(mul(it, nt), tid_);
+      Value r = div(e, p_.BN), col = rem(e, p_.BN);
+      Value row = add(m0_, r), gcol = add(n0_, col);
+      ifThen(band(ult(row, c(g.m)), ult(gcol, c(g.n))), [&] {
+        Value acc = accOf(e, r, col);
+        Value val = acc;
+        if (e_.present) {
+          auto coordOf = [&](int dim) { return dim == e_.rowDim ? row : dim == e_.colDim ? gcol : batch_; };
+          ExprCallbacks cb;
+          cb.bitExp2 = false;
+          cb.load = [&](const ir::Expr& ld) -> Value {
+            for (const auto& o : e_.operands) {
+              if (o.op.tensor != ld.name || o.op.dims.size() != ld.args.size()) continue;
+              bool same = true;
+              for (size_t d = 0; d < ld.args.size() && same; ++d) {
+                const auto& a = ld.args[d];
+                same = o.op.dims[d] < 0 ? a->op == ir::Op::IConst
+                                        : (a->op == ir::Op::Var && a->name == "d" + std::to_string(o.op.dims[d]));
+              }
+              if (!same) continue;
+              if (o.arg < 0) return acc;
+              Value idx = c(0);
+              for (size_t d = 0; d < o.op.dims.size(); ++d)
+                if (o.strides[d] && o.op.dims[d] >= 0) idx = add(idx, mul(coordOf(o.op.dims[d]), o.strides[d]));
+              return memref::LoadOp::create(b_, loc_, fn_.getArgument(unsigned(o.arg)), ValueRange{idx});
+            }
+            return Value();
+          };
+          cb.indexVar = [&](const std::string& v) { return coordOf(std::stoi(v.substr(1))); };
+          auto v = emitExpr(b_, loc_, e_.region.values[0], cb);
+          if (!v.ok()) {
+            failure = v.takeError();
+            return;
+          }
+          val = *v;
+        }
+        if (val.getType() != outT) val = arith::TruncFOp::create(b_, loc_, outT, val);
+        Value o = add(mul(batch_, g.m * g.n), add(mul(row, g.n), gcol));
+        memref::StoreOp::create(b_, loc_, val, out, ValueRange{o});
+      });
+    });
+    return failure;
+  }
+
+  OpBuilder& b_;
+  Location loc_;
+  const Plan& p_;
+  const Epilogue& e_;
+  func::FuncOp fn_;
+  MLIRContext* ctx_;
+  Type f32_, in_;
+  Attribute wg_;
+  Value tid_, batch_, split_, n0_, m0_, tile_, kBegin_, nk_, dyn_, tmA_, tmB_, full_, empty_;
+  std::map<unsigned, Value> mapPtr_;
+};
+
+}  // namespace
+
+Status buildKernel(OpBuilder& b, func::FuncOp fn, const Plan& p, const Epilogue& e) {
+  KernelBuilder kb(b, fn, p, e);
+  return kb.build();
+}
+
+}  // namespace tessera::codegen::wgmma

@@ -1,0 +1,187 @@
+// Tests the Hopper GEMM strategy (strategy=wgmma: TMA, an mbarrier ring, warp-specialized wgmma)
+// without a GPU: where the space offers it and makes it the default (sm_90a, f16/bf16 only), its
+// legality rules, the instructions its PTX holds (wgmma m64nNk16, cp.async.bulk.tensor, mbarrier
+// transactions, setmaxnreg, an external 1024-byte aligned dynamic shared window), the host wrapper
+// (tensor maps over the operands, packed copies where TMA cannot read them) and the ptxas resource
+// report of the defaults (no spills). The device test (gpu_device_test.cpp) runs it on an sm_90.
+#include <gtest/gtest.h>
+
+#include "codegen/gpu.h"
+#include "gpu_check.h"
+#include "ir/builders.h"
+#include "search/space.h"
+
+using namespace tessera;
+using namespace tessera::ir;
+
+namespace {
+
+Kernel gemm(int64_t m, int64_t n, int64_t k, ScalarType t, int64_t batch = 0, bool ta = false, bool tb = false,
+            const std::string& epi = "") {
+  GemmSpec g;
+  g.batch = batch; g.m = m; g.n = n; g.k = k; g.dtype = t; g.transA = ta; g.transB = tb; g.epilogue = epi;
+  if (!epi.empty()) g.shapes["bias"] = {n};
+  auto r = buildGemm(g);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().str());
+  return *r;
+}
+
+std::string strategyOf(const Config& c) { return std::get<std::string>(c.values.at("strategy")); }
+
+Config wgmmaCfg(std::initializer_list<std::pair<const char*, int64_t>> kv) {
+  Config c;
+  c.set("strategy", std::string("wgmma"));
+  for (auto& [k, v] : kv) c.set(k, v);
+  return c;
+}
+
+}  // namespace
+
+// sm_90a's f16/bf16 GEMMs default to wgmma; sm_90 (no arch-specific instructions), sm_80 and
+// f32 operands do not offer it.
+TEST(GpuWgmma, TheSpaceOffersItOnSm90aOnly) {
+  for (ScalarType dt : {ScalarType::F16, ScalarType::BF16}) {
+    auto s = search::makeSpace(gemm(4096, 4096, 4096, dt), testutil::gpuTarget("sm_90a"));
+    ASSERT_TRUE(s.ok()) << s.error().str();
+    EXPECT_EQ(strategyOf(s->defaults()), "wgmma") << typeName(dt);
+    EXPECT_FALSE(s->check(s->defaults()).has_value()) << *s->check(s->defaults());
+  }
+  for (const char* tn : {"sm_80", "sm_86", "sm_89", "sm_90"}) {
+    auto s = search::makeSpace(gemm(4096, 4096, 4096, ScalarType::F16), testutil::gpuTarget(tn));
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(strategyOf(s->defaults()), "mma") << tn;
+    for (const auto& kn : s->knobs)
+      if (kn.name == "strategy")
+        for (const auto& v : kn.domain) EXPECT_NE(std::get<std::string>(v), "wgmma") << tn;
+  }
+  auto f32 = search::makeSpace(gemm(512, 512, 512, ScalarType::F32), testutil::gpuTarget("sm_90a"));
+  ASSERT_TRUE(f32.ok());
+  EXPECT_NE(strategyOf(f32->defaults()), "wgmma");
+}
+
+// Configs the kernel cannot run are refused with the rule that fails, before any IR is built.
+TEST(GpuWgmma, IllegalConfigsSayWhy) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  Kernel k = gemm(512, 512, 512, ScalarType::F16);
+  struct Bad {
+    Config c;
+    std::string why;
+  } bad[] = {
+      {wgmmaCfg({{"BM", 128}, {"BN", 256}, {"BK", 32}, {"TM", 64}, {"TN", 256}, {"STAGES", 4}}), "BK must be 64"},
+      {wgmmaCfg({{"BM", 128}, {"BN", 256}, {"BK", 64}, {"TM", 32}, {"TN", 256}, {"STAGES", 4}}), "TM"},
+      {wgmmaCfg({{"BM", 128}, {"BN", 96}, {"BK", 64}, {"TM", 64}, {"TN", 96}, {"STAGES", 4}}), "TN"},
+      {wgmmaCfg({{"BM", 128}, {"BN", 256}, {"BK", 64}, {"TM", 64}, {"TN", 256}, {"STAGES", 1}}), "STAGES"},
+      {wgmmaCfg({{"BM", 128}, {"BN", 256}, {"BK", 64}, {"TM", 64}, {"TN", 256}, {"STAGES", 6}}), "shared memory"},
+      {wgmmaCfg({{"BM", 128}, {"BN", 256}, {"BK", 64}, {"TM", 128}, {"TN", 256}, {"STAGES", 4}}), "accumulator"},
+      {wgmmaCfg({{"BM", 128}, {"BN", 128}, {"BK", 64}, {"TM", 64}, {"TN", 128}, {"STAGES", 4}, {"SPLITK", 16}}), "SPLITK"},
+      {wgmmaCfg({{"BM", 128}, {"BN", 256}, {"BK", 64}, {"TM", 128}, {"TN", 128}, {"STAGES", 4}}), "TN must equal BN"},
+  };
+  for (auto& b : bad) {
+    auto cfg = testutil::gpuConfig(k, t, b.c);
+    ASSERT_FALSE(cfg.ok()) << b.c.str();
+    EXPECT_NE(cfg.error().message.find(b.why), std::string::npos) << b.c.str() << ": " << cfg.error().message;
+  }
+  // Not on sm_90 / sm_80, not for f32 operands: the same one-line refusal.
+  for (const char* tn : {"sm_80", "sm_90"}) {
+    auto b = codegen::compileGpu(k, wgmmaCfg({{"BM", 128}, {"BN", 128}, {"BK", 64}, {"TM", 64}, {"TN", 128}, {"VEC", 8}, {"STAGES", 4}}),
+                                 testutil::gpuTarget(tn), {.wantBinary = false});
+    ASSERT_FALSE(b.ok()) << tn;
+    EXPECT_NE(b.error().message.find("no wgmma"), std::string::npos) << b.error().message;
+  }
+}
+
+// The PTX of the default: wgmma from descriptors, TMA copies completing on mbarrier transactions,
+// the register split, and the dynamic window external and 1024-byte aligned (the 128B-swizzled
+// tiles' descriptors assume it); ptxas compiles it without spills and with the shared memory the
+// plan asked for.
+TEST(GpuWgmma, DefaultsAssembleWithoutSpills) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  for (ScalarType dt : {ScalarType::F16, ScalarType::BF16})
+    for (auto [m, n, kk] : {std::tuple{4096, 4096, 4096}, {1000, 1000, 1000}, {4096, 4096, 320}, {256, 256, 256}}) {
+      Kernel k = gemm(m, n, kk, dt);
+      auto b = testutil::compileFor(k, t);
+      ASSERT_TRUE(b.ok()) << b.error().str();
+      EXPECT_EQ(b->strategy, "wgmma");
+      const std::string type = dt == ScalarType::F16 ? ".f32.f16.f16" : ".f32.bf16.bf16";
+      EXPECT_NE(b->assembly.find("wgmma.mma_async.sync.aligned.m64n"), std::string::npos);
+      EXPECT_NE(b->assembly.find(type), std::string::npos) << type;
+      EXPECT_NE(b->assembly.find("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"), std::string::npos);
+      EXPECT_NE(b->assembly.find("mbarrier.arrive.expect_tx"), std::string::npos);
+      EXPECT_NE(b->assembly.find("mbarrier.try_wait.parity"), std::string::npos);
+      EXPECT_NE(b->assembly.find("setmaxnreg.dec.sync.aligned.u32"), std::string::npos);
+      EXPECT_NE(b->assembly.find("setmaxnreg.inc.sync.aligned.u32"), std::string::npos);
+      EXPECT_NE(b->assembly.find(".extern .shared .align 1024 .b8 __dynamic_shmem__"), std::string::npos);
+      EXPECT_GT(b->launch.dynamicSharedBytes, 48 * 1024);
+      EXPECT_LE(b->launch.dynamicSharedBytes + b->resources.sharedBytes, t.smemPerBlockOptIn);
+      int maps = 0;
+      for (const auto& a : b->launch.args) maps += a.kind == codegen::GpuArg::Kind::TensorMap;
+      EXPECT_EQ(maps, 2);
+      if (b->binary.empty()) GTEST_SKIP() << "no ptxas: " << b->resources.summary();
+      EXPECT_TRUE(b->resources.ok) << b->resources.summary();
+      EXPECT_FALSE(b->resources.spills()) << m << "x" << n << "x" << kk << ": " << b->resources.summary();
+    }
+}
+
+// Every legal corner of the space assembles without spills (the register split holds) or is
+// refused by ptxas's report, never silently wrong.
+TEST(GpuWgmma, KnobCornersAssemble) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  Kernel k = gemm(1024, 1024, 2048, ScalarType::BF16, 0, true, false, "gelu(acc + bias)");
+  int built = 0;
+  for (auto [bm, bn, tm, tn] : {std::tuple{64, 64, 64, 64}, {128, 128, 64, 128}, {128, 256, 64, 256}, {256, 128, 128, 128},
+                                {256, 64, 64, 64}})
+    for (int64_t st : {2, 4})
+      for (int64_t sk : {1, 4}) {
+        auto cfg = testutil::gpuConfig(k, t, wgmmaCfg({{"BM", bm}, {"BN", bn}, {"BK", 64}, {"TM", tm}, {"TN", tn}, {"STAGES", st}, {"SPLITK", sk}}));
+        if (!cfg.ok()) {
+          std::printf("refused: %s\n", cfg.error().message.c_str());
+          continue;
+        }
+        auto b = codegen::compileGpu(k, *cfg, t);
+        ASSERT_TRUE(b.ok()) << cfg->str() << ": " << b.error().str();
+        ++built;
+        if (b->binary.empty()) continue;
+        EXPECT_FALSE(b->resources.spills()) << cfg->str() << ": " << b->resources.summary();
+      }
+  EXPECT_GE(built, 12);
+}
+
+// The host wrapper: a transposed operand and a row pitch TMA cannot read (K*2 bytes not a
+// multiple of 16) are packed; batches run in the grid's z with 3-D tensor maps; split-K adds an
+// f32 partials workspace and per-tile counters.
+TEST(GpuWgmma, HostWrapperPacksWhatTmaCannotRead) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  auto b = codegen::compileGpu(gemm(200, 136, 70, ScalarType::F16, 3, true, false), *testutil::gpuConfig(gemm(200, 136, 70, ScalarType::F16, 3, true, false), t, wgmmaCfg({})), t,
+                               {.wantBinary = false});
+  ASSERT_TRUE(b.ok()) << b.error().str();
+  const auto& args = b->launch.args;
+  ASSERT_GE(args.size(), 5u);
+  EXPECT_EQ(args[0].kind, codegen::GpuArg::Kind::Packed);  // A transposed
+  EXPECT_TRUE(args[0].transposed);
+  EXPECT_EQ(args[0].packBatches, 3);
+  EXPECT_EQ(args[0].pcols % 8, 0);
+  EXPECT_EQ(args[1].kind, codegen::GpuArg::Kind::Tensor);  // B [70][136]: 272-byte rows, read in place
+  EXPECT_EQ(args[2].tensorMap.dims[2], 3);
+  EXPECT_EQ(args[2].tensorMap.swizzleBytes, 128);
+  auto odd = gemm(128, 100, 256, ScalarType::F16);  // N*2 = 200 bytes: B packed
+  auto bo = codegen::compileGpu(odd, *testutil::gpuConfig(odd, t, wgmmaCfg({})), t, {.wantBinary = false});
+  ASSERT_TRUE(bo.ok()) << bo.error().str();
+  EXPECT_EQ(bo->launch.args[1].kind, codegen::GpuArg::Kind::Packed);
+  auto sk = gemm(256, 256, 4096, ScalarType::F16);
+  auto bs = codegen::compileGpu(sk, *testutil::gpuConfig(sk, t, wgmmaCfg({{"SPLITK", 4}})), t, {.wantBinary = false});
+  ASSERT_TRUE(bs.ok()) << bs.error().str();
+  int workspaces = 0;
+  for (const auto& a : bs->launch.args) workspaces += a.kind == codegen::GpuArg::Kind::Workspace;
+  EXPECT_EQ(workspaces, 2);
+}
+
+// The mapped-kernel emulator does not model TMA, mbarrier transactions or wgmma yet: the emulated
+// run refuses with one line instead of running something else.
+TEST(GpuWgmma, EmulationSaysWhatItLacks) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  Kernel k = gemm(128, 128, 128, ScalarType::F16);
+  auto r = testutil::checkEmulated(k, t);
+  EXPECT_FALSE(r.correct);
+  EXPECT_FALSE(r.error.empty());
+  std::printf("%s\n", r.error.c_str());
+}
