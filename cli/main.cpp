@@ -10,6 +10,7 @@
 
 #include "cache_service/endpoints.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 
 namespace tessera::cli {
 
@@ -72,10 +73,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // Every flag error in one place: one line, exit 2 (bad input), whatever CLI11's own code.
     std::fprintf(stderr, "tessera: error: %s (see --help)\n", oneLine(e.what()).c_str());
-    return 2;
+    return tessera::cli::kExitBadInput;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "tessera: error: out of memory (a problem this size needs more than this machine has)\n");
-    return kExitFailure;
+    return tessera::cli::kExitFailure;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());
     return 1;
