@@ -188,8 +188,10 @@ TEST_P(WorkerTrust, ALyingWorkersTimesNeverBecomeTheWinner) {
   std::ofstream(s.dir.file("claim.json")) << claim.dump();
   auto put = runTessera({"cache", "put", s.dir.file("claim.json")}, {"TESSERA_CACHE_URL=" + s.url, "TESSERA_TOKEN=" + w2});
   ASSERT_EQ(put.exit_code, 0) << put.err;
+  // --missing default: the refused claim leaves the entry untuned, shipped as the default with the
+  // reason in its notes (without it, an entry with no tuned config fails the bundle: exit 5).
   auto shipped = runTessera({"bundle", "--kernels", s.dir.file("kernels.txt"), "--db", s.dir.file("empty.db"), "--cache",
-                             s.url, "--targets", "host", "--out", s.dir.file("b2")},
+                             s.url, "--targets", "host", "--missing", "default", "--out", s.dir.file("b2")},
                             {"TESSERA_TOKEN=" + s.tuner});
   ASSERT_EQ(shipped.exit_code, 0) << shipped.err;
   json m2 = json::parse(std::ifstream(s.dir.file("b2/manifest.json")), nullptr, false);
