@@ -76,24 +76,12 @@ def torch_anchor(spec):
         return None, "torch is not installed here"
     if not torch.cuda.is_available():
         return None, "no CUDA device"
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+    # Timed as torch_anchor.py times its anchors (events, L2 flushed, median): one protocol.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from torch_anchor import bench as anchor_bench
 
-    def bench(fn, min_time_s=0.3, min_runs=10):
-        fn()
-        torch.cuda.synchronize()
-        times, total = [], 0.0
-        while total < min_time_s * 1e3 or len(times) < min_runs:
-            flush.zero_()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-            total += times[-1]
-        times.sort()
-        return times[len(times) // 2] * 1e3
+    def bench(fn):
+        return anchor_bench(fn, min_time_s=0.3)
 
     if spec[0] == "sdpa":
         _, h, hkv, s, d, causal = spec
