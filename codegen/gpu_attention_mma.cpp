@@ -92,12 +92,6 @@ class Kernel : public MmaOps {
   const MmaAttnPlan& p_;
 };
 
-std::string noMapSchedule() {
-  return "module attributes {transform.with_named_sequence} {\n"
-         "  transform.named_sequence @map_main(%root: !transform.any_op {transform.readonly}) {\n"
-         "    transform.yield\n  }\n}\n";
-}
-
 }  // namespace
 
 Status checkGpuAttentionMma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
@@ -122,7 +116,7 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
   Value Q = args[s.q], Kg = args[s.k], Vg = args[s.v], O = args[s.o];
   Kernel e(b, loc, p);
   gpuir::Idx& ix = e.ix_;
-  Type et = e.et_, f32 = e.f32_;
+  Type et = e.et_;
   const int64_t LD = p.LD, BK = p.BK, T = p.T;
 
   auto launch = gpu::LaunchOp::create(b, loc, ix.c(p.NQB), ix.c(p.H), ix.c(p.B), ix.c(T), ix.c(1), ix.c(1),
@@ -207,11 +201,8 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
     for (int64_t kd = 0; kd < p.NKD; ++kd) qa.push_back(qFrag(kd));
 
   // ---- key blocks: causal stops at the block of the last visible key of the block's last row
-  Value kbEnd = ix.c(p.NKB);
-  if (p.causal) {
-    Value lastRow = ix.min(ix.add(q0, p.BQ - 1), p.SQ - 1);
-    kbEnd = arith::MinSIOp::create(b, loc, ix.add(ix.div(ix.add(lastRow, p.off), BK), 1), ix.c(p.NKB));
-  }
+  const MmaOps::Shape shape{p.SQ, p.SKV, p.off, p.BQ, BK, p.NKB, p.causal, p.qscale};
+  Value kbEnd = e.keyBlocksEnd(shape, q0);
   const bool async = p.STAGES == 2;
   if (async) (void)copyKV(ix.c(0), ix.c(0), true);
   SmallVector<Value> init;
@@ -262,45 +253,14 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
       }
       sTiles.push_back(acc);
     }
-    // Scale, mask (keys past Skv; causal: key > row + off), row maxima over the quad.
+    // Scale, mask, row maxima over the quad, p = 2^(s - m) (MmaOps::softmax).
     Value rowBase = ix.add(ix.add(q0, ix.mul(warp, 16)), g);
-    Value qs = e.f(float(p.qscale)), neg = e.f(-1e30f);
-    std::vector<std::array<Value, 4>> valid(size_t(p.NJ));
-    Value rowMax[2] = {neg, neg};
-    for (int64_t j = 0; j < p.NJ; ++j)
-      for (int c = 0; c < 4; ++c) {
-        Value key = ix.add(ix.add(k0, ix.mul(tq, 2)), j * 8 + c % 2);
-        Value ok;
-        if (p.SKV % BK) ok = ix.lt(key, p.SKV);
-        if (p.causal) {
-          Value lim = ix.add(ix.add(rowBase, 8 * (c / 2)), p.off);
-          Value cv = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, key, lim);
-          ok = ok ? ix.band(ok, cv) : cv;
-        }
-        Value sv = e.mul(sTiles[size_t(j)][size_t(c)], qs);
-        if (ok) sv = arith::SelectOp::create(b, loc, ok, sv, neg);
-        valid[size_t(j)][size_t(c)] = ok;
-        sTiles[size_t(j)][size_t(c)] = sv;
-        rowMax[c / 2] = e.max(rowMax[c / 2], sv);
-      }
+    SmallVector<Value> scores;
+    for (const auto& tile : sTiles) scores.append(tile.begin(), tile.end());
     Value mOld[2] = {carried[4 * p.ND], carried[4 * p.ND + 1]}, lOld[2] = {carried[4 * p.ND + 2], carried[4 * p.ND + 3]};
-    Value mNew[2], alpha[2], lNew[2];
-    for (int r = 0; r < 2; ++r) {
-      Value m = e.max(rowMax[r], e.shflXor(rowMax[r], 1));
-      m = e.max(m, e.shflXor(m, 2));
-      mNew[r] = e.max(mOld[r], m);
-      alpha[r] = e.exp2(e.sub(mOld[r], mNew[r]));
-      lNew[r] = e.mul(lOld[r], alpha[r]);
-    }
-    // p = 2^(s - m); masked keys exactly 0 (a row none of whose keys is visible yet keeps m = -1e30).
+    MmaOps::Softmax sm = e.softmax(shape, scores, k0, tq, rowBase, mOld, lOld);
     std::vector<SmallVector<Value>> pr(size_t(p.NJ));
-    for (int64_t j = 0; j < p.NJ; ++j)
-      for (int c = 0; c < 4; ++c) {
-        Value pv = e.exp2(e.sub(sTiles[size_t(j)][size_t(c)], mNew[c / 2]));
-        if (Value ok = valid[size_t(j)][size_t(c)]) pv = arith::SelectOp::create(b, loc, ok, pv, e.f(0.0f));
-        pr[size_t(j)].push_back(pv);
-        lNew[c / 2] = e.add(lNew[c / 2], pv);
-      }
+    for (int64_t j = 0; j < p.NJ; ++j) pr[size_t(j)].assign(sm.p.begin() + 4 * j, sm.p.begin() + 4 * j + 4);
     // P's A fragments for 16-key slice c: tiles 2c and 2c+1 as (row g, row g+8) x (keys 2t.., keys 8+2t..).
     std::vector<SmallVector<Value>> pa;
     for (int64_t c = 0; c < p.NC; ++c) {
@@ -313,14 +273,14 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
     SmallVector<Value> yields;
     for (int64_t d = 0; d < p.ND; ++d) {
       SmallVector<Value> acc;
-      for (int c = 0; c < 4; ++c) acc.push_back(e.mul(carried[size_t(4 * d + c)], alpha[c / 2]));
+      for (int c = 0; c < 4; ++c) acc.push_back(e.mul(carried[size_t(4 * d + c)], sm.alpha[c / 2]));
       for (int64_t c = 0; c < p.NC; ++c) {
         SmallVector<Value> vf = e.ldmatrix(V2, ix.add(vRow, c * 16), ix.c(d * 8), 2, true);
         acc = e.mma(pa[size_t(c)], vf, acc);
       }
       yields.append(acc.begin(), acc.end());
     }
-    yields.append({mNew[0], mNew[1], lNew[0], lNew[1]});
+    yields.append({sm.mNew[0], sm.mNew[1], sm.lNew[0], sm.lNew[1]});
     if (async) barrier();  // the next iteration's copies overwrite the stage read here
     scf::YieldOp::create(b, loc, yields);
   }
@@ -330,25 +290,11 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
     Value none = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tok, ValueRange{}).getResult();
     wait(none, 0);
   }
-  // ---- O / l for rows < Sq (l summed over the quad: each thread held part of its rows' keys)
+  // ---- O / l for rows < Sq
   ValueRange res = loop.getResults();
   Value rowBase = ix.add(ix.add(q0, ix.mul(warp, 16)), g);
-  VectorType v2 = VectorType::get({2}, et);
-  for (int r = 0; r < 2; ++r) {
-    Value l = res[size_t(4 * p.ND + 2 + r)];
-    l = e.add(l, e.shflXor(l, 1));
-    l = e.add(l, e.shflXor(l, 2));
-    Value inv = arith::DivFOp::create(b, loc, e.f(1.0f), l);
-    Value row = ix.add(rowBase, 8 * r);
-    gpuir::guarded(b, loc, ix.lt(row, p.SQ), [&] {
-      for (int64_t d = 0; d < p.ND; ++d) {
-        Value lo = e.mul(res[size_t(4 * d + 2 * r)], inv), hi = e.mul(res[size_t(4 * d + 2 * r + 1)], inv);
-        Value v = vector::FromElementsOp::create(b, loc, v2, ValueRange{arith::TruncFOp::create(b, loc, et, lo),
-                                                                        arith::TruncFOp::create(b, loc, et, hi)});
-        vector::StoreOp::create(b, loc, v, O, ValueRange{bi, h, row, ix.add(ix.mul(tq, 2), d * 8)});
-      }
-    });
-  }
+  Value lFinal[2] = {res[size_t(4 * p.ND + 2)], res[size_t(4 * p.ND + 3)]};
+  e.storeNormalized(shape, SmallVector<Value>(res.begin(), res.begin() + 4 * p.ND), lFinal, O, bi, h, rowBase, tq);
   gpu::TerminatorOp::create(b, loc);
   b.setInsertionPointAfter(launch);
   func::ReturnOp::create(b, loc);
@@ -360,7 +306,6 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
     a.tensor = int(i);
     plan.launch.args.push_back(a);
   }
-  (void)f32;
   return plan;
 }
 

@@ -77,12 +77,6 @@ Expected<WgmmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c
   return p;
 }
 
-std::string noMapSchedule() {
-  return "module attributes {transform.with_named_sequence} {\n"
-         "  transform.named_sequence @map_main(%root: !transform.any_op {transform.readonly}) {\n"
-         "    transform.yield\n  }\n}\n";
-}
-
 }  // namespace
 
 Status checkGpuAttentionWgmma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
@@ -222,12 +216,8 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
   };
 
   barrier();
-  // ---- key blocks: causal stops at the block of the last visible key of the block's last row
-  Value kbEnd = ix.c(p.NKB);
-  if (p.causal) {
-    Value lastRow = ix.min(ix.add(q0, p.BQ - 1), p.SQ - 1);
-    kbEnd = arith::MinSIOp::create(b, loc, ix.add(ix.div(ix.add(lastRow, p.off), BK), 1), ix.c(p.NKB));
-  }
+  const MmaOps::Shape shape{p.SQ, p.SKV, p.off, p.BQ, BK, p.NKB, p.causal, p.qscale};
+  Value kbEnd = e.keyBlocksEnd(shape, q0);
   const bool async = p.STAGES == 2;
   if (async) (void)copyKV(ix.c(0), ix.c(0), true);
   Type oT = accType(D), sT = accType(BK);
@@ -268,50 +258,16 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     SmallVector<Value> sv = fieldsOf(sAcc, BK / 2);
-    // Scale, mask (keys past Skv; causal: key > row + off), row maxima over the quad. Register i:
-    // row g + 8((i%4)/2) of this warp's 16, key 8(i/4) + 2t + i%2 (mma.sync's layout per 8 keys).
+    // Register i: row g + 8((i%4)/2) of this warp's 16, key 8(i/4) + 2t + i%2 (mma.sync's layout).
     Value rowBase = ix.add(ix.add(ix.add(q0, ix.mul(wg, 64)), ix.mul(warp, 16)), g);
-    Value qs = e.f(float(p.qscale)), neg = e.f(-1e30f);
-    std::vector<Value> valid(size_t(BK / 2));
-    Value rowMax[2] = {neg, neg};
-    for (int64_t i = 0; i < BK / 2; ++i) {
-      const int c = int(i % 4);
-      Value key = ix.add(ix.add(k0, ix.mul(tq, 2)), (i / 4) * 8 + c % 2);
-      Value ok;
-      if (p.SKV % BK) ok = ix.lt(key, p.SKV);
-      if (p.causal) {
-        Value lim = ix.add(ix.add(rowBase, 8 * (c / 2)), p.off);
-        Value cv = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, key, lim);
-        ok = ok ? ix.band(ok, cv) : cv;
-      }
-      Value x = e.mul(sv[size_t(i)], qs);
-      if (ok) x = arith::SelectOp::create(b, loc, ok, x, neg);
-      valid[size_t(i)] = ok;
-      sv[size_t(i)] = x;
-      rowMax[c / 2] = e.max(rowMax[c / 2], x);
-    }
     Value mOld[2] = {carried[1], carried[2]}, lOld[2] = {carried[3], carried[4]};
-    Value mNew[2], alpha[2], lNew[2];
-    for (int r = 0; r < 2; ++r) {
-      Value m = e.max(rowMax[r], e.shflXor(rowMax[r], 1));
-      m = e.max(m, e.shflXor(m, 2));
-      mNew[r] = e.max(mOld[r], m);
-      alpha[r] = e.exp2(e.sub(mOld[r], mNew[r]));
-      lNew[r] = e.mul(lOld[r], alpha[r]);
-    }
-    // P = 2^(s - m) (masked keys exactly 0) into this warpgroup's shared panels, K-major.
+    MmaOps::Softmax sm = e.softmax(shape, sv, k0, tq, rowBase, mOld, lOld);
+    // P into this warpgroup's shared panels, K-major.
     Value pBase = ix.add(ix.mul(wg, 64 * BK), p.pOff(0) / 2);
     Value wRow = ix.add(ix.mul(warp, 16), g);
     VectorType v2 = VectorType::get({2}, et);
     for (int64_t i = 0; i < BK / 2; i += 2) {
-      Value pv[2];
-      for (int64_t u = 0; u < 2; ++u) {
-        const int c = int((i + u) % 4);
-        Value x = e.exp2(e.sub(sv[size_t(i + u)], mNew[c / 2]));
-        if (Value ok = valid[size_t(i + u)]) x = arith::SelectOp::create(b, loc, ok, x, e.f(0.0f));
-        lNew[c / 2] = e.add(lNew[c / 2], x);
-        pv[u] = x;
-      }
+      Value pv[2] = {sm.p[size_t(i)], sm.p[size_t(i + 1)]};
       const int c = int(i % 4);
       Value r = ix.add(wRow, 8 * (c / 2));
       Value j = ix.c(i / 4);  // 8-key chunk of this register pair
@@ -328,7 +284,7 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
                             NVVM::BarrierReductionAttr(), Value());
     // O = O * alpha + P V over keys in k16 steps: P K-major, V MN-major (head_dim contiguous).
     SmallVector<Value> ov = fieldsOf(carried[0], D / 2);
-    for (int64_t i = 0; i < D / 2; ++i) ov[size_t(i)] = e.mul(ov[size_t(i)], alpha[(i % 4) / 2]);
+    for (int64_t i = 0; i < D / 2; ++i) ov[size_t(i)] = e.mul(ov[size_t(i)], sm.alpha[(i % 4) / 2]);
     Value oAcc = structOf(oT, ov);
     Value pByte = toI64(ix.add(ix.mul(wg, 64 * BK * 2), p.pOff(0)));
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
@@ -340,33 +296,18 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     barrier();  // the next iteration's copies overwrite the stage read here
-    scf::YieldOp::create(b, loc, ValueRange{oAcc, mNew[0], mNew[1], lNew[0], lNew[1]});
+    scf::YieldOp::create(b, loc, ValueRange{oAcc, sm.mNew[0], sm.mNew[1], sm.lNew[0], sm.lNew[1]});
   }
   if (async) {
     auto tok = nvgpu::DeviceAsyncTokenType::get(ctx);
     Value none = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tok, ValueRange{}).getResult();
     waitCopies(none, 0);
   }
-  // ---- O / l for rows < Sq (l summed over the quad)
+  // ---- O / l for rows < Sq
   ValueRange res = loop.getResults();
-  SmallVector<Value> of = fieldsOf(res[0], D / 2);
   Value rowBase = ix.add(ix.add(ix.add(q0, ix.mul(wg, 64)), ix.mul(warp, 16)), g);
-  VectorType v2 = VectorType::get({2}, et);
-  for (int r = 0; r < 2; ++r) {
-    Value l = res[size_t(3 + r)];
-    l = e.add(l, e.shflXor(l, 1));
-    l = e.add(l, e.shflXor(l, 2));
-    Value inv = arith::DivFOp::create(b, loc, e.f(1.0f), l);
-    Value row = ix.add(rowBase, 8 * r);
-    gpuir::guarded(b, loc, ix.lt(row, p.SQ), [&] {
-      for (int64_t d = 0; d < D / 8; ++d) {
-        Value lo = e.mul(of[size_t(4 * d + 2 * r)], inv), hi = e.mul(of[size_t(4 * d + 2 * r + 1)], inv);
-        Value v = vector::FromElementsOp::create(b, loc, v2, ValueRange{arith::TruncFOp::create(b, loc, et, lo),
-                                                                        arith::TruncFOp::create(b, loc, et, hi)});
-        vector::StoreOp::create(b, loc, v, O, ValueRange{bi, h, row, ix.add(ix.mul(tq, 2), d * 8)});
-      }
-    });
-  }
+  Value lFinal[2] = {res[3], res[4]};
+  e.storeNormalized(shape, fieldsOf(res[0], D / 2), lFinal, O, bi, h, rowBase, tq);
   gpu::TerminatorOp::create(b, loc);
   b.setInsertionPointAfter(launch);
   func::ReturnOp::create(b, loc);

@@ -1,7 +1,11 @@
 // Owns the register-level builders the tensor-core attention kernels share (flash-mma on mma.sync,
 // flash-wgmma on wgmma): f32 arithmetic with contraction allowed, 2^x on the SFU, quad shuffles,
-// 16-bit pairs packed into 32-bit fragment registers, ldmatrix and mma.sync m16n8k16.
+// 16-bit pairs packed into 32-bit fragment registers, ldmatrix and mma.sync m16n8k16, and
+// FlashAttention-2's steps over accumulators in mma.sync's per-warp layout (wgmma's is the same per
+// warp): the causal key-block bound, the masked online-softmax update, the normalized store.
 #pragma once
+
+#include <string>
 
 #include "codegen/gpu_loops.h"
 #include "ir/ir.h"
@@ -10,6 +14,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace tessera::codegen {
@@ -73,6 +78,87 @@ class MmaOps {
     return d;
   }
 
+  // ---- FlashAttention-2 over accumulators in mma.sync's layout: register i of a thread (lane
+  // 4g + t) holds row g + 8((i%4)/2) of its warp's 16 and column 8(i/4) + 2t + i%2.
+  struct Shape {
+    int64_t SQ, SKV, off, BQ, BK, NKB;  // off = Skv - Sq (causal masks are bottom-right aligned)
+    bool causal;
+    double qscale;                      // scale * log2(e)
+  };
+  // The key-block loop's end: causal stops at the block of the last visible key of the block's last row.
+  mlir::Value keyBlocksEnd(const Shape& s, mlir::Value q0) {
+    if (!s.causal) return ix_.c(s.NKB);
+    mlir::Value lastRow = ix_.min(ix_.add(q0, s.BQ - 1), s.SQ - 1);
+    return mlir::arith::MinSIOp::create(b_, loc_, ix_.add(ix_.div(ix_.add(lastRow, s.off), s.BK), 1), ix_.c(s.NKB));
+  }
+  struct Softmax {
+    mlir::Value mNew[2], alpha[2], lNew[2];
+    mlir::SmallVector<mlir::Value> p;  // 2^(s - m), masked keys exactly 0, in the scores' layout
+  };
+  // One key block's online-softmax update of `scores` (keys k0..; rows rowBase + 8r), masking keys
+  // past Skv and, causal, right of the diagonal; row maxima over the quad (shfl.xor 1, 2).
+  Softmax softmax(const Shape& s, mlir::ArrayRef<mlir::Value> scores, mlir::Value k0, mlir::Value tq, mlir::Value rowBase,
+                  const mlir::Value mOld[2], const mlir::Value lOld[2]) {
+    using namespace mlir;
+    Value qs = f(float(s.qscale)), neg = f(-1e30f);
+    SmallVector<Value> sv(scores.begin(), scores.end()), valid(scores.size());
+    Value rowMax[2] = {neg, neg};
+    for (size_t i = 0; i < sv.size(); ++i) {
+      const int c = int(i % 4);
+      Value key = ix_.add(ix_.add(k0, ix_.mul(tq, 2)), int64_t(i / 4) * 8 + c % 2);
+      Value ok;
+      if (s.SKV % s.BK) ok = ix_.lt(key, s.SKV);
+      if (s.causal) {
+        Value lim = ix_.add(ix_.add(rowBase, 8 * (c / 2)), s.off);
+        Value cv = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle, key, lim);
+        ok = ok ? ix_.band(ok, cv) : cv;
+      }
+      Value x = mul(sv[i], qs);
+      if (ok) x = arith::SelectOp::create(b_, loc_, ok, x, neg);
+      valid[i] = ok;
+      sv[i] = x;
+      rowMax[c / 2] = max(rowMax[c / 2], x);
+    }
+    Softmax out;
+    for (int r = 0; r < 2; ++r) {
+      Value m = max(rowMax[r], shflXor(rowMax[r], 1));
+      m = max(m, shflXor(m, 2));
+      out.mNew[r] = max(mOld[r], m);
+      out.alpha[r] = exp2(sub(mOld[r], out.mNew[r]));
+      out.lNew[r] = mul(lOld[r], out.alpha[r]);
+    }
+    // A row none of whose keys is visible yet keeps m = -1e30: its p are exactly 0 by the select.
+    for (size_t i = 0; i < sv.size(); ++i) {
+      const int c = int(i % 4);
+      Value x = exp2(sub(sv[i], out.mNew[c / 2]));
+      if (Value ok = valid[i]) x = arith::SelectOp::create(b_, loc_, ok, x, f(0.0f));
+      out.p.push_back(x);
+      out.lNew[c / 2] = add(out.lNew[c / 2], x);
+    }
+    return out;
+  }
+  // O / l for rows < Sq of out[b][h][row][col] (l summed over the quad: each thread held part of
+  // its rows' keys); `o` holds D/2 accumulators in the layout above.
+  void storeNormalized(const Shape& s, mlir::ArrayRef<mlir::Value> o, const mlir::Value l[2], mlir::Value out,
+                       mlir::Value bi, mlir::Value h, mlir::Value rowBase, mlir::Value tq) {
+    using namespace mlir;
+    VectorType v2 = VectorType::get({2}, et_);
+    for (int r = 0; r < 2; ++r) {
+      Value lr = add(l[r], shflXor(l[r], 1));
+      lr = add(lr, shflXor(lr, 2));
+      Value inv = arith::DivFOp::create(b_, loc_, f(1.0f), lr);
+      Value row = ix_.add(rowBase, 8 * r);
+      gpuir::guarded(b_, loc_, ix_.lt(row, s.SQ), [&] {
+        for (size_t d = 0; d < o.size() / 4; ++d) {
+          Value lo = mul(o[4 * d + 2 * size_t(r)], inv), hi = mul(o[4 * d + 2 * size_t(r) + 1], inv);
+          Value v = vector::FromElementsOp::create(b_, loc_, v2, ValueRange{arith::TruncFOp::create(b_, loc_, et_, lo),
+                                                                            arith::TruncFOp::create(b_, loc_, et_, hi)});
+          vector::StoreOp::create(b_, loc_, v, out, ValueRange{bi, h, row, ix_.add(ix_.mul(tq, 2), int64_t(d) * 8)});
+        }
+      });
+    }
+  }
+
   mlir::OpBuilder& b_;
   mlir::Location loc_;
   gpuir::Idx ix_;
@@ -80,5 +166,12 @@ class MmaOps {
   bool bf16_ = false;
   mlir::arith::FastMathFlagsAttr fm_;
 };
+
+// The transform module of a kernel built already mapped (lane-level): nothing to map.
+inline std::string noMapSchedule() {
+  return "module attributes {transform.with_named_sequence} {\n"
+         "  transform.named_sequence @map_main(%root: !transform.any_op {transform.readonly}) {\n"
+         "    transform.yield\n  }\n}\n";
+}
 
 }  // namespace tessera::codegen

@@ -19,11 +19,7 @@ using namespace tessera::ir;
 namespace {
 
 Kernel attn(int64_t h, int64_t hkv, int64_t sq, int64_t skv, int64_t d, bool causal, ScalarType t, int64_t b = 1) {
-  AttentionSpec s;
-  s.batch = b; s.heads = h; s.heads_kv = hkv; s.seq_q = sq; s.seq_kv = skv; s.head_dim = d; s.causal = causal; s.dtype = t;
-  auto k = buildAttention(s);
-  EXPECT_TRUE(k.ok()) << (k.ok() ? "" : k.error().str());
-  return *k;
+  return testutil::attentionKernel(h, hkv, sq, skv, d, causal, t, b);
 }
 
 Config wgmmaCfg(int64_t bq, int64_t bk, int64_t stages) {

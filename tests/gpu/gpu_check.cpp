@@ -1,6 +1,8 @@
 // Owns the GPU test helpers.
 #include "gpu_check.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <regex>
 
@@ -118,6 +120,15 @@ Expected<emu::Report> runMapped(const ir::Kernel& k, const ir::Config& cfg, cons
   auto ran = runner->run(bin, k, io.buffers(), 1);
   (void)ran;  // a launch the emulation faults fails; the report says why
   return *report;
+}
+
+ir::Kernel attentionKernel(int64_t h, int64_t hkv, int64_t sq, int64_t skv, int64_t d, bool causal, ir::ScalarType t,
+                           int64_t b) {
+  ir::AttentionSpec s;
+  s.batch = b; s.heads = h; s.heads_kv = hkv; s.seq_q = sq; s.seq_kv = skv; s.head_dim = d; s.causal = causal; s.dtype = t;
+  auto k = ir::buildAttention(s);
+  EXPECT_TRUE(k.ok()) << (k.ok() ? "" : k.error().str());
+  return *k;
 }
 
 std::vector<WgmmaCase> wgmmaDeviceCases() {

@@ -38,6 +38,10 @@ EmuCheck checkMappedEmulated(const ir::Kernel& k, const TargetDesc& t, const ir:
 Expected<emu::Report> runMapped(const ir::Kernel& k, const ir::Config& cfg, const TargetDesc& t, KernelIO& io,
                                 const codegen::MappedEmuOptions& o = {});
 
+// An attention kernel: h query heads over hkv key/value heads, Sq x Skv, head_dim d, batch b.
+ir::Kernel attentionKernel(int64_t h, int64_t hkv, int64_t sq, int64_t skv, int64_t d, bool causal, ir::ScalarType t,
+                           int64_t b = 1);
+
 // Halves the trip count of the `nth` (0-based) scf.forall of the pre-mapping IR whose trip counts
 // match `dims` (1 or 2): a copy phase that then leaves part of a workgroup tile unwritten.
 std::string breakNthForall(const std::string& pre, int nth, int dims);
