@@ -23,6 +23,7 @@
 #include "codegen/gpu_strategies.h"
 #include "codegen/host_strategies.h"
 #include "codegen/gpu_loops.h"
+#include "codegen/gpu_mma_sync.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -87,7 +88,8 @@ Expected<MmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, 
 
 class Kernel {
  public:
-  Kernel(OpBuilder& b, Location loc, const MmaAttnPlan& p) : b_(b), loc_(loc), p_(p), ix_{b, loc} {
+  Kernel(OpBuilder& b, Location loc, const MmaAttnPlan& p)
+      : b_(b), loc_(loc), p_(p), ix_{b, loc}, mm_(b, loc, p.dtype == ir::ScalarType::BF16) {
     f32_ = b.getF32Type();
     i32_ = b.getI32Type();
     bf16_ = p.dtype == ir::ScalarType::BF16;
@@ -111,43 +113,18 @@ class Kernel {
     auto width = arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(32));
     return gpu::ShuffleOp::create(b_, loc_, v, off, width, gpu::ShuffleMode::XOR).getShuffleResult();
   }
-  // One 32-bit fragment register from two elements (f16: vector<2xf16>; bf16: i32).
-  Value reg(Value pair) {
-    if (!bf16_) return pair;
-    Value v = vector::BitCastOp::create(b_, loc_, VectorType::get({1}, i32_), pair);
-    return vector::ExtractOp::create(b_, loc_, v, ArrayRef<int64_t>{0});
-  }
-  Value pack(Value lo, Value hi) {
-    Value v = vector::FromElementsOp::create(b_, loc_, VectorType::get({2}, et_),
-                                             ValueRange{arith::TruncFOp::create(b_, loc_, et_, lo),
-                                                        arith::TruncFOp::create(b_, loc_, et_, hi)});
-    return reg(v);
-  }
-  // ldmatrix (x2 or x4, optionally transposed) from a 2-D shared tile; its registers.
+  // The shared tensor-core builders (gpu_mma_sync.h).
+  Value pack(Value lo, Value hi) { return mm_.pack(lo, hi); }
   SmallVector<Value> ldmatrix(Value tile, Value row, Value col, int num, bool trans) {
-    auto vt = VectorType::get({num, 2}, et_);
-    Value r = nvgpu::LdMatrixOp::create(b_, loc_, vt, tile, ValueRange{row, col}, b_.getBoolAttr(trans),
-                                        b_.getI32IntegerAttr(num));
-    SmallVector<Value> regs;
-    for (int i = 0; i < num; ++i) regs.push_back(reg(vector::ExtractOp::create(b_, loc_, r, ArrayRef<int64_t>{i})));
-    return regs;
+    return mm_.ldmatrix(tile, ValueRange{row, col}, num, trans);
   }
-  // mma.sync m16n8k16 row.col, f32 accumulators (4 per thread: rows g, g, g+8, g+8).
-  SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> bb, ArrayRef<Value> c) {
-    auto st = LLVM::LLVMStructType::getLiteral(b_.getContext(), {f32_, f32_, f32_, f32_});
-    std::optional<std::array<NVVM::MMATypes, 2>> types;
-    if (bf16_) types = std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16};
-    auto op = NVVM::MmaOp::create(b_, loc_, st, a, bb, c, ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt, types,
-                                  std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
-    SmallVector<Value> d;
-    for (int64_t i = 0; i < 4; ++i) d.push_back(LLVM::ExtractValueOp::create(b_, loc_, op.getRes(), ArrayRef<int64_t>{i}));
-    return d;
-  }
+  SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> bb, ArrayRef<Value> c) { return mm_.mma(a, bb, c); }
 
   OpBuilder& b_;
   Location loc_;
   const MmaAttnPlan& p_;
   gpuir::Idx ix_;
+  mmasync::Builder mm_;
   Type f32_, i32_, et_;
   bool bf16_ = false;
   arith::FastMathFlagsAttr fm_;
