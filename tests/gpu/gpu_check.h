@@ -43,4 +43,14 @@ Expected<codegen::GpuBinary> compileFor(const ir::Kernel& k, const TargetDesc& t
 
 int countOccurrences(const std::string& text, const std::string& needle);
 
+// The Hopper GEMM cases the device test runs on an sm_90 (ragged shapes, a pitch TMA cannot read,
+// transposed operands, batches, split-K, each block shape, bf16 with an epilogue), each kernel with
+// its config overrides (strategy=wgmma included). The CPU suite compiles and assembles every one,
+// so a case the space refuses fails here, not first on a lent GPU.
+struct WgmmaCase {
+  ir::Kernel kernel;
+  ir::Config cfg;
+};
+std::vector<WgmmaCase> wgmmaDeviceCases();
+
 }  // namespace tessera::testutil

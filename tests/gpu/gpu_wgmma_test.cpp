@@ -122,6 +122,20 @@ TEST(GpuWgmma, DefaultsAssembleWithoutSpills) {
     }
 }
 
+// Every case the device test runs is legal and assembles without spills (the device test once
+// failed on a lent H200 at a split-K the space does not offer: caught here now, without a GPU).
+TEST(GpuWgmma, EveryDeviceCaseAssembles) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  for (const auto& cs : testutil::wgmmaDeviceCases()) {
+    auto b = testutil::compileFor(cs.kernel, t, cs.cfg);
+    ASSERT_TRUE(b.ok()) << cs.kernel.name << " " << cs.cfg.str() << ": " << b.error().str();
+    EXPECT_EQ(b->strategy, "wgmma");
+    if (b->binary.empty()) continue;  // no ptxas here: legality and lowering are still checked
+    EXPECT_TRUE(b->resources.ok) << cs.kernel.name << ": " << b->resources.summary();
+    EXPECT_FALSE(b->resources.spills()) << cs.kernel.name << ": " << b->resources.summary();
+  }
+}
+
 // Every legal corner of the space assembles without spills (the register split holds) or is
 // refused by ptxas's report, never silently wrong.
 TEST(GpuWgmma, KnobCornersAssemble) {
