@@ -127,6 +127,18 @@ TEST(GpuGemmLane, EveryRingDepthAndWarpLayout) {
   EXPECT_EQ(ran, 5);
 }
 
+// What the device test asks a GPU to run, run lane by lane here first.
+TEST(GpuGemmLane, TheDeviceCasesPassOnTheEmulator) {
+  for (const char* tn : {"sm_86"})
+    for (auto& cs : testutil::laneMmaDeviceCases()) {
+      const TargetDesc& t = testutil::gpuTarget(tn);
+      auto cfg = testutil::gpuConfig(cs.kernel, t, cs.cfg);
+      ASSERT_TRUE(cfg.ok()) << cs.kernel.name << ": " << cfg.error().str();
+      auto r = testutil::checkMappedEmulated(cs.kernel, t, *cfg);
+      EXPECT_TRUE(r.correct) << cs.kernel.name << " on " << tn << ": " << r.error;
+    }
+}
+
 TEST(GpuGemmLane, IllegalConfigsSayWhy) {
   Kernel bf = gemmOf({256, 256, 256, ScalarType::BF16}), f32 = gemmOf({256, 256, 256, ScalarType::F32});
   struct Case { const Kernel* k; const char* target; const char* knobs; const char* why; };
