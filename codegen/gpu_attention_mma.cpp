@@ -23,7 +23,7 @@
 #include "codegen/gpu_strategies.h"
 #include "codegen/host_strategies.h"
 #include "codegen/gpu_loops.h"
-#include "codegen/gpu_mma_sync.h"
+#include "codegen/gpu_mma_ops.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -86,48 +86,10 @@ Expected<MmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, 
   return p;
 }
 
-class Kernel {
+class Kernel : public MmaOps {
  public:
-  Kernel(OpBuilder& b, Location loc, const MmaAttnPlan& p)
-      : b_(b), loc_(loc), p_(p), ix_{b, loc}, mm_(b, loc, p.dtype == ir::ScalarType::BF16) {
-    f32_ = b.getF32Type();
-    i32_ = b.getI32Type();
-    bf16_ = p.dtype == ir::ScalarType::BF16;
-    et_ = bf16_ ? Type(b.getBF16Type()) : Type(b.getF16Type());
-    fm_ = arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::contract);
-  }
-
-  Value f(float v) { return arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(v)); }
-  Value add(Value x, Value y) { return arith::AddFOp::create(b_, loc_, x, y, fm_); }
-  Value sub(Value x, Value y) { return arith::SubFOp::create(b_, loc_, x, y, fm_); }
-  Value mul(Value x, Value y) { return arith::MulFOp::create(b_, loc_, x, y, fm_); }
-  Value max(Value x, Value y) { return arith::MaxNumFOp::create(b_, loc_, x, y, fm_); }
-  // 2^x on the SFU (ex2.approx: 2 ulp; a masked -1e30 flushes to 0).
-  Value exp2(Value x) {
-    return NVVM::InlinePtxOp::create(b_, loc_, TypeRange{f32_}, ValueRange{x}, ValueRange{}, "ex2.approx.ftz.f32 $0, $1;",
-                                     Value())
-        ->getResult(0);
-  }
-  Value shflXor(Value v, int32_t lanes) {
-    auto off = arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(lanes));
-    auto width = arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(32));
-    return gpu::ShuffleOp::create(b_, loc_, v, off, width, gpu::ShuffleMode::XOR).getShuffleResult();
-  }
-  // The shared tensor-core builders (gpu_mma_sync.h).
-  Value pack(Value lo, Value hi) { return mm_.pack(lo, hi); }
-  SmallVector<Value> ldmatrix(Value tile, Value row, Value col, int num, bool trans) {
-    return mm_.ldmatrix(tile, ValueRange{row, col}, num, trans);
-  }
-  SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> bb, ArrayRef<Value> c) { return mm_.mma(a, bb, c); }
-
-  OpBuilder& b_;
-  Location loc_;
+  Kernel(OpBuilder& b, Location loc, const MmaAttnPlan& p) : MmaOps(b, loc, p.dtype), p_(p) {}
   const MmaAttnPlan& p_;
-  gpuir::Idx ix_;
-  mmasync::Builder mm_;
-  Type f32_, i32_, et_;
-  bool bf16_ = false;
-  arith::FastMathFlagsAttr fm_;
 };
 
 std::string noMapSchedule() {

@@ -23,13 +23,15 @@
 #include "codegen/gpu_backend.h"
 #include "codegen/gpu_gemm_epilogue.h"
 #include "codegen/gpu_loops.h"
-#include "codegen/gpu_mma_sync.h"
+#include "codegen/gpu_mma_ops.h"
 #include "codegen/gpu_strategies.h"
 #include "codegen/host_strategies.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -137,7 +139,7 @@ Expected<LanePlan> makePlan(const ir::GemmInfo& g, const ir::Config& c, const Ta
 class KernelBuilder {
  public:
   KernelBuilder(OpBuilder& b, func::FuncOp fn, const LanePlan& p, const gemm::Epilogue& e)
-      : b_(b), loc_(fn.getLoc()), p_(p), e_(e), fn_(fn), ix_{b, fn.getLoc()}, mm_(b, fn.getLoc(), p.g.inType == ir::ScalarType::BF16) {}
+      : b_(b), loc_(fn.getLoc()), p_(p), e_(e), fn_(fn), ix_{b, fn.getLoc()}, mm_(b, fn.getLoc(), p.g.inType) {}
 
   Status build() {
     MLIRContext* ctx = b_.getContext();
@@ -163,14 +165,14 @@ class KernelBuilder {
       return memref::ViewOp::create(b_, loc_, MemRefType::get(shape, et, MemRefLayoutAttrInterface(), wg), dyn_, ix_.c(offset), ValueRange{})
           .getResult();
     };
-    Type et = mm_.elementType();
+    Type et = mm_.et_;
     ringA_ = view(0, {p_.S, p_.A.tileR, p_.A.ld}, et);
     ringB_ = view(p_.S * p_.A.slotElems() * 2, {p_.S, p_.B.tileR, p_.B.ld}, et);
 
     // ---- prologue: tiles 0 .. S-2 in flight, one group each (empty past the last tile)
     for (int64_t s = 0; s + 1 < p_.S; ++s) {
       if (s < p_.KT) copyTile(ix_.c(s), ix_.c(s));
-      mm_.commit();
+      commit();
     }
     const int64_t nAcc = (p_.TM / 16) * (p_.TN / 8) * 4;
     SmallVector<Value> init(size_t(nAcc), arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(0.0f)).getResult());
@@ -180,18 +182,18 @@ class KernelBuilder {
       b_.setInsertionPointToStart(loop.getBody());
       Value kt = loop.getInductionVar();
       // Tile kt's group has landed (the S-2 newer ones may still fly), for every thread's copies.
-      mm_.wait(p_.S - 2);
+      wait(p_.S - 2);
       gpu::BarrierOp::create(b_, loc_);
       // Tile kt + S - 1 into the slot tile kt - 1 used: every warp is past that tile (the barrier).
       Value next = ix_.add(kt, p_.S - 1);
       gpuir::guarded(b_, loc_, ix_.lt(next, p_.KT), [&] { copyTile(next, ix_.rem(next, p_.S)); });
-      mm_.commit();
+      commit();
       SmallVector<Value> acc(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
       computeTile(ix_.rem(kt, p_.S), acc);
       scf::YieldOp::create(b_, loc_, acc);
     }
     // Nothing in flight, every warp done with the ring: the C tile takes its place, band by band.
-    mm_.wait(0);
+    wait(0);
     Value staging = view(0, {p_.passRows, p_.BN + kStagePad}, b_.getF32Type());
     for (int64_t pass = 0; pass < p_.passes; ++pass) {
       gpu::BarrierOp::create(b_, loc_);
@@ -206,6 +208,17 @@ class KernelBuilder {
   }
 
  private:
+  // cp.async of 16 bytes (8 elements), L1 bypassed; with `srcElements` (0 or 8) only that many are
+  // read and the rest zero-filled.
+  void copy16(Value dst, ValueRange dstIdx, Value src, ValueRange srcIdx, Value srcElements) {
+    auto tok = nvgpu::DeviceAsyncTokenType::get(b_.getContext());
+    nvgpu::DeviceAsyncCopyOp::create(b_, loc_, tok, dst, dstIdx, src, srcIdx, b_.getIndexAttr(8), srcElements, b_.getUnitAttr());
+  }
+  // cp.async.commit_group / wait_group as NVVM ops: a group is per thread, whichever of its copies
+  // were predicated off, so no token needs to reach the wait.
+  void commit() { NVVM::CpAsyncCommitGroupOp::create(b_, loc_); }
+  void wait(int64_t pending) { NVVM::CpAsyncWaitGroupOp::create(b_, loc_, uint32_t(pending)); }
+
   // The stored-tile origin (row, column) of operand `o` for K tile kt.
   std::pair<Value, Value> origin(const Operand& o, Value mn0, Value k0) { return o.kMajor ? std::pair{mn0, k0} : std::pair{k0, mn0}; }
 
@@ -238,7 +251,7 @@ class KernelBuilder {
         }
         Value srcElems = ok ? arith::SelectOp::create(b_, loc_, ok, ix_.c(8), ix_.c(0)).getResult() : Value();
         Value at = ix_.add(base, ix_.add(ix_.mul(gr, o.pitch), gc));
-        (void)mm_.copy16(ring, ValueRange{slot, r, col}, src, ValueRange{at}, srcElems);
+        copy16(ring, ValueRange{slot, r, col}, src, ValueRange{at}, srcElems);
       });
     }
   }
@@ -266,18 +279,18 @@ class KernelBuilder {
       for (int64_t i = 0; i < NI; ++i) {
         Value mrow = ix_.add(wm_, i * 16);
         if (p_.A.kMajor)  // A [m][k]: lane rows m + l%8 + 8((l/8)%2), k + 8(l/16)
-          af.push_back(mm_.ldmatrix(As, ValueRange{ix_.add(ix_.add(mrow, l8), l8b), ix_.add(l16, ks * 16)}, 4, false));
+          af.push_back(mm_.ldmatrix(As, ix_.add(ix_.add(mrow, l8), l8b), ix_.add(l16, ks * 16), 4, false));
         else  // A [k][m], transposed per matrix: lane rows k + l%8 + 8(l/16), m + 8((l/8)%2)
-          af.push_back(mm_.ldmatrix(As, ValueRange{ix_.add(ix_.add(l8, l16), ks * 16), ix_.add(mrow, l8b)}, 4, true));
+          af.push_back(mm_.ldmatrix(As, ix_.add(ix_.add(l8, l16), ks * 16), ix_.add(mrow, l8b), 4, true));
       }
       // B fragments, two n8 tiles per ldmatrix.x4: registers (k 0-7, k 8-15) of tile 2j, then of 2j+1.
       std::vector<SmallVector<Value>> bf;
       for (int64_t j = 0; j < NJ / 2; ++j) {
         Value ncol = ix_.add(wn_, j * 16);
         if (p_.B.kMajor)  // B [n][k]: lane rows n + l%8 + 8(l/16), k + 8((l/8)%2)
-          bf.push_back(mm_.ldmatrix(Bs, ValueRange{ix_.add(ix_.add(ncol, l8), l16), ix_.add(l8b, ks * 16)}, 4, false));
+          bf.push_back(mm_.ldmatrix(Bs, ix_.add(ix_.add(ncol, l8), l16), ix_.add(l8b, ks * 16), 4, false));
         else  // B [k][n], transposed per matrix: lane rows k + l%16, n + 8(l/16)
-          bf.push_back(mm_.ldmatrix(Bs, ValueRange{ix_.add(ix_.add(l8, l8b), ks * 16), ix_.add(ncol, l16)}, 4, true));
+          bf.push_back(mm_.ldmatrix(Bs, ix_.add(ix_.add(l8, l8b), ks * 16), ix_.add(ncol, l16), 4, true));
       }
       for (int64_t i = 0; i < NI; ++i)
         for (int64_t j = 0; j < NJ; ++j) {
@@ -319,7 +332,7 @@ class KernelBuilder {
   const gemm::Epilogue& e_;
   func::FuncOp fn_;
   gpuir::Idx ix_;
-  mmasync::Builder mm_;
+  MmaOps mm_;
   Value tid_, lane_, wm_, wn_, m0_, n0_, batch_, dyn_, ringA_, ringB_;
 };
 
