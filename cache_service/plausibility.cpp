@@ -48,7 +48,7 @@ constexpr KnobRow kKnobs[] = {
     {"gemm", Kind::Host, "NC", nullptr},              {"gemm", Kind::Host, "KC", nullptr},
     {"gemm", Kind::Host, "MR", nullptr},              {"gemm", Kind::Host, "NR", nullptr},
     {"gemm", Kind::Host, "KU", nullptr},              {"gemm", Kind::Host, "ORDER", "ij|ji"},
-    {"gemm", Kind::Gpu, "strategy", "simt|mma|wgmma"},{"gemm", Kind::Gpu, "BM", nullptr},
+    {"gemm", Kind::Gpu, "strategy", "simt|mma|mma-lane|wgmma"},{"gemm", Kind::Gpu, "BM", nullptr},
     {"gemm", Kind::Gpu, "BN", nullptr},               {"gemm", Kind::Gpu, "BK", nullptr},
     {"gemm", Kind::Gpu, "TM", nullptr},               {"gemm", Kind::Gpu, "TN", nullptr},
     {"gemm", Kind::Gpu, "VEC", nullptr},              {"gemm", Kind::Gpu, "STAGES", nullptr},

@@ -68,6 +68,9 @@ class GpuBackend {
   // The matrix instruction a GEMM with `input` operands reaches on `t` through our lowering
   // (nullopt: FMA pipes only). The one place this rule lives: spaces and code generation ask here.
   virtual std::optional<MmaPath> gemmMma(ir::ScalarType input, const TargetDesc& t) const = 0;
+  // The lane-level mma.sync path (strategy=mma-lane: ldmatrix + mma.sync m16n8k16 fed by a cp.async
+  // ring, built from NVVM ops) for `input` operands, where there is one.
+  virtual std::optional<MmaPath> gemmLaneMma(ir::ScalarType, const TargetDesc&) const { return std::nullopt; }
   // The warpgroup-level path (wgmma fed by TMA, sm_90a) for `input` operands, where there is one.
   virtual std::optional<MmaPath> gemmWarpgroupMma(ir::ScalarType, const TargetDesc&) const { return std::nullopt; }
   // One line for `tessera compile/run`: the report in the vendor's words.

@@ -154,6 +154,15 @@ class NvidiaBackend : public GpuBackend {
     return MmaPath{"mma.sync", *s, 8, true};
   }
 
+  // mma.sync m16n8k16 with f16 or bf16 operands, fed by cp.async (sm_80 and later: the chips whose
+  // table row lists the m16n8k16 shape for the type; sm_75's mma.sync is m16n8k8 and has no cp.async).
+  std::optional<MmaPath> gemmLaneMma(ir::ScalarType input, const TargetDesc& t) const override {
+    if (input != ir::ScalarType::F16 && input != ir::ScalarType::BF16) return std::nullopt;
+    const MmaShape* s = t.findMma(std::string(ir::typeName(input)), "mma.sync");
+    if (!s || s->k != 16) return std::nullopt;
+    return MmaPath{"mma.sync", *s, 16, true};
+  }
+
   // wgmma.mma_async m64nNk16 with f16 or bf16 operands from shared memory, fed by TMA: the chips
   // whose table row lists it (sm_90a: the arch-specific instructions).
   std::optional<MmaPath> gemmWarpgroupMma(ir::ScalarType input, const TargetDesc& t) const override {

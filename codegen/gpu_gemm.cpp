@@ -99,7 +99,7 @@ Expected<gemm::Tiling> makeTiling(const ir::GemmInfo& g, const ir::Config& c, co
     p.blockY = p.BM / p.TM;
     if (p.stages > 1 && p.VEC * bytes != 16) return bad("a cp.async pipeline copies 16 bytes: VEC*bytes must be 16");
   } else {
-    return bad("strategy must be simt, mma or wgmma, got " + strategy);
+    return bad("strategy must be simt, mma, mma-lane or wgmma, got " + strategy);
   }
   if (p.threads > t.maxThreadsPerBlock)
     return bad(std::to_string(p.threads) + " threads per block exceed " + std::to_string(t.maxThreadsPerBlock));
@@ -318,6 +318,7 @@ Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& 
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
   const auto strategy = c.getStr("strategy");
   const bool isWgmma = strategy.ok() && *strategy == "wgmma";
+  if (strategy.ok() && *strategy == "mma-lane") return checkGpuGemmLane(g, c, t);
   if (c.has("SPLITK") && !isWgmma) {
     TESSERA_ASSIGN(int64_t split, c.getInt("SPLITK"));
     if (split != 1) return bad("SPLITK > 1 needs strategy=wgmma");
@@ -335,6 +336,7 @@ Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& 
 Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
   TESSERA_TRY(checkGpuGemm(k, c, t));
   if (auto s = c.getStr("strategy"); s.ok() && *s == "wgmma") return buildGpuGemmWgmma(ctx, k, c, t);
+  if (auto s = c.getStr("strategy"); s.ok() && *s == "mma-lane") return buildGpuGemmLane(ctx, k, c, t);
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
   TESSERA_ASSIGN(gemm::Tiling p, makeTiling(g, c, t));
   const bool batched = g.batch > 0;

@@ -1,8 +1,8 @@
-// Owns the register-level builders the tensor-core attention kernels share (flash-mma on mma.sync,
-// flash-wgmma on wgmma): f32 arithmetic with contraction allowed, 2^x on the SFU, quad shuffles,
-// 16-bit pairs packed into 32-bit fragment registers, ldmatrix and mma.sync m16n8k16, and
-// FlashAttention-2's steps over accumulators in mma.sync's per-warp layout (wgmma's is the same per
-// warp): the causal key-block bound, the masked online-softmax update, the normalized store.
+// Owns the register-level builders the tensor-core kernels share (flash-mma on mma.sync,
+// flash-wgmma on wgmma, the mma-lane GEMM): f32 arithmetic with contraction allowed, 2^x on the SFU,
+// quad shuffles, 16-bit pairs packed into 32-bit fragment registers, ldmatrix and mma.sync m16n8k16,
+// and FlashAttention-2's steps over accumulators in mma.sync's per-warp layout (wgmma's is the same
+// per warp): the causal key-block bound, the masked online-softmax update, the normalized store.
 #pragma once
 
 #include <string>

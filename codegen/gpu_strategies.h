@@ -48,6 +48,9 @@ Expected<GpuPlan> buildGpuElementwise(mlir::MLIRContext* ctx, const ir::Kernel& 
 Expected<GpuPlan> buildGpuGemm(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 // strategy=wgmma (gpu_wgmma.cpp): buildGpuGemm and checkGpuGemm hand such configs over.
 Expected<GpuPlan> buildGpuGemmWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+// strategy=mma-lane (gpu_gemm_lane.cpp): the lane-level mma.sync GEMM, f16/bf16, NVIDIA sm_80+.
+Expected<GpuPlan> buildGpuGemmLane(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+Status checkGpuGemmLane(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t);
 Expected<GpuPlan> buildGpuAttention(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                     const TargetDesc& t);
 // Tensor-core attention (gpu_attention_mma.cpp: FlashAttention-2 on mma.sync, NVIDIA).

@@ -109,18 +109,7 @@ std::string registerPoolProblem(const Plan& p, int regs) {
 
 namespace {
 
-int userIndexOf(const ir::Kernel& k, const std::string& name) {
-  int i = 0;
-  for (const auto* d : k.inputs()) {
-    if (d->name == name) return i;
-    ++i;
-  }
-  for (const auto* d : k.outputs()) {
-    if (d->name == name) return i;
-    ++i;
-  }
-  return -1;
-}
+using gemm::userIndexOf;
 
 const char* kMapSchedule =
     "module attributes {transform.with_named_sequence} {\n"
@@ -190,47 +179,9 @@ Expected<GpuPlan> buildGpuGemmWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k,
   args.push_back(tensorMap(0, g.k, g.m, p.pitchA, wgmma::kBK, p.BM));         // 2: A's map, box 64 x BM
   args.push_back(tensorMap(1, g.n, g.k, p.pitchB, wgmma::kBoxN, wgmma::kBK)); // 3: B's map, box 64 x 64
   wgmma::Epilogue epi;
-  epi.present = g.hasEpilogue;
-  epi.rowDim = g.batch > 0 ? 1 : 0;
-  epi.colDim = epi.rowDim + 1;
   std::vector<std::pair<Type, int64_t>> flat;  // the flat kernel arguments after the maps: type, elements
   OpBuilder b(ctx);
-  if (g.hasEpilogue) {
-    epi.region = g.epilogue;
-    std::map<std::string, int> argOf;
-    for (const auto& op : g.epilogue.operands) {
-      wgmma::EpiOperand eo;
-      eo.op = op;
-      if (op.tensor == g.acc) {
-        epi.operands.push_back(eo);
-        continue;
-      }
-      const ir::TensorDecl* td = k.find(op.tensor);
-      std::vector<int64_t> stride(td->shape.size(), 1);
-      for (int d = int(td->shape.size()) - 2; d >= 0; --d) stride[size_t(d)] = stride[size_t(d + 1)] * td->shape[size_t(d + 1)];
-      for (size_t d = 0; d < op.dims.size(); ++d)
-        if (op.dims[d] < 0) stride[d] = 0;
-      eo.strides = stride;
-      if (!argOf.count(op.tensor)) {
-        GpuArg a;
-        a.kind = GpuArg::Kind::Tensor;
-        a.tensor = userIndexOf(k, op.tensor);
-        a.dtype = td->dtype;
-        argOf[op.tensor] = int(args.size());
-        args.push_back(a);
-        flat.push_back({mlirType(b, td->dtype), td->numel()});
-      }
-      eo.arg = argOf[op.tensor];
-      epi.operands.push_back(eo);
-    }
-  }
-  GpuArg out;
-  out.kind = GpuArg::Kind::Tensor;
-  out.tensor = userIndexOf(k, g.c);
-  out.dtype = g.outType;
-  epi.outArg = int(args.size());
-  args.push_back(out);
-  flat.push_back({mlirType(b, g.outType), B * g.m * g.n});
+  gemm::planEpilogue(b, k, g, args, flat, epi);
   if (p.splitK > 1) {
     GpuArg partials;  // [batch x tiles x SPLITK][BM x BN] f32, every element written before it is read
     partials.kind = GpuArg::Kind::Workspace;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/gpu_gemm_epilogue.h"
 #include "ir/dtype.h"
 #include "ir/families.h"
 #include "ir/schedule.h"
@@ -67,20 +68,9 @@ Expected<Plan> makePlan(const ir::GemmInfo& g, const PlanInputs& in);
 // enough for the setmaxnreg split of `p`; "" when it does, else why not.
 std::string registerPoolProblem(const Plan& p, int regs);
 
-// The epilogue as the kernel reads it: operands with their kernel argument and element strides
-// (0 for broadcast dims), where the output and the split-K workspaces are.
-struct EpiOperand {
-  ir::ElementwiseOperand op;
-  int arg = -1;                  // kernel argument (-1: the accumulator)
-  std::vector<int64_t> strides;  // per tensor dim
-};
-struct Epilogue {
-  bool present = false;          // false: the output is the accumulator (f32)
-  ir::ElementwiseRegion region;
-  std::vector<EpiOperand> operands;
-  int rowDim = 0, colDim = 1;    // iteration dims of row and column (batch is dim 0 when batched)
-  int outArg = -1, partialsArg = -1, countersArg = -1;
-};
+// The epilogue as the kernel reads it (shared with the mma-lane GEMM: gpu_gemm_epilogue.h).
+using EpiOperand = gemm::EpiOperand;
+using Epilogue = gemm::Epilogue;
 
 // Fills the entry block of `fn` (arguments: A, B, A's map, B's map, then Epilogue's) with the
 // gpu.launch of the kernel (gpu_wgmma_kernel.cpp).

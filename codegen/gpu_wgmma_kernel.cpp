@@ -255,54 +255,7 @@ class KernelBuilder {
   // The epilogue over the tile, one element per consumer thread and step (a warp covers 32
   // consecutive columns of a row: coalesced stores), guarded by the problem's edges.
   Status finish(const std::function<Value(Value e, Value r, Value col)>& accOf) {
-    const int64_t nt = 128 * p_.consumers;
-    Value out = fn_.getArgument(unsigned(e_.outArg));
-    Type outT = cast<MemRefType>(out.getType()).getElementType();
-    const ir::GemmInfo& g = p_.g;
-    Status failure;
-    forLoop(c(0), c(p_.BM * p_.BN / nt), [&](Value it) {
-      Value e = add(mul(it, nt), tid_);
-      Value r = div(e, p_.BN), col = rem(e, p_.BN);
-      Value row = add(m0_, r), gcol = add(n0_, col);
-      ifThen(band(ult(row, c(g.m)), ult(gcol, c(g.n))), [&] {
-        Value acc = accOf(e, r, col);
-        Value val = acc;
-        if (e_.present) {
-          auto coordOf = [&](int dim) { return dim == e_.rowDim ? row : dim == e_.colDim ? gcol : batch_; };
-          ExprCallbacks cb;
-          cb.bitExp2 = false;
-          cb.load = [&](const ir::Expr& ld) -> Value {
-            for (const auto& o : e_.operands) {
-              if (o.op.tensor != ld.name || o.op.dims.size() != ld.args.size()) continue;
-              bool same = true;
-              for (size_t d = 0; d < ld.args.size() && same; ++d) {
-                const auto& a = ld.args[d];
-                same = o.op.dims[d] < 0 ? a->op == ir::Op::IConst
-                                        : (a->op == ir::Op::Var && a->name == "d" + std::to_string(o.op.dims[d]));
-              }
-              if (!same) continue;
-              if (o.arg < 0) return acc;
-              Value idx = c(0);
-              for (size_t d = 0; d < o.op.dims.size(); ++d)
-                if (o.strides[d] && o.op.dims[d] >= 0) idx = add(idx, mul(coordOf(o.op.dims[d]), o.strides[d]));
-              return memref::LoadOp::create(b_, loc_, fn_.getArgument(unsigned(o.arg)), ValueRange{idx});
-            }
-            return Value();
-          };
-          cb.indexVar = [&](const std::string& v) { return coordOf(std::stoi(v.substr(1))); };
-          auto v = emitExpr(b_, loc_, e_.region.values[0], cb);
-          if (!v.ok()) {
-            failure = v.takeError();
-            return;
-          }
-          val = *v;
-        }
-        if (val.getType() != outT) val = arith::TruncFOp::create(b_, loc_, outT, val);
-        Value o = add(mul(batch_, g.m * g.n), add(mul(row, g.n), gcol));
-        memref::StoreOp::create(b_, loc_, val, out, ValueRange{o});
-      });
-    });
-    return failure;
+    return gemm::emitTileStores(b_, loc_, fn_, p_.g, e_, tid_, 128 * p_.consumers, p_.BM, p_.BN, batch_, m0_, n0_, accOf);
   }
 
   OpBuilder& b_;

@@ -140,24 +140,30 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
     return makeError(ErrorCode::InvalidConfig, "gemm estimate: inconsistent tiles " + c.str());
   const int64_t bytes = ir::byteSize(g.inType);
   const int64_t Mp = roundUp(g.m, BM), Np = roundUp(g.n, BN), Kp = roundUp(g.k, BK);
-  const bool mma = strategy == "mma";
+  // mma-lane (codegen/gpu_gemm_lane.cpp): the same mma.sync work per warp as `mma`, every batch in
+  // one grid, rows padded instead of swizzled (no conflicts either), the C tile staged in shared
+  // memory and written once in the output type (no f32 workspace).
+  const bool lane = strategy == "mma-lane";
+  const bool mma = strategy == "mma" || lane;
   if (strategy == "wgmma") return gemmWarpgroup(g, c, t, res, BM, BN, BK, TM, TN, ST);
   if (VEC <= 0) return makeError(ErrorCode::InvalidConfig, "gemm estimate: VEC must be positive");
   KernelEstimate e;
   costmodel::GpuWorkload& w = e.workload;
-  w.blocks = (Mp / BM) * (Np / BN);
-  w.launches = std::max<int64_t>(g.batch, 1);
+  const int64_t batch = std::max<int64_t>(g.batch, 1);
+  w.blocks = (Mp / BM) * (Np / BN) * (lane ? batch : 1);
+  w.launches = lane ? 1 : batch;
   const int64_t tiles = (BM / TM) * (BN / TN);  // threads (simt) or warps (mma)
   w.threadsPerBlock = mma ? tiles * t.warpSize : tiles;
   const int64_t warps = ceilDiv(w.threadsPerBlock, t.warpSize);
-  w.smemPerBlock = ST * (BM * BK + BK * BN) * bytes;
+  w.smemPerBlock = lane ? std::max(ST * (BM * (BK + 8) + BK * (BN + 8)) * bytes, BM * (BN + 8) * 4)
+                        : ST * (BM * BK + BK * BN) * bytes;
   w.flopsPerBlock = 2.0 * double(BM) * double(BN) * double(Kp);
   // Global->shared copies per thread per K step: VEC elements each (global load + shared store).
   const double copies = double(BM * BK + BK * BN) / double(VEC) / double(std::max<int64_t>(w.threadsPerBlock, 1));
   std::string mmaName = "none (FMA pipes)";
   if (mma) {
     TESSERA_ASSIGN(const codegen::GpuBackend* backend, codegen::gpuBackendFor(t));
-    auto path = backend->gemmMma(g.inType, t);
+    auto path = lane ? backend->gemmLaneMma(g.inType, t) : backend->gemmMma(g.inType, t);
     if (!path) return makeError(ErrorCode::InvalidConfig, t.name + " has no matrix path for these operands");
     w.matrixCores = true;
     w.pipePeakGflops = t.computePeakGflops(g.inType) * path->shape.peakShare;
@@ -172,6 +178,7 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
     mmaName = path->kind + " m" + str(path->shape.m) + "n" + str(path->shape.n) + "k" + str(path->shape.k);
     // ldmatrix-style fragment loads: each warp reads its A rows and B columns once per k.
     w.smemBytesPerBlock = double(Kp) * (double(warps) * double(TM + TN) * bytes + double(BM + BN) * bytes);
+    if (lane) w.smemBytesPerBlock += double(BM * BN) * 8.0;  // the staged C tile, written and read
   } else {
     w.pipePeakGflops = t.peakGflopsF32;
     w.issueEfficiency = double(TM * TN) / (double(TM * TN + TM + TN + 2) + 2.0 * copies / double(BK));
@@ -183,8 +190,10 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
   // Global traffic: every block loads its A and B panels, writes its C tile (f32 workspace, then
   // the epilogue's read of it and the output's write).
   const double outBytes = double(ir::byteSize(g.outType));
-  w.l2Bytes = double(w.blocks) * (double(BM + BN) * double(Kp) * bytes + double(BM * BN) * (8 + outBytes));
-  const double A = double(Mp * Kp * bytes), B = double(Kp * Np * bytes), C = double(Mp * Np) * (8 + outBytes);
+  const double cBytes = lane ? outBytes : 8 + outBytes;  // per element of C
+  w.l2Bytes = double(w.blocks) * (double(BM + BN) * double(Kp) * bytes + double(BM * BN) * cBytes);
+  const double per = lane ? double(batch) : 1.0;  // a launch's share of the batches
+  const double A = per * double(Mp * Kp * bytes), B = per * double(Kp * Np * bytes), C = per * double(Mp * Np) * cBytes;
   // Blocks start x-fastest over N: a wave holds `rows` block rows and `cols` block columns.
   int bpu = res && res->blocksPerUnit > 0 ? res->blocksPerUnit : costmodel::residentBlocks(w, t);
   const double perWave = double(std::max(t.units, 1)) * std::max(bpu, 1);
@@ -196,9 +205,10 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
   w.serialSteps = Kp / BK;
   w.stages = int(ST);
   applyResources(w, res);
-  w.what = mma ? mmaName + ", block " + str(BM) + "x" + str(BN) + "x" + str(BK) + ", " + str(warps) + " warps"
+  w.what = mma ? std::string(lane ? "mma-lane " : "") + mmaName + ", block " + str(BM) + "x" + str(BN) + "x" + str(BK) + ", " + str(warps) + " warps"
                : "simt, block " + str(BM) + "x" + str(BN) + "x" + str(BK) + ", " + str(w.threadsPerBlock) + " threads";
-  e.facts = {{"strategy", mma ? "matrix cores" : "FMA pipes (simt)"},
+  e.facts = {{"strategy", lane ? "matrix cores, lane-level mma.sync (ldmatrix, cp.async ring, batches in one grid)"
+                                : mma ? "matrix cores" : "FMA pipes (simt)"},
              {"block tile", str(BM) + "x" + str(BN) + "x" + str(BK) + " (MxNxK)"},
              {mma ? "warp tile" : "thread tile", str(TM) + "x" + str(TN)},
              {"K step", str(BK)},

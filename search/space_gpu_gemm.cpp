@@ -32,11 +32,14 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
   const bool async = mma && mmaPath->asyncCopies;
   // sm_90a, f16/bf16: the warpgroup GEMM (wgmma + TMA, warp-specialized) and its knobs.
   const bool wg = backend->gemmWarpgroupMma(g.inType, t).has_value();
+  // NVIDIA sm_80+, f16/bf16: the lane-level mma.sync kernel (cp.async ring, batches in one launch).
+  const bool lane = backend->gemmLaneMma(g.inType, t).has_value();
   const int64_t bytes = ir::byteSize(g.inType);
   ir::Space s;
   s.family = "gemm";
   std::vector<ir::KnobValue> strat = {std::string("simt")};
   if (mma) strat.push_back(std::string("mma"));
+  if (lane) strat.push_back(std::string("mma-lane"));
   if (wg) strat.push_back(std::string("wgmma"));
   // Tiles larger than the (16-rounded) problem only pad: clamp the domains there.
   std::vector<ir::KnobValue> bm = clampDomain({16, 32, 64, 128, 256}, roundUp(g.m, 16));
@@ -53,13 +56,15 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
   for (int64_t v : {1, 2, 4, 8})
     if (v * bytes <= 16) vec.push_back(v);
   std::vector<ir::KnobValue> stages = {int64_t(1)};
-  if (async) {
+  if (async || lane) {
     stages.push_back(int64_t(2));
     stages.push_back(int64_t(3));
   }
+  if (lane) stages.push_back(int64_t(4));
   if (wg)  // ring slots of the mbarrier pipeline
     for (int64_t st : {2, 3, 4, 5, 6})
       if (std::find(stages.begin(), stages.end(), ir::KnobValue(st)) == stages.end()) stages.push_back(st);
+  std::sort(stages.begin(), stages.end());
   // SPLITK (wgmma): K ranges per output tile, for shapes with too few tiles to fill the SMs.
   std::vector<ir::KnobValue> splits = {int64_t(1)};
   const int64_t kTiles = ceilDivI(g.k, 64);
@@ -78,7 +83,9 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
   int64_t VEC = pickAtMost(vec, 16 / bytes);
   int64_t ST = async && roundUp(g.k, BK) / BK >= 3 ? 3 : 1;
   s.knobs = {
-      {"strategy", strat, std::string(useMma ? "mma" : "simt"), "simt: FMA pipes; mma: tensor cores (mma.sync / MFMA)"},
+      {"strategy", strat, std::string(useMma ? "mma" : "simt"),
+       "simt: FMA pipes; mma: tensor cores (mma.sync / MFMA); mma-lane: mma.sync kernel built lane by lane (f16/bf16, "
+       "cp.async ring, batches in one launch); wgmma: warpgroup MMA fed by TMA (sm_90a)"},
       {"BM", bm, BM, "block tile rows"},
       {"BN", bn, BN, "block tile columns"},
       {"BK", bk, BK, "K step staged in shared memory / LDS"},
@@ -87,6 +94,29 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
       {"VEC", vec, VEC, "elements per global->shared copy (16 bytes: 128-bit loads, cp.async)"},
       {"STAGES", stages, ST, "shared-memory buffers of the cp.async pipeline (1: synchronous copies); wgmma: mbarrier ring slots"},
   };
+  if (lane && (!mma || g.batch > 0)) {
+    // mma-lane where the `mma` strategy cannot take the type (bf16) or would launch once per batch:
+    // 128x128x32 blocks of four 64x64 warp tiles, smaller where the problem is; the deepest ring
+    // (4, 3 or 2 slots) with which two blocks fit in an SM's shared memory (ptxas: ~230 registers,
+    // so the register file holds two blocks as well).
+    int64_t lBM = pickAtMost(bm, 128), lBN = pickAtMost(bn, 128), lBK = std::max<int64_t>(pickAtMost(bk, 32), 16);
+    int64_t lST = 2;
+    for (int64_t st : {4, 3})
+      if (2 * (st * (lBM * (lBK + 8) + lBK * (lBN + 8)) * 2 + t.smemReservedPerBlock) <= t.smemPerSM) {
+        lST = st;
+        break;
+      }
+    for (auto& kn : s.knobs) {
+      if (kn.name == "strategy") kn.def = std::string("mma-lane");
+      if (kn.name == "BM") kn.def = lBM;
+      if (kn.name == "BN") kn.def = lBN;
+      if (kn.name == "BK") kn.def = lBK;
+      if (kn.name == "TM") kn.def = std::min<int64_t>(64, lBM);
+      if (kn.name == "TN") kn.def = std::min<int64_t>(64, lBN);
+      if (kn.name == "VEC") kn.def = int64_t(8);
+      if (kn.name == "STAGES") kn.def = lST;
+    }
+  }
   if (wg) {
     // The default on sm_90a: wgmma, 128x256 blocks of two 64x256 consumer warpgroups (CUTLASS's
     // cooperative shape) and 4 ring slots, smaller where the problem is; split-K where the tiles
@@ -129,10 +159,10 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
     if (!st.ok()) return st.error().message;
     const std::string strategy = std::get<std::string>(c.values.at("strategy"));
     if (strategy == "wgmma") return std::nullopt;  // the plan's rules include the register split
-    bool isMma = strategy == "mma";
+    bool isMma = strategy == "mma" || strategy == "mma-lane";
     int64_t TMv = geti(c, "TM"), TNv = geti(c, "TN");
     if (TMv > 64 || TNv > 64) return "TM/TN above 64 are wgmma warpgroup tiles";
-    if (geti(c, "STAGES") > 3) return "cp.async pipelines take at most 3 stages";
+    if (geti(c, "STAGES") > (strategy == "mma-lane" ? 4 : 3)) return "cp.async pipelines take at most 3 stages (mma-lane: 4)";
     // Register estimate per thread: accumulators + one K step of operands + ~40 for addressing.
     int64_t regs = isMma ? TMv * TNv / tc.warpSize + (TMv / 16) * 4 + (TNv / 8) * 2 + 40 : TMv * TNv + TMv + TNv + 24;
     int64_t cap = tc.operandRegsPerThread;  // AMD: architectural VGPRs (AGPRs hold no operands here)

@@ -20,8 +20,13 @@ ATT_D128 = ["", "BQ=128,BK=64,STAGES=2", "BQ=64,BK=32,STAGES=2"]
 ATT_D64 = ["", "BQ=128,BK=64,STAGES=2", "BQ=64,BK=128,STAGES=2"]
 # sm_90a: the wgmma attention too (offered by the space, not its default until measured here).
 ATT_WGMMA = ["strategy=flash-wgmma,DSPLIT=1,BQ=128,BK=64,STAGES=2", "strategy=flash-wgmma,DSPLIT=1,BQ=64,BK=128,STAGES=2"]
-GEMM_BIG = ["", "BM=128,BN=256,BK=16,TM=64,TN=64,STAGES=3"]
-GEMM_SMALL = ["", "BM=64,BN=64,BK=64,TM=32,TN=32,STAGES=3"]
+# Overrides on the space's default (mma for f16, mma-lane for bf16 and batched f16 on sm_80-90),
+# then the lane-level mma.sync kernel at two warp layouts (for f16: whether it beats `mma`).
+LANE = "strategy=mma-lane,VEC=8,"
+GEMM_BIG = ["", "BM=128,BN=256,BK=16,TM=64,TN=64,STAGES=3", LANE + "BM=128,BN=128,BK=32,TM=64,TN=64,STAGES=4",
+            LANE + "BM=128,BN=128,BK=32,TM=64,TN=32,STAGES=3", LANE + "BM=128,BN=256,BK=32,TM=64,TN=64,STAGES=3"]
+GEMM_SMALL = ["", "BM=64,BN=64,BK=64,TM=32,TN=32,STAGES=3", LANE + "BM=64,BN=64,BK=32,TM=32,TN=32,STAGES=4",
+              LANE + "BM=128,BN=128,BK=32,TM=64,TN=32,STAGES=3"]
 
 
 def attention_row(name, h, hkv, s, d, causal, goal):

@@ -159,4 +159,29 @@ std::vector<WgmmaCase> wgmmaDeviceCases() {
   };
 }
 
+std::vector<WgmmaCase> laneMmaDeviceCases() {
+  auto spec = [](int64_t batch, int64_t m, int64_t n, int64_t k, ir::ScalarType dt, bool ta, bool tb, const std::string& epi) {
+    ir::GemmSpec g;
+    g.batch = batch; g.m = m; g.n = n; g.k = k; g.dtype = dt; g.transA = ta; g.transB = tb; g.epilogue = epi;
+    if (!epi.empty()) g.shapes["bias"] = {n};
+    return *ir::buildGemm(g);
+  };
+  auto cfg = [](std::initializer_list<std::pair<const char*, int64_t>> kv) {
+    ir::Config c;
+    c.set("strategy", std::string("mma-lane"));
+    c.set("VEC", int64_t(8));
+    for (auto& [k, v] : kv) c.set(k, v);
+    return c;
+  };
+  using ir::ScalarType;
+  return {
+      {spec(0, 200, 136, 70, ScalarType::BF16, false, false, "relu(acc + bias)"), cfg({})},
+      {spec(0, 130, 260, 200, ScalarType::BF16, true, true, "gelu(acc + bias)"), cfg({})},
+      {spec(0, 17, 33, 65, ScalarType::F16, false, false, ""), cfg({})},
+      {spec(3, 40, 24, 72, ScalarType::BF16, true, true, ""), cfg({})},
+      {spec(4, 128, 128, 256, ScalarType::F16, false, false, ""), cfg({{"BM", 64}, {"BN", 64}, {"BK", 32}, {"TM", 32}, {"TN", 32}, {"STAGES", 4}})},
+      {spec(0, 256, 256, 128, ScalarType::BF16, false, true, ""), cfg({{"BM", 128}, {"BN", 128}, {"BK", 32}, {"TM", 64}, {"TN", 64}, {"STAGES", 2}})},
+  };
+}
+
 }  // namespace tessera::testutil

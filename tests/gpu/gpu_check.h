@@ -65,4 +65,9 @@ struct WgmmaCase {
 };
 std::vector<WgmmaCase> wgmmaDeviceCases();
 
+// The lane-level mma.sync GEMM cases the device test (label gpu) runs on an sm_80+ GPU, with their
+// config overrides (strategy=mma-lane included); the CPU suite runs every one on the mapped-kernel
+// emulator, so what the GPU is asked to run has been checked lane by lane first.
+std::vector<WgmmaCase> laneMmaDeviceCases();
+
 }  // namespace tessera::testutil

@@ -143,3 +143,34 @@ TEST(GpuDevice, WgmmaGemmMatchesTheReference) {
     std::printf("[sm_90a wgmma] %s %s: %s, %.1f us\n", k.name.c_str(), cs.cfg.str().c_str(), cmp.ok ? "ok" : "WRONG", *us);
   }
 }
+
+// The lane-level mma.sync GEMM (strategy=mma-lane, f16/bf16, sm_80 and later) on the attached
+// device against the reference: odd shapes (zero-filled edges), transposed operands read in place,
+// batches in the grid's z, fused epilogues, two ring depths.
+TEST(GpuDevice, LaneMmaGemmMatchesTheReference) {
+  auto r = codegen::openRunnerFor(testutil::gpuTarget("sm_80"));
+  if (!r.ok()) GTEST_SKIP() << r.error().str();
+  auto target = getTarget((*r)->arch());
+  if (!target.ok() || target->vendor != Vendor::Nvidia || !target->findMma("bf16", "mma.sync"))
+    GTEST_SKIP() << "mma-lane needs an sm_80 or later device, not " << (*r)->arch();
+  for (auto& cs : testutil::laneMmaDeviceCases()) {
+    const Kernel& k = cs.kernel;
+    auto bin = testutil::compileFor(k, *target, cs.cfg);
+    ASSERT_TRUE(bin.ok()) << k.name << ": " << bin.error().str();
+    EXPECT_TRUE(bin->resources.ok) << k.name << ": " << bin->resources.summary();
+    auto ins = makeInputs(k, 7);
+    auto outs = makeOutputs(k);
+    std::vector<void*> bufs;
+    std::vector<const Buffer*> inPtrs, outPtrs;
+    for (auto& b : ins) { bufs.push_back(b.data()); inPtrs.push_back(&b); }
+    for (auto& b : outs) { bufs.push_back(b.data()); outPtrs.push_back(&b); }
+    auto us = (*r)->run(*bin, k, bufs.data());
+    ASSERT_TRUE(us.ok()) << k.name << ": " << us.error().str();
+    auto ref = evaluateReference(k, inPtrs);
+    ASSERT_TRUE(ref.ok());
+    auto cmp = compareOutputs(k, *ref, outPtrs);
+    EXPECT_TRUE(cmp.ok) << k.name << " " << cs.cfg.str() << ": " << cmp.firstBad;
+    std::printf("[%s mma-lane] %s %s: %s, %.1f us\n", (*r)->arch().c_str(), k.name.c_str(), cs.cfg.str().c_str(),
+                cmp.ok ? "ok" : "WRONG", *us);
+  }
+}

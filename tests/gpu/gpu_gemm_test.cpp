@@ -46,7 +46,7 @@ TEST(GpuGemm, EmulatedEveryDtypeAndStrategy) {
   struct Case { const char* target; ScalarType t; const char* over; };
   for (const Case& c : std::vector<Case>{{"sm_80", ScalarType::F16, ""},            // default: mma.sync, 3 cp.async stages
                                          {"sm_90", ScalarType::F16, kSimt16},
-                                         {"sm_80", ScalarType::BF16, ""},           // simt (nvgpu has no bf16 mma.sync)
+                                         {"sm_80", ScalarType::BF16, ""},           // mma-lane (the transform-built mma.sync takes f16 only)
                                          {"gfx942", ScalarType::BF16, kSmallMma},
                                          {"gfx90a", ScalarType::F16, kSimt16},
                                          {"gfx942", ScalarType::F32, ""}}) {

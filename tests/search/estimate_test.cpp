@@ -147,6 +147,50 @@ TEST(Estimate, TensorCoreAttentionRunsOnTheMatrixPipe) {
   }
 }
 
+// bf16 GEMMs on sm_80-90 default to the lane-level mma.sync kernel: the model puts it on the tensor
+// pipe (not the FMA pipes simt uses), several times faster than simt; a batched GEMM is one launch.
+TEST(Estimate, LaneMmaGemmRunsOnTheTensorPipeInOneLaunch) {
+  for (const char* target : {"sm_80", "sm_86", "sm_89", "sm_90"}) {
+    const TargetDesc t = *getTarget(target);
+    ir::Kernel k = gemm(4096, 4096, 4096, ir::ScalarType::BF16);
+    auto space = makeSpace(k, t);
+    ASSERT_TRUE(space.ok()) << space.error().str();
+    ir::Config lane = space->defaults();
+    ASSERT_EQ(std::get<std::string>(lane.values.at("strategy")), "mma-lane") << target;
+    ir::Config simt = *ir::Config::parseAssignments("strategy=simt,BM=64,BN=64,BK=16,TM=4,TN=4,VEC=8,STAGES=1");
+    auto el = estimateKernel(k, lane, t), es = estimateKernel(k, simt, t);
+    ASSERT_TRUE(el.ok() && es.ok()) << (el.ok() ? es.error().str() : el.error().str());
+    EXPECT_TRUE(el->workload.matrixCores);
+    EXPECT_FALSE(es->workload.matrixCores);
+    // GeForce chips (sm_86, sm_89) accumulate in f32 at half their f16 rate: about twice the FMA
+    // peak there, eight times on the data-centre chips.
+    EXPECT_GT(el->workload.pipePeakGflops, 1.5 * t.peakGflopsF32) << target;
+    EXPECT_LT(2 * el->model.timeUs, es->model.timeUs) << target << ": " << el->model.timeUs << " vs " << es->model.timeUs;
+    bool named = false;
+    for (const auto& [key, value] : el->facts) named |= key == "MMA" && value.find("mma.sync") != std::string::npos;
+    EXPECT_TRUE(named);
+  }
+  // Batch 64 of 256^3 (f16): mma-lane is the default, one launch of 64 x tiles blocks.
+  ir::GemmSpec g;
+  g.batch = 64; g.m = 256; g.n = 256; g.k = 256; g.dtype = ir::ScalarType::F16;
+  ir::Kernel kb = *ir::buildGemm(g);
+  const TargetDesc t = *getTarget("sm_90");
+  auto space = makeSpace(kb, t);
+  ASSERT_TRUE(space.ok());
+  ir::Config d = space->defaults();
+  ASSERT_EQ(std::get<std::string>(d.values.at("strategy")), "mma-lane");
+  auto e = estimateKernel(kb, d, t);
+  ASSERT_TRUE(e.ok()) << e.error().str();
+  EXPECT_EQ(e->workload.launches, 1);
+  EXPECT_EQ(e->workload.blocks, 64 * 4);
+  ir::Config perBatch = d;  // the transform-built mma.sync kernel launches once per batch
+  perBatch.set("strategy", std::string("mma"));
+  auto ep = estimateKernel(kb, perBatch, t);
+  ASSERT_TRUE(ep.ok()) << ep.error().str();
+  EXPECT_EQ(ep->workload.launches, 64);
+  EXPECT_LT(e->model.timeUs, ep->model.timeUs);
+}
+
 // sm_90a's flash-wgmma (offered beside flash-mma): on the matrix pipe at wgmma's share of the peak
 // (twice mma.sync's on Hopper), named as wgmma, and a legal point of the space.
 TEST(Estimate, WgmmaAttentionUsesTheWarpgroupPeak) {
