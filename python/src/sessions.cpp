@@ -424,7 +424,7 @@ void registerSessions(nb::module_& m) {
                (r.ok() ? " " + std::to_string(r.samples.median_us) + " us" : "") + ">";
       });
 
-  nb::class_<cache::Record>(m, "Record", "A stored tuning record (design.md §6).")
+  nb::class_<cache::Record>(m, "Record", "A stored tuning record (ARCHITECTURE.md §2.9).")
       .def_prop_ro("key", [](const cache::Record& r) {
         nb::dict d;
         d["family"] = r.key.family; d["workload"] = r.key.workload; d["shape"] = r.key.shape; d["dtype"] = r.key.dtype;
