@@ -35,23 +35,6 @@ search::ProvenanceInputs provenanceInputs() {
   return p;
 }
 
-void addCacheFlags(CLI::App* cmd, CacheFlags* f) {
-  cmd->add_option("--cache", f->url, "shared cache URL, several comma-separated for replicas (default: $TESSERA_CACHE_URL)")
-      ->envname("TESSERA_CACHE_URL");
-  cmd->add_option("--token", f->token, "shared cache token (default: $TESSERA_TOKEN; prefer the variable: flags show in ps)")
-      ->envname("TESSERA_TOKEN");
-  cmd->add_option("--ca-cert", f->caCert, "https: PEM file the service's certificate must chain to (default: $TESSERA_CA_CERT)")
-      ->envname("TESSERA_CA_CERT");
-}
-
-cache::CacheClientOptions clientOptions(const CacheFlags& f) {
-  cache::CacheClientOptions o;
-  o.base_url = f.url;
-  o.token = f.token;
-  o.ca_cert = f.caCert;  // https with a private CA (deploy/nginx/)
-  return o;
-}
-
 void requireCacheAccess(cache::CacheClient& c, const std::string& need, const std::string& what) {
   Status s = session::checkCacheAccess(c, need, what, [](const std::string& w) {
     std::fprintf(stderr, "tessera: warning: %s\n", w.c_str());

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cache_service/client.h"
+#include "cli/cache_flags.h"
 #include "search/records.h"
 #include "support/status.h"
 
@@ -15,14 +16,6 @@ namespace tessera::cli {
 
 search::ProvenanceInputs provenanceInputs();
 
-// The shared cache's flags, the same on every command that talks to it: --cache URL[,URL...],
-// --token and --ca-cert, each defaulting to its environment variable (TESSERA_CACHE_URL,
-// TESSERA_TOKEN, TESSERA_CA_CERT; read by CLI11 here, at the edge).
-struct CacheFlags {
-  std::string url, token, caCert;
-};
-void addCacheFlags(CLI::App* cmd, CacheFlags* f);
-cache::CacheClientOptions clientOptions(const CacheFlags& f);
 // Before a command relies on the shared cache for `need` ("read" or "write"): a refusal (an
 // unknown token, none where one is needed, a scope below `need`) ends the command (exit 6, with
 // what to do); a service that does not answer is a warning and the command goes on without it.
