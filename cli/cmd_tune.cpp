@@ -26,7 +26,7 @@
 #include "codegen/gpu.h"
 #include "costmodel/gpu_model.h"
 #include "search/estimate.h"
-#include "search/protocol_measurer.h"
+#include "measure/protocol_measurer.h"
 #include "search/tune_session.h"
 #include "search/verify_hit.h"
 #include "search/records.h"

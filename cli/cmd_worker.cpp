@@ -11,7 +11,7 @@
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "cli/tune_common.h"
-#include "search/device_measurer.h"
+#include "measure/device_measurer.h"
 #include "search/records.h"
 #include "search/worker.h"
 #include "support/strings.h"

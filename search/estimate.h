@@ -17,7 +17,7 @@
 #include "costmodel/gpu_model.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"
-#include "search/measurer.h"
+#include "measure/measurer.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
 

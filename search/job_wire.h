@@ -6,8 +6,8 @@
 #include <string>
 
 #include "cache_service/record.h"
-#include "search/protocol_measurer.h"
-#include "search/trial.h"
+#include "measure/protocol_measurer.h"
+#include "measure/trial.h"
 
 namespace tessera::search {
 

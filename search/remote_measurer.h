@@ -16,8 +16,8 @@
 
 #include "cache_service/job_client.h"
 #include "ir/ir.h"
-#include "search/measurer.h"
-#include "search/protocol_measurer.h"
+#include "measure/measurer.h"
+#include "measure/protocol_measurer.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
 

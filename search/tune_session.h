@@ -21,7 +21,7 @@
 #include "costmodel/features.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"
-#include "search/measurer.h"
+#include "measure/measurer.h"
 #include "search/strategy.h"
 #include "search/transfer.h"
 #include "search/tuner.h"

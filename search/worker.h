@@ -14,8 +14,8 @@
 
 #include "cache_service/job_client.h"
 #include "cache_service/record.h"
-#include "search/device_measurer.h"
-#include "search/protocol_measurer.h"
+#include "measure/device_measurer.h"
+#include "measure/protocol_measurer.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
 

@@ -5,7 +5,7 @@
 
 #include "cache_service/endpoints.h"
 #include "costmodel/gpu_model.h"
-#include "search/device_measurer.h"
+#include "measure/device_measurer.h"
 #include "search/estimate.h"
 #include "search/remote_measurer.h"
 #include "session/tune_request.h"

@@ -20,7 +20,7 @@
 #include "cache_service/store.h"
 #include "search/compare.h"
 #include "search/estimate.h"
-#include "search/protocol_measurer.h"
+#include "measure/protocol_measurer.h"
 #include "search/records.h"
 #include "search/tune_session.h"
 #include "search/verify_hit.h"

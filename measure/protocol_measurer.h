@@ -12,7 +12,7 @@
 
 #include "ir/ir.h"
 #include "ir/reference.h"
-#include "search/measurer.h"
+#include "measure/measurer.h"
 #include "support/status.h"
 #include "targets/host_runner.h"
 #include "targets/kernel_io.h"
