@@ -223,6 +223,8 @@ struct Rewriter {
     for (auto a : refs) {
       b.setInsertionPoint(a);
       Value p = call(a.getLoc(), "tessera_emu_shared", ptr, {cst(a.getLoc(), i64, sharedOffset[a.getGlobalName().str()])});
+      // Kept in its address space until the end: a ptrtoint of it is a shared-window address.
+      if (a.getType() != ptr) p = LLVM::AddrSpaceCastOp::create(b, a.getLoc(), a.getType(), p);
       a.getResult().replaceAllUsesWith(p);
       a.erase();
     }
