@@ -19,10 +19,10 @@
 #include "codegen/gpu.h"
 #include "ir/families.h"
 #include "ir/text.h"
-#include "search/protocol_measurer.h"
+#include "measure/protocol_measurer.h"
 #include "search/records.h"
 #include "search/space.h"
-#include "search/trial.h"
+#include "measure/trial.h"
 
 namespace tessera::bundle {
 

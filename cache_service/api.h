@@ -1,4 +1,4 @@
-// Owns the cache service's HTTP API (design.md §7) as plain request -> response functions, so
+// Owns the cache service's HTTP API (ARCHITECTURE.md §2.10) as plain request -> response functions, so
 // every route, status code and scope is testable without sockets; http_transport.cpp only moves
 // bytes between cpp-httplib and these structs.
 #pragma once

@@ -1,6 +1,6 @@
 // Owns every use of cpp-httplib in Tessera (the only file that includes httplib.h): the server
 // that hands requests to Api and the client connection used by CacheClient. Keeping both here
-// means one translation unit depends on httplib's Cflags-sensitive class layout (design.md §8).
+// means one translation unit depends on httplib's Cflags-sensitive class layout (ARCHITECTURE.md §5).
 #include <httplib.h>
 
 #include <arpa/inet.h>

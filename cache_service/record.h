@@ -1,4 +1,4 @@
-// Owns the tuning record (design.md §6): hard key, soft provenance, measured value, the key_id
+// Owns the tuning record (ARCHITECTURE.md §2.9): hard key, soft provenance, measured value, the key_id
 // derived from the hard key, the "better" order, shape distance, and the JSON wire form.
 #pragma once
 
@@ -56,7 +56,7 @@ struct Record {
   double max_abs_err = 0, max_rel_err = 0;
   int64_t trials = 0;         // tuning cost: candidates measured for this key in the run
   double tuning_seconds = 0;  // tuning cost: wall time of the run
-  // The winner of a tuning run after its final interleaved re-measurement (design.md §5), as
+  // The winner of a tuning run after its final interleaved re-measurement (ARCHITECTURE.md §2.7), as
   // opposed to one candidate's single measurement during the search. Such a record outranks every
   // single measurement of its key: a lucky sample must not displace what the run confirmed.
   bool remeasured = false;

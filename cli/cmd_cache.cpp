@@ -13,6 +13,7 @@
 #include "cache_service/client.h"
 #include "cache_service/http.h"
 #include "cache_service/record.h"
+#include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 
@@ -23,7 +24,7 @@ namespace {
 constexpr size_t kImportChunkBytes = 4u << 20;
 
 struct CacheArgs {
-  std::string url, token, ca_cert;
+  CacheFlags service;
   double timeout_s = 2.0;
 };
 
@@ -32,11 +33,8 @@ struct CacheArgs {
 [[noreturn]] void failService(const Error& e) { fail(e.message, exitCodeFor(e)); }
 
 cache::CacheClient makeClient(const CacheArgs& a, bool bulk = false) {
-  if (a.url.empty()) fail("no cache URL: pass --cache URL or set TESSERA_CACHE_URL", kExitBadInput);
-  cache::CacheClientOptions o;
-  o.base_url = a.url;
-  o.token = a.token;
-  o.ca_cert = a.ca_cert;
+  if (a.service.url.empty()) fail("no cache URL: pass --cache URL or set TESSERA_CACHE_URL", kExitBadInput);
+  cache::CacheClientOptions o = clientOptions(a.service);
   o.timeout_s = a.timeout_s;
   o.backoff_s = 0;  // one-shot commands: no reason to skip a retry
   if (bulk) o.bulk_timeout_s = std::max(60.0, a.timeout_s);
@@ -122,13 +120,8 @@ std::vector<cache::Record> parseRecords(const std::string& text, const std::stri
 void addCacheCommand(CLI::App& app) {
   auto args = std::make_shared<CacheArgs>();
   CLI::App* c = app.add_subcommand("cache", "Talk to a shared tuning-cache service");
-  c->add_option("--cache", args->url, "service URL, e.g. http://cache.lan:8787 (default: $TESSERA_CACHE_URL)")
-      ->envname("TESSERA_CACHE_URL");
-  c->add_option("--token", args->token, "bearer token (default: $TESSERA_TOKEN; prefer the variable: flags show in ps)")
-      ->envname("TESSERA_TOKEN");
+  addCacheFlags(c, &args->service);
   c->add_option("--timeout", args->timeout_s, "seconds per request")->capture_default_str();
-  c->add_option("--ca-cert", args->ca_cert, "https: PEM file the service's certificate must chain to (default: $TESSERA_CA_CERT)")
-      ->envname("TESSERA_CA_CERT");
   c->require_subcommand(1);
   // Subcommands created below inherit this: `tessera cache get --cache URL` works as well as
   // `tessera cache --cache URL get`.

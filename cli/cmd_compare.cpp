@@ -12,6 +12,7 @@
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "cli/tune_common.h"
+#include "session/tune_request.h"
 #include "costmodel/gpu_model.h"
 #include "ir/families.h"
 #include "search/compare.h"
@@ -52,29 +53,27 @@ std::vector<std::string> wrapAtTokens(const std::string& text, size_t width) {
   return out;
 }
 
-// Tunes (device or host) or estimates (a GPU not attached here) what has no record yet.
-void fillMissing(const ir::Kernel& k, const TargetDesc& t, cache::RecordStore& store, cache::CacheClient& client,
-                 const cache::Provenance& prov, int trials, bool json) {
-  search::MeasureSettings ms;
-  auto choice = chooseMeasurer(k, t, "", false, ms);
-  if (!choice.ok() && t.isGpu()) choice = chooseMeasurer(k, t, "", true, ms);  // no device: estimate
-  if (!choice.ok()) failWith(choice.error());
-  auto problem = search::tuneProblem(k, t);
-  if (!problem.ok()) failWith(problem.error());
-  search::SessionSettings ss;
-  ss.loop.trials = trials;
-  ss.loop.search.strategy = choice->estimated ? "ranked" : "evolutionary";
-  if (choice->estimated) ss.acceptEstimatesOf = costmodel::kGpuModelName;
-  search::SessionCallbacks cb;
-  cb.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
-  // As in `tessera tune`: a shared-cache winner is compiled and checked here before it is kept.
-  cb.verifySharedHit = [&](const cache::Record& rec, search::HitCheck* check) {
-    return search::verifySharedHit(rec, problem->space, *choice->measurer, {}, check);
-  };
+// Tunes (device or host) or estimates (a GPU not attached here) what has no record yet, into the
+// store and the shared cache the comparison reads (its access was checked for writing).
+void fillMissing(const ir::Kernel& k, const TargetDesc& t, cache::RecordStore& store, const CompareFlags& f, bool json) {
+  session::TuneRequest rq;
+  rq.kernel = k;
+  rq.target = t;
+  rq.estimateWithoutDevice = true;
+  rq.deviceProduct = false;  // the row shown is the target's
+  rq.trials = f.tune;
+  rq.store = &store;
+  rq.cache = clientOptions(f.cache);
+  rq.checkAccess = false;
+  rq.provenance = provenanceInputs();
+  rq.callbacks.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
+  auto open = session::openTune(std::move(rq));
+  if (!open.ok()) failWith(open.error());
+  session::OpenTune& tune = **open;
   if (!json)
-    std::fprintf(stderr, "%s %s on %s: %d trials (%s)\n", choice->estimated ? "estimating" : "tuning", k.name.c_str(),
-                 t.name.c_str(), trials, choice->where.c_str());
-  auto r = search::runTuneSession(*problem, *choice->measurer, &store, &client, prov, ss, cb);
+    std::fprintf(stderr, "%s %s on %s: %d trials (%s)\n", tune.measure().estimated ? "estimating" : "tuning", k.name.c_str(),
+                 t.name.c_str(), tune.trials(), tune.measure().where.c_str());
+  auto r = tune.run();
   if (!r.ok()) failWith(r.error());
   if (r->outcome == search::SessionResult::Outcome::NothingCorrect) {
     std::string why;
@@ -121,7 +120,7 @@ void compareCommand(const CompareFlags& f) {
     bool filled = false;
     for (const auto& row : cmp->rows)
       if (row.source == search::CompareRow::Source::None) {
-        fillMissing(*k, row.target, **store, client, search::provenanceFor(row.target, provenanceInputs()), f.tune, f.json);
+        fillMissing(*k, row.target, **store, f, f.json);
         filled = true;
       }
     if (filled) cmp = search::compareTargets(*k, targets, store->get(), &client, prov);

@@ -26,8 +26,7 @@
 #include "codegen/gpu.h"
 #include "costmodel/gpu_model.h"
 #include "search/estimate.h"
-#include "search/protocol_measurer.h"
-#include "search/remote_measurer.h"
+#include "measure/protocol_measurer.h"
 #include "search/tune_session.h"
 #include "search/verify_hit.h"
 #include "search/records.h"
@@ -35,6 +34,7 @@
 #include "search/strategy.h"
 #include "search/tuner.h"
 #include "search/warm_start.h"
+#include "session/tune_request.h"
 #include "support/progress.h"
 
 namespace tessera::cli {
@@ -147,85 +147,39 @@ void tuneCommand(const TuneFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
   if (Status big = checkKernelSize(*k, f.maxElements); !big.ok()) failWith(big.error());
-  auto t = targetWithGpu(f.target, f.gpu, f.threads);
-  if (!t.ok()) failWith(t.error());
-  auto problem = search::tuneProblem(*k, *t, f.spaceSpec);
-  if (!problem.ok()) failWith(problem.error());
-  // Flag errors come before the store is consulted: a stored winner must not hide them. The
-  // comparisons are written so that a NaN fails them too. Estimating ranks the space by the model
-  // and checks its top 32 through the compiler unless told otherwise.
-  const std::string strategy = !f.strategy.empty() ? f.strategy : f.estimate ? "ranked" : "evolutionary";
-  const int trials = f.estimate && !(f.trialsOption && f.trialsOption->count()) ? 32 : f.trials;
-  if (f.trials < 0) fail("--trials must be at least 0 (0: as many as --time-budget allows)", kExitBadInput);
-  if (!(f.timeBudget >= 0)) fail("--time-budget must be at least 0 seconds (0: none)", kExitBadInput);
-  if (trials == 0 && f.timeBudget == 0) fail("give --trials N and/or --time-budget S", kExitBadInput);
-  if (f.batch < 1) fail("--batch must be at least 1", kExitBadInput);
-  if (f.topK < 0) fail("--top-k must be at least 0 (0: no final re-measurement)", kExitBadInput);
-  if (!(f.timeout > 0)) fail("--timeout must be more than 0 seconds", kExitBadInput);
-  if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", kExitBadInput);
-  if (std::find(std::begin(search::kStrategyNames), std::end(search::kStrategyNames), strategy) ==
-      std::end(search::kStrategyNames))
-    fail("unknown strategy '" + strategy + "' (known: " + search::strategyNameList() + ")", kExitBadInput);
-  if (strategy == "ranked" && !t->isGpu()) fail("--strategy ranked orders a GPU space by the analytic model; the host has none", kExitBadInput);
-  search::MeasureSettings ms;
-  ms.timeoutSec = f.timeout;
-  ms.measure.minTimeSec = f.minTime;
-  if (f.workers && (f.estimate || !f.device.empty()))
-    fail(std::string("--workers measures on the workers' ") + (f.estimate ? "hardware; --estimate measures nothing" : "devices; drop --device"), kExitBadInput);
-  auto chosen = f.workers ? chooseWorkers(*k, *t, f.cache, f.threads, f.workerWait, ms)
-                          : chooseMeasurer(*k, *t, f.device, f.estimate, ms);
-  // No live worker came: the service had no one to answer.
-  if (!chosen.ok() && chosen.error().code == ErrorCode::NotFound) fail(chosen.error().message, kExitUnreachable);
-  if (!chosen.ok()) failWith(chosen.error());
-  MeasureChoice measure = std::move(*chosen);
-  if (measure.device) {
-    // The attached device's own product (an H100 PCIe has 114 SMs, not the table's 132): its key,
-    // space and peaks. A --gpu naming another product would file its timings under the wrong key.
-    if (!f.gpu.gpus.empty() && measure.device->model != t->model)
-      fail("--gpu names the " + t->model + ", but the attached device is the " + measure.device->model +
-               ": drop --gpu to tune it, or add --estimate to predict the " + t->model, 2);
-    const bool changed = measure.device->units != t->units || measure.device->model != t->model;
-    *t = *measure.device;
-    if (changed) {
-      problem = search::tuneProblem(*k, *t, f.spaceSpec);
-      if (!problem.ok()) failWith(problem.error());
-    }
-  }
-  if (f.workers) {
-    // The key and the space are the workers' hardware, which may differ from this machine's.
-    problem = search::tuneProblem(*k, *t, f.spaceSpec);
-    if (!problem.ok()) failWith(problem.error());
-    if (!f.json) std::printf("measuring on %s\n", measure.where.c_str());
-  }
-  // An emulation's timings are no device's: kept in memory for this run, never stored or shared.
-  Expected<std::unique_ptr<cache::RecordStore>> store =
-      measure.emulated ? Expected<std::unique_ptr<cache::RecordStore>>(cache::makeMemoryStore()) : cache::openSqliteStore(f.db);
-  if (!store.ok()) failWith(store.error());
-  cache::CacheClient client(measure.emulated ? cache::CacheClientOptions{} : clientOptions(f.cache));
-  // A refused token is an error; one that may read but not write is said once (nothing silent).
-  requireTuneAccess(client, "tune");
-  if (measure.emulated) {
-    if (!f.json) std::printf("measuring on the emulated %s: timings are this CPU's, labelled and not stored\n", t->name.c_str());
-  }
+  auto target = targetWithGpu(f.target, f.gpu, f.threads);
+  if (!target.ok()) failWith(target.error());
+
+  session::TuneRequest rq;
+  rq.kernel = *k;
+  rq.target = *target;
+  rq.space = f.spaceSpec;
+  rq.device = f.device;
+  rq.estimate = f.estimate;
+  rq.workers = f.workers;
+  rq.workerWait = f.workerWait;
+  rq.threads = f.threads;
+  rq.productNamed = !f.gpu.gpus.empty();
+  if (!f.estimate || (f.trialsOption && f.trialsOption->count())) rq.trials = f.trials;
+  rq.timeBudget = f.timeBudget;
+  rq.batch = f.batch;
+  rq.topK = f.topK;
+  rq.timeout = f.timeout;
+  rq.minTime = f.minTime;
+  rq.strategy = f.strategy;
+  rq.seed = f.seed;
+  rq.db = f.db;
+  rq.cache = clientOptions(f.cache);
+  rq.policy = f.force ? search::CachePolicy::Force : f.resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
+  rq.warmStart = !f.noWarmStart;
+  rq.transfer = !f.noTransfer;
+  rq.verifyTime = f.verifyTime;
+  rq.provenance = provenanceInputs();
+
   ProgressLine progress;
-  cache::Provenance prov = search::provenanceFor(*t, provenanceInputs());
-
-  search::SessionSettings ss;
-  ss.loop.search.strategy = strategy;
-  ss.loop.search.seed = f.seed;
-  ss.loop.search.batchSize = f.batch;
-  ss.loop.trials = trials > 0 ? trials : 1000000;
-  ss.loop.timeBudgetSec = f.timeBudget;
-  ss.loop.topK = f.topK;
-  if (measure.estimated) ss.acceptEstimatesOf = costmodel::kGpuModelName;
-  ss.cache = f.force ? search::CachePolicy::Force : f.resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
-  ss.warmStart = !f.noWarmStart;
-  ss.transfer.enabled = !f.noTransfer;
-  ss.transfer.seed = f.seed;
-  ss.warm.seed = f.seed;
-  ss.model.seed = f.seed;
-
-  search::SessionCallbacks cb;
+  const ir::Kernel& kernel = *k;
+  bool emulated = false;
+  search::SessionCallbacks& cb = rq.callbacks;
   cb.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
   cb.onWarmStart = [&](const search::WarmStart& w) {
     if (f.json) return;
@@ -249,38 +203,39 @@ void tuneCommand(const TuneFlags& f) {
   cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
     if (f.json) return;
     char line[512];
-    std::string best = p.best ? fmtThroughput(*k, p.best->throughput) : "-";
+    std::string best = p.best ? fmtThroughput(kernel, p.best->throughput) : "-";
     double frac = p.best ? 100 * p.best->peakFraction : 0;
-    std::string last = r.ok() ? fmtThroughput(*k, r.throughput) : search::trialStatusName(r.status);
+    std::string last = r.ok() ? fmtThroughput(kernel, r.throughput) : search::trialStatusName(r.status);
     char share[48] = "emulated";
-    if (!measure.emulated) std::snprintf(share, sizeof share, "%.0f%% of peak", frac);
+    if (!emulated) std::snprintf(share, sizeof share, "%.0f%% of peak", frac);
     std::snprintf(line, sizeof line, "trial %d/%d  best %s (%s)  last %s  elapsed %s  ETA %s", p.trial, p.trials,
                   best.c_str(), share, last.c_str(), fmtDuration(p.elapsedSec).c_str(), fmtDuration(p.etaSec).c_str());
     progress.update(line);
   };
   cb.shouldStop = [](const search::TuneProgress&) { return gInterrupted != 0; };
-  // A winner from the shared cache is compiled, run and checked here before "already tuned".
-  cb.verifySharedHit = [&](const cache::Record& rec, search::HitCheck* check) {
-    return search::verifySharedHit(rec, problem->space, *measure.measurer, {.time = verifyTiming(f.verifyTime)}, check);
-  };
-  // Through workers: their winner is checked here when this machine is their hardware.
-  std::string spotLine;
-  cb.measureHere = measure.measureHere;
-  if (measure.reportSpotCheck)
-    cb.reportSpotCheck = [&](const search::TrialResult& claimed, const cache::Record& mine) {
-      spotLine = measure.reportSpotCheck(claimed, mine);
-    };
+
+  auto open = session::openTune(std::move(rq));
+  // No live worker came, or the service had no one to answer: exit 7.
+  if (!open.ok() && open.error().code == ErrorCode::Unavailable) fail(open.error().message, kExitUnreachable);
+  if (!open.ok()) failWith(open.error());
+  session::OpenTune& tune = **open;
+  const session::MeasureChoice& measure = tune.measure();
+  const TargetDesc* t = &tune.target();
+  emulated = measure.emulated;
+  if (f.workers && !f.json) std::printf("measuring on %s\n", measure.where.c_str());
+  if (measure.emulated && !f.json)
+    std::printf("measuring on the emulated %s: timings are this CPU's, labelled and not stored\n", t->name.c_str());
   Expected<search::SessionResult> session = makeError(ErrorCode::Internal, "no session");
   {
     InterruptScope interruptible;
-    try {
-      session = search::runTuneSession(*problem, *measure.measurer, store->get(), &client, prov, ss, cb);
-    } catch (const search::RemoteMeasureError& e) {
-      // The workers or the service are gone: what was measured is stored, --resume continues.
-      progress.finish();
-      fail(e.what(), kExitUnreachable);
-    }
+    session = tune.run();
   }
+  if (!session.ok() && session.error().code == ErrorCode::Unavailable) {
+    // The workers or the service are gone: what was measured is stored, --resume continues.
+    progress.finish();
+    fail(session.error().message, kExitUnreachable);
+  }
+  const std::string& spotLine = tune.spotLine();
   const bool interrupted = gInterrupted != 0;
   progress.finish();
   if (!session.ok()) failWith(session.error());

@@ -11,7 +11,7 @@
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "cli/tune_common.h"
-#include "search/device_measurer.h"
+#include "measure/device_measurer.h"
 #include "search/records.h"
 #include "search/worker.h"
 #include "support/strings.h"
@@ -54,10 +54,9 @@ std::string cudaToolkitVersion() {
 }
 
 void workerCommand(const WorkerFlags& f) {
-  cache::CacheClientOptions co = clientOptions(f.cache);
-  auto urls = cache::splitServiceUrls(co.base_url);
-  if (urls.empty()) fail("no service URL: pass --cache URL[,URL...] or set TESSERA_CACHE_URL", kExitBadInput);
-  if (co.token.empty())
+  cache::JobClientOptions service = jobClientOptions(f.cache, 30, f.patience);
+  if (service.urls.empty()) fail("no service URL: pass --cache URL[,URL...] or set TESSERA_CACHE_URL", kExitBadInput);
+  if (service.token.empty())
     fail("no token: set TESSERA_TOKEN (or --token) to a token of scope worker (tessera serve token add NAME --scope worker)",
          kExitBadInput);
   if (f.slots < 1 || f.slots > 64) fail("--slots must be in 1..64", kExitBadInput);
@@ -70,7 +69,7 @@ void workerCommand(const WorkerFlags& f) {
   if (!t.ok()) failWith(t.error());
 
   search::WorkerSettings s;
-  s.service = {urls, co.token, co.ca_cert, 30, f.patience};
+  s.service = service;
   s.target = *t;
   s.slots = f.slots;
   s.buildThreads = f.buildThreads;
@@ -118,10 +117,9 @@ void workerCommand(const WorkerFlags& f) {
 }
 
 void workersCommand(const CacheFlags& cacheFlags, const std::string& target, bool all, bool json) {
-  cache::CacheClientOptions co = clientOptions(cacheFlags);
-  auto urls = cache::splitServiceUrls(co.base_url);
-  if (urls.empty()) fail("no service URL: pass --cache URL[,URL...] or set TESSERA_CACHE_URL", kExitBadInput);
-  cache::JobClient client({urls, co.token, co.ca_cert, 10, 10});
+  cache::JobClientOptions service = jobClientOptions(cacheFlags, 10, 10);
+  if (service.urls.empty()) fail("no service URL: pass --cache URL[,URL...] or set TESSERA_CACHE_URL", kExitBadInput);
+  cache::JobClient client(service);
   cache::WorkerFilter filter;
   filter.target = target;
   filter.live_only = !all;

@@ -1,4 +1,4 @@
-// Owns the CLI's shared tuning plumbing: provenance, cache client options, measurer choice.
+// Owns the CLI's shared tuning plumbing: provenance, cache client options and access, messages.
 #include "cli/tune_common.h"
 
 #include <pwd.h>
@@ -7,16 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "costmodel/gpu_model.h"
-#include "search/device_measurer.h"
-#include "cache_service/endpoints.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
-#include "cli/kernel_flags.h"
-#include "search/estimate.h"
-#include "search/remote_measurer.h"
-#include "support/strings.h"
-#include "targets/gpu_skus.h"
+#include "session/tune_request.h"
 
 namespace tessera::cli {
 
@@ -26,8 +19,6 @@ std::string envOr(const char* name, const std::string& def) {
   const char* v = std::getenv(name);
   return v && *v ? v : def;
 }
-
-Error bad(const std::string& m) { return makeError(ErrorCode::InvalidArgument, m); }
 
 }  // namespace
 
@@ -44,38 +35,11 @@ search::ProvenanceInputs provenanceInputs() {
   return p;
 }
 
-void addCacheFlags(CLI::App* cmd, CacheFlags* f) {
-  cmd->add_option("--cache", f->url, "shared cache URL, several comma-separated for replicas (default: $TESSERA_CACHE_URL)")
-      ->envname("TESSERA_CACHE_URL");
-  cmd->add_option("--token", f->token, "shared cache token (default: $TESSERA_TOKEN; prefer the variable: flags show in ps)")
-      ->envname("TESSERA_TOKEN");
-  cmd->add_option("--ca-cert", f->caCert, "https: PEM file the service's certificate must chain to (default: $TESSERA_CA_CERT)")
-      ->envname("TESSERA_CA_CERT");
-}
-
-cache::CacheClientOptions clientOptions(const CacheFlags& f) {
-  cache::CacheClientOptions o;
-  o.base_url = f.url;
-  o.token = f.token;
-  o.ca_cert = f.caCert;  // https with a private CA (deploy/nginx/)
-  return o;
-}
-
 void requireCacheAccess(cache::CacheClient& c, const std::string& need, const std::string& what) {
-  Status s = c.checkAccess(need, what);
-  if (s.ok()) return;
-  if (s.error().code == ErrorCode::PermissionDenied) fail(s.error().message, kExitRefused);
-  std::fprintf(stderr, "tessera: warning: tessera cache %s: %s; continuing without it\n", c.options().base_url.c_str(),
-               s.error().message.c_str());
-}
-
-void requireTuneAccess(cache::CacheClient& c, const std::string& what) {
-  requireCacheAccess(c, "read", what + " reads the shared winners");
-  if (!c.enabled()) return;
-  // A read token tunes with the shared winners and keeps its results: said once, not silently.
-  Status w = c.checkAccess("write", what + " shares its results");
-  if (!w.ok() && w.error().code == ErrorCode::PermissionDenied)
-    std::fprintf(stderr, "tessera: warning: %s; what it measures stays in the local store\n", w.error().message.c_str());
+  Status s = session::checkCacheAccess(c, need, what, [](const std::string& w) {
+    std::fprintf(stderr, "tessera: warning: %s\n", w.c_str());
+  });
+  if (!s.ok()) fail(s.error().message, kExitRefused);
 }
 
 std::string missReason(const cache::HardKey& asked, const cache::HardKey& stored) {
@@ -92,118 +56,6 @@ std::string fmtDuration(double s) {
   if (s >= 60) std::snprintf(b, sizeof b, "%dm%02ds", int(s / 60), int(s) % 60);
   else std::snprintf(b, sizeof b, "%.0fs", s);
   return b;
-}
-
-Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t, const std::string& device,
-                                       bool estimate, const search::MeasureSettings& ms) {
-  MeasureChoice c;
-  if (estimate) {
-    if (!t.isGpu()) return bad("--estimate predicts GPU targets; the host is measured (drop --estimate)");
-    if (!device.empty()) return bad("--estimate runs nothing: drop --device");
-    c.estimated = true;
-    c.where = std::string("the analytic model ") + costmodel::kGpuModelName + " (nothing runs)";
-    c.measurer = search::makeEstimateMeasurer(k, t);
-    return c;
-  }
-  if (!t.isGpu()) {
-    if (!device.empty()) return bad("--device applies to GPU targets (the host measures on this CPU)");
-    c.measurer = search::makeHostMeasurer(k, t, ms);
-    c.where = "host";
-    return c;
-  }
-  search::DeviceSettings d;
-  if (device == "emulated" || device == "emulated-pre") {
-    d.emulated = true;
-    d.emulatePre = device == "emulated-pre";
-    c.emulated = true;
-    c.where = "emulated " + t.name + (d.emulatePre ? " (the pre-mapping IR on this CPU)" : " (the mapped kernel on this CPU)");
-    c.measurer = search::makeDeviceMeasurer(k, t, d, ms);
-    return c;
-  }
-  if (!device.empty()) {
-    auto idx = parseInt(device);
-    if (!idx || *idx < 0)
-      return bad("--device takes a device index (0, 1, ...), 'emulated' (the mapped kernel on this CPU) or 'emulated-pre', got '" +
-                 device + "'");
-    d.device = int(*idx);
-  }
-  auto attached = search::probeDevice(t, d.device);
-  if (!attached.ok()) {
-    if (attached.error().code == ErrorCode::InvalidArgument) return attached.takeError();
-    return bad("no " + t.name + " device here (" + attached.error().message + "): --estimate ranks " + t.name +
-               "'s space with the analytic model; --device emulated runs the tuning loop on this CPU");
-  }
-  c.where = attached->name + " (" + attached->arch + ")";
-  // The device's own row of the GPU table, when its name is there (the key's SMs are the device's).
-  TargetDesc measured = t;
-  if (auto sku = gpuForDeviceName(attached->name); sku && (sku->arch == t.arch || sku->arch + "a" == t.arch)) {
-    auto own = targetOfGpu(sku->name, t);
-    if (own.ok()) measured = *own;
-  } else {
-    std::fprintf(stderr,
-                 "tessera: warning: the attached %s is not in the GPU table: its key and peaks are %s's default product's "
-                 "(%s, %d units); add it with --gpu-facts (docs/gpus.md)\n",
-                 attached->name.c_str(), t.name.c_str(), t.model.c_str(), t.units);
-    measured.model = attached->name;
-  }
-  c.device = measured;
-  c.measurer = search::makeDeviceMeasurer(k, measured, d, ms);
-  return c;
-}
-
-Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const CacheFlags& cache, int threads,
-                                      double wait_s, const search::MeasureSettings& ms) {
-  cache::CacheClientOptions co = clientOptions(cache);
-  auto urls = cache::splitServiceUrls(co.base_url);
-  if (urls.empty()) return bad("--workers measures through the shared service: pass --cache URL[,URL...] or set TESSERA_CACHE_URL");
-  if (!(wait_s > 0)) return bad("--worker-wait must be more than 0 seconds");
-  search::RemoteSettings rs;
-  // Patience with an unreachable service is the same as with an absent worker.
-  rs.service = {urls, co.token, co.ca_cert, 10, wait_s};
-  rs.measure = ms;
-  rs.noWorkerTimeoutSec = wait_s;
-  if (!t.isGpu() && threads != kAllCores) rs.hostThreads = threads;
-  rs.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
-  auto w = search::chooseWorkerTarget(t, rs);
-  if (!w.ok()) return w.takeError();
-  t = w->target;
-  MeasureChoice c;
-  c.where = std::to_string(w->workers) + " live worker" + (w->workers == 1 ? "" : "s") + " of " + t.keyString() + " (" +
-            w->model + ")";
-  c.measurer = search::makeRemoteMeasurer(k, *w, rs);
-  // The spot check: this machine re-measures the workers' winner when its hardware is theirs.
-  const TargetDesc& here = hostTarget();
-  std::optional<search::DeviceSettings> device;
-  if (t.isGpu()) {
-    if (search::probeDevice(t, 0).ok()) device = search::DeviceSettings{};
-    else c.whyNotHere = "no " + t.name + " device here";
-  } else if (here.model != t.model || here.arch != t.arch || here.units < t.units) {
-    c.whyNotHere = "this machine (" + here.model + ", " + here.arch + ", " + std::to_string(here.units) +
-                   " cores) is not the workers' hardware";
-  }
-  if (c.whyNotHere.empty()) {
-    const TargetDesc target = t;
-    c.measureHere = [&k, target, device, ms](const std::vector<ir::Config>& configs)
-        -> std::optional<std::vector<search::TrialResult>> {
-      auto m = device ? search::makeDeviceMeasurer(k, target, *device, ms) : search::makeHostMeasurer(k, target, ms);
-      return configs.size() == 1 ? m->measure(configs) : m->remeasure(configs, 3);
-    };
-  }
-  const cache::JobClientOptions service = rs.service;
-  c.reportSpotCheck = [service](const search::TrialResult& claimed, const cache::Record& mine) -> std::string {
-    const double ratio = claimed.samples.median_us > 0 ? mine.median_us / claimed.samples.median_us : 0;
-    char head[160];
-    std::snprintf(head, sizeof head, "the workers' winner re-measured here: %.4g us, %.2fx the %.4g us worker %s claimed",
-                  mine.median_us, ratio, claimed.samples.median_us, claimed.origin->workerId.c_str());
-    if (claimed.origin->jobId.empty()) return head;
-    cache::JobClient client(service);
-    auto v = client.check(claimed.origin->jobId, claimed.origin->item, mine);
-    if (!v.ok()) return std::string(head) + " (the service could not be told: " + v.error().message + ")";
-    if (!v->quarantined) return std::string(head) + (v->agrees ? ": agrees" : ": contradicted");
-    return std::string(head) + ": contradicted; the service quarantined worker " + v->worker + " and " +
-           std::to_string(v->quarantined_records) + " of its records";
-  };
-  return c;
 }
 
 }  // namespace tessera::cli

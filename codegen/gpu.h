@@ -1,4 +1,4 @@
-// Owns the MLIR-free interface of the GPU code generator (design.md §4): (kernel, config, target)
+// Owns the MLIR-free interface of the GPU code generator (ARCHITECTURE.md §2.5): (kernel, config, target)
 // -> PTX + cubin or GCN assembly + hsaco with a resource report, and the emulated form — the
 // target-independent pre-mapping IR of the same strategy, run on the CPU — as a HostExecutable.
 //

@@ -17,7 +17,7 @@ namespace tessera::codegen {
 
 namespace {
 
-// CUDA 13 ptxas (design.md §4).
+// CUDA 13 ptxas (ARCHITECTURE.md §2.6).
 constexpr const char* kCudaToolkit = "/usr/local/cuda";
 
 int64_t roundUp(int64_t v, int64_t m) { return m <= 1 ? v : (v + m - 1) / m * m; }

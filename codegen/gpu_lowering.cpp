@@ -119,7 +119,7 @@ std::string scratchFileName(const std::string& stem) {
   return (scratchFolder() / (stem + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++))).string();
 }
 
-// Objects of the single gpu.binary; PTX and ISA text carry a trailing NUL (design.md §8).
+// Objects of the single gpu.binary; PTX and ISA text carry a trailing NUL (ARCHITECTURE.md §5).
 Expected<std::string> binaryObject(ModuleOp m, bool text) {
   std::string out;
   int n = 0;

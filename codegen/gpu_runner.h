@@ -1,4 +1,4 @@
-// Owns the device runners (design.md §8): a thin client of the CUDA driver API or the HIP runtime,
+// Owns the device runners (ARCHITECTURE.md §5): a thin client of the CUDA driver API or the HIP runtime,
 // loaded with dlopen so that Tessera builds and runs on machines without a driver, and the
 // emulated device (host memory; a launch runs the kernel's emulated form on this CPU). A runner
 // executes a GpuBinary's launch through the host wrapper (padded copies, zeroed workspaces, one
@@ -29,7 +29,7 @@ class GpuRunner {
   // `repeats` times, downloads the outputs. Returns the kernel time per repetition in
   // microseconds (device events around the launches).
   virtual Expected<double> run(const GpuBinary& b, const ir::Kernel& k, void* const* buffers, int repeats = 1) = 0;
-  // The device half of the measurement protocol (design.md §5): one checked run whose outputs are
+  // The device half of the measurement protocol (ARCHITECTURE.md §2.7): one checked run whose outputs are
   // downloaded into `buffers`, then m.warmup untimed runs and timed runs until m.minTimeSec and
   // m.minRuns; before each timed run (untimed) `flushBytes` of device memory are written, which
   // evicts the L2 when it is at least twice its size (as Triton's do_bench does). Host-side

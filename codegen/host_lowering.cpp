@@ -1,4 +1,4 @@
-// Owns the host pipeline (design.md §4: schedule -> LLVM dialect -> JIT or object code) and the
+// Owns the host pipeline (ARCHITECTURE.md §2.5: schedule -> LLVM dialect -> JIT or object code) and the
 // LLVM target machine for this CPU.
 #include "codegen/host_lowering.h"
 
@@ -31,8 +31,8 @@ void initLLVM() {
 }
 
 // Buffer hygiene first: hoisted packing buffers must be freed once per call (cpu-gemm-packed
-// REPORT pitfall 6), small scratch goes to the stack. Then cse before canonicalize (design.md
-// §8: otherwise bufferization's self-copies survive).
+// REPORT pitfall 6), small scratch goes to the stack. Then cse before canonicalize (ARCHITECTURE.md
+// §5: otherwise bufferization's self-copies survive).
 // scf.parallel loops (the kernels emit them only when they run on several threads) become
 // OpenMP worksharing loops here, before the loops are lowered to branches.
 std::string prepare(const HostLoweringOptions& o) {

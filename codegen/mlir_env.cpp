@@ -1,5 +1,5 @@
 // Owns context creation and pipeline plumbing. This is the one translation unit that includes
-// the InitAll* headers (≈12 s and 0.7 GB to compile: design.md §8), so nothing else may.
+// the InitAll* headers (≈12 s and 0.7 GB to compile: ARCHITECTURE.md §5), so nothing else may.
 #include "codegen/mlir_env.h"
 
 #include <mutex>

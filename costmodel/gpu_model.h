@@ -1,4 +1,4 @@
-// Owns the analytic performance model of one GPU kernel launch (design.md §10, issue 13): a
+// Owns the analytic performance model of one GPU kernel launch (ARCHITECTURE.md §2.8, issue 13): a
 // kernel's work described in the model's terms (blocks, threads, resources, FLOPs, traffic at each
 // level, serial steps), turned into a predicted time on a TargetDesc with the bound that decides
 // it (compute, memory, latency, launch) and every term behind it. Family adapters describe

@@ -51,7 +51,7 @@ class XGBoostModel : public CostModel {
     std::string arr = "{\"data\":[" + std::to_string(reinterpret_cast<uintptr_t>(dense.data())) +
                       ",true],\"shape\":[" + std::to_string(features.size()) + "," + std::to_string(nfeat_) +
                       "],\"typestr\":\"<f4\",\"version\":3}";
-    // cache_id 0 is required by 1.7 (design.md §8).
+    // cache_id 0 is required by 1.7 (ARCHITECTURE.md §5).
     const char* cfg =
         "{\"type\":0,\"training\":false,\"iteration_begin\":0,\"iteration_end\":0,\"strict_shape\":false,"
         "\"cache_id\":0,\"missing\":NaN}";

@@ -1,4 +1,4 @@
-// Owns the kernel builders of the three families (design.md §3): GEMM with batch, transposes,
+// Owns the kernel builders of the three families (ARCHITECTURE.md §2.1): GEMM with batch, transposes,
 // alpha/beta and a fused epilogue; fused elementwise DAGs from a small expression language with
 // numpy broadcasting; FlashAttention-style forward attention (causal, grouped-query).
 #pragma once

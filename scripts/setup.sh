@@ -8,12 +8,13 @@
 # (scripts/pg_server.sh: initdb in a folder of its own; no system cluster is created).
 # libjs-chart.js is the dashboard's charting library (built into the binary, never from a CDN);
 # chromium, chromium-driver and python3-selenium run the dashboard's tests in a real browser
-# (tests/ui/browser_test.py, headless).
+# (tests/ui/browser_test.py, headless). llvm-22-tools has FileCheck, which the golden lowering tests
+# run (tests/codegen/golden/).
 set -euo pipefail
 
 PKGS=(
   build-essential cmake ninja-build pkg-config git ca-certificates
-  libmlir-22-dev mlir-22-tools llvm-22-dev lld-22
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools lld-22
   clang-22 libclang-rt-22-dev libomp-22-dev
   libsqlite3-dev sqlite3 libpqxx-dev postgresql-15 libxgboost-dev libcpp-httplib-dev nlohmann-json3-dev libcli11-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev

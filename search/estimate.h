@@ -1,4 +1,4 @@
-// Owns estimates of Tessera's GPU kernels for hardware one lacks (design.md §10, issue 13): each
+// Owns estimates of Tessera's GPU kernels for hardware one lacks (ARCHITECTURE.md §2.7, issue 13): each
 // family's strategy described in the analytic model's terms (costmodel/gpu_model.h) from its
 // config — GEMM (block tile, warp/thread tile, K step, stages, MMA or FMA, padding, epilogue),
 // attention (query and key blocks, head_dim split, skipped causal blocks, GQA's shared K/V) and
@@ -17,7 +17,7 @@
 #include "costmodel/gpu_model.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"
-#include "search/measurer.h"
+#include "measure/measurer.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
 

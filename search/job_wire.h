@@ -1,13 +1,13 @@
 // Owns what a measurement job carries between a tuner and a worker (cache_service/jobs.h): the
-// measurement settings (the same protocol as a local tune: design.md §5) as JSON, and a worker's
+// measurement settings (the same protocol as a local tune: ARCHITECTURE.md §2.7) as JSON, and a worker's
 // record read back as the TrialResult the tuning loop expects.
 #pragma once
 
 #include <string>
 
 #include "cache_service/record.h"
-#include "search/protocol_measurer.h"
-#include "search/trial.h"
+#include "measure/protocol_measurer.h"
+#include "measure/trial.h"
 
 namespace tessera::search {
 

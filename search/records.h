@@ -9,7 +9,7 @@
 #include "cache_service/record.h"
 #include "costmodel/features.h"
 #include "ir/ir.h"
-#include "search/trial.h"
+#include "measure/trial.h"
 #include "targets/target_desc.h"
 
 namespace tessera::search {

@@ -1,7 +1,7 @@
-// Owns measuring through workers (design.md §10, issue 16): the Measurer that sends each batch as
+// Owns measuring through workers (ARCHITECTURE.md §2.7, issue 16): the Measurer that sends each batch as
 // a job to the shared service and waits while the live workers of the key's target (several of
 // them share a batch) compile and measure it; the final top-k re-measurement is one job item, so
-// one machine measures it interleaved (design.md §5). The tuning session does not know the
+// one machine measures it interleaved (ARCHITECTURE.md §2.7). The tuning session does not know the
 // difference: results come back as TrialResults whose origin is the worker (its provenance; the
 // service already holds their records). Before a tune starts, chooseWorkerTarget picks the
 // workers' hardware (the largest group of live workers of the target with the same arch, units
@@ -16,8 +16,8 @@
 
 #include "cache_service/job_client.h"
 #include "ir/ir.h"
-#include "search/measurer.h"
-#include "search/protocol_measurer.h"
+#include "measure/measurer.h"
+#include "measure/protocol_measurer.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
 

@@ -1,6 +1,6 @@
 // Owns replay: measuring by looking up recorded results instead of executing (a full table of
 // measured configs for one workload), and the Kernel Tuner cache-file import that produces such
-// tables from brute-forced GPU spaces (../shared/datasets/kernel-tuner-bruteforce/).
+// tables from brute-forced GPU spaces (bench/data/README.md).
 #pragma once
 
 #include <map>
@@ -10,7 +10,7 @@
 
 #include "cache_service/record.h"
 #include "ir/schedule.h"
-#include "search/measurer.h"
+#include "measure/measurer.h"
 #include "support/status.h"
 
 namespace tessera::search {

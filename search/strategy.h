@@ -13,7 +13,7 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/features.h"
 #include "ir/schedule.h"
-#include "search/trial.h"
+#include "measure/trial.h"
 #include "support/status.h"
 
 namespace tessera::search {

@@ -10,7 +10,7 @@
 
 #include "ir/schedule.h"
 #include "search/space_ops.h"
-#include "search/trial.h"
+#include "measure/trial.h"
 
 namespace tessera::search {
 

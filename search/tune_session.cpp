@@ -166,7 +166,7 @@ class Session {
     if (!w.empty() && cb_.onWarning) cb_.onWarning(w);
   }
 
-  // Cache first (design.md §2): a fresh winner, local or shared, ends the session. A shared hit,
+  // Cache first (ARCHITECTURE.md §2): a fresh winner, local or shared, ends the session. A shared hit,
   // and a local winner this machine neither measured nor saw confirmed (a worker's claim), is used
   // only once the front end verified it (verify_hit.h); what that measured here is kept.
   bool lookUpWinner() {

@@ -1,4 +1,4 @@
-// Owns one tuning session of one workload on one target (design.md §2, §10), in order: the cache
+// Owns one tuning session of one workload on one target (ARCHITECTURE.md §2), in order: the cache
 // first (a fresh winner in the local store or the shared cache ends the session), the store's
 // results as seeds (or all of them with --resume), the cost model warm-started from other
 // workloads of the family, the strategy, measurement through a Measurer backend, every record
@@ -21,7 +21,7 @@
 #include "costmodel/features.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"
-#include "search/measurer.h"
+#include "measure/measurer.h"
 #include "search/strategy.h"
 #include "search/transfer.h"
 #include "search/tuner.h"

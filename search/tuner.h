@@ -11,9 +11,9 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/features.h"
 #include "ir/schedule.h"
-#include "search/measurer.h"
+#include "measure/measurer.h"
 #include "search/strategy.h"
-#include "search/trial.h"
+#include "measure/trial.h"
 
 namespace tessera::search {
 

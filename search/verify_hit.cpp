@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "search/trial.h"
+#include "measure/trial.h"
 
 namespace tessera::search {
 

@@ -12,7 +12,7 @@
 
 #include "cache_service/record.h"
 #include "ir/schedule.h"
-#include "search/measurer.h"
+#include "measure/measurer.h"
 #include "support/status.h"
 
 namespace tessera::search {

@@ -1,4 +1,4 @@
-// Owns a measurement worker (design.md §10, issue 16): it registers this machine's hardware with
+// Owns a measurement worker (ARCHITECTURE.md §2.7, issue 16): it registers this machine's hardware with
 // the service, leases the items of jobs for its target, and for each job parses and verifies the
 // kernel's IR text (the parser's limits), checks that the kernel on this machine's target has the
 // job's hard key (a job never runs on hardware that does not match its key), compiles every
@@ -14,8 +14,8 @@
 
 #include "cache_service/job_client.h"
 #include "cache_service/record.h"
-#include "search/device_measurer.h"
-#include "search/protocol_measurer.h"
+#include "measure/device_measurer.h"
+#include "measure/protocol_measurer.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
 

@@ -1,4 +1,4 @@
-// Owns the sample summary used by every measurement (n, median, p20, p80; design.md §5).
+// Owns the sample summary used by every measurement (n, median, p20, p80; ARCHITECTURE.md §2.7).
 #pragma once
 
 #include <cstdint>

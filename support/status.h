@@ -9,7 +9,7 @@
 
 namespace tessera {
 
-// Categories double as the candidate statuses recorded by the tuner (design.md §6), so a failed
+// Categories double as the candidate statuses recorded by the tuner (ARCHITECTURE.md §2.9), so a failed
 // candidate is a value with a category rather than an exception.
 enum class ErrorCode {
   InvalidArgument,  // bad user input (flags, shapes, JSON)

@@ -1,4 +1,4 @@
-// Owns measurement on the host (design.md §5): warm-up, repeats until a minimum time and count,
+// Owns measurement on the host (ARCHITECTURE.md §2.7): warm-up, repeats until a minimum time and count,
 // optional cache flush, and the n/median/p20/p80 summary; plus the full "run one kernel" flow:
 // seeded inputs, one checked run against the reference evaluator, then timing.
 #pragma once
@@ -23,7 +23,7 @@ struct MeasureOptions {
   bool flushCache = false;   // stream through 2x the LLC between runs (cold-cache timing)
 };
 
-// The timing loop every backend runs (design.md §5): `o.warmup` untimed calls, then timed calls
+// The timing loop every backend runs (ARCHITECTURE.md §2.7): `o.warmup` untimed calls, then timed calls
 // (each preceded by `beforeEach`, untimed: a cache flush, input packing) until at least
 // o.minTimeSec of samples and o.minRuns samples, at most o.maxRuns. `timedCall` returns the time
 // of one call in microseconds (wall clock on the host; device events on a GPU).

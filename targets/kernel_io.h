@@ -1,4 +1,4 @@
-// Owns the data side of the one measurement protocol every backend shares (design.md §5): the
+// Owns the data side of the one measurement protocol every backend shares (ARCHITECTURE.md §2.7): the
 // kernel's inputs filled from a seed, its outputs poisoned before every checked run (one poison
 // for every backend: a kernel that skips elements cannot pass on stale or zeroed memory), the
 // reference evaluated once per seed, and the check of the outputs against it. The host runner,

@@ -1,4 +1,4 @@
-// Owns TargetDesc, the capability data of a compilation target (design.md §4), and the target
+// Owns TargetDesc, the capability data of a compilation target (ARCHITECTURE.md §2.2), and the target
 // registry. Plain data: no LLVM. `host` is read from the machine; GPU targets are tables.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Anchor server for the cache load benchmark: the floor any Tessera cache service should beat on
-// the same machine. Provenance: copied from ../shared/anchors/httplib_sqlite_lookup.cpp (the
-// project's anchor set; CI clones lack ../shared, so it lives here too). Unchanged: GET
+// the same machine. Provenance: the project's anchor program for the cache service, kept
+// here so that every checkout has it. Unchanged: GET
 // /v1/best/<hex key> from an SQLite table rec(key_id TEXT PRIMARY KEY, body TEXT) with
 // thread-local prepared statements, and GET /hello. Added for the write comparison: POST
 // /v1/rec/<hex key> storing the body with a bare INSERT OR REPLACE on one shared connection

@@ -22,7 +22,7 @@
 #include "ir/reference.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
-#include "search/protocol_measurer.h"
+#include "measure/protocol_measurer.h"
 #include "search/records.h"
 #include "search/space.h"
 

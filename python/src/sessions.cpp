@@ -1,5 +1,5 @@
-// Owns the Python face of tuning and sharing: tune (through search::runTuneSession with the host,
-// device or estimate measurer, as `tessera tune` chooses), best and nearest (the store, then the
+// Owns the Python face of tuning and sharing: tune (the same session::TuneRequest as `tessera
+// tune`, in Python's words), best and nearest (the store, then the
 // shared cache), compare (search::compareTargets, as `tessera compare`),
 // Client (the shared cache service), bundle (bundle::writeBundle), and the Trial and Record
 // objects they return. Environment variables are read by the Python layer, not here.
@@ -18,16 +18,13 @@
 #include "bundle/bundle.h"
 #include "cache_service/client.h"
 #include "cache_service/store.h"
-#include "costmodel/gpu_model.h"
 #include "search/compare.h"
-#include "search/device_measurer.h"
 #include "search/estimate.h"
-#include "search/protocol_measurer.h"
+#include "measure/protocol_measurer.h"
 #include "search/records.h"
-#include "search/remote_measurer.h"
-#include "search/strategy.h"
 #include "search/tune_session.h"
 #include "search/verify_hit.h"
+#include "session/tune_request.h"
 
 namespace tessera::py {
 namespace {
@@ -46,7 +43,7 @@ nb::dict provenanceDict(const cache::Provenance& p) {
   return d;
 }
 
-cache::Provenance provenanceHere(const TargetDesc& t) {
+search::ProvenanceInputs provenanceInputs() {
   search::ProvenanceInputs in;
   in.tesseraVersion = TESSERA_VERSION;
   in.llvmVersion = "22";
@@ -54,8 +51,10 @@ cache::Provenance provenanceHere(const TargetDesc& t) {
   gethostname(host, sizeof host - 1);
   in.host = host;
   in.user = "python";
-  return search::provenanceFor(t, in);
+  return in;
 }
+
+cache::Provenance provenanceHere(const TargetDesc& t) { return search::provenanceFor(t, provenanceInputs()); }
 
 // The local store: a SQLite file, or memory when `db` is empty. `create`: false for lookups (a
 // mistyped path must not leave an empty store behind).
@@ -83,13 +82,13 @@ void warn(const std::string& message) {
 // As the CLI: a service that refuses the token is an error (AccessDeniedError); one that does not
 // answer is a warning and a miss. Call with the GIL held.
 void requireAccess(cache::CacheClient& c, const std::string& need, const std::string& what) {
+  std::vector<std::string> warnings;
   Status s = [&] {
     nb::gil_scoped_release nogil;
-    return c.checkAccess(need, what);
+    return session::checkCacheAccess(c, need, what, [&](const std::string& w) { warnings.push_back(w); });
   }();
-  if (s.ok()) return;
-  if (s.error().code == ErrorCode::PermissionDenied) raise(s.error());
-  warn("tessera cache " + c.options().base_url + ": " + s.error().message + "; continuing without it");
+  for (const auto& w : warnings) warn(w);
+  if (!s.ok()) raise(s.error());
 }
 
 // A lookup's store: a missing file is not created, and not silently a miss either.
@@ -121,113 +120,36 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
                   int batch, int topK, double minTime, double timeout, bool resume, bool force, bool warmStart,
                   const std::string& space, nb::object onTrial, const std::string& device, bool estimate, int threads,
                   bool workers, double workerWait, const std::string& caCert) {
-  TargetDesc t = targetFor(target, threads);
-  auto bad = [](const std::string& m) { raise(makeError(ErrorCode::InvalidArgument, m)); };
-  if (trials < 0) bad("trials must be at least 0 (0: as many as time_budget allows)");
-  if (!(timeBudget >= 0)) bad("time_budget must be at least 0 seconds (0: none)");
-  if (trials == 0 && timeBudget == 0) bad("give trials=N and/or time_budget=S");
-  if (batch < 1) bad("batch must be at least 1");
-  if (topK < 0) bad("top_k must be at least 0");
-  if (!(timeout > 0)) bad("timeout must be more than 0 seconds");
-  if (!(minTime >= 0)) bad("min_time must be at least 0 seconds");
-  if (std::find(std::begin(search::kStrategyNames), std::end(search::kStrategyNames), strategy) == std::end(search::kStrategyNames))
-    bad("unknown strategy '" + strategy + "' (known: " + search::strategyNameList() + ")");
-  if (strategy == "ranked" && !t.isGpu()) bad("strategy ranked orders a GPU space by the analytic model; the host has none");
-  search::TuneProblem problem = unwrap(search::tuneProblem(k.kernel, t, space));
-  search::MeasureSettings ms;
-  ms.timeoutSec = timeout;
-  ms.measure.minTimeSec = minTime;
-  // Where candidates are measured, as `tessera tune` chooses: this CPU, a GPU of the target's
-  // arch, or the emulated device (its timings are this CPU's: kept in memory, never stored).
-  std::unique_ptr<search::Measurer> measurer;
-  bool emulated = false;
-  if (workers) {
-    // As `tessera tune --workers`: the live workers of the target measure, through the service.
-    if (estimate || !device.empty()) bad("workers=True measures on the workers' hardware: drop estimate and device");
-    auto urls = cache::splitServiceUrls(cacheUrl);
-    if (urls.empty()) bad("workers=True measures through the shared service: pass cache=URL or set TESSERA_CACHE_URL");
-    if (!(workerWait > 0)) bad("worker_wait must be more than 0 seconds");
-    search::RemoteSettings rs;
-    rs.service = {urls, token, caCert, 10, workerWait};
-    rs.measure = ms;
-    rs.noWorkerTimeoutSec = workerWait;
-    if (!t.isGpu() && threads != -1) rs.hostThreads = threads;
-    Expected<search::WorkerTarget> w = makeError(ErrorCode::Internal, "no workers");
-    {
-      nb::gil_scoped_release nogil;
-      w = search::chooseWorkerTarget(t, rs);
-    }
-    if (!w.ok() && w.error().code == ErrorCode::NotFound) raise(makeError(ErrorCode::Unavailable, w.error().message));
-    search::WorkerTarget wt = unwrap(std::move(w));
-    t = wt.target;  // the key and the space are the workers' hardware
-    problem = unwrap(search::tuneProblem(k.kernel, t, space));
-    measurer = search::makeRemoteMeasurer(k.kernel, wt, rs);
-  } else if (estimate) {
-    if (!t.isGpu()) bad("estimate predicts GPU targets; the host is measured (drop estimate=True)");
-    if (!device.empty()) bad("estimate runs nothing: drop device");
-    measurer = search::makeEstimateMeasurer(k.kernel, t);
-  } else if (!t.isGpu()) {
-    if (!device.empty()) bad("device applies to GPU targets (the host measures on this CPU)");
-    measurer = search::makeHostMeasurer(k.kernel, t, ms);
-  } else {
-    search::DeviceSettings d;
-    if (device == "emulated") {
-      d.emulated = emulated = true;
-    } else {
-      if (!device.empty()) {
-        char* end = nullptr;
-        long idx = std::strtol(device.c_str(), &end, 10);
-        if (*end || idx < 0) bad("device takes a device index (\"0\", \"1\", ...) or \"emulated\", got '" + device + "'");
-        d.device = int(idx);
-      }
-      auto attached = search::probeDevice(t, d.device);
-      if (!attached.ok()) {
-        if (attached.error().code == ErrorCode::InvalidArgument) raise(attached.error());
-        // Not possible here, as Kernel.run says for the same target: UnsupportedError.
-        raise(makeError(ErrorCode::Unsupported,
-                        "no " + t.name + " device here (" + attached.error().message + "): estimate=True ranks " + t.name +
-                            "'s space with the analytic model; device=\"emulated\" runs the tuning loop on this CPU"));
-      }
-    }
-    measurer = search::makeDeviceMeasurer(k.kernel, t, d, ms);
-  }
-  auto store = emulated ? cache::makeMemoryStore() : openStore(db, true);
-  cache::CacheClient client(emulated ? cache::CacheClientOptions{} : clientOptions(cacheUrl, token, caCert));
-  // As `tessera tune`: read is required; a token that cannot write tunes with a warning.
-  requireAccess(client, "read", "tune reads the shared winners");
-  if (client.enabled()) {
-    Status w = [&] {
-      nb::gil_scoped_release nogil;
-      return client.checkAccess("write", "tune shares its results");
-    }();
-    if (!w.ok() && w.error().code == ErrorCode::PermissionDenied)
-      warn(w.error().message + "; what it measures stays in the local store");
-  }
-
-  search::SessionSettings ss;
-  ss.loop.search.strategy = strategy;
-  ss.loop.search.seed = seed;
-  ss.loop.search.batchSize = batch;
-  ss.loop.trials = trials > 0 ? trials : 1000000;
-  ss.loop.timeBudgetSec = timeBudget;
-  ss.loop.topK = topK;
-  if (estimate) ss.acceptEstimatesOf = costmodel::kGpuModelName;
-  ss.cache = force ? search::CachePolicy::Force : resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
-  ss.warmStart = warmStart;
-  ss.warm.seed = seed;
-  ss.model.seed = seed;
+  // The same request as `tessera tune`, in Python's words: checked, measured where the CLI would
+  // measure, stored and shared the same way.
+  session::TuneRequest rq;
+  rq.kernel = k.kernel;
+  rq.target = targetFor(target, threads);
+  rq.space = space;
+  rq.device = device;
+  rq.estimate = estimate;
+  rq.workers = workers;
+  rq.workerWait = workerWait;
+  rq.threads = threads;
+  rq.trials = trials;
+  rq.timeBudget = timeBudget;
+  rq.batch = batch;
+  rq.topK = topK;
+  rq.timeout = timeout;
+  rq.minTime = minTime;
+  rq.strategy = strategy;
+  rq.seed = seed;
+  rq.db = db;
+  rq.cache = clientOptions(cacheUrl, token, caCert);
+  rq.policy = force ? search::CachePolicy::Force : resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
+  rq.warmStart = warmStart;
+  rq.provenance = provenanceInputs();
+  rq.dialect.kind = session::Dialect::Kind::Python;
   PyTuneResult out;
-  out.emulated = emulated;
-  out.estimated = estimate;
   std::optional<nb::python_error> callbackError;
   std::vector<std::string> warnings;
-  search::SessionCallbacks cb;
+  search::SessionCallbacks& cb = rq.callbacks;
   cb.onWarning = [&](const std::string& w) { warnings.push_back(w); };
-  // Clients verify before they trust (as `tessera tune`): a shared winner must be legal here,
-  // compile, and match the reference through this session's measurer.
-  cb.verifySharedHit = [&](const cache::Record& rec, search::HitCheck* check) {
-    return search::verifySharedHit(rec, problem.space, *measurer, {}, check);
-  };
   if (!onTrial.is_none())
     cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
       nb::gil_scoped_acquire gil;
@@ -253,13 +175,20 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
     }
     return out.interrupted || callbackError.has_value();
   };
+  Expected<std::unique_ptr<session::OpenTune>> open = makeError(ErrorCode::Internal, "not opened");
   Expected<search::SessionResult> res = makeError(ErrorCode::Internal, "no session");
   {
     nb::gil_scoped_release nogil;
-    res = search::runTuneSession(problem, *measurer, store.get(), &client, provenanceHere(t), ss, cb);
+    open = session::openTune(std::move(rq));
+    if (open.ok()) res = (*open)->run();
   }
   if (callbackError) throw std::move(*callbackError);
   for (const auto& w : warnings) warn(w);
+  std::unique_ptr<session::OpenTune> tune = unwrap(std::move(open));
+  const search::TuneProblem& problem = tune->problem();
+  cache::RecordStore* store = tune->store();
+  out.emulated = tune->measure().emulated;
+  out.estimated = tune->measure().estimated;
   out.s = unwrap(std::move(res));
   // Speedup over the default: this run's same-run ratio, or for a kernel already tuned the stored
   // winner against the stored measurement of the default config (None when there is none).
@@ -424,7 +353,7 @@ void registerSessions(nb::module_& m) {
                (r.ok() ? " " + std::to_string(r.samples.median_us) + " us" : "") + ">";
       });
 
-  nb::class_<cache::Record>(m, "Record", "A stored tuning record (design.md §6).")
+  nb::class_<cache::Record>(m, "Record", "A stored tuning record (ARCHITECTURE.md §2.9).")
       .def_prop_ro("key", [](const cache::Record& r) {
         nb::dict d;
         d["family"] = r.key.family; d["workload"] = r.key.workload; d["shape"] = r.key.shape; d["dtype"] = r.key.dtype;

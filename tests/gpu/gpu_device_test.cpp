@@ -11,7 +11,7 @@
 #include "gpu_check.h"
 #include "ir/builders.h"
 #include "ir/reference.h"
-#include "search/device_measurer.h"
+#include "measure/device_measurer.h"
 #include "search/tune_session.h"
 
 using namespace tessera;

@@ -10,7 +10,7 @@
 #include <csignal>
 
 #include "ir/builders.h"
-#include "search/device_measurer.h"
+#include "measure/device_measurer.h"
 #include "search/space.h"
 
 using namespace tessera;

@@ -9,8 +9,8 @@
 #include "ir/builders.h"
 #include "ir/reference.h"
 #include "codegen/codegen.h"
-#include "search/isolation.h"
-#include "search/protocol_measurer.h"
+#include "measure/isolation.h"
+#include "measure/protocol_measurer.h"
 #include "targets/kernel_io.h"
 
 using namespace tessera;

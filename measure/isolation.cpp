@@ -1,5 +1,5 @@
 // Owns fork/timeout isolation of one candidate and the child's report page.
-#include "search/isolation.h"
+#include "measure/isolation.h"
 
 #include <signal.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-// Owns the measurement protocol shared by every executing backend (design.md §5, §10): candidates
+// Owns the measurement protocol shared by every executing backend (ARCHITECTURE.md §2.7): candidates
 // compiled in a thread pool; each run in a forked child with a watchdog (isolation.h); seeded
 // inputs and outputs poisoned before every run (KernelIO); the outputs checked against the
 // reference before the time counts; statistics (n, median, p20, p80) and throughput; the
@@ -12,7 +12,7 @@
 
 #include "ir/ir.h"
 #include "ir/reference.h"
-#include "search/measurer.h"
+#include "measure/measurer.h"
 #include "support/status.h"
 #include "targets/host_runner.h"
 #include "targets/kernel_io.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "search/trial.h"
+#include "measure/trial.h"
 #include "support/status.h"
 #include "targets/host_runner.h"
 

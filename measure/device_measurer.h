@@ -15,7 +15,7 @@
 
 #include "codegen/gpu_runner.h"
 #include "ir/ir.h"
-#include "search/protocol_measurer.h"
+#include "measure/protocol_measurer.h"
 #include "targets/target_desc.h"
 
 namespace tessera::search {

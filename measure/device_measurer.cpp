@@ -1,5 +1,5 @@
 // Owns the device backend of the measurement protocol and the probe of the attached device.
-#include "search/device_measurer.h"
+#include "measure/device_measurer.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "codegen/gpu.h"
 #include "codegen/gpu_backend.h"
 #include "codegen/gpu_emu.h"
-#include "search/isolation.h"
+#include "measure/isolation.h"
 
 namespace tessera::search {
 

@@ -1,12 +1,12 @@
 // Owns the protocol measurer: parallel builds, isolated checked runs, statistics and the
 // interleaved re-measurement, over any ExecutionBackend.
-#include "search/protocol_measurer.h"
+#include "measure/protocol_measurer.h"
 
 #include <chrono>
 #include <future>
 
 #include "ir/families.h"
-#include "search/isolation.h"
+#include "measure/isolation.h"
 #include "support/thread_pool.h"
 
 namespace tessera::search {

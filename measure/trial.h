@@ -11,7 +11,7 @@
 
 namespace tessera::search {
 
-// Candidate outcomes; names are the record statuses of design.md §6.
+// Candidate outcomes; names are the record statuses of ARCHITECTURE.md §2.9.
 enum class TrialStatus { Ok, InvalidConfig, CompileError, Timeout, Crash, WrongResult };
 const char* trialStatusName(TrialStatus s);
 TrialStatus trialStatusFromError(ErrorCode c);
@@ -30,7 +30,7 @@ struct TrialResult {
   // An emulated device's time (a CPU running the GPU kernel's emulated form): labelled, never
   // stored as a device measurement.
   bool emulated = false;
-  // A prediction of the analytic model (design.md §10), not a measurement: `samples` hold the
+  // A prediction of the analytic model (ARCHITECTURE.md §2.7), not a measurement: `samples` hold the
   // predicted time; stored with status `estimated`, the model's name and the bound it predicts.
   bool estimated = false;
   std::string estimator, bound;

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "search/trial.h"
+#include "measure/trial.h"
 
 namespace tessera::search {
 

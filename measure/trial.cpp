@@ -1,5 +1,5 @@
 // Owns the names of trial statuses and the mapping from library error categories to them.
-#include "search/trial.h"
+#include "measure/trial.h"
 
 namespace tessera::search {
 

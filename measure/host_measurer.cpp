@@ -2,7 +2,7 @@
 // CPU in the build pool; in the measuring child, the raw entry point called once on the
 // protocol's buffers (the checked run, also the warm-up), then timed with the wall clock.
 #include "codegen/codegen.h"
-#include "search/protocol_measurer.h"
+#include "measure/protocol_measurer.h"
 
 namespace tessera::search {
 

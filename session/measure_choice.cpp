@@ -1,0 +1,162 @@
+// Owns the choice of where a tune's candidates are measured (host, device, emulated device,
+// analytic model, workers), the access check of the shared cache, and the front ends' dialect of
+// option names in the messages about them.
+#include <cstdio>
+
+#include "cache_service/endpoints.h"
+#include "costmodel/gpu_model.h"
+#include "measure/device_measurer.h"
+#include "search/estimate.h"
+#include "search/remote_measurer.h"
+#include "session/tune_request.h"
+#include "support/strings.h"
+#include "targets/gpu_skus.h"
+
+namespace tessera::session {
+
+namespace {
+
+Error bad(const std::string& m) { return makeError(ErrorCode::InvalidArgument, m); }
+
+}  // namespace
+
+std::string Dialect::option(std::string_view name) const {
+  if (kind == Kind::Cli) return "--" + std::string(name);
+  std::string s(name);
+  for (char& c : s)
+    if (c == '-') c = '_';
+  return s;
+}
+
+std::string Dialect::given(std::string_view name, std::string_view value, bool text) const {
+  if (kind == Kind::Cli) return option(name) + (value.empty() ? "" : " " + std::string(value));
+  if (value.empty()) return option(name) + "=True";
+  return option(name) + "=" + (text ? "\"" + std::string(value) + "\"" : std::string(value));
+}
+
+Status checkCacheAccess(cache::CacheClient& c, const std::string& need, const std::string& what,
+                        const std::function<void(const std::string&)>& onWarning) {
+  Status s = c.checkAccess(need, what);
+  if (s.ok() || s.error().code == ErrorCode::PermissionDenied) return s;
+  if (onWarning) onWarning("tessera cache " + c.options().base_url + ": " + s.error().message + "; continuing without it");
+  return {};
+}
+
+Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t, const std::string& device, bool estimate,
+                                       const search::MeasureSettings& ms, const Dialect& dl) {
+  MeasureChoice c;
+  if (estimate) {
+    if (!t.isGpu()) return bad(dl.option("estimate") + " predicts GPU targets; the host is measured (drop " + dl.given("estimate") + ")");
+    if (!device.empty()) return bad(dl.option("estimate") + " runs nothing: drop " + dl.option("device"));
+    c.estimated = true;
+    c.where = std::string("the analytic model ") + costmodel::kGpuModelName + " (nothing runs)";
+    c.measurer = search::makeEstimateMeasurer(k, t);
+    return c;
+  }
+  if (!t.isGpu()) {
+    if (!device.empty()) return bad(dl.option("device") + " applies to GPU targets (the host measures on this CPU)");
+    c.measurer = search::makeHostMeasurer(k, t, ms);
+    c.where = "host";
+    return c;
+  }
+  search::DeviceSettings d;
+  if (device == "emulated" || device == "emulated-pre") {
+    d.emulated = true;
+    d.emulatePre = device == "emulated-pre";
+    c.emulated = true;
+    c.where = "emulated " + t.name + (d.emulatePre ? " (the pre-mapping IR on this CPU)" : " (the mapped kernel on this CPU)");
+    c.measurer = search::makeDeviceMeasurer(k, t, d, ms);
+    return c;
+  }
+  if (!device.empty()) {
+    auto idx = parseInt(device);
+    if (!idx || *idx < 0)
+      return bad(dl.option("device") + " takes a device index (0, 1, ...), 'emulated' (the mapped kernel on this CPU) or "
+                 "'emulated-pre', got '" + device + "'");
+    d.device = int(*idx);
+  }
+  auto attached = search::probeDevice(t, d.device);
+  if (!attached.ok()) {
+    if (attached.error().code == ErrorCode::InvalidArgument) return attached.takeError();
+    return makeError(ErrorCode::Unsupported, "no " + t.name + " device here (" + attached.error().message + "): " +
+                                                 dl.given("estimate") + " ranks " + t.name +
+                                                 "'s space with the analytic model; " + dl.given("device", "emulated", true) +
+                                                 " runs the tuning loop on this CPU");
+  }
+  c.where = attached->name + " (" + attached->arch + ")";
+  // The device's own row of the GPU table, when its name is there (the key's SMs are the device's).
+  TargetDesc measured = t;
+  if (auto sku = gpuForDeviceName(attached->name); sku && (sku->arch == t.arch || sku->arch + "a" == t.arch)) {
+    auto own = targetOfGpu(sku->name, t);
+    if (own.ok()) measured = *own;
+  } else {
+    std::fprintf(stderr,
+                 "tessera: warning: the attached %s is not in the GPU table: its key and peaks are %s's default product's "
+                 "(%s, %d units); add it with --gpu-facts (docs/gpus.md)\n",
+                 attached->name.c_str(), t.name.c_str(), t.model.c_str(), t.units);
+    measured.model = attached->name;
+  }
+  c.device = measured;
+  c.measurer = search::makeDeviceMeasurer(k, measured, d, ms);
+  return c;
+}
+
+Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const cache::CacheClientOptions& co, int threads,
+                                      double wait_s, const search::MeasureSettings& ms,
+                                      const std::function<void(const std::string&)>& onWarning, const Dialect& dl) {
+  auto urls = cache::splitServiceUrls(co.base_url);
+  if (urls.empty())
+    return bad(dl.given("workers") + " measures through the shared service: pass " +
+               (dl.kind == Dialect::Kind::Cli ? "--cache URL[,URL...]" : "cache=URL") + " or set TESSERA_CACHE_URL");
+  if (!(wait_s > 0)) return bad(dl.option("worker-wait") + " must be more than 0 seconds");
+  search::RemoteSettings rs;
+  // Patience with an unreachable service is the same as with an absent worker.
+  rs.service = {urls, co.token, co.ca_cert, 10, wait_s};
+  rs.measure = ms;
+  rs.noWorkerTimeoutSec = wait_s;
+  if (!t.isGpu() && threads != kAllCores) rs.hostThreads = threads;
+  rs.onWarning = onWarning;
+  auto w = search::chooseWorkerTarget(t, rs);
+  if (!w.ok() && w.error().code == ErrorCode::NotFound) return makeError(ErrorCode::Unavailable, w.error().message);
+  if (!w.ok()) return w.takeError();
+  t = w->target;
+  MeasureChoice c;
+  c.where = std::to_string(w->workers) + " live worker" + (w->workers == 1 ? "" : "s") + " of " + t.keyString() + " (" +
+            w->model + ")";
+  c.measurer = search::makeRemoteMeasurer(k, *w, rs);
+  // The spot check: this machine re-measures the workers' winner when its hardware is theirs.
+  const TargetDesc& here = hostTarget();
+  std::optional<search::DeviceSettings> device;
+  if (t.isGpu()) {
+    if (search::probeDevice(t, 0).ok()) device = search::DeviceSettings{};
+    else c.whyNotHere = "no " + t.name + " device here";
+  } else if (here.model != t.model || here.arch != t.arch || here.units < t.units) {
+    c.whyNotHere = "this machine (" + here.model + ", " + here.arch + ", " + std::to_string(here.units) +
+                   " cores) is not the workers' hardware";
+  }
+  if (c.whyNotHere.empty()) {
+    const TargetDesc target = t;
+    c.measureHere = [&k, target, device, ms](const std::vector<ir::Config>& configs)
+        -> std::optional<std::vector<search::TrialResult>> {
+      auto m = device ? search::makeDeviceMeasurer(k, target, *device, ms) : search::makeHostMeasurer(k, target, ms);
+      return configs.size() == 1 ? m->measure(configs) : m->remeasure(configs, 3);
+    };
+  }
+  const cache::JobClientOptions service = rs.service;
+  c.reportSpotCheck = [service](const search::TrialResult& claimed, const cache::Record& mine) -> std::string {
+    const double ratio = claimed.samples.median_us > 0 ? mine.median_us / claimed.samples.median_us : 0;
+    char head[160];
+    std::snprintf(head, sizeof head, "the workers' winner re-measured here: %.4g us, %.2fx the %.4g us worker %s claimed",
+                  mine.median_us, ratio, claimed.samples.median_us, claimed.origin->workerId.c_str());
+    if (claimed.origin->jobId.empty()) return head;
+    cache::JobClient client(service);
+    auto v = client.check(claimed.origin->jobId, claimed.origin->item, mine);
+    if (!v.ok()) return std::string(head) + " (the service could not be told: " + v.error().message + ")";
+    if (!v->quarantined) return std::string(head) + (v->agrees ? ": agrees" : ": contradicted");
+    return std::string(head) + ": contradicted; the service quarantined worker " + v->worker + " and " +
+           std::to_string(v->quarantined_records) + " of its records";
+  };
+  return c;
+}
+
+}  // namespace tessera::session
