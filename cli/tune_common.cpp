@@ -1,6 +1,8 @@
 // Owns the CLI's shared tuning plumbing: provenance, cache client options, measurer choice.
 #include "cli/tune_common.h"
 
+#include "search/measure_helper.h"
+
 #include <pwd.h>
 #include <unistd.h>
 
@@ -105,6 +107,8 @@ Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t,
     c.measurer = search::makeEstimateMeasurer(k, t);
     return c;
   }
+  // Every measured candidate runs in the measuring helper: without it nothing can be measured.
+  if (auto helper = search::findMeasureHelper(ms.helperPath); !helper.ok()) return helper.takeError();
   if (!t.isGpu()) {
     if (!device.empty()) return bad("--device applies to GPU targets (the host measures on this CPU)");
     c.measurer = search::makeHostMeasurer(k, t, ms);

@@ -2,6 +2,7 @@
 // CPU in the build pool; in the measuring child, the raw entry point called once on the
 // protocol's buffers (the checked run, also the warm-up), then timed with the wall clock.
 #include "codegen/codegen.h"
+#include "search/measure_helper.h"
 #include "search/protocol_measurer.h"
 
 namespace tessera::search {
@@ -57,6 +58,7 @@ std::unique_ptr<ExecutionBackend> makeHostBackend(const ir::Kernel& k, const Tar
 }
 
 std::unique_ptr<Measurer> makeHostMeasurer(const ir::Kernel& k, const TargetDesc& t, const MeasureSettings& s) {
+  if (s.isolation == Isolation::Helper) return makeHelperMeasurer(k, t, HelperBackend{}, s);
   return makeProtocolMeasurer(k, t, makeHostBackend(k, t), s);
 }
 

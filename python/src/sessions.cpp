@@ -21,6 +21,7 @@
 #include "costmodel/gpu_model.h"
 #include "search/compare.h"
 #include "search/device_measurer.h"
+#include "search/measure_helper.h"
 #include "search/estimate.h"
 #include "search/protocol_measurer.h"
 #include "search/records.h"
@@ -168,6 +169,8 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
     measurer = search::makeEstimateMeasurer(k.kernel, t);
   } else if (!t.isGpu()) {
     if (!device.empty()) bad("device applies to GPU targets (the host measures on this CPU)");
+    // Candidates run in the measuring helper installed next to this extension.
+    unwrap(search::findMeasureHelper());
     measurer = search::makeHostMeasurer(k.kernel, t, ms);
   } else {
     search::DeviceSettings d;
