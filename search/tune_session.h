@@ -37,6 +37,9 @@ namespace tessera::search {
 // start).
 struct TuneProblem {
   cache::HardKey key;
+  // The kernel's canonical text (cache_service/kernel_text.h): filed in the store's kernel table
+  // under key.workload, so that the store's winners can be compiled again (bundle --all-winners).
+  std::string kernelText;
   ir::Space space;
   TargetDesc target;
   std::function<std::unique_ptr<costmodel::FeatureExtractor>(const cache::HardKey&)> features;
