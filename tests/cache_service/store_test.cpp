@@ -489,7 +489,7 @@ TEST(SqliteStore, PersistsAndMarksTheFile) {
 }
 
 // What version 6 (the trust of measurements) added outside the job tables, undone to make an
-// older file.
+// older file (version 7's kernel table is dropped with it).
 constexpr const char* kUndoV6[] = {"DROP INDEX records_by_key_config", "ALTER TABLE records DROP COLUMN trust",
                                    "ALTER TABLE keys DROP COLUMN winner_rank"};
 
@@ -509,7 +509,7 @@ TEST(SqliteStore, MigratesAVersion1File) {
                           "ALTER TABLE records DROP COLUMN quarantined",
                           "ALTER TABLE records DROP COLUMN estimator", "ALTER TABLE records DROP COLUMN bound",
                           "ALTER TABLE records DROP COLUMN remeasured", "ALTER TABLE keys DROP COLUMN winner_remeasured",
-                          "PRAGMA user_version=1"})
+                          "DROP TABLE kernel_texts", "PRAGMA user_version=1"})
       EXPECT_EQ(sqlite3_exec(db, q, nullptr, nullptr, nullptr), SQLITE_OK) << q << ": " << sqlite3_errmsg(db);
     sqlite3_close(db);
   }
@@ -542,7 +542,7 @@ TEST(SqliteStore, MigratesAVersion3File) {
                           "DROP INDEX records_by_writer", "DROP INDEX records_by_received",
                           "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
                           "ALTER TABLE records DROP COLUMN quarantined", "UPDATE records SET stale = 1",
-                          "PRAGMA user_version=3"})
+                          "DROP TABLE kernel_texts", "PRAGMA user_version=3"})
       EXPECT_EQ(sqlite3_exec(db, q, nullptr, nullptr, nullptr), SQLITE_OK) << q << ": " << sqlite3_errmsg(db);
     sqlite3_close(db);
   }
@@ -584,7 +584,7 @@ TEST(SqliteStore, MigratesAVersion4File) {
           "CREATE TABLE tokens_v4(name TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, scope TEXT NOT NULL CHECK"
           " (scope IN ('read','write','admin')), created_at TEXT NOT NULL, revoked_at TEXT)",
           "INSERT INTO tokens_v4 SELECT * FROM tokens", "DROP TABLE tokens", "ALTER TABLE tokens_v4 RENAME TO tokens",
-          "PRAGMA user_version=4"})
+          "DROP TABLE kernel_texts", "PRAGMA user_version=4"})
       EXPECT_EQ(sqlite3_exec(db, q, nullptr, nullptr, nullptr), SQLITE_OK) << q << ": " << sqlite3_errmsg(db);
     sqlite3_close(db);
   }
