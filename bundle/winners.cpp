@@ -1,9 +1,11 @@
 // Owns rebuilding kernels from a store's winners (see winners.h).
 #include "bundle/winners.h"
 
+#include <cctype>
 #include <set>
 
 #include "ir/builders.h"
+#include "ir/text.h"
 #include "ir/verifier.h"
 #include "search/tune_session.h"
 
@@ -42,6 +44,22 @@ std::vector<ir::Kernel> guesses(const cache::HardKey& key) {
   return out;
 }
 
+// The kernel from the store's kernel table (cache_service/kernel_text.h): parsed within the
+// parser's limits, verified, and hashed again, so that only the kernel the key names comes back.
+// Any family: fused elementwise chains and GEMMs with epilogues included.
+std::optional<ir::Kernel> fromKernelTable(cache::RecordStore& store, const cache::Record& r) {
+  auto text = store.kernelText(r.key.workload);
+  if (!text.ok() || !*text) return std::nullopt;
+  auto k = ir::parseKernel(**text);
+  if (!k.ok() || !ir::verify(*k).ok() || ir::workloadHash(*k) != r.key.workload) return std::nullopt;
+  // The stored text is anonymized (the hash's form): a name from the key, for the bundle's files.
+  std::string shape = cache::formatShape(r.key.shape);
+  k->name = r.key.family + "_" + shape + "_" + r.key.dtype + "_" + r.key.workload.substr(0, 8);
+  for (char& c : k->name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  return std::move(*k);
+}
+
 }  // namespace
 
 Expected<WinnerKernels> kernelsFromWinners(cache::RecordStore& store, const std::vector<TargetDesc>& targets) {
@@ -55,6 +73,13 @@ Expected<WinnerKernels> kernelsFromWinners(cache::RecordStore& store, const std:
     for (const cache::Record& r : winners) {
       if (!seen.insert(r.key.workload).second) continue;
       bool rebuilt = false;
+      if (auto k = fromKernelTable(store, r)) {
+        KernelRequest req{std::move(*k), "store winner " + r.key_id.substr(0, 12)};
+        // A host key tuned on fewer threads than the target's cores is bundled as tuned.
+        if (!t.isGpu() && r.key.units < t.units) req.threads = int(r.key.units);
+        out.kernels.push_back(std::move(req));
+        continue;
+      }
       for (auto& k : guesses(r.key)) {
         if (ir::workloadHash(k) != r.key.workload) continue;
         out.kernels.push_back({std::move(k), "store winner " + r.key_id.substr(0, 12)});

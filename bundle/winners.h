@@ -1,8 +1,9 @@
-// Owns "every winner for some targets": the kernels behind a store's winners, rebuilt from their
-// hard keys. A key names the family, shape, dtype and layout, not the whole kernel: plain GEMMs
-// (batch, transposes) and attention (causal or not, default scale) are rebuilt and kept only when
-// the rebuilt kernel's workload hash equals the key's; the others (elementwise chains, epilogues,
-// alpha/beta) are reported, to be listed by spec or IR file instead.
+// Owns "every winner for some targets": the kernels behind a store's winners, rebuilt from the
+// store's kernel table (cache_service/kernel_text.h: the kernel's canonical text, whatever its
+// family, fused elementwise chains and GEMM epilogues included), kept only when the parsed kernel's
+// workload hash equals the key's. Stores written before the table existed have no text: plain
+// GEMMs (batch, transposes) and attention (causal or not, default scale) are then rebuilt from
+// their hard keys; the others are reported, to be listed by spec or IR file instead.
 #pragma once
 
 #include <string>

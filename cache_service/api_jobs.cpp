@@ -136,7 +136,7 @@ ApiResponse routeWorkersRegister(RouteContext& c, const ApiRequest& r, const Rou
   if (!body.ok()) return problem(400, "malformed-json", "Malformed JSON", body.error().message);
   const json& j = *body;
   if (auto bad = onlyFields(j, {"id", "target", "arch", "units", "model", "device", "host", "tessera_version",
-                                "llvm_version", "toolkit_version", "driver_version", "slots"}))
+                                "llvm_version", "toolkit_version", "driver_version", "runtime_version", "slots"}))
     return *bad;
   WorkerInfo w;
   w.token = c.token_name;
@@ -147,7 +147,7 @@ ApiResponse routeWorkersRegister(RouteContext& c, const ApiRequest& r, const Rou
   for (auto [name, field] : {std::pair<const char*, std::string*>{"model", &w.model}, {"device", &w.device},
                              {"host", &w.host}, {"tessera_version", &w.tessera_version},
                              {"llvm_version", &w.llvm_version}, {"toolkit_version", &w.toolkit_version},
-                             {"driver_version", &w.driver_version}})
+                             {"driver_version", &w.driver_version}, {"runtime_version", &w.runtime_version}})
     if (auto bad = text(j, name, *field, false, 256, false)) return *bad;
   if (auto bad = integer(j, "slots", w.slots, false, 1, kMaxLeaseItems)) return *bad;
   if (Status s = q->registerWorker(w, c.opts.queue); !s.ok()) return queueError(s.error(), "worker");

@@ -347,6 +347,10 @@ ApiResponse routeRecordsPost(RouteContext& c, const ApiRequest& r, const RouteMa
   }
   auto results = c.store.put(records, servicePut(c));
   if (!results.ok()) return storageProblem(results.error());
+  // The kernels' texts (checked against their keys by recordFromJson) into the kernel table.
+  for (const Record& rec : records)
+    if (!rec.kernel_ir.empty())
+      if (Status s = c.store.putKernelText(rec.key.workload, rec.kernel_ir); !s.ok()) return storageProblem(s.error());
   countWrites(c.metrics, *results);
   json out = json::array();
   int counts[3] = {0, 0, 0};

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "cache_service/endpoints.h"
 #include "cache_service/http.h"
@@ -381,6 +382,11 @@ OutboxReport pushOutbox(RecordStore& local, CacheClient& client, size_t max_reco
       break;
     }
     if (batch->empty()) break;
+    // The kernels' texts go along, once per workload of the batch, so the service can rebuild them.
+    std::set<std::string> texts;
+    for (Record& r : *batch)
+      if (texts.insert(r.key.workload).second)
+        if (auto text = local.kernelText(r.key.workload); text.ok() && *text) r.kernel_ir = **text;
     PushResult res = client.put(*batch);
     std::vector<int64_t> done;
     if (res.ok) {

@@ -117,6 +117,7 @@ Expected<WorkerGrant> JobClient::registerWorker(const WorkerInfo& w) {
                {"llvm_version", w.llvm_version},
                {"toolkit_version", w.toolkit_version},
                {"driver_version", w.driver_version},
+               {"runtime_version", w.runtime_version},
                {"slots", w.slots}};
   TESSERA_ASSIGN(Answer a, call("POST", "/v1/workers", dumpJson(body)));
   if (a.status != 200) return refusal("register", a);

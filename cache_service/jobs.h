@@ -34,6 +34,8 @@ struct WorkerInfo {
   std::string model;   // CPU model or device name: what a job may require
   std::string device;  // device index ("" on the host)
   std::string host, tessera_version, llvm_version, toolkit_version, driver_version;
+  // What runs the kernels besides the driver: the OS kernel and C library ("Linux 6.1.0, glibc 2.36").
+  std::string runtime_version;
   int64_t slots = 1;  // items it leases at once at most
   // Read back only: the store's clock in seconds since the epoch, liveness against the policy.
   double registered_at = 0, last_seen = 0;

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "cache_service/kernel_text.h"
 #include "cache_service/store.h"
 
 namespace tessera::cache {
@@ -259,8 +260,22 @@ class MemoryStore final : public RecordStore {
     return makeError(ErrorCode::Unsupported, "the in-memory store has no backup");
   }
   Status ping() override { return {}; }
+  Status putKernelText(const std::string& workload, const std::string& text) override {
+    TESSERA_TRY(checkKernelText(workload, text));
+    std::lock_guard<std::mutex> g(textsMu_);
+    texts_.emplace(workload, text);
+    return {};
+  }
+  Expected<std::optional<std::string>> kernelText(const std::string& workload) override {
+    std::lock_guard<std::mutex> g(textsMu_);
+    auto it = texts_.find(workload);
+    if (it == texts_.end()) return std::optional<std::string>();
+    return std::optional<std::string>(it->second);
+  }
 
  private:
+  std::mutex textsMu_;
+  std::map<std::string, std::string> texts_;  // the kernel table (kernel_text.h)
   struct KeyState {
     int64_t winner = 0;
     bool had_winner = false;  // "inserted" is the first winner a key ever has (until it has none again)

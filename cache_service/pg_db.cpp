@@ -253,7 +253,12 @@ ALTER TABLE job_items ADD COLUMN lost_tokens TEXT NOT NULL DEFAULT '';
 ALTER TABLE job_items ADD COLUMN refused_by TEXT NOT NULL DEFAULT '';
 )sql";
 
-constexpr const char* kPgMigrations[] = {kPgMigrationV1, kPgMigrationV2};
+// v3: the kernel table (kernel_text.h), as SQLite's v7.
+constexpr const char* kPgMigrationV3 = R"sql(
+CREATE TABLE kernel_texts (workload TEXT PRIMARY KEY, ir TEXT NOT NULL);
+)sql";
+
+constexpr const char* kPgMigrations[] = {kPgMigrationV1, kPgMigrationV2, kPgMigrationV3};
 static_assert(std::size(kPgMigrations) == kPgSchemaVersion);
 
 }  // namespace

@@ -30,7 +30,7 @@ namespace tessera::cache::pg {
 inline constexpr int64_t kSchemaLock = 0x5453535200000001LL;
 inline constexpr int64_t kRecordWriteLock = 0x5453535200000002LL;
 
-inline constexpr int kPgSchemaVersion = 2;
+inline constexpr int kPgSchemaVersion = 3;
 
 // One pooled connection and the statements prepared on it.
 struct Conn {
@@ -108,6 +108,8 @@ class PgStore final : public RecordStore, public JobQueue {
   Expected<StoreStats> stats() override;
   Status backup(const std::string& dest_path) override;
   Status ping() override;
+  Status putKernelText(const std::string& workload, const std::string& text) override;  // pg_kernel_texts.cpp
+  Expected<std::optional<std::string>> kernelText(const std::string& workload) override;
   JobQueue* jobs() override { return this; }
 
   // --- the job queue (pg_jobs.cpp): leases take items with FOR UPDATE SKIP LOCKED ---

@@ -75,6 +75,9 @@ struct Record {
   // the same key and config agrees with it (confirmed), or contradicts it (refuted); vouched when
   // an admin pinned it or the store's own machine measured it. The store's to decide.
   Trust trust = Trust::Claim;
+  // Sent with the record, kept apart from it: the canonical IR text of the key's kernel
+  // (kernel_text.h), which a store files in its kernel table under key.workload. Empty: not sent.
+  std::string kernel_ir;
 };
 
 // Canonical text of a hard key and its SHA-256 (the key_id). Stable across versions: changing

@@ -1,6 +1,7 @@
 // Owns the record's JSON wire form and its field-by-field validation. This decoder faces the
 // network and is the libFuzzer target, so it never throws and refuses anything it does not know.
 #include "cache_service/record_json.h"
+#include "cache_service/kernel_text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -172,6 +173,7 @@ json recordToJson(const Record& r) {
   if (r.quarantined) j["quarantined"] = true;
   // A stored record says whose word it stands on (trust.h); a record built in code has no store yet.
   if (r.id) j["trust"] = trustName(r.trust);
+  if (!r.kernel_ir.empty()) j["kernel_ir"] = r.kernel_ir;
   return j;
 }
 
@@ -271,7 +273,7 @@ Status validateRecord(const Record& r, const std::string& path) {
 Expected<Record> recordFromJson(const json& j, const std::string& path) {
   TESSERA_TRY(requireObject(j, path,
                             {"id", "key_id", "key", "provenance", "config", "status", "result", "stale", "estimate",
-                             "writer", "received_at", "quarantined", "trust"}));
+                             "writer", "received_at", "quarantined", "trust", "kernel_ir"}));
   Record r;
   // id, stale, writer, received_at, quarantined and trust belong to the store that produced the record:
   // read back for the caller's information (so exports re-import and clients see them); stores
@@ -360,6 +362,11 @@ Expected<Record> recordFromJson(const json& j, const std::string& path) {
     TESSERA_TRY(getString(*est, "bound", ep, r.bound, true));
   }
   TESSERA_TRY(validateRecord(r, path));
+  // The kernel's text travels with its record and is checked against the key it claims to be.
+  TESSERA_TRY(getString(j, "kernel_ir", path, r.kernel_ir, false));
+  if (j.contains("kernel_ir")) {
+    if (Status s = checkKernelText(r.key.workload, r.kernel_ir); !s.ok()) return bad(join(path, "kernel_ir"), s.error().message);
+  }
   r.key_id = keyIdOf(r.key);
   if (auto it = j.find("key_id"); it != j.end()) {
     if (!it->is_string()) return bad(join(path, "key_id"), "expected a string");

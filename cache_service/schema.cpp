@@ -163,8 +163,14 @@ ALTER TABLE job_items ADD COLUMN lost_tokens TEXT NOT NULL DEFAULT '';
 ALTER TABLE job_items ADD COLUMN refused_by TEXT NOT NULL DEFAULT '';
 )sql";
 
+// v7: the kernel table (kernel_text.h): every kernel's canonical IR text under its workload hash,
+// so that any winner can be compiled again from the store.
+constexpr const char* kMigrationV7 = R"sql(
+CREATE TABLE kernel_texts (workload TEXT PRIMARY KEY, ir TEXT NOT NULL);
+)sql";
+
 constexpr const char* kMigrations[] = {kMigrationV1, kMigrationV2, kMigrationV3, kMigrationV4, kMigrationV5,
-                                       kMigrationV6};
+                                       kMigrationV6, kMigrationV7};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

@@ -52,6 +52,8 @@ class SqliteStore final : public RecordStore, public JobQueue {
   Status backup(const std::string& dest_path) override;
   Status ping() override;
   Expected<bool> refreshIfChangedExternally() override;
+  Status putKernelText(const std::string& workload, const std::string& text) override;  // sqlite_kernel_texts.cpp
+  Expected<std::optional<std::string>> kernelText(const std::string& workload) override;
   JobQueue* jobs() override { return this; }
 
   // --- the job queue (sqlite_jobs.cpp): writes go through the group commit (BEGIN IMMEDIATE) ---

@@ -147,6 +147,12 @@ class RecordStore {
                                                const PutOptions& opts = {}) = 0;
   Expected<PutResult> putOne(const Record& r, const PutOptions& opts = {});
 
+  // The kernel table (kernel_text.h): the canonical IR text of the kernel behind `workload`,
+  // checked against it (checkKernelText) and kept once; storing it again is a no-op.
+  virtual Status putKernelText(const std::string& workload, const std::string& text) = 0;
+  // The text, or nullopt when the store has none for `workload`.
+  virtual Expected<std::optional<std::string>> kernelText(const std::string& workload) = 0;
+
   // The winner of a key, or nullptr when the key has no ok record.
   virtual Expected<ServedRecordPtr> best(std::string_view key_id) = 0;
   // The best ok, unquarantined record of a key whose provenance equals the non-empty toolchain

@@ -134,7 +134,7 @@ void bundleCommand(const BundleFlags& f) {
     if (!w.ok()) failWith(w.error());
     for (auto& k : w->kernels) kernels.push_back(std::move(k));
     for (const auto& n : w->notRebuilt)
-      std::fprintf(stderr, "tessera: warning: winner %s cannot be rebuilt from its key; list it with --kernels or --ir\n",
+      std::fprintf(stderr, "tessera: warning: winner %s cannot be rebuilt (the store has no text of its kernel); list it with --kernels or --ir\n",
                    n.c_str());
     if (kernels.empty()) fail("no winner of the store could be rebuilt for these targets", kExitNotFound);
   }
@@ -192,7 +192,7 @@ void addBundleCommand(CLI::App& app) {
   addGpuFlags(b, &f->gpu, true);
   b->add_option("--kernels", f->specFiles, "file with one kernel per line, e.g. 'gemm --m 1024 --n 1024 --k 1024'");
   b->add_option("--ir", f->irFiles, "kernel files in the IR text form");
-  b->add_flag("--all-winners", f->allWinners, "every winner of the store for the targets (plain GEMM and attention keys)");
+  b->add_flag("--all-winners", f->allWinners, "every winner of the store for the targets");
   b->add_option("--db", f->db, "local SQLite store the winners come from")->capture_default_str();
   addCacheFlags(b, &f->cache);
   addThreadsOption(b, &f->threads);

@@ -1,6 +1,9 @@
 // Owns `tessera worker` (measure candidates for the shared service on this machine until
 // SIGINT/SIGTERM) and `tessera workers` (list the live workers). The service URLs and the token
 // come from --cache/TESSERA_CACHE_URL and TESSERA_TOKEN (a token of scope worker), read here.
+#include <gnu/libc-version.h>
+#include <sys/utsname.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +56,13 @@ std::string cudaToolkitVersion() {
   return at == std::string::npos || end == std::string::npos ? "" : s.substr(at + 1, end - at - 1);
 }
 
+// What runs a worker's kernels besides a GPU driver: the OS kernel and the C library.
+std::string hostRuntimeVersion() {
+  struct utsname u {};
+  std::string out = uname(&u) == 0 ? std::string(u.sysname) + " " + u.release : "unknown OS";
+  return out + ", glibc " + gnu_get_libc_version();
+}
+
 void workerCommand(const WorkerFlags& f) {
   cache::JobClientOptions service = jobClientOptions(f.cache, 30, f.patience);
   if (service.urls.empty()) fail("no service URL: pass --cache URL[,URL...] or set TESSERA_CACHE_URL", kExitBadInput);
@@ -94,11 +104,14 @@ void workerCommand(const WorkerFlags& f) {
     s.model = attached->name;
     s.deviceLabel = std::to_string(s.device.device);
     s.toolkitVersion = cudaToolkitVersion();
+    s.driverVersion = attached->driverVersion;
     in.cudaVersion = s.toolkitVersion;
   } else {
     if (!f.device.empty()) fail("--device applies to GPU targets (a host worker measures on this CPU)", kExitBadInput);
     s.model = t->model;
+    s.driverVersion = "none";  // the host's kernels run on no driver: the runtime says what runs them
   }
+  s.runtimeVersion = hostRuntimeVersion();
   s.provenance = search::provenanceFor(*t, in);
   if (s.gpu) s.provenance.cpu_model = s.model;  // what the record was measured on
   s.shouldStop = [] { return gStop != 0; };
@@ -129,7 +142,8 @@ void workersCommand(const CacheFlags& cacheFlags, const std::string& target, boo
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& w : *ws)
       arr.push_back({{"id", w.id}, {"token", w.token}, {"target", w.target}, {"arch", w.arch}, {"units", w.units},
-                     {"model", w.model}, {"device", w.device}, {"host", w.host}, {"live", w.live}, {"leased", w.leased},
+                     {"model", w.model}, {"device", w.device}, {"host", w.host}, {"driver_version", w.driver_version},
+                     {"toolkit_version", w.toolkit_version}, {"live", w.live}, {"leased", w.leased},
                      {"quarantined", w.quarantined}});
     std::printf("%s\n", arr.dump(2).c_str());
     return;

@@ -1,16 +1,18 @@
 // Owns the device backend of the measurement protocol and the probe of the attached device.
 #include "measure/device_measurer.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "codegen/gpu.h"
 #include "codegen/gpu_backend.h"
 #include "codegen/gpu_emu.h"
 #include "measure/isolation.h"
+#include "measure/measure_helper.h"
 
 namespace tessera::search {
 
@@ -94,32 +96,50 @@ class DeviceBackend : public ExecutionBackend {
   DeviceSettings d_;
 };
 
+// The version of the driver behind t's vendor, asked of the driver library itself (loaded already
+// by openDevice): cuDriverGetVersion / hipDriverGetVersion, and NVIDIA's kernel module where its
+// /proc file says. "none" when no driver answers.
+std::string driverVersion(const TargetDesc& t) {
+  const bool nvidia = t.vendor == Vendor::Nvidia;
+  void* lib = dlopen(nvidia ? "libcuda.so.1" : "libamdhip64.so", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!lib && !nvidia) lib = dlopen("libamdhip64.so.6", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!lib) return "none";
+  using GetVersion = int (*)(int*);
+  auto get = reinterpret_cast<GetVersion>(dlsym(lib, nvidia ? "cuDriverGetVersion" : "hipDriverGetVersion"));
+  int v = 0;
+  if (!get || get(&v) != 0 || v <= 0) return "none";
+  std::string out = nvidia ? "CUDA " + std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10)
+                           : "HIP " + std::to_string(v / 10000000) + "." + std::to_string(v / 100000 % 100);
+  if (nvidia) {
+    std::ifstream in("/proc/driver/nvidia/version");
+    std::string line;
+    std::getline(in, line);
+    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..."
+    auto at = line.find("Kernel Module");
+    if (at != std::string::npos) {
+      std::istringstream words(line.substr(at + 13));
+      std::string module;
+      if (words >> module) out += " (kernel module " + module + ")";
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
+std::string openDeviceReport(const TargetDesc& t, int index) {
+  auto backend = codegen::gpuBackendFor(t);
+  if (!backend.ok()) return "error\n" + backend.error().message;
+  auto api = (*backend)->openDevice(index);
+  return api.ok() ? "ok\n" + api->arch + "\n" + api->name + "\n" + std::to_string(api->l2Bytes) + "\n" + driverVersion(t)
+                  : "error\n" + api.error().message;
+}
+
 Expected<AttachedDevice> probeDevice(const TargetDesc& t, int index) {
-  TESSERA_ASSIGN(const codegen::GpuBackend* backend, codegen::gpuBackendFor(t));
-  int fds[2];
-  if (pipe(fds) != 0) return makeError(ErrorCode::IOError, "pipe failed");
-  std::fflush(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) return makeError(ErrorCode::IOError, "fork failed");
-  if (pid == 0) {
-    close(fds[0]);
-    auto api = backend->openDevice(index);
-    std::string msg = api.ok() ? "ok\n" + api->arch + "\n" + api->name + "\n" + std::to_string(api->l2Bytes)
-                               : "error\n" + api.error().message;
-    ssize_t n = write(fds[1], msg.data(), msg.size());
-    (void)n;
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[1024];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, size_t(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  if (auto backend = codegen::gpuBackendFor(t); !backend.ok()) return backend.takeError();
+  // In a fresh measuring helper (a driver opened here would be unusable in measuring children,
+  // and a forked child of a process that has opened one cannot open it again).
+  TESSERA_ASSIGN(std::string out, probeThroughHelper(t, index, ""));
   std::vector<std::string> lines;
   size_t p = 0;
   while (p <= out.size()) {
@@ -129,11 +149,12 @@ Expected<AttachedDevice> probeDevice(const TargetDesc& t, int index) {
     p = e + 1;
   }
   if (lines.empty() || lines[0] != "ok")
-    return makeError(ErrorCode::Unsupported, lines.size() > 1 ? lines[1] : "the device probe died (" + std::to_string(status) + ")");
+    return makeError(ErrorCode::Unsupported, lines.size() > 1 ? lines[1] : "the device probe gave no answer");
   AttachedDevice d;
   d.arch = lines.size() > 1 ? lines[1] : "";
   d.name = lines.size() > 2 ? lines[2] : "";
   d.l2Bytes = lines.size() > 3 ? std::atoll(lines[3].c_str()) : 0;
+  d.driverVersion = lines.size() > 4 && !lines[4].empty() ? lines[4] : "none";
   codegen::DeviceApi api;
   api.arch = d.arch;
   api.name = d.name;
@@ -147,6 +168,11 @@ std::unique_ptr<ExecutionBackend> makeDeviceBackend(const ir::Kernel& k, const T
 
 std::unique_ptr<Measurer> makeDeviceMeasurer(const ir::Kernel& k, const TargetDesc& t, const DeviceSettings& d,
                                              const MeasureSettings& s) {
+  // A fault-injecting wrapper lives in this process: it cannot cross into the helper.
+  if (s.isolation == Isolation::Helper && !d.wrapDevice)
+    return makeHelperMeasurer(k, t, HelperBackend{.device = true, .deviceIndex = d.device, .emulated = d.emulated,
+                                                  .emulatePre = d.emulatePre},
+                              s);
   return makeProtocolMeasurer(k, t, makeDeviceBackend(k, t, d), s);
 }
 

@@ -32,15 +32,20 @@ struct DeviceSettings {
   std::function<codegen::DeviceApi(codegen::DeviceApi, const ir::Config&)> wrapDevice;
 };
 
-// What is attached: found in a short-lived child process (a GPU driver must never be initialized
-// in the tuner, whose measuring children fork from it).
+// What is attached: found by a short-lived measuring helper (measure_helper.h; a GPU driver is
+// never initialized in the process whose measuring children fork from it).
 struct AttachedDevice {
   std::string name, arch;
   int64_t l2Bytes = 0;
+  // The driver's version as it reports it ("CUDA 12.4 (kernel module 550.54.15)", "HIP 6.2"),
+  // "none" when it cannot say.
+  std::string driverVersion;
 };
 // The device `index` of t's vendor. Unsupported when there is none; InvalidArgument, naming both,
 // when its arch is not t's.
 Expected<AttachedDevice> probeDevice(const TargetDesc& t, int index);
+// In the probing helper: opens the device, "ok\narch\nname\nl2Bytes\ndriver" or "error\nwhy".
+std::string openDeviceReport(const TargetDesc& t, int index);
 
 std::unique_ptr<ExecutionBackend> makeDeviceBackend(const ir::Kernel& k, const TargetDesc& t, const DeviceSettings& d);
 std::unique_ptr<Measurer> makeDeviceMeasurer(const ir::Kernel& k, const TargetDesc& t, const DeviceSettings& d,

@@ -3,6 +3,7 @@
 // protocol's buffers (the checked run, also the warm-up), then timed with the wall clock.
 #include "codegen/codegen.h"
 #include "measure/protocol_measurer.h"
+#include "measure/measure_helper.h"
 
 namespace tessera::search {
 
@@ -57,6 +58,7 @@ std::unique_ptr<ExecutionBackend> makeHostBackend(const ir::Kernel& k, const Tar
 }
 
 std::unique_ptr<Measurer> makeHostMeasurer(const ir::Kernel& k, const TargetDesc& t, const MeasureSettings& s) {
+  if (s.isolation == Isolation::Helper) return makeHelperMeasurer(k, t, HelperBackend{}, s);
   return makeProtocolMeasurer(k, t, makeHostBackend(k, t), s);
 }
 

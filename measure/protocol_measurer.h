@@ -41,7 +41,15 @@ class ExecutionBackend {
   virtual bool emulated() const { return false; }
 };
 
+// Where the measuring children are forked from. Helper: from a measuring helper process
+// (measure_helper.h), so that any process can tune, one that has initialised a GPU driver
+// included. Fork: from this process (its children cannot use a GPU driver this process has
+// initialised): the helper's own side, and tests that inject faults into the child in-process.
+enum class Isolation { Helper, Fork };
+
 struct MeasureSettings {
+  Isolation isolation = Isolation::Helper;
+  std::string helperPath;     // the helper executable ("": findMeasureHelper's places)
   int buildThreads = 2;       // parallel compiles (runs are always sequential: clean timings)
   double timeoutSec = 20;     // per candidate, wall clock, child process
   MeasureOptions measure{.minTimeSec = 0.05, .minRuns = 3, .maxRuns = 2000, .warmup = 1, .flushCache = false};
@@ -54,7 +62,7 @@ std::unique_ptr<Measurer> makeProtocolMeasurer(const ir::Kernel& k, const Target
 
 // The host backend: compileHost in the pool, the raw entry point called in the child.
 std::unique_ptr<ExecutionBackend> makeHostBackend(const ir::Kernel& k, const TargetDesc& t);
-// makeProtocolMeasurer with the host backend.
+// makeProtocolMeasurer with the host backend (in the measuring helper unless s.isolation is Fork).
 std::unique_ptr<Measurer> makeHostMeasurer(const ir::Kernel& k, const TargetDesc& t, const MeasureSettings& s);
 
 }  // namespace tessera::search

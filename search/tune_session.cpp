@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "ir/families.h"
+#include "ir/text.h"
 #include "search/estimate.h"
 #include "search/records.h"
 #include "search/space.h"
@@ -34,6 +35,7 @@ Expected<TuneProblem> tuneProblem(const ir::Kernel& k, const TargetDesc& t, cons
     TESSERA_ASSIGN(p.space, restrictSpace(p.space, spaceSpec));
   }
   p.key = hardKeyFor(k, t);
+  p.kernelText = ir::printKernel(k, {.anonymize = true});
   p.target = t;
   ir::Space space = p.space;
   if (t.isGpu()) {
@@ -72,6 +74,9 @@ class Session {
 
   Expected<SessionResult> run(const std::vector<cache::Record>* warmRecords) {
     const auto sessionStart = std::chrono::steady_clock::now();
+    if (store_ && !p_.kernelText.empty())
+      if (Status kept = store_->putKernelText(p_.key.workload, p_.kernelText); !kept.ok())
+        warn("could not keep the kernel's text (its winners cannot be rebuilt from this store): " + kept.error().message);
     if (store_ && client_) warn(cache::pushOutbox(*store_, *client_).warning);
     std::vector<cache::Record> stored;
     if (store_) {

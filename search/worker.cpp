@@ -57,6 +57,7 @@ class Worker {
     info_.llvm_version = s_.provenance.llvm_version;
     info_.toolkit_version = s_.toolkitVersion;
     info_.driver_version = s_.driverVersion;
+    info_.runtime_version = s_.runtimeVersion;
     info_.slots = s_.slots;
     TESSERA_ASSIGN(cache::WorkerGrant grant, client_.registerWorker(info_));
     log("registered as worker " + info_.id + " for " + s_.target.keyString() + " (" + s_.model + ") at " +

@@ -28,7 +28,7 @@ struct WorkerSettings {
   DeviceSettings device;      // GPU: which device (never the emulated one: its times are no device's)
   std::string model;          // what jobs may require: the CPU model, or the device's name
   std::string deviceLabel;    // "" on the host, else the device index
-  std::string toolkitVersion, driverVersion;
+  std::string toolkitVersion, driverVersion, runtimeVersion;
   cache::Provenance provenance;  // this machine's (created_at is set per record)
   int slots = 1;                 // items leased at once (built in parallel, measured one after another)
   int buildThreads = 2;

@@ -6,6 +6,7 @@
 #include "cache_service/endpoints.h"
 #include "costmodel/gpu_model.h"
 #include "measure/device_measurer.h"
+#include "measure/measure_helper.h"
 #include "search/estimate.h"
 #include "search/remote_measurer.h"
 #include "session/tune_request.h"
@@ -53,6 +54,8 @@ Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t,
     c.measurer = search::makeEstimateMeasurer(k, t);
     return c;
   }
+  // Every measured candidate runs in the measuring helper: without it nothing can be measured.
+  if (auto helper = search::findMeasureHelper(ms.helperPath); !helper.ok()) return helper.takeError();
   if (!t.isGpu()) {
     if (!device.empty()) return bad(dl.option("device") + " applies to GPU targets (the host measures on this CPU)");
     c.measurer = search::makeHostMeasurer(k, t, ms);

@@ -16,6 +16,7 @@
 #include "bundle/resolve.h"
 #include "bundle/table.h"
 #include "bundle/winners.h"
+#include "ir/text.h"
 #include "cache_service/store.h"
 #include "ir/builders.h"
 #include "ir/verifier.h"
@@ -179,7 +180,7 @@ TEST(BundleTable, CStringsEscapeEverythingUnusual) {
   EXPECT_EQ(cString(std::string("\0\xff", 2)), "\"\\000\\377\"");
 }
 
-TEST(BundleWinners, PlainGemmAndAttentionAreRebuiltOthersReported) {
+TEST(BundleWinners, EveryWinnerIsRebuiltFromTheKernelTable) {
   auto store = cache::makeMemoryStore();
   const TargetDesc& t = hostTarget();
   ir::GemmSpec g;
@@ -210,6 +211,16 @@ TEST(BundleWinners, PlainGemmAndAttentionAreRebuiltOthersReported) {
   EXPECT_TRUE(hashes.count(ir::workloadHash(gk)));
   EXPECT_TRUE(hashes.count(ir::workloadHash(ak)));
   EXPECT_EQ(w->notRebuilt.size(), 2u);  // the elementwise chain and the GEMM with an epilogue
+  // With the kernels' texts in the store's kernel table (as `tessera tune` keeps them), every
+  // winner comes back, the fused chain and the epilogue included, as the very kernel of its key.
+  for (const ir::Kernel* k : {&ek, &epi})
+    ASSERT_TRUE(store->putKernelText(ir::workloadHash(*k), ir::printKernel(*k, {.anonymize = true})).ok());
+  auto all = kernelsFromWinners(*store, {t});
+  ASSERT_TRUE(all.ok()) << all.error().str();
+  EXPECT_TRUE(all->notRebuilt.empty());
+  std::set<std::string> rebuilt;
+  for (const auto& r : all->kernels) rebuilt.insert(ir::workloadHash(r.kernel));
+  for (const ir::Kernel* k : {&gk, &ak, &ek, &epi}) EXPECT_TRUE(rebuilt.count(ir::workloadHash(*k)));
 }
 
 TEST(BundleWrite, WritesTheFolderAndReplacesOnlyBundles) {

@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cache_service/record_json.h"
 #include "cache_service/schema.h"
+#include "support/hash.h"
 #include "cache_service/tokens.h"
 #include "tests/cache_service/test_util.h"
 
@@ -93,6 +95,34 @@ TEST(Server, AnonymousReadsWhenAllowed) {
   EXPECT_EQ(f.get("/metrics").status, 200);
   expectProblem(f.get("/status", "wrong"), 401, "invalid-token");  // a bad token is still an error
   expectProblem(f.post("/v1/records", encodeRecord(makeRecord({}))), 401, "missing-token");
+}
+
+// A record may carry its kernel's text (kernel_text.h); the service files it in its kernel table
+// only when the text hashes to the key's workload, and refuses the submission otherwise: a 422 with
+// one line, nothing stored (the negative control of what `bundle --all-winners` rebuilds from).
+TEST(Server, KernelTextMustHashToTheKeysWorkload) {
+  ServerFixture f;
+  const std::string text = "kernel _ : elementwise {\n  in t0: f32[4]\n  out t1: f32[4]\n  t1[v0] = t0[v0] + 1\n}\n";
+  Record r = makeRecord({.key = 7, .median_us = 10});
+  r.key.workload = sha256Hex(text);
+  r.key_id = keyIdOf(r.key);
+  json bad = recordToJson(r);
+  bad["kernel_ir"] = text + "  y = 0\n";
+  Reply refused = f.post("/v1/records", bad.dump(), f.write_token);
+  expectProblem(refused, 422, "invalid-records");
+  const std::string detail = json::parse(refused.body).value("detail", "");
+  EXPECT_NE(detail.find("kernel_ir"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("does not hash to the key's workload"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find('\n'), std::string::npos) << detail;
+  EXPECT_EQ(test::queryRows(f.db, "SELECT count(*) FROM records")[0][0], "0");
+  EXPECT_EQ(test::queryRows(f.db, "SELECT count(*) FROM kernel_texts")[0][0], "0");
+  json good = recordToJson(r);
+  good["kernel_ir"] = text;
+  ASSERT_EQ(f.post("/v1/records", good.dump(), f.write_token).status, 200);
+  auto rows = test::queryRows(f.db, "SELECT workload, ir FROM kernel_texts");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0], r.key.workload);
+  EXPECT_EQ(rows[0][1], text);
 }
 
 TEST(Server, BestByKeyIdWithEtag) {

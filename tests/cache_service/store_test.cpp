@@ -13,8 +13,10 @@
 #include <thread>
 
 #include "cache_service/engine.h"
+#include "cache_service/kernel_text.h"
 #include "cache_service/schema.h"
 #include "cache_service/store.h"
+#include "support/hash.h"
 #include "cache_service/tokens.h"
 #include "tests/cache_service/test_util.h"
 
@@ -131,6 +133,35 @@ TEST_P(StoreTest, ReMeasuredWinnerOutranksSingleMeasurements) {
   ASSERT_TRUE(winners.ok());
   ASSERT_EQ(winners->records.size(), 1u);
   EXPECT_TRUE(winners->records[0].remeasured);
+}
+
+// The kernel table (kernel_text.h): a text is kept under the hash it has, once; a text that does
+// not hash to the workload it is filed under, an oversized one or one with control bytes is
+// refused and nothing is kept.
+TEST_P(StoreTest, KernelTableKeepsTextsUnderTheirHash) {
+  auto s = open();
+  const std::string text = "kernel _ : elementwise {\n  in t0: f32[8]\n  out t1: f32[8]\n  t1[v0] = t0[v0] * 2\n}\n";
+  const std::string workload = sha256Hex(text);
+  auto none = s->kernelText(workload);
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_FALSE(none->has_value());
+  ASSERT_TRUE(s->putKernelText(workload, text).ok());
+  ASSERT_TRUE(s->putKernelText(workload, text).ok());  // again: a no-op
+  auto back = s->kernelText(workload);
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ(**back, text);
+  // Another text under that workload: refused, the kept one unchanged.
+  const std::string other = text + " ";
+  Status wrong = s->putKernelText(workload, other);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message.find("does not hash to the key's workload"), std::string::npos) << wrong.error().message;
+  EXPECT_EQ(**s->kernelText(workload), text);
+  EXPECT_FALSE(s->kernelText(sha256Hex(other))->has_value());
+  const std::string huge(kMaxKernelTextBytes + 1, 'x');
+  EXPECT_FALSE(s->putKernelText(sha256Hex(huge), huge).ok());
+  const std::string binary = std::string("kernel \x01") + '\0';
+  EXPECT_FALSE(s->putKernelText(sha256Hex(binary), binary).ok());
+  EXPECT_FALSE(s->putKernelText("not-a-hash", text).ok());
 }
 
 TEST_P(StoreTest, FailedRecordsNeverWin) {
@@ -458,7 +489,7 @@ TEST(SqliteStore, PersistsAndMarksTheFile) {
 }
 
 // What version 6 (the trust of measurements) added outside the job tables, undone to make an
-// older file.
+// older file (version 7's kernel table is dropped with it).
 constexpr const char* kUndoV6[] = {"DROP INDEX records_by_key_config", "ALTER TABLE records DROP COLUMN trust",
                                    "ALTER TABLE keys DROP COLUMN winner_rank"};
 
@@ -478,7 +509,7 @@ TEST(SqliteStore, MigratesAVersion1File) {
                           "ALTER TABLE records DROP COLUMN quarantined",
                           "ALTER TABLE records DROP COLUMN estimator", "ALTER TABLE records DROP COLUMN bound",
                           "ALTER TABLE records DROP COLUMN remeasured", "ALTER TABLE keys DROP COLUMN winner_remeasured",
-                          "PRAGMA user_version=1"})
+                          "DROP TABLE kernel_texts", "PRAGMA user_version=1"})
       EXPECT_EQ(sqlite3_exec(db, q, nullptr, nullptr, nullptr), SQLITE_OK) << q << ": " << sqlite3_errmsg(db);
     sqlite3_close(db);
   }
@@ -511,7 +542,7 @@ TEST(SqliteStore, MigratesAVersion3File) {
                           "DROP INDEX records_by_writer", "DROP INDEX records_by_received",
                           "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
                           "ALTER TABLE records DROP COLUMN quarantined", "UPDATE records SET stale = 1",
-                          "PRAGMA user_version=3"})
+                          "DROP TABLE kernel_texts", "PRAGMA user_version=3"})
       EXPECT_EQ(sqlite3_exec(db, q, nullptr, nullptr, nullptr), SQLITE_OK) << q << ": " << sqlite3_errmsg(db);
     sqlite3_close(db);
   }
@@ -553,7 +584,7 @@ TEST(SqliteStore, MigratesAVersion4File) {
           "CREATE TABLE tokens_v4(name TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, scope TEXT NOT NULL CHECK"
           " (scope IN ('read','write','admin')), created_at TEXT NOT NULL, revoked_at TEXT)",
           "INSERT INTO tokens_v4 SELECT * FROM tokens", "DROP TABLE tokens", "ALTER TABLE tokens_v4 RENAME TO tokens",
-          "PRAGMA user_version=4"})
+          "DROP TABLE kernel_texts", "PRAGMA user_version=4"})
       EXPECT_EQ(sqlite3_exec(db, q, nullptr, nullptr, nullptr), SQLITE_OK) << q << ": " << sqlite3_errmsg(db);
     sqlite3_close(db);
   }

@@ -20,6 +20,8 @@
 #include <set>
 #include <string>
 
+#include <sqlite3.h>
+
 #include "cache_service/store.h"
 
 namespace {
@@ -342,4 +344,52 @@ TEST(TuneCli, EstimatesGpuTargetsAndComparesThem) {
   EXPECT_EQ(host.code, 2) << host.out;
   Result unknown = run("compare --targets sm_90,sm_12 --db " + db + kernel);
   EXPECT_EQ(unknown.code, 2) << unknown.out;
+}
+
+// Every winner of a store can be compiled again: a fused elementwise chain and a GEMM with an
+// epilogue, tuned into a store, come back from `bundle --all-winners` as exact entries (their
+// kernels from the store's kernel table, cache_service/kernel_text.h). A text tampered with in the
+// file no longer hashes to its key: that winner is reported, never bundled as something else.
+TEST(TuneCli, BundleAllWinnersRebuildsFusedChainsAndEpilogues) {
+  namespace fs = std::filesystem;
+  const std::string dir = testing::TempDir() + "/all_winners";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = dir + "/w.db";
+  const std::string tune = "tune --threads 1 --trials 2 --batch 2 --min-time 0.002 --top-k 1 --db " + db;
+  Result chain = run(tune + " elementwise --expr 'y = gelu(x * 2 + z)' --shape 64x96");
+  ASSERT_EQ(chain.code, 0) << chain.out;
+  Result epi = run(tune + " gemm --m 32 --n 48 --k 16 --epilogue 'relu(acc + bias)' --shape bias=48");
+  ASSERT_EQ(epi.code, 0) << epi.out;
+  auto texts = [&](const std::string& sql) {
+    sqlite3* h = nullptr;
+    EXPECT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(h, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
+    sqlite3_close(h);
+  };
+  const std::string bundle = "bundle --all-winners --targets host --threads 1 --json --replace --db " + db + " --out ";
+  Result all = run(bundle + dir + "/b1");
+  ASSERT_EQ(all.code, 0) << all.out;
+  EXPECT_EQ(all.out.find("cannot be rebuilt"), std::string::npos) << all.out;
+  auto manifest = [&](const std::string& b) {
+    std::ifstream in(dir + "/" + b + "/manifest.json");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const std::string m1 = manifest("b1");
+  EXPECT_NE(m1.find("\"family\": \"elementwise\""), std::string::npos) << m1;
+  EXPECT_NE(m1.find("\"family\": \"gemm\""), std::string::npos) << m1;
+  size_t exact = 0;
+  for (size_t at = m1.find("\"source\": \"exact\""); at != std::string::npos; at = m1.find("\"source\": \"exact\"", at + 1)) ++exact;
+  EXPECT_EQ(exact, 2u) << m1;
+  // Tampering: the GEMM's row now holds the chain's text. It parses, but to another kernel.
+  texts("UPDATE kernel_texts SET ir = (SELECT ir FROM kernel_texts WHERE ir LIKE '%elementwise%')"
+        " WHERE ir LIKE '%gemm%'");
+  Result tampered = run(bundle + dir + "/b2");
+  ASSERT_EQ(tampered.code, 0) << tampered.out;
+  EXPECT_NE(tampered.out.find("cannot be rebuilt"), std::string::npos) << tampered.out;
+  const std::string m2 = manifest("b2");
+  EXPECT_NE(m2.find("\"family\": \"elementwise\""), std::string::npos) << m2;
+  EXPECT_EQ(m2.find("\"family\": \"gemm\""), std::string::npos) << m2;
 }

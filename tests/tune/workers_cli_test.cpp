@@ -171,6 +171,10 @@ TEST(Workers, TheThreadCountChoosesTheWorkers) {
   Service s({"--lease-seconds", "3", "--worker-ttl", "3"});
   auto w = s.startWorker(0, {"--threads", "1"});
   ASSERT_NO_FATAL_FAILURE(s.awaitWorkers(1));
+  // Its registration says what runs its kernels: a host worker has no driver, and says so.
+  json me = s.get("/v1/workers").at("workers")[0];
+  EXPECT_EQ(me.value("driver_version", ""), "none") << me.dump();
+  EXPECT_EQ(me.value("units", 0), 1) << me.dump();
   const std::string db = s.dir.file("one.db");
   auto one = runTessera(with(kTune, {"--workers", "--threads", "1", "--db", db}), s.tuneEnv());
   ASSERT_EQ(one.exit_code, 0) << one.out << one.err;
