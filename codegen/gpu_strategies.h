@@ -54,6 +54,10 @@ Expected<GpuPlan> buildGpuAttention(mlir::MLIRContext* ctx, const ir::Kernel& k,
 Expected<GpuPlan> buildGpuAttentionMma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                        const TargetDesc& t);
 Status checkGpuAttentionMma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+// Matrix-core attention (gpu_attention_mfma.cpp: FlashAttention-2 on MFMA, AMD CDNA wave64).
+Expected<GpuPlan> buildGpuAttentionMfma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+                                        const TargetDesc& t);
+Status checkGpuAttentionMfma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 
 // Knob legality of each strategy (no IR built).
 Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
