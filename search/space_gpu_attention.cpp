@@ -94,9 +94,11 @@ Expected<ir::Space> attentionGpuSpace(const ir::Kernel& k, const TargetDesc& t) 
   // where shared memory or registers bind (head_dim 256).
   const int64_t keys = a.head_dim > 64 ? 32 : 64;
   if (mfma) {
-    // Matrix cores on CDNA: 4 waves of 16 query rows, 16x16x16 (the 32x32x8 shape halves LDS
-    // reads per MFMA but doubles the accumulators), two LDS buffers; fewer keys or one buffer where
-    // the 64 KB of LDS bind.
+    // Matrix cores on CDNA: 4 waves, 16x16x16, and from the analytic model (no CDNA device has
+    // measured it yet; H16 S4096 on gfx942): two groups of 16 query rows per wave (K/V operand
+    // loads shared: 131 us against 155 at one group, D64), 32 keys, with two LDS buffers where
+    // 3 blocks still fit a CU's 64 KB (D64), one buffer at D128 (two would leave 1 block per CU:
+    // 145.6 us against 120.0 causal), 16 keys at D256; one group where the sequence is short.
     auto trySetMfma = [&](int64_t q, int64_t kk, int64_t w, int64_t st) {
       ir::Config c;
       c.set("strategy", std::string("flash-mfma"));
@@ -110,8 +112,12 @@ Expected<ir::Space> attentionGpuSpace(const ir::Kernel& k, const TargetDesc& t) 
       for (auto& kn : s.knobs) kn.def = c.values.at(kn.name);
       return true;
     };
-    for (auto [q, kk, w, st] : std::vector<std::array<int64_t, 4>>{{64, keys, 4, 2}, {64, 32, 4, 2}, {64, 32, 4, 1},
-                                                                   {64, 16, 4, 1}, {32, 16, 2, 1}, {16, 16, 1, 1}})
+    const int64_t rows = SQ > 64 ? 128 : 64;
+    const std::array<int64_t, 4> first = a.head_dim <= 64    ? std::array<int64_t, 4>{rows, 32, 4, 2}
+                                         : a.head_dim <= 128 ? std::array<int64_t, 4>{rows, 32, 4, 1}
+                                                             : std::array<int64_t, 4>{64, 16, 4, 2};
+    for (auto [q, kk, w, st] : std::vector<std::array<int64_t, 4>>{first, {64, 32, 4, 2}, {64, 32, 4, 1}, {64, 16, 4, 1},
+                                                                   {32, 16, 2, 1}, {16, 16, 1, 1}})
       if (trySetMfma(q, kk, w, st)) return s;
   }
   if (mma)
