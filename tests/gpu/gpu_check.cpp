@@ -109,6 +109,17 @@ int countOccurrences(const std::string& text, const std::string& needle) {
   return n;
 }
 
+Expected<emu::Report> runMapped(const ir::Kernel& k, const ir::Config& cfg, const TargetDesc& t, KernelIO& io,
+                                const codegen::MappedEmuOptions& o) {
+  TESSERA_ASSIGN(codegen::GpuBinary bin, codegen::compileGpu(k, cfg, t, {.wantBinary = false}));
+  TESSERA_ASSIGN(auto mk, codegen::compileMapped(bin, t, o));
+  auto report = std::make_shared<emu::Report>();
+  auto runner = codegen::makeDeviceRunner(codegen::mappedEmulatedDevice(mk, t.name, report));
+  auto ran = runner->run(bin, k, io.buffers(), 1);
+  (void)ran;  // a launch the emulation faults fails; the report says why
+  return *report;
+}
+
 std::vector<WgmmaCase> wgmmaDeviceCases() {
   auto spec = [](int64_t batch, int64_t m, int64_t n, int64_t k, ir::ScalarType dt, bool ta, bool tb, const std::string& epi) {
     ir::GemmSpec g;

@@ -7,6 +7,8 @@
 
 #include "../codegen/host_check.h"
 #include "codegen/gpu.h"
+#include "codegen/gpu_emu.h"
+#include "targets/kernel_io.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"
 #include "support/status.h"
@@ -29,6 +31,12 @@ EmuCheck checkEmulated(const ir::Kernel& k, const TargetDesc& t, const ir::Confi
 // The mapped kernel (after every mapping and lowering pass) on the mapped-kernel emulator behind
 // the host wrapper -> compareOutputs; a race or out-of-bounds access found fails it too.
 EmuCheck checkMappedEmulated(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, uint64_t seed = 1);
+
+// The mapped kernel of `k` compiled with `cfg` (the whole config), run once on `io` (seeded inputs,
+// outputs as the caller prepared them) on the mapped-kernel emulator with `o` (fault injection,
+// a device-text hook); the emulation's report. The outputs are left in `io` for io.check().
+Expected<emu::Report> runMapped(const ir::Kernel& k, const ir::Config& cfg, const TargetDesc& t, KernelIO& io,
+                                const codegen::MappedEmuOptions& o = {});
 
 // Halves the trip count of the `nth` (0-based) scf.forall of the pre-mapping IR whose trip counts
 // match `dims` (1 or 2): a copy phase that then leaves part of a workgroup tile unwritten.
