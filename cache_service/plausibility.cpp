@@ -64,8 +64,9 @@ constexpr KnobRow kKnobs[] = {
     {"attention", Kind::Host, "NR2", nullptr},        {"attention", Kind::Host, "U1", nullptr},
     {"attention", Kind::Host, "U2", nullptr},         {"attention", Kind::Host, "VW", nullptr},
     {"attention", Kind::Gpu, "BQ", nullptr},          {"attention", Kind::Gpu, "BK", nullptr},
-    {"attention", Kind::Gpu, "DSPLIT", nullptr},      {"attention", Kind::Gpu, "strategy", "flash-simt|flash-mma|flash-wgmma"},
+    {"attention", Kind::Gpu, "DSPLIT", nullptr},      {"attention", Kind::Gpu, "strategy", "flash-simt|flash-mma|flash-wgmma|flash-mfma"},
     {"attention", Kind::Gpu, "STAGES", nullptr},
+    {"attention", Kind::Gpu, "WAVES", nullptr},       {"attention", Kind::Gpu, "MFMA", "16x16x16|32x32x8"},  // CDNA
     // Threads of a host kernel (issue 14); the same number is the key's `units`.
     {"gemm", Kind::Host, "THREADS", nullptr},        {"elementwise", Kind::Host, "THREADS", nullptr},
     {"attention", Kind::Host, "THREADS", nullptr},

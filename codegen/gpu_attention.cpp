@@ -140,7 +140,7 @@ class Builder {
 }  // namespace
 
 // The strategy a config names: flash-simt (this file), flash-mma (mma.sync), flash-wgmma (sm_90a's
-// wgmma); configs stored
+// wgmma), flash-mfma (CDNA's MFMA); configs stored
 // before the knob existed are flash-simt.
 std::string attentionStrategy(const ir::Config& c) {
   if (!c.has("strategy")) return "flash-simt";
@@ -152,9 +152,10 @@ Status checkGpuAttention(const ir::Kernel& k, const ir::Config& c, const TargetD
   const std::string strategy = attentionStrategy(c);
   if (strategy == "flash-mma") return checkGpuAttentionMma(k, c, t);
   if (strategy == "flash-wgmma") return checkGpuAttentionWgmma(k, c, t);
+  if (strategy == "flash-mfma") return checkGpuAttentionMfma(k, c, t);
   if (strategy != "flash-simt")
     return makeError(ErrorCode::InvalidConfig,
-                     "attention: unknown strategy '" + strategy + "' (flash-simt, flash-mma, flash-wgmma)");
+                     "attention: unknown strategy '" + strategy + "' (flash-simt, flash-mma, flash-wgmma, flash-mfma)");
   TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
   TESSERA_ASSIGN(AttnPlan p, makePlan(info.spec, c, t));
   (void)p;
@@ -165,6 +166,7 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
   TESSERA_TRY(checkGpuAttention(k, c, t));
   if (attentionStrategy(c) == "flash-mma") return buildGpuAttentionMma(ctx, k, c, t);
   if (attentionStrategy(c) == "flash-wgmma") return buildGpuAttentionWgmma(ctx, k, c, t);
+  if (attentionStrategy(c) == "flash-mfma") return buildGpuAttentionMfma(ctx, k, c, t);
   TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
   TESSERA_ASSIGN(AttnPlan p, makePlan(info.spec, c, t));
   GpuPlan plan;

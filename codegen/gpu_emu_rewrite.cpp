@@ -158,7 +158,9 @@ struct Rewriter {
     return c.getNumResults() ? c.getResult() : Value();
   }
   Value cst(Location loc, Type t, int64_t v) { return LLVM::ConstantOp::create(b, loc, t, b.getIntegerAttr(t, v)); }
-  // A private buffer of `n` 32-bit words for fragments passed through memory.
+  // A private buffer of `n` 32-bit words for fragments passed through memory, aligned for the
+  // widest fragment stored whole: a 32x32x8 MFMA's vector<16xf32> (ABI alignment 64 on x86-64;
+  // at 16 the host's aligned 512-bit moves fault).
   Value scratch(Location loc, int n) {
     OpBuilder::InsertionGuard g(b);
     Operation* owner = b.getInsertionBlock()->getParentOp();
@@ -166,7 +168,7 @@ struct Rewriter {
     if (!fn) fn = owner->getParentOfType<LLVM::LLVMFuncOp>();
     b.setInsertionPointToStart(&fn.getBody().front());
     Value one = cst(loc, i64, 1);
-    return LLVM::AllocaOp::create(b, loc, ptr, LLVM::LLVMArrayType::get(i32, unsigned(n)), one, 16);
+    return LLVM::AllocaOp::create(b, loc, ptr, LLVM::LLVMArrayType::get(i32, unsigned(n)), one, 64);
   }
   Value wordAt(Location loc, Value base, int i) {
     return LLVM::GEPOp::create(b, loc, ptr, i32, base, ArrayRef<LLVM::GEPArg>{LLVM::GEPArg(i)});

@@ -61,6 +61,10 @@ Status checkGpuAttentionMma(const ir::Kernel& k, const ir::Config& c, const Targ
 Expected<GpuPlan> buildGpuAttentionWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                          const TargetDesc& t);
 Status checkGpuAttentionWgmma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+// Matrix-core attention (gpu_attention_mfma.cpp: FlashAttention-2 on MFMA, AMD CDNA wave64).
+Expected<GpuPlan> buildGpuAttentionMfma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+                                        const TargetDesc& t);
+Status checkGpuAttentionMfma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 
 // Knob legality of each strategy (no IR built).
 Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);

@@ -279,6 +279,71 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
   return e;
 }
 
+// flash-mfma (codegen/gpu_attention_mfma.cpp): FlashAttention-2 on MFMA (wave64 CDNA), a wave per
+// NG groups of MN query rows. Per visited key block each wave runs Sᵀ = K Qᵀ and Oᵀ += Vᵀ Pᵀ on the
+// matrix pipe (NG * 2 * BK * D / (MN * KI) instructions of MN*MN*KI*2 flops, each taking that many
+// flops / the SIMD's matrix rate in cycles), reads K and Vᵀ operands from LDS once for its groups
+// (ds_read_b64 per MFMA pair of operands), and spends VALU cycles (4 per wave64 instruction on a
+// 16-lane SIMD) on the online softmax (~7 instructions per score a lane holds), O's rescale and its
+// share of the copies (V transposed by 2-byte LDS stores). Other waves' MFMAs overlap about half of
+// that VALU work (the matrix pipe runs beside the VALU).
+Expected<KernelEstimate> attentionMfma(const ir::Kernel&, const ir::Config& c, const TargetDesc& t,
+                                       const codegen::ResourceReport* res, const ir::AttentionSpec& a, int64_t BQ,
+                                       int64_t BK, double visited, int64_t kvBlocks, KernelEstimate e) {
+  TESSERA_ASSIGN(int64_t ST, c.getInt("STAGES"));
+  TESSERA_ASSIGN(int64_t W, c.getInt("WAVES"));
+  TESSERA_ASSIGN(std::string shape, c.getStr("MFMA"));
+  const int64_t MN = shape == "32x32x8" ? 32 : 16, KI = MN == 32 ? 8 : 16;
+  const MmaShape* mfma = t.findMma(std::string(ir::typeName(a.dtype)), "mfma");
+  if (!mfma || t.warpSize != 64 || W <= 0 || BQ % (W * MN))
+    return makeError(ErrorCode::InvalidConfig, t.name + ": no MFMA attention for " + c.str());
+  const int64_t D = a.head_dim, Skv = a.seq_kv > 0 ? a.seq_kv : a.seq_q, Sq = a.seq_q, NG = BQ / (W * MN);
+  const int64_t H = a.heads, Hkv = a.heads_kv > 0 ? a.heads_kv : a.heads, B = std::max<int64_t>(a.batch, 1);
+  const int64_t bytes = ir::byteSize(a.dtype), qBlocks = ceilDiv(Sq, BQ), T = 64 * W;
+  costmodel::GpuWorkload& w = e.workload;
+  w.threadsPerBlock = T;
+  w.smemPerBlock = std::max<int64_t>(ST, 1) * (BK * (D + 4) + D * (BK + 4)) * bytes;
+  w.regsPerThread = int(NG * (D * MN / 64 + BK * MN / 64 + BK * MN / 128 + 2 * D / KI + 4) + 32);
+  w.matrixCores = true;
+  w.pipePeakGflops = t.computePeakGflops(a.dtype) * mfma->peakShare;
+  w.flopsPerBlock = visited * 4.0 * double(BQ) * double(BK) * double(D);
+  const double simdFlopsPerClock =
+      t.computePeakGflops(a.dtype) / (std::max(1.0, double(t.units)) * std::max(0.1, t.clockGHz) * std::max(1, t.simdsPerUnit));
+  const double mfmas = double(NG) * 2.0 * double(BK * D) / double(MN * KI);
+  const double mfmaCycles = mfmas * double(2 * MN * MN * KI) / std::max(1.0, simdFlopsPerClock);
+  const double scores = double(NG * BK * MN) / 64.0;  // per lane and key block
+  const double steps = double(ceilDiv(BK * D / 8, T));
+  const double lds = double(BK * D) / double(MN * KI) * 2.0 + steps * 9.0;
+  const double valu = 7.0 * scores + double(NG * D * MN) / 64.0 + scores / 2.0 + steps * 12.0 + 12.0;
+  w.issueEfficiency = mfmaCycles / (mfmaCycles + 0.5 * 4.0 * (valu + lds));
+  w.independentOps = std::max(1.0, double(NG * D / MN));
+  w.smemBytesPerBlock = visited * (double(W) + 1.0) * 2.0 * double(BK * D * bytes);
+  const double qo = double(BQ * D * bytes) * 2;
+  w.l2Bytes = double(w.blocks) * (qo + visited * double(BK * D * bytes) * 2);
+  const double unique = double(B * H * Sq * D * bytes) * 2 + double(B * Hkv * Skv * D * bytes) * 2;
+  int bpu = res && res->blocksPerUnit > 0 ? res->blocksPerUnit : costmodel::residentBlocks(w, t);
+  const double perWave = double(std::max(t.units, 1)) * std::max(bpu, 1);
+  const double headsInWave = std::max(1.0, perWave / double(qBlocks) / double(std::max<int64_t>(H / Hkv, 1)));
+  w.dramBytes = dramWithL2(unique, w.l2Bytes, headsInWave * double(Skv * D * bytes) * 2, double(t.l2Bytes_gpu));
+  // STAGES=2: the next block's rows are in flight (in registers) during the compute.
+  w.bytesInFlightPerThread = double(2 * BK * D * bytes) / double(T);
+  w.serialSteps = int64_t(std::ceil(visited));
+  w.stages = int(ST);
+  applyResources(w, res);
+  const std::string name = "mfma " + shape;
+  w.what = "flash-mfma (" + name + "), " + str(BQ) + " query rows x " + str(BK) + " keys per step, " + str(W) +
+           " waves x " + str(NG) + " group(s), " + str(ST) + " LDS buffer(s)";
+  e.facts = {{"strategy", "FlashAttention-2 on matrix cores: S^T = K Q^T, P^T kept in registers as the B operand"},
+             {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
+             {"stages", str(ST) + (ST > 1 ? " (next block loaded during the compute)" : " (synchronous copies)")},
+             {"threads", str(T) + " (" + str(W) + " waves of 64, " + str(NG) + " group(s) of " + str(MN) + " rows each)"},
+             {"key blocks", a.causal ? "causal: " + std::to_string(int64_t(std::lround(visited))) + " of " + str(kvBlocks) + " visited on average"
+                                    : str(kvBlocks) + " per query block"},
+             {"MMA", name},
+             {"grid", str(w.blocks) + " blocks"}};
+  return e;
+}
+
 Expected<KernelEstimate> attention(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                    const codegen::ResourceReport* res) {
   TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
@@ -308,6 +373,7 @@ Expected<KernelEstimate> attention(const ir::Kernel& k, const ir::Config& c, con
   const std::string strategy = c.values.count("strategy") && c.getStr("strategy").ok() ? *c.getStr("strategy") : "";
   if (strategy == "flash-mma" || strategy == "flash-wgmma")
     return attentionMma(k, c, t, res, a, BQ, BK, visited, kvBlocks, std::move(e), strategy == "flash-wgmma");
+  if (strategy == "flash-mfma") return attentionMfma(k, c, t, res, a, BQ, BK, visited, kvBlocks, std::move(e));
   w.threadsPerBlock = BQ * DS;
   const int64_t warps = ceilDiv(w.threadsPerBlock, t.warpSize);
   w.smemPerBlock = 2 * BK * D * bytes + BQ * D * 4 + 2 * BQ * DS * 4 + (DS > 1 ? DS * BQ * BK * 4 : 0);

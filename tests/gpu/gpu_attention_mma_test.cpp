@@ -31,7 +31,7 @@ std::string strategyOf(const Config& c) { return std::get<std::string>(c.values.
 }  // namespace
 
 // Where mma.sync takes the type and the head dim is a multiple of 16 up to 256, the space's default
-// is the tensor-core kernel; f32, odd head dims and AMD keep flash-simt.
+// is the tensor-core kernel; f32, odd head dims and RDNA keep flash-simt (CDNA: flash-mfma, its own test).
 TEST(GpuAttentionMma, TheSpaceDefaultsToTensorCoresWhereTheyApply) {
   struct Case { const char* target; ScalarType t; int64_t d; bool mma; };
   for (const Case& c : std::vector<Case>{{"sm_80", ScalarType::F16, 64, true},
@@ -40,7 +40,7 @@ TEST(GpuAttentionMma, TheSpaceDefaultsToTensorCoresWhereTheyApply) {
                                           {"sm_90", ScalarType::BF16, 16, true},
                                           {"sm_80", ScalarType::F32, 64, false},
                                           {"sm_80", ScalarType::F16, 40, false},
-                                          {"gfx942", ScalarType::F16, 64, false}}) {
+                                          {"gfx1100", ScalarType::F16, 64, false}}) {
     Kernel k = attn(2, 2, 100, 100, c.d, false, c.t);
     auto cfg = testutil::gpuConfig(k, testutil::gpuTarget(c.target));
     ASSERT_TRUE(cfg.ok()) << cfg.error().str();

@@ -189,6 +189,39 @@ TEST(Estimate, LaneMmaGemmRunsOnTheTensorPipeInOneLaunch) {
   ASSERT_TRUE(ep.ok()) << ep.error().str();
   EXPECT_EQ(ep->workload.launches, 64);
   EXPECT_LT(e->model.timeUs, ep->model.timeUs);
+
+// Matrix-core attention on CDNA (flash-mfma) is costed on the matrix pipe: on gfx90a and gfx942
+// its default is predicted several times faster than the FMA-pipe kernel at the same blocks,
+// names its MFMA shape, and the 32x32x8 shape is costed too.
+TEST(Estimate, MatrixCoreAttentionRunsOnTheMatrixPipeOnCdna) {
+  for (const char* target : {"gfx90a", "gfx942"}) {
+    const TargetDesc t = *getTarget(target);
+    ir::Kernel k = attention(true);
+    auto space = makeSpace(k, t);
+    ASSERT_TRUE(space.ok());
+    ir::Config mfma = space->defaults();
+    ASSERT_EQ(std::get<std::string>(mfma.values.at("strategy")), "flash-mfma") << target;
+    ir::Config simt = mfma;
+    simt.set("strategy", std::string("flash-simt"));
+    simt.set("STAGES", int64_t(1));
+    simt.set("BK", int64_t(32));
+    auto em = estimateKernel(k, mfma, t), es = estimateKernel(k, simt, t);
+    ASSERT_TRUE(em.ok() && es.ok()) << (em.ok() ? es.error().message : em.error().message);
+    EXPECT_TRUE(em->workload.matrixCores);
+    EXPECT_FALSE(es->workload.matrixCores);
+    EXPECT_GT(em->workload.pipePeakGflops, 4 * t.peakGflopsF32) << target;
+    EXPECT_LT(3 * em->model.timeUs, es->model.timeUs) << target << ": " << em->model.timeUs << " vs " << es->model.timeUs;
+    bool named = false;
+    for (const auto& [key, value] : em->facts) named |= key == "MMA" && value.find("mfma 16x16x16") != std::string::npos;
+    EXPECT_TRUE(named);
+    ir::Config big = mfma;
+    big.set("MFMA", std::string("32x32x8"));
+    big.set("WAVES", int64_t(2));
+    auto eb = estimateKernel(k, big, t);
+    ASSERT_TRUE(eb.ok()) << eb.error().message;
+    EXPECT_TRUE(eb->workload.matrixCores);
+    EXPECT_GT(eb->model.timeUs, 0);
+  }
 }
 
 // sm_90a's flash-wgmma (offered beside flash-mma): on the matrix pipe at wgmma's share of the peak
