@@ -189,6 +189,7 @@ TEST(Estimate, LaneMmaGemmRunsOnTheTensorPipeInOneLaunch) {
   ASSERT_TRUE(ep.ok()) << ep.error().str();
   EXPECT_EQ(ep->workload.launches, 64);
   EXPECT_LT(e->model.timeUs, ep->model.timeUs);
+}
 
 // Matrix-core attention on CDNA (flash-mfma) is costed on the matrix pipe: on gfx90a and gfx942
 // its default is predicted several times faster than the FMA-pipe kernel at the same blocks,
