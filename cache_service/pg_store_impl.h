@@ -133,10 +133,6 @@ class PgStore final : public RecordStore, public JobQueue {
 
  private:
   PgStore(const std::string& url, const EngineOptions& o) : pool_(url, o.max_connections, 30), opts_(o) {}
-  // The key's best candidate (trust.h) becomes its winner; returns it (0: none).
-  int64_t recomputeWinner(Conn& c, pqxx::transaction_base& t, const std::string& key_id);
-  // Settles the trust of every config of a key again (after an admin action).
-  void resettleKey(Conn& c, pqxx::transaction_base& t, const std::string& key_id, double agree_factor);
   Expected<std::vector<Record>> readRecords(const std::string& sql, const std::vector<std::string>& params);
 
   Pool pool_;

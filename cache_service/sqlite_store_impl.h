@@ -17,6 +17,7 @@
 #include "cache_service/jobs.h"
 #include "cache_service/sqlite_db.h"
 #include "cache_service/store.h"
+#include "cache_service/store_core.h"
 
 namespace tessera::cache {
 
@@ -93,7 +94,7 @@ class SqliteStore final : public RecordStore, public JobQueue {
 
   // --- writer (sqlite_store_write.cpp) ---
   // Keys whose served answer (winner or its stale flag) may have changed in a transaction.
-  using Touched = std::set<std::string>;
+  using Touched = core::TouchedKeys;
   using WriteFn = std::function<Status(sql::Db&, Touched&)>;
   // Runs fn inside the next group transaction (BEGIN IMMEDIATE ... COMMIT) and waits for the
   // commit. Concurrent callers share one transaction and one fsync; each fn runs inside its own
@@ -105,13 +106,9 @@ class SqliteStore final : public RecordStore, public JobQueue {
     bool done = false;
   };
   void commitGroup(std::vector<WriteJob*>& jobs);
+  // The store core's best-wins put (store_core.h) on the writer connection.
   Expected<PutResult> putRecord(sql::Db& db, const Record& r, const PutOptions& opts, Touched& touched);
   Status applyIndex(sql::Db& db, const Touched& touched);
-  // Points the key at its best remaining candidate (trust.h; none: no winner; no records left: the
-  // key row goes too) and returns it (0: none).
-  Expected<int64_t> recomputeWinner(sql::Db& db, const std::string& key_id);
-  // Settles the trust of every config of a key again (after an admin action).
-  Status resettleKey(sql::Db& db, const std::string& key_id, double agree_factor);
 
   std::string path_;
   SqliteStoreOptions opts_;

@@ -1,0 +1,39 @@
+// Owns the record write rules of the SQL stores, written once for every engine: the best-wins put
+// (the trust group a record joins, the duplicate check, the winner upsert), the recomputation of a
+// key's winner, the re-settling of a key's trust and an admin action's effect on its keys. The
+// engines (sqlite_store_write.cpp, pg_store_write.cpp) supply only the transaction (sql_tx.h) and
+// their locking.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "cache_service/sql_tx.h"
+#include "cache_service/store.h"
+
+namespace tessera::cache::core {
+
+// Keys whose served winner (or its absence) may have changed in a transaction.
+using TouchedKeys = std::set<std::string>;
+
+// Stores one finalized record best-wins (store.h's rules) inside `tx`, which the engine opened
+// with its record-write lock held; adds the key to `touched` when its winner moved.
+Expected<PutResult> putRecord(SqlTx& tx, const Record& r, const PutOptions& opts, TouchedKeys& touched);
+
+// Points the key at its best remaining candidate (trust.h; none: no winner; no records left: the
+// key row goes too) and returns it (0: none).
+Expected<int64_t> recomputeWinner(SqlTx& tx, const std::string& key_id);
+
+// Settles the trust of every config of a key again (after an admin action).
+Status resettleKey(SqlTx& tx, const std::string& key_id, double agree_factor);
+
+// The condition over `records r` an admin action applies to (the selector's criteria and the
+// action's own, adminActionWhere), neutral, with its parameters appended to `params`.
+std::string selectorWhere(const RecordSelector& sel, AdminAction action, std::vector<SqlValue>& params);
+
+// Applies an admin action other than Count to the selected records, re-settles the trust and
+// recomputes the winner of every key it touched. Returns how many records changed.
+Expected<int64_t> administer(SqlTx& tx, const RecordSelector& sel, AdminAction action, double agree_factor,
+                             TouchedKeys& touched);
+
+}  // namespace tessera::cache::core
