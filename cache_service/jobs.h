@@ -5,8 +5,9 @@
 // heartbeats, and report one result per item. The queue lives in the same database as the
 // records, so a measure item's result and its record commit in one transaction: a result that
 // arrives twice is stored once, and an item whose lease expired (a killed worker) goes to another
-// worker. Both engines implement it (sqlite_jobs.cpp: one BEGIN IMMEDIATE writer; pg_jobs.cpp:
-// leases with FOR UPDATE SKIP LOCKED); times are the store's clock (PostgreSQL: the database's).
+// worker. It is written once for both engines (sql_job_queue.cpp, on SQLite's one BEGIN IMMEDIATE
+// writer or PostgreSQL's leases with FOR UPDATE SKIP LOCKED); times are the store's clock
+// (PostgreSQL: the database's).
 #pragma once
 
 #include <cstdint>

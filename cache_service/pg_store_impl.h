@@ -1,7 +1,8 @@
 // Owns the layout of the PostgreSQL store engine (private to cache_service; only the pg_*.cpp files
 // include libpqxx): a bounded pool of connections with per-connection prepared statements, the
 // transaction runner that retries deadlocks and serialization failures, and the PgStore class
-// (records in pg_store.cpp and pg_store_write.cpp, the job queue in pg_jobs.cpp).
+// (records in pg_store.cpp and pg_store_write.cpp; the job queue is sql_job_queue.cpp's, on this
+// engine's transactions).
 //
 // Several `tessera serve` replicas may share one database, so nothing is cached in a replica's
 // memory: every lookup reads PostgreSQL, and any replica answers what any other just
@@ -22,6 +23,7 @@
 
 #include "cache_service/engine.h"
 #include "cache_service/jobs.h"
+#include "cache_service/sql_job_queue.h"
 #include "cache_service/store.h"
 
 namespace tessera::cache::pg {
@@ -91,7 +93,25 @@ Status openSchema(Conn& conn);
 // The connection URL with its password (if any) replaced by "***", for messages and logs.
 std::string redactUrl(const std::string& url);
 
-class PgStore final : public RecordStore, public JobQueue {
+// A statement of the store core (store_core.h) or the job queue in a PostgreSQL transaction.
+// Parameters travel as text (doubles as shortest round-trip text); rows come back as text.
+class PgTx final : public SqlTx {
+ public:
+  PgTx(Conn& c, pqxx::transaction_base& t) : c_(c), t_(t) {}
+  const SqlDialect& dialect() const override { return SqlDialect::postgres(); }
+  Expected<std::vector<SqlRow>> query(const std::string& sql, const std::vector<SqlValue>& params,
+                                      bool once) override;
+  Expected<int64_t> run(const std::string& sql, const std::vector<SqlValue>& params, bool once) override;
+  Expected<double> nowEpoch() override;
+  Status lockName(const std::string& name) override;  // a transaction-level advisory lock
+
+ private:
+  Expected<pqxx::result> execNeutral(const std::string& neutral, const std::vector<SqlValue>& params, bool once);
+  Conn& c_;
+  pqxx::transaction_base& t_;
+};
+
+class PgStore final : public RecordStore, private SqlTxRunner {
  public:
   static Expected<std::unique_ptr<PgStore>> open(const std::string& url, const EngineOptions& o);
 
@@ -108,25 +128,11 @@ class PgStore final : public RecordStore, public JobQueue {
   Expected<StoreStats> stats() override;
   Status backup(const std::string& dest_path) override;
   Status ping() override;
-  JobQueue* jobs() override { return this; }
+  // The job queue (sql_job_queue.h): leases take items with FOR UPDATE SKIP LOCKED.
+  JobQueue* jobs() override { return &job_queue_; }
 
-  // --- the job queue (pg_jobs.cpp): leases take items with FOR UPDATE SKIP LOCKED ---
-  Status registerWorker(const WorkerInfo& w, const QueuePolicy& p) override;
-  Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) override;
-  Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) override;
-  Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) override;
-  Expected<Lease> lease(const std::string& worker_id, const std::string& token, int max_items,
-                        const QueuePolicy& p) override;
-  Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) override;
-  Expected<ReportOutcome> refuse(const ItemReport& r, const QueuePolicy& p) override;
-  Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) override;
-  Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) override;
-  Expected<bool> cancel(const std::string& job_id) override;
-  Expected<int64_t> purge(double keep_finished_s, double max_open_s) override;
-  Expected<JobList> jobList(const std::string& submitter, int limit, const QueuePolicy& p) override;  // pg_job_list.cpp
-
-  // Shared with pg_jobs.cpp: the best-wins insert of one record inside a write transaction that
-  // holds kRecordWriteLock.
+  // The store core's best-wins insert of one record inside a write transaction that holds
+  // kRecordWriteLock.
   Expected<PutResult> putRecord(Conn& c, pqxx::transaction_base& t, const Record& r, const PutOptions& opts);
   Expected<Record> readRow(const pqxx::row& row) const;  // + staleness against the current toolchain
   ServedRecordPtr serve(Record r) const;
@@ -135,8 +141,12 @@ class PgStore final : public RecordStore, public JobQueue {
   PgStore(const std::string& url, const EngineOptions& o) : pool_(url, o.max_connections, 30), opts_(o) {}
   Expected<std::vector<Record>> readRecords(const std::string& sql, const std::vector<std::string>& params);
 
+  // The job queue's transactions (WriteRecords takes kRecordWriteLock first).
+  Status transact(TxMode mode, const std::function<Status(SqlTx&, core::TouchedKeys&)>& fn) override;
+
   Pool pool_;
   EngineOptions opts_;
+  SqlJobQueue job_queue_{*this};
 };
 
 // Record columns selected by every read, in the order PgStore::readRow expects; `r` is records and

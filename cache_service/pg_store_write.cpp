@@ -15,56 +15,58 @@ void lockRecordWrites(Conn& c, pqxx::transaction_base& t) {
 }
 }  // namespace
 
-namespace {
-
-// A statement of the store core (store_core.h) in a PostgreSQL transaction. Parameters travel as
-// text (doubles as shortest round-trip text); rows come back as text.
-class PgTx final : public SqlTx {
- public:
-  PgTx(Conn& c, pqxx::transaction_base& t) : c_(c), t_(t) {}
-  const SqlDialect& dialect() const override { return SqlDialect::postgres(); }
-
-  Expected<std::vector<SqlRow>> query(const std::string& sql, const std::vector<SqlValue>& params,
-                                      bool once) override {
-    TESSERA_ASSIGN(pqxx::result res, exec(sql, params, once));
-    std::vector<SqlRow> rows;
-    rows.reserve(res.size());
-    for (const auto& r : res) {
-      SqlRow row;
-      for (const auto& f : r) {
-        if (f.is_null()) row.cols.emplace_back();
-        else row.cols.emplace_back(asText(f));
-      }
-      rows.push_back(std::move(row));
+Expected<std::vector<SqlRow>> PgTx::query(const std::string& sql, const std::vector<SqlValue>& params, bool once) {
+  TESSERA_ASSIGN(pqxx::result res, execNeutral(sql, params, once));
+  std::vector<SqlRow> rows;
+  rows.reserve(res.size());
+  for (const auto& r : res) {
+    SqlRow row;
+    for (const auto& f : r) {
+      if (f.is_null()) row.cols.emplace_back();
+      else row.cols.emplace_back(asText(f));
     }
-    return rows;
+    rows.push_back(std::move(row));
   }
+  return rows;
+}
 
-  Expected<int64_t> run(const std::string& sql, const std::vector<SqlValue>& params, bool once) override {
-    TESSERA_ASSIGN(pqxx::result res, exec(sql, params, once));
-    return static_cast<int64_t>(res.affected_rows());
+Expected<int64_t> PgTx::run(const std::string& sql, const std::vector<SqlValue>& params, bool once) {
+  TESSERA_ASSIGN(pqxx::result res, execNeutral(sql, params, once));
+  return static_cast<int64_t>(res.affected_rows());
+}
+
+Expected<double> PgTx::nowEpoch() { return asDouble(exec(c_, t_, std::string("SELECT ") + kNowEpoch)[0][0]); }
+
+Status PgTx::lockName(const std::string& name) {
+  exec(c_, t_, "SELECT pg_advisory_xact_lock(1414746962, hashtext($1))", name);
+  return {};
+}
+
+Expected<pqxx::result> PgTx::execNeutral(const std::string& neutral, const std::vector<SqlValue>& params, bool once) {
+  std::vector<std::string> texts;
+  texts.reserve(params.size());
+  for (const SqlValue& v : params) {
+    if (const auto* n = std::get_if<int64_t>(&v)) texts.push_back(std::to_string(*n));
+    else if (const auto* d = std::get_if<double>(&v)) texts.push_back(num(*d));
+    else if (const auto* s = std::get_if<std::string>(&v)) texts.push_back(*s);
+    else return makeError(ErrorCode::Internal, "a NULL parameter in a store statement");
   }
+  const std::string sql = dialect().sql(neutral);
+  auto dyn = pqxx::prepare::make_dynamic_params(texts);
+  if (once) return t_.exec_params(sql, dyn);
+  return exec(c_, t_, sql, dyn);
+}
 
- private:
-  Expected<pqxx::result> exec(const std::string& neutral, const std::vector<SqlValue>& params, bool once) {
-    std::vector<std::string> texts;
-    texts.reserve(params.size());
-    for (const SqlValue& v : params) {
-      if (const auto* n = std::get_if<int64_t>(&v)) texts.push_back(std::to_string(*n));
-      else if (const auto* d = std::get_if<double>(&v)) texts.push_back(num(*d));
-      else if (const auto* s = std::get_if<std::string>(&v)) texts.push_back(*s);
-      else return makeError(ErrorCode::Internal, "a NULL parameter in a store statement");
-    }
-    const std::string sql = dialect().sql(neutral);
-    auto dyn = pqxx::prepare::make_dynamic_params(texts);
-    if (once) return t_.exec_params(sql, dyn);
-    return pg::exec(c_, t_, sql, dyn);
-  }
-  Conn& c_;
-  pqxx::transaction_base& t_;
-};
-
-}  // namespace
+Status PgStore::transact(TxMode mode, const std::function<Status(SqlTx&, core::TouchedKeys&)>& fn) {
+  return runTx(pool_, mode == TxMode::Read ? TxKind::ReadOnly : TxKind::Write,
+               [&](Conn& c, pqxx::transaction_base& t) -> Status {
+                 // Records commit in id order (pg_store_impl.h): the lock is taken first, before any row lock.
+                 if (mode == TxMode::WriteRecords) lockRecordWrites(c, t);
+                 PgTx tx(c, t);
+                 core::TouchedKeys touched;  // nothing is cached in a replica
+                 return fn(tx, touched);
+               });
+}
 
 Expected<PutResult> PgStore::putRecord(Conn& c, pqxx::transaction_base& t, const Record& r, const PutOptions& opts) {
   PgTx tx(c, t);

@@ -36,6 +36,11 @@ struct SqlDialect {
   // The records' received_at: the database's clock (one clock for every replica sharing a
   // PostgreSQL database), or nullptr where the store's process stamps it (SQLite).
   const char* now_utc_sql;
+  // The smaller of two values (SQLite's two-argument min, PostgreSQL's least).
+  const char* least;
+  // What a SELECT appends to lock the rows it reads until the transaction ends: FOR UPDATE [OF
+  // alias] [SKIP LOCKED] on PostgreSQL; nothing on SQLite, whose single writer holds the database.
+  std::string lockRows(const char* alias, bool skip_locked) const;
   // A neutral statement in this engine's placeholders.
   std::string sql(const std::string& neutral) const;
 
@@ -56,6 +61,12 @@ class SqlTx {
   // Runs a statement and returns how many rows it changed.
   virtual Expected<int64_t> run(const std::string& neutral_sql, const std::vector<SqlValue>& params,
                                 bool once = false) = 0;
+  // Seconds since the epoch on the engine's clock (PostgreSQL: the database's, one clock for every
+  // replica; SQLite: this machine's).
+  virtual Expected<double> nowEpoch() = 0;
+  // Serializes the transactions that take the same name until they end (the per-token limits of
+  // the job queue are counted, then acted on). SQLite's single writer serializes them already.
+  virtual Status lockName(const std::string& name) = 0;
 };
 
 }  // namespace tessera::cache

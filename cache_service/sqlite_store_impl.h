@@ -1,7 +1,7 @@
 // Owns the layout of the SQLite RecordStore (private to cache_service): one writer connection
 // shared by group commit, a pool of reader connections, and the optional in-memory winners index.
-// Reads are in sqlite_store.cpp, writes in sqlite_store_write.cpp, the job queue (jobs.h) in
-// sqlite_jobs.cpp.
+// Reads are in sqlite_store.cpp, writes in sqlite_store_write.cpp; the job queue is
+// sql_job_queue.cpp's, on this engine's transactions.
 #pragma once
 
 #include <atomic>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cache_service/jobs.h"
+#include "cache_service/sql_job_queue.h"
 #include "cache_service/sqlite_db.h"
 #include "cache_service/store.h"
 #include "cache_service/store_core.h"
@@ -33,7 +34,24 @@ inline constexpr int kRecordColumnCount = 38;
 // The row as stored; `stale` is the store's to compute (SqliteStore::readRow).
 Expected<Record> rowToRecord(const sql::Stmt& st);
 
-class SqliteStore final : public RecordStore, public JobQueue {
+// A statement of the store core (store_core.h) or the job queue on one SQLite connection.
+class SqliteTx final : public SqlTx {
+ public:
+  explicit SqliteTx(sql::Db& db) : db_(db) {}
+  const SqlDialect& dialect() const override { return SqlDialect::sqlite(); }
+  Expected<std::vector<SqlRow>> query(const std::string& sql, const std::vector<SqlValue>& params,
+                                      bool once) override;
+  Expected<int64_t> run(const std::string& sql, const std::vector<SqlValue>& params, bool once) override;
+  Expected<double> nowEpoch() override { return epochSeconds(); }
+  Status lockName(const std::string&) override { return {}; }  // the single writer holds the database
+
+ private:
+  Status each(const std::string& sql, const std::vector<SqlValue>& params, bool once,
+              const std::function<void(sql::Stmt&)>& onRow);
+  sql::Db& db_;
+};
+
+class SqliteStore final : public RecordStore, private SqlTxRunner {
  public:
   static Expected<std::unique_ptr<SqliteStore>> open(const std::string& path,
                                                      const SqliteStoreOptions& opts);
@@ -53,22 +71,9 @@ class SqliteStore final : public RecordStore, public JobQueue {
   Status backup(const std::string& dest_path) override;
   Status ping() override;
   Expected<bool> refreshIfChangedExternally() override;
-  JobQueue* jobs() override { return this; }
+  // The job queue (sql_job_queue.h): its writes go through the group commit (BEGIN IMMEDIATE).
+  JobQueue* jobs() override { return &job_queue_; }
 
-  // --- the job queue (sqlite_jobs.cpp): writes go through the group commit (BEGIN IMMEDIATE) ---
-  Status registerWorker(const WorkerInfo& w, const QueuePolicy& p) override;
-  Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) override;
-  Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) override;
-  Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) override;
-  Expected<Lease> lease(const std::string& worker_id, const std::string& token, int max_items,
-                        const QueuePolicy& p) override;
-  Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) override;
-  Expected<ReportOutcome> refuse(const ItemReport& r, const QueuePolicy& p) override;
-  Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) override;
-  Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) override;
-  Expected<bool> cancel(const std::string& job_id) override;
-  Expected<int64_t> purge(double keep_finished_s, double max_open_s) override;
-  Expected<JobList> jobList(const std::string& submitter, int limit, const QueuePolicy& p) override;  // sqlite_job_list.cpp
 
  private:
   SqliteStore(std::string path, SqliteStoreOptions opts) : path_(std::move(path)), opts_(opts) {}
@@ -109,6 +114,8 @@ class SqliteStore final : public RecordStore, public JobQueue {
   // The store core's best-wins put (store_core.h) on the writer connection.
   Expected<PutResult> putRecord(sql::Db& db, const Record& r, const PutOptions& opts, Touched& touched);
   Status applyIndex(sql::Db& db, const Touched& touched);
+  // The job queue's transactions: reads on a pooled reader, writes in the group commit.
+  Status transact(TxMode mode, const std::function<Status(SqlTx&, core::TouchedKeys&)>& fn) override;
 
   std::string path_;
   SqliteStoreOptions opts_;
@@ -134,6 +141,8 @@ class SqliteStore final : public RecordStore, public JobQueue {
 
   std::shared_mutex index_mu_;
   std::unordered_map<std::string, ServedRecordPtr> winners_;
+
+  SqlJobQueue job_queue_{*this};
 };
 
 }  // namespace tessera::cache

@@ -97,69 +97,71 @@ Status SqliteStore::applyIndex(sql::Db& db, const Touched& touched) {
   return {};
 }
 
-namespace {
-
-// A statement of the store core (store_core.h) on the writer connection.
-class SqliteTx final : public SqlTx {
- public:
-  explicit SqliteTx(sql::Db& db) : db_(db) {}
-  const SqlDialect& dialect() const override { return SqlDialect::sqlite(); }
-
-  Expected<std::vector<SqlRow>> query(const std::string& sql, const std::vector<SqlValue>& params,
-                                      bool once) override {
-    std::vector<SqlRow> rows;
-    TESSERA_TRY(each(sql, params, once, [&](sql::Stmt& st) {
-      SqlRow row;
-      const int n = sqlite3_column_count(st.get());
-      for (int i = 0; i < n; ++i) {
-        switch (sqlite3_column_type(st.get(), i)) {
-          case SQLITE_NULL: row.cols.emplace_back(); break;
-          case SQLITE_INTEGER: row.cols.emplace_back(st.i64(i)); break;
-          case SQLITE_FLOAT: row.cols.emplace_back(st.f64(i)); break;
-          default: row.cols.emplace_back(st.text(i));
-        }
+Expected<std::vector<SqlRow>> SqliteTx::query(const std::string& sql, const std::vector<SqlValue>& params,
+                                               bool once) {
+  std::vector<SqlRow> rows;
+  TESSERA_TRY(each(sql, params, once, [&](sql::Stmt& st) {
+    SqlRow row;
+    const int n = sqlite3_column_count(st.get());
+    for (int i = 0; i < n; ++i) {
+      switch (sqlite3_column_type(st.get(), i)) {
+        case SQLITE_NULL: row.cols.emplace_back(); break;
+        case SQLITE_INTEGER: row.cols.emplace_back(st.i64(i)); break;
+        case SQLITE_FLOAT: row.cols.emplace_back(st.f64(i)); break;
+        default: row.cols.emplace_back(st.text(i));
       }
-      rows.push_back(std::move(row));
-    }));
-    return rows;
-  }
-
-  Expected<int64_t> run(const std::string& sql, const std::vector<SqlValue>& params, bool once) override {
-    TESSERA_TRY(each(sql, params, once, [](sql::Stmt&) {}));
-    return int64_t{sqlite3_changes(db_.handle())};
-  }
-
- private:
-  template <typename F>
-  Status each(const std::string& sql, const std::vector<SqlValue>& params, bool once, F&& onRow) {
-    sql::Stmt fresh;
-    sql::Stmt* st = nullptr;
-    if (once) {
-      TESSERA_ASSIGN(fresh, db_.prepare(sql));
-      st = &fresh;
-    } else {
-      TESSERA_ASSIGN(st, db_.cached(sql));
     }
-    sql::Use use(*st);
-    for (size_t i = 0; i < params.size(); ++i) {
-      const int at = static_cast<int>(i + 1);
-      std::visit(
-          [&](const auto& v) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) st->bindNull(at);
-            else st->bind(at, v);
-          },
-          params[i]);
-    }
-    for (;;) {
-      TESSERA_ASSIGN(bool row, st->step());
-      if (!row) return {};
-      onRow(*st);
-    }
-  }
-  sql::Db& db_;
-};
+    rows.push_back(std::move(row));
+  }));
+  return rows;
+}
 
-}  // namespace
+Expected<int64_t> SqliteTx::run(const std::string& sql, const std::vector<SqlValue>& params, bool once) {
+  TESSERA_TRY(each(sql, params, once, [](sql::Stmt&) {}));
+  return int64_t{sqlite3_changes(db_.handle())};
+}
+
+Status SqliteTx::each(const std::string& sql, const std::vector<SqlValue>& params, bool once,
+                      const std::function<void(sql::Stmt&)>& onRow) {
+  sql::Stmt fresh;
+  sql::Stmt* st = nullptr;
+  if (once) {
+    TESSERA_ASSIGN(fresh, db_.prepare(sql));
+    st = &fresh;
+  } else {
+    TESSERA_ASSIGN(st, db_.cached(sql));
+  }
+  sql::Use use(*st);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const int at = static_cast<int>(i + 1);
+    std::visit(
+        [&](const auto& v) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) st->bindNull(at);
+          else st->bind(at, v);
+        },
+        params[i]);
+  }
+  for (;;) {
+    TESSERA_ASSIGN(bool row, st->step());
+    if (!row) return {};
+    onRow(*st);
+  }
+}
+
+Status SqliteStore::transact(TxMode mode, const std::function<Status(SqlTx&, core::TouchedKeys&)>& fn) {
+  if (mode != TxMode::Read)
+    return write([&](sql::Db& db, Touched& touched) -> Status {
+      SqliteTx tx(db);
+      return fn(tx, touched);
+    });
+  TESSERA_ASSIGN(Reader rd, reader());
+  TESSERA_TRY(rd->exec("BEGIN"));
+  SqliteTx tx(*rd);
+  Touched none;
+  Status s = fn(tx, none);
+  (void)rd->exec("COMMIT");
+  return s;
+}
 
 Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const PutOptions& opts, Touched& touched) {
   SqliteTx tx(db);

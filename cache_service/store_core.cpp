@@ -58,14 +58,22 @@ std::string SqlDialect::sql(const std::string& neutral) const {
   return out;
 }
 
+std::string SqlDialect::lockRows(const char* alias, bool skip_locked) const {
+  if (engine == Engine::Sqlite) return "";
+  std::string s = " FOR UPDATE";
+  if (alias && *alias) s += std::string(" OF ") + alias;
+  if (skip_locked) s += " SKIP LOCKED";
+  return s;
+}
+
 const SqlDialect& SqlDialect::sqlite() {
-  static const SqlDialect d{Engine::Sqlite, "user", nullptr};
+  static const SqlDialect d{Engine::Sqlite, "user", nullptr, "min"};
   return d;
 }
 
 const SqlDialect& SqlDialect::postgres() {
   static const SqlDialect d{Engine::Postgres, "user_name",
-                            "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"};
+                            "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')", "least"};
   return d;
 }
 

@@ -1,5 +1,5 @@
 // Tests the measurement job queue through the real server on a loopback port (api_jobs.cpp,
-// sqlite_jobs.cpp): worker tokens may only register, lease and report, and no other token may
+// sql_job_queue.cpp): worker tokens may only register, lease and report, and no other token may
 // lease; a job is leased only to workers of its key's hardware; a lease that is not renewed
 // expires and its item goes to another worker, whose report is the one recorded, once; a
 // report must carry the job's key and the item's config; and the limits on job sizes.
