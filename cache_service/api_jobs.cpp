@@ -203,6 +203,16 @@ ApiResponse routeWorkerHeartbeat(RouteContext& c, const ApiRequest& r, const Rou
   return jsonResponse(json{{"renewed", *renewed}, {"lease_s", c.opts.queue.lease_s}});
 }
 
+ApiResponse routeWorkerDeregister(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
+  if (auto bad = checkQuery(r, {})) return *bad;
+  if (auto bad = pathId(m, "worker")) return *bad;
+  JobQueue* q = nullptr;
+  if (auto bad = queueOf(c, q)) return *bad;
+  auto released = q->deregisterWorker(std::string(m.path_id), c.token_name);
+  if (!released.ok()) return queueError(released.error(), "worker");
+  return jsonResponse(json{{"released", *released}});
+}
+
 ApiResponse routeWorkerLease(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
   if (auto bad = checkQuery(r, {})) return *bad;
   if (auto bad = pathId(m, "worker")) return *bad;

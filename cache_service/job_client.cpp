@@ -135,6 +135,13 @@ Expected<int64_t> JobClient::heartbeat(const std::string& worker_id) {
   return j.value("renewed", int64_t{0});
 }
 
+Expected<int64_t> JobClient::deregister(const std::string& worker_id) {
+  TESSERA_ASSIGN(Answer a, call("POST", "/v1/workers/" + worker_id + "/deregister", ""));
+  if (a.status != 200) return refusal("deregister", a);
+  TESSERA_ASSIGN(json j, okJson(a.body, "deregister"));
+  return j.value("released", int64_t{0});
+}
+
 Expected<LeaseGrant> JobClient::lease(const std::string& worker_id, int max_items) {
   TESSERA_ASSIGN(Answer a, call("POST", "/v1/workers/" + worker_id + "/lease", dumpJson(json{{"max_items", max_items}})));
   if (a.status != 200) return refusal("lease", a);

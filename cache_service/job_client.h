@@ -86,6 +86,8 @@ class JobClient {
   // Worker side.
   Expected<WorkerGrant> registerWorker(const WorkerInfo& w);
   Expected<int64_t> heartbeat(const std::string& worker_id);
+  // The worker stops: no longer live at once, its leased items back in the queue (how many).
+  Expected<int64_t> deregister(const std::string& worker_id);
   Expected<LeaseGrant> lease(const std::string& worker_id, int max_items);
   // `records`: record JSON objects (text) for the item; `messages`: one per record or none.
   // Returns "recorded" or "duplicate".

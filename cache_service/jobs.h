@@ -171,6 +171,11 @@ class JobQueue {
   // another token's: it registers again.
   virtual Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) = 0;
   virtual Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) = 0;
+  // A worker of `token` stops (a clean exit): it is no longer live from now on, whatever its TTL,
+  // and the items it holds go back to the queue at once. Returns how many items it gave back.
+  // NotFound for an unknown worker or another token's; a stopped worker that beats or leases is
+  // unknown until it registers again.
+  virtual Expected<int64_t> deregisterWorker(const std::string& worker_id, const std::string& token) = 0;
   // Queues a job (all or nothing). A job with the same id and submitter is the same job (a retry);
   // another submitter's is InvalidArgument.
   virtual Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) = 0;

@@ -20,7 +20,7 @@ namespace {
 constexpr const char* kWorkerColumns =
     "w.id, w.token, w.target, w.arch, w.units, w.model, w.device, w.host, w.tessera_version, w.llvm_version,"
     " w.toolkit_version, w.driver_version, w.slots, w.registered_at, w.last_seen,"
-    " (SELECT count(*) FROM job_items i WHERE i.worker_id = w.id AND i.state = 'leased'), w.quarantined";
+    " (SELECT count(*) FROM job_items i WHERE i.worker_id = w.id AND i.state = 'leased'), w.quarantined, w.stopped_at";
 
 WorkerInfo workerRow(const SqlRow& row, double now, const QueuePolicy& p) {
   WorkerInfo w;
@@ -41,7 +41,7 @@ WorkerInfo workerRow(const SqlRow& row, double now, const QueuePolicy& p) {
   w.last_seen = row.f64(14);
   w.leased = row.i64(15);
   w.quarantined = row.text(16);
-  w.live = w.last_seen >= now - p.worker_ttl_s && w.quarantined.empty();
+  w.live = w.last_seen >= now - p.worker_ttl_s && w.quarantined.empty() && row.f64(17) == 0;
   return w;
 }
 
@@ -49,14 +49,21 @@ const std::string kJobSelect =
     "SELECT id, submitter, kind, key_json, model, kernel, settings, rounds, first_trial, elapsed_s, state"
     " FROM jobs WHERE id = ?1";
 
-Expected<JobSpec> jobRow(const SqlRow& row, std::string* state) {
-  JobSpec j;
+// The id, submitter, kind and key of a job from the first four columns of a row.
+template <typename Job>
+Status jobHead(const SqlRow& row, Job& j) {
   j.id = row.text(0);
   j.submitter = row.text(1);
   j.kind = row.text(2);
   TESSERA_ASSIGN(auto key_json, parseJson(row.text(3)));
   TESSERA_ASSIGN(j.key, hardKeyFromJson(key_json, "key"));
   j.key_id = keyIdOf(j.key);
+  return {};
+}
+
+Expected<JobSpec> jobRow(const SqlRow& row, std::string* state) {
+  JobSpec j;
+  TESSERA_TRY(jobHead(row, j));
   j.model = row.text(4);
   j.kernel = row.text(5);
   j.settings = row.text(6);
@@ -71,7 +78,7 @@ Expected<JobSpec> jobRow(const SqlRow& row, std::string* state) {
 Expected<int64_t> liveWorkersFor(SqlTx& tx, const HardKey& key, const std::string& model, double now,
                                  const QueuePolicy& p) {
   TESSERA_ASSIGN(auto rows, tx.query("SELECT count(*) FROM workers WHERE target = ?1 AND arch = ?2 AND units = ?3"
-                                     " AND (?4 = '' OR model = ?4) AND last_seen >= ?5 AND quarantined = ''",
+                                     " AND (?4 = '' OR model = ?4) AND last_seen >= ?5 AND quarantined = '' AND stopped_at = 0",
                                      {key.target, key.arch, key.units, model, now - p.worker_ttl_s}));
   return rows.empty() ? int64_t{0} : rows[0].i64(0);
 }
@@ -89,7 +96,8 @@ Status itemDone(SqlTx& tx, const std::string& job_id, double now) {
 // Marks a worker of `token` as seen now; NotFound when the service does not know it (or it is
 // another token's), Unsupported when it was quarantined.
 Status touchWorker(SqlTx& tx, const std::string& worker_id, const std::string& token, double now) {
-  TESSERA_ASSIGN(auto rows, tx.query("UPDATE workers SET last_seen = ?1 WHERE id = ?2 AND token = ?3 RETURNING quarantined",
+  TESSERA_ASSIGN(auto rows, tx.query("UPDATE workers SET last_seen = ?1 WHERE id = ?2 AND token = ?3 AND stopped_at = 0"
+                                     " RETURNING quarantined",
                                      {now, worker_id, token}));
   if (rows.empty()) return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
   if (!rows[0].text(0).empty())
@@ -111,7 +119,7 @@ Status SqlJobQueue::registerWorker(const WorkerInfo& w, const QueuePolicy& p) {
     if (!was.empty() && !was[0].text(0).empty())
       return makeError(ErrorCode::Unsupported, "worker " + w.id + " is quarantined: " + was[0].text(0));
     TESSERA_ASSIGN(auto live, tx.query("SELECT count(*) FROM workers WHERE token = ?1 AND id != ?2 AND last_seen >= ?3"
-                                       " AND quarantined = ''",
+                                       " AND quarantined = '' AND stopped_at = 0",
                                        {w.token, w.id, now - p.worker_ttl_s}));
     const int64_t n = live.empty() ? 0 : live[0].i64(0);
     if (n >= p.max_workers_per_token)
@@ -127,7 +135,7 @@ Status SqlJobQueue::registerWorker(const WorkerInfo& w, const QueuePolicy& p) {
                           " host = excluded.host, tessera_version = excluded.tessera_version,"
                           " llvm_version = excluded.llvm_version, toolkit_version = excluded.toolkit_version,"
                           " driver_version = excluded.driver_version, slots = excluded.slots,"
-                          " last_seen = excluded.last_seen WHERE workers.token = excluded.token",
+                          " last_seen = excluded.last_seen, stopped_at = 0 WHERE workers.token = excluded.token",
                           {w.id, w.token, w.target, w.arch, w.units, w.model, w.device, w.host, w.tessera_version,
                            w.llvm_version, w.toolkit_version, w.driver_version, w.slots, now}));
     if (changed == 0) return makeError(ErrorCode::InvalidArgument, "worker id " + w.id + " belongs to another token");
@@ -167,7 +175,7 @@ Expected<std::vector<WorkerInfo>> SqlJobQueue::workers(const WorkerFilter& f, co
                           {"w.model", &f.model}})
       if (!v->empty()) q += std::string(" AND ") + col + " = " + param(*v);
     if (f.units) q += " AND w.units = " + param(*f.units);
-    if (f.live_only) q += " AND w.last_seen >= " + param(now - p.worker_ttl_s);
+    if (f.live_only) q += " AND w.stopped_at = 0 AND w.last_seen >= " + param(now - p.worker_ttl_s);
     q += " ORDER BY w.target, w.arch, w.id LIMIT 10000";
     TESSERA_ASSIGN(auto rows, tx.query(q, params));
     for (const SqlRow& row : rows) out.push_back(workerRow(row, now, p));
@@ -175,6 +183,26 @@ Expected<std::vector<WorkerInfo>> SqlJobQueue::workers(const WorkerFilter& f, co
   });
   if (!s.ok()) return s.takeError();
   return out;
+}
+
+Expected<int64_t> SqlJobQueue::deregisterWorker(const std::string& worker_id, const std::string& token) {
+  int64_t released = 0;
+  Status s = engine_.transact(TxMode::Write, [&](SqlTx& tx, core::TouchedKeys&) -> Status {
+    TESSERA_TRY(lockToken(tx, token));
+    TESSERA_ASSIGN(const double now, tx.nowEpoch());
+    // Stopping twice is stopping once (a retried request).
+    TESSERA_ASSIGN(auto w, tx.query("UPDATE workers SET stopped_at = CASE WHEN stopped_at = 0 THEN ?1 ELSE stopped_at END"
+                                    " WHERE id = ?2 AND token = ?3 RETURNING id",
+                                    {now, worker_id, token}));
+    if (w.empty()) return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
+    // Its items go back to the queue as they are: a clean stop is not a lost lease.
+    TESSERA_ASSIGN(released, tx.run("UPDATE job_items SET state = 'queued', worker_id = '', lease_expires = 0"
+                                    " WHERE worker_id = ?1 AND state = 'leased'",
+                                    {worker_id}));
+    return {};
+  });
+  if (!s.ok()) return s.takeError();
+  return released;
 }
 
 Expected<SubmitResult> SqlJobQueue::submit(const JobSpec& job, const QueuePolicy& p) {
@@ -343,7 +371,7 @@ Expected<ReportOutcome> SqlJobQueue::refuse(const ItemReport& r, const QueuePoli
     }
     TESSERA_ASSIGN(auto live, tx.query("SELECT id FROM workers WHERE target = ?1 AND arch = ?2 AND units = ?3"
                                        " AND (?4 = '' OR model = ?4) AND last_seen >= ?5 AND quarantined = ''"
-                                       " AND id != ?6",
+                                       " AND stopped_at = 0 AND id != ?6",
                                        {item[0].text(4), item[0].text(5), item[0].i64(6), item[0].text(7),
                                         now - p.worker_ttl_s, r.worker_id}));
     int64_t others = 0;
@@ -453,12 +481,7 @@ Expected<JobList> SqlJobQueue::jobList(const std::string& submitter, int limit, 
     TESSERA_ASSIGN(auto rows, tx.query(jobs_sql, {out.now, submitter, int64_t{std::clamp(limit, 1, kMaxJobList)}}));
     for (const SqlRow& row : rows) {
       JobSummary j;
-      j.id = row.text(0);
-      j.submitter = row.text(1);
-      j.kind = row.text(2);
-      TESSERA_ASSIGN(auto key_json, parseJson(row.text(3)));
-      TESSERA_ASSIGN(j.key, hardKeyFromJson(key_json, "key"));
-      j.key_id = keyIdOf(j.key);
+      TESSERA_TRY(jobHead(row, j));
       j.model = row.text(4);
       j.state = row.text(5);
       j.items = row.i64(6);

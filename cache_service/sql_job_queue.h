@@ -34,6 +34,7 @@ class SqlJobQueue final : public JobQueue {
   Status registerWorker(const WorkerInfo& w, const QueuePolicy& p) override;
   Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) override;
   Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) override;
+  Expected<int64_t> deregisterWorker(const std::string& worker_id, const std::string& token) override;
   Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) override;
   Expected<Lease> lease(const std::string& worker_id, const std::string& token, int max_items,
                         const QueuePolicy& p) override;

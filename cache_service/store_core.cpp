@@ -299,5 +299,33 @@ Expected<int64_t> administer(SqlTx& tx, const RecordSelector& sel, AdminAction a
   return changed;
 }
 
+std::string trustMigrationSql(const SqlDialect& d) {
+  const bool pg = d.engine == SqlDialect::Engine::Postgres;
+  const std::string real = pg ? "DOUBLE PRECISION" : "REAL";
+  return std::string(R"sql(
+ALTER TABLE records ADD COLUMN trust INTEGER NOT NULL DEFAULT 0;
+UPDATE records SET trust = 2 WHERE writer = '';
+CREATE INDEX records_by_key_config ON records(key_id, )sql") +
+         (pg ? "md5(config)" : "config") + R"sql();
+ALTER TABLE keys ADD COLUMN winner_rank INTEGER NOT NULL DEFAULT 0;
+UPDATE keys SET winner_id = (SELECT r.id FROM records r WHERE r.key_id = keys.key_id AND r.status = 'ok'
+  AND r.quarantined = 0 AND r.trust >= 0
+  ORDER BY ((CASE WHEN r.trust > 0 THEN 2 ELSE 0 END) + r.remeasured) DESC, r.median_us ASC, r.id ASC LIMIT 1);
+UPDATE keys SET winner_median_us = (SELECT median_us FROM records WHERE id = keys.winner_id),
+  winner_rank = coalesce((SELECT (CASE WHEN trust > 0 THEN 2 ELSE 0 END) + remeasured FROM records
+                          WHERE id = keys.winner_id), 0);
+ALTER TABLE workers ADD COLUMN quarantined TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_items ADD COLUMN leased_at )sql" +
+         real + R"sql( NOT NULL DEFAULT 0;
+ALTER TABLE job_items ADD COLUMN lost_tokens TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_items ADD COLUMN refused_by TEXT NOT NULL DEFAULT '';
+)sql";
+}
+
+std::string workerStopMigrationSql(const SqlDialect& d) {
+  return std::string("ALTER TABLE workers ADD COLUMN stopped_at ") +
+         (d.engine == SqlDialect::Engine::Postgres ? "DOUBLE PRECISION" : "REAL") + " NOT NULL DEFAULT 0;";
+}
+
 }  // namespace core
 }  // namespace tessera::cache

@@ -36,4 +36,19 @@ std::string selectorWhere(const RecordSelector& sel, AdminAction action, std::ve
 Expected<int64_t> administer(SqlTx& tx, const RecordSelector& sel, AdminAction action, double agree_factor,
                              TouchedKeys& touched);
 
+// The schema step that brought in the trust of measurements (issue 25, trust.h): SQLite's version 6
+// and PostgreSQL's version 2. Every record holds its trust: what a machine stored itself (writer
+// '': a tuner's local store, and service records older than writers) is vouched for; everything
+// else starts as a claim and is settled when its key and config next get a record. Keys rank their
+// winner (winner_rank: confirmed before claims, then re-measured); the winners are recomputed
+// under the new order. Workers can be quarantined (their lies were caught); an item's leases
+// record when they began (a heartbeat renews one only so long), the tokens whose workers lost it
+// and the workers that refused it. PostgreSQL indexes the md5 of a config (configs may be 16 KiB,
+// past a btree entry's limit).
+std::string trustMigrationSql(const SqlDialect& d);
+
+// The schema step that lets a worker say it stopped (SQLite's version 7, PostgreSQL's version 3):
+// workers.stopped_at, 0 while it runs; a stopped worker is not live and must register again.
+std::string workerStopMigrationSql(const SqlDialect& d);
+
 }  // namespace tessera::cache::core

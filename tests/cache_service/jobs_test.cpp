@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "cache_service/record_json.h"
@@ -35,7 +36,7 @@ ServerOptions queueOptions() {
 }
 
 struct QueueFixture {
-  explicit QueueFixture(test::Engine engine) : f(queueOptions(), true, engine) {
+  explicit QueueFixture(test::Engine engine, ServerOptions o = queueOptions()) : f(o, true, engine) {
     auto tokens = TokenStore::open(f.db);
     if (!tokens.ok()) throw std::runtime_error(tokens.error().message);
     worker = *(*tokens)->add("box1", Scope::Worker);
@@ -168,6 +169,51 @@ TEST_P(JobQueue, LeasesMatchHardwareExpireAndRecordEachItemOnce) {
   ASSERT_EQ(rj.at("records").size(), 2u);
   for (const json& r : rj.at("records")) EXPECT_EQ(r.value("writer", ""), "box1");
   EXPECT_TRUE(q.lease(kWorkerA, 8).at("items").empty());
+}
+
+// Issue 26: a worker that stops deregisters; it is not live from then on (not after its TTL), its
+// leased items go to another worker at once (without waiting for the lease to expire), it is
+// unknown to beats and leases until it registers again, and only its own token may stop it.
+TEST_P(JobQueue, ADeregisteredWorkerIsNotLiveAndItsItemsGoBackAtOnce) {
+  ServerOptions o = queueOptions();
+  o.queue.lease_s = 60;  // nothing expires during the test: only the deregistration frees A's items
+  QueueFixture q(GetParam(), o);
+  ServerFixture& f = q.f;
+  auto tokens = TokenStore::open(f.db);
+  const std::string thief = *(*tokens)->add("box2", Scope::Worker);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the server's token refresh
+  ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
+  ASSERT_EQ(q.registerWorker(kWorkerC, "x86-64-v4").status, 200);
+  ASSERT_EQ(f.post("/v1/jobs", jobBody({R"({"MC":64})", R"({"MC":32})"}).dump(), f.write_token).status, 200);
+  ASSERT_EQ(q.lease(kWorkerA, 8).at("items").size(), 2u);
+  EXPECT_TRUE(q.lease(kWorkerC, 8).at("items").empty());  // A holds both (negative control)
+  auto live = [&] {
+    std::set<std::string> ids;
+    Reply list = f.get("/v1/workers", f.read_token);
+    EXPECT_EQ(list.status, 200) << list.body;
+    const json body = json::parse(list.body);
+    for (const json& w : body.at("workers")) ids.insert(w.at("id").get<std::string>());
+    return ids;
+  };
+  EXPECT_EQ(live(), (std::set<std::string>{kWorkerA, kWorkerC}));
+
+  // Another token cannot stop A, nor can any other scope; an unknown id is a 404.
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/deregister", "", thief).status, 404);
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/deregister", "", f.write_token).status, 403);
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerB + "/deregister", "", q.worker).status, 404);
+  EXPECT_EQ(live(), (std::set<std::string>{kWorkerA, kWorkerC}));
+
+  Reply stop = f.post("/v1/workers/" + kWorkerA + "/deregister", "", q.worker);
+  ASSERT_EQ(stop.status, 200) << stop.body;
+  EXPECT_EQ(json::parse(stop.body).value("released", -1), 2);
+  EXPECT_EQ(json::parse(f.post("/v1/workers/" + kWorkerA + "/deregister", "", q.worker).body).value("released", -1), 0);
+  EXPECT_EQ(live(), std::set<std::string>{kWorkerC});
+  EXPECT_EQ(json::parse(f.get("/v1/jobs/" + kJob, f.write_token).body).value("live_workers", 0), 1);
+  EXPECT_EQ(q.lease(kWorkerC, 8).at("items").size(), 2u);
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/heartbeat", "", q.worker).status, 404);
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/lease", R"({"max_items":1})", q.worker).status, 404);
+  ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);  // back again
+  EXPECT_EQ(live(), (std::set<std::string>{kWorkerA, kWorkerC}));
 }
 
 TEST_P(JobQueue, ItemsWhoseLeasesKeepExpiringAreGivenUp) {
