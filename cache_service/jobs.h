@@ -35,6 +35,7 @@ struct WorkerInfo {
   std::string model;   // CPU model or device name: what a job may require
   std::string device;  // device index ("" on the host)
   std::string host, tessera_version, llvm_version, toolkit_version, driver_version;
+  std::string runtime_version;  // the GPU runtime (CUDA runtime, HIP) the worker measures with
   int64_t slots = 1;  // items it leases at once at most
   // Read back only: the store's clock in seconds since the epoch, liveness against the policy.
   double registered_at = 0, last_seen = 0;
@@ -129,8 +130,10 @@ struct JobItemView {
 struct JobView {
   JobSpec spec;
   std::string state;  // open | done | cancelled
-  std::vector<JobItemView> items;
-  int64_t live_workers = 0;  // live workers that may lease it
+  std::vector<JobItemView> items;  // all, or those changed since the cursor asked for
+  int64_t live_workers = 0;        // live workers that may lease it
+  int64_t done_items = 0;          // of all its items
+  int64_t changes = 0;             // the cursor: changes of its items so far
 };
 
 // Errors of the queue's calls: NotFound (an unknown worker, job or item), InvalidArgument (an id of
@@ -195,7 +198,10 @@ class JobQueue {
   // ids of the records it reported that the queue still knows (jobs of the last keep_finished_s),
   // which the caller quarantines. NotFound for an unknown worker.
   virtual Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) = 0;
-  virtual Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) = 0;
+  // since >= 0: only the items changed after the cursor `since` (JobView::changes of an earlier
+  // answer), without their payloads (spec.items stays empty); since < 0: every item.
+  virtual Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p,
+                                               int64_t since = -1) = 0;
   // Queued items are never leased afterwards (leased ones may still report). false: no such open job.
   virtual Expected<bool> cancel(const std::string& job_id) = 0;
   // Deletes finished (done or cancelled) jobs older than keep_finished_s and cancels open jobs

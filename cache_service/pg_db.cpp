@@ -239,8 +239,8 @@ CREATE INDEX job_items_by_worker ON job_items(worker_id, state);
 // index is over their md5.
 const std::string kPgMigrationV2 = core::trustMigrationSql(SqlDialect::postgres());
 
-// Version 3: the SQLite schema's version 7: a worker that stops says so.
-const std::string kPgMigrationV3 = core::workerStopMigrationSql(SqlDialect::postgres());
+// Version 3: the SQLite schema's version 7: a worker that stops says so; job polls follow a cursor.
+const std::string kPgMigrationV3 = core::queueV7MigrationSql(SqlDialect::postgres());
 
 const char* const kPgMigrations[] = {kPgMigrationV1, kPgMigrationV2.c_str(), kPgMigrationV3.c_str()};
 static_assert(std::size(kPgMigrations) == kPgSchemaVersion);

@@ -156,7 +156,7 @@ inline constexpr const char* kRecordColumns =
     "r.tessera_version, r.llvm_version, r.cuda_version, r.cpu_model, r.host, r.user_name, r.created_at, "
     "r.config, r.status, r.n, r.median_us, r.p20_us, r.p80_us, r.gflops, r.gbps, r.peak_fraction, "
     "r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds, r.remeasured, r.estimator, r.bound, "
-    "r.writer, r.received_at, r.quarantined, r.trust";
+    "r.writer, r.received_at, r.quarantined, r.trust, r.driver_version, r.runtime_version";
 
 // The database clock, as the queue's seconds since the epoch and as a record's received_at: one
 // clock for every replica, whatever their machines' clocks say.

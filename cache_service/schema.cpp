@@ -152,8 +152,8 @@ CREATE INDEX job_items_by_worker ON job_items(worker_id, state);
 const std::string kMigrationV6 = core::trustMigrationSql(SqlDialect::sqlite());
 
 // Version 7: a worker that stops says so (issue 26): it is no longer live at once, not only after
-// its TTL (store_core.cpp's workerStopMigrationSql, shared with the PostgreSQL schema).
-const std::string kMigrationV7 = core::workerStopMigrationSql(SqlDialect::sqlite());
+// its TTL (store_core.cpp's queueV7MigrationSql, shared with the PostgreSQL schema).
+const std::string kMigrationV7 = core::queueV7MigrationSql(SqlDialect::sqlite());
 
 const char* const kMigrations[] = {kMigrationV1, kMigrationV2, kMigrationV3,          kMigrationV4,
                                    kMigrationV5, kMigrationV6.c_str(), kMigrationV7.c_str()};

@@ -20,7 +20,8 @@ namespace {
 constexpr const char* kWorkerColumns =
     "w.id, w.token, w.target, w.arch, w.units, w.model, w.device, w.host, w.tessera_version, w.llvm_version,"
     " w.toolkit_version, w.driver_version, w.slots, w.registered_at, w.last_seen,"
-    " (SELECT count(*) FROM job_items i WHERE i.worker_id = w.id AND i.state = 'leased'), w.quarantined, w.stopped_at";
+    " (SELECT count(*) FROM job_items i WHERE i.worker_id = w.id AND i.state = 'leased'), w.quarantined, w.stopped_at,"
+    " w.runtime_version";
 
 WorkerInfo workerRow(const SqlRow& row, double now, const QueuePolicy& p) {
   WorkerInfo w;
@@ -42,12 +43,13 @@ WorkerInfo workerRow(const SqlRow& row, double now, const QueuePolicy& p) {
   w.leased = row.i64(15);
   w.quarantined = row.text(16);
   w.live = w.last_seen >= now - p.worker_ttl_s && w.quarantined.empty() && row.f64(17) == 0;
+  w.runtime_version = row.text(18);
   return w;
 }
 
 const std::string kJobSelect =
-    "SELECT id, submitter, kind, key_json, model, kernel, settings, rounds, first_trial, elapsed_s, state"
-    " FROM jobs WHERE id = ?1";
+    "SELECT id, submitter, kind, key_json, model, kernel, settings, rounds, first_trial, elapsed_s, state,"
+    " done_items, changes FROM jobs WHERE id = ?1";
 
 // The id, submitter, kind and key of a job from the first four columns of a row.
 template <typename Job>
@@ -93,6 +95,28 @@ Status itemDone(SqlTx& tx, const std::string& job_id, double now) {
   return {};
 }
 
+// An item of a job changed (leased, done, back in the queue): the job's change count moves on and
+// the item remembers it, so a poll with an earlier cursor returns it.
+Status itemChanged(SqlTx& tx, const std::string& job_id, int64_t item) {
+  TESSERA_TRY(tx.run("UPDATE jobs SET changes = changes + 1 WHERE id = ?1", {job_id}));
+  TESSERA_TRY(tx.run("UPDATE job_items SET changed = (SELECT changes FROM jobs WHERE id = ?1)"
+                     " WHERE job_id = ?1 AND item = ?2",
+                     {job_id, item}));
+  return {};
+}
+
+// Every item a worker holds goes back to the queue (the worker was quarantined or stopped);
+// returns how many.
+Expected<int64_t> requeueWorkerItems(SqlTx& tx, const std::string& worker_id) {
+  TESSERA_TRY(tx.run("UPDATE jobs SET changes = changes + 1 WHERE id IN"
+                     " (SELECT job_id FROM job_items WHERE worker_id = ?1 AND state = 'leased')",
+                     {worker_id}));
+  return tx.run("UPDATE job_items SET state = 'queued', worker_id = '', lease_expires = 0,"
+                " changed = (SELECT j.changes FROM jobs j WHERE j.id = job_items.job_id)"
+                " WHERE worker_id = ?1 AND state = 'leased'",
+                {worker_id});
+}
+
 // Marks a worker of `token` as seen now; NotFound when the service does not know it (or it is
 // another token's), Unsupported when it was quarantined.
 Status touchWorker(SqlTx& tx, const std::string& worker_id, const std::string& token, double now) {
@@ -128,16 +152,17 @@ Status SqlJobQueue::registerWorker(const WorkerInfo& w, const QueuePolicy& p) {
                                                     std::to_string(p.max_workers_per_token) + ")");
     TESSERA_ASSIGN(int64_t changed,
                    tx.run("INSERT INTO workers(id, token, target, arch, units, model, device, host, tessera_version,"
-                          " llvm_version, toolkit_version, driver_version, slots, registered_at, last_seen)"
-                          " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?14)"
+                          " llvm_version, toolkit_version, driver_version, slots, registered_at, last_seen, runtime_version)"
+                          " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?14,?15)"
                           " ON CONFLICT(id) DO UPDATE SET target = excluded.target, arch = excluded.arch,"
                           " units = excluded.units, model = excluded.model, device = excluded.device,"
                           " host = excluded.host, tessera_version = excluded.tessera_version,"
                           " llvm_version = excluded.llvm_version, toolkit_version = excluded.toolkit_version,"
-                          " driver_version = excluded.driver_version, slots = excluded.slots,"
+                          " driver_version = excluded.driver_version, runtime_version = excluded.runtime_version,"
+                          " slots = excluded.slots,"
                           " last_seen = excluded.last_seen, stopped_at = 0 WHERE workers.token = excluded.token",
                           {w.id, w.token, w.target, w.arch, w.units, w.model, w.device, w.host, w.tessera_version,
-                           w.llvm_version, w.toolkit_version, w.driver_version, w.slots, now}));
+                           w.llvm_version, w.toolkit_version, w.driver_version, w.slots, now, w.runtime_version}));
     if (changed == 0) return makeError(ErrorCode::InvalidArgument, "worker id " + w.id + " belongs to another token");
     return {};
   });
@@ -196,9 +221,7 @@ Expected<int64_t> SqlJobQueue::deregisterWorker(const std::string& worker_id, co
                                     {now, worker_id, token}));
     if (w.empty()) return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
     // Its items go back to the queue as they are: a clean stop is not a lost lease.
-    TESSERA_ASSIGN(released, tx.run("UPDATE job_items SET state = 'queued', worker_id = '', lease_expires = 0"
-                                    " WHERE worker_id = ?1 AND state = 'leased'",
-                                    {worker_id}));
+    TESSERA_ASSIGN(released, requeueWorkerItems(tx, worker_id));
     return {};
   });
   if (!s.ok()) return s.takeError();
@@ -301,12 +324,15 @@ Expected<Lease> SqlJobQueue::lease(const std::string& worker_id, const std::stri
                            " lost_tokens = ?3 WHERE job_id = ?4 AND item = ?5",
                            {lostItemResult(step.attempts, step.lost_workers), step.lost_workers, step.lost_tokens,
                             job_id, item}));
+        TESSERA_TRY(itemChanged(tx, job_id, item));
         TESSERA_TRY(itemDone(tx, job_id, now));
         continue;
       }
       if (static_cast<int>(out.items.size()) >= budget) continue;
       TESSERA_TRY(tx.run(take_sql, {worker_id, step.attempts, step.lost_workers, step.lost_tokens,
                                     int64_t{step.mine ? 1 : 0}, now, p.lease_s, p.max_hold_s, job_id, item}));
+      // Renewing its own unanswered lease changes nothing a poll shows.
+      if (!step.mine) TESSERA_TRY(itemChanged(tx, job_id, item));
       out.items.push_back({job_id, item, payload, step.attempts});
       if (std::find(job_ids.begin(), job_ids.end(), job_id) == job_ids.end()) job_ids.push_back(job_id);
     }
@@ -345,6 +371,7 @@ Expected<ReportResult> SqlJobQueue::report(const ItemReport& r, const PutOptions
     }
     TESSERA_TRY(tx.run("UPDATE job_items SET state = 'done', result = ?1, record_id = ?2 WHERE job_id = ?3 AND item = ?4",
                        {r.result, record_id, r.job_id, r.item}));
+    TESSERA_TRY(itemChanged(tx, r.job_id, r.item));
     TESSERA_TRY(itemDone(tx, r.job_id, now));
     res.outcome = ReportOutcome::Recorded;
     return {};
@@ -387,6 +414,7 @@ Expected<ReportOutcome> SqlJobQueue::refuse(const ItemReport& r, const QueuePoli
                          " WHERE job_id = ?2 AND item = ?3",
                          {step.refused_by, r.job_id, r.item}));
     }
+    TESSERA_TRY(itemChanged(tx, r.job_id, r.item));
     outcome = ReportOutcome::Recorded;
     return {};
   });
@@ -401,9 +429,7 @@ Expected<std::vector<int64_t>> SqlJobQueue::quarantineWorker(const std::string& 
     TESSERA_ASSIGN(int64_t n, tx.run("UPDATE workers SET quarantined = ?1 WHERE id = ?2",
                                      {why.empty() ? std::string("quarantined") : why, worker_id}));
     if (n == 0) return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
-    TESSERA_TRY(tx.run("UPDATE job_items SET state = 'queued', worker_id = '', lease_expires = 0"
-                       " WHERE worker_id = ?1 AND state = 'leased'",
-                       {worker_id}));
+    TESSERA_TRY(requeueWorkerItems(tx, worker_id));
     TESSERA_ASSIGN(auto rows, tx.query("SELECT record_id FROM job_items WHERE worker_id = ?1 AND state = 'done'"
                                        " AND record_id != 0",
                                        {worker_id}));
@@ -414,7 +440,7 @@ Expected<std::vector<int64_t>> SqlJobQueue::quarantineWorker(const std::string& 
   return records;
 }
 
-Expected<std::optional<JobView>> SqlJobQueue::job(const std::string& job_id, const QueuePolicy& p) {
+Expected<std::optional<JobView>> SqlJobQueue::job(const std::string& job_id, const QueuePolicy& p, int64_t since) {
   std::optional<JobView> out;
   // One snapshot: the items agree with the job's state.
   Status s = engine_.transact(TxMode::Read, [&](SqlTx& tx, core::TouchedKeys&) -> Status {
@@ -424,12 +450,16 @@ Expected<std::optional<JobView>> SqlJobQueue::job(const std::string& job_id, con
     if (j.empty()) return {};
     JobView v;
     TESSERA_ASSIGN(v.spec, jobRow(j[0], &v.state));
-    TESSERA_ASSIGN(auto items, tx.query("SELECT item, state, worker_id, result, attempts, record_id, payload"
-                                        " FROM job_items WHERE job_id = ?1 ORDER BY item",
-                                        {job_id}));
+    v.done_items = j[0].i64(11);
+    v.changes = j[0].i64(12);
+    const bool all = since < 0;
+    TESSERA_ASSIGN(auto items, tx.query(std::string("SELECT item, state, worker_id, result, attempts, record_id, ") +
+                                            (all ? "payload" : "''") +
+                                            " FROM job_items WHERE job_id = ?1 AND changed > ?2 ORDER BY item",
+                                        {job_id, all ? int64_t{-1} : since}));
     for (const SqlRow& row : items) {
       v.items.push_back({row.i64(0), row.text(1), row.text(2), row.text(3), row.i64(4), row.i64(5)});
-      v.spec.items.push_back(row.text(6));
+      if (all) v.spec.items.push_back(row.text(6));
     }
     TESSERA_ASSIGN(v.live_workers, liveWorkersFor(tx, v.spec.key, v.spec.model, now, p));
     out = std::move(v);

@@ -41,7 +41,7 @@ class SqlJobQueue final : public JobQueue {
   Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) override;
   Expected<ReportOutcome> refuse(const ItemReport& r, const QueuePolicy& p) override;
   Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) override;
-  Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) override;
+  Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p, int64_t since) override;
   Expected<bool> cancel(const std::string& job_id) override;
   Expected<int64_t> purge(double keep_finished_s, double max_open_s) override;
   Expected<JobList> jobList(const std::string& submitter, int limit, const QueuePolicy& p) override;

@@ -29,8 +29,8 @@ inline constexpr const char* kRecordColumns =
     "r.tessera_version, r.llvm_version, r.cuda_version, r.cpu_model, r.host, r.user, r.created_at, "
     "r.config, r.status, r.n, r.median_us, r.p20_us, r.p80_us, r.gflops, r.gbps, r.peak_fraction, "
     "r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds, r.stale, r.remeasured, r.estimator, r.bound, "
-    "r.writer, r.received_at, r.quarantined, r.trust";
-inline constexpr int kRecordColumnCount = 38;
+    "r.writer, r.received_at, r.quarantined, r.trust, r.driver_version, r.runtime_version";
+inline constexpr int kRecordColumnCount = 40;
 // The row as stored; `stale` is the store's to compute (SqliteStore::readRow).
 Expected<Record> rowToRecord(const sql::Stmt& st);
 

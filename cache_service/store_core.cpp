@@ -95,10 +95,11 @@ struct WriteSql {
                         " gflops, gbps, peak_fraction, max_abs_err, max_rel_err, trials, tuning_seconds,"
                         " tessera_version, llvm_version, cuda_version, cpu_model, host, ") +
                     d.user_column +
-                    ", created_at, pushed, remeasured, estimator, bound, writer, trust, received_at)"
+                    ", created_at, pushed, remeasured, estimator, bound, writer, trust, driver_version,"
+                    " runtime_version, received_at)"
                     " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
-                    "?23,?24,?25,?26,?27,?28," +
-                    (d.now_utc_sql ? std::string(d.now_utc_sql) : std::string("?29")) +
+                    "?23,?24,?25,?26,?27,?28,?29,?30," +
+                    (d.now_utc_sql ? std::string(d.now_utc_sql) : std::string("?31")) +
                     ") ON CONFLICT(fingerprint) DO NOTHING RETURNING id";
   }
   static const WriteSql& of(const SqlDialect& d) {
@@ -170,7 +171,8 @@ Expected<PutResult> putRecord(SqlTx& tx, const Record& r, const PutOptions& opts
         r.key_id, fp, std::string(recordStatusName(r.status)), r.config, r.n, r.median_us, r.p20_us, r.p80_us,
         r.gflops, r.gbps, r.peak_fraction, r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds,
         p.tessera_version, p.llvm_version, p.cuda_version, p.cpu_model, p.host, p.user, p.created_at,
-        flag(!opts.outbox), flag(remeasured), r.estimator, r.bound, opts.writer, trustValue(mine)};
+        flag(!opts.outbox), flag(remeasured), r.estimator, r.bound, opts.writer, trustValue(mine),
+        p.driver_version, p.runtime_version};
     if (!tx.dialect().now_utc_sql) params.emplace_back(utcNow());
     TESSERA_ASSIGN(auto rows, tx.query(w.insert_record, params));
     if (!rows.empty()) res.id = rows[0].i64(0);
@@ -322,9 +324,15 @@ ALTER TABLE job_items ADD COLUMN refused_by TEXT NOT NULL DEFAULT '';
 )sql";
 }
 
-std::string workerStopMigrationSql(const SqlDialect& d) {
-  return std::string("ALTER TABLE workers ADD COLUMN stopped_at ") +
-         (d.engine == SqlDialect::Engine::Postgres ? "DOUBLE PRECISION" : "REAL") + " NOT NULL DEFAULT 0;";
+std::string queueV7MigrationSql(const SqlDialect& d) {
+  const bool pg = d.engine == SqlDialect::Engine::Postgres;
+  return std::string("ALTER TABLE workers ADD COLUMN stopped_at ") + (pg ? "DOUBLE PRECISION" : "REAL") +
+         " NOT NULL DEFAULT 0;\n"
+         "ALTER TABLE jobs ADD COLUMN changes " + (pg ? "BIGINT" : "INTEGER") + " NOT NULL DEFAULT 0;\n"
+         "ALTER TABLE job_items ADD COLUMN changed " + (pg ? "BIGINT" : "INTEGER") + " NOT NULL DEFAULT 0;\n"
+         "ALTER TABLE workers ADD COLUMN runtime_version TEXT NOT NULL DEFAULT '';\n"
+         "ALTER TABLE records ADD COLUMN driver_version TEXT NOT NULL DEFAULT '';\n"
+         "ALTER TABLE records ADD COLUMN runtime_version TEXT NOT NULL DEFAULT '';\n";
 }
 
 }  // namespace core

@@ -47,8 +47,12 @@ Expected<int64_t> administer(SqlTx& tx, const RecordSelector& sel, AdminAction a
 // past a btree entry's limit).
 std::string trustMigrationSql(const SqlDialect& d);
 
-// The schema step that lets a worker say it stopped (SQLite's version 7, PostgreSQL's version 3):
-// workers.stopped_at, 0 while it runs; a stopped worker is not live and must register again.
-std::string workerStopMigrationSql(const SqlDialect& d);
+// The schema step of SQLite's version 7 and PostgreSQL's version 3. A worker can say it stopped:
+// workers.stopped_at, 0 while it runs (a stopped worker is not live and must register again). Job
+// polls follow a cursor: jobs.changes counts the changes of a job's items, and each item keeps the
+// count of its last change (job_items.changed), so a poll returns only the items changed since.
+// Workers register their GPU runtime's version, and records keep the driver and runtime versions
+// they were measured with (records.driver_version, records.runtime_version; '' where unknown).
+std::string queueV7MigrationSql(const SqlDialect& d);
 
 }  // namespace tessera::cache::core

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "cache_service/job_client.h"
 #include "cache_service/record_json.h"
 #include "cache_service/tokens.h"
 #include "tests/cache_service/test_util.h"
@@ -214,6 +215,83 @@ TEST_P(JobQueue, ADeregisteredWorkerIsNotLiveAndItsItemsGoBackAtOnce) {
   EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/lease", R"({"max_items":1})", q.worker).status, 404);
   ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);  // back again
   EXPECT_EQ(live(), (std::set<std::string>{kWorkerA, kWorkerC}));
+}
+
+// Issue 30: a poll that passes back the cursor of its last answer gets only the items that changed
+// since (leased, done), with the job's state and done count; a poll without it (an older client)
+// still gets every item. The job client follows the cursor and still hands its callers every item.
+TEST_P(JobQueue, JobPollsReturnOnlyWhatChangedSinceTheirCursor) {
+  ServerOptions o = queueOptions();
+  o.queue.lease_s = 60;
+  QueueFixture q(GetParam(), o);
+  ServerFixture& f = q.f;
+  ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
+  const std::string c0 = R"({"MC":64})", c1 = R"({"MC":32})", c2 = R"({"MC":16})";
+  ASSERT_EQ(f.post("/v1/jobs", jobBody({c0, c1, c2}).dump(), f.write_token).status, 200);
+  auto poll = [&](const std::string& query) {
+    Reply r = f.get("/v1/jobs/" + kJob + query, f.write_token);
+    EXPECT_EQ(r.status, 200) << query << " " << r.body;
+    return json::parse(r.body, nullptr, false);
+  };
+  auto itemsOf = [](const json& j) {
+    std::vector<std::pair<int64_t, std::string>> out;
+    for (const json& it : j.at("items")) out.emplace_back(it.at("item").get<int64_t>(), it.at("state").get<std::string>());
+    return out;
+  };
+  json full = poll("");
+  ASSERT_EQ(full.at("items").size(), 3u);
+  const int64_t c_start = full.at("cursor").get<int64_t>();
+  EXPECT_TRUE(poll("?since=" + std::to_string(c_start)).at("items").empty());  // nothing moved yet
+
+  ASSERT_EQ(q.lease(kWorkerA, 1).at("items").size(), 1u);
+  json leased = poll("?since=" + std::to_string(c_start));
+  EXPECT_EQ(itemsOf(leased), (std::vector<std::pair<int64_t, std::string>>{{0, "leased"}}));
+  const int64_t c_leased = leased.at("cursor").get<int64_t>();
+  EXPECT_GT(c_leased, c_start);
+  EXPECT_TRUE(poll("?since=" + std::to_string(c_leased)).at("items").empty());
+
+  ASSERT_EQ(q.report(kWorkerA, 0, measured(c0, 50)).status, 200);
+  json done = poll("?since=" + std::to_string(c_leased));
+  EXPECT_EQ(itemsOf(done), (std::vector<std::pair<int64_t, std::string>>{{0, "done"}}));
+  EXPECT_EQ(done.at("items")[0].at("result").at("records").size(), 1u);
+  EXPECT_EQ(done.value("done", -1), 1);
+  EXPECT_EQ(done.value("state", ""), "open");
+  // An older client's poll: every item, as before.
+  EXPECT_EQ(itemsOf(poll("")), (std::vector<std::pair<int64_t, std::string>>{{0, "done"}, {1, "queued"}, {2, "queued"}}));
+  for (const std::string bad : {"?since=-1", "?since=x", "?since=", "?since=99999999999999999999", "?after=1"})
+    EXPECT_EQ(f.get("/v1/jobs/" + kJob + bad, f.write_token).status, 400) << bad;
+
+  // The job client: every item every time, whatever it asked the service for.
+  JobClient client({{f.url()}, f.write_token, "", 5, 5});
+  for (int round = 0; round < 3; ++round) {
+    if (round == 1) ASSERT_EQ(q.lease(kWorkerA, 1).at("items").size(), 1u);
+    if (round == 2) ASSERT_EQ(q.report(kWorkerA, 1, measured(c1, 60)).status, 200);
+    auto p = client.progress(kJob);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    ASSERT_EQ(p->items.size(), 3u) << round;
+    EXPECT_EQ(p->items[0].state, "done");
+    EXPECT_TRUE(p->items[0].result.has_value());
+    EXPECT_EQ(p->items[1].state, round == 0 ? "queued" : round == 1 ? "leased" : "done") << round;
+    EXPECT_EQ(p->items[2].state, "queued");
+  }
+}
+
+// Issue 30: a worker registers the driver and runtime it measures with; the list shows them, and a
+// hostile value is refused like any other field.
+TEST_P(JobQueue, WorkersRegisterTheirDriverAndRuntimeVersions) {
+  QueueFixture q(GetParam());
+  ServerFixture& f = q.f;
+  json w = {{"id", kWorkerA}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2},
+            {"driver_version", "550.54.15"}, {"runtime_version", "12.4"}};
+  ASSERT_EQ(f.post("/v1/workers", w.dump(), q.worker).status, 200);
+  const json list = json::parse(f.get("/v1/workers", f.read_token).body);
+  ASSERT_EQ(list.at("workers").size(), 1u);
+  EXPECT_EQ(list.at("workers")[0].value("driver_version", ""), "550.54.15");
+  EXPECT_EQ(list.at("workers")[0].value("runtime_version", ""), "12.4");
+  w["runtime_version"] = std::string(300, '9');
+  EXPECT_EQ(f.post("/v1/workers", w.dump(), q.worker).status, 422);
+  w["runtime_version"] = std::string("12.4\x07");
+  EXPECT_EQ(f.post("/v1/workers", w.dump(), q.worker).status, 422);
 }
 
 TEST_P(JobQueue, ItemsWhoseLeasesKeepExpiringAreGivenUp) {
