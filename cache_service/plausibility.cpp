@@ -64,7 +64,7 @@ constexpr KnobRow kKnobs[] = {
     {"attention", Kind::Host, "NR2", nullptr},        {"attention", Kind::Host, "U1", nullptr},
     {"attention", Kind::Host, "U2", nullptr},         {"attention", Kind::Host, "VW", nullptr},
     {"attention", Kind::Gpu, "BQ", nullptr},          {"attention", Kind::Gpu, "BK", nullptr},
-    {"attention", Kind::Gpu, "DSPLIT", nullptr},      {"attention", Kind::Gpu, "strategy", "flash-simt|flash-mma"},
+    {"attention", Kind::Gpu, "DSPLIT", nullptr},      {"attention", Kind::Gpu, "strategy", "flash-simt|flash-mma|flash-wgmma"},
     {"attention", Kind::Gpu, "STAGES", nullptr},
     // Threads of a host kernel (issue 14); the same number is the key's `units`.
     {"gemm", Kind::Host, "THREADS", nullptr},        {"elementwise", Kind::Host, "THREADS", nullptr},

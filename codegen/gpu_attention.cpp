@@ -139,7 +139,8 @@ class Builder {
 
 }  // namespace
 
-// The strategy a config names: flash-simt (this file), flash-mma (tensor cores); configs stored
+// The strategy a config names: flash-simt (this file), flash-mma (mma.sync), flash-wgmma (sm_90a's
+// wgmma); configs stored
 // before the knob existed are flash-simt.
 std::string attentionStrategy(const ir::Config& c) {
   if (!c.has("strategy")) return "flash-simt";
@@ -150,8 +151,10 @@ std::string attentionStrategy(const ir::Config& c) {
 Status checkGpuAttention(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
   const std::string strategy = attentionStrategy(c);
   if (strategy == "flash-mma") return checkGpuAttentionMma(k, c, t);
+  if (strategy == "flash-wgmma") return checkGpuAttentionWgmma(k, c, t);
   if (strategy != "flash-simt")
-    return makeError(ErrorCode::InvalidConfig, "attention: unknown strategy '" + strategy + "' (flash-simt, flash-mma)");
+    return makeError(ErrorCode::InvalidConfig,
+                     "attention: unknown strategy '" + strategy + "' (flash-simt, flash-mma, flash-wgmma)");
   TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
   TESSERA_ASSIGN(AttnPlan p, makePlan(info.spec, c, t));
   (void)p;
@@ -161,6 +164,7 @@ Status checkGpuAttention(const ir::Kernel& k, const ir::Config& c, const TargetD
 Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
   TESSERA_TRY(checkGpuAttention(k, c, t));
   if (attentionStrategy(c) == "flash-mma") return buildGpuAttentionMma(ctx, k, c, t);
+  if (attentionStrategy(c) == "flash-wgmma") return buildGpuAttentionWgmma(ctx, k, c, t);
   TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
   TESSERA_ASSIGN(AttnPlan p, makePlan(info.spec, c, t));
   GpuPlan plan;

@@ -23,6 +23,7 @@
 #include "codegen/gpu_strategies.h"
 #include "codegen/host_strategies.h"
 #include "codegen/gpu_loops.h"
+#include "codegen/gpu_mma_ops.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -85,72 +86,10 @@ Expected<MmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, 
   return p;
 }
 
-class Kernel {
+class Kernel : public MmaOps {
  public:
-  Kernel(OpBuilder& b, Location loc, const MmaAttnPlan& p) : b_(b), loc_(loc), p_(p), ix_{b, loc} {
-    f32_ = b.getF32Type();
-    i32_ = b.getI32Type();
-    bf16_ = p.dtype == ir::ScalarType::BF16;
-    et_ = bf16_ ? Type(b.getBF16Type()) : Type(b.getF16Type());
-    fm_ = arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::contract);
-  }
-
-  Value f(float v) { return arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(v)); }
-  Value add(Value x, Value y) { return arith::AddFOp::create(b_, loc_, x, y, fm_); }
-  Value sub(Value x, Value y) { return arith::SubFOp::create(b_, loc_, x, y, fm_); }
-  Value mul(Value x, Value y) { return arith::MulFOp::create(b_, loc_, x, y, fm_); }
-  Value max(Value x, Value y) { return arith::MaxNumFOp::create(b_, loc_, x, y, fm_); }
-  // 2^x on the SFU (ex2.approx: 2 ulp; a masked -1e30 flushes to 0).
-  Value exp2(Value x) {
-    return NVVM::InlinePtxOp::create(b_, loc_, TypeRange{f32_}, ValueRange{x}, ValueRange{}, "ex2.approx.ftz.f32 $0, $1;",
-                                     Value())
-        ->getResult(0);
-  }
-  Value shflXor(Value v, int32_t lanes) {
-    auto off = arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(lanes));
-    auto width = arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(32));
-    return gpu::ShuffleOp::create(b_, loc_, v, off, width, gpu::ShuffleMode::XOR).getShuffleResult();
-  }
-  // One 32-bit fragment register from two elements (f16: vector<2xf16>; bf16: i32).
-  Value reg(Value pair) {
-    if (!bf16_) return pair;
-    Value v = vector::BitCastOp::create(b_, loc_, VectorType::get({1}, i32_), pair);
-    return vector::ExtractOp::create(b_, loc_, v, ArrayRef<int64_t>{0});
-  }
-  Value pack(Value lo, Value hi) {
-    Value v = vector::FromElementsOp::create(b_, loc_, VectorType::get({2}, et_),
-                                             ValueRange{arith::TruncFOp::create(b_, loc_, et_, lo),
-                                                        arith::TruncFOp::create(b_, loc_, et_, hi)});
-    return reg(v);
-  }
-  // ldmatrix (x2 or x4, optionally transposed) from a 2-D shared tile; its registers.
-  SmallVector<Value> ldmatrix(Value tile, Value row, Value col, int num, bool trans) {
-    auto vt = VectorType::get({num, 2}, et_);
-    Value r = nvgpu::LdMatrixOp::create(b_, loc_, vt, tile, ValueRange{row, col}, b_.getBoolAttr(trans),
-                                        b_.getI32IntegerAttr(num));
-    SmallVector<Value> regs;
-    for (int i = 0; i < num; ++i) regs.push_back(reg(vector::ExtractOp::create(b_, loc_, r, ArrayRef<int64_t>{i})));
-    return regs;
-  }
-  // mma.sync m16n8k16 row.col, f32 accumulators (4 per thread: rows g, g, g+8, g+8).
-  SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> bb, ArrayRef<Value> c) {
-    auto st = LLVM::LLVMStructType::getLiteral(b_.getContext(), {f32_, f32_, f32_, f32_});
-    std::optional<std::array<NVVM::MMATypes, 2>> types;
-    if (bf16_) types = std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16, NVVM::MMATypes::bf16};
-    auto op = NVVM::MmaOp::create(b_, loc_, st, a, bb, c, ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt, types,
-                                  std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
-    SmallVector<Value> d;
-    for (int64_t i = 0; i < 4; ++i) d.push_back(LLVM::ExtractValueOp::create(b_, loc_, op.getRes(), ArrayRef<int64_t>{i}));
-    return d;
-  }
-
-  OpBuilder& b_;
-  Location loc_;
+  Kernel(OpBuilder& b, Location loc, const MmaAttnPlan& p) : MmaOps(b, loc, p.dtype), p_(p) {}
   const MmaAttnPlan& p_;
-  gpuir::Idx ix_;
-  Type f32_, i32_, et_;
-  bool bf16_ = false;
-  arith::FastMathFlagsAttr fm_;
 };
 
 std::string noMapSchedule() {

@@ -54,6 +54,10 @@ Expected<GpuPlan> buildGpuAttention(mlir::MLIRContext* ctx, const ir::Kernel& k,
 Expected<GpuPlan> buildGpuAttentionMma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                        const TargetDesc& t);
 Status checkGpuAttentionMma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+// Hopper tensor-core attention (gpu_attention_wgmma.cpp: FlashAttention-2 on wgmma, sm_90a).
+Expected<GpuPlan> buildGpuAttentionWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+                                         const TargetDesc& t);
+Status checkGpuAttentionWgmma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 
 // Knob legality of each strategy (no IR built).
 Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);

@@ -124,6 +124,10 @@ std::vector<std::string> whyTheyDiffer(const std::vector<CompareRow>& rows, cons
           return p ? p->gemmMma(ir::kernelInputType(k), t) : std::nullopt;
         };
         auto xa = path(pa, ta), xb = path(pb, tb);
+        // The backend's matrix path explains a winner only when the winner runs it (sm_90a's
+        // wgmma winners are not its mma.sync path).
+        if (xa && ma->find(xa->kind) == std::string::npos) xa.reset();
+        if (xb && mb->find(xb->kind) == std::string::npos) xb.reset();
         if (xa && xb && xa->tnMultiple != xb->tnMultiple)
           s += " (warp tiles' N a multiple of " + std::to_string(xa->tnMultiple) + " vs " + std::to_string(xb->tnMultiple) + ")";
         if (xa && xa->shape.peakShare < 1)

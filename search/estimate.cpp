@@ -215,26 +215,30 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
 // (2 * BK * D / 128 MMAs), loads K and V fragments with ldmatrix (BK * D / 128), and spends issue
 // slots on the online softmax (about 6 instructions per score it holds: BK / 2), O's rescale (D / 2)
 // and its share of the cp.async ring. K/V tiles cross shared memory once per warp.
+// flash-wgmma (codegen/gpu_attention_wgmma.cpp, sm_90a) is the same loop with both products on
+// wgmma from shared memory (no ldmatrix; wgmma's full peak share), a warpgroup per 64 rows, and P
+// through shared memory; its waits serialize the softmax and the MMAs of a warpgroup. Not yet
+// calibrated on a device: its terms are flash-mma's, less the fragment loads, plus P's stores.
 Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, const TargetDesc& t,
                                       const codegen::ResourceReport* res, const ir::AttentionSpec& a, int64_t BQ,
-                                      int64_t BK, double visited, int64_t kvBlocks, KernelEstimate e) {
+                                      int64_t BK, double visited, int64_t kvBlocks, KernelEstimate e, bool wgmma) {
   TESSERA_ASSIGN(int64_t ST, c.getInt("STAGES"));
-  const MmaShape* mma = t.findMma("f16", "mma.sync");
-  if (!mma) return makeError(ErrorCode::InvalidConfig, t.name + " has no mma.sync for flash-mma");
+  const MmaShape* mma = t.findMma("f16", wgmma ? "wgmma" : "mma.sync");
+  if (!mma) return makeError(ErrorCode::InvalidConfig, t.name + " has no " + (wgmma ? "wgmma for flash-wgmma" : "mma.sync for flash-mma"));
   const int64_t D = a.head_dim, Skv = a.seq_kv > 0 ? a.seq_kv : a.seq_q, Sq = a.seq_q;
   const int64_t H = a.heads, Hkv = a.heads_kv > 0 ? a.heads_kv : a.heads, B = std::max<int64_t>(a.batch, 1);
   const int64_t bytes = ir::byteSize(a.dtype), qBlocks = ceilDiv(Sq, BQ), LD = D + 8;
   costmodel::GpuWorkload& w = e.workload;
   const int64_t warps = BQ / 16;
   w.threadsPerBlock = warps * t.warpSize;
-  w.smemPerBlock = (std::max<int64_t>(ST, 1) * 2 * BK + BQ) * LD * bytes;
-  w.regsPerThread = int(D / 2 + BK / 2 + D / 4 + 40);
+  w.smemPerBlock = (std::max<int64_t>(ST, 1) * 2 * BK + BQ) * (wgmma ? D : LD) * bytes + (wgmma ? BQ * BK * bytes : 0);
+  w.regsPerThread = int(D / 2 + BK / 2 + (wgmma ? 0 : D / 4) + 40);
   w.matrixCores = true;
   w.pipePeakGflops = t.computePeakGflops(a.dtype) * mma->peakShare;
   w.flopsPerBlock = visited * 4.0 * double(BQ) * double(BK) * double(D);
-  const double mmas = 2.0 * double(BK * D) / 128.0, loads = double(BK * D) / 128.0;
+  const double mmas = 2.0 * double(BK * D) / 128.0, loads = wgmma ? 0.0 : double(BK * D) / 128.0;
   const double copies = 2.0 * double(BK * D / 8) / double(w.threadsPerBlock) * 2.0;
-  const double other = 3.0 * double(BK) + double(D) / 2.0 + 8.0 + copies;
+  const double other = 3.0 * double(BK) + double(D) / 2.0 + 8.0 + copies + (wgmma ? double(BK) / 4.0 : 0.0);
   w.issueEfficiency = mmas / (mmas + 0.5 * loads + 0.25 * other);
   w.independentOps = std::max(1.0, double(D) / 8.0);
   w.smemBytesPerBlock = visited * (double(warps) + 1.0) * 2.0 * double(BK * D * bytes) + double(BQ * D * bytes) * 2;
@@ -249,10 +253,12 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
   w.serialSteps = int64_t(std::ceil(visited));
   w.stages = int(ST);
   applyResources(w, res);
-  const std::string mmaName = "mma.sync m" + str(mma->m) + "n" + str(mma->n) + "k" + str(mma->k);
-  w.what = "flash-mma (" + mmaName + "), " + str(BQ) + " query rows x " + str(BK) + " keys per step, " + str(warps) +
+  const std::string mmaName = wgmma ? "wgmma m64n" + str(BK) + "k16 and m64n" + str(D) + "k16"
+                                    : "mma.sync m" + str(mma->m) + "n" + str(mma->n) + "k" + str(mma->k);
+  w.what = std::string(wgmma ? "flash-wgmma (" : "flash-mma (") + mmaName + "), " + str(BQ) + " query rows x " + str(BK) + " keys per step, " + str(warps) +
            " warps, " + str(ST) + " stage(s)";
-  e.facts = {{"strategy", "FlashAttention-2 on tensor cores: a warp per 16 query rows, P kept in registers"},
+  e.facts = {{"strategy", wgmma ? "FlashAttention-2 on wgmma: a warpgroup per 64 query rows, P through shared memory"
+                                : "FlashAttention-2 on tensor cores: a warp per 16 query rows, P kept in registers"},
              {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
              {"stages", str(ST) + (ST > 1 ? " (cp.async ring)" : " (synchronous copies)")},
              {"threads", str(w.threadsPerBlock) + " (" + str(warps) + " warps of " + str(t.warpSize) + ")"},
@@ -289,8 +295,9 @@ Expected<KernelEstimate> attention(const ir::Kernel& k, const ir::Config& c, con
   KernelEstimate e;
   costmodel::GpuWorkload& w = e.workload;
   w.blocks = B * H * qBlocks;
-  const bool mma = c.values.count("strategy") && c.getStr("strategy").ok() && *c.getStr("strategy") == "flash-mma";
-  if (mma) return attentionMma(k, c, t, res, a, BQ, BK, visited, kvBlocks, std::move(e));
+  const std::string strategy = c.values.count("strategy") && c.getStr("strategy").ok() ? *c.getStr("strategy") : "";
+  if (strategy == "flash-mma" || strategy == "flash-wgmma")
+    return attentionMma(k, c, t, res, a, BQ, BK, visited, kvBlocks, std::move(e), strategy == "flash-wgmma");
   w.threadsPerBlock = BQ * DS;
   const int64_t warps = ceilDiv(w.threadsPerBlock, t.warpSize);
   w.smemPerBlock = 2 * BK * D * bytes + BQ * D * 4 + 2 * BQ * DS * 4 + (DS > 1 ? DS * BQ * BK * 4 : 0);

@@ -147,6 +147,30 @@ TEST(Estimate, TensorCoreAttentionRunsOnTheMatrixPipe) {
   }
 }
 
+// sm_90a's flash-wgmma (offered beside flash-mma): on the matrix pipe at wgmma's share of the peak
+// (twice mma.sync's on Hopper), named as wgmma, and a legal point of the space.
+TEST(Estimate, WgmmaAttentionUsesTheWarpgroupPeak) {
+  const TargetDesc t = *getTarget("sm_90a");
+  ir::Kernel k = attention(true);
+  auto space = makeSpace(k, t);
+  ASSERT_TRUE(space.ok());
+  ir::Config mma = space->defaults();
+  ir::Config wg = mma;
+  wg.set("strategy", std::string("flash-wgmma"));
+  wg.set("BQ", int64_t(128));
+  wg.set("BK", int64_t(64));
+  wg.set("STAGES", int64_t(2));
+  auto why = space->check(wg);
+  ASSERT_FALSE(why.has_value()) << *why;
+  auto em = estimateKernel(k, mma, t), ew = estimateKernel(k, wg, t);
+  ASSERT_TRUE(em.ok() && ew.ok());
+  EXPECT_TRUE(ew->workload.matrixCores);
+  EXPECT_GT(ew->workload.pipePeakGflops, 1.5 * em->workload.pipePeakGflops);
+  bool named = false;
+  for (const auto& [key, value] : ew->facts) named |= key == "MMA" && value.find("wgmma") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
 TEST(Estimate, ABlockThatCannotFitRanksLast) {
   ir::Kernel k = gemm(4096, 4096, 4096);
   const TargetDesc t = *getTarget("sm_90");

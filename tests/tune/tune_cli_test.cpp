@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -305,6 +306,38 @@ TEST(TuneCli, EstimatesGpuTargetsAndComparesThem) {
   ASSERT_EQ(js.code, 0) << js.out;
   EXPECT_NE(js.out.find("\"source\": \"estimated\""), std::string::npos) << js.out;
   EXPECT_NE(js.out.find("\"source\": \"none\""), std::string::npos) << js.out;  // the host: nothing stored
+  // sm_90a's winner runs wgmma: the mma.sync path's "about 50 % of its matrix peak" is not its
+  // explanation (it was, before); sm_90's is.
+  ASSERT_EQ(run("tune --target sm_90a --estimate --trials 6 --db " + db + kernel).code, 0);
+  Result hopper = run("compare --targets sm_90a,gfx942 --db " + db + kernel);
+  ASSERT_EQ(hopper.code, 0) << hopper.out;
+  EXPECT_NE(hopper.out.find("wgmma m64n"), std::string::npos) << hopper.out;
+  EXPECT_EQ(hopper.out.find("sm_90a's mma.sync sustains"), std::string::npos) << hopper.out;
+  EXPECT_NE(cmp.out.find("sm_90's mma.sync sustains about 50%"), std::string::npos) << cmp.out;
+  // Long cells wrap between tokens: a winner's config is longer than its column, so it wraps (the
+  // whole string is on no line), yet every KEY=VALUE of it appears whole on one line.
+  Result hj = run("compare --json --targets sm_90a,gfx942 --db " + db + kernel);
+  ASSERT_EQ(hj.code, 0) << hj.out;
+  auto j = nlohmann::json::parse(hj.out);
+  auto onOneLine = [&](const std::string& text) {
+    std::istringstream lines(hopper.out);
+    for (std::string line; std::getline(lines, line);)
+      if (line.find(text) != std::string::npos) return true;
+    return false;
+  };
+  int tokens = 0, wrapped = 0;
+  for (const auto& t : j["targets"]) {
+    std::string joined;
+    for (const auto& [key, value] : t["config"].items()) {
+      std::string tok = key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+      joined += (joined.empty() ? "" : ",") + tok;
+      ++tokens;
+      EXPECT_TRUE(onOneLine(tok)) << tok << " is split across lines:\n" << hopper.out;
+    }
+    wrapped += !onOneLine(joined);
+  }
+  EXPECT_GE(tokens, 12);
+  EXPECT_GE(wrapped, 1) << "no config long enough to wrap: the check above tested nothing\n" << hopper.out;
   Result host = run("tune --estimate --trials 4 --db " + db + kernel);
   EXPECT_EQ(host.code, 2) << host.out;
   Result unknown = run("compare --targets sm_90,sm_12 --db " + db + kernel);
