@@ -111,13 +111,14 @@ RouteMatch matchRoute(std::string_view method, std::string_view path) {
     return m;
   }
   if (path.starts_with("/v1/workers/")) {
-    // /v1/workers/{id}/{heartbeat|lease|report}
+    // /v1/workers/{id}/{heartbeat|lease|report|deregister}
     std::string_view rest = path.substr(12);
     const size_t slash = rest.find('/');
     if (slash != std::string_view::npos && slash > 0) {
       m.path_id = rest.substr(0, slash);
       std::string_view action = rest.substr(slash + 1);
       if (action == "heartbeat") return route(RouteId::WorkerHeartbeat, "POST", Scope::Worker, BodyKind::None);
+      if (action == "deregister") return route(RouteId::WorkerDeregister, "POST", Scope::Worker, BodyKind::None);
       if (action == "lease") {
         route(RouteId::WorkerLease, "POST", Scope::Worker, BodyKind::Json);
         m.max_body = kSmallBody;
@@ -387,6 +388,7 @@ ApiResponse Api::handle(const ApiRequest& req) {
         case RouteId::WorkersRegister: resp = routeWorkersRegister(c, req, m); break;
         case RouteId::WorkersList: resp = routeWorkersList(c, req, m); break;
         case RouteId::WorkerHeartbeat: resp = routeWorkerHeartbeat(c, req, m); break;
+        case RouteId::WorkerDeregister: resp = routeWorkerDeregister(c, req, m); break;
         case RouteId::WorkerLease: resp = routeWorkerLease(c, req, m); break;
         case RouteId::WorkerReport: resp = routeWorkerReport(c, req, m); break;
         case RouteId::JobsSubmit: resp = routeJobsSubmit(c, req, m); break;

@@ -32,6 +32,7 @@ enum class RouteId : size_t {
   WorkerHeartbeat,  // POST /v1/workers/{id}/heartbeat      (worker scope)
   WorkerLease,      // POST /v1/workers/{id}/lease          (worker scope)
   WorkerReport,     // POST /v1/workers/{id}/report         (worker scope)
+  WorkerDeregister, // POST /v1/workers/{id}/deregister     (worker scope)
   JobsSubmit,       // POST /v1/jobs
   JobGet,           // GET  /v1/jobs/{id}
   JobCancel,        // POST /v1/jobs/{id}/cancel
@@ -59,7 +60,7 @@ inline constexpr const char* kRouteNames[] = {
     "best",          "best_query",       "best_batch",    "records_post", "records_list", "nearest",
     "export",        "import",           "backup",        "admin_records", "admin_quarantine",
     "admin_release", "admin_delete",     "admin_pin",     "admin_unpin",  "workers_register",
-    "workers_list",  "worker_heartbeat", "worker_lease",  "worker_report", "jobs_submit",
+    "workers_list",  "worker_heartbeat", "worker_lease",  "worker_report", "worker_deregister", "jobs_submit",
     "job_get",       "job_cancel",       "job_check",     "healthz",      "readyz",
     "status",        "metrics",          "openapi",       "ui_root",      "ui_asset",
     "kernels",       "kernel_summary",   "compare",       "jobs_list",    "admin_tokens",
@@ -125,6 +126,7 @@ ApiResponse routeWorkersRegister(RouteContext& c, const ApiRequest& r, const Rou
 ApiResponse routeWorkersList(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeWorkerHeartbeat(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeWorkerLease(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeWorkerDeregister(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeWorkerReport(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeJobsSubmit(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeJobGet(RouteContext& c, const ApiRequest& r, const RouteMatch& m);

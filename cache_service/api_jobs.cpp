@@ -187,6 +187,7 @@ ApiResponse routeWorkersList(RouteContext& c, const ApiRequest& r, const RouteMa
                        {"device", w.device},   {"host", w.host},
                        {"tessera_version", w.tessera_version}, {"llvm_version", w.llvm_version},
                        {"toolkit_version", w.toolkit_version}, {"driver_version", w.driver_version},
+                       {"runtime_version", w.runtime_version},
                        {"slots", w.slots},     {"live", w.live},
                        {"leased", w.leased},   {"registered_at", w.registered_at},
                        {"last_seen", w.last_seen}, {"quarantined", w.quarantined}});
@@ -201,6 +202,16 @@ ApiResponse routeWorkerHeartbeat(RouteContext& c, const ApiRequest& r, const Rou
   auto renewed = q->heartbeat(std::string(m.path_id), c.token_name, c.opts.queue);
   if (!renewed.ok()) return queueError(renewed.error(), "worker");
   return jsonResponse(json{{"renewed", *renewed}, {"lease_s", c.opts.queue.lease_s}});
+}
+
+ApiResponse routeWorkerDeregister(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
+  if (auto bad = checkQuery(r, {})) return *bad;
+  if (auto bad = pathId(m, "worker")) return *bad;
+  JobQueue* q = nullptr;
+  if (auto bad = queueOf(c, q)) return *bad;
+  auto released = q->deregisterWorker(std::string(m.path_id), c.token_name);
+  if (!released.ok()) return queueError(released.error(), "worker");
+  return jsonResponse(json{{"released", *released}});
 }
 
 ApiResponse routeWorkerLease(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
@@ -388,12 +399,12 @@ ApiResponse routeJobsSubmit(RouteContext& c, const ApiRequest& r, const RouteMat
 }
 
 // The job a path names, if it exists and the caller may see it (its submitter or an admin).
+// since >= 0: the GET of a poller that follows the cursor (JobQueue::job).
 std::optional<ApiResponse> ownJob(RouteContext& c, const ApiRequest& r, const RouteMatch& m, JobQueue*& q,
-                                  std::optional<JobView>& out) {
-  if (auto bad = checkQuery(r, {})) return bad;
+                                  std::optional<JobView>& out, int64_t since = -1) {
   if (auto bad = pathId(m, "job")) return bad;
   if (auto bad = queueOf(c, q)) return bad;
-  auto view = q->job(std::string(m.path_id), c.opts.queue);
+  auto view = q->job(std::string(m.path_id), c.opts.queue, since);
   if (!view.ok()) return storageProblem(view.error());
   if (!*view || !mayAccess(c, (*view)->spec))
     return problem(404, "unknown-job", "Not found", "no job " + std::string(m.path_id) + " of yours");
@@ -402,16 +413,21 @@ std::optional<ApiResponse> ownJob(RouteContext& c, const ApiRequest& r, const Ro
 }
 
 ApiResponse routeJobGet(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
+  // ?since=CURSOR (the `cursor` of an earlier answer): only the items changed since, so a poller
+  // of a large job reads what moved, not every item every time. Without it: every item.
+  if (auto bad = checkQuery(r, {"since"})) return *bad;
+  int64_t since = -1;
+  if (auto bad = intParam(r, "since", 0, int64_t{1} << 53, since)) return *bad;
   JobQueue* q = nullptr;
   std::optional<JobView> view;
-  if (auto bad = ownJob(c, r, m, q, view)) return *bad;
+  if (auto bad = ownJob(c, r, m, q, view, since)) return *bad;
   const JobView& v = *view;
   json items = json::array();
-  int64_t done = 0;
+  int64_t done = since >= 0 ? v.done_items : 0;
   for (const JobItemView& it : v.items) {
     json item = {{"item", it.item}, {"state", it.state}, {"attempts", it.attempts}, {"worker", it.worker_id}};
     if (it.state == "done") {
-      ++done;
+      if (since < 0) ++done;
       auto res = parseJson(it.result);
       item["result"] = res.ok() ? *res : json();
     }
@@ -423,12 +439,14 @@ ApiResponse routeJobGet(RouteContext& c, const ApiRequest& r, const RouteMatch& 
                            {"key_id", v.spec.key_id},
                            {"live_workers", v.live_workers},
                            {"done", done},
+                           {"cursor", v.changes},
                            {"items", items}});
 }
 
 ApiResponse routeJobCancel(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
   JobQueue* q = nullptr;
   std::optional<JobView> view;
+  if (auto bad = checkQuery(r, {})) return *bad;
   if (auto bad = ownJob(c, r, m, q, view)) return *bad;
   auto cancelled = q->cancel(std::string(m.path_id));
   if (!cancelled.ok()) return storageProblem(cancelled.error());
@@ -447,6 +465,7 @@ namespace tessera::cache {
 ApiResponse routeJobCheck(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
   JobQueue* q = nullptr;
   std::optional<JobView> view;
+  if (auto bad = checkQuery(r, {})) return *bad;
   if (auto bad = ownJob(c, r, m, q, view)) return *bad;
   auto body = parseJson(r.body);
   if (!body.ok()) return problem(400, "malformed-json", "Malformed JSON", body.error().message);

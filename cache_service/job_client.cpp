@@ -136,6 +136,13 @@ Expected<int64_t> JobClient::heartbeat(const std::string& worker_id) {
   return j.value("renewed", int64_t{0});
 }
 
+Expected<int64_t> JobClient::deregister(const std::string& worker_id) {
+  TESSERA_ASSIGN(Answer a, call("POST", "/v1/workers/" + worker_id + "/deregister", ""));
+  if (a.status != 200) return refusal("deregister", a);
+  TESSERA_ASSIGN(json j, okJson(a.body, "deregister"));
+  return j.value("released", int64_t{0});
+}
+
 Expected<LeaseGrant> JobClient::lease(const std::string& worker_id, int max_items) {
   TESSERA_ASSIGN(Answer a, call("POST", "/v1/workers/" + worker_id + "/lease", dumpJson(json{{"max_items", max_items}})));
   if (a.status != 200) return refusal("lease", a);
@@ -216,14 +223,17 @@ Expected<SubmitResult> JobClient::submit(const JobSpec& job, const std::vector<s
   return r;
 }
 
-Expected<JobProgress> JobClient::progress(const std::string& job_id) {
-  TESSERA_ASSIGN(Answer a, call("GET", "/v1/jobs/" + job_id, ""));
+Expected<JobProgress> JobClient::fetchProgress(const std::string& job_id, std::optional<int64_t> since,
+                                                int64_t& cursor) {
+  const std::string path = "/v1/jobs/" + job_id + (since ? "?since=" + std::to_string(*since) : "");
+  TESSERA_ASSIGN(Answer a, call("GET", path, ""));
   if (a.status != 200) return refusal("job " + job_id, a);
   TESSERA_ASSIGN(json j, okJson(a.body, "job"));
   JobProgress p;
   try {
     p.state = j.at("state").get<std::string>();
     p.live_workers = j.value("live_workers", int64_t{0});
+    cursor = j.value("cursor", int64_t{-1});
     for (const json& it : j.at("items")) {
       JobItemProgress ip;
       ip.item = it.at("item").get<int64_t>();
@@ -238,6 +248,39 @@ Expected<JobProgress> JobClient::progress(const std::string& job_id) {
     }
   } catch (const std::exception& e) {
     return makeError(ErrorCode::IOError, std::string("job: malformed answer (") + e.what() + ")");
+  }
+  return p;
+}
+
+Expected<JobProgress> JobClient::progress(const std::string& job_id) {
+  std::optional<Followed> seen;
+  {
+    std::lock_guard<std::mutex> g(follow_->mu);
+    if (auto it = follow_->jobs.find(job_id); it != follow_->jobs.end()) seen = it->second;
+  }
+  int64_t cursor = -1;
+  auto got = fetchProgress(job_id, seen ? std::optional<int64_t>(seen->cursor) : std::nullopt, cursor);
+  if (!got.ok() && seen && got.error().code == ErrorCode::InvalidArgument) {
+    // A replica without cursors (an older service during an upgrade) refuses `since`: ask in full.
+    seen.reset();
+    got = fetchProgress(job_id, std::nullopt, cursor);
+  }
+  if (!got.ok()) return got.takeError();
+  JobProgress p = std::move(*got);
+  if (seen) {
+    // The changed items replace what the last answer said of them.
+    std::map<int64_t, JobItemProgress> items;
+    for (auto& it : seen->progress.items) items[it.item] = std::move(it);
+    for (auto& it : p.items) items[it.item] = std::move(it);
+    p.items.clear();
+    for (auto& [n, it] : items) p.items.push_back(std::move(it));
+  }
+  std::lock_guard<std::mutex> g(follow_->mu);
+  if (cursor < 0 || p.state != "open") {
+    follow_->jobs.erase(job_id);
+  } else {
+    if (!follow_->jobs.count(job_id) && follow_->jobs.size() >= kMaxFollowed) follow_->jobs.erase(follow_->jobs.begin());
+    follow_->jobs[job_id] = Followed{cursor, p};
   }
   return p;
 }
@@ -300,6 +343,7 @@ Expected<std::vector<WorkerInfo>> JobClient::workers(const WorkerFilter& f) {
       wi.llvm_version = w.value("llvm_version", "");
       wi.toolkit_version = w.value("toolkit_version", "");
       wi.driver_version = w.value("driver_version", "");
+      wi.runtime_version = w.value("runtime_version", "");
       wi.slots = w.value("slots", int64_t{1});
       wi.live = w.value("live", false);
       wi.leased = w.value("leased", int64_t{0});

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,6 +88,8 @@ class JobClient {
   // Worker side.
   Expected<WorkerGrant> registerWorker(const WorkerInfo& w);
   Expected<int64_t> heartbeat(const std::string& worker_id);
+  // The worker stops: no longer live at once, its leased items back in the queue (how many).
+  Expected<int64_t> deregister(const std::string& worker_id);
   Expected<LeaseGrant> lease(const std::string& worker_id, int max_items);
   // `records`: record JSON objects (text) for the item; `messages`: one per record or none.
   // Returns "recorded" or "duplicate".
@@ -99,6 +103,8 @@ class JobClient {
 
   // Submitter side. `configs`: config JSON objects (text).
   Expected<SubmitResult> submit(const JobSpec& job, const std::vector<std::string>& configs);
+  // Every item of the job. While a job is open the client remembers what it last saw and asks only
+  // for the items changed since (the answer's cursor); a service that has no cursor answers in full.
   Expected<JobProgress> progress(const std::string& job_id);
   Status cancel(const std::string& job_id);
   // The spot check: this machine's measurement of the config of an item of one of its jobs.
@@ -113,8 +119,22 @@ class JobClient {
   Expected<Answer> call(const char* method, const std::string& path, const std::string& body);
   Error refusal(const std::string& what, const Answer& a) const;
 
+  // Open jobs this client follows: the cursor and the progress of its last answer (at most
+  // kMaxFollowed jobs; shared by copies of the client).
+  struct Followed {
+    int64_t cursor = 0;
+    JobProgress progress;
+  };
+  struct FollowState {
+    std::mutex mu;
+    std::map<std::string, Followed> jobs;
+  };
+  static constexpr size_t kMaxFollowed = 64;
+  Expected<JobProgress> fetchProgress(const std::string& job_id, std::optional<int64_t> since, int64_t& cursor);
+
   JobClientOptions o_;
   ServiceEndpoints endpoints_;
+  std::shared_ptr<FollowState> follow_ = std::make_shared<FollowState>();
 };
 
 // 32 lowercase hex digits from the OS random source: job and worker ids.

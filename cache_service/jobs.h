@@ -5,8 +5,9 @@
 // heartbeats, and report one result per item. The queue lives in the same database as the
 // records, so a measure item's result and its record commit in one transaction: a result that
 // arrives twice is stored once, and an item whose lease expired (a killed worker) goes to another
-// worker. Both engines implement it (sqlite_jobs.cpp: one BEGIN IMMEDIATE writer; pg_jobs.cpp:
-// leases with FOR UPDATE SKIP LOCKED); times are the store's clock (PostgreSQL: the database's).
+// worker. It is written once for both engines (sql_job_queue.cpp, on SQLite's one BEGIN IMMEDIATE
+// writer or PostgreSQL's leases with FOR UPDATE SKIP LOCKED); times are the store's clock
+// (PostgreSQL: the database's).
 #pragma once
 
 #include <cstdint>
@@ -34,7 +35,8 @@ struct WorkerInfo {
   std::string model;   // CPU model or device name: what a job may require
   std::string device;  // device index ("" on the host)
   std::string host, tessera_version, llvm_version, toolkit_version, driver_version;
-  // What runs the kernels besides the driver: the OS kernel and C library ("Linux 6.1.0, glibc 2.36").
+  // What runs the kernels besides the driver: the GPU runtime where the worker has one, else the
+  // OS kernel and C library ("Linux 6.1.0, glibc 2.36").
   std::string runtime_version;
   int64_t slots = 1;  // items it leases at once at most
   // Read back only: the store's clock in seconds since the epoch, liveness against the policy.
@@ -130,8 +132,10 @@ struct JobItemView {
 struct JobView {
   JobSpec spec;
   std::string state;  // open | done | cancelled
-  std::vector<JobItemView> items;
-  int64_t live_workers = 0;  // live workers that may lease it
+  std::vector<JobItemView> items;  // all, or those changed since the cursor asked for
+  int64_t live_workers = 0;        // live workers that may lease it
+  int64_t done_items = 0;          // of all its items
+  int64_t changes = 0;             // the cursor: changes of its items so far
 };
 
 // Errors of the queue's calls: NotFound (an unknown worker, job or item), InvalidArgument (an id of
@@ -172,6 +176,11 @@ class JobQueue {
   // another token's: it registers again.
   virtual Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) = 0;
   virtual Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) = 0;
+  // A worker of `token` stops (a clean exit): it is no longer live from now on, whatever its TTL,
+  // and the items it holds go back to the queue at once. Returns how many items it gave back.
+  // NotFound for an unknown worker or another token's; a stopped worker that beats or leases is
+  // unknown until it registers again.
+  virtual Expected<int64_t> deregisterWorker(const std::string& worker_id, const std::string& token) = 0;
   // Queues a job (all or nothing). A job with the same id and submitter is the same job (a retry);
   // another submitter's is InvalidArgument.
   virtual Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) = 0;
@@ -191,7 +200,10 @@ class JobQueue {
   // ids of the records it reported that the queue still knows (jobs of the last keep_finished_s),
   // which the caller quarantines. NotFound for an unknown worker.
   virtual Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) = 0;
-  virtual Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) = 0;
+  // since >= 0: only the items changed after the cursor `since` (JobView::changes of an earlier
+  // answer), without their payloads (spec.items stays empty); since < 0: every item.
+  virtual Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p,
+                                               int64_t since = -1) = 0;
   // Queued items are never leased afterwards (leased ones may still report). false: no such open job.
   virtual Expected<bool> cancel(const std::string& job_id) = 0;
   // Deletes finished (done or cancelled) jobs older than keep_finished_s and cancels open jobs

@@ -7,6 +7,7 @@
 
 #include "cache_service/endpoints.h"
 #include "cache_service/pg_store_impl.h"
+#include "cache_service/store_core.h"
 
 namespace tessera::cache::pg {
 
@@ -236,29 +237,17 @@ CREATE INDEX job_items_by_worker ON job_items(worker_id, state);
 // key's winner rank and the winners recomputed under it, quarantined workers, and the lease
 // bookkeeping of fair leasing. Configs may be 16 KiB, past a btree entry's limit: the key-and-config
 // index is over their md5.
-constexpr const char* kPgMigrationV2 = R"sql(
-ALTER TABLE records ADD COLUMN trust INTEGER NOT NULL DEFAULT 0;
-UPDATE records SET trust = 2 WHERE writer = '';
-CREATE INDEX records_by_key_config ON records(key_id, md5(config));
-ALTER TABLE keys ADD COLUMN winner_rank INTEGER NOT NULL DEFAULT 0;
-UPDATE keys SET winner_id = (SELECT r.id FROM records r WHERE r.key_id = keys.key_id AND r.status = 'ok'
-  AND r.quarantined = 0 AND r.trust >= 0
-  ORDER BY ((CASE WHEN r.trust > 0 THEN 2 ELSE 0 END) + r.remeasured) DESC, r.median_us ASC, r.id ASC LIMIT 1);
-UPDATE keys SET winner_median_us = (SELECT median_us FROM records WHERE id = keys.winner_id),
-  winner_rank = coalesce((SELECT (CASE WHEN trust > 0 THEN 2 ELSE 0 END) + remeasured FROM records
-                          WHERE id = keys.winner_id), 0);
-ALTER TABLE workers ADD COLUMN quarantined TEXT NOT NULL DEFAULT '';
-ALTER TABLE job_items ADD COLUMN leased_at DOUBLE PRECISION NOT NULL DEFAULT 0;
-ALTER TABLE job_items ADD COLUMN lost_tokens TEXT NOT NULL DEFAULT '';
-ALTER TABLE job_items ADD COLUMN refused_by TEXT NOT NULL DEFAULT '';
-)sql";
+const std::string kPgMigrationV2 = core::trustMigrationSql(SqlDialect::postgres());
 
-// v3: the kernel table (kernel_text.h), as SQLite's v7.
-constexpr const char* kPgMigrationV3 = R"sql(
+// Version 3: the SQLite schema's version 7: a worker that stops says so; job polls follow a cursor.
+const std::string kPgMigrationV3 = core::queueV7MigrationSql(SqlDialect::postgres());
+
+// Version 4: the kernel table (kernel_text.h), as SQLite's version 8.
+constexpr const char* kPgMigrationV4 = R"sql(
 CREATE TABLE kernel_texts (workload TEXT PRIMARY KEY, ir TEXT NOT NULL);
 )sql";
 
-constexpr const char* kPgMigrations[] = {kPgMigrationV1, kPgMigrationV2, kPgMigrationV3};
+const char* const kPgMigrations[] = {kPgMigrationV1, kPgMigrationV2.c_str(), kPgMigrationV3.c_str(), kPgMigrationV4};
 static_assert(std::size(kPgMigrations) == kPgSchemaVersion);
 
 }  // namespace

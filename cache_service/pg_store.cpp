@@ -50,6 +50,8 @@ Expected<Record> PgStore::readRow(const pqxx::row& row) const {
   r.received_at = asText(row[34]);
   r.quarantined = asInt(row[35]) != 0;
   r.trust = static_cast<Trust>(std::clamp<int64_t>(asInt(row[36]), -1, 2));
+  p.driver_version = asText(row[37]);
+  p.runtime_version = asText(row[38]);
   r.stale = staleAgainst(r.provenance, opts_.current);
   return r;
 }

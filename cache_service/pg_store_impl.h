@@ -1,7 +1,8 @@
 // Owns the layout of the PostgreSQL store engine (private to cache_service; only the pg_*.cpp files
 // include libpqxx): a bounded pool of connections with per-connection prepared statements, the
 // transaction runner that retries deadlocks and serialization failures, and the PgStore class
-// (records in pg_store.cpp and pg_store_write.cpp, the job queue in pg_jobs.cpp).
+// (records in pg_store.cpp and pg_store_write.cpp; the job queue is sql_job_queue.cpp's, on this
+// engine's transactions).
 //
 // Several `tessera serve` replicas may share one database, so nothing is cached in a replica's
 // memory: every lookup reads PostgreSQL, and any replica answers what any other just
@@ -22,6 +23,7 @@
 
 #include "cache_service/engine.h"
 #include "cache_service/jobs.h"
+#include "cache_service/sql_job_queue.h"
 #include "cache_service/store.h"
 
 namespace tessera::cache::pg {
@@ -30,7 +32,7 @@ namespace tessera::cache::pg {
 inline constexpr int64_t kSchemaLock = 0x5453535200000001LL;
 inline constexpr int64_t kRecordWriteLock = 0x5453535200000002LL;
 
-inline constexpr int kPgSchemaVersion = 3;
+inline constexpr int kPgSchemaVersion = 4;
 
 // One pooled connection and the statements prepared on it.
 struct Conn {
@@ -91,7 +93,25 @@ Status openSchema(Conn& conn);
 // The connection URL with its password (if any) replaced by "***", for messages and logs.
 std::string redactUrl(const std::string& url);
 
-class PgStore final : public RecordStore, public JobQueue {
+// A statement of the store core (store_core.h) or the job queue in a PostgreSQL transaction.
+// Parameters travel as text (doubles as shortest round-trip text); rows come back as text.
+class PgTx final : public SqlTx {
+ public:
+  PgTx(Conn& c, pqxx::transaction_base& t) : c_(c), t_(t) {}
+  const SqlDialect& dialect() const override { return SqlDialect::postgres(); }
+  Expected<std::vector<SqlRow>> query(const std::string& sql, const std::vector<SqlValue>& params,
+                                      bool once) override;
+  Expected<int64_t> run(const std::string& sql, const std::vector<SqlValue>& params, bool once) override;
+  Expected<double> nowEpoch() override;
+  Status lockName(const std::string& name) override;  // a transaction-level advisory lock
+
+ private:
+  Expected<pqxx::result> execNeutral(const std::string& neutral, const std::vector<SqlValue>& params, bool once);
+  Conn& c_;
+  pqxx::transaction_base& t_;
+};
+
+class PgStore final : public RecordStore, private SqlTxRunner {
  public:
   static Expected<std::unique_ptr<PgStore>> open(const std::string& url, const EngineOptions& o);
 
@@ -110,39 +130,25 @@ class PgStore final : public RecordStore, public JobQueue {
   Status ping() override;
   Status putKernelText(const std::string& workload, const std::string& text) override;  // pg_kernel_texts.cpp
   Expected<std::optional<std::string>> kernelText(const std::string& workload) override;
-  JobQueue* jobs() override { return this; }
+  // The job queue (sql_job_queue.h): leases take items with FOR UPDATE SKIP LOCKED.
+  JobQueue* jobs() override { return &job_queue_; }
 
-  // --- the job queue (pg_jobs.cpp): leases take items with FOR UPDATE SKIP LOCKED ---
-  Status registerWorker(const WorkerInfo& w, const QueuePolicy& p) override;
-  Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) override;
-  Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) override;
-  Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) override;
-  Expected<Lease> lease(const std::string& worker_id, const std::string& token, int max_items,
-                        const QueuePolicy& p) override;
-  Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) override;
-  Expected<ReportOutcome> refuse(const ItemReport& r, const QueuePolicy& p) override;
-  Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) override;
-  Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) override;
-  Expected<bool> cancel(const std::string& job_id) override;
-  Expected<int64_t> purge(double keep_finished_s, double max_open_s) override;
-  Expected<JobList> jobList(const std::string& submitter, int limit, const QueuePolicy& p) override;  // pg_job_list.cpp
-
-  // Shared with pg_jobs.cpp: the best-wins insert of one record inside a write transaction that
-  // holds kRecordWriteLock.
+  // The store core's best-wins insert of one record inside a write transaction that holds
+  // kRecordWriteLock.
   Expected<PutResult> putRecord(Conn& c, pqxx::transaction_base& t, const Record& r, const PutOptions& opts);
   Expected<Record> readRow(const pqxx::row& row) const;  // + staleness against the current toolchain
   ServedRecordPtr serve(Record r) const;
 
  private:
   PgStore(const std::string& url, const EngineOptions& o) : pool_(url, o.max_connections, 30), opts_(o) {}
-  // The key's best candidate (trust.h) becomes its winner; returns it (0: none).
-  int64_t recomputeWinner(Conn& c, pqxx::transaction_base& t, const std::string& key_id);
-  // Settles the trust of every config of a key again (after an admin action).
-  void resettleKey(Conn& c, pqxx::transaction_base& t, const std::string& key_id, double agree_factor);
   Expected<std::vector<Record>> readRecords(const std::string& sql, const std::vector<std::string>& params);
+
+  // The job queue's transactions (WriteRecords takes kRecordWriteLock first).
+  Status transact(TxMode mode, const std::function<Status(SqlTx&, core::TouchedKeys&)>& fn) override;
 
   Pool pool_;
   EngineOptions opts_;
+  SqlJobQueue job_queue_{*this};
 };
 
 // Record columns selected by every read, in the order PgStore::readRow expects; `r` is records and
@@ -152,7 +158,7 @@ inline constexpr const char* kRecordColumns =
     "r.tessera_version, r.llvm_version, r.cuda_version, r.cpu_model, r.host, r.user_name, r.created_at, "
     "r.config, r.status, r.n, r.median_us, r.p20_us, r.p80_us, r.gflops, r.gbps, r.peak_fraction, "
     "r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds, r.remeasured, r.estimator, r.bound, "
-    "r.writer, r.received_at, r.quarantined, r.trust";
+    "r.writer, r.received_at, r.quarantined, r.trust, r.driver_version, r.runtime_version";
 
 // The database clock, as the queue's seconds since the epoch and as a record's received_at: one
 // clock for every replica, whatever their machines' clocks say.

@@ -33,6 +33,9 @@ struct Provenance {
   std::string tessera_version, llvm_version, cuda_version;  // toolchain (cuda_version: CUDA/ROCm)
   std::string cpu_model, host, user;
   std::string created_at;  // UTC, exactly "YYYY-MM-DDTHH:MM:SSZ" so text order is time order
+  // The GPU driver and runtime (CUDA runtime, HIP) the measurement ran on; '' for host records and
+  // records from before they were kept. Not part of the toolchain a record goes stale against.
+  std::string driver_version, runtime_version;
   bool operator==(const Provenance&) const = default;
 };
 

@@ -148,6 +148,9 @@ json recordToJson(const Record& r) {
                          {"cuda_version", p.cuda_version},       {"cpu_model", p.cpu_model},
                          {"host", p.host},                       {"user", p.user},
                          {"created_at", p.created_at}};
+  // Only when known: a record without them keeps the JSON, and so the fingerprint, it always had.
+  if (!p.driver_version.empty()) j["provenance"]["driver_version"] = p.driver_version;
+  if (!p.runtime_version.empty()) j["provenance"]["runtime_version"] = p.runtime_version;
   json cfg = json::parse(r.config, nullptr, false);
   j["config"] = cfg.is_discarded() ? json::object() : cfg;
   j["status"] = recordStatusName(r.status);
@@ -233,7 +236,8 @@ Status validateRecord(const Record& r, const std::string& path) {
   const std::string pp = join(path, "provenance");
   for (auto [name, value] : {std::pair<const char*, const std::string*>{"tessera_version", &p.tessera_version},
                              {"llvm_version", &p.llvm_version}, {"cuda_version", &p.cuda_version},
-                             {"cpu_model", &p.cpu_model}, {"host", &p.host}, {"user", &p.user}}) {
+                             {"cpu_model", &p.cpu_model}, {"host", &p.host}, {"user", &p.user},
+                             {"driver_version", &p.driver_version}, {"runtime_version", &p.runtime_version}}) {
     if (!isPrintable(*value, 256))
       return bad(join(pp, name), "expected at most 256 characters without control characters");
   }
@@ -305,7 +309,7 @@ Expected<Record> recordFromJson(const json& j, const std::string& path) {
   if (prov == j.end()) return bad(join(path, "provenance"), "missing");
   const std::string pp = join(path, "provenance");
   TESSERA_TRY(requireObject(*prov, pp, {"tessera_version", "llvm_version", "cuda_version", "cpu_model",
-                                        "host", "user", "created_at"}));
+                                        "host", "user", "created_at", "driver_version", "runtime_version"}));
   Provenance& p = r.provenance;
   TESSERA_TRY(getString(*prov, "tessera_version", pp, p.tessera_version, false));
   TESSERA_TRY(getString(*prov, "llvm_version", pp, p.llvm_version, false));
@@ -314,6 +318,8 @@ Expected<Record> recordFromJson(const json& j, const std::string& path) {
   TESSERA_TRY(getString(*prov, "host", pp, p.host, false));
   TESSERA_TRY(getString(*prov, "user", pp, p.user, false));
   TESSERA_TRY(getString(*prov, "created_at", pp, p.created_at, true));
+  TESSERA_TRY(getString(*prov, "driver_version", pp, p.driver_version, false));
+  TESSERA_TRY(getString(*prov, "runtime_version", pp, p.runtime_version, false));
 
   auto cfg = j.find("config");
   if (cfg == j.end()) return bad(join(path, "config"), "missing");

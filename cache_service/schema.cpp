@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "cache_service/store_core.h"
+
 namespace tessera::cache {
 
 namespace {
@@ -146,31 +148,21 @@ CREATE INDEX job_items_by_worker ON job_items(worker_id, state);
 // the winners are recomputed under the new order. Workers can be quarantined (their lies were
 // caught); an item's leases record when they began (a heartbeat renews one only so long), the
 // tokens whose workers lost it and the workers that refused it.
-constexpr const char* kMigrationV6 = R"sql(
-ALTER TABLE records ADD COLUMN trust INTEGER NOT NULL DEFAULT 0;
-UPDATE records SET trust = 2 WHERE writer = '';
-CREATE INDEX records_by_key_config ON records(key_id, config);
-ALTER TABLE keys ADD COLUMN winner_rank INTEGER NOT NULL DEFAULT 0;
-UPDATE keys SET winner_id = (SELECT r.id FROM records r WHERE r.key_id = keys.key_id AND r.status = 'ok'
-  AND r.quarantined = 0 AND r.trust >= 0
-  ORDER BY ((CASE WHEN r.trust > 0 THEN 2 ELSE 0 END) + r.remeasured) DESC, r.median_us ASC, r.id ASC LIMIT 1);
-UPDATE keys SET winner_median_us = (SELECT median_us FROM records WHERE id = keys.winner_id),
-  winner_rank = coalesce((SELECT (CASE WHEN trust > 0 THEN 2 ELSE 0 END) + remeasured FROM records
-                          WHERE id = keys.winner_id), 0);
-ALTER TABLE workers ADD COLUMN quarantined TEXT NOT NULL DEFAULT '';
-ALTER TABLE job_items ADD COLUMN leased_at REAL NOT NULL DEFAULT 0;
-ALTER TABLE job_items ADD COLUMN lost_tokens TEXT NOT NULL DEFAULT '';
-ALTER TABLE job_items ADD COLUMN refused_by TEXT NOT NULL DEFAULT '';
-)sql";
+// (The statements are store_core.cpp's trustMigrationSql, shared with the PostgreSQL schema.)
+const std::string kMigrationV6 = core::trustMigrationSql(SqlDialect::sqlite());
 
-// v7: the kernel table (kernel_text.h): every kernel's canonical IR text under its workload hash,
-// so that any winner can be compiled again from the store.
-constexpr const char* kMigrationV7 = R"sql(
+// Version 7: a worker that stops says so (issue 26): it is no longer live at once, not only after
+// its TTL (store_core.cpp's queueV7MigrationSql, shared with the PostgreSQL schema).
+const std::string kMigrationV7 = core::queueV7MigrationSql(SqlDialect::sqlite());
+
+// Version 8: the kernel table (kernel_text.h): every kernel's canonical IR text under its workload
+// hash, so that any winner can be compiled again from the store.
+constexpr const char* kMigrationV8 = R"sql(
 CREATE TABLE kernel_texts (workload TEXT PRIMARY KEY, ir TEXT NOT NULL);
 )sql";
 
-constexpr const char* kMigrations[] = {kMigrationV1, kMigrationV2, kMigrationV3, kMigrationV4, kMigrationV5,
-                                       kMigrationV6, kMigrationV7};
+const char* const kMigrations[] = {kMigrationV1, kMigrationV2,         kMigrationV3,         kMigrationV4,
+                                   kMigrationV5, kMigrationV6.c_str(), kMigrationV7.c_str(), kMigrationV8};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

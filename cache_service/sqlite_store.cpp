@@ -63,6 +63,8 @@ Expected<Record> rowToRecord(const sql::Stmt& st) {
   r.received_at = st.text(35);
   r.quarantined = st.i64(36) != 0;
   r.trust = static_cast<Trust>(std::clamp<int64_t>(st.i64(37), -1, 2));
+  p.driver_version = st.text(38);
+  p.runtime_version = st.text(39);
   return r;
 }
 

@@ -1,7 +1,7 @@
 // Owns the layout of the SQLite RecordStore (private to cache_service): one writer connection
 // shared by group commit, a pool of reader connections, and the optional in-memory winners index.
-// Reads are in sqlite_store.cpp, writes in sqlite_store_write.cpp, the job queue (jobs.h) in
-// sqlite_jobs.cpp.
+// Reads are in sqlite_store.cpp, writes in sqlite_store_write.cpp; the job queue is
+// sql_job_queue.cpp's, on this engine's transactions.
 #pragma once
 
 #include <atomic>
@@ -15,8 +15,10 @@
 #include <vector>
 
 #include "cache_service/jobs.h"
+#include "cache_service/sql_job_queue.h"
 #include "cache_service/sqlite_db.h"
 #include "cache_service/store.h"
+#include "cache_service/store_core.h"
 
 namespace tessera::cache {
 
@@ -27,12 +29,29 @@ inline constexpr const char* kRecordColumns =
     "r.tessera_version, r.llvm_version, r.cuda_version, r.cpu_model, r.host, r.user, r.created_at, "
     "r.config, r.status, r.n, r.median_us, r.p20_us, r.p80_us, r.gflops, r.gbps, r.peak_fraction, "
     "r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds, r.stale, r.remeasured, r.estimator, r.bound, "
-    "r.writer, r.received_at, r.quarantined, r.trust";
-inline constexpr int kRecordColumnCount = 38;
+    "r.writer, r.received_at, r.quarantined, r.trust, r.driver_version, r.runtime_version";
+inline constexpr int kRecordColumnCount = 40;
 // The row as stored; `stale` is the store's to compute (SqliteStore::readRow).
 Expected<Record> rowToRecord(const sql::Stmt& st);
 
-class SqliteStore final : public RecordStore, public JobQueue {
+// A statement of the store core (store_core.h) or the job queue on one SQLite connection.
+class SqliteTx final : public SqlTx {
+ public:
+  explicit SqliteTx(sql::Db& db) : db_(db) {}
+  const SqlDialect& dialect() const override { return SqlDialect::sqlite(); }
+  Expected<std::vector<SqlRow>> query(const std::string& sql, const std::vector<SqlValue>& params,
+                                      bool once) override;
+  Expected<int64_t> run(const std::string& sql, const std::vector<SqlValue>& params, bool once) override;
+  Expected<double> nowEpoch() override { return epochSeconds(); }
+  Status lockName(const std::string&) override { return {}; }  // the single writer holds the database
+
+ private:
+  Status each(const std::string& sql, const std::vector<SqlValue>& params, bool once,
+              const std::function<void(sql::Stmt&)>& onRow);
+  sql::Db& db_;
+};
+
+class SqliteStore final : public RecordStore, private SqlTxRunner {
  public:
   static Expected<std::unique_ptr<SqliteStore>> open(const std::string& path,
                                                      const SqliteStoreOptions& opts);
@@ -54,22 +73,9 @@ class SqliteStore final : public RecordStore, public JobQueue {
   Expected<bool> refreshIfChangedExternally() override;
   Status putKernelText(const std::string& workload, const std::string& text) override;  // sqlite_kernel_texts.cpp
   Expected<std::optional<std::string>> kernelText(const std::string& workload) override;
-  JobQueue* jobs() override { return this; }
+  // The job queue (sql_job_queue.h): its writes go through the group commit (BEGIN IMMEDIATE).
+  JobQueue* jobs() override { return &job_queue_; }
 
-  // --- the job queue (sqlite_jobs.cpp): writes go through the group commit (BEGIN IMMEDIATE) ---
-  Status registerWorker(const WorkerInfo& w, const QueuePolicy& p) override;
-  Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) override;
-  Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) override;
-  Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) override;
-  Expected<Lease> lease(const std::string& worker_id, const std::string& token, int max_items,
-                        const QueuePolicy& p) override;
-  Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) override;
-  Expected<ReportOutcome> refuse(const ItemReport& r, const QueuePolicy& p) override;
-  Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) override;
-  Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p) override;
-  Expected<bool> cancel(const std::string& job_id) override;
-  Expected<int64_t> purge(double keep_finished_s, double max_open_s) override;
-  Expected<JobList> jobList(const std::string& submitter, int limit, const QueuePolicy& p) override;  // sqlite_job_list.cpp
 
  private:
   SqliteStore(std::string path, SqliteStoreOptions opts) : path_(std::move(path)), opts_(opts) {}
@@ -95,7 +101,7 @@ class SqliteStore final : public RecordStore, public JobQueue {
 
   // --- writer (sqlite_store_write.cpp) ---
   // Keys whose served answer (winner or its stale flag) may have changed in a transaction.
-  using Touched = std::set<std::string>;
+  using Touched = core::TouchedKeys;
   using WriteFn = std::function<Status(sql::Db&, Touched&)>;
   // Runs fn inside the next group transaction (BEGIN IMMEDIATE ... COMMIT) and waits for the
   // commit. Concurrent callers share one transaction and one fsync; each fn runs inside its own
@@ -107,13 +113,11 @@ class SqliteStore final : public RecordStore, public JobQueue {
     bool done = false;
   };
   void commitGroup(std::vector<WriteJob*>& jobs);
+  // The store core's best-wins put (store_core.h) on the writer connection.
   Expected<PutResult> putRecord(sql::Db& db, const Record& r, const PutOptions& opts, Touched& touched);
   Status applyIndex(sql::Db& db, const Touched& touched);
-  // Points the key at its best remaining candidate (trust.h; none: no winner; no records left: the
-  // key row goes too) and returns it (0: none).
-  Expected<int64_t> recomputeWinner(sql::Db& db, const std::string& key_id);
-  // Settles the trust of every config of a key again (after an admin action).
-  Status resettleKey(sql::Db& db, const std::string& key_id, double agree_factor);
+  // The job queue's transactions: reads on a pooled reader, writes in the group commit.
+  Status transact(TxMode mode, const std::function<Status(SqlTx&, core::TouchedKeys&)>& fn) override;
 
   std::string path_;
   SqliteStoreOptions opts_;
@@ -139,6 +143,8 @@ class SqliteStore final : public RecordStore, public JobQueue {
 
   std::shared_mutex index_mu_;
   std::unordered_map<std::string, ServedRecordPtr> winners_;
+
+  SqlJobQueue job_queue_{*this};
 };
 
 }  // namespace tessera::cache

@@ -1,8 +1,11 @@
 // Owns the write side of the SQLite RecordStore: group commit on the single writer connection,
-// the best-wins upsert, staleness bookkeeping and keeping the winners index coherent.
-#include <algorithm>
+// the SQLite transaction of the store core (store_core.h: the best-wins put and admin actions)
+// and keeping the winners index coherent.
+#include <type_traits>
+#include <variant>
 
 #include "cache_service/sqlite_store_impl.h"
+#include "cache_service/store_core.h"
 
 namespace tessera::cache {
 
@@ -94,272 +97,91 @@ Status SqliteStore::applyIndex(sql::Db& db, const Touched& touched) {
   return {};
 }
 
-Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const PutOptions& opts,
-                                           Touched& touched) {
-  if (r.key_id.empty() || r.key_id != keyIdOf(r.key))
-    return makeError(ErrorCode::InvalidArgument, "record not finalized (key_id missing or wrong)");
-  PutResult res;
-  res.key_id = r.key_id;
-  // The fingerprint is of the record as submitted, so a retried submission is a duplicate even
-  // when the store did not accept its re-measured claim.
-  const std::string fp = fingerprint(r);
-  const std::string shape = formatShape(r.key.shape);
-  auto bindKey = [&](sql::Stmt& st) {
-    st.bind(1, r.key_id).bind(2, r.key.family).bind(3, r.key.workload).bind(4, shape);
-    st.bind(5, static_cast<int64_t>(r.key.shape.size())).bind(6, r.key.dtype).bind(7, r.key.layout);
-    st.bind(8, r.key.target).bind(9, r.key.arch).bind(10, r.key.units);
-  };
-  const bool ok = r.status == RecordStatus::Ok;
-
-  // 0. Who else measured this config of this key, and how fast (trust.h): the group the record
-  // joins. A re-measurement claim from an untrusted writer stands only on its own earlier
-  // measurement of the config.
-  std::vector<Measurement> group;
-  if (ok) {
-    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-        "SELECT id, writer, median_us, trust FROM records WHERE key_id = ? AND config = ? AND status = 'ok'"
-        " AND quarantined = 0 ORDER BY id DESC LIMIT ?"));
-    sql::Use use(*st);
-    st->bind(1, r.key_id).bind(2, r.config).bind(3, int64_t{kTrustGroupLimit});
-    for (;;) {
-      TESSERA_ASSIGN(bool row, st->step());
-      if (!row) break;
-      group.push_back({st->i64(0), st->text(1), st->f64(2), static_cast<Trust>(st->i64(3))});
-    }
-  }
-  bool remeasured = r.remeasured;
-  if (remeasured && !opts.trusted)
-    remeasured = std::any_of(group.begin(), group.end(), [&](const Measurement& m) { return m.writer == opts.writer; });
-  // The new record's trust and what it changes for the others (the new record's id is not known
-  // yet: -1 stands for it).
-  Trust mine = opts.trusted && ok ? Trust::Vouched : Trust::Claim;
-  std::vector<std::pair<int64_t, Trust>> others;
-  if (ok) {
-    group.push_back({-1, opts.writer, r.median_us, mine});
-    for (const auto& [id, t] : settleTrust(group, opts.agree_factor)) {
-      if (id == -1) mine = t;
-      else others.emplace_back(id, t);
-    }
-  }
-
-  // 1. The record itself; an identical one already stored makes this a duplicate.
-  {
-    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-        "INSERT INTO records(key_id, fingerprint, status, config, n, median_us, p20_us, p80_us,"
-        " gflops, gbps, peak_fraction, max_abs_err, max_rel_err, trials, tuning_seconds,"
-        " tessera_version, llvm_version, cuda_version, cpu_model, host, user, created_at, pushed,"
-        " remeasured, estimator, bound, writer, received_at, trust)"
-        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-        " ON CONFLICT(fingerprint) DO NOTHING RETURNING id"));
-    sql::Use use(*st);
-    const Provenance& p = r.provenance;
-    st->bind(1, r.key_id).bind(2, fp).bind(3, recordStatusName(r.status)).bind(4, r.config);
-    st->bind(5, r.n).bind(6, r.median_us).bind(7, r.p20_us).bind(8, r.p80_us).bind(9, r.gflops);
-    st->bind(10, r.gbps).bind(11, r.peak_fraction).bind(12, r.max_abs_err).bind(13, r.max_rel_err);
-    st->bind(14, r.trials).bind(15, r.tuning_seconds).bind(16, p.tessera_version);
-    st->bind(17, p.llvm_version).bind(18, p.cuda_version).bind(19, p.cpu_model).bind(20, p.host);
-    st->bind(21, p.user).bind(22, p.created_at).bind(23, opts.outbox ? 0 : 1);
-    st->bind(24, int64_t(remeasured ? 1 : 0)).bind(25, r.estimator).bind(26, r.bound);
-    st->bind(27, opts.writer).bind(28, utcNow()).bind(29, int64_t(static_cast<int>(mine)));
-    TESSERA_ASSIGN(bool row, st->step());
-    if (row) res.id = st->i64(0);
-  }
-  if (res.id == 0) {
-    TESSERA_ASSIGN(sql::Stmt * st, db.cached("SELECT id, trust FROM records WHERE fingerprint = ?"));
-    sql::Use use(*st);
-    st->bind(1, fp);
-    TESSERA_ASSIGN(bool row, st->step());
-    if (!row) return makeError(ErrorCode::Internal, "duplicate record vanished");
-    res.id = st->i64(0);
-    res.trust = static_cast<Trust>(st->i64(1));
-    res.duplicate = true;
-    return res;
-  }
-  res.remeasured = remeasured;
-  res.trust = mine;
-  for (const auto& [id, t] : others) {
-    TESSERA_ASSIGN(sql::Stmt * st, db.cached("UPDATE records SET trust = ? WHERE id = ?"));
-    sql::Use use(*st);
-    st->bind(1, int64_t(static_cast<int>(t))).bind(2, id);
-    TESSERA_TRY(st->run());
-  }
-
-  // 2. Best-wins. When the record changed the trust of others, the key's winner is recomputed;
-  // otherwise one upsert creates the key row or moves its winner, and only ever to a strictly
-  // better record (winner_rank, then the lower median). RETURNING yields a row only when this
-  // record became the winner. (Quarantined records never hold the winner: the admin action that
-  // quarantines recomputes it.)
-  const std::optional<int> rank = ok ? winnerRank(mine, remeasured) : std::nullopt;
-  if (!others.empty()) {
-    {
-      TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-          "INSERT INTO keys(key_id, family, workload, shape, rank, dtype, layout, target, arch, units)"
-          " VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key_id) DO NOTHING"));
-      sql::Use use(*st);
-      bindKey(*st);
-      TESSERA_TRY(st->run());
-    }
-    int64_t before = 0, changes = 0;
-    {
-      TESSERA_ASSIGN(sql::Stmt * st, db.cached("SELECT coalesce(winner_id, 0), winner_changes FROM keys WHERE key_id = ?"));
-      sql::Use use(*st);
-      st->bind(1, r.key_id);
-      TESSERA_ASSIGN(bool row, st->step());
-      if (row) {
-        before = st->i64(0);
-        changes = st->i64(1);
+Expected<std::vector<SqlRow>> SqliteTx::query(const std::string& sql, const std::vector<SqlValue>& params,
+                                               bool once) {
+  std::vector<SqlRow> rows;
+  TESSERA_TRY(each(sql, params, once, [&](sql::Stmt& st) {
+    SqlRow row;
+    const int n = sqlite3_column_count(st.get());
+    for (int i = 0; i < n; ++i) {
+      switch (sqlite3_column_type(st.get(), i)) {
+        case SQLITE_NULL: row.cols.emplace_back(); break;
+        case SQLITE_INTEGER: row.cols.emplace_back(st.i64(i)); break;
+        case SQLITE_FLOAT: row.cols.emplace_back(st.f64(i)); break;
+        default: row.cols.emplace_back(st.text(i));
       }
     }
-    TESSERA_ASSIGN(int64_t after, recomputeWinner(db, r.key_id));
-    if (after != before) touched.insert(r.key_id);
-    if (after == res.id) res.outcome = before == 0 && changes == 0 ? PutOutcome::Inserted : PutOutcome::Improved;
-  } else if (rank) {
-    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-        "INSERT INTO keys(key_id, family, workload, shape, rank, dtype, layout, target, arch, units,"
-        " winner_id, winner_median_us, winner_remeasured, winner_rank, winner_changes)"
-        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,1)"
-        " ON CONFLICT(key_id) DO UPDATE SET winner_id = excluded.winner_id,"
-        " winner_median_us = excluded.winner_median_us, winner_remeasured = excluded.winner_remeasured,"
-        " winner_rank = excluded.winner_rank, winner_changes = keys.winner_changes + 1"
-        " WHERE keys.winner_id IS NULL OR excluded.winner_rank > keys.winner_rank"
-        " OR (excluded.winner_rank = keys.winner_rank AND excluded.winner_median_us < keys.winner_median_us)"
-        " RETURNING winner_changes"));
-    sql::Use use(*st);
-    bindKey(*st);
-    st->bind(11, res.id).bind(12, r.median_us).bind(13, int64_t(remeasured ? 1 : 0)).bind(14, int64_t{*rank});
-    TESSERA_ASSIGN(bool row, st->step());
-    if (row) {
-      res.outcome = st->i64(0) == 1 ? PutOutcome::Inserted : PutOutcome::Improved;
-      touched.insert(r.key_id);
-    }
+    rows.push_back(std::move(row));
+  }));
+  return rows;
+}
+
+Expected<int64_t> SqliteTx::run(const std::string& sql, const std::vector<SqlValue>& params, bool once) {
+  TESSERA_TRY(each(sql, params, once, [](sql::Stmt&) {}));
+  return int64_t{sqlite3_changes(db_.handle())};
+}
+
+Status SqliteTx::each(const std::string& sql, const std::vector<SqlValue>& params, bool once,
+                      const std::function<void(sql::Stmt&)>& onRow) {
+  sql::Stmt fresh;
+  sql::Stmt* st = nullptr;
+  if (once) {
+    TESSERA_ASSIGN(fresh, db_.prepare(sql));
+    st = &fresh;
   } else {
-    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-        "INSERT INTO keys(key_id, family, workload, shape, rank, dtype, layout, target, arch, units)"
-        " VALUES(?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key_id) DO NOTHING"));
-    sql::Use use(*st);
-    bindKey(*st);
-    TESSERA_TRY(st->run());
+    TESSERA_ASSIGN(st, db_.cached(sql));
   }
-  // Staleness is computed per record when read (SqliteStore::readRow): nothing another record of
-  // the key says can mark this one stale.
-  return res;
+  sql::Use use(*st);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const int at = static_cast<int>(i + 1);
+    std::visit(
+        [&](const auto& v) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) st->bindNull(at);
+          else st->bind(at, v);
+        },
+        params[i]);
+  }
+  for (;;) {
+    TESSERA_ASSIGN(bool row, st->step());
+    if (!row) return {};
+    onRow(*st);
+  }
 }
 
-Expected<int64_t> SqliteStore::recomputeWinner(sql::Db& db, const std::string& key_id) {
-  static const std::string q = std::string("SELECT r.id, r.median_us, r.remeasured, ") + kRankSql +
-                               " FROM records r WHERE r.key_id = ? AND " + kCandidateSql + " ORDER BY " +
-                               kWinnerOrderSql + " LIMIT 1";
-  TESSERA_ASSIGN(sql::Stmt * pick, db.cached(q));
-  sql::Use use(*pick);
-  pick->bind(1, key_id);
-  TESSERA_ASSIGN(bool found, pick->step());
-  if (found) {
-    const int64_t id = pick->i64(0);
-    TESSERA_ASSIGN(sql::Stmt * up, db.cached(
-        "UPDATE keys SET winner_changes = CASE WHEN winner_id IS ?1 THEN max(winner_changes, 1) ELSE winner_changes + 1 END,"
-        " winner_id = ?1, winner_median_us = ?2, winner_remeasured = ?3, winner_rank = ?4 WHERE key_id = ?5"));
-    sql::Use use2(*up);
-    up->bind(1, id).bind(2, pick->f64(1)).bind(3, pick->i64(2)).bind(4, pick->i64(3)).bind(5, key_id);
-    TESSERA_TRY(up->run());
-    return id;
-  }
-  // No winner left: the next ok record is the key's first winner again ("inserted").
-  TESSERA_ASSIGN(sql::Stmt * none, db.cached(
-      "UPDATE keys SET winner_id = NULL, winner_median_us = NULL, winner_remeasured = 0, winner_rank = 0,"
-      " winner_changes = 0 WHERE key_id = ?"));
-  sql::Use use3(*none);
-  none->bind(1, key_id);
-  TESSERA_TRY(none->run());
-  TESSERA_ASSIGN(sql::Stmt * gone, db.cached(
-      "DELETE FROM keys WHERE key_id = ?1 AND NOT EXISTS (SELECT 1 FROM records WHERE key_id = ?1)"));
-  sql::Use use4(*gone);
-  gone->bind(1, key_id);
-  TESSERA_TRY(gone->run());
-  return int64_t{0};
+Status SqliteStore::transact(TxMode mode, const std::function<Status(SqlTx&, core::TouchedKeys&)>& fn) {
+  if (mode != TxMode::Read)
+    return write([&](sql::Db& db, Touched& touched) -> Status {
+      SqliteTx tx(db);
+      return fn(tx, touched);
+    });
+  TESSERA_ASSIGN(Reader rd, reader());
+  TESSERA_TRY(rd->exec("BEGIN"));
+  SqliteTx tx(*rd);
+  Touched none;
+  Status s = fn(tx, none);
+  (void)rd->exec("COMMIT");
+  return s;
 }
 
-Status SqliteStore::resettleKey(sql::Db& db, const std::string& key_id, double agree_factor) {
-  std::vector<ConfigMeasurement> records;
-  {
-    TESSERA_ASSIGN(sql::Stmt * st, db.cached(
-        "SELECT id, config, writer, median_us, trust FROM records WHERE key_id = ? AND status = 'ok'"
-        " AND quarantined = 0 ORDER BY id DESC LIMIT ?"));
-    sql::Use use(*st);
-    st->bind(1, key_id).bind(2, int64_t{kTrustKeyLimit});
-    for (;;) {
-      TESSERA_ASSIGN(bool row, st->step());
-      if (!row) break;
-      records.push_back({st->text(1), {st->i64(0), st->text(2), st->f64(3), static_cast<Trust>(st->i64(4))}});
-    }
-  }
-  for (const auto& [id, t] : settleKey(records, agree_factor)) {
-    TESSERA_ASSIGN(sql::Stmt * st, db.cached("UPDATE records SET trust = ? WHERE id = ?"));
-    sql::Use use(*st);
-    st->bind(1, int64_t(static_cast<int>(t))).bind(2, id);
-    TESSERA_TRY(st->run());
-  }
-  return {};
+Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const PutOptions& opts, Touched& touched) {
+  SqliteTx tx(db);
+  return core::putRecord(tx, r, opts, touched);
 }
-
-namespace {
-// WHERE clause (over `records r`) and its text parameters for a selector.
-std::string selectorWhere(const RecordSelector& sel, std::vector<std::string>& texts) {
-  std::string w = "1";
-  if (!sel.ids.empty()) {
-    w += " AND r.id IN (";
-    for (size_t i = 0; i < sel.ids.size(); ++i) w += (i ? "," : "") + std::to_string(sel.ids[i]);
-    w += ")";
-  }
-  const std::pair<const char*, const std::string*> fields[] = {
-      {" AND r.key_id = ?", &sel.key_id}, {" AND r.writer = ?", &sel.writer},
-      {" AND r.received_at >= ?", &sel.since}, {" AND r.received_at < ?", &sel.until}};
-  for (auto [clause, v] : fields) {
-    if (v->empty()) continue;
-    w += clause;
-    texts.push_back(*v);
-  }
-  return w;
-}
-}  // namespace
 
 Expected<int64_t> SqliteStore::administer(const RecordSelector& sel, AdminAction action, double agree_factor) {
   if (sel.empty()) return int64_t{0};
-  std::vector<std::string> texts;
-  std::string where = selectorWhere(sel, texts);
-  where += adminActionWhere(action);
-  auto bindAll = [&](sql::Stmt& st) {
-    for (size_t i = 0; i < texts.size(); ++i) st.bind(static_cast<int>(i + 1), texts[i]);
-  };
   if (action == AdminAction::Count) {
+    std::vector<SqlValue> params;
+    const std::string where = core::selectorWhere(sel, action, params);
     TESSERA_ASSIGN(Reader rd, reader());
-    TESSERA_ASSIGN(sql::Stmt st, rd->prepare("SELECT count(*) FROM records r WHERE " + where));
-    bindAll(st);
-    TESSERA_ASSIGN(bool got, st.step());
-    return got ? st.i64(0) : 0;
+    SqliteTx tx(*rd);
+    TESSERA_ASSIGN(auto rows, tx.query("SELECT count(*) FROM records r WHERE " + where, params, true));
+    return rows.empty() ? int64_t{0} : rows[0].i64(0);
   }
   int64_t changed = 0;
   Status s = write([&](sql::Db& db, Touched& touched) -> Status {
-    std::vector<std::string> keys;
-    {
-      TESSERA_ASSIGN(sql::Stmt st, db.prepare("SELECT DISTINCT r.key_id FROM records r WHERE " + where));
-      bindAll(st);
-      for (;;) {
-        TESSERA_ASSIGN(bool row, st.step());
-        if (!row) break;
-        keys.push_back(st.text(0));
-      }
-    }
-    {
-      TESSERA_ASSIGN(sql::Stmt st, db.prepare(adminActionSql(action) + where));
-      bindAll(st);
-      TESSERA_TRY(st.run());
-      changed = sqlite3_changes(db.handle());
-    }
-    for (const std::string& key : keys) {
-      TESSERA_TRY(resettleKey(db, key, agree_factor));
-      TESSERA_TRY(recomputeWinner(db, key));
-      touched.insert(key);
-    }
+    SqliteTx tx(db);
+    TESSERA_ASSIGN(changed, core::administer(tx, sel, action, agree_factor, touched));
     return {};
   });
   if (!s.ok()) return s.takeError();

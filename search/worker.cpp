@@ -71,6 +71,11 @@ class Worker {
     }
     cv_.notify_all();
     beat.join();
+    // A clean stop (its last item done, SIGINT or SIGTERM): the service stops counting this worker
+    // as live now rather than after its TTL, and its unfinished items go to other workers at once.
+    auto released = client_.deregister(info_.id);
+    if (!released.ok()) log("could not deregister: " + released.error().message);
+    else if (*released > 0) log("gave back " + std::to_string(*released) + " unfinished items");
     return result;
   }
 

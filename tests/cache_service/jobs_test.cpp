@@ -1,5 +1,5 @@
 // Tests the measurement job queue through the real server on a loopback port (api_jobs.cpp,
-// sqlite_jobs.cpp): worker tokens may only register, lease and report, and no other token may
+// sql_job_queue.cpp): worker tokens may only register, lease and report, and no other token may
 // lease; a job is leased only to workers of its key's hardware; a lease that is not renewed
 // expires and its item goes to another worker, whose report is the one recorded, once; a
 // report must carry the job's key and the item's config; and the limits on job sizes.
@@ -8,8 +8,10 @@
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
+#include "cache_service/job_client.h"
 #include "cache_service/record_json.h"
 #include "cache_service/tokens.h"
 #include "tests/cache_service/test_util.h"
@@ -35,7 +37,7 @@ ServerOptions queueOptions() {
 }
 
 struct QueueFixture {
-  explicit QueueFixture(test::Engine engine) : f(queueOptions(), true, engine) {
+  explicit QueueFixture(test::Engine engine, ServerOptions o = queueOptions()) : f(o, true, engine) {
     auto tokens = TokenStore::open(f.db);
     if (!tokens.ok()) throw std::runtime_error(tokens.error().message);
     worker = *(*tokens)->add("box1", Scope::Worker);
@@ -168,6 +170,128 @@ TEST_P(JobQueue, LeasesMatchHardwareExpireAndRecordEachItemOnce) {
   ASSERT_EQ(rj.at("records").size(), 2u);
   for (const json& r : rj.at("records")) EXPECT_EQ(r.value("writer", ""), "box1");
   EXPECT_TRUE(q.lease(kWorkerA, 8).at("items").empty());
+}
+
+// Issue 26: a worker that stops deregisters; it is not live from then on (not after its TTL), its
+// leased items go to another worker at once (without waiting for the lease to expire), it is
+// unknown to beats and leases until it registers again, and only its own token may stop it.
+TEST_P(JobQueue, ADeregisteredWorkerIsNotLiveAndItsItemsGoBackAtOnce) {
+  ServerOptions o = queueOptions();
+  o.queue.lease_s = 60;  // nothing expires during the test: only the deregistration frees A's items
+  QueueFixture q(GetParam(), o);
+  ServerFixture& f = q.f;
+  auto tokens = TokenStore::open(f.db);
+  const std::string thief = *(*tokens)->add("box2", Scope::Worker);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the server's token refresh
+  ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
+  ASSERT_EQ(q.registerWorker(kWorkerC, "x86-64-v4").status, 200);
+  ASSERT_EQ(f.post("/v1/jobs", jobBody({R"({"MC":64})", R"({"MC":32})"}).dump(), f.write_token).status, 200);
+  ASSERT_EQ(q.lease(kWorkerA, 8).at("items").size(), 2u);
+  EXPECT_TRUE(q.lease(kWorkerC, 8).at("items").empty());  // A holds both (negative control)
+  auto live = [&] {
+    std::set<std::string> ids;
+    Reply list = f.get("/v1/workers", f.read_token);
+    EXPECT_EQ(list.status, 200) << list.body;
+    const json body = json::parse(list.body);
+    for (const json& w : body.at("workers")) ids.insert(w.at("id").get<std::string>());
+    return ids;
+  };
+  EXPECT_EQ(live(), (std::set<std::string>{kWorkerA, kWorkerC}));
+
+  // Another token cannot stop A, nor can any other scope; an unknown id is a 404.
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/deregister", "", thief).status, 404);
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/deregister", "", f.write_token).status, 403);
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerB + "/deregister", "", q.worker).status, 404);
+  EXPECT_EQ(live(), (std::set<std::string>{kWorkerA, kWorkerC}));
+
+  Reply stop = f.post("/v1/workers/" + kWorkerA + "/deregister", "", q.worker);
+  ASSERT_EQ(stop.status, 200) << stop.body;
+  EXPECT_EQ(json::parse(stop.body).value("released", -1), 2);
+  EXPECT_EQ(json::parse(f.post("/v1/workers/" + kWorkerA + "/deregister", "", q.worker).body).value("released", -1), 0);
+  EXPECT_EQ(live(), std::set<std::string>{kWorkerC});
+  EXPECT_EQ(json::parse(f.get("/v1/jobs/" + kJob, f.write_token).body).value("live_workers", 0), 1);
+  EXPECT_EQ(q.lease(kWorkerC, 8).at("items").size(), 2u);
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/heartbeat", "", q.worker).status, 404);
+  EXPECT_EQ(f.post("/v1/workers/" + kWorkerA + "/lease", R"({"max_items":1})", q.worker).status, 404);
+  ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);  // back again
+  EXPECT_EQ(live(), (std::set<std::string>{kWorkerA, kWorkerC}));
+}
+
+// Issue 30: a poll that passes back the cursor of its last answer gets only the items that changed
+// since (leased, done), with the job's state and done count; a poll without it (an older client)
+// still gets every item. The job client follows the cursor and still hands its callers every item.
+TEST_P(JobQueue, JobPollsReturnOnlyWhatChangedSinceTheirCursor) {
+  ServerOptions o = queueOptions();
+  o.queue.lease_s = 60;
+  QueueFixture q(GetParam(), o);
+  ServerFixture& f = q.f;
+  ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
+  const std::string c0 = R"({"MC":64})", c1 = R"({"MC":32})", c2 = R"({"MC":16})";
+  ASSERT_EQ(f.post("/v1/jobs", jobBody({c0, c1, c2}).dump(), f.write_token).status, 200);
+  auto poll = [&](const std::string& query) {
+    Reply r = f.get("/v1/jobs/" + kJob + query, f.write_token);
+    EXPECT_EQ(r.status, 200) << query << " " << r.body;
+    return json::parse(r.body, nullptr, false);
+  };
+  auto itemsOf = [](const json& j) {
+    std::vector<std::pair<int64_t, std::string>> out;
+    for (const json& it : j.at("items")) out.emplace_back(it.at("item").get<int64_t>(), it.at("state").get<std::string>());
+    return out;
+  };
+  json full = poll("");
+  ASSERT_EQ(full.at("items").size(), 3u);
+  const int64_t c_start = full.at("cursor").get<int64_t>();
+  EXPECT_TRUE(poll("?since=" + std::to_string(c_start)).at("items").empty());  // nothing moved yet
+
+  ASSERT_EQ(q.lease(kWorkerA, 1).at("items").size(), 1u);
+  json leased = poll("?since=" + std::to_string(c_start));
+  EXPECT_EQ(itemsOf(leased), (std::vector<std::pair<int64_t, std::string>>{{0, "leased"}}));
+  const int64_t c_leased = leased.at("cursor").get<int64_t>();
+  EXPECT_GT(c_leased, c_start);
+  EXPECT_TRUE(poll("?since=" + std::to_string(c_leased)).at("items").empty());
+
+  ASSERT_EQ(q.report(kWorkerA, 0, measured(c0, 50)).status, 200);
+  json done = poll("?since=" + std::to_string(c_leased));
+  EXPECT_EQ(itemsOf(done), (std::vector<std::pair<int64_t, std::string>>{{0, "done"}}));
+  EXPECT_EQ(done.at("items")[0].at("result").at("records").size(), 1u);
+  EXPECT_EQ(done.value("done", -1), 1);
+  EXPECT_EQ(done.value("state", ""), "open");
+  // An older client's poll: every item, as before.
+  EXPECT_EQ(itemsOf(poll("")), (std::vector<std::pair<int64_t, std::string>>{{0, "done"}, {1, "queued"}, {2, "queued"}}));
+  for (const std::string bad : {"?since=-1", "?since=x", "?since=", "?since=99999999999999999999", "?after=1"})
+    EXPECT_EQ(f.get("/v1/jobs/" + kJob + bad, f.write_token).status, 400) << bad;
+
+  // The job client: every item every time, whatever it asked the service for.
+  JobClient client({{f.url()}, f.write_token, "", 5, 5});
+  for (int round = 0; round < 3; ++round) {
+    if (round == 1) ASSERT_EQ(q.lease(kWorkerA, 1).at("items").size(), 1u);
+    if (round == 2) ASSERT_EQ(q.report(kWorkerA, 1, measured(c1, 60)).status, 200);
+    auto p = client.progress(kJob);
+    ASSERT_TRUE(p.ok()) << p.error().message;
+    ASSERT_EQ(p->items.size(), 3u) << round;
+    EXPECT_EQ(p->items[0].state, "done");
+    EXPECT_TRUE(p->items[0].result.has_value());
+    EXPECT_EQ(p->items[1].state, round == 0 ? "queued" : round == 1 ? "leased" : "done") << round;
+    EXPECT_EQ(p->items[2].state, "queued");
+  }
+}
+
+// Issue 30: a worker registers the driver and runtime it measures with; the list shows them, and a
+// hostile value is refused like any other field.
+TEST_P(JobQueue, WorkersRegisterTheirDriverAndRuntimeVersions) {
+  QueueFixture q(GetParam());
+  ServerFixture& f = q.f;
+  json w = {{"id", kWorkerA}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2},
+            {"driver_version", "550.54.15"}, {"runtime_version", "12.4"}};
+  ASSERT_EQ(f.post("/v1/workers", w.dump(), q.worker).status, 200);
+  const json list = json::parse(f.get("/v1/workers", f.read_token).body);
+  ASSERT_EQ(list.at("workers").size(), 1u);
+  EXPECT_EQ(list.at("workers")[0].value("driver_version", ""), "550.54.15");
+  EXPECT_EQ(list.at("workers")[0].value("runtime_version", ""), "12.4");
+  w["runtime_version"] = std::string(300, '9');
+  EXPECT_EQ(f.post("/v1/workers", w.dump(), q.worker).status, 422);
+  w["runtime_version"] = std::string("12.4\x07");
+  EXPECT_EQ(f.post("/v1/workers", w.dump(), q.worker).status, 422);
 }
 
 TEST_P(JobQueue, ItemsWhoseLeasesKeepExpiringAreGivenUp) {

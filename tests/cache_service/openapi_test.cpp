@@ -79,6 +79,7 @@ std::vector<RouteCase> routeCases() {
       {RouteId::WorkerHeartbeat, "POST", "/v1/workers/{id}/heartbeat", "/v1/workers/" + kWorkerId + "/heartbeat"},
       {RouteId::WorkerLease, "POST", "/v1/workers/{id}/lease", "/v1/workers/" + kWorkerId + "/lease"},
       {RouteId::WorkerReport, "POST", "/v1/workers/{id}/report", "/v1/workers/" + kWorkerId + "/report"},
+      {RouteId::WorkerDeregister, "POST", "/v1/workers/{id}/deregister", "/v1/workers/" + kWorkerId + "/deregister"},
       {RouteId::JobsSubmit, "POST", "/v1/jobs", "/v1/jobs"},
       {RouteId::JobGet, "GET", "/v1/jobs/{id}", "/v1/jobs/" + kJobId},
       {RouteId::JobCancel, "POST", "/v1/jobs/{id}/cancel", "/v1/jobs/" + kJobId + "/cancel"},
@@ -165,7 +166,8 @@ TEST(OpenApi, RealServerAnswersEveryDocumentedOperation) {
   for (const auto& c : routeCases()) {
     const std::string body = bodyFor(c.id);
     const bool worker_route = c.id == RouteId::WorkersRegister || c.id == RouteId::WorkerHeartbeat ||
-                              c.id == RouteId::WorkerLease || c.id == RouteId::WorkerReport;
+                              c.id == RouteId::WorkerLease || c.id == RouteId::WorkerReport ||
+                              c.id == RouteId::WorkerDeregister;
     std::vector<std::string> headers = {"Authorization: Bearer " + (worker_route ? worker_token : f.admin_token)};
     if (!body.empty())
       headers.push_back(std::string("Content-Type: ") +

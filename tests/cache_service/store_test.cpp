@@ -84,6 +84,39 @@ class StoreTest : public ::testing::TestWithParam<StoreKind> {
   std::map<std::string, std::unique_ptr<test::PgDatabase>> pg_;
 };
 
+// Issue 30: records keep the GPU driver and runtime versions they were measured with, on every
+// engine, through export; a record without them keeps the JSON (and so the fingerprint: a
+// re-import stays a duplicate) it always had; hostile values are refused like any provenance.
+TEST_P(StoreTest, RecordsKeepTheDriverAndRuntimeVersions) {
+  auto s = open();
+  Record gpu = makeRecord({.key = 1, .median_us = 100});
+  gpu.provenance.driver_version = "550.54.15";
+  gpu.provenance.runtime_version = "12.4";
+  gpu.key_id = keyIdOf(gpu.key);
+  Record plain = makeRecord({.key = 2, .median_us = 100});
+  ASSERT_FALSE(put(*s, gpu).duplicate);
+  ASSERT_FALSE(put(*s, plain).duplicate);
+  auto back = s->exportSince(0, 10);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[0].provenance.driver_version, "550.54.15");
+  EXPECT_EQ((*back)[0].provenance.runtime_version, "12.4");
+  EXPECT_EQ((*back)[1].provenance.driver_version, "");
+  const std::string json = encodeRecord((*back)[1]);
+  EXPECT_EQ(json.find("driver_version"), std::string::npos) << json;
+  EXPECT_EQ(json.find("runtime_version"), std::string::npos) << json;
+  auto decoded = decodeRecord(encodeRecord((*back)[0]));
+  ASSERT_TRUE(decoded.ok()) << decoded.error().message;
+  EXPECT_EQ(decoded->provenance.runtime_version, "12.4");
+  EXPECT_TRUE(put(*s, (*back)[0]).duplicate);  // the same record again, versions and all
+  EXPECT_TRUE(put(*s, plain).duplicate);
+  Record hostile = gpu;
+  hostile.provenance.driver_version = std::string(300, 'x');
+  EXPECT_FALSE(decodeRecord(encodeRecord(hostile)).ok());
+  hostile.provenance.driver_version = "550\n54";
+  EXPECT_FALSE(decodeRecord(encodeRecord(hostile)).ok());
+}
+
 TEST_P(StoreTest, BestWinsOutcomes) {
   auto s = open();
   Record first = makeRecord({.key = 1, .median_us = 100});
@@ -489,7 +522,10 @@ TEST(SqliteStore, PersistsAndMarksTheFile) {
 }
 
 // What version 6 (the trust of measurements) added outside the job tables, undone to make an
-// older file (version 7's kernel table is dropped with it).
+// older file (version 8's kernel table is dropped with it).
+// Version 7's columns of `records` (its other columns are in tables the older layouts drop whole).
+constexpr const char* kUndoV7[] = {"ALTER TABLE records DROP COLUMN driver_version",
+                                   "ALTER TABLE records DROP COLUMN runtime_version"};
 constexpr const char* kUndoV6[] = {"DROP INDEX records_by_key_config", "ALTER TABLE records DROP COLUMN trust",
                                    "ALTER TABLE keys DROP COLUMN winner_rank"};
 
@@ -503,7 +539,7 @@ TEST(SqliteStore, MigratesAVersion1File) {
   {  // back to the version-1 layout
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    for (const char* q : {kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+    for (const char* q : {kUndoV7[0], kUndoV7[1], kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
                           "DROP INDEX records_by_writer", "DROP INDEX records_by_received",
                           "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
                           "ALTER TABLE records DROP COLUMN quarantined",
@@ -538,7 +574,7 @@ TEST(SqliteStore, MigratesAVersion3File) {
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    for (const char* q : {kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+    for (const char* q : {kUndoV7[0], kUndoV7[1], kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
                           "DROP INDEX records_by_writer", "DROP INDEX records_by_received",
                           "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
                           "ALTER TABLE records DROP COLUMN quarantined", "UPDATE records SET stale = 1",
@@ -580,7 +616,7 @@ TEST(SqliteStore, MigratesAVersion4File) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     for (const char* q :
-         {kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+         {kUndoV7[0], kUndoV7[1], kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
           "CREATE TABLE tokens_v4(name TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, scope TEXT NOT NULL CHECK"
           " (scope IN ('read','write','admin')), created_at TEXT NOT NULL, revoked_at TEXT)",
           "INSERT INTO tokens_v4 SELECT * FROM tokens", "DROP TABLE tokens", "ALTER TABLE tokens_v4 RENAME TO tokens",

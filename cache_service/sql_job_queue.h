@@ -1,0 +1,53 @@
+// Owns the measurement job queue of the SQL engines (jobs.h), written once over SqlTx (sql_tx.h):
+// the engine hands it transactions and keeps its own locking (SQLite: the single writer's group
+// commit; PostgreSQL: row locks with SKIP LOCKED and per-token advisory locks), the queue's rules
+// are the same for both. The queue sits next to the records (a result and its record commit
+// together) but behind its own interface, apart from RecordStore.
+#pragma once
+
+#include <functional>
+
+#include "cache_service/jobs.h"
+#include "cache_service/sql_tx.h"
+#include "cache_service/store_core.h"
+
+namespace tessera::cache {
+
+enum class TxMode {
+  Read,          // one consistent, read-only snapshot
+  Write,         // a write transaction
+  WriteRecords,  // a write transaction that may store records (takes the record-write lock first)
+};
+
+// What an engine gives the job queue: its transactions. fn may run more than once (an engine may
+// retry a transaction that lost a race); touched collects keys whose winners moved.
+class SqlTxRunner {
+ public:
+  virtual ~SqlTxRunner() = default;
+  virtual Status transact(TxMode mode, const std::function<Status(SqlTx&, core::TouchedKeys&)>& fn) = 0;
+};
+
+class SqlJobQueue final : public JobQueue {
+ public:
+  explicit SqlJobQueue(SqlTxRunner& engine) : engine_(engine) {}
+
+  Status registerWorker(const WorkerInfo& w, const QueuePolicy& p) override;
+  Expected<int64_t> heartbeat(const std::string& worker_id, const std::string& token, const QueuePolicy& p) override;
+  Expected<std::vector<WorkerInfo>> workers(const WorkerFilter& f, const QueuePolicy& p) override;
+  Expected<int64_t> deregisterWorker(const std::string& worker_id, const std::string& token) override;
+  Expected<SubmitResult> submit(const JobSpec& job, const QueuePolicy& p) override;
+  Expected<Lease> lease(const std::string& worker_id, const std::string& token, int max_items,
+                        const QueuePolicy& p) override;
+  Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) override;
+  Expected<ReportOutcome> refuse(const ItemReport& r, const QueuePolicy& p) override;
+  Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) override;
+  Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p, int64_t since) override;
+  Expected<bool> cancel(const std::string& job_id) override;
+  Expected<int64_t> purge(double keep_finished_s, double max_open_s) override;
+  Expected<JobList> jobList(const std::string& submitter, int limit, const QueuePolicy& p) override;
+
+ private:
+  SqlTxRunner& engine_;
+};
+
+}  // namespace tessera::cache

@@ -1,0 +1,58 @@
+// Owns the record write rules of the SQL stores, written once for every engine: the best-wins put
+// (the trust group a record joins, the duplicate check, the winner upsert), the recomputation of a
+// key's winner, the re-settling of a key's trust and an admin action's effect on its keys. The
+// engines (sqlite_store_write.cpp, pg_store_write.cpp) supply only the transaction (sql_tx.h) and
+// their locking.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "cache_service/sql_tx.h"
+#include "cache_service/store.h"
+
+namespace tessera::cache::core {
+
+// Keys whose served winner (or its absence) may have changed in a transaction.
+using TouchedKeys = std::set<std::string>;
+
+// Stores one finalized record best-wins (store.h's rules) inside `tx`, which the engine opened
+// with its record-write lock held; adds the key to `touched` when its winner moved.
+Expected<PutResult> putRecord(SqlTx& tx, const Record& r, const PutOptions& opts, TouchedKeys& touched);
+
+// Points the key at its best remaining candidate (trust.h; none: no winner; no records left: the
+// key row goes too) and returns it (0: none).
+Expected<int64_t> recomputeWinner(SqlTx& tx, const std::string& key_id);
+
+// Settles the trust of every config of a key again (after an admin action).
+Status resettleKey(SqlTx& tx, const std::string& key_id, double agree_factor);
+
+// The condition over `records r` an admin action applies to (the selector's criteria and the
+// action's own, adminActionWhere), neutral, with its parameters appended to `params`.
+std::string selectorWhere(const RecordSelector& sel, AdminAction action, std::vector<SqlValue>& params);
+
+// Applies an admin action other than Count to the selected records, re-settles the trust and
+// recomputes the winner of every key it touched. Returns how many records changed.
+Expected<int64_t> administer(SqlTx& tx, const RecordSelector& sel, AdminAction action, double agree_factor,
+                             TouchedKeys& touched);
+
+// The schema step that brought in the trust of measurements (issue 25, trust.h): SQLite's version 6
+// and PostgreSQL's version 2. Every record holds its trust: what a machine stored itself (writer
+// '': a tuner's local store, and service records older than writers) is vouched for; everything
+// else starts as a claim and is settled when its key and config next get a record. Keys rank their
+// winner (winner_rank: confirmed before claims, then re-measured); the winners are recomputed
+// under the new order. Workers can be quarantined (their lies were caught); an item's leases
+// record when they began (a heartbeat renews one only so long), the tokens whose workers lost it
+// and the workers that refused it. PostgreSQL indexes the md5 of a config (configs may be 16 KiB,
+// past a btree entry's limit).
+std::string trustMigrationSql(const SqlDialect& d);
+
+// The schema step of SQLite's version 7 and PostgreSQL's version 3. A worker can say it stopped:
+// workers.stopped_at, 0 while it runs (a stopped worker is not live and must register again). Job
+// polls follow a cursor: jobs.changes counts the changes of a job's items, and each item keeps the
+// count of its last change (job_items.changed), so a poll returns only the items changed since.
+// Workers register their GPU runtime's version, and records keep the driver and runtime versions
+// they were measured with (records.driver_version, records.runtime_version; '' where unknown).
+std::string queueV7MigrationSql(const SqlDialect& d);
+
+}  // namespace tessera::cache::core
