@@ -86,4 +86,13 @@ std::string ruleToJson(const DispatchRule& r, const std::string& extraJson = "{}
 // Parses and validates (buckets contiguous over [lo, hi], configs referenced exist).
 Expected<DispatchRule> ruleFromJson(const std::string& text);
 
+// A rule file as `tessera tune --m LO..HI` writes it (range_tune.h): the rule, the kernel at the
+// range's top (IR text), its name, and the ISA level and threads it was tuned for.
+struct RangeRuleFile {
+  DispatchRule rule;
+  std::string kernelIr, kernelName, arch;
+  int threads = 1;
+};
+Expected<RangeRuleFile> readRangeRuleFile(const std::string& path);
+
 }  // namespace tessera::bundle

@@ -50,12 +50,6 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
 // The rule file `tessera tune` writes and `tessera bundle --dispatch` reads: the rule plus the
 // kernel (IR text at the range's top), its name and the target's ISA level and threads.
 std::string rangeRuleFile(const RangeTuneResult& r, const TargetDesc& t);
-struct RangeRuleFile {
-  DispatchRule rule;
-  std::string kernelIr, kernelName, arch;
-  int threads = 1;
-};
-Expected<RangeRuleFile> readRangeRuleFile(const std::string& path);
 
 // The host measurer of shape-generic GEMM kernels: each config compiled once (runtime M, the
 // kernel `maxKernel`) and shared by every point's measurer made from the same cache; runs on the
