@@ -26,6 +26,15 @@ for m in 0..5 9..3 1..99999999999 1..2000000 "1,,3" "a..b" 1...4 "1,x" ","; do
   [ "$rc" = 2 ] || die "--m $m: exit $rc, expected 2"
   [ "$(wc -l < err.txt)" = 1 ] || die "--m $m: expected one line on stderr, got: $(cat err.txt)"
 done
+# Flags a range cannot take.
+for extra in --estimate --trans-a "--batch 2" "--strategy random"; do
+  set +e
+  "$T" tune gemm --m 1..8 --n 33 --k 20 --trials 2 --db bad.db $extra > out.txt 2> err.txt
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] || die "--m 1..8 $extra: exit $rc, expected 2"
+  [ "$(wc -l < err.txt)" = 1 ] || die "--m 1..8 $extra: expected one line on stderr, got: $(cat err.txt)"
+done
 # A range whose top is too large a kernel for the element limit.
 set +e
 "$T" tune gemm --m 1..1048576 --n 4096 --k 4096 --trials 2 --db bad.db > out.txt 2> err.txt
