@@ -55,7 +55,8 @@ std::string targetFlag(const TargetDesc& t) {
   if (!t.isGpu()) return "--target " + t.name;
   auto d = defaultGpuOf(t.arch == "sm_90a" ? "sm_90" : t.arch);
   if (d && d->name == t.model && d->units == t.units) return "--target " + t.name;
-  return "--gpu \"" + t.model + "\"" + (t.name == "sm_90a" ? " --target sm_90a" : "");
+  // A Hopper GPU by name is sm_90a (targetOfGpu); the portable sm_90 needs saying.
+  return "--gpu \"" + t.model + "\"" + (t.name == "sm_90" ? " --target sm_90" : "");
 }
 
 }  // namespace tessera::cli

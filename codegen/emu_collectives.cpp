@@ -397,11 +397,20 @@ float tessera_emu_nv_erff(float a) { return std::erf(a); }
 float tessera_emu_nv_floorf(float a) { return std::floor(a); }
 float tessera_emu_nv_fabsf(float a) { return std::fabs(a); }
 float tessera_emu_nv_powf(float a, float b) { return std::pow(a, b); }
+float tessera_emu_nv_rintf(float a) { return std::nearbyint(a); }
 
 // cp.async (emu_async.cpp).
 void tessera_emu_cp_async(void* dst, const void* src, int32_t bytes, int32_t srcBytes, int32_t site);
 void tessera_emu_cp_commit(int32_t site);
 void tessera_emu_cp_wait(int32_t n, int32_t site);
+// mbarriers, TMA, wgmma (emu_tma.cpp).
+void tessera_emu_mbar_init(void* bar, int32_t count, int32_t site);
+int64_t tessera_emu_mbar_arrive(void* bar, int32_t tx, int32_t site);
+void tessera_emu_mbar_wait(void* bar, int32_t parity, int32_t site);
+void tessera_emu_tma_load(void* dst, const void* map, void* bar, int32_t rank, int32_t c0, int32_t c1, int32_t c2, int32_t site);
+void tessera_emu_wgmma(int32_t n, int32_t flags, int64_t descA, int64_t descB, float* acc, int32_t site);
+void tessera_emu_wgmma_commit(int32_t site);
+void tessera_emu_wgmma_wait(int32_t n, int32_t site);
 int32_t tessera_emu_sreg(int32_t which);
 void* tessera_emu_shared(int64_t offset);
 void tessera_emu_barrier(int32_t id, int32_t count, int32_t site);
@@ -428,6 +437,13 @@ std::vector<std::pair<std::string, void*>> runtimeSymbols() {
       {"tessera_emu_cp_async", reinterpret_cast<void*>(&tessera_emu_cp_async)},
       {"tessera_emu_cp_commit", reinterpret_cast<void*>(&tessera_emu_cp_commit)},
       {"tessera_emu_cp_wait", reinterpret_cast<void*>(&tessera_emu_cp_wait)},
+      {"tessera_emu_mbar_init", reinterpret_cast<void*>(&tessera_emu_mbar_init)},
+      {"tessera_emu_mbar_arrive", reinterpret_cast<void*>(&tessera_emu_mbar_arrive)},
+      {"tessera_emu_mbar_wait", reinterpret_cast<void*>(&tessera_emu_mbar_wait)},
+      {"tessera_emu_tma_load", reinterpret_cast<void*>(&tessera_emu_tma_load)},
+      {"tessera_emu_wgmma", reinterpret_cast<void*>(&tessera_emu_wgmma)},
+      {"tessera_emu_wgmma_commit", reinterpret_cast<void*>(&tessera_emu_wgmma_commit)},
+      {"tessera_emu_wgmma_wait", reinterpret_cast<void*>(&tessera_emu_wgmma_wait)},
       {"tessera_emu_ex2_approx_ftz", reinterpret_cast<void*>(&tessera_emu_ex2_approx_ftz)},
       {"tessera_emu_rcp_approx_ftz", reinterpret_cast<void*>(&tessera_emu_rcp_approx_ftz)},
       {"__nv_fmaf", reinterpret_cast<void*>(&tessera_emu_nv_fmaf)},
@@ -443,6 +459,7 @@ std::vector<std::pair<std::string, void*>> runtimeSymbols() {
       {"__nv_floorf", reinterpret_cast<void*>(&tessera_emu_nv_floorf)},
       {"__nv_fabsf", reinterpret_cast<void*>(&tessera_emu_nv_fabsf)},
       {"__nv_powf", reinterpret_cast<void*>(&tessera_emu_nv_powf)},
+      {"__nv_rintf", reinterpret_cast<void*>(&tessera_emu_nv_rintf)},
   };
   return s;
 }

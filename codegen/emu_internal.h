@@ -17,7 +17,7 @@
 namespace tessera::emu::detail {
 
 enum class FiberState : uint8_t { Ready, Waiting, Done };
-enum class WaitKind : uint8_t { None, Barrier, Warp };
+enum class WaitKind : uint8_t { None, Barrier, Warp, MBarrier, Wgmma };
 
 struct Fiber {
   void* sp = nullptr;  // saved stack pointer while switched out
@@ -25,7 +25,7 @@ struct Fiber {
   FiberState state = FiberState::Ready;
   WaitKind wait = WaitKind::None;
   int waitSite = -1;   // the barrier or collective it waits at
-  int barrierId = 0;
+  int barrierId = 0;   // bar.sync id, or the shared offset of the mbarrier it waits on
 };
 
 // Happens-before in shared memory, per byte: the last writer and the last reader, with the clock
@@ -40,6 +40,7 @@ struct Shadow {
   uint8_t pending = 0;               // an async copy to it is in flight
   int16_t pendingBy = -1;
   int32_t pendingSite = -1;
+  uint8_t wgmmaReads = 0;            // wgmma operand reads in flight (issued, not yet retired)
 };
 
 // A warp's collective in progress: operands of every lane, results for every lane.
@@ -77,6 +78,31 @@ struct AsyncCopy {
   int group;  // commit group (-1: still open)
 };
 
+// An mbarrier (sm_90) in shared memory, by its offset: the arrivals and transaction bytes its
+// current phase still expects, and vector clocks (per warp) for happens-before: what the arrivals
+// of the current phase released, and what the last completed phase publishes to its waiters.
+struct MBarrier {
+  int expected = 0, pending = 0;
+  int64_t tx = 0;
+  uint32_t phase = 0;  // phases completed
+  int initSite = -1;
+  std::vector<uint32_t> accum, done;
+  struct Landing {
+    uint32_t off, bytes;
+  };
+  std::vector<Landing> landing;  // TMA bytes of the current phase: in flight until it completes
+};
+
+// wgmma groups of one thread: the shared bytes each in-flight wgmma reads for this thread's part
+// of the warpgroup's MMA (recorded as reads when a wait retires the group, so an overwrite before
+// the wait is a race).
+struct WgmmaReads {
+  int group = -1;  // commit group (-1: not committed yet)
+  int site = -1;
+  int elemBytes = 2;
+  std::vector<uint32_t> offs;
+};
+
 struct BlockState {
   const Launch* L = nullptr;
   const Options* O = nullptr;
@@ -101,6 +127,10 @@ struct BlockState {
   // cp.async: per thread, queued copies and the next group number; committed-group count.
   std::vector<std::vector<AsyncCopy>> async;
   std::vector<int> asyncGroups;
+  // sm_90: mbarriers by shared offset; per thread, wgmma reads in flight and committed groups.
+  std::unordered_map<uint32_t, MBarrier> mbars;
+  std::vector<std::vector<WgmmaReads>> wgmma;
+  std::vector<int> wgmmaGroups;
   // Out-of-bounds accesses land here (per thread, largest access 256 bytes).
   std::vector<char> sink;
   struct Writer {
@@ -135,5 +165,11 @@ inline int warpLanes(const BlockState& b, int w) { return std::min(b.warpSize, b
 // The async-copy side: completes what wait_group n leaves in flight, at block end checks none is.
 void asyncReset(BlockState& b);
 void asyncBlockEnd(BlockState& b);
+// The sm_90 side (mbarriers, TMA, wgmma): reset per block, and what a block must not leave behind.
+void tmaReset(BlockState& b);
+void tmaBlockEnd(BlockState& b);
+// The last arriver's view: the vector-clock release of warp `w` into `acc` (its epoch ends).
+void releaseInto(BlockState& b, int w, std::vector<uint32_t>& acc);
+const Extent* findExtent(const Launch& l, const void* p, size_t bytes);
 
 }  // namespace tessera::emu::detail

@@ -214,6 +214,16 @@ void joinClocks(BlockState& b, const std::vector<int>& warps) {
   for (int w : warps) std::copy(merged.begin(), merged.end(), b.clocks.begin() + w * n);
 }
 
+}  // namespace
+
+void releaseInto(BlockState& b, int w, std::vector<uint32_t>& acc) {
+  const int n = b.nwarps;
+  b.clocks[size_t(w * n + w)]++;
+  b.warps[size_t(w)].syncCount++;
+  acc.resize(size_t(n), 0);
+  for (int j = 0; j < n; ++j) acc[size_t(j)] = std::max(acc[size_t(j)], b.clocks[size_t(w * n + j)]);
+}
+
 const Extent* findExtent(const Launch& l, const void* p, size_t bytes) {
   for (const auto& e : l.extents) {
     auto* base = static_cast<const char*>(e.base);
@@ -221,6 +231,8 @@ const Extent* findExtent(const Launch& l, const void* p, size_t bytes) {
   }
   return nullptr;
 }
+
+namespace {
 
 // Where a faulty access of thread `tid` lands instead (256 bytes each, 64-byte aligned).
 char* sinkFor(BlockState& b, int tid) {
@@ -284,6 +296,12 @@ void sharedAccess(BlockState& b, const char* p, int bytes, bool write, int tid, 
                          b.L->sites->name(s.pendingSite) + "; a missing cp.async.wait_group?), by " + threadName(b, tid) +
                          " at " + b.L->sites->name(site));
       s.pending = 0;
+    }
+    if (write && s.wgmmaReads) {
+      reportError(b, "write to shared memory at offset " + std::to_string(off + size_t(i)) +
+                         " that an in-flight wgmma may still read (no wgmma.wait_group retired it before the stage was "
+                         "released), by " + threadName(b, tid) + " at " + b.L->sites->name(site));
+      s.wgmmaReads = 0;
     }
     if (write) {
       if (!ordered(s.writer, s.wClock, s.wSync))
@@ -493,6 +511,8 @@ bool setUp(Worker& w, const Launch& l, const Options& o) {
   b.sink.assign(size_t(b.nthreads) * 256 + 256, 0);
   b.async.resize(size_t(b.nthreads));
   b.asyncGroups.assign(size_t(b.nthreads), 0);
+  b.wgmma.resize(size_t(b.nthreads));
+  b.wgmmaGroups.assign(size_t(b.nthreads), 0);
   return true;
 }
 
@@ -509,6 +529,7 @@ void runBlock(Worker& w, std::array<int64_t, 3> ctaid, std::mt19937_64* rng) {
   std::fill(b.barArrived.begin(), b.barArrived.end(), 0);
   std::fill(b.barWarps.begin(), b.barWarps.end(), 0);
   asyncReset(b);
+  tmaReset(b);
   for (int t = 0; t < b.nthreads; ++t) {
     Fiber& f = b.fibers[size_t(t)];
     f = Fiber{};
@@ -544,6 +565,7 @@ void runBlock(Worker& w, std::array<int64_t, 3> ctaid, std::mt19937_64* rng) {
   }
   for (auto& wp : b.warps) flushGroups(b, wp);
   if (!b.aborted) asyncBlockEnd(b);
+  if (!b.aborted) tmaBlockEnd(b);
   tls = nullptr;
 }
 

@@ -49,7 +49,21 @@ enum class HwFault {
   MmaSwapA,       // mma.sync: A fragment registers 1 and 2 exchanged
   MfmaTransposeD, // MFMA: accumulator rows and columns exchanged
   MfmaReverseK,   // MFMA: A's k order reversed within each group of 4
+  WgmmaNoSwizzle, // wgmma: shared-memory operands read as if unswizzled (descriptor mode ignored)
 };
+
+// The emulator's own form of a TMA tensor map (what the emulated device's encodeTensorMap writes
+// into the 128 bytes a kernel receives instead of a CUtensorMap): a tiled map of up to 3 dims.
+struct TensorMapForm {
+  static constexpr uint64_t kMagic = 0x7473725f746d6170ull;  // "tsr_tmap"
+  uint64_t magic = kMagic;
+  uint64_t global = 0;          // address of element 0
+  int32_t rank = 0, elemBytes = 0, swizzleBytes = 0, pad = 0;
+  int64_t dims[3] = {1, 1, 1};  // elements, innermost first
+  int64_t strides[2] = {0, 0};  // bytes between consecutive indices of dims 1 and 2
+  int32_t box[3] = {1, 1, 1};
+};
+static_assert(sizeof(TensorMapForm) <= 128, "a tensor map is 128 bytes");
 
 struct Options {
   int hostThreads = 0;        // blocks in parallel on this many host threads (0: every core)
@@ -118,6 +132,12 @@ std::pair<int, int> mmaC16816(int lane, int reg);   // C/D[row][col] (f32 accumu
 std::pair<int, int> mfmaA(int mn, int lane, int j);  // (m, k); mn = 16 (16x16x16) or 32 (32x32x8)
 std::pair<int, int> mfmaB(int mn, int lane, int j);  // (k, n)
 std::pair<int, int> mfmaD(int mn, int lane, int r);  // (m, n)
+// wgmma m64nNk16 f32 accumulator: register r (0..N/2-1) of thread t (0..127) of the warpgroup.
+std::pair<int, int> wgmmaD(int thread, int reg);     // (m, n)
+// The shared-memory byte address of element (mn, k) of a wgmma operand from its matrix
+// descriptor: K-major (k contiguous) or MN-major, with the descriptor's swizzle applied; -1 for a
+// layout the emulator does not model (no swizzle / interleaved, a base offset).
+int64_t wgmmaOperandAddress(uint64_t desc, bool mnMajor, int elemBytes, int mn, int k);
 }  // namespace layout
 
 }  // namespace tessera::emu

@@ -4,6 +4,7 @@
 // copies and the inline-PTX approximations become calls of the runtime; shared-memory / LDS
 // globals become offsets in the block's arena; every load and store that is not private gets a
 // hook (bounds, races, bank conflicts, coalescing); address spaces collapse to host pointers.
+// mbarriers, TMA tiled loads and wgmma go to the sm_90 side of the runtime (emu_tma.cpp).
 // Every op the emulator does not model is an Unsupported error naming it: nothing is skipped
 // silently. (The text transform of the earlier prototype, done as MLIR rewrites here.)
 #include <map>
@@ -101,9 +102,11 @@ const std::map<std::string, int>& sregTable() {
 // Ops with no effect on what the emulator models (fences: the memory model beyond barriers is
 // not modelled; scheduling hints; waits for counters the emulator has no notion of).
 bool isNoOp(StringRef name) {
-  return name.starts_with("nvvm.fence.") || name == "nvvm.membar" || name == "rocdl.s.waitcnt" ||
+  return name.starts_with("nvvm.fence.") || name == "nvvm.membar" || name == "nvvm.memory.barrier" || name == "rocdl.s.waitcnt" ||
          name == "rocdl.sched.barrier" || name == "rocdl.sched.group.barrier" || name == "rocdl.s.setprio" ||
-         name == "rocdl.s.sleep";
+         name == "rocdl.s.sleep" ||
+         // sm_90: the async proxy's fence before wgmma, register reallocation, prefetches.
+         name == "nvvm.wgmma.fence.aligned" || name == "nvvm.setmaxregister" || name == "nvvm.prefetch";
 }
 
 struct Rewriter {
@@ -131,6 +134,7 @@ struct Rewriter {
     std::string types;
     if (op->getNumResults()) types = " -> " + str(op->getResult(0).getType());
     else if (op->getNumOperands() && isa<LLVM::StoreOp>(op)) types = " " + str(op->getOperand(0).getType());
+    if (types.size() > 72) types = types.substr(0, 64) + "...";  // wgmma's 128-float struct: the op says enough
     return sites.add(op->getName().getStringRef().str() + extra + types + where);
   }
 
@@ -386,6 +390,72 @@ struct Rewriter {
       int64_t packed = (attr("dppCtrl") & 0x1ff) | (attr("rowMask") & 0xf) << 16 | (attr("bankMask") & 0xf) << 20 |
                        int64_t(attr("boundCtrl") != 0) << 24;
       return permute(4, op->getOperand(1), cst(loc, i32, packed), op->getOperand(0));
+    }
+    // sm_90: mbarriers, TMA tiled loads, wgmma (emu_tma.cpp).
+    if (auto in = dyn_cast<NVVM::MBarrierInitOp>(op)) {
+      if (in.getPredicate()) return unsupported(op);
+      call(loc, "tessera_emu_mbar_init", voidT, {in.getAddr(), in.getCount(), cst(loc, i32, site(op))});
+      return replace({});
+    }
+    if (auto ar = dyn_cast<NVVM::MBarrierArriveExpectTxOp>(op)) {
+      if (ar.getPredicate()) return unsupported(op);
+      Value st = call(loc, "tessera_emu_mbar_arrive", i64, {ar.getAddr(), ar.getTxcount(), cst(loc, i32, site(op))});
+      return replace(op->getNumResults() ? st : Value());
+    }
+    if (auto ar = dyn_cast<NVVM::MBarrierArriveOp>(op)) {
+      if (ar.getCount()) return unsupported(op);
+      Value st = call(loc, "tessera_emu_mbar_arrive", i64, {ar.getAddr(), cst(loc, i32, 0), cst(loc, i32, site(op))});
+      if (op->getNumResults() && op->getResult(0).getType() != i64) return unsupported(op);
+      return replace(op->getNumResults() ? st : Value());
+    }
+    if (auto w = dyn_cast<NVVM::MBarrierTryWaitParityOp>(op)) {
+      // MLIR 22's form without a result waits in a loop until the phase is over.
+      if (op->getNumResults()) return unsupported(op);
+      call(loc, "tessera_emu_mbar_wait", voidT, {w.getAddr(), w.getPhase(), cst(loc, i32, site(op))});
+      return replace({});
+    }
+    if (auto tma = dyn_cast<NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp>(op)) {
+      auto coords = tma.getCoordinates();
+      if (tma.getMulticastMask() || tma.getPredicate() || tma.getMode() != NVVM::TMALoadMode::TILE || coords.size() > 3 ||
+          coords.empty() || op->getNumOperands() != 3 + coords.size())
+        return unsupported(op);
+      SmallVector<Value> args = {tma.getDstMem(), tma.getTmaDescriptor(), tma.getMbar(), cst(loc, i32, int64_t(coords.size()))};
+      for (size_t i = 0; i < 3; ++i) args.push_back(i < coords.size() ? coords[i] : cst(loc, i32, 0));
+      args.push_back(cst(loc, i32, site(op)));
+      call(loc, "tessera_emu_tma_load", voidT, args);
+      return replace({});
+    }
+    if (auto mma = dyn_cast<NVVM::WgmmaMmaAsyncOp>(op)) {
+      auto shape = mma.getShape();
+      const bool f16 = mma.getTypeA() == NVVM::WGMMATypes::f16, bf16 = mma.getTypeA() == NVVM::WGMMATypes::bf16;
+      auto resT = dyn_cast<LLVM::LLVMStructType>(mma.getInouts().getType());
+      if (!(f16 || bf16) || mma.getTypeB() != mma.getTypeA() || mma.getTypeD() != NVVM::WGMMATypes::f32 ||
+          shape.getM() != 64 || shape.getK() != 16 || shape.getN() % 8 || shape.getN() > 256 ||
+          (mma.getSatfinite() && *mma.getSatfinite() == NVVM::MMAIntOverflow::satfinite) ||
+          !resT || int(resT.getBody().size()) != shape.getN() / 2)
+        return unsupported(op);
+      const int n = shape.getN();
+      Value buf = scratch(loc, n / 2);
+      for (int i = 0; i < n / 2; ++i) {
+        Value e = LLVM::ExtractValueOp::create(b, loc, mma.getInouts(), ArrayRef<int64_t>{i});
+        Value w = toI32(loc, e);
+        if (!w) return unsupported(op);
+        storeWord(loc, w, buf, i);
+      }
+      int flags = (bf16 ? 1 : 0) | (mma.getLayoutA() == NVVM::MMALayout::col ? 2 : 0) |
+                  (mma.getLayoutB() == NVVM::MMALayout::row ? 4 : 0) | (mma.getScaleD() == NVVM::WGMMAScaleOut::one ? 8 : 0) |
+                  (mma.getScaleA() == NVVM::WGMMAScaleIn::neg ? 16 : 0) | (mma.getScaleB() == NVVM::WGMMAScaleIn::neg ? 32 : 0);
+      call(loc, "tessera_emu_wgmma", voidT,
+           {cst(loc, i32, n), cst(loc, i32, flags), mma.getDescriptorA(), mma.getDescriptorB(), buf, cst(loc, i32, site(op))});
+      return replace(fromWords(loc, mma.getResults().getType(), buf, n / 2));
+    }
+    if (name == "nvvm.wgmma.commit.group.sync.aligned") {
+      call(loc, "tessera_emu_wgmma_commit", voidT, {cst(loc, i32, site(op))});
+      return replace({});
+    }
+    if (auto wt = dyn_cast<NVVM::WgmmaWaitGroupSyncOp>(op)) {
+      call(loc, "tessera_emu_wgmma_wait", voidT, {cst(loc, i32, int64_t(wt.getGroup())), cst(loc, i32, site(op))});
+      return replace({});
     }
     if (isNoOp(name)) return replace({});
     if (name.rfind("nvvm.", 0) == 0 || name.rfind("rocdl.", 0) == 0) return unsupported(op);

@@ -223,7 +223,10 @@ Expected<TargetDesc> targetOfGpu(const std::string& name, const TargetDesc& chip
 }
 
 Expected<TargetDesc> targetOfGpu(const GpuSku& s) {
-  const TargetDesc* chip = chipRow(s.arch);
+  // A Hopper product runs sm_90a's arch-specific code (wgmma, setmaxnreg), its only path past
+  // mma.sync's half of the tensor peak: naming the GPU compiles for that. `--target sm_90` with
+  // the name keeps the portable code (it also runs on later chips).
+  const TargetDesc* chip = chipRow(s.arch == "sm_90" ? "sm_90a" : s.arch);
   if (!chip) return badGpu("the " + s.name + "'s chip " + s.arch + " is not one Tessera compiles for");
   return withProduct(*chip, s);
 }

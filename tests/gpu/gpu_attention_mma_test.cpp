@@ -32,19 +32,6 @@ Kernel attn(int64_t h, int64_t hkv, int64_t sq, int64_t skv, int64_t d, bool cau
 
 std::string strategyOf(const Config& c) { return std::get<std::string>(c.values.at("strategy")); }
 
-// The mapped kernel of `k` compiled with `cfg`, run on `io` (seeded inputs, poisoned outputs);
-// the emulation's report.
-Expected<emu::Report> runMapped(const Kernel& k, const Config& cfg, const TargetDesc& t, KernelIO& io,
-                                const codegen::MappedEmuOptions& o = {}) {
-  TESSERA_ASSIGN(codegen::GpuBinary bin, codegen::compileGpu(k, cfg, t, {.wantBinary = false}));
-  TESSERA_ASSIGN(auto mk, codegen::compileMapped(bin, t, o));
-  auto report = std::make_shared<emu::Report>();
-  auto runner = codegen::makeDeviceRunner(codegen::mappedEmulatedDevice(mk, t.name, report));
-  auto ran = runner->run(bin, k, io.buffers(), 1);
-  (void)ran;  // a launch the emulation faults fails; the report says why
-  return *report;
-}
-
 }  // namespace
 
 // Where mma.sync takes the type and the head dim is a multiple of 16 up to 256, the space's default
@@ -133,7 +120,7 @@ TEST(GpuAttentionMmaControls, AMissingCausalMaskFailsTheCheck) {
     ASSERT_TRUE(cfg.ok()) << cfg.error().str();
     KernelIO io(causal, 3);
     io.poisonOutputs();
-    auto rep = runMapped(full, *cfg, t, io);
+    auto rep = testutil::runMapped(full, *cfg, t, io);
     ASSERT_TRUE(rep.ok()) << rep.error().str();
     EXPECT_TRUE(rep->ok);
     auto cmp = io.check();  // against the causal reference
@@ -155,7 +142,7 @@ TEST(GpuAttentionMmaControls, ARemovedBarrierOrAShortWaitIsReported) {
   };
   KernelIO io(k, 5);
   io.poisonOutputs();
-  auto rep = runMapped(k, *cfg, t, io, noBarrier);
+  auto rep = testutil::runMapped(k, *cfg, t, io, noBarrier);
   ASSERT_TRUE(rep.ok()) << rep.error().str();
   EXPECT_FALSE(rep->ok) << "no barrier, yet no race reported";
   // The ring's waits one group short: a tile is read while its copy is in flight.
@@ -173,7 +160,7 @@ TEST(GpuAttentionMmaControls, ARemovedBarrierOrAShortWaitIsReported) {
   };
   KernelIO io2(k, 5);
   io2.poisonOutputs();
-  auto rep2 = runMapped(k, *cfg, t, io2, shortWait);
+  auto rep2 = testutil::runMapped(k, *cfg, t, io2, shortWait);
   ASSERT_TRUE(rep2.ok()) << rep2.error().str();
   EXPECT_FALSE(rep2->ok) << "waits one group short, yet no async-copy misuse reported";
 }

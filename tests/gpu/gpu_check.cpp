@@ -6,6 +6,7 @@
 
 #include "codegen/gpu_emu.h"
 #include "codegen/gpu_runner.h"
+#include "ir/builders.h"
 #include "ir/reference.h"
 #include "targets/kernel_io.h"
 #include "search/space.h"
@@ -106,6 +107,45 @@ int countOccurrences(const std::string& text, const std::string& needle) {
   int n = 0;
   for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + needle.size())) ++n;
   return n;
+}
+
+Expected<emu::Report> runMapped(const ir::Kernel& k, const ir::Config& cfg, const TargetDesc& t, KernelIO& io,
+                                const codegen::MappedEmuOptions& o) {
+  TESSERA_ASSIGN(codegen::GpuBinary bin, codegen::compileGpu(k, cfg, t, {.wantBinary = false}));
+  TESSERA_ASSIGN(auto mk, codegen::compileMapped(bin, t, o));
+  auto report = std::make_shared<emu::Report>();
+  auto runner = codegen::makeDeviceRunner(codegen::mappedEmulatedDevice(mk, t.name, report));
+  auto ran = runner->run(bin, k, io.buffers(), 1);
+  (void)ran;  // a launch the emulation faults fails; the report says why
+  return *report;
+}
+
+std::vector<WgmmaCase> wgmmaDeviceCases() {
+  auto spec = [](int64_t batch, int64_t m, int64_t n, int64_t k, ir::ScalarType dt, bool ta, bool tb, const std::string& epi) {
+    ir::GemmSpec g;
+    g.batch = batch; g.m = m; g.n = n; g.k = k; g.dtype = dt; g.transA = ta; g.transB = tb; g.epilogue = epi;
+    if (!epi.empty()) g.shapes["bias"] = {n};
+    return *ir::buildGemm(g);
+  };
+  auto cfg = [](std::initializer_list<std::pair<const char*, int64_t>> kv) {
+    ir::Config c;
+    c.set("strategy", std::string("wgmma"));
+    for (auto& [k, v] : kv) c.set(k, v);
+    return c;
+  };
+  using ir::ScalarType;
+  return {
+      {spec(0, 1000, 1000, 1000, ScalarType::F16, false, false, ""), cfg({})},
+      {spec(0, 512, 384, 320, ScalarType::F16, false, false, ""), cfg({})},
+      {spec(0, 200, 136, 70, ScalarType::F16, false, false, "relu(acc + bias)"), cfg({})},
+      {spec(0, 130, 260, 200, ScalarType::BF16, true, true, "gelu(acc + bias)"), cfg({})},
+      {spec(4, 256, 256, 256, ScalarType::BF16, false, false, ""), cfg({})},
+      {spec(0, 256, 256, 4096, ScalarType::F16, false, false, ""), cfg({{"SPLITK", 4}})},
+      {spec(0, 300, 300, 640, ScalarType::F16, false, false, ""), cfg({{"BM", 64}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 3}})},
+      {spec(0, 300, 300, 640, ScalarType::BF16, false, false, ""), cfg({{"BM", 256}, {"BN", 128}, {"TM", 128}, {"TN", 128}, {"STAGES", 4}})},
+      // 700 = 3 x 233.3: split-K's last slice is short (SPLITK's domain is {1, 2, 4, 8}).
+      {spec(2, 192, 320, 700, ScalarType::F16, false, true, ""), cfg({{"BM", 128}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 2}, {"SPLITK", 4}})},
+  };
 }
 
 }  // namespace tessera::testutil

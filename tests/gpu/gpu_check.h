@@ -7,6 +7,8 @@
 
 #include "../codegen/host_check.h"
 #include "codegen/gpu.h"
+#include "codegen/gpu_emu.h"
+#include "targets/kernel_io.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"
 #include "support/status.h"
@@ -30,6 +32,12 @@ EmuCheck checkEmulated(const ir::Kernel& k, const TargetDesc& t, const ir::Confi
 // the host wrapper -> compareOutputs; a race or out-of-bounds access found fails it too.
 EmuCheck checkMappedEmulated(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, uint64_t seed = 1);
 
+// The mapped kernel of `k` compiled with `cfg` (the whole config), run once on `io` (seeded inputs,
+// outputs as the caller prepared them) on the mapped-kernel emulator with `o` (fault injection,
+// a device-text hook); the emulation's report. The outputs are left in `io` for io.check().
+Expected<emu::Report> runMapped(const ir::Kernel& k, const ir::Config& cfg, const TargetDesc& t, KernelIO& io,
+                                const codegen::MappedEmuOptions& o = {});
+
 // Halves the trip count of the `nth` (0-based) scf.forall of the pre-mapping IR whose trip counts
 // match `dims` (1 or 2): a copy phase that then leaves part of a workgroup tile unwritten.
 std::string breakNthForall(const std::string& pre, int nth, int dims);
@@ -42,5 +50,15 @@ std::vector<ir::Config> knobExtremes(const ir::Space& s);
 Expected<codegen::GpuBinary> compileFor(const ir::Kernel& k, const TargetDesc& t, const ir::Config& overrides = {});
 
 int countOccurrences(const std::string& text, const std::string& needle);
+
+// The Hopper GEMM cases the device test runs on an sm_90 (ragged shapes, a pitch TMA cannot read,
+// transposed operands, batches, split-K, each block shape, bf16 with an epilogue), each kernel with
+// its config overrides (strategy=wgmma included). The CPU suite compiles and assembles every one,
+// so a case the space refuses fails here, not first on a lent GPU.
+struct WgmmaCase {
+  ir::Kernel kernel;
+  ir::Config cfg;
+};
+std::vector<WgmmaCase> wgmmaDeviceCases();
 
 }  // namespace tessera::testutil

@@ -123,35 +123,8 @@ TEST(GpuDevice, WgmmaGemmMatchesTheReference) {
   auto r = codegen::openRunnerFor(t);
   if (!r.ok()) GTEST_SKIP() << r.error().str();
   if ((*r)->arch() != "sm_90" && (*r)->arch() != "sm_90a") GTEST_SKIP() << "wgmma needs an sm_90 device, not " << (*r)->arch();
-  struct Case {
-    GemmSpec g;
-    Config cfg;
-  };
-  auto spec = [](int64_t batch, int64_t m, int64_t n, int64_t k, ScalarType dt, bool ta, bool tb, const std::string& epi) {
-    GemmSpec g;
-    g.batch = batch; g.m = m; g.n = n; g.k = k; g.dtype = dt; g.transA = ta; g.transB = tb; g.epilogue = epi;
-    if (!epi.empty()) g.shapes["bias"] = {n};
-    return g;
-  };
-  auto cfg = [](std::initializer_list<std::pair<const char*, int64_t>> kv) {
-    Config c;
-    for (auto& [k, v] : kv) c.set(k, v);
-    return c;
-  };
-  std::vector<Case> cases = {
-      {spec(0, 1000, 1000, 1000, ScalarType::F16, false, false, ""), {}},
-      {spec(0, 512, 384, 320, ScalarType::F16, false, false, ""), {}},
-      {spec(0, 200, 136, 70, ScalarType::F16, false, false, "relu(acc + bias)"), {}},
-      {spec(0, 130, 260, 200, ScalarType::BF16, true, true, "gelu(acc + bias)"), {}},
-      {spec(4, 256, 256, 256, ScalarType::BF16, false, false, ""), {}},
-      {spec(0, 256, 256, 4096, ScalarType::F16, false, false, ""), cfg({{"SPLITK", 4}})},
-      {spec(0, 300, 300, 640, ScalarType::F16, false, false, ""), cfg({{"BM", 64}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 3}})},
-      {spec(0, 300, 300, 640, ScalarType::BF16, false, false, ""), cfg({{"BM", 256}, {"BN", 128}, {"TM", 128}, {"TN", 128}, {"STAGES", 4}})},
-      {spec(2, 192, 320, 700, ScalarType::F16, false, true, ""), cfg({{"BM", 128}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 2}, {"SPLITK", 3}})},
-  };
-  for (auto& cs : cases) {
-    Kernel k = *buildGemm(cs.g);
-    cs.cfg.set("strategy", std::string("wgmma"));
+  for (auto& cs : testutil::wgmmaDeviceCases()) {
+    const Kernel& k = cs.kernel;
     auto bin = testutil::compileFor(k, t, cs.cfg);
     ASSERT_TRUE(bin.ok()) << k.name << ": " << bin.error().str();
     EXPECT_TRUE(bin->resources.ok) << k.name << ": " << bin->resources.summary();

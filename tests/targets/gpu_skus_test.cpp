@@ -122,6 +122,19 @@ TEST(GpuSkus, NamesResolveAsUsersAndDriversWriteThem) {
   EXPECT_EQ(pcieA->units, 114);
   EXPECT_NE(pcieA->findMma("f16", "wgmma"), nullptr);
   EXPECT_FALSE(targetOfGpu("L4", *chip("sm_80")).ok());
+  // A Hopper product named alone compiles for sm_90a (wgmma: the only path past mma.sync's half of
+  // its tensor peak); with its portable chip named, sm_90 it stays.
+  for (const char* name : {"H100", "H200", "H100 PCIe"}) {
+    auto byName = getTarget(name);
+    ASSERT_TRUE(byName.ok()) << name;
+    EXPECT_EQ(byName->name, "sm_90a") << name;
+    EXPECT_NE(byName->findMma("bf16", "wgmma"), nullptr) << name;
+  }
+  auto portable = targetOfGpu("H200", *chip("sm_90"));
+  ASSERT_TRUE(portable.ok());
+  EXPECT_EQ(portable->name, "sm_90");
+  EXPECT_EQ(portable->findMma("f16", "wgmma"), nullptr);
+  EXPECT_EQ(getTarget("A100")->name, "sm_80");  // other chips: their own
 }
 
 const char* kA2000 = R"({"name": "NVIDIA RTX A2000 12GB", "aliases": ["A2000"], "arch": "sm_86", "units": 26,

@@ -1,0 +1,386 @@
+// Owns the sm_90 side of the mapped-kernel emulator: mbarriers (arrival counts, transaction bytes,
+// phases; a release/acquire between the arrivers and the waiters of a phase), TMA tiled loads from
+// the emulator's tensor-map form (zero fill past the tensor, 32/64/128-byte swizzle; the bytes stay
+// in flight until the mbarrier phase they complete on is over), and wgmma m64nNk16 from shared-memory
+// descriptors (each thread computes its own accumulator fragment; the bytes a wgmma reads count as
+// read when a wgmma.wait_group retires it, so overwriting a stage a wgmma may still read is a race).
+#include <algorithm>
+#include <cmath>
+
+#include "codegen/emu_internal.h"
+
+namespace tessera::emu {
+
+using namespace detail;
+
+namespace layout {
+
+std::pair<int, int> wgmmaD(int thread, int reg) {
+  const int warp = thread / 32, lane = thread % 32;
+  const int row = 16 * warp + lane / 4 + 8 * (reg % 4 / 2);
+  const int col = 8 * (reg / 4) + 2 * (lane % 4) + reg % 2;
+  return {row, col};
+}
+
+int64_t wgmmaOperandAddress(uint64_t desc, bool mnMajor, int elemBytes, int mn, int k) {
+  const int64_t start = int64_t(desc & 0x3fff) << 4;
+  const int64_t lbo = int64_t((desc >> 16) & 0x3fff) << 4;
+  const int64_t sbo = int64_t((desc >> 32) & 0x3fff) << 4;
+  const int base = int((desc >> 49) & 7), mode = int((desc >> 62) & 3);
+  if (mode == 0 || base != 0) return -1;
+  const int64_t span = mode == 1 ? 128 : mode == 2 ? 64 : 32;  // the swizzle's row, in bytes
+  int64_t a;
+  if (!mnMajor) {
+    // K-major: a row of the operand (one m or n) is `span` bytes of k; 8 rows form one swizzle
+    // atom, atoms repeat along m/n every SBO bytes (LBO unused: one k16 step stays in a row).
+    a = start + (mn % 8) * span + (mn / 8) * sbo + int64_t(k) * elemBytes;
+  } else {
+    // MN-major: a row is `span` bytes of m/n at one k; 8 k rows form an atom; atoms repeat along
+    // m/n every LBO bytes and along k every SBO bytes.
+    const int64_t per = span / elemBytes;
+    a = start + (mn % per) * elemBytes + (mn / per) * lbo + (k % 8) * span + (k / 8) * sbo;
+  }
+  // The swizzle is a function of the address: the 16-byte chunk index (bits 4..) XOR the row
+  // index within the atom (bits 7..), as wide as the span has chunks.
+  const int64_t mask = span / 16 - 1;
+  return a ^ (((a >> 7) & mask) << 4);
+}
+
+}  // namespace layout
+
+namespace detail {
+
+void tmaReset(BlockState& b) {
+  b.mbars.clear();
+  for (auto& q : b.wgmma) q.clear();
+  std::fill(b.wgmmaGroups.begin(), b.wgmmaGroups.end(), 0);
+}
+
+void tmaBlockEnd(BlockState& b) {
+  for (const auto& [off, m] : b.mbars)
+    if (!m.landing.empty()) {
+      reportError(b, "TMA bytes still in flight when the block finished: the mbarrier at shared offset " + std::to_string(off) +
+                         " never completed the phase they land on (" + std::to_string(m.pending) + " arrivals and " +
+                         std::to_string(m.tx) + " transaction bytes outstanding)");
+      return;
+    }
+  for (int t = 0; t < b.nthreads; ++t)
+    if (!b.wgmma[size_t(t)].empty()) {
+      reportError(b, "wgmma still in flight when the block finished, issued by " + threadName(b, t) + " at " +
+                         b.L->sites->name(b.wgmma[size_t(t)].front().site) + " (no wgmma.wait_group retires it)");
+      return;
+    }
+}
+
+}  // namespace detail
+
+namespace {
+
+MBarrier* findBar(BlockState& b, const void* p, const char* what, int site) {
+  const char* c = static_cast<const char*>(p);
+  if (c < b.smemBase || c + 8 > b.smemBase + b.smemBytes || (c - b.smemBase) % 8) {
+    reportError(b, std::string(what) + " on an address that is no 8-byte aligned shared-memory word, by " +
+                       threadName(b, b.cur->tid) + " at " + b.L->sites->name(site));
+    b.aborted = true;
+    return nullptr;
+  }
+  auto it = b.mbars.find(uint32_t(c - b.smemBase));
+  if (it == b.mbars.end()) {
+    reportError(b, std::string(what) + " on an mbarrier never initialised (shared offset " + std::to_string(c - b.smemBase) +
+                       "), by " + threadName(b, b.cur->tid) + " at " + b.L->sites->name(site));
+    b.aborted = true;
+    return nullptr;
+  }
+  return &it->second;
+}
+
+// The phase is over: its TMA bytes have landed, its waiters may go on with what it released.
+void completePhase(BlockState& b, uint32_t off, MBarrier& m) {
+  if (b.O->checks)
+    for (const auto& l : m.landing)
+      for (uint32_t i = 0; i < l.bytes; ++i) b.shadow[size_t(l.off + i)].pending = 0;
+  m.landing.clear();
+  m.done = m.accum;
+  std::fill(m.accum.begin(), m.accum.end(), 0);
+  m.pending = m.expected;
+  m.tx = 0;
+  ++m.phase;
+  for (auto& f : b.fibers)
+    if (f.state == FiberState::Waiting && f.wait == WaitKind::MBarrier && f.barrierId == int(off))
+      f.state = FiberState::Ready, f.wait = WaitKind::None;
+}
+
+void maybeComplete(BlockState& b, uint32_t off, MBarrier& m) {
+  if (m.pending == 0 && m.tx == 0) completePhase(b, off, m);
+}
+
+}  // namespace
+
+extern "C" {
+
+void tessera_emu_mbar_init(void* bar, int32_t count, int32_t site) {
+  BlockState& b = *tls;
+  const char* c = static_cast<const char*>(bar);
+  if (c < b.smemBase || c + 8 > b.smemBase + b.smemBytes || (c - b.smemBase) % 8 || count <= 0) {
+    reportError(b, "mbarrier.init of a bad address or count " + std::to_string(count) + " by " + threadName(b, b.cur->tid) +
+                       " at " + b.L->sites->name(site));
+    b.aborted = true;
+    return;
+  }
+  MBarrier m;
+  m.expected = m.pending = count;
+  m.initSite = site;
+  m.accum.assign(size_t(b.nwarps), 0);
+  m.done.assign(size_t(b.nwarps), 0);
+  b.mbars[uint32_t(c - b.smemBase)] = std::move(m);
+}
+
+// mbarrier.arrive[.expect_tx]: `tx` more transaction bytes expected this phase, then one arrival.
+int64_t tessera_emu_mbar_arrive(void* bar, int32_t tx, int32_t site) {
+  BlockState& b = *tls;
+  MBarrier* m = findBar(b, bar, "mbarrier.arrive", site);
+  if (!m) return 0;
+  const uint32_t off = uint32_t(static_cast<const char*>(bar) - b.smemBase);
+  const int64_t state = int64_t(m->phase & 1) << 63;
+  m->tx += tx;
+  releaseInto(b, warpOf(b, b.cur->tid), m->accum);
+  if (--m->pending < 0) {
+    reportError(b, "mbarrier at shared offset " + std::to_string(off) + " got more arrivals than its count, by " +
+                       threadName(b, b.cur->tid) + " at " + b.L->sites->name(site));
+    b.aborted = true;
+    return state;
+  }
+  maybeComplete(b, off, *m);
+  return state;
+}
+
+// mbarrier.try_wait.parity in a loop: until the phase of that parity is over; then this warp
+// knows what its arrivals released.
+void tessera_emu_mbar_wait(void* bar, int32_t parity, int32_t site) {
+  BlockState& b = *tls;
+  MBarrier* m = findBar(b, bar, "mbarrier.try_wait", site);
+  if (!m) return;
+  const uint32_t off = uint32_t(static_cast<const char*>(bar) - b.smemBase);
+  while ((m->phase & 1) == uint32_t(parity & 1)) {
+    b.cur->barrierId = int(off);
+    waitHere(WaitKind::MBarrier, site);
+    if (b.aborted) return;
+    m = &b.mbars[off];
+  }
+  const int w = warpOf(b, b.cur->tid), n = b.nwarps;
+  for (int j = 0; j < n && size_t(j) < m->done.size(); ++j)
+    b.clocks[size_t(w * n + j)] = std::max(b.clocks[size_t(w * n + j)], m->done[size_t(j)]);
+  b.warps[size_t(w)].syncCount++;
+}
+
+// cp.async.bulk.tensor.{1..3}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes: the box
+// at `c0..c2` of the map into shared memory at `dst` (swizzled), completing on `bar`.
+void tessera_emu_tma_load(void* dst, const void* map, void* bar, int32_t rank, int32_t c0, int32_t c1, int32_t c2,
+                          int32_t site) {
+  BlockState& b = *tls;
+  const int tid = b.cur->tid;
+  auto fail = [&](const std::string& why) {
+    reportError(b, "TMA load: " + why + ", by " + threadName(b, tid) + " at " + b.L->sites->name(site));
+    b.aborted = true;
+  };
+  if (!findExtent(*b.L, map, sizeof(TensorMapForm))) return fail("the tensor map is outside every global buffer");
+  TensorMapForm f;
+  std::memcpy(&f, map, sizeof f);
+  if (f.magic != TensorMapForm::kMagic) return fail("the tensor map is no tensor map the emulated device encoded");
+  if (f.rank != rank || rank < 1 || rank > 3) return fail("rank " + std::to_string(rank) + " against a map of rank " + std::to_string(f.rank));
+  MBarrier* m = findBar(b, bar, "TMA load", site);
+  if (!m) return;
+  const int64_t eb = f.elemBytes;
+  const int64_t rowBytes = f.box[0] * eb, boxBytes = rowBytes * f.box[1] * f.box[2];
+  char* d = static_cast<char*>(dst);
+  const int64_t dOff = d - b.smemBase;
+  if (dOff < 0 || dOff % 128 || (f.swizzleBytes && rowBytes > f.swizzleBytes))
+    return fail("destination offset " + std::to_string(dOff) + " (needs 128-byte alignment, a box row within the swizzle span)");
+  const int64_t span = f.swizzleBytes, mask = span ? span / 16 - 1 : 0;
+  auto place = [&](int64_t o) { return span ? o ^ (((o >> 7) & mask) << 4) : o; };
+  if (place(dOff + boxBytes - 1) >= int64_t(b.smemBytes) || dOff + boxBytes > int64_t(b.smemBytes))
+    return fail("the box of " + std::to_string(boxBytes) + " B overruns shared memory");
+  const int64_t cs[3] = {c0, c1, c2};
+  // The whole tensor must lie in one global buffer (the map's promise to the hardware).
+  int64_t last = (f.dims[0] - 1) * eb;
+  for (int i = 1; i < rank; ++i) last += (f.dims[i] - 1) * f.strides[i - 1];
+  if (!findExtent(*b.L, reinterpret_cast<const void*>(f.global), size_t(last + eb)))
+    return fail("the tensor the map describes is outside every global buffer");
+  const char* g = reinterpret_cast<const char*>(f.global);
+  for (int64_t i2 = 0; i2 < f.box[2]; ++i2)
+    for (int64_t i1 = 0; i1 < f.box[1]; ++i1)
+      for (int64_t i0 = 0; i0 < f.box[0]; ++i0) {
+        const int64_t x = cs[0] + i0, y = cs[1] + i1, z = cs[2] + i2;
+        const int64_t o = place(dOff + ((i2 * f.box[1] + i1) * f.box[0] + i0) * eb);
+        const bool in = x >= 0 && x < f.dims[0] && (rank < 2 || (y >= 0 && y < f.dims[1])) &&
+                        (rank < 3 || (z >= 0 && z < f.dims[2]));
+        if (in) std::memcpy(b.smemBase + o, g + x * eb + (rank > 1 ? y * f.strides[0] : 0) + (rank > 2 ? z * f.strides[1] : 0), size_t(eb));
+        else std::memset(b.smemBase + o, 0, size_t(eb));
+        if (b.O->checks) {
+          sharedAccess(b, b.smemBase + o, int(eb), true, tid, site);
+          for (int64_t j = 0; j < eb; ++j) {
+            Shadow& s = b.shadow[size_t(o + j)];
+            s.pending = 1, s.pendingBy = int16_t(tid), s.pendingSite = site;
+          }
+        }
+      }
+  const uint32_t boff = uint32_t(static_cast<char*>(bar) - b.smemBase);
+  if (b.O->checks) {
+    // The landing bytes, as ranges of 16-byte swizzle chunks (or of elements, for narrow rows).
+    const int64_t step = rowBytes % 16 == 0 ? 16 : eb;
+    for (int64_t o = 0; o < boxBytes; o += step) m->landing.push_back({uint32_t(place(dOff + o)), uint32_t(step)});
+  }
+  // The copy's completion releases the issuer's writes to the phase's waiters.
+  releaseInto(b, warpOf(b, tid), m->accum);
+  m->tx -= boxBytes;
+  maybeComplete(b, boff, *m);
+}
+
+// wgmma.mma_async m64nNk16 f32 += A(desc) x B(desc): this thread's N/2 accumulators at `acc`.
+// flags: bit 0 B's type bf16 (A the same), bit 1 A MN-major, bit 2 B MN-major (its "row" layout),
+// bit 3 scale-d (accumulate), bit 4 negate A, bit 5 negate B.
+void tessera_emu_wgmma(int32_t n, int32_t flags, int64_t descA, int64_t descB, float* acc, int32_t site) {
+  BlockState& b = *tls;
+  const int tid = b.cur->tid, t = tid % 128;
+  const bool bf16 = flags & 1, aMn = flags & 2, bMn = flags & 4, scaleD = flags & 8;
+  const float sa = (flags & 16) ? -1.f : 1.f, sb = (flags & 32) ? -1.f : 1.f;
+  const bool noSwizzle = b.O->fault == HwFault::WgmmaNoSwizzle;
+  auto addr = [&](uint64_t desc, bool mn, int i, int k) -> int64_t {
+    int64_t a = layout::wgmmaOperandAddress(desc, mn, 2, i, k);
+    if (noSwizzle && a >= 0) {  // the swizzle is an involution: applied again, it is undone
+      const int mode = int((desc >> 62) & 3);
+      const int64_t mask = (mode == 1 ? 128 : mode == 2 ? 64 : 32) / 16 - 1;
+      a ^= ((a >> 7) & mask) << 4;
+    }
+    return a;
+  };
+  auto value = [&](int64_t off) -> float {
+    uint16_t h;
+    std::memcpy(&h, b.smemBase + off, 2);
+    if (bf16) {
+      uint32_t u = uint32_t(h) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+    // f16 -> f32
+    const uint32_t sign = uint32_t(h >> 15) << 31;
+    int e = (h >> 10) & 31;
+    uint32_t man = h & 1023, u;
+    if (e == 31) u = sign | 0x7f800000u | (man << 13);
+    else if (e == 0) {
+      if (man == 0) u = sign;
+      else {
+        e = 1;
+        while (!(man & 1024)) man <<= 1, --e;
+        man &= 1023;
+        u = sign | uint32_t(e + 112) << 23 | man << 13;
+      }
+    } else u = sign | uint32_t(e + 112) << 23 | man << 13;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  WgmmaReads reads;
+  reads.site = site;
+  float A[2][16];
+  const int warp = t / 32, lane = t % 32;
+  const int rows[2] = {16 * warp + lane / 4, 16 * warp + lane / 4 + 8};
+  auto check = [&](int64_t off, const char* which) {
+    if (off < 0 || off + 2 > int64_t(b.smemBytes)) {
+      reportError(b, std::string("wgmma ") + which + " descriptor " + (off < 0 ? "in a layout the emulator does not model (no swizzle, or a base offset)" : "outside shared memory") +
+                         ", by " + threadName(b, tid) + " at " + b.L->sites->name(site));
+      b.aborted = true;
+      return false;
+    }
+    return true;
+  };
+  for (int r = 0; r < 2; ++r)
+    for (int k = 0; k < 16; ++k) {
+      const int64_t off = addr(uint64_t(descA), aMn, rows[r], k);
+      if (!check(off, "A")) return;
+      A[r][k] = sa * value(off);
+      reads.offs.push_back(uint32_t(off));
+    }
+  const int regs = n / 2;
+  std::vector<float> Bc(size_t(n / 4) * 16);
+  for (int c = 0; c < n / 4; ++c) {
+    const int col = 8 * (c / 2) + 2 * (lane % 4) + c % 2;
+    for (int k = 0; k < 16; ++k) {
+      const int64_t off = addr(uint64_t(descB), bMn, col, k);
+      if (!check(off, "B")) return;
+      Bc[size_t(c * 16 + k)] = sb * value(off);
+      reads.offs.push_back(uint32_t(off));
+    }
+  }
+  if (b.O->checks)
+    for (uint32_t off : reads.offs) {
+      sharedAccess(b, b.smemBase + off, 2, false, tid, site);
+      for (int j = 0; j < 2; ++j) {
+        uint8_t& n = b.shadow[size_t(off) + size_t(j)].wgmmaReads;
+        n = uint8_t(std::min(255, n + 1));
+      }
+    }
+  for (int i = 0; i < regs; ++i) {
+    const int r = i % 4 / 2, c = (i / 4) * 2 + i % 2;
+    float s = scaleD ? acc[i] : 0.f;
+    for (int k = 0; k < 16; ++k) s = std::fma(A[r][k], Bc[size_t(c * 16 + k)], s);
+    acc[i] = s;
+  }
+  if (b.O->checks) b.wgmma[size_t(tid)].push_back(std::move(reads));
+}
+
+void tessera_emu_wgmma_commit(int32_t) {
+  BlockState& b = *tls;
+  const int tid = b.cur->tid;
+  const int g = b.wgmmaGroups[size_t(tid)]++;
+  for (auto& r : b.wgmma[size_t(tid)])
+    if (r.group < 0) r.group = g;
+  // A thread of the warpgroup may wait for this group (wgmma_wait).
+  const int first = tid / 128 * 128;
+  for (int u = first; u < std::min(first + 128, b.nthreads); ++u) {
+    Fiber& f = b.fibers[size_t(u)];
+    if (f.state == FiberState::Waiting && f.wait == WaitKind::Wgmma) f.state = FiberState::Ready, f.wait = WaitKind::None;
+  }
+}
+
+// wgmma.wait_group n: every committed group but the newest n is over. The MMA is the warpgroup's
+// (it starts once its four warps issued it), so the wait returns once every live thread of the
+// warpgroup committed those groups, and retires the reads of all of them: after it, one thread's
+// mbarrier arrive releases the whole stage (the usual consumer-release protocol).
+void tessera_emu_wgmma_wait(int32_t n, int32_t site) {
+  BlockState& b = *tls;
+  const int tid = b.cur->tid;
+  const int limit = b.wgmmaGroups[size_t(tid)] - std::max(0, n);
+  const int first = tid / 128 * 128, last = std::min(first + 128, b.nthreads);
+  for (;;) {
+    bool all = true;
+    for (int u = first; u < last && all; ++u)
+      all = b.fibers[size_t(u)].state == FiberState::Done || b.wgmmaGroups[size_t(u)] >= limit;
+    if (all) break;
+    waitHere(WaitKind::Wgmma, site);
+    if (b.aborted) return;
+  }
+  for (int u = first; u < last; ++u) {
+    auto& q = b.wgmma[size_t(u)];
+    std::vector<WgmmaReads> keep;
+    for (auto& r : q) {
+      if (r.group >= 0 && r.group < limit) {
+        for (uint32_t off : r.offs) {
+          for (int j = 0; j < 2; ++j) {
+            uint8_t& c = b.shadow[size_t(off) + size_t(j)].wgmmaReads;
+            if (c && c < 255) --c;
+          }
+          sharedAccess(b, b.smemBase + off, 2, false, tid, r.site);
+        }
+      } else {
+        keep.push_back(std::move(r));
+      }
+    }
+    q.swap(keep);
+  }
+}
+
+}  // extern "C"
+
+}  // namespace tessera::emu
