@@ -81,6 +81,8 @@ class SizedBackend : public search::ExecutionBackend {
   int64_t m_;
 };
 
+constexpr int64_t kInPlaceBRows = 64;
+
 bool blisFamily(const ir::Config& c) {
   auto s = c.getStr("schedule");
   return s.ok() && (*s == "blis" || *s == "bf16dot" || *s == "amx");
@@ -135,11 +137,22 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
   // 1. Each training point tuned as its own kernel.
   std::vector<ir::Config> candidates;
   std::set<std::string> seen;
+  int64_t pointM = 0;
   auto addCandidate = [&](const ir::Config& c) {
     if (!blisFamily(c) || !seen.insert(c.str()).second) return;
     candidates.push_back(c);
+    // At a few rows packing B costs as much as the product: such points' winners are offered
+    // reading B in place too (PACKB=0, not a knob of the search space).
+    auto sched = c.getStr("schedule");
+    if (pointM <= kInPlaceBRows && sched.ok() && *sched == "blis" && !g.transB && !c.values.count("PACKB")) {
+      ir::Config v = c;
+      ir::Config extra = *ir::Config::parseAssignments("PACKB=0");
+      v.values.insert(extra.values.begin(), extra.values.end());
+      if (seen.insert(v.str()).second) candidates.push_back(v);
+    }
   };
   for (int64_t m : pts.train) {
+    pointM = m;
     if (cb.shouldStop && cb.shouldStop()) return makeError(ErrorCode::RuntimeError, "interrupted");
     TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
     TESSERA_ASSIGN(search::TuneProblem problem, search::tuneProblem(k, t, spec));
@@ -181,7 +194,8 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
     if (cb.shouldStop && cb.shouldStop()) return makeError(ErrorCode::RuntimeError, "interrupted");
     TESSERA_ASSIGN(ir::Kernel k, kernelAt(out.table.points[p]));
     auto measurer = makeSizedHostMeasurer(cache, k, s.measure);
-    auto results = measurer->measure(candidates);
+    // Two interleaved rounds: a burst of load on a shared machine moves one sample, not the rule.
+    auto results = measurer->remeasure(candidates, 2);
     int ok = 0;
     for (size_t c = 0; c < results.size(); ++c)
       if (results[c].ok()) {

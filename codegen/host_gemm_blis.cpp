@@ -15,7 +15,8 @@
 // L2-resident A block is our B block (NC from L2) and its L3 panel is our A block (MC from L3).
 // f16/bf16 inputs are converted to f32 while packing (vector extf, never element by element);
 // `bf16dot` keeps bf16 pairs and multiplies them with vdpbf16ps (avx512_bf16); `amx` multiplies
-// 16x32 bf16 tiles into 16x16 f32 tiles (amx_bf16). Knobs: MC NC KC MR NR KU ORDER THREADS.
+// 16x32 bf16 tiles into 16x16 f32 tiles (amx_bf16). Knobs: MC NC KC MR NR KU ORDER THREADS, and PACKB (0:
+// the fma kernel reads B in place, no packed panels; not in the search space, offered by range tuning).
 #include <algorithm>
 
 #include "codegen/codegen.h"
@@ -54,6 +55,9 @@ struct Plan {
   // Runtime sizes (CompileOptions::runtime): M and/or the batch count come from the sizes
   // argument; g.m / g.batch are then their upper bounds.
   bool dynM = false, dynBatch = false;
+  // PACKB=0: the fma micro-kernel reads B (stored K x N) in place instead of packed panels; at a
+  // few rows of A packing B costs as much as the product (decode-sized GEMMs).
+  bool packB = true;
   int64_t nv() const { return NR / VW; }
   int64_t bRow() const { return mk == Micro::Fma ? NR : 2 * NR; }  // Bp row length (elements)
   int64_t bRows() const { return mk == Micro::Fma ? kc : kc / 2; }  // Bp rows per panel
@@ -94,9 +98,16 @@ Expected<Plan> makePlan(const ir::Kernel& k, const ir::Config& c, const TargetDe
   for (auto [n, v] : {std::pair{"MC", MC}, {"NC", NC}, {"KC", KC}, {"MR", p.MR}, {"NR", p.NR}, {"KU", p.KU}, {"THREADS", p.threads}})
     if (v <= 0) return bad(std::string(n) + " must be positive, got " + std::to_string(v));
   if (p.threads > 256) return bad("THREADS must be <= 256");
+  if (c.values.count("PACKB")) {
+    TESSERA_ASSIGN(int64_t pb, c.getInt("PACKB"));
+    if (pb != 0 && pb != 1) return bad("PACKB must be 0 or 1");
+    p.packB = pb == 1;
+  }
   if (p.KU > 16) return bad("KU must be <= 16");
   p.VW = std::max(4, t.simdBits / 32);
   p.mk = sched == "bf16dot" ? Micro::Dot : sched == "amx" ? Micro::Amx : Micro::Fma;
+  if (!p.packB && (p.mk != Micro::Fma || p.g.transB))
+    return bad("PACKB=0 reads B in place: the blis schedule with B stored K x N only");
   if (p.mk != Micro::Fma) {
     if (p.g.inType != ir::ScalarType::BF16) return bad("schedule " + sched + " multiplies bf16 inputs only");
     if (p.mk == Micro::Dot && !(t.hasIsa("avx512_bf16") && t.simdBits >= 512))
@@ -277,7 +288,7 @@ class GemmBuilder : Builder {
       return memref::AllocOp::create(b_, loc_, MemRefType::get(shape, t), align).getResult();
     };
     Ap_ = alloc({p_.mc / p_.MR, p_.MR, p_.kcs}, packT);
-    Bp_ = alloc({ceilDiv(g.n, p_.NR), p_.bRows(), p_.bRow()}, packT);
+    if (p_.packB) Bp_ = alloc({ceilDiv(g.n, p_.NR), p_.bRows(), p_.bRow()}, packT);
     if (p_.mk == Micro::Amx) Cs_ = alloc({ceilDiv(g.n, p_.nc), p_.MR, p_.NR}, f32_);
     // Partial sums of several K blocks live in C when C is f32; otherwise in an f32 scratch.
     bool cIsF32 = g.outType == ir::ScalarType::F32;
@@ -487,7 +498,9 @@ class GemmBuilder : Builder {
   // ---- one column block: pack its B panels, then every micro-tile
 
   void colBlock(Value ic, Rows mcb, Value pc, int64_t kv, Value jb, Value jc, int64_t ncb, Value first, bool last) {
-    packB(jc, ncb, pc, kv);
+    if (p_.packB) packB(jc, ncb, pc, kv);
+    pc_ = pc;
+    kv_ = kv;
     Value q0 = arith::DivUIOp::create(b_, loc_, jc, idx(p_.NR));
     auto tile = [&](Value ir, Rows rows, Value jr, int64_t cols) {
       Value panel = arith::DivUIOp::create(b_, loc_, ir, idx(p_.MR));
@@ -534,6 +547,7 @@ class GemmBuilder : Builder {
       for (int64_t r = 0; r < MR; ++r)
         for (int64_t c = 0; c < nv; ++c) acc[r * nv + c] = vector::LoadOp::create(b_, loc_, vf_, Cs_, ValueRange{jb, idx(r), idx(c * p_.VW)});
     } else {
+      col0_ = col0;
       acc = p_.mk == Micro::Fma ? fmaLoop(panel, jp, acc) : dotLoop(panel, jp, acc);
     }
     writeBack(acc, row0, rows, col0, cols, last);
@@ -558,9 +572,13 @@ class GemmBuilder : Builder {
 
   SmallVector<Value> fmaLoop(Value panel, Value jp, SmallVector<Value> acc) {
     const int64_t nv = p_.nv();
-    return unrolledK(p_.kc, acc, [&](Value kk, SmallVector<Value>& a) {
+    // In place, the depth runs to the block's valid rows only (past them B has no rows; A's packed
+    // panel is zero there, which the packed path relies on instead). Columns past N read as zero.
+    return unrolledK(p_.packB ? p_.kc : kv_, acc, [&](Value kk, SmallVector<Value>& a) {
       SmallVector<Value> bv;
-      for (int64_t c = 0; c < nv; ++c) bv.push_back(vector::LoadOp::create(b_, loc_, vf_, Bp_, ValueRange{jp, kk, idx(c * p_.VW)}));
+      for (int64_t c = 0; c < nv; ++c)
+        bv.push_back(p_.packB ? Value(vector::LoadOp::create(b_, loc_, vf_, Bp_, ValueRange{jp, kk, idx(c * p_.VW)}))
+                              : toF32(readRow(B_, at(add(pc_, kk), add(col0_, c * p_.VW)), p_.VW)));
       for (int64_t r = 0; r < p_.MR; ++r) {
         Value x = memref::LoadOp::create(b_, loc_, Ap_, ValueRange{panel, idx(r), kk});
         Value xb = vector::BroadcastOp::create(b_, loc_, vf_, x);
@@ -689,6 +707,8 @@ class GemmBuilder : Builder {
   const ir::Kernel& k_;
   std::map<std::string, Value>& args_;
   Value A_, B_, C_, Cacc_, Ap_, Bp_, Cs_, bi_, M_, batch_;
+  Value pc_, col0_;  // the depth block and micro-tile column the fma loop reads B at (PACKB=0)
+  int64_t kv_ = 0;
   Type inT_;
   Status error_;
 };

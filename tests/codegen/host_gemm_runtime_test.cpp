@@ -1,4 +1,4 @@
-// Tests shape-generic host GEMM kernels (CompileOptions::runtime): one kernel compiled for an
+// Tests shape-generic host GEMM kernels (and B read in place, PACKB=0) (CompileOptions::runtime): one kernel compiled for an
 // upper bound of M (or of the batch count) runs every size up to it, odd ones included, for every
 // dtype the host GEMM takes, with several row, column and depth blocks, epilogues, both loop
 // orders and two threads; negative controls: a wrong runtime size fails the check, and the
@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <array>
 #include <vector>
 
 #include "codegen/codegen.h"
@@ -18,11 +19,21 @@ using namespace tessera::ir;
 
 namespace {
 
-Config cfg(const Kernel& k, const TargetDesc& t, const std::string& overrides) {
+// The space's default with `overrides`; PACKB (not a knob of the search space) is added after.
+Config cfg(const Kernel& k, const TargetDesc& t, std::string overrides) {
+  bool inPlaceB = false;
+  if (auto at = overrides.find(",PACKB=0"); at != std::string::npos) {
+    overrides.erase(at, 8);
+    inPlaceB = true;
+  }
   auto space = search::makeSpace(k, t);
   EXPECT_TRUE(space.ok()) << space.error().str();
   auto c = space->complete(*Config::parseAssignments(overrides));
   EXPECT_TRUE(c.ok()) << c.error().str();
+  if (inPlaceB) {
+    Config extra = *Config::parseAssignments("PACKB=0");
+    c->values.insert(extra.values.begin(), extra.values.end());
+  }
   return *c;
 }
 
@@ -54,7 +65,7 @@ TEST(HostGemmRuntime, RuntimeMEveryDtypeOddSizes) {
   // Small blocks: several row blocks (MC 32), partial micro-tiles (MR 6), several column and depth
   // blocks (K 45 over KC 16: the bf16/f16 outputs keep their partial sums in a runtime-sized scratch).
   for (ScalarType dt : {ScalarType::F32, ScalarType::F16, ScalarType::BF16})
-    for (const char* extra : {"THREADS=1,ORDER=ij", "THREADS=2,ORDER=ji"}) {
+    for (const char* extra : {"THREADS=1,ORDER=ij", "THREADS=2,ORDER=ji", "THREADS=2,ORDER=ij,PACKB=0"}) {
       GemmSpec s{.m = 160, .n = 33, .k = 45, .dtype = dt};
       Kernel maxK = *buildGemm(s);
       Config c = cfg(maxK, t, std::string("schedule=blis,MC=32,NC=32,KC=16,MR=6,NR=16,KU=2,") + extra);
@@ -129,4 +140,29 @@ TEST(HostGemmRuntime, RefusesWhatCannotTakeARuntimeSize) {
   Kernel ew = *buildElementwise({.expr = "y = x * 2", .shape = {8, 8}});
   auto e4 = codegen::compileHost(ew, cfg(ew, t, ""), t, {.runtime = {.m = true}});
   EXPECT_FALSE(e4.ok());
+  // B read in place needs it stored K x N.
+  Kernel tb = *buildGemm({.m = 64, .n = 16, .k = 16, .transB = true});
+  EXPECT_TRUE(codegen::compileHost(tb, cfg(tb, t, "schedule=blis"), t).ok());
+  EXPECT_FALSE(codegen::compileHost(tb, cfg(tb, t, "schedule=blis,PACKB=0"), t).ok());
+}
+
+// B read in place (PACKB=0) on static shapes: partial column tiles, several depth blocks (the last
+// one short), a fused epilogue and the half-precision inputs.
+TEST(HostGemmRuntime, InPlaceBOnOddShapes) {
+  const TargetDesc& t = twoThreads();
+  for (ScalarType dt : {ScalarType::F32, ScalarType::F16, ScalarType::BF16})
+    for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {3, 33, 45}, {17, 129, 7}, {64, 40, 100}}) {
+      GemmSpec s{.m = m, .n = n, .k = k, .dtype = dt, .beta = 0.5, .epilogue = "relu(acc + bias)"};
+      s.shapes["bias"] = {n};
+      Kernel g = *buildGemm(s);
+      Config c = cfg(g, t, "schedule=blis,MC=32,NC=32,KC=16,MR=6,NR=16,KU=2,THREADS=2,PACKB=0");
+      auto exe = codegen::compileHost(g, c, t);
+      ASSERT_TRUE(exe.ok()) << exe.error().str();
+      KernelIO io(g, 3);
+      io.poisonOutputs();
+      (*exe)->run(io.buffers());
+      auto cmp = io.check();
+      ASSERT_TRUE(cmp.ok()) << cmp.error().str();
+      EXPECT_TRUE(cmp->ok) << g.name << ": " << cmp->firstBad;
+    }
 }
