@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bundle/dispatch_bundle.h"
 #include "bundle/runtime_embed.h"
 #include "bundle/table.h"
 #include "codegen/codegen.h"
@@ -316,7 +317,7 @@ Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, c
                                     const RecordSources& src, const BundleCallbacks& cb) {
   if (s.outDir.empty()) return makeError(ErrorCode::InvalidArgument, "no output folder");
   if (s.targets.empty()) return makeError(ErrorCode::InvalidArgument, "no targets");
-  if (kernels.empty()) return makeError(ErrorCode::InvalidArgument, "no kernels to bundle");
+  if (kernels.empty() && s.dispatch.empty()) return makeError(ErrorCode::InvalidArgument, "no kernels to bundle");
   const fs::path dir(s.outDir);
   TESSERA_TRY(checkReplaceable(dir, s.replace));
   auto progress = [&](const std::string& m) { if (cb.onProgress) cb.onProgress(m); };
@@ -441,6 +442,29 @@ Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, c
       built.push_back(std::move(*ok));
     }
   }
+  // Dispatch rules: their shape-generic kernels follow the fixed-shape ones in the table.
+  std::vector<TableRange> ranges;
+  json rangeManifest = json::array();
+  for (const RangeRuleFile& rule : s.dispatch) {
+    auto rb = buildRangeBundle(rule, s, &symbols, progress);
+    if (!rb.ok()) return rb.takeError();
+    const int base = int(built.size());
+    for (auto& e : rb->entries) {
+      Built b;
+      b.row = std::move(e.row);
+      b.manifest = json::parse(e.manifestJson);
+      b.files.push_back({e.objectPath, std::move(e.object)});
+      built.push_back(std::move(b));
+      ++sum.exact;
+      sum.rows.push_back({.name = built.back().row.name, .target = built.back().row.target, .arch = built.back().row.arch,
+                          .units = built.back().manifest.value("units", 1), .kind = "dispatch",
+                          .config = built.back().manifest.contains("config") ? ir::Config::fromJson(built.back().row.config)->str() : "",
+                          .tunedShape = built.back().row.tunedShape});
+    }
+    for (auto& b : rb->range.buckets) b.entry += base;
+    ranges.push_back(rb->range);
+    rangeManifest.push_back(json::parse(rb->manifestJson));
+  }
   if (built.empty()) return makeError(ErrorCode::NotFound, "nothing to bundle: every kernel was left out");
 
   // Write everything under a temporary name, then move it into place.
@@ -467,7 +491,7 @@ Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, c
     rows.push_back(b.row);
     entries.push_back(std::move(b.manifest));
   }
-  TableSources table = tableSources(rows);
+  TableSources table = tableSources(rows, ranges);
   std::vector<std::pair<std::string, std::string>> files = {{"tessera_bundle_table.c", table.table},
                                                             {"tessera_bundle_images.c", table.images},
                                                             {"Makefile", makefile(hostObjects, linkFlags(openmp))},
@@ -488,6 +512,7 @@ Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, c
                    {"host_cpu", s.hostCpu == HostCpu::Native ? "native" : "isa-level"},
                    {"targets", targets},
                    {"entries", entries},
+                   {"ranges", rangeManifest},
                    {"skipped", skipped}};
   files.push_back({"manifest.json", manifest.dump(2) + "\n"});
   for (const auto& [path, bytes] : files)

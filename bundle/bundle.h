@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bundle/dispatch_rule.h"
 #include "bundle/resolve.h"
 #include "ir/ir.h"
 #include "support/status.h"
@@ -39,6 +40,9 @@ struct BundleSettings {
   bool replace = false;      // replace an existing bundle folder (only one with a Tessera manifest)
   double verifyTimeoutSec = 60;
   std::string tesseraVersion = "unknown";
+  // Dispatch rules (`--dispatch RULE`): each compiled into shape-generic host kernels, one per
+  // config, and a range the runtime's tessera_find answers from (dispatch_bundle.h).
+  std::vector<RangeRuleFile> dispatch;
 };
 
 struct BundleCallbacks {

@@ -36,13 +36,30 @@ struct TableEntry {
   std::string binary;  // cubin / hsaco
   std::string ptx;     // NVIDIA: PTX text
   bool ptxPortable = false;
+  // Shape-generic host kernel (tessera tune --m LO..HI): M is read at run time from one more
+  // pointer after the tensors (int64_t sizes[2]); dims[0] is the range's top.
+  bool runtimeM = false;
+  int64_t mLo = 0, mHi = 0;
+};
+
+// A dispatch rule of the bundle: shapes equal to `dims` except M (dims[0]) within [lo, hi] are
+// answered by the bucket holding M, each naming an entry (index into the table's entries).
+struct TableRange {
+  std::string name, family, dtype, arch;
+  std::vector<int64_t> dims;
+  int64_t lo = 0, hi = 0;
+  struct Bucket {
+    int64_t lo = 0, hi = 0;
+    int entry = 0;
+  };
+  std::vector<Bucket> buckets;
 };
 
 struct TableSources {
   std::string table;   // tessera_bundle_table.c
   std::string images;  // tessera_bundle_images.c
 };
-TableSources tableSources(const std::vector<TableEntry>& entries);
+TableSources tableSources(const std::vector<TableEntry>& entries, const std::vector<TableRange>& ranges = {});
 
 // A C string literal of `s` (octal escapes for anything unusual).
 std::string cString(const std::string& s);

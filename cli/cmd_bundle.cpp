@@ -37,7 +37,7 @@ namespace fs = std::filesystem;
 struct BundleFlags {
   std::string out, db = "tessera.db", targets = "host", missing = "fail", hostCpu = "level";
   CacheFlags cache;
-  std::vector<std::string> specFiles, irFiles;
+  std::vector<std::string> specFiles, irFiles, dispatchFiles;
   int threads = kAllCores;
   bool allWinners = false, noVerify = false, replace = false, json = false;
   GpuFlags gpu;
@@ -117,7 +117,13 @@ void bundleCommand(const BundleFlags& f) {
     if (!k.ok()) failWith(k.error());
     kernels.push_back({std::move(*k), path, f.threads});
   }
-  if (kernels.empty() && !f.allWinners) fail("nothing to bundle: give --kernels FILE, --ir FILE or --all-winners", kExitBadInput);
+  for (const auto& path : f.dispatchFiles) {
+    auto rule = bundle::readRangeRuleFile(path);
+    if (!rule.ok()) failWith(rule.error());
+    s.dispatch.push_back(std::move(*rule));
+  }
+  if (kernels.empty() && !f.allWinners && s.dispatch.empty())
+    fail("nothing to bundle: give --kernels FILE, --ir FILE, --dispatch RULE or --all-winners", kExitBadInput);
 
   // Read-only use of the store: a missing file is not created.
   std::unique_ptr<cache::RecordStore> store;
@@ -192,6 +198,8 @@ void addBundleCommand(CLI::App& app) {
   addGpuFlags(b, &f->gpu, true);
   b->add_option("--kernels", f->specFiles, "file with one kernel per line, e.g. 'gemm --m 1024 --n 1024 --k 1024'");
   b->add_option("--ir", f->irFiles, "kernel files in the IR text form");
+  b->add_option("--dispatch", f->dispatchFiles,
+                "a dispatch rule from `tessera tune gemm --m LO..HI` (its shape-generic kernels and buckets)");
   b->add_flag("--all-winners", f->allWinners, "every winner of the store for the targets");
   b->add_option("--db", f->db, "local SQLite store the winners come from")->capture_default_str();
   addCacheFlags(b, &f->cache);

@@ -20,6 +20,7 @@
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "cli/tune_common.h"
+#include "cli/tune_range.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/features.h"
 #include "ir/families.h"
@@ -91,7 +92,20 @@ struct TuneFlags {
   double workerWait = 30;
   GpuFlags gpu;
   int64_t maxElements = kDefaultMaxElements;
+  RangeFlags range;
 };
+
+// `--m LO..HI` or a list: tuned point by point into a dispatch rule (tune_range.cpp).
+void tuneRange(const TuneFlags& f) {
+  if (f.workers || f.estimate || !f.device.empty() || !f.gpu.gpus.empty())
+    fail("--m LO..HI tunes shape-generic kernels on this host: drop --workers, --estimate, --device and --gpu", kExitBadInput);
+  if (!f.strategy.empty() && f.strategy != "evolutionary")
+    fail("--m LO..HI tunes each point with the evolutionary search: drop --strategy", kExitBadInput);
+  tuneRangeCommand({.kernel = f.kernel, .range = f.range, .target = f.target, .db = f.db, .spaceSpec = f.spaceSpec,
+                    .trials = f.trials, .batch = f.batch, .topK = f.topK, .threads = f.threads, .seed = f.seed,
+                    .timeBudget = f.timeBudget, .timeout = f.timeout, .minTime = f.minTime, .force = f.force,
+                    .resume = f.resume, .json = f.json, .noWarmStart = f.noWarmStart, .maxElements = f.maxElements});
+}
 
 nlohmann::json trialJson(const search::TrialResult& r) {
   return {{"config", nlohmann::json::parse(r.config.toJson())},
@@ -143,6 +157,7 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
 }
 
 void tuneCommand(const TuneFlags& f) {
+  if (wantsRangeTune(f.kernel)) return tuneRange(f);
   loadGpuFacts(f.gpu);
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
@@ -517,6 +532,7 @@ void addTuneCommands(CLI::App& app) {
   addGpuFlags(t, &f->gpu);
   f->trialsOption = t->add_option("--trials", f->trials, "measured candidates at most (--estimate: 32)")->capture_default_str();
   addThreadsOption(t, &f->threads);
+  addRangeTuneOptions(t, &f->range);
   t->add_option("--time-budget", f->timeBudget, "seconds of tuning at most (0: none)");
   t->add_option("--strategy", f->strategy,
                 "evolutionary | ga | random | exhaustive | ranked (default: evolutionary; ranked with --estimate)");

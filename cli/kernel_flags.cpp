@@ -78,7 +78,7 @@ void addKernelSubcommands(CLI::App* parent, KernelFlags* f, const std::function<
     });
   };
   auto* g = parent->add_subcommand("gemm", "C = epilogue(alpha * op(A) @ op(B) + beta * Cin)");
-  g->add_option("--m", f->m, "rows of C")->required();
+  g->add_option("--m", f->mText, "rows of C (tune: also a range LO..HI or a list A,B,C)")->required();
   g->add_option("--n", f->n, "columns of C")->required();
   g->add_option("--k", f->k, "reduction length")->required();
   f->batchOption = g->add_option("--batch", f->batch, "batch count (at least 1; leave it out for no batch dimension)");
@@ -153,7 +153,15 @@ Expected<ir::Kernel> buildKernel(const KernelFlags& f) {
       return makeError(ErrorCode::InvalidArgument,
                        "--batch must be at least 1 (leave it out for a GEMM without a batch dimension)");
     ir::GemmSpec s;
-    s.m = f.m; s.n = f.n; s.k = f.k; s.batch = f.batch; s.dtype = dt;
+    s.m = f.m;
+    if (!f.mText.empty()) {
+      if (f.mText.find("..") != std::string::npos || f.mText.find(',') != std::string::npos)
+        return makeError(ErrorCode::InvalidArgument, "--m " + f.mText + ": a range or list of M is for `tessera tune`; give one size");
+      auto m = parseInt(f.mText);
+      if (!m) return makeError(ErrorCode::InvalidArgument, "--m must be a whole number, got '" + f.mText + "'");
+      s.m = *m;
+    }
+    s.n = f.n; s.k = f.k; s.batch = f.batch; s.dtype = dt;
     s.transA = f.transA; s.transB = f.transB; s.alpha = f.alpha; s.beta = f.beta;
     s.epilogue = f.epilogue; s.shapes = named; s.name = f.name;
     k = ir::buildGemm(s);

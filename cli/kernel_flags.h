@@ -21,6 +21,9 @@ struct KernelFlags {
   std::string name;
   // gemm
   int64_t m = 0, n = 0, k = 0, batch = 0;
+  // --m as given: one size, or for `tune` a range LO..HI or a list A,B,C (tune_range.h). When set,
+  // buildKernel reads M from it.
+  std::string mText;
   const CLI::Option* batchOption = nullptr;  // gemm --batch given (then at least 1; absent: no batch dimension)
   bool transA = false, transB = false;
   double alpha = 1.0, beta = 0.0;

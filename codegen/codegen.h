@@ -41,6 +41,18 @@ class HostExecutable {
   double compileSeconds = 0;  // MLIR lowering + LLVM JIT
 };
 
+// Dimensions a kernel takes at run time instead of from its shape (shape-generic kernels: one
+// kernel serves a range of token counts). The kernel's shape gives their upper bounds; the entry
+// point takes one more pointer after the tensors, to `int64_t sizes[2] = {M, batch count}` (an
+// entry is read only where that dimension is a runtime one). Host GEMM, blis family: M when A is
+// stored M x K and there is no batch dimension, or the batch count of a batched GEMM.
+struct RuntimeDims {
+  bool m = false;
+  bool batch = false;
+  bool any() const { return m || batch; }
+};
+inline constexpr int kRuntimeSizeCount = 2;
+
 struct CompileOptions {
   // Extra LLVM CPU override ("" = the host's own, like -mcpu=native).
   std::string cpu;
@@ -48,6 +60,7 @@ struct CompileOptions {
   // together (an ahead-of-time bundle) each need their own. The entry point takes one bare
   // pointer per tensor (HostExecutable order) and returns nothing: a plain C function.
   std::string symbol;
+  RuntimeDims runtime;
 };
 
 Expected<std::unique_ptr<HostExecutable>> compileHost(const ir::Kernel& k, const ir::Config& c,

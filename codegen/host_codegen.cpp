@@ -42,12 +42,14 @@ const char* emitName(Emit e) {
   return "?";
 }
 
-func::FuncOp createKernelFunc(OpBuilder& b, ModuleOp m, const ir::Kernel& k, std::map<std::string, Value>* args) {
+func::FuncOp createKernelFunc(OpBuilder& b, ModuleOp m, const ir::Kernel& k, std::map<std::string, Value>* args,
+                              bool sizesArg) {
   SmallVector<Type> types;
   std::vector<const ir::TensorDecl*> order;
   for (const auto* t : k.inputs()) order.push_back(t);
   for (const auto* t : k.outputs()) order.push_back(t);
   for (const auto* t : order) types.push_back(MemRefType::get(t->shape, mlirType(b, t->dtype)));
+  if (sizesArg) types.push_back(MemRefType::get({kRuntimeSizeCount}, b.getI64Type()));
   b.setInsertionPointToEnd(m.getBody());
   auto fn = func::FuncOp::create(b, b.getUnknownLoc(), kKernelSymbol, b.getFunctionType(types, {}));
   Block* body = fn.addEntryBlock();
@@ -57,16 +59,26 @@ func::FuncOp createKernelFunc(OpBuilder& b, ModuleOp m, const ir::Kernel& k, std
     fn.setArgAttr(unsigned(i), "llvm.noalias", b.getUnitAttr());
     fn.setArgAttr(unsigned(i), "llvm.align", b.getI64IntegerAttr(64));
   }
+  if (sizesArg) (*args)[kSizesArg] = body->getArgument(unsigned(order.size()));
   b.setInsertionPointToStart(body);
   return fn;
 }
 
 namespace {
 
-Expected<HostPayload> buildPayload(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<HostPayload> buildPayload(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                   const RuntimeDims& dims) {
   if (t.isGpu())
     return makeError(ErrorCode::Unsupported, "target " + t.name + " is not the host CPU");
   TESSERA_TRY(ir::verify(k));
+  if (dims.any()) {
+    // Shape-generic kernels: the explicit GEMM builds its loops from the runtime sizes.
+    if (k.family != ir::Family::Gemm) return makeError(ErrorCode::Unsupported, "runtime sizes: host GEMM kernels only");
+    TESSERA_ASSIGN(std::string sched, c.getStr("schedule"));
+    if (sched != "blis" && sched != "bf16dot" && sched != "amx")
+      return makeError(ErrorCode::Unsupported, "runtime sizes need a schedule of the blis family, not " + sched);
+    return buildHostGemmBlis(ctx, k, c, t, dims);
+  }
   switch (k.family) {
     case ir::Family::Gemm: return buildHostGemm(ctx, k, c, t);
     case ir::Family::Elementwise: return buildHostElementwise(ctx, k, c, t);
@@ -98,8 +110,9 @@ void parallelizeOuterLoops(ModuleOp m) {
 }
 
 // Runs the pipeline up to `stop` (inclusive) on a fresh payload.
-Expected<HostPayload> lowerTo(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, Emit stop) {
-  TESSERA_ASSIGN(HostPayload p, buildPayload(ctx, k, c, t));
+Expected<HostPayload> lowerTo(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, Emit stop,
+                              const RuntimeDims& dims) {
+  TESSERA_ASSIGN(HostPayload p, buildPayload(ctx, k, c, t, dims));
   if (stop == Emit::Payload || stop == Emit::Schedule) return p;
   if (!p.schedule.empty()) TESSERA_TRY(applySchedule(*p.module, p.schedule));
   if (p.parallelOuterLoops) parallelizeOuterLoops(*p.module);
@@ -159,10 +172,10 @@ void invokeRaw(HostExecutable::RawFn fn, void* const* buffers, size_t count) {
 Expected<std::unique_ptr<HostExecutable>> compileHost(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                                       const CompileOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
-  size_t nargs = k.inputs().size() + k.outputs().size();
+  size_t nargs = k.inputs().size() + k.outputs().size() + (o.runtime.any() ? 1 : 0);
   if (nargs > 64) return makeError(ErrorCode::Unsupported, "kernels take at most 64 tensors");
   auto ctx = makeContext();
-  TESSERA_ASSIGN(HostPayload p, lowerTo(ctx.get(), k, c, t, Emit::LLVMDialect));
+  TESSERA_ASSIGN(HostPayload p, lowerTo(ctx.get(), k, c, t, Emit::LLVMDialect, o.runtime));
   if (p.amx) TESSERA_TRY(requestAmxPermission());
   TESSERA_ASSIGN(auto engine, jitHost(*p.module, o.cpu, p.threads > 1));
   auto fn = engine->lookupPacked(kKernelSymbol);
@@ -176,7 +189,7 @@ Expected<std::string> emitHost(const ir::Kernel& k, const ir::Config& c, const T
                                const CompileOptions& o) {
   auto ctx = makeContext();
   Emit stop = e == Emit::LLVMIR || e == Emit::Asm || e == Emit::Object ? Emit::LLVMDialect : e;
-  TESSERA_ASSIGN(HostPayload p, lowerTo(ctx.get(), k, c, t, stop));
+  TESSERA_ASSIGN(HostPayload p, lowerTo(ctx.get(), k, c, t, stop, o.runtime));
   if (!o.symbol.empty() && stop == Emit::LLVMDialect) {
     auto fn = p.module->lookupSymbol<LLVM::LLVMFuncOp>(kKernelSymbol);
     if (!fn) return makeError(ErrorCode::Internal, "lowered module has no entry point");

@@ -15,7 +15,8 @@
 // L2-resident A block is our B block (NC from L2) and its L3 panel is our A block (MC from L3).
 // f16/bf16 inputs are converted to f32 while packing (vector extf, never element by element);
 // `bf16dot` keeps bf16 pairs and multiplies them with vdpbf16ps (avx512_bf16); `amx` multiplies
-// 16x32 bf16 tiles into 16x16 f32 tiles (amx_bf16). Knobs: MC NC KC MR NR KU ORDER THREADS.
+// 16x32 bf16 tiles into 16x16 f32 tiles (amx_bf16). Knobs: MC NC KC MR NR KU ORDER THREADS, and PACKB (0:
+// the fma kernel reads B in place, no packed panels; not in the search space, offered by range tuning).
 #include <algorithm>
 
 #include "codegen/codegen.h"
@@ -51,6 +52,12 @@ struct Plan {
   int64_t threads = 1;
   bool ijOrder = true;
   bool fusedEpilogue = true;
+  // Runtime sizes (CompileOptions::runtime): M and/or the batch count come from the sizes
+  // argument; g.m / g.batch are then their upper bounds.
+  bool dynM = false, dynBatch = false;
+  // PACKB=0: the fma micro-kernel reads B (stored K x N) in place instead of packed panels; at a
+  // few rows of A packing B costs as much as the product (decode-sized GEMMs).
+  bool packB = true;
   int64_t nv() const { return NR / VW; }
   int64_t bRow() const { return mk == Micro::Fma ? NR : 2 * NR; }  // Bp row length (elements)
   int64_t bRows() const { return mk == Micro::Fma ? kc : kc / 2; }  // Bp rows per panel
@@ -63,9 +70,16 @@ int64_t balancedKC(int64_t K, int64_t KC, int64_t granule) {
   return roundUp(ceilDiv(K, blocks), granule);
 }
 
-Expected<Plan> makePlan(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<Plan> makePlan(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, const RuntimeDims& dims) {
   Plan p;
   TESSERA_ASSIGN(p.g, ir::analyzeGemm(k));
+  p.dynM = dims.m;
+  p.dynBatch = dims.batch;
+  // Only the outermost dimension of a row-major operand may vary at run time: its strides stay
+  // static. M is outermost in A (not transposed) and C unless a batch dimension precedes it.
+  if (p.dynM && p.g.transA) return makeError(ErrorCode::Unsupported, "runtime M needs A stored M x K (not transposed)");
+  if (p.dynM && p.g.batch > 0) return makeError(ErrorCode::Unsupported, "runtime M with a batch dimension: choose one of them");
+  if (p.dynBatch && p.g.batch == 0) return makeError(ErrorCode::Unsupported, "runtime batch needs a batched GEMM");
   TESSERA_ASSIGN(std::string sched, c.getStr("schedule"));
   int64_t MC, NC, KC;
   TESSERA_ASSIGN(MC, c.getInt("MC"));
@@ -84,9 +98,16 @@ Expected<Plan> makePlan(const ir::Kernel& k, const ir::Config& c, const TargetDe
   for (auto [n, v] : {std::pair{"MC", MC}, {"NC", NC}, {"KC", KC}, {"MR", p.MR}, {"NR", p.NR}, {"KU", p.KU}, {"THREADS", p.threads}})
     if (v <= 0) return bad(std::string(n) + " must be positive, got " + std::to_string(v));
   if (p.threads > 256) return bad("THREADS must be <= 256");
+  if (c.values.count("PACKB")) {
+    TESSERA_ASSIGN(int64_t pb, c.getInt("PACKB"));
+    if (pb != 0 && pb != 1) return bad("PACKB must be 0 or 1");
+    p.packB = pb == 1;
+  }
   if (p.KU > 16) return bad("KU must be <= 16");
   p.VW = std::max(4, t.simdBits / 32);
   p.mk = sched == "bf16dot" ? Micro::Dot : sched == "amx" ? Micro::Amx : Micro::Fma;
+  if (!p.packB && (p.mk != Micro::Fma || p.g.transB))
+    return bad("PACKB=0 reads B in place: the blis schedule with B stored K x N only");
   if (p.mk != Micro::Fma) {
     if (p.g.inType != ir::ScalarType::BF16) return bad("schedule " + sched + " multiplies bf16 inputs only");
     if (p.mk == Micro::Dot && !(t.hasIsa("avx512_bf16") && t.simdBits >= 512))
@@ -143,7 +164,11 @@ class Builder {
   void parallel(int64_t n, const std::function<void(Value)>& body) {
     if (n <= 0) return;
     if (p_.threads <= 1 || n == 1) return loop(0, n, 1, body);
-    auto par = scf::ParallelOp::create(b_, loc_, ValueRange{idx(0)}, ValueRange{idx(n)}, ValueRange{idx(1)});
+    parallel(idx(n), body);
+  }
+  void parallel(Value n, const std::function<void(Value)>& body) {
+    if (p_.threads <= 1) return loop(idx(0), n, 1, body);
+    auto par = scf::ParallelOp::create(b_, loc_, ValueRange{idx(0)}, ValueRange{n}, ValueRange{idx(1)});
     OpBuilder::InsertionGuard guard(b_);
     b_.setInsertionPoint(par.getBody()->getTerminator());
     body(par.getInductionVars()[0]);
@@ -155,6 +180,26 @@ class Builder {
     loop(0, full, size, [&](Value o) { body(o, size); });
     if (total > full) body(idx(full), total - full);
   }
+  void ifThen(Value cond, const std::function<void()>& thenB) {
+    auto op = scf::IfOp::create(b_, loc_, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPoint(op.thenBlock()->getTerminator());
+    thenB();
+  }
+  // cond ? thenB() : elseB(), one value.
+  Value select(Type t, Value cond, const std::function<Value()>& thenB, const std::function<Value()>& elseB) {
+    auto op = scf::IfOp::create(b_, loc_, TypeRange{t}, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(op.thenBlock());
+    scf::YieldOp::create(b_, loc_, thenB());
+    b_.setInsertionPointToStart(op.elseBlock());
+    scf::YieldOp::create(b_, loc_, elseB());
+    return op.getResult(0);
+  }
+  Value lt(Value x, Value y) { return arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, x, y); }
+  Value lt(int64_t x, Value y) { return lt(idx(x), y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b_, loc_, x, y); }
+  Value floorTo(Value x, int64_t m) { return mul(arith::DivUIOp::create(b_, loc_, x, idx(m)), m); }
   void ifThenElse(Value cond, const std::function<void()>& thenB, const std::function<void()>& elseB) {
     auto op = scf::IfOp::create(b_, loc_, cond, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b_);
@@ -218,6 +263,14 @@ class Builder {
 
 // ------------------------------------------------------------------ the kernel
 
+// A count of rows: static (`n`), or known only at run time (`dyn`, at most `n`).
+struct Rows {
+  Rows(int64_t n_) : n(n_) {}
+  Rows(int64_t n_, Value d) : n(n_), dyn(d) {}
+  int64_t n;
+  Value dyn;
+};
+
 class GemmBuilder : Builder {
  public:
   GemmBuilder(OpBuilder& b, Location loc, const Plan& p, const ir::Kernel& k, std::map<std::string, Value>& args)
@@ -235,22 +288,41 @@ class GemmBuilder : Builder {
       return memref::AllocOp::create(b_, loc_, MemRefType::get(shape, t), align).getResult();
     };
     Ap_ = alloc({p_.mc / p_.MR, p_.MR, p_.kcs}, packT);
-    Bp_ = alloc({ceilDiv(g.n, p_.NR), p_.bRows(), p_.bRow()}, packT);
+    if (p_.packB) Bp_ = alloc({ceilDiv(g.n, p_.NR), p_.bRows(), p_.bRow()}, packT);
     if (p_.mk == Micro::Amx) Cs_ = alloc({ceilDiv(g.n, p_.nc), p_.MR, p_.NR}, f32_);
     // Partial sums of several K blocks live in C when C is f32; otherwise in an f32 scratch.
     bool cIsF32 = g.outType == ir::ScalarType::F32;
+    if (p_.dynM || p_.dynBatch) {
+      // sizes[0] = M, sizes[1] = batch count (each read only where it is a runtime size).
+      Value sizes = args_[kSizesArg];
+      auto size = [&](int64_t i) {
+        Value v = memref::LoadOp::create(b_, loc_, sizes, ValueRange{idx(i)});
+        return Value(arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), v));
+      };
+      if (p_.dynM) M_ = size(0);
+      if (p_.dynBatch) batch_ = size(1);
+    }
     Cacc_ = C_;
     if (p_.nkb > 1 && !cIsF32) {
       SmallVector<int64_t> shape;
-      if (g.batch) shape.push_back(g.batch);
-      shape.append({g.m, g.n});
-      Cacc_ = alloc(shape, f32_);
+      SmallVector<Value> dynSizes;
+      if (g.batch) shape.push_back(p_.dynBatch ? ShapedType::kDynamic : g.batch);
+      if (p_.dynBatch) dynSizes.push_back(batch_);
+      shape.append({p_.dynM ? ShapedType::kDynamic : g.m, g.n});
+      if (p_.dynM) dynSizes.push_back(M_);
+      Cacc_ = memref::AllocOp::create(b_, loc_, MemRefType::get(shape, f32_), dynSizes, align).getResult();
     }
     auto batchBody = [&](Value bi) {
       bi_ = bi;
-      tiles(g.m, p_.mc, [&](Value ic, int64_t mcb) { rowBlock(ic, mcb); });
+      if (!p_.dynM) return tiles(g.m, p_.mc, [&](Value ic, int64_t mcb) { rowBlock(ic, mcb); });
+      // Whole row blocks in a loop, then the partial last one (its row count known at run time).
+      Value full = floorTo(M_, p_.mc);
+      loop(idx(0), full, p_.mc, [&](Value ic) { rowBlock(ic, p_.mc); });
+      Value rest = sub(M_, full);
+      ifThen(lt(0, rest), [&] { rowBlock(full, Rows(p_.mc, rest)); });
     };
-    if (g.batch) loop(0, g.batch, 1, batchBody);
+    if (p_.dynBatch) loop(idx(0), batch_, 1, batchBody);
+    else if (g.batch) loop(0, g.batch, 1, batchBody);
     else batchBody(Value());
     return error_;
   }
@@ -265,7 +337,7 @@ class GemmBuilder : Builder {
     return ix;
   }
 
-  void rowBlock(Value ic, int64_t mcb) {
+  void rowBlock(Value ic, Rows mcb) {
     // K blocks: a loop over all but the last (the first of them starts its sums at zero), then
     // the last, peeled: it may be shorter, and it applies the epilogue.
     if (p_.nkb > 1)
@@ -277,7 +349,7 @@ class GemmBuilder : Builder {
     depthBlock(ic, mcb, idx((p_.nkb - 1) * p_.kc), p_.kLast, first, true);
   }
 
-  void depthBlock(Value ic, int64_t mcb, Value pc, int64_t kv, Value first, bool last) {
+  void depthBlock(Value ic, Rows mcb, Value pc, int64_t kv, Value first, bool last) {
     packA(ic, mcb, pc, kv);
     const int64_t n = p_.g.n, nJ = ceilDiv(n, p_.nc), fullJ = n / p_.nc;
     parallel(nJ, [&](Value jb) {
@@ -294,12 +366,26 @@ class GemmBuilder : Builder {
 
   // Ap[panel][r][0:kc) = A[ic + panel·MR + r, pc : pc + kv) (zero past kv and past M), converted
   // to f32 for the fma kernel. The panels of one block are packed in parallel.
-  void packA(Value ic, int64_t mcb, Value pc, int64_t kv) {
-    const int64_t np = ceilDiv(mcb, p_.MR);
+  void packA(Value ic, Rows mcb, Value pc, int64_t kv) {
+    if (mcb.dyn) {
+      // A row count known at run time: its panels, each row packed or zeroed past the count.
+      Value np = arith::DivUIOp::create(b_, loc_, add(mcb.dyn, p_.MR - 1), idx(p_.MR));
+      return parallel(np, [&](Value panel) {
+        Value r0 = mul(panel, p_.MR);
+        for (int64_t r = 0; r < p_.MR; ++r)
+          ifThenElse(
+              lt(add(r0, r), mcb.dyn), [&] { packARow(add(add(ic, r0), r), pc, kv, panel, r); },
+              [&] {
+                for (int64_t c = 0; c < p_.kcs; c += p_.VW)
+                  vector::StoreOp::create(b_, loc_, zeros(packVec()), Ap_, ValueRange{panel, idx(r), idx(c)});
+              });
+      });
+    }
+    const int64_t np = ceilDiv(mcb.n, p_.MR);
     parallel(np, [&](Value panel) {
       Value r0 = add(ic, mul(panel, p_.MR));
       // Rows of the last panel past M (static: mcb is) are zero.
-      int64_t validLast = mcb - (np - 1) * p_.MR;
+      int64_t validLast = mcb.n - (np - 1) * p_.MR;
       auto rows = [&](int64_t valid) {
         for (int64_t r = 0; r < p_.MR; ++r) {
           if (r >= valid) {
@@ -411,34 +497,46 @@ class GemmBuilder : Builder {
 
   // ---- one column block: pack its B panels, then every micro-tile
 
-  void colBlock(Value ic, int64_t mcb, Value pc, int64_t kv, Value jb, Value jc, int64_t ncb, Value first, bool last) {
-    packB(jc, ncb, pc, kv);
+  void colBlock(Value ic, Rows mcb, Value pc, int64_t kv, Value jb, Value jc, int64_t ncb, Value first, bool last) {
+    if (p_.packB) packB(jc, ncb, pc, kv);
+    pc_ = pc;
+    kv_ = kv;
     Value q0 = arith::DivUIOp::create(b_, loc_, jc, idx(p_.NR));
-    auto tile = [&](Value ir, int64_t rows, Value jr, int64_t cols) {
+    auto tile = [&](Value ir, Rows rows, Value jr, int64_t cols) {
       Value panel = arith::DivUIOp::create(b_, loc_, ir, idx(p_.MR));
       Value jp = add(q0, arith::DivUIOp::create(b_, loc_, jr, idx(p_.NR)));
       microTile(panel, jp, jb, add(ic, ir), rows, add(jc, jr), cols, first, last);
     };
+    // Micro-tiles down the block's rows: whole MR tiles, then the partial last one (static, or
+    // masked row by row when the block's row count is known only at run time).
+    auto rowTiles = [&](const std::function<void(Value, Rows)>& body) {
+      if (!mcb.dyn) return tiles(mcb.n, p_.MR, [&](Value ir, int64_t rows) { body(ir, rows); });
+      Value full = floorTo(mcb.dyn, p_.MR);
+      loop(idx(0), full, p_.MR, [&](Value ir) { body(ir, p_.MR); });
+      Value rest = sub(mcb.dyn, full);
+      ifThen(lt(0, rest), [&] { body(full, Rows(p_.MR, rest)); });
+    };
     if (p_.ijOrder)
-      tiles(mcb, p_.MR, [&](Value ir, int64_t rows) { tiles(ncb, p_.NR, [&](Value jr, int64_t cols) { tile(ir, rows, jr, cols); }); });
+      rowTiles([&](Value ir, Rows rows) { tiles(ncb, p_.NR, [&](Value jr, int64_t cols) { tile(ir, rows, jr, cols); }); });
     else
-      tiles(ncb, p_.NR, [&](Value jr, int64_t cols) { tiles(mcb, p_.MR, [&](Value ir, int64_t rows) { tile(ir, rows, jr, cols); }); });
+      tiles(ncb, p_.NR, [&](Value jr, int64_t cols) { rowTiles([&](Value ir, Rows rows) { tile(ir, rows, jr, cols); }); });
   }
 
   // ---- micro-kernels: MR x NR of C over one K block
 
-  void microTile(Value panel, Value jp, Value jb, Value row0, int64_t rows, Value col0, int64_t cols, Value first, bool last) {
+  void microTile(Value panel, Value jp, Value jb, Value row0, Rows rows, Value col0, int64_t cols, Value first, bool last) {
     const int64_t nv = p_.nv(), MR = p_.MR;
     SmallVector<Value> acc;
     // Sums start at zero in the first K block, from the partial sums stored in C otherwise.
     for (int64_t r = 0; r < MR; ++r)
       for (int64_t c = 0; c < nv; ++c) {
         // One K block: nothing to continue from (and Cacc is C itself, maybe not f32).
-        if (r >= rows || c * p_.VW >= cols || p_.nkb == 1) {
+        if (r >= rows.n || c * p_.VW >= cols || p_.nkb == 1) {
           acc.push_back(zeros(vf_));
           continue;
         }
-        Value old = load(Cacc_, at(add(row0, r), add(col0, c * p_.VW)), vf_, cols - c * p_.VW);
+        auto loadOld = [&] { return load(Cacc_, at(add(row0, r), add(col0, c * p_.VW)), vf_, cols - c * p_.VW); };
+        Value old = rows.dyn && r > 0 ? select(vf_, lt(r, rows.dyn), loadOld, [&] { return zeros(vf_); }) : loadOld();
         acc.push_back(arith::SelectOp::create(b_, loc_, first, zeros(vf_), old));
       }
     if (p_.mk == Micro::Amx) {
@@ -449,6 +547,7 @@ class GemmBuilder : Builder {
       for (int64_t r = 0; r < MR; ++r)
         for (int64_t c = 0; c < nv; ++c) acc[r * nv + c] = vector::LoadOp::create(b_, loc_, vf_, Cs_, ValueRange{jb, idx(r), idx(c * p_.VW)});
     } else {
+      col0_ = col0;
       acc = p_.mk == Micro::Fma ? fmaLoop(panel, jp, acc) : dotLoop(panel, jp, acc);
     }
     writeBack(acc, row0, rows, col0, cols, last);
@@ -473,9 +572,13 @@ class GemmBuilder : Builder {
 
   SmallVector<Value> fmaLoop(Value panel, Value jp, SmallVector<Value> acc) {
     const int64_t nv = p_.nv();
-    return unrolledK(p_.kc, acc, [&](Value kk, SmallVector<Value>& a) {
+    // In place, the depth runs to the block's valid rows only (past them B has no rows; A's packed
+    // panel is zero there, which the packed path relies on instead). Columns past N read as zero.
+    return unrolledK(p_.packB ? p_.kc : kv_, acc, [&](Value kk, SmallVector<Value>& a) {
       SmallVector<Value> bv;
-      for (int64_t c = 0; c < nv; ++c) bv.push_back(vector::LoadOp::create(b_, loc_, vf_, Bp_, ValueRange{jp, kk, idx(c * p_.VW)}));
+      for (int64_t c = 0; c < nv; ++c)
+        bv.push_back(p_.packB ? Value(vector::LoadOp::create(b_, loc_, vf_, Bp_, ValueRange{jp, kk, idx(c * p_.VW)}))
+                              : toF32(readRow(B_, at(add(pc_, kk), add(col0_, c * p_.VW)), p_.VW)));
       for (int64_t r = 0; r < p_.MR; ++r) {
         Value x = memref::LoadOp::create(b_, loc_, Ap_, ValueRange{panel, idx(r), kk});
         Value xb = vector::BroadcastOp::create(b_, loc_, vf_, x);
@@ -527,24 +630,35 @@ class GemmBuilder : Builder {
 
   // ---- write-back: partial sums to Cacc, or (last K block) the epilogue's value to C
 
-  void writeBack(const SmallVector<Value>& acc, Value row0, int64_t rows, Value col0, int64_t cols, bool last) {
+  void writeBack(const SmallVector<Value>& acc, Value row0, Rows rows, Value col0, int64_t cols, bool last) {
     const int64_t nv = p_.nv();
-    for (int64_t r = 0; r < std::min(rows, p_.MR); ++r)
-      for (int64_t c = 0; c < nv && c * p_.VW < cols; ++c) {
-        Value row = add(row0, r), col = add(col0, c * p_.VW);
-        int64_t valid = cols - c * p_.VW;
-        Value v = acc[r * nv + c];
-        if (last) {
-          auto e = epilogue(v, row, col, valid);
-          if (!e.ok()) {
-            if (error_.ok()) error_ = e.takeError();
-            return;
-          }
-          store(*e, C_, at(row, col), valid);
-        } else {
-          store(v, Cacc_, at(row, col), valid);
-        }
+    for (int64_t r = 0; r < std::min(rows.n, p_.MR); ++r) {
+      // A row count known at run time: row r is written only when it exists (row 0 always does).
+      if (rows.dyn && r > 0) {
+        ifThen(lt(r, rows.dyn), [&] { writeRow(acc, row0, r, col0, cols, last); });
+        continue;
       }
+      writeRow(acc, row0, r, col0, cols, last);
+    }
+  }
+
+  void writeRow(const SmallVector<Value>& acc, Value row0, int64_t r, Value col0, int64_t cols, bool last) {
+    const int64_t nv = p_.nv();
+    for (int64_t c = 0; c < nv && c * p_.VW < cols; ++c) {
+      Value row = add(row0, r), col = add(col0, c * p_.VW);
+      int64_t valid = cols - c * p_.VW;
+      Value v = acc[r * nv + c];
+      if (last) {
+        auto e = epilogue(v, row, col, valid);
+        if (!e.ok()) {
+          if (error_.ok()) error_ = e.takeError();
+          return;
+        }
+        store(*e, C_, at(row, col), valid);
+      } else {
+        store(v, Cacc_, at(row, col), valid);
+      }
+    }
   }
 
   // The epilogue (alpha, beta·Cin, bias, activation, output cast) on one vector of the
@@ -592,7 +706,9 @@ class GemmBuilder : Builder {
 
   const ir::Kernel& k_;
   std::map<std::string, Value>& args_;
-  Value A_, B_, C_, Cacc_, Ap_, Bp_, Cs_, bi_;
+  Value A_, B_, C_, Cacc_, Ap_, Bp_, Cs_, bi_, M_, batch_;
+  Value pc_, col0_;  // the depth block and micro-tile column the fma loop reads B at (PACKB=0)
+  int64_t kv_ = 0;
   Type inT_;
   Status error_;
 };
@@ -624,8 +740,9 @@ bool hostGemmFusesEpilogue(const ir::GemmInfo& g) {
   return ok(r.values[0]);
 }
 
-Expected<HostPayload> buildHostGemmBlis(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(Plan p, makePlan(k, c, t));
+Expected<HostPayload> buildHostGemmBlis(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                        const RuntimeDims& dims) {
+  TESSERA_ASSIGN(Plan p, makePlan(k, c, t, dims));
   if (!hostGemmFusesEpilogue(p.g))
     return makeError(ErrorCode::InvalidConfig, "schedule " + std::string(*c.getStr("schedule")) +
                                                    " cannot fuse this epilogue (transposed or computed reads)");
@@ -634,7 +751,7 @@ Expected<HostPayload> buildHostGemmBlis(MLIRContext* ctx, const ir::Kernel& k, c
   Location loc = b.getUnknownLoc();
   out.module = ModuleOp::create(loc);
   std::map<std::string, Value> args;
-  createKernelFunc(b, *out.module, k, &args);
+  createKernelFunc(b, *out.module, k, &args, dims.any());
   GemmBuilder gb(b, loc, p, k, args);
   TESSERA_TRY(gb.build());
   func::ReturnOp::create(b, loc);

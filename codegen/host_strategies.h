@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "codegen/codegen.h"
 #include "ir/families.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"
@@ -19,6 +20,8 @@
 namespace tessera::codegen {
 
 inline constexpr const char* kKernelSymbol = "kernel";
+// The name createKernelFunc gives the runtime sizes argument in `args` (RuntimeDims).
+inline constexpr const char* kSizesArg = "__sizes";
 
 struct HostPayload {
   mlir::OwningOpRef<mlir::ModuleOp> module;
@@ -38,16 +41,18 @@ struct HostPayload {
   bool reciprocalEstimates = false;
 };
 
-// `func.func @kernel` taking one static-shaped memref per tensor (inputs, then outputs); fills
-// `args` with tensor name -> block argument and leaves the builder inside the (empty) body.
+// `func.func @kernel` taking one static-shaped memref per tensor (inputs, then outputs), and with
+// `sizesArg` a memref<2xi64> of runtime sizes last (RuntimeDims); fills `args` with tensor name
+// (kSizesArg for the sizes) -> block argument and leaves the builder inside the (empty) body.
 mlir::func::FuncOp createKernelFunc(mlir::OpBuilder& b, mlir::ModuleOp m, const ir::Kernel& k,
-                                    std::map<std::string, mlir::Value>* args);
+                                    std::map<std::string, mlir::Value>* args, bool sizesArg = false);
 
 Expected<HostPayload> buildHostGemm(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                     const TargetDesc& t);
 // The explicit BLIS-style GEMM (host_gemm_blis.cpp): schedules blis, bf16dot and amx.
+// `dims`: the sizes it takes at run time (shape-generic kernels; only this strategy has them).
 Expected<HostPayload> buildHostGemmBlis(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
-                                        const TargetDesc& t);
+                                        const TargetDesc& t, const RuntimeDims& dims = {});
 Expected<HostPayload> buildHostElementwise(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                            const TargetDesc& t);
 Expected<HostPayload> buildHostAttention(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,

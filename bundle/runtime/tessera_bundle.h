@@ -54,6 +54,8 @@ typedef struct tessera_kernel_info {
   const char* estimator;   /* estimated only: the model, e.g. "analytic-v1" */
   const char* bound;       /* estimated only: "compute", "memory", "latency", "launch" */
   int num_inputs, num_outputs;
+  int runtime_m;           /* 1: shape-generic, runs every M in [m_lo, m_hi] (tessera_run_dims) */
+  int64_t m_lo, m_hi;
 } tessera_kernel_info;
 
 /* The kernel for `family` ("gemm", "elementwise", "attention", or a kernel name), the key shape
@@ -65,6 +67,25 @@ typedef struct tessera_kernel_info {
 const tessera_kernel* tessera_find(const char* family, const char* shape, const char* dtype, const char* arch);
 const tessera_kernel* tessera_find_dims(const char* family, const int64_t* dims, int rank, const char* dtype,
                                         const char* arch);
+
+/* Shape-generic kernels (a bundle made with `tessera bundle --dispatch RULE`): one kernel serves
+ * every M of a range. A shape whose M lies in a range (its other dimensions and dtype equal) is
+ * answered by the kernel of M's bucket; tessera_last_message() and tessera_last_dispatch() say
+ * which range, bucket and config. A shape outside every range gets NULL and a message saying so.
+ * A kernel found this way runs with tessera_run_dims (the shape's M is passed at run time); its
+ * tensors are described at M = m_hi. A kernel compiled for the exact shape is preferred. */
+typedef struct tessera_dispatch_info {
+  int in_range;       /* 1: the last tessera_find on this thread was answered from a range */
+  const char* rule;   /* the range's name (the kernel tuned over it) */
+  int64_t lo, hi;     /* the range of M */
+  int bucket, num_buckets;
+  int64_t bucket_lo, bucket_hi;
+  const tessera_kernel* kernel;
+} tessera_dispatch_info;
+tessera_status tessera_last_dispatch(tessera_dispatch_info* out);
+/* Runs `k` at the shape `dims` (for a fixed-shape kernel: its own shape; for a shape-generic one:
+ * its shape with any M of its range). Buffers as for tessera_run, sized for `dims`. */
+tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, int rank, void* const* buffers);
 
 /* One line: what the last tessera_find chose and why, or why the last call failed (per thread). */
 const char* tessera_last_message(void);

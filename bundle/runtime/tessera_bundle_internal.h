@@ -5,6 +5,9 @@
 
 #include "tessera_bundle.h"
 
+/* Kernels take at most this many tensors (codegen's limit). */
+#define TSR_MAX_TENSORS 64
+
 typedef struct tsr_tensor {
   const char* name;
   const char* dtype;
@@ -64,10 +67,35 @@ struct tessera_kernel {
   const tsr_tensor* tensors;
   void (*host_fn)(void* const* buffers);  /* host: calls the compiled entry point */
   const tsr_gpu* gpu;                     /* GPU: launch and code object */
+  /* Shape-generic (runtime M): host_fn takes one more pointer, to int64_t sizes[2] = {M, 0};
+   * dims[0] is m_hi and every M in [m_lo, m_hi] runs. */
+  int runtime_m;
+  int64_t m_lo, m_hi;
 };
 
 extern const struct tessera_kernel tsr_kernels[];
 extern const int tsr_kernel_count;
+
+/* A dispatch rule: shapes equal to dims except dims[0] (M), with M in [lo, hi], are answered by
+ * the bucket holding M; each bucket names a kernel of tsr_kernels. */
+typedef struct tsr_bucket {
+  int64_t lo, hi;
+  int kernel;
+} tsr_bucket;
+typedef struct tsr_range {
+  const char* name;
+  const char* family;
+  const char* dtype;
+  const char* arch;
+  int rank;
+  int64_t dims[TESSERA_MAX_RANK];
+  int64_t lo, hi;
+  int num_buckets;
+  const tsr_bucket* buckets;
+} tsr_range;
+
+extern const tsr_range tsr_ranges[];
+extern const int tsr_range_count;
 
 /* runtime internals shared by the two runtime files */
 void tsr_message(const char* fmt, ...)

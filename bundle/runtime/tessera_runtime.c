@@ -9,6 +9,7 @@
 #include "tessera_bundle_internal.h"
 
 static _Thread_local char tsr_msg[1024];
+static _Thread_local tessera_dispatch_info tsr_dispatch;
 
 void tsr_message(const char* fmt, ...) {
   va_list ap;
@@ -143,8 +144,79 @@ static void tsr_describe_choice(const tessera_kernel* k, int matches) {
               matches > 1 ? "; several kernels match, pass a kernel name to choose" : "");
 }
 
+/* ---- shape ranges (shape-generic kernels) ---- */
+
+static int tsr_same_except_m(const tsr_range* r, const int64_t* dims, int rank) {
+  if (r->rank != rank) return 0;
+  for (int i = 1; i < rank; ++i)
+    if (r->dims[i] != dims[i]) return 0;
+  return 1;
+}
+
+/* The kernel of the bucket holding dims[0] among the ranges matching family, dtype, arch and the
+ * other dims; NULL with a message when none does (`near` is set when a range matched all but M). */
+static const tessera_kernel* tsr_find_in_ranges(const char* family, const int64_t* dims, int rank, const char* dtype,
+                                                const char* arch, const char* device, int* near) {
+  const tsr_range* best = NULL;
+  const tsr_bucket* bucket = NULL;
+  int bestFit = 0;
+  *near = 0;
+  char ranges[256] = "";
+  size_t used = 0;
+  for (int i = 0; i < tsr_range_count; ++i) {
+    const tsr_range* r = &tsr_ranges[i];
+    if (strcmp(r->family, family) != 0 && strcmp(r->name, family) != 0) continue;
+    if (strcmp(r->dtype, dtype) != 0 || !tsr_same_except_m(r, dims, rank) || r->num_buckets <= 0) continue;
+    int fit = tsr_arch_fit(&tsr_kernels[r->buckets[0].kernel], arch, device);
+    if (!fit) continue;
+    if (dims[0] < r->lo || dims[0] > r->hi) {
+      *near = 1;
+      if (used + 48 < sizeof ranges)
+        used += (size_t)snprintf(ranges + used, sizeof ranges - used, "%s%lld..%lld", used ? ", " : "", (long long)r->lo,
+                                 (long long)r->hi);
+      continue;
+    }
+    for (int b = 0; b < r->num_buckets; ++b)
+      if (dims[0] >= r->buckets[b].lo && dims[0] <= r->buckets[b].hi && fit > bestFit) {
+        best = r;
+        bucket = &r->buckets[b];
+        bestFit = fit;
+      }
+  }
+  if (!best) {
+    if (*near)
+      tsr_message("M=%lld is outside the range of M this bundle's %s %s kernels for this shape serve (%s); "
+                  "tune and bundle a range that holds it (tessera tune --m LO..HI)",
+                  (long long)dims[0], family, dtype, ranges);
+    return NULL;
+  }
+  const tessera_kernel* k = &tsr_kernels[bucket->kernel];
+  tsr_dispatch.in_range = 1;
+  tsr_dispatch.rule = best->name;
+  tsr_dispatch.lo = best->lo;
+  tsr_dispatch.hi = best->hi;
+  tsr_dispatch.bucket = (int)(bucket - best->buckets);
+  tsr_dispatch.num_buckets = best->num_buckets;
+  tsr_dispatch.bucket_lo = bucket->lo;
+  tsr_dispatch.bucket_hi = bucket->hi;
+  tsr_dispatch.kernel = k;
+  tsr_message("%s M=%lld %s on %s (%s): range M %lld..%lld of %s, bucket %d of %d (M %lld..%lld), shape-generic kernel %s; "
+              "config %s; run it with tessera_run_dims",
+              k->family, (long long)dims[0], k->dtype, k->target, k->arch, (long long)best->lo, (long long)best->hi,
+              best->name, tsr_dispatch.bucket, best->num_buckets, (long long)bucket->lo, (long long)bucket->hi, k->name,
+              k->config);
+  return k;
+}
+
+tessera_status tessera_last_dispatch(tessera_dispatch_info* out) {
+  if (!out) return TESSERA_ERR_ARGUMENT;
+  *out = tsr_dispatch;
+  return TESSERA_OK;
+}
+
 const tessera_kernel* tessera_find_dims(const char* family, const int64_t* dims, int rank, const char* dtype,
                                         const char* arch) {
+  memset(&tsr_dispatch, 0, sizeof tsr_dispatch);
   if (!family || !dims || rank <= 0 || rank > TESSERA_MAX_RANK || !dtype || !arch) {
     tsr_message("tessera_find: family, shape, dtype and arch are required");
     return NULL;
@@ -159,6 +231,7 @@ const tessera_kernel* tessera_find_dims(const char* family, const int64_t* dims,
   size_t used = 0;
   for (int i = 0; i < tsr_kernel_count; ++i) {
     const tessera_kernel* k = &tsr_kernels[i];
+    if (k->runtime_m) continue;  /* served through its range */
     if (strcmp(k->family, family) != 0 && strcmp(k->name, family) != 0) continue;
     if (strcmp(k->dtype, dtype) != 0) continue;
     int fit = tsr_arch_fit(k, arch, device);
@@ -181,6 +254,9 @@ const tessera_kernel* tessera_find_dims(const char* family, const int64_t* dims,
     tsr_describe_choice(best, matches);
     return best;
   }
+  int near = 0;
+  const tessera_kernel* ranged = tsr_find_in_ranges(family, dims, rank, dtype, arch, device, &near);
+  if (ranged || near) return ranged;
   char want[160];
   size_t w = 0;
   for (int i = 0; i < rank && w < sizeof want - 24; ++i)
@@ -227,6 +303,9 @@ tessera_status tessera_info(const tessera_kernel* k, tessera_kernel_info* out) {
   out->bound = k->bound;
   out->num_inputs = k->num_inputs;
   out->num_outputs = k->num_outputs;
+  out->runtime_m = k->runtime_m;
+  out->m_lo = k->m_lo;
+  out->m_hi = k->m_hi;
   return TESSERA_OK;
 }
 
@@ -286,7 +365,58 @@ tessera_status tessera_host_call(const tessera_kernel* k, void* const* buffers) 
     tsr_message("%s was compiled for %s, which this CPU does not support", k->name, k->arch);
     return TESSERA_ERR_UNSUPPORTED;
   }
+  if (k->runtime_m) {
+    tsr_message("%s is shape-generic (M %lld..%lld): run it with tessera_run_dims and the shape", k->name,
+                (long long)k->m_lo, (long long)k->m_hi);
+    return TESSERA_ERR_ARGUMENT;
+  }
   k->host_fn(buffers);
+  return TESSERA_OK;
+}
+
+tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, int rank, void* const* buffers) {
+  if (tsr_index_of(k) < 0 || !dims || rank <= 0 || rank > TESSERA_MAX_RANK) {
+    tsr_message("tessera_run_dims: a kernel of this bundle and its shape are required");
+    return TESSERA_ERR_ARGUMENT;
+  }
+  if (!k->runtime_m) {
+    if (!tsr_same_dims(k, dims, rank)) {
+      tsr_message("%s is compiled for shape %s only", k->name, k->shape);
+      return TESSERA_ERR_ARGUMENT;
+    }
+    return tessera_run(k, buffers);
+  }
+  if (k->rank != rank) {
+    tsr_message("%s: the shape has %d dimensions, the kernel %d", k->name, rank, k->rank);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  for (int i = 1; i < rank; ++i)
+    if (dims[i] != k->dims[i]) {
+      tsr_message("%s serves M %lld..%lld with its other dimensions fixed (%s at M=%lld)", k->name, (long long)k->m_lo,
+                  (long long)k->m_hi, k->shape, (long long)k->m_hi);
+      return TESSERA_ERR_ARGUMENT;
+    }
+  if (dims[0] < k->m_lo || dims[0] > k->m_hi) {
+    tsr_message("%s: M=%lld is outside its range %lld..%lld", k->name, (long long)dims[0], (long long)k->m_lo,
+                (long long)k->m_hi);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  tessera_status st = tsr_check_buffers(k, buffers, 64);
+  if (st != TESSERA_OK) return st;
+  if (!tsr_cpu_runs(k->arch)) {
+    tsr_message("%s was compiled for %s, which this CPU does not support", k->name, k->arch);
+    return TESSERA_ERR_UNSUPPORTED;
+  }
+  void* args[TSR_MAX_TENSORS + 1];
+  int n = k->num_inputs + k->num_outputs;
+  if (n > TSR_MAX_TENSORS) {
+    tsr_message("%s: too many tensors", k->name);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  for (int i = 0; i < n; ++i) args[i] = buffers[i];
+  int64_t sizes[2] = {dims[0], 0};
+  args[n] = sizes;
+  k->host_fn(args);
   return TESSERA_OK;
 }
 

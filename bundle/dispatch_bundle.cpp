@@ -1,0 +1,164 @@
+// Owns compiling a dispatch rule into bundle entries (dispatch_bundle.h).
+#include "bundle/dispatch_bundle.h"
+
+#include <nlohmann/json.hpp>
+
+#include "bundle/bundle.h"
+#include "bundle/range_tune.h"
+#include "cache_service/record.h"
+#include "codegen/codegen.h"
+#include "ir/families.h"
+#include "ir/text.h"
+#include "ir/verifier.h"
+#include "search/records.h"
+#include "search/trial.h"
+
+namespace tessera::bundle {
+
+using nlohmann::json;
+
+namespace {
+
+std::string sanitizeName(const std::string& s) {
+  std::string o;
+  for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  return o;
+}
+
+// The reference evaluator is slow: the check runs where M·N·K stays below this.
+constexpr double kMaxCheckedMacs = double(1 << 27);
+
+}  // namespace
+
+Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSettings& s, std::set<std::string>* symbols,
+                                       const std::function<void(const std::string&)>& progress) {
+  TESSERA_ASSIGN(ir::Kernel maxKernel, ir::parseKernel(f.kernelIr));
+  TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
+  if (g.m != f.rule.hi)
+    return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": its kernel has M=" + std::to_string(g.m) +
+                                                     ", the rule's range ends at " + std::to_string(f.rule.hi));
+  if (f.threads < 1 || f.threads > 1024) return makeError(ErrorCode::InvalidArgument, "dispatch rule: threads out of range");
+  TESSERA_ASSIGN(TargetDesc t, hostTargetAs(f.arch));
+  t.units = f.threads;
+  const bool native = s.hostCpu == HostCpu::Native && t.arch == hostTarget().arch;
+  if (native) {
+    TESSERA_ASSIGN(t, hostTargetWithThreads(f.threads));
+  }
+  const cache::HardKey key = search::hardKeyFor(maxKernel, t);
+  // The kernel at M (its other dimensions and epilogue inputs as at the top).
+  auto kernelAt = [&](int64_t m) -> Expected<ir::Kernel> {
+    // Two-dimensional tensors broadcast against [M, N]: a first dimension of M is M's (B is K x N).
+    ir::Kernel k = maxKernel;
+    for (auto& d : k.tensors)
+      if (d.name != g.b && d.shape.size() == 2 && d.shape[0] == g.m) d.shape[0] = m;
+    k.name = maxKernel.name + "_m" + std::to_string(m);
+    TESSERA_TRY(ir::verify(k));
+    return k;
+  };
+  RangeBundle out;
+  out.range.name = f.kernelName.empty() ? maxKernel.name : f.kernelName;
+  out.range.family = key.family;
+  out.range.dtype = key.dtype;
+  out.range.arch = t.arch;
+  out.range.dims = key.shape;
+  out.range.lo = f.rule.lo;
+  out.range.hi = f.rule.hi;
+  json buckets = json::array();
+  for (const auto& b : f.rule.buckets) {
+    out.range.buckets.push_back({b.lo, b.hi, b.config});
+    buckets.push_back({{"lo", b.lo}, {"hi", b.hi}, {"kernel", b.config}});
+  }
+  auto cache = makeSizedCompileCache(maxKernel, t);
+  for (size_t i = 0; i < f.rule.configs.size(); ++i) {
+    TESSERA_ASSIGN(ir::Config c, ir::Config::parseAssignments(f.rule.configs[i]));
+    const std::string name = out.range.name + "_range" + std::to_string(i);
+    std::string symbol = "tessera_" + sanitizeName(name) + "_" + sanitizeName(t.arch);
+    for (int n = 2; symbols->count(symbol); ++n) symbol = "tessera_" + sanitizeName(name) + "_" + sanitizeName(t.arch) + "_" + std::to_string(n);
+    symbols->insert(symbol);
+    codegen::CompileOptions o{.cpu = native ? "" : t.arch, .symbol = symbol, .runtime = {.m = true}};
+    auto obj = codegen::emitHost(maxKernel, c, t, codegen::Emit::Object, o);
+    if (!obj.ok()) return makeError(obj.error().code, name + " (" + c.str() + "): " + obj.error().message);
+    // The check: the same lowering JIT-compiled here, run at sizes of each of its buckets.
+    json checks = json::array();
+    if (s.verify) {
+      std::vector<int64_t> ms;
+      for (const auto& b : f.rule.buckets) {
+        if (b.config != int(i)) continue;
+        for (int64_t m : {b.lo, b.lo + 2, b.lo + 16, b.hi})
+          if (m >= b.lo && m <= b.hi && double(m) * double(g.n) * double(g.k) <= kMaxCheckedMacs &&
+              std::find(ms.begin(), ms.end(), m) == ms.end())
+            ms.push_back(m);
+      }
+      search::MeasureSettings ms2;
+      ms2.timeoutSec = s.verifyTimeoutSec;
+      ms2.measure.minTimeSec = 0;
+      ms2.measure.minRuns = 1;
+      for (int64_t m : ms) {
+        TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
+        auto r = makeSizedHostMeasurer(cache, k, ms2)->measure({c}).front();
+        if (!r.ok())
+          return makeError(ErrorCode::WrongResult, name + " (" + c.str() + ") at M=" + std::to_string(m) + ": " +
+                                                       search::trialStatusName(r.status) + " " + r.message);
+        checks.push_back({{"m", m}, {"max_rel_err", r.maxRelErr}});
+      }
+    }
+    RangeEntry e;
+    TableEntry& row = e.row;
+    row.name = name;
+    row.family = key.family;
+    row.shape = std::to_string(f.rule.lo) + ".." + cache::formatShape(key.shape);
+    row.dims = key.shape;
+    row.dtype = key.dtype;
+    row.target = t.name;
+    row.arch = t.arch;
+    row.vendor = "host";
+    row.config = c.toJson();
+    row.source = "exact";
+    row.tunedShape = "M " + std::to_string(f.rule.lo) + ".." + std::to_string(f.rule.hi);
+    for (const auto* d : maxKernel.inputs())
+      row.tensors.push_back({d->name, std::string(ir::typeName(d->dtype)), int(ir::byteSize(d->dtype)), false, d->shape});
+    for (const auto* d : maxKernel.outputs())
+      row.tensors.push_back({d->name, std::string(ir::typeName(d->dtype)), int(ir::byteSize(d->dtype)), true, d->shape});
+    row.numInputs = int(maxKernel.inputs().size());
+    row.numOutputs = int(maxKernel.outputs().size());
+    row.hostSymbol = symbol;
+    row.runtimeM = true;
+    row.mLo = f.rule.lo;
+    row.mHi = f.rule.hi;
+    e.manifestJson = json{{"name", name},
+                          {"family", key.family},
+                          {"target", t.name},
+                          {"arch", t.arch},
+                          {"vendor", "host"},
+                          {"shape", row.shape},
+                          {"dtype", key.dtype},
+                          {"units", t.units},
+                          {"runtime_m", {{"lo", f.rule.lo}, {"hi", f.rule.hi}}},
+                          {"config", json::parse(row.config)},
+                          {"source", "dispatch rule"},
+                          {"symbol", symbol},
+                          {"cpu", native ? "native (" + hostTarget().model + ")" : t.arch},
+                          {"files", {{"object", "host/" + symbol + ".o"}}},
+                          {"check", {{"kind", s.verify ? "reference at sizes of its buckets" : "none"}, {"sizes", checks}}},
+                          {"kernel_ir", f.kernelIr}}
+                         .dump();
+    e.objectPath = "host/" + symbol + ".o";
+    e.object = std::move(*obj);
+    if (progress)
+      progress(name + " on " + t.name + " (" + t.arch + "): shape-generic, M " + std::to_string(f.rule.lo) + ".." +
+               std::to_string(f.rule.hi) + ", config " + c.str() + (s.verify ? ", checked at " + std::to_string(checks.size()) + " sizes" : ""));
+    out.entries.push_back(std::move(e));
+  }
+  out.manifestJson = json{{"name", out.range.name},
+                          {"dim", "M"},
+                          {"lo", f.rule.lo},
+                          {"hi", f.rule.hi},
+                          {"shape_at_hi", cache::formatShape(key.shape)},
+                          {"buckets", buckets},
+                          {"train_regret", f.rule.trainRegret},
+                          {"held_out_regret", f.rule.heldOutRegret}}
+                         .dump();
+  return out;
+}
+
+}  // namespace tessera::bundle

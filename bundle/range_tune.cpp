@@ -1,0 +1,254 @@
+// Owns tuning over a shape range and the rule file it writes (range_tune.h).
+#include "bundle/range_tune.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "codegen/codegen.h"
+#include "ir/families.h"
+#include "ir/text.h"
+#include "support/text_file.h"
+
+namespace tessera::bundle {
+
+struct SizedCompileCache {
+  ir::Kernel maxKernel;
+  TargetDesc target;
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<const codegen::HostExecutable>> built;
+  std::map<std::string, Error> failed;
+};
+
+namespace {
+
+class SizedExecutable : public search::Executable {
+ public:
+  std::shared_ptr<const codegen::HostExecutable> exe;
+};
+
+// Builds through the shared cache (one compile per config for every point); runs with the
+// point's M as the runtime size.
+class SizedBackend : public search::ExecutionBackend {
+ public:
+  SizedBackend(std::shared_ptr<SizedCompileCache> c, int64_t m) : cache_(std::move(c)), m_(m) {}
+
+  Expected<std::shared_ptr<const search::Executable>> build(const ir::Config& c) override {
+    const std::string key = c.str();
+    auto box = std::make_shared<SizedExecutable>();
+    box->config = c;
+    {
+      std::lock_guard<std::mutex> lock(cache_->mu);
+      if (auto it = cache_->failed.find(key); it != cache_->failed.end()) return it->second;
+      if (auto it = cache_->built.find(key); it != cache_->built.end()) {
+        box->exe = it->second;
+        return std::shared_ptr<const search::Executable>(box);
+      }
+    }
+    auto exe = codegen::compileHost(cache_->maxKernel, c, cache_->target, {.runtime = {.m = true}});
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    if (!exe.ok()) {
+      cache_->failed.emplace(key, exe.error());
+      return exe.takeError();
+    }
+    box->compileSeconds = (*exe)->compileSeconds;
+    box->exe = std::shared_ptr<const codegen::HostExecutable>(std::move(*exe));
+    cache_->built.emplace(key, box->exe);
+    return std::shared_ptr<const search::Executable>(box);
+  }
+
+  Expected<std::vector<double>> run(const search::Executable& e, KernelIO& io, const MeasureOptions& m) override {
+    const auto& exe = *static_cast<const SizedExecutable&>(e).exe;
+    std::vector<void*> bufs(io.buffers(), io.buffers() + io.count());
+    alignas(64) int64_t sizes[codegen::kRuntimeSizeCount] = {m_, 0};
+    bufs.push_back(sizes);
+    auto raw = exe.raw();
+    auto call = [&] { codegen::invokeRaw(raw, bufs.data(), bufs.size()); };
+    call();  // the checked run, and the warm-up
+    MeasureOptions timed = m;
+    timed.warmup = 0;
+    timed.maxRuns = std::min(timed.maxRuns, 4096);
+    std::function<void()> flush;
+    if (m.flushCache) flush = flushHostCaches;
+    return sampleRuns([&] { return wallMicros(call); }, timed, flush);
+  }
+
+ private:
+  std::shared_ptr<SizedCompileCache> cache_;
+  int64_t m_;
+};
+
+constexpr int64_t kInPlaceBRows = 64;
+
+bool blisFamily(const ir::Config& c) {
+  auto s = c.getStr("schedule");
+  return s.ok() && (*s == "blis" || *s == "bf16dot" || *s == "amx");
+}
+
+}  // namespace
+
+std::shared_ptr<SizedCompileCache> makeSizedCompileCache(const ir::Kernel& maxKernel, const TargetDesc& t) {
+  auto c = std::make_shared<SizedCompileCache>();
+  c->maxKernel = maxKernel;
+  c->target = t;
+  return c;
+}
+
+std::unique_ptr<search::Measurer> makeSizedHostMeasurer(const std::shared_ptr<SizedCompileCache>& cache,
+                                                        const ir::Kernel& pointKernel, const search::MeasureSettings& s) {
+  auto g = ir::analyzeGemm(pointKernel);
+  const int64_t m = g.ok() ? g->m : 0;
+  return search::makeProtocolMeasurer(pointKernel, cache->target, std::make_unique<SizedBackend>(cache, m), s);
+}
+
+Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt, const ShapeRange& range,
+                                    const TargetDesc& t, cache::RecordStore* store, const cache::Provenance& prov,
+                                    const RangeTuneSettings& s, const RangeTuneCallbacks& cb) {
+  auto progress = [&](const std::string& l) {
+    if (cb.onProgress) cb.onProgress(l);
+  };
+  auto warn = [&](const std::string& l) {
+    if (cb.onWarning) cb.onWarning(l);
+  };
+  if (t.isGpu()) return makeError(ErrorCode::Unsupported, "tuning over a range of M runs on the host target");
+  TESSERA_ASSIGN(ir::Kernel maxKernel, kernelAt(range.hi));
+  if (maxKernel.family != ir::Family::Gemm) return makeError(ErrorCode::Unsupported, "a range of M is for GEMM kernels");
+  TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
+  if (g.transA) return makeError(ErrorCode::InvalidArgument, "a range of M needs A stored M x K: drop --trans-a");
+  if (g.batch > 0) return makeError(ErrorCode::InvalidArgument, "a range of M takes no --batch");
+  // Shape-generic kernels are the explicit GEMM's: each point's search stays in its family.
+  std::string spec = s.spaceSpec;
+  if (spec.find("schedule") == std::string::npos) spec = "schedule=blis" + (spec.empty() ? std::string() : "," + spec);
+
+  RangeTuneResult out;
+  out.kernelIr = ir::printKernel(maxKernel);
+  out.kernelName = maxKernel.name;
+  RangePoints pts = rangePoints(range, s.maxTrain);
+  std::set<int64_t> all(pts.train.begin(), pts.train.end());
+  all.insert(pts.heldOut.begin(), pts.heldOut.end());
+  out.table.points.assign(all.begin(), all.end());
+  auto indexOf = [&](int64_t v) { return size_t(std::lower_bound(out.table.points.begin(), out.table.points.end(), v) - out.table.points.begin()); };
+  for (int64_t v : pts.train) out.train.push_back(indexOf(v));
+  for (int64_t v : pts.heldOut) out.heldOut.push_back(indexOf(v));
+
+  // 1. Each training point tuned as its own kernel.
+  std::vector<ir::Config> candidates;
+  std::set<std::string> seen;
+  int64_t pointM = 0;
+  auto addCandidate = [&](const ir::Config& c) {
+    if (!blisFamily(c) || !seen.insert(c.str()).second) return;
+    candidates.push_back(c);
+    // At a few rows packing B costs as much as the product: such points' winners are offered
+    // reading B in place too (PACKB=0, not a knob of the search space).
+    auto sched = c.getStr("schedule");
+    if (pointM <= kInPlaceBRows && sched.ok() && *sched == "blis" && !g.transB && !c.values.count("PACKB")) {
+      ir::Config v = c;
+      ir::Config extra = *ir::Config::parseAssignments("PACKB=0");
+      v.values.insert(extra.values.begin(), extra.values.end());
+      if (seen.insert(v.str()).second) candidates.push_back(v);
+    }
+  };
+  for (int64_t m : pts.train) {
+    pointM = m;
+    if (cb.shouldStop && cb.shouldStop()) return makeError(ErrorCode::RuntimeError, "interrupted");
+    TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
+    TESSERA_ASSIGN(search::TuneProblem problem, search::tuneProblem(k, t, spec));
+    auto measurer = search::makeHostMeasurer(k, t, s.measure);
+    search::SessionCallbacks scb;
+    scb.onWarning = [&](const std::string& w) { warn(w); };
+    TESSERA_ASSIGN(search::SessionResult res, search::runTuneSession(problem, *measurer, store, nullptr, prov, s.session, scb));
+    if (res.outcome == search::SessionResult::Outcome::AlreadyTuned) {
+      auto c = ir::Config::fromJson(res.cached->config);
+      if (c.ok() && !blisFamily(*c))
+        warn("M=" + std::to_string(m) + ": the stored winner (" + c->str() +
+             ") is not shape-generic; --force tunes the blis family there");
+      if (c.ok()) addCandidate(*c);
+      progress("M=" + std::to_string(m) + ": stored winner " + (c.ok() ? c->str() : res.cached->config));
+      continue;
+    }
+    if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
+      warn("M=" + std::to_string(m) + ": no candidate produced a correct result");
+      continue;
+    }
+    std::vector<search::TrialResult> top = res.tune.remeasured;
+    std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) {
+      if (a.ok() != b.ok()) return a.ok();
+      return a.samples.median_us < b.samples.median_us;
+    });
+    if (res.tune.best) addCandidate(res.tune.best->config);
+    for (size_t i = 0; i < top.size() && int(i) < s.candidatesPerPoint; ++i)
+      if (top[i].ok()) addCandidate(top[i].config);
+    progress("M=" + std::to_string(m) + ": tuned " + std::to_string(res.tune.trials.size()) + " candidates, best " +
+             (res.tune.best ? res.tune.best->config.str() + " " + std::to_string(res.tune.best->samples.median_us) + " us" : "-"));
+  }
+  if (candidates.empty()) return makeError(ErrorCode::NotFound, "no point of the range produced a shape-generic winner");
+
+  // 2. Every candidate as a shape-generic kernel at every point (training and held out).
+  auto cache = makeSizedCompileCache(maxKernel, t);
+  for (const auto& c : candidates) out.table.configs.push_back(c.str());
+  out.table.times.assign(candidates.size(), std::vector<double>(out.table.points.size(), std::numeric_limits<double>::infinity()));
+  for (size_t p = 0; p < out.table.points.size(); ++p) {
+    if (cb.shouldStop && cb.shouldStop()) return makeError(ErrorCode::RuntimeError, "interrupted");
+    TESSERA_ASSIGN(ir::Kernel k, kernelAt(out.table.points[p]));
+    auto measurer = makeSizedHostMeasurer(cache, k, s.measure);
+    // Two interleaved rounds: a burst of load on a shared machine moves one sample, not the rule.
+    auto results = measurer->remeasure(candidates, 2);
+    int ok = 0;
+    for (size_t c = 0; c < results.size(); ++c)
+      if (results[c].ok()) {
+        out.table.times[c][p] = results[c].samples.median_us;
+        ++ok;
+      } else if (c == 0 || results[c].status != results[c - 1].status) {
+        warn("M=" + std::to_string(out.table.points[p]) + ": " + results[c].config.str() + ": " +
+             search::trialStatusName(results[c].status) + " " + results[c].message);
+      }
+    progress("M=" + std::to_string(out.table.points[p]) + ": " + std::to_string(ok) + "/" + std::to_string(candidates.size()) +
+             " shape-generic candidates measured");
+  }
+
+  // 3. The rule.
+  TESSERA_ASSIGN(out.rule, fitDispatchRule(out.table, out.train, out.heldOut, range.lo, range.hi, s.fit));
+  return out;
+}
+
+std::string rangeRuleFile(const RangeTuneResult& r, const TargetDesc& t) {
+  nlohmann::json extra = {{"format", "tessera-dispatch-1"},
+                          {"kernel", r.kernelName},
+                          {"kernel_ir", r.kernelIr},
+                          {"arch", t.arch},
+                          {"threads", t.units}};
+  nlohmann::json pts = nlohmann::json::array();
+  for (size_t p = 0; p < r.table.points.size(); ++p) {
+    nlohmann::json row = {{"m", r.table.points[p]},
+                          {"held_out", std::find(r.heldOut.begin(), r.heldOut.end(), p) != r.heldOut.end()}};
+    nlohmann::json us = nlohmann::json::array();
+    for (const auto& times : r.table.times) us.push_back(std::isfinite(times[p]) ? nlohmann::json(times[p]) : nlohmann::json());
+    row["us"] = us;
+    pts.push_back(row);
+  }
+  extra["candidates"] = r.table.configs;
+  extra["measurements"] = pts;
+  return ruleToJson(r.rule, extra.dump());
+}
+
+Expected<RangeRuleFile> readRangeRuleFile(const std::string& path) {
+  TESSERA_ASSIGN(std::string text, readTextFile(path, {.max_bytes = 8 << 20, .max_line_bytes = 0, .what = "dispatch rule"}));
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || j.value("format", "") != "tessera-dispatch-1")
+    return makeError(ErrorCode::InvalidArgument, path + ": not a dispatch rule written by `tessera tune --m LO..HI`");
+  RangeRuleFile f;
+  TESSERA_ASSIGN(f.rule, ruleFromJson(text));
+  if (!j.contains("kernel_ir") || !j["kernel_ir"].is_string() || !j.contains("arch") || !j["arch"].is_string() ||
+      !j.contains("threads") || !j["threads"].is_number_integer())
+    return makeError(ErrorCode::InvalidArgument, path + ": the rule names no kernel, arch or thread count");
+  f.kernelIr = j["kernel_ir"].get<std::string>();
+  f.kernelName = j.value("kernel", "");
+  f.arch = j["arch"].get<std::string>();
+  f.threads = j["threads"].get<int>();
+  return f;
+}
+
+}  // namespace tessera::bundle

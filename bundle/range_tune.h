@@ -1,0 +1,62 @@
+// Owns tuning over a shape range (`tessera tune gemm --m 1..8192 ...`): each training point of the
+// range tuned as its own kernel (its records stored like any tune's), the winners of every point
+// then measured as shape-generic kernels (compiled once with runtime M for the range's top, run
+// at each training and held-out point), and the dispatch rule fitted to those times.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bundle/dispatch_rule.h"
+#include "cache_service/store.h"
+#include "ir/ir.h"
+#include "search/protocol_measurer.h"
+#include "search/tune_session.h"
+#include "support/status.h"
+#include "targets/target_desc.h"
+
+namespace tessera::bundle {
+
+struct RangeTuneSettings {
+  search::SessionSettings session;   // per training point
+  search::MeasureSettings measure;   // per point and for the cross measurement
+  std::string spaceSpec;             // narrows each point's space; the schedule is the blis family's
+  int candidatesPerPoint = 2;        // each point's best configs that join the candidates
+  FitSettings fit;
+  int maxTrain = 14;
+};
+
+struct RangeTuneCallbacks {
+  std::function<void(const std::string&)> onProgress;  // one line per step
+  std::function<void(const std::string&)> onWarning;
+  std::function<bool()> shouldStop;                     // e.g. Ctrl-C: stop after the point in flight
+};
+
+struct RangeTuneResult {
+  DispatchRule rule;
+  TimeTable table;                 // candidates x points, microseconds (shape-generic kernels)
+  std::vector<size_t> train, heldOut;  // indices into table.points
+  std::string kernelIr;            // the kernel at the range's top, IR text (what the bundle compiles)
+  std::string kernelName;
+};
+
+// `kernelAt(m)`: the kernel with M = m (everything else fixed). `store`: where each point's records
+// go (may be null: nothing stored or reused).
+Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt, const ShapeRange& range,
+                                    const TargetDesc& t, cache::RecordStore* store, const cache::Provenance& prov,
+                                    const RangeTuneSettings& s, const RangeTuneCallbacks& cb = {});
+
+// The rule file `tessera tune` writes and `tessera bundle --dispatch` reads: the rule plus the
+// kernel (IR text at the range's top), its name and the target's ISA level and threads.
+std::string rangeRuleFile(const RangeTuneResult& r, const TargetDesc& t);
+
+// The host measurer of shape-generic GEMM kernels: each config compiled once (runtime M, the
+// kernel `maxKernel`) and shared by every point's measurer made from the same cache; runs on the
+// buffers of `pointKernel` with that kernel's M.
+struct SizedCompileCache;
+std::shared_ptr<SizedCompileCache> makeSizedCompileCache(const ir::Kernel& maxKernel, const TargetDesc& t);
+std::unique_ptr<search::Measurer> makeSizedHostMeasurer(const std::shared_ptr<SizedCompileCache>& cache,
+                                                        const ir::Kernel& pointKernel, const search::MeasureSettings& s);
+
+}  // namespace tessera::bundle
