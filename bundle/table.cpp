@@ -97,7 +97,8 @@ TableSources tableSources(const std::vector<TableEntry>& entries, const std::vec
         t += "  {" + std::string(argKind(a.kind)) + ", " + std::to_string(a.tensor) + ", " +
              std::to_string(ir::byteSize(a.dtype)) + ", " + std::to_string(a.batchStride) + ", " + std::to_string(a.rows) +
              ", " + std::to_string(a.cols) + ", " + std::to_string(a.prows) + ", " + std::to_string(a.pcols) + ", " +
-             (a.transposed ? "1" : "0") + ", " + (a.copyBack ? "1" : "0") + ", " + (a.zeroFirst ? "1" : "0") + "},\n";
+             (a.transposed ? "1" : "0") + ", " + (a.copyBack ? "1" : "0") + ", " + (a.zeroFirst ? "1" : "0") + ", " +
+             std::to_string(a.packBatches) + "},\n";
       if (l.args.empty()) t += "  {0},\n";
       t += "};\nstatic const int tsr_params_" + id + "[] = {";
       for (size_t j = 0; j < l.kernelParams.size(); ++j) t += (j ? ", " : "") + std::to_string(l.kernelParams[j]);

@@ -27,6 +27,7 @@ typedef struct tsr_gpu_arg {
   int64_t batch_stride;
   int64_t rows, cols, prows, pcols;
   int transposed, copy_back, zero_first;
+  int64_t pack_batches;  /* packed: consecutive slices, one per batch (a kernel that runs every batch in one launch) */
 } tsr_gpu_arg;
 
 typedef struct tsr_gpu {

@@ -43,7 +43,8 @@ struct tsr_dev {
   tessera_status (*launch)(tsr_dev* d, void* fn, const tsr_gpu* g, void** params, float* ms);
 };
 
-static size_t tsr_arg_bytes(const tsr_gpu_arg* a) { return (size_t)(a->prows * a->pcols) * (size_t)a->elem_bytes; }
+static int64_t tsr_slices(const tsr_gpu_arg* a) { return a->pack_batches > 1 ? a->pack_batches : 1; }
+static size_t tsr_arg_bytes(const tsr_gpu_arg* a) { return (size_t)(a->prows * a->pcols * tsr_slices(a)) * (size_t)a->elem_bytes; }
 
 static size_t tsr_tensor_bytes(const tsr_tensor* t) {
   size_t n = (size_t)t->elem_bytes;
@@ -51,19 +52,23 @@ static size_t tsr_tensor_bytes(const tsr_tensor* t) {
   return n;
 }
 
-/* Zeroed [prows x pcols] copy of the [rows x cols] matrix at src (stored [cols][rows] when
- * transposed). */
+/* Zeroed [prows x pcols] copies of the [rows x cols] matrices at src (stored [cols][rows] when
+ * transposed), one slice per batch where the kernel runs every batch in one launch. */
 static void tsr_pack(const tsr_gpu_arg* a, const char* src, char* dst) {
   const size_t es = (size_t)a->elem_bytes;
   memset(dst, 0, tsr_arg_bytes(a));
-  if (!a->transposed) {
+  for (int64_t b = 0; b < tsr_slices(a); ++b) {
+    char* d = dst + (size_t)(b * a->prows * a->pcols) * es;
+    const char* sb = src + (size_t)(b * a->rows * a->cols) * es;
+    if (!a->transposed) {
+      for (int64_t r = 0; r < a->rows; ++r)
+        memcpy(d + (size_t)(r * a->pcols) * es, sb + (size_t)(r * a->cols) * es, (size_t)a->cols * es);
+      continue;
+    }
     for (int64_t r = 0; r < a->rows; ++r)
-      memcpy(dst + (size_t)(r * a->pcols) * es, src + (size_t)(r * a->cols) * es, (size_t)a->cols * es);
-    return;
+      for (int64_t c = 0; c < a->cols; ++c)
+        memcpy(d + (size_t)(r * a->pcols + c) * es, sb + (size_t)(c * a->rows + r) * es, es);
   }
-  for (int64_t r = 0; r < a->rows; ++r)
-    for (int64_t c = 0; c < a->cols; ++c)
-      memcpy(dst + (size_t)(r * a->pcols + c) * es, src + (size_t)(c * a->rows + r) * es, es);
 }
 
 static void tsr_copy_back(const tsr_gpu_arg* a, const char* ws, char* user) {
