@@ -24,7 +24,7 @@
 #include "codegen/codegen.h"
 #include "ir/builders.h"
 #include "ir/reference.h"
-#include "search/protocol_measurer.h"
+#include "measure/protocol_measurer.h"
 #include "search/tune_session.h"
 #include "search/records.h"
 

@@ -11,7 +11,7 @@
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include "search/records.h"
-#include "search/trial.h"
+#include "measure/trial.h"
 
 namespace tessera::bundle {
 

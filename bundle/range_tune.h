@@ -11,7 +11,7 @@
 #include "bundle/dispatch_rule.h"
 #include "cache_service/store.h"
 #include "ir/ir.h"
-#include "search/protocol_measurer.h"
+#include "measure/protocol_measurer.h"
 #include "search/tune_session.h"
 #include "support/status.h"
 #include "targets/target_desc.h"

@@ -1,4 +1,4 @@
-// Owns the contract of the measurement job queue (design.md §10, issue 16): workers register the
+// Owns the contract of the measurement job queue (ARCHITECTURE.md §2.10, issue 16): workers register the
 // hardware they measure on; a tuner submits a job (a kernel's IR text, candidate configs, the
 // measurement settings) for one hard key; workers whose target, arch and units equal the key's
 // (and whose model equals the job's, when it names one) lease its items, renew their leases by
@@ -23,7 +23,7 @@ namespace tessera::cache {
 
 // Item payloads and results are opaque to the queue (the API validates them): a measure item's
 // payload is one config (a JSON object), a remeasure item's is an array of configs measured in
-// interleaved rounds on one worker (design.md §5: the final ranking must not mix machines).
+// interleaved rounds on one worker (ARCHITECTURE.md §2.7: the final ranking must not mix machines).
 inline constexpr const char* kJobMeasure = "measure";
 inline constexpr const char* kJobRemeasure = "remeasure";
 

@@ -1,4 +1,4 @@
-// Owns the kernel table's rule (design.md §6): a store keeps, next to its records, the canonical IR
+// Owns the kernel table's rule (ARCHITECTURE.md §2.9): a store keeps, next to its records, the canonical IR
 // text of each kernel it has records of, content-addressed by the key's workload hash, so that any
 // winner (a fused elementwise chain, a GEMM with an epilogue) can be compiled again from the store.
 // The text is the anonymized canonical print (ir::printKernel with anonymize), whose SHA-256 *is*

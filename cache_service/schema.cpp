@@ -10,7 +10,7 @@ namespace tessera::cache {
 
 namespace {
 
-// Version 1 (design.md §6). Hard-key columns live on `keys` (one row per key_id, which also holds
+// Version 1 (ARCHITECTURE.md §2.9). Hard-key columns live on `keys` (one row per key_id, which also holds
 // the winner pointer so best-wins is a single upsert); every measured record lives in `records`.
 constexpr const char* kMigrationV1 = R"sql(
 CREATE TABLE keys(

@@ -1,4 +1,4 @@
-// Owns measuring GPU candidates (design.md §5, §10): the device backend of the measurement
+// Owns measuring GPU candidates (ARCHITECTURE.md §2.7, §2.10): the device backend of the measurement
 // protocol. Candidates are compiled in the build pool (PTX + ptxas cubin, or hsaco; a config whose
 // resources exceed the target's limits or spill is rejected there); each is measured in a child
 // process with a watchdog, since an illegal address poisons a CUDA context for good: a crashing

@@ -1,4 +1,4 @@
-// Owns running one candidate in a forked child process with a wall-clock watchdog (design.md §5):
+// Owns running one candidate in a forked child process with a wall-clock watchdog (ARCHITECTURE.md §2.7):
 // a crash, a hang, or a GPU context poisoned by an illegal address costs only that candidate.
 // The child reports its timing samples (or the error its runtime gave) through a shared page;
 // outputs it writes reach the parent when they live in shared memory (KernelIO::Outputs::Shared).

@@ -1,4 +1,4 @@
-// Owns measuring from any process (design.md §5): the measuring children of a tune are not forked
+// Owns measuring from any process (ARCHITECTURE.md §2.7): the measuring children of a tune are not forked
 // from the tuning process itself but from a measuring helper, a separate executable
 // (tessera-measure) started with posix_spawn (a fresh exec, no fork handlers run), so that a
 // process that has already initialised a GPU driver (a Python session that used torch, a service
