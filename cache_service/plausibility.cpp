@@ -173,7 +173,11 @@ Status checkPlausible(const Record& r, const std::string& path, const Plausibili
       if (r.gbps > peaks->gbs * o.roofline_margin) return bad(rp, "gbps", num(r.gbps) + " is above the target's bandwidth");
     }
   }
-  if (r.peak_fraction > o.roofline_margin) return bad(rp, "peak_fraction", num(r.peak_fraction) + " of peak is not possible");
+  // A GPU's peak is the table's; a host's is the writer's own bandwidth/FLOP probe, which the
+  // service cannot know and which a loaded machine reads low (2.44x seen under a parallel test
+  // run): there only an absurd share is refused, the timing checks above still apply.
+  const double shareLimit = r.key.target == "host" ? 2 * o.roofline_margin : o.roofline_margin;
+  if (r.peak_fraction > shareLimit) return bad(rp, "peak_fraction", num(r.peak_fraction) + " of peak is not possible");
   TESSERA_TRY(checkConfigKnobs(r.key, r.config, path));
   // created_at is the client's word; far ahead of this clock it is not a time at all.
   std::tm tm{};

@@ -70,6 +70,19 @@ TEST(Trust, PoisonedRecordsAreRefusedWithAReason) {
               j["result"]["median_us"] = j["result"]["p20_us"] = j["result"]["p80_us"] = 1.0;
             }),
             "faster than the roofline bound");
+  // An absurd share of the peak: a GPU's (the table's) past 2x, a host's (the writer's own probe,
+  // which a loaded machine reads low) past 4x.
+  expect422(f, edited(r, [](json& j) { j["result"]["peak_fraction"] = 4.5; }), "of peak is not possible");
+  expect422(f, edited(r, [](json& j) {
+              j["key"] = {{"family", "gemm"},  {"workload", "00c0ffee"}, {"shape", {4096, 4096, 4096}},
+                          {"dtype", "f32"},    {"layout", "row"},        {"target", "sm_90"},
+                          {"arch", "sm_90"},   {"units", 132}};
+              j.erase("key_id");
+              j["config"] = {{"BM", 128}};
+              j["result"]["median_us"] = j["result"]["p20_us"] = j["result"]["p80_us"] = 1000.0;
+              j["result"]["peak_fraction"] = 2.5;
+            }),
+            "of peak is not possible");
   // Control characters in provenance: C0 (an escape sequence), C1, and a bidi override.
   for (const char* evil : {"\x1b[31mroot", "a\xc2\x9b" "b", "user\xe2\x80\xaegnp.exe"})
     expect422(f, edited(r, [&](json& j) { j["provenance"]["user"] = evil; }), "provenance.user");
@@ -86,8 +99,9 @@ TEST(Trust, PoisonedRecordsAreRefusedWithAReason) {
                      "application/x-ndjson");
   EXPECT_EQ(imp.status, 422) << imp.body;
   EXPECT_NE(imp.body.find("'EVIL' is not a knob"), std::string::npos) << imp.body;
-  // The honest record goes through.
+  // The honest record goes through; so does a host record whose probe read the bandwidth low.
   EXPECT_EQ(f.post("/v1/records", encodeRecord(r), f.write_token).status, 200);
+  EXPECT_EQ(f.post("/v1/records", edited(r, [](json& j) { j["result"]["peak_fraction"] = 2.44; }), f.write_token).status, 200);
 }
 
 // Finding 1: "remeasured: true" from a client outranked every better record; the writer was not
