@@ -43,16 +43,19 @@ Status PgTx::lockName(const std::string& name) {
 }
 
 Expected<pqxx::result> PgTx::execNeutral(const std::string& neutral, const std::vector<SqlValue>& params, bool once) {
-  std::vector<std::string> texts;
-  texts.reserve(params.size());
-  for (const SqlValue& v : params) {
-    if (const auto* n = std::get_if<int64_t>(&v)) texts.push_back(std::to_string(*n));
-    else if (const auto* d = std::get_if<double>(&v)) texts.push_back(num(*d));
-    else if (const auto* s = std::get_if<std::string>(&v)) texts.push_back(*s);
-    else return makeError(ErrorCode::Internal, "a NULL parameter in a store statement");
+  // Text for every value, then a pointer to each (nullptr: SQL NULL, as libpqxx passes it).
+  std::vector<std::string> texts(params.size());
+  std::vector<const char*> values(params.size(), nullptr);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const SqlValue& v = params[i];
+    if (const auto* n = std::get_if<int64_t>(&v)) texts[i] = std::to_string(*n);
+    else if (const auto* d = std::get_if<double>(&v)) texts[i] = num(*d);
+    else if (const auto* s = std::get_if<std::string>(&v)) texts[i] = *s;
+    else continue;
+    values[i] = texts[i].c_str();
   }
   const std::string sql = dialect().sql(neutral);
-  auto dyn = pqxx::prepare::make_dynamic_params(texts);
+  auto dyn = pqxx::prepare::make_dynamic_params(values);
   if (once) return t_.exec_params(sql, dyn);
   return exec(c_, t_, sql, dyn);
 }

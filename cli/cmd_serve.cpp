@@ -1,9 +1,11 @@
 // Owns `tessera serve` (run the shared tuning-cache service until SIGINT/SIGTERM) and its
-// administration subcommands: `serve token add|list|revoke` and `serve backup`. Every one takes
-// `--store LOCATION` (a SQLite file, or a postgresql:// URL that several replicas share; env
-// TESSERA_STORE; `--db` is the older name of the same option).
+// administration subcommands: `serve token add|list|revoke`, `serve backup` and `serve migrate`.
+// Every one but migrate takes `--store LOCATION` (a SQLite file, or a postgresql:// URL that several
+// replicas share; env TESSERA_STORE; `--db` is the older name of the same option); migrate takes
+// `--from` and `--to`.
 #include <pthread.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +13,7 @@
 
 #include "cache_service/engine.h"
 #include "cache_service/server.h"
+#include "cache_service/store_migrate.h"
 #include "cache_service/tokens.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -172,6 +175,40 @@ void runServer(const ServeArgs& a) {
   (*server)->wait();
 }
 
+// `serve migrate`: progress on stderr, the verification table on stdout, one line and a non-zero
+// exit for anything wrong (a table that differs after the copy: exit 1, naming it).
+void runMigrate(cache::MigrateOptions o) {
+  const auto start = std::chrono::steady_clock::now();
+  o.progress = [start](const std::string& line) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "tessera serve migrate: [%6.1f s] %s\n", s, line.c_str());
+    std::fflush(stderr);
+  };
+  auto report = cache::migrateStore(o);
+  if (!report.ok()) failWith(report.error());
+  const cache::MigrateReport& r = *report;
+  std::printf("%s -> %s%s\n", r.from_shown.c_str(), r.to_shown.c_str(),
+              r.already_done ? " (finished before: verified again)" : r.resumed ? " (continued)" : "");
+  std::printf("%-28s %12s %12s  %-16s %-16s %s\n", "TABLE", "SOURCE", "DESTINATION", "SOURCE SHA-256",
+              "DEST. SHA-256", "");
+  for (const cache::MigrateCheck& c : r.checks) {
+    const bool counter = c.table.find(" high-water") != std::string::npos;
+    if (counter)
+      std::printf("%-28s %12s %12s  %-16s %-16s %s\n", c.table.c_str(), c.source_sha256.c_str(),
+                  c.destination_sha256.c_str(), "", "", c.equal() ? "equal" : "DIFFERS");
+    else
+      std::printf("%-28s %12lld %12lld  %-16s %-16s %s\n", c.table.c_str(), static_cast<long long>(c.source_rows),
+                  static_cast<long long>(c.destination_rows), c.source_sha256.substr(0, 16).c_str(),
+                  c.destination_sha256.substr(0, 16).c_str(), c.equal() ? "equal" : "DIFFERS");
+  }
+  std::fflush(stdout);
+  if (!r.mismatch.empty())
+    fail("verification failed: table " + r.mismatch +
+         " differs between the source and the destination (was the source written during the migration, or the "
+         "destination since? the destination is left as it is)");
+  std::printf("verified: every table has the same rows and checksum on both sides\n");
+}
+
 std::unique_ptr<cache::TokenStore> openTokens(const std::string& db) {
   auto t = cache::TokenStore::open(db);
   if (!t.ok()) fail(t.error().message);
@@ -295,6 +332,24 @@ void addServeCommand(CLI::App& app) {
     std::printf("%s %lld records written by %s\n", retract == "delete" ? "deleted" : "quarantined",
                 static_cast<long long>(*n), name.c_str());
   });
+
+  auto mig = std::make_shared<cache::MigrateOptions>();
+  CLI::App* migrate = serve->add_subcommand(
+      "migrate",
+      "Copy a whole store to another database, SQLite <-> PostgreSQL: every record as stored (writer, received_at, "
+      "quarantine, trust), tokens as their hashes, workers, jobs and the kernel table; resumable, verified by counts "
+      "and checksums");
+  migrate->add_option("--from", mig->from,
+                      "the store to copy: a SQLite file or a postgresql:// URL (read in one snapshot, never written; "
+                      "stop its writers first)")
+      ->required();
+  migrate->add_option("--to", mig->to,
+                      "where to copy it: a new SQLite file or an empty PostgreSQL database; one that holds an "
+                      "interrupted migration from the same store continues it")
+      ->required();
+  migrate->add_option("--batch-rows", mig->batch_rows, "rows per destination transaction (1..100000)")
+      ->capture_default_str();
+  migrate->callback([mig] { runMigrate(*mig); });
 
   auto bk = std::make_shared<std::pair<std::string, std::string>>("tessera.db", "");
   CLI::App* backup = serve->add_subcommand(

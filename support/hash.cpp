@@ -1,6 +1,7 @@
 // Owns a self-contained SHA-256 (FIPS 180-4) so that support/ needs no crypto library.
 #include "support/hash.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace tessera {
@@ -38,6 +39,43 @@ void compress(uint32_t h[8], const uint8_t* blk) {
 }
 
 }  // namespace
+
+Sha256::Sha256()
+    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+
+void Sha256::update(std::string_view data) {
+  const auto* p = reinterpret_cast<const uint8_t*>(data.data());
+  size_t n = data.size();
+  total_ += n;
+  if (buffered_ > 0) {
+    const size_t take = std::min(n, 64 - buffered_);
+    std::memcpy(buf_ + buffered_, p, take);
+    buffered_ += take;
+    p += take;
+    n -= take;
+    if (buffered_ < 64) return;
+    compress(h_, buf_);
+    buffered_ = 0;
+  }
+  for (; n >= 64; p += 64, n -= 64) compress(h_, p);
+  std::memcpy(buf_, p, n);
+  buffered_ = n;
+}
+
+std::string Sha256::hexDigest() {
+  uint8_t tail[128] = {};
+  std::memcpy(tail, buf_, buffered_);
+  tail[buffered_] = 0x80;
+  const size_t tlen = buffered_ + 9 <= 64 ? 64 : 128;
+  const uint64_t bits = total_ * 8;
+  for (int b = 0; b < 8; ++b) tail[tlen - 1 - b] = uint8_t(bits >> (8 * b));
+  compress(h_, tail);
+  if (tlen == 128) compress(h_, tail + 64);
+  uint8_t out[32];
+  for (int k = 0; k < 8; ++k)
+    for (int b = 0; b < 4; ++b) out[4 * k + b] = uint8_t(h_[k] >> (24 - 8 * b));
+  return toHex(out, 32);
+}
 
 std::array<uint8_t, 32> sha256(std::string_view data) {
   uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,

@@ -92,6 +92,24 @@ RunResult runTessera(const std::vector<std::string>& args, const std::vector<std
   return r;
 }
 
+pid_t startTessera(const std::vector<std::string>& args, const std::string& log_path) {
+  std::vector<std::string> argv = {tesseraBin()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> envv = childEnv({});
+  auto argp = cstrs(argv), envp = cstrs(envv);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    execve(argp[0], argp.data(), envp.data());
+    _exit(127);
+  }
+  if (pid < 0) throw std::runtime_error("fork failed");
+  return pid;
+}
+
 ServeProcess::ServeProcess(const std::string& db, const std::string& work_dir, const std::vector<std::string>& extra) {
   const std::string port_file = work_dir + "/serve.port";
   log_path_ = work_dir + "/serve.log";

@@ -19,6 +19,10 @@ struct RunResult {
 RunResult runTessera(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
                      const std::string& stdin_text = "");
 
+// Starts TESSERA_BIN with args in the background, stdout and stderr appended to log_path; the caller
+// kills or waits for the returned pid.
+pid_t startTessera(const std::vector<std::string>& args, const std::string& log_path);
+
 class ServeProcess {
  public:
   // Starts `tessera serve --db DB --port 0 --port-file ...` plus extra args; waits until it listens.
