@@ -79,10 +79,14 @@ class Side {
   // The largest id the table's identity ever handed out (ids are never reused), and setting it.
   virtual Expected<int64_t> highWater(SqlTx& tx, const Table& table) = 0;
   virtual Status setHighWater(SqlTx& tx, const Table& table, int64_t value) = 0;
-  // The start of an INSERT that may give the identity column its value.
-  virtual std::string insertInto(const Table& table, const std::string& column_list) const = 0;
-  // Makes what was written durable where commits were not (SQLite's synchronous=NORMAL).
-  virtual Status finish() = 0;
+  // Inserts rows: `values` holds them one after the other, each with a value for every column of
+  // `columns` (schema typed: integers, doubles, text, NULL), identity columns included.
+  virtual Status insertRows(SqlTx& tx, const Table& table, const std::vector<const Column*>& columns,
+                            const std::vector<SqlValue>& values) = 0;
+  // Batches commit without waiting for the disk (a crash loses the last ones, rows and progress
+  // together, and the copy continues from there); from this call on every commit is durable and so
+  // is everything committed before it.
+  virtual Status makeDurable() = 0;
 };
 
 Expected<std::unique_ptr<Side>> openSqliteSide(const std::string& path, Role role);

@@ -21,6 +21,24 @@ std::string trimmed(const std::string& m) {
   return out;
 }
 
+// One element of an array literal: NULL, a number, or text in double quotes (\\ and \" escaped).
+void arrayElement(const SqlValue& v, std::string& out) {
+  if (const auto* n = std::get_if<int64_t>(&v)) {
+    out += std::to_string(*n);
+  } else if (const auto* d = std::get_if<double>(&v)) {
+    out += pg::num(*d);
+  } else if (const auto* s = std::get_if<std::string>(&v)) {
+    out += '"';
+    for (char ch : *s) {
+      if (ch == '"' || ch == '\\') out += '\\';
+      out += ch;
+    }
+    out += '"';
+  } else {
+    out += "NULL";
+  }
+}
+
 class PgScan final : public Scan {
  public:
   PgScan(SqlTx& tx, std::string cursor) : tx_(tx), cursor_(std::move(cursor)) {}
@@ -86,7 +104,14 @@ class PgSide final : public Side {
   const std::string& identity() const override { return identity_; }
   const std::string& shown() const override { return shown_; }
 
-  Status prepareDestination() override { return pg::openSchema(*conn_); }
+  Status prepareDestination() override {
+    TESSERA_TRY(pg::openSchema(*conn_));
+    return guarded("set up the session", [&]() -> Status {
+      pqxx::nontransaction t(*conn_->c);
+      t.exec("SET synchronous_commit = off");  // makeDurable() turns it back on
+      return {};
+    });
+  }
 
   Status read(const std::function<Status(SqlTx&)>& fn) override {
     return guarded("read", [&]() -> Status {
@@ -160,13 +185,45 @@ class PgSide final : public Side {
     return {};
   }
 
-  std::string insertInto(const Table& t, const std::string& column_list) const override {
-    // Identity columns are GENERATED ALWAYS: a copied id is given with OVERRIDING SYSTEM VALUE.
-    return "INSERT INTO " + t.name + "(" + column_list + ")" +
-           (t.identity.empty() ? std::string() : " OVERRIDING SYSTEM VALUE") + " VALUES ";
+  Status insertRows(SqlTx& tx, const Table& t, const std::vector<const Column*>& columns,
+                    const std::vector<SqlValue>& values) override {
+    // One array parameter per column, unnested into rows: a statement of a few parameters that
+    // PostgreSQL plans once, whatever the batch size (a VALUES list of thousands of rows is slow to
+    // parse and plan). Identity columns are GENERATED ALWAYS: a copied id needs OVERRIDING SYSTEM VALUE.
+    const size_t width = columns.size(), rows = values.size() / width;
+    std::string list, unnest;
+    std::vector<SqlValue> arrays;
+    for (size_t c = 0; c < width; ++c) {
+      list += (c ? ", " : "") + columns[c]->postgres;
+      const char* type = columns[c]->type == ColType::Int    ? "bigint[]"
+                         : columns[c]->type == ColType::Real ? "double precision[]"
+                                                             : "text[]";
+      unnest += (c ? ", " : "") + std::string("CAST(?") + std::to_string(c + 1) + " AS " + type + ")";
+      std::string a = "{";
+      for (size_t r = 0; r < rows; ++r) {
+        if (r) a += ',';
+        arrayElement(values[r * width + c], a);
+      }
+      arrays.emplace_back(a + "}");
+    }
+    const std::string sql = "INSERT INTO " + t.name + "(" + list + ")" +
+                            (t.identity.empty() ? "" : " OVERRIDING SYSTEM VALUE") + " SELECT * FROM unnest(" + unnest +
+                            ")";
+    TESSERA_ASSIGN(int64_t inserted, tx.run(sql, arrays));
+    if (inserted != static_cast<int64_t>(rows))
+      return makeError(ErrorCode::Internal, "migrate: " + std::to_string(inserted) + " of " + std::to_string(rows) +
+                                                " rows of " + t.name + " went in");
+    return {};
   }
 
-  Status finish() override { return {}; }  // every commit was durable
+  Status makeDurable() override {
+    // A commit with synchronous_commit on waits for the WAL up to it, every earlier commit included.
+    return guarded("make the copy durable", [&]() -> Status {
+      pqxx::nontransaction t(*conn_->c);
+      t.exec("SET synchronous_commit = on");
+      return {};
+    });
+  }
 
  private:
   // A quoted literal; the statement passes through the neutral-to-PostgreSQL placeholder rewrite,

@@ -170,11 +170,12 @@ class Migration {
     });
     if (!s.ok()) return s.takeError();
     if (report_.mismatch.empty() && !report_.already_done) {
+      // Durable first: a finished migration's rows survive a power loss as its mark does.
+      TESSERA_TRY(dst_.makeDurable());
       TESSERA_TRY(dst_.write([&](SqlTx& dtx) -> Status {
         TESSERA_TRY(exec(dtx, "UPDATE tessera_migration SET value = 'done' WHERE item = 'state'", {}));
         return exec(dtx, "INSERT INTO tessera_migration(item, value) VALUES('finished_at', ?1)", {utcNow()});
       }));
-      TESSERA_TRY(dst_.finish());
     }
     return report_;
   }
@@ -290,16 +291,13 @@ class Migration {
     for (const std::string& k : t.key)
       for (size_t i = 0; i < cols.size(); ++i)
         if (cols[i]->name == k) key_at.push_back(i);
-    std::string dst_list;
-    for (const std::string& n : dst_names) dst_list += (dst_list.empty() ? "" : ", ") + n;
 
     Progress& p = progress_[t.name];
     TESSERA_ASSIGN(auto total_rows, stx.query("SELECT count(*) FROM " + t.name, {}));
     const int64_t total = total_rows.at(0).i64(0);
-    if (p.rows > 0) say(t.name + ": " + std::to_string(p.rows) + " of " + std::to_string(total) + " rows were copied before; continuing");
+    if (p.rows > 0 && p.rows < total)
+      say(t.name + ": " + std::to_string(p.rows) + " of " + std::to_string(total) + " rows were copied before; continuing");
     TESSERA_ASSIGN(auto scan, src_.scan(stx, t, src_names, p.after));
-    // Rows per statement: both engines bind at most 32766 (SQLite) parameters per statement.
-    const size_t per_statement = std::max<size_t>(1, 30000 / cols.size());
     int want = std::max(1, o_.batch_rows);
     int64_t next_say = p.rows + std::max<int64_t>(1, total / 10);
     for (;;) {
@@ -323,20 +321,7 @@ class Migration {
           return makeError(ErrorCode::InvalidArgument,
                            "the destination's progress for " + t.name +
                                " moved under this migration: another migrate is writing it; run one at a time");
-        for (size_t first = 0; first < rows.size(); first += per_statement) {
-          const size_t n = std::min(per_statement, rows.size() - first);
-          std::string sql = dst_.insertInto(t, dst_list);
-          std::vector<SqlValue> params(values.begin() + static_cast<ptrdiff_t>(first * cols.size()),
-                                       values.begin() + static_cast<ptrdiff_t>((first + n) * cols.size()));
-          int mark = 0;
-          for (size_t r = 0; r < n; ++r) {
-            sql += r ? ",(" : "(";
-            for (size_t c = 0; c < cols.size(); ++c) sql += (c ? ",?" : "?") + std::to_string(++mark);
-            sql += ")";
-          }
-          TESSERA_TRY(exec(dtx, sql, params));
-        }
-        return {};
+        return dst_.insertRows(dtx, t, cols, values);
       }));
       p.rows += static_cast<int64_t>(rows.size());
       p.value = next;
