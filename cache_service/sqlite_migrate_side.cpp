@@ -73,8 +73,11 @@ class SqliteSide final : public Side {
   }
 
   Expected<std::map<std::string, std::vector<std::string>>> layout(SqlTx& tx) override {
+    // SQLite's own tables (sqlite_sequence, the sqlite_stat* of an ANALYZE) are the engine's, not
+    // the schema's: the identity counters are carried by highWater().
     TESSERA_ASSIGN(auto rows, tx.query("SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
-                                       "WHERE m.type = 'table' ORDER BY m.name, p.cid",
+                                       "WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+                                       "ORDER BY m.name, p.cid",
                                        {}));
     std::map<std::string, std::vector<std::string>> out;
     for (const SqlRow& r : rows) out[r.text(0)].push_back(r.text(1));

@@ -298,6 +298,17 @@ TEST(Migrate, EveryTableOfBothSchemasIsCopied) {
       EXPECT_TRUE(copied.count(table) || migrate::uncopiedTables().count(table))
           << "table " << table << " is neither copied by migrate nor named as left out";
   }
+  // SQLite's own statistics tables are the engine's: a store someone ran ANALYZE on migrates.
+  const std::string analyzed = dir.file("analyzed.db");
+  {
+    auto tokens = TokenStore::open(analyzed);
+    ASSERT_TRUE(tokens.ok());
+    ASSERT_TRUE((*tokens)->add("someone", Scope::Read).ok());
+  }
+  sqlExec(analyzed, "ANALYZE");
+  ASSERT_FALSE(test::queryRows(analyzed, "SELECT name FROM sqlite_master WHERE name = 'sqlite_stat1'").empty());
+  RunResult analyzed_run = migrateCmd(analyzed, dir.file("analyzed-out.db"));
+  EXPECT_EQ(analyzed_run.exit_code, 0) << analyzed_run.err;
   // The same check at run time: a source holding a table migrate does not know is refused.
   const std::string newer = dir.file("newer.db");
   ASSERT_TRUE(openStore(newer).ok());
