@@ -60,8 +60,10 @@ class SqliteSide final : public Side {
     // synchronous=NORMAL: a killed migration loses nothing (WAL), and each batch commits without
     // an fsync; makeDurable() syncs before the migration is marked done.
     TESSERA_TRY(openSchema(*db_, /*synchronous_full=*/false));
-    // Room for the indexes' pages while millions of rows go in (64 MiB; the default is 2 MiB).
+    // Room for the indexes' pages while millions of rows go in (64 MiB; the default is 2 MiB), and
+    // checkpoints (each syncs the file) every 64 MiB of log instead of every 4 MiB.
     TESSERA_TRY(db_->exec("PRAGMA cache_size=-65536"));
+    TESSERA_TRY(db_->exec("PRAGMA wal_autocheckpoint=16384"));
     identity_ = "sqlite:" + realPath(path_);
     return {};
   }
