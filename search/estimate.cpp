@@ -287,7 +287,8 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
                                   : "FlashAttention-2 on tensor cores: a warp per 16 query rows, P kept in registers"},
              {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
              {"stages", str(ST) + (fa3 ? " (TMA + mbarrier ring)" : ST > 1 ? " (cp.async ring)" : " (synchronous copies)")},
-             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + " warps of " + str(t.warpSize) + ")"},
+             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + (fa3 ? " consumer warps and a producer warpgroup" : " warps") + " of " +
+                             str(t.warpSize) + ")"},
              {"key blocks", a.causal ? "causal: " + std::to_string(int64_t(std::lround(visited))) + " of " + str(kvBlocks) + " visited on average"
                                     : str(kvBlocks) + " per query block"},
              {"MMA", mmaName},
