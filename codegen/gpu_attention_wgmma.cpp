@@ -270,6 +270,26 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
     Value vByte = toI64(ix.add(ix.mul(stage, BK * D * 2), p.vOff(0)));
     return desc(arith::AddIOp::create(b, loc, vByte, i64c(kk * 16 * 128)), BK * 128, 1024);
   };
+  // This thread's first query row (g of its warp's 16 in its warpgroup's 64); the rows' O / l for
+  // rows < Sq from the key loop's results (O, m0, m1, l0, l1).
+  auto rowBaseOf = [&] { return ix.add(ix.add(ix.add(q0, ix.mul(wg, 64)), ix.mul(warp, 16)), g); };
+  auto storeO = [&](ValueRange res) {
+    Value lFinal[2] = {res[3], res[4]};
+    e.storeNormalized(shape, fieldsOf(res[0], D / 2), lFinal, O, bi, h, rowBaseOf(), tq);
+  };
+  // Closes the launch and the function; the user's four tensors are the first launch arguments.
+  auto finishPlan = [&] {
+    gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPointAfter(launch);
+    func::ReturnOp::create(b, loc);
+    plan.schedule = noMapSchedule();
+    plan.hasPre = false;
+    for (int i = 0; i < 4; ++i) {
+      GpuArg a;
+      a.tensor = i;
+      plan.launch.args.push_back(a);
+    }
+  };
   if (p.fa3) {
     // ---- FlashAttention-3's pipeline: the last warpgroup produces, the others consume.
     auto mapType = [&](int64_t rows) {
@@ -353,7 +373,7 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
         Value slot = ix.rem(kb, p.STAGES);
         nvgpu::MBarrierTryWaitParityOp::create(b, loc, full, parity(ix.div(kb, p.STAGES)), ix.c(10000000), slot);
         SmallVector<Value> sv = scores(wg, slot);
-        Value rowBase = ix.add(ix.add(ix.add(q0, ix.mul(wg, 64)), ix.mul(warp, 16)), g);
+        Value rowBase = rowBaseOf();
         Value mOld[2] = {carried[1], carried[2]}, lOld[2] = {carried[3], carried[4]};
         MmaOps::Softmax sm = e.softmax(shape, sv, ix.mul(kb, BK), tq, rowBase, mOld, lOld);
         // O = O * alpha + P V, P as wgmma's A from registers: S's register i holds (row g + 8((i%4)/2),
@@ -384,21 +404,9 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
         ifThen(eq(lane, ix.c(0)), [&] { nvgpu::MBarrierArriveOp::create(b, loc, empty, slot); });
         scf::YieldOp::create(b, loc, ValueRange{oAcc, sm.mNew[0], sm.mNew[1], sm.lNew[0], sm.lNew[1]});
       }
-      ValueRange res = loop.getResults();
-      Value rowBase = ix.add(ix.add(ix.add(q0, ix.mul(wg, 64)), ix.mul(warp, 16)), g);
-      Value lFinal[2] = {res[3], res[4]};
-      e.storeNormalized(shape, fieldsOf(res[0], D / 2), lFinal, O, bi, h, rowBase, tq);
+      storeO(loop.getResults());
     }
-    gpu::TerminatorOp::create(b, loc);
-    b.setInsertionPointAfter(launch);
-    func::ReturnOp::create(b, loc);
-    plan.schedule = noMapSchedule();
-    plan.hasPre = false;
-    for (int i = 0; i < 4; ++i) {
-      GpuArg a;
-      a.tensor = i;
-      plan.launch.args.push_back(a);
-    }
+    finishPlan();
     // Q, K, V's tensor maps: (head_dim, rows, batch x heads), boxes of 64 x rows, 128-byte swizzle.
     for (int i = 0; i < 3; ++i) {
       GpuArg a;
@@ -458,7 +466,7 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
     Value k0 = ix.mul(kb, BK);
     SmallVector<Value> sv = scores(wg, stage);
     // Register i: row g + 8((i%4)/2) of this warp's 16, key 8(i/4) + 2t + i%2 (mma.sync's layout).
-    Value rowBase = ix.add(ix.add(ix.add(q0, ix.mul(wg, 64)), ix.mul(warp, 16)), g);
+    Value rowBase = rowBaseOf();
     Value mOld[2] = {carried[1], carried[2]}, lOld[2] = {carried[3], carried[4]};
     MmaOps::Softmax sm = e.softmax(shape, sv, k0, tq, rowBase, mOld, lOld);
     // P into this warpgroup's shared panels, K-major.
@@ -501,22 +509,8 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
     Value none = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tok, ValueRange{}).getResult();
     waitCopies(none, 0);
   }
-  // ---- O / l for rows < Sq
-  ValueRange res = loop.getResults();
-  Value rowBase = ix.add(ix.add(ix.add(q0, ix.mul(wg, 64)), ix.mul(warp, 16)), g);
-  Value lFinal[2] = {res[3], res[4]};
-  e.storeNormalized(shape, fieldsOf(res[0], D / 2), lFinal, O, bi, h, rowBase, tq);
-  gpu::TerminatorOp::create(b, loc);
-  b.setInsertionPointAfter(launch);
-  func::ReturnOp::create(b, loc);
-
-  plan.schedule = noMapSchedule();
-  plan.hasPre = false;
-  for (size_t i = 0; i < 4; ++i) {
-    GpuArg a;
-    a.tensor = int(i);
-    plan.launch.args.push_back(a);
-  }
+  storeO(loop.getResults());
+  finishPlan();
   return plan;
 }
 

@@ -91,9 +91,14 @@ Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& 
   w.smemPerBlock = std::max(ST * (BM + BN) * BK * bytes, BM * (BN + 8) * 4);
   w.flopsPerBlock = 2.0 * double(BM) * double(BN) * double(KTs * BK);
   // Shared memory: TMA writes each tile once, every consumer's wgmma reads its A rows and B columns
-  // per K tile, the C tile is staged (f32 write + read).
+  // per K tile, the C tile is staged (f32 write + read). The staging writes are the accumulator
+  // fragments' scalar stores (nvgpu's warpgroup.mma.store): a warp writes rows g = 0..7 at columns
+  // 2t, rows BN + 8 floats apart, so rows g and g + 4 share banks (no row pad avoids it for this
+  // fragment: 2-way at best); the row-wise reads are conflict-free. Writes and reads are equally
+  // many requests: 1.5 wavefronts per ideal one, what the emulator counts.
   w.smemBytesPerBlock = double(KTs * BK) * (double(BM + BN) * bytes + double(consumers) * double(TM + TN) * bytes) +
-                        double(BM * BN) * 8.0;
+                        double(BM * BN) * (4.0 * 2 + 4.0);
+  w.sharedConflictWays = 1.5;
   const double outBytes = double(ir::byteSize(g.outType));
   // L2: the TMA traffic of every block's panels, the output, split-K's f32 partials (write + read).
   const double partials = split > 1 ? double(BM * BN) * 8.0 : 0.0;
@@ -282,7 +287,8 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
                                   : "FlashAttention-2 on tensor cores: a warp per 16 query rows, P kept in registers"},
              {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
              {"stages", str(ST) + (fa3 ? " (TMA + mbarrier ring)" : ST > 1 ? " (cp.async ring)" : " (synchronous copies)")},
-             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + " warps of " + str(t.warpSize) + ")"},
+             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + (fa3 ? " consumer warps and a producer warpgroup" : " warps") + " of " +
+                             str(t.warpSize) + ")"},
              {"key blocks", a.causal ? "causal: " + std::to_string(int64_t(std::lround(visited))) + " of " + str(kvBlocks) + " visited on average"
                                     : str(kvBlocks) + " per query block"},
              {"MMA", mmaName},
