@@ -60,9 +60,26 @@ std::optional<ir::Kernel> fromKernelTable(cache::RecordStore& store, const cache
   return std::move(*k);
 }
 
+// The shared cache's winners for one target, paged (at most 100000, like the store's).
+Expected<std::vector<cache::Record>> sharedWinners(cache::CacheClient& client, const std::string& target) {
+  std::vector<cache::Record> out;
+  cache::ListQuery q;
+  q.target = target;
+  q.winners_only = true;
+  q.limit = cache::kMaxListLimit;
+  while (out.size() < 100000) {
+    TESSERA_ASSIGN(cache::ListPage page, client.list(q));
+    for (auto& r : page.records) out.push_back(std::move(r));
+    if (page.next_after <= q.after_id) break;
+    q.after_id = page.next_after;
+  }
+  return out;
+}
+
 }  // namespace
 
-Expected<WinnerKernels> kernelsFromWinners(cache::RecordStore& store, const std::vector<TargetDesc>& targets) {
+Expected<WinnerKernels> kernelsFromWinners(cache::RecordStore& store, const std::vector<TargetDesc>& targets,
+                                           cache::CacheClient* client) {
   WinnerKernels out;
   std::set<std::string> seen;
   for (const auto& t : targets) {
@@ -70,6 +87,17 @@ Expected<WinnerKernels> kernelsFromWinners(cache::RecordStore& store, const std:
     q.target = t.name;
     q.winners_only = true;
     TESSERA_ASSIGN(auto winners, search::listAll(store, q, 100000));
+    if (client && client->enabled()) {
+      auto shared = sharedWinners(*client, t.name);
+      if (!shared.ok()) {
+        if (out.warning.empty()) out.warning = "the shared cache's winners: " + shared.error().message;
+      } else {
+        cache::KernelTextReport rep = cache::fetchKernelTexts(store, *client, *shared);
+        if (out.warning.empty()) out.warning = rep.warning;
+        out.shared += shared->size();
+        for (auto& r : *shared) winners.push_back(std::move(r));
+      }
+    }
     for (const cache::Record& r : winners) {
       if (!seen.insert(r.key.workload).second) continue;
       bool rebuilt = false;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bundle/bundle.h"
+#include "cache_service/client.h"
 #include "cache_service/store.h"
 
 namespace tessera::bundle {
@@ -17,8 +18,14 @@ namespace tessera::bundle {
 struct WinnerKernels {
   std::vector<KernelRequest> kernels;
   std::vector<std::string> notRebuilt;  // "elementwise 4096x4096 f32 (key 1a2b3c4d5e6f)"
+  size_t shared = 0;                    // winners that came from the shared cache
+  std::string warning;                  // the shared cache's first refusal or failure
 };
 
-Expected<WinnerKernels> kernelsFromWinners(cache::RecordStore& store, const std::vector<TargetDesc>& targets);
+// With an enabled `client`, the shared cache's winners for the targets are taken too (after the
+// store's own, one kernel per workload), and the texts of their kernels that `store` lacks are
+// fetched, checked (cache::fetchKernelTexts) and filed in `store`'s kernel table.
+Expected<WinnerKernels> kernelsFromWinners(cache::RecordStore& store, const std::vector<TargetDesc>& targets,
+                                           cache::CacheClient* client = nullptr);
 
 }  // namespace tessera::bundle

@@ -404,6 +404,7 @@ ApiResponse Api::handle(const ApiRequest& req) {
         case RouteId::UiAsset:
         case RouteId::Kernels:
         case RouteId::KernelSummary:
+        case RouteId::KernelText:
         case RouteId::Compare:
         case RouteId::JobsList:
         case RouteId::AdminTokens:

@@ -10,6 +10,7 @@
 
 #include "cache_service/api_internal.h"
 #include "cache_service/dashboard_json.h"
+#include "cache_service/kernel_text.h"
 #include "cache_service/record_json.h"
 #include "cache_service/ui_assets.h"
 #include "support/strings.h"
@@ -113,6 +114,25 @@ ApiResponse routeKernelSummary(RouteContext& c, const ApiRequest& r, const Route
     return storageProblem(j.error());
   }
   return jsonResponse(*j);
+}
+
+// A kernel's canonical IR text from the kernel table (kernel_text.h), by the workload hash it is
+// filed under, so that a client can compile any winner it pulled again. The text is checked once
+// more before it leaves: a row changed behind the service's back is a 503, never served.
+ApiResponse routeKernelText(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
+  if (auto bad = checkQuery(r, {})) return *bad;
+  if (!isKeyId(m.key_id))
+    return problem(400, "bad-workload", "Bad workload hash", "a workload hash is 64 lowercase hex digits (sha256)");
+  const std::string workload(m.key_id);
+  auto text = c.store.kernelText(workload);
+  if (!text.ok()) return storageProblem(text.error());
+  if (!*text) return problem(404, "unknown-kernel", "Not found", "no kernel text for workload " + workload);
+  if (Status st = checkKernelText(workload, **text); !st.ok())
+    return problem(503, "corrupt-kernel-text", "Stored kernel text is damaged", st.error().message);
+  ApiResponse resp;
+  resp.content_type = "text/plain; charset=utf-8";
+  resp.body = std::move(**text);
+  return resp;
 }
 
 ApiResponse routeCompare(RouteContext& c, const ApiRequest& r) {
@@ -326,6 +346,10 @@ std::optional<RouteMatch> matchDashboardRoute(std::string_view method, std::stri
     m.key_id = path.substr(12);
     return route(RouteId::KernelSummary, "GET", Scope::Read, BodyKind::None);
   }
+  if (path.starts_with("/v1/kernel-texts/") && path.find('/', 17) == std::string_view::npos) {
+    m.key_id = path.substr(17);  // the workload hash the text is filed under
+    return route(RouteId::KernelText, "GET", Scope::Read, BodyKind::None);
+  }
   if (path == "/v1/compare") return route(RouteId::Compare, "POST", Scope::Read, BodyKind::Json);
   if (path == "/v1/whoami") return route(RouteId::WhoAmI, "GET", std::nullopt, BodyKind::None);
   if (path == "/v1/jobs" && method != "POST") {
@@ -345,6 +369,7 @@ ApiResponse routeDashboard(RouteContext& c, const ApiRequest& r, const RouteMatc
     case RouteId::UiAsset: return routeUi(c, r, m);
     case RouteId::Kernels: return routeKernels(c, r);
     case RouteId::KernelSummary: return routeKernelSummary(c, r, m);
+    case RouteId::KernelText: return routeKernelText(c, r, m);
     case RouteId::Compare: return routeCompare(c, r);
     case RouteId::JobsList: return routeJobsList(c, r);
     case RouteId::WhoAmI: return routeWhoAmI(c, r);

@@ -47,6 +47,7 @@ enum class RouteId : size_t {
   UiAsset,           // GET  /ui/{file}
   Kernels,           // GET  /v1/kernels
   KernelSummary,     // GET  /v1/kernels/{key_id}
+  KernelText,        // GET  /v1/kernel-texts/{workload}: a kernel's canonical IR text
   Compare,           // POST /v1/compare
   JobsList,          // GET  /v1/jobs
   AdminTokens,       // GET  /v1/admin/tokens
@@ -63,7 +64,7 @@ inline constexpr const char* kRouteNames[] = {
     "workers_list",  "worker_heartbeat", "worker_lease",  "worker_report", "worker_deregister", "jobs_submit",
     "job_get",       "job_cancel",       "job_check",     "healthz",      "readyz",
     "status",        "metrics",          "openapi",       "ui_root",      "ui_asset",
-    "kernels",       "kernel_summary",   "compare",       "jobs_list",    "admin_tokens",
+    "kernels",       "kernel_summary",   "kernel_text",   "compare",       "jobs_list",    "admin_tokens",
     "admin_token_revoke", "admin_audit", "whoami",        "unknown"};
 static_assert(std::size(kRouteNames) == static_cast<size_t>(RouteId::Count));
 

@@ -8,6 +8,7 @@
 
 #include "cache_service/endpoints.h"
 #include "cache_service/http.h"
+#include "cache_service/kernel_text.h"
 #include "cache_service/record_json.h"
 
 namespace tessera::cache {
@@ -295,6 +296,18 @@ Expected<Identity> CacheClient::whoami() {
   return id;
 }
 
+Expected<std::optional<std::string>> CacheClient::kernelText(const std::string& workload) {
+  if (!isKeyId(workload)) return makeError(ErrorCode::InvalidArgument, "'" + workload + "' is not a workload hash");
+  auto reply = call("GET", "/v1/kernel-texts/" + workload, "", "", opts_.bulk_timeout_s);
+  if (!reply.ok()) return reply.takeError();
+  if (reply->status == 404) return std::optional<std::string>();
+  if (reply->status != 200) return replyError("kernel text " + workload.substr(0, 12), *reply);
+  if (Status st = checkKernelText(workload, reply->body); !st.ok())
+    return makeError(ErrorCode::InvalidArgument,
+                     "the service " + opts_.base_url + " sent a kernel text that is refused: " + st.error().message);
+  return std::optional<std::string>(std::move(reply->body));
+}
+
 Expected<std::vector<CacheClient::KeyMatch>> CacheClient::findKeys(const std::string& prefix, int limit) {
   const bool hex = prefix.size() >= 4 && prefix.size() <= 64 &&
                    prefix.find_first_not_of("0123456789abcdef") == std::string::npos;
@@ -420,6 +433,34 @@ OutboxReport pushOutbox(RecordStore& local, CacheClient& client, size_t max_reco
     if (!res.ok && res.http_status != 422) break;
   }
   remaining();
+  return rep;
+}
+
+KernelTextReport fetchKernelTexts(RecordStore& local, CacheClient& client, std::span<const Record> records) {
+  KernelTextReport rep;
+  if (!client.enabled()) return rep;
+  std::set<std::string> asked;
+  for (const Record& r : records) {
+    if (!asked.insert(r.key.workload).second) continue;
+    if (auto have = local.kernelText(r.key.workload); have.ok() && *have) continue;
+    auto text = client.kernelText(r.key.workload);
+    if (!text.ok()) {
+      ++rep.refused;
+      if (rep.warning.empty()) rep.warning = text.error().message;
+      continue;
+    }
+    if (!*text) {
+      ++rep.missing;
+      continue;
+    }
+    // The store checks the text against its key once more (putKernelText refuses any other).
+    if (Status st = local.putKernelText(r.key.workload, **text); !st.ok()) {
+      ++rep.refused;
+      if (rep.warning.empty()) rep.warning = st.error().message;
+      continue;
+    }
+    ++rep.filed;
+  }
   return rep;
 }
 

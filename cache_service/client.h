@@ -114,6 +114,11 @@ class CacheClient {
     HardKey key;
   };
   Expected<std::vector<KeyMatch>> findKeys(const std::string& prefix, int limit = 50);
+  // The canonical IR text filed under a workload hash (GET /v1/kernel-texts/{workload}), checked
+  // here before it is returned: nothing the service sends is trusted, so a text that does not hash
+  // to `workload`, is over 64 KiB or is not printable ASCII is an error naming the service
+  // (kernel_text.h). nullopt when the service has no text for it (404). Real errors otherwise.
+  Expected<std::optional<std::string>> kernelText(const std::string& workload);
   // The token's identity. PermissionDenied for a token the service does not know (401);
   // Unavailable when no URL answers; NotFound from a service too old to have the route.
   Expected<Identity> whoami();
@@ -159,5 +164,15 @@ struct OutboxReport {
 // idempotent on the service (same fingerprint = same record), so a batch whose answer was lost
 // is simply pushed again next time.
 OutboxReport pushOutbox(RecordStore& local, CacheClient& client, size_t max_records = SIZE_MAX);
+
+// Files in `local`'s kernel table the texts of `records`' kernels that it lacks, fetched from the
+// service and checked by kernelText(), so that winners pulled from a shared cache can be compiled
+// again (bundle --all-winners). Each workload is asked for once. Returns how many texts were filed;
+// the first refusal (a text that does not hash to its workload) or failure goes to `warning`.
+struct KernelTextReport {
+  size_t filed = 0, missing = 0, refused = 0;
+  std::string warning;
+};
+KernelTextReport fetchKernelTexts(RecordStore& local, CacheClient& client, std::span<const Record> records);
 
 }  // namespace tessera::cache

@@ -134,19 +134,23 @@ void bundleCommand(const BundleFlags& f) {
   } else {
     std::fprintf(stderr, "tessera: warning: no store at %s\n", f.db.c_str());
   }
-  if (f.allWinners) {
-    if (!store) fail("--all-winners needs a store (--db)", kExitBadInput);
-    auto w = bundle::kernelsFromWinners(*store, s.targets);
-    if (!w.ok()) failWith(w.error());
-    for (auto& k : w->kernels) kernels.push_back(std::move(k));
-    for (const auto& n : w->notRebuilt)
-      std::fprintf(stderr, "tessera: warning: winner %s cannot be rebuilt (the store has no text of its kernel); list it with --kernels or --ir\n",
-                   n.c_str());
-    if (kernels.empty()) fail("no winner of the store could be rebuilt for these targets", kExitNotFound);
-  }
   cache::CacheClient client(clientOptions(f.cache));
   requireCacheAccess(client, "read", "bundle reads the shared winners");
-
+  if (f.allWinners) {
+    // With a shared cache, its winners count too; the texts of their kernels are filed in the
+    // store's kernel table (a store in memory when there is no file: nothing is created).
+    std::unique_ptr<cache::RecordStore> scratch;
+    if (!store && client.enabled()) scratch = cache::makeMemoryStore();
+    if (!store && !scratch) fail("--all-winners needs a store (--db) or a shared cache (--cache)", kExitBadInput);
+    auto w = bundle::kernelsFromWinners(store ? *store : *scratch, s.targets, &client);
+    if (!w.ok()) failWith(w.error());
+    if (!w->warning.empty()) std::fprintf(stderr, "tessera: warning: %s\n", w->warning.c_str());
+    for (auto& k : w->kernels) kernels.push_back(std::move(k));
+    for (const auto& n : w->notRebuilt)
+      std::fprintf(stderr, "tessera: warning: winner %s cannot be rebuilt (no text of its kernel in the store%s); list it with --kernels or --ir\n",
+                   n.c_str(), client.enabled() ? " or the shared cache" : "");
+    if (kernels.empty()) fail("no winner could be rebuilt for these targets", kExitNotFound);
+  }
   bundle::RecordSources src;
   src.store = store.get();
   src.storeName = f.db;

@@ -93,6 +93,7 @@ std::vector<RouteCase> routeCases() {
       {RouteId::UiAsset, "GET", "/ui/{file}", "/ui/index.html"},
       {RouteId::Kernels, "GET", "/v1/kernels", "/v1/kernels?q=gemm%20host&order=kernel&limit=5"},
       {RouteId::KernelSummary, "GET", "/v1/kernels/{key_id}", "/v1/kernels/" + key},
+      {RouteId::KernelText, "GET", "/v1/kernel-texts/{workload}", "/v1/kernel-texts/" + std::string(64, 'a')},
       {RouteId::Compare, "POST", "/v1/compare", "/v1/compare"},
       {RouteId::JobsList, "GET", "/v1/jobs", "/v1/jobs?limit=5"},
       {RouteId::AdminTokens, "GET", "/v1/admin/tokens", "/v1/admin/tokens"},
@@ -183,7 +184,7 @@ TEST(OpenApi, RealServerAnswersEveryDocumentedOperation) {
     if (r.status == 404) {
       // Only lookups of unknown keys and tokens miss, and the report of an item that was never leased.
       EXPECT_TRUE(c.id == RouteId::Best || c.id == RouteId::BestQuery || c.id == RouteId::WorkerReport ||
-                  c.id == RouteId::KernelSummary || c.id == RouteId::AdminTokenRevoke);
+                  c.id == RouteId::KernelSummary || c.id == RouteId::KernelText || c.id == RouteId::AdminTokenRevoke);
       EXPECT_NE(r.body.find(c.id == RouteId::Best || c.id == RouteId::BestQuery ? "no-record" : "unknown-"),
                 std::string::npos);
     }
