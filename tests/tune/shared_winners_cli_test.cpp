@@ -135,7 +135,7 @@ TEST(SharedWinners, APulledFusedEpilogueWinnerIsBundledFromTheCachesKernelText) 
   ASSERT_EQ(epi.exit_code, 0) << epi.out << epi.err;
   // The service filed both kernels' texts with the pushed records.
   auto texts = queryRows(s.db, "SELECT workload, ir FROM kernel_texts ORDER BY ir LIKE '%gemm%'");
-  ASSERT_EQ(texts.size(), 2u);
+  ASSERT_EQ(texts.size(), 2u) << chain.err << epi.err;
   const std::string chain_w = texts[0][0], chain_ir = texts[0][1], gemm_w = texts[1][0], gemm_ir = texts[1][1];
   ASSERT_NE(gemm_ir.find("gemm"), std::string::npos) << gemm_ir;
 
