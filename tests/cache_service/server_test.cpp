@@ -1,6 +1,7 @@
 // Tests every route, status code and scope of the real server on a loopback port: lookups (ETag,
 // 304, nearest), submissions and their refusals, listing, export/import, backup, auth, metrics.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <cmath>
@@ -123,6 +124,39 @@ TEST(Server, KernelTextMustHashToTheKeysWorkload) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0][0], r.key.workload);
   EXPECT_EQ(rows[0][1], text);
+}
+
+// GET /v1/kernel-texts/{workload}: the filed text, as text; a row changed behind the service's back
+// no longer hashes to its workload and is never served (503, naming it), a bad hash is a 400.
+TEST(Server, KernelTextsAreServedByWorkloadAndCheckedAgain) {
+  ServerFixture f;
+  const std::string text = "kernel _ : elementwise {\n  in t0: f32[4]\n  out t1: f32[4]\n  t1[v0] = t0[v0] + 1\n}\n";
+  Record r = makeRecord({.key = 7, .median_us = 10});
+  r.key.workload = sha256Hex(text);
+  r.key_id = keyIdOf(r.key);
+  json good = recordToJson(r);
+  good["kernel_ir"] = text;
+  ASSERT_EQ(f.post("/v1/records", good.dump(), f.write_token).status, 200);
+  Reply got = f.get("/v1/kernel-texts/" + r.key.workload, f.read_token);
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(got.content_type.rfind("text/plain", 0), 0u) << got.content_type;
+  EXPECT_EQ(got.body, text);
+  expectProblem(f.get("/v1/kernel-texts/" + std::string(64, 'a'), f.read_token), 404, "unknown-kernel");
+  expectProblem(f.get("/v1/kernel-texts/" + std::string(64, 'A'), f.read_token), 400, "bad-workload");
+  expectProblem(f.get("/v1/kernel-texts/abc", f.read_token), 400, "bad-workload");
+  expectProblem(f.get("/v1/kernel-texts/" + r.key.workload + "?x=1", f.read_token), 400, "invalid-query");
+  EXPECT_EQ(f.get("/v1/kernel-texts/" + r.key.workload, "unknown-token").status, 401);
+  EXPECT_EQ(f.post("/v1/kernel-texts/" + r.key.workload, "{}", f.write_token).status, 405);
+  {
+    sqlite3* h = nullptr;
+    ASSERT_EQ(sqlite3_open(f.db.c_str(), &h), SQLITE_OK);
+    sqlite3_busy_timeout(h, 5000);
+    EXPECT_EQ(sqlite3_exec(h, "UPDATE kernel_texts SET ir = ir || '  t1[v0] = 0' || char(10)", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(h);
+  }
+  Reply damaged = f.get("/v1/kernel-texts/" + r.key.workload, f.read_token);
+  expectProblem(damaged, 503, "corrupt-kernel-text");
+  EXPECT_NE(damaged.body.find("does not hash"), std::string::npos) << damaged.body;
 }
 
 TEST(Server, BestByKeyIdWithEtag) {
