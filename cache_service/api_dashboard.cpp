@@ -102,7 +102,7 @@ ApiResponse routeKernels(RouteContext& c, const ApiRequest& r) {
   q.limit = static_cast<int>(limit);
   auto page = c.store.kernels(q);
   if (!page.ok()) return storageProblem(page.error());
-  return jsonResponse(kernelPageJson(*page, q));
+  return jsonResponse(kernelPageJson(*page, q, &c.store));
 }
 
 ApiResponse routeKernelSummary(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {

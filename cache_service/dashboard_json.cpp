@@ -53,9 +53,17 @@ json kernelRowJson(const KernelRow& row) {
   return j;
 }
 
-json kernelPageJson(const KernelPage& page, const KernelQuery& q) {
+json kernelPageJson(const KernelPage& page, const KernelQuery& q, RecordStore* store) {
   json rows = json::array();
-  for (const KernelRow& r : page.rows) rows.push_back(kernelRowJson(r));
+  for (const KernelRow& r : page.rows) {
+    json row = kernelRowJson(r);
+    // Whether the kernel can be compiled again from this store (its text is in the kernel table).
+    if (store) {
+      auto text = store->kernelText(r.key.workload);
+      row["rebuildable"] = text.ok() && text->has_value();
+    }
+    rows.push_back(std::move(row));
+  }
   return json{{"total", page.total}, {"offset", q.offset}, {"limit", q.limit}, {"kernels", std::move(rows)}};
 }
 
@@ -122,6 +130,11 @@ Expected<json> kernelSummaryJson(RecordStore& store, const std::string& key_id) 
   const KernelRow& row = page.rows.front();
   json j = kernelRowJson(row);
   j["roofline"] = rooflineJson(row);
+  // The kernel itself, as its canonical IR text (the anonymized print whose SHA-256 is the
+  // workload), when the kernel table holds it: what bundle --all-winners and compare rebuild from.
+  TESSERA_ASSIGN(auto text, store.kernelText(row.key.workload));
+  j["rebuildable"] = text.has_value();
+  j["kernel_text"] = text ? json(*text) : json(nullptr);
   json near = json::array();
   TESSERA_ASSIGN(auto matches, store.nearest(row.key, 9));
   for (const NearestMatch& m : matches) {

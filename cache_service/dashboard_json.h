@@ -16,7 +16,8 @@ namespace tessera::cache {
 bool memoryBoundFamily(std::string_view family);
 
 nlohmann::json kernelRowJson(const KernelRow& row);
-nlohmann::json kernelPageJson(const KernelPage& page, const KernelQuery& q);
+// With a store, each row says whether its kernel's text is in the kernel table ("rebuildable").
+nlohmann::json kernelPageJson(const KernelPage& page, const KernelQuery& q, RecordStore* store = nullptr);
 
 // The roofs a key's records are held against and where each comes from: for GPUs the target
 // table (the products' figures), for the host the peak its tuner measured the shown record's

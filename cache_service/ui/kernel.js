@@ -38,6 +38,14 @@
       ', key ' + s.key_id + ', ' + s.records + ' records');
     const w = T.clear(T.$('winner'));
     const r = s.shown;
+    // The kernel itself, as the IR text the store keeps (what a bundle compiles again), or why not.
+    const src = T.$('kernel-source');
+    if (src) {
+      T.text(T.$('kernel-rebuild'), s.rebuildable ? 'rebuildable: the store keeps this kernel\'s IR text (workload ' + k.workload + ')'
+        : 'not rebuildable from this store: it has no text of this kernel (list it by spec or IR file to bundle it)');
+      src.hidden = !s.kernel_text;
+      T.text(src, s.kernel_text || '');
+    }
     if (!r) {
       w.appendChild(card('winner', 'none', 'no ok measurement or estimate of this kernel'));
       return;

@@ -144,6 +144,36 @@ TEST(Dashboard, OverviewRouteValidatesAndAnswers) {
   EXPECT_EQ(f.call("GET", "/v1/kernels/xyz", "tsk_read").status, 400);
 }
 
+// A kernel whose text is in the kernel table is marked rebuildable, on the overview and on its own
+// page, which shows the text; one without (a record pushed with no kernel_ir) says it is not.
+TEST(Dashboard, KernelsSayWhetherTheyCanBeRebuiltAndShowTheirText) {
+  ApiFixture f;
+  const std::string text = "kernel _ : elementwise {\n  in t0: f32[4]\n  out t1: f32[4]\n  t1[v0] = t0[v0] + 1\n}\n";
+  Record with = makeRecord({.key = 0, .median_us = 40});
+  with.key.workload = sha256Hex(text);
+  with.key_id = keyIdOf(with.key);
+  Record without = makeRecord({.key = 1, .median_us = 30});
+  ASSERT_TRUE(f.store->put(std::vector<Record>{with, without}).ok());
+  ASSERT_TRUE(f.store->putKernelText(with.key.workload, text).ok());
+  ApiResponse all = f.call("GET", "/v1/kernels?order=kernel&limit=10", "tsk_read");
+  ASSERT_EQ(all.status, 200) << all.body;
+  json j = json::parse(all.body);
+  ASSERT_EQ(j["kernels"].size(), 2u);
+  int rebuildable = 0;
+  for (const json& row : j["kernels"]) {
+    ASSERT_TRUE(row.contains("rebuildable")) << row.dump();
+    EXPECT_EQ(row["rebuildable"].get<bool>(), row["key_id"] == with.key_id) << row.dump();
+    rebuildable += row["rebuildable"].get<bool>();
+  }
+  EXPECT_EQ(rebuildable, 1);
+  json one = json::parse(f.call("GET", "/v1/kernels/" + with.key_id, "tsk_read").body);
+  EXPECT_EQ(one["rebuildable"], true);
+  EXPECT_EQ(one["kernel_text"], text);
+  json other = json::parse(f.call("GET", "/v1/kernels/" + without.key_id, "tsk_read").body);
+  EXPECT_EQ(other["rebuildable"], false);
+  EXPECT_TRUE(other["kernel_text"].is_null());
+}
+
 TEST(Dashboard, WhoAmINeedsNoTokenButChecksOne) {
   ApiFixture f;
   EXPECT_EQ(json::parse(f.call("GET", "/v1/whoami").body)["scope"], "none");
