@@ -4,7 +4,10 @@
 // first tunes what is missing (on an attached device or the host) or estimates it (a GPU that is
 // not here).
 #include <cstdio>
+#include <set>
 
+#include "cache_service/client.h"
+#include "cache_service/kernel_list.h"
 #include "cache_service/store.h"
 #include "cli/commands.h"
 #include "cli/compare_view.h"
@@ -15,6 +18,8 @@
 #include "session/tune_request.h"
 #include "costmodel/gpu_model.h"
 #include "ir/families.h"
+#include "ir/text.h"
+#include "ir/verifier.h"
 #include "search/compare.h"
 #include "search/tune_session.h"
 #include "search/verify_hit.h"
@@ -26,6 +31,7 @@ namespace {
 
 struct CompareFlags {
   KernelFlags kernel;
+  std::string stored;  // `key HASH`: a stored kernel's key_id or workload hash, or a prefix of one
   std::string targets = "sm_90,gfx942", db = "tessera.db";
   CacheFlags cache;
   int tune = 0, threads = kAllCores;
@@ -83,10 +89,52 @@ void fillMissing(const ir::Kernel& k, const TargetDesc& t, cache::RecordStore& s
   }
 }
 
+// `compare ... key HASH`: the kernel of a stored key, given by its key_id or its workload hash (or a
+// unique prefix of 6+ hex digits of either), compiled from its text in the kernel table, any family
+// (fused chains, GEMM epilogues). Without a text here, the shared cache's, checked against the hash
+// by the client and filed in the store. The text is parsed, verified and hashed again: only the
+// kernel the hash names comes back.
+Expected<ir::Kernel> storedKernel(cache::RecordStore& store, cache::CacheClient& client, const std::string& given) {
+  const bool hex = given.size() >= 6 && given.size() <= 64 && given.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (!hex)
+    return makeError(ErrorCode::InvalidArgument, "key " + given + ": expected a key_id or workload hash, or a prefix of at least 6 of its hex digits");
+  cache::KernelQuery q;
+  q.words = {given};
+  q.limit = cache::kMaxKernelPage;
+  TESSERA_ASSIGN(cache::KernelPage page, store.kernels(q));
+  std::set<std::string> workloads;
+  for (const auto& row : page.rows)
+    if (row.key_id.rfind(given, 0) == 0 || row.key.workload.rfind(given, 0) == 0) workloads.insert(row.key.workload);
+  if (workloads.empty() && given.size() == 64) workloads.insert(given);  // a workload hash this store has no key of
+  if (workloads.empty()) return makeError(ErrorCode::NotFound, "key " + given + ": no kernel in the store has that key_id or workload hash");
+  if (workloads.size() > 1)
+    return makeError(ErrorCode::InvalidArgument, "key " + given + ": " + std::to_string(workloads.size()) + " kernels match; give more digits");
+  const std::string w = *workloads.begin();
+  TESSERA_ASSIGN(auto text, store.kernelText(w));
+  if (!text && client.enabled()) {
+    auto fetched = client.kernelText(w);
+    if (!fetched.ok()) return fetched.takeError();
+    text = std::move(*fetched);
+    if (text) (void)store.putKernelText(w, *text);  // kept for next time; the comparison goes on either way
+  }
+  if (!text)
+    return makeError(ErrorCode::NotFound, "key " + given + ": no text of kernel " + w.substr(0, 12) + " in the store" +
+                                              (client.enabled() ? " or the shared cache" : "") +
+                                              ": give the kernel by its family's flags or an IR file");
+  auto k = ir::parseKernel(*text);
+  if (!k.ok()) return makeError(ErrorCode::InvalidArgument, "kernel text " + w.substr(0, 12) + ": " + k.error().message);
+  TESSERA_TRY(ir::verify(*k));
+  if (ir::workloadHash(*k) != w)
+    return makeError(ErrorCode::InvalidArgument, "kernel text " + w.substr(0, 12) + " is not the kernel of that hash");
+  k->name = std::string(ir::familyName(k->family)) + "_" + w.substr(0, 8);  // the text is anonymized
+  return std::move(*k);
+}
+
 void compareCommand(const CompareFlags& f) {
   loadGpuFacts(f.gpu);
-  auto k = buildKernel(f.kernel);
-  if (!k.ok()) failWith(k.error());
+  const bool stored = f.kernel.family == "key";
+  auto k = stored ? Expected<ir::Kernel>(makeError(ErrorCode::Internal, "not yet")) : buildKernel(f.kernel);
+  if (!stored && !k.ok()) failWith(k.error());
   std::vector<TargetDesc> targets;
   bool host = false;
   // --gpu alone compares those GPUs; with --targets, they come after its targets.
@@ -113,6 +161,10 @@ void compareCommand(const CompareFlags& f) {
   cache::CacheClient client(clientOptions(f.cache));
   requireCacheAccess(client, f.tune > 0 ? "write" : "read",
                      f.tune > 0 ? "compare --tune shares what it tunes" : "compare reads the shared winners");
+  if (stored) {
+    k = storedKernel(**store, client, f.stored);
+    if (!k.ok()) failWith(k.error());
+  }
   cache::Provenance prov = search::provenanceFor(targets.front(), provenanceInputs());
   auto cmp = search::compareTargets(*k, targets, store->get(), &client, prov);
   if (!cmp.ok()) failWith(cmp.error());
@@ -184,6 +236,13 @@ void addCompareCommand(CLI::App& app) {
                 "first tune what is missing with N trials (a GPU not attached here: estimate its space's top N)");
   c->add_flag("--json", f->json, "machine-readable output");
   addKernelSubcommands(c, &f->kernel, [f] { compareCommand(*f); });
+  auto* key = c->add_subcommand("key", "a stored kernel, by its key_id or workload hash (or a unique prefix of 6+ hex digits), from the kernel table");
+  key->add_option("hash", f->stored, "key_id or workload hash, as the dashboard and `tessera cache` show them")->required();
+  key->fallthrough();
+  key->callback([f] {
+    f->kernel.family = "key";
+    compareCommand(*f);
+  });
 }
 
 }  // namespace tessera::cli

@@ -4,6 +4,7 @@
 // (`bundle --all-winners --cache`), the kernels' texts fetched from GET /v1/kernel-texts/{workload}.
 // A service that sends a text which does not hash to its workload is refused, by the client
 // (CacheClient::kernelText) and by the bundle, which then bundles nothing in its place.
+// `tessera compare ... key HASH` compiles the same kernel from the kernel table, or the cache's.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -190,6 +191,35 @@ TEST(SharedWinners, APulledFusedEpilogueWinnerIsBundledFromTheCachesKernelText) 
   EXPECT_EQ(filed[1][1], gemm_ir);
   EXPECT_EQ(tessera::sha256Hex(filed[1][1]), gemm_w);
 
+  // `compare ... key HASH` rebuilds the same GEMM with its epilogue from the kernel table: alice's
+  // by a prefix of its workload, carol's (texts only) by the whole hash, and the shared cache's
+  // for a store without it (which then keeps the text); alice's host winner is the one compared.
+  const std::vector<std::string> cmp = {"compare", "--json", "--targets", "host", "--threads", "1", "--db"};
+  auto withDb = [&](const std::string& db, const std::string& hash) {
+    std::vector<std::string> a = cmp;
+    a.push_back(db);
+    a.push_back("key");
+    a.push_back(hash);
+    return a;
+  };
+  auto c1 = runTessera(withDb(alice, gemm_w.substr(0, 12)), s.tuneEnv());
+  ASSERT_EQ(c1.exit_code, 0) << c1.out << c1.err;
+  json cj = json::parse(c1.out);
+  EXPECT_EQ(cj["kernel"], "gemm_" + gemm_w.substr(0, 8)) << c1.out;
+  ASSERT_EQ(cj["targets"].size(), 1u) << c1.out;
+  EXPECT_EQ(cj["targets"][0]["source"], "measured") << c1.out;
+  auto local = runTessera(withDb(carol, gemm_w));  // carol's table, no cache: an estimate at most
+  ASSERT_EQ(local.exit_code, 0) << local.out << local.err;
+  EXPECT_EQ(json::parse(local.out)["kernel"], "gemm_" + gemm_w.substr(0, 8)) << local.out;
+  const std::string frank = s.dir.file("frank.db");
+  auto c2 = runTessera(withDb(frank, gemm_w), s.tuneEnv());
+  ASSERT_EQ(c2.exit_code, 0) << c2.out << c2.err;
+  EXPECT_EQ(json::parse(c2.out)["targets"][0]["source"], "measured") << c2.out;
+  EXPECT_EQ(queryRows(frank, "SELECT workload FROM kernel_texts"), std::vector<std::vector<std::string>>{{gemm_w}});
+  auto c3 = runTessera(withDb(s.dir.file("grace.db"), gemm_w));  // no cache: no text anywhere
+  EXPECT_NE(c3.exit_code, 0) << c3.out;
+  EXPECT_NE(c3.err.find("no text of kernel"), std::string::npos) << c3.err;
+
   // Control: without the cache, carol's twin (an empty store) has no winner to bundle.
   const std::string dave = s.dir.file("dave.db");
   ASSERT_TRUE(tessera::cache::openSqliteStore(dave).ok());
@@ -232,4 +262,8 @@ TEST(SharedWinners, APulledFusedEpilogueWinnerIsBundledFromTheCachesKernelText) 
   EXPECT_NE(b4.err.find("does not hash"), std::string::npos) << b4.err;
   EXPECT_NE(b4.err.find("cannot be rebuilt"), std::string::npos) << b4.err;
   EXPECT_EQ(queryRows(erin, "SELECT count(*) FROM kernel_texts")[0][0], "0");
+  auto c4 = runTessera(withDb(s.dir.file("heidi.db"), gemm_w), {"TESSERA_CACHE_URL=" + hostile.url(), "TESSERA_TOKEN=" + s.tuner});
+  EXPECT_NE(c4.exit_code, 0) << c4.out;
+  EXPECT_NE(c4.err.find("does not hash"), std::string::npos) << c4.err;
+  EXPECT_EQ(queryRows(s.dir.file("heidi.db"), "SELECT count(*) FROM kernel_texts")[0][0], "0");
 }
