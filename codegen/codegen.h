@@ -45,7 +45,9 @@ class HostExecutable {
 // kernel serves a range of token counts). The kernel's shape gives their upper bounds; the entry
 // point takes one more pointer after the tensors, to `int64_t sizes[2] = {M, batch count}` (an
 // entry is read only where that dimension is a runtime one). Host GEMM, blis family: M when A is
-// stored M x K and there is no batch dimension, or the batch count of a batched GEMM.
+// stored M x K and there is no batch dimension, or the batch count of a batched GEMM. Host
+// elementwise: `m` is the leading dimension (the iteration space's first, sizes[0]), which must be
+// the outermost dimension of every tensor that has it.
 struct RuntimeDims {
   bool m = false;
   bool batch = false;
