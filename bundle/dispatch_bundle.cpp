@@ -35,6 +35,9 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
   TESSERA_ASSIGN(ir::Kernel maxKernel, ir::parseKernel(f.kernelIr));
   TESSERA_ASSIGN(int64_t top, rangeExtent(maxKernel));
   const std::string dim = rangeDimName(maxKernel);
+  if (f.rule.dim != dim)
+    return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": it dispatches on " + f.rule.dim + ", its " +
+                                                     ir::familyName(maxKernel.family) + " kernel on " + dim);
   if (top != f.rule.hi)
     return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": its kernel has " + dim + "=" +
                                                      std::to_string(top) + ", the rule's range ends at " + std::to_string(f.rule.hi));

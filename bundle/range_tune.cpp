@@ -256,6 +256,7 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
 
   // 3. The rule.
   TESSERA_ASSIGN(out.rule, fitDispatchRule(out.table, out.train, out.heldOut, range.lo, range.hi, s.fit));
+  out.rule.dim = dim;
   return out;
 }
 
@@ -263,7 +264,6 @@ std::string rangeRuleFile(const RangeTuneResult& r, const TargetDesc& t) {
   nlohmann::json extra = {{"format", "tessera-dispatch-1"},
                           {"kernel", r.kernelName},
                           {"kernel_ir", r.kernelIr},
-                          {"dim", r.dim},
                           {"arch", t.arch},
                           {"threads", t.units}};
   nlohmann::json pts = nlohmann::json::array();

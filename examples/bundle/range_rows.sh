@@ -46,4 +46,28 @@ make -s -C bundle CC="$CC" CFLAGS="-O2 -Wall -Wextra -Werror"
 "$CC" -std=c11 -O2 -Wall -Wextra -Werror "$HERE/range_rows_demo.c" -Ibundle bundle/libtessera_bundle.a $(cat bundle/link.flags) -lm -o range_rows_demo
 ./range_rows_demo 40 1 200 | tee demo.txt | tail -5
 grep -q "range rows demo: all checks passed" demo.txt || die "range rows demo failed"
+step "a two-bucket rule: rows 1..9 and 10..200 answered by different kernels (row tiles of 3, two threads)"
+ARCH=$(grep -o '"arch": "[^"]*"' rule.json | head -1 | sed 's/.*: "//; s/"$//')
+cat > two.json <<JSON
+{"format": "tessera-dispatch-1", "kernel": "elementwise_200x40_f32", "arch": "$ARCH", "threads": 2,
+ "kernel_ir": "kernel elementwise_200x40_f32 : elementwise {\n  in b: f32[200, 1]\n  in s: f32[40]\n  in x: f32[200, 40]\n  out y: f32[200, 40]\n  y[d0, d1] = x[d0, d1] * s[d1] + b[d0, 0]\n}\n",
+ "dim": "rows", "lo": 1, "hi": 200,
+ "configs": ["CHUNK=0,NT=0,ROWS=1,THREADS=1,UNROLL=1,VW=8",
+             "CHUNK=16,NT=0,ROWS=3,THREADS=2,UNROLL=2,VW=8"],
+ "buckets": [{"lo": 1, "hi": 9, "config": 0}, {"lo": 10, "hi": 200, "config": 1}]}
+JSON
+"$T" bundle --dispatch two.json --db tessera.db --out two | tail -3
+make -s -C two CC="$CC"
+"$CC" -std=c11 -O2 "$HERE/range_rows_demo.c" -Itwo two/libtessera_bundle.a $(cat two/link.flags) -lm -o range_rows_demo_two
+./range_rows_demo_two 40 1 200 | tee two.txt | tail -3
+grep -q "range rows demo: all checks passed" two.txt || die "two-bucket demo failed"
+grep -q "bucket 1 of 2 (rows 10..200)" two.txt || die "bucket 1 did not answer rows=10"
+# A GEMM's rule is not an elementwise kernel's: the dimension must match the kernel.
+sed 's/"dim": "rows"/"dim": "M"/' two.json > wrongdim.json
+set +e
+"$T" bundle --dispatch wrongdim.json --db tessera.db --out never > out.txt 2> err.txt
+rc=$?
+set -e
+[ "$rc" = 2 ] || die "a rule on M for an elementwise kernel: exit $rc, expected 2 ($(cat err.txt))"
+[ ! -e never ] || die "a bad rule left a bundle folder"
 echo "range_rows.sh: ok"

@@ -3,7 +3,8 @@
  * --shape b=HIx1 --rows LO..HI ...`, `tessera bundle --dispatch RULE`): for row counts inside the
  * range it asks tessera_find which bucket and kernel serve that shape, runs it with
  * tessera_run_dims and checks y = x * s + b against plain C; then rows just outside the range,
- * rows = 0, another N and misuse must fail cleanly.
+ * rows = 0, another N and misuse must fail cleanly. Buffers are matched to the kernel's tensors by
+ * name (its inputs come in the kernel's order, not the expression's).
  *
  *   ./range_rows_demo N LO HI   (f32; inputs x [rows, N], s [N], b [rows, 1]; output y [rows, N])
  *
@@ -50,7 +51,14 @@ static int run_one(long long rows, long long n) {
   for (long long j = 0; j < n; ++j) s[j] = 0.5f + (float)j / 16.0f;
   for (long long i = 0; i < rows; ++i) b[i] = (float)i - 3.0f;
   memset(y, 0xff, ((size_t)(rows * n) + 16) * sizeof(float)); /* NaN: an element never written fails */
-  void* bufs[4] = {x, s, b, y};
+  /* One buffer per tensor in the kernel's order, matched by name (tessera_tensor). */
+  void* bufs[4] = {0};
+  for (int i = 0; i < 4 && i < tessera_num_tensors(kern); ++i) {
+    tessera_tensor_info ti;
+    if (tessera_tensor(kern, i, &ti) != TESSERA_OK) break;
+    bufs[i] = strcmp(ti.name, "x") == 0 ? (void*)x : strcmp(ti.name, "s") == 0 ? (void*)s : strcmp(ti.name, "b") == 0 ? (void*)b : (void*)y;
+  }
+  check(tessera_num_tensors(kern) == 4, "four tensors");
   int64_t dims[2] = {rows, n};
   tessera_status st = tessera_run_dims(kern, dims, 2, bufs);
   check(st == TESSERA_OK, "tessera_run_dims");
