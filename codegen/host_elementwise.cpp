@@ -23,7 +23,7 @@ using namespace mlir;
 Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc&,
                                            const RuntimeDims& dims) {
   TESSERA_ASSIGN(ir::ElementwiseRegion region, ir::analyzeElementwise(k));
-  if (dims.batch) return makeError(ErrorCode::Unsupported, "runtime sizes: an elementwise kernel takes only its leading dimension");
+  if (dims.batch || dims.kv) return makeError(ErrorCode::Unsupported, "runtime sizes: an elementwise kernel takes only its leading dimension");
   const bool dynRows = dims.m;
   if (dynRows) {
     // The leading iteration dimension must be each tensor's outermost one (or absent from it):

@@ -56,7 +56,8 @@ Expected<HostPayload> buildHostGemmBlis(mlir::MLIRContext* ctx, const ir::Kernel
 // `dims.m`: the leading dimension (the iteration space's first) is a runtime size, sizes[0].
 Expected<HostPayload> buildHostElementwise(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                            const TargetDesc& t, const RuntimeDims& dims = {});
+// `dims`: runtime query length (m, sizes[0]), batch (sizes[1]) and key length (kv, sizes[2]).
 Expected<HostPayload> buildHostAttention(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
-                                         const TargetDesc& t);
+                                         const TargetDesc& t, const RuntimeDims& dims = {});
 
 }  // namespace tessera::codegen

@@ -419,7 +419,7 @@ tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, in
     return TESSERA_ERR_ARGUMENT;
   }
   for (int i = 0; i < n; ++i) args[i] = buffers[i];
-  int64_t sizes[2] = {dims[0], 0};
+  int64_t sizes[3] = {dims[0], 0, 0};
   args[n] = sizes;
   k->host_fn(args);
   return TESSERA_OK;
