@@ -147,7 +147,7 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
         terms += (terms.empty() ? "" : ", ") + term.name + " " + fmtTime(term.us) + " (" + term.detail + ")";
     std::printf("terms        %s\n", terms.c_str());
     std::printf("occupancy    %d blocks per %s (%s), %lld wave%s at %.0f%% fill\n", e->model.blocksPerUnit,
-                t.vendor == Vendor::Amd ? "CU" : "SM", e->model.occupancyLimiter.c_str(), (long long)e->model.waves,
+                t.words().unit, e->model.occupancyLimiter.c_str(), (long long)e->model.waves,
                 e->model.waves == 1 ? "" : "s", 100 * e->model.waveEfficiency);
     for (const auto& [name, value] : e->facts) std::printf("%-12s %s\n", name.c_str(), value.c_str());
   }
@@ -317,7 +317,7 @@ void tuneCommand(const TuneFlags& f) {
   if (measure.estimated) {
     printEstimateSummary(*k, *t, res, f.db);
     std::printf("search       %zu configs of the space's top checked through %s in %s (%s)\n", res.tune.trials.size(),
-                t->vendor == Vendor::Nvidia ? "ptxas" : "the AMDGPU backend", fmtDuration(res.tune.seconds).c_str(),
+                t->words().deviceCompiler, fmtDuration(res.tune.seconds).c_str(),
                 statuses.c_str());
     return;
   }
