@@ -33,11 +33,22 @@ std::string byteArray(const std::string& bytes, bool nulTerminate) {
   return s;
 }
 
+// A tensor map's fields of tsr_gpu_arg (zeros for other kinds).
+std::string mapFields(const codegen::GpuArg& a) {
+  const codegen::TensorMapSpec& m = a.tensorMap;
+  const bool map = a.kind == codegen::GpuArg::Kind::TensorMap;
+  auto n = [&](int64_t v) { return std::to_string(map ? v : 0); };
+  const int type = a.dtype == ir::ScalarType::F16 ? 6 : a.dtype == ir::ScalarType::BF16 ? 9 : 7;
+  return n(m.of) + ", " + n(m.rank) + ", " + n(m.swizzleBytes) + ", " + n(type) + ", {" + n(m.dims[0]) + ", " + n(m.dims[1]) + ", " + n(m.dims[2]) +
+         "}, {" + n(m.strides[0]) + ", " + n(m.strides[1]) + "}, {" + n(m.box[0]) + ", " + n(m.box[1]) + ", " + n(m.box[2]) + "}";
+}
+
 const char* argKind(codegen::GpuArg::Kind k) {
   switch (k) {
     case codegen::GpuArg::Kind::Tensor: return "TSR_ARG_TENSOR";
     case codegen::GpuArg::Kind::Packed: return "TSR_ARG_PACKED";
     case codegen::GpuArg::Kind::Workspace: return "TSR_ARG_WORKSPACE";
+    case codegen::GpuArg::Kind::TensorMap: return "TSR_ARG_TENSOR_MAP";
   }
   return "TSR_ARG_TENSOR";
 }
@@ -98,7 +109,7 @@ TableSources tableSources(const std::vector<TableEntry>& entries, const std::vec
              std::to_string(ir::byteSize(a.dtype)) + ", " + std::to_string(a.batchStride) + ", " + std::to_string(a.rows) +
              ", " + std::to_string(a.cols) + ", " + std::to_string(a.prows) + ", " + std::to_string(a.pcols) + ", " +
              (a.transposed ? "1" : "0") + ", " + (a.copyBack ? "1" : "0") + ", " + (a.zeroFirst ? "1" : "0") + ", " +
-             std::to_string(a.packBatches) + "},\n";
+             std::to_string(a.packBatches) + ", " + mapFields(a) + "},\n";
       if (l.args.empty()) t += "  {0},\n";
       t += "};\nstatic const int tsr_params_" + id + "[] = {";
       for (size_t j = 0; j < l.kernelParams.size(); ++j) t += (j ? ", " : "") + std::to_string(l.kernelParams[j]);

@@ -67,6 +67,7 @@ constexpr KnobRow kKnobs[] = {
     {"attention", Kind::Gpu, "DSPLIT", nullptr},      {"attention", Kind::Gpu, "strategy", "flash-simt|flash-mma|flash-wgmma|flash-mfma"},
     {"attention", Kind::Gpu, "STAGES", nullptr},
     {"attention", Kind::Gpu, "WAVES", nullptr},       {"attention", Kind::Gpu, "MFMA", "16x16x16|32x32x8"},  // CDNA
+    {"attention", Kind::Gpu, "PIPE", "fa2|fa3"},  // flash-wgmma (sm_90a)
     // Threads of a host kernel (issue 14); the same number is the key's `units`.
     {"gemm", Kind::Host, "THREADS", nullptr},        {"elementwise", Kind::Host, "THREADS", nullptr},
     {"attention", Kind::Host, "THREADS", nullptr},

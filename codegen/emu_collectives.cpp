@@ -409,6 +409,7 @@ int64_t tessera_emu_mbar_arrive(void* bar, int32_t tx, int32_t site);
 void tessera_emu_mbar_wait(void* bar, int32_t parity, int32_t site);
 void tessera_emu_tma_load(void* dst, const void* map, void* bar, int32_t rank, int32_t c0, int32_t c1, int32_t c2, int32_t site);
 void tessera_emu_wgmma(int32_t n, int32_t flags, int64_t descA, int64_t descB, float* acc, int32_t site);
+void tessera_emu_wgmma_rs(int32_t n, int32_t flags, const uint32_t* a, int64_t descB, float* acc, int32_t site);
 void tessera_emu_wgmma_commit(int32_t site);
 void tessera_emu_wgmma_wait(int32_t n, int32_t site);
 int32_t tessera_emu_sreg(int32_t which);
@@ -442,6 +443,7 @@ std::vector<std::pair<std::string, void*>> runtimeSymbols() {
       {"tessera_emu_mbar_wait", reinterpret_cast<void*>(&tessera_emu_mbar_wait)},
       {"tessera_emu_tma_load", reinterpret_cast<void*>(&tessera_emu_tma_load)},
       {"tessera_emu_wgmma", reinterpret_cast<void*>(&tessera_emu_wgmma)},
+      {"tessera_emu_wgmma_rs", reinterpret_cast<void*>(&tessera_emu_wgmma_rs)},
       {"tessera_emu_wgmma_commit", reinterpret_cast<void*>(&tessera_emu_wgmma_commit)},
       {"tessera_emu_wgmma_wait", reinterpret_cast<void*>(&tessera_emu_wgmma_wait)},
       {"tessera_emu_ex2_approx_ftz", reinterpret_cast<void*>(&tessera_emu_ex2_approx_ftz)},

@@ -50,6 +50,7 @@ enum class HwFault {
   MfmaTransposeD, // MFMA: accumulator rows and columns exchanged
   MfmaReverseK,   // MFMA: A's k order reversed within each group of 4
   WgmmaNoSwizzle, // wgmma: shared-memory operands read as if unswizzled (descriptor mode ignored)
+  WgmmaSwapA,     // wgmma with A from registers: A fragment registers 1 and 2 exchanged
 };
 
 // The emulator's own form of a TMA tensor map (what the emulated device's encodeTensorMap writes

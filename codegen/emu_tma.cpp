@@ -76,6 +76,29 @@ void tmaBlockEnd(BlockState& b) {
 
 namespace {
 
+// The warp collective of the register-A wgmma (beside emu_collectives.cpp's, which stay below 128).
+constexpr int kWgmmaRegA = 200;
+
+// The shared-memory offset of element (mn, k) of a wgmma operand described by `desc`, or -1 with
+// the error reported (a layout the emulator does not model, or outside shared memory).
+// `noSwizzle` (a fault injected by the controls) undoes the swizzle: it is an involution.
+int64_t wgmmaAddress(BlockState& b, uint64_t desc, bool mn, int i, int k, bool noSwizzle, const char* which, int site) {
+  int64_t a = layout::wgmmaOperandAddress(desc, mn, 2, i, k);
+  if (noSwizzle && a >= 0) {
+    const int mode = int((desc >> 62) & 3);
+    const int64_t mask = (mode == 1 ? 128 : mode == 2 ? 64 : 32) / 16 - 1;
+    a ^= ((a >> 7) & mask) << 4;
+  }
+  if (a < 0 || a + 2 > int64_t(b.smemBytes)) {
+    reportError(b, std::string("wgmma ") + which + " descriptor " +
+                       (a < 0 ? "in a layout the emulator does not model (no swizzle, or a base offset)" : "outside shared memory") +
+                       ", by " + threadName(b, b.cur->tid) + " at " + b.L->sites->name(site));
+    b.aborted = true;
+    return -1;
+  }
+  return a;
+}
+
 MBarrier* findBar(BlockState& b, const void* p, const char* what, int site) {
   const char* c = static_cast<const char*>(p);
   if (c < b.smemBase || c + 8 > b.smemBase + b.smemBytes || (c - b.smemBase) % 8) {
@@ -236,80 +259,55 @@ void tessera_emu_tma_load(void* dst, const void* map, void* bar, int32_t rank, i
   maybeComplete(b, boff, *m);
 }
 
-// wgmma.mma_async m64nNk16 f32 += A(desc) x B(desc): this thread's N/2 accumulators at `acc`.
-// flags: bit 0 B's type bf16 (A the same), bit 1 A MN-major, bit 2 B MN-major (its "row" layout),
-// bit 3 scale-d (accumulate), bit 4 negate A, bit 5 negate B.
-void tessera_emu_wgmma(int32_t n, int32_t flags, int64_t descA, int64_t descB, float* acc, int32_t site) {
-  BlockState& b = *tls;
-  const int tid = b.cur->tid, t = tid % 128;
-  const bool bf16 = flags & 1, aMn = flags & 2, bMn = flags & 4, scaleD = flags & 8;
-  const float sa = (flags & 16) ? -1.f : 1.f, sb = (flags & 32) ? -1.f : 1.f;
-  const bool noSwizzle = b.O->fault == HwFault::WgmmaNoSwizzle;
-  auto addr = [&](uint64_t desc, bool mn, int i, int k) -> int64_t {
-    int64_t a = layout::wgmmaOperandAddress(desc, mn, 2, i, k);
-    if (noSwizzle && a >= 0) {  // the swizzle is an involution: applied again, it is undone
-      const int mode = int((desc >> 62) & 3);
-      const int64_t mask = (mode == 1 ? 128 : mode == 2 ? 64 : 32) / 16 - 1;
-      a ^= ((a >> 7) & mask) << 4;
-    }
-    return a;
-  };
-  auto value = [&](int64_t off) -> float {
-    uint16_t h;
-    std::memcpy(&h, b.smemBase + off, 2);
-    if (bf16) {
-      uint32_t u = uint32_t(h) << 16;
-      float f;
-      std::memcpy(&f, &u, 4);
-      return f;
-    }
-    // f16 -> f32
-    const uint32_t sign = uint32_t(h >> 15) << 31;
-    int e = (h >> 10) & 31;
-    uint32_t man = h & 1023, u;
-    if (e == 31) u = sign | 0x7f800000u | (man << 13);
-    else if (e == 0) {
-      if (man == 0) u = sign;
-      else {
-        e = 1;
-        while (!(man & 1024)) man <<= 1, --e;
-        man &= 1023;
-        u = sign | uint32_t(e + 112) << 23 | man << 13;
-      }
-    } else u = sign | uint32_t(e + 112) << 23 | man << 13;
+}  // extern "C"
+
+namespace {
+
+// f16 / bf16 bits -> f32.
+float halfValue(uint16_t h, bool bf16) {
+  if (bf16) {
+    uint32_t u = uint32_t(h) << 16;
     float f;
     std::memcpy(&f, &u, 4);
     return f;
-  };
-  WgmmaReads reads;
-  reads.site = site;
-  float A[2][16];
-  const int warp = t / 32, lane = t % 32;
-  const int rows[2] = {16 * warp + lane / 4, 16 * warp + lane / 4 + 8};
-  auto check = [&](int64_t off, const char* which) {
-    if (off < 0 || off + 2 > int64_t(b.smemBytes)) {
-      reportError(b, std::string("wgmma ") + which + " descriptor " + (off < 0 ? "in a layout the emulator does not model (no swizzle, or a base offset)" : "outside shared memory") +
-                         ", by " + threadName(b, tid) + " at " + b.L->sites->name(site));
-      b.aborted = true;
-      return false;
+  }
+  const uint32_t sign = uint32_t(h >> 15) << 31;
+  int e = (h >> 10) & 31;
+  uint32_t man = h & 1023, u;
+  if (e == 31) u = sign | 0x7f800000u | (man << 13);
+  else if (e == 0) {
+    if (man == 0) u = sign;
+    else {
+      e = 1;
+      while (!(man & 1024)) man <<= 1, --e;
+      man &= 1023;
+      u = sign | uint32_t(e + 112) << 23 | man << 13;
     }
-    return true;
-  };
-  for (int r = 0; r < 2; ++r)
-    for (int k = 0; k < 16; ++k) {
-      const int64_t off = addr(uint64_t(descA), aMn, rows[r], k);
-      if (!check(off, "A")) return;
-      A[r][k] = sa * value(off);
-      reads.offs.push_back(uint32_t(off));
-    }
-  const int regs = n / 2;
+  } else u = sign | uint32_t(e + 112) << 23 | man << 13;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// The part of a wgmma m64nNk16 one thread computes: its N/2 accumulators (rows A[0] and A[1] of
+// its warp's 16, wgmmaD's columns) += A x B, B read through `descB` from shared memory (the reads
+// recorded in flight until a wait_group retires them). `reads` already holds A's shared reads
+// (none when A came from registers). Returns false when the kernel was aborted.
+bool wgmmaThread(BlockState& b, int n, int flags, const float A[2][16], int64_t descB, float* acc, int site,
+                 WgmmaReads& reads) {
+  const int tid = b.cur->tid, lane = tid % 128 % 32;
+  const bool bf16 = flags & 1, bMn = flags & 4, scaleD = flags & 8;
+  const float sb = (flags & 32) ? -1.f : 1.f;
+  const bool noSwizzle = b.O->fault == HwFault::WgmmaNoSwizzle;
   std::vector<float> Bc(size_t(n / 4) * 16);
   for (int c = 0; c < n / 4; ++c) {
     const int col = 8 * (c / 2) + 2 * (lane % 4) + c % 2;
     for (int k = 0; k < 16; ++k) {
-      const int64_t off = addr(uint64_t(descB), bMn, col, k);
-      if (!check(off, "B")) return;
-      Bc[size_t(c * 16 + k)] = sb * value(off);
+      const int64_t off = wgmmaAddress(b, uint64_t(descB), bMn, col, k, noSwizzle, "B", site);
+      if (off < 0) return false;
+      uint16_t h;
+      std::memcpy(&h, b.smemBase + off, 2);
+      Bc[size_t(c * 16 + k)] = sb * halfValue(h, bf16);
       reads.offs.push_back(uint32_t(off));
     }
   }
@@ -317,17 +315,91 @@ void tessera_emu_wgmma(int32_t n, int32_t flags, int64_t descA, int64_t descB, f
     for (uint32_t off : reads.offs) {
       sharedAccess(b, b.smemBase + off, 2, false, tid, site);
       for (int j = 0; j < 2; ++j) {
-        uint8_t& n = b.shadow[size_t(off) + size_t(j)].wgmmaReads;
-        n = uint8_t(std::min(255, n + 1));
+        uint8_t& cnt = b.shadow[size_t(off) + size_t(j)].wgmmaReads;
+        cnt = uint8_t(std::min(255, cnt + 1));
       }
     }
-  for (int i = 0; i < regs; ++i) {
+  for (int i = 0; i < n / 2; ++i) {
     const int r = i % 4 / 2, c = (i / 4) * 2 + i % 2;
     float s = scaleD ? acc[i] : 0.f;
     for (int k = 0; k < 16; ++k) s = std::fma(A[r][k], Bc[size_t(c * 16 + k)], s);
     acc[i] = s;
   }
   if (b.O->checks) b.wgmma[size_t(tid)].push_back(std::move(reads));
+  return true;
+}
+
+}  // namespace
+
+extern "C" {
+
+// wgmma.mma_async m64nNk16 f32 += A(desc) x B(desc): this thread's N/2 accumulators at `acc`.
+// flags: bit 0 B's type bf16 (A the same), bit 1 A MN-major, bit 2 B MN-major (its "row" layout),
+// bit 3 scale-d (accumulate), bit 4 negate A, bit 5 negate B.
+void tessera_emu_wgmma(int32_t n, int32_t flags, int64_t descA, int64_t descB, float* acc, int32_t site) {
+  BlockState& b = *tls;
+  const int tid = b.cur->tid, t = tid % 128;
+  const bool bf16 = flags & 1, aMn = flags & 2;
+  const float sa = (flags & 16) ? -1.f : 1.f;
+  const bool noSwizzle = b.O->fault == HwFault::WgmmaNoSwizzle;
+  WgmmaReads reads;
+  reads.site = site;
+  float A[2][16];
+  const int warp = t / 32, lane = t % 32;
+  const int rows[2] = {16 * warp + lane / 4, 16 * warp + lane / 4 + 8};
+  for (int r = 0; r < 2; ++r)
+    for (int k = 0; k < 16; ++k) {
+      const int64_t off = wgmmaAddress(b, uint64_t(descA), aMn, rows[r], k, noSwizzle, "A", site);
+      if (off < 0) return;
+      uint16_t h;
+      std::memcpy(&h, b.smemBase + off, 2);
+      A[r][k] = sa * halfValue(h, bf16);
+      reads.offs.push_back(uint32_t(off));
+    }
+  wgmmaThread(b, n, flags, A, descB, acc, site, reads);
+}
+
+// wgmma.mma_async m64nNk16 with A from registers (FlashAttention-3's P·V; the inline PTX of
+// codegen/wgmma_ptx.h): `a` holds this thread's four A registers, laid out as mma.sync m16n8k16's
+// A fragment over its warp's 16 rows. A warp's rows of the product need only its own lanes'
+// registers, so the warp exchanges them (a warp collective; the instruction is .sync.aligned) and
+// every thread then computes its accumulators as the descriptor form does. flags as above
+// (bits 1 and 4 unused: A is K-major in registers and not negated).
+void tessera_emu_wgmma_rs(int32_t n, int32_t flags, const uint32_t* a, int64_t descB, float* acc, int32_t site) {
+  BlockState& b = *tls;
+  const int me = laneOf(b, b.cur->tid);
+  const bool bf16 = flags & 1;
+  Collective& k = b.warps[size_t(warpOf(b, b.cur->tid))].coll;
+  std::memcpy(k.in[me], a, 16);
+  if (!warpCollective(kWgmmaRegA, site, [&](Collective& c, int live) {
+        if (live != 32) {
+          reportError(b, "wgmma with a partial warp (" + std::to_string(live) + " lanes) at " + b.L->sites->name(site));
+          b.aborted = true;
+          return;
+        }
+        uint16_t A[16][16];
+        const bool swapA = b.O->fault == HwFault::WgmmaSwapA;
+        for (int l = 0; l < 32; ++l)
+          for (int r = 0; r < 4; ++r) {
+            auto [row, col] = layout::mmaA16816(l, swapA && (r == 1 || r == 2) ? 3 - r : r);
+            A[row][col] = uint16_t(c.in[l][r]), A[row][col + 1] = uint16_t(c.in[l][r] >> 16);
+          }
+        // Every lane receives the two rows it accumulates (g and g + 8), 16 halves each.
+        for (int l = 0; l < 32; ++l)
+          for (int h = 0; h < 2; ++h)
+            for (int w = 0; w < 8; ++w)
+              c.out[l][8 * h + w] = uint32_t(A[l / 4 + 8 * h][2 * w]) | uint32_t(A[l / 4 + 8 * h][2 * w + 1]) << 16;
+      }))
+    return;
+  float rowsA[2][16];
+  for (int h = 0; h < 2; ++h)
+    for (int w = 0; w < 8; ++w) {
+      rowsA[h][2 * w] = halfValue(uint16_t(k.out[me][8 * h + w]), bf16);
+      rowsA[h][2 * w + 1] = halfValue(uint16_t(k.out[me][8 * h + w] >> 16), bf16);
+    }
+  WgmmaReads reads;
+  reads.site = site;
+  wgmmaThread(b, n, flags, rowsA, descB, acc, site, reads);
 }
 
 void tessera_emu_wgmma_commit(int32_t) {

@@ -1,28 +1,35 @@
-// Owns the Hopper tensor-core attention strategy (`flash-wgmma`, sm_90a): FlashAttention-2's forward
-// with both products on wgmma m64nNk16 from shared memory, one warpgroup per 64 query rows:
+// Owns the Hopper tensor-core attention strategy (`flash-wgmma`, sm_90a): FlashAttention's forward
+// with both products on wgmma m64nNk16, one consumer warpgroup per 64 query rows, in two pipelines
+// (knob PIPE):
 //
-//   Q tile -> shared (once), K/V blocks by a 2-stage cp.async ring; every tile stored in wgmma's
-//   canonical 128B-swizzled layout (64-element panels of 128-byte rows, 16-byte chunk j of row r at
-//   chunk j ^ (r % 8)), so one matrix descriptor per k-step reads it conflict-free
-//   for each key block (causal: only up to the diagonal):
-//     S = Q·Kᵀ: head_dim/16 wgmma m64n{BK}k16 (Q K-major, K K-major), committed and waited
-//     scale·log2e, masks, row max over the quad, p = 2^(s - m): S's accumulators are laid out per
-//     warp exactly as mma.sync's (rows g, g+8; keys 2t, 2t+1 of every 8), so flash-mma's softmax
-//     P -> the warpgroup's shared panel (K-major), a proxy fence and a warpgroup barrier
-//     O = O·2^(m_old - m) + P·V: BK/16 wgmma m64n{D}k16 (P K-major, V MN-major)
-//   O / l stored for rows < Sq.
-// P goes through shared memory (wgmma's A from registers has no MLIR 22 op; FA3 uses inline PTX
-// for it), so this is FA2's structure on wgmma, not FA3's producer/consumer pipeline. Built as a
-// lane-level kernel: the mapped-kernel emulator (TMA/mbarrier/wgmma side) is what checks it.
+//   fa2: every warpgroup computes; Q once and K/V blocks by a 2-stage cp.async ring; P through
+//        shared memory (wgmma's A operand by descriptor).
+//   fa3: FlashAttention-3's structure: a producer warpgroup (setmaxnreg.dec) whose one thread loads
+//        Q and the K/V blocks by TMA into a STAGES-deep ring of mbarriers (full: the bytes landed;
+//        empty: every consumer warp is done with the slot), consumer warpgroups (setmaxnreg.inc)
+//        that never copy or wait on a block barrier, and P·V with P straight from the registers
+//        S's accumulators left it in (register-A wgmma: inline PTX, codegen/wgmma_ptx.h).
+//
+// Every tile sits in wgmma's canonical 128B-swizzled layout (64-element panels of 128-byte rows,
+// 16-byte chunk j of row r at chunk j ^ (r % 8)), which is also what a TMA box of 64 x rows with
+// 128-byte swizzle writes, so one matrix descriptor per k-step reads it conflict-free. Per key
+// block (causal: only up to the diagonal): S = Q·Kᵀ (head_dim/16 wgmma m64n{BK}k16, Q and K
+// K-major); scale·log2e, masks, row max over the quad, p = 2^(s - m) (S's accumulators are laid out
+// per warp exactly as mma.sync's, so flash-mma's softmax is reused); O = O·2^(m_old - m) + P·V
+// (BK/16 wgmma m64n{D}k16, V MN-major); O / l stored for rows < Sq. Built as a lane-level kernel:
+// the mapped-kernel emulator (TMA/mbarrier/wgmma side, register-A wgmma included) checks it.
 #include <cmath>
 
 #include "codegen/gpu_loops.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/gpu_mma_ops.h"
 #include "codegen/gpu_strategies.h"
+#include "codegen/gpu_wgmma.h"
+#include "codegen/wgmma_ptx.h"
 #include "codegen/host_strategies.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace tessera::codegen {
@@ -34,15 +41,17 @@ namespace {
 struct WgmmaAttnPlan {
   int64_t B, H, HKV, G, SQ, SKV, D, off;
   bool causal;
+  bool fa3 = false;  // PIPE=fa3: producer warpgroup, TMA + mbarrier ring, P from registers
   ir::ScalarType dtype;
   int64_t WG, BQ, BK, STAGES, NP, NQB, NKB, T;
+  int consumerRegs = 0;  // fa3: setmaxnreg.inc of the consumers
   double qscale;
   // Byte offsets in the dynamic window (each a multiple of 1024: the swizzle atom).
   int64_t qOff() const { return 0; }
   int64_t kOff(int64_t st) const { return BQ * D * 2 + st * BK * D * 2; }
   int64_t vOff(int64_t st) const { return kOff(STAGES) + st * BK * D * 2; }
   int64_t pOff(int64_t wg) const { return vOff(STAGES) + wg * 64 * BK * 2; }
-  int64_t smemBytes() const { return pOff(WG); }
+  int64_t smemBytes() const { return fa3 ? vOff(STAGES) : pOff(WG); }
 };
 
 Expected<WgmmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
@@ -59,19 +68,38 @@ Expected<WgmmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c
   }
   if (p.BQ != 64 && p.BQ != 128) return bad("BQ must be 64 or 128 (64 query rows per warpgroup)");
   if (p.BK != 64 && p.BK != 128) return bad("BK must be 64 or 128 (whole 128-byte panels of P)");
-  if (p.STAGES != 1 && p.STAGES != 2) return bad("STAGES must be 1 or 2");
+  std::string pipe = "fa2";
+  if (c.has("PIPE")) {
+    TESSERA_ASSIGN(pipe, c.getStr("PIPE"));
+  }
+  if (pipe != "fa2" && pipe != "fa3") return bad("PIPE must be fa2 or fa3");
+  p.fa3 = pipe == "fa3";
+  if (!p.fa3 && p.STAGES != 1 && p.STAGES != 2) return bad("STAGES must be 1 or 2 (fa2's cp.async ring)");
+  if (p.fa3 && (p.STAGES < 2 || p.STAGES > 4))
+    return bad("STAGES must be 2, 3 or 4 with PIPE=fa3 (the producer refills one slot while the consumers read another)");
   p.B = s.batch; p.H = s.heads; p.HKV = s.heads_kv; p.G = s.heads / s.heads_kv;
   p.SQ = s.seq_q; p.SKV = s.seq_kv; p.D = s.head_dim; p.off = s.seq_kv - s.seq_q;
   p.causal = s.causal; p.dtype = s.dtype;
   p.WG = p.BQ / 64;
-  p.T = 128 * p.WG;
+  p.T = 128 * (p.WG + (p.fa3 ? 1 : 0));
   p.NP = p.D / 64;
   p.NQB = ceilDiv(p.SQ, p.BQ);
   p.NKB = ceilDiv(p.SKV, p.BK);
   p.qscale = s.scale / std::log(2.0);
   // O (D/2) and S (BK/2) accumulators per thread, plus P and the softmax state.
   if (p.D / 2 + p.BK / 2 > 224) return bad("O and S need " + std::to_string(p.D / 2 + p.BK / 2) + " accumulator registers per thread");
-  const int64_t limit = std::max(t.smemPerBlock, t.smemPerBlockOptIn);
+  if (p.fa3) {
+    // The register split (as the Hopper GEMM's, gpu_wgmma.cpp): at launch every thread holds
+    // 64K / threads; the producer gives back all but kProducerRegs, the consumers take the rest.
+    const int entry = int(std::min<int64_t>(248, 65536 / p.T / 8 * 8));
+    p.consumerRegs = int(std::min<int64_t>(240, (entry * (p.WG + 1) - wgmma::kProducerRegs) / p.WG / 8 * 8));
+    const int64_t need = p.D / 2 + p.BK / 2 + p.BK / 4 + 40;  // O, S, P packed, softmax state and addresses
+    if (p.consumerRegs < need)
+      return bad(std::to_string(p.WG) + " consumer warpgroups get " + std::to_string(p.consumerRegs) + " registers each, O, S and P need about " +
+                 std::to_string(need));
+  }
+  // fa3's mbarriers are static shared memory (ptxas pads them to 1 KB).
+  const int64_t limit = std::max(t.smemPerBlock, t.smemPerBlockOptIn) - (p.fa3 ? 1024 : 0);
   if (p.smemBytes() > limit)
     return bad("needs " + std::to_string(p.smemBytes()) + " B of shared memory, the limit is " + std::to_string(limit));
   return p;
@@ -96,7 +124,11 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
   Location loc = b.getUnknownLoc();
   plan.module = ModuleOp::create(loc);
   std::map<std::string, Value> args;
-  createKernelFunc(b, *plan.module, k, &args);
+  func::FuncOp fn = createKernelFunc(b, *plan.module, k, &args);
+  if (p.fa3)  // the tensor maps of Q, K and V (128 bytes each, encoded by the host per launch)
+    for (int i = 0; i < 3; ++i)
+      if (failed(fn.insertArgument(fn.getNumArguments(), MemRefType::get({16}, b.getI64Type()), DictionaryAttr(), b.getUnknownLoc())))
+        return makeError(ErrorCode::Internal, "attention (flash-wgmma): cannot add the tensor-map arguments");
   const ir::AttentionSpec& s = info.spec;
   Value Q = args[s.q], Kg = args[s.k], Vg = args[s.v], O = args[s.o];
   MmaOps e(b, loc, p.dtype);
@@ -130,8 +162,8 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
   VectorType v8 = VectorType::get({8}, et);
   const int64_t chunksPerRow = D / 8;
 
-  // ---- Q tile: rows past Sq repeat the last (their outputs are never stored)
-  {
+  // ---- Q tile (fa2; fa3's producer loads it by TMA): rows past Sq repeat the last (their outputs are never stored)
+  if (!p.fa3) {
     const int64_t chunks = p.BQ * chunksPerRow, steps = ceilDiv(chunks, T);
     for (int64_t st = 0; st < steps; ++st) {
       Value ch = ix.add(tid, st * T);
@@ -215,12 +247,193 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
     return out;
   };
 
-  barrier();
   const MmaOps::Shape shape{p.SQ, p.SKV, p.off, p.BQ, BK, p.NKB, p.causal, p.qscale};
+  Type oT = accType(D), sT = accType(BK);
+  // S = Q Kᵀ over head_dim in k16 steps: Q and K K-major, 64-element panels of 128-byte rows.
+  auto scores = [&](Value wgi, Value stage) {
+    Value kByte = toI64(ix.add(ix.mul(stage, BK * D * 2), p.kOff(0)));
+    Value qByte = toI64(ix.add(ix.mul(wgi, 64 * 128), p.qOff()));
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    Value sAcc = structOf(sT, SmallVector<Value>(size_t(BK / 2), e.f(0.0f)));
+    for (int64_t kk = 0; kk < D / 16; ++kk) {
+      const int64_t inPanel = (kk % 4) * 32;  // the k16 step's 32 bytes within the 128-byte row
+      Value da = desc(arith::AddIOp::create(b, loc, qByte, i64c((kk / 4) * p.BQ * 128 + inPanel)), p.BQ * 128, 1024);
+      Value db = desc(arith::AddIOp::create(b, loc, kByte, i64c((kk / 4) * BK * 128 + inPanel)), BK * 128, 1024);
+      sAcc = wgmma(sAcc, da, db, BK, kk > 0, false);
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    return fieldsOf(sAcc, BK / 2);
+  };
+  // V's descriptor for the k16 step kk of P·V (V MN-major: head_dim contiguous).
+  auto vDesc = [&](Value stage, int64_t kk) {
+    Value vByte = toI64(ix.add(ix.mul(stage, BK * D * 2), p.vOff(0)));
+    return desc(arith::AddIOp::create(b, loc, vByte, i64c(kk * 16 * 128)), BK * 128, 1024);
+  };
+  if (p.fa3) {
+    // ---- FlashAttention-3's pipeline: the last warpgroup produces, the others consume.
+    auto mapType = [&](int64_t rows) {
+      return nvgpu::TensorMapDescriptorType::get(ctx, MemRefType::get({1, rows, 64}, et, MemRefLayoutAttrInterface(), wgA),
+                                                 nvgpu::TensorMapSwizzleKind::SWIZZLE_128B, nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
+                                                 nvgpu::TensorMapOOBKind::OOB_ZERO, nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+    };
+    auto mapArg = [&](unsigned arg, int64_t rows) {
+      Value at = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, fn.getArgument(arg));
+      Value asInt = arith::IndexCastOp::create(b, loc, i64, at);
+      Value ptr = LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx), asInt);
+      return UnrealizedConversionCastOp::create(b, loc, TypeRange{mapType(rows)}, ValueRange{ptr}).getResult(0);
+    };
+    const unsigned firstMap = fn.getNumArguments() - 3;
+    Value tmQ = mapArg(firstMap, p.BQ), tmK = mapArg(firstMap + 1, BK), tmV = mapArg(firstMap + 2, BK);
+    Value full = nvgpu::MBarrierCreateOp::create(b, loc, nvgpu::MBarrierGroupType::get(ctx, wgA, unsigned(p.STAGES)));
+    Value empty = nvgpu::MBarrierCreateOp::create(b, loc, nvgpu::MBarrierGroupType::get(ctx, wgA, unsigned(p.STAGES)));
+    Value qBar = nvgpu::MBarrierCreateOp::create(b, loc, nvgpu::MBarrierGroupType::get(ctx, wgA, 1));
+    auto ifThen = [&](Value cond, const std::function<void()>& body) { gpuir::guarded(b, loc, cond, body); };
+    auto eq = [&](Value x, Value y) { return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y).getResult(); };
+    auto parity = [&](Value round) { return arith::IndexCastOp::create(b, loc, b.getI1Type(), ix.rem(round, 2)).getResult(); };
+    // A slot is full after the producer's one arrival and its bytes, empty after one arrival of
+    // every consumer warp.
+    ifThen(eq(tid, ix.c(0)), [&] {
+      for (int64_t st = 0; st < p.STAGES; ++st) {
+        nvgpu::MBarrierInitOp::create(b, loc, full, ix.c(1), ix.c(st), Value());
+        nvgpu::MBarrierInitOp::create(b, loc, empty, ix.c(4 * p.WG), ix.c(st), Value());
+      }
+      nvgpu::MBarrierInitOp::create(b, loc, qBar, ix.c(1), ix.c(0), Value());
+      NVVM::FenceMbarrierInitOp::create(b, loc);
+    });
+    barrier();
+    Value kbEnd = e.keyBlocksEnd(shape, q0);
+    auto tileView = [&](Value byteOff, int64_t rows) {
+      return memref::ViewOp::create(b, loc, MemRefType::get({1, rows, 64}, et, MemRefLayoutAttrInterface(), wgA), dyn, byteOff,
+                                    ValueRange{})
+          .getResult();
+    };
+    auto role = scf::IfOp::create(b, loc, eq(wg, ix.c(p.WG)), /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(role.thenBlock()->getTerminator());
+      // Producer: gives its registers back; one thread keeps the ring full.
+      NVVM::SetMaxRegisterOp::create(b, loc, uint32_t(wgmma::kProducerRegs), NVVM::SetMaxRegisterAction::decrease);
+      ifThen(eq(tid, ix.c(128 * p.WG)), [&] {
+        Value qz = ix.add(ix.mul(bi, p.H), h), kz = ix.add(ix.mul(bi, p.HKV), hk);
+        nvgpu::MBarrierArriveExpectTxOp::create(b, loc, qBar, ix.c(p.BQ * D * 2), ix.c(0), Value());
+        for (int64_t pn = 0; pn < p.NP; ++pn)
+          nvgpu::TmaAsyncLoadOp::create(b, loc, tileView(ix.c(p.qOff() + pn * p.BQ * 128), p.BQ), qBar, tmQ,
+                                        ValueRange{ix.c(pn * 64), q0, qz}, ix.c(0), Value(), Value());
+        auto loop = scf::ForOp::create(b, loc, ix.c(0), kbEnd, ix.c(1));
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPoint(loop.getBody()->getTerminator());
+        Value kb = loop.getInductionVar();
+        Value slot = ix.rem(kb, p.STAGES), round = ix.div(kb, p.STAGES);
+        // A slot's second and later fills wait until every consumer warp released its last use.
+        ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, kb, ix.c(p.STAGES)), [&] {
+          nvgpu::MBarrierTryWaitParityOp::create(b, loc, empty, parity(ix.add(round, -1)), ix.c(10000000), slot);
+        });
+        nvgpu::MBarrierArriveExpectTxOp::create(b, loc, full, ix.c(2 * BK * D * 2), slot, Value());
+        Value k0 = ix.mul(kb, BK);
+        for (int64_t pn = 0; pn < p.NP; ++pn) {
+          Value kAt = ix.add(ix.mul(slot, BK * D * 2), p.kOff(0) + pn * BK * 128);
+          Value vAt = ix.add(ix.mul(slot, BK * D * 2), p.vOff(0) + pn * BK * 128);
+          nvgpu::TmaAsyncLoadOp::create(b, loc, tileView(kAt, BK), full, tmK, ValueRange{ix.c(pn * 64), k0, kz}, slot, Value(), Value());
+          nvgpu::TmaAsyncLoadOp::create(b, loc, tileView(vAt, BK), full, tmV, ValueRange{ix.c(pn * 64), k0, kz}, slot, Value(), Value());
+        }
+      });
+      // Consumers: take the registers, wait for Q, then for each slot in turn.
+      b.setInsertionPoint(role.elseBlock()->getTerminator());
+      NVVM::SetMaxRegisterOp::create(b, loc, uint32_t(p.consumerRegs), NVVM::SetMaxRegisterAction::increase);
+      nvgpu::MBarrierTryWaitParityOp::create(b, loc, qBar, parity(ix.c(0)), ix.c(10000000), ix.c(0));
+      SmallVector<Value> zeros(size_t(D / 2), e.f(0.0f));
+      SmallVector<Value> init = {structOf(oT, zeros), e.f(-1e30f), e.f(-1e30f), e.f(0.0f), e.f(0.0f)};
+      auto loop = scf::ForOp::create(b, loc, ix.c(0), kbEnd, ix.c(1), init);
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value kb = loop.getInductionVar();
+        ValueRange carried = loop.getRegionIterArgs();
+        Value slot = ix.rem(kb, p.STAGES);
+        nvgpu::MBarrierTryWaitParityOp::create(b, loc, full, parity(ix.div(kb, p.STAGES)), ix.c(10000000), slot);
+        SmallVector<Value> sv = scores(wg, slot);
+        Value rowBase = ix.add(ix.add(ix.add(q0, ix.mul(wg, 64)), ix.mul(warp, 16)), g);
+        Value mOld[2] = {carried[1], carried[2]}, lOld[2] = {carried[3], carried[4]};
+        MmaOps::Softmax sm = e.softmax(shape, sv, ix.mul(kb, BK), tq, rowBase, mOld, lOld);
+        // O = O * alpha + P V, P as wgmma's A from registers: S's register i holds (row g + 8((i%4)/2),
+        // key 8(i/4) + 2t + i%2), so registers 8kk..8kk+7 pair up into the k16 step's A fragment.
+        SmallVector<Value> ov = fieldsOf(carried[0], D / 2);
+        for (int64_t i = 0; i < D / 2; ++i) ov[size_t(i)] = e.mul(ov[size_t(i)], sm.alpha[(i % 4) / 2]);
+        Value oAcc = structOf(oT, ov);
+        VectorType v2 = VectorType::get({2}, et);
+        auto pack = [&](int64_t i) {
+          Value pair = vector::FromElementsOp::create(b, loc, v2, ValueRange{arith::TruncFOp::create(b, loc, et, sm.p[size_t(i)]),
+                                                                              arith::TruncFOp::create(b, loc, et, sm.p[size_t(i + 1)])});
+          return LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair).getResult();
+        };
+        const WgmmaRegA form{int(D), p.dtype == ir::ScalarType::BF16, true};
+        auto asmText = b.getStringAttr(wgmmaRegAPtx(form)), constraints = b.getStringAttr(wgmmaRegAConstraints(int(D)));
+        NVVM::WgmmaFenceAlignedOp::create(b, loc);
+        for (int64_t kk = 0; kk < BK / 16; ++kk) {
+          SmallVector<Value> operands = {pack(8 * kk), pack(8 * kk + 2), pack(8 * kk + 4), pack(8 * kk + 6), vDesc(slot, kk)};
+          for (Value v : fieldsOf(oAcc, D / 2)) operands.push_back(v);
+          oAcc = LLVM::InlineAsmOp::create(b, loc, oT, operands, asmText, constraints, b.getUnitAttr(), UnitAttr(),
+                                           LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+                                           ArrayAttr())
+                     .getResult(0);
+        }
+        NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+        NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+        // Both products of this slot retired: each warp's lane 0 releases it to the producer.
+        ifThen(eq(lane, ix.c(0)), [&] { nvgpu::MBarrierArriveOp::create(b, loc, empty, slot); });
+        scf::YieldOp::create(b, loc, ValueRange{oAcc, sm.mNew[0], sm.mNew[1], sm.lNew[0], sm.lNew[1]});
+      }
+      ValueRange res = loop.getResults();
+      Value rowBase = ix.add(ix.add(ix.add(q0, ix.mul(wg, 64)), ix.mul(warp, 16)), g);
+      Value lFinal[2] = {res[3], res[4]};
+      e.storeNormalized(shape, fieldsOf(res[0], D / 2), lFinal, O, bi, h, rowBase, tq);
+    }
+    gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPointAfter(launch);
+    func::ReturnOp::create(b, loc);
+    plan.schedule = noMapSchedule();
+    plan.hasPre = false;
+    for (int i = 0; i < 4; ++i) {
+      GpuArg a;
+      a.tensor = i;
+      plan.launch.args.push_back(a);
+    }
+    // Q, K, V's tensor maps: (head_dim, rows, batch x heads), boxes of 64 x rows, 128-byte swizzle.
+    for (int i = 0; i < 3; ++i) {
+      GpuArg a;
+      a.kind = GpuArg::Kind::TensorMap;
+      a.dtype = p.dtype;
+      a.tensorMap.of = i;
+      a.tensorMap.rank = 3;
+      const int64_t rows = i == 0 ? p.SQ : p.SKV, heads = p.B * (i == 0 ? p.H : p.HKV);
+      a.tensorMap.dims = {D, rows, heads};
+      a.tensorMap.strides = {D * 2, rows * D * 2};
+      a.tensorMap.box = {64, i == 0 ? p.BQ : BK, 1};
+      a.tensorMap.swizzleBytes = 128;
+      plan.launch.args.push_back(a);
+    }
+    const int consumers = int(p.WG), regs = p.consumerRegs, threads = int(p.T);
+    plan.checkResources = [consumers, regs, threads](ResourceReport& r) {
+      const int64_t pool = int64_t(r.registers) * threads, want = 128 * (int64_t(wgmma::kProducerRegs) + int64_t(consumers) * regs);
+      std::string why;
+      if (r.registers > regs)
+        why = "setmaxnreg: the consumers ask for " + std::to_string(regs) + " registers but start with " + std::to_string(r.registers);
+      else if (pool < want)
+        why = "setmaxnreg: the block holds " + std::to_string(pool) + " registers, its warpgroups ask for " + std::to_string(want);
+      if (!why.empty()) {
+        r.ok = false;
+        r.problems.push_back(why);
+      }
+    };
+    return plan;
+  }
+
+  barrier();
+
   Value kbEnd = e.keyBlocksEnd(shape, q0);
   const bool async = p.STAGES == 2;
   if (async) (void)copyKV(ix.c(0), ix.c(0), true);
-  Type oT = accType(D), sT = accType(BK);
   SmallVector<Value> zeros(size_t(D / 2), e.f(0.0f));
   SmallVector<Value> init = {structOf(oT, zeros), e.f(-1e30f), e.f(-1e30f), e.f(0.0f), e.f(0.0f)};
   auto loop = scf::ForOp::create(b, loc, ix.c(0), kbEnd, ix.c(1), init);
@@ -243,21 +456,7 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
     }
     proxyFence();
     Value k0 = ix.mul(kb, BK);
-    Value kByte = toI64(ix.add(ix.mul(stage, BK * D * 2), p.kOff(0)));
-    Value vByte = toI64(ix.add(ix.mul(stage, BK * D * 2), p.vOff(0)));
-    Value qByte = toI64(ix.add(ix.mul(wg, 64 * 128), p.qOff()));
-    // S = Q Kᵀ over head_dim in k16 steps: Q and K K-major, 64-element panels of 128-byte rows.
-    NVVM::WgmmaFenceAlignedOp::create(b, loc);
-    Value sAcc = structOf(sT, SmallVector<Value>(size_t(BK / 2), e.f(0.0f)));
-    for (int64_t kk = 0; kk < D / 16; ++kk) {
-      const int64_t inPanel = (kk % 4) * 32;  // the k16 step's 32 bytes within the 128-byte row
-      Value da = desc(arith::AddIOp::create(b, loc, qByte, i64c((kk / 4) * p.BQ * 128 + inPanel)), p.BQ * 128, 1024);
-      Value db = desc(arith::AddIOp::create(b, loc, kByte, i64c((kk / 4) * BK * 128 + inPanel)), BK * 128, 1024);
-      sAcc = wgmma(sAcc, da, db, BK, kk > 0, false);
-    }
-    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-    SmallVector<Value> sv = fieldsOf(sAcc, BK / 2);
+    SmallVector<Value> sv = scores(wg, stage);
     // Register i: row g + 8((i%4)/2) of this warp's 16, key 8(i/4) + 2t + i%2 (mma.sync's layout).
     Value rowBase = ix.add(ix.add(ix.add(q0, ix.mul(wg, 64)), ix.mul(warp, 16)), g);
     Value mOld[2] = {carried[1], carried[2]}, lOld[2] = {carried[3], carried[4]};
@@ -290,8 +489,7 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     for (int64_t kk = 0; kk < BK / 16; ++kk) {
       Value da = desc(arith::AddIOp::create(b, loc, pByte, i64c((kk / 4) * 64 * 128 + (kk % 4) * 32)), 64 * 128, 1024);
-      Value db = desc(arith::AddIOp::create(b, loc, vByte, i64c(kk * 16 * 128)), BK * 128, 1024);
-      oAcc = wgmma(oAcc, da, db, D, true, true);
+      oAcc = wgmma(oAcc, da, vDesc(stage, kk), D, true, true);
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);

@@ -46,6 +46,10 @@ class MappedKernel {
 Expected<std::shared_ptr<const MappedKernel>> compileMapped(const GpuBinary& b, const TargetDesc& t,
                                                             const MappedEmuOptions& o = {});
 
+// The emulated device's tensor map (emu::TensorMapForm in `out`'s 128 bytes) of `m` over the
+// device address `global`, refused where cuTensorMapEncodeTiled refuses.
+Status encodeEmulatedTensorMap(const TensorMapSpec& m, ir::ScalarType dt, uint64_t global, void* out);
+
 // The emulated device running `kernel`: host memory (exact allocation sizes are the bounds), a
 // launch runs the mapped kernel with fibers and is timed with the wall clock. A launch whose
 // emulation reports an error (race, out of bounds, ...) fails with WrongResult and the report's

@@ -29,6 +29,39 @@ std::string ratio(uint64_t a, uint64_t b) {
 
 }  // namespace
 
+// The emulator's own tensor-map form, refused where cuTensorMapEncodeTiled refuses (so that an
+// emulated run does not pass what the driver would not encode).
+Status encodeEmulatedTensorMap(const TensorMapSpec& m, ir::ScalarType dt, uint64_t global, void* out) {
+  emu::TensorMapForm f;
+  f.global = global;
+  f.rank = m.rank;
+  f.elemBytes = int32_t(ir::byteSize(dt));
+  f.swizzleBytes = m.swizzleBytes;
+  auto bad = [&](const std::string& why) { return makeError(ErrorCode::InvalidArgument, "tensor map: " + why); };
+  if (m.rank < 1 || m.rank > 3) return bad("rank " + std::to_string(m.rank) + " (1..3)");
+  if (global % 16) return bad("global address not 16-byte aligned");
+  if (m.swizzleBytes != 0 && m.swizzleBytes != 32 && m.swizzleBytes != 64 && m.swizzleBytes != 128)
+    return bad("swizzle " + std::to_string(m.swizzleBytes));
+  for (int d = 0; d < m.rank; ++d) {
+    if (m.dims[size_t(d)] < 1 || m.box[size_t(d)] < 1 || m.box[size_t(d)] > 256)
+      return bad("dimension " + std::to_string(d) + ": extent " + std::to_string(m.dims[size_t(d)]) + ", box " +
+                 std::to_string(m.box[size_t(d)]) + " (box 1..256)");
+    f.dims[d] = m.dims[size_t(d)];
+    f.box[d] = int32_t(m.box[size_t(d)]);
+    if (d > 0) {
+      const int64_t st = m.strides[size_t(d - 1)];
+      if (st % 16 || st <= 0) return bad("stride " + std::to_string(st) + " B is not a positive multiple of 16");
+      f.strides[d - 1] = st;
+    }
+  }
+  if (m.swizzleBytes && int64_t(f.box[0]) * f.elemBytes > m.swizzleBytes)
+    return bad("the inner box (" + std::to_string(int64_t(f.box[0]) * f.elemBytes) + " B) exceeds the swizzle span");
+  if ((int64_t(f.box[0]) * f.elemBytes) % 16) return bad("the inner box is not a multiple of 16 bytes");
+  std::memset(out, 0, 128);
+  std::memcpy(out, &f, sizeof f);
+  return {};
+}
+
 DeviceApi mappedEmulatedDevice(std::shared_ptr<const MappedKernel> kernel, const std::string& target,
                                std::shared_ptr<emu::Report> last) {
   auto allocs = std::make_shared<Allocations>();
@@ -66,38 +99,7 @@ DeviceApi mappedEmulatedDevice(std::shared_ptr<const MappedKernel> kernel, const
   api.load = [kernel](const std::string&, const std::string&) -> Expected<void*> {
     return const_cast<void*>(static_cast<const void*>(kernel.get()));
   };
-  // The emulator's own tensor-map form, refused where cuTensorMapEncodeTiled refuses (so that an
-  // emulated run does not pass what the driver would not encode).
-  api.encodeTensorMap = [](const TensorMapSpec& m, ir::ScalarType dt, uint64_t global, void* out) -> Status {
-    emu::TensorMapForm f;
-    f.global = global;
-    f.rank = m.rank;
-    f.elemBytes = int32_t(ir::byteSize(dt));
-    f.swizzleBytes = m.swizzleBytes;
-    auto bad = [&](const std::string& why) { return makeError(ErrorCode::InvalidArgument, "tensor map: " + why); };
-    if (m.rank < 1 || m.rank > 3) return bad("rank " + std::to_string(m.rank) + " (1..3)");
-    if (global % 16) return bad("global address not 16-byte aligned");
-    if (m.swizzleBytes != 0 && m.swizzleBytes != 32 && m.swizzleBytes != 64 && m.swizzleBytes != 128)
-      return bad("swizzle " + std::to_string(m.swizzleBytes));
-    for (int d = 0; d < m.rank; ++d) {
-      if (m.dims[size_t(d)] < 1 || m.box[size_t(d)] < 1 || m.box[size_t(d)] > 256)
-        return bad("dimension " + std::to_string(d) + ": extent " + std::to_string(m.dims[size_t(d)]) + ", box " +
-                   std::to_string(m.box[size_t(d)]) + " (box 1..256)");
-      f.dims[d] = m.dims[size_t(d)];
-      f.box[d] = int32_t(m.box[size_t(d)]);
-      if (d > 0) {
-        const int64_t st = m.strides[size_t(d - 1)];
-        if (st % 16 || st <= 0) return bad("stride " + std::to_string(st) + " B is not a positive multiple of 16");
-        f.strides[d - 1] = st;
-      }
-    }
-    if (m.swizzleBytes && int64_t(f.box[0]) * f.elemBytes > m.swizzleBytes)
-      return bad("the inner box (" + std::to_string(int64_t(f.box[0]) * f.elemBytes) + " B) exceeds the swizzle span");
-    if ((int64_t(f.box[0]) * f.elemBytes) % 16) return bad("the inner box is not a multiple of 16 bytes");
-    std::memset(out, 0, 128);
-    std::memcpy(out, &f, sizeof f);
-    return {};
-  };
+  api.encodeTensorMap = encodeEmulatedTensorMap;
   api.launch = [allocs, last](void* fn, const GpuLaunch&, const std::vector<uint64_t>& args) -> Expected<float> {
     const auto* k = static_cast<const MappedKernel*>(fn);
     std::vector<emu::Extent> extents;

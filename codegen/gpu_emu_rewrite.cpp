@@ -10,6 +10,7 @@
 #include <map>
 
 #include "codegen/gpu_emu.h"
+#include "codegen/wgmma_ptx.h"
 #include "codegen/mlir_env.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -452,6 +453,29 @@ struct Rewriter {
       call(loc, "tessera_emu_wgmma", voidT,
            {cst(loc, i32, n), cst(loc, i32, flags), mma.getDescriptorA(), mma.getDescriptorB(), buf, cst(loc, i32, site(op))});
       return replace(fromWords(loc, mma.getResults().getType(), buf, n / 2));
+    }
+    // wgmma with A from registers: inline PTX (codegen/wgmma_ptx.h), recognised by its exact text.
+    if (auto ia = dyn_cast<LLVM::InlineAsmOp>(op)) {
+      auto w = parseWgmmaRegAPtx(ia.getAsmString());
+      auto resT = op->getNumResults() == 1 ? dyn_cast<LLVM::LLVMStructType>(op->getResult(0).getType()) : nullptr;
+      if (!w || !resT || int(resT.getBody().size()) != w->n / 2 || int(op->getNumOperands()) != 5 + w->n / 2)
+        return unsupported(op);
+      const int n = w->n;
+      Value aBuf = scratch(loc, 4), acc = scratch(loc, n / 2);
+      for (int i = 0; i < 4; ++i) {
+        Value v = toI32(loc, op->getOperand(unsigned(i)));
+        if (!v) return unsupported(op);
+        storeWord(loc, v, aBuf, i);
+      }
+      for (int i = 0; i < n / 2; ++i) {
+        Value v = toI32(loc, op->getOperand(unsigned(5 + i)));
+        if (!v) return unsupported(op);
+        storeWord(loc, v, acc, i);
+      }
+      const int flags = (w->bf16 ? 1 : 0) | (w->bMnMajor ? 4 : 0) | 8;
+      call(loc, "tessera_emu_wgmma_rs", voidT,
+           {cst(loc, i32, n), cst(loc, i32, flags), aBuf, op->getOperand(4), acc, cst(loc, i32, site(op))});
+      return replace(fromWords(loc, resT, acc, n / 2));
     }
     if (name == "nvvm.wgmma.commit.group.sync.aligned") {
       call(loc, "tessera_emu_wgmma_commit", voidT, {cst(loc, i32, site(op))});

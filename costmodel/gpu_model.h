@@ -62,6 +62,10 @@ struct GpuWorkload {
   double l2Bytes = 0;           // SM <-> L2 traffic of one launch (every block's loads and stores)
   double bytesInFlightPerThread = 0;  // global bytes a thread has outstanding at once
   double smemBytesPerBlock = 0; // shared memory / LDS traffic per block, in bank cycles x 128 B
+  // Wavefronts per ideal wavefront of the shared accesses threads issue themselves (TMA and wgmma
+  // operand traffic excluded): the bank conflicts the estimator folded into smemBytesPerBlock,
+  // stated so that a test can hold it to the mapped-kernel emulator's conflict counter.
+  double sharedConflictWays = 1;
   double l1BytesPerBlock = 0;   // L1 wavefronts of global accesses per block x the line size
   // Latency.
   int64_t serialSteps = 1;      // dependent rounds per block (global loads, or waits on shared memory)

@@ -91,9 +91,14 @@ Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& 
   w.smemPerBlock = std::max(ST * (BM + BN) * BK * bytes, BM * (BN + 8) * 4);
   w.flopsPerBlock = 2.0 * double(BM) * double(BN) * double(KTs * BK);
   // Shared memory: TMA writes each tile once, every consumer's wgmma reads its A rows and B columns
-  // per K tile, the C tile is staged (f32 write + read).
+  // per K tile, the C tile is staged (f32 write + read). The staging writes are the accumulator
+  // fragments' scalar stores (nvgpu's warpgroup.mma.store): a warp writes rows g = 0..7 at columns
+  // 2t, rows BN + 8 floats apart, so rows g and g + 4 share banks (no row pad avoids it for this
+  // fragment: 2-way at best); the row-wise reads are conflict-free. Writes and reads are equally
+  // many requests: 1.5 wavefronts per ideal one, what the emulator counts.
   w.smemBytesPerBlock = double(KTs * BK) * (double(BM + BN) * bytes + double(consumers) * double(TM + TN) * bytes) +
-                        double(BM * BN) * 8.0;
+                        double(BM * BN) * (4.0 * 2 + 4.0);
+  w.sharedConflictWays = 1.5;
   const double outBytes = double(ir::byteSize(g.outType));
   // L2: the TMA traffic of every block's panels, the output, split-K's f32 partials (write + read).
   const double partials = split > 1 ? double(BM * BN) * 8.0 : 0.0;
@@ -229,6 +234,9 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
 // wgmma from shared memory (no ldmatrix; wgmma's full peak share), a warpgroup per 64 rows, and P
 // through shared memory; its waits serialize the softmax and the MMAs of a warpgroup. Not yet
 // calibrated on a device: its terms are flash-mma's, less the fragment loads, plus P's stores.
+// PIPE=fa3 adds a producer warpgroup: the consumers issue no copies, P stays in registers (no
+// stores, no warpgroup barrier), STAGES-1 slots of K/V are in flight behind the one being read,
+// and the register split (setmaxnreg, one block per SM) is what bounds occupancy.
 Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, const TargetDesc& t,
                                       const codegen::ResourceReport* res, const ir::AttentionSpec& a, int64_t BQ,
                                       int64_t BK, double visited, int64_t kvBlocks, KernelEstimate e, bool wgmma) {
@@ -240,15 +248,21 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
   const int64_t bytes = ir::byteSize(a.dtype), qBlocks = ceilDiv(Sq, BQ), LD = D + 8;
   costmodel::GpuWorkload& w = e.workload;
   const int64_t warps = BQ / 16;
-  w.threadsPerBlock = warps * t.warpSize;
-  w.smemPerBlock = (std::max<int64_t>(ST, 1) * 2 * BK + BQ) * (wgmma ? D : LD) * bytes + (wgmma ? BQ * BK * bytes : 0);
-  w.regsPerThread = int(D / 2 + BK / 2 + (wgmma ? 0 : D / 4) + 40);
+  std::string pipe = "fa2";
+  if (wgmma && c.has("PIPE")) {
+    TESSERA_ASSIGN(pipe, c.getStr("PIPE"));
+  }
+  const bool fa3 = pipe == "fa3";
+  w.threadsPerBlock = (warps + (fa3 ? 4 : 0)) * t.warpSize;
+  w.smemPerBlock = (std::max<int64_t>(ST, 1) * 2 * BK + BQ) * (wgmma ? D : LD) * bytes + (wgmma && !fa3 ? BQ * BK * bytes : 0);
+  w.regsPerThread = fa3 ? int(std::min<int64_t>(248, 65536 / w.threadsPerBlock / 8 * 8))
+                        : int(D / 2 + BK / 2 + (wgmma ? 0 : D / 4) + 40);
   w.matrixCores = true;
   w.pipePeakGflops = t.computePeakGflops(a.dtype) * mma->peakShare;
   w.flopsPerBlock = visited * 4.0 * double(BQ) * double(BK) * double(D);
   const double mmas = 2.0 * double(BK * D) / 128.0, loads = wgmma ? 0.0 : double(BK * D) / 128.0;
-  const double copies = 2.0 * double(BK * D / 8) / double(w.threadsPerBlock) * 2.0;
-  const double other = 3.0 * double(BK) + double(D) / 2.0 + 8.0 + copies + (wgmma ? double(BK) / 4.0 : 0.0);
+  const double copies = fa3 ? 0.0 : 2.0 * double(BK * D / 8) / double(w.threadsPerBlock) * 2.0;
+  const double other = 3.0 * double(BK) + double(D) / 2.0 + 8.0 + copies + (wgmma && !fa3 ? double(BK) / 4.0 : 0.0);
   w.issueEfficiency = mmas / (mmas + 0.5 * loads + 0.25 * other);
   w.independentOps = std::max(1.0, double(D) / 8.0);
   w.smemBytesPerBlock = visited * (double(warps) + 1.0) * 2.0 * double(BK * D * bytes) + double(BQ * D * bytes) * 2;
@@ -260,18 +274,21 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
   const double headsInWave = std::max(1.0, perWave / double(qBlocks) / double(std::max<int64_t>(H / Hkv, 1)));
   w.dramBytes = dramWithL2(unique, w.l2Bytes, headsInWave * double(Skv * D * bytes) * 2, double(t.l2Bytes_gpu));
   w.bytesInFlightPerThread = double(2 * BK * D * bytes) / double(w.threadsPerBlock) * double(std::max<int64_t>(ST - 1, 1));
+  if (fa3) w.bytesInFlightPerThread = double(2 * BK * D * bytes) * double(ST - 1) / double(warps * t.warpSize);
   w.serialSteps = int64_t(std::ceil(visited));
   w.stages = int(ST);
   applyResources(w, res);
   const std::string mmaName = wgmma ? "wgmma m64n" + str(BK) + "k16 and m64n" + str(D) + "k16"
                                     : "mma.sync m" + str(mma->m) + "n" + str(mma->n) + "k" + str(mma->k);
-  w.what = std::string(wgmma ? "flash-wgmma (" : "flash-mma (") + mmaName + "), " + str(BQ) + " query rows x " + str(BK) + " keys per step, " + str(warps) +
-           " warps, " + str(ST) + " stage(s)";
-  e.facts = {{"strategy", wgmma ? "FlashAttention-2 on wgmma: a warpgroup per 64 query rows, P through shared memory"
-                                : "FlashAttention-2 on tensor cores: a warp per 16 query rows, P kept in registers"},
+  w.what = std::string(wgmma ? (fa3 ? "flash-wgmma fa3 (" : "flash-wgmma (") : "flash-mma (") + mmaName + "), " + str(BQ) + " query rows x " + str(BK) +
+           " keys per step, " + str(warps) + " warps" + (fa3 ? " + a TMA producer warpgroup, " : ", ") + str(ST) + " stage(s)";
+  e.facts = {{"strategy", fa3     ? "FlashAttention-3 on wgmma: a TMA producer warpgroup, a consumer warpgroup per 64 query rows, P from registers"
+                          : wgmma ? "FlashAttention-2 on wgmma: a warpgroup per 64 query rows, P through shared memory"
+                                  : "FlashAttention-2 on tensor cores: a warp per 16 query rows, P kept in registers"},
              {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
-             {"stages", str(ST) + (ST > 1 ? " (cp.async ring)" : " (synchronous copies)")},
-             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + " warps of " + str(t.warpSize) + ")"},
+             {"stages", str(ST) + (fa3 ? " (TMA + mbarrier ring)" : ST > 1 ? " (cp.async ring)" : " (synchronous copies)")},
+             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + (fa3 ? " consumer warps and a producer warpgroup" : " warps") + " of " +
+                             str(t.warpSize) + ")"},
              {"key blocks", a.causal ? "causal: " + std::to_string(int64_t(std::lround(visited))) + " of " + str(kvBlocks) + " visited on average"
                                     : str(kvBlocks) + " per query block"},
              {"MMA", mmaName},

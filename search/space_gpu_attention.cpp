@@ -1,7 +1,7 @@
 // Owns the GPU attention space (codegen/gpu_attention*.cpp): the strategy (flash-simt, flash-mma on
 // NVIDIA tensor cores, flash-mfma on AMD matrix cores), query rows per block BQ, keys per block BK,
 // the head_dim split DSPLIT (flash-simt: threads per query row), STAGES, and on CDNA the waves per
-// block and the MFMA shape. Legality: the code generator's rules (threads, shared memory/LDS, divisibility)
+// block and the MFMA shape, and on sm_90a flash-wgmma's pipeline (PIPE: fa2 or fa3). Legality: the code generator's rules (threads, shared memory/LDS, divisibility)
 // plus a register estimate of the compute phase (BK scores and BK probabilities per thread).
 #include <algorithm>
 
@@ -37,6 +37,7 @@ Expected<ir::Space> attentionGpuSpace(const ir::Kernel& k, const TargetDesc& t) 
   std::vector<ir::KnobValue> bk = {int64_t(8), int64_t(16), int64_t(32), int64_t(64), int64_t(128)};
   std::vector<ir::KnobValue> ds = {int64_t(1), int64_t(2), int64_t(4), int64_t(8)};
   std::vector<ir::KnobValue> stages = {int64_t(1), int64_t(2)};
+  if (wgmma) stages.insert(stages.end(), {int64_t(3), int64_t(4)});  // flash-wgmma's fa3 ring
   s.knobs = {
       {"strategy", strategies, strategies.back(),
        "flash-simt: one query row per thread on the FMA pipes; flash-mma: FlashAttention-2 on mma.sync, 16 query rows "
@@ -49,6 +50,10 @@ Expected<ir::Space> attentionGpuSpace(const ir::Kernel& k, const TargetDesc& t) 
        "flash-mma: shared-memory stages of the K/V cp.async ring (1: synchronous copies); flash-mfma: LDS buffers "
        "(2: the next block's loads in flight during the compute)"},
   };
+  if (wgmma)
+    s.knobs.push_back({"PIPE", {std::string("fa2"), std::string("fa3")}, std::string("fa2"),
+                       "flash-wgmma: fa2 (every warpgroup computes, cp.async ring, P through shared memory) or fa3 "
+                       "(a TMA producer warpgroup, an mbarrier ring of STAGES slots, P from registers)"});
   if (mfma) {
     s.knobs.push_back({"WAVES", {int64_t(1), int64_t(2), int64_t(4), int64_t(8)}, int64_t(4),
                        "flash-mfma: waves per block (each owns BQ/WAVES query rows)"});
@@ -68,6 +73,8 @@ Expected<ir::Space> attentionGpuSpace(const ir::Kernel& k, const TargetDesc& t) 
         (std::get<int64_t>(c.values.at("WAVES")) != 4 || std::get<std::string>(c.values.at("MFMA")) != "16x16x16"))
       return std::string("WAVES and MFMA are flash-mfma's knobs");
     if (strategy == "flash-simt" && STAGES != 1) return std::string("flash-simt copies synchronously: STAGES must be 1");
+    if (c.values.count("PIPE") && strategy != "flash-wgmma" && std::get<std::string>(c.values.at("PIPE")) != "fa2")
+      return std::string("PIPE is flash-wgmma's knob");
     Status st = codegen::checkGpuConfig(kc, c, tc);
     if (!st.ok()) return st.error().message;
     if (strategy == "flash-simt" && 2 * BK + 48 > std::min(tc.maxRegsPerThread, 255))
@@ -81,6 +88,7 @@ Expected<ir::Space> attentionGpuSpace(const ir::Kernel& k, const TargetDesc& t) 
     c.set("BK", kk);
     c.set("DSPLIT", d);
     c.set("STAGES", st);
+    if (wgmma) c.set("PIPE", std::string("fa2"));
     if (mfma) {
       c.set("WAVES", int64_t(4));
       c.set("MFMA", std::string("16x16x16"));

@@ -19,7 +19,11 @@ import time
 ATT_D128 = ["", "BQ=128,BK=64,STAGES=2", "BQ=64,BK=32,STAGES=2"]
 ATT_D64 = ["", "BQ=128,BK=64,STAGES=2", "BQ=64,BK=128,STAGES=2"]
 # sm_90a: the wgmma attention too (offered by the space, not its default until measured here).
-ATT_WGMMA = ["strategy=flash-wgmma,DSPLIT=1,BQ=128,BK=64,STAGES=2", "strategy=flash-wgmma,DSPLIT=1,BQ=64,BK=128,STAGES=2"]
+# PIPE=fa3 (TMA producer warpgroup, mbarrier ring, P from registers) at two and three slots.
+ATT_WGMMA = ["strategy=flash-wgmma,DSPLIT=1,BQ=128,BK=64,STAGES=2", "strategy=flash-wgmma,DSPLIT=1,BQ=64,BK=128,STAGES=2",
+             "strategy=flash-wgmma,DSPLIT=1,PIPE=fa3,BQ=128,BK=64,STAGES=2",
+             "strategy=flash-wgmma,DSPLIT=1,PIPE=fa3,BQ=128,BK=128,STAGES=2",
+             "strategy=flash-wgmma,DSPLIT=1,PIPE=fa3,BQ=128,BK=64,STAGES=3"]
 # Overrides on the space's default (mma for f16, mma-lane for bf16 and batched f16 on sm_80-90),
 # then the lane-level mma.sync kernel at two warp layouts (for f16: whether it beats `mma`).
 LANE = "strategy=mma-lane,VEC=8,"

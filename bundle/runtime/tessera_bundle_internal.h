@@ -19,7 +19,7 @@ typedef struct tsr_tensor {
 
 /* One argument of a GPU kernel and how the host wrapper makes it from the user's buffers
  * (codegen/gpu.h GpuArg). */
-enum { TSR_ARG_TENSOR = 0, TSR_ARG_PACKED = 1, TSR_ARG_WORKSPACE = 2 };
+enum { TSR_ARG_TENSOR = 0, TSR_ARG_PACKED = 1, TSR_ARG_WORKSPACE = 2, TSR_ARG_TENSOR_MAP = 3 };
 typedef struct tsr_gpu_arg {
   int kind;
   int tensor;        /* user buffer index, -1: none */
@@ -28,6 +28,11 @@ typedef struct tsr_gpu_arg {
   int64_t rows, cols, prows, pcols;
   int transposed, copy_back, zero_first;
   int64_t pack_batches;  /* packed: consecutive slices, one per batch (a kernel that runs every batch in one launch) */
+  /* tensor map (sm_90 TMA): a tiled map over argument map_of, encoded per launch once that
+   * argument's device address is known, passed as a pointer to a 128-byte device copy;
+   * map_type: CUtensorMapDataType (FLOAT16 6, FLOAT32 7, BFLOAT16 9). */
+  int map_of, map_rank, map_swizzle_bytes, map_type;
+  int64_t map_dims[3], map_strides[2], map_box[3];
 } tsr_gpu_arg;
 
 typedef struct tsr_gpu {

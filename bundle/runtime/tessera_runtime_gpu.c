@@ -41,10 +41,15 @@ struct tsr_dev {
   tessera_status (*download)(tsr_dev* d, void* dst, uint64_t src, size_t n);
   tessera_status (*zero)(tsr_dev* d, uint64_t dst, size_t n);
   tessera_status (*launch)(tsr_dev* d, void* fn, const tsr_gpu* g, void** params, float* ms);
+  /* A TMA tensor map of `a` over device address `global` into out[128]; NULL: the device has none. */
+  tessera_status (*encode_map)(tsr_dev* d, const tsr_gpu_arg* a, uint64_t global, void* out);
 };
 
 static int64_t tsr_slices(const tsr_gpu_arg* a) { return a->pack_batches > 1 ? a->pack_batches : 1; }
-static size_t tsr_arg_bytes(const tsr_gpu_arg* a) { return (size_t)(a->prows * a->pcols * tsr_slices(a)) * (size_t)a->elem_bytes; }
+static size_t tsr_arg_bytes(const tsr_gpu_arg* a) {
+  if (a->kind == TSR_ARG_TENSOR_MAP) return 128;
+  return (size_t)(a->prows * a->pcols * tsr_slices(a)) * (size_t)a->elem_bytes;
+}
 
 static size_t tsr_tensor_bytes(const tsr_tensor* t) {
   size_t n = (size_t)t->elem_bytes;
@@ -120,11 +125,31 @@ static tessera_status tsr_wrapper_run(tsr_dev* d, const tessera_kernel* k, void*
       } else if (a->kind == TSR_ARG_WORKSPACE) {
         ptr[i] = scratch[i];
         st = d->zero(d, ptr[i], tsr_arg_bytes(a));
-      } else {
+      } else if (a->kind == TSR_ARG_PACKED) {
         ptr[i] = scratch[i];
         tsr_pack(a, (const char*)buffers[a->tensor] + off, staging);
         st = d->upload(d, ptr[i], staging, tsr_arg_bytes(a));
       }
+    }
+    /* Tensor maps last: they hold the device addresses of the arguments they describe. */
+    for (int i = 0; i < g->num_args && st == TESSERA_OK; ++i) {
+      const tsr_gpu_arg* a = &g->args[i];
+      unsigned char map[128] __attribute__((aligned(64)));
+      if (a->kind != TSR_ARG_TENSOR_MAP) continue;
+      if (a->map_of < 0 || a->map_of >= g->num_args || g->args[a->map_of].kind == TSR_ARG_TENSOR_MAP) {
+        tsr_message("%s: a tensor map describes launch argument %d, which is not a buffer", k->name, a->map_of);
+        st = TESSERA_ERR_ARGUMENT;
+        break;
+      }
+      if (!d->encode_map) {
+        tsr_message("%s: this device has no tensor maps (TMA): the kernel needs an sm_90 GPU and a driver of CUDA 12 or later", k->name);
+        st = TESSERA_ERR_UNSUPPORTED;
+        break;
+      }
+      memset(map, 0, sizeof map);
+      st = d->encode_map(d, a, ptr[a->map_of], map);
+      ptr[i] = scratch[i];
+      if (st == TESSERA_OK) st = d->upload(d, ptr[i], map, sizeof map);
     }
     if (st != TESSERA_OK) break;
     for (int p = 0; p < g->num_params; ++p) {
@@ -207,6 +232,9 @@ static struct {
   CUres (*eventElapsedTime)(float*, void*, void*);
   CUres (*eventDestroy)(void*);
   CUres (*getErrorString)(CUres, const char**);
+  /* CUDA 12+; absent on older drivers (a TMA kernel is then refused with a message) */
+  CUres (*tensorMapEncodeTiled)(void*, int, unsigned, void*, const unsigned long long*, const unsigned long long*,
+                                const unsigned*, const unsigned*, int, int, int, int);
 } cu;
 static tsr_loaded* cu_loaded;
 static char cu_arch_text[16];
@@ -231,6 +259,7 @@ static int cu_open(void) {
               TSR_SYM(cu, eventSynchronize, "cuEventSynchronize") &&
               TSR_SYM(cu, eventElapsedTime, "cuEventElapsedTime") && TSR_SYM(cu, eventDestroy, "cuEventDestroy_v2") &&
               TSR_SYM(cu, getErrorString, "cuGetErrorString") && cu.init(0) == 0;
+    if (cu.lib && !(TSR_SYM(cu, tensorMapEncodeTiled, "cuTensorMapEncodeTiled"))) cu.tensorMapEncodeTiled = NULL;
   }
   int ok = cu.ok;
   pthread_mutex_unlock(&tsr_lock);
@@ -294,6 +323,27 @@ static tessera_status cu_zero(tsr_dev* d, uint64_t dst, size_t n) {
   CUres r = cu.memsetD8(dst, 0, n);
   return r == 0 ? TESSERA_OK : cu_fail(r, "cuMemsetD8");
 }
+/* cuTensorMapEncodeTiled as codegen/gpu_runner_cuda.cpp calls it: interleave none, the swizzle
+ * (NONE 0, 32B 1, 64B 2, 128B 3), L2 promotion 256B (3), out-of-bounds elements read as zeros. */
+static tessera_status cu_encode_map(tsr_dev* d, const tsr_gpu_arg* a, uint64_t global, void* out) {
+  (void)d;
+  unsigned long long dims[3] = {0, 0, 0}, strides[2] = {0, 0};
+  unsigned box[3] = {0, 0, 0}, elementStrides[3] = {1, 1, 1};
+  const int swizzle = a->map_swizzle_bytes == 128 ? 3 : a->map_swizzle_bytes == 64 ? 2 : a->map_swizzle_bytes == 32 ? 1 : 0;
+  if (a->map_rank < 1 || a->map_rank > 3) {
+    tsr_message("a tensor map of rank %d", a->map_rank);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  for (int i = 0; i < a->map_rank; ++i) {
+    dims[i] = (unsigned long long)a->map_dims[i];
+    box[i] = (unsigned)a->map_box[i];
+    if (i > 0) strides[i - 1] = (unsigned long long)a->map_strides[i - 1];
+  }
+  CUres r = cu.tensorMapEncodeTiled(out, a->map_type, (unsigned)a->map_rank, (void*)(uintptr_t)global, dims, strides, box,
+                                    elementStrides, 0, swizzle, 3, 0);
+  return r == 0 ? TESSERA_OK : cu_fail(r, "cuTensorMapEncodeTiled");
+}
+
 static tessera_status cu_launch(tsr_dev* d, void* fn, const tsr_gpu* g, void** params, float* ms) {
   (void)d;
   void *start = NULL, *stop = NULL;
@@ -362,7 +412,7 @@ tessera_status tessera_cuda_run(const tessera_kernel* k, void* const* buffers, i
   if ((st = cu_context(device)) != TESSERA_OK) return st;
   void* fn = NULL;
   if ((st = cu_function(k, device, &fn)) != TESSERA_OK) return st;
-  tsr_dev d = {cu_alloc, cu_release, cu_upload, cu_download, cu_zero, cu_launch};
+  tsr_dev d = {cu_alloc, cu_release, cu_upload, cu_download, cu_zero, cu_launch, cu.tensorMapEncodeTiled ? cu_encode_map : NULL};
   return tsr_wrapper_run(&d, k, fn, buffers, elapsed_ms);
 }
 
@@ -509,7 +559,7 @@ tessera_status tessera_hip_run(const tessera_kernel* k, void* const* buffers, in
   }
   void* fn = NULL;
   if ((st = hip_function(k, device, &fn)) != TESSERA_OK) return st;
-  tsr_dev d = {hip_alloc, hip_release, hip_upload, hip_download, hip_zero, hip_launch};
+  tsr_dev d = {hip_alloc, hip_release, hip_upload, hip_download, hip_zero, hip_launch, NULL};
   return tsr_wrapper_run(&d, k, fn, buffers, elapsed_ms);
 }
 

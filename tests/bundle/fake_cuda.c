@@ -146,6 +146,36 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
   return 0;
 }
 
+/* Tensor maps: the test's encoder where it set one (the emulated device's own form, for a kernel
+ * run by the emulator); else a form made of everything the caller passed except the address
+ * itself, which differs between two wrappers' allocations: the first 64 bytes the address points
+ * at stand for it, so two wrappers that describe the same buffer alike encode the same bytes. */
+typedef int (*fake_encoder)(void* out, int type, unsigned rank, void* global, const unsigned long long* dims,
+                            const unsigned long long* strides, const unsigned* box, int swizzle);
+static fake_encoder encoder;
+static int mapsEncoded;
+void fake_cuda_set_encoder(fake_encoder e) { encoder = e; }
+int fake_cuda_maps_encoded(void) { return mapsEncoded; }
+CUresult cuTensorMapEncodeTiled(void* out, int type, unsigned rank, void* global, const unsigned long long* dims,
+                                const unsigned long long* strides, const unsigned* box, const unsigned* elementStrides,
+                                int interleave, int swizzle, int l2, int oob) {
+  if (rank < 1 || rank > 5 || !global || ((uintptr_t)global % 16)) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  ++mapsEncoded;
+  if (encoder) return encoder(out, type, rank, global, dims, strides, box, swizzle);
+  unsigned char* o = (unsigned char*)out;
+  uint64_t h = 1469598103934665603ull;
+#define MIX(x) (h = (h ^ (uint64_t)(x)) * 1099511628211ull)
+  MIX(type); MIX(rank); MIX(interleave); MIX(swizzle); MIX(l2); MIX(oob);
+  for (unsigned i = 0; i < rank; ++i) { MIX(dims[i]); MIX(box[i]); MIX(elementStrides[i]); }
+  for (unsigned i = 0; i + 1 < rank; ++i) MIX(strides[i]);
+#undef MIX
+  memset(o, 0, 128);
+  memcpy(o, &h, sizeof h);
+  size_t n = rest((CUdeviceptr)(uintptr_t)global);
+  memcpy(o + 64, global, n < 64 ? n : 64);
+  return 0;
+}
+
 CUresult cuEventCreate(void** e, unsigned f) { (void)f; *e = malloc(1); return 0; }
 CUresult cuEventDestroy_v2(void* e) { free(e); return 0; }
 CUresult cuEventRecord(void* e, void* s) { (void)e; (void)s; return 0; }

@@ -79,6 +79,7 @@ struct Emulated {
   std::vector<unsigned char> dummy;
   size_t (*bytesFrom)(const void*) = nullptr;
   std::vector<std::string> problems;
+  std::vector<const void*> mapGlobals;  // the addresses the launch's tensor maps describe
 };
 
 extern "C" void callEmulated(void* ctx, void** params, int n) {
@@ -93,6 +94,8 @@ extern "C" void callEmulated(void* ctx, void** params, int n) {
     a.push_back(uint64_t(uintptr_t(p)));
     if (p != e->dummy.data()) extents.push_back({p, e->bytesFrom(p), "bundle buffer"});
   }
+  // Buffers reached only through a tensor map (the kernel reads them by TMA, not by parameter).
+  for (const void* g : e->mapGlobals) extents.push_back({g, e->bytesFrom(g), "bundle buffer (tensor map)"});
   emu::Report r = e->mapped->run(a, extents);
   for (const auto& m : r.errors) e->problems.push_back(m);
   if (!r.ok && r.errors.empty()) e->problems.push_back("emulation failed");
@@ -209,6 +212,128 @@ TEST(BundleGpuWrapper, CRuntimeDrivesTheDriverLikeTheCxxRunner) {
   // The kernels above must exercise every step of the wrapper.
   EXPECT_TRUE(packed && transposed && copyBack && batched && zeroFirst && bigShared)
       << packed << transposed << copyBack << batched << zeroFirst << bigShared;
+  dlclose(lib);
+  fs::remove_all(dir);
+}
+
+namespace {
+
+Emulated* encoding = nullptr;  // the emulated launch whose maps are being encoded
+
+// The stand-in driver's tensor-map encoder for emulated launches: the emulated device's own form.
+extern "C" int encodeForEmulator(void* out, int type, unsigned rank, void* global, const unsigned long long* dims,
+                                 const unsigned long long* strides, const unsigned* box, int swizzle) {
+  codegen::TensorMapSpec m;
+  m.rank = int(rank);
+  for (unsigned d = 0; d < rank && d < 3; ++d) {
+    m.dims[d] = int64_t(dims[d]);
+    m.box[d] = int64_t(box[d]);
+    if (d > 0) m.strides[d - 1] = int64_t(strides[d - 1]);
+  }
+  m.swizzleBytes = swizzle == 3 ? 128 : swizzle == 2 ? 64 : swizzle == 1 ? 32 : 0;
+  const ir::ScalarType dt = type == 6 ? ir::ScalarType::F16 : type == 9 ? ir::ScalarType::BF16 : ir::ScalarType::F32;
+  if (encoding) encoding->mapGlobals.push_back(global);
+  return codegen::encodeEmulatedTensorMap(m, dt, uint64_t(uintptr_t(global)), out).ok() ? 0 : 1;
+}
+
+}  // namespace
+
+// sm_90a's GEMM default is the wgmma kernel fed by TMA: its launch takes tensor maps, which the C
+// runtime encodes per launch (cuTensorMapEncodeTiled, after the buffers they describe are
+// placed) and passes as 128-byte device copies. Through the stand-in driver: byte-identical to the
+// C++ runner's behaviour, and with the emulated device's map form, the reference's results.
+TEST(BundleGpuWrapper, CRuntimeEncodesTensorMapsForTmaKernels) {
+  if (std::system("cc --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no C compiler";
+  void* fake = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(fake, nullptr) << dlerror();
+  auto setParams = sym<void (*)(int)>(fake, "fake_cuda_set_params");
+  auto setKernel = sym<void (*)(void (*)(void*, void**, int), void*)>(fake, "fake_cuda_set_kernel");
+  auto setEncoder = sym<void (*)(decltype(&encodeForEmulator))>(fake, "fake_cuda_set_encoder");
+  auto mapsEncoded = sym<int (*)()>(fake, "fake_cuda_maps_encoded");
+  auto live = sym<int (*)()>(fake, "fake_cuda_live_allocations");
+  auto bytesFrom = sym<size_t (*)(const void*)>(fake, "fake_cuda_bytes_from");
+  ASSERT_TRUE(setParams && setKernel && setEncoder && mapsEncoded && live && bytesFrom);
+
+  const TargetDesc t = *getTarget("sm_90a");
+  std::vector<ir::Kernel> ks;
+  ir::GemmSpec g;
+  g.m = 200; g.n = 136; g.k = 72; g.dtype = ir::ScalarType::F16; g.epilogue = "relu(acc + bias)"; g.shapes["bias"] = {136};
+  ks.push_back(*ir::buildGemm(g));
+  ir::GemmSpec bb;  // batched bf16, transposed B: packed before TMA reads it
+  bb.batch = 2; bb.m = 64; bb.n = 80; bb.k = 64; bb.transB = true; bb.dtype = ir::ScalarType::BF16;
+  ks.push_back(*ir::buildGemm(bb));
+  const fs::path dir = fs::temp_directory_path() / ("tessera_gpu_tma_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  std::vector<bundle::KernelRequest> reqs;
+  for (auto& k : ks) reqs.push_back({k, "test"});
+  bundle::BundleSettings s;
+  s.targets = {t};
+  s.outDir = (dir / "b").string();
+  auto sum = bundle::writeBundle(reqs, s, {});
+  ASSERT_TRUE(sum.ok()) << sum.error().str();
+  const std::string so = (dir / "libbundle.so").string(), b = s.outDir + "/";
+  const std::string cc = "cc -std=c11 -O1 -shared -fPIC -I" + b + " " + b + "tessera_runtime.c " + b + "tessera_runtime_gpu.c " + b +
+                         "tessera_bundle_table.c " + b + "tessera_bundle_images.c -o " + so + " -ldl -lpthread";
+  ASSERT_EQ(std::system(cc.c_str()), 0) << cc;
+  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto find = sym<const tessera_kernel* (*)(const char*, const char*, const char*, const char*)>(lib, "tessera_find");
+  auto cudaRun = sym<tessera_status (*)(const tessera_kernel*, void* const*, int, float*)>(lib, "tessera_cuda_run");
+  auto message = sym<const char* (*)()>(lib, "tessera_last_message");
+  ASSERT_TRUE(find && cudaRun && message);
+  auto runner = codegen::openCudaRunner();
+  ASSERT_TRUE(runner.ok()) << runner.error().str();
+  for (const auto& k : ks) {
+    SCOPED_TRACE(k.name);
+    auto bin = codegen::compileGpu(k, search::makeSpace(k, t)->defaults(), t);
+    ASSERT_TRUE(bin.ok()) << bin.error().str();
+    int maps = 0;
+    for (const auto& a : bin->launch.args) maps += a.kind == codegen::GpuArg::Kind::TensorMap;
+    ASSERT_EQ(maps, 2) << "sm_90a's default GEMM is expected to be the TMA-fed wgmma kernel";
+    setParams(int(bin->launch.kernelParams.size()));
+    const std::string shape = cache::formatShape(search::hardKeyFor(k, t).shape);
+    const tessera_kernel* ck = find(k.name.c_str(), shape.c_str(), std::string(ir::typeName(k.inputs()[0]->dtype)).c_str(), "cuda");
+    ASSERT_NE(ck, nullptr) << message();
+    auto ins = ir::makeInputs(k, 7);
+    // Hash kernel: the C runtime and the C++ runner pass the same maps (geometry and buffers).
+    {
+      auto outsCxx = ir::makeOutputs(k), outsC = ir::makeOutputs(k);
+      std::vector<void*> bufCxx, bufC;
+      for (auto& x : ins) { bufCxx.push_back(x.data()); bufC.push_back(x.data()); }
+      for (size_t i = 0; i < outsCxx.size(); ++i) { bufCxx.push_back(outsCxx[i].data()); bufC.push_back(outsC[i].data()); }
+      auto us = (*runner)->run(*bin, k, bufCxx.data(), 1);
+      ASSERT_TRUE(us.ok()) << us.error().str();
+      const int before = mapsEncoded();
+      ASSERT_EQ(cudaRun(ck, bufC.data(), 0, nullptr), TESSERA_OK) << message();
+      EXPECT_EQ(mapsEncoded() - before, 2 * int(bin->launch.batches));
+      for (size_t i = 0; i < outsCxx.size(); ++i)
+        EXPECT_EQ(std::memcmp(outsCxx[i].data(), outsC[i].data(), outsCxx[i].bytes()), 0) << "output " << i << " differs";
+      EXPECT_EQ(live(), 0) << "device allocations leaked";
+    }
+    // The mapped kernel on the emulator, its maps in the emulated device's form: the reference.
+    auto mk = codegen::compileMapped(*bin, t);
+    ASSERT_TRUE(mk.ok()) << mk.error().str();
+    Emulated ctx{nullptr, *mk, bin->launch.kernelParams, std::vector<unsigned char>(1 << 22, 0), bytesFrom, {}};
+    setKernel(callEmulated, &ctx);
+    setEncoder(encodeForEmulator);
+    encoding = &ctx;
+    auto outs = ir::makeOutputs(k);
+    std::vector<void*> bufs;
+    std::vector<const ir::Buffer*> inPtrs, outPtrs;
+    for (auto& x : ins) { bufs.push_back(x.data()); inPtrs.push_back(&x); }
+    for (auto& x : outs) { std::memset(x.data(), 0x7f, x.bytes()); bufs.push_back(x.data()); outPtrs.push_back(&x); }
+    tessera_status st = cudaRun(ck, bufs.data(), 0, nullptr);
+    setKernel(nullptr, nullptr);
+    setEncoder(nullptr);
+    encoding = nullptr;
+    ASSERT_EQ(st, TESSERA_OK) << message();
+    EXPECT_TRUE(ctx.problems.empty()) << ctx.problems.front();
+    auto ref = ir::evaluateReference(k, inPtrs);
+    ASSERT_TRUE(ref.ok());
+    auto cmp = ir::compareOutputs(k, *ref, outPtrs);
+    EXPECT_TRUE(cmp.ok) << "max rel err " << cmp.maxRelErr << ", first bad " << cmp.firstBad;
+    EXPECT_EQ(live(), 0) << "device allocations leaked";
+  }
   dlclose(lib);
   fs::remove_all(dir);
 }

@@ -2,12 +2,17 @@
 // GPU: the mapped kernel on the mapped-kernel emulator against the reference (f16/bf16, head_dim
 // 64..256, causal, GQA, Sq = 1, Sq > Skv, ragged lengths, one and two warpgroups, one and two
 // stages), ptxas's resource report (no spills), where the space offers it, and negative controls
-// (a missing warpgroup barrier before the P·V wgmma, every block barrier removed).
+// (a missing warpgroup barrier before the P·V wgmma, every block barrier removed); PIPE=fa3 (TMA
+// producer warpgroup, mbarrier ring, register-A wgmma) the same way, with its own controls (an
+// emulated GPU with another register-A fragment, slots released before the wgmmas retired them).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 
+#include "codegen/emu_runtime.h"
 #include "codegen/gpu.h"
+#include "codegen/wgmma_ptx.h"
 #include "gpu_check.h"
 #include "ir/builders.h"
 #include "search/space.h"
@@ -128,4 +133,147 @@ TEST(GpuAttentionWgmmaControls, AMissingBarrierIsReported) {
   auto rep2 = testutil::runMapped(k, *cfg, t, io2, noBarrier);
   ASSERT_TRUE(rep2.ok()) << rep2.error().str();
   EXPECT_FALSE(rep2->ok) << "no block barrier, yet no race reported";
+}
+
+// ---- PIPE=fa3: a TMA producer warpgroup, an mbarrier ring, P·V with P from registers
+
+namespace {
+
+Config fa3Cfg(int64_t bq, int64_t bk, int64_t stages) {
+  Config c = wgmmaCfg(bq, bk, stages);
+  c.set("PIPE", std::string("fa3"));
+  return c;
+}
+
+}  // namespace
+
+TEST(GpuAttentionWgmma, RegisterAWgmmaTextIsReadBackExactly) {
+  for (int n : {8, 64, 128, 256})
+    for (bool bf16 : {false, true})
+      for (bool mn : {false, true}) {
+        const codegen::WgmmaRegA w{n, bf16, mn};
+        auto back = codegen::parseWgmmaRegAPtx(codegen::wgmmaRegAPtx(w));
+        ASSERT_TRUE(back.has_value()) << n;
+        EXPECT_EQ(back->n, n);
+        EXPECT_EQ(back->bf16, bf16);
+        EXPECT_EQ(back->bMnMajor, mn);
+      }
+  std::string text = codegen::wgmmaRegAPtx({64, false, true});
+  EXPECT_EQ(std::count(text.begin(), text.end(), '$'), 32 + 4 + 1);
+  // Anything else is not recognised: another immediate, another operand, a descriptor-A wgmma.
+  EXPECT_FALSE(codegen::parseWgmmaRegAPtx(std::regex_replace(text, std::regex("p, 1, 1, 1"), "p, 1, -1, 1")));
+  EXPECT_FALSE(codegen::parseWgmmaRegAPtx(std::regex_replace(text, std::regex(R"(\$33)"), "$34")));
+  EXPECT_FALSE(codegen::parseWgmmaRegAPtx("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0}, $1, $2, p, 1, 1, 0, 1;"));
+  EXPECT_EQ(codegen::wgmmaRegAConstraints(16).substr(0, 24), "=f,=f,=f,=f,=f,=f,=f,=f,");
+}
+
+TEST(GpuAttentionWgmma, Fa3IsOfferedAndChecked) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  auto space = search::makeSpace(attn(2, 2, 256, 256, 128, false, ScalarType::F16), t);
+  ASSERT_TRUE(space.ok());
+  bool pipe = false;
+  for (const auto& knob : space->knobs) pipe |= knob.name == "PIPE" && knob.domain.size() == 2;
+  EXPECT_TRUE(pipe);
+  Kernel k = attn(2, 2, 256, 256, 128, false, ScalarType::F16);
+  auto refused = [&](Config c) {
+    auto cfg = testutil::gpuConfig(k, t, c);
+    return !cfg.ok() || space->check(*cfg).has_value();
+  };
+  EXPECT_FALSE(refused(fa3Cfg(128, 64, 2)));
+  EXPECT_FALSE(refused(fa3Cfg(64, 64, 4)));
+  EXPECT_TRUE(refused(fa3Cfg(64, 64, 1)));  // a ring needs two slots
+  Config mmaFa3 = fa3Cfg(64, 64, 2);
+  mmaFa3.set("strategy", std::string("flash-mma"));
+  EXPECT_TRUE(refused(mmaFa3));  // PIPE is flash-wgmma's
+  // sm_90 (no wgmma) has no PIPE knob at all.
+  auto plain = search::makeSpace(k, testutil::gpuTarget("sm_90"));
+  ASSERT_TRUE(plain.ok());
+  for (const auto& knob : plain->knobs) EXPECT_NE(knob.name, "PIPE");
+}
+
+TEST(GpuAttentionWgmma, Fa3MappedKernelMatchesTheReference) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  struct Case {
+    Kernel k;
+    Config cfg;
+  };
+  std::vector<Case> cases = {
+      {attn(2, 2, 100, 100, 64, false, ScalarType::F16), fa3Cfg(64, 64, 2)},
+      {attn(4, 2, 150, 200, 128, true, ScalarType::BF16), fa3Cfg(128, 64, 2)},  // GQA, Skv > Sq causal, 2 consumers
+      {attn(2, 1, 1, 130, 64, true, ScalarType::F16), fa3Cfg(64, 128, 3)},      // one query row, 3 slots
+      {attn(1, 1, 200, 70, 256, false, ScalarType::F16, 2), fa3Cfg(64, 64, 2)}, // Sq > Skv, D 256, batch 2
+      {attn(2, 2, 130, 330, 192, true, ScalarType::BF16), fa3Cfg(128, 64, 3)},  // 6 key blocks through 3 slots
+      {attn(1, 1, 70, 400, 64, false, ScalarType::F16), fa3Cfg(64, 64, 4)},     // 7 key blocks through 4 slots
+  };
+  for (const auto& c : cases) {
+    auto cfg = testutil::gpuConfig(c.k, t, c.cfg);
+    ASSERT_TRUE(cfg.ok()) << c.k.name << ": " << cfg.error().str();
+    auto r = testutil::checkMappedEmulated(c.k, t, *cfg);
+    EXPECT_TRUE(r.correct) << c.k.name << " " << cfg->str() << ": " << r.error;
+  }
+}
+
+TEST(GpuAttentionWgmma, Fa3AssemblesWithoutSpills) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  for (int64_t d : {64, 128, 256})
+    for (auto [bq, bk] : {std::pair<int64_t, int64_t>{64, 64}, {128, 64}, {128, 128}}) {
+      Kernel k = attn(16, 16, 4096, 4096, d, true, ScalarType::BF16);
+      auto cfg = testutil::gpuConfig(k, t, fa3Cfg(bq, bk, 2));
+      if (!cfg.ok()) continue;  // registers or shared memory: refused with a reason
+      auto b = codegen::compileGpu(k, *cfg, t);
+      ASSERT_TRUE(b.ok()) << b.error().str();
+      EXPECT_NE(b->assembly.find("cp.async.bulk.tensor"), std::string::npos);
+      EXPECT_NE(b->assembly.find("setmaxnreg.dec"), std::string::npos);
+      EXPECT_NE(b->assembly.find("setmaxnreg.inc"), std::string::npos);
+      // P·V from registers: the A operand is a brace list of four registers.
+      EXPECT_TRUE(std::regex_search(b->assembly, std::regex("wgmma\\.mma_async\\.sync\\.aligned\\.m64n" + std::to_string(d) +
+                                                            "k16\\.f32\\.bf16\\.bf16 \\{[^}]*\\}, \\{%r\\d+, %r\\d+, %r\\d+, %r\\d+\\}")));
+      if (b->binary.empty()) continue;  // no ptxas here
+      EXPECT_TRUE(b->resources.ok) << b->resources.summary() << " " << (b->resources.problems.empty() ? "" : b->resources.problems[0]);
+      EXPECT_FALSE(b->resources.spills()) << d << " " << bq << "x" << bk << ": " << b->resources.summary();
+    }
+}
+
+TEST(GpuAttentionWgmmaControls, Fa3BrokenFragmentsOrReleasesAreCaught) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  Kernel k = attn(1, 1, 64, 256, 64, false, ScalarType::F16);  // 4 key blocks through 2 slots
+  auto cfg = testutil::gpuConfig(k, t, fa3Cfg(64, 64, 2));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().str();
+  {
+    KernelIO io(k, 5);
+    io.poisonOutputs();
+    auto rep = testutil::runMapped(k, *cfg, t, io);
+    ASSERT_TRUE(rep.ok()) << rep.error().str();
+    EXPECT_TRUE(rep->ok) << (rep->errors.empty() ? "" : rep->errors[0]);
+    auto cmp = io.check();
+    ASSERT_TRUE(cmp.ok());
+    EXPECT_TRUE(cmp->ok) << "the unbroken kernel must pass for the controls to mean anything";
+  }
+  // An emulated GPU whose register-A fragment differs from mma.sync's (registers 1 and 2
+  // exchanged): the kernel's P pairing is wrong for it, and the check sees it.
+  {
+    codegen::MappedEmuOptions swapped;
+    swapped.run.fault = emu::HwFault::WgmmaSwapA;
+    KernelIO io(k, 5);
+    io.poisonOutputs();
+    auto rep = testutil::runMapped(k, *cfg, t, io, swapped);
+    ASSERT_TRUE(rep.ok()) << rep.error().str();
+    auto cmp = io.check();
+    ASSERT_TRUE(cmp.ok());
+    EXPECT_FALSE(cmp->ok) << "register-A fragments exchanged, yet the output matched";
+  }
+  // The consumers release a slot before their wgmmas retired it (every wait_group dropped): the
+  // producer's next TMA into the slot races with the reads in flight.
+  {
+    codegen::MappedEmuOptions noWait;
+    noWait.deviceHook = [](const std::string& s) {
+      EXPECT_NE(s.find("nvvm.wgmma.wait.group.sync.aligned"), std::string::npos);
+      return std::regex_replace(s, std::regex(R"(\n\s*nvvm\.wgmma\.wait\.group\.sync\.aligned [^\n]*\n)"), "\n");
+    };
+    KernelIO io(k, 5);
+    io.poisonOutputs();
+    auto rep = testutil::runMapped(k, *cfg, t, io, noWait);
+    ASSERT_TRUE(rep.ok()) << rep.error().str();
+    EXPECT_FALSE(rep->ok) << "slots released with wgmmas in flight, yet nothing reported";
+  }
 }

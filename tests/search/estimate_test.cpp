@@ -249,6 +249,33 @@ TEST(Estimate, WgmmaAttentionUsesTheWarpgroupPeak) {
   EXPECT_TRUE(named);
 }
 
+// PIPE=fa3: the same products with a producer warpgroup: the consumers issue no copies and no P
+// stores, so the issue term improves over fa2 at the same tiles; named as FlashAttention-3.
+TEST(Estimate, Fa3AttentionFreesTheConsumersIssueSlots) {
+  const TargetDesc t = *getTarget("sm_90a");
+  ir::Kernel k = attention(true);
+  auto space = makeSpace(k, t);
+  ASSERT_TRUE(space.ok());
+  ir::Config fa2 = space->defaults();
+  fa2.set("strategy", std::string("flash-wgmma"));
+  fa2.set("BQ", int64_t(128));
+  fa2.set("BK", int64_t(64));
+  fa2.set("STAGES", int64_t(2));
+  ir::Config fa3 = fa2;
+  fa3.set("PIPE", std::string("fa3"));
+  for (const auto& c : {fa2, fa3}) {
+    auto why = space->check(c);
+    ASSERT_FALSE(why.has_value()) << *why;
+  }
+  auto e2 = estimateKernel(k, fa2, t), e3 = estimateKernel(k, fa3, t);
+  ASSERT_TRUE(e2.ok() && e3.ok());
+  EXPECT_GT(e3->workload.issueEfficiency, e2->workload.issueEfficiency);
+  EXPECT_EQ(e3->workload.threadsPerBlock, e2->workload.threadsPerBlock + 128);  // the producer
+  bool named = false;
+  for (const auto& [key, value] : e3->facts) named |= key == "strategy" && value.find("FlashAttention-3") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
 TEST(Estimate, ABlockThatCannotFitRanksLast) {
   ir::Kernel k = gemm(4096, 4096, 4096);
   const TargetDesc t = *getTarget("sm_90");

@@ -1,0 +1,72 @@
+// Tests that the analytic model's bank-conflict assumption for each matrix-core strategy's default
+// kernel (GpuWorkload::sharedConflictWays: what the estimator folds into the shared term) is what
+// the mapped-kernel emulator's conflict counter measures on the same kernel: the calibration the
+// model's shared term rests on. Control: the counter does see conflicts (the Hopper GEMM's staged
+// C tile is 2-way on its writes), so an agreement at 1.0 elsewhere is not a counter that is blind.
+#include <gtest/gtest.h>
+
+#include "codegen/gpu.h"
+#include "gpu_check.h"
+#include "ir/builders.h"
+#include "search/estimate.h"
+#include "targets/kernel_io.h"
+
+using namespace tessera;
+using namespace tessera::ir;
+
+namespace {
+
+Kernel gemm(int64_t n, ScalarType t) {
+  GemmSpec g;
+  g.m = g.n = g.k = n;
+  g.dtype = t;
+  auto r = buildGemm(g);
+  EXPECT_TRUE(r.ok());
+  return *r;
+}
+
+struct Measured {
+  double ways = 0;
+  uint64_t requests = 0;
+};
+
+Measured emulate(const Kernel& k, const TargetDesc& t, const Config& cfg) {
+  KernelIO io(k, 3);
+  auto rep = testutil::runMapped(k, cfg, t, io);
+  EXPECT_TRUE(rep.ok()) << (rep.ok() ? "" : rep.error().str());
+  if (!rep.ok()) return {};
+  EXPECT_TRUE(rep->ok) << k.name << ": " << (rep->errors.empty() ? "" : rep->errors[0]);
+  const auto& c = rep->counters;
+  return {c.sharedIdealWavefronts ? double(c.sharedWavefronts) / double(c.sharedIdealWavefronts) : 1.0, c.sharedRequests};
+}
+
+}  // namespace
+
+TEST(GpuConflicts, TheModelsConflictWaysAreTheEmulatorsCount) {
+  struct Case {
+    const char* target;
+    Kernel k;
+  };
+  std::vector<Case> cases = {
+      {"sm_80", gemm(256, ScalarType::F16)},  // mma.sync
+      {"sm_80", gemm(256, ScalarType::BF16)}, // mma-lane
+      {"sm_90a", gemm(256, ScalarType::F16)}, // wgmma + TMA
+      {"sm_80", testutil::attentionKernel(1, 1, 128, 128, 64, false, ScalarType::F16)},   // flash-mma
+      {"gfx942", testutil::attentionKernel(1, 1, 128, 128, 64, false, ScalarType::F16)},  // flash-mfma
+  };
+  bool sawConflicts = false;
+  for (const auto& c : cases) {
+    const TargetDesc& t = testutil::gpuTarget(c.target);
+    auto cfg = testutil::gpuConfig(c.k, t);
+    ASSERT_TRUE(cfg.ok()) << cfg.error().str();
+    auto est = search::estimateKernel(c.k, *cfg, t);
+    ASSERT_TRUE(est.ok()) << est.error().str();
+    Measured m = emulate(c.k, t, *cfg);
+    ASSERT_GT(m.requests, 0u) << c.target << " " << cfg->str() << ": no shared accesses counted";
+    EXPECT_NEAR(est->workload.sharedConflictWays, m.ways, 0.05)
+        << c.target << " " << c.k.name << " " << cfg->str() << ": the model assumes " << est->workload.sharedConflictWays
+        << " wavefronts per ideal one, the emulator counts " << m.ways;
+    sawConflicts |= m.ways > 1.2;
+  }
+  EXPECT_TRUE(sawConflicts) << "the counter saw no conflict anywhere, not even the staged C tile's 2-way writes";
+}
