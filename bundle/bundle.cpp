@@ -58,8 +58,6 @@ std::string sanitize(const std::string& s) {
   return o;
 }
 
-const char* vendorText(Vendor v) { return v == Vendor::Nvidia ? "nvidia" : v == Vendor::Amd ? "amd" : "host"; }
-
 // How a candidate's time is labelled everywhere: a measurement, an estimate, or nothing.
 void describeTime(const Candidate& c, TableEntry& row, json& m) {
   json t = {{"kind", "none"}};
@@ -124,7 +122,7 @@ Built common(const ir::Kernel& k, const TargetDesc& t, const Candidate& c, const
   row.dtype = key.dtype;
   row.target = t.name;
   row.arch = t.arch;
-  row.vendor = vendorText(t.vendor);
+  row.vendor = vendorName(t.vendor);
   row.config = c.config.toJson();
   row.source = c.source;
   row.tunedShape = c.record ? cache::formatShape(c.record->key.shape) : "";
@@ -250,7 +248,7 @@ Expected<Built> buildGpu(const ir::Kernel& k, const TargetDesc& t, const Candida
   b.manifest["launch"] = bin.launch.str();
   b.manifest["resources"] = bin.resources.summary();
   b.manifest["check"] = {{"kind", "compile"},
-                         {"how", std::string(t.vendor == Vendor::Nvidia ? "ptxas" : "the AMDGPU backend") +
+                         {"how", std::string(t.words().deviceCompiler) +
                                      " and resource limits; not run (no device when the bundle was built)"}};
   return b;
 }

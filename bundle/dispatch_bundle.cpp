@@ -25,7 +25,7 @@ std::string sanitizeName(const std::string& s) {
   return o;
 }
 
-// The reference evaluator is slow: the check runs where M·N·K stays below this.
+// The reference evaluator is slow: the check runs where M·N·K (or the elements) stay below this.
 constexpr double kMaxCheckedMacs = double(1 << 27);
 
 }  // namespace
@@ -33,10 +33,22 @@ constexpr double kMaxCheckedMacs = double(1 << 27);
 Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSettings& s, std::set<std::string>* symbols,
                                        const std::function<void(const std::string&)>& progress) {
   TESSERA_ASSIGN(ir::Kernel maxKernel, ir::parseKernel(f.kernelIr));
-  TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
-  if (g.m != f.rule.hi)
-    return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": its kernel has M=" + std::to_string(g.m) +
-                                                     ", the rule's range ends at " + std::to_string(f.rule.hi));
+  TESSERA_ASSIGN(int64_t top, rangeExtent(maxKernel));
+  const std::string dim = rangeDimName(maxKernel);
+  if (f.rule.dim != dim)
+    return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": it dispatches on " + f.rule.dim + ", its " +
+                                                     ir::familyName(maxKernel.family) + " kernel on " + dim);
+  if (top != f.rule.hi)
+    return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": its kernel has " + dim + "=" +
+                                                     std::to_string(top) + ", the rule's range ends at " + std::to_string(f.rule.hi));
+  // Multiply-adds (GEMM) or elements (elementwise) per unit of the range's dimension: bounds the check.
+  double perRow = 1;
+  if (maxKernel.family == ir::Family::Gemm) {
+    TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
+    perRow = double(g.n) * double(g.k);
+  } else {
+    for (const auto* o : maxKernel.outputs()) perRow = std::max(perRow, double(o->numel()) / double(std::max<int64_t>(top, 1)));
+  }
   if (f.threads < 1 || f.threads > 1024) return makeError(ErrorCode::InvalidArgument, "dispatch rule: threads out of range");
   TESSERA_ASSIGN(TargetDesc t, hostTargetAs(f.arch));
   t.units = f.threads;
@@ -45,16 +57,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     TESSERA_ASSIGN(t, hostTargetWithThreads(f.threads));
   }
   const cache::HardKey key = search::hardKeyFor(maxKernel, t);
-  // The kernel at M (its other dimensions and epilogue inputs as at the top).
-  auto kernelAt = [&](int64_t m) -> Expected<ir::Kernel> {
-    // Two-dimensional tensors broadcast against [M, N]: a first dimension of M is M's (B is K x N).
-    ir::Kernel k = maxKernel;
-    for (auto& d : k.tensors)
-      if (d.name != g.b && d.shape.size() == 2 && d.shape[0] == g.m) d.shape[0] = m;
-    k.name = maxKernel.name + "_m" + std::to_string(m);
-    TESSERA_TRY(ir::verify(k));
-    return k;
-  };
+  auto kernelAt = [&](int64_t m) { return kernelAtExtent(maxKernel, m); };
   RangeBundle out;
   out.range.name = f.kernelName.empty() ? maxKernel.name : f.kernelName;
   out.range.family = key.family;
@@ -85,7 +88,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
       for (const auto& b : f.rule.buckets) {
         if (b.config != int(i)) continue;
         for (int64_t m : {b.lo, b.lo + 2, b.lo + 16, b.hi})
-          if (m >= b.lo && m <= b.hi && double(m) * double(g.n) * double(g.k) <= kMaxCheckedMacs &&
+          if (m >= b.lo && m <= b.hi && double(m) * perRow <= kMaxCheckedMacs &&
               std::find(ms.begin(), ms.end(), m) == ms.end())
             ms.push_back(m);
       }
@@ -97,7 +100,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
         TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
         auto r = makeSizedHostMeasurer(cache, k, ms2)->measure({c}).front();
         if (!r.ok())
-          return makeError(ErrorCode::WrongResult, name + " (" + c.str() + ") at M=" + std::to_string(m) + ": " +
+          return makeError(ErrorCode::WrongResult, name + " (" + c.str() + ") at " + dim + "=" + std::to_string(m) + ": " +
                                                        search::trialStatusName(r.status) + " " + r.message);
         checks.push_back({{"m", m}, {"max_rel_err", r.maxRelErr}});
       }
@@ -114,7 +117,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     row.vendor = "host";
     row.config = c.toJson();
     row.source = "exact";
-    row.tunedShape = "M " + std::to_string(f.rule.lo) + ".." + std::to_string(f.rule.hi);
+    row.tunedShape = dim + " " + std::to_string(f.rule.lo) + ".." + std::to_string(f.rule.hi);
     for (const auto* d : maxKernel.inputs())
       row.tensors.push_back({d->name, std::string(ir::typeName(d->dtype)), int(ir::byteSize(d->dtype)), false, d->shape});
     for (const auto* d : maxKernel.outputs())
@@ -145,12 +148,12 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     e.objectPath = "host/" + symbol + ".o";
     e.object = std::move(*obj);
     if (progress)
-      progress(name + " on " + t.name + " (" + t.arch + "): shape-generic, M " + std::to_string(f.rule.lo) + ".." +
+      progress(name + " on " + t.name + " (" + t.arch + "): shape-generic, " + dim + " " + std::to_string(f.rule.lo) + ".." +
                std::to_string(f.rule.hi) + ", config " + c.str() + (s.verify ? ", checked at " + std::to_string(checks.size()) + " sizes" : ""));
     out.entries.push_back(std::move(e));
   }
   out.manifestJson = json{{"name", out.range.name},
-                          {"dim", "M"},
+                          {"dim", dim},
                           {"lo", f.rule.lo},
                           {"hi", f.rule.hi},
                           {"shape_at_hi", cache::formatShape(key.shape)},

@@ -11,6 +11,7 @@
 #include "codegen/codegen.h"
 #include "ir/families.h"
 #include "ir/text.h"
+#include "ir/verifier.h"
 #include "support/text_file.h"
 
 namespace tessera::bundle {
@@ -90,6 +91,43 @@ bool blisFamily(const ir::Config& c) {
 
 }  // namespace
 
+Expected<int64_t> rangeExtent(const ir::Kernel& k) {
+  if (k.family == ir::Family::Gemm) {
+    TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
+    return g.m;
+  }
+  if (k.family == ir::Family::Elementwise) {
+    TESSERA_ASSIGN(ir::ElementwiseRegion r, ir::analyzeElementwise(k));
+    if (r.iter.empty()) return makeError(ErrorCode::InvalidArgument, "a range of rows needs a kernel of rank 1 or more");
+    return r.iter[0];
+  }
+  return makeError(ErrorCode::Unsupported, "a shape range is for GEMM (M) and elementwise (leading dimension) kernels");
+}
+
+const char* rangeDimName(const ir::Kernel& k) { return k.family == ir::Family::Elementwise ? "rows" : "M"; }
+
+Expected<ir::Kernel> kernelAtExtent(const ir::Kernel& top, int64_t v) {
+  TESSERA_ASSIGN(int64_t hi, rangeExtent(top));
+  ir::Kernel k = top;
+  if (top.family == ir::Family::Gemm) {
+    // Two-dimensional tensors broadcast against [M, N]: a first dimension of M is M's (B is K x N).
+    TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(top));
+    for (auto& d : k.tensors)
+      if (d.name != g.b && d.shape.size() == 2 && d.shape[0] == g.m) d.shape[0] = v;
+  } else {
+    TESSERA_ASSIGN(ir::ElementwiseRegion r, ir::analyzeElementwise(top));
+    std::set<std::string> leading(r.outputs.begin(), r.outputs.end());
+    for (const auto& op : r.operands)
+      if (!op.dims.empty() && op.dims[0] == 0) leading.insert(op.tensor);
+    for (auto& d : k.tensors)
+      if ((leading.count(d.name) || d.role == ir::TensorRole::Temp) && d.shape.size() == r.iter.size() && d.shape[0] == hi)
+        d.shape[0] = v;
+  }
+  k.name = top.name + "_" + (top.family == ir::Family::Gemm ? "m" : "rows") + std::to_string(v);
+  TESSERA_TRY(ir::verify(k));
+  return k;
+}
+
 std::shared_ptr<SizedCompileCache> makeSizedCompileCache(const ir::Kernel& maxKernel, const TargetDesc& t) {
   auto c = std::make_shared<SizedCompileCache>();
   c->maxKernel = maxKernel;
@@ -99,8 +137,8 @@ std::shared_ptr<SizedCompileCache> makeSizedCompileCache(const ir::Kernel& maxKe
 
 std::unique_ptr<search::Measurer> makeSizedHostMeasurer(const std::shared_ptr<SizedCompileCache>& cache,
                                                         const ir::Kernel& pointKernel, const search::MeasureSettings& s) {
-  auto g = ir::analyzeGemm(pointKernel);
-  const int64_t m = g.ok() ? g->m : 0;
+  auto e = rangeExtent(pointKernel);
+  const int64_t m = e.ok() ? *e : 0;
   return search::makeProtocolMeasurer(pointKernel, cache->target, std::make_unique<SizedBackend>(cache, m), s);
 }
 
@@ -113,19 +151,26 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
   auto warn = [&](const std::string& l) {
     if (cb.onWarning) cb.onWarning(l);
   };
-  if (t.isGpu()) return makeError(ErrorCode::Unsupported, "tuning over a range of M runs on the host target");
+  if (t.isGpu()) return makeError(ErrorCode::Unsupported, "tuning over a shape range runs on the host target");
   TESSERA_ASSIGN(ir::Kernel maxKernel, kernelAt(range.hi));
-  if (maxKernel.family != ir::Family::Gemm) return makeError(ErrorCode::Unsupported, "a range of M is for GEMM kernels");
-  TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
-  if (g.transA) return makeError(ErrorCode::InvalidArgument, "a range of M needs A stored M x K: drop --trans-a");
-  if (g.batch > 0) return makeError(ErrorCode::InvalidArgument, "a range of M takes no --batch");
-  // Shape-generic kernels are the explicit GEMM's: each point's search stays in its family.
+  TESSERA_TRY(rangeExtent(maxKernel));
+  const bool gemm = maxKernel.family == ir::Family::Gemm;
+  const std::string dim = rangeDimName(maxKernel);
+  ir::GemmInfo g;
   std::string spec = s.spaceSpec;
-  if (spec.find("schedule") == std::string::npos) spec = "schedule=blis" + (spec.empty() ? std::string() : "," + spec);
+  if (gemm) {
+    TESSERA_ASSIGN(g, ir::analyzeGemm(maxKernel));
+    if (g.transA) return makeError(ErrorCode::InvalidArgument, "a range of M needs A stored M x K: drop --trans-a");
+    if (g.batch > 0) return makeError(ErrorCode::InvalidArgument, "a range of M takes no --batch");
+    // Shape-generic GEMMs are the explicit GEMM's: each point's search stays in its family.
+    if (spec.find("schedule") == std::string::npos) spec = "schedule=blis" + (spec.empty() ? std::string() : "," + spec);
+  }
+  auto shapeGeneric = [&](const ir::Config& c) { return !gemm || blisFamily(c); };
 
   RangeTuneResult out;
   out.kernelIr = ir::printKernel(maxKernel);
   out.kernelName = maxKernel.name;
+  out.dim = dim;
   RangePoints pts = rangePoints(range, s.maxTrain);
   std::set<int64_t> all(pts.train.begin(), pts.train.end());
   all.insert(pts.heldOut.begin(), pts.heldOut.end());
@@ -139,12 +184,12 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
   std::set<std::string> seen;
   int64_t pointM = 0;
   auto addCandidate = [&](const ir::Config& c) {
-    if (!blisFamily(c) || !seen.insert(c.str()).second) return;
+    if (!shapeGeneric(c) || !seen.insert(c.str()).second) return;
     candidates.push_back(c);
     // At a few rows packing B costs as much as the product: such points' winners are offered
     // reading B in place too (PACKB=0, not a knob of the search space).
     auto sched = c.getStr("schedule");
-    if (pointM <= kInPlaceBRows && sched.ok() && *sched == "blis" && !g.transB && !c.values.count("PACKB")) {
+    if (gemm && pointM <= kInPlaceBRows && sched.ok() && *sched == "blis" && !g.transB && !c.values.count("PACKB")) {
       ir::Config v = c;
       ir::Config extra = *ir::Config::parseAssignments("PACKB=0");
       v.values.insert(extra.values.begin(), extra.values.end());
@@ -162,15 +207,15 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
     TESSERA_ASSIGN(search::SessionResult res, search::runTuneSession(problem, *measurer, store, nullptr, prov, s.session, scb));
     if (res.outcome == search::SessionResult::Outcome::AlreadyTuned) {
       auto c = ir::Config::fromJson(res.cached->config);
-      if (c.ok() && !blisFamily(*c))
-        warn("M=" + std::to_string(m) + ": the stored winner (" + c->str() +
+      if (c.ok() && !shapeGeneric(*c))
+        warn(dim + "=" + std::to_string(m) + ": the stored winner (" + c->str() +
              ") is not shape-generic; --force tunes the blis family there");
       if (c.ok()) addCandidate(*c);
-      progress("M=" + std::to_string(m) + ": stored winner " + (c.ok() ? c->str() : res.cached->config));
+      progress(dim + "=" + std::to_string(m) + ": stored winner " + (c.ok() ? c->str() : res.cached->config));
       continue;
     }
     if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
-      warn("M=" + std::to_string(m) + ": no candidate produced a correct result");
+      warn(dim + "=" + std::to_string(m) + ": no candidate produced a correct result");
       continue;
     }
     std::vector<search::TrialResult> top = res.tune.remeasured;
@@ -181,7 +226,7 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
     if (res.tune.best) addCandidate(res.tune.best->config);
     for (size_t i = 0; i < top.size() && int(i) < s.candidatesPerPoint; ++i)
       if (top[i].ok()) addCandidate(top[i].config);
-    progress("M=" + std::to_string(m) + ": tuned " + std::to_string(res.tune.trials.size()) + " candidates, best " +
+    progress(dim + "=" + std::to_string(m) + ": tuned " + std::to_string(res.tune.trials.size()) + " candidates, best " +
              (res.tune.best ? res.tune.best->config.str() + " " + std::to_string(res.tune.best->samples.median_us) + " us" : "-"));
   }
   if (candidates.empty()) return makeError(ErrorCode::NotFound, "no point of the range produced a shape-generic winner");
@@ -202,15 +247,16 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
         out.table.times[c][p] = results[c].samples.median_us;
         ++ok;
       } else if (c == 0 || results[c].status != results[c - 1].status) {
-        warn("M=" + std::to_string(out.table.points[p]) + ": " + results[c].config.str() + ": " +
+        warn(dim + "=" + std::to_string(out.table.points[p]) + ": " + results[c].config.str() + ": " +
              search::trialStatusName(results[c].status) + " " + results[c].message);
       }
-    progress("M=" + std::to_string(out.table.points[p]) + ": " + std::to_string(ok) + "/" + std::to_string(candidates.size()) +
+    progress(dim + "=" + std::to_string(out.table.points[p]) + ": " + std::to_string(ok) + "/" + std::to_string(candidates.size()) +
              " shape-generic candidates measured");
   }
 
   // 3. The rule.
   TESSERA_ASSIGN(out.rule, fitDispatchRule(out.table, out.train, out.heldOut, range.lo, range.hi, s.fit));
+  out.rule.dim = dim;
   return out;
 }
 

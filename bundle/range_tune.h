@@ -18,6 +18,15 @@
 
 namespace tessera::bundle {
 
+// The dimension a shape range runs over: GEMM's M ("M"), an elementwise kernel's leading
+// dimension ("rows"); both are sizes[0] of a shape-generic kernel (codegen::RuntimeDims::m).
+// Other families and layouts get a one-line error.
+Expected<int64_t> rangeExtent(const ir::Kernel& k);
+const char* rangeDimName(const ir::Kernel& k);
+// The kernel `top` (at the range's top) with its range dimension set to `v`: GEMM's A, C and
+// row-indexed epilogue inputs; elementwise's tensors whose outermost dimension is the leading one.
+Expected<ir::Kernel> kernelAtExtent(const ir::Kernel& top, int64_t v);
+
 struct RangeTuneSettings {
   search::SessionSettings session;   // per training point
   search::MeasureSettings measure;   // per point and for the cross measurement
@@ -39,9 +48,11 @@ struct RangeTuneResult {
   std::vector<size_t> train, heldOut;  // indices into table.points
   std::string kernelIr;            // the kernel at the range's top, IR text (what the bundle compiles)
   std::string kernelName;
+  std::string dim = "M";           // rangeDimName of the kernel
 };
 
-// `kernelAt(m)`: the kernel with M = m (everything else fixed). `store`: where each point's records
+// `kernelAt(m)`: the kernel with M (GEMM) or its leading dimension (elementwise) = m, everything
+// else fixed. `store`: where each point's records
 // go (may be null: nothing stored or reused).
 Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt, const ShapeRange& range,
                                     const TargetDesc& t, cache::RecordStore* store, const cache::Provenance& prov,

@@ -37,7 +37,7 @@ struct TableEntry {
   std::string ptx;     // NVIDIA: PTX text
   bool ptxPortable = false;
   // Shape-generic host kernel (tessera tune --m LO..HI): M is read at run time from one more
-  // pointer after the tensors (int64_t sizes[2]); dims[0] is the range's top.
+  // pointer after the tensors (int64_t sizes[3]); dims[0] is the range's top.
   bool runtimeM = false;
   int64_t mLo = 0, mHi = 0;
 };

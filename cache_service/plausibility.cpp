@@ -1,5 +1,5 @@
-// Owns the service's plausibility checks on write (plausibility.h) and the table of the knobs
-// each family has on host and GPU targets.
+// Owns the service's plausibility checks on write (plausibility.h). The knobs each family has come
+// from the table the schedule spaces are built against (targets/knob_table.h).
 #include "cache_service/plausibility.h"
 
 #include <cctype>
@@ -9,6 +9,8 @@
 
 #include "cache_service/record_json.h"
 #include "cache_service/roofline.h"
+#include "targets/gpu_targets.h"
+#include "targets/knob_table.h"
 
 namespace tessera::cache {
 
@@ -29,49 +31,9 @@ std::string num(double v) {
 enum class Kind { Host, Gpu, Other };
 Kind kindOf(const HardKey& k) {
   if (k.target == "host") return Kind::Host;
-  if (k.target.rfind("sm_", 0) == 0 || k.target.rfind("gfx", 0) == 0) return Kind::Gpu;
+  if (vendorOfChip(k.target)) return Kind::Gpu;
   return Kind::Other;
 }
-
-// The knobs of the schedule spaces (search/space_*.cpp; tests/search/knob_table_test.cpp keeps
-// this table and the spaces in step). Integer knobs take 0..kMaxKnobValue; categorical knobs list
-// their values.
-constexpr int64_t kMaxKnobValue = 65536;
-struct KnobRow {
-  const char* family;
-  Kind kind;
-  const char* name;
-  const char* values;  // nullptr: an integer; else '|'-separated strings
-};
-constexpr KnobRow kKnobs[] = {
-    {"gemm", Kind::Host, "schedule", "plain|packed|blis|bf16dot|amx"}, {"gemm", Kind::Host, "MC", nullptr},
-    {"gemm", Kind::Host, "NC", nullptr},              {"gemm", Kind::Host, "KC", nullptr},
-    {"gemm", Kind::Host, "MR", nullptr},              {"gemm", Kind::Host, "NR", nullptr},
-    {"gemm", Kind::Host, "KU", nullptr},              {"gemm", Kind::Host, "ORDER", "ij|ji"},
-    {"gemm", Kind::Gpu, "strategy", "simt|mma|mma-lane|wgmma"},{"gemm", Kind::Gpu, "BM", nullptr},
-    {"gemm", Kind::Gpu, "BN", nullptr},               {"gemm", Kind::Gpu, "BK", nullptr},
-    {"gemm", Kind::Gpu, "TM", nullptr},               {"gemm", Kind::Gpu, "TN", nullptr},
-    {"gemm", Kind::Gpu, "VEC", nullptr},              {"gemm", Kind::Gpu, "STAGES", nullptr},
-    {"gemm", Kind::Gpu, "SPLITK", nullptr},  // wgmma (sm_90a): K ranges per output tile
-    {"elementwise", Kind::Host, "VW", nullptr},       {"elementwise", Kind::Host, "UNROLL", nullptr},
-    {"elementwise", Kind::Host, "CHUNK", nullptr},    {"elementwise", Kind::Host, "NT", nullptr},
-    {"elementwise", Kind::Host, "ROWS", nullptr},     {"elementwise", Kind::Host, "MATH", "precise|fast"},
-    {"elementwise", Kind::Gpu, "TPB", nullptr},
-    {"elementwise", Kind::Gpu, "VW", nullptr},        {"elementwise", Kind::Gpu, "EPT", nullptr},
-    {"elementwise", Kind::Gpu, "GRID", nullptr},      {"attention", Kind::Host, "BQ", nullptr},
-    {"attention", Kind::Host, "BK", nullptr},         {"attention", Kind::Host, "MR1", nullptr},
-    {"attention", Kind::Host, "NR1", nullptr},        {"attention", Kind::Host, "MR2", nullptr},
-    {"attention", Kind::Host, "NR2", nullptr},        {"attention", Kind::Host, "U1", nullptr},
-    {"attention", Kind::Host, "U2", nullptr},         {"attention", Kind::Host, "VW", nullptr},
-    {"attention", Kind::Gpu, "BQ", nullptr},          {"attention", Kind::Gpu, "BK", nullptr},
-    {"attention", Kind::Gpu, "DSPLIT", nullptr},      {"attention", Kind::Gpu, "strategy", "flash-simt|flash-mma|flash-wgmma|flash-mfma"},
-    {"attention", Kind::Gpu, "STAGES", nullptr},
-    {"attention", Kind::Gpu, "WAVES", nullptr},       {"attention", Kind::Gpu, "MFMA", "16x16x16|32x32x8"},  // CDNA
-    {"attention", Kind::Gpu, "PIPE", "fa2|fa3"},  // flash-wgmma (sm_90a)
-    // Threads of a host kernel (issue 14); the same number is the key's `units`.
-    {"gemm", Kind::Host, "THREADS", nullptr},        {"elementwise", Kind::Host, "THREADS", nullptr},
-    {"attention", Kind::Host, "THREADS", nullptr},
-};
 
 bool knownFamily(const std::string& f) { return f == "gemm" || f == "elementwise" || f == "attention"; }
 
@@ -88,16 +50,6 @@ bool isShortToken(std::string_view s) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' || c == '+' || c == ':'))
       return false;
   return true;
-}
-
-bool listed(const char* values, std::string_view v) {
-  std::string_view all = values;
-  while (!all.empty()) {
-    size_t bar = all.find('|');
-    if (all.substr(0, bar) == v) return true;
-    all = bar == std::string_view::npos ? std::string_view() : all.substr(bar + 1);
-  }
-  return false;
 }
 
 }  // namespace
@@ -129,14 +81,12 @@ Status checkConfigKnobs(const HardKey& k, const std::string& config, const std::
         return bad(path, where, "expected a number, a boolean or a short token");
       continue;
     }
-    const KnobRow* row = nullptr;
-    for (const KnobRow& r : kKnobs)
-      if (k.family == r.family && kind == r.kind && name == r.name) row = &r;
+    const KnobRow* row = findKnob(k.family, kind == Kind::Gpu, name);
     if (!row)
       return bad(path, "config", "'" + name + "' is not a knob of " + k.family + " on " +
                                      (kind == Kind::Host ? "the host" : "GPU targets"));
     if (row->values) {
-      if (!v.is_string() || !listed(row->values, v.get_ref<const std::string&>()))
+      if (!v.is_string() || !knobValueListed(*row, v.get_ref<const std::string&>()))
         return bad(path, where, std::string("expected one of ") + row->values);
     } else if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxKnobValue) {
       return bad(path, where, "expected an integer in 0.." + std::to_string(kMaxKnobValue));

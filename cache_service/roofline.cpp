@@ -1,47 +1,69 @@
-// Owns the service's peak table and the minimum work of each kernel family (roofline.h).
+// Owns the service's peak bounds, read from the compiler's GPU tables (targets/), and the minimum
+// work of each kernel family (roofline.h).
 #include "cache_service/roofline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include "targets/gpu_sku_table.h"
+#include "targets/gpu_skus.h"
+#include "targets/gpu_targets.h"
 
 namespace tessera::cache {
 
 namespace {
 
-// The products of targets/gpu_targets.cpp (tests/cache_service/plausibility_test.cpp checks that
-// the two agree). DRAM bandwidth here; a kernel whose data sits in L2 may beat it, so the bound
-// uses kCacheFactor times as much.
-constexpr GpuPeakRow kGpuRows[] = {
-    {"sm_80", 108, 19500, 312000, 312000, 1555},    {"sm_86", 82, 35580, 71000, 71000, 936},
-    {"sm_89", 128, 82580, 165200, 165200, 1008},    {"sm_90", 132, 66900, 989400, 989400, 3352},
-    {"sm_90a", 132, 66900, 989400, 989400, 3352},   {"gfx90a", 110, 23950, 191500, 191500, 1638},
-    {"gfx942", 304, 163400, 1307400, 1307400, 5300}, {"gfx1100", 96, 61400, 122800, 122800, 960},
-    {"sm_75", 40, 8100, 65000, 0, 320},              {"gfx1030", 80, 23040, 46080, 0, 512},
-    {"gfx1031", 40, 13210, 26420, 0, 384},           {"gfx1032", 28, 10400, 20800, 0, 224},
-    {"gfx1101", 60, 37320, 74640, 74640, 624},       {"gfx1102", 32, 21750, 43500, 43500, 288},
-};
-// Every product of a chip (targets/gpu_skus.h: an L4 and an RTX 4090 are both sm_89): the fastest
-// product's rates per SM/CU and its DRAM bandwidth, so that a record of any of them, keyed by its
-// own SM/CU count, is checked against a bound it cannot beat (tests/cache_service/trust_test.cpp
-// keeps these equal to the product table's maxima).
+// The chips of the compiler's table (targets/gpu_targets.cpp): their default product's peaks. DRAM
+// bandwidth here; a kernel whose data sits in L2 may beat it, so the bound uses kCacheFactor times
+// as much.
+const std::vector<GpuPeakRow>& gpuRows() {
+  static const std::vector<GpuPeakRow> rows = [] {
+    std::vector<GpuPeakRow> r;
+    for (const TargetDesc& t : gpuTargets())
+      r.push_back({t.name.c_str(), t.units, t.peakGflopsF32, t.peakGflopsF16, t.peakGflopsBF16, t.memBandwidthGBs});
+    return r;
+  }();
+  return rows;
+}
+
+// Every built-in product of a chip (targets/gpu_skus.h: an L4 and an RTX 4090 are both sm_89): the
+// fastest product's rates per SM/CU, rounded up to whole GFLOP/s, and its DRAM bandwidth, so that a
+// record of any of them, keyed by its own SM/CU count, is checked against a bound it cannot beat.
 struct ChipBound {
-  const char* name;
-  double f32, f16, bf16;  // GFLOP/s per SM/CU
-  double gbs;
+  std::string name;
+  double f32 = 0, f16 = 0, bf16 = 0;  // GFLOP/s per SM/CU
+  double gbs = 0;
 };
-constexpr ChipBound kChipBounds[] = {
-    {"sm_75", 233, 1859, 0, 672},        {"sm_80", 184, 2947, 2947, 2039},    {"sm_86", 477, 1843, 1843, 1008},
-    {"sm_89", 669, 2565, 2565, 1008},    {"sm_90", 508, 7497, 7497, 4800},    {"sm_90a", 508, 7497, 7497, 4800},
-    {"gfx90a", 218, 1741, 1741, 1638},   {"gfx942", 538, 4301, 4301, 6000},   {"gfx1030", 298, 595, 0, 512},
-    {"gfx1031", 331, 661, 0, 384},       {"gfx1032", 372, 743, 0, 256},       {"gfx1100", 646, 1293, 1293, 960},
-    {"gfx1101", 622, 1244, 1244, 624},   {"gfx1102", 680, 1360, 1360, 288},
-};
+const std::vector<ChipBound>& chipBounds() {
+  static const std::vector<ChipBound> bounds = [] {
+    std::vector<ChipBound> out;
+    const std::vector<GpuSku> skus = tessera::detail::builtinGpuSkus();
+    for (const TargetDesc& t : gpuTargets()) {
+      ChipBound b{t.name};
+      bool any = false;
+      for (const GpuSku& s : skus) {
+        if (!chipRunsProduct(t.name, s) || s.units <= 0) continue;
+        any = true;
+        b.f32 = std::max(b.f32, std::ceil(s.fp32Gflops / s.units));
+        b.f16 = std::max(b.f16, std::ceil(s.fp16Gflops / s.units));
+        b.bf16 = std::max(b.bf16, std::ceil(s.bf16Gflops / s.units));
+        b.gbs = std::max(b.gbs, s.bandwidthGBs);
+      }
+      if (any) out.push_back(b);
+    }
+    return out;
+  }();
+  return bounds;
+}
 // Products added by users' facts files may be clocked above the table's: their compute gets this
 // much room over the fastest listed product.
 constexpr double kUserProductHeadroom = 1.25;
 constexpr double kCacheFactor = 8;
-// sm_* / gfx* names the table does not list: bounds no such chip reaches (several times the
+// GPU names the table does not list (targets/gpu_targets.h: vendorOfChip): bounds no such chip reaches (several times the
 // largest products listed).
 constexpr TargetPeaks kUnknownGpu{400000, 10000000, 10000000, 20000 * kCacheFactor};
 
@@ -60,7 +82,7 @@ constexpr HostRow kHostRows[] = {{"x86-64-v4", 384, 768, 12288},
                                  {"x86-64", 96, 96, 0}};
 
 bool amxConfig(std::string_view config) {
-  // The knob table (plausibility.cpp) lets `schedule` take "amx" on host GEMMs only.
+  // The knob table (targets/knob_table.cpp) lets `schedule` take "amx" on host GEMMs only.
   return config.find("\"schedule\":\"amx\"") != std::string_view::npos;
 }
 constexpr double kHostBytesPerCore = 192.0 * 6;
@@ -87,14 +109,14 @@ double peakFor(const TargetPeaks& p, std::string_view dtype) {
 }  // namespace
 
 std::optional<ChipPeakBound> chipPeakBound(std::string_view chip) {
-  for (const ChipBound& b : kChipBounds)
+  for (const ChipBound& b : chipBounds())
     if (chip == b.name) return ChipPeakBound{b.f32, b.f16, b.bf16, b.gbs};
   return std::nullopt;
 }
 
 const GpuPeakRow* gpuPeakRows(size_t* count) {
-  *count = std::size(kGpuRows);
-  return kGpuRows;
+  *count = gpuRows().size();
+  return gpuRows().data();
 }
 
 std::optional<TargetPeaks> peaksOf(const HardKey& k, std::string_view config) {
@@ -107,11 +129,11 @@ std::optional<TargetPeaks> peaksOf(const HardKey& k, std::string_view config) {
       }
     return std::nullopt;
   }
-  for (const GpuPeakRow& g : kGpuRows) {
+  for (const GpuPeakRow& g : gpuRows()) {
     if (k.target != g.name) continue;
     const double scale = std::max(1.0, units / g.units);
     TargetPeaks p{g.gflops_f32 * scale, g.gflops_f16 * scale, g.gflops_bf16 * scale, g.gbs_dram * kCacheFactor * scale};
-    for (const ChipBound& b : kChipBounds) {
+    for (const ChipBound& b : chipBounds()) {
       if (k.target != b.name) continue;
       const double u = units * kUserProductHeadroom;
       p.gflops_f32 = std::max(p.gflops_f32, b.f32 * u);
@@ -121,7 +143,7 @@ std::optional<TargetPeaks> peaksOf(const HardKey& k, std::string_view config) {
     }
     return p;
   }
-  if (k.target.rfind("sm_", 0) == 0 || k.target.rfind("gfx", 0) == 0) return kUnknownGpu;
+  if (vendorOfChip(k.target)) return kUnknownGpu;
   return std::nullopt;
 }
 

@@ -1,6 +1,7 @@
 // Owns the least time a kernel can take, computed from its hard key alone (family, shape, dtype,
 // target, units) without codegen: the work any correct implementation must do (FLOPs, and bytes
-// it must at least touch) over a peak table the service carries. The service refuses records
+// it must at least touch) over the peaks of the compiler's target tables (targets/gpu_targets.h,
+// targets/gpu_skus.h; the host's per ISA level here). The service refuses records
 // faster than this bound (plausibility.h); the table is deliberately generous (upper bounds of
 // any machine of that name), so an honest measurement is never refused.
 #pragma once
@@ -34,14 +35,14 @@ std::optional<MinimumWork> minimumWork(const HardKey& k);  // nullopt: a family 
 // when the family or the target is unknown.
 std::optional<double> rooflineBoundUs(const HardKey& k, std::string_view config = "");
 
-// The fastest product of a chip per SM/CU (GFLOP/s) and its DRAM bandwidth, for the test that keeps
-// them equal to the product table (targets/gpu_skus.h); nullopt for a chip the table lacks.
+// The fastest built-in product of a chip per SM/CU (GFLOP/s, rounded up) and its DRAM bandwidth,
+// read from the product table (targets/gpu_skus.h); nullopt for a chip the table lacks.
 struct ChipPeakBound {
   double f32, f16, bf16, gbs;
 };
 std::optional<ChipPeakBound> chipPeakBound(std::string_view chip);
 
-// GPU rows of the table, for the test that keeps them equal to targets/gpu_targets.cpp.
+// GPU rows of the bound: one per chip of targets/gpu_targets.cpp (its default product's peaks).
 struct GpuPeakRow {
   const char* name;
   int units;

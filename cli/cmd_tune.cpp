@@ -95,12 +95,13 @@ struct TuneFlags {
   RangeFlags range;
 };
 
-// `--m LO..HI` or a list: tuned point by point into a dispatch rule (tune_range.cpp).
+// `--m LO..HI` (GEMM) / `--rows LO..HI` (elementwise) or a list: tuned point by point into a dispatch rule (tune_range.cpp).
 void tuneRange(const TuneFlags& f) {
+  const std::string flag = f.kernel.family == "elementwise" ? "--rows" : "--m";
   if (f.workers || f.estimate || !f.device.empty() || !f.gpu.gpus.empty())
-    fail("--m LO..HI tunes shape-generic kernels on this host: drop --workers, --estimate, --device and --gpu", kExitBadInput);
+    fail(flag + " LO..HI tunes shape-generic kernels on this host: drop --workers, --estimate, --device and --gpu", kExitBadInput);
   if (!f.strategy.empty() && f.strategy != "evolutionary")
-    fail("--m LO..HI tunes each point with the evolutionary search: drop --strategy", kExitBadInput);
+    fail(flag + " LO..HI tunes each point with the evolutionary search: drop --strategy", kExitBadInput);
   tuneRangeCommand({.kernel = f.kernel, .range = f.range, .target = f.target, .db = f.db, .spaceSpec = f.spaceSpec,
                     .trials = f.trials, .batch = f.batch, .topK = f.topK, .threads = f.threads, .seed = f.seed,
                     .timeBudget = f.timeBudget, .timeout = f.timeout, .minTime = f.minTime, .force = f.force,
@@ -146,7 +147,7 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
         terms += (terms.empty() ? "" : ", ") + term.name + " " + fmtTime(term.us) + " (" + term.detail + ")";
     std::printf("terms        %s\n", terms.c_str());
     std::printf("occupancy    %d blocks per %s (%s), %lld wave%s at %.0f%% fill\n", e->model.blocksPerUnit,
-                t.vendor == Vendor::Amd ? "CU" : "SM", e->model.occupancyLimiter.c_str(), (long long)e->model.waves,
+                t.words().unit, e->model.occupancyLimiter.c_str(), (long long)e->model.waves,
                 e->model.waves == 1 ? "" : "s", 100 * e->model.waveEfficiency);
     for (const auto& [name, value] : e->facts) std::printf("%-12s %s\n", name.c_str(), value.c_str());
   }
@@ -316,7 +317,7 @@ void tuneCommand(const TuneFlags& f) {
   if (measure.estimated) {
     printEstimateSummary(*k, *t, res, f.db);
     std::printf("search       %zu configs of the space's top checked through %s in %s (%s)\n", res.tune.trials.size(),
-                t->vendor == Vendor::Nvidia ? "ptxas" : "the AMDGPU backend", fmtDuration(res.tune.seconds).c_str(),
+                t->words().deviceCompiler, fmtDuration(res.tune.seconds).c_str(),
                 statuses.c_str());
     return;
   }

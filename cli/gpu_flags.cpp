@@ -48,7 +48,7 @@ Expected<TargetDesc> targetWithGpu(const std::string& target, const GpuFlags& f,
 
 std::string targetLabel(const TargetDesc& t) {
   if (!t.isGpu()) return t.name;
-  return t.model + " (" + t.name + ", " + std::to_string(t.units) + (t.vendor == Vendor::Amd ? " CUs)" : " SMs)");
+  return t.model + " (" + t.name + ", " + std::to_string(t.units) + " " + t.words().units + ")";
 }
 
 std::string targetFlag(const TargetDesc& t) {

@@ -92,6 +92,8 @@ void addKernelSubcommands(CLI::App* parent, KernelFlags* f, const std::function<
   auto* e = parent->add_subcommand("elementwise", "fused elementwise chain, e.g. --expr 'y = gelu(x * s + b)'");
   e->add_option("--expr", f->expr, "statements 'name = expression' separated by ';'")->required();
   e->add_option("--shape", f->shapes, "default input shape (1024x4096) and per-input overrides (b=4096)")->required();
+  e->add_option("--rows", f->rowsText,
+                "leading dimension of --shape and of the full-rank overrides that have it (tune: also a range LO..HI or a list)");
   common(e);
   auto* a = parent->add_subcommand("attention", "softmax(Q K^T * scale) V, FlashAttention-style");
   a->add_option("--batch", f->attnBatch, "batch")->capture_default_str();
@@ -166,6 +168,17 @@ Expected<ir::Kernel> buildKernel(const KernelFlags& f) {
     s.epilogue = f.epilogue; s.shapes = named; s.name = f.name;
     k = ir::buildGemm(s);
   } else if (f.family == "elementwise") {
+    if (!f.rowsText.empty()) {
+      if (f.rowsText.find("..") != std::string::npos || f.rowsText.find(',') != std::string::npos)
+        return makeError(ErrorCode::InvalidArgument, "--rows " + f.rowsText + ": a range or list of rows is for `tessera tune`; give one size");
+      auto rows = parseInt(f.rowsText);
+      if (!rows || *rows < 1) return makeError(ErrorCode::InvalidArgument, "--rows must be a whole number of at least 1, got '" + f.rowsText + "'");
+      if (def.empty()) return makeError(ErrorCode::InvalidArgument, "--rows needs a default --shape (e.g. --shape 1024x4096)");
+      // Overrides of the default's rank that share its leading extent follow it (b=1x4096 broadcasts and stays).
+      for (auto& [name, shape] : named)
+        if (shape.size() == def.size() && shape[0] == def[0]) shape[0] = *rows;
+      def[0] = *rows;
+    }
     ir::ElementwiseSpec s;
     s.expr = f.expr; s.shape = def; s.shapes = named; s.dtype = dt; s.name = f.name;
     k = ir::buildElementwise(s);

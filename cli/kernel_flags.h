@@ -30,6 +30,9 @@ struct KernelFlags {
   std::string epilogue;
   // elementwise
   std::string expr;
+  // --rows as given: the leading dimension of --shape (and of every input override of full rank
+  // that has it); for `tune` also a range LO..HI or a list (shape-generic kernels, tune_range.h).
+  std::string rowsText;
   // attention
   int64_t attnBatch = 1, heads = 0, headsKv = 0, seq = 0, seqKv = 0, headDim = 0;
   double scale = 0;

@@ -26,10 +26,14 @@ void addRangeTuneOptions(CLI::App* tune, RangeFlags* f) {
   tune->add_option("--points", f->points, "with --m LO..HI: training points tuned at most (log-spaced)")->capture_default_str();
 }
 
-bool wantsRangeTune(const KernelFlags& k) { return k.family == "gemm" && bundle::isRangeText(k.mText); }
+bool wantsRangeTune(const KernelFlags& k) {
+  return (k.family == "gemm" && bundle::isRangeText(k.mText)) || (k.family == "elementwise" && bundle::isRangeText(k.rowsText));
+}
 
 void tuneRangeCommand(const RangeTuneRequest& r) {
-  auto range = bundle::parseShapeRange(r.kernel.mText, "--m");
+  const bool rows = r.kernel.family == "elementwise";
+  const char* flag = rows ? "--rows" : "--m";
+  auto range = bundle::parseShapeRange(rows ? r.kernel.rowsText : r.kernel.mText, flag);
   if (!range.ok()) fail(range.error().message, kExitBadInput);
   if (r.range.maxKernels < 1 || r.range.maxKernels > 64) fail("--max-kernels must be 1 to 64", kExitBadInput);
   if (r.range.points < 2 || r.range.points > 64) fail("--points must be 2 to 64", kExitBadInput);
@@ -41,8 +45,12 @@ void tuneRangeCommand(const RangeTuneRequest& r) {
   if (r.topK < 0) fail("--top-k must be at least 0 (0: no final re-measurement)", kExitBadInput);
   auto kernelAt = [&](int64_t m) -> Expected<ir::Kernel> {
     KernelFlags k = r.kernel;
-    k.mText.clear();
-    k.m = m;
+    if (rows) {
+      k.rowsText = std::to_string(m);
+    } else {
+      k.mText.clear();
+      k.m = m;
+    }
     return buildKernel(k);
   };
   // The range's top is the largest kernel: its size decides (and is refused in one line).
@@ -51,7 +59,7 @@ void tuneRangeCommand(const RangeTuneRequest& r) {
   if (Status big = checkKernelSize(*top, r.maxElements); !big.ok()) failWith(big.error());
   auto t = targetFor(r.target, r.threads);
   if (!t.ok()) failWith(t.error());
-  if (t->isGpu()) fail("--m LO..HI tunes shape-generic host kernels: use --target host", kExitBadInput);
+  if (t->isGpu()) fail(std::string(flag) + " LO..HI tunes shape-generic host kernels: use --target host", kExitBadInput);
   auto store = cache::openSqliteStore(r.db);
   if (!store.ok()) failWith(store.error());
 
@@ -93,14 +101,15 @@ void tuneRangeCommand(const RangeTuneRequest& r) {
     std::printf("%s", text.c_str());
     return;
   }
-  std::printf("\ndispatch rule for %s, M %lld..%lld: %zu bucket(s), %zu kernel(s); geomean regret against the best "
+  const char* dim = res->dim.c_str();
+  std::printf("\ndispatch rule for %s, %s %lld..%lld: %zu bucket(s), %zu kernel(s); geomean regret against the best "
               "candidate per point: %.1f%% on the %zu training points, %.1f%% on the %zu held-out points\n",
-              res->kernelName.c_str(), (long long)rule.lo, (long long)rule.hi, rule.buckets.size(), rule.configs.size(),
+              res->kernelName.c_str(), dim, (long long)rule.lo, (long long)rule.hi, rule.buckets.size(), rule.configs.size(),
               100 * rule.trainRegret, res->train.size(), 100 * rule.heldOutRegret, res->heldOut.size());
   for (size_t b = 0; b < rule.buckets.size(); ++b)
-    std::printf("  bucket %zu  M %6lld..%-6lld  kernel %d  %s\n", b, (long long)rule.buckets[b].lo, (long long)rule.buckets[b].hi,
+    std::printf("  bucket %zu  %s %6lld..%-6lld  kernel %d  %s\n", b, dim, (long long)rule.buckets[b].lo, (long long)rule.buckets[b].hi,
                 rule.buckets[b].config, rule.configs[size_t(rule.buckets[b].config)].c_str());
-  std::printf("  %8s %9s %12s %12s %8s\n", "M", "", "best us", "rule us", "regret");
+  std::printf("  %8s %9s %12s %12s %8s\n", dim, "", "best us", "rule us", "regret");
   for (size_t p = 0; p < res->table.points.size(); ++p) {
     double best = INFINITY;
     for (const auto& row : res->table.times) best = std::min(best, row[p]);

@@ -43,15 +43,21 @@ class HostExecutable {
 
 // Dimensions a kernel takes at run time instead of from its shape (shape-generic kernels: one
 // kernel serves a range of token counts). The kernel's shape gives their upper bounds; the entry
-// point takes one more pointer after the tensors, to `int64_t sizes[2] = {M, batch count}` (an
+// point takes one more pointer after the tensors, to `int64_t sizes[3] = {M, batch count, key length}` (an
 // entry is read only where that dimension is a runtime one). Host GEMM, blis family: M when A is
-// stored M x K and there is no batch dimension, or the batch count of a batched GEMM.
+// stored M x K and there is no batch dimension, or the batch count of a batched GEMM. Host
+// elementwise: `m` is the leading dimension (the iteration space's first, sizes[0]), which must be
+// the outermost dimension of every tensor that has it.
+// Host attention: `m` is the query length (sizes[0]), `batch` the batch (sizes[1]) and `kv` the key
+// length (sizes[2]; with `m` alone on a kernel whose lengths are equal, the key length follows the
+// query length). Causal attention needs seq_q <= seq_kv at run time too (other sizes write nothing).
 struct RuntimeDims {
   bool m = false;
   bool batch = false;
-  bool any() const { return m || batch; }
+  bool kv = false;
+  bool any() const { return m || batch || kv; }
 };
-inline constexpr int kRuntimeSizeCount = 2;
+inline constexpr int kRuntimeSizeCount = 3;
 
 struct CompileOptions {
   // Extra LLVM CPU override ("" = the host's own, like -mcpu=native).

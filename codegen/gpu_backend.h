@@ -38,9 +38,14 @@ struct GpuObjects {
   std::string deviceIr;
 };
 
+// The matrix-instruction families our lowerings reach. Code generation switches on this, never on
+// the instruction's name, which is for reports.
+enum class MmaFamily { MmaSync, Wgmma, Mfma };
+
 // The matrix-core path a GEMM with some input dtype takes on a target.
 struct MmaPath {
-  std::string kind;          // instruction family: "mma.sync" (NVIDIA) | "mfma" (CDNA)
+  MmaFamily family = MmaFamily::MmaSync;
+  std::string kind;          // instruction family as the vendor names it: "mma.sync", "wgmma", "mfma"
   MmaShape shape;            // the instruction shape our lowering emits
   int tnMultiple = 0;        // warp tiles' N must be a multiple of this
   bool asyncCopies = false;  // cp.async multi-stage pipelines (STAGES > 1) are available
@@ -68,6 +73,10 @@ class GpuBackend {
   // The matrix instruction a GEMM with `input` operands reaches on `t` through our lowering
   // (nullopt: FMA pipes only). The one place this rule lives: spaces and code generation ask here.
   virtual std::optional<MmaPath> gemmMma(ir::ScalarType input, const TargetDesc& t) const = 0;
+  // Turns the warp-level vector.contract ops of a mapped GEMM kernel (unrolled to the shape of
+  // gemmMma's instruction) into the vendor's matrix instructions: NVIDIA through nvgpu's mma.sync
+  // rewrite, AMD through our own amdgpu.mfma rewrite (gpu_backend_amd_mfma.cpp).
+  virtual Status lowerWarpContracts(mlir::ModuleOp m, const TargetDesc& t) const = 0;
   // The lane-level mma.sync path (strategy=mma-lane: ldmatrix + mma.sync m16n8k16 fed by a cp.async
   // ring, built from NVVM ops) for `input` operands, where there is one.
   virtual std::optional<MmaPath> gemmLaneMma(ir::ScalarType, const TargetDesc&) const { return std::nullopt; }

@@ -8,8 +8,10 @@
 #include <regex>
 
 #include "codegen/gpu_backend.h"
+#include "codegen/gpu_backend_amd.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/mlir_env.h"
+#include "targets/occupancy.h"
 
 namespace tessera::codegen {
 
@@ -92,24 +94,14 @@ class AmdBackend : public GpuBackend {
     r.sgprSpills = int(firstInt(a, R"(\.sgpr_spill_count:\s+(\d+))"));
   }
 
-  // VGPRs and AGPRs share one file on gfx90a/gfx94x (AGPRs start at a 4-aligned offset),
-  // allocated per wave in granules; gfx9 SIMDs share their SGPRs; LDS per CU.
+  // The target's occupancy rule (targets/occupancy.h: the unified VGPR/AGPR file, SGPRs, LDS),
+  // then what exceeds the per-wave and per-block limits.
   void occupancyLimits(ResourceReport& r, const TargetDesc& t,
                        const std::function<void(int64_t, const char*)>& limit) const override {
-    const int64_t W = (std::max<int64_t>(r.threadsPerBlock, 1) + t.warpSize - 1) / std::max(t.warpSize, 1);
-    int64_t vg = r.agprs > 0 ? roundUp(r.vgprs, 4) + r.agprs : r.vgprs;
-    int64_t alloc = roundUp(std::max<int64_t>(vg, 1), t.regAllocGranule);
-    int64_t wavesPerSimd = std::min<int64_t>(t.maxWavesPerSimd, t.regsPerSimd / alloc);
-    const char* why = "registers";
-    if (t.sgprsPerSimd > 0 && r.sgprs > 0) {
-      int64_t bySgpr = t.sgprsPerSimd / roundUp(r.sgprs, 16);
-      if (bySgpr < wavesPerSimd) {
-        wavesPerSimd = bySgpr;
-        why = "scalar registers";
-      }
-    }
-    if (wavesPerSimd < t.maxWavesPerSimd) limit(wavesPerSimd * t.simdsPerUnit / W, why);
-    if (r.sharedBytes + r.dynamicSharedBytes > 0) limit(t.smemPerSM / (r.sharedBytes + r.dynamicSharedBytes), "LDS");
+    tessera::occupancyLimits({.threadsPerBlock = r.threadsPerBlock, .registers = r.vgprs, .agprs = r.agprs,
+                              .sgprs = r.sgprs, .sharedBytes = r.sharedBytes + r.dynamicSharedBytes},
+                             t, limit);
+    const int64_t vg = r.agprs > 0 ? roundUp(r.vgprs, 4) + r.agprs : r.vgprs;
     if (vg > t.maxRegsPerThread) r.problems.push_back("VGPRs exceed " + std::to_string(t.maxRegsPerThread));
     if (r.sharedBytes + r.dynamicSharedBytes > t.smemPerBlock)
       r.problems.push_back("LDS " + std::to_string(r.sharedBytes + r.dynamicSharedBytes) + " B exceeds " +
@@ -126,7 +118,13 @@ class AmdBackend : public GpuBackend {
     if (input == ir::ScalarType::F32) return std::nullopt;
     const MmaShape* s = t.findMma(std::string(ir::typeName(input)), "mfma");
     if (!s) return std::nullopt;
-    return MmaPath{"mfma", MmaShape{s->dtype, 16, 16, 16, "mfma"}, 16, false};
+    return MmaPath{MmaFamily::Mfma, "mfma", MmaShape{s->dtype, 16, 16, 16, "mfma"}, 16, false};
+  }
+
+  // Our per-lane vector.contract -> amdgpu.mfma rewrite (gpu_backend_amd_mfma.cpp), then cleanup.
+  Status lowerWarpContracts(mlir::ModuleOp m, const TargetDesc& t) const override {
+    TESSERA_TRY(rewriteContractsToMfma(m, t.warpSize));
+    return runPasses(m, "canonicalize,cse", "mfma cleanup");
   }
 
   std::string describe(const ResourceReport& r) const override {

@@ -10,6 +10,7 @@
 #include "codegen/gpu_backend.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/mlir_env.h"
+#include "targets/occupancy.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
@@ -19,8 +20,6 @@ namespace {
 
 // CUDA 13 ptxas (ARCHITECTURE.md §2.6).
 constexpr const char* kCudaToolkit = "/usr/local/cuda";
-
-int64_t roundUp(int64_t v, int64_t m) { return m <= 1 ? v : (v + m - 1) / m * m; }
 
 int64_t firstInt(const std::string& text, const std::string& re) {
   std::smatch m;
@@ -122,15 +121,12 @@ class NvidiaBackend : public GpuBackend {
     r.spillLoadBytes = firstInt(log, R"((\d+) bytes spill loads)");
   }
 
-  // Registers are allocated per warp in granules; each block also holds the reserved system
-  // shared memory [CUDA-CC]; static shared memory is capped per block.
+  // The target's occupancy rule (targets/occupancy.h); static shared memory is capped per block.
   void occupancyLimits(ResourceReport& r, const TargetDesc& t,
                        const std::function<void(int64_t, const char*)>& limit) const override {
-    const int64_t W = (std::max<int64_t>(r.threadsPerBlock, 1) + t.warpSize - 1) / std::max(t.warpSize, 1);
-    int64_t regsPerWarp = roundUp(std::max(r.registers, 1) * 32, t.regAllocGranule);
-    limit((t.regsPerSM / regsPerWarp) / W, "registers");
-    int64_t smem = roundUp(r.sharedBytes + r.dynamicSharedBytes, 128) + t.smemReservedPerBlock;
-    if (smem > 0) limit(t.smemPerSM / smem, "shared memory");
+    tessera::occupancyLimits({.threadsPerBlock = r.threadsPerBlock, .registers = r.registers,
+                              .sharedBytes = r.sharedBytes + r.dynamicSharedBytes},
+                             t, limit);
     if (r.registers > t.maxRegsPerThread) r.problems.push_back("registers exceed " + std::to_string(t.maxRegsPerThread));
     if (r.sharedBytes + r.dynamicSharedBytes > std::max(t.smemPerBlock, t.smemPerBlockOptIn))
       r.problems.push_back("shared memory " + std::to_string(r.sharedBytes + r.dynamicSharedBytes) + " B exceeds " +
@@ -151,7 +147,12 @@ class NvidiaBackend : public GpuBackend {
     if (input != ir::ScalarType::F16) return std::nullopt;
     const MmaShape* s = t.findMma("f16", "mma.sync");
     if (!s) return std::nullopt;
-    return MmaPath{"mma.sync", *s, 8, true};
+    return MmaPath{MmaFamily::MmaSync, "mma.sync", *s, 8, true};
+  }
+
+  // nvgpu's vector-to-mma.sync conversion of the warp contracts.
+  Status lowerWarpContracts(mlir::ModuleOp m, const TargetDesc&) const override {
+    return runPasses(m, "func.func(convert-vector-to-gpu{use-nvgpu=true}),canonicalize,cse", "vector to mma.sync");
   }
 
   // mma.sync m16n8k16 with f16 or bf16 operands, fed by cp.async (sm_80 and later: the chips whose
@@ -160,7 +161,7 @@ class NvidiaBackend : public GpuBackend {
     if (input != ir::ScalarType::F16 && input != ir::ScalarType::BF16) return std::nullopt;
     const MmaShape* s = t.findMma(std::string(ir::typeName(input)), "mma.sync");
     if (!s || s->k != 16) return std::nullopt;
-    return MmaPath{"mma.sync", *s, 16, true};
+    return MmaPath{MmaFamily::MmaSync, "mma.sync", *s, 16, true};
   }
 
   // wgmma.mma_async m64nNk16 with f16 or bf16 operands from shared memory, fed by TMA: the chips
@@ -169,7 +170,7 @@ class NvidiaBackend : public GpuBackend {
     if (input != ir::ScalarType::F16 && input != ir::ScalarType::BF16) return std::nullopt;
     const MmaShape* s = t.findMma(std::string(ir::typeName(input)), "wgmma");
     if (!s) return std::nullopt;
-    return MmaPath{"wgmma", *s, 64, true};
+    return MmaPath{MmaFamily::Wgmma, "wgmma", *s, 64, true};
   }
 
   std::string describe(const ResourceReport& r) const override {

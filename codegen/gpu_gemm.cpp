@@ -9,7 +9,7 @@
 //                under `row < M && col < N` (so the padding never leaks);
 //   after @map : mma.sync: convert-vector-to-gpu{use-nvgpu}, then for a cp.async pipeline the
 //                address-space / alloca fix-ups and @map_pipe (gpu-tensorcore-gemm REPORT §3.4);
-//                mfma: our contract -> amdgpu.mfma rewrite (gpu_mfma.cpp).
+//                mfma: our contract -> amdgpu.mfma rewrite (the AMD backend, gpu_backend_amd_mfma.cpp).
 // Knobs: strategy (simt | mma), BM BN BK, TM TN (thread tile for simt, warp tile for mma), VEC
 // (elements per global->shared copy), STAGES (cp.async buffers, mma.sync only).
 #include "codegen/gpu_gemm.h"
@@ -87,7 +87,7 @@ Expected<gemm::Tiling> makeTiling(const ir::GemmInfo& g, const ir::Config& c, co
     if (!mma)
       return bad(t.name + " has no matrix instruction our lowering reaches for " + dt +
                  " operands (NVIDIA: f16 mma.sync; CDNA: f16/bf16 MFMA): use strategy=simt");
-    p.path = mma->kind == "mma.sync" ? gemm::Path::MmaSync : gemm::Path::Mfma;
+    p.path = mma->family == MmaFamily::Mfma ? gemm::Path::Mfma : gemm::Path::MmaSync;
     const MmaShape& sh = mma->shape;
     if (p.TN % mma->tnMultiple)
       return bad("TN must be a multiple of " + std::to_string(mma->tnMultiple) + " (" + mma->kind + " m" +
@@ -461,8 +461,9 @@ Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::
     std::string sched = plan.schedule;
     int64_t stages = p.stages;
     std::shared_ptr<bool> swizzle = plan.sharedSwizzle;
-    plan.afterMap = [sched, stages, swizzle](ModuleOp m) -> Status {
-      TESSERA_TRY(runPasses(m, "func.func(convert-vector-to-gpu{use-nvgpu=true}),canonicalize,cse", "vector to mma.sync"));
+    TESSERA_ASSIGN(const GpuBackend* backend, gpuBackendFor(t));
+    plan.afterMap = [sched, stages, swizzle, backend, t](ModuleOp m) -> Status {
+      TESSERA_TRY(backend->lowerWarpContracts(m, t));
       // Before multibuffering: the pipeline's rotating subviews hide the tiles from the rewrite.
       if (*swizzle) TESSERA_TRY(swizzleSharedTiles(m));
       if (stages == 1) return {};
@@ -471,11 +472,8 @@ Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::
       return runPasses(m, "canonicalize,cse", "pipelined cleanup");
     };
   } else if (p.path == gemm::Path::Mfma) {
-    int warp = p.warp;
-    plan.afterMap = [warp](ModuleOp m) -> Status {
-      TESSERA_TRY(rewriteContractsToMfma(m, warp));
-      return runPasses(m, "canonicalize,cse", "mfma cleanup");
-    };
+    TESSERA_ASSIGN(const GpuBackend* backend, gpuBackendFor(t));
+    plan.afterMap = [backend, t](ModuleOp m) { return backend->lowerWarpContracts(m, t); };
   }
   return plan;
 }

@@ -5,7 +5,7 @@
 //   mma.sync mlir-recipes/gpu-tensorcore-gemm/s/tc1_smem_warp.mlir (1 stage) and tc2_async_pipe.mlir
 //            (2-3 stages: promote_tensor, multibuffer, cp.async groups, pipelining in @map_pipe).
 //   mfma     the tc1 @pre with wave64 mapping and 16x16x16 unrolling; the C++ step
-//            rewriteContractsToMfma replaces the contracts after @map.
+//            AMD backend's lowerWarpContracts (gpu_backend_amd_mfma.cpp) replaces the contracts after @map.
 // Problems are padded to the block tile by the host wrapper, so every tile is full.
 #include "codegen/gpu_gemm.h"
 

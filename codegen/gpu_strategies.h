@@ -71,11 +71,6 @@ Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& 
 Status checkGpuElementwise(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 Status checkGpuAttention(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 
-// Per-lane rewrite of the unrolled 16x16x16 f16/bf16 vector.contract ops of a mapped CDNA kernel
-// into amdgpu.mfma (gpu_mfma.cpp): operands loaded per lane in the MFMA register layout, the
-// accumulators carried as vector<4xf32> per lane through the K loop.
-Status rewriteContractsToMfma(mlir::ModuleOp m, int waveSize);
-
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace tessera::codegen

@@ -94,14 +94,27 @@ Expected<attn::Plan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, c
   return p;
 }
 
+// Sizes taken at run time (a shape-generic kernel, RuntimeDims): the plan's B, SQ and SKV are
+// then upper bounds (they size the scratch and clamp the blocks), and these values, with the block
+// counts derived from them, bound the loops. `on` false: the static plan alone (no value is set).
+struct DynSizes {
+  bool on = false;
+  Value B, SQ, SKV;                   // batch, query and key lengths
+  Value NQB, NKB, nFull, kTail, off;  // as in attn::Plan
+};
+
 // Builds the function body around the pieces of attn::Emitter.
 class KernelBuilder {
  public:
-  KernelBuilder(OpBuilder& b, Location loc, const attn::Plan& p, attn::Buffers& buf)
-      : b_(b), loc_(loc), p_(p), buf_(buf), e_(b, loc, p, buf) {}
+  KernelBuilder(OpBuilder& b, Location loc, const attn::Plan& p, attn::Buffers& buf, const DynSizes& d = {})
+      : b_(b), loc_(loc), p_(p), buf_(buf), e_(b, loc, p, buf), d_(d) {}
 
   void build() {
-    e_.loop(0, p_.B, 1, [&](Value bi) {
+    auto batches = [&](const std::function<void(Value)>& f) {
+      if (d_.on) return e_.loop(e_.idx(0), d_.B, 1, f);
+      e_.loop(0, p_.B, 1, f);
+    };
+    batches([&](Value bi) {
       e_.loop(0, p_.HKV, 1, [&](Value hk) {
         packK(bi, hk);
         if (p_.packV) packV(bi, hk);
@@ -109,6 +122,7 @@ class KernelBuilder {
         // Query heads sharing kv head hk run back to back on its packed K (GQA).
         e_.loop(0, p_.G, 1, [&](Value g) {
           Value h = e_.addi(e_.muli(hk, p_.G), g);
+          if (d_.on) return e_.loop(e_.idx(0), d_.NQB, 1, [&](Value qb) { queryBlock(bi, h, hk, qb); });
           e_.loop(0, p_.NQB, 1, [&](Value qb) { queryBlock(bi, h, hk, qb); });
         });
       });
@@ -122,8 +136,9 @@ class KernelBuilder {
   // buffers. The workers are the iterations of one scf.parallel (OpenMP after lowering).
   void workers(Value bi, Value hk) {
     const int64_t T = p_.threads, items = p_.G * p_.NQB;
-    auto par = scf::ParallelOp::create(b_, loc_, ValueRange{e_.idx(0)}, ValueRange{e_.idx(std::min(T, items))},
-                                       ValueRange{e_.idx(1)});
+    Value itemsV = d_.on ? e_.muli(d_.NQB, p_.G) : Value();
+    Value workersV = d_.on ? e_.mini(e_.idx(T), itemsV) : e_.idx(std::min(T, items));
+    auto par = scf::ParallelOp::create(b_, loc_, ValueRange{e_.idx(0)}, ValueRange{workersV}, ValueRange{e_.idx(1)});
     OpBuilder::InsertionGuard guard(b_);
     b_.setInsertionPoint(par.getBody()->getTerminator());
     Value w = par.getInductionVars()[0];
@@ -139,12 +154,13 @@ class KernelBuilder {
       return memref::SubViewOp::create(b_, loc_, cast<MemRefType>(rt), all, offs, sizes, strides);
     };
     for (Value* v : {&mine.Qs, &mine.Sb, &mine.Acc, &mine.Mo, &mine.Mn, &mine.L, &mine.Rs, &mine.Al}) *v = slice(*v);
-    KernelBuilder kb(b_, loc_, p_, mine);
-    auto f = scf::ForOp::create(b_, loc_, w, e_.idx(items), e_.idx(T));
+    KernelBuilder kb(b_, loc_, p_, mine, d_);
+    auto f = scf::ForOp::create(b_, loc_, w, d_.on ? itemsV : e_.idx(items), e_.idx(T));
     b_.setInsertionPoint(f.getBody()->getTerminator());
     Value item = f.getInductionVar();
-    Value g = arith::DivUIOp::create(b_, loc_, item, e_.idx(p_.NQB));
-    Value qb = arith::RemUIOp::create(b_, loc_, item, e_.idx(p_.NQB));
+    Value nqb = d_.on ? d_.NQB : e_.idx(p_.NQB);
+    Value g = arith::DivUIOp::create(b_, loc_, item, nqb);
+    Value qb = arith::RemUIOp::create(b_, loc_, item, nqb);
     kb.queryBlock(bi, e_.addi(e_.muli(hk, p_.G), g), hk, qb);
   }
 
@@ -154,10 +170,14 @@ class KernelBuilder {
   // Kp[kb][d][j] = K[b, hk, min(kb·BK + j, SKV-1), d]: each key block contiguous, rows of the
   // QK micro-kernel unit-stride; clamped rows keep the padded columns finite (they are masked).
   void packK(Value bi, Value hk) {
-    e_.loop(0, p_.NKB, 1, [&](Value kb) {
+    auto blocks = [&](const std::function<void(Value)>& f) {
+      if (d_.on) return e_.loop(e_.idx(0), d_.NKB, 1, f);
+      e_.loop(0, p_.NKB, 1, f);
+    };
+    blocks([&](Value kb) {
       Value kk0 = e_.muli(kb, p_.BK);
       e_.loop(0, p_.BK, 1, [&](Value j) {
-        Value row = e_.mini(e_.addi(kk0, j), e_.idx(p_.SKV - 1));
+        Value row = e_.mini(e_.addi(kk0, j), lastKeyRow());
         e_.loop(0, p_.D, 1, [&](Value d) {
           Value v = memref::LoadOp::create(b_, loc_, buf_.K, ValueRange{bi, hk, row, d});
           memref::StoreOp::create(b_, loc_, e_.toF32(v), buf_.Kp, ValueRange{kb, d, j});
@@ -192,8 +212,13 @@ class KernelBuilder {
   }
 
   void packV(Value bi, Value hk) {
-    e_.loop(0, p_.SKV, 1, [&](Value j) { copyRow(buf_.V, ValueRange{bi, hk, j}, buf_.Vp, j, 1.0f); });
+    auto row = [&](Value j) { copyRow(buf_.V, ValueRange{bi, hk, j}, buf_.Vp, j, 1.0f); };
+    if (d_.on) return e_.loop(e_.idx(0), d_.SKV, 1, row);
+    e_.loop(0, p_.SKV, 1, row);
   }
+
+  Value lastKeyRow() { return d_.on ? e_.addi(d_.SKV, -1) : e_.idx(p_.SKV - 1); }
+  Value seqQ() { return d_.on ? d_.SQ : e_.idx(p_.SQ); }
 
  public:
   void queryBlock(Value bi, Value h, Value hk, Value qb) {
@@ -201,7 +226,7 @@ class KernelBuilder {
     Value q0 = e_.muli(qb, p_.BQ);
     // Qs = Q rows (clamped to SQ-1 in the tail block) · scale·log2e; Acc = 0.
     e_.loop(0, p_.BQ, 1, [&](Value qi) {
-      Value qr = e_.mini(e_.addi(q0, qi), e_.idx(p_.SQ - 1));
+      Value qr = e_.mini(e_.addi(q0, qi), d_.on ? e_.addi(d_.SQ, -1) : e_.idx(p_.SQ - 1));
       copyRow(buf_.Q, ValueRange{bi, h, qr}, buf_.Qs, qi, float(p_.qscale));
       for (int64_t c = 0; c < p_.DP; c += VW) vector::StoreOp::create(b_, loc_, e_.splat(0.0f), buf_.Acc, ValueRange{qi, e_.idx(c)});
     });
@@ -212,14 +237,17 @@ class KernelBuilder {
       vector::StoreOp::create(b_, loc_, e_.splat(0.0f), buf_.L, ValueRange{at});
       vector::StoreOp::create(b_, loc_, e_.splat(0.0f), buf_.Rs, ValueRange{at});
     }
-    if (!p_.causal) {
+    if (!p_.causal && d_.on) {
+      e_.loop(e_.idx(0), d_.nFull, 1, [&](Value kb) { fullBlock(bi, hk, kb); });
+      dynamicTailBlock(bi, hk);
+    } else if (!p_.causal) {
       e_.loop(0, p_.nFull, 1, [&](Value kb) { fullBlock(bi, hk, kb); });
       if (p_.kTail > 0) tailBlock(bi, hk);
     } else {
       causalBlocks(bi, hk, q0);
     }
     // O[valid rows] = Acc / L (L >= 1: the row maximum contributes exp2(0)).
-    Value rows = e_.mini(e_.subi(e_.idx(p_.SQ), q0), e_.idx(p_.BQ));
+    Value rows = e_.mini(e_.subi(seqQ(), q0), e_.idx(p_.BQ));
     e_.loop(e_.idx(0), rows, 1, [&](Value oi) {
       Value l = memref::LoadOp::create(b_, loc_, buf_.L, ValueRange{oi});
       Value one = arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(1.0f));
@@ -259,21 +287,41 @@ class KernelBuilder {
     e_.accumulate(bi, hk, e_.idx((p_.NKB - 1) * p_.BK), attn::KeyCount{p_.kTail, {}});
   }
 
+  // The partial key block of a runtime key length, when there is one: all BK columns scored (the
+  // packed rows past the last key repeat it, finite), columns past the last key masked, PV over
+  // the valid keys only.
+  void dynamicTailBlock(Value bi, Value hk) {
+    Value some = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ugt, d_.kTail, e_.idx(0));
+    auto ifOp = scf::IfOp::create(b_, loc_, TypeRange{}, some, false);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    Value kb = e_.addi(d_.NKB, -1);
+    Value kk0 = e_.muli(kb, p_.BK);
+    e_.scores(kb, p_.BK);
+    attn::BlockMask m;
+    // Row i sees columns <= min(limit + i, limit): the key limit alone.
+    m.colLimit = e_.addi(d_.kTail, -1);
+    m.causalLimit = m.colLimit;
+    e_.softmax(p_.BK / p_.VW, m);
+    e_.accumulate(bi, hk, kk0, attn::KeyCount{0, d_.kTail});
+  }
+
   // Causal (bottom-right aligned: key j visible to query i iff j <= i + off): blocks entirely
   // visible to the block's first row run unmasked; the diagonal blocks after them mask per row
   // (iota <= limit) and stop at the block's last visible key; fully masked blocks are skipped.
   void causalBlocks(Value bi, Value hk, Value q0) {
-    Value lastRow = e_.addi(e_.mini(e_.addi(q0, p_.BQ), e_.idx(p_.SQ)), -1);
-    Value lastKey = e_.addi(lastRow, p_.off);  // <= SKV - 1
+    Value lastRow = e_.addi(e_.mini(e_.addi(q0, p_.BQ), seqQ()), -1);
+    Value lastKey = d_.on ? e_.addi(lastRow, d_.off) : e_.addi(lastRow, p_.off);  // <= SKV - 1
     Value nkb = e_.addi(arith::DivUIOp::create(b_, loc_, lastKey, e_.idx(p_.BK)), 1);
-    Value free = e_.mini(arith::DivUIOp::create(b_, loc_, e_.addi(q0, p_.off + 1), e_.idx(p_.BK)), e_.idx(p_.nFull));
+    Value firstMasked = d_.on ? e_.addi(e_.addi(q0, d_.off), 1) : e_.addi(q0, p_.off + 1);
+    Value free = e_.mini(arith::DivUIOp::create(b_, loc_, firstMasked, e_.idx(p_.BK)), d_.on ? d_.nFull : e_.idx(p_.nFull));
     e_.loop(e_.idx(0), free, 1, [&](Value kb) { fullBlock(bi, hk, kb); });
     e_.loop(free, nkb, 1, [&](Value kb) {
       Value kk0 = e_.muli(kb, p_.BK);
       e_.scores(kb, p_.BK);
       attn::BlockMask m;
-      m.causalLimit = e_.subi(e_.addi(q0, p_.off), kk0);
-      m.colLimit = e_.subi(e_.idx(p_.SKV - 1), kk0);
+      m.causalLimit = e_.subi(d_.on ? e_.addi(q0, d_.off) : e_.addi(q0, p_.off), kk0);
+      m.colLimit = e_.subi(lastKeyRow(), kk0);
       e_.softmax(p_.BK / p_.VW, m);
       Value keys = e_.mini(e_.idx(p_.BK), e_.subi(e_.addi(lastKey, 1), kk0));
       e_.accumulate(bi, hk, kk0, attn::KeyCount{0, keys});
@@ -285,11 +333,13 @@ class KernelBuilder {
   const attn::Plan& p_;
   attn::Buffers& buf_;
   attn::Emitter e_;
+  DynSizes d_;
 };
 
 }  // namespace
 
-Expected<HostPayload> buildHostAttention(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<HostPayload> buildHostAttention(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                         const RuntimeDims& dims) {
   TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
   TESSERA_ASSIGN(attn::Plan p, makePlan(info.spec, c, t));
   HostPayload out;
@@ -297,13 +347,49 @@ Expected<HostPayload> buildHostAttention(MLIRContext* ctx, const ir::Kernel& k, 
   Location loc = b.getUnknownLoc();
   out.module = ModuleOp::create(loc);
   std::map<std::string, Value> args;
-  createKernelFunc(b, *out.module, k, &args);
+  createKernelFunc(b, *out.module, k, &args, dims.any());
 
   attn::Buffers buf;
   buf.Q = args[info.spec.q];
   buf.K = args[info.spec.k];
   buf.V = args[info.spec.v];
   buf.O = args[info.spec.o];
+  DynSizes d;
+  if (dims.any()) {
+    // sizes[0] = query length, sizes[1] = batch, sizes[2] = key length (each read only where it is
+    // a runtime size; the shape's are the upper bounds). The tensors are dense at the runtime
+    // sizes, so their outer strides are runtime values too: views with those strides.
+    d.on = true;
+    auto idxAt = [&](int64_t i) {
+      Value v = memref::LoadOp::create(b, loc, args[kSizesArg], ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+      return Value(arith::IndexCastOp::create(b, loc, b.getIndexType(), v));
+    };
+    auto cst = [&](int64_t v) { return Value(arith::ConstantIndexOp::create(b, loc, v)); };
+    d.SQ = dims.m ? idxAt(0) : cst(p.SQ);
+    d.B = dims.batch ? idxAt(1) : cst(p.B);
+    d.SKV = dims.kv ? idxAt(2) : (dims.m && info.spec.seq_kv == info.spec.seq_q ? d.SQ : cst(p.SKV));
+    Value bq = cst(p.BQ), bk = cst(p.BK);
+    d.NQB = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, d.SQ, cst(p.BQ - 1)), bq);
+    d.NKB = arith::DivUIOp::create(b, loc, arith::AddIOp::create(b, loc, d.SKV, cst(p.BK - 1)), bk);
+    d.nFull = arith::DivUIOp::create(b, loc, d.SKV, bk);
+    d.kTail = arith::RemUIOp::create(b, loc, d.SKV, bk);
+    d.off = arith::SubIOp::create(b, loc, d.SKV, d.SQ);
+    auto view = [&](Value mem, Value seq) -> Value {
+      auto mt = cast<MemRefType>(mem.getType());
+      const int64_t heads = mt.getDimSize(1), hd = mt.getDimSize(3), dyn = ShapedType::kDynamic;
+      Value rowStride = arith::MulIOp::create(b, loc, seq, cst(hd));
+      Value headStride = arith::MulIOp::create(b, loc, rowStride, cst(heads));
+      auto vt = MemRefType::get({dyn, heads, dyn, hd}, mt.getElementType(),
+                                StridedLayoutAttr::get(ctx, 0, {dyn, dyn, hd, 1}));
+      SmallVector<OpFoldResult> sizes = {d.B, b.getIndexAttr(heads), seq, b.getIndexAttr(hd)};
+      SmallVector<OpFoldResult> strides = {headStride, rowStride, b.getIndexAttr(hd), b.getIndexAttr(1)};
+      return memref::ReinterpretCastOp::create(b, loc, vt, mem, b.getIndexAttr(0), sizes, strides);
+    };
+    buf.Q = view(buf.Q, d.SQ);
+    buf.O = view(buf.O, d.SQ);
+    buf.K = view(buf.K, d.SKV);
+    buf.V = view(buf.V, d.SKV);
+  }
   // Scratch on the heap (the deallocation pipeline frees it; small buffers are promoted to the
   // stack): a large BQ x BK must not overflow a worker thread's stack.
   Type f32 = b.getF32Type();
@@ -325,7 +411,17 @@ Expected<HostPayload> buildHostAttention(MLIRContext* ctx, const ir::Kernel& k, 
   buf.Rs = scratch({p.bqPad()});
   buf.Al = scratch({p.bqPad()});
 
-  KernelBuilder(b, loc, p, buf).build();
+  if (d.on && p.causal) {
+    // Causal attention needs seq_q <= seq_kv (rows without keys): other sizes write nothing (the
+    // caller refuses them; the kernel never indexes outside its buffers).
+    Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, d.SQ, d.SKV);
+    auto guard = scf::IfOp::create(b, loc, TypeRange{}, fits, false);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+    KernelBuilder(b, loc, p, buf, d).build();
+    b.setInsertionPointAfter(guard);
+  } else {
+    KernelBuilder(b, loc, p, buf, d).build();
+  }
   func::ReturnOp::create(b, loc);
   out.threads = int(p.threads);
   return out;  // no schedule: the body already is loop + vector code on memrefs

@@ -72,8 +72,11 @@ Expected<HostPayload> buildPayload(MLIRContext* ctx, const ir::Kernel& k, const 
     return makeError(ErrorCode::Unsupported, "target " + t.name + " is not the host CPU");
   TESSERA_TRY(ir::verify(k));
   if (dims.any()) {
-    // Shape-generic kernels: the explicit GEMM builds its loops from the runtime sizes.
-    if (k.family != ir::Family::Gemm) return makeError(ErrorCode::Unsupported, "runtime sizes: host GEMM kernels only");
+    // Shape-generic kernels: the explicit GEMM builds its loops from the runtime sizes; an
+    // elementwise kernel views its tensors at the runtime leading dimension.
+    if (k.family == ir::Family::Elementwise) return buildHostElementwise(ctx, k, c, t, dims);
+    if (k.family == ir::Family::Attention) return buildHostAttention(ctx, k, c, t, dims);
+    if (dims.kv) return makeError(ErrorCode::Unsupported, "runtime sizes: a key length is attention's");
     TESSERA_ASSIGN(std::string sched, c.getStr("schedule"));
     if (sched != "blis" && sched != "bf16dot" && sched != "amx")
       return makeError(ErrorCode::Unsupported, "runtime sizes need a schedule of the blis family, not " + sched);

@@ -53,9 +53,11 @@ Expected<HostPayload> buildHostGemm(mlir::MLIRContext* ctx, const ir::Kernel& k,
 // `dims`: the sizes it takes at run time (shape-generic kernels; only this strategy has them).
 Expected<HostPayload> buildHostGemmBlis(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                         const TargetDesc& t, const RuntimeDims& dims = {});
+// `dims.m`: the leading dimension (the iteration space's first) is a runtime size, sizes[0].
 Expected<HostPayload> buildHostElementwise(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
-                                           const TargetDesc& t);
+                                           const TargetDesc& t, const RuntimeDims& dims = {});
+// `dims`: runtime query length (m, sizes[0]), batch (sizes[1]) and key length (kv, sizes[2]).
 Expected<HostPayload> buildHostAttention(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
-                                         const TargetDesc& t);
+                                         const TargetDesc& t, const RuntimeDims& dims = {});
 
 }  // namespace tessera::codegen

@@ -2,6 +2,8 @@
 // launch terms of one launch.
 #include "costmodel/gpu_model.h"
 
+#include "targets/occupancy.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -21,8 +23,6 @@ constexpr double kMmaLatencyCycles = 32;     // dependent mma.sync / MFMA latenc
 constexpr double kSharedBytesPerClock = 128; // shared memory / LDS per SM/CU (32 banks x 4 B)
 constexpr double kOverlapShare = 0.1;        // of the non-dominant terms that still adds up
 constexpr double kLatencyMargin = 1.05;      // a serial chain this much above throughput is latency-bound
-
-int64_t roundUp(int64_t v, int64_t m) { return m <= 1 ? v : (v + m - 1) / m * m; }
 
 std::string fmt(const char* f, double a, double b = 0, double c = 0) {
   char buf[160];
@@ -44,17 +44,10 @@ int residentBlocks(const GpuWorkload& w, const TargetDesc& t, std::string* limit
     }
   };
   limit(std::max(t.maxWarpsPerSM, 1) / warps, "threads");
-  const int64_t regs = std::max(w.regsPerThread, 1);
-  if (t.vendor == Vendor::Nvidia) {
-    int64_t perWarp = roundUp(regs * 32, std::max(t.regAllocGranule, 1));
-    limit((t.regsPerSM / perWarp) / warps, "registers");
-    if (w.smemPerBlock > 0) limit(t.smemPerSM / (roundUp(w.smemPerBlock, 128) + t.smemReservedPerBlock), "shared memory");
-  } else {
-    int64_t alloc = roundUp(regs, std::max(t.regAllocGranule, 1));
-    int64_t wavesPerSimd = std::min<int64_t>(t.maxWavesPerSimd, t.regsPerSimd / alloc);
-    limit(wavesPerSimd * t.simdsPerUnit / warps, "registers");
-    if (w.smemPerBlock > 0) limit(t.smemPerSM / w.smemPerBlock, "LDS");
-  }
+  // The target's rule, as the code generator's resource reports apply it (targets/occupancy.h).
+  occupancyLimits({.threadsPerBlock = w.threadsPerBlock, .registers = std::max(w.regsPerThread, 1),
+                   .sharedBytes = w.smemPerBlock},
+                  t, limit);
   if (limiter) *limiter = why;
   return int(std::max<int64_t>(blocks, 0));
 }

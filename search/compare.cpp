@@ -103,7 +103,7 @@ std::vector<std::string> whyTheyDiffer(const std::vector<CompareRow>& rows, cons
         ta.name = shortModel(ta);
         tb.name = shortModel(tb);
       }
-      auto unitWord = [](const TargetDesc& t) { return t.vendor == Vendor::Amd ? "wavefronts" : "warps"; };
+      auto unitWord = [](const TargetDesc& t) { return t.words().warpsFormal; };
       if (ta.warpSize != tb.warpSize) {
         std::string s = ta.name + " schedules " + unitWord(ta) + " of " + std::to_string(ta.warpSize) + ", " + tb.name +
                         " " + unitWord(tb) + " of " + std::to_string(tb.warpSize);
@@ -140,7 +140,7 @@ std::vector<std::string> whyTheyDiffer(const std::vector<CompareRow>& rows, cons
       if (usesShared && (ta.smemPerBlockOptIn != tb.smemPerBlockOptIn || ta.smemPerBlock != tb.smemPerBlock)) {
         std::string s = "on-chip memory per block: " + ta.name + " " + num(double(ta.smemPerBlock) / 1024) + " KB static (" +
                         num(double(ta.smemPerBlockOptIn) / 1024) + " KB opt-in) shared memory, " + tb.name + " " +
-                        num(double(tb.smemPerBlock) / 1024) + " KB " + (tb.vendor == Vendor::Amd ? "LDS" : "shared memory");
+                        num(double(tb.smemPerBlock) / 1024) + " KB " + tb.words().sharedMemory;
         if (a.resources && b.resources)
           s += "; the winners use " + num(double(a.resources->sharedBytes) / 1024, "%.1f") + " KB vs " +
                num(double(b.resources->sharedBytes) / 1024, "%.1f") + " KB";
@@ -153,12 +153,13 @@ std::vector<std::string> whyTheyDiffer(const std::vector<CompareRow>& rows, cons
       const std::string* bb = fact(b, "block tile");
       if (ba && bb && *ba != *bb) out.push_back("block tiles: " + ta.name + " " + *ba + ", " + tb.name + " " + *bb);
       if (a.resources && b.resources && a.resources->limiter != b.resources->limiter)
-        out.push_back("occupancy: " + ta.name + " " + std::to_string(a.resources->blocksPerUnit) + " blocks per SM (limited by " +
-                      a.resources->limiter + "), " + tb.name + " " + std::to_string(b.resources->blocksPerUnit) +
-                      " per CU (limited by " + b.resources->limiter + ")");
+        out.push_back("occupancy: " + ta.name + " " + std::to_string(a.resources->blocksPerUnit) + " blocks per " + ta.words().unit +
+                      " (limited by " + a.resources->limiter + "), " + tb.name + " " +
+                      std::to_string(b.resources->blocksPerUnit) + " per " + tb.words().unit + " (limited by " +
+                      b.resources->limiter + ")");
       if (ta.units != tb.units) {
-        std::string s = std::to_string(ta.units) + (ta.vendor == Vendor::Amd ? " CUs" : " SMs") + " vs " +
-                        std::to_string(tb.units) + (tb.vendor == Vendor::Amd ? " CUs" : " SMs");
+        std::string s = std::to_string(ta.units) + " " + ta.words().units + " vs " + std::to_string(tb.units) + " " +
+                        tb.words().units;
         const std::string* ga = fact(a, "waves");
         const std::string* gb = fact(b, "waves");
         if (ga && gb) s += ": waves of " + *ga + " on " + ta.name + ", " + *gb + " on " + tb.name;

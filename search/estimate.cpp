@@ -219,7 +219,7 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
              {"K step", str(BK)},
              {"stages", str(ST) + (ST > 1 ? " (cp.async pipeline)" : " (synchronous copies)")},
              {"vector width", str(VEC) + " x " + std::string(ir::typeName(g.inType)) + " (" + str(VEC * bytes) + " B copies)"},
-             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + " " + (t.vendor == Vendor::Amd ? "waves" : "warps") + " of " + str(t.warpSize) + ")"},
+             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + " " + t.words().warps + " of " + str(t.warpSize) + ")"},
              {"MMA", mmaName},
              {"grid", str(w.blocks) + " blocks" + (w.launches > 1 ? " x " + str(w.launches) + " launches" : "")}};
   return e;
@@ -421,7 +421,7 @@ Expected<KernelEstimate> attention(const ir::Kernel& k, const ir::Config& c, con
   e.facts = {{"strategy", "FlashAttention-style, online softmax, FMA pipes"},
              {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
              {"head_dim split", str(DS) + " thread(s) per query row"},
-             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + " " + (t.vendor == Vendor::Amd ? "waves" : "warps") + " of " + str(t.warpSize) + ")"},
+             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + " " + t.words().warps + " of " + str(t.warpSize) + ")"},
              {"key blocks", a.causal ? "causal: " + std::to_string(int64_t(std::lround(visited))) + " of " + str(kvBlocks) + " visited on average"
                                     : str(kvBlocks) + " per query block"},
              {"MMA", "none (FMA pipes)"},

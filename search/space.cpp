@@ -3,8 +3,10 @@
 #include "search/space_gpu.h"
 
 #include <algorithm>
+#include <variant>
 
 #include "support/strings.h"
+#include "targets/knob_table.h"
 
 namespace tessera::search {
 
@@ -55,7 +57,9 @@ Expected<ir::Space> restrictSpace(const ir::Space& s, const std::string& spec) {
   return out;
 }
 
-Expected<ir::Space> makeSpace(const ir::Kernel& k, const TargetDesc& t) {
+namespace {
+
+Expected<ir::Space> familySpace(const ir::Kernel& k, const TargetDesc& t) {
   if (t.isGpu()) return gpuSpace(k, t);
   switch (k.family) {
     case ir::Family::Gemm: return gemmHostSpace(k, t);
@@ -63,6 +67,34 @@ Expected<ir::Space> makeSpace(const ir::Kernel& k, const TargetDesc& t) {
     case ir::Family::Attention: return attentionHostSpace(k, t);
   }
   return makeError(ErrorCode::Internal, "unknown family");
+}
+
+// Every knob and categorical value a space offers is one the knob table lists (targets/knob_table.h): the
+// cache service refuses records naming anything else, so a knob missing there is a bug here.
+Status checkKnobTable(const ir::Space& s, const ir::Kernel& k, const TargetDesc& t) {
+  const std::string family(ir::familyName(k.family));
+  for (const ir::Knob& knob : s.knobs) {
+    const KnobRow* row = findKnob(family, t.isGpu(), knob.name);
+    if (!row)
+      return makeError(ErrorCode::Internal, "knob " + knob.name + " of the " + family + " space on " + t.name +
+                                                " is not in the knob table (targets/knob_table.cpp)");
+    for (const ir::KnobValue& v : knob.domain) {
+      // Integers: their range is the service's plausibility rule, not a property of the table.
+      const std::string* str = std::get_if<std::string>(&v);
+      if (str ? !knobValueListed(*row, *str) : row->values != nullptr)
+        return makeError(ErrorCode::Internal, "value " + ir::knobValueStr(v) + " of knob " + knob.name + " (" + family +
+                                                  " on " + t.name + ") is not in the knob table (targets/knob_table.cpp)");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<ir::Space> makeSpace(const ir::Kernel& k, const TargetDesc& t) {
+  TESSERA_ASSIGN(ir::Space s, familySpace(k, t));
+  TESSERA_TRY(checkKnobTable(s, k, t));
+  return s;
 }
 
 }  // namespace tessera::search

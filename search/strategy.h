@@ -55,6 +55,9 @@ struct SearchSettings {
   int stagnation = 0;
   int stagnationDistance = 2;
   double stagnationEps = -1;  // the batch's random share while stagnating (<0: eps)
+  // The random share's picks: of this many uniform unseen configs, the one with the most pairs
+  // of knob values never measured (1 or less: uniform draws).
+  int noveltyDraws = 0;
   size_t exhaustiveLimit = 200000;  // exhaustive refuses spaces whose knob product is larger
   // ranked: the legal configs it orders (the whole space when it can be listed within this,
   // else this many uniform draws); evolutionary with a prior: candidates scored for its first batch.

@@ -7,6 +7,7 @@
 #include <limits>
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "search/strategy.h"
 #include "search/strategy_state.h"
@@ -196,12 +197,62 @@ class Evolution : public SearchStrategy {
     return out;
   }
 
-  // Step 4: the greedy picks, then uniformly random unseen configs up to `n` (exploration the
-  // model cannot veto).
+  // Step 4: the greedy picks, then random unseen configs up to `n` (exploration the model cannot
+  // veto).
   std::vector<ir::Config> pickWithEpsGreedy(std::vector<ir::Config> greedy, size_t n) {
-    auto rnd = st_.fresh(n - std::min(n, greedy.size()));
+    const size_t want = n - std::min(n, greedy.size());
+    auto rnd = s_.noveltyDraws > 1 ? pairwiseNovel(want) : st_.fresh(want);
     greedy.insert(greedy.end(), std::make_move_iterator(rnd.begin()), std::make_move_iterator(rnd.end()));
     return greedy;
+  }
+
+  // Exploration that covers pairs of knob values: each pick is, of `noveltyDraws` uniform unseen
+  // configs, the one holding the most value pairs that no measured config (nor an earlier pick)
+  // held. A landscape whose good region needs two knobs to change together (a register tile
+  // whose rows and columns must both change) is a trap for a model that has seen each change
+  // alone and slow; uniform draws reach the untried pair at the rate of its share of the space,
+  // these as soon as the pairs tried before run out (a covering design).
+  std::vector<ir::Config> pairwiseNovel(size_t n) {
+    const auto& knobs = st_.space().knobs;
+    auto pairsOf = [&](const ir::Config& c, auto&& use) {
+      std::vector<std::string> v;
+      v.reserve(knobs.size());
+      for (const auto& k : knobs) {
+        auto it = c.values.find(k.name);
+        std::string s = k.name + "=";
+        if (it != c.values.end()) {
+          if (const auto* i = std::get_if<int64_t>(&it->second)) s += std::to_string(*i);
+          else if (const auto* t = std::get_if<std::string>(&it->second)) s += *t;
+        }
+        v.push_back(std::move(s));
+      }
+      for (size_t i = 0; i < v.size(); ++i)
+        for (size_t j = i + 1; j < v.size(); ++j) use(v[i] + "|" + v[j]);
+    };
+    std::unordered_set<std::string> covered;
+    for (const auto& r : st_.measured()) pairsOf(r.config, [&](const std::string& p) { covered.insert(p); });
+    std::vector<ir::Config> out;
+    while (out.size() < n) {
+      std::optional<ir::Config> pick;
+      int most = -1;
+      for (int d = 0; d < s_.noveltyDraws; ++d) {
+        auto c = sampleLegal(st_.space(), st_.rng());
+        if (!c || st_.seen(*c)) continue;
+        int fresh = 0;
+        pairsOf(*c, [&](const std::string& p) { fresh += covered.count(p) ? 0 : 1; });
+        if (fresh > most) {
+          most = fresh;
+          pick = std::move(*c);
+        }
+      }
+      if (!pick || !st_.claim(*pick)) break;
+      pairsOf(*pick, [&](const std::string& p) { covered.insert(p); });
+      out.push_back(std::move(*pick));
+    }
+    // Draws that keep meeting seen configs (a space nearly measured): the state's own remainder.
+    auto rest = st_.fresh(n - out.size());
+    out.insert(out.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
+    return out;
   }
 
   // The prior's best among a uniform draw of unseen legal configs (or all of them when few).

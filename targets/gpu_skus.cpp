@@ -214,10 +214,13 @@ std::optional<GpuSku> defaultGpuOf(const std::string& arch) {
   return std::nullopt;
 }
 
+bool chipRunsProduct(std::string_view chip, const GpuSku& s) {
+  return chip == s.arch || (chip.size() == s.arch.size() + 1 && chip.starts_with(s.arch) && chip.back() == 'a');
+}
+
 Expected<TargetDesc> targetOfGpu(const std::string& name, const TargetDesc& chip) {
   TESSERA_ASSIGN(GpuSku s, findGpu(name));
-  // sm_90a is sm_90 silicon with the arch-specific instructions enabled.
-  if (s.arch != chip.arch && s.arch + "a" != chip.arch)
+  if (!chipRunsProduct(chip.arch, s))
     return badGpu("the " + s.name + " is " + s.arch + ", not " + chip.arch + " (drop --target, or pick a " + chip.arch + " GPU)");
   return withProduct(chip, s);
 }
@@ -338,7 +341,7 @@ Expected<GpuSku> parseOne(const json& o, const std::string& where) {
   const double f32 = perUnitClock(s.fp32Gflops, s.units, s.clockGHz);
   if (f32 < 0.5 * chipF32 || f32 > 1.25 * chipF32)
     return err("fp32_gflops", fmtNum(s.fp32Gflops) + " is " + fmtNum(f32) + " FLOPs per " +
-                                  (chip->vendor == Vendor::Amd ? "CU" : "SM") + " per clock at " + fmtNum(s.clockGHz) + " GHz x " +
+                                  chip->words().unit + " per clock at " + fmtNum(s.clockGHz) + " GHz x " +
                                   std::to_string(s.units) + "; " + s.arch + " does " + fmtNum(chipF32) +
                                   " (check the units: GFLOP/s = TFLOPS x 1000, and the clock and SM/CU count)");
   const double chipF16 = perUnitClock(chip->peakGflopsF16, chip->units, chip->clockGHz);

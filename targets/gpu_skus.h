@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "support/status.h"
@@ -59,6 +60,9 @@ std::optional<GpuSku> gpuForDeviceName(const std::string& deviceName);
 // The default product of a chip (the per-architecture row of gpu_targets.cpp), if any.
 std::optional<GpuSku> defaultGpuOf(const std::string& arch);
 
+// Whether code for chip `chip` runs on product `s`: its own chip, or that chip's arch-specific
+// variant (sm_90a is sm_90 silicon with the arch-specific instructions enabled).
+bool chipRunsProduct(std::string_view chip, const GpuSku& s);
 // The TargetDesc of a product: its chip's description with the product's figures.
 Expected<TargetDesc> targetOfGpu(const GpuSku& s);
 // `t` (a chip's description) with the figures of the product of that chip named `name`: an error when

@@ -347,4 +347,12 @@ const std::vector<TargetDesc>& gpuTargets() {
   return table;
 }
 
+std::optional<Vendor> vendorOfChip(std::string_view name) {
+  for (const TargetDesc& t : gpuTargets())
+    if (t.name == name) return t.vendor;
+  if (name.starts_with("sm_")) return Vendor::Nvidia;
+  if (name.starts_with("gfx")) return Vendor::Amd;
+  return std::nullopt;
+}
+
 }  // namespace tessera

@@ -9,14 +9,19 @@
 
 namespace tessera {
 
-const char* vendorName(Vendor v) {
+const VendorWords& vendorWords(Vendor v) {
+  static const VendorWords host{"host", "core", "cores", "threads", "threads", "memory", "the host compiler"};
+  static const VendorWords nvidia{"nvidia", "SM", "SMs", "warps", "warps", "shared memory", "ptxas"};
+  static const VendorWords amd{"amd", "CU", "CUs", "waves", "wavefronts", "LDS", "the AMDGPU backend"};
   switch (v) {
-    case Vendor::Host: return "host";
-    case Vendor::Nvidia: return "nvidia";
-    case Vendor::Amd: return "amd";
+    case Vendor::Host: return host;
+    case Vendor::Nvidia: return nvidia;
+    case Vendor::Amd: return amd;
   }
-  return "?";
+  return host;
 }
+
+const char* vendorName(Vendor v) { return vendorWords(v).name; }
 
 bool TargetDesc::hasIsa(const std::string& f) const { return std::find(isa.begin(), isa.end(), f) != isa.end(); }
 

@@ -12,7 +12,20 @@
 namespace tessera {
 
 enum class Vendor { Host, Nvidia, Amd };
-const char* vendorName(Vendor v);
+
+// How a vendor's documents name its parts: every report takes its words from this one table, so
+// that no caller chooses them by if/else on the vendor.
+struct VendorWords {
+  const char* name;            // "host", "nvidia", "amd": bundles, --emit errors
+  const char* unit;            // "SM", "CU": one compute unit
+  const char* units;           // "SMs", "CUs"
+  const char* warps;           // "warps", "waves": thread groups in estimates
+  const char* warpsFormal;     // "warps", "wavefronts": thread groups in explanations
+  const char* sharedMemory;    // "shared memory", "LDS"
+  const char* deviceCompiler;  // "ptxas", "the AMDGPU backend": what checks code without a device
+};
+const VendorWords& vendorWords(Vendor v);
+const char* vendorName(Vendor v);  // vendorWords(v).name
 
 // One matrix-core instruction shape (mma.sync / MFMA / WMMA) for an input dtype.
 struct MmaShape {
@@ -91,6 +104,7 @@ struct TargetDesc {
   const MmaShape* findMma(const std::string& dtype, const std::string& kind) const;
 
   bool hasIsa(const std::string& f) const;
+  const VendorWords& words() const { return vendorWords(vendor); }
   bool isGpu() const { return vendor != Vendor::Host; }
   // The compute peak a kernel with `input`-typed operands is measured against: on a GPU the
   // matrix-core peak of that dtype (f16, bf16) or the FP32 peak; on the host the FMA peak of the

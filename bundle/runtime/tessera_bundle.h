@@ -69,8 +69,9 @@ const tessera_kernel* tessera_find_dims(const char* family, const int64_t* dims,
                                         const char* arch);
 
 /* Shape-generic kernels (a bundle made with `tessera bundle --dispatch RULE`): one kernel serves
- * every M of a range. A shape whose M lies in a range (its other dimensions and dtype equal) is
- * answered by the kernel of M's bucket; tessera_last_message() and tessera_last_dispatch() say
+ * every M of a range (GEMM), or every row count of a range (elementwise: the leading dimension,
+ * dims[0]; "M" below stands for either). A shape whose M lies in a range (its other dimensions and
+ * dtype equal) is answered by the kernel of M's bucket; tessera_last_message() and tessera_last_dispatch() say
  * which range, bucket and config. A shape outside every range gets NULL and a message saying so.
  * A kernel found this way runs with tessera_run_dims (the shape's M is passed at run time); its
  * tensors are described at M = m_hi. A kernel compiled for the exact shape is preferred. */

@@ -73,7 +73,7 @@ struct tessera_kernel {
   const tsr_tensor* tensors;
   void (*host_fn)(void* const* buffers);  /* host: calls the compiled entry point */
   const tsr_gpu* gpu;                     /* GPU: launch and code object */
-  /* Shape-generic (runtime M): host_fn takes one more pointer, to int64_t sizes[2] = {M, 0};
+  /* Shape-generic (runtime M): host_fn takes one more pointer, to int64_t sizes[3] = {M, 0, 0};
    * dims[0] is m_hi and every M in [m_lo, m_hi] runs. */
   int runtime_m;
   int64_t m_lo, m_hi;

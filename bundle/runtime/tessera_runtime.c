@@ -153,6 +153,9 @@ static int tsr_same_except_m(const tsr_range* r, const int64_t* dims, int rank) 
   return 1;
 }
 
+/* The name of a range's dimension (dims[0]): GEMM's M, an elementwise kernel's leading rows. */
+static const char* tsr_dim_name(const char* family) { return strcmp(family, "elementwise") == 0 ? "rows" : "M"; }
+
 /* The kernel of the bucket holding dims[0] among the ranges matching family, dtype, arch and the
  * other dims; NULL with a message when none does (`near` is set when a range matched all but M). */
 static const tessera_kernel* tsr_find_in_ranges(const char* family, const int64_t* dims, int rank, const char* dtype,
@@ -185,9 +188,10 @@ static const tessera_kernel* tsr_find_in_ranges(const char* family, const int64_
   }
   if (!best) {
     if (*near)
-      tsr_message("M=%lld is outside the range of M this bundle's %s %s kernels for this shape serve (%s); "
-                  "tune and bundle a range that holds it (tessera tune --m LO..HI)",
-                  (long long)dims[0], family, dtype, ranges);
+      tsr_message("%s=%lld is outside the range of %s this bundle's %s %s kernels for this shape serve (%s); "
+                  "tune and bundle a range that holds it (tessera tune %s LO..HI)",
+                  tsr_dim_name(family), (long long)dims[0], tsr_dim_name(family), family, dtype, ranges,
+                  strcmp(family, "elementwise") == 0 ? "--rows" : "--m");
     return NULL;
   }
   const tessera_kernel* k = &tsr_kernels[bucket->kernel];
@@ -200,10 +204,11 @@ static const tessera_kernel* tsr_find_in_ranges(const char* family, const int64_
   tsr_dispatch.bucket_lo = bucket->lo;
   tsr_dispatch.bucket_hi = bucket->hi;
   tsr_dispatch.kernel = k;
-  tsr_message("%s M=%lld %s on %s (%s): range M %lld..%lld of %s, bucket %d of %d (M %lld..%lld), shape-generic kernel %s; "
+  const char* dn = tsr_dim_name(k->family);
+  tsr_message("%s %s=%lld %s on %s (%s): range %s %lld..%lld of %s, bucket %d of %d (%s %lld..%lld), shape-generic kernel %s; "
               "config %s; run it with tessera_run_dims",
-              k->family, (long long)dims[0], k->dtype, k->target, k->arch, (long long)best->lo, (long long)best->hi,
-              best->name, tsr_dispatch.bucket, best->num_buckets, (long long)bucket->lo, (long long)bucket->hi, k->name,
+              k->family, dn, (long long)dims[0], k->dtype, k->target, k->arch, dn, (long long)best->lo, (long long)best->hi,
+              best->name, tsr_dispatch.bucket, best->num_buckets, dn, (long long)bucket->lo, (long long)bucket->hi, k->name,
               k->config);
   return k;
 }
@@ -366,7 +371,7 @@ tessera_status tessera_host_call(const tessera_kernel* k, void* const* buffers) 
     return TESSERA_ERR_UNSUPPORTED;
   }
   if (k->runtime_m) {
-    tsr_message("%s is shape-generic (M %lld..%lld): run it with tessera_run_dims and the shape", k->name,
+    tsr_message("%s is shape-generic (%s %lld..%lld): run it with tessera_run_dims and the shape", k->name, tsr_dim_name(k->family),
                 (long long)k->m_lo, (long long)k->m_hi);
     return TESSERA_ERR_ARGUMENT;
   }
@@ -392,12 +397,12 @@ tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, in
   }
   for (int i = 1; i < rank; ++i)
     if (dims[i] != k->dims[i]) {
-      tsr_message("%s serves M %lld..%lld with its other dimensions fixed (%s at M=%lld)", k->name, (long long)k->m_lo,
-                  (long long)k->m_hi, k->shape, (long long)k->m_hi);
+      tsr_message("%s serves %s %lld..%lld with its other dimensions fixed (%s at %s=%lld)", k->name, tsr_dim_name(k->family),
+                  (long long)k->m_lo, (long long)k->m_hi, k->shape, tsr_dim_name(k->family), (long long)k->m_hi);
       return TESSERA_ERR_ARGUMENT;
     }
   if (dims[0] < k->m_lo || dims[0] > k->m_hi) {
-    tsr_message("%s: M=%lld is outside its range %lld..%lld", k->name, (long long)dims[0], (long long)k->m_lo,
+    tsr_message("%s: %s=%lld is outside its range %lld..%lld", k->name, tsr_dim_name(k->family), (long long)dims[0], (long long)k->m_lo,
                 (long long)k->m_hi);
     return TESSERA_ERR_ARGUMENT;
   }
@@ -414,7 +419,7 @@ tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, in
     return TESSERA_ERR_ARGUMENT;
   }
   for (int i = 0; i < n; ++i) args[i] = buffers[i];
-  int64_t sizes[2] = {dims[0], 0};
+  int64_t sizes[3] = {dims[0], 0, 0};
   args[n] = sizes;
   k->host_fn(args);
   return TESSERA_OK;

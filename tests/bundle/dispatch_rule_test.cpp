@@ -156,4 +156,8 @@ TEST(DispatchRule, JsonRoundTripAndMalformedRules) {
     auto b = ruleFromJson(badRule);
     EXPECT_FALSE(b.ok()) << badRule;
   }
+  // An elementwise kernel's rule dispatches on its rows (leading dimension).
+  auto rows = ruleFromJson(R"({"dim":"rows","lo":1,"hi":8,"configs":["a"],"buckets":[{"lo":1,"hi":8,"config":0}]})");
+  ASSERT_TRUE(rows.ok()) << rows.error().str();
+  EXPECT_EQ(rows->dim, "rows");
 }

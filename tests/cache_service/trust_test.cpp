@@ -208,7 +208,7 @@ TEST(Trust, AdminListsQuarantinesReleasesAndDeletes) {
   EXPECT_EQ(json::parse(none.body)["records"], 0);
 }
 
-// The service's peak table follows the GPU targets (targets/gpu_targets.cpp), and the bounds are
+// The service's peak rows are the GPU targets' (targets/gpu_targets.cpp, read, not copied), and the bounds are
 // what the FLOPs and bytes of the key say.
 TEST(Trust, RooflineTableMatchesTheTargets) {
   size_t n = 0;

@@ -1,7 +1,7 @@
-// Tests that the cache service's table of knobs (cache_service/plausibility.cpp, which the service
-// uses to refuse configs naming knobs a family does not have) accepts every config the schedule
-// spaces can produce, on the host and on every GPU target: a knob added to a space without the
-// table would make the service refuse honest records.
+// Tests that the cache service's knob check (cache_service/plausibility.cpp over the knob table
+// targets/knob_table.cpp, which the service uses to refuse configs naming knobs a family does not
+// have) accepts every config the schedule spaces can produce, on the host and on every GPU target:
+// a knob added to a space without the table would make the service refuse honest records.
 #include <gtest/gtest.h>
 
 #include <set>

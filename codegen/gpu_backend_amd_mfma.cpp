@@ -1,4 +1,4 @@
-// Owns our vector.contract -> amdgpu.mfma rewrite for CDNA (there is no upstream one; plan in
+// Owns the AMD backend's vector.contract -> amdgpu.mfma rewrite for CDNA (there is no upstream one; plan in
 // mlir-recipes/gpu-tensorcore-gemm REPORT §7). Input: a mapped kernel whose warp-level contracts
 // were unrolled to 16x16x16 (f16 or bf16 operands, f32 accumulator) and whose accumulators were
 // hoisted into scf.for iter_args. Each whole-wave 16x16 value becomes the lane's fragment of
@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 
+#include "codegen/gpu_backend_amd.h"
 #include "codegen/gpu_strategies.h"
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

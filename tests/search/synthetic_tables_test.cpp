@@ -1,0 +1,156 @@
+// Tests the synthetic hard tables (bench/synthetic_tables.h) and the search on them: each kind is
+// deterministic and has the shape it claims (one config within 95 % for the needle, flat levels
+// for the plateau, text-valued knobs, a deceptive pair), and a replayed tune beats random search
+// by 3x at the median on small needle, plateau and categorical ones (issue 29, item 4) while
+// random search itself, the negative control, does not.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "bench/synthetic_tables.h"
+#include "costmodel/features.h"
+#include "search/replay.h"
+#include "search/tune_session.h"
+
+using namespace tessera;
+using namespace tessera::search;
+
+namespace {
+
+ReplayTable tableOf(const std::string& kind, uint64_t seed, double scale) {
+  auto t = tableFromRecords("synthetic_" + kind, bench::syntheticTable(kind, seed, scale));
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  return t.ok() ? *t : ReplayTable{};
+}
+
+// Median trials to 95 % of the best over `seeds` replayed tunes with `strategy`.
+double medianTrials(const ReplayTable& table, const std::string& strategy, int seeds) {
+  const double bar = 0.95 * table.bestThroughput();
+  const ir::Space space = table.space;
+  TuneProblem p{table.key, table.space, TargetDesc{}, [space](const cache::HardKey&) { return costmodel::makeKnobFeatures(space); }};
+  std::vector<int> hits;
+  for (int seed = 0; seed < seeds; ++seed) {
+    SessionSettings ss;
+    ss.loop.search.strategy = strategy;
+    ss.loop.search.seed = uint64_t(seed) * 7919 + 1;
+    ss.loop.trials = int(table.results.size());
+    ss.loop.topK = 0;
+    ss.loop.measureDefault = false;
+    ss.cache = CachePolicy::Force;
+    ss.model.seed = uint64_t(seed);
+    ss.model.threads = 1;
+    auto measurer = makeReplayMeasurer(table);
+    int hit = 0;
+    SessionCallbacks cb;
+    cb.onTrial = [&](const TrialResult& r, const TuneProgress& pr) {
+      if (!hit && r.ok() && r.throughput >= bar) hit = pr.trial;
+    };
+    cb.shouldStop = [&](const TuneProgress&) { return hit > 0; };
+    auto s = runTuneSession(p, *measurer, nullptr, nullptr, {}, ss, cb);
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+    hits.push_back(hit ? hit : int(table.results.size()));
+  }
+  std::sort(hits.begin(), hits.end());
+  return hits.size() % 2 ? hits[hits.size() / 2] : 0.5 * (hits[hits.size() / 2 - 1] + hits[hits.size() / 2]);
+}
+
+// Random search without replacement, k good of N: the first t with P(T <= t) >= 1/2.
+double randomMedian(size_t N, size_t k) {
+  double survive = 1;
+  for (size_t t = 1; t <= N; ++t) {
+    survive *= double(N - k - (t - 1)) / double(N - (t - 1));
+    if (1 - survive >= 0.5) return double(t);
+  }
+  return double(N);
+}
+
+std::map<std::string, double> throughputByConfig(const ReplayTable& t) {
+  std::map<std::string, double> m;
+  for (const auto& r : t.results) m[r.config.str()] = r.throughput;
+  return m;
+}
+
+}  // namespace
+
+TEST(SyntheticTables, EachKindIsDeterministicAndHasItsShape) {
+  for (const auto& kind : bench::syntheticKinds()) {
+    auto a = bench::syntheticTable(kind, 1), b = bench::syntheticTable(kind, 1), c = bench::syntheticTable(kind, 2);
+    ASSERT_GT(a.size(), 1000u) << kind;
+    ASSERT_EQ(a.size(), b.size()) << kind;
+    bool differs = false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].config, b[i].config) << kind;
+      EXPECT_EQ(a[i].median_us, b[i].median_us) << kind;
+      differs = differs || (i < c.size() && a[i].median_us != c[i].median_us);
+    }
+    EXPECT_TRUE(differs) << kind << ": another seed draws another landscape";
+  }
+  EXPECT_TRUE(bench::syntheticTable("no_such_kind", 1).empty());
+
+  // The needle: exactly one config within 95 %, the runner-up at 0.9.
+  ReplayTable needle = tableOf("needle", 1, 1.0);
+  EXPECT_EQ(needle.countAtLeast(0.95), 1u);
+  EXPECT_GE(needle.countAtLeast(0.89), 2u);
+
+  // The plateau: most configs on two flat levels, the good region a small share.
+  ReplayTable plateau = tableOf("plateau", 1, 1.0);
+  std::map<double, size_t> levels;
+  for (const auto& r : plateau.results) ++levels[r.throughput];
+  std::vector<size_t> counts;
+  for (const auto& [v, n] : levels) counts.push_back(n);
+  std::sort(counts.rbegin(), counts.rend());
+  ASSERT_GE(counts.size(), 3u);
+  EXPECT_GT(double(counts[0] + counts[1]), 0.9 * double(plateau.results.size()));
+  EXPECT_LT(plateau.countAtLeast(0.5), plateau.results.size() / 20);
+
+  // Categorical: eight text-valued knobs.
+  ReplayTable cat = tableOf("categorical", 1, 1.0);
+  ASSERT_EQ(cat.space.knobs.size(), 8u);
+  for (const auto& k : cat.space.knobs) EXPECT_TRUE(k.isCategorical()) << k.name;
+
+  // The trap: from the best config, moving either structural knob alone is slow (below half).
+  ReplayTable trap = tableOf("trap", 1, 1.0);
+  auto by = throughputByConfig(trap);
+  const TrialResult* best = nullptr;
+  for (const auto& r : trap.results)
+    if (!best || r.throughput > best->throughput) best = &r;
+  ASSERT_NE(best, nullptr);
+  int moves = 0;
+  for (const char* knob : {"t0", "t1"}) {
+    ASSERT_NE(trap.space.find(knob), nullptr);
+    for (const auto& v : trap.space.find(knob)->domain) {
+      ir::Config c = best->config;
+      if (c.values.at(knob) == v) continue;
+      c.set(knob, v);
+      ASSERT_TRUE(by.count(c.str()));
+      EXPECT_LT(by[c.str()], 0.5 * best->throughput) << c.str();
+      ++moves;
+    }
+  }
+  EXPECT_EQ(moves, 6);
+  // ... while a basin of 0.85 elsewhere draws a search that follows single moves.
+  EXPECT_GT(trap.countAtLeast(0.8), trap.countAtLeast(0.95));
+}
+
+TEST(SyntheticTables, TheSearchBeatsRandomThreefoldOnHardLandscapes) {
+  // Small tables (5 seeds each) to keep the test short; the bench replays the full ones. The trap
+  // is not here: the search does not beat random threefold on it yet (1.5x on seed 3's table,
+  // 2.9x on the bench's; see search_efficiency's synthetic_trap row).
+  for (const auto& [kind, scale] : std::vector<std::pair<std::string, double>>{
+           {"needle", 0.7}, {"plateau", 0.8}, {"categorical", 1.0}}) {
+    ReplayTable t = tableOf(kind, 3, scale);
+    const size_t N = t.results.size(), k = t.countAtLeast(0.95);
+    const double rnd = randomMedian(N, k);
+    const double evo = medianTrials(t, "evolutionary", 5);
+    std::printf("%-12s %5zu configs, %3zu within 95 %%: random %5.0f, evo+xgboost %5.0f trials at the median (%.1fx)\n",
+                kind.c_str(), N, k, rnd, evo, rnd / evo);
+    EXPECT_LE(evo * 3, rnd) << kind;
+    // The negative control: random search replayed the same way meets the bar only by chance
+    // (its expectation is the formula's median).
+    if (kind == "needle") {
+      EXPECT_GT(medianTrials(t, "random", 5) * 3, rnd) << "random search cannot pass this bar";
+    }
+  }
+}
