@@ -328,7 +328,8 @@ TEST(TuneAll, ShardsCoverAKernelListOnceThroughTheSharedService) {
   for (size_t at = again.out.find("already tuned"); at != std::string::npos; at = again.out.find("already tuned", at + 1))
     ++hits;
   EXPECT_EQ(hits, 2u) << again.out;
-  EXPECT_EQ(std::stoi(queryRows(s.db, "SELECT count(*) FROM records")[0][0]), before + 2);
+  // (What the rerun said goes with a miss: a re-timing the service refused or never received.)
+  EXPECT_EQ(std::stoi(queryRows(s.db, "SELECT count(*) FROM records")[0][0]), before + 2) << again.out << again.err;
   EXPECT_EQ(queryRows(s.db, "SELECT count(*) FROM records WHERE trust > 0")[0][0], "0");
   // A bad line fails the whole list before anything is tuned, naming file:line; a bad shard too.
   {
