@@ -64,7 +64,9 @@ std::string compareCell(const search::CompareRow& r, const std::string& what, co
       return b;
     }
     if (what == "shared memory") {
-      std::snprintf(b, sizeof b, "%.1f KB %s", double(res.sharedBytes) / 1024, res.vendor == Vendor::Amd ? "LDS" : "smem");
+      // Static plus the launch's dynamic shared memory (ptxas reports only the static part).
+      std::snprintf(b, sizeof b, "%.1f KB %s", double(res.sharedBytes + res.dynamicSharedBytes) / 1024,
+                    res.vendor == Vendor::Amd ? "LDS" : "smem");
       return b;
     }
     if (what == "spills") return res.spills() ? "yes" : "none";

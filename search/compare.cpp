@@ -136,14 +136,15 @@ std::vector<std::string> whyTheyDiffer(const std::vector<CompareRow>& rows, cons
           s += "; " + tb.name + "'s " + xb->kind + " sustains about " + num(100 * xb->shape.peakShare) + "% of its matrix peak";
         out.push_back(s);
       }
-      const bool usesShared = (a.resources && a.resources->sharedBytes > 0) || (b.resources && b.resources->sharedBytes > 0);
+      // Static plus the launch's dynamic shared memory (ptxas reports only the static part).
+      auto shared = [](const CompareRow& r) { return r.resources ? r.resources->sharedBytes + r.resources->dynamicSharedBytes : 0; };
+      const bool usesShared = shared(a) > 0 || shared(b) > 0;
       if (usesShared && (ta.smemPerBlockOptIn != tb.smemPerBlockOptIn || ta.smemPerBlock != tb.smemPerBlock)) {
         std::string s = "on-chip memory per block: " + ta.name + " " + num(double(ta.smemPerBlock) / 1024) + " KB static (" +
                         num(double(ta.smemPerBlockOptIn) / 1024) + " KB opt-in) shared memory, " + tb.name + " " +
                         num(double(tb.smemPerBlock) / 1024) + " KB " + tb.words().sharedMemory;
         if (a.resources && b.resources)
-          s += "; the winners use " + num(double(a.resources->sharedBytes) / 1024, "%.1f") + " KB vs " +
-               num(double(b.resources->sharedBytes) / 1024, "%.1f") + " KB";
+          s += "; the winners use " + num(double(shared(a)) / 1024, "%.1f") + " KB vs " + num(double(shared(b)) / 1024, "%.1f") + " KB";
         out.push_back(s);
       }
       const std::string* sa = fact(a, "stages");

@@ -42,7 +42,7 @@ void applyResources(costmodel::GpuWorkload& w, const codegen::ResourceReport* r)
   if (!r) return;
   int regs = r->vendor == Vendor::Amd ? r->vgprs + r->agprs : r->registers;
   if (regs > 0) w.regsPerThread = regs;
-  if (r->sharedBytes > 0) w.smemPerBlock = r->sharedBytes;
+  if (r->sharedBytes + r->dynamicSharedBytes > 0) w.smemPerBlock = r->sharedBytes + r->dynamicSharedBytes;
   if (r->blocksPerUnit > 0) w.blocksPerUnit = r->blocksPerUnit;
 }
 
