@@ -23,6 +23,11 @@ struct PlausibilityOptions {
   double floor_us = 1e-3;            // no kernel of any target completes in less than 1 ns
 };
 
+// A host elementwise record's share of the writer's copy bandwidth may reach this many times the
+// margin: an L1-resident kernel runs at the L1's rate, up to ~20x a core's DRAM copy on the hosts
+// seen, and a loaded writer's probe reads the copy low besides.
+inline constexpr double kHostCacheShareLimit = 32;
+
 Status checkPlausible(const Record& r, const std::string& path, const PlausibilityOptions& o = {});
 
 // Parts, exposed for tests.

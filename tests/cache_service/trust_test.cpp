@@ -83,6 +83,22 @@ TEST(Trust, PoisonedRecordsAreRefusedWithAReason) {
               j["result"]["peak_fraction"] = 2.5;
             }),
             "of peak is not possible");
+  // A host elementwise kernel whose data sit in L1 beats the copy measured past the caches: 5.04x
+  // of it was refused once (CI, y = x * 2 on 256 floats at 51 GB/s), and is a measurement. Its
+  // time is still held to the L1's rate; a share no cache explains is still refused.
+  auto hostElementwise = [](double share) {
+    return [share](json& j) {
+      j["key"] = {{"family", "elementwise"}, {"workload", "00c0ffee"}, {"shape", {256}}, {"dtype", "f32"},
+                  {"layout", "row"},         {"target", "host"},       {"arch", "x86-64-v4"}, {"units", 2}};
+      j.erase("key_id");
+      j["config"] = {{"VW", 16}, {"UNROLL", 4}};
+      j["result"]["median_us"] = j["result"]["p20_us"] = j["result"]["p80_us"] = 0.04;
+      j["result"]["gflops"] = 0;
+      j["result"]["gbps"] = 51.2;
+      j["result"]["peak_fraction"] = share;
+    };
+  };
+  expect422(f, edited(r, hostElementwise(5000)), "of peak is not possible");
   // Control characters in provenance: C0 (an escape sequence), C1, and a bidi override.
   for (const char* evil : {"\x1b[31mroot", "a\xc2\x9b" "b", "user\xe2\x80\xaegnp.exe"})
     expect422(f, edited(r, [&](json& j) { j["provenance"]["user"] = evil; }), "provenance.user");
@@ -102,6 +118,8 @@ TEST(Trust, PoisonedRecordsAreRefusedWithAReason) {
   // The honest record goes through; so does a host record whose probe read the bandwidth low.
   EXPECT_EQ(f.post("/v1/records", encodeRecord(r), f.write_token).status, 200);
   EXPECT_EQ(f.post("/v1/records", edited(r, [](json& j) { j["result"]["peak_fraction"] = 2.44; }), f.write_token).status, 200);
+  Reply cached = f.post("/v1/records", edited(r, hostElementwise(5.04)), f.write_token);
+  EXPECT_EQ(cached.status, 200) << cached.body;
 }
 
 // Finding 1: "remeasured: true" from a client outranked every better record; the writer was not
