@@ -1,6 +1,7 @@
 // Owns compiling a dispatch rule into bundle entries (dispatch_bundle.h).
 #include "bundle/dispatch_bundle.h"
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "bundle/bundle.h"
@@ -41,13 +42,21 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
   if (top != f.rule.hi)
     return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": its kernel has " + dim + "=" +
                                                      std::to_string(top) + ", the rule's range ends at " + std::to_string(f.rule.hi));
-  // Multiply-adds (GEMM) or elements (elementwise) per unit of the range's dimension: bounds the check.
-  double perRow = 1;
+  // Multiply-adds (GEMM, attention) or elements (elementwise) at a size of the range: bounds the
+  // check (attention's grow with the square of the sequence length).
+  std::function<double(int64_t)> checkCost;
   if (maxKernel.family == ir::Family::Gemm) {
     TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
-    perRow = double(g.n) * double(g.k);
+    checkCost = [n = double(g.n) * double(g.k)](int64_t m) { return double(m) * n; };
+  } else if (maxKernel.family == ir::Family::Attention) {
+    TESSERA_ASSIGN(ir::AttentionInfo a, ir::analyzeAttention(maxKernel));
+    checkCost = [n = 2.0 * double(a.spec.batch) * double(a.spec.heads) * double(a.spec.head_dim)](int64_t m) {
+      return double(m) * double(m) * n;
+    };
   } else {
+    double perRow = 1;
     for (const auto* o : maxKernel.outputs()) perRow = std::max(perRow, double(o->numel()) / double(std::max<int64_t>(top, 1)));
+    checkCost = [perRow](int64_t m) { return double(m) * perRow; };
   }
   if (f.threads < 1 || f.threads > 1024) return makeError(ErrorCode::InvalidArgument, "dispatch rule: threads out of range");
   TESSERA_ASSIGN(TargetDesc t, hostTargetAs(f.arch));
@@ -66,6 +75,10 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
   out.range.dims = key.shape;
   out.range.lo = f.rule.lo;
   out.range.hi = f.rule.hi;
+  out.range.dim = dim;
+  const std::vector<int> keyDims = rangeKeyDims(maxKernel);
+  out.range.dimMask = 0;
+  for (int d : keyDims) out.range.dimMask |= 1u << d;
   json buckets = json::array();
   for (const auto& b : f.rule.buckets) {
     out.range.buckets.push_back({b.lo, b.hi, b.config});
@@ -88,7 +101,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
       for (const auto& b : f.rule.buckets) {
         if (b.config != int(i)) continue;
         for (int64_t m : {b.lo, b.lo + 2, b.lo + 16, b.hi})
-          if (m >= b.lo && m <= b.hi && double(m) * perRow <= kMaxCheckedMacs &&
+          if (m >= b.lo && m <= b.hi && checkCost(m) <= kMaxCheckedMacs &&
               std::find(ms.begin(), ms.end(), m) == ms.end())
             ms.push_back(m);
       }
@@ -128,6 +141,8 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     row.runtimeM = true;
     row.mLo = f.rule.lo;
     row.mHi = f.rule.hi;
+    row.rangeDim = dim;
+    row.rangeDimMask = out.range.dimMask;
     e.manifestJson = json{{"name", name},
                           {"family", key.family},
                           {"target", t.name},
@@ -136,7 +151,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
                           {"shape", row.shape},
                           {"dtype", key.dtype},
                           {"units", t.units},
-                          {"runtime_m", {{"lo", f.rule.lo}, {"hi", f.rule.hi}}},
+                          {"runtime_m", {{"lo", f.rule.lo}, {"hi", f.rule.hi}, {"dim", dim}, {"key_dims", keyDims}}},
                           {"config", json::parse(row.config)},
                           {"source", "dispatch rule"},
                           {"symbol", symbol},
@@ -154,6 +169,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
   }
   out.manifestJson = json{{"name", out.range.name},
                           {"dim", dim},
+                          {"key_dims", keyDims},
                           {"lo", f.rule.lo},
                           {"hi", f.rule.hi},
                           {"shape_at_hi", cache::formatShape(key.shape)},

@@ -1,6 +1,7 @@
 // Owns the part of `tessera bundle --dispatch RULE` that compiles a dispatch rule: one
-// shape-generic host object per config of the rule (runtime M), each checked here against the
-// reference at a few sizes of its buckets, and the rule's table row (buckets -> entries).
+// shape-generic host object per config of the rule (runtime M, rows or seq), each checked here
+// against the reference at a few sizes of its buckets, and the rule's table row (buckets ->
+// entries).
 #pragma once
 
 #include <functional>

@@ -271,8 +271,8 @@ Expected<DispatchRule> ruleFromJson(const std::string& text) {
   } catch (const std::exception&) {
     return invalid("missing or mistyped field (dim, lo, hi, configs, buckets)");
   }
-  if (r.dim != "M" && r.dim != "rows")
-    return invalid("only the dimensions M (GEMM) and rows (elementwise) are dispatched, not '" + r.dim + "'");
+  if (r.dim != "M" && r.dim != "rows" && r.dim != "seq")
+    return invalid("only the dimensions M (GEMM), rows (elementwise) and seq (attention) are dispatched, not '" + r.dim + "'");
   if (r.lo < 1 || r.hi < r.lo || r.hi > kMaxRangeValue) return invalid("range out of bounds");
   if (r.configs.empty() || r.configs.size() > 64) return invalid("1 to 64 configs");
   if (r.buckets.empty() || r.buckets.size() > 64) return invalid("1 to 64 buckets");

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "codegen/codegen.h"
+#include "ir/builders.h"
 #include "ir/families.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
@@ -101,10 +102,29 @@ Expected<int64_t> rangeExtent(const ir::Kernel& k) {
     if (r.iter.empty()) return makeError(ErrorCode::InvalidArgument, "a range of rows needs a kernel of rank 1 or more");
     return r.iter[0];
   }
-  return makeError(ErrorCode::Unsupported, "a shape range is for GEMM (M) and elementwise (leading dimension) kernels");
+  TESSERA_ASSIGN(ir::AttentionInfo a, ir::analyzeAttention(k));
+  // One runtime length serves both: a kernel whose lengths differ has no single sequence dimension.
+  if (a.spec.seq_q != a.spec.seq_kv)
+    return makeError(ErrorCode::InvalidArgument, "a range of seq moves the query and key lengths together; this kernel's differ (" +
+                                                     std::to_string(a.spec.seq_q) + " and " + std::to_string(a.spec.seq_kv) + ")");
+  return a.spec.seq_q;
 }
 
-const char* rangeDimName(const ir::Kernel& k) { return k.family == ir::Family::Elementwise ? "rows" : "M"; }
+const char* rangeDimName(const ir::Kernel& k) {
+  switch (k.family) {
+    case ir::Family::Elementwise: return "rows";
+    case ir::Family::Attention: return "seq";
+    case ir::Family::Gemm: break;
+  }
+  return "M";
+}
+
+std::vector<int> rangeKeyDims(const ir::Kernel& k) {
+  // search::hardKeyFor: attention {batch, heads, heads_kv, seq_q, seq_kv, head_dim}; a GEMM with a
+  // range of M has no batch dimension (tuneRange refuses one), so M comes first.
+  if (k.family == ir::Family::Attention) return {3, 4};
+  return {0};
+}
 
 Expected<ir::Kernel> kernelAtExtent(const ir::Kernel& top, int64_t v) {
   TESSERA_ASSIGN(int64_t hi, rangeExtent(top));
@@ -114,7 +134,7 @@ Expected<ir::Kernel> kernelAtExtent(const ir::Kernel& top, int64_t v) {
     TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(top));
     for (auto& d : k.tensors)
       if (d.name != g.b && d.shape.size() == 2 && d.shape[0] == g.m) d.shape[0] = v;
-  } else {
+  } else if (top.family == ir::Family::Elementwise) {
     TESSERA_ASSIGN(ir::ElementwiseRegion r, ir::analyzeElementwise(top));
     std::set<std::string> leading(r.outputs.begin(), r.outputs.end());
     for (const auto& op : r.operands)
@@ -122,8 +142,15 @@ Expected<ir::Kernel> kernelAtExtent(const ir::Kernel& top, int64_t v) {
     for (auto& d : k.tensors)
       if ((leading.count(d.name) || d.role == ir::TensorRole::Temp) && d.shape.size() == r.iter.size() && d.shape[0] == hi)
         d.shape[0] = v;
+  } else {
+    // The lengths are in the stages too (reductions over keys, the causal limit): rebuilt.
+    TESSERA_ASSIGN(ir::AttentionInfo a, ir::analyzeAttention(top));
+    ir::AttentionSpec s = a.spec;
+    s.seq_q = s.seq_kv = v;
+    s.name.clear();
+    TESSERA_ASSIGN(k, ir::buildAttention(s));
   }
-  k.name = top.name + "_" + (top.family == ir::Family::Gemm ? "m" : "rows") + std::to_string(v);
+  k.name = top.name + "_" + (top.family == ir::Family::Gemm ? std::string("m") : rangeDimName(top)) + std::to_string(v);
   TESSERA_TRY(ir::verify(k));
   return k;
 }
@@ -284,7 +311,7 @@ Expected<RangeRuleFile> readRangeRuleFile(const std::string& path) {
   TESSERA_ASSIGN(std::string text, readTextFile(path, {.max_bytes = 8 << 20, .max_line_bytes = 0, .what = "dispatch rule"}));
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object() || j.value("format", "") != "tessera-dispatch-1")
-    return makeError(ErrorCode::InvalidArgument, path + ": not a dispatch rule written by `tessera tune --m LO..HI`");
+    return makeError(ErrorCode::InvalidArgument, path + ": not a dispatch rule written by `tessera tune ... --m/--rows/--seq LO..HI`");
   RangeRuleFile f;
   TESSERA_ASSIGN(f.rule, ruleFromJson(text));
   if (!j.contains("kernel_ir") || !j["kernel_ir"].is_string() || !j.contains("arch") || !j["arch"].is_string() ||

@@ -19,12 +19,18 @@
 namespace tessera::bundle {
 
 // The dimension a shape range runs over: GEMM's M ("M"), an elementwise kernel's leading
-// dimension ("rows"); both are sizes[0] of a shape-generic kernel (codegen::RuntimeDims::m).
+// dimension ("rows"), attention's sequence length ("seq": query and key lengths together, so the
+// kernel's must be equal; causal masking stays bottom-right aligned, i.e. the usual one). Each is
+// sizes[0] of a shape-generic kernel (codegen::RuntimeDims::m; attention's key length follows it).
 // Other families and layouts get a one-line error.
 Expected<int64_t> rangeExtent(const ir::Kernel& k);
 const char* rangeDimName(const ir::Kernel& k);
+// The positions in the kernel's key shape (search::hardKeyFor) that take the range's value: {0}
+// for GEMM's M and elementwise rows, {3, 4} for attention's seq_q and seq_kv.
+std::vector<int> rangeKeyDims(const ir::Kernel& k);
 // The kernel `top` (at the range's top) with its range dimension set to `v`: GEMM's A, C and
-// row-indexed epilogue inputs; elementwise's tensors whose outermost dimension is the leading one.
+// row-indexed epilogue inputs; elementwise's tensors whose outermost dimension is the leading one;
+// attention rebuilt with both sequence lengths `v` (Q, K, V, O and the reductions over keys).
 Expected<ir::Kernel> kernelAtExtent(const ir::Kernel& top, int64_t v);
 
 struct RangeTuneSettings {
@@ -51,8 +57,8 @@ struct RangeTuneResult {
   std::string dim = "M";           // rangeDimName of the kernel
 };
 
-// `kernelAt(m)`: the kernel with M (GEMM) or its leading dimension (elementwise) = m, everything
-// else fixed. `store`: where each point's records
+// `kernelAt(m)`: the kernel with M (GEMM), its leading dimension (elementwise) or its sequence
+// length (attention) = m, everything else fixed. `store`: where each point's records
 // go (may be null: nothing stored or reused).
 Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt, const ShapeRange& range,
                                     const TargetDesc& t, cache::RecordStore* store, const cache::Provenance& prov,
@@ -62,7 +68,7 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
 // kernel (IR text at the range's top), its name and the target's ISA level and threads.
 std::string rangeRuleFile(const RangeTuneResult& r, const TargetDesc& t);
 
-// The host measurer of shape-generic GEMM kernels: each config compiled once (runtime M, the
+// The host measurer of shape-generic kernels: each config compiled once (runtime M, the
 // kernel `maxKernel`) and shared by every point's measurer made from the same cache; runs on the
 // buffers of `pointKernel` with that kernel's M.
 struct SizedCompileCache;

@@ -138,12 +138,12 @@ TableSources tableSources(const std::vector<TableEntry>& entries, const std::vec
             cString(e.estimator) + ", " + cString(e.bound) + ",\n   " + std::to_string(e.dims.size()) + ", " +
             dimsInit(e.dims) + ", " + std::to_string(e.numInputs) + ", " + std::to_string(e.numOutputs) + ", tsr_tensors_" +
             id + ", " + hostFn + ", " + gpu + ", " + (e.runtimeM ? "1" : "0") + ", " + std::to_string(e.mLo) + ", " +
-            std::to_string(e.mHi) + "},\n";
+            std::to_string(e.mHi) + ", " + cString(e.rangeDim) + ", " + std::to_string(e.rangeDimMask) + "u},\n";
   }
   t += "const struct tessera_kernel tsr_kernels[] = {\n" + rows;
   if (entries.empty()) t += "  {0},\n";
   t += "};\nconst int tsr_kernel_count = " + std::to_string(entries.size()) + ";\n";
-  // Dispatch rules over a range of M (shape-generic kernels).
+  // Dispatch rules over a range of one dimension (shape-generic kernels).
   std::string rr;
   for (size_t i = 0; i < ranges.size(); ++i) {
     const TableRange& r = ranges[i];
@@ -153,7 +153,8 @@ TableSources tableSources(const std::vector<TableEntry>& entries, const std::vec
     t += "};\n";
     rr += "  {" + cString(r.name) + ", " + cString(r.family) + ", " + cString(r.dtype) + ", " + cString(r.arch) + ", " +
           std::to_string(r.dims.size()) + ", " + dimsInit(r.dims) + ", " + std::to_string(r.lo) + ", " + std::to_string(r.hi) +
-          ", " + std::to_string(r.buckets.size()) + ", tsr_buckets_" + std::to_string(i) + "},\n";
+          ", " + std::to_string(r.buckets.size()) + ", tsr_buckets_" + std::to_string(i) + ", " + cString(r.dim) + ", " +
+          std::to_string(r.dimMask) + "u},\n";
   }
   t += "const tsr_range tsr_ranges[] = {\n" + (ranges.empty() ? std::string("  {0},\n") : rr) + "};\n";
   t += "const int tsr_range_count = " + std::to_string(ranges.size()) + ";\n";

@@ -36,18 +36,25 @@ struct TableEntry {
   std::string binary;  // cubin / hsaco
   std::string ptx;     // NVIDIA: PTX text
   bool ptxPortable = false;
-  // Shape-generic host kernel (tessera tune --m LO..HI): M is read at run time from one more
-  // pointer after the tensors (int64_t sizes[3]); dims[0] is the range's top.
+  // Shape-generic host kernel (tessera tune --m/--rows/--seq LO..HI): the range's size is read at
+  // run time from one more pointer after the tensors (int64_t sizes[3]); the key dimensions in
+  // rangeDimMask (bit i: dims[i]; GEMM M and elementwise rows: bit 0, attention seq_q and seq_kv:
+  // bits 3 and 4) take it and hold the range's top here.
   bool runtimeM = false;
   int64_t mLo = 0, mHi = 0;
+  std::string rangeDim;       // "M", "rows", "seq"
+  uint32_t rangeDimMask = 0;
 };
 
-// A dispatch rule of the bundle: shapes equal to `dims` except M (dims[0]) within [lo, hi] are
-// answered by the bucket holding M, each naming an entry (index into the table's entries).
+// A dispatch rule of the bundle: shapes equal to `dims` except the dimensions of dimMask (all
+// equal, within [lo, hi]) are answered by the bucket holding that size, each naming an entry
+// (index into the table's entries).
 struct TableRange {
   std::string name, family, dtype, arch;
   std::vector<int64_t> dims;
   int64_t lo = 0, hi = 0;
+  std::string dim = "M";    // the range's dimension: "M", "rows", "seq"
+  uint32_t dimMask = 1;     // bit i: dims[i] takes the size (M, rows: bit 0; seq: bits 3 and 4)
   struct Bucket {
     int64_t lo = 0, hi = 0;
     int entry = 0;

@@ -203,7 +203,7 @@ void addBundleCommand(CLI::App& app) {
   b->add_option("--kernels", f->specFiles, "file with one kernel per line, e.g. 'gemm --m 1024 --n 1024 --k 1024'");
   b->add_option("--ir", f->irFiles, "kernel files in the IR text form");
   b->add_option("--dispatch", f->dispatchFiles,
-                "a dispatch rule from `tessera tune gemm --m LO..HI` (its shape-generic kernels and buckets)");
+                "a dispatch rule from `tessera tune ... --m/--rows/--seq LO..HI` (its shape-generic kernels and buckets)");
   b->add_flag("--all-winners", f->allWinners, "every winner of the store for the targets");
   b->add_option("--db", f->db, "local SQLite store the winners come from")->capture_default_str();
   addCacheFlags(b, &f->cache);

@@ -95,9 +95,10 @@ struct TuneFlags {
   RangeFlags range;
 };
 
-// `--m LO..HI` (GEMM) / `--rows LO..HI` (elementwise) or a list: tuned point by point into a dispatch rule (tune_range.cpp).
+// `--m LO..HI` (GEMM) / `--rows LO..HI` (elementwise) / `--seq LO..HI` (attention) or a list: tuned point by point into a
+// dispatch rule (tune_range.cpp).
 void tuneRange(const TuneFlags& f) {
-  const std::string flag = f.kernel.family == "elementwise" ? "--rows" : "--m";
+  const std::string flag = rangeFlagOf(f.kernel);
   if (f.workers || f.estimate || !f.device.empty() || !f.gpu.gpus.empty())
     fail(flag + " LO..HI tunes shape-generic kernels on this host: drop --workers, --estimate, --device and --gpu", kExitBadInput);
   if (!f.strategy.empty() && f.strategy != "evolutionary")

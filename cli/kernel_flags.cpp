@@ -99,8 +99,8 @@ void addKernelSubcommands(CLI::App* parent, KernelFlags* f, const std::function<
   a->add_option("--batch", f->attnBatch, "batch")->capture_default_str();
   a->add_option("--heads", f->heads, "query heads")->required();
   a->add_option("--heads-kv", f->headsKv, "key/value heads (grouped-query; default: heads)");
-  a->add_option("--seq", f->seq, "query length")->required();
-  a->add_option("--seq-kv", f->seqKv, "key length (default: seq)");
+  a->add_option("--seq", f->seqText, "query length (tune: also a range LO..HI or a list A,B,C of both lengths)")->required();
+  f->seqKvOption = a->add_option("--seq-kv", f->seqKv, "key length (default: seq)");
   a->add_option("--head-dim", f->headDim, "head dimension")->required();
   a->add_option("--scale", f->scale, "score scale (default 1/sqrt(head_dim))");
   a->add_flag("--causal", f->causal, "mask keys after the query (bottom-right aligned)");
@@ -184,8 +184,16 @@ Expected<ir::Kernel> buildKernel(const KernelFlags& f) {
     k = ir::buildElementwise(s);
   } else if (f.family == "attention") {
     TESSERA_TRY(requireFinite(f.scale, "--scale"));
+    int64_t seq = f.seq;
+    if (!f.seqText.empty()) {
+      if (f.seqText.find("..") != std::string::npos || f.seqText.find(',') != std::string::npos)
+        return makeError(ErrorCode::InvalidArgument, "--seq " + f.seqText + ": a range or list of sequence lengths is for `tessera tune`; give one size");
+      auto v = parseInt(f.seqText);
+      if (!v || *v < 1) return makeError(ErrorCode::InvalidArgument, "--seq must be a whole number of at least 1, got '" + f.seqText + "'");
+      seq = *v;
+    }
     ir::AttentionSpec s;
-    s.batch = f.attnBatch; s.heads = f.heads; s.heads_kv = f.headsKv; s.seq_q = f.seq; s.seq_kv = f.seqKv;
+    s.batch = f.attnBatch; s.heads = f.heads; s.heads_kv = f.headsKv; s.seq_q = seq; s.seq_kv = f.seqKv;
     s.head_dim = f.headDim; s.scale = f.scale; s.causal = f.causal; s.dtype = dt; s.name = f.name;
     k = ir::buildAttention(s);
   } else if (f.family == "file") {

@@ -35,6 +35,11 @@ struct KernelFlags {
   std::string rowsText;
   // attention
   int64_t attnBatch = 1, heads = 0, headsKv = 0, seq = 0, seqKv = 0, headDim = 0;
+  // --seq as given: the query length (and the key length unless --seq-kv says otherwise); for
+  // `tune` also a range LO..HI or a list (shape-generic kernels over both lengths, tune_range.h).
+  // When set, buildKernel reads the query length from it.
+  std::string seqText;
+  const CLI::Option* seqKvOption = nullptr;  // --seq-kv given
   double scale = 0;
   bool causal = false;
   // file

@@ -1,4 +1,4 @@
-// Owns `tessera tune` over a range of M (tune_range.h): flags checked first (one line, exit 2), each
+// Owns `tessera tune` over a range of M, rows or seq (tune_range.h): flags checked first (one line, exit 2), each
 // training point tuned and stored like a single tune, the winners measured as shape-generic
 // kernels at every point, the fitted rule printed (bucket, config, regret) and written.
 #include "cli/tune_range.h"
@@ -20,24 +20,32 @@ namespace tessera::cli {
 
 void addRangeTuneOptions(CLI::App* tune, RangeFlags* f) {
   tune->add_option("--dispatch-out", f->dispatchOut,
-                   "with --m LO..HI or a list: the dispatch rule file (default <kernel>.dispatch.json)");
-  tune->add_option("--max-kernels", f->maxKernels, "with --m LO..HI: kernels (configs) the rule may use at most")
+                   "with --m/--rows/--seq LO..HI or a list: the dispatch rule file (default <kernel>.dispatch.json)");
+  tune->add_option("--max-kernels", f->maxKernels, "with --m/--rows/--seq LO..HI: kernels (configs) the rule may use at most")
       ->capture_default_str();
-  tune->add_option("--points", f->points, "with --m LO..HI: training points tuned at most (log-spaced)")->capture_default_str();
+  tune->add_option("--points", f->points, "with --m/--rows/--seq LO..HI: training points tuned at most (log-spaced)")->capture_default_str();
 }
 
 bool wantsRangeTune(const KernelFlags& k) {
-  return (k.family == "gemm" && bundle::isRangeText(k.mText)) || (k.family == "elementwise" && bundle::isRangeText(k.rowsText));
+  return (k.family == "gemm" && bundle::isRangeText(k.mText)) || (k.family == "elementwise" && bundle::isRangeText(k.rowsText)) ||
+         (k.family == "attention" && bundle::isRangeText(k.seqText));
+}
+
+const char* rangeFlagOf(const KernelFlags& k) {
+  return k.family == "elementwise" ? "--rows" : k.family == "attention" ? "--seq" : "--m";
 }
 
 void tuneRangeCommand(const RangeTuneRequest& r) {
-  const bool rows = r.kernel.family == "elementwise";
-  const char* flag = rows ? "--rows" : "--m";
-  auto range = bundle::parseShapeRange(rows ? r.kernel.rowsText : r.kernel.mText, flag);
+  const std::string& fam = r.kernel.family;
+  const char* flag = rangeFlagOf(r.kernel);
+  auto range = bundle::parseShapeRange(fam == "elementwise" ? r.kernel.rowsText : fam == "attention" ? r.kernel.seqText : r.kernel.mText, flag);
   if (!range.ok()) fail(range.error().message, kExitBadInput);
+  // One runtime length serves the query and the key length: both follow the range.
+  if (fam == "attention" && r.kernel.seqKvOption && r.kernel.seqKvOption->count())
+    fail("--seq LO..HI moves the query and key lengths together: drop --seq-kv", kExitBadInput);
   if (r.range.maxKernels < 1 || r.range.maxKernels > 64) fail("--max-kernels must be 1 to 64", kExitBadInput);
   if (r.range.points < 2 || r.range.points > 64) fail("--points must be 2 to 64", kExitBadInput);
-  if (r.trials < 1) fail("--trials must be at least 1 per point with --m LO..HI", kExitBadInput);
+  if (r.trials < 1) fail(std::string("--trials must be at least 1 per point with ") + flag + " LO..HI", kExitBadInput);
   if (!(r.timeBudget >= 0)) fail("--time-budget must be at least 0 seconds (0: none)", kExitBadInput);
   if (!(r.timeout > 0)) fail("--timeout must be more than 0 seconds", kExitBadInput);
   if (!(r.minTime >= 0)) fail("--min-time must be at least 0 seconds", kExitBadInput);
@@ -45,8 +53,10 @@ void tuneRangeCommand(const RangeTuneRequest& r) {
   if (r.topK < 0) fail("--top-k must be at least 0 (0: no final re-measurement)", kExitBadInput);
   auto kernelAt = [&](int64_t m) -> Expected<ir::Kernel> {
     KernelFlags k = r.kernel;
-    if (rows) {
+    if (fam == "elementwise") {
       k.rowsText = std::to_string(m);
+    } else if (fam == "attention") {
+      k.seqText = std::to_string(m);
     } else {
       k.mText.clear();
       k.m = m;

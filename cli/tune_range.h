@@ -1,6 +1,6 @@
-// Owns `tessera tune gemm --m LO..HI` (or `--m A,B,C`): the range flags, the per-point tunes, the
-// dispatch rule fitted from them, its table on stdout and the rule file `tessera bundle
-// --dispatch` reads.
+// Owns `tessera tune gemm --m LO..HI` (or `--m A,B,C`; elementwise `--rows`, attention `--seq`):
+// the range flags, the per-point tunes, the dispatch rule fitted from them, its table on stdout
+// and the rule file `tessera bundle --dispatch` reads.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -30,8 +30,10 @@ struct RangeTuneRequest {
   bool force = false, resume = false, json = false, noWarmStart = false;
   int64_t maxElements = 0;
 };
-// Whether `tune` got a range or list for --m (then it calls tuneRangeCommand).
+// Whether `tune` got a range or list for --m, --rows or --seq (then it calls tuneRangeCommand).
 bool wantsRangeTune(const KernelFlags& k);
+// The flag that gives the kernel's range: --m (GEMM), --rows (elementwise), --seq (attention).
+const char* rangeFlagOf(const KernelFlags& k);
 void tuneRangeCommand(const RangeTuneRequest& r);
 
 }  // namespace tessera::cli

@@ -54,8 +54,9 @@ typedef struct tessera_kernel_info {
   const char* estimator;   /* estimated only: the model, e.g. "analytic-v1" */
   const char* bound;       /* estimated only: "compute", "memory", "latency", "launch" */
   int num_inputs, num_outputs;
-  int runtime_m;           /* 1: shape-generic, runs every M in [m_lo, m_hi] (tessera_run_dims) */
+  int runtime_m;           /* 1: shape-generic, runs every size in [m_lo, m_hi] of range_dim (tessera_run_dims) */
   int64_t m_lo, m_hi;
+  const char* range_dim;   /* shape-generic: "M" (GEMM), "rows" (elementwise) or "seq" (attention); "" otherwise */
 } tessera_kernel_info;
 
 /* The kernel for `family` ("gemm", "elementwise", "attention", or a kernel name), the key shape
@@ -69,12 +70,14 @@ const tessera_kernel* tessera_find_dims(const char* family, const int64_t* dims,
                                         const char* arch);
 
 /* Shape-generic kernels (a bundle made with `tessera bundle --dispatch RULE`): one kernel serves
- * every M of a range (GEMM), or every row count of a range (elementwise: the leading dimension,
- * dims[0]; "M" below stands for either). A shape whose M lies in a range (its other dimensions and
- * dtype equal) is answered by the kernel of M's bucket; tessera_last_message() and tessera_last_dispatch() say
- * which range, bucket and config. A shape outside every range gets NULL and a message saying so.
- * A kernel found this way runs with tessera_run_dims (the shape's M is passed at run time); its
- * tensors are described at M = m_hi. A kernel compiled for the exact shape is preferred. */
+ * every size of a range of one dimension: GEMM's M (dims[0]), an elementwise kernel's rows (its
+ * leading dimension, dims[0]) or attention's sequence length (query and key lengths together,
+ * dims[3] = dims[4] of B x H x Hkv x Sq x Skv x D); "M" below stands for any of them. A shape whose
+ * M lies in a range (its other dimensions and dtype equal) is answered by the kernel of M's
+ * bucket; tessera_last_message() and tessera_last_dispatch() say which range, bucket and config.
+ * A shape outside every range gets NULL and a message saying so. A kernel found this way runs with
+ * tessera_run_dims (the shape's M is passed at run time); its tensors are described at M = m_hi.
+ * A kernel compiled for the exact shape is preferred. */
 typedef struct tessera_dispatch_info {
   int in_range;       /* 1: the last tessera_find on this thread was answered from a range */
   const char* rule;   /* the range's name (the kernel tuned over it) */
@@ -82,6 +85,7 @@ typedef struct tessera_dispatch_info {
   int bucket, num_buckets;
   int64_t bucket_lo, bucket_hi;
   const tessera_kernel* kernel;
+  const char* dim;    /* the range's dimension: "M", "rows" or "seq" */
 } tessera_dispatch_info;
 tessera_status tessera_last_dispatch(tessera_dispatch_info* out);
 /* Runs `k` at the shape `dims` (for a fixed-shape kernel: its own shape; for a shape-generic one:

@@ -73,17 +73,22 @@ struct tessera_kernel {
   const tsr_tensor* tensors;
   void (*host_fn)(void* const* buffers);  /* host: calls the compiled entry point */
   const tsr_gpu* gpu;                     /* GPU: launch and code object */
-  /* Shape-generic (runtime M): host_fn takes one more pointer, to int64_t sizes[3] = {M, 0, 0};
-   * dims[0] is m_hi and every M in [m_lo, m_hi] runs. */
+  /* Shape-generic: host_fn takes one more pointer, to int64_t sizes[3] (codegen's RuntimeDims:
+   * {M | rows | seq, batch, seq_kv}); every size in [m_lo, m_hi] of dimension range_dim ("M",
+   * "rows", "seq") runs. The key dimensions in range_mask (bit i: dims[i]) take that size and hold
+   * m_hi here: GEMM's M and elementwise rows bit 0, attention's seq_q and seq_kv bits 3 and 4. */
   int runtime_m;
   int64_t m_lo, m_hi;
+  const char* range_dim;
+  unsigned range_mask;
 };
 
 extern const struct tessera_kernel tsr_kernels[];
 extern const int tsr_kernel_count;
 
-/* A dispatch rule: shapes equal to dims except dims[0] (M), with M in [lo, hi], are answered by
- * the bucket holding M; each bucket names a kernel of tsr_kernels. */
+/* A dispatch rule: shapes equal to dims except the dimensions in mask (bit i: dims[i]), which are
+ * equal and in [lo, hi], are answered by the bucket holding that size; each bucket names a kernel
+ * of tsr_kernels. dim names the size ("M", "rows", "seq"). */
 typedef struct tsr_bucket {
   int64_t lo, hi;
   int kernel;
@@ -98,6 +103,8 @@ typedef struct tsr_range {
   int64_t lo, hi;
   int num_buckets;
   const tsr_bucket* buckets;
+  const char* dim;
+  unsigned mask;
 } tsr_range;
 
 extern const tsr_range tsr_ranges[];

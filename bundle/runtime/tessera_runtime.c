@@ -146,52 +146,86 @@ static void tsr_describe_choice(const tessera_kernel* k, int matches) {
 
 /* ---- shape ranges (shape-generic kernels) ---- */
 
-static int tsr_same_except_m(const tsr_range* r, const int64_t* dims, int rank) {
-  if (r->rank != rank) return 0;
-  for (int i = 1; i < rank; ++i)
-    if (r->dims[i] != dims[i]) return 0;
+/* Whether `dims` has the rank and the fixed dimensions (those outside `mask`, bit i: dims[i]) of a
+ * range's shape `fixed`; *size gets the size along the range (its first dimension in `mask`) and
+ * *apart is set when the range's dimensions differ (attention's seq_q and seq_kv, which a range
+ * moves together). */
+static int tsr_range_shape(int frank, const int64_t* fixed, unsigned mask, const int64_t* dims, int rank, int64_t* size,
+                           int* apart) {
+  if (frank != rank || mask == 0) return 0;
+  int first = 1;
+  *apart = 0;
+  for (int i = 0; i < rank; ++i) {
+    if (!(mask & (1u << i))) {
+      if (fixed[i] != dims[i]) return 0;
+    } else if (first) {
+      *size = dims[i];
+      first = 0;
+    } else if (dims[i] != *size) {
+      *apart = 1;
+    }
+  }
   return 1;
 }
 
-/* The name of a range's dimension (dims[0]): GEMM's M, an elementwise kernel's leading rows. */
-static const char* tsr_dim_name(const char* family) { return strcmp(family, "elementwise") == 0 ? "rows" : "M"; }
+/* The flag of `tessera tune` that gives a range of dimension `dim`. */
+static const char* tsr_dim_flag(const char* dim) {
+  if (strcmp(dim, "rows") == 0) return "--rows";
+  if (strcmp(dim, "seq") == 0) return "--seq";
+  return "--m";
+}
 
-/* The kernel of the bucket holding dims[0] among the ranges matching family, dtype, arch and the
- * other dims; NULL with a message when none does (`near` is set when a range matched all but M). */
+/* The kernel of the bucket holding the shape's size among the ranges matching family, dtype, arch
+ * and the fixed dims; NULL with a message when none does (`near` is set when a range matched all
+ * but its size). */
 static const tessera_kernel* tsr_find_in_ranges(const char* family, const int64_t* dims, int rank, const char* dtype,
                                                 const char* arch, const char* device, int* near) {
   const tsr_range* best = NULL;
   const tsr_bucket* bucket = NULL;
-  int bestFit = 0;
+  const tsr_range* missed = NULL;
+  int bestFit = 0, apartMiss = 0;
+  int64_t size = 0, bestSize = 0, missSize = 0;
   *near = 0;
   char ranges[256] = "";
   size_t used = 0;
   for (int i = 0; i < tsr_range_count; ++i) {
     const tsr_range* r = &tsr_ranges[i];
+    int apart = 0;
     if (strcmp(r->family, family) != 0 && strcmp(r->name, family) != 0) continue;
-    if (strcmp(r->dtype, dtype) != 0 || !tsr_same_except_m(r, dims, rank) || r->num_buckets <= 0) continue;
+    if (strcmp(r->dtype, dtype) != 0 || r->num_buckets <= 0 || !tsr_range_shape(r->rank, r->dims, r->mask, dims, rank, &size, &apart))
+      continue;
     int fit = tsr_arch_fit(&tsr_kernels[r->buckets[0].kernel], arch, device);
     if (!fit) continue;
-    if (dims[0] < r->lo || dims[0] > r->hi) {
+    if (apart || size < r->lo || size > r->hi) {
       *near = 1;
+      if (!missed) missed = r, missSize = size, apartMiss = apart;
       if (used + 48 < sizeof ranges)
         used += (size_t)snprintf(ranges + used, sizeof ranges - used, "%s%lld..%lld", used ? ", " : "", (long long)r->lo,
                                  (long long)r->hi);
       continue;
     }
     for (int b = 0; b < r->num_buckets; ++b)
-      if (dims[0] >= r->buckets[b].lo && dims[0] <= r->buckets[b].hi && fit > bestFit) {
+      if (size >= r->buckets[b].lo && size <= r->buckets[b].hi && fit > bestFit) {
         best = r;
         bucket = &r->buckets[b];
         bestFit = fit;
+        bestSize = size;
       }
   }
   if (!best) {
-    if (*near)
+    if (*near && apartMiss) {
+      /* Only attention's range has two dimensions (seq_q and seq_kv): name the sizes given. */
+      char given[64] = "";
+      size_t g = 0;
+      for (int i = 0; i < rank && g + 24 < sizeof given; ++i)
+        if (missed->mask & (1u << i)) g += (size_t)snprintf(given + g, sizeof given - g, "%s%lld", g ? " and " : "", (long long)dims[i]);
+      tsr_message("the shape's %s dimensions differ (%s): this bundle's %s %s kernels for this shape serve %s %s with them "
+                  "equal (the query and key lengths of attention)", missed->dim, given, family, dtype, missed->dim, ranges);
+    } else if (*near) {
       tsr_message("%s=%lld is outside the range of %s this bundle's %s %s kernels for this shape serve (%s); "
                   "tune and bundle a range that holds it (tessera tune %s LO..HI)",
-                  tsr_dim_name(family), (long long)dims[0], tsr_dim_name(family), family, dtype, ranges,
-                  strcmp(family, "elementwise") == 0 ? "--rows" : "--m");
+                  missed->dim, (long long)missSize, missed->dim, family, dtype, ranges, tsr_dim_flag(missed->dim));
+    }
     return NULL;
   }
   const tessera_kernel* k = &tsr_kernels[bucket->kernel];
@@ -204,10 +238,11 @@ static const tessera_kernel* tsr_find_in_ranges(const char* family, const int64_
   tsr_dispatch.bucket_lo = bucket->lo;
   tsr_dispatch.bucket_hi = bucket->hi;
   tsr_dispatch.kernel = k;
-  const char* dn = tsr_dim_name(k->family);
+  tsr_dispatch.dim = best->dim;
+  const char* dn = best->dim;
   tsr_message("%s %s=%lld %s on %s (%s): range %s %lld..%lld of %s, bucket %d of %d (%s %lld..%lld), shape-generic kernel %s; "
               "config %s; run it with tessera_run_dims",
-              k->family, dn, (long long)dims[0], k->dtype, k->target, k->arch, dn, (long long)best->lo, (long long)best->hi,
+              k->family, dn, (long long)bestSize, k->dtype, k->target, k->arch, dn, (long long)best->lo, (long long)best->hi,
               best->name, tsr_dispatch.bucket, best->num_buckets, dn, (long long)bucket->lo, (long long)bucket->hi, k->name,
               k->config);
   return k;
@@ -311,6 +346,7 @@ tessera_status tessera_info(const tessera_kernel* k, tessera_kernel_info* out) {
   out->runtime_m = k->runtime_m;
   out->m_lo = k->m_lo;
   out->m_hi = k->m_hi;
+  out->range_dim = k->range_dim ? k->range_dim : "";
   return TESSERA_OK;
 }
 
@@ -371,7 +407,7 @@ tessera_status tessera_host_call(const tessera_kernel* k, void* const* buffers) 
     return TESSERA_ERR_UNSUPPORTED;
   }
   if (k->runtime_m) {
-    tsr_message("%s is shape-generic (%s %lld..%lld): run it with tessera_run_dims and the shape", k->name, tsr_dim_name(k->family),
+    tsr_message("%s is shape-generic (%s %lld..%lld): run it with tessera_run_dims and the shape", k->name, k->range_dim,
                 (long long)k->m_lo, (long long)k->m_hi);
     return TESSERA_ERR_ARGUMENT;
   }
@@ -395,14 +431,20 @@ tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, in
     tsr_message("%s: the shape has %d dimensions, the kernel %d", k->name, rank, k->rank);
     return TESSERA_ERR_ARGUMENT;
   }
-  for (int i = 1; i < rank; ++i)
-    if (dims[i] != k->dims[i]) {
-      tsr_message("%s serves %s %lld..%lld with its other dimensions fixed (%s at %s=%lld)", k->name, tsr_dim_name(k->family),
-                  (long long)k->m_lo, (long long)k->m_hi, k->shape, tsr_dim_name(k->family), (long long)k->m_hi);
-      return TESSERA_ERR_ARGUMENT;
-    }
-  if (dims[0] < k->m_lo || dims[0] > k->m_hi) {
-    tsr_message("%s: %s=%lld is outside its range %lld..%lld", k->name, tsr_dim_name(k->family), (long long)dims[0], (long long)k->m_lo,
+  int64_t size = 0;
+  int apart = 0;
+  if (!tsr_range_shape(k->rank, k->dims, k->range_mask, dims, rank, &size, &apart)) {
+    tsr_message("%s serves %s %lld..%lld with its other dimensions fixed (%s at %s=%lld)", k->name, k->range_dim,
+                (long long)k->m_lo, (long long)k->m_hi, k->shape, k->range_dim, (long long)k->m_hi);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  if (apart) {
+    tsr_message("%s serves %s %lld..%lld with the query and key lengths equal", k->name, k->range_dim, (long long)k->m_lo,
+                (long long)k->m_hi);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  if (size < k->m_lo || size > k->m_hi) {
+    tsr_message("%s: %s=%lld is outside its range %lld..%lld", k->name, k->range_dim, (long long)size, (long long)k->m_lo,
                 (long long)k->m_hi);
     return TESSERA_ERR_ARGUMENT;
   }
@@ -419,7 +461,9 @@ tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, in
     return TESSERA_ERR_ARGUMENT;
   }
   for (int i = 0; i < n; ++i) args[i] = buffers[i];
-  int64_t sizes[3] = {dims[0], 0, 0};
+  /* codegen's RuntimeDims: sizes[0] is M, rows or the query length; a range of two dimensions
+   * (attention's) gives the key length too, sizes[2]. */
+  int64_t sizes[3] = {size, 0, (k->range_mask & (k->range_mask - 1)) ? size : 0};
   args[n] = sizes;
   k->host_fn(args);
   return TESSERA_OK;

@@ -160,4 +160,9 @@ TEST(DispatchRule, JsonRoundTripAndMalformedRules) {
   auto rows = ruleFromJson(R"({"dim":"rows","lo":1,"hi":8,"configs":["a"],"buckets":[{"lo":1,"hi":8,"config":0}]})");
   ASSERT_TRUE(rows.ok()) << rows.error().str();
   EXPECT_EQ(rows->dim, "rows");
+  // An attention kernel's rule dispatches on its sequence length.
+  auto seq = ruleFromJson(R"({"dim":"seq","lo":1,"hi":8,"configs":["a"],"buckets":[{"lo":1,"hi":8,"config":0}]})");
+  ASSERT_TRUE(seq.ok()) << seq.error().str();
+  EXPECT_EQ(seq->dim, "seq");
+  EXPECT_FALSE(ruleFromJson(R"({"dim":"seq_kv","lo":1,"hi":8,"configs":["a"],"buckets":[{"lo":1,"hi":8,"config":0}]})").ok());
 }
