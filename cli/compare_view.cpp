@@ -132,20 +132,40 @@ Expected<ir::Kernel> kernelFromKey(const cache::HardKey& key) {
     k = ir::buildAttention(a);
   } else if (key.family == "elementwise") {
     return makeError(ErrorCode::Unsupported,
-                     "the key of an elementwise kernel does not hold its expression: compare it by its IR text "
-                     "(tessera compile elementwise ... --emit ir)");
+                     "the key of an elementwise kernel does not hold its expression and this store has no text of "
+                     "it: compare it by its IR text (tessera compile elementwise ... --emit ir)");
   }
   if (!k.ok() || ir::workloadHash(*k) != key.workload)
     return makeError(ErrorCode::Unsupported,
-                     "this key's kernel has parts its key does not hold (an epilogue, alpha/beta or a scale): compare "
-                     "it by its IR text (tessera compile ... --emit ir)");
+                     "this key's kernel has parts its key does not hold (an epilogue, alpha/beta or a scale) and this "
+                     "store has no text of it: compare it by its IR text (tessera compile ... --emit ir)");
   return k;
+}
+
+Expected<ir::Kernel> kernelFromText(const std::string& workload, const std::string& text) {
+  const std::string shortHash = workload.substr(0, 12);
+  auto k = ir::parseKernel(text);
+  if (!k.ok()) return makeError(ErrorCode::InvalidArgument, "kernel text " + shortHash + ": " + k.error().message);
+  if (Status v = ir::verify(*k); !v.ok())
+    return makeError(ErrorCode::InvalidArgument, "kernel text " + shortHash + ": " + v.error().message);
+  if (ir::workloadHash(*k) != workload)
+    return makeError(ErrorCode::InvalidArgument, "kernel text " + shortHash + " is not the kernel of that hash");
+  k->name = std::string(ir::familyName(k->family)) + "_" + workload.substr(0, 8);
+  return std::move(*k);
 }
 
 Expected<std::string> serveCompare(cache::RecordStore& store, const cache::CompareRequest& req) {
   ir::Kernel k;
   if (req.key) {
-    TESSERA_ASSIGN(k, kernelFromKey(*req.key));
+    // The kernel table first: it rebuilds every family, fused chains and epilogues included; the
+    // key alone says everything only for plain GEMM and attention (what a store that predates the
+    // table, or a record pushed without its text, still gets).
+    TESSERA_ASSIGN(auto text, store.kernelText(req.key->workload));
+    if (text) {
+      TESSERA_ASSIGN(k, kernelFromText(req.key->workload, *text));
+    } else {
+      TESSERA_ASSIGN(k, kernelFromKey(*req.key));
+    }
   } else {
     auto parsed = ir::parseKernel(req.kernel_text);
     if (!parsed.ok()) return makeError(ErrorCode::InvalidArgument, "kernel: " + parsed.error().message);
