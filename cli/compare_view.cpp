@@ -157,14 +157,17 @@ Expected<ir::Kernel> kernelFromText(const std::string& workload, const std::stri
 Expected<std::string> serveCompare(cache::RecordStore& store, const cache::CompareRequest& req) {
   ir::Kernel k;
   if (req.key) {
-    // The kernel table first: it rebuilds every family, fused chains and epilogues included; the
-    // key alone says everything only for plain GEMM and attention (what a store that predates the
-    // table, or a record pushed without its text, still gets).
-    TESSERA_ASSIGN(auto text, store.kernelText(req.key->workload));
-    if (text) {
-      TESSERA_ASSIGN(k, kernelFromText(req.key->workload, *text));
+    // Plain GEMM and attention from the key (checked against its workload hash: the same kernel
+    // as its text, under the name `tessera compare` gives it from its flags); every other kernel,
+    // fused chains and epilogues included, from the store's kernel table. Without a text either,
+    // the key's refusal says how to compare it instead.
+    auto fromKey = kernelFromKey(*req.key);
+    if (fromKey.ok()) {
+      k = std::move(*fromKey);
     } else {
-      TESSERA_ASSIGN(k, kernelFromKey(*req.key));
+      TESSERA_ASSIGN(auto text, store.kernelText(req.key->workload));
+      if (!text) return fromKey.takeError();
+      TESSERA_ASSIGN(k, kernelFromText(req.key->workload, *text));
     }
   } else {
     auto parsed = ir::parseKernel(req.kernel_text);

@@ -33,8 +33,8 @@ Expected<ir::Kernel> kernelFromKey(const cache::HardKey& key);
 Expected<ir::Kernel> kernelFromText(const std::string& workload, const std::string& text);
 
 // POST /v1/compare for `tessera serve`: the comparison from the serving store alone (no shared
-// cache, no tuning), as compareJson's text. A key's kernel comes from the store's kernel table
-// when it holds the text, else from the key (kernelFromKey).
+// cache, no tuning), as compareJson's text. A key's kernel comes from the key where it says
+// everything (kernelFromKey), else from the store's kernel table (kernelFromText).
 Expected<std::string> serveCompare(cache::RecordStore& store, const cache::CompareRequest& req);
 
 }  // namespace tessera::cli

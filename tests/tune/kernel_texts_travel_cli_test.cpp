@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "cache_service/client.h"
+#include "cache_service/http.h"
 #include "cache_service/store.h"
 #include "support/hash.h"
 #include "tests/cache_service/process_util.h"
@@ -58,6 +60,33 @@ TEST(KernelTexts, ATuneOrBestHitFromTheCacheLeavesTheFusedWinnerRebuildableHere)
   auto texts = queryRows(s.db, "SELECT workload FROM kernel_texts");
   ASSERT_EQ(texts.size(), 1u) << alice.err;
   const std::string w = texts[0][0];
+
+  // The service's compare (the dashboard's Compare page) rebuilds the chain from that text: its key
+  // alone does not say what the chain computes. A key with no text that its key cannot rebuild is
+  // refused with the way out (the negative control).
+  auto compare = [&](const std::string& key_id) {
+    auto conn = tessera::cache::openHttpConnection(s.url, 2.0);
+    EXPECT_TRUE(conn.ok());
+    auto r = (*conn)->send("POST", "/v1/compare", {{"Authorization", "Bearer " + s.tuner}},
+                           json{{"key_id", key_id}, {"targets", {"host"}}}.dump(), "application/json", 60.0);
+    EXPECT_TRUE(r.ok());
+    return std::make_pair(r->status, r->body);
+  };
+  const auto keyIds = queryRows(s.db, "SELECT key_id FROM keys WHERE workload = '" + w + "'");
+  ASSERT_EQ(keyIds.size(), 1u);
+  auto [status, body] = compare(keyIds[0][0]);
+  ASSERT_EQ(status, 200) << body;
+  EXPECT_EQ(json::parse(body)["kernel"], "elementwise_" + w.substr(0, 8)) << body;
+  {
+    // A GEMM key whose workload is no GEMM's the key describes (as a fused one's is): no text, refused.
+    tessera::cache::Record bare = tessera::cache::test::makeRecord({.key = 3});
+    tessera::cache::CacheClient client({.base_url = s.url, .token = s.tuner});
+    auto put = client.put(std::vector<tessera::cache::Record>{bare});
+    ASSERT_TRUE(put.ok) << put.warning;
+    auto [st2, body2] = compare(bare.key_id);
+    EXPECT_EQ(st2, 422) << body2;
+    EXPECT_NE(body2.find("no text"), std::string::npos) << body2;
+  }
 
   // Dave tunes the same chain into a fresh store: the shared cache answers, and his store keeps the
   // winner and the kernel's text, so it bundles the chain with no cache at all.
