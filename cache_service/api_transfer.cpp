@@ -1,6 +1,10 @@
 // Owns bulk transfer between stores: JSON-lines export with a `since` cursor and idempotent
-// JSON-lines import with per-line errors.
+// JSON-lines import with per-line errors. Kernel texts travel on the records (`kernel_ir`), so that
+// a store filled by an import can rebuild every winner it received (ARCHITECTURE.md §2.9).
+#include <set>
+
 #include "cache_service/api_internal.h"
+#include "cache_service/kernel_text.h"
 #include "cache_service/plausibility.h"
 #include "cache_service/record_json.h"
 
@@ -24,9 +28,19 @@ ApiResponse routeExport(RouteContext& c, const ApiRequest& r, const RouteMatch&)
   if (!recs.ok()) return storageProblem(recs.error());
   ApiResponse resp;
   resp.content_type = "application/x-ndjson";
-  for (const Record& rec : *recs) {
+  // The first record of each workload in a page carries the kernel's text: once per page, not per
+  // record (a workload's trials share one text of up to 64 KiB). A text that no longer hashes to its
+  // workload (the table changed behind the service's back) is left out rather than exported: an
+  // import would refuse the whole line, and the record itself is still good.
+  std::set<std::string> carried;
+  for (Record& rec : *recs) {
+    if (carried.insert(rec.key.workload).second)
+      if (auto text = c.store.kernelText(rec.key.workload);
+          text.ok() && *text && checkKernelText(rec.key.workload, **text).ok())
+        rec.kernel_ir = std::move(**text);
     resp.body += encodeRecord(rec);
     resp.body += '\n';
+    rec.kernel_ir.clear();
   }
   // The cursor to pass as `since` for the next page; More says whether to ask at all.
   const int64_t next = recs->empty() ? since : recs->back().id;
@@ -78,6 +92,11 @@ ApiResponse routeImport(RouteContext& c, const ApiRequest& r, const RouteMatch&)
   if (!records.empty()) {
     auto results = c.store.put(records, servicePut(c));
     if (!results.ok()) return storageProblem(results.error());
+    // The kernels' texts, checked against their keys by decodeRecord (and once more by the store),
+    // into the kernel table: a record imported without its text could not be rebuilt here.
+    for (const Record& rec : records)
+      if (!rec.kernel_ir.empty())
+        if (Status s = c.store.putKernelText(rec.key.workload, rec.kernel_ir); !s.ok()) return storageProblem(s.error());
     countWrites(c.metrics, *results);
     for (const PutResult& p : *results) {
       ++counts[static_cast<int>(p.outcome)];

@@ -272,6 +272,13 @@ class MemoryStore final : public RecordStore {
     if (it == texts_.end()) return std::optional<std::string>();
     return std::optional<std::string>(it->second);
   }
+  Expected<std::vector<std::string>> kernelTextWorkloads(const std::string& prefix, int limit) override {
+    std::lock_guard<std::mutex> g(textsMu_);
+    std::vector<std::string> out;
+    for (auto it = texts_.lower_bound(prefix); it != texts_.end() && it->first.starts_with(prefix) && int(out.size()) < limit; ++it)
+      out.push_back(it->first);
+    return out;
+  }
 
  private:
   std::mutex textsMu_;

@@ -22,4 +22,18 @@ Expected<std::optional<std::string>> PgStore::kernelText(const std::string& work
   return out;
 }
 
+// A range (hex digits sort before 'g' in the C collation named here, whatever the database's),
+// not LIKE: no pattern characters to escape.
+Expected<std::vector<std::string>> PgStore::kernelTextWorkloads(const std::string& prefix, int limit) {
+  std::vector<std::string> out;
+  TESSERA_TRY(runTx(pool_, TxKind::Single, [&](Conn& c, pqxx::transaction_base& t) -> Status {
+    auto rows = exec(c, t, "SELECT workload FROM kernel_texts WHERE workload COLLATE \"C\" >= $1 AND workload COLLATE \"C\" < $2 "
+                     "ORDER BY workload COLLATE \"C\" LIMIT $3",
+                     prefix, prefix + "g", int64_t{limit});
+    for (const auto& row : rows) out.push_back(asText(row[0]));
+    return {};
+  }));
+  return out;
+}
+
 }  // namespace tessera::cache::pg

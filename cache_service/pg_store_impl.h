@@ -130,6 +130,7 @@ class PgStore final : public RecordStore, private SqlTxRunner {
   Status ping() override;
   Status putKernelText(const std::string& workload, const std::string& text) override;  // pg_kernel_texts.cpp
   Expected<std::optional<std::string>> kernelText(const std::string& workload) override;
+  Expected<std::vector<std::string>> kernelTextWorkloads(const std::string& prefix, int limit) override;
   // The job queue (sql_job_queue.h): leases take items with FOR UPDATE SKIP LOCKED.
   JobQueue* jobs() override { return &job_queue_; }
 

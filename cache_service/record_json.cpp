@@ -382,9 +382,15 @@ Expected<Record> recordFromJson(const json& j, const std::string& path) {
   return r;
 }
 
+// A record is at most 64 KiB of JSON; a line that carries its kernel's text (kernel_ir, at most
+// 64 KiB, escaped in JSON at most twice as long) may be that much longer. Each field is bounded
+// again where it is read.
+inline constexpr size_t kMaxRecordLineBytes = 4 * kMaxConfigBytes + 2 * kMaxKernelTextBytes;
+
 Expected<Record> decodeRecord(std::string_view json_text) {
-  if (json_text.size() > 4 * kMaxConfigBytes)
-    return makeError(ErrorCode::InvalidArgument, "record: larger than 64 KiB");
+  if (json_text.size() > kMaxRecordLineBytes)
+    return makeError(ErrorCode::InvalidArgument, "record: larger than " + std::to_string(kMaxRecordLineBytes >> 10) +
+                                                     " KiB (64 KiB, and a kernel_ir of at most 64 KiB)");
   auto j = parseJson(json_text);
   if (!j.ok()) return j.takeError();
   return recordFromJson(*j, "");

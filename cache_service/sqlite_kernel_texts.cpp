@@ -22,4 +22,19 @@ Expected<std::optional<std::string>> SqliteStore::kernelText(const std::string& 
   return std::optional<std::string>(st.text(0));
 }
 
+// A range on the primary key (hex digits sort before 'g'), not LIKE: no pattern characters to escape.
+Expected<std::vector<std::string>> SqliteStore::kernelTextWorkloads(const std::string& prefix, int limit) {
+  TESSERA_ASSIGN(Reader rd, reader());
+  TESSERA_ASSIGN(sql::Stmt st,
+                 rd->prepare("SELECT workload FROM kernel_texts WHERE workload >= ?1 AND workload < ?2 ORDER BY workload LIMIT ?3"));
+  st.bind(1, prefix).bind(2, prefix + "g").bind(3, int64_t{limit});
+  std::vector<std::string> out;
+  for (;;) {
+    TESSERA_ASSIGN(bool row, st.step());
+    if (!row) break;
+    out.push_back(st.text(0));
+  }
+  return out;
+}
+
 }  // namespace tessera::cache

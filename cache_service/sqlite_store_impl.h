@@ -73,6 +73,7 @@ class SqliteStore final : public RecordStore, private SqlTxRunner {
   Expected<bool> refreshIfChangedExternally() override;
   Status putKernelText(const std::string& workload, const std::string& text) override;  // sqlite_kernel_texts.cpp
   Expected<std::optional<std::string>> kernelText(const std::string& workload) override;
+  Expected<std::vector<std::string>> kernelTextWorkloads(const std::string& prefix, int limit) override;
   // The job queue (sql_job_queue.h): its writes go through the group commit (BEGIN IMMEDIATE).
   JobQueue* jobs() override { return &job_queue_; }
 

@@ -152,6 +152,9 @@ class RecordStore {
   virtual Status putKernelText(const std::string& workload, const std::string& text) = 0;
   // The text, or nullopt when the store has none for `workload`.
   virtual Expected<std::optional<std::string>> kernelText(const std::string& workload) = 0;
+  // The workloads of the kernel table that start with `prefix` (lowercase hex, the caller checks),
+  // in order, at most `limit`: a hash prefix is resolved in a store that holds texts and no records.
+  virtual Expected<std::vector<std::string>> kernelTextWorkloads(const std::string& prefix, int limit) = 0;
 
   // The winner of a key, or nullptr when the key has no ok record.
   virtual Expected<ServedRecordPtr> best(std::string_view key_id) = 0;

@@ -90,8 +90,8 @@ void fillMissing(const ir::Kernel& k, const TargetDesc& t, cache::RecordStore& s
 }
 
 // `compare ... key HASH`: the kernel of a stored key, given by its key_id or its workload hash (or a
-// unique prefix of 6+ hex digits of either), compiled from its text in the kernel table, any family
-// (fused chains, GEMM epilogues). Without a text here, the shared cache's, checked against the hash
+// unique prefix of 6+ hex digits of either, among the store's keys and its kernel table), compiled
+// from its text in the kernel table, any family (fused chains, GEMM epilogues). Without a text here, the shared cache's, checked against the hash
 // by the client and filed in the store. The text is parsed, verified and hashed again: only the
 // kernel the hash names comes back.
 Expected<ir::Kernel> storedKernel(cache::RecordStore& store, cache::CacheClient& client, const std::string& given) {
@@ -105,6 +105,10 @@ Expected<ir::Kernel> storedKernel(cache::RecordStore& store, cache::CacheClient&
   std::set<std::string> workloads;
   for (const auto& row : page.rows)
     if (row.key_id.rfind(given, 0) == 0 || row.key.workload.rfind(given, 0) == 0) workloads.insert(row.key.workload);
+  // The kernel table too: a store may hold texts of kernels it has no records of (what
+  // `bundle --all-winners --cache` or `best` leave behind); two are enough to call it ambiguous.
+  TESSERA_ASSIGN(auto texts, store.kernelTextWorkloads(given, 2));
+  workloads.insert(texts.begin(), texts.end());
   if (workloads.empty() && given.size() == 64) workloads.insert(given);  // a workload hash this store has no key of
   if (workloads.empty()) return makeError(ErrorCode::NotFound, "key " + given + ": no kernel in the store has that key_id or workload hash");
   if (workloads.size() > 1)
@@ -121,13 +125,7 @@ Expected<ir::Kernel> storedKernel(cache::RecordStore& store, cache::CacheClient&
     return makeError(ErrorCode::NotFound, "key " + given + ": no text of kernel " + w.substr(0, 12) + " in the store" +
                                               (client.enabled() ? " or the shared cache" : "") +
                                               ": give the kernel by its family's flags or an IR file");
-  auto k = ir::parseKernel(*text);
-  if (!k.ok()) return makeError(ErrorCode::InvalidArgument, "kernel text " + w.substr(0, 12) + ": " + k.error().message);
-  TESSERA_TRY(ir::verify(*k));
-  if (ir::workloadHash(*k) != w)
-    return makeError(ErrorCode::InvalidArgument, "kernel text " + w.substr(0, 12) + " is not the kernel of that hash");
-  k->name = std::string(ir::familyName(k->family)) + "_" + w.substr(0, 8);  // the text is anonymized
-  return std::move(*k);
+  return kernelFromText(w, *text);
 }
 
 void compareCommand(const CompareFlags& f) {

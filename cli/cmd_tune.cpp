@@ -24,6 +24,7 @@
 #include "costmodel/cost_model.h"
 #include "costmodel/features.h"
 #include "ir/families.h"
+#include "ir/text.h"
 #include "codegen/gpu.h"
 #include "costmodel/gpu_model.h"
 #include "search/estimate.h"
@@ -460,6 +461,14 @@ void bestCommand(const BestFlags& f) {
     if (r.kind == cache::LookupResult::Kind::Hit) accept(*r.record, client.options().base_url, "the shared cache's");
     else if (r.kind == cache::LookupResult::Kind::Nearest) nearest = r.nearest;
   }
+  // A winner shown, its store gets the kernel's text (printed here from the kernel named, so it
+  // hashes to the key's workload by construction): `compare ... key HASH` and the dashboard can
+  // then rebuild it from this store alone, whoever measured it. Only the content-addressed text is
+  // written; a lookup never adds records.
+  if (rec && store.ok())
+    if (Status kept = (*store)->putKernelText(key.workload, ir::printKernel(*k, {.anonymize = true})); !kept.ok())
+      std::fprintf(stderr, "tessera: warning: could not keep the kernel's text in %s: %s\n", f.db.c_str(),
+                   kept.error().message.c_str());
   if (!rec && store.ok() && nearest.empty()) {
     auto near = (*store)->nearest(key, 3);
     if (near.ok()) nearest = *near;

@@ -132,20 +132,43 @@ Expected<ir::Kernel> kernelFromKey(const cache::HardKey& key) {
     k = ir::buildAttention(a);
   } else if (key.family == "elementwise") {
     return makeError(ErrorCode::Unsupported,
-                     "the key of an elementwise kernel does not hold its expression: compare it by its IR text "
-                     "(tessera compile elementwise ... --emit ir)");
+                     "the key of an elementwise kernel does not hold its expression and this store has no text of "
+                     "it: compare it by its IR text (tessera compile elementwise ... --emit ir)");
   }
   if (!k.ok() || ir::workloadHash(*k) != key.workload)
     return makeError(ErrorCode::Unsupported,
-                     "this key's kernel has parts its key does not hold (an epilogue, alpha/beta or a scale): compare "
-                     "it by its IR text (tessera compile ... --emit ir)");
+                     "this key's kernel has parts its key does not hold (an epilogue, alpha/beta or a scale) and this "
+                     "store has no text of it: compare it by its IR text (tessera compile ... --emit ir)");
   return k;
+}
+
+Expected<ir::Kernel> kernelFromText(const std::string& workload, const std::string& text) {
+  const std::string shortHash = workload.substr(0, 12);
+  auto k = ir::parseKernel(text);
+  if (!k.ok()) return makeError(ErrorCode::InvalidArgument, "kernel text " + shortHash + ": " + k.error().message);
+  if (Status v = ir::verify(*k); !v.ok())
+    return makeError(ErrorCode::InvalidArgument, "kernel text " + shortHash + ": " + v.error().message);
+  if (ir::workloadHash(*k) != workload)
+    return makeError(ErrorCode::InvalidArgument, "kernel text " + shortHash + " is not the kernel of that hash");
+  k->name = std::string(ir::familyName(k->family)) + "_" + workload.substr(0, 8);
+  return std::move(*k);
 }
 
 Expected<std::string> serveCompare(cache::RecordStore& store, const cache::CompareRequest& req) {
   ir::Kernel k;
   if (req.key) {
-    TESSERA_ASSIGN(k, kernelFromKey(*req.key));
+    // Plain GEMM and attention from the key (checked against its workload hash: the same kernel
+    // as its text, under the name `tessera compare` gives it from its flags); every other kernel,
+    // fused chains and epilogues included, from the store's kernel table. Without a text either,
+    // the key's refusal says how to compare it instead.
+    auto fromKey = kernelFromKey(*req.key);
+    if (fromKey.ok()) {
+      k = std::move(*fromKey);
+    } else {
+      TESSERA_ASSIGN(auto text, store.kernelText(req.key->workload));
+      if (!text) return fromKey.takeError();
+      TESSERA_ASSIGN(k, kernelFromText(req.key->workload, *text));
+    }
   } else {
     auto parsed = ir::parseKernel(req.kernel_text);
     if (!parsed.ok()) return makeError(ErrorCode::InvalidArgument, "kernel: " + parsed.error().message);

@@ -26,8 +26,15 @@ nlohmann::json compareJson(const search::Comparison& c, const ir::Kernel& k);
 // Unsupported naming the way out otherwise (the kernel's IR text).
 Expected<ir::Kernel> kernelFromKey(const cache::HardKey& key);
 
+// The kernel behind `workload` from its text in a kernel table (kernel_text.h): any family, fused
+// chains and epilogues included. The text came from a client, so it is parsed with the parser's
+// limits, verified and hashed again (InvalidArgument, one line, unless it is the kernel of that
+// hash); the kernel is named <family>_<first 8 digits> (the text is anonymized).
+Expected<ir::Kernel> kernelFromText(const std::string& workload, const std::string& text);
+
 // POST /v1/compare for `tessera serve`: the comparison from the serving store alone (no shared
-// cache, no tuning), as compareJson's text.
+// cache, no tuning), as compareJson's text. A key's kernel comes from the key where it says
+// everything (kernelFromKey), else from the store's kernel table (kernelFromText).
 Expected<std::string> serveCompare(cache::RecordStore& store, const cache::CompareRequest& req);
 
 }  // namespace tessera::cli

@@ -42,7 +42,8 @@
     const src = T.$('kernel-source');
     if (src) {
       T.text(T.$('kernel-rebuild'), s.rebuildable ? 'rebuildable: the store keeps this kernel\'s IR text (workload ' + k.workload + ')'
-        : 'not rebuildable from this store: it has no text of this kernel (list it by spec or IR file to bundle it)');
+        : 'not rebuildable from this store: it has no text of this kernel (its records came without one; a tune of it ' +
+          'that pushes here files it; until then bundle or compare it by its flags or IR file)');
       src.hidden = !s.kernel_text;
       T.text(src, s.kernel_text || '');
     }

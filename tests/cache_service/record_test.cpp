@@ -142,10 +142,16 @@ TEST(RecordJson, RefusesBadFieldsWithTheirPath) {
 TEST(RecordJson, RefusesMalformedAndDeepInput) {
   for (const char* text : {"", "{", "[1,2", "nul", "{\"key\":}", "\xff\xfe", "{\"a\":\"\xc3\x28\"}"})
     EXPECT_FALSE(decodeRecord(text).ok()) << text;
+  // Under the line cap (a record with its kernel text may take 192 KiB): refused by the depth check.
   std::string deep(100000, '[');
   auto r = decodeRecord(deep);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, ErrorCode::InvalidArgument);
+  EXPECT_NE(r.error().message.find("nested deeper"), std::string::npos) << r.error().message;
+  // Over it: refused before any parsing.
+  auto huge = decodeRecord(std::string(200 * 1024, '['));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().code, ErrorCode::InvalidArgument);
+  EXPECT_NE(huge.error().message.find("larger than"), std::string::npos) << huge.error().message;
   std::string deep_config = R"({"config":)" + std::string(40, '[') + std::string(40, ']') + "}";
   EXPECT_FALSE(decodeRecord(deep_config).ok());
   EXPECT_FALSE(jsonDepthWithin(std::string(33, '{'), 32));

@@ -3,7 +3,9 @@
 against a real `tessera serve` on loopback whose store is filled by real tunes (host GEMM and
 elementwise, sm_90 and gfx942 estimates, a tune measured by a real worker). Every page loads
 without console errors and shows what /v1 answers; charts have data points; no token shows the
-sign-in prompt and no data; a read token gets no admin page; records, a worker and knob values
+sign-in prompt and no data; a kernel page says whether the kernel can be rebuilt (its IR text in the
+store) and the Compare page rebuilds a fused chain from that text, while a key without one says
+neither (the negative control); a read token gets no admin page; records, a worker and knob values
 carrying HTML/script payloads render as text and run nothing, and the same check fails under a
 deliberately unsafe renderer (the negative control); the pages work behind the shipped nginx
 front; `tessera report` writes a file that shows the same with nothing fetched. Screenshots of
@@ -217,6 +219,43 @@ def main():
         check(all(t["source"] != "none" for t in cli["targets"]), "compare: measured host, estimated sm_90 and gfx942")
         shot(driver, art, "compare")
         check(not console_errors(driver), "compare: no console errors")
+
+        # Rebuildable: the elementwise chain's tune pushed its kernel's IR text with its records, so its
+        # page says so and shows the text; the hostile writer's records came without one (the negative
+        # control: the same page code, the other answer).
+        ew = keys[("elementwise", "host", (4096, 2048))]
+        ew_workload = next(k["key"]["workload"] for k in api["kernels"] if k["key_id"] == ew)
+        for key_id, name, want in [(ew, "elementwise", True), (hostile_key, "hostile", False)]:
+            page(driver, base + "kernel.html?key=" + key_id)
+            wait_for(driver, "return document.getElementById('kernel-rebuild').textContent.length > 0", what=f"{name}: the rebuildable line")
+            line = driver.execute_script("return document.getElementById('kernel-rebuild').textContent")
+            shown = driver.execute_script("const p = document.getElementById('kernel-source'); return p.hidden ? null : p.textContent")
+            s = svc.api.get("/v1/kernels/" + key_id, tok["viewer"])
+            check(s["rebuildable"] is want and line.startswith("rebuildable: " if want else "not rebuildable")
+                  and shown == s["kernel_text"] and (shown is not None) is want,
+                  f"kernel page ({name}): '{line[:60]}', text {'shown' if shown else 'absent'}, as /v1/kernels says (rebuildable {want})")
+            check(not console_errors(driver), f"kernel page ({name}): no console errors")
+            shot(driver, art, "kernel-rebuildable-" + name)
+        # Compare rebuilds the chain from that text (its key alone does not say what it computes): the
+        # page's table is `tessera compare ... key KEY_ID`'s over the same store. The hostile key has no
+        # text and its key is not the kernel of its workload: refused, saying how to compare it instead.
+        page(driver, base + "compare.html?key=" + ew + "&targets=sm_90,host")
+        wait_for(driver, "return !document.getElementById('cmp-result').hidden", timeout=90, what="the chain's comparison")
+        cli = json.loads(subprocess.run([tessera, "compare", "--json", "--targets", "sm_90,host", "--db", svc.db, "key", ew],
+                                        capture_output=True, text=True, check=True, env=dict(os.environ, TESSERA_CACHE_URL="")).stdout)
+        dom = driver.execute_script("""return {kernel: document.getElementById('cmp-kernel').textContent,
+          cells: Object.fromEntries([...document.querySelectorAll('#cmp-table tbody tr')].map(tr =>
+            [tr.dataset.attr, [...tr.querySelectorAll('td')].map(td => td.textContent)]))}""")
+        want_cells = {a: [t["facts"].get(a, "") for t in cli["targets"]] for a in cli["attributes"]}
+        want_cells = {a: c for a, c in want_cells.items() if any(c)}
+        check(dom["kernel"] == cli["kernel"] == "elementwise_" + ew_workload[:8] and dom["cells"] == want_cells,
+              f"compare (elementwise chain, from its stored text): the table is `tessera compare --json ... key`'s ({len(want_cells)} rows)")
+        shot(driver, art, "compare-elementwise")
+        page(driver, base + "compare.html?key=" + hostile_key + "&targets=host")
+        wait_for(driver, "return !document.getElementById('error').hidden", timeout=30, what="the refusal")
+        err = driver.execute_script("return document.getElementById('error').textContent")
+        check("no text" in err and "--emit ir" in err and driver.execute_script("return document.getElementById('cmp-result').hidden"),
+              f"compare (a key without a text, not rebuildable from the key): refused with the way out ({err[:90]})")
 
         # Workers and jobs, refreshing by themselves.
         page(driver, base + "workers.html")
