@@ -345,6 +345,18 @@ int main(int argc, char** argv) {
   app.add_option("--novelty", o.search.noveltyDraws,
                  "random picks: of this many uniform draws, the one with the most untried knob value pairs (0: uniform)")
       ->capture_default_str();
+  app.add_option("--niche", o.search.nicheKnobs,
+                 "niche slot: knobs whose joint values are the arms of each batch's UCB slot (0: off)")
+      ->capture_default_str();
+  app.add_option("--niche-explore", o.search.nicheExplore, "niche slot: the bound's exploration weight")
+      ->capture_default_str();
+  app.add_option("--niche-after", o.search.nicheAfter, "niche slot: trials without a better measurement before it plays")
+      ->capture_default_str();
+  app.add_option("--niche-random", o.search.nicheInRandomShare,
+                 "niche slot: replaces the batch's random pick instead of a greedy one (0/1)")
+      ->capture_default_str();
+  app.add_option("--niche-draws", o.search.nicheDraws, "niche slot: a niche's first visits drawn uniformly inside it")
+      ->capture_default_str();
   app.add_option("--stagnation-eps", o.search.stagnationEps, "random share of an exploring batch (<0: --eps)")->capture_default_str();
   app.add_option("--flag-slots", o.search.flagSlots,
                  "two-valued knobs get categorical slots in every batch, not only a prior's first (0/1)")

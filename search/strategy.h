@@ -58,6 +58,27 @@ struct SearchSettings {
   // The random share's picks: of this many uniform unseen configs, the one with the most pairs
   // of knob values never measured (1 or less: uniform draws).
   int noveltyDraws = 0;
+  // Niche slot (0: off): the `nicheKnobs` knobs that explain most of the measured log throughput
+  // (correlation ratio) split the space into niches, one per joint value of theirs; each batch
+  // gives one greedy slot to the niche of highest upper confidence bound (its best measured share
+  // of the best, plus nicheExplore * sqrt(ln trials / (1 + its trials))), filled with the model's
+  // best unseen config inside it. The model (trees over single knobs, trained where the search has
+  // been) ranks a joint move of two knobs it has only seen changed alone, and slow, as slow: the
+  // host GEMM's register tile (MR 4 -> 8 with NR 64 -> 32, and plain), the synthetic trap; the
+  // niche's own measurements, not the model's extrapolation, decide whether it earns a trial.
+  // Off by default. Replay, 20 seeds, median / p90 trials to 95 %, off -> 2: trap 316/540 ->
+  // 120/490, host GEMM 32x2048x512 64/365 -> 84/254, but the convolution files pay the slot
+  // (A100 94/142 -> 123/193, MI250X 44/97 -> 66/137); gated (nicheAfter 8 or 16) or in the
+  // random share the trap gains less (198..412) and the A100 still pays (107..117).
+  int nicheKnobs = 0;
+  double nicheExplore = 0.5;
+  // A niche's first visits draw uniformly inside it: where the search has not been, the model
+  // extrapolates from the incumbent's region (the host GEMM's 8x32 tile is fast only with the
+  // plain schedule, which the model has seen slower everywhere else).
+  int nicheDraws = 2;
+  // The slot plays once this many trials brought no better measurement (0: every batch).
+  int nicheAfter = 0;
+  bool nicheInRandomShare = false;  // the slot replaces the batch's random pick, not a greedy one
   size_t exhaustiveLimit = 200000;  // exhaustive refuses spaces whose knob product is larger
   // ranked: the legal configs it orders (the whole space when it can be listed within this,
   // else this many uniform draws); evolutionary with a prior: candidates scored for its first batch.

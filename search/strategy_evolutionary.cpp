@@ -48,7 +48,17 @@ class Evolution : public SearchStrategy {
     std::vector<ir::Config> greedy;
     // Before the model has data (or the GA has two parents) every pick is random, unless a prior
     // ranks the space: then the greedy picks are its best predictions.
-    if (model_ && model_->trained()) greedy = evolveWithCostModel(nGreedy);
+    if (model_ && model_->trained()) {
+      // The niche pick takes a greedy slot, or with nicheInRandomShare the batch's random one
+      // (structured exploration in place of a uniform draw: the model's picks are untouched).
+      if (s_.nicheKnobs > 0 && (s_.nicheInRandomShare ? nRandom > 0 : nGreedy > 0))
+        if (auto c = nichePick()) {
+          greedy.push_back(std::move(*c));
+          if (!s_.nicheInRandomShare) --nGreedy;
+        }
+      auto more = evolveWithCostModel(nGreedy);
+      greedy.insert(greedy.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
     else if (!model_ && st_.best(2).size() >= 2) greedy = breedMeasured(nGreedy);
     else if (prior_) greedy = topOfPrior(nGreedy);
     return pickWithEpsGreedy(std::move(greedy), n);
@@ -253,6 +263,122 @@ class Evolution : public SearchStrategy {
     auto rest = st_.fresh(n - out.size());
     out.insert(out.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
     return out;
+  }
+
+  // The niche slot (SearchSettings::nicheKnobs): a UCB bandit over the joint values of the knobs
+  // that matter most, each arm played by the model's best unseen config inside the niche. A
+  // niche is entered from its own best measured config (the incumbent with the niche's values
+  // when it has none), so a region the search left after one mediocre sample keeps improving
+  // while its bound is high; a niche with no legal unseen config drops out.
+  std::optional<ir::Config> nichePick() {
+    const auto& knobs = st_.space().knobs;
+    std::vector<const TrialResult*> ok;
+    for (const auto& r : st_.measured())
+      if (r.ok() && r.throughput > 0) ok.push_back(&r);
+    const auto top = st_.best(1);
+    if (ok.size() < 4 || top.empty()) return std::nullopt;
+    if (st_.measured().size() - 1 - size_t(top.front() - st_.measured().data()) < size_t(std::max(s_.nicheAfter, 0)))
+      return std::nullopt;
+    auto valueIndex = [&](const ir::Config& c, size_t k) {
+      auto it = c.values.find(knobs[k].name);
+      return it == c.values.end() ? -1 : knobs[k].indexOf(it->second);
+    };
+    // Importance: the share of the variance of log throughput between a knob's values (its
+    // correlation ratio), from the measurements alone (the model's split gains favour knobs with
+    // many values).
+    double mean = 0;
+    for (const auto* r : ok) mean += std::log(r->throughput);
+    mean /= double(ok.size());
+    double total = 0;
+    for (const auto* r : ok) total += std::pow(std::log(r->throughput) - mean, 2);
+    std::vector<std::pair<double, size_t>> eta;
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      if (knobs[k].domain.size() < 2) continue;
+      std::vector<double> sum(knobs[k].domain.size(), 0), cnt(knobs[k].domain.size(), 0);
+      for (const auto* r : ok)
+        if (int v = valueIndex(r->config, k); v >= 0) {
+          sum[size_t(v)] += std::log(r->throughput);
+          cnt[size_t(v)] += 1;
+        }
+      double between = 0;
+      for (size_t v = 0; v < sum.size(); ++v)
+        if (cnt[v] > 0) between += cnt[v] * std::pow(sum[v] / cnt[v] - mean, 2);
+      eta.push_back({total > 0 ? between / total : 0, k});
+    }
+    std::sort(eta.begin(), eta.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    // The niche knobs: the most important ones, while the niches stay few (a slot per batch must
+    // be able to visit each of them).
+    std::vector<size_t> nk;
+    size_t niches = 1;
+    for (const auto& [e, k] : eta) {
+      if (int(nk.size()) >= s_.nicheKnobs || niches * knobs[k].domain.size() > 64) break;
+      nk.push_back(k);
+      niches *= knobs[k].domain.size();
+    }
+    if (nk.empty()) return std::nullopt;
+    auto nicheOf = [&](const ir::Config& c) {
+      size_t id = 0;
+      for (size_t k : nk) {
+        int v = valueIndex(c, k);
+        if (v < 0) return niches;
+        id = id * knobs[k].domain.size() + size_t(v);
+      }
+      return id;
+    };
+    const double best = top.front()->throughput;
+    std::vector<double> share(niches, 0), visits(niches, 0);
+    std::vector<const TrialResult*> entry(niches, nullptr);
+    for (const auto* r : ok) {
+      size_t id = nicheOf(r->config);
+      if (id >= niches) continue;
+      visits[id] += 1;
+      if (!entry[id] || r->throughput > entry[id]->throughput) entry[id] = r;
+      share[id] = std::max(share[id], r->throughput / best);
+    }
+    // Arms by bound, best first; the first arm with a legal unseen config inside it is played.
+    const double lnN = std::log(double(ok.size()));
+    std::vector<std::pair<double, size_t>> arms;
+    for (size_t id = 0; id < niches; ++id)
+      arms.push_back({share[id] + s_.nicheExplore * std::sqrt(lnN / (1 + visits[id])), id});
+    std::sort(arms.begin(), arms.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    for (const auto& [bound, id] : arms) {
+      std::vector<ir::KnobValue> values(nk.size());
+      for (size_t i = nk.size(), rest = id; i-- > 0;) {
+        values[i] = knobs[nk[i]].domain[rest % knobs[nk[i]].domain.size()];
+        rest /= knobs[nk[i]].domain.size();
+      }
+      auto place = [&](ir::Config c) {
+        for (size_t i = 0; i < nk.size(); ++i) c.set(knobs[nk[i]].name, values[i]);
+        return c;
+      };
+      if (visits[id] < s_.nicheDraws)
+        for (int tries = 0; tries < 64; ++tries)
+          if (auto c = sampleLegal(st_.space(), st_.rng())) {
+            ir::Config in = place(std::move(*c));
+            if (!st_.space().check(in) && st_.claim(in)) return in;
+          }
+      // The entry point and its neighbours that keep the niche's values, scored by the model.
+      const ir::Config base = place(entry[id] ? entry[id]->config : top.front()->config);
+      std::vector<ir::Config> pool;
+      std::unordered_set<std::string> keys;
+      auto consider = [&](ir::Config c) {
+        if (st_.space().check(c) || st_.seen(c) || !keys.insert(configKey(c)).second) return;
+        pool.push_back(std::move(c));
+      };
+      consider(base);
+      for (int tries = 0; tries < 64 && pool.size() < 16; ++tries) {
+        std::optional<ir::Config> m;
+        // A base outside the legal space (the niche's values break the constraint with the
+        // incumbent's other knobs) is repaired by larger moves.
+        m = mutate(st_.space(), base, tries < 32 ? s_.mutationProb : 0.5, st_.rng());
+        if (m) consider(place(std::move(*m)));
+      }
+      if (pool.empty()) continue;
+      std::vector<double> sc = score(pool);
+      size_t at = size_t(std::max_element(sc.begin(), sc.end()) - sc.begin());
+      if (st_.claim(pool[at])) return pool[at];
+    }
+    return std::nullopt;
   }
 
   // The prior's best among a uniform draw of unseen legal configs (or all of them when few).
