@@ -8,13 +8,14 @@
 #include <unordered_map>
 
 #include "cache_service/kernel_text.h"
+#include "cache_service/outbox.h"
 #include "cache_service/store.h"
 
 namespace tessera::cache {
 
 namespace {
 
-class MemoryStore final : public RecordStore {
+class MemoryStore final : public RecordStore, public Outbox {
  public:
   explicit MemoryStore(Provenance current) : current_(std::move(current)) {}
 
@@ -224,7 +225,8 @@ class MemoryStore final : public RecordStore {
     return out;
   }
 
-  Expected<std::vector<Record>> outbox(int limit) override {
+  Outbox* outbox() override { return this; }
+  Expected<std::vector<Record>> pending(int limit) override {
     std::lock_guard<std::mutex> g(mu_);
     std::vector<Record> out;
     for (int64_t id : unpushed_) {
