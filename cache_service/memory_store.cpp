@@ -1,5 +1,6 @@
-// Owns the in-memory RecordStore used by tests and tools: the same merge, staleness and paging
-// rules as the SQLite store, kept in plain containers under one mutex.
+// Owns the in-memory RecordStore used by tests and tools: the same staleness and paging rules as
+// the SQLite store, kept in plain containers under one mutex; what a record's arrival decides is
+// the stores' one rule (store_core.h's admitRecord), only the containers are this file's.
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -10,6 +11,7 @@
 #include "cache_service/kernel_text.h"
 #include "cache_service/outbox.h"
 #include "cache_service/store.h"
+#include "cache_service/store_core.h"
 
 namespace tessera::cache {
 
@@ -329,20 +331,11 @@ class MemoryStore final : public RecordStore, public Outbox {
         if (o.status == RecordStatus::Ok && !o.quarantined && o.config == r.config)
           group.push_back({o.id, o.writer, o.median_us, o.trust});
       }
-    if (r.remeasured && !opts.trusted)
-      r.remeasured = std::any_of(group.begin(), group.end(), [&](const Measurement& m) { return m.writer == r.writer; });
-    r.trust = opts.trusted && ok ? Trust::Vouched : Trust::Claim;
-    bool others = false;
-    if (ok) {
-      group.push_back({r.id, r.writer, r.median_us, r.trust});
-      for (const auto& [id, t] : settleTrust(group, opts.agree_factor)) {
-        if (id == r.id) r.trust = t;
-        else {
-          records_.at(id).trust = t;
-          others = true;
-        }
-      }
-    }
+    core::Admission admitted = core::admitRecord(r, std::move(group), opts);
+    r.remeasured = admitted.remeasured;
+    r.trust = admitted.trust;
+    for (const auto& [id, t] : admitted.others) records_.at(id).trust = t;
+    const bool others = !admitted.others.empty();
     res.remeasured = r.remeasured;
     res.trust = r.trust;
     by_fp_.emplace(std::move(fp), r.id);
