@@ -22,7 +22,7 @@
 #include "ir/families.h"
 #include "ir/reference.h"
 #include "cache_service/store.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "search/space.h"
 
 extern "C" void openblas_set_num_threads(int);

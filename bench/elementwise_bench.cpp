@@ -19,7 +19,7 @@
 #include "ir/builders.h"
 #include "ir/families.h"
 #include "ir/reference.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "search/space.h"
 
 using namespace tessera;

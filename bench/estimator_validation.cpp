@@ -25,7 +25,8 @@
 #include <vector>
 
 #include "bench/kerneltuner_models.h"
-#include "search/replay.h"
+#include "measure/replay.h"
+#include "search/import.h"
 
 using namespace tessera;
 

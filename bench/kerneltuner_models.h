@@ -1,7 +1,7 @@
 // Owns the analytic GPU model's descriptions of the kernels in the Kernel Tuner files of bench/data
 // (issue 13, "validation on real data"): per file, the GPU it was measured on (its public facts as
 // a TargetDesc) and a function from a config of that file's knobs to the model's workload
-// (costmodel::GpuWorkload), written from the kernels' sources the way search/estimate.cpp writes
+// (costmodel::GpuWorkload), written from the kernels' sources the way measure/estimate.cpp writes
 // Tessera's own. Bench-only: the validation bench ranks the files' spaces with it and the replay
 // bench uses it as the search's prior.
 //

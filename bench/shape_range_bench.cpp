@@ -26,7 +26,7 @@
 #include "ir/reference.h"
 #include "measure/protocol_measurer.h"
 #include "search/tune_session.h"
-#include "search/records.h"
+#include "measure/records.h"
 
 extern "C" void openblas_set_num_threads(int);
 extern "C" char* openblas_get_corename(void);

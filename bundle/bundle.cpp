@@ -21,7 +21,7 @@
 #include "ir/families.h"
 #include "ir/text.h"
 #include "measure/protocol_measurer.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "search/space.h"
 #include "measure/trial.h"
 

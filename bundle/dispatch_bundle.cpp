@@ -11,7 +11,7 @@
 #include "ir/families.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "measure/trial.h"
 
 namespace tessera::bundle {

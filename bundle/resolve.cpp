@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "search/records.h"
+#include "measure/records.h"
 #include "search/space.h"
 #include "search/tune_session.h"
 

@@ -9,6 +9,7 @@
 #include "cache_service/endpoints.h"
 #include "cache_service/http.h"
 #include "cache_service/kernel_text.h"
+#include "cache_service/outbox.h"
 #include "cache_service/record_json.h"
 
 namespace tessera::cache {
@@ -380,6 +381,8 @@ Expected<std::string> CacheClient::adminAction(const std::string& action, const 
 
 OutboxReport pushOutbox(RecordStore& local, CacheClient& client, size_t max_records) {
   OutboxReport rep;
+  Outbox* box = local.outbox();
+  if (!box) return rep;  // a store that keeps no outbox has nothing waiting
   auto remaining = [&] {
     auto st = local.stats();
     rep.remaining = st.ok() ? static_cast<size_t>(st->outbox) : 0;
@@ -389,7 +392,7 @@ OutboxReport pushOutbox(RecordStore& local, CacheClient& client, size_t max_reco
     return rep;
   }
   while (rep.pushed + rep.rejected < max_records) {
-    auto batch = local.outbox(static_cast<int>(std::min<size_t>(kPutChunk, max_records - rep.pushed - rep.rejected)));
+    auto batch = box->pending(static_cast<int>(std::min<size_t>(kPutChunk, max_records - rep.pushed - rep.rejected)));
     if (!batch.ok()) {
       rep.warning = "outbox: " + batch.error().message;
       break;
@@ -425,7 +428,7 @@ OutboxReport pushOutbox(RecordStore& local, CacheClient& client, size_t max_reco
       rep.warning = res.warning;
     }
     if (!done.empty()) {
-      if (Status s = local.markPushed(done); !s.ok()) {
+      if (Status s = box->markPushed(done); !s.ok()) {
         rep.warning = "outbox: " + s.error().message;
         break;
       }

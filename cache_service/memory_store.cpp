@@ -1,5 +1,6 @@
-// Owns the in-memory RecordStore used by tests and tools: the same merge, staleness and paging
-// rules as the SQLite store, kept in plain containers under one mutex.
+// Owns the in-memory RecordStore used by tests and tools: the same staleness and paging rules as
+// the SQLite store, kept in plain containers under one mutex; what a record's arrival decides is
+// the stores' one rule (store_core.h's admitRecord), only the containers are this file's.
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -8,13 +9,15 @@
 #include <unordered_map>
 
 #include "cache_service/kernel_text.h"
+#include "cache_service/outbox.h"
 #include "cache_service/store.h"
+#include "cache_service/store_core.h"
 
 namespace tessera::cache {
 
 namespace {
 
-class MemoryStore final : public RecordStore {
+class MemoryStore final : public RecordStore, public Outbox {
  public:
   explicit MemoryStore(Provenance current) : current_(std::move(current)) {}
 
@@ -224,7 +227,8 @@ class MemoryStore final : public RecordStore {
     return out;
   }
 
-  Expected<std::vector<Record>> outbox(int limit) override {
+  Outbox* outbox() override { return this; }
+  Expected<std::vector<Record>> pending(int limit) override {
     std::lock_guard<std::mutex> g(mu_);
     std::vector<Record> out;
     for (int64_t id : unpushed_) {
@@ -334,20 +338,11 @@ class MemoryStore final : public RecordStore {
         if (o.status == RecordStatus::Ok && !o.quarantined && o.config == r.config)
           group.push_back({o.id, o.writer, o.median_us, o.trust});
       }
-    if (r.remeasured && !opts.trusted)
-      r.remeasured = std::any_of(group.begin(), group.end(), [&](const Measurement& m) { return m.writer == r.writer; });
-    r.trust = opts.trusted && ok ? Trust::Vouched : Trust::Claim;
-    bool others = false;
-    if (ok) {
-      group.push_back({r.id, r.writer, r.median_us, r.trust});
-      for (const auto& [id, t] : settleTrust(group, opts.agree_factor)) {
-        if (id == r.id) r.trust = t;
-        else {
-          records_.at(id).trust = t;
-          others = true;
-        }
-      }
-    }
+    core::Admission admitted = core::admitRecord(r, std::move(group), opts);
+    r.remeasured = admitted.remeasured;
+    r.trust = admitted.trust;
+    for (const auto& [id, t] : admitted.others) records_.at(id).trust = t;
+    const bool others = !admitted.others.empty();
     res.remeasured = r.remeasured;
     res.trust = r.trust;
     by_fp_.emplace(std::move(fp), r.id);

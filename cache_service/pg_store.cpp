@@ -168,7 +168,7 @@ Expected<std::vector<Record>> PgStore::exportSince(int64_t after_id, int limit) 
   return readRecords(q, {std::to_string(after_id), std::to_string(std::max(limit, 0))});
 }
 
-Expected<std::vector<Record>> PgStore::outbox(int limit) {
+Expected<std::vector<Record>> PgStore::pending(int limit) {
   static const std::string q = std::string("SELECT ") + kRecordColumns +
                                " FROM records r JOIN keys k ON k.key_id = r.key_id"
                                " WHERE r.pushed = 0 ORDER BY r.id LIMIT $1::bigint";

@@ -23,6 +23,7 @@
 
 #include "cache_service/engine.h"
 #include "cache_service/jobs.h"
+#include "cache_service/outbox.h"
 #include "cache_service/sql_job_queue.h"
 #include "cache_service/store.h"
 
@@ -111,7 +112,7 @@ class PgTx final : public SqlTx {
   pqxx::transaction_base& t_;
 };
 
-class PgStore final : public RecordStore, private SqlTxRunner {
+class PgStore final : public RecordStore, public Outbox, private SqlTxRunner {
  public:
   static Expected<std::unique_ptr<PgStore>> open(const std::string& url, const EngineOptions& o);
 
@@ -123,7 +124,8 @@ class PgStore final : public RecordStore, private SqlTxRunner {
   Expected<KernelPage> kernels(const KernelQuery& q) override;  // pg_kernels.cpp
   Expected<std::vector<NearestMatch>> nearest(const HardKey& key, int limit) override;
   Expected<std::vector<Record>> exportSince(int64_t after_id, int limit) override;
-  Expected<std::vector<Record>> outbox(int limit) override;
+  Outbox* outbox() override { return this; }
+  Expected<std::vector<Record>> pending(int limit) override;
   Status markPushed(std::span<const int64_t> ids) override;
   Expected<StoreStats> stats() override;
   Status backup(const std::string& dest_path) override;

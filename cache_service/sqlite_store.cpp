@@ -268,7 +268,7 @@ Expected<std::vector<Record>> SqliteStore::exportSince(int64_t after_id, int lim
   return out;
 }
 
-Expected<std::vector<Record>> SqliteStore::outbox(int limit) {
+Expected<std::vector<Record>> SqliteStore::pending(int limit) {
   static const std::string q = std::string("SELECT ") + kRecordColumns +
                                " FROM records r JOIN keys k ON k.key_id = r.key_id"
                                " WHERE r.pushed = 0 ORDER BY r.id LIMIT ?";

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cache_service/jobs.h"
+#include "cache_service/outbox.h"
 #include "cache_service/sql_job_queue.h"
 #include "cache_service/sqlite_db.h"
 #include "cache_service/store.h"
@@ -51,7 +52,7 @@ class SqliteTx final : public SqlTx {
   sql::Db& db_;
 };
 
-class SqliteStore final : public RecordStore, private SqlTxRunner {
+class SqliteStore final : public RecordStore, public Outbox, private SqlTxRunner {
  public:
   static Expected<std::unique_ptr<SqliteStore>> open(const std::string& path,
                                                      const SqliteStoreOptions& opts);
@@ -65,7 +66,8 @@ class SqliteStore final : public RecordStore, private SqlTxRunner {
   Expected<KernelPage> kernels(const KernelQuery& q) override;  // sqlite_kernels.cpp
   Expected<std::vector<NearestMatch>> nearest(const HardKey& key, int limit) override;
   Expected<std::vector<Record>> exportSince(int64_t after_id, int limit) override;
-  Expected<std::vector<Record>> outbox(int limit) override;
+  Outbox* outbox() override { return this; }
+  Expected<std::vector<Record>> pending(int limit) override;
   Status markPushed(std::span<const int64_t> ids) override;
   Expected<StoreStats> stats() override;
   Status backup(const std::string& dest_path) override;

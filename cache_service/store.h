@@ -34,6 +34,7 @@
 namespace tessera::cache {
 
 class JobQueue;  // jobs.h
+class Outbox;    // outbox.h
 
 // What a submission did to its key's winner. Every non-duplicate record is stored whatever the
 // outcome.
@@ -54,8 +55,8 @@ struct PutResult {
 };
 
 struct PutOptions {
-  // Remember new records as not yet pushed to a shared service (the local outbox; see
-  // outbox()/markPushed() and pushOutbox() in client.h).
+  // Remember new records as not yet pushed to a shared service (the local outbox: outbox.h, and
+  // pushOutbox() in client.h).
   bool outbox = false;
   // The authenticated token that submits the records; a service sets it, never from the body.
   std::string writer;
@@ -185,10 +186,6 @@ class RecordStore {
   // store yields the same winners.
   virtual Expected<std::vector<Record>> exportSince(int64_t after_id, int limit) = 0;
 
-  // Local outbox: records put with PutOptions::outbox that were not yet marked pushed.
-  virtual Expected<std::vector<Record>> outbox(int limit) = 0;
-  virtual Status markPushed(std::span<const int64_t> ids) = 0;
-
   virtual Expected<StoreStats> stats() = 0;
 
   // Consistent online copy to a new file (fails if dest exists); writers keep going meanwhile.
@@ -205,6 +202,9 @@ class RecordStore {
 
   // The measurement job queue kept in the same database (jobs.h), or nullptr (the in-memory store).
   virtual JobQueue* jobs() { return nullptr; }
+  // The client side of a local store (outbox.h): records waiting for a shared service, or nullptr
+  // for a store that keeps none.
+  virtual Outbox* outbox() { return nullptr; }
 };
 
 struct SqliteStoreOptions {

@@ -129,6 +129,23 @@ Status setTrust(SqlTx& tx, int64_t id, Trust t) {
 
 }  // namespace
 
+Admission admitRecord(const Record& r, std::vector<Measurement> group, const PutOptions& opts) {
+  const bool ok = r.status == RecordStatus::Ok;
+  Admission a;
+  a.remeasured = r.remeasured;
+  if (a.remeasured && !opts.trusted)
+    a.remeasured = std::any_of(group.begin(), group.end(), [&](const Measurement& m) { return m.writer == opts.writer; });
+  a.trust = opts.trusted && ok ? Trust::Vouched : Trust::Claim;
+  if (ok) {
+    group.push_back({kNewRecord, opts.writer, r.median_us, a.trust});
+    for (const auto& [id, t] : settleTrust(group, opts.agree_factor)) {
+      if (id == kNewRecord) a.trust = t;
+      else a.others.emplace_back(id, t);
+    }
+  }
+  return a;
+}
+
 Expected<PutResult> putRecord(SqlTx& tx, const Record& r, const PutOptions& opts, TouchedKeys& touched) {
   if (r.key_id.empty() || r.key_id != keyIdOf(r.key))
     return makeError(ErrorCode::InvalidArgument, "record not finalized (key_id missing or wrong)");
@@ -149,20 +166,10 @@ Expected<PutResult> putRecord(SqlTx& tx, const Record& r, const PutOptions& opts
     for (const SqlRow& row : rows)
       group.push_back({row.i64(0), row.text(1), row.f64(2), static_cast<Trust>(row.i64(3))});
   }
-  bool remeasured = r.remeasured;
-  if (remeasured && !opts.trusted)
-    remeasured = std::any_of(group.begin(), group.end(), [&](const Measurement& m) { return m.writer == opts.writer; });
-  // The new record's trust and what it changes for the others (the new record's id is not known
-  // yet: -1 stands for it).
-  Trust mine = opts.trusted && ok ? Trust::Vouched : Trust::Claim;
-  std::vector<std::pair<int64_t, Trust>> others;
-  if (ok) {
-    group.push_back({-1, opts.writer, r.median_us, mine});
-    for (const auto& [id, t] : settleTrust(group, opts.agree_factor)) {
-      if (id == -1) mine = t;
-      else others.emplace_back(id, t);
-    }
-  }
+  Admission admitted = admitRecord(r, std::move(group), opts);
+  const bool remeasured = admitted.remeasured;
+  const Trust mine = admitted.trust;
+  const auto& others = admitted.others;
 
   // 1. The record itself; an identical one already stored makes this a duplicate.
   {

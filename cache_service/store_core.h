@@ -1,8 +1,9 @@
-// Owns the record write rules of the SQL stores, written once for every engine: the best-wins put
-// (the trust group a record joins, the duplicate check, the winner upsert), the recomputation of a
-// key's winner, the re-settling of a key's trust and an admin action's effect on its keys. The
-// engines (sqlite_store_write.cpp, pg_store_write.cpp) supply only the transaction (sql_tx.h) and
-// their locking.
+// Owns the record write rules of the stores, written once for every engine: what a new record's
+// arrival decides (admitRecord: its re-measured claim, its trust and its group's; the in-memory
+// store merges with it too), the best-wins put of the SQL engines (the trust group a record joins,
+// the duplicate check, the winner upsert), the recomputation of a key's winner, the re-settling of
+// a key's trust and an admin action's effect on its keys. The SQL engines (sqlite_store_write.cpp,
+// pg_store_write.cpp) supply only the transaction (sql_tx.h) and their locking.
 #pragma once
 
 #include <set>
@@ -10,11 +11,25 @@
 
 #include "cache_service/sql_tx.h"
 #include "cache_service/store.h"
+#include "cache_service/trust.h"
 
 namespace tessera::cache::core {
 
 // Keys whose served winner (or its absence) may have changed in a transaction.
 using TouchedKeys = std::set<std::string>;
+
+// What a new record's arrival decides before it is stored (store.h's rules, trust.h). `group`: the
+// ok, unquarantined records of its key and config that the engine read. A re-measured claim from an
+// untrusted writer stands only on that writer's own earlier measurement of the config; the record
+// starts vouched when a trusted put stores an ok record, else as a claim; an ok record then joins
+// the group and the group is settled. The new record's id is not known yet: kNewRecord stands for it.
+inline constexpr int64_t kNewRecord = -1;
+struct Admission {
+  bool remeasured = false;
+  Trust trust = Trust::Claim;                      // the new record's
+  std::vector<std::pair<int64_t, Trust>> others;  // the group's records whose trust changes
+};
+Admission admitRecord(const Record& r, std::vector<Measurement> group, const PutOptions& opts);
 
 // Stores one finalized record best-wins (store.h's rules) inside `tx`, which the engine opened
 // with its record-write lock held; adds the key to `touched` when its winner moved.

@@ -25,7 +25,7 @@
 #include "cli/kernel_list.h"
 #include "cli/tune_common.h"
 #include "cli/report.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "support/strings.h"
 
 namespace tessera::cli {

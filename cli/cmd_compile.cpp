@@ -18,7 +18,7 @@
 #include "codegen/gpu_emu.h"
 #include "targets/kernel_io.h"
 #include "ir/text.h"
-#include "search/estimate.h"
+#include "measure/estimate.h"
 #include "search/space.h"
 #include "support/strings.h"
 

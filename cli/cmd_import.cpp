@@ -7,7 +7,7 @@
 
 #include "cache_service/store.h"
 #include "cli/commands.h"
-#include "search/replay.h"
+#include "search/import.h"
 #include "support/strings.h"
 
 namespace tessera::cli {

@@ -15,8 +15,8 @@
 #include "cli/report.h"
 #include "cli/tune_common.h"
 #include "measure/device_measurer.h"
-#include "search/records.h"
-#include "search/worker.h"
+#include "measure/records.h"
+#include "measure/worker.h"
 #include "support/strings.h"
 
 namespace tessera::cli {

@@ -10,7 +10,7 @@
 #include "ir/families.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "targets/target_desc.h"
 
 namespace tessera::cli {

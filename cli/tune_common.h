@@ -9,7 +9,7 @@
 
 #include "cache_service/client.h"
 #include "cli/cache_flags.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "support/status.h"
 
 namespace tessera::cli {

@@ -14,7 +14,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/tune_common.h"
-#include "search/records.h"
+#include "measure/records.h"
 
 namespace tessera::cli {
 

@@ -1,6 +1,6 @@
 // Owns the cost of one warp-wide memory instruction from its lanes' addresses: shared-memory/LDS
 // cycles with bank conflicts and broadcast, and the cache lines or sectors a global access
-// touches. Adapters of the analytic GPU model (search/estimate.cpp, the Kernel Tuner models of the
+// touches. Adapters of the analytic GPU model (measure/estimate.cpp, the Kernel Tuner models of the
 // validation bench) turn a kernel's index arithmetic into these per-instruction costs instead of
 // assuming every access is conflict-free and coalesced.
 //

@@ -2,7 +2,7 @@
 // kernel's work described in the model's terms (blocks, threads, resources, FLOPs, traffic at each
 // level, serial steps), turned into a predicted time on a TargetDesc with the bound that decides
 // it (compute, memory, latency, launch) and every term behind it. Family adapters describe
-// Tessera's kernels (search/estimate.h) and other tuners' kernels (the validation bench) in these
+// Tessera's kernels (measure/estimate.h) and other tuners' kernels (the validation bench) in these
 // terms; the model itself knows nothing of knobs. MLIR-free and cheap: the search ranks whole
 // spaces with it.
 //

@@ -3,6 +3,8 @@
 
 namespace tessera::search {
 
+std::string configKey(const ir::Config& c) { return c.str(); }
+
 const char* trialStatusName(TrialStatus s) {
   switch (s) {
     case TrialStatus::Ok: return "ok";

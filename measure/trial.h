@@ -1,5 +1,5 @@
 // Owns the result of measuring one candidate config: a status category (never an exception),
-// the timing summary, throughput and the correctness check.
+// the timing summary, throughput and the correctness check; and the key a config is known by.
 #pragma once
 
 #include <optional>
@@ -15,6 +15,10 @@ namespace tessera::search {
 enum class TrialStatus { Ok, InvalidConfig, CompileError, Timeout, Crash, WrongResult };
 const char* trialStatusName(TrialStatus s);
 TrialStatus trialStatusFromError(ErrorCode c);
+
+// Canonical key of a config (sorted knob=value list): what strategies deduplicate by and what
+// the estimate and replay backends look results up by.
+std::string configKey(const ir::Config& c);
 
 struct TrialResult {
   ir::Config config;
@@ -34,7 +38,7 @@ struct TrialResult {
   // predicted time; stored with status `estimated`, the model's name and the bound it predicts.
   bool estimated = false;
   std::string estimator, bound;
-  // Measured on another machine (a worker, search/remote_measurer.h): that machine's provenance,
+  // Measured on another machine (a worker, measure/remote_measurer.h): that machine's provenance,
   // which its record carries instead of this process's, and whether the shared service already
   // stored the record (the worker posted it), so that a tuner never pushes it a second time.
   struct Origin {

@@ -7,8 +7,8 @@
 
 #include "codegen/gpu_backend.h"
 #include "ir/families.h"
-#include "search/estimate.h"
-#include "search/records.h"
+#include "measure/estimate.h"
+#include "measure/records.h"
 #include "search/tune_session.h"
 #include "targets/gpu_skus.h"
 

@@ -134,6 +134,4 @@ std::optional<std::vector<ir::Config>> enumerateLegal(const ir::Space& s, size_t
   }
 }
 
-std::string configKey(const ir::Config& c) { return c.str(); }
-
 }  // namespace tessera::search

@@ -1,6 +1,6 @@
 // Owns the operations strategies apply to a schedule space: uniform sampling of legal configs,
-// mutation and crossover that stay legal, exhaustive enumeration of small spaces, and a stable
-// config key for deduplication.
+// mutation and crossover that stay legal, and exhaustive enumeration of small spaces (a config's
+// key for deduplication, configKey, is measure/trial.h's).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/schedule.h"
+#include "measure/trial.h"
 
 namespace tessera::search {
 
@@ -31,7 +32,5 @@ int knobsDiffering(const ir::Config& a, const ir::Config& b);
 double productSize(const ir::Space& s);
 // All legal configs when the product has at most `limit` members; nullopt otherwise.
 std::optional<std::vector<ir::Config>> enumerateLegal(const ir::Space& s, size_t limit = 200000);
-// Canonical key for dedup (sorted knob=value list).
-std::string configKey(const ir::Config& c);
 
 }  // namespace tessera::search

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "search/records.h"
+#include "measure/records.h"
 
 namespace tessera::search {
 

@@ -9,8 +9,8 @@
 
 #include "ir/families.h"
 #include "ir/text.h"
-#include "search/estimate.h"
-#include "search/records.h"
+#include "measure/estimate.h"
+#include "measure/records.h"
 #include "search/space.h"
 #include "search/strategy.h"
 

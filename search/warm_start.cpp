@@ -6,7 +6,7 @@
 #include <map>
 #include <random>
 
-#include "search/records.h"
+#include "measure/records.h"
 
 namespace tessera::search {
 namespace {

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "costmodel/gpu_model.h"
-#include "search/remote_measurer.h"
+#include "measure/remote_measurer.h"
 #include "search/strategy.h"
 #include "search/verify_hit.h"
 #include "session/tune_request.h"

@@ -18,7 +18,7 @@
 #include "ir/ir.h"
 #include "measure/measurer.h"
 #include "measure/protocol_measurer.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "search/tune_session.h"
 #include "support/status.h"
 #include "targets/target_desc.h"

@@ -23,7 +23,7 @@
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include "measure/protocol_measurer.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "search/space.h"
 
 namespace tessera::py {

@@ -20,7 +20,7 @@
 #include "cache_service/store.h"
 #include "ir/builders.h"
 #include "ir/verifier.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "search/space.h"
 
 using namespace tessera;

@@ -26,7 +26,7 @@
 #include "ir/buffer.h"
 #include "ir/builders.h"
 #include "ir/reference.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "search/space.h"
 
 using namespace tessera;

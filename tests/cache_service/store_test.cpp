@@ -14,6 +14,7 @@
 
 #include "cache_service/engine.h"
 #include "cache_service/kernel_text.h"
+#include "cache_service/outbox.h"
 #include "cache_service/schema.h"
 #include "cache_service/store.h"
 #include "support/hash.h"
@@ -477,13 +478,13 @@ TEST_P(StoreTest, OutboxHoldsUnpushedRecords) {
   put(*s, makeRecord({.key = 1}));  // not an outbox record
   std::vector<Record> mine = {makeRecord({.key = 2}), makeRecord({.key = 3}), makeRecord({.key = 4})};
   ASSERT_TRUE(s->put(mine, {.outbox = true}).ok());
-  auto box = s->outbox(10);
+  auto box = s->outbox()->pending(10);
   ASSERT_TRUE(box.ok());
   ASSERT_EQ(box->size(), 3u);
   EXPECT_EQ(s->stats()->outbox, 3);
   std::vector<int64_t> ids = {(*box)[0].id, (*box)[1].id};
-  ASSERT_TRUE(s->markPushed(ids).ok());
-  box = s->outbox(10);
+  ASSERT_TRUE(s->outbox()->markPushed(ids).ok());
+  box = s->outbox()->pending(10);
   ASSERT_EQ(box->size(), 1u);
   EXPECT_EQ(fingerprint((*box)[0]), fingerprint(mine[2]));
 }

@@ -10,7 +10,8 @@
 #include <numeric>
 
 #include "bench/kerneltuner_models.h"
-#include "search/replay.h"
+#include "measure/replay.h"
+#include "search/import.h"
 
 using namespace tessera;
 

@@ -8,7 +8,7 @@
 #include "codegen/gpu.h"
 #include "gpu_check.h"
 #include "ir/builders.h"
-#include "search/estimate.h"
+#include "measure/estimate.h"
 #include "targets/kernel_io.h"
 
 using namespace tessera;

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/builders.h"
-#include "search/estimate.h"
+#include "measure/estimate.h"
 #include "search/space.h"
 #include "search/strategy.h"
 

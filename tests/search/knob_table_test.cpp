@@ -10,7 +10,7 @@
 
 #include "cache_service/plausibility.h"
 #include "ir/builders.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "search/space.h"
 #include "targets/gpu_targets.h"
 

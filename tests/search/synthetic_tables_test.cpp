@@ -13,7 +13,7 @@
 
 #include "bench/synthetic_tables.h"
 #include "costmodel/features.h"
-#include "search/replay.h"
+#include "measure/replay.h"
 #include "search/tune_session.h"
 
 using namespace tessera;

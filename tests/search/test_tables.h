@@ -8,7 +8,8 @@
 #include <map>
 #include <string>
 
-#include "search/replay.h"
+#include "measure/replay.h"
+#include "search/import.h"
 
 namespace tessera::search::tables {
 

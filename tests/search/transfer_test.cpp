@@ -11,7 +11,8 @@
 
 #include "costmodel/features.h"
 #include "cache_service/store.h"
-#include "search/replay.h"
+#include "measure/replay.h"
+#include "search/import.h"
 #include "search/transfer.h"
 #include "search/tune_session.h"
 

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "../common/ranking.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "search/space_ops.h"
 #include "search/warm_start.h"
 

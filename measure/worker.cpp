@@ -1,6 +1,6 @@
 // Owns the worker loop: register, lease, build and measure each job's candidates here, report;
 // a heartbeat thread renews the leases meanwhile.
-#include "search/worker.h"
+#include "measure/worker.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,8 +14,8 @@
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include <nlohmann/json.hpp>
-#include "search/job_wire.h"
-#include "search/records.h"
+#include "measure/job_wire.h"
+#include "measure/records.h"
 
 namespace tessera::search {
 

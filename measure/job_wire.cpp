@@ -1,10 +1,10 @@
 // Owns the job wire form of measurement settings and results.
-#include "search/job_wire.h"
+#include "measure/job_wire.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "search/records.h"
+#include "measure/records.h"
 
 namespace tessera::search {
 

@@ -1,5 +1,5 @@
 // Owns the remote measurer: a batch becomes a job, its items' records come back as results.
-#include "search/remote_measurer.h"
+#include "measure/remote_measurer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,9 +8,8 @@
 
 #include "ir/families.h"
 #include "ir/text.h"
-#include "search/job_wire.h"
-#include "search/records.h"
-#include "search/space_ops.h"
+#include "measure/job_wire.h"
+#include "measure/records.h"
 
 namespace tessera::search {
 

@@ -5,8 +5,7 @@
 
 #include "codegen/gpu.h"
 #include "ir/families.h"
-#include "search/estimate.h"
-#include "search/space_ops.h"
+#include "measure/estimate.h"
 #include "support/thread_pool.h"
 
 namespace tessera::search {

@@ -1,20 +1,12 @@
-// Owns replay tables built from records, the replay measurer, and reading record files.
-#include "search/replay.h"
-
-#include <unistd.h>
-
-#include "support/text_file.h"
-
-#include <zlib.h>
+// Owns replay tables built from records and the replay measurer.
+#include "measure/replay.h"
 
 #include <algorithm>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "search/records.h"
-
-#include "search/space_ops.h"
+#include "measure/records.h"
 
 namespace tessera::search {
 
@@ -159,55 +151,6 @@ Expected<ReplayTable> tableFromRecords(const std::string& name, const std::vecto
   };
   t.results = std::move(results);
   return t;
-}
-
-Expected<std::string> readMaybeGzip(const std::string& path, size_t max_bytes) {
-  // A regular file only (a FIFO would block, /dev/zero never ends); gzread passes files that are
-  // not gzip through unchanged, and the text is read up to max_bytes (decompressed) and no further.
-  TESSERA_ASSIGN(const int fd, openRegularFile(path, "file"));
-  gzFile f = gzdopen(fd, "rb");
-  if (!f) {
-    ::close(fd);
-    return makeError(ErrorCode::IOError, "cannot open " + path);
-  }
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    if (out.size() > max_bytes) {
-      gzclose(f);
-      return makeError(ErrorCode::InvalidArgument,
-                       path + " holds more than " + describeBytes(max_bytes) + " (decompressed)");
-    }
-    int n = gzread(f, buf, sizeof buf);
-    if (n < 0) {
-      int errnum = 0;
-      std::string msg = gzerror(f, &errnum);
-      gzclose(f);
-      return makeError(ErrorCode::IOError, "cannot read " + path + ": " + msg);
-    }
-    if (n == 0) break;
-    out.append(buf, size_t(n));
-  }
-  gzclose(f);
-  return out;
-}
-
-Expected<std::vector<cache::Record>> readRecordFile(const std::string& path) {
-  TESSERA_ASSIGN(std::string text, readMaybeGzip(path));
-  std::vector<cache::Record> out;
-  size_t pos = 0, line = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    ++line;
-    std::string_view l(text.data() + pos, end - pos);
-    pos = end + 1;
-    if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    auto r = cache::decodeRecord(l);
-    if (!r.ok()) return makeError(ErrorCode::InvalidArgument, path + ":" + std::to_string(line) + ": " + r.error().message);
-    out.push_back(std::move(*r));
-  }
-  return out;
 }
 
 }  // namespace tessera::search

@@ -1,7 +1,7 @@
 // Owns the family adapters of the analytic GPU model: GEMM, attention and elementwise configs in
 // the model's terms, as the code generator builds them (codegen/gpu_gemm.cpp, gpu_attention.cpp,
 // gpu_elementwise.cpp).
-#include "search/estimate.h"
+#include "measure/estimate.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Owns TrialResult <-> cache::Record conversion and the hard key of a kernel on a target.
-#include "search/records.h"
+#include "measure/records.h"
 
 #include <cmath>
 

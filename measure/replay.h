@@ -1,6 +1,6 @@
 // Owns replay: measuring by looking up recorded results instead of executing (a full table of
-// measured configs for one workload), and the Kernel Tuner cache-file import that produces such
-// tables from brute-forced GPU spaces (bench/data/README.md).
+// measured configs for one workload). The files such tables come from (record exports, Kernel
+// Tuner cache files of brute-forced GPU spaces, bench/data/README.md) are read by search/import.h.
 #pragma once
 
 #include <map>
@@ -40,18 +40,5 @@ std::unique_ptr<ReplayMeasurer> makeReplayMeasurer(const ReplayTable& table);
 Expected<ReplayTable> tableFromRecords(const std::string& name, const std::vector<cache::Record>& records);
 // Records split by key_id (a store export may hold several workloads), in first-seen order.
 std::vector<std::vector<cache::Record>> groupByKey(const std::vector<cache::Record>& records);
-
-// Kernel Tuner cache file (gzip or plain JSON) -> records (knobs = the file's tune_params;
-// failures = string times -> status; throughput = 1000 / time_ms). `targetName` names the device
-// when given (and must be given when the file's device_name is empty). Deterministic: importing
-// a file twice yields identical records, so a store keeps one copy.
-Expected<std::vector<cache::Record>> importKernelTuner(const std::string& path, const std::string& targetName);
-
-// Record exports: JSON lines of cache::Record, gzip or plain.
-Expected<std::vector<cache::Record>> readRecordFile(const std::string& path);
-// The whole file, gunzipped when it is gzip (plain files are read as they are): a regular file,
-// at most max_bytes of text (the largest file in bench/data holds 16 MiB).
-inline constexpr size_t kMaxImportBytes = size_t{256} << 20;
-Expected<std::string> readMaybeGzip(const std::string& path, size_t max_bytes = kMaxImportBytes);
 
 }  // namespace tessera::search

@@ -1,15 +1,21 @@
-// Owns the Kernel Tuner cache-file import: a brute-forced space (knobs = tune_params, one entry
-// per measured configuration, failures as strings in `time`) becomes tuning records, so the same
-// strategies, cost model and store work on generic GPU knob spaces.
+// Owns reading recorded measurements (search/import.h): record exports, and the Kernel Tuner
+// cache-file import, where a brute-forced space (knobs = tune_params, one entry per measured
+// configuration, failures as strings in `time`) becomes tuning records, so the same strategies,
+// cost model and store work on generic GPU knob spaces.
+#include "search/import.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 
-#include "search/replay.h"
 #include "support/hash.h"
 #include "support/stats.h"
 #include "support/strings.h"
+#include "support/text_file.h"
 
 namespace tessera::search {
 namespace {
@@ -151,6 +157,55 @@ Expected<std::vector<cache::Record>> importKernelTuner(const std::string& path, 
     }
     TESSERA_TRY(cache::finalizeRecord(r));
     out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Expected<std::string> readMaybeGzip(const std::string& path, size_t max_bytes) {
+  // A regular file only (a FIFO would block, /dev/zero never ends); gzread passes files that are
+  // not gzip through unchanged, and the text is read up to max_bytes (decompressed) and no further.
+  TESSERA_ASSIGN(const int fd, openRegularFile(path, "file"));
+  gzFile f = gzdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    return makeError(ErrorCode::IOError, "cannot open " + path);
+  }
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    if (out.size() > max_bytes) {
+      gzclose(f);
+      return makeError(ErrorCode::InvalidArgument,
+                       path + " holds more than " + describeBytes(max_bytes) + " (decompressed)");
+    }
+    int n = gzread(f, buf, sizeof buf);
+    if (n < 0) {
+      int errnum = 0;
+      std::string msg = gzerror(f, &errnum);
+      gzclose(f);
+      return makeError(ErrorCode::IOError, "cannot read " + path + ": " + msg);
+    }
+    if (n == 0) break;
+    out.append(buf, size_t(n));
+  }
+  gzclose(f);
+  return out;
+}
+
+Expected<std::vector<cache::Record>> readRecordFile(const std::string& path) {
+  TESSERA_ASSIGN(std::string text, readMaybeGzip(path));
+  std::vector<cache::Record> out;
+  size_t pos = 0, line = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    ++line;
+    std::string_view l(text.data() + pos, end - pos);
+    pos = end + 1;
+    if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    auto r = cache::decodeRecord(l);
+    if (!r.ok()) return makeError(ErrorCode::InvalidArgument, path + ":" + std::to_string(line) + ": " + r.error().message);
+    out.push_back(std::move(*r));
   }
   return out;
 }

@@ -1,0 +1,27 @@
+// Owns reading recorded measurements from files: record exports (JSON lines of cache::Record) and
+// Kernel Tuner cache files of brute-forced GPU spaces (bench/data/README.md), gzip or plain. What
+// they become is records; measure/replay.h turns a key's records into a replay table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cache_service/record.h"
+#include "support/status.h"
+
+namespace tessera::search {
+
+// Kernel Tuner cache file (gzip or plain JSON) -> records (knobs = the file's tune_params;
+// failures = string times -> status; throughput = 1000 / time_ms). `targetName` names the device
+// when given (and must be given when the file's device_name is empty). Deterministic: importing
+// a file twice yields identical records, so a store keeps one copy.
+Expected<std::vector<cache::Record>> importKernelTuner(const std::string& path, const std::string& targetName);
+
+// Record exports: JSON lines of cache::Record, gzip or plain.
+Expected<std::vector<cache::Record>> readRecordFile(const std::string& path);
+// The whole file, gunzipped when it is gzip (plain files are read as they are): a regular file,
+// at most max_bytes of text (the largest file in bench/data holds 16 MiB).
+inline constexpr size_t kMaxImportBytes = size_t{256} << 20;
+Expected<std::string> readMaybeGzip(const std::string& path, size_t max_bytes = kMaxImportBytes);
+
+}  // namespace tessera::search
