@@ -10,7 +10,7 @@
 #include "ir/builders.h"
 #include "ir/families.h"
 #include "ir/text.h"
-#include "search/records.h"
+#include "measure/records.h"
 #include "targets/target_desc.h"
 
 using namespace tessera;
