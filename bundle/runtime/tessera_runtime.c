@@ -406,6 +406,8 @@ tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, in
                 (long long)k->m_hi);
     return TESSERA_ERR_ARGUMENT;
   }
+  int64_t sizes[3] = {dims[0], 0, 0};
+  if (k->vendor != TSR_HOST) return tsr_gpu_run_sizes(k, buffers, sizes);
   tessera_status st = tsr_check_buffers(k, buffers, 64);
   if (st != TESSERA_OK) return st;
   if (!tsr_cpu_runs(k->arch)) {
@@ -419,7 +421,6 @@ tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, in
     return TESSERA_ERR_ARGUMENT;
   }
   for (int i = 0; i < n; ++i) args[i] = buffers[i];
-  int64_t sizes[3] = {dims[0], 0, 0};
   args[n] = sizes;
   k->host_fn(args);
   return TESSERA_OK;
