@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "codegen/emu_internal.h"
+#include "ir/dtype.h"
 
 namespace tessera::emu {
 
@@ -30,17 +31,8 @@ using namespace detail;
 
 namespace {
 
-inline float h2f(uint16_t b) {
-  _Float16 h;
-  std::memcpy(&h, &b, 2);
-  return float(h);
-}
-inline float bf2f(uint16_t b) {
-  uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline float h2f(uint16_t b) { return ir::f16ToF32(b); }
+inline float bf2f(uint16_t b) { return ir::bf16ToF32(b); }
 inline uint16_t f2h(float f) {
   _Float16 h = _Float16(f);
   uint16_t b;

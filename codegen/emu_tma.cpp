@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "codegen/emu_internal.h"
+#include "ir/dtype.h"
 
 namespace tessera::emu {
 
@@ -263,31 +264,8 @@ void tessera_emu_tma_load(void* dst, const void* map, void* bar, int32_t rank, i
 
 namespace {
 
-// f16 / bf16 bits -> f32.
-float halfValue(uint16_t h, bool bf16) {
-  if (bf16) {
-    uint32_t u = uint32_t(h) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  const uint32_t sign = uint32_t(h >> 15) << 31;
-  int e = (h >> 10) & 31;
-  uint32_t man = h & 1023, u;
-  if (e == 31) u = sign | 0x7f800000u | (man << 13);
-  else if (e == 0) {
-    if (man == 0) u = sign;
-    else {
-      e = 1;
-      while (!(man & 1024)) man <<= 1, --e;
-      man &= 1023;
-      u = sign | uint32_t(e + 112) << 23 | man << 13;
-    }
-  } else u = sign | uint32_t(e + 112) << 23 | man << 13;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+// f16 / bf16 bits -> f32 (ir/dtype.h: the same conversion the reference evaluator uses).
+float halfValue(uint16_t h, bool bf16) { return bf16 ? ir::bf16ToF32(h) : ir::f16ToF32(h); }
 
 // The part of a wgmma m64nNk16 one thread computes: its N/2 accumulators (rows A[0] and A[1] of
 // its warp's 16, wgmmaD's columns) += A x B, B read through `descB` from shared memory (the reads
