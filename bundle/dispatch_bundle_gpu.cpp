@@ -102,6 +102,12 @@ Expected<RangeBundle> buildGpuRangeBundle(const RangeRuleFile& f, const TargetDe
               std::find(ms.begin(), ms.end(), m) == ms.end())
             ms.push_back(m);
       }
+      // Every kernel runs any M of the range: when its buckets are too big to emulate, it is
+      // checked at the smallest sizes instead (M = 1 and the largest M within the bound).
+      const int64_t fits = std::min<int64_t>(f.rule.hi, int64_t(kMaxEmulatedMacs / (double(g.n) * double(g.k))));
+      if (ms.empty())
+        for (int64_t m : {int64_t(1), fits})
+          if (m >= 1 && std::find(ms.begin(), ms.end(), m) == ms.end()) ms.push_back(m);
       if (!ms.empty()) {
         auto mk = codegen::compileMapped(*bin, t);
         if (!mk.ok()) return where(mk.error());
