@@ -451,7 +451,7 @@ Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, c
       Built b;
       b.row = std::move(e.row);
       b.manifest = json::parse(e.manifestJson);
-      b.files.push_back({e.objectPath, std::move(e.object)});
+      b.files = std::move(e.files);
       built.push_back(std::move(b));
       ++sum.exact;
       sum.rows.push_back({.name = built.back().row.name, .target = built.back().row.target, .arch = built.back().row.arch,

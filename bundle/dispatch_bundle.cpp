@@ -33,6 +33,7 @@ constexpr double kMaxCheckedMacs = double(1 << 27);
 
 Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSettings& s, std::set<std::string>* symbols,
                                        const std::function<void(const std::string&)>& progress) {
+  if (auto gpu = getTarget(f.arch); gpu.ok() && gpu->isGpu()) return buildGpuRangeBundle(f, *gpu, s, progress);
   TESSERA_ASSIGN(ir::Kernel maxKernel, ir::parseKernel(f.kernelIr));
   TESSERA_ASSIGN(int64_t top, rangeExtent(maxKernel));
   const std::string dim = rangeDimName(maxKernel);
@@ -160,8 +161,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
                           {"check", {{"kind", s.verify ? "reference at sizes of its buckets" : "none"}, {"sizes", checks}}},
                           {"kernel_ir", f.kernelIr}}
                          .dump();
-    e.objectPath = "host/" + symbol + ".o";
-    e.object = std::move(*obj);
+    e.files.push_back({"host/" + symbol + ".o", std::move(*obj)});
     if (progress)
       progress(name + " on " + t.name + " (" + t.arch + "): shape-generic, " + dim + " " + std::to_string(f.rule.lo) + ".." +
                std::to_string(f.rule.hi) + ", config " + c.str() + (s.verify ? ", checked at " + std::to_string(checks.size()) + " sizes" : ""));

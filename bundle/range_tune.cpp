@@ -292,7 +292,8 @@ std::string rangeRuleFile(const RangeTuneResult& r, const TargetDesc& t) {
                           {"kernel", r.kernelName},
                           {"kernel_ir", r.kernelIr},
                           {"arch", t.arch},
-                          {"threads", t.units}};
+                          {"threads", t.units},
+                          {"times", t.isGpu() ? "estimated" : "measured"}};
   nlohmann::json pts = nlohmann::json::array();
   for (size_t p = 0; p < r.table.points.size(); ++p) {
     nlohmann::json row = {{"m", r.table.points[p]},

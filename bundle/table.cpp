@@ -43,12 +43,22 @@ std::string mapFields(const codegen::GpuArg& a) {
          "}, {" + n(m.strides[0]) + ", " + n(m.strides[1]) + "}, {" + n(m.box[0]) + ", " + n(m.box[1]) + ", " + n(m.box[2]) + "}";
 }
 
+// The user tensors holding M rows at run time (a shape-generic kernel's), as a bit mask.
+std::string mTensorMask(const codegen::GpuLaunch& l) {
+  uint64_t mask = 0;
+  if (l.runtime.m)
+    for (int t : l.runtime.mTensors)
+      if (t >= 0 && t < 64) mask |= uint64_t(1) << t;
+  return std::to_string(mask) + "ull";
+}
+
 const char* argKind(codegen::GpuArg::Kind k) {
   switch (k) {
     case codegen::GpuArg::Kind::Tensor: return "TSR_ARG_TENSOR";
     case codegen::GpuArg::Kind::Packed: return "TSR_ARG_PACKED";
     case codegen::GpuArg::Kind::Workspace: return "TSR_ARG_WORKSPACE";
     case codegen::GpuArg::Kind::TensorMap: return "TSR_ARG_TENSOR_MAP";
+    case codegen::GpuArg::Kind::Sizes: return "TSR_ARG_SIZES";
   }
   return "TSR_ARG_TENSOR";
 }
@@ -109,7 +119,7 @@ TableSources tableSources(const std::vector<TableEntry>& entries, const std::vec
              std::to_string(ir::byteSize(a.dtype)) + ", " + std::to_string(a.batchStride) + ", " + std::to_string(a.rows) +
              ", " + std::to_string(a.cols) + ", " + std::to_string(a.prows) + ", " + std::to_string(a.pcols) + ", " +
              (a.transposed ? "1" : "0") + ", " + (a.copyBack ? "1" : "0") + ", " + (a.zeroFirst ? "1" : "0") + ", " +
-             std::to_string(a.packBatches) + ", " + mapFields(a) + "},\n";
+             std::to_string(a.packBatches) + ", " + mapFields(a) + ", " + (a.rowsFollowM ? "1" : "0") + "},\n";
       if (l.args.empty()) t += "  {0},\n";
       t += "};\nstatic const int tsr_params_" + id + "[] = {";
       for (size_t j = 0; j < l.kernelParams.size(); ++j) t += (j ? ", " : "") + std::to_string(l.kernelParams[j]);
@@ -127,7 +137,8 @@ TableSources tableSources(const std::vector<TableEntry>& entries, const std::vec
            ", " + dimsInit({l.block[0], l.block[1], l.block[2]}) + ", " + std::to_string(l.batches) + ", " +
            std::to_string(l.args.size()) + ", tsr_args_" + id + ", " + std::to_string(l.kernelParams.size()) +
            ", tsr_params_" + id + ", tsr_binary_" + id + ", " + std::to_string(e.binary.size()) + ", " + ptx + ", " +
-           (e.ptxPortable ? "1" : "0") + ", " + std::to_string(l.dynamicSharedBytes) + "};\n";
+           (e.ptxPortable ? "1" : "0") + ", " + std::to_string(l.dynamicSharedBytes) + ", " +
+           std::to_string(l.runtime.m ? l.runtime.rowsPerBlock : 0) + ", " + mTensorMask(l) + "};\n";
       gpu = "&tsr_gpu_" + id;
     }
     t += "\n";

@@ -100,14 +100,16 @@ struct TuneFlags {
 // dispatch rule (tune_range.cpp).
 void tuneRange(const TuneFlags& f) {
   const std::string flag = rangeFlagOf(f.kernel);
-  if (f.workers || f.estimate || !f.device.empty() || !f.gpu.gpus.empty())
-    fail(flag + " LO..HI tunes shape-generic kernels on this host: drop --workers, --estimate, --device and --gpu", kExitBadInput);
+  if (f.workers || !f.device.empty() || !f.gpu.gpus.empty())
+    fail(flag + " LO..HI tunes shape-generic kernels on this host (or, with --estimate, through the GPU model): drop --workers, "
+         "--device and --gpu", kExitBadInput);
   if (!f.strategy.empty() && f.strategy != "evolutionary")
     fail(flag + " LO..HI tunes each point with the evolutionary search: drop --strategy", kExitBadInput);
   tuneRangeCommand({.kernel = f.kernel, .range = f.range, .target = f.target, .db = f.db, .spaceSpec = f.spaceSpec,
                     .trials = f.trials, .batch = f.batch, .topK = f.topK, .threads = f.threads, .seed = f.seed,
                     .timeBudget = f.timeBudget, .timeout = f.timeout, .minTime = f.minTime, .force = f.force,
-                    .resume = f.resume, .json = f.json, .noWarmStart = f.noWarmStart, .maxElements = f.maxElements});
+                    .resume = f.resume, .json = f.json, .noWarmStart = f.noWarmStart, .estimate = f.estimate,
+                    .maxElements = f.maxElements});
 }
 
 nlohmann::json trialJson(const search::TrialResult& r) {

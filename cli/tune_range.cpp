@@ -69,7 +69,10 @@ void tuneRangeCommand(const RangeTuneRequest& r) {
   if (Status big = checkKernelSize(*top, r.maxElements); !big.ok()) failWith(big.error());
   auto t = targetFor(r.target, r.threads);
   if (!t.ok()) failWith(t.error());
-  if (t->isGpu()) fail(std::string(flag) + " LO..HI tunes shape-generic host kernels: use --target host", kExitBadInput);
+  if (t->isGpu() && (fam != "gemm" || !r.estimate))
+    fail(std::string(flag) + " LO..HI on a GPU target: GEMM's M through the estimate only (--estimate; nothing runs); "
+         "measured ranges tune on --target host", kExitBadInput);
+  if (!t->isGpu() && r.estimate) fail("--estimate predicts GPU targets; a range on the host is measured (drop --estimate)", kExitBadInput);
   auto store = cache::openSqliteStore(r.db);
   if (!store.ok()) failWith(store.error());
 
@@ -96,7 +99,8 @@ void tuneRangeCommand(const RangeTuneRequest& r) {
   };
   cb.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
   cache::Provenance prov = search::provenanceFor(*t, provenanceInputs());
-  auto res = bundle::tuneRange(kernelAt, *range, *t, store->get(), prov, s, cb);
+  auto res = t->isGpu() ? bundle::tuneRangeGpuEstimate(kernelAt, *range, *t, store->get(), prov, s, cb)
+                        : bundle::tuneRange(kernelAt, *range, *t, store->get(), prov, s, cb);
   if (!res.ok()) failWith(res.error());
 
   const std::string out = !r.range.dispatchOut.empty() ? r.range.dispatchOut : res->kernelName + ".dispatch.json";
@@ -112,14 +116,14 @@ void tuneRangeCommand(const RangeTuneRequest& r) {
     return;
   }
   const char* dim = res->dim.c_str();
-  std::printf("\ndispatch rule for %s, %s %lld..%lld: %zu bucket(s), %zu kernel(s); geomean regret against the best "
+  std::printf("\ndispatch rule for %s on %s%s, %s %lld..%lld: %zu bucket(s), %zu kernel(s); geomean regret against the best "
               "candidate per point: %.1f%% on the %zu training points, %.1f%% on the %zu held-out points\n",
-              res->kernelName.c_str(), dim, (long long)rule.lo, (long long)rule.hi, rule.buckets.size(), rule.configs.size(),
+              res->kernelName.c_str(), t->name.c_str(), t->isGpu() ? " (ESTIMATED times: the analytic model, nothing ran)" : "", dim, (long long)rule.lo, (long long)rule.hi, rule.buckets.size(), rule.configs.size(),
               100 * rule.trainRegret, res->train.size(), 100 * rule.heldOutRegret, res->heldOut.size());
   for (size_t b = 0; b < rule.buckets.size(); ++b)
     std::printf("  bucket %zu  %s %6lld..%-6lld  kernel %d  %s\n", b, dim, (long long)rule.buckets[b].lo, (long long)rule.buckets[b].hi,
                 rule.buckets[b].config, rule.configs[size_t(rule.buckets[b].config)].c_str());
-  std::printf("  %8s %9s %12s %12s %8s\n", dim, "", "best us", "rule us", "regret");
+  std::printf("  %8s %9s %12s %12s %8s\n", dim, "", t->isGpu() ? "best est us" : "best us", t->isGpu() ? "rule est us" : "rule us", "regret");
   for (size_t p = 0; p < res->table.points.size(); ++p) {
     double best = INFINITY;
     for (const auto& row : res->table.times) best = std::min(best, row[p]);

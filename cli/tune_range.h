@@ -28,6 +28,7 @@ struct RangeTuneRequest {
   uint64_t seed = 0;
   double timeBudget = 0, timeout = 20, minTime = 0.05;
   bool force = false, resume = false, json = false, noWarmStart = false;
+  bool estimate = false;  // a GPU target: through the estimate (nothing runs)
   int64_t maxElements = 0;
 };
 // Whether `tune` got a range or list for --m, --rows or --seq (then it calls tuneRangeCommand).

@@ -73,6 +73,7 @@ struct GpuArg {
     Packed,     // a zeroed [prows x pcols] copy of a (possibly transposed) [rows x cols] matrix
     Workspace,  // zero-initialized scratch; with copyBack, its valid part is copied to `tensor`
     TensorMap,  // a tensor map over argument `tensorMap.of`, encoded per launch (128 bytes)
+    Sizes,      // int64_t[kRuntimeSizeCount]: the runtime sizes (codegen.h RuntimeDims), uploaded per launch
   };
   Kind kind = Kind::Tensor;
   int tensor = -1;                  // index in the user buffer list
@@ -87,7 +88,11 @@ struct GpuArg {
   // batch in one launch); Packed copies slice b from the user's b-th [rows x cols] matrix.
   int64_t packBatches = 1;
   TensorMapSpec tensorMap;          // TensorMap
+  // Runtime M (GpuLaunch::runtime): Packed / Workspace rows, and a zeroFirst Tensor's, are the
+  // runtime M (prows stays the upper bound's: the allocation and the kernel's strides).
+  bool rowsFollowM = false;
   int64_t elements() const {
+    if (kind == Kind::Sizes) return kRuntimeSizeCount;
     return kind == Kind::Tensor ? 0 : kind == Kind::TensorMap ? 128 / ir::byteSize(dtype) : prows * pcols * packBatches;
   }
 };
@@ -104,6 +109,16 @@ struct GpuLaunch {
   // Parameters of the outlined GPU kernel, as indices into `args`: one bare device pointer each
   // (use-bare-ptr-memref-call-conv). Only the arguments the kernel body uses appear.
   std::vector<int> kernelParams;
+  // Shape-generic kernels (codegen.h RuntimeDims): the launch as compiled is the one at the upper
+  // bounds; launchAtSizes specializes it to runtime sizes (grid, wrapper rows, batch count).
+  struct Runtime {
+    bool m = false, batch = false;
+    int64_t maxM = 0, maxBatch = 0;
+    int64_t rowsPerBlock = 0;     // grid.y = ceil(M / rowsPerBlock) (the row blocks' axis)
+    bool batchInGrid = false;     // batches run as grid.z (else one launch per batch)
+    std::vector<int> mTensors;    // user tensors whose outermost dimension is M: M rows at run time
+    std::vector<int> batchTensors;  // user tensors whose outermost dimension is the batch
+  } runtime;
   std::string str() const;          // "grid 8x8x1, block 256x1x1, 1 launch, args: A packed 1024x1024 ..."
 };
 
@@ -142,8 +157,19 @@ struct GpuBinary {
   double compileSeconds = 0;
 };
 
+// The launch of a shape-generic kernel at runtime sizes `sizes` (int64_t[kRuntimeSizeCount], the
+// host's convention): grid rows and batches, wrapper rows; sizes outside 1..the compiled bound are
+// refused in one line. A launch without runtime dimensions comes back as it is.
+Expected<GpuLaunch> launchAtSizes(const GpuLaunch& l, const int64_t* sizes);
+// Bytes of user tensor `tensor` (declared as `d`, at the compiled shape or at the runtime one:
+// M or the batch is its outermost dimension) at runtime sizes `sizes` (null: as declared).
+size_t userBytesAt(const GpuLaunch& l, int tensor, const ir::TensorDecl& d, const int64_t* sizes);
+
 struct GpuCompileOptions {
   bool wantBinary = true;           // run ptxas (cubin) / the AMD linker (hsaco)
+  // Dimensions taken at run time (GEMM: M, or the batch count; strategies simt, mma, mma-lane):
+  // the kernel takes the sizes argument and its launch carries GpuLaunch::Runtime.
+  RuntimeDims runtime;
   // The mma.sync GEMM's XOR swizzle of its shared tiles; off only to measure what it removes
   // (the bank-conflict comparison of bench/gpu_emulator_bench.cpp).
   bool sharedSwizzle = true;
@@ -169,6 +195,9 @@ struct EmulateOptions {
   // Fault injection for negative controls: rewrites the pre-mapping IR text before the CPU
   // clone is made (tests use it to show that a broken tile copy is caught).
   std::function<std::string(const std::string&)> preHook;
+  // Runtime sizes (see GpuCompileOptions::runtime): the executable then takes one more pointer
+  // after the tensors, to int64_t sizes[kRuntimeSizeCount], as host kernels do.
+  RuntimeDims runtime;
 };
 
 // The pre-mapping IR of the GPU strategy for `t`, with GPU address spaces stripped and workgroup

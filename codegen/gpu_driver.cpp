@@ -28,11 +28,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Expected<GpuPlan> buildPlan(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<GpuPlan> buildPlan(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                            const RuntimeDims& rt) {
   TESSERA_TRY(gpuBackendFor(t));  // a GPU target
   TESSERA_TRY(ir::verify(k));
+  if (rt.any() && k.family != ir::Family::Gemm)
+    return makeError(ErrorCode::Unsupported, std::string("runtime sizes on a GPU target: GEMM only (strategies simt, mma, mma-lane), not ") +
+                                                 (k.family == ir::Family::Attention ? "attention" : "elementwise"));
   switch (k.family) {
-    case ir::Family::Gemm: return buildGpuGemm(ctx, k, c, t);
+    case ir::Family::Gemm: return buildGpuGemm(ctx, k, c, t, rt);
     case ir::Family::Elementwise: return buildGpuElementwise(ctx, k, c, t);
     case ir::Family::Attention: return buildGpuAttention(ctx, k, c, t);
   }
@@ -110,14 +114,18 @@ class EmulatedExecutable : public HostExecutable {
   }
 
   void run(void* const* buffers) const override {
-    auto r = runner_->run(bin_, k_, buffers, 1);
-    (void)r;  // host memory: the emulated device cannot fail
+    // A shape-generic kernel's sizes follow the tensors (codegen.h RuntimeDims).
+    const GpuLaunch::Runtime& rt = bin_.launch.runtime;
+    const size_t n = k_.inputs().size() + k_.outputs().size();
+    const int64_t* sizes = rt.m || rt.batch ? static_cast<const int64_t*>(buffers[n]) : nullptr;
+    auto r = runner_->run(bin_, k_, buffers, 1, sizes);
+    (void)r;  // host memory: the emulated device cannot fail (sizes out of range: nothing runs)
   }
   // The wrapper (padding, batch loop) is part of running this kernel: the raw entry is only the
   // whole story when there is none.
   RawFn raw() const override {
     const GpuLaunch& l = bin_.launch;
-    if (l.batches != 1) return nullptr;
+    if (l.batches != 1 || l.runtime.m || l.runtime.batch) return nullptr;
     for (const auto& a : l.args)
       if (a.kind != GpuArg::Kind::Tensor) return nullptr;
     return kernel_->raw();
@@ -134,7 +142,7 @@ Expected<std::shared_ptr<const JitEmulatedKernel>> emulateImpl(const ir::Kernel&
                                                                const TargetDesc& t, const EmulateOptions& o) {
   auto t0 = Clock::now();
   auto ctx = makeContext();
-  TESSERA_ASSIGN(GpuPlan p, buildPlan(ctx.get(), k, c, t));
+  TESSERA_ASSIGN(GpuPlan p, buildPlan(ctx.get(), k, c, t, o.runtime));
   if (p.laneLevel)
     return makeError(ErrorCode::Unsupported, "strategy " + p.strategy +
                                                  " is built as the mapped kernel (lane-level tensor-core code): it has no "
@@ -167,7 +175,7 @@ Expected<GpuBinary> compileImpl(const ir::Kernel& k, const ir::Config& c, const 
   auto t0 = Clock::now();
   const bool wantBinary = o.wantBinary;
   auto ctx = makeContext();
-  TESSERA_ASSIGN(GpuPlan p, buildPlan(ctx.get(), k, c, t));
+  TESSERA_ASSIGN(GpuPlan p, buildPlan(ctx.get(), k, c, t, o.runtime));
   *p.sharedSwizzle = o.sharedSwizzle;
   GpuBinary out;
   out.target = t.name;

@@ -5,6 +5,7 @@
 // wrapper as the CUDA and HIP runners, and the text of an emulation report.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -34,8 +35,10 @@ class MappedKernel {
   virtual ~MappedKernel() = default;
   // One launch of the grid: `args` holds a pointer per GpuLaunch::args entry (host memory); the
   // kernel's parameters are launch().kernelParams of them; `extents` are the buffers it may
-  // touch (anything else is out of bounds).
-  virtual emu::Report run(const std::vector<uint64_t>& args, const std::vector<emu::Extent>& extents) const = 0;
+  // touch (anything else is out of bounds); `grid` (optional) replaces the compiled grid: a
+  // shape-generic kernel's at its runtime sizes (launchAtSizes).
+  virtual emu::Report run(const std::vector<uint64_t>& args, const std::vector<emu::Extent>& extents,
+                          const std::array<int64_t, 3>* grid = nullptr) const = 0;
   virtual const GpuLaunch& launch() const = 0;
   virtual const emu::SiteTable& sites() const = 0;
   virtual int64_t sharedBytes() const = 0;

@@ -100,7 +100,7 @@ DeviceApi mappedEmulatedDevice(std::shared_ptr<const MappedKernel> kernel, const
     return const_cast<void*>(static_cast<const void*>(kernel.get()));
   };
   api.encodeTensorMap = encodeEmulatedTensorMap;
-  api.launch = [allocs, last](void* fn, const GpuLaunch&, const std::vector<uint64_t>& args) -> Expected<float> {
+  api.launch = [allocs, last](void* fn, const GpuLaunch& launch, const std::vector<uint64_t>& args) -> Expected<float> {
     const auto* k = static_cast<const MappedKernel*>(fn);
     std::vector<emu::Extent> extents;
     {
@@ -114,7 +114,7 @@ DeviceApi mappedEmulatedDevice(std::shared_ptr<const MappedKernel> kernel, const
       for (auto& e : extents)
         if (reinterpret_cast<uint64_t>(e.base) <= args[a] && args[a] < reinterpret_cast<uint64_t>(e.base) + e.bytes)
           e.name = "launch argument " + std::to_string(a);
-    emu::Report r = k->run(args, extents);
+    emu::Report r = k->run(args, extents, &launch.grid);
     r.launchArgs = args;
     if (last) *last = r;
     if (!r.ok) {

@@ -564,12 +564,13 @@ struct Rewriter {
 
 class JitMappedKernel : public MappedKernel {
  public:
-  emu::Report run(const std::vector<uint64_t>& args, const std::vector<emu::Extent>& extents) const override {
+  emu::Report run(const std::vector<uint64_t>& args, const std::vector<emu::Extent>& extents,
+                  const std::array<int64_t, 3>* grid) const override {
     std::vector<uint64_t> values;
     for (int p : launch_.kernelParams) values.push_back(size_t(p) < args.size() ? args[size_t(p)] : 0);
     emu::Launch l;
     l.entry = entry_;
-    l.grid = launch_.grid;
+    l.grid = grid ? *grid : launch_.grid;
     l.block = launch_.block;
     l.warpSize = warpSize_;
     l.sharedBytes = size_t(shared_ + launch_.dynamicSharedBytes);

@@ -13,6 +13,7 @@
 // Knobs: strategy (simt | mma), BM BN BK, TM TN (thread tile for simt, warp tile for mma), VEC
 // (elements per global->shared copy), STAGES (cp.async buffers, mma.sync only).
 #include "codegen/gpu_gemm.h"
+#include "codegen/gpu_gemm_epilogue.h"
 
 #include <algorithm>
 
@@ -134,6 +135,7 @@ struct EpiloguePlan {
   int cArg = 2, outArg = -1;
   int rowDim = 0, colDim = 1;  // iteration dims of row / col
   int64_t M = 0, N = 0;
+  int sizesArg = -1;           // runtime M: the sizes argument (rows at or past sizes[0] are not written)
 };
 
 int userIndex(const ir::Kernel& k, const std::string& name) {
@@ -206,6 +208,9 @@ Status insertEpilogue(ModuleOp m, const EpiloguePlan& e, const gemm::Tiling& p) 
   Value tid = b.getInsertionBlock()->getArgument(0);
   gpuir::Idx ix{b, loc};
   Value C = fn.getArgument(unsigned(e.cArg)), Out = fn.getArgument(unsigned(e.outArg));
+  // Runtime M, loaded once per thread outside the per-element loop (its arith stays out of the
+  // slices convert-vector-to-gpu looks at).
+  Value runtimeM = e.sizesArg >= 0 ? gemm::loadSize(b, loc, fn.getArgument(unsigned(e.sizesArg)), 0) : Value();
   Status failure;
   gpuir::forLoop(b, loc, ix.c(0), ix.c(p.BM * p.BN / p.threads), 1, [&](Value it) {
     // Index math as affine.apply: convert-vector-to-gpu (mma.sync) fails on arith index ops
@@ -214,7 +219,7 @@ Status insertEpilogue(ModuleOp m, const EpiloguePlan& e, const gemm::Tiling& p) 
     AffineExpr lin = d2 * p.threads + d1;
     Value row = affine::AffineApplyOp::create(b, loc, AffineMap::get(3, 0, d0 * p.BM + lin.floorDiv(p.BN)), ValueRange{bi, tid, it});
     Value col = affine::AffineApplyOp::create(b, loc, AffineMap::get(3, 0, d0 * p.BN + lin % p.BN), ValueRange{bj, tid, it});
-    Value inb = ix.band(ix.lt(row, e.M), ix.lt(col, e.N));
+    Value inb = ix.band(runtimeM ? ix.lt(row, runtimeM) : ix.lt(row, e.M), ix.lt(col, e.N));
     gpuir::guarded(b, loc, inb, [&] {
       Value acc = memref::LoadOp::create(b, loc, C, ValueRange{row, col});
       auto coordOf = [&](int dim) { return dim == e.rowDim ? row : dim == e.colDim ? col : ix.c(0); };
@@ -333,16 +338,26 @@ Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& 
   return {};
 }
 
-Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                               const RuntimeDims& rt) {
   TESSERA_TRY(checkGpuGemm(k, c, t));
-  if (auto s = c.getStr("strategy"); s.ok() && *s == "wgmma") return buildGpuGemmWgmma(ctx, k, c, t);
-  if (auto s = c.getStr("strategy"); s.ok() && *s == "mma-lane") return buildGpuGemmLane(ctx, k, c, t);
+  if (auto s = c.getStr("strategy"); s.ok() && *s == "wgmma") {
+    if (rt.any())
+      return makeError(ErrorCode::Unsupported, "gemm (wgmma): no runtime sizes (its TMA tensor maps and tile schedule are fixed "
+                                               "at the compiled shape): use strategy=mma-lane or mma for a shape-generic kernel");
+    return buildGpuGemmWgmma(ctx, k, c, t);
+  }
+  if (auto s = c.getStr("strategy"); s.ok() && *s == "mma-lane") return buildGpuGemmLane(ctx, k, c, t, rt);
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
   TESSERA_ASSIGN(gemm::Tiling p, makeTiling(g, c, t));
   const bool batched = g.batch > 0;
   GpuPlan plan;
   plan.strategy = p.path == gemm::Path::Simt ? "simt" : p.path == gemm::Path::MmaSync ? "mma.sync" : "mfma";
   plan.launch.batches = batched ? g.batch : 1;
+  // Runtime M: the kernel runs on A packed into an upper-bound workspace (rows past M zero) and
+  // accumulates into a workspace; the grid has ceil(M / BM) row blocks, M rows are copied back
+  // (or written by the epilogue, under sizes[0]). A runtime batch count is the launch count.
+  TESSERA_ASSIGN(plan.launch.runtime, gemm::planRuntime(k, g, rt, plan.strategy, p.BM, /*batchInGrid=*/false));
 
   // ---- host wrapper: A, B (padded / transposed copies when needed), C, epilogue tensors, output
   auto operand = [&](const std::string& name, int64_t rows, int64_t cols, int64_t prows, int64_t pcols, bool trans) {
@@ -359,6 +374,10 @@ Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::
     return a;
   };
   plan.launch.args.push_back(operand(g.a, g.m, g.k, p.Mp, p.Kp, g.transA));
+  if (rt.m) {
+    plan.launch.args.back().kind = GpuArg::Kind::Packed;
+    plan.launch.args.back().rowsFollowM = true;
+  }
   plan.launch.args.push_back(operand(g.b, g.k, g.n, p.Kp, p.Np, g.transB));
   GpuArg cArg;
   cArg.dtype = ir::ScalarType::F32;
@@ -367,7 +386,8 @@ Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::
   cArg.prows = p.Mp;
   cArg.pcols = p.Np;
   const int outIdx = userIndex(k, g.c);
-  if (!g.hasEpilogue && p.Mp == g.m && p.Np == g.n) {
+  cArg.rowsFollowM = rt.m;
+  if (!g.hasEpilogue && p.Mp == g.m && p.Np == g.n && !rt.m) {
     cArg.kind = GpuArg::Kind::Tensor;
     cArg.tensor = outIdx;
     cArg.zeroFirst = true;
@@ -437,9 +457,13 @@ Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::
   Location loc = b.getUnknownLoc();
   plan.module = ModuleOp::create(loc);
   Type inT = mlirType(b, g.inType), f32 = b.getF32Type();
-  SmallVector<Type> types = {MemRefType::get({p.Mp, p.Kp}, inT), MemRefType::get({p.Kp, p.Np}, inT),
+  std::vector<Type> types = {MemRefType::get({p.Mp, p.Kp}, inT), MemRefType::get({p.Kp, p.Np}, inT),
                              MemRefType::get({p.Mp, p.Np}, f32)};
   for (const auto& [name, elems] : flatArgs) types.push_back(MemRefType::get({elems}, mlirType(b, k.find(name)->dtype)));
+  if (rt.any()) {
+    const int sizes = gemm::appendSizesArg(b, plan.launch.args, types);
+    if (rt.m && g.hasEpilogue) epi.sizesArg = sizes;
+  }
   b.setInsertionPointToEnd(plan.module->getBody());
   auto fn = func::FuncOp::create(b, loc, kKernelSymbol, b.getFunctionType(types, {}));
   Block* body = fn.addEntryBlock();

@@ -1,11 +1,14 @@
-// Owns the fused epilogue of the lane-level GPU GEMM kernels (see gpu_gemm_epilogue.h).
+// Owns the fused epilogue of the lane-level GPU GEMM kernels and the runtime-size plan the GEMM
+// strategies share (see gpu_gemm_epilogue.h).
 #include "codegen/gpu_gemm_epilogue.h"
 
+#include <algorithm>
 #include <map>
 
 #include "codegen/expr_emitter.h"
 #include "codegen/gpu_loops.h"
 #include "codegen/gpu_strategies.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 namespace tessera::codegen::gemm {
@@ -23,6 +26,51 @@ int userIndexOf(const ir::Kernel& k, const std::string& name) {
     ++i;
   }
   return -1;
+}
+
+Expected<GpuLaunch::Runtime> planRuntime(const ir::Kernel& k, const ir::GemmInfo& g, const RuntimeDims& rt,
+                                         const std::string& strategy, int64_t rowsPerBlock, bool batchInGrid) {
+  auto refuse = [&](const std::string& m) { return makeError(ErrorCode::Unsupported, "gemm (" + strategy + "): " + m); };
+  GpuLaunch::Runtime r;
+  if (!rt.any()) return r;
+  if (rt.kv) return refuse("a runtime key length is attention's; a GEMM takes M or its batch count at run time");
+  if (rt.m && g.batch > 0)
+    return refuse("runtime M with a batch dimension is not supported (the batch stride would be dynamic): take the batch count at run time");
+  if (rt.m && g.transA) return refuse("runtime M with a transposed A is not supported (A's row stride would be dynamic)");
+  if (rt.batch && g.batch == 0) return refuse("a runtime batch count needs a batched GEMM (--batch)");
+  r.m = rt.m;
+  r.batch = rt.batch;
+  r.maxM = g.m;
+  r.maxBatch = std::max<int64_t>(g.batch, 1);
+  r.rowsPerBlock = rowsPerBlock;
+  r.batchInGrid = batchInGrid;
+  const int rowDim = g.batch > 0 ? 1 : 0;
+  auto add = [](std::vector<int>& v, int t) {
+    if (t >= 0 && std::find(v.begin(), v.end(), t) == v.end()) v.push_back(t);
+  };
+  // A [M][K] and C [M][N] (or with a leading batch); epilogue tensors by their first index.
+  std::vector<int>& lead = rt.m ? r.mTensors : r.batchTensors;
+  add(lead, userIndexOf(k, g.a));
+  add(lead, userIndexOf(k, g.c));
+  if (rt.batch) add(lead, userIndexOf(k, g.b));
+  if (g.hasEpilogue)
+    for (const auto& op : g.epilogue.operands)
+      if (op.tensor != g.acc && !op.dims.empty() && op.dims[0] == (rt.m ? rowDim : 0)) add(lead, userIndexOf(k, op.tensor));
+  return r;
+}
+
+int appendSizesArg(OpBuilder& b, std::vector<GpuArg>& args, std::vector<Type>& types) {
+  GpuArg s;
+  s.kind = GpuArg::Kind::Sizes;
+  s.dtype = ir::ScalarType::Index;
+  args.push_back(s);
+  types.push_back(MemRefType::get({kRuntimeSizeCount}, b.getI64Type()));
+  return int(args.size()) - 1;
+}
+
+Value loadSize(OpBuilder& b, Location loc, Value sizes, int i) {
+  Value v = memref::LoadOp::create(b, loc, sizes, ValueRange{arith::ConstantIndexOp::create(b, loc, i).getResult()});
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
 }
 
 void planEpilogue(OpBuilder& b, const ir::Kernel& k, const ir::GemmInfo& g, std::vector<GpuArg>& args,
@@ -71,7 +119,7 @@ void planEpilogue(OpBuilder& b, const ir::Kernel& k, const ir::GemmInfo& g, std:
 
 Status emitTileStores(OpBuilder& b, Location loc, func::FuncOp fn, const ir::GemmInfo& g, const Epilogue& e, Value tid,
                       int64_t threads, int64_t BM, int64_t BN, Value batch, Value m0, Value n0,
-                      const std::function<Value(Value, Value, Value)>& accOf) {
+                      const std::function<Value(Value, Value, Value)>& accOf, Value runtimeM) {
   gpuir::Idx ix{b, loc};
   Value out = fn.getArgument(unsigned(e.outArg));
   Type outT = cast<MemRefType>(out.getType()).getElementType();
@@ -80,7 +128,7 @@ Status emitTileStores(OpBuilder& b, Location loc, func::FuncOp fn, const ir::Gem
     Value el = ix.add(ix.mul(it, threads), tid);
     Value r = ix.div(el, BN), col = ix.rem(el, BN);
     Value row = ix.add(m0, r), gcol = ix.add(n0, col);
-    Value inside = ix.band(ix.lt(row, g.m), ix.lt(gcol, g.n));
+    Value inside = ix.band(runtimeM ? ix.lt(row, runtimeM) : ix.lt(row, g.m), ix.lt(gcol, g.n));
     if ((BM * BN) % threads) inside = ix.band(inside, ix.lt(el, BM * BN));
     gpuir::guarded(b, loc, inside, [&] {
       Value acc = accOf(el, r, col);

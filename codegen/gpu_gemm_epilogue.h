@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/codegen.h"
 #include "codegen/gpu.h"
 #include "ir/families.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -43,7 +44,19 @@ void planEpilogue(mlir::OpBuilder& b, const ir::Kernel& k, const ir::GemmInfo& g
 // accumulator of tile element e = r * BN + col; elements past M or N are skipped.
 Status emitTileStores(mlir::OpBuilder& b, mlir::Location loc, mlir::func::FuncOp fn, const ir::GemmInfo& g, const Epilogue& e,
                       mlir::Value tid, int64_t threads, int64_t BM, int64_t BN, mlir::Value batch, mlir::Value m0,
-                      mlir::Value n0, const std::function<mlir::Value(mlir::Value e, mlir::Value r, mlir::Value col)>& accOf);
+                      mlir::Value n0, const std::function<mlir::Value(mlir::Value e, mlir::Value r, mlir::Value col)>& accOf,
+                      mlir::Value runtimeM = {});  // runtime M: rows at or past it are skipped
+
+// Shape-generic GEMM kernels (RuntimeDims: M, or the batch count), shared by the strategies that
+// take them: the refusals they have in common (a key length, runtime M with a batch dimension or a
+// transposed A, a runtime batch without one) in one line naming `strategy`, and the launch's
+// Runtime (upper bounds, the row blocks' height, which user tensors hold M rows / batches).
+Expected<GpuLaunch::Runtime> planRuntime(const ir::Kernel& k, const ir::GemmInfo& g, const RuntimeDims& rt,
+                                         const std::string& strategy, int64_t rowsPerBlock, bool batchInGrid);
+// The sizes argument: appended to the launch's arguments and the kernel's (memref<3xi64>); its index.
+int appendSizesArg(mlir::OpBuilder& b, std::vector<GpuArg>& args, std::vector<mlir::Type>& types);
+// sizes[i] of the sizes argument `sizes` as an index.
+mlir::Value loadSize(mlir::OpBuilder& b, mlir::Location loc, mlir::Value sizes, int i);
 
 // The index of tensor `name` among the kernel's inputs then outputs (HostExecutable order); -1 if none.
 int userIndexOf(const ir::Kernel& k, const std::string& name);

@@ -138,8 +138,9 @@ Expected<LanePlan> makePlan(const ir::GemmInfo& g, const ir::Config& c, const Ta
 
 class KernelBuilder {
  public:
-  KernelBuilder(OpBuilder& b, func::FuncOp fn, const LanePlan& p, const gemm::Epilogue& e)
-      : b_(b), loc_(fn.getLoc()), p_(p), e_(e), fn_(fn), ix_{b, fn.getLoc()}, mm_(b, fn.getLoc(), p.g.inType) {}
+  KernelBuilder(OpBuilder& b, func::FuncOp fn, const LanePlan& p, const gemm::Epilogue& e, int sizesArg, bool runtimeM)
+      : b_(b), loc_(fn.getLoc()), p_(p), e_(e), fn_(fn), ix_{b, fn.getLoc()}, mm_(b, fn.getLoc(), p.g.inType),
+        sizesArg_(sizesArg), runtimeM_(runtimeM) {}
 
   Status build() {
     MLIRContext* ctx = b_.getContext();
@@ -155,6 +156,8 @@ class KernelBuilder {
     n0_ = ix_.mul(launch.getBlockIds().x, p_.BN);
     m0_ = ix_.mul(launch.getBlockIds().y, p_.BM);
     batch_ = launch.getBlockIds().z;
+    // Runtime M (sizes[0]): A's rows and the stores' edge; the grid's y is ceil(M / BM) at launch.
+    if (runtimeM_) mRows_ = gemm::loadSize(b_, loc_, fn_.getArgument(unsigned(sizesArg_)), 0);
     Value warp = ix_.div(tid_, 32);
     lane_ = ix_.rem(tid_, 32);
     wm_ = ix_.mul(ix_.div(warp, p_.warpsN), p_.TM);
@@ -202,7 +205,8 @@ class KernelBuilder {
       TESSERA_TRY(gemm::emitTileStores(b_, loc_, fn_, p_.g, e_, tid_, p_.T, p_.passRows, p_.BN, batch_,
                                        ix_.add(m0_, pass * p_.passRows), n0_, [&](Value, Value r, Value col) -> Value {
                                          return memref::LoadOp::create(b_, loc_, staging, ValueRange{r, col});
-                                       }));
+                                       },
+                                       mRows_));
     }
     return {};
   }
@@ -226,13 +230,14 @@ class KernelBuilder {
   // chunks past the stored rows or row ends zero-filled (their source clamped inside the operand).
   void copyTile(Value kt, Value slot) {
     Value k0 = ix_.mul(kt, p_.BK);
-    copyOperand(p_.A, fn_.getArgument(0), ringA_, origin(p_.A, m0_, k0), slot);
-    copyOperand(p_.B, fn_.getArgument(1), ringB_, origin(p_.B, n0_, k0), slot);
+    copyOperand(p_.A, fn_.getArgument(0), ringA_, origin(p_.A, m0_, k0), slot, mRows_);
+    copyOperand(p_.B, fn_.getArgument(1), ringB_, origin(p_.B, n0_, k0), slot, Value());
   }
-  void copyOperand(const Operand& o, Value src, Value ring, std::pair<Value, Value> org, Value slot) {
+  // `runtimeRows`: the operand's stored rows at run time (A's M), its rows bound instead of o.rows.
+  void copyOperand(const Operand& o, Value src, Value ring, std::pair<Value, Value> org, Value slot, Value runtimeRows) {
     const int64_t perRow = o.tileC / 8, chunks = o.tileR * perRow, steps = ceilDiv(chunks, p_.T);
     // The tile grid's origin is a multiple of the tile: a dim the tile divides never runs over.
-    const bool rowsFit = o.rows % o.tileR == 0, colsFit = o.pitch % o.tileC == 0;
+    const bool rowsFit = !runtimeRows && o.rows % o.tileR == 0, colsFit = o.pitch % o.tileC == 0;
     Value base = ix_.mul(batch_, o.rows * o.pitch);
     for (int64_t st = 0; st < steps; ++st) {
       Value ch = ix_.add(tid_, st * p_.T);
@@ -240,7 +245,10 @@ class KernelBuilder {
         Value r = ix_.div(ch, perRow), col = ix_.mul(ix_.rem(ch, perRow), 8);
         Value gr = ix_.add(org.first, r), gc = ix_.add(org.second, col);
         Value ok;
-        if (!rowsFit) {
+        if (runtimeRows) {
+          ok = ix_.lt(gr, runtimeRows);
+          gr = arith::MinSIOp::create(b_, loc_, gr, ix_.add(runtimeRows, -1));
+        } else if (!rowsFit) {
           ok = ix_.lt(gr, o.rows);
           gr = ix_.min(gr, o.rows - 1);
         }
@@ -334,6 +342,9 @@ class KernelBuilder {
   gpuir::Idx ix_;
   MmaOps mm_;
   Value tid_, lane_, wm_, wn_, m0_, n0_, batch_, dyn_, ringA_, ringB_;
+  int sizesArg_ = -1;
+  bool runtimeM_ = false;
+  Value mRows_;  // runtime M (null: the compiled M)
 };
 
 const char* kNoMapSchedule =
@@ -349,10 +360,12 @@ Status checkGpuGemmLane(const ir::GemmInfo& g, const ir::Config& c, const Target
   return {};
 }
 
-Expected<GpuPlan> buildGpuGemmLane(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<GpuPlan> buildGpuGemmLane(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                   const RuntimeDims& rt) {
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
   TESSERA_ASSIGN(LanePlan p, makePlan(g, c, t));
   GpuPlan plan;
+  TESSERA_ASSIGN(plan.launch.runtime, gemm::planRuntime(k, g, rt, "mma-lane", p.BM, /*batchInGrid=*/true));
   plan.strategy = "mma-lane";
   plan.laneLevel = true;
   plan.launch.batches = 1;  // every batch in the grid's z
@@ -369,6 +382,7 @@ Expected<GpuPlan> buildGpuGemmLane(MLIRContext* ctx, const ir::Kernel& k, const 
   };
   std::vector<GpuArg>& args = plan.launch.args;
   args.push_back(operand(g.a, p.A, g.m, g.k, g.transA));
+  args.back().rowsFollowM = rt.m;  // packed (K not a multiple of 8): M rows copied at run time
   args.push_back(operand(g.b, p.B, g.k, g.n, g.transB));
   OpBuilder b(ctx);
   gemm::Epilogue epi;
@@ -378,13 +392,14 @@ Expected<GpuPlan> buildGpuGemmLane(MLIRContext* ctx, const ir::Kernel& k, const 
   Location loc = b.getUnknownLoc();
   plan.module = ModuleOp::create(loc);
   Type inT = mlirType(b, g.inType);
-  SmallVector<Type> types = {MemRefType::get({p.batch * p.A.rows * p.A.pitch}, inT),
+  std::vector<Type> types = {MemRefType::get({p.batch * p.A.rows * p.A.pitch}, inT),
                              MemRefType::get({p.batch * p.B.rows * p.B.pitch}, inT)};
   for (const auto& [ty, n] : flat) types.push_back(MemRefType::get({n}, ty));
+  const int sizesArg = rt.any() ? gemm::appendSizesArg(b, args, types) : -1;
   b.setInsertionPointToEnd(plan.module->getBody());
   auto fn = func::FuncOp::create(b, loc, kKernelSymbol, b.getFunctionType(types, {}));
   fn.addEntryBlock();
-  KernelBuilder kb(b, fn, p, epi);
+  KernelBuilder kb(b, fn, p, epi, sizesArg, rt.m);
   TESSERA_TRY(kb.build());
   plan.schedule = kNoMapSchedule;
   plan.hasPre = false;

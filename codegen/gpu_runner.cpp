@@ -16,8 +16,10 @@ namespace {
 // One kernel's buffers on a device, for the lifetime of a run or a measurement.
 class DeviceBuffers {
  public:
-  DeviceBuffers(const DeviceApi& api, const GpuBinary& bin, const ir::Kernel& k, void* const* buffers)
-      : api_(api), l_(bin.launch), buffers_(buffers) {
+  DeviceBuffers(const DeviceApi& api, const GpuLaunch& l, const ir::Kernel& k, void* const* buffers, const int64_t* sizes)
+      : api_(api), l_(l), buffers_(buffers) {
+    if (sizes) std::copy(sizes, sizes + kRuntimeSizeCount, sizes_);
+    else sizes_[0] = l.runtime.maxM, sizes_[1] = l.runtime.maxBatch;
     decls_ = k.inputs();
     for (const auto* o : k.outputs()) decls_.push_back(o);
     nIn_ = k.inputs().size();
@@ -35,7 +37,7 @@ class DeviceBuffers {
     scratch_.assign(l_.args.size(), 0);
     userBytes_.resize(decls_.size());
     for (size_t i = 0; i < decls_.size(); ++i) {
-      userBytes_[i] = size_t(decls_[i]->numel()) * size_t(ir::byteSize(decls_[i]->dtype));
+      userBytes_[i] = userBytesAt(l_, int(i), *decls_[i], sizes_);
       TESSERA_TRY(api_.alloc(&user_[i], userBytes_[i]));
       TESSERA_TRY(api_.upload(user_[i], buffers_[i], userBytes_[i]));
     }
@@ -65,6 +67,9 @@ class DeviceBuffers {
           staging_.resize(wrapper::argBytes(a));
           wrapper::pack(a, static_cast<const char*>(buffers_[a.tensor]) + off, staging_.data());
           TESSERA_TRY(api_.upload(ptr[i], staging_.data(), staging_.size()));
+        } else if (a.kind == GpuArg::Kind::Sizes) {
+          ptr[i] = scratch_[i];
+          TESSERA_TRY(api_.upload(ptr[i], sizes_, sizeof sizes_));
         }
       }
       // Tensor maps last: they hold the device addresses of the arguments they describe.
@@ -107,7 +112,8 @@ class DeviceBuffers {
 
  private:
   const DeviceApi& api_;
-  const GpuLaunch& l_;
+  GpuLaunch l_;  // at the runtime sizes
+  int64_t sizes_[kRuntimeSizeCount] = {};
   void* const* buffers_;
   std::vector<const ir::TensorDecl*> decls_;
   size_t nIn_ = 0;
@@ -116,6 +122,10 @@ class DeviceBuffers {
   std::vector<size_t> userBytes_;
   std::vector<char> staging_;
 };
+
+std::array<int64_t, kRuntimeSizeCount> maxSizes(const GpuLaunch& l) {
+  return {std::max<int64_t>(l.runtime.maxM, 1), std::max<int64_t>(l.runtime.maxBatch, 1), 0};
+}
 
 class DeviceRunner : public GpuRunner {
  public:
@@ -126,8 +136,10 @@ class DeviceRunner : public GpuRunner {
   std::string device() const override { return api_.name; }
   std::string arch() const override { return api_.arch; }
 
-  Expected<double> run(const GpuBinary& bin, const ir::Kernel& k, void* const* buffers, int repeats) override {
-    DeviceBuffers d(api_, bin, k, buffers);
+  Expected<double> run(const GpuBinary& bin, const ir::Kernel& k, void* const* buffers, int repeats,
+                       const int64_t* sizes) override {
+    TESSERA_ASSIGN(GpuLaunch l, launchAtSizes(bin.launch, sizes ? sizes : maxSizes(bin.launch).data()));
+    DeviceBuffers d(api_, l, k, buffers, sizes);
     TESSERA_TRY(d.upload(bin));
     double totalMs = 0;
     for (int rep = 0; rep < std::max(repeats, 1); ++rep) {
@@ -140,7 +152,7 @@ class DeviceRunner : public GpuRunner {
 
   Expected<std::vector<double>> measure(const GpuBinary& bin, const ir::Kernel& k, void* const* buffers,
                                         const MeasureOptions& m, int64_t flushBytes) override {
-    DeviceBuffers d(api_, bin, k, buffers);
+    DeviceBuffers d(api_, bin.launch, k, buffers, nullptr);  // a shape-generic kernel at its upper bounds
     TESSERA_TRY(d.upload(bin));
     TESSERA_TRY(d.launchAll());  // the checked run
     TESSERA_TRY(d.download());

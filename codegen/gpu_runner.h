@@ -27,8 +27,11 @@ class GpuRunner {
   virtual std::string arch() const = 0;  // "sm_86", "gfx942"; "" when the runtime does not say
   // Uploads the user buffers (kernel inputs then outputs, host memory), runs the launch
   // `repeats` times, downloads the outputs. Returns the kernel time per repetition in
-  // microseconds (device events around the launches).
-  virtual Expected<double> run(const GpuBinary& b, const ir::Kernel& k, void* const* buffers, int repeats = 1) = 0;
+  // microseconds (device events around the launches). A shape-generic kernel (GpuLaunch::runtime)
+  // runs at `sizes` (int64_t[kRuntimeSizeCount]; null: its upper bounds), its buffers holding
+  // that many rows / batches.
+  virtual Expected<double> run(const GpuBinary& b, const ir::Kernel& k, void* const* buffers, int repeats = 1,
+                               const int64_t* sizes = nullptr) = 0;
   // The device half of the measurement protocol (ARCHITECTURE.md §2.7): one checked run whose outputs are
   // downloaded into `buffers`, then m.warmup untimed runs and timed runs until m.minTimeSec and
   // m.minRuns; before each timed run (untimed) `flushBytes` of device memory are written, which

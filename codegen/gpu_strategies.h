@@ -45,11 +45,15 @@ struct GpuPlan {
 
 Expected<GpuPlan> buildGpuElementwise(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                       const TargetDesc& t);
-Expected<GpuPlan> buildGpuGemm(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+// With runtime dimensions (RuntimeDims: M, or the batch count) the launch carries
+// GpuLaunch::Runtime and the kernel a sizes argument; strategies that cannot take them refuse.
+Expected<GpuPlan> buildGpuGemm(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                               const RuntimeDims& rt = {});
 // strategy=wgmma (gpu_wgmma.cpp): buildGpuGemm and checkGpuGemm hand such configs over.
 Expected<GpuPlan> buildGpuGemmWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 // strategy=mma-lane (gpu_gemm_lane.cpp): the lane-level mma.sync GEMM, f16/bf16, NVIDIA sm_80+.
-Expected<GpuPlan> buildGpuGemmLane(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+Expected<GpuPlan> buildGpuGemmLane(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                   const RuntimeDims& rt = {});
 Status checkGpuGemmLane(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t);
 Expected<GpuPlan> buildGpuAttention(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                     const TargetDesc& t);

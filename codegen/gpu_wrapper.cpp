@@ -36,6 +36,42 @@ void copyBack(const GpuArg& a, const void* workspace, void* user) {
 
 }  // namespace wrapper
 
+Expected<GpuLaunch> launchAtSizes(const GpuLaunch& l, const int64_t* sizes) {
+  const GpuLaunch::Runtime& rt = l.runtime;
+  if (!rt.m && !rt.batch) return l;
+  if (!sizes) return makeError(ErrorCode::InvalidArgument, "a shape-generic kernel needs its runtime sizes (int64_t sizes[" + std::to_string(kRuntimeSizeCount) + "])");
+  GpuLaunch s = l;
+  if (rt.m) {
+    const int64_t m = sizes[0];
+    if (m < 1 || m > rt.maxM)
+      return makeError(ErrorCode::InvalidArgument, "runtime M=" + std::to_string(m) + " is outside 1.." + std::to_string(rt.maxM) + ", the range this kernel was compiled for");
+    s.grid[1] = (m + rt.rowsPerBlock - 1) / rt.rowsPerBlock;
+    for (GpuArg& a : s.args)
+      if (a.rowsFollowM) a.rows = m;
+  }
+  if (rt.batch) {
+    const int64_t b = sizes[1];
+    if (b < 1 || b > rt.maxBatch)
+      return makeError(ErrorCode::InvalidArgument, "runtime batch=" + std::to_string(b) + " is outside 1.." + std::to_string(rt.maxBatch) + ", the range this kernel was compiled for");
+    if (rt.batchInGrid) s.grid[2] = b;
+    else s.batches = b;
+    for (GpuArg& a : s.args)
+      if (a.packBatches == rt.maxBatch && rt.maxBatch > 1) a.packBatches = b;
+  }
+  return s;
+}
+
+size_t userBytesAt(const GpuLaunch& l, int tensor, const ir::TensorDecl& d, const int64_t* sizes) {
+  const GpuLaunch::Runtime& rt = l.runtime;
+  auto has = [&](const std::vector<int>& v) { return std::find(v.begin(), v.end(), tensor) != v.end(); };
+  const size_t bytes = size_t(d.numel()) * size_t(ir::byteSize(d.dtype));
+  if (!sizes || d.shape.empty() || d.shape[0] <= 0) return bytes;
+  const size_t row = bytes / size_t(d.shape[0]);
+  if (rt.m && has(rt.mTensors)) return row * size_t(sizes[0]);
+  if (rt.batch && has(rt.batchTensors)) return row * size_t(sizes[1]);
+  return bytes;
+}
+
 std::string GpuLaunch::str() const {
   auto dims = [](const std::array<int64_t, 3>& d) {
     return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
@@ -43,6 +79,8 @@ std::string GpuLaunch::str() const {
   std::string s = "kernel " + kernel + ": grid " + dims(grid) + ", block " + dims(block) + ", " +
                   std::to_string(batches) + (batches == 1 ? " launch" : " launches (one per batch)");
   if (dynamicSharedBytes) s += ", " + std::to_string(dynamicSharedBytes) + " B dynamic shared memory";
+  if (runtime.m) s += ", runtime M 1.." + std::to_string(runtime.maxM) + " (grid.y = ceil(M/" + std::to_string(runtime.rowsPerBlock) + "))";
+  if (runtime.batch) s += ", runtime batch 1.." + std::to_string(runtime.maxBatch) + (runtime.batchInGrid ? " (grid.z)" : " (launches)");
   int i = 0;
   for (const auto& a : args) {
     s += i++ ? "; " : "; args: ";
@@ -57,6 +95,7 @@ std::string GpuLaunch::str() const {
              (a.packBatches > 1 ? " x" + std::to_string(a.packBatches) : "") +
              (a.copyBack ? " -> buffer " + std::to_string(a.tensor) : "");
         break;
+      case GpuArg::Kind::Sizes: s += "runtime sizes (int64 x" + std::to_string(kRuntimeSizeCount) + ")"; break;
       case GpuArg::Kind::TensorMap: {
         const TensorMapSpec& m = a.tensorMap;
         s += "tensor map of arg " + std::to_string(m.of) + " (box";

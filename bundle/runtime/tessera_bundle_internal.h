@@ -19,7 +19,7 @@ typedef struct tsr_tensor {
 
 /* One argument of a GPU kernel and how the host wrapper makes it from the user's buffers
  * (codegen/gpu.h GpuArg). */
-enum { TSR_ARG_TENSOR = 0, TSR_ARG_PACKED = 1, TSR_ARG_WORKSPACE = 2, TSR_ARG_TENSOR_MAP = 3 };
+enum { TSR_ARG_TENSOR = 0, TSR_ARG_PACKED = 1, TSR_ARG_WORKSPACE = 2, TSR_ARG_TENSOR_MAP = 3, TSR_ARG_SIZES = 4 };
 typedef struct tsr_gpu_arg {
   int kind;
   int tensor;        /* user buffer index, -1: none */
@@ -33,6 +33,8 @@ typedef struct tsr_gpu_arg {
    * map_type: CUtensorMapDataType (FLOAT16 6, FLOAT32 7, BFLOAT16 9). */
   int map_of, map_rank, map_swizzle_bytes, map_type;
   int64_t map_dims[3], map_strides[2], map_box[3];
+  /* shape-generic kernel: rows (packed / workspace / zeroed tensor) are the runtime M */
+  int rows_follow_m;
 } tsr_gpu_arg;
 
 typedef struct tsr_gpu {
@@ -48,6 +50,10 @@ typedef struct tsr_gpu {
   const char* ptx;              /* NVIDIA: PTX text, NUL-terminated (NULL: none) */
   int ptx_portable;             /* the driver may JIT the PTX for newer devices (not for sm_XXa) */
   int64_t dyn_shared;           /* dynamic shared memory / LDS per block, bytes (the launch's) */
+  /* shape-generic (runtime M, the kernel's m_hi the bound): grid[1] = ceil(M / rows_per_block);
+   * user tensors whose bit is set in m_tensors hold M rows (their dims[0] is the bound). */
+  int64_t rows_per_block;
+  uint64_t m_tensors;
 } tsr_gpu;
 
 enum { TSR_HOST = 0, TSR_NVIDIA = 1, TSR_AMD = 2 };
@@ -74,7 +80,8 @@ struct tessera_kernel {
   void (*host_fn)(void* const* buffers);  /* host: calls the compiled entry point */
   const tsr_gpu* gpu;                     /* GPU: launch and code object */
   /* Shape-generic: host_fn takes one more pointer, to int64_t sizes[3] (codegen's RuntimeDims:
-   * {M | rows | seq, batch, seq_kv}); every size in [m_lo, m_hi] of dimension range_dim ("M",
+   * {M | rows | seq, batch, seq_kv}); a GPU kernel the same sizes as a launch argument
+   * (TSR_ARG_SIZES) and a grid from M. Every size in [m_lo, m_hi] of dimension range_dim ("M",
    * "rows", "seq") runs. The key dimensions in range_mask (bit i: dims[i]) take that size and hold
    * m_hi here: GEMM's M and elementwise rows bit 0, attention's seq_q and seq_kv bits 3 and 4. */
   int runtime_m;
@@ -123,5 +130,7 @@ const char* tsr_cuda_arch(int device);
 /* Whether AMD kernel `k`'s code object loads on HIP device `device` (the runtime names no arch
  * portably, so "hip" picks the kernels whose hsaco the device accepts). */
 int tsr_hip_loads(const tessera_kernel* k, int device);
+/* Runs shape-generic GPU kernel `k` at runtime sizes `sizes` (int64_t[3], M first) on device 0. */
+tessera_status tsr_gpu_run_sizes(const tessera_kernel* k, void* const* buffers, const int64_t* sizes);
 
 #endif /* TESSERA_BUNDLE_INTERNAL_H */

@@ -448,6 +448,10 @@ tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, in
                 (long long)k->m_hi);
     return TESSERA_ERR_ARGUMENT;
   }
+  /* codegen's RuntimeDims: sizes[0] is M, rows or the query length; a range of two dimensions
+   * (attention's) gives the key length too, sizes[2]. A GPU kernel takes them as a launch argument. */
+  int64_t sizes[3] = {size, 0, (k->range_mask & (k->range_mask - 1)) ? size : 0};
+  if (k->vendor != TSR_HOST) return tsr_gpu_run_sizes(k, buffers, sizes);
   tessera_status st = tsr_check_buffers(k, buffers, 64);
   if (st != TESSERA_OK) return st;
   if (!tsr_cpu_runs(k->arch)) {
@@ -461,9 +465,6 @@ tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, in
     return TESSERA_ERR_ARGUMENT;
   }
   for (int i = 0; i < n; ++i) args[i] = buffers[i];
-  /* codegen's RuntimeDims: sizes[0] is M, rows or the query length; a range of two dimensions
-   * (attention's) gives the key length too, sizes[2]. */
-  int64_t sizes[3] = {size, 0, (k->range_mask & (k->range_mask - 1)) ? size : 0};
   args[n] = sizes;
   k->host_fn(args);
   return TESSERA_OK;

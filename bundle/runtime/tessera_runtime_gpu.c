@@ -25,6 +25,10 @@ tessera_status tessera_cuda_run(const tessera_kernel* k, void* const* b, int d, 
 tessera_status tessera_hip_run(const tessera_kernel* k, void* const* b, int d, float* ms) {
   return tessera_cuda_run(k, b, d, ms);
 }
+tessera_status tsr_gpu_run_sizes(const tessera_kernel* k, void* const* b, const int64_t* sizes) {
+  (void)sizes;
+  return tessera_cuda_run(k, b, 0, NULL);  /* says it was built without the launchers */
+}
 
 #else
 
@@ -48,12 +52,20 @@ struct tsr_dev {
 static int64_t tsr_slices(const tsr_gpu_arg* a) { return a->pack_batches > 1 ? a->pack_batches : 1; }
 static size_t tsr_arg_bytes(const tsr_gpu_arg* a) {
   if (a->kind == TSR_ARG_TENSOR_MAP) return 128;
+  if (a->kind == TSR_ARG_SIZES) return 3 * sizeof(int64_t);
   return (size_t)(a->prows * a->pcols * tsr_slices(a)) * (size_t)a->elem_bytes;
 }
 
 static size_t tsr_tensor_bytes(const tsr_tensor* t) {
   size_t n = (size_t)t->elem_bytes;
   for (int i = 0; i < t->rank; ++i) n *= (size_t)t->dims[i];
+  return n;
+}
+
+/* User tensor i of `k` at runtime M `m` (0: the compiled shape): M rows where its first dim is M. */
+static size_t tsr_user_bytes(const tessera_kernel* k, int i, int64_t m) {
+  size_t n = tsr_tensor_bytes(&k->tensors[i]);
+  if (m > 0 && k->runtime_m && k->m_hi > 0 && i < 64 && (k->gpu->m_tensors >> i & 1u)) n = n / (size_t)k->m_hi * (size_t)m;
   return n;
 }
 
@@ -82,8 +94,28 @@ static void tsr_copy_back(const tsr_gpu_arg* a, const char* ws, char* user) {
     memcpy(user + (size_t)(r * a->cols) * es, ws + (size_t)(r * a->pcols) * es, (size_t)a->cols * es);
 }
 
-static tessera_status tsr_wrapper_run(tsr_dev* d, const tessera_kernel* k, void* fn, void* const* buffers, float* total_ms) {
-  const tsr_gpu* g = k->gpu;
+static tessera_status tsr_wrapper_run(tsr_dev* d, const tessera_kernel* k, void* fn, void* const* buffers, const int64_t* sizes,
+                                      float* total_ms) {
+  /* A shape-generic kernel at runtime M: the grid's row blocks and the wrapper's rows follow M
+   * (a copy of the launch; without sizes it runs at its bound). */
+  const int64_t m = k->runtime_m ? (sizes ? sizes[0] : k->m_hi) : 0;
+  int64_t sz[3] = {m, sizes ? sizes[1] : 0, sizes ? sizes[2] : 0};
+  tsr_gpu gm = *k->gpu;
+  tsr_gpu_arg* margs = NULL;
+  if (m > 0) {
+    if (gm.rows_per_block > 0) gm.grid[1] = (m + gm.rows_per_block - 1) / gm.rows_per_block;
+    margs = calloc((size_t)gm.num_args + 1, sizeof *margs);
+    if (!margs) {
+      tsr_message("%s: out of host memory", k->name);
+      return TESSERA_ERR_MEMORY;
+    }
+    for (int i = 0; i < gm.num_args; ++i) {
+      margs[i] = k->gpu->args[i];
+      if (margs[i].rows_follow_m) margs[i].rows = m;
+    }
+    gm.args = margs;
+  }
+  const tsr_gpu* g = &gm;
   const int nt = k->num_inputs + k->num_outputs;
   uint64_t* user = calloc((size_t)nt, sizeof *user);
   uint64_t* scratch = calloc((size_t)g->num_args + 1, sizeof *scratch);
@@ -100,7 +132,7 @@ static tessera_status tsr_wrapper_run(tsr_dev* d, const tessera_kernel* k, void*
     goto done;
   }
   for (int i = 0; i < nt && st == TESSERA_OK; ++i) {
-    size_t n = tsr_tensor_bytes(&k->tensors[i]);
+    size_t n = tsr_user_bytes(k, i, m);
     st = d->alloc(d, &user[i], n);
     if (st == TESSERA_OK) st = d->upload(d, user[i], buffers[i], n);
   }
@@ -129,6 +161,9 @@ static tessera_status tsr_wrapper_run(tsr_dev* d, const tessera_kernel* k, void*
         ptr[i] = scratch[i];
         tsr_pack(a, (const char*)buffers[a->tensor] + off, staging);
         st = d->upload(d, ptr[i], staging, tsr_arg_bytes(a));
+      } else if (a->kind == TSR_ARG_SIZES) {
+        ptr[i] = scratch[i];
+        st = d->upload(d, ptr[i], sz, sizeof sz);
       }
     }
     /* Tensor maps last: they hold the device addresses of the arguments they describe. */
@@ -171,9 +206,10 @@ static tessera_status tsr_wrapper_run(tsr_dev* d, const tessera_kernel* k, void*
     int copied = 0;
     for (int j = 0; j < g->num_args; ++j)
       copied |= g->args[j].kind == TSR_ARG_WORKSPACE && g->args[j].copy_back && g->args[j].tensor == i;
-    if (!copied) st = d->download(d, buffers[i], user[i], tsr_tensor_bytes(&k->tensors[i]));
+    if (!copied) st = d->download(d, buffers[i], user[i], tsr_user_bytes(k, i, m));
   }
 done:
+  free(margs);
   if (user)
     for (int i = 0; i < nt; ++i)
       if (user[i]) d->release(d, user[i]);
@@ -401,11 +437,16 @@ static tessera_status cu_function(const tessera_kernel* k, int device, void** fn
   return st;
 }
 
-tessera_status tessera_cuda_run(const tessera_kernel* k, void* const* buffers, int device, float* elapsed_ms) {
+static tessera_status cu_run(const tessera_kernel* k, void* const* buffers, const int64_t* sizes, int device, float* elapsed_ms) {
   tessera_status st = tsr_check_buffers(k, buffers, 0);
   if (st != TESSERA_OK) return st;
   if (k->vendor != TSR_NVIDIA || !k->gpu) {
     tsr_message("%s is not an NVIDIA kernel (target %s)", k->name, k->target);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  if (k->runtime_m && !sizes) {
+    tsr_message("%s is shape-generic (M %lld..%lld): run it with tessera_run_dims and the shape", k->name, (long long)k->m_lo,
+                (long long)k->m_hi);
     return TESSERA_ERR_ARGUMENT;
   }
   if (!cu_open()) return TESSERA_ERR_UNSUPPORTED;
@@ -413,7 +454,11 @@ tessera_status tessera_cuda_run(const tessera_kernel* k, void* const* buffers, i
   void* fn = NULL;
   if ((st = cu_function(k, device, &fn)) != TESSERA_OK) return st;
   tsr_dev d = {cu_alloc, cu_release, cu_upload, cu_download, cu_zero, cu_launch, cu.tensorMapEncodeTiled ? cu_encode_map : NULL};
-  return tsr_wrapper_run(&d, k, fn, buffers, elapsed_ms);
+  return tsr_wrapper_run(&d, k, fn, buffers, sizes, elapsed_ms);
+}
+
+tessera_status tessera_cuda_run(const tessera_kernel* k, void* const* buffers, int device, float* elapsed_ms) {
+  return cu_run(k, buffers, NULL, device, elapsed_ms);
 }
 
 /* ---- HIP runtime ---- */
@@ -559,8 +604,20 @@ tessera_status tessera_hip_run(const tessera_kernel* k, void* const* buffers, in
   }
   void* fn = NULL;
   if ((st = hip_function(k, device, &fn)) != TESSERA_OK) return st;
+  if (k->runtime_m) {
+    tsr_message("%s: shape-generic kernels run on NVIDIA devices only", k->name);
+    return TESSERA_ERR_UNSUPPORTED;
+  }
   tsr_dev d = {hip_alloc, hip_release, hip_upload, hip_download, hip_zero, hip_launch, NULL};
-  return tsr_wrapper_run(&d, k, fn, buffers, elapsed_ms);
+  return tsr_wrapper_run(&d, k, fn, buffers, NULL, elapsed_ms);
+}
+
+tessera_status tsr_gpu_run_sizes(const tessera_kernel* k, void* const* buffers, const int64_t* sizes) {
+  if (k->vendor != TSR_NVIDIA) {
+    tsr_message("%s: shape-generic kernels run on NVIDIA devices only", k->name);
+    return TESSERA_ERR_UNSUPPORTED;
+  }
+  return cu_run(k, buffers, sizes, 0, NULL);
 }
 
 #endif /* TESSERA_BUNDLE_NO_GPU */

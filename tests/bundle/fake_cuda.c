@@ -27,6 +27,9 @@ void fake_cuda_set_kernel(void (*fn)(void*, void**, int), void* ctx) {
 int fake_cuda_live_allocations(void) { return live; }
 int fake_cuda_launches(void) { return launches; }
 int fake_cuda_module_loads(void) { return moduleLoads; }
+/* The grid of the last launch (shape-generic kernels compute it from the runtime M). */
+static unsigned lastGrid[3];
+void fake_cuda_last_grid(unsigned* g) { memcpy(g, lastGrid, sizeof lastGrid); }
 
 CUresult cuInit(unsigned f) { (void)f; return 0; }
 CUresult cuDeviceGet(int* d, int i) { *d = i; return i == 0 ? 0 : 101; /* CUDA_ERROR_INVALID_DEVICE */ }
@@ -114,6 +117,7 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (nparams < 0) return 1;
   if ((int)shmem > optedInShared) return 1; /* CUDA_ERROR_INVALID_VALUE */
   ++launches;
+  lastGrid[0] = gx, lastGrid[1] = gy, lastGrid[2] = gz;
   if (kernelFn) {
     void* ptrs[64];
     for (int j = 0; j < nparams && j < 64; ++j) ptrs[j] = (void*)(uintptr_t) * (CUdeviceptr*)params[j];

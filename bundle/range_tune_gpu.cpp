@@ -1,0 +1,133 @@
+// Owns tuning a GPU GEMM over a range of M through the estimate (`tessera tune gemm --m LO..HI
+// --target sm_80 --estimate`, range_tune.h): each training point tuned as its own kernel with the
+// estimate measurer (ptxas resources + the analytic model; records stored as estimates), the
+// points' best shape-generic configs (strategies simt, mma, mma-lane) compiled once with runtime M
+// at the range's top (ptxas: a config that spills or exceeds a limit there is dropped), each then
+// estimated at every training and held-out point with that kernel's resources, and the dispatch
+// rule fitted to those estimates. Nothing runs: the rule's times are the model's, not a device's.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "bundle/range_tune.h"
+#include "codegen/gpu.h"
+#include "costmodel/gpu_model.h"
+#include "ir/families.h"
+#include "ir/text.h"
+#include "measure/estimate.h"
+
+namespace tessera::bundle {
+
+namespace {
+
+bool shapeGenericOnGpu(const ir::Config& c) {
+  auto s = c.getStr("strategy");
+  return s.ok() && (*s == "simt" || *s == "mma" || *s == "mma-lane");
+}
+
+}  // namespace
+
+Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt,
+                                               const ShapeRange& range, const TargetDesc& t, cache::RecordStore* store,
+                                               const cache::Provenance& prov, const RangeTuneSettings& s,
+                                               const RangeTuneCallbacks& cb) {
+  auto progress = [&](const std::string& l) {
+    if (cb.onProgress) cb.onProgress(l);
+  };
+  auto warn = [&](const std::string& l) {
+    if (cb.onWarning) cb.onWarning(l);
+  };
+  if (t.vendor != Vendor::Nvidia) return makeError(ErrorCode::Unsupported, "a range of M on a GPU target: NVIDIA targets only, not " + t.name);
+  TESSERA_ASSIGN(ir::Kernel maxKernel, kernelAt(range.hi));
+  if (maxKernel.family != ir::Family::Gemm) return makeError(ErrorCode::Unsupported, "a range on a GPU target is a GEMM's M");
+  TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
+  if (g.transA) return makeError(ErrorCode::InvalidArgument, "a range of M needs A stored M x K: drop --trans-a");
+  if (g.batch > 0) return makeError(ErrorCode::InvalidArgument, "a range of M takes no --batch");
+
+  RangeTuneResult out;
+  out.kernelIr = ir::printKernel(maxKernel);
+  out.kernelName = maxKernel.name;
+  out.dim = "M";
+  RangePoints pts = rangePoints(range, s.maxTrain);
+  std::set<int64_t> all(pts.train.begin(), pts.train.end());
+  all.insert(pts.heldOut.begin(), pts.heldOut.end());
+  out.table.points.assign(all.begin(), all.end());
+  auto indexOf = [&](int64_t v) { return size_t(std::lower_bound(out.table.points.begin(), out.table.points.end(), v) - out.table.points.begin()); };
+  for (int64_t v : pts.train) out.train.push_back(indexOf(v));
+  for (int64_t v : pts.heldOut) out.heldOut.push_back(indexOf(v));
+
+  // 1. Each training point tuned through the estimate.
+  std::vector<ir::Config> candidates;
+  std::set<std::string> seen;
+  auto addCandidate = [&](const ir::Config& c) {
+    if (shapeGenericOnGpu(c) && seen.insert(c.str()).second) candidates.push_back(c);
+  };
+  search::SessionSettings session = s.session;
+  session.acceptEstimatesOf = costmodel::kGpuModelName;
+  for (int64_t m : pts.train) {
+    if (cb.shouldStop && cb.shouldStop()) return makeError(ErrorCode::RuntimeError, "interrupted");
+    TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
+    TESSERA_ASSIGN(search::TuneProblem problem, search::tuneProblem(k, t, s.spaceSpec));
+    auto measurer = search::makeEstimateMeasurer(k, t);
+    search::SessionCallbacks scb;
+    scb.onWarning = [&](const std::string& w) { warn(w); };
+    TESSERA_ASSIGN(search::SessionResult res, search::runTuneSession(problem, *measurer, store, nullptr, prov, session, scb));
+    if (res.outcome == search::SessionResult::Outcome::AlreadyTuned) {
+      auto c = ir::Config::fromJson(res.cached->config);
+      if (c.ok() && !shapeGenericOnGpu(*c))
+        warn("M=" + std::to_string(m) + ": the stored winner (" + c->str() + ") takes no runtime M; --force tunes again");
+      if (c.ok()) addCandidate(*c);
+      progress("M=" + std::to_string(m) + ": stored winner " + (c.ok() ? c->str() : res.cached->config));
+      continue;
+    }
+    if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
+      warn("M=" + std::to_string(m) + ": no candidate compiled within the target's limits");
+      continue;
+    }
+    std::vector<search::TrialResult> ranked;
+    for (const auto& r : res.tune.trials)
+      if (r.ok() && shapeGenericOnGpu(r.config)) ranked.push_back(r);
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.samples.median_us < b.samples.median_us; });
+    if (res.tune.best) addCandidate(res.tune.best->config);
+    for (size_t i = 0; i < ranked.size() && int(i) < s.candidatesPerPoint; ++i) addCandidate(ranked[i].config);
+    progress("M=" + std::to_string(m) + ": estimated " + std::to_string(res.tune.trials.size()) + " candidates, best " +
+             (res.tune.best ? res.tune.best->config.str() + " " + std::to_string(res.tune.best->samples.median_us) + " us (estimate)" : "-"));
+  }
+  if (candidates.empty()) return makeError(ErrorCode::NotFound, "no point of the range produced a shape-generic winner (simt, mma, mma-lane)");
+
+  // 2. Each candidate compiled once with runtime M (its resources), estimated at every point.
+  std::vector<ir::Config> kept;
+  std::vector<codegen::ResourceReport> resources;
+  for (const auto& c : candidates) {
+    auto bin = codegen::compileGpu(maxKernel, c, t, {.runtime = {.m = true}});
+    if (!bin.ok()) {
+      warn(c.str() + ": no runtime-M kernel: " + bin.error().message);
+      continue;
+    }
+    if (!bin->resources.ok || bin->resources.spills()) {
+      warn(c.str() + ": the runtime-M kernel is over the limits: " + bin->resources.summary());
+      continue;
+    }
+    kept.push_back(c);
+    resources.push_back(bin->resources);
+  }
+  if (kept.empty()) return makeError(ErrorCode::NotFound, "no candidate compiled with runtime M within " + t.name + "'s limits");
+  for (const auto& c : kept) out.table.configs.push_back(c.str());
+  out.table.times.assign(kept.size(), std::vector<double>(out.table.points.size(), std::numeric_limits<double>::infinity()));
+  for (size_t p = 0; p < out.table.points.size(); ++p) {
+    TESSERA_ASSIGN(ir::Kernel k, kernelAt(out.table.points[p]));
+    for (size_t c = 0; c < kept.size(); ++c) {
+      auto e = search::estimateKernel(k, kept[c], t, &resources[c]);
+      if (e.ok() && std::isfinite(e->model.timeUs) && e->model.timeUs > 0) out.table.times[c][p] = e->model.timeUs;
+    }
+  }
+  progress(std::to_string(kept.size()) + " shape-generic candidates estimated at " + std::to_string(out.table.points.size()) + " points");
+
+  // 3. The rule.
+  TESSERA_ASSIGN(out.rule, fitDispatchRule(out.table, out.train, out.heldOut, range.lo, range.hi, s.fit));
+  out.rule.dim = "M";
+  return out;
+}
+
+}  // namespace tessera::bundle
