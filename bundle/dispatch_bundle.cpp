@@ -18,13 +18,90 @@ namespace tessera::bundle {
 
 using nlohmann::json;
 
-namespace {
+namespace range_parts {
 
 std::string sanitizeName(const std::string& s) {
   std::string o;
   for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
   return o;
 }
+
+TableRange tableRange(const RangeRuleFile& f, const std::string& name, const std::string& family, const std::string& dtype,
+                      const std::string& arch, const std::vector<int64_t>& dims, const std::string& dim,
+                      const std::vector<int>& keyDims) {
+  TableRange r;
+  r.name = name;
+  r.family = family;
+  r.dtype = dtype;
+  r.arch = arch;
+  r.dims = dims;
+  r.lo = f.rule.lo;
+  r.hi = f.rule.hi;
+  r.dim = dim;
+  r.dimMask = 0;
+  for (int d : keyDims) r.dimMask |= 1u << d;
+  for (const auto& b : f.rule.buckets) r.buckets.push_back({b.lo, b.hi, b.config});
+  return r;
+}
+
+std::vector<int64_t> checkSizes(const DispatchRule& rule, int i, const std::function<double(int64_t)>& cost, double bound) {
+  std::vector<int64_t> ms;
+  for (const auto& b : rule.buckets) {
+    if (b.config != i) continue;
+    for (int64_t m : {b.lo, b.lo + 2, b.lo + 16, b.hi})
+      if (m >= b.lo && m <= b.hi && cost(m) <= bound && std::find(ms.begin(), ms.end(), m) == ms.end()) ms.push_back(m);
+  }
+  return ms;
+}
+
+TableEntry rangeRow(const RangeRuleFile& f, const TableRange& r, const std::string& name, const std::string& target,
+                    const std::string& vendor, const std::string& configJson, const ir::Kernel& maxKernel) {
+  TableEntry row;
+  row.name = name;
+  row.family = r.family;
+  row.shape = std::to_string(f.rule.lo) + ".." + cache::formatShape(r.dims);
+  row.dims = r.dims;
+  row.dtype = r.dtype;
+  row.target = target;
+  row.arch = r.arch;
+  row.vendor = vendor;
+  row.config = configJson;
+  row.source = "exact";
+  row.tunedShape = r.dim + " " + std::to_string(f.rule.lo) + ".." + std::to_string(f.rule.hi);
+  for (const auto* d : maxKernel.inputs())
+    row.tensors.push_back({d->name, std::string(ir::typeName(d->dtype)), int(ir::byteSize(d->dtype)), false, d->shape});
+  for (const auto* d : maxKernel.outputs())
+    row.tensors.push_back({d->name, std::string(ir::typeName(d->dtype)), int(ir::byteSize(d->dtype)), true, d->shape});
+  row.numInputs = int(maxKernel.inputs().size());
+  row.numOutputs = int(maxKernel.outputs().size());
+  row.runtimeM = true;
+  row.mLo = f.rule.lo;
+  row.mHi = f.rule.hi;
+  row.rangeDim = r.dim;
+  row.rangeDimMask = r.dimMask;
+  return row;
+}
+
+std::string rangeManifest(const RangeRuleFile& f, const TableRange& r, const std::vector<int>& keyDims) {
+  json buckets = json::array();
+  for (const auto& b : f.rule.buckets) buckets.push_back({{"lo", b.lo}, {"hi", b.hi}, {"kernel", b.config}});
+  return json{{"name", r.name},
+              {"dim", r.dim},
+              {"key_dims", keyDims},
+              {"lo", f.rule.lo},
+              {"hi", f.rule.hi},
+              {"shape_at_hi", cache::formatShape(r.dims)},
+              {"buckets", buckets},
+              {"train_regret", f.rule.trainRegret},
+              {"held_out_regret", f.rule.heldOutRegret}}
+      .dump();
+}
+
+}  // namespace range_parts
+
+using namespace range_parts;
+
+namespace {
 
 // The reference evaluator is slow: the check runs where M·N·K (or the elements) stay below this.
 constexpr double kMaxCheckedMacs = double(1 << 27);
@@ -68,23 +145,10 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
   }
   const cache::HardKey key = search::hardKeyFor(maxKernel, t);
   auto kernelAt = [&](int64_t m) { return kernelAtExtent(maxKernel, m); };
-  RangeBundle out;
-  out.range.name = f.kernelName.empty() ? maxKernel.name : f.kernelName;
-  out.range.family = key.family;
-  out.range.dtype = key.dtype;
-  out.range.arch = t.arch;
-  out.range.dims = key.shape;
-  out.range.lo = f.rule.lo;
-  out.range.hi = f.rule.hi;
-  out.range.dim = dim;
   const std::vector<int> keyDims = rangeKeyDims(maxKernel);
-  out.range.dimMask = 0;
-  for (int d : keyDims) out.range.dimMask |= 1u << d;
-  json buckets = json::array();
-  for (const auto& b : f.rule.buckets) {
-    out.range.buckets.push_back({b.lo, b.hi, b.config});
-    buckets.push_back({{"lo", b.lo}, {"hi", b.hi}, {"kernel", b.config}});
-  }
+  RangeBundle out;
+  out.range = tableRange(f, f.kernelName.empty() ? maxKernel.name : f.kernelName, key.family, key.dtype, t.arch, key.shape, dim,
+                         keyDims);
   auto cache = makeSizedCompileCache(maxKernel, t);
   for (size_t i = 0; i < f.rule.configs.size(); ++i) {
     TESSERA_ASSIGN(ir::Config c, ir::Config::parseAssignments(f.rule.configs[i]));
@@ -98,14 +162,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     // The check: the same lowering JIT-compiled here, run at sizes of each of its buckets.
     json checks = json::array();
     if (s.verify) {
-      std::vector<int64_t> ms;
-      for (const auto& b : f.rule.buckets) {
-        if (b.config != int(i)) continue;
-        for (int64_t m : {b.lo, b.lo + 2, b.lo + 16, b.hi})
-          if (m >= b.lo && m <= b.hi && checkCost(m) <= kMaxCheckedMacs &&
-              std::find(ms.begin(), ms.end(), m) == ms.end())
-            ms.push_back(m);
-      }
+      const std::vector<int64_t> ms = checkSizes(f.rule, int(i), checkCost, kMaxCheckedMacs);
       search::MeasureSettings ms2;
       ms2.timeoutSec = s.verifyTimeoutSec;
       ms2.measure.minTimeSec = 0;
@@ -121,29 +178,8 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     }
     RangeEntry e;
     TableEntry& row = e.row;
-    row.name = name;
-    row.family = key.family;
-    row.shape = std::to_string(f.rule.lo) + ".." + cache::formatShape(key.shape);
-    row.dims = key.shape;
-    row.dtype = key.dtype;
-    row.target = t.name;
-    row.arch = t.arch;
-    row.vendor = "host";
-    row.config = c.toJson();
-    row.source = "exact";
-    row.tunedShape = dim + " " + std::to_string(f.rule.lo) + ".." + std::to_string(f.rule.hi);
-    for (const auto* d : maxKernel.inputs())
-      row.tensors.push_back({d->name, std::string(ir::typeName(d->dtype)), int(ir::byteSize(d->dtype)), false, d->shape});
-    for (const auto* d : maxKernel.outputs())
-      row.tensors.push_back({d->name, std::string(ir::typeName(d->dtype)), int(ir::byteSize(d->dtype)), true, d->shape});
-    row.numInputs = int(maxKernel.inputs().size());
-    row.numOutputs = int(maxKernel.outputs().size());
+    row = rangeRow(f, out.range, name, t.name, "host", c.toJson(), maxKernel);
     row.hostSymbol = symbol;
-    row.runtimeM = true;
-    row.mLo = f.rule.lo;
-    row.mHi = f.rule.hi;
-    row.rangeDim = dim;
-    row.rangeDimMask = out.range.dimMask;
     e.manifestJson = json{{"name", name},
                           {"family", key.family},
                           {"target", t.name},
@@ -167,16 +203,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
                std::to_string(f.rule.hi) + ", config " + c.str() + (s.verify ? ", checked at " + std::to_string(checks.size()) + " sizes" : ""));
     out.entries.push_back(std::move(e));
   }
-  out.manifestJson = json{{"name", out.range.name},
-                          {"dim", dim},
-                          {"key_dims", keyDims},
-                          {"lo", f.rule.lo},
-                          {"hi", f.rule.hi},
-                          {"shape_at_hi", cache::formatShape(key.shape)},
-                          {"buckets", buckets},
-                          {"train_regret", f.rule.trainRegret},
-                          {"held_out_regret", f.rule.heldOutRegret}}
-                         .dump();
+  out.manifestJson = rangeManifest(f, out.range, keyDims);
   return out;
 }
 

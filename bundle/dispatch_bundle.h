@@ -11,6 +11,7 @@
 
 #include "bundle/dispatch_rule.h"
 #include "bundle/table.h"
+#include "ir/ir.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
 
@@ -29,6 +30,26 @@ struct RangeBundle {
   TableRange range;  // bucket entries index `entries` (the caller offsets them)
   std::string manifestJson;
 };
+
+// Parts both builders share (dispatch_bundle.cpp).
+namespace range_parts {
+// A name as a C identifier piece (symbols, file names).
+std::string sanitizeName(const std::string& s);
+// The range's table row and its bucket list (manifest form) for a rule over `dims` (the key's
+// shape at the top) on `arch`; `dim`/`keyDims` as rangeKeyDims gives them.
+TableRange tableRange(const RangeRuleFile& f, const std::string& name, const std::string& family, const std::string& dtype,
+                      const std::string& arch, const std::vector<int64_t>& dims, const std::string& dim,
+                      const std::vector<int>& keyDims);
+// Sizes of the buckets of config `i` at which to check its kernel: each bucket's lo, lo + 2,
+// lo + 16 and hi, where `cost(m)` stays within `bound`.
+std::vector<int64_t> checkSizes(const DispatchRule& rule, int i, const std::function<double(int64_t)>& cost, double bound);
+// The entry row's common part: name, key, target, config, the tensors of the rule's kernel (at
+// the range's top) and the runtime range. The caller adds its code (host symbol; GPU binary).
+TableEntry rangeRow(const RangeRuleFile& f, const TableRange& r, const std::string& name, const std::string& target,
+                    const std::string& vendor, const std::string& configJson, const ir::Kernel& maxKernel);
+// The range's manifest object.
+std::string rangeManifest(const RangeRuleFile& f, const TableRange& r, const std::vector<int>& keyDims);
+}  // namespace range_parts
 
 Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSettings& s, std::set<std::string>* symbols,
                                        const std::function<void(const std::string&)>& progress);

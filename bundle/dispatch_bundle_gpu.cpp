@@ -22,13 +22,9 @@ namespace tessera::bundle {
 
 using nlohmann::json;
 
-namespace {
+using namespace range_parts;
 
-std::string sanitizeName(const std::string& s) {
-  std::string o;
-  for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-  return o;
-}
+namespace {
 
 // The mapped-kernel emulator runs every GPU thread as a fiber: the check runs where M·N·K stays
 // below this.
@@ -67,21 +63,10 @@ Expected<RangeBundle> buildGpuRangeBundle(const RangeRuleFile& f, const TargetDe
                                                      ", the rule's range ends at " + std::to_string(f.rule.hi));
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
   const cache::HardKey key = search::hardKeyFor(maxKernel, t);
+  const std::vector<int> keyDims = {0};  // GEMM's M: key dimension 0 (bundle/table.h)
   RangeBundle out;
-  out.range.name = f.kernelName.empty() ? maxKernel.name : f.kernelName;
-  out.range.family = key.family;
-  out.range.dtype = key.dtype;
-  out.range.arch = t.arch;
-  out.range.dims = key.shape;
-  out.range.lo = f.rule.lo;
-  out.range.hi = f.rule.hi;
-  out.range.dim = "M";
-  out.range.dimMask = 1u;
-  json buckets = json::array();
-  for (const auto& b : f.rule.buckets) {
-    out.range.buckets.push_back({b.lo, b.hi, b.config});
-    buckets.push_back({{"lo", b.lo}, {"hi", b.hi}, {"kernel", b.config}});
-  }
+  out.range = tableRange(f, f.kernelName.empty() ? maxKernel.name : f.kernelName, key.family, key.dtype, t.arch, key.shape, "M",
+                         keyDims);
   for (size_t i = 0; i < f.rule.configs.size(); ++i) {
     TESSERA_ASSIGN(ir::Config c, ir::Config::parseAssignments(f.rule.configs[i]));
     const std::string name = out.range.name + "_range" + std::to_string(i);
@@ -96,14 +81,8 @@ Expected<RangeBundle> buildGpuRangeBundle(const RangeRuleFile& f, const TargetDe
     if (bin->binary.empty()) return makeError(ErrorCode::CompileError, name + ": no code object was produced for " + t.name);
     json checks = json::array();
     if (s.verify) {
-      std::vector<int64_t> ms;
-      for (const auto& b : f.rule.buckets) {
-        if (b.config != int(i)) continue;
-        for (int64_t m : {b.lo, b.lo + 2, b.lo + 16, b.hi})
-          if (m >= b.lo && m <= b.hi && double(m) * double(g.n) * double(g.k) <= kMaxEmulatedMacs &&
-              std::find(ms.begin(), ms.end(), m) == ms.end())
-            ms.push_back(m);
-      }
+      std::vector<int64_t> ms = checkSizes(f.rule, int(i), [&](int64_t m) { return double(m) * double(g.n) * double(g.k); },
+                                           kMaxEmulatedMacs);
       // Every kernel runs any M of the range: when its buckets are too big to emulate, it is
       // checked at the smallest sizes instead (M = 1 and the largest M within the bound).
       const int64_t fits = std::min<int64_t>(f.rule.hi, int64_t(kMaxEmulatedMacs / (double(g.n) * double(g.k))));
@@ -123,28 +102,7 @@ Expected<RangeBundle> buildGpuRangeBundle(const RangeRuleFile& f, const TargetDe
     }
     RangeEntry e;
     TableEntry& row = e.row;
-    row.name = name;
-    row.family = key.family;
-    row.shape = std::to_string(f.rule.lo) + ".." + cache::formatShape(key.shape);
-    row.dims = key.shape;
-    row.dtype = key.dtype;
-    row.target = t.name;
-    row.arch = t.arch;
-    row.vendor = "nvidia";
-    row.config = c.toJson();
-    row.source = "exact";
-    row.tunedShape = "M " + std::to_string(f.rule.lo) + ".." + std::to_string(f.rule.hi);
-    for (const auto* d : maxKernel.inputs())
-      row.tensors.push_back({d->name, std::string(ir::typeName(d->dtype)), int(ir::byteSize(d->dtype)), false, d->shape});
-    for (const auto* d : maxKernel.outputs())
-      row.tensors.push_back({d->name, std::string(ir::typeName(d->dtype)), int(ir::byteSize(d->dtype)), true, d->shape});
-    row.numInputs = int(maxKernel.inputs().size());
-    row.numOutputs = int(maxKernel.outputs().size());
-    row.runtimeM = true;
-    row.mLo = f.rule.lo;
-    row.mHi = f.rule.hi;
-    row.rangeDim = "M";  // GEMM's M: key dimension 0 (bundle/table.h)
-    row.rangeDimMask = 1u;
+    row = rangeRow(f, out.range, name, t.name, "nvidia", c.toJson(), maxKernel);
     row.launch = bin->launch;
     row.binary = bin->binary;
     std::string ptx = bin->assembly;
@@ -179,15 +137,7 @@ Expected<RangeBundle> buildGpuRangeBundle(const RangeRuleFile& f, const TargetDe
                (s.verify ? ", checked on the emulator at " + std::to_string(checks.size()) + " sizes" : ""));
     out.entries.push_back(std::move(e));
   }
-  out.manifestJson = json{{"name", out.range.name},
-                          {"dim", "M"},
-                          {"lo", f.rule.lo},
-                          {"hi", f.rule.hi},
-                          {"shape_at_hi", cache::formatShape(key.shape)},
-                          {"buckets", buckets},
-                          {"train_regret", f.rule.trainRegret},
-                          {"held_out_regret", f.rule.heldOutRegret}}
-                         .dump();
+  out.manifestJson = rangeManifest(f, out.range, keyDims);
   return out;
 }
 

@@ -169,6 +169,17 @@ std::unique_ptr<search::Measurer> makeSizedHostMeasurer(const std::shared_ptr<Si
   return search::makeProtocolMeasurer(pointKernel, cache->target, std::make_unique<SizedBackend>(cache, m), s);
 }
 
+RangePoints placeRangePoints(RangeTuneResult& r, const ShapeRange& range, int maxTrain) {
+  RangePoints pts = rangePoints(range, maxTrain);
+  std::set<int64_t> all(pts.train.begin(), pts.train.end());
+  all.insert(pts.heldOut.begin(), pts.heldOut.end());
+  r.table.points.assign(all.begin(), all.end());
+  auto indexOf = [&](int64_t v) { return size_t(std::lower_bound(r.table.points.begin(), r.table.points.end(), v) - r.table.points.begin()); };
+  for (int64_t v : pts.train) r.train.push_back(indexOf(v));
+  for (int64_t v : pts.heldOut) r.heldOut.push_back(indexOf(v));
+  return pts;
+}
+
 Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt, const ShapeRange& range,
                                     const TargetDesc& t, cache::RecordStore* store, const cache::Provenance& prov,
                                     const RangeTuneSettings& s, const RangeTuneCallbacks& cb) {
@@ -198,13 +209,7 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
   out.kernelIr = ir::printKernel(maxKernel);
   out.kernelName = maxKernel.name;
   out.dim = dim;
-  RangePoints pts = rangePoints(range, s.maxTrain);
-  std::set<int64_t> all(pts.train.begin(), pts.train.end());
-  all.insert(pts.heldOut.begin(), pts.heldOut.end());
-  out.table.points.assign(all.begin(), all.end());
-  auto indexOf = [&](int64_t v) { return size_t(std::lower_bound(out.table.points.begin(), out.table.points.end(), v) - out.table.points.begin()); };
-  for (int64_t v : pts.train) out.train.push_back(indexOf(v));
-  for (int64_t v : pts.heldOut) out.heldOut.push_back(indexOf(v));
+  const RangePoints pts = placeRangePoints(out, range, s.maxTrain);
 
   // 1. Each training point tuned as its own kernel.
   std::vector<ir::Config> candidates;

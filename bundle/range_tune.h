@@ -57,6 +57,10 @@ struct RangeTuneResult {
   std::string dim = "M";           // rangeDimName of the kernel
 };
 
+// The range's points (rangePoints: training and held out, log-spaced) into `r`'s table, train and
+// heldOut; both range tunes start from them. Returns the points.
+RangePoints placeRangePoints(RangeTuneResult& r, const ShapeRange& range, int maxTrain);
+
 // `kernelAt(m)`: the kernel with M (GEMM), its leading dimension (elementwise) or its sequence
 // length (attention) = m, everything else fixed. `store`: where each point's records
 // go (may be null: nothing stored or reused).

@@ -49,13 +49,7 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
   out.kernelIr = ir::printKernel(maxKernel);
   out.kernelName = maxKernel.name;
   out.dim = "M";
-  RangePoints pts = rangePoints(range, s.maxTrain);
-  std::set<int64_t> all(pts.train.begin(), pts.train.end());
-  all.insert(pts.heldOut.begin(), pts.heldOut.end());
-  out.table.points.assign(all.begin(), all.end());
-  auto indexOf = [&](int64_t v) { return size_t(std::lower_bound(out.table.points.begin(), out.table.points.end(), v) - out.table.points.begin()); };
-  for (int64_t v : pts.train) out.train.push_back(indexOf(v));
-  for (int64_t v : pts.heldOut) out.heldOut.push_back(indexOf(v));
+  const RangePoints pts = placeRangePoints(out, range, s.maxTrain);
 
   // 1. Each training point tuned through the estimate.
   std::vector<ir::Config> candidates;
