@@ -114,6 +114,15 @@
     parts.push(roof.bandwidth_gbs ? 'bandwidth roof ' + T.fmtThroughput(roof.bandwidth_gbs, 'GB/s') + ' (' + roof.bandwidth_source + ')'
       : 'bandwidth roof: ' + (roof.bandwidth_source || 'unknown'));
     if (roof.intensity) parts.push('arithmetic intensity ' + roof.intensity.toFixed(2) + ' FLOP/byte (' + roof.intensity_source + ')');
+    // A config above the compute roof beat the peak it was measured against: never shown without
+    // the reason. A host's roof is the tuner's own FMA probe, which a loaded machine reads low; a
+    // GPU's is the table's default product, which another product of the chip may exceed.
+    const above = roof.compute_gflops ? points.concat(near).filter((p) => p.y > roof.compute_gflops * 1.02).length : 0;
+    if (above) {
+      parts.push(above + (above > 1 ? ' points' : ' point') + ' above the compute roof: ' +
+        (/target table/.test(roof.compute_source || '') ? 'the table\'s product is not the one measured'
+          : 'the probe read the peak low (a loaded or shared machine)'));
+    }
     T.text(note, parts.join('; '));
     if (!points.length && !near.length) {
       T.$('chart-roofline').parentNode.hidden = true;

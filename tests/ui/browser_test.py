@@ -196,8 +196,14 @@ def main():
           [d.label, d.data.length, Math.max(...d.data.map(p => p.y))])""")
         lines = {label: top for label, _, top in roof if label.endswith("roof")}
         points = [(n, top) for label, n, top in roof if not label.endswith("roof")]
-        check(lines and sum(n for n, _ in points) > 0 and all(top <= max(lines.values()) * 1.02 for _, top in points),
-              f"the roofline chart has the kernel's configs under its roof ({roof})")
+        # Under the roof, or the page says why not: the host's roof is the tuner's FMA probe, which
+        # reads low when the machine is loaded while it runs (seen in a parallel CI run: 69 GFLOP/s
+        # against configs measured at 111).
+        note = driver.find_element("id", "roof-note").text
+        above = [top for _, top in points if lines and top > max(lines.values()) * 1.02]
+        check(lines and sum(n for n, _ in points) > 0 and
+              (not above or "above the compute roof: the probe read the peak low" in note),
+              f"the roofline chart has the kernel's configs under its roof, or says why not ({roof}; {note!r})")
 
         # Compare: the page lays out what `tessera compare --json` prints over the same store.
         page(driver, base + "compare.html?key=" + gemm + "&targets=sm_90,gfx942,host")
