@@ -65,7 +65,7 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
       if (!f.json) std::fprintf(stderr, "%s", emuReport.c_str());
       failWith(r.error());
     }
-    where = "CPU emulation of the mapped " + std::string(t.vendor == Vendor::Amd ? "ROCDL" : "NVVM") +
+    where = "CPU emulation of the mapped " + std::string(t.words().kernelDialect) +
             " kernel (one fiber per GPU thread; no timing)";
   } else {
     auto runner = codegen::openRunnerFor(t);

@@ -66,7 +66,7 @@ std::string compareCell(const search::CompareRow& r, const std::string& what, co
     if (what == "shared memory") {
       // Static plus the launch's dynamic shared memory (ptxas reports only the static part).
       std::snprintf(b, sizeof b, "%.1f KB %s", double(res.sharedBytes + res.dynamicSharedBytes) / 1024,
-                    res.vendor == Vendor::Amd ? "LDS" : "smem");
+                    vendorWords(res.vendor).sharedShort);
       return b;
     }
     if (what == "spills") return res.spills() ? "yes" : "none";

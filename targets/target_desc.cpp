@@ -10,9 +10,10 @@
 namespace tessera {
 
 const VendorWords& vendorWords(Vendor v) {
-  static const VendorWords host{"host", "core", "cores", "threads", "threads", "memory", "the host compiler"};
-  static const VendorWords nvidia{"nvidia", "SM", "SMs", "warps", "warps", "shared memory", "ptxas"};
-  static const VendorWords amd{"amd", "CU", "CUs", "waves", "wavefronts", "LDS", "the AMDGPU backend"};
+  static const VendorWords host{"host", "core", "cores", "threads", "threads", "memory", "memory", "the host compiler",
+                                "LLVM"};
+  static const VendorWords nvidia{"nvidia", "SM", "SMs", "warps", "warps", "shared memory", "smem", "ptxas", "NVVM"};
+  static const VendorWords amd{"amd", "CU", "CUs", "waves", "wavefronts", "LDS", "LDS", "the AMDGPU backend", "ROCDL"};
   switch (v) {
     case Vendor::Host: return host;
     case Vendor::Nvidia: return nvidia;

@@ -22,7 +22,9 @@ struct VendorWords {
   const char* warps;           // "warps", "waves": thread groups in estimates
   const char* warpsFormal;     // "warps", "wavefronts": thread groups in explanations
   const char* sharedMemory;    // "shared memory", "LDS"
+  const char* sharedShort;     // "smem", "LDS": in table cells
   const char* deviceCompiler;  // "ptxas", "the AMDGPU backend": what checks code without a device
+  const char* kernelDialect;   // "NVVM", "ROCDL": the MLIR dialect a mapped GPU kernel is written in
 };
 const VendorWords& vendorWords(Vendor v);
 const char* vendorName(Vendor v);  // vendorWords(v).name
