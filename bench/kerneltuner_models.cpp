@@ -331,8 +331,8 @@ std::vector<std::string> kernelTunerModelNames() {
 std::optional<KernelTunerModel> kernelTunerModelFor(const std::string& family, const TargetDesc& gpu) {
   KernelTunerModel m;
   m.target = gpu;
-  m.targetNote = "the GPU table's " + gpu.model + " (" + gpu.name + ", " + std::to_string(gpu.units) +
-                 (gpu.vendor == Vendor::Amd ? " CUs)" : " SMs)");
+  m.targetNote = "the GPU table's " + gpu.model + " (" + gpu.name + ", " + std::to_string(gpu.units) + " " +
+                 gpu.words().units + ")";
   if (family == "Xgemm") {
     m.kernel = "CLBlast Xgemm, M = N = K = 4096, f32 (OpenCL)";
     m.workload = [t = gpu](const ir::Config& c) { return xgemm(c, t); };

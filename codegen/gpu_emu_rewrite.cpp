@@ -612,7 +612,7 @@ Expected<std::shared_ptr<const MappedKernel>> compileMapped(const GpuBinary& bin
   k->opts_ = o;
   MLIRContext* ctx = k->ctx_.get();
   const std::string text = o.deviceHook ? o.deviceHook(bin.mlirDevice) : bin.mlirDevice;
-  const char* dialect = t.vendor == Vendor::Amd ? "rocdl" : "nvvm";
+  const char* dialect = t.words().kernelDialect;  // NVVM or ROCDL: names the module in messages
   DiagnosticCollector diags(ctx);
   ParserConfig cfg(ctx);
   OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(text, cfg, dialect);
