@@ -82,17 +82,4 @@ std::string KernelSql::countRecords() const {
          " AND r.quarantined = 0";
 }
 
-bool kernelMatches(const KernelQuery& q, const HardKey& key, const std::string& key_id) {
-  auto eq = [](const std::string& want, const std::string& have) { return want.empty() || want == have; };
-  if (!eq(q.key_id, key_id) || !eq(q.family, key.family) || !eq(q.dtype, key.dtype) || !eq(q.target, key.target))
-    return false;
-  if (q.words.empty()) return true;
-  std::string text = key.family + ' ' + formatShape(key.shape) + ' ' + key.dtype + ' ' + key.layout + ' ' + key.target +
-                     ' ' + key.arch + ' ' + std::to_string(key.units) + ' ' + key_id + ' ' + key.workload;
-  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (const std::string& w : q.words)
-    if (text.find(w) == std::string::npos) return false;
-  return true;
-}
-
 }  // namespace tessera::cache

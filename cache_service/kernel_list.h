@@ -73,8 +73,4 @@ struct KernelSql {
   std::string countRecords() const;  // count(*) of a key's unquarantined records
 };
 
-// Whether `key` (with its key_id) matches the query's filters and words; the memory store's
-// version of KernelSql::where() (labels are its caller's business).
-bool kernelMatches(const KernelQuery& q, const HardKey& key, const std::string& key_id);
-
 }  // namespace tessera::cache

@@ -167,9 +167,9 @@ static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace
 
-Status openSchema(sql::Db& db, bool synchronous_full) {
+Status openSchema(sql::Db& db, bool synchronous_full, bool in_memory) {
   // journal_mode cannot change inside a transaction; WAL persists in the file once set.
-  {
+  if (!in_memory) {
     TESSERA_ASSIGN(sql::Stmt wal, db.prepare("PRAGMA journal_mode=WAL"));
     TESSERA_ASSIGN(bool row, wal.step());
     if (!row || wal.text(0) != "wal")

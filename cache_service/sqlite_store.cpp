@@ -1,9 +1,11 @@
-// Owns the read side of the SQLite RecordStore: opening (schema, index load), pooled reader
-// connections, lookups, listing, nearest shapes, export, stats and online backup.
+// Owns the read side of the SQLite RecordStore: opening (schema, index load; a file, or a private
+// database in memory for makeMemoryStore), pooled reader connections, lookups, listing, nearest
+// shapes, export, stats and online backup.
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cache_service/engine.h"
 #include "cache_service/schema.h"
@@ -84,13 +86,25 @@ Expected<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path
   return s;
 }
 
+Expected<std::unique_ptr<SqliteStore>> SqliteStore::openInMemory(const Provenance& current) {
+  SqliteStoreOptions opts;
+  opts.synchronous_full = false;  // nothing to fsync
+  opts.current = current;
+  std::unique_ptr<SqliteStore> s(new SqliteStore(":memory:", opts, /*in_memory=*/true));
+  TESSERA_ASSIGN(s->writer_, sql::Db::open(":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+  TESSERA_TRY(openSchema(*s->writer_, opts.synchronous_full, /*in_memory=*/true));
+  TESSERA_ASSIGN(s->data_version_, s->writer_->scalar("PRAGMA data_version"));
+  return s;
+}
+
 SqliteStore::Reader::~Reader() {
-  if (!db_) return;
+  if (!owned_) return;  // the in-memory store's one connection (or moved from)
   std::lock_guard<std::mutex> g(s_->readers_mu_);
-  if (s_->idle_readers_.size() < kMaxIdleReaders) s_->idle_readers_.push_back(std::move(db_));
+  if (s_->idle_readers_.size() < kMaxIdleReaders) s_->idle_readers_.push_back(std::move(owned_));
 }
 
 Expected<SqliteStore::Reader> SqliteStore::reader() {
+  if (in_memory_) return Reader(this, *writer_, std::unique_lock<std::mutex>(conn_mu_));
   {
     std::lock_guard<std::mutex> g(readers_mu_);
     if (!idle_readers_.empty()) {
@@ -312,7 +326,7 @@ Expected<StoreStats> SqliteStore::stats() {
     TESSERA_ASSIGN(int64_t page_size, rd->scalar("PRAGMA page_size"));
     TESSERA_ASSIGN(int64_t version, rd->scalar("PRAGMA user_version"));
     s.schema_version = static_cast<int>(version);
-    s.db_bytes = pages * page_size + fileSize(path_ + "-wal");
+    s.db_bytes = in_memory_ ? 0 : pages * page_size + fileSize(path_ + "-wal");
     return s;
   };
   auto s = body();
@@ -321,6 +335,7 @@ Expected<StoreStats> SqliteStore::stats() {
 }
 
 Status SqliteStore::backup(const std::string& dest_path) {
+  if (in_memory_) return makeError(ErrorCode::Unsupported, "the in-memory store has no backup");
   struct stat st {};
   if (::stat(dest_path.c_str(), &st) == 0)
     return makeError(ErrorCode::InvalidArgument, "backup target exists: " + dest_path);
@@ -360,6 +375,16 @@ Expected<std::unique_ptr<RecordStore>> openSqliteStore(const std::string& path,
                      "and reached with --cache");
   TESSERA_ASSIGN(auto s, SqliteStore::open(path, opts));
   return std::unique_ptr<RecordStore>(std::move(s));
+}
+
+std::unique_ptr<RecordStore> makeMemoryStore(const Provenance& current) {
+  auto s = SqliteStore::openInMemory(current);
+  // Only an allocation can fail here (no file, no other connection): nothing a caller could mend.
+  if (!s.ok()) {
+    std::fprintf(stderr, "tessera: fatal: cannot open the in-memory store: %s\n", s.error().message.c_str());
+    std::abort();
+  }
+  return std::unique_ptr<RecordStore>(std::move(*s));
 }
 
 }  // namespace tessera::cache

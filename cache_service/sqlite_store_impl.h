@@ -1,7 +1,9 @@
 // Owns the layout of the SQLite RecordStore (private to cache_service): one writer connection
 // shared by group commit, a pool of reader connections, and the optional in-memory winners index.
-// Reads are in sqlite_store.cpp, writes in sqlite_store_write.cpp; the job queue is
-// sql_job_queue.cpp's, on this engine's transactions.
+// The in-memory store (makeMemoryStore) is this store on a private database in memory: one
+// connection that readers and the writer take in turn, no job queue, no backup. Reads are in
+// sqlite_store.cpp, writes in sqlite_store_write.cpp; the job queue is sql_job_queue.cpp's, on
+// this engine's transactions.
 #pragma once
 
 #include <atomic>
@@ -56,6 +58,8 @@ class SqliteStore final : public RecordStore, public Outbox, private SqlTxRunner
  public:
   static Expected<std::unique_ptr<SqliteStore>> open(const std::string& path,
                                                      const SqliteStoreOptions& opts);
+  // A store on a private database in memory (makeMemoryStore): the same rules, nothing persists.
+  static Expected<std::unique_ptr<SqliteStore>> openInMemory(const Provenance& current);
 
   Expected<std::vector<PutResult>> put(std::span<const Record> records,
                                        const PutOptions& opts) override;
@@ -77,25 +81,32 @@ class SqliteStore final : public RecordStore, public Outbox, private SqlTxRunner
   Expected<std::optional<std::string>> kernelText(const std::string& workload) override;
   Expected<std::vector<std::string>> kernelTextWorkloads(const std::string& prefix, int limit) override;
   // The job queue (sql_job_queue.h): its writes go through the group commit (BEGIN IMMEDIATE).
-  JobQueue* jobs() override { return &job_queue_; }
+  // The in-memory store keeps none (workers reach a service's queue, never a tool's memory).
+  JobQueue* jobs() override { return in_memory_ ? nullptr : &job_queue_; }
 
 
  private:
-  SqliteStore(std::string path, SqliteStoreOptions opts) : path_(std::move(path)), opts_(opts) {}
+  SqliteStore(std::string path, SqliteStoreOptions opts, bool in_memory = false)
+      : path_(std::move(path)), opts_(opts), in_memory_(in_memory) {}
 
   // --- readers (sqlite_store.cpp) ---
-  // A reader connection checked out of the pool for one call; returned on destruction.
+  // A reader connection checked out of the pool for one call; returned on destruction. In memory
+  // there is one connection: the reader borrows it and holds conn_mu_ meanwhile.
   class Reader {
    public:
-    Reader(SqliteStore* s, std::unique_ptr<sql::Db> db) : s_(s), db_(std::move(db)) {}
+    Reader(SqliteStore* s, std::unique_ptr<sql::Db> db) : s_(s), owned_(std::move(db)), db_(owned_.get()) {}
+    Reader(SqliteStore* s, sql::Db& shared, std::unique_lock<std::mutex> lock)
+        : s_(s), db_(&shared), lock_(std::move(lock)) {}
     Reader(Reader&&) = default;
     ~Reader();
     sql::Db& operator*() { return *db_; }
-    sql::Db* operator->() { return db_.get(); }
+    sql::Db* operator->() { return db_; }
 
    private:
     SqliteStore* s_;
-    std::unique_ptr<sql::Db> db_;
+    std::unique_ptr<sql::Db> owned_;
+    sql::Db* db_;
+    std::unique_lock<std::mutex> lock_;
   };
   Expected<Reader> reader();
   Expected<Record> readRow(const sql::Stmt& st) const;  // rowToRecord + staleness against opts_.current
@@ -124,6 +135,10 @@ class SqliteStore final : public RecordStore, public Outbox, private SqlTxRunner
 
   std::string path_;
   SqliteStoreOptions opts_;
+  // A private database in memory: writer_ is its only connection, taken under conn_mu_ by the
+  // committing writer and by each reader in turn.
+  bool in_memory_ = false;
+  std::mutex conn_mu_;
 
   std::mutex write_mu_;
   std::condition_variable write_cv_;

@@ -34,6 +34,9 @@ Status SqliteStore::write(WriteFn fn) {
 }
 
 void SqliteStore::commitGroup(std::vector<WriteJob*>& jobs) {
+  // In memory the writer's connection is also the readers': take it from them for the commit.
+  std::unique_lock<std::mutex> conn;
+  if (in_memory_) conn = std::unique_lock<std::mutex>(conn_mu_);
   sql::Db& db = *writer_;
   auto failAll = [&](const Error& e) {
     for (WriteJob* j : jobs) j->result = e;

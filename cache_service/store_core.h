@@ -1,9 +1,10 @@
-// Owns the record write rules of the stores, written once for every engine: what a new record's
-// arrival decides (admitRecord: its re-measured claim, its trust and its group's; the in-memory
-// store merges with it too), the best-wins put of the SQL engines (the trust group a record joins,
-// the duplicate check, the winner upsert), the recomputation of a key's winner, the re-settling of
-// a key's trust and an admin action's effect on its keys. The SQL engines (sqlite_store_write.cpp,
-// pg_store_write.cpp) supply only the transaction (sql_tx.h) and their locking.
+// Owns the record write rules of the stores, written once for every engine (the in-memory store is
+// the SQLite engine in memory): what a new record's arrival decides (admitRecord: its re-measured
+// claim, its trust and its group's), the best-wins put of the SQL engines (the trust group a
+// record joins, the duplicate check, the winner upsert), the recomputation of a key's winner, the
+// re-settling of a key's trust and an admin action's effect on its keys. The SQL engines
+// (sqlite_store_write.cpp, pg_store_write.cpp) supply only the transaction (sql_tx.h) and their
+// locking.
 #pragma once
 
 #include <set>

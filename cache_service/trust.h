@@ -3,7 +3,7 @@
 // key and config agrees with it within the noise (or an admin pins it, or the store's own machine
 // measured it), and a refuted one when another identity measured that config clearly slower
 // (timesAgree, contradicts). Confirmed records outrank every claim; refuted ones never win. The
-// rule is written here once, in C++ (settleTrust, winnerRank) for the in-memory store and clients,
+// rule is written here once, in C++ (settleTrust, winnerRank) for the store core and clients,
 // and as SQL fragments of the same rule that both SQL engines (SQLite, PostgreSQL) splice into
 // their queries.
 #pragma once
