@@ -150,7 +150,7 @@ namespace {
 
 // Version 1: the SQLite schema at its version 5 (schema.cpp), in PostgreSQL's types. `user` is a
 // reserved word here, hence user_name. Flags stay 0/1 integers so both engines read alike.
-constexpr const char* kPgMigrationV1 = R"sql(
+constexpr const char* kPgRecordsV1 = R"sql(
 CREATE TABLE tessera_meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 CREATE TABLE keys(
@@ -198,40 +198,9 @@ CREATE TABLE tokens(
   revoked_at TEXT
 );
 
-CREATE TABLE workers(
-  id TEXT PRIMARY KEY, token TEXT NOT NULL,
-  target TEXT NOT NULL, arch TEXT NOT NULL, units BIGINT NOT NULL, model TEXT NOT NULL,
-  device TEXT NOT NULL, host TEXT NOT NULL, tessera_version TEXT NOT NULL, llvm_version TEXT NOT NULL,
-  toolkit_version TEXT NOT NULL, driver_version TEXT NOT NULL, slots BIGINT NOT NULL,
-  registered_at DOUBLE PRECISION NOT NULL, last_seen DOUBLE PRECISION NOT NULL
-);
-CREATE INDEX workers_by_hardware ON workers(target, arch, units, last_seen);
-
-CREATE TABLE jobs(
-  seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE, submitter TEXT NOT NULL,
-  kind TEXT NOT NULL CHECK (kind IN ('measure','remeasure')),
-  key_id TEXT NOT NULL, key_json TEXT NOT NULL,
-  target TEXT NOT NULL, arch TEXT NOT NULL, units BIGINT NOT NULL, model TEXT NOT NULL,
-  kernel TEXT NOT NULL, settings TEXT NOT NULL,
-  rounds BIGINT NOT NULL, first_trial BIGINT NOT NULL, elapsed_s DOUBLE PRECISION NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('open','done','cancelled')),
-  items BIGINT NOT NULL, done_items BIGINT NOT NULL DEFAULT 0,
-  created_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION NOT NULL DEFAULT 0
-);
-CREATE INDEX jobs_open ON jobs(state, target, arch, units, seq);
-
-CREATE TABLE job_items(
-  job_id TEXT NOT NULL, item BIGINT NOT NULL,
-  payload TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('queued','leased','done')),
-  worker_id TEXT NOT NULL DEFAULT '', lease_expires DOUBLE PRECISION NOT NULL DEFAULT 0,
-  attempts BIGINT NOT NULL DEFAULT 0, lost_workers TEXT NOT NULL DEFAULT '',
-  result TEXT NOT NULL DEFAULT '', record_id BIGINT NOT NULL DEFAULT 0,
-  PRIMARY KEY(job_id, item)
-);
-CREATE INDEX job_items_by_worker ON job_items(worker_id, state);
 )sql";
+// The job queue's tables as SQLite's version 5 made them (store_core.cpp's queueTablesSql).
+const std::string kPgMigrationV1 = kPgRecordsV1 + core::queueTablesSql(SqlDialect::postgres());
 
 // Version 2: the SQLite schema's version 6 (schema.cpp): the trust of measurements (trust.h), the
 // key's winner rank and the winners recomputed under it, quarantined workers, and the lease
@@ -243,11 +212,10 @@ const std::string kPgMigrationV2 = core::trustMigrationSql(SqlDialect::postgres(
 const std::string kPgMigrationV3 = core::queueV7MigrationSql(SqlDialect::postgres());
 
 // Version 4: the kernel table (kernel_text.h), as SQLite's version 8.
-constexpr const char* kPgMigrationV4 = R"sql(
-CREATE TABLE kernel_texts (workload TEXT PRIMARY KEY, ir TEXT NOT NULL);
-)sql";
+const std::string kPgMigrationV4 = core::kernelTextsSql();
 
-const char* const kPgMigrations[] = {kPgMigrationV1, kPgMigrationV2.c_str(), kPgMigrationV3.c_str(), kPgMigrationV4};
+const char* const kPgMigrations[] = {kPgMigrationV1.c_str(), kPgMigrationV2.c_str(), kPgMigrationV3.c_str(),
+                                     kPgMigrationV4.c_str()};
 static_assert(std::size(kPgMigrations) == kPgSchemaVersion);
 
 }  // namespace

@@ -136,9 +136,6 @@ class PgStore final : public RecordStore, public Outbox, private SqlTxRunner {
   // The job queue (sql_job_queue.h): leases take items with FOR UPDATE SKIP LOCKED.
   JobQueue* jobs() override { return &job_queue_; }
 
-  // The store core's best-wins insert of one record inside a write transaction that holds
-  // kRecordWriteLock.
-  Expected<PutResult> putRecord(Conn& c, pqxx::transaction_base& t, const Record& r, const PutOptions& opts);
   Expected<Record> readRow(const pqxx::row& row) const;  // + staleness against the current toolchain
   ServedRecordPtr serve(Record r) const;
 

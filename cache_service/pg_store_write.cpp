@@ -71,52 +71,12 @@ Status PgStore::transact(TxMode mode, const std::function<Status(SqlTx&, core::T
                });
 }
 
-Expected<PutResult> PgStore::putRecord(Conn& c, pqxx::transaction_base& t, const Record& r, const PutOptions& opts) {
-  PgTx tx(c, t);
-  core::TouchedKeys touched;  // nothing is cached in a replica (pg_store_impl.h)
-  return core::putRecord(tx, r, opts, touched);
-}
-
 Expected<std::vector<PutResult>> PgStore::put(std::span<const Record> records, const PutOptions& opts) {
-  std::vector<PutResult> results;
-  if (records.empty()) return results;
-  Status s = runTx(pool_, TxKind::Write, [&](Conn& c, pqxx::transaction_base& t) -> Status {
-    results.clear();
-    lockRecordWrites(c, t);
-    for (const Record& r : records) {
-      TESSERA_ASSIGN(PutResult pr, putRecord(c, t, r, opts));
-      results.push_back(std::move(pr));
-    }
-    return {};
-  });
-  if (!s.ok()) return s.takeError();
-  return results;
+  return core::putRecords(*this, records, opts);
 }
 
 Expected<int64_t> PgStore::administer(const RecordSelector& sel, AdminAction action, double agree_factor) {
-  if (sel.empty()) return int64_t{0};
-  int64_t changed = 0;
-  if (action == AdminAction::Count) {
-    std::vector<SqlValue> params;
-    const std::string where = core::selectorWhere(sel, action, params);
-    Status s = runTx(pool_, TxKind::Single, [&](Conn& c, pqxx::transaction_base& t) -> Status {
-      PgTx tx(c, t);
-      TESSERA_ASSIGN(auto rows, tx.query("SELECT count(*) FROM records r WHERE " + where, params, true));
-      changed = rows.empty() ? 0 : rows[0].i64(0);
-      return {};
-    });
-    if (!s.ok()) return s.takeError();
-    return changed;
-  }
-  Status s = runTx(pool_, TxKind::Write, [&](Conn& c, pqxx::transaction_base& t) -> Status {
-    lockRecordWrites(c, t);
-    PgTx tx(c, t);
-    core::TouchedKeys touched;
-    TESSERA_ASSIGN(changed, core::administer(tx, sel, action, agree_factor, touched));
-    return {};
-  });
-  if (!s.ok()) return s.takeError();
-  return changed;
+  return core::administerRecords(*this, sel, action, agree_factor);
 }
 
 Status PgStore::markPushed(std::span<const int64_t> ids) {

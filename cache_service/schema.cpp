@@ -93,7 +93,7 @@ CREATE INDEX records_by_received ON records(received_at);
 // records so that a result and its record commit together. Tokens gain the `worker` scope
 // (lease and report only); SQLite cannot change a CHECK constraint, so the table is rebuilt.
 // Times are seconds since the epoch (REAL).
-constexpr const char* kMigrationV5 = R"sql(
+constexpr const char* kTokensV5 = R"sql(
 CREATE TABLE tokens_v5(
   name TEXT PRIMARY KEY,
   hash TEXT NOT NULL UNIQUE,
@@ -106,40 +106,9 @@ INSERT INTO tokens_v5(name, hash, scope, created_at, revoked_at)
 DROP TABLE tokens;
 ALTER TABLE tokens_v5 RENAME TO tokens;
 
-CREATE TABLE workers(
-  id TEXT PRIMARY KEY, token TEXT NOT NULL,
-  target TEXT NOT NULL, arch TEXT NOT NULL, units INTEGER NOT NULL, model TEXT NOT NULL,
-  device TEXT NOT NULL, host TEXT NOT NULL, tessera_version TEXT NOT NULL, llvm_version TEXT NOT NULL,
-  toolkit_version TEXT NOT NULL, driver_version TEXT NOT NULL, slots INTEGER NOT NULL,
-  registered_at REAL NOT NULL, last_seen REAL NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX workers_by_hardware ON workers(target, arch, units, last_seen);
-
-CREATE TABLE jobs(
-  seq INTEGER PRIMARY KEY AUTOINCREMENT,     -- submission order: older jobs are leased first
-  id TEXT NOT NULL UNIQUE, submitter TEXT NOT NULL,
-  kind TEXT NOT NULL CHECK (kind IN ('measure','remeasure')),
-  key_id TEXT NOT NULL, key_json TEXT NOT NULL,
-  target TEXT NOT NULL, arch TEXT NOT NULL, units INTEGER NOT NULL, model TEXT NOT NULL,
-  kernel TEXT NOT NULL, settings TEXT NOT NULL,
-  rounds INTEGER NOT NULL, first_trial INTEGER NOT NULL, elapsed_s REAL NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('open','done','cancelled')),
-  items INTEGER NOT NULL, done_items INTEGER NOT NULL DEFAULT 0,
-  created_at REAL NOT NULL, finished_at REAL NOT NULL DEFAULT 0
-);
-CREATE INDEX jobs_open ON jobs(state, target, arch, units, seq);
-
-CREATE TABLE job_items(
-  job_id TEXT NOT NULL, item INTEGER NOT NULL,
-  payload TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('queued','leased','done')),
-  worker_id TEXT NOT NULL DEFAULT '', lease_expires REAL NOT NULL DEFAULT 0,
-  attempts INTEGER NOT NULL DEFAULT 0, lost_workers TEXT NOT NULL DEFAULT '',
-  result TEXT NOT NULL DEFAULT '', record_id INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY(job_id, item)
-) WITHOUT ROWID;
-CREATE INDEX job_items_by_worker ON job_items(worker_id, state);
 )sql";
+// The job queue's tables: store_core.cpp's queueTablesSql, shared with the PostgreSQL schema.
+const std::string kMigrationV5 = kTokensV5 + core::queueTablesSql(SqlDialect::sqlite());
 
 // Version 6: the trust of measurements (issue 25, trust.h). Every record holds its trust: what a
 // machine stored itself (writer '': a tuner's local store, and service records older than writers)
@@ -157,12 +126,10 @@ const std::string kMigrationV7 = core::queueV7MigrationSql(SqlDialect::sqlite())
 
 // Version 8: the kernel table (kernel_text.h): every kernel's canonical IR text under its workload
 // hash, so that any winner can be compiled again from the store.
-constexpr const char* kMigrationV8 = R"sql(
-CREATE TABLE kernel_texts (workload TEXT PRIMARY KEY, ir TEXT NOT NULL);
-)sql";
+const std::string kMigrationV8 = core::kernelTextsSql();
 
-const char* const kMigrations[] = {kMigrationV1, kMigrationV2,         kMigrationV3,         kMigrationV4,
-                                   kMigrationV5, kMigrationV6.c_str(), kMigrationV7.c_str(), kMigrationV8};
+const char* const kMigrations[] = {kMigrationV1,         kMigrationV2,         kMigrationV3,         kMigrationV4,
+                                   kMigrationV5.c_str(), kMigrationV6.c_str(), kMigrationV7.c_str(), kMigrationV8.c_str()};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

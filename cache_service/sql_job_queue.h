@@ -13,20 +13,7 @@
 
 namespace tessera::cache {
 
-enum class TxMode {
-  Read,          // one consistent, read-only snapshot
-  Write,         // a write transaction
-  WriteRecords,  // a write transaction that may store records (takes the record-write lock first)
-};
-
-// What an engine gives the job queue: its transactions. fn may run more than once (an engine may
-// retry a transaction that lost a race); touched collects keys whose winners moved.
-class SqlTxRunner {
- public:
-  virtual ~SqlTxRunner() = default;
-  virtual Status transact(TxMode mode, const std::function<Status(SqlTx&, core::TouchedKeys&)>& fn) = 0;
-};
-
+// The engine hands the queue its transactions through SqlTxRunner (store_core.h).
 class SqlJobQueue final : public JobQueue {
  public:
   explicit SqlJobQueue(SqlTxRunner& engine) : engine_(engine) {}

@@ -127,8 +127,6 @@ class SqliteStore final : public RecordStore, public Outbox, private SqlTxRunner
     bool done = false;
   };
   void commitGroup(std::vector<WriteJob*>& jobs);
-  // The store core's best-wins put (store_core.h) on the writer connection.
-  Expected<PutResult> putRecord(sql::Db& db, const Record& r, const PutOptions& opts, Touched& touched);
   Status applyIndex(sql::Db& db, const Touched& touched);
   // The job queue's transactions: reads on a pooled reader, writes in the group commit.
   Status transact(TxMode mode, const std::function<Status(SqlTx&, core::TouchedKeys&)>& fn) override;

@@ -166,46 +166,12 @@ Status SqliteStore::transact(TxMode mode, const std::function<Status(SqlTx&, cor
   return s;
 }
 
-Expected<PutResult> SqliteStore::putRecord(sql::Db& db, const Record& r, const PutOptions& opts, Touched& touched) {
-  SqliteTx tx(db);
-  return core::putRecord(tx, r, opts, touched);
-}
-
 Expected<int64_t> SqliteStore::administer(const RecordSelector& sel, AdminAction action, double agree_factor) {
-  if (sel.empty()) return int64_t{0};
-  if (action == AdminAction::Count) {
-    std::vector<SqlValue> params;
-    const std::string where = core::selectorWhere(sel, action, params);
-    TESSERA_ASSIGN(Reader rd, reader());
-    SqliteTx tx(*rd);
-    TESSERA_ASSIGN(auto rows, tx.query("SELECT count(*) FROM records r WHERE " + where, params, true));
-    return rows.empty() ? int64_t{0} : rows[0].i64(0);
-  }
-  int64_t changed = 0;
-  Status s = write([&](sql::Db& db, Touched& touched) -> Status {
-    SqliteTx tx(db);
-    TESSERA_ASSIGN(changed, core::administer(tx, sel, action, agree_factor, touched));
-    return {};
-  });
-  if (!s.ok()) return s.takeError();
-  return changed;
+  return core::administerRecords(*this, sel, action, agree_factor);
 }
 
-Expected<std::vector<PutResult>> SqliteStore::put(std::span<const Record> records,
-                                                  const PutOptions& opts) {
-  std::vector<PutResult> results;
-  if (records.empty()) return results;
-  Status s = write([&](sql::Db& db, Touched& touched) -> Status {
-    results.clear();
-    results.reserve(records.size());
-    for (const Record& r : records) {
-      TESSERA_ASSIGN(PutResult pr, putRecord(db, r, opts, touched));
-      results.push_back(std::move(pr));
-    }
-    return {};
-  });
-  if (!s.ok()) return s.takeError();
-  return results;
+Expected<std::vector<PutResult>> SqliteStore::put(std::span<const Record> records, const PutOptions& opts) {
+  return core::putRecords(*this, records, opts);
 }
 
 Status SqliteStore::markPushed(std::span<const int64_t> ids) {

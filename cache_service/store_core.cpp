@@ -236,6 +236,46 @@ Expected<PutResult> putRecord(SqlTx& tx, const Record& r, const PutOptions& opts
   return res;
 }
 
+Expected<std::vector<PutResult>> putRecords(SqlTxRunner& engine, std::span<const Record> records,
+                                            const PutOptions& opts) {
+  std::vector<PutResult> results;
+  if (records.empty()) return results;
+  Status s = engine.transact(TxMode::WriteRecords, [&](SqlTx& tx, TouchedKeys& touched) -> Status {
+    results.clear();
+    results.reserve(records.size());
+    for (const Record& r : records) {
+      TESSERA_ASSIGN(PutResult pr, putRecord(tx, r, opts, touched));
+      results.push_back(std::move(pr));
+    }
+    return {};
+  });
+  if (!s.ok()) return s.takeError();
+  return results;
+}
+
+Expected<int64_t> administerRecords(SqlTxRunner& engine, const RecordSelector& sel, AdminAction action,
+                                    double agree_factor) {
+  if (sel.empty()) return int64_t{0};
+  int64_t n = 0;
+  Status s;
+  if (action == AdminAction::Count) {
+    s = engine.transact(TxMode::Read, [&](SqlTx& tx, TouchedKeys&) -> Status {
+      std::vector<SqlValue> params;
+      const std::string where = selectorWhere(sel, action, params);
+      TESSERA_ASSIGN(auto rows, tx.query("SELECT count(*) FROM records r WHERE " + where, params, true));
+      n = rows.empty() ? 0 : rows[0].i64(0);
+      return {};
+    });
+  } else {
+    s = engine.transact(TxMode::WriteRecords, [&](SqlTx& tx, TouchedKeys& touched) -> Status {
+      TESSERA_ASSIGN(n, administer(tx, sel, action, agree_factor, touched));
+      return {};
+    });
+  }
+  if (!s.ok()) return s.takeError();
+  return n;
+}
+
 Expected<int64_t> recomputeWinner(SqlTx& tx, const std::string& key_id) {
   static const std::string pick_sql = std::string("SELECT r.id, r.median_us, r.remeasured, ") + kRankSql +
                                       " FROM records r WHERE r.key_id = ?1 AND " + kCandidateSql + " ORDER BY " +
@@ -341,6 +381,59 @@ std::string queueV7MigrationSql(const SqlDialect& d) {
          "ALTER TABLE records ADD COLUMN driver_version TEXT NOT NULL DEFAULT '';\n"
          "ALTER TABLE records ADD COLUMN runtime_version TEXT NOT NULL DEFAULT '';\n";
 }
+
+namespace {
+void replaceAll(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+}
+}  // namespace
+
+std::string queueTablesSql(const SqlDialect& d) {
+  static const std::string sqlite = R"sql(CREATE TABLE workers(
+  id TEXT PRIMARY KEY, token TEXT NOT NULL,
+  target TEXT NOT NULL, arch TEXT NOT NULL, units INTEGER NOT NULL, model TEXT NOT NULL,
+  device TEXT NOT NULL, host TEXT NOT NULL, tessera_version TEXT NOT NULL, llvm_version TEXT NOT NULL,
+  toolkit_version TEXT NOT NULL, driver_version TEXT NOT NULL, slots INTEGER NOT NULL,
+  registered_at REAL NOT NULL, last_seen REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX workers_by_hardware ON workers(target, arch, units, last_seen);
+
+CREATE TABLE jobs(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,     -- submission order: older jobs are leased first
+  id TEXT NOT NULL UNIQUE, submitter TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('measure','remeasure')),
+  key_id TEXT NOT NULL, key_json TEXT NOT NULL,
+  target TEXT NOT NULL, arch TEXT NOT NULL, units INTEGER NOT NULL, model TEXT NOT NULL,
+  kernel TEXT NOT NULL, settings TEXT NOT NULL,
+  rounds INTEGER NOT NULL, first_trial INTEGER NOT NULL, elapsed_s REAL NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('open','done','cancelled')),
+  items INTEGER NOT NULL, done_items INTEGER NOT NULL DEFAULT 0,
+  created_at REAL NOT NULL, finished_at REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX jobs_open ON jobs(state, target, arch, units, seq);
+
+CREATE TABLE job_items(
+  job_id TEXT NOT NULL, item INTEGER NOT NULL,
+  payload TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('queued','leased','done')),
+  worker_id TEXT NOT NULL DEFAULT '', lease_expires REAL NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0, lost_workers TEXT NOT NULL DEFAULT '',
+  result TEXT NOT NULL DEFAULT '', record_id INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(job_id, item)
+) WITHOUT ROWID;
+CREATE INDEX job_items_by_worker ON job_items(worker_id, state);
+)sql";
+  if (d.engine == SqlDialect::Engine::Sqlite) return sqlite;
+  std::string pg = sqlite;
+  replaceAll(pg, "seq INTEGER PRIMARY KEY AUTOINCREMENT,     -- submission order: older jobs are leased first",
+             "seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,");
+  replaceAll(pg, " INTEGER ", " BIGINT ");
+  replaceAll(pg, " REAL ", " DOUBLE PRECISION ");
+  replaceAll(pg, ") WITHOUT ROWID;", ");");
+  return pg;
+}
+
+std::string kernelTextsSql() { return "\nCREATE TABLE kernel_texts (workload TEXT PRIMARY KEY, ir TEXT NOT NULL);\n"; }
 
 }  // namespace core
 }  // namespace tessera::cache

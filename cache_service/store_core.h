@@ -7,7 +7,9 @@
 // locking.
 #pragma once
 
+#include <functional>
 #include <set>
+#include <span>
 #include <string>
 
 #include "cache_service/sql_tx.h"
@@ -71,4 +73,42 @@ std::string trustMigrationSql(const SqlDialect& d);
 // they were measured with (records.driver_version, records.runtime_version; '' where unknown).
 std::string queueV7MigrationSql(const SqlDialect& d);
 
+// The job queue's tables (workers, jobs, job_items) as they were created: SQLite's version 5 and
+// the end of PostgreSQL's version 1 (later steps alter them). PostgreSQL's types: 64-bit integers,
+// double precision, an identity column for the submission order.
+std::string queueTablesSql(const SqlDialect& d);
+
+// The kernel table (kernel_text.h): SQLite's version 8, PostgreSQL's version 4.
+std::string kernelTextsSql();
+
 }  // namespace tessera::cache::core
+
+namespace tessera::cache {
+
+enum class TxMode {
+  Read,          // one consistent, read-only snapshot
+  Write,         // a write transaction
+  WriteRecords,  // a write transaction that may store records (takes the record-write lock first)
+};
+
+// What an engine gives the store core's batch writes and the job queue: its transactions. fn may
+// run more than once (an engine may retry a transaction that lost a race); touched collects keys
+// whose winners moved.
+class SqlTxRunner {
+ public:
+  virtual ~SqlTxRunner() = default;
+  virtual Status transact(TxMode mode, const std::function<Status(SqlTx&, core::TouchedKeys&)>& fn) = 0;
+};
+
+namespace core {
+// RecordStore::put of every SQL engine: the records stored best-wins (putRecord), in order, in one
+// WriteRecords transaction of the engine; all or nothing.
+Expected<std::vector<PutResult>> putRecords(SqlTxRunner& engine, std::span<const Record> records,
+                                            const PutOptions& opts);
+// RecordStore::administer of every SQL engine: a count in a read transaction, any other action
+// (administer above) in one WriteRecords transaction; an empty selector applies to nothing.
+Expected<int64_t> administerRecords(SqlTxRunner& engine, const RecordSelector& sel, AdminAction action,
+                                    double agree_factor);
+}  // namespace core
+
+}  // namespace tessera::cache
