@@ -23,16 +23,10 @@ std::string envOr(const char* name, const std::string& def) {
 }  // namespace
 
 search::ProvenanceInputs provenanceInputs() {
-  search::ProvenanceInputs p;
-  p.tesseraVersion = TESSERA_VERSION;
-  p.llvmVersion = "22";
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  p.host = host;
-  p.user = envOr("USER", "");
-  if (p.user.empty())
-    if (const passwd* pw = getpwuid(getuid())) p.user = pw->pw_name;
-  return p;
+  std::string user = envOr("USER", "");
+  if (user.empty())
+    if (const passwd* pw = getpwuid(getuid())) user = pw->pw_name;
+  return session::provenanceInputs(std::move(user));
 }
 
 void requireCacheAccess(cache::CacheClient& c, const std::string& need, const std::string& what) {

@@ -1,6 +1,8 @@
 // Owns opening and running one TuneRequest: the request's checks, the space, the measurer, the
 // store and the shared cache, the session's settings and the callbacks every front end shares
 // (verifying shared winners, the spot check of workers).
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "costmodel/gpu_model.h"
@@ -146,6 +148,17 @@ Expected<search::SessionResult> OpenTune::run() {
 Expected<search::SessionResult> runTune(TuneRequest r) {
   TESSERA_ASSIGN(auto open, openTune(std::move(r)));
   return open->run();
+}
+
+search::ProvenanceInputs provenanceInputs(std::string user) {
+  search::ProvenanceInputs p;
+  p.tesseraVersion = TESSERA_VERSION;
+  p.llvmVersion = "22";
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  p.host = host;
+  p.user = std::move(user);
+  return p;
 }
 
 }  // namespace tessera::session

@@ -163,4 +163,9 @@ Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest r);
 // openTune + run, for front ends with nothing to do in between.
 Expected<search::SessionResult> runTune(TuneRequest r);
 
+// This machine's provenance inputs for records (TuneRequest::provenance and every lookup by
+// provenance): tessera's and LLVM's versions and the host name; `user` as the front end names
+// its user (the CLI: the login, Python: "python").
+search::ProvenanceInputs provenanceInputs(std::string user);
+
 }  // namespace tessera::session

@@ -8,7 +8,6 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -43,16 +42,7 @@ nb::dict provenanceDict(const cache::Provenance& p) {
   return d;
 }
 
-search::ProvenanceInputs provenanceInputs() {
-  search::ProvenanceInputs in;
-  in.tesseraVersion = TESSERA_VERSION;
-  in.llvmVersion = "22";
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  in.host = host;
-  in.user = "python";
-  return in;
-}
+search::ProvenanceInputs provenanceInputs() { return session::provenanceInputs("python"); }
 
 cache::Provenance provenanceHere(const TargetDesc& t) { return search::provenanceFor(t, provenanceInputs()); }
 
