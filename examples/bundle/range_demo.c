@@ -12,26 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tessera_bundle.h"
+#include "range_checks.h"
 
 static void fill(float* p, size_t n, unsigned seed) {
   unsigned s = seed * 2654435761u + 1;
   for (size_t i = 0; i < n; ++i) {
     s = s * 1664525u + 1013904223u;
     p[i] = (float)((s >> 8) * (1.0 / 16777216.0) * 2.0 - 1.0);
-  }
-}
-
-static float* alloc_f32(size_t n) {
-  size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-  return aligned_alloc(64, bytes ? bytes : 64);
-}
-
-static int failures = 0;
-static void check(int ok, const char* what) {
-  if (!ok) {
-    ++failures;
-    printf("FAIL: %s (%s)\n", what, tessera_last_message());
   }
 }
 
@@ -89,7 +76,7 @@ int main(int argc, char** argv) {
   }
   int seen[64] = {0};
   /* Every M from LO to 40 above it, then odd and log-spaced ones up to HI, and HI itself. */
-  for (long long m = lo; m <= hi; m = m < lo + 40 ? m + 1 : (m * 5 / 4) | 1) {
+  for (long long m = lo; m <= hi; m = next_size(m, lo, 40)) {
     int bk = run_one(m, n, k);
     if (bk >= 0 && bk < 64) seen[bk] = 1;
   }
@@ -131,10 +118,5 @@ int main(int argc, char** argv) {
     free(b);
     free(c);
   }
-  if (failures) {
-    printf("range demo: %d check(s) failed\n", failures);
-    return 1;
-  }
-  printf("range demo: all checks passed\n");
-  return 0;
+  return verdict("range demo");
 }

@@ -6,25 +6,11 @@
 #   bash examples/bundle/range_gpu.sh [path/to/tessera] [work dir]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=${1:-$HERE/../../build/cli/tessera}
-WORK=${2:-$HERE/../../build/examples/bundle_range_gpu}
-T=$(cd "$(dirname "$T")" && pwd)/$(basename "$T")
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
-step() { echo "== $*"; }
-die() { echo "range_gpu.sh: $*" >&2; exit 1; }
+. "$HERE/common.sh" bundle_range_gpu "$@"
 G=(gemm --m 1..256 --n 64 --k 64 --dtype f16)
 
 step "refused in one line, exit code 2"
-refuse() {
-  set +e
-  "$T" tune "$@" --trials 2 --db bad.db > out.txt 2> err.txt
-  rc=$?
-  set -e
-  [ "$rc" = 2 ] || die "$*: exit $rc, expected 2"
-  [ "$(wc -l < err.txt)" = 1 ] || die "$*: expected one line on stderr, got: $(cat err.txt)"
-}
+refuse() { refused "$*" "$T" tune "$@" --trials 2 --db bad.db; }
 refuse "${G[@]}" --target sm_80                       # a GPU range is tuned through the estimate
 refuse "${G[@]}" --target host --estimate             # the estimate predicts GPU targets
 refuse elementwise --expr 'y = x * 2' --shape 64x8 --rows 1..64 --target sm_80 --estimate

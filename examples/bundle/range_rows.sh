@@ -7,31 +7,14 @@
 #   bash examples/bundle/range_rows.sh [path/to/tessera] [work dir]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=${1:-$HERE/../../build/cli/tessera}
-WORK=${2:-$HERE/../../build/examples/bundle_range_rows}
-T=$(cd "$(dirname "$T")" && pwd)/$(basename "$T")
-CC=${CC:-cc}
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
-step() { echo "== $*"; }
-die() { echo "range_rows.sh: $*" >&2; exit 1; }
+. "$HERE/common.sh" bundle_range_rows "$@"
 EW=(elementwise --expr 'y = x * s + b' --shape 200x40 --shape s=40 --shape b=200x1)
 
 step "bad --rows values: one line, exit code 2"
 for r in 0..5 9..3 1..99999999999 "1,,3" "a..b" x 0; do
-  set +e
-  "$T" tune "${EW[@]}" --rows "$r" --trials 2 --db bad.db > out.txt 2> err.txt
-  rc=$?
-  set -e
-  [ "$rc" = 2 ] || die "--rows $r: exit $rc, expected 2"
-  [ "$(wc -l < err.txt)" = 1 ] || die "--rows $r: expected one line on stderr, got: $(cat err.txt)"
+  refused "--rows $r" "$T" tune "${EW[@]}" --rows "$r" --trials 2 --db bad.db
 done
-set +e
-"$T" run "${EW[@]}" --rows 1..4 > out.txt 2> err.txt
-rc=$?
-set -e
-[ "$rc" = 2 ] || die "run --rows 1..4: exit $rc, expected 2"
+refused "run --rows 1..4" "$T" run "${EW[@]}" --rows 1..4
 grep -q "for \`tessera tune\`" err.txt || die "run --rows 1..4 does not say ranges are for tune: $(cat err.txt)"
 
 step "tune over rows 1..200 (small budgets: this is a test, not a benchmark)"
@@ -42,12 +25,11 @@ grep -q '"dim": "rows"' rule.json || die "the rule does not name its dimension"
 
 step "bundle the rule, build it and the demo with $CC"
 "$T" bundle --dispatch rule.json --db tessera.db --out bundle | tail -4
-make -s -C bundle CC="$CC" CFLAGS="-O2 -Wall -Wextra -Werror"
-"$CC" -std=c11 -O2 -Wall -Wextra -Werror "$HERE/range_rows_demo.c" -Ibundle bundle/libtessera_bundle.a $(cat bundle/link.flags) -lm -o range_rows_demo
+build_demo bundle range_rows_demo.c range_rows_demo strict
 ./range_rows_demo 40 1 200 | tee demo.txt | tail -5
 grep -q "range rows demo: all checks passed" demo.txt || die "range rows demo failed"
 step "a two-bucket rule: rows 1..9 and 10..200 answered by different kernels (row tiles of 3, two threads)"
-ARCH=$(grep -o '"arch": "[^"]*"' rule.json | head -1 | sed 's/.*: "//; s/"$//')
+ARCH=$(rule_field rule.json arch)
 cat > two.json <<JSON
 {"format": "tessera-dispatch-1", "kernel": "elementwise_200x40_f32", "arch": "$ARCH", "threads": 2,
  "kernel_ir": "kernel elementwise_200x40_f32 : elementwise {\n  in b: f32[200, 1]\n  in s: f32[40]\n  in x: f32[200, 40]\n  out y: f32[200, 40]\n  y[d0, d1] = x[d0, d1] * s[d1] + b[d0, 0]\n}\n",
@@ -57,17 +39,12 @@ cat > two.json <<JSON
  "buckets": [{"lo": 1, "hi": 9, "config": 0}, {"lo": 10, "hi": 200, "config": 1}]}
 JSON
 "$T" bundle --dispatch two.json --db tessera.db --out two | tail -3
-make -s -C two CC="$CC"
-"$CC" -std=c11 -O2 "$HERE/range_rows_demo.c" -Itwo two/libtessera_bundle.a $(cat two/link.flags) -lm -o range_rows_demo_two
+build_demo two range_rows_demo.c range_rows_demo_two
 ./range_rows_demo_two 40 1 200 | tee two.txt | tail -3
 grep -q "range rows demo: all checks passed" two.txt || die "two-bucket demo failed"
 grep -q "bucket 1 of 2 (rows 10..200)" two.txt || die "bucket 1 did not answer rows=10"
 # A GEMM's rule is not an elementwise kernel's: the dimension must match the kernel.
 sed 's/"dim": "rows"/"dim": "M"/' two.json > wrongdim.json
-set +e
-"$T" bundle --dispatch wrongdim.json --db tessera.db --out never > out.txt 2> err.txt
-rc=$?
-set -e
-[ "$rc" = 2 ] || die "a rule on M for an elementwise kernel: exit $rc, expected 2 ($(cat err.txt))"
+refused "a rule on M for an elementwise kernel" "$T" bundle --dispatch wrongdim.json --db tessera.db --out never
 [ ! -e never ] || die "a bad rule left a bundle folder"
 echo "range_rows.sh: ok"

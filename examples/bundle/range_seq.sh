@@ -8,26 +8,7 @@
 #   bash examples/bundle/range_seq.sh [path/to/tessera] [work dir]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=${1:-$HERE/../../build/cli/tessera}
-WORK=${2:-$HERE/../../build/examples/bundle_range_seq}
-T=$(cd "$(dirname "$T")" && pwd)/$(basename "$T")
-CC=${CC:-cc}
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
-step() { echo "== $*"; }
-die() { echo "range_seq.sh: $*" >&2; exit 1; }
-# Expects exit code 2 and exactly one line on stderr from "$@".
-refused() {
-  local what=$1
-  shift
-  set +e
-  "$@" > out.txt 2> err.txt
-  local rc=$?
-  set -e
-  [ "$rc" = 2 ] || die "$what: exit $rc, expected 2 ($(cat err.txt))"
-  [ "$(wc -l < err.txt)" = 1 ] || die "$what: expected one line on stderr, got: $(cat err.txt)"
-}
+. "$HERE/common.sh" bundle_range_seq "$@"
 # Batch 2, 2 query heads sharing 1 key/value head, head_dim 16, causal (bottom-right aligned:
 # with equal lengths, key j is visible to query i when j <= i).
 ATT=(attention --batch 2 --heads 2 --heads-kv 1 --head-dim 16 --causal)
@@ -52,15 +33,14 @@ grep -q '"dim": "seq"' rule.json || die "the rule does not name its dimension"
 step "bundle the rule, build it and the demo with $CC"
 "$T" bundle --dispatch rule.json --db tessera.db --out bundle | tail -4
 grep -q '"key_dims": \[' bundle/manifest.json || die "the manifest does not say which key dimensions the range moves"
-make -s -C bundle CC="$CC" CFLAGS="-O2 -Wall -Wextra -Werror"
-"$CC" -std=c11 -O2 -Wall -Wextra -Werror "$HERE/range_seq_demo.c" -Ibundle bundle/libtessera_bundle.a $(cat bundle/link.flags) -lm -o range_seq_demo
+build_demo bundle range_seq_demo.c range_seq_demo strict
 ./range_seq_demo 2 2 1 16 1 200 1 | tee demo.txt | tail -6
 grep -q "range seq demo: all checks passed" demo.txt || die "range seq demo failed"
 
 step "a two-bucket rule: seq 1..20 and 21..200 answered by different kernels (the second on two threads)"
-ARCH=$(grep -o '"arch": "[^"]*"' rule.json | head -1 | sed 's/.*: "//; s/"$//')
+ARCH=$(rule_field rule.json arch)
 IR=$(grep -o '"kernel_ir": "[^"]*"' rule.json | head -1 | sed 's/^"kernel_ir": //')
-NAME=$(grep -o '"kernel": "[^"]*"' rule.json | head -1 | sed 's/.*: "//; s/"$//')
+NAME=$(rule_field rule.json kernel)
 # rule_json KERNEL_IR_JSON DIM HI: two buckets over 1..HI (the second on two threads).
 rule_json() {
   cat <<JSON
@@ -74,8 +54,7 @@ JSON
 }
 rule_json "$IR" seq 200 > two.json
 "$T" bundle --dispatch two.json --db tessera.db --out two | tail -3
-make -s -C two CC="$CC"
-"$CC" -std=c11 -O2 "$HERE/range_seq_demo.c" -Itwo two/libtessera_bundle.a $(cat two/link.flags) -lm -o range_seq_demo_two
+build_demo two range_seq_demo.c range_seq_demo_two
 ./range_seq_demo_two 2 2 1 16 1 200 1 | tee two.txt | tail -3
 grep -q "range seq demo: all checks passed" two.txt || die "two-bucket demo failed"
 grep -q "bucket 1 of 2 (seq 21..200)" two.txt || die "bucket 1 did not answer seq=21"

@@ -16,24 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tessera_bundle.h"
+#include "range_checks.h"
 
 static long long B, H, HKV, D;
 static int causal;
-static int failures = 0;
-
-static float* alloc_f32(size_t n) {
-  size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-  return aligned_alloc(64, bytes ? bytes : 64);
-}
-
-static void check(int ok, const char* what) {
-  if (!ok) {
-    ++failures;
-    printf("FAIL: %s (%s)\n", what, tessera_last_message());
-  }
-}
-
 static void shape_of(char* out, size_t n, long long sq, long long skv, long long d) {
   snprintf(out, n, "%lldx%lldx%lldx%lldx%lldx%lld", B, H, HKV, sq, skv, d);
 }
@@ -86,11 +72,9 @@ static int run_checked(long long s, int flip) {
   /* One buffer per tensor in the kernel's order, matched by name (tessera_tensor). */
   void* bufs[4] = {0};
   check(tessera_num_tensors(kern) == 4, "four tensors");
-  for (int i = 0; i < 4 && i < tessera_num_tensors(kern); ++i) {
-    tessera_tensor_info ti;
-    if (tessera_tensor(kern, i, &ti) != TESSERA_OK) break;
-    bufs[i] = strcmp(ti.name, "Q") == 0 ? (void*)q : strcmp(ti.name, "K") == 0 ? (void*)k : strcmp(ti.name, "V") == 0 ? (void*)v : (void*)o;
-  }
+  static const char* const names[4] = {"Q", "K", "V", "O"};
+  void* const ptrs[4] = {q, k, v, o};
+  bind_by_name(kern, bufs, 4, names, ptrs);
   int64_t dims[6] = {B, H, HKV, s, s, D};
   tessera_status st = tessera_run_dims(kern, dims, 6, bufs);
   check(st == TESSERA_OK, "tessera_run_dims");
@@ -118,13 +102,7 @@ static int run_checked(long long s, int flip) {
     check(st == TESSERA_OK && bad == 0, "O = softmax(Q K^T * scale) V");
   }
   /* Past the last row nothing was written (the kernel follows the runtime length). */
-  int written = 0;
-  for (size_t i = nq; i < nq + tail; ++i) {
-    uint32_t bits;
-    memcpy(&bits, &o[i], sizeof bits);
-    if (bits != 0xffffffffu) ++written;
-  }
-  check(written == 0, "nothing written past the last row");
+  check(written_floats(&o[nq], tail) == 0, "nothing written past the last row");
   if (s <= 2 || s == di.bucket_lo) printf("seq=%lld: %s\n", s, tessera_last_message());
   free(q);
   free(k);
@@ -148,7 +126,7 @@ int main(int argc, char** argv) {
   /* Every length from LO to 8 above it, then odd and log-spaced ones up to HI, the edges of the
    * usual query/key blocks, and HI. */
   int checked = 0;
-  for (long long s = lo; s <= hi; s = s < lo + 8 ? s + 1 : (s * 5 / 4) | 1, ++checked) run_one(s);
+  for (long long s = lo; s <= hi; s = next_size(s, lo, 8), ++checked) run_one(s);
   static const long long edges[] = {15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129};
   for (size_t i = 0; i < sizeof edges / sizeof edges[0]; ++i)
     if (edges[i] > lo + 8 && edges[i] < hi) run_one(edges[i]), ++checked;
@@ -192,10 +170,5 @@ int main(int argc, char** argv) {
     free(v);
     free(o);
   }
-  if (failures) {
-    printf("range seq demo: %d check(s) failed\n", failures);
-    return 1;
-  }
-  printf("range seq demo: all checks passed\n");
-  return 0;
+  return verdict("range seq demo");
 }

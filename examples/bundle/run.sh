@@ -6,15 +6,7 @@
 #   bash examples/bundle/run.sh [path/to/tessera] [work dir]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-T=${1:-$HERE/../../build/cli/tessera}
-WORK=${2:-$HERE/../../build/examples/bundle}
-T=$(cd "$(dirname "$T")" && pwd)/$(basename "$T")
-CC=${CC:-cc}
-rm -rf "$WORK"
-mkdir -p "$WORK"
-cd "$WORK"
-step() { echo "== $*"; }
-die() { echo "run.sh: $*" >&2; exit 1; }
+. "$HERE/common.sh" bundle "$@"
 
 step "tune (small budgets: this is a test, not a benchmark)"
 "$T" tune gemm --m 256 --n 256 --k 256 --trials 8 --min-time 0.01 --top-k 2 --db tessera.db | tail -6
@@ -25,9 +17,8 @@ step "bundle for host, sm_90 and gfx942"
 "$T" bundle --kernels "$HERE/kernels.txt" --db tessera.db --targets host,sm_90,gfx942 --missing default --out bundle
 
 step "build the bundle and the demo with $CC"
-make -s -C bundle CC="$CC" CFLAGS="-O2 -Wall -Wextra -Werror"
 # link.flags: -ldl -lpthread -lm, plus LLVM's OpenMP runtime when a tuned host kernel is threaded.
-"$CC" -std=c11 -O2 -Wall -Wextra -Werror "$HERE/demo.c" -Ibundle bundle/libtessera_bundle.a $(cat bundle/link.flags) -o demo
+build_demo bundle demo.c demo strict
 if ldd ./demo | grep -Eiq 'libLLVM|libMLIR|tessera'; then die "demo links LLVM/MLIR/Tessera libraries"; fi
 if ldd ./demo | grep -q 'libomp' && ! grep -q -- '-lomp' bundle/link.flags; then die "libomp linked but not asked for"; fi
 # The runtime without its GPU half compiles too.
@@ -43,8 +34,7 @@ grep -q "^missing shape: no gemm f32 kernel for shape 3x5x7" demo.txt || die "a 
 step "a shape nobody tuned: the nearest tuned shape's config, checked against the space rules"
 printf 'gemm --m 250 --n 256 --k 256\nattention --heads 2 --seq 256 --head-dim 64\n' > near.txt
 "$T" bundle --kernels near.txt --db tessera.db --targets host --out near
-make -s -C near CC="$CC"
-"$CC" -std=c11 -O2 "$HERE/demo.c" -Inear near/libtessera_bundle.a $(cat near/link.flags) -o demo_near
+build_demo near demo.c demo_near
 ./demo_near --gemm 250x256x256 | tee near.txt
 grep -q "demo: all checks passed" near.txt || die "the nearest-shape bundle failed"
 grep -q "config tuned at 256x256x256 (nearest tuned shape" near.txt || die "nearest shape not used"
