@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include "bundle/bundle.h"
+#include "bundle_runtime_loader.h"
 #include "bundle/range_tune.h"
 #include "bundle/runtime/tessera_bundle.h"
 #include "codegen/gpu.h"
@@ -29,10 +30,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-template <class F>
-F sym(void* lib, const char* name) {
-  return reinterpret_cast<F>(dlsym(lib, name));
-}
+using test::sym;
 
 // The stand-in driver's kernel: records what the launch passed (the grid, a 24-byte device buffer
 // holding the sizes) and runs the mapped kernel on the emulator with that grid.
@@ -70,13 +68,8 @@ extern "C" void runLaunched(void* ctx, void** params, int n) {
 
 TEST(BundleGpuRange, DispatchRuleRunsEveryMThroughTheCRuntime) {
   if (std::system("cc --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no C compiler";
-  void* fake = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_GLOBAL);
+  auto [setParams, setKernel, live, launches, bytesFrom, lastGrid, fake] = test::loadFakeCuda(FAKE_CUDA_PATH);
   ASSERT_NE(fake, nullptr) << dlerror();
-  auto setParams = sym<void (*)(int)>(fake, "fake_cuda_set_params");
-  auto setKernel = sym<void (*)(void (*)(void*, void**, int), void*)>(fake, "fake_cuda_set_kernel");
-  auto live = sym<int (*)()>(fake, "fake_cuda_live_allocations");
-  auto bytesFrom = sym<size_t (*)(const void*)>(fake, "fake_cuda_bytes_from");
-  auto lastGrid = sym<void (*)(unsigned*)>(fake, "fake_cuda_last_grid");
   ASSERT_TRUE(setParams && setKernel && live && bytesFrom && lastGrid);
 
   const TargetDesc t = *getTarget("sm_90");
@@ -104,12 +97,8 @@ TEST(BundleGpuRange, DispatchRuleRunsEveryMThroughTheCRuntime) {
   EXPECT_EQ(sum->entries, 2);
   for (const std::string file : {"gpu/" + maxK.name + "_range0.sm_90.cubin", "gpu/" + maxK.name + "_range1.sm_90.ptx"})
     EXPECT_TRUE(fs::exists(fs::path(s.outDir) / file)) << file;
-  const std::string so = (dir / "libbundle.so").string(), b = s.outDir + "/";
-  const std::string cc = "cc -std=c11 -O1 -shared -fPIC -I" + b + " " + b + "tessera_runtime.c " + b + "tessera_runtime_gpu.c " + b +
-                         "tessera_bundle_table.c " + b + "tessera_bundle_images.c -o " + so + " -ldl -lpthread";
-  ASSERT_EQ(std::system(cc.c_str()), 0) << cc;
-  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(lib, nullptr) << dlerror();
+  void* lib = test::loadBundleRuntime(s.outDir, (dir / "libbundle.so").string());
+  ASSERT_NE(lib, nullptr);
   auto findDims = sym<const tessera_kernel* (*)(const char*, const int64_t*, int, const char*, const char*)>(lib, "tessera_find_dims");
   auto runDims = sym<tessera_status (*)(const tessera_kernel*, const int64_t*, int, void* const*)>(lib, "tessera_run_dims");
   auto cudaRun = sym<tessera_status (*)(const tessera_kernel*, void* const*, int, float*)>(lib, "tessera_cuda_run");

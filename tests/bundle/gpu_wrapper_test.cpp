@@ -19,6 +19,7 @@
 #include <filesystem>
 
 #include "bundle/bundle.h"
+#include "bundle_runtime_loader.h"
 #include "bundle/runtime/tessera_bundle.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_emu.h"
@@ -63,10 +64,7 @@ std::vector<ir::Kernel> kernels() {
   return v;
 }
 
-template <class F>
-F sym(void* lib, const char* name) {
-  return reinterpret_cast<F>(dlsym(lib, name));
-}
+using test::sym;
 
 // The stand-in driver's kernel: the launch's emulated form, given the device pointers of the
 // kernel's parameters (the arguments the kernel body does not use get a zeroed dummy). The
@@ -106,13 +104,8 @@ extern "C" void callEmulated(void* ctx, void** params, int n) {
 TEST(BundleGpuWrapper, CRuntimeDrivesTheDriverLikeTheCxxRunner) {
   if (std::system("cc --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no C compiler";
   // The stand-in driver first: later dlopen("libcuda.so.1") calls find it by its soname.
-  void* fake = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_GLOBAL);
+  auto [setParams, setKernel, live, launches, bytesFrom, lastGrid, fake] = test::loadFakeCuda(FAKE_CUDA_PATH);
   ASSERT_NE(fake, nullptr) << dlerror();
-  auto setParams = sym<void (*)(int)>(fake, "fake_cuda_set_params");
-  auto setKernel = sym<void (*)(void (*)(void*, void**, int), void*)>(fake, "fake_cuda_set_kernel");
-  auto live = sym<int (*)()>(fake, "fake_cuda_live_allocations");
-  auto launches = sym<int (*)()>(fake, "fake_cuda_launches");
-  auto bytesFrom = sym<size_t (*)(const void*)>(fake, "fake_cuda_bytes_from");
   ASSERT_TRUE(setParams && setKernel && live && launches && bytesFrom);
 
   const TargetDesc t = *getTarget("sm_90");
@@ -126,12 +119,8 @@ TEST(BundleGpuWrapper, CRuntimeDrivesTheDriverLikeTheCxxRunner) {
   auto sum = bundle::writeBundle(reqs, s, {});
   ASSERT_TRUE(sum.ok()) << sum.error().str();
   ASSERT_EQ(sum->entries, int(reqs.size()));
-  const std::string so = (dir / "libbundle.so").string(), b = s.outDir + "/";
-  const std::string cc = "cc -std=c11 -O1 -shared -fPIC -I" + b + " " + b + "tessera_runtime.c " + b + "tessera_runtime_gpu.c " + b +
-                         "tessera_bundle_table.c " + b + "tessera_bundle_images.c -o " + so + " -ldl -lpthread";
-  ASSERT_EQ(std::system(cc.c_str()), 0) << cc;
-  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(lib, nullptr) << dlerror();
+  void* lib = test::loadBundleRuntime(s.outDir, (dir / "libbundle.so").string());
+  ASSERT_NE(lib, nullptr);
   auto find = sym<const tessera_kernel* (*)(const char*, const char*, const char*, const char*)>(lib, "tessera_find");
   auto cudaRun = sym<tessera_status (*)(const tessera_kernel*, void* const*, int, float*)>(lib, "tessera_cuda_run");
   auto message = sym<const char* (*)()>(lib, "tessera_last_message");
@@ -244,14 +233,10 @@ extern "C" int encodeForEmulator(void* out, int type, unsigned rank, void* globa
 // C++ runner's behaviour, and with the emulated device's map form, the reference's results.
 TEST(BundleGpuWrapper, CRuntimeEncodesTensorMapsForTmaKernels) {
   if (std::system("cc --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no C compiler";
-  void* fake = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_GLOBAL);
+  auto [setParams, setKernel, live, launches, bytesFrom, lastGrid, fake] = test::loadFakeCuda(FAKE_CUDA_PATH);
   ASSERT_NE(fake, nullptr) << dlerror();
-  auto setParams = sym<void (*)(int)>(fake, "fake_cuda_set_params");
-  auto setKernel = sym<void (*)(void (*)(void*, void**, int), void*)>(fake, "fake_cuda_set_kernel");
   auto setEncoder = sym<void (*)(decltype(&encodeForEmulator))>(fake, "fake_cuda_set_encoder");
   auto mapsEncoded = sym<int (*)()>(fake, "fake_cuda_maps_encoded");
-  auto live = sym<int (*)()>(fake, "fake_cuda_live_allocations");
-  auto bytesFrom = sym<size_t (*)(const void*)>(fake, "fake_cuda_bytes_from");
   ASSERT_TRUE(setParams && setKernel && setEncoder && mapsEncoded && live && bytesFrom);
 
   const TargetDesc t = *getTarget("sm_90a");
@@ -271,12 +256,8 @@ TEST(BundleGpuWrapper, CRuntimeEncodesTensorMapsForTmaKernels) {
   s.outDir = (dir / "b").string();
   auto sum = bundle::writeBundle(reqs, s, {});
   ASSERT_TRUE(sum.ok()) << sum.error().str();
-  const std::string so = (dir / "libbundle.so").string(), b = s.outDir + "/";
-  const std::string cc = "cc -std=c11 -O1 -shared -fPIC -I" + b + " " + b + "tessera_runtime.c " + b + "tessera_runtime_gpu.c " + b +
-                         "tessera_bundle_table.c " + b + "tessera_bundle_images.c -o " + so + " -ldl -lpthread";
-  ASSERT_EQ(std::system(cc.c_str()), 0) << cc;
-  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(lib, nullptr) << dlerror();
+  void* lib = test::loadBundleRuntime(s.outDir, (dir / "libbundle.so").string());
+  ASSERT_NE(lib, nullptr);
   auto find = sym<const tessera_kernel* (*)(const char*, const char*, const char*, const char*)>(lib, "tessera_find");
   auto cudaRun = sym<tessera_status (*)(const tessera_kernel*, void* const*, int, float*)>(lib, "tessera_cuda_run");
   auto message = sym<const char* (*)()>(lib, "tessera_last_message");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/codegen.h"
+#include "host_check.h"
 #include "ir/builders.h"
 #include "search/space.h"
 #include "targets/kernel_io.h"
@@ -20,32 +21,17 @@ using namespace tessera::ir;
 namespace {
 
 Config cfg(const Kernel& k, const TargetDesc& t, const std::string& overrides) {
-  auto space = search::makeSpace(k, t);
-  EXPECT_TRUE(space.ok()) << space.error().str();
-  auto c = space->complete(*Config::parseAssignments(overrides));
-  EXPECT_TRUE(c.ok()) << c.error().str();
-  return *c;
+  return testutil::spaceConfig(k, t, overrides);
 }
 
 // Runs `exe` on the kernel of the actual sizes with sizes {seq_q, batch, seq_kv}; "" when every
 // output matches the reference.
 std::string runSized(const codegen::HostExecutable& exe, const AttentionSpec& actual) {
-  Kernel k = *buildAttention(actual);
-  KernelIO io(k, 9);
-  io.poisonOutputs();
-  std::vector<void*> bufs(io.buffers(), io.buffers() + io.count());
-  alignas(64) int64_t sizes[codegen::kRuntimeSizeCount] = {actual.seq_q, actual.batch, actual.seq_kv ? actual.seq_kv : actual.seq_q};
-  bufs.push_back(sizes);
-  exe.run(bufs.data());
-  auto cmp = io.check();
-  if (!cmp.ok()) return cmp.error().str();
-  return cmp->ok ? "" : cmp->firstBad;
+  return testutil::runWithSizes(exe, *buildAttention(actual), 9,
+                                {actual.seq_q, actual.batch, actual.seq_kv ? actual.seq_kv : actual.seq_q});
 }
 
-const TargetDesc& twoThreads() {
-  static TargetDesc t = *hostTargetWithThreads(2);
-  return t;
-}
+const TargetDesc& twoThreads() { return testutil::twoThreadHost(); }
 
 std::string label(const AttentionSpec& s) {
   return "b=" + std::to_string(s.batch) + " sq=" + std::to_string(s.seq_q) + " skv=" + std::to_string(s.seq_kv) +

@@ -1,6 +1,8 @@
 // Owns the test helper that compiles a kernel for the host and checks it against the reference.
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "ir/ir.h"
@@ -28,5 +30,18 @@ CheckResult checkHost(const ir::Kernel& k, const ir::Config& overrides = {}, uin
 // e.g. "x86-64-v3" with hostTargetAs("x86-64-v3") is an AVX2-only machine on any host.
 CheckResult checkHostOn(const TargetDesc& t, const ir::Kernel& k, const ir::Config& overrides = {}, uint64_t seed = 1,
                         const std::string& cpu = "");
+
+// The space's default config of `k` on `t` with `overrides` ("knob=value,...") applied; a test
+// failure when the space or an override is refused.
+ir::Config spaceConfig(const ir::Kernel& k, const TargetDesc& t, const std::string& overrides);
+
+// Runs `exe`, compiled with runtime sizes (CompileOptions::runtime), on seeded inputs of the kernel
+// of the actual shape (outputs poisoned first) with `sizes` as its last argument (the rest 0), and
+// checks every output against the reference: "" when all match, else the first mismatch.
+std::string runWithSizes(const codegen::HostExecutable& exe, const ir::Kernel& actual, uint64_t seed,
+                         std::initializer_list<int64_t> sizes);
+
+// The host with two threads whatever its core count (hostTargetWithThreads(2)).
+const TargetDesc& twoThreadHost();
 
 }  // namespace tessera::testutil

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/codegen.h"
+#include "host_check.h"
 #include "ir/builders.h"
 #include "ir/text.h"
 #include "search/space.h"
@@ -20,31 +21,16 @@ using namespace tessera::ir;
 namespace {
 
 Config cfg(const Kernel& k, const TargetDesc& t, const std::string& overrides) {
-  auto space = search::makeSpace(k, t);
-  EXPECT_TRUE(space.ok()) << space.error().str();
-  auto c = space->complete(*Config::parseAssignments(overrides));
-  EXPECT_TRUE(c.ok()) << c.error().str();
-  return *c;
+  return testutil::spaceConfig(k, t, overrides);
 }
 
 // Runs `exe` on the kernel of the actual shape with `rows` as the runtime leading dimension and
 // checks every output against the reference ("" when all match).
 std::string runRows(const codegen::HostExecutable& exe, const Kernel& actual, int64_t rows) {
-  KernelIO io(actual, 5);
-  io.poisonOutputs();
-  std::vector<void*> bufs(io.buffers(), io.buffers() + io.count());
-  alignas(64) int64_t sizes[codegen::kRuntimeSizeCount] = {rows, 0};
-  bufs.push_back(sizes);
-  exe.run(bufs.data());
-  auto cmp = io.check();
-  if (!cmp.ok()) return cmp.error().str();
-  return cmp->ok ? "" : cmp->firstBad;
+  return testutil::runWithSizes(exe, actual, 5, {rows});
 }
 
-const TargetDesc& twoThreads() {
-  static TargetDesc t = *hostTargetWithThreads(2);
-  return t;
-}
+const TargetDesc& twoThreads() { return testutil::twoThreadHost(); }
 
 // The spec at `rows` rows: the leading dimension of the default shape and of every override that
 // has it (overrides of lower rank broadcast and keep their shape).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/codegen.h"
+#include "host_check.h"
 #include "ir/builders.h"
 #include "search/space.h"
 #include "targets/kernel_io.h"
@@ -26,35 +27,21 @@ Config cfg(const Kernel& k, const TargetDesc& t, std::string overrides) {
     overrides.erase(at, 8);
     inPlaceB = true;
   }
-  auto space = search::makeSpace(k, t);
-  EXPECT_TRUE(space.ok()) << space.error().str();
-  auto c = space->complete(*Config::parseAssignments(overrides));
-  EXPECT_TRUE(c.ok()) << c.error().str();
+  Config c = testutil::spaceConfig(k, t, overrides);
   if (inPlaceB) {
     Config extra = *Config::parseAssignments("PACKB=0");
-    c->values.insert(extra.values.begin(), extra.values.end());
+    c.values.insert(extra.values.begin(), extra.values.end());
   }
-  return *c;
+  return c;
 }
 
 // Runs `exe` (compiled with runtime sizes) on the kernel of the actual shape `actual`, with the
 // sizes {m, batch}, and checks every output against the reference.
 std::string runSized(const codegen::HostExecutable& exe, const Kernel& actual, int64_t m, int64_t batch) {
-  KernelIO io(actual, 7);
-  io.poisonOutputs();
-  std::vector<void*> bufs(io.buffers(), io.buffers() + io.count());
-  alignas(64) int64_t sizes[codegen::kRuntimeSizeCount] = {m, batch};
-  bufs.push_back(sizes);
-  exe.run(bufs.data());
-  auto cmp = io.check();
-  if (!cmp.ok()) return cmp.error().str();
-  return cmp->ok ? "" : cmp->firstBad;
+  return testutil::runWithSizes(exe, actual, 7, {m, batch});
 }
 
-const TargetDesc& twoThreads() {
-  static TargetDesc t = *hostTargetWithThreads(2);
-  return t;
-}
+const TargetDesc& twoThreads() { return testutil::twoThreadHost(); }
 
 const std::vector<int64_t> kOddMs = {1, 2, 3, 5, 6, 7, 17, 31, 32, 33, 64, 97, 129, 160};
 
