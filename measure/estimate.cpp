@@ -18,6 +18,19 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / std::max<int64_t>(b
 int64_t roundUp(int64_t v, int64_t m) { return ceilDiv(v, m) * m; }
 std::string str(int64_t v) { return std::to_string(v); }
 
+// An attention estimate's "key blocks" fact: the key blocks a query block visits.
+std::string keyBlocks(bool causal, double visited, int64_t kvBlocks) {
+  return causal ? "causal: " + std::to_string(int64_t(std::lround(visited))) + " of " + str(kvBlocks) + " visited on average"
+                : str(kvBlocks) + " per query block";
+}
+
+// The estimate with its facts and, last, its grid (what every one-launch GPU estimate ends with).
+KernelEstimate withGrid(KernelEstimate& e, std::vector<std::pair<std::string, std::string>> facts) {
+  facts.emplace_back("grid", str(e.workload.blocks) + " blocks");
+  e.facts = std::move(facts);
+  return std::move(e);
+}
+
 // FMA-equivalent operations of one element of an elementwise expression: loads and index
 // arithmetic are free, a transcendental costs its polynomial (as the code generator expands it).
 double opCost(const ir::ExprRef& e) {
@@ -53,6 +66,19 @@ double dramWithL2(double unique, double l2Traffic, double waveWorkingSet, double
   if (l2 > 0 && waveWorkingSet <= l2) return std::min(l2Traffic, unique);
   double miss = l2 > 0 ? 1.0 - l2 / waveWorkingSet : 1.0;
   return std::min(l2Traffic, unique + miss * std::max(0.0, l2Traffic - unique));
+}
+
+// A GPU GEMM's DRAM traffic (w.dramBytes; after w.l2Bytes and the block's resources are set): A,
+// B and C once, plus what L2 cannot hold of a wave's working set. Blocks start x-fastest over N:
+// a wave holds `rows` block rows and `cols` block columns; B stays in L2 when it fits in half of it.
+void gemmDram(costmodel::GpuWorkload& w, const TargetDesc& t, const codegen::ResourceReport* res, double A, double B,
+              double C, int64_t Np, int64_t Kp, int64_t BM, int64_t BN, int64_t bytes) {
+  int bpu = res && res->blocksPerUnit > 0 ? res->blocksPerUnit : costmodel::residentBlocks(w, t);
+  const double perWave = double(std::max(t.units, 1)) * std::max(bpu, 1);
+  const double gridX = double(Np / BN);
+  const double cols = std::min(perWave, gridX), rows = std::ceil(perWave / gridX);
+  const double working = rows * BM * Kp * bytes + (B <= double(t.l2Bytes_gpu) / 2 ? B : cols * BN * Kp * bytes);
+  w.dramBytes = dramWithL2(A + B + C, w.l2Bytes, working, double(t.l2Bytes_gpu));
 }
 
 // wgmma (codegen/gpu_wgmma.cpp): a producer warpgroup issues TMA copies of (BM + BN) x 64 tiles
@@ -105,12 +131,7 @@ Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& 
   w.l2Bytes = double(w.blocks) * (double(BM + BN) * double(KTs * BK) * bytes + partials) + double(tiles * batch * BM * BN) * outBytes;
   const double A = double(batch * Mp * Kp * bytes), B = double(batch * Kp * Np * bytes);
   const double C = double(batch * Mp * Np) * outBytes + (split > 1 ? double(w.blocks * BM * BN) * 8.0 : 0.0);
-  int bpu = res && res->blocksPerUnit > 0 ? res->blocksPerUnit : costmodel::residentBlocks(w, t);
-  const double perWave = double(std::max(t.units, 1)) * std::max(bpu, 1);
-  const double gridX = double(Np / BN);
-  const double cols = std::min(perWave, gridX), rows = std::ceil(perWave / gridX);
-  const double working = rows * BM * Kp * bytes + (B <= double(t.l2Bytes_gpu) / 2 ? B : cols * BN * Kp * bytes);
-  w.dramBytes = dramWithL2(A + B + C, w.l2Bytes, working, double(t.l2Bytes_gpu));
+  gemmDram(w, t, res, A, B, C, Np, Kp, BM, BN, bytes);
   // TMA keeps STAGES - 1 tiles in flight per block, whatever the thread count.
   w.bytesInFlightPerThread = double((BM + BN) * BK * bytes) * double(std::max<int64_t>(ST - 1, 1)) / double(w.threadsPerBlock);
   w.serialSteps = KTs;
@@ -119,15 +140,13 @@ Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& 
   const std::string mmaName = "wgmma m64n" + str(TN) + "k16";
   w.what = mmaName + " + TMA, block " + str(BM) + "x" + str(BN) + "x" + str(BK) + ", " + str(consumers) + " consumer warpgroups" +
            (split > 1 ? ", split-K " + str(split) : "");
-  e.facts = {{"strategy", "matrix cores, warpgroup level (wgmma fed by TMA, warp-specialized)"},
-             {"block tile", str(BM) + "x" + str(BN) + "x" + str(BK) + " (MxNxK)"},
-             {"warpgroup tile", str(TM) + "x" + str(TN) + " (" + str(consumers) + " consumers + 1 producer)"},
-             {"stages", str(ST) + " (mbarrier ring, TMA 128B swizzle: no bank conflicts)"},
-             {"split-K", str(split)},
-             {"threads", str(w.threadsPerBlock)},
-             {"MMA", mmaName},
-             {"grid", str(w.blocks) + " blocks"}};
-  return e;
+  return withGrid(e, {{"strategy", "matrix cores, warpgroup level (wgmma fed by TMA, warp-specialized)"},
+                      {"block tile", str(BM) + "x" + str(BN) + "x" + str(BK) + " (MxNxK)"},
+                      {"warpgroup tile", str(TM) + "x" + str(TN) + " (" + str(consumers) + " consumers + 1 producer)"},
+                      {"stages", str(ST) + " (mbarrier ring, TMA 128B swizzle: no bank conflicts)"},
+                      {"split-K", str(split)},
+                      {"threads", str(w.threadsPerBlock)},
+                      {"MMA", mmaName}});
 }
 
 Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
@@ -199,13 +218,7 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
   w.l2Bytes = double(w.blocks) * (double(BM + BN) * double(Kp) * bytes + double(BM * BN) * cBytes);
   const double per = lane ? double(batch) : 1.0;  // a launch's share of the batches
   const double A = per * double(Mp * Kp * bytes), B = per * double(Kp * Np * bytes), C = per * double(Mp * Np) * cBytes;
-  // Blocks start x-fastest over N: a wave holds `rows` block rows and `cols` block columns.
-  int bpu = res && res->blocksPerUnit > 0 ? res->blocksPerUnit : costmodel::residentBlocks(w, t);
-  const double perWave = double(std::max(t.units, 1)) * std::max(bpu, 1);
-  const double gridX = double(Np / BN);
-  const double cols = std::min(perWave, gridX), rows = std::ceil(perWave / gridX);
-  const double working = rows * BM * Kp * bytes + (B <= double(t.l2Bytes_gpu) / 2 ? B : cols * BN * Kp * bytes);
-  w.dramBytes = dramWithL2(A + B + C, w.l2Bytes, working, double(t.l2Bytes_gpu));
+  gemmDram(w, t, res, A, B, C, Np, Kp, BM, BN, bytes);
   w.bytesInFlightPerThread = double(BM * BK + BK * BN) * bytes / double(w.threadsPerBlock) * std::max<int64_t>(ST - 1, 1);
   w.serialSteps = Kp / BK;
   w.stages = int(ST);
@@ -237,15 +250,33 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
 // PIPE=fa3 adds a producer warpgroup: the consumers issue no copies, P stays in registers (no
 // stores, no warpgroup barrier), STAGES-1 slots of K/V are in flight behind the one being read,
 // and the register split (setmaxnreg, one block per SM) is what bounds occupancy.
+// An attention kernel's memory traffic (w.l2Bytes, w.dramBytes; after the block's resources are
+// set): each block reads its Q rows and writes its O rows once and reads K and V per visited key
+// block through L2; DRAM sees the unique bytes, plus K and V re-read when the heads of one wave do
+// not fit in L2. Concurrent blocks of one wave cover perWave / qBlocks heads, whose K and V must
+// stay in L2; query heads of one GQA group share theirs.
+void attentionTraffic(costmodel::GpuWorkload& w, const TargetDesc& t, const codegen::ResourceReport* res,
+                      const ir::AttentionSpec& a, int64_t BQ, int64_t BK, double visited) {
+  const int64_t D = a.head_dim, Sq = a.seq_q, Skv = a.seq_kv > 0 ? a.seq_kv : a.seq_q;
+  const int64_t H = a.heads, Hkv = a.heads_kv > 0 ? a.heads_kv : a.heads, B = std::max<int64_t>(a.batch, 1);
+  const int64_t bytes = ir::byteSize(a.dtype), qBlocks = ceilDiv(Sq, BQ);
+  const double qo = double(BQ * D * bytes) * 2;
+  w.l2Bytes = double(w.blocks) * (qo + visited * double(BK * D * bytes) * 2);
+  const double unique = double(B * H * Sq * D * bytes) * 2 + double(B * Hkv * Skv * D * bytes) * 2;
+  int bpu = res && res->blocksPerUnit > 0 ? res->blocksPerUnit : costmodel::residentBlocks(w, t);
+  const double perWave = double(std::max(t.units, 1)) * std::max(bpu, 1);
+  const double headsInWave = std::max(1.0, perWave / double(qBlocks) / double(std::max<int64_t>(H / Hkv, 1)));
+  w.dramBytes = dramWithL2(unique, w.l2Bytes, headsInWave * double(Skv * D * bytes) * 2, double(t.l2Bytes_gpu));
+}
+
 Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, const TargetDesc& t,
                                       const codegen::ResourceReport* res, const ir::AttentionSpec& a, int64_t BQ,
                                       int64_t BK, double visited, int64_t kvBlocks, KernelEstimate e, bool wgmma) {
   TESSERA_ASSIGN(int64_t ST, c.getInt("STAGES"));
   const MmaShape* mma = t.findMma("f16", wgmma ? "wgmma" : "mma.sync");
   if (!mma) return makeError(ErrorCode::InvalidConfig, t.name + " has no " + (wgmma ? "wgmma for flash-wgmma" : "mma.sync for flash-mma"));
-  const int64_t D = a.head_dim, Skv = a.seq_kv > 0 ? a.seq_kv : a.seq_q, Sq = a.seq_q;
-  const int64_t H = a.heads, Hkv = a.heads_kv > 0 ? a.heads_kv : a.heads, B = std::max<int64_t>(a.batch, 1);
-  const int64_t bytes = ir::byteSize(a.dtype), qBlocks = ceilDiv(Sq, BQ), LD = D + 8;
+  const int64_t D = a.head_dim;
+  const int64_t bytes = ir::byteSize(a.dtype), LD = D + 8;
   costmodel::GpuWorkload& w = e.workload;
   const int64_t warps = BQ / 16;
   std::string pipe = "fa2";
@@ -266,13 +297,7 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
   w.issueEfficiency = mmas / (mmas + 0.5 * loads + 0.25 * other);
   w.independentOps = std::max(1.0, double(D) / 8.0);
   w.smemBytesPerBlock = visited * (double(warps) + 1.0) * 2.0 * double(BK * D * bytes) + double(BQ * D * bytes) * 2;
-  const double qo = double(BQ * D * bytes) * 2;
-  w.l2Bytes = double(w.blocks) * (qo + visited * double(BK * D * bytes) * 2);
-  const double unique = double(B * H * Sq * D * bytes) * 2 + double(B * Hkv * Skv * D * bytes) * 2;
-  int bpu = res && res->blocksPerUnit > 0 ? res->blocksPerUnit : costmodel::residentBlocks(w, t);
-  const double perWave = double(std::max(t.units, 1)) * std::max(bpu, 1);
-  const double headsInWave = std::max(1.0, perWave / double(qBlocks) / double(std::max<int64_t>(H / Hkv, 1)));
-  w.dramBytes = dramWithL2(unique, w.l2Bytes, headsInWave * double(Skv * D * bytes) * 2, double(t.l2Bytes_gpu));
+  attentionTraffic(w, t, res, a, BQ, BK, visited);
   w.bytesInFlightPerThread = double(2 * BK * D * bytes) / double(w.threadsPerBlock) * double(std::max<int64_t>(ST - 1, 1));
   if (fa3) w.bytesInFlightPerThread = double(2 * BK * D * bytes) * double(ST - 1) / double(warps * t.warpSize);
   w.serialSteps = int64_t(std::ceil(visited));
@@ -282,18 +307,15 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
                                     : "mma.sync m" + str(mma->m) + "n" + str(mma->n) + "k" + str(mma->k);
   w.what = std::string(wgmma ? (fa3 ? "flash-wgmma fa3 (" : "flash-wgmma (") : "flash-mma (") + mmaName + "), " + str(BQ) + " query rows x " + str(BK) +
            " keys per step, " + str(warps) + " warps" + (fa3 ? " + a TMA producer warpgroup, " : ", ") + str(ST) + " stage(s)";
-  e.facts = {{"strategy", fa3     ? "FlashAttention-3 on wgmma: a TMA producer warpgroup, a consumer warpgroup per 64 query rows, P from registers"
-                          : wgmma ? "FlashAttention-2 on wgmma: a warpgroup per 64 query rows, P through shared memory"
-                                  : "FlashAttention-2 on tensor cores: a warp per 16 query rows, P kept in registers"},
-             {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
-             {"stages", str(ST) + (fa3 ? " (TMA + mbarrier ring)" : ST > 1 ? " (cp.async ring)" : " (synchronous copies)")},
-             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + (fa3 ? " consumer warps and a producer warpgroup" : " warps") + " of " +
-                             str(t.warpSize) + ")"},
-             {"key blocks", a.causal ? "causal: " + std::to_string(int64_t(std::lround(visited))) + " of " + str(kvBlocks) + " visited on average"
-                                    : str(kvBlocks) + " per query block"},
-             {"MMA", mmaName},
-             {"grid", str(w.blocks) + " blocks"}};
-  return e;
+  return withGrid(e, {{"strategy", fa3     ? "FlashAttention-3 on wgmma: a TMA producer warpgroup, a consumer warpgroup per 64 query rows, P from registers"
+                                   : wgmma ? "FlashAttention-2 on wgmma: a warpgroup per 64 query rows, P through shared memory"
+                                           : "FlashAttention-2 on tensor cores: a warp per 16 query rows, P kept in registers"},
+                      {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
+                      {"stages", str(ST) + (fa3 ? " (TMA + mbarrier ring)" : ST > 1 ? " (cp.async ring)" : " (synchronous copies)")},
+                      {"threads", str(w.threadsPerBlock) + " (" + str(warps) + (fa3 ? " consumer warps and a producer warpgroup" : " warps") + " of " +
+                                      str(t.warpSize) + ")"},
+                      {"key blocks", keyBlocks(a.causal, visited, kvBlocks)},
+                      {"MMA", mmaName}});
 }
 
 // flash-mfma (codegen/gpu_attention_mfma.cpp): FlashAttention-2 on MFMA (wave64 CDNA), a wave per
@@ -314,9 +336,8 @@ Expected<KernelEstimate> attentionMfma(const ir::Kernel&, const ir::Config& c, c
   const MmaShape* mfma = t.findMma(std::string(ir::typeName(a.dtype)), "mfma");
   if (!mfma || t.warpSize != 64 || W <= 0 || BQ % (W * MN))
     return makeError(ErrorCode::InvalidConfig, t.name + ": no MFMA attention for " + c.str());
-  const int64_t D = a.head_dim, Skv = a.seq_kv > 0 ? a.seq_kv : a.seq_q, Sq = a.seq_q, NG = BQ / (W * MN);
-  const int64_t H = a.heads, Hkv = a.heads_kv > 0 ? a.heads_kv : a.heads, B = std::max<int64_t>(a.batch, 1);
-  const int64_t bytes = ir::byteSize(a.dtype), qBlocks = ceilDiv(Sq, BQ), T = 64 * W;
+  const int64_t D = a.head_dim, NG = BQ / (W * MN);
+  const int64_t bytes = ir::byteSize(a.dtype), T = 64 * W;
   costmodel::GpuWorkload& w = e.workload;
   w.threadsPerBlock = T;
   w.smemPerBlock = std::max<int64_t>(ST, 1) * (BK * (D + 4) + D * (BK + 4)) * bytes;
@@ -335,13 +356,7 @@ Expected<KernelEstimate> attentionMfma(const ir::Kernel&, const ir::Config& c, c
   w.issueEfficiency = mfmaCycles / (mfmaCycles + 0.5 * 4.0 * (valu + lds));
   w.independentOps = std::max(1.0, double(NG * D / MN));
   w.smemBytesPerBlock = visited * (double(W) + 1.0) * 2.0 * double(BK * D * bytes);
-  const double qo = double(BQ * D * bytes) * 2;
-  w.l2Bytes = double(w.blocks) * (qo + visited * double(BK * D * bytes) * 2);
-  const double unique = double(B * H * Sq * D * bytes) * 2 + double(B * Hkv * Skv * D * bytes) * 2;
-  int bpu = res && res->blocksPerUnit > 0 ? res->blocksPerUnit : costmodel::residentBlocks(w, t);
-  const double perWave = double(std::max(t.units, 1)) * std::max(bpu, 1);
-  const double headsInWave = std::max(1.0, perWave / double(qBlocks) / double(std::max<int64_t>(H / Hkv, 1)));
-  w.dramBytes = dramWithL2(unique, w.l2Bytes, headsInWave * double(Skv * D * bytes) * 2, double(t.l2Bytes_gpu));
+  attentionTraffic(w, t, res, a, BQ, BK, visited);
   // STAGES=2: the next block's rows are in flight (in registers) during the compute.
   w.bytesInFlightPerThread = double(2 * BK * D * bytes) / double(T);
   w.serialSteps = int64_t(std::ceil(visited));
@@ -350,15 +365,12 @@ Expected<KernelEstimate> attentionMfma(const ir::Kernel&, const ir::Config& c, c
   const std::string name = "mfma " + shape;
   w.what = "flash-mfma (" + name + "), " + str(BQ) + " query rows x " + str(BK) + " keys per step, " + str(W) +
            " waves x " + str(NG) + " group(s), " + str(ST) + " LDS buffer(s)";
-  e.facts = {{"strategy", "FlashAttention-2 on matrix cores: S^T = K Q^T, P^T kept in registers as the B operand"},
-             {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
-             {"stages", str(ST) + (ST > 1 ? " (next block loaded during the compute)" : " (synchronous copies)")},
-             {"threads", str(T) + " (" + str(W) + " waves of 64, " + str(NG) + " group(s) of " + str(MN) + " rows each)"},
-             {"key blocks", a.causal ? "causal: " + std::to_string(int64_t(std::lround(visited))) + " of " + str(kvBlocks) + " visited on average"
-                                    : str(kvBlocks) + " per query block"},
-             {"MMA", name},
-             {"grid", str(w.blocks) + " blocks"}};
-  return e;
+  return withGrid(e, {{"strategy", "FlashAttention-2 on matrix cores: S^T = K Q^T, P^T kept in registers as the B operand"},
+                      {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
+                      {"stages", str(ST) + (ST > 1 ? " (next block loaded during the compute)" : " (synchronous copies)")},
+                      {"threads", str(T) + " (" + str(W) + " waves of 64, " + str(NG) + " group(s) of " + str(MN) + " rows each)"},
+                      {"key blocks", keyBlocks(a.causal, visited, kvBlocks)},
+                      {"MMA", name}});
 }
 
 Expected<KernelEstimate> attention(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
@@ -370,7 +382,7 @@ Expected<KernelEstimate> attention(const ir::Kernel& k, const ir::Config& c, con
   TESSERA_ASSIGN(int64_t DS, c.getInt("DSPLIT"));
   if (BQ <= 0 || BK <= 0 || DS <= 0) return makeError(ErrorCode::InvalidConfig, "attention estimate: bad config " + c.str());
   const int64_t D = a.head_dim, Sq = a.seq_q, Skv = a.seq_kv > 0 ? a.seq_kv : a.seq_q;
-  const int64_t H = a.heads, Hkv = a.heads_kv > 0 ? a.heads_kv : a.heads, B = std::max<int64_t>(a.batch, 1);
+  const int64_t H = a.heads, B = std::max<int64_t>(a.batch, 1);
   const int64_t bytes = ir::byteSize(a.dtype);
   const int64_t qBlocks = ceilDiv(Sq, BQ), kvBlocks = ceilDiv(Skv, BK);
   // Key blocks visited per query block, averaged: causal masks skip those right of the diagonal.
@@ -404,29 +416,18 @@ Expected<KernelEstimate> attention(const ir::Kernel& k, const ir::Config& c, con
   w.independentOps = double(std::min<int64_t>(BK, 8));
   w.smemBytesPerBlock = visited * (2.0 * BK * D * bytes + double(warps) * 2.0 * BK * ceilDiv(D, DS) * 128.0 / 4 +
                                    2.0 * BQ * D * 4 + (DS > 1 ? 2.0 * DS * BQ * BK * 4 : 0));
-  const double qo = double(BQ * D * bytes) * 2;
-  w.l2Bytes = double(w.blocks) * (qo + visited * double(BK * D * bytes) * 2);
-  const double unique = double(B * H * Sq * D * bytes) * 2 + double(B * Hkv * Skv * D * bytes) * 2;
-  int bpu = res && res->blocksPerUnit > 0 ? res->blocksPerUnit : costmodel::residentBlocks(w, t);
-  const double perWave = double(std::max(t.units, 1)) * std::max(bpu, 1);
-  // Concurrent blocks of one wave cover perWave / qBlocks heads, whose K and V must stay in L2;
-  // query heads of one GQA group share theirs.
-  const double headsInWave = std::max(1.0, perWave / double(qBlocks) / double(std::max<int64_t>(H / Hkv, 1)));
-  w.dramBytes = dramWithL2(unique, w.l2Bytes, headsInWave * double(Skv * D * bytes) * 2, double(t.l2Bytes_gpu));
+  attentionTraffic(w, t, res, a, BQ, BK, visited);
   w.bytesInFlightPerThread = double(2 * BK * D * bytes) / double(w.threadsPerBlock);
   w.serialSteps = int64_t(std::ceil(visited));
   w.stages = 1;
   applyResources(w, res);
   w.what = "flash (FMA pipes), " + str(BQ) + " query rows x " + str(BK) + " keys per step, " + str(w.threadsPerBlock) + " threads";
-  e.facts = {{"strategy", "FlashAttention-style, online softmax, FMA pipes"},
-             {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
-             {"head_dim split", str(DS) + " thread(s) per query row"},
-             {"threads", str(w.threadsPerBlock) + " (" + str(warps) + " " + t.words().warps + " of " + str(t.warpSize) + ")"},
-             {"key blocks", a.causal ? "causal: " + std::to_string(int64_t(std::lround(visited))) + " of " + str(kvBlocks) + " visited on average"
-                                    : str(kvBlocks) + " per query block"},
-             {"MMA", "none (FMA pipes)"},
-             {"grid", str(w.blocks) + " blocks"}};
-  return e;
+  return withGrid(e, {{"strategy", "FlashAttention-style, online softmax, FMA pipes"},
+                      {"block tile", str(BQ) + " query rows x " + str(BK) + " keys"},
+                      {"head_dim split", str(DS) + " thread(s) per query row"},
+                      {"threads", str(w.threadsPerBlock) + " (" + str(warps) + " " + t.words().warps + " of " + str(t.warpSize) + ")"},
+                      {"key blocks", keyBlocks(a.causal, visited, kvBlocks)},
+                      {"MMA", "none (FMA pipes)"}});
 }
 
 Expected<KernelEstimate> elementwise(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,

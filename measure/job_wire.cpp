@@ -67,15 +67,7 @@ TrialResult trialFromRecord(const cache::Record& r, const std::string& message, 
   if (cfg.ok()) t.config = *cfg;
   t.status = trialStatusOf(r.status).value_or(TrialStatus::Crash);
   t.message = message;
-  t.samples.n = r.n;
-  t.samples.median_us = r.median_us;
-  t.samples.p20_us = r.p20_us;
-  t.samples.p80_us = r.p80_us;
-  t.gflops = r.gflops;
-  t.gbps = r.gbps;
-  t.peakFraction = r.peak_fraction;
-  t.maxAbsErr = r.max_abs_err;
-  t.maxRelErr = r.max_rel_err;
+  copyMeasurement(r, t);
   t.throughput = t.ok() ? (computeBound ? r.gflops : r.gbps) : 0;
   TrialResult::Origin o;
   o.host = r.provenance.host;

@@ -130,23 +130,27 @@ std::vector<TrialResult> fromRecords(const std::vector<cache::Record>& records) 
     auto st = trialStatusOf(rec.status);
     if (!st) continue;  // estimated: not a measurement
     r.status = *st;
-    r.samples.n = rec.n;
-    r.samples.median_us = rec.median_us;
-    r.samples.p20_us = rec.p20_us;
-    r.samples.p80_us = rec.p80_us;
-    r.gflops = rec.gflops;
-    r.gbps = rec.gbps;
-    r.peakFraction = rec.peak_fraction;
+    copyMeasurement(rec, r);
     // Same measure as the host measurer: GB/s for bandwidth-bound elementwise kernels, GFLOP/s
     // otherwise; 1000/time for records without either (imported tables).
     double t = rec.key.family == "elementwise" ? rec.gbps : rec.gflops;
     r.throughput = t > 0 ? t : (rec.median_us > 0 ? 1e3 / rec.median_us : 0);
     if (!r.ok()) r.throughput = 0;
-    r.maxAbsErr = rec.max_abs_err;
-    r.maxRelErr = rec.max_rel_err;
     out.push_back(std::move(r));
   }
   return out;
+}
+
+void copyMeasurement(const cache::Record& rec, TrialResult& r) {
+  r.samples.n = rec.n;
+  r.samples.median_us = rec.median_us;
+  r.samples.p20_us = rec.p20_us;
+  r.samples.p80_us = rec.p80_us;
+  r.gflops = rec.gflops;
+  r.gbps = rec.gbps;
+  r.peakFraction = rec.peak_fraction;
+  r.maxAbsErr = rec.max_abs_err;
+  r.maxRelErr = rec.max_rel_err;
 }
 
 }  // namespace tessera::search

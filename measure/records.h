@@ -39,4 +39,8 @@ cache::Record toRecord(const TrialResult& r, const cache::HardKey& key, const ca
 // not parse are skipped.
 std::vector<TrialResult> fromRecords(const std::vector<cache::Record>& records);
 
+// A record's measured values on a trial (samples, throughputs, peak fraction, errors): what every
+// reading of a record as a trial copies; its config, status and throughput are the caller's.
+void copyMeasurement(const cache::Record& rec, TrialResult& r);
+
 }  // namespace tessera::search
