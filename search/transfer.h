@@ -29,6 +29,12 @@ struct TransferSettings {
   bool asFeature = true;            // the score is a column of the cost model's features
   bool asPrior = true;              // the first batch comes from the score's top
   bool asSamples = false;           // also warm-start the cost model with the records themselves
+  // The probe: this GPU's first `probeTrials` results come from the twin without the transfer
+  // (a cold start's first batches: uniform draws), and the transfer leads from then on only when
+  // the score's rank correlation with them (Spearman) reaches `probeAgreement`; else the search
+  // stays the twin, the very search a tune without other GPUs' records runs (0: no probe).
+  int probeTrials = 8;
+  double probeAgreement = 0.7;
   // The agreement check: after `checkAfter` of this GPU's own results, while the score's rank
   // correlation with them (Spearman) is below `minAgreement`, the search's batches come from a
   // twin that learns from the same results without the score (0: never checked).
@@ -45,8 +51,14 @@ struct Transfer {
   int gpus = 0;
   size_t records = 0;
   std::vector<std::string> from;  // per GPU: "NVIDIA GeForce RTX 3090 (...): 256 records"
+  // The same records regressed on their share of their GPU's best: it orders the bulk of slow
+  // configs too, which `model` (graded ranking labels: everything below ~30 % of the best is one
+  // grade) leaves to noise. What the probe's agreement is judged with.
+  std::shared_ptr<costmodel::CostModel> landscape;
   // The score of a config (higher: faster on the other GPUs).
   double score(const ir::Config& c) const;
+  // The landscape's prediction of a config (higher: faster), for rank agreement over any configs.
+  double landscapeScore(const ir::Config& c) const;
 };
 
 // Trains the transfer model on the records of `self`'s kernel on other GPUs (transferSource()) in
