@@ -1,12 +1,12 @@
 // Owns transfer across GPUs (issue 29): a tune on one GPU learning from the same kernel measured
 // on others (the store's or the shared cache's records). The other GPUs' records train a model of
 // their own (one ranking group per GPU); its score of a config is one more feature of the
-// session's cost model, which learns from this GPU's measurements how far to trust it, and, before
-// the cost model has data, the first batch comes from the score's top. Landscapes that agree (two
-// NVIDIA GPUs running one GEMM) make the score the strongest feature at once; landscapes that
-// disagree (an A100 and an MI250X, where shared memory wins on one and loses on the other) cost a
-// batch: the cost model learns to look elsewhere, unlike a warm start whose other-GPU samples keep
-// outvoting this GPU's first measurements.
+// session's cost model and picks the first batch it leads. It leads only after a probe: the tune's
+// first trials are the ones it would make without the records, and the other GPUs' landscape must
+// rank them alike. Landscapes that agree (two NVIDIA GPUs running one GEMM, rank correlation 0.93)
+// pass it and the score is the strongest feature at once; landscapes that disagree (an A100 and an
+// MI250X, 0.46: shared memory wins on one and loses on the other) would lead the search into a
+// region that is a local optimum here, so they are kept out and the tune runs as without them.
 #pragma once
 
 #include <functional>
@@ -82,11 +82,13 @@ struct PlainSearch {
   std::unique_ptr<SearchStrategy> strategy;  // made with model and features above
 };
 
-// A search that uses the transfer while the other GPUs agree with this one: batches come from
-// `withTransfer` until, after `s.checkAfter` results, the score ranks this GPU's measurements worse
-// than `s.minAgreement` (Spearman), then from `plain`, whose model then learns every result so far
-// (another GPU's landscape that disagrees, an A100 where shared memory wins against an MI250X where
-// it loses, must not steer the rest of the search). `onSwitch` (may be empty) hears the switch once.
+// A search that uses the transfer while the other GPUs agree with this one: the first
+// `s.probeTrials` results come from `plain` (the tune without the transfer), then batches come from
+// `withTransfer` if the landscape ranks them with Spearman >= `s.probeAgreement`, until, after
+// `s.checkAfter` results, it ranks this GPU's measurements worse than `s.minAgreement`; otherwise,
+// and from then on, from `plain`, whose model learns every result (another GPU's landscape that
+// disagrees, an A100 where shared memory wins against an MI250X where it loses, must not steer the
+// search). `onSwitch` (may be empty) hears the drop once, with the rank correlation.
 std::unique_ptr<SearchStrategy> agreementGate(std::unique_ptr<SearchStrategy> withTransfer, PlainSearch plain,
                                               std::shared_ptr<const Transfer> t, const TransferSettings& s,
                                               std::function<void(double)> onSwitch);
