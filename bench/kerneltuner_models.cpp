@@ -267,9 +267,12 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
   // the space), more when unmerged __ldg loads are hoisted (182 at 64x1 threads, 2x4 tile).
   // AMD: the merged loads keep rows for reuse live (66 VGPRs at 1x1, 80 at 64x1 / 1x4, 98 at
   // 64x2 / 1x4, 128 and scratch at 64x4 / 1x4): about 4 per accumulator and 4 per value row
-  // segment awaiting reuse (bsy rows x tile_x segments for each later tile_y).
+  // segment awaiting reuse (bsy rows x tile_x segments for each later tile_y). Rows are shared
+  // between a thread's outputs only when bsy < fh (R above): from bsy = 15 on nothing waits for
+  // reuse (64x16 / 1x4: 66 VGPRs staged, 82 unstaged, no scratch).
   double regs = 26 + 2.0 * double(tx * ty) + (!merged && !guarded ? std::min(150.0, fmas / 10) : 0);
-  if (amd) regs = (sh ? 20 : 62) + 4.0 * double(tx * ty) + 4.0 * double(std::min<int64_t>(bsy, fh) * (ty - 1) * tx);
+  const int64_t reuseRows = bsy < fh ? bsy * (ty - 1) : 0;
+  if (amd) regs = (sh ? 20 : 62) + 4.0 * double(tx * ty) + 4.0 * double(reuseRows * tx);
   const double regCap = amd ? 128 : 255;
   // AMD, bounds-checked: the compiler hoists the filter's scalar loads above the branches; the 225
   // values overflow the SGPRs into VGPR lanes (a v_readlane per FMA), the VGPRs reach the cap and
