@@ -277,7 +277,7 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
   // AMD, bounds-checked: the compiler hoists the filter's scalar loads above the branches; the 225
   // values overflow the SGPRs into VGPR lanes (a v_readlane per FMA), the VGPRs reach the cap and
   // spill (gfx90a code of every guarded config with more than one output per thread, and of every
-  // guarded unstaged one: 128 VGPRs, 0.4-1.1 KB of scratch, a scratch reload per two FMAs).
+  // guarded unstaged one: 128 VGPRs, 0.4-2.3 KB of scratch, a scratch reload per two FMAs).
   const bool hoisted = amd && guarded && (!sh || tx * ty > 1);
   if (hoisted) regs = regCap;
   const double spilled = std::max(0.0, regs - regCap);
