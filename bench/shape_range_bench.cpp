@@ -4,9 +4,10 @@
 // Regret = rule time / per-shape tuned time - 1 (its geometric mean is the headline); the OpenBLAS
 // ratio is sgemm time / rule time (above 1: the rule's kernel is faster).
 //
-//   shape_range_bench [--quick] [--n N] [--k K] [--hi HI] [--threads T] [--trials T] [--points P]
+//   shape_range_bench [--quick] [--n N] [--k K] [--hi HI] [--threads T] [--trials T] [--points P] [--runs R]
 //     --quick: N = K = 1024, HI = 1024, 12 trials per tune (minutes on 2 cores); default: the full
-//     N = K = 4096, HI = 8192, 32 trials (hours on 2 cores: run it on a bigger host).
+//     N = K = 4096, HI = 8192, 32 trials (hours on 2 cores; `--trials 12 --runs 3` about one hour
+//     on one core of a 2-core Zen 4). --runs: timed runs per trial at least (default 5).
 // The rule's kernels are JIT-compiled here with runtime M, the same lowering `tessera bundle
 // --dispatch` writes as objects; the per-shape kernels are static-shape kernels of that shape's
 // own tune (same search, same trial budget).
@@ -37,7 +38,7 @@ namespace {
 
 struct Opts {
   int64_t n = 4096, k = 4096, hi = 8192;
-  int threads = 0, trials = 32, points = 14;
+  int threads = 0, trials = 32, points = 14, runs = 5;
 };
 
 bool parse(int argc, char** argv, Opts* o) {
@@ -58,6 +59,7 @@ bool parse(int argc, char** argv, Opts* o) {
     else if (a == "--threads") o->threads = int(v);
     else if (a == "--trials") o->trials = int(v);
     else if (a == "--points") o->points = int(v);
+    else if (a == "--runs") o->runs = int(v);
     else return false;
   }
   return true;
@@ -78,7 +80,7 @@ Expected<ir::Kernel> gemmAt(int64_t m, const Opts& o) { return ir::buildGemm({.m
 int main(int argc, char** argv) {
   Opts o;
   if (!parse(argc, argv, &o)) {
-    std::fprintf(stderr, "usage: %s [--quick] [--n N] [--k K] [--hi HI] [--threads T] [--trials T] [--points P]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--quick] [--n N] [--k K] [--hi HI] [--threads T] [--trials T] [--points P] [--runs R]\n", argv[0]);
     return 2;
   }
   auto target = o.threads ? hostTargetWithThreads(o.threads) : Expected<TargetDesc>(hostTarget());
@@ -94,7 +96,8 @@ int main(int argc, char** argv) {
   std::string isa;
   for (const auto& f : t.isa) isa += " " + f;
   std::printf("ISA:%s\n", isa.c_str());
-  std::printf("tuning: %d trials per tuned shape, rule from at most %d training points\n\n", o.trials, o.points);
+  std::printf("tuning: %d trials per tuned shape (at least %d timed runs each), rule from at most %d training points\n\n", o.trials,
+              o.runs, o.points);
 
   bundle::RangeTuneSettings s;
   s.session.loop.search.strategy = "evolutionary";
@@ -105,6 +108,7 @@ int main(int argc, char** argv) {
   s.session.transfer.enabled = false;
   s.session.pushToCache = false;
   s.measure.measure.minTimeSec = 0.02;
+  s.measure.measure.minRuns = o.runs;
   s.maxTrain = o.points;
   s.fit.maxKernels = 16;
   s.fit.maxBuckets = 16;

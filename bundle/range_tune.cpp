@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,8 @@ struct SizedCompileCache {
 };
 
 namespace {
+
+constexpr double kLongRunUs = 100000, kEnoughUs = 400000;
 
 class SizedExecutable : public search::Executable {
  public:
@@ -69,9 +72,14 @@ class SizedBackend : public search::ExecutionBackend {
     bufs.push_back(sizes);
     auto raw = exe.raw();
     auto call = [&] { codegen::invokeRaw(raw, bufs.data(), bufs.size()); };
-    call();  // the checked run, and the warm-up
+    const double firstUs = wallMicros(call);  // the checked run, and the warm-up
     MeasureOptions timed = m;
     timed.warmup = 0;
+    // A run of a tenth of a second or more varies by a few percent between runs, far less than the
+    // candidates differ: fewer samples (at least two, or `kEnoughUs` of them) decide as well, and
+    // the long points of a range (N = K = 4096 up to M = 8192: seconds a run) stay affordable.
+    if (firstUs >= kLongRunUs)
+      timed.minRuns = std::max(2, std::min(timed.minRuns, int(std::ceil(kEnoughUs / firstUs))));
     timed.maxRuns = std::min(timed.maxRuns, 4096);
     std::function<void()> flush;
     if (m.flushCache) flush = flushHostCaches;
@@ -90,7 +98,39 @@ bool blisFamily(const ir::Config& c) {
   return s.ok() && (*s == "blis" || *s == "bf16dot" || *s == "amx");
 }
 
+std::vector<size_t> allIndices(size_t n) {
+  std::vector<size_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+std::string fmtFactor(double f) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", f);
+  return b;
+}
+
 }  // namespace
+
+// The candidates worth measuring at the point after `prev` (RangeTuneSettings' pruning): all while
+// the best run at `prev` is short; once it is long, those within pruneFactor of that best, and at
+// least the keepAtLeast fastest there. A candidate that failed at `prev` is not measured again.
+std::vector<size_t> rangeCandidatesToMeasure(const TimeTable& t, size_t prev, const RangeTuneSettings& s) {
+  const size_t n = t.configs.size();
+  double best = std::numeric_limits<double>::infinity();
+  for (size_t c = 0; c < n; ++c) best = std::min(best, t.times[c][prev]);
+  if (s.pruneAboveUs <= 0 || !std::isfinite(best) || best < s.pruneAboveUs) return allIndices(n);
+  std::vector<size_t> order = allIndices(n);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.times[a][prev] < t.times[b][prev]; });
+  std::vector<size_t> keep;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const double v = t.times[order[i]][prev];
+    if (!std::isfinite(v)) break;
+    if (int(i) < s.keepAtLeast || v <= best * s.pruneFactor) keep.push_back(order[i]);
+  }
+  std::sort(keep.begin(), keep.end());
+  return keep;
+}
 
 Expected<int64_t> rangeExtent(const ir::Kernel& k) {
   if (k.family == ir::Family::Gemm) {
@@ -271,19 +311,26 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
     if (cb.shouldStop && cb.shouldStop()) return makeError(ErrorCode::RuntimeError, "interrupted");
     TESSERA_ASSIGN(ir::Kernel k, kernelAt(out.table.points[p]));
     auto measurer = makeSizedHostMeasurer(cache, k, s.measure);
+    const std::vector<size_t> chosen = p ? rangeCandidatesToMeasure(out.table, p - 1, s) : allIndices(candidates.size());
+    std::vector<ir::Config> subset;
+    for (size_t c : chosen) subset.push_back(candidates[c]);
     // Two interleaved rounds: a burst of load on a shared machine moves one sample, not the rule.
-    auto results = measurer->remeasure(candidates, 2);
+    auto results = measurer->remeasure(subset, 2);
     int ok = 0;
-    for (size_t c = 0; c < results.size(); ++c)
-      if (results[c].ok()) {
-        out.table.times[c][p] = results[c].samples.median_us;
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i].ok()) {
+        out.table.times[chosen[i]][p] = results[i].samples.median_us;
         ++ok;
-      } else if (c == 0 || results[c].status != results[c - 1].status) {
-        warn(dim + "=" + std::to_string(out.table.points[p]) + ": " + results[c].config.str() + ": " +
-             search::trialStatusName(results[c].status) + " " + results[c].message);
+      } else if (i == 0 || results[i].status != results[i - 1].status) {
+        warn(dim + "=" + std::to_string(out.table.points[p]) + ": " + results[i].config.str() + ": " +
+             search::trialStatusName(results[i].status) + " " + results[i].message);
       }
-    progress(dim + "=" + std::to_string(out.table.points[p]) + ": " + std::to_string(ok) + "/" + std::to_string(candidates.size()) +
-             " shape-generic candidates measured");
+    std::string line = dim + "=" + std::to_string(out.table.points[p]) + ": " + std::to_string(ok) + "/" +
+                       std::to_string(candidates.size()) + " shape-generic candidates measured";
+    if (chosen.size() < candidates.size())
+      line += "; " + std::to_string(candidates.size() - chosen.size()) + " skipped (over " + fmtFactor(s.pruneFactor) +
+              "x the best time at " + dim + "=" + std::to_string(out.table.points[p - 1]) + ")";
+    progress(line);
   }
 
   // 3. The rule.

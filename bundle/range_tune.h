@@ -40,6 +40,13 @@ struct RangeTuneSettings {
   int candidatesPerPoint = 2;        // each point's best configs that join the candidates
   FitSettings fit;
   int maxTrain = 14;
+  // Pruning the cross measurement where runs are long: once the best candidate at the point below
+  // took at least `pruneAboveUs`, a candidate more than `pruneFactor` times slower than that best
+  // is not measured at the larger points (it counts as failed there), keeping at least the
+  // `keepAtLeast` fastest. 0 turns it off.
+  double pruneAboveUs = 50000;
+  double pruneFactor = 1.5;
+  int keepAtLeast = 8;
 };
 
 struct RangeTuneCallbacks {
@@ -56,6 +63,12 @@ struct RangeTuneResult {
   std::string kernelName;
   std::string dim = "M";           // rangeDimName of the kernel
 };
+
+// Which of `t`'s candidates the cross measurement runs at the point after `prev` (indices into
+// t.configs, ascending): every one while the best run at `prev` is shorter than s.pruneAboveUs;
+// then those within s.pruneFactor of that best and at least the s.keepAtLeast fastest; never one
+// that failed at `prev`.
+std::vector<size_t> rangeCandidatesToMeasure(const TimeTable& t, size_t prev, const RangeTuneSettings& s);
 
 // The range's points (rangePoints: training and held out, log-spaced) into `r`'s table, train and
 // heldOut; both range tunes start from them. Returns the points.

@@ -2,11 +2,14 @@
 // points, fitting the bucket table to measured times on a tiny range (the crossover found, the
 // bucket count chosen by held-out regret, the kernel limit kept) and the rule's JSON round trip;
 // negative controls: a one-bucket limit leaves regret, a malformed rule is refused.
+// The range tune's pruning of long points: only candidates near the best are measured again.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "bundle/dispatch_rule.h"
+#include "bundle/range_tune.h"
 
 using namespace tessera;
 using namespace tessera::bundle;
@@ -165,4 +168,30 @@ TEST(DispatchRule, JsonRoundTripAndMalformedRules) {
   ASSERT_TRUE(seq.ok()) << seq.error().str();
   EXPECT_EQ(seq->dim, "seq");
   EXPECT_FALSE(ruleFromJson(R"({"dim":"seq_kv","lo":1,"hi":8,"configs":["a"],"buckets":[{"lo":1,"hi":8,"config":0}]})").ok());
+}
+
+// The cross measurement of a range tune stops measuring clearly slower candidates once runs are
+// long (the full N = K = 4096 sweep spends most of its time there), and only then.
+TEST(DispatchRule, LongPointsMeasureOnlyTheCandidatesNearTheBest) {
+  const double inf = std::numeric_limits<double>::infinity();
+  TimeTable t;
+  t.points = {1024, 2048};
+  t.configs = {"a", "b", "c", "d", "e"};
+  // At M = 1024: a 100 ms, b 140 ms, c 200 ms, d failed, e 400 ms.
+  t.times = {{1e5, inf}, {1.4e5, inf}, {2e5, inf}, {inf, inf}, {4e5, inf}};
+  RangeTuneSettings s;
+  s.pruneAboveUs = 5e4;
+  s.pruneFactor = 1.5;
+  s.keepAtLeast = 1;
+  EXPECT_EQ(rangeCandidatesToMeasure(t, 0, s), (std::vector<size_t>{0, 1}));  // within 1.5x of 100 ms
+  s.keepAtLeast = 3;
+  EXPECT_EQ(rangeCandidatesToMeasure(t, 0, s), (std::vector<size_t>{0, 1, 2}));  // the 3 fastest; never the failed one
+  s.keepAtLeast = 8;
+  EXPECT_EQ(rangeCandidatesToMeasure(t, 0, s), (std::vector<size_t>{0, 1, 2, 4}));
+  // Negative controls: short runs, or pruning off, measure every candidate again.
+  s.keepAtLeast = 1;
+  s.pruneAboveUs = 2e5;
+  EXPECT_EQ(rangeCandidatesToMeasure(t, 0, s).size(), 5u);
+  s.pruneAboveUs = 0;
+  EXPECT_EQ(rangeCandidatesToMeasure(t, 0, s).size(), 5u);
 }
