@@ -204,8 +204,11 @@ std::string describeXgemm(const ir::Config& c) {
 //    __ldg on NVIDIA (ld.global.nc is not merged: 1800 loads for 1800 FMAs) nor for guarded
 //    global loads (675 for 675);
 //  - AMD merges a row's consecutive columns into 16-byte loads (global_load_dwordx4: 144 for
-//    540 values) and pairs LDS reads (ds_read2_b32: 270 for 540); guarded loads stay single,
-//    each behind its own branch (678 branches for 675 loads) and waited for one by one;
+//    540 values), and into 16- and 12-byte LDS reads at addresses only dword aligned
+//    (ds_read2_b64, ds_read_b96: 60 for 225 values at 1x1), which the LDS serves lane by lane
+//    (costmodel/gpu_access.h); guarded loads stay single, each behind its own branch (678
+//    branches for 675 loads) and waited for one by one, and guarded code hoists the filter's
+//    scalar loads, spilling SGPRs to VGPR lanes and VGPRs to scratch;
 //  - the staging loop's trip count depends on the thread index: it stays a loop, each
 //    iteration waiting for its load before the store to shared memory;
 //  - HIP's default launch bound (1024 threads) caps a thread at 128 VGPRs (512 per SIMD lane /
@@ -237,7 +240,12 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
   const bool merged = sh || !(guarded || (ro && !amd));  // the compiler loads each value once
   const double values = merged ? double(R * C) : fmas;
   double loadInstr = values;
-  if (amd && sh) loadInstr = std::ceil(values / 2);                                    // ds_read2_b32
+  // AMD, staged: each row's run of consecutive columns (one run per output column when the runs do
+  // not overlap, bsx >= fw) is read 16 bytes at a time (ds_read2_b64), its last 3 columns as one
+  // 12-byte read, 2 as ds_read2_b32, 1 as ds_read_b32; the column depends on the thread, so only
+  // dword alignment is known (gfx90a code: 15 rows x (3 ds_read2_b64 + 1 ds_read_b96) at 1x1).
+  const int64_t runs = bsx >= fw ? tx : 1, run = bsx >= fw ? fw : C;
+  if (amd && sh) loadInstr = double(R * runs * (run / 4 + (run % 4 ? 1 : 0)));
   if (amd && !sh && !guarded) loadInstr = double(R * tx * ceilDiv(fw, 4));             // dwordx4 per row segment
   const int loadBytes = amd && !sh && !guarded ? 16 : 4;
   auto lx = [&](int l) { return int64_t(l) % bsx; };
@@ -259,19 +267,40 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
   // the space), more when unmerged __ldg loads are hoisted (182 at 64x1 threads, 2x4 tile).
   // AMD: the merged loads keep rows for reuse live (66 VGPRs at 1x1, 80 at 64x1 / 1x4, 98 at
   // 64x2 / 1x4, 128 and scratch at 64x4 / 1x4): about 4 per accumulator and 4 per value row
-  // segment awaiting reuse (bsy rows x tile_x segments for each later tile_y).
+  // segment awaiting reuse (bsy rows x tile_x segments for each later tile_y). Rows are shared
+  // between a thread's outputs only when bsy < fh (R above): from bsy = 15 on nothing waits for
+  // reuse (64x16 / 1x4: 66 VGPRs staged, 82 unstaged, no scratch).
   double regs = 26 + 2.0 * double(tx * ty) + (!merged && !guarded ? std::min(150.0, fmas / 10) : 0);
-  if (amd) regs = (sh ? 20 : 62) + 4.0 * double(tx * ty) + 4.0 * double(std::min<int64_t>(bsy, fh) * (ty - 1) * tx);
+  const int64_t reuseRows = bsy < fh ? bsy * (ty - 1) : 0;
+  if (amd) regs = (sh ? 20 : 62) + 4.0 * double(tx * ty) + 4.0 * double(reuseRows * tx);
   const double regCap = amd ? 128 : 255;
+  // AMD, bounds-checked: the compiler hoists the filter's scalar loads above the branches; the 225
+  // values overflow the SGPRs into VGPR lanes (a v_readlane per FMA), the VGPRs reach the cap and
+  // spill (gfx90a code of every guarded config with more than one output per thread, and of every
+  // guarded unstaged one: 128 VGPRs, 0.4-2.3 KB of scratch, a scratch reload per two FMAs).
+  const bool hoisted = amd && guarded && (!sh || tx * ty > 1);
+  if (hoisted) regs = regCap;
   const double spilled = std::max(0.0, regs - regCap);
   w.regsPerThread = int(std::min(regs, regCap));
   // A spilled value goes to scratch and comes back for each of its uses (about a filter row).
   other += 2 * spilled * double(fw);
+  if (hoisted) other += 1.5 * fmas;
   w.issueEfficiency = fmas / (fmas + other);
   // Per warp instruction: shared bank cycles of a read (every filter offset shifts all lanes
   // alike), or the L1 clocks of a global read (averaged over the filter's column offsets and a
   // few rows: the 4110-float input rows are not line-aligned).
-  const double readCycles = costmodel::sharedCycles(lanes(warp, [&](int l) { return (ly(l) * smemW + lx(l)) * 4; }), 4);
+  const int active = int(std::min<int64_t>(warp, T));
+  auto readAt = [&](int64_t column) { return lanes(active, [&](int l) { return (ly(l) * smemW + lx(l) + column) * 4; }); };
+  const double readCycles = costmodel::sharedCycles(readAt(0), 4);
+  // AMD: bank cycles of one row run's reads as the compiler merges them (under-aligned: lane by lane).
+  double runCycles = 0;
+  if (amd && sh) {
+    for (int64_t c0 = 0; c0 + 4 <= run; c0 += 4) runCycles += 2 * costmodel::sharedCycles(readAt(c0), 8);
+    const int64_t rest = run % 4, c0 = run - rest;
+    if (rest == 3) runCycles += costmodel::sharedCycles(readAt(c0), 12);
+    if (rest == 2) runCycles += 2 * costmodel::sharedCycles(readAt(c0), 4);
+    if (rest == 1) runCycles += costmodel::sharedCycles(readAt(c0), 4);
+  }
   double globalClocks = 0;
   for (int64_t r = 0; r < 4; ++r)
     for (int64_t j = 0; j < fw; ++j)
@@ -280,10 +309,10 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
   double stageClocks = 0;
   for (int64_t r = 0; r < 4; ++r) stageClocks += l1Clocks(lanes(warp, [&](int l) { return ((r + ly(l)) * inW + lx(l)) * 4; }), 4, t);
   stageClocks /= 4;
-  const double spillClocks = 2 * spilled * double(fw) * double(warp) * 4 / double(l1Rate(t));
+  const double spillClocks = (2 * spilled * double(fw) + (hoisted ? 0.5 * fmas : 0)) * double(warp) * 4 / double(l1Rate(t));
   if (sh) {
-    const double pairs = amd ? 2 : 1;  // ds_read2 moves two words per lane per instruction
-    w.smemBytesPerBlock = double(warps) * 128.0 * readCycles * (loadInstr * pairs + stageCopies);
+    const double reads = amd ? runCycles * double(R * runs) : readCycles * loadInstr;
+    w.smemBytesPerBlock = double(warps) * 128.0 * (reads + readCycles * stageCopies);
     w.l1BytesPerBlock = double(warps) * double(l1Rate(t)) * (stageClocks * stageCopies + spillClocks);
   } else {
     w.l1BytesPerBlock = double(warps) * double(l1Rate(t)) * (globalClocks * loadInstr + spillClocks);
@@ -300,8 +329,9 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
     w.serialSteps = int64_t(stageCopies);
     w.serialStepCycles = dram;
   } else if (amd && guarded) {
+    // Each load waits alone, and so does the scratch reload of the spilled value beside it.
     w.serialSteps = int64_t(values);
-    w.serialStepCycles = l2;
+    w.serialStepCycles = 2 * l2;
   } else {
     w.serialSteps = int64_t(std::ceil(loadInstr / 32.0));
     w.serialStepCycles = l2;

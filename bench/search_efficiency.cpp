@@ -390,6 +390,12 @@ int main(int argc, char** argv) {
   app.add_option("--transfer-samples", o.transfer.asSamples,
                  "transfer: the other GPUs' records also warm-start the cost model as samples (0/1)")
       ->capture_default_str();
+  app.add_option("--transfer-probe", o.transfer.probeTrials,
+                 "transfer: own results drawn as without it before the other GPUs' agreement decides (0: none)")
+      ->capture_default_str();
+  app.add_option("--transfer-probe-agreement", o.transfer.probeAgreement,
+                 "transfer: the rank correlation over the probe from which the other GPUs lead")
+      ->capture_default_str();
   app.add_option("--transfer-check", o.transfer.checkAfter,
                  "transfer: own results after which the other GPUs' agreement is checked (0: never)")
       ->capture_default_str();

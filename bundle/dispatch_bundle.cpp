@@ -97,6 +97,22 @@ std::string rangeManifest(const RangeRuleFile& f, const TableRange& r, const std
       .dump();
 }
 
+Expected<std::function<double(int64_t)>> checkCostOf(const ir::Kernel& maxKernel, int64_t top) {
+  if (maxKernel.family == ir::Family::Gemm) {
+    TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
+    return std::function<double(int64_t)>([n = double(g.n) * double(g.k)](int64_t m) { return double(m) * n; });
+  }
+  if (maxKernel.family == ir::Family::Attention) {
+    TESSERA_ASSIGN(ir::AttentionInfo a, ir::analyzeAttention(maxKernel));
+    return std::function<double(int64_t)>([n = 2.0 * double(a.spec.batch) * double(a.spec.heads) * double(a.spec.head_dim)](int64_t m) {
+      return double(m) * double(m) * n;
+    });
+  }
+  double perRow = 1;
+  for (const auto* o : maxKernel.outputs()) perRow = std::max(perRow, double(o->numel()) / double(std::max<int64_t>(top, 1)));
+  return std::function<double(int64_t)>([perRow](int64_t m) { return double(m) * perRow; });
+}
+
 }  // namespace range_parts
 
 using namespace range_parts;
@@ -120,22 +136,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
   if (top != f.rule.hi)
     return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": its kernel has " + dim + "=" +
                                                      std::to_string(top) + ", the rule's range ends at " + std::to_string(f.rule.hi));
-  // Multiply-adds (GEMM, attention) or elements (elementwise) at a size of the range: bounds the
-  // check (attention's grow with the square of the sequence length).
-  std::function<double(int64_t)> checkCost;
-  if (maxKernel.family == ir::Family::Gemm) {
-    TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
-    checkCost = [n = double(g.n) * double(g.k)](int64_t m) { return double(m) * n; };
-  } else if (maxKernel.family == ir::Family::Attention) {
-    TESSERA_ASSIGN(ir::AttentionInfo a, ir::analyzeAttention(maxKernel));
-    checkCost = [n = 2.0 * double(a.spec.batch) * double(a.spec.heads) * double(a.spec.head_dim)](int64_t m) {
-      return double(m) * double(m) * n;
-    };
-  } else {
-    double perRow = 1;
-    for (const auto* o : maxKernel.outputs()) perRow = std::max(perRow, double(o->numel()) / double(std::max<int64_t>(top, 1)));
-    checkCost = [perRow](int64_t m) { return double(m) * perRow; };
-  }
+  TESSERA_ASSIGN(std::function<double(int64_t)> checkCost, checkCostOf(maxKernel, top));
   if (f.threads < 1 || f.threads > 1024) return makeError(ErrorCode::InvalidArgument, "dispatch rule: threads out of range");
   TESSERA_ASSIGN(TargetDesc t, hostTargetAs(f.arch));
   t.units = f.threads;

@@ -49,11 +49,16 @@ TableEntry rangeRow(const RangeRuleFile& f, const TableRange& r, const std::stri
                     const std::string& vendor, const std::string& configJson, const ir::Kernel& maxKernel);
 // The range's manifest object.
 std::string rangeManifest(const RangeRuleFile& f, const TableRange& r, const std::vector<int>& keyDims);
+// What checking the rule's kernel (`maxKernel`, at the range's top `top`) costs at a size of the
+// range: multiply-adds (GEMM, attention: the square of the sequence length) or elements
+// (elementwise); bounds the sizes checkSizes picks.
+Expected<std::function<double(int64_t)>> checkCostOf(const ir::Kernel& maxKernel, int64_t top);
 }  // namespace range_parts
 
 Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSettings& s, std::set<std::string>* symbols,
                                        const std::function<void(const std::string&)>& progress);
-// The same for a rule whose arch is a GPU target (dispatch_bundle_gpu.cpp): NVIDIA, GEMM M.
+// The same for a rule whose arch is a GPU target (dispatch_bundle_gpu.cpp): NVIDIA; GEMM's M,
+// elementwise's rows, attention's seq.
 Expected<RangeBundle> buildGpuRangeBundle(const RangeRuleFile& f, const TargetDesc& t, const BundleSettings& s,
                                           const std::function<void(const std::string&)>& progress);
 

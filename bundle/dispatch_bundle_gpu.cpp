@@ -1,7 +1,8 @@
 // Owns compiling a dispatch rule for a GPU target into bundle entries (dispatch_bundle.h): one
-// shape-generic GEMM (runtime M) per config of the rule, as cubin + PTX with its launch (the grid's
-// row blocks and the wrapper's rows follow M at run time), each checked here on the mapped-kernel
-// emulator against the reference at a few sizes of its buckets.
+// shape-generic kernel (GEMM's runtime M, elementwise's rows, attention's sequence length) per
+// config of the rule, as cubin + PTX with its launch (the grid's blocks and the wrapper's rows
+// follow the size at run time), each checked here on the mapped-kernel emulator against the
+// reference at a few sizes of its buckets.
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -26,9 +27,10 @@ using namespace range_parts;
 
 namespace {
 
-// The mapped-kernel emulator runs every GPU thread as a fiber: the check runs where M·N·K stays
-// below this.
+// The mapped-kernel emulator runs every GPU thread as a fiber: the check runs where M·N·K (or
+// attention's multiply-adds) stays below this, or an elementwise kernel's elements below the second.
 constexpr double kMaxEmulatedMacs = double(1 << 22);
+constexpr double kMaxEmulatedElements = double(1 << 16);
 
 // The shape-generic kernel `bin` at M = m on the emulator, against the reference; "" when right.
 std::string checkAt(const codegen::GpuBinary& bin, const std::shared_ptr<const codegen::MappedKernel>& mk, const ir::Kernel& k,
@@ -37,7 +39,7 @@ std::string checkAt(const codegen::GpuBinary& bin, const std::shared_ptr<const c
   io.poisonOutputs();
   auto report = std::make_shared<emu::Report>();
   auto runner = codegen::makeDeviceRunner(codegen::mappedEmulatedDevice(mk, t.name, report));
-  const int64_t sizes[codegen::kRuntimeSizeCount] = {m, 0, 0};
+  const int64_t sizes[codegen::kRuntimeSizeCount] = {m, 0, m};  // attention's key length follows its query length
   auto ran = runner->run(bin, k, io.buffers(), 1, sizes);
   if (!ran.ok()) return ran.error().message;
   if (!report->ok) return report->errors.empty() ? "the emulation failed" : report->errors.front();
@@ -51,21 +53,22 @@ std::string checkAt(const codegen::GpuBinary& bin, const std::shared_ptr<const c
 Expected<RangeBundle> buildGpuRangeBundle(const RangeRuleFile& f, const TargetDesc& t, const BundleSettings& s,
                                           const std::function<void(const std::string&)>& progress) {
   TESSERA_ASSIGN(ir::Kernel maxKernel, ir::parseKernel(f.kernelIr));
-  if (maxKernel.family != ir::Family::Gemm)
-    return makeError(ErrorCode::Unsupported, "dispatch rule " + f.kernelName + ": shape-generic GPU kernels are GEMMs (runtime M); this is " +
-                                                 ir::familyName(maxKernel.family));
   if (t.vendor != Vendor::Nvidia)
     return makeError(ErrorCode::Unsupported, "dispatch rule " + f.kernelName + ": shape-generic GPU kernels run on NVIDIA targets, not " + t.name);
   TESSERA_ASSIGN(int64_t top, rangeExtent(maxKernel));
-  if (f.rule.dim != "M") return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": a GPU GEMM's rule dispatches on M");
+  const std::string dim = rangeDimName(maxKernel);
+  if (f.rule.dim != dim)
+    return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": it dispatches on " + f.rule.dim + ", its " +
+                                                     ir::familyName(maxKernel.family) + " kernel on " + dim);
   if (top != f.rule.hi)
-    return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": its kernel has M=" + std::to_string(top) +
+    return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": its kernel has " + dim + "=" + std::to_string(top) +
                                                      ", the rule's range ends at " + std::to_string(f.rule.hi));
-  TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
+  TESSERA_ASSIGN(std::function<double(int64_t)> cost, checkCostOf(maxKernel, top));
+  const double bound = maxKernel.family == ir::Family::Elementwise ? kMaxEmulatedElements : kMaxEmulatedMacs;
   const cache::HardKey key = search::hardKeyFor(maxKernel, t);
-  const std::vector<int> keyDims = {0};  // GEMM's M: key dimension 0 (bundle/table.h)
+  const std::vector<int> keyDims = rangeKeyDims(maxKernel);
   RangeBundle out;
-  out.range = tableRange(f, f.kernelName.empty() ? maxKernel.name : f.kernelName, key.family, key.dtype, t.arch, key.shape, "M",
+  out.range = tableRange(f, f.kernelName.empty() ? maxKernel.name : f.kernelName, key.family, key.dtype, t.arch, key.shape, dim,
                          keyDims);
   for (size_t i = 0; i < f.rule.configs.size(); ++i) {
     TESSERA_ASSIGN(ir::Config c, ir::Config::parseAssignments(f.rule.configs[i]));
@@ -81,11 +84,15 @@ Expected<RangeBundle> buildGpuRangeBundle(const RangeRuleFile& f, const TargetDe
     if (bin->binary.empty()) return makeError(ErrorCode::CompileError, name + ": no code object was produced for " + t.name);
     json checks = json::array();
     if (s.verify) {
-      std::vector<int64_t> ms = checkSizes(f.rule, int(i), [&](int64_t m) { return double(m) * double(g.n) * double(g.k); },
-                                           kMaxEmulatedMacs);
-      // Every kernel runs any M of the range: when its buckets are too big to emulate, it is
-      // checked at the smallest sizes instead (M = 1 and the largest M within the bound).
-      const int64_t fits = std::min<int64_t>(f.rule.hi, int64_t(kMaxEmulatedMacs / (double(g.n) * double(g.k))));
+      std::vector<int64_t> ms = checkSizes(f.rule, int(i), cost, bound);
+      // Every kernel runs any size of the range: when its buckets are too big to emulate, it is
+      // checked at the smallest sizes instead (1 and the largest size within the bound).
+      int64_t fits = 0;
+      for (int64_t lo = 1, hi = f.rule.hi; lo <= hi;) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (cost(mid) <= bound) fits = mid, lo = mid + 1;
+        else hi = mid - 1;
+      }
       if (ms.empty())
         for (int64_t m : {int64_t(1), fits})
           if (m >= 1 && std::find(ms.begin(), ms.end(), m) == ms.end()) ms.push_back(m);
@@ -95,7 +102,8 @@ Expected<RangeBundle> buildGpuRangeBundle(const RangeRuleFile& f, const TargetDe
         for (int64_t m : ms) {
           TESSERA_ASSIGN(ir::Kernel k, kernelAtExtent(maxKernel, m));
           std::string bad = checkAt(*bin, *mk, k, t, m);
-          if (!bad.empty()) return makeError(ErrorCode::WrongResult, name + " (" + c.str() + ") at M=" + std::to_string(m) + ": " + bad);
+          if (!bad.empty())
+            return makeError(ErrorCode::WrongResult, name + " (" + c.str() + ") at " + dim + "=" + std::to_string(m) + ": " + bad);
           checks.push_back({{"m", m}, {"ok", true}});
         }
       }
@@ -120,7 +128,7 @@ Expected<RangeBundle> buildGpuRangeBundle(const RangeRuleFile& f, const TargetDe
                           {"shape", row.shape},
                           {"dtype", key.dtype},
                           {"units", 1},
-                          {"runtime_m", {{"lo", f.rule.lo}, {"hi", f.rule.hi}, {"dim", "M"}, {"key_dims", {0}}}},
+                          {"runtime_m", {{"lo", f.rule.lo}, {"hi", f.rule.hi}, {"dim", dim}, {"key_dims", keyDims}}},
                           {"config", json::parse(row.config)},
                           {"source", "dispatch rule"},
                           {"strategy", bin->strategy},
@@ -132,7 +140,7 @@ Expected<RangeBundle> buildGpuRangeBundle(const RangeRuleFile& f, const TargetDe
                           {"kernel_ir", f.kernelIr}}
                          .dump();
     if (progress)
-      progress(name + " on " + t.name + ": shape-generic, M " + std::to_string(f.rule.lo) + ".." + std::to_string(f.rule.hi) +
+      progress(name + " on " + t.name + ": shape-generic, " + dim + " " + std::to_string(f.rule.lo) + ".." + std::to_string(f.rule.hi) +
                ", config " + c.str() + ", " + bin->resources.summary() +
                (s.verify ? ", checked on the emulator at " + std::to_string(checks.size()) + " sizes" : ""));
     out.entries.push_back(std::move(e));

@@ -328,8 +328,8 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
     std::string line = dim + "=" + std::to_string(out.table.points[p]) + ": " + std::to_string(ok) + "/" +
                        std::to_string(candidates.size()) + " shape-generic candidates measured";
     if (chosen.size() < candidates.size())
-      line += " (" + std::to_string(candidates.size() - chosen.size()) + " more than " + fmtFactor(s.pruneFactor) +
-              "x slower than the best at " + dim + "=" + std::to_string(out.table.points[p - 1]) + " not measured again)";
+      line += "; " + std::to_string(candidates.size() - chosen.size()) + " skipped (over " + fmtFactor(s.pruneFactor) +
+              "x the best time at " + dim + "=" + std::to_string(out.table.points[p - 1]) + ")";
     progress(line);
   }
 

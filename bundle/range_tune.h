@@ -81,9 +81,9 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
                                     const TargetDesc& t, cache::RecordStore* store, const cache::Provenance& prov,
                                     const RangeTuneSettings& s, const RangeTuneCallbacks& cb = {});
 
-// The same for a GEMM on an NVIDIA target, through the estimate (range_tune_gpu.cpp): each point
-// tuned with the estimate measurer, the shape-generic winners (simt, mma, mma-lane) compiled with
-// runtime M and estimated at every point. The table's times are the analytic model's.
+// The same on an NVIDIA target, through the estimate (range_tune_gpu.cpp; GEMM's M, elementwise's
+// rows, attention's seq): each point tuned with the estimate measurer, the shape-generic winners
+// compiled with the runtime size and estimated at every point. The table's times are the analytic model's.
 Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt,
                                                const ShapeRange& range, const TargetDesc& t, cache::RecordStore* store,
                                                const cache::Provenance& prov, const RangeTuneSettings& s,

@@ -1,10 +1,12 @@
-// Owns tuning a GPU GEMM over a range of M through the estimate (`tessera tune gemm --m LO..HI
-// --target sm_80 --estimate`, range_tune.h): each training point tuned as its own kernel with the
-// estimate measurer (ptxas resources + the analytic model; records stored as estimates), the
-// points' best shape-generic configs (strategies simt, mma, mma-lane) compiled once with runtime M
-// at the range's top (ptxas: a config that spills or exceeds a limit there is dropped), each then
-// estimated at every training and held-out point with that kernel's resources, and the dispatch
-// rule fitted to those estimates. Nothing runs: the rule's times are the model's, not a device's.
+// Owns tuning a GPU kernel over a range through the estimate (`tessera tune gemm --m LO..HI
+// --target sm_80 --estimate`, likewise elementwise --rows and attention --seq; range_tune.h): each
+// training point tuned as its own kernel with the estimate measurer (ptxas resources + the
+// analytic model; records stored as estimates), the points' best shape-generic configs (GEMM:
+// strategies simt, mma, mma-lane; attention: flash-simt, flash-mma; elementwise: any) compiled
+// once with the runtime size at the range's top (ptxas: a config that spills or exceeds a limit
+// there is dropped), each then estimated at every training and held-out point with that kernel's
+// resources, and the dispatch rule fitted to those estimates. Nothing runs: the rule's times are
+// the model's, not a device's.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -21,9 +23,17 @@ namespace tessera::bundle {
 
 namespace {
 
-bool shapeGenericOnGpu(const ir::Config& c) {
+// Whether `c` builds a kernel that takes its size at run time (codegen/gpu.h RuntimeDims).
+bool shapeGenericOnGpu(const ir::Config& c, ir::Family f) {
+  if (f == ir::Family::Elementwise) return true;
+  if (f == ir::Family::Attention && !c.has("strategy")) return true;  // flash-simt
   auto s = c.getStr("strategy");
+  if (f == ir::Family::Attention) return s.ok() && (*s == "flash-simt" || *s == "flash-mma");
   return s.ok() && (*s == "simt" || *s == "mma" || *s == "mma-lane");
+}
+
+const char* genericStrategies(ir::Family f) {
+  return f == ir::Family::Gemm ? "simt, mma, mma-lane" : f == ir::Family::Attention ? "flash-simt, flash-mma" : "elementwise";
 }
 
 }  // namespace
@@ -38,24 +48,29 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
   auto warn = [&](const std::string& l) {
     if (cb.onWarning) cb.onWarning(l);
   };
-  if (t.vendor != Vendor::Nvidia) return makeError(ErrorCode::Unsupported, "a range of M on a GPU target: NVIDIA targets only, not " + t.name);
   TESSERA_ASSIGN(ir::Kernel maxKernel, kernelAt(range.hi));
-  if (maxKernel.family != ir::Family::Gemm) return makeError(ErrorCode::Unsupported, "a range on a GPU target is a GEMM's M");
-  TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
-  if (g.transA) return makeError(ErrorCode::InvalidArgument, "a range of M needs A stored M x K: drop --trans-a");
-  if (g.batch > 0) return makeError(ErrorCode::InvalidArgument, "a range of M takes no --batch");
+  const ir::Family fam = maxKernel.family;
+  const std::string dim = rangeDimName(maxKernel);
+  if (t.vendor != Vendor::Nvidia)
+    return makeError(ErrorCode::Unsupported, "a range of " + dim + " on a GPU target: NVIDIA targets only, not " + t.name);
+  if (fam == ir::Family::Gemm) {
+    TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
+    if (g.transA) return makeError(ErrorCode::InvalidArgument, "a range of M needs A stored M x K: drop --trans-a");
+    if (g.batch > 0) return makeError(ErrorCode::InvalidArgument, "a range of M takes no --batch");
+  }
+  TESSERA_TRY(rangeExtent(maxKernel));  // attention: equal lengths
 
   RangeTuneResult out;
   out.kernelIr = ir::printKernel(maxKernel);
   out.kernelName = maxKernel.name;
-  out.dim = "M";
+  out.dim = dim;
   const RangePoints pts = placeRangePoints(out, range, s.maxTrain);
 
   // 1. Each training point tuned through the estimate.
   std::vector<ir::Config> candidates;
   std::set<std::string> seen;
   auto addCandidate = [&](const ir::Config& c) {
-    if (shapeGenericOnGpu(c) && seen.insert(c.str()).second) candidates.push_back(c);
+    if (shapeGenericOnGpu(c, fam) && seen.insert(c.str()).second) candidates.push_back(c);
   };
   search::SessionSettings session = s.session;
   session.acceptEstimatesOf = costmodel::kGpuModelName;
@@ -69,44 +84,45 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
     TESSERA_ASSIGN(search::SessionResult res, search::runTuneSession(problem, *measurer, store, nullptr, prov, session, scb));
     if (res.outcome == search::SessionResult::Outcome::AlreadyTuned) {
       auto c = ir::Config::fromJson(res.cached->config);
-      if (c.ok() && !shapeGenericOnGpu(*c))
-        warn("M=" + std::to_string(m) + ": the stored winner (" + c->str() + ") takes no runtime M; --force tunes again");
+      if (c.ok() && !shapeGenericOnGpu(*c, fam))
+        warn(dim + "=" + std::to_string(m) + ": the stored winner (" + c->str() + ") takes no runtime " + dim + "; --force tunes again");
       if (c.ok()) addCandidate(*c);
-      progress("M=" + std::to_string(m) + ": stored winner " + (c.ok() ? c->str() : res.cached->config));
+      progress(dim + "=" + std::to_string(m) + ": stored winner " + (c.ok() ? c->str() : res.cached->config));
       continue;
     }
     if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
-      warn("M=" + std::to_string(m) + ": no candidate compiled within the target's limits");
+      warn(dim + "=" + std::to_string(m) + ": no candidate compiled within the target's limits");
       continue;
     }
     std::vector<search::TrialResult> ranked;
     for (const auto& r : res.tune.trials)
-      if (r.ok() && shapeGenericOnGpu(r.config)) ranked.push_back(r);
+      if (r.ok() && shapeGenericOnGpu(r.config, fam)) ranked.push_back(r);
     std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.samples.median_us < b.samples.median_us; });
     if (res.tune.best) addCandidate(res.tune.best->config);
     for (size_t i = 0; i < ranked.size() && int(i) < s.candidatesPerPoint; ++i) addCandidate(ranked[i].config);
-    progress("M=" + std::to_string(m) + ": estimated " + std::to_string(res.tune.trials.size()) + " candidates, best " +
+    progress(dim + "=" + std::to_string(m) + ": estimated " + std::to_string(res.tune.trials.size()) + " candidates, best " +
              (res.tune.best ? res.tune.best->config.str() + " " + std::to_string(res.tune.best->samples.median_us) + " us (estimate)" : "-"));
   }
-  if (candidates.empty()) return makeError(ErrorCode::NotFound, "no point of the range produced a shape-generic winner (simt, mma, mma-lane)");
+  if (candidates.empty())
+    return makeError(ErrorCode::NotFound, std::string("no point of the range produced a shape-generic winner (") + genericStrategies(fam) + ")");
 
-  // 2. Each candidate compiled once with runtime M (its resources), estimated at every point.
+  // 2. Each candidate compiled once with the runtime size (its resources), estimated at every point.
   std::vector<ir::Config> kept;
   std::vector<codegen::ResourceReport> resources;
   for (const auto& c : candidates) {
     auto bin = codegen::compileGpu(maxKernel, c, t, {.runtime = {.m = true}});
     if (!bin.ok()) {
-      warn(c.str() + ": no runtime-M kernel: " + bin.error().message);
+      warn(c.str() + ": no runtime-" + dim + " kernel: " + bin.error().message);
       continue;
     }
     if (!bin->resources.ok || bin->resources.spills()) {
-      warn(c.str() + ": the runtime-M kernel is over the limits: " + bin->resources.summary());
+      warn(c.str() + ": the runtime-" + dim + " kernel is over the limits: " + bin->resources.summary());
       continue;
     }
     kept.push_back(c);
     resources.push_back(bin->resources);
   }
-  if (kept.empty()) return makeError(ErrorCode::NotFound, "no candidate compiled with runtime M within " + t.name + "'s limits");
+  if (kept.empty()) return makeError(ErrorCode::NotFound, "no candidate compiled with runtime " + dim + " within " + t.name + "'s limits");
   for (const auto& c : kept) out.table.configs.push_back(c.str());
   out.table.times.assign(kept.size(), std::vector<double>(out.table.points.size(), std::numeric_limits<double>::infinity()));
   for (size_t p = 0; p < out.table.points.size(); ++p) {
@@ -120,7 +136,7 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
 
   // 3. The rule.
   TESSERA_ASSIGN(out.rule, fitDispatchRule(out.table, out.train, out.heldOut, range.lo, range.hi, s.fit));
-  out.rule.dim = "M";
+  out.rule.dim = dim;
   return out;
 }
 

@@ -138,7 +138,8 @@ TableSources tableSources(const std::vector<TableEntry>& entries, const std::vec
            std::to_string(l.args.size()) + ", tsr_args_" + id + ", " + std::to_string(l.kernelParams.size()) +
            ", tsr_params_" + id + ", tsr_binary_" + id + ", " + std::to_string(e.binary.size()) + ", " + ptx + ", " +
            (e.ptxPortable ? "1" : "0") + ", " + std::to_string(l.dynamicSharedBytes) + ", " +
-           std::to_string(l.runtime.m ? l.runtime.rowsPerBlock : 0) + ", " + mTensorMask(l) + "};\n";
+           std::to_string(l.runtime.m ? l.runtime.rowsPerBlock : 0) + ", " + mTensorMask(l) + ", " +
+           std::to_string(l.runtime.rowAxis) + ", " + std::to_string(l.runtime.unitsPerRow) + "};\n";
       gpu = "&tsr_gpu_" + id;
     }
     t += "\n";

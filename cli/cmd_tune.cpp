@@ -210,8 +210,9 @@ void tuneCommand(const TuneFlags& f) {
     if (f.json) return;
     std::string from;
     for (const auto& x : t.from) from += (from.empty() ? "" : "; ") + x;
-    std::printf("transfer     this kernel measured on %d other GPU%s (%s): its model's score is a feature and picks the "
-                "first batch; --no-transfer turns it off\n",
+    std::printf("transfer     this kernel measured on %d other GPU%s (%s): once the first trials (drawn as without "
+                "them) show they rank this GPU alike, their model picks the next batch and is a feature; "
+                "--no-transfer turns it off\n",
                 t.gpus, t.gpus == 1 ? "" : "s", from.c_str());
   };
   cb.onTransferDropped = [&](double rho) {

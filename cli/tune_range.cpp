@@ -69,8 +69,8 @@ void tuneRangeCommand(const RangeTuneRequest& r) {
   if (Status big = checkKernelSize(*top, r.maxElements); !big.ok()) failWith(big.error());
   auto t = targetFor(r.target, r.threads);
   if (!t.ok()) failWith(t.error());
-  if (t->isGpu() && (fam != "gemm" || !r.estimate))
-    fail(std::string(flag) + " LO..HI on a GPU target: GEMM's M through the estimate only (--estimate; nothing runs); "
+  if (t->isGpu() && !r.estimate)
+    fail(std::string(flag) + " LO..HI on a GPU target: through the estimate only (--estimate; nothing runs); "
          "measured ranges tune on --target host", kExitBadInput);
   if (!t->isGpu() && r.estimate) fail("--estimate predicts GPU targets; a range on the host is measured (drop --estimate)", kExitBadInput);
   auto store = cache::openSqliteStore(r.db);

@@ -114,9 +114,15 @@ struct GpuLaunch {
   struct Runtime {
     bool m = false, batch = false;
     int64_t maxM = 0, maxBatch = 0;
-    int64_t rowsPerBlock = 0;     // grid.y = ceil(M / rowsPerBlock) (the row blocks' axis)
+    // grid[rowAxis] = min(ceil(M * unitsPerRow / rowsPerBlock), its compiled extent): GEMM's row
+    // blocks are grid.y (one unit a row), attention's query blocks grid.x, elementwise's blocks of
+    // TPB*EPT vectors grid.x (unitsPerRow = vectors a row; a grid-stride kernel keeps its cap).
+    int64_t rowsPerBlock = 0;
+    int rowAxis = 1;
+    int64_t unitsPerRow = 1;
     bool batchInGrid = false;     // batches run as grid.z (else one launch per batch)
-    std::vector<int> mTensors;    // user tensors whose outermost dimension is M: M rows at run time
+    std::vector<int> mTensors;    // user tensors with an M dimension (at mDim): M of it at run time
+    int mDim = 0;                 // where M is in their shapes (GEMM, elementwise: 0; attention's seq: 2)
     std::vector<int> batchTensors;  // user tensors whose outermost dimension is the batch
   } runtime;
   std::string str() const;          // "grid 8x8x1, block 256x1x1, 1 launch, args: A packed 1024x1024 ..."

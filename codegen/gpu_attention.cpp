@@ -20,9 +20,15 @@
 // libdevice / ocml), -1e30 stands for -inf, masked probabilities are exactly 0.
 // Knobs: BQ query rows per block, BK keys per block, DSPLIT threads per query row (head_dim
 // split); threads per block = BQ * DSPLIT (warps = threads / warp size).
+// Runtime sizes (RuntimeDims, planAttentionRuntime): the sequence length S = Sq = Skv read from
+// the sizes argument replaces the compiled one in the copies' clamps, the key mask, the causal
+// bound, the key-block count and the store guard, and the tensors are viewed at [B][H][S][D];
+// with a runtime batch, blocks past it (the CPU emulation runs every one) read the last batch and
+// store nothing.
 #include <cmath>
 
 #include "codegen/expr_emitter.h"
+#include "codegen/gpu_gemm_epilogue.h"
 #include "codegen/gpu_loops.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/gpu_strategies.h"
@@ -162,22 +168,70 @@ Status checkGpuAttention(const ir::Kernel& k, const ir::Config& c, const TargetD
   return {};
 }
 
-Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<GpuLaunch::Runtime> planAttentionRuntime(const ir::AttentionSpec& s, const RuntimeDims& rt, const std::string& strategy,
+                                                  int64_t BQ) {
+  auto refuse = [&](const std::string& m) { return makeError(ErrorCode::Unsupported, "attention (" + strategy + "): " + m); };
+  GpuLaunch::Runtime r;
+  if (!rt.any()) return r;
+  if (rt.kv)
+    return refuse("a runtime key length apart from the query length is not supported on a GPU: take the sequence length (query and key together)");
+  if (rt.m && s.seq_q != s.seq_kv)
+    return refuse("a runtime sequence length needs equal query and key lengths (" + std::to_string(s.seq_q) + " and " +
+                  std::to_string(s.seq_kv) + ")");
+  r.m = rt.m;
+  r.batch = rt.batch;
+  r.maxM = s.seq_q;
+  r.maxBatch = s.batch;
+  r.rowsPerBlock = BQ;
+  r.rowAxis = 0;
+  r.mDim = 2;
+  r.batchInGrid = true;
+  for (int i = 0; i < 4; ++i) {
+    if (rt.m) r.mTensors.push_back(i);
+    if (rt.batch) r.batchTensors.push_back(i);
+  }
+  return r;
+}
+
+Value seqView(OpBuilder& b, Location loc, Value mem, Value seq) {
+  if (!seq) return mem;
+  auto mt = cast<MemRefType>(mem.getType());
+  gpuir::Idx ix{b, loc};
+  const int64_t H = mt.getDimSize(1), D = mt.getDimSize(3), dyn = ShapedType::kDynamic;
+  auto layout = StridedLayoutAttr::get(b.getContext(), 0, {dyn, dyn, D, 1});
+  auto vt = MemRefType::get({mt.getDimSize(0), H, dyn, D}, mt.getElementType(), layout, mt.getMemorySpace());
+  Value headStride = ix.mul(seq, D);
+  Value batchStride = ix.mul(headStride, H);
+  return memref::ReinterpretCastOp::create(b, loc, vt, mem, OpFoldResult(b.getIndexAttr(0)),
+                                           ArrayRef<OpFoldResult>{b.getIndexAttr(mt.getDimSize(0)), b.getIndexAttr(H), seq, b.getIndexAttr(D)},
+                                           ArrayRef<OpFoldResult>{batchStride, headStride, b.getIndexAttr(D), b.getIndexAttr(1)})
+      .getResult();
+}
+
+Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                    const RuntimeDims& rt) {
   TESSERA_TRY(checkGpuAttention(k, c, t));
-  if (attentionStrategy(c) == "flash-mma") return buildGpuAttentionMma(ctx, k, c, t);
-  if (attentionStrategy(c) == "flash-wgmma") return buildGpuAttentionWgmma(ctx, k, c, t);
-  if (attentionStrategy(c) == "flash-mfma") return buildGpuAttentionMfma(ctx, k, c, t);
+  const std::string strategy = attentionStrategy(c);
+  if (strategy == "flash-mma") return buildGpuAttentionMma(ctx, k, c, t, rt);
+  if (rt.any() && (strategy == "flash-wgmma" || strategy == "flash-mfma"))
+    return makeError(ErrorCode::Unsupported, "attention (" + strategy + "): no runtime sizes (its tiles and " +
+                                                 (strategy == "flash-wgmma" ? "TMA tensor maps" : "matrix-core schedule") +
+                                                 " are fixed at the compiled shape): use strategy=flash-mma or flash-simt for a shape-generic kernel");
+  if (strategy == "flash-wgmma") return buildGpuAttentionWgmma(ctx, k, c, t);
+  if (strategy == "flash-mfma") return buildGpuAttentionMfma(ctx, k, c, t);
   TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
   TESSERA_ASSIGN(AttnPlan p, makePlan(info.spec, c, t));
   GpuPlan plan;
   plan.strategy = "flash-simt";
+  TESSERA_ASSIGN(plan.launch.runtime, planAttentionRuntime(info.spec, rt, plan.strategy, p.BQ));
   OpBuilder b(ctx);
   Location loc = b.getUnknownLoc();
   plan.module = ModuleOp::create(loc);
   std::map<std::string, Value> args;
-  createKernelFunc(b, *plan.module, k, &args);
+  createKernelFunc(b, *plan.module, k, &args, rt.any());
   const ir::AttentionSpec& s = info.spec;
   Value Q = args[s.q], K = args[s.k], V = args[s.v], O = args[s.o];
+  Value sizes = rt.any() ? args[kSizesArg] : Value();
   Builder e(b, loc, p);
   gpuir::Idx& ix = e.ix_;
   Type et = mlirType(b, p.dtype), f32 = b.getF32Type();
@@ -191,6 +245,17 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
   gpuir::forall(b, loc, {p.B, p.H, p.NQB}, gpuir::Level::Block);
   Block* blk = b.getInsertionBlock();
   Value bi = blk->getArgument(0), h = blk->getArgument(1), qb = blk->getArgument(2);
+  // Runtime sizes, read inside the launch: the length bounds what the compiled SQ / SKV did.
+  Value seqV = rt.m ? gemm::loadSize(b, loc, sizes, 0) : Value();
+  Value sqV = seqV ? seqV : ix.c(p.SQ), skvV = seqV ? seqV : ix.c(p.SKV);
+  Value nkbV = seqV ? ix.div(ix.add(seqV, BK - 1), BK) : ix.c(p.NKB);
+  Value batchOk;
+  if (rt.batch) {
+    Value nb = gemm::loadSize(b, loc, sizes, 1);
+    batchOk = ix.lt(bi, nb);
+    bi = ix.min(bi, ix.add(nb, -1));
+  }
+  Q = seqView(b, loc, Q, seqV), K = seqView(b, loc, K, seqV), V = seqView(b, loc, V, seqV), O = seqView(b, loc, O, seqV);
   Value q0 = ix.mul(qb, p.BQ);
   Value hk = ix.div(h, p.G);
   Value Ks = wgBuf({BK, p.DP}, et), Vs = wgBuf({BK, p.DP}, et);
@@ -212,10 +277,10 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
       vector::StoreOp::create(b, loc, e.f(0.0f, vF), Acc, ValueRange{ix.c(cc), t, ix.c(0)});
   });
   // ---- key blocks; causal: up to the block holding the last visible key of the block's last row
-  Value kbEnd = ix.c(p.NKB);
+  Value kbEnd = nkbV;
   if (p.causal) {
-    Value lastRow = ix.min(ix.add(q0, p.BQ - 1), p.SQ - 1);
-    kbEnd = ix.min(ix.add(ix.div(ix.add(lastRow, p.off), BK), 1), p.NKB);
+    Value lastRow = ix.min(ix.add(q0, p.BQ - 1), ix.add(sqV, -1));
+    kbEnd = ix.min(ix.add(ix.div(ix.add(lastRow, p.off), BK), 1), nkbV);
   }
   gpuir::forLoop(b, loc, ix.c(0), kbEnd, 1, [&](Value kb) {
     Value k0 = ix.mul(kb, BK);
@@ -227,7 +292,7 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
         Value ch = ix.add(t, i * p.T);
         gpuir::guarded(b, loc, (i + 1) * p.T > chunks ? ix.lt(ch, chunks) : Value(), [&] {
           Value r = ix.div(ch, p.DC), col = ix.mul(ix.rem(ch, p.DC), VW);
-          Value g = ix.min(ix.add(k0, r), p.SKV - 1);
+          Value g = ix.min(ix.add(k0, r), ix.add(skvV, -1));
           vector::StoreOp::create(b, loc, load(K, ValueRange{bi, hk, g, col}, vEt), Ks, ValueRange{r, col});
           vector::StoreOp::create(b, loc, load(V, ValueRange{bi, hk, g, col}, vEt), Vs, ValueRange{r, col});
         });
@@ -235,7 +300,7 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
     });
     // partial scores of row r over the chunks [c0, c0 + n) of head_dim: vector<BK>
     auto partialScores = [&](Value r, Value c0, int64_t n) {
-      Value qr = ix.min(ix.add(q0, r), p.SQ - 1);
+      Value qr = ix.min(ix.add(q0, r), ix.add(sqV, -1));
       Value qs = e.f(float(p.qscale), vF);
       auto loop = scf::ForOp::create(b, loc, c0, ix.add(c0, n), ix.c(1), ValueRange{e.f(0.0f, vBK)});
       OpBuilder::InsertionGuard g(b);
@@ -267,7 +332,7 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
       }
       // key j of the block is visible when k0 + j < Skv and (causal) k0 + j <= q0 + r + off
       Value valid;
-      bool ragged = p.SKV % BK != 0;
+      bool ragged = seqV || p.SKV % BK != 0;
       if (ragged || p.causal) {
         auto vi = VectorType::get({BK}, b.getIndexType());
         SmallVector<int64_t> iota(static_cast<size_t>(BK), int64_t(0));
@@ -277,7 +342,7 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
         auto cmp = [&](arith::CmpIPredicate pr, Value lim) {
           return arith::CmpIOp::create(b, loc, pr, kid, vector::BroadcastOp::create(b, loc, vi, lim)).getResult();
         };
-        if (ragged) valid = cmp(arith::CmpIPredicate::slt, ix.c(p.SKV));
+        if (ragged) valid = cmp(arith::CmpIPredicate::slt, skvV);
         if (p.causal) {
           Value lim = ix.add(ix.add(q0, r), p.off);
           Value cv = cmp(arith::CmpIPredicate::sle, lim);
@@ -309,7 +374,7 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
   // ---- O = Acc / L for rows < Sq
   threads([&](Value t, Value r, Value sl) {
     Value row = ix.add(q0, r);
-    gpuir::guarded(b, loc, ix.lt(row, p.SQ), [&] {
+    gpuir::guarded(b, loc, batchOk ? ix.band(batchOk, ix.lt(row, sqV)) : ix.lt(row, sqV), [&] {
       Value inv = arith::DivFOp::create(b, loc, e.f(1.0f, f32), memref::LoadOp::create(b, loc, Ls, ValueRange{t}));
       Value invb = e.bcast(inv, vF);
       for (int64_t lc = 0; lc < p.DCS; ++lc) {
@@ -329,6 +394,12 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
     GpuArg a;
     a.tensor = int(i);
     plan.launch.args.push_back(a);
+  }
+  if (rt.any()) {
+    GpuArg sz;
+    sz.kind = GpuArg::Kind::Sizes;
+    sz.dtype = ir::ScalarType::Index;
+    plan.launch.args.push_back(sz);
   }
   return plan;
 }

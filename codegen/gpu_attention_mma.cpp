@@ -17,8 +17,13 @@
 // 8 different 16-byte bank groups (the emulator counts no conflict), as the XOR swizzle does for
 // the GEMM, with plain index arithmetic. All tiles live in dynamic shared memory (past 48 KB at
 // head_dim 128 with two stages).
+// Runtime sizes (planAttentionRuntime): the length S (query and key together) from the sizes
+// argument clamps the Q and K/V row copies, masks keys at or past S, bounds the causal key blocks
+// and guards the stores; the global tensors are viewed at [B][H][S][D]; grid.x (query blocks) and
+// grid.z (batch) come from the sizes at launch.
 #include <cmath>
 
+#include "codegen/gpu_gemm_epilogue.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/gpu_strategies.h"
 #include "codegen/host_strategies.h"
@@ -101,17 +106,20 @@ Status checkGpuAttentionMma(const ir::Kernel& k, const ir::Config& c, const Targ
   return {};
 }
 
-Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                       const RuntimeDims& rt) {
   TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
   TESSERA_ASSIGN(MmaAttnPlan p, makePlan(info.spec, c, t));
   GpuPlan plan;
   plan.strategy = "flash-mma";
   plan.laneLevel = true;
+  TESSERA_ASSIGN(plan.launch.runtime, planAttentionRuntime(info.spec, rt, plan.strategy, p.BQ));
   OpBuilder b(ctx);
   Location loc = b.getUnknownLoc();
   plan.module = ModuleOp::create(loc);
   std::map<std::string, Value> args;
-  createKernelFunc(b, *plan.module, k, &args);
+  createKernelFunc(b, *plan.module, k, &args, rt.any());
+  Value sizes = rt.any() ? args[kSizesArg] : Value();
   const ir::AttentionSpec& s = info.spec;
   Value Q = args[s.q], Kg = args[s.k], Vg = args[s.v], O = args[s.o];
   Kernel e(b, loc, p);
@@ -124,6 +132,10 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
   b.setInsertionPointToStart(&launch.getBody().front());
   Value qb = launch.getBlockIds().x, h = launch.getBlockIds().y, bi = launch.getBlockIds().z;
   Value tid = launch.getThreadIds().x;
+  // Runtime length: read once per thread; the tensors seen at it.
+  Value seqV = rt.m ? gemm::loadSize(b, loc, sizes, 0) : Value();
+  Q = seqView(b, loc, Q, seqV), Kg = seqView(b, loc, Kg, seqV), Vg = seqView(b, loc, Vg, seqV), O = seqView(b, loc, O, seqV);
+  Value sqLast = seqV ? ix.add(seqV, -1) : ix.c(p.SQ - 1), skvLast = seqV ? ix.add(seqV, -1) : ix.c(p.SKV - 1);
   Value warp = ix.div(tid, 32), lane = ix.rem(tid, 32), g = ix.div(lane, 4), tq = ix.rem(lane, 4);
   Value q0 = ix.mul(qb, p.BQ), hk = ix.div(h, p.G);
   // The tiles in the dynamic window: Q [BQ][LD], then K and V [STAGES][BK][LD] each.
@@ -148,7 +160,7 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
       Value ch = ix.add(tid, st * T);
       gpuir::guarded(b, loc, (st + 1) * T > chunks ? ix.lt(ch, chunks) : Value(), [&] {
         Value r = ix.div(ch, chunksPerRow), col = ix.mul(ix.rem(ch, chunksPerRow), 8);
-        Value gr = ix.min(ix.add(q0, r), p.SQ - 1);
+        Value gr = ix.min(ix.add(q0, r), sqLast);
         Value v = vector::LoadOp::create(b, loc, v8, Q, ValueRange{bi, h, gr, col});
         vector::StoreOp::create(b, loc, v, Qs, ValueRange{r, col});
       });
@@ -168,7 +180,7 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
       // threads writing the same shared bytes unordered, a race however equal the values).
       auto body = [&] {
         Value r = ix.div(ch, chunksPerRow), col = ix.mul(ix.rem(ch, chunksPerRow), 8);
-        Value gr = ix.min(ix.add(k0, r), p.SKV - 1);
+        Value gr = ix.min(ix.add(k0, r), skvLast);
         for (auto [src, dst] : {std::pair{Kg, Ks}, std::pair{Vg, Vs}}) {
           if (async) {
             Value t = nvgpu::DeviceAsyncCopyOp::create(b, loc, tok, dst, ValueRange{stage, r, col}, src,
@@ -201,7 +213,7 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
     for (int64_t kd = 0; kd < p.NKD; ++kd) qa.push_back(qFrag(kd));
 
   // ---- key blocks: causal stops at the block of the last visible key of the block's last row
-  const MmaOps::Shape shape{p.SQ, p.SKV, p.off, p.BQ, BK, p.NKB, p.causal, p.qscale};
+  const MmaOps::Shape shape{p.SQ, p.SKV, p.off, p.BQ, BK, p.NKB, p.causal, p.qscale, seqV};
   Value kbEnd = e.keyBlocksEnd(shape, q0);
   const bool async = p.STAGES == 2;
   if (async) (void)copyKV(ix.c(0), ix.c(0), true);
@@ -305,6 +317,12 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
     GpuArg a;
     a.tensor = int(i);
     plan.launch.args.push_back(a);
+  }
+  if (rt.any()) {
+    GpuArg sz;
+    sz.kind = GpuArg::Kind::Sizes;
+    sz.dtype = ir::ScalarType::Index;
+    plan.launch.args.push_back(sz);
   }
   return plan;
 }

@@ -32,13 +32,10 @@ Expected<GpuPlan> buildPlan(MLIRContext* ctx, const ir::Kernel& k, const ir::Con
                             const RuntimeDims& rt) {
   TESSERA_TRY(gpuBackendFor(t));  // a GPU target
   TESSERA_TRY(ir::verify(k));
-  if (rt.any() && k.family != ir::Family::Gemm)
-    return makeError(ErrorCode::Unsupported, std::string("runtime sizes on a GPU target: GEMM only (strategies simt, mma, mma-lane), not ") +
-                                                 (k.family == ir::Family::Attention ? "attention" : "elementwise"));
   switch (k.family) {
     case ir::Family::Gemm: return buildGpuGemm(ctx, k, c, t, rt);
-    case ir::Family::Elementwise: return buildGpuElementwise(ctx, k, c, t);
-    case ir::Family::Attention: return buildGpuAttention(ctx, k, c, t);
+    case ir::Family::Elementwise: return buildGpuElementwise(ctx, k, c, t, rt);
+    case ir::Family::Attention: return buildGpuAttention(ctx, k, c, t, rt);
   }
   return makeError(ErrorCode::Internal, "unknown family");
 }

@@ -12,9 +12,16 @@
 // Knobs: TPB threads per block, VW vector lanes (must divide the innermost dim; <= 16 bytes),
 // EPT vectors per thread per step, GRID (0: one tile per block; k: k blocks per SM/CU with a
 // grid-stride loop). The tail is predicated (`v < vectors`), so every shape is legal.
+//
+// Runtime rows (RuntimeDims::m, the leading dimension, sizes[0] = M): vectors = M * (vectors a
+// row) and the block count G' = min(ceil(vectors / (TPB*EPT)), G) are computed in the kernel from
+// the sizes argument; the launch's grid.x is the same G' (launchAtSizes), so blocks past it do
+// nothing and a grid-stride kernel strides by G'. Every tensor indexed by the leading dimension
+// must have it outermost (a buffer of fewer rows is the same buffer cut short).
 #include <algorithm>
 
 #include "codegen/expr_emitter.h"
+#include "codegen/gpu_gemm_epilogue.h"
 #include "codegen/gpu_loops.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/gpu_strategies.h"
@@ -60,7 +67,8 @@ Status checkGpuElementwise(const ir::Kernel& k, const ir::Config& c, const Targe
   return {};
 }
 
-Expected<GpuPlan> buildGpuElementwise(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<GpuPlan> buildGpuElementwise(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                      const RuntimeDims& rt) {
   TESSERA_ASSIGN(ir::ElementwiseRegion region, ir::analyzeElementwise(k));
   TESSERA_ASSIGN(EwKnobs kn, readKnobs(c, region, k, t));
   const int rank = int(region.iter.size());
@@ -70,7 +78,19 @@ Expected<GpuPlan> buildGpuElementwise(MLIRContext* ctx, const ir::Kernel& k, con
   const int64_t cover = std::max<int64_t>(1, ceilDiv(vectors, perBlock));
   const int64_t G = kn.grid == 0 ? cover : std::min(cover, kn.grid * int64_t(t.units));
   const int64_t steps = ceilDiv(cover, G);
-  const bool guard = G * steps * perBlock != vectors;
+  const bool dynRows = rt.m;
+  const bool guard = dynRows || G * steps * perBlock != vectors;
+  auto refuse = [](const std::string& m) { return makeError(ErrorCode::Unsupported, "elementwise (GPU): " + m); };
+  if (rt.batch || rt.kv) return refuse("an elementwise kernel takes only its leading dimension (rows) at run time");
+  if (dynRows) {
+    if (rank == 0) return refuse("a scalar kernel has no leading dimension to take at run time");
+    for (const auto& op : region.operands)
+      for (size_t d = 1; d < op.dims.size(); ++d)
+        if (op.dims[d] == 0) return refuse("runtime leading dimension: " + op.tensor + " is indexed by it below its outermost dimension");
+    if (rank == 1 && VW > 1)
+      return refuse("a runtime length of a one-dimensional kernel needs VW=1 (a vector of " + std::to_string(VW) + " lanes would cross its end)");
+  }
+  const int64_t rowVectors = rank == 0 ? 1 : vectors / region.iter[0];  // vectors a row (VW divides a row)
 
   GpuPlan p;
   p.strategy = "elementwise";
@@ -78,7 +98,9 @@ Expected<GpuPlan> buildGpuElementwise(MLIRContext* ctx, const ir::Kernel& k, con
   Location loc = b.getUnknownLoc();
   p.module = ModuleOp::create(loc);
   std::map<std::string, Value> args;
-  createKernelFunc(b, *p.module, k, &args);
+  createKernelFunc(b, *p.module, k, &args, dynRows);
+  Value sizesArg = dynRows ? args[kSizesArg] : Value();
+  args.erase(kSizesArg);
   gpuir::Idx ix{b, loc};
 
   // Flat 1-D views of every buffer.
@@ -100,13 +122,27 @@ Expected<GpuPlan> buildGpuElementwise(MLIRContext* ctx, const ir::Kernel& k, con
   Value bid = b.getInsertionBlock()->getArgument(0);
   gpuir::forall(b, loc, {kn.tpb}, gpuir::Level::Thread);
   Value tid = b.getInsertionBlock()->getArgument(0);
+  // Runtime rows: the vectors of M rows and the blocks that cover them (capped at G: a grid-stride
+  // kernel strides by the launched count), loaded per thread inside the launch.
+  Value vectorsV = ix.c(vectors), strideG = ix.c(G), stepsV = ix.c(steps);
+  if (dynRows) {
+    vectorsV = ix.mul(gemm::loadSize(b, loc, sizesArg, 0), rowVectors);
+    Value coverV = ix.div(ix.add(vectorsV, perBlock - 1), perBlock);
+    if (steps > 1) {
+      strideG = ix.min(coverV, G);
+      stepsV = ix.div(ix.add(coverV, ix.add(strideG, -1)), strideG);
+    }
+  }
 
   Status failure;
   auto step = [&](Value s) {
     for (int64_t e = 0; e < kn.ept; ++e) {
-      Value blk = s ? ix.add(ix.mul(s, G), bid) : bid;
+      Value blk = s ? ix.add(ix.mul(s, strideG), bid) : bid;
       Value v = ix.add(ix.mul(ix.add(ix.mul(blk, kn.ept), e), kn.tpb), tid);
-      gpuir::guarded(b, loc, guard ? ix.lt(v, vectors) : Value(), [&] {
+      Value inside = guard ? ix.lt(v, vectorsV) : Value();
+      // A grid-stride block past the launched count (the CPU emulation runs all G) does nothing.
+      if (dynRows && steps > 1) inside = ix.band(inside, ix.lt(bid, strideG));
+      gpuir::guarded(b, loc, inside, [&] {
         Value elem = ix.mul(v, VW);
         // iteration coordinates of the vector's first element
         SmallVector<Value> coord(static_cast<size_t>(rank), Value());
@@ -187,7 +223,7 @@ Expected<GpuPlan> buildGpuElementwise(MLIRContext* ctx, const ir::Kernel& k, con
     }
   };
   if (steps == 1) step(Value());
-  else gpuir::forLoop(b, loc, ix.c(0), ix.c(steps), 1, step);
+  else gpuir::forLoop(b, loc, ix.c(0), stepsV, 1, step);
   if (!failure.ok()) return failure.takeError();
   b.setInsertionPointToEnd(&p.module->getBody()->back().getRegion(0).front());
   func::ReturnOp::create(b, loc);
@@ -199,6 +235,28 @@ Expected<GpuPlan> buildGpuElementwise(MLIRContext* ctx, const ir::Kernel& k, con
     a.kind = GpuArg::Kind::Tensor;
     a.tensor = int(i);
     p.launch.args.push_back(a);
+  }
+  if (dynRows) {
+    GpuArg sz;
+    sz.kind = GpuArg::Kind::Sizes;
+    sz.dtype = ir::ScalarType::Index;
+    p.launch.args.push_back(sz);
+    GpuLaunch::Runtime& r = p.launch.runtime;
+    r.m = true;
+    r.maxM = region.iter[0];
+    r.rowAxis = 0;
+    r.unitsPerRow = rowVectors;
+    r.rowsPerBlock = perBlock;
+    r.mDim = 0;
+    std::vector<const ir::TensorDecl*> order = k.inputs();
+    for (const auto* o : k.outputs()) order.push_back(o);
+    // Outputs span the iteration space; inputs have M rows when they are indexed by it.
+    for (size_t i = 0; i < order.size(); ++i) {
+      bool rows = i >= k.inputs().size();
+      for (const auto& op : region.operands)
+        if (op.tensor == order[i]->name && !op.dims.empty() && op.dims[0] == 0) rows = true;
+      if (rows) r.mTensors.push_back(int(i));
+    }
   }
   return p;
 }

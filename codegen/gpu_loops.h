@@ -46,7 +46,9 @@ struct Idx {
   mlir::Value mul(mlir::Value x, mlir::Value y) { return mlir::arith::MulIOp::create(b, loc, x, y); }
   mlir::Value div(mlir::Value x, int64_t v) { return v == 1 ? x : mlir::arith::DivUIOp::create(b, loc, x, c(v)).getResult(); }
   mlir::Value rem(mlir::Value x, int64_t v) { return mlir::arith::RemUIOp::create(b, loc, x, c(v)); }
+  mlir::Value div(mlir::Value x, mlir::Value y) { return mlir::arith::DivUIOp::create(b, loc, x, y); }
   mlir::Value min(mlir::Value x, int64_t v) { return mlir::arith::MinSIOp::create(b, loc, x, c(v)); }
+  mlir::Value min(mlir::Value x, mlir::Value y) { return mlir::arith::MinSIOp::create(b, loc, x, y); }
   mlir::Value lt(mlir::Value x, int64_t v) {
     return mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::slt, x, c(v));
   }

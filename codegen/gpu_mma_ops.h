@@ -84,12 +84,18 @@ class MmaOps {
     int64_t SQ, SKV, off, BQ, BK, NKB;  // off = Skv - Sq (causal masks are bottom-right aligned)
     bool causal;
     double qscale;                      // scale * log2(e)
+    // A shape-generic kernel's runtime length (query and key lengths together, off = 0): it
+    // replaces SQ, SKV and NKB (the compiled ones are its bounds); null: the compiled shape.
+    mlir::Value seq = {};
   };
+  mlir::Value sqOf(const Shape& s) { return s.seq ? s.seq : ix_.c(s.SQ); }
+  mlir::Value skvOf(const Shape& s) { return s.seq ? s.seq : ix_.c(s.SKV); }
   // The key-block loop's end: causal stops at the block of the last visible key of the block's last row.
   mlir::Value keyBlocksEnd(const Shape& s, mlir::Value q0) {
-    if (!s.causal) return ix_.c(s.NKB);
-    mlir::Value lastRow = ix_.min(ix_.add(q0, s.BQ - 1), s.SQ - 1);
-    return mlir::arith::MinSIOp::create(b_, loc_, ix_.add(ix_.div(ix_.add(lastRow, s.off), s.BK), 1), ix_.c(s.NKB));
+    mlir::Value nkb = s.seq ? ix_.div(ix_.add(s.seq, s.BK - 1), s.BK) : ix_.c(s.NKB);
+    if (!s.causal) return nkb;
+    mlir::Value lastRow = ix_.min(ix_.add(q0, s.BQ - 1), ix_.add(sqOf(s), -1));
+    return mlir::arith::MinSIOp::create(b_, loc_, ix_.add(ix_.div(ix_.add(lastRow, s.off), s.BK), 1), nkb);
   }
   struct Softmax {
     mlir::Value mNew[2], alpha[2], lNew[2];
@@ -107,7 +113,7 @@ class MmaOps {
       const int c = int(i % 4);
       Value key = ix_.add(ix_.add(k0, ix_.mul(tq, 2)), int64_t(i / 4) * 8 + c % 2);
       Value ok;
-      if (s.SKV % s.BK) ok = ix_.lt(key, s.SKV);
+      if (s.seq || s.SKV % s.BK) ok = ix_.lt(key, skvOf(s));
       if (s.causal) {
         Value lim = ix_.add(ix_.add(rowBase, 8 * (c / 2)), s.off);
         Value cv = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle, key, lim);
@@ -148,7 +154,7 @@ class MmaOps {
       lr = add(lr, shflXor(lr, 2));
       Value inv = arith::DivFOp::create(b_, loc_, f(1.0f), lr);
       Value row = ix_.add(rowBase, 8 * r);
-      gpuir::guarded(b_, loc_, ix_.lt(row, s.SQ), [&] {
+      gpuir::guarded(b_, loc_, ix_.lt(row, sqOf(s)), [&] {
         for (size_t d = 0; d < o.size() / 4; ++d) {
           Value lo = mul(o[4 * d + 2 * size_t(r)], inv), hi = mul(o[4 * d + 2 * size_t(r) + 1], inv);
           Value v = vector::FromElementsOp::create(b_, loc_, v2, ValueRange{arith::TruncFOp::create(b_, loc_, et_, lo),

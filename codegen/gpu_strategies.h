@@ -43,8 +43,10 @@ struct GpuPlan {
   std::function<void(ResourceReport&)> checkResources;
 };
 
+// Runtime rows (RuntimeDims::m, the leading dimension): the kernel reads M from its sizes
+// argument and the launch's grid.x follows it; other runtime dimensions are refused.
 Expected<GpuPlan> buildGpuElementwise(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
-                                      const TargetDesc& t);
+                                      const TargetDesc& t, const RuntimeDims& rt = {});
 // With runtime dimensions (RuntimeDims: M, or the batch count) the launch carries
 // GpuLaunch::Runtime and the kernel a sizes argument; strategies that cannot take them refuse.
 Expected<GpuPlan> buildGpuGemm(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
@@ -55,11 +57,22 @@ Expected<GpuPlan> buildGpuGemmWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k,
 Expected<GpuPlan> buildGpuGemmLane(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                    const RuntimeDims& rt = {});
 Status checkGpuGemmLane(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t);
+// Runtime sizes (RuntimeDims): `m` the sequence length (query and key lengths together, on a
+// kernel whose lengths are equal: sizes[0]), `batch` the batch (sizes[1]); flash-simt and
+// flash-mma take them, flash-wgmma and flash-mfma refuse in one line.
 Expected<GpuPlan> buildGpuAttention(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
-                                    const TargetDesc& t);
+                                    const TargetDesc& t, const RuntimeDims& rt = {});
 // Tensor-core attention (gpu_attention_mma.cpp: FlashAttention-2 on mma.sync, NVIDIA).
 Expected<GpuPlan> buildGpuAttentionMma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
-                                       const TargetDesc& t);
+                                       const TargetDesc& t, const RuntimeDims& rt = {});
+// The launch's Runtime of a shape-generic attention kernel (`strategy` names the refusals): query
+// blocks of BQ rows on grid.x follow the length, the batch is grid.z; the tensors [B][H][S][D]
+// hold the runtime length at dimension 2 and the runtime batch outermost.
+Expected<GpuLaunch::Runtime> planAttentionRuntime(const ir::AttentionSpec& s, const RuntimeDims& rt, const std::string& strategy,
+                                                  int64_t BQ);
+// A [B][H][seq][D] view (dynamic strides) of the kernel argument `mem` ([B][H][Smax][D]) at the
+// runtime length `seq`; `mem` itself when seq is null.
+mlir::Value seqView(mlir::OpBuilder& b, mlir::Location loc, mlir::Value mem, mlir::Value seq);
 Status checkGpuAttentionMma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 // Hopper tensor-core attention (gpu_attention_wgmma.cpp: FlashAttention-2 on wgmma, sm_90a).
 Expected<GpuPlan> buildGpuAttentionWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,

@@ -45,7 +45,8 @@ Expected<GpuLaunch> launchAtSizes(const GpuLaunch& l, const int64_t* sizes) {
     const int64_t m = sizes[0];
     if (m < 1 || m > rt.maxM)
       return makeError(ErrorCode::InvalidArgument, "runtime M=" + std::to_string(m) + " is outside 1.." + std::to_string(rt.maxM) + ", the range this kernel was compiled for");
-    s.grid[1] = (m + rt.rowsPerBlock - 1) / rt.rowsPerBlock;
+    auto& g = s.grid[size_t(rt.rowAxis)];
+    g = std::min(g, (m * rt.unitsPerRow + rt.rowsPerBlock - 1) / rt.rowsPerBlock);
     for (GpuArg& a : s.args)
       if (a.rowsFollowM) a.rows = m;
   }
@@ -66,10 +67,11 @@ size_t userBytesAt(const GpuLaunch& l, int tensor, const ir::TensorDecl& d, cons
   auto has = [&](const std::vector<int>& v) { return std::find(v.begin(), v.end(), tensor) != v.end(); };
   const size_t bytes = size_t(d.numel()) * size_t(ir::byteSize(d.dtype));
   if (!sizes || d.shape.empty() || d.shape[0] <= 0) return bytes;
-  const size_t row = bytes / size_t(d.shape[0]);
-  if (rt.m && has(rt.mTensors)) return row * size_t(sizes[0]);
-  if (rt.batch && has(rt.batchTensors)) return row * size_t(sizes[1]);
-  return bytes;
+  size_t n = bytes;
+  if (rt.m && has(rt.mTensors) && size_t(rt.mDim) < d.shape.size() && d.shape[size_t(rt.mDim)] > 0)
+    n = n / size_t(d.shape[size_t(rt.mDim)]) * size_t(sizes[0]);
+  if (rt.batch && has(rt.batchTensors)) n = n / size_t(d.shape[0]) * size_t(sizes[1]);
+  return n;
 }
 
 std::string GpuLaunch::str() const {
@@ -79,7 +81,10 @@ std::string GpuLaunch::str() const {
   std::string s = "kernel " + kernel + ": grid " + dims(grid) + ", block " + dims(block) + ", " +
                   std::to_string(batches) + (batches == 1 ? " launch" : " launches (one per batch)");
   if (dynamicSharedBytes) s += ", " + std::to_string(dynamicSharedBytes) + " B dynamic shared memory";
-  if (runtime.m) s += ", runtime M 1.." + std::to_string(runtime.maxM) + " (grid.y = ceil(M/" + std::to_string(runtime.rowsPerBlock) + "))";
+  if (runtime.m)
+    s += ", runtime M 1.." + std::to_string(runtime.maxM) + " (grid." + std::string(1, "xyz"[runtime.rowAxis]) + " = ceil(M" +
+         (runtime.unitsPerRow != 1 ? "*" + std::to_string(runtime.unitsPerRow) : std::string()) + "/" +
+         std::to_string(runtime.rowsPerBlock) + "))";
   if (runtime.batch) s += ", runtime batch 1.." + std::to_string(runtime.maxBatch) + (runtime.batchInGrid ? " (grid.z)" : " (launches)");
   int i = 0;
   for (const auto& a : args) {

@@ -10,6 +10,11 @@ namespace tessera::costmodel {
 int sharedCycles(const std::vector<int64_t>& addrs, int bytesPerLane, int banks) {
   if (addrs.empty()) return 0;
   const int width = std::max(4, bytesPerLane);
+  if (width > 4) {
+    const int64_t align = width == 12 ? 16 : width;
+    const bool underaligned = std::any_of(addrs.begin(), addrs.end(), [&](int64_t a) { return ((a % align) + align) % align != 0; });
+    if (underaligned) return int(addrs.size()) * ((width + 7) / 8);  // lane by lane, a clock per 8 bytes
+  }
   const size_t lanesPerPhase = size_t(std::max(1, 128 / width));
   int cycles = 0;
   for (size_t start = 0; start < addrs.size(); start += lanesPerPhase) {

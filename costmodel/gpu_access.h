@@ -11,6 +11,16 @@
 // 16-byte: 8 lanes), and each phase takes as many cycles as its most loaded bank has distinct
 // words. A global access hitting L1 is served the same way: phases of the L1's bytes per clock
 // (128 on NVIDIA, 64 on CDNA), each taking a clock per distinct cache line its lanes touch.
+//
+// An access wider than 4 bytes per lane at an address not aligned to its width exists only on AMD
+// (NVIDIA's wide shared loads must be aligned): in the unaligned access mode the HSA runtime sets,
+// LLVM merges a thread's consecutive dwords into ds_read_b64/b96/b128 (and ds_read2_b64) even
+// when it knows only dword alignment, although its own cost hook ranks such an access below a
+// single dword (SIISelLowering.cpp, allowsMisalignedMemoryAccessesImpl: "1 is simply slow, don't
+// do it"). The LDS then serves the lanes one at a time, a clock per 8 bytes of each: a wave64
+// 16-byte read takes 128 clocks where an aligned one takes 8. (Measured, Kernel Tuner's
+// convolution on an MI250X: staged configs take 9.8 ms at 1x1 tiles and scale with the distinct
+// values each thread reads, 2 values per clock per CU, 1/16 of the LDS's rate.)
 #pragma once
 
 #include <cstdint>
@@ -18,8 +28,9 @@
 
 namespace tessera::costmodel {
 
-// Shared-memory/LDS cycles of one warp-wide access: lane i accesses `bytesPerLane` (4, 8 or 16)
-// bytes at byte address addrs[i]. A warp of 64 (wave64) is two sets of 32 lanes' phases.
+// Shared-memory/LDS cycles of one warp-wide access: lane i accesses `bytesPerLane` (4, 8, 12 or
+// 16) bytes at byte address addrs[i]. A warp of 64 (wave64) is two sets of 32 lanes' phases. A
+// wide access with a lane not aligned to its width (12 bytes: to 16) is served lane by lane.
 int sharedCycles(const std::vector<int64_t>& addrs, int bytesPerLane, int banks = 32);
 
 // Distinct `lineBytes`-aligned lines that lane i's `bytesPerLane` bytes at addrs[i] touch, over

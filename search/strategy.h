@@ -79,6 +79,10 @@ struct SearchSettings {
   // The slot plays once this many trials brought no better measurement (0: every batch).
   int nicheAfter = 0;
   bool nicheInRandomShare = false;  // the slot replaces the batch's random pick, not a greedy one
+  // Evolutionary with a prior: its first this-many batches come from the prior's top even when the
+  // model already has data (a transfer across GPUs that takes the lead after a probe of this GPU:
+  // its first batch is the other GPUs' best). 0: the prior leads only while the model has none.
+  int priorBatches = 0;
   size_t exhaustiveLimit = 200000;  // exhaustive refuses spaces whose knob product is larger
   // ranked: the legal configs it orders (the whole space when it can be listed within this,
   // else this many uniform draws); evolutionary with a prior: candidates scored for its first batch.

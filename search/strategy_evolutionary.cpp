@@ -48,7 +48,8 @@ class Evolution : public SearchStrategy {
     std::vector<ir::Config> greedy;
     // Before the model has data (or the GA has two parents) every pick is random, unless a prior
     // ranks the space: then the greedy picks are its best predictions.
-    if (model_ && model_->trained()) {
+    const bool priorLeads = prior_ && batches_++ < size_t(std::max(s_.priorBatches, 0));
+    if (model_ && model_->trained() && !priorLeads) {
       // The niche pick takes a greedy slot, or with nicheInRandomShare the batch's random one
       // (structured exploration in place of a uniform draw: the model's picks are untouched).
       if (s_.nicheKnobs > 0 && (s_.nicheInRandomShare ? nRandom > 0 : nGreedy > 0))
@@ -436,8 +437,9 @@ class Evolution : public SearchStrategy {
   costmodel::CostModel* model_;
   const costmodel::FeatureExtractor* features_;
   Prior prior_;
-  std::optional<ir::Config> avoid_;
-  size_t slotTurn_ = 0;  // batches that spanned switches so far  // this batch: the best config, when the search stagnates
+  std::optional<ir::Config> avoid_;  // this batch: the best config, when the search stagnates
+  size_t slotTurn_ = 0;  // batches that spanned switches so far
+  size_t batches_ = 0;   // batches proposed so far
 };
 
 }  // namespace

@@ -15,6 +15,11 @@ double Transfer::score(const ir::Config& c) const {
   return model->predict({knobs->extract(c)}).front();
 }
 
+double Transfer::landscapeScore(const ir::Config& c) const {
+  if (!landscape || !knobs) return score(c);
+  return landscape->predict({knobs->extract(c)}).front();
+}
+
 Transfer makeTransfer(const std::vector<cache::Record>& records, const cache::HardKey& self,
                       const FeaturesForKey& features, const TransferSettings& s) {
   Transfer out;
@@ -53,6 +58,11 @@ Transfer makeTransfer(const std::vector<cache::Record>& records, const cache::Ha
   ms.seed = s.seed;
   std::shared_ptr<costmodel::CostModel> model(costmodel::makeXGBoostModel(ms));
   if (!model->update(samples).ok() || !model->trained()) return Transfer{};
+  costmodel::ModelSettings ls = ms;
+  ls.objective = "reg:squarederror";
+  ls.relevanceLevels = 0;
+  std::shared_ptr<costmodel::CostModel> landscape(costmodel::makeXGBoostModel(ls));
+  if (landscape->update(samples).ok() && landscape->trained()) out.landscape = std::move(landscape);
   out.model = std::move(model);
   out.knobs = std::move(knobs);
   out.gpus = group;
@@ -114,36 +124,52 @@ class AgreementGate : public SearchStrategy {
  public:
   AgreementGate(std::unique_ptr<SearchStrategy> a, PlainSearch b, std::shared_ptr<const Transfer> t, TransferSettings s,
                 std::function<void(double)> onSwitch)
-      : with_(std::move(a)), plain_(std::move(b)), t_(std::move(t)), s_(std::move(s)), onSwitch_(std::move(onSwitch)) {}
+      : with_(std::move(a)), plain_(std::move(b)), t_(std::move(t)), s_(std::move(s)), onSwitch_(std::move(onSwitch)),
+        phase_(s_.probeTrials > 0 ? Phase::Probe : Phase::Trusted) {}
 
-  std::vector<ir::Config> propose(size_t n) override { return trusted_ ? with_->propose(n) : plain_.strategy->propose(n); }
+  std::vector<ir::Config> propose(size_t n) override {
+    if (phase_ != Phase::Trusted) {
+      // The probe's last batch stops at its size: the judgement comes before the transfer leads.
+      if (phase_ == Phase::Probe) n = std::min(n, std::max<size_t>(size_t(s_.probeTrials) - measured_.size(), 1));
+      return plain_.strategy->propose(n);
+    }
+    return with_->propose(n);
+  }
 
   void observe(const std::vector<TrialResult>& results) override {
     with_->observe(results);
     plain_.strategy->observe(results);
     for (const auto& r : results) {
-      scores_.push_back(t_->score(r.config));
+      scores_.push_back(t_->landscapeScore(r.config));
       measured_.push_back(r.ok() ? r.throughput : 0.0);
       pending_.push_back({plain_.features->extract(r.config), measured_.back(), 0});
     }
-    // Checked while trusted: once the other GPUs disagreed, the search stays without them.
-    if (trusted_ && s_.checkAfter > 0 && measured_.size() >= size_t(s_.checkAfter)) {
+    if (phase_ == Phase::Probe && measured_.size() >= size_t(s_.probeTrials)) {
+      // Judged on the probe's draws: uniform over the space, so the correlation is the
+      // landscapes' (the transfer's own picks, all from the other GPUs' top, would shrink it).
+      const double rho = rankCorrelation(scores_, measured_);
+      phase_ = rho >= s_.probeAgreement ? Phase::Trusted : Phase::Plain;
+      if (phase_ == Phase::Plain && onSwitch_) onSwitch_(rho);
+    } else if (phase_ == Phase::Trusted && s_.checkAfter > 0 && measured_.size() >= size_t(s_.checkAfter)) {
+      // Checked while trusted: once the other GPUs disagreed, the search stays without them.
       const double rho = rankCorrelation(scores_, measured_);
       if (rho < s_.minAgreement) {
-        trusted_ = false;
+        phase_ = Phase::Plain;
         if (onSwitch_) onSwitch_(rho);
       }
     }
-    // The plain model trains only once it is used (every result so far, then each batch's).
-    if (!trusted_ && !pending_.empty()) {
+    // The plain model learns whenever the plain search proposes (in step with each batch, as a
+    // tune without the transfer trains it), and on taking over, every result so far at once.
+    if (phase_ != Phase::Trusted && !pending_.empty()) {
       (void)plain_.model->update(pending_);
       pending_.clear();
     }
   }
 
-  bool exhausted() const override { return trusted_ ? with_->exhausted() : plain_.strategy->exhausted(); }
+  bool exhausted() const override { return phase_ == Phase::Trusted ? with_->exhausted() : plain_.strategy->exhausted(); }
 
  private:
+  enum class Phase { Probe, Trusted, Plain };
   std::unique_ptr<SearchStrategy> with_;
   PlainSearch plain_;
   std::shared_ptr<const Transfer> t_;
@@ -151,7 +177,7 @@ class AgreementGate : public SearchStrategy {
   std::function<void(double)> onSwitch_;
   std::vector<double> scores_, measured_;
   std::vector<costmodel::Sample> pending_;
-  bool trusted_ = true;
+  Phase phase_;
 };
 
 }  // namespace

@@ -116,8 +116,11 @@ class Session {
     // Another GPU's landscape is most often wrong about a switch (staging in local memory wins on
     // one GPU and loses on the other): with a transfer, every batch spans the two-valued knobs.
     if (transferred) searchWith.flagSlots = true;
+    // After a probe of this GPU the transfer's first batch is still the other GPUs' best.
+    const bool gated = transferred && (s_.transfer.checkAfter > 0 || s_.transfer.probeTrials > 0);
+    if (gated && s_.transfer.probeTrials > 0 && s_.transfer.asPrior) searchWith.priorBatches = 1;
     TESSERA_ASSIGN(auto strategy, makeStrategy(searchWith, p_.space, model.get(), features.get(), prior ? &prior : nullptr));
-    if (transferred && s_.transfer.checkAfter > 0) {
+    if (gated) {
       // The twin without the other GPUs, for when they disagree with this one.
       PlainSearch plain{costmodel::makeXGBoostModel(s_.model), p_.features(p_.key), nullptr};
       if (s_.warmStart && known) {

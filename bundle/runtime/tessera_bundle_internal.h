@@ -50,10 +50,14 @@ typedef struct tsr_gpu {
   const char* ptx;              /* NVIDIA: PTX text, NUL-terminated (NULL: none) */
   int ptx_portable;             /* the driver may JIT the PTX for newer devices (not for sm_XXa) */
   int64_t dyn_shared;           /* dynamic shared memory / LDS per block, bytes (the launch's) */
-  /* shape-generic (runtime M, the kernel's m_hi the bound): grid[1] = ceil(M / rows_per_block);
-   * user tensors whose bit is set in m_tensors hold M rows (their dims[0] is the bound). */
+  /* shape-generic (runtime M, the kernel's m_hi the bound): grid[row_axis] =
+   * min(ceil(M * units_per_row / rows_per_block), grid[row_axis]) (GEMM: grid.y, one unit a row;
+   * attention: grid.x of query blocks; elementwise: grid.x of blocks of vectors); user tensors
+   * whose bit is set in m_tensors hold M of their M dimension (the bound is m_hi). */
   int64_t rows_per_block;
   uint64_t m_tensors;
+  int row_axis;
+  int64_t units_per_row;
 } tsr_gpu;
 
 enum { TSR_HOST = 0, TSR_NVIDIA = 1, TSR_AMD = 2 };

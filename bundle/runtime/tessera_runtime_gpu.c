@@ -103,7 +103,11 @@ static tessera_status tsr_wrapper_run(tsr_dev* d, const tessera_kernel* k, void*
   tsr_gpu gm = *k->gpu;
   tsr_gpu_arg* margs = NULL;
   if (m > 0) {
-    if (gm.rows_per_block > 0) gm.grid[1] = (m + gm.rows_per_block - 1) / gm.rows_per_block;
+    if (gm.rows_per_block > 0 && gm.row_axis >= 0 && gm.row_axis < 3) {
+      const int64_t units = m * (gm.units_per_row > 0 ? gm.units_per_row : 1);
+      const int64_t blocks = (units + gm.rows_per_block - 1) / gm.rows_per_block;
+      if (blocks < gm.grid[gm.row_axis]) gm.grid[gm.row_axis] = blocks;
+    }
     margs = calloc((size_t)gm.num_args + 1, sizeof *margs);
     if (!margs) {
       tsr_message("%s: out of host memory", k->name);

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -162,6 +163,105 @@ TEST(BundleGpuRange, DispatchRuleRunsEveryMThroughTheCRuntime) {
   EXPECT_EQ(cudaRun(ck, io.buffers(), 0, nullptr), TESSERA_ERR_ARGUMENT);
   EXPECT_NE(std::string(message()).find("shape-generic"), std::string::npos) << message();
   EXPECT_EQ(live(), 0);
+  dlclose(lib);
+  fs::remove_all(dir);
+}
+
+// The same for elementwise rows and attention's sequence length: one-bucket rules for sm_80 in one
+// bundle; the C runtime finds each size's kernel, sizes its buffers from the runtime size, and
+// launches it with the grid's blocks from it (elementwise: blocks of TPB*EPT vectors on grid.x;
+// attention: query blocks on grid.x), the emulated kernel matching the reference.
+TEST(BundleGpuRange, ElementwiseRowsAndAttentionSeqThroughTheCRuntime) {
+  if (std::system("cc --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no C compiler";
+  void* fake = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(fake, nullptr) << dlerror();
+  auto setParams = sym<void (*)(int)>(fake, "fake_cuda_set_params");
+  auto setKernel = sym<void (*)(void (*)(void*, void**, int), void*)>(fake, "fake_cuda_set_kernel");
+  auto live = sym<int (*)()>(fake, "fake_cuda_live_allocations");
+  auto bytesFrom = sym<size_t (*)(const void*)>(fake, "fake_cuda_bytes_from");
+  auto lastGrid = sym<void (*)(unsigned*)>(fake, "fake_cuda_last_grid");
+  ASSERT_TRUE(setParams && setKernel && live && bytesFrom && lastGrid);
+
+  const TargetDesc t = *getTarget("sm_80");
+  ir::ElementwiseSpec es;
+  es.expr = "y = gelu(x * s + b)";
+  es.shape = {90, 40};
+  es.shapes = {{"s", {40}}, {"b", {90, 1}}};
+  es.dtype = ir::ScalarType::F16;
+  es.name = "ew_rows";
+  ir::AttentionSpec as{.batch = 2, .heads = 2, .heads_kv = 1, .seq_q = 80, .seq_kv = 80, .head_dim = 32, .causal = true,
+                       .dtype = ir::ScalarType::F16, .name = "attn_seq"};
+  struct Rule {
+    ir::Kernel maxK;
+    const char* config;
+    std::vector<int64_t> sizes;
+  };
+  std::vector<Rule> rules = {{*ir::buildElementwise(es), "EPT=2,GRID=0,TPB=32,VW=4", {1, 2, 3, 17, 33, 90}},
+                             {*ir::buildAttention(as), "BK=16,BQ=32,STAGES=2,strategy=flash-mma", {1, 2, 17, 31, 33, 80}}};
+  bundle::BundleSettings s;
+  s.targets = {t};
+  const fs::path dir = fs::temp_directory_path() / ("tessera_gpu_range2_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  s.outDir = (dir / "b").string();
+  for (const Rule& r : rules) {
+    bundle::RangeRuleFile f;
+    f.rule.lo = 1;
+    f.rule.hi = r.sizes.back();
+    f.rule.dim = bundle::rangeDimName(r.maxK);
+    f.rule.configs = {r.config};
+    f.rule.buckets = {{1, r.sizes.back(), 0}};
+    f.kernelIr = ir::printKernel(r.maxK);
+    f.kernelName = r.maxK.name;
+    f.arch = "sm_80";
+    s.dispatch.push_back(f);
+  }
+  auto sum = bundle::writeBundle({}, s, {});
+  ASSERT_TRUE(sum.ok()) << sum.error().str();
+  EXPECT_EQ(sum->entries, 2);
+  const std::string so = (dir / "libbundle.so").string(), b = s.outDir + "/";
+  const std::string cc = "cc -std=c11 -O1 -shared -fPIC -I" + b + " " + b + "tessera_runtime.c " + b + "tessera_runtime_gpu.c " + b +
+                         "tessera_bundle_table.c " + b + "tessera_bundle_images.c -o " + so + " -ldl -lpthread";
+  ASSERT_EQ(std::system(cc.c_str()), 0) << cc;
+  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto findDims = sym<const tessera_kernel* (*)(const char*, const int64_t*, int, const char*, const char*)>(lib, "tessera_find_dims");
+  auto runDims = sym<tessera_status (*)(const tessera_kernel*, const int64_t*, int, void* const*)>(lib, "tessera_run_dims");
+  auto message = sym<const char* (*)()>(lib, "tessera_last_message");
+  ASSERT_TRUE(findDims && runDims && message);
+
+  for (const Rule& r : rules) {
+    auto bin = codegen::compileGpu(r.maxK, *ir::Config::parseAssignments(r.config), t, {.wantBinary = false, .runtime = {.m = true}});
+    ASSERT_TRUE(bin.ok()) << bin.error().str();
+    auto mk = codegen::compileMapped(*bin, t);
+    ASSERT_TRUE(mk.ok()) << mk.error().str();
+    const codegen::GpuLaunch::Runtime& rt = bin->launch.runtime;
+    for (int64_t m : r.sizes) {
+      SCOPED_TRACE(r.maxK.name + " size " + std::to_string(m));
+      ir::Kernel k = *bundle::kernelAtExtent(r.maxK, m);
+      const cache::HardKey key = search::hardKeyFor(k, t);
+      const tessera_kernel* ck = findDims(key.family.c_str(), key.shape.data(), int(key.shape.size()), key.dtype.c_str(), "cuda");
+      ASSERT_NE(ck, nullptr) << message();
+      KernelIO io(k, 9);
+      io.poisonOutputs();
+      Launched ctx{*mk, bytesFrom, lastGrid, {}, {}, {}};
+      setParams(int(bin->launch.kernelParams.size()));
+      setKernel(runLaunched, &ctx);
+      tessera_status st = runDims(ck, key.shape.data(), int(key.shape.size()), io.buffers());
+      setKernel(nullptr, nullptr);
+      ASSERT_EQ(st, TESSERA_OK) << message();
+      EXPECT_TRUE(ctx.problems.empty()) << ctx.problems.front();
+      auto expect = codegen::launchAtSizes(bin->launch, std::vector<int64_t>{m, 0, 0}.data());
+      ASSERT_TRUE(expect.ok());
+      EXPECT_EQ(ctx.grid, expect->grid) << "the C runtime's grid is the code generator's at this size";
+      EXPECT_EQ(ctx.grid[size_t(rt.rowAxis)], std::min(bin->launch.grid[size_t(rt.rowAxis)],
+                                                        (m * rt.unitsPerRow + rt.rowsPerBlock - 1) / rt.rowsPerBlock));
+      EXPECT_EQ(ctx.sizesSeen.empty() ? -1 : ctx.sizesSeen[0], m) << "the sizes argument reaches the kernel";
+      auto cmp = io.check();
+      ASSERT_TRUE(cmp.ok()) << cmp.error().str();
+      EXPECT_TRUE(cmp->ok) << cmp->firstBad;
+      EXPECT_EQ(live(), 0) << "device allocations leaked";
+    }
+  }
   dlclose(lib);
   fs::remove_all(dir);
 }

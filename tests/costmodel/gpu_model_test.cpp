@@ -241,6 +241,21 @@ TEST(GpuAccess, SharedBankCyclesAndBroadcast) {
   EXPECT_EQ(sharedCycles(rows, 4), 1);
 }
 
+// AMD's unaligned access mode: a thread's consecutive dwords merged into one wide LDS read at a
+// dword-aligned address are served lane by lane, a clock per 8 bytes; the same reads at aligned
+// addresses keep the banked rate.
+TEST(GpuAccess, UnderAlignedWideSharedReadsGoLaneByLane) {
+  EXPECT_EQ(sharedCycles(addrs(64, 4), 8), 64);        // thread l reads words l, l+1: lane by lane
+  EXPECT_EQ(sharedCycles(addrs(64, 4), 16), 128);      // 16 bytes: two clocks a lane
+  EXPECT_EQ(sharedCycles(addrs(64, 4), 12), 128);      // 12 bytes (ds_read_b96): two clocks a lane
+  EXPECT_EQ(sharedCycles(addrs(64, 16, 4), 16), 128);  // an aligned stride, a dword offset
+  // Controls: aligned wide reads are banked as before.
+  EXPECT_EQ(sharedCycles(addrs(64, 8), 8), 4);
+  EXPECT_EQ(sharedCycles(addrs(64, 16), 16), 8);
+  EXPECT_EQ(sharedCycles(addrs(64, 16), 12), 13);  // phases of 10 lanes, 2-way (lanes 8 apart), the last 4 lanes 1
+  EXPECT_EQ(sharedCycles(addrs(64, 4), 4), 2);
+}
+
 TEST(GpuAccess, LinesAndL1Wavefronts) {
   EXPECT_EQ(linesTouched(addrs(32, 4), 4, 128), 1);
   EXPECT_EQ(linesTouched(addrs(32, 4, 4), 4, 128), 2);  // misaligned by one word

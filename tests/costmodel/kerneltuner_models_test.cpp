@@ -1,7 +1,8 @@
 // Tests the analytic model's descriptions of the Kernel Tuner kernels (bench/kerneltuner_models.h)
 // against the real measurements in bench/data: every measured config is described, and the
 // measured-best config of each file ranks in the estimate's top 10 %; on the GEMM files and
-// A100's convolution the estimate's order agrees with the measured one (Spearman >= 0.7). These
+// A100's convolution the estimate's order agrees with the measured one (Spearman >= 0.7, the
+// MI250X's >= 0.6), and the estimate's top 10 hold a config within 80 % of the best. These
 // are what the model achieves robustly (the validation bench prints the full figures).
 #include <gtest/gtest.h>
 
@@ -21,6 +22,7 @@ struct Ranked {
   size_t n = 0, described = 0;
   size_t bestRank = 0;  // 1-based rank of the measured best in the estimate's order
   double spearman = 0;
+  double top10 = 0;     // the true best over the best measured among the estimate's 10 fastest
 };
 
 Ranked rank(const std::string& name) {
@@ -48,6 +50,12 @@ Ranked rank(const std::string& name) {
   const size_t best = size_t(std::min_element(meas.begin(), meas.end()) - meas.begin());
   out.bestRank = 1 + size_t(std::count_if(est.begin(), est.end(), [&](double e) { return e < est[best]; }));
   out.spearman = bench::spearman(est, meas);
+  std::vector<size_t> order(est.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return est[a] < est[b]; });
+  double bestOfTop = INFINITY;
+  for (size_t i = 0; i < std::min<size_t>(10, order.size()); ++i) bestOfTop = std::min(bestOfTop, meas[order[i]]);
+  out.top10 = meas[best] / bestOfTop;
   return out;
 }
 
@@ -92,8 +100,32 @@ TEST(KernelTunerModels, MeasuredBestRanksHighInTheEstimate) {
     if (name.find("MI250X") == std::string::npos)
       EXPECT_GE(r.spearman, 0.7) << name;
     else
-      EXPECT_GT(r.spearman, 0.2) << name;
+      EXPECT_GT(r.spearman, 0.6) << name;
+    // The aim: the estimate's top 10 hold a config within 80 % of the best (not yet met
+    // on the A100's convolution: see the validation bench).
+    if (name != "convolution_A100") EXPECT_GE(r.top10, 0.8) << name;
   }
+}
+
+// The convolution's staged and unstaged variants rank opposite ways on the two GPUs, as measured:
+// on the A100 staging the input in shared memory wins (1x1 tiles, 32x4 threads: 1.76 vs 2.84 ms);
+// on the MI250X the compiler's under-aligned LDS reads lose to the unstaged global loads (64x1
+// threads: 9.9 vs 1.8 ms).
+TEST(KernelTunerModels, StagingWinsOnTheA100AndLosesOnTheMi250x) {
+  auto a100 = bench::kernelTunerModel("convolution_A100"), mi = bench::kernelTunerModel("convolution_MI250X");
+  ASSERT_TRUE(a100 && mi);
+  auto time = [](const bench::KernelTunerModel& m, const char* bs, int sh) {
+    auto c = ir::Config::parseAssignments(std::string(bs) +
+                                          ",tile_size_x=1,tile_size_y=1,read_only=1,use_padding=0,use_cmem=1,filter_height=15,"
+                                          "filter_width=15,use_shmem=" + std::to_string(sh));
+    EXPECT_TRUE(c.ok());
+    auto us = bench::kernelTunerPrior(m)(*c);
+    EXPECT_TRUE(us.has_value());
+    return us ? *us : 0.0;
+  };
+  EXPECT_LT(time(*a100, "block_size_x=32,block_size_y=4", 1), time(*a100, "block_size_x=32,block_size_y=4", 0));
+  const double staged = time(*mi, "block_size_x=64,block_size_y=1", 1), direct = time(*mi, "block_size_x=64,block_size_y=1", 0);
+  EXPECT_GT(staged, 3 * direct) << "measured 9.9 vs 1.8 ms";
 }
 
 // Any Kernel Tuner file's kernel by its family, on any GPU of the table: the dedispersion kernel

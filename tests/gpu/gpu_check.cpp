@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <regex>
 
 #include "codegen/gpu_emu.h"
@@ -120,6 +121,42 @@ Expected<emu::Report> runMapped(const ir::Kernel& k, const ir::Config& cfg, cons
   auto ran = runner->run(bin, k, io.buffers(), 1);
   (void)ran;  // a launch the emulation faults fails; the report says why
   return *report;
+}
+
+Expected<ShapeGeneric> compileShapeGeneric(const ir::Kernel& maxK, const TargetDesc& t, const std::string& overrides,
+                                           codegen::RuntimeDims rt, bool binary) {
+  TESSERA_ASSIGN(ir::Config ov, ir::Config::parseAssignments(overrides));
+  TESSERA_ASSIGN(ir::Config c, gpuConfig(maxK, t, ov));
+  ShapeGeneric g;
+  TESSERA_ASSIGN(g.bin, codegen::compileGpu(maxK, c, t, {.wantBinary = binary, .runtime = rt}));
+  TESSERA_ASSIGN(g.mk, codegen::compileMapped(g.bin, t));
+  return g;
+}
+
+std::string runAtSizes(const ShapeGeneric& g, const TargetDesc& t, const ir::Kernel& actual, int64_t m, int64_t batch,
+                       int64_t spareRows) {
+  KernelIO io(actual, 11);
+  io.poisonOutputs();
+  const size_t nIn = actual.inputs().size();
+  std::vector<void*> bufs(io.buffers(), io.buffers() + io.count());
+  const ir::TensorDecl& out = *actual.outputs()[0];
+  const size_t outBytes = size_t(out.numel()) * size_t(ir::byteSize(out.dtype));
+  const size_t rowBytes = out.shape.empty() ? outBytes : outBytes / size_t(out.shape[0]);
+  std::vector<unsigned char> big(outBytes + size_t(spareRows) * rowBytes, 0xA5);
+  std::memcpy(big.data(), bufs[nIn], outBytes);
+  bufs[nIn] = big.data();
+  auto report = std::make_shared<emu::Report>();
+  auto runner = codegen::makeDeviceRunner(codegen::mappedEmulatedDevice(g.mk, t.name, report));
+  const int64_t sizes[codegen::kRuntimeSizeCount] = {m, batch, 0};
+  auto ran = runner->run(g.bin, actual, bufs.data(), 1, sizes);
+  if (!ran.ok()) return "run: " + ran.error().str();
+  if (!report->ok) return "emulation: " + (report->errors.empty() ? std::string("failed") : report->errors.front());
+  for (size_t i = outBytes; i < big.size(); ++i)
+    if (big[i] != 0xA5) return "written past the last row: byte " + std::to_string(i - outBytes) + " after it";
+  std::memcpy(io.buffers()[nIn], big.data(), outBytes);
+  auto cmp = io.check();
+  if (!cmp.ok()) return cmp.error().str();
+  return cmp->ok ? "" : cmp->firstBad;
 }
 
 ir::Kernel attentionKernel(int64_t h, int64_t hkv, int64_t sq, int64_t skv, int64_t d, bool causal, ir::ScalarType t,

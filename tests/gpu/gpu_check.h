@@ -38,6 +38,22 @@ EmuCheck checkMappedEmulated(const ir::Kernel& k, const TargetDesc& t, const ir:
 Expected<emu::Report> runMapped(const ir::Kernel& k, const ir::Config& cfg, const TargetDesc& t, KernelIO& io,
                                 const codegen::MappedEmuOptions& o = {});
 
+// A shape-generic kernel (compiled with runtime sizes at its upper bounds) and its mapped emulation.
+struct ShapeGeneric {
+  codegen::GpuBinary bin;
+  std::shared_ptr<const codegen::MappedKernel> mk;
+};
+// The space's default config of `maxK` with `overrides` (assignments), compiled with runtime `rt`.
+Expected<ShapeGeneric> compileShapeGeneric(const ir::Kernel& maxK, const TargetDesc& t, const std::string& overrides,
+                                           codegen::RuntimeDims rt, bool binary = false);
+// Runs `g` at sizes {m, batch, 0} on the inputs of `actual` (the kernel at that shape) on the
+// mapped-kernel emulator (exact allocations: any access past the runtime sizes is an error); the
+// first output's buffer holds `spareRows` more of its outermost rows, filled with a pattern that
+// must survive. "" when the outputs match the reference, the emulation found nothing wrong and the
+// pattern is intact; else what went wrong.
+std::string runAtSizes(const ShapeGeneric& g, const TargetDesc& t, const ir::Kernel& actual, int64_t m, int64_t batch,
+                       int64_t spareRows = 0);
+
 // An attention kernel: h query heads over hkv key/value heads, Sq x Skv, head_dim d, batch b.
 ir::Kernel attentionKernel(int64_t h, int64_t hkv, int64_t sq, int64_t skv, int64_t d, bool causal, ir::ScalarType t,
                            int64_t b = 1);

@@ -36,48 +36,16 @@ GemmSpec spec(int64_t m, int64_t n, int64_t k, ScalarType t, bool epilogue) {
   return s;
 }
 
-// A compiled shape-generic kernel and its mapped emulation.
-struct Generic {
-  codegen::GpuBinary bin;
-  std::shared_ptr<const codegen::MappedKernel> mk;
-};
+using Generic = testutil::ShapeGeneric;
 
 Expected<Generic> compileGeneric(const Kernel& maxK, const TargetDesc& t, const std::string& overrides,
                                  codegen::RuntimeDims rt, bool binary = false) {
-  TESSERA_ASSIGN(Config c, testutil::gpuConfig(maxK, t, *Config::parseAssignments(overrides)));
-  Generic g;
-  TESSERA_ASSIGN(g.bin, codegen::compileGpu(maxK, c, t, {.wantBinary = binary, .runtime = rt}));
-  TESSERA_ASSIGN(g.mk, codegen::compileMapped(g.bin, t));
-  return g;
+  return testutil::compileShapeGeneric(maxK, t, overrides, rt, binary);
 }
 
-// Runs `g` at sizes {m, batch} on the inputs of `actual` (the kernel at that shape); the output's
-// buffer holds `spareRows` more rows than M, filled with a pattern that must survive. "" when the
-// outputs match the reference, the emulation found nothing wrong and the pattern is intact.
 std::string runSized(const Generic& g, const TargetDesc& t, const Kernel& actual, int64_t m, int64_t batch,
                      int64_t spareRows = 0) {
-  KernelIO io(actual, 11);
-  io.poisonOutputs();
-  const size_t nIn = actual.inputs().size();
-  std::vector<void*> bufs(io.buffers(), io.buffers() + io.count());
-  const TensorDecl& out = *actual.outputs()[0];
-  const size_t outBytes = size_t(out.numel()) * size_t(byteSize(out.dtype));
-  const size_t rowBytes = outBytes / size_t(out.shape[0]);
-  std::vector<unsigned char> big(outBytes + size_t(spareRows) * rowBytes, 0xA5);
-  std::memcpy(big.data(), bufs[nIn], outBytes);
-  bufs[nIn] = big.data();
-  auto report = std::make_shared<emu::Report>();
-  auto runner = codegen::makeDeviceRunner(codegen::mappedEmulatedDevice(g.mk, t.name, report));
-  const int64_t sizes[codegen::kRuntimeSizeCount] = {m, batch, 0};
-  auto ran = runner->run(g.bin, actual, bufs.data(), 1, sizes);
-  if (!ran.ok()) return "run: " + ran.error().str();
-  if (!report->ok) return "emulation: " + (report->errors.empty() ? std::string("failed") : report->errors.front());
-  for (size_t i = outBytes; i < big.size(); ++i)
-    if (big[i] != 0xA5) return "written past row M: byte " + std::to_string(i - outBytes) + " after the last row";
-  std::memcpy(io.buffers()[nIn], big.data(), outBytes);
-  auto cmp = io.check();
-  if (!cmp.ok()) return cmp.error().str();
-  return cmp->ok ? "" : cmp->firstBad;
+  return testutil::runAtSizes(g, t, actual, m, batch, spareRows);
 }
 
 struct Case {
@@ -232,8 +200,8 @@ TEST(GpuGemmRuntime, Refusals) {
   std::string kv = refused(plain, "sm_80", "strategy=mma-lane", {.kv = true});
   EXPECT_TRUE(oneLine(kv) && kv.find("key length") != std::string::npos) << kv;
   Kernel att = testutil::attentionKernel(4, 4, 128, 128, 64, false, ScalarType::F16);
-  std::string at = refused(att, "sm_80", "", {.m = true});
-  EXPECT_TRUE(oneLine(at) && at.find("GEMM only") != std::string::npos) << at;
+  std::string at = refused(att, "sm_80", "", {.kv = true});  // attention's own refusals: gpu_runtime_sizes_test.cpp
+  EXPECT_TRUE(oneLine(at) && at.find("key length") != std::string::npos) << at;
 
   // Sizes outside 1..the bound: the launch is refused, nothing runs.
   const TargetDesc& t = testutil::gpuTarget("sm_80");

@@ -28,7 +28,7 @@ const std::vector<cache::Record>& recordsOf(const std::string& file) {
   static std::map<std::string, std::vector<cache::Record>> cache;
   auto [it, fresh] = cache.try_emplace(file);
   if (fresh) {
-    auto recs = importKernelTuner(dataFile(file), "");
+    auto recs = importKernelTuner(dataFile(file), file.find("MI250X") != std::string::npos ? "MI250X" : "");
     EXPECT_TRUE(recs.ok()) << (recs.ok() ? "" : recs.error().message);
     if (recs.ok()) it->second = std::move(*recs);
   }
@@ -41,7 +41,8 @@ struct Replays {
 };
 
 // One replayed `tessera tune` per seed on `table`, warm-started from `others` (none: cold).
-Replays replay(const ReplayTable& table, const std::vector<cache::Record>* others, int seeds = 5) {
+Replays replay(const ReplayTable& table, const std::vector<cache::Record>* others, int seeds = 5,
+               const TransferSettings& transfer = {}) {
   Replays out;
   const double bar = 0.95 * table.bestThroughput();
   const ir::Space space = table.space;
@@ -57,6 +58,7 @@ Replays replay(const ReplayTable& table, const std::vector<cache::Record>* other
     ss.cache = CachePolicy::Force;
     ss.model.seed = uint64_t(seed);
     ss.model.threads = 1;
+    ss.transfer = transfer;
     ss.transfer.seed = uint64_t(seed);
     ss.transfer.model.threads = 1;
     auto measurer = makeReplayMeasurer(table);
@@ -121,6 +123,34 @@ TEST(Transfer, AnotherGpusRecordsCutTheTrialsOfATune) {
   Replays wrong = replay(*table, &inverted);
   EXPECT_EQ(wrong.transferGpus, 1);
   EXPECT_GT(median(wrong.hits), w) << "an inverted landscape helped as much as the true one";
+}
+
+// Another GPU whose landscape disagrees with this one's costs the tune nothing: the A100's
+// convolution from the MI250X's records (shared-memory staging wins on the one and loses on the
+// other; the MI250X's fastest configs are a local optimum at ~0.68 of the A100's best, where a
+// search that starts there stays). The probe of this GPU (its first 8 results drawn as a cold tune
+// draws them) judges the other GPU's agreement, and the cold search goes on unchanged. Control:
+// without the probe, the transfer leads the first batches and the same seeds need more trials.
+TEST(Transfer, AGpuThatDisagreesCostsTheTuneNothing) {
+  const auto& onA100 = recordsOf("convolution_A100.json.gz");
+  const auto& onMI250X = recordsOf("convolution_MI250X.json.gz");
+  ASSERT_GT(onA100.size(), 200u);
+  ASSERT_GT(onMI250X.size(), 200u);
+  ASSERT_TRUE(transferSource(onA100.front().key, onMI250X.front().key));
+  auto table = tableFromRecords("convolution_A100", onA100);
+  ASSERT_TRUE(table.ok()) << table.error().message;
+
+  Replays cold = replay(*table, nullptr);
+  Replays probed = replay(*table, &onMI250X);
+  EXPECT_EQ(probed.transferGpus, 1);
+  TransferSettings leads;
+  leads.probeTrials = 0;
+  Replays led = replay(*table, &onMI250X, 5, leads);
+  const double c = median(cold.hits), p = median(probed.hits), l = median(led.hits);
+  std::printf("A100 convolution (%zu configs): median trials to 95 %%: cold %.0f, from the MI250X's records %.0f "
+              "(without the probe %.0f)\n", table->results.size(), c, p, l);
+  EXPECT_LE(p, c) << "a disagreeing GPU's records made the tune worse";
+  EXPECT_GT(l, c) << "control: the transfer leading from the first batch no longer hurts this pair";
 }
 
 // The transfer model ranks the other GPU's fast configs first, and skips records it cannot use.
