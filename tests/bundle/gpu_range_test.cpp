@@ -173,13 +173,8 @@ TEST(BundleGpuRange, DispatchRuleRunsEveryMThroughTheCRuntime) {
 // attention: query blocks on grid.x), the emulated kernel matching the reference.
 TEST(BundleGpuRange, ElementwiseRowsAndAttentionSeqThroughTheCRuntime) {
   if (std::system("cc --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no C compiler";
-  void* fake = dlopen(FAKE_CUDA_PATH, RTLD_NOW | RTLD_GLOBAL);
+  auto [setParams, setKernel, live, launches, bytesFrom, lastGrid, fake] = test::loadFakeCuda(FAKE_CUDA_PATH);
   ASSERT_NE(fake, nullptr) << dlerror();
-  auto setParams = sym<void (*)(int)>(fake, "fake_cuda_set_params");
-  auto setKernel = sym<void (*)(void (*)(void*, void**, int), void*)>(fake, "fake_cuda_set_kernel");
-  auto live = sym<int (*)()>(fake, "fake_cuda_live_allocations");
-  auto bytesFrom = sym<size_t (*)(const void*)>(fake, "fake_cuda_bytes_from");
-  auto lastGrid = sym<void (*)(unsigned*)>(fake, "fake_cuda_last_grid");
   ASSERT_TRUE(setParams && setKernel && live && bytesFrom && lastGrid);
 
   const TargetDesc t = *getTarget("sm_80");
@@ -218,12 +213,8 @@ TEST(BundleGpuRange, ElementwiseRowsAndAttentionSeqThroughTheCRuntime) {
   auto sum = bundle::writeBundle({}, s, {});
   ASSERT_TRUE(sum.ok()) << sum.error().str();
   EXPECT_EQ(sum->entries, 2);
-  const std::string so = (dir / "libbundle.so").string(), b = s.outDir + "/";
-  const std::string cc = "cc -std=c11 -O1 -shared -fPIC -I" + b + " " + b + "tessera_runtime.c " + b + "tessera_runtime_gpu.c " + b +
-                         "tessera_bundle_table.c " + b + "tessera_bundle_images.c -o " + so + " -ldl -lpthread";
-  ASSERT_EQ(std::system(cc.c_str()), 0) << cc;
-  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(lib, nullptr) << dlerror();
+  void* lib = test::loadBundleRuntime(s.outDir, (dir / "libbundle.so").string());
+  ASSERT_NE(lib, nullptr);
   auto findDims = sym<const tessera_kernel* (*)(const char*, const int64_t*, int, const char*, const char*)>(lib, "tessera_find_dims");
   auto runDims = sym<tessera_status (*)(const tessera_kernel*, const int64_t*, int, void* const*)>(lib, "tessera_run_dims");
   auto message = sym<const char* (*)()>(lib, "tessera_last_message");
