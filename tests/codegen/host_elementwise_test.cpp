@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "codegen/codegen.h"
+#include "../common/elementwise_kernel.h"
 #include "host_check.h"
 #include "ir/buffer.h"
 #include "ir/builders.h"
@@ -17,17 +18,7 @@ using namespace tessera::ir;
 
 namespace {
 
-Kernel ew(const std::string& expr, Shape shape, std::map<std::string, Shape> shapes = {},
-          ScalarType t = ScalarType::F32) {
-  ElementwiseSpec s;
-  s.expr = expr;
-  s.shape = std::move(shape);
-  s.shapes = std::move(shapes);
-  s.dtype = t;
-  auto k = buildElementwise(s);
-  EXPECT_TRUE(k.ok()) << (k.ok() ? "" : k.error().str());
-  return *k;
-}
+using testutil::ew;
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 // resource reports for sm_80, sm_90, gfx90a and gfx942.
 #include <gtest/gtest.h>
 
+#include "../common/elementwise_kernel.h"
 #include "gpu_check.h"
 #include "ir/builders.h"
 #include "ir/text.h"
@@ -13,17 +14,7 @@ using namespace tessera::ir;
 
 namespace {
 
-Kernel ew(const std::string& expr, Shape shape, std::map<std::string, Shape> shapes = {},
-          ScalarType t = ScalarType::F32) {
-  ElementwiseSpec s;
-  s.expr = expr;
-  s.shape = std::move(shape);
-  s.shapes = std::move(shapes);
-  s.dtype = t;
-  auto k = buildElementwise(s);
-  EXPECT_TRUE(k.ok()) << (k.ok() ? "" : k.error().str());
-  return *k;
-}
+using testutil::ew;
 
 const char* kTargets[] = {"sm_80", "sm_90", "gfx90a", "gfx942"};
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/gpu.h"
+#include "../common/elementwise_kernel.h"
 #include "gpu_check.h"
 #include "ir/builders.h"
 #include "ir/text.h"
@@ -19,16 +20,7 @@ using namespace tessera::ir;
 
 namespace {
 
-Kernel ew(const std::string& expr, Shape shape, std::map<std::string, Shape> shapes = {}, ScalarType t = ScalarType::F32) {
-  ElementwiseSpec s;
-  s.expr = expr;
-  s.shape = std::move(shape);
-  s.shapes = std::move(shapes);
-  s.dtype = t;
-  auto k = buildElementwise(s);
-  EXPECT_TRUE(k.ok()) << (k.ok() ? "" : k.error().str());
-  return *k;
-}
+using testutil::ew;
 
 bool oneLine(const std::string& s) { return !s.empty() && s.find('\n') == std::string::npos; }
 
