@@ -123,6 +123,7 @@ struct GpuLaunch {
     bool batchInGrid = false;     // batches run as grid.z (else one launch per batch)
     std::vector<int> mTensors;    // user tensors with an M dimension (at mDim): M of it at run time
     int mDim = 0;                 // where M is in their shapes (GEMM, elementwise: 0; attention's seq: 2)
+    std::string dim = "M";        // the size's name in messages: "M", "rows", "seq"
     std::vector<int> batchTensors;  // user tensors whose outermost dimension is the batch
   } runtime;
   std::string str() const;          // "grid 8x8x1, block 256x1x1, 1 launch, args: A packed 1024x1024 ..."

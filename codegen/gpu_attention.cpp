@@ -185,6 +185,7 @@ Expected<GpuLaunch::Runtime> planAttentionRuntime(const ir::AttentionSpec& s, co
   r.rowsPerBlock = BQ;
   r.rowAxis = 0;
   r.mDim = 2;
+  r.dim = "seq";
   r.batchInGrid = true;
   for (int i = 0; i < 4; ++i) {
     if (rt.m) r.mTensors.push_back(i);

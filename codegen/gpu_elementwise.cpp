@@ -245,6 +245,7 @@ Expected<GpuPlan> buildGpuElementwise(MLIRContext* ctx, const ir::Kernel& k, con
     r.m = true;
     r.maxM = region.iter[0];
     r.rowAxis = 0;
+    r.dim = "rows";
     r.unitsPerRow = rowVectors;
     r.rowsPerBlock = perBlock;
     r.mDim = 0;

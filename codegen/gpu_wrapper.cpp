@@ -44,7 +44,7 @@ Expected<GpuLaunch> launchAtSizes(const GpuLaunch& l, const int64_t* sizes) {
   if (rt.m) {
     const int64_t m = sizes[0];
     if (m < 1 || m > rt.maxM)
-      return makeError(ErrorCode::InvalidArgument, "runtime M=" + std::to_string(m) + " is outside 1.." + std::to_string(rt.maxM) + ", the range this kernel was compiled for");
+      return makeError(ErrorCode::InvalidArgument, "runtime " + rt.dim + "=" + std::to_string(m) + " is outside 1.." + std::to_string(rt.maxM) + ", the range this kernel was compiled for");
     auto& g = s.grid[size_t(rt.rowAxis)];
     g = std::min(g, (m * rt.unitsPerRow + rt.rowsPerBlock - 1) / rt.rowsPerBlock);
     for (GpuArg& a : s.args)
@@ -82,7 +82,8 @@ std::string GpuLaunch::str() const {
                   std::to_string(batches) + (batches == 1 ? " launch" : " launches (one per batch)");
   if (dynamicSharedBytes) s += ", " + std::to_string(dynamicSharedBytes) + " B dynamic shared memory";
   if (runtime.m)
-    s += ", runtime M 1.." + std::to_string(runtime.maxM) + " (grid." + std::string(1, "xyz"[runtime.rowAxis]) + " = ceil(M" +
+    s += ", runtime " + runtime.dim + " 1.." + std::to_string(runtime.maxM) + " (grid." + std::string(1, "xyz"[runtime.rowAxis]) +
+         " = ceil(" + runtime.dim +
          (runtime.unitsPerRow != 1 ? "*" + std::to_string(runtime.unitsPerRow) : std::string()) + "/" +
          std::to_string(runtime.rowsPerBlock) + "))";
   if (runtime.batch) s += ", runtime batch 1.." + std::to_string(runtime.maxBatch) + (runtime.batchInGrid ? " (grid.z)" : " (launches)");

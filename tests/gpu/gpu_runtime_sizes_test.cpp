@@ -106,7 +106,7 @@ TEST(GpuRuntimeSizes, ElementwiseRefusals) {
   for (int64_t m : {0, -1, 101}) {
     auto l = codegen::launchAtSizes(g->bin.launch, std::vector<int64_t>{m, 0, 0}.data());
     ASSERT_FALSE(l.ok()) << m;
-    EXPECT_TRUE(oneLine(l.error().message) && l.error().message.find("outside 1..100") != std::string::npos) << l.error().message;
+    EXPECT_TRUE(oneLine(l.error().message) && l.error().message.find("runtime rows=" + std::to_string(m) + " is outside 1..100") != std::string::npos) << l.error().message;
   }
   // grid.x follows the rows: 17 rows of 8 vectors in blocks of 64 vectors = 3 blocks (13 at 100).
   auto l = codegen::launchAtSizes(g->bin.launch, std::vector<int64_t>{17, 0, 0}.data());
@@ -211,6 +211,6 @@ TEST(GpuRuntimeSizes, AttentionRefusalsAndPtxas) {
   for (int64_t s : {0, 4097}) {
     auto bad = codegen::launchAtSizes(bin->launch, std::vector<int64_t>{s, 1, 0}.data());
     ASSERT_FALSE(bad.ok());
-    EXPECT_TRUE(oneLine(bad.error().message) && bad.error().message.find("outside 1..4096") != std::string::npos) << bad.error().message;
+    EXPECT_TRUE(oneLine(bad.error().message) && bad.error().message.find("runtime seq=" + std::to_string(s) + " is outside 1..4096") != std::string::npos) << bad.error().message;
   }
 }
