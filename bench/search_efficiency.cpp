@@ -292,6 +292,8 @@ bool replayTransfer(const std::vector<Table>& group, const BenchOptions& o, cons
     for (size_t j = 0; j < group.size(); ++j)
       if (j != i) others.insert(others.end(), group[j].records.begin(), group[j].records.end());
     const Table& t = group[i];
+    // --only: this table of the group is replayed (from all the others), the rest only teach.
+    if (!o.only.empty() && t.replay.name.find(o.only) == std::string::npos) continue;
     const bool prior = o.transferPrior && t.model.has_value();
     Outcome c = runStrategy(t, "evolutionary", o, host, nullptr, prior);
     Outcome w = runStrategy(t, "evolutionary", o, host, &others, prior);
@@ -394,7 +396,13 @@ int main(int argc, char** argv) {
                  "transfer: own results drawn as without it before the other GPUs' agreement decides (0: none)")
       ->capture_default_str();
   app.add_option("--transfer-probe-agreement", o.transfer.probeAgreement,
-                 "transfer: the rank correlation over the probe from which the other GPUs lead")
+                 "transfer: the rank correlation the probe's lower bound must reach for the other GPUs to lead")
+      ->capture_default_str();
+  app.add_option("--transfer-probe-z", o.transfer.probeZ,
+                 "transfer: the probe's bounds in standard errors of Fisher's z (0: rho itself)")
+      ->capture_default_str();
+  app.add_option("--transfer-probe-max", o.transfer.probeMaxTrials,
+                 "transfer: own results after which an undecided probe ends without the other GPUs")
       ->capture_default_str();
   app.add_option("--transfer-check", o.transfer.checkAfter,
                  "transfer: own results after which the other GPUs' agreement is checked (0: never)")

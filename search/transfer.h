@@ -2,11 +2,12 @@
 // on others (the store's or the shared cache's records). The other GPUs' records train a model of
 // their own (one ranking group per GPU); its score of a config is one more feature of the
 // session's cost model and picks the first batch it leads. It leads only after a probe: the tune's
-// first trials are the ones it would make without the records, and the other GPUs' landscape must
-// rank them alike. Landscapes that agree (two NVIDIA GPUs running one GEMM, rank correlation 0.93)
-// pass it and the score is the strongest feature at once; landscapes that disagree (an A100 and an
-// MI250X, 0.46: shared memory wins on one and loses on the other) would lead the search into a
-// region that is a local optimum here, so they are kept out and the tune runs as without them.
+// first trials are the ones it would make without the records, and the other GPUs' models must
+// rank them alike, by a test that a chance agreement of a few draws does not pass. Landscapes that
+// agree (two NVIDIA GPUs running one GEMM, rank correlation 0.93) pass it and the score is the
+// strongest feature from then on; landscapes that disagree (an A100 and an MI250X, 0.46: shared
+// memory wins on one and loses on the other) would lead the search into a region that is a local
+// optimum here, so they are kept out and the tune runs as without them, trial for trial.
 #pragma once
 
 #include <functional>
@@ -29,12 +30,24 @@ struct TransferSettings {
   bool asFeature = true;            // the score is a column of the cost model's features
   bool asPrior = true;              // the first batch comes from the score's top
   bool asSamples = false;           // also warm-start the cost model with the records themselves
-  // The probe: this GPU's first `probeTrials` results come from the twin without the transfer
-  // (a cold start's first batches: uniform draws), and the transfer leads from then on only when
-  // the score's rank correlation with them (Spearman) reaches `probeAgreement`; else the search
-  // stays the twin, the very search a tune without other GPUs' records runs (0: no probe).
+  // The probe: this GPU's first results come from the twin without the transfer (a cold start's
+  // own trials, so probing costs nothing), and the transfer leads from then on only once they
+  // show that the other GPUs' landscape agrees with this one's. It is a sequential test of rho,
+  // the mean of the rank correlations (Spearman) of the landscape's and the ranking model's scores
+  // with the probe's measurements (AgreementGate says why both): from
+  // `probeTrials` results on, after each batch, with the Fisher z of rho and its standard error
+  // sqrt(1.06 / (n - 3)), the transfer leads when the one-sided lower bound at `probeZ` standard
+  // errors reaches `probeAgreement`; the probe ends without it when the upper bound falls below
+  // that, or at `probeMaxTrials`. Why a bound and not rho itself: over 8 draws rho is noisy
+  // (standard error 0.46 in z), so two landscapes that agree at 0.46 (the convolution pair) rank
+  // 8 draws at >= 0.7 one probe in five; the bound (90 % one-sided) asks 0.81 of 8 results, 0.76
+  // of 12, 0.72 of 16, and lets a probe that is merely ambiguous look longer instead of deciding
+  // on chance.
+  // probeTrials 0: no probe; probeZ 0 with probeMaxTrials == probeTrials: one threshold on rho.
   int probeTrials = 8;
-  double probeAgreement = 0.7;
+  int probeMaxTrials = 16;
+  double probeAgreement = 0.5;
+  double probeZ = 1.282;
   // The agreement check: after `checkAfter` of this GPU's own results, while the score's rank
   // correlation with them (Spearman) is below `minAgreement`, the search's batches come from a
   // twin that learns from the same results without the score (0: never checked).
@@ -74,6 +87,11 @@ Prior transferPrior(std::shared_ptr<const Transfer> t);
 // Spearman's rank correlation of a and b (ties averaged); 0 when either is constant or n < 3.
 double rankCorrelation(const std::vector<double>& a, const std::vector<double>& b);
 
+// The probe's sequential test after `n` results whose rank correlation with the landscape's score
+// is `rho` (TransferSettings: probeTrials, probeMaxTrials, probeAgreement, probeZ).
+enum class ProbeVerdict { Undecided, Agrees, Disagrees };
+ProbeVerdict probeVerdict(double rho, size_t n, const TransferSettings& s);
+
 // The search without the transfer: its own strategy, cost model and features (the session's
 // analytic prior and warm start, as a tune without other GPUs' records runs).
 struct PlainSearch {
@@ -82,13 +100,15 @@ struct PlainSearch {
   std::unique_ptr<SearchStrategy> strategy;  // made with model and features above
 };
 
-// A search that uses the transfer while the other GPUs agree with this one: the first
-// `s.probeTrials` results come from `plain` (the tune without the transfer), then batches come from
-// `withTransfer` if the landscape ranks them with Spearman >= `s.probeAgreement`, until, after
-// `s.checkAfter` results, it ranks this GPU's measurements worse than `s.minAgreement`; otherwise,
-// and from then on, from `plain`, whose model learns every result (another GPU's landscape that
-// disagrees, an A100 where shared memory wins against an MI250X where it loses, must not steer the
-// search). `onSwitch` (may be empty) hears the drop once, with the rank correlation.
+// A search that uses the transfer while the other GPUs agree with this one: results come from
+// `plain` (the tune without the transfer) while the probe runs (from `s.probeTrials` to
+// `s.probeMaxTrials` results, probeVerdict over the lesser of the two models' rank correlations
+// with them); once it shows agreement, batches come from `withTransfer` until, after
+// `s.checkAfter` results, the landscape ranks this GPU's measurements worse than `s.minAgreement`;
+// otherwise, and from then on, from `plain`, whose model learns every result (another GPU's
+// landscape that disagrees, an A100 where shared memory wins against an MI250X where it loses,
+// must not steer the search). `onSwitch` (may be empty) hears the drop once, with the rank
+// correlation.
 std::unique_ptr<SearchStrategy> agreementGate(std::unique_ptr<SearchStrategy> withTransfer, PlainSearch plain,
                                               std::shared_ptr<const Transfer> t, const TransferSettings& s,
                                               std::function<void(double)> onSwitch);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 
 #include "costmodel/features.h"
 #include "cache_service/store.h"
@@ -37,17 +38,18 @@ const std::vector<cache::Record>& recordsOf(const std::string& file) {
 
 struct Replays {
   std::vector<int> hits;  // per seed: the trial that reached 95 % of the best
+  std::vector<std::vector<std::string>> trials;  // per seed: the configs measured, in order
   int transferGpus = 0;
 };
 
 // One replayed `tessera tune` per seed on `table`, warm-started from `others` (none: cold).
 Replays replay(const ReplayTable& table, const std::vector<cache::Record>* others, int seeds = 5,
-               const TransferSettings& transfer = {}) {
+               const TransferSettings& transfer = {}, int firstSeed = 0) {
   Replays out;
   const double bar = 0.95 * table.bestThroughput();
   const ir::Space space = table.space;
   TuneProblem p{table.key, table.space, TargetDesc{}, [space](const cache::HardKey&) { return costmodel::makeKnobFeatures(space); }};
-  for (int seed = 0; seed < seeds; ++seed) {
+  for (int seed = firstSeed; seed < firstSeed + seeds; ++seed) {
     SessionSettings ss;
     ss.loop.search.strategy = "evolutionary";
     ss.loop.search.seed = uint64_t(seed) * 7919 + 1;
@@ -63,8 +65,10 @@ Replays replay(const ReplayTable& table, const std::vector<cache::Record>* other
     ss.transfer.model.threads = 1;
     auto measurer = makeReplayMeasurer(table);
     int hit = 0;
+    std::vector<std::string> trials;
     SessionCallbacks cb;
     cb.onTrial = [&](const TrialResult& r, const TuneProgress& pr) {
+      trials.push_back(r.config.str());
       if (!hit && r.ok() && r.throughput >= bar) hit = pr.trial;
     };
     cb.shouldStop = [&](const TuneProgress&) { return hit > 0; };
@@ -73,6 +77,7 @@ Replays replay(const ReplayTable& table, const std::vector<cache::Record>* other
     if (!s.ok()) return out;
     out.transferGpus = s->transferGpus;
     out.hits.push_back(hit ? hit : int(table.results.size()));
+    out.trials.push_back(std::move(trials));
   }
   return out;
 }
@@ -128,9 +133,10 @@ TEST(Transfer, AnotherGpusRecordsCutTheTrialsOfATune) {
 // Another GPU whose landscape disagrees with this one's costs the tune nothing: the A100's
 // convolution from the MI250X's records (shared-memory staging wins on the one and loses on the
 // other; the MI250X's fastest configs are a local optimum at ~0.68 of the A100's best, where a
-// search that starts there stays). The probe of this GPU (its first 8 results drawn as a cold tune
-// draws them) judges the other GPU's agreement, and the cold search goes on unchanged. Control:
-// without the probe, the transfer leads the first batches and the same seeds need more trials.
+// search that starts there stays). The probe of this GPU (its first results are the cold tune's
+// own) judges the other GPU's agreement, and the cold search goes on unchanged: the very same
+// trials. Control: without the probe, the transfer leads the first batches and the same seeds need
+// more trials.
 TEST(Transfer, AGpuThatDisagreesCostsTheTuneNothing) {
   const auto& onA100 = recordsOf("convolution_A100.json.gz");
   const auto& onMI250X = recordsOf("convolution_MI250X.json.gz");
@@ -150,7 +156,87 @@ TEST(Transfer, AGpuThatDisagreesCostsTheTuneNothing) {
   std::printf("A100 convolution (%zu configs): median trials to 95 %%: cold %.0f, from the MI250X's records %.0f "
               "(without the probe %.0f)\n", table->results.size(), c, p, l);
   EXPECT_LE(p, c) << "a disagreeing GPU's records made the tune worse";
+  EXPECT_EQ(probed.trials, cold.trials) << "a disagreeing GPU's records changed the tune's trials";
   EXPECT_GT(l, c) << "control: the transfer leading from the first batch no longer hurts this pair";
+}
+
+// A probe that agrees by chance does not let the other GPU lead: on seed 31 the MI250X's two models
+// rank the A100's first 8 results at 0.71 and 0.74 (their landscapes agree at 0.46 over every
+// config), which a plain threshold of 0.7 took for agreement; the sequential test asks more of 8
+// results, looks at 12 and 16, and the tune stays the cold one, trial for trial. Control: with the
+// plain threshold (probeZ 0, judged once at 8), the MI250X's records lead and the trials differ.
+TEST(Transfer, AChanceAgreementOfTheProbeLeavesTheColdTune) {
+  const auto& onA100 = recordsOf("convolution_A100.json.gz");
+  const auto& onMI250X = recordsOf("convolution_MI250X.json.gz");
+  auto table = tableFromRecords("convolution_A100", onA100);
+  ASSERT_TRUE(table.ok()) << table.error().message;
+  Replays cold = replay(*table, nullptr, 1, {}, 31);
+  Replays probed = replay(*table, &onMI250X, 1, {}, 31);
+  TransferSettings plain;
+  plain.probeZ = 0;
+  plain.probeMaxTrials = plain.probeTrials;
+  plain.probeAgreement = 0.7;
+  Replays once = replay(*table, &onMI250X, 1, plain, 31);
+  std::printf("A100 convolution, seed 31: cold %d trials, from the MI250X's records %d (judged once at 8: %d)\n",
+              cold.hits.front(), probed.hits.front(), once.hits.front());
+  EXPECT_EQ(probed.trials, cold.trials) << "a chance agreement let the other GPU lead";
+  EXPECT_NE(once.trials, cold.trials) << "control: the plain threshold no longer trusts this probe";
+}
+
+// The probe's test on real landscapes, with an ideal model of the other GPU (its measured
+// throughput as the score) and uniform draws: a pair that agrees at 0.46 (the convolution) is
+// trusted rarely, one that agrees at 0.93 (the Xgemm pair) almost always; the control, the plain
+// threshold of 0.7 on 8 draws, trusts the convolution pair one probe in five (chance agreement).
+// (In a tune the probe's later trials are the cold search's picks, near this GPU's best, where the
+// convolution pair agrees less still, and both models must agree: see the replay tests.)
+TEST(Transfer, TheProbeTrustsEvidenceNotChance) {
+  TransferSettings s;  // the defaults: 8 to 16 results, lower bound at 1.282 standard errors >= 0.5
+  EXPECT_EQ(probeVerdict(0.9, 7, s), ProbeVerdict::Undecided);
+  EXPECT_EQ(probeVerdict(0.9, 8, s), ProbeVerdict::Agrees);
+  EXPECT_EQ(probeVerdict(0.8, 8, s), ProbeVerdict::Undecided);  // a plain 0.7 would trust it
+  EXPECT_EQ(probeVerdict(0.82, 12, s), ProbeVerdict::Agrees);
+  EXPECT_EQ(probeVerdict(0.7, 16, s), ProbeVerdict::Disagrees);  // the probe's end
+  EXPECT_EQ(probeVerdict(-0.3, 8, s), ProbeVerdict::Disagrees);   // no chance of 0.5
+  TransferSettings once = s;
+  once.probeZ = 0;
+  once.probeMaxTrials = 8;
+  once.probeAgreement = 0.7;
+  EXPECT_EQ(probeVerdict(0.75, 8, once), ProbeVerdict::Agrees);
+
+  // Trust rates over 400 probes of up to 16 uniform draws of configs both GPUs measured.
+  auto rates = [&](const std::string& self, const std::string& other) {
+    std::map<std::string, double> theirs;
+    for (const auto& r : recordsOf(other))
+      if (r.median_us > 0) theirs[r.config] = 1 / r.median_us;
+    std::vector<std::pair<double, double>> both;  // (here, there)
+    for (const auto& r : recordsOf(self))
+      if (auto it = theirs.find(r.config); r.median_us > 0 && it != theirs.end()) both.push_back({1 / r.median_us, it->second});
+    EXPECT_GT(both.size(), 1000u);
+    std::mt19937_64 rng(7);
+    int sequential = 0, plainThreshold = 0;
+    const int probes = 400;
+    for (int i = 0; i < probes; ++i) {
+      std::vector<double> here, there;
+      ProbeVerdict v = ProbeVerdict::Undecided;
+      for (size_t n = 1; n <= 16 && v == ProbeVerdict::Undecided; ++n) {
+        const auto& [a, b] = both[rng() % both.size()];
+        here.push_back(a);
+        there.push_back(b);
+        if (n == 8 && probeVerdict(rankCorrelation(there, here), n, once) == ProbeVerdict::Agrees) ++plainThreshold;
+        if (n % 4 == 0) v = probeVerdict(rankCorrelation(there, here), n, s);
+      }
+      sequential += v == ProbeVerdict::Agrees;
+    }
+    return std::pair{double(sequential) / probes, double(plainThreshold) / probes};
+  };
+  const auto [convSeq, convPlain] = rates("convolution_A100.json.gz", "convolution_MI250X.json.gz");
+  const auto [gemmSeq, gemmPlain] = rates("gemm_RTX_2080_Ti.json.gz", "gemm_RTX_3090.json.gz");
+  std::printf("probes trusted: convolution pair %.2f (plain threshold %.2f), Xgemm pair %.2f (plain %.2f)\n", convSeq,
+              convPlain, gemmSeq, gemmPlain);
+  EXPECT_LT(convSeq, 0.2);
+  EXPECT_GT(gemmSeq, 0.9);
+  EXPECT_GE(gemmSeq, gemmPlain) << "the test trusts a pair that agrees less often than the plain threshold";
+  EXPECT_GT(convPlain, convSeq + 0.03) << "control: the plain threshold no longer trusts chance agreement more";
 }
 
 // The transfer model ranks the other GPU's fast configs first, and skips records it cannot use.
