@@ -34,11 +34,11 @@ struct TransferSettings {
   // own trials, so probing costs nothing), and the transfer leads from then on only once they
   // show that the other GPUs' landscape agrees with this one's. It is a sequential test of rho,
   // the mean of the rank correlations (Spearman) of the landscape's and the ranking model's scores
-  // with the probe's measurements (AgreementGate says why both): from
-  // `probeTrials` results on, after each batch, with the Fisher z of rho and its standard error
-  // sqrt(1.06 / (n - 3)), the transfer leads when the one-sided lower bound at `probeZ` standard
-  // errors reaches `probeAgreement`; the probe ends without it when the upper bound falls below
-  // that, or at `probeMaxTrials`. Why a bound and not rho itself: over 8 draws rho is noisy
+  // with the probe's measurements (AgreementGate says why both): from `probeTrials` results on,
+  // after each batch, with the Fisher z of rho and its standard error sqrt(1.06 / (n - 3)), the
+  // transfer leads when the one-sided lower bound at `probeZ` standard errors reaches
+  // `probeAgreement`; the probe ends without it when the upper bound falls below that, or at
+  // `probeMaxTrials`. Why a bound and not rho itself: over 8 draws rho is noisy
   // (standard error 0.46 in z), so two landscapes that agree at 0.46 (the convolution pair) rank
   // 8 draws at >= 0.7 one probe in five; the bound (90 % one-sided) asks 0.81 of 8 results, 0.76
   // of 12, 0.72 of 16, and lets a probe that is merely ambiguous look longer instead of deciding
@@ -87,8 +87,8 @@ Prior transferPrior(std::shared_ptr<const Transfer> t);
 // Spearman's rank correlation of a and b (ties averaged); 0 when either is constant or n < 3.
 double rankCorrelation(const std::vector<double>& a, const std::vector<double>& b);
 
-// The probe's sequential test after `n` results whose rank correlation with the landscape's score
-// is `rho` (TransferSettings: probeTrials, probeMaxTrials, probeAgreement, probeZ).
+// The probe's sequential test after `n` results whose agreement with the other GPUs' models (a rank
+// correlation) is `rho` (TransferSettings: probeTrials, probeMaxTrials, probeAgreement, probeZ).
 enum class ProbeVerdict { Undecided, Agrees, Disagrees };
 ProbeVerdict probeVerdict(double rho, size_t n, const TransferSettings& s);
 
@@ -102,7 +102,7 @@ struct PlainSearch {
 
 // A search that uses the transfer while the other GPUs agree with this one: results come from
 // `plain` (the tune without the transfer) while the probe runs (from `s.probeTrials` to
-// `s.probeMaxTrials` results, probeVerdict over the lesser of the two models' rank correlations
+// `s.probeMaxTrials` results, probeVerdict over the mean of the two models' rank correlations
 // with them); once it shows agreement, batches come from `withTransfer` until, after
 // `s.checkAfter` results, the landscape ranks this GPU's measurements worse than `s.minAgreement`;
 // otherwise, and from then on, from `plain`, whose model learns every result (another GPU's
