@@ -306,6 +306,7 @@ bool replayTransfer(const std::vector<Table>& group, const BenchOptions& o, cons
     warm.push_back(wm);
     neverWorse = neverWorse && wm <= cm;
   }
+  if (cold.empty()) return true;  // --only left none of this group
   const double cut = geomean(cold) / geomean(warm);
   std::printf("  median trials (geomean) %.0f -> %.0f: %.2fx; no table worse at the median: %s\n", geomean(cold),
               geomean(warm), cut, neverWorse ? "yes" : "NO");
