@@ -209,6 +209,10 @@ std::string describeXgemm(const ir::Config& c) {
 //    (costmodel/gpu_access.h); guarded loads stay single, each behind its own branch (678
 //    branches for 675 loads) and waited for one by one, and guarded code hoists the filter's
 //    scalar loads, spilling SGPRs to VGPR lanes and VGPRs to scratch;
+//  - read_only changes only the global loads: staged, the staging loop's loads (LDG.E vs
+//    LDG.E.CONSTANT), and the code after the barrier is the same for both values (the files' own
+//    kernel compiled by NVRTC and ptxas of CUDA 11.8, 12.2 and 12.3, the toolkits current when
+//    the files were measured, Dec. 2023, for sm_80 and sm_86): no term of a staged estimate;
 //  - the staging loop's trip count depends on the thread index: it stays a loop, each
 //    iteration waiting for its load before the store to shared memory;
 //  - HIP's default launch bound (1024 threads) caps a thread at 128 VGPRs (512 per SIMD lane /
