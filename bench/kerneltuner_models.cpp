@@ -267,6 +267,11 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
   // Instructions besides the FMAs: the loads, the staging copies (load, store, loop), the
   // barrier, a branch around every guarded AMD load, the epilogue.
   double other = loadInstr + 4 * stageCopies + (sh ? 1 : 0) + (amd && guarded && !sh ? 3 * values : 0) + 2 * double(tx * ty) + 8;
+  // NVIDIA, unstaged __ldg: a plain load addresses its value as base register + immediate offset,
+  // an __ldg computes its own 64-bit address (IMAD.MOV, IMAD, LEA, LEA.HI.X: sm_80 code of the
+  // file's kernel from NVRTC 12.3, 9.0 instructions per FMA against 2.7 at 32x4 / 1x3 guarded,
+  // 6.4 against 2.1 at 1x1); the measured twins: __ldg 1.4-3x slower on the A100, A4000, A6000.
+  if (!amd && !sh && ro) other += 6 * loadInstr;
   // Registers. NVIDIA: ptxas keeps the accumulators and a few values (32 registers for most of
   // the space), more when unmerged __ldg loads are hoisted (182 at 64x1 threads, 2x4 tile).
   // AMD: the merged loads keep rows for reuse live (66 VGPRs at 1x1, 80 at 64x1 / 1x4, 98 at
