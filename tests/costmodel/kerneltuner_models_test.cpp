@@ -160,8 +160,10 @@ TEST(KernelTunerModels, MeasuredBestRanksHighInTheEstimate) {
       EXPECT_GE(r.spearman, 0.7) << name;
     else
       EXPECT_GT(r.spearman, 0.6) << name;
-    // The aim: the estimate's top 10 hold a config within 80 % of the best (not yet met
-    // on the A100's convolution: see the validation bench).
+    // The aim: the estimate's top 10 hold a config within 80 % of the best. Not on the
+    // A100's convolution: its configs within 80 % are fast by the order they were measured in,
+    // and their twins of the same code take 1.4-1.8x longer (bench/data/README.md); the test
+    // below keeps the model from being fitted to them.
     if (name != "convolution_A100") EXPECT_GE(r.top10, 0.8) << name;
     // On the Xgemm files the best ranks in the top 1 % (the 2080 Ti's ranked 229th of 17956 while
     // a wave's last two-warp block was costed at the whole SM's rate).
@@ -188,6 +190,40 @@ TEST(KernelTunerModels, StagingWinsOnTheA100AndLosesOnTheMi250x) {
   EXPECT_LT(time(*a100, "block_size_x=32,block_size_y=4", 1), time(*a100, "block_size_x=32,block_size_y=4", 0));
   const double staged = time(*mi, "block_size_x=64,block_size_y=1", 1), direct = time(*mi, "block_size_x=64,block_size_y=1", 0);
   EXPECT_GT(staged, 3 * direct) << "measured 9.9 vs 1.8 ms";
+}
+
+// read_only (__ldg) on NVIDIA changes the code only where the products read global memory: staged,
+// the kernel reads the shared copy after the barrier, and the CUDA 11.8, 12.2 and 12.3 compilers
+// (NVRTC and ptxas, sm_80 and sm_86) emit the same code for both values there (675 FFMA and 345
+// LDS at 32x4 threads, 1x3 tiles; only the 7 staging loads differ, LDG.E vs LDG.E.CONSTANT). The
+// A100 file's 1.6x between such twins tracks the order they were measured in, not the code
+// (bench/data/README.md), so the estimate must not separate them; unstaged, __ldg loads are not
+// merged (1800 loads for 1800 FMAs at 2x4 tiles) and the twins differ, in the model as measured
+// on every NVIDIA GPU (the control: the comparison does see read_only where the code changes).
+// The same test's last assertion holds the __ldg address arithmetic of the unstaged code.
+TEST(KernelTunerModels, ReadOnlyChangesTheEstimateOnlyWithoutStaging) {
+  auto a100 = bench::kernelTunerModel("convolution_A100");
+  ASSERT_TRUE(a100.has_value());
+  auto time = [&](const std::string& knobs, int ro) {
+    auto c = ir::Config::parseAssignments(knobs + ",use_padding=0,use_cmem=1,filter_height=15,filter_width=15,read_only=" +
+                                          std::to_string(ro));
+    EXPECT_TRUE(c.ok());
+    auto us = bench::kernelTunerPrior(*a100)(*c);
+    EXPECT_TRUE(us.has_value());
+    return us ? *us : 0.0;
+  };
+  for (const char* staged : {"block_size_x=32,block_size_y=4,tile_size_x=1,tile_size_y=3,use_shmem=1",
+                             "block_size_x=128,block_size_y=2,tile_size_x=1,tile_size_y=3,use_shmem=1",
+                             "block_size_x=32,block_size_y=4,tile_size_x=2,tile_size_y=4,use_shmem=1"})
+    EXPECT_EQ(time(staged, 0), time(staged, 1)) << staged;
+  const std::string direct = "block_size_x=64,block_size_y=4,tile_size_x=2,tile_size_y=4,use_shmem=0";
+  EXPECT_GT(time(direct, 1), 1.5 * time(direct, 0)) << "measured 6.5 vs 0.86 ms";
+  // Bounds-checked, every product loads (no merging either way), but each __ldg computes its own
+  // 64-bit address where a plain load takes an immediate offset: 9.0 against 2.7 instructions
+  // per FMA in the sm_80 code. The model without that rule estimated the two alike; with it the
+  // __ldg one is slower, though by less than measured (the L1 term, 2.3 ms, bounds both).
+  const std::string guarded = "block_size_x=32,block_size_y=4,tile_size_x=1,tile_size_y=3,use_shmem=0";
+  EXPECT_GT(time(guarded, 1), 1.02 * time(guarded, 0)) << "measured 4.20 vs 1.70 ms";
 }
 
 // Any Kernel Tuner file's kernel by its family, on any GPU of the table: the dedispersion kernel
