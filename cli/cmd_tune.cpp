@@ -166,8 +166,8 @@ void tuneCommand(const TuneFlags& f) {
   loadGpuFacts(f.gpu);
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
-  if (Status big = checkKernelSize(*k, f.maxElements); !big.ok()) failWith(big.error());
-  auto target = targetWithGpu(f.target, f.gpu, f.threads);
+  if (Status big = session::checkKernelSize(*k, f.maxElements); !big.ok()) failWith(big.error());
+  auto target = session::targetWithGpu(f.target, f.gpu.gpus, f.threads);
   if (!target.ok()) failWith(target.error());
 
   session::TuneRequest rq;
@@ -413,7 +413,7 @@ void bestCommand(const BestFlags& f) {
   loadGpuFacts(f.gpu);
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
-  auto t = targetWithGpu(f.target, f.gpu, f.threads);
+  auto t = session::targetWithGpu(f.target, f.gpu.gpus, f.threads);
   if (!t.ok()) failWith(t.error());
   cache::HardKey key = search::hardKeyFor(*k, *t);
   std::string keyId = cache::keyIdOf(key);

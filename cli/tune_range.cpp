@@ -66,8 +66,8 @@ void tuneRangeCommand(const RangeTuneRequest& r) {
   // The range's top is the largest kernel: its size decides (and is refused in one line).
   auto top = kernelAt(range->hi);
   if (!top.ok()) failWith(top.error());
-  if (Status big = checkKernelSize(*top, r.maxElements); !big.ok()) failWith(big.error());
-  auto t = targetFor(r.target, r.threads);
+  if (Status big = session::checkKernelSize(*top, r.maxElements); !big.ok()) failWith(big.error());
+  auto t = session::targetFor(r.target, r.threads);
   if (!t.ok()) failWith(t.error());
   if (t->isGpu() && !r.estimate)
     fail(std::string(flag) + " LO..HI on a GPU target: through the estimate only (--estimate; nothing runs); "

@@ -20,23 +20,11 @@
 #include "measure/protocol_measurer.h"
 #include "measure/records.h"
 #include "search/tune_session.h"
+#include "session/target_choice.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
 
 namespace tessera::session {
-
-inline constexpr int kAllCores = -1;  // threads: every core of the host (the key's units)
-
-// How a front end spells its options, so that one message serves both: the CLI's `--time-budget`
-// and `--device emulated`, Python's `time_budget` and `device="emulated"`.
-struct Dialect {
-  enum class Kind { Cli, Python };
-  Kind kind = Kind::Cli;
-  std::string option(std::string_view name) const;  // "time-budget" -> "--time-budget" | "time_budget"
-  // An option given a value: ("trials", "N") -> "--trials N" | "trials=N"; a flag (no value) ->
-  // "--estimate" | "estimate=True"; `text` quotes the value in Python (device="emulated").
-  std::string given(std::string_view name, std::string_view value = {}, bool text = false) const;
-};
 
 // Where a tune's candidates are measured: the host (forked children), a GPU of the target's
 // architecture (the device measurer), the emulated device (the GPU kernels' emulated form on this
