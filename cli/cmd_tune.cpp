@@ -96,6 +96,10 @@ struct TuneFlags {
   RangeFlags range;
 };
 
+search::CachePolicy cachePolicy(const TuneFlags& f) {
+  return f.force ? search::CachePolicy::Force : f.resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
+}
+
 // `--m LO..HI` (GEMM) / `--rows LO..HI` (elementwise) / `--seq LO..HI` (attention) or a list: tuned point by point into a
 // dispatch rule (tune_range.cpp).
 void tuneRange(const TuneFlags& f) {
@@ -105,11 +109,25 @@ void tuneRange(const TuneFlags& f) {
          "--device and --gpu", kExitBadInput);
   if (!f.strategy.empty() && f.strategy != "evolutionary")
     fail(flag + " LO..HI tunes each point with the evolutionary search: drop --strategy", kExitBadInput);
-  tuneRangeCommand({.kernel = f.kernel, .range = f.range, .target = f.target, .db = f.db, .spaceSpec = f.spaceSpec,
-                    .trials = f.trials, .batch = f.batch, .topK = f.topK, .threads = f.threads, .seed = f.seed,
-                    .timeBudget = f.timeBudget, .timeout = f.timeout, .minTime = f.minTime, .force = f.force,
-                    .resume = f.resume, .json = f.json, .noWarmStart = f.noWarmStart, .estimate = f.estimate,
-                    .maxElements = f.maxElements});
+  session::RangeTuneRequest rq;
+  rq.target = f.target;
+  rq.threads = f.threads;
+  rq.maxElements = f.maxElements;
+  rq.estimate = f.estimate;
+  rq.space = f.spaceSpec;
+  rq.trials = f.trials;
+  rq.batch = f.batch;
+  rq.topK = f.topK;
+  rq.timeBudget = f.timeBudget;
+  rq.timeout = f.timeout;
+  rq.minTime = f.minTime;
+  rq.seed = f.seed;
+  rq.maxKernels = f.range.maxKernels;
+  rq.points = f.range.points;
+  rq.db = f.db;
+  rq.policy = cachePolicy(f);
+  rq.warmStart = !f.noWarmStart;
+  tuneRangeCommand(f.kernel, f.range, std::move(rq), f.json);
 }
 
 nlohmann::json trialJson(const search::TrialResult& r) {
@@ -190,7 +208,7 @@ void tuneCommand(const TuneFlags& f) {
   rq.seed = f.seed;
   rq.db = f.db;
   rq.cache = clientOptions(f.cache);
-  rq.policy = f.force ? search::CachePolicy::Force : f.resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
+  rq.policy = cachePolicy(f);
   rq.warmStart = !f.noWarmStart;
   rq.transfer = !f.noTransfer;
   rq.verifyTime = f.verifyTime;
