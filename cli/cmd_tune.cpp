@@ -21,13 +21,8 @@
 #include "cli/report.h"
 #include "cli/tune_common.h"
 #include "cli/tune_range.h"
-#include "costmodel/cost_model.h"
-#include "costmodel/features.h"
 #include "ir/families.h"
 #include "ir/text.h"
-#include "codegen/gpu.h"
-#include "costmodel/gpu_model.h"
-#include "measure/estimate.h"
 #include "measure/protocol_measurer.h"
 #include "search/tune_session.h"
 #include "search/verify_hit.h"
@@ -160,9 +155,8 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
               std::string(ir::typeName(ir::kernelInputType(k))).c_str(), t.memBandwidthGBs, double(t.l2Bytes_gpu) / (1024.0 * 1024.0));
   std::printf("throughput   %s  (%.1f%% of the %s's %s, predicted)\n", fmtThroughput(k, b.throughput).c_str(),
               100 * b.peakFraction, t.model.c_str(), ir::isComputeBound(k) ? "compute peak" : "memory bandwidth");
-  auto bin = codegen::compileGpu(k, b.config, t, {.wantBinary = false});
-  auto e = search::estimateKernel(k, b.config, t, bin.ok() ? &bin->resources : nullptr);
-  if (e.ok()) {
+  const session::EstimateDetail detail = session::explainEstimate(k, b.config, t);
+  if (const auto& e = detail.estimate) {
     std::string terms;
     for (const auto& term : e->model.terms)
       if (term.us >= 0.05 * e->model.timeUs)
@@ -173,7 +167,7 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
                 e->model.waves == 1 ? "" : "s", 100 * e->model.waveEfficiency);
     for (const auto& [name, value] : e->facts) std::printf("%-12s %s\n", name.c_str(), value.c_str());
   }
-  if (bin.ok()) std::printf("resources    %s\n", bin->resources.summary().c_str());
+  if (detail.resources) std::printf("resources    %s\n", detail.resources->summary().c_str());
   if (const auto& d = res.tune.defaultConfig; d && d->ok() && res.speedupOverDefault > 0)
     std::printf("vs default   %.2fx predicted  (default %s: %s)\n", res.speedupOverDefault, d->config.str().c_str(),
                 fmtTime(d->samples.median_us).c_str());

@@ -16,6 +16,7 @@
 #include "cache_service/client.h"
 #include "cache_service/store.h"
 #include "ir/ir.h"
+#include "measure/estimate.h"
 #include "measure/measurer.h"
 #include "measure/protocol_measurer.h"
 #include "measure/records.h"
@@ -150,6 +151,16 @@ Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest r);
 
 // openTune + run, for front ends with nothing to do in between.
 Expected<search::SessionResult> runTune(TuneRequest r);
+
+// The estimate of a config in full, for the report of an estimating tune's winner: the analytic
+// model's time, terms, occupancy and facts, with the compiler's resources of the config on `t`
+// (compiled without a binary) in place of the model's guesses where the compile succeeds. Either
+// part is absent when it cannot be had (nothing is measured or run).
+struct EstimateDetail {
+  std::optional<search::KernelEstimate> estimate;
+  std::optional<codegen::ResourceReport> resources;
+};
+EstimateDetail explainEstimate(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 
 // This machine's provenance inputs for records (TuneRequest::provenance and every lookup by
 // provenance): tessera's and LLVM's versions and the host name; `user` as the front end names
