@@ -133,7 +133,6 @@ class PgStore final : public SqlRecordStore {
   Expected<std::vector<std::string>> kernelTextWorkloads(const std::string& prefix, int limit) override;
 
   Expected<Record> readRow(const pqxx::row& row) const;  // + staleness against the current toolchain
-  ServedRecordPtr serve(Record r) const;
 
  private:
   PgStore(const std::string& url, const EngineOptions& o) : pool_(url, o.max_connections, 30), opts_(o) {}

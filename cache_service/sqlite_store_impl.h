@@ -107,6 +107,9 @@ class SqliteStore final : public SqlRecordStore {
   Expected<Reader> reader();
   Expected<Record> readRow(const sql::Stmt& st) const;  // rowToRecord + staleness against opts_.current
   Expected<ServedRecordPtr> readWinner(sql::Db& db, std::string_view key_id);
+  // Every record a statement selects (kRecordColumns), on a pooled reader; `bind` binds its
+  // parameters.
+  Expected<std::vector<Record>> readRecords(const std::string& sql, const std::function<void(sql::Stmt&)>& bind);
   Status loadIndex(sql::Db& db);
 
   // --- writer (sqlite_store_write.cpp) ---
