@@ -104,25 +104,12 @@ void tuneRange(const TuneFlags& f) {
          "--device and --gpu", kExitBadInput);
   if (!f.strategy.empty() && f.strategy != "evolutionary")
     fail(flag + " LO..HI tunes each point with the evolutionary search: drop --strategy", kExitBadInput);
-  session::RangeTuneRequest rq;
-  rq.target = f.target;
-  rq.threads = f.threads;
-  rq.maxElements = f.maxElements;
-  rq.estimate = f.estimate;
-  rq.space = f.spaceSpec;
-  rq.trials = f.trials;
-  rq.batch = f.batch;
-  rq.topK = f.topK;
-  rq.timeBudget = f.timeBudget;
-  rq.timeout = f.timeout;
-  rq.minTime = f.minTime;
-  rq.seed = f.seed;
-  rq.maxKernels = f.range.maxKernels;
-  rq.points = f.range.points;
-  rq.db = f.db;
-  rq.policy = cachePolicy(f);
-  rq.warmStart = !f.noWarmStart;
-  tuneRangeCommand(f.kernel, f.range, std::move(rq), f.json);
+  tuneRangeCommand(f.kernel, f.range,
+                   {.target = f.target, .threads = f.threads, .maxElements = f.maxElements, .estimate = f.estimate,
+                    .space = f.spaceSpec, .trials = f.trials, .batch = f.batch, .topK = f.topK, .timeBudget = f.timeBudget,
+                    .timeout = f.timeout, .minTime = f.minTime, .seed = f.seed, .maxKernels = f.range.maxKernels,
+                    .points = f.range.points, .db = f.db, .policy = cachePolicy(f), .warmStart = !f.noWarmStart},
+                   f.json);
 }
 
 nlohmann::json trialJson(const search::TrialResult& r) {
