@@ -5,7 +5,8 @@
 // estimate's top 1 / 10 / 50 as a fraction of the true best (1.0: the top-k holds the best).
 // The aim: the top 10 hold a config within 80 % of the best on every file (exit status 1
 // when not). Also per file: where the measured best ranks in the estimate, the model's bound and
-// terms for it, and the estimate's top configs with their measured fractions.
+// terms for it, the configs the model cannot tell apart and how far their measurements differ
+// (what caps the top-k figures), and the estimate's top configs with their measured fractions.
 //
 // Any Kernel Tuner file of a kernel the models know (CLBlast Xgemm, the convolution, the
 // dedispersion kernel) can be named; its GPU is the GPU table's row of the file's device_name, or
@@ -38,6 +39,55 @@ struct Row {
   double estimatedUs = 0;  // +inf: the model cannot describe it or it does not fit
   costmodel::GpuEstimate est;
 };
+
+// Configs the model cannot tell apart (bit-equal estimates: the same workload, e.g. knobs that do
+// not change the compiled code) should measure alike; where they do not, the measurements hold
+// something the model does not see (a code difference it misses, or the measurement itself). A
+// top-k figure is capped by it: a model can rank the measured best no higher than its twins.
+std::string indistinguishable(const std::vector<Row>& rows, size_t bestIdx) {
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (std::isfinite(rows[i].estimatedUs)) idx.push_back(i);
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return rows[a].estimatedUs < rows[b].estimatedUs; });
+  std::vector<double> spreads;
+  size_t over = 0, bestGroup = 0;
+  double bestOthers = 0;
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    double lo = INFINITY, hi = 0;
+    bool hasBest = false;
+    for (; j < idx.size() && rows[idx[j]].estimatedUs == rows[idx[i]].estimatedUs; ++j) {
+      lo = std::min(lo, rows[idx[j]].measuredUs);
+      hi = std::max(hi, rows[idx[j]].measuredUs);
+      hasBest |= idx[j] == bestIdx;
+    }
+    if (j - i > 1) {
+      spreads.push_back(hi / lo);
+      over += hi / lo > 1.3;
+      if (hasBest) {
+        bestGroup = j - i;
+        double others = INFINITY;  // the fastest of the best's twins
+        for (size_t k = i; k < j; ++k)
+          if (idx[k] != bestIdx) others = std::min(others, rows[idx[k]].measuredUs);
+        bestOthers = others / rows[bestIdx].measuredUs;
+      }
+    }
+    i = j;
+  }
+  if (spreads.empty()) return "  no two configs share an estimate\n";
+  std::nth_element(spreads.begin(), spreads.begin() + long(spreads.size() / 2), spreads.end());
+  char b[400];
+  std::snprintf(b, sizeof b,
+                "  configs the estimate cannot tell apart (equal estimates): %zu groups of 2+, measured spread (slowest /\n"
+                "    fastest) median %.2f, %zu groups over 1.3x; %s",
+                spreads.size(), spreads[spreads.size() / 2], over, bestGroup ? "" : "the measured best has no twin\n");
+  std::string out = b;
+  if (bestGroup) {
+    std::snprintf(b, sizeof b, "the measured best's group of %zu: its twins %.2fx slower\n", bestGroup, bestOthers);
+    out += b;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -175,7 +225,9 @@ int main(int argc, char** argv) {
       std::snprintf(b, sizeof b, " %s %.0f", t.name.c_str(), t.us);
       d += b;
     }
-    d += "\n  the estimate's top configs (measured fraction of the best):\n";
+    d += "\n";
+    d += indistinguishable(rows, bestIdx);
+    d += "  the estimate's top configs (measured fraction of the best):\n";
     for (int i = 0; i < top && size_t(i) < order.size(); ++i) {
       const Row& r = rows[order[size_t(i)]];
       std::snprintf(b, sizeof b, "   %2d. %.2f  est %.1f us (%s)  measured %.1f us  %s\n       %s\n", i + 1, best / r.measuredUs,

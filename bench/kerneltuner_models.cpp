@@ -201,7 +201,9 @@ std::string describeXgemm(const ir::Config& c) {
 //  - the fully unrolled loops let the compiler load each distinct input value a thread needs
 //    once (rows overlap across tile_y when block_size_y < 15): R x C loads, R = distinct rows,
 //    C = distinct columns (32x4 threads, 1x3 tile: 345 ld.shared for 675 FMAs). Not so for
-//    __ldg on NVIDIA (ld.global.nc is not merged: 1800 loads for 1800 FMAs) nor for guarded
+//    __ldg on NVIDIA in the PTX (ld.global.nc not merged: 1800 loads for 1800 FMAs; ptxas of
+//    CUDA 12.3 does merge them in the SASS, 810 at 64x4 / 2x4, but holds them in 255 registers
+//    against 32, which the register term below stands in for) nor for guarded
 //    global loads (675 for 675);
 //  - AMD merges a row's consecutive columns into 16-byte loads (global_load_dwordx4: 144 for
 //    540 values), and into 16- and 12-byte LDS reads at addresses only dword aligned
@@ -209,6 +211,10 @@ std::string describeXgemm(const ir::Config& c) {
 //    (costmodel/gpu_access.h); guarded loads stay single, each behind its own branch (678
 //    branches for 675 loads) and waited for one by one, and guarded code hoists the filter's
 //    scalar loads, spilling SGPRs to VGPR lanes and VGPRs to scratch;
+//  - read_only changes only the global loads: staged, the staging loop's loads (LDG.E vs
+//    LDG.E.CONSTANT), and the code after the barrier is the same for both values (the files' own
+//    kernel compiled by NVRTC and ptxas of CUDA 11.8, 12.2 and 12.3, the toolkits current when
+//    the files were measured, Dec. 2023, for sm_80 and sm_86): no term of a staged estimate;
 //  - the staging loop's trip count depends on the thread index: it stays a loop, each
 //    iteration waiting for its load before the store to shared memory;
 //  - HIP's default launch bound (1024 threads) caps a thread at 128 VGPRs (512 per SIMD lane /
@@ -263,6 +269,12 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
   // Instructions besides the FMAs: the loads, the staging copies (load, store, loop), the
   // barrier, a branch around every guarded AMD load, the epilogue.
   double other = loadInstr + 4 * stageCopies + (sh ? 1 : 0) + (amd && guarded && !sh ? 3 * values : 0) + 2 * double(tx * ty) + 8;
+  // NVIDIA, unstaged __ldg: a plain load addresses its value as base register + immediate offset,
+  // an __ldg computes its own 64-bit address (IMAD.MOV, IMAD, LEA, LEA.HI.X: sm_80 code of the
+  // file's kernel from CUDA 11.8, 12.2 and 12.3 alike, 9.0 instructions per FMA against 2.7 at
+  // 32x4 / 1x3 guarded, 6.4 against 2.1 at 1x1); measured, bounds-checked __ldg configs take
+  // 1.4-3x their plain twins' time (medians per tile shape) on the A100, A4000 and A6000.
+  if (!amd && !sh && ro) other += 6 * loadInstr;
   // Registers. NVIDIA: ptxas keeps the accumulators and a few values (32 registers for most of
   // the space), more when unmerged __ldg loads are hoisted (182 at 64x1 threads, 2x4 tile).
   // AMD: the merged loads keep rows for reuse live (66 VGPRs at 1x1, 80 at 64x1 / 1x4, 98 at

@@ -56,13 +56,6 @@ Expected<Record> PgStore::readRow(const pqxx::row& row) const {
   return r;
 }
 
-ServedRecordPtr PgStore::serve(Record r) const {
-  auto served = std::make_shared<ServedRecord>();
-  served->json = encodeRecord(r);
-  served->record = std::move(r);
-  return served;
-}
-
 Expected<std::unique_ptr<PgStore>> PgStore::open(const std::string& url, const EngineOptions& o) {
   std::unique_ptr<PgStore> s(new PgStore(url, o));
   auto conn = s->pool_.acquire();
@@ -152,13 +145,7 @@ Expected<std::vector<NearestMatch>> PgStore::nearest(const HardKey& key, int lim
       " WHERE k.family = $1 AND k.dtype = $2 AND k.target = $3 AND k.arch = $4 AND k.rank = $5::integer";
   TESSERA_ASSIGN(auto rows, readRecords(q, {key.family, key.dtype, key.target, key.arch,
                                             std::to_string(key.shape.size())}));
-  std::vector<NearestMatch> out;
-  for (Record& r : rows) {
-    auto d = shapeDistance(key.shape, r.key.shape);
-    if (d) out.push_back({std::move(r), *d});
-  }
-  rankNearest(key, out, limit);
-  return out;
+  return nearestOf(key, std::move(rows), limit);
 }
 
 Expected<std::vector<Record>> PgStore::exportSince(int64_t after_id, int limit) {

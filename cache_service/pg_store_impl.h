@@ -23,8 +23,7 @@
 
 #include "cache_service/engine.h"
 #include "cache_service/jobs.h"
-#include "cache_service/outbox.h"
-#include "cache_service/sql_job_queue.h"
+#include "cache_service/sql_store.h"
 #include "cache_service/store.h"
 
 namespace tessera::cache::pg {
@@ -112,19 +111,18 @@ class PgTx final : public SqlTx {
   pqxx::transaction_base& t_;
 };
 
-class PgStore final : public RecordStore, public Outbox, private SqlTxRunner {
+class PgStore final : public SqlRecordStore {
  public:
   static Expected<std::unique_ptr<PgStore>> open(const std::string& url, const EngineOptions& o);
 
-  Expected<std::vector<PutResult>> put(std::span<const Record> records, const PutOptions& opts) override;
+  // put, administer, the outbox and the job queue (leases take items with FOR UPDATE SKIP
+  // LOCKED): SqlRecordStore's, on this engine's transactions.
   Expected<ServedRecordPtr> best(std::string_view key_id) override;
   Expected<ServedRecordPtr> bestMatching(std::string_view key_id, const Provenance& want) override;
-  Expected<int64_t> administer(const RecordSelector& sel, AdminAction action, double agree_factor) override;
   Expected<ListPage> list(const ListQuery& q) override;
   Expected<KernelPage> kernels(const KernelQuery& q) override;  // pg_kernels.cpp
   Expected<std::vector<NearestMatch>> nearest(const HardKey& key, int limit) override;
   Expected<std::vector<Record>> exportSince(int64_t after_id, int limit) override;
-  Outbox* outbox() override { return this; }
   Expected<std::vector<Record>> pending(int limit) override;
   Status markPushed(std::span<const int64_t> ids) override;
   Expected<StoreStats> stats() override;
@@ -133,11 +131,8 @@ class PgStore final : public RecordStore, public Outbox, private SqlTxRunner {
   Status putKernelText(const std::string& workload, const std::string& text) override;  // pg_kernel_texts.cpp
   Expected<std::optional<std::string>> kernelText(const std::string& workload) override;
   Expected<std::vector<std::string>> kernelTextWorkloads(const std::string& prefix, int limit) override;
-  // The job queue (sql_job_queue.h): leases take items with FOR UPDATE SKIP LOCKED.
-  JobQueue* jobs() override { return &job_queue_; }
 
   Expected<Record> readRow(const pqxx::row& row) const;  // + staleness against the current toolchain
-  ServedRecordPtr serve(Record r) const;
 
  private:
   PgStore(const std::string& url, const EngineOptions& o) : pool_(url, o.max_connections, 30), opts_(o) {}
@@ -148,7 +143,6 @@ class PgStore final : public RecordStore, public Outbox, private SqlTxRunner {
 
   Pool pool_;
   EngineOptions opts_;
-  SqlJobQueue job_queue_{*this};
 };
 
 // Record columns selected by every read, in the order PgStore::readRow expects; `r` is records and

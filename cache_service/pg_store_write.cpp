@@ -71,13 +71,7 @@ Status PgStore::transact(TxMode mode, const std::function<Status(SqlTx&, core::T
                });
 }
 
-Expected<std::vector<PutResult>> PgStore::put(std::span<const Record> records, const PutOptions& opts) {
-  return core::putRecords(*this, records, opts);
-}
 
-Expected<int64_t> PgStore::administer(const RecordSelector& sel, AdminAction action, double agree_factor) {
-  return core::administerRecords(*this, sel, action, agree_factor);
-}
 
 Status PgStore::markPushed(std::span<const int64_t> ids) {
   if (ids.empty()) return {};

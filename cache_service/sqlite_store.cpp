@@ -129,10 +129,7 @@ Expected<ServedRecordPtr> SqliteStore::readWinner(sql::Db& db, std::string_view 
   TESSERA_ASSIGN(bool row, st->step());
   if (!row) return ServedRecordPtr{};
   TESSERA_ASSIGN(Record r, readRow(*st));
-  auto served = std::make_shared<ServedRecord>();
-  served->json = encodeRecord(r);
-  served->record = std::move(r);
-  return ServedRecordPtr(std::move(served));
+  return serve(std::move(r));
 }
 
 Status SqliteStore::loadIndex(sql::Db& db) {
@@ -144,10 +141,8 @@ Status SqliteStore::loadIndex(sql::Db& db) {
     TESSERA_ASSIGN(bool row, st.step());
     if (!row) break;
     TESSERA_ASSIGN(Record r, readRow(st));
-    auto served = std::make_shared<ServedRecord>();
-    served->json = encodeRecord(r);
-    served->record = std::move(r);
-    fresh.emplace(served->record.key_id, std::move(served));
+    std::string key_id = r.key_id;
+    fresh.emplace(std::move(key_id), serve(std::move(r)));
   }
   std::unique_lock<std::shared_mutex> g(index_mu_);
   winners_.swap(fresh);
@@ -180,10 +175,7 @@ Expected<ServedRecordPtr> SqliteStore::bestMatching(std::string_view key_id, con
   TESSERA_ASSIGN(bool found, st->step());
   if (!found) return ServedRecordPtr{};
   TESSERA_ASSIGN(Record r, readRow(*st));
-  auto served = std::make_shared<ServedRecord>();
-  served->json = encodeRecord(r);
-  served->record = std::move(r);
-  return ServedRecordPtr(std::move(served));
+  return serve(std::move(r));
 }
 
 Expected<ListPage> SqliteStore::list(const ListQuery& q) {
@@ -242,62 +234,45 @@ Expected<ListPage> SqliteStore::list(const ListQuery& q) {
   return page;
 }
 
+Expected<std::vector<Record>> SqliteStore::readRecords(const std::string& sql, const std::function<void(sql::Stmt&)>& bind) {
+  TESSERA_ASSIGN(Reader rd, reader());
+  TESSERA_ASSIGN(sql::Stmt * st, rd->cached(sql));
+  sql::Use use(*st);
+  bind(*st);
+  std::vector<Record> out;
+  for (;;) {
+    TESSERA_ASSIGN(bool row, st->step());
+    if (!row) break;
+    TESSERA_ASSIGN(Record r, readRow(*st));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 Expected<std::vector<NearestMatch>> SqliteStore::nearest(const HardKey& key, int limit) {
   static const std::string q =
       std::string("SELECT ") + kRecordColumns +
       " FROM keys k JOIN records r ON r.id = k.winner_id"
       " WHERE k.family = ? AND k.dtype = ? AND k.target = ? AND k.arch = ? AND k.rank = ?";
-  TESSERA_ASSIGN(Reader rd, reader());
-  TESSERA_ASSIGN(sql::Stmt * st, rd->cached(q));
-  sql::Use use(*st);
-  st->bind(1, key.family).bind(2, key.dtype).bind(3, key.target).bind(4, key.arch);
-  st->bind(5, static_cast<int64_t>(key.shape.size()));
-  std::vector<NearestMatch> out;
-  for (;;) {
-    TESSERA_ASSIGN(bool row, st->step());
-    if (!row) break;
-    TESSERA_ASSIGN(Record r, readRow(*st));
-    auto d = shapeDistance(key.shape, r.key.shape);
-    if (d) out.push_back({std::move(r), *d});
-  }
-  rankNearest(key, out, limit);
-  return out;
+  TESSERA_ASSIGN(auto rows, readRecords(q, [&](sql::Stmt& st) {
+                   st.bind(1, key.family).bind(2, key.dtype).bind(3, key.target).bind(4, key.arch);
+                   st.bind(5, static_cast<int64_t>(key.shape.size()));
+                 }));
+  return nearestOf(key, std::move(rows), limit);
 }
 
 Expected<std::vector<Record>> SqliteStore::exportSince(int64_t after_id, int limit) {
   static const std::string q = std::string("SELECT ") + kRecordColumns +
                                " FROM records r JOIN keys k ON k.key_id = r.key_id"
                                " WHERE r.id > ? AND r.quarantined = 0 ORDER BY r.id LIMIT ?";
-  TESSERA_ASSIGN(Reader rd, reader());
-  TESSERA_ASSIGN(sql::Stmt * st, rd->cached(q));
-  sql::Use use(*st);
-  st->bind(1, after_id).bind(2, std::max(limit, 0));
-  std::vector<Record> out;
-  for (;;) {
-    TESSERA_ASSIGN(bool row, st->step());
-    if (!row) break;
-    TESSERA_ASSIGN(Record r, readRow(*st));
-    out.push_back(std::move(r));
-  }
-  return out;
+  return readRecords(q, [&](sql::Stmt& st) { st.bind(1, after_id).bind(2, std::max(limit, 0)); });
 }
 
 Expected<std::vector<Record>> SqliteStore::pending(int limit) {
   static const std::string q = std::string("SELECT ") + kRecordColumns +
                                " FROM records r JOIN keys k ON k.key_id = r.key_id"
                                " WHERE r.pushed = 0 ORDER BY r.id LIMIT ?";
-  TESSERA_ASSIGN(Reader rd, reader());
-  TESSERA_ASSIGN(sql::Stmt * st, rd->cached(q));
-  sql::Use use(*st);
-  st->bind(1, std::max(limit, 0));
-  std::vector<Record> out;
-  for (;;) {
-    TESSERA_ASSIGN(bool row, st->step());
-    if (!row) break;
-    TESSERA_ASSIGN(Record r, readRow(*st));
-    out.push_back(std::move(r));
-  }
-  return out;
+  return readRecords(q, [&](sql::Stmt& st) { st.bind(1, std::max(limit, 0)); });
 }
 
 Expected<StoreStats> SqliteStore::stats() {

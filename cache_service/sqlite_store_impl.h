@@ -17,8 +17,7 @@
 #include <vector>
 
 #include "cache_service/jobs.h"
-#include "cache_service/outbox.h"
-#include "cache_service/sql_job_queue.h"
+#include "cache_service/sql_store.h"
 #include "cache_service/sqlite_db.h"
 #include "cache_service/store.h"
 #include "cache_service/store_core.h"
@@ -54,23 +53,20 @@ class SqliteTx final : public SqlTx {
   sql::Db& db_;
 };
 
-class SqliteStore final : public RecordStore, public Outbox, private SqlTxRunner {
+class SqliteStore final : public SqlRecordStore {
  public:
   static Expected<std::unique_ptr<SqliteStore>> open(const std::string& path,
                                                      const SqliteStoreOptions& opts);
   // A store on a private database in memory (makeMemoryStore): the same rules, nothing persists.
   static Expected<std::unique_ptr<SqliteStore>> openInMemory(const Provenance& current);
 
-  Expected<std::vector<PutResult>> put(std::span<const Record> records,
-                                       const PutOptions& opts) override;
+  // put, administer, the outbox and the job queue: SqlRecordStore's, on this engine's transactions.
   Expected<ServedRecordPtr> best(std::string_view key_id) override;
   Expected<ServedRecordPtr> bestMatching(std::string_view key_id, const Provenance& want) override;
-  Expected<int64_t> administer(const RecordSelector& sel, AdminAction action, double agree_factor) override;
   Expected<ListPage> list(const ListQuery& q) override;
   Expected<KernelPage> kernels(const KernelQuery& q) override;  // sqlite_kernels.cpp
   Expected<std::vector<NearestMatch>> nearest(const HardKey& key, int limit) override;
   Expected<std::vector<Record>> exportSince(int64_t after_id, int limit) override;
-  Outbox* outbox() override { return this; }
   Expected<std::vector<Record>> pending(int limit) override;
   Status markPushed(std::span<const int64_t> ids) override;
   Expected<StoreStats> stats() override;
@@ -80,9 +76,9 @@ class SqliteStore final : public RecordStore, public Outbox, private SqlTxRunner
   Status putKernelText(const std::string& workload, const std::string& text) override;  // sqlite_kernel_texts.cpp
   Expected<std::optional<std::string>> kernelText(const std::string& workload) override;
   Expected<std::vector<std::string>> kernelTextWorkloads(const std::string& prefix, int limit) override;
-  // The job queue (sql_job_queue.h): its writes go through the group commit (BEGIN IMMEDIATE).
-  // The in-memory store keeps none (workers reach a service's queue, never a tool's memory).
-  JobQueue* jobs() override { return in_memory_ ? nullptr : &job_queue_; }
+  // The job queue's writes go through the group commit (BEGIN IMMEDIATE). The in-memory store
+  // keeps none (workers reach a service's queue, never a tool's memory).
+  JobQueue* jobs() override { return in_memory_ ? nullptr : SqlRecordStore::jobs(); }
 
 
  private:
@@ -111,6 +107,9 @@ class SqliteStore final : public RecordStore, public Outbox, private SqlTxRunner
   Expected<Reader> reader();
   Expected<Record> readRow(const sql::Stmt& st) const;  // rowToRecord + staleness against opts_.current
   Expected<ServedRecordPtr> readWinner(sql::Db& db, std::string_view key_id);
+  // Every record a statement selects (kRecordColumns), on a pooled reader; `bind` binds its
+  // parameters.
+  Expected<std::vector<Record>> readRecords(const std::string& sql, const std::function<void(sql::Stmt&)>& bind);
   Status loadIndex(sql::Db& db);
 
   // --- writer (sqlite_store_write.cpp) ---
@@ -159,8 +158,6 @@ class SqliteStore final : public RecordStore, public Outbox, private SqlTxRunner
 
   std::shared_mutex index_mu_;
   std::unordered_map<std::string, ServedRecordPtr> winners_;
-
-  SqlJobQueue job_queue_{*this};
 };
 
 }  // namespace tessera::cache

@@ -166,13 +166,7 @@ Status SqliteStore::transact(TxMode mode, const std::function<Status(SqlTx&, cor
   return s;
 }
 
-Expected<int64_t> SqliteStore::administer(const RecordSelector& sel, AdminAction action, double agree_factor) {
-  return core::administerRecords(*this, sel, action, agree_factor);
-}
 
-Expected<std::vector<PutResult>> SqliteStore::put(std::span<const Record> records, const PutOptions& opts) {
-  return core::putRecords(*this, records, opts);
-}
 
 Status SqliteStore::markPushed(std::span<const int64_t> ids) {
   if (ids.empty()) return {};

@@ -85,7 +85,7 @@ void bundleCommand(const BundleFlags& f) {
     s.targets.push_back(*t);
   }
   for (const auto& g : f.gpu.gpus) {
-    auto t = targetWithGpu("", {.gpus = {g}}, kAllCores);
+    auto t = session::targetWithGpu("", {g}, kAllCores);
     if (!t.ok()) failWith(t.error());
     s.targets.push_back(*t);
   }

@@ -141,13 +141,13 @@ void compareCommand(const CompareFlags& f) {
     std::string n(trim(name));
     if (n.empty()) continue;
     // --threads is the host column's key (its units), as in tune and best.
-    auto t = n == "host" ? targetFor(n, f.threads) : getTarget(n);
+    auto t = n == "host" ? session::targetFor(n, f.threads) : getTarget(n);
     if (!t.ok()) failWith(t.error());
     host = host || !t->isGpu();
     targets.push_back(*t);
   }
   for (const auto& g : f.gpu.gpus) {
-    auto t = targetWithGpu("", {.gpus = {g}}, kAllCores);
+    auto t = session::targetWithGpu("", {g}, kAllCores);
     if (!t.ok()) failWith(t.error());
     targets.push_back(*t);
   }

@@ -36,7 +36,7 @@ struct CompileFlags {
 // The target to compile for: a named machine (--host-preset: its ISA, caches and LLVM CPU, e.g.
 // AMX code for a Sapphire Rapids on any host; only the emitted text, nothing runs) or --target.
 Expected<TargetDesc> compileTarget(const CompileFlags& f, codegen::CompileOptions* o) {
-  if (f.hostPreset.empty()) return targetWithGpu(f.target, f.gpu, f.threads);
+  if (f.hostPreset.empty()) return session::targetWithGpu(f.target, f.gpu.gpus, f.threads);
   if (!f.gpu.gpus.empty()) return makeError(ErrorCode::InvalidArgument, "--host-preset and --gpu name two targets: pick one");
   TESSERA_ASSIGN(TargetDesc t, hostPreset(f.hostPreset));
   if (f.threads != kAllCores) {
@@ -157,7 +157,7 @@ void compileCommand(const CompileFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
   std::string text;
-  auto gt = f.hostPreset.empty() ? targetWithGpu(f.target, f.gpu, kAllCores) : getTarget(f.target);
+  auto gt = f.hostPreset.empty() ? session::targetWithGpu(f.target, f.gpu.gpus, kAllCores) : getTarget(f.target);
   if (!gt.ok() && !f.gpu.gpus.empty()) failWith(gt.error());
   if (gt.ok() && gt->isGpu()) {
     CompileFlags g = f;

@@ -107,8 +107,8 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
 void runCommand(const RunFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
-  if (Status big = checkKernelSize(*k, f.maxElements); !big.ok()) failWith(big.error());
-  auto t = targetFor(f.target, f.threads);
+  if (Status big = session::checkKernelSize(*k, f.maxElements); !big.ok()) failWith(big.error());
+  auto t = session::targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
   if (!f.emulate.empty() && !t->isGpu()) fail("--emulate needs a GPU target (--target sm_90, gfx942, ...)", kExitBadInput);
   if (!f.emulate.empty() && f.emulate != "mapped" && f.emulate != "pre")

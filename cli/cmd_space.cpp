@@ -44,7 +44,7 @@ LegalCount countLegal(const ir::Space& s) {
 void spaceCommand(const SpaceFlags& f) {
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
-  auto t = targetFor(f.target, f.threads);
+  auto t = session::targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
   auto space = search::makeSpace(*k, *t);
   if (!space.ok()) failWith(space.error());

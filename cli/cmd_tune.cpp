@@ -21,13 +21,8 @@
 #include "cli/report.h"
 #include "cli/tune_common.h"
 #include "cli/tune_range.h"
-#include "costmodel/cost_model.h"
-#include "costmodel/features.h"
 #include "ir/families.h"
 #include "ir/text.h"
-#include "codegen/gpu.h"
-#include "costmodel/gpu_model.h"
-#include "measure/estimate.h"
 #include "measure/protocol_measurer.h"
 #include "search/tune_session.h"
 #include "search/verify_hit.h"
@@ -96,6 +91,10 @@ struct TuneFlags {
   RangeFlags range;
 };
 
+search::CachePolicy cachePolicy(const TuneFlags& f) {
+  return f.force ? search::CachePolicy::Force : f.resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
+}
+
 // `--m LO..HI` (GEMM) / `--rows LO..HI` (elementwise) / `--seq LO..HI` (attention) or a list: tuned point by point into a
 // dispatch rule (tune_range.cpp).
 void tuneRange(const TuneFlags& f) {
@@ -105,11 +104,12 @@ void tuneRange(const TuneFlags& f) {
          "--device and --gpu", kExitBadInput);
   if (!f.strategy.empty() && f.strategy != "evolutionary")
     fail(flag + " LO..HI tunes each point with the evolutionary search: drop --strategy", kExitBadInput);
-  tuneRangeCommand({.kernel = f.kernel, .range = f.range, .target = f.target, .db = f.db, .spaceSpec = f.spaceSpec,
-                    .trials = f.trials, .batch = f.batch, .topK = f.topK, .threads = f.threads, .seed = f.seed,
-                    .timeBudget = f.timeBudget, .timeout = f.timeout, .minTime = f.minTime, .force = f.force,
-                    .resume = f.resume, .json = f.json, .noWarmStart = f.noWarmStart, .estimate = f.estimate,
-                    .maxElements = f.maxElements});
+  tuneRangeCommand(f.kernel, f.range,
+                   {.target = f.target, .threads = f.threads, .maxElements = f.maxElements, .estimate = f.estimate,
+                    .space = f.spaceSpec, .trials = f.trials, .batch = f.batch, .topK = f.topK, .timeBudget = f.timeBudget,
+                    .timeout = f.timeout, .minTime = f.minTime, .seed = f.seed, .maxKernels = f.range.maxKernels,
+                    .points = f.range.points, .db = f.db, .policy = cachePolicy(f), .warmStart = !f.noWarmStart},
+                   f.json);
 }
 
 nlohmann::json trialJson(const search::TrialResult& r) {
@@ -142,9 +142,8 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
               std::string(ir::typeName(ir::kernelInputType(k))).c_str(), t.memBandwidthGBs, double(t.l2Bytes_gpu) / (1024.0 * 1024.0));
   std::printf("throughput   %s  (%.1f%% of the %s's %s, predicted)\n", fmtThroughput(k, b.throughput).c_str(),
               100 * b.peakFraction, t.model.c_str(), ir::isComputeBound(k) ? "compute peak" : "memory bandwidth");
-  auto bin = codegen::compileGpu(k, b.config, t, {.wantBinary = false});
-  auto e = search::estimateKernel(k, b.config, t, bin.ok() ? &bin->resources : nullptr);
-  if (e.ok()) {
+  const session::EstimateDetail detail = session::explainEstimate(k, b.config, t);
+  if (const auto& e = detail.estimate) {
     std::string terms;
     for (const auto& term : e->model.terms)
       if (term.us >= 0.05 * e->model.timeUs)
@@ -155,7 +154,7 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
                 e->model.waves == 1 ? "" : "s", 100 * e->model.waveEfficiency);
     for (const auto& [name, value] : e->facts) std::printf("%-12s %s\n", name.c_str(), value.c_str());
   }
-  if (bin.ok()) std::printf("resources    %s\n", bin->resources.summary().c_str());
+  if (detail.resources) std::printf("resources    %s\n", detail.resources->summary().c_str());
   if (const auto& d = res.tune.defaultConfig; d && d->ok() && res.speedupOverDefault > 0)
     std::printf("vs default   %.2fx predicted  (default %s: %s)\n", res.speedupOverDefault, d->config.str().c_str(),
                 fmtTime(d->samples.median_us).c_str());
@@ -166,8 +165,8 @@ void tuneCommand(const TuneFlags& f) {
   loadGpuFacts(f.gpu);
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
-  if (Status big = checkKernelSize(*k, f.maxElements); !big.ok()) failWith(big.error());
-  auto target = targetWithGpu(f.target, f.gpu, f.threads);
+  if (Status big = session::checkKernelSize(*k, f.maxElements); !big.ok()) failWith(big.error());
+  auto target = session::targetWithGpu(f.target, f.gpu.gpus, f.threads);
   if (!target.ok()) failWith(target.error());
 
   session::TuneRequest rq;
@@ -190,7 +189,7 @@ void tuneCommand(const TuneFlags& f) {
   rq.seed = f.seed;
   rq.db = f.db;
   rq.cache = clientOptions(f.cache);
-  rq.policy = f.force ? search::CachePolicy::Force : f.resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
+  rq.policy = cachePolicy(f);
   rq.warmStart = !f.noWarmStart;
   rq.transfer = !f.noTransfer;
   rq.verifyTime = f.verifyTime;
@@ -413,7 +412,7 @@ void bestCommand(const BestFlags& f) {
   loadGpuFacts(f.gpu);
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
-  auto t = targetWithGpu(f.target, f.gpu, f.threads);
+  auto t = session::targetWithGpu(f.target, f.gpu.gpus, f.threads);
   if (!t.ok()) failWith(t.error());
   cache::HardKey key = search::hardKeyFor(*k, *t);
   std::string keyId = cache::keyIdOf(key);

@@ -75,7 +75,7 @@ void workerCommand(const WorkerFlags& f) {
   if (!(f.maxJobMb >= 1 && f.maxJobMb <= 1 << 20)) fail("--max-job-mb must be in 1..1048576", kExitBadInput);
   // A host worker measures on --threads threads (default: all cores): its units, the key of every
   // record it measures, and what `tune --workers --threads N` looks for.
-  auto t = targetFor(f.target, f.threads);
+  auto t = session::targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
 
   search::WorkerSettings s;

@@ -1,4 +1,5 @@
-// Owns --gpu / --gpu-facts: resolving a GPU by name to its chip's target and loading facts files.
+// Owns --gpu / --gpu-facts: the flags, the facts files of $TESSERA_GPU_FACTS, and how a report
+// names a GPU target.
 #include "cli/gpu_flags.h"
 
 #include <cstdlib>
@@ -25,25 +26,7 @@ void loadGpuFacts(const GpuFlags& f) {
     if (const char* env = std::getenv("TESSERA_GPU_FACTS"))
       for (const auto& p : split(env, ':'))
         if (!trim(p).empty()) files.emplace_back(trim(p));
-  for (const auto& path : files) {
-    auto rows = readGpuFactsFile(path);
-    if (!rows.ok()) fail(rows.error().message, 2);
-    (void)addGpuFacts(*rows);
-  }
-}
-
-Expected<TargetDesc> targetWithGpu(const std::string& target, const GpuFlags& f, int threads) {
-  if (f.gpus.empty()) return targetFor(target, threads);
-  if (f.gpus.size() > 1) return makeError(ErrorCode::InvalidArgument, "--gpu names one GPU here");
-  if (threads != kAllCores) return makeError(ErrorCode::InvalidArgument, "--threads applies to the host target only");
-  auto gpu = findGpu(f.gpus.front());
-  if (!gpu.ok()) return makeError(ErrorCode::InvalidArgument, gpu.error().message);
-  if (target.empty() || target == "host") return targetOfGpu(*gpu);
-  auto chip = getTarget(target);
-  if (!chip.ok()) return chip.takeError();
-  if (!chip->isGpu() || chip->name != chip->arch)
-    return makeError(ErrorCode::InvalidArgument, "--gpu picks the target; --target, when given, must be its chip (" + gpu->arch + ")");
-  return targetOfGpu(f.gpus.front(), *chip);
+  if (Status st = session::loadGpuFacts(files); !st.ok()) fail(st.error().message, 2);
 }
 
 std::string targetLabel(const TargetDesc& t) {

@@ -21,11 +21,9 @@ struct GpuFlags {
 // Adds --gpu (once, or repeatable with `many`) and --gpu-facts to `cmd`.
 void addGpuFlags(CLI::App* cmd, GpuFlags* f, bool many = false);
 // Registers the GPUs of the facts files (the flags', else $TESSERA_GPU_FACTS: paths separated by
-// ':'). A file that does not parse ends the command with its one-line error (exit 2).
+// ':'; session::loadGpuFacts). A file that does not parse ends the command with its one-line error
+// (exit 2). The target a command's --target, --gpu and --threads name is session::targetWithGpu's.
 void loadGpuFacts(const GpuFlags& f);
-// The target of a command with --target and --gpu: the GPU's chip with its figures (--target, when
-// given, must be that chip or sm_90a for sm_90 parts), else --target as before.
-Expected<TargetDesc> targetWithGpu(const std::string& target, const GpuFlags& f, int threads);
 // "NVIDIA L4 (sm_89, 58 SMs)" for a GPU, the name for the host.
 std::string targetLabel(const TargetDesc& t);
 // How to name `t` on a command line: `--gpu "NVIDIA L4"` for a product other than its chip's

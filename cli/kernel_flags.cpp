@@ -111,28 +111,9 @@ void addKernelSubcommands(CLI::App* parent, KernelFlags* f, const std::function<
   parent->require_subcommand(1);
 }
 
-Expected<TargetDesc> targetFor(const std::string& name, int threads) {
-  TESSERA_ASSIGN(TargetDesc t, getTarget(name));
-  if (threads == kAllCores) return t;
-  if (t.vendor != Vendor::Host) return makeError(ErrorCode::InvalidArgument, "--threads applies to the host target only");
-  return hostTargetWithThreads(threads);
-}
-
 void addThreadsOption(CLI::App* cmd, int* threads) {
   cmd->add_option("--threads", *threads, "host threads the kernel may use (default: all cores; part of the cache key)")
 ;
-}
-
-Status checkKernelSize(const ir::Kernel& k, int64_t maxElements) {
-  double elements = 0;
-  for (const auto& t : k.tensors)
-    if (t.role != ir::TensorRole::Temp) elements += double(t.numel());
-  if (elements <= double(maxElements)) return {};
-  char what[200];
-  std::snprintf(what, sizeof what, "the kernel's inputs and outputs hold %.3g elements (%.1f GiB), more than "
-                "--max-elements %lld; raise it to run this kernel anyway", elements,
-                ir::kernelBytes(k) / double(1ull << 30), static_cast<long long>(maxElements));
-  return makeError(ErrorCode::InvalidArgument, what);
 }
 
 void addMaxElementsOption(CLI::App* cmd, int64_t* maxElements) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ir/ir.h"
-#include "targets/target_desc.h"
+#include "session/target_choice.h"
 #include "support/status.h"
 
 namespace tessera::cli {
@@ -53,18 +53,13 @@ void addKernelSubcommands(CLI::App* parent, KernelFlags* f, const std::function<
 // Builds and verifies the kernel the flags describe.
 Expected<ir::Kernel> buildKernel(const KernelFlags& f);
 
-// What `run` and `tune` allocate is the kernel's inputs and outputs (and the reference's copies):
-// past this many elements together they refuse it in one line unless --max-elements says more
-// (2^30 elements: 4 GiB of f32; a 65536x65536 elementwise kernel holds 2^33).
-inline constexpr int64_t kDefaultMaxElements = int64_t{1} << 30;
-Status checkKernelSize(const ir::Kernel& k, int64_t maxElements);
+// --max-elements (session::checkKernelSize): what `run` and `tune` allocate at most.
+using session::kDefaultMaxElements;
 void addMaxElementsOption(CLI::App* cmd, int64_t* maxElements);
 
-// The target named `name`; for the host, with kernels on `threads` threads (kAllCores, the
-// default of run/tune/best/space/compile: all of them; 1..1024 otherwise). The thread count is the host key's `units`, so records
-// of different thread counts never answer for each other. --threads on a GPU target is an error.
-inline constexpr int kAllCores = -1;
-Expected<TargetDesc> targetFor(const std::string& name, int threads);
+// --threads N: kAllCores (all cores, the default of run/tune/best/space/compile) or 1..1024; the
+// target it makes is session::targetFor's.
+using session::kAllCores;
 // Adds `--threads N` to a subcommand.
 void addThreadsOption(CLI::App* cmd, int* threads);
 

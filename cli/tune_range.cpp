@@ -1,6 +1,7 @@
-// Owns `tessera tune` over a range of M, rows or seq (tune_range.h): flags checked first (one line, exit 2), each
-// training point tuned and stored like a single tune, the winners measured as shape-generic
-// kernels at every point, the fitted rule printed (bucket, config, regret) and written.
+// Owns `tessera tune` over a range of M, rows or seq (tune_range.h): the range and the kernel at a
+// point from the flags, the range tune asked of the session (session/range_tune.h: checks, one
+// line and exit 2; every point tuned and stored like a single tune; the rule fitted), the rule
+// printed (bucket, config, regret) and its file written.
 #include "cli/tune_range.h"
 
 #include <cmath>
@@ -8,13 +9,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "bundle/dispatch_rule.h"
-#include "bundle/range_tune.h"
-#include "cache_service/store.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/tune_common.h"
-#include "measure/records.h"
+#include "session/range_tune.h"
 
 namespace tessera::cli {
 
@@ -35,24 +33,16 @@ const char* rangeFlagOf(const KernelFlags& k) {
   return k.family == "elementwise" ? "--rows" : k.family == "attention" ? "--seq" : "--m";
 }
 
-void tuneRangeCommand(const RangeTuneRequest& r) {
-  const std::string& fam = r.kernel.family;
-  const char* flag = rangeFlagOf(r.kernel);
-  auto range = bundle::parseShapeRange(fam == "elementwise" ? r.kernel.rowsText : fam == "attention" ? r.kernel.seqText : r.kernel.mText, flag);
+void tuneRangeCommand(const KernelFlags& kernel, const RangeFlags& flags, session::RangeTuneRequest rq, bool json) {
+  const std::string& fam = kernel.family;
+  const char* flag = rangeFlagOf(kernel);
+  auto range = bundle::parseShapeRange(fam == "elementwise" ? kernel.rowsText : fam == "attention" ? kernel.seqText : kernel.mText, flag);
   if (!range.ok()) fail(range.error().message, kExitBadInput);
   // One runtime length serves the query and the key length: both follow the range.
-  if (fam == "attention" && r.kernel.seqKvOption && r.kernel.seqKvOption->count())
+  if (fam == "attention" && kernel.seqKvOption && kernel.seqKvOption->count())
     fail("--seq LO..HI moves the query and key lengths together: drop --seq-kv", kExitBadInput);
-  if (r.range.maxKernels < 1 || r.range.maxKernels > 64) fail("--max-kernels must be 1 to 64", kExitBadInput);
-  if (r.range.points < 2 || r.range.points > 64) fail("--points must be 2 to 64", kExitBadInput);
-  if (r.trials < 1) fail(std::string("--trials must be at least 1 per point with ") + flag + " LO..HI", kExitBadInput);
-  if (!(r.timeBudget >= 0)) fail("--time-budget must be at least 0 seconds (0: none)", kExitBadInput);
-  if (!(r.timeout > 0)) fail("--timeout must be more than 0 seconds", kExitBadInput);
-  if (!(r.minTime >= 0)) fail("--min-time must be at least 0 seconds", kExitBadInput);
-  if (r.batch < 1) fail("--batch must be at least 1", kExitBadInput);
-  if (r.topK < 0) fail("--top-k must be at least 0 (0: no final re-measurement)", kExitBadInput);
-  auto kernelAt = [&](int64_t m) -> Expected<ir::Kernel> {
-    KernelFlags k = r.kernel;
+  rq.kernelAt = [&](int64_t m) -> Expected<ir::Kernel> {
+    KernelFlags k = kernel;
     if (fam == "elementwise") {
       k.rowsText = std::to_string(m);
     } else if (fam == "attention") {
@@ -63,55 +53,30 @@ void tuneRangeCommand(const RangeTuneRequest& r) {
     }
     return buildKernel(k);
   };
-  // The range's top is the largest kernel: its size decides (and is refused in one line).
-  auto top = kernelAt(range->hi);
-  if (!top.ok()) failWith(top.error());
-  if (Status big = checkKernelSize(*top, r.maxElements); !big.ok()) failWith(big.error());
-  auto t = targetFor(r.target, r.threads);
-  if (!t.ok()) failWith(t.error());
-  if (t->isGpu() && !r.estimate)
-    fail(std::string(flag) + " LO..HI on a GPU target: through the estimate only (--estimate; nothing runs); "
-         "measured ranges tune on --target host", kExitBadInput);
-  if (!t->isGpu() && r.estimate) fail("--estimate predicts GPU targets; a range on the host is measured (drop --estimate)", kExitBadInput);
-  auto store = cache::openSqliteStore(r.db);
-  if (!store.ok()) failWith(store.error());
-
-  bundle::RangeTuneSettings s;
-  s.spaceSpec = r.spaceSpec;
-  s.measure.timeoutSec = r.timeout;
-  s.measure.measure.minTimeSec = r.minTime;
-  s.session.loop.search.strategy = "evolutionary";
-  s.session.loop.search.seed = r.seed;
-  s.session.loop.search.batchSize = r.batch;
-  s.session.loop.trials = r.trials;
-  s.session.loop.timeBudgetSec = r.timeBudget;
-  s.session.loop.topK = r.topK;
-  s.session.cache = r.force ? search::CachePolicy::Force : r.resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
-  s.session.warmStart = !r.noWarmStart;
-  s.session.transfer.enabled = false;
-  s.session.pushToCache = false;
-  s.fit.maxKernels = r.range.maxKernels;
-  s.fit.maxBuckets = std::min(16, r.range.maxKernels * 2);
-  s.maxTrain = r.range.points;
-  bundle::RangeTuneCallbacks cb;
-  cb.onProgress = [&](const std::string& l) {
-    if (!r.json) std::printf("%s\n", l.c_str()), std::fflush(stdout);
+  rq.range = *range;
+  rq.rangeOption = flag + 2;  // "--m" -> "m"
+  rq.provenance = provenanceInputs();
+  rq.callbacks.onProgress = [&](const std::string& l) {
+    if (!json) std::printf("%s\n", l.c_str()), std::fflush(stdout);
   };
-  cb.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
-  cache::Provenance prov = search::provenanceFor(*t, provenanceInputs());
-  auto res = t->isGpu() ? bundle::tuneRangeGpuEstimate(kernelAt, *range, *t, store->get(), prov, s, cb)
-                        : bundle::tuneRange(kernelAt, *range, *t, store->get(), prov, s, cb);
-  if (!res.ok()) failWith(res.error());
+  rq.callbacks.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
+  // The options' own errors are said as such (exit 2); what building, sizing or tuning refuses
+  // keeps its category.
+  if (Status bad = session::checkRangeTune(rq); !bad.ok()) fail(bad.error().message, kExitBadInput);
+  auto tuned = session::runRangeTune(rq);
+  if (!tuned.ok()) failWith(tuned.error());
+  const TargetDesc* t = &tuned->target;
+  const bundle::RangeTuneResult* res = &tuned->result;
 
-  const std::string out = !r.range.dispatchOut.empty() ? r.range.dispatchOut : res->kernelName + ".dispatch.json";
-  const std::string text = bundle::rangeRuleFile(*res, *t);
+  const std::string out = !flags.dispatchOut.empty() ? flags.dispatchOut : res->kernelName + ".dispatch.json";
+  const std::string& text = tuned->ruleFile;
   {
     std::ofstream f(out, std::ios::binary | std::ios::trunc);
     f << text;
     if (!f.good()) fail("cannot write the dispatch rule to " + out, kExitFailure);
   }
   const bundle::DispatchRule& rule = res->rule;
-  if (r.json) {
+  if (json) {
     std::printf("%s", text.c_str());
     return;
   }

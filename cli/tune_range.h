@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/kernel_flags.h"
+#include "session/range_tune.h"
 
 namespace tessera::cli {
 
@@ -19,22 +20,13 @@ struct RangeFlags {
 };
 void addRangeTuneOptions(CLI::App* tune, RangeFlags* f);
 
-// What `tune` hands over when --m is a range or a list.
-struct RangeTuneRequest {
-  KernelFlags kernel;
-  RangeFlags range;
-  std::string target, db, spaceSpec;
-  int trials = 200, batch = 8, topK = 5, threads = -1;
-  uint64_t seed = 0;
-  double timeBudget = 0, timeout = 20, minTime = 0.05;
-  bool force = false, resume = false, json = false, noWarmStart = false;
-  bool estimate = false;  // a GPU target: through the estimate (nothing runs)
-  int64_t maxElements = 0;
-};
 // Whether `tune` got a range or list for --m, --rows or --seq (then it calls tuneRangeCommand).
 bool wantsRangeTune(const KernelFlags& k);
 // The flag that gives the kernel's range: --m (GEMM), --rows (elementwise), --seq (attention).
 const char* rangeFlagOf(const KernelFlags& k);
-void tuneRangeCommand(const RangeTuneRequest& r);
+// The range and the kernel at each point from `kernel`, the rest of the request as `tune` filled
+// it from its flags (session/range_tune.h); prints the rule (or its file with `json`) and writes
+// the rule file (flags.dispatchOut).
+void tuneRangeCommand(const KernelFlags& kernel, const RangeFlags& flags, session::RangeTuneRequest rq, bool json);
 
 }  // namespace tessera::cli

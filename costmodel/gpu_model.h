@@ -39,7 +39,7 @@ namespace tessera::costmodel {
 
 // The estimator's name and version, stored with every estimated record. Bump it when the model
 // changes what it predicts: records of an older model are then re-estimated, not trusted.
-inline constexpr const char* kGpuModelName = "analytic-v3";
+inline constexpr const char* kGpuModelName = "analytic-v4";
 
 // One launch in the model's terms (the adapter fills it from a kernel and its config).
 struct GpuWorkload {

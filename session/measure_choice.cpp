@@ -1,6 +1,5 @@
 // Owns the choice of where a tune's candidates are measured (host, device, emulated device,
-// analytic model, workers), the access check of the shared cache, and the front ends' dialect of
-// option names in the messages about them.
+// analytic model, workers) and the access check of the shared cache.
 #include <cstdio>
 
 #include "cache_service/endpoints.h"
@@ -20,20 +19,6 @@ namespace {
 Error bad(const std::string& m) { return makeError(ErrorCode::InvalidArgument, m); }
 
 }  // namespace
-
-std::string Dialect::option(std::string_view name) const {
-  if (kind == Kind::Cli) return "--" + std::string(name);
-  std::string s(name);
-  for (char& c : s)
-    if (c == '-') c = '_';
-  return s;
-}
-
-std::string Dialect::given(std::string_view name, std::string_view value, bool text) const {
-  if (kind == Kind::Cli) return option(name) + (value.empty() ? "" : " " + std::string(value));
-  if (value.empty()) return option(name) + "=True";
-  return option(name) + "=" + (text ? "\"" + std::string(value) + "\"" : std::string(value));
-}
 
 Status checkCacheAccess(cache::CacheClient& c, const std::string& need, const std::string& what,
                         const std::function<void(const std::string&)>& onWarning) {

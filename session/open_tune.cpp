@@ -1,6 +1,6 @@
 // Owns opening and running one TuneRequest: the request's checks, the space, the measurer, the
 // store and the shared cache, the session's settings and the callbacks every front end shares
-// (verifying shared winners, the spot check of workers).
+// (verifying shared winners, the spot check of workers), and the full estimate of a winner.
 #include <unistd.h>
 
 #include <algorithm>
@@ -148,6 +148,14 @@ Expected<search::SessionResult> OpenTune::run() {
 Expected<search::SessionResult> runTune(TuneRequest r) {
   TESSERA_ASSIGN(auto open, openTune(std::move(r)));
   return open->run();
+}
+
+EstimateDetail explainEstimate(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+  EstimateDetail d;
+  auto bin = codegen::compileGpu(k, c, t, {.wantBinary = false});
+  if (bin.ok()) d.resources = bin->resources;
+  if (auto e = search::estimateKernel(k, c, t, d.resources ? &*d.resources : nullptr); e.ok()) d.estimate = std::move(*e);
+  return d;
 }
 
 search::ProvenanceInputs provenanceInputs(std::string user) {

@@ -16,27 +16,16 @@
 #include "cache_service/client.h"
 #include "cache_service/store.h"
 #include "ir/ir.h"
+#include "measure/estimate.h"
 #include "measure/measurer.h"
 #include "measure/protocol_measurer.h"
 #include "measure/records.h"
 #include "search/tune_session.h"
+#include "session/target_choice.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
 
 namespace tessera::session {
-
-inline constexpr int kAllCores = -1;  // threads: every core of the host (the key's units)
-
-// How a front end spells its options, so that one message serves both: the CLI's `--time-budget`
-// and `--device emulated`, Python's `time_budget` and `device="emulated"`.
-struct Dialect {
-  enum class Kind { Cli, Python };
-  Kind kind = Kind::Cli;
-  std::string option(std::string_view name) const;  // "time-budget" -> "--time-budget" | "time_budget"
-  // An option given a value: ("trials", "N") -> "--trials N" | "trials=N"; a flag (no value) ->
-  // "--estimate" | "estimate=True"; `text` quotes the value in Python (device="emulated").
-  std::string given(std::string_view name, std::string_view value = {}, bool text = false) const;
-};
 
 // Where a tune's candidates are measured: the host (forked children), a GPU of the target's
 // architecture (the device measurer), the emulated device (the GPU kernels' emulated form on this
@@ -162,6 +151,16 @@ Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest r);
 
 // openTune + run, for front ends with nothing to do in between.
 Expected<search::SessionResult> runTune(TuneRequest r);
+
+// The estimate of a config in full, for the report of an estimating tune's winner: the analytic
+// model's time, terms, occupancy and facts, with the compiler's resources of the config on `t`
+// (compiled without a binary) in place of the model's guesses where the compile succeeds. Either
+// part is absent when it cannot be had (nothing is measured or run).
+struct EstimateDetail {
+  std::optional<search::KernelEstimate> estimate;
+  std::optional<codegen::ResourceReport> resources;
+};
+EstimateDetail explainEstimate(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 
 // This machine's provenance inputs for records (TuneRequest::provenance and every lookup by
 // provenance): tessera's and LLVM's versions and the host name; `user` as the front end names

@@ -25,6 +25,7 @@
 #include "measure/protocol_measurer.h"
 #include "measure/records.h"
 #include "search/space.h"
+#include "session/target_choice.h"
 
 namespace tessera::py {
 
@@ -37,9 +38,11 @@ ir::ScalarType dtypeOf(const std::string& s) {
 }
 
 TargetDesc targetFor(const std::string& name, int threads) {
-  TargetDesc t = unwrap(name.rfind("x86-64", 0) == 0 ? hostTargetAs(name) : getTarget(name));
+  // A named target as `tessera tune` resolves it (session/target_choice.h), in Python's words; an
+  // ISA level ("x86-64-v3": this host as a CPU of that level) is Python's own.
+  if (name.rfind("x86-64", 0) != 0) return unwrap(session::targetFor(name, threads, {session::Dialect::Kind::Python}));
+  TargetDesc t = unwrap(hostTargetAs(name));
   if (threads == -1) return t;
-  if (t.isGpu()) raise(makeError(ErrorCode::InvalidArgument, "threads applies to the host target only"));
   if (threads < 1 || threads > 1024) raise(makeError(ErrorCode::InvalidArgument, "threads must be between 1 and 1024"));
   t.units = threads;
   return t;

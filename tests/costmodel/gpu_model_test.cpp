@@ -1,6 +1,6 @@
 // Tests the analytic GPU model's invariants (more work is never faster, a block that cannot be
 // resident is flagged, the occupancy limiter and the bound are named, wave quantization, Little's
-// law, serial latency and the FMA issue slots) and the warp-level access costs (bank cycles,
+// law, serial latency, the FMA issue slots and a warp's one scheduler) and the warp-level access costs (bank cycles,
 // broadcast, L1 wavefronts) on the table's GPU targets.
 #include <gtest/gtest.h>
 
@@ -170,6 +170,32 @@ TEST(GpuModel, OneBlockMoreThanFullWavesCostsAboutAWave) {
   double one = timeOf(big, t);
   big.blocks += 1;
   EXPECT_NEAR(timeOf(big, t) / one, 1.0 + 1.0 / bigBpu, 0.05);
+}
+
+// A warp stays on one of the SM's four schedulers: a wave's last block of two warps, each with
+// plenty of independent FMAs, runs on two of them, at half the SM's rate. The RTX 2080 Ti Xgemm's
+// 64-thread tiles ranked ahead of its measured best while their tail block ran at the whole SM's
+// rate. Control: a block of four warps fills the schedulers alone, and its tail costs its share.
+TEST(GpuModel, AWarpRunsOnOneScheduler) {
+  TargetDesc t = target("sm_75");
+  auto tail = [&](int64_t threads) {
+    GpuWorkload w = computeBound(t);
+    w.threadsPerBlock = threads;
+    w.independentOps = 128;
+    w.flopsPerBlock = 2e8 * double(threads) / 256;  // the same work per thread
+    const int bpu = residentBlocks(w, t);
+    w.blocks = int64_t(t.units) * bpu;
+    const double full = timeOf(w, t);
+    w.blocks += t.units;  // one more block per unit
+    return std::pair{(timeOf(w, t) - full) / full, bpu};
+  };
+  auto [two, bpu2] = tail(64);
+  auto [four, bpu4] = tail(128);
+  // The extra block's share of a full wave: 1/bpu at the SM's rate (plus the small terms that
+  // overlap), twice that on half its pipes.
+  EXPECT_NEAR(four * bpu4, 1.0, 0.15);
+  EXPECT_NEAR(two * bpu2, 2.0, 0.25);
+  EXPECT_NEAR((two * bpu2) / (four * bpu4), 2.0, 0.1);
 }
 
 TEST(GpuModel, LittlesLawTermShrinksWithBytesInFlight) {

@@ -3,7 +3,9 @@
 // measured-best config of each file ranks in the estimate's top 10 %; on the GEMM files and
 // A100's convolution the estimate's order agrees with the measured one (Spearman >= 0.7, the
 // MI250X's >= 0.6), and the estimate's top 10 hold a config within 80 % of the best. These
-// are what the model achieves robustly (the validation bench prints the full figures).
+// are what the model achieves robustly (the validation bench prints the full figures). As the
+// search's prior, the estimate saves trials on the RTX 2080 Ti's Xgemm, where its flat top once
+// cost them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,8 +13,10 @@
 #include <numeric>
 
 #include "bench/kerneltuner_models.h"
+#include "costmodel/features.h"
 #include "measure/replay.h"
 #include "search/import.h"
+#include "search/tune_session.h"
 
 using namespace tessera;
 
@@ -59,6 +63,61 @@ Ranked rank(const std::string& name) {
   return out;
 }
 
+search::ReplayTable table(const std::string& name) {
+  auto recs = search::importKernelTuner(std::string(TESSERA_BENCH_DATA_DIR) + "/" + name + ".json.gz", "");
+  EXPECT_TRUE(recs.ok()) << name;
+  if (!recs.ok()) return {};
+  auto t = search::tableFromRecords(name, *recs);
+  EXPECT_TRUE(t.ok()) << name;
+  return t.ok() ? *t : search::ReplayTable{};
+}
+
+// Trials a replayed tune (the evolutionary search, batch 4, as search_efficiency runs it for this
+// seed) needs to reach 95 % of the table's best; with `prior`, the analytic model's estimate is its
+// prior and a feature of its cost model, as `tessera tune` makes them for a GPU target.
+int trialsTo95(const search::ReplayTable& t, const bench::KernelTunerModel* prior, int seed) {
+  const ir::Space space = t.space;
+  search::TuneProblem problem{t.key, t.space, TargetDesc{}, [space](const cache::HardKey&) {
+                                return costmodel::makeKnobFeatures(space, {.powerOfTwo = true});
+                              }};
+  if (prior) {
+    problem.prior = bench::kernelTunerPrior(*prior);
+    search::Prior p = problem.prior;
+    problem.features = [space, p](const cache::HardKey&) {
+      return costmodel::withFeature(costmodel::makeKnobFeatures(space, {.powerOfTwo = true}), "log2_estimated_us",
+                                    [p](const ir::Config& c) {
+                                      auto us = p(c);
+                                      return us && *us > 0 ? float(std::log2(*us)) : -1.f;
+                                    });
+    };
+  }
+  search::SessionSettings ss;
+  ss.loop.search.seed = uint64_t(seed) * 7919 + 1;
+  ss.loop.trials = int(t.results.size());
+  ss.loop.topK = 0;
+  ss.loop.measureDefault = false;
+  ss.cache = search::CachePolicy::Force;
+  ss.warmStart = false;
+  ss.model.seed = uint64_t(seed);
+  ss.model.threads = 1;
+  const double bar = 0.95 * t.bestThroughput();
+  int hit = 0;
+  search::SessionCallbacks cb;
+  cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
+    if (!hit && r.ok() && r.throughput >= bar) hit = p.trial;
+  };
+  cb.shouldStop = [&](const search::TuneProgress&) { return hit > 0; };
+  auto m = search::makeReplayMeasurer(t);
+  auto session = search::runTuneSession(problem, *m, nullptr, nullptr, {}, ss, cb);
+  EXPECT_TRUE(session.ok());
+  return hit > 0 ? hit : int(t.results.size());
+}
+
+double median3(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 }  // namespace
 
 TEST(KernelTunerModels, EveryFileHasAModelAndItsGpu) {
@@ -101,9 +160,14 @@ TEST(KernelTunerModels, MeasuredBestRanksHighInTheEstimate) {
       EXPECT_GE(r.spearman, 0.7) << name;
     else
       EXPECT_GT(r.spearman, 0.6) << name;
-    // The aim: the estimate's top 10 hold a config within 80 % of the best (not yet met
-    // on the A100's convolution: see the validation bench).
+    // The aim: the estimate's top 10 hold a config within 80 % of the best. Not on the
+    // A100's convolution: its configs within 80 % are fast by the order they were measured in,
+    // and their twins of the same code take 1.4-1.8x longer (bench/data/README.md); the test
+    // below keeps the model from being fitted to them.
     if (name != "convolution_A100") EXPECT_GE(r.top10, 0.8) << name;
+    // On the Xgemm files the best ranks in the top 1 % (the 2080 Ti's ranked 229th of 17956 while
+    // a wave's last two-warp block was costed at the whole SM's rate).
+    if (name.rfind("gemm_", 0) == 0) EXPECT_LE(double(r.bestRank), 0.01 * double(r.n)) << name << ": " << r.bestRank;
   }
 }
 
@@ -126,6 +190,40 @@ TEST(KernelTunerModels, StagingWinsOnTheA100AndLosesOnTheMi250x) {
   EXPECT_LT(time(*a100, "block_size_x=32,block_size_y=4", 1), time(*a100, "block_size_x=32,block_size_y=4", 0));
   const double staged = time(*mi, "block_size_x=64,block_size_y=1", 1), direct = time(*mi, "block_size_x=64,block_size_y=1", 0);
   EXPECT_GT(staged, 3 * direct) << "measured 9.9 vs 1.8 ms";
+}
+
+// read_only (__ldg) on NVIDIA changes the code only where the products read global memory: staged,
+// the kernel reads the shared copy after the barrier, and the CUDA 11.8, 12.2 and 12.3 compilers
+// (NVRTC and ptxas, sm_80 and sm_86) emit the same code for both values there (675 FFMA and 345
+// LDS at 32x4 threads, 1x3 tiles; only the 7 staging loads differ, LDG.E vs LDG.E.CONSTANT). The
+// A100 file's 1.6x between such twins tracks the order they were measured in, not the code
+// (bench/data/README.md), so the estimate must not separate them; unstaged, __ldg loads are not
+// merged (1800 loads for 1800 FMAs at 2x4 tiles) and the twins differ, in the model as measured
+// on every NVIDIA GPU (the control: the comparison does see read_only where the code changes).
+// The same test's last assertion holds the __ldg address arithmetic of the unstaged code.
+TEST(KernelTunerModels, ReadOnlyChangesTheEstimateOnlyWithoutStaging) {
+  auto a100 = bench::kernelTunerModel("convolution_A100");
+  ASSERT_TRUE(a100.has_value());
+  auto time = [&](const std::string& knobs, int ro) {
+    auto c = ir::Config::parseAssignments(knobs + ",use_padding=0,use_cmem=1,filter_height=15,filter_width=15,read_only=" +
+                                          std::to_string(ro));
+    EXPECT_TRUE(c.ok());
+    auto us = bench::kernelTunerPrior(*a100)(*c);
+    EXPECT_TRUE(us.has_value());
+    return us ? *us : 0.0;
+  };
+  for (const char* staged : {"block_size_x=32,block_size_y=4,tile_size_x=1,tile_size_y=3,use_shmem=1",
+                             "block_size_x=128,block_size_y=2,tile_size_x=1,tile_size_y=3,use_shmem=1",
+                             "block_size_x=32,block_size_y=4,tile_size_x=2,tile_size_y=4,use_shmem=1"})
+    EXPECT_EQ(time(staged, 0), time(staged, 1)) << staged;
+  const std::string direct = "block_size_x=64,block_size_y=4,tile_size_x=2,tile_size_y=4,use_shmem=0";
+  EXPECT_GT(time(direct, 1), 1.5 * time(direct, 0)) << "measured 6.5 vs 0.86 ms";
+  // Bounds-checked, every product loads (no merging either way), but each __ldg computes its own
+  // 64-bit address where a plain load takes an immediate offset: 9.0 against 2.7 instructions
+  // per FMA in the sm_80 code. The model without that rule estimated the two alike; with it the
+  // __ldg one is slower, though by less than measured (the L1 term, 2.3 ms, bounds both).
+  const std::string guarded = "block_size_x=32,block_size_y=4,tile_size_x=1,tile_size_y=3,use_shmem=0";
+  EXPECT_GT(time(guarded, 1), 1.02 * time(guarded, 0)) << "measured 4.20 vs 1.70 ms";
 }
 
 // Any Kernel Tuner file's kernel by its family, on any GPU of the table: the dedispersion kernel
@@ -169,4 +267,24 @@ TEST(KernelTunerModels, AKernelByItsFamilyOnAnyGpu) {
   auto missing = *c;
   missing.values.erase("tile_stride_x");
   EXPECT_FALSE(onA100->workload(missing).ok());
+}
+
+// The estimate as the search's prior saves trials on the RTX 2080 Ti's Xgemm. Its two-warp tiles
+// (64x128, A and B read directly) used to rank first, 2 % ahead of the measured best, because
+// their wave's last block was costed at the whole SM's rate; the first batch landed on those 226
+// look-alikes (0.69-0.88 of the best) and the search stayed: 190 trials against a cold 103 (seeds
+// 0-2; 186 / 117 at the median of 20). Now the measured best ranks 48th and the prior's search
+// needs 26. The control is the cold search itself, on the same seeds.
+TEST(KernelTunerModels, TheEstimateAsPriorSavesTrialsOnTheRtx2080Ti) {
+  const search::ReplayTable t = table("gemm_RTX_2080_Ti");
+  ASSERT_GT(t.results.size(), 1000u);
+  auto model = bench::kernelTunerModel("gemm_RTX_2080_Ti");
+  ASSERT_TRUE(model.has_value());
+  std::vector<int> cold, prior;
+  for (int seed = 0; seed < 3; ++seed) {
+    cold.push_back(trialsTo95(t, nullptr, seed));
+    prior.push_back(trialsTo95(t, &*model, seed));
+  }
+  EXPECT_LT(median3(prior), median3(cold)) << "prior " << prior[0] << " " << prior[1] << " " << prior[2] << ", cold " << cold[0]
+                                            << " " << cold[1] << " " << cold[2];
 }

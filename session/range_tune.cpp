@@ -1,0 +1,83 @@
+// Owns running one RangeTuneRequest: its checks, the kernel at the range's top, the target, the
+// store and the per-point settings handed to bundle::tuneRange (or its GPU estimate).
+#include "session/range_tune.h"
+
+#include <algorithm>
+
+#include "cache_service/store.h"
+
+namespace tessera::session {
+
+namespace {
+
+Error bad(const std::string& m) { return makeError(ErrorCode::InvalidArgument, m); }
+
+// A GPU range goes through the estimate only; a host range is measured.
+Status checkMeasurement(const RangeTuneRequest& r, const TargetDesc& t) {
+  const Dialect& d = r.dialect;
+  if (t.isGpu() && !r.estimate)
+    return bad(d.option(r.rangeOption) + " LO..HI on a GPU target: through the estimate only (" + d.given("estimate") +
+               "; nothing runs); measured ranges tune on " + d.given("target", "host"));
+  if (!t.isGpu() && r.estimate)
+    return bad(d.option("estimate") + " predicts GPU targets; a range on the host is measured (drop " + d.given("estimate") + ")");
+  return {};
+}
+
+}  // namespace
+
+// The comparisons are written so that a NaN fails them too.
+Status checkRangeTune(const RangeTuneRequest& r) {
+  const Dialect& d = r.dialect;
+  if (r.maxKernels < 1 || r.maxKernels > 64) return bad(d.option("max-kernels") + " must be 1 to 64");
+  if (r.points < 2 || r.points > 64) return bad(d.option("points") + " must be 2 to 64");
+  if (r.trials < 1) return bad(d.option("trials") + " must be at least 1 per point with " + d.option(r.rangeOption) + " LO..HI");
+  if (!(r.timeBudget >= 0)) return bad(d.option("time-budget") + " must be at least 0 seconds (0: none)");
+  if (!(r.timeout > 0)) return bad(d.option("timeout") + " must be more than 0 seconds");
+  if (!(r.minTime >= 0)) return bad(d.option("min-time") + " must be at least 0 seconds");
+  if (r.batch < 1) return bad(d.option("batch") + " must be at least 1");
+  if (r.topK < 0) return bad(d.option("top-k") + " must be at least 0 (0: no final re-measurement)");
+  // What the target allows comes after the kernel at the range's top, its size and the target
+  // itself: those are runRangeTune's errors, in their turn.
+  auto top = r.kernelAt(r.range.hi);
+  if (!top.ok() || !checkKernelSize(*top, r.maxElements, d).ok()) return {};
+  if (auto t = targetFor(r.target, r.threads, d); t.ok()) return checkMeasurement(r, *t);
+  return {};
+}
+
+Expected<RangeTuneOutcome> runRangeTune(const RangeTuneRequest& r) {
+  const Dialect& d = r.dialect;
+  TESSERA_TRY(checkRangeTune(r));
+  // The range's top is the largest kernel: its size decides (and is refused in one line).
+  TESSERA_ASSIGN(ir::Kernel top, r.kernelAt(r.range.hi));
+  TESSERA_TRY(checkKernelSize(top, r.maxElements, d));
+  RangeTuneOutcome out;
+  TESSERA_ASSIGN(out.target, targetFor(r.target, r.threads, d));
+  const TargetDesc& t = out.target;
+  TESSERA_TRY(checkMeasurement(r, t));
+  TESSERA_ASSIGN(auto store, cache::openSqliteStore(r.db));
+
+  bundle::RangeTuneSettings s;
+  s.spaceSpec = r.space;
+  s.measure.timeoutSec = r.timeout;
+  s.measure.measure.minTimeSec = r.minTime;
+  s.session.loop.search.strategy = "evolutionary";
+  s.session.loop.search.seed = r.seed;
+  s.session.loop.search.batchSize = r.batch;
+  s.session.loop.trials = r.trials;
+  s.session.loop.timeBudgetSec = r.timeBudget;
+  s.session.loop.topK = r.topK;
+  s.session.cache = r.policy;
+  s.session.warmStart = r.warmStart;
+  s.session.transfer.enabled = false;
+  s.session.pushToCache = false;
+  s.fit.maxKernels = r.maxKernels;
+  s.fit.maxBuckets = std::min(16, r.maxKernels * 2);
+  s.maxTrain = r.points;
+  cache::Provenance prov = search::provenanceFor(t, r.provenance);
+  TESSERA_ASSIGN(out.result, t.isGpu() ? bundle::tuneRangeGpuEstimate(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks)
+                                       : bundle::tuneRange(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks));
+  out.ruleFile = bundle::rangeRuleFile(out.result, t);
+  return out;
+}
+
+}  // namespace tessera::session
