@@ -70,7 +70,7 @@ void bundleCommand(const BundleFlags& f) {
   else if (f.missing == "skip") s.resolve.missing = bundle::MissingPolicy::Skip;
   else if (f.missing == "fail") s.resolve.missing = bundle::MissingPolicy::Fail;
   else fail("--missing must be fail, default or skip", kExitBadInput);
-  if (f.threads != kAllCores && (f.threads < 1 || f.threads > 1024)) fail("--threads must be between 1 and 1024", kExitBadInput);
+  if (Status st = session::checkThreads(f.threads); !st.ok()) fail(st.error().message, kExitBadInput);
   if (f.hostCpu == "level") s.hostCpu = bundle::HostCpu::Level;
   else if (f.hostCpu == "native") s.hostCpu = bundle::HostCpu::Native;
   else fail("--host-cpu must be level or native", kExitBadInput);

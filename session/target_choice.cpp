@@ -29,11 +29,16 @@ std::string Dialect::given(std::string_view name, std::string_view value, bool t
   return option(name) + "=" + (text ? "\"" + std::string(value) + "\"" : std::string(value));
 }
 
+Status checkThreads(int threads, const Dialect& d) {
+  if (threads == kAllCores || (threads >= 1 && threads <= 1024)) return {};
+  return bad(d.option("threads") + " must be between 1 and 1024");
+}
+
 Expected<TargetDesc> targetFor(const std::string& name, int threads, const Dialect& d) {
   TESSERA_ASSIGN(TargetDesc t, getTarget(name));
   if (threads == kAllCores) return t;
   if (t.vendor != Vendor::Host) return bad(d.option("threads") + " applies to the host target only");
-  if (threads < 1 || threads > 1024) return bad(d.option("threads") + " must be between 1 and 1024");
+  TESSERA_TRY(checkThreads(threads, d));
   return hostTargetWithThreads(threads);
 }
 

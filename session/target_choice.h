@@ -28,6 +28,8 @@ struct Dialect {
   std::string given(std::string_view name, std::string_view value = {}, bool text = false) const;
 };
 
+// A host thread count as a front end gives it: kAllCores, or 1..1024 (one line in its dialect).
+Status checkThreads(int threads, const Dialect& d = {});
 // The target named `name`; for the host, with kernels on `threads` threads (kAllCores: all of
 // them; 1..1024 otherwise). The thread count is the host key's `units`, so records of different
 // thread counts never answer for each other. A thread count on a GPU target is an error.

@@ -42,8 +42,8 @@ TargetDesc targetFor(const std::string& name, int threads) {
   // ISA level ("x86-64-v3": this host as a CPU of that level) is Python's own.
   if (name.rfind("x86-64", 0) != 0) return unwrap(session::targetFor(name, threads, {session::Dialect::Kind::Python}));
   TargetDesc t = unwrap(hostTargetAs(name));
-  if (threads == -1) return t;
-  if (threads < 1 || threads > 1024) raise(makeError(ErrorCode::InvalidArgument, "threads must be between 1 and 1024"));
+  check(session::checkThreads(threads, {session::Dialect::Kind::Python}));
+  if (threads == session::kAllCores) return t;
   t.units = threads;
   return t;
 }

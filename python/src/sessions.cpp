@@ -488,7 +488,7 @@ void registerSessions(nb::module_& m) {
           if (hostCpu != "level" && hostCpu != "native") raise(makeError(ErrorCode::InvalidArgument, "host_cpu must be level or native"));
           s.hostCpu = hostCpu == "native" ? bundle::HostCpu::Native : bundle::HostCpu::Level;
           for (const auto& t : targets) s.targets.push_back(unwrap(bundle::parseBundleTarget(t)));
-          if (threads != -1 && (threads < 1 || threads > 1024)) raise(makeError(ErrorCode::InvalidArgument, "threads must be between 1 and 1024"));
+          check(session::checkThreads(threads, {session::Dialect::Kind::Python}));
           std::vector<bundle::KernelRequest> ks;
           for (const PyKernel* k : kernels) ks.push_back({k->kernel, "python", threads});
           auto store = openLookupStore(db);
