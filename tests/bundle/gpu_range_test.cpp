@@ -96,7 +96,7 @@ TEST(BundleGpuRange, DispatchRuleRunsEveryMThroughTheCRuntime) {
   auto sum = bundle::writeBundle({}, s, {});
   ASSERT_TRUE(sum.ok()) << sum.error().str();
   EXPECT_EQ(sum->entries, 2);
-  for (const std::string file : {"gpu/" + maxK.name + "_range0.sm_90.cubin", "gpu/" + maxK.name + "_range1.sm_90.ptx"})
+  for (const std::string& file : {"gpu/" + maxK.name + "_range0.sm_90.cubin", "gpu/" + maxK.name + "_range1.sm_90.ptx"})
     EXPECT_TRUE(fs::exists(fs::path(s.outDir) / file)) << file;
   void* lib = test::loadBundleRuntime(s.outDir, (dir / "libbundle.so").string());
   ASSERT_NE(lib, nullptr);
