@@ -414,7 +414,14 @@ std::optional<KernelTunerModel> kernelTunerModel(const std::string& table) {
       {"gemm_RTX_3090", "Xgemm", "NVIDIA GeForce RTX 3090"},
       {"gemm_RTX_2080_Ti", "Xgemm", "NVIDIA GeForce RTX 2080 Ti"},
       {"convolution_A100", "convolution_kernel", "NVIDIA A100-PCIE-40GB"},
-      {"convolution_MI250X", "convolution_kernel", "AMD Instinct MI250X"}};
+      {"convolution_MI250X", "convolution_kernel", "AMD Instinct MI250X"},
+      // The same kernels on more GPUs (same spaces; the convolution files are one 2023-2025 campaign).
+      {"gemm_RTX_Titan", "Xgemm", "NVIDIA TITAN RTX"},
+      {"gemm_RTX_3060_laptop", "Xgemm", "NVIDIA GeForce RTX 3060 Laptop GPU"},
+      {"convolution_A4000", "convolution_kernel", "NVIDIA RTX A4000"},
+      {"convolution_A6000", "convolution_kernel", "NVIDIA RTX A6000"},
+      {"convolution_W6600", "convolution_kernel", "AMD Radeon PRO W6600"},
+      {"convolution_W7800", "convolution_kernel", "AMD Radeon PRO W7800"}};
   for (const auto& [name, family, gpu] : files) {
     if (table != name) continue;
     auto t = kernelTunerGpu(gpu, "");
