@@ -2,7 +2,7 @@
 // trials each strategy needs to reach 95% of the best recorded config of a brute-forced table —
 // evolutionary + XGBoost, the model-free GA, and random (exact, sampling without replacement) —
 // plus, on host tables with siblings of their family, evo+xgboost warm-started from the siblings'
-// records (what `tessera tune` does when the store holds other shapes). Tables: the four Kernel
+// records (what `tessera tune` does when the store holds other shapes). Tables: the ten Kernel
 // Tuner files in bench/data/, Tessera's own full host tables (bench/data/host_*.jsonl.gz) and any
 // table files named on the command line. The targets are checked for the cold-started
 // evo+xgboost over the Kernel Tuner files (the exit status), and the same bars are printed over
