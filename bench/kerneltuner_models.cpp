@@ -33,6 +33,11 @@ Expected<int64_t> knob(const ir::Config& c, const char* name) {
 int lineBytes(const TargetDesc& t) { return t.l1LineBytes > 0 ? t.l1LineBytes : 128; }
 int l1Rate(const TargetDesc& t) { return t.l1BytesPerClock > 0 ? t.l1BytesPerClock : 128; }
 // L1 clocks of one warp-wide global access (one wavefront: l1Rate bytes).
+// NVIDIA, one word per lane: the warp's bytes at the L1's rate, or a clock per line touched if
+// more; a contiguous 128 bytes at an unaligned address cost 2 clocks, not 3 (half-warp phases each
+// touching both lines): the unstaged convolution configs measured 1/1.5 of the phase count on the
+// RTX A4000 at every tile shape, 1/1.2 on the A6000, and the Xgemm files' Spearman rises with it.
+// Wider lanes keep the phase count (the Xgemm files' direct loads of vectors rank worse without).
 double l1Clocks(const std::vector<int64_t>& addrs, int bytesPerLane, const TargetDesc& t) {
   if (bytesPerLane == 4 && t.vendor == Vendor::Nvidia) {
     const double bytes = double(addrs.size()) * bytesPerLane;
@@ -255,6 +260,9 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
   // 12-byte read, 2 as ds_read2_b32, 1 as ds_read_b32; the column depends on the thread, so only
   // dword alignment is known (gfx90a code: 15 rows x (3 ds_read2_b64 + 1 ds_read_b96) at 1x1).
   const int64_t runs = bsx >= fw ? tx : 1, run = bsx >= fw ? fw : C;
+  // RDNA (wave32): its LDS serves the merged reads at the full rate; costed lane by lane as on
+  // gfx90a, the W7800's measured best (staged, 32x2 threads, 1x4 tiles, 0.82 ms) had a 4.0 ms
+  // shared-memory term and ranked 345th.
   const bool rdna = amd && t.warpSize == 32;
   if (amd && sh && !rdna) loadInstr = double(R * runs * (run / 4 + (run % 4 ? 1 : 0)));
   if (amd && !sh && !guarded) loadInstr = double(R * tx * ceilDiv(fw, 4));             // dwordx4 per row segment
