@@ -202,6 +202,12 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
                      r.throughput / table.bestThroughput(), r.ok() ? "" : "!");
     };
     cb.shouldStop = [&](const search::TuneProgress&) { return hit > 0; };
+    cb.onTransferLed = [&](const std::vector<std::string>& led) {
+      if (!o.verbose) return;
+      std::string names;
+      for (const auto& x : led) names += (names.empty() ? "" : ", ") + x.substr(0, x.find(" ("));
+      std::fprintf(stderr, "  %s seed %d: transfer led by %s\n", table.name.c_str(), seed, names.c_str());
+    };
     cb.onTransferDropped = [&](double rho) {
       if (o.verbose) std::fprintf(stderr, "  %s seed %d: transfer dropped (rank correlation %.2f)\n", table.name.c_str(), seed, rho);
     };
@@ -386,6 +392,7 @@ int main(int argc, char** argv) {
                                      "replay each of these tables warm-started from the others (the same kernel on other "
                                      "GPUs); alone: the bundled pairs")
                           ->expected(0, -1);
+  app.add_option("--share", o.target, "the share of a table's best a replay must reach (0.95: 95 %)")->capture_default_str();
   app.add_option("--transfer-feature", o.transfer.asFeature, "transfer: the other GPUs' model's score is a feature (0/1)")
       ->capture_default_str();
   app.add_option("--transfer-first-batch", o.transfer.asPrior, "transfer: the first batch from that score's top (0/1)")
@@ -410,6 +417,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--transfer-agreement", o.transfer.minAgreement,
                  "transfer: the rank correlation below which the search drops the other GPUs")
+      ->capture_default_str();
+  app.add_option("--transfer-per-gpu", o.transfer.perGpu,
+                 "transfer: each other GPU judged by the probe and leading on its own (0: all of them pooled, as one)")
+      ->capture_default_str();
+  app.add_option("--transfer-probe-models", o.transfer.probeModels,
+                 "transfer: the probe judges the other GPUs' landscape (0) or the mean of it and their ranking model (1)")
+      ->capture_default_str();
+  app.add_option("--transfer-stale", o.transfer.staleAfter,
+                 "transfer: own results in a row without a new best after which the other GPUs stop leading (0: never)")
       ->capture_default_str();
   app.add_option("--transfer-prior", o.transferPrior,
                  "transfer replays: the analytic model's estimate as prior in both arms, on tables with a model (0/1)")
