@@ -2,8 +2,9 @@
 // on others (the store's or the shared cache's records). The other GPUs' records train a model of
 // their own (one ranking group per GPU); its score of a config is one more feature of the
 // session's cost model and picks the first batch it leads. It leads only after a probe: the tune's
-// first trials are the ones it would make without the records, and the other GPUs' models must
-// rank them alike, by a test that a chance agreement of a few draws does not pass. Landscapes that
+// first trials are the ones it would make without the records, and each other GPU's model must
+// rank them alike, by a test that a chance agreement of a few draws does not pass; the GPUs that
+// pass lead (a model of their records alone), the others drop out. Landscapes that
 // agree (two NVIDIA GPUs running one GEMM, rank correlation 0.93) pass it and the score is the
 // strongest feature from then on; landscapes that disagree (an A100 and an MI250X, 0.46: shared
 // memory wins on one and loses on the other) would lead the search into a region that is a local
@@ -67,13 +68,14 @@ struct TransferSettings {
   // twin that learns from the same results without the score (0: never checked).
   int checkAfter = 8;
   double minAgreement = 0.4;
-  // Once they lead, the other GPUs keep leading while they pay: after `staleAfter` results in a
-  // row without a new best here, the search goes on as without them (its twin has learnt every
-  // result; 0: never). Agreement over the bulk does not promise the top: the A100's fastest
-  // convolution config (a measurement-order effect, bench/data/README.md) is not among the RTX
-  // A4000's and A6000's best although their landscapes agree with the A100's at 0.89 and 0.84,
-  // and led by them the search stays on their best region (0.68 of the A100's best) for hundreds
-  // of trials.
+  // Once they lead, the other GPUs may stop leading when they stop paying: after `staleAfter`
+  // results in a row without a new best here, the search goes on as without them (its twin has
+  // learnt every result; 0: never, the default). Measured and left off: agreement over the bulk
+  // does not promise the top (the A100's fastest convolution config, a measurement-order effect,
+  // bench/data/README.md, is not among the RTX A4000's and A6000's best although they agree with
+  // the A100 at 0.89 and 0.84), but handing over does not win the lost trials back (A100 from the
+  // other five GPUs, 20 seeds, 16 results: 152 -> 141, cold 94) and costs the pairs where the lead
+  // improves slowly (RTX 2080 Ti from the 3090: 49.5 -> 80).
   int staleAfter = 0;
   uint64_t seed = 0;
   costmodel::ModelSettings model;   // the transfer model's (seed and threads come from here)
