@@ -426,6 +426,9 @@ int main(int argc, char** argv) {
   app.add_option("--transfer-probe-models", o.transfer.probeModels,
                  "transfer: the probe judges the other GPUs' landscape (0) or the mean of it and their ranking model (1)")
       ->capture_default_str();
+  app.add_option("--transfer-probe-corrected", o.transfer.probeCorrected,
+                 "transfer: with several other GPUs, each probe test at the Sidak-corrected level (0/1)")
+      ->capture_default_str();
   app.add_option("--transfer-stale", o.transfer.staleAfter,
                  "transfer: own results in a row without a new best after which the other GPUs stop leading (0: never)")
       ->capture_default_str();

@@ -252,11 +252,11 @@ class AgreementGate : public SearchStrategy {
       // make it noisy on landscapes that agree too. The GPUs that agree lead, pooled; those that
       // disagree drop out (a team's cache holds both: an RTX A6000 ranks an RTX A4000's space at
       // 0.92, a Radeon W7800 at 0.14); the tune waits while some are undecided and none agrees.
-      // Several GPUs judged at once: each test at the Sidak-corrected level, so that the chance of
-      // any GPU that disagrees passing by chance stays that of one (a W6600, 0.33 with an RTX
-      // A6000 over the whole space, ranked its first results alike on one seed of five).
+      // Several GPUs judged at once: each test at probeZ, or (probeCorrected) at the
+      // Sidak-corrected level, so that the chance of any GPU that disagrees passing stays that of
+      // one (TransferSettings says why it is off by default).
       TransferSettings each = s_;
-      each.probeZ = familyZ(s_.probeZ, judged_);
+      if (s_.probeCorrected) each.probeZ = familyZ(s_.probeZ, judged_);
       std::vector<size_t> agree;
       bool undecided = false;
       double best = -1;

@@ -59,6 +59,14 @@ struct TransferSettings {
   // unchanged (their chance agreements are what the bound, not the ranking model, keeps out).
   enum class ProbeModels { Landscape, Both };
   ProbeModels probeModels = ProbeModels::Landscape;
+  // With several other GPUs, each GPU's test at the Sidak-corrected level (5 GPUs: z 2.04 for
+  // 1.28), so that any GPU that disagrees passes by chance no more often than one alone would.
+  // Off by default, measured (40 seeds, each convolution file from the other five): corrected,
+  // GPUs that agree pass later or not at all (the MI250X, which orders the W6600's best in its top
+  // 4, passes on few W6600 seeds: 327.5 -> 214 instead of 82), group 1.72x instead of ~2.1x;
+  // uncorrected, chance leads cost the A100 more (90 -> 166 instead of 137: the A100 loses either
+  // way, its best being a measurement-order effect no other GPU's order points at).
+  bool probeCorrected = false;
   int probeTrials = 8;
   int probeMaxTrials = 16;
   double probeAgreement = 0.5;
