@@ -33,7 +33,16 @@ Expected<int64_t> knob(const ir::Config& c, const char* name) {
 int lineBytes(const TargetDesc& t) { return t.l1LineBytes > 0 ? t.l1LineBytes : 128; }
 int l1Rate(const TargetDesc& t) { return t.l1BytesPerClock > 0 ? t.l1BytesPerClock : 128; }
 // L1 clocks of one warp-wide global access (one wavefront: l1Rate bytes).
+// NVIDIA, one word per lane: the warp's bytes at the L1's rate, or a clock per line touched if
+// more; a contiguous 128 bytes at an unaligned address cost 2 clocks, not 3 (half-warp phases each
+// touching both lines): the unstaged convolution configs measured 1/1.5 of the phase count on the
+// RTX A4000 at every tile shape, 1/1.2 on the A6000, and the Xgemm files' Spearman rises with it.
+// Wider lanes keep the phase count (the Xgemm files' direct loads of vectors rank worse without).
 double l1Clocks(const std::vector<int64_t>& addrs, int bytesPerLane, const TargetDesc& t) {
+  if (bytesPerLane == 4 && t.vendor == Vendor::Nvidia) {
+    const double bytes = double(addrs.size()) * bytesPerLane;
+    return std::max(std::ceil(bytes / l1Rate(t)), double(costmodel::linesTouched(addrs, bytesPerLane, lineBytes(t))));
+  }
   return costmodel::l1Wavefronts(addrs, bytesPerLane, lineBytes(t), l1Rate(t));
 }
 
@@ -251,7 +260,11 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
   // 12-byte read, 2 as ds_read2_b32, 1 as ds_read_b32; the column depends on the thread, so only
   // dword alignment is known (gfx90a code: 15 rows x (3 ds_read2_b64 + 1 ds_read_b96) at 1x1).
   const int64_t runs = bsx >= fw ? tx : 1, run = bsx >= fw ? fw : C;
-  if (amd && sh) loadInstr = double(R * runs * (run / 4 + (run % 4 ? 1 : 0)));
+  // RDNA (wave32): its LDS serves the merged reads at the full rate; costed lane by lane as on
+  // gfx90a, the W7800's measured best (staged, 32x2 threads, 1x4 tiles, 0.82 ms) had a 4.0 ms
+  // shared-memory term and ranked 345th.
+  const bool rdna = amd && t.warpSize == 32;
+  if (amd && sh && !rdna) loadInstr = double(R * runs * (run / 4 + (run % 4 ? 1 : 0)));
   if (amd && !sh && !guarded) loadInstr = double(R * tx * ceilDiv(fw, 4));             // dwordx4 per row segment
   const int loadBytes = amd && !sh && !guarded ? 16 : 4;
   auto lx = [&](int l) { return int64_t(l) % bsx; };
@@ -306,7 +319,7 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
   const double readCycles = costmodel::sharedCycles(readAt(0), 4);
   // AMD: bank cycles of one row run's reads as the compiler merges them (under-aligned: lane by lane).
   double runCycles = 0;
-  if (amd && sh) {
+  if (amd && sh && !rdna) {
     for (int64_t c0 = 0; c0 + 4 <= run; c0 += 4) runCycles += 2 * costmodel::sharedCycles(readAt(c0), 8);
     const int64_t rest = run % 4, c0 = run - rest;
     if (rest == 3) runCycles += costmodel::sharedCycles(readAt(c0), 12);
@@ -323,7 +336,7 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
   stageClocks /= 4;
   const double spillClocks = (2 * spilled * double(fw) + (hoisted ? 0.5 * fmas : 0)) * double(warp) * 4 / double(l1Rate(t));
   if (sh) {
-    const double reads = amd ? runCycles * double(R * runs) : readCycles * loadInstr;
+    const double reads = amd && !rdna ? runCycles * double(R * runs) : readCycles * loadInstr;
     w.smemBytesPerBlock = double(warps) * 128.0 * (reads + readCycles * stageCopies);
     w.l1BytesPerBlock = double(warps) * double(l1Rate(t)) * (stageClocks * stageCopies + spillClocks);
   } else {
@@ -340,6 +353,7 @@ Expected<GpuWorkload> convolution(const ir::Config& c, const TargetDesc& t) {
   if (sh) {
     w.serialSteps = int64_t(stageCopies);
     w.serialStepCycles = dram;
+    w.serialPrologue = true;  // every FMA waits for the barrier after the staging loop
   } else if (amd && guarded) {
     // Each load waits alone, and so does the scratch reload of the spilled value beside it.
     w.serialSteps = int64_t(values);
@@ -367,7 +381,8 @@ std::string describeConvolution(const ir::Config& c) {
 }  // namespace
 
 std::vector<std::string> kernelTunerModelNames() {
-  return {"gemm_RTX_3090", "gemm_RTX_2080_Ti", "convolution_A100", "convolution_MI250X"};
+  return {"gemm_RTX_3090",        "gemm_RTX_2080_Ti",  "convolution_A100",  "convolution_MI250X", "gemm_RTX_Titan",
+          "gemm_RTX_3060_laptop", "convolution_A4000", "convolution_A6000", "convolution_W6600",  "convolution_W7800"};
 }
 
 std::optional<KernelTunerModel> kernelTunerModelFor(const std::string& family, const TargetDesc& gpu) {

@@ -6,14 +6,14 @@
 // bench uses it as the search's prior.
 //
 // The kernels (public sources):
-//   gemm_RTX_3090, gemm_RTX_2080_Ti: CLBlast's Xgemm (OpenCL, CNugteren/CLBlast
+//   gemm_RTX_3090, gemm_RTX_2080_Ti, gemm_RTX_Titan, gemm_RTX_3060_laptop: CLBlast's Xgemm (OpenCL, CNugteren/CLBlast
 //     src/kernels/level3/xgemm_part1..3; the copy the files were measured with is in
 //     AutoTuningAssociation/benchmark_hub currently_unused/kernels/gemm/, tuned by gemm.py there):
 //     C = alpha A B + beta C, M = N = K = 4096, f32, column-major, beta = 1 (C is read).
 //   dedispersion (any file of it, e.g. benchmark_hub's dedispersion_milo tables): the radio-astronomy
 //     dedispersion kernel of the same collection (dedisp_milo/dedispersion.cu), 25000 samples,
 //     2048 dispersion measures, 1536 channels of u8 input.
-//   convolution_A100, convolution_MI250X: Kernel Tuner's 2-D convolution with use_shmem/use_cmem
+//   convolution_A100, _MI250X, _A4000, _A6000, _W6600, _W7800: Kernel Tuner's 2-D convolution with use_shmem/use_cmem
 //     (MiloLurati/AutoTuning_AMD_vs_Nvidia_GPUs cache_scripts/convolution/convolution.cu and its
 //     .hip twin; the space of benchmark_hub kernels/convolution_milo.py): a 4096x4096 f32 image,
 //     a 15x15 filter in constant memory.

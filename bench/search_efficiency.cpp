@@ -14,8 +14,10 @@
 // Transfer across GPUs (issue 29): `--transfer FILE...` replays each named table warm-started
 // from the records of the other named tables (the same kernel measured on other GPUs, as a team's
 // store or shared cache holds them) and prints trials to 95 % with and without; `--transfer` alone
-// replays the bundled pairs (the two Xgemm files, the two convolution files), where the aim is a
-// median cut of at least 2x and no file worse at the median (exit status 1 when not).
+// replays the bundled pairs (the two Xgemm files, the two convolution files), then each kernel's
+// whole group (four Xgemm files, six convolution files: one left out at a time, taught by the
+// rest), where the aim is a median cut of at least 2x per group and no file worse at the median
+// (exit status 1 when not).
 //
 // Usage: search_efficiency [--seeds N] [--data DIR] [--only NAME] [--strategies evolutionary,ga]
 //                          [--batch B] [--warm 0|1] [--prior 0|1] [search/model knobs: see --help]
@@ -202,6 +204,12 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
                      r.throughput / table.bestThroughput(), r.ok() ? "" : "!");
     };
     cb.shouldStop = [&](const search::TuneProgress&) { return hit > 0; };
+    cb.onTransferLed = [&](const std::vector<std::string>& led) {
+      if (!o.verbose) return;
+      std::string names;
+      for (const auto& x : led) names += (names.empty() ? "" : ", ") + x.substr(0, x.find(" ("));
+      std::fprintf(stderr, "  %s seed %d: transfer led by %s\n", table.name.c_str(), seed, names.c_str());
+    };
     cb.onTransferDropped = [&](double rho) {
       if (o.verbose) std::fprintf(stderr, "  %s seed %d: transfer dropped (rank correlation %.2f)\n", table.name.c_str(), seed, rho);
     };
@@ -388,8 +396,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> transfer;
   auto* transferOpt = app.add_option("--transfer", transfer,
                                      "replay each of these tables warm-started from the others (the same kernel on other "
-                                     "GPUs); alone: the bundled pairs")
+                                     "GPUs); alone: the bundled pairs, then every bundled GPU of each kernel")
                           ->expected(0, -1);
+  app.add_option("--share", o.target, "the share of a table's best a replay must reach (0.95: 95 %)")->capture_default_str();
   app.add_option("--transfer-feature", o.transfer.asFeature, "transfer: the other GPUs' model's score is a feature (0/1)")
       ->capture_default_str();
   app.add_option("--transfer-first-batch", o.transfer.asPrior, "transfer: the first batch from that score's top (0/1)")
@@ -415,6 +424,18 @@ int main(int argc, char** argv) {
   app.add_option("--transfer-agreement", o.transfer.minAgreement,
                  "transfer: the rank correlation below which the search drops the other GPUs")
       ->capture_default_str();
+  app.add_option("--transfer-per-gpu", o.transfer.perGpu,
+                 "transfer: each other GPU judged by the probe and leading on its own (0: all of them pooled, as one)")
+      ->capture_default_str();
+  app.add_option("--transfer-probe-models", o.transfer.probeModels,
+                 "transfer: the probe judges the other GPUs' landscape (0) or the mean of it and their ranking model (1)")
+      ->capture_default_str();
+  app.add_option("--transfer-probe-corrected", o.transfer.probeCorrected,
+                 "transfer: with several other GPUs, each probe test at the Sidak-corrected level (0/1)")
+      ->capture_default_str();
+  app.add_option("--transfer-stale", o.transfer.staleAfter,
+                 "transfer: own results in a row without a new best after which the other GPUs stop leading (0: never)")
+      ->capture_default_str();
   app.add_option("--transfer-prior", o.transferPrior,
                  "transfer replays: the analytic model's estimate as prior in both arms, on tables with a model (0/1)")
       ->capture_default_str();
@@ -427,8 +448,14 @@ int main(int argc, char** argv) {
     transfer.erase(std::remove(transfer.begin(), transfer.end(), std::string()), transfer.end());  // a bare --transfer
     if (!transfer.empty()) groups.push_back(transfer);
     else
+      // The issue's pairs, then the same kernels as a team's cache holds them: every GPU bundled.
       groups = {{dataDir + "/gemm_RTX_3090.json.gz", dataDir + "/gemm_RTX_2080_Ti.json.gz"},
-                {dataDir + "/convolution_A100.json.gz", dataDir + "/convolution_MI250X.json.gz"}};
+                {dataDir + "/convolution_A100.json.gz", dataDir + "/convolution_MI250X.json.gz"},
+                {dataDir + "/gemm_RTX_3090.json.gz", dataDir + "/gemm_RTX_2080_Ti.json.gz", dataDir + "/gemm_RTX_Titan.json.gz",
+                 dataDir + "/gemm_RTX_3060_laptop.json.gz"},
+                {dataDir + "/convolution_A100.json.gz", dataDir + "/convolution_MI250X.json.gz",
+                 dataDir + "/convolution_A4000.json.gz", dataDir + "/convolution_A6000.json.gz",
+                 dataDir + "/convolution_W6600.json.gz", dataDir + "/convolution_W7800.json.gz"}};
     std::printf("transfer across GPUs: trials to reach %.0f%% of the best, %d seeds (median / p90), evo+xgboost, batch %d%s;\n"
                 "transfer: the cost model warm-started from %d records of each other table (its best quarter and a seeded\n"
                 "draw of the rest, as a previous tune on that GPU leaves them), as `tessera tune` does with such records\n\n",

@@ -210,9 +210,16 @@ void tuneCommand(const TuneFlags& f) {
     std::string from;
     for (const auto& x : t.from) from += (from.empty() ? "" : "; ") + x;
     std::printf("transfer     this kernel measured on %d other GPU%s (%s): once the first trials (drawn as without "
-                "them) show they rank this GPU alike, their model picks the next batch and is a feature; "
-                "--no-transfer turns it off\n",
+                "them) show which of them rank this GPU alike, those lead: their model picks the next batch and is a "
+                "feature; --no-transfer turns it off\n",
                 t.gpus, t.gpus == 1 ? "" : "s", from.c_str());
+  };
+  cb.onTransferLed = [&](const std::vector<std::string>& led) {
+    if (f.json) return;
+    std::string names;
+    for (const auto& x : led) names += (names.empty() ? "" : "; ") + x.substr(0, x.find(':'));
+    std::printf("transfer     %zu GPU%s rank%s this one's first results alike and lead%s: %s\n", led.size(),
+                led.size() == 1 ? "" : "s", led.size() == 1 ? "s" : "", led.size() == 1 ? "s" : "", names.c_str());
   };
   cb.onTransferDropped = [&](double rho) {
     if (f.json) return;
@@ -304,7 +311,11 @@ void tuneCommand(const TuneFlags& f) {
                         {"speedup_over_default", speedup},
                         {"warm_start", {{"samples", res.warm.samples.size()}, {"workloads", res.warm.workloads},
                                         {"from", res.warm.from}}},
-                        {"transfer", {{"gpus", res.transferGpus}, {"from", res.transferFrom}, {"dropped", res.transferDropped}}},
+                        {"transfer",
+                         {{"gpus", res.transferGpus},
+                          {"from", res.transferFrom},
+                          {"led", res.transferLed},
+                          {"dropped", res.transferDropped}}},
                         {"interrupted", interrupted},
                         {"measured_on", measure.where},
                         {"emulated", measure.emulated},

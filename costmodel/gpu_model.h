@@ -70,6 +70,9 @@ struct GpuWorkload {
   // Latency.
   int64_t serialSteps = 1;      // dependent rounds per block (global loads, or waits on shared memory)
   int stages = 1;               // buffers in flight: steps overlap stages - 1 loads
+  // The serial steps all come before the block's work (a staging prologue ending in a barrier):
+  // the blocks a wave starts together wait together, so the unit's work follows the waits.
+  bool serialPrologue = false;
   double serialStepCycles = 0;  // latency of one round in clocks (0: a DRAM load's)
 };
 

@@ -2,8 +2,9 @@
 // on others (the store's or the shared cache's records). The other GPUs' records train a model of
 // their own (one ranking group per GPU); its score of a config is one more feature of the
 // session's cost model and picks the first batch it leads. It leads only after a probe: the tune's
-// first trials are the ones it would make without the records, and the other GPUs' models must
-// rank them alike, by a test that a chance agreement of a few draws does not pass. Landscapes that
+// first trials are the ones it would make without the records, and each other GPU's model must
+// rank them alike, by a test that a chance agreement of a few draws does not pass; the GPUs that
+// pass lead (a model of their records alone), the others drop out. Landscapes that
 // agree (two NVIDIA GPUs running one GEMM, rank correlation 0.93) pass it and the score is the
 // strongest feature from then on; landscapes that disagree (an A100 and an MI250X, 0.46: shared
 // memory wins on one and loses on the other) would lead the search into a region that is a local
@@ -44,6 +45,28 @@ struct TransferSettings {
   // of 12, 0.72 of 16, and lets a probe that is merely ambiguous look longer instead of deciding
   // on chance.
   // probeTrials 0: no probe; probeZ 0 with probeMaxTrials == probeTrials: one threshold on rho.
+  // Each other GPU judged and leading on its own merit (Transfer::sources); false: all of them
+  // pooled, judged as one (what a single other GPU gets either way).
+  bool perGpu = true;
+  // What the probe's rho is: the landscape's rank correlation with this GPU's results, or the mean
+  // of the landscape's and the ranking model's. The ranking model's graded labels tie the slow
+  // bulk (below ~30 % of its GPU's best: one grade), so on a space whose first results are mostly
+  // slow it ranks them by noise: a Radeon W6600's first 16 results (most at 1-5 % of its best),
+  // where the MI250X's landscape agrees at 0.5-0.8, its ranking model at 0.0-0.5, although the
+  // MI250X's order holds the W6600's best in its top 4 (led by it from the first batch, the W6600
+  // needs 2 trials instead of 330). Measured over 20 seeds (search_efficiency --transfer): the
+  // landscape alone, RTX 3090 40 -> 32 and RTX 2080 Ti 49.5 -> 46; the convolution pair's medians
+  // unchanged (their chance agreements are what the bound, not the ranking model, keeps out).
+  enum class ProbeModels { Landscape, Both };
+  ProbeModels probeModels = ProbeModels::Landscape;
+  // With several other GPUs, each GPU's test at the Sidak-corrected level (5 GPUs: z 2.04 for
+  // 1.28), so that any GPU that disagrees passes by chance no more often than one alone would.
+  // Off by default, measured (40 seeds, each convolution file from the other five): corrected,
+  // GPUs that agree pass later or not at all (the MI250X, which orders the W6600's best in its top
+  // 4, passes on few W6600 seeds: 327.5 -> 214 instead of 82), group 1.72x instead of ~2.1x;
+  // uncorrected, chance leads cost the A100 more (90 -> 166 instead of 137: the A100 loses either
+  // way, its best being a measurement-order effect no other GPU's order points at).
+  bool probeCorrected = false;
   int probeTrials = 8;
   int probeMaxTrials = 16;
   double probeAgreement = 0.5;
@@ -53,6 +76,15 @@ struct TransferSettings {
   // twin that learns from the same results without the score (0: never checked).
   int checkAfter = 8;
   double minAgreement = 0.4;
+  // Once they lead, the other GPUs may stop leading when they stop paying: after `staleAfter`
+  // results in a row without a new best here, the search goes on as without them (its twin has
+  // learnt every result; 0: never, the default). Measured and left off: agreement over the bulk
+  // does not promise the top (the A100's fastest convolution config, a measurement-order effect,
+  // bench/data/README.md, is not among the RTX A4000's and A6000's best although they agree with
+  // the A100 at 0.89 and 0.84), but handing over does not win the lost trials back (A100 from the
+  // other five GPUs, 20 seeds, 16 results: 152 -> 141, cold 94) and costs the pairs where the lead
+  // improves slowly (RTX 2080 Ti from the 3090: 49.5 -> 80).
+  int staleAfter = 0;
   uint64_t seed = 0;
   costmodel::ModelSettings model;   // the transfer model's (seed and threads come from here)
 };
@@ -68,10 +100,35 @@ struct Transfer {
   // configs too, which `model` (graded ranking labels: everything below ~30 % of the best is one
   // grade) leaves to noise. What the probe's agreement is judged with.
   std::shared_ptr<costmodel::CostModel> landscape;
-  // The score of a config (higher: faster on the other GPUs).
+  // Each other GPU on its own (the same two models, trained on its records alone; with one other
+  // GPU, the models above): the probe judges every GPU by how it ranks this one's results, and
+  // only the GPUs that agree lead (leadWith). A team's cache holds GPUs that agree with this one
+  // (an RTX A6000 for an RTX A4000, rank correlation 0.92) next to GPUs that do not (a W7800,
+  // 0.14): pooled, the ones that disagree blur the order of the ones that agree, and the pool as
+  // a whole is judged by an agreement none of them has.
+  struct Source {
+    std::string name;  // as in `from`
+    std::shared_ptr<costmodel::CostModel> model, landscape;
+    std::vector<costmodel::Sample> samples;  // its records (group 0)
+  };
+  std::vector<Source> sources;
+  // The GPUs that lead once the probe has judged (empty: all of them, pooled), and the models
+  // trained on their records alone; set by leadWith, read by score and landscapeScore.
+  struct Lead {
+    std::vector<size_t> sources;
+    std::shared_ptr<costmodel::CostModel> model, landscape;
+  };
+  std::shared_ptr<Lead> lead = std::make_shared<Lead>();
+  costmodel::ModelSettings settings;  // what the models above were trained with
+  // The score of a config (higher: faster on the other GPUs that lead).
   double score(const ir::Config& c) const;
   // The landscape's prediction of a config (higher: faster), for rank agreement over any configs.
   double landscapeScore(const ir::Config& c) const;
+  // The same two of one other GPU (`sources[g]`).
+  double sourceScore(size_t g, const ir::Config& c) const;
+  double sourceLandscape(size_t g, const ir::Config& c) const;
+  // From now on score and landscapeScore are those of `gpus` (indices into sources) pooled.
+  void leadWith(std::vector<size_t> gpus) const;
 };
 
 // Trains the transfer model on the records of `self`'s kernel on other GPUs (transferSource()) in
@@ -109,8 +166,10 @@ struct PlainSearch {
 // landscape that disagrees, an A100 where shared memory wins against an MI250X where it loses,
 // must not steer the search). `onSwitch` (may be empty) hears the drop once, with the rank
 // correlation.
+// `onLead` (may be empty) hears which of t->sources lead, once the probe trusts them.
 std::unique_ptr<SearchStrategy> agreementGate(std::unique_ptr<SearchStrategy> withTransfer, PlainSearch plain,
                                               std::shared_ptr<const Transfer> t, const TransferSettings& s,
-                                              std::function<void(double)> onSwitch);
+                                              std::function<void(double)> onSwitch,
+                                              std::function<void(const std::vector<size_t>&)> onLead = {});
 
 }  // namespace tessera::search

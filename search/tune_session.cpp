@@ -135,6 +135,10 @@ class Session {
         r_.transferDropped = true;
         r_.transferAgreement = rho;
         if (cb_.onTransferDropped) cb_.onTransferDropped(rho);
+      }, [this, transferred](const std::vector<size_t>& gpus) {
+        r_.transferLed.clear();
+        for (size_t g : gpus) r_.transferLed.push_back(transferred->sources[g].name);
+        if (cb_.onTransferLed) cb_.onTransferLed(r_.transferLed);
       });
     }
 

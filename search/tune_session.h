@@ -85,6 +85,8 @@ struct SessionCallbacks {
   std::function<void(const WarmStart&)> onWarmStart;                           // before the first batch
   std::function<void(const Transfer&)> onTransfer;                             // before the first batch
   std::function<void(double)> onTransferDropped;  // the other GPUs disagreed (their rank correlation)
+  // The probe found these other GPUs (Transfer::from's lines) ranking this one alike: they lead.
+  std::function<void(const std::vector<std::string>&)> onTransferLed;
   // A winner from the shared cache, or a stored winner this machine did not measure and nobody
   // confirmed (a worker's claim), is used only when this accepts it (verify_hit.h: compiled,
   // checked against the reference, and a claim re-timed by the front end); a rejected hit is
@@ -126,6 +128,7 @@ struct SessionResult {
   WarmStart warm;
   int transferGpus = 0;                  // other GPUs this run learned from
   std::vector<std::string> transferFrom;  // one line per GPU
+  std::vector<std::string> transferLed;  // those the probe found agreeing, which led the search
   bool transferDropped = false;           // they disagreed with this GPU's measurements
   double transferAgreement = 0;           // the rank correlation that dropped them
   std::optional<cache::Record> winner;

@@ -233,6 +233,30 @@ TEST(GpuModel, StagesHideSerialLatency) {
   EXPECT_LT(latency(1), dram);
 }
 
+// A staging prologue (all serial steps before the block's work): the blocks a wave starts together
+// wait together, so the unit's whole work follows the waits; steps with work between them (a K
+// loop) overlap other blocks' work and cost one block's work per step. With the unit's blocks
+// computing after the waits, the latency term is the waits plus the compute term.
+TEST(GpuModel, APrologueWaitsBeforeTheWavesWork) {
+  TargetDesc t = target("sm_86");
+  GpuWorkload w = computeBound(t);
+  w.serialSteps = 20;
+  auto terms = [&](bool prologue) {
+    w.serialPrologue = prologue;
+    double lat = -1, compute = -1;
+    for (const auto& x : estimateLaunch(w, t).terms) {
+      if (x.name == "latency") lat = x.us;
+      if (x.name == "compute") compute = x.us;
+    }
+    return std::pair{lat, compute};
+  };
+  const auto [overlapped, compute] = terms(false);
+  const auto [prologue, compute2] = terms(true);
+  EXPECT_EQ(compute, compute2);
+  EXPECT_GT(prologue, overlapped);
+  EXPECT_GT(prologue, compute) << "the waits add to the wave's work";
+}
+
 TEST(GpuModel, FmaIssueSlotsFollowTheChip) {
   // Half the instructions are FMAs: on Turing/GA100-style SMs (16 FP32 lanes per scheduler) an
   // FMA leaves a free issue slot, on GA102 and Hopper (32 lanes) it does not.
