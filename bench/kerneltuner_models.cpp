@@ -378,11 +378,32 @@ std::string describeConvolution(const ir::Config& c) {
   return b;
 }
 
+// The bundled files, their kernel and the GPU they were measured on (the MI250X file's
+// device_name is empty; a HIP device is one GCD): the one list the names, the models and the
+// benches' default tables come from.
+const std::vector<std::array<const char*, 3>>& bundledFiles() {
+  static const std::vector<std::array<const char*, 3>> files = {
+    {"gemm_RTX_3090", "Xgemm", "NVIDIA GeForce RTX 3090"},
+    {"gemm_RTX_2080_Ti", "Xgemm", "NVIDIA GeForce RTX 2080 Ti"},
+    {"convolution_A100", "convolution_kernel", "NVIDIA A100-PCIE-40GB"},
+    {"convolution_MI250X", "convolution_kernel", "AMD Instinct MI250X"},
+    // The same kernels on more GPUs (same spaces; the convolution files are one 2023-2025 campaign).
+    {"gemm_RTX_Titan", "Xgemm", "NVIDIA TITAN RTX"},
+    {"gemm_RTX_3060_laptop", "Xgemm", "NVIDIA GeForce RTX 3060 Laptop GPU"},
+    {"convolution_A4000", "convolution_kernel", "NVIDIA RTX A4000"},
+    {"convolution_A6000", "convolution_kernel", "NVIDIA RTX A6000"},
+    {"convolution_W6600", "convolution_kernel", "AMD Radeon PRO W6600"},
+    {"convolution_W7800", "convolution_kernel", "AMD Radeon PRO W7800"}};
+  return files;
+}
+
 }  // namespace
 
-std::vector<std::string> kernelTunerModelNames() {
-  return {"gemm_RTX_3090",        "gemm_RTX_2080_Ti",  "convolution_A100",  "convolution_MI250X", "gemm_RTX_Titan",
-          "gemm_RTX_3060_laptop", "convolution_A4000", "convolution_A6000", "convolution_W6600",  "convolution_W7800"};
+std::vector<std::string> kernelTunerModelNames(const std::string& family) {
+  std::vector<std::string> out;
+  for (const auto& [name, fam, gpu] : bundledFiles())
+    if (family.empty() || family == fam) out.push_back(name);
+  return out;
 }
 
 std::optional<KernelTunerModel> kernelTunerModelFor(const std::string& family, const TargetDesc& gpu) {
@@ -423,21 +444,7 @@ Expected<TargetDesc> kernelTunerGpu(const std::string& deviceName, const std::st
 }
 
 std::optional<KernelTunerModel> kernelTunerModel(const std::string& table) {
-  // The bundled files: their kernel and the GPU they were measured on (the MI250X file's
-  // device_name is empty; a HIP device is one GCD).
-  static const std::vector<std::array<const char*, 3>> files = {
-      {"gemm_RTX_3090", "Xgemm", "NVIDIA GeForce RTX 3090"},
-      {"gemm_RTX_2080_Ti", "Xgemm", "NVIDIA GeForce RTX 2080 Ti"},
-      {"convolution_A100", "convolution_kernel", "NVIDIA A100-PCIE-40GB"},
-      {"convolution_MI250X", "convolution_kernel", "AMD Instinct MI250X"},
-      // The same kernels on more GPUs (same spaces; the convolution files are one 2023-2025 campaign).
-      {"gemm_RTX_Titan", "Xgemm", "NVIDIA TITAN RTX"},
-      {"gemm_RTX_3060_laptop", "Xgemm", "NVIDIA GeForce RTX 3060 Laptop GPU"},
-      {"convolution_A4000", "convolution_kernel", "NVIDIA RTX A4000"},
-      {"convolution_A6000", "convolution_kernel", "NVIDIA RTX A6000"},
-      {"convolution_W6600", "convolution_kernel", "AMD Radeon PRO W6600"},
-      {"convolution_W7800", "convolution_kernel", "AMD Radeon PRO W7800"}};
-  for (const auto& [name, family, gpu] : files) {
+  for (const auto& [name, family, gpu] : bundledFiles()) {
     if (table != name) continue;
     auto t = kernelTunerGpu(gpu, "");
     if (!t.ok()) return std::nullopt;

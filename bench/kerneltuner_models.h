@@ -46,8 +46,9 @@ struct KernelTunerModel {
 // The model of a Kernel Tuner file by its base name (the part before the first '.'), if any: the
 // bundled files of bench/data, on the GPU each was measured on.
 std::optional<KernelTunerModel> kernelTunerModel(const std::string& table);
-// The base names that have a model, in bench/data order.
-std::vector<std::string> kernelTunerModelNames();
+// The base names of the bundled files (all of them have a model), in bench/data order; with
+// `family` (a kernel_name: "Xgemm", "convolution_kernel"), only that kernel's.
+std::vector<std::string> kernelTunerModelNames(const std::string& family = "");
 // The model of a kernel by the family its records carry (the file's kernel_name: "Xgemm",
 // "convolution_kernel", "dedispersion_kernel") on `gpu`; nullopt for a kernel it does not know.
 std::optional<KernelTunerModel> kernelTunerModelFor(const std::string& family, const TargetDesc& gpu);

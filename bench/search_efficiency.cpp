@@ -261,11 +261,7 @@ std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std:
   }
   // Every bundled Kernel Tuner file: the four the aims name, then the same kernels on six GPUs no
   // search setting was chosen on (bench/data/README.md).
-  for (const char* f : {"gemm_RTX_3090.json.gz", "gemm_RTX_2080_Ti.json.gz", "convolution_A100.json.gz",
-                        "convolution_MI250X.json.gz", "gemm_RTX_Titan.json.gz", "gemm_RTX_3060_laptop.json.gz",
-                        "convolution_A4000.json.gz", "convolution_A6000.json.gz", "convolution_W6600.json.gz",
-                        "convolution_W7800.json.gz"})
-    add(dataDir + "/" + f);
+  for (const auto& f : bench::kernelTunerModelNames()) add(dataDir + "/" + f + ".json.gz");
   std::vector<std::string> host;
   if (fs::is_directory(dataDir))
     for (const auto& e : fs::directory_iterator(dataDir)) {
@@ -446,16 +442,18 @@ int main(int argc, char** argv) {
     auto hostTarget = getTarget("host");
     std::vector<std::vector<std::string>> groups;
     transfer.erase(std::remove(transfer.begin(), transfer.end(), std::string()), transfer.end());  // a bare --transfer
-    if (!transfer.empty()) groups.push_back(transfer);
-    else
+    if (!transfer.empty()) {
+      groups.push_back(transfer);
+    } else {
       // The pairs, then the same kernels as a team's cache holds them: every GPU bundled.
-      groups = {{dataDir + "/gemm_RTX_3090.json.gz", dataDir + "/gemm_RTX_2080_Ti.json.gz"},
-                {dataDir + "/convolution_A100.json.gz", dataDir + "/convolution_MI250X.json.gz"},
-                {dataDir + "/gemm_RTX_3090.json.gz", dataDir + "/gemm_RTX_2080_Ti.json.gz", dataDir + "/gemm_RTX_Titan.json.gz",
-                 dataDir + "/gemm_RTX_3060_laptop.json.gz"},
-                {dataDir + "/convolution_A100.json.gz", dataDir + "/convolution_MI250X.json.gz",
-                 dataDir + "/convolution_A4000.json.gz", dataDir + "/convolution_A6000.json.gz",
-                 dataDir + "/convolution_W6600.json.gz", dataDir + "/convolution_W7800.json.gz"}};
+      auto files = [&](const std::string& family) {
+        std::vector<std::string> out;
+        for (const auto& n : bench::kernelTunerModelNames(family)) out.push_back(dataDir + "/" + n + ".json.gz");
+        return out;
+      };
+      const auto xgemm = files("Xgemm"), conv = files("convolution_kernel");
+      groups = {{xgemm[0], xgemm[1]}, {conv[0], conv[1]}, xgemm, conv};  // the first two of each: the pairs
+    }
     std::printf("transfer across GPUs: trials to reach %.0f%% of the best, %d seeds (median / p90), evo+xgboost, batch %d%s;\n"
                 "transfer: the cost model warm-started from %d records of each other table (its best quarter and a seeded\n"
                 "draw of the rest, as a previous tune on that GPU leaves them), as `tessera tune` does with such records\n\n",

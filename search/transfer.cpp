@@ -242,16 +242,13 @@ class AgreementGate : public SearchStrategy {
     }
     if (phase_ == Phase::Probe && measured_.size() >= size_t(s_.probeTrials)) {
       // Judged on the cold tune's own trials (the transfer's picks, all from the other GPUs' top,
-      // would bias it), as a sequential test (TransferSettings), each other GPU on its own. Both
-      // of a GPU's models must rank them alike: the landscape (a regression: it orders the bulk
-      // of slow configs) and the ranking model that leads once trusted (graded labels: it orders
-      // their top). The A100 and the MI250X agree on the convolution's bulk (slow tiles are slow
-      // on both), not on its top (shared memory): on the A100's probes the ranking model's
-      // correlation is mostly negative where the landscape's reaches 0.7-0.8 by chance. The mean
-      // of the two, not the lesser: the ranking model's ties (most uniform draws are one grade)
-      // make it noisy on landscapes that agree too. The GPUs that agree lead, pooled; those that
-      // disagree drop out (a team's cache holds both: an RTX A6000 ranks an RTX A4000's space at
-      // 0.92, a Radeon W7800 at 0.14); the tune waits while some are undecided and none agrees.
+      // would bias it), as a sequential test (TransferSettings), each other GPU on its own, by its
+      // landscape's rank correlation with this GPU's results (probeModels: the ranking model's
+      // graded labels tie the slow bulk, so its order of a probe's mostly slow results is noise;
+      // what keeps chance agreements out, as the A100's with the MI250X, is the test's bound).
+      // The GPUs that agree lead, pooled; those that disagree drop out (a team's cache holds
+      // both: an RTX A6000 ranks an RTX A4000's space at 0.92, a Radeon W7800 at 0.14); the tune
+      // waits while some are undecided and none agrees.
       // Several GPUs judged at once: each test at probeZ, or (probeCorrected) at the
       // Sidak-corrected level, so that the chance of any GPU that disagrees passing stays that of
       // one (TransferSettings says why it is off by default).
