@@ -66,12 +66,29 @@ struct SearchSettings {
   // been) ranks a joint move of two knobs it has only seen changed alone, and slow, as slow: the
   // host GEMM's register tile (MR 4 -> 8 with NR 64 -> 32, and plain), the synthetic trap; the
   // niche's own measurements, not the model's extrapolation, decide whether it earns a trial.
-  // Off by default. Replay, 20 seeds, median / p90 trials to 95 %, off -> 2: trap 316/540 ->
-  // 120/490, host GEMM 32x2048x512 64/365 -> 84/254, but the convolution files pay the slot
-  // (A100 94/142 -> 123/193, MI250X 44/97 -> 66/137); gated (nicheAfter 8 or 16) or in the
-  // random share the trap gains less (198..412) and the A100 still pays (107..117).
-  int nicheKnobs = 0;
-  double nicheExplore = 0.5;
+  //
+  // On by default over switches (nicheFlagsOnly: two-valued knobs, a code path on or off: staging
+  // in shared memory, the read-only cache, padding). A switch selects one of two kernels whose
+  // landscapes differ; the search settles on the variant whose first draws were better and the
+  // model, trained there, extrapolates to the other from a few uniform draws. On the Radeon W6600
+  // and RTX A4000 convolution files the staged variant is the better one on median (a plateau of
+  // 0.7-0.84 of the best) and every config within 95 % sits in a corner of the unstaged one
+  // (block_size_y 1, tile_size_y 4: 4 and 11 of 4362 configs). Traced (W6600, seed 9): trial 25
+  // measured an unstaged 256x1 block, 1x2 tile at 0.62, one knob (tile_size_y 4) from 0.99, after
+  // which 280 trials went to the
+  // plateau, the model having seen tile_size_y 4 only with slow block widths; with the slot, the
+  // unstaged niche keeps improving from its own best config and the corner comes at trial 34.
+  // Replay, 40 seeds, cold, trials to 95 % at the median (random / evo): W6600 328 -> 224
+  // (2.1x -> 3.1x), A4000 94 -> 55 (2.8x -> 4.9x), A6000 90 -> 86, W7800 68 -> 60, A100 90 -> 94,
+  // host GEMM 32x2048x512 85 -> 70; paid on files the search already wins by 6x or more:
+  // MI250X 44 -> 54, RTX 3090 62 -> 72, 3060 Laptop 53 -> 72, 2080 Ti 117 -> 124, TITAN 38 -> 42
+  // (geomean over the ten files 9.2x -> 9.4x; worst file 2.1x -> 3.1x). Tried on the W6600: one
+  // switch, explore 0.5: 303 (20 seeds); one switch, explore 1: 253; two, the slot only after 8
+  // or 16 trials without a gain: 260 / 282 (40 seeds). The slot over any knobs (nicheFlagsOnly
+  // false, explore 0.5, as the trap test runs it): trap 316/540 -> 120/490 but A100 94 -> 123
+  // (20 seeds).
+  int nicheKnobs = 2;
+  double nicheExplore = 1.0;
   // A niche's first visits draw uniformly inside it: where the search has not been, the model
   // extrapolates from the incumbent's region (the host GEMM's 8x32 tile is fast only with the
   // plain schedule, which the model has seen slower everywhere else).
@@ -79,6 +96,7 @@ struct SearchSettings {
   // The slot plays once this many trials brought no better measurement (0: every batch).
   int nicheAfter = 0;
   bool nicheInRandomShare = false;  // the slot replaces the batch's random pick, not a greedy one
+  bool nicheFlagsOnly = true;       // niche knobs only among the two-valued ones (switches)
   // Evolutionary with a prior: its first this-many batches come from the prior's top even when the
   // model already has data (a transfer across GPUs that takes the lead after a probe of this GPU:
   // its first batch is the other GPUs' best). 0: the prior leads only while the model has none.

@@ -295,6 +295,7 @@ class Evolution : public SearchStrategy {
     std::vector<std::pair<double, size_t>> eta;
     for (size_t k = 0; k < knobs.size(); ++k) {
       if (knobs[k].domain.size() < 2) continue;
+      if (s_.nicheFlagsOnly && knobs[k].domain.size() != 2) continue;
       std::vector<double> sum(knobs[k].domain.size(), 0), cnt(knobs[k].domain.size(), 0);
       for (const auto* r : ok)
         if (int v = valueIndex(r->config, k); v >= 0) {

@@ -44,8 +44,12 @@ struct Replays {
 };
 
 // One replayed `tessera tune` per seed on `table`, warm-started from `others` (none: cold).
+// `nicheKnobs`: the search's niche slot (SearchSettings); the probe's tests below were calibrated
+// on seeds whose first results the search made without it (seed 31's chance agreement is of
+// those 8 results), so they pin it off: what they test is the probe's judgement of given results.
 Replays replay(const ReplayTable& table, const std::vector<cache::Record>* others, int seeds = 5,
-               const TransferSettings& transfer = {}, int firstSeed = 0) {
+               const TransferSettings& transfer = {}, int firstSeed = 0,
+               int nicheKnobs = SearchSettings{}.nicheKnobs) {
   Replays out;
   const double bar = 0.95 * table.bestThroughput();
   const ir::Space space = table.space;
@@ -55,6 +59,7 @@ Replays replay(const ReplayTable& table, const std::vector<cache::Record>* other
     ss.loop.search.strategy = "evolutionary";
     ss.loop.search.seed = uint64_t(seed) * 7919 + 1;
     ss.loop.search.batchSize = 4;
+    ss.loop.search.nicheKnobs = nicheKnobs;
     ss.loop.trials = int(table.results.size());
     ss.loop.topK = 0;
     ss.loop.measureDefault = false;
@@ -148,12 +153,12 @@ TEST(Transfer, AGpuThatDisagreesCostsTheTuneNothing) {
   auto table = tableFromRecords("convolution_A100", onA100);
   ASSERT_TRUE(table.ok()) << table.error().message;
 
-  Replays cold = replay(*table, nullptr);
-  Replays probed = replay(*table, &onMI250X);
+  Replays cold = replay(*table, nullptr, 5, {}, 0, 0);
+  Replays probed = replay(*table, &onMI250X, 5, {}, 0, 0);
   EXPECT_EQ(probed.transferGpus, 1);
   TransferSettings leads;
   leads.probeTrials = 0;
-  Replays led = replay(*table, &onMI250X, 5, leads);
+  Replays led = replay(*table, &onMI250X, 5, leads, 0, 0);
   const double c = median(cold.hits), p = median(probed.hits), l = median(led.hits);
   std::printf("A100 convolution (%zu configs): median trials to 95 %%: cold %.0f, from the MI250X's records %.0f "
               "(without the probe %.0f)\n", table->results.size(), c, p, l);
@@ -172,13 +177,13 @@ TEST(Transfer, AChanceAgreementOfTheProbeLeavesTheColdTune) {
   const auto& onMI250X = recordsOf("convolution_MI250X.json.gz");
   auto table = tableFromRecords("convolution_A100", onA100);
   ASSERT_TRUE(table.ok()) << table.error().message;
-  Replays cold = replay(*table, nullptr, 1, {}, 31);
-  Replays probed = replay(*table, &onMI250X, 1, {}, 31);
+  Replays cold = replay(*table, nullptr, 1, {}, 31, 0);
+  Replays probed = replay(*table, &onMI250X, 1, {}, 31, 0);
   TransferSettings plain;
   plain.probeZ = 0;
   plain.probeMaxTrials = plain.probeTrials;
   plain.probeAgreement = 0.7;
-  Replays once = replay(*table, &onMI250X, 1, plain, 31);
+  Replays once = replay(*table, &onMI250X, 1, plain, 31, 0);
   std::printf("A100 convolution, seed 31: cold %d trials, from the MI250X's records %d (judged once at 8: %d)\n",
               cold.hits.front(), probed.hits.front(), once.hits.front());
   EXPECT_EQ(probed.trials, cold.trials) << "a chance agreement let the other GPU lead";
@@ -293,11 +298,11 @@ TEST(Transfer, ATeamsGpusLeadOnlyWhereTheyAgree) {
     const auto& r = recordsOf(f);
     team.insert(team.end(), r.begin(), r.end());
   }
-  Replays cold = replay(*table, nullptr);
-  Replays perGpu = replay(*table, &team);
+  Replays cold = replay(*table, nullptr, 5, {}, 0, 0);
+  Replays perGpu = replay(*table, &team, 5, {}, 0, 0);
   TransferSettings pooledSettings;
   pooledSettings.perGpu = false;
-  Replays pooled = replay(*table, &team, 5, pooledSettings);
+  Replays pooled = replay(*table, &team, 5, pooledSettings, 0, 0);
   EXPECT_EQ(perGpu.transferGpus, 5);
   const double c = median(cold.hits), w = median(perGpu.hits), p = median(pooled.hits);
   std::printf("RTX A6000 convolution from 5 other GPUs: median trials to 95 %%: cold %.0f, each GPU judged %.0f, pooled %.0f\n",
