@@ -115,7 +115,19 @@ class Session {
     SearchSettings searchWith = s_.loop.search;
     // Another GPU's landscape is most often wrong about a switch (staging in local memory wins on
     // one GPU and loses on the other): with a transfer, every batch spans the two-valued knobs.
-    if (transferred) searchWith.flagSlots = true;
+    // Those slots span the switches already, from the other GPUs' view of both sides, so the niche
+    // slot over switches (SearchSettings::nicheKnobs), which buys that view with this GPU's own
+    // trials, is off in a tune with other GPUs' records (also in the twin that probes them and
+    // takes over when they disagree: the probe judges the same first results as before it).
+    // Replay (search_efficiency --transfer, 20 seeds, median trials to 95 %): with the niche in
+    // both arms, the convolution group 1.83x (W6600 148, A100 184), the Xgemm pair's 3090 46
+    // against cold 63, the convolution pair's A100 121 against 101; off in the transfer-led
+    // search only: 1.93x, 46, 121; off in both: 2.16x, 32, 94 (the transfer-led trials as before
+    // the niche was on by default).
+    if (transferred) {
+      searchWith.flagSlots = true;
+      searchWith.nicheKnobs = 0;
+    }
     // After a probe of this GPU the transfer's first batch is still the other GPUs' best.
     const bool gated = transferred && (s_.transfer.checkAfter > 0 || s_.transfer.probeTrials > 0);
     if (gated && s_.transfer.probeTrials > 0 && s_.transfer.asPrior) searchWith.priorBatches = 1;
@@ -129,7 +141,9 @@ class Session {
         auto w = warmStartSamples(*known, p_.key, p_.features, ws);
         if (!w.samples.empty()) (void)plain.model->update(w.samples);
       }
-      TESSERA_ASSIGN(plain.strategy, makeStrategy(s_.loop.search, p_.space, plain.model.get(), plain.features.get(),
+      SearchSettings plainSearch = s_.loop.search;
+      plainSearch.nicheKnobs = 0;
+      TESSERA_ASSIGN(plain.strategy, makeStrategy(plainSearch, p_.space, plain.model.get(), plain.features.get(),
                                                   p_.prior ? &p_.prior : nullptr));
       strategy = agreementGate(std::move(strategy), std::move(plain), transferred, s_.transfer, [this](double rho) {
         r_.transferDropped = true;
