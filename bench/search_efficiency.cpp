@@ -437,9 +437,6 @@ int main(int argc, char** argv) {
   app.add_option("--transfer-stale", o.transfer.staleAfter,
                  "transfer: own results in a row without a new best after which the other GPUs stop leading (0: never)")
       ->capture_default_str();
-  app.add_option("--transfer-hedge", o.transfer.hedge,
-                 "transfer: picks of each batch led by the other GPUs still drawn as without them (0: none)")
-      ->capture_default_str();
   app.add_option("--transfer-prior", o.transferPrior,
                  "transfer replays: the analytic model's estimate as prior in both arms, on tables with a model (0/1)")
       ->capture_default_str();

@@ -75,9 +75,9 @@ struct SearchSettings {
   // 0.7-0.84 of the best) and every config within 95 % sits in a corner of the unstaged one
   // (block_size_y 1, tile_size_y 4: 4 and 11 of 4362 configs). Traced (W6600, seed 9): trial 25
   // measured an unstaged 256x1 block, 1x2 tile at 0.62, one knob (tile_size_y 4) from 0.99, after
-  // which 280 trials went to the
-  // plateau, the model having seen tile_size_y 4 only with slow block widths; with the slot, the
-  // unstaged niche keeps improving from its own best config and the corner comes at trial 34.
+  // which 280 trials went to the plateau, the model having seen tile_size_y 4 only with slow block
+  // widths; with the slot, the unstaged niche keeps improving from its own best config and the
+  // corner comes at trial 34.
   // Replay, 40 seeds, cold, trials to 95 % at the median (random / evo): W6600 328 -> 224
   // (2.1x -> 3.1x), A4000 94 -> 55 (2.8x -> 4.9x), A6000 90 -> 86, W7800 68 -> 60, A100 90 -> 94,
   // host GEMM 32x2048x512 85 -> 70; paid on files the search already wins by 6x or more:

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <map>
 #include <tuple>
-#include <unordered_set>
 
 #include "measure/records.h"
 
@@ -220,14 +219,7 @@ class AgreementGate : public SearchStrategy {
       if (phase_ == Phase::Probe && measured_.size() < size_t(s_.probeTrials)) n = std::min(n, size_t(s_.probeTrials) - measured_.size());
       return plain_.strategy->propose(n);
     }
-    if (s_.hedge <= 0 || n < 2) return with_->propose(n);
-    const size_t h = std::min(n - 1, size_t(s_.hedge));
-    auto out = with_->propose(n - h);
-    std::unordered_set<std::string> keys;
-    for (const auto& c : out) keys.insert(configKey(c));
-    for (auto& c : plain_.strategy->propose(h))
-      if (keys.insert(configKey(c)).second) out.push_back(std::move(c));
-    return out;
+    return with_->propose(n);
   }
 
   void observe(const std::vector<TrialResult>& results) override {
@@ -297,7 +289,7 @@ class AgreementGate : public SearchStrategy {
     }
     // The plain model learns whenever the plain search proposes (in step with each batch, as a
     // tune without the transfer trains it), and on taking over, every result so far at once.
-    if ((phase_ != Phase::Trusted || s_.hedge > 0) && !pending_.empty()) {
+    if (phase_ != Phase::Trusted && !pending_.empty()) {
       (void)plain_.model->update(pending_);
       pending_.clear();
     }

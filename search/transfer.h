@@ -85,14 +85,6 @@ struct TransferSettings {
   // other five GPUs, 20 seeds, 16 results: 152 -> 141, cold 94) and costs the pairs where the lead
   // improves slowly (RTX 2080 Ti from the 3090: 49.5 -> 80).
   int staleAfter = 0;
-  // While the other GPUs lead, this many picks of each batch still come from the search without
-  // them (whose model then learns every result): a hedge against a lead that agrees over the bulk
-  // of the space and not at its top (0: none). Measured and left off (search_efficiency
-  // --transfer, 20 seeds, hedge 0 -> 1, before the switch niche became the default): the
-  // convolution group 2.37x -> 2.69x (A100 139 -> 112, still worse than cold 94; W6600 48 -> 20;
-  // MI250X 22 -> 26, A6000 26 -> 33), the Xgemm group 5.44x -> 5.33x, the Xgemm pair's 2080 Ti
-  // 46 -> 54: it does not keep the A100 from losing, and costs the GPUs that agree.
-  int hedge = 0;
   uint64_t seed = 0;
   costmodel::ModelSettings model;   // the transfer model's (seed and threads come from here)
 };

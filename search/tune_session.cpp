@@ -112,7 +112,6 @@ class Session {
     }
     auto features = featuresFor(p_.key);
     if (model && s_.warmStart && known) warmStart(*model, *known, featuresFor);
-    SearchSettings searchWith = s_.loop.search;
     // Another GPU's landscape is most often wrong about a switch (staging in local memory wins on
     // one GPU and loses on the other): with a transfer, every batch spans the two-valued knobs.
     // Those slots span the switches already, from the other GPUs' view of both sides, so the niche
@@ -124,10 +123,10 @@ class Session {
     // against cold 63, the convolution pair's A100 121 against 101; off in the transfer-led
     // search only: 1.93x, 46, 121; off in both: 2.16x, 32, 94 (the transfer-led trials as before
     // the niche was on by default).
-    if (transferred) {
-      searchWith.flagSlots = true;
-      searchWith.nicheKnobs = 0;
-    }
+    SearchSettings searchOwn = s_.loop.search;  // the search of this GPU's own results
+    if (transferred) searchOwn.nicheKnobs = 0;
+    SearchSettings searchWith = searchOwn;
+    if (transferred) searchWith.flagSlots = true;
     // After a probe of this GPU the transfer's first batch is still the other GPUs' best.
     const bool gated = transferred && (s_.transfer.checkAfter > 0 || s_.transfer.probeTrials > 0);
     if (gated && s_.transfer.probeTrials > 0 && s_.transfer.asPrior) searchWith.priorBatches = 1;
@@ -141,9 +140,7 @@ class Session {
         auto w = warmStartSamples(*known, p_.key, p_.features, ws);
         if (!w.samples.empty()) (void)plain.model->update(w.samples);
       }
-      SearchSettings plainSearch = s_.loop.search;
-      plainSearch.nicheKnobs = 0;
-      TESSERA_ASSIGN(plain.strategy, makeStrategy(plainSearch, p_.space, plain.model.get(), plain.features.get(),
+      TESSERA_ASSIGN(plain.strategy, makeStrategy(searchOwn, p_.space, plain.model.get(), plain.features.get(),
                                                   p_.prior ? &p_.prior : nullptr));
       strategy = agreementGate(std::move(strategy), std::move(plain), transferred, s_.transfer, [this](double rho) {
         r_.transferDropped = true;
