@@ -102,7 +102,21 @@ int main(int argc, char** argv) {
   app.add_option("--csv", csv, "write every config's measured and estimated time here");
   app.add_option("--gpu", gpu, "the GPU the named files were measured on (default: their device_name's row of the GPU table)");
   app.add_option("FILE", files, "Kernel Tuner files (default: the bundled ones)");
+  std::vector<std::string> exclusionText;
+  app.add_option("--exclude", exclusionText,
+                 "TABLE:knob=value,...: the measured configs of the files whose name contains TABLE with all of "
+                 "those values are set aside (bench/data/README.md: the A100 convolution file's measurement-order "
+                 "configs)");
   CLI11_PARSE(app, argc, argv);
+  std::vector<search::TableExclusion> exclusions;
+  for (const auto& x : exclusionText) {
+    auto e = search::parseTableExclusion(x);
+    if (!e.ok()) {
+      std::fprintf(stderr, "estimator_validation: --exclude %s\n", e.error().message.c_str());
+      return 2;
+    }
+    exclusions.push_back(std::move(*e));
+  }
   // What is validated: the bundled files on their GPUs, or the named files.
   struct Item {
     std::string name, path;
@@ -141,6 +155,10 @@ int main(int argc, char** argv) {
       if (!files.empty()) status = 2;
       continue;
     }
+    for (const auto& x : exclusions)
+      if (name.find(x.table) != std::string::npos)
+        details.push_back(name + ": " + std::to_string(search::setAside(*recs, x.match)) +
+                          " measured configs set aside (--exclude)");
     if (!item.model && !recs->empty()) {
       auto t = bench::kernelTunerGpu(recs->front().provenance.cpu_model, gpu);
       if (!t.ok()) {

@@ -227,6 +227,9 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
   return out;
 }
 
+// --exclude: configs set aside in the tables they name (search::setAside).
+std::vector<search::TableExclusion> gExclusions;
+
 // The bundled tables and `extra`, or only `only` when it is given.
 std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std::string>& extra,
                               const std::vector<std::string>& only = {}, bool synthetic = false) {
@@ -245,6 +248,9 @@ std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std:
       std::printf("note: %s: %s: skipped\n", path.c_str(), recs.error().message.c_str());
       return;
     }
+    for (const auto& x : gExclusions)
+      if (base.find(x.table) != std::string::npos)
+        std::printf("note: %s: %zu measured configs set aside (--exclude)\n", base.c_str(), search::setAside(*recs, x.match));
     auto groups = search::groupByKey(*recs);
     for (size_t g = 0; g < groups.size(); ++g) {
       const cache::HardKey& k = groups[g].front().key;
@@ -399,6 +405,11 @@ int main(int argc, char** argv) {
                                      "replay each of these tables warm-started from the others (the same kernel on other "
                                      "GPUs); alone: the bundled pairs, then every bundled GPU of each kernel")
                           ->expected(0, -1);
+  std::vector<std::string> exclusions;
+  app.add_option("--exclude", exclusions,
+                 "TABLE:knob=value,...: the measured configs of the tables whose name contains TABLE with all of "
+                 "those values are set aside (replayed as failed runs), e.g. the A100 convolution file's "
+                 "measurement-order configs (bench/data/README.md)");
   app.add_option("--share", o.target, "the share of a table's best a replay must reach (0.95: 95 %)")->capture_default_str();
   app.add_option("--transfer-feature", o.transfer.asFeature, "transfer: the other GPUs' model's score is a feature (0/1)")
       ->capture_default_str();
@@ -442,6 +453,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("FILE", extra, "extra tables: Kernel Tuner files or record exports (JSON lines, gzip ok)");
   CLI11_PARSE(app, argc, argv);
+  for (const auto& x : exclusions) {
+    auto e = search::parseTableExclusion(x);
+    if (!e.ok()) {
+      std::fprintf(stderr, "search_efficiency: --exclude %s\n", e.error().message.c_str());
+      return 2;
+    }
+    gExclusions.push_back(std::move(*e));
+  }
   if (transferOpt->count()) {
     auto start = std::chrono::steady_clock::now();
     auto hostTarget = getTarget("host");

@@ -161,6 +161,48 @@ Expected<std::vector<cache::Record>> importKernelTuner(const std::string& path, 
   return out;
 }
 
+bool KnobMatch::matches(const std::string& configJson) const {
+  const json cfg = json::parse(configJson, nullptr, false);
+  if (!cfg.is_object()) return false;
+  for (const auto& [knob, value] : values) {
+    auto it = cfg.find(knob);
+    if (it == cfg.end()) return false;
+    if (it->is_string() ? it->get<std::string>() != value : it->dump() != value) return false;
+  }
+  return true;
+}
+
+Expected<KnobMatch> parseKnobMatch(const std::string& text) {
+  KnobMatch m;
+  for (const std::string& part : split(text, ',')) {
+    const size_t eq = part.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == part.size())
+      return makeError(ErrorCode::InvalidArgument, "'" + text + "': expected knob=value[,knob=value...]");
+    m.values.push_back({part.substr(0, eq), part.substr(eq + 1)});
+  }
+  if (m.values.empty()) return makeError(ErrorCode::InvalidArgument, "'" + text + "': expected knob=value[,knob=value...]");
+  return m;
+}
+
+Expected<TableExclusion> parseTableExclusion(const std::string& text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos || colon == 0)
+    return makeError(ErrorCode::InvalidArgument, "'" + text + "': expected TABLE:knob=value[,knob=value...]");
+  TESSERA_ASSIGN(KnobMatch m, parseKnobMatch(text.substr(colon + 1)));
+  return TableExclusion{text.substr(0, colon), std::move(m)};
+}
+
+size_t setAside(std::vector<cache::Record>& records, const KnobMatch& match) {
+  size_t n = 0;
+  for (auto& r : records)
+    if (r.status == cache::RecordStatus::Ok && match.matches(r.config)) {
+      r.status = cache::RecordStatus::Crash;
+      r.median_us = r.p20_us = r.p80_us = r.gflops = 0;
+      ++n;
+    }
+  return n;
+}
+
 Expected<std::string> readMaybeGzip(const std::string& path, size_t max_bytes) {
   // A regular file only (a FIFO would block, /dev/zero never ends); gzread passes files that are
   // not gzip through unchanged, and the text is read up to max_bytes (decompressed) and no further.

@@ -109,6 +109,30 @@ TEST(Replay, FailureStatusesOfARealFile) {
   EXPECT_EQ(recs->front().key.target, "NVIDIA_A100-PCIE-40GB");
 }
 
+// Configs set aside by knob values (the benches' --exclude): every measured config with all the
+// values, none without; text that is not such a list is one clear error.
+TEST(Replay, SetsAsideTheConfigsItIsTold) {
+  auto recs = importKernelTuner(tables::dataFile("convolution_A100.json.gz"), "");
+  ASSERT_TRUE(recs.ok());
+  auto x = parseTableExclusion("convolution_A100:read_only=1,use_padding=0,use_shmem=1");
+  ASSERT_TRUE(x.ok()) << x.error().message;
+  EXPECT_EQ(x->table, "convolution_A100");
+  std::vector<cache::Record> kept = *recs;
+  EXPECT_EQ(setAside(kept, x->match), 800u);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const bool all = x->match.matches((*recs)[i].config);
+    if ((*recs)[i].status == cache::RecordStatus::Ok) EXPECT_EQ(kept[i].status != cache::RecordStatus::Ok, all) << (*recs)[i].config;
+  }
+  EXPECT_EQ(setAside(kept, x->match), 0u);  // twice: nothing more
+  auto none = parseKnobMatch("read_only=7");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(setAside(kept, *none), 0u);  // a value no config has (control: the count above is not every config)
+  for (const char* bad : {"", "read_only", "=1", "read_only=", "a=1,,b=2"})
+    EXPECT_FALSE(parseKnobMatch(bad).ok()) << bad;
+  for (const char* bad : {"read_only=1", ":read_only=1", "convolution_A100:", "convolution_A100:x"})
+    EXPECT_FALSE(parseTableExclusion(bad).ok()) << bad;
+}
+
 TEST(Replay, ImportIntoTheStoreIsIdempotent) {
   std::string db = tempPath("import.db");
   std::string path = writeTinyKernelTunerFile();
