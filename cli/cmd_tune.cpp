@@ -209,17 +209,16 @@ void tuneCommand(const TuneFlags& f) {
     if (f.json) return;
     std::string from;
     for (const auto& x : t.from) from += (from.empty() ? "" : "; ") + x;
-    std::printf("transfer     this kernel measured on %d other GPU%s (%s): once the first trials (drawn as without "
-                "them) show which of them rank this GPU alike, those lead: their model picks the next batch and is a "
-                "feature; --no-transfer turns it off\n",
+    std::printf("transfer     this kernel measured on %d other GPU%s (%s): their model picks the first batch and is "
+                "a feature of the cost model, until this GPU's own results rank unlike theirs; --no-transfer turns it "
+                "off\n",
                 t.gpus, t.gpus == 1 ? "" : "s", from.c_str());
   };
   cb.onTransferLed = [&](const std::vector<std::string>& led) {
     if (f.json) return;
     std::string names;
     for (const auto& x : led) names += (names.empty() ? "" : "; ") + x.substr(0, x.find(':'));
-    std::printf("transfer     %zu GPU%s rank%s this one's first results alike and lead%s: %s\n", led.size(),
-                led.size() == 1 ? "" : "s", led.size() == 1 ? "s" : "", led.size() == 1 ? "s" : "", names.c_str());
+    std::printf("transfer     led by %zu GPU%s: %s\n", led.size(), led.size() == 1 ? "" : "s", names.c_str());
   };
   cb.onTransferDropped = [&](double rho) {
     if (f.json) return;

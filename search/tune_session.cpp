@@ -153,6 +153,12 @@ class Session {
       });
     }
 
+    if (transferred && (!gated || s_.transfer.probeTrials <= 0)) {
+      // No probe: the other GPUs lead from the first batch, pooled (the check may drop them).
+      for (const auto& src : transferred->sources) r_.transferLed.push_back(src.name);
+      if (cb_.onTransferLed) cb_.onTransferLed(r_.transferLed);
+    }
+
     TuneCallbacks cb;
     cb.commitRecords = [this](const std::vector<TrialResult>& rs) { commit(rs); };
     cb.onTrial = [this](const TrialResult& t, const TuneProgress& pr) {

@@ -89,6 +89,14 @@ Replays replay(const ReplayTable& table, const std::vector<cache::Record>* other
   return out;
 }
 
+// The probe (an option since the other GPUs lead from the first batch by default): 8 to 16 of
+// this GPU's own results, a lower bound at 1.282 standard errors >= 0.5.
+TransferSettings probed() {
+  TransferSettings s;
+  s.probeTrials = 8;
+  return s;
+}
+
 double median(std::vector<int> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
@@ -137,13 +145,14 @@ TEST(Transfer, AnotherGpusRecordsCutTheTrialsOfATune) {
   EXPECT_GT(median(wrong.hits), w) << "an inverted landscape helped as much as the true one";
 }
 
-// Another GPU whose landscape disagrees with this one's costs the tune nothing: the A100's
-// convolution from the MI250X's records (shared-memory staging wins on the one and loses on the
-// other; the MI250X's fastest configs are a local optimum at ~0.68 of the A100's best, where a
-// search that starts there stays). The probe of this GPU (its first results are the cold tune's
-// own) judges the other GPU's agreement, and the cold search goes on unchanged: the very same
-// trials. Control: without the probe, the transfer leads the first batches and the same seeds need
-// more trials.
+// With the probe (an option), another GPU whose landscape disagrees with this one's costs the
+// tune nothing: the A100's convolution as bundled from the MI250X's records (shared-memory
+// staging wins on the one and loses on the other; the MI250X's fastest configs reach ~0.68 of
+// this file's best, a measurement-order effect, bench/data/README.md). The probe of this GPU (its
+// first results are the cold tune's own) judges the other GPU's agreement, and the cold search
+// goes on unchanged: the very same trials. Control: without the probe (the default), the
+// transfer leads the first batches and the same seeds need more trials (the one bundled file
+// where leading costs trials; TheOtherGpusLeadWhereTheyAgreeAtTheTop shows what the probe costs).
 TEST(Transfer, AGpuThatDisagreesCostsTheTuneNothing) {
   const auto& onA100 = recordsOf("convolution_A100.json.gz");
   const auto& onMI250X = recordsOf("convolution_MI250X.json.gz");
@@ -154,17 +163,41 @@ TEST(Transfer, AGpuThatDisagreesCostsTheTuneNothing) {
   ASSERT_TRUE(table.ok()) << table.error().message;
 
   Replays cold = replay(*table, nullptr, 5, {}, 0, 0);
-  Replays probed = replay(*table, &onMI250X, 5, {}, 0, 0);
+  Replays probed = replay(*table, &onMI250X, 5, ::probed(), 0, 0);
   EXPECT_EQ(probed.transferGpus, 1);
-  TransferSettings leads;
-  leads.probeTrials = 0;
-  Replays led = replay(*table, &onMI250X, 5, leads, 0, 0);
+  Replays led = replay(*table, &onMI250X, 5, {}, 0, 0);
   const double c = median(cold.hits), p = median(probed.hits), l = median(led.hits);
   std::printf("A100 convolution (%zu configs): median trials to 95 %%: cold %.0f, from the MI250X's records %.0f "
               "(without the probe %.0f)\n", table->results.size(), c, p, l);
   EXPECT_LE(p, c) << "a disagreeing GPU's records made the tune worse";
   EXPECT_EQ(probed.trials, cold.trials) << "a disagreeing GPU's records changed the tune's trials";
   EXPECT_GT(l, c) << "control: the transfer leading from the first batch no longer hurts this pair";
+}
+
+// By default the other GPUs lead from the first batch, because agreement over the bulk of a space
+// says little about agreement at its top, which is what a transfer pays for: the A100 and MI250X
+// convolution landscapes agree at 0.46 over every config, yet with the A100 file's
+// measurement-order configs set aside (bench/data/README.md) the MI250X's own order holds configs
+// within 95 % of the A100's best at its ranks 6, 7 and 9, and led by the MI250X's records the A100
+// needs a trial or two where a cold tune needs ~77 (20 seeds). Control: the probe, which judges the
+// MI250X by the bulk, keeps it out and the tune needs about what a cold one does. ~5 s.
+TEST(Transfer, TheOtherGpusLeadWhereTheyAgreeAtTheTop) {
+  std::vector<cache::Record> onA100 = recordsOf("convolution_A100.json.gz");
+  auto order = parseKnobMatch("read_only=1,use_padding=0,use_shmem=1");
+  ASSERT_TRUE(order.ok());
+  EXPECT_EQ(setAside(onA100, *order), 800u);
+  auto table = tableFromRecords("convolution_A100", onA100);
+  ASSERT_TRUE(table.ok()) << table.error().message;
+  const auto& onMI250X = recordsOf("convolution_MI250X.json.gz");
+  Replays cold = replay(*table, nullptr, 5, {}, 0);
+  Replays led = replay(*table, &onMI250X, 5, {}, 0);
+  Replays judged = replay(*table, &onMI250X, 5, probed(), 0);
+  const double c = median(cold.hits), l = median(led.hits), p = median(judged.hits);
+  std::printf("A100 convolution without its measurement-order configs: median trials to 95 %%: cold %.0f, led by the "
+              "MI250X's records %.0f, after a probe of them %.0f\n", c, l, p);
+  EXPECT_EQ(led.led.front().size(), 1u);
+  EXPECT_LT(4 * l, c) << "the MI250X's records did not lead the A100 to its best";
+  EXPECT_GT(p, 4 * l) << "control: the probe no longer keeps the MI250X out";
 }
 
 // A probe that agrees by chance does not let the other GPU lead: on seed 31 the MI250X's two models
@@ -178,8 +211,8 @@ TEST(Transfer, AChanceAgreementOfTheProbeLeavesTheColdTune) {
   auto table = tableFromRecords("convolution_A100", onA100);
   ASSERT_TRUE(table.ok()) << table.error().message;
   Replays cold = replay(*table, nullptr, 1, {}, 31, 0);
-  Replays probed = replay(*table, &onMI250X, 1, {}, 31, 0);
-  TransferSettings plain;
+  Replays probed = replay(*table, &onMI250X, 1, ::probed(), 31, 0);
+  TransferSettings plain = ::probed();
   plain.probeZ = 0;
   plain.probeMaxTrials = plain.probeTrials;
   plain.probeAgreement = 0.7;
@@ -197,7 +230,7 @@ TEST(Transfer, AChanceAgreementOfTheProbeLeavesTheColdTune) {
 // (In a tune the probe's later trials are the cold search's picks, near this GPU's best, where the
 // convolution pair agrees less still, and both models must agree: see the replay tests.)
 TEST(Transfer, TheProbeTrustsEvidenceNotChance) {
-  TransferSettings s;  // the defaults: 8 to 16 results, lower bound at 1.282 standard errors >= 0.5
+  const TransferSettings s = probed();  // 8 to 16 results, lower bound at 1.282 standard errors >= 0.5
   EXPECT_EQ(probeVerdict(0.9, 7, s), ProbeVerdict::Undecided);
   EXPECT_EQ(probeVerdict(0.9, 8, s), ProbeVerdict::Agrees);
   EXPECT_EQ(probeVerdict(0.8, 8, s), ProbeVerdict::Undecided);  // a plain 0.7 would trust it
@@ -285,7 +318,7 @@ TEST(Transfer, TheModelRanksTheOtherGpusFastConfigsFirst) {
 // A team's cache holds the kernel on many GPUs, some that rank this one's space alike and some
 // that do not: the RTX A6000's convolution from five other GPUs (bench/data: the RTX A4000, 0.92
 // rank correlation over the whole space with the A6000; the A100, 0.84; the MI250X, W6600 and
-// W7800, 0.41, 0.33, 0.02). The probe judges each GPU on its own and only those that agree lead:
+// W7800, 0.41, 0.33, 0.02). The probe (an option) judges each GPU on its own and only those that agree lead:
 // the A4000 most often, the W7800 never, and the tune beats the cold one by more than the pool
 // does (seeds 0-4: cold 70, each GPU judged 17, pooled 62). Control: the same GPUs pooled and
 // judged as one (perGpu off) let the GPUs that disagree lead with the others. ~7 s.
@@ -299,8 +332,8 @@ TEST(Transfer, ATeamsGpusLeadOnlyWhereTheyAgree) {
     team.insert(team.end(), r.begin(), r.end());
   }
   Replays cold = replay(*table, nullptr, 5, {}, 0, 0);
-  Replays perGpu = replay(*table, &team, 5, {}, 0, 0);
-  TransferSettings pooledSettings;
+  Replays perGpu = replay(*table, &team, 5, probed(), 0, 0);
+  TransferSettings pooledSettings = probed();
   pooledSettings.perGpu = false;
   Replays pooled = replay(*table, &team, 5, pooledSettings, 0, 0);
   EXPECT_EQ(perGpu.transferGpus, 5);
@@ -370,8 +403,8 @@ TEST(Transfer, ASessionFindsOtherGpusRecordsInItsStore) {
   std::string all;
   for (const auto& h : heard) all += h + "\n";
   for (const char* gpu : {"RTX 3090", "TITAN RTX", "RTX 3060 Laptop"}) EXPECT_NE(all.find(gpu), std::string::npos) << all;
-  // What led (the GPUs the probe found agreeing) is some of those, said by name.
-  for (const auto& led : on->transferLed) EXPECT_NE(std::find(heard.begin(), heard.end(), led), heard.end()) << led;
+  // What led (without a probe, all of them, from the first batch) is said by name.
+  EXPECT_EQ(on->transferLed, heard);
   heard.clear();
   auto off = run(false, &heard);
   ASSERT_TRUE(off.ok());
