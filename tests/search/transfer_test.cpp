@@ -179,7 +179,7 @@ TEST(Transfer, AGpuThatDisagreesCostsTheTuneNothing) {
 // convolution landscapes agree at 0.46 over every config, yet with the A100 file's
 // measurement-order configs set aside (bench/data/README.md) the MI250X's own order holds configs
 // within 95 % of the A100's best at its ranks 6, 7 and 9, and led by the MI250X's records the A100
-// needs a trial or two where a cold tune needs ~77 (20 seeds). Control: the probe, which judges the
+// needs a trial or two where a cold tune needs ~74 (20 seeds). Control: the probe, which judges the
 // MI250X by the bulk, keeps it out and the tune needs about what a cold one does. ~5 s.
 TEST(Transfer, TheOtherGpusLeadWhereTheyAgreeAtTheTop) {
   std::vector<cache::Record> onA100 = recordsOf("convolution_A100.json.gz");
