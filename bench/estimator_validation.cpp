@@ -108,15 +108,12 @@ int main(int argc, char** argv) {
                  "those values are set aside (bench/data/README.md: the A100 convolution file's measurement-order "
                  "configs)");
   CLI11_PARSE(app, argc, argv);
-  std::vector<search::TableExclusion> exclusions;
-  for (const auto& x : exclusionText) {
-    auto e = search::parseTableExclusion(x);
-    if (!e.ok()) {
-      std::fprintf(stderr, "estimator_validation: --exclude %s\n", e.error().message.c_str());
-      return 2;
-    }
-    exclusions.push_back(std::move(*e));
+  auto parsed = search::parseTableExclusions(exclusionText);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "estimator_validation: --exclude %s\n", parsed.error().message.c_str());
+    return 2;
   }
+  const std::vector<search::TableExclusion> exclusions = std::move(*parsed);
   // What is validated: the bundled files on their GPUs, or the named files.
   struct Item {
     std::string name, path;

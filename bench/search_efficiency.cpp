@@ -453,14 +453,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("FILE", extra, "extra tables: Kernel Tuner files or record exports (JSON lines, gzip ok)");
   CLI11_PARSE(app, argc, argv);
-  for (const auto& x : exclusions) {
-    auto e = search::parseTableExclusion(x);
-    if (!e.ok()) {
-      std::fprintf(stderr, "search_efficiency: --exclude %s\n", e.error().message.c_str());
-      return 2;
-    }
-    gExclusions.push_back(std::move(*e));
+  auto parsed = search::parseTableExclusions(exclusions);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "search_efficiency: --exclude %s\n", parsed.error().message.c_str());
+    return 2;
   }
+  gExclusions = std::move(*parsed);
   if (transferOpt->count()) {
     auto start = std::chrono::steady_clock::now();
     auto hostTarget = getTarget("host");

@@ -192,6 +192,15 @@ Expected<TableExclusion> parseTableExclusion(const std::string& text) {
   return TableExclusion{text.substr(0, colon), std::move(m)};
 }
 
+Expected<std::vector<TableExclusion>> parseTableExclusions(const std::vector<std::string>& texts) {
+  std::vector<TableExclusion> out;
+  for (const auto& t : texts) {
+    TESSERA_ASSIGN(TableExclusion x, parseTableExclusion(t));
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
 size_t setAside(std::vector<cache::Record>& records, const KnobMatch& match) {
   size_t n = 0;
   for (auto& r : records)

@@ -31,6 +31,7 @@ struct TableExclusion {
   KnobMatch match;
 };
 Expected<TableExclusion> parseTableExclusion(const std::string& text);
+Expected<std::vector<TableExclusion>> parseTableExclusions(const std::vector<std::string>& texts);
 // Sets aside the measured records whose config matches (measurements not to be trusted, e.g. the
 // A100 convolution file's measurement-order configs, bench/data/README.md): their status becomes
 // Crash, as for a config that failed to run, so a replay that proposes one pays a trial and learns

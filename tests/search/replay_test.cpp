@@ -131,6 +131,8 @@ TEST(Replay, SetsAsideTheConfigsItIsTold) {
     EXPECT_FALSE(parseKnobMatch(bad).ok()) << bad;
   for (const char* bad : {"read_only=1", ":read_only=1", "convolution_A100:", "convolution_A100:x"})
     EXPECT_FALSE(parseTableExclusion(bad).ok()) << bad;
+  EXPECT_EQ(parseTableExclusions({"a:x=1", "b:y=2,z=3"})->size(), 2u);
+  EXPECT_FALSE(parseTableExclusions({"a:x=1", "b"}).ok());  // one bad entry fails the list
 }
 
 TEST(Replay, ImportIntoTheStoreIsIdempotent) {
