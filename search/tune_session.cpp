@@ -116,8 +116,8 @@ class Session {
     // one GPU and loses on the other): with a transfer, every batch spans the two-valued knobs.
     // Those slots span the switches already, from the other GPUs' view of both sides, so the niche
     // slot over switches (SearchSettings::nicheKnobs), which buys that view with this GPU's own
-    // trials, is off in a tune with other GPUs' records (also in the twin that probes them and
-    // takes over when they disagree: the probe judges the same first results as before it).
+    // trials, is off in a tune with other GPUs' records (also in the twin that takes over when
+    // they disagree, and that makes a probe's first results when one is asked for).
     // Replay (search_efficiency --transfer, 20 seeds, median trials to 95 %): with the niche in
     // both arms, the convolution group 1.83x (W6600 148, A100 184), the Xgemm pair's 3090 46
     // against cold 63, the convolution pair's A100 121 against 101; off in the transfer-led
@@ -131,6 +131,12 @@ class Session {
     const bool gated = transferred && (s_.transfer.checkAfter > 0 || s_.transfer.probeTrials > 0);
     if (gated && s_.transfer.probeTrials > 0 && s_.transfer.asPrior) searchWith.priorBatches = 1;
     TESSERA_ASSIGN(auto strategy, makeStrategy(searchWith, p_.space, model.get(), features.get(), prior ? &prior : nullptr));
+    // Which of the other GPUs lead (a probe's verdict, or all of them without one), said once.
+    auto led = [this, transferred](const std::vector<size_t>& gpus) {
+      r_.transferLed.clear();
+      for (size_t g : gpus) r_.transferLed.push_back(transferred->sources[g].name);
+      if (cb_.onTransferLed) cb_.onTransferLed(r_.transferLed);
+    };
     if (gated) {
       // The twin without the other GPUs, for when they disagree with this one.
       PlainSearch plain{costmodel::makeXGBoostModel(s_.model), p_.features(p_.key), nullptr};
@@ -146,17 +152,13 @@ class Session {
         r_.transferDropped = true;
         r_.transferAgreement = rho;
         if (cb_.onTransferDropped) cb_.onTransferDropped(rho);
-      }, [this, transferred](const std::vector<size_t>& gpus) {
-        r_.transferLed.clear();
-        for (size_t g : gpus) r_.transferLed.push_back(transferred->sources[g].name);
-        if (cb_.onTransferLed) cb_.onTransferLed(r_.transferLed);
-      });
+      }, led);
     }
-
     if (transferred && (!gated || s_.transfer.probeTrials <= 0)) {
-      // No probe: the other GPUs lead from the first batch, pooled (the check may drop them).
-      for (const auto& src : transferred->sources) r_.transferLed.push_back(src.name);
-      if (cb_.onTransferLed) cb_.onTransferLed(r_.transferLed);
+      // No probe: all the other GPUs lead from the first batch, pooled (the check may drop them).
+      std::vector<size_t> all(transferred->sources.size());
+      for (size_t g = 0; g < all.size(); ++g) all[g] = g;
+      led(all);
     }
 
     TuneCallbacks cb;
