@@ -55,6 +55,13 @@ Expected<Plan> makePlan(const ir::GemmInfo& g, const PlanInputs& in) {
   if (p.BM > 256) return bad("BM must be at most 256 (a TMA box has at most 256 rows)");
   if (p.TM * p.TN > 128 * 128) return bad("a warpgroup tile of " + std::to_string(p.TM) + "x" + std::to_string(p.TN) +
                                           " needs " + std::to_string(p.TM * p.TN / 128) + " accumulator registers per thread (at most 128)");
+  // MLIR 22's lowering of warpgroup.mma.store places the second m64 half of a 128-row accumulator
+  // as many rows down as one half holds registers per thread (TN / 2) instead of 64: right at
+  // TN=128 only. At 128x64 the halves overlap (the NVVM adds 32 rows; the mapped-kernel emulator
+  // reports the write-after-write race, and an H200 measured the result wrong, 2026-11-27).
+  if (p.TM == 128 && p.TN != 128)
+    return bad("TM=128 needs TN=128: MLIR 22's warpgroup store puts a 128-row accumulator's second half TN/2 rows "
+               "down, not 64");
   p.consumers = int((p.BM / p.TM) * (p.BN / p.TN));
   if (p.consumers > 4) return bad(std::to_string(p.consumers) + " consumer warpgroups: at most 4 share the register file");
   p.threads = 128 * (int64_t(p.consumers) + 1);
