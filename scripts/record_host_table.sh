@@ -17,11 +17,6 @@ shift
 T=${TESSERA_BIN:-build/cli/tessera}
 work=$(mktemp -d)
 db=${TABLE_DB:-$work/table.db}
-trap 'kill "${server:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'rm -rf "$work"' EXIT
 "$T" tune --strategy random --trials 100000000 --top-k 0 --force --no-warm-start --db "$db" "$@"
-"$T" serve --db "$db" --port 0 --port-file "$work/port" --allow-anonymous-reads >"$work/serve.log" 2>&1 &
-server=$!
-for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
-"$T" cache export --cache "http://127.0.0.1:$(cat "$work/port")" -o "$work/records.jsonl"
-gzip -9 -c "$work/records.jsonl" >"$out"
-echo "wrote $(wc -l <"$work/records.jsonl") records to $out"
+TESSERA_BIN=$T bash "$(dirname "$0")/export_table.sh" "$db" "$out"

@@ -7,11 +7,14 @@ kernel N, Spearman's rank correlation, the median and the range of the relative 
 measured time among the estimate's top 1 / 5 / 10 as a fraction of the true best, and the rank of
 the measured best in the estimate. Runs where the store is (no GPU needed: ptxas only).
 
-Usage: model_vs_device.py DB TARGET 'FAMILY FLAGS' ...   e.g.
-  model_vs_device.py out/device.db sm_90 'gemm --m 4096 --n 4096 --k 4096 --dtype f16'"""
+Usage: model_vs_device.py [--gpu NAME] DB TARGET 'FAMILY FLAGS' ...   e.g.
+  model_vs_device.py out/device.db sm_90 'gemm --m 4096 --n 4096 --k 4096 --dtype f16'
+--gpu: the model's facts of that GPU (`tessera gpus`), e.g. the measured device's own row, instead
+of the target's default product's."""
 import json
 import os
 import re
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -44,17 +47,23 @@ def spearman(a, b):
     return sab / (saa * sbb) ** 0.5 if saa and sbb else 0.0
 
 
-def estimate(target, flags, config):
-    cmd = [TESSERA, "compile", "--target", target, "--emit", "cubin", "-o", os.devnull, "--config", config] + flags.split()
+def estimate(target, gpu, flags, config):
+    cmd = [TESSERA, "compile", "--target", target, "--emit", "cubin", "-o", os.devnull, "--config", config] + shlex.split(flags)
+    if gpu:
+        cmd += ["--gpu", gpu]
     p = subprocess.run(cmd, capture_output=True, text=True)
     m = re.search(r"^estimate\s+([0-9.]+) us", p.stderr, re.M)
     return float(m.group(1)) if m else None
 
 
 def main():
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    gpu = None
+    if args[:1] == ["--gpu"] and len(args) > 1:
+        gpu, args = args[1], args[2:]
+    if len(args) < 3:
         sys.exit(__doc__)
-    db, target, kernels = sys.argv[1], sys.argv[2], sys.argv[3:]
+    db, target, kernels = args[0], args[1], args[2:]
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     print(f"{'kernel':<12} {'N':>4} {'Spearman':>9} {'err med':>8} {'err range':>16} {'top-1':>6} {'top-5':>6} {'top-10':>6} {'best rank':>10}")
     for spec in kernels:
@@ -64,7 +73,7 @@ def main():
             "WHERE k.family = ? AND k.target = ? AND r.status = 'ok' AND r.estimator = '' GROUP BY r.config",
             (family, target)).fetchall()
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            est = list(pool.map(lambda r: estimate(target, spec, r[0]), rows))
+            est = list(pool.map(lambda r: estimate(target, gpu, spec, r[0]), rows))
         pairs = [(m, e) for (_, m), e in zip(rows, est) if e]
         if len(pairs) < 2:
             print(f"{family:<12} {len(pairs):>4}  too few records")
