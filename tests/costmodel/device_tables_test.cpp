@@ -1,0 +1,115 @@
+// Tests Tessera's analytic GPU model against Tessera's own kernels measured on a GPU
+// (bench/data/device_h200.jsonl.gz: attention, GEMM and bias+GELU spaces an H200 measured with
+// bench/gpu/device_tables.sh): the records name a product the GPU table knows, the kernel text of
+// each key parses back, and the model of that product (search::tuneProblem's prior, what `tessera
+// tune` on that device starts from) orders the measured configs like the device (Spearman >= 0.7)
+// with a config within 80 % of the measured best in its top 10; at least 90 % of the configs the
+// device ran are ones the model describes. A reversed order fails the same
+// check (the negative control).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <numeric>
+
+#include "ir/text.h"
+#include "search/import.h"
+#include "search/transfer.h"
+#include "search/tune_session.h"
+#include "targets/gpu_skus.h"
+#include "targets/target_desc.h"
+
+using namespace tessera;
+
+namespace {
+
+struct Measured {
+  std::string name;
+  std::vector<double> us, estimate;  // per ok config the model describes: measured and estimated time
+  size_t ran = 0;                    // ok configs
+};
+
+std::vector<Measured> load() {
+  std::vector<Measured> out;
+  auto recs = search::readRecordFile(std::string(TESSERA_BENCH_DATA_DIR) + "/device_h200.jsonl.gz");
+  EXPECT_TRUE(recs.ok()) << (recs.ok() ? "" : recs.error().message);
+  if (!recs.ok()) return out;
+  std::map<std::string, std::vector<const cache::Record*>> byKey;
+  for (const auto& r : *recs) byKey[r.key_id].push_back(&r);
+  for (const auto& [id, rs] : byKey) {
+    const cache::Record* withText = nullptr;
+    for (const auto* r : rs)
+      if (!r->kernel_ir.empty()) withText = r;
+    EXPECT_NE(withText, nullptr) << id;
+    if (!withText) continue;
+    auto sku = gpuForDeviceName(withText->provenance.cpu_model);
+    EXPECT_TRUE(sku.has_value()) << withText->provenance.cpu_model;
+    if (!sku) continue;
+    auto chip = getTarget(withText->key.target);
+    EXPECT_TRUE(chip.ok()) << withText->key.target;
+    if (!chip.ok()) continue;
+    auto t = targetOfGpu(sku->name, *chip);
+    EXPECT_TRUE(t.ok()) << sku->name;
+    auto k = ir::parseKernel(withText->kernel_ir);
+    EXPECT_TRUE(k.ok()) << id;
+    if (!t.ok() || !k.ok()) continue;
+    auto p = search::tuneProblem(*k, *t);
+    EXPECT_TRUE(p.ok()) << id;
+    if (!p.ok() || !p->prior) continue;
+    Measured m;
+    m.name = withText->key.family + " " + withText->key.layout + " " + withText->key.target;
+    for (const auto* r : rs) {
+      if (r->status != cache::RecordStatus::Ok) continue;
+      auto c = ir::Config::fromJson(r->config);
+      EXPECT_TRUE(c.ok()) << r->config;
+      if (!c.ok()) continue;
+      ++m.ran;
+      auto e = p->prior(*c);
+      if (!e) continue;  // a config the model takes for one that cannot launch (counted below)
+      m.us.push_back(r->median_us);
+      m.estimate.push_back(*e);
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// The best measured time over the best among the estimate's `k` fastest configs.
+double topK(const std::vector<double>& us, const std::vector<double>& estimate, size_t k) {
+  std::vector<size_t> order(us.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return estimate[a] < estimate[b]; });
+  double best = *std::min_element(us.begin(), us.end()), inTop = 1e300;
+  for (size_t i = 0; i < std::min(k, order.size()); ++i) inTop = std::min(inTop, us[order[i]]);
+  return best / inTop;
+}
+
+}  // namespace
+
+TEST(DeviceTables, TheModelOfTheMeasuringGpuRanksItsSpaces) {
+  auto tables = load();
+  ASSERT_GE(tables.size(), 4u);
+  for (const auto& m : tables) {
+    ASSERT_GE(m.us.size(), 40u) << m.name;
+    // A few configs the device ran are ones the model holds unlaunchable (its resource rules are
+    // stricter than the device's: 1024-thread elementwise blocks, single-stage mma tiles).
+    EXPECT_GE(double(m.us.size()), 0.9 * double(m.ran)) << m.name;
+    std::printf("%s: %zu of %zu configs described, Spearman %.2f, best of the top 10 %.2f of the best\n", m.name.c_str(),
+                m.us.size(), m.ran, search::rankCorrelation(m.estimate, m.us), topK(m.us, m.estimate, 10));
+    EXPECT_GE(search::rankCorrelation(m.estimate, m.us), 0.7) << m.name;
+    EXPECT_GE(topK(m.us, m.estimate, 10), 0.8) << m.name;
+  }
+}
+
+TEST(DeviceTables, AReversedOrderFailsTheSameCheck) {
+  auto tables = load();
+  ASSERT_GE(tables.size(), 4u);
+  int fails = 0;
+  for (const auto& m : tables) {
+    std::vector<double> reversed(m.estimate.size());
+    for (size_t i = 0; i < reversed.size(); ++i) reversed[i] = -m.estimate[i];
+    fails += search::rankCorrelation(reversed, m.us) < 0.7 && topK(m.us, reversed, 10) < 0.8;
+  }
+  EXPECT_EQ(fails, int(tables.size()));
+}
