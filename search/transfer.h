@@ -108,6 +108,9 @@ struct TransferSettings {
   // other five GPUs, 20 seeds, 16 results: 152 -> 141, cold 94) and costs the pairs where the lead
   // improves slowly (RTX 2080 Ti from the 3090: 49.5 -> 80).
   int staleAfter = 0;
+  // Measured and not kept (2026-11-27): a hedge, one proposal in four of each batch from the search
+  // without them while they lead (its model learning every result): the A100 as bundled 175 -> 132
+  // (cold 110: still worse), the MI250X 23 -> 46 (20 seeds, the pair).
   uint64_t seed = 0;
   costmodel::ModelSettings model;   // the transfer model's (seed and threads come from here)
 };
