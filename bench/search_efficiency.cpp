@@ -394,6 +394,12 @@ int main(int argc, char** argv) {
   app.add_option("--subsample", o.model.subsample, "XGBoost row subsample per tree (below 1: randomized retrains)")->capture_default_str();
   app.add_option("--colsample", o.model.colsample, "XGBoost column subsample per tree")->capture_default_str();
   app.add_option("--diversity", o.search.diversity, "knobs in which a batch's greedy picks must differ (0: off)")->capture_default_str();
+  app.add_option("--categorical-dominated", o.search.categoricalDominated,
+                 "categorical slots: a value's slot stops once its best is under this share of the best (0: never)")
+      ->capture_default_str();
+  app.add_option("--categorical-tries", o.search.categoricalTries,
+                 "categorical slots: measured configs of a value before it can be judged dominated")
+      ->capture_default_str();
   app.add_option("--categorical-slots", o.search.categoricalSlots,
                  "every value of a categorical knob gets its best-predicted candidate into each batch (0/1)")
       ->capture_default_str();

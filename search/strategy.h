@@ -46,6 +46,16 @@ struct SearchSettings {
   // 146/540 trials (seeds 100-139: 252/724 -> 81/455), GEMM 128³ p90 51 -> 46; warm-started,
   // the skinny GEMM pays the slot (22 -> 30 median); tables without categorical knobs unchanged.
   bool categoricalSlots = true;
+  // A value's slot stops once it is plainly dominated: at least `categoricalTries` of its configs
+  // measured (failures count) and its best under `categoricalDominated` of the best so far
+  // (0: the slot plays in every batch). Found on the spaces an H200 measured (bench/data/
+  // device_h200.jsonl.gz), where a SIMT family at 1-5 % of the tensor-core ones took one pick in
+  // four of every batch. Replay, 40 seeds, cold median / p90: GEMM f16 4096^3 (sm_90a) 16/32 ->
+  // 11/19, attention D64 12/18 -> 10/15, causal D128 13/18 -> 12/15, D128 8/13 -> 8/11, bias+GELU
+  // unchanged; the host and synthetic tables unchanged (their values stay within a quarter);
+  // 8 tries instead of 2 kept most of the waste (GEMM 16/24).
+  double categoricalDominated = 0.25;
+  int categoricalTries = 2;
   // Two-valued integer knobs (switches) get those slots too, in every batch including a prior's
   // first (a tune with other GPUs' records sets it: their landscape is most often wrong about a
   // switch); the knobs' order turns each batch so that every switch gets its turn.

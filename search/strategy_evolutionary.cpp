@@ -184,6 +184,7 @@ class Evolution : public SearchStrategy {
         for (const auto& v : knob.domain) {
           if (out.size() >= n || std::any_of(out.begin(), out.end(), [&](const ir::Config& c) { return has(c, v); }))
             continue;
+          if (dominated(knob.name, v)) continue;
           for (size_t i = 0; i < ranked.size(); ++i)
             if (!taken[i] && has(ranked[i].config, v)) {
               taken[i] = true;
@@ -206,6 +207,22 @@ class Evolution : public SearchStrategy {
         if (st_.claim(ranked[i].config)) out.push_back(ranked[i].config);
       }
     return out;
+  }
+
+  // Whether value `v` of knob `name` has had its chance (SearchSettings::categoricalDominated).
+  bool dominated(const std::string& name, const ir::KnobValue& v) const {
+    if (s_.categoricalDominated <= 0) return false;
+    double best = 0, mine = 0;
+    int tries = 0;
+    for (const auto& r : st_.measured()) {
+      const double t = r.ok() ? r.throughput : 0.0;
+      best = std::max(best, t);
+      auto it = r.config.values.find(name);
+      if (it == r.config.values.end() || !(it->second == v)) continue;
+      ++tries;
+      mine = std::max(mine, t);
+    }
+    return tries >= s_.categoricalTries && mine < s_.categoricalDominated * best;
   }
 
   // Step 4: the greedy picks, then random unseen configs up to `n` (exploration the model cannot

@@ -126,12 +126,14 @@ int closestPair(const std::vector<ir::Config>& batch) {
 }
 
 // The greedy batch the evolutionary search proposes after a model trained on 64 random trials.
-std::vector<ir::Config> greedyBatch(int diversity, const ReplayTable& t = tables::mi250x(), bool slots = false) {
+std::vector<ir::Config> greedyBatch(int diversity, const ReplayTable& t = tables::mi250x(), bool slots = false,
+                                    double dominated = 0) {
   SearchSettings ss;
   ss.seed = 5;
   ss.eps = 0;  // greedy picks only
   ss.diversity = diversity;
   ss.categoricalSlots = slots;
+  ss.categoricalDominated = dominated;
   ss.nicheKnobs = 0;  // the greedy picks alone (the niche's pick keeps no distance from them)
   auto features = costmodel::makeKnobFeatures(t.space);
   auto model = costmodel::makeXGBoostModel({.seed = 5});
@@ -186,6 +188,35 @@ TEST(Strategy, CategoricalSlotsGiveEveryValueAGreedyPick) {
   ASSERT_EQ(slots.size(), 16u);
   EXPECT_EQ(slowPicks(plain), 0);
   EXPECT_EQ(slowPicks(slots), 1);
+}
+
+// A value whose configs all run at a hundredth of the others' speed (a SIMT kernel family next
+// to tensor-core ones) keeps its slot while the rule is off, and loses it once two of its configs
+// were measured under a quarter of the best (SearchSettings::categoricalDominated).
+TEST(Strategy, ADominatedCategoricalValueLosesItsSlot) {
+  std::vector<cache::Record> recs;
+  size_t i = 0;
+  for (cache::Record r : tables::mi250xRecords()) {
+    auto c = ir::Config::fromJson(r.config);
+    ASSERT_TRUE(c.ok());
+    const bool dead = i++ % 2 == 0;
+    c->set("family", std::string(dead ? "dead" : "live"));
+    if (dead) r.median_us *= 100;
+    r.config = c->toJson();
+    recs.push_back(std::move(r));
+  }
+  auto t = tableFromRecords("family_dead", recs);
+  ASSERT_TRUE(t.ok());
+  auto deadPicks = [](const std::vector<ir::Config>& batch) {
+    return std::count_if(batch.begin(), batch.end(), [](const ir::Config& c) {
+      return std::get<std::string>(c.values.at("family")) == "dead";
+    });
+  };
+  auto kept = greedyBatch(0, *t, true, 0), dropped = greedyBatch(0, *t, true, 0.25);
+  ASSERT_EQ(kept.size(), 16u);
+  ASSERT_EQ(dropped.size(), 16u);
+  EXPECT_EQ(deadPicks(kept), 1);
+  EXPECT_EQ(deadPicks(dropped), 0);
 }
 
 // With a prior (a GPU's analytic estimate; here an oracle built from the table itself), the
