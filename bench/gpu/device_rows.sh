@@ -12,25 +12,14 @@ TARGET=${1:-sm_90}
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-D=/tmp/tessera-dev
-rm -rf "$D"; mkdir -p "$D"
-python3 -c "import lzma, tarfile, sys; tarfile.open(fileobj=lzma.open('.dev/pack.tar.xz')).extractall(sys.argv[1])" "$D"
-export LD_LIBRARY_PATH=$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-if [ ! -x /usr/local/cuda/bin/ptxas ] && command -v ptxas >/dev/null; then
-  ln -sfn "$(dirname "$(dirname "$(command -v ptxas)")")" /usr/local/cuda
-fi
+. bench/gpu/device_common.sh
+unpack_pack
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv | tee "$OUT/card.txt"
 T=$D/bin/tessera
 timeout "${2:-300}" python3 bench/gpu/vendor_rows.py --tessera "$T" --target "$TARGET" --out "$OUT" --timeout 60 2>&1 |
   tee "$OUT/rows.log"
 echo "== gpu-labelled tests"
-: > "$OUT/gpu_tests.txt"
-end=$((SECONDS + ${3:-120}))
-for t in $("$D/bin/gpu_device_tests" --gtest_list_tests | awk '/^[^ ]/{s=$1} /^  /{print s $1}'); do
-  left=$((end - SECONDS)); [ "$left" -gt 5 ] || { echo "$t: not run (time)" | tee -a "$OUT/gpu_tests.txt"; continue; }
-  timeout "$left" "$D/bin/gpu_device_tests" --gtest_filter="$t" 2>&1 |
-    grep -E "^\[ *(OK|FAILED|SKIPPED) |Skipped|Failure|error" | tee -a "$OUT/gpu_tests.txt"
-done
+gpu_tests_each "${3:-120}" "$OUT/gpu_tests.txt"
 echo "== ncu: attention f16 H16 S4096 D128 causal, default config"
 if command -v ncu >/dev/null; then
   timeout "${4:-90}" ncu --target-processes all -k regex:kernel -c 1 --metrics \

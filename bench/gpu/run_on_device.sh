@@ -6,14 +6,8 @@
 #   STEPS=gemm,attention bash bench/gpu/run_on_device.sh [target]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-D=/tmp/tessera-dev
-rm -rf "$D"; mkdir -p "$D"
-python3 -c "import lzma, tarfile, sys; tarfile.open(fileobj=lzma.open('.dev/pack.tar.xz')).extractall(sys.argv[1])" "$D"
-export LD_LIBRARY_PATH=$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-# Tessera calls /usr/local/cuda/bin/ptxas (codegen/gpu_backend_nvidia.cpp).
-if [ ! -x /usr/local/cuda/bin/ptxas ] && command -v ptxas >/dev/null; then
-  ln -sfn "$(dirname "$(dirname "$(command -v ptxas)")")" /usr/local/cuda
-fi
+. bench/gpu/device_common.sh
+unpack_pack
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv || true
 /usr/local/cuda/bin/ptxas --version | tail -1
 ldd "$D/bin/tessera" | grep "not found" && { echo "missing libraries on this machine"; exit 1; }
