@@ -33,7 +33,7 @@ Status archMatches(const TargetDesc& t, const codegen::DeviceApi& api) {
   const bool specific = t.vendor == Vendor::Nvidia && t.arch == api.arch + "a";
   if (api.arch != t.arch && !specific)
     return makeError(ErrorCode::InvalidArgument, "the attached device is " + api.arch + " (" + api.name +
-                                                     "), the target is " + t.name + ": tune --target " + api.arch +
+                                                     "), the target is " + t.name + (t.model.empty() ? "" : " (" + t.model + ")") + ": tune --target " + api.arch +
                                                      ", or --estimate for " + t.name);
   return {};
 }
