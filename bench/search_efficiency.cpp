@@ -41,14 +41,12 @@
 #include "costmodel/features.h"
 #include "measure/records.h"
 #include "measure/replay.h"
-#include "ir/text.h"
 #include "search/import.h"
 #include "search/strategy.h"
 #include "search/tune_session.h"
 #include "search/tuner.h"
 #include "search/warm_start.h"
 #include "support/stats.h"
-#include "targets/gpu_skus.h"
 #include "targets/target_desc.h"
 
 using namespace tessera;
@@ -136,24 +134,6 @@ struct Table {
   int group() const { return host() ? 1 : synthetic() ? 3 : tesseraGpu ? 4 : 0; }
 };
 
-// The analytic prior of Tessera's own GPU records: the kernel parsed from the records' IR, on the
-// product that measured it (the device's name in the provenance, when the GPU table knows it; else
-// the target's default product). Empty when the records carry no kernel text.
-search::Prior tesseraPrior(const std::vector<cache::Record>& recs) {
-  for (const auto& r : recs) {
-    if (r.kernel_ir.empty()) continue;
-    auto k = ir::parseKernel(r.kernel_ir);
-    auto t = getTarget(r.key.target);
-    if (!k.ok() || !t.ok() || !t->isGpu()) return {};
-    TargetDesc td = *t;
-    if (auto sku = gpuForDeviceName(r.provenance.cpu_model))
-      if (auto own = targetOfGpu(sku->name, td); own.ok()) td = *own;
-    auto p = search::tuneProblem(*k, td);
-    return p.ok() ? p->prior : search::Prior{};
-  }
-  return {};
-}
-
 struct Outcome {
   std::vector<double> hits;  // trials to the first config within target of the best, per seed
   double seconds = 0;
@@ -240,7 +220,7 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
       std::fprintf(stderr, "  %s seed %d: transfer led by %s\n", table.name.c_str(), seed, names.c_str());
     };
     cb.onTransferDropped = [&](double rho) {
-      if (o.verbose) 
+      if (o.verbose)
         std::fprintf(stderr, "  %s seed %d: transfer dropped after %d trials (rank correlation %.2f)\n", table.name.c_str(), seed,
                      trials, rho);
     };
@@ -294,7 +274,7 @@ std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std:
       Table tab{std::move(*t), groups[g], kernelTuner ? bench::kernelTunerModel(base) : std::nullopt};
       if (!kernelTuner && k.target != "host") {
         tab.tesseraGpu = true;
-        tab.analytic = tesseraPrior(groups[g]);
+        tab.analytic = search::recordsPrior(groups[g]);
       }
       tables.push_back(std::move(tab));
     }

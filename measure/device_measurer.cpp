@@ -32,9 +32,9 @@ Status archMatches(const TargetDesc& t, const codegen::DeviceApi& api) {
   // An arch-specific target (sm_90a: wgmma, setmaxnreg) runs on exactly its base chip (sm_90).
   const bool specific = t.vendor == Vendor::Nvidia && t.arch == api.arch + "a";
   if (api.arch != t.arch && !specific)
-    return makeError(ErrorCode::InvalidArgument, "the attached device is " + api.arch + " (" + api.name +
-                                                     "), the target is " + t.name + (t.model.empty() ? "" : " (" + t.model + ")") + ": tune --target " + api.arch +
-                                                     ", or --estimate for " + t.name);
+    return makeError(ErrorCode::InvalidArgument, "the attached device is " + api.arch + " (" + api.name + "), the target is " +
+                                                     t.name + (t.model.empty() ? "" : " (" + t.model + ")") +
+                                                     ": tune --target " + api.arch + ", or --estimate for " + t.name);
   return {};
 }
 

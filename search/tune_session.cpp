@@ -11,6 +11,7 @@
 #include "ir/text.h"
 #include "measure/estimate.h"
 #include "measure/records.h"
+#include "targets/gpu_skus.h"
 #include "search/space.h"
 #include "search/strategy.h"
 
@@ -58,6 +59,21 @@ Expected<TuneProblem> tuneProblem(const ir::Kernel& k, const TargetDesc& t, cons
     p.features = hostFeaturesForKeys(space, t);
   }
   return p;
+}
+
+Prior recordsPrior(const std::vector<cache::Record>& recs) {
+  for (const auto& r : recs) {
+    if (r.kernel_ir.empty()) continue;
+    auto k = ir::parseKernel(r.kernel_ir);
+    auto t = getTarget(r.key.target);
+    if (!k.ok() || !t.ok() || !t->isGpu()) return {};
+    TargetDesc td = *t;
+    if (auto sku = gpuForDeviceName(r.provenance.cpu_model))
+      if (auto own = targetOfGpu(sku->name, td); own.ok()) td = *own;
+    auto p = tuneProblem(*k, td);
+    return p.ok() ? p->prior : Prior{};
+  }
+  return {};
 }
 
 namespace {

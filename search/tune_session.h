@@ -52,6 +52,13 @@ struct TuneProblem {
 // "MR=6|8,schedule=packed") and the target's features (derived host features on the host).
 Expected<TuneProblem> tuneProblem(const ir::Kernel& k, const TargetDesc& t, const std::string& spaceSpec = "");
 
+// The analytic prior of one key's records of a GPU target (a record export, a replay table): the
+// kernel parsed back from the first record that carries its text, on the product the records'
+// provenance names when the GPU table knows it (a device's own row), else the target's default
+// product; as tuneProblem makes it for a tune on that device. Empty when no record carries the
+// text or the target is no GPU.
+Prior recordsPrior(const std::vector<cache::Record>& recs);
+
 enum class CachePolicy {
   UseStored,  // a fresh stored winner ends the session; stored ok results seed the search
   Resume,     // continue: every stored result of the key is known, nothing is re-measured

@@ -2,7 +2,7 @@
 // (bench/data/device_h200.jsonl.gz: attention, GEMM and bias+GELU spaces an H200 measured with
 // bench/gpu/device_tables.sh): the records name a product the GPU table knows, the kernel text of
 // each key parses back, and the model of that product (search::tuneProblem's prior, what `tessera
-// tune` on that device starts from) orders the measured configs like the device (Spearman >= 0.7)
+// tune` on that device starts from: search::recordsPrior) orders the measured configs like the device (Spearman >= 0.7)
 // with a config within 80 % of the measured best in its top 10; at least 90 % of the configs the
 // device ran are ones the model describes. A reversed order fails the same
 // check (the negative control).
@@ -10,15 +10,13 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <numeric>
 
-#include "ir/text.h"
+#include "measure/replay.h"
 #include "search/import.h"
 #include "search/transfer.h"
 #include "search/tune_session.h"
 #include "targets/gpu_skus.h"
-#include "targets/target_desc.h"
 
 using namespace tessera;
 
@@ -35,39 +33,26 @@ std::vector<Measured> load() {
   auto recs = search::readRecordFile(std::string(TESSERA_BENCH_DATA_DIR) + "/device_h200.jsonl.gz");
   EXPECT_TRUE(recs.ok()) << (recs.ok() ? "" : recs.error().message);
   if (!recs.ok()) return out;
-  std::map<std::string, std::vector<const cache::Record*>> byKey;
-  for (const auto& r : *recs) byKey[r.key_id].push_back(&r);
-  for (const auto& [id, rs] : byKey) {
-    const cache::Record* withText = nullptr;
-    for (const auto* r : rs)
-      if (!r->kernel_ir.empty()) withText = r;
-    EXPECT_NE(withText, nullptr) << id;
-    if (!withText) continue;
-    auto sku = gpuForDeviceName(withText->provenance.cpu_model);
-    EXPECT_TRUE(sku.has_value()) << withText->provenance.cpu_model;
-    if (!sku) continue;
-    auto chip = getTarget(withText->key.target);
-    EXPECT_TRUE(chip.ok()) << withText->key.target;
-    if (!chip.ok()) continue;
-    auto t = targetOfGpu(sku->name, *chip);
-    EXPECT_TRUE(t.ok()) << sku->name;
-    auto k = ir::parseKernel(withText->kernel_ir);
-    EXPECT_TRUE(k.ok()) << id;
-    if (!t.ok() || !k.ok()) continue;
-    auto p = search::tuneProblem(*k, *t);
-    EXPECT_TRUE(p.ok()) << id;
-    if (!p.ok() || !p->prior) continue;
+  for (const auto& rs : search::groupByKey(*recs)) {
+    const cache::HardKey& key = rs.front().key;
+    const std::string name = key.family + " " + key.layout + " " + key.target;
+    EXPECT_TRUE(std::any_of(rs.begin(), rs.end(), [](const cache::Record& r) { return !r.kernel_ir.empty(); })) << name;
+    // The device's own row of the GPU table is the product the model describes.
+    EXPECT_TRUE(gpuForDeviceName(rs.front().provenance.cpu_model).has_value()) << rs.front().provenance.cpu_model;
+    search::Prior prior = search::recordsPrior(rs);
+    EXPECT_TRUE(bool(prior)) << name;
+    if (!prior) continue;
     Measured m;
-    m.name = withText->key.family + " " + withText->key.layout + " " + withText->key.target;
-    for (const auto* r : rs) {
-      if (r->status != cache::RecordStatus::Ok) continue;
-      auto c = ir::Config::fromJson(r->config);
-      EXPECT_TRUE(c.ok()) << r->config;
+    m.name = name;
+    for (const auto& r : rs) {
+      if (r.status != cache::RecordStatus::Ok) continue;
+      auto c = ir::Config::fromJson(r.config);
+      EXPECT_TRUE(c.ok()) << r.config;
       if (!c.ok()) continue;
       ++m.ran;
-      auto e = p->prior(*c);
+      auto e = prior(*c);
       if (!e) continue;  // a config the model takes for one that cannot launch (counted below)
-      m.us.push_back(r->median_us);
+      m.us.push_back(r.median_us);
       m.estimate.push_back(*e);
     }
     out.push_back(std::move(m));
