@@ -10,7 +10,10 @@
 # and a --gpu naming another product is refused in one line.
 # Usage (device tool, carry .dev): bash bench/gpu/device_tables.sh [tests s] [attention s] [gemm s] [elementwise s]
 # Here afterwards: scripts/export_table.sh DB OUT.jsonl.gz writes one table per store
-# (bench/data/device_h200.jsonl.gz came from two such runs on 2026-11-27, bench/data/README.md).
+# (bench/data/device_h200.jsonl.gz came from two such runs on 2026-11-27, device_h100.jsonl.gz from one,
+# bench/data/README.md).
+# Everything in one call: a lent machine left idle for about 30 s goes back, and the next call may
+# start a fresh one of another kind (on 2026-11-27 a second call meant for the H100 ran on an H200).
 # Size: the checkout's tracked files (~29 MB) and the pack (~38 MB) exceed the 64 MiB a call
 # carries; that run moved bench/data/gemm_RTX_*.json.gz (14 MB, not needed there) out of the
 # checkout for the call and back after it.

@@ -1,6 +1,6 @@
 // Tests Tessera's analytic GPU model against Tessera's own kernels measured on a GPU
-// (bench/data/device_h200.jsonl.gz: attention, GEMM and bias+GELU spaces an H200 measured with
-// bench/gpu/device_tables.sh): the records name a product the GPU table knows, the kernel text of
+// (bench/data/device_*.jsonl.gz: attention, GEMM and bias+GELU spaces an H200 and an H100 measured
+// with bench/gpu/device_tables.sh): the records name a product the GPU table knows, the kernel text of
 // each key parses back, and the model of that product (search::tuneProblem's prior, what `tessera
 // tune` on that device starts from: search::recordsPrior) orders the measured configs like the device (Spearman >= 0.7)
 // with a config within 80 % of the measured best in its top 10; at least 90 % of the configs the
@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <numeric>
 
 #include "measure/replay.h"
@@ -28,14 +29,28 @@ struct Measured {
   size_t ran = 0;                    // ok configs
 };
 
+// Every device table bundled (device_*.jsonl.gz), in name order.
+std::vector<std::string> deviceFiles() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(TESSERA_BENCH_DATA_DIR)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("device_", 0) == 0 && n.size() > 9 && n.substr(n.size() - 9) == ".jsonl.gz") out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<Measured> load() {
   std::vector<Measured> out;
-  auto recs = search::readRecordFile(std::string(TESSERA_BENCH_DATA_DIR) + "/device_h200.jsonl.gz");
-  EXPECT_TRUE(recs.ok()) << (recs.ok() ? "" : recs.error().message);
-  if (!recs.ok()) return out;
+  const auto files = deviceFiles();
+  EXPECT_GE(files.size(), 2u);  // the H100's and the H200's
+  for (const auto& file : files) {
+  auto recs = search::readRecordFile(file);
+  EXPECT_TRUE(recs.ok()) << file << ": " << (recs.ok() ? "" : recs.error().message);
+  if (!recs.ok()) continue;
   for (const auto& rs : search::groupByKey(*recs)) {
     const cache::HardKey& key = rs.front().key;
-    const std::string name = key.family + " " + key.layout + " " + key.target;
+    const std::string name = rs.front().provenance.cpu_model + ": " + key.family + " " + key.layout + " " + key.target;
     EXPECT_TRUE(std::any_of(rs.begin(), rs.end(), [](const cache::Record& r) { return !r.kernel_ir.empty(); })) << name;
     // The device's own row of the GPU table is the product the model describes.
     EXPECT_TRUE(gpuForDeviceName(rs.front().provenance.cpu_model).has_value()) << rs.front().provenance.cpu_model;
@@ -57,6 +72,7 @@ std::vector<Measured> load() {
     }
     out.push_back(std::move(m));
   }
+  }
   return out;
 }
 
@@ -74,7 +90,7 @@ double topK(const std::vector<double>& us, const std::vector<double>& estimate, 
 
 TEST(DeviceTables, TheModelOfTheMeasuringGpuRanksItsSpaces) {
   auto tables = load();
-  ASSERT_GE(tables.size(), 4u);
+  ASSERT_GE(tables.size(), 8u);
   for (const auto& m : tables) {
     ASSERT_GE(m.us.size(), 40u) << m.name;
     // A few configs the device ran are ones the model holds unlaunchable (its resource rules are
@@ -89,7 +105,7 @@ TEST(DeviceTables, TheModelOfTheMeasuringGpuRanksItsSpaces) {
 
 TEST(DeviceTables, AReversedOrderFailsTheSameCheck) {
   auto tables = load();
-  ASSERT_GE(tables.size(), 4u);
+  ASSERT_GE(tables.size(), 8u);
   int fails = 0;
   for (const auto& m : tables) {
     std::vector<double> reversed(m.estimate.size());
