@@ -132,8 +132,8 @@ class Session {
     // one GPU and loses on the other): with a transfer, every batch spans the two-valued knobs.
     // Those slots span the switches already, from the other GPUs' view of both sides, so the niche
     // slot over switches (SearchSettings::nicheKnobs), which buys that view with this GPU's own
-    // trials, is off in a tune with other GPUs' records (also in the twin that takes over when
-    // they disagree, and that makes a probe's first results when one is asked for).
+    // trials, is off in a tune with other GPUs' records (also in the twin that makes a probe's
+    // first results when one is asked for; the twin that takes over once they are dropped has it).
     // Replay (search_efficiency --transfer, 20 seeds, median trials to 95 %): with the niche in
     // both arms, the convolution group 1.83x (W6600 148, A100 184), the Xgemm pair's 3090 46
     // against cold 63, the convolution pair's A100 121 against 101; off in the transfer-led
@@ -162,7 +162,15 @@ class Session {
         auto w = warmStartSamples(*known, p_.key, p_.features, ws);
         if (!w.samples.empty()) (void)plain.model->update(w.samples);
       }
-      TESSERA_ASSIGN(plain.strategy, makeStrategy(searchOwn, p_.space, plain.model.get(), plain.features.get(),
+      // Without a probe the twin only searches once the other GPUs were dropped: their view of the
+      // switches is gone with them, so it searches as a cold tune does, niche slot included.
+      // Replay (search_efficiency --seeds 20 --transfer, median / p90 trials to 95 %, the twin
+      // without -> with it): convolution pair A100 175/241 -> 162/249, MI250X 23/133 -> 22/60;
+      // convolution group MI250X 14/63 -> 14/32, W6600 21/328 -> 23/193, A100 191/237 ->
+      // 182/260; the Xgemm pair and group unchanged at the median (2080 Ti pair p90 130 -> 105).
+      SearchSettings twin = searchOwn;
+      if (s_.transfer.probeTrials <= 0) twin.nicheKnobs = s_.loop.search.nicheKnobs;
+      TESSERA_ASSIGN(plain.strategy, makeStrategy(twin, p_.space, plain.model.get(), plain.features.get(),
                                                   p_.prior ? &p_.prior : nullptr));
       strategy = agreementGate(std::move(strategy), std::move(plain), transferred, s_.transfer, [this](double rho) {
         r_.transferDropped = true;
