@@ -67,7 +67,7 @@ GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t) {
   GpuEstimate e;
   std::string limiter = "the compiler's report";
   int bpu = w.blocksPerUnit > 0 ? w.blocksPerUnit : residentBlocks(w, t, &limiter);
-  e.fits = bpu > 0;
+  e.fits = bpu > 0 && !w.spills;
   bpu = std::max(bpu, 1);
   e.blocksPerUnit = bpu;
   e.occupancyLimiter = limiter;

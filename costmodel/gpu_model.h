@@ -39,7 +39,7 @@ namespace tessera::costmodel {
 
 // The estimator's name and version, stored with every estimated record. Bump it when the model
 // changes what it predicts: records of an older model are then re-estimated, not trusted.
-inline constexpr const char* kGpuModelName = "analytic-v4";
+inline constexpr const char* kGpuModelName = "analytic-v5";  // v5: flash-mma's registers and spills
 
 // One launch in the model's terms (the adapter fills it from a kernel and its config).
 struct GpuWorkload {
@@ -49,6 +49,9 @@ struct GpuWorkload {
   int64_t threadsPerBlock = 1;
   // Resources: from the compiler's report when known, else the adapter's estimate.
   int regsPerThread = 32;
+  // The adapter's estimate of registers exceeds the per-thread limit: the compiler would spill, and
+  // Tessera refuses kernels that spill (set only where the estimate is fitted to the compiler's).
+  bool spills = false;
   int64_t smemPerBlock = 0;
   int blocksPerUnit = 0;        // 0: derived here from threads, registers and shared memory
   // Compute.

@@ -55,6 +55,7 @@ void applyResources(costmodel::GpuWorkload& w, const codegen::ResourceReport* r)
   if (!r) return;
   int regs = r->vendor == Vendor::Amd ? r->vgprs + r->agprs : r->registers;
   if (regs > 0) w.regsPerThread = regs;
+  w.spills = false;  // the report's own problems (spills included) decide
   if (r->sharedBytes + r->dynamicSharedBytes > 0) w.smemPerBlock = r->sharedBytes + r->dynamicSharedBytes;
   if (r->blocksPerUnit > 0) w.blocksPerUnit = r->blocksPerUnit;
 }
@@ -286,8 +287,20 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
   const bool fa3 = pipe == "fa3";
   w.threadsPerBlock = (warps + (fa3 ? 4 : 0)) * t.warpSize;
   w.smemPerBlock = (std::max<int64_t>(ST, 1) * 2 * BK + BQ) * (wgmma ? D : LD) * bytes + (wgmma && !fa3 ? BQ * BK * bytes : 0);
+  // flash-mma's registers, fitted to ptxas's reports of the whole flash-mma space (sm_80 and sm_90,
+  // D 64 and 128, causal or not, BK and BQ 16-128, 1-2 stages: 254 kernels, 2026-11-27): O and the
+  // Q fragments grow with D, S and P with BK, and the causal mask keeps S's element indices live
+  // (0.3 per key column). Mean error 7.5 registers (the former D/2 + BK/2 + D/4 + 40: 19, and it
+  // took the causal D128 BK128 kernels, which ptxas spills and Tessera refuses, for 200); it
+  // classes 251 of the 254 as spilling or not as ptxas does (the 3 others fit at exactly 255).
+  const double mmaRegs = 16 + 0.85 * double(D) + 0.75 * double(BK) + (a.causal ? 0.3 * double(BK) : 0.0) +
+                         0.05 * double(BK * D) / 128.0;
   w.regsPerThread = fa3 ? int(std::min<int64_t>(248, 65536 / w.threadsPerBlock / 8 * 8))
-                        : int(D / 2 + BK / 2 + (wgmma ? 0 : D / 4) + 40);
+                        : wgmma ? int(D / 2 + BK / 2 + 40) : int(mmaRegs);
+  // Past the per-thread limit ptxas spills to local memory, and Tessera refuses kernels that spill
+  // (codegen/gpu_backend_nvidia.cpp): without the compiler's report, such a config is one the
+  // model takes for unlaunchable (a prior ranks it last). The compiler's report overrides both.
+  w.spills = !fa3 && !wgmma && t.maxRegsPerThread > 0 && w.regsPerThread > t.maxRegsPerThread;
   w.matrixCores = true;
   w.pipePeakGflops = t.computePeakGflops(a.dtype) * mma->peakShare;
   w.flopsPerBlock = visited * 4.0 * double(BQ) * double(BK) * double(D);
