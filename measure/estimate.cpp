@@ -55,7 +55,6 @@ void applyResources(costmodel::GpuWorkload& w, const codegen::ResourceReport* r)
   if (!r) return;
   int regs = r->vendor == Vendor::Amd ? r->vgprs + r->agprs : r->registers;
   if (regs > 0) w.regsPerThread = regs;
-  w.spills = false;  // the report's own problems (spills included) decide
   if (r->sharedBytes + r->dynamicSharedBytes > 0) w.smemPerBlock = r->sharedBytes + r->dynamicSharedBytes;
   if (r->blocksPerUnit > 0) w.blocksPerUnit = r->blocksPerUnit;
 }
@@ -299,8 +298,8 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
                         : wgmma ? int(D / 2 + BK / 2 + 40) : int(mmaRegs);
   // Past the per-thread limit ptxas spills to local memory, and Tessera refuses kernels that spill
   // (codegen/gpu_backend_nvidia.cpp): without the compiler's report, such a config is one the
-  // model takes for unlaunchable (a prior ranks it last). The compiler's report overrides both.
-  w.spills = !fa3 && !wgmma && t.maxRegsPerThread > 0 && w.regsPerThread > t.maxRegsPerThread;
+  // model takes for unlaunchable (a prior ranks it last). With the report, its own problems decide.
+  w.spills = !res && !fa3 && !wgmma && t.maxRegsPerThread > 0 && w.regsPerThread > t.maxRegsPerThread;
   w.matrixCores = true;
   w.pipePeakGflops = t.computePeakGflops(a.dtype) * mma->peakShare;
   w.flopsPerBlock = visited * 4.0 * double(BQ) * double(BK) * double(D);

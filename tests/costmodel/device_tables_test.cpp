@@ -40,14 +40,11 @@ std::vector<std::string> deviceFiles() {
   return out;
 }
 
-std::vector<Measured> load() {
-  std::vector<Measured> out;
-  const auto files = deviceFiles();
-  EXPECT_GE(files.size(), 2u);  // the H100's and the H200's
-  for (const auto& file : files) {
+// The tables of one device file (one per key), with the model of the product that measured them.
+void addTables(const std::string& file, std::vector<Measured>& out) {
   auto recs = search::readRecordFile(file);
   EXPECT_TRUE(recs.ok()) << file << ": " << (recs.ok() ? "" : recs.error().message);
-  if (!recs.ok()) continue;
+  if (!recs.ok()) return;
   for (const auto& rs : search::groupByKey(*recs)) {
     const cache::HardKey& key = rs.front().key;
     const std::string name = rs.front().provenance.cpu_model + ": " + key.family + " " + key.layout + " " + key.target;
@@ -72,7 +69,13 @@ std::vector<Measured> load() {
     }
     out.push_back(std::move(m));
   }
-  }
+}
+
+std::vector<Measured> load() {
+  std::vector<Measured> out;
+  const auto files = deviceFiles();
+  EXPECT_GE(files.size(), 2u);  // the H100's and the H200's
+  for (const auto& file : files) addTables(file, out);
   return out;
 }
 
