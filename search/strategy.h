@@ -45,6 +45,13 @@ struct SearchSettings {
   // good region the model has not seen yet. Replay, 40 seeds, cold: skinny GEMM 200/654 ->
   // 146/540 trials (seeds 100-139: 252/724 -> 81/455), GEMM 128³ p90 51 -> 46; warm-started,
   // the skinny GEMM pays the slot (22 -> 30 median); tables without categorical knobs unchanged.
+  // When a knob has more values than the batch has room (pickTop), they take turns and the
+  // model's best value keeps the first slot: in domain order the GEMM tables' four families
+  // (simt, mma, mma-lane, wgmma) filled a batch whose random share took one slot without wgmma,
+  // the best one. Replay (search_efficiency --seeds 20), evo+prior median / p90: H100 GEMM f16
+  // 4096^3 7/11 -> 1/4, H200 11/15 -> 1/4; batch 1 (`--batch 1`, 40 seeds), cold: 25 -> 8
+  // (H100), 38 -> 10 (H200), where wgmma waited for the other three; synthetic categorical
+  // 181 -> 189 (8 knobs of 3 values: seed noise), every other table unchanged.
   bool categoricalSlots = true;
   // A value's slot stops once it is plainly dominated: at least `categoricalTries` of its configs
   // measured (failures count) and its best under `categoricalDominated` of the best so far

@@ -181,16 +181,48 @@ class Evolution : public SearchStrategy {
           auto it = c.values.find(knob.name);
           return it != c.values.end() && it->second == v;
         };
-        for (const auto& v : knob.domain) {
-          if (out.size() >= n || std::any_of(out.begin(), out.end(), [&](const ir::Config& c) { return has(c, v); }))
-            continue;
+        // The values that want a slot: not in the batch yet, not dominated, with a candidate
+        // (its best-predicted one).
+        struct Want {
+          size_t value, at;
+        };
+        std::vector<Want> want;
+        for (size_t vi = 0; vi < knob.domain.size(); ++vi) {
+          const auto& v = knob.domain[vi];
+          if (std::any_of(out.begin(), out.end(), [&](const ir::Config& c) { return has(c, v); })) continue;
           if (dominated(knob.name, v)) continue;
           for (size_t i = 0; i < ranked.size(); ++i)
             if (!taken[i] && has(ranked[i].config, v)) {
-              taken[i] = true;
-              if (st_.claim(ranked[i].config)) out.push_back(ranked[i].config);
+              want.push_back({vi, i});
               break;
             }
+        }
+        const size_t room = n - std::min(n, out.size());
+        if (want.size() > room) {
+          // More values than the batch has room for: a small batch (`tune --batch 1`), a batch
+          // of 4 whose random share took a slot (GEMM's four kernel families), a knob after
+          // others took the slots. They take turns, from the value after the last one served;
+          // in domain order the first values held the slots of every batch and the last one,
+          // however good the model thought it, waited until they were dominated. A batch's
+          // first slot still goes to the value of the model's best candidate (every other
+          // batch when it is the only slot). SearchSettings::categoricalSlots has the replay.
+          size_t& cursor = valueTurn_[knob.name];
+          const size_t size = knob.domain.size();
+          std::stable_sort(want.begin(), want.end(), [&](const Want& a, const Want& b) {
+            return (a.value + size - cursor % size) % size < (b.value + size - cursor % size) % size;
+          });
+          size_t first = 0;  // the turns served start here
+          if (out.empty() && !(n == 1 && soloTurn_++ % 2 == 1)) {
+            auto top = std::min_element(want.begin(), want.end(), [](const Want& a, const Want& b) { return a.at < b.at; });
+            std::rotate(want.begin(), top, top + 1);
+            first = 1;
+          }
+          want.resize(room);
+          if (want.size() > first) cursor = (want.back().value + 1) % size;
+        }
+        for (const auto& w : want) {
+          taken[w.at] = true;
+          if (st_.claim(ranked[w.at].config)) out.push_back(ranked[w.at].config);
         }
       }
     // First pass: in predicted order, skipping near-duplicates of this batch's picks; the second
@@ -464,6 +496,8 @@ class Evolution : public SearchStrategy {
   Prior prior_;
   std::optional<ir::Config> avoid_;  // this batch: the best config, when the search stagnates
   size_t slotTurn_ = 0;  // batches that spanned switches so far
+  std::unordered_map<std::string, size_t> valueTurn_;  // per knob: the value whose slot comes next
+  size_t soloTurn_ = 0;  // one-slot batches whose slot a knob's values wanted
   size_t batches_ = 0;   // batches proposed so far
 };
 

@@ -219,6 +219,59 @@ TEST(Strategy, ADominatedCategoricalValueLosesItsSlot) {
   EXPECT_EQ(deadPicks(dropped), 0);
 }
 
+// More values than a batch has slots (`tune --batch 1`, a GEMM space with four kernel families):
+// the values take turns, and every other one-slot batch is the model's best. In domain order the
+// first value held the only slot of every batch until it was dominated, and the model's best
+// family was never measured (the H100's GEMM table, batch 1: 25 trials to 95 % instead of 8).
+TEST(Strategy, ASmallBatchGivesTheValuesTurns) {
+  std::vector<cache::Record> recs;
+  size_t i = 0;
+  const char* names[] = {"a", "b", "c", "d"};
+  for (cache::Record r : tables::mi250xRecords()) {
+    auto c = ir::Config::fromJson(r.config);
+    ASSERT_TRUE(c.ok());
+    const size_t f = i++ % 4;
+    c->set("family", std::string(names[f]));
+    r.median_us *= 1.0 + 2.0 * double(3 - f);  // "d" fastest, "a" 7x slower (none judged dominated here)
+    r.config = c->toJson();
+    recs.push_back(std::move(r));
+  }
+  auto t = tableFromRecords("family_four", recs);
+  ASSERT_TRUE(t.ok());
+  auto families = [&](int batch) {
+    SearchSettings ss;
+    ss.seed = 5;
+    ss.eps = 0;
+    ss.nicheKnobs = 0;
+    ss.categoricalDominated = 0;
+    auto features = costmodel::makeKnobFeatures(t->space);
+    auto model = costmodel::makeXGBoostModel({.seed = 5});
+    auto strat = makeStrategy(ss, t->space, model.get(), features.get());
+    EXPECT_TRUE(strat.ok());
+    auto m = makeReplayMeasurer(*t);
+    auto first = (*strat)->propose(64);  // untrained: random
+    auto results = m->measure(first);
+    std::vector<costmodel::Sample> samples;
+    for (const auto& r : results) samples.push_back({features->extract(r.config), r.throughput, 0});
+    EXPECT_TRUE(model->update(samples).ok());
+    (*strat)->observe(results);
+    std::vector<std::string> out;
+    for (int b = 0; b < 8 / batch; ++b)
+      for (const auto& c : (*strat)->propose(size_t(batch))) out.push_back(std::get<std::string>(c.values.at("family")));
+    return out;
+  };
+  auto solo = families(1);
+  ASSERT_EQ(solo.size(), 8u);
+  std::string seq;
+  for (const auto& f : solo) seq += f;
+  EXPECT_EQ(std::set<std::string>(solo.begin(), solo.end()).size(), 4u) << seq;
+  EXPECT_GE(std::count(solo.begin(), solo.end(), "d"), 4) << seq;
+  // Control: a batch with room for every value holds each of them, as before.
+  auto wide = families(4);
+  ASSERT_EQ(wide.size(), 8u);
+  for (const char* f : names) EXPECT_EQ(std::count(wide.begin(), wide.end(), f), 2) << f;
+}
+
 // With a prior (a GPU's analytic estimate; here an oracle built from the table itself), the
 // evolutionary search's first batch — before its model has data — is the prior's best, except for
 // the eps random share; without one it is uniform.
