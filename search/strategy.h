@@ -49,7 +49,7 @@ struct SearchSettings {
   // model's best value keeps the first slot: in domain order the GEMM tables' four families
   // (simt, mma, mma-lane, wgmma) filled a batch whose random share took one slot without wgmma,
   // the best one. Replay (search_efficiency --seeds 20), evo+prior median / p90: H100 GEMM f16
-  // 4096^3 7/11 -> 1/4, H200 11/15 -> 1/4; batch 1 (`--batch 1`, 40 seeds), cold: 25 -> 8
+  // 4096^3 7/11 -> 1/4, H200 11/15 -> 1/4 (40 seeds: 4/11 -> 4/4, 4/15 -> 4/4); batch 1 (`--batch 1`, 40 seeds), cold: 25 -> 8
   // (H100), 38 -> 10 (H200), where wgmma waited for the other three; synthetic categorical
   // 181 -> 189 (8 knobs of 3 values: seed noise), every other table unchanged.
   bool categoricalSlots = true;
