@@ -125,28 +125,38 @@ int closestPair(const std::vector<ir::Config>& batch) {
   return best;
 }
 
+// An evolutionary search whose model was trained on 64 random trials of `t` (greedy picks only).
+struct Trained {
+  std::unique_ptr<costmodel::FeatureExtractor> features;
+  std::unique_ptr<costmodel::CostModel> model;
+  std::unique_ptr<SearchStrategy> strategy;
+};
+Trained trainedSearch(SearchSettings ss, const ReplayTable& t) {
+  ss.seed = 5;
+  ss.eps = 0;  // greedy picks only
+  ss.nicheKnobs = 0;  // the greedy picks alone (the niche's pick keeps no distance from them)
+  Trained tr{costmodel::makeKnobFeatures(t.space), costmodel::makeXGBoostModel({.seed = 5}), nullptr};
+  auto strat = makeStrategy(ss, t.space, tr.model.get(), tr.features.get());
+  EXPECT_TRUE(strat.ok());
+  tr.strategy = std::move(*strat);
+  auto m = makeReplayMeasurer(t);
+  auto first = tr.strategy->propose(64);  // untrained: random
+  auto results = m->measure(first);
+  std::vector<costmodel::Sample> samples;
+  for (const auto& r : results) samples.push_back({tr.features->extract(r.config), r.throughput, 0});
+  EXPECT_TRUE(tr.model->update(samples).ok());
+  tr.strategy->observe(results);
+  return tr;
+}
+
 // The greedy batch the evolutionary search proposes after a model trained on 64 random trials.
 std::vector<ir::Config> greedyBatch(int diversity, const ReplayTable& t = tables::mi250x(), bool slots = false,
                                     double dominated = 0) {
   SearchSettings ss;
-  ss.seed = 5;
-  ss.eps = 0;  // greedy picks only
   ss.diversity = diversity;
   ss.categoricalSlots = slots;
   ss.categoricalDominated = dominated;
-  ss.nicheKnobs = 0;  // the greedy picks alone (the niche's pick keeps no distance from them)
-  auto features = costmodel::makeKnobFeatures(t.space);
-  auto model = costmodel::makeXGBoostModel({.seed = 5});
-  auto strat = makeStrategy(ss, t.space, model.get(), features.get());
-  EXPECT_TRUE(strat.ok());
-  auto m = makeReplayMeasurer(t);
-  auto first = (*strat)->propose(64);  // untrained: random
-  auto results = m->measure(first);
-  std::vector<costmodel::Sample> samples;
-  for (const auto& r : results) samples.push_back({features->extract(r.config), r.throughput, 0});
-  EXPECT_TRUE(model->update(samples).ok());
-  (*strat)->observe(results);
-  return (*strat)->propose(16);
+  return trainedSearch(ss, t).strategy->propose(16);
 }
 }  // namespace
 
@@ -240,24 +250,11 @@ TEST(Strategy, ASmallBatchGivesTheValuesTurns) {
   ASSERT_TRUE(t.ok());
   auto families = [&](int batch) {
     SearchSettings ss;
-    ss.seed = 5;
-    ss.eps = 0;
-    ss.nicheKnobs = 0;
     ss.categoricalDominated = 0;
-    auto features = costmodel::makeKnobFeatures(t->space);
-    auto model = costmodel::makeXGBoostModel({.seed = 5});
-    auto strat = makeStrategy(ss, t->space, model.get(), features.get());
-    EXPECT_TRUE(strat.ok());
-    auto m = makeReplayMeasurer(*t);
-    auto first = (*strat)->propose(64);  // untrained: random
-    auto results = m->measure(first);
-    std::vector<costmodel::Sample> samples;
-    for (const auto& r : results) samples.push_back({features->extract(r.config), r.throughput, 0});
-    EXPECT_TRUE(model->update(samples).ok());
-    (*strat)->observe(results);
+    Trained tr = trainedSearch(ss, *t);
     std::vector<std::string> out;
     for (int b = 0; b < 8 / batch; ++b)
-      for (const auto& c : (*strat)->propose(size_t(batch))) out.push_back(std::get<std::string>(c.values.at("family")));
+      for (const auto& c : tr.strategy->propose(size_t(batch))) out.push_back(std::get<std::string>(c.values.at("family")));
     return out;
   };
   auto solo = families(1);
