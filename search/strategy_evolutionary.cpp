@@ -206,11 +206,11 @@ class Evolution : public SearchStrategy {
           // however good the model thought it, waited until they were dominated. A batch's
           // first slot still goes to the value of the model's best candidate (every other
           // batch when it is the only slot). SearchSettings::categoricalSlots has the replay.
+          // `want` is in domain order: the turns start at the first value from the cursor on.
           size_t& cursor = valueTurn_[knob.name];
-          const size_t size = knob.domain.size();
-          std::stable_sort(want.begin(), want.end(), [&](const Want& a, const Want& b) {
-            return (a.value + size - cursor % size) % size < (b.value + size - cursor % size) % size;
-          });
+          std::rotate(want.begin(),
+                      std::find_if(want.begin(), want.end(), [&](const Want& w) { return w.value >= cursor; }),
+                      want.end());
           size_t first = 0;  // the turns served start here
           if (out.empty() && !(n == 1 && soloTurn_++ % 2 == 1)) {
             auto top = std::min_element(want.begin(), want.end(), [](const Want& a, const Want& b) { return a.at < b.at; });
@@ -218,7 +218,7 @@ class Evolution : public SearchStrategy {
             first = 1;
           }
           want.resize(room);
-          if (want.size() > first) cursor = (want.back().value + 1) % size;
+          if (want.size() > first) cursor = (want.back().value + 1) % knob.domain.size();
         }
         for (const auto& w : want) {
           taken[w.at] = true;
