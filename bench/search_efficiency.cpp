@@ -405,6 +405,12 @@ int main(int argc, char** argv) {
   app.add_option("--niche-draws", o.search.nicheDraws, "niche slot: a niche's first visits drawn uniformly inside it")
       ->capture_default_str();
   app.add_option("--stagnation-eps", o.search.stagnationEps, "random share of an exploring batch (<0: --eps)")->capture_default_str();
+  app.add_option("--prior-batches", o.search.priorBatches,
+                 "evo with a prior: its first this-many batches come from the prior's top (0: only while the model has no data)");
+  app.add_option("--prior-fits-first", o.search.priorFitsFirst,
+                 "evo with a prior: configs the prior takes for unlaunchable go after the others (0/1)");
+  app.add_option("--prior-tiebreak", o.search.priorTiebreak,
+                 "evo with a prior: candidates the cost model scores alike go in the prior's order (0/1)");
   app.add_option("--flag-slots", o.search.flagSlots,
                  "two-valued knobs get categorical slots in every batch, not only a prior's first (0/1)")
       ->capture_default_str();

@@ -73,6 +73,9 @@ class Evolution : public SearchStrategy {
     ir::Config config;
     double score;
     uint64_t tiebreak;  // random: equal scores (common with coarse labels) must not favour small knob values
+    // The prior's predicted time (+inf: it takes the config for unlaunchable), in candidates the
+    // cost model scored (SearchSettings::priorTiebreak, priorFitsFirst); 0 elsewhere.
+    double prior = 0;
   };
 
   // Step 1: the best measured configs (store seeds and this run's trials alike).
@@ -138,7 +141,13 @@ class Evolution : public SearchStrategy {
     for (int g = 0; g < std::max(s_.generations, 1); ++g) {
       std::vector<double> sc = score(pop);
       for (size_t i = 0; i < pop.size(); ++i)
-        if (!st_.seen(pop[i])) candidates.emplace(configKey(pop[i]), Scored{pop[i], sc[i], st_.rng()()});
+        if (!st_.seen(pop[i])) {
+          auto [it, fresh] = candidates.emplace(configKey(pop[i]), Scored{pop[i], sc[i], st_.rng()()});
+          if (fresh && prior_ && (s_.priorTiebreak || s_.priorFitsFirst)) {
+            auto t = prior_(pop[i]);
+            it->second.prior = t ? *t : std::numeric_limits<double>::infinity();
+          }
+        }
       if (g + 1 == s_.generations) break;
       std::vector<ir::Config> next;
       auto better = [&](size_t a, size_t b) { return sc[a] > sc[b]; };
@@ -161,8 +170,16 @@ class Evolution : public SearchStrategy {
   std::vector<ir::Config> pickTop(std::vector<Scored> ranked, size_t n, bool flags = false) {
     // The map's order is not deterministic across runs: sort fully (score, then the seeded random
     // tiebreak, then the config) so a fixed seed replays exactly.
-    std::sort(ranked.begin(), ranked.end(), [](const Scored& a, const Scored& b) {
+    // With a prior (SearchSettings::priorTiebreak, priorFitsFirst): what it cannot launch goes
+    // last, and what the model scores alike goes in its order.
+    const bool fitsFirst = prior_ && s_.priorFitsFirst, tiebreak = prior_ && s_.priorTiebreak;
+    std::sort(ranked.begin(), ranked.end(), [fitsFirst, tiebreak](const Scored& a, const Scored& b) {
+      if (fitsFirst) {
+        const bool fa = std::isfinite(a.prior), fb = std::isfinite(b.prior);
+        if (fa != fb) return fa;
+      }
       if (a.score != b.score) return a.score > b.score;
+      if (tiebreak && a.prior != b.prior) return a.prior < b.prior;
       if (a.tiebreak != b.tiebreak) return a.tiebreak < b.tiebreak;
       return a.config < b.config;
     });

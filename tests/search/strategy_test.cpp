@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -131,19 +132,33 @@ struct Trained {
   std::unique_ptr<costmodel::CostModel> model;
   std::unique_ptr<SearchStrategy> strategy;
 };
-Trained trainedSearch(SearchSettings ss, const ReplayTable& t) {
+// `prior`: the search's prior (the first 64 trials are still uniform draws, as a model trained
+// on the prior's top would only know that corner); `coarse`: the throughput the model learns
+// instead of the measured one (a label of two values: it then scores configs in two classes).
+Trained trainedSearch(SearchSettings ss, const ReplayTable& t, const Prior* prior = nullptr,
+                      std::function<double(const ir::Config&)> coarse = nullptr) {
+  const bool flat = bool(coarse);
   ss.seed = 5;
   ss.eps = 0;  // greedy picks only
   ss.nicheKnobs = 0;  // the greedy picks alone (the niche's pick keeps no distance from them)
   Trained tr{costmodel::makeKnobFeatures(t.space), costmodel::makeXGBoostModel({.seed = 5}), nullptr};
-  auto strat = makeStrategy(ss, t.space, tr.model.get(), tr.features.get());
+  auto strat = makeStrategy(ss, t.space, tr.model.get(), tr.features.get(), prior);
   EXPECT_TRUE(strat.ok());
   tr.strategy = std::move(*strat);
   auto m = makeReplayMeasurer(t);
-  auto first = tr.strategy->propose(64);  // untrained: random
+  std::vector<ir::Config> first;  // untrained: uniform draws
+  if (prior) {
+    SearchSettings uniform = ss;
+    uniform.strategy = "random";
+    auto r = makeStrategy(uniform, t.space, nullptr, nullptr);
+    EXPECT_TRUE(r.ok());
+    first = (*r)->propose(64);
+  } else {
+    first = tr.strategy->propose(64);
+  }
   auto results = m->measure(first);
   std::vector<costmodel::Sample> samples;
-  for (const auto& r : results) samples.push_back({tr.features->extract(r.config), r.throughput, 0});
+  for (const auto& r : results) samples.push_back({tr.features->extract(r.config), flat ? coarse(r.config) : r.throughput, 0});
   EXPECT_TRUE(tr.model->update(samples).ok());
   tr.strategy->observe(results);
   return tr;
@@ -335,6 +350,82 @@ TEST(Strategy, PriorFirstBatchSkipsTiedPredictions) {
   std::set<double> predictions;
   for (const auto& c : batch) predictions.insert(blind(c).value_or(-1));
   EXPECT_EQ(predictions.size(), 4u);
+}
+
+namespace {
+// The table's measured times, as a prior that knows it (an oracle).
+std::map<std::string, double> timesOf(const ReplayTable& t) {
+  std::map<std::string, double> timeOf;
+  for (const auto& r : t.results)
+    if (r.ok()) timeOf[configKey(r.config)] = r.samples.median_us;
+  return timeOf;
+}
+// The time below which a `share` of the table's measured configs run.
+double fastestShare(const std::map<std::string, double>& timeOf, double share) {
+  std::vector<double> all;
+  for (const auto& [k, v] : timeOf) all.push_back(v);
+  std::sort(all.begin(), all.end());
+  return all[size_t(double(all.size()) * share)];
+}
+}  // namespace
+
+// Candidates the cost model scores alike (a model trained on few trials, or on equal ones, has a
+// few distinct leaf values) go in the prior's order: with the prior an oracle and a model that
+// learnt nothing, the greedy picks are the prior's best; without the tiebreak they are whatever
+// the evolution met (the control).
+TEST(Strategy, APriorOrdersWhatTheModelScoresAlike) {
+  const ReplayTable& t = tables::mi250x();
+  const auto timeOf = timesOf(t);
+  Prior oracle = [&](const ir::Config& c) -> std::optional<double> {
+    auto it = timeOf.find(configKey(c));
+    if (it == timeOf.end()) return std::nullopt;
+    return it->second;
+  };
+  const double fast = fastestShare(timeOf, 0.05);
+  // The model learns one thing: whether a config stages in shared memory the way the best one does.
+  const auto best = std::max_element(t.results.begin(), t.results.end(),
+                                     [](const TrialResult& a, const TrialResult& b) { return a.throughput < b.throughput; });
+  const int64_t staged = tables::knob(best->config, "use_shmem");
+  auto coarse = [&](const ir::Config& c) { return tables::knob(c, "use_shmem") == staged ? 1.0 : 0.5; };
+  auto fastPicks = [&](bool tiebreak) {
+    SearchSettings ss;
+    ss.priorTiebreak = tiebreak;
+    Trained tr = trainedSearch(ss, t, &oracle, coarse);
+    auto batch = tr.strategy->propose(8);
+    EXPECT_EQ(batch.size(), 8u);
+    return std::count_if(batch.begin(), batch.end(), [&](const ir::Config& c) { return oracle(c).value_or(1e30) <= fast; });
+  };
+  const auto with = fastPicks(true), without = fastPicks(false);
+  std::printf("greedy picks among the table's fastest 5 %%: %d of 8 with the prior's tiebreak, %d without\n", int(with), int(without));
+  EXPECT_EQ(with, 8);
+  EXPECT_LE(without, 4);
+}
+
+// Configs the prior takes for unlaunchable (the analytic model's register or shared-memory
+// estimate over the limit: the compiler would refuse them, a trial spent for nothing) go after
+// every config it can estimate, however well the cost model scores them. Here the prior refuses
+// the table's fastest fifth, which a model trained on 64 trials favours (the control).
+TEST(Strategy, APriorsUnlaunchableConfigsComeLast) {
+  const ReplayTable& t = tables::mi250x();
+  const auto timeOf = timesOf(t);
+  const double fast = fastestShare(timeOf, 0.2);
+  Prior refusesTheFast = [&](const ir::Config& c) -> std::optional<double> {
+    auto it = timeOf.find(configKey(c));
+    if (it == timeOf.end() || it->second <= fast) return std::nullopt;
+    return 1.0;  // no order among the rest: the cost model's
+  };
+  auto refused = [&](bool fitsFirst) {
+    SearchSettings ss;
+    ss.priorFitsFirst = fitsFirst;
+    Trained tr = trainedSearch(ss, t, &refusesTheFast);
+    auto batch = tr.strategy->propose(8);
+    EXPECT_EQ(batch.size(), 8u);
+    return std::count_if(batch.begin(), batch.end(), [&](const ir::Config& c) { return !refusesTheFast(c); });
+  };
+  const auto last = refused(true), mixed = refused(false);
+  std::printf("greedy picks the prior refuses: %d of 8 with them last, %d without\n", int(last), int(mixed));
+  EXPECT_EQ(last, 0);
+  EXPECT_GE(mixed, 4);
 }
 
 namespace {
