@@ -409,6 +409,8 @@ int main(int argc, char** argv) {
                  "evo with a prior: its first this-many batches come from the prior's top (0: only while the model has no data)");
   app.add_option("--prior-fits-first", o.search.priorFitsFirst,
                  "evo with a prior: configs the prior takes for unlaunchable go after the others (0/1)");
+  app.add_option("--prior-dominated", o.search.priorDominated,
+                 "evo with a prior: a categorical value the prior predicts under --categorical-dominated of the best gets no slot until measured (0/1)");
   app.add_option("--prior-tiebreak", o.search.priorTiebreak,
                  "evo with a prior: candidates the cost model scores alike go in the prior's order (0/1)");
   app.add_option("--flag-slots", o.search.flagSlots,

@@ -208,6 +208,7 @@ class Evolution : public SearchStrategy {
           const auto& v = knob.domain[vi];
           if (std::any_of(out.begin(), out.end(), [&](const ir::Config& c) { return has(c, v); })) continue;
           if (dominated(knob.name, v)) continue;
+          if (knob.isCategorical() && priorDominated(ranked, knob.name, v)) continue;
           for (size_t i = 0; i < ranked.size(); ++i)
             if (!taken[i] && has(ranked[i].config, v)) {
               want.push_back({vi, i});
@@ -272,6 +273,29 @@ class Evolution : public SearchStrategy {
       mine = std::max(mine, t);
     }
     return tries >= s_.categoricalTries && mine < s_.categoricalDominated * best;
+  }
+
+  // Whether the prior rules value `v` of knob `name` out of a slot (SearchSettings::
+  // priorDominated): its best estimate among the candidates is under categoricalDominated of the
+  // best estimate of all, and no measured config of the value reached that share of the best.
+  bool priorDominated(const std::vector<Scored>& ranked, const std::string& name, const ir::KnobValue& v) const {
+    if (!prior_ || !s_.priorDominated || s_.categoricalDominated <= 0) return false;
+    double all = std::numeric_limits<double>::infinity(), mine = all;
+    for (const auto& c : ranked) {
+      if (!(c.prior > 0) || !std::isfinite(c.prior)) continue;
+      all = std::min(all, c.prior);
+      auto it = c.config.values.find(name);
+      if (it != c.config.values.end() && it->second == v) mine = std::min(mine, c.prior);
+    }
+    if (!std::isfinite(all) || mine * s_.categoricalDominated <= all) return false;
+    double best = 0, measured = 0;
+    for (const auto& r : st_.measured()) {
+      const double t = r.ok() ? r.throughput : 0.0;
+      best = std::max(best, t);
+      auto it = r.config.values.find(name);
+      if (it != r.config.values.end() && it->second == v) measured = std::max(measured, t);
+    }
+    return !(measured > 0 && measured >= s_.categoricalDominated * best);
   }
 
   // Step 4: the greedy picks, then random unseen configs up to `n` (exploration the model cannot
@@ -471,7 +495,8 @@ class Evolution : public SearchStrategy {
     for (auto& c : pool) {
       auto t = prior_(c);
       // Higher scores first: the negated predicted time.
-      ranked.push_back(Scored{std::move(c), t ? -*t : -std::numeric_limits<double>::infinity(), st_.rng()()});
+      ranked.push_back(Scored{std::move(c), t ? -*t : -std::numeric_limits<double>::infinity(), st_.rng()(),
+                              t ? *t : std::numeric_limits<double>::infinity()});
     }
     // Configs the prior cannot tell apart (the same predicted time: they differ only in knobs the
     // analytic model does not see) go after every distinct prediction: a first batch of

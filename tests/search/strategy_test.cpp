@@ -429,6 +429,107 @@ TEST(Strategy, APriorsUnlaunchableConfigsComeLast) {
 }
 
 namespace {
+// The MI250X table with a categorical `family`: every other config "dead", 100x slower.
+Expected<ReplayTable> familyDeadTable() {
+  std::vector<cache::Record> recs;
+  size_t i = 0;
+  for (cache::Record r : tables::mi250xRecords()) {
+    auto c = ir::Config::fromJson(r.config);
+    if (!c.ok()) return c.error();
+    const bool dead = i++ % 2 == 0;
+    c->set("family", std::string(dead ? "dead" : "live"));
+    if (dead) r.median_us *= 100;
+    r.config = c->toJson();
+    recs.push_back(std::move(r));
+  }
+  return tableFromRecords("family_dead", recs);
+}
+long countFamily(const std::vector<ir::Config>& batch, const char* family) {
+  return std::count_if(batch.begin(), batch.end(),
+                       [&](const ir::Config& c) { return std::get<std::string>(c.values.at("family")) == family; });
+}
+}  // namespace
+
+// A family the prior predicts far behind (under a quarter of its best: SIMT kernels next to
+// tensor-core ones) gets no slot of its own in the prior's first batch, where without the rule it
+// holds one (the control), nor in the greedy batches after it.
+TEST(Strategy, APriorRulesOutAFamilyItPredictsFarBehind) {
+  auto t = familyDeadTable();
+  ASSERT_TRUE(t.ok());
+  const auto timeOf = timesOf(*t);
+  Prior oracle = [&](const ir::Config& c) -> std::optional<double> {
+    auto it = timeOf.find(configKey(c));
+    if (it == timeOf.end()) return std::nullopt;
+    return it->second;
+  };
+  auto deadInFirstBatch = [&](bool rule) {
+    SearchSettings ss;
+    ss.seed = 3;
+    ss.eps = 0;
+    ss.priorDominated = rule;
+    auto features = costmodel::makeKnobFeatures(t->space);
+    auto model = costmodel::makeXGBoostModel({.seed = 3});
+    auto s = makeStrategy(ss, t->space, model.get(), features.get(), &oracle);
+    EXPECT_TRUE(s.ok());
+    auto batch = (*s)->propose(4);
+    EXPECT_EQ(batch.size(), 4u);
+    return countFamily(batch, "dead");
+  };
+  EXPECT_EQ(deadInFirstBatch(true), 0);
+  EXPECT_EQ(deadInFirstBatch(false), 1);
+  // After the model has data too (greedy batches of a trained search).
+  SearchSettings ss;
+  auto later = trainedSearch(ss, *t, &oracle).strategy->propose(16);
+  ASSERT_EQ(later.size(), 16u);
+  EXPECT_EQ(countFamily(later, "dead"), 0);
+}
+
+// A prior wrong about a family (here it takes the fast family for the slow one) is overruled by a
+// measurement: once one of the family's configs measures at a quarter of the best, the family is
+// back in the batches. Before that measurement it has none, and without the rule it has its slot
+// (the controls).
+TEST(Strategy, AMeasurementOverrulesThePriorOnAFamily) {
+  auto t = familyDeadTable();
+  ASSERT_TRUE(t.ok());
+  const auto timeOf = timesOf(*t);
+  // Inverted: "live" configs predicted 1000x slower than they are.
+  Prior wrong = [&](const ir::Config& c) -> std::optional<double> {
+    auto it = timeOf.find(configKey(c));
+    if (it == timeOf.end()) return std::nullopt;
+    return std::get<std::string>(c.values.at("family")) == "live" ? it->second * 1000 : it->second;
+  };
+  auto liveAfter = [&](bool measuredOne, bool rule) {
+    SearchSettings ss;
+    ss.seed = 7;
+    ss.eps = 0;
+    ss.nicheKnobs = 0;
+    ss.priorDominated = rule;
+    auto features = costmodel::makeKnobFeatures(t->space);
+    auto model = costmodel::makeXGBoostModel({.seed = 7});
+    auto s = makeStrategy(ss, t->space, model.get(), features.get(), &wrong);
+    EXPECT_TRUE(s.ok());
+    auto m = makeReplayMeasurer(*t);
+    std::vector<ir::Config> first = (*s)->propose(4);  // the prior's top: dead configs
+    if (rule) EXPECT_EQ(countFamily(first, "live"), 0);
+    if (measuredOne)  // a random pick met a live config
+      for (const auto& r : t->results)
+        if (r.ok() && std::get<std::string>(r.config.values.at("family")) == "live") {
+          first.push_back(r.config);
+          break;
+        }
+    auto results = m->measure(first);
+    std::vector<costmodel::Sample> samples;
+    for (const auto& r : results) samples.push_back({features->extract(r.config), r.throughput, 0});
+    EXPECT_TRUE(model->update(samples).ok());
+    (*s)->observe(results);
+    return countFamily((*s)->propose(4), "live");
+  };
+  EXPECT_GE(liveAfter(true, true), 1);
+  EXPECT_EQ(liveAfter(false, true), 0);
+  EXPECT_GE(liveAfter(false, false), 1);  // without the rule the family has its slot
+}
+
+namespace {
 const ReplayTable& w6600() {
   static const ReplayTable t = [] {
     auto recs = importKernelTuner(tables::dataFile("convolution_W6600.json.gz"), "");
