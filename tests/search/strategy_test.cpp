@@ -132,6 +132,14 @@ struct Trained {
   std::unique_ptr<costmodel::CostModel> model;
   std::unique_ptr<SearchStrategy> strategy;
 };
+// An evolutionary search of `t` whose model (seeded as the search) has no data yet.
+Trained freshSearch(const SearchSettings& ss, const ReplayTable& t, const Prior* prior = nullptr) {
+  Trained tr{costmodel::makeKnobFeatures(t.space), costmodel::makeXGBoostModel({.seed = ss.seed}), nullptr};
+  auto strat = makeStrategy(ss, t.space, tr.model.get(), tr.features.get(), prior);
+  EXPECT_TRUE(strat.ok());
+  if (strat.ok()) tr.strategy = std::move(*strat);
+  return tr;
+}
 // `prior`: the search's prior (the first 64 trials are still uniform draws, as a model trained
 // on the prior's top would only know that corner); `coarse`: the throughput the model learns
 // instead of the measured one (a label of two values: it then scores configs in two classes).
@@ -141,10 +149,7 @@ Trained trainedSearch(SearchSettings ss, const ReplayTable& t, const Prior* prio
   ss.seed = 5;
   ss.eps = 0;  // greedy picks only
   ss.nicheKnobs = 0;  // the greedy picks alone (the niche's pick keeps no distance from them)
-  Trained tr{costmodel::makeKnobFeatures(t.space), costmodel::makeXGBoostModel({.seed = 5}), nullptr};
-  auto strat = makeStrategy(ss, t.space, tr.model.get(), tr.features.get(), prior);
-  EXPECT_TRUE(strat.ok());
-  tr.strategy = std::move(*strat);
+  Trained tr = freshSearch(ss, t, prior);
   auto m = makeReplayMeasurer(t);
   std::vector<ir::Config> first;  // untrained: uniform draws
   if (prior) {
@@ -215,33 +220,62 @@ TEST(Strategy, CategoricalSlotsGiveEveryValueAGreedyPick) {
   EXPECT_EQ(slowPicks(slots), 1);
 }
 
-// A value whose configs all run at a hundredth of the others' speed (a SIMT kernel family next
-// to tensor-core ones) keeps its slot while the rule is off, and loses it once two of its configs
-// were measured under a quarter of the best (SearchSettings::categoricalDominated).
-TEST(Strategy, ADominatedCategoricalValueLosesItsSlot) {
+namespace {
+// The table's measured times, as a prior that knows it (an oracle).
+std::map<std::string, double> timesOf(const ReplayTable& t) {
+  std::map<std::string, double> timeOf;
+  for (const auto& r : t.results)
+    if (r.ok()) timeOf[configKey(r.config)] = r.samples.median_us;
+  return timeOf;
+}
+// A prior from those times (nullopt for a config the table lacks); `warp` bends each one.
+Prior oracleOf(const std::map<std::string, double>& timeOf,
+               std::function<double(const ir::Config&, double)> warp = nullptr) {
+  return [&timeOf, warp](const ir::Config& c) -> std::optional<double> {
+    auto it = timeOf.find(configKey(c));
+    if (it == timeOf.end()) return std::nullopt;
+    return warp ? warp(c, it->second) : it->second;
+  };
+}
+// The time below which a `share` of the table's measured configs run.
+double fastestShare(const std::map<std::string, double>& timeOf, double share) {
+  std::vector<double> all;
+  for (const auto& [k, v] : timeOf) all.push_back(v);
+  std::sort(all.begin(), all.end());
+  return all[size_t(double(all.size()) * share)];
+}
+// The MI250X table with a categorical `family`: every other config "dead", 100x slower.
+Expected<ReplayTable> familyDeadTable() {
   std::vector<cache::Record> recs;
   size_t i = 0;
   for (cache::Record r : tables::mi250xRecords()) {
     auto c = ir::Config::fromJson(r.config);
-    ASSERT_TRUE(c.ok());
+    if (!c.ok()) return c.error();
     const bool dead = i++ % 2 == 0;
     c->set("family", std::string(dead ? "dead" : "live"));
     if (dead) r.median_us *= 100;
     r.config = c->toJson();
     recs.push_back(std::move(r));
   }
-  auto t = tableFromRecords("family_dead", recs);
+  return tableFromRecords("family_dead", recs);
+}
+long countFamily(const std::vector<ir::Config>& batch, const char* family) {
+  return std::count_if(batch.begin(), batch.end(),
+                       [&](const ir::Config& c) { return std::get<std::string>(c.values.at("family")) == family; });
+}
+}  // namespace
+
+// A value whose configs all run at a hundredth of the others' speed (a SIMT kernel family next
+// to tensor-core ones) keeps its slot while the rule is off, and loses it once two of its configs
+// were measured under a quarter of the best (SearchSettings::categoricalDominated).
+TEST(Strategy, ADominatedCategoricalValueLosesItsSlot) {
+  auto t = familyDeadTable();
   ASSERT_TRUE(t.ok());
-  auto deadPicks = [](const std::vector<ir::Config>& batch) {
-    return std::count_if(batch.begin(), batch.end(), [](const ir::Config& c) {
-      return std::get<std::string>(c.values.at("family")) == "dead";
-    });
-  };
   auto kept = greedyBatch(0, *t, true, 0), dropped = greedyBatch(0, *t, true, 0.25);
   ASSERT_EQ(kept.size(), 16u);
   ASSERT_EQ(dropped.size(), 16u);
-  EXPECT_EQ(deadPicks(kept), 1);
-  EXPECT_EQ(deadPicks(dropped), 0);
+  EXPECT_EQ(countFamily(kept, "dead"), 1);
+  EXPECT_EQ(countFamily(dropped, "dead"), 0);
 }
 
 // More values than a batch has slots (`tune --batch 1`, a GEMM space with four kernel families):
@@ -289,14 +323,8 @@ TEST(Strategy, ASmallBatchGivesTheValuesTurns) {
 // the eps random share; without one it is uniform.
 TEST(Strategy, EvolutionaryFirstBatchComesFromThePrior) {
   const ReplayTable& t = tables::mi250x();
-  std::map<std::string, double> timeOf;
-  for (const auto& r : t.results)
-    if (r.ok()) timeOf[configKey(r.config)] = r.samples.median_us;
-  Prior oracle = [&](const ir::Config& c) -> std::optional<double> {
-    auto it = timeOf.find(configKey(c));
-    if (it == timeOf.end()) return std::nullopt;
-    return it->second;
-  };
+  const auto timeOf = timesOf(t);
+  Prior oracle = oracleOf(timeOf);
   SearchSettings ss;
   ss.seed = 3;
   ss.batchSize = 8;
@@ -325,9 +353,7 @@ TEST(Strategy, EvolutionaryFirstBatchComesFromThePrior) {
 // prediction of the top comes first.
 TEST(Strategy, PriorFirstBatchSkipsTiedPredictions) {
   const ReplayTable& t = tables::mi250x();
-  std::map<std::string, double> timeOf;
-  for (const auto& r : t.results)
-    if (r.ok()) timeOf[configKey(r.config)] = r.samples.median_us;
+  const auto timeOf = timesOf(t);
   // The oracle blind to read_only and use_padding: their variants tie.
   Prior blind = [&](const ir::Config& c) -> std::optional<double> {
     ir::Config base = c;
@@ -352,23 +378,6 @@ TEST(Strategy, PriorFirstBatchSkipsTiedPredictions) {
   EXPECT_EQ(predictions.size(), 4u);
 }
 
-namespace {
-// The table's measured times, as a prior that knows it (an oracle).
-std::map<std::string, double> timesOf(const ReplayTable& t) {
-  std::map<std::string, double> timeOf;
-  for (const auto& r : t.results)
-    if (r.ok()) timeOf[configKey(r.config)] = r.samples.median_us;
-  return timeOf;
-}
-// The time below which a `share` of the table's measured configs run.
-double fastestShare(const std::map<std::string, double>& timeOf, double share) {
-  std::vector<double> all;
-  for (const auto& [k, v] : timeOf) all.push_back(v);
-  std::sort(all.begin(), all.end());
-  return all[size_t(double(all.size()) * share)];
-}
-}  // namespace
-
 // Candidates the cost model scores alike (a model trained on few trials, or on equal ones, has a
 // few distinct leaf values) go in the prior's order: with the prior an oracle and a model that
 // learnt nothing, the greedy picks are the prior's best; without the tiebreak they are whatever
@@ -376,11 +385,7 @@ double fastestShare(const std::map<std::string, double>& timeOf, double share) {
 TEST(Strategy, APriorOrdersWhatTheModelScoresAlike) {
   const ReplayTable& t = tables::mi250x();
   const auto timeOf = timesOf(t);
-  Prior oracle = [&](const ir::Config& c) -> std::optional<double> {
-    auto it = timeOf.find(configKey(c));
-    if (it == timeOf.end()) return std::nullopt;
-    return it->second;
-  };
+  Prior oracle = oracleOf(timeOf);
   const double fast = fastestShare(timeOf, 0.05);
   // The model learns one thing: whether a config stages in shared memory the way the best one does.
   const auto best = std::max_element(t.results.begin(), t.results.end(),
@@ -428,28 +433,6 @@ TEST(Strategy, APriorsUnlaunchableConfigsComeLast) {
   EXPECT_GE(mixed, 4);
 }
 
-namespace {
-// The MI250X table with a categorical `family`: every other config "dead", 100x slower.
-Expected<ReplayTable> familyDeadTable() {
-  std::vector<cache::Record> recs;
-  size_t i = 0;
-  for (cache::Record r : tables::mi250xRecords()) {
-    auto c = ir::Config::fromJson(r.config);
-    if (!c.ok()) return c.error();
-    const bool dead = i++ % 2 == 0;
-    c->set("family", std::string(dead ? "dead" : "live"));
-    if (dead) r.median_us *= 100;
-    r.config = c->toJson();
-    recs.push_back(std::move(r));
-  }
-  return tableFromRecords("family_dead", recs);
-}
-long countFamily(const std::vector<ir::Config>& batch, const char* family) {
-  return std::count_if(batch.begin(), batch.end(),
-                       [&](const ir::Config& c) { return std::get<std::string>(c.values.at("family")) == family; });
-}
-}  // namespace
-
 // A family the prior predicts far behind (under a quarter of its best: SIMT kernels next to
 // tensor-core ones) gets no slot of its own in the prior's first batch, where without the rule it
 // holds one (the control), nor in the greedy batches after it.
@@ -457,21 +440,13 @@ TEST(Strategy, APriorRulesOutAFamilyItPredictsFarBehind) {
   auto t = familyDeadTable();
   ASSERT_TRUE(t.ok());
   const auto timeOf = timesOf(*t);
-  Prior oracle = [&](const ir::Config& c) -> std::optional<double> {
-    auto it = timeOf.find(configKey(c));
-    if (it == timeOf.end()) return std::nullopt;
-    return it->second;
-  };
+  Prior oracle = oracleOf(timeOf);
   auto deadInFirstBatch = [&](bool rule) {
     SearchSettings ss;
     ss.seed = 3;
     ss.eps = 0;
     ss.priorDominated = rule;
-    auto features = costmodel::makeKnobFeatures(t->space);
-    auto model = costmodel::makeXGBoostModel({.seed = 3});
-    auto s = makeStrategy(ss, t->space, model.get(), features.get(), &oracle);
-    EXPECT_TRUE(s.ok());
-    auto batch = (*s)->propose(4);
+    auto batch = freshSearch(ss, *t, &oracle).strategy->propose(4);
     EXPECT_EQ(batch.size(), 4u);
     return countFamily(batch, "dead");
   };
@@ -493,23 +468,18 @@ TEST(Strategy, AMeasurementOverrulesThePriorOnAFamily) {
   ASSERT_TRUE(t.ok());
   const auto timeOf = timesOf(*t);
   // Inverted: "live" configs predicted 1000x slower than they are.
-  Prior wrong = [&](const ir::Config& c) -> std::optional<double> {
-    auto it = timeOf.find(configKey(c));
-    if (it == timeOf.end()) return std::nullopt;
-    return std::get<std::string>(c.values.at("family")) == "live" ? it->second * 1000 : it->second;
-  };
+  Prior wrong = oracleOf(timeOf, [](const ir::Config& c, double us) {
+    return std::get<std::string>(c.values.at("family")) == "live" ? us * 1000 : us;
+  });
   auto liveAfter = [&](bool measuredOne, bool rule) {
     SearchSettings ss;
     ss.seed = 7;
     ss.eps = 0;
     ss.nicheKnobs = 0;
     ss.priorDominated = rule;
-    auto features = costmodel::makeKnobFeatures(t->space);
-    auto model = costmodel::makeXGBoostModel({.seed = 7});
-    auto s = makeStrategy(ss, t->space, model.get(), features.get(), &wrong);
-    EXPECT_TRUE(s.ok());
+    Trained tr = freshSearch(ss, *t, &wrong);
     auto m = makeReplayMeasurer(*t);
-    std::vector<ir::Config> first = (*s)->propose(4);  // the prior's top: dead configs
+    std::vector<ir::Config> first = tr.strategy->propose(4);  // the prior's top: dead configs
     if (rule) EXPECT_EQ(countFamily(first, "live"), 0);
     if (measuredOne)  // a random pick met a live config
       for (const auto& r : t->results)
@@ -519,10 +489,10 @@ TEST(Strategy, AMeasurementOverrulesThePriorOnAFamily) {
         }
     auto results = m->measure(first);
     std::vector<costmodel::Sample> samples;
-    for (const auto& r : results) samples.push_back({features->extract(r.config), r.throughput, 0});
-    EXPECT_TRUE(model->update(samples).ok());
-    (*s)->observe(results);
-    return countFamily((*s)->propose(4), "live");
+    for (const auto& r : results) samples.push_back({tr.features->extract(r.config), r.throughput, 0});
+    EXPECT_TRUE(tr.model->update(samples).ok());
+    tr.strategy->observe(results);
+    return countFamily(tr.strategy->propose(4), "live");
   };
   EXPECT_GE(liveAfter(true, true), 1);
   EXPECT_EQ(liveAfter(false, true), 0);
