@@ -15,6 +15,12 @@
 namespace tessera::search {
 namespace {
 
+// Whether config `c` sets knob `name` to `v`.
+bool holds(const ir::Config& c, const std::string& name, const ir::KnobValue& v) {
+  auto it = c.values.find(name);
+  return it != c.values.end() && it->second == v;
+}
+
 class Evolution : public SearchStrategy {
  public:
   Evolution(const SearchSettings& s, const ir::Space& space, costmodel::CostModel* model,
@@ -194,10 +200,7 @@ class Evolution : public SearchStrategy {
         const auto& knob = knobs[(ki + turn) % knobs.size()];
         const bool flag = flags && knob.domain.size() == 2 && !knob.isCategorical();
         if ((!knob.isCategorical() && !flag) || knob.domain.size() < 2) continue;
-        auto has = [&](const ir::Config& c, const ir::KnobValue& v) {
-          auto it = c.values.find(knob.name);
-          return it != c.values.end() && it->second == v;
-        };
+        auto has = [&](const ir::Config& c, const ir::KnobValue& v) { return holds(c, knob.name, v); };
         // The values that want a slot: not in the batch yet, not dominated, with a candidate
         // (its best-predicted one).
         struct Want {
@@ -259,20 +262,29 @@ class Evolution : public SearchStrategy {
     return out;
   }
 
+  // Value `v` of knob `name` in this run's measurements (failures count as tries at 0).
+  struct Measured {
+    int tries = 0;
+    double mine = 0;  // its best throughput
+    double best = 0;  // the best throughput of all
+  };
+  Measured measuredOf(const std::string& name, const ir::KnobValue& v) const {
+    Measured m;
+    for (const auto& r : st_.measured()) {
+      const double t = r.ok() ? r.throughput : 0.0;
+      m.best = std::max(m.best, t);
+      if (!holds(r.config, name, v)) continue;
+      ++m.tries;
+      m.mine = std::max(m.mine, t);
+    }
+    return m;
+  }
+
   // Whether value `v` of knob `name` has had its chance (SearchSettings::categoricalDominated).
   bool dominated(const std::string& name, const ir::KnobValue& v) const {
     if (s_.categoricalDominated <= 0) return false;
-    double best = 0, mine = 0;
-    int tries = 0;
-    for (const auto& r : st_.measured()) {
-      const double t = r.ok() ? r.throughput : 0.0;
-      best = std::max(best, t);
-      auto it = r.config.values.find(name);
-      if (it == r.config.values.end() || !(it->second == v)) continue;
-      ++tries;
-      mine = std::max(mine, t);
-    }
-    return tries >= s_.categoricalTries && mine < s_.categoricalDominated * best;
+    const Measured m = measuredOf(name, v);
+    return m.tries >= s_.categoricalTries && m.mine < s_.categoricalDominated * m.best;
   }
 
   // Whether the prior rules value `v` of knob `name` out of a slot (SearchSettings::
@@ -284,18 +296,11 @@ class Evolution : public SearchStrategy {
     for (const auto& c : ranked) {
       if (!(c.prior > 0) || !std::isfinite(c.prior)) continue;
       all = std::min(all, c.prior);
-      auto it = c.config.values.find(name);
-      if (it != c.config.values.end() && it->second == v) mine = std::min(mine, c.prior);
+      if (holds(c.config, name, v)) mine = std::min(mine, c.prior);
     }
     if (!std::isfinite(all) || mine * s_.categoricalDominated <= all) return false;
-    double best = 0, measured = 0;
-    for (const auto& r : st_.measured()) {
-      const double t = r.ok() ? r.throughput : 0.0;
-      best = std::max(best, t);
-      auto it = r.config.values.find(name);
-      if (it != r.config.values.end() && it->second == v) measured = std::max(measured, t);
-    }
-    return !(measured > 0 && measured >= s_.categoricalDominated * best);
+    const Measured m = measuredOf(name, v);
+    return !(m.mine > 0 && m.mine >= s_.categoricalDominated * m.best);
   }
 
   // Step 4: the greedy picks, then random unseen configs up to `n` (exploration the model cannot
