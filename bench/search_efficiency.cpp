@@ -411,6 +411,9 @@ int main(int argc, char** argv) {
                  "evo with a prior: configs the prior takes for unlaunchable go after the others (0/1)");
   app.add_option("--prior-dominated", o.search.priorDominated,
                  "evo with a prior: a categorical value the prior predicts under --categorical-dominated of the best gets no slot until measured (0/1)");
+  app.add_option("--prior-weight", o.search.priorWeight,
+                 "evo with a prior: the prior's order counts as this many trials against the cost model's (0: ties only)")
+      ->capture_default_str();
   app.add_option("--prior-tiebreak", o.search.priorTiebreak,
                  "evo with a prior: candidates the cost model scores alike go in the prior's order (0/1)");
   app.add_option("--flag-slots", o.search.flagSlots,

@@ -141,6 +141,23 @@ struct SearchSettings {
   // (one kernel family); every table without a prior or a categorical knob unchanged. Off for a
   // prior that is not a time (the other GPUs' score in a transfer: search/tune_session.cpp).
   bool priorDominated = true;
+  // Evolutionary with a prior, once the cost model leads: the model's order and the prior's are
+  // blended, each candidate ranked by both (as a fraction of the candidates) and weighted
+  // priorWeight / (priorWeight + trials) toward the prior: the prior counts as this many trials'
+  // worth of evidence, and the model's own trials outweigh it as they come (0: off; the prior
+  // then only breaks the model's ties, priorTiebreak). Found on the H200's bias+GELU table (traced,
+  // `--trace --trace-configs --first-seed 38`): the first batch measured four TPB 64 kernels at
+  // 0.67-0.95 of the best; the model, trained on those four, scored the configs with another TPB
+  // by what it had learnt of the other knobs (it had seen no other TPB), and its top class held
+  // ten kernels the prior predicts 6 % to 21x slower than the best it had left (84-1677 against
+  // 79 us), all of them ahead of it; the best came in the third batch (10 trials, random 27). Replay, 40 seeds, evo+prior median /
+  // p90 (`search_efficiency --seeds 40`, before: `--prior-weight 0`): H200 bias+GELU 10/12 -> 6/7,
+  // causal attention H100 and H200 4/10 -> 4/7, RTX 2080 Ti 27/74 -> 26/38, A100 76/101 -> 60/90,
+  // TITAN RTX 7/30 -> 7/23, W7800 21/29 -> 18/27, every other table unchanged (cold, host and
+  // synthetic columns byte-identical: no prior); weight 16 about the same (A100 58/89, H200
+  // bias+GELU 7/8). Transfer (`--transfer --seeds 20`, the prior being the other GPUs' score):
+  // Xgemm pair 4.92x -> 6.11x, convolution group 3.02x -> 3.49x, no file worse than before.
+  double priorWeight = 8;
   size_t exhaustiveLimit = 200000;  // exhaustive refuses spaces whose knob product is larger
   // ranked: the legal configs it orders (the whole space when it can be listed within this,
   // else this many uniform draws); evolutionary with a prior: candidates scored for its first batch.

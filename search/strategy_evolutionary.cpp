@@ -149,7 +149,7 @@ class Evolution : public SearchStrategy {
       for (size_t i = 0; i < pop.size(); ++i)
         if (!st_.seen(pop[i])) {
           auto [it, fresh] = candidates.emplace(configKey(pop[i]), Scored{pop[i], sc[i], st_.rng()()});
-          if (fresh && prior_ && (s_.priorTiebreak || s_.priorFitsFirst)) {
+          if (fresh && prior_ && (s_.priorTiebreak || s_.priorFitsFirst || s_.priorWeight > 0)) {
             auto t = prior_(pop[i]);
             it->second.prior = t ? *t : std::numeric_limits<double>::infinity();
           }
@@ -168,7 +168,38 @@ class Evolution : public SearchStrategy {
     std::vector<Scored> ranked;
     ranked.reserve(candidates.size());
     for (auto& [k, v] : candidates) ranked.push_back(std::move(v));
+    if (prior_ && s_.priorWeight > 0) blendWithPrior(ranked);
     return pickTop(std::move(ranked), n, s_.flagSlots);
+  }
+
+  // SearchSettings::priorWeight: each candidate's score becomes its rank by the model and its rank
+  // by the prior (fractions of the candidates, ties sharing their mean rank), weighted
+  // w / (w + trials) toward the prior: the prior counts as w trials' worth of evidence, and the
+  // model takes over as its own trials outnumber them.
+  void blendWithPrior(std::vector<Scored>& ranked) {
+    const size_t n = ranked.size();
+    if (n < 2) return;
+    const double w = s_.priorWeight, toPrior = w / (w + double(st_.measured().size()));
+    auto fractionalRanks = [n](const std::vector<double>& key) {  // 0: the best (lowest key)
+      std::vector<size_t> order(n);
+      for (size_t i = 0; i < n; ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+      std::vector<double> r(n);
+      for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && key[order[j]] == key[order[i]]) ++j;
+        for (size_t k = i; k < j; ++k) r[order[k]] = 0.5 * double(i + j - 1) / double(n - 1);
+        i = j;
+      }
+      return r;
+    };
+    std::vector<double> byModel(n), byPrior(n);
+    for (size_t i = 0; i < n; ++i) {
+      byModel[i] = -ranked[i].score;
+      byPrior[i] = ranked[i].prior;  // +inf (unlaunchable) last; priorFitsFirst still puts them after all
+    }
+    const auto rm = fractionalRanks(byModel), rp = fractionalRanks(byPrior);
+    for (size_t i = 0; i < n; ++i) ranked[i].score = -((1 - toPrior) * rm[i] + toPrior * rp[i]);
   }
 
   // `flags`: two-valued integer knobs (a switch: staging in shared memory, the read-only path,

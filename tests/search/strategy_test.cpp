@@ -126,7 +126,8 @@ int closestPair(const std::vector<ir::Config>& batch) {
   return best;
 }
 
-// An evolutionary search whose model was trained on 64 random trials of `t` (greedy picks only).
+// An evolutionary search whose model was trained on 64 (`trials`) random trials of `t` (greedy
+// picks only).
 struct Trained {
   std::unique_ptr<costmodel::FeatureExtractor> features;
   std::unique_ptr<costmodel::CostModel> model;
@@ -144,7 +145,7 @@ Trained freshSearch(const SearchSettings& ss, const ReplayTable& t, const Prior*
 // on the prior's top would only know that corner); `coarse`: the throughput the model learns
 // instead of the measured one (a label of two values: it then scores configs in two classes).
 Trained trainedSearch(SearchSettings ss, const ReplayTable& t, const Prior* prior = nullptr,
-                      std::function<double(const ir::Config&)> coarse = nullptr) {
+                      std::function<double(const ir::Config&)> coarse = nullptr, size_t trials = 64) {
   const bool flat = bool(coarse);
   ss.seed = 5;
   ss.eps = 0;  // greedy picks only
@@ -157,9 +158,9 @@ Trained trainedSearch(SearchSettings ss, const ReplayTable& t, const Prior* prio
     uniform.strategy = "random";
     auto r = makeStrategy(uniform, t.space, nullptr, nullptr);
     EXPECT_TRUE(r.ok());
-    first = (*r)->propose(64);
+    first = (*r)->propose(trials);
   } else {
-    first = tr.strategy->propose(64);
+    first = tr.strategy->propose(trials);
   }
   auto results = m->measure(first);
   std::vector<costmodel::Sample> samples;
@@ -394,6 +395,7 @@ TEST(Strategy, APriorOrdersWhatTheModelScoresAlike) {
   auto coarse = [&](const ir::Config& c) { return tables::knob(c, "use_shmem") == staged ? 1.0 : 0.5; };
   auto fastPicks = [&](bool tiebreak) {
     SearchSettings ss;
+    ss.priorWeight = 0;  // the tiebreak alone (the blend would order by the prior too)
     ss.priorTiebreak = tiebreak;
     Trained tr = trainedSearch(ss, t, &oracle, coarse);
     auto batch = tr.strategy->propose(8);
@@ -421,6 +423,7 @@ TEST(Strategy, APriorsUnlaunchableConfigsComeLast) {
   };
   auto refused = [&](bool fitsFirst) {
     SearchSettings ss;
+    ss.priorWeight = 0;  // the rule alone (the blend ranks what the prior refuses last too)
     ss.priorFitsFirst = fitsFirst;
     Trained tr = trainedSearch(ss, t, &refusesTheFast);
     auto batch = tr.strategy->propose(8);
@@ -431,6 +434,57 @@ TEST(Strategy, APriorsUnlaunchableConfigsComeLast) {
   std::printf("greedy picks the prior refuses: %d of 8 with them last, %d without\n", int(last), int(mixed));
   EXPECT_EQ(last, 0);
   EXPECT_GE(mixed, 4);
+}
+
+// A model trained on a few trials ranks most of the space by extrapolation; the prior, counted as
+// priorWeight trials against them, then leads: with an oracle prior and a model of 16 trials, the
+// greedy picks fall in the table's fastest 5 % (without the blend, the prior only breaking the
+// model's ties, none do: the control).
+TEST(Strategy, AModelOfFewTrialsLeansOnThePrior) {
+  const ReplayTable& t = tables::mi250x();
+  const auto timeOf = timesOf(t);
+  Prior oracle = oracleOf(timeOf);
+  const double fast = fastestShare(timeOf, 0.05);
+  auto fastPicks = [&](double weight) {
+    SearchSettings ss;
+    ss.priorWeight = weight;
+    Trained tr = trainedSearch(ss, t, &oracle, nullptr, 16);
+    auto batch = tr.strategy->propose(8);
+    EXPECT_EQ(batch.size(), 8u);
+    return std::count_if(batch.begin(), batch.end(), [&](const ir::Config& c) { return oracle(c).value_or(1e30) <= fast; });
+  };
+  const auto with = fastPicks(8), without = fastPicks(0);
+  std::printf("greedy picks among the fastest 5 %% after 16 trials: %d of 8 with the prior weighing 8 trials, %d without\n",
+              int(with), int(without));
+  EXPECT_GE(with, 6);
+  EXPECT_LE(without, 2);
+}
+
+// The prior's weight fades as trials come in: a prior that inverts the table (the slowest configs
+// predicted fastest) no longer steers a model trained on 256 trials, whose picks then fall in the
+// fastest 5 % as without a prior; a weight that does not fade keeps them on the prior's (wrong)
+// top (the control).
+TEST(Strategy, ThePriorsWeightFadesAsTrialsComeIn) {
+  const ReplayTable& t = tables::mi250x();
+  const auto timeOf = timesOf(t);
+  Prior inverted = oracleOf(timeOf, [](const ir::Config&, double us) { return 1.0 / us; });
+  const double fast = fastestShare(timeOf, 0.05);
+  auto fastPicks = [&](double weight) {
+    SearchSettings ss;
+    ss.priorWeight = weight;
+    Trained tr = trainedSearch(ss, t, &inverted, nullptr, 256);
+    auto batch = tr.strategy->propose(8);
+    EXPECT_EQ(batch.size(), 8u);
+    return std::count_if(batch.begin(), batch.end(), [&](const ir::Config& c) {
+      auto it = timeOf.find(configKey(c));
+      return it != timeOf.end() && it->second <= fast;
+    });
+  };
+  const auto fading = fastPicks(8), stuck = fastPicks(1e9);
+  std::printf("greedy picks among the fastest 5 %% after 256 trials, the prior inverted: %d of 8 as it weighs 8 trials, "
+              "%d as it weighs 1e9\n", int(fading), int(stuck));
+  EXPECT_GE(fading, 4);
+  EXPECT_EQ(stuck, 0);
 }
 
 // A family the prior predicts far behind (under a quarter of its best: SIMT kernels next to
