@@ -436,6 +436,24 @@ TEST(Strategy, APriorsUnlaunchableConfigsComeLast) {
   EXPECT_GE(mixed, 4);
 }
 
+namespace {
+// Of a greedy batch of 8, after a model trained on `trials` uniform trials of `t` and with `prior`
+// weighing `weight` trials (SearchSettings::priorWeight), the picks among the table's fastest 5 %.
+long fastPicksWeighing(const ReplayTable& t, const Prior& prior, size_t trials, double weight) {
+  const auto timeOf = timesOf(t);
+  const double fast = fastestShare(timeOf, 0.05);
+  SearchSettings ss;
+  ss.priorWeight = weight;
+  Trained tr = trainedSearch(ss, t, &prior, nullptr, trials);
+  auto batch = tr.strategy->propose(8);
+  EXPECT_EQ(batch.size(), 8u);
+  return std::count_if(batch.begin(), batch.end(), [&](const ir::Config& c) {
+    auto it = timeOf.find(configKey(c));
+    return it != timeOf.end() && it->second <= fast;
+  });
+}
+}  // namespace
+
 // A model trained on a few trials ranks most of the space by extrapolation; the prior, counted as
 // priorWeight trials against them, then leads: with an oracle prior and a model of 16 trials, the
 // greedy picks fall in the table's fastest 5 % (without the blend, the prior only breaking the
@@ -444,16 +462,7 @@ TEST(Strategy, AModelOfFewTrialsLeansOnThePrior) {
   const ReplayTable& t = tables::mi250x();
   const auto timeOf = timesOf(t);
   Prior oracle = oracleOf(timeOf);
-  const double fast = fastestShare(timeOf, 0.05);
-  auto fastPicks = [&](double weight) {
-    SearchSettings ss;
-    ss.priorWeight = weight;
-    Trained tr = trainedSearch(ss, t, &oracle, nullptr, 16);
-    auto batch = tr.strategy->propose(8);
-    EXPECT_EQ(batch.size(), 8u);
-    return std::count_if(batch.begin(), batch.end(), [&](const ir::Config& c) { return oracle(c).value_or(1e30) <= fast; });
-  };
-  const auto with = fastPicks(8), without = fastPicks(0);
+  const auto with = fastPicksWeighing(t, oracle, 16, 8), without = fastPicksWeighing(t, oracle, 16, 0);
   std::printf("greedy picks among the fastest 5 %% after 16 trials: %d of 8 with the prior weighing 8 trials, %d without\n",
               int(with), int(without));
   EXPECT_GE(with, 6);
@@ -468,19 +477,7 @@ TEST(Strategy, ThePriorsWeightFadesAsTrialsComeIn) {
   const ReplayTable& t = tables::mi250x();
   const auto timeOf = timesOf(t);
   Prior inverted = oracleOf(timeOf, [](const ir::Config&, double us) { return 1.0 / us; });
-  const double fast = fastestShare(timeOf, 0.05);
-  auto fastPicks = [&](double weight) {
-    SearchSettings ss;
-    ss.priorWeight = weight;
-    Trained tr = trainedSearch(ss, t, &inverted, nullptr, 256);
-    auto batch = tr.strategy->propose(8);
-    EXPECT_EQ(batch.size(), 8u);
-    return std::count_if(batch.begin(), batch.end(), [&](const ir::Config& c) {
-      auto it = timeOf.find(configKey(c));
-      return it != timeOf.end() && it->second <= fast;
-    });
-  };
-  const auto fading = fastPicks(8), stuck = fastPicks(1e9);
+  const auto fading = fastPicksWeighing(t, inverted, 256, 8), stuck = fastPicksWeighing(t, inverted, 256, 1e9);
   std::printf("greedy picks among the fastest 5 %% after 256 trials, the prior inverted: %d of 8 as it weighs 8 trials, "
               "%d as it weighs 1e9\n", int(fading), int(stuck));
   EXPECT_GE(fading, 4);
