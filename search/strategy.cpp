@@ -137,6 +137,20 @@ std::vector<ir::Config> rankByPrior(const ir::Space& space, const Prior& prior, 
 
 }  // namespace
 
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<size_t> idx(v.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * double(i + j) + 1;
+    i = j + 1;
+  }
+  return r;
+}
+
 std::string strategyNameList() {
   std::string out;
   for (const char* n : kStrategyNames) out += (out.empty() ? "" : ", ") + std::string(n);

@@ -150,8 +150,9 @@ struct SearchSettings {
   // 0.67-0.95 of the best; the model, trained on those four, scored the configs with another TPB
   // by what it had learnt of the other knobs (it had seen no other TPB), and its top class held
   // ten kernels the prior predicts 6 % to 21x slower than the best it had left (84-1677 against
-  // 79 us), all of them ahead of it; the best came in the third batch (10 trials, random 27). Replay, 40 seeds, evo+prior median /
-  // p90 (`search_efficiency --seeds 40`, before: `--prior-weight 0`): H200 bias+GELU 10/12 -> 6/7,
+  // 79 us), all of them ahead of it; the best came in the third batch (10 trials, random 27).
+  // Replay, 40 seeds, evo+prior median / p90 (`search_efficiency --seeds 40`, before:
+  // `--prior-weight 0`): H200 bias+GELU 10/12 -> 6/7,
   // causal attention H100 and H200 4/10 -> 4/7, RTX 2080 Ti 27/74 -> 26/38, A100 76/101 -> 60/90,
   // TITAN RTX 7/30 -> 7/23, W7800 21/29 -> 18/27, every other table unchanged (cold, host and
   // synthetic columns byte-identical: no prior); weight 16 about the same (A100 58/89, H200
@@ -173,6 +174,10 @@ inline constexpr const char* kStrategyNames[] = {"evolutionary", "ga", "random",
 using Prior = std::function<std::optional<double>(const ir::Config&)>;
 // "evolutionary, ga, random, exhaustive"
 std::string strategyNameList();
+
+// The rank of each of `v` (1: the smallest), ties sharing their mean rank (Spearman's correlation
+// of a transfer's agreement, the evolutionary search's blend of its model and a prior).
+std::vector<double> ranks(const std::vector<double>& v);
 
 class SearchStrategy {
  public:

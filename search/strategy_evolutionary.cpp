@@ -79,8 +79,8 @@ class Evolution : public SearchStrategy {
     ir::Config config;
     double score;
     uint64_t tiebreak;  // random: equal scores (common with coarse labels) must not favour small knob values
-    // The prior's predicted time (+inf: it takes the config for unlaunchable), in candidates the
-    // cost model scored (SearchSettings::priorTiebreak, priorFitsFirst); 0 elsewhere.
+    // The prior's predicted time (+inf: it takes the config for unlaunchable) when there is a
+    // prior (SearchSettings::priorTiebreak, priorFitsFirst, priorWeight, priorDominated); else 0.
     double prior = 0;
   };
 
@@ -149,7 +149,7 @@ class Evolution : public SearchStrategy {
       for (size_t i = 0; i < pop.size(); ++i)
         if (!st_.seen(pop[i])) {
           auto [it, fresh] = candidates.emplace(configKey(pop[i]), Scored{pop[i], sc[i], st_.rng()()});
-          if (fresh && prior_ && (s_.priorTiebreak || s_.priorFitsFirst || s_.priorWeight > 0)) {
+          if (fresh && prior_) {
             auto t = prior_(pop[i]);
             it->second.prior = t ? *t : std::numeric_limits<double>::infinity();
           }
@@ -180,26 +180,16 @@ class Evolution : public SearchStrategy {
     const size_t n = ranked.size();
     if (n < 2) return;
     const double w = s_.priorWeight, toPrior = w / (w + double(st_.measured().size()));
-    auto fractionalRanks = [n](const std::vector<double>& key) {  // 0: the best (lowest key)
-      std::vector<size_t> order(n);
-      for (size_t i = 0; i < n; ++i) order[i] = i;
-      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
-      std::vector<double> r(n);
-      for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && key[order[j]] == key[order[i]]) ++j;
-        for (size_t k = i; k < j; ++k) r[order[k]] = 0.5 * double(i + j - 1) / double(n - 1);
-        i = j;
-      }
-      return r;
-    };
     std::vector<double> byModel(n), byPrior(n);
     for (size_t i = 0; i < n; ++i) {
       byModel[i] = -ranked[i].score;
       byPrior[i] = ranked[i].prior;  // +inf (unlaunchable) last; priorFitsFirst still puts them after all
     }
-    const auto rm = fractionalRanks(byModel), rp = fractionalRanks(byPrior);
-    for (size_t i = 0; i < n; ++i) ranked[i].score = -((1 - toPrior) * rm[i] + toPrior * rp[i]);
+    const std::vector<double> rm = ranks(byModel), rp = ranks(byPrior);
+    for (size_t i = 0; i < n; ++i) {  // ranks as fractions of the candidates: 0 the best, 1 the worst
+      const double model = (rm[i] - 1) / double(n - 1), prior = (rp[i] - 1) / double(n - 1);
+      ranked[i].score = -((1 - toPrior) * model + toPrior * prior);
+    }
   }
 
   // `flags`: two-valued integer knobs (a switch: staging in shared memory, the read-only path,

@@ -176,20 +176,6 @@ Prior transferPrior(std::shared_ptr<const Transfer> t) {
 
 namespace {
 
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<size_t> idx(v.size());
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (size_t i = 0; i < idx.size();) {
-    size_t j = i;
-    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
-    for (size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * double(i + j) + 1;
-    i = j + 1;
-  }
-  return r;
-}
-
 // The one-sided normal quantile that keeps the family-wise level of `tests` tests at that of one
 // test at `z` (Sidak: 1 - (1 - a)^(1/tests)); `z` itself for one test or z <= 0.
 double familyZ(double z, size_t tests) {
