@@ -141,17 +141,25 @@ Trained freshSearch(const SearchSettings& ss, const ReplayTable& t, const Prior*
   if (strat.ok()) tr.strategy = std::move(*strat);
   return tr;
 }
+// Measures `configs` on `t` and hands the results to the search and its model (which learns
+// `coarse` of each config instead of its throughput when given).
+void learn(Trained& tr, const ReplayTable& t, const std::vector<ir::Config>& configs,
+           const std::function<double(const ir::Config&)>& coarse = nullptr) {
+  auto results = makeReplayMeasurer(t)->measure(configs);
+  std::vector<costmodel::Sample> samples;
+  for (const auto& r : results) samples.push_back({tr.features->extract(r.config), coarse ? coarse(r.config) : r.throughput, 0});
+  EXPECT_TRUE(tr.model->update(samples).ok());
+  tr.strategy->observe(results);
+}
 // `prior`: the search's prior (the first 64 trials are still uniform draws, as a model trained
 // on the prior's top would only know that corner); `coarse`: the throughput the model learns
 // instead of the measured one (a label of two values: it then scores configs in two classes).
 Trained trainedSearch(SearchSettings ss, const ReplayTable& t, const Prior* prior = nullptr,
                       std::function<double(const ir::Config&)> coarse = nullptr, size_t trials = 64) {
-  const bool flat = bool(coarse);
   ss.seed = 5;
   ss.eps = 0;  // greedy picks only
   ss.nicheKnobs = 0;  // the greedy picks alone (the niche's pick keeps no distance from them)
   Trained tr = freshSearch(ss, t, prior);
-  auto m = makeReplayMeasurer(t);
   std::vector<ir::Config> first;  // untrained: uniform draws
   if (prior) {
     SearchSettings uniform = ss;
@@ -162,11 +170,7 @@ Trained trainedSearch(SearchSettings ss, const ReplayTable& t, const Prior* prio
   } else {
     first = tr.strategy->propose(trials);
   }
-  auto results = m->measure(first);
-  std::vector<costmodel::Sample> samples;
-  for (const auto& r : results) samples.push_back({tr.features->extract(r.config), flat ? coarse(r.config) : r.throughput, 0});
-  EXPECT_TRUE(tr.model->update(samples).ok());
-  tr.strategy->observe(results);
+  learn(tr, t, first, coarse);
   return tr;
 }
 
@@ -529,20 +533,17 @@ TEST(Strategy, AMeasurementOverrulesThePriorOnAFamily) {
     ss.nicheKnobs = 0;
     ss.priorDominated = rule;
     Trained tr = freshSearch(ss, *t, &wrong);
-    auto m = makeReplayMeasurer(*t);
     std::vector<ir::Config> first = tr.strategy->propose(4);  // the prior's top: dead configs
-    if (rule) EXPECT_EQ(countFamily(first, "live"), 0);
+    if (rule) {
+      EXPECT_EQ(countFamily(first, "live"), 0);
+    }
     if (measuredOne)  // a random pick met a live config
       for (const auto& r : t->results)
         if (r.ok() && std::get<std::string>(r.config.values.at("family")) == "live") {
           first.push_back(r.config);
           break;
         }
-    auto results = m->measure(first);
-    std::vector<costmodel::Sample> samples;
-    for (const auto& r : results) samples.push_back({tr.features->extract(r.config), r.throughput, 0});
-    EXPECT_TRUE(tr.model->update(samples).ok());
-    tr.strategy->observe(results);
+    learn(tr, *t, first);
     return countFamily(tr.strategy->propose(4), "live");
   };
   EXPECT_GE(liveAfter(true, true), 1);
