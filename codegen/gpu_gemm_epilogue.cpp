@@ -119,17 +119,20 @@ void planEpilogue(OpBuilder& b, const ir::Kernel& k, const ir::GemmInfo& g, std:
 
 Status emitTileStores(OpBuilder& b, Location loc, func::FuncOp fn, const ir::GemmInfo& g, const Epilogue& e, Value tid,
                       int64_t threads, int64_t BM, int64_t BN, Value batch, Value m0, Value n0,
-                      const std::function<Value(Value, Value, Value)>& accOf, Value runtimeM) {
+                      const std::function<Value(Value, Value, Value)>& accOf, Value runtimeM, Value elBegin,
+                      int64_t elCount) {
   gpuir::Idx ix{b, loc};
   Value out = fn.getArgument(unsigned(e.outArg));
   Type outT = cast<MemRefType>(out.getType()).getElementType();
   Status failure;
-  gpuir::forLoop(b, loc, ix.c(0), ix.c(ceilDiv(BM * BN, threads)), 1, [&](Value it) {
+  const int64_t count = elBegin ? elCount : BM * BN;
+  gpuir::forLoop(b, loc, ix.c(0), ix.c(ceilDiv(count, threads)), 1, [&](Value it) {
     Value el = ix.add(ix.mul(it, threads), tid);
+    if (elBegin) el = ix.add(elBegin, el);
     Value r = ix.div(el, BN), col = ix.rem(el, BN);
     Value row = ix.add(m0, r), gcol = ix.add(n0, col);
     Value inside = ix.band(runtimeM ? ix.lt(row, runtimeM) : ix.lt(row, g.m), ix.lt(gcol, g.n));
-    if ((BM * BN) % threads) inside = ix.band(inside, ix.lt(el, BM * BN));
+    if (count % threads) inside = ix.band(inside, ix.lt(el, BM * BN));
     gpuir::guarded(b, loc, inside, [&] {
       Value acc = accOf(el, r, col);
       Value val = acc;

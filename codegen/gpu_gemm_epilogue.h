@@ -41,11 +41,13 @@ void planEpilogue(mlir::OpBuilder& b, const ir::Kernel& k, const ir::GemmInfo& g
 
 // The output of one BM x BN tile at (batch, m0, n0): `threads` threads from `tid` take one element
 // per step (consecutive threads, consecutive columns: coalesced), accOf(e, r, col) gives the f32
-// accumulator of tile element e = r * BN + col; elements past M or N are skipped.
+// accumulator of tile element e = r * BN + col; elements past M or N are skipped. With `elBegin`,
+// only the `elCount` elements from it (a slice of the tile; elCount a multiple of `threads`).
 Status emitTileStores(mlir::OpBuilder& b, mlir::Location loc, mlir::func::FuncOp fn, const ir::GemmInfo& g, const Epilogue& e,
                       mlir::Value tid, int64_t threads, int64_t BM, int64_t BN, mlir::Value batch, mlir::Value m0,
                       mlir::Value n0, const std::function<mlir::Value(mlir::Value e, mlir::Value r, mlir::Value col)>& accOf,
-                      mlir::Value runtimeM = {});  // runtime M: rows at or past it are skipped
+                      mlir::Value runtimeM = {},  // runtime M: rows at or past it are skipped
+                      mlir::Value elBegin = {}, int64_t elCount = 0);
 
 // Shape-generic GEMM kernels (RuntimeDims: M, or the batch count), shared by the strategies that
 // take them: the refusals they have in common (a key length, runtime M with a batch dimension or a

@@ -8,8 +8,9 @@
 //     arrive.expect_tx full[s], TMA A (box 64 x BM) and B (BN/64 boxes of 64 x 64), 128B swizzle
 //   consumer warpgroups: setmaxnreg.inc, each owns TM x TN of the tile: wait full[s],
 //     nvgpu.warpgroup.mma (wgmma m64nTNk16, A and B from shared memory), wait_group 1, release the
-//     previous slot; then the accumulators staged through shared memory, the split-K reduction by
-//     the last block of a tile (partials in a workspace, a per-tile counter) and the fused epilogue.
+//     previous slot; then the accumulators staged through shared memory, the split-K reduction
+//     (partials in a workspace; each of a tile's SPLITK slices summed by the block that arrives
+//     last on its counter, so the tile's blocks share the reduction) and the fused epilogue.
 //
 // Knobs (the GEMM space's, read the wgmma way): BM x BN block tile, TM x TN per consumer
 // warpgroup (consumers = BM/TM x BN/TN), STAGES ring slots, SPLITK. BK is 64 (one swizzled row)
@@ -198,8 +199,8 @@ Expected<GpuPlan> buildGpuGemmWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k,
     epi.partialsArg = int(args.size());
     args.push_back(partials);
     flat.push_back({b.getF32Type(), partials.prows * partials.pcols});
-    GpuArg counters = partials;  // one 32-bit arrival counter per output tile, zeroed per launch
-    counters.prows = B * p.tilesM * p.tilesN;
+    GpuArg counters = partials;  // one 32-bit arrival counter per slice of an output tile, zeroed per launch
+    counters.prows = B * p.tilesM * p.tilesN * p.splitK;
     counters.pcols = 1;
     epi.countersArg = int(args.size());
     args.push_back(counters);

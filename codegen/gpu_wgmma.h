@@ -40,7 +40,7 @@ struct Plan {
   int64_t BM = 0, BN = 0;          // block tile
   int64_t TM = 0, TN = 0;          // one consumer warpgroup's tile (TM rows = TM/64 wgmma m64 steps)
   int64_t stages = 0;              // mbarrier ring slots (A and B tiles of one K step each)
-  int64_t splitK = 1;              // K ranges per output tile, reduced by the last block to finish
+  int64_t splitK = 1;              // K ranges per output tile, reduced a slice per block (gpu_wgmma_kernel.cpp)
   int consumers = 0;               // consumer warpgroups: (BM/TM) x (BN/TN)
   int64_t threads = 0;             // 128 x (consumers + 1): the last warpgroup is the producer
   int64_t KT = 0, KTs = 0;         // K tiles, K tiles per split

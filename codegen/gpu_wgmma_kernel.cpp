@@ -5,7 +5,8 @@
 // swizzle, descriptors generated against 2-D views of the same maps (nvgpu's generate.descriptor
 // reads the leading byte offset off the map's first box dimension), the producer's loop guarded by
 // the split's own K-tile count (no unguarded prologue: nothing is issued past it), the C tile staged
-// through shared memory for a coalesced epilogue, and split-K reduced by the tile's last block.
+// through shared memory for a coalesced epilogue, and split-K reduced in parallel by the tile's blocks
+// (a slice each, by whichever block arrives last on it).
 #include <functional>
 #include <map>
 #include <string>
@@ -215,39 +216,55 @@ class KernelBuilder {
   Status epilogue(Value stage) {
     const int64_t nt = 128 * p_.consumers, tileElems = p_.BM * p_.BN;
     if (p_.splitK == 1) return finish([&](Value, Value r, Value col) { return staged(stage, r, col); });
-    // Split-K: this block's partial tile to the workspace, then one arrival on the tile's counter;
-    // the block that arrives last sums the partials in split order (the same sum whichever block
-    // it is) and runs the epilogue.
+    // Split-K, reduced in parallel by the tile's blocks: the tile is cut into SPLITK slices, each
+    // with its own arrival counter. Block `split` writes its partial of slice split, split + 1, ...
+    // (mod SPLITK), arriving on each slice's counter after its part of it is written; the block
+    // that arrives last on a slice sums that slice's partials in split order (the same sum whichever
+    // block it is) and runs its epilogue. Blocks that finish their K ranges together (one wave)
+    // each arrive last on a different slice: SPLITK blocks reduce a tile, a slice each, instead of
+    // one block summing the whole tile while the others have left. Nobody waits for anybody.
+    const int64_t sliceElems = tileElems / p_.splitK;  // a multiple of nt: TM x BN / (128 x SPLITK) >= 2 steps
     Value partials = fn_.getArgument(unsigned(e_.partialsArg)), counters = fn_.getArgument(unsigned(e_.countersArg));
-    Value tileBase = mul(add(mul(batch_, p_.tilesM * p_.tilesN), tile_), p_.splitK);
+    Value tileIndex = add(mul(batch_, p_.tilesM * p_.tilesN), tile_);
+    Value tileBase = mul(tileIndex, p_.splitK);
     Value mineBase = mul(add(tileBase, split_), tileElems);
-    forLoop(c(0), c(tileElems / nt), [&](Value it) {
-      Value e = add(mul(it, nt), tid_);
-      Value r = div(e, p_.BN), col = rem(e, p_.BN);
-      memref::StoreOp::create(b_, loc_, staged(stage, r, col), partials, ValueRange{add(mineBase, e)});
-    });
-    NVVM::MembarOp::create(b_, loc_, NVVM::MemScopeKind::GPU);
-    consumerBarrier();
     Value flag = view(p_.flagOffset, smem({4}, b_.getI32Type()));
-    ifThen(eq(tid_, c(0)), [&] {
-      Value counter = add(mul(batch_, p_.tilesM * p_.tilesN), tile_);
-      Value old = memref::AtomicRMWOp::create(b_, loc_, arith::AtomicRMWKind::addi, ci32(1), counters, ValueRange{counter});
-      memref::StoreOp::create(b_, loc_, old, flag, ValueRange{c(0)});
-    });
-    consumerBarrier();
-    Value arrived = memref::LoadOp::create(b_, loc_, flag, ValueRange{c(0)});
-    Value last = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, arrived, ci32(p_.splitK - 1));
     Status st;
-    ifThen(last, [&] {
-      NVVM::MembarOp::create(b_, loc_, NVVM::MemScopeKind::GPU);
-      st = finish([&](Value e, Value, Value) {
-        Value sum;
-        for (int64_t z = 0; z < p_.splitK; ++z) {
-          Value v = memref::LoadOp::create(b_, loc_, partials, ValueRange{add(mul(add(tileBase, c(z)), tileElems), e)});
-          sum = sum ? Value(arith::AddFOp::create(b_, loc_, sum, v)) : v;
-        }
-        return sum;
+    forLoop(c(0), c(p_.splitK), [&](Value j) {
+      Value slice = rem(add(split_, j), p_.splitK);
+      Value sliceBegin = mul(slice, sliceElems);
+      forLoop(c(0), c(sliceElems / nt), [&](Value it) {
+        Value e = add(sliceBegin, add(mul(it, nt), tid_));
+        Value r = div(e, p_.BN), col = rem(e, p_.BN);
+        memref::StoreOp::create(b_, loc_, staged(stage, r, col), partials, ValueRange{add(mineBase, e)});
       });
+      NVVM::MembarOp::create(b_, loc_, NVVM::MemScopeKind::GPU);
+      consumerBarrier();
+      ifThen(eq(tid_, c(0)), [&] {
+        Value old = memref::AtomicRMWOp::create(b_, loc_, arith::AtomicRMWKind::addi, ci32(1), counters,
+                                                ValueRange{add(tileBase, slice)});
+        memref::StoreOp::create(b_, loc_, old, flag, ValueRange{c(0)});
+      });
+      consumerBarrier();
+      Value arrived = memref::LoadOp::create(b_, loc_, flag, ValueRange{c(0)});
+      Value last = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, arrived, ci32(p_.splitK - 1));
+      ifThen(last, [&] {
+        NVVM::MembarOp::create(b_, loc_, NVVM::MemScopeKind::GPU);
+        Status s = gemm::emitTileStores(b_, loc_, fn_, p_.g, e_, tid_, nt, p_.BM, p_.BN, batch_, m0_, n0_,
+                                        [&](Value e, Value, Value) {
+                                          Value sum;
+                                          for (int64_t z = 0; z < p_.splitK; ++z) {
+                                            Value v = memref::LoadOp::create(b_, loc_, partials,
+                                                                             ValueRange{add(mul(add(tileBase, c(z)), tileElems), e)});
+                                            sum = sum ? Value(arith::AddFOp::create(b_, loc_, sum, v)) : v;
+                                          }
+                                          return sum;
+                                        },
+                                        Value(), sliceBegin, sliceElems);
+        if (!s.ok() && st.ok()) st = std::move(s);
+      });
+      // The flag is rewritten by the next slice's arrival only after every thread has read it.
+      consumerBarrier();
     });
     return st;
   }

@@ -150,7 +150,8 @@ GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t) {
   // overlapped). Steps with work between them (a K loop) drift apart and overlap.
   const double stepWork = (w.serialPrologue ? unitTime(bpu) : unitTime(1)) / steps;
   const double stepTime = w.stages > 1 ? std::max(stepWork, stepLatency / double(w.stages - 1)) : stepLatency + stepWork;
-  double lat = double(e.waves) * steps * stepTime * 1e6;
+  const double tail = double(w.tailRounds) * latencyCycles(MemLevel::L2, t.vendor) / clockHz;
+  double lat = double(e.waves) * (steps * stepTime + tail) * 1e6;
   double launch = double(w.launches) * kLaunchUs;
 
   const double per = double(w.launches);
@@ -163,7 +164,9 @@ GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t) {
       {"in-flight", per * inflight, fmt("%.0f KB in flight per wave", inflightBytes / 1024)},
       {"shared", per * shared, fmt("%.3g MB per unit", smemPerUnit * 1e-6)},
       {"l1", per * l1, fmt("%.3g MB per unit", l1PerUnit * 1e-6)},
-      {"latency", per * lat, fmt("%.0f serial rounds per block of %.0f clocks", steps, stepLatency * clockHz)},
+      {"latency", per * lat,
+       fmt("%.0f serial rounds per block of %.0f clocks", steps, stepLatency * clockHz) +
+           (w.tailRounds ? fmt(", then %.0f L2 round trips", double(w.tailRounds)) : std::string())},
       {"launch", launch, fmt("%.0f launch(es)", per)},
   };
   double maxT = 0, sum = 0, maxThroughput = 0;

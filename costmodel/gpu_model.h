@@ -39,7 +39,7 @@ namespace tessera::costmodel {
 
 // The estimator's name and version, stored with every estimated record. Bump it when the model
 // changes what it predicts: records of an older model are then re-estimated, not trusted.
-inline constexpr const char* kGpuModelName = "analytic-v5";  // v5: flash-mma's registers and spills
+inline constexpr const char* kGpuModelName = "analytic-v6";  // v6: rounds after the main loop (split-K's reduction)
 
 // One launch in the model's terms (the adapter fills it from a kernel and its config).
 struct GpuWorkload {
@@ -77,6 +77,10 @@ struct GpuWorkload {
   // the blocks a wave starts together wait together, so the unit's work follows the waits.
   bool serialPrologue = false;
   double serialStepCycles = 0;  // latency of one round in clocks (0: a DRAM load's)
+  // Dependent L2 round trips every block makes after its main loop, with nothing of its own to
+  // overlap them (split-K's partials written, arrivals on counters, the slices summed): they add to
+  // the serial chain, wave after wave.
+  int64_t tailRounds = 0;
 };
 
 // Load-to-use latency in clocks of each level under load, per vendor (microbenchmarks: Jia et al.,

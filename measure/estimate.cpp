@@ -136,6 +136,10 @@ Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& 
   w.bytesInFlightPerThread = double((BM + BN) * BK * bytes) * double(std::max<int64_t>(ST - 1, 1)) / double(w.threadsPerBlock);
   w.serialSteps = KTs;
   w.stages = int(ST);
+  // Split-K's reduction (gpu_wgmma_kernel.cpp): per slice a fence and an arrival (two round trips),
+  // then the slice the block arrives last on, summed one element per thread and step (each step's
+  // SPLITK loads in flight together: one round trip).
+  if (split > 1) w.tailRounds = 2 * split + ceilDiv(TM * TN, 128 * split);
   applyResources(w, res);
   const std::string mmaName = "wgmma m64n" + str(TN) + "k16";
   w.what = mmaName + " + TMA, block " + str(BM) + "x" + str(BN) + "x" + str(BK) + ", " + str(consumers) + " consumer warpgroups" +

@@ -9,6 +9,8 @@
 #include "codegen/gpu.h"
 #include "codegen/gpu_backend.h"
 #include "ir/families.h"
+#include "measure/estimate.h"
+#include "search/measured_defaults.h"
 #include "search/space.h"
 #include "search/space_gpu.h"
 
@@ -20,7 +22,38 @@ int64_t geti(const ir::Config& c, const char* k) { return std::get<int64_t>(c.va
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t ceilDivI(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The largest value of `dom` that is <= want (the smallest one when none is).
+// Where the hand rule's wgmma tiles leave SMs idle (fewer blocks than SMs: the 128x256 tiles of
+// 1024^3 are 32 blocks on an H100's 132) and no device table covers the shape: the analytic
+// model's fastest wgmma config of the space (block and warpgroup tiles, ring slots, split-K) is
+// the default instead. The tables decide where they reach (measured_defaults.h).
+void modelDefault(ir::Space& s, const ir::Kernel& k, const TargetDesc& t) {
+  ir::Config d = s.defaults();
+  if (std::get<std::string>(d.values.at("strategy")) != "wgmma") return;
+  auto cur = estimateKernel(k, d, t);
+  if (!cur.ok() || cur->workload.blocks >= t.units) return;
+  double best = cur->model.fits ? cur->model.timeUs : 1e300;
+  ir::Config pick = d;
+  const ir::Knob *bm = s.find("BM"), *bn = s.find("BN"), *st = s.find("STAGES"), *sk = s.find("SPLITK");
+  for (const auto& vm : bm->domain)
+    for (const auto& vn : bn->domain)
+      for (int64_t tm : {64, 128})
+        for (const auto& vs : st->domain)
+          for (const auto& vk : sk->domain) {
+            ir::Config c = d;
+            c.set("BM", vm);
+            c.set("BN", vn);
+            c.set("TM", tm);
+            c.set("TN", vn);
+            c.set("STAGES", vs);
+            c.set("SPLITK", vk);
+            if (s.check(c)) continue;
+            auto e = estimateKernel(k, c, t);
+            if (!e.ok() || !e->model.fits || e->model.timeUs >= best) continue;
+            best = e->model.timeUs;
+            pick = c;
+          }
+  for (auto& kn : s.knobs) kn.def = pick.values.at(kn.name);
+}
 
 }  // namespace
 
@@ -140,7 +173,7 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
       if (kn.name == "VEC") kn.def = int64_t(16 / bytes);
       if (kn.name == "STAGES") kn.def = int64_t(4);
     }
-    s.knobs.push_back({"SPLITK", splits, wSK, "wgmma: K ranges per output tile (split-K), summed by the tile's last block"});
+    s.knobs.push_back({"SPLITK", splits, wSK, "wgmma: K ranges per output tile (split-K), reduced in parallel by the tile's blocks (a slice each)"});
     ir::Config d = s.defaults();
     for (int64_t st : {4, 3, 2}) {
       d.set("STAGES", st);
@@ -184,6 +217,7 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
     if (!s.check(d))
       for (auto& kn : s.knobs) kn.def = d.values.at(kn.name);
   }
+  if (wg && !measuredDefault(k, t)) modelDefault(s, k, t);
   return s;
 }
 

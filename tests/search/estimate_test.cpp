@@ -112,8 +112,10 @@ TEST(Estimate, WarpgroupGemmRunsAtTheFullTensorPeak) {
   const TargetDesc t = *getTarget("sm_90a");
   auto space = makeSpace(k, t);
   ASSERT_TRUE(space.ok());
-  ir::Config one = space->defaults(), four = one;
-  one.set("SPLITK", int64_t(1));
+  ir::Config one = space->defaults();
+  for (auto [name, v] : {std::pair{"BM", 128}, {"BN", 256}, {"TM", 64}, {"TN", 256}, {"STAGES", 4}, {"SPLITK", 1}})
+    one.set(name, int64_t(v));  // 32 tiles of 128x256
+  ir::Config four = one;
   four.set("SPLITK", int64_t(4));
   auto e1 = estimateKernel(k, one, t), e4 = estimateKernel(k, four, t);
   ASSERT_TRUE(e1.ok() && e4.ok()) << (e1.ok() ? e4.error().message : e1.error().message);
