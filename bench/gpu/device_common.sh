@@ -15,14 +15,14 @@ unpack_pack() {
   fi
 }
 
-# The `gpu`-labelled tests of the pack, one process each (the device measurer forks children, which
+# The `gpu`-labelled tests of the pack ($TESSERA_GPU_TESTS when set), one process each (the device measurer forks children, which
 # cannot use CUDA once their parent has), within $1 seconds in all; the verdicts go to $2 too.
 gpu_tests_each() {
-  local end=$((SECONDS + $1)) log=$2 t left
+  local end=$((SECONDS + $1)) log=$2 t left bin=${TESSERA_GPU_TESTS:-$D/bin/gpu_device_tests}
   : > "$log"
-  for t in $("$D/bin/gpu_device_tests" --gtest_list_tests | awk '/^[^ ]/{s=$1} /^  /{print s $1}'); do
+  for t in $("$bin" --gtest_list_tests | awk '/^[^ ]/{s=$1} /^  /{print s $1}'); do
     left=$((end - SECONDS)); [ "$left" -gt 5 ] || { echo "$t: not run (time)" | tee -a "$log"; continue; }
-    timeout "$left" "$D/bin/gpu_device_tests" --gtest_filter="$t" 2>&1 |
+    timeout "$left" "$bin" --gtest_filter="$t" 2>&1 |
       grep -E "^\[ *(OK|FAILED|SKIPPED) |Skipped|Failure|error" | tee -a "$log"
   done
 }
