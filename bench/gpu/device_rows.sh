@@ -17,7 +17,8 @@
 #        here, without a GPU:       bash bench/gpu/device_rows.sh --dry-run
 # The dry run uses this checkout's build (TESSERA_BIN, default build/cli/tessera; the tests'
 # binary build/tests/gpu/gpu_device_tests when built): it lists the tests, estimates each row's
-# default for $GPU (default H200) through ptxas and the model, estimates a few configs of the sample
+# default for $GPU (default H200) through ptxas and the model (and, with ESTIMATE_TRIALS=N, the best of
+# `tune --estimate` over N configs: the model's winner), estimates a few configs of the sample
 # (tune --estimate), prints the ncu command, and writes the same table with the estimates only.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -57,7 +58,8 @@ fi
 
 step "2. goal rows, torch in the same run (${ROWS_S:-230} s)"
 timeout $((${ROWS_S:-230} + 40)) python3 bench/gpu/vendor_rows.py --tessera "$T" --gpu "$GPU" --out "$OUT" \
-  --budget "${ROWS_S:-230}" --table "$TABLE" $([ "$DRY" = 1 ] && echo --dry-run) 2>&1 | tee "$OUT/rows.log"
+  --budget "${ROWS_S:-230}" --table "$TABLE" $([ "$DRY" = 1 ] && echo --dry-run --estimate-trials "${ESTIMATE_TRIALS:-0}") 2>&1 |
+  tee "$OUT/rows.log"
 
 step "3. a random sample of the new wgmma knobs (${SAMPLE_S:-70} s)"
 sample() {  # name, seconds, kernel flags...

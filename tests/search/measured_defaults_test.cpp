@@ -227,7 +227,7 @@ TEST(GpuGemmDefaults, TilesFillTheSmsWhereNoTableReaches) {
       ASSERT_EQ(std::get<std::string>(d.values.at("strategy")), "wgmma");
       auto e = search::estimateKernel(k, d, *t);
       ASSERT_TRUE(e.ok());
-      std::printf("%s %dx%dx%d: %s, %lld blocks, %.1f us estimated\n", ir::typeName(dt), m, n, kk, d.str().c_str(),
+      std::printf("%s %dx%dx%d: %s, %lld blocks, %.1f us estimated\n", std::string(ir::typeName(dt)).c_str(), m, n, kk, d.str().c_str(),
                   (long long)e->workload.blocks, e->model.timeUs);
       EXPECT_GE(double(e->workload.blocks), 0.75 * t->units) << d.str();
       ir::Config hand = d;
