@@ -323,7 +323,7 @@ TEST(GpuWgmma, SplitKReducesInParallelEmulated) {
   };
   std::vector<Case> cases = {
       {gemm(200, 136, 1000, ScalarType::F16), wgmmaCfg({{"BM", 64}, {"BN", 64}, {"TM", 64}, {"TN", 64}, {"STAGES", 2}, {"SPLITK", 8}})},
-      {gemm(130, 260, 700, ScalarType::BF16, 0, false, false, "gelu(acc + bias)"),
+      {gemm(130, 260, 700, ScalarType::F16, 0, false, false, "gelu(acc + bias)"),
        wgmmaCfg({{"BM", 128}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 3}, {"SPLITK", 4}})},
       {gemm(72, 200, 330, ScalarType::F16, 2, true, false), wgmmaCfg({{"BM", 64}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 2}, {"SPLITK", 2}})},
   };
