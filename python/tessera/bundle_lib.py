@@ -173,12 +173,14 @@ class BundleLibrary:
         return self.by_handle.get(h) if h else None
 
     def run(self, kernel: KernelDesc, dims: Sequence[int], pointers: Sequence[int]) -> None:
-        """Runs ``kernel`` at key shape ``dims`` on the buffers at ``pointers`` (inputs then outputs,
+        """Runs ``kernel`` at key shape ``dims`` (a sequence or a ctypes int64 array, kept by callers
+        that run one shape often) on the buffers at ``pointers`` (inputs then outputs,
         row-major, dense, 64-byte aligned for host kernels). Errors raise with the runtime's line."""
         n = len(kernel.tensors)
         if len(pointers) != n:
             raise InvalidArgumentError(f"invalid-argument: {kernel.name} takes {n} buffers, got {len(pointers)}")
-        st = self._run(kernel.handle, (ctypes.c_int64 * len(dims))(*dims), len(dims), (ctypes.c_void_p * n)(*pointers))
+        arr = dims if isinstance(dims, ctypes.Array) else (ctypes.c_int64 * len(dims))(*dims)
+        st = self._run(kernel.handle, arr, len(arr), (ctypes.c_void_p * n)(*pointers))
         if st != 0:
             msg = f"{kernel.name}: {_STATUS.get(st, st)}: {self.last_message()}"
             if st == 1:

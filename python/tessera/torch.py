@@ -17,8 +17,10 @@ that needs gradients runs torch's operator. Needs torch (``pip install tessera[t
 """
 from __future__ import annotations
 
+import ctypes
 import itertools
 import logging
+import os
 import threading
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
@@ -39,7 +41,6 @@ _lock = threading.Lock()
 _ids = itertools.count(1)
 _registry: Dict[int, "_Resolver"] = {}
 _stats: Dict[tuple, Dict[str, Any]] = {}
-_unsupported: set = set()  # (resolver, op, why) already logged
 
 
 class _Request(NamedTuple):
@@ -123,6 +124,7 @@ class Bundle(_Resolver):
         self.lib = BundleLibrary(folder, cc)
         self.folder = self.lib.folder
         self._fixed: Dict[str, List[str]] = {}
+        self._dims: Dict[Tuple[int, ...], Any] = {}
         for e in self.lib.entries():
             if e.get("vendor") == "host" and "runtime_m" not in e and e.get("workload"):
                 self._fixed.setdefault(e["workload"], []).append(e["name"])
@@ -167,7 +169,10 @@ class Bundle(_Resolver):
 
     def run(self, plan: _Plan, req: _Request, tensors: List[torch.Tensor]) -> None:
         assert plan.kernel is not None
-        self.lib.run(plan.kernel, req.dims, [t.data_ptr() for t in tensors])
+        dims = self._dims.get(req.dims)
+        if dims is None:
+            dims = self._dims[req.dims] = (ctypes.c_int64 * len(req.dims))(*req.dims)
+        self.lib.run(plan.kernel, dims, [t.data_ptr() for t in tensors])
 
 
 _range_cache: Dict[tuple, str] = {}
@@ -198,31 +203,40 @@ def _ready(t: torch.Tensor) -> Tuple[torch.Tensor, int]:
     return torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t), 1
 
 
-def _run_or_fallback(bundle: int, op: str, what: str, req: Optional[_Request], device: torch.device, inputs: List[torch.Tensor],
-                     out: Callable[[], torch.Tensor], fallback: Callable[[], torch.Tensor],
-                     why: str = "") -> torch.Tensor:
+_calls: Dict[tuple, Tuple[Optional[_Request], _Plan]] = {}  # (bundle, op, shapes, ...) -> what runs
+
+
+def _call(bundle: int, key: tuple, describe: Callable[[], Tuple[Optional[_Request], str]], device: torch.device,
+          inputs: List[torch.Tensor], out: Callable[[], torch.Tensor], fallback: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """Runs one call: its plan is made once per bundle and (op, shapes, dtypes, flags), so a repeated
+    call costs a dictionary lookup before the kernel."""
+    hit = _calls.get(key)
     res = _registry.get(bundle)
     if res is None:
         raise InvalidArgumentError(f"invalid-argument: no tessera.torch bundle {bundle} in this process")
-    if req is None:
-        key = (res.id, op, why)
-        if res._logs() and key not in _unsupported:
-            _unsupported.add(key)
-            _log.warning("tessera.torch: no %s kernel for %s in %s; running torch's operator", op, why, res)
-        _note(res, _Request(op, "", "", (), lambda m: None, what), "torch", _Plan(None, why))  # type: ignore[arg-type,return-value]
-        return fallback()
-    plan = res.plan(req, device)
+    if hit is None:
+        req, why = describe()
+        if req is not None:
+            plan = res.plan(req, device)
+        else:
+            plan = _Plan(None, why)
+            if res._logs():
+                _log.warning("tessera.torch: no %s kernel for %s in %s; running torch's operator", key[1], why, res)
+            req = _Request(key[1], "", "", (), lambda m: None, why)  # type: ignore[arg-type,return-value]
+        hit = _calls[key] = (req, plan)
+    req, plan = hit
     if plan.kernel is None:
         _note(res, req, "torch", plan)
         return fallback()
     staged = 0
     ready = []
     for i in plan.order:
-        r, s = _ready(inputs[i])
+        r, st = _ready(inputs[i])
         ready.append(r)
-        staged += s
+        staged += st
     o = out()
-    res.run(plan, req, ready + [o])
+    ready.append(o)
+    res.run(plan, req, ready)
     _note(res, req, "tessera", plan, staged)
     return o
 
@@ -231,34 +245,86 @@ def _shape(*ts: torch.Tensor) -> str:
     return " ".join("x".join(str(d) for d in t.shape) for t in ts)
 
 
-@torch.library.custom_op("tessera::linear", mutates_args=())
-def _linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
-               bundle: int) -> torch.Tensor:
-    def fallback() -> torch.Tensor:
-        y = F.linear(x, weight, bias)
-        if activation:
-            y = F.gelu(y, approximate="tanh" if activation == "gelu_tanh" else "none")
-        return y
-
-    dt = _DTYPES.get(x.dtype)
+def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
+                 bundle: int) -> torch.Tensor:
     n, kdim = weight.shape[0], x.shape[-1]
     m = x.numel() // kdim if kdim else 0
-    bad = (dt is None or weight.dtype != x.dtype or (bias is not None and bias.dtype != x.dtype) or weight.dim() != 2
-           or m == 0 or activation not in _ACTIVATIONS)
-    what = _shape(x, weight) + (" +bias" if bias is not None else "") + (f" {activation}" if activation else "")
-    req = None
-    if not bad:
-        acc = "acc + bias" if bias is not None else "acc"
-        epi = _ACTIVATIONS[activation].format(acc)
+
+    def describe() -> Tuple[Optional[_Request], str]:
+        dt = _DTYPES.get(x.dtype)
+        what = _shape(x, weight) + (" +bias" if bias is not None else "") + (f" {activation}" if activation else "")
+        if (dt is None or weight.dtype != x.dtype or (bias is not None and bias.dtype != x.dtype) or weight.dim() != 2
+                or m == 0 or activation not in _ACTIVATIONS):
+            return None, f"{what}: dtype {x.dtype} not f32/f16/bf16, mixed dtypes or an empty shape"
+        epi = _ACTIVATIONS[activation].format("acc + bias" if bias is not None else "acc")
         shapes = {"bias": (n,)} if bias is not None else None
 
         def build(mm: Optional[int]) -> Kernel:
             return _gemm(mm or m, n, kdim, dt, trans_b=True, epilogue=None if epi == "acc" else epi, shapes=shapes)
-        req = _Request("linear", "gemm", dt, (m, n, kdim), build, what, ("A", "B", "bias")[:3 if bias is not None else 2])
+        return _Request("linear", "gemm", dt, (m, n, kdim), build, what, ("A", "B", "bias")[:3 if bias is not None else 2]), ""
+
+    def fallback() -> torch.Tensor:
+        return _torch_linear(x, weight, bias, activation)
+
+    key = (bundle, "linear", x.shape, weight.shape, None if bias is None else bias.shape, activation, x.dtype, weight.dtype,
+           None if bias is None else bias.dtype, x.device)
     inputs = [x.reshape(m, kdim), weight] + ([bias] if bias is not None else [])
-    return _run_or_fallback(bundle, "linear", what, req, x.device, inputs,
-                            lambda: torch.empty((*x.shape[:-1], n), dtype=x.dtype, device=x.device), fallback,
-                            f"{what}: dtype {x.dtype} not f32/f16/bf16 or mixed")
+    return _call(bundle, key, describe, x.device, inputs,
+                 lambda: torch.empty((*x.shape[:-1], n), dtype=x.dtype, device=x.device), fallback)
+
+
+def _bias_gelu_impl(x: torch.Tensor, bias: torch.Tensor, approximate: str, bundle: int) -> torch.Tensor:
+    def describe() -> Tuple[Optional[_Request], str]:
+        dt = _DTYPES.get(x.dtype)
+        n = x.shape[-1] if x.dim() else 0
+        rows = x.numel() // n if n else 0
+        what = _shape(x, bias) + f" {approximate}"
+        if dt is None or bias.dtype != x.dtype or bias.dim() != 1 or bias.shape[0] != n or rows == 0 or \
+                approximate not in ("none", "tanh"):
+            return None, f"{what}: unsupported dtype or shapes"
+        expr = "y = gelu(x + b)" if approximate == "tanh" else "y = gelu_erf(x + b)"
+
+        def build(mm: Optional[int]) -> Kernel:
+            return _elementwise(expr, {"x": (mm or rows, n), "b": (n,)}, dtype=dt)
+        return _Request("bias_gelu", "elementwise", dt, (rows, n), build, what, ("x", "b")), ""
+
+    key = (bundle, "bias_gelu", x.shape, bias.shape, approximate, x.dtype, bias.dtype, x.device)
+    return _call(bundle, key, describe, x.device, [x, bias], lambda: torch.empty_like(x, memory_format=torch.contiguous_format),
+                 lambda: F.gelu(x + bias, approximate=approximate))
+
+
+def _attention_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, scale: Optional[float],
+                    bundle: int) -> torch.Tensor:
+    def describe() -> Tuple[Optional[_Request], str]:
+        dt = _DTYPES.get(q.dtype)
+        what = _shape(q, k) + (" causal" if is_causal else "") + (f" scale {scale!r}" if scale is not None else "")
+        if not (dt is not None and q.dim() == 4 and k.dim() == 4 and v.dim() == 4 and k.dtype == q.dtype and v.dtype == q.dtype):
+            return None, f"{what}: not [B,H,S,D] f32/f16/bf16 tensors of one dtype"
+        b, h, sq, d = q.shape
+        hkv, skv = k.shape[1], k.shape[2]
+        if k.shape[0] != b or v.shape != k.shape or k.shape[3] != d or hkv == 0 or h % hkv:
+            return None, f"{what}: K and V do not fit Q (batch, head_dim, or heads not a multiple of K's)"
+        if is_causal and sq != skv:
+            # torch's causal mask is aligned top-left, Tessera's bottom-right: they agree only here.
+            return None, f"{what}: causal with seq_q != seq_kv (torch aligns the mask top-left)"
+
+        def build(mm: Optional[int]) -> Kernel:
+            return _attention(h, mm or sq, d, heads_kv=hkv, seq_kv=mm or skv, batch=b, causal=is_causal, scale=scale,
+                              dtype=dt)
+        return _Request("attention", "attention", dt, (b, h, hkv, sq, skv, d), build, what, ("Q", "K", "V")), ""
+
+    def fallback() -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=k.shape[-3] != q.shape[-3])
+
+    key = (bundle, "attention", q.shape, k.shape, v.shape, is_causal, scale, q.dtype, k.dtype, v.dtype, q.device)
+    return _call(bundle, key, describe, q.device, [q, k, v], lambda: torch.empty_like(q, memory_format=torch.contiguous_format),
+                 fallback)
+
+
+@torch.library.custom_op("tessera::linear", mutates_args=())
+def _linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
+               bundle: int) -> torch.Tensor:
+    return _linear_impl(x, weight, bias, activation, bundle)
 
 
 @_linear_op.register_fake
@@ -268,24 +334,7 @@ def _(x, weight, bias, activation, bundle):
 
 @torch.library.custom_op("tessera::bias_gelu", mutates_args=())
 def _bias_gelu_op(x: torch.Tensor, bias: torch.Tensor, approximate: str, bundle: int) -> torch.Tensor:
-    def fallback() -> torch.Tensor:
-        return F.gelu(x + bias, approximate=approximate)
-
-    dt = _DTYPES.get(x.dtype)
-    n = x.shape[-1] if x.dim() else 0
-    rows = x.numel() // n if n else 0
-    bad = dt is None or bias.dtype != x.dtype or bias.dim() != 1 or bias.shape[0] != n or rows == 0 or \
-        approximate not in ("none", "tanh")
-    what = _shape(x, bias) + f" {approximate}"
-    req = None
-    if not bad:
-        expr = "y = gelu(x + b)" if approximate == "tanh" else "y = gelu_erf(x + b)"
-
-        def build(mm: Optional[int]) -> Kernel:
-            return _elementwise(expr, {"x": (mm or rows, n), "b": (n,)}, dtype=dt)
-        req = _Request("bias_gelu", "elementwise", dt, (rows, n), build, what, ("x", "b"))
-    return _run_or_fallback(bundle, "bias_gelu", what, req, x.device, [x, bias], lambda: torch.empty_like(x, memory_format=torch.contiguous_format),
-                            fallback, f"{what}: unsupported dtype or shapes")
+    return _bias_gelu_impl(x, bias, approximate, bundle)
 
 
 @_bias_gelu_op.register_fake
@@ -296,34 +345,19 @@ def _(x, bias, approximate, bundle):
 @torch.library.custom_op("tessera::attention", mutates_args=())
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, scale: Optional[float],
                   bundle: int) -> torch.Tensor:
-    def fallback() -> torch.Tensor:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=k.shape[-3] != q.shape[-3])
-
-    dt = _DTYPES.get(q.dtype)
-    ok = dt is not None and q.dim() == 4 and k.dim() == 4 and v.dim() == 4 and k.dtype == q.dtype and v.dtype == q.dtype
-    what = _shape(q, k) + (" causal" if is_causal else "") + (f" scale {scale!r}" if scale is not None else "")
-    why = f"{what}: not [B,H,S,D] f32/f16/bf16 tensors of one dtype"
-    req = None
-    if ok:
-        b, h, sq, d = q.shape
-        hkv, skv = k.shape[1], k.shape[2]
-        if k.shape[0] != b or v.shape != k.shape or k.shape[3] != d or hkv == 0 or h % hkv:
-            ok = False
-        elif is_causal and sq != skv:
-            # torch's causal mask is aligned top-left, Tessera's bottom-right: they agree only here.
-            ok, why = False, f"{what}: causal with seq_q != seq_kv (torch aligns the mask top-left)"
-        if ok:
-            def build(mm: Optional[int]) -> Kernel:
-                return _attention(h, mm or sq, d, heads_kv=hkv, seq_kv=mm or skv, batch=b, causal=is_causal,
-                                  scale=scale, dtype=dt)
-            req = _Request("attention", "attention", dt, (b, h, hkv, sq, skv, d), build, what, ("Q", "K", "V"))
-    return _run_or_fallback(bundle, "attention", what, req, q.device, [q, k, v], lambda: torch.empty_like(q, memory_format=torch.contiguous_format),
-                            fallback, why)
+    return _attention_impl(q, k, v, is_causal, scale, bundle)
 
 
 @_attention_op.register_fake
 def _(q, k, v, is_causal, scale, bundle):
     return torch.empty_like(q, memory_format=torch.contiguous_format)
+
+
+def _direct(*ts: Optional[torch.Tensor]) -> bool:
+    """Eager calls on plain tensors skip the dispatcher (its Python custom-op path costs tens of
+    microseconds); under torch.compile, fake tensors or any dispatch mode the operator is called."""
+    return (not torch.compiler.is_compiling() and torch._C._len_torch_dispatch_stack() == 0
+            and all(t is None or type(t) is torch.Tensor for t in ts))
 
 
 def _grad(*ts: Optional[torch.Tensor]) -> bool:
@@ -335,6 +369,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], 
     """``F.linear`` (then GELU: ``activation`` "gelu" erf, "gelu_tanh") on the bundle's GEMM."""
     if _grad(x, weight, bias):
         return _torch_linear(x, weight, bias, activation)
+    if _direct(x, weight, bias):
+        return _linear_impl(x, weight, bias, activation, bundle.id)
     return torch.ops.tessera.linear(x, weight, bias, activation, bundle.id)
 
 
@@ -347,6 +383,8 @@ def bias_gelu(x: torch.Tensor, bias: torch.Tensor, bundle: _Resolver, approximat
     """``F.gelu(x + bias)`` on the bundle's fused elementwise kernel."""
     if _grad(x, bias):
         return F.gelu(x + bias, approximate=approximate)
+    if _direct(x, bias):
+        return _bias_gelu_impl(x, bias, approximate, bundle.id)
     return torch.ops.tessera.bias_gelu(x, bias, approximate, bundle.id)
 
 
@@ -356,6 +394,8 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     heads) on the bundle's attention kernel."""
     if _grad(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=k.shape[-3] != q.shape[-3])
+    if _direct(q, k, v):
+        return _attention_impl(q, k, v, is_causal, scale, bundle.id)
     return torch.ops.tessera.attention(q, k, v, is_causal, scale, bundle.id)
 
 
@@ -531,6 +571,9 @@ def tune_model(model: nn.Module, example_inputs: Tuple[Any, ...], target: str = 
     bundle there). Host target: the model is patched with the loaded bundle, which is returned;
     other targets: the model is left as it was and the bundle's summary is returned."""
     from . import bundle as _bundle, tune as _tune
+    for path in (db, out):
+        if os.path.dirname(os.path.abspath(path)):
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     kernels = record(model, *example_inputs)
     if not kernels:
         raise InvalidArgumentError("invalid-argument: the forward pass ran no operator Tessera tunes "
