@@ -28,12 +28,15 @@ _RUNTIME_SOURCES = ("tessera_runtime.c", "tessera_runtime_gpu.c", "tessera_bundl
 _STATUS = {0: "ok", 1: "not found", 2: "bad argument", 3: "unsupported here", 4: "device error", 5: "out of memory"}
 
 
+_KERNEL_FIELDS: List[Any] = [(n, ctypes.c_char_p) for n in ("name", "family", "shape", "dtype", "target", "arch", "config",
+                                                           "source", "tuned_shape", "time_kind")] + [
+    ("time_us", ctypes.c_double), ("estimator", ctypes.c_char_p), ("bound", ctypes.c_char_p),
+    ("num_inputs", ctypes.c_int), ("num_outputs", ctypes.c_int), ("runtime_m", ctypes.c_int),
+    ("m_lo", ctypes.c_int64), ("m_hi", ctypes.c_int64), ("range_dim", ctypes.c_char_p)]
+
+
 class _KernelInfo(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_char_p) for n in ("name", "family", "shape", "dtype", "target", "arch", "config", "source",
-                                               "tuned_shape", "time_kind")] + [
-        ("time_us", ctypes.c_double), ("estimator", ctypes.c_char_p), ("bound", ctypes.c_char_p),
-        ("num_inputs", ctypes.c_int), ("num_outputs", ctypes.c_int), ("runtime_m", ctypes.c_int),
-        ("m_lo", ctypes.c_int64), ("m_hi", ctypes.c_int64), ("range_dim", ctypes.c_char_p)]
+    _fields_ = _KERNEL_FIELDS  # tessera_kernel_info of tessera_bundle.h, in order
 
 
 class _TensorInfo(ctypes.Structure):
@@ -172,7 +175,7 @@ class BundleLibrary:
         h = self._lib.tessera_find_dims(family_or_name.encode(), arr, len(dims), dtype.encode(), arch.encode())
         return self.by_handle.get(h) if h else None
 
-    def run(self, kernel: KernelDesc, dims: Sequence[int], pointers: Sequence[int]) -> None:
+    def run(self, kernel: KernelDesc, dims: Any, pointers: Sequence[int]) -> None:
         """Runs ``kernel`` at key shape ``dims`` (a sequence or a ctypes int64 array, kept by callers
         that run one shape often) on the buffers at ``pointers`` (inputs then outputs,
         row-major, dense, 64-byte aligned for host kernels). Errors raise with the runtime's line."""

@@ -22,12 +22,12 @@ import itertools
 import logging
 import os
 import threading
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-import torch
-import torch.nn.functional as F
-from torch import nn
-from torch.overrides import TorchFunctionMode
+import torch  # type: ignore[import-not-found, unused-ignore]
+import torch.nn.functional as F  # type: ignore[import-not-found, unused-ignore]
+from torch import nn  # type: ignore[import-not-found, unused-ignore]
+from torch.overrides import TorchFunctionMode  # type: ignore[import-not-found, unused-ignore]
 
 from . import attention as _attention, elementwise as _elementwise, gemm as _gemm, parse as _parse, Kernel
 from .bundle_lib import BundleLibrary, KernelDesc
@@ -131,10 +131,10 @@ class Bundle(_Resolver):
         # Each range with the workload of its kernel at the range's top size (its kernel_ir).
         self._ranges: List[Tuple[Dict[str, Any], str]] = []
         for r in self.lib.ranges():
-            e = next((e for e in self.lib.entries() if e.get("vendor") == "host" and "runtime_m" in e
-                      and e["name"].startswith(r["name"] + "_range")), None)
-            if e is not None and e.get("kernel_ir"):
-                self._ranges.append((r, _parse(e["kernel_ir"]).workload))
+            ents = [e for e in self.lib.entries() if e.get("vendor") == "host" and "runtime_m" in e
+                    and e["name"].startswith(r["name"] + "_range") and e.get("kernel_ir")]
+            if ents:
+                self._ranges.append((r, _parse(ents[0]["kernel_ir"]).workload))
         super().__init__()
 
     def __repr__(self) -> str:
@@ -210,7 +210,7 @@ def _call(bundle: int, key: tuple, describe: Callable[[], Tuple[Optional[_Reques
           inputs: List[torch.Tensor], out: Callable[[], torch.Tensor], fallback: Callable[[], torch.Tensor]) -> torch.Tensor:
     """Runs one call: its plan is made once per bundle and (op, shapes, dtypes, flags), so a repeated
     call costs a dictionary lookup before the kernel."""
-    hit = _calls.get(key)
+    hit: Optional[Tuple[Optional[_Request], _Plan]] = _calls.get(key)
     res = _registry.get(bundle)
     if res is None:
         raise InvalidArgumentError(f"invalid-argument: no tessera.torch bundle {bundle} in this process")
@@ -225,6 +225,7 @@ def _call(bundle: int, key: tuple, describe: Callable[[], Tuple[Optional[_Reques
             req = _Request(key[1], "", "", (), lambda m: None, why)  # type: ignore[arg-type,return-value]
         hit = _calls[key] = (req, plan)
     req, plan = hit
+    assert req is not None
     if plan.kernel is None:
         _note(res, req, "torch", plan)
         return fallback()
@@ -257,7 +258,7 @@ def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
                 or m == 0 or activation not in _ACTIVATIONS):
             return None, f"{what}: dtype {x.dtype} not f32/f16/bf16, mixed dtypes or an empty shape"
         epi = _ACTIVATIONS[activation].format("acc + bias" if bias is not None else "acc")
-        shapes = {"bias": (n,)} if bias is not None else None
+        shapes: Optional[Dict[str, Sequence[int]]] = {"bias": (n,)} if bias is not None else None
 
         def build(mm: Optional[int]) -> Kernel:
             return _gemm(mm or m, n, kdim, dt, trans_b=True, epilogue=None if epi == "acc" else epi, shapes=shapes)
