@@ -89,6 +89,17 @@ def test_attention_causal_and_its_fallbacks(bundle):
     assert len(why) == 2 and any("top-left" in w for w in why)
 
 
+def test_other_devices_run_torch_with_one_line(bundle, caplog):
+    x, w, b = (torch.empty(M, DIM, device="meta"), torch.empty(3 * DIM, DIM, device="meta"),
+               torch.empty(3 * DIM, device="meta"))
+    with caplog.at_level(logging.WARNING, logger="tessera.torch"):
+        y = tt.linear(x, w, b, bundle)
+        tt.linear(x, w, b, bundle)
+    assert y.shape == (M, 3 * DIM) and y.device.type == "meta"
+    assert [m for m in caplog.messages if "meta tensors" in m] and len(caplog.messages) == 1
+    assert [(r["ran"], r["calls"]) for r in rows("linear")] == [("torch", 2)]
+
+
 def test_gradients_run_torch(bundle):
     x = torch.randn(M, DIM, requires_grad=True)
     w, b = torch.randn(DIM, DIM), torch.randn(DIM)

@@ -6,7 +6,8 @@
 # torch itself without dependencies plus the four NVIDIA libraries the CUDA 13 toolkit lacks
 # (2.1 GB, ~5 min here) imports when LD_LIBRARY_PATH names the toolkit's lib64 (cuBLAS, cuDNN,
 # cudart: /usr/local/cuda/lib64). When that slim venv does not import (no toolkit there), the full
-# `pip install torch==2.15.0` (~10 min) is made instead. Usage: bash tests/torch/torch_venv.sh [python3]
+# `pip install torch==2.15.0` (5.4 GB, ~10 min) is made instead. Measured on a 2-core machine loaded
+# by other jobs (load 14): the slim venv took 11 min. Usage: bash tests/torch/torch_venv.sh [python3]
 # (the python the Tessera extension was built for). Exit 1 with one line when neither works.
 set -euo pipefail
 PY=${1:-python3}
@@ -19,7 +20,9 @@ if [ -f "$STAMP" ] && imports; then
   echo "$VENV/bin/python"
   exit 0
 fi
-pip_() { "$VENV/bin/python" -m pip install --disable-pip-version-check -q "$@" >&2; }
+# Each pip step is bounded (TESSERA_TORCH_PIP_TIMEOUT seconds, 20 min by default): a stalled
+# download fails this script, and tests/torch/run.sh then skips instead of hanging CI.
+pip_() { timeout "${TESSERA_TORCH_PIP_TIMEOUT:-1200}" "$VENV/bin/python" -m pip install --disable-pip-version-check -q "$@" >&2; }
 mkdir -p "$(dirname "$VENV")"
 if [ -e "$VENV" ] && [ ! -f "$VENV/pyvenv.cfg" ]; then
   echo "torch_venv: $VENV exists and is not a venv; remove it or set TESSERA_TORCH_VENV" >&2
