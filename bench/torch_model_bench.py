@@ -1,0 +1,93 @@
+"""Times the small GPT block of examples/torch on Tessera's tuned kernels (tessera.torch.tune_model:
+its GEMMs with bias and GELU fused, its causal attention from one bundle) against eager torch and
+torch.compile (inductor) of the same block in the same run, on the CPU, with one thread and with all
+cores (torch and the bundle on the same count), and prints the ratios and the machine's load.
+
+    LD_LIBRARY_PATH=/usr/local/cuda/lib64 PYTHONPATH=build/python \\
+      $(bash tests/torch/torch_venv.sh build/pyenv/bin/python) bench/torch_model_bench.py [--trials 16]
+
+Timing: a warm-up call, then calls for --seconds each; the median and the fastest call are printed,
+ratios are of medians (> 1: Tessera faster). Sizes default to a GPT-2-small-like block cut to the
+machine (dim 256, 4 heads, seq 128, batch 1; --dim/--heads/--seq/--batch change them).
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "torch"))
+import gpt_block  # noqa: E402
+
+
+def timed(fn, seconds):
+    fn()
+    ts, start = [], time.perf_counter()
+    while time.perf_counter() - start < seconds or len(ts) < 5:
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts), min(ts), len(ts)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dim", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--trials", type=int, default=16, help="tuning trials per kernel")
+    p.add_argument("--seconds", type=float, default=2.0, help="timing per variant")
+    p.add_argument("--threads", default="1,all", help="comma list of thread counts, 'all' = every core")
+    p.add_argument("--out", default="build/bench/torch_model")
+    a = p.parse_args()
+    import tessera.torch as tt
+
+    cores = os.cpu_count() or 1
+    print(f"torch {torch.__version__}, {cores} cores, CPU capability {torch.backends.cpu.get_cpu_capability()}; "
+          f"block dim {a.dim} heads {a.heads} seq {a.seq} batch {a.batch}; load before {loadavg()}", flush=True)
+    x = torch.randn(a.batch, a.seq, a.dim)
+    worst = []
+    for t in a.threads.split(","):
+        threads = cores if t == "all" else int(t)
+        torch.set_num_threads(threads)
+        model = gpt_block.make(a.dim, a.heads)
+        with torch.no_grad():
+            want = model(x)
+            t0 = time.perf_counter()
+            b = tt.tune_model(model, (x,), out=os.path.join(a.out, f"t{threads}", "bundle"),
+                              db=os.path.join(a.out, f"t{threads}", "tessera.db"), trials=a.trials, threads=threads,
+                              min_time=0.02)
+            tune_s = time.perf_counter() - t0
+            tt.stats(reset=True)
+            err = (model(x) - want).abs().max().item()
+            on_bundle = all(r["ran"] == "tessera" for r in tt.stats())
+            ours = timed(lambda: model(x), a.seconds)
+            tt.unpatch(model)
+            eager = timed(lambda: model(x), a.seconds)
+            torch._dynamo.reset()
+            compiled = torch.compile(model)
+            compiled(x)  # compiles outside the timing
+            comp = timed(lambda: compiled(x), a.seconds)
+        print(f"threads {threads}: tuned and bundled in {tune_s:.0f} s; max |err| {err:.2g}; every op on the bundle: "
+              f"{on_bundle}", flush=True)
+        for name, (med, best, n) in (("tessera", ours), ("eager", eager), ("torch.compile", comp)):
+            print(f"  {name:<14} median {med * 1e3:8.3f} ms  fastest {best * 1e3:8.3f} ms  ({n} calls)")
+        print(f"  ratio eager/tessera {eager[0] / ours[0]:.2f}x, torch.compile/tessera {comp[0] / ours[0]:.2f}x", flush=True)
+        worst.append(min(eager[0], comp[0]) / ours[0])
+        del b
+    print(f"load after {loadavg()}")
+    if torch.cuda.is_available():
+        print("CUDA: not measured (tessera.torch runs the bundle's host kernels only)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

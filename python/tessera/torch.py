@@ -1,0 +1,592 @@
+"""Owns Tessera's tuned kernels inside PyTorch models: a bundle's kernels as torch custom operators
+(``tessera::linear``, ``tessera::bias_gelu``, ``tessera::attention``, registered through
+``torch.library`` with fake implementations, so ``torch.compile`` traces them with fullgraph),
+drop-in modules, ``patch`` for a whole model, and ``stats`` saying what ran where.
+
+    import tessera.torch as tt
+    b = tt.load("bundle")                 # a folder written by `tessera bundle` / tessera.bundle
+    tt.patch(model, b)                    # nn.Linear (+ a following GELU) and F.scaled_dot_product_attention
+    y = model(x)                          # Tessera's kernels where the bundle has them, torch's elsewhere
+    print(tt.stats())
+
+CPU tensors run the bundle's host kernels in the tensors' own memory (no copy unless a tensor is not
+contiguous or not 64-byte aligned: then it is staged and ``stats`` counts it), on the thread count
+the kernel was tuned and bundled for. A shape, dtype or device the bundle has no kernel for runs
+torch's own operator, logged once per shape on the ``tessera.torch`` logger. Inference only: a call
+that needs gradients runs torch's operator. Needs torch (``pip install tessera[torch]``).
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import logging
+import os
+import threading
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import torch  # type: ignore[import-not-found, unused-ignore]
+import torch.nn.functional as F  # type: ignore[import-not-found, unused-ignore]
+from torch import nn  # type: ignore[import-not-found, unused-ignore]
+from torch.overrides import TorchFunctionMode  # type: ignore[import-not-found, unused-ignore]
+
+from . import attention as _attention, elementwise as _elementwise, gemm as _gemm, parse as _parse, Kernel
+from .bundle_lib import BundleLibrary, KernelDesc
+from .errors import InvalidArgumentError
+
+_log = logging.getLogger("tessera.torch")
+_DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+_ACTIVATIONS = {"": "{}", "gelu": "gelu_erf({})", "gelu_tanh": "gelu({})"}
+_ALIGN = 64
+_lock = threading.Lock()
+_ids = itertools.count(1)
+_registry: Dict[int, "_Resolver"] = {}
+_stats: Dict[tuple, Dict[str, Any]] = {}
+
+
+class _Request(NamedTuple):
+    """A kernel one call needs: family, dtype, the key shape, the Tessera kernel at any size of its
+    range dimension (None: the call's own) and what the log names."""
+    op: str
+    family: str
+    dtype: str
+    dims: Tuple[int, ...]
+    build: Callable[[Optional[int]], Kernel]
+    what: str
+    names: Tuple[str, ...] = ()  # the tensor names of the call's inputs, in the order it passes them
+
+
+class _Plan(NamedTuple):
+    kernel: Optional[KernelDesc]
+    how: str  # "exact", "nearest", "default", "range NAME bucket ...", or why torch runs it
+    order: Tuple[int, ...] = ()  # the call's input for each of the kernel's inputs
+
+
+def _note(res: "_Resolver", req: _Request, where: str, plan: _Plan, staged: int = 0) -> None:
+    if not res._logs():  # a shape recorder: not what ran
+        return
+    key = (res.id, req.op, req.what, req.dtype, where)
+    with _lock:
+        s = _stats.get(key)
+        if s is None:
+            s = _stats[key] = {"op": req.op, "shape": req.what, "dtype": req.dtype, "ran": where,
+                               "kernel": plan.kernel.name if plan.kernel else "", "how": plan.how,
+                               "calls": 0, "staged": 0}
+        s["calls"] += 1
+        s["staged"] += staged
+
+
+def stats(reset: bool = False) -> List[Dict[str, Any]]:
+    """What ran where: one row per (op, shape, dtype, where) with ``ran`` ("tessera" or "torch"),
+    the kernel, ``how`` (its config's source, its range bucket, or why torch ran it), ``calls`` and
+    ``staged`` (inputs copied because they were not contiguous or not 64-byte aligned)."""
+    with _lock:
+        rows = [dict(v) for v in _stats.values()]
+        if reset:
+            _stats.clear()
+    return rows
+
+
+class _Resolver:
+    """What a call asks a bundle (or a shape recorder) for."""
+
+    def __init__(self) -> None:
+        self.id = next(_ids)
+        self._plans: Dict[tuple, _Plan] = {}
+        _registry[self.id] = self
+
+    def plan(self, req: _Request, device: torch.device) -> _Plan:
+        key = (req.op, req.family, req.dtype, req.dims, req.what, device.type)
+        p = self._plans.get(key)
+        if p is None:
+            p = self._resolve(req, device)
+            self._plans[key] = p
+            if p.kernel is None and self._logs():
+                _log.warning("tessera.torch: no %s kernel for %s %s in %s: %s; running torch's operator", req.op, req.what,
+                             req.dtype, self, p.how)
+        return p
+
+    def _logs(self) -> bool:
+        return True
+
+    def _resolve(self, req: _Request, device: torch.device) -> _Plan:
+        raise NotImplementedError
+
+    def run(self, plan: _Plan, req: _Request, tensors: List[torch.Tensor]) -> None:
+        raise NotImplementedError
+
+
+class Bundle(_Resolver):
+    """A bundle folder loaded for torch (``load``). Kernels are matched by what they compute (the
+    workload hash of the kernel a call needs against the bundle's), then by shape: a kernel compiled
+    for the call's shape, else a shape range (``tessera bundle --dispatch``) holding it."""
+
+    def __init__(self, folder: str, cc: Optional[str] = None):
+        self.lib = BundleLibrary(folder, cc)
+        self.folder = self.lib.folder
+        self._fixed: Dict[str, List[str]] = {}
+        self._dims: Dict[Tuple[int, ...], Any] = {}
+        for e in self.lib.entries():
+            if e.get("vendor") == "host" and "runtime_m" not in e and e.get("workload"):
+                self._fixed.setdefault(e["workload"], []).append(e["name"])
+        # Each range with the workload of its kernel at the range's top size (its kernel_ir).
+        self._ranges: List[Tuple[Dict[str, Any], str]] = []
+        for r in self.lib.ranges():
+            ents = [e for e in self.lib.entries() if e.get("vendor") == "host" and "runtime_m" in e
+                    and e["name"].startswith(r["name"] + "_range") and e.get("kernel_ir")]
+            if ents:
+                self._ranges.append((r, _parse(ents[0]["kernel_ir"]).workload))
+        super().__init__()
+
+    def __repr__(self) -> str:
+        return f"<tessera.torch.Bundle {self.folder}: {len(self.lib.kernels)} kernels, {len(self._ranges)} ranges>"
+
+    def _resolve(self, req: _Request, device: torch.device) -> _Plan:
+        if device.type != "cpu":
+            return _Plan(None, f"{device.type} tensors: this tessera.torch runs host kernels only")
+        try:
+            want = req.build(None)
+        except Exception as e:  # a shape Tessera's builders refuse (e.g. causal with seq_q > seq_kv)
+            return _Plan(None, f"not a Tessera {req.family} kernel: {e}")
+        wl = want.workload
+        # Kernels of one workload take their inputs in one order (the builder's): the call's by name.
+        order = tuple(req.names.index(t.name) for t in want.inputs)
+        for name in self._fixed.get(wl, []):
+            k = self.lib.find(name, req.dims, req.dtype, "host")
+            if k is not None:
+                return _Plan(k, k.source, order)
+        why = ""
+        for r, rwl in self._ranges:
+            if r.get("lo", 0) > 0 and _range_workload(req, r) == rwl:
+                k = self.lib.find(r["name"], req.dims, req.dtype, "host")
+                if k is not None:
+                    return _Plan(k, f"range {r['name']} {r['dim']} {r['lo']}..{r['hi']}", order)
+                why = self.lib.last_message()
+        if not why:
+            have = sorted({k.shape for k in self.lib.kernels if k.family == req.family and k.dtype == req.dtype})
+            why = (f"the bundle has no kernel computing it (its {req.family} {req.dtype} shapes: "
+                   f"{', '.join(have) if have else 'none'})")
+        return _Plan(None, why)
+
+    def run(self, plan: _Plan, req: _Request, tensors: List[torch.Tensor]) -> None:
+        assert plan.kernel is not None
+        dims = self._dims.get(req.dims)
+        if dims is None:
+            dims = self._dims[req.dims] = (ctypes.c_int64 * len(req.dims))(*req.dims)
+        self.lib.run(plan.kernel, dims, [t.data_ptr() for t in tensors])
+
+
+_range_cache: Dict[tuple, str] = {}
+
+
+def _range_workload(req: _Request, r: Dict[str, Any]) -> str:
+    key = (req.op, req.what, req.dtype, r["hi"])
+    if key not in _range_cache:
+        try:
+            _range_cache[key] = req.build(int(r["hi"])).workload
+        except Exception:
+            _range_cache[key] = ""
+    return _range_cache[key]
+
+
+def load(folder: str, cc: Optional[str] = None) -> Bundle:
+    """Loads a bundle folder: links it into a shared library (once, with ``cc``) and indexes its
+    host kernels and shape ranges."""
+    return Bundle(folder, cc)
+
+
+# ---- the operators ----
+
+def _ready(t: torch.Tensor) -> Tuple[torch.Tensor, int]:
+    """``t`` itself when a kernel can read it in place, else a contiguous, aligned copy."""
+    if t.is_contiguous() and t.data_ptr() % _ALIGN == 0:
+        return t, 0
+    return torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t), 1
+
+
+_calls: Dict[tuple, Tuple[Optional[_Request], _Plan]] = {}  # (bundle, op, shapes, ...) -> what runs
+
+
+def _call(bundle: int, key: tuple, describe: Callable[[], Tuple[Optional[_Request], str]], device: torch.device,
+          inputs: List[torch.Tensor], out: Callable[[], torch.Tensor], fallback: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """Runs one call: its plan is made once per bundle and (op, shapes, dtypes, flags), so a repeated
+    call costs a dictionary lookup before the kernel."""
+    hit: Optional[Tuple[Optional[_Request], _Plan]] = _calls.get(key)
+    res = _registry.get(bundle)
+    if res is None:
+        raise InvalidArgumentError(f"invalid-argument: no tessera.torch bundle {bundle} in this process")
+    if hit is None:
+        req, why = describe()
+        if req is not None:
+            plan = res.plan(req, device)
+        else:
+            plan = _Plan(None, why)
+            if res._logs():
+                _log.warning("tessera.torch: no %s kernel for %s in %s; running torch's operator", key[1], why, res)
+            req = _Request(key[1], "", "", (), lambda m: None, why)  # type: ignore[arg-type,return-value]
+        hit = _calls[key] = (req, plan)
+    req, plan = hit
+    assert req is not None
+    if plan.kernel is None:
+        _note(res, req, "torch", plan)
+        return fallback()
+    staged = 0
+    ready = []
+    for i in plan.order:
+        r, st = _ready(inputs[i])
+        ready.append(r)
+        staged += st
+    o = out()
+    ready.append(o)
+    res.run(plan, req, ready)
+    _note(res, req, "tessera", plan, staged)
+    return o
+
+
+def _shape(*ts: torch.Tensor) -> str:
+    return " ".join("x".join(str(d) for d in t.shape) for t in ts)
+
+
+def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
+                 bundle: int) -> torch.Tensor:
+    n, kdim = weight.shape[0], x.shape[-1]
+    m = x.numel() // kdim if kdim else 0
+
+    def describe() -> Tuple[Optional[_Request], str]:
+        dt = _DTYPES.get(x.dtype)
+        what = _shape(x, weight) + (" +bias" if bias is not None else "") + (f" {activation}" if activation else "")
+        if (dt is None or weight.dtype != x.dtype or (bias is not None and bias.dtype != x.dtype) or weight.dim() != 2
+                or m == 0 or activation not in _ACTIVATIONS):
+            return None, f"{what}: dtype {x.dtype} not f32/f16/bf16, mixed dtypes or an empty shape"
+        epi = _ACTIVATIONS[activation].format("acc + bias" if bias is not None else "acc")
+        shapes: Optional[Dict[str, Sequence[int]]] = {"bias": (n,)} if bias is not None else None
+
+        def build(mm: Optional[int]) -> Kernel:
+            return _gemm(mm or m, n, kdim, dt, trans_b=True, epilogue=None if epi == "acc" else epi, shapes=shapes)
+        return _Request("linear", "gemm", dt, (m, n, kdim), build, what, ("A", "B", "bias")[:3 if bias is not None else 2]), ""
+
+    def fallback() -> torch.Tensor:
+        return _torch_linear(x, weight, bias, activation)
+
+    key = (bundle, "linear", x.shape, weight.shape, None if bias is None else bias.shape, activation, x.dtype, weight.dtype,
+           None if bias is None else bias.dtype, x.device)
+    inputs = [x.reshape(m, kdim), weight] + ([bias] if bias is not None else [])
+    return _call(bundle, key, describe, x.device, inputs,
+                 lambda: torch.empty((*x.shape[:-1], n), dtype=x.dtype, device=x.device), fallback)
+
+
+def _bias_gelu_impl(x: torch.Tensor, bias: torch.Tensor, approximate: str, bundle: int) -> torch.Tensor:
+    def describe() -> Tuple[Optional[_Request], str]:
+        dt = _DTYPES.get(x.dtype)
+        n = x.shape[-1] if x.dim() else 0
+        rows = x.numel() // n if n else 0
+        what = _shape(x, bias) + f" {approximate}"
+        if dt is None or bias.dtype != x.dtype or bias.dim() != 1 or bias.shape[0] != n or rows == 0 or \
+                approximate not in ("none", "tanh"):
+            return None, f"{what}: unsupported dtype or shapes"
+        expr = "y = gelu(x + b)" if approximate == "tanh" else "y = gelu_erf(x + b)"
+
+        def build(mm: Optional[int]) -> Kernel:
+            return _elementwise(expr, {"x": (mm or rows, n), "b": (n,)}, dtype=dt)
+        return _Request("bias_gelu", "elementwise", dt, (rows, n), build, what, ("x", "b")), ""
+
+    key = (bundle, "bias_gelu", x.shape, bias.shape, approximate, x.dtype, bias.dtype, x.device)
+    return _call(bundle, key, describe, x.device, [x, bias], lambda: torch.empty_like(x, memory_format=torch.contiguous_format),
+                 lambda: F.gelu(x + bias, approximate=approximate))
+
+
+def _attention_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, scale: Optional[float],
+                    bundle: int) -> torch.Tensor:
+    def describe() -> Tuple[Optional[_Request], str]:
+        dt = _DTYPES.get(q.dtype)
+        what = _shape(q, k) + (" causal" if is_causal else "") + (f" scale {scale!r}" if scale is not None else "")
+        if not (dt is not None and q.dim() == 4 and k.dim() == 4 and v.dim() == 4 and k.dtype == q.dtype and v.dtype == q.dtype):
+            return None, f"{what}: not [B,H,S,D] f32/f16/bf16 tensors of one dtype"
+        b, h, sq, d = q.shape
+        hkv, skv = k.shape[1], k.shape[2]
+        if k.shape[0] != b or v.shape != k.shape or k.shape[3] != d or hkv == 0 or h % hkv:
+            return None, f"{what}: K and V do not fit Q (batch, head_dim, or heads not a multiple of K's)"
+        if is_causal and sq != skv:
+            # torch's causal mask is aligned top-left, Tessera's bottom-right: they agree only here.
+            return None, f"{what}: causal with seq_q != seq_kv (torch aligns the mask top-left)"
+
+        def build(mm: Optional[int]) -> Kernel:
+            return _attention(h, mm or sq, d, heads_kv=hkv, seq_kv=mm or skv, batch=b, causal=is_causal, scale=scale,
+                              dtype=dt)
+        return _Request("attention", "attention", dt, (b, h, hkv, sq, skv, d), build, what, ("Q", "K", "V")), ""
+
+    def fallback() -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=k.shape[-3] != q.shape[-3])
+
+    key = (bundle, "attention", q.shape, k.shape, v.shape, is_causal, scale, q.dtype, k.dtype, v.dtype, q.device)
+    return _call(bundle, key, describe, q.device, [q, k, v], lambda: torch.empty_like(q, memory_format=torch.contiguous_format),
+                 fallback)
+
+
+@torch.library.custom_op("tessera::linear", mutates_args=())
+def _linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
+               bundle: int) -> torch.Tensor:
+    return _linear_impl(x, weight, bias, activation, bundle)
+
+
+@_linear_op.register_fake
+def _(x, weight, bias, activation, bundle):
+    return x.new_empty((*x.shape[:-1], weight.shape[0]))
+
+
+@torch.library.custom_op("tessera::bias_gelu", mutates_args=())
+def _bias_gelu_op(x: torch.Tensor, bias: torch.Tensor, approximate: str, bundle: int) -> torch.Tensor:
+    return _bias_gelu_impl(x, bias, approximate, bundle)
+
+
+@_bias_gelu_op.register_fake
+def _(x, bias, approximate, bundle):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("tessera::attention", mutates_args=())
+def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, scale: Optional[float],
+                  bundle: int) -> torch.Tensor:
+    return _attention_impl(q, k, v, is_causal, scale, bundle)
+
+
+@_attention_op.register_fake
+def _(q, k, v, is_causal, scale, bundle):
+    return torch.empty_like(q, memory_format=torch.contiguous_format)
+
+
+def _direct(*ts: Optional[torch.Tensor]) -> bool:
+    """Eager calls on plain tensors skip the dispatcher (its Python custom-op path costs tens of
+    microseconds); under torch.compile, fake tensors or any dispatch mode the operator is called."""
+    return (not torch.compiler.is_compiling() and torch._C._len_torch_dispatch_stack() == 0
+            and all(t is None or type(t) is torch.Tensor for t in ts))
+
+
+def _grad(*ts: Optional[torch.Tensor]) -> bool:
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in ts)
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], bundle: _Resolver,
+           activation: str = "") -> torch.Tensor:
+    """``F.linear`` (then GELU: ``activation`` "gelu" erf, "gelu_tanh") on the bundle's GEMM."""
+    if _grad(x, weight, bias):
+        return _torch_linear(x, weight, bias, activation)
+    if _direct(x, weight, bias):
+        return _linear_impl(x, weight, bias, activation, bundle.id)
+    return torch.ops.tessera.linear(x, weight, bias, activation, bundle.id)
+
+
+def _torch_linear(x, weight, bias, activation):
+    y = F.linear(x, weight, bias)
+    return F.gelu(y, approximate="tanh" if activation == "gelu_tanh" else "none") if activation else y
+
+
+def bias_gelu(x: torch.Tensor, bias: torch.Tensor, bundle: _Resolver, approximate: str = "none") -> torch.Tensor:
+    """``F.gelu(x + bias)`` on the bundle's fused elementwise kernel."""
+    if _grad(x, bias):
+        return F.gelu(x + bias, approximate=approximate)
+    if _direct(x, bias):
+        return _bias_gelu_impl(x, bias, approximate, bundle.id)
+    return torch.ops.tessera.bias_gelu(x, bias, approximate, bundle.id)
+
+
+def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bundle: _Resolver,
+                                 is_causal: bool = False, scale: Optional[float] = None) -> torch.Tensor:
+    """``F.scaled_dot_product_attention`` (no mask, no dropout; grouped-query when K/V have fewer
+    heads) on the bundle's attention kernel."""
+    if _grad(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=k.shape[-3] != q.shape[-3])
+    if _direct(q, k, v):
+        return _attention_impl(q, k, v, is_causal, scale, bundle.id)
+    return torch.ops.tessera.attention(q, k, v, is_causal, scale, bundle.id)
+
+
+# ---- modules and patching ----
+
+class Linear(nn.Module):
+    """``nn.Linear`` (optionally followed by GELU, fused into the GEMM's epilogue) on the bundle's
+    GEMM; shares the original module's parameters."""
+
+    def __init__(self, linear: nn.Linear, bundle: _Resolver, activation: str = ""):
+        super().__init__()
+        if activation not in _ACTIVATIONS:
+            raise InvalidArgumentError(f"invalid-argument: activation must be one of {sorted(_ACTIVATIONS)}, not '{activation}'")
+        self.weight = linear.weight
+        self.bias = linear.bias
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.activation = activation
+        self.bundle = bundle
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias, self.bundle, self.activation)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
+                f"activation='{self.activation}', bundle={self.bundle.id}")
+
+
+class BiasGELU(nn.Module):
+    """``gelu(x + bias)`` as one fused elementwise kernel of the bundle."""
+
+    def __init__(self, bundle: _Resolver, approximate: str = "none"):
+        super().__init__()
+        self.bundle, self.approximate = bundle, approximate
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return bias_gelu(x, bias, self.bundle, self.approximate)
+
+
+class ScaledDotProductAttention(nn.Module):
+    """``F.scaled_dot_product_attention(q, k, v, is_causal=..., scale=...)`` on the bundle's attention."""
+
+    def __init__(self, bundle: _Resolver):
+        super().__init__()
+        self.bundle = bundle
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False,
+                scale: Optional[float] = None) -> torch.Tensor:
+        return scaled_dot_product_attention(q, k, v, self.bundle, is_causal, scale)
+
+
+class _AttentionMode(TorchFunctionMode):
+    """Sends a model's ``F.scaled_dot_product_attention`` calls (no mask, no dropout) to the bundle."""
+
+    def __init__(self, bundle: _Resolver):
+        super().__init__()
+        self.bundle = bundle
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.scaled_dot_product_attention:
+            names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+            a = dict(zip(names, args))
+            a.update(kwargs)
+            if a.get("attn_mask") is None and not a.get("dropout_p"):
+                return scaled_dot_product_attention(a["query"], a["key"], a["value"], self.bundle,
+                                                    bool(a.get("is_causal", False)), a.get("scale"))
+        return func(*args, **kwargs)
+
+
+def _gelu_activation(m: nn.Module) -> Optional[str]:
+    if isinstance(m, nn.GELU):
+        return "gelu_tanh" if m.approximate == "tanh" else "gelu"
+    return None
+
+
+def patch(model: nn.Module, bundle: _Resolver, attention: bool = True) -> nn.Module:
+    """Makes ``model`` (in place) run the bundle's kernels: every ``nn.Linear`` becomes ``Linear``
+    (an ``nn.GELU`` right after it in an ``nn.Sequential`` is fused into its epilogue), and with
+    ``attention`` its ``F.scaled_dot_product_attention`` calls go to the bundle. Patching a patched
+    model again switches it to ``bundle``; ``unpatch`` restores it. Returns ``model``."""
+    undo: List[Tuple[nn.Module, str, nn.Module]] = getattr(model, "_tessera_undo", [])
+
+    def swap(parent: nn.Module, name: str, new: nn.Module) -> None:
+        undo.append((parent, name, getattr(parent, name)))
+        setattr(parent, name, new)
+
+    for parent in list(model.modules()):
+        kids = list(parent.named_children())
+        for i, (name, child) in enumerate(kids):
+            if isinstance(child, (Linear, BiasGELU, ScaledDotProductAttention)):
+                child.bundle = bundle
+            elif isinstance(child, nn.Linear):
+                act = ""
+                if isinstance(parent, nn.Sequential) and i + 1 < len(kids):
+                    act = _gelu_activation(kids[i + 1][1]) or ""
+                    if act:
+                        swap(parent, kids[i + 1][0], nn.Identity())
+                swap(parent, name, Linear(child, bundle, act))
+    object.__setattr__(model, "_tessera_undo", undo)
+    if attention:
+        if "forward" not in model.__dict__:
+            original = model.forward
+
+            def forward(*args: Any, **kwargs: Any) -> Any:
+                with _AttentionMode(model._tessera_bundle):  # type: ignore[attr-defined]
+                    return original(*args, **kwargs)
+            object.__setattr__(model, "_tessera_forward", original)
+            model.forward = forward  # type: ignore[method-assign]
+        object.__setattr__(model, "_tessera_bundle", bundle)
+    return model
+
+
+def unpatch(model: nn.Module) -> nn.Module:
+    """Undoes ``patch``: the original modules and forward are back."""
+    for parent, name, original in reversed(getattr(model, "_tessera_undo", [])):
+        setattr(parent, name, original)
+    object.__setattr__(model, "_tessera_undo", [])
+    if "_tessera_forward" in model.__dict__:
+        del model.forward
+        del model._tessera_forward
+    return model
+
+
+# ---- tuning a model's kernels ----
+
+class _Recorder(_Resolver):
+    """Collects the kernels a forward pass asks for (torch runs every call meanwhile)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kernels: Dict[str, Tuple[_Request, Kernel]] = {}
+
+    def __repr__(self) -> str:
+        return "<tessera.torch shape recorder>"
+
+    def _logs(self) -> bool:
+        return False
+
+    def _resolve(self, req: _Request, device: torch.device) -> _Plan:
+        try:
+            k = req.build(None)
+        except Exception as e:
+            return _Plan(None, f"not a Tessera {req.family} kernel: {e}")
+        self.kernels.setdefault(k.workload, (req, k))
+        return _Plan(None, "recording shapes")
+
+
+def record(model: nn.Module, *example_inputs: Any, **example_kwargs: Any) -> List[Kernel]:
+    """The Tessera kernels ``model``'s forward pass on the example inputs runs through the custom
+    operators (after ``patch``), one per distinct kernel, in the order first met."""
+    rec = _Recorder()
+    previous = getattr(model, "_tessera_bundle", None)
+    patch(model, rec)
+    try:
+        with torch.no_grad():
+            model(*example_inputs, **example_kwargs)
+    finally:
+        if previous is not None:
+            patch(model, previous)
+        else:
+            unpatch(model)
+        _registry.pop(rec.id, None)
+    return [k for _, k in rec.kernels.values()]
+
+
+def tune_model(model: nn.Module, example_inputs: Tuple[Any, ...], target: str = "host", out: str = "tessera_bundle",
+               db: str = "tessera.db", trials: int = 40, estimate: bool = False, threads: int = -1,
+               min_time: float = 0.05, missing: str = "default", progress: bool = False,
+               on_kernel: Optional[Callable[[Kernel, Any], None]] = None) -> Any:
+    """Records the kernels ``model`` runs on ``example_inputs`` (a forward pass), tunes each on
+    ``target`` (``estimate=True``: ranked by the analytic GPU model, nothing runs; for a GPU target
+    without its device), stores the results in ``db`` and writes the bundle ``out`` (replacing a
+    bundle there). Host target: the model is patched with the loaded bundle, which is returned;
+    other targets: the model is left as it was and the bundle's summary is returned."""
+    from . import bundle as _bundle, tune as _tune
+    for path in (db, out):
+        if os.path.dirname(os.path.abspath(path)):
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    kernels = record(model, *example_inputs)
+    if not kernels:
+        raise InvalidArgumentError("invalid-argument: the forward pass ran no operator Tessera tunes "
+                                   "(nn.Linear, GELU after a Linear in nn.Sequential, scaled_dot_product_attention)")
+    for k in kernels:
+        r = _tune(k, target=target, trials=trials, db=db, estimate=estimate, threads=threads, min_time=min_time,
+                  progress=progress)
+        if on_kernel is not None:
+            on_kernel(k, r)
+    summary = _bundle(kernels, targets=[target], out=out, db=db, missing=missing, replace=True, threads=threads)
+    if target != "host":
+        return summary
+    b = load(out)
+    patch(model, b)
+    return b

@@ -1,0 +1,64 @@
+"""tessera.torch on a whole model: patch() sends a GPT block's GEMMs (bias and GELU fused), and its
+causal attention to the bundle with no change to the model's code; unpatch() restores it;
+tune_model() records, tunes, bundles and patches."""
+import pytest
+import torch
+from torch import nn
+
+import gpt_block
+import tessera.torch as tt
+from conftest import DIM, HEADS
+
+
+def test_patched_block_runs_every_op_on_the_bundle(bundle, block_input):
+    model = gpt_block.make(DIM, HEADS)
+    with torch.no_grad():
+        want = model(block_input)
+        tt.patch(model, bundle)
+        got = model(block_input)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    ran = {(r["op"], r["ran"]) for r in tt.stats()}
+    assert ran == {("linear", "tessera"), ("attention", "tessera")}, tt.stats()
+    assert sum(r["calls"] for r in tt.stats()) == 5  # qkv, attention, proj, fc1+GELU, fc2
+    assert isinstance(model.mlp[1], nn.Identity) and model.mlp[0].activation == "gelu_tanh"
+    # Compiled whole (fake tensors through the custom operators), still on the bundle.
+    tt.stats(reset=True)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(block_input), want, rtol=1e-4, atol=1e-4)
+    assert {r["ran"] for r in tt.stats()} == {"tessera"}
+    tt.unpatch(model)
+    tt.stats(reset=True)
+    with torch.no_grad():
+        torch.testing.assert_close(model(block_input), want)
+    assert tt.stats() == [] and isinstance(model.mlp[1], nn.GELU)
+
+
+def test_another_width_falls_back_op_by_op(bundle):
+    model = gpt_block.make(2 * DIM, HEADS)  # no kernel of the bundle has these shapes
+    x = torch.randn(1, 16, 2 * DIM)
+    with torch.no_grad():
+        want = model(x)
+        got = tt.patch(model, bundle)(x)
+    torch.testing.assert_close(got, want)
+    assert {r["ran"] for r in tt.stats()} == {"torch"}
+
+
+def test_tune_model_writes_and_loads_the_bundle(tmp_path):
+    torch.manual_seed(7)
+    model = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 16)).eval()
+    x = torch.randn(8, 32)
+    with torch.no_grad():
+        want = model(x)
+    seen = []
+    b = tt.tune_model(model, (x,), out=str(tmp_path / "b"), db=str(tmp_path / "t.db"), trials=2, min_time=0.005,
+                      threads=1, on_kernel=lambda k, r: seen.append((k.name, r.outcome)))
+    assert len(seen) == 2 and all(o != "nothing-correct" for _, o in seen), seen
+    tt.stats(reset=True)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), want, rtol=1e-4, atol=1e-4)
+    assert [r["how"] for r in tt.stats()] == ["exact", "exact"]  # tuned at these shapes
+    assert isinstance(b, tt.Bundle)
+    with pytest.raises(tt.InvalidArgumentError, match="ran no operator"):
+        tt.tune_model(nn.Sequential(nn.ReLU()), (x,), out=str(tmp_path / "c"), db=str(tmp_path / "t.db"))
