@@ -10,7 +10,12 @@
 // every table. On the Kernel Tuner files, whose kernels the analytic GPU model describes
 // (bench/kerneltuner_models.h), evo+prior replays evo+xgboost with the model's estimate as its
 // prior, as `tessera tune` runs on a device: the first batch from the estimate's top, the log
-// estimate a feature of the cost model (issue 13).
+// estimate a feature of the cost model (issue 13); evo+inverted replays it with the estimate
+// inverted, the control of a wrong prior (issue 49).
+//
+// Settings are chosen on a development split and reported on a held-out one (issue 49): the
+// unit is the kernel (xgemm, convolution, host, device, each synthetic family; `--dev`), and the
+// summary prints random / strategy per kernel and per split (docs/search-notes.md).
 //
 // Transfer across GPUs (issue 29): `--transfer FILE...` replays each named table warm-started
 // from the records of the other named tables (the same kernel measured on other GPUs, as a team's
@@ -31,6 +36,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,6 +81,11 @@ struct BenchOptions {
   int warmRecords = 256;     // records per sibling table in the warm start
   bool synthetic = true;     // also replay the synthetic hard tables (needle, plateau, categorical)
   bool transferPrior = false;  // transfer replays: the analytic model's prior in both arms
+  bool invertedPrior = true;   // also replay evo+prior with the estimate inverted (the control)
+  // The kernels every search or prior setting is chosen on (the development split); the rest
+  // are held out: a setting is kept when the development split says it helps and the held-out
+  // split agrees (docs/search-notes.md).
+  std::vector<std::string> dev = {"convolution", "host", "device", "synthetic_plateau_trap"};
   search::TransferSettings transfer;  // how a session learns from the other tables
 };
 
@@ -132,6 +143,18 @@ struct Table {
   // The summary's groups: 0 Kernel Tuner GPU files, 1 host tables, 3 synthetic tables, 4 Tessera's
   // GPU tables (2: all of them).
   int group() const { return host() ? 1 : synthetic() ? 3 : tesseraGpu ? 4 : 0; }
+  // The kernel it measures, the unit of the development/held-out split: "xgemm", "convolution"
+  // (the Kernel Tuner files), "host", "device" (Tessera's tables), each synthetic family by its
+  // name, and any other table by its own name (a file named on the command line).
+  std::string kernel() const {
+    const std::string& n = replay.name;
+    if (synthetic()) return n;
+    if (host()) return "host";
+    if (tesseraGpu) return "device";
+    if (model && n.rfind("gemm_", 0) == 0) return "xgemm";
+    if (model && n.rfind("convolution_", 0) == 0) return "convolution";
+    return n;
+  }
 };
 
 struct Outcome {
@@ -152,8 +175,10 @@ search::FeaturesForKey featuresFor(const Table& t, const BenchOptions& o, const 
 // `withPrior`: the table's analytic model is the search's prior and a feature, as search::tuneProblem
 // makes it for a GPU target. Each seed is one tuning session as `tessera tune` runs it, measured
 // by replay, without a store.
+// `inverted`: the prior's estimate turned upside down (the fastest predicted slowest), the
+// control of a prior that is wrong.
 Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOptions& o, const TargetDesc* liveHost,
-                    const std::vector<cache::Record>* warm = nullptr, bool withPrior = false) {
+                    const std::vector<cache::Record>* warm = nullptr, bool withPrior = false, bool inverted = false) {
   const search::ReplayTable& table = tab.replay;
   // Host features as on the machine that recorded the table (its ISA level: vector width and
   // register count), not as on this one: replay must not depend on where it runs.
@@ -168,6 +193,11 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
   auto t0 = std::chrono::steady_clock::now();
   search::TuneProblem problem{table.key, table.space, host ? *host : TargetDesc{}, featuresFor(tab, o, host)};
   if (withPrior && tab.hasPrior()) problem.prior = tab.prior();
+  if (withPrior && tab.hasPrior() && inverted)
+    problem.prior = [p = problem.prior](const ir::Config& c) -> std::optional<double> {
+      auto us = p(c);
+      return us && std::isfinite(*us) && *us > 0 ? std::optional<double>(1e6 / *us) : us;
+    };
   if (withPrior && tab.hasPrior() && o.priorFeature) {
     auto knobs = problem.features;
     search::Prior prior = problem.prior;
@@ -283,8 +313,8 @@ std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std:
     for (const auto& f : only) add(f);
     return tables;
   }
-  // Every bundled Kernel Tuner file: the four the aims name, then the same kernels on six GPUs no
-  // search setting was chosen on (bench/data/README.md).
+  // Every bundled Kernel Tuner file: the four the aims name, then the same kernels on six more
+  // GPUs (bench/data/README.md; which of them settings were chosen on: docs/search-notes.md).
   for (const auto& f : bench::kernelTunerModelNames()) add(dataDir + "/" + f + ".json.gz");
   std::vector<std::string> host;
   if (fs::is_directory(dataDir))
@@ -298,8 +328,8 @@ std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std:
   std::sort(host.begin(), host.end());
   if (host.empty()) std::printf("note: no host tables (%s/host_*.jsonl.gz) yet: Kernel Tuner files only\n", dataDir.c_str());
   for (const auto& h : host) add(h);
-  // Landscapes no strategy setting was chosen on (bench/synthetic_tables.h): a needle, plateaus,
-  // many categorical knobs.
+  // Synthetic landscapes (bench/synthetic_tables.h): a needle, plateaus, many categorical knobs,
+  // deceptive pairs, a plateau on one value of a three-valued knob.
   if (synthetic)
     for (const auto& kind : bench::syntheticKinds()) {
       auto recs = bench::syntheticTable(kind, 1);
@@ -346,6 +376,78 @@ bool replayTransfer(const std::vector<Table>& group, const BenchOptions& o, cons
   std::printf("  median trials (geomean) %.0f -> %.0f: %.2fx; no table worse at the median: %s\n", geomean(cold),
               geomean(warm), cut, neverWorse ? "yes" : "NO");
   return cut >= 2 && neverWorse;
+}
+
+// Per strategy, per table replayed: random / strategy at the median and p90, the strategy's
+// median trials, and the table's summary group, kernel and cold cap.
+struct Column {
+  std::vector<double> ratioMed, ratioP90, medians;
+  std::vector<int> group;
+  std::vector<std::string> kernel, table;
+  std::vector<double> cap;  // the table's cold cap at the median
+};
+
+// The development/held-out split (BenchOptions::dev): per kernel, then per split, the geometric
+// mean of random's trials over the strategy's at the median (the cold evo+xgboost, and with the
+// prior and the inverted prior where replayed), and issue 49's aims over each split.
+void printSplit(const BenchOptions& o, const Column& cold, const Column& prior, const Column& inverted) {
+  auto isDev = [&](const std::string& k) { return std::find(o.dev.begin(), o.dev.end(), k) != o.dev.end(); };
+  std::vector<std::string> kernels;
+  for (const auto& k : cold.kernel)
+    if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+  auto geo = [](const Column& c, const std::function<bool(const std::string&)>& in, size_t* n) {
+    std::vector<double> m;
+    for (size_t i = 0; i < c.ratioMed.size(); ++i)
+      if (in(c.kernel[i])) m.push_back(c.ratioMed[i]);
+    *n = m.size();
+    return geomean(m);
+  };
+  auto cell = [&](const Column& c, const std::function<bool(const std::string&)>& in) {
+    size_t n = 0;
+    const double g = geo(c, in, &n);
+    char b[32];
+    if (n) std::snprintf(b, sizeof b, " %9.1fx", g);
+    else std::snprintf(b, sizeof b, " %10s", "-");
+    return std::string(b);
+  };
+  std::string devList;
+  for (const auto& k : o.dev) devList += (devList.empty() ? "" : ", ") + k;
+  std::printf("\ndevelopment / held-out split: settings are chosen on the development kernels (%s; --dev), the rest\n"
+              "are held out; per kernel and per split, geomean of random / strategy at the median\n", devList.c_str());
+  std::printf("  %-24s %6s %10s %10s %10s\n", "kernel", "tables", "evo", "evo+prior", "evo+inv");
+  auto line = [&](const std::string& name, const std::function<bool(const std::string&)>& in) {
+    size_t n = 0;
+    geo(cold, in, &n);
+    std::printf("  %-24s %6zu%s%s%s\n", name.c_str(), n, cell(cold, in).c_str(), cell(prior, in).c_str(), cell(inverted, in).c_str());
+  };
+  for (const auto& k : kernels) line(k + (isDev(k) ? " (dev)" : ""), [&](const std::string& x) { return x == k; });
+  line("development", isDev);
+  line("held-out", [&](const std::string& x) { return !isDev(x); });
+  // The bars: 5x at the median wherever the cold cap allows it (at least 5x), never worse than
+  // random at p90 anywhere; geomeans 12x (development) and 10x (held-out).
+  for (bool dev : {true, false}) {
+    double worstMed = 1e30, worstP90 = 1e30;
+    std::string wm, wp;
+    for (size_t i = 0; i < cold.ratioMed.size(); ++i) {
+      if (isDev(cold.kernel[i]) != dev) continue;
+      if (cold.cap[i] >= 5 && cold.ratioMed[i] < worstMed) {
+        worstMed = cold.ratioMed[i];
+        wm = cold.table[i];
+      }
+      if (cold.ratioP90[i] < worstP90) {
+        worstP90 = cold.ratioP90[i];
+        wp = cold.table[i];
+      }
+    }
+    size_t n = 0;
+    const double g = geo(cold, [&](const std::string& x) { return isDev(x) == dev; }, &n);
+    if (!n) continue;
+    const char* split = dev ? "development" : "held-out";
+    std::printf("aim (issue 49), %s, evo+xgboost cold: >= 5x at the median where the cold cap allows it (worst %.1fx, %s): %s; "
+                "never worse than random at p90 (worst %.2fx, %s): %s; geomean >= %dx (%.1fx): %s\n",
+                split, worstMed, wm.c_str(), worstMed >= 5 ? "met" : "NOT met", worstP90, wp.c_str(),
+                worstP90 >= 1 ? "met" : "NOT met", dev ? 12 : 10, g, g >= (dev ? 12 : 10) ? "met" : "NOT met");
+  }
 }
 
 }  // namespace
@@ -400,11 +502,12 @@ int main(int argc, char** argv) {
   app.add_option("--niche-random", o.search.nicheInRandomShare,
                  "niche slot: replaces the batch's random pick instead of a greedy one (0/1)")
       ->capture_default_str();
-  app.add_option("--niche-flags", o.search.nicheFlagsOnly, "niche slot: only two-valued knobs split niches (0/1)")
+  app.add_option("--niche-values", o.search.nicheMaxValues, "niche slot: only knobs of at most this many values split niches (0: any)")
       ->capture_default_str();
   app.add_option("--niche-draws", o.search.nicheDraws, "niche slot: a niche's first visits drawn uniformly inside it")
       ->capture_default_str();
-  app.add_option("--stagnation-eps", o.search.stagnationEps, "random share of an exploring batch (<0: --eps)")->capture_default_str();
+  app.add_option("--stagnation-eps", o.search.stagnationEps,
+                 "random share of an exploring batch (<0: grows with the stale trials, to max(eps, 1 - stagnation / stale))")->capture_default_str();
   app.add_option("--prior-batches", o.search.priorBatches,
                  "evo with a prior: its first this-many batches come from the prior's top (0: only while the model has no data)");
   app.add_option("--prior-fits-first", o.search.priorFitsFirst,
@@ -413,6 +516,16 @@ int main(int argc, char** argv) {
                  "evo with a prior: a categorical value the prior predicts under --categorical-dominated of the best gets no slot until measured (0/1)");
   app.add_option("--prior-weight", o.search.priorWeight,
                  "evo with a prior: the prior's order counts as this many trials against the cost model's (0: ties only)")
+      ->capture_default_str();
+  app.add_option("--prior-check", o.search.priorCheckZ,
+                 "evo with a prior: its weight each batch is the upper bound, at this many standard errors, of its rank "
+                 "correlation with the measurements (<0: the prior believed at its fixed weight)")
+      ->capture_default_str();
+  app.add_option("--inverted-prior", o.invertedPrior,
+                 "also replay evo+prior with the estimate inverted, the control of a wrong prior (0/1)")
+      ->capture_default_str();
+  app.add_option("--dev", o.dev, "the development kernels (xgemm, convolution, host, device, synthetic_KIND); the rest are held out")
+      ->delimiter(',')
       ->capture_default_str();
   app.add_option("--prior-tiebreak", o.search.priorTiebreak,
                  "evo with a prior: candidates the cost model scores alike go in the prior's order (0/1)");
@@ -587,24 +700,22 @@ int main(int argc, char** argv) {
   for (const auto& s : o.strategies) std::printf(" %13s", s == "evolutionary" ? "evo+xgboost" : s.c_str());
   if (anyWarm) std::printf(" %13s", "evo+warm");
   if (anyPrior) std::printf(" %13s", "evo+prior");
+  const bool anyInverted = anyPrior && o.invertedPrior;
+  if (anyInverted) std::printf(" %13s", "evo+inverted");
   for (const auto& s : o.strategies) std::printf("  %-15s", ("rnd/" + (s == "evolutionary" ? std::string("evo") : s)).c_str());
   if (anyWarm) std::printf("  %-15s", "rnd/warm");
   if (anyPrior) std::printf("  %-15s", "rnd/prior");
+  if (anyInverted) std::printf("  %-15s", "rnd/inverted");
   std::printf("\n");
 
-  // Per strategy (the last slot: evo+warm), per table: random / strategy at the median and p90,
-  // and the strategy's median trials.
-  struct Column {
-    std::vector<double> ratioMed, ratioP90, medians;
-    std::vector<int> group;
-  };
   std::vector<Column> cols(o.strategies.size() + 1);
-  Column priorCol;
+  Column priorCol, invertedCol;
   // Per table with a prior: evo+xgboost's and evo+prior's median and p90 trials.
   struct PriorPair {
     std::string table;
     double evoMed, evoP90, priorMed, priorP90;
     bool tesseraGpu;
+    double invMed = 0, invP90 = 0;  // evo+inverted (0: not replayed)
   };
   std::vector<PriorPair> priorPairs;
   for (const auto& t : tables) {
@@ -623,6 +734,9 @@ int main(int argc, char** argv) {
       c.ratioP90.push_back(rnd.p90 / p90);
       c.medians.push_back(med);
       c.group.push_back(t.group());
+      c.kernel.push_back(t.kernel());
+      c.table.push_back(t.replay.name);
+      c.cap.push_back(rnd.median / cap.median);
       char b[64];
       std::snprintf(b, sizeof b, "  %6.1fx/%6.1fx", rnd.median / med, rnd.p90 / p90);
       ratios.push_back(b);
@@ -650,9 +764,19 @@ int main(int argc, char** argv) {
         if (evoOut)
           priorPairs.push_back({t.replay.name, quantile(evoOut->hits, 0.5), quantile(evoOut->hits, 0.9), quantile(out.hits, 0.5),
                                 quantile(out.hits, 0.9), t.tesseraGpu});
+        if (anyInverted) {
+          Outcome inv = runStrategy(t, "evolutionary", o, host, nullptr, true, true);
+          record(invertedCol, inv);
+          if (evoOut) {
+            priorPairs.back().invMed = quantile(inv.hits, 0.5);
+            priorPairs.back().invP90 = quantile(inv.hits, 0.9);
+          }
+        }
       } else {
-        std::printf(" %13s", "-");
-        ratios.push_back("  " + std::string(7, ' ') + "-" + std::string(7, ' '));
+        for (int i = 0; i < (anyInverted ? 2 : 1); ++i) {
+          std::printf(" %13s", "-");
+          ratios.push_back("  " + std::string(7, ' ') + "-" + std::string(7, ' '));
+        }
       }
     }
     for (const auto& r : ratios) std::printf("%s", r.c_str());
@@ -770,17 +894,28 @@ int main(int argc, char** argv) {
     bool saves = true;
     std::printf("\nthe analytic model as prior (information): trials to %.0f%%, evo+xgboost -> evo+prior (median / p90)\n",
                 o.target * 100);
-    bool anyFile = false;
+    if (anyInverted) std::printf("and with the estimate inverted (evo+inverted: the control of a prior that is wrong)\n");
+    bool anyFile = false, neverWorse = true;
     for (const auto& p : priorPairs) {
-      std::printf("  %-28s %6.0f -> %6.0f   %6.0f -> %6.0f%s\n", p.table.c_str(), p.evoMed, p.priorMed, p.evoP90, p.priorP90,
-                  p.tesseraGpu ? "   (Tessera's model of its own kernel)" : "");
+      std::string inv;
+      if (p.invMed > 0) {
+        char b[64];
+        std::snprintf(b, sizeof b, "   inverted %6.0f / %6.0f", p.invMed, p.invP90);
+        inv = b;
+      }
+      std::printf("  %-28s %6.0f -> %6.0f   %6.0f -> %6.0f%s%s\n", p.table.c_str(), p.evoMed, p.priorMed, p.evoP90, p.priorP90,
+                  inv.c_str(), p.tesseraGpu ? "   (Tessera's model of its own kernel)" : "");
+      neverWorse = neverWorse && p.priorMed <= p.evoMed && (p.invMed <= 0 || p.invMed <= p.evoMed);
       // The aim (issue 29) is over the Kernel Tuner files; Tessera's GPU tables are information.
       if (p.tesseraGpu) continue;
       anyFile = true;
       saves = saves && p.priorMed < p.evoMed;
     }
     if (anyFile) std::printf("aim: the prior saves trials (median) on every Kernel Tuner file: %s\n", saves ? "met" : "NOT met");
+    std::printf("aim (issue 49): with the prior%s never worse than cold at the median on any table: %s\n",
+                anyInverted ? ", right or inverted," : "", neverWorse ? "met" : "NOT met");
   }
+  if (evo != o.strategies.end()) printSplit(o, cols[size_t(evo - o.strategies.begin())], priorCol, invertedCol);
   std::printf("\n%.0f s in all\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return status;
 }

@@ -11,7 +11,10 @@
 //                interactions (a value good with one partner is bad with another);
 //   trap         a deceptive pair of knobs: a broad basin at 0.85 for one pair of their values,
 //                the best at another pair, either knob changed alone slow (the host GEMM's
-//                register tile: rows and columns must change together).
+//                register tile: rows and columns must change together);
+//   plateau_trap a three-valued knob one value of which is a broad plateau at 0.80-0.87 of the
+//                best while every config within 95 % has one of the other two, in narrow basins
+//                slow on average (an unseen GPU space's trap: issue 49).
 // Each is a list of records (one key, every config measured ok), as a replayed table needs.
 #pragma once
 
@@ -23,7 +26,8 @@
 
 namespace tessera::bench {
 
-// The kinds, in the order the bench prints them: "needle", "plateau", "categorical", "trap".
+// The kinds, in the order the bench prints them: "needle", "plateau", "categorical", "trap",
+// "plateau_trap".
 std::vector<std::string> syntheticKinds();
 // The table of `kind` drawn from `seed` (same kind and seed: the same records); `scale` < 1 keeps
 // fewer values per knob (a small table for tests). An empty list for an unknown kind.

@@ -71,7 +71,9 @@ struct SearchSettings {
   // (0: never): its greedy picks differ from it in at least `stagnationDistance` knobs.
   int stagnation = 0;
   int stagnationDistance = 2;
-  double stagnationEps = -1;  // the batch's random share while stagnating (<0: eps)
+  // The batch's random share while stagnating; below 0 it grows with the stale trials, to
+  // max(eps, 1 - stagnation / stale): a search stuck on a plateau turns into random search.
+  double stagnationEps = -1;
   // The random share's picks: of this many uniform unseen configs, the one with the most pairs
   // of knob values never measured (1 or less: uniform draws).
   int noveltyDraws = 0;
@@ -84,26 +86,9 @@ struct SearchSettings {
   // host GEMM's register tile (MR 4 -> 8 with NR 64 -> 32, and plain), the synthetic trap; the
   // niche's own measurements, not the model's extrapolation, decide whether it earns a trial.
   //
-  // On by default over switches (nicheFlagsOnly: two-valued knobs, a code path on or off: staging
-  // in shared memory, the read-only cache, padding). A switch selects one of two kernels whose
-  // landscapes differ; the search settles on the variant whose first draws were better and the
-  // model, trained there, extrapolates to the other from a few uniform draws. On the Radeon W6600
-  // and RTX A4000 convolution files the staged variant is the better one on median (a plateau of
-  // 0.7-0.84 of the best) and every config within 95 % sits in a corner of the unstaged one
-  // (block_size_y 1, tile_size_y 4: 4 and 11 of 4362 configs). Traced (W6600, seed 9): trial 25
-  // measured an unstaged 256x1 block, 1x2 tile at 0.62, one knob (tile_size_y 4) from 0.99, after
-  // which 280 trials went to the plateau, the model having seen tile_size_y 4 only with slow block
-  // widths; with the slot, the unstaged niche keeps improving from its own best config and the
-  // corner comes at trial 34.
-  // Replay, 40 seeds, cold, trials to 95 % at the median (random / evo): W6600 328 -> 224
-  // (2.1x -> 3.1x), A4000 94 -> 55 (2.8x -> 4.9x), A6000 90 -> 86, W7800 68 -> 60, A100 90 -> 94,
-  // host GEMM 32x2048x512 85 -> 70; paid on files the search already wins by 6x or more:
-  // MI250X 44 -> 54, RTX 3090 62 -> 72, 3060 Laptop 53 -> 72, 2080 Ti 117 -> 124, TITAN 38 -> 42
-  // (geomean over the ten files 9.2x -> 9.4x; worst file 2.1x -> 3.1x). Tried on the W6600: one
-  // switch, explore 0.5: 303 (20 seeds); one switch, explore 1: 253; two, the slot only after 8
-  // or 16 trials without a gain: 260 / 282 (40 seeds). The slot over any knobs (nicheFlagsOnly
-  // false, explore 0.5, as the trap test runs it): trap 316/540 -> 120/490 but A100 94 -> 123
-  // (20 seeds).
+  // On by default over switches (nicheMaxValues 2: two-valued knobs, a code path on or off):
+  // a switch selects one of two kernels whose landscapes differ, and the model trained on the
+  // variant the first draws favoured extrapolates to the other. Evidence: docs/search-notes.md.
   int nicheKnobs = 2;
   double nicheExplore = 1.0;
   // A niche's first visits draw uniformly inside it: where the search has not been, the model
@@ -113,52 +98,38 @@ struct SearchSettings {
   // The slot plays once this many trials brought no better measurement (0: every batch).
   int nicheAfter = 0;
   bool nicheInRandomShare = false;  // the slot replaces the batch's random pick, not a greedy one
-  bool nicheFlagsOnly = true;       // niche knobs only among the two-valued ones (switches)
+  int nicheMaxValues = 2;           // niche knobs only among those of at most this many values (0: any)
   // Evolutionary with a prior: its first this-many batches come from the prior's top even when the
   // model already has data (a transfer across GPUs that takes the lead after a probe of this GPU:
   // its first batch is the other GPUs' best). 0: the prior leads only while the model has none.
   int priorBatches = 0;
   // Evolutionary with a prior, once the cost model leads: candidates it scores alike go in the
-  // prior's order (a model trained on a few batches has few distinct leaf values, and its ties
-  // went to a random order, the prior's knowledge unused after the first batch), and candidates
-  // the prior takes for unlaunchable (the analytic model's registers or shared memory over the
-  // limit: a trial the compiler refuses) go after every one it can estimate. Found on the H100's
-  // causal attention table, whose one config within 95 % is the prior's 4th and took 14 trials,
-  // BK 128 kernels that spill among them. Replay, 40 seeds, evo+prior median / p90
-  // (`search_efficiency --warm 0 --synthetic 0 --strategies evolutionary`): causal attention H100
-  // 14/16 -> 10/10, H200 12/15 -> 10/10; RTX 2080 Ti 33/94 -> 27/74, TITAN RTX 14/21 -> 7/30,
-  // A100 96/157 -> 76/101, W6600 3/14 -> 3/10, W7800 26/31 -> 21/29, H200 bias+GELU 9/13 ->
-  // 10/12, the others unchanged; without a prior the search replays byte-identical.
+  // prior's order (a model trained on a few batches has few distinct leaf values), and candidates
+  // the prior takes for unlaunchable (a trial the compiler refuses) go after every one it can
+  // estimate. Evidence: docs/search-notes.md.
   bool priorTiebreak = true;
   bool priorFitsFirst = true;
   // A categorical value (a kernel family) whose best estimate is under categoricalDominated of the
-  // prior's best gets no slot until one of its configs measures at that share of the best: the
-  // slot is for a family whose good region the model has not seen, and the prior has seen it
-  // (Tessera's analytic model puts SIMT attention at 5 % of the tensor-core kernels; on the device
-  // it measured 4-6 %). The eps random share still draws from it, which is what lets a wrong prior
-  // be overruled. Replay, 40 seeds, evo+prior median / p90: causal attention 10/10 -> 4/10 on
-  // both GPUs, GEMM 4/4 -> 3/3 on both, attention D64 and D128 3/3 -> 2/2, bias+GELU unchanged
-  // (one kernel family); every table without a prior or a categorical knob unchanged. Off for a
-  // prior that is not a time (the other GPUs' score in a transfer: search/tune_session.cpp).
+  // prior's best gets no slot until one of its configs measures at that share of the best (the
+  // slot is for a family the model has not seen, and the prior has seen it); the random share
+  // still draws from it. Off for a prior that is not a time (the other GPUs' score in a
+  // transfer: search/tune_session.cpp). Evidence: docs/search-notes.md.
   bool priorDominated = true;
   // Evolutionary with a prior, once the cost model leads: the model's order and the prior's are
   // blended, each candidate ranked by both (as a fraction of the candidates) and weighted
   // priorWeight / (priorWeight + trials) toward the prior: the prior counts as this many trials'
-  // worth of evidence, and the model's own trials outweigh it as they come (0: off; the prior
-  // then only breaks the model's ties, priorTiebreak). Found on the H200's bias+GELU table (traced,
-  // `--trace --trace-configs --first-seed 38`): the first batch measured four TPB 64 kernels at
-  // 0.67-0.95 of the best; the model, trained on those four, scored the configs with another TPB
-  // by what it had learnt of the other knobs (it had seen no other TPB), and its top class held
-  // ten kernels the prior predicts 6 % to 21x slower than the best it had left (84-1677 against
-  // 79 us), all of them ahead of it; the best came in the third batch (10 trials, random 27).
-  // Replay, 40 seeds, evo+prior median / p90 (`search_efficiency --seeds 40`, before:
-  // `--prior-weight 0`): H200 bias+GELU 10/12 -> 6/7,
-  // causal attention H100 and H200 4/10 -> 4/7, RTX 2080 Ti 27/74 -> 26/38, A100 76/101 -> 60/90,
-  // TITAN RTX 7/30 -> 7/23, W7800 21/29 -> 18/27, every other table unchanged (cold, host and
-  // synthetic columns byte-identical: no prior); weight 16 about the same (A100 58/89, H200
-  // bias+GELU 7/8). Transfer (`--transfer --seeds 20`, the prior being the other GPUs' score):
-  // Xgemm pair 4.92x -> 6.11x, convolution group 3.02x -> 3.49x, no file worse than before.
+  // worth of evidence (0: off; the prior then only breaks the model's ties). A model trained on
+  // one batch scores configs with knob values it has not seen by what it learnt of the others.
+  // Evidence: docs/search-notes.md.
   double priorWeight = 8;
+  // The prior is checked, not believed: each batch, the rank correlation (Spearman) of its
+  // estimate with this run's measurements (a failed trial the slowest, a config it cannot launch
+  // predicted slowest) bounds its say. The blend's weight is priorWeight times the upper
+  // confidence bound of that correlation (Fisher's z, standard error sqrt(1.06 / (n - 3)), this
+  // many standard errors), clamped to [0, 1]; at none, the prior's tie order, unlaunchable-last
+  // and family rules are off too. Before four measurements the prior is taken at its word (its
+  // first batch). Below 0: the prior believed at its fixed weight. docs/search-notes.md.
+  double priorCheckZ = 1.282;
   size_t exhaustiveLimit = 200000;  // exhaustive refuses spaces whose knob product is larger
   // ranked: the legal configs it orders (the whole space when it can be listed within this,
   // else this many uniform draws); evolutionary with a prior: candidates scored for its first batch.

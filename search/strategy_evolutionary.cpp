@@ -11,6 +11,7 @@
 
 #include "search/strategy.h"
 #include "search/strategy_state.h"
+#include "search/transfer.h"
 
 namespace tessera::search {
 namespace {
@@ -36,15 +37,17 @@ class Evolution : public SearchStrategy {
     // A search stuck on a plateau (no better measurement for a while) explores: its greedy picks
     // leave the best config's neighbourhood and the random share grows.
     avoid_.reset();
+    trust_ = priorTrust();
     double eps = s_.eps;
     if (s_.stagnation > 0) {
       const auto& m = st_.measured();
       const auto top = st_.best(1);
       if (!top.empty()) {
-        size_t at = size_t(top.front() - m.data());
+        const size_t at = size_t(top.front() - m.data());
         if (m.size() - 1 - at >= size_t(s_.stagnation)) {
           avoid_ = top.front()->config;
-          if (s_.stagnationEps >= 0) eps = s_.stagnationEps;
+          const size_t stale = m.size() - 1 - at;
+          eps = s_.stagnationEps >= 0 ? s_.stagnationEps : std::max(eps, 1 - double(s_.stagnation) / double(stale));
         }
       }
     }
@@ -71,7 +74,16 @@ class Evolution : public SearchStrategy {
     return pickWithEpsGreedy(std::move(greedy), n);
   }
 
-  void observe(const std::vector<TrialResult>& results) override { st_.observe(results); }
+  void observe(const std::vector<TrialResult>& results) override {
+    st_.observe(results);
+    if (prior_ && s_.priorCheckZ >= 0)
+      for (const auto& r : results) {
+        const auto t = prior_(r.config);
+        // Higher is better on both sides: the negated predicted time, the measured throughput.
+        predicted_.push_back(t && std::isfinite(*t) ? -*t : -std::numeric_limits<double>::infinity());
+        achieved_.push_back(r.ok() ? r.throughput : 0.0);
+      }
+  }
   bool exhausted() const override { return st_.exhausted(); }
 
  private:
@@ -179,7 +191,8 @@ class Evolution : public SearchStrategy {
   void blendWithPrior(std::vector<Scored>& ranked) {
     const size_t n = ranked.size();
     if (n < 2) return;
-    const double w = s_.priorWeight, toPrior = w / (w + double(st_.measured().size()));
+    const double w = s_.priorWeight * trust_, toPrior = w / (w + double(st_.measured().size()));
+    if (!(w > 0)) return;
     std::vector<double> byModel(n), byPrior(n);
     for (size_t i = 0; i < n; ++i) {
       byModel[i] = -ranked[i].score;
@@ -199,7 +212,7 @@ class Evolution : public SearchStrategy {
     // tiebreak, then the config) so a fixed seed replays exactly.
     // With a prior (SearchSettings::priorTiebreak, priorFitsFirst): what it cannot launch goes
     // last, and what the model scores alike goes in its order.
-    const bool fitsFirst = prior_ && s_.priorFitsFirst, tiebreak = prior_ && s_.priorTiebreak;
+    const bool fitsFirst = prior_ && s_.priorFitsFirst && trust_ > 0, tiebreak = prior_ && s_.priorTiebreak && trust_ > 0;
     std::sort(ranked.begin(), ranked.end(), [fitsFirst, tiebreak](const Scored& a, const Scored& b) {
       if (fitsFirst) {
         const bool fa = std::isfinite(a.prior), fb = std::isfinite(b.prior);
@@ -312,7 +325,7 @@ class Evolution : public SearchStrategy {
   // priorDominated): its best estimate among the candidates is under categoricalDominated of the
   // best estimate of all, and no measured config of the value reached that share of the best.
   bool priorDominated(const std::vector<Scored>& ranked, const std::string& name, const ir::KnobValue& v) const {
-    if (!prior_ || !s_.priorDominated || s_.categoricalDominated <= 0) return false;
+    if (!prior_ || !s_.priorDominated || s_.categoricalDominated <= 0 || !(trust_ > 0)) return false;
     double all = std::numeric_limits<double>::infinity(), mine = all;
     for (const auto& c : ranked) {
       if (!(c.prior > 0) || !std::isfinite(c.prior)) continue;
@@ -322,6 +335,16 @@ class Evolution : public SearchStrategy {
     if (!std::isfinite(all) || mine * s_.categoricalDominated <= all) return false;
     const Measured m = measuredOf(name, v);
     return !(m.mine > 0 && m.mine >= s_.categoricalDominated * m.best);
+  }
+
+  // SearchSettings::priorCheckZ: the prior's say this batch, from 1 (believed) to 0 (none).
+  double priorTrust() const {
+    if (!prior_ || s_.priorCheckZ < 0) return 1;
+    const size_t n = predicted_.size();
+    if (n < 4) return 1;
+    const double rho = rankCorrelation(predicted_, achieved_);
+    const double z = std::atanh(std::clamp(rho, -0.9999, 0.9999)) + s_.priorCheckZ * std::sqrt(1.06 / double(n - 3));
+    return std::clamp(std::tanh(z), 0.0, 1.0);
   }
 
   // Step 4: the greedy picks, then random unseen configs up to `n` (exploration the model cannot
@@ -411,7 +434,7 @@ class Evolution : public SearchStrategy {
     std::vector<std::pair<double, size_t>> eta;
     for (size_t k = 0; k < knobs.size(); ++k) {
       if (knobs[k].domain.size() < 2) continue;
-      if (s_.nicheFlagsOnly && knobs[k].domain.size() != 2) continue;
+      if (s_.nicheMaxValues > 0 && knobs[k].domain.size() > size_t(s_.nicheMaxValues)) continue;
       std::vector<double> sum(knobs[k].domain.size(), 0), cnt(knobs[k].domain.size(), 0);
       for (const auto* r : ok)
         if (int v = valueIndex(r->config, k); v >= 0) {
@@ -567,6 +590,10 @@ class Evolution : public SearchStrategy {
   std::unordered_map<std::string, size_t> valueTurn_;  // per knob: the value whose slot comes next
   size_t soloTurn_ = 0;  // one-slot batches whose slot a knob's values wanted
   size_t batches_ = 0;   // batches proposed so far
+  // SearchSettings::priorCheckZ: per measured config, the prior's negated estimate and the
+  // measured throughput (0: failed); this batch's trust in the prior.
+  std::vector<double> predicted_, achieved_;
+  double trust_ = 1;
 };
 
 }  // namespace

@@ -144,7 +144,11 @@ class Session {
     SearchSettings searchWith = searchOwn;
     if (transferred) searchWith.flagSlots = true;
     // The other GPUs' prior is a score, not a time: no share of its best rules a family out.
-    if (transferred && s_.transfer.asPrior) searchWith.priorDominated = false;
+    // Its agreement is checked by the transfer itself (TransferSettings: the check, the probe).
+    if (transferred && s_.transfer.asPrior) {
+      searchWith.priorDominated = false;
+      searchWith.priorCheckZ = -1;
+    }
     // After a probe of this GPU the transfer's first batch is still the other GPUs' best.
     const bool gated = transferred && (s_.transfer.checkAfter > 0 || s_.transfer.probeTrials > 0);
     if (gated && s_.transfer.probeTrials > 0 && s_.transfer.asPrior) searchWith.priorBatches = 1;

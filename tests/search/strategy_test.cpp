@@ -428,6 +428,7 @@ TEST(Strategy, APriorsUnlaunchableConfigsComeLast) {
   auto refused = [&](bool fitsFirst) {
     SearchSettings ss;
     ss.priorWeight = 0;  // the rule alone (the blend ranks what the prior refuses last too)
+    ss.priorCheckZ = -1;  // unchecked: measured, the fast configs it refuses contradict it
     ss.priorFitsFirst = fitsFirst;
     Trained tr = trainedSearch(ss, t, &refusesTheFast);
     auto batch = tr.strategy->propose(8);
@@ -443,11 +444,12 @@ TEST(Strategy, APriorsUnlaunchableConfigsComeLast) {
 namespace {
 // Of a greedy batch of 8, after a model trained on `trials` uniform trials of `t` and with `prior`
 // weighing `weight` trials (SearchSettings::priorWeight), the picks among the table's fastest 5 %.
-long fastPicksWeighing(const ReplayTable& t, const Prior& prior, size_t trials, double weight) {
+long fastPicksWeighing(const ReplayTable& t, const Prior& prior, size_t trials, double weight, double check = 1.282) {
   const auto timeOf = timesOf(t);
   const double fast = fastestShare(timeOf, 0.05);
   SearchSettings ss;
   ss.priorWeight = weight;
+  ss.priorCheckZ = check;
   Trained tr = trainedSearch(ss, t, &prior, nullptr, trials);
   auto batch = tr.strategy->propose(8);
   EXPECT_EQ(batch.size(), 8u);
@@ -476,16 +478,67 @@ TEST(Strategy, AModelOfFewTrialsLeansOnThePrior) {
 // The prior's weight fades as trials come in: a prior that inverts the table (the slowest configs
 // predicted fastest) no longer steers a model trained on 256 trials, whose picks then fall in the
 // fastest 5 % as without a prior; a weight that does not fade keeps them on the prior's (wrong)
-// top (the control).
+// top (the control). Both unchecked (priorCheckZ < 0): checked, even that weight has no say once
+// the measurements contradict the prior.
 TEST(Strategy, ThePriorsWeightFadesAsTrialsComeIn) {
   const ReplayTable& t = tables::mi250x();
   const auto timeOf = timesOf(t);
   Prior inverted = oracleOf(timeOf, [](const ir::Config&, double us) { return 1.0 / us; });
-  const auto fading = fastPicksWeighing(t, inverted, 256, 8), stuck = fastPicksWeighing(t, inverted, 256, 1e9);
+  const auto fading = fastPicksWeighing(t, inverted, 256, 8, -1), stuck = fastPicksWeighing(t, inverted, 256, 1e9, -1);
+  const auto checked = fastPicksWeighing(t, inverted, 256, 1e9);
   std::printf("greedy picks among the fastest 5 %% after 256 trials, the prior inverted: %d of 8 as it weighs 8 trials, "
               "%d as it weighs 1e9\n", int(fading), int(stuck));
   EXPECT_GE(fading, 4);
   EXPECT_EQ(stuck, 0);
+  EXPECT_GE(checked, 4);
+}
+
+namespace {
+// Median trials to 95 % of the best of `t` over `seeds` evolutionary tunes (batches of 4, as
+// `tessera tune`) with `prior` (null: the cold search), checked at priorCheckZ `check`.
+double medianTrialsWith(const ReplayTable& t, const Prior* prior, double check, int seeds) {
+  const double bar = 0.95 * t.bestThroughput();
+  std::vector<int> hits;
+  for (int seed = 0; seed < seeds; ++seed) {
+    SearchSettings ss;
+    ss.seed = uint64_t(seed) * 7919 + 1;
+    ss.priorCheckZ = check;
+    Trained tr = freshSearch(ss, t, prior);
+    auto m = makeReplayMeasurer(t);
+    TuneSettings ts;
+    ts.search = ss;
+    ts.trials = int(t.results.size());
+    ts.topK = 0;
+    ts.measureDefault = false;
+    int hit = 0;
+    TuneCallbacks cb;
+    cb.onTrial = [&](const TrialResult& r, const TuneProgress& p) {
+      if (!hit && r.ok() && r.throughput >= bar) hit = p.trial;
+    };
+    cb.shouldStop = [&](const TuneProgress&) { return hit > 0; };
+    tune(t.space, *m, *tr.strategy, tr.model.get(), tr.features.get(), ts, cb);
+    hits.push_back(hit ? hit : int(t.results.size()));
+  }
+  std::sort(hits.begin(), hits.end());
+  return hits.size() % 2 ? hits[hits.size() / 2] : 0.5 * (hits[hits.size() / 2 - 1] + hits[hits.size() / 2]);
+}
+}  // namespace
+
+// A prior that is wrong (here the table's own times inverted: the slowest config predicted
+// fastest) is checked against the measurements each batch and loses its say once they
+// contradict it (SearchSettings::priorCheckZ): the search then needs no more trials than the
+// cold one. The control: believed at its fixed weight (priorWeight trials' worth), the same prior
+// costs trials.
+TEST(Strategy, AWrongPriorCostsNoMoreThanTheColdSearch) {
+  const ReplayTable& t = tables::mi250x();
+  const auto timeOf = timesOf(t);
+  Prior inverted = oracleOf(timeOf, [](const ir::Config&, double us) { return 1.0 / us; });
+  const int seeds = 5;
+  const double cold = medianTrialsWith(t, nullptr, 1.282, seeds), checked = medianTrialsWith(t, &inverted, 1.282, seeds),
+               believed = medianTrialsWith(t, &inverted, -1, seeds);
+  std::printf("median trials to 95 %%: cold %.0f, an inverted prior checked %.0f, believed %.0f\n", cold, checked, believed);
+  EXPECT_LE(checked, cold);
+  EXPECT_GT(believed, cold) << "a prior believed at its fixed weight costs trials (the control)";
 }
 
 // A family the prior predicts far behind (under a quarter of its best: SIMT kernels next to

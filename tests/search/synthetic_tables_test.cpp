@@ -136,6 +136,26 @@ TEST(SyntheticTables, EachKindIsDeterministicAndHasItsShape) {
   EXPECT_EQ(moves, 6);
   // ... while a basin of 0.85 elsewhere draws a search that follows single moves.
   EXPECT_GT(trap.countAtLeast(0.8), trap.countAtLeast(0.95));
+
+  // The plateau trap: a three-valued knob; one value holds most of its configs at 0.78-0.88 of
+  // the best, the better value on median, and no config within 95 %; the other two hold those.
+  ReplayTable pt = tableOf("plateau_trap", 1, 1.0);
+  const ir::Knob* variant = pt.space.find("variant");
+  ASSERT_NE(variant, nullptr);
+  ASSERT_EQ(variant->domain.size(), 3u);
+  std::map<int64_t, std::vector<double>> shares;
+  for (const auto& r : pt.results)
+    shares[std::get<int64_t>(r.config.values.at("variant"))].push_back(r.throughput / pt.bestThroughput());
+  int plateaus = 0, holders = 0;
+  for (auto& [v, sh] : shares) {
+    std::sort(sh.begin(), sh.end());
+    const double median = sh[sh.size() / 2], top = sh.back();
+    const long flat = std::count_if(sh.begin(), sh.end(), [](double x) { return x >= 0.78 && x <= 0.88; });
+    if (double(flat) > 0.8 * double(sh.size()) && top < 0.95) ++plateaus;
+    else if (top >= 0.95 && median < 0.5) ++holders;
+  }
+  EXPECT_EQ(plateaus, 1);
+  EXPECT_EQ(holders, 2);
 }
 
 TEST(SyntheticTables, TheSearchBeatsRandomThreefoldOnHardLandscapes) {
@@ -172,7 +192,7 @@ TEST(SyntheticTables, TheNicheSlotMakesTheJointMoveOfATrap) {
   const double rnd = randomMedian(N, k);
   const double with = medianTrials(t, "evolutionary", 5, [](SearchSettings& s) {
     s.nicheKnobs = 2;
-    s.nicheFlagsOnly = false;  // the trap's knobs are not switches
+    s.nicheMaxValues = 0;  // the trap's knobs are not switches
     s.nicheExplore = 0.5;
   });
   const double without = medianTrials(t, "evolutionary", 5, [](SearchSettings& s) { s.nicheKnobs = 0; });
