@@ -13,6 +13,7 @@
 #include "codegen/gpu_runner.h"
 #include "codegen/gpu_strategies.h"
 #include "codegen/host_lowering.h"
+#include "codegen/host_soft_half.h"
 #include "codegen/host_strategies.h"
 #include "codegen/mlir_env.h"
 #include "ir/verifier.h"
@@ -78,6 +79,8 @@ Expected<std::unique_ptr<ExecutionEngine>> jitEmulation(ModuleOp m, int optLevel
   auto engine = ExecutionEngine::create(m, opts);
   if (!engine)
     return makeError(ErrorCode::CompileError, "emulation JIT failed: " + llvm::toString(engine.takeError()) + " " + diags.message());
+  // As for the host JIT: bf16/f16 conversions LLVM turns into calls on CPUs without them.
+  registerConversionBuiltins(**engine);
   return std::move(*engine);
 }
 
