@@ -31,6 +31,8 @@ struct CompileFlags {
   std::string config, target = "host", emit = "scheduled", output, hostPreset;
   int threads = kAllCores;
   GpuFlags gpu;
+  int schedules = emu::Options{}.schedules;  // emulation-report: fiber orders
+  uint64_t seed = 1;                         // emulation-report: inputs and the PCT orders
 };
 
 // The target to compile for: a named machine (--host-preset: its ISA, caches and LLVM CPU, e.g.
@@ -58,14 +60,17 @@ Expected<ir::Config> configFor(const ir::Kernel& k, const TargetDesc& t, const s
 // The mapped kernel run once on this CPU (seeded inputs, one fiber per GPU thread), checked
 // against the reference: races, bounds, bank conflicts per shared access, sectors per global
 // request, per kernel.
-std::string emulationReport(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, const codegen::GpuBinary& bin) {
+std::string emulationReport(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, const codegen::GpuBinary& bin,
+                            const CompileFlags& f) {
   codegen::MappedEmuOptions mo;
   mo.run.countInstructions = true;
+  mo.run.schedules = f.schedules;
+  mo.run.seed = f.seed;
   auto mk = codegen::compileMapped(bin, t, mo);
   if (!mk.ok()) failWith(mk.error());
   auto report = std::make_shared<emu::Report>();
   auto runner = codegen::makeDeviceRunner(codegen::mappedEmulatedDevice(*mk, t.name, report));
-  KernelIO io(k, 1);
+  KernelIO io(k, f.seed);
   io.poisonOutputs();
   auto r = runner->run(bin, k, io.buffers(), 1);
   std::string out = "kernel     " + k.name + " on " + t.name + ", config " + cfg.str() + " (" + bin.strategy + ")\n" +
@@ -93,7 +98,7 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
         if (!b.ok()) failWith(b.error());
         bin = std::move(*b);
       }
-      text += emulationReport(k, t, *cfg, *bin);
+      text += emulationReport(k, t, *cfg, *bin, f);
       continue;
     }
     auto e = codegen::parseGpuEmit(stage, t.vendor);
@@ -153,6 +158,7 @@ void writeOutput(const std::string& path, const std::string& text) {
 }
 
 void compileCommand(const CompileFlags& f) {
+  if (f.schedules < 1 || f.schedules > 1000) fail("--schedules must be 1 to 1000", kExitBadInput);
   loadGpuFacts(f.gpu);
   auto k = buildKernel(f.kernel);
   if (!k.ok()) failWith(k.error());
@@ -203,6 +209,10 @@ void addCompileCommand(CLI::App& app) {
                 "coalescing); the resource report goes to stderr")
       ->capture_default_str();
   c->add_option("-o,--output", f->output, "write to a file instead of stdout");
+  c->add_option("--schedules", f->schedules,
+                "emulation-report: fiber orders to run (the fixed one, then seeded PCT orders over sampled blocks)")
+      ->capture_default_str();
+  c->add_option("--seed", f->seed, "emulation-report: seed of the inputs and of the PCT fiber orders")->capture_default_str();
   c->add_option("--config", f->config, "knob overrides: 'MC=64,NR=32' or a JSON object");
   c->add_option("--target", f->target, "target: host, sm_80, sm_86, sm_89, sm_90, sm_90a, gfx90a, gfx942, gfx1100")
       ->capture_default_str();

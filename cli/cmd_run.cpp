@@ -30,6 +30,7 @@ struct RunFlags {
   int minRuns = 5;
   bool json = false, flush = false;
   std::string emulate;  // "": run on a device; "mapped" | "pre"
+  int schedules = emu::Options{}.schedules;
   int64_t maxElements = kDefaultMaxElements;
 };
 
@@ -53,6 +54,8 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
   } else if (f.emulate == "mapped") {
     codegen::MappedEmuOptions mo;
     mo.run.countInstructions = true;
+    mo.run.schedules = f.schedules;
+    mo.run.seed = f.seed;
     auto mk = codegen::compileMapped(*bin, t, mo);
     if (!mk.ok()) failWith(mk.error());
     compileSec += (*mk)->compileSeconds;
@@ -115,6 +118,7 @@ void runCommand(const RunFlags& f) {
     fail("--emulate takes mapped (the default) or pre, not '" + f.emulate + "'", kExitBadInput);
   if (!(f.minTime >= 0)) fail("--min-time must be at least 0 seconds", kExitBadInput);  // NaN fails too
   if (f.minRuns < 1) fail("--min-runs must be at least 1", kExitBadInput);
+  if (f.schedules < 1 || f.schedules > 1000) fail("--schedules must be 1 to 1000", kExitBadInput);
   auto space = search::makeSpace(*k, *t);
   if (!space.ok()) failWith(space.error());
   auto over = parseConfigArg(f.config);
@@ -146,7 +150,10 @@ void addRunCommand(CLI::App& app) {
   auto* run = app.add_subcommand("run", "compile + run + check one kernel with one config (default: the space's default)");
   run->add_option("--config", f->config, "knob overrides: 'MC=64,NR=32' or a JSON object");
   run->add_option("--target", f->target, "target (host runs here)")->capture_default_str();
-  run->add_option("--seed", f->seed, "input seed")->capture_default_str();
+  run->add_option("--seed", f->seed, "input seed (and, with --emulate, the seed of the PCT fiber orders)")->capture_default_str();
+  run->add_option("--schedules", f->schedules,
+                  "--emulate: fiber orders each launch runs (the fixed one, then seeded PCT orders over sampled blocks)")
+      ->capture_default_str();
   addThreadsOption(run, &f->threads);
   run->add_option("--min-time", f->minTime, "seconds of timed runs at least")->capture_default_str();
   run->add_option("--min-runs", f->minRuns, "timed runs at least")->capture_default_str();

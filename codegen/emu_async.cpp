@@ -2,6 +2,8 @@
 // grouped by commit_group, performed only when cp.async.wait_group lets them complete (so a missing
 // wait reads stale data and is reported: the destination bytes are marked in flight until then),
 // and copies still in flight when a block ends.
+#include <cstdio>
+
 #include "codegen/emu_internal.h"
 
 namespace tessera::emu {
@@ -13,12 +15,28 @@ namespace detail {
 void asyncReset(BlockState& b) {
   for (auto& q : b.async) q.clear();
   std::fill(b.asyncGroups.begin(), b.asyncGroups.end(), 0);
+  b.asyncInFlight = 0;
+}
+
+void asyncSourceWrite(BlockState& b, const char* p, int bytes, int tid, int site) {
+  for (int t = 0; t < b.nthreads; ++t)
+    for (const auto& c : b.async[size_t(t)])
+      if (p < c.src + c.srcBytes && c.src < p + bytes) {
+        char at[32];
+        std::snprintf(at, sizeof at, "0x%llx", (unsigned long long)reinterpret_cast<uintptr_t>(p));
+        reportError(b, std::string("race: global write at ") + at + " by " + threadName(b, tid) +
+                           " at " + b.L->sites->name(site) + " to the source of a cp.async still in flight (issued by " +
+                           threadName(b, t) + " at " + b.L->sites->name(c.site) +
+                           "; the copy may read the old or the new bytes)");
+        return;
+      }
 }
 
 namespace {
 
 void complete(BlockState& b, int tid, const AsyncCopy& c) {
-  std::memcpy(c.dst, c.src, size_t(c.srcBytes));
+  --b.asyncInFlight;
+  std::memcpy(c.dst, c.data.data(), size_t(c.srcBytes));
   if (c.bytes > c.srcBytes) std::memset(c.dst + c.srcBytes, 0, size_t(c.bytes - c.srcBytes));
   if (!b.O->checks) return;
   for (int i = 0; i < c.bytes; ++i) b.shadow[size_t(c.dst - b.smemBase) + size_t(i)].pending = 0;
@@ -62,12 +80,20 @@ void tessera_emu_cp_async(void* dst, const void* src, int32_t bytes, int32_t src
                        threadName(b, tid) + " at " + b.L->sites->name(site));
     srcBytes = 0;  // zero-filled instead
   }
+  if (bytes > 16) {
+    reportError(b, "cp.async of " + std::to_string(bytes) + " B (at most 16) by " + threadName(b, tid) + " at " + b.L->sites->name(site));
+    return;
+  }
   if (b.O->checks)
     for (int i = 0; i < bytes; ++i) {
       Shadow& s = b.shadow[size_t(d - b.smemBase) + size_t(i)];
       s.pending = 1, s.pendingBy = int16_t(tid), s.pendingSite = site;
     }
-  b.async[size_t(tid)].push_back({d, static_cast<const char*>(src), bytes, srcBytes, site, -1});
+  AsyncCopy c{d, static_cast<const char*>(src), bytes, srcBytes, site, -1, {}};
+  std::memcpy(c.data.data(), src, size_t(srcBytes));
+  std::memset(d, 0xff, size_t(bytes));  // poison (NaN in every float format) until the wait
+  b.async[size_t(tid)].push_back(c);
+  ++b.asyncInFlight;
 }
 
 void tessera_emu_cp_commit(int32_t) {

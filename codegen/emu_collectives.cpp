@@ -63,6 +63,7 @@ extern "C" {
 int32_t tessera_emu_shfl(int32_t mode, int32_t mask, int32_t val, int32_t b, int32_t c, int32_t site, int8_t* valid) {
   BlockState& st = state();
   const int me = lane();
+  collectiveSlot(uint32_t(mask));
   Collective& k = st.warps[size_t(warpOf(st, st.cur->tid))].coll;
   uint32_t in[4] = {uint32_t(val), uint32_t(b), uint32_t(c), uint32_t(mask)};
   std::memcpy(k.in[me], in, sizeof in);
@@ -84,7 +85,7 @@ int32_t tessera_emu_shfl(int32_t mode, int32_t mask, int32_t val, int32_t b, int
           w.out[l][1] = p;
         }
         std::memset(w.ptr, 0, sizeof w.ptr);
-      }))
+      }, uint32_t(mask)))
     return val;
   if (valid) *valid = int8_t(k.out[me][1]);
   return int32_t(k.out[me][0]);
@@ -94,6 +95,7 @@ int32_t tessera_emu_shfl(int32_t mode, int32_t mask, int32_t val, int32_t b, int
 int32_t tessera_emu_vote(int32_t mode, int32_t mask, int32_t pred, int32_t site) {
   BlockState& st = state();
   const int me = lane();
+  collectiveSlot(uint32_t(mask));
   Collective& k = st.warps[size_t(warpOf(st, st.cur->tid))].coll;
   k.in[me][0] = uint32_t(pred != 0);
   k.in[me][1] = uint32_t(mask);
@@ -107,15 +109,16 @@ int32_t tessera_emu_vote(int32_t mode, int32_t mask, int32_t pred, int32_t site)
                                                                    : ((ballot & m) == 0 || (ballot & m) == m);
         for (int l = 0; l < 64; ++l) w.out[l][0] = r;
         std::memset(w.ptr, 0, sizeof w.ptr);
-      }))
+      }, uint32_t(mask)))
     return 0;
   return int32_t(k.out[me][0]);
 }
 
-// __syncwarp / bar.warp.sync: the lanes meet (memory they wrote before is visible after).
+// __syncwarp / bar.warp.sync: the member lanes meet (memory they wrote before is visible after;
+// the warp's sync count is one for all its lanes, so a partial mask orders the others too).
 void tessera_emu_syncwarp(int32_t mask, int32_t site) {
-  (void)mask;
-  warpCollective(kSyncwarp * 16, site, [](Collective&, int) {});
+  collectiveSlot(uint32_t(mask));
+  warpCollective(kSyncwarp * 16, site, [](Collective&, int) {}, uint32_t(mask), true);
 }
 
 // ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16: lanes 8i..8i+7 give the row addresses of
@@ -403,12 +406,15 @@ void tessera_emu_tma_load(void* dst, const void* map, void* bar, int32_t rank, i
 void tessera_emu_wgmma(int32_t n, int32_t flags, int64_t descA, int64_t descB, float* acc, int32_t site);
 void tessera_emu_wgmma_rs(int32_t n, int32_t flags, const uint32_t* a, int64_t descB, float* acc, int32_t site);
 void tessera_emu_wgmma_commit(int32_t site);
+void tessera_emu_wgmma_fence(int32_t site);
+void tessera_emu_fence_proxy_async(int32_t site);
 void tessera_emu_wgmma_wait(int32_t n, int32_t site);
 int32_t tessera_emu_sreg(int32_t which);
 void* tessera_emu_shared(int64_t offset);
 void tessera_emu_barrier(int32_t id, int32_t count, int32_t site);
 void* tessera_emu_mem(void* p, int32_t bytes, int32_t flags, int32_t site);
 void tessera_emu_count(int64_t n);
+void tessera_emu_fence_device(int32_t site);
 
 }  // extern "C"
 
@@ -419,6 +425,7 @@ std::vector<std::pair<std::string, void*>> runtimeSymbols() {
       {"tessera_emu_barrier", reinterpret_cast<void*>(&tessera_emu_barrier)},
       {"tessera_emu_mem", reinterpret_cast<void*>(&tessera_emu_mem)},
       {"tessera_emu_count", reinterpret_cast<void*>(&tessera_emu_count)},
+      {"tessera_emu_fence_device", reinterpret_cast<void*>(&tessera_emu_fence_device)},
       {"tessera_emu_shfl", reinterpret_cast<void*>(&tessera_emu_shfl)},
       {"tessera_emu_vote", reinterpret_cast<void*>(&tessera_emu_vote)},
       {"tessera_emu_syncwarp", reinterpret_cast<void*>(&tessera_emu_syncwarp)},
@@ -437,6 +444,8 @@ std::vector<std::pair<std::string, void*>> runtimeSymbols() {
       {"tessera_emu_wgmma", reinterpret_cast<void*>(&tessera_emu_wgmma)},
       {"tessera_emu_wgmma_rs", reinterpret_cast<void*>(&tessera_emu_wgmma_rs)},
       {"tessera_emu_wgmma_commit", reinterpret_cast<void*>(&tessera_emu_wgmma_commit)},
+      {"tessera_emu_wgmma_fence", reinterpret_cast<void*>(&tessera_emu_wgmma_fence)},
+      {"tessera_emu_fence_proxy_async", reinterpret_cast<void*>(&tessera_emu_fence_proxy_async)},
       {"tessera_emu_wgmma_wait", reinterpret_cast<void*>(&tessera_emu_wgmma_wait)},
       {"tessera_emu_ex2_approx_ftz", reinterpret_cast<void*>(&tessera_emu_ex2_approx_ftz)},
       {"tessera_emu_rcp_approx_ftz", reinterpret_cast<void*>(&tessera_emu_rcp_approx_ftz)},

@@ -76,6 +76,8 @@ namespace {
   Fiber* f = b.cur;
   f->state = FiberState::Done;
   --b.live;
+  // Lanes of its warp waiting at a collective recount the live members.
+  wakeWarp(warpOf(b, f->tid));
   tessera_emu_switch(&f->sp, b.schedSp);
   std::abort();  // a finished fiber is never resumed
 }
@@ -266,69 +268,38 @@ void wakeWarp(int warp) {
   }
 }
 
-void sharedAccess(BlockState& b, const char* p, int bytes, bool write, int tid, int site) {
-  const size_t off = size_t(p - b.smemBase);
-  const int w = warpOf(b, tid);
-  const uint32_t myClock = b.clocks[size_t(w * b.nwarps + w)], mySync = b.warps[size_t(w)].syncCount;
-  // Ordered before this access: the same thread, a lane of this warp before a collective or
-  // barrier it passed since, or another warp whose clock this warp has seen pass the access.
-  auto ordered = [&](int other, uint32_t clock, uint32_t sync) {
-    if (other < 0 || other == tid) return true;
-    int ow = warpOf(b, other);
-    if (ow == w) return mySync > sync;
-    return b.clocks[size_t(w * b.nwarps + ow)] > clock;
-  };
-  const uint64_t before = b.R->errorCount;
-  for (int i = 0; i < bytes; ++i) {
-    if (b.R->errorCount != before) {  // one report per access: mark the rest and stop checking
-      for (int j = i; j < bytes; ++j) {
-        Shadow& s = b.shadow[off + size_t(j)];
-        if (write) s.writer = int16_t(tid), s.wClock = myClock, s.wSync = mySync, s.wSite = site, s.written = 1;
-        else s.reader = int16_t(tid), s.rClock = myClock, s.rSync = mySync, s.rSite = site, s.written = 1;
-        s.pending = 0;
-      }
-      return;
-    }
-    Shadow& s = b.shadow[off + size_t(i)];
-    if (s.pending) {
-      reportError(b, std::string(write ? "write to" : "read of") + " shared memory at offset " + std::to_string(off + size_t(i)) +
-                         " while an async copy to it is in flight (issued by " + threadName(b, s.pendingBy) + " at " +
-                         b.L->sites->name(s.pendingSite) + "; a missing cp.async.wait_group?), by " + threadName(b, tid) +
-                         " at " + b.L->sites->name(site));
-      s.pending = 0;
-    }
-    if (write && s.wgmmaReads) {
-      reportError(b, "write to shared memory at offset " + std::to_string(off + size_t(i)) +
-                         " that an in-flight wgmma may still read (no wgmma.wait_group retired it before the stage was "
-                         "released), by " + threadName(b, tid) + " at " + b.L->sites->name(site));
-      s.wgmmaReads = 0;
-    }
-    if (write) {
-      if (!ordered(s.writer, s.wClock, s.wSync))
-        reportError(b, "race: write-after-write on shared byte " + std::to_string(off + size_t(i)) + ": " +
-                           threadName(b, s.writer) + " at " + b.L->sites->name(s.wSite) + ", then " + threadName(b, tid) +
-                           " at " + b.L->sites->name(site) + " with no barrier between");
-      else if (!ordered(s.reader, s.rClock, s.rSync))
-        reportError(b, "race: write-after-read on shared byte " + std::to_string(off + size_t(i)) + ": read by " +
-                           threadName(b, s.reader) + " at " + b.L->sites->name(s.rSite) + ", then written by " +
-                           threadName(b, tid) + " at " + b.L->sites->name(site) + " with no barrier between");
-      s.writer = int16_t(tid), s.wClock = myClock, s.wSync = mySync, s.wSite = site, s.written = 1;
-    } else {
-      if (!s.written)
-        reportError(b, "read of uninitialised shared memory at offset " + std::to_string(off + size_t(i)) + " by " +
-                           threadName(b, tid) + " at " + b.L->sites->name(site));
-      else if (!ordered(s.writer, s.wClock, s.wSync))
-        reportError(b, "race: read-after-write on shared byte " + std::to_string(off + size_t(i)) + ": written by " +
-                           threadName(b, s.writer) + " at " + b.L->sites->name(s.wSite) + ", read by " +
-                           threadName(b, tid) + " at " + b.L->sites->name(site) + " with no barrier between");
-      s.reader = int16_t(tid), s.rClock = myClock, s.rSync = mySync, s.rSite = site;
-      s.written = 1;  // report an uninitialised byte once
-    }
-    if (b.aborted) return;
-  }
+void maybePreempt(BlockState& b) {
+  if (!b.pct || !b.cur) return;
+  ++b.steps;
+  if (b.nextPreempt >= b.preemptAt.size() || b.steps < b.preemptAt[b.nextPreempt]) return;
+  ++b.nextPreempt;
+  Fiber* f = b.cur;
+  f->priority = --b.lowest;  // below every other fiber: the others run until they block
+  ++b.R->counters.switches;
+  tessera_emu_switch(&f->sp, b.schedSp);
 }
 
-bool warpCollective(int op, int site, const std::function<void(Collective&, int)>& fn) {
+namespace {
+
+// Live lanes of warp w in `mask`.
+uint64_t liveLanes(const BlockState& b, int w, uint64_t mask) {
+  uint64_t m = 0;
+  for (int l = 0; l < warpLanes(b, w); ++l)
+    if ((mask >> l & 1) && b.fibers[size_t(w * b.warpSize + l)].state != FiberState::Done) m |= uint64_t(1) << l;
+  return m;
+}
+
+}  // namespace
+
+void collectiveSlot(uint64_t mask) {
+  BlockState& b = *tls;
+  const int tid = b.cur->tid, w = warpOf(b, tid);
+  Warp& warp = b.warps[size_t(w)];
+  // Lanes of another mask (the other side of a branch) are mid-collective: theirs completes first.
+  while (warp.coll.arrived > 0 && (warp.coll.mask & mask) == 0 && !b.aborted) waitHere(WaitKind::Warp, warp.coll.site);
+}
+
+bool warpCollective(int op, int site, const std::function<void(Collective&, int)>& fn, uint64_t mask, bool ordersMemory) {
   BlockState& b = *tls;
   const int tid = b.cur->tid, w = warpOf(b, tid);
   Warp& warp = b.warps[size_t(w)];
@@ -336,26 +307,38 @@ bool warpCollective(int op, int site, const std::function<void(Collective&, int)
   if (c.arrived == 0) {
     c.op = op;
     c.site = site;
-  } else if (c.op != op || c.site != site) {
+    c.mask = mask | uint64_t(1) << laneOf(b, tid);
+  } else if (c.op != op || (c.site != site && !ordersMemory && op / 16 != 1 && op / 16 != 2)) {
+    // .aligned instructions (ldmatrix, mma, MFMA, wgmma) need every lane at the same one;
+    // shfl.sync / vote.sync / bar.warp.sync only the same kind with the same lanes.
     reportError(b, "warp divergence at a collective: " + threadName(b, tid) + " at " + b.L->sites->name(site) +
                        " while other lanes of warp " + std::to_string(w) + " wait at " + b.L->sites->name(c.site));
     b.aborted = true;
     return false;
   }
-  // Lanes that exited cannot arrive: the collective runs with the live ones.
-  int live = 0;
-  for (int l = 0; l < warpLanes(b, w); ++l) live += b.fibers[size_t(w * b.warpSize + l)].state != FiberState::Done;
-  if (++c.arrived < live) {
-    waitHere(WaitKind::Warp, site);
+  const uint32_t gen = warp.collGen;
+  // Lanes that exited cannot arrive (nor lanes outside the member mask): the collective runs
+  // with the live members; a waiting lane finishes it when the last missing member exits.
+  auto complete = [&] {
+    ++b.R->counters.collectives;
+    fn(c, __builtin_popcountll(liveLanes(b, w, c.mask)));
+    std::memset(c.ptr, 0, sizeof c.ptr);  // lane marks and addresses are per collective
+    c.arrived = 0;
+    ++warp.collGen;
+    // Only __syncwarp / bar.warp.sync orders memory between the lanes (PTX ISA memory model).
+    if (ordersMemory) warp.syncCount++;
+    flushGroups(b, warp);
+    wakeWarp(w);
+  };
+  if (++c.arrived < __builtin_popcountll(liveLanes(b, w, c.mask))) {
+    while (warp.collGen == gen) {
+      waitHere(WaitKind::Warp, site);
+      if (b.aborted) return false;
+      if (warp.collGen == gen && c.arrived >= __builtin_popcountll(liveLanes(b, w, c.mask))) complete();
+    }
     return !b.aborted;
   }
-  ++b.R->counters.collectives;
-  fn(c, live);
-  std::memset(c.ptr, 0, sizeof c.ptr);  // lane marks and addresses are per collective
-  c.arrived = 0;
-  warp.syncCount++;
-  flushGroups(b, warp);
-  wakeWarp(w);
+  complete();
   return !b.aborted;
 }
 
@@ -431,6 +414,7 @@ void tessera_emu_barrier(int32_t id, int32_t count, int32_t site) {
 // the access is out of bounds, so a wrong kernel never corrupts the process).
 void* tessera_emu_mem(void* p, int32_t bytes, int32_t flags, int32_t site) {
   BlockState& b = *tls;
+  maybePreempt(b);
   const int tid = b.cur->tid;
   const bool write = flags & kWrite;
   char* c = static_cast<char*>(p);
@@ -448,22 +432,34 @@ void* tessera_emu_mem(void* p, int32_t bytes, int32_t flags, int32_t site) {
                          std::to_string(b.smemBytes) + " B) by " + threadName(b, tid) + " at " + b.L->sites->name(site));
       return sinkFor(b, tid);
     }
-    if (b.O->checks) sharedAccess(b, c, bytes, write, tid, site);
+    // Atomics of shared memory do not race with each other (with plain accesses they do).
+    if (b.O->checks) sharedAccess(b, c, bytes, write, tid, site, (flags & kAtomicRmw) ? kAtomic : kPlain);
     group(b, tid, site, uint64_t(c - b.smemBase), bytes, true);
     return p;
   }
-  if (!findExtent(*b.L, p, size_t(bytes))) {
-    std::string near;
+  const Extent* ext = findExtent(*b.L, p, size_t(bytes));
+  if (!ext) {
+    // Named by the buffer it overran (past its end first: the usual fault); the red zones
+    // between the emulated device's buffers keep an overrun from landing in a neighbour.
+    const Extent *past = nullptr, *close = nullptr;
     for (const auto& e : b.L->extents) {
       auto* base = static_cast<const char*>(e.base);
-      if (c >= base - 4096 && c < base + e.bytes + 4096)
-        near = " (" + std::to_string(c - base) + " B from the start of " + e.name + " of " + std::to_string(e.bytes) + " B)";
+      if (c >= base + e.bytes && c < base + e.bytes + 4096) past = &e;
+      else if (c >= base - 4096 && c < base + e.bytes + 4096) close = &e;
+    }
+    std::string near;
+    if (const Extent* e = past ? past : close) {
+      auto* base = static_cast<const char*>(e->base);
+      near = " (" + std::to_string(c - base) + " B from the start of " + e->name + " of " + std::to_string(e->bytes) + " B" +
+             (past ? ", " + std::to_string(c - base - e->bytes) + " B past its end)" : ")");
     }
     reportError(b, std::string("out-of-bounds global ") + (write ? "store" : "load") + " of " + std::to_string(bytes) +
                        " B at " + hex(p) + near + " by " + threadName(b, tid) + " at " + b.L->sites->name(site));
     return sinkFor(b, tid);
   }
   group(b, tid, site, reinterpret_cast<uint64_t>(p), bytes, false);
+  if (write && b.asyncInFlight > 0 && b.O->checks) asyncSourceWrite(b, c, bytes, tid, site);
+  if (b.G) globalAccess(b, int(ext - b.L->extents.data()), c, bytes, flags, tid, site);
   if (write && b.L->trackWriters && !b.writersFull) {
     for (int i = 0; i < bytes; i += 4) b.writers[c + i] = {b.ctaid, tid, site};
     if (b.writers.size() > (size_t(1) << 22)) b.writersFull = true;
@@ -472,6 +468,12 @@ void* tessera_emu_mem(void* p, int32_t bytes, int32_t flags, int32_t site) {
 }
 
 void tessera_emu_count(int64_t n) { tls->R->counters.laneInstructions += uint64_t(n); }
+
+// membar.gl / fence.{sc,acq_rel}.gpu / an LLVM fence: device scope.
+void tessera_emu_fence_device(int32_t) {
+  BlockState& b = *tls;
+  if (b.G) deviceFence(b, b.cur->tid);
+}
 
 }  // extern "C"
 
@@ -513,12 +515,34 @@ bool setUp(Worker& w, const Launch& l, const Options& o) {
   b.asyncGroups.assign(size_t(b.nthreads), 0);
   b.wgmma.resize(size_t(b.nthreads));
   b.wgmmaGroups.assign(size_t(b.nthreads), 0);
+  b.proxyFences.assign(size_t(b.nthreads), 0);
+  b.fenceSync.assign(size_t(b.nthreads), 0);
+  b.fenceClock.assign(size_t(b.nthreads), std::vector<uint32_t>(size_t(b.nwarps), 0));
+  b.wgmmaFences.assign(size_t(b.nthreads), 0);
+  b.lastRegEvent.assign(size_t(b.nthreads), -1);
+  b.devFenceSeq.assign(size_t(b.nthreads), 0);
   return true;
 }
 
-void runBlock(Worker& w, std::array<int64_t, 3> ctaid, std::mt19937_64* rng) {
+// A PCT order for one block: random distinct fiber priorities and `points` preemption points
+// drawn from the first `steps` memory accesses.
+void choosePct(BlockState& b, std::mt19937_64& rng, int points, uint64_t steps) {
+  std::vector<int64_t> prio(size_t(b.nthreads));
+  for (int t = 0; t < b.nthreads; ++t) prio[size_t(t)] = t + 1;
+  std::shuffle(prio.begin(), prio.end(), rng);
+  for (int t = 0; t < b.nthreads; ++t) b.fibers[size_t(t)].priority = prio[size_t(t)];
+  b.lowest = 0;
+  b.preemptAt.clear();
+  for (int i = 0; i < points && steps > 0; ++i) b.preemptAt.push_back(1 + rng() % steps);
+  std::sort(b.preemptAt.begin(), b.preemptAt.end());
+  b.nextPreempt = 0;
+  b.steps = 0;
+}
+
+void runBlock(Worker& w, std::array<int64_t, 3> ctaid, std::mt19937_64* rng, int preemptions = 0, uint64_t steps = 0) {
   BlockState& b = w.b;
   b.ctaid = ctaid;
+  b.blockId = uint32_t(ctaid[0] + b.L->grid[0] * (ctaid[1] + b.L->grid[1] * ctaid[2]) + 1);
   b.aborted = false;
   b.live = b.nthreads;
   std::memset(b.smemBase, 0xA5, b.smemBytes);  // never zero: a read before a write shows
@@ -528,6 +552,16 @@ void runBlock(Worker& w, std::array<int64_t, 3> ctaid, std::mt19937_64* rng) {
   for (auto& wp : b.warps) wp = Warp{};
   std::fill(b.barArrived.begin(), b.barArrived.end(), 0);
   std::fill(b.barWarps.begin(), b.barWarps.end(), 0);
+  b.readPool.clear();
+  b.readFree.clear();
+  b.gWrites = 0;
+  std::fill(b.devFenceSeq.begin(), b.devFenceSeq.end(), 0);
+  b.seenReleases.clear();
+  b.acquired.clear();
+  std::fill(b.proxyFences.begin(), b.proxyFences.end(), 0);
+  std::fill(b.fenceSync.begin(), b.fenceSync.end(), 0);
+  std::fill(b.wgmmaFences.begin(), b.wgmmaFences.end(), 0);
+  std::fill(b.lastRegEvent.begin(), b.lastRegEvent.end(), -1);
   asyncReset(b);
   tmaReset(b);
   for (int t = 0; t < b.nthreads; ++t) {
@@ -536,18 +570,27 @@ void runBlock(Worker& w, std::array<int64_t, 3> ctaid, std::mt19937_64* rng) {
     f.tid = t;
     prepare(b, f, b.stacks[size_t(t)] + 4096 + b.stackBytes);
   }
+  b.pct = rng != nullptr;
+  if (rng) choosePct(b, *rng, preemptions, steps);
   tls = &b;
   std::vector<int> order(size_t(b.nthreads));
   for (int t = 0; t < b.nthreads; ++t) order[size_t(t)] = t;
   while (b.live > 0 && !b.aborted) {
-    if (rng) std::shuffle(order.begin(), order.end(), *rng);
     bool progressed = false;
-    for (int t : order) {
-      Fiber& f = b.fibers[size_t(t)];
-      if (f.state != FiberState::Ready) continue;
-      resume(b, f);
-      progressed = true;
-      if (b.aborted) break;
+    if (b.pct) {
+      // PCT: the ready fiber of highest priority runs until it blocks or is preempted.
+      Fiber* best = nullptr;
+      for (auto& f : b.fibers)
+        if (f.state == FiberState::Ready && (!best || f.priority > best->priority)) best = &f;
+      if (best) resume(b, *best), progressed = true;
+    } else {
+      for (int t : order) {
+        Fiber& f = b.fibers[size_t(t)];
+        if (f.state != FiberState::Ready) continue;
+        resume(b, f);
+        progressed = true;
+        if (b.aborted) break;
+      }
     }
     if (!progressed && !b.aborted) {
       // Nobody can run and not everyone finished: a barrier or collective some never reach.
@@ -569,6 +612,71 @@ void runBlock(Worker& w, std::array<int64_t, 3> ctaid, std::mt19937_64* rng) {
   tls = nullptr;
 }
 
+std::array<int64_t, 3> ctaidOf(const Launch& l, int64_t i) {
+  return {i % l.grid[0], i / l.grid[0] % l.grid[1], i / (l.grid[0] * l.grid[1])};
+}
+
+// Global memory a launch may touch, copied so that the PCT orders start from what the fixed order
+// starts from (and leave nothing behind). Bounded: past it the extra orders are skipped.
+constexpr size_t kScheduleSnapshotBytes = size_t(1) << 30;
+constexpr size_t kGlobalShadowBytes = size_t(256) << 20;
+
+// The seeded PCT orders over the first and last blocks (options' scheduleBlocks), on one host
+// thread from the launch's initial global memory, restored after each; their errors, each naming
+// its order, into `errors`; returns how many errors they found.
+uint64_t runSchedules(const Launch& l, const Options& o, int64_t blocks, Report& total, std::vector<std::string>& errors) {
+  size_t bytes = 0;
+  for (const auto& e : l.extents) bytes += e.bytes;
+  if (bytes > kScheduleSnapshotBytes) {
+    total.schedulesNote = "the extra fiber orders were skipped: " + std::to_string(bytes >> 20) +
+                          " MiB of buffers is too much to restore between them";
+    return 0;
+  }
+  std::vector<std::vector<char>> saved;
+  for (const auto& e : l.extents) {
+    auto* p = static_cast<const char*>(e.base);
+    saved.emplace_back(p, p + e.bytes);
+  }
+  auto restore = [&] {
+    for (size_t i = 0; i < l.extents.size(); ++i)
+      std::memcpy(const_cast<void*>(l.extents[i].base), saved[i].data(), saved[i].size());
+  };
+  std::vector<int64_t> picked;
+  for (int64_t i : {int64_t(0), blocks - 1, blocks / 2})
+    if (int(picked.size()) < std::max(1, o.scheduleBlocks) && std::find(picked.begin(), picked.end(), i) == picked.end())
+      picked.push_back(i);
+  Options one = o;
+  one.countInstructions = false;
+  Launch quiet = l;
+  quiet.trackWriters = false;
+  auto w = std::make_unique<Worker>();
+  if (!setUp(*w, quiet, one)) return 0;
+  uint64_t found = 0;
+  std::vector<uint64_t> steps(picked.size(), 0);
+  total.schedules = o.schedules;
+  total.seed = o.seed;
+  for (int s = 1; s < o.schedules; ++s) {
+    const uint64_t seed = o.seed + uint64_t(s - 1);
+    std::mt19937_64 rng(seed);
+    for (size_t k = 0; k < picked.size(); ++k) {
+      Report& p = w->partial;
+      p = Report{};
+      // The first order has no preemption points (it counts the block's steps for the others).
+      runBlock(*w, ctaidOf(l, picked[k]), &rng, s == 1 ? 0 : o.preemptions, steps[k]);
+      if (s == 1) steps[k] = w->b.steps;
+      found += p.errorCount;
+      for (const auto& e : p.errors)
+        if (errors.size() < size_t(o.maxErrors))
+          errors.push_back(e + " [in fiber order " + std::to_string(s + 1) + " of " + std::to_string(o.schedules) +
+                           ": PCT seed " + std::to_string(seed) + "]");
+      restore();
+      if (found) break;
+    }
+    if (found) break;  // one order that fails is enough to refuse the kernel
+  }
+  return found;
+}
+
 }  // namespace
 
 Report run(const Launch& l, const Options& o) {
@@ -582,11 +690,20 @@ Report run(const Launch& l, const Options& o) {
     return total;
   }
   int hostThreads = o.hostThreads > 0 ? o.hostThreads : int(std::max(1u, std::thread::hardware_concurrency()));
-  // The seed fixes the fiber order: one host thread, so that a failure replays.
-  if (o.seed) hostThreads = 1;
   hostThreads = int(std::min<int64_t>(hostThreads, blocks));
+  std::vector<std::string> extraErrors;
+  uint64_t extraCount = 0;
+  if (o.checks && o.schedules > 1) extraCount = runSchedules(l, o, blocks, total, extraErrors);
   std::atomic<int64_t> next{0};
   std::mutex mu;
+  // Global races are checked while the launch's buffers are small enough to shadow (6x their bytes).
+  std::unique_ptr<GlobalShadow> shadow;
+  size_t globalBytes = 0;
+  for (const auto& e : l.extents) globalBytes += e.bytes;
+  if (o.checks && globalBytes <= kGlobalShadowBytes) {
+    shadow = std::make_unique<GlobalShadow>(l.extents);
+    if (!shadow->ok) shadow.reset();
+  }
   auto work = [&]() {
     auto w = std::make_unique<Worker>();
     if (!setUp(*w, l, o)) {
@@ -595,11 +712,8 @@ Report run(const Launch& l, const Options& o) {
       total.errors.push_back("cannot map the fibers' stacks");
       return;
     }
-    std::mt19937_64 rng(o.seed);
-    for (int64_t i; (i = next++) < blocks;) {
-      std::array<int64_t, 3> ctaid{i % l.grid[0], i / l.grid[0] % l.grid[1], i / (l.grid[0] * l.grid[1])};
-      runBlock(*w, ctaid, o.seed ? &rng : nullptr);
-    }
+    w->b.G = shadow.get();
+    for (int64_t i; (i = next++) < blocks;) runBlock(*w, ctaidOf(l, i), nullptr);
     std::lock_guard<std::mutex> g(mu);
     Report& p = w->partial;
     total.ok = total.ok && p.ok;
@@ -623,6 +737,11 @@ Report run(const Launch& l, const Options& o) {
   for (int i = 1; i < hostThreads; ++i) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  // The PCT orders' errors after the fixed order's (the same fault usually shows in both).
+  total.ok = total.ok && extraCount == 0;
+  total.errorCount += extraCount;
+  for (auto& e : extraErrors)
+    if (total.errors.size() < size_t(o.maxErrors)) total.errors.push_back(std::move(e));
   total.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return total;
 }

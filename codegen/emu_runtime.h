@@ -21,7 +21,9 @@ enum Sreg : int32_t {
 };
 
 // Flags of __emu_mem (a load or store the rewritten kernel is about to do).
-enum AccessFlags : int32_t { kRead = 0, kWrite = 1 };
+// An atomic RMW (or atomic load/store) never races another atomic; a volatile access is treated
+// as a relaxed atomic; acquire and release orderings act as device-scope fences around it.
+enum AccessFlags : int32_t { kRead = 0, kWrite = 1, kAtomicRmw = 2, kVolatile = 4, kAcquire = 8, kRelease = 16 };
 
 // What an instruction site is, for reports: "llvm.store vector<4xf32> (nvvm line 812)".
 struct SiteTable {
@@ -70,7 +72,16 @@ struct Options {
   int hostThreads = 0;        // blocks in parallel on this many host threads (0: every core)
   bool checks = true;         // races, uninitialised reads, bounds of shared memory (off: timing only)
   bool countInstructions = false;  // lane instructions (the rewrite adds per-block counts)
-  uint64_t seed = 0;          // != 0: fibers of a block resume in a shuffled order every round
+  // Fiber orders a launch runs: the fixed order over the whole grid (its results and counters are
+  // the launch's), then schedules - 1 seeded PCT orders (random fiber priorities, `preemptions`
+  // preemption points at memory accesses) over `scheduleBlocks` blocks (the first and the last),
+  // each from the launch's initial global memory, which is restored after them. A fault that
+  // shows in one order only (who initialises an mbarrier first, which lane reads last) is found by
+  // default; three orders on two blocks keep a launch's cost within a few blocks' worth.
+  int schedules = 3;
+  uint64_t seed = 1;          // the PCT orders' seed: schedule i uses seed + i - 1 (reported)
+  int scheduleBlocks = 2;
+  int preemptions = 3;
   size_t stackBytes = 256 << 10;  // per GPU thread (mmap'd, with a guard page)
   int maxErrors = 16;         // reported in full; the rest counted
   HwFault fault = HwFault::None;
@@ -96,6 +107,11 @@ struct Report {
   uint64_t errorCount = 0;
   Counters counters;
   double seconds = 0;
+  // Fiber orders run (1: the fixed order only) and the seed of the first PCT order; "" or why the
+  // extra orders were skipped (buffers too large to restore).
+  int schedules = 1;
+  uint64_t seed = 0;
+  std::string schedulesNote;
   // The last writer of every global word written (for naming who wrote a wrong output element).
   std::map<const void*, std::pair<std::string, int>> lastWriter;  // address -> ("block (x,y,z) thread (x,y,z)", site)
   std::vector<uint64_t> launchArgs;  // the launch's argument pointers (GpuLaunch::args order)

@@ -119,7 +119,13 @@ MBarrier* findBar(BlockState& b, const void* p, const char* what, int site) {
 }
 
 // The phase is over: its TMA bytes have landed, its waiters may go on with what it released.
+int64_t placed(int64_t o, int64_t span) { return span ? o ^ (((o >> 7) & (span / 16 - 1)) << 4) : o; }
+
 void completePhase(BlockState& b, uint32_t off, MBarrier& m) {
+  for (const auto& box : m.boxes)
+    for (int64_t u = 0; u < int64_t(box.data.size()); u += box.step)
+      std::memcpy(b.smemBase + placed(box.dOff + u, box.span), box.data.data() + u, size_t(box.step));
+  m.boxes.clear();
   if (b.O->checks)
     for (const auto& l : m.landing)
       for (uint32_t i = 0; i < l.bytes; ++i) b.shadow[size_t(l.off + i)].pending = 0;
@@ -151,6 +157,9 @@ void tessera_emu_mbar_init(void* bar, int32_t count, int32_t site) {
     b.aborted = true;
     return;
   }
+  // The init is a plain write of the barrier's word: a thread that uses the barrier must be
+  // ordered after it (a barrier between), which the atomic accesses below check.
+  if (b.O->checks) sharedAccess(b, c, 8, true, b.cur->tid, site);
   MBarrier m;
   m.expected = m.pending = count;
   m.initSite = site;
@@ -164,6 +173,7 @@ int64_t tessera_emu_mbar_arrive(void* bar, int32_t tx, int32_t site) {
   BlockState& b = *tls;
   MBarrier* m = findBar(b, bar, "mbarrier.arrive", site);
   if (!m) return 0;
+  if (b.O->checks) sharedAccess(b, static_cast<const char*>(bar), 8, true, b.cur->tid, site, kAtomic);
   const uint32_t off = uint32_t(static_cast<const char*>(bar) - b.smemBase);
   const int64_t state = int64_t(m->phase & 1) << 63;
   m->tx += tx;
@@ -184,6 +194,7 @@ void tessera_emu_mbar_wait(void* bar, int32_t parity, int32_t site) {
   BlockState& b = *tls;
   MBarrier* m = findBar(b, bar, "mbarrier.try_wait", site);
   if (!m) return;
+  if (b.O->checks) sharedAccess(b, static_cast<const char*>(bar), 8, false, b.cur->tid, site, kAtomic);
   const uint32_t off = uint32_t(static_cast<const char*>(bar) - b.smemBase);
   while ((m->phase & 1) == uint32_t(parity & 1)) {
     b.cur->barrierId = int(off);
@@ -214,6 +225,7 @@ void tessera_emu_tma_load(void* dst, const void* map, void* bar, int32_t rank, i
   if (f.rank != rank || rank < 1 || rank > 3) return fail("rank " + std::to_string(rank) + " against a map of rank " + std::to_string(f.rank));
   MBarrier* m = findBar(b, bar, "TMA load", site);
   if (!m) return;
+  if (b.O->checks) sharedAccess(b, static_cast<const char*>(bar), 8, true, tid, site, kAtomic);
   const int64_t eb = f.elemBytes;
   const int64_t rowBytes = f.box[0] * eb, boxBytes = rowBytes * f.box[1] * f.box[2];
   char* d = static_cast<char*>(dst);
@@ -231,6 +243,7 @@ void tessera_emu_tma_load(void* dst, const void* map, void* bar, int32_t rank, i
   if (!findExtent(*b.L, reinterpret_cast<const void*>(f.global), size_t(last + eb)))
     return fail("the tensor the map describes is outside every global buffer");
   const char* g = reinterpret_cast<const char*>(f.global);
+  MBarrier::Box box{dOff, span, rowBytes % 16 == 0 ? 16 : eb, std::vector<char>(size_t(boxBytes), 0)};
   for (int64_t i2 = 0; i2 < f.box[2]; ++i2)
     for (int64_t i1 = 0; i1 < f.box[1]; ++i1)
       for (int64_t i0 = 0; i0 < f.box[0]; ++i0) {
@@ -238,10 +251,11 @@ void tessera_emu_tma_load(void* dst, const void* map, void* bar, int32_t rank, i
         const int64_t o = place(dOff + ((i2 * f.box[1] + i1) * f.box[0] + i0) * eb);
         const bool in = x >= 0 && x < f.dims[0] && (rank < 2 || (y >= 0 && y < f.dims[1])) &&
                         (rank < 3 || (z >= 0 && z < f.dims[2]));
-        if (in) std::memcpy(b.smemBase + o, g + x * eb + (rank > 1 ? y * f.strides[0] : 0) + (rank > 2 ? z * f.strides[1] : 0), size_t(eb));
-        else std::memset(b.smemBase + o, 0, size_t(eb));
+        const int64_t u = ((i2 * f.box[1] + i1) * f.box[0] + i0) * eb;
+        if (in) std::memcpy(box.data.data() + u, g + x * eb + (rank > 1 ? y * f.strides[0] : 0) + (rank > 2 ? z * f.strides[1] : 0), size_t(eb));
+        std::memset(b.smemBase + o, 0xff, size_t(eb));  // poison until the phase completes
         if (b.O->checks) {
-          sharedAccess(b, b.smemBase + o, int(eb), true, tid, site);
+          sharedAccess(b, b.smemBase + o, int(eb), true, tid, site, kAsyncProxy);
           for (int64_t j = 0; j < eb; ++j) {
             Shadow& s = b.shadow[size_t(o + j)];
             s.pending = 1, s.pendingBy = int16_t(tid), s.pendingSite = site;
@@ -254,6 +268,7 @@ void tessera_emu_tma_load(void* dst, const void* map, void* bar, int32_t rank, i
     const int64_t step = rowBytes % 16 == 0 ? 16 : eb;
     for (int64_t o = 0; o < boxBytes; o += step) m->landing.push_back({uint32_t(place(dOff + o)), uint32_t(step)});
   }
+  m->boxes.push_back(std::move(box));
   // The copy's completion releases the issuer's writes to the phase's waiters.
   releaseInto(b, warpOf(b, tid), m->accum);
   m->tx -= boxBytes;
@@ -263,6 +278,17 @@ void tessera_emu_tma_load(void* dst, const void* map, void* bar, int32_t rank, i
 }  // extern "C"
 
 namespace {
+
+// wgmma.fence must precede a thread's first wgmma (PTX ISA: it orders the registers the wgmma
+// reads, accumulators and A fragments, after the thread's own accesses of them).
+bool wgmmaFenced(BlockState& b, int site) {
+  const int tid = b.cur->tid;
+  if (!b.O->checks || b.wgmmaFences[size_t(tid)] > 0) return true;
+  reportError(b, "wgmma without a wgmma.fence before it: " + threadName(b, tid) + " at " + b.L->sites->name(site) +
+                     " issued its first wgmma.mma_async with no wgmma.fence.sync.aligned since the kernel began");
+  b.wgmmaFences[size_t(tid)] = 1;  // reported once per thread
+  return false;
+}
 
 // f16 / bf16 bits -> f32 (ir/dtype.h: the same conversion the reference evaluator uses).
 float halfValue(uint16_t h, bool bf16) { return bf16 ? ir::bf16ToF32(h) : ir::f16ToF32(h); }
@@ -291,7 +317,7 @@ bool wgmmaThread(BlockState& b, int n, int flags, const float A[2][16], int64_t 
   }
   if (b.O->checks)
     for (uint32_t off : reads.offs) {
-      sharedAccess(b, b.smemBase + off, 2, false, tid, site);
+      sharedAccess(b, b.smemBase + off, 2, false, tid, site, kAsyncProxy);
       for (int j = 0; j < 2; ++j) {
         uint8_t& cnt = b.shadow[size_t(off) + size_t(j)].wgmmaReads;
         cnt = uint8_t(std::min(255, cnt + 1));
@@ -320,6 +346,7 @@ void tessera_emu_wgmma(int32_t n, int32_t flags, int64_t descA, int64_t descB, f
   const bool bf16 = flags & 1, aMn = flags & 2;
   const float sa = (flags & 16) ? -1.f : 1.f;
   const bool noSwizzle = b.O->fault == HwFault::WgmmaNoSwizzle;
+  wgmmaFenced(b, site);
   WgmmaReads reads;
   reads.site = site;
   float A[2][16];
@@ -347,6 +374,7 @@ void tessera_emu_wgmma_rs(int32_t n, int32_t flags, const uint32_t* a, int64_t d
   BlockState& b = *tls;
   const int me = laneOf(b, b.cur->tid);
   const bool bf16 = flags & 1;
+  wgmmaFenced(b, site);
   Collective& k = b.warps[size_t(warpOf(b, b.cur->tid))].coll;
   std::memcpy(k.in[me], a, 16);
   if (!warpCollective(kWgmmaRegA, site, [&](Collective& c, int live) {
@@ -378,6 +406,22 @@ void tessera_emu_wgmma_rs(int32_t n, int32_t flags, const uint32_t* a, int64_t d
   WgmmaReads reads;
   reads.site = site;
   wgmmaThread(b, n, flags, rowsA, descB, acc, site, reads);
+}
+
+void tessera_emu_wgmma_fence(int32_t) {
+  BlockState& b = *tls;
+  b.wgmmaFences[size_t(b.cur->tid)]++;
+}
+
+// fence.proxy.async: this thread's generic-proxy accesses so far are ordered with its later
+// async-proxy ones (and, by the clocks it holds, the writes it has seen from other threads).
+void tessera_emu_fence_proxy_async(int32_t) {
+  BlockState& b = *tls;
+  const int tid = b.cur->tid, w = warpOf(b, tid);
+  b.proxyFences[size_t(tid)]++;
+  b.fenceSync[size_t(tid)] = b.warps[size_t(w)].syncCount;
+  auto& row = b.fenceClock[size_t(tid)];
+  for (int j = 0; j < b.nwarps; ++j) row[size_t(j)] = b.clocks[size_t(w * b.nwarps + j)];
 }
 
 void tessera_emu_wgmma_commit(int32_t) {

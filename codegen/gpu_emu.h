@@ -36,9 +36,10 @@ class MappedKernel {
   // One launch of the grid: `args` holds a pointer per GpuLaunch::args entry (host memory); the
   // kernel's parameters are launch().kernelParams of them; `extents` are the buffers it may
   // touch (anything else is out of bounds); `grid` (optional) replaces the compiled grid: a
-  // shape-generic kernel's at its runtime sizes (launchAtSizes).
+  // shape-generic kernel's at its runtime sizes (launchAtSizes); `schedules` (>= 1) replaces the
+  // options' count of fiber orders (a timed launch after a checked one runs the fixed order only).
   virtual emu::Report run(const std::vector<uint64_t>& args, const std::vector<emu::Extent>& extents,
-                          const std::array<int64_t, 3>* grid = nullptr) const = 0;
+                          const std::array<int64_t, 3>* grid = nullptr, int schedules = 0) const = 0;
   virtual const GpuLaunch& launch() const = 0;
   virtual const emu::SiteTable& sites() const = 0;
   virtual int64_t sharedBytes() const = 0;
@@ -56,7 +57,8 @@ Status encodeEmulatedTensorMap(const TensorMapSpec& m, ir::ScalarType dt, uint64
 // The emulated device running `kernel`: host memory (exact allocation sizes are the bounds), a
 // launch runs the mapped kernel with fibers and is timed with the wall clock. A launch whose
 // emulation reports an error (race, out of bounds, ...) fails with WrongResult and the report's
-// first errors. `last` (optional) receives every launch's report.
+// first errors. The first launch runs every fiber order the kernel's options ask for, later ones
+// (a measurement's repeats) the fixed order only. `last` (optional) receives every launch's report.
 DeviceApi mappedEmulatedDevice(std::shared_ptr<const MappedKernel> kernel, const std::string& target,
                                std::shared_ptr<emu::Report> last = nullptr);
 

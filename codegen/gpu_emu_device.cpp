@@ -2,6 +2,7 @@
 // exact allocation sizes bound the kernel's global accesses, launches through the emulator's
 // fibers, a launch that the emulation finds faulty failing with its report, and the report's text.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,11 +16,14 @@ namespace tessera::codegen {
 
 namespace {
 
-// Live allocations of one emulated device: the extents a launch may touch.
+// Live allocations of one emulated device: the extents a launch may touch, each between red
+// zones that belong to no buffer (an overrun of one buffer lands there, not in its neighbour).
 struct Allocations {
   std::mutex mu;
   std::map<uint64_t, size_t> live;
+  std::map<uint64_t, void*> raw;
 };
+constexpr size_t kRedZone = 4096;
 
 std::string ratio(uint64_t a, uint64_t b) {
   char buf[32];
@@ -70,19 +74,23 @@ DeviceApi mappedEmulatedDevice(std::shared_ptr<const MappedKernel> kernel, const
   api.arch = target;
   api.alloc = [allocs](uint64_t* p, size_t n) -> Status {
     // 64-byte aligned like a device allocation; the padding is not the buffer's (bounds are n).
-    void* m = std::aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+    void* m = std::aligned_alloc(64, kRedZone + (n + 63) / 64 * 64 + kRedZone);
     if (!m) return makeError(ErrorCode::RuntimeError, "emulated device: out of memory");
-    *p = reinterpret_cast<uint64_t>(m);
+    *p = reinterpret_cast<uint64_t>(m) + kRedZone;
     std::lock_guard<std::mutex> g(allocs->mu);
     allocs->live[*p] = n;
+    allocs->raw[*p] = m;
     return {};
   };
   api.free = [allocs](uint64_t p) {
+    void* m = nullptr;
     {
       std::lock_guard<std::mutex> g(allocs->mu);
       allocs->live.erase(p);
+      auto it = allocs->raw.find(p);
+      if (it != allocs->raw.end()) m = it->second, allocs->raw.erase(it);
     }
-    std::free(reinterpret_cast<void*>(p));
+    std::free(m);
   };
   api.upload = [](uint64_t d, const void* s, size_t n) -> Status {
     std::memcpy(reinterpret_cast<void*>(d), s, n);
@@ -100,7 +108,8 @@ DeviceApi mappedEmulatedDevice(std::shared_ptr<const MappedKernel> kernel, const
     return const_cast<void*>(static_cast<const void*>(kernel.get()));
   };
   api.encodeTensorMap = encodeEmulatedTensorMap;
-  api.launch = [allocs, last](void* fn, const GpuLaunch& launch, const std::vector<uint64_t>& args) -> Expected<float> {
+  auto launches = std::make_shared<std::atomic<int64_t>>(0);
+  api.launch = [allocs, last, launches](void* fn, const GpuLaunch& launch, const std::vector<uint64_t>& args) -> Expected<float> {
     const auto* k = static_cast<const MappedKernel*>(fn);
     std::vector<emu::Extent> extents;
     {
@@ -114,7 +123,7 @@ DeviceApi mappedEmulatedDevice(std::shared_ptr<const MappedKernel> kernel, const
       for (auto& e : extents)
         if (reinterpret_cast<uint64_t>(e.base) <= args[a] && args[a] < reinterpret_cast<uint64_t>(e.base) + e.bytes)
           e.name = "launch argument " + std::to_string(a);
-    emu::Report r = k->run(args, extents, &launch.grid);
+    emu::Report r = k->run(args, extents, &launch.grid, (*launches)++ == 0 ? 0 : 1);
     r.launchArgs = args;
     if (last) *last = r;
     if (!r.ok) {
@@ -182,6 +191,14 @@ std::string formatEmulationReport(const emu::Report& r, const emu::SiteTable& si
   }
   std::snprintf(buf, sizeof buf, " in %.3f s\n", r.seconds);
   out += buf;
+  if (r.schedules > 1)
+    out += "schedules  " + std::to_string(r.schedules) + " fiber orders: the fixed one over the grid, " +
+           std::to_string(r.schedules - 1) + " PCT orders (seeds " + std::to_string(r.seed) + ".." +
+           std::to_string(r.seed + uint64_t(r.schedules) - 2) + ") over sampled blocks\n";
+  else if (!r.schedulesNote.empty())
+    out += "schedules  1: " + r.schedulesNote + "\n";
+  else
+    out += "schedules  1: the fixed fiber order only\n";
   if (c.partial) out += "           (some warps ran too far between barriers to group every access: counts are upper bounds)\n";
   auto top = [&](const std::map<int, std::array<uint64_t, 3>>& bySite, const char* what, const char* unit) {
     std::vector<std::pair<int, std::array<uint64_t, 3>>> v(bySite.begin(), bySite.end());

@@ -101,14 +101,15 @@ const std::map<std::string, int>& sregTable() {
   return t;
 }
 
-// Ops with no effect on what the emulator models (fences: the memory model beyond barriers is
-// not modelled; scheduling hints; waits for counters the emulator has no notion of).
+// Ops with no effect on what the emulator models (fences other than the async-proxy fence and
+// wgmma.fence, which the runtime tracks: within a block barriers order memory; scheduling hints;
+// waits for counters the emulator has no notion of).
 bool isNoOp(StringRef name) {
   return name.starts_with("nvvm.fence.") || name == "nvvm.membar" || name == "nvvm.memory.barrier" || name == "rocdl.s.waitcnt" ||
          name == "rocdl.sched.barrier" || name == "rocdl.sched.group.barrier" || name == "rocdl.s.setprio" ||
          name == "rocdl.s.sleep" ||
-         // sm_90: the async proxy's fence before wgmma, register reallocation, prefetches.
-         name == "nvvm.wgmma.fence.aligned" || name == "nvvm.setmaxregister" || name == "nvvm.prefetch";
+         // sm_90: register reallocation, prefetches.
+         name == "nvvm.setmaxregister" || name == "nvvm.prefetch";
 }
 
 struct Rewriter {
@@ -478,6 +479,21 @@ struct Rewriter {
            {cst(loc, i32, n), cst(loc, i32, flags), aBuf, op->getOperand(4), acc, cst(loc, i32, site(op))});
       return replace(fromWords(loc, resT, acc, n / 2));
     }
+    if (auto fp = dyn_cast<NVVM::FenceProxyOp>(op)) {
+      const auto k = fp.getKind();
+      if (k == NVVM::ProxyKind::async || k == NVVM::ProxyKind::async_shared || k == NVVM::ProxyKind::async_global) {
+        call(loc, "tessera_emu_fence_proxy_async", voidT, {cst(loc, i32, site(op))});
+        return replace({});
+      }
+    }
+    if (name == "nvvm.memory.barrier" || name == "nvvm.membar" || name == "nvvm.fence.sc.cluster") {
+      call(loc, "tessera_emu_fence_device", voidT, {cst(loc, i32, site(op))});
+      return replace({});
+    }
+    if (name == "nvvm.wgmma.fence.aligned") {
+      call(loc, "tessera_emu_wgmma_fence", voidT, {cst(loc, i32, site(op))});
+      return replace({});
+    }
     if (name == "nvvm.wgmma.commit.group.sync.aligned") {
       call(loc, "tessera_emu_wgmma_commit", voidT, {cst(loc, i32, site(op))});
       return replace({});
@@ -500,10 +516,26 @@ struct Rewriter {
       if (addr.getType() != ptr) p = LLVM::AddrSpaceCastOp::create(b, loc, addr.getType(), p);
       op->setOperand(operandIndex, p);
     };
-    if (auto l = dyn_cast<LLVM::LoadOp>(op)) hook(l.getAddr(), l.getType(), emu::kRead, 0);
-    else if (auto s = dyn_cast<LLVM::StoreOp>(op)) hook(s.getAddr(), s.getValue().getType(), emu::kWrite, 1);
-    else if (auto a = dyn_cast<LLVM::AtomicRMWOp>(op)) hook(a.getPtr(), a.getVal().getType(), emu::kWrite, 0);
-    else if (auto x = dyn_cast<LLVM::AtomicCmpXchgOp>(op)) hook(x.getPtr(), x.getVal().getType(), emu::kWrite, 0);
+    // Atomic orderings: acquire after the access, release before it (device scope).
+    auto order = [](LLVM::AtomicOrdering o) {
+      using AO = LLVM::AtomicOrdering;
+      int f = o == AO::not_atomic ? 0 : int(emu::kAtomicRmw);
+      if (o == AO::acquire || o == AO::acq_rel || o == AO::seq_cst) f |= emu::kAcquire;
+      if (o == AO::release || o == AO::acq_rel || o == AO::seq_cst) f |= emu::kRelease;
+      return f;
+    };
+    if (auto l = dyn_cast<LLVM::LoadOp>(op))
+      hook(l.getAddr(), l.getType(), emu::kRead | order(l.getOrdering()) | (l.getVolatile_() ? emu::kVolatile : 0), 0);
+    else if (auto s = dyn_cast<LLVM::StoreOp>(op))
+      hook(s.getAddr(), s.getValue().getType(), emu::kWrite | order(s.getOrdering()) | (s.getVolatile_() ? emu::kVolatile : 0), 1);
+    else if (auto a = dyn_cast<LLVM::AtomicRMWOp>(op))
+      hook(a.getPtr(), a.getVal().getType(), emu::kWrite | emu::kAtomicRmw | order(a.getOrdering()), 0);
+    else if (auto x = dyn_cast<LLVM::AtomicCmpXchgOp>(op))
+      hook(x.getPtr(), x.getVal().getType(), emu::kWrite | emu::kAtomicRmw | order(x.getSuccessOrdering()), 0);
+    else if (isa<LLVM::FenceOp>(op)) {
+      call(loc, "tessera_emu_fence_device", voidT, {cst(loc, i32, site(op))});
+      return replace({});
+    }
     else if (auto pi = dyn_cast<LLVM::PtrToIntOp>(op); pi && isShared(pi.getArg().getType())) {
       // A shared-window address (what PTX's cvta.to.shared gives): the offset in the arena.
       Value base = call(loc, "tessera_emu_shared", ptr, {cst(loc, i64, 0)});
@@ -566,7 +598,7 @@ struct Rewriter {
 class JitMappedKernel : public MappedKernel {
  public:
   emu::Report run(const std::vector<uint64_t>& args, const std::vector<emu::Extent>& extents,
-                  const std::array<int64_t, 3>* grid) const override {
+                  const std::array<int64_t, 3>* grid, int schedules) const override {
     std::vector<uint64_t> values;
     for (int p : launch_.kernelParams) values.push_back(size_t(p) < args.size() ? args[size_t(p)] : 0);
     emu::Launch l;
@@ -578,7 +610,9 @@ class JitMappedKernel : public MappedKernel {
     for (auto& v : values) l.args.push_back(&v);
     l.extents = extents;
     l.sites = &sites_;
-    return emu::run(l, opts_.run);
+    emu::Options o = opts_.run;
+    if (schedules > 0) o.schedules = schedules;
+    return emu::run(l, o);
   }
   const GpuLaunch& launch() const override { return launch_; }
   const emu::SiteTable& sites() const override { return sites_; }
@@ -668,6 +702,8 @@ Expected<std::shared_ptr<const MappedKernel>> compileMapped(const GpuBinary& bin
   auto engine = ExecutionEngine::create(*host, eo);
   if (!engine)
     return makeError(ErrorCode::CompileError, "emulation JIT failed: " + llvm::toString(engine.takeError()) + " " + diags.message());
+  // bf16 conversions LLVM lowers to compiler-rt calls on a CPU without avx512_bf16.
+  registerConversionBuiltins(**engine);
   (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap map;
     for (const auto& [name, addr] : emu::runtimeSymbols())
