@@ -710,8 +710,6 @@ Expected<std::shared_ptr<const MappedKernel>> compileMapped(const GpuBinary& bin
       map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(addr), llvm::JITSymbolFlags::Exported};
     return map;
   });
-  // A CPU without bf16 conversion instructions (AVX2-only x86) lowers fptrunc to bf16 as a call.
-  registerConversionBuiltins(**engine);
   auto fn = (*engine)->lookup("tessera_emu_entry");
   if (!fn) return makeError(ErrorCode::CompileError, "emulation JIT lookup failed: " + llvm::toString(fn.takeError()));
   k->entry_ = reinterpret_cast<emu::Entry>(*fn);
