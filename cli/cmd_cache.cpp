@@ -335,7 +335,8 @@ void addCacheCommand(CLI::App& app) {
 
   CLI::App* stats = c->add_subcommand("stats", "Service status: counts, sizes, version (JSON)");
   // It prints JSON either way; --json is accepted for scripts that pass it to every command.
-  stats->add_flag("--json", "machine-readable output (what it prints anyway)");
+  static bool statsJson = false;
+  stats->add_flag("--json", statsJson, "machine-readable output (what it prints anyway)");
   stats->callback([args] {
     cache::CacheClient client = makeClient(*args);
     auto s = client.status();
