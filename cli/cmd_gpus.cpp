@@ -116,8 +116,7 @@ void addGpusCommand(CLI::App& app) {
   g->add_flag("--json", f->json, "machine-readable output");
   g->add_flag("--references", f->references, "the documents the sources abbreviate");
   g->add_option("--gpu-facts", f->gpu.facts, "a JSON file of GPUs to add, repeatable (default: the files in $TESSERA_GPU_FACTS)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->allow_extra_args(false);
   g->callback([f] { gpusCommand(*f); });
 }
 

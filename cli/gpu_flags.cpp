@@ -19,8 +19,7 @@ void addGpuFlags(CLI::App* cmd, GpuFlags* f, bool many) {
   if (!many) g->expected(1);
   // One file per flag (repeat it for more): `gpus --gpu-facts FILE NAME` took NAME for a second file.
   cmd->add_option("--gpu-facts", f->facts, "a JSON file of GPUs to add, repeatable (default: the files in $TESSERA_GPU_FACTS)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->allow_extra_args(false);
 }
 
 void loadGpuFacts(const GpuFlags& f) {
