@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   bench::Args args;
   if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [rounds]", &args, &rc))
     return rc;
+  bench::LoadWatch load(args.threads);  // the load before and after, printed when the run ends
   std::unique_ptr<cache::RecordStore> store = std::move(args.store);
   if (args.numbers.size() > 1) {
     std::fprintf(stderr, "one rounds count at most\n");

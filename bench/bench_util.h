@@ -14,13 +14,21 @@
 #include <vector>
 
 #include "cache_service/store.h"
+#include "support/load.h"
 
 namespace tessera::bench {
 
 struct Timing {
   double best_s = 1e30;   // fastest single call
   double median_s = 0;    // median of all calls
+  double p20_s = 0, p80_s = 0;
 };
+
+// The largest p80/p20 of any interleave() of this run (LoadWatch reports it).
+inline double& worstSpread() {
+  static double w = 0;
+  return w;
+}
 
 // Alternates rounds of `a` and `b` (each round runs a function for at least `roundSec`).
 inline std::pair<Timing, Timing> interleave(const std::function<void()>& a, const std::function<void()>& b,
@@ -45,10 +53,38 @@ inline std::pair<Timing, Timing> interleave(const std::function<void()>& a, cons
     std::sort(v.begin(), v.end());
     t.best_s = v.front();
     t.median_s = v[v.size() / 2];
+    t.p20_s = v[v.size() / 5];
+    t.p80_s = v[std::min(v.size() - 1, v.size() * 4 / 5)];
+    if (t.p20_s > 0) worstSpread() = std::max(worstSpread(), t.p80_s / t.p20_s);
     return t;
   };
   return {summarize(sa), summarize(sb)};
 }
+
+// The machine's load around a benchmark run (support/load.h): read when it starts and when it ends
+// (this object's end), with the control at the run's thread count; one line of figures, and one
+// warning line when the run was busy (the control above kQuietSlowdown, or an interleaving's
+// p80/p20 above 1.5): its ratios are then uncertain.
+class LoadWatch {
+ public:
+  explicit LoadWatch(int threads) : threads_(std::max(1, threads)), before_(readLoad()), control0_(coreShareSlowdown(threads_)) {}
+  ~LoadWatch() {
+    const LoadReading after = readLoad();
+    const double control1 = coreShareSlowdown(threads_), spread = worstSpread();
+    std::printf("load         %.2f before, %.2f after on %d cores%s; control %.2fx / %.2fx; worst p80/p20 %.2fx\n",
+                before_.loadavg1, after.loadavg1, after.cores,
+                after.stealPct >= 0 ? (", steal " + std::to_string(int(after.stealPct + 0.5)) + " %").c_str() : "",
+                control0_, control1, spread);
+    if (std::max(control0_, control1) > kQuietSlowdown || spread > 1.5)
+      std::printf("WARNING: measured under load (control up to %.2fx, p80/p20 up to %.2fx): the ratios above are uncertain\n",
+                  std::max(control0_, control1), spread);
+  }
+
+ private:
+  int threads_;
+  LoadReading before_;
+  double control0_;
+};
 
 // The kernel benchmarks' command line: `[--db PATH] [--dtype T] [--threads N] [--config K=V,...]
 // [N...]`, N positive integers; --db opens the store whose winners the benchmark runs, --threads

@@ -143,6 +143,7 @@ int main(int argc, char** argv) {
   args.threads = 0;  // not given: one thread, then all cores
   if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--config K=V,...] [rows cols]", &args, &rc))
     return rc;
+  bench::LoadWatch load(args.threads);  // the load before and after, printed when the run ends
   std::unique_ptr<cache::RecordStore> store = std::move(args.store);
   const std::vector<int64_t>& dims = args.numbers;
   if (!dims.empty() && dims.size() != 2) {

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--config K=V,...] [size...]",
                                     &args, &rc))
     return rc;
+  bench::LoadWatch load(args.threads);  // the load before and after, printed when the run ends
   openblas_set_num_threads(args.threads);
   std::vector<int64_t> sizes = args.numbers;
   std::unique_ptr<cache::RecordStore> store = std::move(args.store);

@@ -8,6 +8,8 @@
 // resources, and the dispatch rule fitted to those estimates. Nothing runs: the rule's times are
 // the model's, not a device's.
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -74,6 +76,18 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
   };
   search::SessionSettings session = s.session;
   session.acceptEstimatesOf = costmodel::kGpuModelName;
+  // Progress across the points, not only within one: which point of how many, and the time so far.
+  const auto started = std::chrono::steady_clock::now();
+  progress(std::to_string(pts.train.size()) + " training points of " + dim + " " + std::to_string(range.lo) + ".." +
+           std::to_string(range.hi) + ", each: the model's top " + std::to_string(session.loop.trials) +
+           " configs checked through " + t.name + "'s compiler");
+  size_t done = 0;
+  auto at = [&](int64_t m) {
+    double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "[%zu/%zu %.0f s] ", ++done, pts.train.size(), sec);
+    return buf + dim + "=" + std::to_string(m);
+  };
   for (int64_t m : pts.train) {
     if (cb.shouldStop && cb.shouldStop()) return makeError(ErrorCode::RuntimeError, "interrupted");
     TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
@@ -87,11 +101,11 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
       if (c.ok() && !shapeGenericOnGpu(*c, fam))
         warn(dim + "=" + std::to_string(m) + ": the stored winner (" + c->str() + ") takes no runtime " + dim + "; --force tunes again");
       if (c.ok()) addCandidate(*c);
-      progress(dim + "=" + std::to_string(m) + ": stored winner " + (c.ok() ? c->str() : res.cached->config));
+      progress(at(m) + ": stored winner " + (c.ok() ? c->str() : res.cached->config));
       continue;
     }
     if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
-      warn(dim + "=" + std::to_string(m) + ": no candidate compiled within the target's limits");
+      warn(at(m) + ": no candidate compiled within the target's limits");
       continue;
     }
     std::vector<search::TrialResult> ranked;
@@ -100,7 +114,7 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
     std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.samples.median_us < b.samples.median_us; });
     if (res.tune.best) addCandidate(res.tune.best->config);
     for (size_t i = 0; i < ranked.size() && int(i) < s.candidatesPerPoint; ++i) addCandidate(ranked[i].config);
-    progress(dim + "=" + std::to_string(m) + ": estimated " + std::to_string(res.tune.trials.size()) + " candidates, best " +
+    progress(at(m) + ": estimated " + std::to_string(res.tune.trials.size()) + " candidates, best " +
              (res.tune.best ? res.tune.best->config.str() + " " + std::to_string(res.tune.best->samples.median_us) + " us (estimate)" : "-"));
   }
   if (candidates.empty())

@@ -333,7 +333,10 @@ void addCacheCommand(CLI::App& app) {
                 static_cast<long long>(totals[4]));
   });
 
-  CLI::App* stats = c->add_subcommand("stats", "Service status: counts, sizes, version");
+  CLI::App* stats = c->add_subcommand("stats", "Service status: counts, sizes, version (JSON)");
+  // It prints JSON either way; --json is accepted for scripts that pass it to every command.
+  static bool statsJson = false;
+  stats->add_flag("--json", statsJson, "machine-readable output (what it prints anyway)");
   stats->callback([args] {
     cache::CacheClient client = makeClient(*args);
     auto s = client.status();

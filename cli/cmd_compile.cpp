@@ -57,6 +57,13 @@ Expected<ir::Config> configFor(const ir::Kernel& k, const TargetDesc& t, const s
   return cfg;
 }
 
+// `--emit config`: the config a compile with these flags uses (the defaults completed by
+// --config), one JSON line: what a shrunk documentation command is checked against.
+std::string configLine(const TargetDesc& t, const ir::Config& cfg) {
+  nlohmann::json j = {{"target", t.name}, {"units", t.units}, {"config", nlohmann::json::parse(cfg.toJson())}};
+  return j.dump() + "\n";
+}
+
 // The mapped kernel run once on this CPU (seeded inputs, one fiber per GPU thread), checked
 // against the reference: races, bounds, bank conflicts per shared access, sectors per global
 // request, per kernel.
@@ -90,6 +97,10 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
   for (const auto& stage : split(f.emit, ',')) {
     if (stage == "ir") {
       text += ir::printKernel(k);
+      continue;
+    }
+    if (stage == "config") {
+      text += configLine(t, *cfg);
       continue;
     }
     if (stage == "emulation-report") {
@@ -147,8 +158,10 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
 // a silent exit 0 (main checks stdout once more at exit).
 void writeOutput(const std::string& path, const std::string& text) {
   if (path.empty()) {
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0)
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+      if (errno == EPIPE) throw CLI::RuntimeError(0);  // the reader closed the pipe (`| head`): not an error
       fail(std::string("cannot write the output: ") + std::strerror(errno), 1);
+    }
     return;
   }
   std::ofstream o(path, std::ios::binary);
@@ -176,8 +189,8 @@ void compileCommand(const CompileFlags& f) {
       text += ir::printKernel(*k);
       continue;
     }
-    auto e = codegen::parseEmit(stage);
-    if (!e.ok()) failWith(makeError(ErrorCode::InvalidArgument, e.error().message + ", ir"));
+    auto e = stage == "config" ? Expected<codegen::Emit>(codegen::Emit::Object) : codegen::parseEmit(stage);
+    if (!e.ok()) failWith(makeError(ErrorCode::InvalidArgument, e.error().message + ", ir, config"));
     codegen::CompileOptions co;
     auto t = compileTarget(f, &co);
     if (!t.ok()) failWith(t.error());
@@ -188,6 +201,10 @@ void compileCommand(const CompileFlags& f) {
     auto cfg = space->complete(*over);
     if (!cfg.ok()) failWith(cfg.error());
     if (auto why = space->check(*cfg)) failWith(makeError(ErrorCode::InvalidConfig, "invalid config: " + *why));
+    if (stage == "config") {
+      text += configLine(*t, *cfg);
+      continue;
+    }
     auto out = codegen::emitHost(*k, *cfg, *t, *e, co);
     if (!out.ok()) failWith(out.error());
     if (*e == codegen::Emit::Object && f.output.empty() && isatty(STDOUT_FILENO))
@@ -203,7 +220,8 @@ void addCompileCommand(CLI::App& app) {
   auto f = std::make_shared<CompileFlags>();
   auto* c = app.add_subcommand("compile", "print the kernel's IR, MLIR or LLVM at chosen stages, or write an object");
   c->add_option("--emit", f->emit,
-                "comma-separated stages: ir, payload, schedule, scheduled, llvm-dialect, llvm-ir, asm, obj; GPU targets: "
+                "comma-separated stages: ir, config (the completed config, one JSON line), payload, schedule, scheduled, "
+                "llvm-dialect, llvm-ir, asm, obj; GPU targets: "
                 "payload, schedule, pre, mlir, nvvm|rocdl (the module the mapped-kernel emulator runs), ptx|asm, "
                 "cubin|hsaco, emulation-report (the mapped kernel run on this CPU: races, bounds, bank conflicts, "
                 "coalescing); the resource report goes to stderr")

@@ -115,7 +115,8 @@ void addGpusCommand(CLI::App& app) {
   g->add_option("--arch", f->arch, "only the GPUs of this chip (sm_89, gfx942, ...)");
   g->add_flag("--json", f->json, "machine-readable output");
   g->add_flag("--references", f->references, "the documents the sources abbreviate");
-  g->add_option("--gpu-facts", f->gpu.facts, "a JSON file of GPUs to add (default: the files in $TESSERA_GPU_FACTS)");
+  g->add_option("--gpu-facts", f->gpu.facts, "a JSON file of GPUs to add, repeatable (default: the files in $TESSERA_GPU_FACTS)")
+      ->allow_extra_args(false);
   g->callback([f] { gpusCommand(*f); });
 }
 

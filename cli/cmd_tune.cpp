@@ -78,7 +78,7 @@ struct TuneFlags {
   KernelFlags kernel;
   std::string target = "host", strategy, db = "tessera.db", spaceSpec, device;
   CacheFlags cache;
-  int trials = 200, batch = search::SearchSettings{}.batchSize, topK = 5, threads = kAllCores;
+  int trials = session::kDefaultTrials, batch = search::SearchSettings{}.batchSize, topK = 5, threads = kAllCores;
   bool estimate = false;
   const CLI::Option* trialsOption = nullptr;  // was --trials given?
   double timeBudget = 0, timeout = 20, minTime = 0.05;
@@ -95,6 +95,12 @@ search::CachePolicy cachePolicy(const TuneFlags& f) {
   return f.force ? search::CachePolicy::Force : f.resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
 }
 
+// --trials as given, else the request's default (200 measured, 32 estimated).
+std::optional<int> trialsGiven(const TuneFlags& f) {
+  if (f.trialsOption && f.trialsOption->count()) return f.trials;
+  return std::nullopt;
+}
+
 // `--m LO..HI` (GEMM) / `--rows LO..HI` (elementwise) / `--seq LO..HI` (attention) or a list: tuned point by point into a
 // dispatch rule (tune_range.cpp).
 void tuneRange(const TuneFlags& f) {
@@ -106,7 +112,7 @@ void tuneRange(const TuneFlags& f) {
     fail(flag + " LO..HI tunes each point with the evolutionary search: drop --strategy", kExitBadInput);
   tuneRangeCommand(f.kernel, f.range,
                    {.target = f.target, .threads = f.threads, .maxElements = f.maxElements, .estimate = f.estimate,
-                    .space = f.spaceSpec, .trials = f.trials, .batch = f.batch, .topK = f.topK, .timeBudget = f.timeBudget,
+                    .space = f.spaceSpec, .trials = trialsGiven(f), .batch = f.batch, .topK = f.topK, .timeBudget = f.timeBudget,
                     .timeout = f.timeout, .minTime = f.minTime, .seed = f.seed, .maxKernels = f.range.maxKernels,
                     .points = f.range.points, .db = f.db, .policy = cachePolicy(f), .warmStart = !f.noWarmStart},
                    f.json);
@@ -179,7 +185,7 @@ void tuneCommand(const TuneFlags& f) {
   rq.workerWait = f.workerWait;
   rq.threads = f.threads;
   rq.productNamed = !f.gpu.gpus.empty();
-  if (!f.estimate || (f.trialsOption && f.trialsOption->count())) rq.trials = f.trials;
+  rq.trials = trialsGiven(f);
   rq.timeBudget = f.timeBudget;
   rq.batch = f.batch;
   rq.topK = f.topK;
@@ -320,6 +326,10 @@ void tuneCommand(const TuneFlags& f) {
                         {"emulated", measure.emulated},
                         {"estimated", measure.estimated}};
     if (res.tune.defaultConfig) j["default"] = trialJson(*res.tune.defaultConfig);
+    if (const auto& tl = res.timing; tl.watched)
+      j["timing"] = {{"load_before", tl.before.loadavg1}, {"load_after", tl.after.loadavg1}, {"cores", tl.after.cores},
+                     {"steal_pct", tl.after.stealPct}, {"control", tl.control}, {"winner_p80_over_p20", tl.spread},
+                     {"remeasures", tl.remeasures}, {"busy", tl.busy}};
     std::printf("%s\n", j.dump(2).c_str());
     if (interrupted) throw CLI::RuntimeError(kExitInterrupted);
     return;
@@ -351,7 +361,12 @@ void tuneCommand(const TuneFlags& f) {
                                                                       : "the FMA peak of its threads")
                     .c_str());
   if (t->isGpu() || f.workers) std::printf("measured on  %s\n", measure.where.c_str());
-  if (res.spot.ran)
+  if (res.spot.ran && !res.spot.judged)
+    std::printf("unconfirmed  the winner is a claim of worker %s (token %s): this machine was busy in every re-timing "
+                "(first %s, %.2fx the claim), so it was not judged and nothing was reported\n",
+                b.origin ? b.origin->workerId.c_str() : "?", b.origin ? b.origin->writer.c_str() : "?",
+                fmtTime(res.spot.first_us).c_str(), res.spot.claimed_us > 0 ? res.spot.first_us / res.spot.claimed_us : 0.0);
+  else if (res.spot.ran)
     std::printf("checked      %s%s\n", spotLine.c_str(),
                 res.spot.agreed ? "" : res.spot.remeasuredHere ? "; the top candidates re-measured here" : "");
   else if (res.winner && b.origin)
@@ -368,6 +383,17 @@ void tuneCommand(const TuneFlags& f) {
   }
   std::printf("search       %zu trials in %s (%s)\n", res.tune.trials.size(), fmtDuration(res.tune.seconds).c_str(),
               statuses.c_str());
+  // Each failed candidate by its config and reason (a few; the records keep them all).
+  int named = 0, failed = 0;
+  for (const auto& tr : res.tune.trials) {
+    if (tr.ok()) continue;
+    if (++failed > 8) continue;
+    std::string why = tr.message.substr(0, std::min(tr.message.find('\n'), size_t(200)));
+    std::printf("failed       %s: %s%s%s\n", search::trialStatusName(tr.status), tr.config.str().c_str(),
+                why.empty() ? "" : " (", why.empty() ? "" : (why + ")").c_str());
+    ++named;
+  }
+  if (failed > named) std::printf("failed       ... and %d more (the store keeps each one's record)\n", failed - named);
   if (interrupted) {
     std::printf("interrupted  the search stopped early; --resume continues from the store\n");
     std::fflush(stdout);

@@ -17,7 +17,9 @@ void addGpuFlags(CLI::App* cmd, GpuFlags* f, bool many) {
                             many ? "a GPU by name (repeatable), e.g. \"RTX 4090\", L4, MI300X: tessera gpus lists them"
                                  : "a GPU by name, e.g. \"RTX 4090\", L4, MI300X (its chip is the target): tessera gpus lists them");
   if (!many) g->expected(1);
-  cmd->add_option("--gpu-facts", f->facts, "a JSON file of GPUs to add (default: the files in $TESSERA_GPU_FACTS)");
+  // One file per flag (repeat it for more): `gpus --gpu-facts FILE NAME` took NAME for a second file.
+  cmd->add_option("--gpu-facts", f->facts, "a JSON file of GPUs to add, repeatable (default: the files in $TESSERA_GPU_FACTS)")
+      ->allow_extra_args(false);
 }
 
 void loadGpuFacts(const GpuFlags& f) {

@@ -83,6 +83,8 @@ int main(int argc, char** argv) {
   }
   // What went to stdout must have arrived (a full disk, /dev/full): else the answer is incomplete.
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    // The reader closed the pipe (`tessera cache list | head`): it has what it wanted; no error.
+    if (errno == EPIPE) return 0;
     std::fprintf(stderr, "tessera: error: cannot write the output: %s\n", std::strerror(errno));
     return 1;
   }

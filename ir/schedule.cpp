@@ -113,6 +113,16 @@ Expected<Config> Space::complete(const Config& partial) const {
     }
     c.values[k] = v;
   }
+  // A default the user did not name yields to the knobs they did: naming a one-thread schedule
+  // (GEMM's plain or packed) without THREADS means one thread, whatever the size's default for the
+  // parallel ones (`--config 'schedule=plain,...'` runs as written on any core count). Naming
+  // THREADS too is the user's word, checked as given.
+  if (auto th = c.values.find("THREADS"); th != c.values.end() && !partial.has("THREADS") && constraint &&
+                                           constraint(c) && std::holds_alternative<int64_t>(th->second)) {
+    Config one = c;
+    one.values["THREADS"] = int64_t(1);
+    if (!constraint(one) && find("THREADS")->indexOf(one.values["THREADS"]) >= 0) c = one;
+  }
   return c;
 }
 

@@ -122,6 +122,13 @@ class Worker {
           continue;
         }
         if (lease.error().code == ErrorCode::InvalidArgument) return lease.takeError();
+        // Refused (quarantined, or the token revoked): asking again every few seconds changes
+        // nothing and fills the log; the worker stops and says why once (an admin releases it).
+        if (lease.error().code == ErrorCode::PermissionDenied)
+          return makeError(ErrorCode::PermissionDenied,
+                           "the service refuses this worker's leases (" + lease.error().message +
+                               "): stopping rather than asking again; `tessera workers` shows why, and an admin "
+                               "decides (a quarantine is lifted only there)");
         // The service is away (every replica): keep trying, a worker outlives an outage.
         log("lease: " + lease.error().message + "; retrying");
         pause(s_.idlePollSec * 4);

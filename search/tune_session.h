@@ -24,6 +24,7 @@
 #include "measure/measurer.h"
 #include "search/strategy.h"
 #include "search/transfer.h"
+#include "search/timing_load.h"
 #include "search/tuner.h"
 #include "search/verify_hit.h"
 #include "search/warm_start.h"
@@ -104,6 +105,12 @@ struct SessionCallbacks {
   // machine measures the given configs itself when it can (interleaved when there are several;
   // nullopt when it cannot: no device of the target, another CPU) ...
   std::function<std::optional<std::vector<TrialResult>>(const std::vector<ir::Config>&)> measureHere;
+  // ... the control of a re-timing on the host: how much slower than on free cores a kernel of that
+  // many threads runs here now (support/load.h coreShareSlowdown; empty: no control, a device) ...
+  std::function<double(int threads)> controlHere;
+  // A tune measured on this machine's cores: the same control around the final interleaved
+  // re-measurement (search/timing_load.h; empty: measured elsewhere, on a device or estimated).
+  std::function<double(int threads)> loadControl;
   // ... and the front end reports that measurement of a worker's result to the service (which
   // quarantines the worker when it is contradicted).
   std::function<void(const TrialResult& claimed, const cache::Record& here)> reportSpotCheck;
@@ -116,6 +123,12 @@ struct SpotCheck {
   double claimed_us = 0, here_us = 0;
   std::string writer, worker;  // whose claim (token, worker id)
   bool remeasuredHere = false;  // contradicted: the top candidates were re-measured here
+  // The first re-timing contradicted the claim: best of `rounds` more, each between two readings
+  // of the control; only quiet ones (the control at most kQuietSlowdown) count.
+  double first_us = 0;          // that first re-timing
+  int rounds = 0, quiet = 0;    // re-timings, and how many of them were quiet
+  double busiest = 1;           // the control's largest slowdown over the re-timings
+  bool judged = true;           // false: no quiet re-timing; nothing reported, the claim kept unconfirmed
 };
 
 struct SessionResult {
@@ -142,6 +155,7 @@ struct SessionResult {
   double speedupOverDefault = 0;  // same-run medians of the default and the winner (0: unknown)
   bool stopped = false;           // shouldStop ended the search early
   SpotCheck spot;                 // a tune through workers: what this machine found
+  TimingLoad timing;              // a tune measured here: the load around it and the verdict
   // AlreadyTuned: the hit is a claim this machine verified (re-timed) rather than a confirmed record.
   bool cachedWasClaim = false;
 };

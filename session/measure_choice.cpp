@@ -8,6 +8,7 @@
 #include "measure/measure_helper.h"
 #include "measure/estimate.h"
 #include "measure/remote_measurer.h"
+#include "support/load.h"
 #include "session/tune_request.h"
 #include "support/strings.h"
 #include "targets/gpu_skus.h"
@@ -45,6 +46,7 @@ Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t,
     if (!device.empty()) return bad(dl.option("device") + " applies to GPU targets (the host measures on this CPU)");
     c.measurer = search::makeHostMeasurer(k, t, ms);
     c.where = "host";
+    c.loadControl = [](int threads) { return coreShareSlowdown(threads); };
     return c;
   }
   search::DeviceSettings d;
@@ -129,6 +131,9 @@ Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const 
       auto m = device ? search::makeDeviceMeasurer(k, target, *device, ms) : search::makeHostMeasurer(k, target, ms);
       return configs.size() == 1 ? m->measure(configs) : m->remeasure(configs, 3);
     };
+    // On the host, a re-timing's control: are the claimed threads' cores free now? (A device's
+    // timing does not share this CPU's cores.)
+    if (!device) c.controlHere = [](int threads) { return coreShareSlowdown(threads); };
   }
   const cache::JobClientOptions service = rs.service;
   c.reportSpotCheck = [service](const search::TrialResult& claimed, const cache::Record& mine) -> std::string {

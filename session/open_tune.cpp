@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "costmodel/gpu_model.h"
 #include "measure/remote_measurer.h"
 #include "search/strategy.h"
+#include "search/space_ops.h"
 #include "search/verify_hit.h"
 #include "session/tune_request.h"
 
@@ -53,7 +55,7 @@ Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest request) {
   // Estimating ranks the space by the model and checks its top 32 through the compiler unless told
   // otherwise.
   o.strategy_ = !r.strategy.empty() ? r.strategy : r.estimate ? "ranked" : "evolutionary";
-  o.trials_ = r.trials ? *r.trials : r.estimate ? 32 : 200;
+  o.trials_ = r.trials ? *r.trials : r.estimate ? kDefaultEstimateTrials : kDefaultTrials;
   TESSERA_TRY(checkBudget(r, o.strategy_, o.trials_, o.target_));
   search::MeasureSettings ms;
   ms.timeoutSec = r.timeout;
@@ -84,6 +86,18 @@ Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest request) {
       TESSERA_ASSIGN(o.problem_, search::tuneProblem(r.kernel, o.target_, r.space));
     }
   }
+  // `exhaustive` means every legal config: without --trials, as many trials as the space has legal
+  // configs (it stopped at the default 200 of a 1,920-config space without a word); with fewer
+  // --trials, how many are skipped is said.
+  if (o.strategy_ == "exhaustive")
+    if (auto all = search::enumerateLegal(o.problem_.space, search::SearchSettings{}.exhaustiveLimit)) {
+      const int legal = int(std::min<size_t>(all->size(), size_t(std::numeric_limits<int>::max())));
+      if (!r.trials) o.trials_ = std::max(1, legal);
+      else if (o.trials_ < legal && warn)
+        warn("exhaustive with " + r.dialect.option("trials") + " " + std::to_string(o.trials_) + " measures " +
+             std::to_string(o.trials_) + " of the " + std::to_string(legal) + " legal configs (" +
+             std::to_string(legal - o.trials_) + " skipped; leave out " + r.dialect.option("trials") + " for all)");
+    }
   // An emulation's timings are no device's: kept in memory for this run, never stored or shared.
   if (o.measure_.emulated || (r.db.empty() && !r.store)) {
     o.ownStore_ = cache::makeMemoryStore();
@@ -133,6 +147,8 @@ Expected<search::SessionResult> OpenTune::run() {
   };
   // Through workers: their winner is checked here when this machine is their hardware.
   cb.measureHere = measure_.measureHere;
+  cb.controlHere = measure_.controlHere;
+  cb.loadControl = measure_.loadControl;
   if (measure_.reportSpotCheck)
     cb.reportSpotCheck = [this](const search::TrialResult& claimed, const cache::Record& mine) {
       spotLine_ = measure_.reportSpotCheck(claimed, mine);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cache_service/store.h"
+#include "session/tune_request.h"
 
 namespace tessera::session {
 
@@ -30,7 +31,7 @@ Status checkRangeTune(const RangeTuneRequest& r) {
   const Dialect& d = r.dialect;
   if (r.maxKernels < 1 || r.maxKernels > 64) return bad(d.option("max-kernels") + " must be 1 to 64");
   if (r.points < 2 || r.points > 64) return bad(d.option("points") + " must be 2 to 64");
-  if (r.trials < 1) return bad(d.option("trials") + " must be at least 1 per point with " + d.option(r.rangeOption) + " LO..HI");
+  if (r.trials && *r.trials < 1) return bad(d.option("trials") + " must be at least 1 per point with " + d.option(r.rangeOption) + " LO..HI");
   if (!(r.timeBudget >= 0)) return bad(d.option("time-budget") + " must be at least 0 seconds (0: none)");
   if (!(r.timeout > 0)) return bad(d.option("timeout") + " must be more than 0 seconds");
   if (!(r.minTime >= 0)) return bad(d.option("min-time") + " must be at least 0 seconds");
@@ -63,7 +64,7 @@ Expected<RangeTuneOutcome> runRangeTune(const RangeTuneRequest& r) {
   s.session.loop.search.strategy = "evolutionary";
   s.session.loop.search.seed = r.seed;
   s.session.loop.search.batchSize = r.batch;
-  s.session.loop.trials = r.trials;
+  s.session.loop.trials = r.trials ? *r.trials : r.estimate ? kDefaultEstimateTrials : kDefaultTrials;
   s.session.loop.timeBudgetSec = r.timeBudget;
   s.session.loop.topK = r.topK;
   s.session.cache = r.policy;

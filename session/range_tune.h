@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "bundle/dispatch_rule.h"
@@ -30,7 +31,8 @@ struct RangeTuneRequest {
   bool estimate = false;                      // a GPU target: through the estimate (nothing runs)
   std::string space;                          // narrowed knob domains, every point's
   // Budget per point, and the rule.
-  int trials = 200, batch = search::SearchSettings{}.batchSize, topK = 5;
+  std::optional<int> trials;  // default: 200 measured, 32 when estimating (tune_request.h), as a single tune
+  int batch = search::SearchSettings{}.batchSize, topK = 5;
   double timeBudget = 0, timeout = 20, minTime = 0.05;
   uint64_t seed = 0;
   int maxKernels = 16;  // configs the rule may use

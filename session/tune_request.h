@@ -27,6 +27,11 @@
 
 namespace tessera::session {
 
+// Candidates a tune tries unless told: measured ones, and the model's top checked through the
+// compiler when estimating (`--help` says both; a range tune takes them per point).
+inline constexpr int kDefaultTrials = 200;
+inline constexpr int kDefaultEstimateTrials = 32;
+
 // Where a tune's candidates are measured: the host (forked children), a GPU of the target's
 // architecture (the device measurer), the emulated device (the GPU kernels' emulated form on this
 // CPU, timings labelled and never stored), the analytic model (nothing runs, records stored as
@@ -44,6 +49,8 @@ struct MeasureChoice {
   // service and returns the line the tune prints.
   std::function<std::optional<std::vector<search::TrialResult>>(const std::vector<ir::Config>&)> measureHere;
   std::function<std::string(const search::TrialResult&, const cache::Record&)> reportSpotCheck;
+  std::function<double(int)> controlHere;  // the re-timing's control (search::SessionCallbacks)
+  std::function<double(int)> loadControl;  // a tune measured on this machine's cores: the same control
   std::string whyNotHere;  // when measureHere is empty
 };
 
@@ -86,7 +93,7 @@ struct TuneRequest {
   // off: the tune is filed under `target` as given (compare --tune fills the row it shows).
   bool deviceProduct = true;
   // Budget and search.
-  std::optional<int> trials;  // default: 200, 32 when estimating
+  std::optional<int> trials;  // default: kDefaultTrials, kDefaultEstimateTrials when estimating
   double timeBudget = 0;      // seconds, 0: none
   int batch = search::SearchSettings{}.batchSize;
   int topK = 5;

@@ -99,6 +99,9 @@ TEST(Cli, ServeAndCacheCommands) {
   auto stats = runTessera({"cache", "stats"}, {url, "TESSERA_TOKEN=" + reader});
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
   EXPECT_EQ(json::parse(stats.out)["records"], 2);
+  auto statsJson = runTessera({"cache", "stats", "--json"}, {url, "TESSERA_TOKEN=" + reader});  // refused before issue 48
+  ASSERT_EQ(statsJson.exit_code, 0) << statsJson.err;
+  EXPECT_EQ(json::parse(statsJson.out)["records"], 2);
 
   const std::string exported = dir.file("export.jsonl");
   auto ex = runTessera({"cache", "export", "-o", exported}, {url, "TESSERA_TOKEN=" + reader});

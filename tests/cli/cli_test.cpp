@@ -5,7 +5,9 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -201,4 +203,47 @@ TEST(Cli, PeakSharesNameTheirThreadsAndNeverPassAPeakSilently) {
   double share = std::atof(th.substr(th.find('(') + 1).c_str());
   EXPECT_NE(th.find("of the copy bandwidth of 1 thread"), std::string::npos) << th;
   if (share > 100) EXPECT_NE(th.find("above it: its data fit in the caches"), std::string::npos) << th;
+}
+
+// `--emit config` says which config a command's flags resolve to (the docs test asks it whether a
+// shrunk command keeps its meaning). The README's `--config 'schedule=plain,MR=4,NR=16'` at 512^3
+// ran on one thread only where the size's default was one thread (exit 2 on two cores or more):
+// naming a one-thread schedule now means one thread, and naming THREADS as well stays the user's
+// word (the negative control: refused where the host has two threads to give).
+TEST(Cli, APlainConfigRunsAsWrittenOnAnyCoreCount) {
+  const std::string gemm = "gemm --m 512 --n 512 --k 512";
+  Result dflt = run("compile " + gemm + " --emit config");
+  ASSERT_EQ(dflt.code, 0) << dflt.out;
+  auto d = nlohmann::json::parse(dflt.out, nullptr, false);
+  ASSERT_TRUE(d.is_object() && d["config"].is_object()) << dflt.out;
+  Result plain = run("compile " + gemm + " --config 'schedule=plain,MR=4,NR=16' --emit config");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  auto p = nlohmann::json::parse(plain.out, nullptr, false);
+  EXPECT_EQ(p["config"]["schedule"], "plain") << plain.out;
+  EXPECT_EQ(p["config"].value("THREADS", 1), 1) << plain.out;
+  Result ran = run("run " + gemm + " --config 'schedule=plain,MR=4,NR=16' --min-time 0.01 --min-runs 1");
+  EXPECT_EQ(ran.code, 0) << ran.out;
+  if (d["config"].value("THREADS", 1) > 1)
+    expectError("run " + gemm + " --config 'schedule=plain,THREADS=2,MR=4,NR=16'", 2, "runs on one thread");
+}
+
+// `tessera ... | head`: a reader that stops reading is no error (it used to end with "cannot write
+// the output: Broken pipe", exit 1); a write that fails otherwise still is (the negative control).
+TEST(Cli, AReaderThatClosesThePipeIsNoError) {
+  const std::string big = std::string(TESSERA_BIN) +
+                          " compile gemm --m 256 --n 256 --k 256 --emit ir,payload,schedule,scheduled,llvm-dialect,llvm-ir,asm";
+  // SIGPIPE ignored, as the commands that talk HTTP ignore it (`cache list`): the write fails with EPIPE.
+  std::string script =
+      "bash -c 'trap \"\" PIPE; set -o pipefail; " + big + " 2>" + testing::TempDir() + "/pipe.err | head -c 10 >/dev/null'";
+  EXPECT_EQ(std::system(script.c_str()), 0);
+  std::ifstream err(testing::TempDir() + "/pipe.err");
+  std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("Broken pipe"), std::string::npos) << text;
+  const std::string fullErr = testing::TempDir() + "/full.err";
+  int st = std::system((std::string(TESSERA_BIN) + " compile gemm --m 256 --n 256 --k 256 --emit llvm-ir 2>" + fullErr +
+                        " >/dev/full").c_str());
+  EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 1);
+  std::ifstream ferr(fullErr);
+  std::string ftext((std::istreambuf_iterator<char>(ferr)), std::istreambuf_iterator<char>());
+  EXPECT_NE(ftext.find("cannot write the output"), std::string::npos) << ftext;
 }

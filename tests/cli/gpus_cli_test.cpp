@@ -108,6 +108,10 @@ TEST(GpusCli, AFactsFileAddsAGpuAndItsMistakesAreOneLine) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("NVIDIA RTX A2000 12GB  (sm_86"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("from " + good), std::string::npos) << r.out;
+  // The name after the file is the name (it was read as a second facts file before issue 48).
+  Result after = run("gpus --gpu-facts " + good + " A2000");
+  ASSERT_EQ(after.code, 0) << after.out;
+  EXPECT_EQ(after.out, r.out);
   // The same file through the environment, picked by --gpu.
   Result viaEnv = run("gpus --arch sm_86", "TESSERA_GPU_FACTS=" + good);
   EXPECT_NE(viaEnv.out.find("A2000 12GB +"), std::string::npos) << viaEnv.out;

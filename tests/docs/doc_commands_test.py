@@ -7,10 +7,21 @@ puts `tessera` there); ```python blocks run with the package of the build tree. 
 exit 0.
 
 What is changed before running, and why (TESSERA_DOC_FULL=1 keeps the documented sizes):
-- sizes: --m/--n/--k/--seq divided by 16 (at least 4), --heads at most 2, shape dimensions of 64 or
-  more divided by 16, integers of 256 or more in Python blocks divided by 16, --trials at most 3,
-  --time-budget at most 5 s, trials= at most 3: the suite measures that the commands work, not
-  how fast (the benchmarks under bench/ do that);
+- sizes, by a divisor d chosen per block (16, 8, 4, 2, else 1: the written size): --m/--n/--k/--seq
+  divided by d (at least 4), --heads at most max(2, heads/d), shape dimensions of 64 or more divided
+  by d, integers of 256 or more in Python blocks divided by d. A shrink must not change what a
+  command means: d is the largest one at which every kernel of the block, shrunk, still resolves to
+  the config it resolves to as written in its thread count (THREADS) and its code path (every
+  categorical knob: GEMM's schedule, a GPU strategy, MATH, ...), asked of the binary itself
+  (`tessera compile ... --emit config`, `Kernel.default_config()` in Python) on this host. So the
+  test shrinks less on a machine of more cores, and a written command whose config does not
+  resolve (an illegal --config) fails here as it would for a reader. One d per block keeps the
+  shapes a block repeats (a tuned kernel, its kernel-list line, the demo's flags) equal;
+- --trials at most 3, --time-budget at most 5 s, trials= at most 3, compare --tune at most 2: the
+  suite measures that the commands work, not how fast (the benchmarks under bench/ do that); the
+  strategy (--strategy) is never changed;
+- every command has a time budget (BUDGET_S; a block's comment `<!-- doc-test: budget: N -->`
+  says otherwise) and the log prints each block's divisor and time;
 - a command that measures on a GPU (tune, run or worker with --target sm_*/gfx* and neither
   --estimate, --emulate nor --device emulated) is skipped unless nvidia-smi or rocminfo finds one;
 - `http://cache.lan:8787` in Python becomes a loopback port nothing listens on (a cache that is down
@@ -19,40 +30,50 @@ What is changed before running, and why (TESSERA_DOC_FULL=1 keeps the documented
 A block that cannot run on a test machine (a cache host's /srv, a database host, a farm of GPUs) is
 preceded by `<!-- doc-test: skip: REASON -->`, and REASON must name the test file that covers what
 the block shows; the file must exist. `--self-test` checks the runner itself (a failing command, a
-skip without a covering test and a size rule are caught).
+skip without a covering test, a size rule, a shrink that changes a command's meaning and a command
+over its budget are caught).
 """
 import argparse
+import ast
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 FENCE = re.compile(r"^```(\w*)\s*$")
 SKIP = re.compile(r"^<!--\s*doc-test:\s*skip:\s*(.+?)\s*-->\s*$")
+BUDGET = re.compile(r"^<!--\s*doc-test:\s*budget:\s*(\d+)\s*-->\s*$")
+BUDGET_S = 240  # seconds a command may take at its chosen size (a 2-core CI machine)
+DIVISORS = (16, 8, 4, 2, 1)
 GPU_TARGET = re.compile(r"--targets?[ =](sm_|gfx)\w*")
 
 
 def blocks(path):
-    """(line, language, text, skip reason or None) of every fenced block with a language."""
-    out, lang, start, body, skip, pending = [], None, 0, [], None, None
+    """(line, language, text, skip reason or None, budget in s) of every fenced block with a language."""
+    out, lang, start, body, skip, pending, budget, pending_budget = [], None, 0, [], None, None, BUDGET_S, None
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             m = FENCE.match(line.rstrip("\n"))
             if lang is None and m:
                 lang, start, body, skip, pending = m.group(1), n, [], pending, None
+                budget, pending_budget = pending_budget or BUDGET_S, None
                 continue
             if lang is not None and line.rstrip("\n") == "```":
                 if lang in ("sh", "bash", "python"):
-                    out.append((start, lang, "".join(body), skip))
+                    out.append((start, lang, "".join(body), skip, budget))
                 lang = None
                 continue
             if lang is not None:
                 body.append(line)
             else:
-                s = SKIP.match(line.strip())
-                pending = s.group(1) if s else (pending if not line.strip() else None)
+                s, b = SKIP.match(line.strip()), BUDGET.match(line.strip())
+                pending = s.group(1) if s else (pending if not line.strip() or b else None)
+                pending_budget = int(b.group(1)) if b else (pending_budget if not line.strip() or s else None)
     return out
 
 
@@ -83,35 +104,176 @@ def commands(text):
     return out
 
 
-def shrink_shell(cmd):
-    def div(v, d=16, least=4):
-        return str(max(least, int(v) // d))
+def shrink_shell(cmd, d=16):
+    """The command at sizes divided by d (d = 1: the written sizes), trials and budgets capped."""
+    def div(v, least=4):
+        return v if d == 1 else str(max(least, int(v) // d))
+
+    def heads(v):
+        return v if d == 1 else str(max(min(2, int(v)), int(v) // d))
     code, sep, comment = cmd.partition(" #") if "<<" not in cmd else (cmd, "", "")
     code = re.sub(r"(--(?:m|n|k|seq)[ =])(\d+)", lambda m: m.group(1) + div(m.group(2)), code)
-    code = re.sub(r"(--heads[ =])(\d+)", lambda m: m.group(1) + str(min(2, int(m.group(2)))), code)
-    code = re.sub(r"(--heads-kv[ =])(\d+)", lambda m: m.group(1) + str(min(2, int(m.group(2)))), code)
+    code = re.sub(r"(--heads(?:-kv)?[ =])(\d+)", lambda m: m.group(1) + heads(m.group(2)), code)
     code = re.sub(r"(--trials[ =])(\d+)", lambda m: m.group(1) + str(min(3, int(m.group(2)))), code)
     code = re.sub(r"(--tune[ =])(\d+)", lambda m: m.group(1) + str(min(2, int(m.group(2)))), code)
     code = re.sub(r"(--time-budget[ =])(\d+)", lambda m: m.group(1) + str(min(5, int(m.group(2)))), code)
 
     def shape(m):
-        return m.group(1) + "x".join(div(d) if int(d) >= 64 else d for d in m.group(2).split("x"))
+        return m.group(1) + "x".join(div(x) if int(x) >= 64 else x for x in m.group(2).split("x"))
     code = re.sub(r"(--shape[ =](?:\w+=)?)(\d+(?:x\d+)*)", shape, code)
     code = re.sub(r"(--gemm[ =])(\d+(?:x\d+)*)", shape, code)  # examples/bundle/demo.c's flags
 
     def attention(m):
-        b, h, q, d = m.group(2).split("x")
-        return m.group(1) + "x".join([b, str(min(2, int(h))), div(q), d])
+        b, h, q, hd = m.group(2).split("x")
+        return m.group(1) + "x".join([b, heads(h), div(q), hd])
     code = re.sub(r"(--attention[ =])(\d+x\d+x\d+x\d+)", attention, code)
     # Heredoc lines are kernel-list lines: the same flags, the same rules.
     return code + (sep + comment if sep else "")
 
 
-def shrink_python(text):
-    text = re.sub(r"\b(\d{3,})\b", lambda m: str(max(4, int(m.group(1)) // 16)) if int(m.group(1)) >= 256 else m.group(1),
-                  text)
+def shrink_python(text, d=16):
+    if d > 1:
+        text = re.sub(r"\b(\d{3,})\b", lambda m: str(max(4, int(m.group(1)) // d)) if int(m.group(1)) >= 256 else m.group(1),
+                      text)
     text = re.sub(r"trials=(\d+)", lambda m: "trials=" + str(min(3, int(m.group(1)))), text)
     return text
+
+
+# What a command means, asked of the binary: the config its kernel resolves to on this host
+# (`compile ... --emit config`), reduced to the thread count and the code path.
+VERBS = ("run", "tune", "compile", "best", "space", "compare", "worker")
+FAMILIES = ("gemm", "elementwise", "attention")
+KERNEL_FLAGS = ("--causal", "--trans-a", "--trans-b")  # the kernels' flags without a value
+NO_VALUE = {"--json", "--estimate", "--resume", "--force", "--verify-time", "--no-warm-start", "--no-transfer",
+            "--workers", "--flush-cache", "--no-verify", "--all-winners"} | set(KERNEL_FLAGS)
+KEEP = ("--target", "--gpu", "--gpu-facts", "--threads", "--host-preset", "--config")  # compile takes them
+PARENT_VALUE = {"--trials", "--db", "--strategy", "--time-budget", "--seed", "--top-k", "--timeout", "--min-time",
+                "--min-runs", "--device", "--worker-wait", "--cache", "--token", "--dispatch-out", "--max-kernels",
+                "--points", "--emit", "-o", "--output", "--tune", "--max-elements", "--space", "--targets"}
+
+
+def meaning_of(config_json):
+    """The thread count and the code path of a resolved config: THREADS and every categorical knob."""
+    cfg = config_json.get("config", config_json)
+    kept = {k: v for k, v in cfg.items() if k == "THREADS" or isinstance(v, str)}
+    return json.dumps({"target": config_json.get("target", "host"), "knobs": kept}, sort_keys=True)
+
+
+def probes(cmd, binary):
+    """The `compile ... --emit config` command lines that say what `cmd` means (one per target it
+    names, one per kernel line of a heredoc kernel list); [] for a command without a kernel."""
+    if "<<" in cmd:
+        lines = cmd.split("\n")[1:-1]
+        out = []
+        for line in lines:
+            words = line.split("#")[0].split()
+            if words and words[0] in FAMILIES:
+                out += probes("tessera compile " + " ".join(words), binary)
+        return out
+    code = re.split(r"\s(?:\||>|2>|&&|;)\s", " " + cmd.partition(" #")[0] + " ")[0]
+    try:
+        words = shlex.split(code)
+    except ValueError:
+        return []
+    if not words or not (words[0] in ("$T", "tessera") or words[0].endswith("/tessera")):
+        return []
+    verb = next((i for i, w in enumerate(words) if w in VERBS), None)
+    if verb is None:
+        return []
+    parent, kernel, family, targets, gpus = [], [], None, [], []
+    i = verb + 1
+    while i < len(words):
+        w = words[i]
+        name, eq, val = w.partition("=") if w.startswith("--") else (w, "", "")
+        if family is None and w in FAMILIES:
+            family = w
+        elif w in ("file", "key"):
+            return []  # a kernel from a file or the store: its size is not on the line
+        elif name in NO_VALUE:
+            if name in KERNEL_FLAGS:
+                kernel.append(name)
+        elif name == "--emulate":
+            if not eq and i + 1 < len(words) and words[i + 1] in ("mapped", "pre"):
+                i += 1
+        elif name.startswith("-"):
+            if not eq:
+                i += 1
+                val = words[i] if i < len(words) else ""
+            if name == "--targets":
+                targets += [t for t in val.split(",") if t]
+            elif name == "--gpu" and words[verb] == "compare":
+                gpus.append(val)
+            elif name in KEEP:
+                parent += [name, val]
+            elif name in PARENT_VALUE:
+                pass
+            elif family is not None:
+                kernel += [name, val]
+        i += 1
+    if family is None:
+        return []
+    ways = [["--target", t] if re.fullmatch(r"host|sm_\w+|gfx\w+", t) else ["--gpu", t] for t in targets]
+    ways += [["--gpu", g] for g in gpus]
+    return [[binary, "compile"] + parent + way + [family] + kernel + ["--emit", "config"] for way in (ways or [[]])]
+
+
+def ask(argv, cwd, env):
+    """The meaning one probe reports, or an error line."""
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        return None, (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+    return [meaning_of(json.loads(line)) for line in proc.stdout.splitlines() if line.strip()], None
+
+
+PY_PROBE = r"""
+import ast, json, sys, tessera
+tree = ast.parse(sys.stdin.read())
+out = []
+for node in ast.walk(tree):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            isinstance(node.func.value, ast.Name) and node.func.value.id == "tessera" and \
+            node.func.attr in ("gemm", "elementwise", "attention"):
+        k = eval(compile(ast.Expression(node), "<doc>", "eval"), {"tessera": tessera})
+        out.append({"target": "host", "config": k.default_config()})
+print(json.dumps(out))
+"""
+
+
+def ask_python(code, cwd, env):
+    """The meanings of the kernels a Python block builds (tessera.gemm/elementwise/attention calls)."""
+    proc = subprocess.run([env.get("TESSERA_DOC_PYTHON", sys.executable), "-c", PY_PROBE], input=code, cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        return None, (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+    return [meaning_of(c) for c in json.loads(proc.stdout)], None
+
+
+def choose_divisor(items, shrink, meaning):
+    """The largest divisor at which every item keeps its meaning, and why the larger ones failed.
+
+    items: the block's commands (or its one Python text); shrink(item, d) -> the item at d;
+    meaning(item) -> (list of meanings, None) or (None, error line). A written item whose meaning
+    cannot be resolved is an error of the document (returned as the third value)."""
+    written, notes = {}, []
+    for it in items:
+        m, err = meaning(it)
+        if err is not None:
+            return 1, notes, "as written, %s: %s" % (it.splitlines()[0][:100], err)
+        written[it] = m
+    for d in DIVISORS:
+        changed = None
+        for it in items:
+            small = shrink(it, d)
+            if small == shrink(it, 1) or not written[it]:
+                continue
+            m, err = meaning(small)
+            if err is not None or m != written[it]:
+                changed = "%s: %s" % (small.splitlines()[0][:100], err or "%s -> %s" % (written[it], m))
+                break
+        if changed is None:
+            return d, notes, None
+        notes.append("/%d would change %s" % (d, changed))
+    return 1, notes, None
 
 
 def needs_gpu(cmd):
@@ -136,7 +298,8 @@ def have_gpu():
 SYSTEM = re.compile(r"^\s*(sudo|apt-get|apt|dpkg|systemctl|kubectl)\b")
 
 
-def script_for(cmds, full, gpu, log):
+def script_for(cmds, d, gpu, log, full=False):
+    """The block as one bash script at divisor d; every command between two time marks on stderr."""
     lines = ["set -u -o pipefail"]
     for i, cmd in enumerate(cmds):
         if SYSTEM.match(cmd):
@@ -147,13 +310,25 @@ def script_for(cmds, full, gpu, log):
         if needs_gpu(cmd) and not gpu:
             log.append("  skipped (no GPU here): " + cmd.splitlines()[0][:110])
             continue
-        run = cmd if full else shrink_shell(cmd)
+        run = cmd if full else shrink_shell(cmd, d)
         label = run.splitlines()[0][:140].replace("'", "'\\''")
-        lines.append(f"echo '+ {label}' >&2")
+        lines.append(f"echo '+ {label}' >&2; echo \"doc-test-time {i + 1} start $EPOCHREALTIME\" >&2")
         lines.append(run)
-        lines.append(f"rc=$?; if [ $rc -ne 0 ]; then echo 'doc-test: command {i + 1} exited '$rc': {label}' >&2; "
-                     "exit 1; fi")
+        lines.append(f"rc=$?; echo \"doc-test-time {i + 1} end $EPOCHREALTIME\" >&2; if [ $rc -ne 0 ]; then "
+                     f"echo 'doc-test: command {i + 1} exited '$rc': {label}' >&2; exit 1; fi")
     return "\n".join(lines) + "\n"
+
+
+def command_times(stderr):
+    """{command number: seconds} from the script's time marks."""
+    start, out = {}, {}
+    for m in re.finditer(r"^doc-test-time (\d+) (start|end) ([\d.]+)$", stderr, re.M):
+        n, what, t = int(m.group(1)), m.group(2), float(m.group(3))
+        if what == "start":
+            start[n] = t
+        elif n in start:
+            out[n] = t - start[n]
+    return out
 
 
 def run_doc(doc, source, build, work, env, full, gpu, log):
@@ -166,7 +341,8 @@ def run_doc(doc, source, build, work, env, full, gpu, log):
         if not os.path.lexists(link):
             os.symlink(target if os.path.isabs(target) else os.path.join(source, target), link)
     rel = os.path.relpath(doc, source)
-    for line, lang, text, skip in blocks(doc):
+    binary = os.path.join(build, "cli", "tessera")
+    for line, lang, text, skip, budget in blocks(doc):
         where = f"{rel}:{line}"
         if skip:
             covered = [w for w in re.findall(r"[\w./-]+\.(?:cpp|py|sh)", skip) if os.path.exists(os.path.join(source, w))]
@@ -175,18 +351,56 @@ def run_doc(doc, source, build, work, env, full, gpu, log):
             else:
                 log.append(f"{where}: skipped: {skip}")
             continue
-        log.append(f"{where}: {lang}")
+        began = time.monotonic()
         if lang == "python":
             code = text.replace("http://cache.lan:8787", "http://127.0.0.1:9")
-            code = code if full else shrink_python(code)
-            proc = subprocess.run([env.get("TESSERA_DOC_PYTHON", sys.executable), "-W", "default", "-c", code],
-                                  cwd=work, env=env, capture_output=True, text=True, timeout=1800)
+            memo = {}
+
+            def meaning(c):
+                if c not in memo:
+                    memo[c] = ask_python(c, work, env)
+                return memo[c]
+            d, notes, wrong = (1, [], None) if full else choose_divisor([code], shrink_python, meaning)
         else:
-            script = script_for(commands(text), full, gpu, log)
+            cmds = commands(text)
+            memo = {}
+
+            def meaning(c):
+                if c not in memo:
+                    got, err = [], None
+                    for argv in probes(c, binary):
+                        m, err = ask(argv, work, env)
+                        if err is not None:
+                            break
+                        got += m
+                    memo[c] = (None, err) if err is not None else (got, None)
+                return memo[c]
+            d, notes, wrong = (1, [], None) if full else choose_divisor(
+                [c for c in cmds if not SYSTEM.match(c) and (gpu or not needs_gpu(c))], shrink_shell, meaning)
+        if wrong is not None:
+            failures.append(f"{where}: {wrong}")
+            continue
+        chosen = time.monotonic() - began
+        if lang == "python":
+            proc = subprocess.run([env.get("TESSERA_DOC_PYTHON", sys.executable), "-W", "default", "-c",
+                                   code if full else shrink_python(code, d)],
+                                  cwd=work, env=env, capture_output=True, text=True, timeout=1800)
+            times = {1: time.monotonic() - began - chosen}
+        else:
+            script = script_for(cmds, d, gpu, log, full)
             proc = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=1800)
+            times = command_times(proc.stderr)
+        took = time.monotonic() - began
+        slowest = max(times.items(), key=lambda kv: kv[1], default=(0, 0.0))
+        log.append(f"{where}: {lang}, sizes /{d}, {took:.0f} s (sizes chosen in {chosen:.0f} s; slowest command "
+                   f"{slowest[0]}: {slowest[1]:.0f} s of its {budget} s budget)")
+        log.extend("  " + n for n in notes)
         if proc.returncode != 0:
-            failures.append(f"{where}: {lang} block failed (exit {proc.returncode})\n" + proc.stderr[-3000:] +
-                            proc.stdout[-1500:])
+            err = re.sub(r"^doc-test-time .*\n", "", proc.stderr, flags=re.M)
+            failures.append(f"{where}: {lang} block failed (exit {proc.returncode})\n" + err[-3000:] + proc.stdout[-1500:])
+        for n, sec in sorted(times.items()):
+            if sec > budget:
+                failures.append(f"{where}: command {n} took {sec:.0f} s, over its budget of {budget} s")
     return failures
 
 
@@ -222,22 +436,66 @@ def self_test():
         with open(good, "w") as f:
             f.write("```sh\nX=1\n[ \"$X\" = 1 ]\ncat > f.txt <<'EOF'\na # b\nEOF\ngrep -q 'a # b' f.txt\n```\n\n"
                     "<!-- doc-test: skip: tests/covering_test.py -->\n```sh\nfalse\n```\n")
+        with open(bad, "a") as f:
+            f.write("\n<!-- doc-test: budget: 1 -->\n```sh\nsleep 2\n```\n")
         failures, _ = run_all(tmp, tmp, [bad], False)
-        assert len(failures) == 3, failures
+        assert len(failures) == 4, failures
         assert "BAD.md:1" in failures[0] and "exited 1" in failures[0], failures[0]
         assert "without naming an existing test" in failures[1], failures[1]
         assert "changes the system (sudo)" in failures[2], failures[2]
+        assert "took 2 s, over its budget of 1 s" in failures[3], failures[3]
         failures, _ = run_all(tmp, tmp, [good], False)
         assert not failures, failures
         assert shrink_shell("$T run gemm --m 1024 --n 1000 --k 8 --trials 200 --shape 4096x4096 --shape s=4096") == \
             "$T run gemm --m 64 --n 62 --k 4 --trials 3 --shape 256x256 --shape s=256"
         assert shrink_shell("./demo --gemm 1024x1000x8 --attention 1x8x2048x64") == "./demo --gemm 64x62x8 --attention 1x2x128x64"
+        assert shrink_shell("$T run gemm --m 1024 --n 1000 --k 8 --trials 200 --heads 8", 2) == \
+            "$T run gemm --m 512 --n 500 --k 4 --trials 3 --heads 4"
+        assert shrink_shell("$T run gemm --m 1024 --k 8 --trials 200", 1) == "$T run gemm --m 1024 --k 8 --trials 3"
+        assert shrink_python("tessera.gemm(1024, 100, 4096); tune(k, trials=100)", 2) == \
+            "tessera.gemm(512, 100, 2048); tune(k, trials=3)"
+        # What a command means is asked of the binary with the command's own kernel and target flags.
+        assert probes("$T run gemm --m 512 --n 512 --k 512 --config 'schedule=plain,MR=4,NR=16'   # NR: x", "B") == \
+            [["B", "compile", "--config", "schedule=plain,MR=4,NR=16", "gemm", "--m", "512", "--n", "512", "--k", "512",
+              "--emit", "config"]]
+        assert probes("$T tune --gpu L4 --estimate attention --heads 8 --seq 64 --head-dim 64 --causal --trials 9 --db x.db",
+                      "B") == [["B", "compile", "--gpu", "L4", "attention", "--heads", "8", "--seq", "64", "--head-dim",
+                                "64", "--causal", "--emit", "config"]]
+        assert [p[2:4] for p in probes("$T compare gemm --m 8 --n 8 --k 8 --targets sm_90,gfx942,host --tune 32", "B")] == \
+            [["--target", "sm_90"], ["--target", "gfx942"], ["--target", "host"]]
+        assert probes("$T compile gemm --m 64 --n 64 --k 64 --emit ir > k.tsr", "B")[0][-4:] == ["--k", "64", "--emit", "config"]
+        assert probes("$T run file k.tsr", "B") == [] and probes("make -C bundle", "B") == []
+        assert [p[2:] for p in probes("cat > k.txt <<'EOF'\ngemm --m 8 --n 8 --k 8   # x\nEOF", "B")] == \
+            [["gemm", "--m", "8", "--n", "8", "--k", "8", "--emit", "config"]]
+        # The divisor: the largest that keeps every command's meaning (a GEMM's threads are 2 from
+        # M = 320 up in this stand-in), and a written command that does not resolve is the
+        # document's error. A shrink that changed a meaning is never chosen.
+        fake = lambda c: ([str(int(re.search(r"--m (\d+)", c).group(1)) >= 320)], None) if "--m" in c else ([], None)
+        assert choose_divisor(["$T run gemm --m 1024", "$T run gemm --m 8", "ls"], shrink_shell, fake)[0] == 2
+        assert choose_divisor(["$T run gemm --m 300"], shrink_shell, fake)[0] == 16
+        broken = lambda c: (None, "invalid config") if "plain" in c else fake(c)
+        assert "invalid config" in choose_divisor(["$T run gemm --m 512 --config schedule=plain"], shrink_shell, broken)[2]
         assert needs_gpu("$T tune gemm --m 8 --target sm_90 --trials 1")
         assert not needs_gpu("$T tune gemm --m 8 --target sm_90 --estimate")
         assert not needs_gpu("$T compile gemm --m 8 --target gfx942 --emit hsaco")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("doc-test self-test: ok")
+
+
+def binary_self_test(build):
+    """Against the built binary: a written command's meaning resolves, and the old fixed shrink (/16)
+    of the README's first command changes it where the written size runs on several threads (the
+    negative control: 1024^3 runs blis on all cores; 64^3 one thread of plain)."""
+    binary = os.path.join(build, "cli", "tessera")
+    cmd = "$T run gemm --m 1024 --n 1024 --k 1024 --dtype f32"
+    [written], err = ask(probes(cmd, binary)[0], build, os.environ)
+    assert err is None, err
+    assert json.loads(written)["knobs"].get("schedule"), written
+    if json.loads(written)["knobs"].get("THREADS", 1) > 1:
+        [small], err = ask(probes(shrink_shell(cmd, 16), binary)[0], build, os.environ)
+        assert small != written, (small, written)
+    print("doc-test binary self-test: ok")
 
 
 def main():
@@ -247,6 +505,7 @@ def main():
     ap.add_argument("--self-test", action="store_true")
     a = ap.parse_args()
     self_test()
+    binary_self_test(os.path.abspath(a.build))
     if a.self_test:
         return 0
     docs = [os.path.join(a.source, "README.md")] + sorted(

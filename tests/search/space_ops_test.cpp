@@ -323,3 +323,34 @@ TEST(SpaceOps, GemmDefaultsAtSmallAndAwkwardShapes) {
   EXPECT_EQ(str(defaults("zen4", 128, 128, 128), "schedule"), "plain");
   EXPECT_EQ(str(defaults("zen4", 100, 100, 100), "schedule"), "blis");
 }
+
+// The README's `run gemm --m 512 --n 512 --k 512 --config 'schedule=plain,MR=4,NR=16'`: on a
+// host of 2 or more cores the size's default is blis on all cores, and a config naming a one-thread
+// schedule without THREADS used to keep THREADS=2 and be refused. Naming plain or packed now means
+// one thread; naming THREADS too is the user's word (refused as before: the negative control), and
+// a config that names neither keeps the size's default.
+TEST(SpaceOps, NamingAOneThreadScheduleMeansOneThread) {
+  auto g = ir::buildGemm({.m = 512, .n = 512, .k = 512});
+  for (const char* host : {"zen4", "zen4-avx2", "sapphire-rapids"}) {
+    auto s = makeSpace(*g, *hostPreset(host));
+    ASSERT_TRUE(s.ok()) << host;
+    ASSERT_GT(std::get<int64_t>(s->defaults().values.at("THREADS")), 1) << host;  // the premise
+    for (const char* sched : {"plain", "packed"}) {
+      ir::Config named;
+      named.values = {{"schedule", std::string(sched)}, {"MR", int64_t(4)}, {"NR", int64_t(16)}};
+      auto c = s->complete(named);
+      ASSERT_TRUE(c.ok()) << host;
+      EXPECT_EQ(std::get<int64_t>(c->values.at("THREADS")), 1) << host << " " << sched;
+      EXPECT_EQ(s->check(*c), std::nullopt) << host << " " << sched << " " << c->str();
+      named.values["THREADS"] = int64_t(2);
+      auto told = s->complete(named);
+      ASSERT_TRUE(told.ok());
+      EXPECT_EQ(std::get<int64_t>(told->values.at("THREADS")), 2);
+      EXPECT_NE(s->check(*told), std::nullopt) << "plain/packed on two threads must stay refused";
+    }
+    ir::Config blis;
+    blis.values = {{"schedule", std::string("blis")}};
+    EXPECT_EQ(s->complete(blis)->values.at("THREADS"), s->defaults().values.at("THREADS")) << host;
+    EXPECT_EQ(s->complete(ir::Config{})->values.at("THREADS"), s->defaults().values.at("THREADS")) << host;
+  }
+}

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cache_service/store.h"
+#include "cache_service/trust.h"
 #include "search/tune_session.h"
 #include "test_tables.h"
 
@@ -173,4 +174,115 @@ TEST(TuneSession, StopsWhenAskedAndStillStoresTheWinner) {
   EXPECT_LT(r->tune.trials.size(), 16u);
   ASSERT_TRUE(r->winner);
   EXPECT_TRUE(r->winner->remeasured);
+}
+
+// The spot check of a tune measured by workers (issue 48): the replayed table's times are the
+// workers' claims (origin set); this machine's re-timings are the table's times scaled as a
+// scenario says, with the control (SessionCallbacks::controlHere) reading free or busy cores.
+// Before: one re-timing decided, so a loaded machine's first 900x read convicted an honest worker.
+namespace {
+
+struct SpotScenario {
+  std::vector<double> slowdowns;  // this machine's re-timing i runs at claim x slowdowns[i] (the last repeats)
+  std::vector<double> controls;   // the control's reading j (the last repeats)
+};
+
+struct SpotOutcome {
+  SpotCheck spot;
+  int reports = 0;
+  double reported_us = 0, claimed_us = 0;
+  bool winnerIsClaim = false;
+};
+
+SpotOutcome spotCheckUnder(const SpotScenario& sc) {
+  const ReplayTable& t = smallTable();
+  class Workers : public Measurer {
+   public:
+    explicit Workers(const ReplayTable& t) : inner(makeReplayMeasurer(t)) {}
+    std::vector<TrialResult> measure(const std::vector<ir::Config>& b) override { return claim(inner->measure(b)); }
+    std::vector<TrialResult> remeasure(const std::vector<ir::Config>& c, int n) override {
+      return claim(inner->remeasure(c, n));
+    }
+    std::unique_ptr<ReplayMeasurer> inner;
+
+   private:
+    static std::vector<TrialResult> claim(std::vector<TrialResult> rs) {
+      for (auto& r : rs) {
+        r.origin = TrialResult::Origin{};
+        r.origin->writer = "box";
+        r.origin->workerId = "w1";
+      }
+      return rs;
+    }
+  } workers(t);
+  auto here = makeReplayMeasurer(t);
+  size_t timing = 0, reading = 0;
+  SessionCallbacks cb;
+  SpotOutcome out;
+  cb.measureHere = [&](const std::vector<ir::Config>& configs) -> std::optional<std::vector<TrialResult>> {
+    auto rs = here->measure(configs);
+    const double f = sc.slowdowns[std::min(timing++, sc.slowdowns.size() - 1)];
+    for (auto& r : rs) {
+      r.samples.median_us *= f;
+      r.samples.p20_us *= f;
+      r.samples.p80_us *= f;
+      r.samples.min_us *= f;
+    }
+    return rs;
+  };
+  cb.controlHere = [&](int) { return sc.controls[std::min(reading++, sc.controls.size() - 1)]; };
+  cb.reportSpotCheck = [&](const TrialResult& claimed, const cache::Record& mine) {
+    ++out.reports;
+    out.reported_us = mine.median_us;
+    out.claimed_us = claimed.samples.median_us;
+  };
+  auto store = cache::makeMemoryStore();
+  auto r = runTuneSession(problemOf(t), workers, store.get(), nullptr, prov(), quick(8), cb);
+  EXPECT_TRUE(r.ok());
+  if (!r.ok()) return out;
+  out.spot = r->spot;
+  out.winnerIsClaim = r->tune.best && r->tune.best->origin.has_value();
+  return out;
+}
+
+}  // namespace
+
+TEST(TuneSession, ASpotCheckConvictsOnlyWhatSurvivesQuietReTimings) {
+  // A noisy first re-timing (900x, the issue's 928x), then quiet cores and honest times: agreed,
+  // and what the service hears agrees with the claim.
+  SpotOutcome noisy = spotCheckUnder({{900, 1.05}, {1.0}});
+  ASSERT_TRUE(noisy.spot.ran);
+  EXPECT_TRUE(noisy.spot.judged);
+  EXPECT_TRUE(noisy.spot.agreed);
+  EXPECT_GE(noisy.spot.quiet, 1);
+  EXPECT_NEAR(noisy.spot.first_us / noisy.spot.claimed_us, 900, 1);
+  ASSERT_EQ(noisy.reports, 1);
+  EXPECT_FALSE(tessera::cache::contradicts(noisy.claimed_us, noisy.reported_us)) << noisy.reported_us;
+  EXPECT_FALSE(noisy.winnerIsClaim) << "an agreeing re-timing here is the winner";
+
+  // Busy in every re-timing (the control reads 2x: a spinning process on each core): not judged,
+  // nothing reported, the claim kept unconfirmed.
+  SpotOutcome busy = spotCheckUnder({{900}, {2.0}});
+  ASSERT_TRUE(busy.spot.ran);
+  EXPECT_FALSE(busy.spot.judged);
+  EXPECT_EQ(busy.spot.quiet, 0);
+  EXPECT_GE(busy.spot.busiest, 2.0);
+  EXPECT_EQ(busy.reports, 0) << "the service heard a verdict measured on busy cores";
+  EXPECT_TRUE(busy.winnerIsClaim);
+
+  // The negative control: a worker whose claims are 20x too fast is still convicted on quiet
+  // cores, and busy rounds in between do not rescue it (only quiet ones count).
+  SpotOutcome liar = spotCheckUnder({{20}, {1.0, 1.0, 3.0, 3.0, 1.0}});
+  ASSERT_TRUE(liar.spot.ran);
+  EXPECT_TRUE(liar.spot.judged);
+  EXPECT_FALSE(liar.spot.agreed);
+  EXPECT_GE(liar.spot.quiet, 1);
+  EXPECT_LT(liar.spot.quiet, liar.spot.rounds);
+  ASSERT_EQ(liar.reports, 1);
+  EXPECT_TRUE(tessera::cache::contradicts(liar.claimed_us, liar.reported_us));
+
+  // A busy round's fast-looking time does not count either: quiet rounds at 20x, busy ones at 1x.
+  SpotOutcome mixed = spotCheckUnder({{20, 20, 1, 20, 1, 20}, {1.0, 1.0, 3.0, 3.0, 1.0, 1.0, 3.0, 3.0, 1.0}});
+  EXPECT_FALSE(mixed.spot.agreed);
+  EXPECT_EQ(mixed.reports, 1);
 }

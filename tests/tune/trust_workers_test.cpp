@@ -200,6 +200,49 @@ TEST_P(WorkerTrust, ALyingWorkersTimesNeverBecomeTheWinner) {
   EXPECT_NE(m2["entries"][0]["time"]["median_us"], 1.0);
 }
 
+// Issue 48: a quarantined worker used to ask for leases every 1.7 s forever, logging a 403 each
+// time. A real `tessera worker` measures a tune's candidates, the tune's submitter then reports a
+// check of one of its records that contradicts it (the service's rule quarantines the worker): the
+// worker stops within a few seconds with exit 6 and says why once. The negative control: the same
+// worker kept running, idle and unrefused, before the check.
+TEST_P(WorkerTrust, AQuarantinedWorkerStopsAndSaysWhyOnce) {
+  Service s({"--lease-seconds", "3", "--worker-ttl", "3"}, GetParam());
+  auto worker = s.startWorker(1);
+  s.awaitWorkers(1);
+  auto tune = runTessera(cmd({"tune", "--workers", "--db", s.dir.file("local.db")},
+                             {"--trials", "4", "--batch", "4", "--top-k", "1", "--min-time", "0.01"}),
+                         s.tuneEnv());
+  ASSERT_EQ(tune.exit_code, 0) << tune.out << tune.err;
+  EXPECT_EQ(worker->wait(1.5), -1) << "the worker stopped before any refusal: " << worker->log();
+  auto done = queryRows(s.db, "SELECT job_id, item, result FROM job_items WHERE state = 'done' AND worker_id = '" +
+                                  worker->workerId() + "' ORDER BY job_id, item LIMIT 1");
+  ASSERT_EQ(done.size(), 1u) << worker->log();
+  json result = json::parse(done[0][2], nullptr, false);
+  ASSERT_TRUE(result.is_object() && !result.value("records", json::array()).empty()) << done[0][2];
+  auto claimed = cache::recordFromJson(result["records"][0], "record");
+  ASSERT_TRUE(claimed.ok()) << claimed.error().message << " " << done[0][2];
+  cache::Record mine = *claimed;
+  mine.median_us *= 100;
+  mine.p20_us *= 100;
+  mine.p80_us *= 100;
+  mine.remeasured = false;
+  mine.provenance.created_at = cache::utcNow();
+  ASSERT_TRUE(cache::finalizeRecord(mine).ok());
+  cache::JobClient submitter({{s.url}, s.tuner, "", 5, 5});
+  auto verdict = submitter.check(done[0][0], std::stoll(done[0][1]), mine);
+  ASSERT_TRUE(verdict.ok()) << verdict.error().message;
+  ASSERT_TRUE(verdict->quarantined) << "the premise: the service quarantines the worker";
+  const int code = worker->wait(20);
+  const std::string log = worker->log();
+  EXPECT_EQ(code, 6) << log;
+  size_t says = 0;
+  for (size_t at = log.find("refuses this worker's leases"); at != std::string::npos;
+       at = log.find("refuses this worker's leases", at + 1))
+    ++says;
+  EXPECT_EQ(says, 1u) << log;
+  EXPECT_EQ(log.find("; retrying"), std::string::npos) << "the refused worker kept asking: " << log;
+}
+
 // Finding 4. Before: one `refused` report aborted the submitter's whole tune (exit 1); a token's
 // worker ids were unlimited (8 ids held 612 items with heartbeats while the honest worker got 1
 // item in 14 s); rotating ids let every item expire --max-attempts times and be given up unmeasured.
