@@ -194,6 +194,53 @@ WaitSlots& waitSlots() {
 // finish, and a poll must not hold it for its whole wait).
 std::atomic<int64_t> gWaitGeneration{0};
 
+// The digests of the keys pages asked for last, while the key's newest record id and record count
+// stay the same and for at most kDigestTtl (an admin's pin or quarantine changes no id): a page
+// reloaded, or opened by a second person, costs a lookup instead of a pass over every record.
+// Entries belong to the Api that made them (its TokenUsage, held weakly): another Api of the same
+// process, over another store, never reads them, even at a reused address.
+constexpr size_t kDigestCacheKeys = 16;
+constexpr auto kDigestTtl = std::chrono::seconds(10);
+
+class DigestCache {
+ public:
+  using Owner = std::shared_ptr<TokenUsage>;
+  std::optional<json> find(const Owner& owner, const std::string& key_id, int64_t newest, int64_t records) {
+    std::lock_guard<std::mutex> g(mu_);
+    for (const Entry& e : entries_)
+      if (same(e, owner) && e.key_id == key_id && e.newest == newest && e.records == records &&
+          std::chrono::steady_clock::now() - e.at < kDigestTtl)
+        return e.digest;
+    return std::nullopt;
+  }
+  void keep(const Owner& owner, const std::string& key_id, int64_t newest, int64_t records, const json& digest) {
+    if (!owner) return;
+    std::lock_guard<std::mutex> g(mu_);
+    std::erase_if(entries_, [&](const Entry& e) { return e.owner.expired() || (same(e, owner) && e.key_id == key_id); });
+    if (entries_.size() >= kDigestCacheKeys) entries_.erase(entries_.begin());
+    entries_.push_back({owner, key_id, newest, records, std::chrono::steady_clock::now(), digest});
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<TokenUsage> owner;
+    std::string key_id;
+    int64_t newest, records;
+    std::chrono::steady_clock::time_point at;
+    json digest;
+  };
+  static bool same(const Entry& e, const Owner& owner) {
+    return owner && !e.owner.expired() && !e.owner.owner_before(owner) && !owner.owner_before(e.owner);
+  }
+  std::mutex mu_;
+  std::vector<Entry> entries_;
+};
+
+DigestCache& digestCache() {
+  static DigestCache c;
+  return c;
+}
+
 ApiResponse routeKernelSummary(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
   if (auto bad = checkQuery(r, {"digest", "after", "wait"})) return *bad;
   if (!isKeyId(m.key_id)) return problem(400, "bad-key-id", "Bad key id", "a key_id is 64 lowercase hex digits (sha256)");
@@ -229,9 +276,18 @@ ApiResponse routeKernelSummary(RouteContext& c, const ApiRequest& r, const Route
     return storageProblem(j.error());
   }
   if (digest) {
-    auto d = kernelDigestJson(c.store, key_id);
-    if (!d.ok()) return storageProblem(d.error());
-    (*j)["digest"] = std::move(*d);
+    auto newest = newestRecordId(c.store, key_id, 0);
+    if (!newest.ok()) return storageProblem(newest.error());
+    const int64_t records = (*j)["records"].get<int64_t>();
+    const auto& owner = c.opts.dashboard.usage;
+    if (auto hit = digestCache().find(owner, key_id, *newest, records)) {
+      (*j)["digest"] = std::move(*hit);
+    } else {
+      auto d = kernelDigestJson(c.store, key_id);
+      if (!d.ok()) return storageProblem(d.error());
+      digestCache().keep(owner, key_id, *newest, records, *d);
+      (*j)["digest"] = std::move(*d);
+    }
   }
   return jsonResponse(*j);
 }
