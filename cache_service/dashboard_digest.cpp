@@ -197,7 +197,10 @@ Expected<json> kernelDigestJson(RecordStore& store, const std::string& key_id, c
     tunes.back().rows.push_back(&r);
   }
   json jt = json::array();
-  for (size_t i = 0; i < tunes.size(); ++i) jt.push_back(tuneJson(tunes[i], i, lim.curve_points));
+  // The chart's budget shared by the tunes: what the browser parses and draws stays bounded however
+  // many tunes a key has (each tune keeps every improvement of its best).
+  const int per_tune = std::max(50, lim.curve_points / std::max<int>(1, static_cast<int>(tunes.size())));
+  for (size_t i = 0; i < tunes.size(); ++i) jt.push_back(tuneJson(tunes[i], i, per_tune));
 
   // Time points: every record up to the bound, else every k-th plus the fastest of the sample.
   const size_t stride = rows.size() > static_cast<size_t>(lim.time_points) ? (rows.size() + lim.time_points - 1) / lim.time_points : 1;

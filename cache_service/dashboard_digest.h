@@ -15,7 +15,7 @@ namespace tessera::cache {
 struct DigestLimits {
   int64_t max_records = 200'000;  // records read at most (the newest beyond are left out, "capped")
   int time_points = 2000;         // points of the time chart at most
-  int curve_points = 1000;        // points per tune of the convergence chart at most
+  int curve_points = 4000;        // points of the convergence chart at most, over all tunes (50 a tune at least)
   int sample = 100;               // whole records in "sample" at most
 };
 
