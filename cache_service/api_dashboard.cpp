@@ -20,7 +20,6 @@
 #include "cache_service/record_json.h"
 #include "cache_service/ui_assets.h"
 #include "support/strings.h"
-#include "targets/gpu_skus.h"
 
 namespace tessera::cache {
 
@@ -90,41 +89,12 @@ std::optional<ApiResponse> nameParam(const ApiRequest& r, std::string_view name,
   return std::nullopt;
 }
 
-// A search word that names a GPU product ("h100", "mi300x", "rtx4090": part of a product's name
-// or alias, spaces left out) stands for the chip its records are filed under ("sm_90", which also
-// finds "sm_90a"), when every product it names is the same chip.
-std::optional<std::string> productChip(const std::string& word) {
-  const bool digit = std::any_of(word.begin(), word.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
-  const bool alpha = std::any_of(word.begin(), word.end(), [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); });
-  if (word.size() < 4 || !digit || !alpha || word.find('_') != std::string::npos) return std::nullopt;
-  auto squeeze = [](const std::string& s) {
-    std::string out;
-    for (char ch : s)
-      if (ch != ' ' && ch != '-') out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return out;
-  };
-  std::optional<std::string> chip;
-  for (const GpuSku& g : gpuSkus()) {
-    bool named = squeeze(g.name).find(word) != std::string::npos;
-    for (const std::string& a : g.aliases) named = named || squeeze(a).find(word) != std::string::npos;
-    if (!named) continue;
-    if (chip && *chip != g.arch) return std::nullopt;
-    chip = g.arch;
-  }
-  return chip;
-}
-
 ApiResponse routeKernels(RouteContext& c, const ApiRequest& r) {
   if (auto bad = checkQuery(r, {"family", "dtype", "target", "label", "q", "order", "offset", "limit"})) return *bad;
   KernelQuery q;
   for (auto [name, field] : {std::pair<std::string_view, std::string*>{"family", &q.family}, {"dtype", &q.dtype},
-                             {"target", &q.target}}) {
+                             {"target", &q.target}})
     if (auto bad = nameParam(r, name, *field)) return *bad;
-    // Families and dtypes are lowercase names: BF16 finds what bf16 does. (Targets stay as typed:
-    // an imported device's name may have capitals.)
-    if (name != "target")
-      for (char& ch : *field) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  }
   if (const std::string* v = r.param("label")) {
     auto l = parseKernelLabel(*v);
     if (!l)
@@ -144,8 +114,6 @@ ApiResponse routeKernels(RouteContext& c, const ApiRequest& r) {
     auto words = searchWords(*v);
     if (!words.ok()) return problem(400, "invalid-query", "Invalid query", words.error().message);
     q.words = std::move(*words);
-    for (std::string& w : q.words)
-      if (auto chip = productChip(w)) w = *chip;
   }
   int64_t offset = 0, limit = 50;
   if (auto bad = intParam(r, "offset", 0, 1'000'000'000, offset)) return *bad;
