@@ -5,11 +5,17 @@
 // Every route here reads, except the two POSTs (a comparison, which computes, and a revocation).
 #include <algorithm>
 #include <cctype>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <map>
 #include <mutex>
+#include <thread>
 
 #include "cache_service/api_internal.h"
+#include "cache_service/dashboard_digest.h"
 #include "cache_service/dashboard_json.h"
+#include "cache_service/http_compress.h"
 #include "cache_service/kernel_text.h"
 #include "cache_service/record_json.h"
 #include "cache_service/ui_assets.h"
@@ -49,15 +55,29 @@ ApiResponse routeUi(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
   const UiAsset* a = name.find('/') == std::string_view::npos ? findUiAsset(name) : nullptr;
   if (!a) return withDashboardHeaders(problem(404, "not-found", "Not found", "no file " + r.path));
   ApiResponse resp;
-  resp.headers.emplace_back("ETag", a->etag);
-  if (const std::string* inm = r.header("If-None-Match"); inm && *inm == a->etag) {
-    resp.status = 304;
-    resp.content_type = std::string(a->content_type);
-    return withDashboardHeaders(std::move(resp));
+  // A file asked for by the version its page names never changes: the browser keeps it a year and
+  // asks nothing. Pages, and files asked for without (or by an old) version, are revalidated.
+  const std::string* v = r.param("v");
+  const bool pinned = v && *v == a->version;
+  for (const auto& h : dashboardHeaders())
+    if (h.first != "Cache-Control") resp.headers.push_back(h);
+  resp.headers.emplace_back("Cache-Control", pinned ? "public, max-age=31536000, immutable" : "no-cache");
+  // Compressed once per process, at the encoders' best (ui_assets.h); chosen per request.
+  Encoding e = Encoding::Identity;
+  if (compressibleType(a->content_type) && a->served.size() >= kMinCompressBytes) {
+    const std::string* ae = r.header("Accept-Encoding");
+    e = acceptedEncoding(ae ? *ae : "");
+    resp.headers.emplace_back("Vary", "Accept-Encoding");
   }
+  resp.headers.emplace_back("ETag", a->etagFor(e));
   resp.content_type = std::string(a->content_type);
-  resp.body = std::string(a->content);
-  return withDashboardHeaders(std::move(resp));
+  if (const std::string* inm = r.header("If-None-Match"); inm && inm->find(a->etagFor(e)) != std::string::npos) {
+    resp.status = 304;
+    return resp;
+  }
+  resp.body = a->encoded(e);
+  if (e != Encoding::Identity) resp.headers.emplace_back("Content-Encoding", std::string(encodingName(e)));
+  return resp;
 }
 
 std::optional<ApiResponse> nameParam(const ApiRequest& r, std::string_view name, std::string& out) {
@@ -105,13 +125,137 @@ ApiResponse routeKernels(RouteContext& c, const ApiRequest& r) {
   return jsonResponse(kernelPageJson(*page, q, &c.store));
 }
 
+// Long polls of the kernel page (?after=ID&wait=S): each holds a request thread while it waits,
+// so a token holds at most kWaitsPerToken and the server kMaxWaits; a poll over the bound is
+// answered at once (the page asks again after its pause).
+constexpr int kWaitsPerToken = 2;
+constexpr int kMaxWaits = 4;
+constexpr int64_t kMaxWaitSeconds = 25;
+
+class WaitSlots {
+ public:
+  bool take(const std::string& token) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (total_ >= kMaxWaits || per_token_[token] >= kWaitsPerToken) return false;
+    ++total_;
+    ++per_token_[token];
+    return true;
+  }
+  void give(const std::string& token) {
+    std::lock_guard<std::mutex> g(mu_);
+    --total_;
+    if (--per_token_[token] == 0) per_token_.erase(token);
+  }
+
+ private:
+  std::mutex mu_;
+  int total_ = 0;
+  std::map<std::string, int> per_token_;
+};
+
+WaitSlots& waitSlots() {
+  static WaitSlots s;
+  return s;
+}
+
+// Bumped when a server stops: the waits under way end at once (a stopping server lets its requests
+// finish, and a poll must not hold it for its whole wait).
+std::atomic<int64_t> gWaitGeneration{0};
+
+// The digests of the keys pages asked for last, while the key's newest record id and record count
+// stay the same and for at most kDigestTtl (an admin's pin or quarantine changes no id): a page
+// reloaded, or opened by a second person, costs a lookup instead of a pass over every record.
+// Entries belong to the Api that made them (its TokenUsage, held weakly): another Api of the same
+// process, over another store, never reads them, even at a reused address.
+constexpr size_t kDigestCacheKeys = 16;
+constexpr auto kDigestTtl = std::chrono::seconds(10);
+
+class DigestCache {
+ public:
+  using Owner = std::shared_ptr<TokenUsage>;
+  std::optional<json> find(const Owner& owner, const std::string& key_id, int64_t newest, int64_t records) {
+    std::lock_guard<std::mutex> g(mu_);
+    for (const Entry& e : entries_)
+      if (same(e, owner) && e.key_id == key_id && e.newest == newest && e.records == records &&
+          std::chrono::steady_clock::now() - e.at < kDigestTtl)
+        return e.digest;
+    return std::nullopt;
+  }
+  void keep(const Owner& owner, const std::string& key_id, int64_t newest, int64_t records, const json& digest) {
+    if (!owner) return;
+    std::lock_guard<std::mutex> g(mu_);
+    std::erase_if(entries_, [&](const Entry& e) { return e.owner.expired() || (same(e, owner) && e.key_id == key_id); });
+    if (entries_.size() >= kDigestCacheKeys) entries_.erase(entries_.begin());
+    entries_.push_back({owner, key_id, newest, records, std::chrono::steady_clock::now(), digest});
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<TokenUsage> owner;
+    std::string key_id;
+    int64_t newest, records;
+    std::chrono::steady_clock::time_point at;
+    json digest;
+  };
+  static bool same(const Entry& e, const Owner& owner) {
+    return owner && !e.owner.expired() && !e.owner.owner_before(owner) && !owner.owner_before(e.owner);
+  }
+  std::mutex mu_;
+  std::vector<Entry> entries_;
+};
+
+DigestCache& digestCache() {
+  static DigestCache c;
+  return c;
+}
+
 ApiResponse routeKernelSummary(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
-  if (auto bad = checkQuery(r, {})) return *bad;
+  if (auto bad = checkQuery(r, {"digest", "after", "wait"})) return *bad;
   if (!isKeyId(m.key_id)) return problem(400, "bad-key-id", "Bad key id", "a key_id is 64 lowercase hex digits (sha256)");
-  auto j = kernelSummaryJson(c.store, std::string(m.key_id));
+  const std::string key_id(m.key_id);
+  bool digest = false;
+  if (const std::string* v = r.param("digest")) {
+    if (*v != "0" && *v != "1") return problem(400, "invalid-query", "Invalid query", "digest: expected 0 or 1");
+    digest = *v == "1";
+  }
+  int64_t after = 0, wait = 0;
+  if (auto bad = intParam(r, "after", 0, INT64_MAX, after)) return *bad;
+  if (auto bad = intParam(r, "wait", 0, kMaxWaitSeconds, wait)) return *bad;
+  if (r.param("after")) {
+    // Nothing newer than `after` within `wait` seconds: {"unchanged": true}, and the page asks again.
+    auto newest = newestRecordId(c.store, key_id, after);
+    if (!newest.ok()) return storageProblem(newest.error());
+    if (*newest == after && wait > 0 && waitSlots().take(c.token_name)) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(wait);
+      const int64_t generation = gWaitGeneration.load();
+      while (*newest == after && std::chrono::steady_clock::now() < until && gWaitGeneration.load() == generation) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        newest = newestRecordId(c.store, key_id, after);
+        if (!newest.ok()) break;
+      }
+      waitSlots().give(c.token_name);
+      if (!newest.ok()) return storageProblem(newest.error());
+    }
+    if (*newest == after) return jsonResponse(json{{"unchanged", true}, {"max_id", after}});
+  }
+  auto j = kernelSummaryJson(c.store, key_id);
   if (!j.ok()) {
     if (j.error().code == ErrorCode::NotFound) return problem(404, "unknown-key", "Not found", j.error().message);
     return storageProblem(j.error());
+  }
+  if (digest) {
+    auto newest = newestRecordId(c.store, key_id, 0);
+    if (!newest.ok()) return storageProblem(newest.error());
+    const int64_t records = (*j)["records"].get<int64_t>();
+    const auto& owner = c.opts.dashboard.usage;
+    if (auto hit = digestCache().find(owner, key_id, *newest, records)) {
+      (*j)["digest"] = std::move(*hit);
+    } else {
+      auto d = kernelDigestJson(c.store, key_id);
+      if (!d.ok()) return storageProblem(d.error());
+      digestCache().keep(owner, key_id, *newest, records, *d);
+      (*j)["digest"] = std::move(*d);
+    }
   }
   return jsonResponse(*j);
 }
@@ -326,6 +470,8 @@ ApiResponse routeAdminAudit(RouteContext& c, const ApiRequest& r) {
 }
 
 }  // namespace
+
+void endDashboardWaits() { ++gWaitGeneration; }
 
 std::optional<RouteMatch> matchDashboardRoute(std::string_view method, std::string_view path) {
   RouteMatch m;

@@ -59,6 +59,10 @@ struct DashboardOptions {
 // admin routes that several request threads may call at once.
 std::shared_ptr<TokenStore> serializedTokenStore(std::unique_ptr<TokenStore> inner);
 
+// Ends the kernel pages' long polls under way (GET /v1/kernels/{key_id}?after=&wait=): each answers
+// "unchanged" at once. A stopping server calls it so that no poll holds it for its whole wait.
+void endDashboardWaits();
+
 // Headers of every page and asset under /ui/: a Content-Security-Policy without inline script or
 // style and with no other origin, no framing, no sniffing, no referrer.
 const std::vector<std::pair<std::string, std::string>>& dashboardHeaders();

@@ -87,6 +87,7 @@ void CacheServer::stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  endDashboardWaits();
   if (http_) http_->stop();
 }
 

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -11,6 +12,11 @@
 #include "support/hash.h"
 
 namespace tessera::cache {
+
+struct UiAsset::Cache {
+  std::once_flag br_once, gz_once;
+  std::string br, gz;
+};
 
 namespace {
 
@@ -23,11 +29,38 @@ std::string_view mediaTypeOf(std::string_view name) {
   return "application/octet-stream";
 }
 
+bool isPage(std::string_view name) { return name.size() > 5 && name.substr(name.size() - 5) == ".html"; }
+
+// A page's src="x.js" / href="style.css" of an embedded file become "x.js?v=<version>".
+std::string versionReferences(std::string_view page, const std::vector<UiAsset>& all) {
+  std::string out(page);
+  for (const UiAsset& a : all) {
+    if (isPage(a.name)) continue;
+    for (const std::string attr : {"src=\"", "href=\""}) {
+      const std::string from = attr + std::string(a.name) + "\"";
+      const std::string to = attr + std::string(a.name) + "?v=" + a.version + "\"";
+      for (size_t at = out.find(from); at != std::string::npos; at = out.find(from, at + to.size())) out.replace(at, from.size(), to);
+    }
+  }
+  return out;
+}
+
 const std::vector<UiAsset>& assets() {
   static const std::vector<UiAsset> all = [] {
     std::vector<UiAsset> v;
-    for (const EmbeddedFile& f : kEmbeddedUiFiles)
-      v.push_back({f.name, f.content, mediaTypeOf(f.name), "\"" + sha256Hex(f.content).substr(0, 32) + "\""});
+    for (const EmbeddedFile& f : kEmbeddedUiFiles) {
+      UiAsset a;
+      a.name = f.name;
+      a.content = f.content;
+      a.content_type = mediaTypeOf(f.name);
+      a.version = sha256Hex(f.content).substr(0, 12);
+      a.cache = std::make_shared<UiAsset::Cache>();
+      v.push_back(std::move(a));
+    }
+    for (UiAsset& a : v) {
+      a.served = isPage(a.name) ? versionReferences(a.content, v) : std::string(a.content);
+      a.etag = "\"" + sha256Hex(a.served).substr(0, 32) + "\"";
+    }
     return v;
   }();
   return all;
@@ -63,6 +96,23 @@ void replaceOnce(std::string& s, std::string_view what, std::string_view with) {
 }
 
 }  // namespace
+
+const std::string& UiAsset::encoded(Encoding e) const {
+  if (e == Encoding::Brotli) {
+    std::call_once(cache->br_once, [&] { cache->br = brotliCompress(served, 11); });
+    return cache->br;
+  }
+  if (e == Encoding::Gzip) {
+    std::call_once(cache->gz_once, [&] { cache->gz = gzipCompress(served, 9); });
+    return cache->gz;
+  }
+  return served;
+}
+
+std::string UiAsset::etagFor(Encoding e) const {
+  if (e == Encoding::Identity) return etag;
+  return etag.substr(0, etag.size() - 1) + (e == Encoding::Brotli ? "-br\"" : "-gz\"");
+}
 
 const UiAsset* findUiAsset(std::string_view name) {
   if (name.empty()) name = "index.html";

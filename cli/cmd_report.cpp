@@ -1,13 +1,14 @@
 // Owns `tessera report --db FILE [--key KEY ...] -o report.html`: the dashboard's kernel page as
 // one self-contained HTML file (styles, scripts, Chart.js and the data inline; no server, no
 // network), for people who tune on a laptop and share a file. The data are the documents the
-// service answers (GET /v1/kernels/{key_id} and the key's records), read from the local store.
+// service answers (GET /v1/kernels/{key_id}?digest=1 and the key's records), read from the local store.
 #include <sys/stat.h>
 
 #include <cstdio>
 #include <fstream>
 #include <memory>
 
+#include "cache_service/dashboard_digest.h"
 #include "cache_service/dashboard_json.h"
 #include "cache_service/engine.h"
 #include "cache_service/record_json.h"
@@ -53,6 +54,10 @@ std::string resolveKey(cache::RecordStore& store, const std::string& given) {
 nlohmann::json kernelData(cache::RecordStore& store, const std::string& key_id, int max_records) {
   auto summary = cache::kernelSummaryJson(store, key_id);
   if (!summary.ok()) fail(summary.error().message);
+  // The charts read the digest the service answers (GET /v1/kernels/{key_id}?digest=1).
+  auto digest = cache::kernelDigestJson(store, key_id);
+  if (!digest.ok()) fail(digest.error().message);
+  (*summary)["digest"] = std::move(*digest);
   nlohmann::json records = nlohmann::json::array();
   cache::ListQuery q;
   q.key_id = key_id;

@@ -86,7 +86,7 @@
         T.el('td', {}, r.key.target), T.el('td', {}, r.status),
         T.el('td', {class: 'num'}, r.status === 'ok' || r.status === 'estimated' ? T.fmtTime(r.result.median_us) : '-'),
         T.el('td', {}, [pv.host, pv.user, pv.cpu_model].filter(Boolean).join(', ')),
-        T.el('td', {}, r.quarantined ? T.tag('quarantined') : '')));
+        T.el('td', {}, r.quarantined ? T.tag('quarantined') : '', T.trustTag(r))));
     }
     auditBefore = data.next_before || 0;
     T.$('audit-older').disabled = !data.next_before;

@@ -92,8 +92,54 @@
     if (d < 5400) return Math.round(d / 60) + ' min ago';
     return Math.round(d / 3600) + ' h ago';
   };
+  // The dimensions by name, as the key orders them (measure/records.cpp).
+  T.fmtShapeNamed = function (key) {
+    const s = key.shape || [];
+    const names = key.family === 'attention' ? ['batch', 'heads', 'kv heads', 'query length', 'key length', 'head dim']
+      : key.family === 'gemm' ? (s.length === 4 ? ['batch', 'M', 'N', 'K'] : ['M', 'N', 'K']) : [];
+    return names.length === s.length ? s.map((v, i) => names[i] + ' ' + v).join(', ') : T.fmtShape(s);
+  };
   T.kernelName = (key) => key.family + ' ' + T.fmtShape(key.shape) + ' ' + key.dtype;
   T.tag = (name, title) => T.el('span', {class: 'tag tag-' + name.replace(/[^a-z-]/g, ''), title: title}, name);
+  // A config as "knob=value" words the browser may break between, not raw JSON cut mid-word.
+  T.fmtConfig = function (c) {
+    if (!c || typeof c !== 'object') return String(c || '');
+    return Object.entries(c).map(([k, v]) => k + '=' + (typeof v === 'object' ? JSON.stringify(v) : String(v))).join(', ');
+  };
+
+  // ---- trust: whose word a record stands on (the service's `trust` field) ----
+  // Each tier is shown as itself; a tier this page does not know is shown as unconfirmed, so that
+  // nothing the service has not vouched for can look like a reproduced measurement.
+  const TRUST = {
+    reproduced: ['reproduced', 'another identity measured the same config and agreed'],
+    confirmed: ['reproduced', 'another identity measured the same config and agreed'],
+    vouched: ['reproduced', 'pinned by an admin or measured by the store\'s own machine'],
+    claim: ['claim', 'one writer\'s measurement that no other identity has reproduced yet'],
+    disputed: ['disputed', 'another identity\'s measurement of the same config contradicts it'],
+    refuted: ['disputed', 'another identity\'s measurement of the same config contradicts it'],
+    estimate: ['estimate', 'the analytic model\'s prediction: nothing ran'],
+  };
+  // {tier: reproduced | claim | disputed | estimate | unconfirmed, word: the service's own, title}
+  T.trustOf = function (r) {
+    if (!r) return null;
+    if (r.status === 'estimated') return {tier: 'estimate', word: 'estimate', title: TRUST.estimate[1]};
+    const t = Object.prototype.hasOwnProperty.call(TRUST, r.trust) ? TRUST[r.trust] : null;
+    if (!t) return {tier: 'unconfirmed', word: 'unconfirmed', title: 'the service says nothing this page knows about who reproduced it'};
+    return {tier: t[0], word: r.trust, title: t[1]};
+  };
+  T.trustTag = function (r) {
+    const t = T.trustOf(r);
+    if (!t) return null;
+    return T.el('span', {class: 'tag trust trust-' + t.tier, title: t.title, dataset: {trust: t.tier}}, t.word);
+  };
+
+  // ---- loading states ----
+  T.loading = function (id, what) {
+    const e = T.$(id);
+    if (!e) return;
+    e.hidden = !what;
+    T.text(e, what || '');
+  };
   // Math.max(...xs) overflows the call stack for long arrays.
   T.max = (xs) => xs.reduce((a, b) => (b > a ? b : a), -Infinity);
   T.min = (xs) => xs.reduce((a, b) => (b < a ? b : a), Infinity);
@@ -219,8 +265,24 @@
   };
 
   // ---- charts ----
+  T.dark = () => window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
+  // A log axis labels its decades (and 2 and 5 within a span of few decades), not every minor tick.
+  T.logTicks = function (fmt) {
+    return function (v) {
+      const x = Number(v);
+      const m = x / Math.pow(10, Math.floor(Math.log10(x) + 1e-9));
+      return Math.abs(m - 1) < 1e-6 || Math.abs(m - 2) < 1e-6 || Math.abs(m - 5) < 1e-6 ? fmt(x) : '';
+    };
+  };
   T.chart = function (canvasId, config) {
     if (T.charts[canvasId]) T.charts[canvasId].destroy();
+    if (window.Chart && !T.chartThemed) {
+      T.chartThemed = true;
+      if (T.dark()) {
+        window.Chart.defaults.color = '#c9d1d9';
+        window.Chart.defaults.borderColor = '#30363d';
+      }
+    }
     config.options = Object.assign({animation: false, maintainAspectRatio: false, responsive: true}, config.options || {});
     const chart = new window.Chart(T.$(canvasId), config);
     T.charts[canvasId] = chart;

@@ -27,13 +27,47 @@
     if (!doc.why.length) why.appendChild(T.el('li', {class: 'muted'}, 'nothing to explain: fewer than two GPU targets have a winner'));
   }
 
+  // A key_id from what was typed: the full key, or a prefix of 12 or more digits (as the CLI and
+  // the report print them) that names exactly one kernel of this cache.
+  async function resolveKey(text) {
+    if (/^[0-9a-f]{64}$/.test(text)) return text;
+    if (!/^[0-9a-f]{12,63}$/.test(text)) throw new Error('expected a key_id or a prefix of 12 or more hex digits (or pick a kernel from the list)');
+    const found = (await T.api('v1/kernels?q=' + text + '&limit=5')).kernels.filter((k) => k.key_id.startsWith(text));
+    if (found.length !== 1) throw new Error(found.length ? 'the prefix ' + text + ' names ' + found.length + ' kernels: give more digits' : 'no kernel of this cache starts with ' + text);
+    return found[0].key_id;
+  }
+
+  // The picker: search words typed into the key box list the kernels they find.
+  let searchTimer = null;
+  function pick() {
+    clearTimeout(searchTimer);
+    const text = T.$('key').value.trim();
+    if (!text || /^[0-9a-f]{12,}$/.test(text)) return;
+    searchTimer = setTimeout(async () => {
+      try {
+        const data = await T.api('v1/kernels?q=' + encodeURIComponent(text) + '&limit=20');
+        const list = T.clear(T.$('key-choices'));
+        for (const k of data.kernels) list.appendChild(T.el('option', {value: k.key_id}, T.kernelName(k.key) + ' on ' + k.key.target));
+      } catch (err) {
+        if (!(err instanceof T.ApiError)) T.showError(err);
+      }
+    }, 300);
+  }
+
   async function run(ev) {
     if (ev) ev.preventDefault();
     T.clearError();
     const targets = T.$('targets').value.split(',').map((s) => s.trim()).filter(Boolean);
     const body = {targets: targets};
     if (T.$('src-ir').checked) body.kernel = T.$('ir').value;
-    else body.key_id = T.$('key').value.trim();
+    else {
+      try {
+        body.key_id = await resolveKey(T.$('key').value.trim());
+      } catch (err) {
+        T.showError(err);
+        return;
+      }
+    }
     T.text(T.$('cmp-busy'), 'comparing (compiles each GPU winner; a few seconds) ...');
     T.$('cmp-run').disabled = true;
     try {
@@ -51,13 +85,16 @@
     if (!wired) {
       wired = true;
       T.$('cmp-form').addEventListener('submit', run);
-      T.$('key').addEventListener('input', () => (T.$('src-key').checked = true));
+      T.$('key').addEventListener('input', () => {
+        T.$('src-key').checked = true;
+        pick();
+      });
       T.$('ir').addEventListener('input', () => (T.$('src-ir').checked = true));
     }
     const key = T.query('key');
     const targets = T.query('targets');
     if (targets && /^[A-Za-z0-9_.:+,-]+$/.test(targets)) T.$('targets').value = targets;
-    if (key && /^[0-9a-f]{64}$/.test(key)) {
+    if (key && /^[0-9a-f]{12,64}$/.test(key)) {
       T.$('key').value = key;
       return run();
     }

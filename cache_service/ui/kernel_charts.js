@@ -1,6 +1,9 @@
-// Owns the Kernel page's derived views and charts: tunes found in a key's records, the time and
-// search-progress charts, the roofline, and the per-knob effect (median time per knob value).
-// Every string a chart shows (knob values, statuses) is drawn on a canvas, never parsed as HTML.
+// Owns the Kernel page's charts, drawn from the service's digest of the key (GET
+// /v1/kernels/{key_id}?digest=1, dashboard_digest.h): every record over time, each tune's trials
+// and best so far (measured, or predicted when a tune only has the model's estimates), outcomes
+// by status, the roofline, time against a knob, and the per-knob effect of measured and of
+// predicted times. Every string a chart shows (knob values, statuses, writers) is drawn on a
+// canvas, never parsed as HTML.
 'use strict';
 
 (function () {
@@ -10,46 +13,30 @@
   const FAILED = ['invalid-config', 'compile-error', 'timeout', 'crash', 'wrong-result'];
   const timeAxis = (title) => ({
     type: 'logarithmic', title: {display: true, text: title},
-    ticks: {callback: (v) => T.fmtTime(Number(v))},
+    ticks: {callback: T.logTicks((v) => T.fmtTime(v))},
   });
+  const isTimed = (s) => s === 'ok' || s === 'estimated';
+  // A point's hover: what was tried (its config) and where it came from.
+  const describe = (p) => [(p.id ? 'record ' + p.id + ': ' : '') + (p.y !== null && isTimed(p.status) ? T.fmtTime(p.y) : p.status) +
+    (p.status === 'estimated' ? ' (predicted)' : '')].concat(p.config ? [T.fmtConfig(p.config)] : [])
+    .concat(p.writer !== undefined ? ['by ' + (p.writer || '(local)') + (p.at ? ', ' + T.fmtDate(p.at) : '')] : []);
 
-  // A tune's records carry its trial numbers 1..N (the tuner's `trials`), so a tune starts at a
-  // record of trial 1 when the current one already has its trial 1 (workers may report out of
-  // order). Records without a trial number (imported tables) belong to no tune.
-  K.tunes = function (records) {
-    const tunes = [];
-    let cur = null;
-    for (const r of records.slice().sort((a, b) => a.id - b.id)) {
-      const trial = r.result ? r.result.trials : 0;
-      if (!(trial >= 1)) continue;
-      if (!cur || (trial === 1 && cur.hasFirst)) {
-        cur = {records: [], hasFirst: false};
-        tunes.push(cur);
-      }
-      cur.hasFirst = cur.hasFirst || trial === 1;
-      cur.records.push(r);
-    }
-    tunes.forEach((t, i) => {
-      t.estimated = t.records.every((r) => r.status === 'estimated');
-      t.label = 'tune ' + (i + 1) + (t.estimated ? ' (estimated)' : '') + ', ' + (t.records[0].received_at || t.records[0].provenance.created_at);
-    });
-    return tunes;
-  };
-
-  K.timeChart = function (records) {
-    const when = (r) => T.epoch(r.received_at) || T.epoch(r.provenance.created_at);
-    const timed = records.filter((r) => r.status === 'ok' || r.status === 'estimated');
-    const top = timed.length ? T.max(timed.map((r) => r.result.median_us)) * 1.5 : 1;
-    const times = records.map(when).filter((t) => t !== null);
-    const span = times.length ? T.max(times) - T.min(times) : 0;
+  // x: when each record was measured (its provenance), or when the store received it.
+  K.timeChart = function (digest, axis) {
+    const pts = digest.time.points;
+    const when = (p) => (axis === 'measured' && p[2] ? p[2] : p[1] || p[2]);
+    const top = (digest.slowest || 1) * 1.5;
+    const xs = pts.map(when).filter((t) => t);
+    const span = xs.length ? T.max(xs) - T.min(xs) : 0;
     const datasets = [];
     for (const status of ['ok', 'estimated'].concat(FAILED)) {
-      const rs = records.filter((r) => r.status === status);
+      const rs = pts.filter((p) => p[4] === status);
       if (!rs.length) continue;
       const failed = FAILED.includes(status);
       datasets.push({
-        label: status + ' (' + rs.length + ')' + (failed ? ', drawn above the slowest' : ''),
-        data: rs.map((r) => ({x: when(r), y: failed ? top : r.result.median_us, id: r.id})),
+        label: (status === 'estimated' ? 'estimated (predicted)' : failed ? 'refused: ' + status : status) + ' (' + rs.length + ')' +
+          (failed ? ', drawn above the slowest' : ''),
+        data: rs.map((p) => ({x: when(p), y: failed ? top : p[3], id: p[0], status: p[4], config: p[5], writer: p[6], at: when(p)})),
         backgroundColor: T.statusColors[status], borderColor: T.statusColors[status],
         pointStyle: failed ? 'crossRot' : status === 'estimated' ? 'triangle' : 'circle', pointRadius: failed ? 5 : 3,
       });
@@ -57,54 +44,65 @@
     T.chart('chart-time', {
       type: 'scatter', data: {datasets: datasets},
       options: {
-        scales: {x: {type: 'linear', title: {display: true, text: 'received (UTC)'},
+        scales: {x: {type: 'linear', title: {display: true, text: axis === 'measured' ? 'measured (UTC)' : 'received (UTC)'},
           ticks: {maxTicksLimit: 8, callback: (v) => T.fmtTick(Number(v), span)}},
           y: timeAxis('median time')},
-        plugins: {tooltip: {callbacks: {label: (c) => 'record ' + c.raw.id + ': ' + T.fmtTime(c.raw.y) + ' at ' + T.fmtDate(c.raw.x)}}},
+        plugins: {tooltip: {callbacks: {label: (c) => describe(c.raw)}}},
       },
     });
   };
 
-  K.trialsChart = function (tunes) {
-    const datasets = tunes.map((t, i) => {
-      let best = Infinity;
-      const pts = [];
-      const want = t.estimated ? 'estimated' : 'ok';
-      for (const r of t.records.slice().sort((a, b) => a.result.trials - b.result.trials)) {
-        if (r.status === want) best = Math.min(best, r.result.median_us);
-        if (isFinite(best)) pts.push({x: r.result.trials, y: best});
+  // Per tune: each trial (refusals as crosses above the slowest) and the best so far.
+  K.trialsChart = function (digest) {
+    const top = (digest.slowest || 1) * 1.5;
+    const datasets = [];
+    digest.tunes.forEach((t, i) => {
+      const color = T.palette[i % T.palette.length];
+      const name = 'tune ' + t.index + (t.estimated ? ' (predicted)' : '');
+      const best = t.points.filter((p) => p[3] !== null).map((p) => ({x: p[0], y: p[3], id: p[4], status: t.estimated ? 'estimated' : 'ok'}));
+      const each = t.points.filter((p) => p[1] !== null).map((p) => ({x: p[0], y: p[1], id: p[4], status: p[2]}));
+      const refused = t.points.filter((p) => !isTimed(p[2])).map((p) => ({x: p[0], y: top, id: p[4], status: p[2]}));
+      datasets.push({label: name + ': best so far', data: best, showLine: true, stepped: 'before', borderColor: color,
+        backgroundColor: color, pointRadius: 0});
+      datasets.push({label: name + ': each trial', data: each, borderColor: color, backgroundColor: color + '80', pointRadius: 2,
+        pointStyle: t.estimated ? 'triangle' : 'circle'});
+      if (refused.length) {
+        datasets.push({label: name + ': refused (' + refused.length + ')', data: refused, borderColor: '#c43d52',
+          backgroundColor: '#c43d52', pointStyle: 'crossRot', pointRadius: 5});
       }
-      return {label: t.label, data: pts, showLine: true, stepped: 'before', borderColor: T.palette[i % T.palette.length],
-        backgroundColor: T.palette[i % T.palette.length], pointRadius: 1.5};
     });
     T.chart('chart-trials', {
       type: 'scatter', data: {datasets: datasets},
-      options: {scales: {x: {type: 'linear', title: {display: true, text: 'trial'}}, y: timeAxis('best time so far')}},
+      options: {scales: {x: {type: 'linear', title: {display: true, text: 'trial'}}, y: timeAxis('time (best so far, each trial)')},
+        plugins: {tooltip: {callbacks: {label: (c) => c.dataset.label + ', trial ' + c.raw.x + ': ' +
+          (isTimed(c.raw.status) || c.raw.status === undefined ? T.fmtTime(c.raw.y) : c.raw.status) + ' (record ' + c.raw.id + ')'}}}},
     });
   };
 
-  K.statusChart = function (tunes) {
-    const statuses = ['ok', 'estimated'].concat(FAILED).filter((s) => tunes.some((t) => t.records.some((r) => r.status === s)));
+  K.statusChart = function (digest) {
+    const tunes = digest.tunes;
+    const statuses = ['ok', 'estimated'].concat(FAILED).filter((s) => tunes.some((t) => t.statuses[s]));
     T.chart('chart-status', {
       type: 'bar',
       data: {
-        labels: tunes.map((t, i) => 'tune ' + (i + 1)),
-        datasets: statuses.map((s) => ({label: s, backgroundColor: T.statusColors[s],
-          data: tunes.map((t) => t.records.filter((r) => r.status === s).length)})),
+        labels: tunes.map((t) => 'tune ' + t.index + (t.estimated ? ' (predicted)' : '')),
+        datasets: statuses.map((s) => ({label: s === 'estimated' ? 'estimated (predicted)' : s, backgroundColor: T.statusColors[s],
+          data: tunes.map((t) => t.statuses[s] || 0)})),
       },
       options: {scales: {x: {stacked: true}, y: {stacked: true, title: {display: true, text: 'records'}}}},
     });
   };
 
-  // x: FLOP per byte (the tuner's counts), y: achieved GFLOP/s; the roofs as lines.
+  // x: FLOP per byte (the tuner's counts), y: achieved GFLOP/s; the roofs as lines. The points are
+  // the digest's sample (the fastest records).
   K.rooflineChart = function (summary, records) {
     const roof = summary.roofline || {};
     const note = T.$('roof-note');
     const points = [];
     for (const r of records) {
-      if (!(r.status === 'ok' || r.status === 'estimated') || !(r.result.gflops > 0)) continue;
+      if (!isTimed(r.status) || !(r.result.gflops > 0)) continue;
       const x = r.result.gbps > 0 ? r.result.gflops / r.result.gbps : roof.intensity;
-      if (x > 0) points.push({x: x, y: r.result.gflops, id: r.id, status: r.status});
+      if (x > 0) points.push({x: x, y: r.result.gflops, id: r.id, status: r.status, config: r.config});
     }
     const near = (summary.nearest || []).filter((n) => n.intensity > 0 && n.gflops > 0)
       .map((n) => ({x: n.intensity, y: n.gflops, shape: T.fmtShape(n.shape)}));
@@ -129,6 +127,7 @@
       T.text(note, note.textContent + '; no throughput to place on it');
       return;
     }
+    T.$('chart-roofline').parentNode.hidden = false;
     const xs = points.concat(near).map((p) => p.x);
     const ridge = roof.compute_gflops && roof.bandwidth_gbs ? roof.compute_gflops / roof.bandwidth_gbs : null;
     const lo = Math.min(T.min(xs), ridge || Infinity) / 4;
@@ -141,61 +140,64 @@
     }
     if (roof.compute_gflops) {
       datasets.push({label: 'compute roof', data: [{x: ridge || lo, y: roof.compute_gflops}, {x: hi, y: roof.compute_gflops}],
-        showLine: true, pointRadius: 0, borderColor: '#444'});
+        showLine: true, pointRadius: 0, borderColor: '#888'});
     }
-    datasets.push({label: 'this kernel\'s configs (' + points.length + ')', data: points, backgroundColor: '#2f6fdf', pointRadius: 3});
+    const predicted = points.some((p) => p.status === 'estimated');
+    datasets.push({label: 'this kernel\'s configs (' + points.length + (predicted ? ', predicted' : '') + ')', data: points,
+      backgroundColor: '#2f6fdf', pointRadius: 3});
     if (near.length) datasets.push({label: 'winners of nearby shapes', data: near, backgroundColor: '#e8772e', pointStyle: 'rectRot', pointRadius: 5});
     T.chart('chart-roofline', {
       type: 'scatter', data: {datasets: datasets},
       options: {
-        scales: {x: {type: 'logarithmic', title: {display: true, text: 'arithmetic intensity (FLOP/byte)'}},
-          y: {type: 'logarithmic', title: {display: true, text: 'GFLOP/s'}}},
+        scales: {x: {type: 'logarithmic', title: {display: true, text: 'arithmetic intensity (FLOP/byte)'},
+          ticks: {callback: T.logTicks((v) => String(+v.toPrecision(3)))}},
+        y: {type: 'logarithmic', title: {display: true, text: 'throughput'},
+          ticks: {callback: T.logTicks((v) => T.fmtThroughput(v, 'GFLOP/s'))}}},
         plugins: {tooltip: {callbacks: {label: (c) => (c.raw.shape ? c.raw.shape + ': ' : c.raw.id ? 'record ' + c.raw.id + ': ' : '') +
-          T.fmtThroughput(c.raw.y, 'GFLOP/s') + ' at ' + Number(c.raw.x).toFixed(2) + ' FLOP/byte'}}},
+          T.fmtThroughput(c.raw.y, 'GFLOP/s') + ' at ' + Number(c.raw.x).toFixed(2) + ' FLOP/byte' +
+          (c.raw.config ? ' (' + T.fmtConfig(c.raw.config) + ')' : '')}}},
       },
     });
   };
 
-  // Median time per value of each knob over the ok measurements; knobs by spread (worst / best).
-  K.knobEffects = function (records) {
-    const ok = records.filter((r) => r.status === 'ok' && r.config && typeof r.config === 'object');
-    const byKnob = new Map();
-    for (const r of ok) {
-      for (const [knob, value] of Object.entries(r.config)) {
-        if (!byKnob.has(knob)) byKnob.set(knob, new Map());
-        const vals = byKnob.get(knob);
-        const v = typeof value === 'object' ? JSON.stringify(value) : String(value);
-        if (!vals.has(v)) vals.set(v, {value: v, numeric: typeof value === 'number', times: []});
-        vals.get(v).times.push(r.result.median_us);
-      }
-    }
-    const effects = [];
-    for (const [knob, vals] of byKnob) {
-      const values = [...vals.values()].map((e) => ({value: e.value, numeric: e.numeric, n: e.times.length, median: T.median(e.times)}));
-      if (values.length < 2) continue;
-      if (values.every((v) => v.numeric)) values.sort((a, b) => Number(a.value) - Number(b.value));
-      else values.sort((a, b) => (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
-      const best = values.reduce((a, b) => (b.median < a.median ? b : a));
-      const worst = values.reduce((a, b) => (b.median > a.median ? b : a));
-      effects.push({knob: knob, values: values, best: best, worst: worst, spread: worst.median / best.median});
-    }
-    effects.sort((a, b) => b.spread - a.spread || (a.knob < b.knob ? -1 : 1));
-    return effects;
+  // Time against one knob's values, over the digest's points (measured and predicted apart).
+  K.scatterChart = function (digest, knob) {
+    const pts = digest.time.points.filter((p) => isTimed(p[4]) && p[5] && p[5][knob] !== undefined);
+    const numeric = pts.every((p) => typeof p[5][knob] === 'number');
+    const cats = numeric ? [] : [...new Set(pts.map((p) => String(p[5][knob])))].sort();
+    const x = (p) => (numeric ? p[5][knob] : cats.indexOf(String(p[5][knob])));
+    const datasets = ['ok', 'estimated'].map((s) => ({
+      label: s === 'ok' ? 'measured' : 'predicted', backgroundColor: T.statusColors[s], pointStyle: s === 'ok' ? 'circle' : 'triangle',
+      pointRadius: 3,
+      data: pts.filter((p) => p[4] === s).map((p) => ({x: x(p), y: p[3], id: p[0], status: p[4], config: p[5], writer: p[6], at: p[2] || p[1]})),
+    })).filter((d) => d.data.length);
+    T.chart('chart-scatter', {
+      type: 'scatter', data: {datasets: datasets},
+      options: {
+        scales: {x: numeric ? {type: 'linear', title: {display: true, text: knob}}
+          : {type: 'linear', min: -0.5, max: cats.length - 0.5, title: {display: true, text: knob},
+            ticks: {stepSize: 1, callback: (v) => cats[v] !== undefined ? cats[v] : ''}},
+        y: timeAxis('median time')},
+        plugins: {tooltip: {callbacks: {label: (c) => describe(c.raw)}}},
+      },
+    });
   };
 
   K.knobCharts = function (effects, container) {
     T.clear(container);
     effects.slice(0, 12).forEach((e, i) => {
       const id = 'chart-knob-' + i;
-      container.appendChild(T.el('div', {class: 'knob'}, T.el('h3', {}, e.knob + ' (spread ' + e.spread.toFixed(2) + 'x)'),
-        T.el('div', {class: 'chart small'}, T.el('canvas', {id: id, dataset: {knob: e.knob}}))));
+      const what = e.predicted ? 'predicted' : 'measured';
+      container.appendChild(T.el('div', {class: 'knob'}, T.el('h3', {}, e.knob + ' (' + what + ', spread ' + e.spread.toFixed(2) + 'x)'),
+        T.el('div', {class: 'chart small'}, T.el('canvas', {id: id, dataset: {knob: e.knob, predicted: e.predicted ? '1' : '0'}}))));
       T.chart(id, {
         type: 'bar',
         data: {labels: e.values.map((v) => v.value),
-          datasets: [{label: 'median time', data: e.values.map((v) => v.median), backgroundColor: T.palette[i % T.palette.length]}]},
+          datasets: [{label: 'median ' + what + ' time', data: e.values.map((v) => v.median),
+            backgroundColor: e.predicted ? T.statusColors.estimated : T.palette[i % T.palette.length]}]},
         options: {plugins: {legend: {display: false},
-          tooltip: {callbacks: {label: (c) => T.fmtTime(c.raw) + ' (' + e.values[c.dataIndex].n + ' measurements)'}}},
-        scales: {y: {title: {display: true, text: 'median time'}, ticks: {callback: (v) => T.fmtTime(Number(v))}},
+          tooltip: {callbacks: {label: (c) => T.fmtTime(c.raw) + ' (' + e.values[c.dataIndex].n + (e.predicted ? ' estimates)' : ' measurements)')}}},
+        scales: {y: {title: {display: true, text: 'median ' + what + ' time'}, ticks: {callback: (v) => T.fmtTime(Number(v))}},
           x: {title: {display: true, text: e.knob}}}},
       });
     });

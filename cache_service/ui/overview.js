@@ -27,7 +27,8 @@
     const r = row.shown;
     if (r && r.result && r.result.remeasured) tags.push(T.tag('remeasured', 'the winner of a tuning run, re-measured interleaved'));
     if (row.stale) tags.push(T.tag('stale', 'measured with another toolchain than the service runs'));
-    if (r && r.confirmed === false) tags.push(T.tag('unconfirmed', 'a claim no second measurement has confirmed yet'));
+    // Whose word the shown record stands on: a claim never reads like a reproduced measurement.
+    if (r) tags.push(T.trustTag(r));
     return tags;
   }
 

@@ -148,8 +148,31 @@ def open_browser(work):
               "--ignore-certificate-errors", "--no-first-run", "--disable-extensions", "--disable-background-networking",
               f"--user-data-dir={os.path.join(work, 'chromium-profile')}"]:
         opts.add_argument(a)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    # The performance log carries the DevTools network events: the headers the browser really sent
+    # (Accept-Encoding) and got back (Content-Encoding, Cache-Control).
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     return webdriver.Chrome(service=DriverService(CHROMEDRIVER), options=opts)
+
+
+def network_exchanges(driver):
+    """{url: {"request": headers the browser sent, "response": headers it got, "status": code}} of the
+    requests since the last call, from the DevTools events in the performance log."""
+    urls, req, resp = {}, {}, {}
+    for e in driver.get_log("performance"):
+        m = json.loads(e["message"])["message"]
+        p = m.get("params", {})
+        if m["method"] == "Network.requestWillBeSent":
+            urls[p["requestId"]] = p["request"]["url"]
+        elif m["method"] == "Network.requestWillBeSentExtraInfo":
+            req[p["requestId"]] = {k.lower(): v for k, v in p.get("headers", {}).items()}
+        elif m["method"] == "Network.responseReceived":
+            r = p["response"]
+            resp[p["requestId"]] = ({k.lower(): v for k, v in r.get("headers", {}).items()}, r.get("status"))
+    out = {}
+    for rid, url in urls.items():
+        h, status = resp.get(rid, ({}, None))
+        out[url] = {"request": req.get(rid, {}), "response": h, "status": status}
+    return out
 
 
 def console_errors(driver):

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Times the dashboard's Kernel page (issue 51) in headless Chromium, with the browser's own
+headers: for one key of N records (default 2,000 and 10,000), a real `tessera serve` on loopback
+filled through the API, the page's time to data (navigation start to the winner and charts drawn,
+`Tessera.shownAt`), against the anchor measured in the same run by the same browser: the records
+API's first page of that key (GET /v1/records?key_id=...&limit=1000, fetched and parsed). Prints
+one row per size with the ratio, the summary's bytes on the wire and decoded, and the load.
+
+Usage: kernel_page_bench.py TESSERA_BIN [RECORDS ...]"""
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "ui"))
+from ui_checks import Service, missing_browser, open_browser, sign_in, wait_for  # noqa: E402
+from kernel_page_test import seed  # noqa: E402
+
+ANCHOR_JS = """
+const done = arguments[arguments.length - 1];
+const t0 = performance.now();
+fetch('../v1/records?key_id=' + arguments[0] + '&limit=1000', {headers: {Authorization: 'Bearer ' + sessionStorage.getItem('tessera.token')},
+  cache: 'no-store'}).then(r => r.json()).then(j => done([performance.now() - t0, j.records.length]));
+"""
+
+
+def one(tessera, n, runs=5):
+    work = tempfile.mkdtemp(prefix="tessera-bench51-")
+    svc = Service(tessera, work)
+    driver = None
+    try:
+        t0 = time.time()
+        key = seed(svc, n)
+        seeded = time.time() - t0
+        driver = open_browser(work)
+        base = svc.url + "/ui/"
+        driver.get(base)
+        sign_in(driver, svc.tokens["viewer"])
+        page, anchor, wire = [], [], None
+        for _ in range(runs):
+            driver.get(base + "kernel.html?key=" + key)
+            wait_for(driver, "return window.Tessera && Tessera.shownAt !== undefined", timeout=120, what="data")
+            page.append(driver.execute_script("return Tessera.shownAt"))
+            wire = driver.execute_script("""const e = performance.getEntriesByType('resource').find(e => e.name.includes('digest=1'));
+              return e ? [e.encodedBodySize, e.decodedBodySize] : null""")
+            driver.set_script_timeout(60)
+            anchor.append(driver.execute_async_script(ANCHOR_JS, key)[0])
+        return {"n": n, "seeded_s": seeded, "page_ms": statistics.median(page), "anchor_ms": statistics.median(anchor), "wire": wire}
+    finally:
+        if driver:
+            driver.quit()
+        svc.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    why = missing_browser()
+    if why:
+        raise SystemExit("kernel_page_bench: " + why)
+    tessera = os.path.abspath(sys.argv[1])
+    sizes = [int(a) for a in sys.argv[2:]] or [2000, 10000]
+    print(f"load before: {open('/proc/loadavg').read().strip()}", flush=True)
+    print("records | kernel page time to data (median ms) | anchor: records API first page (ms) | ratio | summary bytes wire/decoded")
+    for n in sizes:
+        r = one(tessera, n)
+        wire = f"{r['wire'][0]}/{r['wire'][1]}" if r["wire"] else "-"
+        print(f"{n:>7} | {r['page_ms']:9.0f} | {r['anchor_ms']:9.1f} | {r['page_ms'] / r['anchor_ms']:6.1f}x | {wire}"
+              f"   (seeded in {r['seeded_s']:.0f} s)", flush=True)
+    print(f"load after: {open('/proc/loadavg').read().strip()}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
