@@ -86,6 +86,20 @@ class LoadWatch {
   double control0_;
 };
 
+// The machine's load (/proc/loadavg: 1, 5 and 15 minute averages), printed before and after a
+// bench's timings: a ratio taken on a loaded machine says so next to it.
+inline std::string loadAverage() {
+  char buf[128] = {0};
+  FILE* f = std::fopen("/proc/loadavg", "r");
+  if (!f) return "unknown";
+  double a = 0, b = 0, c = 0;
+  int n = std::fscanf(f, "%lf %lf %lf", &a, &b, &c);
+  std::fclose(f);
+  if (n != 3) return "unknown";
+  std::snprintf(buf, sizeof buf, "%.2f %.2f %.2f", a, b, c);
+  return buf;
+}
+
 // The kernel benchmarks' command line: `[--db PATH] [--dtype T] [--threads N] [--config K=V,...]
 // [N...]`, N positive integers; --db opens the store whose winners the benchmark runs, --threads
 // runs tessera and the anchors on N threads (default 1), --config overrides knobs of the default.

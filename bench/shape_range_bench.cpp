@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   }
   const TargetDesc& t = *target;
   openblas_set_num_threads(t.units);
+  std::printf("load before: %s\n", bench::loadAverage().c_str());
   std::printf("shape range GEMM f32: M 1..%lld, N %lld, K %lld; %d thread%s; %s (%s); OpenBLAS core %s\n", (long long)o.hi,
               (long long)o.n, (long long)o.k, t.units, t.units > 1 ? "s" : "", t.model.c_str(), t.arch.c_str(),
               openblas_get_corename());
@@ -209,5 +210,6 @@ int main(int argc, char** argv) {
   if (rows)
     std::printf("\ngeomean over %d shapes: regret %.1f%% (goal: within 10%%), OpenBLAS/rule %.2fx; %zu kernel(s) in the rule\n",
                 rows, 100 * (std::exp(logRegret / rows) - 1), std::exp(logBlas / rows), rule.configs.size());
+  std::printf("load after: %s\n", bench::loadAverage().c_str());
   return bad ? 1 : 0;
 }

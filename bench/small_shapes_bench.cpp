@@ -3,12 +3,16 @@
 // sweep finds in the same run (coordinate descent over every knob from the default, restarted from
 // each GEMM schedule; every candidate checked against the reference), and the worst
 // default/best ratio. The rules in search/space_*.cpp promise that no default is more than 2x
-// slower than that best; this is where the promise is measured.
+// slower than that best; this is where the promise is measured. GEMM rows also time the default
+// and the best against OpenBLAS sgemm in this process (interleaved rounds, A/B/A/B), and the
+// machine's load is printed before and after.
 // Usage: small_shapes_bench [--threads N] [--isa x86-64-v3] [--family gemm|elementwise|attention] [--quick]
-//                           [--max-configs N]
+//                           [--skinny] [--max-configs N]
+// --skinny: only the skinny GEMMs (M or N in 1..16, and the few-column shapes of issue 53).
 // --isa compiles and derives the defaults for that ISA level of this CPU (an AVX2 host's rules on an
 // AVX-512 machine: its vector width and registers, this machine's caches).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +23,12 @@
 #include <string>
 #include <vector>
 
+#if TESSERA_BENCH_OPENBLAS
+#include <cblas.h>
+extern "C" void openblas_set_num_threads(int);
+#endif
+
+#include "bench/bench_util.h"
 #include "codegen/codegen.h"
 #include "ir/builders.h"
 #include "ir/families.h"
@@ -165,11 +175,23 @@ ir::Kernel attention(int64_t heads, int64_t seq, int64_t dim, bool causal) {
   return *ir::buildAttention(s);
 }
 
-std::vector<Case> cases(const std::string& only, bool quick) {
+// Skinny GEMMs: one of M or N in 1..16 (a vector-width N wastes no lanes; 7 and 12 do), and the
+// shapes OpenBLAS was measured well ahead at (129x7x200, a matrix-vector product, N = 8 deep).
+const std::vector<std::array<int64_t, 3>> kSkinny = {{129, 7, 200},  {1, 4096, 4096}, {4096, 8, 4096}, {2, 1024, 1024},
+                                                     {16, 1024, 1024}, {1024, 2, 1024}, {1024, 16, 1024}, {2048, 4, 256},
+                                                     {200, 12, 300},  {300, 3, 1000},  {8, 8, 2048},     {1000, 1, 1000}};
+
+std::string mnk(int64_t m, int64_t n, int64_t k) { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
+
+std::vector<Case> cases(const std::string& only, bool quick, bool skinnyOnly) {
   std::vector<Case> out;
   auto add = [&](const std::string& fam, const std::string& label, ir::Kernel k) {
     if (only.empty() || only == fam) out.push_back({fam, label, std::move(k)});
   };
+  if (skinnyOnly) {
+    for (auto [m, n, k] : kSkinny) add("gemm", mnk(m, n, k), gemm(m, n, k));
+    return out;
+  }
   std::vector<int64_t> cubes = quick ? std::vector<int64_t>{1, 7, 40, 56, 100, 256}
                                      : std::vector<int64_t>{1, 2, 3, 5, 8, 13, 16, 24, 32, 40, 48, 56, 64, 72, 96, 100,
                                                             127, 128, 160, 200, 255, 256, 320, 384, 500, 512};
@@ -179,8 +201,9 @@ std::vector<Case> cases(const std::string& only, bool quick) {
                                              {512, 7, 64},  {33, 65, 17},  {100, 300, 50}, {256, 16, 256},
                                              {16, 256, 256}, {500, 37, 129}};
   if (quick) odd.resize(4);
-  for (auto [m, n, k] : odd)
-    add("gemm", std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k), gemm(m, n, k));
+  for (auto [m, n, k] : odd) add("gemm", mnk(m, n, k), gemm(m, n, k));
+  if (!quick)
+    for (auto [m, n, k] : kSkinny) add("gemm", mnk(m, n, k), gemm(m, n, k));
   std::vector<std::pair<int64_t, int64_t>> ew = {{0, 1},    {0, 7},     {0, 100},  {0, 512},  {1, 512},  {7, 13},
                                                  {13, 7},   {40, 40},   {56, 56},  {64, 100}, {100, 64}, {128, 128},
                                                  {255, 257}, {512, 3},  {3, 512},  {512, 512}};
@@ -206,7 +229,7 @@ std::vector<Case> cases(const std::string& only, bool quick) {
 int main(int argc, char** argv) {
   int threads = 1, maxConfigs = 60;
   std::string only, isa;
-  bool quick = false;
+  bool quick = false, skinny = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
@@ -214,8 +237,10 @@ int main(int argc, char** argv) {
     else if (a == "--isa" && i + 1 < argc) isa = argv[++i];
     else if (a == "--max-configs" && i + 1 < argc) maxConfigs = std::atoi(argv[++i]);
     else if (a == "--quick") quick = true;
+    else if (a == "--skinny") skinny = true;
     else {
-      std::printf("usage: %s [--threads N] [--isa x86-64-v3] [--family gemm|elementwise|attention] [--quick] [--max-configs N]\n",
+      std::printf("usage: %s [--threads N] [--isa x86-64-v3] [--family gemm|elementwise|attention] [--quick] [--skinny]"
+                  " [--max-configs N]\n",
                   argv[0]);
       return a == "-h" || a == "--help" ? 0 : 2;
     }
@@ -238,18 +263,31 @@ int main(int argc, char** argv) {
     return 2;
   }
   const TargetDesc& host = *target;
+#if TESSERA_BENCH_OPENBLAS
+  openblas_set_num_threads(threads);
+#endif
+  std::printf("load before: %s\n", bench::loadAverage().c_str());
   std::printf("small-shape defaults, %d thread%s, %s (%s, %d-bit vectors, %d vector registers, L1d %lld KB, L2 %lld KB)\n",
               threads, threads > 1 ? "s" : "", host.model.c_str(), host.arch.c_str(), host.simdBits,
               host.vectorRegisters, (long long)(host.l1dBytes >> 10), (long long)(host.l2Bytes >> 10));
   std::printf("best: coordinate descent over every knob from the default (GEMM: restarted from each schedule), at most %d\n"
               "configs per kernel, each checked against the reference; default and best re-timed back to back.\n\n",
               maxConfigs);
-  std::printf("%-11s %-24s %11s %11s %7s  %s\n", "family", "kernel", "default", "best", "ratio", "default -> best config");
+#if TESSERA_BENCH_OPENBLAS
+  std::printf("GEMM rows: OpenBLAS sgemm on %d thread%s, interleaved with the default and then with the best (fastest call\n"
+              "of 5 rounds each); x blas = sgemm time / ours (above 1: ours is faster).\n\n",
+              threads, threads > 1 ? "s" : "");
+#endif
+  std::printf("%-11s %-24s %11s %11s %7s %11s %7s %7s  %s\n", "family", "kernel", "default", "best", "ratio", "openblas",
+              "def x", "best x", "default -> best config");
   const double t0 = now();
   std::map<std::string, std::pair<double, std::string>> worst;  // family -> (ratio, kernel)
   std::vector<double> logs;
   int bad = 0, over2 = 0;
-  for (const Case& c : cases(only, quick)) {
+  std::vector<double> blasLogs;
+  double worstBlas = 1e30;
+  std::string worstBlasKernel;
+  for (const Case& c : cases(only, quick, skinny)) {
     auto space = search::makeSpace(c.kernel, host);
     if (!space.ok()) {
       std::printf("%-11s %-24s space: %s\n", c.family.c_str(), c.label.c_str(), space.error().str().c_str());
@@ -300,6 +338,37 @@ int main(int argc, char** argv) {
         }
       }
     }
+    // OpenBLAS on the same operands, each side interleaved with it (A/B/A/B in one process).
+    std::string blasCol = "-", defX = "-", bestX = "-";
+#if TESSERA_BENCH_OPENBLAS
+    if (c.family == "gemm") {
+      auto g = ir::analyzeGemm(c.kernel);
+      auto exeD = codegen::compileHost(c.kernel, def, host), exeB = codegen::compileHost(c.kernel, best, host);
+      if (g.ok() && !g->transA && !g->transB && g->batch == 0 && !g->hasEpilogue && exeD.ok() && exeB.ok()) {
+        auto ins = ir::makeInputs(c.kernel, 1);
+        auto outs = ir::makeOutputs(c.kernel);
+        std::vector<float> c2(size_t(g->m * g->n));
+        std::vector<void*> bufs;
+        for (auto& b : ins) bufs.push_back(b.data());
+        for (auto& b : outs) bufs.push_back(b.data());
+        const int M = int(g->m), N = int(g->n), K = int(g->k);
+        auto blas = [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, static_cast<const float*>(ins[0].data()), K,
+                      static_cast<const float*>(ins[1].data()), N, 0.0f, c2.data(), N);
+        };
+        auto [td, tb1] = bench::interleave([&] { (*exeD)->run(bufs.data()); }, blas, 5, 0.04);
+        auto [tbest, tb2] = bench::interleave([&] { (*exeB)->run(bufs.data()); }, blas, 5, 0.04);
+        const double blasSec = std::min(tb1.best_s, tb2.best_s);
+        char b1[32], b2[32], b3[32];
+        std::snprintf(b1, sizeof b1, blasSec < 1e-3 ? "%.3g us" : "%.4g us", blasSec * 1e6);
+        std::snprintf(b2, sizeof b2, "%.2fx", tb1.best_s / td.best_s);
+        std::snprintf(b3, sizeof b3, "%.2fx", tb2.best_s / tbest.best_s);
+        blasCol = b1, defX = b2, bestX = b3;
+        blasLogs.push_back(std::log(tb1.best_s / td.best_s));
+        if (tb1.best_s / td.best_s < worstBlas) worstBlas = tb1.best_s / td.best_s, worstBlasKernel = c.label;
+      }
+    }
+#endif
     const double ratio = bSec > 0 ? std::max(1.0, dSec / bSec) : 1.0;
     logs.push_back(std::log(ratio));
     over2 += ratio > 2.0;
@@ -313,8 +382,9 @@ int main(int argc, char** argv) {
     std::string change;
     for (const auto& [name, v] : best.values)
       if (def.values.at(name) != v) change += (change.empty() ? "" : ",") + name + "=" + ir::knobValueStr(v);
-    std::printf("%-11s %-24s %11s %11s %6.2fx  %s%s\n", c.family.c_str(), c.label.c_str(), us(dSec).c_str(),
-                us(bSec).c_str(), ratio, def.str().c_str(), change.empty() ? " (the default is the best found)" : (" -> " + change).c_str());
+    std::printf("%-11s %-24s %11s %11s %6.2fx %11s %7s %7s  %s%s\n", c.family.c_str(), c.label.c_str(), us(dSec).c_str(),
+                us(bSec).c_str(), ratio, blasCol.c_str(), defX.c_str(), bestX.c_str(), def.str().c_str(),
+                change.empty() ? " (the default is the best found)" : (" -> " + change).c_str());
     std::fflush(stdout);
   }
   double gm = 0;
@@ -323,5 +393,12 @@ int main(int argc, char** argv) {
   std::printf("\n");
   for (const auto& [fam, w] : worst) std::printf("worst default/best, %-11s %.2fx (%s)\n", fam.c_str(), w.first, w.second.c_str());
   std::printf("geometric mean default/best %.2fx over %zu kernels; %d above 2x; %.0f s\n", gm, logs.size(), over2, now() - t0);
+  if (!blasLogs.empty()) {
+    double gb = 0;
+    for (double l : blasLogs) gb += l;
+    std::printf("default against OpenBLAS: geometric mean %.2fx over %zu GEMMs, worst %.2fx (%s)\n",
+                std::exp(gb / double(blasLogs.size())), blasLogs.size(), worstBlas, worstBlasKernel.c_str());
+  }
+  std::printf("load after: %s\n", bench::loadAverage().c_str());
   return bad ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "codegen/codegen.h"
+#include "codegen/host_gemm_kvec.h"
 #include "ir/families.h"
 #include "search/space.h"
 
@@ -38,7 +39,51 @@ std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t)
   if (g.inType == ir::ScalarType::BF16 && t.hasIsa("avx512_bf16") && t.simdBits >= 512) d.push_back(std::string("bf16dot"));
   // AMX tiles are 16 rows: below that no register tile of the space fits them.
   if (g.inType == ir::ScalarType::BF16 && t.hasIsa("amx_bf16") && g.m >= 16) d.push_back(std::string("amx"));
+  // Few columns: dot products along K (A read in place, so stored M x K).
+  if (g.n <= codegen::kKvecMaxN && !g.transA) d.push_back(std::string("kvec"));
   return d;
+}
+
+// kvec's register tile: MR rows x NJ columns of C, one accumulator vector each, the smaller
+// operand held (MR·NJ + min(MR, NJ) + 1 registers). A tile of r x c runs at
+// min(1, r·c / (latency · FMA pipes)) (enough independent sums) x min(1, 2·r·c / (pipes·(r + c)))
+// (r + c loads per r·c FMAs, two loads a cycle) of the FMA peak; the tiles of M x N (whole ones
+// and the partial last row and column) are weighted by their elements. The best wins; within
+// 0.2 % of it, the one with more accumulators.
+// kvec by default where N-vector kernels leave lanes idle (N not a multiple of the vector) or have
+// one vector of B per row (their tiles then hold too few accumulators: 4096x8x4096 on AVX2, plain
+// 4 x 8 ran 2.4x slower than kvec 6 x 2 in one run), and K is deep enough (4 vectors) that one
+// reduction per element of C is small next to its FMAs.
+bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes != 0 || g.n <= lanes) && g.k >= 4 * lanes; }
+
+struct KvecTile {
+  int64_t mr = 1, nj = 1;
+};
+KvecTile kvecTile(const TargetDesc& t, const ir::GemmInfo& g, const std::vector<ir::KnobValue>& mrDom,
+                  const std::vector<ir::KnobValue>& njDom) {
+  const double need = double(t.fmaLatency) * double(t.fmaPerCycle), pipes = std::max(1, t.fmaPerCycle);
+  auto eff = [&](int64_t r, int64_t c) {
+    double acc = double(r * c);
+    return std::min(1.0, acc / need) * std::min(1.0, 2.0 * acc / (pipes * double(r + c)));
+  };
+  auto split = [](int64_t total, int64_t size) {  // (tile size, how many)
+    return std::vector<std::pair<int64_t, int64_t>>{{size, total / size}, {total % size, 1}};
+  };
+  KvecTile best;
+  double bestScore = -1;
+  for (const auto& mv : mrDom)
+    for (const auto& nv : njDom) {
+      int64_t mr = std::get<int64_t>(mv), nj = std::get<int64_t>(nv);
+      if (mr * nj + std::min(mr, nj) + 1 > t.vectorRegisters) continue;
+      double score = 0;
+      for (auto [r, nr] : split(g.m, std::min(mr, g.m)))
+        for (auto [c, nc] : split(g.n, std::min(nj, g.n)))
+          if (r && c) score += eff(r, c) * double(r * c * nr * nc);
+      score /= double(g.m * g.n);
+      bool better = score > bestScore * 1.002 || (score > bestScore * 0.998 && mr * nj > best.mr * best.nj);
+      if (better) bestScore = std::max(bestScore, score), best = {mr, nj};
+    }
+  return best;
 }
 
 // The largest value of `dom` at most `want` that is a multiple of `step` or covers `whole`
@@ -211,10 +256,19 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   bool skinny = g.m < 64;
   const PlainTile pt = plainTile(g, mrDom, nrDom, mcDom, lanes, vregs);
   const bool narrow = g.n <= lanes;
+  // kvec: its columns per tile (NJ, its own knob; up to 8, which 32 registers hold 3 rows of).
+  std::vector<ir::KnobValue> njDom;
+  if (has(schedDom, "kvec"))
+    for (int64_t j = 1; j <= std::min<int64_t>(g.n, 8); ++j) njDom.push_back(j);
   std::string sched;
   if (has(schedDom, "amx")) sched = "amx";
+  else if (has(schedDom, "kvec") && kvecByDefault(g, lanes)) sched = "kvec";
   else if (has(schedDom, "bf16dot")) sched = "bf16dot";
   else if (has(schedDom, "blis") && (half || threads > 1)) sched = "blis";
+  // Few columns and no kvec (N whole vectors, or K shallow): packing A costs blis one load and
+  // store per element of A against N/lanes FMAs on it; plain reads A in place (1024x16x1024 on
+  // AVX2, one thread, one run: blis 1119 us, plain 593 us).
+  else if (g.n <= codegen::kKvecMaxN && pt.fits && !skinny) sched = "plain";
   else if (has(schedDom, "blis") && !narrow && (!pt.fits || (!skinny && bytes > double(t.l2Bytes)))) sched = "blis";
   else if (half || (!skinny && !narrow && (bytes > double(t.l2Bytes) || lanes < 16))) sched = "packed";
   else sched = "plain";
@@ -239,6 +293,9 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
     mcDom.push_back(mc);
     std::sort(mcDom.begin(), mcDom.end());
   }
+  KvecTile kt;
+  if (!njDom.empty()) kt = kvecTile(t, g, mrDom, njDom);
+  if (sched == "kvec") mr = kt.mr;
   if (sched == "plain" || sched == "packed") {
     // The transform schedules keep the defaults measured for them (plainTile: 8x32 on AVX-512,
     // 6x16 on AVX2, moved to divide M and N: 32x2048x512 on AVX2 plain MR=4 48.0 GFLOP/s, MR=6
@@ -266,6 +323,7 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   };
   // THREADS only where a schedule can use more than one (a knob of one value would only change
   // the config keys of what was recorded before it existed).
+  if (!njDom.empty()) s.knobs.push_back({"NJ", njDom, kt.nj, "kvec: columns of C per register tile (vectors along K)"});
   if (threadDom.size() > 1 && has(schedDom, "blis"))
     s.knobs.push_back({"THREADS", threadDom, threads, "threads (blis family; column blocks in parallel)"});
   const int64_t M = g.m, N = g.n;
@@ -275,6 +333,14 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
     auto th = c.values.find("THREADS");
     if (th != c.values.end() && std::get<int64_t>(th->second) > 1 && (sched == "plain" || sched == "packed"))
       return "schedule " + sched + " runs on one thread";
+    if (sched == "kvec") {
+      // Only MR, NJ, KU and THREADS shape it; the accumulators, the held operand and the streamed one in registers.
+      int64_t NJ = geti(c, "NJ"), regs = MR * NJ + std::min(MR, NJ) + 1;
+      if (regs > vregs)
+        return "kvec tile " + std::to_string(MR) + "x" + std::to_string(NJ) + " needs " + std::to_string(regs) +
+               " vector registers, the target has " + std::to_string(vregs);
+      return std::nullopt;
+    }
     if (sched == "amx") {
       if ((MR != 16 && MR != 32) || (NR != 16 && NR != 32)) return std::string("amx takes MR and NR of 16 or 32 (16x16 f32 tiles)");
       return std::nullopt;  // AMX accumulates in tile registers: no vector register budget

@@ -65,6 +65,18 @@ TEST(HostIsaForced, HalfPrecisionGemmsOnAnAvx2Cpu) {
   }
 }
 
+// Few columns: the default is kvec (dot products along K) for both of these; with 8 lanes the K
+// tail of 70 and 129 is masked, and the epilogue runs on 5 sums a row.
+TEST(HostIsaForced, FewColumnGemmsOnAnAvx2Cpu) {
+  checkSamples(*buildGemm({.m = 33, .n = 5, .k = 70, .alpha = 0.5, .beta = 1.0, .epilogue = "relu(acc + bias)",
+                           .shapes = {{"bias", {5}}}}),
+               3, 14);
+  checkSamples(*buildGemm({.m = 64, .n = 8, .k = 129, .dtype = ScalarType::BF16}), 2, 15);
+  auto space = search::makeSpace(*buildGemm({.m = 33, .n = 5, .k = 70}), avx2Host());
+  ASSERT_TRUE(space.ok());
+  EXPECT_EQ(knobValueStr(space->defaults().values.at("schedule")), "kvec");
+}
+
 TEST(HostIsaForced, HalfPrecisionElementwiseOnAnAvx2Cpu) {
   for (ScalarType dt : {ScalarType::BF16, ScalarType::F16}) {
     checkSamples(*buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {7, 1029},

@@ -26,6 +26,7 @@ std::vector<ir::Kernel> kernels() {
   ks.push_back(*ir::buildGemm(g));
   g.dtype = ir::ScalarType::BF16;  // bf16dot and amx are offered for bf16 only
   ks.push_back(*ir::buildGemm(g));
+  ks.push_back(*ir::buildGemm({.m = 129, .n = 7, .k = 200}));  // kvec and its NJ: few columns only
   ir::ElementwiseSpec e;
   e.expr = "y = gelu(x * s + b)";
   e.shape = {512, 4096};
@@ -86,7 +87,7 @@ TEST(KnobTable, HostScheduleValuesAndThreadsOfEveryNamedHostAreSeen) {
     }
   }
   EXPECT_TRUE(threads);
-  for (const char* s : {"plain", "packed", "blis", "bf16dot", "amx"}) EXPECT_TRUE(schedules.count(s)) << s;
+  for (const char* s : {"plain", "packed", "blis", "bf16dot", "amx", "kvec"}) EXPECT_TRUE(schedules.count(s)) << s;
 }
 
 }  // namespace

@@ -298,7 +298,8 @@ TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
 // divide the problem (or B is one vector wide), else the BLIS loops pad them. Zen 4 (16 lanes):
 // 64^3 divides 8 x 32 tiles and a 64-row block: plain. 56^3 leaves a 24-column edge (12x slower
 // on plain, measured): blis. 40^3: blis. 48^3: 16-column tiles divide it: plain with NR=16.
-// 512x1x512: B is one vector: plain (blis packs a 1-column B for nothing: 2.2x). 1x512x512: a
+// 512x1x512: one column: kvec (dot products along K; plain used 1 lane of 16, blis packs a 1-column
+// B for nothing). 1x512x512: a
 // matrix-vector product, depth blocks of 16. 127^3: a prime M keeps at least 4-row tiles (MR=1
 // "padded least" and ran 2x slower). Zen 4 without AVX-512 (8 lanes): 56^3 takes 4 x 8 tiles
 // that divide it and a 64-row block covering it.
@@ -314,7 +315,7 @@ TEST(SpaceOps, GemmDefaultsAtSmallAndAwkwardShapes) {
   EXPECT_EQ(str(defaults("zen4", 56, 56, 56), "schedule"), "blis");
   EXPECT_EQ(str(defaults("zen4", 40, 40, 40), "schedule"), "blis");
   EXPECT_EQ(defaults("zen4", 48, 48, 48).str(), "KC=64,KU=1,MC=48,MR=8,NC=64,NR=16,ORDER=ij,schedule=plain");
-  EXPECT_EQ(str(defaults("zen4", 512, 1, 512), "schedule"), "plain");
+  EXPECT_EQ(str(defaults("zen4", 512, 1, 512), "schedule"), "kvec");
   EXPECT_EQ(defaults("zen4", 1, 512, 512).str(), "KC=16,KU=1,MC=16,MR=1,NC=512,NR=32,ORDER=ij,schedule=plain");
   EXPECT_GE(std::get<int64_t>(defaults("zen4", 127, 127, 127).values.at("MR")), 4);
   EXPECT_EQ(str(defaults("zen4", 127, 127, 127), "schedule"), "blis");
