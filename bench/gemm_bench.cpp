@@ -52,7 +52,6 @@ int main(int argc, char** argv) {
   auto sbgemm = reinterpret_cast<Sbgemm>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
   const bool useSb = dtype == ir::ScalarType::BF16 && sbgemm;
   const char* anchor = useSb ? "sbgemm" : "sgemm";
-  std::printf("load before: %s\n", bench::loadAverage().c_str());
   std::printf("GEMM %s, %d thread%s, %s (%s; L1d %lld KB, L2 %lld KB, L3 %lld MB; OpenBLAS core %s)\n", args.dtype.c_str(),
               args.threads, args.threads > 1 ? "s" : "", host.model.c_str(), host.arch.c_str(),
               (long long)(host.l1dBytes >> 10), (long long)(host.l2Bytes >> 10), (long long)(host.l3Bytes >> 20),
@@ -168,6 +167,5 @@ int main(int argc, char** argv) {
   bench::peakFootnote(above);
   std::printf("configs:\n");
   for (const auto& c : configs) std::printf("  %s\n", c.c_str());
-  std::printf("load after: %s\n", bench::loadAverage().c_str());
   return bad ? 1 : 0;
 }
