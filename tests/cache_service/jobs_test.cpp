@@ -370,11 +370,12 @@ TEST_P(JobQueue, RefusalsCountPerTokenAndCannotEndAnItemAnotherTokenCanMeasure) 
     const std::string honest = *(*tokens)->add("box2", Scope::Worker);
     std::this_thread::sleep_for(std::chrono::milliseconds(600));
     for (const auto& id : {kWorkerA, kWorkerB, kWorkerC}) ASSERT_EQ(q.registerWorker(id, "x86-64-v4").status, 200);
-    if (honest_live)
+    if (honest_live) {
       ASSERT_EQ(f.post("/v1/workers",
                        json{{"id", kWorkerD}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(), honest)
                     .status,
                 200);
+    }
     ASSERT_EQ(f.post("/v1/jobs", jobBody({R"({"MC":64})"}).dump(), f.write_token).status, 200);
     for (const auto& id : {kWorkerA, kWorkerB, kWorkerC}) {
       ASSERT_EQ(q.lease(id, 1).at("items").size(), 1u) << id;

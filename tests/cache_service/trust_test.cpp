@@ -79,7 +79,7 @@ TEST(Trust, PoisonedRecordsAreRefusedWithAReason) {
                           {"arch", "sm_90"},   {"units", 132}};
               j.erase("key_id");
               j["config"] = {{"BM", 128}};
-              j["result"]["median_us"] = j["result"]["p20_us"] = j["result"]["p80_us"] = 1000.0;
+              j["result"]["median_us"] = j["result"]["p20_us"] = j["result"]["p80_us"] = 2000.0;
               j["result"]["peak_fraction"] = 2.5;
             }),
             "of peak is not possible");
