@@ -80,6 +80,7 @@ void describeTime(const Candidate& c, TableEntry& row, json& m) {
       t["n"] = r.n;
       t["remeasured"] = r.remeasured;
       t["trust"] = std::string(cache::trustName(r.trust));
+      t["tier"] = std::string(cache::tierName(cache::tierOf(r.trust, false)));
       t["label"] = std::string("measured") + (r.remeasured ? " (the tuning run's re-measured winner)" : "") +
                    (cache::isConfirmed(r.trust) ? "" : "; a claim of " + (r.writer.empty() ? std::string("an unnamed writer")
                                                                                             : "token " + r.writer) +
@@ -403,6 +404,12 @@ Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, c
           break;
         }
         notes.push_back(c.source + " config " + c.config.str() + " not used: " + b.error().message);
+        warn(k.name + " on " + t.name + ": skipped " + c.source + " config " + c.config.str() + ": " + b.error().message);
+        // A shared claim refuted here: the reader's refutation demotes it for every reader.
+        if (c.record && src.client && src.client->enabled() && c.from == src.client->options().base_url &&
+            c.record->id > 0 && !cache::isConfirmed(c.record->trust))
+          if (auto d = src.client->dispute(c.record->id, b.error().message); !d.ok())
+            warn("the refutation of record " + std::to_string(c.record->id) + " was not recorded: " + d.error().message);
         if (s.resolve.missing == MissingPolicy::Fail && c.source == "default")
           return makeError(b.error().code, k.name + " on " + t.name + ": " + b.error().message);
       }
@@ -434,6 +441,8 @@ Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, c
       std::string line = name + " on " + t.name + " (" + t.arch + "): " + row.source;
       if (row.source == "nearest") line += " (config tuned at " + row.tunedShape + ")";
       if (row.timeKind == "measured") line += ", measured " + micros(row.timeUs);
+      if (row.timeKind == "measured" && ok->manifest["time"].value("tier", "") == "claim")
+        line += " (a claim of token " + ok->manifest["record"].value("writer", std::string("?")) + ", not reproduced)";
       if (row.timeKind == "estimated") line += ", ESTIMATED " + micros(row.timeUs) + " (" + row.estimator + ")";
       if (row.source == "default") line += " (untuned)";
       progress(line);

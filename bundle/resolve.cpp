@@ -32,6 +32,12 @@ Expected<std::vector<Candidate>> resolveCandidates(const ir::Kernel& k, const Ta
     if (notes) notes->push_back(n);
   };
   auto consider = [&](const cache::Record& r, const std::string& source, const std::string& from, double distance) {
+    if (s.reproducedOnly && r.status == cache::RecordStatus::Ok && !cache::isConfirmed(r.trust)) {
+      note(source + " record (shape " + cache::formatShape(r.key.shape) + ", from " + from + ") not used: a " +
+           std::string(cache::trustName(r.trust)) + " of token " + (r.writer.empty() ? "?" : r.writer) +
+           ", not reproduced (--trust reproduced)");
+      return;
+    }
     for (const auto& c : out)
       if (c.record && c.record->config == r.config && c.source == source) return;  // the same config again
     auto cfg = legalConfig(space, r);
@@ -52,9 +58,18 @@ Expected<std::vector<Candidate>> resolveCandidates(const ir::Kernel& k, const Ta
   if (src.client && src.client->enabled()) {
     cache::LookupResult r = src.client->best(key, src.current, true);
     if (!r.warning.empty()) note("shared cache: " + r.warning);
-    if (r.kind == cache::LookupResult::Kind::Hit && r.record)
+    if (r.kind == cache::LookupResult::Kind::Hit && r.record) {
       consider(*r.record, "exact", src.client->options().base_url, 0);
-    else if (r.kind == cache::LookupResult::Kind::Nearest)
+      // A winner that is not reproduced may be refuted here: the next candidates of the key in the
+      // winner order follow it, so the bundle falls back to them instead of to an untuned default.
+      if (!cache::isConfirmed(r.record->trust) && s.sharedFallbacks > 0) {
+        auto more = src.client->candidates(keyId, s.sharedFallbacks + 1);
+        if (!more.ok()) note("shared cache: " + more.error().message);
+        else
+          for (const cache::Record& c : *more)
+            if (c.id != r.record->id) consider(c, "exact", src.client->options().base_url, 0);
+      }
+    } else if (r.kind == cache::LookupResult::Kind::Nearest)
       for (auto& n : r.nearest) nearby.push_back(n);
   }
   // 2. Nothing measured for this key: its best estimate (estimates never win a key, so the

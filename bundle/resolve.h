@@ -46,6 +46,12 @@ enum class MissingPolicy {
 struct ResolveSettings {
   MissingPolicy missing = MissingPolicy::Default;
   int nearestLimit = 8;  // nearby tuned shapes considered at most
+  // Never a claim (one token's word) for an exact or nearest record: only reproduced records
+  // (cache/trust.h, Tier) and estimates, labelled (`bundle --trust reproduced`).
+  bool reproducedOnly = false;
+  // Exact candidates of the shared cache taken after its winner (trust, then time): what the
+  // bundle falls back to when it refutes the winner here.
+  int sharedFallbacks = 4;
 };
 
 // Candidates for `k` on `t`, best first. Rejected records (illegal at this shape, configs that do

@@ -79,6 +79,13 @@ RouteMatch matchRoute(std::string_view method, std::string_view path) {
     if (m.refuse) m.allow = "GET, POST";
     return m;
   }
+  if (path.starts_with("/v1/records/") && path.ends_with("/dispute") && path.size() > 20) {
+    m.path_id = path.substr(12, path.size() - 20);
+    route(RouteId::RecordDispute, "POST", Scope::Read, BodyKind::Json);
+    m.token_required = true;  // a dispute is an identity's word: never anonymous
+    m.max_body = kSmallBody;
+    return m;
+  }
   if (path == "/v1/nearest") return route(RouteId::Nearest, "GET", Scope::Read, BodyKind::None);
   if (path == "/v1/export") return route(RouteId::Export, "GET", Scope::Read, BodyKind::None);
   if (path == "/v1/import") return route(RouteId::Import, "POST", Scope::Write, BodyKind::JsonLines);
@@ -213,10 +220,23 @@ std::optional<ApiResponse> intParam(const ApiRequest& r, std::string_view name, 
   return std::nullopt;
 }
 
+bool TokenRate::take(const std::string& name) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (seen_.size() > 100000) seen_.clear();  // bounded memory whatever the number of tokens
+  auto& times = seen_[name];
+  while (!times.empty() && now - times.front() > std::chrono::seconds(60)) times.pop_front();
+  if (static_cast<int>(times.size()) >= per_minute_) return false;
+  times.push_back(now);
+  return true;
+}
+
 PutOptions servicePut(const RouteContext& c) {
   PutOptions o;
   o.writer = c.token_name;
-  o.trusted = false;
+  // An admin-designated measuring identity's records are reproduced measurements (trust.h).
+  o.trusted = !c.token_name.empty() && std::find(c.opts.measuring_tokens.begin(), c.opts.measuring_tokens.end(),
+                                                  c.token_name) != c.opts.measuring_tokens.end();
   o.agree_factor = c.opts.agree_factor;
   return o;
 }
@@ -342,7 +362,8 @@ std::optional<ApiResponse> gate(const ApiRequest& r, const RouteMatch& m, const 
 
 Api::Api(RecordStore& store, const TokenAuthenticator& auth, ApiOptions opts)
     : store_(store), auth_(auth), opts_(std::move(opts)), metrics_(routeNameList()),
-      started_(std::chrono::steady_clock::now()), usage_(std::make_shared<TokenUsage>()) {
+      started_(std::chrono::steady_clock::now()), usage_(std::make_shared<TokenUsage>()),
+      disputes_(std::make_shared<TokenRate>(opts_.disputes_per_minute)) {
   opts_.dashboard.usage = usage_;
 }
 
@@ -368,13 +389,14 @@ ApiResponse Api::handle(const ApiRequest& req) {
       resp = std::move(*refused);
     } else {
       if (!token_name.empty()) usage_->touch(token_name);
-      RouteContext c{store_, auth_, metrics_, opts_, started_, std::move(token_name), token_scope};
+      RouteContext c{store_, auth_, metrics_, opts_, started_, std::move(token_name), token_scope, disputes_.get()};
       switch (m.id) {
         case RouteId::Best: resp = routeBest(c, req, m); break;
         case RouteId::BestQuery: resp = routeBestQuery(c, req, m); break;
         case RouteId::BestBatch: resp = routeBestBatch(c, req, m); break;
         case RouteId::RecordsPost: resp = routeRecordsPost(c, req, m); break;
         case RouteId::RecordsList: resp = routeRecordsList(c, req, m); break;
+        case RouteId::RecordDispute: resp = routeRecordDispute(c, req, m); break;
         case RouteId::Nearest: resp = routeNearest(c, req, m); break;
         case RouteId::Export: resp = routeExport(c, req, m); break;
         case RouteId::Import: resp = routeImport(c, req, m); break;

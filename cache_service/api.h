@@ -4,9 +4,12 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -58,6 +61,24 @@ struct ApiOptions {
   double agree_factor = kDefaultAgreeFactor;
   // The web dashboard (/ui/) and what its routes need from the serving process (dashboard.h).
   DashboardOptions dashboard;
+  // Tokens an admin designated as measuring identities (`serve --measuring-token`): their records
+  // are reproduced measurements (trust.h: vouched), like an admin's pin.
+  std::vector<std::string> measuring_tokens;
+  // A reader's disputes (POST /v1/records/{id}/dispute) a token may file per minute, per replica.
+  int disputes_per_minute = 10;
+};
+
+// At most `per_minute` events per name in any 60 s: what one token may change for every reader
+// (its disputes) is bounded. Per process: each replica counts its own.
+class TokenRate {
+ public:
+  explicit TokenRate(int per_minute) : per_minute_(per_minute) {}
+  bool take(const std::string& name);
+
+ private:
+  std::mutex mu_;
+  int per_minute_;
+  std::unordered_map<std::string, std::deque<std::chrono::steady_clock::time_point>> seen_;
 };
 
 // Problem types, each a stable URN ("urn:tessera:problem:<slug>") clients may switch on.
@@ -88,6 +109,7 @@ class Api {
   Metrics metrics_;
   std::chrono::steady_clock::time_point started_;
   std::shared_ptr<TokenUsage> usage_;
+  std::shared_ptr<TokenRate> disputes_;
 };
 
 // The OpenAPI description served at /openapi.yaml (cache_service/openapi.yaml, embedded at build

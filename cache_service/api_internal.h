@@ -54,6 +54,7 @@ enum class RouteId : size_t {
   AdminTokenRevoke,  // POST /v1/admin/tokens/revoke
   AdminAudit,        // GET  /v1/admin/audit
   WhoAmI,            // GET  /v1/whoami
+  RecordDispute,     // POST /v1/records/{id}/dispute: a reader's own run refuted a claim (read scope)
   Unknown,
   Count
 };
@@ -65,7 +66,7 @@ inline constexpr const char* kRouteNames[] = {
     "job_get",       "job_cancel",       "job_check",     "healthz",      "readyz",
     "status",        "metrics",          "openapi",       "ui_root",      "ui_asset",
     "kernels",       "kernel_summary",   "kernel_text",   "compare",       "jobs_list",    "admin_tokens",
-    "admin_token_revoke", "admin_audit", "whoami",        "unknown"};
+    "admin_token_revoke", "admin_audit", "whoami",        "record_dispute", "unknown"};
 static_assert(std::size(kRouteNames) == static_cast<size_t>(RouteId::Count));
 
 // What a route accepts as body; decides the Content-Type check before the body is read.
@@ -94,6 +95,7 @@ struct RouteContext {
   std::chrono::steady_clock::time_point started;
   std::string token_name;  // the authenticated token ("" for anonymous reads)
   std::optional<Scope> token_scope;  // its scope (nullopt for anonymous reads)
+  TokenRate* disputes = nullptr;     // the per-token bound on disputes
 };
 
 ApiResponse problem(int status, std::string_view slug, std::string_view title, std::string detail,
@@ -116,6 +118,7 @@ ApiResponse routeBestBatch(RouteContext& c, const ApiRequest& r, const RouteMatc
 ApiResponse routeRecordsPost(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeRecordsList(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeNearest(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
+ApiResponse routeRecordDispute(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 // Routes (api_transfer.cpp).
 ApiResponse routeExport(RouteContext& c, const ApiRequest& r, const RouteMatch& m);
 ApiResponse routeImport(RouteContext& c, const ApiRequest& r, const RouteMatch& m);

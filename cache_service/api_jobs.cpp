@@ -507,7 +507,7 @@ ApiResponse routeJobCheck(RouteContext& c, const ApiRequest& r, const RouteMatch
     char why[256];
     std::snprintf(why, sizeof why, "claimed %.4g us for a config of job %s; its submitter '%s' measured %.4g us",
                   claimed, view->spec.id.c_str(), c.token_name.c_str(), rec->median_us);
-    auto ids = q->quarantineWorker(it.worker_id, why);
+    auto ids = q->quarantineWorker(it.worker_id, why, c.token_name);
     if (!ids.ok()) return queueError(ids.error(), "worker");
     int64_t set_aside = 0;
     if (!ids->empty()) {

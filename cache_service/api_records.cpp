@@ -1,6 +1,8 @@
 // Owns the record routes: best lookup (by key_id with ETag/304, by hard key with the nearest-shape
 // fallback, batched), record submission with best-wins outcomes, paged listing, nearest shapes.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 #include "cache_service/api_internal.h"
 #include "cache_service/plausibility.h"
@@ -129,6 +131,23 @@ ApiResponse noRecord(RouteContext& c, const std::string& key_id) {
   return problem(404, "no-record", "No record", "no ok record for this key", json{{"key_id", key_id}});
 }
 
+// `trust=reproduced`: the asker takes only a reproduced record (trust.h, Tier); `trust=any` (the
+// default) the best record of the highest tier there is, labelled.
+std::optional<ApiResponse> trustParam(const ApiRequest& r, bool& reproduced_only) {
+  reproduced_only = false;
+  const std::string* t = r.param("trust");
+  if (!t || *t == "any") return std::nullopt;
+  if (*t != "reproduced") return problem(400, "invalid-query", "Invalid query", "trust: expected reproduced or any");
+  reproduced_only = true;
+  return std::nullopt;
+}
+
+// A winner the asker may be served: with reproduced only, a claim is a miss (the winner order puts
+// every reproduced record before the claims, so a claim winner means the key has none).
+bool servable(const ServedRecordPtr& w, bool reproduced_only) {
+  return w && (!reproduced_only || isConfirmed(w->record.trust));
+}
+
 // Hard key from query parameters; `need_workload` is false for nearest-shape searches, which
 // ignore the workload and the layout (the layout only breaks ties).
 std::optional<ApiResponse> keyFromQuery(const ApiRequest& r, bool need_workload, HardKey& k) {
@@ -182,7 +201,9 @@ std::string candidatesJson(const std::vector<NearestMatch>& matches) {
 }  // namespace
 
 ApiResponse routeBest(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
-  if (auto bad = checkQuery(r, kProvenanceParams)) return *bad;
+  if (auto bad = checkQuery(r, {"tessera_version", "llvm_version", "cuda_version", "cpu_model", "trust"})) return *bad;
+  bool reproduced_only = false;
+  if (auto bad = trustParam(r, reproduced_only)) return *bad;
   if (!isKeyId(m.key_id))
     return problem(400, "bad-key-id", "Bad key id", "a key_id is 64 lowercase hex digits (sha256)");
   Provenance asker;
@@ -190,15 +211,17 @@ ApiResponse routeBest(RouteContext& c, const ApiRequest& r, const RouteMatch& m)
   auto w = c.store.best(m.key_id);
   if (w.ok()) w = answerFor(c, m.key_id, *w, asker);
   if (!w.ok()) return storageProblem(w.error());
-  if (!*w) return noRecord(c, std::string(m.key_id));
+  if (!servable(*w, reproduced_only)) return noRecord(c, std::string(m.key_id));
   return exactAnswer(c, r, **w, asker);
 }
 
 ApiResponse routeBestQuery(RouteContext& c, const ApiRequest& r, const RouteMatch&) {
   if (auto bad = checkQuery(r, {"family", "kernel", "workload", "shape", "dtype", "layout", "target", "arch",
                                 "units", "nearest", "limit", "tessera_version", "llvm_version",
-                                "cuda_version", "cpu_model"}))
+                                "cuda_version", "cpu_model", "trust"}))
     return *bad;
+  bool reproduced_only = false;
+  if (auto bad = trustParam(r, reproduced_only)) return *bad;
   HardKey key;
   if (auto bad = keyFromQuery(r, /*need_workload=*/true, key)) return *bad;
   Provenance asker;
@@ -212,8 +235,8 @@ ApiResponse routeBestQuery(RouteContext& c, const ApiRequest& r, const RouteMatc
   auto w = c.store.best(key_id);
   if (w.ok()) w = answerFor(c, key_id, *w, asker);
   if (!w.ok()) return storageProblem(w.error());
-  if (*w) return exactAnswer(c, r, **w, asker);
-  if (nearest && *nearest == "0") return noRecord(c, key_id);
+  if (servable(*w, reproduced_only)) return exactAnswer(c, r, **w, asker);
+  if (*w || (nearest && *nearest == "0")) return noRecord(c, key_id);
   auto near = c.store.nearest(key, static_cast<int>(limit));
   if (!near.ok()) return storageProblem(near.error());
   if (near->empty()) return noRecord(c, key_id);
@@ -406,6 +429,46 @@ ApiResponse routeRecordsList(RouteContext& c, const ApiRequest& r, const RouteMa
   ApiResponse resp;
   resp.body = recordsPage(*page);
   return resp;
+}
+
+// A reader's own run refuted a record (wrong result, unrunnable here, re-timed far slower): the
+// claim is demoted below every other claim for every reader (trust.h: disputed) until another
+// identity reproduces it. Only claims are disputed (a reproduced record stands on two identities,
+// a refuted one is never served), never the reader's own, and at most disputes_per_minute per token.
+ApiResponse routeRecordDispute(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
+  if (auto bad = checkQuery(r, {})) return *bad;
+  int64_t id = 0;
+  const std::string id_text(m.path_id);
+  const bool digits =
+      !id_text.empty() && id_text.size() <= 18 &&
+      std::all_of(id_text.begin(), id_text.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (!digits || (id = std::stoll(id_text)) <= 0)
+    return problem(404, "not-found", "Not found", "a record id is a positive integer");
+  auto body = parseJson(r.body);
+  if (!body.ok() || !body->is_object())
+    return problem(400, "malformed-json", "Malformed JSON", "expected an object {why, measured_us}");
+  for (const auto& [k, v] : body->items())
+    if (k != "why" && k != "measured_us") return problem(422, "invalid-dispute", "Invalid dispute", k + ": unknown field");
+  const auto why = body->find("why");
+  if (why == body->end() || !why->is_string() || why->get_ref<const std::string&>().empty() ||
+      !isPrintableText(why->get_ref<const std::string&>(), 200))
+    return problem(422, "invalid-dispute", "Invalid dispute", "why: 1-200 printable characters saying what the run found");
+  if (auto t = body->find("measured_us");
+      t != body->end() && (!t->is_number() || !(t->get<double>() > 0) || !std::isfinite(t->get<double>())))
+    return problem(422, "invalid-dispute", "Invalid dispute", "measured_us: a positive number");
+  if (c.disputes && !c.disputes->take(c.token_name)) {
+    ApiResponse resp = problem(429, "too-many-disputes", "Too many disputes",
+                               "at most " + std::to_string(c.opts.disputes_per_minute) + " disputes a minute per token");
+    resp.headers.emplace_back("Retry-After", "60");
+    return resp;
+  }
+  RecordSelector sel{.ids = {id}};
+  sel.except_writer = c.token_name;
+  auto n = c.store.administer(sel, AdminAction::Dispute, c.opts.agree_factor);
+  if (!n.ok()) return storageProblem(n.error());
+  std::fprintf(stderr, "tessera serve: token %s disputed record %lld: %s\n", c.token_name.c_str(), (long long)id,
+               why->get_ref<const std::string&>().c_str());
+  return jsonResponse(json{{"id", id}, {"disputed", *n > 0}});
 }
 
 }  // namespace tessera::cache

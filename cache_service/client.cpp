@@ -379,6 +379,33 @@ Expected<std::string> CacheClient::adminAction(const std::string& action, const 
   return std::move(reply->body);
 }
 
+Expected<bool> CacheClient::dispute(int64_t id, const std::string& why, double measured_us) {
+  json body = {{"why", why.substr(0, 200)}};
+  if (measured_us > 0) body["measured_us"] = measured_us;
+  auto reply = call("POST", "/v1/records/" + std::to_string(id) + "/dispute", body.dump(), "application/json",
+                    opts_.write_timeout_s);
+  if (!reply.ok()) return reply.takeError();
+  if (reply->status != 200) return replyError("dispute", *reply);
+  auto j = parseJson(reply->body);
+  return j.ok() && j->is_object() && j->value("disputed", false);
+}
+
+Expected<std::vector<Record>> CacheClient::candidates(const std::string& key_id, int limit) {
+  std::vector<Record> out;
+  ListQuery q{.key_id = key_id, .status = "ok"};
+  q.limit = std::clamp(limit, 1, kMaxListLimit);
+  while (static_cast<int>(out.size()) < limit) {
+    TESSERA_ASSIGN(ListPage page, list(q));
+    for (Record& r : page.records)
+      if (isWinnerCandidate(r) && !r.quarantined) out.push_back(std::move(r));
+    if (page.next_after == 0) break;
+    q.after_id = page.next_after;
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Record& a, const Record& b) { return isBetter(a, b); });
+  if (static_cast<int>(out.size()) > limit) out.resize(static_cast<size_t>(limit));
+  return out;
+}
+
 OutboxReport pushOutbox(RecordStore& local, CacheClient& client, size_t max_records) {
   OutboxReport rep;
   Outbox* box = local.outbox();

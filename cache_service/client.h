@@ -133,6 +133,12 @@ class CacheClient {
   // /v1/admin/records/<action> with a selector body (quarantine, release, delete).
   Expected<std::string> adminRecords(const std::string& query);
   Expected<std::string> adminAction(const std::string& action, const std::string& selector_json);
+  // A reader's refutation of record `id` (POST /v1/records/{id}/dispute, read scope): true when
+  // the service demoted it (another token's claim). Errors: no answer, 429 past the token's rate.
+  Expected<bool> dispute(int64_t id, const std::string& why, double measured_us = 0);
+  // Every candidate of a key the service lists (ok, unquarantined, not refuted), at most `limit`,
+  // in the winner order of trust.h (isBetter): what a reader falls back to when it refutes one.
+  Expected<std::vector<Record>> candidates(const std::string& key_id, int limit = 200);
 
  private:
   struct Reply {

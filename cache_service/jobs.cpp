@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
+#include <vector>
 
 #include "cache_service/record_json.h"
 
@@ -20,6 +22,18 @@ std::optional<ReportResult> settledReport(const std::string& state, const std::s
   res.put.id = record_id;
   res.put.duplicate = true;
   return res;
+}
+
+bool refusedBy(const std::string& refused_by, const std::string& worker_id) {
+  size_t at = 0;
+  while (at < refused_by.size()) {
+    const size_t end = std::min(refused_by.find(',', at), refused_by.size());
+    const std::string_view entry = std::string_view(refused_by).substr(at, end - at);
+    const size_t colon = entry.find(':');
+    if ((colon == std::string_view::npos ? entry : entry.substr(colon + 1)) == worker_id) return true;
+    at = end + 1;
+  }
+  return false;
 }
 
 bool listHas(const std::string& comma_list, const std::string& item) {
@@ -40,6 +54,20 @@ void listAdd(std::string& comma_list, const std::string& item) {
   if (item.empty() || listHas(comma_list, item)) return;
   comma_list += (comma_list.empty() ? "" : ",") + item;
 }
+// A refusal is listed as "token:worker_id" (a plain worker id in stores from before refusals were
+// counted per token, standing for a token of its own).
+std::string_view refuserToken(std::string_view entry) { return entry.substr(0, entry.find(':')); }
+int64_t refusingTokens(const std::string& refused_by) {
+  std::vector<std::string_view> tokens;
+  size_t at = 0;
+  while (at < refused_by.size()) {
+    const size_t end = std::min(refused_by.find(',', at), refused_by.size());
+    const std::string_view t = refuserToken(std::string_view(refused_by).substr(at, end - at));
+    if (std::find(tokens.begin(), tokens.end(), t) == tokens.end()) tokens.push_back(t);
+    at = end + 1;
+  }
+  return static_cast<int64_t>(tokens.size());
+}
 // Expiries of any kind after which an item is given up, per max_attempts: what stops a candidate
 // that takes every worker down with it, whichever tokens they hold.
 constexpr int kExpiriesPerAttempt = 4;
@@ -50,7 +78,7 @@ LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const
   LeaseStep s;
   s.lost_workers = c.lost_workers;
   s.lost_tokens = c.lost_tokens;
-  if (listHas(c.refused_by, worker_id)) return s;  // it refused this item once; another worker's turn
+  if (refusedBy(c.refused_by, worker_id)) return s;  // it refused this item once; another worker's turn
   s.mine = c.state == "leased" && c.holder == worker_id;
   if (c.state == "leased" && !s.mine && !c.expired) {
     // Held by a live worker: taken over only by an idle worker of another token, and only once it
@@ -81,12 +109,12 @@ int leaseBudget(int requested, int64_t slots, int64_t held_by_worker, int64_t he
   return static_cast<int>(std::max<int64_t>(0, std::min({int64_t{requested}, std::max<int64_t>(slots, 1), token_room})));
 }
 
-RefusalStep refusalStep(const std::string& refused_by, const std::string& worker_id, int64_t others_live,
-                        const QueuePolicy& p) {
+RefusalStep refusalStep(const std::string& refused_by, const std::string& token, const std::string& worker_id,
+                        int64_t others_live, const QueuePolicy& p) {
   RefusalStep s;
   s.refused_by = refused_by;
-  listAdd(s.refused_by, worker_id);
-  s.finished = others_live <= 0 || listSize(s.refused_by) >= p.max_attempts;
+  listAdd(s.refused_by, token.empty() ? worker_id : token + ":" + worker_id);
+  s.finished = others_live <= 0 || refusingTokens(s.refused_by) >= p.max_attempts;
   return s;
 }
 

@@ -199,7 +199,10 @@ class JobQueue {
   // Sets a worker aside (WorkerInfo::quarantined = why) and returns its leases to the queue; the
   // ids of the records it reported that the queue still knows (jobs of the last keep_finished_s),
   // which the caller quarantines. NotFound for an unknown worker.
-  virtual Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) = 0;
+  // `submitter`: only the records of that token's jobs are returned to be set aside (issue 47: one
+  // write token's false check on its own job set aside an honest worker's records of everyone's).
+  virtual Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why,
+                                                          const std::string& submitter) = 0;
   // since >= 0: only the items changed after the cursor `since` (JobView::changes of an earlier
   // answer), without their payloads (spec.items stays empty); since < 0: every item.
   virtual Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p,
@@ -242,14 +245,20 @@ LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const
 // token may still hold (held_by_token counts the worker's own live leases too, which the lease
 // hands out again first).
 int leaseBudget(int requested, int64_t slots, int64_t held_by_worker, int64_t held_by_token, const QueuePolicy& p);
-// After `worker_id` refused an item that `refused_by` (a comma list) names the refusers of so far,
-// and `others_live` other live workers (not quarantined, not among the refusers) could take it.
+// After worker `worker_id` of `token` refused an item that `refused_by` (a comma list of
+// "token:worker_id") names the refusals of so far, and `others_live` other live workers (not
+// quarantined, not among the refusers) could take it. The item is finished as refused when no one
+// else could, or once max_attempts distinct tokens refused it: refusals count per token (issue 47:
+// three ids of one token refusing ended every item while an honest worker of another token was
+// live), while another worker of the refuser's token may still take it (a limit of that worker's).
 struct RefusalStep {
   std::string refused_by;
   bool finished = false;
 };
-RefusalStep refusalStep(const std::string& refused_by, const std::string& worker_id, int64_t others_live,
-                        const QueuePolicy& p);
+RefusalStep refusalStep(const std::string& refused_by, const std::string& token, const std::string& worker_id,
+                        int64_t others_live, const QueuePolicy& p);
+// Whether `worker_id` is among the refusals of `refused_by`.
+bool refusedBy(const std::string& refused_by, const std::string& worker_id);
 bool listHas(const std::string& comma_list, const std::string& item);
 
 bool isJobId(std::string_view s);  // 32 lowercase hex digits (also worker ids)

@@ -214,8 +214,11 @@ const std::string kPgMigrationV3 = core::queueV7MigrationSql(SqlDialect::postgre
 // Version 4: the kernel table (kernel_text.h), as SQLite's version 8.
 const std::string kPgMigrationV4 = core::kernelTextsSql();
 
+// Version 5: the SQLite schema's version 9: winners that were re-measured claims recomputed.
+const std::string kPgMigrationV5 = core::remeasuredClaimsMigrationSql();
+
 const char* const kPgMigrations[] = {kPgMigrationV1.c_str(), kPgMigrationV2.c_str(), kPgMigrationV3.c_str(),
-                                     kPgMigrationV4.c_str()};
+                                     kPgMigrationV4.c_str(), kPgMigrationV5.c_str()};
 static_assert(std::size(kPgMigrations) == kPgSchemaVersion);
 
 }  // namespace

@@ -111,8 +111,9 @@ Status checkPlausible(const Record& r, const std::string& path, const Plausibili
     // All samples together cannot have taken more than a day.
     if (static_cast<double>(r.n) * r.median_us > 86400e6)
       return bad(rp, "n", std::to_string(r.n) + " samples of " + num(r.median_us) + " us take more than a day");
-    if (auto bound = rooflineBoundUs(r.key, r.config); bound && r.p20_us * o.roofline_margin < *bound) {
-      const bool median = r.median_us * o.roofline_margin < *bound;
+    const double margin = kindOf(r.key) == Kind::Gpu ? o.gpu_margin : o.roofline_margin;
+    if (auto bound = rooflineBoundUs(r.key, r.config); bound && r.p20_us * margin < *bound) {
+      const bool median = r.median_us * margin < *bound;
       return bad(rp, median ? "median_us" : "p20_us",
                  num(median ? r.median_us : r.p20_us) + " us is faster than the roofline bound of " + num(*bound) +
                      " us for " + r.key.family + " " + formatShape(r.key.shape) + " " + r.key.dtype + " on " +

@@ -62,7 +62,7 @@ Status finalizeRecord(Record& r) {
 
 std::string fingerprint(const Record& r) {
   nlohmann::json j = recordToJson(r);
-  for (const char* assigned : {"id", "stale", "writer", "received_at", "quarantined", "trust", "kernel_ir"}) j.erase(assigned);
+  for (const char* assigned : {"id", "stale", "writer", "received_at", "quarantined", "trust", "tier", "kernel_ir"}) j.erase(assigned);
   return sha256Hex(dumpJson(j));
 }
 

@@ -175,7 +175,10 @@ json recordToJson(const Record& r) {
   if (!r.received_at.empty()) j["received_at"] = r.received_at;
   if (r.quarantined) j["quarantined"] = true;
   // A stored record says whose word it stands on (trust.h); a record built in code has no store yet.
-  if (r.id) j["trust"] = trustName(r.trust);
+  if (r.id) {
+    j["trust"] = trustName(r.trust);
+    j["tier"] = tierName(tierOf(r.trust, r.status == RecordStatus::Estimated));
+  }
   if (!r.kernel_ir.empty()) j["kernel_ir"] = r.kernel_ir;
   return j;
 }
@@ -277,7 +280,7 @@ Status validateRecord(const Record& r, const std::string& path) {
 Expected<Record> recordFromJson(const json& j, const std::string& path) {
   TESSERA_TRY(requireObject(j, path,
                             {"id", "key_id", "key", "provenance", "config", "status", "result", "stale", "estimate",
-                             "writer", "received_at", "quarantined", "trust", "kernel_ir"}));
+                             "writer", "received_at", "quarantined", "trust", "tier", "kernel_ir"}));
   Record r;
   // id, stale, writer, received_at, quarantined and trust belong to the store that produced the record:
   // read back for the caller's information (so exports re-import and clients see them); stores
@@ -297,7 +300,7 @@ Expected<Record> recordFromJson(const json& j, const std::string& path) {
     return bad(join(path, "received_at"), "expected a UTC time like 2025-01-31T12:00:00Z");
   if (auto it = j.find("trust"); it != j.end()) {
     auto t = it->is_string() ? parseTrust(it->get_ref<const std::string&>()) : std::nullopt;
-    if (!t) return bad(join(path, "trust"), "expected refuted, claim, confirmed or vouched");
+    if (!t) return bad(join(path, "trust"), "expected disputed, refuted, claim, confirmed or vouched");
     r.trust = *t;
   }
 

@@ -69,15 +69,17 @@ constexpr TargetPeaks kUnknownGpu{400000, 10000000, 10000000, 20000 * kCacheFact
 
 // Host, per core and ISA level: vector lanes x 2 FMA pipes x 2 FLOPs x 6 GHz (no x86 core clocks
 // higher); f16/bf16 twice that on x86-64-v4 (vdpbf16ps and avx512fp16 do two products per f32
-// lane). AMX (Sapphire Rapids: 1024 bf16 FMAs per cycle) is no ISA level: only a config of the amx
-// schedule may claim it (issue 25: a 1024^3 bf16 GEMM claimed at 90 us on a Zen 4 key passed an
-// AMX bound). Bytes: two 64-byte loads and one store per cycle at 6 GHz, the L1's rate.
+// lane), and the f32 rate below it: AVX2 has no 16-bit FMA, a bf16 or f16 GEMM converts to f32 and
+// computes there (issue 47: a 1024^3 bf16 GEMM claimed at 1.5 ms, 18x the truth, passed a bound of
+// twice the f32 rate). AMX (Sapphire Rapids: 1024 bf16 FMAs per cycle) is no ISA level: only a
+// config of the amx schedule may claim it (issue 25: a 1024^3 bf16 GEMM claimed at 90 us on a Zen 4
+// key passed an AMX bound).
 struct HostRow {
   const char* arch;
   double f32, f16, amx;
 };
 constexpr HostRow kHostRows[] = {{"x86-64-v4", 384, 768, 12288},
-                                 {"x86-64-v3", 192, 384, 0},
+                                 {"x86-64-v3", 192, 192, 0},
                                  {"x86-64-v2", 96, 96, 0},
                                  {"x86-64", 96, 96, 0}};
 
@@ -85,7 +87,18 @@ bool amxConfig(std::string_view config) {
   // The knob table (targets/knob_table.cpp) lets `schedule` take "amx" on host GEMMs only.
   return config.find("\"schedule\":\"amx\"") != std::string_view::npos;
 }
+// Bytes a host core moves per second, by where its share of the data fits: the L1's rate (two
+// 64-byte loads and one store per cycle at 6 GHz) up to 48 KiB a core (the largest L1 data cache
+// of x86 cores: Golden Cove), the L2's (64 bytes a cycle) up to 2 MiB a core (the largest L2), then
+// 32 bytes a cycle (an L3 slice's port; no DRAM feeds every core that fast). Issue 47: a 4096^2 f32
+// elementwise kernel (64 MiB) claimed at 5 us passed a bound that held it to the L1's rate at one
+// byte per element.
 constexpr double kHostBytesPerCore = 192.0 * 6;
+double hostBytesPerCore(double bytes_per_core) {
+  if (bytes_per_core <= 48.0 * 1024) return kHostBytesPerCore;
+  if (bytes_per_core <= 2.0 * 1024 * 1024) return 64.0 * 6;
+  return 32.0 * 6;
+}
 
 double elementBytes(std::string_view dtype) {
   // Mixed forms ("f16:f32") count their narrowest part; unknown names one byte (fp8, int8).
@@ -173,10 +186,11 @@ std::optional<MinimumWork> minimumWork(const HardKey& k) {
     return w;
   }
   if (k.family == "elementwise") {
-    // The iteration space: every output element is written once (one byte at least).
+    // The iteration space: every output element is written once, at the key's element size (an
+    // f32 output is four bytes an element, whatever its inputs).
     double numel = 1;
     for (double x : d) numel *= x;
-    w.bytes = numel;
+    w.bytes = numel * e;
     return w;
   }
   return std::nullopt;
@@ -188,7 +202,13 @@ std::optional<double> rooflineBoundUs(const HardKey& k, std::string_view config)
   if (!peaks || !work) return std::nullopt;
   // 1 GFLOP/s = 1e3 FLOP per microsecond; 1 GB/s = 1e3 bytes per microsecond.
   const double compute = work->flops / (peakFor(*peaks, k.dtype) * 1e3);
-  const double memory = work->bytes / (peaks->gbs * 1e3);
+  double gbs = peaks->gbs;
+  if (k.target == "host") {
+    // The rate of the cache level each core's share of the data fits in (hostBytesPerCore).
+    const double units = static_cast<double>(std::max<int64_t>(k.units, 1));
+    gbs = hostBytesPerCore(work->bytes / units) * units;
+  }
+  const double memory = work->bytes / (gbs * 1e3);
   return std::max(compute, memory);
 }
 

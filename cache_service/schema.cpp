@@ -128,8 +128,13 @@ const std::string kMigrationV7 = core::queueV7MigrationSql(SqlDialect::sqlite())
 // hash, so that any winner can be compiled again from the store.
 const std::string kMigrationV8 = core::kernelTextsSql();
 
-const char* const kMigrations[] = {kMigrationV1,         kMigrationV2,         kMigrationV3,         kMigrationV4,
-                                   kMigrationV5.c_str(), kMigrationV6.c_str(), kMigrationV7.c_str(), kMigrationV8.c_str()};
+// Version 9: re-measured claims no longer outrank other claims (issue 47, trust.h): the winners
+// that did are recomputed (store_core.cpp's remeasuredClaimsMigrationSql, shared with PostgreSQL).
+const std::string kMigrationV9 = core::remeasuredClaimsMigrationSql();
+
+const char* const kMigrations[] = {kMigrationV1,         kMigrationV2,         kMigrationV3,
+                                   kMigrationV4,         kMigrationV5.c_str(), kMigrationV6.c_str(),
+                                   kMigrationV7.c_str(), kMigrationV8.c_str(), kMigrationV9.c_str()};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

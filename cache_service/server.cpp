@@ -27,6 +27,8 @@ Expected<std::unique_ptr<CacheServer>> CacheServer::start(const ServerOptions& o
   ao.current_toolchain = opts.current_toolchain;
   ao.queue = opts.queue;
   ao.agree_factor = opts.agree_factor;
+  ao.measuring_tokens = opts.measuring_tokens;
+  ao.disputes_per_minute = opts.disputes_per_minute;
   ao.dashboard.serve_ui = opts.serve_ui;
   ao.dashboard.compare = opts.compare;
   // The admin pages' token administration has a connection of its own: the refresh loop's stays

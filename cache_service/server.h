@@ -38,6 +38,8 @@ struct ServerOptions {
   double keep_finished_jobs_s = 3600, max_open_job_s = 86400;
   // Two measurements of a config by different identities agree within this factor (trust.h).
   double agree_factor = kDefaultAgreeFactor;
+  std::vector<std::string> measuring_tokens;  // ApiOptions::measuring_tokens
+  int disputes_per_minute = 10;               // ApiOptions::disputes_per_minute
   // The web dashboard (dashboard.h): its pages, and the comparison across targets, which the
   // `tessera` binary supplies when it is built with the compiler.
   bool serve_ui = true;

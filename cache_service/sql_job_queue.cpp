@@ -402,8 +402,8 @@ Expected<ReportOutcome> SqlJobQueue::refuse(const ItemReport& r, const QueuePoli
                                        {item[0].text(4), item[0].text(5), item[0].i64(6), item[0].text(7),
                                         now - p.worker_ttl_s, r.worker_id}));
     int64_t others = 0;
-    for (const SqlRow& row : live) others += listHas(refused_by, row.text(0)) ? 0 : 1;
-    const RefusalStep step = refusalStep(refused_by, r.worker_id, others, p);
+    for (const SqlRow& row : live) others += refusedBy(refused_by, row.text(0)) ? 0 : 1;
+    const RefusalStep step = refusalStep(refused_by, r.token, r.worker_id, others, p);
     if (step.finished) {
       TESSERA_TRY(tx.run("UPDATE job_items SET state = 'done', result = ?1, refused_by = ?2 WHERE job_id = ?3"
                          " AND item = ?4",
@@ -422,7 +422,8 @@ Expected<ReportOutcome> SqlJobQueue::refuse(const ItemReport& r, const QueuePoli
   return outcome;
 }
 
-Expected<std::vector<int64_t>> SqlJobQueue::quarantineWorker(const std::string& worker_id, const std::string& why) {
+Expected<std::vector<int64_t>> SqlJobQueue::quarantineWorker(const std::string& worker_id, const std::string& why,
+                                                             const std::string& submitter) {
   std::vector<int64_t> records;
   Status s = engine_.transact(TxMode::Write, [&](SqlTx& tx, core::TouchedKeys&) -> Status {
     records.clear();
@@ -430,9 +431,10 @@ Expected<std::vector<int64_t>> SqlJobQueue::quarantineWorker(const std::string& 
                                      {why.empty() ? std::string("quarantined") : why, worker_id}));
     if (n == 0) return makeError(ErrorCode::NotFound, "unknown worker " + worker_id);
     TESSERA_TRY(requeueWorkerItems(tx, worker_id));
-    TESSERA_ASSIGN(auto rows, tx.query("SELECT record_id FROM job_items WHERE worker_id = ?1 AND state = 'done'"
-                                       " AND record_id != 0",
-                                       {worker_id}));
+    TESSERA_ASSIGN(auto rows, tx.query("SELECT i.record_id FROM job_items i JOIN jobs j ON j.id = i.job_id"
+                                       " WHERE i.worker_id = ?1 AND i.state = 'done' AND i.record_id != 0"
+                                       " AND j.submitter = ?2",
+                                       {worker_id, submitter}));
     for (const SqlRow& row : rows) records.push_back(row.i64(0));
     return {};
   });

@@ -27,7 +27,8 @@ class SqlJobQueue final : public JobQueue {
                         const QueuePolicy& p) override;
   Expected<ReportResult> report(const ItemReport& r, const PutOptions& put) override;
   Expected<ReportOutcome> refuse(const ItemReport& r, const QueuePolicy& p) override;
-  Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why) override;
+  Expected<std::vector<int64_t>> quarantineWorker(const std::string& worker_id, const std::string& why,
+                                                  const std::string& submitter) override;
   Expected<std::optional<JobView>> job(const std::string& job_id, const QueuePolicy& p, int64_t since) override;
   Expected<bool> cancel(const std::string& job_id) override;
   Expected<int64_t> purge(double keep_finished_s, double max_open_s) override;

@@ -27,6 +27,7 @@ std::string adminActionSql(AdminAction a) {
     case AdminAction::Release: return "UPDATE records AS r SET quarantined = 0 WHERE ";
     case AdminAction::Pin: return "UPDATE records AS r SET trust = 2 WHERE ";
     case AdminAction::Unpin: return "UPDATE records AS r SET trust = 0 WHERE ";
+    case AdminAction::Dispute: return "UPDATE records AS r SET trust = -2 WHERE ";
     case AdminAction::Count: break;
   }
   return "SELECT count(*) FROM records r WHERE ";
@@ -41,6 +42,7 @@ std::string adminActionWhere(AdminAction a) {
       return " AND r.quarantined = 1 AND r.writer NOT IN (SELECT name FROM tokens WHERE revoked_at IS NOT NULL)";
     case AdminAction::Pin: return " AND r.status = 'ok' AND r.quarantined = 0 AND r.trust <> 2";
     case AdminAction::Unpin: return " AND r.trust = 2";
+    case AdminAction::Dispute: return " AND r.status = 'ok' AND r.quarantined = 0 AND r.trust = 0";
     case AdminAction::Count:
     case AdminAction::Delete: break;
   }

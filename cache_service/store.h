@@ -118,12 +118,15 @@ struct RecordSelector {
   std::vector<int64_t> ids;
   std::string key_id, writer;
   std::string since, until;  // received_at in [since, until)
+  std::string except_writer;  // never records of this token (a reader disputes only others' claims)
   bool empty() const { return ids.empty() && key_id.empty() && writer.empty() && since.empty() && until.empty(); }
 };
 // Release never applies to records of a revoked token (what `token revoke --retract` set aside
 // stays aside); Pin vouches for ok records (they outrank every claim), Unpin makes them claims
-// again. Every action re-settles the trust of the keys it touched and recomputes their winners.
-enum class AdminAction { Count, Quarantine, Release, Delete, Pin, Unpin };
+// again. Dispute (a reader's refutation, not an admin's) demotes ok, unquarantined claims below
+// every other claim (trust.h: Trust::Disputed) until another identity reproduces them. Every action
+// re-settles the trust of the keys it touched and recomputes their winners.
+enum class AdminAction { Count, Quarantine, Release, Delete, Pin, Unpin, Dispute };
 
 // An admin action in SQL over `records r`, the same for both SQL engines: the statement up to its
 // WHERE, and the conditions the action adds to the selector's (Release skips records of revoked

@@ -322,7 +322,8 @@ std::string selectorWhere(const RecordSelector& sel, AdminAction action, std::ve
   }
   const std::pair<const char*, const std::string*> fields[] = {
       {" AND r.key_id = ?", &sel.key_id}, {" AND r.writer = ?", &sel.writer},
-      {" AND r.received_at >= ?", &sel.since}, {" AND r.received_at < ?", &sel.until}};
+      {" AND r.received_at >= ?", &sel.since}, {" AND r.received_at < ?", &sel.until},
+      {" AND r.writer <> ?", &sel.except_writer}};
   for (auto [clause, v] : fields) {
     if (v->empty()) continue;
     params.emplace_back(*v);
@@ -434,6 +435,16 @@ CREATE INDEX job_items_by_worker ON job_items(worker_id, state);
 }
 
 std::string kernelTextsSql() { return "\nCREATE TABLE kernel_texts (workload TEXT PRIMARY KEY, ir TEXT NOT NULL);\n"; }
+
+std::string remeasuredClaimsMigrationSql() {
+  return std::string("\nUPDATE keys SET winner_id = (SELECT r.id FROM records r WHERE r.key_id = keys.key_id AND ") +
+         kCandidateSql + " ORDER BY " + kWinnerOrderSql +
+         " LIMIT 1) WHERE winner_rank = 1;\n"
+         "UPDATE keys SET winner_median_us = (SELECT median_us FROM records WHERE id = keys.winner_id),"
+         " winner_remeasured = coalesce((SELECT remeasured FROM records WHERE id = keys.winner_id), 0),"
+         " winner_rank = coalesce((SELECT " + kRankSql + " FROM records r WHERE r.id = keys.winner_id), 0)"
+         " WHERE winner_rank = 1;\n";
+}
 
 }  // namespace core
 }  // namespace tessera::cache

@@ -81,6 +81,11 @@ std::string queueTablesSql(const SqlDialect& d);
 // The kernel table (kernel_text.h): SQLite's version 8, PostgreSQL's version 4.
 std::string kernelTextsSql();
 
+// SQLite's version 9, PostgreSQL's version 5 (issue 47): among claims `remeasured` no longer
+// ranks (trust.h, winnerRank), so the keys whose winner held the old rank of a re-measured claim
+// (1, a rank nothing has now) get their winner recomputed under today's order.
+std::string remeasuredClaimsMigrationSql();
+
 }  // namespace tessera::cache::core
 
 namespace tessera::cache {

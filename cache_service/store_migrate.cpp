@@ -17,6 +17,8 @@
 // identity counters must be equal.
 #include "cache_service/store_migrate.h"
 
+#include <sys/stat.h>
+
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -440,6 +442,25 @@ Expected<MigrateReport> migrateStore(const MigrateOptions& o) {
   TESSERA_TRY(dst->prepareDestination());
   Migration m(*src, *dst, o);
   return m.run();
+}
+
+Expected<std::optional<std::string>> unfinishedMigration(const std::string& location) {
+  std::optional<std::string> from;
+  if (!isPostgresLocation(location)) {
+    struct stat st {};
+    if (::stat(location.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return from;  // serve makes or refuses it
+  }
+  TESSERA_ASSIGN(auto side, openSide(location, "--store", Role::Source));
+  TESSERA_TRY(side->read([&](SqlTx& tx) -> Status {
+    TESSERA_ASSIGN(auto layout, side->layout(tx));
+    if (!layout.count(migrate::kProgressTable)) return {};
+    TESSERA_ASSIGN(auto rows, tx.query("SELECT item, value FROM tessera_migration", {}));
+    std::map<std::string, std::string> items;
+    for (const SqlRow& r : rows) items[r.text(0)] = r.text(1);
+    if (items["state"] != "done") from = items["source_shown"].empty() ? std::string("?") : items["source_shown"];
+    return {};
+  }));
+  return from;
 }
 
 }  // namespace tessera::cache

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,5 +46,11 @@ struct MigrateReport {
 // server, a schema newer than this tessera, the same store twice, a destination holding other
 // data); a finished copy whose checks differ returns a report naming the table in `mismatch`.
 Expected<MigrateReport> migrateStore(const MigrateOptions& o);
+
+// When `location` is the destination of a migration that has not finished, the source it copies
+// from (as messages show it: no password); nullopt otherwise (no such store yet, or no migration,
+// or a finished one). `serve` refuses such a store: every write would fail on its half-copied
+// tables (issue 47), and the same `serve migrate` command finishes it.
+Expected<std::optional<std::string>> unfinishedMigration(const std::string& location);
 
 }  // namespace tessera::cache

@@ -9,14 +9,28 @@
 namespace tessera::cache {
 
 namespace {
-constexpr std::string_view kNames[] = {"refuted", "claim", "confirmed", "vouched"};
+constexpr std::string_view kNames[] = {"disputed", "refuted", "claim", "confirmed", "vouched"};
+constexpr std::string_view kTierNames[] = {"estimate", "claim", "reproduced"};
 }  // namespace
 
-std::string_view trustName(Trust t) { return kNames[static_cast<int>(t) + 1]; }
+std::string_view trustName(Trust t) { return kNames[static_cast<int>(t) + 2]; }
 
 std::optional<Trust> parseTrust(std::string_view s) {
-  for (int i = 0; i < 4; ++i)
-    if (kNames[i] == s) return static_cast<Trust>(i - 1);
+  for (int i = 0; i < 5; ++i)
+    if (kNames[i] == s) return static_cast<Trust>(i - 2);
+  return std::nullopt;
+}
+
+Tier tierOf(Trust t, bool estimated) {
+  if (estimated) return Tier::Estimate;
+  return isConfirmed(t) ? Tier::Reproduced : Tier::Claim;
+}
+
+std::string_view tierName(Tier t) { return kTierNames[static_cast<int>(t)]; }
+
+std::optional<Tier> parseTier(std::string_view s) {
+  for (int i = 0; i < 3; ++i)
+    if (kTierNames[i] == s) return static_cast<Tier>(i);
   return std::nullopt;
 }
 
@@ -33,7 +47,13 @@ bool contradicts(double claimed_us, double measured_us, double factor) {
 std::vector<std::pair<int64_t, Trust>> settleTrust(const std::vector<Measurement>& group, double factor) {
   std::vector<std::pair<int64_t, Trust>> changed;
   for (const Measurement& m : group) {
-    Trust want = m.trust == Trust::Vouched ? Trust::Vouched : Trust::Claim;
+    // Vouched stays vouched; a reader's dispute stays until another identity reproduces the claim,
+    // and holds every record of the disputed writer's config (a claim posted again is the same word).
+    const bool disputed = std::any_of(group.begin(), group.end(), [&](const Measurement& o) {
+      return o.writer == m.writer && o.trust == Trust::Disputed;
+    });
+    const Trust alone = disputed ? Trust::Disputed : Trust::Claim;
+    Trust want = m.trust == Trust::Vouched ? Trust::Vouched : alone;
     if (want != Trust::Vouched) {
       bool agreed = false, refuted = false;
       for (const Measurement& o : group) {
@@ -41,7 +61,7 @@ std::vector<std::pair<int64_t, Trust>> settleTrust(const std::vector<Measurement
         agreed = agreed || timesAgree(m.median_us, o.median_us, factor);
         refuted = refuted || contradicts(m.median_us, o.median_us, factor);
       }
-      want = agreed ? Trust::Confirmed : refuted ? Trust::Refuted : Trust::Claim;
+      want = agreed ? Trust::Confirmed : refuted ? Trust::Refuted : alone;
     }
     if (want != m.trust) changed.emplace_back(m.id, want);
   }
@@ -59,7 +79,8 @@ std::vector<std::pair<int64_t, Trust>> settleKey(const std::vector<ConfigMeasure
 
 std::optional<int> winnerRank(Trust t, bool remeasured) {
   if (t == Trust::Refuted) return std::nullopt;
-  return (isConfirmed(t) ? 2 : 0) + (remeasured ? 1 : 0);
+  if (t == Trust::Disputed) return -1;
+  return isConfirmed(t) ? 2 + (remeasured ? 1 : 0) : 0;
 }
 
 }  // namespace tessera::cache

@@ -1,11 +1,13 @@
-// Owns the trust rule of measurements (README, "Trust model"): a record a writer or a worker sends
-// is a claim; it becomes a confirmed measurement when another identity's measurement of the same
-// key and config agrees with it within the noise (or an admin pins it, or the store's own machine
-// measured it), and a refuted one when another identity measured that config clearly slower
-// (timesAgree, contradicts). Confirmed records outrank every claim; refuted ones never win. The
-// rule is written here once, in C++ (settleTrust, winnerRank) for the store core and clients,
-// and as SQL fragments of the same rule that both SQL engines (SQLite, PostgreSQL) splice into
-// their queries.
+// Owns the trust rule of measurements (docs/team.md, "The trust model"): a record a writer or a
+// worker sends is a claim; it becomes a confirmed measurement when another identity's measurement
+// of the same key and config agrees with it within the noise (or an admin pins it, the writer is
+// an admin-designated measuring identity, or the store's own machine measured it), a refuted one
+// when another identity measured that config clearly slower (timesAgree, contradicts), and a
+// disputed one when a reader's own run refuted it. The tiers served to readers follow from it
+// (tierOf: reproduced, claim, estimate). Reproduced records outrank every claim, claims every
+// disputed claim; refuted ones never win. The rule is written here once, in C++ (settleTrust,
+// winnerRank) for the store core and clients, and as SQL fragments of the same rule that both SQL
+// engines (SQLite, PostgreSQL) splice into their queries.
 #pragma once
 
 #include <cstdint>
@@ -19,14 +21,27 @@ namespace tessera::cache {
 
 // Stored as an integer (records.trust); the order matters (higher is more trusted).
 enum class Trust : int {
+  Disputed = -2,  // a claim a reader's own run refuted (wrong, unrunnable, far slower): a candidate
+                  // below every claim until another identity reproduces it
   Refuted = -1,   // another identity measured this config slower by more than the noise: never a winner
   Claim = 0,      // one identity's word (a writer's or a worker's), not yet confirmed by anyone else
   Confirmed = 1,  // another identity's measurement of the same key and config agrees within the noise
-  Vouched = 2,    // pinned by an admin, or measured by the store's own machine (a tuner's local store)
+  Vouched = 2,    // pinned by an admin, written by an admin-designated measuring identity
+                  // (`serve --measuring-token`), or measured by the store's own machine (a local store)
 };
-std::string_view trustName(Trust t);  // refuted | claim | confirmed | vouched
+std::string_view trustName(Trust t);  // disputed | refuted | claim | confirmed | vouched
 std::optional<Trust> parseTrust(std::string_view s);
 inline bool isConfirmed(Trust t) { return t == Trust::Confirmed || t == Trust::Vouched; }
+
+// What a reader is served, best tier first: a record measured and reproduced (two identities
+// agree, an admin-designated measuring identity, an admin's pin, the reader's own machine), one
+// identity's claim (disputed ones included, labelled by their trust), or the analytic model's
+// estimate (nothing ran). A reader that asks for reproduced only (`--trust reproduced`,
+// `?trust=reproduced`) is never served a claim.
+enum class Tier : int { Estimate = 0, Claim = 1, Reproduced = 2 };
+Tier tierOf(Trust t, bool estimated);
+std::string_view tierName(Tier t);  // estimate | claim | reproduced
+std::optional<Tier> parseTier(std::string_view s);
 
 // Two medians of one config agree when the larger is at most `factor` times the smaller: 1.5
 // leaves room for the run-to-run noise of a shared machine (5-10 % here) and for two machines of
@@ -64,15 +79,17 @@ std::vector<std::pair<int64_t, Trust>> settleKey(const std::vector<ConfigMeasure
                                                  double factor = kDefaultAgreeFactor);
 inline constexpr int kTrustKeyLimit = 4096;
 
-// Winner order: confirmed (or vouched) records before claims, then a tuning run's re-measured
-// winner before single measurements, then the lower median, then the older record. nullopt: not a
-// candidate (refuted). isBetter (record.h) compares with it.
+// Winner order: reproduced (confirmed or vouched) records before claims, claims before disputed
+// claims; among reproduced records a tuning run's re-measured winner before single measurements
+// (among claims the flag counts for nothing: one identity re-measuring its own claim is still its
+// word); then the lower median, then the older record. nullopt: not a candidate (refuted).
+// isBetter (record.h) compares with it.
 std::optional<int> winnerRank(Trust t, bool remeasured);
 
 // The same rule in SQL, over a records table aliased `r` whose trust column holds Trust values and
 // whose remeasured column is 0/1. Both SQL engines use exactly these texts.
-inline constexpr const char* kCandidateSql = "r.status = 'ok' AND r.quarantined = 0 AND r.trust >= 0";
-#define TESSERA_RANK_SQL "((CASE WHEN r.trust > 0 THEN 2 ELSE 0 END) + r.remeasured)"
+inline constexpr const char* kCandidateSql = "r.status = 'ok' AND r.quarantined = 0 AND r.trust <> -1";
+#define TESSERA_RANK_SQL "(CASE WHEN r.trust > 0 THEN 2 + r.remeasured WHEN r.trust = 0 THEN 0 ELSE -1 END)"
 inline constexpr const char* kRankSql = TESSERA_RANK_SQL;
 inline constexpr const char* kWinnerOrderSql = TESSERA_RANK_SQL " DESC, r.median_us ASC, r.id ASC";
 #undef TESSERA_RANK_SQL

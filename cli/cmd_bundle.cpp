@@ -36,6 +36,7 @@ namespace fs = std::filesystem;
 
 struct BundleFlags {
   std::string out, db = "tessera.db", targets = "host", missing = "fail", hostCpu = "level";
+  std::string trust = "any";
   CacheFlags cache;
   std::vector<std::string> specFiles, irFiles, dispatchFiles;
   int threads = kAllCores;
@@ -70,6 +71,7 @@ void bundleCommand(const BundleFlags& f) {
   else if (f.missing == "skip") s.resolve.missing = bundle::MissingPolicy::Skip;
   else if (f.missing == "fail") s.resolve.missing = bundle::MissingPolicy::Fail;
   else fail("--missing must be fail, default or skip", kExitBadInput);
+  s.resolve.reproducedOnly = f.trust == "reproduced";
   if (Status st = session::checkThreads(f.threads); !st.ok()) fail(st.error().message, kExitBadInput);
   if (f.hostCpu == "level") s.hostCpu = bundle::HostCpu::Level;
   else if (f.hostCpu == "native") s.hostCpu = bundle::HostCpu::Native;
@@ -211,6 +213,11 @@ void addBundleCommand(CLI::App& app) {
   b->add_option("--missing", f->missing,
                 "no tuned config for a kernel (nor a legal one of a nearby shape): fail (name every such entry, write "
                 "nothing) | default (compile the space's default, labelled untuned) | skip")
+      ->capture_default_str();
+  b->add_option("--trust", f->trust,
+                "any: the best record of the highest tier there is, a claim labelled as one; reproduced: never a "
+                "claim (one token's word)")
+      ->check(CLI::IsMember({"any", "reproduced"}))
       ->capture_default_str();
   b->add_option("--host-cpu", f->hostCpu,
                 "host objects for the key's ISA level (level: any CPU of that level) or exactly this CPU (native)")

@@ -16,6 +16,7 @@
 #include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "support/text_file.h"
 
 namespace tessera::cli {
 
@@ -46,20 +47,21 @@ cache::CacheClient makeClient(const CacheArgs& a, bool bulk = false) {
 constexpr size_t kMaxInputBytes = size_t{256} << 20;
 
 std::string readInput(const std::string& path) {
-  std::ifstream file;
   if (path != "-") {
-    file.open(path, std::ios::binary);
-    if (!file) fail("cannot read " + path, kExitBadInput);
+    // A named file must be a regular one, refused at once otherwise: a FIFO blocked the open, and
+    // /dev/zero was read up to the cap (256 MiB) before it was refused.
+    auto text = readTextFile(path, {.max_bytes = kMaxInputBytes, .max_line_bytes = 0, .what = "record file"});
+    if (!text.ok()) fail(text.error().message, kExitBadInput);
+    return std::move(*text);
   }
-  std::istream& in = path == "-" ? std::cin : file;
   std::string text;
   char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
+  while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(std::cin.gcount()));
     if (text.size() > kMaxInputBytes)
       fail(path + " is larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB (split it)", kExitBadInput);
   }
-  if (in.bad()) fail("cannot read " + path, kExitBadInput);
+  if (std::cin.bad()) fail("cannot read " + path, kExitBadInput);
   return text;
 }
 

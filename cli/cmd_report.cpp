@@ -81,6 +81,9 @@ void runReport(const ReportArgs& a) {
   struct stat st {};
   // openStore would create a missing SQLite file: a report of nothing is a typo.
   if (!cache::isPostgresLocation(a.db) && ::stat(a.db.c_str(), &st) != 0) fail("no store at " + a.db, kExitBadInput);
+  // A device or a FIFO is no store file: refused at once (/dev/zero was opened and failed with 1).
+  if (!cache::isPostgresLocation(a.db) && !S_ISREG(st.st_mode))
+    fail(a.db + " is not a store file (a device, FIFO or folder)", kExitBadInput);
   auto store = cache::openStore(a.db);
   if (!store.ok()) fail(store.error().message);
   std::vector<std::string> keys;

@@ -47,6 +47,8 @@ struct ServeArgs {
   double max_hold_s = 3600, steal_after_s = 120;
   double agree_factor = cache::kDefaultAgreeFactor;
   int max_inflight_mb = 1024;
+  std::vector<std::string> measuring_tokens;
+  int disputes_per_minute = 10;
 };
 
 constexpr const char* kStoreHelp =
@@ -64,11 +66,11 @@ cache::Provenance parseToolchain(const std::string& spec) {
   for (const std::string& part : split(spec, ',')) {
     auto eq = part.find('=');
     std::string name = part.substr(0, eq), value = eq == std::string::npos ? "" : part.substr(eq + 1);
-    if (value.empty() || value.size() > 64) fail("--toolchain: expected name=value pairs, got '" + part + "'");
+    if (value.empty() || value.size() > 64) fail("--toolchain: expected name=value pairs, got '" + part + "'", kExitBadInput);
     if (name == "tessera_version") p.tessera_version = value;
     else if (name == "llvm_version") p.llvm_version = value;
     else if (name == "cuda_version") p.cuda_version = value;
-    else fail("--toolchain: unknown field '" + name + "' (tessera_version, llvm_version, cuda_version)");
+    else fail("--toolchain: unknown field '" + name + "' (tessera_version, llvm_version, cuda_version)", kExitBadInput);
   }
   return p;
 }
@@ -85,30 +87,33 @@ void writePortFile(const std::string& path, int port) {
 }
 
 void runServer(const ServeArgs& a) {
-  if (a.sync != "full" && a.sync != "normal") fail("--sync must be full or normal");
-  if (a.threads < 1 || a.threads > 4096) fail("--threads must be in 1..4096");
-  if (a.max_body_mb < 1 || a.max_body_mb > 1024) fail("--max-body-mb must be in 1..1024");
-  if (a.port < 0 || a.port > 65535) fail("--port must be in 0..65535");
+  if (a.sync != "full" && a.sync != "normal") fail("--sync must be full or normal", kExitBadInput);
+  if (a.threads < 1 || a.threads > 4096) fail("--threads must be in 1..4096", kExitBadInput);
+  if (a.max_body_mb < 1 || a.max_body_mb > 1024) fail("--max-body-mb must be in 1..1024", kExitBadInput);
+  if (a.port < 0 || a.port > 65535) fail("--port must be in 0..65535", kExitBadInput);
   if (a.read_timeout_s < 1 || a.read_timeout_s > 600 || a.write_timeout_s < 1 || a.write_timeout_s > 600)
-    fail("--read-timeout and --write-timeout must be in 1..600 seconds");
-  if (a.max_connections < 1 || a.max_connections > 65536) fail("--max-connections must be in 1..65536");
+    fail("--read-timeout and --write-timeout must be in 1..600 seconds", kExitBadInput);
+  if (a.max_connections < 1 || a.max_connections > 65536) fail("--max-connections must be in 1..65536", kExitBadInput);
   if (a.max_connections_per_client < 0 || a.max_connections_per_client > a.max_connections)
-    fail("--max-connections-per-client must be in 0..--max-connections (0: no per-client cap)");
+    fail("--max-connections-per-client must be in 0..--max-connections (0: no per-client cap)", kExitBadInput);
   for (auto [v, name] : {std::pair{a.head_timeout_s, "--head-timeout"}, {a.body_timeout_s, "--body-timeout"},
                          {a.keep_alive_timeout_s, "--keep-alive-timeout"}})
     if (!(v >= 0.1 && v <= 3600)) fail(std::string(name) + " must be in 0.1..3600 seconds");
-  if (!(a.lease_s >= 0.5 && a.lease_s <= 86400)) fail("--lease-seconds must be in 0.5..86400");
-  if (!(a.worker_ttl_s >= 0.5 && a.worker_ttl_s <= 86400)) fail("--worker-ttl must be in 0.5..86400 seconds");
-  if (a.max_attempts < 1 || a.max_attempts > 100) fail("--max-attempts must be in 1..100");
-  if (a.store_connections < 1 || a.store_connections > 1000) fail("--store-connections must be in 1..1000");
-  if (a.max_workers_per_token < 1 || a.max_workers_per_token > 100000) fail("--max-workers-per-token must be in 1..100000");
-  if (a.max_leased_per_token < 1 || a.max_leased_per_token > 100000) fail("--max-leased-per-token must be in 1..100000");
+  if (!(a.lease_s >= 0.5 && a.lease_s <= 86400)) fail("--lease-seconds must be in 0.5..86400", kExitBadInput);
+  if (!(a.worker_ttl_s >= 0.5 && a.worker_ttl_s <= 86400)) fail("--worker-ttl must be in 0.5..86400 seconds", kExitBadInput);
+  if (a.max_attempts < 1 || a.max_attempts > 100) fail("--max-attempts must be in 1..100", kExitBadInput);
+  if (a.store_connections < 1 || a.store_connections > 1000) fail("--store-connections must be in 1..1000", kExitBadInput);
+  if (a.max_workers_per_token < 1 || a.max_workers_per_token > 100000) fail("--max-workers-per-token must be in 1..100000", kExitBadInput);
+  if (a.max_leased_per_token < 1 || a.max_leased_per_token > 100000) fail("--max-leased-per-token must be in 1..100000", kExitBadInput);
   if (!(a.max_hold_s >= a.lease_s && a.max_hold_s <= 7 * 86400))
-    fail("--max-hold-seconds must be in --lease-seconds..604800");
+    fail("--max-hold-seconds must be in --lease-seconds..604800", kExitBadInput);
   if (!(a.steal_after_s >= a.lease_s && a.steal_after_s <= 7 * 86400))
-    fail("--steal-after-seconds must be in --lease-seconds..604800");
-  if (!(a.agree_factor >= 1.05 && a.agree_factor <= 10)) fail("--agree-factor must be in 1.05..10");
-  if (a.max_inflight_mb < 0 || a.max_inflight_mb > 1 << 20) fail("--max-inflight-mb must be in 0..1048576 (0: no limit)");
+    fail("--steal-after-seconds must be in --lease-seconds..604800", kExitBadInput);
+  if (!(a.agree_factor >= 1.05 && a.agree_factor <= 10)) fail("--agree-factor must be in 1.05..10", kExitBadInput);
+  if (a.disputes_per_minute < 0 || a.disputes_per_minute > 10000) fail("--disputes-per-minute must be in 0..10000", kExitBadInput);
+  for (const std::string& t : a.measuring_tokens)
+    if (t.empty() || t.size() > 64) fail("--measuring-token: expected a token's name", kExitBadInput);
+  if (a.max_inflight_mb < 0 || a.max_inflight_mb > 1 << 20) fail("--max-inflight-mb must be in 0..1048576 (0: no limit)", kExitBadInput);
   cache::ServerOptions o;
   o.db_path = a.db;
   o.http.bind = a.bind;
@@ -136,12 +141,22 @@ void runServer(const ServeArgs& a) {
   o.queue.max_hold_s = a.max_hold_s;
   o.queue.steal_after_s = a.steal_after_s;
   o.agree_factor = a.agree_factor;
+  o.measuring_tokens = a.measuring_tokens;
+  o.disputes_per_minute = a.disputes_per_minute;
   o.store_connections = a.store_connections;
 #ifdef TESSERA_WITH_MLIR
   // The dashboard's Compare page: `tessera compare` over this store (builds without the compiler
   // answer 501).
   o.compare = serveCompare;
 #endif
+
+  // A store a migration is still copying into would answer every write 503 (its tables are
+  // half-copied): refused, naming the command that finishes it.
+  if (auto from = cache::unfinishedMigration(a.db); from.ok() && *from)
+    fail("the store " + cache::redactLocation(a.db) + " is the destination of an unfinished migration from " + **from +
+             ": finish it first with `tessera serve migrate --from " + **from + " --to " + cache::redactLocation(a.db) +
+             "` (the same command continues where it stopped)",
+         kExitBadInput);
 
   // Block the stop signals before any server thread exists so every thread inherits the mask and
   // only the sigwait below receives them.
@@ -273,6 +288,11 @@ void addServeCommand(CLI::App& app) {
   serve->add_option("--agree-factor", args->agree_factor,
                     "two identities' measurements of a config agree (confirm each other) within this factor; one "
                     "slower than another by more than its square refutes it")->capture_default_str();
+  serve->add_option("--measuring-token", args->measuring_tokens,
+                    "a token whose records are reproduced measurements (an admin-designated measuring identity, "
+                    "e.g. the team's own worker fleet); repeatable");
+  serve->add_option("--disputes-per-minute", args->disputes_per_minute,
+                    "disputes (a reader's refutation of a claim) one token may file per minute")->capture_default_str();
   serve->require_subcommand(0, 1);
   serve->callback([serve, args] {
     if (serve->get_subcommands().empty()) runServer(*args);
@@ -289,7 +309,7 @@ void addServeCommand(CLI::App& app) {
       ->capture_default_str();
   tadd->callback([add] {
     auto scope = cache::parseScope(std::get<2>(*add));
-    if (!scope) fail("--scope must be read, write, admin or worker");
+    if (!scope) fail("--scope must be read, write, admin or worker", kExitBadInput);
     auto secret = openTokens(std::get<0>(*add))->add(std::get<1>(*add), *scope);
     if (!secret.ok()) fail(secret.error().message);
     std::printf("%s\n", secret->c_str());
@@ -318,7 +338,7 @@ void addServeCommand(CLI::App& app) {
   trev->callback([rev] {
     const auto& [db, name, retract] = *rev;
     if (!retract.empty() && retract != "quarantine" && retract != "delete")
-      fail("--retract must be quarantine or delete");
+      fail("--retract must be quarantine or delete", kExitBadInput);
     if (Status s = openTokens(db)->revoke(name); !s.ok()) fail(s.error().message);
     std::printf("revoked %s\n", name.c_str());
     if (retract.empty()) return;

@@ -407,6 +407,7 @@ struct BestFlags {
   CacheFlags cache;
   int threads = kAllCores;
   bool json = false, noVerify = false, verifyTime = false;
+  std::string trust = "any";  // "reproduced": never serve a claim (cache/trust.h, Tier)
   GpuFlags gpu;
 };
 
@@ -435,9 +436,13 @@ std::string checkSharedWinner(const ir::Kernel& k, const TargetDesc& t, const ca
 std::string trustLine(const cache::Record& r) {
   switch (r.trust) {
     case cache::Trust::Vouched:
-      return r.writer.empty() ? "vouched: measured by this machine" : "vouched: pinned by an admin of the service";
-    case cache::Trust::Confirmed: return "confirmed: another identity's measurement of this config agrees";
+      return r.writer.empty() ? "reproduced (vouched): measured by this machine"
+                              : "reproduced (vouched): pinned by an admin, or a measuring identity the admin named";
+    case cache::Trust::Confirmed: return "reproduced (confirmed): another identity's measurement of this config agrees";
     case cache::Trust::Refuted: return "refuted: another identity measured this config much slower";
+    case cache::Trust::Disputed:
+      return "a disputed claim of " + (r.writer.empty() ? std::string("an unnamed writer") : "token " + r.writer) +
+             ": a reader's run refuted it, and no other identity reproduced it";
     case cache::Trust::Claim: break;
   }
   return "a claim of " + (r.writer.empty() ? std::string("an unnamed writer") : "token " + r.writer) +
@@ -465,30 +470,41 @@ void bestCommand(const BestFlags& f) {
   std::vector<cache::NearestMatch> nearest;
   std::string verification;  // checked winners: "verified", "not verified: ..." or why it failed
   double retimed = 0;        // what a claim's re-timing here measured
+  const bool reproducedOnly = f.trust == "reproduced";
+  std::vector<std::string> skipped;  // candidates refused here, one line each
   // A winner is shown as usable once it passed here: a shared one always, a stored one when it is
   // a claim (another machine's, a worker's) rather than this machine's or a confirmed measurement.
-  auto accept = [&](const cache::Record& r, const std::string& from, const char* whose) {
+  // One that fails is skipped for the next candidate, saying so, and (shared) disputed: the reader's
+  // refutation demotes the claim for every reader (cache/trust.h).
+  auto accept = [&](const cache::Record& r, const std::string& from, const char* whose, bool shared) {
     bool unverifiable = false;
     std::string why = f.noVerify ? "not verified (--no-verify)" : checkSharedWinner(*k, *t, r, f, &unverifiable, &retimed);
     if (why.empty() || unverifiable || f.noVerify) {
       rec = r;
       source = from;
       verification = why.empty() ? "verified" : why;
-      return;
+      return true;
     }
-    // Never shown as usable: the reason goes to stderr and the answer is a miss.
-    std::fprintf(stderr, "tessera: warning: %s winner (config %s, written by %s) failed verification: %s\n", whose,
-                 r.config.c_str(), r.writer.empty() ? "?" : r.writer.c_str(), why.c_str());
+    std::fprintf(stderr, "tessera: skipped %s candidate (config %s, %s %s, written by %s): failed verification: %s\n",
+                 whose, r.config.c_str(), std::string(cache::trustName(r.trust)).c_str(), fmtTime(r.median_us).c_str(),
+                 r.writer.empty() ? "?" : r.writer.c_str(), why.c_str());
+    skipped.push_back(r.config + ": " + why);
     verification = "failed: " + why;
+    if (shared && r.id > 0 && !cache::isConfirmed(r.trust)) {
+      auto d = client.dispute(r.id, why, retimed);
+      if (!d.ok()) std::fprintf(stderr, "tessera: warning: the refutation was not recorded: %s\n", d.error().message.c_str());
+    }
+    return false;
   };
+  auto wanted = [&](const cache::Record& r) { return !reproducedOnly || cache::isConfirmed(r.trust); };
   if (store.ok()) {
     auto b = (*store)->best(keyId);
-    if (b.ok() && *b) {
+    if (b.ok() && *b && wanted((*b)->record)) {
       if (cache::isConfirmed((*b)->record.trust)) {
         rec = (*b)->record;
         source = f.db;
       } else {
-        accept((*b)->record, f.db, "the stored");
+        accept((*b)->record, f.db, "the stored", false);
       }
     }
   }
@@ -496,8 +512,30 @@ void bestCommand(const BestFlags& f) {
     auto r = client.best(key, search::provenanceFor(*t, provenanceInputs()), true);
     if (!r.warning.empty()) std::fprintf(stderr, "tessera: warning: %s\n", r.warning.c_str());
     if (r.refused()) fail(r.warning, kExitRefused);
-    if (r.kind == cache::LookupResult::Kind::Hit) accept(*r.record, client.options().base_url, "the shared cache's");
-    else if (r.kind == cache::LookupResult::Kind::Nearest) nearest = r.nearest;
+    const std::string url = client.options().base_url;
+    std::vector<int64_t> tried;
+    if (r.kind == cache::LookupResult::Kind::Hit && wanted(*r.record)) {
+      tried.push_back(r.record->id);
+      accept(*r.record, url, "the shared cache's", true);
+    }
+    // The winner refuted here (or a claim where only reproduced records are taken): the next
+    // candidates in the winner order (trust, then time), a few at most, each checked alike.
+    constexpr int kMaxFallbacks = 8;
+    if (!rec && r.kind == cache::LookupResult::Kind::Hit) {
+      auto more = client.candidates(keyId);
+      if (!more.ok()) std::fprintf(stderr, "tessera: warning: no further candidates: %s\n", more.error().message.c_str());
+      int left = kMaxFallbacks;
+      for (const cache::Record& c : more.ok() ? *more : std::vector<cache::Record>{}) {
+        if (rec || left == 0) break;
+        if (!wanted(c) || std::find(tried.begin(), tried.end(), c.id) != tried.end()) continue;
+        tried.push_back(c.id);
+        --left;
+        accept(c, url, "the shared cache's next", true);
+      }
+    }
+    if (!rec && r.kind == cache::LookupResult::Kind::Hit && reproducedOnly && skipped.empty())
+      std::fprintf(stderr, "tessera: the shared cache has no reproduced record of this key (--trust reproduced)\n");
+    if (r.kind == cache::LookupResult::Kind::Nearest) nearest = r.nearest;
   }
   // A winner shown, its store gets the kernel's text (printed here from the kernel named, so it
   // hashes to the key's workload by construction): `compare ... key HASH` and the dashboard can
@@ -527,6 +565,7 @@ void bestCommand(const BestFlags& f) {
     }
     if (!verification.empty()) j["verification"] = verification;
     if (retimed > 0) j["retimed_us"] = retimed;
+    for (const auto& sk : skipped) j["skipped"].push_back(sk);
     for (const auto& n : nearest)
       j["nearest"].push_back({{"distance", n.distance},
                               {"differs_in", cache::keyDifferences(key, n.record.key)},
@@ -551,6 +590,9 @@ void bestCommand(const BestFlags& f) {
                 rec->tuning_seconds);
     if (!rec->writer.empty()) std::printf("written by  token %s\n", rec->writer.c_str());
     std::printf("trust       %s\n", trustLine(*rec).c_str());
+    if (!skipped.empty())
+      std::printf("skipped     %zu better-ranked candidate%s refuted here (stderr says which)\n", skipped.size(),
+                  skipped.size() == 1 ? "" : "s");
     if (!verification.empty()) {
       char timed[96] = "";
       if (retimed > 0) std::snprintf(timed, sizeof timed, "; re-timed here at %s, within the noise", fmtTime(retimed).c_str());
@@ -625,6 +667,11 @@ void addTuneCommands(CLI::App& app) {
   addCacheFlags(best, &b->cache);
   best->add_flag("--json", b->json, "machine-readable output");
   best->add_flag("--no-verify", b->noVerify, "show a shared-cache winner without compiling and checking it here");
+  best->add_option("--trust", b->trust,
+                   "any: the best record of the highest tier there is, labelled; reproduced: never a claim (one "
+                   "token's word)")
+      ->check(CLI::IsMember({"any", "reproduced"}))
+      ->capture_default_str();
   best->add_flag("--verify-time", b->verifyTime, "also re-time a confirmed shared-cache winner (claims always are; refused when more than 2.25x slower than claimed)");
   addKernelSubcommands(best, &b->kernel, [b] { bestCommand(*b); });
 }

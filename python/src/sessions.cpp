@@ -367,6 +367,11 @@ void registerSessions(nb::module_& m) {
       .def_ro("estimator", &cache::Record::estimator, "the model that predicted an estimated record")
       .def_ro("bound", &cache::Record::bound, "the model's bound: compute, memory, latency or launch")
       .def_ro("stale", &cache::Record::stale, "measured with another toolchain or CPU than the asker's")
+      .def_prop_ro("trust", [](const cache::Record& r) { return std::string(cache::trustName(r.trust)); },
+                   "whose word it stands on: vouched, confirmed, claim, disputed or refuted")
+      .def_prop_ro("tier", [](const cache::Record& r) {
+        return std::string(cache::tierName(cache::tierOf(r.trust, r.status == cache::RecordStatus::Estimated)));
+      }, "reproduced, claim or estimate (docs/team.md, the trust model)")
       .def_prop_ro("provenance", [](const cache::Record& r) { return provenanceDict(r.provenance); }, "toolchain, CPU, host, user and time of the measurement")
       .def("to_json", [](const cache::Record& r) { return cache::encodeRecord(r); }, "the record's JSON wire form")
       .def("__repr__", [](const cache::Record& r) {

@@ -355,6 +355,86 @@ TEST_P(JobQueue, JobsAreBounded) {
   EXPECT_EQ(f.get("/v1/jobs/" + kJob, f.write_token).status, 404);
 }
 
+// Issue 47, finding 3. Before: refusals were counted per worker id, so three ids of one token
+// refusing an item finished it as refused while an honest worker of another token was live. Now a
+// refusal counts once per token, another worker of any token that did not refuse takes the item,
+// and the item is finished as refused only when no one else could (the neighbour: the same three
+// refusals with no other worker live).
+TEST_P(JobQueue, RefusalsCountPerTokenAndCannotEndAnItemAnotherTokenCanMeasure) {
+  for (const bool honest_live : {true, false}) {
+    SCOPED_TRACE(honest_live ? "an honest worker of another token is live" : "no one else is live");
+    QueueFixture q(GetParam());
+    ServerFixture& f = q.f;
+    const std::string kWorkerD = std::string(31, 'e') + "5";
+    auto tokens = TokenStore::open(f.db);
+    const std::string honest = *(*tokens)->add("box2", Scope::Worker);
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    for (const auto& id : {kWorkerA, kWorkerB, kWorkerC}) ASSERT_EQ(q.registerWorker(id, "x86-64-v4").status, 200);
+    if (honest_live) {
+      ASSERT_EQ(f.post("/v1/workers",
+                       json{{"id", kWorkerD}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(), honest)
+                    .status,
+                200);
+    }
+    ASSERT_EQ(f.post("/v1/jobs", jobBody({R"({"MC":64})"}).dump(), f.write_token).status, 200);
+    for (const auto& id : {kWorkerA, kWorkerB, kWorkerC}) {
+      ASSERT_EQ(q.lease(id, 1).at("items").size(), 1u) << id;
+      Reply r = f.post("/v1/workers/" + id + "/report", json{{"job_id", kJob}, {"item", 0}, {"refused", "no"}}.dump(),
+                       q.worker);
+      ASSERT_EQ(r.status, 200) << r.body;
+    }
+    json j = json::parse(f.get("/v1/jobs/" + kJob, f.write_token).body);
+    if (!honest_live) {
+      EXPECT_EQ(j.value("state", ""), "done") << j.dump();
+      continue;
+    }
+    EXPECT_EQ(j.value("state", ""), "open") << "one token's three ids ended the item: " << j.dump();
+    json d = json::parse(f.post("/v1/workers/" + kWorkerD + "/lease", R"({"max_items":1})", honest).body);
+    ASSERT_EQ(d.at("items").size(), 1u) << d.dump();
+    Reply rep = f.post("/v1/workers/" + kWorkerD + "/report",
+                       json{{"job_id", kJob}, {"item", 0}, {"records", json::array({recordToJson(measured(R"({"MC":64})", 50))})}}
+                           .dump(),
+                       honest);
+    EXPECT_EQ(rep.status, 200) << rep.body;
+    EXPECT_GT(json::parse(rep.body).value("record_id", 0), 0) << rep.body;
+    j = json::parse(f.get("/v1/jobs/" + kJob, f.write_token).body);
+    EXPECT_EQ(j.value("state", ""), "done") << j.dump();
+  }
+}
+
+// Issue 47, finding 4. Before: a write token's false spot check on its own one-item job set aside
+// every record the checked worker reported, other submitters' jobs included. Now the check sets
+// aside only the records of the checking submitter's jobs; the other submitter's record stays.
+TEST_P(JobQueue, ASpotCheckSetsAsideOnlyTheCheckingSubmittersRecords) {
+  QueueFixture q(GetParam());
+  ServerFixture& f = q.f;
+  const std::string kJob2 = std::string(31, 'f') + "6";
+  ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
+  ASSERT_EQ(f.post("/v1/jobs", jobBody({R"({"MC":64})"}).dump(), f.write_token).status, 200);
+  json second = jobBody({R"({"MC":32})"});
+  second["id"] = kJob2;
+  ASSERT_EQ(f.post("/v1/jobs", second.dump(), q.other_writer).status, 200);
+  json leased = q.lease(kWorkerA, 8);
+  ASSERT_EQ(leased.at("items").size(), 2u) << leased.dump();
+  for (const auto& [job, cfg] : {std::pair{kJob, R"({"MC":64})"}, {kJob2, R"({"MC":32})"}}) {
+    Reply r = f.post("/v1/workers/" + kWorkerA + "/report",
+                     json{{"job_id", job}, {"item", 0}, {"records", json::array({recordToJson(measured(cfg, 50))})}}.dump(),
+                     q.worker);
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  // writer2 "measures" its own item 10x slower: the worker is quarantined, one record set aside.
+  Reply check = f.post("/v1/jobs/" + kJob2 + "/check",
+                       json{{"item", 0}, {"record", recordToJson(measured(R"({"MC":32})", 500))}}.dump(), q.other_writer);
+  ASSERT_EQ(check.status, 200) << check.body;
+  json answer = json::parse(check.body);
+  EXPECT_EQ(answer.at("quarantined").value("records", -1), 1) << answer.dump();
+  // The first submitter's record of the same worker is still listed (not set aside).
+  json listed = json::parse(f.get("/v1/records?key_id=" + keyIdOf(test::keyFor(0)), f.read_token).body)["records"];
+  int mc64 = 0;
+  for (const json& r : listed) mc64 += r["config"] == json::parse(R"({"MC":64})");
+  EXPECT_EQ(mc64, 1) << listed.dump();
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, JobQueue, ::testing::ValuesIn(test::builtEngines()),
                          [](const auto& info) { return std::string(test::engineName(info.param)); });
 

@@ -100,6 +100,7 @@ std::vector<RouteCase> routeCases() {
       {RouteId::AdminTokenRevoke, "POST", "/v1/admin/tokens/revoke", "/v1/admin/tokens/revoke"},
       {RouteId::AdminAudit, "GET", "/v1/admin/audit", "/v1/admin/audit?limit=5"},
       {RouteId::WhoAmI, "GET", "/v1/whoami", "/v1/whoami"},
+      {RouteId::RecordDispute, "POST", "/v1/records/{id}/dispute", "/v1/records/1/dispute"},
   };
 }
 
@@ -125,6 +126,7 @@ std::string bodyFor(RouteId id) {
              R"(,"kernel":"kernel text","configs":[{"MC":64}]})";
     case RouteId::Compare: return R"({"key_id":")" + std::string(64, 'a') + R"(","targets":["host"]})";
     case RouteId::AdminTokenRevoke: return R"({"name":"nobody"})";
+    case RouteId::RecordDispute: return R"({"why":"re-timed far slower here"})";
     default: return "";
   }
 }

@@ -208,10 +208,20 @@ TEST(Record, BetterMeansOkAndFaster) {
   EXPECT_TRUE(isBetter(slow, failed));
   EXPECT_FALSE(isBetter(failed, slow));
   EXPECT_FALSE(isBetter(estimated, failed));
+  // Among reproduced records a re-measured winner outranks single measurements; among one token's
+  // claims the flag counts for nothing (issue 47), and a disputed claim ranks below every claim.
   Record confirmed = makeRecord({.median_us = 30, .remeasured = true});
-  EXPECT_TRUE(isBetter(confirmed, fast));  // a re-measured winner outranks single measurements
+  EXPECT_FALSE(isBetter(confirmed, fast));
+  confirmed.trust = fast.trust = Trust::Confirmed;
+  EXPECT_TRUE(isBetter(confirmed, fast));
   EXPECT_FALSE(isBetter(fast, confirmed));
-  EXPECT_TRUE(isBetter(makeRecord({.median_us = 25, .remeasured = true}), confirmed));
+  Record faster = makeRecord({.median_us = 25, .remeasured = true});
+  faster.trust = Trust::Confirmed;
+  EXPECT_TRUE(isBetter(faster, confirmed));
+  Record disputed = makeRecord({.median_us = 1});
+  disputed.trust = Trust::Disputed;
+  EXPECT_TRUE(isBetter(slow, disputed));
+  EXPECT_TRUE(isBetter(disputed, failed));
 }
 
 TEST(Record, StatusNamesAndErrorMapping) {
@@ -338,7 +348,8 @@ TEST(TrustRule, ConfirmationRefutationAndTheGrayZoneBetween) {
   EXPECT_GT(*winnerRank(Trust::Confirmed, false), *winnerRank(Trust::Claim, true));
   EXPECT_EQ(*winnerRank(Trust::Vouched, true), *winnerRank(Trust::Confirmed, true));
   EXPECT_FALSE(winnerRank(Trust::Refuted, true));
-  for (auto t : {Trust::Refuted, Trust::Claim, Trust::Confirmed, Trust::Vouched}) EXPECT_EQ(parseTrust(trustName(t)), t);
+  for (auto t : {Trust::Disputed, Trust::Refuted, Trust::Claim, Trust::Confirmed, Trust::Vouched})
+    EXPECT_EQ(parseTrust(trustName(t)), t);
 }
 
 }  // namespace
