@@ -225,6 +225,12 @@ ApiResponse routeKernelSummary(RouteContext& c, const ApiRequest& r, const Route
     // Nothing newer than `after` within `wait` seconds: {"unchanged": true}, and the page asks again.
     auto newest = newestRecordId(c.store, key_id, after);
     if (!newest.ok()) return storageProblem(newest.error());
+    if (*newest == after && wait > 0) {
+      // A key with no record at all has no page to keep live: 404 at once, no wait slot held.
+      auto any = newestRecordId(c.store, key_id, 0);
+      if (!any.ok()) return storageProblem(any.error());
+      if (*any == 0) return problem(404, "unknown-key", "Not found", "no record has this key_id");
+    }
     if (*newest == after && wait > 0 && waitSlots().take(c.token_name)) {
       const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(wait);
       const int64_t generation = gWaitGeneration.load();

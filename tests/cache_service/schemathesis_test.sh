@@ -62,9 +62,10 @@ JSON
 TESSERA_CACHE_URL=$URL TESSERA_TOKEN=$WRITER "$TESSERA" cache put "$WORK/seed.json" > /dev/null
 
 cd "$WORK"
+# The kernel page's long poll may hold a request up to 25 s (wait=, openapi.yaml): the timeout is above it.
 set +e
 "$VENV/bin/st" --config-file "$HERE/schemathesis.toml" run "$URL/openapi.yaml" \
-  -H "Authorization: Bearer $ADMIN" "${EXCLUDE[@]}" --checks all --max-examples "$EXAMPLES" --seed 20251124 \
+  -H "Authorization: Bearer $ADMIN" "${EXCLUDE[@]}" --checks all --max-examples "$EXAMPLES" --seed 20251124 --request-timeout 40 \
   --no-color > "$WORK/st.out" 2>&1
 rc=$?
 set -e
