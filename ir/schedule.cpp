@@ -117,8 +117,15 @@ Expected<Config> Space::complete(const Config& partial) const {
   // (GEMM's plain or packed) without THREADS means one thread, whatever the size's default for the
   // parallel ones (`--config 'schedule=plain,...'` runs as written on any core count). Naming
   // THREADS too is the user's word, checked as given.
+  // The constraint assumes values inside their domains (as check() ensures first): a value outside
+  // one (MR=banana) is left for check() to name.
+  auto inDomains = [&](const Config& x) {
+    for (const auto& [name, v] : x.values)
+      if (const Knob* k = find(name); !k || k->indexOf(v) < 0) return false;
+    return true;
+  };
   if (auto th = c.values.find("THREADS"); th != c.values.end() && !partial.has("THREADS") && constraint &&
-                                           constraint(c) && std::holds_alternative<int64_t>(th->second)) {
+                                           inDomains(c) && constraint(c) && std::holds_alternative<int64_t>(th->second)) {
     Config one = c;
     one.values["THREADS"] = int64_t(1);
     if (!constraint(one) && find("THREADS")->indexOf(one.values["THREADS"]) >= 0) c = one;
