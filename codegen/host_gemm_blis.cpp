@@ -677,23 +677,7 @@ class GemmBuilder : Builder {
       if (it == args_.end()) return Value();
       SmallVector<Value> ix;
       bool vec = false;
-      for (size_t d = 0; d < l.args.size(); ++d) {
-        const auto& a = l.args[d];
-        if (a->op == ir::Op::IConst) {
-          ix.push_back(idx(a->ival));
-          continue;
-        }
-        int dim = std::stoi(a->name.substr(1));
-        if (dim == inner) {
-          if (d + 1 != l.args.size()) return Value();  // a transposed read: not a vector
-          vec = true;
-          ix.push_back(col);
-        } else if (dim == inner - 1) {
-          ix.push_back(row);
-        } else {
-          ix.push_back(bi_);
-        }
-      }
+      if (!epilogueReadIndices(b_, loc_, l, inner, row, col, bi_, ix, vec)) return Value();
       Type et = cast<MemRefType>(it->second.getType()).getElementType();
       auto vt = VectorType::get({p_.VW}, et);
       if (vec) return load(it->second, ix, vt, valid);
@@ -738,6 +722,29 @@ bool hostGemmFusesEpilogue(const ir::GemmInfo& g) {
     return true;
   };
   return ok(r.values[0]);
+}
+
+bool epilogueReadIndices(OpBuilder& b, Location loc, const ir::Expr& load, int inner, Value row, Value col, Value batch,
+                         llvm::SmallVectorImpl<Value>& ix, bool& vec) {
+  vec = false;
+  for (size_t d = 0; d < load.args.size(); ++d) {
+    const auto& a = load.args[d];
+    if (a->op == ir::Op::IConst) {
+      ix.push_back(arith::ConstantIndexOp::create(b, loc, a->ival));
+      continue;
+    }
+    int dim = std::stoi(a->name.substr(1));
+    if (dim == inner) {
+      if (d + 1 != load.args.size()) return false;  // a transposed read: not a vector
+      vec = true;
+      ix.push_back(col);
+    } else if (dim == inner - 1) {
+      ix.push_back(row);
+    } else {
+      ix.push_back(batch);
+    }
+  }
+  return true;
 }
 
 Expected<HostPayload> buildHostGemmBlis(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,

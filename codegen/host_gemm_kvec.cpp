@@ -221,23 +221,7 @@ class KvecBuilder {
       if (it == args_.end()) return Value();
       SmallVector<Value> ix;
       bool vec = false;
-      for (size_t d = 0; d < l.args.size(); ++d) {
-        const auto& a = l.args[d];
-        if (a->op == ir::Op::IConst) {
-          ix.push_back(idx(a->ival));
-          continue;
-        }
-        int dim = std::stoi(a->name.substr(1));
-        if (dim == inner) {
-          if (d + 1 != l.args.size()) return Value();  // a transposed read: not a vector
-          vec = true;
-          ix.push_back(col);
-        } else if (dim == inner - 1) {
-          ix.push_back(row);
-        } else {
-          ix.push_back(bi_);
-        }
-      }
+      if (!epilogueReadIndices(b_, loc_, l, inner, row, col, bi_, ix, vec)) return Value();
       Type et = cast<MemRefType>(it->second.getType()).getElementType();
       auto vt = VectorType::get({cols}, et);
       if (vec) return vector::LoadOp::create(b_, loc_, vt, it->second, ix);

@@ -49,6 +49,13 @@ mlir::func::FuncOp createKernelFunc(mlir::OpBuilder& b, mlir::ModuleOp m, const 
 
 Expected<HostPayload> buildHostGemm(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                     const TargetDesc& t);
+// The indices of one operand read in a GEMM's fused epilogue at (row, col) of batch `batch`: the
+// region's last iteration dimension is the column, the one before it the row, any other the batch,
+// constants as given. `vec` says the read is a vector along the columns; false when the column is
+// not the operand's last index (a transposed read, which no epilogue vector can take).
+bool epilogueReadIndices(mlir::OpBuilder& b, mlir::Location loc, const ir::Expr& load, int inner, mlir::Value row,
+                         mlir::Value col, mlir::Value batch, llvm::SmallVectorImpl<mlir::Value>& ix, bool& vec);
+
 // The explicit BLIS-style GEMM (host_gemm_blis.cpp): schedules blis, bf16dot and amx.
 // `dims`: the sizes it takes at run time (shape-generic kernels; only this strategy has them).
 Expected<HostPayload> buildHostGemmBlis(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
