@@ -71,7 +71,11 @@ TEST(TuneCli, StoresEveryCandidateResumesAndAnswersBest) {
     EXPECT_TRUE(w.ok() && *w);
     return (*w)->record;
   };
-  EXPECT_TRUE(servedWinner(1).remeasured);
+  // Unless the tuner said it timed the winner under load (a busy CI host), where the winner is
+  // stored without the mark by design.
+  auto underLoad = [](const Result& r) { return r.out.find("timing under load") != std::string::npos; };
+  const size_t marked1 = underLoad(first) ? 0 : 1;
+  EXPECT_EQ(servedWinner(marked1).remeasured, marked1 == 1);
 
   Result again = run("tune --trials 10 --db " + db + kernel);
   ASSERT_EQ(again.code, 0) << again.out;
@@ -89,12 +93,13 @@ TEST(TuneCli, StoresEveryCandidateResumesAndAnswersBest) {
   for (size_t i = recs.size(); i < after.size(); ++i) fresh += !before.count(after[i].config);
   EXPECT_GE(fresh, 5);
 
-  tessera::cache::Record winner = servedWinner(2);
-  EXPECT_TRUE(winner.remeasured);
+  const size_t marked2 = marked1 + (underLoad(resumed) ? 0 : 1);
+  tessera::cache::Record winner = servedWinner(marked2);
+  EXPECT_EQ(winner.remeasured, marked2 > 0);
   Result best = run("best --db " + db + kernel);
   EXPECT_EQ(best.code, 0) << best.out;
   EXPECT_NE(best.out.find("config      " + winner.config), std::string::npos) << best.out;
-  EXPECT_NE(best.out.find("re-measured at the end of its run"), std::string::npos) << best.out;
+  if (marked2 > 0) EXPECT_NE(best.out.find("re-measured at the end of its run"), std::string::npos) << best.out;
   Result none = run("best --db " + db + " gemm --m 49 --n 40 --k 24");
   EXPECT_EQ(none.code, 5) << none.out;  // none found (README "Exit codes")
   EXPECT_NE(none.out.find("nearest"), std::string::npos) << none.out;
@@ -185,7 +190,11 @@ TEST(TuneCli, CtrlCStopsTheSearchKeepsItsResultsAndResumes) {
   EXPECT_GE(recs.size(), 6u);    // the default, at least 5 trials, the winner
   EXPECT_LT(recs.size(), 100u);  // stopped long before 500
   for (const auto& r : recs) EXPECT_EQ(r.status, tessera::cache::RecordStatus::Ok) << r.config;
-  EXPECT_EQ(std::count_if(recs.begin(), recs.end(), [](const auto& r) { return r.remeasured; }), 1);
+  // The winner carries the re-measured mark unless the tuner said it timed it under load (a busy
+  // CI host: ctest runs a test per core), where it is stored without the mark by design.
+  const bool underLoad = once.out.find("timing under load") != std::string::npos;
+  EXPECT_EQ(std::count_if(recs.begin(), recs.end(), [](const auto& r) { return r.remeasured; }), underLoad ? 0 : 1)
+      << once.out;
 
   Interrupted twice = tuneAndInterrupt(db, "--resume", 2);
   ASSERT_TRUE(WIFSIGNALED(twice.status)) << twice.out;
