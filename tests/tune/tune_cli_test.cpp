@@ -99,7 +99,9 @@ TEST(TuneCli, StoresEveryCandidateResumesAndAnswersBest) {
   Result best = run("best --db " + db + kernel);
   EXPECT_EQ(best.code, 0) << best.out;
   EXPECT_NE(best.out.find("config      " + winner.config), std::string::npos) << best.out;
-  if (marked2 > 0) EXPECT_NE(best.out.find("re-measured at the end of its run"), std::string::npos) << best.out;
+  if (marked2 > 0) {
+    EXPECT_NE(best.out.find("re-measured at the end of its run"), std::string::npos) << best.out;
+  }
   Result none = run("best --db " + db + " gemm --m 49 --n 40 --k 24");
   EXPECT_EQ(none.code, 5) << none.out;  // none found (README "Exit codes")
   EXPECT_NE(none.out.find("nearest"), std::string::npos) << none.out;
