@@ -66,7 +66,7 @@ struct TransferSettings {
   // with those configs set aside (`--exclude convolution_A100:read_only=1,use_padding=0,use_shmem=1`)
   // it judges the pair as before (A100 cold 77 -> probed 74 -> led 1; MI250X 54 -> 42 -> 17).
   // (Cold arms as of that change; a niche's failed trials counting as visits since moved the
-  // A100's cold median to 110, 74 with the configs set aside: README.md's rows re-measure both.)
+  // A100's cold median to 110, 74 with the configs set aside: docs/results.md's entries re-measure both.)
   // perGpu below applies to a probe; led from the first batch, the other GPUs lead pooled.
   // Each other GPU judged and leading on its own merit (Transfer::sources); false: all of them
   // pooled, judged as one (what a single other GPU gets either way).
