@@ -324,8 +324,11 @@ class Evolution : public SearchStrategy {
   // Whether the prior rules value `v` of knob `name` out of a slot (SearchSettings::
   // priorDominated): its best estimate among the candidates is under categoricalDominated of the
   // best estimate of all, and no measured config of the value reached that share of the best.
+  // Only while the check still gives the prior at least half its say: ruling a family out is the
+  // one prior rule a wrong prior cannot be argued out of by measurements (the family never gets
+  // measured), and an inverted estimate rules out the best family (docs/search-notes.md).
   bool priorDominated(const std::vector<Scored>& ranked, const std::string& name, const ir::KnobValue& v) const {
-    if (!prior_ || !s_.priorDominated || s_.categoricalDominated <= 0 || !(trust_ > 0)) return false;
+    if (!prior_ || !s_.priorDominated || s_.categoricalDominated <= 0 || !(trust_ >= 0.5)) return false;
     double all = std::numeric_limits<double>::infinity(), mine = all;
     for (const auto& c : ranked) {
       if (!(c.prior > 0) || !std::isfinite(c.prior)) continue;
