@@ -238,7 +238,7 @@ void tuneCommand(const TuneFlags& f) {
     std::string best = p.best ? fmtThroughput(kernel, p.best->throughput) : "-";
     double frac = p.best ? 100 * p.best->peakFraction : 0;
     std::string last = r.ok() ? fmtThroughput(kernel, r.throughput) : search::trialStatusName(r.status);
-    char share[48] = "emulated";
+    char share[48] = "predicted, emulator-checked";
     if (!emulated) std::snprintf(share, sizeof share, "%.0f%% of peak", frac);
     std::snprintf(line, sizeof line, "trial %d/%d  best %s (%s)  last %s  elapsed %s  ETA %s", p.trial, p.trials,
                   best.c_str(), share, last.c_str(), fmtDuration(p.elapsedSec).c_str(), fmtDuration(p.etaSec).c_str());
@@ -256,7 +256,9 @@ void tuneCommand(const TuneFlags& f) {
   emulated = measure.emulated;
   if (f.workers && !f.json) std::printf("measuring on %s\n", measure.where.c_str());
   if (measure.emulated && !f.json)
-    std::printf("measuring on the emulated %s: timings are this CPU's, labelled and not stored\n", t->name.c_str());
+    std::printf("ranking by the analytic model's prediction for %s; the emulator (this CPU) refuses wrong or racy "
+                "candidates; nothing is stored\n",
+                t->name.c_str());
   Expected<search::SessionResult> session = makeError(ErrorCode::Internal, "no session");
   {
     InterruptScope interruptible;
@@ -346,14 +348,18 @@ void tuneCommand(const TuneFlags& f) {
     return;
   }
   std::printf("\nkernel       %s  (key %.12s, store %s)\n", k->name.c_str(), res.keyId.c_str(),
-              measure.emulated ? "none: emulated timings are not stored" : f.db.c_str());
+              measure.emulated ? "none: emulated runs are not stored" : f.db.c_str());
   std::printf("best config  %s\n", b.config.str().c_str());
-  std::printf("time         %s  (p20 %s, p80 %s, n=%lld, top-%d re-measured)\n", fmtTime(b.samples.median_us).c_str(),
-              fmtTimeNumber(b.samples.p20_us, b.samples.median_us).c_str(),
-              fmtTimeNumber(b.samples.p80_us, b.samples.median_us).c_str(), (long long)b.samples.n, f.topK);
+  if (measure.emulated && b.estimated)
+    std::printf("time         %s  (the analytic model's prediction for %s, not a measurement)\n",
+                fmtTime(b.samples.median_us).c_str(), t->name.c_str());
+  else
+    std::printf("time         %s  (p20 %s, p80 %s, n=%lld, top-%d re-measured)\n", fmtTime(b.samples.median_us).c_str(),
+                fmtTimeNumber(b.samples.p20_us, b.samples.median_us).c_str(),
+                fmtTimeNumber(b.samples.p80_us, b.samples.median_us).c_str(), (long long)b.samples.n, f.topK);
   if (measure.emulated)
-    std::printf("throughput   %s  (emulated on this CPU: not %s's speed)\n", fmtThroughput(*k, b.throughput).c_str(),
-                t->name.c_str());
+    std::printf("throughput   %s  (predicted; checked on the emulator, whose CPU time is not %s's speed)\n",
+                fmtThroughput(*k, b.throughput).c_str(), t->name.c_str());
   else
     std::printf("throughput   %s  (%s)\n", fmtThroughput(*k, b.throughput).c_str(),
                 peakShareText(b.peakFraction, !ir::isComputeBound(*k) ? (t->isGpu() ? "memory bandwidth" : "the copy bandwidth")

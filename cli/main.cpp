@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cache_service/endpoints.h"
+#include "cli/cmd_emulate.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
   tessera::cli::addTuneAllCommand(app);
   tessera::cli::addBundleCommand(app);
   tessera::cli::addGpusCommand(app);
+  tessera::cli::addEmulateCommand(app);
 #endif
   try {
     app.parse(argc, argv);

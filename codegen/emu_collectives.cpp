@@ -409,6 +409,7 @@ void tessera_emu_wgmma_commit(int32_t site);
 void tessera_emu_wgmma_fence(int32_t site);
 void tessera_emu_fence_proxy_async(int32_t site);
 void tessera_emu_wgmma_wait(int32_t n, int32_t site);
+float tessera_emu_wgmma_acc_read(float x, int32_t site);
 int32_t tessera_emu_sreg(int32_t which);
 void* tessera_emu_shared(int64_t offset);
 void tessera_emu_barrier(int32_t id, int32_t count, int32_t site);
@@ -447,6 +448,7 @@ std::vector<std::pair<std::string, void*>> runtimeSymbols() {
       {"tessera_emu_wgmma_fence", reinterpret_cast<void*>(&tessera_emu_wgmma_fence)},
       {"tessera_emu_fence_proxy_async", reinterpret_cast<void*>(&tessera_emu_fence_proxy_async)},
       {"tessera_emu_wgmma_wait", reinterpret_cast<void*>(&tessera_emu_wgmma_wait)},
+      {"tessera_emu_wgmma_acc_read", reinterpret_cast<void*>(&tessera_emu_wgmma_acc_read)},
       {"tessera_emu_ex2_approx_ftz", reinterpret_cast<void*>(&tessera_emu_ex2_approx_ftz)},
       {"tessera_emu_rcp_approx_ftz", reinterpret_cast<void*>(&tessera_emu_rcp_approx_ftz)},
       {"__nv_fmaf", reinterpret_cast<void*>(&tessera_emu_nv_fmaf)},

@@ -136,6 +136,17 @@ struct WgmmaReads {
   std::vector<uint32_t> offs;
 };
 
+// The results of one wgmma for one thread (emu_wgmma_acc.cpp): its registers hold handles to
+// them (signalling NaNs naming the slot) until a wgmma.wait_group retires it, so a read before the
+// wait is seen; `readFence` is the thread's wgmma.fence count when it last read them (-1: never).
+struct AccSlot {
+  std::vector<float> v;
+  uint32_t gen = 0;
+  int site = -1, group = -1;
+  bool retired = true, reported = false;
+  int64_t readFence = -1;
+};
+
 // The global-memory race shadow of one launch (emu_shadow.cpp): a word per 4 bytes of every
 // extent, shared by the host threads running its blocks.
 struct GlobalShadow {
@@ -185,6 +196,7 @@ struct BlockState {
   std::vector<std::vector<uint32_t>> fenceClock;
   std::vector<uint32_t> wgmmaFences;
   std::vector<int64_t> lastRegEvent;  // the wgmma.fence count at the last register event, -1 none
+  std::vector<int> lastRegSite;       // the instruction of that event
   // cp.async: per thread, queued copies and the next group number; committed-group count.
   std::vector<std::vector<AsyncCopy>> async;
   std::vector<int> asyncGroups;
@@ -193,6 +205,8 @@ struct BlockState {
   std::unordered_map<uint32_t, MBarrier> mbars;
   std::vector<std::vector<WgmmaReads>> wgmma;
   std::vector<int> wgmmaGroups;
+  std::vector<std::vector<AccSlot>> acc;  // per thread, a ring of wgmma results (emu_wgmma_acc.cpp)
+  std::vector<uint32_t> accNext;
   // Out-of-bounds accesses land here (per thread, largest access 256 bytes).
   std::vector<char> sink;
   struct Writer {
@@ -256,6 +270,16 @@ void asyncSourceWrite(BlockState& b, const char* p, int bytes, int tid, int site
 // The sm_90 side (mbarriers, TMA, wgmma): reset per block, and what a block must not leave behind.
 void tmaReset(BlockState& b);
 void tmaBlockEnd(BlockState& b);
+// wgmma accumulators (emu_wgmma_acc.cpp). accReset: per block. accTake: the `words` accumulator
+// inputs at `acc` (handles resolved in place; `read` false when scale-d is 0) and, for the
+// register-A form, `aRegs` A registers: false with the error reported when a register the wgmma
+// reads was accessed since the thread's last wgmma.fence. accPublish: the results at `acc` move
+// to a new slot and `acc` holds its handles. accCommit / accRetire: commit_group and wait_group.
+void accReset(BlockState& b);
+bool accTake(BlockState& b, float* acc, int words, bool read, bool aRegs, int site);
+void accPublish(BlockState& b, float* acc, int words, int site);
+void accCommit(BlockState& b, int tid, int group);
+void accRetire(BlockState& b, int tid, int limit);
 // The last arriver's view: the vector-clock release of warp `w` into `acc` (its epoch ends).
 void releaseInto(BlockState& b, int w, std::vector<uint32_t>& acc);
 const Extent* findExtent(const Launch& l, const void* p, size_t bytes);

@@ -520,6 +520,7 @@ bool setUp(Worker& w, const Launch& l, const Options& o) {
   b.fenceClock.assign(size_t(b.nthreads), std::vector<uint32_t>(size_t(b.nwarps), 0));
   b.wgmmaFences.assign(size_t(b.nthreads), 0);
   b.lastRegEvent.assign(size_t(b.nthreads), -1);
+  b.lastRegSite.assign(size_t(b.nthreads), -1);
   b.devFenceSeq.assign(size_t(b.nthreads), 0);
   return true;
 }

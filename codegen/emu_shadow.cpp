@@ -182,6 +182,14 @@ struct GlobalShadow::Word {
   uint32_t clock = 0, sync = 0;
   uint32_t seq = 0;   // the writing block's global-write count at the write (its release marker for a flag)
   uint32_t snap = 0;  // a released atomic: 1 + the index of what it publishes in GlobalShadow::snapshots
+  // The last block other than a writer's that read it since the last write (0: none), with the
+  // bytes, the reading thread and instruction, and that block's global-write count at the read:
+  // a write by another block must have acquired a release the reader made after its read.
+  std::atomic<uint32_t> reader{0};
+  uint8_t rmask = 0, rAtomic = 0;
+  int16_t rtid = -1;
+  int32_t rsite = -1;
+  uint32_t rseq = 0;
 };
 
 namespace {
@@ -256,6 +264,20 @@ void globalAccess(BlockState& b, int extent, const char* p, int bytes, int flags
                              threadName(b, g.tid) + " at " + b.L->sites->name(g.site) + ", then " + what() +
                              " with no barrier between");
       }
+    }
+    if (write && b.R->errorCount == before) {
+      const uint32_t r = g.reader.exchange(0, std::memory_order_relaxed);
+      if (r && r != me && (g.rmask & mine) && !(atomic && g.rAtomic)) {
+        auto it = b.acquired.find(r);
+        if (it == b.acquired.end() || it->second <= g.rseq)
+          reportError(b, "race: write-after-read on global word " + hexAddr(static_cast<const char*>(e.base) + wi * 4) + " of " +
+                             e.name + ": read by " + blockName(*b.L, r) + " thread " + std::to_string(g.rtid) + " at " +
+                             b.L->sites->name(g.rsite) + ", then " + what() +
+                             " with no device-scope fence and flag between (blocks are not ordered)");
+      }
+    } else if (!write && g.reader.load(std::memory_order_relaxed) != me) {
+      g.reader.store(me, std::memory_order_relaxed);
+      g.rmask = mine, g.rAtomic = atomic, g.rtid = int16_t(tid), g.rsite = site, g.rseq = b.gWrites;
     }
     // A flag another block released, read (plainly or by an atomic RMW): a fence after this read
     // acquires what it published (an atomic's release carries what its block had acquired: the

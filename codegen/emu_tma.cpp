@@ -2,8 +2,9 @@
 // phases; a release/acquire between the arrivers and the waiters of a phase), TMA tiled loads from
 // the emulator's tensor-map form (zero fill past the tensor, 32/64/128-byte swizzle; the bytes stay
 // in flight until the mbarrier phase they complete on is over), and wgmma m64nNk16 from shared-memory
-// descriptors (each thread computes its own accumulator fragment; the bytes a wgmma reads count as
-// read when a wgmma.wait_group retires it, so overwriting a stage a wgmma may still read is a race).
+// descriptors (each thread computes its own accumulator fragment, held in flight until its wait by
+// emu_wgmma_acc.cpp; the bytes a wgmma reads count as read when a wgmma.wait_group retires it, so
+// overwriting a stage a wgmma may still read is a race).
 #include <algorithm>
 #include <cmath>
 
@@ -55,6 +56,7 @@ void tmaReset(BlockState& b) {
   b.mbars.clear();
   for (auto& q : b.wgmma) q.clear();
   std::fill(b.wgmmaGroups.begin(), b.wgmmaGroups.end(), 0);
+  accReset(b);
 }
 
 void tmaBlockEnd(BlockState& b) {
@@ -347,6 +349,7 @@ void tessera_emu_wgmma(int32_t n, int32_t flags, int64_t descA, int64_t descB, f
   const float sa = (flags & 16) ? -1.f : 1.f;
   const bool noSwizzle = b.O->fault == HwFault::WgmmaNoSwizzle;
   wgmmaFenced(b, site);
+  accTake(b, acc, n / 2, flags & 8, false, site);
   WgmmaReads reads;
   reads.site = site;
   float A[2][16];
@@ -361,7 +364,7 @@ void tessera_emu_wgmma(int32_t n, int32_t flags, int64_t descA, int64_t descB, f
       A[r][k] = sa * halfValue(h, bf16);
       reads.offs.push_back(uint32_t(off));
     }
-  wgmmaThread(b, n, flags, A, descB, acc, site, reads);
+  if (wgmmaThread(b, n, flags, A, descB, acc, site, reads)) accPublish(b, acc, n / 2, site);
 }
 
 // wgmma.mma_async m64nNk16 with A from registers (FlashAttention-3's P·V; the inline PTX of
@@ -375,6 +378,7 @@ void tessera_emu_wgmma_rs(int32_t n, int32_t flags, const uint32_t* a, int64_t d
   const int me = laneOf(b, b.cur->tid);
   const bool bf16 = flags & 1;
   wgmmaFenced(b, site);
+  accTake(b, acc, n / 2, true, true, site);
   Collective& k = b.warps[size_t(warpOf(b, b.cur->tid))].coll;
   std::memcpy(k.in[me], a, 16);
   if (!warpCollective(kWgmmaRegA, site, [&](Collective& c, int live) {
@@ -405,7 +409,7 @@ void tessera_emu_wgmma_rs(int32_t n, int32_t flags, const uint32_t* a, int64_t d
     }
   WgmmaReads reads;
   reads.site = site;
-  wgmmaThread(b, n, flags, rowsA, descB, acc, site, reads);
+  if (wgmmaThread(b, n, flags, rowsA, descB, acc, site, reads)) accPublish(b, acc, n / 2, site);
 }
 
 void tessera_emu_wgmma_fence(int32_t) {
@@ -430,6 +434,7 @@ void tessera_emu_wgmma_commit(int32_t) {
   const int g = b.wgmmaGroups[size_t(tid)]++;
   for (auto& r : b.wgmma[size_t(tid)])
     if (r.group < 0) r.group = g;
+  accCommit(b, tid, g);
   // A thread of the warpgroup may wait for this group (wgmma_wait).
   const int first = tid / 128 * 128;
   for (int u = first; u < std::min(first + 128, b.nthreads); ++u) {
@@ -455,6 +460,7 @@ void tessera_emu_wgmma_wait(int32_t n, int32_t site) {
     waitHere(WaitKind::Wgmma, site);
     if (b.aborted) return;
   }
+  accRetire(b, tid, limit);
   for (int u = first; u < last; ++u) {
     auto& q = b.wgmma[size_t(u)];
     std::vector<WgmmaReads> keep;

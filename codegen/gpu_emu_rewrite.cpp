@@ -7,6 +7,7 @@
 // mbarriers, TMA tiled loads and wgmma go to the sm_90 side of the runtime (emu_tma.cpp).
 // Every op the emulator does not model is an Unsupported error naming it: nothing is skipped
 // silently. (The text transform of the earlier prototype, done as MLIR rewrites here.)
+#include <functional>
 #include <map>
 
 #include "codegen/gpu_emu.h"
@@ -22,6 +23,7 @@
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -553,6 +555,48 @@ struct Rewriter {
     return {};
   }
 
+  static bool isWgmmaRegA(Operation* op) {
+    auto ia = dyn_cast<LLVM::InlineAsmOp>(op);
+    return ia && parseWgmmaRegAPtx(ia.getAsmString()).has_value();
+  }
+
+  // wgmma accumulators hold handles until their wait (emu_wgmma_acc.cpp): every f32 the kernel
+  // extracts from an aggregate holding a wgmma result is a register read, resolved and checked by
+  // the runtime where the extract stands; an extract that passes an accumulator on to a
+  // register-A wgmma passes the handle.
+  void trackAccumulators(LLVM::LLVMFuncOp fn) {
+    llvm::DenseSet<Type> accTypes;
+    fn.walk([&](Operation* op) {
+      if (auto m = dyn_cast<NVVM::WgmmaMmaAsyncOp>(op)) accTypes.insert(m.getResults().getType());
+      else if (isWgmmaRegA(op) && op->getNumResults() == 1) accTypes.insert(op->getResult(0).getType());
+    });
+    if (accTypes.empty()) return;
+    std::function<bool(Type)> holds = [&](Type t) {
+      if (accTypes.contains(t)) return true;
+      if (auto st = dyn_cast<LLVM::LLVMStructType>(t))
+        return llvm::any_of(st.getBody(), [&](Type e) { return holds(e); });
+      if (auto a = dyn_cast<LLVM::LLVMArrayType>(t)) return holds(a.getElementType());
+      return false;
+    };
+    SmallVector<LLVM::ExtractValueOp> reads;
+    fn.walk([&](LLVM::ExtractValueOp x) {
+      if (x.getType() == f32 && holds(x.getContainer().getType())) reads.push_back(x);
+    });
+    for (auto x : reads) {
+      b.setInsertionPointAfter(x);
+      Value r = call(x.getLoc(), "tessera_emu_wgmma_acc_read", f32, {x.getResult(), cst(x.getLoc(), i32, site(x))});
+      Operation* read = r.getDefiningOp();
+      x.getResult().replaceUsesWithIf(r, [&](OpOperand& u) {
+        return u.getOwner() != read && !(isWgmmaRegA(u.getOwner()) && u.getOperandNumber() >= 5);
+      });
+      if (r.use_empty()) {  // only passed on: no read
+        Operation* siteConst = read->getOperand(1).getDefiningOp();
+        read->erase();
+        siteConst->erase();
+      }
+    }
+  }
+
   Status run(bool count) {
     SmallVector<LLVM::LLVMFuncOp> funcs(host.getOps<LLVM::LLVMFuncOp>());
     for (auto fn : funcs) {
@@ -563,6 +607,7 @@ struct Rewriter {
           b.setInsertionPointToStart(&blk);
           call(fn.getLoc(), "tessera_emu_count", voidT, {cst(fn.getLoc(), i64, int64_t(blk.getOperations().size()))});
         }
+      trackAccumulators(fn);
       SmallVector<Operation*> ops;
       fn.walk([&](Operation* op) {
         if (op != fn.getOperation()) ops.push_back(op);

@@ -50,5 +50,10 @@ std::string openDeviceReport(const TargetDesc& t, int index);
 std::unique_ptr<ExecutionBackend> makeDeviceBackend(const ir::Kernel& k, const TargetDesc& t, const DeviceSettings& d);
 std::unique_ptr<Measurer> makeDeviceMeasurer(const ir::Kernel& k, const TargetDesc& t, const DeviceSettings& d,
                                              const MeasureSettings& s);
+// Tuning on the emulated device (emulated_measurer.cpp): each candidate's time is the analytic
+// model's prediction for `t` (estimated, labelled emulated: never stored), and the emulated
+// device (`d`) only refuses candidates with wrong outputs, faults or races.
+std::unique_ptr<Measurer> makeEmulatorCheckedMeasurer(const ir::Kernel& k, const TargetDesc& t, const DeviceSettings& d,
+                                                      const MeasureSettings& s);
 
 }  // namespace tessera::search

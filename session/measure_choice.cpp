@@ -54,8 +54,10 @@ Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t,
     d.emulated = true;
     d.emulatePre = device == "emulated-pre";
     c.emulated = true;
-    c.where = "emulated " + t.name + (d.emulatePre ? " (the pre-mapping IR on this CPU)" : " (the mapped kernel on this CPU)");
-    c.measurer = search::makeDeviceMeasurer(k, t, d, ms);
+    // A CPU's time says nothing of the GPU's: the model ranks, the emulator refuses.
+    c.where = std::string("the analytic model ") + costmodel::kGpuModelName + ", each candidate checked on the emulated " + t.name +
+              (d.emulatePre ? " (the pre-mapping IR on this CPU)" : " (the mapped kernel on this CPU)");
+    c.measurer = search::makeEmulatorCheckedMeasurer(k, t, d, ms);
     return c;
   }
   if (!device.empty()) {

@@ -370,6 +370,44 @@ std::string messageModule(bool fenced) {
 })";
 }
 
+// The reverse: block 0 reads the data out[1] (copying it to out[2]), then sets the flag out[0];
+// block 1 reads the flag and, when set, overwrites the data. `fenced`: __threadfence before the
+// flag store and after the flag read, which orders the read before the overwrite.
+std::string warBetweenBlocksModule(bool fenced) {
+  const std::string fence = fenced ? "    llvm.fence syncscope(\"agent\") seq_cst\n" : "";
+  return std::string(R"(gpu.module @m {
+  llvm.func @k(%out: !llvm.ptr) attributes {gpu.kernel, nvvm.kernel} {
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %bid = nvvm.read.ptx.sreg.ctaid.x : i32
+    %c0 = llvm.mlir.constant(0 : i32) : i32
+    %c1 = llvm.mlir.constant(1 : i32) : i32
+    %c2 = llvm.mlir.constant(2 : i32) : i32
+    %c7 = llvm.mlir.constant(7 : i32) : i32
+    %data = llvm.getelementptr %out[%c1] : (!llvm.ptr, i32) -> !llvm.ptr, i32
+    %res = llvm.getelementptr %out[%c2] : (!llvm.ptr, i32) -> !llvm.ptr, i32
+    %t0 = llvm.icmp "eq" %tid, %c0 : i32
+    llvm.cond_br %t0, ^one, ^e
+  ^one:
+    %b0 = llvm.icmp "eq" %bid, %c0 : i32
+    llvm.cond_br %b0, ^reader, ^writer
+  ^reader:
+    %v = llvm.load %data : !llvm.ptr -> i32
+    llvm.store %v, %res : i32, !llvm.ptr
+)") + fence + R"(    %old = llvm.atomicrmw xchg %out, %c1 monotonic : !llvm.ptr, i32
+    llvm.br ^e
+  ^writer:
+    %f = llvm.atomicrmw add %out, %c0 monotonic : !llvm.ptr, i32
+)" + fence + R"(    %set = llvm.icmp "eq" %f, %c1 : i32
+    llvm.cond_br %set, ^over, ^e
+  ^over:
+    llvm.store %c7, %data : i32, !llvm.ptr
+    llvm.br ^e
+  ^e:
+    llvm.return
+  }
+})";
+}
+
 void oneHostThread(emu::Options& o) { o.hostThreads = 1; }
 
 }  // namespace
@@ -410,6 +448,25 @@ TEST(GpuEmulatorMemoryControls, UnfencedMessagePassingBetweenBlocksIsARace) {
   EXPECT_NE(e.find("block (0,0,0) thread 0"), std::string::npos) << e;
   EXPECT_NE(e.find("read by block (1,0,0) thread (0,0,0)"), std::string::npos) << e;
   EXPECT_NE(e.find("llvm.load"), std::string::npos) << e;
+  EXPECT_NE(e.find("no device-scope fence"), std::string::npos) << e;
+}
+
+// Write-after-read between blocks: a block overwriting a word another block read is ordered
+// only by the reader's release (fence, flag) and the writer's acquire; without the fences the
+// overwrite is a race naming the reader's load, the writer's store and the word.
+TEST(GpuEmulatorMemoryControls, AnUnorderedOverwriteOfAWordAnotherBlockReadIsARace) {
+  Ran fenced = runText(warBetweenBlocksModule(true), "sm_80", 32, 4, oneHostThread, 2);
+  ASSERT_TRUE(fenced.compileError.empty()) << fenced.compileError;
+  EXPECT_TRUE(fenced.report.ok) << errorsOf(fenced.report);
+  EXPECT_EQ(fenced.out[2], -7);  // block 0 read the data before block 1 overwrote it
+  EXPECT_EQ(fenced.out[1], 7);
+  Ran bare = runText(warBetweenBlocksModule(false), "sm_80", 32, 4, oneHostThread, 2);
+  const std::string e = errorWith(bare.report, "race: write-after-read on global word");
+  ASSERT_FALSE(e.empty()) << errorsOf(bare.report);
+  EXPECT_NE(e.find("read by block (0,0,0) thread 0 at llvm.load"), std::string::npos) << e;
+  EXPECT_NE(e.find("written by block (1,0,0) thread (0,0,0)"), std::string::npos) << e;
+  EXPECT_NE(e.find("llvm.store"), std::string::npos) << e;
+  EXPECT_NE(e.find(" 0x"), std::string::npos) << e;
   EXPECT_NE(e.find("no device-scope fence"), std::string::npos) << e;
 }
 
@@ -531,6 +588,52 @@ TEST(GpuEmulatorMemoryControls, TheGemmWithoutTheBarrierAfterMbarrierInitIsARace
   EXPECT_NE(e.find("mbarrier.init"), std::string::npos) << e;
   EXPECT_NE(e.find("thread ("), std::string::npos) << e;
   EXPECT_NE(e.find("shared byte"), std::string::npos) << e;
+}
+
+// A wgmma's accumulators hold poison until its wgmma.wait_group: the GEMM without its last wait
+// reads them in the epilogue, flash-wgmma without its waits in the softmax; each read is named
+// with the thread, the extract and the register, and the wgmma it waits on.
+TEST(GpuEmulatorMemoryControls, AWgmmaAccumulatorReadBeforeItsWaitIsReported) {
+  Kernel g = *buildGemm({.m = 72, .n = 136, .k = 128, .dtype = ScalarType::F16});
+  Config gemmCfg = *Config::parseAssignments("strategy=wgmma,STAGES=2");
+  for (bool attn : {false, true}) {
+    auto drop = [](const std::string& s) {
+      EXPECT_NE(s.find("nvvm.wgmma.wait.group.sync.aligned 0"), std::string::npos);
+      return dropLines(s, "nvvm\\.wgmma\\.wait\\.group\\.sync\\.aligned 0");
+    };
+    emu::Report bad = attn ? runHooked(attention(128, 192, 64), flashWgmma(), drop) : runHooked(g, gemmCfg, drop);
+    const std::string e = errorWith(bad, "wgmma accumulator read before its wgmma.wait_group");
+    ASSERT_FALSE(e.empty()) << attn << errorsOf(bad);
+    EXPECT_NE(e.find("thread ("), std::string::npos) << e;
+    EXPECT_NE(e.find("llvm.extractvalue"), std::string::npos) << e;
+    EXPECT_NE(e.find("accumulator register "), std::string::npos) << e;
+    EXPECT_NE(e.find("of the wgmma at nvvm.wgmma.mma_async"), std::string::npos) << e;
+  }
+}
+
+// The register side of wgmma.fence: flash-wgmma (both pipelines) reads S and O, computes P and
+// rescales O, then fences before the P.V wgmma takes them. With that fence moved up to before
+// the reads, the wgmma takes registers accessed since the last fence: named, with the read.
+TEST(GpuEmulatorMemoryControls, AWgmmaTakingRegistersAccessedSinceItsFenceIsReported) {
+  for (const char* pipe : {"", ",PIPE=fa3"}) {
+    Config cfg = *Config::parseAssignments(std::string("strategy=flash-wgmma,BQ=128,BK=64,STAGES=2") + pipe);
+    emu::Report bad = runHooked(attention(128, 192, 64), cfg, [](const std::string& s) {
+      const std::string fence = "nvvm.wgmma.fence.aligned", wait = "nvvm.wgmma.wait.group.sync.aligned 0";
+      const size_t last = s.rfind(fence), first = s.find(fence), w = s.find(wait);
+      EXPECT_TRUE(last != std::string::npos && last != first && w != std::string::npos && w < last);
+      if (last == std::string::npos || last == first || w == std::string::npos || w > last) return s;
+      const size_t eol = s.find('\n', w);
+      std::string t = s.substr(0, last) + s.substr(last + fence.size());  // the P.V fence, gone
+      return t.substr(0, eol + 1) + "    " + fence + "\n" + t.substr(eol + 1);  // ...and put after the S wait
+    });
+    const std::string e = errorWith(bad, "wgmma reads registers accessed since the last wgmma.fence");
+    ASSERT_FALSE(e.empty()) << pipe << errorsOf(bad);
+    EXPECT_NE(e.find("thread ("), std::string::npos) << e;
+    EXPECT_NE(e.find("llvm.extractvalue"), std::string::npos) << e;  // the read
+    EXPECT_TRUE(e.find("A fragment") != std::string::npos || e.find("accumulator register") != std::string::npos) << e;
+    emu::Report clean = runHooked(attention(128, 192, 64), cfg, {});
+    EXPECT_TRUE(clean.ok) << pipe << errorsOf(clean);
+  }
 }
 
 // ---- Tessera's own kernels under eight fiber orders ----

@@ -11,6 +11,7 @@
 
 #include "ir/builders.h"
 #include "measure/device_measurer.h"
+#include "measure/estimate.h"
 #include "search/space.h"
 
 using namespace tessera;
@@ -129,6 +130,52 @@ TEST(DeviceMeasurer, WrongCrashingAndHangingCandidatesCostOnlyThemselves) {
   EXPECT_TRUE(again[0].ok());
   EXPECT_EQ(again[1].status, TrialStatus::WrongResult);
   EXPECT_TRUE(again[2].ok());
+}
+
+// Tuning on the emulated device: each candidate's time is the analytic model's prediction for the
+// target (estimated, labelled emulated), never the CPU's emulation time; the emulator only refuses
+// the candidate whose outputs are wrong.
+TEST(DeviceMeasurer, TuningOnTheEmulatorRanksByTheModelAndTheEmulatorOnlyRefuses) {
+  ir::Kernel k = smallGemm();
+  const TargetDesc t = *getTarget("sm_80");
+  auto space = makeSpace(k, t);
+  ASSERT_TRUE(space.ok());
+  std::vector<ir::Config> configs = {space->defaults()};
+  for (int64_t bk : {16, 64}) {
+    ir::Config c = space->defaults();
+    c.set("BK", bk);
+    c.set("STAGES", int64_t(1));
+    if (!space->check(c) && std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(c);
+  }
+  ASSERT_GE(configs.size(), 3u);
+  configs.resize(3);
+  const ir::Config wrong = configs[1];
+  DeviceSettings d{.emulated = true};
+  d.wrapDevice = [=](codegen::DeviceApi api, const ir::Config& c) {
+    if (c == wrong)  // the launch writes nothing, and claims to be fast
+      api.launch = [](void*, const codegen::GpuLaunch&, const std::vector<uint64_t>&) -> Expected<float> { return 1e-6f; };
+    return api;
+  };
+  auto m = makeEmulatorCheckedMeasurer(k, t, d, quick(60));
+  auto rs = m->measure(configs);
+  auto model = makeEstimateMeasurer(k, t)->measure(configs);
+  ASSERT_EQ(rs.size(), 3u);
+  ASSERT_EQ(model.size(), 3u);
+  for (size_t i : {size_t(0), size_t(2)}) {
+    ASSERT_TRUE(rs[i].ok()) << rs[i].config.str() << ": " << rs[i].message;
+    ASSERT_TRUE(model[i].ok()) << model[i].message;
+    EXPECT_TRUE(rs[i].emulated && rs[i].estimated);
+    EXPECT_EQ(rs[i].estimator, model[i].estimator);
+    EXPECT_DOUBLE_EQ(rs[i].samples.median_us, model[i].samples.median_us);  // the model's time, not the CPU's
+    EXPECT_DOUBLE_EQ(rs[i].throughput, model[i].throughput);
+    EXPECT_LT(rs[i].maxRelErr, 1e-2);  // the emulator checked the outputs
+  }
+  EXPECT_EQ(rs[1].status, TrialStatus::WrongResult) << rs[1].message;
+  EXPECT_NE(rs[1].message.find("refused by the emulator"), std::string::npos) << rs[1].message;
+  EXPECT_TRUE(rs[1].emulated);
+  auto again = m->remeasure(configs, 2);  // checked once: the same answers
+  EXPECT_DOUBLE_EQ(again[0].samples.median_us, rs[0].samples.median_us);
+  EXPECT_EQ(again[1].status, TrialStatus::WrongResult);
 }
 
 // Without a device of the target's vendor, the probe says so (and names what was looked for).
