@@ -70,7 +70,8 @@
 
   T.csvCell = function (v) {
     let s = v === null || v === undefined ? '' : typeof v === 'object' ? T.fmtConfig(v) : String(v);
-    if (/^[=+\-@\t\r]/.test(s)) s = '\'' + s;
+    // A number (-1.5) or a lone dash is data; any other cell opening like a formula is quoted.
+    if (/^[=+\-@\t\r]/.test(s) && !/^(-|[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?)$/i.test(s)) s = '\'' + s;
     return /[",\n\r]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
   };
   T.csv = (header, rows) => [header].concat(rows).map((r) => r.map(T.csvCell).join(',')).join('\r\n') + '\r\n';
