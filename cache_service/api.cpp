@@ -432,6 +432,7 @@ ApiResponse Api::handle(const ApiRequest& req) {
         case RouteId::AdminTokens:
         case RouteId::AdminTokenRevoke:
         case RouteId::AdminAudit:
+        case RouteId::Gpus:
         case RouteId::WhoAmI: resp = routeDashboard(c, req, m); break;
         case RouteId::Unknown:
         case RouteId::Count: resp = problem(404, "not-found", "Not found", "no route " + req.path); break;

@@ -20,6 +20,7 @@
 #include "cache_service/record_json.h"
 #include "cache_service/ui_assets.h"
 #include "support/strings.h"
+#include "targets/gpu_skus.h"
 
 namespace tessera::cache {
 
@@ -102,10 +103,16 @@ ApiResponse routeKernels(RouteContext& c, const ApiRequest& r) {
     q.label = *l;
   }
   if (const std::string* v = r.param("order")) {
-    if (*v != "recent" && *v != "kernel")
-      return problem(400, "invalid-query", "Invalid query", "order: expected recent or kernel");
-    q.order = *v == "kernel" ? KernelOrder::Kernel : KernelOrder::Recent;
+    static const std::pair<std::string_view, KernelOrder> kOrders[] = {
+        {"recent", KernelOrder::Recent}, {"kernel", KernelOrder::Kernel},
+        {"arrived", KernelOrder::Arrived}, {"measured", KernelOrder::Measured}};
+    auto it = std::find_if(std::begin(kOrders), std::end(kOrders), [&](const auto& o) { return o.first == *v; });
+    if (it == std::end(kOrders))
+      return problem(400, "invalid-query", "Invalid query", "order: expected recent, kernel, arrived or measured");
+    q.order = it->second;
   }
+  // A person types these: no case, and a target prefix finds its variants (sm_90 and sm_90a).
+  q.loose = true;
   if (const std::string* v = r.param("q")) {
     // Key texts are ASCII names, so a search is too.
     const bool ascii = std::all_of(v->begin(), v->end(), [](char ch) { return ch >= 0x20 && ch <= 0x7e; });
@@ -114,6 +121,7 @@ ApiResponse routeKernels(RouteContext& c, const ApiRequest& r) {
     auto words = searchWords(*v);
     if (!words.ok()) return problem(400, "invalid-query", "Invalid query", words.error().message);
     q.words = std::move(*words);
+    for (const std::string& w : q.words) q.word_chips.push_back(productChips(w));
   }
   int64_t offset = 0, limit = 50;
   if (auto bad = intParam(r, "offset", 0, 1'000'000'000, offset)) return *bad;
@@ -392,6 +400,22 @@ ApiResponse routeWhoAmI(RouteContext& c, const ApiRequest& r) {
   return jsonResponse(json{{"name", id->name}, {"scope", scopeName(id->scope)}});
 }
 
+// The GPU products of the target table (targets/gpu_skus.h), for a page that offers GPUs by name:
+// each with the name a target list may carry (letters, digits and dashes, as /v1/compare takes
+// it) and its chip.
+ApiResponse routeGpus(RouteContext&, const ApiRequest& r) {
+  if (auto bad = checkQuery(r, {})) return *bad;
+  json gpus = json::array();
+  for (const GpuSku& s : gpuSkus()) {
+    std::string shortName = s.aliases.empty() ? s.name : s.aliases.front();
+    for (char& ch : shortName)
+      if (ch == ' ') ch = '-';
+    if (!isNameText(shortName, 64)) continue;
+    gpus.push_back(json{{"name", s.name}, {"target", shortName}, {"arch", s.arch}, {"segment", s.segment}});
+  }
+  return jsonResponse(json{{"gpus", std::move(gpus)}});
+}
+
 ApiResponse routeAdminTokens(RouteContext& c, const ApiRequest& r) {
   if (auto bad = checkQuery(r, {})) return *bad;
   if (!c.opts.dashboard.tokens) return problem(503, "no-token-store", "Unavailable", "token administration is not available here");
@@ -504,6 +528,7 @@ std::optional<RouteMatch> matchDashboardRoute(std::string_view method, std::stri
   }
   if (path == "/v1/compare") return route(RouteId::Compare, "POST", Scope::Read, BodyKind::Json);
   if (path == "/v1/whoami") return route(RouteId::WhoAmI, "GET", std::nullopt, BodyKind::None);
+  if (path == "/v1/gpus") return route(RouteId::Gpus, "GET", Scope::Read, BodyKind::None);
   if (path == "/v1/jobs" && method != "POST") {
     route(RouteId::JobsList, "GET", Scope::Read, BodyKind::None);
     if (m.refuse) m.allow = "GET, POST";
@@ -525,6 +550,7 @@ ApiResponse routeDashboard(RouteContext& c, const ApiRequest& r, const RouteMatc
     case RouteId::Compare: return routeCompare(c, r);
     case RouteId::JobsList: return routeJobsList(c, r);
     case RouteId::WhoAmI: return routeWhoAmI(c, r);
+    case RouteId::Gpus: return routeGpus(c, r);
     case RouteId::AdminTokens: return routeAdminTokens(c, r);
     case RouteId::AdminTokenRevoke: return routeAdminTokenRevoke(c, r);
     case RouteId::AdminAudit: return routeAdminAudit(c, r);

@@ -55,6 +55,7 @@ enum class RouteId : size_t {
   AdminAudit,        // GET  /v1/admin/audit
   WhoAmI,            // GET  /v1/whoami
   RecordDispute,     // POST /v1/records/{id}/dispute: a reader's own run refuted a claim (read scope)
+  Gpus,              // GET  /v1/gpus: the GPU products a target may name, with their chips
   Unknown,
   Count
 };
@@ -66,7 +67,7 @@ inline constexpr const char* kRouteNames[] = {
     "job_get",       "job_cancel",       "job_check",     "healthz",      "readyz",
     "status",        "metrics",          "openapi",       "ui_root",      "ui_asset",
     "kernels",       "kernel_summary",   "kernel_text",   "compare",       "jobs_list",    "admin_tokens",
-    "admin_token_revoke", "admin_audit", "whoami",        "record_dispute", "unknown"};
+    "admin_token_revoke", "admin_audit", "whoami",        "record_dispute", "gpus", "unknown"};
 static_assert(std::size(kRouteNames) == static_cast<size_t>(RouteId::Count));
 
 // What a route accepts as body; decides the Content-Type check before the body is read.

@@ -44,6 +44,8 @@ json kernelRowJson(const KernelRow& row) {
          {"key", hardKeyToJson(row.key)},
          {"label", labelName(row.label)},
          {"records", row.records},
+         {"newest_id", row.newest_id},
+         {"newest_measured", row.newest_measured},
          {"shown", nullptr}};
   if (row.shown) {
     j["shown"] = recordToJson(*row.shown);

@@ -25,6 +25,8 @@ std::optional<KernelLabel> parseKernelLabel(std::string_view s);
 enum class KernelOrder {
   Recent,  // newest shown record first: the winner's id, else the key's newest record
   Kernel,  // family, dtype, target, arch, rank, shape text, key_id (the keys_near index's order)
+  Arrived,   // the key whose newest record the store received last first (any record, winner or not)
+  Measured,  // the key with the newest measured time (its records' provenance created_at) first
 };
 
 inline constexpr int kMaxKernelPage = 200;
@@ -32,10 +34,16 @@ inline constexpr size_t kMaxSearchWords = 8;
 
 struct KernelQuery {
   std::string key_id, family, dtype, target;  // exact matches; empty: any
+  // A person's filters (the dashboard): family, dtype and target compared without case, and the
+  // target as a prefix (sm_90 finds sm_90 and sm_90a). Off for programs that want one target.
+  bool loose = false;
   // Each word (already lower-cased, at most kMaxSearchWords) must occur in the key's text:
   // "family shape dtype layout target arch units key_id workload" (shape as 1024x1024x512): a
-  // key id or workload hash prefix (`tessera run` prints 12 characters) finds its keys.
+  // key id or workload hash prefix (`tessera run` prints 12 characters) finds its keys; or in the
+  // kernel's stored IR text (an expression: gelu, exp); or the word names GPU products and the
+  // key is for one of their chips (word_chips, parallel to words: h100 finds sm_90 and sm_90a).
   std::vector<std::string> words;
+  std::vector<std::vector<std::string>> word_chips;
   KernelLabel label = KernelLabel::Any;
   KernelOrder order = KernelOrder::Recent;
   int64_t offset = 0;
@@ -48,6 +56,8 @@ struct KernelRow {
   KernelLabel label = KernelLabel::Failed;  // any but Any
   std::optional<Record> shown;              // the winner or the fastest estimate
   int64_t records = 0;                      // unquarantined records of the key
+  int64_t newest_id = 0;                    // its newest unquarantined record (the store's arrival order)
+  std::string newest_measured;              // the latest created_at of its unquarantined records
 };
 
 struct KernelPage {
@@ -58,6 +68,12 @@ struct KernelPage {
 // Lower-cases a search box's text and splits it into words at spaces (at most kMaxSearchWords;
 // more is an error naming the limit).
 Expected<std::vector<std::string>> searchWords(std::string_view text);
+
+// The chips of the GPU products a search word names (targets/gpu_skus.h: a product's name or an
+// alias contains the word, compared without case, spaces or dashes), with the arch-specific
+// variant a product also runs (sm_90a for an H100). Only words with a letter and a digit name
+// products ("h100", "mi300", "a100"), so a shape's number never turns into a GPU.
+std::vector<std::string> productChips(std::string_view word);
 
 // The SQL both engines run. `numbered` picks $1-style placeholders (PostgreSQL) over `?` (SQLite).
 // where(): the WHERE clause over `keys k` (params appended to `params`, all text); orderBy(): the
@@ -70,7 +86,8 @@ struct KernelSql {
   // dtype, layout, target, arch, units, winner_id (NULL: none).
   static constexpr const char* kKeyColumns =
       "k.key_id, k.family, k.workload, k.shape, k.dtype, k.layout, k.target, k.arch, k.units, k.winner_id";
-  std::string countRecords() const;  // count(*) of a key's unquarantined records
+  // count(*), max(id), max(created_at) of a key's unquarantined records
+  std::string countRecords() const;
 };
 
 }  // namespace tessera::cache

@@ -55,7 +55,10 @@ Expected<KernelPage> PgStore::kernels(const KernelQuery& q) {
         row.shown = std::move(rec);
         row.label = winners[n] ? KernelLabel::Measured : KernelLabel::Estimated;
       }
-      row.records = asInt(exec(c, t, records_sql, row.key_id)[0][0]);
+      pqxx::result counted = exec(c, t, records_sql, row.key_id);
+      row.records = asInt(counted[0][0]);
+      row.newest_id = asInt(counted[0][1]);
+      row.newest_measured = asText(counted[0][2]);
       if (!row.shown && row.records == 0) row.label = KernelLabel::Quarantined;
     }
     return {};

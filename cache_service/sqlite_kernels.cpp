@@ -80,6 +80,10 @@ Expected<KernelPage> SqliteStore::kernels(const KernelQuery& q) {
       cnt->bind(1, row.key_id);
       TESSERA_ASSIGN(bool counted, cnt->step());
       row.records = counted ? cnt->i64(0) : 0;
+      if (counted) {
+        row.newest_id = cnt->i64(1);
+        row.newest_measured = cnt->text(2);
+      }
       if (!row.shown && row.records == 0) row.label = KernelLabel::Quarantined;
     }
     return page;

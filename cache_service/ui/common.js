@@ -286,6 +286,7 @@
     config.options = Object.assign({animation: false, maintainAspectRatio: false, responsive: true}, config.options || {});
     const chart = new window.Chart(T.$(canvasId), config);
     T.charts[canvasId] = chart;
+    if (T.chartTools) T.chartTools(chart, canvasId, config);  // chart_tools.js, where a page loads it
     return chart;
   };
   T.palette = ['#2f6fdf', '#e8772e', '#2a9d5c', '#c43d52', '#7b5cc4', '#8c6d3f', '#d35fb7', '#5f7a8a', '#a3a32b', '#1fa3b5'];

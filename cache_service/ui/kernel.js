@@ -72,7 +72,11 @@
   }
 
   const timedStatus = (r) => r.status === 'ok' || r.status === 'estimated';
+  const X = T.kernelExplore;
   const columns = [
+    {id: 'pick', title: 'pick', get: (r) => (X.isPicked(r) ? 0 : 1),
+      show: (r) => T.el('input', {type: 'checkbox', class: 'pick', 'aria-label': 'pick record ' + r.id, dataset: {id: r.id},
+        checked: X.isPicked(r), on: {change: () => X.toggle(r)}})},
     {id: 'id', title: 'id', num: true, get: (r) => r.id},
     {id: 'status', title: 'status', get: (r) => r.status},
     {id: 'trust', title: 'trust', get: (r) => (T.trustOf(r) || {}).word || '', show: (r) => T.trustTag(r)},
@@ -99,7 +103,7 @@
     const head = T.clear(document.querySelector('#configs thead'));
     head.appendChild(T.el('tr', {}, cols.map((c) => T.el('th', {class: (c.num ? 'num ' : '') + 'sortable' + (table.sort === c.id ? ' sorted' : ''),
       dataset: {sort: c.id}, on: {click: () => sortBy(c.id)}}, c.title + (table.sort === c.id ? (table.dir > 0 ? ' \u25b2' : ' \u25bc') : '')))));
-    const col = cols.find((c) => c.id === table.sort) || cols[3];
+    const col = cols.find((c) => c.id === table.sort) || cols[4];
     const rows = table.records.slice().sort((a, b) => {
       const x = col.get(a), y = col.get(b);
       return (x < y ? -1 : x > y ? 1 : a.id - b.id) * table.dir;
@@ -200,15 +204,22 @@
   function scatter() {
     const d = current.summary.digest;
     const sel = T.$('scatter-knob');
+    const color = T.$('scatter-color');
     const want = sel.value;
+    const wantColor = color.value;
     const knobs = [...new Set(d.knobs.measured.concat(d.knobs.predicted).map((e) => e.knob))];
     T.clear(sel);
-    for (const k of knobs) sel.appendChild(T.el('option', {value: k}, k));
+    T.clear(color).appendChild(T.el('option', {value: ''}, '(nothing)'));
+    for (const k of knobs) {
+      sel.appendChild(T.el('option', {value: k}, k));
+      color.appendChild(T.el('option', {value: k}, k));
+    }
     sel.parentNode.parentNode.hidden = !knobs.length;
     T.$('chart-scatter').parentNode.hidden = !knobs.length;
     if (!knobs.length) return;
     sel.value = knobs.includes(want) ? want : knobs[0];
-    C.scatterChart(d, sel.value);
+    color.value = knobs.includes(wantColor) ? wantColor : '';
+    C.scatterChart(d, sel.value, color.value);
   }
 
   function show(data) {
@@ -254,7 +265,9 @@
     });
     T.$('cfg-fast').addEventListener('click', showFastest);
     T.$('time-axis').addEventListener('change', () => current && C.timeChart(current.summary.digest, axis()));
-    T.$('scatter-knob').addEventListener('change', () => current && C.scatterChart(current.summary.digest, T.$('scatter-knob').value));
+    for (const id of ['scatter-knob', 'scatter-color'])
+      T.$(id).addEventListener('change', () => current && C.scatterChart(current.summary.digest, T.$('scatter-knob').value, T.$('scatter-color').value));
+    X.wire();
   }
 
   const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

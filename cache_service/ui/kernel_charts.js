@@ -160,17 +160,27 @@
     });
   };
 
-  // Time against one knob's values, over the digest's points (measured and predicted apart).
-  K.scatterChart = function (digest, knob) {
+  // Time against one knob's values, over the digest's points (measured and predicted apart); with
+  // a second knob, one colour per value of it (KTdashboard's view of two parameters at once).
+  K.scatterChart = function (digest, knob, colorKnob) {
     const pts = digest.time.points.filter((p) => isTimed(p[4]) && p[5] && p[5][knob] !== undefined);
     const numeric = pts.every((p) => typeof p[5][knob] === 'number');
     const cats = numeric ? [] : [...new Set(pts.map((p) => String(p[5][knob])))].sort();
     const x = (p) => (numeric ? p[5][knob] : cats.indexOf(String(p[5][knob])));
-    const datasets = ['ok', 'estimated'].map((s) => ({
-      label: s === 'ok' ? 'measured' : 'predicted', backgroundColor: T.statusColors[s], pointStyle: s === 'ok' ? 'circle' : 'triangle',
-      pointRadius: 3,
-      data: pts.filter((p) => p[4] === s).map((p) => ({x: x(p), y: p[3], id: p[0], status: p[4], config: p[5], writer: p[6], at: p[2] || p[1]})),
-    })).filter((d) => d.data.length);
+    const second = colorKnob && colorKnob !== knob ? colorKnob : '';
+    const val = (p) => (p[5][second] === undefined ? '(none)' : typeof p[5][second] === 'object' ? JSON.stringify(p[5][second]) : String(p[5][second]));
+    const groups = second ? [...new Set(pts.map(val))].sort((a, b) => (isFinite(a) && isFinite(b) ? a - b : a < b ? -1 : a > b ? 1 : 0)) : [''];
+    const datasets = [];
+    groups.forEach((g, gi) => {
+      for (const s of ['ok', 'estimated']) {
+        const data = pts.filter((p) => p[4] === s && (!second || val(p) === g))
+          .map((p) => ({x: x(p), y: p[3], id: p[0], status: p[4], config: p[5], writer: p[6], at: p[2] || p[1]}));
+        if (!data.length) continue;
+        const color = second ? T.palette[gi % T.palette.length] : T.statusColors[s];
+        datasets.push({label: (second ? second + '=' + g + ', ' : '') + (s === 'ok' ? 'measured' : 'predicted'), backgroundColor: color,
+          borderColor: color, pointStyle: s === 'ok' ? 'circle' : 'triangle', pointRadius: 3, data: data});
+      }
+    });
     T.chart('chart-scatter', {
       type: 'scatter', data: {datasets: datasets},
       options: {

@@ -1,7 +1,9 @@
 // Owns the Overview page: every tuned kernel of the cache, filtered, searched and paged by the
-// service (GET /v1/kernels), one row per kernel with its winner (or fastest estimate), labels, and
-// who stored it when. The filters live in the page's address (they are not secrets) so a view can
-// be shared.
+// service (GET /v1/kernels: words found in the key, the kernel's expression or a GPU product's name;
+// fields without case, a target prefix), one row per kernel with its winner (or fastest estimate),
+// labels, its newest record, and who stored it when; ordered by winner, by the newest record's
+// arrival or by the newest measured time. The filters live in the page's address (they are not
+// secrets) so a view can be shared.
 'use strict';
 
 (function () {
@@ -47,6 +49,8 @@
       cell('peak', r ? r.result.peak_fraction : '', r ? T.fmtPct(r.result.peak_fraction) : '-', 'num'),
       T.el('td', {dataset: {col: 'labels'}}, labels(row)),
       cell('records', row.records, String(row.records), 'num'),
+      T.el('td', {dataset: {col: 'newest', id: row.newest_id || 0, measured: row.newest_measured || ''}},
+        row.newest_id ? '#' + row.newest_id + ', measured ' + (row.newest_measured || '-') : '-'),
       cell('received', r ? r.received_at || '' : '', r ? r.received_at || '-' : '-'),
       cell('writer', r ? r.writer || '' : '', r ? r.writer || '(local)' : '-'));
   }

@@ -348,7 +348,7 @@ TEST(Dashboard, ReportIsSelfContainedAndItsDataCannotCloseTheScript) {
     EXPECT_NE(csp.find("'sha256-" + b64 + "'"), std::string::npos) << "script " << scripts;
     ++scripts;
   }
-  EXPECT_EQ(scripts, 4u);  // Chart.js, common, the charts, the kernel page
+  EXPECT_EQ(scripts, 6u);  // Chart.js, common, chart tools, the charts, records side by side, the kernel page
   EXPECT_NE(html.find("data-mode=\"report\""), std::string::npos);
 }
 

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "cache_service/engine.h"
 #include "cache_service/jobs.h"
 #include "cache_service/store.h"
+#include "support/hash.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {
@@ -166,6 +168,54 @@ TEST_P(KernelListTest, FiltersSearchOrderAndPaging) {
     EXPECT_LE(std::tie(a.family, a.dtype, a.target), std::tie(b.family, b.dtype, b.target)) << i;
   }
   EXPECT_TRUE(kernels(*s, {.offset = 12}).rows.empty());
+}
+
+// What a person types into the dashboard (issue 51): fields without case, a target prefix, words
+// found in a kernel's stored IR text or naming a GPU product of its chip; and the keys that changed
+// last, by arrival and by measured time. The exact query (a bundle's) stays exact.
+TEST_P(KernelListTest, PersonSearchFindsExpressionsProductsAndRecentChanges) {
+  auto s = open();
+  const std::string gelu = "kernel @k(%a: tensor<64xf32>) -> tensor<64xf32> { %b = gelu %a }\n";
+  Record ew = withKey(makeRecord({.key = 0, .median_us = 10, .created_at = "2025-03-01T00:00:00Z"}), "elementwise", "f32", "host");
+  ew.key.workload = sha256Hex(gelu);
+  ASSERT_TRUE(finalizeRecord(ew).ok());
+  Record h100 = withKey(makeRecord({.key = 1, .median_us = 10, .created_at = "2025-01-01T00:00:00Z"}), "gemm", "bf16", "sm_90a");
+  Record plain90 = withKey(makeRecord({.key = 2, .median_us = 10, .created_at = "2025-02-01T00:00:00Z"}), "gemm", "f32", "sm_90");
+  Record mi300 = withKey(makeRecord({.key = 3, .median_us = 10, .created_at = "2024-12-01T00:00:00Z"}), "gemm", "f16", "gfx942");
+  for (const Record& r : {mi300, ew, h100, plain90}) put(*s, {r});
+  ASSERT_TRUE(s->putKernelText(ew.key.workload, gelu).ok());
+  auto ids = [&](KernelQuery q) {
+    q.loose = true;
+    q.word_chips.clear();
+    for (const auto& w : q.words) q.word_chips.push_back(productChips(w));
+    std::vector<std::string> out;
+    for (const auto& r : kernels(*s, q).rows) out.push_back(r.key_id);
+    return out;
+  };
+  const std::string kEw = keyIdOf(ew.key), kH = keyIdOf(h100.key), k90 = keyIdOf(plain90.key), kMi = keyIdOf(mi300.key);
+  EXPECT_EQ(ids({.words = {"gelu"}}), std::vector<std::string>{kEw});         // the expression, from the IR text
+  EXPECT_TRUE(ids({.words = {"tanh"}}).empty());                              // not in any text
+  EXPECT_EQ(ids({.dtype = "F32", .order = KernelOrder::Kernel}).size(), 2u);  // without case
+  EXPECT_EQ(kernels(*s, {.dtype = "F32"}).total, 0);                          // a program's query stays exact
+  auto sm90 = ids({.target = "SM_90", .order = KernelOrder::Kernel});
+  EXPECT_EQ(std::set<std::string>(sm90.begin(), sm90.end()), (std::set<std::string>{kH, k90}));  // a prefix
+  EXPECT_EQ(ids({.target = "sm_90a"}), std::vector<std::string>{kH});
+  EXPECT_EQ(kernels(*s, {.target = "sm_90"}).total, 1);  // exact for a bundle
+  auto byH100 = ids({.words = {"h100"}, .order = KernelOrder::Kernel});
+  EXPECT_EQ(std::set<std::string>(byH100.begin(), byH100.end()), (std::set<std::string>{kH, k90}));
+  EXPECT_EQ(ids({.words = {"mi300"}}), std::vector<std::string>{kMi});
+  EXPECT_EQ(ids({.words = {"h100", "bf16"}}), std::vector<std::string>{kH});
+  EXPECT_TRUE(productChips("4090").empty());  // a number alone is a shape, not a GPU
+  EXPECT_TRUE(productChips("gemm").empty());
+  // Recency: a record that does not change the winner still moves its key up by arrival; measured
+  // time orders by the records' own created_at, whatever order they arrived in.
+  put(*s, {withKey(makeRecord({.key = 3, .median_us = 90, .created_at = "2024-11-01T00:00:00Z"}), "gemm", "f16", "gfx942")});
+  EXPECT_EQ(ids({.order = KernelOrder::Arrived}).front(), kMi);
+  EXPECT_NE(ids({.order = KernelOrder::Recent}).front(), kMi);  // its winner did not change
+  EXPECT_EQ(ids({.order = KernelOrder::Measured}), (std::vector<std::string>{kEw, k90, kH, kMi}));
+  KernelRow mi = byKey(kernels(*s, {.key_id = kMi})).at(kMi);
+  EXPECT_EQ(mi.newest_measured, "2024-12-01T00:00:00Z");
+  EXPECT_GT(mi.newest_id, byKey(kernels(*s, {.key_id = kEw})).at(kEw).newest_id);
 }
 
 TEST_P(KernelListTest, NewestFirstListingPagesBackwards) {

@@ -100,6 +100,7 @@ std::vector<RouteCase> routeCases() {
       {RouteId::AdminTokenRevoke, "POST", "/v1/admin/tokens/revoke", "/v1/admin/tokens/revoke"},
       {RouteId::AdminAudit, "GET", "/v1/admin/audit", "/v1/admin/audit?limit=5"},
       {RouteId::WhoAmI, "GET", "/v1/whoami", "/v1/whoami"},
+      {RouteId::Gpus, "GET", "/v1/gpus", "/v1/gpus"},
       {RouteId::RecordDispute, "POST", "/v1/records/{id}/dispute", "/v1/records/1/dispute"},
   };
 }

@@ -263,7 +263,10 @@ def main():
         check("no text" in err and "--emit ir" in err and driver.execute_script("return document.getElementById('cmp-result').hidden"),
               f"compare (a key without a text, not rebuildable from the key): refused with the way out ({err[:90]})")
 
-        # Workers and jobs, refreshing by themselves.
+        # Workers and jobs, refreshing by themselves. The registered worker sends no heartbeats of its
+        # own: one now keeps it live (30 s) however long the pages before took on a loaded machine.
+        hb, _, _ = svc.api.call("/v1/workers/" + "f" * 32 + "/heartbeat", tok["w2"], method="POST")
+        check(hb == 200, f"workers page: the registered worker's heartbeat ({hb})")
         page(driver, base + "workers.html")
         wait_for(driver, "return document.getElementById('updated').dataset.at", what="the workers page")
         check(driver.execute_script("return document.querySelectorAll('#jobs tbody tr[data-id]').length") == 0
