@@ -360,10 +360,62 @@ std::optional<ApiResponse> gate(const ApiRequest& r, const RouteMatch& m, const 
 
 }  // namespace
 
+namespace {
+
+// The routes whose work grows with the store (ApiOptions::scans_*).
+bool isScan(RouteId id) {
+  return id == RouteId::RecordsList || id == RouteId::Kernels || id == RouteId::Nearest || id == RouteId::Compare;
+}
+
+ApiResponse tooMany(const std::string& detail) {
+  ApiResponse r = problem(429, "too-many-requests", "Too many requests", detail);
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+}  // namespace
+
+// One scan's admission: counted against its token and its address, and holding one of the
+// in-flight slots until the answer is made.
+struct Api::ScanSlot {
+  ScanSlot(Api& api, RouteId id, const ApiRequest& req, const std::string& token) : api_(api) {
+    if (!isScan(id)) return;
+    const ApiOptions& o = api.opts_;
+    if (o.scans_per_minute_per_token > 0 && !api.scans_by_token_->take(token.empty() ? "@" + req.peer : token)) {
+      refused = tooMany("at most " + std::to_string(o.scans_per_minute_per_token) + " searches and lists a minute per " +
+                        (token.empty() ? "anonymous address" : "token"));
+      return;
+    }
+    if (o.scans_per_minute_per_address > 0 && !req.peer.empty() && !api.scans_by_address_->take(req.peer)) {
+      refused = tooMany("at most " + std::to_string(o.scans_per_minute_per_address) + " searches and lists a minute per address");
+      return;
+    }
+    if (o.scans_in_flight > 0) {
+      if (api.scans_running_->fetch_add(1) >= o.scans_in_flight) {
+        api.scans_running_->fetch_sub(1);
+        refused = tooMany("the server runs " + std::to_string(o.scans_in_flight) + " searches and lists at once; retry");
+        return;
+      }
+      holding_ = true;
+    }
+  }
+  ~ScanSlot() {
+    if (holding_) api_.scans_running_->fetch_sub(1);
+  }
+  std::optional<ApiResponse> refused;
+
+ private:
+  Api& api_;
+  bool holding_ = false;
+};
+
 Api::Api(RecordStore& store, const TokenAuthenticator& auth, ApiOptions opts)
     : store_(store), auth_(auth), opts_(std::move(opts)), metrics_(routeNameList()),
       started_(std::chrono::steady_clock::now()), usage_(std::make_shared<TokenUsage>()),
-      disputes_(std::make_shared<TokenRate>(opts_.disputes_per_minute)) {
+      disputes_(std::make_shared<TokenRate>(opts_.disputes_per_minute)),
+      scans_by_token_(std::make_shared<TokenRate>(opts_.scans_per_minute_per_token)),
+      scans_by_address_(std::make_shared<TokenRate>(opts_.scans_per_minute_per_address)),
+      scans_running_(std::make_shared<std::atomic<int>>(0)) {
   opts_.dashboard.usage = usage_;
 }
 
@@ -389,6 +441,13 @@ ApiResponse Api::handle(const ApiRequest& req) {
       resp = std::move(*refused);
     } else {
       if (!token_name.empty()) usage_->touch(token_name);
+      ScanSlot scan(*this, m.id, req, token_name);
+      if (scan.refused) {
+        resp = std::move(*scan.refused);
+        std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+        metrics_.request(static_cast<size_t>(m.id), resp.status, dt.count());
+        return resp;
+      }
       RouteContext c{store_, auth_, metrics_, opts_, started_, std::move(token_name), token_scope, disputes_.get()};
       switch (m.id) {
         case RouteId::Best: resp = routeBest(c, req, m); break;

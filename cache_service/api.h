@@ -3,6 +3,7 @@
 // bytes between cpp-httplib and these structs.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <mutex>
@@ -29,6 +30,7 @@ struct ApiRequest {
   HeaderList query;    // decoded query parameters in order (repeats kept)
   HeaderList headers;  // as received; lookups are case-insensitive
   std::string body;
+  std::string peer;    // the client's address as the transport saw it (empty: unknown)
 
   const std::string* header(std::string_view name) const;
   const std::string* param(std::string_view name) const;
@@ -66,6 +68,14 @@ struct ApiOptions {
   std::vector<std::string> measuring_tokens;
   // A reader's disputes (POST /v1/records/{id}/dispute) a token may file per minute, per replica.
   int disputes_per_minute = 10;
+  // Bounded work per client (issue 47): the routes that scan many keys (the dashboard's kernel
+  // search and list, GET /v1/records, nearest, compare) are counted per token (anonymous reads per
+  // address) and per address, and at most `scans_in_flight` run at once, all clients together, so
+  // the other workers stay free for /healthz, /metrics and winner lookups. Past either bound: 429
+  // with Retry-After, at once. 0 turns a bound off.
+  int scans_per_minute_per_token = 300;
+  int scans_per_minute_per_address = 600;
+  int scans_in_flight = 4;
 };
 
 // At most `per_minute` events per name in any 60 s: what one token may change for every reader
@@ -103,6 +113,7 @@ class Api {
   const TokenUsage& tokenUsage() const { return *usage_; }
 
  private:
+  struct ScanSlot;
   RecordStore& store_;
   const TokenAuthenticator& auth_;
   ApiOptions opts_;
@@ -110,6 +121,8 @@ class Api {
   std::chrono::steady_clock::time_point started_;
   std::shared_ptr<TokenUsage> usage_;
   std::shared_ptr<TokenRate> disputes_;
+  std::shared_ptr<TokenRate> scans_by_token_, scans_by_address_;
+  std::shared_ptr<std::atomic<int>> scans_running_;
 };
 
 // The OpenAPI description served at /openapi.yaml (cache_service/openapi.yaml, embedded at build

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cache_service/api_internal.h"
+#include "cache_service/legality.h"
 #include "cache_service/plausibility.h"
 #include "cache_service/record_json.h"
 #include "support/strings.h"
@@ -362,6 +363,13 @@ ApiResponse routeRecordsPost(RouteContext& c, const ApiRequest& r, const RouteMa
     } else if (errors.size() < 50) {
       errors.push_back(json{{"index", i}, {"detail", rec.ok() ? plausible.error().message : rec.error().message}});
     }
+  }
+  // The one legality rule (legality.h): the kernel text parses and is of the key's family, and a
+  // host config is one the tuner's space for that kernel offers.
+  if (errors.empty() && c.opts.check_plausibility) {
+    auto refused = legalityRefusals(c.store, records, !single);
+    if (!refused.ok()) return storageProblem(refused.error());
+    for (const LegalityRefusal& x : *refused) errors.push_back(json{{"index", x.index}, {"detail", x.message}});
   }
   if (!errors.empty()) {
     std::string first = errors[0]["detail"].get<std::string>();

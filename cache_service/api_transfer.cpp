@@ -4,6 +4,7 @@
 #include <set>
 
 #include "cache_service/api_internal.h"
+#include "cache_service/legality.h"
 #include "cache_service/kernel_text.h"
 #include "cache_service/plausibility.h"
 #include "cache_service/record_json.h"
@@ -81,6 +82,16 @@ ApiResponse routeImport(RouteContext& c, const ApiRequest& r, const RouteMatch&)
     }
   }
   if (lines == 0) return problem(422, "invalid-import", "Invalid import", "no records in the body");
+  // The one legality rule (legality.h), as on POST /v1/records.
+  if (c.opts.check_plausibility && !records.empty()) {
+    auto refused = legalityRefusals(c.store, records, false, records.size());
+    if (!refused.ok()) return storageProblem(refused.error());
+    for (auto it = refused->rbegin(); it != refused->rend(); ++it) {
+      ++error_count;
+      if (errors.size() < kMaxReportedErrors) errors.push_back(json{{"record", it->index}, {"detail", it->message}});
+      records.erase(records.begin() + static_cast<std::ptrdiff_t>(it->index));
+    }
+  }
   if (error_count > 0 && (!partial || records.empty()))
     return problem(422, "invalid-import", "Invalid import",
                    std::to_string(error_count) + " of " + std::to_string(lines) +

@@ -37,6 +37,8 @@ struct HttpServerOptions {
   // probes answered past the connection caps (GateLimits::probe_reserve).
   size_t body_budget_bytes = size_t{1} << 30;
   int probe_reserve = 16;
+  // The heap is handed back to the system after bodies of at least this (GateLimits::trim_after_bytes; 0: never).
+  size_t trim_after_bytes = 1u << 20;
 };
 
 class HttpServer {

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
@@ -147,7 +148,7 @@ void drainAndClose(int fd) {
 
 std::string cannedResponse(const ApiResponse& r, bool close) {
   std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + reasonPhrase(r.status) + "\r\n";
-  if (!r.content_type.empty()) out += "Content-Type: " + r.content_type + "\r\n";
+  if (!r.content_type.empty()) out += "Content-Type: " + r.content_type + "\r\nX-Content-Type-Options: nosniff\r\n";
   out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
   for (const auto& [k, v] : r.headers) out += k + ": " + v + "\r\n";
   if (close) out += "Connection: close\r\n";
@@ -318,7 +319,9 @@ void ConnectionGate::loop() {
     }
     for (auto [c, keep] : returned) {
       body_in_flight_ -= c->reserved;  // the request is answered: its body is gone
+      trim_pending_ = trim_pending_ || (limits_.trim_after_bytes > 0 && c->reserved >= limits_.trim_after_bytes * kBodyCost);
       c->reserved = 0;
+      if (c->buf.capacity() > limits_.keep_buffer_bytes) c->buf.shrink_to_fit();
       if (!keep || stopping || c->probe_only) {
         close(c);
         continue;
@@ -329,6 +332,10 @@ void ConnectionGate::loop() {
       c->idle_since = now;
       arm(c, true);
       if (!c->buf.empty()) advance(c);  // a pipelined request is already here
+    }
+    if (trim_pending_ && body_in_flight_ == 0) {
+      trim_pending_ = false;
+      ::malloc_trim(0);
     }
     for (int i = 0; i < n; ++i) {
       if (events[i].data.fd == wake_fd_) {

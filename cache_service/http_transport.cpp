@@ -33,6 +33,7 @@ ApiRequest toApi(const httplib::Request& req, bool with_body) {
   a.headers.reserve(req.headers.size());
   for (const auto& [k, v] : req.headers) a.headers.emplace_back(k, v);
   if (with_body) a.body = req.body;
+  a.peer = req.remote_addr;
   return a;
 }
 
@@ -40,6 +41,9 @@ void fromApi(ApiResponse&& a, httplib::Response& res, std::string_view accept_en
   compressResponse(a, accept_encoding);
   res.status = a.status;
   for (auto& [k, v] : a.headers) res.set_header(k.c_str(), v);
+  // No answer is to be read as another type than it says (a kernel text as HTML, a problem as a
+  // script): browsers must not sniff.
+  if (!res.has_header("X-Content-Type-Options")) res.set_header("X-Content-Type-Options", "nosniff");
   // The body was left unread: tell the client to drop the connection instead of reusing it.
   if (a.close_connection) res.set_header("Connection", "close");
   if (!a.content_type.empty()) res.set_content(std::move(a.body), a.content_type.c_str());
@@ -194,6 +198,7 @@ class HttplibServer final : public HttpServer {
     limits.max_body_bytes = o.max_body_bytes;
     limits.body_budget_bytes = o.body_budget_bytes;
     limits.probe_reserve = o.probe_reserve;
+    limits.trim_after_bytes = o.trim_after_bytes;
     gate_ = std::make_unique<ConnectionGate>(
         limits, [this](GateConn& c) { return svr_.serve(c); },
         [this](const ApiRequest& head) { return api_.precheck(head); }, api_.metrics());
@@ -259,6 +264,7 @@ class HttplibServer final : public HttpServer {
                           : res.status == 414 ? "URI too long"
                           : res.status == 404 ? "Not found"
                                               : "Request refused";
+      res.set_header("X-Content-Type-Options", "nosniff");
       res.set_content("{\"type\":\"urn:tessera:problem:http-" + std::to_string(res.status) +
                           "\",\"title\":\"" + title + "\",\"status\":" + std::to_string(res.status) +
                           ",\"detail\":\"refused by the HTTP layer\"}",

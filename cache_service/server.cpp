@@ -2,6 +2,7 @@
 // background refresh).
 #include "cache_service/server.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "cache_service/engine.h"
@@ -29,6 +30,9 @@ Expected<std::unique_ptr<CacheServer>> CacheServer::start(const ServerOptions& o
   ao.agree_factor = opts.agree_factor;
   ao.measuring_tokens = opts.measuring_tokens;
   ao.disputes_per_minute = opts.disputes_per_minute;
+  ao.scans_per_minute_per_token = opts.scans_per_minute_per_token;
+  ao.scans_per_minute_per_address = opts.scans_per_minute_per_address;
+  ao.scans_in_flight = opts.scans_in_flight > 0 ? opts.scans_in_flight : std::max(1, opts.http.threads / 4);
   ao.dashboard.serve_ui = opts.serve_ui;
   ao.dashboard.compare = opts.compare;
   // The admin pages' token administration has a connection of its own: the refresh loop's stays

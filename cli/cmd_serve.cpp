@@ -49,6 +49,7 @@ struct ServeArgs {
   int max_inflight_mb = 1024;
   std::vector<std::string> measuring_tokens;
   int disputes_per_minute = 10;
+  int searches_per_minute = 300;
 };
 
 constexpr const char* kStoreHelp =
@@ -111,6 +112,8 @@ void runServer(const ServeArgs& a) {
     fail("--steal-after-seconds must be in --lease-seconds..604800", kExitBadInput);
   if (!(a.agree_factor >= 1.05 && a.agree_factor <= 10)) fail("--agree-factor must be in 1.05..10", kExitBadInput);
   if (a.disputes_per_minute < 0 || a.disputes_per_minute > 10000) fail("--disputes-per-minute must be in 0..10000", kExitBadInput);
+  if (a.searches_per_minute < 0 || a.searches_per_minute > 1000000)
+    fail("--searches-per-minute must be in 0..1000000 (0: no limit)", kExitBadInput);
   for (const std::string& t : a.measuring_tokens)
     if (t.empty() || t.size() > 64) fail("--measuring-token: expected a token's name", kExitBadInput);
   if (a.max_inflight_mb < 0 || a.max_inflight_mb > 1 << 20) fail("--max-inflight-mb must be in 0..1048576 (0: no limit)", kExitBadInput);
@@ -143,6 +146,8 @@ void runServer(const ServeArgs& a) {
   o.agree_factor = a.agree_factor;
   o.measuring_tokens = a.measuring_tokens;
   o.disputes_per_minute = a.disputes_per_minute;
+  o.scans_per_minute_per_token = a.searches_per_minute;
+  o.scans_per_minute_per_address = 2 * a.searches_per_minute;
   o.store_connections = a.store_connections;
 #ifdef TESSERA_WITH_MLIR
   // The dashboard's Compare page: `tessera compare` over this store (builds without the compiler
@@ -293,6 +298,9 @@ void addServeCommand(CLI::App& app) {
                     "e.g. the team's own worker fleet); repeatable");
   serve->add_option("--disputes-per-minute", args->disputes_per_minute,
                     "disputes (a reader's refutation of a claim) one token may file per minute")->capture_default_str();
+  serve->add_option("--searches-per-minute", args->searches_per_minute,
+                    "searches and lists (dashboard search, GET /v1/records, nearest, compare) one token may run per "
+                    "minute; twice that per client address (0: no limit)")->capture_default_str();
   serve->require_subcommand(0, 1);
   serve->callback([serve, args] {
     if (serve->get_subcommands().empty()) runServer(*args);

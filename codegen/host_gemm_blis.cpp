@@ -23,6 +23,7 @@
 #include "codegen/expr_emitter.h"
 #include "codegen/host_strategies.h"
 #include "codegen/linalg_elementwise.h"
+#include "ir/gemm_epilogue.h"
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -699,30 +700,8 @@ class GemmBuilder : Builder {
 
 }  // namespace
 
-bool hostGemmFusesEpilogue(const ir::GemmInfo& g) {
-  if (!g.hasEpilogue) return true;
-  const ir::ElementwiseRegion& r = g.epilogue;
-  if (r.values.size() != 1 || r.iter.size() < 2) return false;
-  const int inner = int(r.iter.size()) - 1;
-  std::function<bool(const ir::ExprRef&)> ok = [&](const ir::ExprRef& e) {
-    if (e->type == ir::ScalarType::Index || e->op == ir::Op::Var || e->op == ir::Op::Select || e->op == ir::Op::CmpLT ||
-        e->op == ir::Op::CmpLE || e->op == ir::Op::CmpEQ)
-      return false;
-    if (e->op == ir::Op::Load) {
-      for (size_t d = 0; d < e->args.size(); ++d) {
-        const auto& a = e->args[d];
-        if (a->op == ir::Op::IConst) continue;
-        if (a->op != ir::Op::Var || a->name.size() < 2 || a->name[0] != 'd') return false;
-        if (std::stoi(a->name.substr(1)) == inner && d + 1 != e->args.size()) return false;
-      }
-      return true;
-    }
-    for (const auto& a : e->args)
-      if (!ok(a)) return false;
-    return true;
-  };
-  return ok(r.values[0]);
-}
+// The rule is the kernel's (ir/gemm_epilogue.h): the spaces and the cache service read it without MLIR.
+bool hostGemmFusesEpilogue(const ir::GemmInfo& g) { return ir::gemmEpilogueReadsRowwise(g); }
 
 bool epilogueReadIndices(OpBuilder& b, Location loc, const ir::Expr& load, int inner, Value row, Value col, Value batch,
                          llvm::SmallVectorImpl<Value>& ix, bool& vec) {

@@ -4,13 +4,16 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -93,9 +96,54 @@ Expected<HelperProcess> spawnHelper(const std::string& path, bool probe) {
   return HelperProcess{pid, down[1], up[0]};
 }
 
-// Sends `request` and reads the answer; a helper that died says how.
-Expected<json> call(HelperProcess& h, const json& request) {
+// A helper stopped this long (SIGSTOP, a debugger that never lets go) is given up on: its batch
+// goes to a fresh helper. Long enough for a job-control stop and continue by hand to pass.
+constexpr double kStoppedHelperGraceSec = 3;
+
+// Whether process `pid` is stopped or traced (state T or t in /proc/PID/stat).
+bool processStopped(pid_t pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return false;
+  char buf[512] = {};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  // The name in parentheses may hold ')' itself: the state follows the last one.
+  const std::string stat(buf, n);
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && (stat[close + 2] == 'T' || stat[close + 2] == 't');
+}
+
+// Waits until the helper's answer starts to arrive. IOError when the helper stays stopped for
+// kStoppedHelperGraceSec or says nothing before `deadline` (a helper that hangs): the caller then
+// kills it and measures the batch again in a fresh one, instead of waiting forever.
+Status awaitAnswer(const HelperProcess& h, std::chrono::steady_clock::time_point deadline) {
+  double stopped = 0;
+  while (true) {
+    pollfd p{h.from, POLLIN, 0};
+    const int rc = ::poll(&p, 1, 200);
+    if (rc > 0) return {};
+    if (rc < 0 && errno != EINTR) return makeError(ErrorCode::IOError, std::string("poll: ") + std::strerror(errno));
+    if (std::chrono::steady_clock::now() > deadline)
+      return makeError(ErrorCode::IOError, "the measuring helper answered nothing before its deadline");
+    stopped = processStopped(h.pid) ? stopped + 0.2 : 0;
+    if (stopped >= kStoppedHelperGraceSec)
+      return makeError(ErrorCode::IOError, "the measuring helper was stopped for " +
+                                               std::to_string(int(kStoppedHelperGraceSec)) + " s");
+  }
+}
+
+// Sends `request` and reads the answer; a helper that died says how (IOError: the helper was
+// lost, not the candidates' fault; Internal: it answered an error).
+Expected<json> call(HelperProcess& h, const json& request,
+                    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max()) {
   Status sent = writeFrame(h.to, request);
+  if (sent.ok()) {
+    if (Status waited = awaitAnswer(h, deadline); !waited.ok()) {
+      kill(h.pid, SIGKILL);
+      stopHelper(h);
+      return makeError(ErrorCode::IOError, waited.error().message + "; killed");
+    }
+  }
   Expected<json> answer = sent.ok() ? readFrame(h.from) : Expected<json>(sent.takeError());
   if (answer.ok()) {
     if (answer->contains("error")) return makeError(ErrorCode::Internal, (*answer)["error"].get<std::string>());
@@ -113,7 +161,7 @@ Expected<json> call(HelperProcess& h, const json& request) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   stopHelper(h);
-  return makeError(ErrorCode::Internal, "the measuring helper died (" + why + ")");
+  return makeError(ErrorCode::IOError, "the measuring helper died (" + why + ")");
 }
 
 // The protocol's settings, exactly (the helper is this program's own: nothing is bounded here as a
@@ -177,11 +225,23 @@ class HelperMeasurer : public Measurer {
       return out;
     };
     if (configs.empty()) return {};
-    if (Status st = ensureStarted(); !st.ok()) return failAll(st.error().message);
     json list = json::array();
     for (const auto& c : configs) list.push_back(json::parse(c.toJson()));
     request["configs"] = std::move(list);
-    auto answer = call(h_, request);
+    // Every candidate has its watchdog in the helper; building them gets a minute each on top.
+    const double budget = 600 + double(configs.size()) * (s_.timeoutSec * (1 + request.value("rounds", 1)) + 60);
+    Expected<json> answer = makeError(ErrorCode::Internal, "not measured");
+    // A helper lost mid-batch (stopped, hung or killed from outside) is not the candidates' doing:
+    // the batch goes once more to a fresh helper. Lost twice, the batch's results say why.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (Status st = ensureStarted(); !st.ok()) return failAll(st.error().message);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                                   std::chrono::duration<double>(budget));
+      answer = call(h_, request, deadline);
+      if (answer.ok() || answer.error().code != ErrorCode::IOError) break;
+      std::fprintf(stderr, "tessera: %s; measuring its %zu candidates again in a fresh helper\n",
+                   answer.error().message.c_str(), configs.size());
+    }
     if (!answer.ok()) return failAll(answer.error().message);
     const json& results = (*answer)["results"];
     if (!results.is_array() || results.size() != configs.size()) {

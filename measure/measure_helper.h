@@ -32,8 +32,9 @@ struct HelperBackend {
 };
 
 // A Measurer whose candidates are built and run by a measuring helper process (started on first
-// use, restarted after it dies; a helper that cannot start or dies makes the batch's results
-// crashes that say why).
+// use; one that dies, hangs or stays stopped mid-batch is killed and the batch measured once more
+// in a fresh one; a helper that cannot start, or is lost twice, makes the batch's results crashes
+// that say why).
 std::unique_ptr<Measurer> makeHelperMeasurer(const ir::Kernel& k, const TargetDesc& t, const HelperBackend& b,
                                              const MeasureSettings& s);
 

@@ -1,5 +1,6 @@
-// Owns the family dispatch of schedule spaces and shared domain helpers.
+// Owns the family dispatch of schedule spaces (host rules: search/config_rule.h) and --space narrowing.
 #include "search/space.h"
+#include "search/config_rule.h"
 #include "search/space_gpu.h"
 
 #include <algorithm>
@@ -9,24 +10,6 @@
 #include "targets/knob_table.h"
 
 namespace tessera::search {
-
-std::vector<ir::KnobValue> clampDomain(const std::vector<int64_t>& all, int64_t limit) {
-  std::vector<int64_t> v = all;
-  std::sort(v.begin(), v.end());
-  std::vector<ir::KnobValue> out;
-  for (int64_t x : v) {
-    out.push_back(x);
-    if (x >= limit) break;
-  }
-  return out;
-}
-
-int64_t pickAtMost(const std::vector<ir::KnobValue>& dom, int64_t want) {
-  int64_t best = std::get<int64_t>(dom.front());
-  for (const auto& v : dom)
-    if (std::get<int64_t>(v) <= want) best = std::get<int64_t>(v);
-  return best;
-}
 
 Expected<ir::Space> restrictSpace(const ir::Space& s, const std::string& spec) {
   ir::Space out = s;
@@ -61,12 +44,7 @@ namespace {
 
 Expected<ir::Space> familySpace(const ir::Kernel& k, const TargetDesc& t) {
   if (t.isGpu()) return gpuSpace(k, t);
-  switch (k.family) {
-    case ir::Family::Gemm: return gemmHostSpace(k, t);
-    case ir::Family::Elementwise: return elementwiseHostSpace(k, t);
-    case ir::Family::Attention: return attentionHostSpace(k, t);
-  }
-  return makeError(ErrorCode::Internal, "unknown family");
+  return hostSpace(k, t);
 }
 
 // Every knob and categorical value a space offers is one the knob table lists (targets/knob_table.h): the

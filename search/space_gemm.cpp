@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "codegen/codegen.h"
 #include "codegen/host_gemm_kvec.h"
 #include "ir/families.h"
+#include "ir/gemm_epilogue.h"
 #include "search/space.h"
 
 namespace tessera::search {
@@ -31,7 +31,7 @@ const std::vector<int64_t> kKC = {16, 32, 64, 128, 256, 384, 512, 768, 1024};
 // they can fuse the epilogue.
 std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t) {
   std::vector<ir::KnobValue> d = {std::string("plain"), std::string("packed")};
-  if (!codegen::hostGemmFusesEpilogue(g)) return d;
+  if (!ir::gemmEpilogueReadsRowwise(g)) return d;
   // f16/bf16 operands: the transform schedules convert element by element (25-40x slower than
   // blis at 1024^3): not worth a trial.
   if (g.inType != ir::ScalarType::F32) d.clear();

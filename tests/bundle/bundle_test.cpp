@@ -9,6 +9,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <span>
 
 #include <nlohmann/json.hpp>
 
@@ -17,7 +19,10 @@
 #include "bundle/table.h"
 #include "bundle/winners.h"
 #include "ir/text.h"
+#include "cache_service/client.h"
+#include "cache_service/server.h"
 #include "cache_service/store.h"
+#include "cache_service/tokens.h"
 #include "ir/builders.h"
 #include "ir/verifier.h"
 #include "measure/records.h"
@@ -337,4 +342,74 @@ TEST(BundleWrite, HalfPrecisionObjectsNeedOnlyTheirIsaLevel) {
   for (const auto& e : m["entries"])
     if (std::string(e["name"]).rfind(k.name, 0) == 0 && e["arch"] == "x86-64-v4") notes = e["notes"].dump();
   EXPECT_NE(notes.find("schedule=bf16dot is outside its domain"), std::string::npos) << m.dump(1);
+}
+
+// Issue 47 (readers fall back). The shared cache's winner is a claim this machine refutes: a config
+// the kernel's space here cannot run (mallory posted it before anyone sent the kernel's text, so the
+// service's legality rule had nothing to check it against) and the fastest. The bundle takes the
+// next candidate of the key in the winner order, the honest claim, and says what it skipped; once a
+// reader's dispute demoted the lie, the honest record is the winner itself. The control: without
+// fallbacks (sharedFallbacks 0, what the bundle did before) the entry is the untuned default.
+TEST(BundleResolve, ARefutedOrDisputedSharedWinnerFallsBackToTheNextCandidate) {
+  TempDir dir;
+  const std::string db = (dir.path / "shared.db").string();
+  auto tokens = cache::TokenStore::open(db);
+  ASSERT_TRUE(tokens.ok()) << tokens.error().message;
+  const std::string honest = *(*tokens)->add("honest", cache::Scope::Write);
+  const std::string mallory = *(*tokens)->add("mallory", cache::Scope::Write);
+  const std::string reader = *(*tokens)->add("reader", cache::Scope::Read);
+  cache::ServerOptions so;
+  so.db_path = db;
+  so.synchronous_full = false;
+  so.serve_ui = false;
+  auto server = cache::CacheServer::start(so);
+  ASSERT_TRUE(server.ok()) << server.error().message;
+  const std::string url = "http://127.0.0.1:" + std::to_string((*server)->port());
+  auto client = [&](const std::string& token) {
+    return std::make_unique<cache::CacheClient>(cache::CacheClientOptions{.base_url = url, .token = token});
+  };
+
+  ir::Kernel k = gemm(64, 64, 64);
+  const TargetDesc& t = hostTarget();
+  ir::Config good = nonDefault(k);
+  ir::Config bad = good;
+  bad.set("MR", int64_t(3));  // no register tile of the space
+  ASSERT_TRUE(search::makeSpace(k, t)->check(bad).has_value());
+  cache::Record lie = record(k, t, bad, 5);
+  ASSERT_TRUE(client(mallory)->put(std::span<const cache::Record>(&lie, 1)).ok);
+  cache::Record truth = record(k, t, good, 50);
+  truth.kernel_ir = ir::printKernel(k, {.anonymize = true});
+  ASSERT_TRUE(client(honest)->put(std::span<const cache::Record>(&truth, 1)).ok);
+
+  auto readerClient = client(reader);
+  RecordSources src;
+  src.client = readerClient.get();
+  std::vector<std::string> notes;
+  auto cands = resolveCandidates(k, t, src, {}, &notes);
+  ASSERT_TRUE(cands.ok()) << cands.error().str();
+  ASSERT_FALSE(cands->empty());
+  EXPECT_EQ(cands->front().source, "exact");
+  EXPECT_EQ(cands->front().config, good);
+  std::string said;
+  for (const auto& n : notes) said += n + "\n";
+  EXPECT_NE(said.find("MR=3"), std::string::npos) << said;
+  // The control: no fallbacks, the refuted winner leaves only the default.
+  ResolveSettings none;
+  none.sharedFallbacks = 0;
+  auto alone = resolveCandidates(k, t, src, none, &notes);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(alone->front().source, "default");
+  // The reader's dispute demotes the lie for every reader: the honest record is the winner.
+  auto listed = readerClient->candidates(cache::keyIdOf(lie.key), 2);
+  ASSERT_TRUE(listed.ok() && !listed->empty());
+  ASSERT_EQ(listed->front().config, bad.toJson());
+  auto disputed = readerClient->dispute(listed->front().id, "MR=3 is no register tile here");
+  ASSERT_TRUE(disputed.ok() && *disputed);
+  notes.clear();
+  auto after = resolveCandidates(k, t, src, none, &notes);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->front().source, "exact");
+  EXPECT_EQ(after->front().config, good);
+  (*server)->stop();
+  (*server)->wait();
 }

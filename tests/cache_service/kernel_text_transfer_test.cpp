@@ -34,7 +34,9 @@ std::string textOf(int n) {
 std::vector<json> recordsOf(int key, int n, int count) {
   std::vector<json> out;
   for (int i = 0; i < count; ++i) {
-    Record r = makeRecord({.key = key, .median_us = 10.0 + i, .config = "{\"KC\":" + std::to_string(i) + "}"});
+    // An elementwise key with a config of its space (legality.h): distinct configs by UNROLL.
+    Record r = makeRecord({.key = key, .median_us = 10.0 + i, .config = "{\"UNROLL\":" + std::to_string(1 << i) + "}"});
+    r.key.family = "elementwise";
     r.key.workload = sha256Hex(textOf(n));
     r.key_id = keyIdOf(r.key);
     json j = recordToJson(r);

@@ -104,7 +104,8 @@ TEST(Server, AnonymousReadsWhenAllowed) {
 TEST(Server, KernelTextMustHashToTheKeysWorkload) {
   ServerFixture f;
   const std::string text = "kernel _ : elementwise {\n  in t0: f32[4]\n  out t1: f32[4]\n  t1[v0] = t0[v0] + 1\n}\n";
-  Record r = makeRecord({.key = 7, .median_us = 10});
+  Record r = makeRecord({.key = 7, .median_us = 10, .config = "{\"VW\":4}"});
+  r.key.family = "elementwise";
   r.key.workload = sha256Hex(text);
   r.key_id = keyIdOf(r.key);
   json bad = recordToJson(r);
@@ -131,7 +132,8 @@ TEST(Server, KernelTextMustHashToTheKeysWorkload) {
 TEST(Server, KernelTextsAreServedByWorkloadAndCheckedAgain) {
   ServerFixture f;
   const std::string text = "kernel _ : elementwise {\n  in t0: f32[4]\n  out t1: f32[4]\n  t1[v0] = t0[v0] + 1\n}\n";
-  Record r = makeRecord({.key = 7, .median_us = 10});
+  Record r = makeRecord({.key = 7, .median_us = 10, .config = "{\"VW\":4}"});
+  r.key.family = "elementwise";
   r.key.workload = sha256Hex(text);
   r.key_id = keyIdOf(r.key);
   json good = recordToJson(r);

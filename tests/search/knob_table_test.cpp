@@ -8,10 +8,13 @@
 #include <string>
 #include <variant>
 
+#include "cache_service/legality.h"
 #include "cache_service/plausibility.h"
 #include "ir/builders.h"
+#include "ir/text.h"
 #include "measure/records.h"
 #include "search/space.h"
+#include "search/space_ops.h"
 #include "targets/gpu_targets.h"
 
 namespace tessera {
@@ -88,6 +91,42 @@ TEST(KnobTable, HostScheduleValuesAndThreadsOfEveryNamedHostAreSeen) {
   }
   EXPECT_TRUE(threads);
   for (const char* s : {"plain", "packed", "blis", "bf16dot", "amx", "kvec"}) EXPECT_TRUE(schedules.count(s)) << s;
+}
+
+// Issue 47 (one legality rule): the service checks a host record's config with the tuner's space
+// built for the key's ISA level and threads (search/config_rule.h), not for the writer's machine.
+// Every config any named host's space offers (its default and 200 samples per kernel) passes the
+// service's check on that host's key; the control: a value outside the domain is refused.
+TEST(KnobTable, TheServicesLegalityRuleAdmitsEveryConfigOfEveryNamedHost) {
+  search::Rng rng(47);
+  int checked = 0;
+  for (const auto& name : hostPresets()) {
+    TargetDesc t = *hostPreset(name);
+    for (const ir::Kernel& k : kernels()) {
+      auto space = search::makeSpace(k, t);
+      ASSERT_TRUE(space.ok()) << name << ": " << space.error().message;
+      cache::Record r;
+      r.key = search::hardKeyFor(k, t);
+      const std::optional<std::string> text = ir::printKernel(k, {.anonymize = true});
+      std::vector<ir::Config> configs = {space->defaults()};
+      for (int i = 0; i < 200; ++i)
+        if (auto c = search::sampleLegal(*space, rng)) configs.push_back(*c);
+      for (const ir::Config& c : configs) {
+        r.config = c.toJson();
+        Status s = cache::checkConfigLegal(r, text, "");
+        ASSERT_TRUE(s.ok()) << name << " " << r.key.family << " " << r.config << ": " << s.error().message;
+        ++checked;
+      }
+      if (const ir::Knob* vw = space->find("VW")) {
+        ir::Config bad = space->defaults();
+        bad.set("VW", int64_t(3));
+        ASSERT_EQ(vw->indexOf(bad.values["VW"]), -1);
+        r.config = bad.toJson();
+        EXPECT_FALSE(cache::checkConfigLegal(r, text, "").ok()) << name << " " << r.config;
+      }
+    }
+  }
+  EXPECT_GT(checked, 4 * 6 * 100);
 }
 
 }  // namespace

@@ -6,11 +6,19 @@
 // clear line, and `tessera tune` works under the poison end to end.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+#include <vector>
 #include <string>
 
 #include "ir/builders.h"
@@ -150,4 +158,64 @@ TEST_F(Poisoned, TuneCliUnderThePoison) {
   EXPECT_EQ(pcode, 0) << pout;
   EXPECT_NE(pout.find("rc=134"), std::string::npos) << pout;
   EXPECT_NE(pout.find("fork_poison"), std::string::npos) << pout;
+}
+
+namespace {
+
+// The measuring helpers this process started (children named tessera-measure).
+std::vector<pid_t> ownHelpers() {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || stat.find("(tessera-measure)") == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == getpid() && state != 'Z')
+      out.push_back(pid_t(std::stol(name)));
+  }
+  return out;
+}
+
+}  // namespace
+
+// Issue 47 (processes). Before: the tuner read the helper's pipe with no timeout, so a helper
+// stopped mid-batch (SIGSTOP) hung the tune for good, and a helper killed mid-batch made every
+// candidate of the batch a stored crash. Now a helper stopped for a few seconds is killed, and a
+// lost helper's batch is measured again in a fresh one: every candidate comes back measured. The
+// neighbour: a helper left alone answers in the same helper.
+TEST_F(Poisoned, AStoppedOrKilledHelperIsReplacedAndItsBatchMeasuredAgain) {
+  ir::Kernel k = gemm(64);
+  const TargetDesc& t = hostTarget();
+  MeasureSettings s = quick();
+  s.measure.minTimeSec = 0.3;
+  auto m = makeHostMeasurer(k, t, s);
+  ir::Config c = makeSpace(k, t)->defaults();
+  ASSERT_EQ(m->measure({c}).front().status, TrialStatus::Ok);
+  auto helpers = ownHelpers();
+  ASSERT_EQ(helpers.size(), 1u);
+  const pid_t first = helpers[0];
+  ASSERT_EQ(m->measure({c}).front().status, TrialStatus::Ok);
+  EXPECT_EQ(ownHelpers(), std::vector<pid_t>{first}) << "a healthy helper is kept";
+
+  for (int sig : {SIGSTOP, SIGKILL}) {
+    const pid_t victim = ownHelpers().at(0);
+    std::thread hit([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      ::kill(victim, sig);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    auto results = m->measure({c, c});
+    hit.join();
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_EQ(results.size(), 2u);
+    for (const auto& r : results) EXPECT_EQ(r.status, TrialStatus::Ok) << strsignal(sig) << ": " << r.message;
+    auto now = ownHelpers();
+    ASSERT_EQ(now.size(), 1u) << strsignal(sig);
+    EXPECT_NE(now[0], victim) << strsignal(sig) << ": the batch was answered before the signal (" << took << " s)";
+    EXPECT_LT(took, 60.0) << strsignal(sig);
+  }
 }
