@@ -20,8 +20,8 @@ SiScale siScaleFor(double v, int minPower, int maxPower) {
   if (a > 0 && std::isfinite(a)) {
     p = int(std::floor(std::log10(a) / 3));
     // log10 rounding at exact powers of 1000 (999.99999 vs 1000): settle on the mantissa itself.
-    if (a / std::pow(1000.0, p) >= 999.95) ++p;
     if (a / std::pow(1000.0, p) < 1) --p;
+    if (a / std::pow(1000.0, p) >= 999.95) ++p;  // shown as "1.000" of the next prefix
   }
   p = std::clamp(p, minPower, maxPower);
   return {p, kPrefixes[p + 4]};

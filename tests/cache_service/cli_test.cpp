@@ -142,7 +142,7 @@ TEST(Cli, ServeAndCacheCommands) {
   EXPECT_EQ(test::integrityCheck(backup_path), "ok");
   auto offline = runTessera({"serve", "backup", "--db", db, dir.file("offline.db")});
   ASSERT_EQ(offline.exit_code, 0) << offline.err;
-  EXPECT_EQ(test::queryRows(dir.file("offline.db"), "SELECT count(*) FROM records")[0][0], "2");
+  EXPECT_EQ(test::queryRows(dir.file("offline.db"), "SELECT count(*) FROM records")[0][0], "3");
 
   srv.kill(SIGTERM);
   EXPECT_TRUE(WIFEXITED(srv.exitStatus()) && WEXITSTATUS(srv.exitStatus()) == 0) << srv.log();
