@@ -24,6 +24,7 @@
 #include "measure/records.h"
 #include "search/space.h"
 #include "measure/trial.h"
+#include "support/si_format.h"
 
 namespace tessera::bundle {
 
@@ -46,11 +47,7 @@ struct Built {
   std::vector<std::pair<std::string, std::string>> files;
 };
 
-std::string micros(double us) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4g us", us);
-  return b;
-}
+std::string micros(double us) { return formatMicros(us); }
 
 std::string sanitize(const std::string& s) {
   std::string o;
@@ -254,17 +251,18 @@ Expected<Built> buildGpu(const ir::Kernel& k, const TargetDesc& t, const Candida
   return b;
 }
 
-// The flags a program linking the bundle needs. Host kernels tuned with THREADS > 1 call LLVM's
-// OpenMP runtime (__kmpc_fork_call ...), which then comes with the program (libomp.so, found at run
-// time through the rpath); single-threaded bundles need nothing beyond libc.
+// The flags a program linking the bundle needs. Host kernels tuned with THREADS > 1 call the
+// OpenMP runtime's __kmpc_* entry points (LLVM's ABI, which GCC's libgomp does not provide): the
+// program takes libomp.so.5 by its soname from the system's package (Debian/Ubuntu libomp5,
+// Fedora libomp), never through an rpath into LLVM's folder, which a deployment machine does not
+// have. The -L is for a build machine whose only libomp is LLVM's (a missing folder is ignored);
+// single-threaded bundles need nothing beyond libc.
 std::string linkFlags(bool openmp) {
   std::string flags = "-ldl -lpthread -lm";
+  if (!openmp) return flags;
   const std::string omp = TESSERA_LIBOMP;
-  if (openmp && !omp.empty()) {
-    const std::string libdir = fs::path(omp).parent_path().string();
-    flags += " -L" + libdir + " -lomp -Wl,-rpath," + libdir;
-  }
-  return flags;
+  if (!omp.empty()) flags += " -L" + fs::path(omp).parent_path().string();
+  return flags + " -l:libomp.so.5";
 }
 
 bool usesThreads(const json& config) {

@@ -180,17 +180,7 @@ ApiResponse routeWorkersList(RouteContext& c, const ApiRequest& r, const RouteMa
   auto ws = q->workers(f, c.opts.queue);
   if (!ws.ok()) return storageProblem(ws.error());
   json arr = json::array();
-  for (const WorkerInfo& w : *ws)
-    arr.push_back(json{{"id", w.id},           {"token", w.token},
-                       {"target", w.target},   {"arch", w.arch},
-                       {"units", w.units},     {"model", w.model},
-                       {"device", w.device},   {"host", w.host},
-                       {"tessera_version", w.tessera_version}, {"llvm_version", w.llvm_version},
-                       {"toolkit_version", w.toolkit_version}, {"driver_version", w.driver_version},
-                       {"runtime_version", w.runtime_version},
-                       {"slots", w.slots},     {"live", w.live},
-                       {"leased", w.leased},   {"registered_at", w.registered_at},
-                       {"last_seen", w.last_seen}, {"quarantined", w.quarantined}});
+  for (const WorkerInfo& w : *ws) arr.push_back(workerInfoToJson(w));
   return jsonResponse(json{{"workers", arr}});
 }
 

@@ -10,6 +10,28 @@
 
 namespace tessera::cache {
 
+nlohmann::json workerInfoToJson(const WorkerInfo& w) {
+  return nlohmann::json{{"id", w.id},
+                        {"token", w.token},
+                        {"target", w.target},
+                        {"arch", w.arch},
+                        {"units", w.units},
+                        {"model", w.model},
+                        {"device", w.device},
+                        {"host", w.host},
+                        {"tessera_version", w.tessera_version},
+                        {"llvm_version", w.llvm_version},
+                        {"toolkit_version", w.toolkit_version},
+                        {"driver_version", w.driver_version},
+                        {"runtime_version", w.runtime_version},
+                        {"slots", w.slots},
+                        {"live", w.live},
+                        {"leased", w.leased},
+                        {"registered_at", w.registered_at},
+                        {"last_seen", w.last_seen},
+                        {"quarantined", w.quarantined}};
+}
+
 std::optional<ReportResult> settledReport(const std::string& state, const std::string& holder,
                                           const std::string& worker_id, int64_t record_id) {
   ReportResult res;

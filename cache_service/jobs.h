@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,10 @@ struct WorkerInfo {
   // (POST /v1/jobs/{id}/check). A quarantined worker may not lease, heartbeat or report again.
   std::string quarantined;
 };
+
+// A worker's wire form, every field: what GET /v1/workers answers and `tessera workers --json`
+// prints (one function, so neither drops a field the other has).
+nlohmann::json workerInfoToJson(const WorkerInfo& w);
 
 struct WorkerFilter {
   std::string target, arch, model;  // empty: any

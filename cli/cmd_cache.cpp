@@ -90,6 +90,19 @@ struct SelectorArgs {
   }
 };
 
+// What a put or an import did, in the user's terms: records new to the service against those it
+// already had (the same fingerprint), then what they did to the winners. The service's "kept" counts
+// every record that did not become its key's winner, new ones included, so it is not shown as such.
+std::string storedLine(int64_t records, int64_t duplicates, int64_t firstWinners, int64_t betterWinners,
+                       const std::string& verb) {
+  const int64_t fresh = records - duplicates, winners = firstWinners + betterWinners;
+  std::string s = verb + std::to_string(records) + " record" + (records == 1 ? "" : "s") + ": " + std::to_string(fresh) +
+                  " new, " + std::to_string(duplicates) + " already present; winners: " + std::to_string(firstWinners) +
+                  " of new keys, " + std::to_string(betterWinners) + " improved";
+  if (fresh > winners) s += " (" + std::to_string(fresh - winners) + " new records did not beat their key's winner)";
+  return s;
+}
+
 // A record file: one JSON record, an array, {"records": [...]}, or JSON lines.
 std::vector<cache::Record> parseRecords(const std::string& text, const std::string& source) {
   std::vector<cache::Record> out;
@@ -128,6 +141,8 @@ void addCacheCommand(CLI::App& app) {
   // Subcommands created below inherit this: `tessera cache get --cache URL` works as well as
   // `tessera cache --cache URL get`.
   c->fallthrough();
+  // One --json for every subcommand (one of them runs): an answer already JSON stays as it is.
+  auto json = std::make_shared<bool>(false);
 
   // get
   struct GetArgs {
@@ -150,6 +165,7 @@ void addCacheCommand(CLI::App& app) {
   get->add_option("--units", g->units,
                   "threads (host: default all cores, as --threads everywhere) or SMs/CUs (GPU targets)");
   get->add_flag("--no-nearest", g->no_nearest, "exact key only");
+  addJsonFlag(get, *json, "accepted: the record is printed as JSON anyway");
   get->callback([args, g] {
     cache::CacheClient client = makeClient(*args);
     auto isHex = [](const std::string& v) { return v.find_first_not_of("0123456789abcdef") == std::string::npos; };
@@ -230,6 +246,7 @@ void addCacheCommand(CLI::App& app) {
     if (!res.warning.empty()) std::fprintf(stderr, "tessera: warning: %s\n", res.warning.c_str());
     if (res.kind == cache::LookupResult::Kind::Miss) {
       std::fprintf(stderr, "miss\n");
+      printJsonError("miss", kExitNotFound);
       throw CLI::RuntimeError(kExitNotFound);
     }
     std::printf("%s\n", nlohmann::json::parse(res.raw_json).dump(2).c_str());
@@ -239,7 +256,8 @@ void addCacheCommand(CLI::App& app) {
   auto put_file = std::make_shared<std::string>();
   CLI::App* put = c->add_subcommand("put", "Submit records from a file (JSON, JSON array or JSON lines; - = stdin)");
   put->add_option("file", *put_file, "input")->required();
-  put->callback([args, put_file] {
+  addJsonFlag(put, *json);
+  put->callback([args, put_file, json] {
     auto records = parseRecords(readInput(*put_file), *put_file);
     if (records.empty()) fail("no records in " + *put_file, kExitBadInput);
     cache::CacheClient client = makeClient(*args);
@@ -254,8 +272,15 @@ void addCacheCommand(CLI::App& app) {
       ++counts[static_cast<int>(r.outcome)];
       duplicates += r.duplicate;
     }
-    std::printf("%zu records: inserted %d, improved %d, kept %d (duplicates %d)\n", res.results.size(), counts[0],
-                counts[1], counts[2], duplicates);
+    if (*json) {
+      std::printf("%s\n", nlohmann::json({{"records", res.results.size()}, {"new", int(res.results.size()) - duplicates},
+                                          {"duplicates", duplicates}, {"inserted", counts[0]}, {"improved", counts[1]},
+                                          {"kept", counts[2]}})
+                              .dump(2)
+                              .c_str());
+      return;
+    }
+    std::printf("%s\n", storedLine(int64_t(res.results.size()), duplicates, counts[0], counts[1], "").c_str());
   });
 
   // export
@@ -263,7 +288,8 @@ void addCacheCommand(CLI::App& app) {
   CLI::App* exp = c->add_subcommand("export", "Write records as JSON lines (all, or those after --since)");
   exp->add_option("--since", ex->first, "export records with id > since")->capture_default_str();
   exp->add_option("-o,--out", ex->second, "output file (- = stdout)")->capture_default_str();
-  exp->callback([args, ex] {
+  addJsonFlag(exp, *json, "with -o FILE: the summary as JSON on stdout (the records are JSON lines either way)");
+  exp->callback([args, ex, json] {
     cache::CacheClient client = makeClient(*args, /*bulk=*/true);
     std::ofstream file;
     if (ex->second != "-") {
@@ -283,7 +309,10 @@ void addCacheCommand(CLI::App& app) {
     }
     out.flush();
     if (!out) fail("write failed", kExitFailure);
-    std::fprintf(stderr, "exported %zu records; next --since %lld\n", lines, static_cast<long long>(since));
+    if (*json && ex->second != "-")
+      std::printf("%s\n", nlohmann::json({{"records", lines}, {"next_since", since}, {"out", ex->second}}).dump(2).c_str());
+    else
+      std::fprintf(stderr, "exported %zu records; next --since %lld\n", lines, static_cast<long long>(since));
   });
 
   // import
@@ -291,7 +320,8 @@ void addCacheCommand(CLI::App& app) {
   CLI::App* imp = c->add_subcommand("import", "Import JSON lines (idempotent; merged best-wins)");
   imp->add_option("file", im->first, "JSON-lines file (- = stdin)")->required();
   imp->add_flag("--partial", im->second, "import the valid lines even if some are invalid");
-  imp->callback([args, im] {
+  addJsonFlag(imp, *json);
+  imp->callback([args, im, json] {
     const std::string text = readInput(im->first);
     // The service refuses a chunk with any invalid line, but chunks are separate requests: check
     // every line first so a bad line late in the file cannot leave a half-done import.
@@ -329,16 +359,19 @@ void addCacheCommand(CLI::App& app) {
       ++chunks;
       start = end;
     }
-    std::printf("imported %lld records: inserted %lld, improved %lld, kept %lld (duplicates %lld)\n",
-                static_cast<long long>(totals[0]), static_cast<long long>(totals[1]),
-                static_cast<long long>(totals[2]), static_cast<long long>(totals[3]),
-                static_cast<long long>(totals[4]));
+    if (*json) {
+      std::printf("%s\n", nlohmann::json({{"records", totals[0]}, {"new", totals[0] - totals[4]}, {"duplicates", totals[4]},
+                                          {"inserted", totals[1]}, {"improved", totals[2]}, {"kept", totals[3]}})
+                              .dump(2)
+                              .c_str());
+      return;
+    }
+    std::printf("%s\n", storedLine(totals[0], totals[4], totals[1], totals[2], "imported ").c_str());
   });
 
   CLI::App* stats = c->add_subcommand("stats", "Service status: counts, sizes, version (JSON)");
   // It prints JSON either way; --json is accepted for scripts that pass it to every command.
-  static bool statsJson = false;
-  stats->add_flag("--json", statsJson, "machine-readable output (what it prints anyway)");
+  addJsonFlag(stats, *json, "machine-readable output (what it prints anyway)");
   stats->callback([args] {
     cache::CacheClient client = makeClient(*args);
     auto s = client.status();
@@ -359,6 +392,7 @@ void addCacheCommand(CLI::App& app) {
   list->add_option("--until", la->until, "received before this UTC time");
   list->add_option("--quarantined", la->quarantined, "0, 1 or all")->capture_default_str();
   list->add_option("--limit", la->limit, "records at most")->capture_default_str();
+  addJsonFlag(list, *json, "accepted: the records are JSON lines anyway");
   list->callback([args, la] {
     cache::CacheClient client = makeClient(*args, /*bulk=*/true);
     std::string base;
@@ -388,13 +422,18 @@ void addCacheCommand(CLI::App& app) {
                     : "Quarantine records (kept, never served or a winner) by id, key, writer or time received (admin token)");
     sel->add(cmd);
     if (std::string(action) == "quarantine") cmd->add_flag("--release", *release, "release them from quarantine instead");
-    cmd->callback([args, sel, release, action] {
+    addJsonFlag(cmd, *json);
+    cmd->callback([args, sel, release, action, json] {
       cache::CacheClient client = makeClient(*args, /*bulk=*/true);
       const std::string route = std::string(action) == "delete" ? "delete" : *release ? "release" : "quarantine";
       auto res = client.adminAction(route, sel->json());
       if (!res.ok()) failService(res.error());
       auto j = nlohmann::json::parse(*res, nullptr, false);
       const int64_t n = j.is_object() ? j.value("records", int64_t{0}) : 0;
+      if (*json) {
+        std::printf("%s\n", nlohmann::json({{"action", route}, {"dry_run", sel->dry_run}, {"records", n}}).dump(2).c_str());
+        return;
+      }
       std::printf("%s%s %lld records\n", sel->dry_run ? "would " : "",
                   route == "delete" ? (sel->dry_run ? "delete" : "deleted")
                   : route == "release" ? (sel->dry_run ? "release" : "released")
@@ -406,10 +445,16 @@ void addCacheCommand(CLI::App& app) {
   auto label = std::make_shared<std::string>();
   CLI::App* backup = c->add_subcommand("backup", "Ask the service for an online backup (admin token)");
   backup->add_option("--label", *label, "suffix for the backup file name");
-  backup->callback([args, label] {
+  addJsonFlag(backup, *json);
+  backup->callback([args, label, json] {
     cache::CacheClient client = makeClient(*args, /*bulk=*/true);
     auto s = client.backup(*label);
     if (!s.ok()) failService(s.error());
+    if (*json) {
+      auto j = nlohmann::json::parse(*s, nullptr, false);
+      std::printf("%s\n", (j.is_discarded() ? nlohmann::json({{"backup", *s}}) : j).dump(2).c_str());
+      return;
+    }
     std::printf("%s\n", s->c_str());
   });
 }

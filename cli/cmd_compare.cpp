@@ -109,8 +109,20 @@ Expected<ir::Kernel> storedKernel(cache::RecordStore& store, cache::CacheClient&
   // `bundle --all-winners --cache` or `best` leave behind); two are enough to call it ambiguous.
   TESSERA_ASSIGN(auto texts, store.kernelTextWorkloads(given, 2));
   workloads.insert(texts.begin(), texts.end());
+  // A key this store has never seen (tuned on another machine, `tune --cache`): the shared cache's
+  // kernel table resolves a key_id or a workload hash, full or a prefix, the same way.
+  if (workloads.empty() && client.enabled()) {
+    auto found = client.findKeys(given, 100);
+    if (!found.ok() && found.error().code != ErrorCode::NotFound) return found.takeError();
+    if (found.ok())
+      for (const auto& m : *found)
+        if (m.key_id.rfind(given, 0) == 0 || m.key.workload.rfind(given, 0) == 0) workloads.insert(m.key.workload);
+  }
   if (workloads.empty() && given.size() == 64) workloads.insert(given);  // a workload hash this store has no key of
-  if (workloads.empty()) return makeError(ErrorCode::NotFound, "key " + given + ": no kernel in the store has that key_id or workload hash");
+  if (workloads.empty())
+    return makeError(ErrorCode::NotFound, "key " + given + ": no kernel in the store" +
+                                              (client.enabled() ? std::string(" or the shared cache") : std::string()) +
+                                              " has that key_id or workload hash");
   if (workloads.size() > 1)
     return makeError(ErrorCode::InvalidArgument, "key " + given + ": " + std::to_string(workloads.size()) + " kernels match; give more digits");
   const std::string w = *workloads.begin();

@@ -3,8 +3,11 @@
 // use it. Idempotent: the store keeps one copy of identical records.
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 
+#include "support/si_format.h"
+#include "cache_service/record_json.h"
 #include "cache_service/store.h"
 #include "cli/commands.h"
 #include "search/import.h"
@@ -15,6 +18,7 @@ namespace {
 
 struct ImportArgs {
   std::string file, db = "tessera.db", target;
+  bool json = false;
 };
 
 void runKernelTunerImport(const ImportArgs& a) {
@@ -35,6 +39,18 @@ void runKernelTunerImport(const ImportArgs& a) {
     keys.insert((*res)[i].key_id);
   }
   const cache::Record& r0 = recs->front();
+  if (a.json) {
+    nlohmann::json j = {{"file", a.file}, {"db", a.db}, {"records", recs->size()}, {"new", fresh},
+                        {"already_present", dup}, {"ok", ok}, {"failed", recs->size() - ok},
+                        {"key", cache::hardKeyToJson(r0.key)}, {"best", nlohmann::json::array()}};
+    for (const auto& k : keys) {
+      auto best = (*store)->best(k);
+      if (best.ok() && *best)
+        j["best"].push_back({{"key_id", k}, {"median_us", (*best)->record.median_us}, {"config", (*best)->record.config}});
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
   std::printf("imported %s: %zu records (%zu new, %zu already present; %zu ok, %zu failed) into %s\n",
               a.file.c_str(), recs->size(), fresh, dup, ok, recs->size() - ok, a.db.c_str());
   std::printf("  kernel %s, problem %s, dtype %s, target %s\n", r0.key.family.c_str(),
@@ -42,7 +58,7 @@ void runKernelTunerImport(const ImportArgs& a) {
   for (const auto& k : keys) {
     auto best = (*store)->best(k);
     if (best.ok() && *best)
-      std::printf("  key %s: best %s ms with %s\n", k.c_str(), formatDouble((*best)->record.median_us / 1000).c_str(),
+      std::printf("  key %s: best %s with %s\n", k.c_str(), formatMicros((*best)->record.median_us).c_str(),
                   (*best)->record.config.c_str());
   }
 }
@@ -57,6 +73,7 @@ void addImportCommand(CLI::App& app) {
   kt->add_option("FILE", args->file, "Kernel Tuner cache file")->required();
   kt->add_option("--db", args->db, "SQLite store")->capture_default_str();
   kt->add_option("--target", args->target, "device name (required when the file's device_name is empty)");
+  addJsonFlag(kt, args->json);
   kt->callback([args] { runKernelTunerImport(*args); });
 }
 

@@ -25,6 +25,7 @@ struct ReportArgs {
   std::vector<std::string> keys;
   int max_records = 20000;
   int max_kernels = 20;
+  bool json = false;
 };
 
 bool isHexPrefix(const std::string& s) {
@@ -126,6 +127,13 @@ void runReport(const ReportArgs& a) {
     std::remove(tmp.c_str());
     fail("cannot write " + a.out, kExitBadInput);
   }
+  if (a.json) {
+    std::printf("%s\n", nlohmann::json({{"out", a.out}, {"kernels", keys.size()}, {"records", records},
+                                        {"bytes", html.size()}})
+                            .dump(2)
+                            .c_str());
+    return;
+  }
   std::printf("%s: %zu kernel%s, %zu record%s, %zu KiB (open it in a browser; nothing is fetched)\n", a.out.c_str(),
               keys.size(), keys.size() == 1 ? "" : "s", records, records == 1 ? "" : "s", html.size() / 1024);
 }
@@ -141,6 +149,7 @@ void addReportCommand(CLI::App& app) {
   c->add_option("-o,--output", a->out, "the HTML file to write")->required();
   c->add_option("--max-records", a->max_records, "records per kernel at most (the newest are left out)")
       ->capture_default_str();
+  addJsonFlag(c, a->json);
   c->callback([a] { runReport(*a); });
 }
 

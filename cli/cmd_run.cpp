@@ -98,7 +98,7 @@ void runGpu(const ir::Kernel& k, const TargetDesc& t, const ir::Config& cfg, con
   } else {
     std::printf("kernel      %s\ntarget      %s (%s)\nconfig      %s (%s)\nran on      %s\n", k.name.c_str(), t.name.c_str(),
                 t.model.c_str(), cfg.str().c_str(), bin->strategy.c_str(), where.c_str());
-    if (!emulated) std::printf("time        %.3f ms per launch sequence\n", us / 1e3);
+    if (!emulated) std::printf("time        %s per launch sequence\n", fmtTime(us).c_str());
     std::printf("launch      %s\nresources   %s\ncheck       %s  max abs err %.2e, max rel err %.2e (tolerance %.0e)%s\n",
                 bin->launch.str().c_str(), bin->resources.summary().c_str(), cmp.ok ? "ok" : "WRONG", cmp.maxAbsErr,
                 cmp.maxRelErr, cmp.tolerance, cmp.ok ? "" : ("; first bad " + cmp.firstBad).c_str());

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cache_service/engine.h"
 #include "cache_service/server.h"
@@ -197,7 +198,7 @@ void runServer(const ServeArgs& a) {
 
 // `serve migrate`: progress on stderr, the verification table on stdout, one line and a non-zero
 // exit for anything wrong (a table that differs after the copy: exit 1, naming it).
-void runMigrate(cache::MigrateOptions o) {
+void runMigrate(cache::MigrateOptions o, bool json) {
   const auto start = std::chrono::steady_clock::now();
   o.progress = [start](const std::string& line) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -207,6 +208,22 @@ void runMigrate(cache::MigrateOptions o) {
   auto report = cache::migrateStore(o);
   if (!report.ok()) failWith(report.error());
   const cache::MigrateReport& r = *report;
+  if (json) {
+    nlohmann::json j = {{"from", r.from_shown}, {"to", r.to_shown}, {"resumed", r.resumed},
+                        {"already_done", r.already_done}, {"verified", r.mismatch.empty()}, {"tables", nlohmann::json::array()}};
+    for (const cache::MigrateCheck& c : r.checks)
+      j["tables"].push_back({{"table", c.table}, {"source_rows", c.source_rows}, {"destination_rows", c.destination_rows},
+                             {"source_sha256", c.source_sha256}, {"destination_sha256", c.destination_sha256},
+                             {"equal", c.equal()}});
+    if (!r.mismatch.empty()) j["mismatch"] = r.mismatch;
+    std::printf("%s\n", j.dump(2).c_str());
+    std::fflush(stdout);
+    if (!r.mismatch.empty()) {
+      std::fprintf(stderr, "tessera: error: verification failed: table %s differs\n", r.mismatch.c_str());
+      throw CLI::RuntimeError(kExitFailure);
+    }
+    return;
+  }
   std::printf("%s -> %s%s\n", r.from_shown.c_str(), r.to_shown.c_str(),
               r.already_done ? " (finished before: verified again)" : r.resumed ? " (continued)" : "");
   std::printf("%-28s %12s %12s  %-16s %-16s %s\n", "TABLE", "SOURCE", "DESTINATION", "SOURCE SHA-256",
@@ -309,18 +326,26 @@ void addServeCommand(CLI::App& app) {
   CLI::App* token = serve->add_subcommand("token", "Manage bearer tokens (stored as hashes)");
   token->require_subcommand(1);
 
+  // One --json for the subcommands below (one of them runs).
+  auto json = std::make_shared<bool>(false);
   auto add = std::make_shared<std::tuple<std::string, std::string, std::string>>("tessera.db", "", "read");
   CLI::App* tadd = token->add_subcommand("add", "Create a token and print its secret (shown once)");
   addStoreOption(tadd, std::get<0>(*add));
   tadd->add_option("name", std::get<1>(*add), "token name (e.g. a person or a CI job)")->required();
   tadd->add_option("--scope", std::get<2>(*add), "read, write, admin, or worker (lease and report only)")
       ->capture_default_str();
-  tadd->callback([add] {
+  addJsonFlag(tadd, *json);
+  tadd->callback([add, json] {
     auto scope = cache::parseScope(std::get<2>(*add));
     if (!scope) fail("--scope must be read, write, admin or worker", kExitBadInput);
     auto secret = openTokens(std::get<0>(*add))->add(std::get<1>(*add), *scope);
     if (!secret.ok()) fail(secret.error().message);
-    std::printf("%s\n", secret->c_str());
+    if (*json)
+      std::printf("%s\n", nlohmann::json({{"name", std::get<1>(*add)}, {"scope", std::get<2>(*add)}, {"secret", *secret}})
+                              .dump(2)
+                              .c_str());
+    else
+      std::printf("%s\n", secret->c_str());
     std::fprintf(stderr, "token '%s' (%s) created; store the secret now, it is not kept\n",
                  std::get<1>(*add).c_str(), std::get<2>(*add).c_str());
   });
@@ -328,9 +353,18 @@ void addServeCommand(CLI::App& app) {
   auto list_db = std::make_shared<std::string>("tessera.db");
   CLI::App* tlist = token->add_subcommand("list", "List tokens (names, scopes, hash prefixes)");
   addStoreOption(tlist, *list_db);
-  tlist->callback([list_db] {
+  addJsonFlag(tlist, *json);
+  tlist->callback([list_db, json] {
     auto all = openTokens(*list_db)->list();
     if (!all.ok()) fail(all.error().message);
+    if (*json) {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& t : *all)
+        arr.push_back({{"name", t.name}, {"scope", std::string(cache::scopeName(t.scope))}, {"hash_prefix", t.hash_prefix},
+                       {"created_at", t.created_at}, {"revoked_at", t.revoked_at}});
+      std::printf("%s\n", arr.dump(2).c_str());
+      return;
+    }
     std::printf("%-24s %-6s %-14s %-21s %s\n", "NAME", "SCOPE", "HASH", "CREATED", "REVOKED");
     for (const auto& t : *all)
       std::printf("%-24s %-6s %-14s %-21s %s\n", t.name.c_str(), std::string(cache::scopeName(t.scope)).c_str(),
@@ -343,13 +377,17 @@ void addServeCommand(CLI::App& app) {
   trev->add_option("name", std::get<1>(*rev), "token name")->required();
   trev->add_option("--retract", std::get<2>(*rev),
                    "also retract the records it wrote: quarantine (kept, never served) or delete");
-  trev->callback([rev] {
+  addJsonFlag(trev, *json);
+  trev->callback([rev, json] {
     const auto& [db, name, retract] = *rev;
     if (!retract.empty() && retract != "quarantine" && retract != "delete")
       fail("--retract must be quarantine or delete", kExitBadInput);
     if (Status s = openTokens(db)->revoke(name); !s.ok()) fail(s.error().message);
-    std::printf("revoked %s\n", name.c_str());
-    if (retract.empty()) return;
+    if (!*json) std::printf("revoked %s\n", name.c_str());
+    if (retract.empty()) {
+      if (*json) std::printf("%s\n", nlohmann::json({{"revoked", name}}).dump(2).c_str());
+      return;
+    }
     // Through the store, so the winners of the affected keys are recomputed; a running server
     // notices the commit within its refresh interval and reloads its winners.
     auto store = cache::openStore(db);
@@ -357,6 +395,10 @@ void addServeCommand(CLI::App& app) {
     auto n = (*store)->administer({.writer = name},
                                   retract == "delete" ? cache::AdminAction::Delete : cache::AdminAction::Quarantine);
     if (!n.ok()) fail(n.error().message);
+    if (*json) {
+      std::printf("%s\n", nlohmann::json({{"revoked", name}, {"retract", retract}, {"records", *n}}).dump(2).c_str());
+      return;
+    }
     std::printf("%s %lld records written by %s\n", retract == "delete" ? "deleted" : "quarantined",
                 static_cast<long long>(*n), name.c_str());
   });
@@ -377,18 +419,23 @@ void addServeCommand(CLI::App& app) {
       ->required();
   migrate->add_option("--batch-rows", mig->batch_rows, "rows per destination transaction (1..100000)")
       ->capture_default_str();
-  migrate->callback([mig] { runMigrate(*mig); });
+  addJsonFlag(migrate, *json);
+  migrate->callback([mig, json] { runMigrate(*mig, *json); });
 
   auto bk = std::make_shared<std::pair<std::string, std::string>>("tessera.db", "");
   CLI::App* backup = serve->add_subcommand(
       "backup", "Write a consistent copy of a SQLite store (safe while serving; PostgreSQL: use pg_dump)");
   addStoreOption(backup, bk->first);
   backup->add_option("out", bk->second, "new file to write")->required();
-  backup->callback([bk] {
+  addJsonFlag(backup, *json);
+  backup->callback([bk, json] {
     auto store = cache::openStore(bk->first);
     if (!store.ok()) fail(store.error().message);
     if (Status s = (*store)->backup(bk->second); !s.ok()) fail(s.error().message);
-    std::printf("backup written to %s\n", bk->second.c_str());
+    if (*json)
+      std::printf("%s\n", nlohmann::json({{"backup", bk->second}}).dump(2).c_str());
+    else
+      std::printf("backup written to %s\n", bk->second.c_str());
   });
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "cache_service/client.h"
+#include "cache_service/endpoints.h"
 #include "cache_service/record_json.h"
 #include "cache_service/store.h"
 #include "cli/commands.h"
@@ -33,6 +34,7 @@
 #include "search/warm_start.h"
 #include "session/tune_request.h"
 #include "support/progress.h"
+#include "support/si_format.h"
 
 namespace tessera::cli {
 
@@ -134,6 +136,26 @@ nlohmann::json trialJson(const search::TrialResult& r) {
           {"bound", r.bound}};
 }
 
+// Said of a stored winner without the re-measured mark: a tune under load stores its winner so
+// (search/timing_load.h), and it must not read later as a winner tuned on a quiet machine.
+constexpr const char* kNotRemeasured =
+    "; not re-measured: a single measurement, or timed under load (--force tunes it again)";
+
+// What the run sent to the shared cache, in one line ("" when no shared cache was asked).
+std::string pushedLine(const search::SessionResult::Pushed& p) {
+  if (p.to.empty()) return "";
+  std::string s = "shared cache " + std::to_string(p.records) + " record" + (p.records == 1 ? "" : "s") + " pushed to " +
+                  cache::redactUrl(p.to);
+  if (p.rejected) s += ", " + std::to_string(p.rejected) + " refused as invalid";
+  if (p.remaining) s += ", " + std::to_string(p.remaining) + " waiting (pushed by a later run)";
+  return s;
+}
+
+nlohmann::json pushedJson(const search::SessionResult::Pushed& p) {
+  if (p.to.empty()) return nullptr;
+  return {{"to", cache::redactUrl(p.to)}, {"records", p.records}, {"rejected", p.rejected}, {"remaining", p.remaining}};
+}
+
 // The estimate of the winner in full: its predicted time and bound, the model's terms, the tile
 // choices and the compiler's resources. Nothing ran: every number is labelled a prediction.
 void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search::SessionResult& res,
@@ -141,14 +163,21 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
   const auto& b = *res.tune.best;
   std::printf("\nkernel       %s  (key %.12s, store %s)\n", k.name.c_str(), res.keyId.c_str(), db.c_str());
   std::printf("best config  %s\n", b.config.str().c_str());
-  std::printf("estimate     %s  (%s, %s-bound; predicted, nothing ran; stored as estimated)\n",
-              fmtTime(b.samples.median_us).c_str(), b.estimator.c_str(), b.bound.c_str());
-  std::printf("gpu          %s: %.3g GHz, %.1f TFLOP/s FP32, %.1f TFLOP/s %s, %.0f GB/s, %.0f MB L2\n", targetLabel(t).c_str(),
-              t.clockGHz, t.peakGflopsF32 / 1000, t.computePeakGflops(ir::kernelInputType(k)) / 1000,
-              std::string(ir::typeName(ir::kernelInputType(k))).c_str(), t.memBandwidthGBs, double(t.l2Bytes_gpu) / (1024.0 * 1024.0));
+  const session::EstimateDetail detail = session::explainEstimate(k, b.config, t);
+  // The bound by the term that decides it, with the rate the model holds that term to (an
+  // L2-bound kernel is not called DRAM-bound, nor cited with DRAM's bandwidth).
+  std::string bound = b.bound + "-bound";
+  if (detail.estimate && !detail.estimate->model.bindingRate.empty())
+    bound += ": " + detail.estimate->model.bindingRate;
+  std::printf("estimate     %s  (%s, %s; predicted, nothing ran; stored as estimated)\n",
+              fmtTime(b.samples.median_us).c_str(), b.estimator.c_str(), bound.c_str());
+  std::printf("gpu          %s: %s, %s FP32, %s %s, DRAM %s, L2 %s\n", targetLabel(t).c_str(),
+              formatSi(t.clockGHz * 1e9, "Hz").c_str(), formatSi(t.peakGflopsF32 * 1e9, "FLOP/s").c_str(),
+              formatSi(t.computePeakGflops(ir::kernelInputType(k)) * 1e9, "FLOP/s").c_str(),
+              std::string(ir::typeName(ir::kernelInputType(k))).c_str(), formatSi(t.memBandwidthGBs * 1e9, "B/s").c_str(),
+              formatSi(double(t.l2Bytes_gpu), "B").c_str());
   std::printf("throughput   %s  (%.1f%% of the %s's %s, predicted)\n", fmtThroughput(k, b.throughput).c_str(),
               100 * b.peakFraction, t.model.c_str(), ir::isComputeBound(k) ? "compute peak" : "memory bandwidth");
-  const session::EstimateDetail detail = session::explainEstimate(k, b.config, t);
   if (const auto& e = detail.estimate) {
     std::string terms;
     for (const auto& term : e->model.terms)
@@ -283,18 +312,22 @@ void tuneCommand(const TuneFlags& f) {
                           {"target", targetJson(*t)},
                           {"outcome", hit.status == cache::RecordStatus::Estimated ? "already-estimated" : "already-tuned"},
                           {"from", res.cachedFrom},
-                          {"record", nlohmann::json::parse(cache::encodeRecord(hit))}};
+                          {"record", nlohmann::json::parse(cache::encodeRecord(hit))},
+                          {"pushed", pushedJson(res.pushed)}};
       std::printf("%s\n", j.dump(2).c_str());
       return;
     }
+    // An answer from the store pushes only what earlier runs left waiting: said when there was any.
+    if (const auto& p = res.pushed; p.records + p.rejected + p.remaining > 0) std::printf("%s\n", pushedLine(p).c_str());
     if (hit.status == cache::RecordStatus::Estimated)
       std::printf("already estimated: %s on %s -> %s (%s predicted by %s, %s-bound; no measurement yet)\n",
                   k->name.c_str(), t->name.c_str(), hit.config.c_str(), fmtTime(hit.median_us).c_str(),
                   hit.estimator.c_str(), hit.bound.c_str());
     else
-      std::printf("already tuned: %s on %s -> %s (%s median, %s)\n", k->name.c_str(), t->name.c_str(),
+      std::printf("already tuned: %s on %s -> %s (%s median, %s)%s\n", k->name.c_str(), t->name.c_str(),
                   hit.config.c_str(), fmtTime(hit.median_us).c_str(),
-                  fmtThroughput(*k, ir::isComputeBound(*k) ? hit.gflops : hit.gbps).c_str());
+                  fmtThroughput(*k, ir::isComputeBound(*k) ? hit.gflops : hit.gbps).c_str(),
+                  hit.remeasured ? "" : kNotRemeasured);
     std::printf("use --resume to continue the search or --force to start over\n");
     return;
   }
@@ -326,7 +359,12 @@ void tuneCommand(const TuneFlags& f) {
                         {"interrupted", interrupted},
                         {"measured_on", measure.where},
                         {"emulated", measure.emulated},
-                        {"estimated", measure.estimated}};
+                        {"estimated", measure.estimated},
+                        {"pushed", pushedJson(res.pushed)}};
+    // "winner": the key's winner after this run, what `best` serves (this run's, or an earlier
+    // run's record that stays faster: then "best" is only this run's).
+    if (res.served) j["winner"] = nlohmann::json::parse(cache::encodeRecord(*res.served));
+    else if (res.winner) j["winner"] = nlohmann::json::parse(cache::encodeRecord(*res.winner));
     if (res.tune.defaultConfig) j["default"] = trialJson(*res.tune.defaultConfig);
     if (const auto& tl = res.timing; tl.watched)
       j["timing"] = {{"load_before", tl.before.loadavg1}, {"load_after", tl.after.loadavg1}, {"cores", tl.after.cores},
@@ -345,18 +383,31 @@ void tuneCommand(const TuneFlags& f) {
     std::printf("search       %zu configs of the space's top checked through %s in %s (%s)\n", res.tune.trials.size(),
                 t->words().deviceCompiler, fmtDuration(res.tune.seconds).c_str(),
                 statuses.c_str());
+    if (const std::string line = pushedLine(res.pushed); !line.empty()) std::printf("%s\n", line.c_str());
     return;
   }
   std::printf("\nkernel       %s  (key %.12s, store %s)\n", k->name.c_str(), res.keyId.c_str(),
               measure.emulated ? "none: emulated runs are not stored" : f.db.c_str());
-  std::printf("best config  %s\n", b.config.str().c_str());
-  if (measure.emulated && b.estimated)
-    std::printf("time         %s  (the analytic model's prediction for %s, not a measurement)\n",
-                fmtTime(b.samples.median_us).c_str(), t->name.c_str());
-  else
-    std::printf("time         %s  (p20 %s, p80 %s, n=%lld, top-%d re-measured)\n", fmtTime(b.samples.median_us).c_str(),
-                fmtTimeNumber(b.samples.p20_us, b.samples.median_us).c_str(),
-                fmtTimeNumber(b.samples.p80_us, b.samples.median_us).c_str(), (long long)b.samples.n, f.topK);
+  if (const auto& s = res.served) {
+    // The store keeps an earlier winner: shown as the winner, since `best` serves it.
+    auto shown = ir::Config::fromJson(s->config);
+    std::printf("best config  %s  (the store's winner, measured before this run; `best` serves it)\n",
+                shown.ok() ? shown->str().c_str() : s->config.c_str());
+    std::printf("time         %s  (p20 %s, p80 %s, n=%lld)\n", fmtTime(s->median_us).c_str(),
+                fmtTimeNumber(s->p20_us, s->median_us).c_str(), fmtTimeNumber(s->p80_us, s->median_us).c_str(),
+                (long long)s->n);
+    std::printf("this run     %s: %s  (top-%d re-measured; slower than the store's winner)\n", b.config.str().c_str(),
+                fmtTime(b.samples.median_us).c_str(), f.topK);
+  } else {
+    std::printf("best config  %s\n", b.config.str().c_str());
+    if (measure.emulated && b.estimated)
+      std::printf("time         %s  (the analytic model's prediction for %s, not a measurement)\n",
+                  fmtTime(b.samples.median_us).c_str(), t->name.c_str());
+    else
+      std::printf("time         %s  (p20 %s, p80 %s, n=%lld, top-%d re-measured)\n", fmtTime(b.samples.median_us).c_str(),
+                  fmtTimeNumber(b.samples.p20_us, b.samples.median_us).c_str(),
+                  fmtTimeNumber(b.samples.p80_us, b.samples.median_us).c_str(), (long long)b.samples.n, f.topK);
+  }
   if (measure.emulated)
     std::printf("throughput   %s  (predicted; checked on the emulator, whose CPU time is not %s's speed)\n",
                 fmtThroughput(*k, b.throughput).c_str(), t->name.c_str());
@@ -400,6 +451,7 @@ void tuneCommand(const TuneFlags& f) {
     ++named;
   }
   if (failed > named) std::printf("failed       ... and %d more (the store keeps each one's record)\n", failed - named);
+  if (const std::string line = pushedLine(res.pushed); !line.empty()) std::printf("%s\n", line.c_str());
   if (interrupted) {
     std::printf("interrupted  the search stopped early; --resume continues from the store\n");
     std::fflush(stdout);
@@ -568,6 +620,9 @@ void bestCommand(const BestFlags& f) {
     if (rec) {
       j["source"] = source;
       j["record"] = nlohmann::json::parse(cache::encodeRecord(*rec));
+    } else {
+      j["error"] = "no stored winner";  // the same "error" field every --json failure has
+      j["exit_code"] = int(kExitNotFound);
     }
     if (!verification.empty()) j["verification"] = verification;
     if (retimed > 0) j["retimed_us"] = retimed;
@@ -588,6 +643,8 @@ void bestCommand(const BestFlags& f) {
     std::printf("time        %s median (p20 %s, p80 %s, n=%lld%s)\n", fmtTime(rec->median_us).c_str(),
                 fmtTimeNumber(rec->p20_us, rec->median_us).c_str(), fmtTimeNumber(rec->p80_us, rec->median_us).c_str(),
                 (long long)rec->n, rec->remeasured ? ", re-measured at the end of its run" : "");
+    // A winner never confirmed by its run's quiet re-measurement is not served as a tuned one.
+    if (!rec->remeasured && rec->status == cache::RecordStatus::Ok) std::printf("caution     %s\n", kNotRemeasured + 2);
     std::printf("throughput  %s (%s)\n", fmtThroughput(*k, ir::isComputeBound(*k) ? rec->gflops : rec->gbps).c_str(),
                 peakShareText(rec->peak_fraction, "peak").c_str());
     std::printf("measured    %s by %s@%s, tessera %s, LLVM %s; %lld trials, %.0f s of tuning\n",

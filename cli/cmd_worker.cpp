@@ -33,7 +33,7 @@ struct WorkerFlags {
   double poll = 0.5, patience = 300;
   int64_t maxItems = 0;
   double maxJobMb = 4096;
-  bool quiet = false;
+  bool quiet = false, json = false;
 };
 
 // What a worker tells the service about a GPU's software: the toolkit the binaries are built with.
@@ -125,6 +125,13 @@ void workerCommand(const WorkerFlags& f) {
   sigaction(SIGTERM, &sa, nullptr);
   auto stats = search::runWorker(s);
   if (!stats.ok()) failWith(stats.error());
+  if (f.json) {
+    std::printf("%s\n", nlohmann::json({{"items", stats->items}, {"jobs", stats->jobs}, {"refused", stats->refused},
+                                        {"leases_lost", stats->lost}})
+                            .dump(2)
+                            .c_str());
+    return;
+  }
   std::printf("tessera worker: stopped after %lld items of %lld jobs (%lld refused, %lld leases lost)\n",
               (long long)stats->items, (long long)stats->jobs, (long long)stats->refused, (long long)stats->lost);
 }
@@ -140,11 +147,7 @@ void workersCommand(const CacheFlags& cacheFlags, const std::string& target, boo
   if (!ws.ok()) failWith(ws.error());
   if (json) {
     nlohmann::json arr = nlohmann::json::array();
-    for (const auto& w : *ws)
-      arr.push_back({{"id", w.id}, {"token", w.token}, {"target", w.target}, {"arch", w.arch}, {"units", w.units},
-                     {"model", w.model}, {"device", w.device}, {"host", w.host}, {"driver_version", w.driver_version},
-                     {"toolkit_version", w.toolkit_version}, {"live", w.live}, {"leased", w.leased},
-                     {"quarantined", w.quarantined}});
+    for (const auto& w : *ws) arr.push_back(cache::workerInfoToJson(w));
     std::printf("%s\n", arr.dump(2).c_str());
     return;
   }
@@ -173,6 +176,7 @@ void addWorkerCommands(CLI::App& app) {
                 "MiB of kernel inputs and outputs this worker holds at once, all jobs together (a bigger job is refused)")
       ->capture_default_str();
   w->add_flag("--quiet", f->quiet, "no log lines");
+  addJsonFlag(w, f->json, "the summary when it stops as JSON (its log lines stay on stderr)");
   w->callback([f] { workerCommand(*f); });
 
   auto l = std::make_shared<std::tuple<CacheFlags, std::string, bool, bool>>(CacheFlags{}, "", false, false);
@@ -180,7 +184,7 @@ void addWorkerCommands(CLI::App& app) {
   addCacheFlags(ws, &std::get<0>(*l));
   ws->add_option("--target", std::get<1>(*l), "only this target");
   ws->add_flag("--all", std::get<2>(*l), "also workers no longer live");
-  ws->add_flag("--json", std::get<3>(*l), "machine-readable");
+  addJsonFlag(ws, std::get<3>(*l), "machine-readable: every field the service keeps of each worker");
   ws->callback([l] { workersCommand(std::get<0>(*l), std::get<1>(*l), std::get<2>(*l), std::get<3>(*l)); });
 }
 

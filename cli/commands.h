@@ -7,8 +7,17 @@
 
 namespace tessera::cli {
 
-// Prints "tessera: error: <msg>" to stderr and unwinds to main with exit code `code`.
+// Prints "tessera: error: <msg>" to stderr and unwinds to main with exit code `code`; under
+// --json (jsonErrors()) the same message also goes to stdout as {"error": msg, "exit_code": code},
+// so a script reading stdout never meets an empty answer.
 [[noreturn]] void fail(const std::string& msg, int code = 1);
+// Whether the command line asked for --json (set once by main, before parsing).
+bool jsonErrors();
+void setJsonErrors(bool on);
+// Prints one error object on stdout when --json was asked (the stderr line is the caller's).
+void printJsonError(const std::string& msg, int code);
+// The --json flag every command that prints results takes (one help text everywhere).
+CLI::Option* addJsonFlag(CLI::App* app, bool& json, const std::string& what = "machine-readable output (JSON)");
 
 // Cache service (no LLVM/MLIR needed).
 void addServeCommand(CLI::App& app);   // tessera serve ..., tessera serve token add|list|revoke

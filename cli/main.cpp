@@ -3,6 +3,7 @@
 // input, flags included).
 #include <cerrno>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -15,8 +16,24 @@
 
 namespace tessera::cli {
 
+namespace {
+bool gJsonErrors = false;
+}  // namespace
+
+bool jsonErrors() { return gJsonErrors; }
+void setJsonErrors(bool on) { gJsonErrors = on; }
+
+void printJsonError(const std::string& msg, int code) {
+  if (!gJsonErrors) return;
+  const nlohmann::json j = {{"error", msg}, {"exit_code", code}};
+  std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
+CLI::Option* addJsonFlag(CLI::App* app, bool& json, const std::string& what) { return app->add_flag("--json", json, what); }
+
 void fail(const std::string& msg, int code) {
   std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
+  printJsonError(msg, code);
   throw CLI::RuntimeError(code);
 }
 
@@ -35,6 +52,10 @@ std::string oneLine(std::string s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --json asks for every answer on stdout as JSON, errors included; words after `--` belong to
+  // the commands tune-all runs.
+  for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i)
+    if (std::strcmp(argv[i], "--json") == 0) tessera::cli::setJsonErrors(true);
   // A password on the command line is in every process list and shell history: refused before
   // anything runs, whichever flag carries it (a --store URL, a --cache URL).
   for (int i = 1; i < argc; ++i)
@@ -44,6 +65,8 @@ int main(int argc, char** argv) {
                    "password in PGPASSWORD or a PGPASSFILE (or the whole URL in TESSERA_STORE); the cache service "
                    "takes a token in TESSERA_TOKEN\n",
                    i, tessera::cache::redactUrl(argv[i]).c_str());
+      tessera::cli::printJsonError("argument " + std::to_string(i) + " holds a password, which process lists show",
+                                   tessera::cli::kExitBadInput);
       return 2;
     }
   CLI::App app{"tessera: auto-tuning kernel compiler and shared tuning cache"};
@@ -75,12 +98,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // Every flag error in one place: one line, exit 2 (bad input), whatever CLI11's own code.
     std::fprintf(stderr, "tessera: error: %s (see --help)\n", oneLine(e.what()).c_str());
+    tessera::cli::printJsonError(oneLine(e.what()), tessera::cli::kExitBadInput);
     return tessera::cli::kExitBadInput;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "tessera: error: out of memory (a problem this size needs more than this machine has)\n");
+    const char* msg = "out of memory (a problem this size needs more than this machine has)";
+    std::fprintf(stderr, "tessera: error: %s\n", msg);
+    tessera::cli::printJsonError(msg, tessera::cli::kExitFailure);
     return tessera::cli::kExitFailure;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());
+    tessera::cli::printJsonError(e.what(), 1);
     return 1;
   }
   // What went to stdout must have arrived (a full disk, /dev/full): else the answer is incomplete.

@@ -6,15 +6,17 @@
 #include "cli/commands.h"
 #include "ir/families.h"
 #include "ir/verifier.h"
+#include "support/si_format.h"
 
 namespace tessera::cli {
 
 std::string targetSummary(const TargetDesc& t) {
   char buf[256];
   char clock[32] = "";
-  if (t.clockGHz > 0) std::snprintf(clock, sizeof clock, " at %.2f GHz", t.clockGHz);
-  std::snprintf(buf, sizeof buf, "%s (%s, %s, %d cores; FMA peak %.1f GFLOP/s/core%s, copy %.1f GB/s)", t.name.c_str(),
-                t.arch.c_str(), t.model.c_str(), t.units, t.peakGflopsF32, clock, t.memBandwidthGBs);
+  if (t.clockGHz > 0) std::snprintf(clock, sizeof clock, " at %s", formatSi(t.clockGHz * 1e9, "Hz").c_str());
+  std::snprintf(buf, sizeof buf, "%s (%s, %s, %s; FMA peak %s/core%s, copy %s)", t.name.c_str(), t.arch.c_str(),
+                t.model.c_str(), countOf(t.units, "core").c_str(), formatSi(t.peakGflopsF32 * 1e9, "FLOP/s", 3).c_str(),
+                clock, formatSi(t.memBandwidthGBs * 1e9, "B/s", 3).c_str());
   return buf;
 }
 
@@ -27,40 +29,23 @@ nlohmann::json targetJson(const TargetDesc& t) {
 
 namespace {
 
-struct TimeUnit {
-  double us;  // microseconds per unit
-  const char* name;
-  int decimals;
-};
-
-TimeUnit timeUnitFor(double us) {
-  if (us < 1) return {1, "us", 3};
-  if (us < 1e3) return {1, "us", 2};
-  if (us < 1e6) return {1e3, "ms", 3};
-  return {1e6, "s", 3};
-}
+// Kernel times read in us and up (si_format.h): a median's scale is chosen by its own value.
+SiScale timeScaleFor(double us) { return siScaleFor(us * 1e-6, -2, 0); }
 
 }  // namespace
 
 std::string fmtThroughput(const ir::Kernel& k, double v) {
-  char b[64];
-  // GPU figures read in TFLOP/s and TB/s; a CPU core's in GFLOP/s and GB/s.
-  const bool compute = ir::isComputeBound(k);
-  if (v >= (compute ? 1e4 : 1e3)) std::snprintf(b, sizeof b, compute ? "%.1f TFLOP/s" : "%.2f TB/s", v / 1e3);
-  else std::snprintf(b, sizeof b, compute ? "%.1f GFLOP/s" : "%.1f GB/s", v);
-  return b;
+  // Never below G: a small kernel's "0.512 GFLOP/s" compares with a big one's "72.40 GFLOP/s".
+  return formatSi(v * 1e9, ir::isComputeBound(k) ? "FLOP/s" : "B/s", 3);
 }
 
 std::string fmtTimeNumber(double us, double unitOf) {
-  TimeUnit u = timeUnitFor(unitOf);
-  char b[48];
-  std::snprintf(b, sizeof b, "%.*f", u.decimals, us / u.us);
-  return b;
+  return siNumber(us * 1e-6, timeScaleFor(unitOf));
 }
 
 std::string fmtTime(double us, double unitOf) {
   if (unitOf < 0) unitOf = us;
-  return fmtTimeNumber(us, unitOf) + " " + timeUnitFor(unitOf).name;
+  return fmtTimeNumber(us, unitOf) + " " + timeScaleFor(unitOf).prefix + "s";
 }
 
 // "the FMA peak of 2 threads", "the copy bandwidth of 1 thread": what a host run is held against.

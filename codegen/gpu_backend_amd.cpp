@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "codegen/gpu_backend.h"
+#include "codegen/gpu_resource_text.h"
 #include "codegen/gpu_backend_amd.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/mlir_env.h"
@@ -130,9 +131,9 @@ class AmdBackend : public GpuBackend {
   std::string describe(const ResourceReport& r) const override {
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "%s: %lld threads/block, VGPR %d, SGPR %d, AGPR %d, LDS %lld B, scratch %lld B, spills %d VGPR / %d SGPR; "
+                  "%s: %lld threads/block, VGPR %d, SGPR %d, AGPR %d, LDS %s, scratch %lld B, spills %d VGPR / %d SGPR; "
                   "occupancy %d blocks = %d waves/CU (%.0f%%, limited by %s)",
-                  r.target.c_str(), (long long)r.threadsPerBlock, r.vgprs, r.sgprs, r.agprs, (long long)r.sharedBytes,
+                  r.target.c_str(), (long long)r.threadsPerBlock, r.vgprs, r.sgprs, r.agprs, sharedText(r).c_str(),
                   (long long)r.scratchBytes, r.vgprSpills, r.sgprSpills, r.blocksPerUnit, r.wavesPerUnit,
                   100 * r.occupancy, r.limiter.c_str());
     return buf;

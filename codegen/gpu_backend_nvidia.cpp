@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "codegen/gpu_backend.h"
+#include "codegen/gpu_resource_text.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/mlir_env.h"
 #include "targets/occupancy.h"
@@ -176,9 +177,9 @@ class NvidiaBackend : public GpuBackend {
   std::string describe(const ResourceReport& r) const override {
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "%s: %lld threads/block, %d registers, smem %lld B, spills %lld B st / %lld B ld, local %lld B; "
+                  "%s: %lld threads/block, %d registers, smem %s, spills %lld B st / %lld B ld, local %lld B; "
                   "occupancy %d blocks = %d warps/SM (%.0f%%, limited by %s)",
-                  r.target.c_str(), (long long)r.threadsPerBlock, r.registers, (long long)r.sharedBytes,
+                  r.target.c_str(), (long long)r.threadsPerBlock, r.registers, sharedText(r).c_str(),
                   (long long)r.spillStoreBytes, (long long)r.spillLoadBytes, (long long)r.localBytes, r.blocksPerUnit,
                   r.wavesPerUnit, 100 * r.occupancy, r.limiter.c_str());
     return buf;

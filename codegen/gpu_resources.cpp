@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "codegen/gpu_backend.h"
+#include "codegen/gpu_resource_text.h"
+#include "support/si_format.h"
 
 namespace tessera::codegen {
 
@@ -34,6 +36,16 @@ void finishResourceReport(ResourceReport& r, const TargetDesc& t) {
   r.wavesPerUnit = int(blocks * W);
   r.occupancy = t.maxWarpsPerSM > 0 ? double(r.wavesPerUnit) / double(t.maxWarpsPerSM) : 0;
   r.ok = r.problems.empty();
+}
+
+std::string sharedText(const ResourceReport& r) {
+  const int64_t total = r.sharedBytes + r.dynamicSharedBytes;
+  std::string s = formatSi(double(total), "B");
+  if (r.sharedBytes > 0 && r.dynamicSharedBytes > 0)
+    s += " (" + formatSi(double(r.sharedBytes), "B") + " static + " + formatSi(double(r.dynamicSharedBytes), "B") + " dynamic)";
+  else if (r.dynamicSharedBytes > 0)
+    s += " dynamic";
+  return s;
 }
 
 std::string ResourceReport::summary() const {

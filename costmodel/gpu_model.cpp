@@ -3,6 +3,7 @@
 #include "costmodel/gpu_model.h"
 
 #include "targets/occupancy.h"
+#include "support/si_format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -157,13 +158,13 @@ GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t) {
   const double per = double(w.launches);
   e.terms = {
       {"compute", per * compute,
-       fmt("%.3g GFLOP at %.0f%% issue efficiency", per * w.flopsPerBlock * double(w.blocks) * 1e-9, 100 * w.issueEfficiency) +
+       formatSi(per * w.flopsPerBlock * double(w.blocks), "FLOP") + fmt(" at %.0f%% issue efficiency", 100 * w.issueEfficiency) +
            (w.matrixCores ? " (matrix cores)" : fmt(" (FMA pipes, %.0f issue slot(s) per FMA)", slots))},
-      {"dram", per * dram, fmt("%.3g MB", per * w.dramBytes * 1e-6)},
-      {"l2", per * l2, fmt("%.3g MB", per * w.l2Bytes * 1e-6)},
-      {"in-flight", per * inflight, fmt("%.0f KB in flight per wave", inflightBytes / 1024)},
-      {"shared", per * shared, fmt("%.3g MB per unit", smemPerUnit * 1e-6)},
-      {"l1", per * l1, fmt("%.3g MB per unit", l1PerUnit * 1e-6)},
+      {"dram", per * dram, formatSi(per * w.dramBytes, "B")},
+      {"l2", per * l2, formatSi(per * w.l2Bytes, "B")},
+      {"in-flight", per * inflight, formatSi(inflightBytes, "B") + " in flight per wave"},
+      {"shared", per * shared, formatSi(smemPerUnit, "B") + " per unit"},
+      {"l1", per * l1, formatSi(l1PerUnit, "B") + " per unit"},
       {"latency", per * lat,
        fmt("%.0f serial rounds per block of %.0f clocks", steps, stepLatency * clockHz) +
            (w.tailRounds ? fmt(", then %.0f L2 round trips", double(w.tailRounds)) : std::string())},
@@ -190,6 +191,26 @@ GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t) {
   else if (name == "dram" || name == "l2") e.bound = "memory";
   else e.bound = "latency";  // in-flight and serial latency: not enough work in flight
   if (launch > maxT) e.bound = "launch";
+  e.binding = launch > maxT ? "launch" : name;
+  const double bw = t.memBandwidthGBs * 1e9;
+  if (e.binding == "dram")
+    e.bindingRate = "DRAM at " + formatSi(bw * kDramEfficiency, "B/s") + " (" + fmt("%.0f", 100 * kDramEfficiency) +
+                    " % of its quoted " + formatSi(bw, "B/s") + ")";
+  else if (e.binding == "l2")
+    e.bindingRate = "L2 at " + formatSi(bw * kL2Factor, "B/s") + " (the model's " + fmt("%.0f", kL2Factor) +
+                    "x the DRAM's " + formatSi(bw, "B/s") + ")";
+  else if (e.binding == "compute")
+    e.bindingRate = "compute at " + formatSi(w.pipePeakGflops * 1e9, "FLOP/s") + " peak";
+  else if (e.binding == "shared")
+    e.bindingRate = "shared memory at " + formatSi(kSharedBytesPerClock * clockHz, "B/s") + " per unit";
+  else if (e.binding == "l1")
+    e.bindingRate = "L1 at " + formatSi(l1Rate * clockHz, "B/s") + " per unit";
+  else if (e.binding == "in-flight")
+    e.bindingRate = "bytes in flight: " + formatSi(littleBw, "B/s") + " by Little's law";
+  else if (e.binding == "latency")
+    e.bindingRate = "serial latency: " + fmt("%.0f", steps) + " dependent rounds per block";
+  else
+    e.bindingRate = "launch overhead";
   return e;
 }
 

@@ -94,6 +94,11 @@ double latencyCycles(MemLevel level, Vendor vendor);
 struct GpuEstimate {
   double timeUs = 0;
   std::string bound;  // compute | memory | latency | launch
+  // The term that decides the time (one of the terms' names) and, in words, the rate the model
+  // holds it to: "L2 at 4.666 TB/s (the model's 3x the DRAM's 1.555 TB/s)". A memory-bound estimate
+  // names its level: L2-bound is not DRAM-bound, and neither is cited with the other's bandwidth.
+  std::string binding;
+  std::string bindingRate;
   struct Term {
     std::string name;  // compute, dram, l2, in-flight, shared, l1, latency, launch
     double us = 0;

@@ -1,5 +1,6 @@
 // Owns the verdict of timing_load.h: the control around re-measurements and the busy run's warning.
 #include "search/timing_load.h"
+#include "support/si_format.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -33,9 +34,9 @@ std::string TimingLoad::warning() const {
   std::string steal = after.stealPct >= 0 ? ", steal " + std::to_string(int(after.stealPct + 0.5)) + " %" : "";
   std::snprintf(b, sizeof b,
                 "timing under load: the winner's p80/p20 is %.2fx and the control found its cores %.2fx slower than "
-                "free (load %s before, %s after on %d cores%s), after %d interleaved re-measurement%s; its time is "
+                "free (load %s before, %s after on %s%s), after %d interleaved re-measurement%s; its time is "
                 "uncertain and it is stored without the re-measured mark, never over a winner measured quietly",
-                spread, control, loadText(before).c_str(), loadText(after).c_str(), after.cores, steal.c_str(),
+                spread, control, loadText(before).c_str(), loadText(after).c_str(), countOf(after.cores, "core").c_str(), steal.c_str(),
                 remeasures, remeasures == 1 ? "" : "s");
   return b;
 }

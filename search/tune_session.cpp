@@ -94,7 +94,7 @@ class Session {
     if (store_ && !p_.kernelText.empty())
       if (Status kept = store_->putKernelText(p_.key.workload, p_.kernelText); !kept.ok())
         warn("could not keep the kernel's text (its winners cannot be rebuilt from this store): " + kept.error().message);
-    if (store_ && client_) warn(cache::pushOutbox(*store_, *client_).warning);
+    if (store_ && client_) push();
     std::vector<cache::Record> stored;
     if (store_) {
       TESSERA_ASSIGN(stored, listAll(*store_, {.key_id = r_.keyId}));
@@ -220,7 +220,7 @@ class Session {
     if (!r_.tune.best) {
       r_.outcome = SessionResult::Outcome::NothingCorrect;
       // The failures are records too: the shared cache shows what was tried.
-      if (store_ && client_ && s_.pushToCache) warn(cache::pushOutbox(*store_, *client_).warning);
+      if (store_ && client_ && s_.pushToCache) push();
       return std::move(r_);
     }
     storeWinner();
@@ -298,13 +298,23 @@ class Session {
 
   static std::string claimant(const cache::Record& r) { return r.writer.empty() ? "shared" : r.writer; }
 
+  // Pushes the outbox and adds what went to the run's account (the front end says it in one line).
+  void push() {
+    cache::OutboxReport rep = cache::pushOutbox(*store_, *client_);
+    r_.pushed.to = client_->options().base_url;
+    r_.pushed.records += rep.pushed;
+    r_.pushed.rejected += rep.rejected;
+    r_.pushed.remaining = rep.remaining;
+    warn(rep.warning);
+  }
+
   // What a verification measured here is this machine's measurement of the config: stored as its
   // own (vouched in the local store) and shared, where the service weighs it against the claim.
   void keepMeasuredHere(const HitCheck& check) {
     if (!check.here || !check.here->ok() || !store_) return;
     cache::Record mine = toRecord(*check.here, p_.key, prov_, {0, 0});
     (void)store_->putOne(mine, {.outbox = client_ && s_.pushToCache});
-    if (client_ && s_.pushToCache) warn(cache::pushOutbox(*store_, *client_).warning);
+    if (client_ && s_.pushToCache) push();
   }
 
   // Estimating: the best stored estimate of the current model ends the session like a winner.
@@ -466,7 +476,12 @@ class Session {
     } else if (winner.status == cache::RecordStatus::Ok) {
       (void)store_->putOne(winner, {.outbox = client_ && s_.pushToCache});
     }
-    if (client_ && s_.pushToCache) warn(cache::pushOutbox(*store_, *client_).warning);
+    if (client_ && s_.pushToCache) push();
+    // The key's winner is the store's to decide (a resumed run's re-measured best can lose to an
+    // earlier run's re-measured record): the front end shows what `best` will serve.
+    if (winner.status == cache::RecordStatus::Ok)
+      if (auto served = store_->best(r_.keyId); served.ok() && *served && (*served)->record.config != winner.config)
+        r_.served = (*served)->record;
   }
 
   // The spot check (issue 25): this machine measures the workers' winner itself. When its time

@@ -152,12 +152,21 @@ struct SessionResult {
   bool transferDropped = false;           // they disagreed with this GPU's measurements
   double transferAgreement = 0;           // the rank correlation that dropped them
   std::optional<cache::Record> winner;
+  // Set when the store's winner of the key after this run is not `winner` (an earlier run's record
+  // stays faster): what `best` serves, and so what the front end shows as the winner.
+  std::optional<cache::Record> served;
   double speedupOverDefault = 0;  // same-run medians of the default and the winner (0: unknown)
   bool stopped = false;           // shouldStop ended the search early
   SpotCheck spot;                 // a tune through workers: what this machine found
   TimingLoad timing;              // a tune measured here: the load around it and the verdict
   // AlreadyTuned: the hit is a claim this machine verified (re-timed) rather than a confirmed record.
   bool cachedWasClaim = false;
+  // What this run sent to the shared cache (its outbox, earlier runs' leftovers included): records
+  // the service acknowledged, refused as invalid, and still waiting; `to` is "" when none was asked.
+  struct Pushed {
+    std::string to;
+    size_t records = 0, rejected = 0, remaining = 0;
+  } pushed;
 };
 
 // Runs the session. `store` may be null (nothing looked up or committed: replay), `client` null or

@@ -12,6 +12,7 @@
 #include "session/tune_request.h"
 #include "support/strings.h"
 #include "targets/gpu_skus.h"
+#include "support/si_format.h"
 
 namespace tessera::session {
 
@@ -123,8 +124,8 @@ Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const 
     if (search::probeDevice(t, 0).ok()) device = search::DeviceSettings{};
     else c.whyNotHere = "no " + t.name + " device here";
   } else if (here.model != t.model || here.arch != t.arch || here.units < t.units) {
-    c.whyNotHere = "this machine (" + here.model + ", " + here.arch + ", " + std::to_string(here.units) +
-                   " cores) is not the workers' hardware";
+    c.whyNotHere = "this machine (" + here.model + ", " + here.arch + ", " + countOf(here.units, "core") +
+                   ") is not the workers' hardware";
   }
   if (c.whyNotHere.empty()) {
     const TargetDesc target = t;
@@ -140,9 +141,10 @@ Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const 
   const cache::JobClientOptions service = rs.service;
   c.reportSpotCheck = [service](const search::TrialResult& claimed, const cache::Record& mine) -> std::string {
     const double ratio = claimed.samples.median_us > 0 ? mine.median_us / claimed.samples.median_us : 0;
-    char head[160];
-    std::snprintf(head, sizeof head, "the workers' winner re-measured here: %.4g us, %.2fx the %.4g us worker %s claimed",
-                  mine.median_us, ratio, claimed.samples.median_us, claimed.origin->workerId.c_str());
+    char head[200];
+    std::snprintf(head, sizeof head, "the workers' winner re-measured here: %s, %.2fx the %s worker %s claimed",
+                  formatMicros(mine.median_us).c_str(), ratio, formatMicros(claimed.samples.median_us).c_str(),
+                  claimed.origin->workerId.c_str());
     if (claimed.origin->jobId.empty()) return head;
     cache::JobClient client(service);
     auto v = client.check(claimed.origin->jobId, claimed.origin->item, mine);

@@ -6,6 +6,7 @@
 
 #include "ir/families.h"
 #include "targets/gpu_skus.h"
+#include "support/si_format.h"
 
 namespace tessera::session {
 
@@ -70,9 +71,10 @@ Status checkKernelSize(const ir::Kernel& k, int64_t maxElements, const Dialect& 
   for (const auto& t : k.tensors)
     if (t.role != ir::TensorRole::Temp) elements += double(t.numel());
   if (elements <= double(maxElements)) return {};
-  char what[200];
-  std::snprintf(what, sizeof what, "the kernel's inputs and outputs hold %.3g elements (%.1f GiB), more than %s %lld; raise it to "
-                "run this kernel anyway", elements, ir::kernelBytes(k) / double(1ull << 30), d.option("max-elements").c_str(),
+  char what[240];
+  std::snprintf(what, sizeof what, "the kernel's inputs and outputs hold %s elements (%s), more than %s %lld; raise it to "
+                "run this kernel anyway", formatSi(elements, "").c_str(), formatSi(ir::kernelBytes(k), "B").c_str(),
+                d.option("max-elements").c_str(),
                 static_cast<long long>(maxElements));
   return bad(what);
 }

@@ -61,11 +61,18 @@ TEST(Cli, ServeAndCacheCommands) {
 
   Record a = test::makeRecord({.key = 1, .median_us = 30});
   Record b = test::makeRecord({.key = 1, .median_us = 20});
+  // A third record of the key, slower than its winner: new to the service all the same.
+  Record slow = test::makeRecord({.key = 1, .median_us = 40});
   const std::string file = dir.file("recs.jsonl");
-  std::ofstream(file) << encodeRecord(a) << "\n" << encodeRecord(b) << "\n";
+  std::ofstream(file) << encodeRecord(a) << "\n" << encodeRecord(b) << "\n" << encodeRecord(slow) << "\n";
   auto put = runTessera({"cache", "put", file}, {url, "TESSERA_TOKEN=" + writer});
   ASSERT_EQ(put.exit_code, 0) << put.err;
-  EXPECT_NE(put.out.find("2 records: inserted 1, improved 1, kept 0"), std::string::npos) << put.out;
+  EXPECT_NE(put.out.find("3 records: 3 new, 0 already present; winners: 1 of new keys, 1 improved"), std::string::npos)
+      << put.out;
+  auto putAgain = runTessera({"cache", "put", file, "--json"}, {url, "TESSERA_TOKEN=" + writer});
+  ASSERT_EQ(putAgain.exit_code, 0) << putAgain.err;
+  EXPECT_EQ(json::parse(putAgain.out)["new"], 0) << putAgain.out;
+  EXPECT_EQ(json::parse(putAgain.out)["duplicates"], 3) << putAgain.out;
   auto denied = runTessera({"cache", "put", file}, {url, "TESSERA_TOKEN=" + reader});
   EXPECT_EQ(denied.exit_code, 6);  // refused credentials (README "Exit codes")
   EXPECT_NE(denied.err.find("403"), std::string::npos) << denied.err;
@@ -98,15 +105,15 @@ TEST(Cli, ServeAndCacheCommands) {
 
   auto stats = runTessera({"cache", "stats"}, {url, "TESSERA_TOKEN=" + reader});
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
-  EXPECT_EQ(json::parse(stats.out)["records"], 2);
+  EXPECT_EQ(json::parse(stats.out)["records"], 3);
   auto statsJson = runTessera({"cache", "stats", "--json"}, {url, "TESSERA_TOKEN=" + reader});  // refused before issue 48
   ASSERT_EQ(statsJson.exit_code, 0) << statsJson.err;
-  EXPECT_EQ(json::parse(statsJson.out)["records"], 2);
+  EXPECT_EQ(json::parse(statsJson.out)["records"], 3);
 
   const std::string exported = dir.file("export.jsonl");
   auto ex = runTessera({"cache", "export", "-o", exported}, {url, "TESSERA_TOKEN=" + reader});
   ASSERT_EQ(ex.exit_code, 0) << ex.err;
-  EXPECT_NE(ex.err.find("exported 2 records"), std::string::npos) << ex.err;
+  EXPECT_NE(ex.err.find("exported 3 records"), std::string::npos) << ex.err;
 
   // Import into a second, empty service: same winner.
   const std::string db2 = dir.file("second.db");
@@ -116,7 +123,15 @@ TEST(Cli, ServeAndCacheCommands) {
   const std::string url2 = "TESSERA_CACHE_URL=http://127.0.0.1:" + std::to_string(srv2.port());
   auto imp = runTessera({"cache", "import", exported}, {url2, "TESSERA_TOKEN=" + writer2});
   ASSERT_EQ(imp.exit_code, 0) << imp.err;
-  EXPECT_NE(imp.out.find("imported 2 records: inserted 1, improved 1"), std::string::npos) << imp.out;
+  // An empty service: every record is new, the slow one too (it was reported "kept" before
+  // issue 48, as if the service had it already); a second import finds them all present.
+  EXPECT_NE(imp.out.find("imported 3 records: 3 new, 0 already present; winners: 1 of new keys, 1 improved (1 new "
+                         "records did not beat their key's winner)"),
+            std::string::npos)
+      << imp.out;
+  auto again = runTessera({"cache", "import", exported}, {url2, "TESSERA_TOKEN=" + writer2});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("imported 3 records: 0 new, 3 already present"), std::string::npos) << again.out;
   auto get2 = runTessera({"cache", "get", "--key-id", a.key_id}, {url2});
   ASSERT_EQ(get2.exit_code, 0);
   EXPECT_EQ(json::parse(get2.out)["record"]["result"]["median_us"], 20);
@@ -127,7 +142,7 @@ TEST(Cli, ServeAndCacheCommands) {
   EXPECT_EQ(test::integrityCheck(backup_path), "ok");
   auto offline = runTessera({"serve", "backup", "--db", db, dir.file("offline.db")});
   ASSERT_EQ(offline.exit_code, 0) << offline.err;
-  EXPECT_EQ(test::queryRows(dir.file("offline.db"), "SELECT count(*) FROM records")[0][0], "2");
+  EXPECT_EQ(test::queryRows(dir.file("offline.db"), "SELECT count(*) FROM records")[0][0], "3");
 
   srv.kill(SIGTERM);
   EXPECT_TRUE(WIFEXITED(srv.exitStatus()) && WEXITSTATUS(srv.exitStatus()) == 0) << srv.log();

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -244,4 +245,100 @@ TEST(Contract, InstallPutsTesseraOnPath) {
   const std::string probe = "PATH='" + d.path + "/bin':/usr/bin:/bin tessera --version >" + d.file("v") + " 2>&1";
   EXPECT_EQ(std::system(probe.c_str()), 0) << slurp(d.file("v"));
   EXPECT_EQ(slurp(d.file("v")).rfind("tessera ", 0), 0u) << slurp(d.file("v"));
+}
+
+namespace {
+
+// The subcommands a help text lists (CLI11's "Subcommands:" block: two spaces, the name, its text).
+std::vector<std::string> subcommandsOf(const std::string& help) {
+  std::vector<std::string> out;
+  size_t at = help.find("Subcommands:\n");
+  if (at == std::string::npos) at = help.find("SUBCOMMANDS:\n");
+  if (at == std::string::npos) return out;
+  std::istringstream lines(help.substr(help.find('\n', at) + 1));
+  std::string line;
+  while (std::getline(lines, line) && line.rfind("  ", 0) == 0) {
+    std::istringstream words(line);
+    std::string name;
+    words >> name;
+    if (!name.empty()) out.push_back(name);
+  }
+  return out;
+}
+
+// Every leaf command under `path` that takes no --json (nor does a command above it: a kernel
+// family's subcommand takes its parent's flags).
+void commandsWithoutJson(const std::string& path, bool above, std::vector<std::string>& missing, int& leaves) {
+  Result h = run(path + " --help");
+  const bool has = above || h.out.find("--json") != std::string::npos;
+  const auto subs = subcommandsOf(h.out);
+  if (subs.empty()) {
+    ++leaves;
+    if (!has) missing.push_back(path);
+  }
+  for (const auto& s : subs) commandsWithoutJson(path.empty() ? s : path + " " + s, has, missing, leaves);
+}
+
+}  // namespace
+
+// Issue 48: every command that prints results takes --json, and under --json an error is one JSON
+// object on stdout ({"error": ..., "exit_code": N}) with the exit code it has without --json.
+// Only `compile` (it prints code, not results) goes without. The controls: the walk finds compile's
+// leaves (it would find any other command lacking --json), an error without --json leaves stdout
+// empty, and a good --json answer has no "error" field.
+TEST(Contract, JsonOnEveryCommandAndErrorsAsJson) {
+  std::vector<std::string> missing;
+  int leaves = 0;
+  commandsWithoutJson("", false, missing, leaves);
+  EXPECT_GT(leaves, 30);
+  std::vector<std::string> notCompile;
+  for (const auto& m : missing)
+    if (m.rfind("compile", 0) != 0) notCompile.push_back(m);
+  EXPECT_TRUE(notCompile.empty()) << "without --json: " << ::testing::PrintToString(notCompile);
+  EXPECT_FALSE(missing.empty()) << "the walk no longer reaches compile's leaves";
+
+  TempDir d;
+  const std::string db = d.file("t.db");
+  const std::vector<std::string> failing = {
+      "run gemm --m 0 --n 8 --k 8",                        // bad shape: 2
+      "run gemm --m 8 --n 8 --k 8 --config 'MR=banana'",  // bad config: 2
+      "best --db " + db + " gemm --m 8 --n 8 --k 8",      // none stored: 5
+      "cache stats",                                       // no URL: 2
+      "cache get --key-id abcd --cache http://127.0.0.1:1 --timeout 0.3",  // nobody answers: 7
+      "workers --cache http://127.0.0.1:1",               // nobody answers
+      "tune gemm --m 8 --n 8 --k 8 --no-such-flag 3",     // a flag error: 2
+      "serve token list --db " + d.file("no/such/dir/t.db"),
+      "import kerneltuner " + d.file("absent.json") + " --db " + db,
+      "report --db " + db + " -o " + d.file("r.html"),
+      "tune-all " + d.file("absent.txt"),
+  };
+  for (const auto& c : failing) {
+    Result plain = run(c);
+    ASSERT_NE(plain.code, 0) << c;
+    // `best` answers "none stored" on stdout (its result, exit 5); the others' errors are stderr only.
+    if (c.rfind("best", 0) != 0) {
+      EXPECT_EQ(plain.out, "") << c << ": an error without --json prints nothing on stdout";
+    }
+    Result j = run(c + " --json");
+    EXPECT_EQ(j.code, plain.code) << c << "\n" << j.err;
+    auto doc = nlohmann::json::parse(j.out, nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << c << ": stdout is not one JSON object: '" << j.out << "'";
+    EXPECT_TRUE(doc.contains("error") && doc["error"].is_string()) << c << ": " << j.out;
+    EXPECT_EQ(doc.value("exit_code", -1), plain.code) << c << ": " << j.out;
+    EXPECT_EQ(lines(j.err), 1u) << c << ": the stderr line stays: " << j.err;
+  }
+  Result good = run("space gemm --m 8 --n 8 --k 8 --json");
+  ASSERT_EQ(good.code, 0) << good.err;
+  auto ok = nlohmann::json::parse(good.out, nullptr, false);
+  ASSERT_TRUE(ok.is_object()) << good.out;
+  EXPECT_FALSE(ok.contains("error")) << good.out;
+  // A token list under --json is JSON too (it printed a table).
+  Result tokens = run("serve token add ci --db " + db + " --json");
+  ASSERT_EQ(tokens.code, 0) << tokens.err;
+  EXPECT_EQ(nlohmann::json::parse(tokens.out, nullptr, false).value("name", ""), "ci") << tokens.out;
+  Result list = run("serve token list --db " + db + " --json");
+  ASSERT_EQ(list.code, 0) << list.err;
+  auto arr = nlohmann::json::parse(list.out, nullptr, false);
+  ASSERT_TRUE(arr.is_array() && arr.size() == 1) << list.out;
+  EXPECT_EQ(arr[0].value("scope", ""), "read");
 }

@@ -143,6 +143,35 @@ TEST(GpuModel, BoundsAreNamed) {
   EXPECT_EQ(names, (std::vector<std::string>{"compute", "dram", "l2", "in-flight", "shared", "l1", "latency", "launch"}));
 }
 
+// Issue 48: a memory-bound estimate names the level that binds and cites that level's rate. An
+// L2-bound launch (4x the DRAM bytes in L2 traffic: a GEMM's tiles re-read from L2) is not called
+// DRAM-bound nor held to DRAM's bandwidth; the DRAM-bound neighbour is, and every estimate's
+// binding term is its largest.
+TEST(GpuModel, TheBindingTermIsNamedWithItsOwnRate) {
+  TargetDesc t = target("sm_80");
+  GpuWorkload l2Bound = memoryBound(t);
+  l2Bound.dramBytes = 1e9;
+  l2Bound.l2Bytes = 4e9 * 3;
+  GpuEstimate e = estimateLaunch(l2Bound, t);
+  EXPECT_EQ(e.bound, "memory");
+  EXPECT_EQ(e.binding, "l2");
+  EXPECT_EQ(e.bindingRate.rfind("L2 at ", 0), 0u) << e.bindingRate;
+  EXPECT_EQ(e.bindingRate.find("DRAM at"), std::string::npos) << e.bindingRate;
+  GpuEstimate dram = estimateLaunch(memoryBound(t), t);  // equal bytes: DRAM is the slower level
+  EXPECT_EQ(dram.binding, "dram");
+  EXPECT_EQ(dram.bindingRate.rfind("DRAM at ", 0), 0u) << dram.bindingRate;
+  for (const GpuEstimate& x : {e, dram, estimateLaunch(computeBound(t), t)}) {
+    const GpuEstimate::Term* largest = nullptr;
+    for (const auto& term : x.terms)
+      if (term.name != "launch" && term.name != "latency" && (!largest || term.us > largest->us)) largest = &term;
+    ASSERT_NE(largest, nullptr);
+    if (x.binding != "latency") {
+      EXPECT_EQ(x.binding, largest->name);
+    }
+  }
+  EXPECT_EQ(estimateLaunch(computeBound(t), t).bindingRate.rfind("compute at ", 0), 0u);
+}
+
 TEST(GpuModel, OneBlockMoreThanFullWavesCostsAboutAWave) {
   // Blocks of one warp without independent work: a block needs the other resident blocks to hide
   // its FMA latency, so the lone block of a second wave takes as long as the whole first wave.

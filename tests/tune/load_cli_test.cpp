@@ -93,3 +93,40 @@ TEST(TuneUnderLoad, WarnsAndKeepsTheQuietWinner) {
                                                                            << before.dump() << " with " << after.dump();
   EXPECT_EQ(after["config"], before["config"]);
 }
+
+// Issue 48: a key whose only winner was timed under load does not answer later as a winner tuned
+// quietly: the next tune's "already tuned" and `best` say it was not re-measured, and how to tune it
+// again. The control: a winner tuned quietly answers without that caution.
+TEST(TuneUnderLoad, AWinnerTimedUnderLoadDoesNotAnswerAsAQuietOne) {
+  const std::string dir = testing::TempDir();
+  const std::string kernel = " gemm --m 80 --n 80 --k 80";
+  const std::string tune = "tune --trials 4 --batch 4 --top-k 2 --min-time 0.02 --db ";
+  const std::string loadedDb = dir + "/tune_load_only.db", quietDb = dir + "/tune_quiet_only.db";
+  std::filesystem::remove(loadedDb);
+  std::filesystem::remove(quietDb);
+  Result loaded;
+  {
+    Spinners spin;
+    loaded = run(tune + loadedDb + kernel);
+  }
+  ASSERT_EQ(loaded.code, 0) << loaded.out;
+  ASSERT_NE(loaded.out.find("timing under load"), std::string::npos) << loaded.out;
+  Result later = run(tune + loadedDb + kernel);
+  ASSERT_EQ(later.code, 0) << later.out;
+  EXPECT_NE(later.out.find("already tuned"), std::string::npos) << later.out;
+  EXPECT_NE(later.out.find("not re-measured: a single measurement, or timed under load (--force tunes it again)"),
+            std::string::npos)
+      << later.out;
+  Result served = run("best --db " + loadedDb + kernel);
+  ASSERT_EQ(served.code, 0) << served.out;
+  EXPECT_NE(served.out.find("caution     not re-measured"), std::string::npos) << served.out;
+  EXPECT_FALSE(best(loadedDb, kernel)["result"].value("remeasured", false));
+
+  Result quiet = run(tune + quietDb + kernel);
+  ASSERT_EQ(quiet.code, 0) << quiet.out;
+  ASSERT_EQ(quiet.out.find("timing under load"), std::string::npos) << "the quiet half ran on busy cores: " << quiet.out;
+  Result quietLater = run(tune + quietDb + kernel);
+  EXPECT_NE(quietLater.out.find("already tuned"), std::string::npos) << quietLater.out;
+  EXPECT_EQ(quietLater.out.find("not re-measured"), std::string::npos) << quietLater.out;
+  EXPECT_EQ(run("best --db " + quietDb + kernel).out.find("caution"), std::string::npos);
+}

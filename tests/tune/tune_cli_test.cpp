@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -406,4 +407,55 @@ TEST(TuneCli, BundleAllWinnersRebuildsFusedChainsAndEpilogues) {
   const std::string m2 = manifest("b2");
   EXPECT_NE(m2.find("\"family\": \"elementwise\""), std::string::npos) << m2;
   EXPECT_EQ(m2.find("\"family\": \"gemm\""), std::string::npos) << m2;
+}
+
+// Issue 48: `tune --resume` shows the winner `best` then serves. An earlier run's re-measured record
+// that stays faster than anything this run re-measured is the key's winner: the tune says so
+// rather than printing its own best. Set up with the earlier run's slowest config made its fastest
+// re-measured record (this run re-measures it at its real time and picks another config).
+TEST(TuneCli, ResumeShowsTheWinnerBestServes) {
+  const std::string db = testing::TempDir() + "/tune_resume_served.db";
+  std::filesystem::remove(db);
+  const std::string kernel = " gemm --m 48 --n 40 --k 24";
+  const std::string tune = "tune --threads 1 --trials 6 --batch 6 --min-time 0.005 --top-k 1 --db " + db;
+  Result first = run(tune + kernel);
+  ASSERT_EQ(first.code, 0) << first.out;
+  auto jsonOf = [](const Result& r) {
+    auto j = nlohmann::json::parse(r.out.substr(std::min(r.out.find('{'), r.out.size())), nullptr, false);
+    return j.is_object() ? j : nlohmann::json::object();
+  };
+  nlohmann::json before = jsonOf(run("best --json --threads 1 --db " + db + kernel));
+  const std::string winnerConfig = before["record"].value("config", nlohmann::json::object()).dump();
+  std::optional<tessera::cache::Record> slowest;
+  for (const auto& r : allRecords(db))
+    if (r.status == tessera::cache::RecordStatus::Ok && nlohmann::json::parse(r.config).dump() != winnerConfig &&
+        (!slowest || r.median_us > slowest->median_us))
+      slowest = r;
+  ASSERT_TRUE(slowest) << "one config only: " << first.out;
+  tessera::cache::Record fake = *slowest;
+  const double fast = before["record"]["result"].value("median_us", 1.0) / 10;
+  fake.median_us = fast;
+  fake.p20_us = fast * 0.99;
+  fake.p80_us = fast * 1.01;
+  fake.remeasured = true;
+  {
+    auto store = tessera::cache::openSqliteStore(db);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->putOne(fake).ok());
+  }
+  Result resumed = run(tune + " --resume --json" + kernel);
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  nlohmann::json served = jsonOf(run("best --json --threads 1 --db " + db + kernel));
+  const std::string servedConfig = served["record"].value("config", nlohmann::json::object()).dump();
+  EXPECT_EQ(servedConfig, nlohmann::json::parse(fake.config).dump()) << served.dump();
+  nlohmann::json r = jsonOf(resumed);
+  EXPECT_EQ(r["winner"].value("config", nlohmann::json::object()).dump(), servedConfig) << resumed.out;
+  // The human form names the same config, and says whose it is.
+  Result text = run(tune + " --resume" + kernel);
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("  (the store's winner, measured before this run; `best` serves it)"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("this run     "), std::string::npos) << text.out;
+  // The control: a run whose own winner is the key's winner prints no such note.
+  EXPECT_EQ(first.out.find("the store's winner"), std::string::npos) << first.out;
 }
