@@ -106,19 +106,9 @@ Expected<ItemResult> itemResultFromJson(const json& j) {
 }  // namespace
 
 Expected<WorkerGrant> JobClient::registerWorker(const WorkerInfo& w) {
-  json body = {{"id", w.id},
-               {"target", w.target},
-               {"arch", w.arch},
-               {"units", w.units},
-               {"model", w.model},
-               {"device", w.device},
-               {"host", w.host},
-               {"tessera_version", w.tessera_version},
-               {"llvm_version", w.llvm_version},
-               {"toolkit_version", w.toolkit_version},
-               {"driver_version", w.driver_version},
-               {"runtime_version", w.runtime_version},
-               {"slots", w.slots}};
+  // The service's own view of a worker, less what only the service sets.
+  json body = workerInfoToJson(w);
+  for (const char* k : {"token", "live", "leased", "registered_at", "last_seen", "quarantined"}) body.erase(k);
   TESSERA_ASSIGN(Answer a, call("POST", "/v1/workers", dumpJson(body)));
   if (a.status != 200) return refusal("register", a);
   TESSERA_ASSIGN(json j, okJson(a.body, "register"));
