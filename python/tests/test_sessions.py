@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -19,20 +20,28 @@ from conftest import free_port, tessera_bin
 def test_tune_gemm_run_winner_against_numpy(db):
     k = tessera.gemm(128, 128, 128)
     seen = []
-    res = tessera.tune(k, trials=6, db=db, min_time=0.01, top_k=2, seed=3, on_trial=lambda t, p: seen.append(t))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        res = tessera.tune(k, trials=6, db=db, min_time=0.01, top_k=2, seed=3, on_trial=lambda t, p: seen.append(t))
     assert res.outcome == "tuned"
     assert len(res.history) >= 6 and len(seen) == len(res.history)
     assert all(t.status in ("ok", "invalid-config", "compile-error", "timeout", "crash", "wrong-result")
                for t in res.history)
-    assert res.best.ok and res.time_us > 0 and res.record.remeasured
+    # The winner carries the re-measured mark unless the tuner warned that it timed it under load
+    # (a busy test host), where it is stored without the mark by design.
+    under_load = any("timing under load" in str(w.message) for w in said)
+    assert res.best.ok and res.time_us > 0 and res.record.remeasured == (not under_load)
     assert sum(res.statuses.values()) >= 6
     a, b = k.random_inputs(11)
     np.testing.assert_allclose(res.run(a, b), a @ b, rtol=1e-4, atol=1e-4)
     # The store answers now, and a second session stops at once (cache first).
+    # Under load the run's winner is one unmarked record among its trials, and the store serves the
+    # fastest of those: the same answer twice, not necessarily this run's config.
     rec = tessera.best(k, db=db)
-    assert rec is not None and rec.config == res.config and rec.status == "ok"
+    assert rec is not None and rec.status == "ok"
+    assert under_load or rec.config == res.config
     again = tessera.tune(k, trials=6, db=db)
-    assert again.outcome == "already-tuned" and again.config == res.config and not again.history
+    assert again.outcome == "already-tuned" and again.config == rec.config and not again.history
 
 
 def test_tune_without_store_and_flag_errors():
