@@ -8,6 +8,8 @@
 #include <regex>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/cmd_emulate.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -26,6 +28,7 @@ struct EmulateFlags {
   std::vector<int64_t> buffers;
   int schedules = emu::Options{}.schedules;
   uint64_t seed = 1;
+  bool json = false;
 };
 
 // "X", "X,Y" or "X,Y,Z" of positive integers.
@@ -133,9 +136,17 @@ void emulateCommand(const EmulateFlags& f) {
     extents.push_back({bufs.back().data(), bufs.back().size(), "buffer " + std::to_string(i) + " (" + std::to_string(f.buffers[size_t(i)]) + " B)"});
   }
   emu::Report r = (*mk)->run(args, extents);
-  std::printf("kernel     %s on %s, from %s\nlaunch     %s\n", name.c_str(), t->name.c_str(), f.file.c_str(),
-              bin.launch.str().c_str());
-  std::printf("%s", codegen::formatEmulationReport(r, (*mk)->sites(), t->warpSize).c_str());
+  const std::string report = codegen::formatEmulationReport(r, (*mk)->sites(), t->warpSize);
+  if (f.json) {
+    const nlohmann::json j = {{"kernel", name},          {"target", t->name},      {"file", f.file},
+                              {"launch", bin.launch.str()}, {"ok", r.ok},          {"error_count", r.errorCount},
+                              {"errors", r.errors},      {"report", report}};
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::printf("kernel     %s on %s, from %s\nlaunch     %s\n", name.c_str(), t->name.c_str(), f.file.c_str(),
+                bin.launch.str().c_str());
+    std::printf("%s", report.c_str());
+  }
   if (!r.ok) throw CLI::RuntimeError(kExitFailure);
 }
 
@@ -155,6 +166,7 @@ void addEmulateCommand(CLI::App& app) {
       ->take_all();
   c->add_option("--schedules", f->schedules, "fiber orders to run (the fixed one, then seeded PCT orders)")->capture_default_str();
   c->add_option("--seed", f->seed, "seed of the buffers and of the PCT fiber orders")->capture_default_str();
+  addJsonFlag(c, f->json, "the report as JSON (ok, errors, the text report)");
   c->callback([f] {
     if (f->schedules < 1 || f->schedules > 1000) fail("--schedules must be 1 to 1000", kExitBadInput);
     if (f->shared > (int64_t(1) << 20)) fail("--shared: more than 1 MiB per block", kExitBadInput);

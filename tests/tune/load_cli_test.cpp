@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -104,6 +106,22 @@ TEST(TuneUnderLoad, AWinnerTimedUnderLoadDoesNotAnswerAsAQuietOne) {
   const std::string loadedDb = dir + "/tune_load_only.db", quietDb = dir + "/tune_quiet_only.db";
   std::filesystem::remove(loadedDb);
   std::filesystem::remove(quietDb);
+  // The quiet half first, on a machine given a few seconds to settle (the test before this one ends
+  // its own spinners): a quiet half judged busy is retried on a fresh store, at most three times.
+  Result quiet;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::seconds(attempt ? 5 : 2));
+    std::filesystem::remove(quietDb);
+    quiet = run(tune + quietDb + kernel);
+    if (quiet.code != 0 || quiet.out.find("timing under load") == std::string::npos) break;
+  }
+  ASSERT_EQ(quiet.code, 0) << quiet.out;
+  ASSERT_EQ(quiet.out.find("timing under load"), std::string::npos) << "the quiet half ran on busy cores: " << quiet.out;
+  Result quietLater = run(tune + quietDb + kernel);
+  EXPECT_NE(quietLater.out.find("already tuned"), std::string::npos) << quietLater.out;
+  EXPECT_EQ(quietLater.out.find("not re-measured"), std::string::npos) << quietLater.out;
+  EXPECT_EQ(run("best --db " + quietDb + kernel).out.find("caution"), std::string::npos);
+
   Result loaded;
   {
     Spinners spin;
@@ -121,12 +139,4 @@ TEST(TuneUnderLoad, AWinnerTimedUnderLoadDoesNotAnswerAsAQuietOne) {
   ASSERT_EQ(served.code, 0) << served.out;
   EXPECT_NE(served.out.find("caution     not re-measured"), std::string::npos) << served.out;
   EXPECT_FALSE(best(loadedDb, kernel)["result"].value("remeasured", false));
-
-  Result quiet = run(tune + quietDb + kernel);
-  ASSERT_EQ(quiet.code, 0) << quiet.out;
-  ASSERT_EQ(quiet.out.find("timing under load"), std::string::npos) << "the quiet half ran on busy cores: " << quiet.out;
-  Result quietLater = run(tune + quietDb + kernel);
-  EXPECT_NE(quietLater.out.find("already tuned"), std::string::npos) << quietLater.out;
-  EXPECT_EQ(quietLater.out.find("not re-measured"), std::string::npos) << quietLater.out;
-  EXPECT_EQ(run("best --db " + quietDb + kernel).out.find("caution"), std::string::npos);
 }
