@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/cli/cli_run.h"
 #include "ir/builders.h"
 #include "search/space.h"
 
@@ -25,21 +26,8 @@ std::string hostGemmDefaults(int64_t m, int64_t n, int64_t k, int threads = 0) {
   return s.ok() ? s->defaults().str() : s.error().message;
 }
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout + stderr
-};
-
-Result run(const std::string& args) {
-  Result r;
-  std::string cmd = std::string(TESSERA_BIN) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
+using tessera::clitest::Result;
+using tessera::clitest::run;
 
 void expectError(const std::string& args, int code, const std::string& needle) {
   Result r = run(args);

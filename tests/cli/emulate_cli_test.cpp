@@ -12,23 +12,12 @@
 #include <sstream>
 #include <string>
 
+#include "tests/cli/cli_run.h"
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout + stderr
-};
-
-Result run(const std::string& args) {
-  Result r;
-  std::string cmd = std::string(TESSERA_BIN) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
+using tessera::clitest::Result;
+using tessera::clitest::run;
 
 std::string write(const std::string& name, const std::string& text) {
   const std::string path = testing::TempDir() + "/" + name;

@@ -12,24 +12,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/cli/cli_run.h"
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout + stderr
-};
-
-// `env`: assignments put before the command ("TESSERA_GPU_FACTS=/x.json").
-Result run(const std::string& args, const std::string& env = "") {
-  Result r;
-  std::string cmd = env + (env.empty() ? "" : " ") + std::string(TESSERA_BIN) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
+using tessera::clitest::Result;
+using tessera::clitest::run;
 
 void expectOneLineError(const std::string& args, const std::string& needle) {
   Result r = run(args);
