@@ -23,6 +23,8 @@
 // grid.z (batch) come from the sizes at launch.
 #include <cmath>
 
+#include "codegen/gpu_attention_ring.h"
+#include "codegen/gpu_attention_skeleton.h"
 #include "codegen/gpu_gemm_epilogue.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/gpu_strategies.h"
@@ -45,12 +47,8 @@ using namespace mlir;
 
 namespace {
 
-struct MmaAttnPlan {
-  int64_t B, H, HKV, G, SQ, SKV, D, off;
-  bool causal;
-  ir::ScalarType dtype;
-  int64_t W, BQ, BK, STAGES, LD, NKD, NJ, NC, ND, NQB, NKB, T;
-  double qscale;
+struct MmaAttnPlan : AttnDims {
+  int64_t W, STAGES, LD, NKD, NJ, NC, ND, T;
   bool qInRegs;
   int64_t qBytes() const { return BQ * LD * 2; }
   int64_t kvBytes() const { return STAGES * BK * LD * 2; }
@@ -72,16 +70,11 @@ Expected<MmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, 
   if (p.BQ % 16 || p.BQ < 16 || p.BQ > 128) return bad("BQ must be 16, 32, 64 or 128 (16 rows per warp)");
   if (p.BK % 16 || p.BK < 16 || p.BK > 128) return bad("BK must be a multiple of 16, at most 128");
   if (p.STAGES != 1 && p.STAGES != 2) return bad("STAGES must be 1 or 2");
-  p.B = s.batch; p.H = s.heads; p.HKV = s.heads_kv; p.G = s.heads / s.heads_kv;
-  p.SQ = s.seq_q; p.SKV = s.seq_kv; p.D = s.head_dim; p.off = s.seq_kv - s.seq_q;
-  p.causal = s.causal; p.dtype = s.dtype;
+  p.setProblem(s);
   p.W = p.BQ / 16;
   p.T = 32 * p.W;
   p.LD = p.D + 8;
   p.NKD = p.D / 16; p.NJ = p.BK / 8; p.NC = p.BK / 16; p.ND = p.D / 8;
-  p.NQB = ceilDiv(p.SQ, p.BQ);
-  p.NKB = ceilDiv(p.SKV, p.BK);
-  p.qscale = s.scale / std::log(2.0);
   // Q's fragments stay in registers up to head_dim 128 (32 registers); past it they are re-read
   // from shared memory for each key block, so O's 4*D/8 accumulators fit.
   p.qInRegs = p.D <= 128;
@@ -91,10 +84,103 @@ Expected<MmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, 
   return p;
 }
 
-class Kernel : public MmaOps {
+// mma.sync's steps: S per 8-key tile from ldmatrix fragments, the softmax over the quad, P's A
+// fragments straight from S's accumulators, O per 8-column tile of the head dim.
+class MmaSyncSteps : public AttnFamily {
  public:
-  Kernel(OpBuilder& b, Location loc, const MmaAttnPlan& p) : MmaOps(b, loc, p.dtype), p_(p) {}
-  const MmaAttnPlan& p_;
+  MmaSyncSteps(MmaOps& e, const MmaAttnPlan& p, const MmaOps::Shape& shape, KvRing& ring, Value Ks, Value Vs, Value O,
+            Value bi, Value h, Value q0, Value warp, Value lane, Value g, Value tq,
+            const std::function<SmallVector<Value>(int64_t)>& qFrag, const std::vector<SmallVector<Value>>& qa)
+      : e_(e), b(e.b_), loc(e.loc_), ix(e.ix_), p(p), shape(shape), ring(ring), Ks(Ks), Vs(Vs), O(O), bi(bi), h(h), q0(q0),
+        warp(warp), lane(lane), g(g), tq(tq), qFrag(qFrag), qa(qa) {}
+
+  void beforeLoop(Value) override { ring.prologue(); }
+  SmallVector<Value> initState() override {
+    SmallVector<Value> init;
+    for (int64_t i = 0; i < 4 * p.ND; ++i) init.push_back(e_.f(0.0f));
+    init.append({e_.f(-1e30f), e_.f(-1e30f), e_.f(0.0f), e_.f(0.0f)});  // m (rows g, g+8), l (partial)
+    return init;
+  }
+  void stageIn(AttnBlock& blk, Value kbEnd) override { blk.stage = ring.stageIn(blk.kb, kbEnd); }
+  void scores(AttnBlock& blk) override {
+    blk.k0 = ix.mul(blk.kb, p.BK);
+    // Rank-reduced 2-D views of this stage.
+    auto tile2d = [&](Value base) {
+      auto t2 = cast<MemRefType>(memref::SubViewOp::inferRankReducedResultType(
+          {p.BK, p.LD}, cast<MemRefType>(base.getType()), ArrayRef<int64_t>{ShapedType::kDynamic, 0, 0},
+          ArrayRef<int64_t>{1, p.BK, p.LD}, ArrayRef<int64_t>{1, 1, 1}));
+      return memref::SubViewOp::create(b, loc, t2, base, ArrayRef<OpFoldResult>{blk.stage, b.getIndexAttr(0), b.getIndexAttr(0)},
+                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(p.BK), b.getIndexAttr(p.LD)},
+                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)})
+          .getResult();
+    };
+    K2 = tile2d(Ks), V2 = tile2d(Vs);
+    // S = Q Kᵀ, 8 keys per tile: s[j][0..3] = rows g, g, g+8, g+8; keys 2t, 2t+1, 2t, 2t+1.
+    Value kRow = ix.rem(lane, 8), kCol = ix.mul(ix.rem(ix.div(lane, 8), 2), 8);
+    for (int64_t j = 0; j < p.NJ; ++j) {
+      SmallVector<Value> acc = {e_.f(0.0f), e_.f(0.0f), e_.f(0.0f), e_.f(0.0f)};
+      for (int64_t kd = 0; kd < p.NKD; ++kd) {
+        SmallVector<Value> a = p.qInRegs ? qa[size_t(kd)] : qFrag(kd);
+        SmallVector<Value> kf = e_.ldmatrix(K2, ix.add(kRow, j * 8), ix.add(kCol, kd * 16), 2, false);
+        acc = e_.mma(a, kf, acc);
+      }
+      blk.s.append(acc.begin(), acc.end());
+    }
+  }
+  void softmax(AttnBlock& blk, ValueRange carried) override {
+    Value rowBase = rowBaseOf();
+    Value mOld[2] = {carried[4 * p.ND], carried[4 * p.ND + 1]}, lOld[2] = {carried[4 * p.ND + 2], carried[4 * p.ND + 3]};
+    MmaOps::Softmax sm = e_.softmax(shape, blk.s, blk.k0, tq, rowBase, mOld, lOld);
+    blk.m = {sm.mNew[0], sm.mNew[1]};
+    blk.alpha = {sm.alpha[0], sm.alpha[1]};
+    blk.l = {sm.lNew[0], sm.lNew[1]};
+    blk.p = sm.p;
+  }
+  SmallVector<Value> accumulate(AttnBlock& blk, ValueRange carried) override {
+    // P's A fragments for 16-key slice c: tiles 2c and 2c+1 as (row g, row g+8) x (keys 2t.., keys 8+2t..).
+    std::vector<SmallVector<Value>> pa;
+    for (int64_t c = 0; c < p.NC; ++c) {
+      auto t0 = blk.p.begin() + 8 * c, t1 = t0 + 4;
+      pa.push_back({e_.pack(t0[0], t0[1]), e_.pack(t0[2], t0[3]), e_.pack(t1[0], t1[1]), e_.pack(t1[2], t1[3])});
+    }
+    // O = O * alpha + P V over 8-column tiles of the head dim.
+    Value vRow = ix.rem(lane, 16);
+    SmallVector<Value> yields;
+    for (int64_t d = 0; d < p.ND; ++d) {
+      SmallVector<Value> acc;
+      for (int c = 0; c < 4; ++c) acc.push_back(e_.mul(carried[size_t(4 * d + c)], blk.alpha[c / 2]));
+      for (int64_t c = 0; c < p.NC; ++c) {
+        SmallVector<Value> vf = e_.ldmatrix(V2, ix.add(vRow, c * 16), ix.c(d * 8), 2, true);
+        acc = e_.mma(pa[size_t(c)], vf, acc);
+      }
+      yields.append(acc.begin(), acc.end());
+    }
+    yields.append({blk.m[0], blk.m[1], blk.l[0], blk.l[1]});
+    return yields;
+  }
+  void stageOut(AttnBlock&) override {
+    if (ring.async()) ring.barrier();  // the next iteration's copies overwrite the stage read here
+  }
+  void afterLoop() override { ring.drain(); }
+  void store(ValueRange res) override {
+    Value rowBase = rowBaseOf();
+    Value lFinal[2] = {res[size_t(4 * p.ND + 2)], res[size_t(4 * p.ND + 3)]};
+    e_.storeNormalized(shape, SmallVector<Value>(res.begin(), res.begin() + 4 * p.ND), lFinal, O, bi, h, rowBase, tq);
+  }
+
+ private:
+  Value rowBaseOf() { return ix.add(ix.add(q0, ix.mul(warp, 16)), g); }
+
+  MmaOps& e_;
+  OpBuilder& b;
+  Location loc;
+  gpuir::Idx& ix;
+  const MmaAttnPlan& p;
+  const MmaOps::Shape& shape;
+  KvRing& ring;
+  Value Ks, Vs, O, bi, h, q0, warp, lane, g, tq, K2, V2;
+  const std::function<SmallVector<Value>(int64_t)>& qFrag;
+  const std::vector<SmallVector<Value>>& qa;
 };
 
 }  // namespace
@@ -122,13 +208,12 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
   Value sizes = rt.any() ? args[kSizesArg] : Value();
   const ir::AttentionSpec& s = info.spec;
   Value Q = args[s.q], Kg = args[s.k], Vg = args[s.v], O = args[s.o];
-  Kernel e(b, loc, p);
+  MmaOps e(b, loc, p.dtype);
   gpuir::Idx& ix = e.ix_;
   Type et = e.et_;
   const int64_t LD = p.LD, BK = p.BK, T = p.T;
 
-  auto launch = gpu::LaunchOp::create(b, loc, ix.c(p.NQB), ix.c(p.H), ix.c(p.B), ix.c(T), ix.c(1), ix.c(1),
-                                      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(p.smemBytes()))));
+  auto launch = attnLaunch(b, loc, p, T, p.smemBytes());
   b.setInsertionPointToStart(&launch.getBody().front());
   Value qb = launch.getBlockIds().x, h = launch.getBlockIds().y, bi = launch.getBlockIds().z;
   Value tid = launch.getThreadIds().x;
@@ -151,63 +236,26 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
   Value Ks = view(p.qBytes(), {p.STAGES, BK, LD});
   Value Vs = view(p.qBytes() + p.kvBytes(), {p.STAGES, BK, LD});
   VectorType v8 = VectorType::get({8}, et);
-  const int64_t chunksPerRow = p.D / 8;
 
   // ---- Q tile: rows past Sq repeat the last (their outputs are never stored)
-  {
-    const int64_t chunks = p.BQ * chunksPerRow, steps = ceilDiv(chunks, T);
-    for (int64_t st = 0; st < steps; ++st) {
-      Value ch = ix.add(tid, st * T);
-      gpuir::guarded(b, loc, (st + 1) * T > chunks ? ix.lt(ch, chunks) : Value(), [&] {
-        Value r = ix.div(ch, chunksPerRow), col = ix.mul(ix.rem(ch, chunksPerRow), 8);
-        Value gr = ix.min(ix.add(q0, r), sqLast);
-        Value v = vector::LoadOp::create(b, loc, v8, Q, ValueRange{bi, h, gr, col});
-        vector::StoreOp::create(b, loc, v, Qs, ValueRange{r, col});
-      });
-    }
-  }
+  forEachChunk(ix, tid, T, p.BQ, p.D / 8, [&](Value r, Value j, Value) {
+    Value col = ix.mul(j, 8);
+    Value gr = ix.min(ix.add(q0, r), sqLast);
+    Value v = vector::LoadOp::create(b, loc, v8, Q, ValueRange{bi, h, gr, col});
+    vector::StoreOp::create(b, loc, v, Qs, ValueRange{r, col});
+  });
   // ---- K/V block kb into `stage`: rows past Skv repeat the last key (masked in S)
-  auto copyKV = [&](Value kb, Value stage, bool async) -> Value {
-    const int64_t chunks = BK * chunksPerRow, steps = ceilDiv(chunks, T);
-    SmallVector<Value> tokens;
-    Value k0 = ix.mul(kb, BK);
-    auto tok = nvgpu::DeviceAsyncTokenType::get(ctx);
-    for (int64_t st = 0; st < steps; ++st) {
-      Value ch = ix.add(tid, st * T);
-      Value inRange = (st + 1) * T > chunks ? ix.lt(ch, chunks) : Value();
-      // A thread past the chunks copies nothing: a guarded cp.async's token joins no group (the
-      // commit covers every copy the thread issued; copying chunk 0 again instead would be two
-      // threads writing the same shared bytes unordered, a race however equal the values).
-      auto body = [&] {
-        Value r = ix.div(ch, chunksPerRow), col = ix.mul(ix.rem(ch, chunksPerRow), 8);
-        Value gr = ix.min(ix.add(k0, r), skvLast);
-        for (auto [src, dst] : {std::pair{Kg, Ks}, std::pair{Vg, Vs}}) {
-          if (async) {
-            Value t = nvgpu::DeviceAsyncCopyOp::create(b, loc, tok, dst, ValueRange{stage, r, col}, src,
-                                                       ValueRange{bi, hk, gr, col}, b.getIndexAttr(8), Value(),
-                                                       b.getUnitAttr());
-            if (!inRange) tokens.push_back(t);
-          } else {
-            Value v = vector::LoadOp::create(b, loc, v8, src, ValueRange{bi, hk, gr, col});
-            vector::StoreOp::create(b, loc, v, dst, ValueRange{stage, r, col});
-          }
-        }
-      };
-      gpuir::guarded(b, loc, inRange, body);
-    }
-    if (async) return Value(nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tok, tokens).getResult());
-    return Value();
-  };
-  auto wait = [&](Value group, int64_t pending) {
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(int32_t(pending)));
-  };
-  auto barrier = [&] { gpu::BarrierOp::create(b, loc); };
+  KvRing ring(b, loc, tid, T, BK, p.D, p.dtype, p.STAGES, [&](Value stage, Value r, Value j, Value k0, const KvRing::Put& put) {
+    Value col = ix.mul(j, 8);
+    Value gr = ix.min(ix.add(k0, r), skvLast);
+    for (auto [src, dst] : {std::pair{Kg, Ks}, std::pair{Vg, Vs}}) put(dst, ValueRange{stage, r, col}, src, ValueRange{bi, hk, gr, col});
+  });
 
-  barrier();
+  ring.barrier();
   // ---- Q's A fragments: matrix i of ldmatrix.x4 = rows 8(i%2).., columns 8(i/2).. of a 16x16 slice
   Value aRow = ix.add(ix.add(ix.rem(lane, 8), ix.mul(ix.rem(ix.div(lane, 8), 2), 8)), ix.mul(warp, 16));
   Value aCol = ix.mul(ix.div(lane, 16), 8);
-  auto qFrag = [&](int64_t kd) { return e.ldmatrix(Qs, aRow, ix.add(aCol, kd * 16), 4, false); };
+  std::function<SmallVector<Value>(int64_t)> qFrag = [&](int64_t kd) { return e.ldmatrix(Qs, aRow, ix.add(aCol, kd * 16), 4, false); };
   std::vector<SmallVector<Value>> qa;
   if (p.qInRegs)
     for (int64_t kd = 0; kd < p.NKD; ++kd) qa.push_back(qFrag(kd));
@@ -215,115 +263,10 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
   // ---- key blocks: causal stops at the block of the last visible key of the block's last row
   const MmaOps::Shape shape{p.SQ, p.SKV, p.off, p.BQ, BK, p.NKB, p.causal, p.qscale, seqV};
   Value kbEnd = e.keyBlocksEnd(shape, q0);
-  const bool async = p.STAGES == 2;
-  if (async) (void)copyKV(ix.c(0), ix.c(0), true);
-  SmallVector<Value> init;
-  for (int64_t i = 0; i < 4 * p.ND; ++i) init.push_back(e.f(0.0f));
-  init.append({e.f(-1e30f), e.f(-1e30f), e.f(0.0f), e.f(0.0f)});  // m (rows g, g+8), l (partial)
-  auto loop = scf::ForOp::create(b, loc, ix.c(0), kbEnd, ix.c(1), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kb = loop.getInductionVar();
-    ValueRange carried = loop.getRegionIterArgs();
-    Value stage = ix.c(0);
-    if (async) {
-      // The next block (or this one again at the end: a harmless copy) into the other stage, then
-      // this block's group completes.
-      stage = ix.rem(kb, 2);
-      Value next = arith::MinSIOp::create(b, loc, ix.add(kb, 1), ix.add(kbEnd, -1));
-      Value group = copyKV(next, ix.rem(ix.add(kb, 1), 2), true);
-      wait(group, 1);
-      barrier();
-    } else {
-      barrier();
-      (void)copyKV(kb, stage, false);
-      barrier();
-    }
-    Value k0 = ix.mul(kb, BK);
-    // Rank-reduced 2-D views of this stage.
-    auto tile2d = [&](Value base) {
-      auto t2 = cast<MemRefType>(memref::SubViewOp::inferRankReducedResultType(
-          {BK, LD}, cast<MemRefType>(base.getType()), ArrayRef<int64_t>{ShapedType::kDynamic, 0, 0},
-          ArrayRef<int64_t>{1, BK, LD}, ArrayRef<int64_t>{1, 1, 1}));
-      return memref::SubViewOp::create(b, loc, t2, base, ArrayRef<OpFoldResult>{stage, b.getIndexAttr(0), b.getIndexAttr(0)},
-                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(BK), b.getIndexAttr(LD)},
-                                       ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)})
-          .getResult();
-    };
-    Value K2 = tile2d(Ks), V2 = tile2d(Vs);
-
-    // S = Q Kᵀ, 8 keys per tile: s[j][0..3] = rows g, g, g+8, g+8; keys 2t, 2t+1, 2t, 2t+1.
-    Value kRow = ix.rem(lane, 8), kCol = ix.mul(ix.rem(ix.div(lane, 8), 2), 8);
-    std::vector<SmallVector<Value>> sTiles;
-    for (int64_t j = 0; j < p.NJ; ++j) {
-      SmallVector<Value> acc = {e.f(0.0f), e.f(0.0f), e.f(0.0f), e.f(0.0f)};
-      for (int64_t kd = 0; kd < p.NKD; ++kd) {
-        SmallVector<Value> a = p.qInRegs ? qa[size_t(kd)] : qFrag(kd);
-        SmallVector<Value> kf = e.ldmatrix(K2, ix.add(kRow, j * 8), ix.add(kCol, kd * 16), 2, false);
-        acc = e.mma(a, kf, acc);
-      }
-      sTiles.push_back(acc);
-    }
-    // Scale, mask, row maxima over the quad, p = 2^(s - m) (MmaOps::softmax).
-    Value rowBase = ix.add(ix.add(q0, ix.mul(warp, 16)), g);
-    SmallVector<Value> scores;
-    for (const auto& tile : sTiles) scores.append(tile.begin(), tile.end());
-    Value mOld[2] = {carried[4 * p.ND], carried[4 * p.ND + 1]}, lOld[2] = {carried[4 * p.ND + 2], carried[4 * p.ND + 3]};
-    MmaOps::Softmax sm = e.softmax(shape, scores, k0, tq, rowBase, mOld, lOld);
-    std::vector<SmallVector<Value>> pr(size_t(p.NJ));
-    for (int64_t j = 0; j < p.NJ; ++j) pr[size_t(j)].assign(sm.p.begin() + 4 * j, sm.p.begin() + 4 * j + 4);
-    // P's A fragments for 16-key slice c: tiles 2c and 2c+1 as (row g, row g+8) x (keys 2t.., keys 8+2t..).
-    std::vector<SmallVector<Value>> pa;
-    for (int64_t c = 0; c < p.NC; ++c) {
-      const auto& t0 = pr[size_t(2 * c)];
-      const auto& t1 = pr[size_t(2 * c + 1)];
-      pa.push_back({e.pack(t0[0], t0[1]), e.pack(t0[2], t0[3]), e.pack(t1[0], t1[1]), e.pack(t1[2], t1[3])});
-    }
-    // O = O * alpha + P V over 8-column tiles of the head dim.
-    Value vRow = ix.rem(lane, 16);
-    SmallVector<Value> yields;
-    for (int64_t d = 0; d < p.ND; ++d) {
-      SmallVector<Value> acc;
-      for (int c = 0; c < 4; ++c) acc.push_back(e.mul(carried[size_t(4 * d + c)], sm.alpha[c / 2]));
-      for (int64_t c = 0; c < p.NC; ++c) {
-        SmallVector<Value> vf = e.ldmatrix(V2, ix.add(vRow, c * 16), ix.c(d * 8), 2, true);
-        acc = e.mma(pa[size_t(c)], vf, acc);
-      }
-      yields.append(acc.begin(), acc.end());
-    }
-    yields.append({sm.mNew[0], sm.mNew[1], sm.lNew[0], sm.lNew[1]});
-    if (async) barrier();  // the next iteration's copies overwrite the stage read here
-    scf::YieldOp::create(b, loc, yields);
-  }
-  if (async) {
-    // Nothing left in flight when the block ends (the last iteration's redundant copy).
-    auto tok = nvgpu::DeviceAsyncTokenType::get(ctx);
-    Value none = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tok, ValueRange{}).getResult();
-    wait(none, 0);
-  }
-  // ---- O / l for rows < Sq
-  ValueRange res = loop.getResults();
-  Value rowBase = ix.add(ix.add(q0, ix.mul(warp, 16)), g);
-  Value lFinal[2] = {res[size_t(4 * p.ND + 2)], res[size_t(4 * p.ND + 3)]};
-  e.storeNormalized(shape, SmallVector<Value>(res.begin(), res.begin() + 4 * p.ND), lFinal, O, bi, h, rowBase, tq);
-  gpu::TerminatorOp::create(b, loc);
-  b.setInsertionPointAfter(launch);
-  func::ReturnOp::create(b, loc);
-
-  plan.schedule = noMapSchedule();
-  plan.hasPre = false;
-  for (size_t i = 0; i < 4; ++i) {
-    GpuArg a;
-    a.tensor = int(i);
-    plan.launch.args.push_back(a);
-  }
-  if (rt.any()) {
-    GpuArg sz;
-    sz.kind = GpuArg::Kind::Sizes;
-    sz.dtype = ir::ScalarType::Index;
-    plan.launch.args.push_back(sz);
-  }
+  MmaSyncSteps family(e, p, shape, ring, Ks, Vs, O, bi, h, q0, warp, lane, g, tq, qFrag, qa);
+  runAttention(b, loc, kbEnd, family);
+  closeAttnLaunch(b, loc, launch, plan);
+  addAttnArgs(plan, rt.any());
   return plan;
 }
 

@@ -1,0 +1,97 @@
+// Owns the FlashAttention skeleton's loop, copies and launch (gpu_attention_skeleton.h).
+#include "codegen/gpu_attention_skeleton.h"
+
+#include <cmath>
+
+#include "codegen/gpu_mma_ops.h"
+#include "codegen/host_strategies.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace tessera::codegen {
+
+using namespace mlir;
+
+void AttnDims::setProblem(const ir::AttentionSpec& s) {
+  B = s.batch; H = s.heads; HKV = s.heads_kv; G = s.heads / s.heads_kv;
+  SQ = s.seq_q; SKV = s.seq_kv; D = s.head_dim; off = s.seq_kv - s.seq_q;
+  causal = s.causal; dtype = s.dtype;
+  NQB = ceilDiv(SQ, BQ);
+  NKB = ceilDiv(SKV, BK);
+  qscale = s.scale / std::log(2.0);
+}
+
+void runAttention(OpBuilder& b, Location loc, Value kbEnd, AttnFamily& f) {
+  gpuir::Idx ix{b, loc};
+  f.beforeLoop(kbEnd);
+  SmallVector<Value> init = f.initState();
+  auto body = [&](Value kb, ValueRange state) {
+    AttnBlock blk;
+    blk.kb = kb;
+    f.stageIn(blk, kbEnd);
+    f.scores(blk);
+    f.softmax(blk, state);
+    SmallVector<Value> next = f.accumulate(blk, state);
+    f.stageOut(blk);
+    return next;
+  };
+  if (init.empty()) {
+    // State in workgroup memory: a plain loop.
+    gpuir::forLoop(b, loc, ix.c(0), kbEnd, 1, [&](Value kb) { (void)body(kb, ValueRange{}); });
+    f.afterLoop();
+    f.store(ValueRange{});
+    return;
+  }
+  auto loop = scf::ForOp::create(b, loc, ix.c(0), kbEnd, ix.c(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> next = body(loop.getInductionVar(), loop.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, next);
+  }
+  f.afterLoop();
+  f.store(loop.getResults());
+}
+
+void forEachChunk(gpuir::Idx& ix, Value tid, int64_t T, int64_t rows, int64_t perRow,
+                  const std::function<void(Value r, Value j, Value inRange)>& body) {
+  const int64_t chunks = rows * perRow, steps = ceilDiv(chunks, T);
+  for (int64_t st = 0; st < steps; ++st) {
+    Value ch = ix.add(tid, st * T);
+    Value inRange = (st + 1) * T > chunks ? ix.lt(ch, chunks) : Value();
+    gpuir::guarded(ix.b, ix.loc, inRange, [&] {
+      Value r = ix.div(ch, perRow), j = ix.rem(ch, perRow);
+      body(r, j, inRange);
+    });
+  }
+}
+
+gpu::LaunchOp attnLaunch(OpBuilder& b, Location loc, const AttnDims& d, int64_t T, int64_t dynSmem) {
+  gpuir::Idx ix{b, loc};
+  if (dynSmem < 0) return gpu::LaunchOp::create(b, loc, ix.c(d.NQB), ix.c(d.H), ix.c(d.B), ix.c(T), ix.c(1), ix.c(1));
+  return gpu::LaunchOp::create(b, loc, ix.c(d.NQB), ix.c(d.H), ix.c(d.B), ix.c(T), ix.c(1), ix.c(1),
+                               arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(dynSmem))));
+}
+
+void closeAttnLaunch(OpBuilder& b, Location loc, gpu::LaunchOp launch, GpuPlan& plan) {
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointAfter(launch);
+  func::ReturnOp::create(b, loc);
+  plan.schedule = noMapSchedule();
+  plan.hasPre = false;
+}
+
+void addAttnArgs(GpuPlan& plan, bool sizes) {
+  for (int i = 0; i < 4; ++i) {
+    GpuArg a;
+    a.tensor = i;
+    plan.launch.args.push_back(a);
+  }
+  if (sizes) {
+    GpuArg sz;
+    sz.kind = GpuArg::Kind::Sizes;
+    sz.dtype = ir::ScalarType::Index;
+    plan.launch.args.push_back(sz);
+  }
+}
+
+}  // namespace tessera::codegen

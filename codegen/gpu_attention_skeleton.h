@@ -1,0 +1,87 @@
+// Owns the one FlashAttention forward skeleton the GPU attention strategies are built on: the
+// problem every matrix family sees (GQA head mapping, query and key blocks, the causal offset, the
+// score scale), the key-block loop with its online-softmax state, the cooperative chunk copies,
+// the launch around a lane-level kernel, and the step interface a family fills in.
+//
+//   open:   the family's launch, Q tile, and state (O = 0, m = -1e30, l = 0)
+//   for kb < kbEnd (causal: up to the block holding the diagonal):
+//     stageIn   K/V block kb where the products read it (its staging schedule)
+//     scores    S = Q·Kᵀ of the block, in the family's fragment layout
+//     softmax   scale·log2e, keys past Skv / right of the diagonal masked, row maxima over the
+//               lanes that share a row, p = 2^(s - m), alpha = 2^(m_old - m), l = l·alpha + Σp
+//     accumulate O = O·alpha + P·V
+//     stageOut  what the schedule does once the block is read (release, refill, barrier)
+//   store:  O / l for rows < Sq
+//
+// A new pipeline (FlashAttention-3's ping-pong, intra-warpgroup overlap) is a family or a staging
+// schedule, not another copy of this loop.
+#pragma once
+
+#include <functional>
+
+#include "codegen/gpu_loops.h"
+#include "codegen/gpu_strategies.h"
+#include "ir/ir.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace tessera::codegen {
+
+// The attention problem as every family sees it; a family's plan adds its tiles and limits.
+struct AttnDims {
+  int64_t B = 0, H = 0, HKV = 0, G = 1, SQ = 0, SKV = 0, D = 0, off = 0;  // off = Skv - Sq
+  bool causal = false;
+  ir::ScalarType dtype = ir::ScalarType::F32;
+  int64_t BQ = 0, BK = 0, NQB = 0, NKB = 0;  // query / key rows per block, block counts
+  double qscale = 0;                          // scale * log2(e): the softmax runs on 2^x
+  // Takes the problem from `s`; BQ and BK must be set (they give the block counts).
+  void setProblem(const ir::AttentionSpec& s);
+};
+
+// One key block as it passes through a family's steps.
+struct AttnBlock {
+  mlir::Value kb, stage, k0;           // block index, the slot its K/V sit in, its first key
+  mlir::SmallVector<mlir::Value> s;    // S = Q·Kᵀ fragments in the family's layout
+  mlir::SmallVector<mlir::Value> m, alpha, l;  // per owned row: new max, 2^(m_old - m), new sum
+  mlir::SmallVector<mlir::Value> p;    // 2^(s - m) (masked: 0) in the layout P·V reads
+};
+
+// A matrix family's steps of the skeleton (SIMT, mma.sync, wgmma, MFMA): how S is computed, which
+// rows a thread's fragments belong to, how O += P·V is issued, where K/V are staged.
+class AttnFamily {
+ public:
+  virtual ~AttnFamily() = default;
+  // Before the loop: the staging schedule's prologue (the first block's copies).
+  virtual void beforeLoop(mlir::Value kbEnd) {}
+  // The state carried in registers from block to block (O, then each owned row's m and l); none
+  // when the family keeps it in workgroup memory.
+  virtual mlir::SmallVector<mlir::Value> initState() = 0;
+  // Makes block kb readable; sets blk.stage (and blk.k0 where the family wants it first).
+  virtual void stageIn(AttnBlock& blk, mlir::Value kbEnd) = 0;
+  virtual void scores(AttnBlock& blk) = 0;
+  virtual void softmax(AttnBlock& blk, mlir::ValueRange state) = 0;
+  // O = O·alpha + P·V: the next state (empty for a family without carried state).
+  virtual mlir::SmallVector<mlir::Value> accumulate(AttnBlock& blk, mlir::ValueRange state) = 0;
+  virtual void stageOut(AttnBlock& blk) {}
+  virtual void afterLoop() {}  // the schedule's drain
+  // O / l for rows < Sq from the final state.
+  virtual void store(mlir::ValueRange state) = 0;
+};
+
+// The key-block loop over [0, kbEnd) and the store after it, at the builder's insertion point.
+void runAttention(mlir::OpBuilder& b, mlir::Location loc, mlir::Value kbEnd, AttnFamily& f);
+
+// The cooperative copy of `rows` rows of `perRow` chunks by the T threads of a block: thread tid
+// takes chunks tid, tid + T, ...; body(r, j, inRange) for row r, chunk j, under `inRange` (null
+// where every thread has a chunk) — the guard is already open around the body.
+void forEachChunk(gpuir::Idx& ix, mlir::Value tid, int64_t T, int64_t rows, int64_t perRow,
+                  const std::function<void(mlir::Value r, mlir::Value j, mlir::Value inRange)>& body);
+
+// The launch of a lane-level kernel: grid (query blocks, heads, batch), T threads, `dynSmem` bytes
+// of dynamic shared memory (< 0: no dynamic window). The builder stays before the launch.
+mlir::gpu::LaunchOp attnLaunch(mlir::OpBuilder& b, mlir::Location loc, const AttnDims& d, int64_t T, int64_t dynSmem);
+// Closes a lane-level kernel: the launch's terminator, the function's return; nothing to map.
+void closeAttnLaunch(mlir::OpBuilder& b, mlir::Location loc, mlir::gpu::LaunchOp launch, GpuPlan& plan);
+// The launch's arguments: the four user tensors (Q, K, V, O), then the runtime sizes if any.
+void addAttnArgs(GpuPlan& plan, bool sizes);
+
+}  // namespace tessera::codegen
