@@ -1,6 +1,8 @@
-// Owns the GPU attention strategy: FlashAttention-style forward built directly as pre-mapping IR
-// (mlir-recipes/gpu-flash-attention: gen.py's phase structure, generalized to batch, GQA, causal
-// masks with skipped key blocks, seq_q != seq_kv, any head_dim, and a head_dim split):
+// Owns the choice among the GPU attention strategies and the SIMT family's steps of the attention
+// skeleton (`flash-simt`, gpu_attention_skeleton.h): FlashAttention-style forward built directly
+// as pre-mapping IR (mlir-recipes/gpu-flash-attention: gen.py's phase structure, generalized to
+// batch, GQA, causal masks with skipped key blocks, seq_q != seq_kv, any head_dim, and a head_dim
+// split):
 //
 //   scf.forall (b, h, qb) in (B, H, ceil(Sq/BQ))                           #gpu.block<z, y, x>
 //     Ks, Vs [BK][DP] (input dtype), Acc [DCS][T][VW] f32, Ms, Ls [T] f32,
@@ -28,6 +30,7 @@
 #include <cmath>
 
 #include "codegen/expr_emitter.h"
+#include "codegen/gpu_attention_skeleton.h"
 #include "codegen/gpu_gemm_epilogue.h"
 #include "codegen/gpu_loops.h"
 #include "codegen/gpu_lowering.h"
@@ -43,12 +46,8 @@ using namespace mlir;
 
 namespace {
 
-struct AttnPlan {
-  int64_t B, H, HKV, G, SQ, SKV, D, off;
-  bool causal;
-  ir::ScalarType dtype;
-  int64_t BQ, BK, DSPLIT, T, VW, DP, DC, DCS, NQB, NKB;
-  double qscale;
+struct AttnPlan : AttnDims {
+  int64_t DSPLIT, T, VW, DP, DC, DCS;
   int64_t smemBytes() const {
     int64_t es = ir::byteSize(dtype);
     return 2 * BK * DP * es + BQ * DP * 4 + 2 * T * 4 + (DSPLIT > 1 ? DSPLIT * BQ * BK * 4 : 0);
@@ -63,9 +62,7 @@ Expected<AttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, con
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention: " + m); };
   if (p.BQ <= 0 || p.BK <= 0 || p.DSPLIT <= 0) return bad("BQ, BK and DSPLIT must be positive");
   if (p.BK > 128) return bad("BK must be <= 128 (BK scores per thread live in registers)");
-  p.B = s.batch; p.H = s.heads; p.HKV = s.heads_kv; p.G = s.heads / s.heads_kv;
-  p.SQ = s.seq_q; p.SKV = s.seq_kv; p.D = s.head_dim; p.off = s.seq_kv - s.seq_q;
-  p.causal = s.causal; p.dtype = s.dtype;
+  p.setProblem(s);
   p.VW = p.D % 4 == 0 ? 4 : p.D % 2 == 0 ? 2 : 1;
   p.DP = p.D;
   p.DC = p.D / p.VW;
@@ -76,9 +73,6 @@ Expected<AttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, con
   if (p.T % t.warpSize) return bad("BQ*DSPLIT=" + std::to_string(p.T) + " must be a multiple of the warp size " + std::to_string(t.warpSize));
   if (p.smemBytes() > t.smemPerBlock)
     return bad("needs " + std::to_string(p.smemBytes()) + " B of shared memory, the limit is " + std::to_string(t.smemPerBlock));
-  p.NQB = ceilDiv(p.SQ, p.BQ);
-  p.NKB = ceilDiv(p.SKV, p.BK);
-  p.qscale = s.scale / std::log(2.0);
   return p;
 }
 
@@ -162,10 +156,7 @@ Status checkGpuAttention(const ir::Kernel& k, const ir::Config& c, const TargetD
   if (strategy != "flash-simt")
     return makeError(ErrorCode::InvalidConfig,
                      "attention: unknown strategy '" + strategy + "' (flash-simt, flash-mma, flash-wgmma, flash-mfma)");
-  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
-  TESSERA_ASSIGN(AttnPlan p, makePlan(info.spec, c, t));
-  (void)p;
-  return {};
+  return checkAttnPlan<AttnPlan>(k, c, t, makePlan);
 }
 
 Expected<GpuLaunch::Runtime> planAttentionRuntime(const ir::AttentionSpec& s, const RuntimeDims& rt, const std::string& strategy,
@@ -225,11 +216,10 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
   GpuPlan plan;
   plan.strategy = "flash-simt";
   TESSERA_ASSIGN(plan.launch.runtime, planAttentionRuntime(info.spec, rt, plan.strategy, p.BQ));
-  OpBuilder b(ctx);
-  Location loc = b.getUnknownLoc();
-  plan.module = ModuleOp::create(loc);
-  std::map<std::string, Value> args;
-  createKernelFunc(b, *plan.module, k, &args, rt.any());
+  AttnModule m(ctx, plan, k, rt.any());
+  OpBuilder& b = m.b;
+  Location loc = m.loc;
+  auto& args = m.args;
   const ir::AttentionSpec& s = info.spec;
   Value Q = args[s.q], K = args[s.k], V = args[s.v], O = args[s.o];
   Value sizes = rt.any() ? args[kSizesArg] : Value();
@@ -262,11 +252,15 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
   Value Ks = wgBuf({BK, p.DP}, et), Vs = wgBuf({BK, p.DP}, et);
   Value Acc = wgBuf({p.DCS, p.T, VW}, f32), Ms = wgBuf({p.T}, f32), Ls = wgBuf({p.T}, f32);
   Value Sp = p.DSPLIT > 1 ? wgBuf({p.DSPLIT, p.BQ, BK}, f32) : Value();
-  auto threads = [&](const std::function<void(Value t, Value r, Value sl)>& body) {
-    OpBuilder::InsertionGuard g(b);
+  // A forall over the block's threads, the builder left inside it: thread t = (row r, slice sl).
+  auto threadsOpen = [&](const std::function<void(Value t, Value r, Value sl)>& body) {
     gpuir::forall(b, loc, {p.T}, gpuir::Level::Thread);
     Value t = b.getInsertionBlock()->getArgument(0);
     body(t, ix.div(t, p.DSPLIT), p.DSPLIT > 1 ? ix.rem(t, p.DSPLIT) : ix.c(0));
+  };
+  auto threads = [&](const std::function<void(Value t, Value r, Value sl)>& body) {
+    OpBuilder::InsertionGuard g(b);
+    threadsOpen(body);
   };
   auto load = [&](Value mem, ValueRange idx, VectorType vt) { return vector::LoadOp::create(b, loc, vt, mem, idx).getResult(); };
 
@@ -283,108 +277,127 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
     Value lastRow = ix.min(ix.add(q0, p.BQ - 1), ix.add(sqV, -1));
     kbEnd = ix.min(ix.add(ix.div(ix.add(lastRow, p.off), BK), 1), nkbV);
   }
-  gpuir::forLoop(b, loc, ix.c(0), kbEnd, 1, [&](Value kb) {
-    Value k0 = ix.mul(kb, BK);
+  // partial scores of row r over the chunks [c0, c0 + n) of head_dim: vector<BK>
+  auto partialScores = [&](Value r, Value c0, int64_t n) {
+    Value qr = ix.min(ix.add(q0, r), ix.add(sqV, -1));
+    Value qs = e.f(float(p.qscale), vF);
+    auto loop = scf::ForOp::create(b, loc, c0, ix.add(c0, n), ix.c(1), ValueRange{e.f(0.0f, vBK)});
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value dc = loop.getInductionVar(), col = ix.mul(dc, VW);
+    Value q = e.mul(e.toF32(load(Q, ValueRange{bi, h, qr, col}, vEt)), qs);
+    SmallVector<Value> sj;
+    for (int64_t j = 0; j < BK; ++j) {
+      Value kv = e.toF32(load(Ks, ValueRange{ix.c(j), col}, vEt));
+      sj.push_back(vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, e.mul(q, kv), Value(), arith::FastMathFlags::contract));
+    }
+    Value fe = vector::FromElementsOp::create(b, loc, vBK, sj);
+    scf::YieldOp::create(b, loc, ValueRange{e.add(loop.getRegionIterArgs()[0], fe)});
+    return loop.getResult(0);
+  };
+  // The SIMT steps: the state lives in workgroup memory, a thread's row is whole in its registers
+  // (no lanes to reduce over); scores, softmax and P·V run in one forall over the threads.
+  AttnSteps steps;
+  steps.init = [] { return SmallVector<Value>(); };
+  steps.in = [&](AttnBlock& blk, Value) {
+    Value k0 = ix.mul(blk.kb, BK);
+    blk.k0 = k0;
     // cooperative copy: chunk e = i*T + t -> row e / DC, chunk e % DC (consecutive threads read
     // consecutive VW-element chunks of a row); rows past Skv repeat the last key (masked below)
     threads([&](Value t, Value, Value) {
-      const int64_t chunks = BK * p.DC, steps = ceilDiv(chunks, p.T);
-      for (int64_t i = 0; i < steps; ++i) {
-        Value ch = ix.add(t, i * p.T);
-        gpuir::guarded(b, loc, (i + 1) * p.T > chunks ? ix.lt(ch, chunks) : Value(), [&] {
-          Value r = ix.div(ch, p.DC), col = ix.mul(ix.rem(ch, p.DC), VW);
-          Value g = ix.min(ix.add(k0, r), ix.add(skvV, -1));
-          vector::StoreOp::create(b, loc, load(K, ValueRange{bi, hk, g, col}, vEt), Ks, ValueRange{r, col});
-          vector::StoreOp::create(b, loc, load(V, ValueRange{bi, hk, g, col}, vEt), Vs, ValueRange{r, col});
-        });
-      }
+      forEachChunk(ix, t, p.T, BK, p.DC, [&](Value r, Value j, Value) {
+        Value col = ix.mul(j, VW);
+        Value g = ix.min(ix.add(k0, r), ix.add(skvV, -1));
+        vector::StoreOp::create(b, loc, load(K, ValueRange{bi, hk, g, col}, vEt), Ks, ValueRange{r, col});
+        vector::StoreOp::create(b, loc, load(V, ValueRange{bi, hk, g, col}, vEt), Vs, ValueRange{r, col});
+      });
     });
-    // partial scores of row r over the chunks [c0, c0 + n) of head_dim: vector<BK>
-    auto partialScores = [&](Value r, Value c0, int64_t n) {
-      Value qr = ix.min(ix.add(q0, r), ix.add(sqV, -1));
-      Value qs = e.f(float(p.qscale), vF);
-      auto loop = scf::ForOp::create(b, loc, c0, ix.add(c0, n), ix.c(1), ValueRange{e.f(0.0f, vBK)});
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value dc = loop.getInductionVar(), col = ix.mul(dc, VW);
-      Value q = e.mul(e.toF32(load(Q, ValueRange{bi, h, qr, col}, vEt)), qs);
-      SmallVector<Value> sj;
-      for (int64_t j = 0; j < BK; ++j) {
-        Value kv = e.toF32(load(Ks, ValueRange{ix.c(j), col}, vEt));
-        sj.push_back(vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, e.mul(q, kv), Value(), arith::FastMathFlags::contract));
-      }
-      Value fe = vector::FromElementsOp::create(b, loc, vBK, sj);
-      scf::YieldOp::create(b, loc, ValueRange{e.add(loop.getRegionIterArgs()[0], fe)});
-      return loop.getResult(0);
-    };
+  };
+  Value thr, row, slice, valid;  // the open forall's thread, its row and head_dim slice
+  OpBuilder::InsertPoint afterThreads;
+  steps.s = [&](AttnBlock& blk) {
     if (p.DSPLIT > 1) {
       threads([&](Value, Value r, Value sl) {
         Value sc = partialScores(r, ix.mul(sl, p.DCS), p.DCS);
         vector::StoreOp::create(b, loc, sc, Sp, ValueRange{sl, r, ix.c(0)});
       });
     }
+    afterThreads = b.saveInsertionPoint();
+    threadsOpen([&](Value t, Value r, Value sl) { thr = t, row = r, slice = sl; });
+    Value r = row, sv;
+    if (p.DSPLIT == 1) {
+      sv = partialScores(r, ix.c(0), p.DC);
+    } else {
+      sv = load(Sp, ValueRange{ix.c(0), r, ix.c(0)}, vBK);
+      for (int64_t x = 1; x < p.DSPLIT; ++x) sv = e.add(sv, load(Sp, ValueRange{ix.c(x), r, ix.c(0)}, vBK));
+    }
+    blk.s = {sv};
+  };
+  steps.sm = [&](AttnBlock& blk, ValueRange) {
+    Value t = thr, r = row, sv = blk.s[0];
+    // key j of the block is visible when k0 + j < Skv and (causal) k0 + j <= q0 + r + off
+    valid = Value();
+    bool ragged = seqV || p.SKV % BK != 0;
+    if (ragged || p.causal) {
+      auto vi = VectorType::get({BK}, b.getIndexType());
+      SmallVector<int64_t> iota(static_cast<size_t>(BK), int64_t(0));
+      for (int64_t j = 0; j < BK; ++j) iota[size_t(j)] = j;
+      Value io = arith::ConstantOp::create(b, loc, vi, b.getIndexVectorAttr(iota));
+      Value kid = arith::AddIOp::create(b, loc, io, vector::BroadcastOp::create(b, loc, vi, blk.k0));
+      auto cmp = [&](arith::CmpIPredicate pr, Value lim) {
+        return arith::CmpIOp::create(b, loc, pr, kid, vector::BroadcastOp::create(b, loc, vi, lim)).getResult();
+      };
+      if (ragged) valid = cmp(arith::CmpIPredicate::slt, skvV);
+      if (p.causal) {
+        Value lim = ix.add(ix.add(q0, r), p.off);
+        Value cv = cmp(arith::CmpIPredicate::sle, lim);
+        valid = valid ? arith::AndIOp::create(b, loc, valid, cv).getResult() : cv;
+      }
+      sv = arith::SelectOp::create(b, loc, valid, sv, e.f(-1e30f, vBK));
+    }
+    Value mx = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, sv, Value(), arith::FastMathFlags::contract);
+    Value mo = memref::LoadOp::create(b, loc, Ms, ValueRange{t});
+    Value mn = e.max(mo, mx);
+    Value pv = e.exp2(e.sub(sv, e.bcast(mn, vBK)));
+    if (valid) pv = arith::SelectOp::create(b, loc, valid, pv, e.f(0.0f, vBK));
+    Value rs = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, pv, Value(), arith::FastMathFlags::contract);
+    Value al = e.exp2(e.sub(mo, mn));
+    Value lo = memref::LoadOp::create(b, loc, Ls, ValueRange{t});
+    memref::StoreOp::create(b, loc, e.fma(lo, al, rs), Ls, ValueRange{t});
+    memref::StoreOp::create(b, loc, mn, Ms, ValueRange{t});
+    blk.p = {pv};
+    blk.alpha = {al};
+  };
+  steps.acc = [&](AttnBlock& blk, ValueRange) {
+    Value t = thr, sl = slice;
+    Value alb = e.bcast(blk.alpha[0], vF);
+    SmallVector<Value> pb;
+    for (int64_t j = 0; j < BK; ++j) pb.push_back(e.bcast(vector::ExtractOp::create(b, loc, blk.p[0], j), vF));
+    gpuir::forLoop(b, loc, ix.c(0), ix.c(p.DCS), 1, [&](Value lc) {
+      Value col = ix.mul(ix.add(ix.mul(sl, p.DCS), lc), VW);
+      Value a = e.mul(load(Acc, ValueRange{lc, t, ix.c(0)}, vF), alb);
+      for (int64_t j = 0; j < BK; ++j) a = e.fma(pb[size_t(j)], e.toF32(load(Vs, ValueRange{ix.c(j), col}, vEt)), a);
+      vector::StoreOp::create(b, loc, a, Acc, ValueRange{lc, t, ix.c(0)});
+    });
+    return SmallVector<Value>();
+  };
+  steps.out = [&](AttnBlock&) { b.restoreInsertionPoint(afterThreads); };
+  // ---- O = Acc / L for rows < Sq
+  steps.st = [&](ValueRange) {
     threads([&](Value t, Value r, Value sl) {
-      Value sv;
-      if (p.DSPLIT == 1) {
-        sv = partialScores(r, ix.c(0), p.DC);
-      } else {
-        sv = load(Sp, ValueRange{ix.c(0), r, ix.c(0)}, vBK);
-        for (int64_t x = 1; x < p.DSPLIT; ++x) sv = e.add(sv, load(Sp, ValueRange{ix.c(x), r, ix.c(0)}, vBK));
-      }
-      // key j of the block is visible when k0 + j < Skv and (causal) k0 + j <= q0 + r + off
-      Value valid;
-      bool ragged = seqV || p.SKV % BK != 0;
-      if (ragged || p.causal) {
-        auto vi = VectorType::get({BK}, b.getIndexType());
-        SmallVector<int64_t> iota(static_cast<size_t>(BK), int64_t(0));
-        for (int64_t j = 0; j < BK; ++j) iota[size_t(j)] = j;
-        Value io = arith::ConstantOp::create(b, loc, vi, b.getIndexVectorAttr(iota));
-        Value kid = arith::AddIOp::create(b, loc, io, vector::BroadcastOp::create(b, loc, vi, k0));
-        auto cmp = [&](arith::CmpIPredicate pr, Value lim) {
-          return arith::CmpIOp::create(b, loc, pr, kid, vector::BroadcastOp::create(b, loc, vi, lim)).getResult();
-        };
-        if (ragged) valid = cmp(arith::CmpIPredicate::slt, skvV);
-        if (p.causal) {
-          Value lim = ix.add(ix.add(q0, r), p.off);
-          Value cv = cmp(arith::CmpIPredicate::sle, lim);
-          valid = valid ? arith::AndIOp::create(b, loc, valid, cv).getResult() : cv;
+      Value row = ix.add(q0, r);
+      gpuir::guarded(b, loc, batchOk ? ix.band(batchOk, ix.lt(row, sqV)) : ix.lt(row, sqV), [&] {
+        Value inv = arith::DivFOp::create(b, loc, e.f(1.0f, f32), memref::LoadOp::create(b, loc, Ls, ValueRange{t}));
+        Value invb = e.bcast(inv, vF);
+        for (int64_t lc = 0; lc < p.DCS; ++lc) {
+          Value col = ix.mul(ix.add(ix.mul(sl, p.DCS), lc), VW);
+          Value a = e.mul(load(Acc, ValueRange{ix.c(lc), t, ix.c(0)}, vF), invb);
+          vector::StoreOp::create(b, loc, e.fromF32(a, et), O, ValueRange{bi, h, row, col});
         }
-        sv = arith::SelectOp::create(b, loc, valid, sv, e.f(-1e30f, vBK));
-      }
-      Value mx = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, sv, Value(), arith::FastMathFlags::contract);
-      Value mo = memref::LoadOp::create(b, loc, Ms, ValueRange{t});
-      Value mn = e.max(mo, mx);
-      Value pv = e.exp2(e.sub(sv, e.bcast(mn, vBK)));
-      if (valid) pv = arith::SelectOp::create(b, loc, valid, pv, e.f(0.0f, vBK));
-      Value rs = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, pv, Value(), arith::FastMathFlags::contract);
-      Value al = e.exp2(e.sub(mo, mn));
-      Value lo = memref::LoadOp::create(b, loc, Ls, ValueRange{t});
-      memref::StoreOp::create(b, loc, e.fma(lo, al, rs), Ls, ValueRange{t});
-      memref::StoreOp::create(b, loc, mn, Ms, ValueRange{t});
-      Value alb = e.bcast(al, vF);
-      SmallVector<Value> pb;
-      for (int64_t j = 0; j < BK; ++j) pb.push_back(e.bcast(vector::ExtractOp::create(b, loc, pv, j), vF));
-      gpuir::forLoop(b, loc, ix.c(0), ix.c(p.DCS), 1, [&](Value lc) {
-        Value col = ix.mul(ix.add(ix.mul(sl, p.DCS), lc), VW);
-        Value a = e.mul(load(Acc, ValueRange{lc, t, ix.c(0)}, vF), alb);
-        for (int64_t j = 0; j < BK; ++j) a = e.fma(pb[size_t(j)], e.toF32(load(Vs, ValueRange{ix.c(j), col}, vEt)), a);
-        vector::StoreOp::create(b, loc, a, Acc, ValueRange{lc, t, ix.c(0)});
       });
     });
-  });
-  // ---- O = Acc / L for rows < Sq
-  threads([&](Value t, Value r, Value sl) {
-    Value row = ix.add(q0, r);
-    gpuir::guarded(b, loc, batchOk ? ix.band(batchOk, ix.lt(row, sqV)) : ix.lt(row, sqV), [&] {
-      Value inv = arith::DivFOp::create(b, loc, e.f(1.0f, f32), memref::LoadOp::create(b, loc, Ls, ValueRange{t}));
-      Value invb = e.bcast(inv, vF);
-      for (int64_t lc = 0; lc < p.DCS; ++lc) {
-        Value col = ix.mul(ix.add(ix.mul(sl, p.DCS), lc), VW);
-        Value a = e.mul(load(Acc, ValueRange{ix.c(lc), t, ix.c(0)}, vF), invb);
-        vector::StoreOp::create(b, loc, e.fromF32(a, et), O, ValueRange{bi, h, row, col});
-      }
-    });
-  });
+  };
+  runAttention(b, loc, kbEnd, steps);
   for (Value buf : {Ks, Vs, Acc, Ms, Ls, Sp})
     if (buf) memref::DeallocOp::create(b, loc, buf);
   b.setInsertionPointToEnd(&plan.module->getBody()->back().getRegion(0).front());

@@ -24,6 +24,7 @@
 // one MFMA operand load touches cover all 32 banks once; CDNA's LDS takes 8-byte-aligned b128.
 #include <cmath>
 
+#include "codegen/gpu_attention_skeleton.h"
 #include "codegen/gpu_loops.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/gpu_strategies.h"
@@ -44,14 +45,10 @@ using namespace mlir;
 
 namespace {
 
-struct MfmaAttnPlan {
-  int64_t B, H, HKV, G, SQ, SKV, D, off;
-  bool causal;
-  ir::ScalarType dtype;
-  int64_t MN, KI, NR;              // instruction: MN x MN x KI, NR accumulator registers per lane
-  int64_t W, NG, BQ, BK, STAGES;   // waves, query groups per wave, block sizes, LDS buffers
-  int64_t LK, LV, NQB, NKB, T;
-  double qscale;
+struct MfmaAttnPlan : AttnDims {
+  int64_t MN, KI, NR;      // instruction: MN x MN x KI, NR accumulator registers per lane
+  int64_t W, NG, STAGES;   // waves, query groups per wave, LDS buffers
+  int64_t LK, LV, T;
   int64_t kBytes() const { return BK * LK * 2; }
   int64_t vBytes() const { return D * LV * 2; }
   int64_t ldsBytes() const { return STAGES * (kBytes() + vBytes()); }
@@ -101,15 +98,10 @@ Expected<MfmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c,
     return bad("BK must be a multiple of " + std::to_string(p.MN) + ", at most 128");
   if (s.head_dim % p.MN) return bad("head_dim must be a multiple of " + std::to_string(p.MN) + " with " + shape);
   if (p.STAGES != 1 && p.STAGES != 2) return bad("STAGES must be 1 or 2");
-  p.B = s.batch; p.H = s.heads; p.HKV = s.heads_kv; p.G = s.heads / s.heads_kv;
-  p.SQ = s.seq_q; p.SKV = s.seq_kv; p.D = s.head_dim; p.off = s.seq_kv - s.seq_q;
-  p.causal = s.causal; p.dtype = s.dtype;
+  p.setProblem(s);
   p.T = 64 * p.W;
   p.LK = p.D + 4;
   p.LV = p.BK + 4;
-  p.NQB = ceilDiv(p.SQ, p.BQ);
-  p.NKB = ceilDiv(p.SKV, p.BK);
-  p.qscale = s.scale / std::log(2.0);
   if (p.T > t.maxThreadsPerBlock) return bad(std::to_string(p.T) + " threads exceed the block limit");
   if (p.ldsBytes() > t.smemPerBlock)
     return bad("needs " + std::to_string(p.ldsBytes()) + " B of LDS, the limit is " + std::to_string(t.smemPerBlock));
@@ -176,19 +168,10 @@ class Kernel {
   arith::FastMathFlagsAttr fm_;
 };
 
-std::string noMapSchedule() {
-  return "module attributes {transform.with_named_sequence} {\n"
-         "  transform.named_sequence @map_main(%root: !transform.any_op {transform.readonly}) {\n"
-         "    transform.yield\n  }\n}\n";
-}
-
 }  // namespace
 
 Status checkGpuAttentionMfma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
-  TESSERA_ASSIGN(MfmaAttnPlan p, makePlan(info.spec, c, t));
-  (void)p;
-  return {};
+  return checkAttnPlan<MfmaAttnPlan>(k, c, t, makePlan);
 }
 
 Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
@@ -197,11 +180,10 @@ Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, c
   GpuPlan plan;
   plan.strategy = "flash-mfma";
   plan.laneLevel = true;
-  OpBuilder b(ctx);
-  Location loc = b.getUnknownLoc();
-  plan.module = ModuleOp::create(loc);
-  std::map<std::string, Value> args;
-  createKernelFunc(b, *plan.module, k, &args);
+  AttnModule m(ctx, plan, k);
+  OpBuilder& b = m.b;
+  Location loc = m.loc;
+  auto& args = m.args;
   const ir::AttentionSpec& s = info.spec;
   Value Q = args[s.q], Kg = args[s.k], Vg = args[s.v], O = args[s.o];
   Kernel e(b, loc, p);
@@ -213,7 +195,7 @@ Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, c
   const int64_t NKC = D / KI;    // head-dim steps of Sᵀ
   const int64_t NPC = MN / KI;   // Pᵀ operands per key tile
 
-  auto launch = gpu::LaunchOp::create(b, loc, ix.c(p.NQB), ix.c(p.H), ix.c(p.B), ix.c(T), ix.c(1), ix.c(1));
+  auto launch = attnLaunch(b, loc, p, T, -1);
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   Value Ks = launch.addWorkgroupAttribution(MemRefType::get({p.STAGES, BK, p.LK}, et, MemRefLayoutAttrInterface(), wg), loc);
   Value Vt = launch.addWorkgroupAttribution(MemRefType::get({p.STAGES, D, p.LV}, et, MemRefLayoutAttrInterface(), wg), loc);
@@ -280,25 +262,27 @@ Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, c
     kbEnd = arith::MinSIOp::create(b, loc, ix.add(ix.div(ix.add(lastRow, p.off), BK), 1), ix.c(p.NKB));
   }
   const bool pipelined = p.STAGES == 2;
-  if (pipelined) {
+  // Carried per group: Oᵀ tiles, m, l (this lane's partial sum).
+  const int64_t perG = NDT + 2;
+  AttnSteps family;
+  family.before = [&](Value) {
+    if (!pipelined) return;
     storeKV(loadKV(ix.c(0)), ix.c(0));
     barrier();
-  }
-  // Carried per group: Oᵀ tiles, m, l (this lane's partial sum).
-  SmallVector<Value> init;
-  for (int64_t g = 0; g < NG; ++g) {
-    for (int64_t d = 0; d < NDT; ++d) init.push_back(e.zeroAcc());
-    init.append({e.f(-1e30f), e.f(0.0f)});
-  }
-  const int64_t perG = NDT + 2;
-  auto loop = scf::ForOp::create(b, loc, ix.c(0), kbEnd, ix.c(1), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kb = loop.getInductionVar();
-    ValueRange carried = loop.getRegionIterArgs();
-    Value stage = ix.c(0), hasNext;
-    Loaded next;
+  };
+  family.init = [&] {
+    SmallVector<Value> init;
+    for (int64_t g = 0; g < NG; ++g) {
+      for (int64_t d = 0; d < NDT; ++d) init.push_back(e.zeroAcc());
+      init.append({e.f(-1e30f), e.f(0.0f)});
+    }
+    return init;
+  };
+  Value hasNext;
+  Loaded next;
+  family.in = [&](AttnBlock& blk, Value kbEnd) {
+    Value kb = blk.kb;
+    Value stage = ix.c(0);
     if (pipelined) {
       stage = ix.rem(kb, 2);
       Value nb = ix.add(kb, 1);
@@ -309,21 +293,24 @@ Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, c
       storeKV(loadKV(kb), stage);
       barrier();
     }
-    Value k0 = ix.mul(kb, BK);
-    // Sᵀ = K Qᵀ per key tile: A = K[key ln][d 4(l/MN)..], B = Q's registers.
-    std::vector<std::vector<Value>> sT(static_cast<size_t>(NG), std::vector<Value>(static_cast<size_t>(NT)));
+    blk.stage = stage;
+  };
+  // Sᵀ = K Qᵀ per key tile: A = K[key ln][d 4(l/MN)..], B = Q's registers.
+  std::vector<std::vector<Value>> sT(static_cast<size_t>(NG), std::vector<Value>(static_cast<size_t>(NT)));
+  family.s = [&](AttnBlock& blk) {
+    blk.k0 = ix.mul(blk.kb, BK);
     for (int64_t kt = 0; kt < NT; ++kt) {
       for (int64_t g = 0; g < NG; ++g) sT[size_t(g)][size_t(kt)] = e.zeroAcc();
       for (int64_t kc = 0; kc < NKC; ++kc) {
-        Value a = vector::LoadOp::create(b, loc, e.opT_, Ks, ValueRange{stage, ix.add(ln, kt * MN), ix.add(lq4, kc * KI)});
+        Value a = vector::LoadOp::create(b, loc, e.opT_, Ks, ValueRange{blk.stage, ix.add(ln, kt * MN), ix.add(lq4, kc * KI)});
         for (int64_t g = 0; g < NG; ++g)
           sT[size_t(g)][size_t(kt)] = e.mfma(a, qB[size_t(g)][size_t(kc)], sT[size_t(g)][size_t(kt)]);
       }
     }
+  };
+  // Per group: m, l, alpha, and Pᵀ's B operands [kt][c] in blk.p (NT * NPC of them).
+  family.sm = [&](AttnBlock& blk, ValueRange carried) {
     Value qs = e.f(float(p.qscale)), neg = e.f(-1e30f), zero = e.f(0.0f);
-    SmallVector<Value> yields;
-    std::vector<std::vector<std::vector<Value>>> pB(static_cast<size_t>(NG));  // [g][kt][c]: Pᵀ B operands
-    std::vector<Value> alphaG(static_cast<size_t>(NG));
     for (int64_t g = 0; g < NG; ++g) {
       Value row = rowOf(g);
       Value lim = p.causal ? ix.add(row, p.off) : Value();
@@ -332,7 +319,7 @@ Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, c
       Value rowMax = neg;
       for (int64_t kt = 0; kt < NT; ++kt)
         for (int64_t r = 0; r < p.NR; ++r) {
-          Value key = ix.add(ix.add(k0, lq4), kt * MN + 8 * (r / 4) + r % 4);
+          Value key = ix.add(ix.add(blk.k0, lq4), kt * MN + 8 * (r / 4) + r % 4);
           Value valid;
           if (p.SKV % BK) valid = ix.lt(key, p.SKV);
           if (p.causal) {
@@ -358,75 +345,70 @@ Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, c
         l = e.add(l, pv);
       }
       // Pᵀ's B operand c of tile kt: registers 4c..4c+3, rounded to the input type.
-      pB[size_t(g)].resize(size_t(NT));
       for (int64_t kt = 0; kt < NT; ++kt)
         for (int64_t c = 0; c < NPC; ++c) {
           SmallVector<Value> four;
           for (int64_t j = 0; j < 4; ++j)
             four.push_back(arith::TruncFOp::create(b, loc, et, pr[size_t(kt * p.NR + 4 * c + j)]));
-          pB[size_t(g)][size_t(kt)].push_back(vector::FromElementsOp::create(b, loc, e.opT_, four));
+          blk.p.push_back(vector::FromElementsOp::create(b, loc, e.opT_, four));
         }
-      alphaG[size_t(g)] = alpha;
-      yields.push_back(mNew);
-      yields.push_back(l);
+      blk.alpha.push_back(alpha);
+      blk.m.push_back(mNew);
+      blk.l.push_back(l);
     }
-    // Oᵀ = Oᵀ·alpha + Vᵀ Pᵀ per head-dim tile: A = Vᵀ[d ln][key 4(l/MN)..].
+  };
+  // Oᵀ = Oᵀ·alpha + Vᵀ Pᵀ per head-dim tile: A = Vᵀ[d ln][key 4(l/MN)..].
+  family.acc = [&](AttnBlock& blk, ValueRange carried) {
     std::vector<std::vector<Value>> oT(static_cast<size_t>(NG));
     for (int64_t g = 0; g < NG; ++g) {
-      Value al = vector::BroadcastOp::create(b, loc, e.accT_, alphaG[size_t(g)]);
+      Value al = vector::BroadcastOp::create(b, loc, e.accT_, blk.alpha[size_t(g)]);
       for (int64_t d = 0; d < NDT; ++d) oT[size_t(g)].push_back(e.mul(carried[size_t(g * perG + d)], al));
     }
     for (int64_t d = 0; d < NDT; ++d)
       for (int64_t kt = 0; kt < NT; ++kt)
         for (int64_t c = 0; c < NPC; ++c) {
           Value a = vector::LoadOp::create(b, loc, e.opT_, Vt,
-                                           ValueRange{stage, ix.add(ln, d * MN), ix.add(lq4, kt * MN + c * KI)});
+                                           ValueRange{blk.stage, ix.add(ln, d * MN), ix.add(lq4, kt * MN + c * KI)});
           for (int64_t g = 0; g < NG; ++g)
-            oT[size_t(g)][size_t(d)] = e.mfma(a, pB[size_t(g)][size_t(kt)][size_t(c)], oT[size_t(g)][size_t(d)]);
+            oT[size_t(g)][size_t(d)] = e.mfma(a, blk.p[size_t((g * NT + kt) * NPC + c)], oT[size_t(g)][size_t(d)]);
         }
-    if (pipelined) {
-      // kb+1 into the other buffer (read by every wave during kb-1, before the last barrier).
-      Value nextStage = ix.rem(ix.add(kb, 1), 2);
-      gpuir::guarded(b, loc, hasNext, [&] { storeKV(next, nextStage); });
-      barrier();
-    }
     SmallVector<Value> out;
     for (int64_t g = 0; g < NG; ++g) {
       out.append(oT[size_t(g)].begin(), oT[size_t(g)].end());
-      out.push_back(yields[size_t(2 * g)]);
-      out.push_back(yields[size_t(2 * g + 1)]);
+      out.push_back(blk.m[size_t(g)]);
+      out.push_back(blk.l[size_t(g)]);
     }
-    scf::YieldOp::create(b, loc, out);
-  }
+    return out;
+  };
+  family.out = [&](AttnBlock& blk) {
+    if (!pipelined) return;
+    // kb+1 into the other buffer (read by every wave during kb-1, before the last barrier).
+    Value nextStage = ix.rem(ix.add(blk.kb, 1), 2);
+    gpuir::guarded(b, loc, hasNext, [&] { storeKV(next, nextStage); });
+    barrier();
+  };
   // ---- O / l for rows < Sq: register r of tile d is O[row][d·MN + 8(r/4) + 4(l/MN) + r%4]
-  ValueRange res = loop.getResults();
-  for (int64_t g = 0; g < NG; ++g) {
-    Value l = e.acrossQuery(res[size_t(g * perG + NDT + 1)], false);
-    Value inv = arith::DivFOp::create(b, loc, e.f(1.0f), l);
-    Value row = rowOf(g);
-    gpuir::guarded(b, loc, ix.lt(row, p.SQ), [&] {
-      for (int64_t d = 0; d < NDT; ++d)
-        for (int64_t r4 = 0; r4 < p.NR / 4; ++r4) {
-          SmallVector<Value> four;
-          for (int64_t j = 0; j < 4; ++j)
-            four.push_back(
-                arith::TruncFOp::create(b, loc, et, e.mul(e.elem(res[size_t(g * perG + d)], 4 * r4 + j), inv)));
-          Value v = vector::FromElementsOp::create(b, loc, e.opT_, four);
-          vector::StoreOp::create(b, loc, v, O, ValueRange{bi, h, row, ix.add(lq4, d * MN + 8 * r4)});
-        }
-    });
-  }
-  gpu::TerminatorOp::create(b, loc);
-  b.setInsertionPointAfter(launch);
-  func::ReturnOp::create(b, loc);
-
-  plan.schedule = noMapSchedule();
-  plan.hasPre = false;
-  for (size_t i = 0; i < 4; ++i) {
-    GpuArg a;
-    a.tensor = int(i);
-    plan.launch.args.push_back(a);
-  }
+  family.st = [&](ValueRange res) {
+    for (int64_t g = 0; g < NG; ++g) {
+      Value l = e.acrossQuery(res[size_t(g * perG + NDT + 1)], false);
+      Value inv = arith::DivFOp::create(b, loc, e.f(1.0f), l);
+      Value row = rowOf(g);
+      gpuir::guarded(b, loc, ix.lt(row, p.SQ), [&] {
+        for (int64_t d = 0; d < NDT; ++d)
+          for (int64_t r4 = 0; r4 < p.NR / 4; ++r4) {
+            SmallVector<Value> four;
+            for (int64_t j = 0; j < 4; ++j)
+              four.push_back(
+                  arith::TruncFOp::create(b, loc, et, e.mul(e.elem(res[size_t(g * perG + d)], 4 * r4 + j), inv)));
+            Value v = vector::FromElementsOp::create(b, loc, e.opT_, four);
+            vector::StoreOp::create(b, loc, v, O, ValueRange{bi, h, row, ix.add(lq4, d * MN + 8 * r4)});
+          }
+      });
+    }
+  };
+  runAttention(b, loc, kbEnd, family);
+  closeAttnLaunch(b, loc, launch, plan);
+  addAttnArgs(plan, false);
   return plan;
 }
 

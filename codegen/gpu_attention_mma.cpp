@@ -61,12 +61,7 @@ Expected<MmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, 
   if (s.dtype != ir::ScalarType::F16 && s.dtype != ir::ScalarType::BF16) return bad("f16 or bf16 inputs only");
   if (s.head_dim % 16 || s.head_dim > 256) return bad("head_dim must be a multiple of 16, at most 256");
   MmaAttnPlan p;
-  TESSERA_ASSIGN(p.BQ, c.getInt("BQ"));
-  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
-  p.STAGES = 2;
-  if (c.has("STAGES")) {
-    TESSERA_ASSIGN(p.STAGES, c.getInt("STAGES"));
-  }
+  TESSERA_TRY(readBlockKnobs(c, p, p.STAGES));
   if (p.BQ % 16 || p.BQ < 16 || p.BQ > 128) return bad("BQ must be 16, 32, 64 or 128 (16 rows per warp)");
   if (p.BK % 16 || p.BK < 16 || p.BK > 128) return bad("BK must be a multiple of 16, at most 128");
   if (p.STAGES != 1 && p.STAGES != 2) return bad("STAGES must be 1 or 2");
@@ -186,10 +181,7 @@ class MmaSyncSteps : public AttnFamily {
 }  // namespace
 
 Status checkGpuAttentionMma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
-  TESSERA_ASSIGN(MmaAttnPlan p, makePlan(info.spec, c, t));
-  (void)p;
-  return {};
+  return checkAttnPlan<MmaAttnPlan>(k, c, t, makePlan);
 }
 
 Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
@@ -200,11 +192,10 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
   plan.strategy = "flash-mma";
   plan.laneLevel = true;
   TESSERA_ASSIGN(plan.launch.runtime, planAttentionRuntime(info.spec, rt, plan.strategy, p.BQ));
-  OpBuilder b(ctx);
-  Location loc = b.getUnknownLoc();
-  plan.module = ModuleOp::create(loc);
-  std::map<std::string, Value> args;
-  createKernelFunc(b, *plan.module, k, &args, rt.any());
+  AttnModule m(ctx, plan, k, rt.any());
+  OpBuilder& b = m.b;
+  Location loc = m.loc;
+  auto& args = m.args;
   Value sizes = rt.any() ? args[kSizesArg] : Value();
   const ir::AttentionSpec& s = info.spec;
   Value Q = args[s.q], Kg = args[s.k], Vg = args[s.v], O = args[s.o];

@@ -20,6 +20,21 @@ void AttnDims::setProblem(const ir::AttentionSpec& s) {
   qscale = s.scale / std::log(2.0);
 }
 
+Status readBlockKnobs(const ir::Config& c, AttnDims& p, int64_t& stages) {
+  TESSERA_ASSIGN(p.BQ, c.getInt("BQ"));
+  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
+  stages = 2;
+  if (c.has("STAGES")) {
+    TESSERA_ASSIGN(stages, c.getInt("STAGES"));
+  }
+  return {};
+}
+
+AttnModule::AttnModule(MLIRContext* ctx, GpuPlan& plan, const ir::Kernel& k, bool sizes) : b(ctx), loc(b.getUnknownLoc()) {
+  plan.module = ModuleOp::create(loc);
+  fn = createKernelFunc(b, *plan.module, k, &args, sizes);
+}
+
 void runAttention(OpBuilder& b, Location loc, Value kbEnd, AttnFamily& f) {
   gpuir::Idx ix{b, loc};
   f.beforeLoop(kbEnd);

@@ -18,10 +18,13 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <string>
 
 #include "codegen/gpu_loops.h"
 #include "codegen/gpu_strategies.h"
 #include "ir/ir.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 namespace tessera::codegen {
@@ -67,6 +70,30 @@ class AttnFamily {
   virtual void store(mlir::ValueRange state) = 0;
 };
 
+// A family's steps as functions, for a builder whose steps share its locals (null: nothing to do;
+// initState, stageIn, scores, softmax, accumulate and store are required).
+struct AttnSteps : AttnFamily {
+  std::function<void(mlir::Value kbEnd)> before;
+  std::function<mlir::SmallVector<mlir::Value>()> init;
+  std::function<void(AttnBlock&, mlir::Value kbEnd)> in;
+  std::function<void(AttnBlock&)> s;
+  std::function<void(AttnBlock&, mlir::ValueRange)> sm;
+  std::function<mlir::SmallVector<mlir::Value>(AttnBlock&, mlir::ValueRange)> acc;
+  std::function<void(AttnBlock&)> out;
+  std::function<void()> after;
+  std::function<void(mlir::ValueRange)> st;
+
+  void beforeLoop(mlir::Value kbEnd) override { if (before) before(kbEnd); }
+  mlir::SmallVector<mlir::Value> initState() override { return init(); }
+  void stageIn(AttnBlock& blk, mlir::Value kbEnd) override { in(blk, kbEnd); }
+  void scores(AttnBlock& blk) override { s(blk); }
+  void softmax(AttnBlock& blk, mlir::ValueRange state) override { sm(blk, state); }
+  mlir::SmallVector<mlir::Value> accumulate(AttnBlock& blk, mlir::ValueRange state) override { return acc(blk, state); }
+  void stageOut(AttnBlock& blk) override { if (out) out(blk); }
+  void afterLoop() override { if (after) after(); }
+  void store(mlir::ValueRange state) override { st(state); }
+};
+
 // The key-block loop over [0, kbEnd) and the store after it, at the builder's insertion point.
 void runAttention(mlir::OpBuilder& b, mlir::Location loc, mlir::Value kbEnd, AttnFamily& f);
 
@@ -75,6 +102,29 @@ void runAttention(mlir::OpBuilder& b, mlir::Location loc, mlir::Value kbEnd, Att
 // where every thread has a chunk) — the guard is already open around the body.
 void forEachChunk(gpuir::Idx& ix, mlir::Value tid, int64_t T, int64_t rows, int64_t perRow,
                   const std::function<void(mlir::Value r, mlir::Value j, mlir::Value inRange)>& body);
+
+// A family's plan check: the kernel's attention spec planned under `make` (no IR built).
+template <class Plan>
+Status checkAttnPlan(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                     Expected<Plan> (*make)(const ir::AttentionSpec&, const ir::Config&, const TargetDesc&)) {
+  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
+  TESSERA_ASSIGN(Plan p, make(info.spec, c, t));
+  (void)p;
+  return {};
+}
+
+// BQ, BK and STAGES (2 when the config has none) of a tensor-core family's config.
+Status readBlockKnobs(const ir::Config& c, AttnDims& p, int64_t& stages);
+
+// The module a family builds into: `plan.module` holding the kernel function (with the runtime
+// sizes argument when `sizes`), its arguments by name, the builder inside its body.
+struct AttnModule {
+  AttnModule(mlir::MLIRContext* ctx, GpuPlan& plan, const ir::Kernel& k, bool sizes = false);
+  mlir::OpBuilder b;
+  mlir::Location loc;
+  std::map<std::string, mlir::Value> args;
+  mlir::func::FuncOp fn;
+};
 
 // The launch of a lane-level kernel: grid (query blocks, heads, batch), T threads, `dynSmem` bytes
 // of dynamic shared memory (< 0: no dynamic window). The builder stays before the launch.

@@ -20,6 +20,8 @@
 // the mapped-kernel emulator (TMA/mbarrier/wgmma side, register-A wgmma included) checks it.
 #include <cmath>
 
+#include "codegen/gpu_attention_ring.h"
+#include "codegen/gpu_attention_skeleton.h"
 #include "codegen/gpu_loops.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/gpu_mma_ops.h"
@@ -38,14 +40,10 @@ using namespace mlir;
 
 namespace {
 
-struct WgmmaAttnPlan {
-  int64_t B, H, HKV, G, SQ, SKV, D, off;
-  bool causal;
+struct WgmmaAttnPlan : AttnDims {
   bool fa3 = false;  // PIPE=fa3: producer warpgroup, TMA + mbarrier ring, P from registers
-  ir::ScalarType dtype;
-  int64_t WG, BQ, BK, STAGES, NP, NQB, NKB, T;
+  int64_t WG, STAGES, NP, T;
   int consumerRegs = 0;  // fa3: setmaxnreg.inc of the consumers
-  double qscale;
   // Byte offsets in the dynamic window (each a multiple of 1024: the swizzle atom).
   int64_t qOff() const { return 0; }
   int64_t kOff(int64_t st) const { return BQ * D * 2 + st * BK * D * 2; }
@@ -60,12 +58,7 @@ Expected<WgmmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c
   if (s.dtype != ir::ScalarType::F16 && s.dtype != ir::ScalarType::BF16) return bad("f16 or bf16 inputs only");
   if (s.head_dim % 64 || s.head_dim > 256) return bad("head_dim must be 64, 128, 192 or 256 (whole 128-byte panels)");
   WgmmaAttnPlan p;
-  TESSERA_ASSIGN(p.BQ, c.getInt("BQ"));
-  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
-  p.STAGES = 2;
-  if (c.has("STAGES")) {
-    TESSERA_ASSIGN(p.STAGES, c.getInt("STAGES"));
-  }
+  TESSERA_TRY(readBlockKnobs(c, p, p.STAGES));
   if (p.BQ != 64 && p.BQ != 128) return bad("BQ must be 64 or 128 (64 query rows per warpgroup)");
   if (p.BK != 64 && p.BK != 128) return bad("BK must be 64 or 128 (whole 128-byte panels of P)");
   std::string pipe = "fa2";
@@ -77,15 +70,10 @@ Expected<WgmmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c
   if (!p.fa3 && p.STAGES != 1 && p.STAGES != 2) return bad("STAGES must be 1 or 2 (fa2's cp.async ring)");
   if (p.fa3 && (p.STAGES < 2 || p.STAGES > 4))
     return bad("STAGES must be 2, 3 or 4 with PIPE=fa3 (the producer refills one slot while the consumers read another)");
-  p.B = s.batch; p.H = s.heads; p.HKV = s.heads_kv; p.G = s.heads / s.heads_kv;
-  p.SQ = s.seq_q; p.SKV = s.seq_kv; p.D = s.head_dim; p.off = s.seq_kv - s.seq_q;
-  p.causal = s.causal; p.dtype = s.dtype;
+  p.setProblem(s);
   p.WG = p.BQ / 64;
   p.T = 128 * (p.WG + (p.fa3 ? 1 : 0));
   p.NP = p.D / 64;
-  p.NQB = ceilDiv(p.SQ, p.BQ);
-  p.NKB = ceilDiv(p.SKV, p.BK);
-  p.qscale = s.scale / std::log(2.0);
   // O (D/2) and S (BK/2) accumulators per thread, plus P and the softmax state.
   if (p.D / 2 + p.BK / 2 > 224) return bad("O and S need " + std::to_string(p.D / 2 + p.BK / 2) + " accumulator registers per thread");
   if (p.fa3) {
@@ -108,10 +96,7 @@ Expected<WgmmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c
 }  // namespace
 
 Status checkGpuAttentionWgmma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
-  TESSERA_ASSIGN(WgmmaAttnPlan p, makePlan(info.spec, c, t));
-  (void)p;
-  return {};
+  return checkAttnPlan<WgmmaAttnPlan>(k, c, t, makePlan);
 }
 
 Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
@@ -120,11 +105,11 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
   GpuPlan plan;
   plan.strategy = "flash-wgmma";
   plan.laneLevel = true;
-  OpBuilder b(ctx);
-  Location loc = b.getUnknownLoc();
-  plan.module = ModuleOp::create(loc);
-  std::map<std::string, Value> args;
-  func::FuncOp fn = createKernelFunc(b, *plan.module, k, &args);
+  AttnModule m(ctx, plan, k);
+  OpBuilder& b = m.b;
+  Location loc = m.loc;
+  auto& args = m.args;
+  func::FuncOp fn = m.fn;
   if (p.fa3)  // the tensor maps of Q, K and V (128 bytes each, encoded by the host per launch)
     for (int i = 0; i < 3; ++i)
       if (failed(fn.insertArgument(fn.getNumArguments(), MemRefType::get({16}, b.getI64Type()), DictionaryAttr(), b.getUnknownLoc())))
@@ -136,8 +121,7 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
   Type et = e.et_, f32 = e.f32_, i64 = b.getI64Type();
   const int64_t BK = p.BK, T = p.T, D = p.D;
 
-  auto launch = gpu::LaunchOp::create(b, loc, ix.c(p.NQB), ix.c(p.H), ix.c(p.B), ix.c(T), ix.c(1), ix.c(1),
-                                      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(p.smemBytes()))));
+  auto launch = attnLaunch(b, loc, p, T, p.smemBytes());
   b.setInsertionPointToStart(&launch.getBody().front());
   Value qb = launch.getBlockIds().x, h = launch.getBlockIds().y, bi = launch.getBlockIds().z;
   Value tid = launch.getThreadIds().x;
@@ -164,51 +148,28 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
 
   // ---- Q tile (fa2; fa3's producer loads it by TMA): rows past Sq repeat the last (their outputs are never stored)
   if (!p.fa3) {
-    const int64_t chunks = p.BQ * chunksPerRow, steps = ceilDiv(chunks, T);
-    for (int64_t st = 0; st < steps; ++st) {
-      Value ch = ix.add(tid, st * T);
-      gpuir::guarded(b, loc, (st + 1) * T > chunks ? ix.lt(ch, chunks) : Value(), [&] {
-        Value r = ix.div(ch, chunksPerRow), j = ix.rem(ch, chunksPerRow);
-        Value gr = ix.min(ix.add(q0, r), p.SQ - 1);
-        Value v = vector::LoadOp::create(b, loc, v8, Q, ValueRange{bi, h, gr, ix.mul(j, 8)});
-        vector::StoreOp::create(b, loc, v, S1, ValueRange{swz(p.qOff() / 2, p.BQ, r, j)});
-      });
-    }
+    forEachChunk(ix, tid, T, p.BQ, chunksPerRow, [&](Value r, Value j, Value) {
+      Value gr = ix.min(ix.add(q0, r), p.SQ - 1);
+      Value v = vector::LoadOp::create(b, loc, v8, Q, ValueRange{bi, h, gr, ix.mul(j, 8)});
+      vector::StoreOp::create(b, loc, v, S1, ValueRange{swz(p.qOff() / 2, p.BQ, r, j)});
+    });
   }
   // ---- K/V block kb into `stage` (a runtime index): rows past Skv repeat the last key (masked)
   auto stageOff = [&](Value stage, int64_t at0, int64_t perStage) { return ix.add(ix.mul(stage, perStage / 2), at0 / 2); };
-  auto copyKV = [&](Value kb, Value stage, bool async) -> Value {
-    const int64_t chunks = BK * chunksPerRow, steps = ceilDiv(chunks, T);
-    SmallVector<Value> tokens;
-    Value k0 = ix.mul(kb, BK);
-    auto tok = nvgpu::DeviceAsyncTokenType::get(ctx);
-    Value kBase = stageOff(stage, p.kOff(0), BK * D * 2), vBase = stageOff(stage, p.vOff(0), BK * D * 2);
-    for (int64_t st = 0; st < steps; ++st) {
-      Value ch = ix.add(tid, st * T);
-      Value inRange = (st + 1) * T > chunks ? ix.lt(ch, chunks) : Value();
-      gpuir::guarded(b, loc, inRange, [&] {
-        Value r = ix.div(ch, chunksPerRow), j = ix.rem(ch, chunksPerRow);
+  Value kBase, vBase;
+  KvRing ring(
+      b, loc, tid, T, BK, D, p.dtype, p.STAGES,
+      [&](Value, Value r, Value j, Value k0, const KvRing::Put& put) {
         Value gr = ix.min(ix.add(k0, r), p.SKV - 1);
         for (auto [src, tileBase] : {std::pair{Kg, kBase}, std::pair{Vg, vBase}}) {
           Value dst = ix.add(swz(0, BK, r, j), tileBase);
-          if (async) {
-            Value tk = nvgpu::DeviceAsyncCopyOp::create(b, loc, tok, S1, ValueRange{dst}, src,
-                                                        ValueRange{bi, hk, gr, ix.mul(j, 8)}, b.getIndexAttr(8), Value(),
-                                                        b.getUnitAttr());
-            if (!inRange) tokens.push_back(tk);
-          } else {
-            Value v = vector::LoadOp::create(b, loc, v8, src, ValueRange{bi, hk, gr, ix.mul(j, 8)});
-            vector::StoreOp::create(b, loc, v, S1, ValueRange{dst});
-          }
+          put(S1, ValueRange{dst}, src, ValueRange{bi, hk, gr, ix.mul(j, 8)});
         }
+      },
+      [&](Value stage) {
+        kBase = stageOff(stage, p.kOff(0), BK * D * 2);
+        vBase = stageOff(stage, p.vOff(0), BK * D * 2);
       });
-    }
-    if (async) return Value(nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tok, tokens).getResult());
-    return Value();
-  };
-  auto waitCopies = [&](Value group, int64_t pending) {
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(int32_t(pending)));
-  };
   auto barrier = [&] { gpu::BarrierOp::create(b, loc); };
   // Writes of the generic proxy (stores, cp.async) made visible to wgmma's async proxy.
   auto proxyFence = [&] {
@@ -279,17 +240,35 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
   };
   // Closes the launch and the function; the user's four tensors are the first launch arguments.
   auto finishPlan = [&] {
-    gpu::TerminatorOp::create(b, loc);
-    b.setInsertionPointAfter(launch);
-    func::ReturnOp::create(b, loc);
-    plan.schedule = noMapSchedule();
-    plan.hasPre = false;
-    for (int i = 0; i < 4; ++i) {
-      GpuArg a;
-      a.tensor = i;
-      plan.launch.args.push_back(a);
-    }
+    closeAttnLaunch(b, loc, launch, plan);
+    addAttnArgs(plan, false);
   };
+  // The steps both pipelines share. The carried state is (O, m0, m1, l0, l1); S's accumulators are
+  // laid out per warp as mma.sync's (register i: row g + 8((i%4)/2) of this warp's 16, key
+  // 8(i/4) + 2t + i%2), so flash-mma's softmax serves.
+  AttnSteps steps;
+  steps.init = [&] {
+    SmallVector<Value> zeros(size_t(D / 2), e.f(0.0f));
+    return SmallVector<Value>{structOf(oT, zeros), e.f(-1e30f), e.f(-1e30f), e.f(0.0f), e.f(0.0f)};
+  };
+  steps.sm = [&](AttnBlock& blk, ValueRange carried) {
+    Value rowBase = rowBaseOf();
+    Value mOld[2] = {carried[1], carried[2]}, lOld[2] = {carried[3], carried[4]};
+    if (!blk.k0) blk.k0 = ix.mul(blk.kb, BK);
+    MmaOps::Softmax sm = e.softmax(shape, blk.s, blk.k0, tq, rowBase, mOld, lOld);
+    blk.m = {sm.mNew[0], sm.mNew[1]};
+    blk.alpha = {sm.alpha[0], sm.alpha[1]};
+    blk.l = {sm.lNew[0], sm.lNew[1]};
+    blk.p = sm.p;
+  };
+  // O * alpha, as the accumulator struct P·V adds to.
+  auto rescaledO = [&](ValueRange carried, const AttnBlock& blk) {
+    SmallVector<Value> ov = fieldsOf(carried[0], D / 2);
+    for (int64_t i = 0; i < D / 2; ++i) ov[size_t(i)] = e.mul(ov[size_t(i)], blk.alpha[(i % 4) / 2]);
+    return structOf(oT, ov);
+  };
+  auto nextState = [](Value oAcc, const AttnBlock& blk) { return SmallVector<Value>{oAcc, blk.m[0], blk.m[1], blk.l[0], blk.l[1]}; };
+  steps.st = [&](ValueRange res) { storeO(res); };
   if (p.fa3) {
     // ---- FlashAttention-3's pipeline: the last warpgroup produces, the others consume.
     auto mapType = [&](int64_t rows) {
@@ -362,36 +341,26 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
       b.setInsertionPoint(role.elseBlock()->getTerminator());
       NVVM::SetMaxRegisterOp::create(b, loc, uint32_t(p.consumerRegs), NVVM::SetMaxRegisterAction::increase);
       nvgpu::MBarrierTryWaitParityOp::create(b, loc, qBar, parity(ix.c(0)), ix.c(10000000), ix.c(0));
-      SmallVector<Value> zeros(size_t(D / 2), e.f(0.0f));
-      SmallVector<Value> init = {structOf(oT, zeros), e.f(-1e30f), e.f(-1e30f), e.f(0.0f), e.f(0.0f)};
-      auto loop = scf::ForOp::create(b, loc, ix.c(0), kbEnd, ix.c(1), init);
-      {
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(loop.getBody());
-        Value kb = loop.getInductionVar();
-        ValueRange carried = loop.getRegionIterArgs();
-        Value slot = ix.rem(kb, p.STAGES);
-        nvgpu::MBarrierTryWaitParityOp::create(b, loc, full, parity(ix.div(kb, p.STAGES)), ix.c(10000000), slot);
-        SmallVector<Value> sv = scores(wg, slot);
-        Value rowBase = rowBaseOf();
-        Value mOld[2] = {carried[1], carried[2]}, lOld[2] = {carried[3], carried[4]};
-        MmaOps::Softmax sm = e.softmax(shape, sv, ix.mul(kb, BK), tq, rowBase, mOld, lOld);
+      steps.in = [&](AttnBlock& blk, Value) {
+        blk.stage = ix.rem(blk.kb, p.STAGES);
+        nvgpu::MBarrierTryWaitParityOp::create(b, loc, full, parity(ix.div(blk.kb, p.STAGES)), ix.c(10000000), blk.stage);
+      };
+      steps.s = [&](AttnBlock& blk) { blk.s = scores(wg, blk.stage); };
+      steps.acc = [&](AttnBlock& blk, ValueRange carried) {
         // O = O * alpha + P V, P as wgmma's A from registers: S's register i holds (row g + 8((i%4)/2),
         // key 8(i/4) + 2t + i%2), so registers 8kk..8kk+7 pair up into the k16 step's A fragment.
-        SmallVector<Value> ov = fieldsOf(carried[0], D / 2);
-        for (int64_t i = 0; i < D / 2; ++i) ov[size_t(i)] = e.mul(ov[size_t(i)], sm.alpha[(i % 4) / 2]);
-        Value oAcc = structOf(oT, ov);
+        Value oAcc = rescaledO(carried, blk);
         VectorType v2 = VectorType::get({2}, et);
         auto pack = [&](int64_t i) {
-          Value pair = vector::FromElementsOp::create(b, loc, v2, ValueRange{arith::TruncFOp::create(b, loc, et, sm.p[size_t(i)]),
-                                                                              arith::TruncFOp::create(b, loc, et, sm.p[size_t(i + 1)])});
+          Value pair = vector::FromElementsOp::create(b, loc, v2, ValueRange{arith::TruncFOp::create(b, loc, et, blk.p[size_t(i)]),
+                                                                              arith::TruncFOp::create(b, loc, et, blk.p[size_t(i + 1)])});
           return LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair).getResult();
         };
         const WgmmaRegA form{int(D), p.dtype == ir::ScalarType::BF16, true};
         auto asmText = b.getStringAttr(wgmmaRegAPtx(form)), constraints = b.getStringAttr(wgmmaRegAConstraints(int(D)));
         NVVM::WgmmaFenceAlignedOp::create(b, loc);
         for (int64_t kk = 0; kk < BK / 16; ++kk) {
-          SmallVector<Value> operands = {pack(8 * kk), pack(8 * kk + 2), pack(8 * kk + 4), pack(8 * kk + 6), vDesc(slot, kk)};
+          SmallVector<Value> operands = {pack(8 * kk), pack(8 * kk + 2), pack(8 * kk + 4), pack(8 * kk + 6), vDesc(blk.stage, kk)};
           for (Value v : fieldsOf(oAcc, D / 2)) operands.push_back(v);
           oAcc = LLVM::InlineAsmOp::create(b, loc, oT, operands, asmText, constraints, b.getUnitAttr(), UnitAttr(),
                                            LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
@@ -400,11 +369,11 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
         }
         NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
         NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-        // Both products of this slot retired: each warp's lane 0 releases it to the producer.
-        ifThen(eq(lane, ix.c(0)), [&] { nvgpu::MBarrierArriveOp::create(b, loc, empty, slot); });
-        scf::YieldOp::create(b, loc, ValueRange{oAcc, sm.mNew[0], sm.mNew[1], sm.lNew[0], sm.lNew[1]});
-      }
-      storeO(loop.getResults());
+        return nextState(oAcc, blk);
+      };
+      // Both products of this slot retired: each warp's lane 0 releases it to the producer.
+      steps.out = [&](AttnBlock& blk) { ifThen(eq(lane, ix.c(0)), [&] { nvgpu::MBarrierArriveOp::create(b, loc, empty, blk.stage); }); };
+      runAttention(b, loc, kbEnd, steps);
     }
     finishPlan();
     // Q, K, V's tensor maps: (head_dim, rows, batch x heads), boxes of 64 x rows, 128-byte swizzle.
@@ -437,44 +406,25 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
     return plan;
   }
 
-  barrier();
+  ring.barrier();
 
   Value kbEnd = e.keyBlocksEnd(shape, q0);
-  const bool async = p.STAGES == 2;
-  if (async) (void)copyKV(ix.c(0), ix.c(0), true);
-  SmallVector<Value> zeros(size_t(D / 2), e.f(0.0f));
-  SmallVector<Value> init = {structOf(oT, zeros), e.f(-1e30f), e.f(-1e30f), e.f(0.0f), e.f(0.0f)};
-  auto loop = scf::ForOp::create(b, loc, ix.c(0), kbEnd, ix.c(1), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kb = loop.getInductionVar();
-    ValueRange carried = loop.getRegionIterArgs();
-    Value stage = ix.c(0);
-    if (async) {
-      stage = ix.rem(kb, 2);
-      Value next = arith::MinSIOp::create(b, loc, ix.add(kb, 1), ix.add(kbEnd, -1));
-      Value group = copyKV(next, ix.rem(ix.add(kb, 1), 2), true);
-      waitCopies(group, 1);
-      barrier();
-    } else {
-      barrier();
-      (void)copyKV(kb, stage, false);
-      barrier();
-    }
+  steps.before = [&](Value) { ring.prologue(); };
+  steps.in = [&](AttnBlock& blk, Value end) {
+    blk.stage = ring.stageIn(blk.kb, end);
     proxyFence();
-    Value k0 = ix.mul(kb, BK);
-    SmallVector<Value> sv = scores(wg, stage);
-    // Register i: row g + 8((i%4)/2) of this warp's 16, key 8(i/4) + 2t + i%2 (mma.sync's layout).
-    Value rowBase = rowBaseOf();
-    Value mOld[2] = {carried[1], carried[2]}, lOld[2] = {carried[3], carried[4]};
-    MmaOps::Softmax sm = e.softmax(shape, sv, k0, tq, rowBase, mOld, lOld);
+  };
+  steps.s = [&](AttnBlock& blk) {
+    blk.k0 = ix.mul(blk.kb, BK);
+    blk.s = scores(wg, blk.stage);
+  };
+  steps.acc = [&](AttnBlock& blk, ValueRange carried) {
     // P into this warpgroup's shared panels, K-major.
     Value pBase = ix.add(ix.mul(wg, 64 * BK), p.pOff(0) / 2);
     Value wRow = ix.add(ix.mul(warp, 16), g);
     VectorType v2 = VectorType::get({2}, et);
     for (int64_t i = 0; i < BK / 2; i += 2) {
-      Value pv[2] = {sm.p[size_t(i)], sm.p[size_t(i + 1)]};
+      Value pv[2] = {blk.p[size_t(i)], blk.p[size_t(i + 1)]};
       const int c = int(i % 4);
       Value r = ix.add(wRow, 8 * (c / 2));
       Value j = ix.c(i / 4);  // 8-key chunk of this register pair
@@ -490,26 +440,20 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
     NVVM::BarrierOp::create(b, loc, Type(), barId, arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(128)),
                             NVVM::BarrierReductionAttr(), Value());
     // O = O * alpha + P V over keys in k16 steps: P K-major, V MN-major (head_dim contiguous).
-    SmallVector<Value> ov = fieldsOf(carried[0], D / 2);
-    for (int64_t i = 0; i < D / 2; ++i) ov[size_t(i)] = e.mul(ov[size_t(i)], sm.alpha[(i % 4) / 2]);
-    Value oAcc = structOf(oT, ov);
+    Value oAcc = rescaledO(carried, blk);
     Value pByte = toI64(ix.add(ix.mul(wg, 64 * BK * 2), p.pOff(0)));
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     for (int64_t kk = 0; kk < BK / 16; ++kk) {
       Value da = desc(arith::AddIOp::create(b, loc, pByte, i64c((kk / 4) * 64 * 128 + (kk % 4) * 32)), 64 * 128, 1024);
-      oAcc = wgmma(oAcc, da, vDesc(stage, kk), D, true, true);
+      oAcc = wgmma(oAcc, da, vDesc(blk.stage, kk), D, true, true);
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-    barrier();  // the next iteration's copies overwrite the stage read here
-    scf::YieldOp::create(b, loc, ValueRange{oAcc, sm.mNew[0], sm.mNew[1], sm.lNew[0], sm.lNew[1]});
-  }
-  if (async) {
-    auto tok = nvgpu::DeviceAsyncTokenType::get(ctx);
-    Value none = nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, tok, ValueRange{}).getResult();
-    waitCopies(none, 0);
-  }
-  storeO(loop.getResults());
+    return nextState(oAcc, blk);
+  };
+  steps.out = [&](AttnBlock&) { ring.barrier(); };  // the next iteration's copies overwrite the stage read here
+  steps.after = [&] { ring.drain(); };
+  runAttention(b, loc, kbEnd, steps);
   finishPlan();
   return plan;
 }
