@@ -211,18 +211,13 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
                                                  " are fixed at the compiled shape): use strategy=flash-mma or flash-simt for a shape-generic kernel");
   if (strategy == "flash-wgmma") return buildGpuAttentionWgmma(ctx, k, c, t);
   if (strategy == "flash-mfma") return buildGpuAttentionMfma(ctx, k, c, t);
-  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
-  TESSERA_ASSIGN(AttnPlan p, makePlan(info.spec, c, t));
+  TESSERA_ASSIGN(AttnPlan p, planAttn<AttnPlan>(k, c, t, makePlan));
   GpuPlan plan;
-  plan.strategy = "flash-simt";
-  TESSERA_ASSIGN(plan.launch.runtime, planAttentionRuntime(info.spec, rt, plan.strategy, p.BQ));
-  AttnModule m(ctx, plan, k, rt.any());
+  AttnModule m(ctx, plan, k, p, "flash-simt", false, rt.any());
+  TESSERA_ASSIGN(plan.launch.runtime, planAttentionRuntime(p.spec, rt, plan.strategy, p.BQ));
   OpBuilder& b = m.b;
   Location loc = m.loc;
-  auto& args = m.args;
-  const ir::AttentionSpec& s = info.spec;
-  Value Q = args[s.q], K = args[s.k], V = args[s.v], O = args[s.o];
-  Value sizes = rt.any() ? args[kSizesArg] : Value();
+  Value Q = m.q, K = m.k, V = m.v, O = m.o, sizes = m.sizes;
   Builder e(b, loc, p);
   gpuir::Idx& ix = e.ix_;
   Type et = mlirType(b, p.dtype), f32 = b.getF32Type();
@@ -404,17 +399,7 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
   func::ReturnOp::create(b, loc);
 
   plan.schedule = genericMapSchedule({p.T, 1, 1}, t.warpSize, t.smemPerBlock);
-  for (size_t i = 0; i < 4; ++i) {
-    GpuArg a;
-    a.tensor = int(i);
-    plan.launch.args.push_back(a);
-  }
-  if (rt.any()) {
-    GpuArg sz;
-    sz.kind = GpuArg::Kind::Sizes;
-    sz.dtype = ir::ScalarType::Index;
-    plan.launch.args.push_back(sz);
-  }
+  addAttnArgs(plan, rt.any());
   return plan;
 }
 

@@ -69,8 +69,7 @@ Expected<MfmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c,
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (flash-mfma): " + m); };
   if (t.vendor != Vendor::Amd || t.warpSize != 64 || !t.findMma("f16", "mfma"))
     return bad("needs an AMD CDNA target with MFMA (wave64: gfx90a, gfx942)");
-  if (s.dtype != ir::ScalarType::F16 && s.dtype != ir::ScalarType::BF16) return bad("f16 or bf16 inputs only");
-  if (s.head_dim % 16 || s.head_dim > 256) return bad("head_dim must be a multiple of 16, at most 256");
+  TESSERA_TRY(tensorCoreInputs(s, "flash-mfma", 16, "head_dim must be a multiple of 16, at most 256"));
   MfmaAttnPlan p;
   TESSERA_ASSIGN(std::string shape, mfmaShape(c));
   if (shape == "16x16x16") p.MN = 16, p.KI = 16, p.NR = 4;
@@ -175,17 +174,12 @@ Status checkGpuAttentionMfma(const ir::Kernel& k, const ir::Config& c, const Tar
 }
 
 Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
-  TESSERA_ASSIGN(MfmaAttnPlan p, makePlan(info.spec, c, t));
+  TESSERA_ASSIGN(MfmaAttnPlan p, planAttn<MfmaAttnPlan>(k, c, t, makePlan));
   GpuPlan plan;
-  plan.strategy = "flash-mfma";
-  plan.laneLevel = true;
-  AttnModule m(ctx, plan, k);
+  AttnModule m(ctx, plan, k, p, "flash-mfma", true);
   OpBuilder& b = m.b;
   Location loc = m.loc;
-  auto& args = m.args;
-  const ir::AttentionSpec& s = info.spec;
-  Value Q = args[s.q], Kg = args[s.k], Vg = args[s.v], O = args[s.o];
+  Value Q = m.q, Kg = m.k, Vg = m.v, O = m.o;
   Kernel e(b, loc, p);
   gpuir::Idx& ix = e.ix_;
   Type et = e.et_;

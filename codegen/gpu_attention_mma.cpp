@@ -58,8 +58,7 @@ struct MmaAttnPlan : AttnDims {
 Expected<MmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (flash-mma): " + m); };
   if (t.vendor != Vendor::Nvidia || !t.findMma("f16", "mma.sync")) return bad("needs an NVIDIA target with mma.sync");
-  if (s.dtype != ir::ScalarType::F16 && s.dtype != ir::ScalarType::BF16) return bad("f16 or bf16 inputs only");
-  if (s.head_dim % 16 || s.head_dim > 256) return bad("head_dim must be a multiple of 16, at most 256");
+  TESSERA_TRY(tensorCoreInputs(s, "flash-mma", 16, "head_dim must be a multiple of 16, at most 256"));
   MmaAttnPlan p;
   TESSERA_TRY(readBlockKnobs(c, p, p.STAGES));
   if (p.BQ % 16 || p.BQ < 16 || p.BQ > 128) return bad("BQ must be 16, 32, 64 or 128 (16 rows per warp)");
@@ -186,19 +185,13 @@ Status checkGpuAttentionMma(const ir::Kernel& k, const ir::Config& c, const Targ
 
 Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                        const RuntimeDims& rt) {
-  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
-  TESSERA_ASSIGN(MmaAttnPlan p, makePlan(info.spec, c, t));
+  TESSERA_ASSIGN(MmaAttnPlan p, planAttn<MmaAttnPlan>(k, c, t, makePlan));
   GpuPlan plan;
-  plan.strategy = "flash-mma";
-  plan.laneLevel = true;
-  TESSERA_ASSIGN(plan.launch.runtime, planAttentionRuntime(info.spec, rt, plan.strategy, p.BQ));
-  AttnModule m(ctx, plan, k, rt.any());
+  AttnModule m(ctx, plan, k, p, "flash-mma", true, rt.any());
+  TESSERA_ASSIGN(plan.launch.runtime, planAttentionRuntime(p.spec, rt, plan.strategy, p.BQ));
   OpBuilder& b = m.b;
   Location loc = m.loc;
-  auto& args = m.args;
-  Value sizes = rt.any() ? args[kSizesArg] : Value();
-  const ir::AttentionSpec& s = info.spec;
-  Value Q = args[s.q], Kg = args[s.k], Vg = args[s.v], O = args[s.o];
+  Value Q = m.q, Kg = m.k, Vg = m.v, O = m.o;
   MmaOps e(b, loc, p.dtype);
   gpuir::Idx& ix = e.ix_;
   Type et = e.et_;
@@ -209,7 +202,7 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
   Value qb = launch.getBlockIds().x, h = launch.getBlockIds().y, bi = launch.getBlockIds().z;
   Value tid = launch.getThreadIds().x;
   // Runtime length: read once per thread; the tensors seen at it.
-  Value seqV = rt.m ? gemm::loadSize(b, loc, sizes, 0) : Value();
+  Value seqV = rt.m ? gemm::loadSize(b, loc, m.sizes, 0) : Value();
   Q = seqView(b, loc, Q, seqV), Kg = seqView(b, loc, Kg, seqV), Vg = seqView(b, loc, Vg, seqV), O = seqView(b, loc, O, seqV);
   Value sqLast = seqV ? ix.add(seqV, -1) : ix.c(p.SQ - 1), skvLast = seqV ? ix.add(seqV, -1) : ix.c(p.SKV - 1);
   Value warp = ix.div(tid, 32), lane = ix.rem(tid, 32), g = ix.div(lane, 4), tq = ix.rem(lane, 4);

@@ -18,6 +18,14 @@ void AttnDims::setProblem(const ir::AttentionSpec& s) {
   NQB = ceilDiv(SQ, BQ);
   NKB = ceilDiv(SKV, BK);
   qscale = s.scale / std::log(2.0);
+  spec = s;
+}
+
+Status tensorCoreInputs(const ir::AttentionSpec& s, const std::string& strategy, int64_t dimStep, const std::string& dimRule) {
+  auto bad = [&](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (" + strategy + "): " + m); };
+  if (s.dtype != ir::ScalarType::F16 && s.dtype != ir::ScalarType::BF16) return bad("f16 or bf16 inputs only");
+  if (s.head_dim % dimStep || s.head_dim > 256) return bad(dimRule);
+  return {};
 }
 
 Status readBlockKnobs(const ir::Config& c, AttnDims& p, int64_t& stages) {
@@ -30,9 +38,15 @@ Status readBlockKnobs(const ir::Config& c, AttnDims& p, int64_t& stages) {
   return {};
 }
 
-AttnModule::AttnModule(MLIRContext* ctx, GpuPlan& plan, const ir::Kernel& k, bool sizes) : b(ctx), loc(b.getUnknownLoc()) {
+AttnModule::AttnModule(MLIRContext* ctx, GpuPlan& plan, const ir::Kernel& kernel, const AttnDims& d, const char* strategy,
+                       bool laneLevel, bool withSizes)
+    : b(ctx), loc(b.getUnknownLoc()) {
+  plan.strategy = strategy;
+  plan.laneLevel = laneLevel;
   plan.module = ModuleOp::create(loc);
-  fn = createKernelFunc(b, *plan.module, k, &args, sizes);
+  fn = createKernelFunc(b, *plan.module, kernel, &args, withSizes);
+  q = args[d.spec.q], k = args[d.spec.k], v = args[d.spec.v], o = args[d.spec.o];
+  if (withSizes) sizes = args[kSizesArg];
 }
 
 void runAttention(OpBuilder& b, Location loc, Value kbEnd, AttnFamily& f) {

@@ -36,6 +36,7 @@ struct AttnDims {
   ir::ScalarType dtype = ir::ScalarType::F32;
   int64_t BQ = 0, BK = 0, NQB = 0, NKB = 0;  // query / key rows per block, block counts
   double qscale = 0;                          // scale * log2(e): the softmax runs on 2^x
+  ir::AttentionSpec spec;                     // the tensors' names, for the kernel's arguments
   // Takes the problem from `s`; BQ and BK must be set (they give the block counts).
   void setProblem(const ir::AttentionSpec& s);
 };
@@ -103,27 +104,38 @@ void runAttention(mlir::OpBuilder& b, mlir::Location loc, mlir::Value kbEnd, Att
 void forEachChunk(gpuir::Idx& ix, mlir::Value tid, int64_t T, int64_t rows, int64_t perRow,
                   const std::function<void(mlir::Value r, mlir::Value j, mlir::Value inRange)>& body);
 
-// A family's plan check: the kernel's attention spec planned under `make` (no IR built).
+// A family's plan of kernel `k`'s attention under config `c` (`make` checks it; no IR built).
+template <class Plan>
+Expected<Plan> planAttn(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                        Expected<Plan> (*make)(const ir::AttentionSpec&, const ir::Config&, const TargetDesc&)) {
+  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
+  return make(info.spec, c, t);
+}
 template <class Plan>
 Status checkAttnPlan(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                      Expected<Plan> (*make)(const ir::AttentionSpec&, const ir::Config&, const TargetDesc&)) {
-  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
-  TESSERA_ASSIGN(Plan p, make(info.spec, c, t));
+  TESSERA_ASSIGN(Plan p, planAttn<Plan>(k, c, t, make));
   (void)p;
   return {};
 }
 
+// The tensor-core families' input rule: f16 or bf16, head_dim a multiple of `dimStep` up to 256
+// (else `dimRule`), as InvalidConfig errors naming `strategy`.
+Status tensorCoreInputs(const ir::AttentionSpec& s, const std::string& strategy, int64_t dimStep, const std::string& dimRule);
 // BQ, BK and STAGES (2 when the config has none) of a tensor-core family's config.
 Status readBlockKnobs(const ir::Config& c, AttnDims& p, int64_t& stages);
 
-// The module a family builds into: `plan.module` holding the kernel function (with the runtime
-// sizes argument when `sizes`), its arguments by name, the builder inside its body.
+// The module a family builds into: `plan` named `strategy` (lane-level or not), its module holding
+// the kernel function (with the runtime sizes argument when `sizes`), the function's arguments
+// (Q, K, V, O of `d.spec`; the sizes), the builder inside its body.
 struct AttnModule {
-  AttnModule(mlir::MLIRContext* ctx, GpuPlan& plan, const ir::Kernel& k, bool sizes = false);
+  AttnModule(mlir::MLIRContext* ctx, GpuPlan& plan, const ir::Kernel& k, const AttnDims& d, const char* strategy,
+             bool laneLevel, bool sizes = false);
   mlir::OpBuilder b;
   mlir::Location loc;
   std::map<std::string, mlir::Value> args;
   mlir::func::FuncOp fn;
+  mlir::Value q, k, v, o, sizes;
 };
 
 // The launch of a lane-level kernel: grid (query blocks, heads, batch), T threads, `dynSmem` bytes

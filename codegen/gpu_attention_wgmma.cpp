@@ -55,8 +55,7 @@ struct WgmmaAttnPlan : AttnDims {
 Expected<WgmmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (flash-wgmma): " + m); };
   if (t.vendor != Vendor::Nvidia || !t.findMma("f16", "wgmma")) return bad("needs sm_90a (wgmma)");
-  if (s.dtype != ir::ScalarType::F16 && s.dtype != ir::ScalarType::BF16) return bad("f16 or bf16 inputs only");
-  if (s.head_dim % 64 || s.head_dim > 256) return bad("head_dim must be 64, 128, 192 or 256 (whole 128-byte panels)");
+  TESSERA_TRY(tensorCoreInputs(s, "flash-wgmma", 64, "head_dim must be 64, 128, 192 or 256 (whole 128-byte panels)"));
   WgmmaAttnPlan p;
   TESSERA_TRY(readBlockKnobs(c, p, p.STAGES));
   if (p.BQ != 64 && p.BQ != 128) return bad("BQ must be 64 or 128 (64 query rows per warpgroup)");
@@ -100,22 +99,17 @@ Status checkGpuAttentionWgmma(const ir::Kernel& k, const ir::Config& c, const Ta
 }
 
 Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
-  TESSERA_ASSIGN(WgmmaAttnPlan p, makePlan(info.spec, c, t));
+  TESSERA_ASSIGN(WgmmaAttnPlan p, planAttn<WgmmaAttnPlan>(k, c, t, makePlan));
   GpuPlan plan;
-  plan.strategy = "flash-wgmma";
-  plan.laneLevel = true;
-  AttnModule m(ctx, plan, k);
+  AttnModule m(ctx, plan, k, p, "flash-wgmma", true);
   OpBuilder& b = m.b;
   Location loc = m.loc;
-  auto& args = m.args;
   func::FuncOp fn = m.fn;
   if (p.fa3)  // the tensor maps of Q, K and V (128 bytes each, encoded by the host per launch)
     for (int i = 0; i < 3; ++i)
       if (failed(fn.insertArgument(fn.getNumArguments(), MemRefType::get({16}, b.getI64Type()), DictionaryAttr(), b.getUnknownLoc())))
         return makeError(ErrorCode::Internal, "attention (flash-wgmma): cannot add the tensor-map arguments");
-  const ir::AttentionSpec& s = info.spec;
-  Value Q = args[s.q], Kg = args[s.k], Vg = args[s.v], O = args[s.o];
+  Value Q = m.q, Kg = m.k, Vg = m.v, O = m.o;
   MmaOps e(b, loc, p.dtype);
   gpuir::Idx& ix = e.ix_;
   Type et = e.et_, f32 = e.f32_, i64 = b.getI64Type();
