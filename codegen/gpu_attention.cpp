@@ -200,21 +200,8 @@ Value seqView(OpBuilder& b, Location loc, Value mem, Value seq) {
       .getResult();
 }
 
-Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
-                                    const RuntimeDims& rt) {
-  TESSERA_TRY(checkGpuAttention(k, c, t));
-  const std::string strategy = attentionStrategy(c);
-  if (strategy == "flash-mma") return buildGpuAttentionMma(ctx, k, c, t, rt);
-  if (rt.any() && (strategy == "flash-wgmma" || strategy == "flash-mfma"))
-    return makeError(ErrorCode::Unsupported, "attention (" + strategy + "): no runtime sizes (its tiles and " +
-                                                 (strategy == "flash-wgmma" ? "TMA tensor maps" : "matrix-core schedule") +
-                                                 " are fixed at the compiled shape): use strategy=flash-mma or flash-simt for a shape-generic kernel");
-  if (strategy == "flash-wgmma") return buildGpuAttentionWgmma(ctx, k, c, t);
-  if (strategy == "flash-mfma") return buildGpuAttentionMfma(ctx, k, c, t);
-  TESSERA_ASSIGN(AttnPlan p, planAttn<AttnPlan>(k, c, t, makePlan));
-  GpuPlan plan;
-  AttnModule m(ctx, plan, k, p, "flash-simt", false, rt.any());
-  TESSERA_ASSIGN(plan.launch.runtime, planAttentionRuntime(p.spec, rt, plan.strategy, p.BQ));
+static Status buildSimt(const AttnPlan& p, AttnModule& m, GpuPlan& plan, const TargetDesc& t, const RuntimeDims& rt) {
+  MLIRContext* ctx = m.b.getContext();
   OpBuilder& b = m.b;
   Location loc = m.loc;
   Value Q = m.q, K = m.k, V = m.v, O = m.o, sizes = m.sizes;
@@ -400,7 +387,21 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
 
   plan.schedule = genericMapSchedule({p.T, 1, 1}, t.warpSize, t.smemPerBlock);
   addAttnArgs(plan, rt.any());
-  return plan;
+  return {};
+}
+
+Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                    const RuntimeDims& rt) {
+  TESSERA_TRY(checkGpuAttention(k, c, t));
+  const std::string strategy = attentionStrategy(c);
+  if (strategy == "flash-mma") return buildGpuAttentionMma(ctx, k, c, t, rt);
+  if (rt.any() && (strategy == "flash-wgmma" || strategy == "flash-mfma"))
+    return makeError(ErrorCode::Unsupported, "attention (" + strategy + "): no runtime sizes (its tiles and " +
+                                                 (strategy == "flash-wgmma" ? "TMA tensor maps" : "matrix-core schedule") +
+                                                 " are fixed at the compiled shape): use strategy=flash-mma or flash-simt for a shape-generic kernel");
+  if (strategy == "flash-wgmma") return buildGpuAttentionWgmma(ctx, k, c, t);
+  if (strategy == "flash-mfma") return buildGpuAttentionMfma(ctx, k, c, t);
+  return buildAttn<AttnPlan>(ctx, k, c, t, rt, makePlan, "flash-simt", false, buildSimt);
 }
 
 }  // namespace tessera::codegen

@@ -173,10 +173,8 @@ Status checkGpuAttentionMfma(const ir::Kernel& k, const ir::Config& c, const Tar
   return checkAttnPlan<MfmaAttnPlan>(k, c, t, makePlan);
 }
 
-Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(MfmaAttnPlan p, planAttn<MfmaAttnPlan>(k, c, t, makePlan));
-  GpuPlan plan;
-  AttnModule m(ctx, plan, k, p, "flash-mfma", true);
+static Status buildMfma(const MfmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const TargetDesc& t, const RuntimeDims& rt) {
+  MLIRContext* ctx = m.b.getContext();
   OpBuilder& b = m.b;
   Location loc = m.loc;
   Value Q = m.q, Kg = m.k, Vg = m.v, O = m.o;
@@ -403,7 +401,11 @@ Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, c
   runAttention(b, loc, kbEnd, family);
   closeAttnLaunch(b, loc, launch, plan);
   addAttnArgs(plan, false);
-  return plan;
+  return {};
+}
+
+Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+  return buildAttn<MfmaAttnPlan>(ctx, k, c, t, {}, makePlan, "flash-mfma", true, buildMfma);
 }
 
 }  // namespace tessera::codegen

@@ -183,12 +183,8 @@ Status checkGpuAttentionMma(const ir::Kernel& k, const ir::Config& c, const Targ
   return checkAttnPlan<MmaAttnPlan>(k, c, t, makePlan);
 }
 
-Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
-                                       const RuntimeDims& rt) {
-  TESSERA_ASSIGN(MmaAttnPlan p, planAttn<MmaAttnPlan>(k, c, t, makePlan));
-  GpuPlan plan;
-  AttnModule m(ctx, plan, k, p, "flash-mma", true, rt.any());
-  TESSERA_ASSIGN(plan.launch.runtime, planAttentionRuntime(p.spec, rt, plan.strategy, p.BQ));
+static Status buildMma(const MmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const TargetDesc& t, const RuntimeDims& rt) {
+  MLIRContext* ctx = m.b.getContext();
   OpBuilder& b = m.b;
   Location loc = m.loc;
   Value Q = m.q, Kg = m.k, Vg = m.v, O = m.o;
@@ -251,7 +247,12 @@ Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, co
   runAttention(b, loc, kbEnd, family);
   closeAttnLaunch(b, loc, launch, plan);
   addAttnArgs(plan, rt.any());
-  return plan;
+  return {};
+}
+
+Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                                       const RuntimeDims& rt) {
+  return buildAttn<MmaAttnPlan>(ctx, k, c, t, rt, makePlan, "flash-mma", true, buildMma);
 }
 
 }  // namespace tessera::codegen

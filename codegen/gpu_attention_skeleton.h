@@ -138,6 +138,22 @@ struct AttnModule {
   mlir::Value q, k, v, o, sizes;
 };
 
+// A family's entry point: plans kernel `k` under `make`, opens its module named `strategy`, the
+// launch's runtime sizes (none unless `rt` asks), then `build` builds the kernel into it.
+template <class Plan>
+Expected<GpuPlan> buildAttn(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+                            const RuntimeDims& rt,
+                            Expected<Plan> (*make)(const ir::AttentionSpec&, const ir::Config&, const TargetDesc&),
+                            const char* strategy, bool laneLevel,
+                            Status (*build)(const Plan&, AttnModule&, GpuPlan&, const TargetDesc&, const RuntimeDims&)) {
+  TESSERA_ASSIGN(Plan p, planAttn<Plan>(k, c, t, make));
+  GpuPlan plan;
+  AttnModule m(ctx, plan, k, p, strategy, laneLevel, rt.any());
+  TESSERA_ASSIGN(plan.launch.runtime, planAttentionRuntime(p.spec, rt, plan.strategy, p.BQ));
+  TESSERA_TRY(build(p, m, plan, t, rt));
+  return plan;
+}
+
 // The launch of a lane-level kernel: grid (query blocks, heads, batch), T threads, `dynSmem` bytes
 // of dynamic shared memory (< 0: no dynamic window). The builder stays before the launch.
 mlir::gpu::LaunchOp attnLaunch(mlir::OpBuilder& b, mlir::Location loc, const AttnDims& d, int64_t T, int64_t dynSmem);

@@ -98,10 +98,8 @@ Status checkGpuAttentionWgmma(const ir::Kernel& k, const ir::Config& c, const Ta
   return checkAttnPlan<WgmmaAttnPlan>(k, c, t, makePlan);
 }
 
-Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(WgmmaAttnPlan p, planAttn<WgmmaAttnPlan>(k, c, t, makePlan));
-  GpuPlan plan;
-  AttnModule m(ctx, plan, k, p, "flash-wgmma", true);
+static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const TargetDesc& t, const RuntimeDims& rt) {
+  MLIRContext* ctx = m.b.getContext();
   OpBuilder& b = m.b;
   Location loc = m.loc;
   func::FuncOp fn = m.fn;
@@ -397,7 +395,7 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
         r.problems.push_back(why);
       }
     };
-    return plan;
+    return {};
   }
 
   ring.barrier();
@@ -449,7 +447,11 @@ Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, 
   steps.after = [&] { ring.drain(); };
   runAttention(b, loc, kbEnd, steps);
   finishPlan();
-  return plan;
+  return {};
+}
+
+Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+  return buildAttn<WgmmaAttnPlan>(ctx, k, c, t, {}, makePlan, "flash-wgmma", true, buildWgmma);
 }
 
 }  // namespace tessera::codegen
