@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "codegen/host_gemm_kvec.h"
+#include "codegen/host_gemm_nvec.h"
 #include "ir/families.h"
 #include "ir/gemm_epilogue.h"
 #include "search/space.h"
@@ -41,6 +42,8 @@ std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t)
   if (g.inType == ir::ScalarType::BF16 && t.hasIsa("amx_bf16") && g.m >= 16) d.push_back(std::string("amx"));
   // Few columns: dot products along K (A read in place, so stored M x K).
   if (g.n <= codegen::kKvecMaxN && !g.transA) d.push_back(std::string("kvec"));
+  // Few rows: vectors along N, all rows of a strip in registers (B read in place, so stored K x N).
+  if (g.m <= codegen::kNvecMaxM && !g.transB) d.push_back(std::string("nvec"));
   return d;
 }
 
@@ -55,6 +58,9 @@ std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t)
 // 4 x 8 ran 2.4x slower than kvec 6 x 2 in one run), and K is deep enough (4 vectors) that one
 // reduction per element of C is small next to its FMAs.
 bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes != 0 || g.n <= lanes) && g.k >= 4 * lanes; }
+
+// nvec by default for few rows and columns of at least two vectors.
+bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return g.m <= codegen::kNvecMaxM && g.n >= 2 * lanes; }
 
 struct KvecTile {
   int64_t mr = 1, nj = 1;
@@ -82,6 +88,40 @@ KvecTile kvecTile(const TargetDesc& t, const ir::GemmInfo& g, const std::vector<
       score /= double(g.m * g.n);
       bool better = score > bestScore * 1.002 || (score > bestScore * 0.998 && mr * nj > best.mr * best.nj);
       if (better) bestScore = std::max(bestScore, score), best = {mr, nj};
+    }
+  return best;
+}
+
+// nvec's register tile: MR rows x NV vectors of C, the NV vectors of B held while MR elements
+// of A are broadcast (MR·NV + NV + 1 registers). Scored as kvecTile: a tile of r x v runs at
+// min(1, r·v / (latency · FMA pipes)) x min(1, 2·r·v / (pipes·(r + v))) of the FMA peak, the row
+// tiles (whole ones and the partial last) and the column strips (whole ones and the partial last,
+// its vectors counted whole: a masked lane costs as much as a useful one) weighted by their
+// elements; within 0.2 % the one with more rows (fewer passes over the copied strip of B).
+struct NvecTile {
+  int64_t mr = 1, nv = 1;
+};
+NvecTile nvecTile(const TargetDesc& t, const ir::GemmInfo& g, int64_t lanes, const std::vector<ir::KnobValue>& mrDom,
+                  const std::vector<ir::KnobValue>& nvDom) {
+  const double need = double(t.fmaLatency) * double(t.fmaPerCycle), pipes = std::max(1, t.fmaPerCycle);
+  auto eff = [&](int64_t r, int64_t v) {
+    double acc = double(r * v);
+    return std::min(1.0, acc / need) * std::min(1.0, 2.0 * acc / (pipes * double(r + v)));
+  };
+  const int64_t vecs = ceilDiv(g.n, lanes);
+  NvecTile best;
+  double bestScore = -1;
+  for (const auto& mv : mrDom)
+    for (const auto& vv : nvDom) {
+      int64_t mr = std::min(std::get<int64_t>(mv), g.m), nv = std::min(std::get<int64_t>(vv), vecs);
+      if (mr * nv + nv + 1 > t.vectorRegisters) continue;
+      double score = 0;
+      for (auto [r, nr] : std::vector<std::pair<int64_t, int64_t>>{{mr, g.m / mr}, {g.m % mr, 1}})
+        for (auto [v, ns] : std::vector<std::pair<int64_t, int64_t>>{{nv, vecs / nv}, {vecs % nv, 1}})
+          if (r && v) score += eff(r, v) * double(r * v * nr * ns);
+      score = score / double(g.m * vecs) * double(g.n) / double(vecs * lanes);
+      bool better = score > bestScore * 1.002 || (score > bestScore * 0.998 && mr > best.mr);
+      if (better) bestScore = std::max(bestScore, score), best = {std::get<int64_t>(mv), std::get<int64_t>(vv)};
     }
   return best;
 }
@@ -260,9 +300,14 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   std::vector<ir::KnobValue> njDom;
   if (has(schedDom, "kvec"))
     for (int64_t j = 1; j <= std::min<int64_t>(g.n, 8); ++j) njDom.push_back(j);
+  std::vector<ir::KnobValue> nvDom;
+  if (has(schedDom, "nvec"))
+    for (int64_t v : {1, 2, 3, 4, 6, 8})
+      if (v == 1 || (v - 1) * lanes < g.n) nvDom.push_back(v);
   std::string sched;
   if (has(schedDom, "amx")) sched = "amx";
   else if (has(schedDom, "kvec") && kvecByDefault(g, lanes)) sched = "kvec";
+  else if (has(schedDom, "nvec") && nvecByDefault(g, lanes)) sched = "nvec";
   else if (has(schedDom, "bf16dot")) sched = "bf16dot";
   else if (has(schedDom, "blis") && (half || threads > 1)) sched = "blis";
   // Few columns and no kvec (N whole vectors, or K shallow): packing A costs blis one load and
@@ -296,6 +341,14 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   KvecTile kt;
   if (!njDom.empty()) kt = kvecTile(t, g, mrDom, njDom);
   if (sched == "kvec") mr = kt.mr;
+  NvecTile nt;
+  if (!nvDom.empty()) nt = nvecTile(t, g, lanes, mrDom, nvDom);
+  if (sched == "nvec") {
+    mr = nt.mr;
+    // With several row tiles the strip of B copied by the first one (KC x NV vectors) is read by
+    // the others: half the L1 holds it beside the rows of A and the f32 tile of C.
+    kc = pickAtMost(kcDom, std::max<int64_t>(16, t.l1dBytes / 2 / (nt.nv * lanes * 4)));
+  }
   if (sched == "plain" || sched == "packed") {
     // The transform schedules keep the defaults measured for them (plainTile: 8x32 on AVX-512,
     // 6x16 on AVX2, moved to divide M and N: 32x2048x512 on AVX2 plain MR=4 48.0 GFLOP/s, MR=6
@@ -324,6 +377,7 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   // THREADS only where a schedule can use more than one (a knob of one value would only change
   // the config keys of what was recorded before it existed).
   if (!njDom.empty()) s.knobs.push_back({"NJ", njDom, kt.nj, "kvec: columns of C per register tile (vectors along K)"});
+  if (!nvDom.empty()) s.knobs.push_back({"NV", nvDom, nt.nv, "nvec: vectors of C per row of a register tile (few rows)"});
   if (threadDom.size() > 1 && has(schedDom, "blis"))
     s.knobs.push_back({"THREADS", threadDom, threads, "threads (blis family; column blocks in parallel)"});
   const int64_t M = g.m, N = g.n;
@@ -338,6 +392,14 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
       int64_t NJ = geti(c, "NJ"), regs = MR * NJ + std::min(MR, NJ) + 1;
       if (regs > vregs)
         return "kvec tile " + std::to_string(MR) + "x" + std::to_string(NJ) + " needs " + std::to_string(regs) +
+               " vector registers, the target has " + std::to_string(vregs);
+      return std::nullopt;
+    }
+    if (sched == "nvec") {
+      // Only MR, NV, KU and THREADS shape it; the accumulators, the held B vectors and the broadcast.
+      int64_t NV = geti(c, "NV"), regs = MR * NV + NV + 1;
+      if (regs > vregs)
+        return "nvec tile " + std::to_string(MR) + "x" + std::to_string(NV) + " vectors needs " + std::to_string(regs) +
                " vector registers, the target has " + std::to_string(vregs);
       return std::nullopt;
     }

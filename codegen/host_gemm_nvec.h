@@ -1,0 +1,29 @@
+// Owns the interface of the host GEMM for few rows (schedule nvec, host_gemm_nvec.cpp): its
+// builder and the most rows it takes, which the search space reads without MLIR headers.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/ir.h"
+#include "ir/schedule.h"
+#include "support/status.h"
+#include "targets/target_desc.h"
+
+namespace mlir {
+class MLIRContext;
+}
+
+namespace tessera::codegen {
+
+struct HostPayload;  // codegen/host_strategies.h
+
+// Up to this many rows every row of a column strip is one or two register tiles, so B streams
+// from memory once; past it the packed kernels' A panels pay for themselves.
+inline constexpr int64_t kNvecMaxM = 16;
+
+// `func.func @kernel` of C = A·B (+ epilogue) with M <= kNvecMaxM: vectors along N, B stored K x N
+// read in place, A (either layout) broadcast in place.
+Expected<HostPayload> buildHostGemmNvec(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+                                        const TargetDesc& t);
+
+}  // namespace tessera::codegen
