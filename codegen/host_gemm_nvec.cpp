@@ -297,13 +297,13 @@ Expected<NvecPlan> makeNvecPlan(const ir::Kernel& k, const ir::Config& c, const 
   if (p.g.transB) return bad("schedule nvec reads rows of B as vectors in place: B stored K x N only");
   if (p.g.m > kNvecMaxM) return bad("schedule nvec takes M <= " + std::to_string(kNvecMaxM));
   p.VW = std::max(4, t.simdBits / 32);
-  // Every accumulator, the held B vectors and the broadcast A element in a register (cf. the
-  // space's constraint); tiles past that spill in the innermost loop.
+  p.MR = std::min(p.MR, p.g.m);
+  p.NV = std::min(p.NV, (p.g.n + p.VW - 1) / p.VW);
+  // Every accumulator, the held B vectors and the broadcast A element in a register, the tile as
+  // clamped to the problem (cf. the space's constraint); tiles past that spill in the innermost loop.
   if (p.MR * p.NV + p.NV + 1 > t.vectorRegisters)
     return bad("register tile " + std::to_string(p.MR) + "x" + std::to_string(p.NV) + " vectors of schedule nvec exceeds the " +
                std::to_string(t.vectorRegisters) + " vector registers");
-  p.MR = std::min(p.MR, p.g.m);
-  p.NV = std::min(p.NV, (p.g.n + p.VW - 1) / p.VW);
   return p;
 }
 

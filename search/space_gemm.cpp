@@ -397,9 +397,10 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
     }
     if (sched == "nvec") {
       // Only MR, NV, KU and THREADS shape it; the accumulators, the held B vectors and the broadcast.
-      int64_t NV = geti(c, "NV"), regs = MR * NV + NV + 1;
+      // The tile as the kernel clamps it to the problem (MR past M rows is one tile of M).
+      int64_t mr = std::min(MR, M), NV = std::min(geti(c, "NV"), ceilDiv(N, lanes)), regs = mr * NV + NV + 1;
       if (regs > vregs)
-        return "nvec tile " + std::to_string(MR) + "x" + std::to_string(NV) + " vectors needs " + std::to_string(regs) +
+        return "nvec tile " + std::to_string(mr) + "x" + std::to_string(NV) + " vectors needs " + std::to_string(regs) +
                " vector registers, the target has " + std::to_string(vregs);
       return std::nullopt;
     }
