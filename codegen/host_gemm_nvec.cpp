@@ -2,7 +2,8 @@
 // strip of columns held in registers across all of K, so B (stored K x N) streams from memory
 // once, read in place, and A (either layout) is broadcast from where it lies. Nothing is packed:
 // with M <= 16 a packed A panel is reused by too few columns to pay for its copy, and packing B
-// costs as much as the one pass over it that the product needs.
+// costs as much as the one pass over it that the product needs; up to kNvecMaxM rows it also
+// serves the small GEMMs whose operands fit the L1.
 //
 //   for b, [parallel] chunks of column strips of NV vectors (then the partial last strip):
 //     for row tiles of MR rows (then the partial last tile, statically):
@@ -40,8 +41,9 @@ struct NvecPlan {
 
 class NvecBuilder {
  public:
-  NvecBuilder(OpBuilder& b, Location loc, const NvecPlan& p, std::map<std::string, Value>& args)
+  NvecBuilder(OpBuilder& b, Location loc, const NvecPlan& p, std::map<std::string, Value>& args, int64_t l1Bytes)
       : b_(b), loc_(loc), p_(p), args_(args) {
+    l1Bytes_ = std::max<int64_t>(4096, l1Bytes);
     f32_ = b.getF32Type();
     vf_ = VectorType::get({p.VW}, f32_);
   }
@@ -55,13 +57,17 @@ class NvecBuilder {
     const int64_t chunks = std::max<int64_t>(1, std::min(p_.threads, strips));
     multiTile_ = g.m > p_.MR;
     kc_ = std::min(p_.KC, g.k);
+    // The later row tiles read B in place when all of it sits in half the L1 (a few KB: the
+    // small GEMMs libxsmm serves), else the copy the first tile made of the strip.
+    const int64_t bBytes = g.k * g.n * int64_t(cast<MemRefType>(B_.getType()).getElementTypeBitWidth() / 8);
+    copyB_ = multiTile_ && bBytes > l1Bytes_ / 2;
     if (multiTile_) {
       auto alloc = [&](int64_t rows) {
         return memref::AllocOp::create(b_, loc_, MemRefType::get({chunks, rows, width}, f32_), b_.getI64IntegerAttr(64))
             .getResult();
       };
-      scratch_ = alloc(kc_);
-      ctile_ = alloc(g.m);
+      if (copyB_) scratch_ = alloc(kc_);
+      if (g.k > kc_) ctile_ = alloc(g.m);
     }
     auto batchBody = [&](Value bi) {
       bi_ = bi;
@@ -126,10 +132,13 @@ class NvecBuilder {
   // blocks in an f32 tile of C (M x NV vectors, in the L1 too).
   void strip(Value col0, int64_t nv, int64_t lastValid, Value slot) {
     const int64_t M = p_.g.m, K = p_.g.k;
-    if (!multiTile_) {
-      SmallVector<Value> acc(M * nv, zeros(vf_));
-      tile(0, M, col0, nv, lastValid, slot, true, idx(0), K, acc);
-      finish(0, M, col0, nv, lastValid, acc);
+    if (!multiTile_ || K <= kc_) {
+      for (int64_t r0 = 0; r0 < M; r0 += p_.MR) {
+        const int64_t rows = std::min(p_.MR, M - r0);
+        SmallVector<Value> acc(rows * nv, zeros(vf_));
+        tile(r0, rows, col0, nv, lastValid, slot, r0 == 0, idx(0), K, acc);
+        finish(r0, rows, col0, nv, lastValid, acc);
+      }
       return;
     }
     for (int64_t r = 0; r < M; ++r)
@@ -168,7 +177,7 @@ class NvecBuilder {
     auto valid = [&](int64_t v) { return v + 1 < nv ? p_.VW : lastValid; };
     auto bVec = [&](Value k, int64_t v) -> Value {
       Value col = add(col0, v * p_.VW);
-      if (!first) {
+      if (!first && copyB_) {
         Value kk = arith::SubIOp::create(b_, loc_, k, k0);
         return vector::LoadOp::create(b_, loc_, vf_, scratch_, ValueRange{slot, kk, idx(v * p_.VW)});
       }
@@ -178,7 +187,7 @@ class NvecBuilder {
                     ? Value(vector::LoadOp::create(b_, loc_, vt, B_, at(k, col)))
                     : Value(vector::MaskedLoadOp::create(b_, loc_, vt, B_, at(k, col), mask(p_.VW, valid(v)), zeros(vt)));
       x = toF32(x);
-      if (multiTile_) {
+      if (first && copyB_) {
         Value kk = arith::SubIOp::create(b_, loc_, k, k0);
         vector::StoreOp::create(b_, loc_, x, scratch_, ValueRange{slot, kk, idx(v * p_.VW)});
       }
@@ -274,8 +283,8 @@ class NvecBuilder {
   Type f32_;
   VectorType vf_;
   Value A_, B_, C_, scratch_, ctile_, bi_;
-  bool multiTile_ = false;
-  int64_t kc_ = 1;
+  bool multiTile_ = false, copyB_ = false;
+  int64_t kc_ = 1, l1Bytes_ = 32768;
   Status error_;
 };
 
@@ -319,7 +328,7 @@ Expected<HostPayload> buildHostGemmNvec(MLIRContext* ctx, const ir::Kernel& k, c
   out.module = ModuleOp::create(loc);
   std::map<std::string, Value> args;
   createKernelFunc(b, *out.module, k, &args);
-  NvecBuilder nb(b, loc, p, args);
+  NvecBuilder nb(b, loc, p, args, t.l1dBytes);
   TESSERA_TRY(nb.build());
   func::ReturnOp::create(b, loc);
   out.threads = int(p.threads);

@@ -17,9 +17,11 @@ namespace tessera::codegen {
 
 struct HostPayload;  // codegen/host_strategies.h
 
-// Up to this many rows every row of a column strip is one or two register tiles, so B streams
-// from memory once; past it the packed kernels' A panels pay for themselves.
-inline constexpr int64_t kNvecMaxM = 16;
+// The most rows nvec takes: up to 16 every row of a column strip is a register tile or two and B
+// streams from memory once (its default there); up to 64 it is the small-matrix kernel for
+// operands that fit the L1 (no packing at all); past it the packed kernels' A panels pay for
+// themselves.
+inline constexpr int64_t kNvecMaxM = 64;
 
 // `func.func @kernel` of C = A·B (+ epilogue) with M <= kNvecMaxM: vectors along N, B stored K x N
 // read in place, A (either layout) broadcast in place.
