@@ -61,15 +61,16 @@ bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes !
 
 // nvec by default for columns of at least two vectors and few rows (M <= 16: B streams once
 // and nothing is packed; 16x1024x1024 on AVX2 0.83-1.17x OpenBLAS against plain's 0.93x, 13 rows
-// 1.4-1.6x), or up to kNvecMaxM rows where A, B and C fit the L1 (24^3 2.2-2.4x OpenBLAS
-// against plain's 1.8x, 40^3 1.7-1.8x; 56^3, 37 KB, ran 0.7-0.9x and stays with plain). One or
+// 1.4-1.6x), or up to kNvecMaxM rows where A, B and C fit the L1 with room to spare (24^3
+// 2.2-2.4x OpenBLAS against plain's 1.8x, 40^3 1.7-1.8x; 56^3, 37 KB, ran 0.7-0.9x and stays
+// with plain; 64^3 fills a 48 KB L1 exactly and stays with plain too). One or
 // two rows of a B past the L2 are memory-bound: plain's depth blocks of 16 walk B along its rows
 // (NC columns contiguous) where nvec's strips walk it down K rows of a few lines each
 // (2x1024x1024 and 2x4096x1024 on AVX2: plain 1.15x faster in one run each), so they keep plain.
 bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t) {
   const double bytes = double(ir::byteSize(g.inType)) * double(g.m * g.k + g.k * g.n) + 4.0 * double(g.m * g.n);
   if (g.m <= 2 && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes)) return false;
-  return g.n >= 2 * lanes && (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes <= double(t.l1dBytes)));
+  return g.n >= 2 * lanes && (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes < double(t.l1dBytes)));
 }
 
 struct KvecTile {
