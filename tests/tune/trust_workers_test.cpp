@@ -200,6 +200,31 @@ TEST_P(WorkerTrust, ALyingWorkersTimesNeverBecomeTheWinner) {
   EXPECT_NE(m2["entries"][0]["time"]["median_us"], 1.0);
 }
 
+// Issue 47, what to build 5. Before: a lying worker that registered another CPU model name than
+// this machine's dodged the spot check (the tuner re-measured only workers of its own model): its
+// 24 us claim (314 us true) stayed the winner. Now the tuner checks every worker of its key's ISA
+// level and threads, judging another model with room for the difference (4x; the like-with-like
+// neighbour is JobQueue.ASpotCheckComparesLikeWithLike), and a lie of an order of magnitude is
+// caught whatever model the liar names.
+TEST_P(WorkerTrust, ALiarNamingAnotherCpuModelIsStillSpotChecked) {
+  Service s({"--lease-seconds", "3", "--worker-ttl", "3"}, GetParam());
+  const std::string liar_token = tessera::test::addToken(s.db, "liar", "worker");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  cache::WorkerInfo hw = thisHardware(s);
+  hw.model = "A fake CPU model";  // sorts first: its group is the one the tune picks among equals
+  Hostile liar(s.url, liar_token, hw, Hostile::Act::Lie, 1.0);
+  const std::string local = s.dir.file("local.db");
+  auto tune = runTessera(cmd({"tune", "--workers", "--db", local}, {"--trials", "4", "--batch", "4", "--top-k", "1",
+                                                                     "--min-time", "0.01"}),
+                         s.tuneEnv());
+  ASSERT_EQ(tune.exit_code, 0) << tune.out << tune.err;
+  EXPECT_NE(tune.out.find("quarantined worker"), std::string::npos) << tune.out << tune.err;
+  auto best = runTessera(cmd({"best", "--json", "--db", local}));
+  json rec = json::parse(best.out, nullptr, false)["record"];
+  ASSERT_TRUE(rec.is_object()) << best.out << best.err;
+  EXPECT_GT(rec["result"]["median_us"].get<double>(), 2.25) << rec.dump();
+}
+
 // Issue 48: a quarantined worker used to ask for leases every 1.7 s forever, logging a 403 each
 // time. A real `tessera worker` measures a tune's candidates, the tune's submitter then reports a
 // check of one of its records that contradicts it (the service's rule quarantines the worker): the
