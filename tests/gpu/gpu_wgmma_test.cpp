@@ -248,6 +248,32 @@ TEST(GpuWgmma, AccumulatorLayoutCoversTheTileOnce) {
   EXPECT_EQ(emu::layout::wgmmaOperandAddress(desc & ~(uint64_t(3) << 62), false, 2, 9, 8), -1);  // interleaved: not modelled
 }
 
+// A 128B-swizzled operand starting 128 bytes past a 1024-byte boundary: the hardware takes the
+// swizzle's row from the absolute address with base_offset, so the descriptor needs base_offset 1
+// (PTX ISA: (start >> 7) & 7); without it the emulator refuses it (the device would read rows the
+// TMA did not put there). Its neighbours: the same start with base_offset 1 (read by absolute
+// address), a start on the boundary with none, and k-steps inside a row (bits 7-9 unchanged).
+TEST(GpuWgmmaControls, ASwizzledDescriptorOffThePatternBoundaryNeedsItsBaseOffset) {
+  auto desc = [](int64_t start, int base, int mode) {
+    return uint64_t(start >> 4) | uint64_t(64) << 32 | uint64_t(base) << 49 | uint64_t(mode) << 62;
+  };
+  int want = -1;
+  EXPECT_FALSE(emu::layout::wgmmaBaseOffsetAgrees(desc(1024 + 128, 0, 1), &want));
+  EXPECT_EQ(want, 1);
+  EXPECT_FALSE(emu::layout::wgmmaBaseOffsetAgrees(desc(1024 + 3 * 128, 1, 1), &want));
+  EXPECT_EQ(want, 3);
+  EXPECT_TRUE(emu::layout::wgmmaBaseOffsetAgrees(desc(1024 + 128, 1, 1), &want));
+  EXPECT_TRUE(emu::layout::wgmmaBaseOffsetAgrees(desc(2048, 0, 1), &want));
+  EXPECT_TRUE(emu::layout::wgmmaBaseOffsetAgrees(desc(2048 + 32, 0, 1), &want));  // k 16 of a K-major row
+  EXPECT_FALSE(emu::layout::wgmmaBaseOffsetAgrees(desc(2048, 2, 1), &want));      // an offset that is not there
+  EXPECT_FALSE(emu::layout::wgmmaBaseOffsetAgrees(desc(512 + 128, 0, 2), &want));  // 64B: a 512-byte pattern
+  EXPECT_EQ(want, 1);
+  EXPECT_TRUE(emu::layout::wgmmaBaseOffsetAgrees(desc(512, 0, 2), &want));
+  // Read with its base_offset, row 0 of the operand is the pattern's row 1: chunk k/8 XOR 1.
+  EXPECT_EQ(emu::layout::wgmmaOperandAddress(desc(1024 + 128, 1, 1), false, 2, 0, 0), 1024 + 128 + 16);
+  EXPECT_EQ(emu::layout::wgmmaOperandAddress(desc(1024 + 128, 1, 1), false, 2, 0, 8), 1024 + 128);
+}
+
 // Negative controls: the same kernel on an emulated GPU that ignores the swizzle computes wrong
 // values; without the consumers' wait on the full barrier they read bytes no TMA has landed;
 // without the wgmma wait before the release the producer overwrites a stage a wgmma may still read.
