@@ -211,7 +211,7 @@ TEST(GpuWgmma, MappedKernelMatchesTheReferenceEmulated) {
       {gemm(200, 136, 70, ScalarType::F16, 0, false, false, "relu(acc + bias)"), wgmmaCfg({})},
       {gemm(130, 260, 200, ScalarType::BF16, 0, true, true, "gelu(acc + bias)"), wgmmaCfg({})},
       {gemm(136, 72, 96, ScalarType::BF16, 3), wgmmaCfg({})},
-      {gemm(128, 256, 1000, ScalarType::F16), wgmmaCfg({{"SPLITK", 4}})},
+      {gemm(128, 256, 600, ScalarType::F16), wgmmaCfg({{"SPLITK", 4}})},
       {gemm(100, 300, 200, ScalarType::F16), wgmmaCfg({{"BM", 64}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 3}})},
       {gemm(300, 130, 136, ScalarType::BF16), wgmmaCfg({{"BM", 256}, {"BN", 128}, {"TM", 128}, {"TN", 128}, {"STAGES", 4}})},
       {gemm(130, 200, 300, ScalarType::F16, 2, false, true),
@@ -353,8 +353,10 @@ TEST(GpuWgmma, SplitKReducesInParallelEmulated) {
        wgmmaCfg({{"BM", 128}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 3}, {"SPLITK", 4}})},
       {gemm(72, 200, 330, ScalarType::F16, 2, true, false), wgmmaCfg({{"BM", 64}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 2}, {"SPLITK", 2}})},
   };
+  // Every case with the default fiber orders, the first with a second seed's orders too.
   for (const auto& c : cases)
     for (uint64_t seed : {uint64_t(0), uint64_t(7)}) {
+      if (seed && &c != &cases[0]) continue;
       auto cfg = testutil::gpuConfig(c.k, t, c.cfg);
       ASSERT_TRUE(cfg.ok()) << c.k.name << ": " << cfg.error().str();
       codegen::MappedEmuOptions o;
