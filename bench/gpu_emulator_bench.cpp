@@ -104,6 +104,13 @@ int main(int argc, char** argv) {
   cases.push_back({"GEMM bf16 256^3 (MFMA 16x16x16)", "gfx942", "", gemm(256, 256, 256, ir::ScalarType::BF16)});
   cases.push_back({"attention f16 H2 S256 D64", "gfx942", "", attn(2, 256, 64, ir::ScalarType::F16)});
   if (!quick) {
+    // Hopper attention: both products on wgmma (TMA-fed in fa3) next to mma.sync's, same shape.
+    cases.push_back({"attention f16 H1 S1024 D128 flash-mma", "sm_90a", "strategy=flash-mma,BQ=64,BK=64",
+                     attn(1, 1024, 128, ir::ScalarType::F16)});
+    cases.push_back({"attention f16 H1 S1024 D128 flash-wgmma", "sm_90a", "strategy=flash-wgmma,BQ=64,BK=64,STAGES=2,DSPLIT=1",
+                     attn(1, 1024, 128, ir::ScalarType::F16)});
+    cases.push_back({"attention f16 H1 S1024 D128 wgmma fa3", "sm_90a", "strategy=flash-wgmma,PIPE=fa3,BQ=64,BK=64,STAGES=2,DSPLIT=1",
+                     attn(1, 1024, 128, ir::ScalarType::F16)});
     cases.push_back({"elementwise gelu 1024x1024", "sm_80", "",
                      *ir::buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {1024, 1024},
                                             .shapes = {{"s", {1024}}, {"b", {1024}}}})});

@@ -60,8 +60,10 @@ struct Shadow {
   int32_t readSet = -1;    // index of its per-warp read epochs in BlockState::readPool
 };
 
-// How an access reaches shared memory (sharedAccess's `how`).
-enum AccessHow : int { kPlain = 0, kAtomic = 1, kAsyncProxy = 2 };
+// How an access reaches shared memory (sharedAccess's `how`). kSeveral: the read stands for
+// several lanes of the thread's warp (a wgmma operand element its lanes share), so no lane's own
+// later write is ordered after it by program order alone.
+enum AccessHow : int { kPlain = 0, kAtomic = 1, kAsyncProxy = 2, kSeveral = 4 };
 
 // A warp's collective in progress: operands of every lane, results for every lane.
 struct Collective {
@@ -89,6 +91,9 @@ struct Warp {
   // site -> occurrence counter per lane; (site, occurrence) -> group being filled.
   std::unordered_map<int, std::vector<uint32_t>> occurrence;
   std::unordered_map<uint64_t, AccessGroup> groups;
+  // The warp's operands of its last wgmma, decoded once by the collective for all its lanes:
+  // A's 16 rows x 16 k and B's N columns x 16 k (emu_tma.cpp).
+  std::vector<float> wgA, wgB;
 };
 
 // An async copy issued and not yet completed (cp.async; the issuing thread's queue).
@@ -205,6 +210,11 @@ struct BlockState {
   std::unordered_map<uint32_t, MBarrier> mbars;
   std::vector<std::vector<WgmmaReads>> wgmma;
   std::vector<int> wgmmaGroups;
+  // A wait_group retires each operand element once, however many warps read it: per 2-byte
+  // element the stamp of the last retirement that covered it, and its site.
+  std::vector<uint32_t> wgSeen;
+  std::vector<int32_t> wgSeenSite;
+  uint32_t wgStamp = 0;
   std::vector<std::vector<AccSlot>> acc;  // per thread, a ring of wgmma results (emu_wgmma_acc.cpp)
   std::vector<uint32_t> accNext;
   // Out-of-bounds accesses land here (per thread, largest access 256 bytes).

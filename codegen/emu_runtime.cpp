@@ -48,13 +48,20 @@ tessera_emu_switch:
 
 std::string threadName(const BlockState& b, int tid) { return threadName(b, b.ctaid, tid); }
 
-std::string threadName(const BlockState& b, const std::array<int64_t, 3>& ctaid, int tid) {
-  const auto& bd = b.L->block;
+namespace {
+
+std::string threadLabel(const std::array<int64_t, 3>& bd, int warpSize, const std::array<int64_t, 3>& ctaid, int tid) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "block (%lld,%lld,%lld) thread (%lld,%lld,%lld) [warp %d lane %d]",
                 (long long)ctaid[0], (long long)ctaid[1], (long long)ctaid[2], (long long)(tid % bd[0]),
-                (long long)(tid / bd[0] % bd[1]), (long long)(tid / (bd[0] * bd[1])), warpOf(b, tid), laneOf(b, tid));
+                (long long)(tid / bd[0] % bd[1]), (long long)(tid / (bd[0] * bd[1])), tid / warpSize, tid % warpSize);
   return buf;
+}
+
+}  // namespace
+
+std::string threadName(const BlockState& b, const std::array<int64_t, 3>& ctaid, int tid) {
+  return threadLabel(b.L->block, b.warpSize, ctaid, tid);
 }
 
 void reportError(BlockState& b, const std::string& msg) {
@@ -732,7 +739,7 @@ Report run(const Launch& l, const Options& o) {
       for (int i = 0; i < 3; ++i) c.sharedBySite[s][size_t(i)] += v[size_t(i)];
     for (const auto& [s, v] : pc.globalBySite)
       for (int i = 0; i < 3; ++i) c.globalBySite[s][size_t(i)] += v[size_t(i)];
-    for (const auto& [addr, who] : w->b.writers) total.lastWriter[addr] = {threadName(w->b, who.ctaid, who.tid), who.site};
+    for (const auto& [addr, who] : w->b.writers) total.lastWriter.push_back({addr, who.ctaid, who.tid, who.site});
   };
   std::vector<std::thread> pool;
   for (int i = 1; i < hostThreads; ++i) pool.emplace_back(work);
@@ -743,8 +750,21 @@ Report run(const Launch& l, const Options& o) {
   total.errorCount += extraCount;
   for (auto& e : extraErrors)
     if (total.errors.size() < size_t(o.maxErrors)) total.errors.push_back(std::move(e));
+  // One writer per word, by address (a word two blocks wrote: the one merged last, as before).
+  auto& lw = total.lastWriter;
+  std::stable_sort(lw.begin(), lw.end(), [](const GlobalWriter& a, const GlobalWriter& b) { return std::less<const void*>()(a.addr, b.addr); });
+  size_t kept = 0;
+  for (size_t i = 0; i < lw.size(); ++i) {
+    if (kept && lw[kept - 1].addr == lw[i].addr) --kept;
+    lw[kept++] = lw[i];
+  }
+  lw.resize(kept);
+  total.block = l.block;
+  total.warpSize = l.warpSize;
   total.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return total;
 }
+
+std::string writerName(const Report& r, const GlobalWriter& w) { return threadLabel(r.block, r.warpSize, w.ctaid, w.tid); }
 
 }  // namespace tessera::emu

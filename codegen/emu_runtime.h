@@ -101,6 +101,13 @@ struct Counters {
   std::map<int, std::array<uint64_t, 3>> sharedBySite, globalBySite;
 };
 
+// The last writer of a global word: its block, thread (linear id in the block) and instruction.
+struct GlobalWriter {
+  const void* addr = nullptr;
+  std::array<int64_t, 3> ctaid{0, 0, 0};
+  int tid = 0, site = -1;
+};
+
 struct Report {
   bool ok = true;
   std::vector<std::string> errors;  // the first Options::maxErrors, each naming thread, site, address
@@ -112,8 +119,11 @@ struct Report {
   int schedules = 1;
   uint64_t seed = 0;
   std::string schedulesNote;
-  // The last writer of every global word written (for naming who wrote a wrong output element).
-  std::map<const void*, std::pair<std::string, int>> lastWriter;  // address -> ("block (x,y,z) thread (x,y,z)", site)
+  // The last writer of every global word written, by address (for naming who wrote a wrong output
+  // element; named only then, by writerName: a launch writes far more words than it reports).
+  std::vector<GlobalWriter> lastWriter;
+  std::array<int64_t, 3> block{1, 1, 1};
+  int warpSize = 32;
   std::vector<uint64_t> launchArgs;  // the launch's argument pointers (GpuLaunch::args order)
 };
 
@@ -133,6 +143,8 @@ struct Launch {
 // Runs every block of the grid (one fiber per thread); never throws. A fault in the kernel is an
 // error in the report, never a crash of the process (out-of-bounds accesses land in a sink).
 Report run(const Launch& l, const Options& o);
+// "block (x,y,z) thread (x,y,z) [warp w lane l]" of a writer the report holds.
+std::string writerName(const Report& r, const GlobalWriter& w);
 
 // The runtime's entry points, by name, for the JIT's symbol table (and the device libraries'
 // math functions convert-gpu-to-nvvm calls: __nv_fmaf, ...).
@@ -152,9 +164,14 @@ std::pair<int, int> mfmaD(int mn, int lane, int r);  // (m, n)
 // wgmma m64nNk16 f32 accumulator: register r (0..N/2-1) of thread t (0..127) of the warpgroup.
 std::pair<int, int> wgmmaD(int thread, int reg);     // (m, n)
 // The shared-memory byte address of element (mn, k) of a wgmma operand from its matrix
-// descriptor: K-major (k contiguous) or MN-major, with the descriptor's swizzle applied; -1 for a
-// layout the emulator does not model (no swizzle / interleaved, a base offset).
+// descriptor: K-major (k contiguous) or MN-major, with the descriptor's swizzle applied by
+// absolute address (as the hardware does); -1 for a layout the emulator does not model (no
+// swizzle / interleaved).
 int64_t wgmmaOperandAddress(uint64_t desc, bool mnMajor, int elemBytes, int mn, int k);
+// Whether a swizzled descriptor's base_offset names the row of the swizzle pattern (8 rows of the
+// span: 1024, 512 or 256 bytes) its start lies at (`want`): the PTX ISA asks for it when the start
+// is off the pattern boundary, and the hardware reads the wrong rows without it.
+bool wgmmaBaseOffsetAgrees(uint64_t desc, int* want);
 }  // namespace layout
 
 }  // namespace tessera::emu

@@ -43,11 +43,15 @@ void dropReads(BlockState& b, Shadow& s) {
   s.readSet = -1;
 }
 
-void addRead(BlockState& b, Shadow& s, int tid, int w, uint32_t clock, uint32_t sync, int site) {
+void addRead(BlockState& b, Shadow& s, int tid, int w, uint32_t clock, uint32_t sync, int site, bool several) {
   if (s.readSet < 0) {
-    if (s.r.tid == -1 || s.r.warp == w) return mergeRead(s.r, tid, w, clock, sync, site);
+    if (s.r.tid == -1 || s.r.warp == w) {
+      mergeRead(s.r, tid, w, clock, sync, site);
+      s.r.several |= several;
+      return;
+    }
     if (readOrdered(b, s.r, tid, w, sync)) {  // the earlier read is subsumed: a write racing it races this one
-      s.r = {int16_t(tid), int16_t(w), site, clock, sync, false};
+      s.r = {int16_t(tid), int16_t(w), site, clock, sync, several};
       return;
     }
     // Two warps read it unordered: one epoch per warp from now on.
@@ -61,7 +65,9 @@ void addRead(BlockState& b, Shadow& s, int tid, int w, uint32_t clock, uint32_t 
     std::fill(set, set + b.nwarps, ReadEpoch{});
     set[s.r.warp] = s.r;
   }
-  mergeRead(b.readPool[size_t(s.readSet) * size_t(b.nwarps) + size_t(w)], tid, w, clock, sync, site);
+  ReadEpoch& e = b.readPool[size_t(s.readSet) * size_t(b.nwarps) + size_t(w)];
+  mergeRead(e, tid, w, clock, sync, site);
+  e.several |= several;
 }
 
 // The first read since the last write that is not ordered before thread `tid`'s write, or null.
@@ -107,7 +113,7 @@ void sharedAccess(BlockState& b, const char* p, int bytes, bool write, int tid, 
       s.wFence = b.proxyFences[size_t(tid)], s.wAsync = async;
       dropReads(b, s);
     } else {
-      addRead(b, s, tid, w, myClock, mySync, site);
+      addRead(b, s, tid, w, myClock, mySync, site, how & kSeveral);
       s.written = 1;  // report an uninitialised byte once
     }
   };

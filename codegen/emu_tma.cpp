@@ -2,7 +2,8 @@
 // phases; a release/acquire between the arrivers and the waiters of a phase), TMA tiled loads from
 // the emulator's tensor-map form (zero fill past the tensor, 32/64/128-byte swizzle; the bytes stay
 // in flight until the mbarrier phase they complete on is over), and wgmma m64nNk16 from shared-memory
-// descriptors (each thread computes its own accumulator fragment, held in flight until its wait by
+// descriptors (a warp collective reads each operand element once for the lanes that take it, each
+// thread computes its own accumulator fragment, held in flight until its wait by
 // emu_wgmma_acc.cpp; the bytes a wgmma reads count as read when a wgmma.wait_group retires it, so
 // overwriting a stage a wgmma may still read is a race).
 #include <algorithm>
@@ -28,8 +29,8 @@ int64_t wgmmaOperandAddress(uint64_t desc, bool mnMajor, int elemBytes, int mn, 
   const int64_t start = int64_t(desc & 0x3fff) << 4;
   const int64_t lbo = int64_t((desc >> 16) & 0x3fff) << 4;
   const int64_t sbo = int64_t((desc >> 32) & 0x3fff) << 4;
-  const int base = int((desc >> 49) & 7), mode = int((desc >> 62) & 3);
-  if (mode == 0 || base != 0) return -1;
+  const int mode = int((desc >> 62) & 3);
+  if (mode == 0) return -1;
   const int64_t span = mode == 1 ? 128 : mode == 2 ? 64 : 32;  // the swizzle's row, in bytes
   int64_t a;
   if (!mnMajor) {
@@ -46,6 +47,17 @@ int64_t wgmmaOperandAddress(uint64_t desc, bool mnMajor, int elemBytes, int mn, 
   // index within the atom (bits 7..), as wide as the span has chunks.
   const int64_t mask = span / 16 - 1;
   return a ^ (((a >> 7) & mask) << 4);
+}
+
+bool wgmmaBaseOffsetAgrees(uint64_t desc, int* want) {
+  const int mode = int((desc >> 62) & 3);
+  const int64_t start = int64_t(desc & 0x3fff) << 4;
+  const int base = int((desc >> 49) & 7);
+  // The pattern repeats every 8 rows of the span: 1024, 512 or 256 bytes; the start's row in it.
+  const int rows = mode == 1 ? 8 : mode == 2 ? 4 : 2;
+  *want = mode == 0 ? 0 : int((start >> 7) & (rows - 1));
+  // The ISA writes the field as (start >> 7) & 7 for every mode: that form is accepted too.
+  return mode == 0 || base == *want || base == int((start >> 7) & 7);
 }
 
 }  // namespace layout
@@ -94,7 +106,7 @@ int64_t wgmmaAddress(BlockState& b, uint64_t desc, bool mn, int i, int k, bool n
   }
   if (a < 0 || a + 2 > int64_t(b.smemBytes)) {
     reportError(b, std::string("wgmma ") + which + " descriptor " +
-                       (a < 0 ? "in a layout the emulator does not model (no swizzle, or a base offset)" : "outside shared memory") +
+                       (a < 0 ? "in a layout the emulator does not model (no swizzle / interleaved)" : "outside shared memory") +
                        ", by " + threadName(b, b.cur->tid) + " at " + b.L->sites->name(site));
     b.aborted = true;
     return -1;
@@ -250,26 +262,26 @@ void tessera_emu_tma_load(void* dst, const void* map, void* bar, int32_t rank, i
     for (int64_t i1 = 0; i1 < f.box[1]; ++i1)
       for (int64_t i0 = 0; i0 < f.box[0]; ++i0) {
         const int64_t x = cs[0] + i0, y = cs[1] + i1, z = cs[2] + i2;
-        const int64_t o = place(dOff + ((i2 * f.box[1] + i1) * f.box[0] + i0) * eb);
         const bool in = x >= 0 && x < f.dims[0] && (rank < 2 || (y >= 0 && y < f.dims[1])) &&
                         (rank < 3 || (z >= 0 && z < f.dims[2]));
         const int64_t u = ((i2 * f.box[1] + i1) * f.box[0] + i0) * eb;
         if (in) std::memcpy(box.data.data() + u, g + x * eb + (rank > 1 ? y * f.strides[0] : 0) + (rank > 2 ? z * f.strides[1] : 0), size_t(eb));
-        std::memset(b.smemBase + o, 0xff, size_t(eb));  // poison until the phase completes
-        if (b.O->checks) {
-          sharedAccess(b, b.smemBase + o, int(eb), true, tid, site, kAsyncProxy);
-          for (int64_t j = 0; j < eb; ++j) {
-            Shadow& s = b.shadow[size_t(o + j)];
-            s.pending = 1, s.pendingBy = int16_t(tid), s.pendingSite = site;
-          }
-        }
       }
-  const uint32_t boff = uint32_t(static_cast<char*>(bar) - b.smemBase);
-  if (b.O->checks) {
-    // The landing bytes, as ranges of 16-byte swizzle chunks (or of elements, for narrow rows).
-    const int64_t step = rowBytes % 16 == 0 ? 16 : eb;
-    for (int64_t o = 0; o < boxBytes; o += step) m->landing.push_back({uint32_t(place(dOff + o)), uint32_t(step)});
+  // The landing bytes, as 16-byte swizzle chunks (contiguous wherever the swizzle puts them) or
+  // elements for narrow rows: poison until the phase completes, written through the async proxy.
+  const int64_t step = box.step;
+  for (int64_t u = 0; u < boxBytes; u += step) {
+    const int64_t o = place(dOff + u);
+    std::memset(b.smemBase + o, 0xff, size_t(step));
+    if (!b.O->checks) continue;
+    sharedAccess(b, b.smemBase + o, int(step), true, tid, site, kAsyncProxy);
+    for (int64_t j = 0; j < step; ++j) {
+      Shadow& s = b.shadow[size_t(o + j)];
+      s.pending = 1, s.pendingBy = int16_t(tid), s.pendingSite = site;
+    }
+    m->landing.push_back({uint32_t(o), uint32_t(step)});
   }
+  const uint32_t boff = uint32_t(static_cast<char*>(bar) - b.smemBase);
   m->boxes.push_back(std::move(box));
   // The copy's completion releases the issuer's writes to the phase's waiters.
   releaseInto(b, warpOf(b, tid), m->accum);
@@ -295,45 +307,128 @@ bool wgmmaFenced(BlockState& b, int site) {
 // f16 / bf16 bits -> f32 (ir/dtype.h: the same conversion the reference evaluator uses).
 float halfValue(uint16_t h, bool bf16) { return bf16 ? ir::bf16ToF32(h) : ir::f16ToF32(h); }
 
-// The part of a wgmma m64nNk16 one thread computes: its N/2 accumulators (rows A[0] and A[1] of
-// its warp's 16, wgmmaD's columns) += A x B, B read through `descB` from shared memory (the reads
-// recorded in flight until a wait_group retires them). `reads` already holds A's shared reads
-// (none when A came from registers). Returns false when the kernel was aborted.
-bool wgmmaThread(BlockState& b, int n, int flags, const float A[2][16], int64_t descB, float* acc, int site,
-                 WgmmaReads& reads) {
-  const int tid = b.cur->tid, lane = tid % 128 % 32;
-  const bool bf16 = flags & 1, bMn = flags & 4, scaleD = flags & 8;
-  const float sb = (flags & 32) ? -1.f : 1.f;
+// The lanes of a warp whose fragments take an operand element (PTX ISA wgmma fragments): row r
+// of A (of the warp's 16) feeds lanes 4(r%8)..4(r%8)+3, column c of B the lanes l with l%4 ==
+// c%8/2 (wgmmaD's columns).
+uint32_t aLanes(int r) { return 0xFu << (4 * (r % 8)); }
+uint32_t bLanes(int c) { return 0x11111111u << (c % 8 / 2); }
+
+// Whether the lanes hold one async-proxy fence state (what proxyFenced reads of a reader).
+bool sameFenceState(const BlockState& b, int base, uint32_t lanes) {
+  int first = -1;
+  for (uint32_t m = lanes; m; m &= m - 1) {
+    const size_t t = size_t(base + __builtin_ctz(m));
+    if (first < 0) {
+      first = int(t);
+      continue;
+    }
+    const size_t f = size_t(first);
+    if ((b.proxyFences[t] != 0) != (b.proxyFences[f] != 0) || b.fenceSync[t] != b.fenceSync[f] ||
+        b.fenceClock[t] != b.fenceClock[f])
+      return false;
+  }
+  return true;
+}
+
+// The async-proxy read of one 2-byte operand element by `lanes` of the warp starting at thread
+// `base`, checked and recorded as the per-lane reads would be. Lanes of a warp share its clock and
+// sync count, so with one fence state they differ only where a lane wrote the element itself (its
+// own write is ordered before its read but needs its own fence.proxy.async): one lane that did not
+// write it stands for the others, and a lane that did is checked as itself.
+void operandRead(BlockState& b, uint32_t off, uint32_t lanes, int base, bool sameFences, int site) {
+  const char* p = b.smemBase + off;
+  const int how = kAsyncProxy | (__builtin_popcount(lanes) > 1 ? kSeveral : 0);
+  if (!sameFences) {
+    for (uint32_t m = lanes; m; m &= m - 1) sharedAccess(b, p, 2, false, base + __builtin_ctz(m), site, how);
+    return;
+  }
+  const int w0 = b.shadow[off].writer, w1 = b.shadow[off + 1].writer;
+  auto reads = [&](int t) { return t >= base && t < base + 32 && (lanes >> (t - base) & 1); };
+  for (uint32_t m = lanes; m; m &= m - 1) {
+    const int t = base + __builtin_ctz(m);
+    if (t != w0 && t != w1) {
+      sharedAccess(b, p, 2, false, t, site, how);
+      break;
+    }
+  }
+  if (reads(w0)) sharedAccess(b, p, 2, false, w0, site, how);
+  if (w1 != w0 && reads(w1)) sharedAccess(b, p, 2, false, w1, site, how);
+}
+
+// One operand of a wgmma m64nNk16 as a warp needs it, read once for all its lanes: A's rows
+// first..first+15 or B's n columns, 16 k each, from shared memory through `desc` into `out`
+// (negated when `sign` is -1); each element checked for the lanes that take it and, with checks,
+// recorded in flight in `reads` until a wait_group retires it. False when the kernel was aborted.
+bool operandTile(BlockState& b, uint64_t desc, bool mn, bool bf16, float sign, int first, int count, bool isA,
+                 uint32_t arrived, int site, std::vector<float>& out, WgmmaReads& reads) {
   const bool noSwizzle = b.O->fault == HwFault::WgmmaNoSwizzle;
-  std::vector<float> Bc(size_t(n / 4) * 16);
-  for (int c = 0; c < n / 4; ++c) {
-    const int col = 8 * (c / 2) + 2 * (lane % 4) + c % 2;
+  const int base = warpOf(b, b.cur->tid) * b.warpSize;
+  const bool same = !b.O->checks || sameFenceState(b, base, arrived);
+  int want = 0;
+  if (!layout::wgmmaBaseOffsetAgrees(desc, &want)) {
+    // The hardware takes the swizzle's row from the address bits and base_offset together: a
+    // start off the pattern boundary with the field unset reads rows the TMA never put there.
+    reportError(b, std::string("wgmma ") + (isA ? "A" : "B") + " descriptor starts at shared offset " +
+                       std::to_string((desc & 0x3fff) << 4) + ", row " + std::to_string(want) +
+                       " of its swizzle pattern, with base_offset " + std::to_string((desc >> 49) & 7) +
+                       " (the hardware swizzles by absolute address: base_offset must be " + std::to_string(want) +
+                       "), by " + threadName(b, b.cur->tid) + " at " + b.L->sites->name(site));
+    b.aborted = true;
+    return false;
+  }
+  out.resize(size_t(count) * 16);
+  for (int r = 0; r < count; ++r)
     for (int k = 0; k < 16; ++k) {
-      const int64_t off = wgmmaAddress(b, uint64_t(descB), bMn, col, k, noSwizzle, "B", site);
+      const int64_t off = wgmmaAddress(b, desc, mn, first + r, k, noSwizzle, isA ? "A" : "B", site);
       if (off < 0) return false;
       uint16_t h;
       std::memcpy(&h, b.smemBase + off, 2);
-      Bc[size_t(c * 16 + k)] = sb * halfValue(h, bf16);
+      out[size_t(r * 16 + k)] = sign * halfValue(h, bf16);
+      if (!b.O->checks) continue;
+      const uint32_t lanes = (isA ? aLanes(r) : bLanes(r)) & arrived;
+      if (lanes) operandRead(b, uint32_t(off), lanes, base, same, site);
       reads.offs.push_back(uint32_t(off));
-    }
-  }
-  if (b.O->checks)
-    for (uint32_t off : reads.offs) {
-      sharedAccess(b, b.smemBase + off, 2, false, tid, site, kAsyncProxy);
       for (int j = 0; j < 2; ++j) {
         uint8_t& cnt = b.shadow[size_t(off) + size_t(j)].wgmmaReads;
         cnt = uint8_t(std::min(255, cnt + 1));
       }
     }
+  return !b.aborted;
+}
+
+// The lanes of the warp that are in the collective.
+uint32_t arrivedLanes(const Collective& c) {
+  uint32_t m = 0;
+  for (int l = 0; l < 32; ++l)
+    if (c.ptr[l]) m |= 1u << l;
+  return m;
+}
+
+// The part of the product one lane keeps: its N/2 accumulators (rows A0 and A1 of its warp's 16,
+// wgmmaD's columns) += A x B over the warp's decoded B columns, each a chain of fmas in k order
+// from the lane's own accumulator. The product of two f16 values is exact in f32, so a multiply
+// and an add round as the fma does (and need no libm call on hosts built without FMA);
+// bf16's products can leave f32's range and keep the fma.
+template <bool ExactProducts>
+void laneProductAs(int n, bool scaleD, const float* A0, const float* A1, const std::vector<float>& B, int lane, float* acc) {
   for (int i = 0; i < n / 2; ++i) {
-    const int r = i % 4 / 2, c = (i / 4) * 2 + i % 2;
+    const int c = (i / 4) * 2 + i % 2;
+    const float* a = i % 4 / 2 ? A1 : A0;
+    const float* bc = &B[size_t(8 * (c / 2) + 2 * (lane % 4) + c % 2) * 16];
     float s = scaleD ? acc[i] : 0.f;
-    for (int k = 0; k < 16; ++k) s = std::fma(A[r][k], Bc[size_t(c * 16 + k)], s);
+    for (int k = 0; k < 16; ++k) s = ExactProducts ? a[k] * bc[k] + s : std::fma(a[k], bc[k], s);
     acc[i] = s;
   }
-  if (b.O->checks) b.wgmma[size_t(tid)].push_back(std::move(reads));
-  return true;
 }
+
+void laneProduct(bool bf16, int n, bool scaleD, const float* A0, const float* A1, const std::vector<float>& B, int lane,
+                 float* acc) {
+  if (bf16) laneProductAs<false>(n, scaleD, A0, A1, B, lane, acc);
+  else laneProductAs<true>(n, scaleD, A0, A1, B, lane, acc);
+}
+
+// The warp collective of the shared-memory wgmma.
+constexpr int kWgmmaShared = 201;
 
 }  // namespace
 
@@ -341,46 +436,51 @@ extern "C" {
 
 // wgmma.mma_async m64nNk16 f32 += A(desc) x B(desc): this thread's N/2 accumulators at `acc`.
 // flags: bit 0 B's type bf16 (A the same), bit 1 A MN-major, bit 2 B MN-major (its "row" layout),
-// bit 3 scale-d (accumulate), bit 4 negate A, bit 5 negate B.
+// bit 3 scale-d (accumulate), bit 4 negate A, bit 5 negate B. The warp's lanes meet (the
+// instruction is .sync.aligned); the last one reads the warp's 16 rows of A and B's N columns once
+// (the race, proxy and in-flight bookkeeping per element and the lanes that take it), then each
+// lane computes its own fragment.
 void tessera_emu_wgmma(int32_t n, int32_t flags, int64_t descA, int64_t descB, float* acc, int32_t site) {
   BlockState& b = *tls;
-  const int tid = b.cur->tid, t = tid % 128;
-  const bool bf16 = flags & 1, aMn = flags & 2;
-  const float sa = (flags & 16) ? -1.f : 1.f;
-  const bool noSwizzle = b.O->fault == HwFault::WgmmaNoSwizzle;
+  const int me = laneOf(b, b.cur->tid), w = warpOf(b, b.cur->tid);
+  const bool bf16 = flags & 1;
   wgmmaFenced(b, site);
   accTake(b, acc, n / 2, flags & 8, false, site);
-  WgmmaReads reads;
-  reads.site = site;
-  float A[2][16];
-  const int warp = t / 32, lane = t % 32;
-  const int rows[2] = {16 * warp + lane / 4, 16 * warp + lane / 4 + 8};
-  for (int r = 0; r < 2; ++r)
-    for (int k = 0; k < 16; ++k) {
-      const int64_t off = wgmmaAddress(b, uint64_t(descA), aMn, rows[r], k, noSwizzle, "A", site);
-      if (off < 0) return;
-      uint16_t h;
-      std::memcpy(&h, b.smemBase + off, 2);
-      A[r][k] = sa * halfValue(h, bf16);
-      reads.offs.push_back(uint32_t(off));
-    }
-  if (wgmmaThread(b, n, flags, A, descB, acc, site, reads)) accPublish(b, acc, n / 2, site);
+  Warp& warp = b.warps[size_t(w)];
+  warp.coll.ptr[me] = 1;
+  if (!warpCollective(kWgmmaShared, site, [&](Collective& c, int) {
+        const uint32_t lanes = arrivedLanes(c);
+        WgmmaReads reads;
+        reads.site = site;
+        if (!operandTile(b, uint64_t(descA), flags & 2, bf16, (flags & 16) ? -1.f : 1.f, 16 * (w % 4), 16, true, lanes,
+                         site, warp.wgA, reads) ||
+            !operandTile(b, uint64_t(descB), flags & 4, bf16, (flags & 32) ? -1.f : 1.f, 0, n, false, lanes, site,
+                         warp.wgB, reads))
+          return;
+        if (b.O->checks) b.wgmma[size_t(b.cur->tid)].push_back(std::move(reads));
+      }))
+    return;
+  if (b.aborted) return;
+  laneProduct(bf16, n, flags & 8, &warp.wgA[size_t(me / 4) * 16], &warp.wgA[size_t(me / 4 + 8) * 16], warp.wgB, me, acc);
+  accPublish(b, acc, n / 2, site);
 }
 
 // wgmma.mma_async m64nNk16 with A from registers (FlashAttention-3's P·V; the inline PTX of
 // codegen/wgmma_ptx.h): `a` holds this thread's four A registers, laid out as mma.sync m16n8k16's
 // A fragment over its warp's 16 rows. A warp's rows of the product need only its own lanes'
-// registers, so the warp exchanges them (a warp collective; the instruction is .sync.aligned) and
-// every thread then computes its accumulators as the descriptor form does. flags as above
-// (bits 1 and 4 unused: A is K-major in registers and not negated).
+// registers, so the warp exchanges them (a warp collective; the instruction is .sync.aligned),
+// its last lane reads B once as the descriptor form does, and every thread then computes its
+// accumulators. flags as above (bits 1 and 4 unused: A is K-major in registers and not negated).
 void tessera_emu_wgmma_rs(int32_t n, int32_t flags, const uint32_t* a, int64_t descB, float* acc, int32_t site) {
   BlockState& b = *tls;
   const int me = laneOf(b, b.cur->tid);
   const bool bf16 = flags & 1;
   wgmmaFenced(b, site);
   accTake(b, acc, n / 2, true, true, site);
-  Collective& k = b.warps[size_t(warpOf(b, b.cur->tid))].coll;
+  Warp& warp = b.warps[size_t(warpOf(b, b.cur->tid))];
+  Collective& k = warp.coll;
   std::memcpy(k.in[me], a, 16);
+  k.ptr[me] = 1;
   if (!warpCollective(kWgmmaRegA, site, [&](Collective& c, int live) {
         if (live != 32) {
           reportError(b, "wgmma with a partial warp (" + std::to_string(live) + " lanes) at " + b.L->sites->name(site));
@@ -399,17 +499,23 @@ void tessera_emu_wgmma_rs(int32_t n, int32_t flags, const uint32_t* a, int64_t d
           for (int h = 0; h < 2; ++h)
             for (int w = 0; w < 8; ++w)
               c.out[l][8 * h + w] = uint32_t(A[l / 4 + 8 * h][2 * w]) | uint32_t(A[l / 4 + 8 * h][2 * w + 1]) << 16;
+        WgmmaReads reads;
+        reads.site = site;
+        if (!operandTile(b, uint64_t(descB), flags & 4, bf16, (flags & 32) ? -1.f : 1.f, 0, n, false, arrivedLanes(c),
+                         site, warp.wgB, reads))
+          return;
+        if (b.O->checks) b.wgmma[size_t(b.cur->tid)].push_back(std::move(reads));
       }))
     return;
+  if (b.aborted) return;
   float rowsA[2][16];
   for (int h = 0; h < 2; ++h)
     for (int w = 0; w < 8; ++w) {
       rowsA[h][2 * w] = halfValue(uint16_t(k.out[me][8 * h + w]), bf16);
       rowsA[h][2 * w + 1] = halfValue(uint16_t(k.out[me][8 * h + w] >> 16), bf16);
     }
-  WgmmaReads reads;
-  reads.site = site;
-  if (wgmmaThread(b, n, flags, rowsA, descB, acc, site, reads)) accPublish(b, acc, n / 2, site);
+  laneProduct(bf16, n, true, rowsA[0], rowsA[1], warp.wgB, me, acc);
+  accPublish(b, acc, n / 2, site);
 }
 
 void tessera_emu_wgmma_fence(int32_t) {
@@ -461,6 +567,9 @@ void tessera_emu_wgmma_wait(int32_t n, int32_t site) {
     if (b.aborted) return;
   }
   accRetire(b, tid, limit);
+  // The warps of a warpgroup read B's elements each: retire every element once per site.
+  if (b.wgSeen.size() < b.smemBytes / 2 + 1) b.wgSeen.resize(b.smemBytes / 2 + 1, 0), b.wgSeenSite.resize(b.wgSeen.size());
+  if (++b.wgStamp == 0) std::fill(b.wgSeen.begin(), b.wgSeen.end(), 0), b.wgStamp = 1;
   for (int u = first; u < last; ++u) {
     auto& q = b.wgmma[size_t(u)];
     std::vector<WgmmaReads> keep;
@@ -471,6 +580,9 @@ void tessera_emu_wgmma_wait(int32_t n, int32_t site) {
             uint8_t& c = b.shadow[size_t(off) + size_t(j)].wgmmaReads;
             if (c && c < 255) --c;
           }
+          const size_t e = off / 2;
+          if (b.wgSeen[e] == b.wgStamp && b.wgSeenSite[e] == r.site) continue;
+          b.wgSeen[e] = b.wgStamp, b.wgSeenSite[e] = r.site;
           sharedAccess(b, b.smemBase + off, 2, false, tid, r.site);
         }
       } else {

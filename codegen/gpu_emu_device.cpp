@@ -151,14 +151,15 @@ std::string whoWrote(const emu::Report& r, const emu::SiteTable& sites, const Gp
     const int64_t es = ir::byteSize(a.dtype);
     const int64_t off = a.kind == GpuArg::Kind::Workspace ? (row * a.pcols + col) * es : element * es;
     const char* addr = reinterpret_cast<const char*>(r.launchArgs[i]) + off;
-    auto it = r.lastWriter.upper_bound(addr);
+    auto it = std::upper_bound(r.lastWriter.begin(), r.lastWriter.end(), static_cast<const void*>(addr),
+                               [](const void* a, const emu::GlobalWriter& w) { return std::less<const void*>()(a, w.addr); });
     if (it == r.lastWriter.begin()) continue;
     --it;
-    const char* at = static_cast<const char*>(it->first);
+    const char* at = static_cast<const char*>(it->addr);
     if (addr - at >= 16) continue;
     char buf[64];
     std::snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)reinterpret_cast<uintptr_t>(addr));
-    return "written by " + it->second.first + " at " + sites.name(it->second.second) + ", address " + buf +
+    return "written by " + emu::writerName(r, *it) + " at " + sites.name(it->site) + ", address " + buf +
            (a.kind == GpuArg::Kind::Workspace ? " (its workspace)" : "");
   }
   return "";

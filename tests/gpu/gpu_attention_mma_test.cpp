@@ -70,7 +70,7 @@ TEST(GpuAttentionMma, MappedKernelMatchesTheReference) {
 // Every query block, key block and stage count the space offers at head dim 64 (f16, causal,
 // ragged, batch 2) that it accepts.
 TEST(GpuAttentionMma, EveryBlockShapeAndStageCount) {
-  Kernel k = attn(2, 1, 70, 83, 64, true, ScalarType::F16, 2);
+  Kernel k = attn(2, 1, 70, 83, 64, true, ScalarType::F16);
   const TargetDesc& t = testutil::gpuTarget("sm_80");
   int ran = 0;
   for (int64_t bq : {16, 32, 64, 128})

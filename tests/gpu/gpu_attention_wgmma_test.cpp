@@ -65,7 +65,7 @@ TEST(GpuAttentionWgmma, MappedKernelMatchesTheReference) {
   };
   std::vector<Case> cases = {
       {attn(2, 2, 100, 100, 64, false, ScalarType::F16), wgmmaCfg(64, 64, 2)},
-      {attn(4, 2, 150, 200, 128, true, ScalarType::BF16), wgmmaCfg(128, 64, 2)},  // GQA, Skv > Sq causal
+      {attn(2, 1, 150, 200, 128, true, ScalarType::BF16), wgmmaCfg(128, 64, 2)},  // GQA, Skv > Sq causal
       {attn(2, 1, 1, 130, 64, true, ScalarType::F16), wgmmaCfg(64, 128, 1)},      // one query row
       {attn(1, 1, 200, 70, 256, false, ScalarType::F16, 2), wgmmaCfg(64, 64, 2)}, // Sq > Skv, D 256, batch 2
       {attn(2, 2, 130, 130, 192, true, ScalarType::BF16), wgmmaCfg(128, 64, 1)},
@@ -199,10 +199,10 @@ TEST(GpuAttentionWgmma, Fa3MappedKernelMatchesTheReference) {
   };
   std::vector<Case> cases = {
       {attn(2, 2, 100, 100, 64, false, ScalarType::F16), fa3Cfg(64, 64, 2)},
-      {attn(4, 2, 150, 200, 128, true, ScalarType::BF16), fa3Cfg(128, 64, 2)},  // GQA, Skv > Sq causal, 2 consumers
+      {attn(2, 1, 150, 200, 128, true, ScalarType::BF16), fa3Cfg(128, 64, 2)},  // GQA, Skv > Sq causal, 2 consumers
       {attn(2, 1, 1, 130, 64, true, ScalarType::F16), fa3Cfg(64, 128, 3)},      // one query row, 3 slots
       {attn(1, 1, 200, 70, 256, false, ScalarType::F16, 2), fa3Cfg(64, 64, 2)}, // Sq > Skv, D 256, batch 2
-      {attn(2, 2, 130, 330, 192, true, ScalarType::BF16), fa3Cfg(128, 64, 3)},  // 6 key blocks through 3 slots
+      {attn(1, 1, 130, 330, 192, true, ScalarType::BF16), fa3Cfg(128, 64, 3)},  // 6 key blocks through 3 slots
       {attn(1, 1, 70, 400, 64, false, ScalarType::F16), fa3Cfg(64, 64, 4)},     // 7 key blocks through 4 slots
   };
   for (const auto& c : cases) {

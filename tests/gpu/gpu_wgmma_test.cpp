@@ -211,7 +211,7 @@ TEST(GpuWgmma, MappedKernelMatchesTheReferenceEmulated) {
       {gemm(200, 136, 70, ScalarType::F16, 0, false, false, "relu(acc + bias)"), wgmmaCfg({})},
       {gemm(130, 260, 200, ScalarType::BF16, 0, true, true, "gelu(acc + bias)"), wgmmaCfg({})},
       {gemm(136, 72, 96, ScalarType::BF16, 3), wgmmaCfg({})},
-      {gemm(128, 256, 1000, ScalarType::F16), wgmmaCfg({{"SPLITK", 4}})},
+      {gemm(128, 256, 600, ScalarType::F16), wgmmaCfg({{"SPLITK", 4}})},
       {gemm(100, 300, 200, ScalarType::F16), wgmmaCfg({{"BM", 64}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 3}})},
       {gemm(300, 130, 136, ScalarType::BF16), wgmmaCfg({{"BM", 256}, {"BN", 128}, {"TM", 128}, {"TN", 128}, {"STAGES", 4}})},
       {gemm(130, 200, 300, ScalarType::F16, 2, false, true),
@@ -246,6 +246,32 @@ TEST(GpuWgmma, AccumulatorLayoutCoversTheTileOnce) {
   const uint64_t desc = 64 | uint64_t(64) << 32 | uint64_t(1) << 62;
   EXPECT_EQ(emu::layout::wgmmaOperandAddress(desc, false, 2, 9, 8), 1024 + 1024 + 128 + 0);
   EXPECT_EQ(emu::layout::wgmmaOperandAddress(desc & ~(uint64_t(3) << 62), false, 2, 9, 8), -1);  // interleaved: not modelled
+}
+
+// A 128B-swizzled operand starting 128 bytes past a 1024-byte boundary: the hardware takes the
+// swizzle's row from the absolute address with base_offset, so the descriptor needs base_offset 1
+// (PTX ISA: (start >> 7) & 7); without it the emulator refuses it (the device would read rows the
+// TMA did not put there). Its neighbours: the same start with base_offset 1 (read by absolute
+// address), a start on the boundary with none, and k-steps inside a row (bits 7-9 unchanged).
+TEST(GpuWgmmaControls, ASwizzledDescriptorOffThePatternBoundaryNeedsItsBaseOffset) {
+  auto desc = [](int64_t start, int base, int mode) {
+    return uint64_t(start >> 4) | uint64_t(64) << 32 | uint64_t(base) << 49 | uint64_t(mode) << 62;
+  };
+  int want = -1;
+  EXPECT_FALSE(emu::layout::wgmmaBaseOffsetAgrees(desc(1024 + 128, 0, 1), &want));
+  EXPECT_EQ(want, 1);
+  EXPECT_FALSE(emu::layout::wgmmaBaseOffsetAgrees(desc(1024 + 3 * 128, 1, 1), &want));
+  EXPECT_EQ(want, 3);
+  EXPECT_TRUE(emu::layout::wgmmaBaseOffsetAgrees(desc(1024 + 128, 1, 1), &want));
+  EXPECT_TRUE(emu::layout::wgmmaBaseOffsetAgrees(desc(2048, 0, 1), &want));
+  EXPECT_TRUE(emu::layout::wgmmaBaseOffsetAgrees(desc(2048 + 32, 0, 1), &want));  // k 16 of a K-major row
+  EXPECT_FALSE(emu::layout::wgmmaBaseOffsetAgrees(desc(2048, 2, 1), &want));      // an offset that is not there
+  EXPECT_FALSE(emu::layout::wgmmaBaseOffsetAgrees(desc(512 + 128, 0, 2), &want));  // 64B: a 512-byte pattern
+  EXPECT_EQ(want, 1);
+  EXPECT_TRUE(emu::layout::wgmmaBaseOffsetAgrees(desc(512, 0, 2), &want));
+  // Read with its base_offset, row 0 of the operand is the pattern's row 1: chunk k/8 XOR 1.
+  EXPECT_EQ(emu::layout::wgmmaOperandAddress(desc(1024 + 128, 1, 1), false, 2, 0, 0), 1024 + 128 + 16);
+  EXPECT_EQ(emu::layout::wgmmaOperandAddress(desc(1024 + 128, 1, 1), false, 2, 0, 8), 1024 + 128);
 }
 
 // Negative controls: the same kernel on an emulated GPU that ignores the swizzle computes wrong
@@ -327,8 +353,10 @@ TEST(GpuWgmma, SplitKReducesInParallelEmulated) {
        wgmmaCfg({{"BM", 128}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 3}, {"SPLITK", 4}})},
       {gemm(72, 200, 330, ScalarType::F16, 2, true, false), wgmmaCfg({{"BM", 64}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 2}, {"SPLITK", 2}})},
   };
+  // Every case with the default fiber orders, the first with a second seed's orders too.
   for (const auto& c : cases)
     for (uint64_t seed : {uint64_t(0), uint64_t(7)}) {
+      if (seed && &c != &cases[0]) continue;
       auto cfg = testutil::gpuConfig(c.k, t, c.cfg);
       ASSERT_TRUE(cfg.ok()) << c.k.name << ": " << cfg.error().str();
       codegen::MappedEmuOptions o;
