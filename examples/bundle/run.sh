@@ -19,8 +19,11 @@ step "bundle for host, sm_90 and gfx942"
 step "build the bundle and the demo with $CC"
 # link.flags: -ldl -lpthread -lm, plus the system's OpenMP runtime (libomp.so.5) when a host kernel is threaded.
 build_demo bundle demo.c demo strict
-if ldd ./demo | grep -Eiq 'libLLVM|libMLIR|tessera'; then die "demo links LLVM/MLIR/Tessera libraries"; fi
-if ldd ./demo | grep -q 'libomp' && ! grep -q -- 'libomp' bundle/link.flags; then die "libomp linked but not asked for"; fi
+# Each tool's answer is read once and then matched: `ldd … | grep -q` under pipefail fails at random
+# when grep's early exit meets ldd's next write (SIGPIPE).
+libs=$(ldd ./demo)
+if grep -Eiq 'libLLVM|libMLIR|tessera' <<< "$libs"; then die "demo links LLVM/MLIR/Tessera libraries"; fi
+if grep -q 'libomp' <<< "$libs" && ! grep -q -- 'libomp' bundle/link.flags; then die "libomp linked but not asked for"; fi
 # The runtime without its GPU half compiles too.
 "$CC" -std=c11 -Wall -Wextra -Werror -DTESSERA_BUNDLE_NO_GPU -c bundle/tessera_runtime.c bundle/tessera_runtime_gpu.c
 
@@ -32,9 +35,11 @@ printf 'gemm --m 512 --n 512 --k 512 --threads 2\nattention --heads 2 --seq 256 
 "$T" bundle --kernels threaded.txt --db threaded.db --targets host --missing default --out threaded > /dev/null
 grep -q 'libomp' threaded/link.flags || die "the two-thread entry did not ask for OpenMP: $(cat threaded/link.flags)"
 build_demo threaded demo.c demo_threaded
-if readelf -d ./demo_threaded | grep -E 'RPATH|RUNPATH' | grep -q '/llvm'; then die "demo_threaded finds a library through LLVM's folder: $(readelf -d ./demo_threaded | grep -E 'RPATH|RUNPATH')"; fi
-if ldd ./demo_threaded | grep -E 'libomp|libLLVM|libMLIR' | grep -q '/llvm'; then die "demo_threaded loads from LLVM's folder: $(ldd ./demo_threaded | grep libomp)"; fi
-ldd ./demo_threaded | grep -q 'libomp.so.5 => /' || die "libomp.so.5 is not found on the system's path: $(ldd ./demo_threaded | grep libomp)"
+paths=$(readelf -d ./demo_threaded | grep -E 'RPATH|RUNPATH' || true)
+if grep -q '/llvm' <<< "$paths"; then die "demo_threaded finds a library through LLVM's folder: $paths"; fi
+libs=$(ldd ./demo_threaded)
+if grep -E 'libomp|libLLVM|libMLIR' <<< "$libs" | grep '/llvm' > /dev/null; then die "demo_threaded loads from LLVM's folder: $(grep libomp <<< "$libs")"; fi
+grep -q 'libomp.so.5 => /' <<< "$libs" || die "libomp.so.5 is not found on the system's path: $(grep libomp <<< "$libs")"
 ./demo_threaded --gemm 512x512x512 > threaded.txt || die "demo_threaded failed: $(cat threaded.txt)"
 grep -q "demo: all checks passed" threaded.txt || die "demo_threaded failed"
 
