@@ -662,31 +662,10 @@ class GemmBuilder : Builder {
     }
   }
 
-  // The epilogue (alpha, beta·Cin, bias, activation, output cast) on one vector of the
-  // accumulator: the kernel's own elementwise expression, emitted on vectors.
+  // The epilogue on one vector of the accumulator, its operands read with the row's mask.
   Expected<Value> epilogue(Value acc, Value row, Value col, int64_t valid) {
-    const ir::GemmInfo& g = p_.g;
-    if (!g.hasEpilogue) return acc;
-    const ir::ElementwiseRegion& r = g.epilogue;
-    const int inner = int(r.iter.size()) - 1;
-    ExprCallbacks cb;
-    cb.lanes = p_.VW;
-    Status bad;
-    cb.load = [&](const ir::Expr& l) -> Value {
-      if (l.name == g.acc) return acc;
-      auto it = args_.find(l.name);
-      if (it == args_.end()) return Value();
-      SmallVector<Value> ix;
-      bool vec = false;
-      if (!epilogueReadIndices(b_, loc_, l, inner, row, col, bi_, ix, vec)) return Value();
-      Type et = cast<MemRefType>(it->second.getType()).getElementType();
-      auto vt = VectorType::get({p_.VW}, et);
-      if (vec) return load(it->second, ix, vt, valid);
-      Value s = memref::LoadOp::create(b_, loc_, it->second, ix);
-      return vector::BroadcastOp::create(b_, loc_, vt, s);
-    };
-    cb.indexVar = [&](const std::string&) -> Value { return Value(); };
-    return emitExpr(b_, loc_, r.values[0], cb);
+    return emitRowEpilogue(b_, loc_, p_.g, args_, acc, row, col, bi_, p_.VW,
+                           [&](Value mem, ValueRange ix, VectorType t) { return load(mem, ix, t, valid); });
   }
 
   const ir::Kernel& k_;
@@ -724,6 +703,30 @@ bool epilogueReadIndices(OpBuilder& b, Location loc, const ir::Expr& load, int i
     }
   }
   return true;
+}
+
+Expected<Value> emitRowEpilogue(OpBuilder& b, Location loc, const ir::GemmInfo& g, const std::map<std::string, Value>& args,
+                                Value acc, Value row, Value col, Value batch, int64_t lanes, const EpilogueVectorRead& read) {
+  if (!g.hasEpilogue) return acc;
+  const ir::ElementwiseRegion& r = g.epilogue;
+  const int inner = int(r.iter.size()) - 1;
+  ExprCallbacks cb;
+  cb.lanes = lanes;
+  cb.load = [&](const ir::Expr& l) -> Value {
+    if (l.name == g.acc) return acc;
+    auto it = args.find(l.name);
+    if (it == args.end()) return Value();
+    SmallVector<Value> ix;
+    bool vec = false;
+    if (!epilogueReadIndices(b, loc, l, inner, row, col, batch, ix, vec)) return Value();
+    Type et = cast<MemRefType>(it->second.getType()).getElementType();
+    auto vt = VectorType::get({lanes}, et);
+    if (vec) return read ? read(it->second, ix, vt) : Value(vector::LoadOp::create(b, loc, vt, it->second, ix));
+    Value s = memref::LoadOp::create(b, loc, it->second, ix);
+    return vector::BroadcastOp::create(b, loc, vt, s);
+  };
+  cb.indexVar = [&](const std::string&) -> Value { return Value(); };
+  return emitExpr(b, loc, r.values[0], cb);
 }
 
 Expected<HostPayload> buildHostGemmBlis(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,

@@ -15,7 +15,6 @@
 #include <algorithm>
 
 #include "codegen/codegen.h"
-#include "codegen/expr_emitter.h"
 #include "codegen/host_gemm_kvec.h"
 #include "codegen/host_strategies.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -206,30 +205,9 @@ class KvecBuilder {
       memref::StoreOp::create(b_, loc_, vector::ExtractOp::create(b_, loc_, v, ArrayRef<int64_t>{j}), C_, at(row, add(col, j)));
   }
 
-  // The epilogue (alpha, beta·Cin, bias, activation, output cast) on the `cols` sums of one row:
-  // the kernel's own elementwise expression emitted on vectors of `cols` lanes.
+  // The epilogue on the `cols` sums of one row (host_strategies.h).
   Expected<Value> epilogue(Value acc, Value row, Value col, int64_t cols) {
-    const ir::GemmInfo& g = p_.g;
-    if (!g.hasEpilogue) return acc;
-    const ir::ElementwiseRegion& r = g.epilogue;
-    const int inner = int(r.iter.size()) - 1;
-    ExprCallbacks cb;
-    cb.lanes = cols;
-    cb.load = [&](const ir::Expr& l) -> Value {
-      if (l.name == g.acc) return acc;
-      auto it = args_.find(l.name);
-      if (it == args_.end()) return Value();
-      SmallVector<Value> ix;
-      bool vec = false;
-      if (!epilogueReadIndices(b_, loc_, l, inner, row, col, bi_, ix, vec)) return Value();
-      Type et = cast<MemRefType>(it->second.getType()).getElementType();
-      auto vt = VectorType::get({cols}, et);
-      if (vec) return vector::LoadOp::create(b_, loc_, vt, it->second, ix);
-      Value s = memref::LoadOp::create(b_, loc_, it->second, ix);
-      return vector::BroadcastOp::create(b_, loc_, vt, s);
-    };
-    cb.indexVar = [&](const std::string&) -> Value { return Value(); };
-    return emitExpr(b_, loc_, r.values[0], cb);
+    return emitRowEpilogue(b_, loc_, p_.g, args_, acc, row, col, bi_, cols);
   }
 
   OpBuilder& b_;

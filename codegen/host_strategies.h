@@ -3,6 +3,7 @@
 // transform-scheduled families, the schedule text that lowers it to vector code.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -55,6 +56,16 @@ Expected<HostPayload> buildHostGemm(mlir::MLIRContext* ctx, const ir::Kernel& k,
 // not the operand's last index (a transposed read, which no epilogue vector can take).
 bool epilogueReadIndices(mlir::OpBuilder& b, mlir::Location loc, const ir::Expr& load, int inner, mlir::Value row,
                          mlir::Value col, mlir::Value batch, llvm::SmallVectorImpl<mlir::Value>& ix, bool& vec);
+// Reads one vector operand of a fused epilogue: memref, indices, vector type.
+using EpilogueVectorRead = std::function<mlir::Value(mlir::Value, mlir::ValueRange, mlir::VectorType)>;
+// A GEMM's fused epilogue (alpha, beta·Cin, bias, activation, output cast) on `lanes` columns of one
+// row of the accumulator at (row, col) of batch `batch`: the kernel's own elementwise expression
+// emitted on vectors of `lanes`. `read` loads a vector operand (empty: a plain vector.load); the
+// accumulator itself is `acc`. Returns `acc` when the kernel has no epilogue.
+Expected<mlir::Value> emitRowEpilogue(mlir::OpBuilder& b, mlir::Location loc, const ir::GemmInfo& g,
+                                      const std::map<std::string, mlir::Value>& args, mlir::Value acc, mlir::Value row,
+                                      mlir::Value col, mlir::Value batch, int64_t lanes,
+                                      const EpilogueVectorRead& read = {});
 
 // The explicit BLIS-style GEMM (host_gemm_blis.cpp): schedules blis, bf16dot and amx.
 // `dims`: the sizes it takes at run time (shape-generic kernels; only this strategy has them).
