@@ -311,7 +311,7 @@ TEST(BundleTargets, NamesAndLevels) {
 TEST(BundleWrite, HalfPrecisionObjectsNeedOnlyTheirIsaLevel) {
   TempDir tmp;
   auto store = cache::makeMemoryStore();
-  // 97 rows: past the few-row kernels (nvec, M <= 64), so the level's default is blis on every level.
+  // 97 rows: the level's default is blis on every level.
   ir::GemmSpec g{.m = 97, .n = 17, .k = 40, .dtype = ir::ScalarType::BF16};
   ir::Kernel k = *ir::buildGemm(g);
   ir::Kernel f16 = *ir::buildGemm({.m = 97, .n = 17, .k = 40, .dtype = ir::ScalarType::F16});
