@@ -4,6 +4,7 @@
 
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -43,6 +44,18 @@ bool readStat(unsigned long long* total, unsigned long long* steal) {
   return true;
 }
 
+// The running-task count of /proc/loadavg's fourth field ("running/total"), this reader among them
+// (-1: not readable).
+int runnableNow() {
+  FILE* f = std::fopen("/proc/loadavg", "r");
+  if (!f) return -1;
+  double a = 0, b = 0, c = 0;
+  int running = -1, total = 0;
+  if (std::fscanf(f, "%lf %lf %lf %d/%d", &a, &b, &c, &running, &total) != 5) running = -1;
+  std::fclose(f);
+  return running;
+}
+
 }  // namespace
 
 LoadReading readLoad() {
@@ -70,21 +83,40 @@ double coreShareSlowdown(int threads, double seconds) {
   threads = std::max(1, threads);
   std::vector<double> ratio(size_t(threads), 1.0);
   std::atomic<int> ready{0};
+  int fewestRunnable = -1;  // the smallest of thread 0's readings at the start, middle and end
+  auto runnable = [&] {
+    const int n = runnableNow();
+    if (n >= 0) fewestRunnable = fewestRunnable < 0 ? n : std::min(fewestRunnable, n);
+  };
   auto spin = [&](int i) {
     ready.fetch_add(1);
     while (ready.load() < threads) std::this_thread::yield();  // start together
+    if (i == 0) runnable();
     const double w0 = wallNow(), c0 = threadCpuNow();
     volatile unsigned long long x = 0;
+    bool halfway = i != 0;
     // Work in slices until this thread has had `seconds` of CPU: a descheduled thread's wall time grows.
-    while (threadCpuNow() - c0 < seconds)
+    while (threadCpuNow() - c0 < seconds) {
       for (int k = 0; k < 20000; ++k) x = x + unsigned(k);
+      if (!halfway && threadCpuNow() - c0 >= seconds / 2) {
+        halfway = true;
+        runnable();
+      }
+    }
     const double cpu = threadCpuNow() - c0, wall = wallNow() - w0;
+    if (i == 0) runnable();
     ratio[size_t(i)] = cpu > 0 ? std::max(1.0, wall / cpu) : 1.0;
   };
   std::vector<std::thread> ts;
   for (int i = 0; i < threads; ++i) ts.emplace_back(spin, i);
   for (auto& t : ts) t.join();
-  return *std::max_element(ratio.begin(), ratio.end());
+  const double timed = *std::max_element(ratio.begin(), ratio.end());
+  // A scheduler may let a freshly woken thread run its few milliseconds ahead of the tasks that
+  // share its core, so the timed ratio alone can miss them. More tasks runnable than online CPUs at
+  // all three readings means someone waited: the fair share of N runnable tasks on C CPUs is N/C.
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const double shared = online > 0 && fewestRunnable > online ? double(fewestRunnable) / double(online) : 1.0;
+  return std::max(timed, shared);
 }
 
 }  // namespace tessera

@@ -17,7 +17,10 @@ LoadReading readLoad();
 // The control: `threads` threads each spinning about `seconds` of integer work at once; the largest
 // wall-over-CPU time of them. 1.0 when every thread had a core of its own; 2.0 when each shared one
 // with another runnable process. A kernel timed on that many threads meanwhile ran about that much
-// slower (more with OpenMP barriers, which wait for the slowest thread).
+// slower (more with OpenMP barriers, which wait for the slowest thread). Also at least N/C when more
+// tasks (N, the control's own among them) were runnable than there are online CPUs (C) at the
+// start, middle and end of the control: a scheduler may run a freshly woken thread its few
+// milliseconds ahead of the tasks sharing its core, and its timing alone then misses them.
 double coreShareSlowdown(int threads, double seconds = 0.01);
 
 // A re-timing taken while the control stayed at or below this counts as quiet.
