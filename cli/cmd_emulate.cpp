@@ -274,6 +274,13 @@ void emulateCommand(const EmulateFlags& f) {
                ":DTYPE:DIMS:STRIDES:BOX:SWIZZLE[:@PARAM] (compile --emit nvvm appends the launch's)",
            kExitBadInput);
 
+  for (const auto& [p, mf] : maps) {
+    // A map is 128 bytes only a TMA reads: a parameter the kernel indexes is a buffer.
+    const std::string arg = "%arg" + std::to_string(p);
+    if (std::regex_search(body, std::regex("llvm\\.getelementptr[^\\n]* " + arg + "\\[")))
+      fail("kernel " + name + ": parameter " + std::to_string(p) + " is no tensor map: the kernel indexes it as a buffer (give it a --buffer)",
+           kExitBadInput);
+  }
   const std::vector<int64_t>& buffers = !f.buffers.empty() ? f.buffers : useFile ? ff.buffers : f.buffers;
   const int nbuffers = nparams - int(maps.size());
   if (int(buffers.size()) != nbuffers)
@@ -377,9 +384,9 @@ void addEmulateCommand(CLI::App& app) {
   c->add_option("file", f->file, "the module's text (a header before gpu.module is read for the launch)")->required();
   c->add_option("--target", f->target, "sm_XX or gfxXXX (default: the module's chip)");
   c->add_option("--kernel", f->kernel, "the kernel to run (default: the first with gpu.kernel)");
-  c->add_option("--grid", f->grid, "X[,Y[,Z]] blocks (default: the kernel's gpu.known_grid_size)");
-  c->add_option("--block", f->block, "X[,Y[,Z]] threads (default: the kernel's gpu.known_block_size)");
-  c->add_option("--shared", f->shared, "dynamic shared memory bytes per block (default: the header's, else 0)");
+  c->add_option("--grid", f->grid, "X[,Y[,Z]] blocks (default: the file's launch comment, else the kernel's gpu.known_grid_size)");
+  c->add_option("--block", f->block, "X[,Y[,Z]] threads (default: the file's launch comment, else the kernel's gpu.known_block_size)");
+  c->add_option("--shared", f->shared, "dynamic shared memory bytes per block (default: the file's launch comment, else a printed header's, else 0)");
   c->add_option("--buffer", f->buffers,
                 "BYTES of one kernel parameter's buffer, once per parameter that is no tensor map, in order (seeded bytes; "
                 "default: the file's launch comment)")

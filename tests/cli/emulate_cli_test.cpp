@@ -80,7 +80,8 @@ TEST(EmulateCli, APrintedModuleRunsCleanAndAHandEditedRaceIsNamed) {
 // comment compile appends: the verdict and counters of the in-process `--emit emulation-report`.
 // Controls: a wrong map (half the box's rows: the stage's barrier waits for bytes that never land)
 // is caught, exit 1; the module hand-edited so its swizzled tiles miss the pattern boundary is
-// refused; a missing map, mismatched dims, a malformed map are one line and exit 2.
+// refused; a missing map, mismatched dims, a malformed map, a map for a parameter the kernel
+// indexes as a buffer are one line and exit 2.
 TEST(EmulateCli, ATmaKernelRunsFromItsFileWithTheTensorMapsItsLauncherEncodes) {
   Result both = run("compile gemm --m 64 --n 128 --k 128 --dtype f16 --target sm_90a --config strategy=wgmma,STAGES=2 "
                     "--emit nvvm,emulation-report");
@@ -138,6 +139,8 @@ TEST(EmulateCli, ATmaKernelRunsFromItsFileWithTheTensorMapsItsLauncherEncodes) {
             "mismatched dims: the map spans 32768 B of parameter 2's buffer of 16384 B"},
            {"emulate " + file + " --tensor-map 0:f16:128x64x1" + map1, "--tensor-map takes PARAM:DTYPE"},
            {"emulate " + file + " --tensor-map 0:f16:128x64x1:256x16384:64x64x1:64" + map1, "exceeds the swizzle span"},
+           {"emulate " + file + " --tensor-map " + m0[1].str() + map1 + " --tensor-map 2:f16:128x64x1:256x16384:64x64x1:128",
+            "parameter 2 is no tensor map"},
            {"emulate " + file + " --tensor-map 3:f16:128x64x1:256x16384:64x64x1:128" + map1, "has 3 parameter(s)"},
        }) {
     Result r = run(args);
