@@ -8,6 +8,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "cli/cmd_emulate.h"
 #include "cli/commands.h"
 #include "cli/gpu_flags.h"
 #include "cli/kernel_flags.h"
@@ -128,7 +129,12 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
     switch (*e) {
       case codegen::GpuEmit::Pre: text += bin->mlirPre; break;
       case codegen::GpuEmit::Mapped: text += bin->mlirMapped; break;
-      case codegen::GpuEmit::Device: text += bin->mlirDevice; break;
+      case codegen::GpuEmit::Device:
+        // The launch as `tessera emulate` takes it, after the module so that its lines stay the
+        // ones emulation reports name.
+        text += bin->mlirDevice + (bin->mlirDevice.empty() || bin->mlirDevice.back() == '\n' ? "" : "\n") +
+                emulateLaunchComment(bin->launch, k);
+        break;
       case codegen::GpuEmit::Asm: text += bin->assembly; break;
       default:
         if (f.output.empty() && isatty(STDOUT_FILENO)) fail("--emit " + stage + " writes binary: give -o FILE", kExitBadInput);

@@ -74,3 +74,78 @@ TEST(EmulateCli, APrintedModuleRunsCleanAndAHandEditedRaceIsNamed) {
     EXPECT_EQ(lines(r.out), 1) << args << "\n" << r.out;
   }
 }
+
+// A wgmma GEMM (TMA from tensor maps the host encodes, wgmma from 128B-swizzled descriptors)
+// printed with `compile --emit nvvm` runs from the file alone, its launch and maps read from the
+// comment compile appends: the verdict and counters of the in-process `--emit emulation-report`.
+// Controls: a wrong map (half the box's rows: the stage's barrier waits for bytes that never land)
+// is caught, exit 1; the module hand-edited so its swizzled tiles miss the pattern boundary is
+// refused; a missing map, mismatched dims, a malformed map, a map for a parameter the kernel
+// indexes as a buffer are one line and exit 2.
+TEST(EmulateCli, ATmaKernelRunsFromItsFileWithTheTensorMapsItsLauncherEncodes) {
+  Result both = run("compile gemm --m 64 --n 128 --k 128 --dtype f16 --target sm_90a --config strategy=wgmma,STAGES=2 "
+                    "--emit nvvm,emulation-report");
+  ASSERT_EQ(both.code, 0) << both.out;
+  const size_t comment = both.out.find("// tessera emulate:"), report = both.out.find("\nkernel     ", comment);
+  ASSERT_NE(comment, std::string::npos) << both.out;
+  ASSERT_NE(report, std::string::npos) << both.out;
+  const std::string module = both.out.substr(0, report + 1), inproc = both.out.substr(report + 1);
+  ASSERT_NE(inproc.find("check      matches the reference"), std::string::npos) << inproc;
+  ASSERT_NE(inproc.find("emulation  ok"), std::string::npos) << inproc;
+  std::smatch m0, m1;
+  ASSERT_TRUE(std::regex_search(module, m0, std::regex("--tensor-map (0:f16:[0-9x:]+)"))) << module.substr(comment);
+  ASSERT_TRUE(std::regex_search(module, m1, std::regex("--tensor-map (1:f16:[0-9x:]+)"))) << module.substr(comment);
+
+  const std::string file = write("wgmma.nvvm", module);
+  Result fromFile = run("emulate " + file);
+  ASSERT_EQ(fromFile.code, 0) << fromFile.out;
+  EXPECT_NE(fromFile.out.find("emulation  ok"), std::string::npos) << fromFile.out;
+  EXPECT_NE(fromFile.out.find("tensor map parameter 0: f16"), std::string::npos) << fromFile.out;
+  // The same counters: every shared and global request, every lane instruction.
+  auto line = [](const std::string& s, const std::string& head) {
+    const size_t at = s.find("\n" + head);
+    return at == std::string::npos ? std::string("(none)") : s.substr(at + 1, s.find('\n', at + 1) - at - 1);
+  };
+  auto lanes = [](const std::string& s) {
+    std::smatch m;
+    return std::regex_search(s, m, std::regex("([0-9]+) lane instructions")) ? m[1].str() : std::string("(none)");
+  };
+  EXPECT_EQ(line(fromFile.out, "shared     "), line(inproc, "shared     "));
+  EXPECT_EQ(line(fromFile.out, "global     "), line(inproc, "global     "));
+  EXPECT_EQ(lanes(fromFile.out), lanes(inproc));
+  EXPECT_NE(lanes(inproc), "(none)") << inproc;
+
+  // A wrong map: box rows halved.
+  const std::string halved = std::regex_replace(m0[1].str(), std::regex(":([0-9]+)x([0-9]+)x1:128$"), ":$1x32x1:128");
+  ASSERT_NE(halved, m0[1].str());
+  Result wrong = run("emulate " + file + " --tensor-map " + halved + " --tensor-map " + m1[1].str());
+  EXPECT_EQ(wrong.code, 1) << wrong.out;
+  EXPECT_NE(wrong.out.find("error: "), std::string::npos) << wrong.out;
+  // The shared window 128-byte aligned: every stage 128 bytes past the swizzle pattern's boundary.
+  const std::string misaligned = std::regex_replace(module, std::regex("alignment = 1024"), "alignment = 128");
+  ASSERT_NE(misaligned, module);
+  Result off = run("emulate " + write("wgmma_misaligned.nvvm", misaligned));
+  EXPECT_EQ(off.code, 1) << off.out;
+  EXPECT_NE(off.out.find("base_offset must be 1"), std::string::npos) << off.out;
+
+  const std::string bare = write("wgmma_bare.nvvm", module.substr(0, comment));
+  const std::string map1 = " --tensor-map " + m1[1].str();
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"emulate " + bare + " --buffer 16384", "parameter 0 is a TMA tensor map"},
+           {"emulate " + bare + " --buffer 16384 --tensor-map " + m0[1].str(), "parameter 1 is a TMA tensor map"},
+           {"emulate " + file + " --tensor-map 0:f16:128x64x1:128x16384:64x64x1:128" + map1, "mismatched dims: stride 0"},
+           {"emulate " + file + " --tensor-map 0:f16:128x64:256x16384:64x64x1:128" + map1, "mismatched dims: 2 dims"},
+           {"emulate " + file + " --tensor-map 0:f16:128x64x1:256x16384:64x64x1:128 --tensor-map " + m1[1].str() + ":@2",
+            "mismatched dims: the map spans 32768 B of parameter 2's buffer of 16384 B"},
+           {"emulate " + file + " --tensor-map 0:f16:128x64x1" + map1, "--tensor-map takes PARAM:DTYPE"},
+           {"emulate " + file + " --tensor-map 0:f16:128x64x1:256x16384:64x64x1:64" + map1, "exceeds the swizzle span"},
+           {"emulate " + file + " --tensor-map " + m0[1].str() + map1 + " --tensor-map 2:f16:128x64x1:256x16384:64x64x1:128",
+            "parameter 2 is no tensor map"},
+           {"emulate " + file + " --tensor-map 3:f16:128x64x1:256x16384:64x64x1:128" + map1, "has 3 parameter(s)"},
+       }) {
+    Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(needle), std::string::npos) << args << "\n" << r.out;
+    EXPECT_EQ(lines(r.out), 1) << args << "\n" << r.out;
+  }
+}

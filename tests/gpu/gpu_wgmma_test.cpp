@@ -274,6 +274,45 @@ TEST(GpuWgmmaControls, ASwizzledDescriptorOffThePatternBoundaryNeedsItsBaseOffse
   EXPECT_EQ(emu::layout::wgmmaOperandAddress(desc(1024 + 128, 1, 1), false, 2, 0, 8), 1024 + 128);
 }
 
+// The same rule over a whole kernel: its dynamic shared window declared 128-byte aligned instead of
+// 1024 puts every stage's 128B-swizzled tile 128 bytes past a pattern boundary (the TMA still lands
+// them, it swizzles by absolute address too), while its descriptors keep base_offset 0: refused,
+// naming the descriptor, the thread and the wgmma. The control: the kernel as emitted passes.
+TEST(GpuWgmmaControls, AKernelWhoseSwizzledTilesMissThePatternBoundaryIsRefused) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  Kernel k = gemm(64, 64, 128, ScalarType::F16);
+  auto cfg = testutil::gpuConfig(k, t, wgmmaCfg({{"STAGES", 2}}));
+  ASSERT_TRUE(cfg.ok()) << cfg.error().str();
+  {
+    KernelIO io(k, 5);
+    io.poisonOutputs();
+    auto rep = testutil::runMapped(k, *cfg, t, io);
+    ASSERT_TRUE(rep.ok()) << rep.error().str();
+    EXPECT_TRUE(rep->ok) << (rep->errors.empty() ? "" : rep->errors[0]);
+    auto cmp = io.check();
+    ASSERT_TRUE(cmp.ok()) << cmp.error().str();
+    EXPECT_TRUE(cmp->ok) << "the kernel as emitted must pass for the control below to mean anything";
+  }
+  codegen::MappedEmuOptions misaligned;
+  misaligned.deviceHook = [](std::string s) {
+    const std::string from = "alignment = 1024", to = "alignment = 128";
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << "no 1024-byte aligned shared window in the kernel";
+    if (at != std::string::npos) s.replace(at, from.size(), to);
+    return s;
+  };
+  KernelIO io(k, 5);
+  io.poisonOutputs();
+  auto rep = testutil::runMapped(k, *cfg, t, io, misaligned);
+  ASSERT_TRUE(rep.ok()) << rep.error().str();
+  ASSERT_FALSE(rep->ok) << "swizzled tiles off the pattern boundary without base_offset, yet nothing reported";
+  const std::string& e = rep->errors[0];
+  EXPECT_NE(e.find("descriptor starts at shared offset"), std::string::npos) << e;
+  EXPECT_NE(e.find("base_offset must be 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("thread ("), std::string::npos) << e;
+  EXPECT_NE(e.find("wgmma"), std::string::npos) << e;
+}
+
 // Negative controls: the same kernel on an emulated GPU that ignores the swizzle computes wrong
 // values; without the consumers' wait on the full barrier they read bytes no TMA has landed;
 // without the wgmma wait before the release the producer overwrites a stage a wgmma may still read.
