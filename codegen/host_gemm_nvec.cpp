@@ -6,7 +6,7 @@
 // serves the small GEMMs whose operands fit the L1.
 //
 //   for b, [parallel] chunks of column strips of NV vectors (then the partial last strip):
-//     for row tiles of MR rows (then the partial last tile, statically):
+//     for row tiles of MR rows (a loop; then the partial last tile):
 //       MR x NV accumulators, NV vectors of B held while MR elements of A are broadcast; one
 //       tile: over all of K. Several: over blocks of KC, the first tile copying the strip of B
 //       it reads into an L1 scratch (KC x NV vectors) that the later tiles read: B's rows are N
@@ -125,6 +125,17 @@ class NvecBuilder {
     chunk(par.getInductionVars()[0]);
   }
 
+  // The row tiles of a strip: the first (it copies B when several follow), a loop over the other
+  // full tiles, the partial last. A loop, not one copy per tile: at M = 64 and MR = 1 the copies
+  // took LLVM 5-6 s of CPU to compile (0.9 s for the packed default), long enough for a worker's
+  // lease on the candidate to be taken over before it had been measured.
+  void rowTiles(const std::function<void(Value row0, int64_t rows, bool first)>& body) {
+    const int64_t M = p_.g.m, full = M / p_.MR, rest = M % p_.MR;
+    if (full > 0) body(idx(0), p_.MR, true);
+    if (full > 1) loop(idx(p_.MR), idx(full * p_.MR), p_.MR, [&](Value r0) { body(r0, p_.MR, false); });
+    if (rest) body(idx(full * p_.MR), rest, full == 0);
+  }
+
   // One strip of `nv` vectors from col0, its last vector `lastValid` lanes wide; `slot` is the
   // scratch of the thread running it. One row tile: all of K in registers. Several: K in blocks
   // of KC, whose copied strip of B stays in the L1 for the later tiles, the sums carried between
@@ -132,45 +143,40 @@ class NvecBuilder {
   void strip(Value col0, int64_t nv, int64_t lastValid, Value slot) {
     const int64_t M = p_.g.m, K = p_.g.k;
     if (!multiTile_ || K <= kc_) {
-      for (int64_t r0 = 0; r0 < M; r0 += p_.MR) {
-        const int64_t rows = std::min(p_.MR, M - r0);
+      rowTiles([&](Value r0, int64_t rows, bool first) {
         SmallVector<Value> acc(rows * nv, zeros(vf_));
-        tile(r0, rows, col0, nv, lastValid, slot, r0 == 0, idx(0), K, acc);
+        tile(r0, rows, col0, nv, lastValid, slot, first, idx(0), K, acc);
         finish(r0, rows, col0, nv, lastValid, acc);
-      }
+      });
       return;
     }
-    for (int64_t r = 0; r < M; ++r)
-      for (int64_t v = 0; v < nv; ++v) vector::StoreOp::create(b_, loc_, zeros(vf_), ctile_, ValueRange{slot, idx(r), idx(v * p_.VW)});
+    auto ctile = [&](Value r0, int64_t r, int64_t v) { return SmallVector<Value, 3>{slot, add(r0, r), idx(v * p_.VW)}; };
+    loop(idx(0), idx(M), 1, [&](Value r) {
+      for (int64_t v = 0; v < nv; ++v) vector::StoreOp::create(b_, loc_, zeros(vf_), ctile_, ctile(r, 0, v));
+    });
+    auto loadC = [&](Value r0, int64_t rows) {
+      SmallVector<Value> acc;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t v = 0; v < nv; ++v) acc.push_back(vector::LoadOp::create(b_, loc_, vf_, ctile_, ctile(r0, r, v)));
+      return acc;
+    };
     auto block = [&](Value k0, int64_t count) {
-      for (int64_t r0 = 0; r0 < M; r0 += p_.MR) {
-        const int64_t rows = std::min(p_.MR, M - r0);
-        SmallVector<Value> acc;
+      rowTiles([&](Value r0, int64_t rows, bool first) {
+        SmallVector<Value> acc = loadC(r0, rows);
+        tile(r0, rows, col0, nv, lastValid, slot, first, k0, count, acc);
         for (int64_t r = 0; r < rows; ++r)
-          for (int64_t v = 0; v < nv; ++v)
-            acc.push_back(vector::LoadOp::create(b_, loc_, vf_, ctile_, ValueRange{slot, idx(r0 + r), idx(v * p_.VW)}));
-        tile(r0, rows, col0, nv, lastValid, slot, r0 == 0, k0, count, acc);
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t v = 0; v < nv; ++v)
-            vector::StoreOp::create(b_, loc_, acc[r * nv + v], ctile_, ValueRange{slot, idx(r0 + r), idx(v * p_.VW)});
-      }
+          for (int64_t v = 0; v < nv; ++v) vector::StoreOp::create(b_, loc_, acc[r * nv + v], ctile_, ctile(r0, r, v));
+      });
     };
     const int64_t blocks = K / kc_, rest = K % kc_;
     if (blocks > 0) loop(idx(0), idx(blocks * kc_), kc_, [&](Value k0) { block(k0, kc_); });
     if (rest) block(idx(blocks * kc_), rest);
-    for (int64_t r0 = 0; r0 < M; r0 += p_.MR) {
-      const int64_t rows = std::min(p_.MR, M - r0);
-      SmallVector<Value> acc;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t v = 0; v < nv; ++v)
-          acc.push_back(vector::LoadOp::create(b_, loc_, vf_, ctile_, ValueRange{slot, idx(r0 + r), idx(v * p_.VW)}));
-      finish(r0, rows, col0, nv, lastValid, acc);
-    }
+    rowTiles([&](Value r0, int64_t rows, bool) { finish(r0, rows, col0, nv, lastValid, loadC(r0, rows)); });
   }
 
   // Adds depth [k0, k0 + count) of rows [row0, row0 + rows) x the strip to `acc`. The first tile
   // reads B in place (masked past N) and, with several tiles, copies it to the scratch at k - k0.
-  void tile(int64_t row0, int64_t rows, Value col0, int64_t nv, int64_t lastValid, Value slot, bool first, Value k0,
+  void tile(Value row0, int64_t rows, Value col0, int64_t nv, int64_t lastValid, Value slot, bool first, Value k0,
             int64_t count, SmallVector<Value>& acc) {
     const ir::GemmInfo& g = p_.g;
     auto valid = [&](int64_t v) { return v + 1 < nv ? p_.VW : lastValid; };
@@ -193,7 +199,7 @@ class NvecBuilder {
       return x;
     };
     auto aVal = [&](Value k, int64_t r) -> Value {
-      Value a = memref::LoadOp::create(b_, loc_, A_, g.transA ? at(k, idx(row0 + r)) : at(idx(row0 + r), k));
+      Value a = memref::LoadOp::create(b_, loc_, A_, g.transA ? at(k, add(row0, r)) : at(add(row0, r), k));
       return vector::BroadcastOp::create(b_, loc_, vf_, toF32(a));
     };
     auto step = [&](Value k, SmallVector<Value>& a) {
@@ -219,7 +225,7 @@ class NvecBuilder {
   }
 
   // The epilogue and the stores of rows [row0, row0 + rows) of the strip: exactly the valid lanes.
-  void finish(int64_t row0, int64_t rows, Value col0, int64_t nv, int64_t lastValid, const SmallVector<Value>& acc) {
+  void finish(Value row0, int64_t rows, Value col0, int64_t nv, int64_t lastValid, const SmallVector<Value>& acc) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < nv; ++v) {
         Value x = acc[r * nv + v];
@@ -227,7 +233,7 @@ class NvecBuilder {
         if (w < p_.VW)
           x = vector::ExtractStridedSliceOp::create(b_, loc_, x, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{w},
                                                     ArrayRef<int64_t>{1});
-        Value row = idx(row0 + r), col = add(col0, v * p_.VW);
+        Value row = add(row0, r), col = add(col0, v * p_.VW);
         auto e = epilogue(x, row, col, w);
         if (!e.ok()) {
           if (error_.ok()) error_ = e.takeError();

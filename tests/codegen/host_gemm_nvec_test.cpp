@@ -38,12 +38,13 @@ TEST(HostGemmNvec, EveryDtypeOnOddShapesAndThreads) {
     const char* config;
   };
   // One row and prime sizes; one row tile (all of K in registers) and several (K blocks of KC
-  // with a partial last block, the copied strip of B); N below, at and past whole strips.
+  // with a partial last block; the loop over full row tiles and the partial last; at 9x83x129 a
+  // B past half the L1, so the copied strip of B); N below, at and past whole strips.
   const std::vector<Case> cases = {{{1, 1, 1}, "MR=1,NV=1,KC=16,KU=1"},
                                    {{1, 67, 129}, "MR=1,NV=3,KC=16,KU=4"},
                                    {{13, 37, 37}, "MR=4,NV=2,KC=16,KU=2,THREADS=2"},
                                    {{16, 100, 3}, "MR=8,NV=1,KC=16,KU=1,THREADS=2"},
-                                   {{5, 7, 129}, "MR=2,NV=1,KC=32,KU=2"},
+                                   {{9, 83, 129}, "MR=2,NV=1,KC=32,KU=2"},
                                    {{2, 17, 37}, "MR=2,NV=2,KC=16,KU=4"}};
   int i = 0;
   for (ScalarType t : {ScalarType::F32, ScalarType::F16, ScalarType::BF16})
