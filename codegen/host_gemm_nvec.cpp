@@ -5,6 +5,8 @@
 // costs as much as the one pass over it that the product needs; up to kNvecMaxM rows it also
 // serves the small GEMMs whose operands fit the L1.
 //
+//   One row tile over a B past the L2 (few rows, big B): for K blocks of KC, the strips below
+//   each over its block only, the sums kept between blocks in an f32 copy of C.
 //   for b, [parallel] chunks of column strips of NV vectors (then the partial last strip):
 //     for row tiles of MR rows (a loop; then the partial last tile):
 //       MR x NV accumulators, NV vectors of B held while MR elements of A are broadcast; one
@@ -40,9 +42,11 @@ struct NvecPlan {
 
 class NvecBuilder {
  public:
-  NvecBuilder(OpBuilder& b, Location loc, const NvecPlan& p, std::map<std::string, Value>& args, int64_t l1Bytes)
+  NvecBuilder(OpBuilder& b, Location loc, const NvecPlan& p, std::map<std::string, Value>& args, int64_t l1Bytes,
+              int64_t l2Bytes)
       : b_(b), loc_(loc), p_(p), args_(args) {
     l1Bytes_ = std::max<int64_t>(4096, l1Bytes);
+    l2Bytes_ = l2Bytes > 0 ? l2Bytes : l2Bytes_;
     f32_ = b.getF32Type();
     vf_ = VectorType::get({p.VW}, f32_);
   }
@@ -60,6 +64,15 @@ class NvecBuilder {
     // small GEMMs libxsmm serves), else the copy the first tile made of the strip.
     const int64_t bBytes = g.k * g.n * int64_t(cast<MemRefType>(B_.getType()).getElementTypeBitWidth() / 8);
     copyB_ = multiTile_ && bBytes > l1Bytes_ / 2;
+    // One row tile over a B past the L2 (3x4096x1024: 16 MB): a strip walked down all of K reads
+    // one line from each of K pages, which the prefetchers do not follow (0.67x OpenBLAS). With
+    // the K blocks outside the strips, the strips of one block read KC pages left to right, and
+    // the sums wait between blocks in an f32 copy of C.
+    kOuter_ = !multiTile_ && g.k > kc_ && bBytes > l2Bytes_;
+    if (kOuter_)
+      cacc_ = memref::AllocOp::create(b_, loc_, MemRefType::get({g.m, (g.n + p_.VW - 1) / p_.VW * p_.VW}, f32_),
+                                      b_.getI64IntegerAttr(64))
+                  .getResult();
     if (multiTile_) {
       auto alloc = [&](int64_t rows) {
         return memref::AllocOp::create(b_, loc_, MemRefType::get({chunks, rows, width}, f32_), b_.getI64IntegerAttr(64))
@@ -71,7 +84,10 @@ class NvecBuilder {
     auto batchBody = [&](Value bi) {
       bi_ = bi;
       if (strips > 0) fullStrips(strips, chunks, width);
-      if (rest) strip(idx(strips * width), (rest + p_.VW - 1) / p_.VW, rest - (rest - 1) / p_.VW * p_.VW, idx(0));
+      if (!rest) return;
+      const int64_t nv = (rest + p_.VW - 1) / p_.VW, lastValid = rest - (rest - 1) / p_.VW * p_.VW;
+      if (kOuter_) kBlocksOutside([&](const StripFn& body) { body(idx(strips * width), nv, lastValid); });
+      else strip(idx(strips * width), nv, lastValid, idx(0));
     };
     if (g.batch) loop(idx(0), idx(g.batch), 1, batchBody);
     else batchBody(Value());
@@ -116,13 +132,40 @@ class NvecBuilder {
     auto chunk = [&](Value t) {
       Value lb = arith::MulIOp::create(b_, loc_, t, idx(per));
       Value ub = arith::MinSIOp::create(b_, loc_, add(lb, per), idx(strips));
-      loop(lb, ub, 1, [&](Value s) { strip(arith::MulIOp::create(b_, loc_, s, idx(width)), p_.NV, p_.VW, t); });
+      auto col = [&](Value s) { return Value(arith::MulIOp::create(b_, loc_, s, idx(width))); };
+      if (kOuter_)
+        return kBlocksOutside([&](const StripFn& body) { loop(lb, ub, 1, [&](Value s) { body(col(s), p_.NV, p_.VW); }); });
+      loop(lb, ub, 1, [&](Value s) { strip(col(s), p_.NV, p_.VW, t); });
     };
     if (chunks <= 1) return chunk(idx(0));
     auto par = scf::ParallelOp::create(b_, loc_, ValueRange{idx(0)}, ValueRange{idx(chunks)}, ValueRange{idx(1)});
     OpBuilder::InsertionGuard guard(b_);
     b_.setInsertionPoint(par.getBody()->getTerminator());
     chunk(par.getInductionVars()[0]);
+  }
+
+  using StripFn = std::function<void(Value col0, int64_t nv, int64_t lastValid)>;
+
+  // The one row tile of every strip `strips` emits, K block by K block: the first block starts
+  // from zero, the last one finishes; between blocks the sums wait in cacc_.
+  void kBlocksOutside(const std::function<void(const StripFn&)>& strips) {
+    const int64_t M = p_.g.m, K = p_.g.k, blocks = (K + kc_ - 1) / kc_;
+    auto at = [&](Value col0, int64_t r, int64_t v) { return SmallVector<Value, 2>{idx(r), add(col0, v * p_.VW)}; };
+    auto block = [&](Value k0, int64_t count, bool first, bool last) {
+      strips([&](Value col0, int64_t nv, int64_t lastValid) {
+        SmallVector<Value> acc;
+        for (int64_t r = 0; r < M; ++r)
+          for (int64_t v = 0; v < nv; ++v)
+            acc.push_back(first ? zeros(vf_) : Value(vector::LoadOp::create(b_, loc_, vf_, cacc_, at(col0, r, v))));
+        tile(idx(0), M, col0, nv, lastValid, idx(0), false, k0, count, acc);
+        if (last) return finish(idx(0), M, col0, nv, lastValid, acc);
+        for (int64_t r = 0; r < M; ++r)
+          for (int64_t v = 0; v < nv; ++v) vector::StoreOp::create(b_, loc_, acc[r * nv + v], cacc_, at(col0, r, v));
+      });
+    };
+    block(idx(0), kc_, true, false);
+    if (blocks > 2) loop(idx(kc_), idx((blocks - 1) * kc_), kc_, [&](Value k0) { block(k0, kc_, false, false); });
+    block(idx((blocks - 1) * kc_), K - (blocks - 1) * kc_, false, true);
   }
 
   // The row tiles of a strip: the first (it copies B when several follow), a loop over the other
@@ -266,9 +309,9 @@ class NvecBuilder {
   std::map<std::string, Value>& args_;
   Type f32_;
   VectorType vf_;
-  Value A_, B_, C_, scratch_, ctile_, bi_;
-  bool multiTile_ = false, copyB_ = false;
-  int64_t kc_ = 1, l1Bytes_ = 32768;
+  Value A_, B_, C_, scratch_, ctile_, cacc_, bi_;
+  bool multiTile_ = false, copyB_ = false, kOuter_ = false;
+  int64_t kc_ = 1, l1Bytes_ = 32768, l2Bytes_ = 1 << 20;
   Status error_;
 };
 
@@ -312,7 +355,7 @@ Expected<HostPayload> buildHostGemmNvec(MLIRContext* ctx, const ir::Kernel& k, c
   out.module = ModuleOp::create(loc);
   std::map<std::string, Value> args;
   createKernelFunc(b, *out.module, k, &args);
-  NvecBuilder nb(b, loc, p, args, t.l1dBytes);
+  NvecBuilder nb(b, loc, p, args, t.l1dBytes, t.l2Bytes);
   TESSERA_TRY(nb.build());
   func::ReturnOp::create(b, loc);
   out.threads = int(p.threads);

@@ -364,6 +364,11 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
     // With several row tiles the strip of B copied by the first one (KC x NV vectors) is read by
     // the others: half the L1 holds it beside the rows of A and the f32 tile of C.
     kc = pickAtMost(kcDom, std::max<int64_t>(16, t.l1dBytes / 2 / (nt.nv * lanes * 4)));
+    // One row tile over a B past the L2: nvec runs its K blocks outside the strips, each block's
+    // strips reading KC pages of B left to right; the fewer pages at once, the better the
+    // prefetchers follow (3x4096x1024 on AVX2, interleaved at load 4-5: KC 16 1.9-2.5 ms,
+    // 32 2.9-6.9, 128 4.6-8.8, all of K per strip 4.2-8.8).
+    if (g.m <= nt.mr && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes)) kc = pickAtMost(kcDom, 16);
   }
   if (sched == "plain" || sched == "packed") {
     // The transform schedules keep the defaults measured for them (plainTile: 8x32 on AVX-512,

@@ -68,6 +68,40 @@ TEST(HostGemmNvec, BatchAndFusedEpilogues) {
   }
 }
 
+// One row tile over a B past the L2: the K blocks run outside the strips, the sums kept between
+// blocks in an f32 copy of C. A host with a 1 KiB L2 takes that path at sizes a test affords: two
+// blocks (the first and the last), several (a loop between them, a partial last), two threads,
+// a masked last strip, bf16 with A transposed and a fused epilogue. Breaking the carried sums
+// (the middle blocks' loads) fails it.
+TEST(HostGemmNvec, KBlocksOutsideTheStripsForABPastTheL2) {
+  TargetDesc t = testutil::twoThreadHost();
+  t.l2Bytes = 1024;
+  struct Case {
+    GemmSpec s;
+    const char* config;
+  };
+  GemmSpec fused{.m = 3, .n = 67, .k = 129, .dtype = ScalarType::BF16, .transA = true};
+  fused.epilogue = "relu(acc + bias)";
+  fused.shapes["bias"] = {67};
+  const std::vector<Case> cases = {{{.m = 2, .n = 20, .k = 33}, "MR=2,NV=2,KC=32,KU=2"},
+                                   {{.m = 1, .n = 37, .k = 40}, "MR=1,NV=3,KC=16,KU=1"},
+                                   {{.m = 3, .n = 67, .k = 129}, "MR=4,NV=2,KC=16,KU=4,THREADS=2"},
+                                   {fused, "MR=4,NV=2,KC=16,KU=2,THREADS=2"}};
+  for (const Case& c : cases) {
+    Kernel g = *buildGemm(c.s);
+    auto r = testutil::checkHostOn(t, g, cfg(std::string("schedule=nvec,") + c.config));
+    EXPECT_TRUE(r.correct) << g.name << " " << c.config << ": " << r.error;
+  }
+  // The default for one row tile over a B past the L2 reads 16 rows of it per block.
+  for (const auto& name : hostPresets()) {
+    TargetDesc h = *hostPreset(name);
+    auto sp = search::makeSpace(*buildGemm({.m = 3, .n = 4096, .k = 1024}), h);
+    ASSERT_TRUE(sp.ok()) << sp.error().str();
+    const bool oneTile = std::get<int64_t>(sp->defaults().values.at("MR")) >= 3;
+    EXPECT_EQ(std::get<int64_t>(sp->defaults().values.at("KC")) == 16, oneTile && 4096 * 1024 * 4 > h.l2Bytes) << name;
+  }
+}
+
 // Negative control for the checks above: an nvec kernel computing a neighbouring GEMM (alpha 1.01)
 // is caught by the same comparison, with several row tiles, K blocks and a masked last strip.
 TEST(HostGemmNvec, ComparisonCatchesANeighbouringKernel) {
