@@ -17,8 +17,8 @@
 //
 // The partial last strip's last vector is masked: its loads are zero past N and its epilogue and
 // stores are exactly the valid lanes. This is the small-M path BLIS and libxsmm special-case.
-// Knobs: MR (rows per tile), NV (vectors per strip), KC (depth block with several row tiles), KU
-// (unroll of the K loop), THREADS.
+// Knobs: MR (rows per tile), NV (vectors per strip), KC (depth block with several row tiles, or
+// with one over a B past the L2), KU (unroll of the K loop), THREADS.
 #include <algorithm>
 
 #include "codegen/codegen.h"
