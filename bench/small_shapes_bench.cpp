@@ -7,8 +7,9 @@
 // and the best against OpenBLAS sgemm in this process (interleaved rounds, A/B/A/B), and the
 // machine's load is printed before and after.
 // Usage: small_shapes_bench [--threads N] [--isa x86-64-v3] [--family gemm|elementwise|attention] [--quick]
-//                           [--skinny] [--max-configs N]
+//                           [--skinny] [--shapes MxNxK,...] [--max-configs N]
 // --skinny: only the skinny GEMMs (M or N in 1..16, and the few-column shapes of issue 53).
+// --shapes MxNxK[,MxNxK...]: only these GEMMs.
 // --isa compiles and derives the defaults for that ISA level of this CPU (an AVX2 host's rules on an
 // AVX-512 machine: its vector width and registers, this machine's caches).
 #include <algorithm>
@@ -179,15 +180,22 @@ ir::Kernel attention(int64_t heads, int64_t seq, int64_t dim, bool causal) {
 // shapes OpenBLAS was measured well ahead at (129x7x200, a matrix-vector product, N = 8 deep).
 const std::vector<std::array<int64_t, 3>> kSkinny = {{129, 7, 200},  {1, 4096, 4096}, {4096, 8, 4096}, {2, 1024, 1024},
                                                      {16, 1024, 1024}, {1024, 2, 1024}, {1024, 16, 1024}, {2048, 4, 256},
-                                                     {200, 12, 300},  {300, 3, 1000},  {8, 8, 2048},     {1000, 1, 1000}};
+                                                     {200, 12, 300},  {300, 3, 1000},  {8, 8, 2048},     {1000, 1, 1000},
+                                                     {64, 4096, 4096}, {5, 1000, 700}, {13, 1024, 1024}, {3, 4096, 1024},
+                                                     {11, 2048, 256}, {257, 13, 511}};
 
 std::string mnk(int64_t m, int64_t n, int64_t k) { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
 
-std::vector<Case> cases(const std::string& only, bool quick, bool skinnyOnly) {
+std::vector<Case> cases(const std::string& only, bool quick, bool skinnyOnly,
+                        const std::vector<std::array<int64_t, 3>>& shapes) {
   std::vector<Case> out;
   auto add = [&](const std::string& fam, const std::string& label, ir::Kernel k) {
     if (only.empty() || only == fam) out.push_back({fam, label, std::move(k)});
   };
+  if (!shapes.empty()) {
+    for (auto [m, n, k] : shapes) add("gemm", mnk(m, n, k), gemm(m, n, k));
+    return out;
+  }
   if (skinnyOnly) {
     for (auto [m, n, k] : kSkinny) add("gemm", mnk(m, n, k), gemm(m, n, k));
     return out;
@@ -230,6 +238,7 @@ int main(int argc, char** argv) {
   int threads = 1, maxConfigs = 60;
   std::string only, isa;
   bool quick = false, skinny = false;
+  std::vector<std::array<int64_t, 3>> shapes;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
@@ -238,9 +247,26 @@ int main(int argc, char** argv) {
     else if (a == "--max-configs" && i + 1 < argc) maxConfigs = std::atoi(argv[++i]);
     else if (a == "--quick") quick = true;
     else if (a == "--skinny") skinny = true;
+    else if (a == "--shapes" && i + 1 < argc) {
+      std::string list = argv[++i];
+      for (size_t at = 0; at <= list.size();) {
+        size_t end = list.find(',', at);
+        if (end == std::string::npos) end = list.size();
+        long long m = 0, n = 0, k = 0;
+        char tail = 0;
+        if (std::sscanf(list.substr(at, end - at).c_str(), "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 ||
+            k < 1 || m * n > (1LL << 26) || m * k > (1LL << 26) || n * k > (1LL << 26)) {
+          std::fprintf(stderr, "%s: --shapes takes MxNxK[,MxNxK...] of positive sizes (each operand at most 2^26 elements)\n",
+                       argv[0]);
+          return 2;
+        }
+        shapes.push_back({m, n, k});
+        at = end + 1;
+      }
+    }
     else {
       std::printf("usage: %s [--threads N] [--isa x86-64-v3] [--family gemm|elementwise|attention] [--quick] [--skinny]"
-                  " [--max-configs N]\n",
+                  " [--shapes MxNxK,...] [--max-configs N]\n",
                   argv[0]);
       return a == "-h" || a == "--help" ? 0 : 2;
     }
@@ -287,7 +313,7 @@ int main(int argc, char** argv) {
   std::vector<double> blasLogs;
   double worstBlas = 1e30;
   std::string worstBlasKernel;
-  for (const Case& c : cases(only, quick, skinny)) {
+  for (const Case& c : cases(only, quick, skinny, shapes)) {
     auto space = search::makeSpace(c.kernel, host);
     if (!space.ok()) {
       std::printf("%-11s %-24s space: %s\n", c.family.c_str(), c.label.c_str(), space.error().str().c_str());

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "codegen/host_gemm_kvec.h"
+#include "codegen/host_gemm_nvec.h"
 #include "codegen/host_strategies.h"
 #include "codegen/linalg_elementwise.h"
 #include "codegen/expr_emitter.h"
@@ -41,7 +42,7 @@ Expected<GemmKnobs> readKnobs(const ir::Config& c) {
   TESSERA_ASSIGN(std::string order, c.getStr("ORDER"));
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, m); };
   if (k.schedule != "plain" && k.schedule != "packed")
-    return bad("schedule must be plain, packed, blis, bf16dot, amx or kvec, got " + k.schedule);
+    return bad("schedule must be plain, packed, blis, bf16dot, amx, kvec or nvec, got " + k.schedule);
   // The transform schedules run on one thread; THREADS > 1 is the blis family's.
   if (c.values.count("THREADS")) {
     TESSERA_ASSIGN(int64_t threads, c.getInt("THREADS"));
@@ -89,6 +90,7 @@ Expected<HostPayload> buildHostGemm(MLIRContext* ctx, const ir::Kernel& k, const
   TESSERA_ASSIGN(std::string sched, c.getStr("schedule"));
   if (sched == "blis" || sched == "bf16dot" || sched == "amx") return buildHostGemmBlis(ctx, k, c, t);
   if (sched == "kvec") return buildHostGemmKvec(ctx, k, c, t);
+  if (sched == "nvec") return buildHostGemmNvec(ctx, k, c, t);
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
   TESSERA_ASSIGN(GemmKnobs kn, readKnobs(c));
   HostPayload out;

@@ -97,7 +97,7 @@ class HostFeatures : public FeatureExtractor {
     // Every schedule but plain packs its panels (blis, bf16dot and amx too); d10 tells them apart.
     const std::string sched = knobStr(c, "schedule");
     bool packed = sched != "plain";
-    float schedCode = sched == "plain" ? 0.f : sched == "packed" ? 1.f : sched == "blis" ? 2.f : sched == "bf16dot" ? 3.f : sched == "kvec" ? 5.f : 4.f;
+    float schedCode = sched == "plain" ? 0.f : sched == "packed" ? 1.f : sched == "blis" ? 2.f : sched == "bf16dot" ? 3.f : sched == "kvec" ? 5.f : sched == "nvec" ? 6.f : 4.f;
     int64_t MR = knob(c, "MR", 8), NR = knob(c, "NR", 32), MC = knob(c, "MC", 64), NC = knob(c, "NC", 512),
             KC = knob(c, "KC", 256), KU = knob(c, "KU", 1);
     int64_t mc = packed ? std::min(MC, roundUp(m_, MR)) : std::min(MC, m_);

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "codegen/host_gemm_kvec.h"
+#include "codegen/host_gemm_nvec.h"
 #include "ir/families.h"
 #include "ir/gemm_epilogue.h"
 #include "search/space.h"
@@ -41,6 +42,8 @@ std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t)
   if (g.inType == ir::ScalarType::BF16 && t.hasIsa("amx_bf16") && g.m >= 16) d.push_back(std::string("amx"));
   // Few columns: dot products along K (A read in place, so stored M x K).
   if (g.n <= codegen::kKvecMaxN && !g.transA) d.push_back(std::string("kvec"));
+  // Few rows: vectors along N, the rows of a strip in registers (B read in place, so stored K x N).
+  if (g.m <= codegen::kNvecMaxM && !g.transB) d.push_back(std::string("nvec"));
   return d;
 }
 
@@ -55,6 +58,20 @@ std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t)
 // 4 x 8 ran 2.4x slower than kvec 6 x 2 in one run), and K is deep enough (4 vectors) that one
 // reduction per element of C is small next to its FMAs.
 bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes != 0 || g.n <= lanes) && g.k >= 4 * lanes; }
+
+// nvec by default for columns of at least two vectors and few rows (M <= 16: B streams once
+// and nothing is packed; 16x1024x1024 on AVX2 0.83-1.17x OpenBLAS against plain's 0.93x, 13 rows
+// 1.4-1.6x), or up to kNvecMaxM rows where A, B and C fit the L1 with room to spare (24^3
+// 2.2-2.4x OpenBLAS against plain's 1.8x, 40^3 1.7-1.8x; 56^3, 37 KB, ran 0.7-0.9x and stays
+// with plain; 64^3 fills a 48 KB L1 exactly and stays with plain too). One or
+// two rows of a B past the L2 are memory-bound: plain's depth blocks of 16 walk B along its rows
+// (NC columns contiguous) where nvec's strips walk it down K rows of a few lines each
+// (2x1024x1024 and 2x4096x1024 on AVX2: plain 1.15x faster in one run each), so they keep plain.
+bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t) {
+  const double bytes = double(ir::byteSize(g.inType)) * double(g.m * g.k + g.k * g.n) + 4.0 * double(g.m * g.n);
+  if (g.m <= 2 && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes)) return false;
+  return g.n >= 2 * lanes && (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes < double(t.l1dBytes)));
+}
 
 struct KvecTile {
   int64_t mr = 1, nj = 1;
@@ -82,6 +99,45 @@ KvecTile kvecTile(const TargetDesc& t, const ir::GemmInfo& g, const std::vector<
       score /= double(g.m * g.n);
       bool better = score > bestScore * 1.002 || (score > bestScore * 0.998 && mr * nj > best.mr * best.nj);
       if (better) bestScore = std::max(bestScore, score), best = {mr, nj};
+    }
+  return best;
+}
+
+// nvec's register tile: MR rows x NV vectors of C, the NV vectors of B held while MR elements
+// of A are broadcast (MR·NV + NV + 1 registers). Scored as kvecTile: a tile of r x v runs at
+// min(1, r·v / (latency · FMA pipes)) x min(1, 2·r·v / (pipes·(r + v))) of the FMA peak, the row
+// tiles (whole ones and the partial last) and the column strips (whole ones and the partial last,
+// its vectors counted whole: a masked lane costs as much as a useful one) weighted by their
+// elements; within 2 % the one with more vectors (each B vector serves MR FMAs, each broadcast
+// of A NV), then more rows. 56^3 on AVX2, one run: 14 x 1 6.2-7.9 us against plain's 4.3-5.6.
+struct NvecTile {
+  int64_t mr = 1, nv = 1;
+};
+NvecTile nvecTile(const TargetDesc& t, const ir::GemmInfo& g, int64_t lanes, const std::vector<ir::KnobValue>& mrDom,
+                  const std::vector<ir::KnobValue>& nvDom) {
+  const double need = double(t.fmaLatency) * double(t.fmaPerCycle), pipes = std::max(1, t.fmaPerCycle);
+  auto eff = [&](int64_t r, int64_t v) {
+    double acc = double(r * v);
+    return std::min(1.0, acc / need) * std::min(1.0, 2.0 * acc / (pipes * double(r + v)));
+  };
+  const int64_t vecs = ceilDiv(g.n, lanes);
+  NvecTile best;
+  double bestScore = -1;
+  int64_t bestMr = 0, bestNv = 0;
+  for (const auto& mv : mrDom)
+    for (const auto& vv : nvDom) {
+      int64_t mr = std::min(std::get<int64_t>(mv), g.m), nv = std::min(std::get<int64_t>(vv), vecs);
+      if (mr * nv + nv + 1 > t.vectorRegisters) continue;
+      double score = 0;
+      for (auto [r, nr] : std::vector<std::pair<int64_t, int64_t>>{{mr, g.m / mr}, {g.m % mr, 1}})
+        for (auto [v, ns] : std::vector<std::pair<int64_t, int64_t>>{{nv, vecs / nv}, {vecs % nv, 1}})
+          if (r && v) score += eff(r, v) * double(r * v * nr * ns);
+      score = score / double(g.m * vecs) * double(g.n) / double(vecs * lanes);
+      bool better = score > bestScore * 1.02 || (score > bestScore * 0.98 && (nv > bestNv || (nv == bestNv && mr > bestMr)));
+      if (better) {
+        bestScore = std::max(bestScore, score), bestMr = mr, bestNv = nv;
+        best = {std::get<int64_t>(mv), std::get<int64_t>(vv)};
+      }
     }
   return best;
 }
@@ -260,9 +316,14 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   std::vector<ir::KnobValue> njDom;
   if (has(schedDom, "kvec"))
     for (int64_t j = 1; j <= std::min<int64_t>(g.n, 8); ++j) njDom.push_back(j);
+  std::vector<ir::KnobValue> nvDom;
+  if (has(schedDom, "nvec"))
+    for (int64_t v : {1, 2, 3, 4, 6, 8})
+      if (v == 1 || (v - 1) * lanes < g.n) nvDom.push_back(v);
   std::string sched;
   if (has(schedDom, "amx")) sched = "amx";
   else if (has(schedDom, "kvec") && kvecByDefault(g, lanes)) sched = "kvec";
+  else if (has(schedDom, "nvec") && nvecByDefault(g, lanes, t)) sched = "nvec";
   else if (has(schedDom, "bf16dot")) sched = "bf16dot";
   else if (has(schedDom, "blis") && (half || threads > 1)) sched = "blis";
   // Few columns and no kvec (N whole vectors, or K shallow): packing A costs blis one load and
@@ -296,6 +357,19 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   KvecTile kt;
   if (!njDom.empty()) kt = kvecTile(t, g, mrDom, njDom);
   if (sched == "kvec") mr = kt.mr;
+  NvecTile nt;
+  if (!nvDom.empty()) nt = nvecTile(t, g, lanes, mrDom, nvDom);
+  if (sched == "nvec") {
+    mr = nt.mr;
+    // With several row tiles the strip of B copied by the first one (KC x NV vectors) is read by
+    // the others: half the L1 holds it beside the rows of A and the f32 tile of C.
+    kc = pickAtMost(kcDom, std::max<int64_t>(16, t.l1dBytes / 2 / (nt.nv * lanes * 4)));
+    // One row tile over a B past the L2: nvec runs its K blocks outside the strips, each block's
+    // strips reading KC pages of B left to right; the fewer pages at once, the better the
+    // prefetchers follow (3x4096x1024 on AVX2, interleaved at load 4-5: KC 16 1.9-2.5 ms,
+    // 32 2.9-6.9, 128 4.6-8.8, all of K per strip 4.2-8.8).
+    if (g.m <= nt.mr && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes)) kc = pickAtMost(kcDom, 16);
+  }
   if (sched == "plain" || sched == "packed") {
     // The transform schedules keep the defaults measured for them (plainTile: 8x32 on AVX-512,
     // 6x16 on AVX2, moved to divide M and N: 32x2048x512 on AVX2 plain MR=4 48.0 GFLOP/s, MR=6
@@ -324,6 +398,7 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   // THREADS only where a schedule can use more than one (a knob of one value would only change
   // the config keys of what was recorded before it existed).
   if (!njDom.empty()) s.knobs.push_back({"NJ", njDom, kt.nj, "kvec: columns of C per register tile (vectors along K)"});
+  if (!nvDom.empty()) s.knobs.push_back({"NV", nvDom, nt.nv, "nvec: vectors of C per row of a register tile (few rows)"});
   if (threadDom.size() > 1 && has(schedDom, "blis"))
     s.knobs.push_back({"THREADS", threadDom, threads, "threads (blis family; column blocks in parallel)"});
   const int64_t M = g.m, N = g.n;
@@ -338,6 +413,15 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
       int64_t NJ = geti(c, "NJ"), regs = MR * NJ + std::min(MR, NJ) + 1;
       if (regs > vregs)
         return "kvec tile " + std::to_string(MR) + "x" + std::to_string(NJ) + " needs " + std::to_string(regs) +
+               " vector registers, the target has " + std::to_string(vregs);
+      return std::nullopt;
+    }
+    if (sched == "nvec") {
+      // Only MR, NV, KU and THREADS shape it; the accumulators, the held B vectors and the broadcast.
+      // The tile as the kernel clamps it to the problem (MR past M rows is one tile of M).
+      int64_t mr = std::min(MR, M), NV = std::min(geti(c, "NV"), ceilDiv(N, lanes)), regs = mr * NV + NV + 1;
+      if (regs > vregs)
+        return "nvec tile " + std::to_string(mr) + "x" + std::to_string(NV) + " vectors needs " + std::to_string(regs) +
                " vector registers, the target has " + std::to_string(vregs);
       return std::nullopt;
     }

@@ -8,11 +8,12 @@ namespace {
 constexpr bool kHost = false, kGpu = true;
 
 constexpr KnobRow kKnobs[] = {
-    {"gemm", kHost, "schedule", "plain|packed|blis|bf16dot|amx|kvec"}, {"gemm", kHost, "MC", nullptr},
+    {"gemm", kHost, "schedule", "plain|packed|blis|bf16dot|amx|kvec|nvec"}, {"gemm", kHost, "MC", nullptr},
     {"gemm", kHost, "NC", nullptr},              {"gemm", kHost, "KC", nullptr},
     {"gemm", kHost, "MR", nullptr},              {"gemm", kHost, "NR", nullptr},
     {"gemm", kHost, "KU", nullptr},              {"gemm", kHost, "ORDER", "ij|ji"},
     {"gemm", kHost, "NJ", nullptr},  // kvec: columns per register tile
+    {"gemm", kHost, "NV", nullptr},  // nvec: vectors per row of a register tile
     {"gemm", kGpu, "strategy", "simt|mma|mma-lane|wgmma"}, {"gemm", kGpu, "BM", nullptr},
     {"gemm", kGpu, "BN", nullptr},               {"gemm", kGpu, "BK", nullptr},
     {"gemm", kGpu, "TM", nullptr},               {"gemm", kGpu, "TN", nullptr},

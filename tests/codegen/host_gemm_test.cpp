@@ -124,8 +124,12 @@ TEST(HostGemm, InvalidConfigsAreRejectedCleanly) {
   Kernel k = gemm(16, 16, 16);
   const TargetDesc& host = hostTarget();
   auto space = search::makeSpace(k, host);
-  for (const char* bad : {"MR=0", "NR=-4", "schedule=blocked", "ORDER=kij", "KU=64", "MR=64,NR=256", "MC=8,MR=16"}) {
+  // The transform schedules' knobs (16^3 defaults to nvec, which reads none of MC, NR or ORDER),
+  // then nvec's own.
+  for (const char* bad : {"MR=0", "NR=-4", "schedule=blocked", "ORDER=kij", "KU=64", "MR=64,NR=256", "MC=8,MR=16",
+                          "schedule=nvec,NV=0", "schedule=nvec,KC=-1", "schedule=nvec,KU=64", "schedule=nvec,MR=16,NV=8"}) {
     Config c = space->defaults();
+    c.set("schedule", std::string("plain"));
     Config extra = *Config::parseAssignments(bad);
     for (const auto& [n, v] : extra.values) c.set(n, v);
     auto exe = codegen::compileHost(k, c, host);

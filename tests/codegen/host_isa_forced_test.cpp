@@ -77,6 +77,18 @@ TEST(HostIsaForced, FewColumnGemmsOnAnAvx2Cpu) {
   EXPECT_EQ(knobValueStr(space->defaults().values.at("schedule")), "kvec");
 }
 
+// Few rows: the default is nvec (vectors along N) for both of these; with 8 lanes the last
+// vector of 37 and 131 columns is masked, and the 16-bit output's partial vector stored by element.
+TEST(HostIsaForced, FewRowGemmsOnAnAvx2Cpu) {
+  checkSamples(*buildGemm({.m = 5, .n = 37, .k = 70, .dtype = ScalarType::F16, .transA = true,
+                           .epilogue = "relu(acc + bias)", .shapes = {{"bias", {37}}}}),
+               1, 16);
+  checkSamples(*buildGemm({.m = 13, .n = 131, .k = 29, .dtype = ScalarType::BF16}), 1, 17);
+  auto space = search::makeSpace(*buildGemm({.m = 5, .n = 37, .k = 70}), avx2Host());
+  ASSERT_TRUE(space.ok());
+  EXPECT_EQ(knobValueStr(space->defaults().values.at("schedule")), "nvec");
+}
+
 TEST(HostIsaForced, HalfPrecisionElementwiseOnAnAvx2Cpu) {
   for (ScalarType dt : {ScalarType::BF16, ScalarType::F16}) {
     checkSamples(*buildElementwise({.expr = "y = gelu(x * s + b)", .shape = {7, 1029},

@@ -30,6 +30,7 @@ std::vector<ir::Kernel> kernels() {
   g.dtype = ir::ScalarType::BF16;  // bf16dot and amx are offered for bf16 only
   ks.push_back(*ir::buildGemm(g));
   ks.push_back(*ir::buildGemm({.m = 129, .n = 7, .k = 200}));  // kvec and its NJ: few columns only
+  ks.push_back(*ir::buildGemm({.m = 5, .n = 300, .k = 200}));  // nvec and its NV: few rows only
   ir::ElementwiseSpec e;
   e.expr = "y = gelu(x * s + b)";
   e.shape = {512, 4096};
@@ -90,7 +91,7 @@ TEST(KnobTable, HostScheduleValuesAndThreadsOfEveryNamedHostAreSeen) {
     }
   }
   EXPECT_TRUE(threads);
-  for (const char* s : {"plain", "packed", "blis", "bf16dot", "amx", "kvec"}) EXPECT_TRUE(schedules.count(s)) << s;
+  for (const char* s : {"plain", "packed", "blis", "bf16dot", "amx", "kvec", "nvec"}) EXPECT_TRUE(schedules.count(s)) << s;
 }
 
 // Issue 47 (one legality rule): the service checks a host record's config with the tuner's space

@@ -297,12 +297,12 @@ TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
 // sweep's best). plain has no packing to pad edge tiles: it is the default only where its tiles
 // divide the problem (or B is one vector wide), else the BLIS loops pad them. Zen 4 (16 lanes):
 // 64^3 divides 8 x 32 tiles and a 64-row block: plain. 56^3 leaves a 24-column edge (12x slower
-// on plain, measured): blis. 40^3: blis. 48^3: 16-column tiles divide it: plain with NR=16.
-// 512x1x512: one column: kvec (dot products along K; plain used 1 lane of 16, blis packs a 1-column
-// B for nothing). 1x512x512: a
-// matrix-vector product, depth blocks of 16. 127^3: a prime M keeps at least 4-row tiles (MR=1
-// "padded least" and ran 2x slower). Zen 4 without AVX-512 (8 lanes): 56^3 takes 4 x 8 tiles
-// that divide it and a 64-row block covering it.
+// on plain, measured): blis. 40^3 and 48^3 fit the L1 (A, B and C): nvec, nothing packed, a
+// masked last vector. 512x1x512: one column: kvec (dot products along K; plain used 1 lane of 16,
+// blis packs a 1-column B for nothing). 1x512x512: a matrix-vector product: nvec, one row of 8
+// vectors over all of K. 127^3: a prime M keeps at least 4-row tiles (MR=1
+// "padded least" and ran 2x slower). Zen 4 without AVX-512 (8 lanes): 56^3 (37 KB, past the L1)
+// takes 4 x 8 tiles that divide it and a 64-row block covering it.
 TEST(SpaceOps, GemmDefaultsAtSmallAndAwkwardShapes) {
   auto defaults = [](const char* host, int64_t m, int64_t n, int64_t k) {
     auto g = ir::buildGemm({.m = m, .n = n, .k = k});
@@ -313,13 +313,13 @@ TEST(SpaceOps, GemmDefaultsAtSmallAndAwkwardShapes) {
   auto str = [](const ir::Config& c, const char* knob) { return ir::knobValueStr(c.values.at(knob)); };
   EXPECT_EQ(str(defaults("zen4", 64, 64, 64), "schedule"), "plain");
   EXPECT_EQ(str(defaults("zen4", 56, 56, 56), "schedule"), "blis");
-  EXPECT_EQ(str(defaults("zen4", 40, 40, 40), "schedule"), "blis");
-  EXPECT_EQ(defaults("zen4", 48, 48, 48).str(), "KC=64,KU=1,MC=48,MR=8,NC=64,NR=16,ORDER=ij,schedule=plain");
+  EXPECT_EQ(str(defaults("zen4", 40, 40, 40), "schedule"), "nvec");
+  EXPECT_EQ(str(defaults("zen4", 48, 48, 48), "schedule"), "nvec");
   EXPECT_EQ(str(defaults("zen4", 512, 1, 512), "schedule"), "kvec");
-  EXPECT_EQ(defaults("zen4", 1, 512, 512).str(), "KC=16,KU=1,MC=16,MR=1,NC=512,NR=32,ORDER=ij,schedule=plain");
+  EXPECT_EQ(str(defaults("zen4", 1, 512, 512), "schedule"), "nvec");
   EXPECT_GE(std::get<int64_t>(defaults("zen4", 127, 127, 127).values.at("MR")), 4);
   EXPECT_EQ(str(defaults("zen4", 127, 127, 127), "schedule"), "blis");
-  EXPECT_EQ(defaults("zen4-avx2", 56, 56, 56).str(), "KC=64,KU=1,MC=64,MR=4,NC=64,NR=8,ORDER=ij,schedule=plain");
+  EXPECT_EQ(defaults("zen4-avx2", 56, 56, 56).str(), "KC=64,KU=1,MC=64,MR=4,NC=64,NR=8,NV=1,ORDER=ij,schedule=plain");
   // A negative control: the edge-free rule does not turn tile-aligned, L2-sized problems away from plain.
   EXPECT_EQ(str(defaults("zen4", 128, 128, 128), "schedule"), "plain");
   EXPECT_EQ(str(defaults("zen4", 100, 100, 100), "schedule"), "blis");

@@ -1,0 +1,166 @@
+// Tests the host GEMM for few rows (schedule nvec, vectors along N, every row of a strip in
+// registers): every dtype, A stored either way, one and several row tiles, K blocks with a partial
+// last one, partial (masked) last strips, batch, fused epilogues and two threads against the
+// reference; what it refuses; and where the space offers it and makes it the default.
+#include <gtest/gtest.h>
+
+#include "codegen/codegen.h"
+#include "codegen/host_gemm_nvec.h"
+#include "host_check.h"
+#include "ir/builders.h"
+#include "search/space.h"
+
+using namespace tessera;
+using namespace tessera::ir;
+
+namespace {
+
+Config cfg(const std::string& a) { return *Config::parseAssignments(a); }
+
+std::string defaultSchedule(const Kernel& k, const TargetDesc& t) {
+  auto s = search::makeSpace(k, t);
+  EXPECT_TRUE(s.ok()) << s.error().str();
+  return s.ok() ? knobValueStr(s->defaults().values.at("schedule")) : "";
+}
+
+bool offers(const Kernel& k, const TargetDesc& t, const std::string& sched) {
+  auto s = search::makeSpace(k, t);
+  if (!s.ok()) return false;
+  const Knob* kn = s->find("schedule");
+  return kn && kn->indexOf(sched) >= 0;
+}
+
+}  // namespace
+
+TEST(HostGemmNvec, EveryDtypeOnOddShapesAndThreads) {
+  struct Case {
+    std::array<int64_t, 3> mnk;
+    const char* config;
+  };
+  // One row and prime sizes; one row tile (all of K in registers) and several (K blocks of KC
+  // with a partial last block; the loop over full row tiles and the partial last; at 9x83x129 a
+  // B past half the L1, so the copied strip of B); N below, at and past whole strips.
+  const std::vector<Case> cases = {{{1, 1, 1}, "MR=1,NV=1,KC=16,KU=1"},
+                                   {{1, 67, 129}, "MR=1,NV=3,KC=16,KU=4"},
+                                   {{13, 37, 37}, "MR=4,NV=2,KC=16,KU=2,THREADS=2"},
+                                   {{16, 100, 3}, "MR=8,NV=1,KC=16,KU=1,THREADS=2"},
+                                   {{9, 83, 129}, "MR=2,NV=1,KC=32,KU=2"},
+                                   {{2, 17, 37}, "MR=2,NV=2,KC=16,KU=4"}};
+  int i = 0;
+  for (ScalarType t : {ScalarType::F32, ScalarType::F16, ScalarType::BF16})
+    for (const Case& c : cases) {
+      const bool transA = (i++ % 2) == 1;
+      Kernel g = *buildGemm({.m = c.mnk[0], .n = c.mnk[1], .k = c.mnk[2], .dtype = t, .transA = transA});
+      auto r = testutil::checkHostOn(testutil::twoThreadHost(), g, cfg(std::string("schedule=nvec,") + c.config));
+      EXPECT_TRUE(r.correct) << g.name << " transA=" << transA << " " << c.config << ": " << r.error;
+    }
+}
+
+TEST(HostGemmNvec, BatchAndFusedEpilogues) {
+  for (ScalarType t : {ScalarType::F32, ScalarType::BF16}) {
+    GemmSpec s;
+    s.batch = 2; s.m = 6; s.n = 37; s.k = 45; s.dtype = t; s.transA = t == ScalarType::BF16;
+    // alpha, beta·Cin, a row-broadcast bias (read only to column 37), a per-row scale, an activation.
+    s.alpha = -0.5; s.beta = 1.5; s.epilogue = "gelu(acc * scale + bias)"; s.shapes["bias"] = {37}; s.shapes["scale"] = {2, 6, 1};
+    Kernel k = *buildGemm(s);
+    auto r = testutil::checkHostOn(testutil::twoThreadHost(), k, cfg("schedule=nvec,MR=4,NV=2,KC=16,KU=2,THREADS=2"));
+    EXPECT_TRUE(r.correct) << k.name << ": " << r.error;
+  }
+}
+
+// One row tile over a B past the L2: the K blocks run outside the strips, the sums kept between
+// blocks in an f32 copy of C. A host with a 1 KiB L2 takes that path at sizes a test affords: two
+// blocks (the first and the last), several (a loop between them, a partial last), two threads,
+// a masked last strip, bf16 with A transposed and a fused epilogue. Breaking the carried sums
+// (the middle blocks' loads) fails it.
+TEST(HostGemmNvec, KBlocksOutsideTheStripsForABPastTheL2) {
+  TargetDesc t = testutil::twoThreadHost();
+  t.l2Bytes = 1024;
+  struct Case {
+    GemmSpec s;
+    const char* config;
+  };
+  GemmSpec fused{.m = 3, .n = 67, .k = 129, .dtype = ScalarType::BF16, .transA = true};
+  fused.epilogue = "relu(acc + bias)";
+  fused.shapes["bias"] = {67};
+  const std::vector<Case> cases = {{{.m = 2, .n = 20, .k = 33}, "MR=2,NV=2,KC=32,KU=2"},
+                                   {{.m = 1, .n = 37, .k = 40}, "MR=1,NV=3,KC=16,KU=1"},
+                                   {{.m = 3, .n = 67, .k = 129}, "MR=4,NV=2,KC=16,KU=4,THREADS=2"},
+                                   {fused, "MR=4,NV=2,KC=16,KU=2,THREADS=2"}};
+  for (const Case& c : cases) {
+    Kernel g = *buildGemm(c.s);
+    auto r = testutil::checkHostOn(t, g, cfg(std::string("schedule=nvec,") + c.config));
+    EXPECT_TRUE(r.correct) << g.name << " " << c.config << ": " << r.error;
+  }
+  // The default for one row tile over a B past the L2 reads 16 rows of it per block.
+  for (const auto& name : hostPresets()) {
+    TargetDesc h = *hostPreset(name);
+    auto sp = search::makeSpace(*buildGemm({.m = 3, .n = 4096, .k = 1024}), h);
+    ASSERT_TRUE(sp.ok()) << sp.error().str();
+    const bool oneTile = std::get<int64_t>(sp->defaults().values.at("MR")) >= 3;
+    EXPECT_EQ(std::get<int64_t>(sp->defaults().values.at("KC")) == 16, oneTile && 4096 * 1024 * 4 > h.l2Bytes) << name;
+  }
+}
+
+// Negative control for the checks above: an nvec kernel computing a neighbouring GEMM (alpha 1.01)
+// is caught by the same comparison, with several row tiles, K blocks and a masked last strip.
+TEST(HostGemmNvec, ComparisonCatchesANeighbouringKernel) {
+  Kernel want = *buildGemm({.m = 13, .n = 37, .k = 37});
+  Kernel near = *buildGemm({.m = 13, .n = 37, .k = 37, .alpha = 1.01});
+  Config c = testutil::spaceConfig(want, testutil::twoThreadHost(), "schedule=nvec,MR=4,NV=2,KC=16");
+  auto exe = codegen::compileHost(near, c, testutil::twoThreadHost());
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  EXPECT_FALSE(testutil::runAndCompare(want, **exe, c, 1).correct);
+  auto same = codegen::compileHost(want, c, testutil::twoThreadHost());
+  ASSERT_TRUE(same.ok()) << same.error().str();
+  EXPECT_TRUE(testutil::runAndCompare(want, **same, c, 1).correct);
+}
+
+TEST(HostGemmNvec, RefusesWhatItCannotRun) {
+  const TargetDesc& t = testutil::twoThreadHost();
+  auto refused = [&](const Kernel& k, const std::string& c) {
+    auto exe = codegen::compileHost(k, cfg(c), t);
+    EXPECT_FALSE(exe.ok()) << k.name << " " << c;
+    if (!exe.ok()) {
+      EXPECT_EQ(exe.error().code, ErrorCode::InvalidConfig) << exe.error().str();
+    }
+  };
+  const std::string base = "MC=16,NC=64,KC=16,NR=" + std::to_string(std::max(4, t.simdBits / 32)) + ",ORDER=ij,schedule=nvec,KU=1,";
+  refused(*buildGemm({.m = 5, .n = 40, .k = 20, .transB = true}), base + "MR=2,NV=2");  // B must be read along N
+  refused(*buildGemm({.m = codegen::kNvecMaxM + 1, .n = 40, .k = 20}), base + "MR=2,NV=2");  // more rows than nvec takes
+  refused(*buildGemm({.m = 16, .n = 64, .k = 20}), base + "MR=16,NV=2");  // 35 registers: no register file holds it
+  // The space agrees: not offered for a transposed B or past kNvecMaxM rows, offered next to them;
+  // its rule refuses the tile no register file holds and takes its neighbour.
+  EXPECT_FALSE(offers(*buildGemm({.m = 5, .n = 40, .k = 20, .transB = true}), t, "nvec"));
+  EXPECT_FALSE(offers(*buildGemm({.m = codegen::kNvecMaxM + 1, .n = 40, .k = 20}), t, "nvec"));
+  EXPECT_TRUE(offers(*buildGemm({.m = codegen::kNvecMaxM, .n = 40, .k = 20, .transA = true}), t, "nvec"));
+  auto sp = search::makeSpace(*buildGemm({.m = 16, .n = 64, .k = 20}), t);
+  ASSERT_TRUE(sp.ok()) << sp.error().str();
+  Config c = sp->defaults();
+  c.values["schedule"] = std::string("nvec");
+  c.values["MR"] = int64_t(16);
+  c.values["NV"] = int64_t(2);
+  EXPECT_TRUE(sp->check(c).has_value());
+  c.values["MR"] = int64_t(4);
+  EXPECT_FALSE(sp->check(c).has_value()) << *sp->check(c);
+}
+
+// The default: nvec for few rows and at least two vectors of columns on every named host (each
+// rule derived from that host's vector width and caches); more rows, kvec's few columns, or one or
+// two rows of a B past the L2 keep the others.
+TEST(HostGemmNvec, DefaultForFewRows) {
+  for (const auto& name : hostPresets()) {
+    TargetDesc t = *hostPreset(name);
+    const int64_t lanes = std::max(4, t.simdBits / 32);
+    EXPECT_EQ(defaultSchedule(*buildGemm({.m = 1, .n = 512, .k = 128}), t), "nvec") << name;
+    EXPECT_EQ(defaultSchedule(*buildGemm({.m = 3, .n = 4096, .k = 1024}), t), "nvec") << name;
+    // One or two rows of a B past the L2: plain walks B along its rows.
+    EXPECT_NE(defaultSchedule(*buildGemm({.m = 2, .n = 4096, .k = 1024}), t), "nvec") << name;
+    EXPECT_EQ(defaultSchedule(*buildGemm({.m = 16, .n = 1024, .k = 1024}), t), "nvec") << name;
+    EXPECT_EQ(defaultSchedule(*buildGemm({.m = 5, .n = 2 * lanes, .k = 700}), t), "nvec") << name;
+    EXPECT_NE(defaultSchedule(*buildGemm({.m = codegen::kNvecMaxM + 1, .n = 1024, .k = 1024}), t), "nvec") << name;
+    EXPECT_NE(defaultSchedule(*buildGemm({.m = 129, .n = 7, .k = 200}), t), "nvec") << name;
+  }
+  auto r = testutil::checkHost(*buildGemm({.m = 13, .n = 200, .k = 300}));
+  EXPECT_TRUE(r.correct) << r.error;
+}
