@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -67,10 +68,11 @@ struct WorkerFilter {
 // reports delays a tune by that long, not forever (a slow honest holder loses only the race to
 // report: the first report is recorded, the later one is refused). An expired lease counts against its
 // item once per token (a token whose ids vanish one after another costs the item one attempt), and
-// an item is given up as a crash once max_attempts tokens lost it, or after 4 x max_attempts
-// expiries of any kind (a candidate that takes every worker down with it). A refused item goes to
-// another worker; it is finished as refused once max_attempts workers refused it or no other live
-// worker may take it.
+// an item is given up as a crash once max_attempts tokens lost it; one token's expiries of an item
+// are bounded (kExpiriesPerToken): past them its workers leave the item to other tokens' live
+// workers, and it is given up only when there are none (a candidate that takes every worker down
+// with it). A refused item goes to another worker; it is finished as refused once max_attempts
+// tokens refused it or no other live worker may take it.
 struct QueuePolicy {
   double lease_s = 60;       // a lease not renewed by a heartbeat for this long expires
   double worker_ttl_s = 30;  // a worker not heard from for this long is not live
@@ -243,9 +245,14 @@ struct LeaseStep {
   std::string lost_workers, lost_tokens;  // with the holder whose lease expired, if any
 };
 // What the lease of `worker_id` (of `token`, holding `held` items) does with one candidate
-// (QueuePolicy's rules), for both engines.
+// (QueuePolicy's rules), for both engines. `others_live` counts the live workers of other tokens
+// that may still take the item given its lost tokens (asked only when `token` spent its expiries).
 LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const std::string& token, int64_t held,
-                    const QueuePolicy& p);
+                    const QueuePolicy& p, const std::function<int64_t(const std::string&)>& others_live);
+// Leases of one item by one token's workers that may expire before that token leaves it to others.
+inline constexpr int64_t kExpiriesPerToken = 4;
+// Whether `token` lost its leases of an item kExpiriesPerToken times (`lost_tokens` of the item).
+bool tokenSpentItsExpiries(const std::string& lost_tokens, const std::string& token);
 // How many items a lease may hand out: what the worker asked for, within its slots and what its
 // token may still hold (held_by_token counts the worker's own live leases too, which the lease
 // hands out again first).
@@ -265,6 +272,13 @@ RefusalStep refusalStep(const std::string& refused_by, const std::string& token,
 // Whether `worker_id` is among the refusals of `refused_by`.
 bool refusedBy(const std::string& refused_by, const std::string& worker_id);
 bool listHas(const std::string& comma_list, const std::string& item);
+
+// Issue 47: a worker's registered hardware checked against the probe it reports (`probe`: the
+// CPU's model string, cores, ISA flags and cache sizes as the worker's start probed them): the
+// registered model must be the probed one, the threads at most its cores, and a host ISA level one
+// its flags carry. An error names the field; otherwise the probe's signature (16 hex digits of the
+// SHA-256 of its canonical JSON), which two workers of one kind of machine share.
+Expected<std::string> checkWorkerProbe(const WorkerInfo& w, const nlohmann::json& probe);
 
 bool isJobId(std::string_view s);  // 32 lowercase hex digits (also worker ids)
 // The result the queue stores for an item it failed after `attempts` expired leases: a JSON object

@@ -284,7 +284,7 @@ Expected<Lease> SqlJobQueue::lease(const std::string& worker_id, const std::stri
     const std::string cands_sql =
         "SELECT i.job_id, i.item, i.payload, i.state, i.worker_id, i.attempts, i.lost_workers,"
         " coalesce((SELECT h.token FROM workers h WHERE h.id = i.worker_id), ''), i.lost_tokens, i.refused_by,"
-        " CASE WHEN i.lease_expires < " TESSERA_F(6) " THEN 1 ELSE 0 END, " TESSERA_F(6) " - i.leased_at"
+        " CASE WHEN i.lease_expires < " TESSERA_F(6) " THEN 1 ELSE 0 END, " TESSERA_F(6) " - i.leased_at, j.model"
         " FROM job_items i JOIN jobs j ON j.id = i.job_id"
         " WHERE j.state = 'open' AND j.target = ?1 AND j.arch = ?2 AND j.units = ?3 AND (j.model = '' OR j.model = ?4)"
         " AND (i.state = 'queued' OR (i.state = 'leased' AND (i.lease_expires < " TESSERA_F(6) " OR i.worker_id = ?5"
@@ -317,7 +317,20 @@ Expected<Lease> SqlJobQueue::lease(const std::string& worker_id, const std::stri
       c.refused_by = row.text(9);
       c.expired = row.i64(10) != 0;
       c.held_s = row.f64(11);
-      const LeaseStep step = leaseStep(c, worker_id, token, held_by_worker, p);
+      // The live workers of other tokens that may take this item: not quarantined, not among its
+      // refusers, of a token that has not spent its expiries of it (the refusal step's count, below).
+      auto others_live = [&](const std::string& lost_tokens) -> int64_t {
+        auto live = tx.query("SELECT id, token FROM workers WHERE target = ?1 AND arch = ?2 AND units = ?3"
+                             " AND (?4 = '' OR model = ?4) AND last_seen >= ?5 AND quarantined = ''"
+                             " AND stopped_at = 0 AND token != ?6",
+                             {w[0].text(0), w[0].text(1), w[0].i64(2), row.text(12), now - p.worker_ttl_s, token});
+        if (!live.ok()) return 0;
+        int64_t n = 0;
+        for (const SqlRow& o : *live)
+          n += !refusedBy(c.refused_by, o.text(0)) && !tokenSpentItsExpiries(lost_tokens, o.text(1));
+        return n;
+      };
+      const LeaseStep step = leaseStep(c, worker_id, token, held_by_worker, p, others_live);
       if (step.kind == LeaseStep::Skip) continue;
       if (step.kind == LeaseStep::GiveUp) {
         TESSERA_TRY(tx.run("UPDATE job_items SET state = 'done', worker_id = '', result = ?1, lost_workers = ?2,"
