@@ -326,7 +326,7 @@ ApiResponse routeWorkerReport(RouteContext& c, const ApiRequest& r, const RouteM
   if (done->outcome == ReportOutcome::NotLeased)
     return problem(409, "lease-lost", "Lease lost",
                    "item " + std::to_string(rep.item) + " of job " + rep.job_id +
-                       " is not leased to this worker (its lease expired and another worker took it)");
+                       " is not leased to this worker (another worker holds it or reported it first)");
   if (done->outcome == ReportOutcome::Recorded && rep.record) countWrites(c.metrics, {done->put});
   json answer = {{"outcome", done->outcome == ReportOutcome::Recorded ? "recorded" : "duplicate"}};
   if (done->put.id) answer["record_id"] = done->put.id;

@@ -35,13 +35,20 @@ nlohmann::json workerInfoToJson(const WorkerInfo& w) {
 }
 
 std::optional<ReportResult> settledReport(const std::string& state, const std::string& holder,
-                                          const std::string& worker_id, int64_t record_id) {
+                                          const std::string& worker_id, int64_t record_id,
+                                          const std::string& past_holders) {
   ReportResult res;
-  if (holder != worker_id || state == "queued") {
+  if (state != "done") {
+    // The first report of any worker that leased the item wins (a slow honest holder whose item
+    // was taken over loses only the race to report, not its measurement).
+    if ((state == "leased" && holder == worker_id) || listHas(past_holders, worker_id)) return std::nullopt;
     res.outcome = ReportOutcome::NotLeased;
     return res;
   }
-  if (state != "done") return std::nullopt;
+  if (holder != worker_id) {
+    res.outcome = ReportOutcome::NotLeased;
+    return res;
+  }
   res.outcome = ReportOutcome::Duplicate;
   res.put.id = record_id;
   res.put.duplicate = true;
@@ -111,7 +118,15 @@ int64_t distinctEntries(const std::string& comma_list) {
   }
   return static_cast<int64_t>(seen.size());
 }
+LeaseStep giveUp(LeaseStep s, int64_t attempts, bool total_bound) {
+  s.kind = LeaseStep::GiveUp;
+  s.attempts = attempts;
+  s.total_bound = total_bound;
+  return s;
+}
 }  // namespace
+
+int64_t leasesPerItem(const QueuePolicy& p) { return int64_t{p.max_attempts} * kLeasesPerAttempt; }
 
 LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const std::string& token, int64_t held,
                     const QueuePolicy& p, const std::function<int64_t(const std::string&)>& others_live) {
@@ -120,10 +135,18 @@ LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const
   s.lost_tokens = c.lost_tokens;
   if (refusedBy(c.refused_by, worker_id)) return s;  // it refused this item once; another worker's turn
   s.mine = c.state == "leased" && c.holder == worker_id;
+  // The total bound, whatever the tokens (the per-token rules below bound each token; this bounds
+  // the item): a candidate leased this often without a report is given up, so a tune always ends.
+  const bool spent = !s.mine && c.attempts >= leasesPerItem(p);
   if (c.state == "leased" && !s.mine && !c.expired) {
-    // Held by a live worker: taken over only by an idle worker of another token, and only once it
-    // was held for steal_after_s (a hoarder's items; not a loss of the holder's).
-    if (held > 0 || c.holder_token == token || c.held_s < p.steal_after_s) return s;
+    // Held by a live worker: taken over only by an idle worker of another token that has not
+    // spent its expiries of the item, and only once it was held for steal_after_s (a hoarder's
+    // items; not a loss of the holder's, whose report is still taken if it comes first).
+    if (held > 0 || c.holder_token == token || c.held_s < p.steal_after_s ||
+        tokenSpentItsExpiries(c.lost_tokens, token))
+      return s;
+    s.lost_workers += (s.lost_workers.empty() ? "" : ",") + c.holder;
+    if (spent) return giveUp(s, c.attempts, true);
     s.kind = LeaseStep::Take;
     s.attempts = c.attempts + 1;
     return s;
@@ -134,21 +157,16 @@ LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const
     // Listed once per expiry: a vanished worker costs its item one attempt per token, however many
     // ids that token rotates, and its token's expiries of the item are counted.
     s.lost_tokens += (s.lost_tokens.empty() ? "" : ",") + (c.holder_token.empty() ? c.holder : c.holder_token);
-    if (distinctEntries(s.lost_tokens) >= p.max_attempts) {
-      s.kind = LeaseStep::GiveUp;
-      s.attempts = c.attempts;
-      return s;
-    }
+    if (distinctEntries(s.lost_tokens) >= p.max_attempts) return giveUp(s, c.attempts, false);
   }
+  if (spent) return giveUp(s, c.attempts, true);
   // Issue 47: the expiries of one token are bounded per token, not in total (one token leasing
   // under fresh ids and letting the leases expire gave every item up after 12). Past the bound the
   // token's workers leave the item to other tokens' live workers; with none (a tune whose only
   // fleet is this token) it is given up, as a refusal is (refusalStep).
   if (listCount(s.lost_tokens, token) >= kExpiriesPerToken && !s.mine) {
     if (others_live && others_live(s.lost_tokens) > 0) return LeaseStep{};
-    s.kind = LeaseStep::GiveUp;
-    s.attempts = c.attempts;
-    return s;
+    return giveUp(s, c.attempts, false);
   }
   s.kind = LeaseStep::Take;
   s.attempts = s.mine ? c.attempts : c.attempts + 1;
@@ -219,11 +237,12 @@ bool isJobId(std::string_view s) {
   return true;
 }
 
-std::string lostItemResult(int64_t attempts, const std::string& lost_workers) {
+std::string lostItemResult(int64_t attempts, const std::string& lost_workers, bool total_bound) {
+  const std::string why = total_bound ? "leased " + std::to_string(attempts) +
+                                            " times without a report, the most one item may be leased"
+                                      : "its lease expired " + std::to_string(attempts) + " times";
   return dumpJson(nlohmann::json{
-      {"lost", attempts},
-      {"message", "not measured: its lease expired " + std::to_string(attempts) +
-                      " times (workers lost while measuring it: " + lost_workers + ")"}});
+      {"lost", attempts}, {"message", "not measured: " + why + " (workers that held it: " + lost_workers + ")"}});
 }
 
 namespace {

@@ -335,7 +335,7 @@ Expected<Lease> SqlJobQueue::lease(const std::string& worker_id, const std::stri
       if (step.kind == LeaseStep::GiveUp) {
         TESSERA_TRY(tx.run("UPDATE job_items SET state = 'done', worker_id = '', result = ?1, lost_workers = ?2,"
                            " lost_tokens = ?3 WHERE job_id = ?4 AND item = ?5",
-                           {lostItemResult(step.attempts, step.lost_workers), step.lost_workers, step.lost_tokens,
+                           {lostItemResult(step.attempts, step.lost_workers, step.total_bound), step.lost_workers, step.lost_tokens,
                             job_id, item}));
         TESSERA_TRY(itemChanged(tx, job_id, item));
         TESSERA_TRY(itemDone(tx, job_id, now));
@@ -369,12 +369,12 @@ Expected<ReportResult> SqlJobQueue::report(const ItemReport& r, const PutOptions
     TESSERA_ASSIGN(const double now, tx.nowEpoch());
     TESSERA_TRY(touchWorker(tx, r.worker_id, r.token, now));
     // The item's row is locked: a result that arrives twice at once is recorded once.
-    TESSERA_ASSIGN(auto item, tx.query("SELECT state, worker_id, record_id FROM job_items WHERE job_id = ?1"
+    TESSERA_ASSIGN(auto item, tx.query("SELECT state, worker_id, record_id, lost_workers FROM job_items WHERE job_id = ?1"
                                        " AND item = ?2" + tx.dialect().lockRows("", false),
                                        {r.job_id, r.item}));
     if (item.empty()) return makeError(ErrorCode::NotFound, "no item " + std::to_string(r.item) + " in job " + r.job_id);
     int64_t record_id = item[0].i64(2);
-    if (auto settled = settledReport(item[0].text(0), item[0].text(1), r.worker_id, record_id)) {
+    if (auto settled = settledReport(item[0].text(0), item[0].text(1), r.worker_id, record_id, item[0].text(3))) {
       res = std::move(*settled);
       return {};
     }
@@ -382,8 +382,10 @@ Expected<ReportResult> SqlJobQueue::report(const ItemReport& r, const PutOptions
       TESSERA_ASSIGN(res.put, core::putRecord(tx, *r.record, put, touched));
       record_id = res.put.id;
     }
-    TESSERA_TRY(tx.run("UPDATE job_items SET state = 'done', result = ?1, record_id = ?2 WHERE job_id = ?3 AND item = ?4",
-                       {r.result, record_id, r.job_id, r.item}));
+    // The reporter becomes the item's worker (a past holder's report names it, not the holder's).
+    TESSERA_TRY(tx.run("UPDATE job_items SET state = 'done', result = ?1, record_id = ?2, worker_id = ?5"
+                       " WHERE job_id = ?3 AND item = ?4",
+                       {r.result, record_id, r.job_id, r.item, r.worker_id}));
     TESSERA_TRY(itemChanged(tx, r.job_id, r.item));
     TESSERA_TRY(itemDone(tx, r.job_id, now));
     res.outcome = ReportOutcome::Recorded;
