@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cache_service/api_internal.h"
+#include "cache_service/cpu_budget.h"
 #include "cache_service/record_json.h"
 #include "support/strings.h"
 
@@ -185,7 +186,9 @@ ApiResponse jsonResponse(const nlohmann::json& j, int status) {
 }
 
 ApiResponse storageProblem(const Error& e) {
-  ApiResponse r = problem(503, "storage-unavailable", "Storage unavailable", e.message);
+  // A search cut at its CPU budget (cpu_budget.h) is the request's fault, said as such.
+  ApiResponse r = e.code == ErrorCode::Timeout ? problem(503, "over-cpu-budget", "Search over its CPU budget", e.message)
+                                               : problem(503, "storage-unavailable", "Storage unavailable", e.message);
   r.headers.emplace_back("Retry-After", "1");
   return r;
 }
@@ -398,6 +401,7 @@ struct Api::ScanSlot {
       }
       holding_ = true;
     }
+    budget_.emplace(o.scan_cpu_budget_s);
   }
   ~ScanSlot() {
     if (holding_) api_.scans_running_->fetch_sub(1);
@@ -407,6 +411,7 @@ struct Api::ScanSlot {
  private:
   Api& api_;
   bool holding_ = false;
+  std::optional<CpuBudget> budget_;  // the request's CPU budget, on the thread that answers it
 };
 
 Api::Api(RecordStore& store, const TokenAuthenticator& auth, ApiOptions opts)

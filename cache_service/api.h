@@ -76,6 +76,10 @@ struct ApiOptions {
   int scans_per_minute_per_token = 300;
   int scans_per_minute_per_address = 600;
   int scans_in_flight = 4;
+  // Each of those requests runs under a CPU budget of this many seconds of its thread (cpu_budget.h;
+  // PostgreSQL's time on its statements counted alike): past it its statements are cut and the
+  // answer is 503 naming the budget. 0: none.
+  double scan_cpu_budget_s = 2;
 };
 
 // At most `per_minute` events per name in any 60 s: what one token may change for every reader

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "cache_service/api_internal.h"
+#include "cache_service/legality.h"
 #include "cache_service/plausibility.h"
 #include "cache_service/record_json.h"
 
@@ -136,7 +137,8 @@ ApiResponse routeWorkersRegister(RouteContext& c, const ApiRequest& r, const Rou
   if (!body.ok()) return problem(400, "malformed-json", "Malformed JSON", body.error().message);
   const json& j = *body;
   if (auto bad = onlyFields(j, {"id", "target", "arch", "units", "model", "device", "host", "tessera_version",
-                                "llvm_version", "toolkit_version", "driver_version", "runtime_version", "slots"}))
+                                "llvm_version", "toolkit_version", "driver_version", "runtime_version", "slots",
+                                "probe"}))
     return *bad;
   WorkerInfo w;
   w.token = c.token_name;
@@ -150,12 +152,22 @@ ApiResponse routeWorkersRegister(RouteContext& c, const ApiRequest& r, const Rou
                              {"driver_version", &w.driver_version}, {"runtime_version", &w.runtime_version}})
     if (auto bad = text(j, name, *field, false, 256, false)) return *bad;
   if (auto bad = integer(j, "slots", w.slots, false, 1, kMaxLeaseItems)) return *bad;
+  // The hardware a worker registers is checked against what its start probed (issue 47: a worker
+  // that named another CPU model dodged its submitter's spot check).
+  std::string signature;
+  if (auto probe = j.find("probe"); probe != j.end()) {
+    auto sig = checkWorkerProbe(w, *probe);
+    if (!sig.ok()) return invalid(sig.error().message);
+    signature = *sig;
+  }
   if (Status s = q->registerWorker(w, c.opts.queue); !s.ok()) return queueError(s.error(), "worker");
   const QueuePolicy& p = c.opts.queue;
-  return jsonResponse(json{{"id", w.id},
-                           {"lease_s", p.lease_s},
-                           {"worker_ttl_s", p.worker_ttl_s},
-                           {"heartbeat_s", std::min(p.lease_s, p.worker_ttl_s) / 3}});
+  json answer = {{"id", w.id},
+                 {"lease_s", p.lease_s},
+                 {"worker_ttl_s", p.worker_ttl_s},
+                 {"heartbeat_s", std::min(p.lease_s, p.worker_ttl_s) / 3}};
+  if (!signature.empty()) answer["probe_signature"] = signature;
+  return jsonResponse(answer);
 }
 
 ApiResponse routeWorkersList(RouteContext& c, const ApiRequest& r, const RouteMatch&) {
@@ -314,7 +326,7 @@ ApiResponse routeWorkerReport(RouteContext& c, const ApiRequest& r, const RouteM
   if (done->outcome == ReportOutcome::NotLeased)
     return problem(409, "lease-lost", "Lease lost",
                    "item " + std::to_string(rep.item) + " of job " + rep.job_id +
-                       " is not leased to this worker (its lease expired and another worker took it)");
+                       " is not leased to this worker (another worker holds it or reported it first)");
   if (done->outcome == ReportOutcome::Recorded && rep.record) countWrites(c.metrics, {done->put});
   json answer = {{"outcome", done->outcome == ReportOutcome::Recorded ? "recorded" : "duplicate"}};
   if (done->put.id) answer["record_id"] = done->put.id;
@@ -367,6 +379,27 @@ ApiResponse routeJobsSubmit(RouteContext& c, const ApiRequest& r, const RouteMat
     if (std::find(configs.begin(), configs.end(), canon) != configs.end())
       return invalid("configs[" + std::to_string(i) + "]: repeated in this job");
     configs.push_back(std::move(canon));
+  }
+  // The one legality rule of records (legality.h), so a job cannot bring a config the space cannot
+  // run in through its workers' reports (issue 47): the knob table, and the tuner's space for the
+  // job's kernel (or the store's text of its workload when the job's text is no kernel).
+  if (c.opts.check_plausibility) {
+    std::optional<std::string> kernel_text;
+    if (checkKernelTextKernel(spec.key, spec.kernel, "").ok()) {
+      kernel_text = spec.kernel;
+    } else {
+      auto stored = c.store.kernelText(spec.key.workload);
+      if (!stored.ok()) return storageProblem(stored.error());
+      kernel_text = std::move(*stored);
+    }
+    Record probe;
+    probe.key = spec.key;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const std::string path = "configs[" + std::to_string(i) + "]";
+      probe.config = configs[i];
+      if (Status s = checkConfigKnobs(spec.key, configs[i], path); !s.ok()) return invalid(s.error().message);
+      if (Status s = checkConfigLegal(probe, kernel_text, path); !s.ok()) return invalid(s.error().message);
+    }
   }
   if (auto bad = integer(j, "rounds", spec.rounds, spec.kind == kJobRemeasure, spec.kind == kJobRemeasure ? 1 : 0, 100))
     return *bad;
@@ -486,7 +519,22 @@ ApiResponse routeJobCheck(RouteContext& c, const ApiRequest& r, const RouteMatch
   auto put = c.store.put(std::span<const Record>(&*rec, 1), servicePut(c));
   if (!put.ok()) return storageProblem(put.error());
   countWrites(c.metrics, *put);
-  const bool contradicted = contradicts(claimed, rec->median_us, c.opts.agree_factor);
+  // Like with like (issue 47): the check is judged at the noise's factor when the submitter's
+  // machine is the worker's registered model, and with room for another CPU of the key's ISA level
+  // and threads when it is not; a worker naming another model no longer escapes the check.
+  std::string worker_model;
+  {
+    WorkerFilter wf;
+    wf.target = view->spec.key.target;
+    wf.arch = view->spec.key.arch;
+    wf.live_only = false;
+    auto ws = q->workers(wf, c.opts.queue);
+    if (!ws.ok()) return storageProblem(ws.error());
+    for (const WorkerInfo& w : *ws)
+      if (w.id == it.worker_id) worker_model = w.model;
+  }
+  const double factor = spotCheckFactor(view->spec.key.target, worker_model, rec->provenance.cpu_model, c.opts.agree_factor);
+  const bool contradicted = contradicts(claimed, rec->median_us, factor);
   json answer = {{"agrees", !contradicted},
                  {"worker", it.worker_id},
                  {"claimed_us", claimed},

@@ -86,7 +86,9 @@ class JobClient {
   std::string currentUrl() const { return endpoints_.current(); }
 
   // Worker side.
-  Expected<WorkerGrant> registerWorker(const WorkerInfo& w);
+  // `probe_json`: what the worker's start probed of its machine (jobs.h checkWorkerProbe), a JSON
+  // object the service checks the registered hardware against; "" sends none.
+  Expected<WorkerGrant> registerWorker(const WorkerInfo& w, const std::string& probe_json = "");
   Expected<int64_t> heartbeat(const std::string& worker_id);
   // The worker stops: no longer live at once, its leased items back in the queue (how many).
   Expected<int64_t> deregister(const std::string& worker_id);

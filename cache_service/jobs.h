@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -65,12 +66,15 @@ struct WorkerFilter {
 // renews a lease for at most max_hold_s after it was taken; an idle worker of another token takes
 // over an item held (and renewed) for longer than steal_after_s, so a token that leases and never
 // reports delays a tune by that long, not forever (a slow honest holder loses only the race to
-// report: the first report is recorded, the later one is refused). An expired lease counts against its
+// report: the first report of any worker that held the item is recorded, a later one is refused;
+// a token that spent its expiries of an item takes it over no more). An expired lease counts against its
 // item once per token (a token whose ids vanish one after another costs the item one attempt), and
-// an item is given up as a crash once max_attempts tokens lost it, or after 4 x max_attempts
-// expiries of any kind (a candidate that takes every worker down with it). A refused item goes to
-// another worker; it is finished as refused once max_attempts workers refused it or no other live
-// worker may take it.
+// an item is given up as a crash once max_attempts tokens lost it; one token's expiries of an item
+// are bounded (kExpiriesPerToken): past them its workers leave the item to other tokens' live
+// workers, and it is given up only when there are none (a candidate that takes every worker down
+// with it). Whatever the tokens, an item leased leasesPerItem times without a report is given up.
+// A refused item goes to another worker; it is finished as refused once max_attempts
+// tokens refused it or no other live worker may take it.
 struct QueuePolicy {
   double lease_s = 60;       // a lease not renewed by a heartbeat for this long expires
   double worker_ttl_s = 30;  // a worker not heard from for this long is not live
@@ -222,11 +226,14 @@ class JobQueue {
   virtual Expected<JobList> jobList(const std::string& submitter, int limit, const QueuePolicy& p) = 0;
 };
 
-// The part of a report both engines decide alike from the item's row (its state, holder and
-// record): NotLeased when the item is not this worker's to report, Duplicate when it is done
-// already (the earlier record's id); nullopt when the report is to be recorded now.
+// The part of a report both engines decide alike from the item's row (its state, holder, record
+// and `past_holders`, the workers whose leases of it expired or were taken over): NotLeased when
+// the item is not this worker's to report, Duplicate when it is done already (the earlier record's
+// id); nullopt when the report is to be recorded now (the holder's, or a past holder's while the
+// item is open: the first report wins).
 std::optional<ReportResult> settledReport(const std::string& state, const std::string& holder,
-                                          const std::string& worker_id, int64_t record_id);
+                                          const std::string& worker_id, int64_t record_id,
+                                          const std::string& past_holders = "");
 
 // One candidate item of a lease as both engines read it: its state, its holder and the holder's
 // token, the workers and tokens that lost it before, the workers that refused it, its leases so far.
@@ -239,13 +246,26 @@ struct LeaseCandidate {
 struct LeaseStep {
   enum Kind { Take, Skip, GiveUp } kind = Skip;
   bool mine = false;                      // the worker's own unanswered lease (not a new one)
+  bool total_bound = false;               // GiveUp: the item reached leasesPerItem
   int64_t attempts = 0;                   // Take: leases of the item with this one
-  std::string lost_workers, lost_tokens;  // with the holder whose lease expired, if any
+  std::string lost_workers, lost_tokens;  // with the holder whose lease expired or was taken over
 };
 // What the lease of `worker_id` (of `token`, holding `held` items) does with one candidate
-// (QueuePolicy's rules), for both engines.
+// (QueuePolicy's rules), for both engines. `others_live` counts the live workers of other tokens
+// that may still take the item given its lost tokens (asked only when `token` spent its expiries).
 LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const std::string& token, int64_t held,
-                    const QueuePolicy& p);
+                    const QueuePolicy& p, const std::function<int64_t(const std::string&)>& others_live);
+// Leases of one item by one token's workers that may expire before that token leaves it to others.
+inline constexpr int64_t kExpiriesPerToken = 4;
+// Whether `token` lost its leases of an item kExpiriesPerToken times (`lost_tokens` of the item).
+bool tokenSpentItsExpiries(const std::string& lost_tokens, const std::string& token);
+// Leases of one item, whatever their tokens, per max_attempts: each token's bounded expiries, each
+// after at most one take-over of a live holder's lease.
+inline constexpr int64_t kLeasesPerAttempt = 2 * kExpiriesPerToken;
+// The total bound on an item's leases (first leases, take-overs, steals): at it the item is given
+// up, so no item is leased unboundedly and a tune always ends (issue 47: a hoarding token's steals
+// and expiries of a slow candidate leased it 87 times while the tune waited).
+int64_t leasesPerItem(const QueuePolicy& p);
 // How many items a lease may hand out: what the worker asked for, within its slots and what its
 // token may still hold (held_by_token counts the worker's own live leases too, which the lease
 // hands out again first).
@@ -266,11 +286,18 @@ RefusalStep refusalStep(const std::string& refused_by, const std::string& token,
 bool refusedBy(const std::string& refused_by, const std::string& worker_id);
 bool listHas(const std::string& comma_list, const std::string& item);
 
+// Issue 47: a worker's registered hardware checked against the probe it reports (`probe`: the
+// CPU's model string, cores, ISA flags and cache sizes as the worker's start probed them): the
+// registered model must be the probed one, the threads at most its cores, and a host ISA level one
+// its flags carry. An error names the field; otherwise the probe's signature (16 hex digits of the
+// SHA-256 of its canonical JSON), which two workers of one kind of machine share.
+Expected<std::string> checkWorkerProbe(const WorkerInfo& w, const nlohmann::json& probe);
+
 bool isJobId(std::string_view s);  // 32 lowercase hex digits (also worker ids)
 // The result the queue stores for an item it failed after `attempts` expired leases: a JSON object
 // {"lost": attempts, "message": ...} (a candidate that takes its worker down with it, or a fleet
 // that keeps dying, costs that one item, not the tune).
-std::string lostItemResult(int64_t attempts, const std::string& lost_workers);
+std::string lostItemResult(int64_t attempts, const std::string& lost_workers, bool total_bound = false);
 // Seconds since the epoch on this machine's clock (the SQLite engine's clock).
 double epochSeconds();
 

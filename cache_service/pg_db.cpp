@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "cache_service/cpu_budget.h"
 #include "cache_service/endpoints.h"
 #include "cache_service/pg_store_impl.h"
 #include "cache_service/store_core.h"
@@ -94,21 +95,27 @@ struct Attempt {
 };
 
 Attempt attempt(Pool& pool, TxKind kind, const std::function<Status(Conn&, pqxx::transaction_base&)>& fn) {
+  if (CpuBudget::spent()) return {CpuBudget::error(), false};
   auto conn = pool.acquire();
   if (!conn.ok()) return {conn.takeError(), false};
   std::unique_ptr<Conn> c = std::move(*conn);
   bool broken = false;
   Attempt out;
   try {
-    if (kind == TxKind::Single) {
+    // Under a CPU budget a single statement runs in a transaction, which scopes its
+    // statement_timeout (SET LOCAL) to it.
+    if (kind == TxKind::Single && !CpuBudget::active()) {
       pqxx::nontransaction t(*c->c);
       out.status = fn(*c, t);
     } else if (kind == TxKind::ReadOnly) {
       pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> t(*c->c);
+      // A request under a CPU budget (a search): the database stops its statements when it is spent.
+      if (CpuBudget::active()) t.exec("SET LOCAL statement_timeout = " + std::to_string(CpuBudget::remainingMs()));
       out.status = fn(*c, t);
       if (out.status.ok()) t.commit();
     } else {
       pqxx::work t(*c->c);
+      if (kind == TxKind::Single) t.exec("SET LOCAL statement_timeout = " + std::to_string(CpuBudget::remainingMs()));
       out.status = fn(*c, t);
       if (out.status.ok()) t.commit();  // an error from fn aborts (the destructor rolls back)
     }
@@ -123,7 +130,10 @@ Attempt attempt(Pool& pool, TxKind kind, const std::function<Status(Conn&, pqxx:
   } catch (const pqxx::integrity_constraint_violation& e) {
     out.status = makeError(ErrorCode::InvalidArgument, "refused by the database: " + trimmed(e.what()));
   } catch (const pqxx::sql_error& e) {
-    out.status = makeError(ErrorCode::IOError, "PostgreSQL error: " + trimmed(e.what()));
+    // 57014 query_canceled: a statement_timeout of the request's CPU budget.
+    out.status = CpuBudget::active() && e.sqlstate() == "57014"
+                     ? CpuBudget::error()
+                     : makeError(ErrorCode::IOError, "PostgreSQL error: " + trimmed(e.what()));
   } catch (const std::exception& e) {
     broken = !c->c->is_open();
     out.status = makeError(ErrorCode::IOError, "PostgreSQL: " + trimmed(e.what()));

@@ -32,6 +32,7 @@ Expected<std::unique_ptr<CacheServer>> CacheServer::start(const ServerOptions& o
   ao.disputes_per_minute = opts.disputes_per_minute;
   ao.scans_per_minute_per_token = opts.scans_per_minute_per_token;
   ao.scans_per_minute_per_address = opts.scans_per_minute_per_address;
+  ao.scan_cpu_budget_s = opts.scan_cpu_budget_s;
   ao.scans_in_flight = opts.scans_in_flight > 0 ? opts.scans_in_flight : std::max(1, opts.http.threads / 4);
   ao.dashboard.serve_ui = opts.serve_ui;
   ao.dashboard.compare = opts.compare;

@@ -42,6 +42,7 @@ struct ServerOptions {
   int disputes_per_minute = 10;               // ApiOptions::disputes_per_minute
   // ApiOptions::scans_*; scans_in_flight 0: a quarter of the worker threads (at least 1).
   int scans_per_minute_per_token = 300, scans_per_minute_per_address = 600, scans_in_flight = 0;
+  double scan_cpu_budget_s = 2;  // ApiOptions::scan_cpu_budget_s
   // The web dashboard (dashboard.h): its pages, and the comparison across targets, which the
   // `tessera` binary supplies when it is built with the compiler.
   bool serve_ui = true;

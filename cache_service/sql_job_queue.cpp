@@ -284,7 +284,7 @@ Expected<Lease> SqlJobQueue::lease(const std::string& worker_id, const std::stri
     const std::string cands_sql =
         "SELECT i.job_id, i.item, i.payload, i.state, i.worker_id, i.attempts, i.lost_workers,"
         " coalesce((SELECT h.token FROM workers h WHERE h.id = i.worker_id), ''), i.lost_tokens, i.refused_by,"
-        " CASE WHEN i.lease_expires < " TESSERA_F(6) " THEN 1 ELSE 0 END, " TESSERA_F(6) " - i.leased_at"
+        " CASE WHEN i.lease_expires < " TESSERA_F(6) " THEN 1 ELSE 0 END, " TESSERA_F(6) " - i.leased_at, j.model"
         " FROM job_items i JOIN jobs j ON j.id = i.job_id"
         " WHERE j.state = 'open' AND j.target = ?1 AND j.arch = ?2 AND j.units = ?3 AND (j.model = '' OR j.model = ?4)"
         " AND (i.state = 'queued' OR (i.state = 'leased' AND (i.lease_expires < " TESSERA_F(6) " OR i.worker_id = ?5"
@@ -317,12 +317,25 @@ Expected<Lease> SqlJobQueue::lease(const std::string& worker_id, const std::stri
       c.refused_by = row.text(9);
       c.expired = row.i64(10) != 0;
       c.held_s = row.f64(11);
-      const LeaseStep step = leaseStep(c, worker_id, token, held_by_worker, p);
+      // The live workers of other tokens that may take this item: not quarantined, not among its
+      // refusers, of a token that has not spent its expiries of it (the refusal step's count, below).
+      auto others_live = [&](const std::string& lost_tokens) -> int64_t {
+        auto live = tx.query("SELECT id, token FROM workers WHERE target = ?1 AND arch = ?2 AND units = ?3"
+                             " AND (?4 = '' OR model = ?4) AND last_seen >= ?5 AND quarantined = ''"
+                             " AND stopped_at = 0 AND token != ?6",
+                             {w[0].text(0), w[0].text(1), w[0].i64(2), row.text(12), now - p.worker_ttl_s, token});
+        if (!live.ok()) return 0;
+        int64_t n = 0;
+        for (const SqlRow& o : *live)
+          n += !refusedBy(c.refused_by, o.text(0)) && !tokenSpentItsExpiries(lost_tokens, o.text(1));
+        return n;
+      };
+      const LeaseStep step = leaseStep(c, worker_id, token, held_by_worker, p, others_live);
       if (step.kind == LeaseStep::Skip) continue;
       if (step.kind == LeaseStep::GiveUp) {
         TESSERA_TRY(tx.run("UPDATE job_items SET state = 'done', worker_id = '', result = ?1, lost_workers = ?2,"
                            " lost_tokens = ?3 WHERE job_id = ?4 AND item = ?5",
-                           {lostItemResult(step.attempts, step.lost_workers), step.lost_workers, step.lost_tokens,
+                           {lostItemResult(step.attempts, step.lost_workers, step.total_bound), step.lost_workers, step.lost_tokens,
                             job_id, item}));
         TESSERA_TRY(itemChanged(tx, job_id, item));
         TESSERA_TRY(itemDone(tx, job_id, now));
@@ -356,12 +369,12 @@ Expected<ReportResult> SqlJobQueue::report(const ItemReport& r, const PutOptions
     TESSERA_ASSIGN(const double now, tx.nowEpoch());
     TESSERA_TRY(touchWorker(tx, r.worker_id, r.token, now));
     // The item's row is locked: a result that arrives twice at once is recorded once.
-    TESSERA_ASSIGN(auto item, tx.query("SELECT state, worker_id, record_id FROM job_items WHERE job_id = ?1"
+    TESSERA_ASSIGN(auto item, tx.query("SELECT state, worker_id, record_id, lost_workers FROM job_items WHERE job_id = ?1"
                                        " AND item = ?2" + tx.dialect().lockRows("", false),
                                        {r.job_id, r.item}));
     if (item.empty()) return makeError(ErrorCode::NotFound, "no item " + std::to_string(r.item) + " in job " + r.job_id);
     int64_t record_id = item[0].i64(2);
-    if (auto settled = settledReport(item[0].text(0), item[0].text(1), r.worker_id, record_id)) {
+    if (auto settled = settledReport(item[0].text(0), item[0].text(1), r.worker_id, record_id, item[0].text(3))) {
       res = std::move(*settled);
       return {};
     }
@@ -369,8 +382,10 @@ Expected<ReportResult> SqlJobQueue::report(const ItemReport& r, const PutOptions
       TESSERA_ASSIGN(res.put, core::putRecord(tx, *r.record, put, touched));
       record_id = res.put.id;
     }
-    TESSERA_TRY(tx.run("UPDATE job_items SET state = 'done', result = ?1, record_id = ?2 WHERE job_id = ?3 AND item = ?4",
-                       {r.result, record_id, r.job_id, r.item}));
+    // The reporter becomes the item's worker (a past holder's report names it, not the holder's).
+    TESSERA_TRY(tx.run("UPDATE job_items SET state = 'done', result = ?1, record_id = ?2, worker_id = ?5"
+                       " WHERE job_id = ?3 AND item = ?4",
+                       {r.result, record_id, r.job_id, r.item, r.worker_id}));
     TESSERA_TRY(itemChanged(tx, r.job_id, r.item));
     TESSERA_TRY(itemDone(tx, r.job_id, now));
     res.outcome = ReportOutcome::Recorded;

@@ -2,6 +2,8 @@
 // turning SQLite result codes into Error values where they enter Tessera.
 #include "cache_service/sqlite_db.h"
 
+#include "cache_service/cpu_budget.h"
+
 namespace tessera::cache::sql {
 
 Error sqliteError(sqlite3* db, int rc, std::string_view what) {
@@ -12,9 +14,11 @@ Error sqliteError(sqlite3* db, int rc, std::string_view what) {
 }
 
 Expected<bool> Stmt::step() {
+  if (CpuBudget::spent()) return CpuBudget::error();
   int rc = sqlite3_step(s_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
+  if ((rc & 0xff) == SQLITE_INTERRUPT && CpuBudget::active()) return CpuBudget::error();
   return sqliteError(sqlite3_db_handle(s_), rc, "sqlite step");
 }
 
@@ -35,6 +39,8 @@ Expected<std::unique_ptr<Db>> Db::open(const std::string& path, int flags) {
   // Concurrent writers from other processes (a second tuner on the same local DB) wait instead
   // of failing at once.
   sqlite3_busy_timeout(raw, 5000);
+  // A statement of a request whose CPU budget is spent stops between VM steps (cpu_budget.h).
+  sqlite3_progress_handler(raw, 4000, [](void*) { return CpuBudget::spent() ? 1 : 0; }, nullptr);
   return db;
 }
 

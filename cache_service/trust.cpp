@@ -39,6 +39,12 @@ bool timesAgree(double a_us, double b_us, double factor) {
   return std::max(a_us, b_us) <= factor * std::min(a_us, b_us);
 }
 
+double spotCheckFactor(const std::string& target, const std::string& worker_model, const std::string& checker_model,
+                       double agree_factor) {
+  if (target != "host" || (!worker_model.empty() && worker_model == checker_model)) return agree_factor;
+  return std::max(agree_factor, kOtherModelAgreeFactor);
+}
+
 bool contradicts(double claimed_us, double measured_us, double factor) {
   if (!(claimed_us > 0) || !std::isfinite(claimed_us)) return true;
   return measured_us > factor * factor * claimed_us;

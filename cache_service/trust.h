@@ -53,6 +53,14 @@ std::optional<Tier> parseTier(std::string_view s);
 inline constexpr double kDefaultAgreeFactor = 1.5;
 bool timesAgree(double a_us, double b_us, double factor = kDefaultAgreeFactor);
 bool contradicts(double claimed_us, double measured_us, double factor = kDefaultAgreeFactor);
+// The factor a spot check of a host worker is judged with (issue 47: like with like): the noise's
+// when the checking machine is the worker's model, else kOtherModelAgreeFactor, room for another
+// CPU of the key's ISA level and threads (a contradiction past 4x: clock, caches and memory of two
+// such CPUs differ by less; a lie of an order of magnitude does not pass). GPU keys name their
+// hardware (architecture and SMs) and keep the noise's factor.
+inline constexpr double kOtherModelAgreeFactor = 2.0;
+double spotCheckFactor(const std::string& target, const std::string& worker_model, const std::string& checker_model,
+                       double agree_factor = kDefaultAgreeFactor);
 
 // One ok, unquarantined record of a key and config, as the rule sees it. The identity is the
 // writer: the token name on a service ("" is the store's own machine in a local store).

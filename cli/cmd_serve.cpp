@@ -51,6 +51,7 @@ struct ServeArgs {
   std::vector<std::string> measuring_tokens;
   int disputes_per_minute = 10;
   int searches_per_minute = 300;
+  int search_cpu_ms = 2000;
 };
 
 constexpr const char* kStoreHelp =
@@ -115,6 +116,8 @@ void runServer(const ServeArgs& a) {
   if (a.disputes_per_minute < 0 || a.disputes_per_minute > 10000) fail("--disputes-per-minute must be in 0..10000", kExitBadInput);
   if (a.searches_per_minute < 0 || a.searches_per_minute > 1000000)
     fail("--searches-per-minute must be in 0..1000000 (0: no limit)", kExitBadInput);
+  if (a.search_cpu_ms < 0 || a.search_cpu_ms > 3600000)
+    fail("--search-cpu-ms must be in 0..3600000 (0: no budget)", kExitBadInput);
   for (const std::string& t : a.measuring_tokens)
     if (t.empty() || t.size() > 64) fail("--measuring-token: expected a token's name", kExitBadInput);
   if (a.max_inflight_mb < 0 || a.max_inflight_mb > 1 << 20) fail("--max-inflight-mb must be in 0..1048576 (0: no limit)", kExitBadInput);
@@ -149,6 +152,7 @@ void runServer(const ServeArgs& a) {
   o.disputes_per_minute = a.disputes_per_minute;
   o.scans_per_minute_per_token = a.searches_per_minute;
   o.scans_per_minute_per_address = 2 * a.searches_per_minute;
+  o.scan_cpu_budget_s = a.search_cpu_ms / 1000.0;
   o.store_connections = a.store_connections;
 #ifdef TESSERA_WITH_MLIR
   // The dashboard's Compare page: `tessera compare` over this store (builds without the compiler
@@ -318,6 +322,9 @@ void addServeCommand(CLI::App& app) {
   serve->add_option("--searches-per-minute", args->searches_per_minute,
                     "searches and lists (dashboard search, GET /v1/records, nearest, compare) one token may run per "
                     "minute; twice that per client address (0: no limit)")->capture_default_str();
+  serve->add_option("--search-cpu-ms", args->search_cpu_ms,
+                    "CPU time one search or list may take before it is cut with 503 (0: no budget)")
+      ->capture_default_str();
   serve->require_subcommand(0, 1);
   serve->callback([serve, args] {
     if (serve->get_subcommands().empty()) runServer(*args);

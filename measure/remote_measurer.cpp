@@ -135,7 +135,7 @@ class RemoteMeasurer : public Measurer {
     t.config = cfg;
     const auto& r = item.result;
     if (!r || r->lost) {
-      // The queue gave up on it: every worker that leased it was lost while measuring it.
+      // The queue gave up on it: its leases kept expiring, or it reached the bound on its leases.
       t.status = TrialStatus::Crash;
       t.message = r ? r->lost_message : "no result";
       return t;

@@ -59,7 +59,16 @@ class Worker {
     info_.driver_version = s_.driverVersion;
     info_.runtime_version = s_.runtimeVersion;
     info_.slots = s_.slots;
-    TESSERA_ASSIGN(cache::WorkerGrant grant, client_.registerWorker(info_));
+    // What this start probed of the machine, which the service checks the registration against.
+    nlohmann::json probe = {{"model", s_.model}};
+    if (!s_.gpu)
+      probe.update({{"cores", s_.target.cores},
+                    {"isa", s_.target.isa},
+                    {"l1d", s_.target.l1dBytes},
+                    {"l2", s_.target.l2Bytes},
+                    {"l3", s_.target.l3Bytes}});
+    probe_ = probe.dump();
+    TESSERA_ASSIGN(cache::WorkerGrant grant, client_.registerWorker(info_, probe_));
     log("registered as worker " + info_.id + " for " + s_.target.keyString() + " (" + s_.model + ") at " +
         client_.currentUrl() + "; leases " + std::to_string(int(grant.lease_s)) + " s, heartbeat every " +
         fmt(grant.heartbeat_s) + " s");
@@ -106,7 +115,7 @@ class Worker {
       if (stopping_) break;
       lk.unlock();
       auto r = hb.heartbeat(info_.id);
-      if (!r.ok() && r.error().code == ErrorCode::NotFound) (void)hb.registerWorker(info_);  // the service forgot us
+      if (!r.ok() && r.error().code == ErrorCode::NotFound) (void)hb.registerWorker(info_, probe_);  // the service forgot us
       else if (!r.ok()) log("heartbeat: " + r.error().message);
       lk.lock();
     }
@@ -118,7 +127,7 @@ class Worker {
       if (!lease.ok()) {
         if (lease.error().code == ErrorCode::NotFound) {
           log("the service does not know this worker: registering again");
-          TESSERA_TRY(client_.registerWorker(info_));
+          TESSERA_TRY(client_.registerWorker(info_, probe_));
           continue;
         }
         if (lease.error().code == ErrorCode::InvalidArgument) return lease.takeError();
@@ -305,6 +314,7 @@ class Worker {
   const WorkerSettings& s_;
   cache::JobClient client_;
   cache::WorkerInfo info_;
+  std::string probe_;  // the registration's probe (JSON)
   WorkerStats stats_;
   std::deque<std::unique_ptr<JobContext>> jobs_;
   std::mutex mu_;

@@ -506,7 +506,7 @@ class Session {
     sc.ran = true;
     TrialResult mine = here->front();
     sc.first_us = sc.here_us = mine.samples.median_us;
-    sc.agreed = !cache::contradicts(sc.claimed_us, sc.here_us);
+    sc.agreed = !cache::contradicts(sc.claimed_us, sc.here_us, cb_.spotAgreeFactor);
     if (!sc.agreed) {
       std::optional<TrialResult> best = retimeQuietly(claimed.config);
       if (!best) {
@@ -521,7 +521,7 @@ class Session {
       }
       mine = *best;
       sc.here_us = mine.samples.median_us;
-      sc.agreed = !cache::contradicts(sc.claimed_us, sc.here_us);
+      sc.agreed = !cache::contradicts(sc.claimed_us, sc.here_us, cb_.spotAgreeFactor);
     }
     // The record the service gets is the one storeWinner shares when it agrees (one record, not two).
     if (cb_.reportSpotCheck) cb_.reportSpotCheck(claimed, toRecord(mine, p_.key, prov_, cost));

@@ -114,6 +114,9 @@ struct SessionCallbacks {
   // ... and the front end reports that measurement of a worker's result to the service (which
   // quarantines the worker when it is contradicted).
   std::function<void(const TrialResult& claimed, const cache::Record& here)> reportSpotCheck;
+  // The factor the spot check judges with (cache::spotCheckFactor: the noise's when this machine
+  // is the workers' model, more room when it is another CPU of their ISA level and threads).
+  double spotAgreeFactor = 1.5;
 };
 
 // The spot check of a tune measured by workers (SessionCallbacks::measureHere).

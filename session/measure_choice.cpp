@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cache_service/endpoints.h"
+#include "cache_service/trust.h"
 #include "costmodel/gpu_model.h"
 #include "measure/device_measurer.h"
 #include "measure/measure_helper.h"
@@ -117,16 +118,19 @@ Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const 
   c.where = std::to_string(w->workers) + " live worker" + (w->workers == 1 ? "" : "s") + " of " + t.keyString() + " (" +
             w->model + ")";
   c.measurer = search::makeRemoteMeasurer(k, *w, rs);
-  // The spot check: this machine re-measures the workers' winner when its hardware is theirs.
+  // The spot check: this machine re-measures the workers' winner when it has their key's
+  // hardware (ISA level and threads), whatever CPU model they name (issue 47: a worker that named
+  // another model escaped the check); another model is judged with more room (spotCheckFactor).
   const TargetDesc& here = hostTarget();
   std::optional<search::DeviceSettings> device;
   if (t.isGpu()) {
     if (search::probeDevice(t, 0).ok()) device = search::DeviceSettings{};
     else c.whyNotHere = "no " + t.name + " device here";
-  } else if (here.model != t.model || here.arch != t.arch || here.units < t.units) {
+  } else if (here.arch != t.arch || here.units < t.units) {
     c.whyNotHere = "this machine (" + here.model + ", " + here.arch + ", " + countOf(here.units, "core") +
                    ") is not the workers' hardware";
   }
+  c.spotAgreeFactor = cache::spotCheckFactor(t.name, t.model, here.model);
   if (c.whyNotHere.empty()) {
     const TargetDesc target = t;
     c.measureHere = [&k, target, device, ms](const std::vector<ir::Config>& configs)

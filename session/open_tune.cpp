@@ -148,6 +148,7 @@ Expected<search::SessionResult> OpenTune::run() {
   // Through workers: their winner is checked here when this machine is their hardware.
   cb.measureHere = measure_.measureHere;
   cb.controlHere = measure_.controlHere;
+  cb.spotAgreeFactor = measure_.spotAgreeFactor;
   cb.loadControl = measure_.loadControl;
   if (measure_.reportSpotCheck)
     cb.reportSpotCheck = [this](const search::TrialResult& claimed, const cache::Record& mine) {

@@ -52,6 +52,7 @@ struct MeasureChoice {
   std::function<double(int)> controlHere;  // the re-timing's control (search::SessionCallbacks)
   std::function<double(int)> loadControl;  // a tune measured on this machine's cores: the same control
   std::string whyNotHere;  // when measureHere is empty
+  double spotAgreeFactor = 1.5;  // search::SessionCallbacks::spotAgreeFactor
 };
 
 // `device`: "" (the first device of the target's vendor), an index, "emulated" or

@@ -143,6 +143,55 @@ TEST_P(Round4, KernelTextsMustParseAndBeOfTheKeysFamily) {
   EXPECT_EQ(test::queryRows(f.db, "SELECT count(*) FROM kernel_texts")[0][0], "1");
 }
 
+// Smaller leftovers of issue 47: a job's configs pass the records' one legality rule. Before: a
+// job was checked for its JSON only, so a write token could queue MR=3 (a config the space cannot
+// run) or an unknown knob, and its items' records came back through the workers' reports, which
+// the rule never saw. Now the job is refused with the knob and its domain (through the job's own
+// kernel text); the neighbour, the tuner's own default config, is queued.
+TEST_P(Round4, JobsAreCheckedWithTheRecordsLegalityRule) {
+  ServerFixture f(test::testOptions(), true, GetParam());
+  auto gemm = ir::buildGemm({.m = 64, .n = 64, .k = 64});
+  ASSERT_TRUE(gemm.ok());
+  const std::string gemmDefault = defaultOn(*gemm, "zen4-avx2");
+  const json key = recordOf(*gemm, "gemm", {64, 64, 64}, gemmDefault)["key"];
+  auto job = [&](const std::string& config, const std::string& kernel, char id) {
+    json body = {{"id", std::string(32, id)}, {"key", key}, {"kernel", kernel},
+                 {"configs", json::array({json::parse(config)})}};
+    return f.post("/v1/jobs", body.dump(), f.write_token);
+  };
+  json mr3 = json::parse(gemmDefault);
+  mr3["MR"] = 3;
+  Reply refused = job(mr3.dump(), textOf(*gemm), 'a');
+  EXPECT_EQ(refused.status, 422) << refused.body;
+  EXPECT_NE(detailOf(refused).find("MR=3 is outside its domain {1, 2, 4, 6, 8, 12, 14}"), std::string::npos)
+      << detailOf(refused);
+  EXPECT_NE(detailOf(refused).find("configs[0]"), std::string::npos) << detailOf(refused);
+  // A knob no GEMM has, whatever the text: the knob table speaks for it.
+  refused = job(R"({"NOPE":1})", "no kernel text", 'b');
+  EXPECT_EQ(refused.status, 422) << refused.body;
+  EXPECT_NE(detailOf(refused).find("NOPE"), std::string::npos) << detailOf(refused);
+  Reply ok = job(gemmDefault, textOf(*gemm), 'c');
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(test::queryRows(f.db, "SELECT count(*) FROM jobs")[0][0], "1");
+}
+
+// The connection gate's own answers (a request head it cannot parse, framing it refuses) carry
+// X-Content-Type-Options like the API's; the neighbour, a well-formed request, too.
+TEST(Round4Gate, TheGatesCannedAnswersCarryNosniff) {
+  ServerFixture f;
+  for (const std::string& head : {std::string("\x01\x02\x03\r\n\r\n"), std::string("GET\r\n\r\n"),
+                                  std::string("GET / HTTP/1.1\r\nHost: x\nBad: y\r\n\r\n"),
+                                  std::string("GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n"),
+                                  std::string("GET /healthz HTTP/9.9\r\n\r\n")}) {
+    Reply r = test::rawRequest(f.port(), head);
+    EXPECT_GE(r.status, 400) << head;
+    EXPECT_EQ(r.header("X-Content-Type-Options"), "nosniff") << head << " -> " << r.status << " " << r.body;
+  }
+  Reply ok = test::rawRequest(f.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.header("X-Content-Type-Options"), "nosniff");
+}
+
 // What to build 6. Before: the dashboard's search and the record lists ran for anyone as often as
 // they asked; 16 searchers took /healthz to 4.8 s. Now one token's searches and lists are counted
 // (429 with Retry-After past the bound, at once), another token is served meanwhile, at most a few
@@ -235,6 +284,53 @@ TEST(Round4Memory, TheHeapIsHandedBackAfterLargeBodies) {
   const double after = residentMiB();
   std::printf("resident: %.0f MiB before, %.0f MiB after four 4 MiB bodies\n", before, after);
   EXPECT_LT(after - before, 48.0) << before << " -> " << after << " MiB";
+}
+
+// What to build 6, the per-request budget. A search or list runs under a CPU budget (serve
+// --search-cpu-ms): past it its statements are cut (SQLite between VM steps, PostgreSQL by
+// statement_timeout) and the answer is a 503 naming the budget, at once, while /healthz, /metrics
+// and winner lookups answer in well under a second through a flood of such searches. The
+// neighbours: the same search with the default budget is answered, and winner lookups have none.
+TEST_P(Round4, ASearchPastItsCpuBudgetIsCutAndHealthzAnswersThroughAFlood) {
+  std::vector<Record> recs;
+  for (int i = 0; i < 50; ++i) recs.push_back(test::makeRecord({.key = i, .median_us = 10.0 + i}));
+  {
+    ServerFixture roomy(test::testOptions(), true, GetParam());
+    ASSERT_EQ(roomy.post("/v1/records", test::recordsBody(recs), roomy.write_token).status, 200);
+    EXPECT_EQ(roomy.get("/v1/kernels?q=gemm&limit=100", roomy.read_token).status, 200);
+  }
+  ServerOptions o = test::testOptions();
+  o.scan_cpu_budget_s = 1e-9;  // spent before its first statement
+  o.scans_per_minute_per_token = o.scans_per_minute_per_address = 0;
+  ServerFixture f(o, true, GetParam());
+  ASSERT_EQ(f.post("/v1/records", test::recordsBody(recs), f.write_token).status, 200);
+  Reply cut = f.get("/v1/kernels?q=gemm&limit=100", f.read_token);
+  EXPECT_EQ(cut.status, 503) << cut.body;
+  EXPECT_NE(cut.body.find("over-cpu-budget"), std::string::npos) << cut.body;
+  EXPECT_NE(detailOf(cut).find("CPU budget"), std::string::npos) << cut.body;
+  EXPECT_EQ(f.get("/v1/records?limit=5", f.read_token).status, 503);
+  EXPECT_EQ(f.get("/v1/best/" + keyIdOf(test::keyFor(0)), f.read_token).status, 200);
+  std::atomic<bool> stop{false};
+  std::atomic<int> other{0};
+  std::vector<std::thread> flood;
+  for (int t = 0; t < 4; ++t)
+    flood.emplace_back([&] {
+      while (!stop)
+        if (int s = f.get("/v1/kernels?q=gemm&limit=100", f.read_token).status; s != 503 && s != 429) ++other;
+    });
+  double worst = 0;
+  for (int i = 0; i < 6; ++i) {
+    for (const char* path : {"/healthz", "/metrics"}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      EXPECT_EQ(f.get(path, f.read_token).status, 200) << path;
+      worst = std::max(worst, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  stop = true;
+  for (auto& t : flood) t.join();
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_LT(worst, 1.0) << "/healthz or /metrics waited behind the searches";
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, Round4, ::testing::ValuesIn(test::builtEngines()),
