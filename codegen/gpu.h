@@ -127,6 +127,9 @@ struct GpuLaunch {
     std::vector<int> batchTensors;  // user tensors whose outermost dimension is the batch
   } runtime;
   std::string str() const;          // "grid 8x8x1, block 256x1x1, 1 launch, args: A packed 1024x1024 ..."
+  // The user tensors 0..tensors-1 as arguments, as they are, then the runtime sizes when the
+  // kernel takes them (the argument list of the kernels that need no packing or workspace).
+  void addUserArgs(int tensors, bool sizes);
 };
 
 // The host-wrapper steps shared by the emulation and the device runners.

@@ -386,7 +386,7 @@ static Status buildSimt(const AttnPlan& p, AttnModule& m, GpuPlan& plan, const T
   func::ReturnOp::create(b, loc);
 
   plan.schedule = genericMapSchedule({p.T, 1, 1}, t.warpSize, t.smemPerBlock);
-  addAttnArgs(plan, rt.any());
+  plan.launch.addUserArgs(4, rt.any());
   return {};
 }
 

@@ -400,7 +400,7 @@ static Status buildMfma(const MfmaAttnPlan& p, AttnModule& m, GpuPlan& plan, con
   };
   runAttention(b, loc, kbEnd, family);
   closeAttnLaunch(b, loc, launch, plan);
-  addAttnArgs(plan, false);
+  plan.launch.addUserArgs(4, false);
   return {};
 }
 

@@ -246,7 +246,7 @@ static Status buildMma(const MmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const
   MmaSyncSteps family(e, p, shape, ring, Ks, Vs, O, bi, h, q0, warp, lane, g, tq, qFrag, qa);
   runAttention(b, loc, kbEnd, family);
   closeAttnLaunch(b, loc, launch, plan);
-  addAttnArgs(plan, rt.any());
+  plan.launch.addUserArgs(4, rt.any());
   return {};
 }
 

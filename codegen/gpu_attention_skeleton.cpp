@@ -109,18 +109,4 @@ void closeAttnLaunch(OpBuilder& b, Location loc, gpu::LaunchOp launch, GpuPlan& 
   plan.hasPre = false;
 }
 
-void addAttnArgs(GpuPlan& plan, bool sizes) {
-  for (int i = 0; i < 4; ++i) {
-    GpuArg a;
-    a.tensor = i;
-    plan.launch.args.push_back(a);
-  }
-  if (sizes) {
-    GpuArg sz;
-    sz.kind = GpuArg::Kind::Sizes;
-    sz.dtype = ir::ScalarType::Index;
-    plan.launch.args.push_back(sz);
-  }
-}
-
 }  // namespace tessera::codegen

@@ -159,7 +159,5 @@ Expected<GpuPlan> buildAttn(mlir::MLIRContext* ctx, const ir::Kernel& k, const i
 mlir::gpu::LaunchOp attnLaunch(mlir::OpBuilder& b, mlir::Location loc, const AttnDims& d, int64_t T, int64_t dynSmem);
 // Closes a lane-level kernel: the launch's terminator, the function's return; nothing to map.
 void closeAttnLaunch(mlir::OpBuilder& b, mlir::Location loc, mlir::gpu::LaunchOp launch, GpuPlan& plan);
-// The launch's arguments: the four user tensors (Q, K, V, O), then the runtime sizes if any.
-void addAttnArgs(GpuPlan& plan, bool sizes);
 
 }  // namespace tessera::codegen

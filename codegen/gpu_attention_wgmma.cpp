@@ -233,7 +233,7 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
   // Closes the launch and the function; the user's four tensors are the first launch arguments.
   auto finishPlan = [&] {
     closeAttnLaunch(b, loc, launch, plan);
-    addAttnArgs(plan, false);
+    plan.launch.addUserArgs(4, false);
   };
   // The steps both pipelines share. The carried state is (O, m0, m1, l0, l1); S's accumulators are
   // laid out per warp as mma.sync's (register i: row g + 8((i%4)/2) of this warp's 16, key

@@ -230,17 +230,8 @@ Expected<GpuPlan> buildGpuElementwise(MLIRContext* ctx, const ir::Kernel& k, con
 
   p.schedule = genericMapSchedule({kn.tpb, 1, 1}, t.warpSize, t.smemPerBlock);
   p.hasPre = false;
-  for (size_t i = 0; i < k.inputs().size() + k.outputs().size(); ++i) {
-    GpuArg a;
-    a.kind = GpuArg::Kind::Tensor;
-    a.tensor = int(i);
-    p.launch.args.push_back(a);
-  }
+  p.launch.addUserArgs(int(k.inputs().size() + k.outputs().size()), dynRows);
   if (dynRows) {
-    GpuArg sz;
-    sz.kind = GpuArg::Kind::Sizes;
-    sz.dtype = ir::ScalarType::Index;
-    p.launch.args.push_back(sz);
     GpuLaunch::Runtime& r = p.launch.runtime;
     r.m = true;
     r.maxM = region.iter[0];

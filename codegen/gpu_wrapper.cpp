@@ -74,6 +74,20 @@ size_t userBytesAt(const GpuLaunch& l, int tensor, const ir::TensorDecl& d, cons
   return n;
 }
 
+void GpuLaunch::addUserArgs(int tensors, bool sizes) {
+  for (int i = 0; i < tensors; ++i) {
+    GpuArg a;
+    a.tensor = i;
+    args.push_back(a);
+  }
+  if (sizes) {
+    GpuArg sz;
+    sz.kind = GpuArg::Kind::Sizes;
+    sz.dtype = ir::ScalarType::Index;
+    args.push_back(sz);
+  }
+}
+
 std::string GpuLaunch::str() const {
   auto dims = [](const std::array<int64_t, 3>& d) {
     return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
