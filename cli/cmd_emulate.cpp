@@ -4,6 +4,7 @@
 // kernel's known grid and block sizes), and reports the races, faults and counters the emulator
 // finds: exit 0 clean, 1 a fault found, 2 bad input.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -167,12 +168,25 @@ EmulateFlags fileFlags(const std::string& all, const std::string& file) {
 }
 
 // Seeded bytes: no NaN or infinity in any float width (the top bits of each byte clear).
-void seed(std::vector<char>& b, uint64_t& s) {
-  for (char& c : b) {
+void seed(char* b, size_t n, uint64_t& s) {
+  for (size_t i = 0; i < n; ++i) {
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    c = char(s & 0x3f);
+    b[i] = char(s & 0x3f);
   }
 }
+
+// A buffer at a 256-byte boundary, as a device allocation is (cudaMalloc, hipMalloc): the
+// coalescing counters (sectors per request) and a tensor map's 16-byte rule depend on where it
+// starts, and a heap allocation's alignment changes from run to run.
+struct DeviceBuffer {
+  explicit DeviceBuffer(size_t n) : raw(n + kAlign), size(n) {
+    data = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw.data()) + kAlign - 1) & ~uintptr_t(kAlign - 1));
+  }
+  static constexpr size_t kAlign = 256;
+  std::vector<char> raw;
+  char* data = nullptr;
+  size_t size = 0;
+};
 
 }  // namespace
 
@@ -330,29 +344,29 @@ void emulateCommand(const EmulateFlags& f) {
   o.run.countInstructions = true;
   auto mk = codegen::compileMapped(bin, *t, o);
   if (!mk.ok()) fail(f.file + ": " + firstLine(mk.error().message), kExitBadInput);
-  std::vector<std::vector<char>> bufs(static_cast<size_t>(nparams));
+  std::vector<DeviceBuffer> bufs;
+  bufs.reserve(size_t(nparams));
   std::vector<uint64_t> args(static_cast<size_t>(nparams));
   std::vector<emu::Extent> extents;
   uint64_t s = f.seed * 0x9E3779B97F4A7C15ull + 1;
   for (int i = 0; i < nparams; ++i) {
-    bufs[size_t(i)].resize(size_t(bytes[size_t(i)]));
-    if (!maps.count(i)) seed(bufs[size_t(i)], s);
-    args[size_t(i)] = reinterpret_cast<uint64_t>(bufs[size_t(i)].data());
-    extents.push_back({bufs[size_t(i)].data(), bufs[size_t(i)].size(),
+    DeviceBuffer& b = bufs.emplace_back(size_t(bytes[size_t(i)]));
+    if (!maps.count(i)) seed(b.data, b.size, s);
+    args[size_t(i)] = reinterpret_cast<uint64_t>(b.data);
+    extents.push_back({b.data, b.size,
                        maps.count(i) ? "tensor map " + std::to_string(i) : "buffer " + std::to_string(i) + " (" + std::to_string(bytes[size_t(i)]) + " B)"});
   }
-  std::vector<std::vector<char>> tensors;
+  std::vector<DeviceBuffer> tensors;
   tensors.reserve(maps.size());
   for (const auto& [p, mf] : maps) {
     uint64_t global = args[size_t(std::max(mf.over, 0))];
     if (mf.over < 0) {
-      tensors.emplace_back(size_t(mf.spanBytes));
-      seed(tensors.back(), s);
-      global = reinterpret_cast<uint64_t>(tensors.back().data());
-      extents.push_back({tensors.back().data(), tensors.back().size(),
-                         "the tensor of tensor map " + std::to_string(p) + " (" + std::to_string(mf.spanBytes) + " B)"});
+      DeviceBuffer& t = tensors.emplace_back(size_t(mf.spanBytes));
+      seed(t.data, t.size, s);
+      global = reinterpret_cast<uint64_t>(t.data);
+      extents.push_back({t.data, t.size, "the tensor of tensor map " + std::to_string(p) + " (" + std::to_string(mf.spanBytes) + " B)"});
     }
-    if (Status st = codegen::encodeEmulatedTensorMap(mf.spec, mf.dtype, global, bufs[size_t(p)].data()); !st.ok())
+    if (Status st = codegen::encodeEmulatedTensorMap(mf.spec, mf.dtype, global, bufs[size_t(p)].data); !st.ok())
       fail("--tensor-map " + std::to_string(p) + ": " + st.error().message, kExitBadInput);
   }
   emu::Report r = (*mk)->run(args, extents);
