@@ -177,12 +177,14 @@ void seed(char* b, size_t n, uint64_t& s) {
 
 // A buffer at a 256-byte boundary, as a device allocation is (cudaMalloc, hipMalloc): the
 // coalescing counters (sectors per request) and a tensor map's 16-byte rule depend on where it
-// starts, and a heap allocation's alignment changes from run to run.
+// starts, and a heap allocation's alignment changes from run to run. Red zones of no buffer's on
+// both sides, as the in-process emulated device has: an overrun lands there and is named by the
+// buffer it overran, never inside a neighbour.
 struct DeviceBuffer {
-  explicit DeviceBuffer(size_t n) : raw(n + kAlign), size(n) {
-    data = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw.data()) + kAlign - 1) & ~uintptr_t(kAlign - 1));
+  explicit DeviceBuffer(size_t n) : raw(kRedZone + kAlign + n + kRedZone), size(n) {
+    data = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw.data()) + kRedZone + kAlign - 1) & ~uintptr_t(kAlign - 1));
   }
-  static constexpr size_t kAlign = 256;
+  static constexpr size_t kAlign = 256, kRedZone = 4096;
   std::vector<char> raw;
   char* data = nullptr;
   size_t size = 0;

@@ -55,6 +55,14 @@ TEST(EmulateCli, APrintedModuleRunsCleanAndAHandEditedRaceIsNamed) {
   for (int i = 0; i < std::stoi(m[2]) && std::getline(file, line);) ++i;
   EXPECT_NE(line.find(m[1].str()), std::string::npos) << m[0] << " names the file's line: " << line;
 
+  // A buffer given too small: the kernel's reads past its end land in the red zone after it and
+  // are named by it (never by a neighbour the heap happened to put there).
+  Result overrun = run("emulate " + write("gemm.nvvm", printed.out) + " --buffer 4096 16384 16384 16384");
+  EXPECT_EQ(overrun.code, 1) << overrun.out;
+  EXPECT_NE(overrun.out.find("out-of-bounds global load"), std::string::npos) << overrun.out;
+  EXPECT_NE(overrun.out.find("past its end"), std::string::npos) << overrun.out;
+  EXPECT_NE(overrun.out.find("of buffer 0 (4096 B)"), std::string::npos) << overrun.out;
+
   // Bad input: one line, exit 2.
   const std::string good = write("gemm.nvvm", printed.out);
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
