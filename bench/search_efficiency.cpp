@@ -521,10 +521,6 @@ int main(int argc, char** argv) {
                  "evo with a prior: its weight each batch is the upper bound, at this many standard errors, of its rank "
                  "correlation with the measurements (<0: the prior believed at its fixed weight)")
       ->capture_default_str();
-  app.add_option("--prior-first-share", o.search.priorFirstShare,
-                 "evo with a prior: the share of its first batch from the prior's top, the rest the cold search's own "
-                 "first picks (1: all from the prior)")
-      ->capture_default_str();
   app.add_option("--inverted-prior", o.invertedPrior,
                  "also replay evo+prior with the estimate inverted, the control of a wrong prior (0/1)")
       ->capture_default_str();

@@ -130,10 +130,6 @@ struct SearchSettings {
   // and family rules are off too. Before four measurements the prior is taken at its word (its
   // first batch). Below 0: the prior believed at its fixed weight. docs/search-notes.md.
   double priorCheckZ = 1.282;
-  // The share of a prior's first batch (no measurement yet to check it by) taken from its top;
-  // the rest are the cold search's own first picks (uniform draws). 1: the whole batch from the
-  // prior's top. docs/search-notes.md.
-  double priorFirstShare = 1;
   size_t exhaustiveLimit = 200000;  // exhaustive refuses spaces whose knob product is larger
   // ranked: the legal configs it orders (the whole space when it can be listed within this,
   // else this many uniform draws); evolutionary with a prior: candidates scored for its first batch.

@@ -70,7 +70,6 @@ class Evolution : public SearchStrategy {
       greedy.insert(greedy.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
     }
     else if (!model_ && st_.best(2).size() >= 2) greedy = breedMeasured(nGreedy);
-    else if (prior_ && st_.measured().empty() && !priorLeads && s_.priorFirstShare < 1) return splitFirstBatch(n);
     else if (prior_) greedy = topOfPrior(nGreedy);
     return pickWithEpsGreedy(std::move(greedy), n);
   }
@@ -531,22 +530,6 @@ class Evolution : public SearchStrategy {
       if (st_.claim(pool[at])) return pool[at];
     }
     return std::nullopt;
-  }
-
-  // SearchSettings::priorFirstShare: the first batch of a search with a prior and no data, split
-  // between the cold search's own first picks (uniform draws, drawn first so that they are the
-  // configs a cold search with this seed would measure) and the prior's top, which goes first.
-  std::vector<ir::Config> splitFirstBatch(size_t n) {
-    const double share = double(n) * std::clamp(s_.priorFirstShare, 0.0, 1.0);
-    const size_t fromPrior = std::min(n, size_t(std::lround(share)));
-    std::vector<ir::Config> cold = st_.fresh(n - fromPrior);
-    std::vector<ir::Config> out = topOfPrior(fromPrior);
-    out.insert(out.end(), std::make_move_iterator(cold.begin()), std::make_move_iterator(cold.end()));
-    if (out.size() < n) {
-      auto more = st_.fresh(n - out.size());
-      out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-    }
-    return out;
   }
 
   // The prior's best among a uniform draw of unseen legal configs (or all of them when few).
