@@ -277,6 +277,7 @@ void pinFewRowKernels(RangeTuneResult& out, const std::function<Expected<ir::Ker
                       const std::shared_ptr<SizedCompileCache>& cache, const ShapeRange& range, const TargetDesc& t,
                       const RangeTuneSettings& s, const std::function<void(const std::string&)>& progress) {
   const double inf = std::numeric_limits<double>::infinity();
+  int losses = 0;  // in a row: one may be a burst of load, two end the walk (the breakpoint)
   for (int64_t m = range.lo; m <= std::min(range.hi, s.fixedUpTo); ++m) {
     if (!range.list.empty() && !std::binary_search(range.list.begin(), range.list.end(), m)) continue;
     auto k = kernelAt(m);
@@ -306,8 +307,14 @@ void pinFewRowKernels(RangeTuneResult& out, const std::function<Expected<ir::Ker
     const bool wins = std::isfinite(tf) && tf * (1 + s.fixedGain) <= tg;
     if (progress)
       progress(out.dim + "=" + std::to_string(m) + ": fixed " + def.str() + " " + std::to_string(tf) + " us against the rule's " +
-               std::to_string(tg) + " us" + (wins ? ": a fixed bucket" : ": the breakpoint, shape-generic from here"));
-    if (!wins || !pinFixedBucket(out.rule, m, def.str()).ok()) return;
+               std::to_string(tg) + " us" +
+               (wins ? ": a fixed bucket" : losses ? ": the breakpoint, shape-generic from here" : ": shape-generic here"));
+    if (!wins) {
+      if (++losses == 2) return;
+      continue;
+    }
+    losses = 0;
+    if (!pinFixedBucket(out.rule, m, def.str()).ok()) return;
   }
 }
 

@@ -50,7 +50,7 @@ struct RangeTuneSettings {
   // GEMM: the few-row kernels with no shape-generic form (the space's default at M = lo, lo+1, ...
   // when it is nvec, plain or kvec) measured, interleaved, against the rule's kernel at that M;
   // each at least `fixedGain` faster answers its M alone (a fixed bucket). The walk stops at the
-  // first M where it is not (the breakpoint) or above `fixedUpTo`. 0: off.
+  // second M in a row where it is not (the breakpoint), or above `fixedUpTo`. 0: off.
   int64_t fixedUpTo = 8;
   double fixedGain = 0.05;
   // Each boundary between two shape-generic buckets of different kernels is searched between the
