@@ -1,7 +1,7 @@
 // Owns shape-range dispatch: parsing a range of one dimension (`--m 1..8192`, `--m 1,7,64`,
 // `--rows 1..200`, `--seq 1..4096`), the representative points tuned and held out inside it, and
 // the rule from a size to one of a few configs (a bucket table fitted to measured times by
-// regret, its bucket count chosen on the held-out points), with its JSON form (what `tessera
+// regret, its bucket count chosen on the held-out points; fixed buckets of one size each), with its JSON form (what `tessera
 // tune` writes and `tessera bundle` reads).
 #pragma once
 
