@@ -1,13 +1,16 @@
 // Owns the shape-range benchmark: one dispatch rule (`tessera tune --m 1..HI`: at most 16
-// shape-generic kernels) against a GEMM tuned for each shape on its own, and against OpenBLAS
+// shape-generic kernels, and fixed-shape few-row kernels for the smallest M where they measured
+// faster) against a GEMM tuned for each shape on its own, and against OpenBLAS
 // sgemm, over M = 1 .. HI log-spaced with odd values, N and K fixed, f32, all measured in this run.
 // Regret = rule time / per-shape tuned time - 1 (its geometric mean is the headline); the OpenBLAS
 // ratio is sgemm time / rule time (above 1: the rule's kernel is faster).
 //
 //   shape_range_bench [--quick] [--n N] [--k K] [--hi HI] [--threads T] [--trials T] [--points P] [--runs R]
+//                     [--fixed-up-to F]
 //     --quick: N = K = 1024, HI = 1024, 12 trials per tune (minutes on 2 cores); default: the full
 //     N = K = 4096, HI = 8192, 32 trials (hours on 2 cores; `--trials 12 --runs 3` about one hour
 //     on one core of a 2-core Zen 4). --runs: timed runs per trial at least (default 5).
+//     --fixed-up-to: the rule's fixed buckets may answer M 1..F (default 8; 0: shape-generic only).
 // The rule's kernels are JIT-compiled here with runtime M, the same lowering `tessera bundle
 // --dispatch` writes as objects; the per-shape kernels are static-shape kernels of that shape's
 // own tune (same search, same trial budget).
@@ -38,7 +41,7 @@ namespace {
 
 struct Opts {
   int64_t n = 4096, k = 4096, hi = 8192;
-  int threads = 0, trials = 32, points = 14, runs = 5;
+  int threads = 0, trials = 32, points = 14, runs = 5, fixedUpTo = 8;
 };
 
 bool parse(int argc, char** argv, Opts* o) {
@@ -52,7 +55,7 @@ bool parse(int argc, char** argv, Opts* o) {
     if (i + 1 >= argc) return false;
     char* end = nullptr;
     long long v = std::strtoll(argv[++i], &end, 10);
-    if (!end || *end || v < 1 || v > (1 << 20)) return false;
+    if (!end || *end || v < 0 || v > (1 << 20) || (v == 0 && a != "--fixed-up-to")) return false;
     if (a == "--n") o->n = v;
     else if (a == "--k") o->k = v;
     else if (a == "--hi") o->hi = v;
@@ -60,6 +63,7 @@ bool parse(int argc, char** argv, Opts* o) {
     else if (a == "--trials") o->trials = int(v);
     else if (a == "--points") o->points = int(v);
     else if (a == "--runs") o->runs = int(v);
+    else if (a == "--fixed-up-to") o->fixedUpTo = int(v);
     else return false;
   }
   return true;
@@ -80,7 +84,7 @@ Expected<ir::Kernel> gemmAt(int64_t m, const Opts& o) { return ir::buildGemm({.m
 int main(int argc, char** argv) {
   Opts o;
   if (!parse(argc, argv, &o)) {
-    std::fprintf(stderr, "usage: %s [--quick] [--n N] [--k K] [--hi HI] [--threads T] [--trials T] [--points P] [--runs R]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--quick] [--n N] [--k K] [--hi HI] [--threads T] [--trials T] [--points P] [--runs R] [--fixed-up-to F]\n", argv[0]);
     return 2;
   }
   auto target = o.threads ? hostTargetWithThreads(o.threads) : Expected<TargetDesc>(hostTarget());
@@ -113,6 +117,7 @@ int main(int argc, char** argv) {
   s.maxTrain = o.points;
   s.fit.maxKernels = 16;
   s.fit.maxBuckets = 16;
+  s.fixedUpTo = o.fixedUpTo;
   auto kernelAt = [&](int64_t m) { return gemmAt(m, o); };
   auto ruleStore = cache::makeMemoryStore();
   cache::Provenance prov;
@@ -130,24 +135,33 @@ int main(int argc, char** argv) {
   const bundle::DispatchRule& rule = res->rule;
   std::printf("rule: %zu bucket(s), %zu kernel(s)\n", rule.buckets.size(), rule.configs.size());
   for (size_t b = 0; b < rule.buckets.size(); ++b)
-    std::printf("  bucket %zu  M %lld..%lld  kernel %d  %s\n", b, (long long)rule.buckets[b].lo, (long long)rule.buckets[b].hi,
-                rule.buckets[b].config, rule.configs[size_t(rule.buckets[b].config)].c_str());
-  // The rule's kernels, compiled once each with runtime M.
+    std::printf("  bucket %zu  M %lld..%lld  kernel %d  %s%s\n", b, (long long)rule.buckets[b].lo, (long long)rule.buckets[b].hi,
+                rule.buckets[b].config, rule.configs[size_t(rule.buckets[b].config)].c_str(), rule.buckets[b].fixed ? "  (fixed)" : "");
+  for (const auto& p : res->probes)
+    std::printf("  %s M=%lld: %s %.2f us, %s %.2f us\n", p.fixed ? "fixed trial" : "boundary probe", (long long)p.m, p.left.c_str(),
+                p.leftUs, p.right.c_str(), p.rightUs);
+  // The rule's kernels, as the bundle compiles them: shape-generic ones once each with runtime M,
+  // a fixed bucket's for its M alone.
   auto maxK = gemmAt(o.hi, o);
-  std::vector<std::unique_ptr<codegen::HostExecutable>> ruleExe;
-  for (const auto& c : rule.configs) {
-    auto exe = codegen::compileHost(*maxK, *ir::Config::parseAssignments(c), t, {.runtime = {.m = true}});
+  std::vector<std::unique_ptr<codegen::HostExecutable>> ruleExe(rule.configs.size());
+  std::vector<std::unique_ptr<codegen::HostExecutable>> bucketExe(rule.buckets.size());
+  for (size_t b = 0; b < rule.buckets.size(); ++b) {
+    const auto& bk = rule.buckets[b];
+    const std::string& c = rule.configs[size_t(bk.config)];
+    if (!bk.fixed && ruleExe[size_t(bk.config)]) continue;
+    auto exe = bk.fixed ? codegen::compileHost(*gemmAt(bk.lo, o), *ir::Config::parseAssignments(c), t)
+                        : codegen::compileHost(*maxK, *ir::Config::parseAssignments(c), t, {.runtime = {.m = true}});
     if (!exe.ok()) {
       std::fprintf(stderr, "rule kernel %s: %s\n", c.c_str(), exe.error().str().c_str());
       return 1;
     }
-    ruleExe.push_back(std::move(*exe));
+    (bk.fixed ? bucketExe[b] : ruleExe[size_t(bk.config)]) = std::move(*exe);
   }
 
-  std::printf("\n%6s %6s %11s %11s %8s %11s %9s  %s\n", "M", "bucket", "rule us", "shape us", "regret", "OpenBLAS us",
+  std::printf("\n%6s %7s %11s %11s %8s %11s %9s  %s\n", "M", "bucket", "rule us", "shape us", "regret", "OpenBLAS us",
               "BLAS/rule", "per-shape config");
-  double logRegret = 0, logBlas = 0;
-  int rows = 0, bad = 0;
+  double logRegret = 0, logBlas = 0, worstRegret = -1e9, worstBlas = 1e9;
+  int rows = 0, bad = 0, over10 = 0, underBlas = 0;
   for (int64_t m : grid(o.hi)) {
     auto k = gemmAt(m, o);
     // The per-shape tuned kernel: this shape's own search, same budget.
@@ -163,7 +177,8 @@ int main(int argc, char** argv) {
     ir::Config best = sess->tune.best->config;
     auto shapeExe = codegen::compileHost(*k, best, t);
     const int bk = rule.bucketOf(m);
-    const auto& rexe = *ruleExe[size_t(rule.buckets[size_t(bk)].config)];
+    const bool fixed = rule.buckets[size_t(bk)].fixed;
+    const auto& rexe = fixed ? *bucketExe[size_t(bk)] : *ruleExe[size_t(rule.buckets[size_t(bk)].config)];
     if (!shapeExe.ok()) {
       std::printf("%6lld  per-shape compile failed\n", (long long)m);
       ++bad;
@@ -173,7 +188,7 @@ int main(int argc, char** argv) {
     auto outs = ir::makeOutputs(*k);
     ir::Buffer c2(ir::ScalarType::F32, {m, o.n});
     alignas(64) int64_t sizes[codegen::kRuntimeSizeCount] = {m, 0};
-    void* rbufs[4] = {ins[0].data(), ins[1].data(), outs[0].data(), sizes};
+    void* rbufs[4] = {ins[0].data(), ins[1].data(), outs[0].data(), fixed ? nullptr : sizes};
     void* sbufs[3] = {ins[0].data(), ins[1].data(), c2.data()};
     auto ruleRun = [&] { rexe.run(rbufs); };
     auto shapeRun = [&] { (*shapeExe)->run(sbufs); };
@@ -201,15 +216,22 @@ int main(int argc, char** argv) {
     const double regret = rUs / sUs - 1;
     logRegret += std::log(rUs / sUs);
     logBlas += std::log(bUs / rUs);
+    worstRegret = std::max(worstRegret, regret);
+    worstBlas = std::min(worstBlas, bUs / rUs);
+    over10 += regret > 0.10 ? 1 : 0;
+    underBlas += bUs / rUs < 1.0 ? 1 : 0;
     ++rows;
     if (!ok) ++bad;
-    std::printf("%6lld %6d %11.2f %11.2f %7.1f%% %11.2f %8.2fx  %s%s\n", (long long)m, bk, rUs, sUs, 100 * regret, bUs, bUs / rUs,
-                best.str().c_str(), ok ? "" : "  WRONG RESULT");
+    std::printf("%6lld %6d%s %11.2f %11.2f %7.1f%% %11.2f %8.2fx  %s%s\n", (long long)m, bk, fixed ? "f" : " ", rUs, sUs, 100 * regret, bUs,
+                bUs / rUs, best.str().c_str(), ok ? "" : "  WRONG RESULT");
     std::fflush(stdout);
   }
   if (rows)
     std::printf("\ngeomean over %d shapes: regret %.1f%% (goal: within 10%%), OpenBLAS/rule %.2fx; %zu kernel(s) in the rule\n",
                 rows, 100 * (std::exp(logRegret / rows) - 1), std::exp(logBlas / rows), rule.configs.size());
+  if (rows)
+    std::printf("worst row: regret %.1f%% (%d row(s) over 10%%), OpenBLAS/rule %.2fx (%d row(s) below 1.0x)\n", 100 * worstRegret, over10,
+                worstBlas, underBlas);
   std::printf("load after: %s\n", bench::loadAverage().c_str());
   return bad ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 // Owns compiling a dispatch rule into bundle entries (dispatch_bundle.h).
 #include "bundle/dispatch_bundle.h"
 
+#include <algorithm>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -47,7 +48,7 @@ TableRange tableRange(const RangeRuleFile& f, const std::string& name, const std
 std::vector<int64_t> checkSizes(const DispatchRule& rule, int i, const std::function<double(int64_t)>& cost, double bound) {
   std::vector<int64_t> ms;
   for (const auto& b : rule.buckets) {
-    if (b.config != i) continue;
+    if (b.config != i || b.fixed) continue;  // a fixed bucket's kernel is its own entry
     for (int64_t m : {b.lo, b.lo + 2, b.lo + 16, b.hi})
       if (m >= b.lo && m <= b.hi && cost(m) <= bound && std::find(ms.begin(), ms.end(), m) == ms.end()) ms.push_back(m);
   }
@@ -84,7 +85,11 @@ TableEntry rangeRow(const RangeRuleFile& f, const TableRange& r, const std::stri
 
 std::string rangeManifest(const RangeRuleFile& f, const TableRange& r, const std::vector<int>& keyDims) {
   json buckets = json::array();
-  for (const auto& b : f.rule.buckets) buckets.push_back({{"lo", b.lo}, {"hi", b.hi}, {"kernel", b.config}});
+  for (const auto& b : f.rule.buckets) {
+    json jb = {{"lo", b.lo}, {"hi", b.hi}, {"kernel", b.config}};
+    if (b.fixed) jb["fixed"] = true;
+    buckets.push_back(jb);
+  }
   return json{{"name", r.name},
               {"dim", r.dim},
               {"key_dims", keyDims},
@@ -126,7 +131,11 @@ constexpr double kMaxCheckedMacs = double(1 << 27);
 
 Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSettings& s, std::set<std::string>* symbols,
                                        const std::function<void(const std::string&)>& progress) {
-  if (auto gpu = getTarget(f.arch); gpu.ok() && gpu->isGpu()) return buildGpuRangeBundle(f, *gpu, s, progress);
+  if (auto gpu = getTarget(f.arch); gpu.ok() && gpu->isGpu()) {
+    if (std::any_of(f.rule.buckets.begin(), f.rule.buckets.end(), [](const Bucket& b) { return b.fixed; }))
+      return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": fixed buckets are for host ranges");
+    return buildGpuRangeBundle(f, *gpu, s, progress);
+  }
   TESSERA_ASSIGN(ir::Kernel maxKernel, ir::parseKernel(f.kernelIr));
   TESSERA_ASSIGN(int64_t top, rangeExtent(maxKernel));
   const std::string dim = rangeDimName(maxKernel);
@@ -151,26 +160,34 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
   out.range = tableRange(f, f.kernelName.empty() ? maxKernel.name : f.kernelName, key.family, key.dtype, t.arch, key.shape, dim,
                          keyDims);
   auto cache = makeSizedCompileCache(maxKernel, t);
-  for (size_t i = 0; i < f.rule.configs.size(); ++i) {
-    TESSERA_ASSIGN(ir::Config c, ir::Config::parseAssignments(f.rule.configs[i]));
-    const std::string name = out.range.name + "_range" + std::to_string(i);
+  search::MeasureSettings checkSettings;
+  checkSettings.timeoutSec = s.verifyTimeoutSec;
+  checkSettings.measure.minTimeSec = 0;
+  checkSettings.measure.minRuns = 1;
+  auto symbolFor = [&](const std::string& name) {
     std::string symbol = "tessera_" + sanitizeName(name) + "_" + sanitizeName(t.arch);
     for (int n = 2; symbols->count(symbol); ++n) symbol = "tessera_" + sanitizeName(name) + "_" + sanitizeName(t.arch) + "_" + std::to_string(n);
     symbols->insert(symbol);
+    return symbol;
+  };
+  // One entry per config some shape-generic bucket names (compiled with runtime M), then one per
+  // fixed bucket (compiled for its size); each bucket of the table row points at its entry.
+  std::vector<int> genericEntry(f.rule.configs.size(), -1);
+  for (size_t i = 0; i < f.rule.configs.size(); ++i) {
+    if (std::none_of(f.rule.buckets.begin(), f.rule.buckets.end(), [&](const Bucket& b) { return b.config == int(i) && !b.fixed; }))
+      continue;
+    TESSERA_ASSIGN(ir::Config c, ir::Config::parseAssignments(f.rule.configs[i]));
+    const std::string name = out.range.name + "_range" + std::to_string(i);
+    const std::string symbol = symbolFor(name);
     codegen::CompileOptions o{.cpu = native ? "" : t.arch, .symbol = symbol, .runtime = {.m = true}};
     auto obj = codegen::emitHost(maxKernel, c, t, codegen::Emit::Object, o);
     if (!obj.ok()) return makeError(obj.error().code, name + " (" + c.str() + "): " + obj.error().message);
     // The check: the same lowering JIT-compiled here, run at sizes of each of its buckets.
     json checks = json::array();
     if (s.verify) {
-      const std::vector<int64_t> ms = checkSizes(f.rule, int(i), checkCost, kMaxCheckedMacs);
-      search::MeasureSettings ms2;
-      ms2.timeoutSec = s.verifyTimeoutSec;
-      ms2.measure.minTimeSec = 0;
-      ms2.measure.minRuns = 1;
-      for (int64_t m : ms) {
+      for (int64_t m : checkSizes(f.rule, int(i), checkCost, kMaxCheckedMacs)) {
         TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
-        auto r = makeSizedHostMeasurer(cache, k, ms2)->measure({c}).front();
+        auto r = makeSizedHostMeasurer(cache, k, checkSettings)->measure({c}).front();
         if (!r.ok())
           return makeError(ErrorCode::WrongResult, name + " (" + c.str() + ") at " + dim + "=" + std::to_string(m) + ": " +
                                                        search::trialStatusName(r.status) + " " + r.message);
@@ -202,6 +219,65 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     if (progress)
       progress(name + " on " + t.name + " (" + t.arch + "): shape-generic, " + dim + " " + std::to_string(f.rule.lo) + ".." +
                std::to_string(f.rule.hi) + ", config " + c.str() + (s.verify ? ", checked at " + std::to_string(checks.size()) + " sizes" : ""));
+    genericEntry[i] = int(out.entries.size());
+    out.entries.push_back(std::move(e));
+  }
+  for (size_t bi = 0; bi < f.rule.buckets.size(); ++bi) {
+    const Bucket& b = f.rule.buckets[bi];
+    if (!b.fixed) {
+      out.range.buckets[bi].entry = genericEntry[size_t(b.config)];
+      continue;
+    }
+    if (maxKernel.family != ir::Family::Gemm)
+      return makeError(ErrorCode::InvalidArgument, "dispatch rule " + f.kernelName + ": fixed buckets are for GEMM ranges of M");
+    TESSERA_ASSIGN(ir::Config c, ir::Config::parseAssignments(f.rule.configs[size_t(b.config)]));
+    TESSERA_ASSIGN(ir::Kernel k, kernelAt(b.lo));
+    const std::string name = out.range.name + "_range" + std::to_string(b.config) + "_" + dim + std::to_string(b.lo);
+    const std::string symbol = symbolFor(name);
+    codegen::CompileOptions o{.cpu = native ? "" : t.arch, .symbol = symbol};
+    auto obj = codegen::emitHost(k, c, t, codegen::Emit::Object, o);
+    if (!obj.ok()) return makeError(obj.error().code, name + " (" + c.str() + "): " + obj.error().message);
+    json checks = json::array();
+    if (s.verify && checkCost(b.lo) <= kMaxCheckedMacs) {
+      auto r = search::makeHostMeasurer(k, t, checkSettings)->measure({c}).front();
+      if (!r.ok())
+        return makeError(ErrorCode::WrongResult, name + " (" + c.str() + "): " + search::trialStatusName(r.status) + " " + r.message);
+      checks.push_back({{"m", b.lo}, {"max_rel_err", r.maxRelErr}});
+    }
+    RangeEntry e;
+    TableEntry& row = e.row;
+    row = rangeRow(f, out.range, name, t.name, "host", c.toJson(), k);
+    // A kernel of one shape that only its range answers: tessera_find reaches it through the
+    // bucket (range_dim set), tessera_run_dims runs it at that shape alone.
+    const cache::HardKey kk = search::hardKeyFor(k, t);
+    row.dims = kk.shape;
+    row.shape = cache::formatShape(kk.shape);
+    row.tunedShape = dim + " " + std::to_string(b.lo) + " (fixed bucket of " + std::to_string(f.rule.lo) + ".." + std::to_string(f.rule.hi) + ")";
+    row.runtimeM = false;
+    row.mLo = row.mHi = b.lo;
+    row.hostSymbol = symbol;
+    e.manifestJson = json{{"name", name},
+                          {"family", key.family},
+                          {"target", t.name},
+                          {"arch", t.arch},
+                          {"vendor", "host"},
+                          {"shape", row.shape},
+                          {"dtype", key.dtype},
+                          {"units", t.units},
+                          {"range_fixed", {{"range", out.range.name}, {"dim", dim}, {"size", b.lo}}},
+                          {"config", json::parse(row.config)},
+                          {"source", "dispatch rule"},
+                          {"symbol", symbol},
+                          {"cpu", native ? "native (" + hostTarget().model + ")" : t.arch},
+                          {"files", {{"object", "host/" + symbol + ".o"}}},
+                          {"check", {{"kind", s.verify ? "reference at its size" : "none"}, {"sizes", checks}}},
+                          {"kernel_ir", ir::printKernel(k)}}
+                         .dump();
+    e.files.push_back({"host/" + symbol + ".o", std::move(*obj)});
+    if (progress)
+      progress(name + " on " + t.name + " (" + t.arch + "): fixed bucket " + dim + "=" + std::to_string(b.lo) + ", config " + c.str() +
+               (checks.empty() ? "" : ", checked"));
+    out.range.buckets[bi].entry = int(out.entries.size());
     out.entries.push_back(std::move(e));
   }
   out.manifestJson = rangeManifest(f, out.range, keyDims);

@@ -1,6 +1,6 @@
 // Owns the part of `tessera bundle --dispatch RULE` that compiles a dispatch rule: one
 // shape-generic host object (or, for a GPU target, cubin + PTX) per config of the rule (runtime M,
-// rows or seq; GPU: M), each checked here against the reference at a few sizes of its buckets (GPU:
+// rows or seq; GPU: M) and one object per fixed bucket (compiled for its M alone), each checked here against the reference at a few sizes of its buckets (GPU:
 // on the mapped-kernel emulator), and the rule's table row (buckets -> entries).
 #pragma once
 

@@ -113,6 +113,32 @@ int DispatchRule::bucketOf(int64_t v) const {
   return -1;
 }
 
+Status pinFixedBucket(DispatchRule& rule, int64_t v, const std::string& config) {
+  const int at = rule.bucketOf(v);
+  if (at < 0) return makeError(ErrorCode::InvalidArgument, "a fixed bucket at " + std::to_string(v) + " lies outside the rule's range");
+  const Bucket old = rule.buckets[size_t(at)];
+  int generic = 0;
+  for (const auto& b : rule.buckets) generic += b.fixed ? 0 : 1;
+  if (!old.fixed && old.lo == old.hi && generic == 1)
+    return makeError(ErrorCode::InvalidArgument, "pinning " + std::to_string(v) + " would leave the rule no shape-generic bucket");
+  int c = int(std::find(rule.configs.begin(), rule.configs.end(), config) - rule.configs.begin());
+  if (size_t(c) == rule.configs.size()) rule.configs.push_back(config);
+  std::vector<Bucket> parts;
+  if (v > old.lo) parts.push_back({old.lo, v - 1, old.config, old.fixed});
+  parts.push_back({v, v, c, true});
+  if (v < old.hi) parts.push_back({v + 1, old.hi, old.config, old.fixed});
+  rule.buckets.erase(rule.buckets.begin() + at);
+  rule.buckets.insert(rule.buckets.begin() + at, parts.begin(), parts.end());
+  // A config no bucket names any more (the one a fixed bucket replaced) leaves the rule.
+  for (int i = int(rule.configs.size()) - 1; i >= 0; --i) {
+    if (std::any_of(rule.buckets.begin(), rule.buckets.end(), [&](const Bucket& b) { return b.config == i; })) continue;
+    rule.configs.erase(rule.configs.begin() + i);
+    for (auto& b : rule.buckets)
+      if (b.config > i) --b.config;
+  }
+  return {};
+}
+
 double geomeanRegret(const TimeTable& table, const std::vector<size_t>& points, const std::vector<int>& choice) {
   if (points.empty()) return 0;
   double sum = 0;
@@ -249,7 +275,11 @@ std::string ruleToJson(const DispatchRule& r, const std::string& extraJson) {
   j["hi"] = r.hi;
   j["configs"] = r.configs;
   j["buckets"] = nlohmann::json::array();
-  for (const auto& b : r.buckets) j["buckets"].push_back({{"lo", b.lo}, {"hi", b.hi}, {"config", b.config}});
+  for (const auto& b : r.buckets) {
+    nlohmann::json jb = {{"lo", b.lo}, {"hi", b.hi}, {"config", b.config}};
+    if (b.fixed) jb["fixed"] = true;  // absent otherwise: the rules of earlier versions stay byte-identical
+    j["buckets"].push_back(jb);
+  }
   j["train_regret"] = r.trainRegret;
   j["held_out_regret"] = r.heldOutRegret;
   return j.dump(2) + "\n";
@@ -265,7 +295,8 @@ Expected<DispatchRule> ruleFromJson(const std::string& text) {
     r.lo = j.at("lo").get<int64_t>();
     r.hi = j.at("hi").get<int64_t>();
     r.configs = j.at("configs").get<std::vector<std::string>>();
-    for (const auto& b : j.at("buckets")) r.buckets.push_back({b.at("lo").get<int64_t>(), b.at("hi").get<int64_t>(), b.at("config").get<int>()});
+    for (const auto& b : j.at("buckets"))
+      r.buckets.push_back({b.at("lo").get<int64_t>(), b.at("hi").get<int64_t>(), b.at("config").get<int>(), b.value("fixed", false)});
     r.trainRegret = j.value("train_regret", 0.0);
     r.heldOutRegret = j.value("held_out_regret", 0.0);
   } catch (const std::exception&) {
@@ -277,12 +308,16 @@ Expected<DispatchRule> ruleFromJson(const std::string& text) {
   if (r.configs.empty() || r.configs.size() > 64) return invalid("1 to 64 configs");
   if (r.buckets.empty() || r.buckets.size() > 64) return invalid("1 to 64 buckets");
   int64_t next = r.lo;
+  int generic = 0;
   for (const auto& b : r.buckets) {
     if (b.lo != next || b.hi < b.lo) return invalid("buckets must cover the range in order without gaps");
+    if (b.fixed && b.lo != b.hi) return invalid("a fixed bucket answers one size (lo == hi), not " + std::to_string(b.lo) + ".." + std::to_string(b.hi));
+    generic += b.fixed ? 0 : 1;
     if (b.config < 0 || size_t(b.config) >= r.configs.size()) return invalid("a bucket names a config that does not exist");
     next = b.hi + 1;
   }
   if (next != r.hi + 1) return invalid("buckets must end at the range's end");
+  if (generic == 0) return invalid("every bucket is fixed: a range needs at least one shape-generic bucket");
   return r;
 }
 

@@ -1,7 +1,7 @@
 // Owns shape-range dispatch: parsing a range of one dimension (`--m 1..8192`, `--m 1,7,64`,
 // `--rows 1..200`, `--seq 1..4096`), the representative points tuned and held out inside it, and
 // the rule from a size to one of a few configs (a bucket table fitted to measured times by
-// regret, its bucket count chosen on the held-out points), with its JSON form (what `tessera
+// regret, its bucket count chosen on the held-out points; fixed buckets of one size each), with its JSON form (what `tessera
 // tune` writes and `tessera bundle` reads).
 #pragma once
 
@@ -48,6 +48,9 @@ struct TimeTable {
 struct Bucket {
   int64_t lo = 0, hi = 0;  // inclusive
   int config = 0;          // index into DispatchRule::configs
+  // A kernel compiled for this one size (lo == hi) in any schedule of the space: the few-row
+  // kernels (nvec, plain, kvec) that have no shape-generic form, where they beat the generic ones.
+  bool fixed = false;
 };
 
 struct DispatchRule {
@@ -60,6 +63,11 @@ struct DispatchRule {
   // Which bucket answers `v`; -1 outside [lo, hi].
   int bucketOf(int64_t v) const;
 };
+
+// `rule` with size `v` answered by a fixed-shape kernel of `config` (added to the rule's configs
+// when new): the bucket holding `v` is split around it. Refused outside the range, and where it
+// would leave no shape-generic bucket (a range is served by at least one).
+Status pinFixedBucket(DispatchRule& rule, int64_t v, const std::string& config);
 
 struct FitSettings {
   int maxBuckets = 16;
@@ -81,10 +89,11 @@ Expected<DispatchRule> fitDispatchRule(const TimeTable& table, const std::vector
 // Geometric-mean regret of choosing config choice[p] at each listed point.
 double geomeanRegret(const TimeTable& table, const std::vector<size_t>& points, const std::vector<int>& choice);
 
-// JSON: {"dim", "lo", "hi", "configs", "buckets": [{"lo","hi","config"}], "train_regret",
-// "held_out_regret"} plus whatever `extra` (a JSON object text) holds, e.g. the kernel.
+// JSON: {"dim", "lo", "hi", "configs", "buckets": [{"lo","hi","config"[,"fixed": true]}],
+// "train_regret", "held_out_regret"} plus whatever `extra` (a JSON object text) holds, e.g. the kernel.
 std::string ruleToJson(const DispatchRule& r, const std::string& extraJson = "{}");
-// Parses and validates (buckets contiguous over [lo, hi], configs referenced exist).
+// Parses and validates (buckets contiguous over [lo, hi], configs referenced exist, a fixed
+// bucket one size wide, at least one bucket shape-generic); rules without "fixed" load as before.
 Expected<DispatchRule> ruleFromJson(const std::string& text);
 
 // A rule file as `tessera tune --m LO..HI` writes it (range_tune.h): the rule, the kernel at the

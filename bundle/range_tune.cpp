@@ -14,6 +14,7 @@
 #include "ir/families.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
+#include "search/space.h"
 #include "support/text_file.h"
 
 namespace tessera::bundle {
@@ -21,6 +22,7 @@ namespace tessera::bundle {
 struct SizedCompileCache {
   ir::Kernel maxKernel;
   TargetDesc target;
+  bool runtimeM = true;  // false: maxKernel's own shape only (a fixed bucket's kernel)
   std::mutex mu;
   std::map<std::string, std::shared_ptr<const codegen::HostExecutable>> built;
   std::map<std::string, Error> failed;
@@ -53,7 +55,7 @@ class SizedBackend : public search::ExecutionBackend {
         return std::shared_ptr<const search::Executable>(box);
       }
     }
-    auto exe = codegen::compileHost(cache_->maxKernel, c, cache_->target, {.runtime = {.m = true}});
+    auto exe = codegen::compileHost(cache_->maxKernel, c, cache_->target, {.runtime = {.m = cache_->runtimeM}});
     std::lock_guard<std::mutex> lock(cache_->mu);
     if (!exe.ok()) {
       cache_->failed.emplace(key, exe.error());
@@ -69,7 +71,7 @@ class SizedBackend : public search::ExecutionBackend {
     const auto& exe = *static_cast<const SizedExecutable&>(e).exe;
     std::vector<void*> bufs(io.buffers(), io.buffers() + io.count());
     alignas(64) int64_t sizes[codegen::kRuntimeSizeCount] = {m_, 0};
-    bufs.push_back(sizes);
+    if (cache_->runtimeM) bufs.push_back(sizes);
     auto raw = exe.raw();
     auto call = [&] { codegen::invokeRaw(raw, bufs.data(), bufs.size()); };
     const double firstUs = wallMicros(call);  // the checked run, and the warm-up
@@ -220,6 +222,104 @@ RangePoints placeRangePoints(RangeTuneResult& r, const ShapeRange& range, int ma
   return pts;
 }
 
+namespace {
+
+// The times of configs `a` and `b` at the point kernel `k` (sized measurer: runtime M), measured in
+// two interleaved rounds; +inf where one failed.
+std::pair<double, double> measurePair(const std::shared_ptr<SizedCompileCache>& cache, const ir::Kernel& k, const std::string& a,
+                                      const std::string& b, const RangeTuneSettings& s) {
+  const double inf = std::numeric_limits<double>::infinity();
+  auto ca = ir::Config::parseAssignments(a), cb = ir::Config::parseAssignments(b);
+  if (!ca.ok() || !cb.ok()) return {inf, inf};
+  auto r = makeSizedHostMeasurer(cache, k, s.measure)->remeasure({*ca, *cb}, 2);
+  return {r[0].ok() ? r[0].samples.median_us : inf, r[1].ok() ? r[1].samples.median_us : inf};
+}
+
+void refineBoundaries(RangeTuneResult& out, const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt,
+                      const std::shared_ptr<SizedCompileCache>& cache, const RangeTuneSettings& s,
+                      const std::function<void(const std::string&)>& progress) {
+  DispatchRule& rule = out.rule;
+  const auto& pts = out.table.points;
+  for (size_t r = 0; s.boundarySteps > 0 && r + 1 < rule.buckets.size(); ++r) {
+    Bucket& L = rule.buckets[r];
+    Bucket& R = rule.buckets[r + 1];
+    if (L.fixed || R.fixed || L.config == R.config) continue;
+    // The measured points either side of the fitted boundary: the left kernel owns lo, the right hi.
+    int64_t lo = L.lo, hi = R.hi;
+    for (int64_t p : pts) {
+      if (p >= L.lo && p <= L.hi) lo = p;
+      if (p >= R.lo && p <= R.hi && hi == R.hi) hi = p;
+    }
+    const std::string& cl = rule.configs[size_t(L.config)];
+    const std::string& cr = rule.configs[size_t(R.config)];
+    int steps = 0;
+    for (; steps < s.boundarySteps && hi - lo >= 2; ++steps) {
+      const int64_t mid = std::clamp<int64_t>(std::llround(std::sqrt(double(lo) * double(hi))), lo + 1, hi - 1);
+      auto k = kernelAt(mid);
+      if (!k.ok()) break;
+      auto [tl, tr] = measurePair(cache, *k, cl, cr, s);
+      out.probes.push_back({mid, cl, cr, tl, tr, false});
+      if (!std::isfinite(tl) || !std::isfinite(tr)) break;
+      (tl <= tr ? lo : hi) = mid;
+    }
+    if (steps == 0) continue;
+    const int64_t end = std::clamp<int64_t>(std::llround(std::floor(std::sqrt(double(lo) * double(hi)))), lo, hi - 1);
+    if (progress)
+      progress("boundary " + std::to_string(r) + "|" + std::to_string(r + 1) + ": " + out.dim + " " + std::to_string(L.hi) + " -> " +
+               std::to_string(end) + " (" + std::to_string(steps) + " measured midpoints, the switch lies in " + std::to_string(lo) +
+               ".." + std::to_string(hi) + ")");
+    L.hi = end;
+    R.lo = end + 1;
+  }
+}
+
+void pinFewRowKernels(RangeTuneResult& out, const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt,
+                      const std::shared_ptr<SizedCompileCache>& cache, const ShapeRange& range, const TargetDesc& t,
+                      const RangeTuneSettings& s, const std::function<void(const std::string&)>& progress) {
+  const double inf = std::numeric_limits<double>::infinity();
+  int losses = 0;  // in a row: one may be a burst of load, two end the walk (the breakpoint)
+  for (int64_t m = range.lo; m <= std::min(range.hi, s.fixedUpTo); ++m) {
+    if (!range.list.empty() && !std::binary_search(range.list.begin(), range.list.end(), m)) continue;
+    auto k = kernelAt(m);
+    if (!k.ok()) return;
+    auto space = search::makeSpace(*k, t);
+    if (!space.ok()) return;
+    const ir::Config def = space->defaults();
+    const int b = out.rule.bucketOf(m);
+    if (b < 0 || blisFamily(def)) return;  // the default is a shape-generic schedule from here up
+    const std::string generic = out.rule.configs[size_t(out.rule.buckets[size_t(b)].config)];
+    auto cg = ir::Config::parseAssignments(generic);
+    if (!cg.ok()) return;
+    // Interleaved: the fixed kernel and the rule's (runtime M) alternate, three rounds each; both
+    // compiled once (the caches), each round a checked run and timed samples.
+    auto fixedCache = makeSizedCompileCache(*k, t);
+    fixedCache->runtimeM = false;
+    auto fixedM = search::makeProtocolMeasurer(*k, t, std::make_unique<SizedBackend>(fixedCache, m), s.measure);
+    auto sizedM = makeSizedHostMeasurer(cache, *k, s.measure);
+    double tf = inf, tg = inf;
+    for (int round = 0; round < 3; ++round) {
+      auto rf = fixedM->remeasure({def}, 1).front();
+      auto rg = sizedM->remeasure({*cg}, 1).front();
+      if (rf.ok()) tf = std::min(tf, rf.samples.median_us);
+      if (rg.ok()) tg = std::min(tg, rg.samples.median_us);
+    }
+    out.probes.push_back({m, def.str(), generic, tf, tg, true});
+    const bool wins = std::isfinite(tf) && tf * (1 + s.fixedGain) <= tg;
+    if (progress)
+      progress(out.dim + "=" + std::to_string(m) + ": fixed " + def.str() + " " + std::to_string(tf) + " us against the rule's " +
+               std::to_string(tg) + " us" +
+               (wins ? ": a fixed bucket" : losses ? ": the breakpoint, shape-generic from here" : ": shape-generic here"));
+    if (!wins) {
+      if (++losses == 2) return;
+      continue;
+    }
+    losses = 0;
+    if (!pinFixedBucket(out.rule, m, def.str()).ok()) return;
+  }
+}
+
+}  // namespace
+
 Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt, const ShapeRange& range,
                                     const TargetDesc& t, cache::RecordStore* store, const cache::Provenance& prov,
                                     const RangeTuneSettings& s, const RangeTuneCallbacks& cb) {
@@ -333,9 +433,11 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
     progress(line);
   }
 
-  // 3. The rule.
+  // 3. The rule, its boundaries measured, and the few-row kernels below the generic ones.
   TESSERA_ASSIGN(out.rule, fitDispatchRule(out.table, out.train, out.heldOut, range.lo, range.hi, s.fit));
   out.rule.dim = dim;
+  refineBoundaries(out, kernelAt, cache, s, progress);
+  if (gemm) pinFewRowKernels(out, kernelAt, cache, range, t, s, progress);
   return out;
 }
 
@@ -357,6 +459,12 @@ std::string rangeRuleFile(const RangeTuneResult& r, const TargetDesc& t) {
   }
   extra["candidates"] = r.table.configs;
   extra["measurements"] = pts;
+  nlohmann::json probes = nlohmann::json::array();
+  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+  for (const auto& p : r.probes)
+    probes.push_back({{"m", p.m}, {"kind", p.fixed ? "fixed" : "boundary"}, {"left", p.left}, {"right", p.right},
+                      {"left_us", num(p.leftUs)}, {"right_us", num(p.rightUs)}});
+  extra["probes"] = probes;
   return ruleToJson(r.rule, extra.dump());
 }
 

@@ -47,6 +47,16 @@ struct RangeTuneSettings {
   double pruneAboveUs = 50000;
   double pruneFactor = 1.5;
   int keepAtLeast = 8;
+  // GEMM: the few-row kernels with no shape-generic form (the space's default at M = lo, lo+1, ...
+  // when it is nvec, plain or kvec) measured, interleaved, against the rule's kernel at that M;
+  // each at least `fixedGain` faster answers its M alone (a fixed bucket). The walk stops at the
+  // second M in a row where it is not (the breakpoint), or above `fixedUpTo`. 0: off.
+  int64_t fixedUpTo = 8;
+  double fixedGain = 0.05;
+  // Each boundary between two shape-generic buckets of different kernels is searched between the
+  // measured points either side by halving (log scale), both kernels measured at the midpoint, at
+  // most this many steps. 0: the fitted boundary stays.
+  int boundarySteps = 3;
 };
 
 struct RangeTuneCallbacks {
@@ -62,6 +72,14 @@ struct RangeTuneResult {
   std::string kernelIr;            // the kernel at the range's top, IR text (what the bundle compiles)
   std::string kernelName;
   std::string dim = "M";           // rangeDimName of the kernel
+  // The measurements behind the boundaries and the fixed buckets (also in the rule file).
+  struct Probe {
+    int64_t m = 0;
+    std::string left, right;  // configs (boundary: the buckets' either side; fixed: fixed, rule's)
+    double leftUs = 0, rightUs = 0;
+    bool fixed = false;  // a fixed kernel's trial at m (left) against the rule's kernel (right)
+  };
+  std::vector<Probe> probes;
 };
 
 // Which of `t`'s candidates the cross measurement runs at the point after `prev` (indices into

@@ -116,7 +116,7 @@ void tuneRange(const TuneFlags& f) {
                    {.target = f.target, .threads = f.threads, .maxElements = f.maxElements, .estimate = f.estimate,
                     .space = f.spaceSpec, .trials = trialsGiven(f), .batch = f.batch, .topK = f.topK, .timeBudget = f.timeBudget,
                     .timeout = f.timeout, .minTime = f.minTime, .seed = f.seed, .maxKernels = f.range.maxKernels,
-                    .points = f.range.points, .db = f.db, .policy = cachePolicy(f), .warmStart = !f.noWarmStart},
+                    .points = f.range.points, .fixedUpTo = f.range.fixedUpTo, .db = f.db, .policy = cachePolicy(f), .warmStart = !f.noWarmStart},
                    f.json);
 }
 

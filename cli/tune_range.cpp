@@ -22,6 +22,10 @@ void addRangeTuneOptions(CLI::App* tune, RangeFlags* f) {
   tune->add_option("--max-kernels", f->maxKernels, "with --m/--rows/--seq LO..HI: kernels (configs) the rule may use at most")
       ->capture_default_str();
   tune->add_option("--points", f->points, "with --m/--rows/--seq LO..HI: training points tuned at most (log-spaced)")->capture_default_str();
+  tune->add_option("--fixed-up-to", f->fixedUpTo,
+                   "with --m LO..HI: M from LO up to this may each get a kernel of that shape alone (nvec, plain, kvec), where "
+                   "measured faster than the shape-generic one; two M in a row where it is not end them (0: none)")
+      ->capture_default_str();
 }
 
 bool wantsRangeTune(const KernelFlags& k) {
@@ -86,8 +90,9 @@ void tuneRangeCommand(const KernelFlags& kernel, const RangeFlags& flags, sessio
               res->kernelName.c_str(), t->name.c_str(), t->isGpu() ? " (ESTIMATED times: the analytic model, nothing ran)" : "", dim, (long long)rule.lo, (long long)rule.hi, rule.buckets.size(), rule.configs.size(),
               100 * rule.trainRegret, res->train.size(), 100 * rule.heldOutRegret, res->heldOut.size());
   for (size_t b = 0; b < rule.buckets.size(); ++b)
-    std::printf("  bucket %zu  %s %6lld..%-6lld  kernel %d  %s\n", b, dim, (long long)rule.buckets[b].lo, (long long)rule.buckets[b].hi,
-                rule.buckets[b].config, rule.configs[size_t(rule.buckets[b].config)].c_str());
+    std::printf("  bucket %zu  %s %6lld..%-6lld  kernel %d  %s%s\n", b, dim, (long long)rule.buckets[b].lo, (long long)rule.buckets[b].hi,
+                rule.buckets[b].config, rule.configs[size_t(rule.buckets[b].config)].c_str(),
+                rule.buckets[b].fixed ? "  (fixed: compiled for this size alone)" : "");
   std::printf("  %8s %9s %12s %12s %8s\n", dim, "", t->isGpu() ? "best est us" : "best us", t->isGpu() ? "rule est us" : "rule us", "regret");
   for (size_t p = 0; p < res->table.points.size(); ++p) {
     double best = INFINITY;
@@ -96,6 +101,8 @@ void tuneRangeCommand(const KernelFlags& kernel, const RangeFlags& flags, sessio
     const std::string& cfg = rule.configs[size_t(rule.buckets[size_t(bk)].config)];
     size_t ci = size_t(std::find(res->table.configs.begin(), res->table.configs.end(), cfg) - res->table.configs.begin());
     double mine = ci < res->table.times.size() ? res->table.times[ci][p] : INFINITY;
+    for (const auto& pr : res->probes)  // a fixed bucket's kernel was timed beside the generic one
+      if (pr.fixed && pr.m == res->table.points[p] && pr.left == cfg) mine = pr.leftUs, best = std::min(best, mine);
     bool held = std::find(res->heldOut.begin(), res->heldOut.end(), p) != res->heldOut.end();
     std::printf("  %8lld %9s %12.2f %12.2f %7.1f%%\n", (long long)res->table.points[p], held ? "held-out" : "train", best, mine,
                 100 * (mine / best - 1));

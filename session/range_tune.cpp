@@ -31,6 +31,7 @@ Status checkRangeTune(const RangeTuneRequest& r) {
   const Dialect& d = r.dialect;
   if (r.maxKernels < 1 || r.maxKernels > 64) return bad(d.option("max-kernels") + " must be 1 to 64");
   if (r.points < 2 || r.points > 64) return bad(d.option("points") + " must be 2 to 64");
+  if (r.fixedUpTo < 0 || r.fixedUpTo > 64) return bad(d.option("fixed-up-to") + " must be 0 to 64");
   if (r.trials && *r.trials < 1) return bad(d.option("trials") + " must be at least 1 per point with " + d.option(r.rangeOption) + " LO..HI");
   if (!(r.timeBudget >= 0)) return bad(d.option("time-budget") + " must be at least 0 seconds (0: none)");
   if (!(r.timeout > 0)) return bad(d.option("timeout") + " must be more than 0 seconds");
@@ -74,6 +75,7 @@ Expected<RangeTuneOutcome> runRangeTune(const RangeTuneRequest& r) {
   s.fit.maxKernels = r.maxKernels;
   s.fit.maxBuckets = std::min(16, r.maxKernels * 2);
   s.maxTrain = r.points;
+  s.fixedUpTo = r.fixedUpTo;
   cache::Provenance prov = search::provenanceFor(t, r.provenance);
   TESSERA_ASSIGN(out.result, t.isGpu() ? bundle::tuneRangeGpuEstimate(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks)
                                        : bundle::tuneRange(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks));

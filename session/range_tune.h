@@ -37,6 +37,7 @@ struct RangeTuneRequest {
   uint64_t seed = 0;
   int maxKernels = 16;  // configs the rule may use
   int points = 14;      // training points at most (a list tunes all of its values)
+  int fixedUpTo = 8;    // GEMM: sizes from the range's low end that may get a fixed few-row kernel (0: none)
   // The store (a SQLite file) and what is reused from it.
   std::string db;
   search::CachePolicy policy = search::CachePolicy::UseStored;

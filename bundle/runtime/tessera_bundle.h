@@ -55,8 +55,8 @@ typedef struct tessera_kernel_info {
   const char* bound;       /* estimated only: "compute", "memory", "latency", "launch" */
   int num_inputs, num_outputs;
   int runtime_m;           /* 1: shape-generic, runs every size in [m_lo, m_hi] of range_dim (tessera_run_dims) */
-  int64_t m_lo, m_hi;
-  const char* range_dim;   /* shape-generic: "M" (GEMM), "rows" (elementwise) or "seq" (attention); "" otherwise */
+  int64_t m_lo, m_hi;      /* a range's fixed bucket (runtime_m 0, range_dim set): m_lo == m_hi, its one size */
+  const char* range_dim;   /* a range's kernel: "M" (GEMM), "rows" (elementwise) or "seq" (attention); "" otherwise */
 } tessera_kernel_info;
 
 /* The kernel for `family` ("gemm", "elementwise", "attention", or a kernel name), the key shape
@@ -77,7 +77,9 @@ const tessera_kernel* tessera_find_dims(const char* family, const int64_t* dims,
  * bucket; tessera_last_message() and tessera_last_dispatch() say which range, bucket and config.
  * A shape outside every range gets NULL and a message saying so. A kernel found this way runs with
  * tessera_run_dims (the shape's M is passed at run time); its tensors are described at M = m_hi.
- * A kernel compiled for the exact shape is preferred. */
+ * A range may answer single sizes of its bucket list with kernels compiled for that one shape (a
+ * rule's fixed buckets: few-row kernels with no shape-generic form); tessera_run_dims runs those
+ * too. A kernel compiled for the exact shape outside any range is preferred. */
 typedef struct tessera_dispatch_info {
   int in_range;       /* 1: the last tessera_find on this thread was answered from a range */
   const char* rule;   /* the range's name (the kernel tuned over it) */

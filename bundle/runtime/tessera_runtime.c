@@ -240,11 +240,11 @@ static const tessera_kernel* tsr_find_in_ranges(const char* family, const int64_
   tsr_dispatch.kernel = k;
   tsr_dispatch.dim = best->dim;
   const char* dn = best->dim;
-  tsr_message("%s %s=%lld %s on %s (%s): range %s %lld..%lld of %s, bucket %d of %d (%s %lld..%lld), shape-generic kernel %s; "
+  tsr_message("%s %s=%lld %s on %s (%s): range %s %lld..%lld of %s, bucket %d of %d (%s %lld..%lld), %s kernel %s; "
               "config %s; run it with tessera_run_dims",
               k->family, dn, (long long)bestSize, k->dtype, k->target, k->arch, dn, (long long)best->lo, (long long)best->hi,
-              best->name, tsr_dispatch.bucket, best->num_buckets, dn, (long long)bucket->lo, (long long)bucket->hi, k->name,
-              k->config);
+              best->name, tsr_dispatch.bucket, best->num_buckets, dn, (long long)bucket->lo, (long long)bucket->hi,
+              k->runtime_m ? "shape-generic" : "fixed-shape", k->name, k->config);
   return k;
 }
 
@@ -271,7 +271,7 @@ const tessera_kernel* tessera_find_dims(const char* family, const int64_t* dims,
   size_t used = 0;
   for (int i = 0; i < tsr_kernel_count; ++i) {
     const tessera_kernel* k = &tsr_kernels[i];
-    if (k->runtime_m) continue;  /* served through its range */
+    if (k->runtime_m || (k->range_dim && k->range_dim[0])) continue;  /* served through its range (fixed buckets too) */
     if (strcmp(k->family, family) != 0 && strcmp(k->name, family) != 0) continue;
     if (strcmp(k->dtype, dtype) != 0) continue;
     int fit = tsr_arch_fit(k, arch, device);

@@ -3,7 +3,9 @@
 # of M into a dispatch rule, bundle its shape-generic kernels, build the bundle and range_demo.c with
 # a plain `cc`, and check every M of the range (odd ones included) against plain C loops, the
 # bucket that answered, and the clean misses outside the range; then a two-bucket rule written by
-# hand, and bad ranges and rules refused in one line with exit code 2.
+# hand, one with fixed buckets (kernels of one shape at M 1 and 2, checked to answer exactly
+# those M, with a bundle without them as the control), and bad ranges and rules refused in one
+# line with exit code 2.
 #   bash examples/bundle/range.sh [path/to/tessera] [work dir]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -23,7 +25,7 @@ refused "a huge range" "$T" tune gemm --m 1..1048576 --n 4096 --k 4096 --trials 
 [ ! -e bad.db ] || [ ! -s bad.db ] || true
 
 step "tune over M 1..96 (small budgets: this is a test, not a benchmark)"
-"$T" tune gemm --m 1..96 --n 33 --k 20 --trials 4 --points 4 --min-time 0.002 --top-k 1 --db tessera.db \
+"$T" tune gemm --m 1..96 --n 33 --k 20 --trials 4 --points 4 --min-time 0.002 --top-k 1 --fixed-up-to 1 --db tessera.db \
   --dispatch-out rule.json | tail -14
 grep -q '"format": "tessera-dispatch-1"' rule.json || die "no rule written"
 
@@ -49,10 +51,26 @@ build_demo two range_demo.c range_demo_two
 grep -q "range demo: all checks passed" two.txt || die "two-bucket demo failed"
 grep -q "bucket 1 of 2 (M 10..96)" two.txt || die "bucket 1 did not answer M=10"
 
+step "a rule with fixed buckets: M 1 and 2 by plain kernels of that shape, 3..96 shape-generic"
+sed -e 's/"configs": \[/"configs": ["KC=16,KU=1,MC=16,MR=1,NC=64,NR=16,ORDER=ij,THREADS=1,schedule=plain", /' \
+    -e 's/"buckets": \[.*\]}/"buckets": [{"lo": 1, "hi": 1, "config": 0, "fixed": true}, {"lo": 2, "hi": 2, "config": 0, "fixed": true}, {"lo": 3, "hi": 96, "config": 2}]}/' \
+    two.json > fixed.json
+"$T" bundle --dispatch fixed.json --db tessera.db --out fixed | tail -5
+build_demo fixed range_demo.c range_demo_fixed
+./range_demo_fixed 33 20 1 96 3 1,2 | tee fixed.txt | tail -4
+grep -q "range demo: all checks passed" fixed.txt || die "fixed-bucket demo failed"
+grep -q "bucket 0 of 3 (M 1..1), fixed-shape kernel" fixed.txt || die "M=1 was not answered by its fixed bucket"
+# The control: the same check against the two-bucket bundle (no fixed buckets) must fail at M 1 and 2.
+if ./range_demo_two 33 20 1 96 2 1,2 > control.txt; then die "the kernel-kind check passed a bundle without fixed buckets"; fi
+grep -q "M=1: answered by .* (shape-generic)" control.txt || die "the control failed for another reason"
+
 step "bad rules: one line, exit code 2"
 sed 's/"hi": 9,/"hi": 8,/' two.json > gap.json
 printf 'not json' > junk.json
-for rule in gap.json junk.json missing.json; do
+# A fixed bucket answers one size only.
+sed 's/{"lo": 2, "hi": 2, "config": 0, "fixed": true}, {"lo": 3,/{"lo": 2, "hi": 9, "config": 0, "fixed": true}, {"lo": 10,/' fixed.json > wide.json
+cmp -s wide.json fixed.json && die "wide.json is not the wide rule"
+for rule in gap.json junk.json missing.json wide.json; do
   refused "$rule" "$T" bundle --dispatch "$rule" --db tessera.db --out never
 done
 [ ! -e never ] || die "a bad rule left a bundle folder"

@@ -3,7 +3,9 @@
  * asks tessera_find which bucket and kernel serve that shape, runs it with tessera_run_dims and checks
  * C = A @ B against plain C loops; then M just outside the range, M = 0 and misuse must fail cleanly.
  *
- *   ./range_demo N K LO HI [buckets]   (f32, A M x K, B K x N; `buckets`: how many buckets must answer)
+ *   ./range_demo N K LO HI [buckets [fixed]]   (f32, A M x K, B K x N; `buckets`: how many buckets
+ *   must answer; `fixed`: a comma-separated list of the M a kernel compiled for that shape alone
+ *   must answer, a fixed bucket of the rule, while every other M gets a shape-generic one)
  *
  * Exit status: 0 when every check passed, 1 otherwise, 2 on bad arguments. */
 #define _POSIX_C_SOURCE 200809L
@@ -22,6 +24,8 @@ static void fill(float* p, size_t n, unsigned seed) {
   }
 }
 
+static const char* want_fixed = NULL; /* ",1,2," or NULL: not checked */
+
 /* Finds, runs and checks M x N x K; returns the bucket that answered (-1: none). */
 static int run_one(long long m, long long n, long long k) {
   char shape[96];
@@ -34,6 +38,17 @@ static int run_one(long long m, long long n, long long k) {
   tessera_dispatch_info d;
   tessera_last_dispatch(&d);
   check(d.in_range && d.kernel == kern && m >= d.bucket_lo && m <= d.bucket_hi, "dispatch info");
+  if (want_fixed) {
+    char key[32];
+    snprintf(key, sizeof key, ",%lld,", m);
+    tessera_kernel_info info;
+    memset(&info, 0, sizeof info);
+    int fixed = tessera_info(kern, &info) == TESSERA_OK && !info.runtime_m && info.m_lo == m && info.m_hi == m;
+    if (fixed != (strstr(want_fixed, key) != NULL)) {
+      printf("M=%lld: answered by %s (%s)\n", m, info.name ? info.name : "?", fixed ? "fixed-shape" : "shape-generic");
+      check(0, "the kernel kind of the M's bucket");
+    }
+  }
   float* a = alloc_f32((size_t)(m * k));
   float* b = alloc_f32((size_t)(k * n));
   float* c = alloc_f32((size_t)(m * n));
@@ -70,6 +85,11 @@ int main(int argc, char** argv) {
   }
   long long n = atoll(argv[1]), k = atoll(argv[2]), lo = atoll(argv[3]), hi = atoll(argv[4]);
   int want_buckets = argc > 5 ? atoi(argv[5]) : 0;
+  char fixed_list[256];
+  if (argc > 6) {
+    snprintf(fixed_list, sizeof fixed_list, ",%s,", argv[6]);
+    want_fixed = fixed_list;
+  }
   if (n <= 0 || k <= 0 || lo <= 0 || hi < lo) {
     fprintf(stderr, "range_demo: bad arguments\n");
     return 2;
@@ -98,19 +118,19 @@ int main(int argc, char** argv) {
   printf("zero: %s\n", tessera_last_message());
   snprintf(shape, sizeof shape, "%lldx%lldx%lld", lo, n + 1, k);
   check(tessera_find("gemm", shape, "f32", "host") == NULL, "another N is a miss");
-  /* Misuse of a shape-generic kernel. */
-  snprintf(shape, sizeof shape, "%lldx%lldx%lld", lo, n, k);
+  /* Misuse of a shape-generic kernel (the one at HI: LO may be a fixed bucket's). */
+  snprintf(shape, sizeof shape, "%lldx%lldx%lld", hi, n, k);
   const tessera_kernel* kern = tessera_find("gemm", shape, "f32", "host");
   check(kern != NULL, "found again");
   if (kern) {
     float* a = alloc_f32((size_t)(hi * k)), *b = alloc_f32((size_t)(k * n)), *c = alloc_f32((size_t)(hi * n));
     void* bufs[3] = {a, b, c};
     check(tessera_run(kern, bufs) == TESSERA_ERR_ARGUMENT, "tessera_run without M is refused");
-    int64_t out_of_range[3] = {hi + 1, n, k}, other_n[3] = {lo, n + 1, k};
+    int64_t out_of_range[3] = {hi + 1, n, k}, other_n[3] = {hi, n + 1, k};
     check(tessera_run_dims(kern, out_of_range, 3, bufs) == TESSERA_ERR_ARGUMENT, "run_dims above the range");
     check(tessera_run_dims(kern, other_n, 3, bufs) == TESSERA_ERR_ARGUMENT, "run_dims with another N");
     void* nulls[3] = {a, NULL, c};
-    int64_t ok_dims[3] = {lo, n, k};
+    int64_t ok_dims[3] = {hi, n, k};
     check(tessera_run_dims(kern, ok_dims, 3, nulls) == TESSERA_ERR_ARGUMENT, "run_dims with a NULL buffer");
     tessera_kernel_info info;
     check(tessera_info(kern, &info) == TESSERA_OK && info.runtime_m && info.m_lo == lo && info.m_hi == hi, "info");

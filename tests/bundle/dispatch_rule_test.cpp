@@ -195,3 +195,47 @@ TEST(DispatchRule, LongPointsMeasureOnlyTheCandidatesNearTheBest) {
   s.pruneAboveUs = 0;
   EXPECT_EQ(rangeCandidatesToMeasure(t, 0, s).size(), 5u);
 }
+
+// A range may answer its smallest sizes with kernels of one shape each (fixed buckets): pinning
+// splits the bucket around the size, the JSON keeps the mark (a rule without it loads as before),
+// and a fixed bucket wider than one size, or a rule with no shape-generic bucket left, is refused.
+TEST(DispatchRule, FixedBucketsAnswerOneSizeEach) {
+  auto r = ruleFromJson(R"({"dim":"M","lo":1,"hi":64,"configs":["g0","g1"],
+      "buckets":[{"lo":1,"hi":9,"config":0},{"lo":10,"hi":64,"config":1}]})");
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  for (const auto& b : r->buckets) EXPECT_FALSE(b.fixed);  // an earlier rule: every bucket shape-generic
+  ASSERT_TRUE(pinFixedBucket(*r, 1, "schedule=nvec").ok());
+  ASSERT_TRUE(pinFixedBucket(*r, 2, "schedule=nvec").ok());
+  ASSERT_TRUE(pinFixedBucket(*r, 4, "schedule=plain").ok());
+  ASSERT_EQ(r->buckets.size(), 6u);
+  const int64_t want[][3] = {{1, 1, 1}, {2, 2, 1}, {3, 3, 0}, {4, 4, 1}, {5, 9, 0}, {10, 64, 0}};
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(r->buckets[i].lo, want[i][0]) << i;
+    EXPECT_EQ(r->buckets[i].hi, want[i][1]) << i;
+    EXPECT_EQ(r->buckets[i].fixed, want[i][2] == 1) << i;
+  }
+  EXPECT_EQ(r->configs[size_t(r->buckets[0].config)], "schedule=nvec");
+  EXPECT_EQ(r->buckets[0].config, r->buckets[1].config);  // one config, two sizes
+  EXPECT_EQ(r->configs[size_t(r->buckets[3].config)], "schedule=plain");
+  EXPECT_EQ(r->configs[size_t(r->buckets[4].config)], "g0");
+  EXPECT_EQ(r->bucketOf(3), 2);
+  // Round trip: the mark survives, only on the fixed buckets.
+  const std::string text = ruleToJson(*r);
+  auto back = ruleFromJson(text);
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  ASSERT_EQ(back->buckets.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(back->buckets[i].fixed, r->buckets[i].fixed) << i;
+  EXPECT_EQ(ruleToJson(*ruleFromJson(R"({"dim":"M","lo":1,"hi":8,"configs":["a"],"buckets":[{"lo":1,"hi":8,"config":0}]})"))
+                .find("fixed"),
+            std::string::npos);
+  // Refused: outside the range; a fixed bucket over two sizes; every bucket fixed.
+  EXPECT_FALSE(pinFixedBucket(*r, 65, "schedule=nvec").ok());
+  EXPECT_FALSE(ruleFromJson(R"({"dim":"M","lo":1,"hi":8,"configs":["a","b"],
+      "buckets":[{"lo":1,"hi":2,"config":0,"fixed":true},{"lo":3,"hi":8,"config":1}]})").ok());
+  EXPECT_FALSE(ruleFromJson(R"({"dim":"M","lo":1,"hi":2,"configs":["a"],
+      "buckets":[{"lo":1,"hi":1,"config":0,"fixed":true},{"lo":2,"hi":2,"config":0,"fixed":true}]})").ok());
+  auto two = ruleFromJson(R"({"dim":"M","lo":1,"hi":2,"configs":["a"],"buckets":[{"lo":1,"hi":1,"config":0},{"lo":2,"hi":2,"config":0}]})");
+  ASSERT_TRUE(two.ok());
+  ASSERT_TRUE(pinFixedBucket(*two, 1, "f").ok());
+  EXPECT_FALSE(pinFixedBucket(*two, 2, "f").ok());  // the last shape-generic bucket stays
+}

@@ -148,7 +148,7 @@ NO_VALUE = {"--json", "--estimate", "--resume", "--force", "--verify-time", "--n
             "--workers", "--flush-cache", "--no-verify", "--all-winners"} | set(KERNEL_FLAGS)
 KEEP = ("--target", "--gpu", "--gpu-facts", "--threads", "--host-preset", "--config")  # compile takes them
 PARENT_VALUE = {"--trials", "--db", "--strategy", "--time-budget", "--seed", "--top-k", "--timeout", "--min-time",
-                "--min-runs", "--device", "--worker-wait", "--cache", "--token", "--dispatch-out", "--max-kernels",
+                "--min-runs", "--device", "--worker-wait", "--cache", "--token", "--dispatch-out", "--max-kernels", "--fixed-up-to",
                 "--points", "--emit", "-o", "--output", "--tune", "--max-elements", "--space", "--targets"}
 
 
