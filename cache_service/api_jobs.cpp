@@ -160,6 +160,7 @@ ApiResponse routeWorkersRegister(RouteContext& c, const ApiRequest& r, const Rou
     if (!sig.ok()) return invalid(sig.error().message);
     signature = *sig;
   }
+  w.probe_signature = signature;
   if (Status s = q->registerWorker(w, c.opts.queue); !s.ok()) return queueError(s.error(), "worker");
   const QueuePolicy& p = c.opts.queue;
   json answer = {{"id", w.id},

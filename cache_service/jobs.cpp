@@ -31,7 +31,8 @@ nlohmann::json workerInfoToJson(const WorkerInfo& w) {
                         {"leased", w.leased},
                         {"registered_at", w.registered_at},
                         {"last_seen", w.last_seen},
-                        {"quarantined", w.quarantined}};
+                        {"quarantined", w.quarantined},
+                        {"probe_signature", w.probe_signature}};
 }
 
 std::optional<ReportResult> settledReport(const std::string& state, const std::string& holder,
@@ -133,6 +134,7 @@ LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const
   LeaseStep s;
   s.lost_workers = c.lost_workers;
   s.lost_tokens = c.lost_tokens;
+  s.stolen_by = c.stolen_by;
   if (refusedBy(c.refused_by, worker_id)) return s;  // it refused this item once; another worker's turn
   s.mine = c.state == "leased" && c.holder == worker_id;
   // The total bound, whatever the tokens (the per-token rules below bound each token; this bounds
@@ -143,9 +145,10 @@ LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const
     // spent its expiries of the item, and only once it was held for steal_after_s (a hoarder's
     // items; not a loss of the holder's, whose report is still taken if it comes first).
     if (held > 0 || c.holder_token == token || c.held_s < p.steal_after_s ||
-        tokenSpentItsExpiries(c.lost_tokens, token))
+        tokenSpentItsExpiries(c.lost_tokens, token) || listCount(c.stolen_by, token) >= kTakeOversPerToken)
       return s;
     s.lost_workers += (s.lost_workers.empty() ? "" : ",") + c.holder;
+    s.stolen_by += (s.stolen_by.empty() ? "" : ",") + token;
     if (spent) return giveUp(s, c.attempts, true);
     s.kind = LeaseStep::Take;
     s.attempts = c.attempts + 1;

@@ -48,6 +48,9 @@ struct WorkerInfo {
   // Why it was set aside ("" while it is not): its measurements contradicted its submitter's own
   // (POST /v1/jobs/{id}/check). A quarantined worker may not lease, heartbeat or report again.
   std::string quarantined;
+  // The signature of the probe it registered with (checkWorkerProbe; "" without one), kept in the
+  // store: the id re-registers only with the same probe, across restarts (issue 47).
+  std::string probe_signature;
 };
 
 // A worker's wire form, every field: what GET /v1/workers answers and `tessera workers --json`
@@ -239,6 +242,7 @@ std::optional<ReportResult> settledReport(const std::string& state, const std::s
 // token, the workers and tokens that lost it before, the workers that refused it, its leases so far.
 struct LeaseCandidate {
   std::string state, holder, holder_token, lost_workers, lost_tokens, refused_by;
+  std::string stolen_by;  // the tokens that took it over from a live holder, once per take-over
   int64_t attempts = 0;
   bool expired = false;  // leased, and its lease expired
   double held_s = 0;     // leased: seconds since the lease was taken
@@ -249,6 +253,7 @@ struct LeaseStep {
   bool total_bound = false;               // GiveUp: the item reached leasesPerItem
   int64_t attempts = 0;                   // Take: leases of the item with this one
   std::string lost_workers, lost_tokens;  // with the holder whose lease expired or was taken over
+  std::string stolen_by;                  // with the token of this take-over of a live holder's lease
 };
 // What the lease of `worker_id` (of `token`, holding `held` items) does with one candidate
 // (QueuePolicy's rules), for both engines. `others_live` counts the live workers of other tokens
@@ -257,6 +262,10 @@ LeaseStep leaseStep(const LeaseCandidate& c, const std::string& worker_id, const
                     const QueuePolicy& p, const std::function<int64_t(const std::string&)>& others_live);
 // Leases of one item by one token's workers that may expire before that token leaves it to others.
 inline constexpr int64_t kExpiriesPerToken = 4;
+// Take-overs of a live (heartbeating) holder's lease of one item by one token's workers: charged to
+// the token that takes over, as expiries are to the token that lets them lapse (issue 47: two
+// tokens' renewing workers took one item from each other until the total bound gave it up).
+inline constexpr int64_t kTakeOversPerToken = kExpiriesPerToken;
 // Whether `token` lost its leases of an item kExpiriesPerToken times (`lost_tokens` of the item).
 bool tokenSpentItsExpiries(const std::string& lost_tokens, const std::string& token);
 // Leases of one item, whatever their tokens, per max_attempts: each token's bounded expiries, each

@@ -6,6 +6,7 @@
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include "search/config_rule.h"
+#include "search/space_gpu.h"
 
 namespace tessera::cache {
 
@@ -35,7 +36,17 @@ Status checkKernelTextKernel(const HardKey& k, std::string_view text, const std:
 Status checkConfigLegal(const Record& r, const std::optional<std::string>& text, const std::string& path) {
   if (!text) return {};
   TESSERA_ASSIGN(ir::Kernel kernel, kernelOf(r.key, *text, path));
-  if (r.key.target != "host") return {};
+  if (r.key.target != "host") {
+    // A GPU key names its chip (arch == target, plausibility.cpp) and its SMs/CUs. A chip the
+    // table lacks (newer than it, or an imported device name) has no space: the knob table speaks.
+    auto gpu = search::gpuOfKey(r.key.target, static_cast<int>(r.key.units));
+    if (!gpu.ok()) return gpu.error().code == ErrorCode::NotFound ? Status{} : Status(bad(path, "units", gpu.error().message));
+    auto space = search::gpuRuleSpace(kernel, *gpu);
+    if (!space.ok()) return bad(path, "kernel_ir", "the kernel has no " + r.key.family + " space on " + r.key.target + ": " + space.error().message);
+    if (Status s = search::checkConfigInSpace(*space, r.config); !s.ok())
+      return bad(path, "config", s.error().message + " (the tuner's space for this kernel on " + r.key.target + ")");
+    return {};
+  }
   auto host = search::hostOfKey(r.key.arch, static_cast<int>(r.key.units));
   if (!host.ok()) return bad(path, "arch", host.error().message);
   auto space = search::hostSpace(kernel, *host);

@@ -46,7 +46,7 @@ std::vector<Table> makeTables() {
        "",
        columns("id:t token:t target:t arch:t units:i model:t device:t host:t tessera_version:t llvm_version:t "
                "toolkit_version:t driver_version:t slots:i registered_at:r last_seen:r quarantined:t stopped_at:r "
-               "runtime_version:t")},
+               "runtime_version:t probe_signature:t")},
       {"kernel_texts", {"workload"}, "", columns("workload:t ir:t")},
       {"keys",
        {"key_id"},
@@ -72,7 +72,7 @@ std::vector<Table> makeTables() {
        {"job_id", "item"},
        "",
        columns("job_id:t item:i payload:t state:t worker_id:t lease_expires:r attempts:i lost_workers:t result:t "
-               "record_id:i leased_at:r lost_tokens:t refused_by:t changed:i")},
+               "record_id:i leased_at:r lost_tokens:t refused_by:t changed:i stolen_by:t")},
   };
 }
 

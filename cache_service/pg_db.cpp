@@ -227,8 +227,11 @@ const std::string kPgMigrationV4 = core::kernelTextsSql();
 // Version 5: the SQLite schema's version 9: winners that were re-measured claims recomputed.
 const std::string kPgMigrationV5 = core::remeasuredClaimsMigrationSql();
 
+// Version 6: the SQLite schema's version 10: a worker's probe signature kept, take-overs per token.
+const std::string kPgMigrationV6 = core::probeSignatureMigrationSql();
+
 const char* const kPgMigrations[] = {kPgMigrationV1.c_str(), kPgMigrationV2.c_str(), kPgMigrationV3.c_str(),
-                                     kPgMigrationV4.c_str(), kPgMigrationV5.c_str()};
+                                     kPgMigrationV4.c_str(), kPgMigrationV5.c_str(), kPgMigrationV6.c_str()};
 static_assert(std::size(kPgMigrations) == kPgSchemaVersion);
 
 }  // namespace

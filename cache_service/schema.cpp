@@ -132,9 +132,15 @@ const std::string kMigrationV8 = core::kernelTextsSql();
 // that did are recomputed (store_core.cpp's remeasuredClaimsMigrationSql, shared with PostgreSQL).
 const std::string kMigrationV9 = core::remeasuredClaimsMigrationSql();
 
+// Version 10 (issue 47): a worker's probe signature is kept, so that its id re-registers only as
+// the machine it was, and an item's take-overs of live holders are counted per token
+// (store_core.cpp's probeSignatureMigrationSql, shared with PostgreSQL).
+const std::string kMigrationV10 = core::probeSignatureMigrationSql();
+
 const char* const kMigrations[] = {kMigrationV1,         kMigrationV2,         kMigrationV3,
                                    kMigrationV4,         kMigrationV5.c_str(), kMigrationV6.c_str(),
-                                   kMigrationV7.c_str(), kMigrationV8.c_str(), kMigrationV9.c_str()};
+                                   kMigrationV7.c_str(), kMigrationV8.c_str(), kMigrationV9.c_str(),
+                                   kMigrationV10.c_str()};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

@@ -21,7 +21,7 @@ constexpr const char* kWorkerColumns =
     "w.id, w.token, w.target, w.arch, w.units, w.model, w.device, w.host, w.tessera_version, w.llvm_version,"
     " w.toolkit_version, w.driver_version, w.slots, w.registered_at, w.last_seen,"
     " (SELECT count(*) FROM job_items i WHERE i.worker_id = w.id AND i.state = 'leased'), w.quarantined, w.stopped_at,"
-    " w.runtime_version";
+    " w.runtime_version, w.probe_signature";
 
 WorkerInfo workerRow(const SqlRow& row, double now, const QueuePolicy& p) {
   WorkerInfo w;
@@ -44,6 +44,7 @@ WorkerInfo workerRow(const SqlRow& row, double now, const QueuePolicy& p) {
   w.quarantined = row.text(16);
   w.live = w.last_seen >= now - p.worker_ttl_s && w.quarantined.empty() && row.f64(17) == 0;
   w.runtime_version = row.text(18);
+  w.probe_signature = row.text(19);
   return w;
 }
 
@@ -139,9 +140,17 @@ Status SqlJobQueue::registerWorker(const WorkerInfo& w, const QueuePolicy& p) {
   return engine_.transact(TxMode::Write, [&](SqlTx& tx, core::TouchedKeys&) -> Status {
     TESSERA_TRY(lockToken(tx, w.token));
     TESSERA_ASSIGN(const double now, tx.nowEpoch());
-    TESSERA_ASSIGN(auto was, tx.query("SELECT quarantined FROM workers WHERE id = ?1 AND token = ?2", {w.id, w.token}));
+    TESSERA_ASSIGN(auto was, tx.query("SELECT quarantined, probe_signature FROM workers WHERE id = ?1 AND token = ?2",
+                                      {w.id, w.token}));
     if (!was.empty() && !was[0].text(0).empty())
       return makeError(ErrorCode::Unsupported, "worker " + w.id + " is quarantined: " + was[0].text(0));
+    // An id registered with a probe stays that machine (issue 47): another probe, or none, under it
+    // would let a worker rename its hardware past its submitters' spot checks.
+    if (!was.empty() && !was[0].text(1).empty() && was[0].text(1) != w.probe_signature)
+      return makeError(ErrorCode::InvalidArgument,
+                       "worker " + w.id + " was registered with probe signature " + was[0].text(1) + ", not " +
+                           (w.probe_signature.empty() ? std::string("none") : w.probe_signature) +
+                           ": another machine registers under its own id");
     TESSERA_ASSIGN(auto live, tx.query("SELECT count(*) FROM workers WHERE token = ?1 AND id != ?2 AND last_seen >= ?3"
                                        " AND quarantined = '' AND stopped_at = 0",
                                        {w.token, w.id, now - p.worker_ttl_s}));
@@ -152,17 +161,18 @@ Status SqlJobQueue::registerWorker(const WorkerInfo& w, const QueuePolicy& p) {
                                                     std::to_string(p.max_workers_per_token) + ")");
     TESSERA_ASSIGN(int64_t changed,
                    tx.run("INSERT INTO workers(id, token, target, arch, units, model, device, host, tessera_version,"
-                          " llvm_version, toolkit_version, driver_version, slots, registered_at, last_seen, runtime_version)"
-                          " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?14,?15)"
+                          " llvm_version, toolkit_version, driver_version, slots, registered_at, last_seen, runtime_version,"
+                          " probe_signature)"
+                          " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?14,?15,?16)"
                           " ON CONFLICT(id) DO UPDATE SET target = excluded.target, arch = excluded.arch,"
                           " units = excluded.units, model = excluded.model, device = excluded.device,"
                           " host = excluded.host, tessera_version = excluded.tessera_version,"
                           " llvm_version = excluded.llvm_version, toolkit_version = excluded.toolkit_version,"
                           " driver_version = excluded.driver_version, runtime_version = excluded.runtime_version,"
-                          " slots = excluded.slots,"
+                          " slots = excluded.slots, probe_signature = excluded.probe_signature,"
                           " last_seen = excluded.last_seen, stopped_at = 0 WHERE workers.token = excluded.token",
                           {w.id, w.token, w.target, w.arch, w.units, w.model, w.device, w.host, w.tessera_version,
-                           w.llvm_version, w.toolkit_version, w.driver_version, w.slots, now, w.runtime_version}));
+                           w.llvm_version, w.toolkit_version, w.driver_version, w.slots, now, w.runtime_version, w.probe_signature}));
     if (changed == 0) return makeError(ErrorCode::InvalidArgument, "worker id " + w.id + " belongs to another token");
     return {};
   });
@@ -284,7 +294,8 @@ Expected<Lease> SqlJobQueue::lease(const std::string& worker_id, const std::stri
     const std::string cands_sql =
         "SELECT i.job_id, i.item, i.payload, i.state, i.worker_id, i.attempts, i.lost_workers,"
         " coalesce((SELECT h.token FROM workers h WHERE h.id = i.worker_id), ''), i.lost_tokens, i.refused_by,"
-        " CASE WHEN i.lease_expires < " TESSERA_F(6) " THEN 1 ELSE 0 END, " TESSERA_F(6) " - i.leased_at, j.model"
+        " CASE WHEN i.lease_expires < " TESSERA_F(6) " THEN 1 ELSE 0 END, " TESSERA_F(6) " - i.leased_at, j.model,"
+        " i.stolen_by"
         " FROM job_items i JOIN jobs j ON j.id = i.job_id"
         " WHERE j.state = 'open' AND j.target = ?1 AND j.arch = ?2 AND j.units = ?3 AND (j.model = '' OR j.model = ?4)"
         " AND (i.state = 'queued' OR (i.state = 'leased' AND (i.lease_expires < " TESSERA_F(6) " OR i.worker_id = ?5"
@@ -296,7 +307,7 @@ Expected<Lease> SqlJobQueue::lease(const std::string& worker_id, const std::stri
                                                     now, static_cast<int64_t>(budget) + 64, p.steal_after_s}));
     const std::string take_sql =
         std::string("UPDATE job_items SET state = 'leased', worker_id = ?1, attempts = ?2, lost_workers = ?3,"
-                    " lost_tokens = ?4,"
+                    " lost_tokens = ?4, stolen_by = ?11,"
                     " leased_at = CASE WHEN ?5 = 1 AND leased_at > 0 THEN leased_at ELSE " TESSERA_F(6) " END,"
                     " lease_expires = ") +
         tx.dialect().least +
@@ -317,6 +328,7 @@ Expected<Lease> SqlJobQueue::lease(const std::string& worker_id, const std::stri
       c.refused_by = row.text(9);
       c.expired = row.i64(10) != 0;
       c.held_s = row.f64(11);
+      c.stolen_by = row.text(13);
       // The live workers of other tokens that may take this item: not quarantined, not among its
       // refusers, of a token that has not spent its expiries of it (the refusal step's count, below).
       auto others_live = [&](const std::string& lost_tokens) -> int64_t {
@@ -343,7 +355,8 @@ Expected<Lease> SqlJobQueue::lease(const std::string& worker_id, const std::stri
       }
       if (static_cast<int>(out.items.size()) >= budget) continue;
       TESSERA_TRY(tx.run(take_sql, {worker_id, step.attempts, step.lost_workers, step.lost_tokens,
-                                    int64_t{step.mine ? 1 : 0}, now, p.lease_s, p.max_hold_s, job_id, item}));
+                                    int64_t{step.mine ? 1 : 0}, now, p.lease_s, p.max_hold_s, job_id, item,
+                                    step.stolen_by}));
       // Renewing its own unanswered lease changes nothing a poll shows.
       if (!step.mine) TESSERA_TRY(itemChanged(tx, job_id, item));
       out.items.push_back({job_id, item, payload, step.attempts});

@@ -436,6 +436,11 @@ CREATE INDEX job_items_by_worker ON job_items(worker_id, state);
 
 std::string kernelTextsSql() { return "\nCREATE TABLE kernel_texts (workload TEXT PRIMARY KEY, ir TEXT NOT NULL);\n"; }
 
+std::string probeSignatureMigrationSql() {
+  return "ALTER TABLE workers ADD COLUMN probe_signature TEXT NOT NULL DEFAULT '';\n"
+         "ALTER TABLE job_items ADD COLUMN stolen_by TEXT NOT NULL DEFAULT '';\n";
+}
+
 std::string remeasuredClaimsMigrationSql() {
   return std::string("\nUPDATE keys SET winner_id = (SELECT r.id FROM records r WHERE r.key_id = keys.key_id AND ") +
          kCandidateSql + " ORDER BY " + kWinnerOrderSql +

@@ -85,6 +85,9 @@ std::string kernelTextsSql();
 // ranks (trust.h, winnerRank), so the keys whose winner held the old rank of a re-measured claim
 // (1, a rank nothing has now) get their winner recomputed under today's order.
 std::string remeasuredClaimsMigrationSql();
+// SQLite's version 10, PostgreSQL's 6 (issue 47): a worker's probe signature kept, and the tokens
+// that took an item over from a live holder.
+std::string probeSignatureMigrationSql();
 
 }  // namespace tessera::cache::core
 

@@ -46,39 +46,9 @@ using namespace mlir;
 
 namespace {
 
-struct AttnPlan : AttnDims {
-  int64_t DSPLIT, T, VW, DP, DC, DCS;
-  int64_t smemBytes() const {
-    int64_t es = ir::byteSize(dtype);
-    return 2 * BK * DP * es + BQ * DP * 4 + 2 * T * 4 + (DSPLIT > 1 ? DSPLIT * BQ * BK * 4 : 0);
-  }
-};
-
-Expected<AttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
-  AttnPlan p;
-  TESSERA_ASSIGN(p.BQ, c.getInt("BQ"));
-  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
-  TESSERA_ASSIGN(p.DSPLIT, c.getInt("DSPLIT"));
-  auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention: " + m); };
-  if (p.BQ <= 0 || p.BK <= 0 || p.DSPLIT <= 0) return bad("BQ, BK and DSPLIT must be positive");
-  if (p.BK > 128) return bad("BK must be <= 128 (BK scores per thread live in registers)");
-  p.setProblem(s);
-  p.VW = p.D % 4 == 0 ? 4 : p.D % 2 == 0 ? 2 : 1;
-  p.DP = p.D;
-  p.DC = p.D / p.VW;
-  if (p.DC % p.DSPLIT) return bad("DSPLIT=" + std::to_string(p.DSPLIT) + " must divide head_dim/" + std::to_string(p.VW) + " = " + std::to_string(p.DC));
-  p.DCS = p.DC / p.DSPLIT;
-  p.T = p.BQ * p.DSPLIT;
-  if (p.T > t.maxThreadsPerBlock) return bad(std::to_string(p.T) + " threads per block exceed " + std::to_string(t.maxThreadsPerBlock));
-  if (p.T % t.warpSize) return bad("BQ*DSPLIT=" + std::to_string(p.T) + " must be a multiple of the warp size " + std::to_string(t.warpSize));
-  if (p.smemBytes() > t.smemPerBlock)
-    return bad("needs " + std::to_string(p.smemBytes()) + " B of shared memory, the limit is " + std::to_string(t.smemPerBlock));
-  return p;
-}
-
 class Builder {
  public:
-  Builder(OpBuilder& b, Location loc, const AttnPlan& p) : b_(b), loc_(loc), p_(p), ix_{b, loc} {
+  Builder(OpBuilder& b, Location loc, const SimtAttnPlan& p) : b_(b), loc_(loc), p_(p), ix_{b, loc} {
     f32_ = b.getF32Type();
     fm_ = arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::contract);
   }
@@ -131,33 +101,13 @@ class Builder {
 
   OpBuilder& b_;
   Location loc_;
-  const AttnPlan& p_;
+  const SimtAttnPlan& p_;
   gpuir::Idx ix_;
   Type f32_;
   arith::FastMathFlagsAttr fm_;
 };
 
 }  // namespace
-
-// The strategy a config names: flash-simt (this file), flash-mma (mma.sync), flash-wgmma (sm_90a's
-// wgmma), flash-mfma (CDNA's MFMA); configs stored
-// before the knob existed are flash-simt.
-std::string attentionStrategy(const ir::Config& c) {
-  if (!c.has("strategy")) return "flash-simt";
-  auto s = c.getStr("strategy");
-  return s.ok() ? *s : "";
-}
-
-Status checkGpuAttention(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  const std::string strategy = attentionStrategy(c);
-  if (strategy == "flash-mma") return checkGpuAttentionMma(k, c, t);
-  if (strategy == "flash-wgmma") return checkGpuAttentionWgmma(k, c, t);
-  if (strategy == "flash-mfma") return checkGpuAttentionMfma(k, c, t);
-  if (strategy != "flash-simt")
-    return makeError(ErrorCode::InvalidConfig,
-                     "attention: unknown strategy '" + strategy + "' (flash-simt, flash-mma, flash-wgmma, flash-mfma)");
-  return checkAttnPlan<AttnPlan>(k, c, t, makePlan);
-}
 
 Expected<GpuLaunch::Runtime> planAttentionRuntime(const ir::AttentionSpec& s, const RuntimeDims& rt, const std::string& strategy,
                                                   int64_t BQ) {
@@ -200,7 +150,7 @@ Value seqView(OpBuilder& b, Location loc, Value mem, Value seq) {
       .getResult();
 }
 
-static Status buildSimt(const AttnPlan& p, AttnModule& m, GpuPlan& plan, const TargetDesc& t, const RuntimeDims& rt) {
+static Status buildSimt(const SimtAttnPlan& p, AttnModule& m, GpuPlan& plan, const TargetDesc& t, const RuntimeDims& rt) {
   MLIRContext* ctx = m.b.getContext();
   OpBuilder& b = m.b;
   Location loc = m.loc;
@@ -401,7 +351,7 @@ Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const
                                                  " are fixed at the compiled shape): use strategy=flash-mma or flash-simt for a shape-generic kernel");
   if (strategy == "flash-wgmma") return buildGpuAttentionWgmma(ctx, k, c, t);
   if (strategy == "flash-mfma") return buildGpuAttentionMfma(ctx, k, c, t);
-  return buildAttn<AttnPlan>(ctx, k, c, t, rt, makePlan, "flash-simt", false, buildSimt);
+  return buildAttn<SimtAttnPlan>(ctx, k, c, t, rt, makeSimtAttnPlan, "flash-simt", false, buildSimt);
 }
 
 }  // namespace tessera::codegen

@@ -45,71 +45,6 @@ using namespace mlir;
 
 namespace {
 
-struct MfmaAttnPlan : AttnDims {
-  int64_t MN, KI, NR;      // instruction: MN x MN x KI, NR accumulator registers per lane
-  int64_t W, NG, STAGES;   // waves, query groups per wave, LDS buffers
-  int64_t LK, LV, T;
-  int64_t kBytes() const { return BK * LK * 2; }
-  int64_t vBytes() const { return D * LV * 2; }
-  int64_t ldsBytes() const { return STAGES * (kBytes() + vBytes()); }
-  // VGPRs the kernel keeps live per lane: Oᵀ, Sᵀ/P, Q and the prefetched copies, plus addressing.
-  int64_t regEstimate() const {
-    const int64_t perGroup = D * MN / 64 + BK * MN / 64 + BK * MN / 128 + 2 * D / KI + 4;
-    const int64_t prefetch = STAGES == 2 ? 2 * 4 * ceilDiv(BK * D / 8, T) : 0;
-    return NG * perGroup + prefetch + 32;
-  }
-};
-
-Expected<std::string> mfmaShape(const ir::Config& c) {
-  if (!c.has("MFMA")) return std::string("16x16x16");
-  return c.getStr("MFMA");
-}
-
-Expected<MfmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
-  auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (flash-mfma): " + m); };
-  if (t.vendor != Vendor::Amd || t.warpSize != 64 || !t.findMma("f16", "mfma"))
-    return bad("needs an AMD CDNA target with MFMA (wave64: gfx90a, gfx942)");
-  TESSERA_TRY(tensorCoreInputs(s, "flash-mfma", 16, "head_dim must be a multiple of 16, at most 256"));
-  MfmaAttnPlan p;
-  TESSERA_ASSIGN(std::string shape, mfmaShape(c));
-  if (shape == "16x16x16") p.MN = 16, p.KI = 16, p.NR = 4;
-  else if (shape == "32x32x8") p.MN = 32, p.KI = 8, p.NR = 16;
-  else return bad("MFMA must be 16x16x16 or 32x32x8, not '" + shape + "'");
-  TESSERA_ASSIGN(p.BQ, c.getInt("BQ"));
-  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
-  p.W = 1;
-  if (c.has("WAVES")) {
-    TESSERA_ASSIGN(p.W, c.getInt("WAVES"));
-  } else {
-    p.W = std::max<int64_t>(1, p.BQ / p.MN);
-  }
-  p.STAGES = 2;
-  if (c.has("STAGES")) {
-    TESSERA_ASSIGN(p.STAGES, c.getInt("STAGES"));
-  }
-  if (p.W < 1 || p.W > 16) return bad("WAVES must be 1..16");
-  if (p.BQ < p.MN || p.BQ % (p.W * p.MN))
-    return bad("BQ must be a multiple of WAVES x " + std::to_string(p.MN) + " (" + shape + ": " + std::to_string(p.MN) +
-               " query rows per group)");
-  p.NG = p.BQ / (p.W * p.MN);
-  if (p.NG > 4) return bad("at most 4 query groups of " + std::to_string(p.MN) + " rows per wave");
-  if (p.BK < p.MN || p.BK % p.MN || p.BK > 128)
-    return bad("BK must be a multiple of " + std::to_string(p.MN) + ", at most 128");
-  if (s.head_dim % p.MN) return bad("head_dim must be a multiple of " + std::to_string(p.MN) + " with " + shape);
-  if (p.STAGES != 1 && p.STAGES != 2) return bad("STAGES must be 1 or 2");
-  p.setProblem(s);
-  p.T = 64 * p.W;
-  p.LK = p.D + 4;
-  p.LV = p.BK + 4;
-  if (p.T > t.maxThreadsPerBlock) return bad(std::to_string(p.T) + " threads exceed the block limit");
-  if (p.ldsBytes() > t.smemPerBlock)
-    return bad("needs " + std::to_string(p.ldsBytes()) + " B of LDS, the limit is " + std::to_string(t.smemPerBlock));
-  if (p.regEstimate() > t.operandRegsPerThread)
-    return bad("keeps about " + std::to_string(p.regEstimate()) + " values per lane in registers, the limit is " +
-               std::to_string(t.operandRegsPerThread));
-  return p;
-}
-
 class Kernel {
  public:
   Kernel(OpBuilder& b, Location loc, const MfmaAttnPlan& p) : b_(b), loc_(loc), p_(p), ix_{b, loc} {
@@ -168,10 +103,6 @@ class Kernel {
 };
 
 }  // namespace
-
-Status checkGpuAttentionMfma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  return checkAttnPlan<MfmaAttnPlan>(k, c, t, makePlan);
-}
 
 static Status buildMfma(const MfmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const TargetDesc& t, const RuntimeDims& rt) {
   MLIRContext* ctx = m.b.getContext();
@@ -405,7 +336,7 @@ static Status buildMfma(const MfmaAttnPlan& p, AttnModule& m, GpuPlan& plan, con
 }
 
 Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  return buildAttn<MfmaAttnPlan>(ctx, k, c, t, {}, makePlan, "flash-mfma", true, buildMfma);
+  return buildAttn<MfmaAttnPlan>(ctx, k, c, t, {}, makeMfmaAttnPlan, "flash-mfma", true, buildMfma);
 }
 
 }  // namespace tessera::codegen

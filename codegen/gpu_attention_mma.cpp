@@ -47,37 +47,6 @@ using namespace mlir;
 
 namespace {
 
-struct MmaAttnPlan : AttnDims {
-  int64_t W, STAGES, LD, NKD, NJ, NC, ND, T;
-  bool qInRegs;
-  int64_t qBytes() const { return BQ * LD * 2; }
-  int64_t kvBytes() const { return STAGES * BK * LD * 2; }
-  int64_t smemBytes() const { return qBytes() + 2 * kvBytes(); }
-};
-
-Expected<MmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
-  auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (flash-mma): " + m); };
-  if (t.vendor != Vendor::Nvidia || !t.findMma("f16", "mma.sync")) return bad("needs an NVIDIA target with mma.sync");
-  TESSERA_TRY(tensorCoreInputs(s, "flash-mma", 16, "head_dim must be a multiple of 16, at most 256"));
-  MmaAttnPlan p;
-  TESSERA_TRY(readBlockKnobs(c, p, p.STAGES));
-  if (p.BQ % 16 || p.BQ < 16 || p.BQ > 128) return bad("BQ must be 16, 32, 64 or 128 (16 rows per warp)");
-  if (p.BK % 16 || p.BK < 16 || p.BK > 128) return bad("BK must be a multiple of 16, at most 128");
-  if (p.STAGES != 1 && p.STAGES != 2) return bad("STAGES must be 1 or 2");
-  p.setProblem(s);
-  p.W = p.BQ / 16;
-  p.T = 32 * p.W;
-  p.LD = p.D + 8;
-  p.NKD = p.D / 16; p.NJ = p.BK / 8; p.NC = p.BK / 16; p.ND = p.D / 8;
-  // Q's fragments stay in registers up to head_dim 128 (32 registers); past it they are re-read
-  // from shared memory for each key block, so O's 4*D/8 accumulators fit.
-  p.qInRegs = p.D <= 128;
-  const int64_t limit = std::max(t.smemPerBlock, t.smemPerBlockOptIn);
-  if (p.smemBytes() > limit)
-    return bad("needs " + std::to_string(p.smemBytes()) + " B of shared memory, the limit is " + std::to_string(limit));
-  return p;
-}
-
 // mma.sync's steps: S per 8-key tile from ldmatrix fragments, the softmax over the quad, P's A
 // fragments straight from S's accumulators, O per 8-column tile of the head dim.
 class MmaSyncSteps : public AttnFamily {
@@ -179,10 +148,6 @@ class MmaSyncSteps : public AttnFamily {
 
 }  // namespace
 
-Status checkGpuAttentionMma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  return checkAttnPlan<MmaAttnPlan>(k, c, t, makePlan);
-}
-
 static Status buildMma(const MmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const TargetDesc& t, const RuntimeDims& rt) {
   MLIRContext* ctx = m.b.getContext();
   OpBuilder& b = m.b;
@@ -252,7 +217,7 @@ static Status buildMma(const MmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const
 
 Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                        const RuntimeDims& rt) {
-  return buildAttn<MmaAttnPlan>(ctx, k, c, t, rt, makePlan, "flash-mma", true, buildMma);
+  return buildAttn<MmaAttnPlan>(ctx, k, c, t, rt, makeMmaAttnPlan, "flash-mma", true, buildMma);
 }
 
 }  // namespace tessera::codegen

@@ -11,33 +11,6 @@ namespace tessera::codegen {
 
 using namespace mlir;
 
-void AttnDims::setProblem(const ir::AttentionSpec& s) {
-  B = s.batch; H = s.heads; HKV = s.heads_kv; G = s.heads / s.heads_kv;
-  SQ = s.seq_q; SKV = s.seq_kv; D = s.head_dim; off = s.seq_kv - s.seq_q;
-  causal = s.causal; dtype = s.dtype;
-  NQB = ceilDiv(SQ, BQ);
-  NKB = ceilDiv(SKV, BK);
-  qscale = s.scale / std::log(2.0);
-  spec = s;
-}
-
-Status tensorCoreInputs(const ir::AttentionSpec& s, const std::string& strategy, int64_t dimStep, const std::string& dimRule) {
-  auto bad = [&](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (" + strategy + "): " + m); };
-  if (s.dtype != ir::ScalarType::F16 && s.dtype != ir::ScalarType::BF16) return bad("f16 or bf16 inputs only");
-  if (s.head_dim % dimStep || s.head_dim > 256) return bad(dimRule);
-  return {};
-}
-
-Status readBlockKnobs(const ir::Config& c, AttnDims& p, int64_t& stages) {
-  TESSERA_ASSIGN(p.BQ, c.getInt("BQ"));
-  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
-  stages = 2;
-  if (c.has("STAGES")) {
-    TESSERA_ASSIGN(stages, c.getInt("STAGES"));
-  }
-  return {};
-}
-
 AttnModule::AttnModule(MLIRContext* ctx, GpuPlan& plan, const ir::Kernel& kernel, const AttnDims& d, const char* strategy,
                        bool laneLevel, bool withSizes)
     : b(ctx), loc(b.getUnknownLoc()) {

@@ -22,24 +22,13 @@
 #include <string>
 
 #include "codegen/gpu_loops.h"
+#include "codegen/gpu_plans.h"
 #include "codegen/gpu_strategies.h"
 #include "ir/ir.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 namespace tessera::codegen {
-
-// The attention problem as every family sees it; a family's plan adds its tiles and limits.
-struct AttnDims {
-  int64_t B = 0, H = 0, HKV = 0, G = 1, SQ = 0, SKV = 0, D = 0, off = 0;  // off = Skv - Sq
-  bool causal = false;
-  ir::ScalarType dtype = ir::ScalarType::F32;
-  int64_t BQ = 0, BK = 0, NQB = 0, NKB = 0;  // query / key rows per block, block counts
-  double qscale = 0;                          // scale * log2(e): the softmax runs on 2^x
-  ir::AttentionSpec spec;                     // the tensors' names, for the kernel's arguments
-  // Takes the problem from `s`; BQ and BK must be set (they give the block counts).
-  void setProblem(const ir::AttentionSpec& s);
-};
 
 // One key block as it passes through a family's steps.
 struct AttnBlock {
@@ -111,19 +100,6 @@ Expected<Plan> planAttn(const ir::Kernel& k, const ir::Config& c, const TargetDe
   TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
   return make(info.spec, c, t);
 }
-template <class Plan>
-Status checkAttnPlan(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
-                     Expected<Plan> (*make)(const ir::AttentionSpec&, const ir::Config&, const TargetDesc&)) {
-  TESSERA_ASSIGN(Plan p, planAttn<Plan>(k, c, t, make));
-  (void)p;
-  return {};
-}
-
-// The tensor-core families' input rule: f16 or bf16, head_dim a multiple of `dimStep` up to 256
-// (else `dimRule`), as InvalidConfig errors naming `strategy`.
-Status tensorCoreInputs(const ir::AttentionSpec& s, const std::string& strategy, int64_t dimStep, const std::string& dimRule);
-// BQ, BK and STAGES (2 when the config has none) of a tensor-core family's config.
-Status readBlockKnobs(const ir::Config& c, AttnDims& p, int64_t& stages);
 
 // The module a family builds into: `plan` named `strategy` (lane-level or not), its module holding
 // the kernel function (with the runtime sizes argument when `sizes`), the function's arguments

@@ -40,63 +40,7 @@ using namespace mlir;
 
 namespace {
 
-struct WgmmaAttnPlan : AttnDims {
-  bool fa3 = false;  // PIPE=fa3: producer warpgroup, TMA + mbarrier ring, P from registers
-  int64_t WG, STAGES, NP, T;
-  int consumerRegs = 0;  // fa3: setmaxnreg.inc of the consumers
-  // Byte offsets in the dynamic window (each a multiple of 1024: the swizzle atom).
-  int64_t qOff() const { return 0; }
-  int64_t kOff(int64_t st) const { return BQ * D * 2 + st * BK * D * 2; }
-  int64_t vOff(int64_t st) const { return kOff(STAGES) + st * BK * D * 2; }
-  int64_t pOff(int64_t wg) const { return vOff(STAGES) + wg * 64 * BK * 2; }
-  int64_t smemBytes() const { return fa3 ? vOff(STAGES) : pOff(WG); }
-};
-
-Expected<WgmmaAttnPlan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
-  auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (flash-wgmma): " + m); };
-  if (t.vendor != Vendor::Nvidia || !t.findMma("f16", "wgmma")) return bad("needs sm_90a (wgmma)");
-  TESSERA_TRY(tensorCoreInputs(s, "flash-wgmma", 64, "head_dim must be 64, 128, 192 or 256 (whole 128-byte panels)"));
-  WgmmaAttnPlan p;
-  TESSERA_TRY(readBlockKnobs(c, p, p.STAGES));
-  if (p.BQ != 64 && p.BQ != 128) return bad("BQ must be 64 or 128 (64 query rows per warpgroup)");
-  if (p.BK != 64 && p.BK != 128) return bad("BK must be 64 or 128 (whole 128-byte panels of P)");
-  std::string pipe = "fa2";
-  if (c.has("PIPE")) {
-    TESSERA_ASSIGN(pipe, c.getStr("PIPE"));
-  }
-  if (pipe != "fa2" && pipe != "fa3") return bad("PIPE must be fa2 or fa3");
-  p.fa3 = pipe == "fa3";
-  if (!p.fa3 && p.STAGES != 1 && p.STAGES != 2) return bad("STAGES must be 1 or 2 (fa2's cp.async ring)");
-  if (p.fa3 && (p.STAGES < 2 || p.STAGES > 4))
-    return bad("STAGES must be 2, 3 or 4 with PIPE=fa3 (the producer refills one slot while the consumers read another)");
-  p.setProblem(s);
-  p.WG = p.BQ / 64;
-  p.T = 128 * (p.WG + (p.fa3 ? 1 : 0));
-  p.NP = p.D / 64;
-  // O (D/2) and S (BK/2) accumulators per thread, plus P and the softmax state.
-  if (p.D / 2 + p.BK / 2 > 224) return bad("O and S need " + std::to_string(p.D / 2 + p.BK / 2) + " accumulator registers per thread");
-  if (p.fa3) {
-    // The register split (as the Hopper GEMM's, gpu_wgmma.cpp): at launch every thread holds
-    // 64K / threads; the producer gives back all but kProducerRegs, the consumers take the rest.
-    const int entry = int(std::min<int64_t>(248, 65536 / p.T / 8 * 8));
-    p.consumerRegs = int(std::min<int64_t>(240, (entry * (p.WG + 1) - wgmma::kProducerRegs) / p.WG / 8 * 8));
-    const int64_t need = p.D / 2 + p.BK / 2 + p.BK / 4 + 40;  // O, S, P packed, softmax state and addresses
-    if (p.consumerRegs < need)
-      return bad(std::to_string(p.WG) + " consumer warpgroups get " + std::to_string(p.consumerRegs) + " registers each, O, S and P need about " +
-                 std::to_string(need));
-  }
-  // fa3's mbarriers are static shared memory (ptxas pads them to 1 KB).
-  const int64_t limit = std::max(t.smemPerBlock, t.smemPerBlockOptIn) - (p.fa3 ? 1024 : 0);
-  if (p.smemBytes() > limit)
-    return bad("needs " + std::to_string(p.smemBytes()) + " B of shared memory, the limit is " + std::to_string(limit));
-  return p;
-}
-
 }  // namespace
-
-Status checkGpuAttentionWgmma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  return checkAttnPlan<WgmmaAttnPlan>(k, c, t, makePlan);
-}
 
 static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const TargetDesc& t, const RuntimeDims& rt) {
   MLIRContext* ctx = m.b.getContext();
@@ -451,7 +395,7 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
 }
 
 Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  return buildAttn<WgmmaAttnPlan>(ctx, k, c, t, {}, makePlan, "flash-wgmma", true, buildWgmma);
+  return buildAttn<WgmmaAttnPlan>(ctx, k, c, t, {}, makeWgmmaAttnPlan, "flash-wgmma", true, buildWgmma);
 }
 
 }  // namespace tessera::codegen

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "codegen/gpu_backend.h"
+#include "codegen/gpu_rules.h"
 #include "codegen/gpu_resource_text.h"
 #include "codegen/gpu_backend_amd.h"
 #include "codegen/gpu_lowering.h"
@@ -113,14 +114,9 @@ class AmdBackend : public GpuBackend {
       r.problems.push_back("uses " + std::to_string(r.scratchBytes) + " B of scratch per work-item");
   }
 
-  // 16x16x16 MFMA with f16 or bf16 operands (CDNA; our own contract -> amdgpu.mfma rewrite).
-  // No cp.async on AMD: synchronous copies only.
-  std::optional<MmaPath> gemmMma(ir::ScalarType input, const TargetDesc& t) const override {
-    if (input == ir::ScalarType::F32) return std::nullopt;
-    const MmaShape* s = t.findMma(std::string(ir::typeName(input)), "mfma");
-    if (!s) return std::nullopt;
-    return MmaPath{MmaFamily::Mfma, "mfma", MmaShape{s->dtype, 16, 16, 16, "mfma"}, 16, false};
-  }
+  // 16x16x16 MFMA with f16 or bf16 operands, synchronous copies: the rule library's rule
+  // (gpu_rules_gemm.cpp), which the spaces and the cache service link too.
+  std::optional<MmaPath> gemmMma(ir::ScalarType input, const TargetDesc& t) const override { return gemmMmaPath(input, t); }
 
   // Our per-lane vector.contract -> amdgpu.mfma rewrite (gpu_backend_amd_mfma.cpp), then cleanup.
   Status lowerWarpContracts(mlir::ModuleOp m, const TargetDesc& t) const override {

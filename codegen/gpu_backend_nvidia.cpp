@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "codegen/gpu_backend.h"
+#include "codegen/gpu_rules.h"
 #include "codegen/gpu_resource_text.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/mlir_env.h"
@@ -142,36 +143,21 @@ class NvidiaBackend : public GpuBackend {
       r.problems.push_back("uses " + std::to_string(r.localBytes) + " B of local memory per thread");
   }
 
-  // mma.sync m16n8k16 with f16 operands: nvgpu has no bf16/tf32 mma.sync rewrite in MLIR 22.
-  // Multi-stage cp.async pipelines exist on every chip of the table (sm_80+).
-  std::optional<MmaPath> gemmMma(ir::ScalarType input, const TargetDesc& t) const override {
-    if (input != ir::ScalarType::F16) return std::nullopt;
-    const MmaShape* s = t.findMma("f16", "mma.sync");
-    if (!s) return std::nullopt;
-    return MmaPath{MmaFamily::MmaSync, "mma.sync", *s, 8, true};
-  }
+  // The rules (mma.sync m16n8k16, f16; lane-level m16n8k16 f16/bf16 with cp.async; wgmma on sm_90a)
+  // are the rule library's (gpu_rules_gemm.cpp), which the spaces and the cache service link too.
+  std::optional<MmaPath> gemmMma(ir::ScalarType input, const TargetDesc& t) const override { return gemmMmaPath(input, t); }
 
   // nvgpu's vector-to-mma.sync conversion of the warp contracts.
   Status lowerWarpContracts(mlir::ModuleOp m, const TargetDesc&) const override {
     return runPasses(m, "func.func(convert-vector-to-gpu{use-nvgpu=true}),canonicalize,cse", "vector to mma.sync");
   }
 
-  // mma.sync m16n8k16 with f16 or bf16 operands, fed by cp.async (sm_80 and later: the chips whose
-  // table row lists the m16n8k16 shape for the type; sm_75's mma.sync is m16n8k8 and has no cp.async).
   std::optional<MmaPath> gemmLaneMma(ir::ScalarType input, const TargetDesc& t) const override {
-    if (input != ir::ScalarType::F16 && input != ir::ScalarType::BF16) return std::nullopt;
-    const MmaShape* s = t.findMma(std::string(ir::typeName(input)), "mma.sync");
-    if (!s || s->k != 16) return std::nullopt;
-    return MmaPath{MmaFamily::MmaSync, "mma.sync", *s, 16, true};
+    return gemmLaneMmaPath(input, t);
   }
 
-  // wgmma.mma_async m64nNk16 with f16 or bf16 operands from shared memory, fed by TMA: the chips
-  // whose table row lists it (sm_90a: the arch-specific instructions).
   std::optional<MmaPath> gemmWarpgroupMma(ir::ScalarType input, const TargetDesc& t) const override {
-    if (input != ir::ScalarType::F16 && input != ir::ScalarType::BF16) return std::nullopt;
-    const MmaShape* s = t.findMma(std::string(ir::typeName(input)), "wgmma");
-    if (!s) return std::nullopt;
-    return MmaPath{MmaFamily::Wgmma, "wgmma", *s, 64, true};
+    return gemmWarpgroupMmaPath(input, t);
   }
 
   std::string describe(const ResourceReport& r) const override {

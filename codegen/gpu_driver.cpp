@@ -220,15 +220,6 @@ Expected<GpuBinary> compileImpl(const ir::Kernel& k, const ir::Config& c, const 
 
 }  // namespace
 
-Status checkGpuConfig(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  switch (k.family) {
-    case ir::Family::Gemm: return checkGpuGemm(k, c, t);
-    case ir::Family::Elementwise: return checkGpuElementwise(k, c, t);
-    case ir::Family::Attention: return checkGpuAttention(k, c, t);
-  }
-  return makeError(ErrorCode::Internal, "unknown family");
-}
-
 Expected<GpuBinary> compileGpu(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, const GpuCompileOptions& o) {
   return compileImpl(k, c, t, o, std::nullopt, nullptr);
 }

@@ -33,44 +33,10 @@ namespace tessera::codegen {
 
 using namespace mlir;
 
-namespace {
-
-struct EwKnobs {
-  int64_t tpb, vw, ept, grid;
-};
-
-Expected<EwKnobs> readKnobs(const ir::Config& c, const ir::ElementwiseRegion& r, const ir::Kernel& k, const TargetDesc& t) {
-  EwKnobs kn;
-  TESSERA_ASSIGN(kn.tpb, c.getInt("TPB"));
-  TESSERA_ASSIGN(kn.vw, c.getInt("VW"));
-  TESSERA_ASSIGN(kn.ept, c.getInt("EPT"));
-  TESSERA_ASSIGN(kn.grid, c.getInt("GRID"));
-  auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "elementwise: " + m); };
-  if (kn.tpb <= 0 || kn.tpb > t.maxThreadsPerBlock)
-    return bad("TPB=" + std::to_string(kn.tpb) + " outside 1.." + std::to_string(t.maxThreadsPerBlock));
-  if (kn.vw <= 0 || kn.ept <= 0 || kn.ept > 16 || kn.grid < 0) return bad("VW, EPT (<= 16) must be positive, GRID >= 0");
-  int64_t inner = r.iter.empty() ? 1 : r.iter.back();
-  if (inner % kn.vw) return bad("VW=" + std::to_string(kn.vw) + " must divide the innermost dimension " + std::to_string(inner));
-  int64_t widest = 1;
-  for (const auto* d : k.inputs()) widest = std::max(widest, ir::byteSize(d->dtype));
-  for (const auto* d : k.outputs()) widest = std::max(widest, ir::byteSize(d->dtype));
-  if (kn.vw * widest > 16) return bad("VW=" + std::to_string(kn.vw) + " lanes exceed 16-byte accesses");
-  return kn;
-}
-
-}  // namespace
-
-Status checkGpuElementwise(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(ir::ElementwiseRegion region, ir::analyzeElementwise(k));
-  TESSERA_ASSIGN(EwKnobs kn, readKnobs(c, region, k, t));
-  (void)kn;
-  return {};
-}
-
 Expected<GpuPlan> buildGpuElementwise(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                       const RuntimeDims& rt) {
   TESSERA_ASSIGN(ir::ElementwiseRegion region, ir::analyzeElementwise(k));
-  TESSERA_ASSIGN(EwKnobs kn, readKnobs(c, region, k, t));
+  TESSERA_ASSIGN(EwKnobs kn, readEwKnobs(c, region, k, t));
   const int rank = int(region.iter.size());
   int64_t total = 1;
   for (int64_t d : region.iter) total *= d;

@@ -41,87 +41,6 @@ using namespace mlir;
 
 namespace {
 
-int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
-Error bad(const std::string& m) { return makeError(ErrorCode::InvalidConfig, "gemm: " + m); }
-
-// Copy distribution of a rows x cols tile over `threads`: each thread moves VEC contiguous
-// elements of some rows.
-Status copyThreads(int64_t rows, int64_t cols, int64_t vec, int64_t threads, int64_t out[2], const char* what) {
-  if (cols % vec) return bad(std::string(what) + " tile width " + std::to_string(cols) + " is not a multiple of VEC=" + std::to_string(vec));
-  int64_t c1 = cols / vec;
-  if (c1 > threads || threads % c1) return bad(std::string(what) + " copy: " + std::to_string(c1) + " vectors per row do not split over " + std::to_string(threads) + " threads");
-  int64_t c0 = std::min(threads / c1, rows);
-  if (rows % c0) return bad(std::string(what) + " copy: " + std::to_string(rows) + " rows do not split over " + std::to_string(c0) + " thread rows");
-  out[0] = c0;
-  out[1] = c1;
-  return {};
-}
-
-Expected<gemm::Tiling> makeTiling(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t) {
-  gemm::Tiling p;
-  TESSERA_ASSIGN(std::string strategy, c.getStr("strategy"));
-  TESSERA_ASSIGN(p.BM, c.getInt("BM"));
-  TESSERA_ASSIGN(p.BN, c.getInt("BN"));
-  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
-  TESSERA_ASSIGN(p.TM, c.getInt("TM"));
-  TESSERA_ASSIGN(p.TN, c.getInt("TN"));
-  TESSERA_ASSIGN(p.VEC, c.getInt("VEC"));
-  TESSERA_ASSIGN(p.stages, c.getInt("STAGES"));
-  p.inType = g.inType;
-  p.warp = t.warpSize;
-  const int64_t bytes = ir::byteSize(g.inType);
-  for (auto [nm, v] : {std::pair{"BM", p.BM}, {"BN", p.BN}, {"BK", p.BK}, {"TM", p.TM}, {"TN", p.TN}, {"VEC", p.VEC}, {"STAGES", p.stages}})
-    if (v <= 0) return bad(std::string(nm) + " must be positive");
-  if (p.BM % p.TM || p.BN % p.TN) return bad("the block tile must be a multiple of TM x TN");
-  if (p.VEC * bytes > 16) return bad("VEC=" + std::to_string(p.VEC) + " exceeds 16-byte copies");
-  std::string dt(ir::typeName(g.inType));
-  if (strategy == "simt") {
-    p.path = gemm::Path::Simt;
-    if (p.stages != 1) return bad("STAGES > 1 needs strategy=mma (cp.async pipeline)");
-    p.threads = (p.BM / p.TM) * (p.BN / p.TN);
-    p.blockX = p.BN / p.TN;
-    p.blockY = p.BM / p.TM;
-  } else if (strategy == "mma") {
-    TESSERA_ASSIGN(const GpuBackend* backend, gpuBackendFor(t));
-    std::optional<MmaPath> mma = backend->gemmMma(g.inType, t);
-    if (!mma)
-      return bad(t.name + " has no matrix instruction our lowering reaches for " + dt +
-                 " operands (NVIDIA: f16 mma.sync; CDNA: f16/bf16 MFMA): use strategy=simt");
-    p.path = mma->family == MmaFamily::Mfma ? gemm::Path::Mfma : gemm::Path::MmaSync;
-    const MmaShape& sh = mma->shape;
-    if (p.TN % mma->tnMultiple)
-      return bad("TN must be a multiple of " + std::to_string(mma->tnMultiple) + " (" + mma->kind + " m" +
-                 std::to_string(sh.m) + "n" + std::to_string(sh.n) + "k" + std::to_string(sh.k) + ")");
-    if (p.stages != 1 && !mma->asyncCopies) return bad("STAGES > 1 needs asynchronous copies (cp.async)");
-    if (p.TM % 16 || p.BK % 16) return bad("TM and BK must be multiples of 16");
-    p.threads = int64_t(t.warpSize) * (p.BM / p.TM) * (p.BN / p.TN);
-    p.blockX = int64_t(t.warpSize) * (p.BN / p.TN);
-    p.blockY = p.BM / p.TM;
-    if (p.stages > 1 && p.VEC * bytes != 16) return bad("a cp.async pipeline copies 16 bytes: VEC*bytes must be 16");
-  } else {
-    return bad("strategy must be simt, mma, mma-lane or wgmma, got " + strategy);
-  }
-  if (p.threads > t.maxThreadsPerBlock)
-    return bad(std::to_string(p.threads) + " threads per block exceed " + std::to_string(t.maxThreadsPerBlock));
-  int64_t smem = p.stages * (p.BM * p.BK + p.BK * p.BN) * bytes;
-  if (smem > t.smemPerBlock)
-    return bad("A/B tiles need " + std::to_string(smem) + " B of shared memory, the limit is " + std::to_string(t.smemPerBlock));
-  p.smemLimit = t.smemPerBlock;
-  TESSERA_TRY(copyThreads(p.BM, p.BK, p.VEC, p.threads, p.copyA, "A"));
-  TESSERA_TRY(copyThreads(p.BK, p.BN, p.VEC, p.threads, p.copyB, "B"));
-  // cp.async groups are formed from straight-line per-thread copies: a copy that leaves threads
-  // idle is predicated and would stay synchronous.
-  if (p.stages > 1 && (p.copyA[0] * p.copyA[1] != p.threads || p.copyB[0] * p.copyB[1] != p.threads))
-    return bad("a cp.async pipeline needs the A and B tile copies to use all " + std::to_string(p.threads) + " threads");
-  p.Mp = roundUp(g.m, p.BM);
-  p.Np = roundUp(g.n, p.BN);
-  p.Kp = roundUp(g.k, p.BK);
-  if (p.stages > 1 && p.Kp / p.BK < p.stages)
-    return bad("K=" + std::to_string(g.k) + " has fewer than STAGES=" + std::to_string(p.stages) + " K tiles");
-  return p;
-}
-
 // One epilogue operand: its kernel argument and how the iteration coordinates address it.
 struct EpiOperand {
   ir::ElementwiseOperand op;
@@ -319,25 +238,6 @@ Status swizzleSharedTiles(ModuleOp m) {
 
 }  // namespace
 
-Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
-  const auto strategy = c.getStr("strategy");
-  const bool isWgmma = strategy.ok() && *strategy == "wgmma";
-  if (strategy.ok() && *strategy == "mma-lane") return checkGpuGemmLane(g, c, t);
-  if (c.has("SPLITK") && !isWgmma) {
-    TESSERA_ASSIGN(int64_t split, c.getInt("SPLITK"));
-    if (split != 1) return bad("SPLITK > 1 needs strategy=wgmma");
-  }
-  if (isWgmma) {
-    TESSERA_ASSIGN(wgmma::Plan w, planGpuGemmWgmma(g, c, t));
-    (void)w;
-    return {};
-  }
-  TESSERA_ASSIGN(gemm::Tiling p, makeTiling(g, c, t));
-  (void)p;
-  return {};
-}
-
 Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                const RuntimeDims& rt) {
   TESSERA_TRY(checkGpuGemm(k, c, t));
@@ -349,7 +249,7 @@ Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::
   }
   if (auto s = c.getStr("strategy"); s.ok() && *s == "mma-lane") return buildGpuGemmLane(ctx, k, c, t, rt);
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
-  TESSERA_ASSIGN(gemm::Tiling p, makeTiling(g, c, t));
+  TESSERA_ASSIGN(gemm::Tiling p, makeGemmTiling(g, c, t));
   const bool batched = g.batch > 0;
   GpuPlan plan;
   plan.strategy = p.path == gemm::Path::Simt ? "simt" : p.path == gemm::Path::MmaSync ? "mma.sync" : "mfma";

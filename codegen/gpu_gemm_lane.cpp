@@ -41,100 +41,11 @@ using namespace mlir;
 
 namespace {
 
-constexpr int64_t kPad = 8;        // elements of row padding of the A / B tiles
-constexpr int64_t kStagePad = 8;   // floats of row padding of the staged C tile (8-byte stores, no conflicts)
-
-int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-Error bad(const std::string& m) { return makeError(ErrorCode::InvalidConfig, "gemm (mma-lane): " + m); }
-
-// One operand as the kernel reads it: stored rows of `pitch` elements per batch, and its shared
-// tile of tileR x tileC (+ kPad) per ring slot.
-struct Operand {
-  bool kMajor = true;     // K is the contiguous dim (A [M][K], B [N][K]): ldmatrix without .trans
-  bool pack = false;      // the host wrapper copies it (row-major, rows padded to 8 elements)
-  int64_t rows = 0;       // stored rows per batch
-  int64_t pitch = 0;      // elements per stored row (a multiple of 8)
-  int64_t tileR = 0, tileC = 0, ld = 0;
-  int64_t slotElems() const { return tileR * ld; }
-};
-
-struct LanePlan {
-  ir::GemmInfo g;
-  int64_t batch = 1;
-  int64_t BM = 0, BN = 0, BK = 0, TM = 0, TN = 0, S = 0;
-  int64_t warpsN = 0, warps = 0, T = 0;
-  int64_t KT = 0, tilesM = 0, tilesN = 0;
-  Operand A, B;
-  int64_t ringBytes = 0, stagingBytes = 0, dynamicBytes = 0;
-  int64_t passes = 1, passRows = 0;  // the C tile is staged in `passes` row bands of passRows rows
-};
-
-Expected<LanePlan> makePlan(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(const GpuBackend* backend, gpuBackendFor(t));
-  if (!backend->gemmLaneMma(g.inType, t))
-    return bad(t.name + " has no mma.sync m16n8k16 for " + std::string(ir::typeName(g.inType)) +
-               " operands with cp.async (NVIDIA sm_80 and later, f16/bf16): use strategy=simt");
-  LanePlan p;
-  p.g = g;
-  p.batch = std::max<int64_t>(g.batch, 1);
-  int64_t VEC = 0;
-  TESSERA_ASSIGN(p.BM, c.getInt("BM"));
-  TESSERA_ASSIGN(p.BN, c.getInt("BN"));
-  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
-  TESSERA_ASSIGN(p.TM, c.getInt("TM"));
-  TESSERA_ASSIGN(p.TN, c.getInt("TN"));
-  TESSERA_ASSIGN(VEC, c.getInt("VEC"));
-  TESSERA_ASSIGN(p.S, c.getInt("STAGES"));
-  if (c.has("SPLITK")) {
-    TESSERA_ASSIGN(int64_t split, c.getInt("SPLITK"));
-    if (split != 1) return bad("SPLITK > 1 needs strategy=wgmma");
-  }
-  if (VEC != 8) return bad("VEC must be 8: the ring moves 16-byte chunks (cp.async)");
-  if (p.TM <= 0 || p.TM % 16 || p.TM > 128) return bad("TM (rows per warp) must be 16, 32, ..., 128");
-  if (p.TN <= 0 || p.TN % 16 || p.TN > 128) return bad("TN (columns per warp) must be a multiple of 16 (ldmatrix.x4 covers two n8 tiles), at most 128");
-  if (p.BM <= 0 || p.BN <= 0 || p.BM % p.TM || p.BN % p.TN) return bad("the block tile must be a multiple of the warp tile TM x TN");
-  if (p.BK != 16 && p.BK != 32 && p.BK != 64) return bad("BK must be 16, 32 or 64");
-  if (p.S < 2 || p.S > 4) return bad("STAGES must be 2, 3 or 4 (cp.async ring slots)");
-  if (p.TM * p.TN / 32 > 128) return bad("a " + std::to_string(p.TM) + "x" + std::to_string(p.TN) + " warp tile needs " +
-                                         std::to_string(p.TM * p.TN / 32) + " accumulator registers per thread (at most 128)");
-  p.warpsN = p.BN / p.TN;
-  p.warps = (p.BM / p.TM) * p.warpsN;
-  p.T = 32 * p.warps;
-  if (p.T > t.maxThreadsPerBlock) return bad(std::to_string(p.T) + " threads per block exceed " + std::to_string(t.maxThreadsPerBlock));
-  if (p.warps > 16) return bad(std::to_string(p.warps) + " warps per block: at most 16");
-  // A: [M][K] (or [K][M] when transposed); B: [K][N] (or [N][K]). A stored row that is not a
-  // multiple of 8 elements cannot be moved in 16-byte chunks: that operand is copied row-major.
-  p.A.pack = g.transA ? g.m % 8 != 0 : g.k % 8 != 0;
-  p.A.kMajor = !g.transA || p.A.pack;
-  p.A.rows = p.A.kMajor ? g.m : g.k;
-  p.A.pitch = p.A.kMajor ? roundUp(g.k, 8) : g.m;
-  p.A.tileR = p.A.kMajor ? p.BM : p.BK;
-  p.A.tileC = p.A.kMajor ? p.BK : p.BM;
-  p.B.pack = g.transB ? g.k % 8 != 0 : g.n % 8 != 0;
-  p.B.kMajor = g.transB && !p.B.pack;
-  p.B.rows = p.B.kMajor ? g.n : g.k;
-  p.B.pitch = p.B.kMajor ? g.k : roundUp(g.n, 8);
-  p.B.tileR = p.B.kMajor ? p.BN : p.BK;
-  p.B.tileC = p.B.kMajor ? p.BK : p.BN;
-  for (Operand* o : {&p.A, &p.B}) o->ld = o->tileC + kPad;
-  p.KT = ceilDiv(g.k, p.BK);
-  p.tilesM = ceilDiv(g.m, p.BM);
-  p.tilesN = ceilDiv(g.n, p.BN);
-  if (p.tilesM > 65535 || p.batch > 65535) return bad("the grid's y and z dimensions hold at most 65535 blocks");
-  p.ringBytes = p.S * (p.A.slotElems() + p.B.slotElems()) * 2;
-  // The staged C tile reuses the ring: in row bands (a multiple of 8 rows: an accumulator's 8-row
-  // half never straddles two) when the whole tile would need more shared memory than the ring.
-  const int64_t rowBytes = (p.BN + kStagePad) * 4;
-  while (p.BM / p.passes * rowBytes > p.ringBytes && p.BM % (2 * p.passes) == 0 && (p.BM / (2 * p.passes)) % 8 == 0) p.passes *= 2;
-  p.passRows = p.BM / p.passes;
-  p.stagingBytes = p.passRows * rowBytes;
-  p.dynamicBytes = std::max(p.ringBytes, p.stagingBytes);
-  const int64_t limit = std::max(t.smemPerBlock, t.smemPerBlockOptIn);
-  if (p.dynamicBytes > limit)
-    return bad("the ring and the staged C tile need " + std::to_string(p.dynamicBytes) + " B of shared memory, the limit is " +
-               std::to_string(limit) + " B");
-  return p;
-}
+// The plan (ring, operands, staging) is the rule library's (gpu_plans.h).
+using LanePlan = lane::Plan;
+using lane::kPad;
+using lane::kStagePad;
+using lane::Operand;
 
 class KernelBuilder {
  public:
@@ -354,16 +265,10 @@ const char* kNoMapSchedule =
 
 }  // namespace
 
-Status checkGpuGemmLane(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(LanePlan p, makePlan(g, c, t));
-  (void)p;
-  return {};
-}
-
 Expected<GpuPlan> buildGpuGemmLane(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                    const RuntimeDims& rt) {
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
-  TESSERA_ASSIGN(LanePlan p, makePlan(g, c, t));
+  TESSERA_ASSIGN(LanePlan p, lane::makePlan(g, c, t));
   GpuPlan plan;
   TESSERA_ASSIGN(plan.launch.runtime, gemm::planRuntime(k, g, rt, "mma-lane", p.BM, /*batchInGrid=*/true));
   plan.strategy = "mma-lane";

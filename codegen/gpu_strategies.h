@@ -11,6 +11,7 @@
 #include <string>
 
 #include "codegen/gpu.h"
+#include "codegen/gpu_plans.h"
 #include "ir/families.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"
@@ -56,7 +57,6 @@ Expected<GpuPlan> buildGpuGemmWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k,
 // strategy=mma-lane (gpu_gemm_lane.cpp): the lane-level mma.sync GEMM, f16/bf16, NVIDIA sm_80+.
 Expected<GpuPlan> buildGpuGemmLane(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                    const RuntimeDims& rt = {});
-Status checkGpuGemmLane(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t);
 // Runtime sizes (RuntimeDims): `m` the sequence length (query and key lengths together, on a
 // kernel whose lengths are equal: sizes[0]), `batch` the batch (sizes[1]); flash-simt and
 // flash-mma take them, flash-wgmma and flash-mfma refuse in one line.
@@ -73,21 +73,13 @@ Expected<GpuLaunch::Runtime> planAttentionRuntime(const ir::AttentionSpec& s, co
 // A [B][H][seq][D] view (dynamic strides) of the kernel argument `mem` ([B][H][Smax][D]) at the
 // runtime length `seq`; `mem` itself when seq is null.
 mlir::Value seqView(mlir::OpBuilder& b, mlir::Location loc, mlir::Value mem, mlir::Value seq);
-Status checkGpuAttentionMma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 // Hopper tensor-core attention (gpu_attention_wgmma.cpp: FlashAttention-2 on wgmma, sm_90a).
 Expected<GpuPlan> buildGpuAttentionWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                          const TargetDesc& t);
-Status checkGpuAttentionWgmma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 // Matrix-core attention (gpu_attention_mfma.cpp: FlashAttention-2 on MFMA, AMD CDNA wave64).
 Expected<GpuPlan> buildGpuAttentionMfma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                         const TargetDesc& t);
-Status checkGpuAttentionMfma(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 
-// Knob legality of each strategy (no IR built).
-Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
-Status checkGpuElementwise(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
-Status checkGpuAttention(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
-
-inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Knob legality of each strategy (no IR built): gpu_rules.h, from the plans of gpu_plans.h.
 
 }  // namespace tessera::codegen

@@ -28,93 +28,6 @@
 
 namespace tessera::codegen {
 
-namespace wgmma {
-
-namespace {
-
-int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-Error bad(const std::string& m) { return makeError(ErrorCode::InvalidConfig, "gemm (wgmma): " + m); }
-
-}  // namespace
-
-Expected<Plan> makePlan(const ir::GemmInfo& g, const PlanInputs& in) {
-  Plan p;
-  p.g = g;
-  p.batch = std::max<int64_t>(g.batch, 1);
-  p.BM = in.BM, p.BN = in.BN, p.TM = in.TM, p.TN = in.TN, p.stages = in.STAGES, p.splitK = in.SPLITK;
-  p.elementBytes = ir::byteSize(g.inType);
-  if (g.inType != ir::ScalarType::F16 && g.inType != ir::ScalarType::BF16)
-    return bad("wgmma takes f16 or bf16 operands, not " + std::string(ir::typeName(g.inType)));
-  if (in.BK != kBK) return bad("BK must be 64: a K step is one 128-byte swizzled row of 2-byte elements");
-  if (in.VEC != 16 / p.elementBytes) return bad("VEC is not used (TMA moves the tiles): only VEC=" + std::to_string(16 / p.elementBytes) + " is offered");
-  if (p.TM != 64 && p.TM != 128) return bad("TM (rows per consumer warpgroup) must be 64 or 128 (wgmma m64 steps)");
-  if (p.TN % kBoxN || p.TN > 256 || p.TN <= 0) return bad("TN (columns per consumer warpgroup) must be 64, 128, 192 or 256");
-  if (p.BM <= 0 || p.BN <= 0 || p.BM % p.TM || p.BN % p.TN) return bad("the block tile must be a multiple of TM x TN");
-  // nvgpu's warpgroup.mma.store places a warp's rows at 16 x (tid.x / 32): warpgroup w's fragments
-  // land 64 w rows down, so the consumers must split the block's rows in warpgroup order.
-  if (p.TN != p.BN) return bad("TN must equal BN: the consumer warpgroups split the block's rows (BM / TM of them)");
-  if (p.BM > 256) return bad("BM must be at most 256 (a TMA box has at most 256 rows)");
-  if (p.TM * p.TN > 128 * 128) return bad("a warpgroup tile of " + std::to_string(p.TM) + "x" + std::to_string(p.TN) +
-                                          " needs " + std::to_string(p.TM * p.TN / 128) + " accumulator registers per thread (at most 128)");
-  // MLIR 22's lowering of warpgroup.mma.store places the second m64 half of a 128-row accumulator
-  // as many rows down as one half holds registers per thread (TN / 2) instead of 64: right at
-  // TN=128 only. At 128x64 the halves overlap (the NVVM adds 32 rows; the mapped-kernel emulator
-  // reports the write-after-write race, and an H200 measured the result wrong, 2026-11-27).
-  if (p.TM == 128 && p.TN != 128)
-    return bad("TM=128 needs TN=128: MLIR 22's warpgroup store puts a 128-row accumulator's second half TN/2 rows "
-               "down, not 64");
-  p.consumers = int((p.BM / p.TM) * (p.BN / p.TN));
-  if (p.consumers > 4) return bad(std::to_string(p.consumers) + " consumer warpgroups: at most 4 share the register file");
-  p.threads = 128 * (int64_t(p.consumers) + 1);
-  if (p.threads > in.maxThreads) return bad(std::to_string(p.threads) + " threads per block exceed " + std::to_string(in.maxThreads));
-  if (p.stages < 2) return bad("STAGES must be at least 2: the producer refills a slot while the consumers read the other");
-  if (p.stages > 8) return bad("STAGES must be at most 8");
-  // The register split: at launch every thread holds R = 64K / threads (ptxas, .minnctapersm 1);
-  // the producer gives back all but kProducerRegs, the consumers take the rest (multiples of 8).
-  const int entry = int(std::min<int64_t>(248, 65536 / p.threads / 8 * 8));
-  p.consumerRegs = std::min(240, (entry * (p.consumers + 1) - kProducerRegs) / p.consumers / 8 * 8);
-  const int accRegs = int(p.TM * p.TN / 128);
-  if (p.consumerRegs < accRegs + 40)
-    return bad(std::to_string(p.consumers) + " consumer warpgroups get " + std::to_string(p.consumerRegs) + " registers each, " +
-               std::to_string(accRegs) + " accumulators need about " + std::to_string(accRegs + 40));
-  p.KT = (g.k + kBK - 1) / kBK;
-  if (p.splitK < 1) return bad("SPLITK must be positive");
-  if (p.splitK > p.KT) return bad("SPLITK=" + std::to_string(p.splitK) + " exceeds the " + std::to_string(p.KT) + " K tiles");
-  p.KTs = (p.KT + p.splitK - 1) / p.splitK;
-  if ((p.splitK - 1) * p.KTs >= p.KT)
-    return bad("SPLITK=" + std::to_string(p.splitK) + " leaves a split without K tiles (" + std::to_string(p.KT) + " tiles)");
-  p.tilesM = (g.m + p.BM - 1) / p.BM;
-  p.tilesN = (g.n + p.BN - 1) / p.BN;
-  if (p.batch * p.splitK > 65535) return bad("batch x SPLITK exceeds the grid's z limit (65535)");
-  // TMA reads rows whose pitch is a multiple of 16 bytes from 16-byte aligned addresses: A as
-  // [M][K] and B as [K][N]; anything else (transposed, or a pitch that is not) is copied first.
-  p.packA = g.transA || (g.k * p.elementBytes) % 16 != 0;
-  p.packB = g.transB || (g.n * p.elementBytes) % 16 != 0;
-  p.pitchA = p.packA ? roundUp(g.k, 8) : g.k;
-  p.pitchB = p.packB ? roundUp(g.n, 8) : g.n;
-  p.stageBytes = (p.BM + p.BN) * kBK * p.elementBytes;
-  p.ringBytes = p.stages * p.stageBytes;
-  p.stagingBytes = p.BM * (p.BN + kStagePad) * 4;
-  p.flagOffset = roundUp(std::max(p.ringBytes, p.stagingBytes), 1024);
-  p.dynamicBytes = p.flagOffset + 16;
-  // Static shared memory holds the 2 x STAGES mbarriers (ptxas reports 1 KB with its padding).
-  if (p.dynamicBytes + 1024 > in.smemOptIn)
-    return bad("the ring and the C tile need " + std::to_string(p.dynamicBytes) + " B of shared memory, the limit is " +
-               std::to_string(in.smemOptIn - 1024) + " B");
-  return p;
-}
-
-std::string registerPoolProblem(const Plan& p, int regs) {
-  const int64_t pool = int64_t(regs) * p.threads, want = 128 * (int64_t(kProducerRegs) + int64_t(p.consumers) * p.consumerRegs);
-  if (regs > p.consumerRegs)
-    return "setmaxnreg: the consumers ask for " + std::to_string(p.consumerRegs) + " registers but start with " + std::to_string(regs);
-  if (pool < want)
-    return "setmaxnreg: the block holds " + std::to_string(pool) + " registers, its warpgroups ask for " + std::to_string(want);
-  return "";
-}
-
-}  // namespace wgmma
-
 namespace {
 
 using gemm::userIndexOf;
@@ -125,28 +38,6 @@ const char* kMapSchedule =
     "    transform.yield\n  }\n}\n";
 
 }  // namespace
-
-Expected<wgmma::Plan> planGpuGemmWgmma(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(const GpuBackend* backend, gpuBackendFor(t));
-  if (!backend->gemmWarpgroupMma(g.inType, t))
-    return makeError(ErrorCode::InvalidConfig, "gemm: " + t.name + " has no wgmma for " + std::string(ir::typeName(g.inType)) +
-                                                   " operands (sm_90a, f16/bf16): use strategy=mma or simt");
-  wgmma::PlanInputs in{};
-  TESSERA_ASSIGN(in.BM, c.getInt("BM"));
-  TESSERA_ASSIGN(in.BN, c.getInt("BN"));
-  TESSERA_ASSIGN(in.BK, c.getInt("BK"));
-  TESSERA_ASSIGN(in.TM, c.getInt("TM"));
-  TESSERA_ASSIGN(in.TN, c.getInt("TN"));
-  TESSERA_ASSIGN(in.VEC, c.getInt("VEC"));
-  TESSERA_ASSIGN(in.STAGES, c.getInt("STAGES"));
-  in.SPLITK = 1;
-  if (c.has("SPLITK")) {
-    TESSERA_ASSIGN(in.SPLITK, c.getInt("SPLITK"));
-  }
-  in.smemOptIn = std::max(t.smemPerBlock, t.smemPerBlockOptIn);
-  in.maxThreads = t.maxThreadsPerBlock;
-  return wgmma::makePlan(g, in);
-}
 
 Expected<GpuPlan> buildGpuGemmWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
   using namespace mlir;

@@ -12,7 +12,14 @@
 
 namespace tessera::search {
 
+// The space `tune` searches on GPU target `t`: gpuRuleSpace with the measured or modelled default
+// (space_gpu.cpp, tessera_search).
 Expected<ir::Space> gpuSpace(const ir::Kernel& k, const TargetDesc& t);
+
+// The family's rule space: knobs, domains, the legality constraint (codegen/gpu_rules.h plus the
+// register estimates) and the rule files' own default. MLIR-free (tessera_space_rules): the legal
+// configs are gpuSpace's, only the default may differ.
+Expected<ir::Space> gpuRuleSpace(const ir::Kernel& k, const TargetDesc& t);
 
 Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t);
 Expected<ir::Space> elementwiseGpuSpace(const ir::Kernel& k, const TargetDesc& t);

@@ -5,7 +5,7 @@
 // plus a register estimate of the compute phase (BK scores and BK probabilities per thread).
 #include <algorithm>
 
-#include "codegen/gpu.h"
+#include "codegen/gpu_rules.h"
 #include "ir/families.h"
 #include "search/space.h"
 #include "search/space_gpu.h"

@@ -3,7 +3,7 @@
 // grid shape GRID (0: one tile per block; k: k blocks per SM/CU and a grid-stride loop).
 #include <algorithm>
 
-#include "codegen/gpu.h"
+#include "codegen/gpu_rules.h"
 #include "ir/families.h"
 #include "ir/verifier.h"
 #include "search/space.h"

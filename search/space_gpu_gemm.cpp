@@ -3,14 +3,12 @@
 // MFMA on CDNA), block tile BM x BN x BK, thread (simt) / warp (mma) tile TM x TN, copy width VEC
 // and cp.async stages. Legality = the code generator's own rules (threads, shared memory/LDS,
 // copy distribution, MMA shapes; codegen::checkGpuConfig) plus a register estimate, so configs
-// that obviously cannot fit the register file are never compiled.
+// that obviously cannot fit the register file are never compiled. MLIR-free (tessera_space_rules):
+// the cache service checks GPU records with it; the analytic model's default is space_gpu.cpp's.
 #include <algorithm>
 
-#include "codegen/gpu.h"
-#include "codegen/gpu_backend.h"
+#include "codegen/gpu_rules.h"
 #include "ir/families.h"
-#include "measure/estimate.h"
-#include "search/measured_defaults.h"
 #include "search/space.h"
 #include "search/space_gpu.h"
 
@@ -22,51 +20,17 @@ int64_t geti(const ir::Config& c, const char* k) { return std::get<int64_t>(c.va
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t ceilDivI(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Where the hand rule's wgmma tiles leave SMs idle (fewer blocks than SMs: the 128x256 tiles of
-// 1024^3 are 32 blocks on an H100's 132) and no device table covers the shape: the analytic
-// model's fastest wgmma config of the space (block and warpgroup tiles, ring slots, split-K) is
-// the default instead. The tables decide where they reach (measured_defaults.h).
-void modelDefault(ir::Space& s, const ir::Kernel& k, const TargetDesc& t) {
-  ir::Config d = s.defaults();
-  if (std::get<std::string>(d.values.at("strategy")) != "wgmma") return;
-  auto cur = estimateKernel(k, d, t);
-  if (!cur.ok() || cur->workload.blocks >= t.units) return;
-  double best = cur->model.fits ? cur->model.timeUs : 1e300;
-  ir::Config pick = d;
-  const ir::Knob *bm = s.find("BM"), *bn = s.find("BN"), *st = s.find("STAGES"), *sk = s.find("SPLITK");
-  for (const auto& vm : bm->domain)
-    for (const auto& vn : bn->domain)
-      for (int64_t tm : {64, 128})
-        for (const auto& vs : st->domain)
-          for (const auto& vk : sk->domain) {
-            ir::Config c = d;
-            c.set("BM", vm);
-            c.set("BN", vn);
-            c.set("TM", tm);
-            c.set("TN", vn);
-            c.set("STAGES", vs);
-            c.set("SPLITK", vk);
-            if (s.check(c)) continue;
-            auto e = estimateKernel(k, c, t);
-            if (!e.ok() || !e->model.fits || e->model.timeUs >= best) continue;
-            best = e->model.timeUs;
-            pick = c;
-          }
-  for (auto& kn : s.knobs) kn.def = pick.values.at(kn.name);
-}
-
 }  // namespace
 
 Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
-  TESSERA_ASSIGN(const codegen::GpuBackend* backend, codegen::gpuBackendFor(t));
-  const std::optional<codegen::MmaPath> mmaPath = backend->gemmMma(g.inType, t);
+  const std::optional<codegen::MmaPath> mmaPath = codegen::gemmMmaPath(g.inType, t);
   const bool mma = mmaPath.has_value();
   const bool async = mma && mmaPath->asyncCopies;
   // sm_90a, f16/bf16: the warpgroup GEMM (wgmma + TMA, warp-specialized) and its knobs.
-  const bool wg = backend->gemmWarpgroupMma(g.inType, t).has_value();
+  const bool wg = codegen::gemmWarpgroupMmaPath(g.inType, t).has_value();
   // NVIDIA sm_80+, f16/bf16: the lane-level mma.sync kernel (cp.async ring, batches in one launch).
-  const bool lane = backend->gemmLaneMma(g.inType, t).has_value();
+  const bool lane = codegen::gemmLaneMmaPath(g.inType, t).has_value();
   const int64_t bytes = ir::byteSize(g.inType);
   ir::Space s;
   s.family = "gemm";
@@ -217,7 +181,6 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
     if (!s.check(d))
       for (auto& kn : s.knobs) kn.def = d.values.at(kn.name);
   }
-  if (wg && !measuredDefault(k, t)) modelDefault(s, k, t);
   return s;
 }
 

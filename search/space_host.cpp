@@ -1,10 +1,12 @@
-// Owns the host family dispatch, the domain helpers the rule files share, and the legality rule
-// built on them (search/config_rule.h).
+// Owns the family dispatch of the host and GPU rule spaces, the domain helpers the rule files share,
+// and the legality rule built on them (search/config_rule.h).
 #include <algorithm>
 #include <variant>
 
 #include "search/config_rule.h"
 #include "search/space.h"
+#include "search/space_gpu.h"
+#include "targets/gpu_targets.h"
 
 namespace tessera::search {
 
@@ -33,6 +35,26 @@ Expected<ir::Space> hostSpace(const ir::Kernel& k, const TargetDesc& t) {
     case ir::Family::Attention: return attentionHostSpace(k, t);
   }
   return makeError(ErrorCode::Internal, "unknown family");
+}
+
+Expected<ir::Space> gpuRuleSpace(const ir::Kernel& k, const TargetDesc& t) {
+  switch (k.family) {
+    case ir::Family::Gemm: return gemmGpuSpace(k, t);
+    case ir::Family::Elementwise: return elementwiseGpuSpace(k, t);
+    case ir::Family::Attention: return attentionGpuSpace(k, t);
+  }
+  return makeError(ErrorCode::Internal, "unknown family");
+}
+
+Expected<TargetDesc> gpuOfKey(const std::string& chip, int units) {
+  if (units < 1) return makeError(ErrorCode::InvalidArgument, "no GPU space for " + std::to_string(units) + " units");
+  for (const TargetDesc& t : gpuTargets())
+    if (t.name == chip) {
+      TargetDesc out = t;
+      out.units = units;
+      return out;
+    }
+  return makeError(ErrorCode::NotFound, "no GPU space for '" + chip + "': not a chip of the table");
 }
 
 Expected<TargetDesc> hostOfKey(const std::string& arch, int units) {

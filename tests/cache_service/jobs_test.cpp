@@ -490,7 +490,9 @@ TEST_P(JobQueue, AnItemIsLeasedAtMostLeasesPerItemTimesWhateverTheTokens) {
                          .dump(),
                      other);
   ASSERT_EQ(rep.status, 200) << rep.body;
-  // A and C take the other item from each other, each as soon as the other held it long enough.
+  // A and C take the other item from each other, each as soon as the other held it long enough
+  // (each token within its kTakeOversPerToken until the total bound).
+  static_assert(1 + 2 * kTakeOversPerToken >= kLeasesPerAttempt, "two tokens reach the total bound");
   int leases = 0;
   for (int n = 0; n < 3 * kLeasesPerAttempt; ++n) {
     std::this_thread::sleep_for(std::chrono::milliseconds(80));
@@ -517,6 +519,53 @@ TEST_P(JobQueue, AnItemIsLeasedAtMostLeasesPerItemTimesWhateverTheTokens) {
   }
   EXPECT_EQ(lost, 1) << j.dump();
   EXPECT_EQ(recorded, 1) << j.dump();
+}
+
+// Issue 47, take-overs per token. Before: a take-over of a live (heartbeating) holder's item was
+// charged to no token, so two tokens' renewing workers took one slow item from each other until
+// the total bound gave it up: neither's measurement ever counted. Now each take-over is charged to
+// the token that takes over, at most kTakeOversPerToken per item (under the total bound: two
+// attempts): after 1 + 2 x 4 leases the last holder keeps the item, and its report is recorded
+// (the neighbour: each token's first take-overs, an idle worker relieving a slow holder, happen).
+TEST_P(JobQueue, ATakeOverIsChargedToTheTokenThatTakesOver) {
+  ServerOptions o = queueOptions();
+  o.queue.lease_s = 30;  // nothing expires: only take-overs of live holders
+  o.queue.steal_after_s = 0.05;
+  o.queue.max_attempts = 2;
+  QueueFixture q(GetParam(), o);
+  ServerFixture& f = q.f;
+  auto tokens = TokenStore::open(f.db);
+  const std::string other = *(*tokens)->add("box2", Scope::Worker);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
+  ASSERT_EQ(f.post("/v1/workers", json{{"id", kWorkerC}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(),
+                   other)
+                .status,
+            200);
+  ASSERT_EQ(f.post("/v1/jobs", jobBody({R"({"MC":64})"}).dump(), f.write_token).status, 200);
+  static_assert(1 + 2 * kTakeOversPerToken < 2 * kLeasesPerAttempt, "the per-token bound stops it first");
+  std::vector<std::string> holders;
+  for (int n = 0; n < 3 * kLeasesPerAttempt; ++n) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(80));
+    const bool a = n % 2 == 0;
+    json l = json::parse(f.post("/v1/workers/" + (a ? kWorkerA : kWorkerC) + "/lease", R"({"max_items":1})",
+                                a ? q.worker : other)
+                             .body);
+    if (l.at("items").empty()) break;
+    holders.push_back(a ? kWorkerA : kWorkerC);
+  }
+  ASSERT_EQ(holders.size(), static_cast<size_t>(1 + 2 * kTakeOversPerToken)) << "leases of the contested item";
+  // Neither takes it again, however long it is held; the last holder's report is recorded.
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  EXPECT_TRUE(json::parse(f.post("/v1/workers/" + kWorkerC + "/lease", R"({"max_items":1})", other).body).at("items").empty());
+  const bool last_a = holders.back() == kWorkerA;
+  Reply rep = f.post("/v1/workers/" + holders.back() + "/report",
+                     json{{"job_id", kJob}, {"item", 0}, {"records", json::array({recordToJson(measured(R"({"MC":64})", 50))})}}
+                         .dump(),
+                     last_a ? q.worker : other);
+  ASSERT_EQ(rep.status, 200) << rep.body;
+  EXPECT_GT(json::parse(rep.body).value("record_id", 0), 0) << rep.body;
+  EXPECT_EQ(json::parse(f.get("/v1/jobs/" + kJob, f.write_token).body).value("state", ""), "done");
 }
 
 // Issue 47, the loop behind the total bound. Before: a token's idle ids took over an honest
@@ -689,6 +738,61 @@ TEST_P(JobQueue, ASpotCheckComparesLikeWithLike) {
     ASSERT_EQ(check.status, 200) << check.body;
     EXPECT_EQ(json::parse(check.body).contains("quarantined"), c.quarantined) << check.body;
   }
+}
+
+// Issue 47, what to build 5 (the probe signature kept). Before: a worker's probe signature was
+// checked at registration and answered, not kept, so its id could register again (after a restart
+// as well) as another CPU model, and a submitter's spot check from the worker's first model then
+// gave it the room of another model: 300 us measured against 100 claimed, not contradicted. Now
+// the signature is stored: after a restart the id registers again with its own probe (the
+// neighbour) but not with another one or none (409), and the check judges it as the model it
+// registered: quarantined.
+TEST_P(JobQueue, AWorkersProbeSignatureIsKeptAcrossARestart) {
+  QueueFixture q(GetParam());
+  ServerFixture& f = q.f;
+  const json probe = {{"model", "cpu"}, {"cores", 2}, {"isa", {"sse4_2", "avx", "avx2", "fma", "avx512f"}}};
+  const json w = {{"id", kWorkerA}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2},
+                  {"model", "cpu"},  {"slots", 8},      {"probe", probe}};
+  Reply first = f.post("/v1/workers", w.dump(), q.worker);
+  ASSERT_EQ(first.status, 200) << first.body;
+  const std::string sig = json::parse(first.body).value("probe_signature", "");
+  ASSERT_EQ(sig.size(), 16u) << first.body;
+
+  f.server->stop();
+  f.server->wait();
+  ServerOptions o = queueOptions();
+  o.db_path = f.db;
+  o.version = "test";
+  auto restarted = CacheServer::start(o);
+  ASSERT_TRUE(restarted.ok()) << restarted.error().message;
+  f.server = std::move(*restarted);
+
+  const json listed = json::parse(f.get("/v1/workers?all=1", f.read_token).body);
+  ASSERT_EQ(listed.at("workers").size(), 1u) << listed.dump();
+  EXPECT_EQ(listed["workers"][0].value("probe_signature", ""), sig);
+  json other = w;
+  other["model"] = "another cpu";
+  other["probe"]["model"] = "another cpu";
+  Reply renamed = f.post("/v1/workers", other.dump(), q.worker);
+  EXPECT_EQ(renamed.status, 409) << renamed.body;
+  EXPECT_NE(renamed.body.find("probe signature " + sig), std::string::npos) << renamed.body;
+  json none = w;
+  none.erase("probe");
+  EXPECT_EQ(f.post("/v1/workers", none.dump(), q.worker).status, 409);
+  Reply again = f.post("/v1/workers", w.dump(), q.worker);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(json::parse(again.body).value("probe_signature", ""), sig);
+
+  // The spot check still compares like with like: the worker is the model it registered.
+  const std::string config = R"({"MC":16})";
+  ASSERT_EQ(f.post("/v1/jobs", jobBody({config}).dump(), f.write_token).status, 200);
+  ASSERT_EQ(q.lease(kWorkerA, 1).at("items").size(), 1u);
+  ASSERT_EQ(q.report(kWorkerA, 0, measured(config, 100)).status, 200);
+  Record mine = measured(config, 300);
+  mine.provenance.cpu_model = "cpu";
+  Reply check = f.post("/v1/jobs/" + kJob + "/check", json{{"item", 0}, {"record", recordToJson(mine)}}.dump(), f.write_token);
+  ASSERT_EQ(check.status, 200) << check.body;
+  EXPECT_TRUE(json::parse(check.body).contains("quarantined")) << check.body;
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, JobQueue, ::testing::ValuesIn(test::builtEngines()),

@@ -130,5 +130,52 @@ TEST(KnobTable, TheServicesLegalityRuleAdmitsEveryConfigOfEveryNamedHost) {
   EXPECT_GT(checked, 4 * 6 * 100);
 }
 
+// Issue 47 (one legality rule, GPU keys, trust round seven): the service checks a GPU record's
+// config with the chip's space, whose legality is the code generator's own plans (codegen/
+// gpu_rules.h, linked without MLIR). Every config the tuner's space of every GPU of the table
+// offers (its default, measured or modelled, and 40 samples per kernel) passes the service's check
+// on that GPU's key, so no honest GPU record is refused; the controls: a block tile outside the
+// domain (BM=48) and a config the rules refuse that the domains allow (the largest block tile of
+// one-element thread tiles on the FMA pipes: thousands of threads per block) are refused.
+TEST(KnobTable, TheServicesLegalityRuleAdmitsEveryConfigOfEveryGpu) {
+  search::Rng rng(47);
+  int checked = 0, refused = 0;
+  for (const TargetDesc& t : gpuTargets()) {
+    for (const ir::Kernel& k : kernels()) {
+      auto space = search::makeSpace(k, t);
+      if (!space.ok()) continue;  // a family a target does not support yet
+      cache::Record r;
+      r.key = search::hardKeyFor(k, t);
+      const std::optional<std::string> text = ir::printKernel(k, {.anonymize = true});
+      std::vector<ir::Config> configs = {space->defaults()};
+      for (int i = 0; i < 40; ++i)
+        if (auto c = search::sampleLegal(*space, rng)) configs.push_back(*c);
+      for (const ir::Config& c : configs) {
+        r.config = c.toJson();
+        Status s = cache::checkConfigLegal(r, text, "");
+        ASSERT_TRUE(s.ok()) << t.name << " " << r.key.family << " " << r.config << ": " << s.error().message;
+        ++checked;
+      }
+      if (k.family != ir::Family::Gemm) continue;
+      ir::Config bad = space->defaults();
+      bad.set("BM", int64_t(48));
+      r.config = bad.toJson();
+      EXPECT_FALSE(cache::checkConfigLegal(r, text, "").ok()) << t.name << " " << r.config;
+      bad = space->defaults();
+      for (auto [knob, v] : {std::pair{"TM", 1}, {"TN", 1}, {"VEC", 1}, {"STAGES", 1}}) bad.set(knob, int64_t(v));
+      for (const char* knob : {"BM", "BN"}) bad.set(knob, space->find(knob)->domain.back());
+      bad.set("strategy", std::string("simt"));
+      if (bad.values.count("SPLITK")) bad.set("SPLITK", int64_t(1));
+      ASSERT_TRUE(space->check(bad)) << t.name << " " << bad.str();  // the tuner's space refuses it too
+      r.config = bad.toJson();
+      Status s = cache::checkConfigLegal(r, text, "");
+      EXPECT_FALSE(s.ok()) << t.name << " " << r.config;
+      refused += !s.ok();
+    }
+  }
+  EXPECT_GT(checked, 10 * 4 * 20);
+  EXPECT_GT(refused, 5);
+}
+
 }  // namespace
 }  // namespace tessera
