@@ -15,14 +15,6 @@ namespace tessera::cache {
 
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
-}
-
 // "application/json; charset=utf-8" -> "application/json"
 std::string mediaType(const std::string* v) {
   if (!v) return "";

@@ -47,13 +47,6 @@ std::string peerAddress(int fd) {
   return text;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  return true;
-}
-
 std::string percentDecode(std::string_view s) {
   std::string out;
   out.reserve(s.size());

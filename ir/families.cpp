@@ -10,7 +10,7 @@
 namespace tessera::ir {
 namespace {
 
-Error fail(const std::string& msg) { return makeError(ErrorCode::VerifyError, msg); }
+using detail::fail;
 
 bool isVar(const ExprRef& e, const std::string& n) { return e->op == Op::Var && e->name == n; }
 

@@ -60,4 +60,9 @@ bool isComputeBound(const Kernel& k);
 // depends on.
 ScalarType kernelInputType(const Kernel& k);
 
+namespace detail {
+// The error of the verifier and the family analyses (verifier.cpp, families.cpp share it).
+inline Error fail(const std::string& msg) { return makeError(ErrorCode::VerifyError, msg); }
+}  // namespace detail
+
 }  // namespace tessera::ir

@@ -13,7 +13,7 @@
 namespace tessera::ir {
 namespace {
 
-Error fail(const std::string& msg) { return makeError(ErrorCode::VerifyError, msg); }
+using detail::fail;
 
 struct Range {
   int64_t lo = 0, hi = 0;  // inclusive

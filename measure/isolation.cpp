@@ -18,7 +18,7 @@ namespace tessera::search {
 
 namespace {
 
-double nowSec() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+using detail::nowSec;
 
 // Shared page the child reports through.
 struct ChildReport {

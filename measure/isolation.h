@@ -4,6 +4,7 @@
 // outputs it writes reach the parent when they live in shared memory (KernelIO::Outputs::Shared).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -29,5 +30,12 @@ IsolatedRun runIsolatedChild(const std::function<Expected<std::vector<double>>()
 // The host form: call() once (the checked run; it doubles as the warm-up), then timed wall-clock
 // calls per `measure`.
 IsolatedRun runIsolated(const std::function<void()>& call, const MeasureOptions& measure, double timeoutSec);
+
+namespace detail {
+// Seconds on the monotonic clock (the measuring files time children and batches with it).
+inline double nowSec() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace detail
 
 }  // namespace tessera::search

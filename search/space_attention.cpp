@@ -6,13 +6,14 @@
 
 #include "ir/families.h"
 #include "search/space.h"
+#include "search/space_util.h"
 
 namespace tessera::search {
 namespace {
 
-int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+using space_detail::roundUp;
 
-int64_t geti(const ir::Config& c, const char* k) { return std::get<int64_t>(c.values.at(k)); }
+using space_detail::geti;
 
 // Accumulators + one row of B vectors + the broadcast must fit the vector register file; past it
 // the micro-kernel spills and halves its speed (REPORT: 6x80 at D=80, 3x128 at D=128).

@@ -11,16 +11,17 @@
 #include "ir/families.h"
 #include "ir/gemm_epilogue.h"
 #include "search/space.h"
+#include "search/space_util.h"
 
 namespace tessera::search {
 namespace {
 
-int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+using space_detail::roundUp;
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int64_t lanesOf(const TargetDesc& t) { return std::max(4, t.simdBits / 32); }
 
-int64_t geti(const ir::Config& c, const char* k) { return std::get<int64_t>(c.values.at(k)); }
+using space_detail::geti;
 
 const std::vector<int64_t> kMR = {1, 2, 4, 6, 8, 12, 14};
 const std::vector<int64_t> kMC = {16, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096};

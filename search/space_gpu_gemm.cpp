@@ -10,14 +10,15 @@
 #include "codegen/gpu_rules.h"
 #include "ir/families.h"
 #include "search/space.h"
+#include "search/space_util.h"
 #include "search/space_gpu.h"
 
 namespace tessera::search {
 namespace {
 
-int64_t geti(const ir::Config& c, const char* k) { return std::get<int64_t>(c.values.at(k)); }
+using space_detail::geti;
 
-int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+using space_detail::roundUp;
 int64_t ceilDivI(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace

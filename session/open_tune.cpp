@@ -17,7 +17,7 @@ namespace tessera::session {
 
 namespace {
 
-Error bad(const std::string& m) { return makeError(ErrorCode::InvalidArgument, m); }
+using detail::bad;
 
 // The comparisons are written so that a NaN fails them too.
 Status checkBudget(const TuneRequest& r, const std::string& strategy, int trials, const TargetDesc& t) {

@@ -11,7 +11,7 @@ namespace tessera::session {
 
 namespace {
 
-Error bad(const std::string& m) { return makeError(ErrorCode::InvalidArgument, m); }
+using detail::bad;
 
 // A GPU range goes through the estimate only; a host range is measured.
 Status checkMeasurement(const RangeTuneRequest& r, const TargetDesc& t) {

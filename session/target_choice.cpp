@@ -12,7 +12,7 @@ namespace tessera::session {
 
 namespace {
 
-Error bad(const std::string& m) { return makeError(ErrorCode::InvalidArgument, m); }
+using detail::bad;
 
 }  // namespace
 

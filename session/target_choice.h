@@ -50,4 +50,9 @@ Status loadGpuFacts(const std::vector<std::string>& files);
 inline constexpr int64_t kDefaultMaxElements = int64_t{1} << 30;
 Status checkKernelSize(const ir::Kernel& k, int64_t maxElements, const Dialect& d = {});
 
+namespace detail {
+// The session's usage error (ErrorCode::InvalidArgument), shared by its files.
+inline Error bad(const std::string& m) { return makeError(ErrorCode::InvalidArgument, m); }
+}  // namespace detail
+
 }  // namespace tessera::session
