@@ -108,7 +108,8 @@ Expected<ItemResult> itemResultFromJson(const json& j) {
 Expected<WorkerGrant> JobClient::registerWorker(const WorkerInfo& w, const std::string& probe_json) {
   // The service's own view of a worker, less what only the service sets.
   json body = workerInfoToJson(w);
-  for (const char* k : {"token", "live", "leased", "registered_at", "last_seen", "quarantined"}) body.erase(k);
+  for (const char* k : {"token", "live", "leased", "registered_at", "last_seen", "quarantined", "probe_signature"})
+    body.erase(k);
   if (!probe_json.empty()) body["probe"] = json::parse(probe_json);
   TESSERA_ASSIGN(Answer a, call("POST", "/v1/workers", dumpJson(body)));
   if (a.status != 200) return refusal("register", a);
