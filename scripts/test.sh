@@ -20,12 +20,7 @@ if [ ! -s "$COSTS" ]; then
   cp tests/ctest_costs.txt "$COSTS"
 fi
 # One test process per core; tests that need a GPU carry the label `gpu` and skip without one.
-# The tests that must run alone (label `serial`: several processes measure, or latency is timed)
-# run after the others: mixed in, each would wait for every running neighbour to end first.
-rc=0
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" --timeout 900 -LE serial || rc=$?
-ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 -L serial || rc=$?
-if [ "$rc" -ne 0 ]; then exit "$rc"; fi
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" --timeout 900
 if [ -f scripts/fuzz_cache.sh ]; then
   bash scripts/fuzz_cache.sh "${TESSERA_FUZZ_SECONDS:-30}"
 fi
