@@ -263,6 +263,9 @@ TEST_P(Round3, AnOlderStoresSelfConfirmedWinnerIsRecomputedWhenItOpens) {
   // What the previous release stored: mallory's re-measured claim as the winner, at rank 1.
   execSql(s.db, "UPDATE keys SET winner_id = " + std::to_string(self) +
                     ", winner_median_us = 9050, winner_remeasured = 1, winner_rank = 1 WHERE key_id = '" + key + "'");
+  // ... without the columns later versions added (their migrations add them again).
+  execSql(s.db, "ALTER TABLE workers DROP COLUMN probe_signature");
+  execSql(s.db, "ALTER TABLE job_items DROP COLUMN stolen_by");
   execSql(s.db, GetParam() == Engine::Postgres ? "UPDATE tessera_meta SET value = '4' WHERE name = 'schema_version'"
                                                : "PRAGMA user_version = 8");
   s.srv = std::make_unique<test::ServeProcess>(s.db, s.dir.path(), std::vector<std::string>{"--sync", "normal"});
