@@ -170,6 +170,18 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     symbols->insert(symbol);
     return symbol;
   };
+  // What every host entry of the range says of itself; each kind adds its range, check and IR.
+  auto hostManifest = [&](const std::string& name, const TableEntry& row, const std::string& symbol) {
+    return json{{"name", name},          {"family", key.family},
+                {"target", t.name},      {"arch", t.arch},
+                {"vendor", "host"},      {"shape", row.shape},
+                {"dtype", key.dtype},    {"units", t.units},
+                {"config", json::parse(row.config)},
+                {"source", "dispatch rule"},
+                {"symbol", symbol},
+                {"cpu", native ? "native (" + hostTarget().model + ")" : t.arch},
+                {"files", {{"object", "host/" + symbol + ".o"}}}};
+  };
   // One entry per config some shape-generic bucket names (compiled with runtime M), then one per
   // fixed bucket (compiled for its size); each bucket of the table row points at its entry.
   std::vector<int> genericEntry(f.rule.configs.size(), -1);
@@ -198,23 +210,11 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     TableEntry& row = e.row;
     row = rangeRow(f, out.range, name, t.name, "host", c.toJson(), maxKernel);
     row.hostSymbol = symbol;
-    e.manifestJson = json{{"name", name},
-                          {"family", key.family},
-                          {"target", t.name},
-                          {"arch", t.arch},
-                          {"vendor", "host"},
-                          {"shape", row.shape},
-                          {"dtype", key.dtype},
-                          {"units", t.units},
-                          {"runtime_m", {{"lo", f.rule.lo}, {"hi", f.rule.hi}, {"dim", dim}, {"key_dims", keyDims}}},
-                          {"config", json::parse(row.config)},
-                          {"source", "dispatch rule"},
-                          {"symbol", symbol},
-                          {"cpu", native ? "native (" + hostTarget().model + ")" : t.arch},
-                          {"files", {{"object", "host/" + symbol + ".o"}}},
-                          {"check", {{"kind", s.verify ? "reference at sizes of its buckets" : "none"}, {"sizes", checks}}},
-                          {"kernel_ir", f.kernelIr}}
-                         .dump();
+    json m = hostManifest(name, row, symbol);
+    m["runtime_m"] = {{"lo", f.rule.lo}, {"hi", f.rule.hi}, {"dim", dim}, {"key_dims", keyDims}};
+    m["check"] = {{"kind", s.verify ? "reference at sizes of its buckets" : "none"}, {"sizes", checks}};
+    m["kernel_ir"] = f.kernelIr;
+    e.manifestJson = m.dump();
     e.files.push_back({"host/" + symbol + ".o", std::move(*obj)});
     if (progress)
       progress(name + " on " + t.name + " (" + t.arch + "): shape-generic, " + dim + " " + std::to_string(f.rule.lo) + ".." +
@@ -256,23 +256,11 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     row.runtimeM = false;
     row.mLo = row.mHi = b.lo;
     row.hostSymbol = symbol;
-    e.manifestJson = json{{"name", name},
-                          {"family", key.family},
-                          {"target", t.name},
-                          {"arch", t.arch},
-                          {"vendor", "host"},
-                          {"shape", row.shape},
-                          {"dtype", key.dtype},
-                          {"units", t.units},
-                          {"range_fixed", {{"range", out.range.name}, {"dim", dim}, {"size", b.lo}}},
-                          {"config", json::parse(row.config)},
-                          {"source", "dispatch rule"},
-                          {"symbol", symbol},
-                          {"cpu", native ? "native (" + hostTarget().model + ")" : t.arch},
-                          {"files", {{"object", "host/" + symbol + ".o"}}},
-                          {"check", {{"kind", s.verify ? "reference at its size" : "none"}, {"sizes", checks}}},
-                          {"kernel_ir", ir::printKernel(k)}}
-                         .dump();
+    json m = hostManifest(name, row, symbol);
+    m["range_fixed"] = {{"range", out.range.name}, {"dim", dim}, {"size", b.lo}};
+    m["check"] = {{"kind", s.verify ? "reference at its size" : "none"}, {"sizes", checks}};
+    m["kernel_ir"] = ir::printKernel(k);
+    e.manifestJson = m.dump();
     e.files.push_back({"host/" + symbol + ".o", std::move(*obj)});
     if (progress)
       progress(name + " on " + t.name + " (" + t.arch + "): fixed bucket " + dim + "=" + std::to_string(b.lo) + ", config " + c.str() +
