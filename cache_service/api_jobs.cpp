@@ -316,13 +316,16 @@ ApiResponse routeWorkerReport(RouteContext& c, const ApiRequest& r, const RouteM
     records.push_back(std::move(*rec));
   }
   if (spec.kind == kJobMeasure) rep.record = records.front();
-  // The worker's token is its identity (trust.h): the submitter's measurements of the same configs
-  // confirm or contradict its records.
+  // The worker measured for the job's submitter: its records stay claims that confirm nobody
+  // (trust.h, Measurement::by_worker): the service cannot tell a worker token from an accomplice of
+  // a claim's writer. The submitter's spot check judges them; a measuring token's are vouched for.
   json result = {{"worker", rep.worker_id}, {"token", c.token_name}, {"records", stored}, {"compile_s", compile_s},
                  {"run_s", run_s}};
   if (!messages.empty()) result["messages"] = messages;
   rep.result = dumpJson(result);
-  auto done = q->report(rep, servicePut(c));
+  PutOptions put = servicePut(c);
+  if (!put.trusted) put.measured_for = spec.submitter;
+  auto done = q->report(rep, put);
   if (!done.ok()) return queueError(done.error(), "worker");
   if (done->outcome == ReportOutcome::NotLeased)
     return problem(409, "lease-lost", "Lease lost",
@@ -482,10 +485,9 @@ ApiResponse routeJobCancel(RouteContext& c, const ApiRequest& r, const RouteMatc
 namespace tessera::cache {
 
 // The spot check of issue 25: the submitter measured the config of one of its job's items itself,
-// on hardware of the job's key. Its record is stored like any of its records (under its token, a
-// second identity's measurement that confirms or refutes the worker's, trust.h); when it
-// contradicts the worker's claim (slower by more than the noise), the worker is quarantined: it
-// leases nothing more, and the records it reported are set aside.
+// on hardware of the job's key. Its record is stored like any of its records (under its token; the
+// worker's record confirms nothing and is not confirmed by it, trust.h); when it contradicts the worker's claim (slower by more than the noise), the worker is
+// quarantined: it leases nothing more, and the records it reported are set aside.
 ApiResponse routeJobCheck(RouteContext& c, const ApiRequest& r, const RouteMatch& m) {
   JobQueue* q = nullptr;
   std::optional<JobView> view;

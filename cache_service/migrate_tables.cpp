@@ -61,7 +61,7 @@ std::vector<Table> makeTables() {
                "peak_fraction:r max_abs_err:r max_rel_err:r trials:i tuning_seconds:r tessera_version:t "
                "llvm_version:t cuda_version:t cpu_model:t host:t user:t/user_name created_at:t stale:i/- pushed:i "
                "remeasured:i estimator:t bound:t writer:t received_at:t quarantined:i trust:i driver_version:t "
-               "runtime_version:t")},
+               "runtime_version:t measured_for:t")},
       {"jobs",
        {"seq"},
        "seq",

@@ -230,8 +230,12 @@ const std::string kPgMigrationV5 = core::remeasuredClaimsMigrationSql();
 // Version 6: the SQLite schema's version 10: a worker's probe signature kept, take-overs per token.
 const std::string kPgMigrationV6 = core::probeSignatureMigrationSql();
 
+// Version 7: the SQLite schema's version 11: the token a worker measured a record for.
+const std::string kPgMigrationV7 = core::measuredForMigrationSql();
+
 const char* const kPgMigrations[] = {kPgMigrationV1.c_str(), kPgMigrationV2.c_str(), kPgMigrationV3.c_str(),
-                                     kPgMigrationV4.c_str(), kPgMigrationV5.c_str(), kPgMigrationV6.c_str()};
+                                     kPgMigrationV4.c_str(), kPgMigrationV5.c_str(), kPgMigrationV6.c_str(),
+                                     kPgMigrationV7.c_str()};
 static_assert(std::size(kPgMigrations) == kPgSchemaVersion);
 
 }  // namespace

@@ -32,7 +32,7 @@ namespace tessera::cache::pg {
 inline constexpr int64_t kSchemaLock = 0x5453535200000001LL;
 inline constexpr int64_t kRecordWriteLock = 0x5453535200000002LL;
 
-inline constexpr int kPgSchemaVersion = 6;
+inline constexpr int kPgSchemaVersion = 7;
 
 // One pooled connection and the statements prepared on it.
 struct Conn {

@@ -137,10 +137,14 @@ const std::string kMigrationV9 = core::remeasuredClaimsMigrationSql();
 // (store_core.cpp's probeSignatureMigrationSql, shared with PostgreSQL).
 const std::string kMigrationV10 = core::probeSignatureMigrationSql();
 
+// Version 11 (issue 47): the token a worker measured a record for, whose identity the record
+// counts as in the trust rule (store_core.cpp's measuredForMigrationSql, shared with PostgreSQL).
+const std::string kMigrationV11 = core::measuredForMigrationSql();
+
 const char* const kMigrations[] = {kMigrationV1,         kMigrationV2,         kMigrationV3,
                                    kMigrationV4,         kMigrationV5.c_str(), kMigrationV6.c_str(),
                                    kMigrationV7.c_str(), kMigrationV8.c_str(), kMigrationV9.c_str(),
-                                   kMigrationV10.c_str()};
+                                   kMigrationV10.c_str(), kMigrationV11.c_str()};
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
 }  // namespace

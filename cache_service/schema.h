@@ -8,7 +8,7 @@
 namespace tessera::cache {
 
 inline constexpr int kApplicationId = 0x54535352;  // "TSSR"
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 
 // Sets WAL mode and synchronous level, refuses files that belong to another application or to a
 // newer Tessera, and migrates older schemas forward inside one write transaction.

@@ -67,6 +67,10 @@ struct PutOptions {
   // already holds an ok, unquarantined measurement of the same config by the same writer (the
   // run's own earlier measurement of the winner it re-measured).
   bool trusted = true;
+  // The token whose job a worker measured these records for (the job's submitter), when the writer
+  // is a worker's token that is not a measuring identity: the trust rule keeps such records claims
+  // that confirm nobody (trust.h, Measurement::by_worker).
+  std::string measured_for;
   // Two measurements of a config by different writers agree within this factor (trust.h).
   double agree_factor = kDefaultAgreeFactor;
 };

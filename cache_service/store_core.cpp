@@ -88,7 +88,8 @@ int64_t trustValue(Trust t) { return static_cast<int>(t); }
 struct WriteSql {
   std::string trust_group, insert_record;
   explicit WriteSql(const SqlDialect& d) {
-    trust_group = "SELECT id, writer, median_us, trust FROM records WHERE key_id = ?1 AND " + d.configIs(2) +
+    trust_group = std::string("SELECT id, writer, median_us, trust, ") + kByWorkerSql +
+                  " FROM records WHERE key_id = ?1 AND " + d.configIs(2) +
                   " AND status = 'ok' AND quarantined = 0 ORDER BY id DESC LIMIT ?3";
     insert_record = std::string(
                         "INSERT INTO records(key_id, fingerprint, status, config, n, median_us, p20_us, p80_us,"
@@ -96,10 +97,10 @@ struct WriteSql {
                         " tessera_version, llvm_version, cuda_version, cpu_model, host, ") +
                     d.user_column +
                     ", created_at, pushed, remeasured, estimator, bound, writer, trust, driver_version,"
-                    " runtime_version, received_at)"
+                    " runtime_version, measured_for, received_at)"
                     " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
-                    "?23,?24,?25,?26,?27,?28,?29,?30," +
-                    (d.now_utc_sql ? std::string(d.now_utc_sql) : std::string("?31")) +
+                    "?23,?24,?25,?26,?27,?28,?29,?30,?31," +
+                    (d.now_utc_sql ? std::string(d.now_utc_sql) : std::string("?32")) +
                     ") ON CONFLICT(fingerprint) DO NOTHING RETURNING id";
   }
   static const WriteSql& of(const SqlDialect& d) {
@@ -137,7 +138,7 @@ Admission admitRecord(const Record& r, std::vector<Measurement> group, const Put
     a.remeasured = std::any_of(group.begin(), group.end(), [&](const Measurement& m) { return m.writer == opts.writer; });
   a.trust = opts.trusted && ok ? Trust::Vouched : Trust::Claim;
   if (ok) {
-    group.push_back({kNewRecord, opts.writer, r.median_us, a.trust});
+    group.push_back({kNewRecord, opts.writer, r.median_us, a.trust, !opts.measured_for.empty()});
     for (const auto& [id, t] : settleTrust(group, opts.agree_factor)) {
       if (id == kNewRecord) a.trust = t;
       else a.others.emplace_back(id, t);
@@ -164,7 +165,7 @@ Expected<PutResult> putRecord(SqlTx& tx, const Record& r, const PutOptions& opts
   if (ok) {
     TESSERA_ASSIGN(auto rows, tx.query(w.trust_group, {r.key_id, r.config, int64_t{kTrustGroupLimit}}));
     for (const SqlRow& row : rows)
-      group.push_back({row.i64(0), row.text(1), row.f64(2), static_cast<Trust>(row.i64(3))});
+      group.push_back({row.i64(0), row.text(1), row.f64(2), static_cast<Trust>(row.i64(3)), row.i64(4) != 0});
   }
   Admission admitted = admitRecord(r, std::move(group), opts);
   const bool remeasured = admitted.remeasured;
@@ -179,7 +180,7 @@ Expected<PutResult> putRecord(SqlTx& tx, const Record& r, const PutOptions& opts
         r.gflops, r.gbps, r.peak_fraction, r.max_abs_err, r.max_rel_err, r.trials, r.tuning_seconds,
         p.tessera_version, p.llvm_version, p.cuda_version, p.cpu_model, p.host, p.user, p.created_at,
         flag(!opts.outbox), flag(remeasured), r.estimator, r.bound, opts.writer, trustValue(mine),
-        p.driver_version, p.runtime_version};
+        p.driver_version, p.runtime_version, opts.measured_for};
     if (!tx.dialect().now_utc_sql) params.emplace_back(utcNow());
     TESSERA_ASSIGN(auto rows, tx.query(w.insert_record, params));
     if (!rows.empty()) res.id = rows[0].i64(0);
@@ -301,13 +302,14 @@ Expected<int64_t> recomputeWinner(SqlTx& tx, const std::string& key_id) {
 }
 
 Status resettleKey(SqlTx& tx, const std::string& key_id, double agree_factor) {
-  TESSERA_ASSIGN(auto rows, tx.query("SELECT id, config, writer, median_us, trust FROM records WHERE key_id = ?1"
-                                     " AND status = 'ok' AND quarantined = 0 ORDER BY id DESC LIMIT ?2",
+  TESSERA_ASSIGN(auto rows, tx.query(std::string("SELECT id, config, writer, median_us, trust, ") + kByWorkerSql +
+                                         " FROM records WHERE key_id = ?1"
+                                         " AND status = 'ok' AND quarantined = 0 ORDER BY id DESC LIMIT ?2",
                                      {key_id, int64_t{kTrustKeyLimit}}));
   std::vector<ConfigMeasurement> records;
   records.reserve(rows.size());
   for (const SqlRow& row : rows)
-    records.push_back({row.text(1), {row.i64(0), row.text(2), row.f64(3), static_cast<Trust>(row.i64(4))}});
+    records.push_back({row.text(1), {row.i64(0), row.text(2), row.f64(3), static_cast<Trust>(row.i64(4)), row.i64(5) != 0}});
   for (const auto& [id, t] : settleKey(records, agree_factor)) TESSERA_TRY(setTrust(tx, id, t));
   return {};
 }
@@ -435,6 +437,10 @@ CREATE INDEX job_items_by_worker ON job_items(worker_id, state);
 }
 
 std::string kernelTextsSql() { return "\nCREATE TABLE kernel_texts (workload TEXT PRIMARY KEY, ir TEXT NOT NULL);\n"; }
+
+std::string measuredForMigrationSql() {
+  return "ALTER TABLE records ADD COLUMN measured_for TEXT NOT NULL DEFAULT '';\n";
+}
 
 std::string probeSignatureMigrationSql() {
   return "ALTER TABLE workers ADD COLUMN probe_signature TEXT NOT NULL DEFAULT '';\n"

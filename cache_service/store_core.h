@@ -88,6 +88,8 @@ std::string remeasuredClaimsMigrationSql();
 // SQLite's version 10, PostgreSQL's 6 (issue 47): a worker's probe signature kept, and the tokens
 // that took an item over from a live holder.
 std::string probeSignatureMigrationSql();
+// SQLite's version 11, PostgreSQL's 7 (issue 47): the token a worker measured a record for.
+std::string measuredForMigrationSql();
 
 }  // namespace tessera::cache::core
 

@@ -63,8 +63,8 @@ std::vector<std::pair<int64_t, Trust>> settleTrust(const std::vector<Measurement
     if (want != Trust::Vouched) {
       bool agreed = false, refuted = false;
       for (const Measurement& o : group) {
-        if (o.id == m.id || o.writer == m.writer) continue;  // never the same identity twice
-        agreed = agreed || timesAgree(m.median_us, o.median_us, factor);
+        if (o.id == m.id || o.writer == m.writer || o.by_worker) continue;  // never the same identity twice
+        agreed = agreed || (!m.by_worker && timesAgree(m.median_us, o.median_us, factor));
         refuted = refuted || contradicts(m.median_us, o.median_us, factor);
       }
       want = agreed ? Trust::Confirmed : refuted ? Trust::Refuted : alone;

@@ -69,10 +69,16 @@ struct Measurement {
   std::string writer;
   double median_us = 0;
   Trust trust = Trust::Claim;
+  // Measured by a worker (not a designated measuring identity) on a job of another token: the
+  // service cannot tell whether the worker's token and a claim's writer are one person, so the
+  // record stays a claim whoever agrees with it, and it confirms or refutes nobody (the submitter's
+  // spot check judges it). It can be refuted.
+  bool by_worker = false;
 };
 // The trust each record of one group (same key and config, ok and unquarantined) should have:
 // vouched stays vouched; otherwise confirmed when a record of another writer agrees with it,
-// refuted when one of another writer contradicts it, else a claim. Returns the
+// refuted when one of another writer contradicts it, else a claim; records by workers confirm and
+// refute nothing and are never confirmed. Returns the
 // records whose trust changes, with the new value.
 std::vector<std::pair<int64_t, Trust>> settleTrust(const std::vector<Measurement>& group,
                                                    double factor = kDefaultAgreeFactor);
@@ -96,6 +102,9 @@ std::optional<int> winnerRank(Trust t, bool remeasured);
 
 // The same rule in SQL, over a records table aliased `r` whose trust column holds Trust values and
 // whose remeasured column is 0/1. Both SQL engines use exactly these texts.
+// 1 for a record a worker measured for a job's submitter (records.measured_for), else 0: such a
+// record neither confirms nor refutes another and is never confirmed itself (Measurement::by_worker).
+inline constexpr const char* kByWorkerSql = "(CASE WHEN measured_for <> '' THEN 1 ELSE 0 END)";
 inline constexpr const char* kCandidateSql = "r.status = 'ok' AND r.quarantined = 0 AND r.trust <> -1";
 #define TESSERA_RANK_SQL "(CASE WHEN r.trust > 0 THEN 2 + r.remeasured WHEN r.trust = 0 THEN 0 ELSE -1 END)"
 inline constexpr const char* kRankSql = TESSERA_RANK_SQL;

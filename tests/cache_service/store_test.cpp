@@ -526,6 +526,8 @@ TEST(SqliteStore, PersistsAndMarksTheFile) {
 
 // What version 6 (the trust of measurements) added outside the job tables, undone to make an
 // older file (version 8's kernel table is dropped with it).
+// Version 11's column of `records`.
+constexpr const char* kUndoV11 = "ALTER TABLE records DROP COLUMN measured_for";
 // Version 7's columns of `records` (its other columns are in tables the older layouts drop whole).
 constexpr const char* kUndoV7[] = {"ALTER TABLE records DROP COLUMN driver_version",
                                    "ALTER TABLE records DROP COLUMN runtime_version"};
@@ -542,7 +544,7 @@ TEST(SqliteStore, MigratesAVersion1File) {
   {  // back to the version-1 layout
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    for (const char* q : {kUndoV7[0], kUndoV7[1], kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+    for (const char* q : {kUndoV11, kUndoV7[0], kUndoV7[1], kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
                           "DROP INDEX records_by_writer", "DROP INDEX records_by_received",
                           "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
                           "ALTER TABLE records DROP COLUMN quarantined",
@@ -577,7 +579,7 @@ TEST(SqliteStore, MigratesAVersion3File) {
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    for (const char* q : {kUndoV7[0], kUndoV7[1], kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+    for (const char* q : {kUndoV11, kUndoV7[0], kUndoV7[1], kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
                           "DROP INDEX records_by_writer", "DROP INDEX records_by_received",
                           "ALTER TABLE records DROP COLUMN writer", "ALTER TABLE records DROP COLUMN received_at",
                           "ALTER TABLE records DROP COLUMN quarantined", "UPDATE records SET stale = 1",
@@ -619,7 +621,7 @@ TEST(SqliteStore, MigratesAVersion4File) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     for (const char* q :
-         {kUndoV7[0], kUndoV7[1], kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
+         {kUndoV11, kUndoV7[0], kUndoV7[1], kUndoV6[0], kUndoV6[1], kUndoV6[2], "DROP TABLE job_items", "DROP TABLE jobs", "DROP TABLE workers",
           "CREATE TABLE tokens_v4(name TEXT PRIMARY KEY, hash TEXT NOT NULL UNIQUE, scope TEXT NOT NULL CHECK"
           " (scope IN ('read','write','admin')), created_at TEXT NOT NULL, revoked_at TEXT)",
           "INSERT INTO tokens_v4 SELECT * FROM tokens", "DROP TABLE tokens", "ALTER TABLE tokens_v4 RENAME TO tokens",

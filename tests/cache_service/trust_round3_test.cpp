@@ -266,6 +266,7 @@ TEST_P(Round3, AnOlderStoresSelfConfirmedWinnerIsRecomputedWhenItOpens) {
   // ... without the columns later versions added (their migrations add them again).
   execSql(s.db, "ALTER TABLE workers DROP COLUMN probe_signature");
   execSql(s.db, "ALTER TABLE job_items DROP COLUMN stolen_by");
+  execSql(s.db, "ALTER TABLE records DROP COLUMN measured_for");
   execSql(s.db, GetParam() == Engine::Postgres ? "UPDATE tessera_meta SET value = '4' WHERE name = 'schema_version'"
                                                : "PRAGMA user_version = 8");
   s.srv = std::make_unique<test::ServeProcess>(s.db, s.dir.path(), std::vector<std::string>{"--sync", "normal"});

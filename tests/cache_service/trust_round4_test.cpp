@@ -391,8 +391,7 @@ TEST_P(Round4, ASearchPastItsCpuBudgetIsCutAndHealthzAnswersThroughAFlood) {
 // "re-measured", posts the reproduced config 20x slower and disputes the winner: the reader is
 // served the same reproduced record throughout. The control: on a key with claims only the same
 // faster claim is served (labelled a claim), so the attacks have teeth where the trust model says
-// they do. (Not covered, and open: the same attacker's worker token reporting its claim's time
-// from another host on a job of its own is a second identity and makes the lie reproduced.)
+// they do. (A worker token of the same attacker: the next test.)
 TEST_P(Round4, AWriteAndAReadTokenCannotChangeAReproducedWinner) {
   ServerFixture f(test::testOptions(), true, GetParam());
   std::map<std::string, std::string> tok;
@@ -439,6 +438,101 @@ TEST_P(Round4, AWriteAndAReadTokenCannotChangeAReproducedWinner) {
   const json control = best(61);
   EXPECT_EQ(control.value("writer", ""), "mallory") << control;
   EXPECT_EQ(control.value("tier", ""), "claim") << control;
+}
+
+// The done-when's last scope: a write token and a worker token held by one attacker. Before, the
+// worker's token was a second identity: mallory claimed a lie, queued a job for its config, her
+// worker "measured" it and her spot check agreed, so the lie was confirmed and, faster than the
+// reproduced winner, served to every reader as reproduced. Now a worker's record (measured for a
+// job's submitter: records.measured_for) confirms nothing and is confirmed by nothing, since the
+// service cannot tell the worker's token from an accomplice of the claim's writer: the lie stays a
+// claim and the reader keeps the reproduced record. The neighbours: a designated measuring token's
+// worker record is reproduced on its own, and the submitter's own spot check (bob's measurement)
+// confirms another token's claim of the config.
+TEST_P(Round4, AWriteAndAWorkerTokenCannotReproduceTheirOwnLie) {
+  ServerOptions o = test::testOptions();
+  o.measuring_tokens = {"fleet"};
+  ServerFixture f(o, true, GetParam());
+  std::map<std::string, std::string> tok;
+  {
+    auto tokens = TokenStore::open(f.db);
+    ASSERT_TRUE(tokens.ok());
+    for (auto [name, scope] : {std::pair{"bob", Scope::Write}, {"mallory", Scope::Write}, {"mallory-w", Scope::Worker},
+                               {"fleet", Scope::Worker}})
+      tok[name] = *(*tokens)->add(name, scope);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the server's token refresh
+  const char* honest = R"({"MC":64})";
+  const char* lie = R"({"MC":8})";
+  auto record = [&](int key, const char* config, double us) {
+    return recordToJson(test::makeRecord({.key = key, .median_us = us, .config = config}));
+  };
+  auto post = [&](int key, const char* config, double us, const std::string& token) {
+    Reply r = f.post("/v1/records", record(key, config, us).dump(), token);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body, nullptr, false)["results"][0];
+  };
+  auto best = [&](int key) {
+    Reply r = f.get("/v1/best/" + keyIdOf(test::keyFor(key)), f.read_token);
+    return r.status == 200 ? json::parse(r.body)["record"] : json{{"status", r.status}};
+  };
+  // `submitter` queues a job of `config` on `key`; `worker`'s machine reports `us` for it; the
+  // submitter's spot check measures `check_us`. Returns the check's answer.
+  auto measuredByWorker = [&](int key, const char* config, double us, double check_us, const std::string& submitter,
+                              const std::string& worker, char id) {
+    const std::string job(32, id), worker_id(32, static_cast<char>(id + 1));
+    const HardKey k = test::keyFor(key);
+    json body = {{"id", job}, {"key", hardKeyToJson(k)}, {"kernel", "kernel text"},
+                 {"configs", json::array({json::parse(config)})}};
+    EXPECT_EQ(f.post("/v1/jobs", body.dump(), submitter).status, 200);
+    Reply reg = f.post("/v1/workers",
+                       json{{"id", worker_id}, {"target", k.target}, {"arch", k.arch}, {"units", k.units},
+                            {"model", "cpu"}, {"slots", 8}}
+                           .dump(),
+                       worker);
+    EXPECT_EQ(reg.status, 200) << reg.body;
+    Reply leased = f.post("/v1/workers/" + worker_id + "/lease", R"({"max_items":8})", worker);
+    EXPECT_EQ(leased.status, 200) << leased.body;
+    Reply rep = f.post("/v1/workers/" + worker_id + "/report",
+                       json{{"job_id", job}, {"item", 0}, {"records", json::array({record(key, config, us)})}}.dump(),
+                       worker);
+    EXPECT_EQ(rep.status, 200) << rep.body;
+    Reply check = f.post("/v1/jobs/" + job + "/check", json{{"item", 0}, {"record", record(key, config, check_us)}}.dump(),
+                         submitter);
+    EXPECT_EQ(check.status, 200) << check.body;
+    return json::parse(check.body, nullptr, false);
+  };
+  post(62, honest, 2000, f.write_token);
+  EXPECT_EQ(post(62, honest, 2050, tok["bob"])["trust"], "confirmed");
+  const json before = best(62);
+  ASSERT_EQ(before.value("tier", ""), "reproduced") << before;
+
+  post(62, lie, 400, tok["mallory"]);
+  const json agreed = measuredByWorker(62, lie, 405, 410, tok["mallory"], tok["mallory-w"], 'a');
+  EXPECT_EQ(agreed.value("agrees", false), true) << agreed;
+  EXPECT_EQ(agreed.value("trust", ""), "claim") << agreed;
+  const json after = best(62);
+  EXPECT_EQ(after.value("id", int64_t{0}), before["id"].get<int64_t>()) << after;
+  EXPECT_EQ(after.value("tier", ""), "reproduced") << after;
+  auto listed = [&](int key) {
+    return json::parse(f.get("/v1/records?key_id=" + keyIdOf(test::keyFor(key)), f.read_token).body)["records"];
+  };
+  for (const json& r : listed(62))
+    if (r["config"] == json::parse(lie)) EXPECT_EQ(r.value("trust", ""), "claim") << r;
+  // The worker's record keeps who sent it.
+  EXPECT_EQ(test::queryRows(f.db, "SELECT count(*) FROM records WHERE writer = 'mallory-w' AND measured_for = 'mallory'")[0][0],
+            "1");
+
+  // The neighbours: the writer's claim of a config, measured by the measuring fleet for bob, whose
+  // spot check agrees.
+  const int64_t claim = post(64, honest, 2000, f.write_token)["id"];
+  measuredByWorker(64, honest, 2040, 2030, tok["bob"], tok["fleet"], 'c');
+  const json confirmed = best(64);
+  EXPECT_EQ(confirmed.value("tier", ""), "reproduced") << confirmed;
+  for (const json& r : listed(64))
+    if (r.value("writer", "") == "fleet") EXPECT_EQ(r.value("trust", ""), "vouched") << r;
+  for (const json& r : listed(64))
+    if (r["id"] == claim) EXPECT_EQ(r.value("trust", ""), "confirmed") << r;
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, Round4, ::testing::ValuesIn(test::builtEngines()),
