@@ -112,6 +112,9 @@ TEST(Numbers, RepresentativeOutputsUseTheOneFormat) {
       "tune gemm --m 4096 --n 4096 --k 4096 --dtype f16 --target sm_80 --estimate --trials 4 --db " + db,
       "best gemm --m 4096 --n 4096 --k 4096 --dtype f16 --target sm_80 --db " + db,
       "space --threads 1 gemm --m 64 --n 64 --k 64",
+      // A measured tune's "vs default"; the sm_90a default at 1024^3, one block per SM ("1 blocks").
+      "tune --threads 1 --trials 2 --top-k 2 --min-time 0.002 --db " + db + " gemm --m 32 --n 32 --k 32",
+      "compile --target sm_90a --emit ptx -o /dev/null gemm --m 1024 --n 1024 --k 1024 --dtype f16",
       "gpus",
   };
   for (const auto& c : commands) {
