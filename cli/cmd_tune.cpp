@@ -371,7 +371,15 @@ void tuneCommand(const TuneFlags& f) {
   if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
     std::string why;
     for (const auto& [s, n] : res.statusCounts) why += " " + s + "=" + std::to_string(n);
-    fail("no candidate produced a correct result (" + std::to_string(res.tune.trials.size()) + " trials:" + why + ")", kExitFailure);
+    // The first failure by its config and reason (the store keeps every one's record).
+    std::string first;
+    if (!res.tune.trials.empty()) {
+      const auto& tr = res.tune.trials.front();
+      first = "; first: " + std::string(search::trialStatusName(tr.status)) + " " + tr.config.str() +
+              (failedWhy(tr).empty() ? "" : " (" + failedWhy(tr) + ")");
+    }
+    fail("no candidate produced a correct result (" + countOf(int64_t(res.tune.trials.size()), "trial") + ":" + why + first + ")",
+         kExitFailure);
   }
   const auto& b = *res.tune.best;
   const double speedup = res.speedupOverDefault;

@@ -524,3 +524,23 @@ TEST(TuneCli, ExhaustiveMeasuresEveryLegalConfigOrSaysHowManyItSkips) {
   EXPECT_EQ(all.out.find("skipped"), std::string::npos) << all.out;
   std::filesystem::remove(db);
 }
+
+// Issue 48: a failed candidate is named by its config and reason. When every candidate fails (here
+// each run is killed past a 1 us --timeout), the one-line error names the first failure's config
+// and why, not only the counts. The control: a normal tune prints no "failed" line.
+TEST(TuneCli, AFailedCandidateIsNamedByItsConfigAndReason) {
+  const std::string db = testing::TempDir() + "/tune_failed_named.db";
+  std::filesystem::remove(db);
+  const std::string kernel = " gemm --m 64 --n 64 --k 64";
+  Result killed = run("tune --threads 1 --trials 1 --top-k 0 --timeout 0.000001 --db " + db + kernel);
+  EXPECT_EQ(killed.code, 1) << killed.out;
+  const size_t at = killed.out.find("tessera: error: no candidate produced a correct result (1 trial: timeout=1; first: timeout ");
+  ASSERT_NE(at, std::string::npos) << killed.out;
+  const std::string line = killed.out.substr(at, killed.out.find('\n', at) - at);
+  EXPECT_NE(line.find("schedule="), std::string::npos) << line;
+  EXPECT_NE(line.find("(killed)"), std::string::npos) << line;
+  Result ok = run("tune --threads 1 --trials 1 --top-k 0 --min-time 0.001 --force --db " + db + kernel);
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  EXPECT_EQ(ok.out.find("failed   "), std::string::npos) << ok.out;
+  std::filesystem::remove(db);
+}
