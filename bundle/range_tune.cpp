@@ -15,6 +15,7 @@
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include "search/space.h"
+#include "support/si_format.h"
 #include "support/text_file.h"
 
 namespace tessera::bundle {
@@ -306,8 +307,8 @@ void pinFewRowKernels(RangeTuneResult& out, const std::function<Expected<ir::Ker
     out.probes.push_back({m, def.str(), generic, tf, tg, true});
     const bool wins = std::isfinite(tf) && tf * (1 + s.fixedGain) <= tg;
     if (progress)
-      progress(out.dim + "=" + std::to_string(m) + ": fixed " + def.str() + " " + std::to_string(tf) + " us against the rule's " +
-               std::to_string(tg) + " us" +
+      progress(out.dim + "=" + std::to_string(m) + ": fixed " + def.str() + " " + formatMicros(tf) + " against the rule's " +
+               formatMicros(tg) +
                (wins ? ": a fixed bucket" : losses ? ": the breakpoint, shape-generic from here" : ": shape-generic here"));
     if (!wins) {
       if (++losses == 2) return;
@@ -399,7 +400,7 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
     for (size_t i = 0; i < top.size() && int(i) < s.candidatesPerPoint; ++i)
       if (top[i].ok()) addCandidate(top[i].config);
     progress(dim + "=" + std::to_string(m) + ": tuned " + std::to_string(res.tune.trials.size()) + " candidates, best " +
-             (res.tune.best ? res.tune.best->config.str() + " " + std::to_string(res.tune.best->samples.median_us) + " us" : "-"));
+             (res.tune.best ? res.tune.best->config.str() + " " + formatMicros(res.tune.best->samples.median_us) : "-"));
   }
   if (candidates.empty()) return makeError(ErrorCode::NotFound, "no point of the range produced a shape-generic winner");
 

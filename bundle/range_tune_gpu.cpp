@@ -20,6 +20,7 @@
 #include "ir/families.h"
 #include "ir/text.h"
 #include "measure/estimate.h"
+#include "support/si_format.h"
 
 namespace tessera::bundle {
 
@@ -115,7 +116,7 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
     if (res.tune.best) addCandidate(res.tune.best->config);
     for (size_t i = 0; i < ranked.size() && int(i) < s.candidatesPerPoint; ++i) addCandidate(ranked[i].config);
     progress(at(m) + ": estimated " + std::to_string(res.tune.trials.size()) + " candidates, best " +
-             (res.tune.best ? res.tune.best->config.str() + " " + std::to_string(res.tune.best->samples.median_us) + " us (estimate)" : "-"));
+             (res.tune.best ? res.tune.best->config.str() + " " + formatMicros(res.tune.best->samples.median_us) + " (estimate)" : "-"));
   }
   if (candidates.empty())
     return makeError(ErrorCode::NotFound, std::string("no point of the range produced a shape-generic winner (") + genericStrategies(fam) + ")");

@@ -21,6 +21,7 @@
 #include "ir/text.h"
 #include "measure/estimate.h"
 #include "search/space.h"
+#include "support/si_format.h"
 #include "support/strings.h"
 
 namespace tessera::cli {
@@ -148,13 +149,9 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
     // The analytic model's prediction with these resources (what `tune --estimate` ranks by).
     if (auto e = search::estimateKernel(k, *cfg, t, &bin->resources); e.ok()) {
       std::string terms;
-      for (const auto& term : e->model.terms) {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "%s%s %.1f", terms.empty() ? "" : ", ", term.name.c_str(), term.us);
-        terms += buf;
-      }
-      std::fprintf(stderr, "estimate   %.1f us, %s-bound (%s; model %s)\n", e->model.timeUs, e->model.bound.c_str(),
-                   terms.c_str(), costmodel::kGpuModelName);
+      for (const auto& term : e->model.terms) terms += (terms.empty() ? "" : ", ") + term.name + " " + formatMicros(term.us);
+      std::fprintf(stderr, "estimate   %s, %s-bound (%s; model %s)\n", formatMicros(e->model.timeUs).c_str(),
+                   e->model.bound.c_str(), terms.c_str(), costmodel::kGpuModelName);
     }
   }
   return text;

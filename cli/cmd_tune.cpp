@@ -142,6 +142,43 @@ constexpr const char* kNotRemeasured =
     "; not re-measured: a single measurement, or timed under load (--force tunes it again)";
 
 // What the run sent to the shared cache, in one line ("" when no shared cache was asked).
+// A failed candidate's reason: the first line of its message, at most 200 characters.
+std::string failedWhy(const search::TrialResult& tr) {
+  return tr.message.substr(0, std::min({tr.message.find('\n'), tr.message.size(), size_t(200)}));
+}
+
+// Each failed candidate by its config and reason (a few; the records keep them all), whatever ran
+// them: measured, emulated or estimated (ptxas's invalid-config).
+void printFailed(const search::SessionResult& res) {
+  int named = 0, failed = 0;
+  for (const auto& tr : res.tune.trials) {
+    if (tr.ok()) continue;
+    if (++failed > 8) continue;
+    const std::string why = failedWhy(tr);
+    std::printf("failed       %s: %s%s%s\n", search::trialStatusName(tr.status), tr.config.str().c_str(),
+                why.empty() ? "" : " (", why.empty() ? "" : (why + ")").c_str());
+    ++named;
+  }
+  if (failed > named) std::printf("failed       ... and %d more (the store keeps each one's record)\n", failed - named);
+}
+
+// Every failed candidate of the run, for --json.
+nlohmann::json failedJson(const search::SessionResult& res) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& tr : res.tune.trials)
+    if (!tr.ok())
+      out.push_back({{"config", nlohmann::json::parse(tr.config.toJson(), nullptr, false)},
+                     {"status", search::trialStatusName(tr.status)},
+                     {"reason", failedWhy(tr)}});
+  return out;
+}
+
+// Why a share of the roof passes 100 %: a memory-bound host kernel whose data fit in the caches
+// beats the copy, which is measured past them, and says so; anything else, the probe read it low.
+std::string aboveWhy(const ir::Kernel& k, const TargetDesc& t) {
+  return ir::isComputeBound(k) || t.isGpu() ? kProbeReadLow : whyAboveBandwidth(t, ir::kernelBytes(k));
+}
+
 std::string pushedLine(const search::SessionResult::Pushed& p) {
   if (p.to.empty()) return "";
   std::string s = "shared cache " + std::to_string(p.records) + " record" + (p.records == 1 ? "" : "s") + " pushed to " +
@@ -191,7 +228,7 @@ void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search
   }
   if (detail.resources) std::printf("resources    %s\n", detail.resources->summary().c_str());
   if (const auto& d = res.tune.defaultConfig; d && d->ok() && res.speedupOverDefault > 0)
-    std::printf("vs default   %.2fx predicted  (default %s: %s)\n", res.speedupOverDefault, d->config.str().c_str(),
+    std::printf("vs default   %s predicted  (default %s: %s)\n", formatRatio(res.speedupOverDefault).c_str(), d->config.str().c_str(),
                 fmtTime(d->samples.median_us).c_str());
 }
 
@@ -334,7 +371,15 @@ void tuneCommand(const TuneFlags& f) {
   if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
     std::string why;
     for (const auto& [s, n] : res.statusCounts) why += " " + s + "=" + std::to_string(n);
-    fail("no candidate produced a correct result (" + std::to_string(res.tune.trials.size()) + " trials:" + why + ")", kExitFailure);
+    // The first failure by its config and reason (the store keeps every one's record).
+    std::string first;
+    if (!res.tune.trials.empty()) {
+      const auto& tr = res.tune.trials.front();
+      first = "; first: " + std::string(search::trialStatusName(tr.status)) + " " + tr.config.str() +
+              (failedWhy(tr).empty() ? "" : " (" + failedWhy(tr) + ")");
+    }
+    fail("no candidate produced a correct result (" + countOf(int64_t(res.tune.trials.size()), "trial") + ":" + why + first + ")",
+         kExitFailure);
   }
   const auto& b = *res.tune.best;
   const double speedup = res.speedupOverDefault;
@@ -348,6 +393,7 @@ void tuneCommand(const TuneFlags& f) {
                         {"trials", res.tune.trials.size()},
                         {"seconds", res.tune.seconds},
                         {"statuses", res.statusCounts},
+                        {"failed", failedJson(res)},
                         {"speedup_over_default", speedup},
                         {"warm_start", {{"samples", res.warm.samples.size()}, {"workloads", res.warm.workloads},
                                         {"from", res.warm.from}}},
@@ -383,6 +429,7 @@ void tuneCommand(const TuneFlags& f) {
     std::printf("search       %zu configs of the space's top checked through %s in %s (%s)\n", res.tune.trials.size(),
                 t->words().deviceCompiler, fmtDuration(res.tune.seconds).c_str(),
                 statuses.c_str());
+    printFailed(res);
     if (const std::string line = pushedLine(res.pushed); !line.empty()) std::printf("%s\n", line.c_str());
     return;
   }
@@ -415,14 +462,16 @@ void tuneCommand(const TuneFlags& f) {
     std::printf("throughput   %s  (%s)\n", fmtThroughput(*k, b.throughput).c_str(),
                 peakShareText(b.peakFraction, !ir::isComputeBound(*k) ? (t->isGpu() ? "memory bandwidth" : "the copy bandwidth")
                                               : t->isGpu()            ? "the compute peak"
-                                                                      : "the FMA peak of its threads")
+                                                                      : "the FMA peak of its threads",
+                              aboveWhy(*k, *t))
                     .c_str());
   if (t->isGpu() || f.workers) std::printf("measured on  %s\n", measure.where.c_str());
   if (res.spot.ran && !res.spot.judged)
     std::printf("unconfirmed  the winner is a claim of worker %s (token %s): this machine was busy in every re-timing "
-                "(first %s, %.2fx the claim), so it was not judged and nothing was reported\n",
+                "(first %s, %s the claim), so it was not judged and nothing was reported\n",
                 b.origin ? b.origin->workerId.c_str() : "?", b.origin ? b.origin->writer.c_str() : "?",
-                fmtTime(res.spot.first_us).c_str(), res.spot.claimed_us > 0 ? res.spot.first_us / res.spot.claimed_us : 0.0);
+                fmtTime(res.spot.first_us).c_str(),
+                formatRatio(res.spot.claimed_us > 0 ? res.spot.first_us / res.spot.claimed_us : 0.0).c_str());
   else if (res.spot.ran)
     std::printf("checked      %s%s\n", spotLine.c_str(),
                 res.spot.agreed ? "" : res.spot.remeasuredHere ? "; the top candidates re-measured here" : "");
@@ -433,24 +482,14 @@ void tuneCommand(const TuneFlags& f) {
                 measure.whyNotHere.empty() ? "it was not re-measured here" : measure.whyNotHere.c_str());
   if (const auto& d = res.tune.defaultConfig) {
     if (d->ok())
-      std::printf("vs default   %.2fx  (default %s: %s)\n", speedup, d->config.str().c_str(),
+      std::printf("vs default   %s  (default %s: %s)\n", formatRatio(speedup).c_str(), d->config.str().c_str(),
                   fmtTime(d->samples.median_us).c_str());
     else
       std::printf("vs default   default config failed: %s\n", search::trialStatusName(d->status));
   }
   std::printf("search       %zu trials in %s (%s)\n", res.tune.trials.size(), fmtDuration(res.tune.seconds).c_str(),
               statuses.c_str());
-  // Each failed candidate by its config and reason (a few; the records keep them all).
-  int named = 0, failed = 0;
-  for (const auto& tr : res.tune.trials) {
-    if (tr.ok()) continue;
-    if (++failed > 8) continue;
-    std::string why = tr.message.substr(0, std::min(tr.message.find('\n'), size_t(200)));
-    std::printf("failed       %s: %s%s%s\n", search::trialStatusName(tr.status), tr.config.str().c_str(),
-                why.empty() ? "" : " (", why.empty() ? "" : (why + ")").c_str());
-    ++named;
-  }
-  if (failed > named) std::printf("failed       ... and %d more (the store keeps each one's record)\n", failed - named);
+  printFailed(res);
   if (const std::string line = pushedLine(res.pushed); !line.empty()) std::printf("%s\n", line.c_str());
   if (interrupted) {
     std::printf("interrupted  the search stopped early; --resume continues from the store\n");
@@ -646,7 +685,7 @@ void bestCommand(const BestFlags& f) {
     // A winner never confirmed by its run's quiet re-measurement is not served as a tuned one.
     if (!rec->remeasured && rec->status == cache::RecordStatus::Ok) std::printf("caution     %s\n", kNotRemeasured + 2);
     std::printf("throughput  %s (%s)\n", fmtThroughput(*k, ir::isComputeBound(*k) ? rec->gflops : rec->gbps).c_str(),
-                peakShareText(rec->peak_fraction, "peak").c_str());
+                peakShareText(rec->peak_fraction, "peak", aboveWhy(*k, *t)).c_str());
     std::printf("measured    %s by %s@%s, tessera %s, LLVM %s; %lld trials, %.0f s of tuning\n",
                 rec->provenance.created_at.c_str(), rec->provenance.user.c_str(), rec->provenance.host.c_str(),
                 rec->provenance.tessera_version.c_str(), rec->provenance.llvm_version.c_str(), (long long)rec->trials,

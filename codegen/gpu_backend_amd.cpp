@@ -128,9 +128,10 @@ class AmdBackend : public GpuBackend {
     char buf[512];
     std::snprintf(buf, sizeof buf,
                   "%s: %lld threads/block, VGPR %d, SGPR %d, AGPR %d, LDS %s, scratch %lld B, spills %d VGPR / %d SGPR; "
-                  "occupancy %d blocks = %d waves/CU (%.0f%%, limited by %s)",
+                  "occupancy %d block%s = %d waves/CU (%.0f%%, limited by %s)",
                   r.target.c_str(), (long long)r.threadsPerBlock, r.vgprs, r.sgprs, r.agprs, sharedText(r).c_str(),
-                  (long long)r.scratchBytes, r.vgprSpills, r.sgprSpills, r.blocksPerUnit, r.wavesPerUnit,
+                  (long long)r.scratchBytes, r.vgprSpills, r.sgprSpills, r.blocksPerUnit,
+                  r.blocksPerUnit == 1 ? "" : "s", r.wavesPerUnit,
                   100 * r.occupancy, r.limiter.c_str());
     return buf;
   }

@@ -164,9 +164,10 @@ class NvidiaBackend : public GpuBackend {
     char buf[512];
     std::snprintf(buf, sizeof buf,
                   "%s: %lld threads/block, %d registers, smem %s, spills %lld B st / %lld B ld, local %lld B; "
-                  "occupancy %d blocks = %d warps/SM (%.0f%%, limited by %s)",
+                  "occupancy %d block%s = %d warps/SM (%.0f%%, limited by %s)",
                   r.target.c_str(), (long long)r.threadsPerBlock, r.registers, sharedText(r).c_str(),
                   (long long)r.spillStoreBytes, (long long)r.spillLoadBytes, (long long)r.localBytes, r.blocksPerUnit,
+                  r.blocksPerUnit == 1 ? "" : "s",
                   r.wavesPerUnit, 100 * r.occupancy, r.limiter.c_str());
     return buf;
   }

@@ -33,10 +33,10 @@ std::string TimingLoad::warning() const {
   char b[512];
   std::string steal = after.stealPct >= 0 ? ", steal " + std::to_string(int(after.stealPct + 0.5)) + " %" : "";
   std::snprintf(b, sizeof b,
-                "timing under load: the winner's p80/p20 is %.2fx and the control found its cores %.2fx slower than "
+                "timing under load: the winner's p80/p20 is %s and the control found its cores %s slower than "
                 "free (load %s before, %s after on %s%s), after %d interleaved re-measurement%s; its time is "
                 "uncertain and it is stored without the re-measured mark, never over a winner measured quietly",
-                spread, control, loadText(before).c_str(), loadText(after).c_str(), countOf(after.cores, "core").c_str(), steal.c_str(),
+                formatRatio(spread).c_str(), formatRatio(control).c_str(), loadText(before).c_str(), loadText(after).c_str(), countOf(after.cores, "core").c_str(), steal.c_str(),
                 remeasures, remeasures == 1 ? "" : "s");
   return b;
 }

@@ -15,6 +15,7 @@
 #include "search/space.h"
 #include "search/strategy.h"
 #include "support/load.h"
+#include "support/si_format.h"
 
 namespace tessera::search {
 
@@ -512,10 +513,8 @@ class Session {
       if (!best) {
         sc.judged = false;
         sc.agreed = true;  // not contradicted: nothing here says the worker lied
-        char b[96];
-        std::snprintf(b, sizeof b, "%.2fx", sc.busiest);
-        warn("worker " + sc.worker + "'s winner (claimed " + fmtUs(sc.claimed_us) + ") re-timed here at " + fmtUs(sc.first_us) +
-             ", but this machine was busy in all " + std::to_string(sc.rounds) + " re-timings (the control ran up to " + b +
+        warn("worker " + sc.worker + "'s winner (claimed " + formatMicros(sc.claimed_us) + ") re-timed here at " + formatMicros(sc.first_us) +
+             ", but this machine was busy in all " + std::to_string(sc.rounds) + " re-timings (the control ran up to " + formatRatio(sc.busiest) +
              " slower than on free cores): not judged, the worker is not reported and its claim stays unconfirmed");
         return;
       }
@@ -529,8 +528,8 @@ class Session {
       r_.tune.best = mine;
       return;
     }
-    warn("worker " + sc.worker + " (token " + sc.writer + ") claimed " + fmtUs(sc.claimed_us) +
-         " for the winner; this machine measured " + fmtUs(sc.here_us) + " (best of " + std::to_string(sc.quiet) +
+    warn("worker " + sc.worker + " (token " + sc.writer + ") claimed " + formatMicros(sc.claimed_us) +
+         " for the winner; this machine measured " + formatMicros(sc.here_us) + " (best of " + std::to_string(sc.quiet) +
          " quiet re-timings): its results are not trusted, the top candidates are re-measured here");
     std::vector<ir::Config> top;
     for (const auto& t : r_.tune.remeasured) top.push_back(t.config);
@@ -562,12 +561,6 @@ class Session {
       if (!best || again->front().samples.median_us < best->samples.median_us) best = again->front();
     }
     return best;
-  }
-
-  static std::string fmtUs(double us) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.4g us", us);
-    return b;
   }
 
   const TuneProblem& p_;

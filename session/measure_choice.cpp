@@ -146,8 +146,8 @@ Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const 
   c.reportSpotCheck = [service](const search::TrialResult& claimed, const cache::Record& mine) -> std::string {
     const double ratio = claimed.samples.median_us > 0 ? mine.median_us / claimed.samples.median_us : 0;
     char head[200];
-    std::snprintf(head, sizeof head, "the workers' winner re-measured here: %s, %.2fx the %s worker %s claimed",
-                  formatMicros(mine.median_us).c_str(), ratio, formatMicros(claimed.samples.median_us).c_str(),
+    std::snprintf(head, sizeof head, "the workers' winner re-measured here: %s, %s the %s worker %s claimed",
+                  formatMicros(mine.median_us).c_str(), formatRatio(ratio).c_str(), formatMicros(claimed.samples.median_us).c_str(),
                   claimed.origin->workerId.c_str());
     if (claimed.origin->jobId.empty()) return head;
     cache::JobClient client(service);

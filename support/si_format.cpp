@@ -53,6 +53,19 @@ std::string formatSi(double v, std::string_view unit, int minPower, int maxPower
 
 std::string formatMicros(double us) { return formatSi(us * 1e-6, "s", -2, 0); }
 
+std::string formatRatio(double r) {
+  if (!std::isfinite(r)) return "n/a";
+  if (r == 0) return "0x";
+  const double a = std::fabs(r);
+  int decimals = std::clamp(2 - int(std::floor(std::log10(a))), 0, 6);
+  char b[48];
+  std::snprintf(b, sizeof b, "%.*f", decimals, r);
+  // Rounding may carry to the next magnitude ("9.996" -> "10.00"): one digit fewer then.
+  if (decimals > 0 && std::fabs(std::strtod(b, nullptr)) >= std::pow(10.0, 3 - decimals))
+    std::snprintf(b, sizeof b, "%.*f", decimals - 1, r);
+  return std::string(b) + "x";
+}
+
 std::string countOf(int64_t n, std::string_view noun, std::string_view plural) {
   std::string out = std::to_string(n) + " ";
   if (n == 1) out += noun;

@@ -32,6 +32,11 @@ std::string formatSi(double v, std::string_view unit, int minPower = -4, int max
 // every time Tessera prints is in us and up).
 std::string formatMicros(double us);
 
+// A ratio of two measurements ("vs default", a re-timing against a claim, p80/p20): three
+// significant digits and an "x", never an exponent: "1.36x", "12.3x", "928x", "0.941x", "0.0412x";
+// "n/a" for NaN or infinity.
+std::string formatRatio(double r);
+
 // "1 core", "2 cores", "0 records"; `plural` when the noun does not take an "s".
 std::string countOf(int64_t n, std::string_view noun, std::string_view plural = "");
 

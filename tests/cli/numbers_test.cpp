@@ -37,13 +37,23 @@ std::vector<std::string> badForms(const std::string& text) {
   static const std::regex everyDigit(R"([0-9]\.[0-9]{7,})");
   static const std::regex singularPlural(
       R"(\b1 (cores|threads|records|kernels|trials|workers|entries|configs|waves|blocks|launches|items|jobs)\b)");
+  // A ratio ("1.36x") of more than four significant digits ("928.45x") or none ("0.00x").
+  static const std::regex ratio(R"(\b([0-9]+)\.([0-9]+)x\b)");
+  auto badRatio = [](const std::smatch& m) {
+    const std::string digits = m[1].str() + m[2].str();
+    const size_t first = digits.find_first_not_of('0');
+    return first == std::string::npos || digits.size() - first > 4;
+  };
   std::vector<std::string> out;
+  auto add = [&](const std::smatch& m) {
+    const size_t at = size_t(m.position());
+    const size_t from = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
+    out.push_back(m.str() + "  in: " + text.substr(from, text.find('\n', at) - from));
+  };
   for (const std::regex* re : {&exponentWithUnit, &everyDigit, &singularPlural})
-    for (std::sregex_iterator it(text.begin(), text.end(), *re), end; it != end; ++it) {
-      const size_t at = size_t(it->position());
-      const size_t from = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
-      out.push_back(it->str() + "  in: " + text.substr(from, text.find('\n', at) - from));
-    }
+    for (std::sregex_iterator it(text.begin(), text.end(), *re), end; it != end; ++it) add(*it);
+  for (std::sregex_iterator it(text.begin(), text.end(), ratio), end; it != end; ++it)
+    if (badRatio(*it)) add(*it);
   return out;
 }
 
@@ -68,6 +78,16 @@ TEST(Numbers, SiScaledWithFourSignificantDigits) {
   EXPECT_EQ(countOf(2, "core"), "2 cores");
   EXPECT_EQ(countOf(1, "entry", "entries"), "1 entry");
   EXPECT_EQ(countOf(0, "entry", "entries"), "0 entries");
+  // Ratios: three significant digits, never "0.00x" or "928.45x" (the "%.2fx" they were).
+  using tessera::formatRatio;
+  EXPECT_EQ(formatRatio(1.3612), "1.36x");
+  EXPECT_EQ(formatRatio(928.45), "928x");
+  EXPECT_EQ(formatRatio(12.345), "12.3x");
+  EXPECT_EQ(formatRatio(0.9412), "0.941x");
+  EXPECT_EQ(formatRatio(0.004123), "0.00412x");
+  EXPECT_EQ(formatRatio(9.996), "10.0x");  // rounding carries to the next magnitude
+  EXPECT_EQ(formatRatio(0), "0x");
+  EXPECT_EQ(formatRatio(std::nan("")), "n/a");
 }
 
 // The scanner itself: it finds each form the issue met and passes their right spellings.
@@ -75,7 +95,10 @@ TEST(Numbers, TheScannerCatchesTheBadForms) {
   EXPECT_EQ(badForms("re-measured here: 2.076e+04 us, 1.02x").size(), 1u);
   EXPECT_EQ(badForms("key 1a2b: best 5.657843999999999 ms with {}").size(), 1u);
   EXPECT_EQ(badForms("host (x86-64-v3, AMD EPYC, 1 cores; FMA peak").size(), 1u);
+  EXPECT_EQ(badForms("re-timed here at 32.9 ms, 928.45x the claim").size(), 1u);
+  EXPECT_EQ(badForms("vs default   0.00x  (default").size(), 1u);
   EXPECT_TRUE(badForms("re-measured here: 20.76 ms; best 5.658 ms; 1 core; 2 cores; max rel err 2.4e-07").empty());
+  EXPECT_TRUE(badForms("vs default   1.36x; 928x the claim; 0.00412x; 12.3x; tile 64x64; 0x1f").empty());
 }
 
 // What a newcomer reads: a one-thread run (its target line counts cores), an estimating GPU tune
@@ -89,6 +112,9 @@ TEST(Numbers, RepresentativeOutputsUseTheOneFormat) {
       "tune gemm --m 4096 --n 4096 --k 4096 --dtype f16 --target sm_80 --estimate --trials 4 --db " + db,
       "best gemm --m 4096 --n 4096 --k 4096 --dtype f16 --target sm_80 --db " + db,
       "space --threads 1 gemm --m 64 --n 64 --k 64",
+      // A measured tune's "vs default"; the sm_90a default at 1024^3, one block per SM ("1 blocks").
+      "tune --threads 1 --trials 2 --top-k 2 --min-time 0.002 --db " + db + " gemm --m 32 --n 32 --k 32",
+      "compile --target sm_90a --emit ptx -o /dev/null gemm --m 1024 --n 1024 --k 1024 --dtype f16",
       "gpus",
   };
   for (const auto& c : commands) {

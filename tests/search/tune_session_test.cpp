@@ -7,12 +7,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
 #include "cache_service/store.h"
 #include "cache_service/trust.h"
 #include "search/tune_session.h"
+#include "support/si_format.h"
 #include "test_tables.h"
 
 using namespace tessera;
@@ -192,6 +194,7 @@ struct SpotOutcome {
   int reports = 0;
   double reported_us = 0, claimed_us = 0;
   bool winnerIsClaim = false;
+  std::vector<std::string> warnings;
 };
 
 SpotOutcome spotCheckUnder(const SpotScenario& sc) {
@@ -231,6 +234,7 @@ SpotOutcome spotCheckUnder(const SpotScenario& sc) {
     return rs;
   };
   cb.controlHere = [&](int) { return sc.controls[std::min(reading++, sc.controls.size() - 1)]; };
+  cb.onWarning = [&](const std::string& w) { out.warnings.push_back(w); };
   cb.reportSpotCheck = [&](const TrialResult& claimed, const cache::Record& mine) {
     ++out.reports;
     out.reported_us = mine.median_us;
@@ -269,6 +273,10 @@ TEST(TuneSession, ASpotCheckConvictsOnlyWhatSurvivesQuietReTimings) {
   EXPECT_GE(busy.spot.busiest, 2.0);
   EXPECT_EQ(busy.reports, 0) << "the service heard a verdict measured on busy cores";
   EXPECT_TRUE(busy.winnerIsClaim);
+  // Its warning in the one number format (it read "re-timed here at 2.076e+04 us ... 2.00x").
+  ASSERT_EQ(busy.warnings.size(), 1u) << ::testing::PrintToString(busy.warnings);
+  EXPECT_NE(busy.warnings[0].find(tessera::formatMicros(busy.spot.first_us)), std::string::npos) << busy.warnings[0];
+  EXPECT_NE(busy.warnings[0].find("up to 2.00x slower"), std::string::npos) << busy.warnings[0];
 
   // The negative control: a worker whose claims are 20x too fast is still convicted on quiet
   // cores, and busy rounds in between do not rescue it (only quiet ones count).
@@ -285,4 +293,89 @@ TEST(TuneSession, ASpotCheckConvictsOnlyWhatSurvivesQuietReTimings) {
   SpotOutcome mixed = spotCheckUnder({{20, 20, 1, 20, 1, 20}, {1.0, 1.0, 3.0, 3.0, 1.0, 1.0, 3.0, 3.0, 1.0}});
   EXPECT_FALSE(mixed.spot.agreed);
   EXPECT_EQ(mixed.reports, 1);
+}
+
+// Issue 48's done-when, without a real spinner: under load a config can read faster than the quiet
+// winner (a THREADS=1 config on a 2-core box whose two-thread ones suffer the spinner most). A run
+// whose control (SessionCallbacks::loadControl) reads busy cores warns once and stores its winner
+// without the re-measured mark, so the winner a quiet run stored stays the key's. The control: the
+// same faster run on quiet cores does replace it (the test can see a replacement).
+namespace {
+
+class Scaled : public Measurer {
+ public:
+  Scaled(const ReplayTable& t, double f) : inner_(makeReplayMeasurer(t)), f_(f) {}
+  std::vector<TrialResult> measure(const std::vector<ir::Config>& b) override { return scale(inner_->measure(b)); }
+  std::vector<TrialResult> remeasure(const std::vector<ir::Config>& c, int n) override {
+    return scale(inner_->remeasure(c, n));
+  }
+
+ private:
+  std::vector<TrialResult> scale(std::vector<TrialResult> rs) const {
+    for (auto& r : rs) {
+      r.samples.median_us *= f_;
+      r.samples.p20_us *= f_;
+      r.samples.p80_us *= f_;
+      r.samples.min_us *= f_;
+      r.throughput /= f_;
+    }
+    return rs;
+  }
+  std::unique_ptr<ReplayMeasurer> inner_;
+  double f_;
+};
+
+struct LoadedAfterQuiet {
+  int64_t quietWinner = 0, winnerAfter = 0;
+  bool loadedBusy = false;
+  std::vector<std::string> warnings;
+};
+
+// A quiet run stores its winner; then a forced run of the same key reads every time at half (as
+// under load a config may), its control reading `control`.
+LoadedAfterQuiet quietThenFasterUnder(double control) {
+  const ReplayTable& t = smallTable();
+  LoadedAfterQuiet out;
+  auto store = cache::makeMemoryStore();
+  auto problem = problemOf(t);
+  SessionCallbacks quietCb;
+  quietCb.loadControl = [](int) { return 1.0; };
+  Scaled asIs(t, 1.0);
+  auto quiet = runTuneSession(problem, asIs, store.get(), nullptr, prov(), quick(8), quietCb);
+  EXPECT_TRUE(quiet.ok() && quiet->winner && quiet->winner->remeasured);
+  if (!quiet.ok()) return out;
+  auto before = store->best(quiet->keyId);
+  EXPECT_TRUE(before.ok() && *before);
+  if (!before.ok() || !*before) return out;
+  out.quietWinner = (*before)->record.id;
+
+  SessionCallbacks loadedCb;
+  loadedCb.loadControl = [control](int) { return control; };
+  loadedCb.onWarning = [&](const std::string& w) { out.warnings.push_back(w); };
+  Scaled faster(t, 0.5);
+  auto loaded = runTuneSession(problem, faster, store.get(), nullptr, prov(), quick(8, CachePolicy::Force), loadedCb);
+  EXPECT_TRUE(loaded.ok() && loaded->winner);
+  if (!loaded.ok()) return out;
+  out.loadedBusy = loaded->timing.busy;
+  auto after = store->best(quiet->keyId);
+  EXPECT_TRUE(after.ok() && *after);
+  if (after.ok() && *after) out.winnerAfter = (*after)->record.id;
+  return out;
+}
+
+}  // namespace
+
+TEST(TuneSession, AWinnerTimedUnderLoadNeverReplacesAQuietOne) {
+  LoadedAfterQuiet busy = quietThenFasterUnder(2.0);  // a spinner on every core: the control runs 2x
+  EXPECT_TRUE(busy.loadedBusy);
+  EXPECT_EQ(std::count_if(busy.warnings.begin(), busy.warnings.end(),
+                          [](const std::string& w) { return w.find("timing under load") != std::string::npos; }),
+            1)
+      << ::testing::PrintToString(busy.warnings);
+  EXPECT_EQ(busy.winnerAfter, busy.quietWinner) << "a winner timed under load replaced the quiet one";
+
+  LoadedAfterQuiet quiet = quietThenFasterUnder(1.0);
+  EXPECT_FALSE(quiet.loadedBusy);
+  EXPECT_TRUE(quiet.warnings.empty()) << ::testing::PrintToString(quiet.warnings);
+  EXPECT_NE(quiet.winnerAfter, quiet.quietWinner) << "the control: a faster quiet run replaces the winner";
 }
