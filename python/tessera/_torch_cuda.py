@@ -47,6 +47,10 @@ def code_sets(lib: BundleLibrary) -> List[str]:
     return sorted({e.get("arch", "") for e in lib.entries() if e.get("vendor") in ("nvidia", "amd") and e.get("arch")})
 
 
+def is_gpu_kernel(k: KernelDesc) -> bool:
+    return k.arch.startswith(("sm_", "gfx"))
+
+
 def runs_on(code_set: str, chip: str) -> bool:
     """Whether code compiled for ``code_set`` runs on ``chip``: the chip's own, or its
     arch-specific form (sm_90a on sm_90)."""

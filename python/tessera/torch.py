@@ -182,8 +182,8 @@ class Bundle(_Resolver):
                 why = self.lib.last_message()
         if not why:
             have = sorted({k.shape for k in self.lib.kernels if k.family == req.family and k.dtype == req.dtype
-                           and (k.target == "host") == (vendor == "host")})
-            why = (f"the bundle has no {chip} kernel computing it (its {req.family} {req.dtype} shapes: "
+                           and _cuda.is_gpu_kernel(k) == (vendor != "host")})
+            why = (f"the bundle has no kernel computing it on {chip} (its {req.family} {req.dtype} shapes: "
                    f"{', '.join(have) if have else 'none'})")
         return _Plan(None, why)
 
@@ -192,7 +192,7 @@ class Bundle(_Resolver):
         dims = self._dims.get(req.dims)
         if dims is None:
             dims = self._dims[req.dims] = (ctypes.c_int64 * len(req.dims))(*req.dims)
-        if plan.kernel.target != "host":
+        if _cuda.is_gpu_kernel(plan.kernel):
             _cuda.launch(self.lib, plan.kernel, req.dims, dims, tensors)
         else:
             self.lib.run(plan.kernel, dims, [t.data_ptr() for t in tensors])
