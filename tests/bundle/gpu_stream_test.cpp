@@ -155,7 +155,7 @@ TEST(BundleGpuStream, LaunchesOnTheCallersStreamAndRecordsIntoACapture) {
       std::memset(reinterpret_cast<void*>(dev.back()), 0x7f, x.bytes());
     }
     for (auto p : dev) bufs.push_back(reinterpret_cast<void*>(p));
-    const unsigned long long wsp = ws ? device(ws) : 0;
+    const unsigned long long wsRaw = ws ? device(ws + 256) : 0, wsp = (wsRaw + 255) / 256 * 256;  // the runtime asks 256-byte alignment
 
     Emu ctx{nullptr, nullptr, bin->launch.kernelParams, std::vector<unsigned char>(1 << 22, 0), fake.bytesFrom, {}};
     auto em = codegen::compileEmulatedKernel(k, search::makeSpace(k, t)->defaults(), t);
@@ -216,9 +216,11 @@ TEST(BundleGpuStream, LaunchesOnTheCallersStreamAndRecordsIntoACapture) {
     capture(1);
     EXPECT_NE(cudaRun(ck, host.data(), 0, nullptr), TESSERA_OK);
     capture(0);
-    if (ws) {  // a launch that needs a workspace refuses to run without one
+    if (ws) {  // a launch that needs a workspace refuses to run without one, or on a misaligned one
       EXPECT_EQ(launch(ck, dims.data(), int(dims.size()), bufs.data(), nullptr, stream, 0), TESSERA_ERR_ARGUMENT);
       EXPECT_NE(std::string(message()).find("workspace"), std::string::npos) << message();
+      EXPECT_EQ(launch(ck, dims.data(), int(dims.size()), bufs.data(), reinterpret_cast<void*>(wsp + 64), stream, 0),
+                TESSERA_ERR_ARGUMENT);
     }
     if (key.family == "attention") {  // K and V swapped: the reference rejects the result
       std::vector<void*> swapped = bufs;
@@ -228,7 +230,7 @@ TEST(BundleGpuStream, LaunchesOnTheCallersStreamAndRecordsIntoACapture) {
     }
     fake.setKernel(nullptr, nullptr);
     for (auto p : dev) memFree(p);
-    if (wsp) memFree(wsp);
+    if (wsRaw) memFree(wsRaw);
   }
   EXPECT_TRUE(transposed && copyBack) << transposed << copyBack;
   EXPECT_EQ(fake.live(), 0);
