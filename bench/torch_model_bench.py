@@ -1,7 +1,8 @@
 """Times the small GPT block of examples/torch on Tessera's tuned kernels (tessera.torch.tune_model:
 its GEMMs with bias and GELU fused, its causal attention from one bundle) against eager torch and
 torch.compile (inductor) of the same block in the same run, on the CPU, with one thread and with all
-cores (torch and the bundle on the same count), and prints the ratios and the machine's load.
+cores (torch and the bundle on the same count), and prints the ratios and the machine's load; with a
+CUDA device, the block on the GPU too (tuned for the device's chip, launched on torch's stream).
 
     LD_LIBRARY_PATH=/usr/local/cuda/lib64 PYTHONPATH=build/python \\
       $(bash tests/torch/torch_venv.sh build/pyenv/bin/python) bench/torch_model_bench.py [--trials 16]
@@ -85,8 +86,42 @@ def main():
         del b
     print(f"load after {loadavg()}")
     if torch.cuda.is_available():
-        print("CUDA: not measured (tessera.torch runs the bundle's host kernels only)")
+        cuda(a, tt)
+    else:
+        print("CUDA: no device here (torch.cuda.is_available() is False): not measured")
     return 0
+
+
+def cuda(a, tt):
+    """The same block on the GPU: tuned for the device's chip on the device, its kernels launched on
+    torch's stream, against eager and torch.compile; each call is synchronised for the timing."""
+    major, minor = torch.cuda.get_device_capability()
+    chip = f"sm_{major}{minor}"
+    x = torch.randn(a.batch, a.seq, a.dim, device="cuda")
+    model = gpt_block.make(a.dim, a.heads).cuda()
+    out = os.path.join(a.out, chip)
+    with torch.no_grad():
+        want = model(x)
+        tt.tune_model(model, (x,), target=chip, out=os.path.join(out, "bundle"), db=os.path.join(out, "tessera.db"),
+                      trials=a.trials, min_time=0.02)
+        tt.patch(model, tt.load(os.path.join(out, "bundle")))
+        tt.stats(reset=True)
+        err = (model(x) - want).abs().max().item()
+        on_bundle = all(r["ran"] == "tessera" for r in tt.stats())
+
+        def synced(f):
+            return lambda: (f(), torch.cuda.synchronize())
+        ours = timed(synced(lambda: model(x)), a.seconds)
+        tt.unpatch(model)
+        eager = timed(synced(lambda: model(x)), a.seconds)
+        torch._dynamo.reset()
+        compiled = torch.compile(model)
+        compiled(x)
+        comp = timed(synced(lambda: compiled(x)), a.seconds)
+    print(f"CUDA {torch.cuda.get_device_name()} ({chip}): max |err| {err:.2g}; every op on the bundle: {on_bundle}")
+    for name, (med, best, n) in (("tessera", ours), ("eager", eager), ("torch.compile", comp)):
+        print(f"  {name:<14} median {med * 1e3:8.3f} ms  fastest {best * 1e3:8.3f} ms  ({n} calls)")
+    print(f"  ratio eager/tessera {eager[0] / ours[0]:.2f}x, torch.compile/tessera {comp[0] / ours[0]:.2f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -118,6 +118,21 @@ tessera_status tessera_host_call(const tessera_kernel* k, void* const* buffers);
 tessera_status tessera_cuda_run(const tessera_kernel* k, void* const* buffers, int device, float* elapsed_ms);
 tessera_status tessera_hip_run(const tessera_kernel* k, void* const* buffers, int device, float* elapsed_ms);
 
+/* GPU kernels on device buffers, enqueued on a stream: for a framework that owns the memory and
+ * the stream (PyTorch's caching allocator and current stream). `buffers` are device pointers of
+ * CUDA device `device`, one per tensor (inputs then outputs, row-major, dense) sized for `dims`
+ * (as for tessera_run_dims); `stream` is a CUstream (NULL: the legacy default stream). The padded
+ * and transposed operand copies, zeroed workspaces, runtime sizes and tensor maps the launch needs
+ * live in `workspace`, device memory of tessera_cuda_workspace_bytes bytes (256-byte aligned; NULL
+ * when that is 0) that the caller keeps until the stream has run the launch. Everything is ordered
+ * on `stream` (memsets, device-to-device copies, launches): no allocation, no host copy, no
+ * synchronisation, so the call can be captured in a CUDA graph. A transposed operand is copied in
+ * min(rows, cols) strided copies per batch. Without the driver's stream entry points (or a
+ * driver): TESSERA_ERR_UNSUPPORTED and a message. */
+tessera_status tessera_cuda_workspace_bytes(const tessera_kernel* k, const int64_t* dims, int rank, size_t* bytes);
+tessera_status tessera_cuda_launch(const tessera_kernel* k, const int64_t* dims, int rank, void* const* buffers,
+                                   void* workspace, void* stream, int device);
+
 #ifdef __cplusplus
 }
 #endif

@@ -137,4 +137,13 @@ int tsr_hip_loads(const tessera_kernel* k, int device);
 /* Runs shape-generic GPU kernel `k` at runtime sizes `sizes` (int64_t[3], M first) on device 0. */
 tessera_status tsr_gpu_run_sizes(const tessera_kernel* k, void* const* buffers, const int64_t* sizes);
 
+/* The runtime sizes of `k` at shape `dims` (int64_t[3], zeros for a fixed-shape kernel), or why
+ * `dims` is not a shape `k` runs. */
+tessera_status tsr_sizes_of(const tessera_kernel* k, const int64_t* dims, int rank, int64_t* sizes);
+
+/* tessera_cuda_workspace_bytes / tessera_cuda_launch at runtime sizes (tsr_sizes_of). */
+tessera_status tsr_cuda_workspace(const tessera_kernel* k, const int64_t* sizes, size_t* bytes);
+tessera_status tsr_cuda_stream_run(const tessera_kernel* k, void* const* buffers, const int64_t* sizes, void* workspace,
+                                   void* stream, int device);
+
 #endif /* TESSERA_BUNDLE_INTERNAL_H */

@@ -415,7 +415,8 @@ tessera_status tessera_host_call(const tessera_kernel* k, void* const* buffers) 
   return TESSERA_OK;
 }
 
-tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, int rank, void* const* buffers) {
+tessera_status tsr_sizes_of(const tessera_kernel* k, const int64_t* dims, int rank, int64_t* sizes) {
+  sizes[0] = sizes[1] = sizes[2] = 0;
   if (tsr_index_of(k) < 0 || !dims || rank <= 0 || rank > TESSERA_MAX_RANK) {
     tsr_message("tessera_run_dims: a kernel of this bundle and its shape are required");
     return TESSERA_ERR_ARGUMENT;
@@ -425,7 +426,7 @@ tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, in
       tsr_message("%s is compiled for shape %s only", k->name, k->shape);
       return TESSERA_ERR_ARGUMENT;
     }
-    return tessera_run(k, buffers);
+    return TESSERA_OK;
   }
   if (k->rank != rank) {
     tsr_message("%s: the shape has %d dimensions, the kernel %d", k->name, rank, k->rank);
@@ -450,9 +451,18 @@ tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, in
   }
   /* codegen's RuntimeDims: sizes[0] is M, rows or the query length; a range of two dimensions
    * (attention's) gives the key length too, sizes[2]. A GPU kernel takes them as a launch argument. */
-  int64_t sizes[3] = {size, 0, (k->range_mask & (k->range_mask - 1)) ? size : 0};
+  sizes[0] = size;
+  sizes[2] = (k->range_mask & (k->range_mask - 1)) ? size : 0;
+  return TESSERA_OK;
+}
+
+tessera_status tessera_run_dims(const tessera_kernel* k, const int64_t* dims, int rank, void* const* buffers) {
+  int64_t sizes[3];
+  tessera_status st = tsr_sizes_of(k, dims, rank, sizes);
+  if (st != TESSERA_OK) return st;
+  if (!k->runtime_m) return tessera_run(k, buffers);
   if (k->vendor != TSR_HOST) return tsr_gpu_run_sizes(k, buffers, sizes);
-  tessera_status st = tsr_check_buffers(k, buffers, 64);
+  st = tsr_check_buffers(k, buffers, 64);
   if (st != TESSERA_OK) return st;
   if (!tsr_cpu_runs(k->arch)) {
     tsr_message("%s was compiled for %s, which this CPU does not support", k->name, k->arch);
@@ -478,4 +488,18 @@ tessera_status tessera_run(const tessera_kernel* k, void* const* buffers) {
   if (k->vendor == TSR_HOST) return tessera_host_call(k, buffers);
   if (k->vendor == TSR_NVIDIA) return tessera_cuda_run(k, buffers, 0, NULL);
   return tessera_hip_run(k, buffers, 0, NULL);
+}
+
+tessera_status tessera_cuda_workspace_bytes(const tessera_kernel* k, const int64_t* dims, int rank, size_t* bytes) {
+  int64_t sizes[3];
+  tessera_status st = bytes ? tsr_sizes_of(k, dims, rank, sizes) : TESSERA_ERR_ARGUMENT;
+  if (!bytes) tsr_message("tessera_cuda_workspace_bytes: no output");
+  return st == TESSERA_OK ? tsr_cuda_workspace(k, sizes, bytes) : st;
+}
+
+tessera_status tessera_cuda_launch(const tessera_kernel* k, const int64_t* dims, int rank, void* const* buffers,
+                                   void* workspace, void* stream, int device) {
+  int64_t sizes[3];
+  tessera_status st = tsr_sizes_of(k, dims, rank, sizes);
+  return st == TESSERA_OK ? tsr_cuda_stream_run(k, buffers, sizes, workspace, stream, device) : st;
 }

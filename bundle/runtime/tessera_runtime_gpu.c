@@ -29,6 +29,15 @@ tessera_status tsr_gpu_run_sizes(const tessera_kernel* k, void* const* b, const 
   (void)sizes;
   return tessera_cuda_run(k, b, 0, NULL);  /* says it was built without the launchers */
 }
+tessera_status tsr_cuda_workspace(const tessera_kernel* k, const int64_t* sizes, size_t* bytes) {
+  (void)sizes;
+  *bytes = 0;
+  return tessera_cuda_run(k, NULL, 0, NULL);
+}
+tessera_status tsr_cuda_stream_run(const tessera_kernel* k, void* const* b, const int64_t* sizes, void* ws, void* s, int d) {
+  (void)sizes; (void)ws; (void)s;
+  return tessera_cuda_run(k, b, d, NULL);
+}
 
 #else
 
@@ -94,31 +103,37 @@ static void tsr_copy_back(const tsr_gpu_arg* a, const char* ws, char* user) {
     memcpy(user + (size_t)(r * a->cols) * es, ws + (size_t)(r * a->pcols) * es, (size_t)a->cols * es);
 }
 
+/* The launch of `k` at runtime M `m` (0: as compiled) into *gm: for a shape-generic kernel the
+ * grid's row blocks and the arguments' rows follow M, in *margs (the caller frees it). */
+static tessera_status tsr_launch_at(const tessera_kernel* k, int64_t m, tsr_gpu* gm, tsr_gpu_arg** margs) {
+  *gm = *k->gpu;
+  *margs = NULL;
+  if (m <= 0) return TESSERA_OK;
+  if (gm->rows_per_block > 0 && gm->row_axis >= 0 && gm->row_axis < 3) {
+    const int64_t units = m * (gm->units_per_row > 0 ? gm->units_per_row : 1);
+    const int64_t blocks = (units + gm->rows_per_block - 1) / gm->rows_per_block;
+    if (blocks < gm->grid[gm->row_axis]) gm->grid[gm->row_axis] = blocks;
+  }
+  if (!(*margs = calloc((size_t)gm->num_args + 1, sizeof **margs))) {
+    tsr_message("%s: out of host memory", k->name);
+    return TESSERA_ERR_MEMORY;
+  }
+  for (int i = 0; i < gm->num_args; ++i) {
+    (*margs)[i] = k->gpu->args[i];
+    if ((*margs)[i].rows_follow_m) (*margs)[i].rows = m;
+  }
+  gm->args = *margs;
+  return TESSERA_OK;
+}
+
 static tessera_status tsr_wrapper_run(tsr_dev* d, const tessera_kernel* k, void* fn, void* const* buffers, const int64_t* sizes,
                                       float* total_ms) {
-  /* A shape-generic kernel at runtime M: the grid's row blocks and the wrapper's rows follow M
-   * (a copy of the launch; without sizes it runs at its bound). */
+  /* A shape-generic kernel runs at runtime M (without sizes: at its bound). */
   const int64_t m = k->runtime_m ? (sizes ? sizes[0] : k->m_hi) : 0;
   int64_t sz[3] = {m, sizes ? sizes[1] : 0, sizes ? sizes[2] : 0};
-  tsr_gpu gm = *k->gpu;
+  tsr_gpu gm;
   tsr_gpu_arg* margs = NULL;
-  if (m > 0) {
-    if (gm.rows_per_block > 0 && gm.row_axis >= 0 && gm.row_axis < 3) {
-      const int64_t units = m * (gm.units_per_row > 0 ? gm.units_per_row : 1);
-      const int64_t blocks = (units + gm.rows_per_block - 1) / gm.rows_per_block;
-      if (blocks < gm.grid[gm.row_axis]) gm.grid[gm.row_axis] = blocks;
-    }
-    margs = calloc((size_t)gm.num_args + 1, sizeof *margs);
-    if (!margs) {
-      tsr_message("%s: out of host memory", k->name);
-      return TESSERA_ERR_MEMORY;
-    }
-    for (int i = 0; i < gm.num_args; ++i) {
-      margs[i] = k->gpu->args[i];
-      if (margs[i].rows_follow_m) margs[i].rows = m;
-    }
-    gm.args = margs;
-  }
+  if (tsr_launch_at(k, m, &gm, &margs) != TESSERA_OK) return TESSERA_ERR_MEMORY;
   const tsr_gpu* g = &gm;
   const int nt = k->num_inputs + k->num_outputs;
   uint64_t* user = calloc((size_t)nt, sizeof *user);
@@ -272,6 +287,10 @@ static struct {
   CUres (*eventElapsedTime)(float*, void*, void*);
   CUres (*eventDestroy)(void*);
   CUres (*getErrorString)(CUres, const char**);
+  /* the stream path (tessera_cuda_launch); optional: the host path runs without them */
+  CUres (*memsetD8Async)(CUptr, unsigned char, size_t, void*);
+  CUres (*memsetD32Async)(CUptr, unsigned, size_t, void*);
+  CUres (*memcpy2DAsync)(const void*, void*);
   /* CUDA 12+; absent on older drivers (a TMA kernel is then refused with a message) */
   CUres (*tensorMapEncodeTiled)(void*, int, unsigned, void*, const unsigned long long*, const unsigned long long*,
                                 const unsigned*, const unsigned*, int, int, int, int);
@@ -300,6 +319,9 @@ static int cu_open(void) {
               TSR_SYM(cu, eventElapsedTime, "cuEventElapsedTime") && TSR_SYM(cu, eventDestroy, "cuEventDestroy_v2") &&
               TSR_SYM(cu, getErrorString, "cuGetErrorString") && cu.init(0) == 0;
     if (cu.lib && !(TSR_SYM(cu, tensorMapEncodeTiled, "cuTensorMapEncodeTiled"))) cu.tensorMapEncodeTiled = NULL;
+    if (cu.lib && !(TSR_SYM(cu, memsetD8Async, "cuMemsetD8Async") && TSR_SYM(cu, memsetD32Async, "cuMemsetD32Async") &&
+                    TSR_SYM(cu, memcpy2DAsync, "cuMemcpy2DAsync_v2")))
+      cu.memsetD8Async = NULL;
   }
   int ok = cu.ok;
   pthread_mutex_unlock(&tsr_lock);
@@ -463,6 +485,185 @@ static tessera_status cu_run(const tessera_kernel* k, void* const* buffers, cons
 
 tessera_status tessera_cuda_run(const tessera_kernel* k, void* const* buffers, int device, float* elapsed_ms) {
   return cu_run(k, buffers, NULL, device, elapsed_ms);
+}
+
+/* ---- CUDA on the caller's stream and device memory ---- */
+
+typedef struct tsr_memcpy2d { /* CUDA_MEMCPY2D */
+  size_t srcXInBytes, srcY;
+  int srcMemoryType;
+  const void* srcHost;
+  CUptr srcDevice;
+  void* srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  int dstMemoryType;
+  void* dstHost;
+  CUptr dstDevice;
+  void* dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+} tsr_memcpy2d;
+
+static tessera_status cu_copy2d(CUptr dst, size_t dpitch, CUptr src, size_t spitch, size_t width, size_t height, void* stream) {
+  tsr_memcpy2d c;
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = c.dstMemoryType = 2; /* CU_MEMORYTYPE_DEVICE */
+  c.srcDevice = src, c.srcPitch = spitch, c.dstDevice = dst, c.dstPitch = dpitch, c.WidthInBytes = width, c.Height = height;
+  CUres r = cu.memcpy2DAsync(&c, stream);
+  return r == 0 ? TESSERA_OK : cu_fail(r, "cuMemcpy2DAsync");
+}
+
+static tessera_status cu_zero_async(CUptr dst, size_t n, void* stream) {
+  CUres r = cu.memsetD8Async(dst, 0, n, stream);
+  return r == 0 ? TESSERA_OK : cu_fail(r, "cuMemsetD8Async");
+}
+
+/* Writes n bytes (a multiple of 4) of host data as 32-bit memsets, one per run of equal words:
+ * the values live in the stream's operations, not in host memory a captured graph would read later. */
+static tessera_status cu_words_async(CUptr dst, const void* src, size_t n, void* stream) {
+  const unsigned char* b = (const unsigned char*)src;
+  for (size_t i = 0; i < n / 4;) {
+    unsigned w, x;
+    memcpy(&w, b + 4 * i, 4);
+    size_t j = i + 1;
+    while (j < n / 4 && (memcpy(&x, b + 4 * j, 4), x == w)) ++j;
+    CUres r = cu.memsetD32Async(dst + 4 * i, w, j - i, stream);
+    if (r != 0) return cu_fail(r, "cuMemsetD32Async");
+    i = j;
+  }
+  return TESSERA_OK;
+}
+
+/* tsr_pack on the device: zero the packed copy, then copy each slice's rows (transposed: one
+ * strided copy per row or column of the smaller side). */
+static tessera_status cu_pack_async(const tsr_gpu_arg* a, CUptr src, CUptr dst, void* stream) {
+  const size_t es = (size_t)a->elem_bytes;
+  tessera_status st = cu_zero_async(dst, tsr_arg_bytes(a), stream);
+  for (int64_t b = 0; b < tsr_slices(a) && st == TESSERA_OK; ++b) {
+    CUptr d = dst + (CUptr)(b * a->prows * a->pcols) * es, sb = src + (CUptr)(b * a->rows * a->cols) * es;
+    if (!a->transposed) {
+      st = cu_copy2d(d, (size_t)a->pcols * es, sb, (size_t)a->cols * es, (size_t)a->cols * es, (size_t)a->rows, stream);
+    } else if (a->rows <= a->cols) {
+      for (int64_t r = 0; r < a->rows && st == TESSERA_OK; ++r)  /* packed row r: column r of the stored [cols][rows] */
+        st = cu_copy2d(d + (CUptr)(r * a->pcols) * es, es, sb + (CUptr)r * es, (size_t)a->rows * es, es, (size_t)a->cols, stream);
+    } else {
+      for (int64_t c = 0; c < a->cols && st == TESSERA_OK; ++c)  /* packed column c: stored row c */
+        st = cu_copy2d(d + (CUptr)c * es, (size_t)a->pcols * es, sb + (CUptr)(c * a->rows) * es, es, es, (size_t)a->rows, stream);
+    }
+  }
+  return st;
+}
+
+/* The workspace offset of each argument that is not a user tensor (256-byte aligned); the total. */
+static size_t tsr_workspace_layout(const tsr_gpu* g, size_t* offsets) {
+  size_t total = 0;
+  for (int i = 0; i < g->num_args; ++i) {
+    if (offsets) offsets[i] = total;
+    if (g->args[i].kind != TSR_ARG_TENSOR) total += (tsr_arg_bytes(&g->args[i]) + 255) / 256 * 256;
+  }
+  return total;
+}
+
+tessera_status tsr_cuda_workspace(const tessera_kernel* k, const int64_t* sizes, size_t* bytes) {
+  tsr_gpu gm;
+  tsr_gpu_arg* margs = NULL;
+  if (k->vendor != TSR_NVIDIA || !k->gpu) {
+    tsr_message("%s is not an NVIDIA kernel (target %s)", k->name, k->target);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  if (tsr_launch_at(k, k->runtime_m ? sizes[0] : 0, &gm, &margs) != TESSERA_OK) return TESSERA_ERR_MEMORY;
+  *bytes = tsr_workspace_layout(&gm, NULL);
+  free(margs);
+  return TESSERA_OK;
+}
+
+/* The host wrapper's steps (tsr_wrapper_run) on device buffers, every one enqueued on `stream`. */
+tessera_status tsr_cuda_stream_run(const tessera_kernel* k, void* const* buffers, const int64_t* sizes, void* workspace,
+                                   void* stream, int device) {
+  tessera_status st = tsr_check_buffers(k, buffers, 0);
+  if (st != TESSERA_OK) return st;
+  if (k->vendor != TSR_NVIDIA || !k->gpu) {
+    tsr_message("%s is not an NVIDIA kernel (target %s)", k->name, k->target);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  if (!cu_open()) return TESSERA_ERR_UNSUPPORTED;
+  if (!cu.memsetD8Async) {
+    tsr_message("the CUDA driver lacks the stream entry points (cuMemsetD8Async, cuMemsetD32Async, cuMemcpy2DAsync_v2)");
+    return TESSERA_ERR_UNSUPPORTED;
+  }
+  if ((st = cu_context(device)) != TESSERA_OK) return st;
+  void* fn = NULL;
+  if ((st = cu_function(k, device, &fn)) != TESSERA_OK) return st;
+  const int64_t m = k->runtime_m ? sizes[0] : 0;
+  int64_t sz[3] = {m, sizes[1], sizes[2]};
+  tsr_gpu gm;
+  tsr_gpu_arg* margs = NULL;
+  if (tsr_launch_at(k, m, &gm, &margs) != TESSERA_OK) return TESSERA_ERR_MEMORY;
+  const tsr_gpu* g = &gm;
+  size_t* offs = calloc((size_t)g->num_args + 1, sizeof *offs);
+  CUptr* ptr = calloc((size_t)g->num_args + 1, sizeof *ptr);
+  CUptr* vals = calloc((size_t)g->num_params + 1, sizeof *vals);
+  void** params = calloc((size_t)g->num_params + 1, sizeof *params);
+  const CUptr ws = (CUptr)(uintptr_t)workspace;
+  if (!offs || !ptr || !vals || !params) {
+    tsr_message("%s: out of host memory", k->name);
+    st = TESSERA_ERR_MEMORY;
+  } else if (tsr_workspace_layout(g, offs) && (!workspace || ws % 256)) {
+    tsr_message("%s: needs a 256-byte aligned device workspace of %zu bytes (tessera_cuda_workspace_bytes)", k->name,
+                tsr_workspace_layout(g, NULL));
+    st = TESSERA_ERR_ARGUMENT;
+  }
+  for (int64_t b = 0; b < g->batches && st == TESSERA_OK; ++b) {
+    for (int i = 0; i < g->num_args && st == TESSERA_OK; ++i) {
+      const tsr_gpu_arg* a = &g->args[i];
+      const CUptr off = a->tensor >= 0 ? (CUptr)(b * a->batch_stride) * (CUptr)k->tensors[a->tensor].elem_bytes : 0;
+      const CUptr user = a->tensor >= 0 ? (CUptr)(uintptr_t)buffers[a->tensor] + off : 0;
+      ptr[i] = a->kind == TSR_ARG_TENSOR ? user : ws + offs[i];
+      if (a->kind == TSR_ARG_TENSOR && a->zero_first)
+        st = cu_zero_async(ptr[i], (size_t)(a->rows * a->cols) * (size_t)a->elem_bytes, stream);
+      else if (a->kind == TSR_ARG_WORKSPACE)
+        st = cu_zero_async(ptr[i], tsr_arg_bytes(a), stream);
+      else if (a->kind == TSR_ARG_PACKED)
+        st = cu_pack_async(a, user, ptr[i], stream);
+      else if (a->kind == TSR_ARG_SIZES)
+        st = cu_words_async(ptr[i], sz, sizeof sz, stream);
+    }
+    for (int i = 0; i < g->num_args && st == TESSERA_OK; ++i) {  /* tensor maps hold the others' addresses */
+      const tsr_gpu_arg* a = &g->args[i];
+      unsigned char map[128] __attribute__((aligned(64)));
+      if (a->kind != TSR_ARG_TENSOR_MAP) continue;
+      if (a->map_of < 0 || a->map_of >= g->num_args || g->args[a->map_of].kind == TSR_ARG_TENSOR_MAP || !cu.tensorMapEncodeTiled) {
+        tsr_message("%s: a tensor map over launch argument %d cannot be made here (CUDA 12+, sm_90)", k->name, a->map_of);
+        st = TESSERA_ERR_UNSUPPORTED;
+        break;
+      }
+      memset(map, 0, sizeof map);
+      st = cu_encode_map(NULL, a, ptr[a->map_of], map);
+      if (st == TESSERA_OK) st = cu_words_async(ptr[i], map, sizeof map, stream);
+    }
+    if (st != TESSERA_OK) break;
+    for (int p = 0; p < g->num_params; ++p) {
+      vals[p] = ptr[g->params[p]];
+      params[p] = &vals[p];
+    }
+    CUres r = cu.launchKernel(fn, (unsigned)g->grid[0], (unsigned)g->grid[1], (unsigned)g->grid[2], (unsigned)g->block[0],
+                              (unsigned)g->block[1], (unsigned)g->block[2], (unsigned)g->dyn_shared, stream, params, NULL);
+    if (r != 0) st = cu_fail(r, "CUDA kernel launch");
+    for (int i = 0; i < g->num_args && st == TESSERA_OK; ++i) {
+      const tsr_gpu_arg* a = &g->args[i];
+      if (a->kind != TSR_ARG_WORKSPACE || !a->copy_back) continue;
+      const size_t es = (size_t)a->elem_bytes;
+      const CUptr user = (CUptr)(uintptr_t)buffers[a->tensor] + (CUptr)(b * a->batch_stride) * (CUptr)k->tensors[a->tensor].elem_bytes;
+      st = cu_copy2d(user, (size_t)a->cols * es, ptr[i], (size_t)a->pcols * es, (size_t)a->cols * es, (size_t)a->rows, stream);
+    }
+  }
+  free(margs);
+  free(offs);
+  free(ptr);
+  free(vals);
+  free(params);
+  return st;
 }
 
 /* ---- HIP runtime ---- */

@@ -146,8 +146,13 @@ class BundleLibrary:
         lib.tessera_info.argtypes = [vp, ctypes.POINTER(_KernelInfo)]
         lib.tessera_num_tensors.argtypes = [vp]
         lib.tessera_tensor.argtypes = [vp, ctypes.c_int, ctypes.POINTER(_TensorInfo)]
+        lib.tessera_cuda_workspace_bytes.restype = ctypes.c_int
+        lib.tessera_cuda_workspace_bytes.argtypes = [vp, i64p, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)]
+        lib.tessera_cuda_launch.restype = ctypes.c_int
+        lib.tessera_cuda_launch.argtypes = [vp, i64p, ctypes.c_int, ctypes.POINTER(vp), vp, vp, ctypes.c_int]
         self._lib = lib
         self._run = lib.tessera_run_dims
+        self._launch = lib.tessera_cuda_launch
         self.kernels: List[KernelDesc] = [self._describe(lib.tessera_kernel_at(i)) for i in range(lib.tessera_kernel_count())]
         self.by_handle = {k.handle: k for k in self.kernels}
 
@@ -185,14 +190,38 @@ class BundleLibrary:
         arr = dims if isinstance(dims, ctypes.Array) else (ctypes.c_int64 * len(dims))(*dims)
         st = self._run(kernel.handle, arr, len(arr), (ctypes.c_void_p * n)(*pointers))
         if st != 0:
-            msg = f"{kernel.name}: {_STATUS.get(st, st)}: {self.last_message()}"
-            if st == 1:
-                raise NotFoundError("not-found: " + msg)
-            if st == 3:
-                raise UnsupportedError("unsupported: " + msg)
-            if st == 2:
-                raise InvalidArgumentError("invalid-argument: " + msg)
-            raise TesseraError("error: " + msg)
+            self._check(kernel, st)
+
+    def cuda_workspace_bytes(self, kernel: KernelDesc, dims: Any) -> int:
+        """The device workspace ``cuda_launch`` needs for ``kernel`` at key shape ``dims``."""
+        arr = dims if isinstance(dims, ctypes.Array) else (ctypes.c_int64 * len(dims))(*dims)
+        n = ctypes.c_size_t(0)
+        self._check(kernel, self._lib.tessera_cuda_workspace_bytes(kernel.handle, arr, len(arr), ctypes.byref(n)))
+        return n.value
+
+    def cuda_launch(self, kernel: KernelDesc, dims: Any, pointers: Sequence[int], workspace: int, stream: int,
+                    device: int) -> None:
+        """Enqueues ``kernel`` on CUDA ``stream`` (a CUstream handle) of ``device`` over device
+        buffers (inputs then outputs) and a device workspace of ``cuda_workspace_bytes`` bytes: no
+        allocation, host copy or synchronisation (tessera_cuda_launch of tessera_bundle.h)."""
+        n = len(kernel.tensors)
+        if len(pointers) != n:
+            raise InvalidArgumentError(f"invalid-argument: {kernel.name} takes {n} buffers, got {len(pointers)}")
+        arr = dims if isinstance(dims, ctypes.Array) else (ctypes.c_int64 * len(dims))(*dims)
+        self._check(kernel, self._launch(kernel.handle, arr, len(arr), (ctypes.c_void_p * n)(*pointers), workspace or None,
+                                         stream or None, device))
+
+    def _check(self, kernel: KernelDesc, st: int) -> None:
+        if st == 0:
+            return
+        msg = f"{kernel.name}: {_STATUS.get(st, st)}: {self.last_message()}"
+        if st == 1:
+            raise NotFoundError("not-found: " + msg)
+        if st == 3:
+            raise UnsupportedError("unsupported: " + msg)
+        if st == 2:
+            raise InvalidArgumentError("invalid-argument: " + msg)
+        raise TesseraError("error: " + msg)
 
     def ranges(self) -> List[Dict[str, Any]]:
         """The manifest's shape ranges (name, dim, lo, hi, shape_at_hi, buckets)."""

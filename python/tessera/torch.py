@@ -11,8 +11,12 @@ drop-in modules, ``patch`` for a whole model, and ``stats`` saying what ran wher
 
 CPU tensors run the bundle's host kernels in the tensors' own memory (no copy unless a tensor is not
 contiguous or not 64-byte aligned: then it is staged and ``stats`` counts it), on the thread count
-the kernel was tuned and bundled for. A shape, dtype or device the bundle has no kernel for runs
-torch's own operator, logged once per shape on the ``tessera.torch`` logger. Inference only: a call
+the kernel was tuned and bundled for. CUDA tensors run the bundle's GPU kernels for the device's
+chip, enqueued by the C runtime on torch's current stream (``_torch_cuda``: no synchronisation, no
+host copy, outputs and workspace from torch's caching allocator; capturable in a CUDA graph); a
+bundle with GPU code for other chips only is an error naming both. A shape, dtype or device the
+bundle has no kernel for runs torch's own operator, logged once per shape on the ``tessera.torch``
+logger. Inference only: a call
 that needs gradients runs torch's operator. Needs torch (``pip install tessera[torch]``).
 """
 from __future__ import annotations
@@ -29,7 +33,7 @@ import torch.nn.functional as F  # type: ignore[import-not-found, unused-ignore]
 from torch import nn  # type: ignore[import-not-found, unused-ignore]
 from torch.overrides import TorchFunctionMode  # type: ignore[import-not-found, unused-ignore]
 
-from . import attention as _attention, elementwise as _elementwise, gemm as _gemm, parse as _parse, Kernel
+from . import _torch_cuda as _cuda, attention as _attention, elementwise as _elementwise, gemm as _gemm, parse as _parse, Kernel
 from .bundle_lib import BundleLibrary, KernelDesc
 from .errors import InvalidArgumentError
 
@@ -37,6 +41,7 @@ _log = logging.getLogger("tessera.torch")
 _DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _ACTIVATIONS = {"": "{}", "gelu": "gelu_erf({})", "gelu_tanh": "gelu({})"}
 _ALIGN = 64
+_GPU_ALIGN = 16  # vector loads and TMA
 _lock = threading.Lock()
 _ids = itertools.count(1)
 _registry: Dict[int, "_Resolver"] = {}
@@ -95,7 +100,7 @@ class _Resolver:
         _registry[self.id] = self
 
     def plan(self, req: _Request, device: torch.device) -> _Plan:
-        key = (req.op, req.family, req.dtype, req.dims, req.what, device.type)
+        key = (req.op, req.family, req.dtype, req.dims, req.what, str(device))
         p = self._plans.get(key)
         if p is None:
             p = self._resolve(req, device)
@@ -115,6 +120,9 @@ class _Resolver:
         raise NotImplementedError
 
 
+_VENDORS = ("host", "nvidia")
+
+
 class Bundle(_Resolver):
     """A bundle folder loaded for torch (``load``). Kernels are matched by what they compute (the
     workload hash of the kernel a call needs against the bundle's), then by shape: a kernel compiled
@@ -123,26 +131,37 @@ class Bundle(_Resolver):
     def __init__(self, folder: str, cc: Optional[str] = None):
         self.lib = BundleLibrary(folder, cc)
         self.folder = self.lib.folder
-        self._fixed: Dict[str, List[str]] = {}
+        self._fixed: Dict[Tuple[str, str], List[str]] = {}  # (vendor, workload) -> kernel names
         self._dims: Dict[Tuple[int, ...], Any] = {}
         for e in self.lib.entries():
-            if e.get("vendor") == "host" and "runtime_m" not in e and e.get("workload"):
-                self._fixed.setdefault(e["workload"], []).append(e["name"])
-        # Each range with the workload of its kernel at the range's top size (its kernel_ir).
-        self._ranges: List[Tuple[Dict[str, Any], str]] = []
+            if e.get("vendor") in _VENDORS and "runtime_m" not in e and e.get("workload"):
+                self._fixed.setdefault((e["vendor"], e["workload"]), []).append(e["name"])
+        # Each range with its vendor and the workload of its kernel at the range's top size (its kernel_ir).
+        self._ranges: List[Tuple[str, Dict[str, Any], str]] = []
         for r in self.lib.ranges():
-            ents = [e for e in self.lib.entries() if e.get("vendor") == "host" and "runtime_m" in e
-                    and e["name"].startswith(r["name"] + "_range") and e.get("kernel_ir")]
-            if ents:
-                self._ranges.append((r, _parse(ents[0]["kernel_ir"]).workload))
+            for vendor in _VENDORS:
+                ents = [e for e in self.lib.entries() if e.get("vendor") == vendor and "runtime_m" in e
+                        and e["name"].startswith(r["name"] + "_range") and e.get("kernel_ir")]
+                if ents:
+                    self._ranges.append((vendor, r, _parse(ents[0]["kernel_ir"]).workload))
         super().__init__()
 
     def __repr__(self) -> str:
         return f"<tessera.torch.Bundle {self.folder}: {len(self.lib.kernels)} kernels, {len(self._ranges)} ranges>"
 
     def _resolve(self, req: _Request, device: torch.device) -> _Plan:
-        if device.type != "cpu":
-            return _Plan(None, f"{device.type} tensors: this tessera.torch runs host kernels only")
+        vendor, chip = "host", "host"
+        if _cuda.device.is_gpu(device):
+            vendor, chip = "nvidia", _cuda.check_chip(self.lib, device) or ""
+            if not chip:
+                return _Plan(None, f"{device} tensors: the bundle has host code only")
+        elif device.type != "cpu":
+            return _Plan(None, f"{device.type} tensors: tessera.torch runs CPU and CUDA tensors")
+
+        def find(name: str) -> Optional[KernelDesc]:
+            if vendor == "host":
+                return self.lib.find(name, req.dims, req.dtype, "host")
+            return _cuda.find(self.lib, name, req.dims, req.dtype, chip)
         try:
             want = req.build(None)
         except Exception as e:  # a shape Tessera's builders refuse (e.g. causal with seq_q > seq_kv)
@@ -150,20 +169,21 @@ class Bundle(_Resolver):
         wl = want.workload
         # Kernels of one workload take their inputs in one order (the builder's): the call's by name.
         order = tuple(req.names.index(t.name) for t in want.inputs)
-        for name in self._fixed.get(wl, []):
-            k = self.lib.find(name, req.dims, req.dtype, "host")
+        for name in self._fixed.get((vendor, wl), []):
+            k = find(name)
             if k is not None:
                 return _Plan(k, k.source, order)
         why = ""
-        for r, rwl in self._ranges:
-            if r.get("lo", 0) > 0 and _range_workload(req, r) == rwl:
-                k = self.lib.find(r["name"], req.dims, req.dtype, "host")
+        for rv, r, rwl in self._ranges:
+            if rv == vendor and r.get("lo", 0) > 0 and _range_workload(req, r) == rwl:
+                k = find(r["name"])
                 if k is not None:
                     return _Plan(k, f"range {r['name']} {r['dim']} {r['lo']}..{r['hi']}", order)
                 why = self.lib.last_message()
         if not why:
-            have = sorted({k.shape for k in self.lib.kernels if k.family == req.family and k.dtype == req.dtype})
-            why = (f"the bundle has no kernel computing it (its {req.family} {req.dtype} shapes: "
+            have = sorted({k.shape for k in self.lib.kernels if k.family == req.family and k.dtype == req.dtype
+                           and _cuda.is_gpu_kernel(k) == (vendor != "host")})
+            why = (f"the bundle has no kernel computing it on {chip} (its {req.family} {req.dtype} shapes: "
                    f"{', '.join(have) if have else 'none'})")
         return _Plan(None, why)
 
@@ -172,7 +192,10 @@ class Bundle(_Resolver):
         dims = self._dims.get(req.dims)
         if dims is None:
             dims = self._dims[req.dims] = (ctypes.c_int64 * len(req.dims))(*req.dims)
-        self.lib.run(plan.kernel, dims, [t.data_ptr() for t in tensors])
+        if _cuda.is_gpu_kernel(plan.kernel):
+            _cuda.launch(self.lib, plan.kernel, req.dims, dims, tensors)
+        else:
+            self.lib.run(plan.kernel, dims, [t.data_ptr() for t in tensors])
 
 
 _range_cache: Dict[tuple, str] = {}
@@ -196,11 +219,18 @@ def load(folder: str, cc: Optional[str] = None) -> Bundle:
 
 # ---- the operators ----
 
+def _empty(shape: Sequence[int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A new contiguous tensor: torch's allocator for the device (the CUDA path's, for a GPU)."""
+    if _cuda.device.is_gpu(device):
+        return _cuda.device.empty(shape, dtype, device)
+    return torch.empty(tuple(shape), dtype=dtype, device=device)
+
+
 def _ready(t: torch.Tensor) -> Tuple[torch.Tensor, int]:
     """``t`` itself when a kernel can read it in place, else a contiguous, aligned copy."""
-    if t.is_contiguous() and t.data_ptr() % _ALIGN == 0:
+    if t.is_contiguous() and t.data_ptr() % (_GPU_ALIGN if _cuda.device.is_gpu(t.device) else _ALIGN) == 0:
         return t, 0
-    return torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t), 1
+    return _empty(t.shape, t.dtype, t.device).copy_(t), 1
 
 
 _calls: Dict[tuple, Tuple[Optional[_Request], _Plan]] = {}  # (bundle, op, shapes, ...) -> what runs
@@ -271,7 +301,7 @@ def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
            None if bias is None else bias.dtype, x.device)
     inputs = [x.reshape(m, kdim), weight] + ([bias] if bias is not None else [])
     return _call(bundle, key, describe, x.device, inputs,
-                 lambda: torch.empty((*x.shape[:-1], n), dtype=x.dtype, device=x.device), fallback)
+                 lambda: _empty((*x.shape[:-1], n), x.dtype, x.device), fallback)
 
 
 def _bias_gelu_impl(x: torch.Tensor, bias: torch.Tensor, approximate: str, bundle: int) -> torch.Tensor:
@@ -290,7 +320,7 @@ def _bias_gelu_impl(x: torch.Tensor, bias: torch.Tensor, approximate: str, bundl
         return _Request("bias_gelu", "elementwise", dt, (rows, n), build, what, ("x", "b")), ""
 
     key = (bundle, "bias_gelu", x.shape, bias.shape, approximate, x.dtype, bias.dtype, x.device)
-    return _call(bundle, key, describe, x.device, [x, bias], lambda: torch.empty_like(x, memory_format=torch.contiguous_format),
+    return _call(bundle, key, describe, x.device, [x, bias], lambda: _empty(x.shape, x.dtype, x.device),
                  lambda: F.gelu(x + bias, approximate=approximate))
 
 
@@ -318,7 +348,7 @@ def _attention_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal
         return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=k.shape[-3] != q.shape[-3])
 
     key = (bundle, "attention", q.shape, k.shape, v.shape, is_causal, scale, q.dtype, k.dtype, v.dtype, q.device)
-    return _call(bundle, key, describe, q.device, [q, k, v], lambda: torch.empty_like(q, memory_format=torch.contiguous_format),
+    return _call(bundle, key, describe, q.device, [q, k, v], lambda: _empty(q.shape, q.dtype, q.device),
                  fallback)
 
 

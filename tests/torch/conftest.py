@@ -16,6 +16,10 @@ import tessera.torch as tt  # noqa: E402
 DIM, HEADS, SEQ, BATCH = 64, 4, 32, 2
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA device (ctest python_torch_gpu_tests)")
+
+
 @pytest.fixture(scope="session")
 def block():
     return gpt_block.make(DIM, HEADS)

@@ -15,5 +15,7 @@ if ! TPY=$(bash "$HERE/torch_venv.sh" "$PY"); then
 fi
 export LD_LIBRARY_PATH="${CUDA_LIB:-/usr/local/cuda/lib64}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONPATH="$BUILD/python"
+# The stand-in CUDA driver test_cuda.py drives the CUDA path with (built with the bundle tests).
+export TESSERA_FAKE_CUDA="${TESSERA_FAKE_CUDA:-$BUILD/tests/bundle/libtessera_fake_cuda.so}"
 cd "$HERE"
 exec "$TPY" -m pytest -q -p no:cacheprovider "$@" "$HERE"

@@ -1,0 +1,207 @@
+"""Drives tessera.torch's CUDA path (operator -> kernel for the chip -> tessera_cuda_launch) on a
+machine without a GPU, in its own process (test_cuda.py runs it): the stand-in CUDA driver
+(tests/bundle/fake_cuda.c) is loaded under libcuda.so.1 before the bundle's runtime, one of its
+allocations stands in for torch's caching allocator (CPU tensors over it), and a stand-in Device
+says those tensors are on a CUDA device of a given chip with a given current stream. Prints "ok
+NAME" per check; an assertion stops it with a traceback.
+    python cuda_standin.py FAKE_LIBCUDA WORK_DIR"""
+import ctypes
+import math
+import os
+import re
+import sys
+
+FAKE, WORK = sys.argv[1], sys.argv[2]
+fake = ctypes.CDLL(FAKE, mode=os.RTLD_NOW | ctypes.RTLD_GLOBAL)  # before any dlopen("libcuda.so.1")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import tessera  # noqa: E402
+import tessera.torch as tt  # noqa: E402
+from tessera import _torch_cuda  # noqa: E402
+
+STREAM = 0x5EED0
+M, K, N, H, HKV, S, D = 32, 64, 96, 4, 2, 16, 16
+fake.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_size_t]
+fake.fake_cuda_expect_stream.argtypes = [ctypes.c_void_p]
+fake.fake_cuda_last_launch.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                                       ctypes.POINTER(ctypes.c_uint)]
+
+
+class Pool:
+    """The caching allocator's stand-in: one driver allocation handed out in 512-byte blocks."""
+
+    def __init__(self, nbytes):
+        p = ctypes.c_ulonglong(0)
+        assert fake.cuMemAlloc_v2(ctypes.byref(p), nbytes) == 0
+        self.end, self.next = p.value + nbytes, (p.value + 511) // 512 * 512  # torch's blocks are 512-byte aligned
+
+    def take(self, nbytes):
+        p = self.next
+        self.next += (max(nbytes, 1) + 511) // 512 * 512
+        assert self.next <= self.end, "stand-in pool exhausted"
+        return p
+
+
+pool = Pool(16 << 20)
+
+
+class StandIn(_torch_cuda.Device):
+    def __init__(self, chip="sm_90", stream=STREAM):
+        self._chip, self._stream = chip, stream
+
+    def is_gpu(self, device):
+        return device.type == "cpu"
+
+    def index(self, device):
+        return 0
+
+    def chip(self, device):
+        return self._chip
+
+    def name(self, device):
+        return "the stand-in driver's device"
+
+    def stream(self, device):
+        return self._stream
+
+    def empty(self, shape, dtype, device):
+        n = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        buf = (ctypes.c_ubyte * max(n, 1)).from_address(pool.take(n))
+        return torch.frombuffer(buf, dtype=torch.uint8)[:n].view(dtype).view(tuple(shape))
+
+
+def on_device(t):
+    return _torch_cuda.device.empty(t.shape, t.dtype, t.device).copy_(t)
+
+
+def counts():
+    c = (ctypes.c_int * 5)()
+    fake.fake_cuda_counts(c)
+    return list(c)  # synchronisations, host copies, allocations, operations on another stream, refused in capture
+
+
+def last_launch():
+    vals, stream, dims = (ctypes.c_ulonglong * 64)(), ctypes.c_void_p(), (ctypes.c_uint * 7)()
+    n = fake.fake_cuda_last_launch(vals, 64, ctypes.byref(stream), dims)
+    return list(vals[:n]), stream.value or 0, tuple(dims[:3]), tuple(dims[3:6])
+
+
+def entry(b, name):
+    (e,) = [e for e in b.lib.entries() if e["name"] == name]
+    return e
+
+
+def launch_of(e):
+    g = re.search(r"grid (\d+)x(\d+)x(\d+), block (\d+)x(\d+)x(\d+)", e["launch"])
+    return tuple(map(int, g.groups()[:3])), tuple(map(int, g.groups()[3:]))
+
+
+def spans(*ts):
+    return [(t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in ts]
+
+
+def check(name, cond, detail=""):
+    assert cond, f"{name}: {detail}"
+    print("ok", name, flush=True)
+
+
+kernels = [tessera.gemm(M, N, K, trans_b=True, epilogue="gelu(acc + bias)", shapes={"bias": (N,)}),
+           tessera.elementwise("y = gelu(x + b)", {"x": (M, N), "b": (N,)}),
+           tessera.attention(H, S, D, heads_kv=HKV, batch=1, causal=True)]
+import warnings  # noqa: E402
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # untuned defaults are named
+    tessera.bundle(kernels, targets=["sm_90"], out=os.path.join(WORK, "b"), missing="default")
+b = tt.load(os.path.join(WORK, "b"))
+fake.fake_cuda_set_params(-1)
+fake.fake_cuda_expect_stream(STREAM)
+torch.manual_seed(0)
+cpu = {"x": torch.randn(M, K), "w": torch.randn(N, K), "bias": torch.randn(N), "h": torch.randn(M, N),
+       "q": torch.randn(1, H, S, D), "k": torch.randn(1, HKV, S, D), "v": torch.randn(1, HKV, S, D)}
+
+# A device of a chip the bundle has no code for: one error naming the chip and the bundle's code sets.
+_torch_cuda.device = StandIn(chip="sm_80")
+dev = {k: on_device(t) for k, t in cpu.items()}
+try:
+    tt.linear(dev["x"], dev["w"], dev["bias"], b, activation="gelu_tanh")
+    raise AssertionError("chip mismatch: no error")
+except tessera.UnsupportedError as e:
+    check("chip_mismatch", "sm_80" in str(e) and "sm_90" in str(e) and str(e).count("\n") == 0, str(e))
+
+_torch_cuda.device = StandIn()
+ops = {
+    "linear": (lambda: tt.linear(dev["x"], dev["w"], dev["bias"], b, activation="gelu_tanh"), ("x", "w", "bias")),
+    "bias_gelu": (lambda: tt.bias_gelu(dev["h"], dev["bias"], b, approximate="tanh"), ("h", "bias")),
+    "attention": (lambda: tt.scaled_dot_product_attention(dev["q"], dev["k"], dev["v"], b, is_causal=True), ("q", "k", "v")),
+}
+shapes = {"linear": (M, N), "bias_gelu": (M, N), "attention": (1, H, S, D)}
+for op, (call, names) in ops.items():
+    tt.stats(reset=True)
+    before, launches, start = counts(), fake.fake_cuda_launches(), pool.next
+    y = call()
+    (row,) = tt.stats()
+    params, stream, grid, block = last_launch()
+    e = entry(b, row["kernel"])
+    check(f"{op}_runs_the_gpu_kernel", row["ran"] == "tessera" and e["arch"] == "sm_90" and y.shape == shapes[op] and
+          fake.fake_cuda_launches() == launches + 1, f"{row} {e['arch']} {y.shape}")
+    check(f"{op}_stream_only", counts() == before and stream == STREAM, f"{counts()} vs {before}, stream {stream:#x}")
+    check(f"{op}_grid_block", (grid, block) == launch_of(e), f"{grid} {block} vs {e['launch']}")
+    # Every pointer the kernel gets lies in the call's tensors or in memory the allocator handed out
+    # during the call (the workspace, the output): nothing of the runtime's own.
+    mine = spans(*(dev[n] for n in names)) + [(start, pool.next)]
+    check(f"{op}_pointers", bool(params) and all(any(lo <= p < hi for lo, hi in mine) for p in params), f"{params} {mine}")
+
+# The operator hands the runtime the call's tensors in the order the kernel declares them (by name:
+# the elementwise kernel takes b before x): its launch equals one made from that order directly.
+tt.stats(reset=True)
+y = tt.bias_gelu(dev["h"], dev["bias"], b, approximate="tanh")
+params = last_launch()[0]
+(k,) = [kd for kd in b.lib.kernels if kd.name == tt.stats()[0]["kernel"]]
+by_name = {"x": dev["h"], "b": dev["bias"], "y": y}
+
+
+def direct(names):
+    b.lib.cuda_launch(k, (M, N), [names[t.name].data_ptr() for t in k.tensors], 0, STREAM, 0)
+    return last_launch()[0]
+
+
+check("bias_gelu_argument_order", [t.name for t in k.tensors] == ["b", "x", "y"] and params == direct(by_name),
+      f"{params} {k.tensors}")
+# Negative control: x and b exchanged give another launch, which that comparison tells apart.
+check("swapped_arguments_are_seen", direct({"x": dev["bias"], "b": dev["h"], "y": y}) != params)
+
+# Negative control: a launch on another stream than torch's current one is counted.
+_torch_cuda.device = StandIn(stream=0)
+before = counts()
+tt.bias_gelu(dev["h"], dev["bias"], b, approximate="tanh")
+check("wrong_stream_is_seen", counts()[3] > before[3], f"{counts()} vs {before}")
+_torch_cuda.device = StandIn()
+
+# Graph capture: the call records on the stream and runs only when replayed; the driver refused nothing.
+before, launches = counts(), fake.fake_cuda_launches()
+fake.fake_cuda_capture(1)
+y = tt.linear(dev["x"], dev["w"], dev["bias"], b, activation="gelu_tanh")
+fake.fake_cuda_capture(0)
+check("capture_records", fake.fake_cuda_launches() == launches and counts() == before, f"{counts()} vs {before}")
+check("capture_replays", fake.fake_cuda_replay() > 0 and fake.fake_cuda_launches() == launches + 1)
+# Negative control: the host-memory path (tessera_cuda_run: allocations, copies, a sync) is refused during capture.
+fake.fake_cuda_capture(1)
+try:
+    b.lib.run(k, (M, N), [t.data_ptr() for t in (cpu["bias"], cpu["h"], torch.empty(M, N))])
+    refused = False
+except tessera.TesseraError:
+    refused = True
+fake.fake_cuda_capture(0)
+check("host_path_refused_in_capture", refused and counts()[4] > before[4])
+
+# A shape the bundle has no kernel for: torch's operator, counted, no launch.
+tt.stats(reset=True)
+launches = fake.fake_cuda_launches()
+h2 = on_device(torch.randn(M + 1, N))
+y = tt.bias_gelu(h2, dev["bias"], b, approximate="tanh")
+(row,) = tt.stats()
+check("fallback", row["ran"] == "torch" and "sm_90" in row["how"] and fake.fake_cuda_launches() == launches and
+      torch.allclose(y, F.gelu(h2 + dev["bias"], approximate="tanh")), str(row))
+print("all ok")
