@@ -17,6 +17,7 @@
 #include "bundle/bundle.h"
 #include "bundle/runtime/tessera_bundle.h"
 #include "bundle_runtime_loader.h"
+#include "emulated_launch.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_emu.h"
 #include "ir/buffer.h"
@@ -47,31 +48,8 @@ std::vector<ir::Kernel> streamKernels() {
   return v;
 }
 
-struct Emu {
-  std::shared_ptr<const codegen::EmulatedKernel> kernel;
-  std::shared_ptr<const codegen::MappedKernel> mapped;
-  std::vector<int> params;
-  std::vector<unsigned char> dummy;
-  size_t (*bytesFrom)(const void*) = nullptr;
-  std::vector<std::string> problems;
-};
-
-extern "C" void callStreamEmulated(void* ctx, void** params, int n) {
-  auto* e = static_cast<Emu*>(ctx);
-  const codegen::GpuLaunch& l = e->kernel ? e->kernel->launch() : e->mapped->launch();
-  std::vector<void*> args(l.args.size(), e->dummy.data());
-  for (int p = 0; p < n && p < int(e->params.size()); ++p) args[size_t(e->params[size_t(p)])] = params[p];
-  if (e->kernel) return e->kernel->call(args.data());
-  std::vector<uint64_t> a;
-  std::vector<emu::Extent> extents{{e->dummy.data(), e->dummy.size(), "unused argument"}};
-  for (void* p : args) {
-    a.push_back(uint64_t(uintptr_t(p)));
-    if (p != e->dummy.data()) extents.push_back({p, e->bytesFrom(p), "bundle buffer"});
-  }
-  emu::Report r = e->mapped->run(a, extents);
-  for (const auto& m : r.errors) e->problems.push_back(m);
-  if (!r.ok && r.errors.empty()) e->problems.push_back("emulation failed");
-}
+using bundle_test::callEmulated;
+using bundle_test::Emulated;
 
 using test::sym;
 
@@ -157,7 +135,7 @@ TEST(BundleGpuStream, LaunchesOnTheCallersStreamAndRecordsIntoACapture) {
     for (auto p : dev) bufs.push_back(reinterpret_cast<void*>(p));
     const unsigned long long wsRaw = ws ? device(ws + 256) : 0, wsp = (wsRaw + 255) / 256 * 256;  // the runtime asks 256-byte alignment
 
-    Emu ctx{nullptr, nullptr, bin->launch.kernelParams, std::vector<unsigned char>(1 << 22, 0), fake.bytesFrom, {}};
+    Emulated ctx{nullptr, nullptr, bin->launch.kernelParams, std::vector<unsigned char>(1 << 22, 0), fake.bytesFrom, {}};
     auto em = codegen::compileEmulatedKernel(k, search::makeSpace(k, t)->defaults(), t);
     if (em.ok()) {
       ctx.kernel = *em;
@@ -166,7 +144,7 @@ TEST(BundleGpuStream, LaunchesOnTheCallersStreamAndRecordsIntoACapture) {
       ASSERT_TRUE(mk.ok()) << em.error().str() << "; mapped: " << mk.error().str();
       ctx.mapped = *mk;
     }
-    fake.setKernel(callStreamEmulated, &ctx);
+    fake.setKernel(callEmulated, &ctx);
     std::vector<const ir::Buffer*> inPtrs;
     for (auto& x : ins) inPtrs.push_back(&x);
     auto ref = ir::evaluateReference(k, inPtrs);
