@@ -518,7 +518,9 @@ TEST_P(Round4, AWriteAndAWorkerTokenCannotReproduceTheirOwnLie) {
     return json::parse(f.get("/v1/records?key_id=" + keyIdOf(test::keyFor(key)), f.read_token).body)["records"];
   };
   for (const json& r : listed(62))
-    if (r["config"] == json::parse(lie)) EXPECT_EQ(r.value("trust", ""), "claim") << r;
+    if (r["config"] == json::parse(lie)) {
+      EXPECT_EQ(r.value("trust", ""), "claim") << r;
+    }
   // The worker's record keeps who sent it.
   EXPECT_EQ(test::queryRows(f.db, "SELECT count(*) FROM records WHERE writer = 'mallory-w' AND measured_for = 'mallory'")[0][0],
             "1");
@@ -530,9 +532,13 @@ TEST_P(Round4, AWriteAndAWorkerTokenCannotReproduceTheirOwnLie) {
   const json confirmed = best(64);
   EXPECT_EQ(confirmed.value("tier", ""), "reproduced") << confirmed;
   for (const json& r : listed(64))
-    if (r.value("writer", "") == "fleet") EXPECT_EQ(r.value("trust", ""), "vouched") << r;
+    if (r.value("writer", "") == "fleet") {
+      EXPECT_EQ(r.value("trust", ""), "vouched") << r;
+    }
   for (const json& r : listed(64))
-    if (r["id"] == claim) EXPECT_EQ(r.value("trust", ""), "confirmed") << r;
+    if (r["id"] == claim) {
+      EXPECT_EQ(r.value("trust", ""), "confirmed") << r;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, Round4, ::testing::ValuesIn(test::builtEngines()),
