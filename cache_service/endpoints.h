@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cache_service/http.h"
+#include "cache_service/url_redact.h"
 #include "support/status.h"
 
 namespace tessera::cache {
@@ -23,12 +24,6 @@ namespace tessera::cache {
 // client ever shows it (such a URL is then refused by openHttpConnection: the service takes
 // bearer tokens, never URL credentials).
 std::vector<std::string> splitServiceUrls(std::string_view list);
-
-// Whether a URL (any scheme) carries a password: "scheme://user:secret@host..." or a "password="
-// query parameter (libpq's form).
-bool urlHasPassword(std::string_view url);
-// The URL with such a password replaced by "***": what may be printed or logged.
-std::string redactUrl(std::string_view url);
 
 struct EndpointOptions {
   std::vector<std::string> urls;

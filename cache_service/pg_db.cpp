@@ -6,9 +6,9 @@
 #include <thread>
 
 #include "cache_service/cpu_budget.h"
-#include "cache_service/endpoints.h"
 #include "cache_service/pg_store_impl.h"
 #include "cache_service/store_core.h"
+#include "cache_service/url_redact.h"
 
 namespace tessera::cache::pg {
 
