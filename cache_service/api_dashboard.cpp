@@ -16,6 +16,7 @@
 #include "cache_service/dashboard_digest.h"
 #include "cache_service/dashboard_json.h"
 #include "cache_service/http_compress.h"
+#include "ir/text.h"
 #include "cache_service/kernel_text.h"
 #include "cache_service/record_json.h"
 #include "cache_service/ui_assets.h"
@@ -29,7 +30,6 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxCompareTargets = 8;
-constexpr size_t kMaxKernelTextBytes = 1u << 20;  // the IR parser's limit (ir/text.h)
 
 ApiResponse withDashboardHeaders(ApiResponse r) {
   for (const auto& h : dashboardHeaders()) r.headers.push_back(h);
@@ -307,7 +307,7 @@ ApiResponse routeCompare(RouteContext& c, const ApiRequest& r) {
       if (!v.is_string() || !isKeyId(v.get_ref<const std::string&>())) return invalid("key_id: expected 64 lowercase hex digits");
       key_id = v.get<std::string>();
     } else if (it.key() == "kernel") {
-      if (!v.is_string() || v.get_ref<const std::string&>().empty() || v.get_ref<const std::string&>().size() > kMaxKernelTextBytes)
+      if (!v.is_string() || v.get_ref<const std::string&>().empty() || v.get_ref<const std::string&>().size() > ir::kMaxIrTextBytes)
         return invalid("kernel: expected the kernel's IR text (at most 1 MiB)");
       req.kernel_text = v.get<std::string>();
     } else if (it.key() == "targets") {

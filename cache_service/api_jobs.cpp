@@ -11,6 +11,7 @@
 #include "cache_service/api_internal.h"
 #include "cache_service/legality.h"
 #include "cache_service/plausibility.h"
+#include "ir/text.h"
 #include "cache_service/record_json.h"
 
 namespace tessera::cache {
@@ -20,7 +21,6 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxJobItems = 1000;
-constexpr size_t kMaxKernelTextBytes = 1u << 20;  // the IR parser's limit (ir/text.h)
 constexpr size_t kMaxSettingsBytes = 16 * 1024;
 constexpr size_t kMaxMessageBytes = 4096;
 constexpr int kMaxLeaseItems = 64;
@@ -359,7 +359,7 @@ ApiResponse routeJobsSubmit(RouteContext& c, const ApiRequest& r, const RouteMat
   if (auto bad = text(j, "model", spec.model, false, 256, false)) return *bad;
   auto kernel = j.find("kernel");
   if (kernel == j.end() || !kernel->is_string() || kernel->get_ref<const std::string&>().empty() ||
-      kernel->get_ref<const std::string&>().size() > kMaxKernelTextBytes ||
+      kernel->get_ref<const std::string&>().size() > ir::kMaxIrTextBytes ||
       kernel->get_ref<const std::string&>().find('\0') != std::string::npos)
     return invalid("kernel: expected the kernel's IR text (1 byte to 1 MiB)");
   spec.kernel = kernel->get<std::string>();

@@ -7,22 +7,19 @@
 #include "ir/verifier.h"
 #include "search/config_rule.h"
 #include "search/space_gpu.h"
+#include "cache_service/plausibility.h"
 
 namespace tessera::cache {
 
 namespace {
 
-Error bad(const std::string& path, const std::string& field, const std::string& what) {
-  return makeError(ErrorCode::InvalidArgument, (path.empty() ? field : path + "." + field) + ": " + what);
-}
-
 Expected<ir::Kernel> kernelOf(const HardKey& k, std::string_view text, const std::string& path) {
   auto kernel = ir::parseKernel(text);
-  if (!kernel.ok()) return bad(path, "kernel_ir", "not a kernel text: " + kernel.error().message);
-  if (Status v = ir::verify(*kernel); !v.ok()) return bad(path, "kernel_ir", "the kernel does not verify: " + v.error().message);
+  if (!kernel.ok()) return fieldError(path, "kernel_ir", "not a kernel text: " + kernel.error().message);
+  if (Status v = ir::verify(*kernel); !v.ok()) return fieldError(path, "kernel_ir", "the kernel does not verify: " + v.error().message);
   const std::string family = ir::familyName(kernel->family);
   if (family != k.family)
-    return bad(path, "kernel_ir", "a " + family + " kernel cannot be filed under a " + k.family + " key");
+    return fieldError(path, "kernel_ir", "a " + family + " kernel cannot be filed under a " + k.family + " key");
   return kernel;
 }
 
@@ -40,19 +37,19 @@ Status checkConfigLegal(const Record& r, const std::optional<std::string>& text,
     // A GPU key names its chip (arch == target, plausibility.cpp) and its SMs/CUs. A chip the
     // table lacks (newer than it, or an imported device name) has no space: the knob table speaks.
     auto gpu = search::gpuOfKey(r.key.target, static_cast<int>(r.key.units));
-    if (!gpu.ok()) return gpu.error().code == ErrorCode::NotFound ? Status{} : Status(bad(path, "units", gpu.error().message));
+    if (!gpu.ok()) return gpu.error().code == ErrorCode::NotFound ? Status{} : Status(fieldError(path, "units", gpu.error().message));
     auto space = search::gpuRuleSpace(kernel, *gpu);
-    if (!space.ok()) return bad(path, "kernel_ir", "the kernel has no " + r.key.family + " space on " + r.key.target + ": " + space.error().message);
+    if (!space.ok()) return fieldError(path, "kernel_ir", "the kernel has no " + r.key.family + " space on " + r.key.target + ": " + space.error().message);
     if (Status s = search::checkConfigInSpace(*space, r.config); !s.ok())
-      return bad(path, "config", s.error().message + " (the tuner's space for this kernel on " + r.key.target + ")");
+      return fieldError(path, "config", s.error().message + " (the tuner's space for this kernel on " + r.key.target + ")");
     return {};
   }
   auto host = search::hostOfKey(r.key.arch, static_cast<int>(r.key.units));
-  if (!host.ok()) return bad(path, "arch", host.error().message);
+  if (!host.ok()) return fieldError(path, "arch", host.error().message);
   auto space = search::hostSpace(kernel, *host);
-  if (!space.ok()) return bad(path, "kernel_ir", "the kernel has no " + r.key.family + " space: " + space.error().message);
+  if (!space.ok()) return fieldError(path, "kernel_ir", "the kernel has no " + r.key.family + " space: " + space.error().message);
   if (Status s = search::checkConfigInSpace(*space, r.config); !s.ok())
-    return bad(path, "config", s.error().message + " (the tuner's space for this kernel on " + r.key.arch + " with " +
+    return fieldError(path, "config", s.error().message + " (the tuner's space for this kernel on " + r.key.arch + " with " +
                                    std::to_string(r.key.units) + " threads)");
   return {};
 }

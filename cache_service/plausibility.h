@@ -13,6 +13,10 @@
 
 namespace tessera::cache {
 
+// The refusal of one field of a record at `path` ("records[3]"; empty: the record itself): an
+// InvalidArgument naming path.field and why. The legality checks (legality.h) refuse the same way.
+Error fieldError(const std::string& path, const std::string& field, const std::string& what);
+
 struct PlausibilityOptions {
   std::time_t now = 0;               // server clock (0: time(nullptr))
   double future_skew_s = 86400;      // how far created_at may be ahead of the server clock
