@@ -11,7 +11,7 @@
 
 #include "bundle/bundle.h"
 #include "cache_service/client.h"
-#include "cache_service/store.h"
+#include "store/store.h"
 
 namespace tessera::bundle {
 

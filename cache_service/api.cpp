@@ -7,8 +7,8 @@
 #include <cstdio>
 
 #include "cache_service/api_internal.h"
-#include "cache_service/cpu_budget.h"
-#include "cache_service/record_json.h"
+#include "store/cpu_budget.h"
+#include "store/record_json.h"
 #include "support/strings.h"
 
 namespace tessera::cache {

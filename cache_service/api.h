@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "cache_service/dashboard.h"
-#include "cache_service/jobs.h"
+#include "store/jobs.h"
 #include "cache_service/metrics.h"
-#include "cache_service/store.h"
-#include "cache_service/tokens.h"
+#include "store/store.h"
+#include "store/tokens.h"
 
 namespace tessera::cache {
 

@@ -5,7 +5,7 @@
 #include <cctype>
 
 #include "cache_service/api_internal.h"
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 
 namespace tessera::cache {
 

@@ -12,7 +12,7 @@
 #include "cache_service/legality.h"
 #include "cache_service/plausibility.h"
 #include "ir/text.h"
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 
 namespace tessera::cache {
 

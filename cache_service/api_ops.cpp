@@ -6,7 +6,7 @@
 
 #include "cache_service/api_internal.h"
 #include "cache_service/openapi_embed.h"
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 
 namespace tessera::cache {
 

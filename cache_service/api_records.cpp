@@ -7,7 +7,7 @@
 #include "cache_service/api_internal.h"
 #include "cache_service/legality.h"
 #include "cache_service/plausibility.h"
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 #include "support/strings.h"
 
 namespace tessera::cache {

@@ -5,9 +5,9 @@
 
 #include "cache_service/api_internal.h"
 #include "cache_service/legality.h"
-#include "cache_service/kernel_text.h"
+#include "store/kernel_text.h"
 #include "cache_service/plausibility.h"
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 
 namespace tessera::cache {
 

@@ -8,9 +8,9 @@
 
 #include "cache_service/endpoints.h"
 #include "cache_service/http.h"
-#include "cache_service/kernel_text.h"
-#include "cache_service/outbox.h"
-#include "cache_service/record_json.h"
+#include "store/kernel_text.h"
+#include "store/outbox.h"
+#include "store/record_json.h"
 
 namespace tessera::cache {
 

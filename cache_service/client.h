@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/record.h"
-#include "cache_service/store.h"
+#include "store/record.h"
+#include "store/store.h"
 
 namespace tessera::cache {
 

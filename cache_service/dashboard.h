@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cache_service/record.h"
-#include "cache_service/store.h"
-#include "cache_service/tokens.h"
+#include "store/record.h"
+#include "store/store.h"
+#include "store/tokens.h"
 #include "support/status.h"
 
 namespace tessera::cache {

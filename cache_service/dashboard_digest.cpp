@@ -8,7 +8,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 
 namespace tessera::cache {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "cache_service/store.h"
+#include "store/store.h"
 
 namespace tessera::cache {
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 #include "cache_service/roofline.h"
 
 namespace tessera::cache {

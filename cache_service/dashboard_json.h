@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "cache_service/kernel_list.h"
-#include "cache_service/store.h"
+#include "store/kernel_list.h"
+#include "store/store.h"
 
 namespace tessera::cache {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cache_service/http.h"
-#include "cache_service/url_redact.h"
+#include "store/url_redact.h"
 #include "support/status.h"
 
 namespace tessera::cache {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <thread>
 
-#include "cache_service/record_json.h"
-#include "cache_service/tokens.h"
+#include "store/record_json.h"
+#include "store/tokens.h"
 
 namespace tessera::cache {
 

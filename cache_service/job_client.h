@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "cache_service/endpoints.h"
-#include "cache_service/jobs.h"
-#include "cache_service/record.h"
+#include "store/jobs.h"
+#include "store/record.h"
 #include "support/status.h"
 
 namespace tessera::cache {

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "cache_service/record.h"
-#include "cache_service/store.h"
+#include "store/record.h"
+#include "store/store.h"
 #include "support/status.h"
 
 namespace tessera::cache {

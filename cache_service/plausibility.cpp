@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 #include "cache_service/roofline.h"
 #include "targets/gpu_targets.h"
 #include "targets/knob_table.h"

@@ -8,7 +8,7 @@
 #include <ctime>
 #include <string>
 
-#include "cache_service/record.h"
+#include "store/record.h"
 #include "support/status.h"
 
 namespace tessera::cache {

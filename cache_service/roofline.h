@@ -9,7 +9,7 @@
 #include <optional>
 #include <string_view>
 
-#include "cache_service/record.h"
+#include "store/record.h"
 
 namespace tessera::cache {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "cache_service/engine.h"
+#include "store/engine.h"
 
 namespace tessera::cache {
 

@@ -12,8 +12,8 @@
 
 #include "cache_service/api.h"
 #include "cache_service/http.h"
-#include "cache_service/store.h"
-#include "cache_service/tokens.h"
+#include "store/store.h"
+#include "store/tokens.h"
 
 namespace tessera::cache {
 

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 #include "cache_service/ui_embed.h"
 #include "support/hash.h"
 

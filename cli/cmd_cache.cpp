@@ -12,7 +12,7 @@
 
 #include "cache_service/client.h"
 #include "cache_service/http.h"
-#include "cache_service/record.h"
+#include "store/record.h"
 #include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"

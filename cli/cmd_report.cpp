@@ -10,8 +10,8 @@
 
 #include "cache_service/dashboard_digest.h"
 #include "cache_service/dashboard_json.h"
-#include "cache_service/engine.h"
-#include "cache_service/record_json.h"
+#include "store/engine.h"
+#include "store/record_json.h"
 #include "cache_service/ui_assets.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"

@@ -14,8 +14,8 @@
 
 #include "cache_service/client.h"
 #include "cache_service/endpoints.h"
-#include "cache_service/record_json.h"
-#include "cache_service/store.h"
+#include "store/record_json.h"
+#include "store/store.h"
 #include "cli/commands.h"
 #include "cli/gpu_flags.h"
 #include "cli/kernel_flags.h"

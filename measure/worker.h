@@ -13,7 +13,7 @@
 #include <string>
 
 #include "cache_service/job_client.h"
-#include "cache_service/record.h"
+#include "store/record.h"
 #include "measure/device_measurer.h"
 #include "measure/protocol_measurer.h"
 #include "support/status.h"

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "cache_service/endpoints.h"
-#include "cache_service/trust.h"
+#include "store/trust.h"
 #include "costmodel/gpu_model.h"
 #include "measure/device_measurer.h"
 #include "measure/measure_helper.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cache_service/client.h"
-#include "cache_service/store.h"
+#include "store/store.h"
 #include "ir/ir.h"
 #include "measure/estimate.h"
 #include "measure/measurer.h"

@@ -16,8 +16,8 @@
 
 #include "cache_service/http.h"
 #include "cache_service/server.h"
-#include "cache_service/store.h"
-#include "cache_service/tokens.h"
+#include "store/store.h"
+#include "store/tokens.h"
 #include "support/hash.h"
 
 using namespace tessera::cache;

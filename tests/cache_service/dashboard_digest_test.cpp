@@ -12,7 +12,7 @@
 #include "cache_service/api.h"
 #include "cache_service/dashboard_digest.h"
 #include "cache_service/http_compress.h"
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 #include "cache_service/ui_assets.h"
 #include "support/hash.h"
 #include "tests/cache_service/test_util.h"

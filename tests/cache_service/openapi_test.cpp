@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "cache_service/api_internal.h"
-#include "cache_service/record_json.h"
-#include "cache_service/tokens.h"
+#include "store/record_json.h"
+#include "store/tokens.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {

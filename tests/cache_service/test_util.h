@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cache_service/http.h"
-#include "cache_service/record.h"
+#include "store/record.h"
 #include "cache_service/server.h"
 
 namespace tessera::cache::test {

@@ -23,7 +23,7 @@
 #include <thread>
 
 #include "cache_service/http.h"
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 #include "tests/cache_service/process_util.h"
 #include "tests/cache_service/test_util.h"
 

@@ -11,7 +11,7 @@
 
 #include "cache_service/plausibility.h"
 #include "cache_service/roofline.h"
-#include "cache_service/tokens.h"
+#include "store/tokens.h"
 #include "targets/gpu_skus.h"
 #include "targets/gpu_targets.h"
 #include "tests/cache_service/test_util.h"

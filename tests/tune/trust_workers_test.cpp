@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "cache_service/job_client.h"
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 #include "tests/tune/team_util.h"
 
 namespace {

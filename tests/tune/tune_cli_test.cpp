@@ -23,7 +23,7 @@
 
 #include <sqlite3.h>
 
-#include "cache_service/store.h"
+#include "store/store.h"
 
 namespace {
 
