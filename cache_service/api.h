@@ -15,14 +15,13 @@
 #include <vector>
 
 #include "cache_service/dashboard.h"
+#include "cache_service/http.h"
 #include "store/jobs.h"
 #include "cache_service/metrics.h"
 #include "store/store.h"
 #include "store/tokens.h"
 
 namespace tessera::cache {
-
-using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 struct ApiRequest {
   std::string method;  // "GET", "POST", ...

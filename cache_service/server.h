@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "cache_service/api.h"
-#include "cache_service/http.h"
+#include "cache_service/http_server.h"
 #include "store/store.h"
 #include "store/tokens.h"
 
