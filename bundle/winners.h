@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bundle/bundle.h"
-#include "cache_service/client.h"
+#include "client/client.h"
 #include "store/store.h"
 
 namespace tessera::bundle {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cache_service/dashboard.h"
-#include "cache_service/http.h"
+#include "client/http.h"
 #include "store/jobs.h"
 #include "cache_service/metrics.h"
 #include "store/store.h"

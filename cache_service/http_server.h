@@ -6,7 +6,7 @@
 #include <string>
 
 #include "cache_service/api.h"
-#include "cache_service/http.h"
+#include "client/http.h"
 #include "support/status.h"
 
 namespace tessera::cache {

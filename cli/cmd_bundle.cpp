@@ -17,7 +17,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle/winners.h"
-#include "cache_service/client.h"
+#include "client/client.h"
 #include "store/store.h"
 #include "cli/commands.h"
 #include "cli/gpu_flags.h"

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <set>
 
-#include "cache_service/client.h"
+#include "client/client.h"
 #include "store/kernel_list.h"
 #include "store/store.h"
 #include "cli/commands.h"

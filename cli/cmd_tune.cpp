@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "cache_service/client.h"
-#include "cache_service/endpoints.h"
+#include "client/client.h"
+#include "client/endpoints.h"
 #include "store/record_json.h"
 #include "store/store.h"
 #include "cli/commands.h"

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "cache_service/job_client.h"
+#include "client/job_client.h"
 #include "store/record.h"
 #include "measure/device_measurer.h"
 #include "measure/protocol_measurer.h"

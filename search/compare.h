@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "cache_service/client.h"
+#include "client/client.h"
 #include "store/record.h"
 #include "store/store.h"
 #include "codegen/gpu.h"

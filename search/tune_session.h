@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/client.h"
+#include "client/client.h"
 #include "store/record.h"
 #include "store/store.h"
 #include "costmodel/cost_model.h"

@@ -2,7 +2,7 @@
 // analytic model, workers) and the access check of the shared cache.
 #include <cstdio>
 
-#include "cache_service/endpoints.h"
+#include "client/endpoints.h"
 #include "store/trust.h"
 #include "costmodel/gpu_model.h"
 #include "measure/device_measurer.h"

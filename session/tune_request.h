@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cache_service/client.h"
+#include "client/client.h"
 #include "store/store.h"
 #include "ir/ir.h"
 #include "measure/estimate.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/http.h"
+#include "client/http.h"
 #include "cache_service/server.h"
 #include "store/store.h"
 #include "store/tokens.h"

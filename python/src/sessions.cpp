@@ -15,7 +15,7 @@
 
 #include "bindings.h"
 #include "bundle/bundle.h"
-#include "cache_service/client.h"
+#include "client/client.h"
 #include "store/store.h"
 #include "search/compare.h"
 #include "measure/estimate.h"

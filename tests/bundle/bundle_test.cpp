@@ -19,7 +19,7 @@
 #include "bundle/table.h"
 #include "bundle/winners.h"
 #include "ir/text.h"
-#include "cache_service/client.h"
+#include "client/client.h"
 #include "cache_service/server.h"
 #include "store/store.h"
 #include "store/tokens.h"

@@ -12,7 +12,7 @@
 #include <set>
 #include <thread>
 
-#include "cache_service/job_client.h"
+#include "client/job_client.h"
 #include "store/record_json.h"
 #include "store/tokens.h"
 #include "tests/cache_service/test_util.h"

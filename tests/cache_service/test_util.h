@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/http.h"
+#include "client/http.h"
 #include "store/record.h"
 #include "cache_service/server.h"
 

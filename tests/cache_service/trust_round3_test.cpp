@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "store/engine.h"
-#include "cache_service/http.h"
+#include "client/http.h"
 #include "cache_service/plausibility.h"
 #include "store/record_json.h"
 #include "tests/cache_service/process_util.h"

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/client.h"
-#include "cache_service/http.h"
+#include "client/client.h"
+#include "client/http.h"
 #include "store/store.h"
 #include "support/hash.h"
 #include "tests/cache_service/process_util.h"

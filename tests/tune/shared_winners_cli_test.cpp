@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "cache_service/client.h"
+#include "client/client.h"
 #include "store/store.h"
 #include "support/hash.h"
 #include "tests/cache_service/process_util.h"

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <thread>
 
-#include "cache_service/job_client.h"
+#include "client/job_client.h"
 #include "store/record_json.h"
 #include "tests/tune/team_util.h"
 

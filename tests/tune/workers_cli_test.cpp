@@ -24,7 +24,7 @@
 #include <sstream>
 #include <thread>
 
-#include "cache_service/http.h"
+#include "client/http.h"
 #include "store/record.h"
 #include "store/record_json.h"
 #include "store/store.h"

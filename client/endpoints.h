@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cache_service/http.h"
+#include "client/http.h"
 #include "store/url_redact.h"
 #include "support/status.h"
 

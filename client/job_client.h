@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/endpoints.h"
+#include "client/endpoints.h"
 #include "store/jobs.h"
 #include "store/record.h"
 #include "support/status.h"

@@ -1,5 +1,5 @@
 // Owns URL lists and failover between the replicas of a service.
-#include "cache_service/endpoints.h"
+#include "client/endpoints.h"
 
 #include <algorithm>
 

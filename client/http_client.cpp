@@ -8,7 +8,7 @@
 #include <csignal>
 #include <mutex>
 
-#include "cache_service/http.h"
+#include "client/http.h"
 #include "store/url_redact.h"
 
 namespace tessera::cache {

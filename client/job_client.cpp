@@ -1,5 +1,5 @@
 // Owns the HTTP client of the job protocol: requests and answers as JSON, retries over replicas.
-#include "cache_service/job_client.h"
+#include "client/job_client.h"
 
 
 #include <chrono>

@@ -1,13 +1,13 @@
 // Owns the fail-open cache client and the outbox push: HTTP answers become LookupResult /
 // PushResult values, and transport failures become warnings with a backoff.
-#include "cache_service/client.h"
+#include "client/client.h"
 
 #include <algorithm>
 #include <functional>
 #include <set>
 
-#include "cache_service/endpoints.h"
-#include "cache_service/http.h"
+#include "client/endpoints.h"
+#include "client/http.h"
 #include "store/kernel_text.h"
 #include "store/outbox.h"
 #include "store/record_json.h"
