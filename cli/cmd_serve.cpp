@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "store/engine.h"
-#include "cache_service/server.h"
+#include "service/server.h"
 #include "store/store_migrate.h"
 #include "store/tokens.h"
 #include "cli/commands.h"

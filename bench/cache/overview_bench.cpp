@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "client/http.h"
-#include "cache_service/server.h"
+#include "service/server.h"
 #include "store/store.h"
 #include "store/tokens.h"
 #include "support/hash.h"

@@ -20,7 +20,7 @@
 #include "bundle/winners.h"
 #include "ir/text.h"
 #include "client/client.h"
-#include "cache_service/server.h"
+#include "service/server.h"
 #include "store/store.h"
 #include "store/tokens.h"
 #include "ir/builders.h"

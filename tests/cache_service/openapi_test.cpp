@@ -10,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-#include "cache_service/api_internal.h"
+#include "service/api_internal.h"
 #include "store/record_json.h"
 #include "store/tokens.h"
 #include "tests/cache_service/test_util.h"

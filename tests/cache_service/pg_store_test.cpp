@@ -22,7 +22,7 @@
 
 #include "store/engine.h"
 #include "store/jobs.h"
-#include "cache_service/server.h"
+#include "service/server.h"
 #include "store/tokens.h"
 #include "tests/cache_service/test_util.h"
 

@@ -9,7 +9,7 @@
 
 #include "client/http.h"
 #include "store/record.h"
-#include "cache_service/server.h"
+#include "service/server.h"
 
 namespace tessera::cache::test {
 

@@ -22,7 +22,7 @@
 
 #include "store/engine.h"
 #include "client/http.h"
-#include "cache_service/plausibility.h"
+#include "service/plausibility.h"
 #include "store/record_json.h"
 #include "tests/cache_service/process_util.h"
 #include "tests/cache_service/test_util.h"

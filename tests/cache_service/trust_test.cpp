@@ -9,8 +9,8 @@
 #include <map>
 #include <thread>
 
-#include "cache_service/plausibility.h"
-#include "cache_service/roofline.h"
+#include "service/plausibility.h"
+#include "service/roofline.h"
 #include "store/tokens.h"
 #include "targets/gpu_skus.h"
 #include "targets/gpu_targets.h"

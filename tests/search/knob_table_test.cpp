@@ -8,8 +8,8 @@
 #include <string>
 #include <variant>
 
-#include "cache_service/legality.h"
-#include "cache_service/plausibility.h"
+#include "service/legality.h"
+#include "service/plausibility.h"
 #include "ir/builders.h"
 #include "ir/text.h"
 #include "measure/records.h"

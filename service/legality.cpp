@@ -1,5 +1,5 @@
 // Owns the service's legality checks (legality.h).
-#include "cache_service/legality.h"
+#include "service/legality.h"
 
 #include <map>
 
@@ -7,7 +7,7 @@
 #include "ir/verifier.h"
 #include "search/config_rule.h"
 #include "search/space_gpu.h"
-#include "cache_service/plausibility.h"
+#include "service/plausibility.h"
 
 namespace tessera::cache {
 

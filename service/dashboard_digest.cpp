@@ -1,6 +1,6 @@
 // Owns the kernel digest (dashboard_digest.h): one pass over a key's records, kept compact (a few
 // numbers per record, knob values interned), then bounded views of it.
-#include "cache_service/dashboard_digest.h"
+#include "service/dashboard_digest.h"
 
 #include <algorithm>
 #include <cmath>

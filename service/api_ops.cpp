@@ -4,8 +4,8 @@
 
 #include <cctype>
 
-#include "cache_service/api_internal.h"
-#include "cache_service/openapi_embed.h"
+#include "service/api_internal.h"
+#include "service/openapi_embed.h"
 #include "store/record_json.h"
 
 namespace tessera::cache {

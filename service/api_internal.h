@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "cache_service/api.h"
+#include "service/api.h"
 
 namespace tessera::cache {
 

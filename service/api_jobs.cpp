@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <span>
 
-#include "cache_service/api_internal.h"
-#include "cache_service/legality.h"
-#include "cache_service/plausibility.h"
+#include "service/api_internal.h"
+#include "service/legality.h"
+#include "service/plausibility.h"
 #include "ir/text.h"
 #include "store/record_json.h"
 

@@ -1,6 +1,6 @@
 // Owns the assembly and lifecycle of a running cache service (store, tokens, Api, HTTP server,
 // background refresh).
-#include "cache_service/server.h"
+#include "service/server.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -4,7 +4,7 @@
 // the affected keys are settled again in the same transaction.
 #include <cctype>
 
-#include "cache_service/api_internal.h"
+#include "service/api_internal.h"
 #include "store/record_json.h"
 
 namespace tessera::cache {

@@ -13,9 +13,9 @@
 #include <mutex>
 #include <thread>
 
-#include "cache_service/http_server.h"
-#include "cache_service/http_compress.h"
-#include "cache_service/http_gate.h"
+#include "service/http_server.h"
+#include "service/http_compress.h"
+#include "service/http_gate.h"
 
 namespace tessera::cache {
 

@@ -1,5 +1,5 @@
 // Owns the dashboard's per-process state (when tokens were last used) and its response headers.
-#include "cache_service/dashboard.h"
+#include "service/dashboard.h"
 
 #include <ctime>
 

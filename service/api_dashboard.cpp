@@ -12,14 +12,14 @@
 #include <mutex>
 #include <thread>
 
-#include "cache_service/api_internal.h"
-#include "cache_service/dashboard_digest.h"
-#include "cache_service/dashboard_json.h"
-#include "cache_service/http_compress.h"
+#include "service/api_internal.h"
+#include "service/dashboard_digest.h"
+#include "service/dashboard_json.h"
+#include "service/http_compress.h"
 #include "ir/text.h"
 #include "store/kernel_text.h"
 #include "store/record_json.h"
-#include "cache_service/ui_assets.h"
+#include "service/ui_assets.h"
 #include "support/strings.h"
 #include "targets/gpu_skus.h"
 

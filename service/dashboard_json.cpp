@@ -1,10 +1,10 @@
 // Owns the dashboard's JSON documents (dashboard_json.h).
-#include "cache_service/dashboard_json.h"
+#include "service/dashboard_json.h"
 
 #include <algorithm>
 
 #include "store/record_json.h"
-#include "cache_service/roofline.h"
+#include "service/roofline.h"
 
 namespace tessera::cache {
 

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "cache_service/api_internal.h"
-#include "cache_service/legality.h"
-#include "cache_service/plausibility.h"
+#include "service/api_internal.h"
+#include "service/legality.h"
+#include "service/plausibility.h"
 #include "store/record_json.h"
 #include "support/strings.h"
 

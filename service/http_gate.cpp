@@ -1,7 +1,7 @@
 // Owns the connection gate (http_gate.h): the epoll loop that reads request heads and bodies
 // under deadlines and size caps, the open-connection caps with an early 503, and the worker pool
 // that runs complete requests.
-#include "cache_service/http_gate.h"
+#include "service/http_gate.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "cache_service/http_framing.h"
+#include "service/http_framing.h"
 #include "support/strings.h"
 
 namespace tessera::cache {

@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "cache_service/dashboard.h"
+#include "service/dashboard.h"
 #include "client/http.h"
 #include "store/jobs.h"
-#include "cache_service/metrics.h"
+#include "service/metrics.h"
 #include "store/store.h"
 #include "store/tokens.h"
 

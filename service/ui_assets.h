@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "cache_service/http_compress.h"
+#include "service/http_compress.h"
 
 namespace tessera::cache {
 

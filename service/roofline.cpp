@@ -1,6 +1,6 @@
 // Owns the service's peak bounds, read from the compiler's GPU tables (targets/), and the minimum
 // work of each kernel family (roofline.h).
-#include "cache_service/roofline.h"
+#include "service/roofline.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,10 +3,10 @@
 // a store filled by an import can rebuild every winner it received (ARCHITECTURE.md §2.9).
 #include <set>
 
-#include "cache_service/api_internal.h"
-#include "cache_service/legality.h"
+#include "service/api_internal.h"
+#include "service/legality.h"
 #include "store/kernel_text.h"
-#include "cache_service/plausibility.h"
+#include "service/plausibility.h"
 #include "store/record_json.h"
 
 namespace tessera::cache {

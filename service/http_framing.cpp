@@ -1,5 +1,5 @@
 // Owns the framing rules of request heads (http_framing.h).
-#include "cache_service/http_framing.h"
+#include "service/http_framing.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,6 +1,6 @@
 // Owns the service's plausibility checks on write (plausibility.h). The knobs each family has come
 // from the table the schedule spaces are built against (targets/knob_table.h).
-#include "cache_service/plausibility.h"
+#include "service/plausibility.h"
 
 #include <cctype>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "store/record_json.h"
-#include "cache_service/roofline.h"
+#include "service/roofline.h"
 #include "targets/gpu_targets.h"
 #include "targets/knob_table.h"
 

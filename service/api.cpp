@@ -1,12 +1,12 @@
 // Owns the API's front door: route matching, authentication and scope checks, the request-body
 // rules (length, encoding, media type), problem+json responses, and per-request metrics.
-#include "cache_service/api.h"
+#include "service/api.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 
-#include "cache_service/api_internal.h"
+#include "service/api_internal.h"
 #include "store/cpu_budget.h"
 #include "store/record_json.h"
 #include "support/strings.h"

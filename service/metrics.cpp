@@ -1,5 +1,5 @@
 // Owns recording and rendering of the service metrics in the Prometheus text format.
-#include "cache_service/metrics.h"
+#include "service/metrics.h"
 
 #include <cstdio>
 

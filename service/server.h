@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "cache_service/api.h"
-#include "cache_service/http_server.h"
+#include "service/api.h"
+#include "service/http_server.h"
 #include "store/store.h"
 #include "store/tokens.h"
 

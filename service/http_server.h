@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "cache_service/api.h"
+#include "service/api.h"
 #include "client/http.h"
 #include "support/status.h"
 

@@ -21,8 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cache_service/api.h"
-#include "cache_service/metrics.h"
+#include "service/api.h"
+#include "service/metrics.h"
 
 namespace tessera::cache {
 

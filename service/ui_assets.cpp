@@ -1,5 +1,5 @@
 // Owns the table of embedded dashboard files and the self-contained report built from them.
-#include "cache_service/ui_assets.h"
+#include "service/ui_assets.h"
 
 #include <array>
 #include <memory>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "store/record_json.h"
-#include "cache_service/ui_embed.h"
+#include "service/ui_embed.h"
 #include "support/hash.h"
 
 namespace tessera::cache {

@@ -1,6 +1,6 @@
 // Owns the service's response compression (http_compress.h): the Accept-Encoding rule and the
 // zlib and brotli encoders.
-#include "cache_service/http_compress.h"
+#include "service/http_compress.h"
 
 #include <brotli/encode.h>
 #include <zlib.h>
