@@ -128,7 +128,7 @@ class Api {
   std::shared_ptr<std::atomic<int>> scans_running_;
 };
 
-// The OpenAPI description served at /openapi.yaml (cache_service/openapi.yaml, embedded at build
+// The OpenAPI description served at /openapi.yaml (service/openapi.yaml, embedded at build
 // time).
 std::string_view openApiYaml();
 

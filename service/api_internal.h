@@ -1,4 +1,4 @@
-// Owns what the API's route files share (private to cache_service): the route table, the
+// Owns what the API's route files share (private to service/): the route table, the
 // context a route runs with, and the builders of JSON and problem+json responses.
 #pragma once
 

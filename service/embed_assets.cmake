@@ -1,5 +1,5 @@
 # Turns the dashboard's files into one C++ header holding each as a std::string_view in a table of
-# {name, content} (run at build time by cache_service/CMakeLists.txt). Usage:
+# {name, content} (run at build time by service/CMakeLists.txt). Usage:
 #   cmake -DOUT=header -DFILES="a.html|b.js|..." -P embed_assets.cmake   (names are the base names)
 string(REPLACE "|" ";" files "${FILES}")
 set(body "")

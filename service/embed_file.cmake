@@ -1,5 +1,5 @@
 # Turns a text file into a C++ header holding it as a std::string_view (run at build time by
-# cache_service/CMakeLists.txt). Usage: cmake -DIN=file -DOUT=header -DNAME=identifier -P embed_file.cmake
+# service/CMakeLists.txt). Usage: cmake -DIN=file -DOUT=header -DNAME=identifier -P embed_file.cmake
 file(READ "${IN}" content)
 string(FIND "${content}" ")tessera_embed" clash)
 if(NOT clash EQUAL -1)

@@ -1,4 +1,4 @@
-// Owns the dashboard's static files as the binary carries them (cache_service/ui/ and Chart.js
+// Owns the dashboard's static files as the binary carries them (service/ui/ and Chart.js
 // from Debian's libjs-chart.js, embedded at build time): lookup by name with a media type, an
 // ETag, a version the pages name them by (so a browser may keep them for a year) and their bodies
 // compressed once per process; and the kernel page turned into one self-contained HTML file

@@ -1,7 +1,7 @@
 // Owns what a store migration (store_migrate.h) knows of the databases it copies between: the tables
 // of the schema with their columns in each engine, and one side of a migration (a database of
 // either engine opened for raw table access: snapshots, write transactions, key-ordered scans,
-// identity high-water marks). Private to cache_service; the engines implement Side in
+// identity high-water marks). Private to store/; the engines implement Side in
 // sqlite_migrate_side.cpp and pg_migrate_side.cpp.
 #pragma once
 

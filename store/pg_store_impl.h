@@ -1,4 +1,4 @@
-// Owns the layout of the PostgreSQL store engine (private to cache_service; only the pg_*.cpp files
+// Owns the layout of the PostgreSQL store engine (private to store/; only the pg_*.cpp files
 // include libpqxx): a bounded pool of connections with per-connection prepared statements, the
 // transaction runner that retries deadlocks and serialization failures, and the PgStore class
 // (records in pg_store.cpp and pg_store_write.cpp; the job queue is sql_job_queue.cpp's, on this

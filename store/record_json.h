@@ -1,4 +1,4 @@
-// Owns the nlohmann-level record codec shared inside cache_service (HTTP routes decode records
+// Owns the nlohmann-level record codec shared inside the cache libraries (HTTP routes decode records
 // out of already-parsed bodies); users outside the library use decodeRecord/encodeRecord.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Owns the layout of the SQLite RecordStore (private to cache_service): one writer connection
+// Owns the layout of the SQLite RecordStore (private to store/): one writer connection
 // shared by group commit, a pool of reader connections, and the optional in-memory winners index.
 // The in-memory store (makeMemoryStore) is this store on a private database in memory: one
 // connection that readers and the writer take in turn, no job queue, no backup. Reads are in

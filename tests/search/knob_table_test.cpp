@@ -1,4 +1,4 @@
-// Tests that the cache service's knob check (cache_service/plausibility.cpp over the knob table
+// Tests that the cache service's knob check (service/plausibility.cpp over the knob table
 // targets/knob_table.cpp, which the service uses to refuse configs naming knobs a family does not
 // have) accepts every config the schedule spaces can produce, on the host and on every GPU target:
 // a knob added to a space without the table would make the service refuse honest records.
