@@ -21,7 +21,7 @@
 #include "ir/builders.h"
 #include "ir/families.h"
 #include "ir/reference.h"
-#include "cache_service/store.h"
+#include "store/store.h"
 #include "measure/records.h"
 #include "search/space.h"
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "cache_service/store.h"
+#include "store/store.h"
 #include "support/load.h"
 
 namespace tessera::bench {

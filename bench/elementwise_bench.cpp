@@ -14,7 +14,7 @@
 #include <string>
 
 #include "bench/bench_util.h"
-#include "cache_service/store.h"
+#include "store/store.h"
 #include "codegen/codegen.h"
 #include "ir/builders.h"
 #include "ir/families.h"

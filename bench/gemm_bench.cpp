@@ -20,7 +20,7 @@
 #include "codegen/codegen.h"
 #include "ir/builders.h"
 #include "ir/reference.h"
-#include "cache_service/store.h"
+#include "store/store.h"
 #include "measure/records.h"
 #include "search/space.h"
 

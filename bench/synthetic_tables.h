@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/record.h"
+#include "store/record.h"
 
 namespace tessera::bench {
 

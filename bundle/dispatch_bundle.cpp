@@ -7,7 +7,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle/range_tune.h"
-#include "cache_service/record.h"
+#include "store/record.h"
 #include "codegen/codegen.h"
 #include "ir/families.h"
 #include "ir/text.h"

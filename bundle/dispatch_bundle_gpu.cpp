@@ -10,7 +10,7 @@
 #include "bundle/bundle.h"
 #include "bundle/dispatch_bundle.h"
 #include "bundle/range_tune.h"
-#include "cache_service/record.h"
+#include "store/record.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_emu.h"
 #include "codegen/gpu_runner.h"

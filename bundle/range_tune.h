@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bundle/dispatch_rule.h"
-#include "cache_service/store.h"
+#include "store/store.h"
 #include "ir/ir.h"
 #include "measure/protocol_measurer.h"
 #include "search/tune_session.h"

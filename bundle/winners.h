@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "bundle/bundle.h"
-#include "cache_service/client.h"
-#include "cache_service/store.h"
+#include "client/client.h"
+#include "store/store.h"
 
 namespace tessera::bundle {
 

@@ -1,7 +1,7 @@
 // Owns the shared cache's flags and the client options they make (cache_flags.h).
 #include "cli/cache_flags.h"
 
-#include "cache_service/endpoints.h"
+#include "client/endpoints.h"
 
 namespace tessera::cli {
 

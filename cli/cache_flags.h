@@ -7,8 +7,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "cache_service/client.h"
-#include "cache_service/job_client.h"
+#include "client/client.h"
+#include "client/job_client.h"
 
 namespace tessera::cli {
 

@@ -17,8 +17,8 @@
 
 #include "bundle/bundle.h"
 #include "bundle/winners.h"
-#include "cache_service/client.h"
-#include "cache_service/store.h"
+#include "client/client.h"
+#include "store/store.h"
 #include "cli/commands.h"
 #include "cli/gpu_flags.h"
 #include "cli/kernel_flags.h"

@@ -10,9 +10,9 @@
 #include <sstream>
 #include <thread>
 
-#include "cache_service/client.h"
-#include "cache_service/http.h"
-#include "cache_service/record.h"
+#include "client/client.h"
+#include "client/http.h"
+#include "store/record.h"
 #include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"

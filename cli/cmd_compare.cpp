@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <set>
 
-#include "cache_service/client.h"
-#include "cache_service/kernel_list.h"
-#include "cache_service/store.h"
+#include "client/client.h"
+#include "store/kernel_list.h"
+#include "store/store.h"
 #include "cli/commands.h"
 #include "cli/compare_view.h"
 #include "cli/gpu_flags.h"

@@ -7,8 +7,8 @@
 #include <set>
 
 #include "support/si_format.h"
-#include "cache_service/record_json.h"
-#include "cache_service/store.h"
+#include "store/record_json.h"
+#include "store/store.h"
 #include "cli/commands.h"
 #include "search/import.h"
 #include "support/strings.h"

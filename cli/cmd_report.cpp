@@ -8,11 +8,11 @@
 #include <fstream>
 #include <memory>
 
-#include "cache_service/dashboard_digest.h"
-#include "cache_service/dashboard_json.h"
-#include "cache_service/engine.h"
-#include "cache_service/record_json.h"
-#include "cache_service/ui_assets.h"
+#include "service/dashboard_digest.h"
+#include "service/dashboard_json.h"
+#include "store/engine.h"
+#include "store/record_json.h"
+#include "service/ui_assets.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 

@@ -12,10 +12,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "cache_service/engine.h"
-#include "cache_service/server.h"
-#include "cache_service/store_migrate.h"
-#include "cache_service/tokens.h"
+#include "store/engine.h"
+#include "service/server.h"
+#include "store/store_migrate.h"
+#include "store/tokens.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "support/strings.h"

@@ -12,10 +12,10 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "cache_service/client.h"
-#include "cache_service/endpoints.h"
-#include "cache_service/record_json.h"
-#include "cache_service/store.h"
+#include "client/client.h"
+#include "client/endpoints.h"
+#include "store/record_json.h"
+#include "store/store.h"
 #include "cli/commands.h"
 #include "cli/gpu_flags.h"
 #include "cli/kernel_flags.h"

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "cache_service/job_client.h"
+#include "client/job_client.h"
 #include "cli/commands.h"
 #include "cli/kernel_flags.h"
 #include "cli/report.h"

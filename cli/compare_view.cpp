@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 #include "cli/report.h"
 #include "ir/builders.h"
 #include "ir/families.h"

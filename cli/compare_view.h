@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/dashboard.h"
+#include "service/dashboard.h"
 #include "ir/ir.h"
 #include "search/compare.h"
 

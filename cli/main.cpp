@@ -9,7 +9,7 @@
 #include <new>
 #include <string>
 
-#include "cache_service/endpoints.h"
+#include "client/endpoints.h"
 #include "cli/cmd_emulate.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"

@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "cache_service/client.h"
+#include "client/client.h"
 #include "cli/cache_flags.h"
 #include "measure/records.h"
 #include "support/status.h"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "cache_service/record.h"
+#include "store/record.h"
 #include "measure/protocol_measurer.h"
 #include "measure/trial.h"
 

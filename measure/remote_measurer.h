@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cache_service/job_client.h"
+#include "client/job_client.h"
 #include "ir/ir.h"
 #include "measure/measurer.h"
 #include "measure/protocol_measurer.h"

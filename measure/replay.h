@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/record.h"
+#include "store/record.h"
 #include "ir/schedule.h"
 #include "measure/measurer.h"
 #include "support/status.h"

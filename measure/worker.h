@@ -12,8 +12,8 @@
 #include <memory>
 #include <string>
 
-#include "cache_service/job_client.h"
-#include "cache_service/record.h"
+#include "client/job_client.h"
+#include "store/record.h"
 #include "measure/device_measurer.h"
 #include "measure/protocol_measurer.h"
 #include "support/status.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target for the record JSON decoder (cache_service/fuzz/) with clang-22 and
+# Builds the libFuzzer target for the record JSON decoder (store/fuzz/) with clang-22 and
 # -fsanitize=fuzzer,address,undefined in its own build dir (build-fuzz/), then fuzzes it for a
 # bounded time. Usage: scripts/fuzz_cache.sh [SECONDS=30]. Exits non-zero on a crash, a leak, a
 # sanitizer report or a broken round-trip invariant; the reproducer is left in build-fuzz/.
@@ -25,7 +25,7 @@ ninja -C "$BUILD" -j2 record_decoder_fuzz
 CORPUS=$BUILD/corpus/record_decoder
 mkdir -p "$CORPUS"
 cd "$BUILD"
-"$BUILD/cache_service/fuzz/record_decoder_fuzz" \
+"$BUILD/store/fuzz/record_decoder_fuzz" \
   -max_total_time="$SECONDS_TO_RUN" -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-  -dict="$ROOT/cache_service/fuzz/record.dict" \
-  "$CORPUS" "$ROOT/cache_service/fuzz/corpus"
+  -dict="$ROOT/store/fuzz/record.dict" \
+  "$CORPUS" "$ROOT/store/fuzz/corpus"

@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "cache_service/client.h"
-#include "cache_service/record.h"
-#include "cache_service/store.h"
+#include "client/client.h"
+#include "store/record.h"
+#include "store/store.h"
 #include "codegen/gpu.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"

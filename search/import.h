@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/record.h"
+#include "store/record.h"
 #include "support/status.h"
 
 namespace tessera::search {

@@ -10,7 +10,7 @@
 
 #include <optional>
 
-#include "cache_service/record.h"
+#include "store/record.h"
 #include "ir/schedule.h"
 #include "measure/measurer.h"
 #include "support/status.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/record.h"
+#include "store/record.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/features.h"
 #include "ir/schedule.h"

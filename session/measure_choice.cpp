@@ -2,8 +2,8 @@
 // analytic model, workers) and the access check of the shared cache.
 #include <cstdio>
 
-#include "cache_service/endpoints.h"
-#include "cache_service/trust.h"
+#include "client/endpoints.h"
+#include "store/trust.h"
 #include "costmodel/gpu_model.h"
 #include "measure/device_measurer.h"
 #include "measure/measure_helper.h"

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "cache_service/store.h"
+#include "store/store.h"
 #include "session/tune_request.h"
 
 namespace tessera::session {

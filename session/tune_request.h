@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cache_service/client.h"
-#include "cache_service/store.h"
+#include "client/client.h"
+#include "store/store.h"
 #include "ir/ir.h"
 #include "measure/estimate.h"
 #include "measure/measurer.h"

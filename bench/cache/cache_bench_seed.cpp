@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/engine.h"
-#include "cache_service/record.h"
-#include "cache_service/store.h"
+#include "store/engine.h"
+#include "store/record.h"
+#include "store/store.h"
 #include "support/hash.h"
 
 using namespace tessera::cache;

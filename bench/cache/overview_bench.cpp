@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/http.h"
-#include "cache_service/server.h"
-#include "cache_service/store.h"
-#include "cache_service/tokens.h"
+#include "client/http.h"
+#include "service/server.h"
+#include "store/store.h"
+#include "store/tokens.h"
 #include "support/hash.h"
 
 using namespace tessera::cache;

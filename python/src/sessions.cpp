@@ -15,8 +15,8 @@
 
 #include "bindings.h"
 #include "bundle/bundle.h"
-#include "cache_service/client.h"
-#include "cache_service/store.h"
+#include "client/client.h"
+#include "store/store.h"
 #include "search/compare.h"
 #include "measure/estimate.h"
 #include "measure/protocol_measurer.h"

@@ -13,7 +13,7 @@
 #include <cmath>
 #include <thread>
 
-#include "cache_service/client.h"
+#include "client/client.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {

@@ -9,11 +9,11 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "cache_service/api.h"
-#include "cache_service/dashboard_digest.h"
-#include "cache_service/http_compress.h"
-#include "cache_service/record_json.h"
-#include "cache_service/ui_assets.h"
+#include "service/api.h"
+#include "service/dashboard_digest.h"
+#include "service/http_compress.h"
+#include "store/record_json.h"
+#include "service/ui_assets.h"
 #include "support/hash.h"
 #include "tests/cache_service/test_util.h"
 

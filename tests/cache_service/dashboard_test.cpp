@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "cache_service/api.h"
-#include "cache_service/dashboard_json.h"
-#include "cache_service/record_json.h"
-#include "cache_service/ui_assets.h"
+#include "service/api.h"
+#include "service/dashboard_json.h"
+#include "store/record_json.h"
+#include "service/ui_assets.h"
 #include "support/hash.h"
 #include "tests/cache_service/test_util.h"
 

@@ -13,7 +13,7 @@
 #include <random>
 #include <thread>
 
-#include "cache_service/tokens.h"
+#include "store/tokens.h"
 #include "tests/cache_service/process_util.h"
 #include "tests/cache_service/test_util.h"
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "cache_service/record_json.h"
+#include "store/record_json.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {

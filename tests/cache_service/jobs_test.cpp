@@ -12,9 +12,9 @@
 #include <set>
 #include <thread>
 
-#include "cache_service/job_client.h"
-#include "cache_service/record_json.h"
-#include "cache_service/tokens.h"
+#include "client/job_client.h"
+#include "store/record_json.h"
+#include "store/tokens.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {

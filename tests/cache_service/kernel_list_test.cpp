@@ -7,9 +7,9 @@
 #include <map>
 #include <set>
 
-#include "cache_service/engine.h"
-#include "cache_service/jobs.h"
-#include "cache_service/store.h"
+#include "store/engine.h"
+#include "store/jobs.h"
+#include "store/store.h"
 #include "support/hash.h"
 #include "tests/cache_service/test_util.h"
 

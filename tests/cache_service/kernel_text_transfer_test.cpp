@@ -10,8 +10,8 @@
 #include <map>
 #include <set>
 
-#include "cache_service/engine.h"
-#include "cache_service/record_json.h"
+#include "store/engine.h"
+#include "store/record_json.h"
 #include "support/hash.h"
 #include "tests/cache_service/test_util.h"
 

@@ -19,10 +19,10 @@
 #include <sstream>
 #include <thread>
 
-#include "cache_service/engine.h"
-#include "cache_service/jobs.h"
-#include "cache_service/migrate_side.h"
-#include "cache_service/tokens.h"
+#include "store/engine.h"
+#include "store/jobs.h"
+#include "store/migrate_side.h"
+#include "store/tokens.h"
 #include "support/hash.h"
 #include "tests/cache_service/process_util.h"
 #include "tests/cache_service/test_util.h"

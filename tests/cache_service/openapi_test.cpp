@@ -10,9 +10,9 @@
 #include <sstream>
 #include <thread>
 
-#include "cache_service/api_internal.h"
-#include "cache_service/record_json.h"
-#include "cache_service/tokens.h"
+#include "service/api_internal.h"
+#include "store/record_json.h"
+#include "store/tokens.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {

@@ -20,10 +20,10 @@
 #include <set>
 #include <thread>
 
-#include "cache_service/engine.h"
-#include "cache_service/jobs.h"
-#include "cache_service/server.h"
-#include "cache_service/tokens.h"
+#include "store/engine.h"
+#include "store/jobs.h"
+#include "service/server.h"
+#include "store/tokens.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {

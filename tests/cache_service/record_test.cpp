@@ -5,7 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "cache_service/record.h"
+#include "store/record.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {

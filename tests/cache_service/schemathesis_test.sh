@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks that cache_service/openapi.yaml matches the real server: schemathesis (from PyPI, in a
+# Checks that service/openapi.yaml matches the real server: schemathesis (from PyPI, in a
 # venv this script creates and keeps under the build dir, so re-runs are quick) runs every check
 # against `tessera serve` on a loopback port, with a bounded number of examples and a fixed seed,
 # and must report zero failures. Usage: schemathesis_test.sh TESSERA_BIN BUILD_DIR [MAX_EXAMPLES [PG_DIR]]

@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "cache_service/record_json.h"
-#include "cache_service/schema.h"
+#include "store/record_json.h"
+#include "store/schema.h"
 #include "support/hash.h"
-#include "cache_service/tokens.h"
+#include "store/tokens.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {

@@ -12,13 +12,13 @@
 #include <map>
 #include <thread>
 
-#include "cache_service/engine.h"
-#include "cache_service/kernel_text.h"
-#include "cache_service/outbox.h"
-#include "cache_service/schema.h"
-#include "cache_service/store.h"
+#include "store/engine.h"
+#include "store/kernel_text.h"
+#include "store/outbox.h"
+#include "store/schema.h"
+#include "store/store.h"
 #include "support/hash.h"
-#include "cache_service/tokens.h"
+#include "store/tokens.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {

@@ -16,8 +16,8 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "cache_service/engine.h"
-#include "cache_service/tokens.h"
+#include "store/engine.h"
+#include "store/tokens.h"
 #include "support/hash.h"
 
 #ifdef TESSERA_WITH_POSTGRES

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "cache_service/http.h"
-#include "cache_service/record.h"
-#include "cache_service/server.h"
+#include "client/http.h"
+#include "store/record.h"
+#include "service/server.h"
 
 namespace tessera::cache::test {
 

@@ -22,8 +22,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "cache_service/http.h"
-#include "cache_service/record_json.h"
+#include "client/http.h"
+#include "store/record_json.h"
 #include "tests/cache_service/process_util.h"
 #include "tests/cache_service/test_util.h"
 

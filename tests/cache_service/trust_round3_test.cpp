@@ -20,10 +20,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "cache_service/engine.h"
-#include "cache_service/http.h"
-#include "cache_service/plausibility.h"
-#include "cache_service/record_json.h"
+#include "store/engine.h"
+#include "client/http.h"
+#include "service/plausibility.h"
+#include "store/record_json.h"
 #include "tests/cache_service/process_util.h"
 #include "tests/cache_service/test_util.h"
 

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "cache_service/record_json.h"
-#include "cache_service/tokens.h"
+#include "store/record_json.h"
+#include "store/tokens.h"
 #include "ir/builders.h"
 #include "ir/text.h"
 #include "search/config_rule.h"

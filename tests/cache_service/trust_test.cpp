@@ -9,9 +9,9 @@
 #include <map>
 #include <thread>
 
-#include "cache_service/plausibility.h"
-#include "cache_service/roofline.h"
-#include "cache_service/tokens.h"
+#include "service/plausibility.h"
+#include "service/roofline.h"
+#include "store/tokens.h"
 #include "targets/gpu_skus.h"
 #include "targets/gpu_targets.h"
 #include "tests/cache_service/test_util.h"

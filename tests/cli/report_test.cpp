@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "cache_service/store.h"
+#include "store/store.h"
 
 namespace {
 

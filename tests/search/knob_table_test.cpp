@@ -1,4 +1,4 @@
-// Tests that the cache service's knob check (cache_service/plausibility.cpp over the knob table
+// Tests that the cache service's knob check (service/plausibility.cpp over the knob table
 // targets/knob_table.cpp, which the service uses to refuse configs naming knobs a family does not
 // have) accepts every config the schedule spaces can produce, on the host and on every GPU target:
 // a knob added to a space without the table would make the service refuse honest records.
@@ -8,8 +8,8 @@
 #include <string>
 #include <variant>
 
-#include "cache_service/legality.h"
-#include "cache_service/plausibility.h"
+#include "service/legality.h"
+#include "service/plausibility.h"
 #include "ir/builders.h"
 #include "ir/text.h"
 #include "measure/records.h"

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <set>
 
-#include "cache_service/store.h"
+#include "store/store.h"
 #include "search/space_ops.h"
 #include "test_tables.h"
 

@@ -11,7 +11,7 @@
 #include <random>
 
 #include "costmodel/features.h"
-#include "cache_service/store.h"
+#include "store/store.h"
 #include "measure/replay.h"
 #include "search/import.h"
 #include "search/transfer.h"

@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <set>
 
-#include "cache_service/store.h"
-#include "cache_service/trust.h"
+#include "store/store.h"
+#include "store/trust.h"
 #include "search/tune_session.h"
 #include "support/si_format.h"
 #include "test_tables.h"

@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "cache_service/client.h"
-#include "cache_service/store.h"
+#include "client/client.h"
+#include "store/store.h"
 #include "support/hash.h"
 #include "tests/cache_service/process_util.h"
 #include "tests/cache_service/test_util.h"

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "cache_service/http.h"
+#include "client/http.h"
 #include "tests/cache_service/process_util.h"
 #include "tests/cache_service/test_util.h"
 

@@ -12,8 +12,8 @@
 #include <fstream>
 #include <thread>
 
-#include "cache_service/job_client.h"
-#include "cache_service/record_json.h"
+#include "client/job_client.h"
+#include "store/record_json.h"
 #include "tests/tune/team_util.h"
 
 namespace {

@@ -23,7 +23,7 @@
 
 #include <sqlite3.h>
 
-#include "cache_service/store.h"
+#include "store/store.h"
 
 namespace {
 
@@ -363,7 +363,7 @@ TEST(TuneCli, EstimatesGpuTargetsAndComparesThem) {
 
 // Every winner of a store can be compiled again: a fused elementwise chain and a GEMM with an
 // epilogue, tuned into a store, come back from `bundle --all-winners` as exact entries (their
-// kernels from the store's kernel table, cache_service/kernel_text.h). A text tampered with in the
+// kernels from the store's kernel table, store/kernel_text.h). A text tampered with in the
 // file no longer hashes to its key: that winner is reported, never bundled as something else.
 TEST(TuneCli, BundleAllWinnersRebuildsFusedChainsAndEpilogues) {
   namespace fs = std::filesystem;

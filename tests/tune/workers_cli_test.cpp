@@ -24,10 +24,10 @@
 #include <sstream>
 #include <thread>
 
-#include "cache_service/http.h"
-#include "cache_service/record.h"
-#include "cache_service/record_json.h"
-#include "cache_service/store.h"
+#include "client/http.h"
+#include "store/record.h"
+#include "store/record_json.h"
+#include "store/store.h"
 #include "tests/cache_service/process_util.h"
 #include "tests/cache_service/test_util.h"
 #include "tests/tune/team_util.h"
