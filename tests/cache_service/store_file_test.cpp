@@ -7,10 +7,10 @@
 
 #include <string>
 
-#include "cache_service/engine.h"
-#include "cache_service/schema.h"
-#include "cache_service/store.h"
-#include "cache_service/tokens.h"
+#include "store/engine.h"
+#include "store/schema.h"
+#include "store/store.h"
+#include "store/tokens.h"
 #include "tests/cache_service/test_util.h"
 
 namespace tessera::cache {
