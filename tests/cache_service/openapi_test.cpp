@@ -1,4 +1,4 @@
-// Tests that /openapi.yaml (cache_service/openapi.yaml, embedded at build time) and the real
+// Tests that /openapi.yaml (service/openapi.yaml, embedded at build time) and the real
 // routes agree both ways: every documented path and method is served, every served route is
 // documented, and undocumented methods on documented paths are refused with 405.
 #include <gtest/gtest.h>
@@ -133,7 +133,7 @@ std::string bodyFor(RouteId id) {
 }
 
 TEST(OpenApi, EmbeddedCopyIsTheRepositoryFile) {
-  std::ifstream f(TESSERA_SOURCE_DIR "/cache_service/openapi.yaml");
+  std::ifstream f(TESSERA_SOURCE_DIR "/service/openapi.yaml");
   std::stringstream ss;
   ss << f.rdbuf();
   ASSERT_FALSE(ss.str().empty());
