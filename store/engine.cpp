@@ -16,10 +16,6 @@ namespace {
 }
 }  // namespace
 
-bool isPostgresLocation(std::string_view location) {
-  return location.starts_with("postgresql://") || location.starts_with("postgres://");
-}
-
 bool postgresBuiltIn() {
 #ifdef TESSERA_WITH_POSTGRES
   return true;

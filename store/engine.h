@@ -1,13 +1,15 @@
 // Owns choosing the store engine behind a location: a SQLite database file (the embedded default),
 // or a PostgreSQL database named by a libpq URL (postgresql://...), which several `tessera serve`
 // replicas may share. Either keeps the records, the tokens and the measurement job queue together
-// (store.h, tokens.h, jobs.h).
+// (store.h, tokens.h, jobs.h). Library tessera_store_engines (with the PostgreSQL engine and the
+// cross-engine migration): the service and the CLI link it; a tuner links the SQLite store only.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "store/location.h"
 #include "store/store.h"
 #include "store/tokens.h"
 
@@ -20,9 +22,6 @@ struct EngineOptions {
   int max_connections = 16;      // PostgreSQL: connections this process opens at most
 };
 
-// postgresql:// or postgres:// (a libpq connection URI; the password may come from PGPASSWORD or
-// PGPASSFILE instead of the URL). Never taken for a SQLite file of that name.
-bool isPostgresLocation(std::string_view location);
 // Whether this build has the PostgreSQL engine (libpqxx found at configure time).
 bool postgresBuiltIn();
 // The location with any password replaced by "***": what may be printed or logged.

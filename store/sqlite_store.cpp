@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "store/engine.h"
+#include "store/location.h"
 #include "store/schema.h"
 #include "store/sqlite_store_impl.h"
 

@@ -46,7 +46,8 @@ struct ActiveToken {
 class TokenStore {
  public:
   virtual ~TokenStore() = default;
-  // `location`: a SQLite database file (engine.h).
+  // `location`: a SQLite database file or a PostgreSQL URL (engine.h; defined with the engines in
+  // tessera_store_engines, which the service and the CLI link).
   static Expected<std::unique_ptr<TokenStore>> open(const std::string& location);
   virtual Expected<std::string> add(const std::string& name, Scope scope) = 0;
   virtual Expected<std::vector<TokenInfo>> list() = 0;
