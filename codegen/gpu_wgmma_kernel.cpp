@@ -21,6 +21,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace tessera::codegen::wgmma {
 
@@ -200,14 +201,35 @@ class KernelBuilder {
     consumerBarrier();
     const int64_t rowF = p_.BN + kStagePad;
     Value stage = view(0, smem({p_.BM, rowF}, f32_));
-    // The store adds 16 x (tid.x / 32) rows itself (64 per earlier warpgroup): take them back.
-    SmallVector<OpFoldResult> offs = {OpFoldResult(mul(wgi, p_.TM - 64)), OpFoldResult(mul(wc, p_.TN))};
-    SmallVector<OpFoldResult> sizes = {b_.getIndexAttr(p_.TM), b_.getIndexAttr(p_.TN)};
-    SmallVector<OpFoldResult> strides = {b_.getIndexAttr(1), b_.getIndexAttr(1)};
-    Value mine = memref::SubViewOp::create(b_, loc_, stage, offs, sizes, strides);
-    nvgpu::WarpgroupMmaStoreOp::create(b_, loc_, loop.getResult(0), mine);
+    stageAccumulators(loop.getResult(0), stage, mul(wr, p_.TM), mul(wc, p_.TN));
     consumerBarrier();
     return epilogue(stage);
+  }
+
+  // The accumulator into the staged tile at (row0, col0), a pair of adjacent columns per 8-byte
+  // store: in each half-warp phase lanes g = 0..3, t = 0..3 write words 8g + 2t and + 1 of rows
+  // BN + kStagePad floats apart (4 x 8 banks apart), so the 16 lanes cover the 32 banks once.
+  // nvgpu's warpgroup.mma.store writes the same fragment as scalar stores, whose 32 lanes per
+  // request put rows g and g + 4 on the same banks (2-way, whatever the row pad). The fragment is
+  // read as the NVVM lowering holds it: one struct of TN/2 f32 per m64 step, the PTX ISA's wgmma D
+  // layout (register 4j + 2h + c at row 16 x warp + lane/4 + 8h, column 8j + 2 x (lane%4) + c).
+  void stageAccumulators(Value acc, Value stage, Value row0, Value col0) {
+    auto inner = LLVM::LLVMStructType::getLiteral(ctx_, SmallVector<Type>(size_t(p_.TN / 2), f32_));
+    auto outer = LLVM::LLVMStructType::getLiteral(ctx_, SmallVector<Type>(size_t(p_.TM / 64), inner));
+    Value frag = UnrealizedConversionCastOp::create(b_, loc_, TypeRange{outer}, ValueRange{acc}).getResult(0);
+    Value lane = rem(tid_, 32);
+    Value row = add(row0, add(mul(rem(div(tid_, 32), 4), 16), div(lane, 4)));
+    Value col = add(col0, mul(rem(lane, 4), 2));
+    auto v2 = VectorType::get({2}, f32_);
+    for (int64_t m = 0; m < p_.TM / 64; ++m)
+      for (int64_t j = 0; j < p_.TN / 8; ++j)
+        for (int64_t h = 0; h < 2; ++h) {
+          const int64_t r = 4 * j + 2 * h;
+          Value x0 = LLVM::ExtractValueOp::create(b_, loc_, frag, ArrayRef<int64_t>{m, r});
+          Value x1 = LLVM::ExtractValueOp::create(b_, loc_, frag, ArrayRef<int64_t>{m, r + 1});
+          Value v = vector::FromElementsOp::create(b_, loc_, v2, ValueRange{x0, x1});
+          vector::StoreOp::create(b_, loc_, v, stage, ValueRange{add(row, c(64 * m + 8 * h)), add(col, c(8 * j))});
+        }
   }
 
   // Element e (= r * BN + col of the tile) of this block's own staged tile.

@@ -117,14 +117,12 @@ Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& 
   w.smemPerBlock = std::max(ST * (BM + BN) * BK * bytes, BM * (BN + 8) * 4);
   w.flopsPerBlock = 2.0 * double(BM) * double(BN) * double(KTs * BK);
   // Shared memory: TMA writes each tile once, every consumer's wgmma reads its A rows and B columns
-  // per K tile, the C tile is staged (f32 write + read). The staging writes are the accumulator
-  // fragments' scalar stores (nvgpu's warpgroup.mma.store): a warp writes rows g = 0..7 at columns
-  // 2t, rows BN + 8 floats apart, so rows g and g + 4 share banks (no row pad avoids it for this
-  // fragment: 2-way at best); the row-wise reads are conflict-free. Writes and reads are equally
-  // many requests: 1.5 wavefronts per ideal one, what the emulator counts.
+  // per K tile, the C tile is staged (f32 write + read). The staging writes are pairs of adjacent
+  // accumulator columns in 8-byte stores (gpu_wgmma_kernel.cpp): a half-warp phase covers the 32
+  // banks once with rows BN + 8 floats apart; the row-wise reads are conflict-free too.
   w.smemBytesPerBlock = double(KTs * BK) * (double(BM + BN) * bytes + double(consumers) * double(TM + TN) * bytes) +
-                        double(BM * BN) * (4.0 * 2 + 4.0);
-  w.sharedConflictWays = 1.5;
+                        double(BM * BN) * 8.0;
+  w.sharedConflictWays = 1;
   const double outBytes = double(ir::byteSize(g.outType));
   // L2: the TMA traffic of every block's panels, the output, split-K's f32 partials (write + read).
   const double partials = split > 1 ? double(BM * BN) * 8.0 : 0.0;
