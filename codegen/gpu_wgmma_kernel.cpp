@@ -6,7 +6,8 @@
 // reads the leading byte offset off the map's first box dimension), the producer's loop guarded by
 // the split's own K-tile count (no unguarded prologue: nothing is issued past it), the C tile staged
 // through shared memory for a coalesced epilogue, and split-K reduced in parallel by the tile's blocks
-// (a slice each, by whichever block arrives last on it).
+// (a slice each, by whichever block arrives last on it). A persistent grid runs the same work items
+// in a loop per block, the ring's position carried from one to the next.
 #include <functional>
 #include <map>
 #include <string>
@@ -40,7 +41,9 @@ class KernelBuilder {
 
   Status build() {
     b_.setInsertionPointToStart(&fn_.getBody().front());
-    Value gx = c(p_.tilesN), gy = c(p_.tilesM), gz = c(p_.batch * p_.splitK), one = c(1);
+    Value one = c(1);
+    Value gx = p_.persistent ? c(p_.gridBlocks) : c(p_.tilesN), gy = p_.persistent ? one : c(p_.tilesM);
+    Value gz = p_.persistent ? one : c(p_.batch * p_.splitK);
     Value dyn = arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(int32_t(p_.dynamicBytes)));
     auto launch = gpu::LaunchOp::create(b_, loc_, gx, gy, gz, c(p_.threads), one, one, dyn);
     func::ReturnOp::create(b_, loc_);
@@ -49,16 +52,8 @@ class KernelBuilder {
     gpu::TerminatorOp::create(b_, loc_);
     b_.setInsertionPointToStart(&body);
     tid_ = launch.getThreadIds().x;
-    Value bx = launch.getBlockIds().x, by = launch.getBlockIds().y, bz = launch.getBlockIds().z;
-    batch_ = div(bz, p_.splitK);
-    split_ = rem(bz, p_.splitK);
-    n0_ = mul(bx, p_.BN);
-    m0_ = mul(by, p_.BM);
-    tile_ = add(mul(by, p_.tilesN), bx);
-    // This split's K tiles: [split * KTs, min(KT, split * KTs + KTs)).
-    kBegin_ = mul(split_, p_.KTs);
-    Value kEnd = arith::MinSIOp::create(b_, loc_, add(kBegin_, c(p_.KTs)), c(p_.KT));
-    nk_ = sub(kEnd, kBegin_);
+    block_ = launch.getBlockIds().x;
+    if (!p_.persistent) setTile(block_, launch.getBlockIds().y, launch.getBlockIds().z);
     dyn_ = gpu::DynamicSharedMemoryOp::create(b_, loc_, MemRefType::get({ShapedType::kDynamic}, b_.getI8Type(), MemRefLayoutAttrInterface(), wg_));
     tmA_ = tensorMap(2, {1, p_.BM, kBK});
     tmB_ = tensorMap(3, {1, kBK, kBoxN});
@@ -138,27 +133,61 @@ class KernelBuilder {
     return UnrealizedConversionCastOp::create(b_, loc_, TypeRange{mapType(box)}, ValueRange{mapPtr_[arg]}).getResult(0);
   }
 
+  // The work item at grid position (bx, by, bz): its batch, K range and output tile.
+  void setTile(Value bx, Value by, Value bz) {
+    batch_ = div(bz, p_.splitK);
+    split_ = rem(bz, p_.splitK);
+    n0_ = mul(bx, p_.BN);
+    m0_ = mul(by, p_.BM);
+    tile_ = add(mul(by, p_.tilesN), bx);
+    // This split's K tiles: [split * KTs, min(KT, split * KTs + KTs)).
+    kBegin_ = mul(split_, p_.KTs);
+    Value kEnd = arith::MinSIOp::create(b_, loc_, add(kBegin_, c(p_.KTs)), c(p_.KT));
+    nk_ = sub(kEnd, kBegin_);
+  }
+
+  // `body(ring)` for each of this block's work items, `ring` being the ring steps (K tiles) the
+  // block ran before it: one item (the block's own) unless persistent, else items block, block +
+  // gridBlocks, ... in launch order (tile x fastest, then tile y, then batch x SPLITK). The ring
+  // position is carried across items (a 32-bit count), so each slot's mbarrier phases continue
+  // where the last item left them.
+  Status forEachTile(const std::function<Status(Value ring)>& body) {
+    if (!p_.persistent) return body(c(0));
+    auto loop = scf::ForOp::create(b_, loc_, block_, c(p_.work), c(p_.gridBlocks), ValueRange{ci32(0)});
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    Value w = loop.getInductionVar(), ring = loop.getRegionIterArgs()[0];
+    setTile(rem(w, p_.tilesN), rem(div(w, p_.tilesN), p_.tilesM), div(w, p_.tilesN * p_.tilesM));
+    Status st = body(arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), ring));
+    Value next = arith::AddIOp::create(b_, loc_, ring, arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), nk_));
+    scf::YieldOp::create(b_, loc_, next);
+    return st;
+  }
+
   // ---- producer: one thread keeps the ring full
   void producer() {
     NVVM::SetMaxRegisterOp::create(b_, loc_, uint32_t(kProducerRegs), NVVM::SetMaxRegisterAction::decrease);
     ifThen(eq(tid_, c(128 * p_.consumers)), [&] {
       nvgpu::TmaPrefetchOp::create(b_, loc_, tmA_, Value());
       nvgpu::TmaPrefetchOp::create(b_, loc_, tmB_, Value());
-      forLoop(c(0), nk_, [&](Value i) {
-        Value slot = rem(i, p_.stages), round = div(i, p_.stages);
-        // A slot's second and later fills wait until every consumer warp released its last use.
-        ifThen(uge(i, c(p_.stages)), [&] {
-          nvgpu::MBarrierTryWaitParityOp::create(b_, loc_, empty_, parity(sub(round, c(1))), c(10000000), slot);
+      (void)forEachTile([&](Value ring) {
+        forLoop(c(0), nk_, [&](Value i) {
+          Value step = add(ring, i), slot = rem(step, p_.stages), round = div(step, p_.stages);
+          // A slot's second and later fills wait until every consumer warp released its last use.
+          ifThen(uge(step, c(p_.stages)), [&] {
+            nvgpu::MBarrierTryWaitParityOp::create(b_, loc_, empty_, parity(sub(round, c(1))), c(10000000), slot);
+          });
+          nvgpu::MBarrierArriveExpectTxOp::create(b_, loc_, full_, c(p_.txBytes()), slot, Value());
+          Value k0 = mul(add(kBegin_, i), kBK);
+          Value base = mul(slot, p_.stageBytes);
+          Value a = view(base, smem({1, p_.BM, kBK}, in_));
+          nvgpu::TmaAsyncLoadOp::create(b_, loc_, a, full_, tmA_, ValueRange{k0, m0_, batch_}, slot, Value(), Value());
+          for (int64_t q = 0; q < p_.BN / kBoxN; ++q) {
+            Value bq = view(add(base, c(p_.BM * kBK * p_.elementBytes + q * kBoxN * kBK * p_.elementBytes)), smem({1, kBK, kBoxN}, in_));
+            nvgpu::TmaAsyncLoadOp::create(b_, loc_, bq, full_, tmB_, ValueRange{add(n0_, c(q * kBoxN)), k0, batch_}, slot, Value(), Value());
+          }
         });
-        nvgpu::MBarrierArriveExpectTxOp::create(b_, loc_, full_, c(p_.txBytes()), slot, Value());
-        Value k0 = mul(add(kBegin_, i), kBK);
-        Value base = mul(slot, p_.stageBytes);
-        Value a = view(base, smem({1, p_.BM, kBK}, in_));
-        nvgpu::TmaAsyncLoadOp::create(b_, loc_, a, full_, tmA_, ValueRange{k0, m0_, batch_}, slot, Value(), Value());
-        for (int64_t q = 0; q < p_.BN / kBoxN; ++q) {
-          Value bq = view(add(base, c(p_.BM * kBK * p_.elementBytes + q * kBoxN * kBK * p_.elementBytes)), smem({1, kBK, kBoxN}, in_));
-          nvgpu::TmaAsyncLoadOp::create(b_, loc_, bq, full_, tmB_, ValueRange{add(n0_, c(q * kBoxN)), k0, batch_}, slot, Value(), Value());
-        }
+        return Status{};
       });
     });
   }
@@ -174,13 +203,20 @@ class KernelBuilder {
     auto aT = smem({p_.TM, kBK}, in_), bT = smem({kBK, p_.TN}, in_);
     auto dAT = nvgpu::WarpgroupMatrixDescriptorType::get(ctx_, aT), dBT = nvgpu::WarpgroupMatrixDescriptorType::get(ctx_, bT);
     Value descMapA = asMap(2, {p_.BM, kBK}), descMapB = asMap(3, {kBK, kBoxN});
+    return forEachTile([&](Value ring) { return consumeTile(ring, wr, wc, lane0, accT, aT, bT, dAT, dBT, descMapA, descMapB); });
+  }
+
+  // One work item: its K tiles from ring position `ring` on, then its C tile.
+  Status consumeTile(Value ring, Value wr, Value wc, Value lane0, nvgpu::WarpgroupAccumulatorType accT, MemRefType aT,
+                     MemRefType bT, nvgpu::WarpgroupMatrixDescriptorType dAT, nvgpu::WarpgroupMatrixDescriptorType dBT,
+                     Value descMapA, Value descMapB) {
     Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b_, loc_, accT);
     auto loop = scf::ForOp::create(b_, loc_, c(0), nk_, c(1), ValueRange{acc0});
     {
       OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPointToStart(loop.getBody());
       Value i = loop.getInductionVar();
-      Value slot = rem(i, p_.stages), round = div(i, p_.stages);
+      Value step = add(ring, i), slot = rem(step, p_.stages), round = div(step, p_.stages);
       nvgpu::MBarrierTryWaitParityOp::create(b_, loc_, full_, parity(round), c(10000000), slot);
       Value base = mul(slot, p_.stageBytes);
       Value a = view(add(base, mul(wr, p_.TM * kBK * p_.elementBytes)), aT);
@@ -192,15 +228,20 @@ class KernelBuilder {
       Value d = nvgpu::WarpgroupMmaOp::create(b_, loc_, accT, da, db, uint64_t(1), UnitAttr(), b_.getUnitAttr(),
                                               loop.getRegionIterArgs()[0]);
       ifThen(band(uge(i, c(1)), lane0), [&] {
-        nvgpu::MBarrierArriveOp::create(b_, loc_, empty_, rem(sub(i, c(1)), p_.stages));
+        nvgpu::MBarrierArriveOp::create(b_, loc_, empty_, rem(sub(step, c(1)), p_.stages));
       });
       scf::YieldOp::create(b_, loc_, d);
     }
     NVVM::WgmmaWaitGroupSyncOp::create(b_, loc_, uint64_t(0));
-    // Every consumer is past its last wgmma before the ring is overwritten by the C tile.
+    // Persistent: the item's last slot is released too (its wgmma retired), so the producer fills
+    // the next item's K tiles while this one's C tile is staged and stored.
+    if (p_.persistent)
+      ifThen(lane0, [&] { nvgpu::MBarrierArriveOp::create(b_, loc_, empty_, rem(add(ring, sub(nk_, c(1))), p_.stages)); });
+    // Every consumer is past its last wgmma before the ring is overwritten by the C tile (past the
+    // ring when persistent: then past the last item's epilogue reads of it).
     consumerBarrier();
     const int64_t rowF = p_.BN + kStagePad;
-    Value stage = view(0, smem({p_.BM, rowF}, f32_));
+    Value stage = view(p_.stagingOffset, smem({p_.BM, rowF}, f32_));
     stageAccumulators(loop.getResult(0), stage, mul(wr, p_.TM), mul(wc, p_.TN));
     consumerBarrier();
     return epilogue(stage);
@@ -305,7 +346,7 @@ class KernelBuilder {
   MLIRContext* ctx_;
   Type f32_, in_;
   Attribute wg_;
-  Value tid_, batch_, split_, n0_, m0_, tile_, kBegin_, nk_, dyn_, tmA_, tmB_, full_, empty_;
+  Value tid_, block_, batch_, split_, n0_, m0_, tile_, kBegin_, nk_, dyn_, tmA_, tmB_, full_, empty_;
   std::map<unsigned, Value> mapPtr_;
 };
 
