@@ -92,6 +92,13 @@ struct Plan {
   int64_t TM = 0, TN = 0;          // one consumer warpgroup's tile (TM rows = TM/64 wgmma m64 steps)
   int64_t stages = 0;              // mbarrier ring slots (A and B tiles of one K step each)
   int64_t splitK = 1;              // K ranges per output tile, reduced a slice per block (gpu_wgmma_kernel.cpp)
+  // PERSIST=1: gridBlocks (at most one per SM) blocks loop over the work items, carrying the ring's
+  // slots and mbarrier phases from one tile to the next, with the C tile staged past the ring so
+  // the producer fills the next tile's slots during this one's epilogue. PERSIST=0: one block per
+  // work item (grid tilesN x tilesM x batch * SPLITK), the C tile staged over the ring.
+  bool persistent = false;
+  int64_t work = 0;                // output tiles x batch x SPLITK
+  int64_t gridBlocks = 0;          // blocks launched
   int consumers = 0;               // consumer warpgroups: (BM/TM) x (BN/TN)
   int64_t threads = 0;             // 128 x (consumers + 1): the last warpgroup is the producer
   int64_t KT = 0, KTs = 0;         // K tiles, K tiles per split
@@ -99,9 +106,9 @@ struct Plan {
   int64_t pitchA = 0, pitchB = 0;  // elements per row of the A / B operands as the kernel reads them
   bool packA = false, packB = false;  // the host wrapper makes a (transposed / row-padded) copy
   // Dynamic shared memory: the ring of `stages` slots [A tile BM x 64][B tile BN/64 boxes of 64x64],
-  // then (reusing it once the K loop is done) the f32 C tile [BM][BN + kStagePad], then 16 bytes
-  // for the split-K flag.
-  int64_t stageBytes = 0, ringBytes = 0, stagingBytes = 0, flagOffset = 0, dynamicBytes = 0;
+  // then the f32 C tile [BM][BN + kStagePad] at stagingOffset (0: reusing the ring once the K loop
+  // is done; persistent: past it), then 16 bytes for the split-K flag.
+  int64_t stageBytes = 0, ringBytes = 0, stagingBytes = 0, stagingOffset = 0, flagOffset = 0, dynamicBytes = 0;
   int consumerRegs = 0;            // setmaxnreg.inc of the consumers
   int64_t elementBytes = 2;
   int64_t txBytes() const { return stageBytes; }  // what one slot's TMA copies deliver
@@ -109,7 +116,8 @@ struct Plan {
 
 // The plan of `c` (strategy=wgmma) for `g` on `t`, or an InvalidConfig error saying which rule fails.
 struct PlanInputs {
-  int64_t BM, BN, BK, TM, TN, VEC, STAGES, SPLITK;
+  int64_t BM, BN, BK, TM, TN, VEC, STAGES, SPLITK, PERSIST;
+  int64_t units;  // SMs: a persistent grid's size
   int64_t smemOptIn;
   int64_t maxThreads;
 };

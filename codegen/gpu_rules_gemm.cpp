@@ -262,7 +262,13 @@ Expected<Plan> makePlan(const ir::GemmInfo& g, const PlanInputs& in) {
     return bad("SPLITK=" + std::to_string(p.splitK) + " leaves a split without K tiles (" + std::to_string(p.KT) + " tiles)");
   p.tilesM = (g.m + p.BM - 1) / p.BM;
   p.tilesN = (g.n + p.BN - 1) / p.BN;
-  if (p.batch * p.splitK > 65535) return bad("batch x SPLITK exceeds the grid's z limit (65535)");
+  if (in.PERSIST != 0 && in.PERSIST != 1) return bad("PERSIST must be 0 or 1");
+  p.persistent = in.PERSIST == 1;
+  p.work = p.batch * p.splitK * p.tilesM * p.tilesN;
+  // The register split gives one block the whole register file (65536 / threads at launch): one
+  // block per SM, so a persistent grid is at most one block per SM.
+  p.gridBlocks = p.persistent ? std::min(p.work, std::max<int64_t>(in.units, 1)) : p.work;
+  if (!p.persistent && p.batch * p.splitK > 65535) return bad("batch x SPLITK exceeds the grid's z limit (65535)");
   // TMA reads rows whose pitch is a multiple of 16 bytes from 16-byte aligned addresses: A as
   // [M][K] and B as [K][N]; anything else (transposed, or a pitch that is not) is copied first.
   p.packA = g.transA || (g.k * p.elementBytes) % 16 != 0;
@@ -272,11 +278,13 @@ Expected<Plan> makePlan(const ir::GemmInfo& g, const PlanInputs& in) {
   p.stageBytes = (p.BM + p.BN) * kBK * p.elementBytes;
   p.ringBytes = p.stages * p.stageBytes;
   p.stagingBytes = p.BM * (p.BN + kStagePad) * 4;
-  p.flagOffset = roundUp(std::max(p.ringBytes, p.stagingBytes), 1024);
+  p.stagingOffset = p.persistent ? roundUp(p.ringBytes, 1024) : 0;
+  p.flagOffset = roundUp(p.persistent ? p.stagingOffset + p.stagingBytes : std::max(p.ringBytes, p.stagingBytes), 1024);
   p.dynamicBytes = p.flagOffset + 16;
   // Static shared memory holds the 2 x STAGES mbarriers (ptxas reports 1 KB with its padding).
   if (p.dynamicBytes + 1024 > in.smemOptIn)
-    return bad("the ring and the C tile need " + std::to_string(p.dynamicBytes) + " B of shared memory, the limit is " +
+    return bad(std::string(p.persistent ? "the ring and, past it, the C tile (PERSIST=1) need " : "the ring and the C tile need ") +
+               std::to_string(p.dynamicBytes) + " B of shared memory, the limit is " +
                std::to_string(in.smemOptIn - 1024) + " B");
   return p;
 }
@@ -308,6 +316,11 @@ Expected<wgmma::Plan> planGpuGemmWgmma(const ir::GemmInfo& g, const ir::Config& 
   if (c.has("SPLITK")) {
     TESSERA_ASSIGN(in.SPLITK, c.getInt("SPLITK"));
   }
+  in.PERSIST = 0;
+  if (c.has("PERSIST")) {
+    TESSERA_ASSIGN(in.PERSIST, c.getInt("PERSIST"));
+  }
+  in.units = t.units;
   in.smemOptIn = std::max(t.smemPerBlock, t.smemPerBlockOptIn);
   in.maxThreads = t.maxThreadsPerBlock;
   return wgmma::makePlan(g, in);
@@ -317,6 +330,10 @@ Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& 
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
   const auto strategy = c.getStr("strategy");
   const bool isWgmma = strategy.ok() && *strategy == "wgmma";
+  if (c.has("PERSIST") && !isWgmma) {
+    TESSERA_ASSIGN(int64_t persist, c.getInt("PERSIST"));
+    if (persist != 0) return bad("PERSIST=1 needs strategy=wgmma");
+  }
   if (strategy.ok() && *strategy == "mma-lane") {
     TESSERA_ASSIGN(lane::Plan p, lane::makePlan(g, c, t));
     (void)p;

@@ -3,7 +3,8 @@
 // or transposed copies; TMA tensor maps over them; all batches in one launch) and the payload, a
 // kernel written directly at the mapped level (gpu.launch) by gpu_wgmma_kernel.cpp:
 //
-//   grid (ceil(N/BN), ceil(M/BM), batch x SPLITK), block 128 x (consumers + 1), dynamic smem
+//   grid (ceil(N/BN), ceil(M/BM), batch x SPLITK), or with PERSIST=1 min(those work items, SMs)
+//   blocks that loop over them, block 128 x (consumers + 1), dynamic smem
 //   producer warpgroup (the last): setmaxnreg.dec, one thread runs the ring: wait empty[s],
 //     arrive.expect_tx full[s], TMA A (box 64 x BM) and B (BN/64 boxes of 64 x 64), 128B swizzle
 //   consumer warpgroups: setmaxnreg.inc, each owns TM x TN of the tile: wait full[s],
@@ -13,7 +14,7 @@
 //     last on its counter, so the tile's blocks share the reduction) and the fused epilogue.
 //
 // Knobs (the GEMM space's, read the wgmma way): BM x BN block tile, TM x TN per consumer
-// warpgroup (consumers = BM/TM x BN/TN), STAGES ring slots, SPLITK. BK is 64 (one swizzled row)
+// warpgroup (consumers = BM/TM x BN/TN), STAGES ring slots, SPLITK, PERSIST. BK is 64 (one swizzled row)
 // and VEC is not used (TMA moves the tiles).
 #include "codegen/gpu_wgmma.h"
 

@@ -6,7 +6,8 @@
 // reads the leading byte offset off the map's first box dimension), the producer's loop guarded by
 // the split's own K-tile count (no unguarded prologue: nothing is issued past it), the C tile staged
 // through shared memory for a coalesced epilogue, and split-K reduced in parallel by the tile's blocks
-// (a slice each, by whichever block arrives last on it).
+// (a slice each, by whichever block arrives last on it). A persistent grid runs the same work items
+// in a loop per block, the ring's position carried from one to the next.
 #include <functional>
 #include <map>
 #include <string>
@@ -21,6 +22,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace tessera::codegen::wgmma {
 
@@ -39,7 +41,9 @@ class KernelBuilder {
 
   Status build() {
     b_.setInsertionPointToStart(&fn_.getBody().front());
-    Value gx = c(p_.tilesN), gy = c(p_.tilesM), gz = c(p_.batch * p_.splitK), one = c(1);
+    Value one = c(1);
+    Value gx = p_.persistent ? c(p_.gridBlocks) : c(p_.tilesN), gy = p_.persistent ? one : c(p_.tilesM);
+    Value gz = p_.persistent ? one : c(p_.batch * p_.splitK);
     Value dyn = arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(int32_t(p_.dynamicBytes)));
     auto launch = gpu::LaunchOp::create(b_, loc_, gx, gy, gz, c(p_.threads), one, one, dyn);
     func::ReturnOp::create(b_, loc_);
@@ -48,16 +52,8 @@ class KernelBuilder {
     gpu::TerminatorOp::create(b_, loc_);
     b_.setInsertionPointToStart(&body);
     tid_ = launch.getThreadIds().x;
-    Value bx = launch.getBlockIds().x, by = launch.getBlockIds().y, bz = launch.getBlockIds().z;
-    batch_ = div(bz, p_.splitK);
-    split_ = rem(bz, p_.splitK);
-    n0_ = mul(bx, p_.BN);
-    m0_ = mul(by, p_.BM);
-    tile_ = add(mul(by, p_.tilesN), bx);
-    // This split's K tiles: [split * KTs, min(KT, split * KTs + KTs)).
-    kBegin_ = mul(split_, p_.KTs);
-    Value kEnd = arith::MinSIOp::create(b_, loc_, add(kBegin_, c(p_.KTs)), c(p_.KT));
-    nk_ = sub(kEnd, kBegin_);
+    block_ = launch.getBlockIds().x;
+    if (!p_.persistent) setTile(block_, launch.getBlockIds().y, launch.getBlockIds().z);
     dyn_ = gpu::DynamicSharedMemoryOp::create(b_, loc_, MemRefType::get({ShapedType::kDynamic}, b_.getI8Type(), MemRefLayoutAttrInterface(), wg_));
     tmA_ = tensorMap(2, {1, p_.BM, kBK});
     tmB_ = tensorMap(3, {1, kBK, kBoxN});
@@ -137,27 +133,61 @@ class KernelBuilder {
     return UnrealizedConversionCastOp::create(b_, loc_, TypeRange{mapType(box)}, ValueRange{mapPtr_[arg]}).getResult(0);
   }
 
+  // The work item at grid position (bx, by, bz): its batch, K range and output tile.
+  void setTile(Value bx, Value by, Value bz) {
+    batch_ = div(bz, p_.splitK);
+    split_ = rem(bz, p_.splitK);
+    n0_ = mul(bx, p_.BN);
+    m0_ = mul(by, p_.BM);
+    tile_ = add(mul(by, p_.tilesN), bx);
+    // This split's K tiles: [split * KTs, min(KT, split * KTs + KTs)).
+    kBegin_ = mul(split_, p_.KTs);
+    Value kEnd = arith::MinSIOp::create(b_, loc_, add(kBegin_, c(p_.KTs)), c(p_.KT));
+    nk_ = sub(kEnd, kBegin_);
+  }
+
+  // `body(ring)` for each of this block's work items, `ring` being the ring steps (K tiles) the
+  // block ran before it: one item (the block's own) unless persistent, else items block, block +
+  // gridBlocks, ... in launch order (tile x fastest, then tile y, then batch x SPLITK). The ring
+  // position is carried across items (a 32-bit count), so each slot's mbarrier phases continue
+  // where the last item left them.
+  Status forEachTile(const std::function<Status(Value ring)>& body) {
+    if (!p_.persistent) return body(c(0));
+    auto loop = scf::ForOp::create(b_, loc_, block_, c(p_.work), c(p_.gridBlocks), ValueRange{ci32(0)});
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(loop.getBody());
+    Value w = loop.getInductionVar(), ring = loop.getRegionIterArgs()[0];
+    setTile(rem(w, p_.tilesN), rem(div(w, p_.tilesN), p_.tilesM), div(w, p_.tilesN * p_.tilesM));
+    Status st = body(arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), ring));
+    Value next = arith::AddIOp::create(b_, loc_, ring, arith::IndexCastOp::create(b_, loc_, b_.getI32Type(), nk_));
+    scf::YieldOp::create(b_, loc_, next);
+    return st;
+  }
+
   // ---- producer: one thread keeps the ring full
   void producer() {
     NVVM::SetMaxRegisterOp::create(b_, loc_, uint32_t(kProducerRegs), NVVM::SetMaxRegisterAction::decrease);
     ifThen(eq(tid_, c(128 * p_.consumers)), [&] {
       nvgpu::TmaPrefetchOp::create(b_, loc_, tmA_, Value());
       nvgpu::TmaPrefetchOp::create(b_, loc_, tmB_, Value());
-      forLoop(c(0), nk_, [&](Value i) {
-        Value slot = rem(i, p_.stages), round = div(i, p_.stages);
-        // A slot's second and later fills wait until every consumer warp released its last use.
-        ifThen(uge(i, c(p_.stages)), [&] {
-          nvgpu::MBarrierTryWaitParityOp::create(b_, loc_, empty_, parity(sub(round, c(1))), c(10000000), slot);
+      (void)forEachTile([&](Value ring) {
+        forLoop(c(0), nk_, [&](Value i) {
+          Value step = add(ring, i), slot = rem(step, p_.stages), round = div(step, p_.stages);
+          // A slot's second and later fills wait until every consumer warp released its last use.
+          ifThen(uge(step, c(p_.stages)), [&] {
+            nvgpu::MBarrierTryWaitParityOp::create(b_, loc_, empty_, parity(sub(round, c(1))), c(10000000), slot);
+          });
+          nvgpu::MBarrierArriveExpectTxOp::create(b_, loc_, full_, c(p_.txBytes()), slot, Value());
+          Value k0 = mul(add(kBegin_, i), kBK);
+          Value base = mul(slot, p_.stageBytes);
+          Value a = view(base, smem({1, p_.BM, kBK}, in_));
+          nvgpu::TmaAsyncLoadOp::create(b_, loc_, a, full_, tmA_, ValueRange{k0, m0_, batch_}, slot, Value(), Value());
+          for (int64_t q = 0; q < p_.BN / kBoxN; ++q) {
+            Value bq = view(add(base, c(p_.BM * kBK * p_.elementBytes + q * kBoxN * kBK * p_.elementBytes)), smem({1, kBK, kBoxN}, in_));
+            nvgpu::TmaAsyncLoadOp::create(b_, loc_, bq, full_, tmB_, ValueRange{add(n0_, c(q * kBoxN)), k0, batch_}, slot, Value(), Value());
+          }
         });
-        nvgpu::MBarrierArriveExpectTxOp::create(b_, loc_, full_, c(p_.txBytes()), slot, Value());
-        Value k0 = mul(add(kBegin_, i), kBK);
-        Value base = mul(slot, p_.stageBytes);
-        Value a = view(base, smem({1, p_.BM, kBK}, in_));
-        nvgpu::TmaAsyncLoadOp::create(b_, loc_, a, full_, tmA_, ValueRange{k0, m0_, batch_}, slot, Value(), Value());
-        for (int64_t q = 0; q < p_.BN / kBoxN; ++q) {
-          Value bq = view(add(base, c(p_.BM * kBK * p_.elementBytes + q * kBoxN * kBK * p_.elementBytes)), smem({1, kBK, kBoxN}, in_));
-          nvgpu::TmaAsyncLoadOp::create(b_, loc_, bq, full_, tmB_, ValueRange{add(n0_, c(q * kBoxN)), k0, batch_}, slot, Value(), Value());
-        }
+        return Status{};
       });
     });
   }
@@ -173,13 +203,20 @@ class KernelBuilder {
     auto aT = smem({p_.TM, kBK}, in_), bT = smem({kBK, p_.TN}, in_);
     auto dAT = nvgpu::WarpgroupMatrixDescriptorType::get(ctx_, aT), dBT = nvgpu::WarpgroupMatrixDescriptorType::get(ctx_, bT);
     Value descMapA = asMap(2, {p_.BM, kBK}), descMapB = asMap(3, {kBK, kBoxN});
+    return forEachTile([&](Value ring) { return consumeTile(ring, wr, wc, lane0, accT, aT, bT, dAT, dBT, descMapA, descMapB); });
+  }
+
+  // One work item: its K tiles from ring position `ring` on, then its C tile.
+  Status consumeTile(Value ring, Value wr, Value wc, Value lane0, nvgpu::WarpgroupAccumulatorType accT, MemRefType aT,
+                     MemRefType bT, nvgpu::WarpgroupMatrixDescriptorType dAT, nvgpu::WarpgroupMatrixDescriptorType dBT,
+                     Value descMapA, Value descMapB) {
     Value acc0 = nvgpu::WarpgroupMmaInitAccumulatorOp::create(b_, loc_, accT);
     auto loop = scf::ForOp::create(b_, loc_, c(0), nk_, c(1), ValueRange{acc0});
     {
       OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPointToStart(loop.getBody());
       Value i = loop.getInductionVar();
-      Value slot = rem(i, p_.stages), round = div(i, p_.stages);
+      Value step = add(ring, i), slot = rem(step, p_.stages), round = div(step, p_.stages);
       nvgpu::MBarrierTryWaitParityOp::create(b_, loc_, full_, parity(round), c(10000000), slot);
       Value base = mul(slot, p_.stageBytes);
       Value a = view(add(base, mul(wr, p_.TM * kBK * p_.elementBytes)), aT);
@@ -191,23 +228,49 @@ class KernelBuilder {
       Value d = nvgpu::WarpgroupMmaOp::create(b_, loc_, accT, da, db, uint64_t(1), UnitAttr(), b_.getUnitAttr(),
                                               loop.getRegionIterArgs()[0]);
       ifThen(band(uge(i, c(1)), lane0), [&] {
-        nvgpu::MBarrierArriveOp::create(b_, loc_, empty_, rem(sub(i, c(1)), p_.stages));
+        nvgpu::MBarrierArriveOp::create(b_, loc_, empty_, rem(sub(step, c(1)), p_.stages));
       });
       scf::YieldOp::create(b_, loc_, d);
     }
     NVVM::WgmmaWaitGroupSyncOp::create(b_, loc_, uint64_t(0));
-    // Every consumer is past its last wgmma before the ring is overwritten by the C tile.
+    // Persistent: the item's last slot is released too (its wgmma retired), so the producer fills
+    // the next item's K tiles while this one's C tile is staged and stored.
+    if (p_.persistent)
+      ifThen(lane0, [&] { nvgpu::MBarrierArriveOp::create(b_, loc_, empty_, rem(add(ring, sub(nk_, c(1))), p_.stages)); });
+    // Every consumer is past its last wgmma before the ring is overwritten by the C tile (past the
+    // ring when persistent: then past the last item's epilogue reads of it).
     consumerBarrier();
     const int64_t rowF = p_.BN + kStagePad;
-    Value stage = view(0, smem({p_.BM, rowF}, f32_));
-    // The store adds 16 x (tid.x / 32) rows itself (64 per earlier warpgroup): take them back.
-    SmallVector<OpFoldResult> offs = {OpFoldResult(mul(wgi, p_.TM - 64)), OpFoldResult(mul(wc, p_.TN))};
-    SmallVector<OpFoldResult> sizes = {b_.getIndexAttr(p_.TM), b_.getIndexAttr(p_.TN)};
-    SmallVector<OpFoldResult> strides = {b_.getIndexAttr(1), b_.getIndexAttr(1)};
-    Value mine = memref::SubViewOp::create(b_, loc_, stage, offs, sizes, strides);
-    nvgpu::WarpgroupMmaStoreOp::create(b_, loc_, loop.getResult(0), mine);
+    Value stage = view(p_.stagingOffset, smem({p_.BM, rowF}, f32_));
+    stageAccumulators(loop.getResult(0), stage, mul(wr, p_.TM), mul(wc, p_.TN));
     consumerBarrier();
     return epilogue(stage);
+  }
+
+  // The accumulator into the staged tile at (row0, col0), a pair of adjacent columns per 8-byte
+  // store: in each half-warp phase lanes g = 0..3, t = 0..3 write words 8g + 2t and + 1 of rows
+  // BN + kStagePad floats apart (4 x 8 banks apart), so the 16 lanes cover the 32 banks once.
+  // nvgpu's warpgroup.mma.store writes the same fragment as scalar stores, whose 32 lanes per
+  // request put rows g and g + 4 on the same banks (2-way, whatever the row pad). The fragment is
+  // read as the NVVM lowering holds it: one struct of TN/2 f32 per m64 step, the PTX ISA's wgmma D
+  // layout (register 4j + 2h + c at row 16 x warp + lane/4 + 8h, column 8j + 2 x (lane%4) + c).
+  void stageAccumulators(Value acc, Value stage, Value row0, Value col0) {
+    auto inner = LLVM::LLVMStructType::getLiteral(ctx_, SmallVector<Type>(size_t(p_.TN / 2), f32_));
+    auto outer = LLVM::LLVMStructType::getLiteral(ctx_, SmallVector<Type>(size_t(p_.TM / 64), inner));
+    Value frag = UnrealizedConversionCastOp::create(b_, loc_, TypeRange{outer}, ValueRange{acc}).getResult(0);
+    Value lane = rem(tid_, 32);
+    Value row = add(row0, add(mul(rem(div(tid_, 32), 4), 16), div(lane, 4)));
+    Value col = add(col0, mul(rem(lane, 4), 2));
+    auto v2 = VectorType::get({2}, f32_);
+    for (int64_t m = 0; m < p_.TM / 64; ++m)
+      for (int64_t j = 0; j < p_.TN / 8; ++j)
+        for (int64_t h = 0; h < 2; ++h) {
+          const int64_t r = 4 * j + 2 * h;
+          Value x0 = LLVM::ExtractValueOp::create(b_, loc_, frag, ArrayRef<int64_t>{m, r});
+          Value x1 = LLVM::ExtractValueOp::create(b_, loc_, frag, ArrayRef<int64_t>{m, r + 1});
+          Value v = vector::FromElementsOp::create(b_, loc_, v2, ValueRange{x0, x1});
+          vector::StoreOp::create(b_, loc_, v, stage, ValueRange{add(row, c(64 * m + 8 * h)), add(col, c(8 * j))});
+        }
   }
 
   // Element e (= r * BN + col of the tile) of this block's own staged tile.
@@ -283,7 +346,7 @@ class KernelBuilder {
   MLIRContext* ctx_;
   Type f32_, in_;
   Attribute wg_;
-  Value tid_, batch_, split_, n0_, m0_, tile_, kBegin_, nk_, dyn_, tmA_, tmB_, full_, empty_;
+  Value tid_, block_, batch_, split_, n0_, m0_, tile_, kBegin_, nk_, dyn_, tmA_, tmB_, full_, empty_;
   std::map<unsigned, Value> mapPtr_;
 };
 

@@ -152,7 +152,8 @@ GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t) {
   const double stepWork = (w.serialPrologue ? unitTime(bpu) : unitTime(1)) / steps;
   const double stepTime = w.stages > 1 ? std::max(stepWork, stepLatency / double(w.stages - 1)) : stepLatency + stepWork;
   const double tail = double(w.tailRounds) * latencyCycles(MemLevel::L2, t.vendor) / clockHz;
-  double lat = double(e.waves) * (steps * stepTime + tail) * 1e6;
+  const double once = double(w.launchRounds) * latencyCycles(MemLevel::L2, t.vendor) / clockHz;
+  double lat = (double(e.waves) * (steps * stepTime + tail) + once) * 1e6;
   double launch = double(w.launches) * kLaunchUs;
 
   const double per = double(w.launches);
@@ -167,7 +168,8 @@ GpuEstimate estimateLaunch(const GpuWorkload& w, const TargetDesc& t) {
       {"l1", per * l1, formatSi(l1PerUnit, "B") + " per unit"},
       {"latency", per * lat,
        fmt("%.0f serial rounds per block of %.0f clocks", steps, stepLatency * clockHz) +
-           (w.tailRounds ? fmt(", then %.0f L2 round trips", double(w.tailRounds)) : std::string())},
+           (w.tailRounds ? fmt(", then %.0f L2 round trips", double(w.tailRounds)) : std::string()) +
+           (w.launchRounds ? fmt(", %.0f more once per launch", double(w.launchRounds)) : std::string())},
       {"launch", launch, fmt("%.0f launch(es)", per)},
   };
   double maxT = 0, sum = 0, maxThroughput = 0;

@@ -81,6 +81,9 @@ struct GpuWorkload {
   // overlap them (split-K's partials written, arrivals on counters, the slices summed): they add to
   // the serial chain, wave after wave.
   int64_t tailRounds = 0;
+  // Dependent L2 round trips paid once per launch rather than per wave (a persistent grid's first
+  // ring fill and last epilogue: its other items' fills run under their predecessors' epilogues).
+  int64_t launchRounds = 0;
 };
 
 // Load-to-use latency in clocks of each level under load, per vendor (microbenchmarks: Jia et al.,

@@ -96,6 +96,10 @@ Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& 
     TESSERA_ASSIGN(split, c.getInt("SPLITK"));
   }
   split = std::max<int64_t>(split, 1);
+  int64_t persist = 0;
+  if (c.has("PERSIST")) {
+    TESSERA_ASSIGN(persist, c.getInt("PERSIST"));
+  }
   const int64_t bytes = ir::byteSize(g.inType), batch = std::max<int64_t>(g.batch, 1);
   const int64_t Mp = roundUp(g.m, BM), Np = roundUp(g.n, BN), Kp = roundUp(g.k, BK);
   const int64_t KT = Kp / BK, KTs = ceilDiv(KT, split);
@@ -103,6 +107,9 @@ Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& 
   KernelEstimate e;
   costmodel::GpuWorkload& w = e.workload;
   const int64_t tiles = (Mp / BM) * (Np / BN);
+  // Work items (tiles x batch x SPLITK) in waves of one block per SM (the register split holds the
+  // whole register file): a persistent grid runs the same items in the same rounds per SM, so
+  // it prices as many waves; what it changes is the latency between them (below).
   w.blocks = tiles * batch * split;
   w.launches = 1;
   w.threadsPerBlock = 128 * (consumers + 1);
@@ -114,17 +121,16 @@ Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& 
   w.issueEfficiency = mmas / (mmas + 0.25 * 8.0);
   w.independentOps = mmas;
   w.regsPerThread = int(TM * TN / 128 + 40);
-  w.smemPerBlock = std::max(ST * (BM + BN) * BK * bytes, BM * (BN + 8) * 4);
+  w.smemPerBlock = persist ? roundUp(ST * (BM + BN) * BK * bytes, 1024) + BM * (BN + 8) * 4
+                           : std::max(ST * (BM + BN) * BK * bytes, BM * (BN + 8) * 4);
   w.flopsPerBlock = 2.0 * double(BM) * double(BN) * double(KTs * BK);
   // Shared memory: TMA writes each tile once, every consumer's wgmma reads its A rows and B columns
-  // per K tile, the C tile is staged (f32 write + read). The staging writes are the accumulator
-  // fragments' scalar stores (nvgpu's warpgroup.mma.store): a warp writes rows g = 0..7 at columns
-  // 2t, rows BN + 8 floats apart, so rows g and g + 4 share banks (no row pad avoids it for this
-  // fragment: 2-way at best); the row-wise reads are conflict-free. Writes and reads are equally
-  // many requests: 1.5 wavefronts per ideal one, what the emulator counts.
+  // per K tile, the C tile is staged (f32 write + read). The staging writes are pairs of adjacent
+  // accumulator columns in 8-byte stores (gpu_wgmma_kernel.cpp): a half-warp phase covers the 32
+  // banks once with rows BN + 8 floats apart; the row-wise reads are conflict-free too.
   w.smemBytesPerBlock = double(KTs * BK) * (double(BM + BN) * bytes + double(consumers) * double(TM + TN) * bytes) +
-                        double(BM * BN) * (4.0 * 2 + 4.0);
-  w.sharedConflictWays = 1.5;
+                        double(BM * BN) * 8.0;
+  w.sharedConflictWays = 1;
   const double outBytes = double(ir::byteSize(g.outType));
   // L2: the TMA traffic of every block's panels, the output, split-K's f32 partials (write + read).
   const double partials = split > 1 ? double(BM * BN) * 8.0 : 0.0;
@@ -140,15 +146,23 @@ Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& 
   // then the slice the block arrives last on, summed one element per thread and step (each step's
   // SPLITK loads in flight together: one round trip).
   if (split > 1) w.tailRounds = 2 * split + ceilDiv(TM * TN, 128 * split);
+  // Each item's ring fill (the first TMA round trip) and its epilogue (the C tile staged, then
+  // stored): in series per wave when every item is its own block; a persistent block fills the
+  // next item's slots under this one's epilogue, so only its first fill and last epilogue show.
+  if (persist)
+    w.launchRounds = 2;
+  else
+    w.tailRounds += 2;
   applyResources(w, res);
   const std::string mmaName = "wgmma m64n" + str(TN) + "k16";
   w.what = mmaName + " + TMA, block " + str(BM) + "x" + str(BN) + "x" + str(BK) + ", " + str(consumers) + " consumer warpgroups" +
-           (split > 1 ? ", split-K " + str(split) : "");
+           (split > 1 ? ", split-K " + str(split) : "") + (persist ? ", persistent" : "");
   return withGrid(e, {{"strategy", "matrix cores, warpgroup level (wgmma fed by TMA, warp-specialized)"},
                       {"block tile", str(BM) + "x" + str(BN) + "x" + str(BK) + " (MxNxK)"},
                       {"warpgroup tile", str(TM) + "x" + str(TN) + " (" + str(consumers) + " consumers + 1 producer)"},
                       {"stages", str(ST) + " (mbarrier ring, TMA 128B swizzle: no bank conflicts)"},
                       {"split-K", str(split)},
+                      {"scheduler", persist ? "persistent (a block per SM looping over the work items)" : "a block per work item"},
                       {"threads", str(w.threadsPerBlock)},
                       {"MMA", mmaName}});
 }

@@ -139,6 +139,9 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
       if (kn.name == "STAGES") kn.def = int64_t(4);
     }
     s.knobs.push_back({"SPLITK", splits, wSK, "wgmma: K ranges per output tile (split-K), reduced in parallel by the tile's blocks (a slice each)"});
+    s.knobs.push_back({"PERSIST", {int64_t(0), int64_t(1)}, int64_t(0),
+                       "wgmma: 1 = a persistent grid (a block per SM) looping over the tiles, batches and K ranges, the next "
+                       "tile's loads under this one's epilogue"});
     ir::Config d = s.defaults();
     for (int64_t st : {4, 3, 2}) {
       d.set("STAGES", st);
@@ -147,6 +150,7 @@ Expected<ir::Space> gemmGpuSpace(const ir::Kernel& k, const TargetDesc& t) {
     if (s.check(d)) {  // no wgmma default fits: the mma.sync / simt one
       d = before;
       d.set("SPLITK", int64_t(1));
+      d.set("PERSIST", int64_t(0));
     }
     for (auto& kn : s.knobs) kn.def = d.values.at(kn.name);
   }

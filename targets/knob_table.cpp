@@ -19,6 +19,7 @@ constexpr KnobRow kKnobs[] = {
     {"gemm", kGpu, "TM", nullptr},               {"gemm", kGpu, "TN", nullptr},
     {"gemm", kGpu, "VEC", nullptr},              {"gemm", kGpu, "STAGES", nullptr},
     {"gemm", kGpu, "SPLITK", nullptr},  // wgmma (sm_90a): K ranges per output tile
+    {"gemm", kGpu, "PERSIST", nullptr},  // wgmma (sm_90a): a persistent grid over the tiles
     {"elementwise", kHost, "VW", nullptr},       {"elementwise", kHost, "UNROLL", nullptr},
     {"elementwise", kHost, "CHUNK", nullptr},    {"elementwise", kHost, "NT", nullptr},
     {"elementwise", kHost, "ROWS", nullptr},     {"elementwise", kHost, "MATH", "precise|fast"},

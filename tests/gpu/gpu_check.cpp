@@ -193,6 +193,9 @@ std::vector<WgmmaCase> wgmmaDeviceCases() {
       {spec(0, 300, 300, 640, ScalarType::BF16, false, false, ""), cfg({{"BM", 256}, {"BN", 128}, {"TM", 128}, {"TN", 128}, {"STAGES", 4}})},
       // 700 = 3 x 233.3: split-K's last slice is short (SPLITK's domain is {1, 2, 4, 8}).
       {spec(2, 192, 320, 700, ScalarType::F16, false, true, ""), cfg({{"BM", 128}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 2}, {"SPLITK", 4}})},
+      // Persistent: 256 items (4 tiles x 64 batches) over at most one block per SM.
+      {spec(64, 256, 256, 256, ScalarType::F16, false, false, ""),
+       cfg({{"BM", 128}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 4}, {"PERSIST", 1}})},
   };
 }
 

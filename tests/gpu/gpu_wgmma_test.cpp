@@ -8,12 +8,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <regex>
 
 #include "codegen/emu_runtime.h"
 #include "codegen/gpu.h"
 #include "gpu_check.h"
 #include "ir/builders.h"
+#include "measure/estimate.h"
 #include "search/space.h"
+#include "targets/gpu_skus.h"
 #include "targets/kernel_io.h"
 
 using namespace tessera;
@@ -420,4 +424,177 @@ TEST(GpuWgmma, SplitKReducesInParallelEmulated) {
   auto cmp = io.check();
   ASSERT_TRUE(cmp.ok()) << cmp.error().str();
   EXPECT_FALSE(cmp->ok) << "counters that do not count, yet every slice was summed";
+}
+
+// The staged C tile without bank conflicts: the sm_90a defaults an H200 starts from at the goal
+// shapes (each on a small ragged problem) write the accumulators as 8-byte column pairs into rows
+// BN + 8 floats apart and read them row-wise, and the emulator's counter sees no conflict in the
+// whole kernel (the scalar fragment stores before were 2-way). Control: the same kernel with its
+// staging rows unpadded (the pitch rewritten to BN, reads and writes alike: still correct) is
+// conflicted, so the zero is not a counter that misses these stores.
+TEST(GpuWgmma, TheStagedCTileIsStoredWithoutBankConflictsEmulated) {
+  auto h200 = findGpu("H200");
+  ASSERT_TRUE(h200.ok()) << h200.error().str();
+  auto t = targetOfGpu(*h200);
+  ASSERT_TRUE(t.ok()) << t.error().str();
+  std::map<std::string, Config> defaults;
+  for (auto [m, n, kk, batch] : {std::tuple{4096, 4096, 4096, 0}, {1000, 1000, 1000, 0}, {4096, 4096, 320, 0},
+                                 {1024, 1024, 16384, 0}, {256, 256, 256, 64}}) {
+    auto cfg = testutil::gpuConfig(gemm(m, n, kk, ScalarType::F16, batch), *t);
+    ASSERT_TRUE(cfg.ok()) << cfg.error().str();
+    ASSERT_EQ(strategyOf(*cfg), "wgmma") << cfg->str();
+    defaults[cfg->str()] = *cfg;
+  }
+  ASSERT_GE(defaults.size(), 2u);
+  auto run = [&](const Config& want, ScalarType dt, const codegen::MappedEmuOptions& o) {
+    const int64_t split = want.has("SPLITK") ? std::get<int64_t>(want.values.at("SPLITK")) : 1;
+    Kernel k = gemm(144, 300, 128 * split, dt);  // no dimension equal to a staging pitch (BN + 8)
+    auto cfg = testutil::gpuConfig(k, *t, want);
+    EXPECT_TRUE(cfg.ok()) << cfg.error().str();
+    KernelIO io(k, 3);
+    io.poisonOutputs();
+    codegen::MappedEmuOptions once = o;
+    once.run.schedules = 1;  // the fixed fiber order: the counters do not depend on it
+    auto rep = testutil::runMapped(k, *cfg, *t, io, once);
+    EXPECT_TRUE(rep.ok()) << rep.error().str();
+    if (!rep.ok()) return emu::Counters{};
+    EXPECT_TRUE(rep->ok) << cfg->str() << ": " << (rep->errors.empty() ? "" : rep->errors[0]);
+    auto cmp = io.check();
+    EXPECT_TRUE(cmp.ok() && cmp->ok) << cfg->str();
+    return rep->counters;
+  };
+  ScalarType dt = ScalarType::F16;
+  for (const auto& [name, cfg] : defaults) {
+    emu::Counters c = run(cfg, dt, {});
+    EXPECT_GT(c.sharedRequests, 0u) << name;
+    EXPECT_EQ(c.bankConflicts, 0u) << name << ": " << c.sharedWavefronts << " wavefronts, ideal " << c.sharedIdealWavefronts;
+    dt = dt == ScalarType::F16 ? ScalarType::BF16 : ScalarType::F16;
+  }
+  const Config& first = defaults.begin()->second;
+  const int64_t BN = std::get<int64_t>(first.values.at("BN"));
+  codegen::MappedEmuOptions unpadded;
+  unpadded.deviceHook = [BN](std::string s) {
+    const std::string pitch = "llvm.mlir.constant(" + std::to_string(BN + 8) + " : index)";
+    size_t at = s.find(pitch);
+    EXPECT_NE(at, std::string::npos) << "no staging pitch " << BN + 8 << " in the kernel";
+    for (; at != std::string::npos; at = s.find(pitch, at))
+      s.replace(at, pitch.size(), "llvm.mlir.constant(" + std::to_string(BN) + " : index)");
+    return s;
+  };
+  emu::Counters c = run(first, ScalarType::F16, unpadded);
+  EXPECT_GT(c.bankConflicts, 0u) << "unpadded staging rows, yet no bank conflict counted";
+}
+
+// The persistent scheduler (PERSIST=1) on a target of 3 SMs: 3 blocks loop over every work item
+// (tiles x batch x SPLITK), the ring's slots and mbarrier phases carried from item to item (K tile
+// counts that do not divide the ring, so an item starts mid-ring), at ragged shapes, batched,
+// transposed, split-K, bf16 with a fused epilogue. Control: the ring position reset at every
+// item (the carry rewritten to restart at slot 0, phase 0) is caught, while the same kernel
+// without the rewrite (its neighbour) passes above.
+TEST(GpuWgmma, PersistentBlocksLoopOverTheWorkEmulated) {
+  TargetDesc t = testutil::gpuTarget("sm_90a");
+  t.units = 3;
+  struct Case {
+    Kernel k;
+    Config cfg;
+  };
+  std::vector<Case> cases = {
+      {gemm(130, 200, 200, ScalarType::F16, 0, false, false, "relu(acc + bias)"),
+       wgmmaCfg({{"BM", 64}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 3}, {"PERSIST", 1}})},
+      {gemm(130, 136, 96, ScalarType::BF16, 2, false, true), wgmmaCfg({{"BM", 64}, {"BN", 64}, {"TM", 64}, {"TN", 64}, {"STAGES", 3}, {"PERSIST", 1}})},
+      {gemm(72, 200, 330, ScalarType::F16, 2, true, false),
+       wgmmaCfg({{"BM", 64}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 2}, {"SPLITK", 2}, {"PERSIST", 1}})},
+  };
+  auto run = [&](const Case& c, const codegen::MappedEmuOptions& o, bool& clean) {
+    auto cfg = testutil::gpuConfig(c.k, t, c.cfg);
+    EXPECT_TRUE(cfg.ok()) << c.k.name << ": " << cfg.error().str();
+    if (!cfg.ok()) return false;
+    KernelIO io(c.k, 3);
+    io.poisonOutputs();
+    auto rep = testutil::runMapped(c.k, *cfg, t, io, o);
+    EXPECT_TRUE(rep.ok()) << rep.error().str();
+    if (!rep.ok()) return false;
+    clean = rep->ok;
+    auto cmp = io.check();
+    return cmp.ok() && cmp->ok;
+  };
+  auto b = testutil::compileFor(cases[1].k, t, cases[1].cfg);
+  ASSERT_TRUE(b.ok()) << b.error().str();
+  EXPECT_EQ(b->launch.grid, (std::array<int64_t, 3>{3, 1, 1}));  // 18 items
+  for (const auto& c : cases) {
+    bool clean = false;
+    EXPECT_TRUE(run(c, {}, clean)) << c.k.name << " " << c.cfg.str();
+    EXPECT_TRUE(clean) << c.k.name;
+  }
+  codegen::MappedEmuOptions reset;
+  reset.run.schedules = 1;
+  reset.deviceHook = [](std::string s) {
+    // The only 32-bit adds of the kernel are the carries of the ring position (producer, consumers).
+    static const std::regex carry(R"((%\d+) = llvm\.add (%\d+), (%\d+) : i32)");
+    EXPECT_EQ(std::distance(std::sregex_iterator(s.begin(), s.end(), carry), std::sregex_iterator()), 2);
+    return std::regex_replace(s, carry, "$1 = llvm.sub $2, $2 : i32");
+  };
+  bool clean = true;
+  const bool correct = run(cases[1], reset, clean);
+  EXPECT_FALSE(correct && clean) << "the ring restarted at every item, yet the output is right and the run clean";
+}
+
+// PERSIST is a knob of the sm_90a space (0 by default) that the legality rules, the model and
+// ptxas all take: legal where the ring and a separate C tile fit (the 128x256 default's do not,
+// and the refusal says so), refused for the other strategies; the model prices it below the
+// one-block-per-item kernel when the items take several waves (its fills run under the previous
+// epilogues) and not below it within one wave (its neighbour); the persistent kernels of the goal
+// shapes' 64x128 and 128x128 tiles assemble without spills.
+TEST(GpuWgmma, PersistIsAKnobTheRulesTheModelAndPtxasTake) {
+  auto h200 = findGpu("H200");
+  ASSERT_TRUE(h200.ok());
+  auto t = targetOfGpu(*h200);
+  ASSERT_TRUE(t.ok());
+  Kernel wide = gemm(4096, 4096, 320, ScalarType::F16), cube = gemm(1000, 1000, 1000, ScalarType::F16);
+  auto space = search::makeSpace(wide, *t);
+  ASSERT_TRUE(space.ok());
+  const ir::Knob* persist = space->find("PERSIST");
+  ASSERT_NE(persist, nullptr);
+  EXPECT_EQ(persist->domain.size(), 2u);
+  EXPECT_EQ(std::get<int64_t>(space->defaults().values.at("PERSIST")), 0);
+  Config big = space->defaults();
+  big.set("PERSIST", int64_t(1));
+  auto why = space->check(big);
+  ASSERT_TRUE(why.has_value()) << big.str();
+  EXPECT_NE(why->find("PERSIST=1"), std::string::npos) << *why;
+  Config mma = big;
+  for (auto [k, v] : {std::pair{"BM", 128}, {"BN", 128}, {"BK", 32}, {"TM", 64}, {"TN", 32}, {"STAGES", 3}}) mma.set(k, int64_t(v));
+  mma.set("strategy", std::string("mma"));
+  why = space->check(mma);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("PERSIST=1 needs strategy=wgmma"), std::string::npos) << *why;
+  EXPECT_EQ(search::makeSpace(wide, testutil::gpuTarget("sm_80"))->find("PERSIST"), nullptr);
+
+  auto estimate = [&](const Kernel& k, std::initializer_list<std::pair<const char*, int64_t>> kv) {
+    auto cfg = testutil::gpuConfig(k, *t, wgmmaCfg(kv));
+    EXPECT_TRUE(cfg.ok()) << cfg.error().str();
+    auto e = search::estimateKernel(k, *cfg, *t);
+    EXPECT_TRUE(e.ok()) << e.error().str();
+    return std::pair{e->model.timeUs, e->model.waves};
+  };
+  auto [wide0, waves] = estimate(wide, {{"BM", 128}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 4}, {"PERSIST", 0}});
+  auto [wide1, waves1] = estimate(wide, {{"BM", 128}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 4}, {"PERSIST", 1}});
+  EXPECT_GT(waves, 1);
+  EXPECT_EQ(waves1, waves);
+  EXPECT_LT(wide1, wide0);
+  auto [cube0, w0] = estimate(cube, {{"BM", 64}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 4}, {"PERSIST", 0}});
+  auto [cube1, w1] = estimate(cube, {{"BM", 64}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 4}, {"PERSIST", 1}});
+  EXPECT_EQ(w0, 1);
+  EXPECT_GE(cube1, cube0);  // no gain within one wave
+
+  for (const Kernel* k : {&cube, &wide}) {
+    const bool small = k == &cube;
+    auto b = testutil::compileFor(*k, *t,
+                                  wgmmaCfg({{"BM", small ? 64 : 128}, {"BN", 128}, {"TM", 64}, {"TN", 128}, {"STAGES", 4}, {"PERSIST", 1}}));
+    ASSERT_TRUE(b.ok()) << b.error().str();
+    EXPECT_EQ(b->launch.grid[0], small ? 128 : t->units);
+    if (b->binary.empty()) GTEST_SKIP() << "no ptxas: " << b->resources.summary();
+    EXPECT_TRUE(b->resources.ok) << b->resources.summary();
+    EXPECT_FALSE(b->resources.spills()) << k->name << ": " << b->resources.summary();
+  }
 }
