@@ -378,8 +378,14 @@ void tuneCommand(const TuneFlags& f) {
       first = "; first: " + std::string(search::trialStatusName(tr.status)) + " " + tr.config.str() +
               (failedWhy(tr).empty() ? "" : " (" + failedWhy(tr) + ")");
     }
-    fail("no candidate produced a correct result (" + countOf(int64_t(res.tune.trials.size()), "trial") + ":" + why + first + ")",
-         kExitFailure);
+    const std::string msg =
+        "no candidate produced a correct result (" + countOf(int64_t(res.tune.trials.size()), "trial") + ":" + why + first + ")";
+    if (!f.json) fail(msg, kExitFailure);
+    // --json: the error every failure has, with each failed candidate's config and reason.
+    std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
+    const nlohmann::json j = {{"error", msg}, {"exit_code", kExitFailure}, {"failed", failedJson(res)}};
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    throw CLI::RuntimeError(kExitFailure);
   }
   const auto& b = *res.tune.best;
   const double speedup = res.speedupOverDefault;
@@ -460,11 +466,13 @@ void tuneCommand(const TuneFlags& f) {
                 fmtThroughput(*k, b.throughput).c_str(), t->name.c_str());
   else
     std::printf("throughput   %s  (%s)\n", fmtThroughput(*k, b.throughput).c_str(),
-                peakShareText(b.peakFraction, !ir::isComputeBound(*k) ? (t->isGpu() ? "memory bandwidth" : "the copy bandwidth")
-                                              : t->isGpu()            ? "the compute peak"
-                                                                      : "the FMA peak of its threads",
-                              aboveWhy(*k, *t))
-                    .c_str());
+                !ir::isComputeBound(*k) && !t->isGpu()
+                    ? bandwidthShareText(*t, b.peakFraction, "the copy bandwidth", ir::kernelBytes(*k)).c_str()
+                    : peakShareText(b.peakFraction, !ir::isComputeBound(*k) ? "memory bandwidth"
+                                                    : t->isGpu()            ? "the compute peak"
+                                                                            : "the FMA peak of its threads",
+                                    aboveWhy(*k, *t))
+                          .c_str());
   if (t->isGpu() || f.workers) std::printf("measured on  %s\n", measure.where.c_str());
   if (res.spot.ran && !res.spot.judged)
     std::printf("unconfirmed  the winner is a claim of worker %s (token %s): this machine was busy in every re-timing "
