@@ -304,8 +304,10 @@ void tuneCommand(const TuneFlags& f) {
     std::string best = p.best ? fmtThroughput(kernel, p.best->throughput) : "-";
     double frac = p.best ? 100 * p.best->peakFraction : 0;
     std::string last = r.ok() ? fmtThroughput(kernel, r.throughput) : search::trialStatusName(r.status);
-    char share[48] = "predicted, emulator-checked";
-    if (!emulated) std::snprintf(share, sizeof share, "%.0f%% of peak", frac);
+    // Never a bare share above 100 % (the summary's throughput line says why), nor "0%" for none known.
+    char share[96] = "predicted, emulator-checked";
+    if (!emulated && frac <= 0) std::snprintf(share, sizeof share, "share of peak not known");
+    else if (!emulated) std::snprintf(share, sizeof share, "%.0f%% of peak%s", frac, frac > 100 ? ": why below" : "");
     std::snprintf(line, sizeof line, "trial %d/%d  best %s (%s)  last %s  elapsed %s  ETA %s", p.trial, p.trials,
                   best.c_str(), share, last.c_str(), fmtDuration(p.elapsedSec).c_str(), fmtDuration(p.etaSec).c_str());
     progress.update(line);
@@ -432,7 +434,8 @@ void tuneCommand(const TuneFlags& f) {
                 std::to_string(n);
   if (measure.estimated) {
     printEstimateSummary(*k, *t, res, f.db);
-    std::printf("search       %zu configs of the space's top checked through %s in %s (%s)\n", res.tune.trials.size(),
+    std::printf("search       %s of the space's top checked through %s in %s (%s)\n",
+                countOf(int64_t(res.tune.trials.size()), "config").c_str(),
                 t->words().deviceCompiler, fmtDuration(res.tune.seconds).c_str(),
                 statuses.c_str());
     printFailed(res);
@@ -495,7 +498,8 @@ void tuneCommand(const TuneFlags& f) {
     else
       std::printf("vs default   default config failed: %s\n", search::trialStatusName(d->status));
   }
-  std::printf("search       %zu trials in %s (%s)\n", res.tune.trials.size(), fmtDuration(res.tune.seconds).c_str(),
+  std::printf("search       %s in %s (%s)\n", countOf(int64_t(res.tune.trials.size()), "trial").c_str(),
+              fmtDuration(res.tune.seconds).c_str(),
               statuses.c_str());
   printFailed(res);
   if (const std::string line = pushedLine(res.pushed); !line.empty()) std::printf("%s\n", line.c_str());
