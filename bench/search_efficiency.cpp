@@ -460,13 +460,13 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", o.seeds, "seeds per strategy and table")->capture_default_str();
   app.add_option("--data", dataDir, "directory of the bundled tables")->capture_default_str();
   app.add_option("--batch", o.batch, "candidates measured per round (0: the tuner's default)")->capture_default_str();
-  app.add_option("--population", o.search.population, "evolution population")->capture_default_str();
-  app.add_option("--generations", o.search.generations, "evolution steps per round")->capture_default_str();
+  app.add_option("--population", o.search.evolution.population, "evolution population")->capture_default_str();
+  app.add_option("--generations", o.search.evolution.generations, "evolution steps per round")->capture_default_str();
   app.add_option("--eps", o.search.eps, "random share of each batch")->capture_default_str();
-  app.add_option("--mutation", o.search.mutationProb, "per-knob mutation probability")->capture_default_str();
-  app.add_option("--crossover", o.search.crossoverProb, "crossover probability")->capture_default_str();
-  app.add_option("--parents", o.search.parents, "GA parents")->capture_default_str();
-  app.add_option("--offspring", o.search.offspringShare, "share of the evolution's initial population bred from measured configs")->capture_default_str();
+  app.add_option("--mutation", o.search.evolution.mutationProb, "per-knob mutation probability")->capture_default_str();
+  app.add_option("--crossover", o.search.evolution.crossoverProb, "crossover probability")->capture_default_str();
+  app.add_option("--parents", o.search.evolution.parents, "GA parents")->capture_default_str();
+  app.add_option("--offspring", o.search.evolution.offspringShare, "share of the evolution's initial population bred from measured configs")->capture_default_str();
   app.add_option("--objective", o.model.objective, "XGBoost objective")->capture_default_str();
   app.add_option("--rounds", o.model.rounds, "boosting rounds")->capture_default_str();
   app.add_option("--depth", o.model.maxDepth, "tree depth")->capture_default_str();
@@ -475,49 +475,34 @@ int main(int argc, char** argv) {
   app.add_option("--power", o.model.relevancePower, "grade = round(normalized^power * levels)")->capture_default_str();
   app.add_option("--subsample", o.model.subsample, "XGBoost row subsample per tree (below 1: randomized retrains)")->capture_default_str();
   app.add_option("--colsample", o.model.colsample, "XGBoost column subsample per tree")->capture_default_str();
-  app.add_option("--diversity", o.search.diversity, "knobs in which a batch's greedy picks must differ (0: off)")->capture_default_str();
-  app.add_option("--categorical-dominated", o.search.categoricalDominated,
+  app.add_option("--categorical-dominated", o.search.categorical.dominated,
                  "categorical slots: a value's slot stops once its best is under this share of the best (0: never)")
       ->capture_default_str();
-  app.add_option("--categorical-tries", o.search.categoricalTries,
+  app.add_option("--categorical-tries", o.search.categorical.tries,
                  "categorical slots: measured configs of a value before it can be judged dominated")
       ->capture_default_str();
-  app.add_option("--categorical-slots", o.search.categoricalSlots,
+  app.add_option("--categorical-slots", o.search.categorical.on,
                  "every value of a categorical knob gets its best-predicted candidate into each batch (0/1)")
       ->capture_default_str();
-  app.add_option("--stagnation", o.search.stagnation, "trials without improvement before a batch explores (0: never)")
-      ->capture_default_str();
-  app.add_option("--stagnation-distance", o.search.stagnationDistance, "knobs an exploring batch's picks change")
-      ->capture_default_str();
-  app.add_option("--novelty", o.search.noveltyDraws,
-                 "random picks: of this many uniform draws, the one with the most untried knob value pairs (0: uniform)")
-      ->capture_default_str();
-  app.add_option("--niche", o.search.nicheKnobs,
+  app.add_option("--niche", o.search.niche.knobs,
                  "niche slot: knobs whose joint values are the arms of each batch's UCB slot (0: off)")
       ->capture_default_str();
-  app.add_option("--niche-explore", o.search.nicheExplore, "niche slot: the bound's exploration weight")
+  app.add_option("--niche-explore", o.search.niche.explore, "niche slot: the bound's exploration weight")
       ->capture_default_str();
-  app.add_option("--niche-after", o.search.nicheAfter, "niche slot: trials without a better measurement before it plays")
+  app.add_option("--niche-values", o.search.niche.maxValues, "niche slot: only knobs of at most this many values split niches (0: any)")
       ->capture_default_str();
-  app.add_option("--niche-random", o.search.nicheInRandomShare,
-                 "niche slot: replaces the batch's random pick instead of a greedy one (0/1)")
+  app.add_option("--niche-draws", o.search.niche.draws, "niche slot: a niche's first visits drawn uniformly inside it")
       ->capture_default_str();
-  app.add_option("--niche-values", o.search.nicheMaxValues, "niche slot: only knobs of at most this many values split niches (0: any)")
-      ->capture_default_str();
-  app.add_option("--niche-draws", o.search.nicheDraws, "niche slot: a niche's first visits drawn uniformly inside it")
-      ->capture_default_str();
-  app.add_option("--stagnation-eps", o.search.stagnationEps,
-                 "random share of an exploring batch (<0: grows with the stale trials, to max(eps, 1 - stagnation / stale))")->capture_default_str();
-  app.add_option("--prior-batches", o.search.priorBatches,
+  app.add_option("--prior-batches", o.search.prior.batches,
                  "evo with a prior: its first this-many batches come from the prior's top (0: only while the model has no data)");
-  app.add_option("--prior-fits-first", o.search.priorFitsFirst,
+  app.add_option("--prior-fits-first", o.search.prior.fitsFirst,
                  "evo with a prior: configs the prior takes for unlaunchable go after the others (0/1)");
-  app.add_option("--prior-dominated", o.search.priorDominated,
+  app.add_option("--prior-dominated", o.search.prior.dominated,
                  "evo with a prior: a categorical value the prior predicts under --categorical-dominated of the best gets no slot until measured (0/1)");
-  app.add_option("--prior-weight", o.search.priorWeight,
+  app.add_option("--prior-weight", o.search.prior.weight,
                  "evo with a prior: the prior's order counts as this many trials against the cost model's (0: ties only)")
       ->capture_default_str();
-  app.add_option("--prior-check", o.search.priorCheckZ,
+  app.add_option("--prior-check", o.search.prior.checkZ,
                  "evo with a prior: its weight each batch is the upper bound, at this many standard errors, of its rank "
                  "correlation with the measurements (<0: the prior believed at its fixed weight)")
       ->capture_default_str();
@@ -527,9 +512,9 @@ int main(int argc, char** argv) {
   app.add_option("--dev", o.dev, "the development kernels (xgemm, convolution, host, device, synthetic_KIND); the rest are held out")
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--prior-tiebreak", o.search.priorTiebreak,
+  app.add_option("--prior-tiebreak", o.search.prior.tiebreak,
                  "evo with a prior: candidates the cost model scores alike go in the prior's order (0/1)");
-  app.add_option("--flag-slots", o.search.flagSlots,
+  app.add_option("--flag-slots", o.search.categorical.switches,
                  "two-valued knobs get categorical slots in every batch, not only a prior's first (0/1)")
       ->capture_default_str();
   app.add_option("--pow2", o.pow2, "power-of-two knob features (0/1)")->capture_default_str();

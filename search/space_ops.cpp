@@ -26,16 +26,6 @@ ir::Config sampleProduct(const ir::Space& s, Rng& rng) {
   return c;
 }
 
-int knobsDiffering(const ir::Config& a, const ir::Config& b) {
-  int d = 0;
-  for (const auto& [k, v] : a.values) {
-    auto it = b.values.find(k);
-    d += it == b.values.end() || !(it->second == v);
-  }
-  for (const auto& [k, v] : b.values) d += a.values.count(k) == 0;
-  return d;
-}
-
 std::optional<ir::Config> sampleLegal(const ir::Space& s, Rng& rng) {
   if (s.members) {
     if (s.members->empty()) return std::nullopt;

@@ -26,8 +26,6 @@ std::optional<ir::Config> mutate(const ir::Space& s, const ir::Config& c, double
 std::optional<ir::Config> crossover(const ir::Space& s, const ir::Config& a, const ir::Config& b, Rng& rng);
 // Uniform over the knob product, legal or not (what the legal fraction is estimated from).
 ir::Config sampleProduct(const ir::Space& s, Rng& rng);
-// Knobs in which two configs differ (a knob missing from either counts).
-int knobsDiffering(const ir::Config& a, const ir::Config& b);
 // Number of configs in the knob product (before the constraint), saturating.
 double productSize(const ir::Space& s);
 // All legal configs when the product has at most `limit` members; nullopt otherwise.

@@ -18,118 +18,74 @@
 
 namespace tessera::search {
 
-struct SearchSettings {
-  std::string strategy = "evolutionary";  // evolutionary | ga | random | exhaustive
-  uint64_t seed = 0;
-  // Candidates measured per round (the model retrains after each). Replay, 40 seeds, cold:
-  // batch 4 needs 73 / 27 trials (geomean of medians, GPU files / host tables) against 82 / 32 at
-  // 8 and 45 on the host tables at 16; 2 is no better than 4 and leaves a 2-core host's second
-  // build slot idle half the time.
-  int batchSize = 4;
-  int population = 128;          // evolution population scored by the model each round
+// The evolution's operators (TVM's evolutionary search): how each round's candidates are bred.
+struct EvolutionSettings {
+  int population = 128;          // candidates scored by the model each round
   int generations = 4;           // evolution steps per round
-  double mutationProb = 0.15;    // per-knob mutation probability (at least one knob always changes)
+  double mutationProb = 0.15;    // per knob (at least one knob always changes)
   double crossoverProb = 0.5;    // offspring made by crossover of two parents (else a mutated parent)
-  double eps = 0.1;              // fraction of each batch drawn uniformly at random (eps-greedy)
   int seedsFromStore = 8;        // best measured/stored configs put into each initial population
   int parents = 8;               // best measured configs that breed (ga: its population)
-  double offspringShare = 0.5;   // evolutionary: share of the initial population bred from them
-  int tournament = 2;            // parent selection: best of this many draws (model score or measurement)
-  // Greedy picks of one batch differ from each other in at least this many knobs while enough
-  // candidates allow (0: off): a batch spread over several promising regions instead of one.
-  // Off by default: on the replay benchmark 2 or 3 changed the GPU files' ratios by -15..+30 %
-  // depending on the seed range, with no robust gain.
-  int diversity = 0;
-  // Each value of a categorical knob (GEMM's schedule family) gets the greedy slot of its
-  // best-predicted candidate in every batch: one family's plateau cannot starve another whose
-  // good region the model has not seen yet. Replay, 40 seeds, cold: skinny GEMM 200/654 ->
-  // 146/540 trials (seeds 100-139: 252/724 -> 81/455), GEMM 128³ p90 51 -> 46; warm-started,
-  // the skinny GEMM pays the slot (22 -> 30 median); tables without categorical knobs unchanged.
-  // When a knob has more values than the batch has room (pickTop), they take turns and the
-  // model's best value keeps the first slot: in domain order the GEMM tables' four families
-  // (simt, mma, mma-lane, wgmma) filled a batch whose random share took one slot without wgmma,
-  // the best one. Replay (search_efficiency --seeds 20), evo+prior median / p90: H100 GEMM f16
-  // 4096^3 7/11 -> 1/4, H200 11/15 -> 1/4 (40 seeds: 4/11 -> 4/4, 4/15 -> 4/4); batch 1 (`--batch 1`, 40 seeds), cold: 25 -> 8
-  // (H100), 38 -> 10 (H200), where wgmma waited for the other three; synthetic categorical
-  // 181 -> 189 (8 knobs of 3 values: seed noise), every other table unchanged.
-  bool categoricalSlots = true;
-  // A value's slot stops once it is plainly dominated: at least `categoricalTries` of its configs
-  // measured (failures count) and its best under `categoricalDominated` of the best so far
-  // (0: the slot plays in every batch). Found on the spaces an H200 measured (bench/data/
-  // device_h200.jsonl.gz), where a SIMT family at 1-5 % of the tensor-core ones took one pick in
-  // four of every batch. Replay, 40 seeds, cold median / p90: GEMM f16 4096^3 (sm_90a) 16/32 ->
-  // 11/19, attention D64 12/18 -> 10/15, causal D128 13/18 -> 12/15, D128 8/13 -> 8/11, bias+GELU
-  // unchanged; the host and synthetic tables unchanged (their values stay within a quarter);
-  // 8 tries instead of 2 kept most of the waste (GEMM 16/24).
-  double categoricalDominated = 0.25;
-  int categoricalTries = 2;
-  // Two-valued integer knobs (switches) get those slots too, in every batch including a prior's
-  // first (a tune with other GPUs' records sets it: their landscape is most often wrong about a
-  // switch); the knobs' order turns each batch so that every switch gets its turn.
-  bool flagSlots = false;
-  // Trials without a better measurement after which a batch explores away from the best config
-  // (0: never): its greedy picks differ from it in at least `stagnationDistance` knobs.
-  int stagnation = 0;
-  int stagnationDistance = 2;
-  // The batch's random share while stagnating; below 0 it grows with the stale trials, to
-  // max(eps, 1 - stagnation / stale): a search stuck on a plateau turns into random search.
-  double stagnationEps = -1;
-  // The random share's picks: of this many uniform unseen configs, the one with the most pairs
-  // of knob values never measured (1 or less: uniform draws).
-  int noveltyDraws = 0;
-  // Niche slot (0: off): the `nicheKnobs` knobs that explain most of the measured log throughput
-  // (correlation ratio) split the space into niches, one per joint value of theirs; each batch
-  // gives one greedy slot to the niche of highest upper confidence bound (its best measured share
-  // of the best, plus nicheExplore * sqrt(ln trials / (1 + its trials))), filled with the model's
-  // best unseen config inside it. The model (trees over single knobs, trained where the search has
-  // been) ranks a joint move of two knobs it has only seen changed alone, and slow, as slow: the
-  // host GEMM's register tile (MR 4 -> 8 with NR 64 -> 32, and plain), the synthetic trap; the
-  // niche's own measurements, not the model's extrapolation, decide whether it earns a trial.
-  //
-  // On by default over switches (nicheMaxValues 2: two-valued knobs, a code path on or off):
-  // a switch selects one of two kernels whose landscapes differ, and the model trained on the
-  // variant the first draws favoured extrapolates to the other. Evidence: docs/search-notes.md.
-  int nicheKnobs = 2;
-  double nicheExplore = 1.0;
-  // A niche's first visits draw uniformly inside it: where the search has not been, the model
-  // extrapolates from the incumbent's region (the host GEMM's 8x32 tile is fast only with the
-  // plain schedule, which the model has seen slower everywhere else).
-  int nicheDraws = 2;
-  // The slot plays once this many trials brought no better measurement (0: every batch).
-  int nicheAfter = 0;
-  bool nicheInRandomShare = false;  // the slot replaces the batch's random pick, not a greedy one
-  int nicheMaxValues = 2;           // niche knobs only among those of at most this many values (0: any)
-  // Evolutionary with a prior: its first this-many batches come from the prior's top even when the
-  // model already has data (a transfer across GPUs that takes the lead after a probe of this GPU:
-  // its first batch is the other GPUs' best). 0: the prior leads only while the model has none.
-  int priorBatches = 0;
-  // Evolutionary with a prior, once the cost model leads: candidates it scores alike go in the
-  // prior's order (a model trained on a few batches has few distinct leaf values), and candidates
-  // the prior takes for unlaunchable (a trial the compiler refuses) go after every one it can
-  // estimate. Evidence: docs/search-notes.md.
-  bool priorTiebreak = true;
-  bool priorFitsFirst = true;
-  // A categorical value (a kernel family) whose best estimate is under categoricalDominated of the
-  // prior's best gets no slot until one of its configs measures at that share of the best (the
-  // slot is for a family the model has not seen, and the prior has seen it); the random share
-  // still draws from it. Off for a prior that is not a time (the other GPUs' score in a
-  // transfer: search/tune_session.cpp). Evidence: docs/search-notes.md.
-  bool priorDominated = true;
-  // Evolutionary with a prior, once the cost model leads: the model's order and the prior's are
-  // blended, each candidate ranked by both (as a fraction of the candidates) and weighted
-  // priorWeight / (priorWeight + trials) toward the prior: the prior counts as this many trials'
-  // worth of evidence (0: off; the prior then only breaks the model's ties). A model trained on
-  // one batch scores configs with knob values it has not seen by what it learnt of the others.
-  // Evidence: docs/search-notes.md.
-  double priorWeight = 8;
-  // The prior is checked, not believed: each batch, the rank correlation (Spearman) of its
-  // estimate with this run's measurements (a failed trial the slowest, a config it cannot launch
-  // predicted slowest) bounds its say. The blend's weight is priorWeight times the upper
-  // confidence bound of that correlation (Fisher's z, standard error sqrt(1.06 / (n - 3)), this
-  // many standard errors), clamped to [0, 1]; at none, the prior's tie order, unlaunchable-last
-  // and family rules are off too. Before four measurements the prior is taken at its word (its
-  // first batch). Below 0: the prior believed at its fixed weight. docs/search-notes.md.
-  double priorCheckZ = 1.282;
+  double offspringShare = 0.5;   // share of the initial population bred from them
+  int tournament = 2;            // parent selection: best of this many draws
+};
+
+// Categorical slots: each value of a categorical knob (a kernel family) gets the greedy slot of
+// its best-predicted candidate in every batch, so one family's plateau cannot starve another the
+// model has not seen; values take turns when the batch has less room than they.
+struct CategoricalSlots {
+  bool on = true;
+  // A value's slot stops once at least `tries` of its configs were measured (failures count) and
+  // its best is under `dominated` of the best so far (0: never).
+  double dominated = 0.25;
+  int tries = 2;
+  // Two-valued integer knobs (switches) get slots too, in every batch including a prior's first.
+  // Off for a cold search; a tune led by other GPUs' records sets it (search/tune_session.cpp).
+  bool switches = false;
+};
+
+// The niche slot: the `knobs` knobs of at most `maxValues` values (0: any) that explain most of
+// the measured log throughput split the space into niches; each batch gives one greedy slot to
+// the niche of highest upper confidence bound (best share of the best, plus explore *
+// sqrt(ln trials / (1 + visits))), its first `draws` visits uniform inside it. By default over
+// switches, whose two kernels' landscapes differ and which a model extrapolates across badly.
+struct NicheSettings {
+  int knobs = 2;  // 0: off
+  double explore = 1.0;
+  int draws = 2;
+  int maxValues = 2;
+};
+
+// How a prior (the analytic model's estimate, or other GPUs' score in a transfer) steers the
+// evolutionary search once the cost model leads; before that its top is the first batch.
+struct PriorSettings {
+  // Its first this-many batches come from its top even when the model has data (0: only while
+  // the model has none; a transfer after a probe of this GPU sets 1).
+  int batches = 0;
+  bool tiebreak = true;    // candidates the model scores alike go in the prior's order
+  bool fitsFirst = true;   // candidates the prior takes for unlaunchable go last
+  // A categorical value whose best estimate is under CategoricalSlots::dominated of the prior's
+  // best gets no slot until measured at that share (off for a prior that is not a time).
+  bool dominated = true;
+  // The model's order and the prior's are blended, the prior counting as this many trials'
+  // worth of evidence (0: the prior only breaks ties).
+  double weight = 8;
+  // Checked, not believed: each batch the weight is scaled by the upper confidence bound, at this
+  // many standard errors, of the prior's rank correlation with this run's measurements; at zero
+  // its tie order, unlaunchable-last and family rules are off too (below 0: believed).
+  double checkZ = 1.282;
+};
+
+// Every setting's evidence (the replays that chose it, on which split) is in docs/search-notes.md.
+struct SearchSettings {
+  std::string strategy = "evolutionary";  // evolutionary | ga | random | exhaustive | ranked
+  uint64_t seed = 0;
+  int batchSize = 4;  // candidates measured per round (the model retrains after each)
+  double eps = 0.1;   // fraction of each batch drawn uniformly at random (eps-greedy)
+  EvolutionSettings evolution;
+  CategoricalSlots categorical;
+  NicheSettings niche;
+  PriorSettings prior;
   size_t exhaustiveLimit = 200000;  // exhaustive refuses spaces whose knob product is larger
   // ranked: the legal configs it orders (the whole space when it can be listed within this,
   // else this many uniform draws); evolutionary with a prior: candidates scored for its first batch.

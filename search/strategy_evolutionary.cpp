@@ -34,37 +34,21 @@ class Evolution : public SearchStrategy {
     if (n == 0 || st_.exhausted()) return {};
     // The random share is eps of the batch in expectation (rounded stochastically: small batches
     // keep exploring too).
-    // A search stuck on a plateau (no better measurement for a while) explores: its greedy picks
-    // leave the best config's neighbourhood and the random share grows.
-    avoid_.reset();
     trust_ = priorTrust();
-    double eps = s_.eps;
-    if (s_.stagnation > 0) {
-      const auto& m = st_.measured();
-      const auto top = st_.best(1);
-      if (!top.empty()) {
-        const size_t at = size_t(top.front() - m.data());
-        if (m.size() - 1 - at >= size_t(s_.stagnation)) {
-          avoid_ = top.front()->config;
-          const size_t stale = m.size() - 1 - at;
-          eps = s_.stagnationEps >= 0 ? s_.stagnationEps : std::max(eps, 1 - double(s_.stagnation) / double(stale));
-        }
-      }
-    }
+    const double eps = s_.eps;
     double share = double(n) * std::clamp(eps, 0.0, 1.0);
     size_t nRandom = size_t(share) + (std::bernoulli_distribution(share - std::floor(share))(st_.rng()) ? 1 : 0);
     size_t nGreedy = n - std::min(n, nRandom);
     std::vector<ir::Config> greedy;
     // Before the model has data (or the GA has two parents) every pick is random, unless a prior
     // ranks the space: then the greedy picks are its best predictions.
-    const bool priorLeads = prior_ && batches_++ < size_t(std::max(s_.priorBatches, 0));
+    const bool priorLeads = prior_ && batches_++ < size_t(std::max(s_.prior.batches, 0));
     if (model_ && model_->trained() && !priorLeads) {
-      // The niche pick takes a greedy slot, or with nicheInRandomShare the batch's random one
-      // (structured exploration in place of a uniform draw: the model's picks are untouched).
-      if (s_.nicheKnobs > 0 && (s_.nicheInRandomShare ? nRandom > 0 : nGreedy > 0))
+      // The niche pick takes one of the greedy slots.
+      if (s_.niche.knobs > 0 && nGreedy > 0)
         if (auto c = nichePick()) {
           greedy.push_back(std::move(*c));
-          if (!s_.nicheInRandomShare) --nGreedy;
+          --nGreedy;
         }
       auto more = evolveWithCostModel(nGreedy);
       greedy.insert(greedy.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
@@ -76,7 +60,7 @@ class Evolution : public SearchStrategy {
 
   void observe(const std::vector<TrialResult>& results) override {
     st_.observe(results);
-    if (prior_ && s_.priorCheckZ >= 0)
+    if (prior_ && s_.prior.checkZ >= 0)
       for (const auto& r : results) {
         const auto t = prior_(r.config);
         // Higher is better on both sides: the negated predicted time, the measured throughput.
@@ -92,7 +76,7 @@ class Evolution : public SearchStrategy {
     double score;
     uint64_t tiebreak;  // random: equal scores (common with coarse labels) must not favour small knob values
     // The prior's predicted time (+inf: it takes the config for unlaunchable) when there is a
-    // prior (SearchSettings::priorTiebreak, priorFitsFirst, priorWeight, priorDominated); else 0.
+    // prior (PriorSettings); else 0.
     double prior = 0;
   };
 
@@ -107,9 +91,9 @@ class Evolution : public SearchStrategy {
   // neighbourhood the GA would measure blindly; here the model filters it) and uniform legal
   // samples (seen or not: they are parents, not proposals).
   std::vector<ir::Config> sampleInitPopulation(std::vector<ir::Config> pop) {
-    size_t want = size_t(std::max(s_.population, 2));
-    size_t bred = size_t(double(want) * std::clamp(s_.offspringShare, 0.0, 1.0));
-    std::vector<const TrialResult*> parents = st_.best(size_t(std::max(s_.parents, 2)));
+    size_t want = size_t(std::max(s_.evolution.population, 2));
+    size_t bred = size_t(double(want) * std::clamp(s_.evolution.offspringShare, 0.0, 1.0));
+    std::vector<const TrialResult*> parents = st_.best(size_t(std::max(s_.evolution.parents, 2)));
     if (parents.size() >= 2) {
       auto better = [&](size_t a, size_t b) { return parents[a]->throughput > parents[b]->throughput; };
       for (size_t tries = 0; pop.size() < bred && tries < 4 * bred; ++tries) {
@@ -118,7 +102,7 @@ class Evolution : public SearchStrategy {
         if (auto child = offspring(a, b)) pop.push_back(std::move(*child));
       }
     }
-    for (int tries = 0; pop.size() < want && tries < 4 * s_.population; ++tries)
+    for (int tries = 0; pop.size() < want && tries < 4 * s_.evolution.population; ++tries)
       if (auto c = sampleLegal(st_.space(), st_.rng())) pop.push_back(std::move(*c));
     return pop;
   }
@@ -128,7 +112,7 @@ class Evolution : public SearchStrategy {
   size_t tournament(size_t size, Better better) {
     std::uniform_int_distribution<size_t> d(0, size - 1);
     size_t best = d(st_.rng());
-    for (int i = 1; i < s_.tournament; ++i) {
+    for (int i = 1; i < s_.evolution.tournament; ++i) {
       size_t j = d(st_.rng());
       if (better(j, best)) best = j;
     }
@@ -137,11 +121,11 @@ class Evolution : public SearchStrategy {
 
   // One offspring: crossover of two parents (with crossoverProb), then a mutation.
   std::optional<ir::Config> offspring(const ir::Config& a, const ir::Config& b) {
-    std::bernoulli_distribution cross(s_.crossoverProb);
+    std::bernoulli_distribution cross(s_.evolution.crossoverProb);
     std::optional<ir::Config> child = a;
     if (cross(st_.rng())) child = crossover(st_.space(), a, b, st_.rng());
     if (!child) child = a;
-    return mutate(st_.space(), *child, s_.mutationProb, st_.rng());
+    return mutate(st_.space(), *child, s_.evolution.mutationProb, st_.rng());
   }
 
   std::vector<double> score(const std::vector<ir::Config>& pop) {
@@ -154,9 +138,9 @@ class Evolution : public SearchStrategy {
   // Step 3: evolve the population for `generations` steps, parents chosen by predicted score;
   // every unseen config met on the way is a candidate; the best-predicted `n` are claimed.
   std::vector<ir::Config> evolveWithCostModel(size_t n) {
-    std::vector<ir::Config> pop = sampleInitPopulation(pickBestFromDatabase(size_t(std::max(s_.seedsFromStore, 0))));
+    std::vector<ir::Config> pop = sampleInitPopulation(pickBestFromDatabase(size_t(std::max(s_.evolution.seedsFromStore, 0))));
     std::unordered_map<std::string, Scored> candidates;
-    for (int g = 0; g < std::max(s_.generations, 1); ++g) {
+    for (int g = 0; g < std::max(s_.evolution.generations, 1); ++g) {
       std::vector<double> sc = score(pop);
       for (size_t i = 0; i < pop.size(); ++i)
         if (!st_.seen(pop[i])) {
@@ -166,7 +150,7 @@ class Evolution : public SearchStrategy {
             it->second.prior = t ? *t : std::numeric_limits<double>::infinity();
           }
         }
-      if (g + 1 == s_.generations) break;
+      if (g + 1 == s_.evolution.generations) break;
       std::vector<ir::Config> next;
       auto better = [&](size_t a, size_t b) { return sc[a] > sc[b]; };
       for (int tries = 0; next.size() < pop.size() && tries < 4 * int(pop.size()); ++tries) {
@@ -180,23 +164,23 @@ class Evolution : public SearchStrategy {
     std::vector<Scored> ranked;
     ranked.reserve(candidates.size());
     for (auto& [k, v] : candidates) ranked.push_back(std::move(v));
-    if (prior_ && s_.priorWeight > 0) blendWithPrior(ranked);
-    return pickTop(std::move(ranked), n, s_.flagSlots);
+    if (prior_ && s_.prior.weight > 0) blendWithPrior(ranked);
+    return pickTop(std::move(ranked), n, s_.categorical.switches);
   }
 
-  // SearchSettings::priorWeight: each candidate's score becomes its rank by the model and its rank
+  // PriorSettings::weight: each candidate's score becomes its rank by the model and its rank
   // by the prior (fractions of the candidates, ties sharing their mean rank), weighted
   // w / (w + trials) toward the prior: the prior counts as w trials' worth of evidence, and the
   // model takes over as its own trials outnumber them.
   void blendWithPrior(std::vector<Scored>& ranked) {
     const size_t n = ranked.size();
     if (n < 2) return;
-    const double w = s_.priorWeight * trust_, toPrior = w / (w + double(st_.measured().size()));
+    const double w = s_.prior.weight * trust_, toPrior = w / (w + double(st_.measured().size()));
     if (!(w > 0)) return;
     std::vector<double> byModel(n), byPrior(n);
     for (size_t i = 0; i < n; ++i) {
       byModel[i] = -ranked[i].score;
-      byPrior[i] = ranked[i].prior;  // +inf (unlaunchable) last; priorFitsFirst still puts them after all
+      byPrior[i] = ranked[i].prior;  // +inf (unlaunchable) last; fitsFirst still puts them after all
     }
     const std::vector<double> rm = ranks(byModel), rp = ranks(byPrior);
     for (size_t i = 0; i < n; ++i) {  // ranks as fractions of the candidates: 0 the best, 1 the worst
@@ -210,9 +194,9 @@ class Evolution : public SearchStrategy {
   std::vector<ir::Config> pickTop(std::vector<Scored> ranked, size_t n, bool flags = false) {
     // The map's order is not deterministic across runs: sort fully (score, then the seeded random
     // tiebreak, then the config) so a fixed seed replays exactly.
-    // With a prior (SearchSettings::priorTiebreak, priorFitsFirst): what it cannot launch goes
+    // With a prior (PriorSettings::tiebreak, fitsFirst): what it cannot launch goes
     // last, and what the model scores alike goes in its order.
-    const bool fitsFirst = prior_ && s_.priorFitsFirst && trust_ > 0, tiebreak = prior_ && s_.priorTiebreak && trust_ > 0;
+    const bool fitsFirst = prior_ && s_.prior.fitsFirst && trust_ > 0, tiebreak = prior_ && s_.prior.tiebreak && trust_ > 0;
     std::sort(ranked.begin(), ranked.end(), [fitsFirst, tiebreak](const Scored& a, const Scored& b) {
       if (fitsFirst) {
         const bool fa = std::isfinite(a.prior), fb = std::isfinite(b.prior);
@@ -229,7 +213,7 @@ class Evolution : public SearchStrategy {
     // has slots would otherwise never span its last ones.
     const auto& knobs = st_.space().knobs;
     const size_t turn = flags && !knobs.empty() ? slotTurn_++ % knobs.size() : 0;
-    if (s_.categoricalSlots)
+    if (s_.categorical.on)
       for (size_t ki = 0; ki < knobs.size(); ++ki) {
         const auto& knob = knobs[(ki + turn) % knobs.size()];
         const bool flag = flags && knob.domain.size() == 2 && !knob.isCategorical();
@@ -260,7 +244,7 @@ class Evolution : public SearchStrategy {
           // in domain order the first values held the slots of every batch and the last one,
           // however good the model thought it, waited until they were dominated. A batch's
           // first slot still goes to the value of the model's best candidate (every other
-          // batch when it is the only slot). SearchSettings::categoricalSlots has the replay.
+          // batch when it is the only slot). docs/search-notes.md has the replay.
           // `want` is in domain order: the turns start at the first value from the cursor on.
           size_t& cursor = valueTurn_[knob.name];
           std::rotate(want.begin(),
@@ -280,19 +264,12 @@ class Evolution : public SearchStrategy {
           if (st_.claim(ranked[w.at].config)) out.push_back(ranked[w.at].config);
         }
       }
-    // First pass: in predicted order, skipping near-duplicates of this batch's picks; the second
-    // pass fills what is left in predicted order.
-    for (int pass = s_.diversity > 0 || avoid_ ? 0 : 1; pass < 2; ++pass)
-      for (size_t i = 0; i < ranked.size() && out.size() < n; ++i) {
-        if (taken[i]) continue;
-        if (pass == 0 && avoid_ && knobsDiffering(*avoid_, ranked[i].config) < s_.stagnationDistance) continue;
-        if (pass == 0 && std::any_of(out.begin(), out.end(), [&](const ir::Config& c) {
-              return knobsDiffering(c, ranked[i].config) < s_.diversity;
-            }))
-          continue;
-        taken[i] = true;
-        if (st_.claim(ranked[i].config)) out.push_back(ranked[i].config);
-      }
+    // The rest in predicted order.
+    for (size_t i = 0; i < ranked.size() && out.size() < n; ++i) {
+      if (taken[i]) continue;
+      taken[i] = true;
+      if (st_.claim(ranked[i].config)) out.push_back(ranked[i].config);
+    }
     return out;
   }
 
@@ -314,39 +291,39 @@ class Evolution : public SearchStrategy {
     return m;
   }
 
-  // Whether value `v` of knob `name` has had its chance (SearchSettings::categoricalDominated).
+  // Whether value `v` of knob `name` has had its chance (CategoricalSlots::dominated).
   bool dominated(const std::string& name, const ir::KnobValue& v) const {
-    if (s_.categoricalDominated <= 0) return false;
+    if (s_.categorical.dominated <= 0) return false;
     const Measured m = measuredOf(name, v);
-    return m.tries >= s_.categoricalTries && m.mine < s_.categoricalDominated * m.best;
+    return m.tries >= s_.categorical.tries && m.mine < s_.categorical.dominated * m.best;
   }
 
-  // Whether the prior rules value `v` of knob `name` out of a slot (SearchSettings::
-  // priorDominated): its best estimate among the candidates is under categoricalDominated of the
+  // Whether the prior rules value `v` of knob `name` out of a slot (PriorSettings::
+  // dominated): its best estimate among the candidates is under CategoricalSlots::dominated of the
   // best estimate of all, and no measured config of the value reached that share of the best.
   // Only while the check still gives the prior at least half its say: ruling a family out is the
   // one prior rule a wrong prior cannot be argued out of by measurements (the family never gets
   // measured), and an inverted estimate rules out the best family (docs/search-notes.md).
   bool priorDominated(const std::vector<Scored>& ranked, const std::string& name, const ir::KnobValue& v) const {
-    if (!prior_ || !s_.priorDominated || s_.categoricalDominated <= 0 || !(trust_ >= 0.5)) return false;
+    if (!prior_ || !s_.prior.dominated || s_.categorical.dominated <= 0 || !(trust_ >= 0.5)) return false;
     double all = std::numeric_limits<double>::infinity(), mine = all;
     for (const auto& c : ranked) {
       if (!(c.prior > 0) || !std::isfinite(c.prior)) continue;
       all = std::min(all, c.prior);
       if (holds(c.config, name, v)) mine = std::min(mine, c.prior);
     }
-    if (!std::isfinite(all) || mine * s_.categoricalDominated <= all) return false;
+    if (!std::isfinite(all) || mine * s_.categorical.dominated <= all) return false;
     const Measured m = measuredOf(name, v);
-    return !(m.mine > 0 && m.mine >= s_.categoricalDominated * m.best);
+    return !(m.mine > 0 && m.mine >= s_.categorical.dominated * m.best);
   }
 
-  // SearchSettings::priorCheckZ: the prior's say this batch, from 1 (believed) to 0 (none).
+  // PriorSettings::checkZ: the prior's say this batch, from 1 (believed) to 0 (none).
   double priorTrust() const {
-    if (!prior_ || s_.priorCheckZ < 0) return 1;
+    if (!prior_ || s_.prior.checkZ < 0) return 1;
     const size_t n = predicted_.size();
     if (n < 4) return 1;
     const double rho = rankCorrelation(predicted_, achieved_);
-    const double z = std::atanh(std::clamp(rho, -0.9999, 0.9999)) + s_.priorCheckZ * std::sqrt(1.06 / double(n - 3));
+    const double z = std::atanh(std::clamp(rho, -0.9999, 0.9999)) + s_.prior.checkZ * std::sqrt(1.06 / double(n - 3));
     return std::clamp(std::tanh(z), 0.0, 1.0);
   }
 
@@ -354,61 +331,12 @@ class Evolution : public SearchStrategy {
   // veto).
   std::vector<ir::Config> pickWithEpsGreedy(std::vector<ir::Config> greedy, size_t n) {
     const size_t want = n - std::min(n, greedy.size());
-    auto rnd = s_.noveltyDraws > 1 ? pairwiseNovel(want) : st_.fresh(want);
+    auto rnd = st_.fresh(want);
     greedy.insert(greedy.end(), std::make_move_iterator(rnd.begin()), std::make_move_iterator(rnd.end()));
     return greedy;
   }
 
-  // Exploration that covers pairs of knob values: each pick is, of `noveltyDraws` uniform unseen
-  // configs, the one holding the most value pairs that no measured config (nor an earlier pick)
-  // held. A landscape whose good region needs two knobs to change together (a register tile
-  // whose rows and columns must both change) is a trap for a model that has seen each change
-  // alone and slow; uniform draws reach the untried pair at the rate of its share of the space,
-  // these as soon as the pairs tried before run out (a covering design).
-  std::vector<ir::Config> pairwiseNovel(size_t n) {
-    const auto& knobs = st_.space().knobs;
-    auto pairsOf = [&](const ir::Config& c, auto&& use) {
-      std::vector<std::string> v;
-      v.reserve(knobs.size());
-      for (const auto& k : knobs) {
-        auto it = c.values.find(k.name);
-        std::string s = k.name + "=";
-        if (it != c.values.end()) {
-          if (const auto* i = std::get_if<int64_t>(&it->second)) s += std::to_string(*i);
-          else if (const auto* t = std::get_if<std::string>(&it->second)) s += *t;
-        }
-        v.push_back(std::move(s));
-      }
-      for (size_t i = 0; i < v.size(); ++i)
-        for (size_t j = i + 1; j < v.size(); ++j) use(v[i] + "|" + v[j]);
-    };
-    std::unordered_set<std::string> covered;
-    for (const auto& r : st_.measured()) pairsOf(r.config, [&](const std::string& p) { covered.insert(p); });
-    std::vector<ir::Config> out;
-    while (out.size() < n) {
-      std::optional<ir::Config> pick;
-      int most = -1;
-      for (int d = 0; d < s_.noveltyDraws; ++d) {
-        auto c = sampleLegal(st_.space(), st_.rng());
-        if (!c || st_.seen(*c)) continue;
-        int fresh = 0;
-        pairsOf(*c, [&](const std::string& p) { fresh += covered.count(p) ? 0 : 1; });
-        if (fresh > most) {
-          most = fresh;
-          pick = std::move(*c);
-        }
-      }
-      if (!pick || !st_.claim(*pick)) break;
-      pairsOf(*pick, [&](const std::string& p) { covered.insert(p); });
-      out.push_back(std::move(*pick));
-    }
-    // Draws that keep meeting seen configs (a space nearly measured): the state's own remainder.
-    auto rest = st_.fresh(n - out.size());
-    out.insert(out.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
-    return out;
-  }
-
-  // The niche slot (SearchSettings::nicheKnobs): a UCB bandit over the joint values of the knobs
+  // The niche slot (NicheSettings): a UCB bandit over the joint values of the knobs
   // that matter most, each arm played by the model's best unseen config inside the niche. A
   // niche is entered from its own best measured config (the incumbent with the niche's values
   // when it has none), so a region the search left after one mediocre sample keeps improving
@@ -420,8 +348,6 @@ class Evolution : public SearchStrategy {
       if (r.ok() && r.throughput > 0) ok.push_back(&r);
     const auto top = st_.best(1);
     if (ok.size() < 4 || top.empty()) return std::nullopt;
-    if (st_.measured().size() - 1 - size_t(top.front() - st_.measured().data()) < size_t(std::max(s_.nicheAfter, 0)))
-      return std::nullopt;
     auto valueIndex = [&](const ir::Config& c, size_t k) {
       auto it = c.values.find(knobs[k].name);
       return it == c.values.end() ? -1 : knobs[k].indexOf(it->second);
@@ -437,7 +363,7 @@ class Evolution : public SearchStrategy {
     std::vector<std::pair<double, size_t>> eta;
     for (size_t k = 0; k < knobs.size(); ++k) {
       if (knobs[k].domain.size() < 2) continue;
-      if (s_.nicheMaxValues > 0 && knobs[k].domain.size() > size_t(s_.nicheMaxValues)) continue;
+      if (s_.niche.maxValues > 0 && knobs[k].domain.size() > size_t(s_.niche.maxValues)) continue;
       std::vector<double> sum(knobs[k].domain.size(), 0), cnt(knobs[k].domain.size(), 0);
       for (const auto* r : ok)
         if (int v = valueIndex(r->config, k); v >= 0) {
@@ -455,7 +381,7 @@ class Evolution : public SearchStrategy {
     std::vector<size_t> nk;
     size_t niches = 1;
     for (const auto& [e, k] : eta) {
-      if (int(nk.size()) >= s_.nicheKnobs || niches * knobs[k].domain.size() > 64) break;
+      if (int(nk.size()) >= s_.niche.knobs || niches * knobs[k].domain.size() > 64) break;
       nk.push_back(k);
       niches *= knobs[k].domain.size();
     }
@@ -490,7 +416,7 @@ class Evolution : public SearchStrategy {
     const double lnN = std::log(double(st_.measured().size()));
     std::vector<std::pair<double, size_t>> arms;
     for (size_t id = 0; id < niches; ++id)
-      arms.push_back({share[id] + s_.nicheExplore * std::sqrt(lnN / (1 + visits[id])), id});
+      arms.push_back({share[id] + s_.niche.explore * std::sqrt(lnN / (1 + visits[id])), id});
     std::sort(arms.begin(), arms.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
     for (const auto& [bound, id] : arms) {
       std::vector<ir::KnobValue> values(nk.size());
@@ -502,7 +428,7 @@ class Evolution : public SearchStrategy {
         for (size_t i = 0; i < nk.size(); ++i) c.set(knobs[nk[i]].name, values[i]);
         return c;
       };
-      if (visits[id] < s_.nicheDraws)
+      if (visits[id] < s_.niche.draws)
         for (int tries = 0; tries < 64; ++tries)
           if (auto c = sampleLegal(st_.space(), st_.rng())) {
             ir::Config in = place(std::move(*c));
@@ -521,7 +447,7 @@ class Evolution : public SearchStrategy {
         std::optional<ir::Config> m;
         // A base outside the legal space (the niche's values break the constraint with the
         // incumbent's other knobs) is repaired by larger moves.
-        m = mutate(st_.space(), base, tries < 32 ? s_.mutationProb : 0.5, st_.rng());
+        m = mutate(st_.space(), base, tries < 32 ? s_.evolution.mutationProb : 0.5, st_.rng());
         if (m) consider(place(std::move(*m)));
       }
       if (pool.empty()) continue;
@@ -562,16 +488,16 @@ class Evolution : public SearchStrategy {
     for (size_t i = 1; i < ranked.size(); ++i)
       if (std::isfinite(original[i]) && std::fabs(original[i] - original[i - 1]) <= 1e-9 * std::fabs(original[i - 1]))
         ranked[i].score -= 1e12;  // predicted times are microseconds: far below this
-    // With flagSlots (a prior from other hardware: transfer across GPUs), the first batch spans
+    // With switch slots (a prior from other hardware: transfer across GPUs), the first batch spans
     // the switches: the prior's best with each value of every two-valued knob. Such a prior is
     // right about most of the landscape and wrong about a switch or two (shared-memory staging
     // wins on an A100 and loses on an MI250X); without data yet, one batch in one region is a bet.
-    return pickTop(std::move(ranked), n, s_.flagSlots);
+    return pickTop(std::move(ranked), n, s_.categorical.switches);
   }
 
   // GA without a model: offspring of the best measured configs are measured directly.
   std::vector<ir::Config> breedMeasured(size_t n) {
-    std::vector<const TrialResult*> parents = st_.best(size_t(std::max(s_.parents, 2)));
+    std::vector<const TrialResult*> parents = st_.best(size_t(std::max(s_.evolution.parents, 2)));
     std::vector<ir::Config> out;
     auto better = [&](size_t a, size_t b) { return parents[a]->throughput > parents[b]->throughput; };
     for (size_t tries = 0; out.size() < n && tries < 50 * n; ++tries) {
@@ -588,12 +514,11 @@ class Evolution : public SearchStrategy {
   costmodel::CostModel* model_;
   const costmodel::FeatureExtractor* features_;
   Prior prior_;
-  std::optional<ir::Config> avoid_;  // this batch: the best config, when the search stagnates
   size_t slotTurn_ = 0;  // batches that spanned switches so far
   std::unordered_map<std::string, size_t> valueTurn_;  // per knob: the value whose slot comes next
   size_t soloTurn_ = 0;  // one-slot batches whose slot a knob's values wanted
   size_t batches_ = 0;   // batches proposed so far
-  // SearchSettings::priorCheckZ: per measured config, the prior's negated estimate and the
+  // PriorSettings::checkZ: per measured config, the prior's negated estimate and the
   // measured throughput (0: failed); this batch's trust in the prior.
   std::vector<double> predicted_, achieved_;
   double trust_ = 1;

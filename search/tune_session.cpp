@@ -133,7 +133,7 @@ class Session {
     // Another GPU's landscape is most often wrong about a switch (staging in local memory wins on
     // one GPU and loses on the other): with a transfer, every batch spans the two-valued knobs.
     // Those slots span the switches already, from the other GPUs' view of both sides, so the niche
-    // slot over switches (SearchSettings::nicheKnobs), which buys that view with this GPU's own
+    // slot over switches (NicheSettings), which buys that view with this GPU's own
     // trials, is off in a tune with other GPUs' records (also in the twin that makes a probe's
     // first results when one is asked for; the twin that takes over once they are dropped has it).
     // Replay (search_efficiency --transfer, 20 seeds, median trials to 95 %): with the niche in
@@ -142,18 +142,18 @@ class Session {
     // search only: 1.93x, 46, 121; off in both: 2.16x, 32, 94 (the transfer-led trials as before
     // the niche was on by default).
     SearchSettings searchOwn = s_.loop.search;  // the search of this GPU's own results
-    if (transferred) searchOwn.nicheKnobs = 0;
+    if (transferred) searchOwn.niche.knobs = 0;
     SearchSettings searchWith = searchOwn;
-    if (transferred) searchWith.flagSlots = true;
+    if (transferred) searchWith.categorical.switches = true;
     // The other GPUs' prior is a score, not a time: no share of its best rules a family out.
     // Its agreement is checked by the transfer itself (TransferSettings: the check, the probe).
     if (transferred && s_.transfer.asPrior) {
-      searchWith.priorDominated = false;
-      searchWith.priorCheckZ = -1;
+      searchWith.prior.dominated = false;
+      searchWith.prior.checkZ = -1;
     }
     // After a probe of this GPU the transfer's first batch is still the other GPUs' best.
     const bool gated = transferred && (s_.transfer.checkAfter > 0 || s_.transfer.probeTrials > 0);
-    if (gated && s_.transfer.probeTrials > 0 && s_.transfer.asPrior) searchWith.priorBatches = 1;
+    if (gated && s_.transfer.probeTrials > 0 && s_.transfer.asPrior) searchWith.prior.batches = 1;
     TESSERA_ASSIGN(auto strategy, makeStrategy(searchWith, p_.space, model.get(), features.get(), prior ? &prior : nullptr));
     // Which of the other GPUs lead (a probe's verdict, or all of them without one), said once.
     auto led = [this, transferred](const std::vector<size_t>& gpus) {
@@ -177,7 +177,7 @@ class Session {
       // convolution group MI250X 14/63 -> 14/32, W6600 21/328 -> 23/193, A100 191/237 ->
       // 182/260; the Xgemm pair and group unchanged at the median (2080 Ti pair p90 130 -> 105).
       SearchSettings twin = searchOwn;
-      if (s_.transfer.probeTrials <= 0) twin.nicheKnobs = s_.loop.search.nicheKnobs;
+      if (s_.transfer.probeTrials <= 0) twin.niche.knobs = s_.loop.search.niche.knobs;
       TESSERA_ASSIGN(plain.strategy, makeStrategy(twin, p_.space, plain.model.get(), plain.features.get(),
                                                   p_.prior ? &p_.prior : nullptr));
       strategy = agreementGate(std::move(strategy), std::move(plain), transferred, s_.transfer, [this](double rho) {

@@ -118,14 +118,6 @@ TEST(Strategy, FactoryRefusesWhatItCannotBuild) {
 }
 
 namespace {
-// Smallest number of knobs in which two configs of `batch` differ.
-int closestPair(const std::vector<ir::Config>& batch) {
-  int best = 1 << 30;
-  for (size_t i = 0; i < batch.size(); ++i)
-    for (size_t j = i + 1; j < batch.size(); ++j) best = std::min(best, knobsDiffering(batch[i], batch[j]));
-  return best;
-}
-
 // An evolutionary search whose model was trained on 64 (`trials`) random trials of `t` (greedy
 // picks only).
 struct Trained {
@@ -158,7 +150,7 @@ Trained trainedSearch(SearchSettings ss, const ReplayTable& t, const Prior* prio
                       std::function<double(const ir::Config&)> coarse = nullptr, size_t trials = 64) {
   ss.seed = 5;
   ss.eps = 0;  // greedy picks only
-  ss.nicheKnobs = 0;  // the greedy picks alone (the niche's pick keeps no distance from them)
+  ss.niche.knobs = 0;  // the greedy picks alone (the niche's pick keeps no distance from them)
   Trained tr = freshSearch(ss, t, prior);
   std::vector<ir::Config> first;  // untrained: uniform draws
   if (prior) {
@@ -175,23 +167,13 @@ Trained trainedSearch(SearchSettings ss, const ReplayTable& t, const Prior* prio
 }
 
 // The greedy batch the evolutionary search proposes after a model trained on 64 random trials.
-std::vector<ir::Config> greedyBatch(int diversity, const ReplayTable& t = tables::mi250x(), bool slots = false,
-                                    double dominated = 0) {
+std::vector<ir::Config> greedyBatch(const ReplayTable& t, bool slots, double dominated = 0) {
   SearchSettings ss;
-  ss.diversity = diversity;
-  ss.categoricalSlots = slots;
-  ss.categoricalDominated = dominated;
+  ss.categorical.on = slots;
+  ss.categorical.dominated = dominated;
   return trainedSearch(ss, t).strategy->propose(16);
 }
 }  // namespace
-
-TEST(Strategy, DiversitySpreadsTheGreedyPicksOfABatch) {
-  auto spread = greedyBatch(3);
-  ASSERT_EQ(spread.size(), 16u);
-  EXPECT_GE(closestPair(spread), 3);
-  // Without it the model's top picks crowd one region (what the setting exists to undo).
-  EXPECT_LT(closestPair(greedyBatch(0)), 3);
-}
 
 TEST(Strategy, CategoricalSlotsGiveEveryValueAGreedyPick) {
   // The MI250X table with a categorical knob that marks its slower half: the trained model
@@ -218,7 +200,7 @@ TEST(Strategy, CategoricalSlotsGiveEveryValueAGreedyPick) {
       return std::get<std::string>(c.values.at("family")) == "slow";
     });
   };
-  auto plain = greedyBatch(0, *t, false), slots = greedyBatch(0, *t, true);
+  auto plain = greedyBatch(*t, false), slots = greedyBatch(*t, true);
   ASSERT_EQ(plain.size(), 16u);
   ASSERT_EQ(slots.size(), 16u);
   EXPECT_EQ(slowPicks(plain), 0);
@@ -272,11 +254,11 @@ long countFamily(const std::vector<ir::Config>& batch, const char* family) {
 
 // A value whose configs all run at a hundredth of the others' speed (a SIMT kernel family next
 // to tensor-core ones) keeps its slot while the rule is off, and loses it once two of its configs
-// were measured under a quarter of the best (SearchSettings::categoricalDominated).
+// were measured under a quarter of the best (CategoricalSlots::dominated).
 TEST(Strategy, ADominatedCategoricalValueLosesItsSlot) {
   auto t = familyDeadTable();
   ASSERT_TRUE(t.ok());
-  auto kept = greedyBatch(0, *t, true, 0), dropped = greedyBatch(0, *t, true, 0.25);
+  auto kept = greedyBatch(*t, true, 0), dropped = greedyBatch(*t, true, 0.25);
   ASSERT_EQ(kept.size(), 16u);
   ASSERT_EQ(dropped.size(), 16u);
   EXPECT_EQ(countFamily(kept, "dead"), 1);
@@ -304,7 +286,7 @@ TEST(Strategy, ASmallBatchGivesTheValuesTurns) {
   ASSERT_TRUE(t.ok());
   auto families = [&](int batch) {
     SearchSettings ss;
-    ss.categoricalDominated = 0;
+    ss.categorical.dominated = 0;
     Trained tr = trainedSearch(ss, *t);
     std::vector<std::string> out;
     for (int b = 0; b < 8 / batch; ++b)
@@ -399,8 +381,8 @@ TEST(Strategy, APriorOrdersWhatTheModelScoresAlike) {
   auto coarse = [&](const ir::Config& c) { return tables::knob(c, "use_shmem") == staged ? 1.0 : 0.5; };
   auto fastPicks = [&](bool tiebreak) {
     SearchSettings ss;
-    ss.priorWeight = 0;  // the tiebreak alone (the blend would order by the prior too)
-    ss.priorTiebreak = tiebreak;
+    ss.prior.weight = 0;  // the tiebreak alone (the blend would order by the prior too)
+    ss.prior.tiebreak = tiebreak;
     Trained tr = trainedSearch(ss, t, &oracle, coarse);
     auto batch = tr.strategy->propose(8);
     EXPECT_EQ(batch.size(), 8u);
@@ -427,9 +409,9 @@ TEST(Strategy, APriorsUnlaunchableConfigsComeLast) {
   };
   auto refused = [&](bool fitsFirst) {
     SearchSettings ss;
-    ss.priorWeight = 0;  // the rule alone (the blend ranks what the prior refuses last too)
-    ss.priorCheckZ = -1;  // unchecked: measured, the fast configs it refuses contradict it
-    ss.priorFitsFirst = fitsFirst;
+    ss.prior.weight = 0;  // the rule alone (the blend ranks what the prior refuses last too)
+    ss.prior.checkZ = -1;  // unchecked: measured, the fast configs it refuses contradict it
+    ss.prior.fitsFirst = fitsFirst;
     Trained tr = trainedSearch(ss, t, &refusesTheFast);
     auto batch = tr.strategy->propose(8);
     EXPECT_EQ(batch.size(), 8u);
@@ -443,13 +425,13 @@ TEST(Strategy, APriorsUnlaunchableConfigsComeLast) {
 
 namespace {
 // Of a greedy batch of 8, after a model trained on `trials` uniform trials of `t` and with `prior`
-// weighing `weight` trials (SearchSettings::priorWeight), the picks among the table's fastest 5 %.
+// weighing `weight` trials (PriorSettings::weight), the picks among the table's fastest 5 %.
 long fastPicksWeighing(const ReplayTable& t, const Prior& prior, size_t trials, double weight, double check = 1.282) {
   const auto timeOf = timesOf(t);
   const double fast = fastestShare(timeOf, 0.05);
   SearchSettings ss;
-  ss.priorWeight = weight;
-  ss.priorCheckZ = check;
+  ss.prior.weight = weight;
+  ss.prior.checkZ = check;
   Trained tr = trainedSearch(ss, t, &prior, nullptr, trials);
   auto batch = tr.strategy->propose(8);
   EXPECT_EQ(batch.size(), 8u);
@@ -502,7 +484,7 @@ double medianTrialsWith(const ReplayTable& t, const Prior* prior, double check, 
   for (int seed = 0; seed < seeds; ++seed) {
     SearchSettings ss;
     ss.seed = uint64_t(seed) * 7919 + 1;
-    ss.priorCheckZ = check;
+    ss.prior.checkZ = check;
     Trained tr = freshSearch(ss, t, prior);
     auto m = makeReplayMeasurer(t);
     TuneSettings ts;
@@ -526,7 +508,7 @@ double medianTrialsWith(const ReplayTable& t, const Prior* prior, double check, 
 
 // A prior that is wrong (here the table's own times inverted: the slowest config predicted
 // fastest) is checked against the measurements each batch and loses its say once they
-// contradict it (SearchSettings::priorCheckZ): the search then needs no more trials than the
+// contradict it (PriorSettings::checkZ): the search then needs no more trials than the
 // cold one. The control: believed at its fixed weight (priorWeight trials' worth), the same prior
 // costs trials.
 TEST(Strategy, AWrongPriorCostsNoMoreThanTheColdSearch) {
@@ -569,8 +551,8 @@ TEST(Strategy, APriorTheCheckDisownsRulesNoFamilyOut) {
     SearchSettings ss;
     ss.seed = 5;
     ss.eps = 0;
-    ss.nicheKnobs = 0;
-    ss.priorCheckZ = check;
+    ss.niche.knobs = 0;
+    ss.prior.checkZ = check;
     Trained tr = freshSearch(ss, *t, &prior);
     std::vector<ir::Config> first = tr.strategy->propose(8);
     EXPECT_EQ(countFamily(first, "live"), 0);
@@ -594,7 +576,7 @@ TEST(Strategy, APriorRulesOutAFamilyItPredictsFarBehind) {
     SearchSettings ss;
     ss.seed = 3;
     ss.eps = 0;
-    ss.priorDominated = rule;
+    ss.prior.dominated = rule;
     auto batch = freshSearch(ss, *t, &oracle).strategy->propose(4);
     EXPECT_EQ(batch.size(), 4u);
     return countFamily(batch, "dead");
@@ -624,8 +606,8 @@ TEST(Strategy, AMeasurementOverrulesThePriorOnAFamily) {
     SearchSettings ss;
     ss.seed = 7;
     ss.eps = 0;
-    ss.nicheKnobs = 0;
-    ss.priorDominated = rule;
+    ss.niche.knobs = 0;
+    ss.prior.dominated = rule;
     Trained tr = freshSearch(ss, *t, &wrong);
     std::vector<ir::Config> first = tr.strategy->propose(4);  // the prior's top: dead configs
     if (rule) {
@@ -664,7 +646,7 @@ std::pair<int, double> unstagedPicks(const ReplayTable& t, const std::vector<Tri
   SearchSettings ss;
   ss.seed = 11;
   ss.eps = 0;
-  ss.nicheKnobs = niche;
+  ss.niche.knobs = niche;
   auto features = costmodel::makeKnobFeatures(t.space);
   auto model = costmodel::makeXGBoostModel({.seed = 11});
   auto strat = makeStrategy(ss, t.space, model.get(), features.get());

@@ -186,16 +186,16 @@ TEST(SyntheticTables, TheNicheSlotMakesTheJointMoveOfATrap) {
   // that explain most of the measurements) makes the move. Control: the same search without it
   // does not beat random threefold on this table. (By default the slot splits the space by
   // switches only: over any knobs it costs the convolution files trials, see
-  // SearchSettings::nicheKnobs.)
+  // NicheSettings.)
   ReplayTable t = tableOf("trap", 3, 1.0);
   const size_t N = t.results.size(), k = t.countAtLeast(0.95);
   const double rnd = randomMedian(N, k);
   const double with = medianTrials(t, "evolutionary", 5, [](SearchSettings& s) {
-    s.nicheKnobs = 2;
-    s.nicheMaxValues = 0;  // the trap's knobs are not switches
-    s.nicheExplore = 0.5;
+    s.niche.knobs = 2;
+    s.niche.maxValues = 0;  // the trap's knobs are not switches
+    s.niche.explore = 0.5;
   });
-  const double without = medianTrials(t, "evolutionary", 5, [](SearchSettings& s) { s.nicheKnobs = 0; });
+  const double without = medianTrials(t, "evolutionary", 5, [](SearchSettings& s) { s.niche.knobs = 0; });
   std::printf("trap %zu configs, %zu within 95 %%: random %.0f, niche slot %.0f (%.1fx), without %.0f (%.1fx) trials at the median\n",
               N, k, rnd, with, rnd / with, without, rnd / without);
   EXPECT_LE(with * 3, rnd);

@@ -44,12 +44,12 @@ struct Replays {
 };
 
 // One replayed `tessera tune` per seed on `table`, warm-started from `others` (none: cold).
-// `nicheKnobs`: the search's niche slot (SearchSettings); the probe's tests below were calibrated
+// `nicheKnobs`: the search's niche slot (NicheSettings); the probe's tests below were calibrated
 // on seeds whose first results the search made without it (seed 31's chance agreement is of
 // those 8 results), so they pin it off: what they test is the probe's judgement of given results.
 Replays replay(const ReplayTable& table, const std::vector<cache::Record>* others, int seeds = 5,
                const TransferSettings& transfer = {}, int firstSeed = 0,
-               int nicheKnobs = SearchSettings{}.nicheKnobs) {
+               int nicheKnobs = SearchSettings{}.niche.knobs) {
   Replays out;
   const double bar = 0.95 * table.bestThroughput();
   const ir::Space space = table.space;
@@ -59,7 +59,7 @@ Replays replay(const ReplayTable& table, const std::vector<cache::Record>* other
     ss.loop.search.strategy = "evolutionary";
     ss.loop.search.seed = uint64_t(seed) * 7919 + 1;
     ss.loop.search.batchSize = 4;
-    ss.loop.search.nicheKnobs = nicheKnobs;
+    ss.loop.search.niche.knobs = nicheKnobs;
     ss.loop.trials = int(table.results.size());
     ss.loop.topK = 0;
     ss.loop.measureDefault = false;
