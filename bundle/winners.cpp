@@ -44,7 +44,7 @@ std::vector<ir::Kernel> guesses(const cache::HardKey& key) {
   return out;
 }
 
-// The kernel from the store's kernel table (cache_service/kernel_text.h): parsed within the
+// The kernel from the store's kernel table (store/kernel_text.h): parsed within the
 // parser's limits, verified, and hashed again, so that only the kernel the key names comes back.
 // Any family: fused elementwise chains and GEMMs with epilogues included.
 std::optional<ir::Kernel> fromKernelTable(cache::RecordStore& store, const cache::Record& r) {

@@ -1,5 +1,5 @@
 // Owns "every winner for some targets": the kernels behind a store's winners, rebuilt from the
-// store's kernel table (cache_service/kernel_text.h: the kernel's canonical text, whatever its
+// store's kernel table (store/kernel_text.h: the kernel's canonical text, whatever its
 // family, fused elementwise chains and GEMM epilogues included), kept only when the parsed kernel's
 // workload hash equals the key's. Stores written before the table existed have no text: plain
 // GEMMs (batch, transposes) and attention (causal or not, default scale) are then rebuilt from

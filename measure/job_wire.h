@@ -1,4 +1,4 @@
-// Owns what a measurement job carries between a tuner and a worker (cache_service/jobs.h): the
+// Owns what a measurement job carries between a tuner and a worker (store/jobs.h): the
 // measurement settings (the same protocol as a local tune: ARCHITECTURE.md §2.7) as JSON, and a worker's
 // record read back as the TrialResult the tuning loop expects.
 #pragma once

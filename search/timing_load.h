@@ -3,7 +3,7 @@
 // finalists, and the verdict: busy when the winner's p80/p20 exceeds kNoisySpread or the control
 // found the winner's cores shared. A busy verdict is re-measured once; still busy, the run warns in
 // one line and its winner is stored without the re-measured mark, so it never outranks a winner
-// measured quietly (cache_service/store_core.cpp: best-wins by rank, then median).
+// measured quietly (store/store_core.cpp: best-wins by rank, then median).
 #pragma once
 
 #include <functional>

@@ -44,7 +44,7 @@ struct TuneProblem {
   // GPU targets: the analytic model's predicted time of a config. The evolutionary search's first
   // batch comes from its top and the cost model sees it as a feature; `ranked` orders by it.
   Prior prior;
-  // The kernel's canonical text (cache_service/kernel_text.h): filed in the store's kernel table
+  // The kernel's canonical text (store/kernel_text.h): filed in the store's kernel table
   // under key.workload, so that the store's winners can be compiled again (bundle --all-winners).
   std::string kernelText;  // empty: none kept
 };

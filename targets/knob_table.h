@@ -1,5 +1,5 @@
 // Owns the table of the knobs each kernel family has on host and GPU targets: the schedule spaces
-// (search/space.cpp) build only knobs it lists, and the cache service (cache_service/plausibility.cpp)
+// (search/space.cpp) build only knobs it lists, and the cache service (service/plausibility.cpp)
 // refuses configs naming others, both from this one table.
 #pragma once
 
