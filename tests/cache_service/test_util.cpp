@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,10 @@
 #include <stdexcept>
 
 #include "store/engine.h"
+#include "store/record_json.h"
+#include "store/trust.h"
+#include "service/plausibility.h"
+#include "service/roofline.h"
 #include "store/tokens.h"
 #include "support/hash.h"
 
@@ -391,6 +396,21 @@ std::string recordsBody(const std::vector<Record>& recs) {
   std::string body = "{\"records\":[";
   for (size_t i = 0; i < recs.size(); ++i) body += (i ? "," : "") + encodeRecord(recs[i]);
   return body + "]}";
+}
+
+std::optional<double> lieTimeUs(const std::string& key_json, const std::string& config_json, double real_us,
+                                double divisor) {
+  auto j = parseJson(key_json);
+  if (!j.ok()) throw std::runtime_error("lieTimeUs: the key is not JSON: " + key_json);
+  auto key = hardKeyFromJson(*j, "key");
+  if (!key.ok()) throw std::runtime_error("lieTimeUs: not a key: " + key_json);
+  double us = real_us / divisor;
+  // The service refuses a host time below bound / roofline_margin; stay 20 % above that line.
+  if (auto bound = rooflineBoundUs(*key, config_json))
+    us = std::max(us, *bound / PlausibilityOptions{}.roofline_margin * 1.2);
+  // A client calls a claim a lie beyond agree_factor^2 of its own time; keep a 1.5x margin for noise.
+  if (us * kDefaultAgreeFactor * kDefaultAgreeFactor * 1.5 > real_us) return std::nullopt;
+  return us;
 }
 
 }  // namespace tessera::cache::test

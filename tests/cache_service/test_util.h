@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -123,5 +124,14 @@ std::string pgServerPassword();
 
 // Record JSON for request bodies: {"records":[...]}.
 std::string recordsBody(const std::vector<Record>& recs);
+
+// A made-up time for a lie about a config this machine measured at `real_us`: `real_us / divisor`,
+// raised where that would be below what the service's roofline check lets through (a fast host
+// runs a small kernel close to its roofline, and the service would refuse the lie before any
+// client sees it). nullopt when no such time is also far enough below `real_us` for a client's
+// re-timing to contradict it (the host runs the kernel at its roofline): the test cannot lie here.
+// `key_json` and `config_json` are the record's key and config as JSON text.
+std::optional<double> lieTimeUs(const std::string& key_json, const std::string& config_json, double real_us,
+                                double divisor);
 
 }  // namespace tessera::cache::test

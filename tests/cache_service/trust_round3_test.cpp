@@ -396,7 +396,9 @@ TEST(Round3Readers, BestFallsBackToTheNextCandidateAndRecordsTheRefutation) {
   share(mine, "honest");
   json lie = mine;
   lie["config"] = json::parse(rows[0][0]);
-  for (const char* f : {"median_us", "p20_us", "p80_us"}) lie["result"][f] = real_us / 8;
+  const auto lie_us = test::lieTimeUs(mine["key"].dump(), lie["config"].dump(), real_us, 8);
+  if (!lie_us) GTEST_SKIP() << "this host runs the kernel at its roofline (" << real_us << " us): no lie is plausible";
+  for (const char* f : {"median_us", "p20_us", "p80_us"}) lie["result"][f] = *lie_us;
   lie["result"].erase("remeasured");
   share(lie, "mallory");
 

@@ -80,8 +80,8 @@ TEST(Verify, SharedWinnersAreCheckedBeforeTheyAreTrusted) {
   EXPECT_NE(tune.out.find("best config"), std::string::npos) << tune.out;
   EXPECT_TRUE(test::queryRows(local1, "SELECT 1 FROM records WHERE config LIKE '%999%'").empty());
 
-  // 2. A legal config with a made-up time (plausible for the roofline, 10x faster than this
-  // machine runs it; 30x would be refused by the roofline check), posted as a plain measurement
+  // 2. A legal config with a made-up time (plausible for the roofline, up to 10x faster than
+  // this machine runs it), posted as a plain measurement
   // and again as "re-measured" (issue 25, finding 1: the second request made the claim outrank
   // everything). One token's word is a claim: every client re-times it before use (no
   // --verify-time needed) and refuses it.
@@ -94,8 +94,12 @@ TEST(Verify, SharedWinnersAreCheckedBeforeTheyAreTrusted) {
   // match and the service would prefer the honest record anyway).
   json prov = mine["provenance"];
   prov["created_at"] = "2025-01-01T00:00:00Z";
-  put(recordFor(key, cfg, real_us / 10, false, prov));
-  put(recordFor(key, cfg, real_us / 10 * 1.01, /*remeasured=*/true, prov));
+  // 10x faster, or as fast as the roofline check lets through where the host runs the kernel
+  // within 10x of its roofline (CI's hosts vary; a Zen 4 ran it at 0.81 us against a bound of 0.17).
+  const auto lie = test::lieTimeUs(key.dump(), cfg, real_us, 10);
+  if (!lie) GTEST_SKIP() << "this host runs the kernel at its roofline (" << real_us << " us): no lie is plausible";
+  put(recordFor(key, cfg, *lie, false, prov));
+  put(recordFor(key, cfg, *lie * 1.01, /*remeasured=*/true, prov));
   const std::string local2 = dir.file("local2.db");
   auto timed = runTessera(cmd({"tune", "--db", local2}, {"--trials", "2", "--top-k", "0", "--min-time", "0.01"}),
                           {url, "TESSERA_TOKEN=" + reader});
@@ -131,7 +135,7 @@ TEST(Verify, SharedWinnersAreCheckedBeforeTheyAreTrusted) {
   EXPECT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_NE(shown.out.find("matches the reference"), std::string::npos) << shown.out;
   EXPECT_NE(shown.out.find("trust       "), std::string::npos) << shown.out;
-  EXPECT_EQ(shown.out.find(json::parse(cfg).dump() + "\ntime        " + std::to_string(real_us / 10).substr(0, 4)),
+  EXPECT_EQ(shown.out.find(json::parse(cfg).dump() + "\ntime        " + std::to_string(*lie).substr(0, 4)),
             std::string::npos)
       << shown.out;
   // Before (main): step 2's tune said "already tuned" and `best` showed the claim, "compiled, run
