@@ -10,8 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "codegen/emu/gpu_emu.h"
 #include "codegen/gpu.h"
-#include "codegen/gpu_emu.h"
 #include "ir/builders.h"
 #include "search/space.h"
 #include "targets/kernel_io.h"

@@ -18,8 +18,8 @@
 #include "cli/cmd_emulate.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "codegen/emu/gpu_emu.h"
 #include "codegen/gpu.h"
-#include "codegen/gpu_emu.h"
 #include "support/strings.h"
 #include "targets/target_desc.h"
 

@@ -3,8 +3,7 @@
 
 #include <cmath>
 
-#include "codegen/gpu_mma_ops.h"
-#include "codegen/host_strategies.h"
+#include "codegen/kernel_func.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace tessera::codegen {
@@ -73,6 +72,17 @@ gpu::LaunchOp attnLaunch(OpBuilder& b, Location loc, const AttnDims& d, int64_t 
   return gpu::LaunchOp::create(b, loc, ix.c(d.NQB), ix.c(d.H), ix.c(d.B), ix.c(T), ix.c(1), ix.c(1),
                                arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(dynSmem))));
 }
+
+namespace {
+
+// The transform module of a kernel built already mapped (lane-level): nothing to map.
+std::string noMapSchedule() {
+  return "module attributes {transform.with_named_sequence} {\n"
+         "  transform.named_sequence @map_main(%root: !transform.any_op {transform.readonly}) {\n"
+         "    transform.yield\n  }\n}\n";
+}
+
+}  // namespace
 
 void closeAttnLaunch(OpBuilder& b, Location loc, gpu::LaunchOp launch, GpuPlan& plan) {
   gpu::TerminatorOp::create(b, loc);

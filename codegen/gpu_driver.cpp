@@ -14,7 +14,7 @@
 #include "codegen/gpu_strategies.h"
 #include "codegen/host_lowering.h"
 #include "codegen/host_soft_half.h"
-#include "codegen/host_strategies.h"
+#include "codegen/kernel_func.h"
 #include "codegen/mlir_env.h"
 #include "ir/verifier.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"

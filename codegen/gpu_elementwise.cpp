@@ -25,7 +25,7 @@
 #include "codegen/gpu_loops.h"
 #include "codegen/gpu_lowering.h"
 #include "codegen/gpu_strategies.h"
-#include "codegen/host_strategies.h"
+#include "codegen/kernel_func.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "codegen/emu/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_backend.h"
-#include "codegen/gpu_emu.h"
 #include "measure/isolation.h"
 #include "measure/measure_helper.h"
 

@@ -81,7 +81,7 @@ void gemmDram(costmodel::GpuWorkload& w, const TargetDesc& t, const codegen::Res
   w.dramBytes = dramWithL2(A + B + C, w.l2Bytes, working, double(t.l2Bytes_gpu));
 }
 
-// wgmma (codegen/gpu_wgmma.cpp): a producer warpgroup issues TMA copies of (BM + BN) x 64 tiles
+// wgmma (codegen/nvidia/gpu_wgmma.cpp): a producer warpgroup issues TMA copies of (BM + BN) x 64 tiles
 // into 128B-swizzled shared memory (no bank conflicts: the swizzle spreads each 128-byte row over
 // the banks), consumer warpgroups run wgmma m64nTNk16 from shared-memory descriptors at the chip's
 // full tensor peak (the table's wgmma row), all batches and K splits in one grid.
@@ -182,7 +182,7 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
     return makeError(ErrorCode::InvalidConfig, "gemm estimate: inconsistent tiles " + c.str());
   const int64_t bytes = ir::byteSize(g.inType);
   const int64_t Mp = roundUp(g.m, BM), Np = roundUp(g.n, BN), Kp = roundUp(g.k, BK);
-  // mma-lane (codegen/gpu_gemm_lane.cpp): the same mma.sync work per warp as `mma`, every batch in
+  // mma-lane (codegen/nvidia/gpu_gemm_lane.cpp): the same mma.sync work per warp as `mma`, every batch in
   // one grid, rows padded instead of swizzled (no conflicts either), the C tile staged in shared
   // memory and written once in the output type (no f32 workspace).
   const bool lane = strategy == "mma-lane";
@@ -256,12 +256,12 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
   return e;
 }
 
-// flash-mma (codegen/gpu_attention_mma.cpp): FlashAttention-2 on mma.sync m16n8k16, a warp per 16
+// flash-mma (codegen/nvidia/gpu_attention_mma.cpp): FlashAttention-2 on mma.sync m16n8k16, a warp per 16
 // query rows; per visited key block each warp runs S = Q K^T and O += P V on the tensor pipe
 // (2 * BK * D / 128 MMAs), loads K and V fragments with ldmatrix (BK * D / 128), and spends issue
 // slots on the online softmax (about 6 instructions per score it holds: BK / 2), O's rescale (D / 2)
 // and its share of the cp.async ring. K/V tiles cross shared memory once per warp.
-// flash-wgmma (codegen/gpu_attention_wgmma.cpp, sm_90a) is the same loop with both products on
+// flash-wgmma (codegen/nvidia/gpu_attention_wgmma.cpp, sm_90a) is the same loop with both products on
 // wgmma from shared memory (no ldmatrix; wgmma's full peak share), a warpgroup per 64 rows, and P
 // through shared memory; its waits serialize the softmax and the MMAs of a warpgroup. Not yet
 // calibrated on a device: its terms are flash-mma's, less the fragment loads, plus P's stores.
@@ -315,7 +315,7 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
   w.regsPerThread = fa3 ? int(std::min<int64_t>(248, 65536 / w.threadsPerBlock / 8 * 8))
                         : wgmma ? int(D / 2 + BK / 2 + 40) : int(mmaRegs);
   // Past the per-thread limit ptxas spills to local memory, and Tessera refuses kernels that spill
-  // (codegen/gpu_backend_nvidia.cpp): without the compiler's report, such a config is one the
+  // (codegen/nvidia/gpu_backend_nvidia.cpp): without the compiler's report, such a config is one the
   // model takes for unlaunchable (a prior ranks it last). With the report, its own problems decide.
   w.spills = !res && !fa3 && !wgmma && t.maxRegsPerThread > 0 && w.regsPerThread > t.maxRegsPerThread;
   w.matrixCores = true;
@@ -348,7 +348,7 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
                       {"MMA", mmaName}});
 }
 
-// flash-mfma (codegen/gpu_attention_mfma.cpp): FlashAttention-2 on MFMA (wave64 CDNA), a wave per
+// flash-mfma (codegen/amd/gpu_attention_mfma.cpp): FlashAttention-2 on MFMA (wave64 CDNA), a wave per
 // NG groups of MN query rows. Per visited key block each wave runs Sᵀ = K Qᵀ and Oᵀ += Vᵀ Pᵀ on the
 // matrix pipe (NG * 2 * BK * D / (MN * KI) instructions of MN*MN*KI*2 flops, each taking that many
 // flops / the SIMD's matrix rate in cycles), reads K and Vᵀ operands from LDS once for its groups

@@ -4,7 +4,7 @@
 
 # Unpacks the pack into $D (/tmp/tessera-dev) with Python's lzma (the machine may lack xz), points
 # the loader at its libraries, and /usr/local/cuda at the machine's CUDA when ptxas is elsewhere
-# (Tessera calls /usr/local/cuda/bin/ptxas, codegen/gpu_backend_nvidia.cpp).
+# (Tessera calls /usr/local/cuda/bin/ptxas, codegen/nvidia/gpu_backend_nvidia.cpp).
 unpack_pack() {
   D=/tmp/tessera-dev
   rm -rf "$D"; mkdir -p "$D"

@@ -385,7 +385,7 @@ static tessera_status cu_zero(tsr_dev* d, uint64_t dst, size_t n) {
   CUres r = cu.memsetD8(dst, 0, n);
   return r == 0 ? TESSERA_OK : cu_fail(r, "cuMemsetD8");
 }
-/* cuTensorMapEncodeTiled as codegen/gpu_runner_cuda.cpp calls it: interleave none, the swizzle
+/* cuTensorMapEncodeTiled as codegen/nvidia/gpu_runner_cuda.cpp calls it: interleave none, the swizzle
  * (NONE 0, 32B 1, 64B 2, 128B 3), L2 promotion 256B (3), out-of-bounds elements read as zeros. */
 static tessera_status cu_encode_map(tsr_dev* d, const tsr_gpu_arg* a, uint64_t global, void* out) {
   (void)d;

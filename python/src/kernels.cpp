@@ -13,8 +13,8 @@
 
 #include "bindings.h"
 #include "codegen/codegen.h"
+#include "codegen/emu/gpu_emu.h"
 #include "codegen/gpu.h"
-#include "codegen/gpu_emu.h"
 #include "codegen/gpu_runner.h"
 #include "ir/buffer.h"
 #include "ir/builders.h"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/emu/gpu_emu.h"
 #include "codegen/gpu.h"
-#include "codegen/gpu_emu.h"
 
 namespace bundle_test {
 

@@ -1,4 +1,4 @@
-// Tests sm_90a's wgmma attention (strategy=flash-wgmma, codegen/gpu_attention_wgmma.cpp) without a
+// Tests sm_90a's wgmma attention (strategy=flash-wgmma, codegen/nvidia/gpu_attention_wgmma.cpp) without a
 // GPU: the mapped kernel on the mapped-kernel emulator against the reference (f16/bf16, head_dim
 // 64..256, causal, GQA, Sq = 1, Sq > Skv, ragged lengths, one and two warpgroups, one and two
 // stages), ptxas's resource report (no spills), where the space offers it, and negative controls
@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <regex>
 
-#include "codegen/emu_runtime.h"
+#include "codegen/emu/emu_runtime.h"
 #include "codegen/gpu.h"
-#include "codegen/wgmma_ptx.h"
+#include "codegen/nvidia/wgmma_ptx.h"
 #include "gpu_check.h"
 #include "ir/builders.h"
 #include "search/space.h"

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "../codegen/host_check.h"
+#include "codegen/emu/gpu_emu.h"
 #include "codegen/gpu.h"
-#include "codegen/gpu_emu.h"
 #include "targets/kernel_io.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"

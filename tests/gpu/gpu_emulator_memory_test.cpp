@@ -9,8 +9,8 @@
 
 #include <regex>
 
+#include "codegen/emu/gpu_emu.h"
 #include "codegen/gpu.h"
-#include "codegen/gpu_emu.h"
 #include "gpu_check.h"
 #include "ir/builders.h"
 #include "targets/kernel_io.h"

@@ -12,8 +12,8 @@
 #include <regex>
 #include <sstream>
 
+#include "codegen/emu/gpu_emu.h"
 #include "codegen/gpu.h"
-#include "codegen/gpu_emu.h"
 #include "gpu_check.h"
 #include "ir/builders.h"
 #include "search/space.h"

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include "codegen/emu/gpu_emu.h"
 #include "codegen/gpu.h"
-#include "codegen/gpu_emu.h"
 #include "codegen/gpu_runner.h"
 #include "gpu_check.h"
 #include "ir/builders.h"

@@ -11,7 +11,7 @@
 #include <map>
 #include <regex>
 
-#include "codegen/emu_runtime.h"
+#include "codegen/emu/emu_runtime.h"
 #include "codegen/gpu.h"
 #include "gpu_check.h"
 #include "ir/builders.h"
@@ -84,7 +84,7 @@ TEST(GpuWgmma, IllegalConfigsSayWhy) {
       {wgmmaCfg({{"BM", 128}, {"BN", 256}, {"BK", 64}, {"TM", 128}, {"TN", 256}, {"STAGES", 4}}), "accumulator"},
       {wgmmaCfg({{"BM", 128}, {"BN", 128}, {"BK", 64}, {"TM", 64}, {"TN", 128}, {"STAGES", 4}, {"SPLITK", 16}}), "SPLITK"},
       {wgmmaCfg({{"BM", 128}, {"BN", 256}, {"BK", 64}, {"TM", 128}, {"TN", 128}, {"STAGES", 4}}), "TN must equal BN"},
-      // Found on an H200 (wrong results) and by the emulator (a race): see codegen/gpu_wgmma.cpp.
+      // Found on an H200 (wrong results) and by the emulator (a race): see codegen/nvidia/gpu_wgmma.cpp.
       {wgmmaCfg({{"BM", 256}, {"BN", 64}, {"BK", 64}, {"TM", 128}, {"TN", 64}, {"STAGES", 5}, {"SPLITK", 2}}), "TM=128 needs TN=128"},
       {wgmmaCfg({{"BM", 128}, {"BN", 64}, {"BK", 64}, {"TM", 128}, {"TN", 64}, {"STAGES", 4}}), "TM=128 needs TN=128"},
   };

@@ -1,4 +1,4 @@
-// Golden IR of GPU attention, strategy flash-mma (codegen/gpu_attention_mma.cpp): FlashAttention-2
+// Golden IR of GPU attention, strategy flash-mma (codegen/nvidia/gpu_attention_mma.cpp): FlashAttention-2
 // on mma.sync m16n8k16, a warp per 16 query rows, K/V through a cp.async ring in padded shared
 // rows (dynamic shared memory), online softmax with quad shuffles. Built at the lane level: the
 // mapped kernel is what the strategy emits.

@@ -1,4 +1,4 @@
-// Golden IR of the host fused-elementwise strategy (codegen/host_elementwise.cpp) after its
+// Golden IR of the host fused-elementwise strategy (codegen/host/host_elementwise.cpp) after its
 // transform schedule: gelu(x * s + b) with row-broadcast s and b, tiles of ROWS x VW lanes,
 // UNROLL tiles per step, for the Zen 4 preset (16 f32 lanes), whatever the host.
 // COMPILE: --host-preset zen4 --threads 1 --emit scheduled --config VW=16,UNROLL=2,CHUNK=0,NT=0,ROWS=4,MATH=precise elementwise --expr y=gelu(x*s+b) --shape 256x1024 --shape b=1024 --shape s=1024

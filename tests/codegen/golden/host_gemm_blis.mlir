@@ -1,4 +1,4 @@
-// Golden IR of the host GEMM `blis` strategy (codegen/host_gemm_blis.cpp): explicit BLIS loops
+// Golden IR of the host GEMM `blis` strategy (codegen/host/host_gemm_blis.cpp): explicit BLIS loops
 // with packed A and B panels and an MR x NR register micro-kernel, for a fixed machine (the Zen 4
 // preset: 16 f32 lanes) so that the text does not depend on the host that runs the test.
 // COMPILE: --host-preset zen4 --threads 1 --emit payload --config schedule=blis,MC=48,NC=128,KC=64,MR=6,NR=32 gemm --m 256 --n 256 --k 256

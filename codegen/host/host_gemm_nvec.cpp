@@ -1,0 +1,365 @@
+// Owns the host GEMM for few rows (schedule `nvec`): vectors along N with every row of C for a
+// strip of columns held in registers across all of K, so B (stored K x N) streams from memory
+// once, read in place, and A (either layout) is broadcast from where it lies. Nothing is packed:
+// with M <= 16 a packed A panel is reused by too few columns to pay for its copy, and packing B
+// costs as much as the one pass over it that the product needs; up to kNvecMaxM rows it also
+// serves the small GEMMs whose operands fit the L1.
+//
+//   One row tile over a B past the L2 (few rows, big B): for K blocks of KC, the strips below
+//   each over its block only, the sums kept between blocks in an f32 copy of C.
+//   for b, [parallel] chunks of column strips of NV vectors (then the partial last strip):
+//     for row tiles of MR rows (a loop; then the partial last tile):
+//       MR x NV accumulators, NV vectors of B held while MR elements of A are broadcast; one
+//       tile: over all of K. Several: over blocks of KC, the first tile copying the strip of B
+//       it reads into an L1 scratch (KC x NV vectors) that the later tiles read: B's rows are N
+//       apart, which at power-of-two N maps the whole strip onto a few cache sets, so re-reading
+//       B in place would come from the L3.
+//
+// The partial last strip's last vector is masked: its loads are zero past N and its epilogue and
+// stores are exactly the valid lanes. This is the small-M path BLIS and libxsmm special-case.
+// Knobs: MR (rows per tile), NV (vectors per strip), KC (depth block with several row tiles, or
+// with one over a B past the L2), KU (unroll of the K loop), THREADS.
+#include <algorithm>
+
+#include "codegen/codegen.h"
+#include "codegen/host/host_gemm_nvec.h"
+#include "codegen/host/host_strategies.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace tessera::codegen {
+
+using namespace mlir;
+
+namespace {
+
+struct NvecPlan {
+  ir::GemmInfo g;
+  int64_t VW = 8, MR = 4, NV = 1, KU = 1, KC = 256, threads = 1;
+};
+
+class NvecBuilder {
+ public:
+  NvecBuilder(OpBuilder& b, Location loc, const NvecPlan& p, std::map<std::string, Value>& args, int64_t l1Bytes,
+              int64_t l2Bytes)
+      : b_(b), loc_(loc), p_(p), args_(args) {
+    l1Bytes_ = std::max<int64_t>(4096, l1Bytes);
+    l2Bytes_ = l2Bytes > 0 ? l2Bytes : l2Bytes_;
+    f32_ = b.getF32Type();
+    vf_ = VectorType::get({p.VW}, f32_);
+  }
+
+  Status build() {
+    const ir::GemmInfo& g = p_.g;
+    A_ = args_[g.a];
+    B_ = args_[g.b];
+    C_ = args_[g.c];
+    const int64_t width = p_.NV * p_.VW, strips = g.n / width, rest = g.n % width;
+    const int64_t chunks = std::max<int64_t>(1, std::min(p_.threads, strips));
+    multiTile_ = g.m > p_.MR;
+    kc_ = std::min(p_.KC, g.k);
+    // The later row tiles read B in place when all of it sits in half the L1 (a few KB: the
+    // small GEMMs libxsmm serves), else the copy the first tile made of the strip.
+    const int64_t bBytes = g.k * g.n * int64_t(cast<MemRefType>(B_.getType()).getElementTypeBitWidth() / 8);
+    copyB_ = multiTile_ && bBytes > l1Bytes_ / 2;
+    // One row tile over a B past the L2 (3x4096x1024: 16 MB): a strip walked down all of K reads
+    // one line from each of K pages, which the prefetchers do not follow (0.67x OpenBLAS). With
+    // the K blocks outside the strips, the strips of one block read KC pages left to right, and
+    // the sums wait between blocks in an f32 copy of C.
+    kOuter_ = !multiTile_ && g.k > kc_ && bBytes > l2Bytes_;
+    if (kOuter_)
+      cacc_ = memref::AllocOp::create(b_, loc_, MemRefType::get({g.m, (g.n + p_.VW - 1) / p_.VW * p_.VW}, f32_),
+                                      b_.getI64IntegerAttr(64))
+                  .getResult();
+    if (multiTile_) {
+      auto alloc = [&](int64_t rows) {
+        return memref::AllocOp::create(b_, loc_, MemRefType::get({chunks, rows, width}, f32_), b_.getI64IntegerAttr(64))
+            .getResult();
+      };
+      if (copyB_) scratch_ = alloc(kc_);
+      if (g.k > kc_) ctile_ = alloc(g.m);
+    }
+    auto batchBody = [&](Value bi) {
+      bi_ = bi;
+      if (strips > 0) fullStrips(strips, chunks, width);
+      if (!rest) return;
+      const int64_t nv = (rest + p_.VW - 1) / p_.VW, lastValid = rest - (rest - 1) / p_.VW * p_.VW;
+      if (kOuter_) kBlocksOutside([&](const StripFn& body) { body(idx(strips * width), nv, lastValid); });
+      else strip(idx(strips * width), nv, lastValid, idx(0));
+    };
+    if (g.batch) loop(idx(0), idx(g.batch), 1, batchBody);
+    else batchBody(Value());
+    return error_;
+  }
+
+ private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b_, loc_, v); }
+  Value add(Value x, int64_t c) { return c == 0 ? x : Value(arith::AddIOp::create(b_, loc_, x, idx(c))); }
+  Value zeros(VectorType t) {
+    return arith::ConstantOp::create(b_, loc_, DenseElementsAttr::get(t, b_.getZeroAttr(t.getElementType())));
+  }
+  SmallVector<Value> at(Value r, Value c) {
+    SmallVector<Value> ix;
+    if (bi_) ix.push_back(bi_);
+    ix.push_back(r);
+    ix.push_back(c);
+    return ix;
+  }
+  void loop(Value lb, Value ub, int64_t step, const std::function<void(Value)>& body) {
+    auto f = scf::ForOp::create(b_, loc_, lb, ub, idx(step));
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPoint(f.getBody()->getTerminator());
+    body(f.getInductionVar());
+  }
+  Value toF32(Value v) {
+    auto vt = dyn_cast<VectorType>(v.getType());
+    if (!vt) return v.getType().isF32() ? v : Value(arith::ExtFOp::create(b_, loc_, f32_, v));
+    if (vt.getElementType().isF32()) return v;
+    return arith::ExtFOp::create(b_, loc_, VectorType::get(vt.getShape(), f32_), v);
+  }
+  Value mask(int64_t n, int64_t valid) {
+    SmallVector<bool> m;
+    for (int64_t i = 0; i < n; ++i) m.push_back(i < valid);
+    auto mt = VectorType::get({n}, b_.getI1Type());
+    return arith::ConstantOp::create(b_, loc_, DenseElementsAttr::get(mt, ArrayRef<bool>(m)));
+  }
+
+  // The strips [0, strips): split into `chunks` contiguous runs, one per thread when there are several.
+  void fullStrips(int64_t strips, int64_t chunks, int64_t width) {
+    const int64_t per = (strips + chunks - 1) / chunks;
+    auto chunk = [&](Value t) {
+      Value lb = arith::MulIOp::create(b_, loc_, t, idx(per));
+      Value ub = arith::MinSIOp::create(b_, loc_, add(lb, per), idx(strips));
+      auto col = [&](Value s) { return Value(arith::MulIOp::create(b_, loc_, s, idx(width))); };
+      if (kOuter_)
+        return kBlocksOutside([&](const StripFn& body) { loop(lb, ub, 1, [&](Value s) { body(col(s), p_.NV, p_.VW); }); });
+      loop(lb, ub, 1, [&](Value s) { strip(col(s), p_.NV, p_.VW, t); });
+    };
+    if (chunks <= 1) return chunk(idx(0));
+    auto par = scf::ParallelOp::create(b_, loc_, ValueRange{idx(0)}, ValueRange{idx(chunks)}, ValueRange{idx(1)});
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPoint(par.getBody()->getTerminator());
+    chunk(par.getInductionVars()[0]);
+  }
+
+  using StripFn = std::function<void(Value col0, int64_t nv, int64_t lastValid)>;
+
+  // The one row tile of every strip `strips` emits, K block by K block: the first block starts
+  // from zero, the last one finishes; between blocks the sums wait in cacc_.
+  void kBlocksOutside(const std::function<void(const StripFn&)>& strips) {
+    const int64_t M = p_.g.m, K = p_.g.k, blocks = (K + kc_ - 1) / kc_;
+    auto at = [&](Value col0, int64_t r, int64_t v) { return SmallVector<Value, 2>{idx(r), add(col0, v * p_.VW)}; };
+    auto block = [&](Value k0, int64_t count, bool first, bool last) {
+      strips([&](Value col0, int64_t nv, int64_t lastValid) {
+        SmallVector<Value> acc;
+        for (int64_t r = 0; r < M; ++r)
+          for (int64_t v = 0; v < nv; ++v)
+            acc.push_back(first ? zeros(vf_) : Value(vector::LoadOp::create(b_, loc_, vf_, cacc_, at(col0, r, v))));
+        tile(idx(0), M, col0, nv, lastValid, idx(0), false, k0, count, acc);
+        if (last) return finish(idx(0), M, col0, nv, lastValid, acc);
+        for (int64_t r = 0; r < M; ++r)
+          for (int64_t v = 0; v < nv; ++v) vector::StoreOp::create(b_, loc_, acc[r * nv + v], cacc_, at(col0, r, v));
+      });
+    };
+    block(idx(0), kc_, true, false);
+    if (blocks > 2) loop(idx(kc_), idx((blocks - 1) * kc_), kc_, [&](Value k0) { block(k0, kc_, false, false); });
+    block(idx((blocks - 1) * kc_), K - (blocks - 1) * kc_, false, true);
+  }
+
+  // The row tiles of a strip: the first (it copies B when several follow), a loop over the other
+  // full tiles, the partial last. A loop, not one copy per tile: at M = 64 and MR = 1 the copies
+  // took LLVM 5-6 s of CPU to compile (0.9 s for the packed default), long enough for a worker's
+  // lease on the candidate to be taken over before it had been measured.
+  void rowTiles(const std::function<void(Value row0, int64_t rows, bool first)>& body) {
+    const int64_t M = p_.g.m, full = M / p_.MR, rest = M % p_.MR;
+    if (full > 0) body(idx(0), p_.MR, true);
+    if (full > 1) loop(idx(p_.MR), idx(full * p_.MR), p_.MR, [&](Value r0) { body(r0, p_.MR, false); });
+    if (rest) body(idx(full * p_.MR), rest, full == 0);
+  }
+
+  // One strip of `nv` vectors from col0, its last vector `lastValid` lanes wide; `slot` is the
+  // scratch of the thread running it. One row tile: all of K in registers. Several: K in blocks
+  // of KC, whose copied strip of B stays in the L1 for the later tiles, the sums carried between
+  // blocks in an f32 tile of C (M x NV vectors, in the L1 too).
+  void strip(Value col0, int64_t nv, int64_t lastValid, Value slot) {
+    const int64_t M = p_.g.m, K = p_.g.k;
+    if (!multiTile_ || K <= kc_) {
+      rowTiles([&](Value r0, int64_t rows, bool first) {
+        SmallVector<Value> acc(rows * nv, zeros(vf_));
+        tile(r0, rows, col0, nv, lastValid, slot, first, idx(0), K, acc);
+        finish(r0, rows, col0, nv, lastValid, acc);
+      });
+      return;
+    }
+    auto ctile = [&](Value r0, int64_t r, int64_t v) { return SmallVector<Value, 3>{slot, add(r0, r), idx(v * p_.VW)}; };
+    loop(idx(0), idx(M), 1, [&](Value r) {
+      for (int64_t v = 0; v < nv; ++v) vector::StoreOp::create(b_, loc_, zeros(vf_), ctile_, ctile(r, 0, v));
+    });
+    auto loadC = [&](Value r0, int64_t rows) {
+      SmallVector<Value> acc;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t v = 0; v < nv; ++v) acc.push_back(vector::LoadOp::create(b_, loc_, vf_, ctile_, ctile(r0, r, v)));
+      return acc;
+    };
+    auto block = [&](Value k0, int64_t count) {
+      rowTiles([&](Value r0, int64_t rows, bool first) {
+        SmallVector<Value> acc = loadC(r0, rows);
+        tile(r0, rows, col0, nv, lastValid, slot, first, k0, count, acc);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t v = 0; v < nv; ++v) vector::StoreOp::create(b_, loc_, acc[r * nv + v], ctile_, ctile(r0, r, v));
+      });
+    };
+    const int64_t blocks = K / kc_, rest = K % kc_;
+    if (blocks > 0) loop(idx(0), idx(blocks * kc_), kc_, [&](Value k0) { block(k0, kc_); });
+    if (rest) block(idx(blocks * kc_), rest);
+    rowTiles([&](Value r0, int64_t rows, bool) { finish(r0, rows, col0, nv, lastValid, loadC(r0, rows)); });
+  }
+
+  // Adds depth [k0, k0 + count) of rows [row0, row0 + rows) x the strip to `acc`. The first tile
+  // reads B in place (masked past N) and, with several tiles, copies it to the scratch at k - k0.
+  void tile(Value row0, int64_t rows, Value col0, int64_t nv, int64_t lastValid, Value slot, bool first, Value k0,
+            int64_t count, SmallVector<Value>& acc) {
+    const ir::GemmInfo& g = p_.g;
+    auto valid = [&](int64_t v) { return v + 1 < nv ? p_.VW : lastValid; };
+    auto bVec = [&](Value k, int64_t v) -> Value {
+      Value col = add(col0, v * p_.VW);
+      if (!first && copyB_) {
+        Value kk = arith::SubIOp::create(b_, loc_, k, k0);
+        return vector::LoadOp::create(b_, loc_, vf_, scratch_, ValueRange{slot, kk, idx(v * p_.VW)});
+      }
+      Type et = cast<MemRefType>(B_.getType()).getElementType();
+      auto vt = VectorType::get({p_.VW}, et);
+      Value x = valid(v) >= p_.VW
+                    ? Value(vector::LoadOp::create(b_, loc_, vt, B_, at(k, col)))
+                    : Value(vector::MaskedLoadOp::create(b_, loc_, vt, B_, at(k, col), mask(p_.VW, valid(v)), zeros(vt)));
+      x = toF32(x);
+      if (first && copyB_) {
+        Value kk = arith::SubIOp::create(b_, loc_, k, k0);
+        vector::StoreOp::create(b_, loc_, x, scratch_, ValueRange{slot, kk, idx(v * p_.VW)});
+      }
+      return x;
+    };
+    auto aVal = [&](Value k, int64_t r) -> Value {
+      Value a = memref::LoadOp::create(b_, loc_, A_, g.transA ? at(k, add(row0, r)) : at(add(row0, r), k));
+      return vector::BroadcastOp::create(b_, loc_, vf_, toF32(a));
+    };
+    auto step = [&](Value k, SmallVector<Value>& a) {
+      SmallVector<Value> bv;
+      for (int64_t v = 0; v < nv; ++v) bv.push_back(bVec(k, v));
+      for (int64_t r = 0; r < rows; ++r) {
+        Value x = aVal(k, r);
+        for (int64_t v = 0; v < nv; ++v) a[r * nv + v] = vector::FMAOp::create(b_, loc_, x, bv[v], a[r * nv + v]);
+      }
+    };
+    const int64_t u = std::max<int64_t>(1, std::min(p_.KU, count)), main = count / u * u;
+    if (main > 0) {
+      auto f = scf::ForOp::create(b_, loc_, k0, add(k0, main), idx(u), acc);
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPointToStart(f.getBody());
+      SmallVector<Value> a(f.getRegionIterArgs().begin(), f.getRegionIterArgs().end());
+      for (int64_t s = 0; s < u; ++s) step(add(f.getInductionVar(), s), a);
+      scf::YieldOp::create(b_, loc_, a);
+      b_.setInsertionPointAfter(f);
+      acc.assign(f.getResults().begin(), f.getResults().end());
+    }
+    for (int64_t s = main; s < count; ++s) step(add(k0, s), acc);
+  }
+
+  // The epilogue and the stores of rows [row0, row0 + rows) of the strip: exactly the valid lanes.
+  void finish(Value row0, int64_t rows, Value col0, int64_t nv, int64_t lastValid, const SmallVector<Value>& acc) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t v = 0; v < nv; ++v) {
+        Value x = acc[r * nv + v];
+        const int64_t w = v + 1 < nv ? p_.VW : lastValid;
+        if (w < p_.VW)
+          x = vector::ExtractStridedSliceOp::create(b_, loc_, x, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{w},
+                                                    ArrayRef<int64_t>{1});
+        Value row = add(row0, r), col = add(col0, v * p_.VW);
+        auto e = epilogue(x, row, col, w);
+        if (!e.ok()) {
+          if (error_.ok()) error_ = e.takeError();
+          return;
+        }
+        store(*e, row, col, w);
+      }
+  }
+
+  void store(Value v, Value row, Value col, int64_t cols) {
+    auto vt = cast<VectorType>(v.getType());
+    if (vt.getElementTypeBitWidth() == 32 || cols == p_.VW) {
+      vector::StoreOp::create(b_, loc_, v, C_, at(row, col));
+      return;
+    }
+    // A partial 16-bit vector element by element (host_gemm_blis.cpp: LLVM 22 widened a partial
+    // 16-bit vector store into the next row).
+    for (int64_t j = 0; j < cols; ++j)
+      memref::StoreOp::create(b_, loc_, vector::ExtractOp::create(b_, loc_, v, ArrayRef<int64_t>{j}), C_, at(row, add(col, j)));
+  }
+
+  // The epilogue on the `cols` sums of one row (host_strategies.h).
+  Expected<Value> epilogue(Value acc, Value row, Value col, int64_t cols) {
+    return emitRowEpilogue(b_, loc_, p_.g, args_, acc, row, col, bi_, cols);
+  }
+
+  OpBuilder& b_;
+  Location loc_;
+  const NvecPlan& p_;
+  std::map<std::string, Value>& args_;
+  Type f32_;
+  VectorType vf_;
+  Value A_, B_, C_, scratch_, ctile_, cacc_, bi_;
+  bool multiTile_ = false, copyB_ = false, kOuter_ = false;
+  int64_t kc_ = 1, l1Bytes_ = 32768, l2Bytes_ = 1 << 20;
+  Status error_;
+};
+
+Expected<NvecPlan> makeNvecPlan(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+  NvecPlan p;
+  TESSERA_ASSIGN(p.g, ir::analyzeGemm(k));
+  TESSERA_ASSIGN(p.MR, c.getInt("MR"));
+  TESSERA_ASSIGN(p.NV, c.getInt("NV"));
+  TESSERA_ASSIGN(p.KU, c.getInt("KU"));
+  TESSERA_ASSIGN(p.KC, c.getInt("KC"));
+  if (c.values.count("THREADS")) {
+    TESSERA_ASSIGN(p.threads, c.getInt("THREADS"));
+  }
+  auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, m); };
+  for (auto [n, v] : {std::pair{"MR", p.MR}, {"NV", p.NV}, {"KU", p.KU}, {"KC", p.KC}, {"THREADS", p.threads}})
+    if (v <= 0) return bad(std::string(n) + " must be positive, got " + std::to_string(v));
+  if (p.KU > 16) return bad("KU must be <= 16");
+  if (p.threads > 256) return bad("THREADS must be <= 256");
+  if (p.g.transB) return bad("schedule nvec reads rows of B as vectors in place: B stored K x N only");
+  if (p.g.m > kNvecMaxM) return bad("schedule nvec takes M <= " + std::to_string(kNvecMaxM));
+  p.VW = std::max(4, t.simdBits / 32);
+  p.MR = std::min(p.MR, p.g.m);
+  p.NV = std::min(p.NV, (p.g.n + p.VW - 1) / p.VW);
+  // Every accumulator, the held B vectors and the broadcast A element in a register, the tile as
+  // clamped to the problem (cf. the space's constraint); tiles past that spill in the innermost loop.
+  if (p.MR * p.NV + p.NV + 1 > t.vectorRegisters)
+    return bad("register tile " + std::to_string(p.MR) + "x" + std::to_string(p.NV) + " vectors of schedule nvec exceeds the " +
+               std::to_string(t.vectorRegisters) + " vector registers");
+  return p;
+}
+
+}  // namespace
+
+Expected<HostPayload> buildHostGemmNvec(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+  TESSERA_ASSIGN(NvecPlan p, makeNvecPlan(k, c, t));
+  if (!hostGemmFusesEpilogue(p.g))
+    return makeError(ErrorCode::InvalidConfig, "schedule nvec cannot fuse this epilogue (transposed or computed reads)");
+  HostPayload out;
+  OpBuilder b(ctx);
+  Location loc = b.getUnknownLoc();
+  out.module = ModuleOp::create(loc);
+  std::map<std::string, Value> args;
+  createKernelFunc(b, *out.module, k, &args);
+  NvecBuilder nb(b, loc, p, args, t.l1dBytes, t.l2Bytes);
+  TESSERA_TRY(nb.build());
+  func::ReturnOp::create(b, loc);
+  out.threads = int(p.threads);
+  return out;  // loop + vector code on memrefs already: no schedule
+}
+
+}  // namespace tessera::codegen
