@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Holds ARCHITECTURE.md to the tree: every file or folder it names in backquotes must exist, every
 `ARCHITECTURE.md §N` a source comment cites must be a section of it, and no document or source
-file may send a reader to a design note outside the repository. `--self-test` checks that the
-checks catch a missing path, a missing section and an outside reference."""
+file may send a reader to a design note outside the repository; inside codegen/ the shared files
+include no subfolder and a subfolder includes no other but those SUBFOLDER_ARROWS allows.
+`--self-test` checks that the checks catch a missing path, a missing section, an outside reference
+and a back-arrow into a codegen subfolder."""
 import argparse
 import os
 import re
@@ -17,6 +19,10 @@ OUTSIDE = re.compile(r"\.\./shared/|design\.md")
 # now (the store and job queue, process isolation); their citations move to ARCHITECTURE.md with
 # that change, and this list shrinks to nothing.
 NOT_YET = set()
+# The one arrow between codegen's subfolders (ARCHITECTURE.md §2): the emulator reads the
+# register-A wgmma text that codegen/nvidia/wgmma_ptx.h writes.
+SUBFOLDER_ARROWS = {"codegen/emu": {"codegen/nvidia"}}
+INCLUDE = re.compile(r'^\s*#\s*include\s*"(codegen/[^"]+)"')
 
 
 def named_paths(doc):
@@ -51,6 +57,29 @@ def tracked(source):
     return [f for f in files if not f.startswith(("build/", "tests/docs/architecture_test.py"))]
 
 
+def codegen_arrows(source, files):
+    """Includes that point from codegen's shared files into a subfolder, or between subfolders
+    against SUBFOLDER_ARROWS."""
+    problems = []
+    for f in files:
+        if not f.startswith("codegen/") or not f.endswith((".h", ".cpp")):
+            continue
+        here = os.path.dirname(f)
+        try:
+            lines = open(os.path.join(source, f), encoding="utf-8").read().splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for n, line in enumerate(lines, 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            there = os.path.dirname(m.group(1))
+            if there in ("codegen", here) or there in SUBFOLDER_ARROWS.get(here, ()):
+                continue
+            problems.append(f"{f}:{n}: {here}/ includes {m.group(1)}, against codegen's dependency direction")
+    return problems
+
+
 def check(source):
     doc = os.path.join(source, "ARCHITECTURE.md")
     problems = []
@@ -60,6 +89,7 @@ def check(source):
         if not os.path.exists(os.path.join(source, p.rstrip("/"))):
             problems.append(f"ARCHITECTURE.md:{n}: names {p}, which does not exist")
     have = sections(doc)
+    problems += codegen_arrows(source, tracked(source))
     for f in tracked(source):
         if not f.endswith((".h", ".cpp", ".c", ".py", ".sh", ".md", ".txt", ".cmake")):
             continue
@@ -83,12 +113,19 @@ def self_test():
         open(os.path.join(tmp, "src", "b.cpp"), "w").write("// see ARCHITECTURE.md §9 and ../shared/design.md\n")
         open(os.path.join(tmp, "ARCHITECTURE.md"), "w").write(
             "# x\n## §1 One\n`src/a.cpp` and `b.cpp`, `src/missing.cpp`, `nowhere/`\n")
+        for d, body in (("codegen", '#include "codegen/nvidia/k.h"\n#include "codegen/gpu.h"\n'),
+                        ("codegen/emu", '#include "codegen/nvidia/k.h"\n#include "codegen/emu/r.h"\n'),
+                        ("codegen/nvidia", '#include "codegen/emu/r.h"\n#include "codegen/amd/m.h"\n')):
+            os.makedirs(os.path.join(tmp, d), exist_ok=True)
+            open(os.path.join(tmp, d, "x.cpp"), "w").write(body)
         problems = check(tmp)
-        want = ["names src/missing.cpp", "names nowhere/", "cites ARCHITECTURE.md §9", "points outside"]
+        want = ["names src/missing.cpp", "names nowhere/", "cites ARCHITECTURE.md §9", "points outside",
+                "codegen/x.cpp:1: codegen/ includes codegen/nvidia/k.h", "codegen/nvidia/x.cpp:1: codegen/nvidia/ includes codegen/emu/r.h",
+                "codegen/nvidia/x.cpp:2: codegen/nvidia/ includes codegen/amd/m.h"]
         for w in want:
             assert any(w in p for p in problems), (w, problems)
         assert not any("src/a.cpp" in p or "src/b.cpp," in p for p in problems if "names" in p), problems
-        assert len(problems) == 4, problems
+        assert len(problems) == 7, problems  # the emulator's arrow into nvidia/ is allowed
     print("architecture self-test: ok")
 
 
