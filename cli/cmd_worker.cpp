@@ -36,6 +36,14 @@ struct WorkerFlags {
   bool quiet = false, json = false;
 };
 
+// `tessera workers`: a status query, so it gives up sooner than a worker when nobody answers.
+struct WorkersFlags {
+  CacheFlags cache;
+  std::string target;
+  bool all = false, json = false;
+  double patience = 10;
+};
+
 // What a worker tells the service about a GPU's software: the toolkit the binaries are built with.
 std::string cudaToolkitVersion() {
   const char* path = "/usr/local/cuda/version.json";
@@ -136,16 +144,16 @@ void workerCommand(const WorkerFlags& f) {
               (long long)stats->items, (long long)stats->jobs, (long long)stats->refused, (long long)stats->lost);
 }
 
-void workersCommand(const CacheFlags& cacheFlags, const std::string& target, bool all, bool json) {
-  cache::JobClientOptions service = jobClientOptions(cacheFlags, 10, 10);
+void workersCommand(const WorkersFlags& f) {
+  cache::JobClientOptions service = jobClientOptions(f.cache, 10, f.patience);
   if (service.urls.empty()) fail("no service URL: pass --cache URL[,URL...] or set TESSERA_CACHE_URL", kExitBadInput);
   cache::JobClient client(service);
   cache::WorkerFilter filter;
-  filter.target = target;
-  filter.live_only = !all;
+  filter.target = f.target;
+  filter.live_only = !f.all;
   auto ws = client.workers(filter);
   if (!ws.ok()) failWith(ws.error());
-  if (json) {
+  if (f.json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& w : *ws) arr.push_back(cache::workerInfoToJson(w));
     std::printf("%s\n", arr.dump(2).c_str());
@@ -179,13 +187,15 @@ void addWorkerCommands(CLI::App& app) {
   addJsonFlag(w, f->json, "the summary when it stops as JSON (its log lines stay on stderr)");
   w->callback([f] { workerCommand(*f); });
 
-  auto l = std::make_shared<std::tuple<CacheFlags, std::string, bool, bool>>(CacheFlags{}, "", false, false);
+  auto l = std::make_shared<WorkersFlags>();
   auto* ws = app.add_subcommand("workers", "list the live workers of the shared service");
-  addCacheFlags(ws, &std::get<0>(*l));
-  ws->add_option("--target", std::get<1>(*l), "only this target");
-  ws->add_flag("--all", std::get<2>(*l), "also workers no longer live");
-  addJsonFlag(ws, std::get<3>(*l), "machine-readable: every field the service keeps of each worker");
-  ws->callback([l] { workersCommand(std::get<0>(*l), std::get<1>(*l), std::get<2>(*l), std::get<3>(*l)); });
+  addCacheFlags(ws, &l->cache);
+  ws->add_option("--target", l->target, "only this target");
+  ws->add_flag("--all", l->all, "also workers no longer live");
+  ws->add_option("--patience", l->patience, "seconds the request is retried while no service URL answers")
+      ->capture_default_str();
+  addJsonFlag(ws, l->json, "machine-readable: every field the service keeps of each worker");
+  ws->callback([l] { workersCommand(*l); });
 }
 
 }  // namespace tessera::cli

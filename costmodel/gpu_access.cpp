@@ -2,8 +2,7 @@
 #include "costmodel/gpu_access.h"
 
 #include <algorithm>
-#include <map>
-#include <set>
+#include <utility>
 
 namespace tessera::costmodel {
 
@@ -17,32 +16,44 @@ int sharedCycles(const std::vector<int64_t>& addrs, int bytesPerLane, int banks)
   }
   const size_t lanesPerPhase = size_t(std::max(1, 128 / width));
   int cycles = 0;
+  // (bank, 4-byte word) of every word a phase reads, sorted: a bank's distinct words are one run.
+  // A flat vector, not a map of sets: the Kernel Tuner models (bench/kerneltuner_models.cpp) call
+  // this for every access of every config of a table, and half their time went to tree nodes.
+  std::vector<std::pair<int64_t, int64_t>> words;
   for (size_t start = 0; start < addrs.size(); start += lanesPerPhase) {
-    // Per bank, the distinct 4-byte words this phase reads from it.
-    std::map<int64_t, std::set<int64_t>> words;
+    words.clear();
     const size_t end = std::min(addrs.size(), start + lanesPerPhase);
     for (size_t l = start; l < end; ++l)
       for (int b = 0; b < width; b += 4) {
         int64_t word = (addrs[l] + b) / 4;
-        words[((word % banks) + banks) % banks].insert(word);
+        words.emplace_back(((word % banks) + banks) % banks, word);
       }
+    std::sort(words.begin(), words.end());
+    words.erase(std::unique(words.begin(), words.end()), words.end());
     size_t worst = 1;
-    for (const auto& [bank, ws] : words) worst = std::max(worst, ws.size());
+    for (size_t i = 0; i < words.size();) {
+      size_t j = i;
+      while (j < words.size() && words[j].first == words[i].first) ++j;
+      worst = std::max(worst, j - i);
+      i = j;
+    }
     cycles += int(worst);
   }
   return cycles;
 }
 
 int linesTouched(const std::vector<int64_t>& addrs, int bytesPerLane, int lineBytes) {
-  std::set<int64_t> lines;
+  std::vector<int64_t> lines;
+  lines.reserve(addrs.size());
   const int64_t line = std::max(1, lineBytes);
   for (int64_t a : addrs) {
     int64_t first = a >= 0 ? a / line : (a - line + 1) / line;
     int64_t lastByte = a + std::max(1, bytesPerLane) - 1;
     int64_t last = lastByte >= 0 ? lastByte / line : (lastByte - line + 1) / line;
-    for (int64_t l = first; l <= last; ++l) lines.insert(l);
+    for (int64_t l = first; l <= last; ++l) lines.push_back(l);
   }
-  return int(lines.size());
+  std::sort(lines.begin(), lines.end());
+  return int(std::unique(lines.begin(), lines.end()) - lines.begin());
 }
 
 int l1Wavefronts(const std::vector<int64_t>& addrs, int bytesPerLane, int lineBytes, int bytesPerClock) {

@@ -43,7 +43,9 @@ struct QueueFixture {
     if (!tokens.ok()) throw std::runtime_error(tokens.error().message);
     worker = *(*tokens)->add("box1", Scope::Worker);
     other_writer = *(*tokens)->add("writer2", Scope::Write);
-    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the server's token refresh
+    // The server's next token refresh.
+    if (!test::awaitToken(f.url(), worker) || !test::awaitToken(f.url(), other_writer))
+      throw std::runtime_error("the server did not pick up the tokens");
   }
   Reply registerWorker(const std::string& id, const std::string& arch) {
     return f.post("/v1/workers",
@@ -99,7 +101,7 @@ TEST_P(JobQueue, WorkerTokensOnlyLeaseAndReportAndOnlyThey) {
   // A worker id is its token's: another token cannot take it over.
   auto tokens = TokenStore::open(f.db);
   const std::string thief = *(*tokens)->add("box2", Scope::Worker);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  ASSERT_TRUE(test::awaitToken(f.url(), thief));
   EXPECT_EQ(f.post("/v1/workers", json{{"id", kWorkerA}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(), thief)
                 .status,
             409);
@@ -183,7 +185,7 @@ TEST_P(JobQueue, ADeregisteredWorkerIsNotLiveAndItsItemsGoBackAtOnce) {
   ServerFixture& f = q.f;
   auto tokens = TokenStore::open(f.db);
   const std::string thief = *(*tokens)->add("box2", Scope::Worker);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the server's token refresh
+  ASSERT_TRUE(test::awaitToken(f.url(), thief));  // the server's token refresh
   ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
   ASSERT_EQ(q.registerWorker(kWorkerC, "x86-64-v4").status, 200);
   ASSERT_EQ(f.post("/v1/jobs", jobBody({R"({"MC":64})", R"({"MC":32})"}).dump(), f.write_token).status, 200);
@@ -303,7 +305,7 @@ TEST_P(JobQueue, ItemsWhoseLeasesKeepExpiringAreGivenUp) {
   auto tokens = TokenStore::open(f.db);
   // Two machines with a token each: a lost lease counts against its item once per token.
   const std::string box = *(*tokens)->add("box", Scope::Worker), box2 = *(*tokens)->add("box2", Scope::Worker);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  ASSERT_TRUE(test::awaitToken(f.url(), box) && test::awaitToken(f.url(), box2));  // the server's token refresh
   std::map<std::string, std::string> token_of = {{kWorkerA, box}, {kWorkerC, box2}};
   for (const auto& id : {kWorkerA, kWorkerC})
     ASSERT_EQ(f.post("/v1/workers", json{{"id", id}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(),
@@ -369,7 +371,7 @@ TEST_P(JobQueue, RefusalsCountPerTokenAndCannotEndAnItemAnotherTokenCanMeasure) 
     const std::string kWorkerD = std::string(31, 'e') + "5";
     auto tokens = TokenStore::open(f.db);
     const std::string honest = *(*tokens)->add("box2", Scope::Worker);
-    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    ASSERT_TRUE(test::awaitToken(f.url(), honest));  // the server's token refresh
     for (const auto& id : {kWorkerA, kWorkerB, kWorkerC}) ASSERT_EQ(q.registerWorker(id, "x86-64-v4").status, 200);
     if (honest_live) {
       ASSERT_EQ(f.post("/v1/workers",
@@ -417,7 +419,7 @@ TEST_P(JobQueue, OneTokensLeaseExpiriesAreBoundedPerTokenAndLeaveTheItemToOthers
   const std::string kWorkerD = std::string(31, 'e') + "5", kJob2 = std::string(31, 'f') + "6";
   auto tokens = TokenStore::open(f.db);
   const std::string honest = *(*tokens)->add("box2", Scope::Worker);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  ASSERT_TRUE(test::awaitToken(f.url(), honest));  // the server's token refresh
   int round = 0;
   // One token's fresh ids lease `job`'s item and let each lease expire, until they get nothing.
   auto rotate = [&](const std::string& job) {
@@ -473,7 +475,7 @@ TEST_P(JobQueue, AnItemIsLeasedAtMostLeasesPerItemTimesWhateverTheTokens) {
   ServerFixture& f = q.f;
   auto tokens = TokenStore::open(f.db);
   const std::string other = *(*tokens)->add("box2", Scope::Worker);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  ASSERT_TRUE(test::awaitToken(f.url(), other));  // the server's token refresh
   ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
   ASSERT_EQ(f.post("/v1/workers", json{{"id", kWorkerC}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(),
                    other)
@@ -536,7 +538,7 @@ TEST_P(JobQueue, ATakeOverIsChargedToTheTokenThatTakesOver) {
   ServerFixture& f = q.f;
   auto tokens = TokenStore::open(f.db);
   const std::string other = *(*tokens)->add("box2", Scope::Worker);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  ASSERT_TRUE(test::awaitToken(f.url(), other));  // the server's token refresh
   ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
   ASSERT_EQ(f.post("/v1/workers", json{{"id", kWorkerC}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(),
                    other)
@@ -583,7 +585,7 @@ TEST_P(JobQueue, ATokenThatSpentItsExpiriesTakesNoMoreOverAndTheFirstHoldersRepo
   ServerFixture& f = q.f;
   auto tokens = TokenStore::open(f.db);
   const std::string hog = *(*tokens)->add("box2", Scope::Worker);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  ASSERT_TRUE(test::awaitToken(f.url(), hog));  // the server's token refresh
   ASSERT_EQ(q.registerWorker(kWorkerA, "x86-64-v4").status, 200);
   ASSERT_EQ(q.registerWorker(kWorkerB, "x86-64-v4").status, 200);  // never holds the item
   ASSERT_EQ(f.post("/v1/workers", json{{"id", kWorkerC}, {"target", "host"}, {"arch", "x86-64-v4"}, {"units", 2}}.dump(),

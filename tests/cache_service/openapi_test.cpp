@@ -165,7 +165,7 @@ TEST(OpenApi, RealServerAnswersEveryDocumentedOperation) {
   auto tokens = TokenStore::open(f.db);
   ASSERT_TRUE(tokens.ok());
   const std::string worker_token = *(*tokens)->add("worker", Scope::Worker);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the server's token refresh
+  ASSERT_TRUE(test::awaitToken(f.url(), worker_token));  // the server's token refresh
   Spec spec = parseSpec(openApiYaml());
   for (const auto& c : routeCases()) {
     const std::string body = bodyFor(c.id);

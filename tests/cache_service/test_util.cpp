@@ -16,6 +16,7 @@
 #include <fstream>
 #include <filesystem>
 #include <stdexcept>
+#include <thread>
 
 #include "store/engine.h"
 #include "store/record_json.h"
@@ -230,6 +231,16 @@ Reply viaClient(const std::string& url, const std::string& method, const std::st
   return out;
 }
 }  // namespace
+
+bool awaitToken(const std::string& url, const std::string& token, bool known, double limit_s) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+  for (;;) {
+    const int status = viaClient(url, "GET", "/status", "", token, "", {}).status;
+    if (status != 0 && (status == 401) != known) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
 
 Reply ServerFixture::get(const std::string& target, const std::string& token, const std::vector<std::string>& headers) {
   return viaClient(url(), "GET", target, "", token, "", headers);

@@ -51,6 +51,11 @@ struct Reply {
 // Sends `bytes` verbatim on a new connection, half-closes, and parses one response (if any).
 Reply rawRequest(int port, const std::string& bytes, int timeout_ms = 3000);
 
+// Waits, at most `limit_s`, until the service at `url` knows `token` (answers it other than 401;
+// known = false: until it answers 401). A token added or revoked while a server runs counts from
+// its next refresh (`tessera serve`: 1 s); waiting for that beats sleeping past it. False: timed out.
+bool awaitToken(const std::string& url, const std::string& token, bool known = true, double limit_s = 10);
+
 // A request with the usual framing; `extra_headers` are "Name: value" lines.
 std::string httpRequest(const std::string& method, const std::string& target, const std::string& body = "",
                         const std::vector<std::string>& extra_headers = {}, bool with_length = true);

@@ -55,6 +55,7 @@ struct Served {
   std::string token(const std::string& name, const std::string& scope) {
     auto r = test::runTessera({"serve", "token", "add", name, "--scope", scope, "--db", db});
     EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (srv) late.push_back(trimmed(r.out));
     return trimmed(r.out);
   }
   struct Answer {
@@ -71,12 +72,16 @@ struct Served {
     return {r->status, json::parse(r->body, nullptr, false)};
   }
   Answer post(const Record& r, const std::string& token) { return call("POST", "/v1/records", token, encodeRecord(r)); }
-  // Tokens added while the server runs are picked up within its refresh interval.
-  static void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(1300)); }
+  // Tokens added while the server runs are picked up at its next refresh: wait for that.
+  void settle() {
+    for (const auto& t : late) EXPECT_TRUE(test::awaitToken("http://127.0.0.1:" + std::to_string(srv->port()), t));
+    late.clear();
+  }
 
   test::TempDir dir;
   std::unique_ptr<test::PgDatabase> pg;
   std::string db, admin, reader;
+  std::vector<std::string> late;  // tokens added since the server started
   std::unique_ptr<test::ServeProcess> srv;
 };
 
@@ -96,7 +101,7 @@ TEST_P(Round2, ARemeasuredClaimIsOneIdentitysWordAndAConfirmedWinnerOutranksIt) 
   Served s(GetParam());
   const std::string alice = s.token("alice", "write"), bob = s.token("bob", "write"),
                     mallory = s.token("mallory", "write"), carol = s.token("carol", "write");
-  Served::settle();
+  s.settle();
   const char* Y = R"({"MC":64})";
   const char* X = R"({"MC":8})";
   ASSERT_EQ(s.post(at(Y, 8000), alice).status, 200);
@@ -145,7 +150,7 @@ TEST_P(Round2, ARemeasuredClaimIsOneIdentitysWordAndAConfirmedWinnerOutranksIt) 
 TEST_P(Round2, ARevokedTokensNameIsNeverReusedAndItsRecordsStayAside) {
   Served s(GetParam());
   const std::string alice = s.token("alice", "write");
-  Served::settle();
+  s.settle();
   ASSERT_EQ(s.post(at(R"({"MC":16})", 500), alice).status, 200);
   auto rev = test::runTessera({"serve", "token", "revoke", "alice", "--retract", "quarantine", "--db", s.db});
   ASSERT_EQ(rev.exit_code, 0) << rev.err;
@@ -169,7 +174,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, Round2, ::testing::ValuesIn(test::builtEngines
 TEST(Round2Plausibility, Bf16OnX86V4IsHeldToTheVectorPeakUnlessTheConfigIsAmx) {
   Served s(Engine::Sqlite);
   const std::string w = s.token("w", "write");
-  Served::settle();
+  s.settle();
   auto gemm = [](const std::string& dtype, const char* config, double us) {
     Record r = makeRecord({.median_us = us, .config = config});
     r.key.shape = {1024, 1024, 1024};
@@ -283,7 +288,7 @@ int64_t rssKb(pid_t pid, const char* field) {
 TEST(Round2Memory, BigJsonBodiesAreBoundedPerRouteAndInTotal) {
   Served s(Engine::Sqlite, {"--sync", "normal", "--max-inflight-mb", "256", "--threads", "8"});
   const std::string w = s.token("w", "write");
-  Served::settle();
+  s.settle();
   const int64_t base_kb = rssKb(s.srv->pid(), "VmRSS:");
   // 15 MiB of JSON that costs memory to parse: many small values.
   std::string small_values;

@@ -401,7 +401,7 @@ TEST_P(Round4, AWriteAndAReadTokenCannotChangeAReproducedWinner) {
     for (auto [name, scope] : {std::pair{"bob", Scope::Write}, {"mallory", Scope::Write}, {"mallory-r", Scope::Read}})
       tok[name] = *(*tokens)->add(name, scope);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the server's token refresh
+  for (const auto& [name, t] : tok) ASSERT_TRUE(test::awaitToken(f.url(), t)) << name;  // the server's token refresh
   const char* honest = R"({"MC":64})";
   const char* lie = R"({"MC":8})";
   auto post = [&](int key, const char* config, double us, const std::string& token, bool remeasured = false) {
@@ -461,7 +461,7 @@ TEST_P(Round4, AWriteAndAWorkerTokenCannotReproduceTheirOwnLie) {
                                {"fleet", Scope::Worker}})
       tok[name] = *(*tokens)->add(name, scope);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the server's token refresh
+  for (const auto& [name, t] : tok) ASSERT_TRUE(test::awaitToken(f.url(), t)) << name;  // the server's token refresh
   const char* honest = R"({"MC":64})";
   const char* lie = R"({"MC":8})";
   auto record = [&](int key, const char* config, double us) {

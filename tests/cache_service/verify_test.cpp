@@ -124,7 +124,7 @@ TEST(Verify, SharedWinnersAreCheckedBeforeTheyAreTrusted) {
   // refuted it). Whatever it measures, the claim is never served again; an honest winner is (w's
   // own measurement of step 1, confirmed by w2's when they agree, or w2's claim), and passes.
   const std::string writer2 = trimmed(runTessera({"serve", "token", "add", "w2", "--scope", "write", "--db", sdb}).out);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // the server picks up the token
+  ASSERT_TRUE(test::awaitToken(url.substr(url.find('=') + 1), writer2));  // the server's next token refresh
   auto second = runTessera(cmd({"tune", "--db", dir.file("local3.db")}, {"--trials", "2", "--min-time", "0.01"}),
                            {url, "TESSERA_TOKEN=" + writer2});
   EXPECT_EQ(second.exit_code, 0) << second.err;

@@ -305,7 +305,7 @@ TEST(Contract, JsonOnEveryCommandAndErrorsAsJson) {
       "best --db " + db + " gemm --m 8 --n 8 --k 8",      // none stored: 5
       "cache stats",                                       // no URL: 2
       "cache get --key-id abcd --cache http://127.0.0.1:1 --timeout 0.3",  // nobody answers: 7
-      "workers --cache http://127.0.0.1:1",               // nobody answers
+      "workers --cache http://127.0.0.1:1 --patience 0",  // nobody answers (at once: no retries for 10 s)
       "tune gemm --m 8 --n 8 --k 8 --no-such-flag 3",     // a flag error: 2
       "serve token list --db " + d.file("no/such/dir/t.db"),
       "import kerneltuner " + d.file("absent.json") + " --db " + db,
@@ -315,6 +315,8 @@ TEST(Contract, JsonOnEveryCommandAndErrorsAsJson) {
   for (const auto& c : failing) {
     Result plain = run(c);
     ASSERT_NE(plain.code, 0) << c;
+    // Nobody answers: unavailable (7), not a flag error (2) that would answer as quickly.
+    if (c.find("http://127.0.0.1:1 ") != std::string::npos) EXPECT_EQ(plain.code, 7) << c << "\n" << plain.err;
     // `best` answers "none stored" on stdout (its result, exit 5); the others' errors are stderr only.
     if (c.rfind("best", 0) != 0) {
       EXPECT_EQ(plain.out, "") << c << ": an error without --json prints nothing on stdout";

@@ -4,6 +4,10 @@
 // broadcast, L1 wavefronts) on the table's GPU targets.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+#include <set>
+
 #include "costmodel/gpu_access.h"
 #include "costmodel/gpu_model.h"
 #include "targets/target_desc.h"
@@ -344,4 +348,47 @@ TEST(GpuAccess, LinesAndL1Wavefronts) {
   EXPECT_EQ(l1Wavefronts(addrs(32, 0), 16, 128, 128), 4);   // broadcast still returns 512 bytes
   EXPECT_EQ(l1Wavefronts(addrs(32, 64), 4, 128, 128), 16);  // a line per two lanes
   EXPECT_EQ(l1Wavefronts(addrs(64, 4), 4, 64, 64), 4);      // CDNA: wave64, 64 B per clock
+}
+
+// The bank and line counts against their definitions, written the plain way (a set of words per
+// bank, a set of lines), on random warps: aligned strides, negative and scattered addresses, every
+// access width. The control: a count off by one word somewhere is caught.
+TEST(GpuAccess, CountsMatchTheirDefinitionsOnRandomWarps) {
+  auto banked = [](const std::vector<int64_t>& a, int width, int banks) {
+    int cycles = 0;
+    const size_t perPhase = size_t(std::max(1, 128 / width));
+    for (size_t s = 0; s < a.size(); s += perPhase) {
+      std::map<int64_t, std::set<int64_t>> words;
+      for (size_t l = s; l < std::min(a.size(), s + perPhase); ++l)
+        for (int b = 0; b < width; b += 4) words[(((a[l] + b) / 4 % banks) + banks) % banks].insert((a[l] + b) / 4);
+      size_t worst = 1;
+      for (const auto& w : words) worst = std::max(worst, w.second.size());
+      cycles += int(worst);
+    }
+    return cycles;
+  };
+  auto lines = [](const std::vector<int64_t>& a, int bytes, int64_t line) {
+    std::set<int64_t> seen;
+    auto floorDiv = [&](int64_t x) { return x >= 0 ? x / line : (x - line + 1) / line; };
+    for (int64_t x : a)
+      for (int64_t l = floorDiv(x); l <= floorDiv(x + std::max(1, bytes) - 1); ++l) seen.insert(l);
+    return int(seen.size());
+  };
+  std::mt19937_64 rng(7);
+  int compared = 0, offByOne = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const int width = std::vector<int>{4, 8, 16, 32}[rng() % 4], banks = rng() % 2 ? 32 : 64;
+    const int64_t stride = (int64_t(rng() % 40) - 8) * width, base = (int64_t(rng() % 2000) - 1000) * width;
+    std::vector<int64_t> a(1 + rng() % 64);
+    for (size_t l = 0; l < a.size(); ++l) a[l] = rng() % 4 ? base + int64_t(l) * stride : (int64_t(rng() % 512) - 256) * width;
+    EXPECT_EQ(sharedCycles(a, width, banks), banked(a, width, banks)) << i;
+    const int64_t line = rng() % 2 ? 128 : 32;
+    EXPECT_EQ(linesTouched(a, width, int(line)), lines(a, width, line)) << i;
+    ++compared;
+    std::vector<int64_t> moved = a;
+    moved.back() += 4;  // one lane a word further: the definitions move, or the check is blind
+    offByOne += banked(moved, width, banks) != banked(a, width, banks) || lines(moved, width, line) != lines(a, width, line);
+  }
+  EXPECT_EQ(compared, 4000);
+  EXPECT_GT(offByOne, 100) << "the random warps never tell a moved word apart";
 }

@@ -19,6 +19,7 @@
 namespace {
 
 using nlohmann::json;
+using tessera::cache::test::awaitToken;
 using tessera::cache::test::queryRows;
 using tessera::cache::test::runTessera;
 using tessera::test::Child;
@@ -132,7 +133,7 @@ class WorkerTrust : public ::testing::TestWithParam<tessera::cache::test::Engine
 TEST_P(WorkerTrust, ALyingWorkersTimesNeverBecomeTheWinner) {
   Service s({"--lease-seconds", "3", "--worker-ttl", "3"}, GetParam());
   const std::string liar_token = tessera::test::addToken(s.db, "liar", "worker");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  ASSERT_TRUE(awaitToken(s.url, liar_token));
   const cache::WorkerInfo hw = thisHardware(s);
   // 1.0 us for a 64^3 GEMM: above the roofline bound (0.7 us on two cores), 5-20x faster than it runs.
   Hostile liar(s.url, liar_token, hw, Hostile::Act::Lie, 1.0);
@@ -174,7 +175,7 @@ TEST_P(WorkerTrust, ALyingWorkersTimesNeverBecomeTheWinner) {
   // A claim on the shared cache that this machine contradicts is refused by `bundle --cache`,
   // which says so and takes the next candidate.
   const std::string w2 = tessera::test::addToken(s.db, "liar2", "write");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  ASSERT_TRUE(awaitToken(s.url, w2));
   json claim = json::parse(runTessera(cmd({"best", "--json", "--db", local})).out)["record"];
   // A config nobody else measured (a claim of the winner's own config is refuted by the tuner's
   // measurement of it already), legal here: half the register tile's width.
@@ -209,7 +210,7 @@ TEST_P(WorkerTrust, ALyingWorkersTimesNeverBecomeTheWinner) {
 TEST_P(WorkerTrust, ALiarNamingAnotherCpuModelIsStillSpotChecked) {
   Service s({"--lease-seconds", "3", "--worker-ttl", "3"}, GetParam());
   const std::string liar_token = tessera::test::addToken(s.db, "liar", "worker");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  ASSERT_TRUE(awaitToken(s.url, liar_token));
   cache::WorkerInfo hw = thisHardware(s);
   hw.model = "A fake CPU model";  // sorts first: its group is the one the tune picks among equals
   Hostile liar(s.url, liar_token, hw, Hostile::Act::Lie, 1.0);
@@ -279,7 +280,7 @@ TEST_P(WorkerTrust, OneWorkerTokenCannotDenyMeasurementToEveryone) {
              "--steal-after-seconds", "2"},
             GetParam());
   const std::string hog = tessera::test::addToken(s.db, "hog", "worker");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  ASSERT_TRUE(awaitToken(s.url, hog));
   const cache::WorkerInfo hw = thisHardware(s);
   std::vector<std::unique_ptr<Hostile>> hostile;
   for (int i = 0; i < 5; ++i) hostile.push_back(std::make_unique<Hostile>(s.url, hog, hw, Hostile::Act::Hoard));
@@ -318,7 +319,7 @@ TEST_P(WorkerTrust, ATokensWorkersHoldAtMostMaxLeasedPerTokenItems) {
   Service s({"--lease-seconds", "60", "--worker-ttl", "60", "--max-leased-per-token", "5"}, GetParam());
   const std::string hog = tessera::test::addToken(s.db, "hog", "worker");
   const std::string fair = tessera::test::addToken(s.db, "fair", "worker");
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  ASSERT_TRUE(awaitToken(s.url, hog) && awaitToken(s.url, fair));
   const cache::WorkerInfo hw = thisHardware(s);
   std::vector<std::unique_ptr<Hostile>> hogs;
   for (int i = 0; i < 4; ++i) hogs.push_back(std::make_unique<Hostile>(s.url, hog, hw, Hostile::Act::Hoard));
