@@ -304,8 +304,10 @@ void tuneCommand(const TuneFlags& f) {
     std::string best = p.best ? fmtThroughput(kernel, p.best->throughput) : "-";
     double frac = p.best ? 100 * p.best->peakFraction : 0;
     std::string last = r.ok() ? fmtThroughput(kernel, r.throughput) : search::trialStatusName(r.status);
-    char share[48] = "predicted, emulator-checked";
-    if (!emulated) std::snprintf(share, sizeof share, "%.0f%% of peak", frac);
+    // Never a bare share above 100 % (the summary's throughput line says why), nor "0%" for none known.
+    char share[96] = "predicted, emulator-checked";
+    if (!emulated && frac <= 0) std::snprintf(share, sizeof share, "share of peak not known");
+    else if (!emulated) std::snprintf(share, sizeof share, "%.0f%% of peak%s", frac, frac > 100 ? ": why below" : "");
     std::snprintf(line, sizeof line, "trial %d/%d  best %s (%s)  last %s  elapsed %s  ETA %s", p.trial, p.trials,
                   best.c_str(), share, last.c_str(), fmtDuration(p.elapsedSec).c_str(), fmtDuration(p.etaSec).c_str());
     progress.update(line);
@@ -378,8 +380,14 @@ void tuneCommand(const TuneFlags& f) {
       first = "; first: " + std::string(search::trialStatusName(tr.status)) + " " + tr.config.str() +
               (failedWhy(tr).empty() ? "" : " (" + failedWhy(tr) + ")");
     }
-    fail("no candidate produced a correct result (" + countOf(int64_t(res.tune.trials.size()), "trial") + ":" + why + first + ")",
-         kExitFailure);
+    const std::string msg =
+        "no candidate produced a correct result (" + countOf(int64_t(res.tune.trials.size()), "trial") + ":" + why + first + ")";
+    if (!f.json) fail(msg, kExitFailure);
+    // --json: the error every failure has, with each failed candidate's config and reason.
+    std::fprintf(stderr, "tessera: error: %s\n", msg.c_str());
+    const nlohmann::json j = {{"error", msg}, {"exit_code", kExitFailure}, {"failed", failedJson(res)}};
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    throw CLI::RuntimeError(kExitFailure);
   }
   const auto& b = *res.tune.best;
   const double speedup = res.speedupOverDefault;
@@ -426,7 +434,8 @@ void tuneCommand(const TuneFlags& f) {
                 std::to_string(n);
   if (measure.estimated) {
     printEstimateSummary(*k, *t, res, f.db);
-    std::printf("search       %zu configs of the space's top checked through %s in %s (%s)\n", res.tune.trials.size(),
+    std::printf("search       %s of the space's top checked through %s in %s (%s)\n",
+                countOf(int64_t(res.tune.trials.size()), "config").c_str(),
                 t->words().deviceCompiler, fmtDuration(res.tune.seconds).c_str(),
                 statuses.c_str());
     printFailed(res);
@@ -460,11 +469,13 @@ void tuneCommand(const TuneFlags& f) {
                 fmtThroughput(*k, b.throughput).c_str(), t->name.c_str());
   else
     std::printf("throughput   %s  (%s)\n", fmtThroughput(*k, b.throughput).c_str(),
-                peakShareText(b.peakFraction, !ir::isComputeBound(*k) ? (t->isGpu() ? "memory bandwidth" : "the copy bandwidth")
-                                              : t->isGpu()            ? "the compute peak"
-                                                                      : "the FMA peak of its threads",
-                              aboveWhy(*k, *t))
-                    .c_str());
+                !ir::isComputeBound(*k) && !t->isGpu()
+                    ? bandwidthShareText(*t, b.peakFraction, "the copy bandwidth", ir::kernelBytes(*k)).c_str()
+                    : peakShareText(b.peakFraction, !ir::isComputeBound(*k) ? "memory bandwidth"
+                                                    : t->isGpu()            ? "the compute peak"
+                                                                            : "the FMA peak of its threads",
+                                    aboveWhy(*k, *t))
+                          .c_str());
   if (t->isGpu() || f.workers) std::printf("measured on  %s\n", measure.where.c_str());
   if (res.spot.ran && !res.spot.judged)
     std::printf("unconfirmed  the winner is a claim of worker %s (token %s): this machine was busy in every re-timing "
@@ -487,7 +498,8 @@ void tuneCommand(const TuneFlags& f) {
     else
       std::printf("vs default   default config failed: %s\n", search::trialStatusName(d->status));
   }
-  std::printf("search       %zu trials in %s (%s)\n", res.tune.trials.size(), fmtDuration(res.tune.seconds).c_str(),
+  std::printf("search       %s in %s (%s)\n", countOf(int64_t(res.tune.trials.size()), "trial").c_str(),
+              fmtDuration(res.tune.seconds).c_str(),
               statuses.c_str());
   printFailed(res);
   if (const std::string line = pushedLine(res.pushed); !line.empty()) std::printf("%s\n", line.c_str());

@@ -24,7 +24,8 @@ nlohmann::json targetJson(const TargetDesc& t) {
   return {{"name", t.name},       {"arch", t.arch},        {"model", t.model},
           {"units", t.units},     {"isa", t.isa},          {"peak_gflops_f32", t.peakGflopsF32},
           {"mem_bandwidth_gbs", t.memBandwidthGBs}, {"l1d_bytes", t.l1dBytes}, {"l2_bytes", t.l2Bytes},
-          {"l3_bytes", t.l3Bytes}, {"clock_ghz", t.clockGHz}, {"mem_bandwidth_all_cores_gbs", t.memBandwidthAllCoresGBs}};
+          {"l3_bytes", t.l3Bytes}, {"clock_ghz", t.clockGHz}, {"mem_bandwidth_all_cores_gbs", t.memBandwidthAllCoresGBs},
+          {"copy_doubt", t.copyDoubt.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.copyDoubt)}};
 }
 
 namespace {
@@ -78,9 +79,12 @@ std::string formatRun(const RunReport& r) {
                 fmtTimeNumber(s.p20_us, s.median_us).c_str(), fmtTimeNumber(s.p80_us, s.median_us).c_str(),
                 (long long)s.n,
                 fmtThroughput(*r.kernel, compute ? r.result.gflops : r.result.gbps).c_str(),
-                peakShareText(r.result.peakFraction,
-                              peakName(*r.target, compute, r.config.hostThreads(), ir::kernelInputType(*r.kernel)),
-                              compute ? kProbeReadLow : whyAboveBandwidth(*r.target, ir::kernelBytes(*r.kernel)))
+                (compute ? peakShareText(r.result.peakFraction,
+                                         peakName(*r.target, compute, r.config.hostThreads(), ir::kernelInputType(*r.kernel)))
+                         : bandwidthShareText(*r.target, r.result.peakFraction,
+                                              peakName(*r.target, compute, r.config.hostThreads(),
+                                                       ir::kernelInputType(*r.kernel)),
+                                              ir::kernelBytes(*r.kernel)))
                     .c_str(),
                 c.ok ? "ok" : "FAILED",
                 c.maxAbsErr, c.maxRelErr, c.tolerance, checked.c_str());

@@ -20,7 +20,7 @@ json targetToJson(const TargetDesc& t) {
           {"l1d", t.l1dBytes}, {"l2", t.l2Bytes}, {"l3", t.l3Bytes}, {"l1d_ways", t.l1dWays}, {"l2_ways", t.l2Ways},
           {"l3_ways", t.l3Ways}, {"line", t.cacheLineBytes}, {"fma_latency", t.fmaLatency},
           {"fma_per_cycle", t.fmaPerCycle}, {"peak_f32", t.peakGflopsF32}, {"peak_f16", t.peakGflopsF16},
-          {"peak_bf16", t.peakGflopsBF16}, {"bw", t.memBandwidthGBs}, {"bw_all", t.memBandwidthAllCoresGBs},
+          {"peak_bf16", t.peakGflopsBF16}, {"bw", t.memBandwidthGBs}, {"bw_all", t.memBandwidthAllCoresGBs}, {"copy_doubt", t.copyDoubt},
           {"warp", t.warpSize}, {"max_threads_per_block", t.maxThreadsPerBlock}, {"regs_per_sm", t.regsPerSM},
           {"max_regs_per_thread", t.maxRegsPerThread}, {"operand_regs", t.operandRegsPerThread},
           {"smem_per_block", t.smemPerBlock}, {"smem_per_sm", t.smemPerSM}, {"max_blocks_per_sm", t.maxBlocksPerSM},
@@ -60,6 +60,7 @@ Expected<TargetDesc> targetFromJson(const json& j) {
     j.at("peak_bf16").get_to(t.peakGflopsBF16);
     j.at("bw").get_to(t.memBandwidthGBs);
     j.at("bw_all").get_to(t.memBandwidthAllCoresGBs);
+    j.at("copy_doubt").get_to(t.copyDoubt);
     j.at("warp").get_to(t.warpSize);
     j.at("max_threads_per_block").get_to(t.maxThreadsPerBlock);
     j.at("regs_per_sm").get_to(t.regsPerSM);

@@ -1,5 +1,6 @@
 // Owns fork/timeout isolation of one candidate and the child's report page.
 #include "measure/isolation.h"
+#include "support/si_format.h"
 
 #include <signal.h>
 #include <sys/mman.h>
@@ -82,7 +83,7 @@ IsolatedRun runIsolatedChild(const std::function<Expected<std::vector<double>>()
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       r.status = TrialStatus::Timeout;
-      r.message = "no result after " + std::to_string(timeoutSec) + " s (killed)";
+      r.message = "no result after " + formatSi(timeoutSec, "s", -2, 0) + " (killed)";
       munmap(mem, sizeof(ChildReport));
       return r;
     }

@@ -43,6 +43,7 @@ double TargetDesc::computePeakGflops(ir::ScalarType input, int threads) const {
 }
 
 double TargetDesc::bandwidthGBs(int threads) const {
+  if (!copyDoubt.empty()) return 0;
   if (isGpu() || threads <= 1 || memBandwidthAllCoresGBs <= 0 || cores <= 1) return memBandwidthGBs;
   if (threads >= cores) return memBandwidthAllCoresGBs;
   // Between one core and all: the copy scales at most linearly and never past all cores'.
@@ -52,6 +53,7 @@ double TargetDesc::bandwidthGBs(int threads) const {
 
 std::string peakShareText(double fraction, const std::string& ofWhat, const std::string& whyAbove) {
   char buf[512];
+  if (fraction <= 0) return "share of " + ofWhat + " not known";
   if (fraction <= 1.0)
     std::snprintf(buf, sizeof buf, "%.1f%% of %s", 100 * fraction, ofWhat.c_str());
   else
@@ -64,6 +66,11 @@ std::string whyAboveBandwidth(const TargetDesc& t, double bytes) {
   if (!t.isGpu() && bytes <= double(cache))
     return "its data fit in the caches, and the copy is measured past them";
   return kProbeReadLow;
+}
+
+std::string bandwidthShareText(const TargetDesc& t, double fraction, const std::string& ofWhat, double bytes) {
+  if (!t.copyDoubt.empty()) return "no share of " + ofWhat + ": " + t.copyDoubt;
+  return peakShareText(fraction, ofWhat, whyAboveBandwidth(t, bytes));
 }
 
 std::string TargetDesc::keyString() const { return name + "/" + arch + "/" + std::to_string(units); }

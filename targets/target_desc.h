@@ -68,6 +68,10 @@ struct TargetDesc {
   double peakGflopsBF16 = 0;
   double memBandwidthGBs = 0;
   double memBandwidthAllCoresGBs = 0;  // host: the copy with every core copying a slice
+  // Host: empty when the copy probe's best copies ran on cores of their own while the load control
+  // read the machine quiet; else one line saying why its bandwidth is no roof (a loaded machine reads
+  // it several times low), and memory-bound shares of it are unknown (bandwidthGBs answers 0).
+  std::string copyDoubt;
 
   // GPUs.
   int warpSize = 0;
@@ -113,7 +117,8 @@ struct TargetDesc {
   // `threads` it runs on (one core's times the threads that have a core of their own).
   double computePeakGflops(ir::ScalarType input, int threads = 1) const;
   // The bandwidth a memory-bound kernel on `threads` host threads is measured against: the copy
-  // on one core, on all cores, or in between (GPUs: their DRAM bandwidth).
+  // on one core, on all cores, or in between (GPUs: their DRAM bandwidth); 0 (no roof) when the
+  // copy probe could not be trusted (copyDoubt).
   double bandwidthGBs(int threads = 1) const;
   // "host/x86-64-v4/2" — what must match for a record to be reused.
   std::string keyString() const;
@@ -121,12 +126,16 @@ struct TargetDesc {
 
 // How a measured share of a peak reads: "72.9% of the FMA peak", and above 100 % the figure with
 // the reason, since a kernel cannot beat the hardware: by default that the probe read the peak
-// low (a shared vCPU or a slower clock while it ran). Never a bare 150 %.
+// low (a shared vCPU or a slower clock while it ran). Never a bare 150 %. A fraction of 0 is a
+// share not known (no roof to hold it against), never "0.0%".
 inline constexpr const char* kProbeReadLow = "the probe read it low";
 std::string peakShareText(double fraction, const std::string& ofWhat, const std::string& whyAbove = kProbeReadLow);
 // Why a memory-bound kernel of `bytes` (read + written) can pass the copy bandwidth: its data fit
 // in the caches (the copy is measured past them), or else the probe read it low.
 std::string whyAboveBandwidth(const TargetDesc& t, double bytes);
+// The share of a memory-bound kernel of `bytes` in `ofWhat` (t's copy bandwidth): as peakShareText
+// with whyAboveBandwidth's reason, or, when t's copy probe could not be trusted, no share and why.
+std::string bandwidthShareText(const TargetDesc& t, double fraction, const std::string& ofWhat, double bytes);
 
 // Looks a target up by name ("host", or a GPU name once registered). Unknown names are an
 // InvalidArgument error listing the known ones.

@@ -359,7 +359,8 @@ class Progress:
         """Reports one measured candidate (``p``: trial, trials, elapsed, eta, best)."""
         best = p.get("best")
         share = ""
-        if best is not None and best.ok:
+        # A share of 0 is none known (the host's copy probe ran on busy cores): no figure then.
+        if best is not None and best.ok and best.peak_fraction > 0:
             pct = 100 * best.peak_fraction
             # Never a bare share above 100 %: a kernel cannot beat the hardware.
             share = (f" ({pct:.0f}% of peak)" if pct <= 100 else

@@ -170,6 +170,14 @@ TEST(Cli, PeakSharesNameTheirThreadsAndNeverPassAPeakSilently) {
   EXPECT_EQ(t.bandwidthGBs(2), 15);
   EXPECT_EQ(tessera::peakShareText(0.5, "the FMA peak"), "50.0% of the FMA peak");
   EXPECT_EQ(tessera::peakShareText(1.5, "the FMA peak"), "150% of the FMA peak; above it: the probe read it low");
+  EXPECT_EQ(tessera::peakShareText(0, "peak"), "share of peak not known");
+  // A copy probe that ran on busy cores is no roof (targets/host_probe.cpp): no share of it, and why.
+  EXPECT_EQ(tessera::bandwidthShareText(t, 0.5, "the copy bandwidth", 1e12), "50.0% of the copy bandwidth");
+  tessera::TargetDesc busy = t;
+  busy.copyDoubt = "the copy probe ran on busy cores";
+  EXPECT_EQ(busy.bandwidthGBs(2), 0);
+  EXPECT_EQ(tessera::bandwidthShareText(busy, 9.0, "the copy bandwidth", 1e3),
+            "no share of the copy bandwidth: the copy probe ran on busy cores");
   // The demo: a threads column, and every share above 100 % marked and explained.
   Result r = run("demo --small");
   ASSERT_EQ(r.code, 0) << r.out;

@@ -114,6 +114,9 @@ TEST(Numbers, RepresentativeOutputsUseTheOneFormat) {
       "space --threads 1 gemm --m 64 --n 64 --k 64",
       // A measured tune's "vs default"; the sm_90a default at 1024^3, one block per SM ("1 blocks").
       "tune --threads 1 --trials 2 --top-k 2 --min-time 0.002 --db " + db + " gemm --m 32 --n 32 --k 32",
+      // One trial: "search 1 trials" before.
+      "tune --threads 1 --trials 1 --top-k 0 --min-time 0.002 --no-warm-start --force --db " + db +
+          " elementwise --expr 'y = x * 2' --shape 64x64",
       "compile --target sm_90a --emit ptx -o /dev/null gemm --m 1024 --n 1024 --k 1024 --dtype f16",
       "gpus",
   };

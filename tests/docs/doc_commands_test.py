@@ -104,6 +104,10 @@ def commands(text):
     return out
 
 
+# A size flag given a range (`--m 1..4096`) or a list (`--seq 128,512`): a tune over its points.
+RANGE = re.compile(r"--(?:m|n|k|seq|rows|batch)[ =]\d+(?:\.\.|,)\d")
+
+
 def shrink_shell(cmd, d=16):
     """The command at sizes divided by d (d = 1: the written sizes), trials and budgets capped."""
     def div(v, least=4):
@@ -112,6 +116,8 @@ def shrink_shell(cmd, d=16):
     def heads(v):
         return v if d == 1 else str(max(min(2, int(v)), int(v) // d))
     code, sep, comment = cmd.partition(" #") if "<<" not in cmd else (cmd, "", "")
+    if RANGE.search(code):
+        d = 1  # a range or list of sizes: its training points are what it means, so none is shrunk
     code = re.sub(r"(--(?:m|n|k|seq)[ =])(\d+)", lambda m: m.group(1) + div(m.group(2)), code)
     code = re.sub(r"(--heads(?:-kv)?[ =])(\d+)", lambda m: m.group(1) + heads(m.group(2)), code)
     code = re.sub(r"(--trials[ =])(\d+)", lambda m: m.group(1) + str(min(3, int(m.group(2)))), code)
@@ -208,6 +214,10 @@ def probes(cmd, binary):
             elif name in PARENT_VALUE:
                 pass
             elif family is not None:
+                # A range or list of sizes means its points' kernels: probed at its largest point
+                # (compile takes one size; the block is never shrunk, see RANGE).
+                if re.fullmatch(r"\d+(?:(?:\.\.|,)\d+)+", val):
+                    val = str(max(int(x) for x in re.split(r"\.\.|,", val)))
                 kernel += [name, val]
         i += 1
     if family is None:
@@ -452,6 +462,14 @@ def self_test():
         assert shrink_shell("$T run gemm --m 1024 --n 1000 --k 8 --trials 200 --heads 8", 2) == \
             "$T run gemm --m 512 --n 500 --k 4 --trials 3 --heads 4"
         assert shrink_shell("$T run gemm --m 1024 --k 8 --trials 200", 1) == "$T run gemm --m 1024 --k 8 --trials 3"
+        # A range or list is a tune over its points: never shrunk (the rest of the line neither),
+        # probed at its largest point; 1 would have become 4 (div's least) before.
+        assert shrink_shell("$T tune gemm --m 1..4096 --n 1024 --k 1024 --estimate") == \
+            "$T tune gemm --m 1..4096 --n 1024 --k 1024 --estimate"
+        assert shrink_shell("$T tune attention --seq 128,512 --heads 8 --trials 9", 4) == \
+            "$T tune attention --seq 128,512 --heads 8 --trials 3"
+        assert probes("$T tune gemm --m 1..4096 --n 1024 --k 1024 --target sm_80 --estimate", "B") == \
+            [["B", "compile", "--target", "sm_80", "gemm", "--m", "4096", "--n", "1024", "--k", "1024", "--emit", "config"]]
         assert shrink_python("tessera.gemm(1024, 100, 4096); tune(k, trials=100)", 2) == \
             "tessera.gemm(512, 100, 2048); tune(k, trials=3)"
         # What a command means is asked of the binary with the command's own kernel and target flags.
