@@ -27,6 +27,11 @@ What is changed before running, and why (TESSERA_DOC_FULL=1 keeps the documented
 - `http://cache.lan:8787` in Python becomes a loopback port nothing listens on (a cache that is down
   is a miss with a warning, as documented).
 
+A block preceded by `<!-- doc-test: torch -->` runs as a reader with torch would run it: with the
+interpreter of the torch venv tests/torch/torch_venv.sh makes or reuses (the one the torch tests
+use) and the CUDA toolkit's libraries on LD_LIBRARY_PATH; where no such venv can be had (no
+network for PyPI) it is skipped and the log says why.
+
 A block that cannot run on a test machine (a cache host's /srv, a database host, a farm of GPUs) is
 preceded by `<!-- doc-test: skip: REASON -->`, and REASON must name the test file that covers what
 the block shows; the file must exist. `--self-test` checks the runner itself (a failing command, a
@@ -47,6 +52,7 @@ import time
 
 FENCE = re.compile(r"^```(\w*)\s*$")
 SKIP = re.compile(r"^<!--\s*doc-test:\s*skip:\s*(.+?)\s*-->\s*$")
+TORCH = re.compile(r"^<!--\s*doc-test:\s*torch\s*-->\s*$")
 BUDGET = re.compile(r"^<!--\s*doc-test:\s*budget:\s*(\d+)\s*-->\s*$")
 BUDGET_S = 240  # seconds a command may take at its chosen size (a 2-core CI machine)
 DIVISORS = (16, 8, 4, 2, 1)
@@ -54,26 +60,35 @@ GPU_TARGET = re.compile(r"--targets?[ =](sm_|gfx)\w*")
 
 
 def blocks(path):
-    """(line, language, text, skip reason or None, budget in s) of every fenced block with a language."""
-    out, lang, start, body, skip, pending, budget, pending_budget = [], None, 0, [], None, None, BUDGET_S, None
+    """(line, language, text, skip reason or None, budget in s, needs torch) of every fenced block
+    with a language. The comments before a block (skip, budget, torch) may come in any order."""
+    out, lang, start, body, skip, budget, torch = [], None, 0, [], None, BUDGET_S, False
+    pending = {}
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             m = FENCE.match(line.rstrip("\n"))
             if lang is None and m:
-                lang, start, body, skip, pending = m.group(1), n, [], pending, None
-                budget, pending_budget = pending_budget or BUDGET_S, None
+                lang, start, body = m.group(1), n, []
+                skip, budget, torch = pending.get("skip"), pending.get("budget", BUDGET_S), pending.get("torch", False)
+                pending = {}
                 continue
             if lang is not None and line.rstrip("\n") == "```":
                 if lang in ("sh", "bash", "python"):
-                    out.append((start, lang, "".join(body), skip, budget))
+                    out.append((start, lang, "".join(body), skip, budget, torch))
                 lang = None
                 continue
             if lang is not None:
                 body.append(line)
-            else:
-                s, b = SKIP.match(line.strip()), BUDGET.match(line.strip())
-                pending = s.group(1) if s else (pending if not line.strip() or b else None)
-                pending_budget = int(b.group(1)) if b else (pending_budget if not line.strip() or s else None)
+                continue
+            s, b, t = SKIP.match(line.strip()), BUDGET.match(line.strip()), TORCH.match(line.strip())
+            if s:
+                pending["skip"] = s.group(1)
+            elif b:
+                pending["budget"] = int(b.group(1))
+            elif t:
+                pending["torch"] = True
+            elif line.strip():
+                pending = {}  # prose between a comment and a block: the comment is not the block's
     return out
 
 
@@ -341,7 +356,7 @@ def command_times(stderr):
     return out
 
 
-def run_doc(doc, source, build, work, env, full, gpu, log):
+def run_doc(doc, source, build, work, doc_env, full, gpu, log):
     """Runs one document's blocks; returns the failures (strings)."""
     failures = []
     os.makedirs(work, exist_ok=True)
@@ -352,8 +367,9 @@ def run_doc(doc, source, build, work, env, full, gpu, log):
             os.symlink(target if os.path.isabs(target) else os.path.join(source, target), link)
     rel = os.path.relpath(doc, source)
     binary = os.path.join(build, "cli", "tessera")
-    for line, lang, text, skip, budget in blocks(doc):
+    for line, lang, text, skip, budget, torch in blocks(doc):
         where = f"{rel}:{line}"
+        env = doc_env  # a torch block's changes stay its own
         if skip:
             covered = [w for w in re.findall(r"[\w./-]+\.(?:cpp|py|sh)", skip) if os.path.exists(os.path.join(source, w))]
             if not covered:
@@ -361,6 +377,15 @@ def run_doc(doc, source, build, work, env, full, gpu, log):
             else:
                 log.append(f"{where}: skipped: {skip}")
             continue
+        if torch:
+            tpy, why = torch_python(source, env)
+            if tpy is None:
+                log.append(f"{where}: skipped: no torch here ({why})")
+                continue
+            # What a reader with torch installed has: torch's interpreter, the CUDA toolkit's
+            # libraries the slim torch wheel imports (tests/torch/torch_venv.sh).
+            env = dict(env, TESSERA_DOC_PYTHON=tpy, LD_LIBRARY_PATH=os.pathsep.join(
+                p for p in ("/usr/local/cuda/lib64", env.get("LD_LIBRARY_PATH", "")) if p))
         began = time.monotonic()
         if lang == "python":
             code = text.replace("http://cache.lan:8787", "http://127.0.0.1:9")
@@ -414,6 +439,24 @@ def run_doc(doc, source, build, work, env, full, gpu, log):
     return failures
 
 
+_TORCH = {}
+
+
+def torch_python(source, env):
+    """(the python of the torch venv tests/torch/torch_venv.sh makes or reuses, None) or (None, why)."""
+    if "py" not in _TORCH:
+        base = env.get("TESSERA_DOC_PYTHON", sys.executable)
+        try:
+            proc = subprocess.run(["bash", os.path.join(source, "tests", "torch", "torch_venv.sh"), base],
+                                  env=env, capture_output=True, text=True, timeout=3600)
+            ok = proc.returncode == 0 and proc.stdout.strip()
+            _TORCH["py"] = (proc.stdout.strip().splitlines()[-1], None) if ok else \
+                (None, (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1])
+        except (OSError, subprocess.TimeoutExpired) as e:
+            _TORCH["py"] = (None, str(e))
+    return _TORCH["py"]
+
+
 def run_all(source, build, docs, full):
     tmp = tempfile.mkdtemp(prefix="tessera-doc-test-")
     try:
@@ -462,6 +505,11 @@ def self_test():
         assert shrink_shell("$T run gemm --m 1024 --n 1000 --k 8 --trials 200 --heads 8", 2) == \
             "$T run gemm --m 512 --n 500 --k 4 --trials 3 --heads 4"
         assert shrink_shell("$T run gemm --m 1024 --k 8 --trials 200", 1) == "$T run gemm --m 1024 --k 8 --trials 3"
+        # The comments before a block, in any order; prose between one and the block drops it.
+        with open(os.path.join(tmp, "marks.md"), "w") as f:
+            f.write("<!-- doc-test: torch -->\n<!-- doc-test: budget: 9 -->\n\n```python\nx = 1\n```\n"
+                    "<!-- doc-test: torch -->\nprose\n```python\ny = 2\n```\n")
+        assert [b[3:] for b in blocks(os.path.join(tmp, "marks.md"))] == [(None, 9, True), (None, BUDGET_S, False)]
         # A range or list is a tune over its points: never shrunk (the rest of the line neither),
         # probed at its largest point; 1 would have become 4 (div's least) before.
         assert shrink_shell("$T tune gemm --m 1..4096 --n 1024 --k 1024 --estimate") == \

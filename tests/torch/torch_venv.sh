@@ -15,6 +15,11 @@ VER=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}"
 VENV=${TESSERA_TORCH_VENV:-$HOME/.cache/tessera/torch-venv-2.15.0-py$VER}
 CUDA_LIB=${CUDA_LIB:-/usr/local/cuda/lib64}
 STAMP=$VENV/.tessera-torch
+# One maker at a time: ctest runs the torch tests and the docs test's torch blocks side by side,
+# and two makers of one venv would each remove what the other installs.
+mkdir -p "$(dirname "$VENV")"
+exec 9>"$VENV.lock"
+flock 9
 imports() { LD_LIBRARY_PATH="$CUDA_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$VENV/bin/python" -c 'import torch, numpy, pytest' 2>/dev/null; }
 if [ -f "$STAMP" ] && imports; then
   echo "$VENV/bin/python"
