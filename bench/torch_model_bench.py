@@ -46,7 +46,8 @@ def main():
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--trials", type=int, default=16, help="tuning trials per kernel")
     p.add_argument("--seconds", type=float, default=2.0, help="timing per variant")
-    p.add_argument("--threads", default="1,all", help="comma list of thread counts, 'all' = every core")
+    p.add_argument("--threads", default="1,all",
+                   help="comma list of thread counts, 'all' = every core; 'none': the CUDA section only")
     p.add_argument("--out", default="build/bench/torch_model")
     a = p.parse_args()
     import tessera.torch as tt
@@ -56,7 +57,7 @@ def main():
           f"block dim {a.dim} heads {a.heads} seq {a.seq} batch {a.batch}; load before {loadavg()}", flush=True)
     x = torch.randn(a.batch, a.seq, a.dim)
     worst = []
-    for t in a.threads.split(","):
+    for t in [t for t in a.threads.split(",") if t != "none"]:
         threads = cores if t == "all" else int(t)
         torch.set_num_threads(threads)
         model = gpt_block.make(a.dim, a.heads)

@@ -7,8 +7,10 @@
 # (Tessera calls /usr/local/cuda/bin/ptxas, codegen/nvidia/gpu_backend_nvidia.cpp).
 unpack_pack() {
   D=/tmp/tessera-dev
-  rm -rf "$D"; mkdir -p "$D"
-  python3 -c "import lzma, tarfile, sys; tarfile.open(fileobj=lzma.open('.dev/pack.tar.xz')).extractall(sys.argv[1])" "$D"
+  if [ "${TESSERA_UNPACKED:-0}" != 1 ]; then  # set by a caller that unpacked it already in this call
+    rm -rf "$D"; mkdir -p "$D"
+    python3 -c "import lzma, tarfile, sys; tarfile.open(fileobj=lzma.open('.dev/pack.tar.xz')).extractall(sys.argv[1])" "$D"
+  fi
   export LD_LIBRARY_PATH=$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   if [ ! -x /usr/local/cuda/bin/ptxas ] && command -v ptxas >/dev/null; then
     ln -sfn "$(dirname "$(dirname "$(command -v ptxas)")")" /usr/local/cuda

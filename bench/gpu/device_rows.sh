@@ -103,7 +103,7 @@ if [ -z "$NCU_CMD" ]; then
 elif [ "$DRY" = 1 ] || ! command -v ncu > /dev/null; then
   echo "ncu not run ($([ "$DRY" = 1 ] && echo "dry run" || echo "ncu not on PATH")): $NCU_ROW: ncu --metrics ... $NCU_RUN" | tee "$OUT/ncu.log"
 else
-  eval "timeout ${NCU_S:-45} ncu --target-processes all -k regex:kernel -c 1 --metrics $METRICS $NCU_RUN" > "$OUT/ncu.log" 2>&1
+  eval "timeout ${NCU_S:-45} ncu --clock-control none --target-processes all -k regex:kernel -c 1 --metrics $METRICS $NCU_RUN" > "$OUT/ncu.log" 2>&1
   grep -E "sm__|l1tex__|gpu__|dram__|==PROF==|error" "$OUT/ncu.log" | tail -8
 fi
 

@@ -28,3 +28,24 @@ strip --strip-unneeded "$S"/bin/* 2>/dev/null || true
 tar -C "$S" -cf - bin lib | xz -T"$(nproc)" -9 > .dev/pack.tar.xz
 rm -rf "$S"
 ls -la .dev/pack.tar.xz
+# PYTHON_PACK=1: what bench/gpu/device_torch.sh needs to build tessera._tessera there for that
+# machine's Python (its version differs from this one's, and it has no LLVM): the project's static
+# libraries and compiler-rt's builtins, in link order, and nanobind's sources, in .dev/py.tar.xz.
+if [ "${PYTHON_PACK:-0}" = 1 ]; then
+  PY=$(bash scripts/python_env.sh "$B")
+  cmake -S . -B "$B" -DPython_EXECUTABLE="$PY" >> "$B/configure.log"
+  cmake --build "$B" -j"$(nproc)" --target _tessera
+  S=$(mktemp -d)
+  mkdir -p "$S/py/lib"
+  cp -r "$("$PY" -c 'import nanobind, os; print(os.path.dirname(nanobind.__file__))')" "$S/py/nanobind"
+  rm -rf "$S/py/nanobind/__pycache__"
+  n=0
+  for a in $(grep -o '[^ ]*\.a' "$B/python/CMakeFiles/_tessera.dir/link.txt" | grep -v nanobind); do
+    n=$((n + 1))
+    case $a in /*) f=$a ;; *) f=$B/python/$a ;; esac
+    cp "$f" "$S/py/lib/$(printf %02d $n)_$(basename "$f")"  # the order is the link order (repeats kept)
+  done
+  tar -C "$S" -cf - py | xz -T"$(nproc)" -9 > .dev/py.tar.xz
+  rm -rf "$S"
+  ls -la .dev/py.tar.xz
+fi

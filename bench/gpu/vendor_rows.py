@@ -42,7 +42,9 @@ def attention_row(name, h, hkv, s, d, causal, goal, target=HOPPER):
     flags = ["attention", "--heads", str(h), "--heads-kv", str(hkv), "--seq", str(s), "--head-dim", str(d),
              "--dtype", "f16"] + (["--causal"] if causal else [])
     flops = 4 * h * s * s * d * (0.5 if causal else 1.0)
-    configs = list(ATT_D64 if d == 64 else ATT) + (ATT_WGMMA if target == HOPPER and d <= 128 else [])
+    # The default first, then flash-wgmma (fa3 first): the budget stops the later configs of a row.
+    alt = ATT_D64 if d == 64 else ATT
+    configs = alt[:1] + (ATT_WGMMA if target == HOPPER and d <= 128 else []) + alt[1:]
     return {"name": name, "target": target, "flags": flags, "flops": flops, "configs": configs, "goal": goal,
             "torch": ("sdpa", h, hkv, s, d, causal)}
 
@@ -188,6 +190,7 @@ def main():
     ap.add_argument("--rows", default="gemm,attention,sm80")
     ap.add_argument("--out", default=os.environ.get("OUT", "out"))
     ap.add_argument("--quick", action="store_true", help="the default config only")
+    ap.add_argument("--configs", default="", help="a regular expression: only the default and the configs it matches")
     ap.add_argument("--dry-run", action="store_true", help="estimates of the defaults only: nothing runs on a GPU")
     ap.add_argument("--budget", type=float, default=0, help="seconds for all rows (0: none); extra configs stop first")
     ap.add_argument("--table", default="", help="write the dated markdown table here")
@@ -201,6 +204,8 @@ def main():
     results = []
     for i, row in enumerate(rows):
         configs = row["configs"][:1] if args.quick or args.dry_run else list(row["configs"])
+        if args.configs:
+            configs = configs[:1] + [c for c in configs[1:] if re.search(args.configs, c)]
         runs = []
         for j, c in enumerate(configs):
             # Past the default, a config runs only while the budget leaves ~8 s for each row still to come.
