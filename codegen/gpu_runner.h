@@ -25,6 +25,7 @@ class GpuRunner {
   virtual ~GpuRunner() = default;
   virtual std::string device() const = 0;
   virtual std::string arch() const = 0;  // "sm_86", "gfx942"; "" when the runtime does not say
+  virtual int64_t l2Bytes() const { return 0; }  // as the device reports it (0: unknown)
   // Uploads the user buffers (kernel inputs then outputs, host memory), runs the launch
   // `repeats` times, downloads the outputs. Returns the kernel time per repetition in
   // microseconds (device events around the launches). A shape-generic kernel (GpuLaunch::runtime)
@@ -34,8 +35,10 @@ class GpuRunner {
                                const int64_t* sizes = nullptr) = 0;
   // The device half of the measurement protocol (ARCHITECTURE.md §2.7): one checked run whose outputs are
   // downloaded into `buffers`, then m.warmup untimed runs and timed runs until m.minTimeSec and
-  // m.minRuns; before each timed run (untimed) `flushBytes` of device memory are written, which
-  // evicts the L2 when it is at least twice its size (as Triton's do_bench does). Host-side
+  // m.minRuns; before each timed launch, after its arguments are uploaded (untimed), `flushBytes` of
+  // device memory are written, which evicts the L2 when it is at least twice its size (as Triton's
+  // do_bench does) and keeps the device busy until the launch arrives (no host launch latency in
+  // the time). Host-side
   // packing and copies are never timed: a sample is the sum of the event times of its launches.
   virtual Expected<std::vector<double>> measure(const GpuBinary& b, const ir::Kernel& k, void* const* buffers,
                                                 const MeasureOptions& m, int64_t flushBytes) = 0;
@@ -57,6 +60,9 @@ struct DeviceApi {
   std::function<Status(uint64_t dst, const void* src, size_t bytes)> upload;
   std::function<Status(void* dst, uint64_t src, size_t bytes)> download;
   std::function<Status(uint64_t dst, size_t bytes)> zero;
+  // Enqueues the zeroing on the device's default stream and returns before it is done (a
+  // measurement's L2 flush, gpu_runner.cpp); unset: `zero`.
+  std::function<Status(uint64_t dst, size_t bytes)> zeroQueued;
   // Loads a code object and returns an opaque kernel handle.
   std::function<Expected<void*>(const std::string& image, const std::string& kernel)> load;
   // Encodes the tensor map `m` over the device buffer at `global` (elements of `dtype`) into the

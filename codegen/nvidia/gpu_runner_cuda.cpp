@@ -28,6 +28,7 @@ struct Cuda {
   CUresult (*memcpyHtoD)(CUdeviceptr, const void*, size_t);
   CUresult (*memcpyDtoH)(void*, CUdeviceptr, size_t);
   CUresult (*memsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*memsetD8Async)(CUdeviceptr, unsigned char, size_t, Handle) = nullptr;
   CUresult (*launchKernel)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Handle, void**, void**);
   CUresult (*eventCreate)(Handle*, unsigned);
   CUresult (*eventRecord)(Handle, Handle);
@@ -66,6 +67,7 @@ Expected<DeviceApi> openCudaDevice(int device) {
             sym(lib, "cuFuncSetAttribute", &cu->funcSetAttribute);
   if (!ok) return makeError(ErrorCode::Unsupported, "libcuda.so.1 lacks a driver entry point Tessera needs");
   sym(lib, "cuTensorMapEncodeTiled", &cu->tensorMapEncodeTiled);
+  sym(lib, "cuMemsetD8Async", &cu->memsetD8Async);
   auto check = [cu](CUresult r, const char* what) -> Status {
     if (r == 0) return {};
     const char* s = nullptr;
@@ -97,6 +99,8 @@ Expected<DeviceApi> openCudaDevice(int device) {
   api.upload = [cu, check](uint64_t d, const void* s, size_t n) { return check(cu->memcpyHtoD(d, s, n), "cuMemcpyHtoD"); };
   api.download = [cu, check](void* d, uint64_t s, size_t n) { return check(cu->memcpyDtoH(d, s, n), "cuMemcpyDtoH"); };
   api.zero = [cu, check](uint64_t d, size_t n) { return check(cu->memsetD8(d, 0, n), "cuMemsetD8"); };
+  if (cu->memsetD8Async)
+    api.zeroQueued = [cu, check](uint64_t d, size_t n) { return check(cu->memsetD8Async(d, 0, n, nullptr), "cuMemsetD8Async"); };
   if (cu->tensorMapEncodeTiled)
     api.encodeTensorMap = [cu, check](const TensorMapSpec& m, ir::ScalarType dt, uint64_t global, void* out) -> Status {
       // CUtensorMapDataType: FLOAT16 6, FLOAT32 7, BFLOAT16 9; CUtensorMapSwizzle: NONE 0, 32B 1,
@@ -126,8 +130,11 @@ Expected<DeviceApi> openCudaDevice(int device) {
     std::vector<void*> params;
     for (auto& v : vals) params.push_back(&v);
     const unsigned dyn = unsigned(l.dynamicSharedBytes);
-    // Past 48 KB a kernel must opt in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8).
-    if (dyn > 48 * 1024) TESSERA_TRY(check(cu->funcSetAttribute(fn, 8, int(dyn)), "cuFuncSetAttribute"));
+    // Past 48 KB of shared memory a kernel must opt in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    // = 8), its static shared memory counted too: flash-wgmma fa3 at head_dim 64, BK 64 asks for 48 KB
+    // dynamic + 1 KB static (mbarriers) and its launch failed with "invalid argument" on an H200
+    // while the opt-in waited for dynamic > 48 KB. Any dynamic size opts in (always legal).
+    if (dyn > 0) TESSERA_TRY(check(cu->funcSetAttribute(fn, 8, int(dyn)), "cuFuncSetAttribute"));
     Handle start = nullptr, stop = nullptr;
     TESSERA_TRY(check(cu->eventCreate(&start, 0), "cuEventCreate"));
     TESSERA_TRY(check(cu->eventCreate(&stop, 0), "cuEventCreate"));

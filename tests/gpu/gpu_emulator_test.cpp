@@ -471,3 +471,58 @@ TEST(GpuEmulatorLanes, Wave64PermutesFollowTheCdna3Isa) {
     EXPECT_EQ(out[size_t(t * 6 + 5)], t) << t;                               // mbcnt lo + hi: the lane id
   }
 }
+
+// A measurement flushes L2 after a launch's arguments are uploaded, right before the launch: the
+// device is still writing the flush when the launch arrives, so the start event does not fire on an
+// idle device and the time excludes the host's launch latency (bench/gpu/torch_anchor.py times
+// torch the same way). The sm_90a GEMM uploads its tensor maps before every launch; before this
+// order the flush came first and an upload sat between it and the launch.
+TEST(GpuRunner, TheFlushIsQueuedAfterTheUploadsRightBeforeEachTimedLaunch) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  Kernel k = gemm(128, 128, 64, ScalarType::F16);
+  auto cfg = testutil::gpuConfig(k, t);
+  ASSERT_TRUE(cfg.ok()) << cfg.error().str();
+  auto bin = codegen::compileGpu(k, *cfg, t, {.wantBinary = false});
+  ASSERT_TRUE(bin.ok()) << bin.error().str();
+  auto mk = codegen::compileMapped(*bin, t, {});
+  ASSERT_TRUE(mk.ok()) << mk.error().str();
+  const size_t flushBytes = 12345;  // no argument of this kernel has this size
+  auto calls = std::make_shared<std::vector<std::string>>();
+  codegen::DeviceApi api = codegen::mappedEmulatedDevice(*mk, t.name, std::make_shared<emu::Report>());
+  auto upload = api.upload;
+  auto zero = api.zero;
+  auto launch = api.launch;
+  api.upload = [=](uint64_t d, const void* s, size_t n) {
+    calls->push_back("upload");
+    return upload(d, s, n);
+  };
+  api.zero = [=](uint64_t d, size_t n) {
+    calls->push_back(n == flushBytes ? "flush" : "zero");
+    return zero(d, n);
+  };
+  api.launch = [=](void* fn, const codegen::GpuLaunch& l, const std::vector<uint64_t>& args) {
+    calls->push_back("launch");
+    return launch(fn, l, args);
+  };
+  auto runner = codegen::makeDeviceRunner(std::move(api));
+  KernelIO io(k, 3);
+  MeasureOptions o;
+  o.minTimeSec = 0;
+  o.minRuns = o.maxRuns = 3;
+  o.warmup = 1;
+  auto samples = runner->measure(*bin, k, io.buffers(), o, int64_t(flushBytes));
+  ASSERT_TRUE(samples.ok()) << samples.error().str();
+  EXPECT_EQ(samples->size(), 3u);
+  std::vector<size_t> launches;
+  for (size_t i = 0; i < calls->size(); ++i)
+    if ((*calls)[i] == "launch") launches.push_back(i);
+  ASSERT_EQ(launches.size(), 5u);  // the checked run, the warm-up, three samples
+  for (size_t j = 1; j < launches.size(); ++j) {
+    EXPECT_EQ((*calls)[launches[j] - 1], "flush") << "launch " << j;
+    // The tensor maps are uploaded for every launch, before the flush.
+    EXPECT_NE(std::find(calls->begin() + std::ptrdiff_t(launches[j - 1]), calls->begin() + std::ptrdiff_t(launches[j]), "upload"),
+              calls->begin() + std::ptrdiff_t(launches[j]))
+        << "launch " << j;
+  }
+  EXPECT_EQ(std::count(calls->begin(), calls->begin() + std::ptrdiff_t(launches[0]), "flush"), 0);  // the checked run is not timed
+}
