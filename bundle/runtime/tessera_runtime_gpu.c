@@ -446,9 +446,10 @@ static tessera_status cu_function(const tessera_kernel* k, int device, void** fn
     void *mod = NULL, *f = NULL;
     CUres r = cu.moduleLoadData(&mod, cubin ? (const void*)k->gpu->binary : (const void*)k->gpu->ptx);
     if (r == 0) r = cu.moduleGetFunction(&f, mod, k->gpu->symbol);
-    /* past 48 KB of dynamic shared memory a function must opt in
-       (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8) */
-    if (r == 0 && k->gpu->dyn_shared > 48 * 1024) r = cu.funcSetAttribute(f, 8, (int)k->gpu->dyn_shared);
+    /* past 48 KB of shared memory, static included, a function must opt in
+       (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8): any dynamic size opts in (always legal;
+       48 KB dynamic + 1 KB static failed the launch on an H200) */
+    if (r == 0 && k->gpu->dyn_shared > 0) r = cu.funcSetAttribute(f, 8, (int)k->gpu->dyn_shared);
     if (r != 0) {
       st = cu_fail(r, cubin ? "cuModuleLoadData (cubin)" : "cuModuleLoadData (PTX JIT)");
     } else {

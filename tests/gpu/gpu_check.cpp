@@ -199,6 +199,28 @@ std::vector<WgmmaCase> wgmmaDeviceCases() {
   };
 }
 
+std::vector<WgmmaCase> flashWgmmaDeviceCases() {
+  auto cfg = [](const std::string& pipe, int64_t bq, int64_t bk, int64_t stages) {
+    ir::Config c;
+    c.set("strategy", std::string("flash-wgmma"));
+    c.set("PIPE", pipe);
+    c.set("DSPLIT", int64_t(1));
+    c.set("BQ", bq);
+    c.set("BK", bk);
+    c.set("STAGES", stages);
+    return c;
+  };
+  using ir::ScalarType;
+  return {
+      // 48 KB of dynamic shared memory and 1 KB static: the launch must opt in (an H200 refused it).
+      {attentionKernel(4, 4, 300, 300, 64, false, ScalarType::F16), cfg("fa3", 128, 64, 2)},
+      {attentionKernel(4, 4, 333, 333, 128, true, ScalarType::F16), cfg("fa3", 128, 128, 2)},
+      {attentionKernel(8, 2, 257, 257, 128, true, ScalarType::BF16), cfg("fa3", 128, 64, 2)},  // GQA
+      {attentionKernel(2, 2, 200, 330, 64, false, ScalarType::F16, 2), cfg("fa3", 128, 128, 2)},
+      {attentionKernel(4, 4, 190, 190, 128, false, ScalarType::F16), cfg("fa2", 128, 64, 2)},
+  };
+}
+
 std::vector<WgmmaCase> laneMmaDeviceCases() {
   auto spec = [](int64_t batch, int64_t m, int64_t n, int64_t k, ir::ScalarType dt, bool ta, bool tb, const std::string& epi) {
     ir::GemmSpec g;

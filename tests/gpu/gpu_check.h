@@ -80,6 +80,8 @@ struct WgmmaCase {
   ir::Config cfg;
 };
 std::vector<WgmmaCase> wgmmaDeviceCases();
+// The Hopper attention (strategy=flash-wgmma, both pipelines) cases the device test runs.
+std::vector<WgmmaCase> flashWgmmaDeviceCases();
 
 // The lane-level mma.sync GEMM cases the device test (label gpu) runs on an sm_80+ GPU, with their
 // config overrides (strategy=mma-lane included); the CPU suite runs every one on the mapped-kernel

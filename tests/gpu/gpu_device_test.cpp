@@ -144,6 +144,36 @@ TEST(GpuDevice, WgmmaGemmMatchesTheReference) {
   }
 }
 
+// The Hopper attention (strategy=flash-wgmma: fa3's TMA producer and register-A P·V, and fa2) on an
+// sm_90 device against the reference: ragged sequences, causal, GQA, Skv > Sq, a batch, and the
+// launch whose 48 KB of dynamic shared memory plus its static mbarriers needs the opt-in.
+TEST(GpuDevice, FlashWgmmaAttentionMatchesTheReference) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  auto r = codegen::openRunnerFor(t);
+  if (!r.ok()) GTEST_SKIP() << r.error().str();
+  if ((*r)->arch() != "sm_90" && (*r)->arch() != "sm_90a") GTEST_SKIP() << "wgmma needs an sm_90 device, not " << (*r)->arch();
+  for (auto& cs : testutil::flashWgmmaDeviceCases()) {
+    const Kernel& k = cs.kernel;
+    auto bin = testutil::compileFor(k, t, cs.cfg);
+    ASSERT_TRUE(bin.ok()) << k.name << ": " << bin.error().str();
+    EXPECT_TRUE(bin->resources.ok) << k.name << ": " << bin->resources.summary();
+    auto ins = makeInputs(k, 11);
+    auto outs = makeOutputs(k);
+    std::vector<void*> bufs;
+    std::vector<const Buffer*> inPtrs, outPtrs;
+    for (auto& b : ins) { bufs.push_back(b.data()); inPtrs.push_back(&b); }
+    for (auto& b : outs) { bufs.push_back(b.data()); outPtrs.push_back(&b); }
+    auto us = (*r)->run(*bin, k, bufs.data());
+    EXPECT_TRUE(us.ok()) << k.name << " " << cs.cfg.str() << ": " << (us.ok() ? "" : us.error().str());
+    if (!us.ok()) continue;
+    auto ref = evaluateReference(k, inPtrs);
+    ASSERT_TRUE(ref.ok());
+    auto cmp = compareOutputs(k, *ref, outPtrs);
+    EXPECT_TRUE(cmp.ok) << k.name << " " << cs.cfg.str() << ": " << cmp.firstBad;
+    std::printf("[sm_90a flash-wgmma] %s %s: %s, %.1f us\n", k.name.c_str(), cs.cfg.str().c_str(), cmp.ok ? "ok" : "WRONG", *us);
+  }
+}
+
 // The lane-level mma.sync GEMM (strategy=mma-lane, f16/bf16, sm_80 and later) on the attached
 // device against the reference: odd shapes (zero-filled edges), transposed operands read in place,
 // batches in the grid's z, fused epilogues, two ring depths.
