@@ -21,13 +21,15 @@ AttnModule::AttnModule(MLIRContext* ctx, GpuPlan& plan, const ir::Kernel& kernel
   if (withSizes) sizes = args[kSizesArg];
 }
 
-void runAttention(OpBuilder& b, Location loc, Value kbEnd, AttnFamily& f) {
+void runAttention(OpBuilder& b, Location loc, Value kbEnd, AttnFamily& f, Value kbUnmasked) {
   gpuir::Idx ix{b, loc};
   f.beforeLoop(kbEnd);
   SmallVector<Value> init = f.initState();
+  bool masked = true;
   auto body = [&](Value kb, ValueRange state) {
     AttnBlock blk;
     blk.kb = kb;
+    blk.masked = masked;
     f.stageIn(blk, kbEnd);
     f.scores(blk);
     f.softmax(blk, state);
@@ -42,15 +44,28 @@ void runAttention(OpBuilder& b, Location loc, Value kbEnd, AttnFamily& f) {
     f.store(ValueRange{});
     return;
   }
-  auto loop = scf::ForOp::create(b, loc, ix.c(0), kbEnd, ix.c(1), init);
-  {
+  auto blocks = [&](Value from, Value to, ValueRange state) {
+    auto loop = scf::ForOp::create(b, loc, from, to, ix.c(1), state);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> next = body(loop.getInductionVar(), loop.getRegionIterArgs());
     scf::YieldOp::create(b, loc, next);
+    return loop.getResults();
+  };
+  ValueRange state = init;
+  SmallVector<Value> unmaskedResults;
+  if (kbUnmasked) {
+    masked = false;
+    auto r = blocks(ix.c(0), kbUnmasked, state);
+    unmaskedResults.assign(r.begin(), r.end());
+    state = unmaskedResults;
+    masked = true;
   }
+  SmallVector<Value> results;
+  auto r = blocks(kbUnmasked ? kbUnmasked : ix.c(0), kbEnd, state);
+  results.assign(r.begin(), r.end());
   f.afterLoop();
-  f.store(loop.getResults());
+  f.store(results);
 }
 
 void forEachChunk(gpuir::Idx& ix, Value tid, int64_t T, int64_t rows, int64_t perRow,

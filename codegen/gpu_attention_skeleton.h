@@ -36,6 +36,7 @@ struct AttnBlock {
   mlir::SmallVector<mlir::Value> s;    // S = Q·Kᵀ fragments in the family's layout
   mlir::SmallVector<mlir::Value> m, alpha, l;  // per owned row: new max, 2^(m_old - m), new sum
   mlir::SmallVector<mlir::Value> p;    // 2^(s - m) (masked: 0) in the layout P·V reads
+  bool masked = true;                  // false: every key of the block is visible to every row
 };
 
 // A matrix family's steps of the skeleton (SIMT, mma.sync, wgmma, MFMA): how S is computed, which
@@ -85,7 +86,11 @@ struct AttnSteps : AttnFamily {
 };
 
 // The key-block loop over [0, kbEnd) and the store after it, at the builder's insertion point.
-void runAttention(mlir::OpBuilder& b, mlir::Location loc, mlir::Value kbEnd, AttnFamily& f);
+// With `kbUnmasked` (at most kbEnd): two loops, the blocks below it built with AttnBlock::masked
+// false (no key of theirs is past Skv or right of the diagonal for any row of the query block, so
+// the softmax skips the masks), the rest masked; the state passes from one loop to the next.
+void runAttention(mlir::OpBuilder& b, mlir::Location loc, mlir::Value kbEnd, AttnFamily& f,
+                  mlir::Value kbUnmasked = {});
 
 // The cooperative copy of `rows` rows of `perRow` chunks by the T threads of a block: thread tid
 // takes chunks tid, tid + T, ...; body(r, j, inRange) for row r, chunk j, under `inRange` (null

@@ -93,7 +93,7 @@ class MmaSyncSteps : public AttnFamily {
   void softmax(AttnBlock& blk, ValueRange carried) override {
     Value rowBase = rowBaseOf();
     Value mOld[2] = {carried[4 * p.ND], carried[4 * p.ND + 1]}, lOld[2] = {carried[4 * p.ND + 2], carried[4 * p.ND + 3]};
-    MmaOps::Softmax sm = e_.softmax(shape, blk.s, blk.k0, tq, rowBase, mOld, lOld);
+    MmaOps::Softmax sm = e_.softmax(shape, blk.s, blk.k0, tq, rowBase, mOld, lOld, blk.masked);
     blk.m = {sm.mNew[0], sm.mNew[1]};
     blk.alpha = {sm.alpha[0], sm.alpha[1]};
     blk.l = {sm.lNew[0], sm.lNew[1]};
@@ -161,6 +161,16 @@ static Status buildMma(const MmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const
   auto launch = attnLaunch(b, loc, p, T, p.smemBytes());
   b.setInsertionPointToStart(&launch.getBody().front());
   Value qb = launch.getBlockIds().x, h = launch.getBlockIds().y, bi = launch.getBlockIds().z;
+  if (p.causal) {
+    // Causal query blocks differ in work (block i reads about i + 1 key blocks) and the device hands
+    // blocks out in launch order, x fastest: the heaviest go first across every head, so the last
+    // wave holds light ones. Block (x, y) takes query block gridDim.x - 1 - L / H of head L % H,
+    // with L = x + y·gridDim.x; the grid is unchanged.
+    Value gx = launch.getGridSize().x;  // NQB, or fewer at a runtime length
+    Value lin = arith::AddIOp::create(b, loc, qb, arith::MulIOp::create(b, loc, h, gx)).getResult();
+    h = ix.rem(lin, p.H);
+    qb = arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, gx, ix.c(1)), ix.div(lin, p.H)).getResult();
+  }
   Value tid = launch.getThreadIds().x;
   // Runtime length: read once per thread; the tensors seen at it.
   Value seqV = rt.m ? gemm::loadSize(b, loc, m.sizes, 0) : Value();
@@ -209,7 +219,8 @@ static Status buildMma(const MmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const
   const MmaOps::Shape shape{p.SQ, p.SKV, p.off, p.BQ, BK, p.NKB, p.causal, p.qscale, seqV};
   Value kbEnd = e.keyBlocksEnd(shape, q0);
   MmaSyncSteps family(e, p, shape, ring, Ks, Vs, O, bi, h, q0, warp, lane, g, tq, qFrag, qa);
-  runAttention(b, loc, kbEnd, family);
+  // The blocks no row of this query block masks first (no compares or selects in their softmax).
+  runAttention(b, loc, kbEnd, family, e.unmaskedBlocksEnd(shape, q0));
   closeAttnLaunch(b, loc, launch, plan);
   plan.launch.addUserArgs(4, rt.any());
   return {};

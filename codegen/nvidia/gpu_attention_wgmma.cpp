@@ -60,6 +60,16 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
   auto launch = attnLaunch(b, loc, p, T, p.smemBytes());
   b.setInsertionPointToStart(&launch.getBody().front());
   Value qb = launch.getBlockIds().x, h = launch.getBlockIds().y, bi = launch.getBlockIds().z;
+  if (p.fa3 && p.causal) {
+    // Causal query blocks differ in work (block i reads i + 1 key blocks): the device hands out
+    // blocks in launch order, x fastest, so the heaviest go first across every head (the longest
+    // job first: the last wave holds the light ones). Block (x, y) of the grid takes query block
+    // gridDim.x - 1 - L / H of head L % H, L = x + y·gridDim.x; the grid is unchanged.
+    Value gx = launch.getGridSize().x;  // NQB, or fewer at a runtime length
+    Value lin = arith::AddIOp::create(b, loc, qb, arith::MulIOp::create(b, loc, h, gx)).getResult();
+    h = ix.rem(lin, p.H);
+    qb = arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, gx, ix.c(1)), ix.div(lin, p.H)).getResult();
+  }
   Value tid = launch.getThreadIds().x;
   Value wg = ix.div(tid, 128), warp = ix.rem(ix.div(tid, 32), 4), lane = ix.rem(tid, 32);
   Value g = ix.div(lane, 4), tq = ix.rem(lane, 4);
@@ -191,7 +201,7 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
     Value rowBase = rowBaseOf();
     Value mOld[2] = {carried[1], carried[2]}, lOld[2] = {carried[3], carried[4]};
     if (!blk.k0) blk.k0 = ix.mul(blk.kb, BK);
-    MmaOps::Softmax sm = e.softmax(shape, blk.s, blk.k0, tq, rowBase, mOld, lOld);
+    MmaOps::Softmax sm = e.softmax(shape, blk.s, blk.k0, tq, rowBase, mOld, lOld, blk.masked);
     blk.m = {sm.mNew[0], sm.mNew[1]};
     blk.alpha = {sm.alpha[0], sm.alpha[1]};
     blk.l = {sm.lNew[0], sm.lNew[1]};
@@ -309,7 +319,9 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
       };
       // Both products of this slot retired: each warp's lane 0 releases it to the producer.
       steps.out = [&](AttnBlock& blk) { ifThen(eq(lane, ix.c(0)), [&] { nvgpu::MBarrierArriveOp::create(b, loc, empty, blk.stage); }); };
-      runAttention(b, loc, kbEnd, steps);
+      // The blocks no row of this query block masks first, without the masks' compares and
+      // selects (on the consumers' path between the two products), then the rest.
+      runAttention(b, loc, kbEnd, steps, e.unmaskedBlocksEnd(shape, q0));
     }
     finishPlan();
     // Q, K, V's tensor maps: (head_dim, rows, batch x heads), boxes of 64 x rows, 128-byte swizzle.

@@ -97,14 +97,24 @@ class MmaOps {
     mlir::Value lastRow = ix_.min(ix_.add(q0, s.BQ - 1), ix_.add(sqOf(s), -1));
     return mlir::arith::MinSIOp::create(b_, loc_, ix_.add(ix_.div(ix_.add(lastRow, s.off), s.BK), 1), nkb);
   }
+  // The key blocks below which no key is masked for any row of the query block at q0: inside Skv
+  // and, causal, left of the diagonal of its first row (at most keyBlocksEnd).
+  mlir::Value unmaskedBlocksEnd(const Shape& s, mlir::Value q0) {
+    mlir::Value full = s.seq ? ix_.div(s.seq, s.BK) : ix_.c(s.SKV / s.BK);
+    if (!s.causal) return full;
+    // Rows r >= q0 see keys <= r + off: block kb is whole for all of them when (kb + 1)·BK - 1 <= q0 + off.
+    mlir::Value seen = mlir::arith::MaxSIOp::create(b_, loc_, ix_.add(q0, s.off + 1), ix_.c(0));
+    return mlir::arith::MinSIOp::create(b_, loc_, ix_.div(seen, s.BK), full);
+  }
   struct Softmax {
     mlir::Value mNew[2], alpha[2], lNew[2];
     mlir::SmallVector<mlir::Value> p;  // 2^(s - m), masked keys exactly 0, in the scores' layout
   };
   // One key block's online-softmax update of `scores` (keys k0..; rows rowBase + 8r), masking keys
-  // past Skv and, causal, right of the diagonal; row maxima over the quad (shfl.xor 1, 2).
+  // past Skv and, causal, right of the diagonal (unless `mask` is false: the caller knows every
+  // key of the block is visible to every row); row maxima over the quad (shfl.xor 1, 2).
   Softmax softmax(const Shape& s, mlir::ArrayRef<mlir::Value> scores, mlir::Value k0, mlir::Value tq, mlir::Value rowBase,
-                  const mlir::Value mOld[2], const mlir::Value lOld[2]) {
+                  const mlir::Value mOld[2], const mlir::Value lOld[2], bool mask = true) {
     using namespace mlir;
     Value qs = f(float(s.qscale)), neg = f(-1e30f);
     SmallVector<Value> sv(scores.begin(), scores.end()), valid(scores.size());
@@ -113,8 +123,8 @@ class MmaOps {
       const int c = int(i % 4);
       Value key = ix_.add(ix_.add(k0, ix_.mul(tq, 2)), int64_t(i / 4) * 8 + c % 2);
       Value ok;
-      if (s.seq || s.SKV % s.BK) ok = ix_.lt(key, skvOf(s));
-      if (s.causal) {
+      if (mask && (s.seq || s.SKV % s.BK)) ok = ix_.lt(key, skvOf(s));
+      if (mask && s.causal) {
         Value lim = ix_.add(ix_.add(rowBase, 8 * (c / 2)), s.off);
         Value cv = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::sle, key, lim);
         ok = ok ? ix_.band(ok, cv) : cv;
