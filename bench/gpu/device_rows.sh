@@ -12,7 +12,9 @@
 #      bench/gpu/defaults_table.py);
 #   4. one Nsight Compute read of the worst row against its goal (NCU_S, default 45 s);
 # and writes one dated table, $OUT/device_rows_DATE.md (the rows, then the tests' verdicts and the
-# ncu read). Unpacking and the card take ~20 s: 7.8 min at most.
+# ncu read). Unpacking and the card take ~20 s: 7.8 min at most. Back here, the rows' checked runs
+# become device-table records (bench/gpu/rows_to_table.py ... $OUT/vendor_rows.json), then
+# bench/gpu/defaults_table.py regenerates the defaults from them.
 # Usage (device tool, carry .dev): bash bench/gpu/device_rows.sh
 #        here, without a GPU:       bash bench/gpu/device_rows.sh --dry-run
 # The dry run uses this checkout's build (TESSERA_BIN, default build/cli/tessera; the tests'

@@ -34,6 +34,7 @@ Config wgmmaCfg(int64_t bq, int64_t bk, int64_t stages) {
   c.set("BK", bk);
   c.set("STAGES", stages);
   c.set("DSPLIT", int64_t(1));
+  c.set("PIPE", std::string("fa2"));  // the space's default may be fa3 (measured defaults)
   return c;
 }
 
@@ -211,6 +212,24 @@ TEST(GpuAttentionWgmma, Fa3MappedKernelMatchesTheReference) {
     auto r = testutil::checkMappedEmulated(c.k, t, *cfg);
     EXPECT_TRUE(r.correct) << c.k.name << " " << cfg->str() << ": " << r.error;
   }
+}
+
+// Every case the device test runs is legal and assembles without spills; the first asks for
+// 48 KB of dynamic shared memory beside its static mbarriers (the launch's opt-in case).
+TEST(GpuAttentionWgmma, EveryDeviceCaseAssembles) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  auto cases = testutil::flashWgmmaDeviceCases();
+  for (const auto& cs : cases) {
+    auto b = testutil::compileFor(cs.kernel, t, cs.cfg);
+    ASSERT_TRUE(b.ok()) << cs.kernel.name << " " << cs.cfg.str() << ": " << b.error().str();
+    EXPECT_EQ(b->strategy, "flash-wgmma");
+    if (b->binary.empty()) continue;  // no ptxas here: legality and lowering are still checked
+    EXPECT_TRUE(b->resources.ok) << cs.kernel.name << ": " << b->resources.summary();
+    EXPECT_FALSE(b->resources.spills()) << cs.kernel.name << ": " << b->resources.summary();
+  }
+  auto first = testutil::compileFor(cases[0].kernel, t, cases[0].cfg);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->launch.dynamicSharedBytes, 48 * 1024);
 }
 
 TEST(GpuAttentionWgmma, Fa3AssemblesWithoutSpills) {

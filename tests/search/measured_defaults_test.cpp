@@ -177,7 +177,7 @@ TEST(MeasuredDefaults, EveryMeasuredDefaultIsWithinFivePercentOfTheBest) {
 // best measured config (a legitimate neighbour) passes it.
 TEST(MeasuredDefaults, ASlowerDefaultIsCaught) {
   const auto groups = load();
-  int caught = 0;
+  int caught = 0, spread = 0;
   for (const auto& g : groups) {
     auto [k, t] = problemOf(g);
     std::string slowest, fastest;
@@ -192,7 +192,10 @@ TEST(MeasuredDefaults, ASlowerDefaultIsCaught) {
       if (us > worst) worst = us, slowest = c;
       if (us < best) best = us, fastest = c;
     }
-    ASSERT_GT(worst, 1.05 * g.best()) << classOf(g);
+    // A key measured at one config the space offers (or at configs all within 5 %) has no slower
+    // default to catch: the controls need a spread.
+    if (!(worst > 1.05 * g.best())) continue;
+    ++spread;
     const cache::HardKey key = search::hardKeyFor(k, t);
     const std::string cls = search::sizeClassOf(key.layout, key.shape);
     for (const auto& [cfgText, expectCaught] : {std::pair{slowest, true}, std::pair{fastest, false}}) {
@@ -206,7 +209,8 @@ TEST(MeasuredDefaults, ASlowerDefaultIsCaught) {
       caught += !why.empty();
     }
   }
-  EXPECT_EQ(caught, int(groups.size()));
+  EXPECT_GT(spread, 3);
+  EXPECT_EQ(caught, spread);
 }
 
 // Size classes round every dimension up to a power of two; a row covers its family, target, dtype
@@ -219,12 +223,15 @@ TEST(MeasuredDefaults, ARowCoversItsClassOnly) {
   ASSERT_TRUE(sm90a.ok() && sm90.ok());
   EXPECT_TRUE(search::measuredDefault(gemm(4096, 4096, 4096, ir::ScalarType::F16), *sm90a).has_value());
   EXPECT_TRUE(search::measuredDefault(gemm(3000, 4000, 2500, ir::ScalarType::F16), *sm90a).has_value());
-  EXPECT_FALSE(search::measuredDefault(gemm(4096, 4096, 4096, ir::ScalarType::BF16), *sm90a).has_value());
-  EXPECT_FALSE(search::measuredDefault(gemm(4096, 4096, 4096, ir::ScalarType::F16), *sm90).has_value());
-  EXPECT_FALSE(search::measuredDefault(gemm(1024, 1024, 1024, ir::ScalarType::F16), *sm90a).has_value());
+  auto sm80 = getTarget("sm_80");
+  ASSERT_TRUE(sm80.ok());
+  EXPECT_FALSE(search::measuredDefault(gemm(2048, 2048, 2048, ir::ScalarType::BF16), *sm90a).has_value());  // no such key
+  EXPECT_FALSE(search::measuredDefault(gemm(4096, 4096, 4096, ir::ScalarType::F16), *sm80).has_value());    // no such target
+  EXPECT_FALSE(search::measuredDefault(gemm(512, 512, 512, ir::ScalarType::F16), *sm90a).has_value());      // no such class
 }
 
-// No table reaches the sm_90a GEMM at 1024^3-class shapes: the hand rule's 128x256 tiles would
+// Where no table reaches the sm_90a GEMM at 1024^3-class shapes (bf16; f16's classes were
+// measured on 2026-11-30 and their configs fill the SMs too), the hand rule's 128x256 tiles would
 // launch 32 blocks on an H100's 132 SMs. The default is the analytic model's fastest wgmma config
 // of the space and launches at least as many blocks as there are SMs less a wave's 25 %; the hand
 // rule's config (the control) fails that and is estimated slower.
