@@ -140,8 +140,9 @@ tessera_status tessera_cuda_launch(const tessera_kernel* k, const int64_t* dims,
  * the tensor is `slices` consecutive [cols][rows] matrices and the kernel reads each as a
  * [prows][pcols] matrix holding its transpose (zeros past rows and cols); layout[0] = 0 when the
  * launch reads the tensor otherwise. tessera_cuda_launch_packed: tessera_cuda_launch with packed[t]
- * (packed NULL, or a NULL entry: none) device memory holding tensor t in that layout, read in place
- * of the copies (the workspace size is unchanged); kept by the caller until the stream has run. */
+ * (packed NULL, or a NULL entry: none) device memory holding tensor t in that layout, 16-byte
+ * aligned, read in place of the copies (the workspace size is unchanged); kept by the caller until
+ * the stream has run. */
 tessera_status tessera_cuda_transposed_operand(const tessera_kernel* k, const int64_t* dims, int rank, int tensor,
                                                int64_t* layout);
 tessera_status tessera_cuda_launch_packed(const tessera_kernel* k, const int64_t* dims, int rank, void* const* buffers,

@@ -600,6 +600,7 @@ static int64_t tsr_transposed_slices(const tsr_gpu* g, const tsr_gpu_arg* a) {
   if (a->kind != TSR_ARG_PACKED || !a->transposed || a->tensor < 0 || a->rows_follow_m) return 0;
   const int64_t per = tsr_slices(a), launches = g->batches > 1 && a->batch_stride ? g->batches : 1;
   if (launches > 1 && a->batch_stride != a->rows * a->cols * per) return 0; /* not consecutive [cols][rows] slices */
+  if (launches > 1 && (per * a->prows * a->pcols * a->elem_bytes) % 16) return 0; /* a launch's slices 16-byte aligned */
   return launches * per;
 }
 
@@ -673,6 +674,11 @@ tessera_status tsr_cuda_stream_run(const tessera_kernel* k, void* const* buffers
       const CUptr user = a->tensor >= 0 ? (CUptr)(uintptr_t)buffers[a->tensor] + off : 0;
       ptr[i] = a->kind == TSR_ARG_TENSOR ? user : ws + offs[i];
       const void* given = packed && a->tensor >= 0 && tsr_transposed_slices(g, a) ? packed[a->tensor] : NULL;
+      if (given && (uintptr_t)given % 16) { /* the kernel's vector and TMA reads need 16-byte alignment */
+        tsr_message("%s: the transposed copy of tensor %d is not 16-byte aligned", k->name, a->tensor);
+        st = TESSERA_ERR_ARGUMENT;
+        break;
+      }
       if (given) /* the caller's transposed copy: this launch's slices */
         ptr[i] = (CUptr)(uintptr_t)given +
                  (CUptr)((a->batch_stride ? b : 0) * tsr_slices(a) * a->prows * a->pcols) * (CUptr)a->elem_bytes;

@@ -239,6 +239,13 @@ TEST(BundleGpuStream, LaunchesOnTheCallersStreamAndRecordsIntoACapture) {
       ASSERT_EQ(launchPacked(ck, dims.data(), int(dims.size()), bufs.data(), packed.data(), reinterpret_cast<void*>(wsp), stream, 0),
                 TESSERA_OK) << message();
       EXPECT_FALSE(matches());
+      // A copy the kernel's 16-byte reads cannot use: one error naming it.
+      std::vector<void*> skewed = packed;
+      for (auto& q : skewed)
+        if (q) q = static_cast<unsigned char*>(q) + 4;
+      EXPECT_EQ(launchPacked(ck, dims.data(), int(dims.size()), bufs.data(), skewed.data(), reinterpret_cast<void*>(wsp), stream, 0),
+                TESSERA_ERR_ARGUMENT);
+      EXPECT_NE(std::string(message()).find("16-byte aligned"), std::string::npos) << message();
     }
     for (auto p : packedDev) memFree(p);
 
