@@ -127,11 +127,26 @@ tessera_status tessera_hip_run(const tessera_kernel* k, void* const* buffers, in
  * when that is 0) that the caller keeps until the stream has run the launch. Everything is ordered
  * on `stream` (memsets, device-to-device copies, launches): no allocation, no host copy, no
  * synchronisation, so the call can be captured in a CUDA graph. A transposed operand is copied in
- * min(rows, cols) strided copies per batch. Without the driver's stream entry points (or a
+ * min(rows, cols) strided copies per batch (see tessera_cuda_launch_packed). Without the driver's stream entry points (or a
  * driver): TESSERA_ERR_UNSUPPORTED and a message. */
 tessera_status tessera_cuda_workspace_bytes(const tessera_kernel* k, const int64_t* dims, int rank, size_t* bytes);
 tessera_status tessera_cuda_launch(const tessera_kernel* k, const int64_t* dims, int rank, void* const* buffers,
                                    void* workspace, void* stream, int device);
+
+/* The strided copies of a transposed operand are one driver operation per row or column: hundreds
+ * per call for a weight matrix. A caller that can transpose on the device (a framework's own copy
+ * kernel) passes the copy instead. tessera_cuda_transposed_operand: for user tensor `tensor` at
+ * `dims`, layout[5] = {slices, rows, cols, prows, pcols} when the launch would copy it transposed:
+ * the tensor is `slices` consecutive [cols][rows] matrices and the kernel reads each as a
+ * [prows][pcols] matrix holding its transpose (zeros past rows and cols); layout[0] = 0 when the
+ * launch reads the tensor otherwise. tessera_cuda_launch_packed: tessera_cuda_launch with packed[t]
+ * (packed NULL, or a NULL entry: none) device memory holding tensor t in that layout, 16-byte
+ * aligned, read in place of the copies (the workspace size is unchanged); kept by the caller until
+ * the stream has run. */
+tessera_status tessera_cuda_transposed_operand(const tessera_kernel* k, const int64_t* dims, int rank, int tensor,
+                                               int64_t* layout);
+tessera_status tessera_cuda_launch_packed(const tessera_kernel* k, const int64_t* dims, int rank, void* const* buffers,
+                                          void* const* packed, void* workspace, void* stream, int device);
 
 #ifdef __cplusplus
 }

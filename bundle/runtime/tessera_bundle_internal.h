@@ -143,7 +143,8 @@ tessera_status tsr_sizes_of(const tessera_kernel* k, const int64_t* dims, int ra
 
 /* tessera_cuda_workspace_bytes / tessera_cuda_launch at runtime sizes (tsr_sizes_of). */
 tessera_status tsr_cuda_workspace(const tessera_kernel* k, const int64_t* sizes, size_t* bytes);
-tessera_status tsr_cuda_stream_run(const tessera_kernel* k, void* const* buffers, const int64_t* sizes, void* workspace,
-                                   void* stream, int device);
+tessera_status tsr_cuda_stream_run(const tessera_kernel* k, void* const* buffers, void* const* packed, const int64_t* sizes,
+                                   void* workspace, void* stream, int device);
+tessera_status tsr_cuda_transposed(const tessera_kernel* k, const int64_t* sizes, int tensor, int64_t* layout);
 
 #endif /* TESSERA_BUNDLE_INTERNAL_H */

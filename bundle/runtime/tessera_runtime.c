@@ -501,5 +501,20 @@ tessera_status tessera_cuda_launch(const tessera_kernel* k, const int64_t* dims,
                                    void* workspace, void* stream, int device) {
   int64_t sizes[3];
   tessera_status st = tsr_sizes_of(k, dims, rank, sizes);
-  return st == TESSERA_OK ? tsr_cuda_stream_run(k, buffers, sizes, workspace, stream, device) : st;
+  return st == TESSERA_OK ? tsr_cuda_stream_run(k, buffers, NULL, sizes, workspace, stream, device) : st;
+}
+
+tessera_status tessera_cuda_transposed_operand(const tessera_kernel* k, const int64_t* dims, int rank, int tensor,
+                                               int64_t* layout) {
+  int64_t sizes[3];
+  tessera_status st = layout ? tsr_sizes_of(k, dims, rank, sizes) : TESSERA_ERR_ARGUMENT;
+  if (!layout) tsr_message("tessera_cuda_transposed_operand: no output");
+  return st == TESSERA_OK ? tsr_cuda_transposed(k, sizes, tensor, layout) : st;
+}
+
+tessera_status tessera_cuda_launch_packed(const tessera_kernel* k, const int64_t* dims, int rank, void* const* buffers,
+                                          void* const* packed, void* workspace, void* stream, int device) {
+  int64_t sizes[3];
+  tessera_status st = tsr_sizes_of(k, dims, rank, sizes);
+  return st == TESSERA_OK ? tsr_cuda_stream_run(k, buffers, packed, sizes, workspace, stream, device) : st;
 }

@@ -34,9 +34,15 @@ tessera_status tsr_cuda_workspace(const tessera_kernel* k, const int64_t* sizes,
   *bytes = 0;
   return tessera_cuda_run(k, NULL, 0, NULL);
 }
-tessera_status tsr_cuda_stream_run(const tessera_kernel* k, void* const* b, const int64_t* sizes, void* ws, void* s, int d) {
-  (void)sizes; (void)ws; (void)s;
+tessera_status tsr_cuda_stream_run(const tessera_kernel* k, void* const* b, void* const* packed, const int64_t* sizes, void* ws,
+                                   void* s, int d) {
+  (void)packed; (void)sizes; (void)ws; (void)s;
   return tessera_cuda_run(k, b, d, NULL);
+}
+tessera_status tsr_cuda_transposed(const tessera_kernel* k, const int64_t* sizes, int tensor, int64_t* layout) {
+  (void)sizes; (void)tensor;
+  memset(layout, 0, 5 * sizeof *layout);
+  return tessera_cuda_run(k, NULL, 0, NULL);
 }
 
 #else
@@ -338,14 +344,23 @@ static tessera_status cu_fail(CUres r, const char* what) {
   return r == 2 ? TESSERA_ERR_MEMORY : TESSERA_ERR_DEVICE;  /* CUDA_ERROR_OUT_OF_MEMORY */
 }
 
+/* The device's primary context, retained once per device for the process (a retain per call
+ * raised its reference count on every launch), made current on the calling thread. */
+#define TSR_CU_DEVICES 64
+static void* cu_contexts[TSR_CU_DEVICES];
+
 static tessera_status cu_context(int device) {
   int dev = 0;
   void* ctx = NULL;
-  if (cu.deviceGet(&dev, device) != 0) {
+  CUres r = 0;
+  if (device < 0 || device >= TSR_CU_DEVICES || cu.deviceGet(&dev, device) != 0) {
     tsr_message("no CUDA device %d", device);
     return TESSERA_ERR_UNSUPPORTED;
   }
-  CUres r = cu.primaryCtxRetain(&ctx, dev);
+  pthread_mutex_lock(&tsr_lock);
+  if (!cu_contexts[device] && (r = cu.primaryCtxRetain(&ctx, dev)) == 0) cu_contexts[device] = ctx;
+  ctx = cu_contexts[device];
+  pthread_mutex_unlock(&tsr_lock);
   if (r == 0) r = cu.ctxSetCurrent(ctx);
   return r == 0 ? TESSERA_OK : cu_fail(r, "CUDA context");
 }
@@ -579,9 +594,47 @@ tessera_status tsr_cuda_workspace(const tessera_kernel* k, const int64_t* sizes,
   return TESSERA_OK;
 }
 
-/* The host wrapper's steps (tsr_wrapper_run) on device buffers, every one enqueued on `stream`. */
-tessera_status tsr_cuda_stream_run(const tessera_kernel* k, void* const* buffers, const int64_t* sizes, void* workspace,
-                                   void* stream, int device) {
+/* Whether argument `a` is a transposed copy of its user tensor the caller may make instead (the
+ * stream path's min(rows, cols) strided copies per slice): the slices, one per batch of the
+ * launches when the operand has a batch stride, times the slices of one launch; 0 when it is not. */
+static int64_t tsr_transposed_slices(const tsr_gpu* g, const tsr_gpu_arg* a) {
+  if (a->kind != TSR_ARG_PACKED || !a->transposed || a->tensor < 0 || a->rows_follow_m) return 0;
+  const int64_t per = tsr_slices(a), launches = g->batches > 1 && a->batch_stride ? g->batches : 1;
+  if (launches > 1 && a->batch_stride != a->rows * a->cols * per) return 0; /* not consecutive [cols][rows] slices */
+  if (launches > 1 && (per * a->prows * a->pcols * a->elem_bytes) % 16) return 0; /* a launch's slices 16-byte aligned */
+  return launches * per;
+}
+
+tessera_status tsr_cuda_transposed(const tessera_kernel* k, const int64_t* sizes, int tensor, int64_t* layout) {
+  tsr_gpu gm;
+  tsr_gpu_arg* margs = NULL;
+  if (k->vendor != TSR_NVIDIA || !k->gpu) {
+    tsr_message("%s is not an NVIDIA kernel (target %s)", k->name, k->target);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  if (tensor < 0 || tensor >= k->num_inputs + k->num_outputs) {
+    tsr_message("%s has no tensor %d (it has %d)", k->name, tensor, k->num_inputs + k->num_outputs);
+    return TESSERA_ERR_ARGUMENT;
+  }
+  if (tsr_launch_at(k, k->runtime_m ? sizes[0] : 0, &gm, &margs) != TESSERA_OK) return TESSERA_ERR_MEMORY;
+  memset(layout, 0, 5 * sizeof *layout);
+  for (int i = 0; i < gm.num_args; ++i) {
+    const tsr_gpu_arg* a = &gm.args[i];
+    const int64_t n = a->tensor == tensor ? tsr_transposed_slices(&gm, a) : 0;
+    if (n > 0) {
+      layout[0] = n, layout[1] = a->rows, layout[2] = a->cols, layout[3] = a->prows, layout[4] = a->pcols;
+      break;
+    }
+  }
+  free(margs);
+  return TESSERA_OK;
+}
+
+/* The host wrapper's steps (tsr_wrapper_run) on device buffers, every one enqueued on `stream`;
+ * packed[t] (when given and not NULL): user tensor t already transposed by the caller, read in
+ * place of the transposed copies. */
+tessera_status tsr_cuda_stream_run(const tessera_kernel* k, void* const* buffers, void* const* packed, const int64_t* sizes,
+                                   void* workspace, void* stream, int device) {
   tessera_status st = tsr_check_buffers(k, buffers, 0);
   if (st != TESSERA_OK) return st;
   if (k->vendor != TSR_NVIDIA || !k->gpu) {
@@ -621,7 +674,16 @@ tessera_status tsr_cuda_stream_run(const tessera_kernel* k, void* const* buffers
       const CUptr off = a->tensor >= 0 ? (CUptr)(b * a->batch_stride) * (CUptr)k->tensors[a->tensor].elem_bytes : 0;
       const CUptr user = a->tensor >= 0 ? (CUptr)(uintptr_t)buffers[a->tensor] + off : 0;
       ptr[i] = a->kind == TSR_ARG_TENSOR ? user : ws + offs[i];
-      if (a->kind == TSR_ARG_TENSOR && a->zero_first)
+      const void* given = packed && a->tensor >= 0 && tsr_transposed_slices(g, a) ? packed[a->tensor] : NULL;
+      if (given && (uintptr_t)given % 16) { /* the kernel's vector and TMA reads need 16-byte alignment */
+        tsr_message("%s: the transposed copy of tensor %d is not 16-byte aligned", k->name, a->tensor);
+        st = TESSERA_ERR_ARGUMENT;
+        break;
+      }
+      if (given) /* the caller's transposed copy: this launch's slices */
+        ptr[i] = (CUptr)(uintptr_t)given +
+                 (CUptr)((a->batch_stride ? b : 0) * tsr_slices(a) * a->prows * a->pcols) * (CUptr)a->elem_bytes;
+      else if (a->kind == TSR_ARG_TENSOR && a->zero_first)
         st = cu_zero_async(ptr[i], (size_t)(a->rows * a->cols) * (size_t)a->elem_bytes, stream);
       else if (a->kind == TSR_ARG_WORKSPACE)
         st = cu_zero_async(ptr[i], tsr_arg_bytes(a), stream);

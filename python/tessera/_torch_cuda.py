@@ -7,7 +7,7 @@ through a stand-in driver on a machine without a GPU."""
 from __future__ import annotations
 
 import ctypes
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch  # type: ignore[import-not-found, unused-ignore]
 
@@ -79,7 +79,26 @@ def find(lib: BundleLibrary, name: str, dims: Sequence[int], dtype: str, chip: s
     return None
 
 
-_workspace: Dict[Tuple[int, Tuple[int, ...]], int] = {}
+class _Launch(NamedTuple):
+    workspace: int  # bytes
+    transposed: List[Tuple[int, int, int, int, int, int]]  # BundleLibrary.cuda_transposed_operands
+
+
+_launches: Dict[Tuple[int, Tuple[int, ...]], _Launch] = {}
+
+
+def _transpose(t: torch.Tensor, slices: int, rows: int, cols: int, prows: int, pcols: int) -> Optional[torch.Tensor]:
+    """``t`` (``slices`` [cols][rows] matrices) as the kernel reads it: each transposed into a
+    [prows][pcols] matrix, zeros past rows and cols; one copy kernel of torch's on the current
+    stream (and a fill when there is padding), where the runtime would make one strided driver copy
+    per row or column. None when ``t`` is not laid out so (the runtime copies it then)."""
+    if t.numel() != slices * rows * cols or not t.is_contiguous():
+        return None
+    p = device.empty((slices, prows, pcols), t.dtype, t.device)
+    if prows != rows or pcols != cols:
+        p.zero_()
+    p[:, :rows, :cols].copy_(t.view(slices, cols, rows).transpose(1, 2))
+    return p
 
 
 def launch(lib: BundleLibrary, kernel: KernelDesc, dims: Tuple[int, ...], cdims: ctypes.Array,
@@ -87,12 +106,21 @@ def launch(lib: BundleLibrary, kernel: KernelDesc, dims: Tuple[int, ...], cdims:
     """Enqueues ``kernel`` on the current stream of the tensors' device over their memory (inputs in
     the kernel's order, then outputs). The workspace is a tensor of the caching allocator, released
     after the call: the allocator hands it out again only to work ordered after this launch on the
-    same stream (in a graph capture: from the graph's private pool)."""
+    same stream (in a graph capture: from the graph's private pool). An operand the kernel reads
+    transposed is transposed by torch into such a tensor too (``_transpose``)."""
     dev = tensors[0].device
     key = (kernel.handle, dims)
-    n = _workspace.get(key)
-    if n is None:
-        n = _workspace[key] = lib.cuda_workspace_bytes(kernel, cdims)
-    ws = device.empty((n,), torch.uint8, dev) if n else None
+    plan = _launches.get(key)
+    if plan is None:
+        plan = _launches[key] = _Launch(lib.cuda_workspace_bytes(kernel, cdims), lib.cuda_transposed_operands(kernel, cdims))
+    ws = device.empty((plan.workspace,), torch.uint8, dev) if plan.workspace else None
+    packed: Optional[List[int]] = None
+    keep = []  # the transposed copies, alive until the launch is enqueued (the allocator orders reuse after it)
+    for t, slices, rows, cols, prows, pcols in plan.transposed:
+        p = _transpose(tensors[t], slices, rows, cols, prows, pcols)
+        if p is not None:
+            packed = packed or [0] * len(tensors)
+            packed[t] = p.data_ptr()
+            keep.append(p)
     lib.cuda_launch(kernel, cdims, [t.data_ptr() for t in tensors], ws.data_ptr() if ws is not None else 0,
-                    device.stream(dev), device.index(dev))
+                    device.stream(dev), device.index(dev), packed)

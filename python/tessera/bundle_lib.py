@@ -19,7 +19,7 @@ import os
 import shlex
 import subprocess
 import tempfile
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from .errors import InvalidArgumentError, NotFoundError, TesseraError, UnsupportedError
 
@@ -150,6 +150,16 @@ class BundleLibrary:
         lib.tessera_cuda_workspace_bytes.argtypes = [vp, i64p, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)]
         lib.tessera_cuda_launch.restype = ctypes.c_int
         lib.tessera_cuda_launch.argtypes = [vp, i64p, ctypes.c_int, ctypes.POINTER(vp), vp, vp, ctypes.c_int]
+        # A bundle made before the caller-transposed operands has neither entry point.
+        self._launch_packed = getattr(lib, "tessera_cuda_launch_packed", None)
+        self._transposed = getattr(lib, "tessera_cuda_transposed_operand", None)
+        if self._launch_packed is not None and self._transposed is not None:
+            self._launch_packed.restype = ctypes.c_int
+            self._launch_packed.argtypes = [vp, i64p, ctypes.c_int, ctypes.POINTER(vp), ctypes.POINTER(vp), vp, vp, ctypes.c_int]
+            self._transposed.restype = ctypes.c_int
+            self._transposed.argtypes = [vp, i64p, ctypes.c_int, ctypes.c_int, i64p]
+        else:
+            self._launch_packed = self._transposed = None
         self._lib = lib
         self._run = lib.tessera_run_dims
         self._launch = lib.tessera_cuda_launch
@@ -199,17 +209,44 @@ class BundleLibrary:
         self._check(kernel, self._lib.tessera_cuda_workspace_bytes(kernel.handle, arr, len(arr), ctypes.byref(n)))
         return n.value
 
+    def cuda_transposed_operands(self, kernel: KernelDesc, dims: Any) -> List[Tuple[int, int, int, int, int, int]]:
+        """The tensors ``cuda_launch`` would copy transposed for ``kernel`` at ``dims`` (one driver
+        copy per row or column), each as (tensor index, slices, rows, cols, prows, pcols): the
+        tensor holds ``slices`` [cols][rows] matrices, the kernel reads each transposed into a
+        zero-padded [prows][pcols] (tessera_cuda_transposed_operand). Empty for a bundle made
+        without that entry point."""
+        if self._transposed is None:
+            return []
+        arr = dims if isinstance(dims, ctypes.Array) else (ctypes.c_int64 * len(dims))(*dims)
+        out = []
+        for t in range(len(kernel.tensors)):
+            lay = (ctypes.c_int64 * 5)()
+            self._check(kernel, self._transposed(kernel.handle, arr, len(arr), t, lay))
+            if lay[0] > 0:
+                out.append((t, lay[0], lay[1], lay[2], lay[3], lay[4]))
+        return out
+
     def cuda_launch(self, kernel: KernelDesc, dims: Any, pointers: Sequence[int], workspace: int, stream: int,
-                    device: int) -> None:
+                    device: int, packed: Optional[Sequence[int]] = None) -> None:
         """Enqueues ``kernel`` on CUDA ``stream`` (a CUstream handle) of ``device`` over device
         buffers (inputs then outputs) and a device workspace of ``cuda_workspace_bytes`` bytes: no
-        allocation, host copy or synchronisation (tessera_cuda_launch of tessera_bundle.h)."""
+        allocation, host copy or synchronisation (tessera_cuda_launch of tessera_bundle.h).
+        ``packed``: per tensor, 0 or device memory holding it in the layout
+        ``cuda_transposed_operands`` gives, read instead of the runtime's transposed copies."""
         n = len(kernel.tensors)
-        if len(pointers) != n:
-            raise InvalidArgumentError(f"invalid-argument: {kernel.name} takes {n} buffers, got {len(pointers)}")
+        if len(pointers) != n or (packed is not None and len(packed) != n):
+            raise InvalidArgumentError(f"invalid-argument: {kernel.name} takes {n} buffers, got {len(pointers)}"
+                                       + (f" and {len(packed)} packed" if packed is not None else ""))
         arr = dims if isinstance(dims, ctypes.Array) else (ctypes.c_int64 * len(dims))(*dims)
-        self._check(kernel, self._launch(kernel.handle, arr, len(arr), (ctypes.c_void_p * n)(*pointers), workspace or None,
-                                         stream or None, device))
+        bufs = (ctypes.c_void_p * n)(*pointers)
+        if packed is not None and any(packed):
+            if self._launch_packed is None:
+                raise InvalidArgumentError(f"invalid-argument: the bundle {self.folder} predates caller-transposed "
+                                           "operands (tessera_cuda_launch_packed): bundle it again")
+            self._check(kernel, self._launch_packed(kernel.handle, arr, len(arr), bufs, (ctypes.c_void_p * n)(*packed),
+                                                    workspace or None, stream or None, device))
+            return
+        self._check(kernel, self._launch(kernel.handle, arr, len(arr), bufs, workspace or None, stream or None, device))
 
     def _check(self, kernel: KernelDesc, st: int) -> None:
         if st == 0:

@@ -384,11 +384,29 @@ def _(q, k, v, is_causal, scale, bundle):
     return torch.empty_like(q, memory_format=torch.contiguous_format)
 
 
+_PLAIN = (torch.Tensor, nn.Parameter)  # a Parameter (a patched Linear's weight) is a plain tensor to torch's dispatch
+
+
 def _direct(*ts: Optional[torch.Tensor]) -> bool:
     """Eager calls on plain tensors skip the dispatcher (its Python custom-op path costs tens of
     microseconds); under torch.compile, fake tensors or any dispatch mode the operator is called."""
     return (not torch.compiler.is_compiling() and torch._C._len_torch_dispatch_stack() == 0
-            and all(t is None or type(t) is torch.Tensor for t in ts))
+            and all(t is None or type(t) in _PLAIN for t in ts))
+
+
+_modes = threading.local()  # how many _AttentionModes this thread is inside
+
+
+def _quiet(fn: Callable[..., torch.Tensor], *args: Any) -> torch.Tensor:
+    """``fn(*args)`` (a direct call's implementation) with torch functions undispatched when the
+    only function modes are a patched forward's _AttentionMode: otherwise every tensor method the
+    call's host path uses (reshape, data_ptr, empty, ...) goes through that mode's Python handler,
+    about a hundred and fifty per forward of a GPT block. Another mode still sees them."""
+    n = torch._C._len_torch_function_stack()
+    if n and n == getattr(_modes, "n", 0):
+        with torch._C.DisableTorchFunction():
+            return fn(*args)
+    return fn(*args)
 
 
 def _grad(*ts: Optional[torch.Tensor]) -> bool:
@@ -401,7 +419,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], 
     if _grad(x, weight, bias):
         return _torch_linear(x, weight, bias, activation)
     if _direct(x, weight, bias):
-        return _linear_impl(x, weight, bias, activation, bundle.id)
+        return _quiet(_linear_impl, x, weight, bias, activation, bundle.id)
     return torch.ops.tessera.linear(x, weight, bias, activation, bundle.id)
 
 
@@ -415,7 +433,7 @@ def bias_gelu(x: torch.Tensor, bias: torch.Tensor, bundle: _Resolver, approximat
     if _grad(x, bias):
         return F.gelu(x + bias, approximate=approximate)
     if _direct(x, bias):
-        return _bias_gelu_impl(x, bias, approximate, bundle.id)
+        return _quiet(_bias_gelu_impl, x, bias, approximate, bundle.id)
     return torch.ops.tessera.bias_gelu(x, bias, approximate, bundle.id)
 
 
@@ -426,7 +444,7 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     if _grad(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=k.shape[-3] != q.shape[-3])
     if _direct(q, k, v):
-        return _attention_impl(q, k, v, is_causal, scale, bundle.id)
+        return _quiet(_attention_impl, q, k, v, is_causal, scale, bundle.id)
     return torch.ops.tessera.attention(q, k, v, is_causal, scale, bundle.id)
 
 
@@ -483,6 +501,14 @@ class _AttentionMode(TorchFunctionMode):
     def __init__(self, bundle: _Resolver):
         super().__init__()
         self.bundle = bundle
+
+    def __enter__(self):
+        _modes.n = getattr(_modes, "n", 0) + 1
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        _modes.n -= 1
+        return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

@@ -42,7 +42,10 @@ CUresult cuDeviceGetAttribute(int* v, int attr, int d) {
   *v = attr == 75 ? 9 : attr == 76 ? 0 : 0; /* compute capability 9.0: sm_90 */
   return 0;
 }
-CUresult cuDevicePrimaryCtxRetain(void** c, int d) { (void)d; *c = (void*)0x1; return 0; }
+static int ctxRetains;
+/* Primary context retains (the runtime should retain once per device, not per call). */
+int fake_cuda_ctx_retains(void) { return ctxRetains; }
+CUresult cuDevicePrimaryCtxRetain(void** c, int d) { (void)d; *c = (void*)0x1; ++ctxRetains; return 0; }
 CUresult cuCtxSetCurrent(void* c) { (void)c; return 0; }
 CUresult cuModuleLoadData(void** m, const void* image) {
   ++moduleLoads;
@@ -216,7 +219,12 @@ static CUresult run_op(const fake_op* o) {
       return run_launch(o->dims[0], o->dims[1], o->dims[2], o->dims[3], o->dims[4], o->dims[5], o->dims[6], o->vals, o->count);
   }
 }
+static int streamOps;
+/* Operations enqueued on any stream (memsets, copies, launches): each is a driver call and a
+ * device operation on a real GPU. */
+int fake_cuda_stream_ops(void) { return streamOps; }
 static CUresult enqueue(const fake_op* o, void* stream) {
+  ++streamOps;
   if (stream != ownStream) ++wrongStream;
   if (!capturing || stream != ownStream) return capturing ? refuse() : run_op(o);
   if (!ops && !(ops = malloc(MAX_OPS * sizeof *ops))) return 2;

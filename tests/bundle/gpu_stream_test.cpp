@@ -85,7 +85,16 @@ TEST(BundleGpuStream, LaunchesOnTheCallersStreamAndRecordsIntoACapture) {
   auto launch = sym<tessera_status (*)(const tessera_kernel*, const int64_t*, int, void* const*, void*, void*, int)>(lib, "tessera_cuda_launch");
   auto cudaRun = sym<tessera_status (*)(const tessera_kernel*, void* const*, int, float*)>(lib, "tessera_cuda_run");
   auto message = sym<const char* (*)()>(lib, "tessera_last_message");
-  ASSERT_TRUE(findDims && info && wsBytes && launch && cudaRun && message);
+  auto transposedOperand =
+      sym<tessera_status (*)(const tessera_kernel*, const int64_t*, int, int, int64_t*)>(lib, "tessera_cuda_transposed_operand");
+  auto launchPacked = sym<tessera_status (*)(const tessera_kernel*, const int64_t*, int, void* const*, void* const*, void*, void*, int)>(
+      lib, "tessera_cuda_launch_packed");
+  auto streamOps = sym<int (*)()>(fake.lib, "fake_cuda_stream_ops");
+  ASSERT_TRUE(findDims && info && wsBytes && launch && cudaRun && message && transposedOperand && launchPacked && streamOps);
+  int callerTransposed = 0;
+  auto ctxRetains = sym<int (*)()>(fake.lib, "fake_cuda_ctx_retains");
+  ASSERT_TRUE(ctxRetains);
+  const int retainsBefore = ctxRetains();
 
   void* const stream = reinterpret_cast<void*>(uintptr_t(0x5eed0));
   expectStream(stream);
@@ -183,6 +192,63 @@ TEST(BundleGpuStream, LaunchesOnTheCallersStreamAndRecordsIntoACapture) {
     for (size_t i = 0; i < outs.size(); ++i)
       EXPECT_EQ(std::memcmp(bufs[ins.size() + i], eager[i].data(), eager[i].size()), 0) << "replayed output " << i << " differs";
 
+    // The caller's transposed copies (tessera_cuda_launch_packed): the reference's results with
+    // none of the runtime's strided copies (one stream operation per copied row or column).
+    std::vector<void*> packed(bufs.size(), nullptr);
+    std::vector<unsigned long long> packedDev;
+    std::vector<size_t> packedElem;
+    int64_t copies = 0;
+    for (size_t ti = 0; ti < bufs.size(); ++ti) {
+      int64_t lay[5] = {-1, -1, -1, -1, -1};
+      ASSERT_EQ(transposedOperand(ck, dims.data(), int(dims.size()), int(ti), lay), TESSERA_OK) << message();
+      if (lay[0] == 0) continue;
+      ASSERT_LT(ti, ins.size()) << "an output read transposed";
+      const int64_t S = lay[0], rows = lay[1], cols = lay[2], prows = lay[3], pcols = lay[4];
+      ASSERT_TRUE(S > 0 && rows > 0 && cols > 0 && prows >= rows && pcols >= cols) << S << " " << rows << " " << cols;
+      const size_t es = ins[ti].bytes() / size_t(S * rows * cols);
+      ASSERT_EQ(ins[ti].bytes(), size_t(S * rows * cols) * es);
+      const unsigned long long p = device(size_t(S * prows * pcols) * es);
+      auto* dst = reinterpret_cast<unsigned char*>(p);
+      const auto* src = static_cast<const unsigned char*>(ins[ti].data());
+      std::memset(dst, 0, size_t(S * prows * pcols) * es);
+      for (int64_t b = 0; b < S; ++b)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c)
+            std::memcpy(dst + size_t((b * prows + r) * pcols + c) * es, src + size_t((b * cols + c) * rows + r) * es, es);
+      packed[ti] = dst;
+      packedDev.push_back(p);
+      packedElem.push_back(es);
+      copies += S * std::min(rows, cols) + S;  // and the memset zeroing each launch's copy (one slice each here)
+    }
+    if (copies > 0) {
+      ++callerTransposed;
+      for (size_t i = 0; i < outs.size(); ++i) std::memset(bufs[ins.size() + i], 0x7f, outs[i].bytes());
+      int ops = streamOps();
+      ASSERT_EQ(launch(ck, dims.data(), int(dims.size()), bufs.data(), reinterpret_cast<void*>(wsp), stream, 0), TESSERA_OK) << message();
+      const int runtimeCopies = streamOps() - ops;
+      for (size_t i = 0; i < outs.size(); ++i) std::memset(bufs[ins.size() + i], 0x7f, outs[i].bytes());
+      counts(before);
+      ops = streamOps();
+      ASSERT_EQ(launchPacked(ck, dims.data(), int(dims.size()), bufs.data(), packed.data(), reinterpret_cast<void*>(wsp), stream, 0),
+                TESSERA_OK) << message();
+      EXPECT_EQ(runtimeCopies - (streamOps() - ops), copies) << runtimeCopies << " operations, " << streamOps() - ops << " with the copies given";
+      EXPECT_EQ(delta(before), (std::vector<int>{0, 0, 0, 0, 0}));
+      EXPECT_TRUE(matches());
+      // Negative control: a transposed copy of other data gives results the reference rejects.
+      for (size_t i = 0; i < packedDev.size(); ++i) reinterpret_cast<unsigned char*>(packedDev[i])[packedElem[i] - 1] ^= 0x40;  // an exponent bit
+      ASSERT_EQ(launchPacked(ck, dims.data(), int(dims.size()), bufs.data(), packed.data(), reinterpret_cast<void*>(wsp), stream, 0),
+                TESSERA_OK) << message();
+      EXPECT_FALSE(matches());
+      // A copy the kernel's 16-byte reads cannot use: one error naming it.
+      std::vector<void*> skewed = packed;
+      for (auto& q : skewed)
+        if (q) q = static_cast<unsigned char*>(q) + 4;
+      EXPECT_EQ(launchPacked(ck, dims.data(), int(dims.size()), bufs.data(), skewed.data(), reinterpret_cast<void*>(wsp), stream, 0),
+                TESSERA_ERR_ARGUMENT);
+      EXPECT_NE(std::string(message()).find("16-byte aligned"), std::string::npos) << message();
+    }
+    for (auto p : packedDev) memFree(p);
+
     // Negative controls: the host-memory path is caught by the counters and refused in a capture.
     std::vector<void*> host;
     for (auto& x : ins) host.push_back(x.data());
@@ -211,6 +277,9 @@ TEST(BundleGpuStream, LaunchesOnTheCallersStreamAndRecordsIntoACapture) {
     if (wsRaw) memFree(wsRaw);
   }
   EXPECT_TRUE(transposed && copyBack) << transposed << copyBack;
+  EXPECT_EQ(callerTransposed, 2);  // the linear's weight and the batched GEMM's A
+  // The primary context is retained once by this runtime, not once per launch (dozens above).
+  EXPECT_EQ(ctxRetains() - retainsBefore, 1);
   EXPECT_EQ(fake.live(), 0);
   expectStream(nullptr);
   dlclose(lib);

@@ -153,6 +153,49 @@ for op, (call, names) in ops.items():
     mine = spans(*(dev[n] for n in names)) + [(start, pool.next)]
     check(f"{op}_pointers", bool(params) and all(any(lo <= p < hi for lo, hi in mine) for p in params), f"{params} {mine}")
 
+# A weight the kernel reads transposed (nn.Linear's [N, K] as the GEMM's [K, N] B) is transposed by
+# torch's copy, not by the runtime's strided driver copies (one per row or column: hundreds of driver
+# operations per call for a model's weight); the primary context is retained once, not per call.
+tt.stats(reset=True)
+tt.linear(dev["x"], dev["w"], dev["bias"], b, activation="gelu_tanh")
+ops, retains = fake.fake_cuda_stream_ops(), fake.fake_cuda_ctx_retains()
+for _ in range(3):
+    tt.linear(dev["x"], dev["w"], dev["bias"], b, activation="gelu_tanh")
+per_call = (fake.fake_cuda_stream_ops() - ops) / 3
+check("linear_few_driver_operations", per_call <= 3, f"{per_call} stream operations per call")
+check("context_retained_once", fake.fake_cuda_ctx_retains() == retains, f"{fake.fake_cuda_ctx_retains() - retains} retains in 3 calls")
+(lk,) = [kd for kd in b.lib.kernels if kd.name == tt.stats()[0]["kernel"]]
+(tw,) = b.lib.cuda_transposed_operands(lk, (M, N, K))
+check("linear_weight_read_transposed", tw[:4] == (1, 1, K, N), str(tw))
+# What the kernel reads as B: the weight transposed (zeros past it), as the runtime's own copies make it
+# (the weight as it is now: the stand-in's launches above rewrote all memory their pointers reach).
+want = torch.zeros(tw[4], tw[5])
+want[:K, :N] = dev["w"].t()
+seen = []
+Snap = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int)
+
+
+@Snap
+def snap(ctx, params, n):  # the stand-in driver's kernel: keeps what each parameter points at, B's size
+    seen.append([bytes((ctypes.c_ubyte * want.numel() * 4).from_address(params[j])) for j in range(n)])
+
+
+fake.fake_cuda_set_kernel(snap, None)
+y_ops = fake.fake_cuda_stream_ops()
+tt.linear(dev["x"], dev["w"], dev["bias"], b, activation="gelu_tanh")
+ours = fake.fake_cuda_stream_ops() - y_ops
+ws = _torch_cuda.device.empty((b.lib.cuda_workspace_bytes(lk, (M, N, K)),), torch.uint8, dev["x"].device)
+y_ops = fake.fake_cuda_stream_ops()
+b.lib.cuda_launch(lk, (M, N, K), [dev["x"].data_ptr(), dev["w"].data_ptr(), dev["bias"].data_ptr(), on_device(torch.empty(M, N)).data_ptr()],
+                  ws.data_ptr(), STREAM, 0)
+theirs = fake.fake_cuda_stream_ops() - y_ops
+fake.fake_cuda_set_kernel(None, None)
+wb = want.numpy().tobytes()
+check("linear_kernel_reads_the_transposed_weight", len(seen) == 2 and wb in seen[0] and wb in seen[1],
+      f"{len(seen)} launches; B found: {[wb in s for s in seen]}")
+# Negative control: the runtime's own copies (tessera_cuda_launch without the caller's) are counted.
+check("runtime_copies_are_counted", theirs >= min(K, N) and ours < theirs, f"{theirs} vs {ours} stream operations")
+
 # The operator hands the runtime the call's tensors in the order the kernel declares them (by name:
 # the elementwise kernel takes b before x): its launch equals one made from that order directly.
 tt.stats(reset=True)
@@ -200,8 +243,9 @@ check("host_path_refused_in_capture", refused and counts()[4] > before[4])
 tt.stats(reset=True)
 launches = fake.fake_cuda_launches()
 h2 = on_device(torch.randn(M + 1, N))
-y = tt.bias_gelu(h2, dev["bias"], b, approximate="tanh")
+b2 = on_device(torch.randn(N))  # not dev["bias"]: the stand-in's launches above rewrote it (NaNs possible)
+y = tt.bias_gelu(h2, b2, b, approximate="tanh")
 (row,) = tt.stats()
 check("fallback", row["ran"] == "torch" and "sm_90" in row["how"] and fake.fake_cuda_launches() == launches and
-      torch.allclose(y, F.gelu(h2 + dev["bias"], approximate="tanh")), str(row))
+      torch.allclose(y, F.gelu(h2 + b2, approximate="tanh")), str(row))
 print("all ok")

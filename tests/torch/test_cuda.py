@@ -23,6 +23,8 @@ def test_cuda_path_through_the_stand_in_driver(tmp_path):
     done = {line.split()[1] for line in r.stdout.splitlines() if line.startswith("ok ")}
     for op in ("linear", "bias_gelu", "attention"):
         assert {f"{op}_runs_the_gpu_kernel", f"{op}_stream_only", f"{op}_grid_block", f"{op}_pointers"} <= done
+    assert {"linear_weight_read_transposed", "linear_few_driver_operations", "context_retained_once",
+            "linear_kernel_reads_the_transposed_weight", "runtime_copies_are_counted"} <= done
     assert {"chip_mismatch", "bias_gelu_argument_order", "swapped_arguments_are_seen", "wrong_stream_is_seen",
             "capture_records", "capture_replays", "host_path_refused_in_capture", "fallback"} <= done
     assert r.stdout.rstrip().endswith("all ok")

@@ -35,6 +35,26 @@ def test_patched_block_runs_every_op_on_the_bundle(bundle, block_input):
     assert tt.stats() == [] and isinstance(model.mlp[1], nn.GELU)
 
 
+def test_patched_block_calls_skip_the_dispatcher(bundle, block_input, monkeypatch):
+    """A patched Linear's weight is an nn.Parameter: eager calls without gradients still go straight
+    to the kernel (torch's Python custom-operator path costs tens of microseconds per call)."""
+    model = tt.patch(gpt_block.make(DIM, HEADS), bundle)
+    through = []
+    for name in ("linear", "attention"):
+        op = getattr(torch.ops.tessera, name)
+        monkeypatch.setattr(torch.ops.tessera, name, lambda *a, _op=op, _n=name: (through.append(_n), _op(*a))[1])
+    tt.stats(reset=True)
+    with torch.no_grad():
+        model(block_input)
+    assert through == [] and sum(r["calls"] for r in tt.stats() if r["ran"] == "tessera") == 5, (through, tt.stats())
+    # Negative control: a tensor subclass is not plain: its calls go through the operator.
+    class Sub(torch.Tensor):
+        pass
+    with torch.no_grad():
+        tt.linear(block_input.as_subclass(Sub), model.qkv.weight, model.qkv.bias, bundle)
+    assert through and set(through) == {"linear"}, through
+
+
 def test_another_width_falls_back_op_by_op(bundle):
     model = gpt_block.make(2 * DIM, HEADS)  # no kernel of the bundle has these shapes
     x = torch.randn(1, 16, 2 * DIM)

@@ -1,0 +1,210 @@
+"""The host side of tessera.torch's CUDA path per operator, without a GPU (issue 52). The GPT block
+of examples/torch/gpt_block.py is bundled for sm_90 (untuned defaults: what runs does not matter
+here), patched, and run on tensors in the memory of the stand-in CUDA driver (tests/bundle's
+tessera_fake_cuda, loaded as libcuda.so.1) while it captures: every stream operation is recorded,
+none executed, so the time measured is tessera.torch's and the C runtime's (Python, the custom
+operator, the launch path, the driver calls) and the count of stream operations is what a real GPU
+would run per call (each a driver call of a few microseconds and a device operation). Torch's own
+CPU work on the stand-in tensors (the block's LayerNorms and residuals, and inside the calls the
+weight transpositions and input staging copies a GPU runs as one async copy kernel each) is left
+out of the time per call.
+    python bench/torch_cuda_standin.py FAKE_LIBCUDA [--runtime-copies] [--seconds 2]
+--runtime-copies: launches without torch's transposed copies (the runtime's strided copies, one
+driver operation per row or column of a transposed weight: the launch path before they were
+given)."""
+import argparse
+import ctypes
+import math
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
+p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+p.add_argument("fake", help="the stand-in CUDA driver (build/tests/bundle/libtessera_fake_cuda.so)")
+p.add_argument("--runtime-copies", action="store_true")
+p.add_argument("--seconds", type=float, default=2.0)
+p.add_argument("--dim", type=int, default=256)
+p.add_argument("--heads", type=int, default=4)
+p.add_argument("--seq", type=int, default=128)
+a = p.parse_args()
+fake = ctypes.CDLL(a.fake, mode=os.RTLD_NOW | ctypes.RTLD_GLOBAL)  # before any dlopen("libcuda.so.1")
+
+import torch  # noqa: E402
+
+import tessera  # noqa: E402
+import tessera.torch as tt  # noqa: E402
+from tessera import _torch_cuda  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "torch"))
+import gpt_block  # noqa: E402
+
+STREAM = 0x5EED0
+fake.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_size_t]
+fake.fake_cuda_expect_stream.argtypes = [ctypes.c_void_p]
+
+
+class Pool:
+    """Torch's caching allocator's stand-in: one driver allocation, handed out in 512-byte blocks;
+    ``reset`` gives back everything after ``mark`` (the calls' outputs and workspaces)."""
+
+    def __init__(self, nbytes):
+        q = ctypes.c_ulonglong(0)
+        assert fake.cuMemAlloc_v2(ctypes.byref(q), nbytes) == 0
+        self.end, self.next = q.value + nbytes, (q.value + 511) // 512 * 512
+        self.keep = self.next
+
+    def take(self, nbytes):
+        q = self.next
+        self.next += (max(nbytes, 1) + 511) // 512 * 512
+        assert self.next <= self.end, "stand-in pool exhausted"
+        return q
+
+    def mark(self):
+        self.keep = self.next
+
+    def reset(self):
+        self.next = self.keep
+
+
+pool = Pool(256 << 20)
+
+
+class StandIn(_torch_cuda.Device):
+    def is_gpu(self, device):
+        return device.type == "cpu"
+
+    def index(self, device):
+        return 0
+
+    def chip(self, device):
+        return "sm_90"
+
+    def name(self, device):
+        return "the stand-in driver's device"
+
+    def stream(self, device):
+        return STREAM
+
+    def empty(self, shape, dtype, device):
+        n = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        buf = (ctypes.c_ubyte * max(n, 1)).from_address(pool.take(n))
+        return torch.frombuffer(buf, dtype=torch.uint8)[:n].view(dtype).view(tuple(shape))
+
+
+def on_device(t):
+    return _torch_cuda.device.empty(t.shape, t.dtype, t.device).copy_(t)
+
+
+torch.set_num_threads(1)
+model = gpt_block.make(a.dim, a.heads)
+x = torch.randn(1, a.seq, a.dim)
+work = tempfile.mkdtemp(prefix="tessera_standin_")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # untuned defaults are named
+    tessera.bundle(tt.record(model, x), targets=["sm_90"], out=os.path.join(work, "b"), missing="default")
+b = tt.load(os.path.join(work, "b"))
+if a.runtime_copies:
+    b.lib.cuda_transposed_operands = lambda kernel, dims: []  # type: ignore[method-assign]
+
+_torch_cuda.device = StandIn()
+fake.fake_cuda_set_params(-1)
+fake.fake_cuda_expect_stream(STREAM)
+with torch.no_grad():
+    for prm in model.parameters():
+        prm.data = on_device(prm.data)
+    x = on_device(x)
+tt.patch(model, b)
+pool.mark()
+
+# Torch's CPU work inside tessera.torch's calls is timed apart.
+torch_cpu = [0.0]
+transpose = _torch_cuda._transpose
+transposed = {}  # the stand-in's CPU transposition, once per weight: on a GPU it is an async copy kernel
+copies = [0]
+
+
+def timed_transpose(t, *args):
+    t0 = time.perf_counter()
+    copies[0] += 1
+    key = (t.data_ptr(), args)
+    r = transposed.get(key)
+    if r is None:  # (its memory is handed out again after the first forward: nothing runs in a capture)
+        r = transposed[key] = transpose(t, *args)
+    torch_cpu[0] += time.perf_counter() - t0
+    return r
+
+
+_torch_cuda._transpose = timed_transpose
+ready = tt._ready
+
+
+def timed_ready(t):  # a staged input (not contiguous: the attention's q, k, v) is a copy kernel on a GPU
+    t0 = time.perf_counter()
+    r = ready(t)
+    if r[1]:
+        torch_cpu[0] += time.perf_counter() - t0
+    return r
+
+
+tt._ready = timed_ready
+inside = [0.0]
+call = tt._call
+
+
+def timed_call(*args):
+    t0 = time.perf_counter()
+    r = call(*args)
+    inside[0] += time.perf_counter() - t0
+    return r
+
+
+tt._call = timed_call
+
+
+def forward():
+    pool.reset()
+    fake.fake_cuda_capture(1)  # recorded, not run: the stand-in's own emulation costs nothing
+    try:
+        return model(x)
+    finally:
+        fake.fake_cuda_capture(0)
+
+
+with torch.no_grad():
+    forward()  # plans, module loads
+    tt.stats(reset=True)
+    per_op, ops, fwd, n_fwd = [], [], [], 0
+    end = time.perf_counter() + a.seconds
+    copies[0] = 0
+    while time.perf_counter() < end or n_fwd < 5:
+        torch_cpu[0] = inside[0] = 0.0
+        o0 = fake.fake_cuda_stream_ops()
+        t0 = time.perf_counter()
+        forward()
+        fwd.append(time.perf_counter() - t0 - torch_cpu[0])
+        ops.append(fake.fake_cuda_stream_ops() - o0)
+        n_fwd += 1
+        calls = sum(r["calls"] for r in tt.stats()) / n_fwd
+        per_op.append((inside[0] - torch_cpu[0]) / calls)
+rows = tt.stats()
+on_bundle = all(r["ran"] == "tessera" for r in rows)
+c = (ctypes.c_int * 5)()
+fake.fake_cuda_counts(c)
+print(f"load {open('/proc/loadavg').read().split()[:3]}; block dim {a.dim} heads {a.heads} seq {a.seq}; "
+      f"{'the runtime transposes (strided driver copies)' if a.runtime_copies else 'torch transposes the weights'}")
+print(f"tessera calls per forward {calls:.0f} (all on the bundle: {on_bundle}); driver stream operations per forward "
+      f"{statistics.median(ops):.0f} ({statistics.median(ops) / calls:.1f} per call); syncs {c[0]}, host copies {c[1]}, "
+      f"refused in capture {c[4]}")
+staged = sum(r["staged"] for r in rows) / n_fwd
+print(f"host time per call inside tessera.torch (torch's CPU copies excluded: {copies[0] / n_fwd:.0f} transpositions, "
+      f"{staged:.0f} staged inputs per forward, a copy kernel each on a GPU): median "
+      f"{statistics.median(per_op) * 1e6:.1f} us, fastest {min(per_op) * 1e6:.1f} us ({n_fwd} forwards)")
+print(f"host time per forward (the block's own torch ops on the CPU included, the copies above not): median "
+      f"{statistics.median(fwd) * 1e6:.0f} us, fastest {min(fwd) * 1e6:.0f} us")
+for r in rows:
+    print(f"  {r['op']:<10} {r['shape']:<28} {r['kernel']}")
+shutil.rmtree(work, ignore_errors=True)
