@@ -16,6 +16,8 @@
 # become device-table records (bench/gpu/rows_to_table.py ... $OUT/vendor_rows.json), then
 # bench/gpu/defaults_table.py regenerates the defaults from them.
 # Usage (device tool, carry .dev): bash bench/gpu/device_rows.sh
+#        (the tree and the pack are over a call's 64 MiB: bench/gpu/lighten_tree.sh on before the
+#        call, off after it)
 #        here, without a GPU:       bash bench/gpu/device_rows.sh --dry-run
 # The dry run uses this checkout's build (TESSERA_BIN, default build/cli/tessera; the tests'
 # binary build/tests/gpu/gpu_device_tests when built): it lists the tests, estimates each row's
