@@ -48,7 +48,8 @@ TEST(Cli, RunChecksAndReports) {
   // A sub-microsecond kernel reads in microseconds with its digits, not as "0.000 ms".
   EXPECT_NE(r.out.find(" us median  (p20 "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("0.000"), std::string::npos) << r.out;
-  Result big = run("run gemm --m 512 --n 512 --k 512 --min-time 0.01");
+  // 2 GFLOP: over a millisecond on any host seen (512^3 took 0.97 ms on a 2-core AVX-512 Xeon).
+  Result big = run("run gemm --m 1024 --n 1024 --k 1024 --min-time 0.01");
   EXPECT_NE(big.out.find(" ms median  (p20 "), std::string::npos) << big.out;
   Result j = run("run elementwise --expr 'y = gelu(x * s + b)' --shape 8x40 --shape s=40 --shape b=40 --json --min-time 0.01");
   ASSERT_EQ(j.code, 0) << j.out;

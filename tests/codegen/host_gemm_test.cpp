@@ -127,7 +127,7 @@ TEST(HostGemm, InvalidConfigsAreRejectedCleanly) {
   // The transform schedules' knobs (16^3 defaults to nvec, which reads none of MC, NR or ORDER),
   // then nvec's own.
   for (const char* bad : {"MR=0", "NR=-4", "schedule=blocked", "ORDER=kij", "KU=64", "MR=64,NR=256", "MC=8,MR=16",
-                          "schedule=nvec,NV=0", "schedule=nvec,KC=-1", "schedule=nvec,KU=64", "schedule=nvec,MR=16,NV=8"}) {
+                          "schedule=nvec,NV=0", "schedule=nvec,KC=-1", "schedule=nvec,KU=64"}) {
     Config c = space->defaults();
     c.set("schedule", std::string("plain"));
     Config extra = *Config::parseAssignments(bad);
@@ -135,6 +135,21 @@ TEST(HostGemm, InvalidConfigsAreRejectedCleanly) {
     auto exe = codegen::compileHost(k, c, host);
     ASSERT_FALSE(exe.ok()) << bad;
     EXPECT_EQ(exe.error().code, ErrorCode::InvalidConfig) << bad << ": " << exe.error().str();
+  }
+  {
+    // A register tile past any host's vector registers: 16 rows x 8 vectors needs 137 of them, and
+    // N = 512 keeps NV = 8 at every vector width (at N = 16 an AVX-512 host clamps it to one vector,
+    // which fits).
+    Kernel wide = gemm(16, 512, 16);
+    auto wideSpace = search::makeSpace(wide, host);
+    ASSERT_TRUE(wideSpace.ok());
+    Config c = wideSpace->defaults();
+    const Config tile = *Config::parseAssignments("schedule=nvec,MR=16,NV=8");
+    for (const auto& [n, v] : tile.values) c.set(n, v);
+    auto exe = codegen::compileHost(wide, c, host);
+    ASSERT_FALSE(exe.ok());
+    EXPECT_EQ(exe.error().code, ErrorCode::InvalidConfig) << exe.error().str();
+    EXPECT_NE(exe.error().message.find("vector registers"), std::string::npos) << exe.error().str();
   }
   Config missing = space->defaults();
   missing.values.erase("KC");

@@ -188,10 +188,13 @@ std::vector<pid_t> ownHelpers() {
 // lost helper's batch is measured again in a fresh one: every candidate comes back measured. The
 // neighbour: a helper left alone answers in the same helper.
 TEST_F(Poisoned, AStoppedOrKilledHelperIsReplacedAndItsBatchMeasuredAgain) {
-  ir::Kernel k = gemm(64);
+  // 128^3, not 64^3: the host backend stops at 4096 runs, which a 2-core AVX-512 Xeon ran at 64^3
+  // in under 75 ms a candidate, answering the whole batch before the signal at 150 ms.
+  ir::Kernel k = gemm(128);
   const TargetDesc& t = hostTarget();
   MeasureSettings s = quick();
   s.measure.minTimeSec = 0.3;
+  s.measure.maxRuns = 4096;
   auto m = makeHostMeasurer(k, t, s);
   ir::Config c = makeSpace(k, t)->defaults();
   ASSERT_EQ(m->measure({c}).front().status, TrialStatus::Ok);
