@@ -71,6 +71,35 @@ void runOn(Vendor vendor) {
   }
 }
 
+// One case of the strategy tests below: compiled for `t` with its config (its resources within the
+// chip's), run on the device on inputs of `seed`, checked against the reference; one line printed.
+// A compile or run failure is fatal (the caller stops at HasFatalFailure) unless `runErrorsGoOn`.
+void checkOnDevice(codegen::GpuRunner& r, const TargetDesc& t, const testutil::WgmmaCase& cs, uint64_t seed,
+                   const std::string& label, bool runErrorsGoOn = false) {
+  const Kernel& k = cs.kernel;
+  auto bin = testutil::compileFor(k, t, cs.cfg);
+  ASSERT_TRUE(bin.ok()) << k.name << ": " << bin.error().str();
+  EXPECT_TRUE(bin->resources.ok) << k.name << ": " << bin->resources.summary();
+  auto ins = makeInputs(k, seed);
+  auto outs = makeOutputs(k);
+  std::vector<void*> bufs;
+  std::vector<const Buffer*> inPtrs, outPtrs;
+  for (auto& b : ins) { bufs.push_back(b.data()); inPtrs.push_back(&b); }
+  for (auto& b : outs) { bufs.push_back(b.data()); outPtrs.push_back(&b); }
+  auto us = r.run(*bin, k, bufs.data());
+  if (runErrorsGoOn) {
+    EXPECT_TRUE(us.ok()) << k.name << " " << cs.cfg.str() << ": " << (us.ok() ? "" : us.error().str());
+    if (!us.ok()) return;
+  } else {
+    ASSERT_TRUE(us.ok()) << k.name << ": " << us.error().str();
+  }
+  auto ref = evaluateReference(k, inPtrs);
+  ASSERT_TRUE(ref.ok());
+  auto cmp = compareOutputs(k, *ref, outPtrs);
+  EXPECT_TRUE(cmp.ok) << k.name << " " << cs.cfg.str() << ": " << cmp.firstBad;
+  std::printf("[%s] %s %s: %s, %.1f us\n", label.c_str(), k.name.c_str(), cs.cfg.str().c_str(), cmp.ok ? "ok" : "WRONG", *us);
+}
+
 }  // namespace
 
 TEST(GpuDevice, NvidiaBinariesMatchTheReference) { runOn(Vendor::Nvidia); }
@@ -124,23 +153,8 @@ TEST(GpuDevice, WgmmaGemmMatchesTheReference) {
   if (!r.ok()) GTEST_SKIP() << r.error().str();
   if ((*r)->arch() != "sm_90" && (*r)->arch() != "sm_90a") GTEST_SKIP() << "wgmma needs an sm_90 device, not " << (*r)->arch();
   for (auto& cs : testutil::wgmmaDeviceCases()) {
-    const Kernel& k = cs.kernel;
-    auto bin = testutil::compileFor(k, t, cs.cfg);
-    ASSERT_TRUE(bin.ok()) << k.name << ": " << bin.error().str();
-    EXPECT_TRUE(bin->resources.ok) << k.name << ": " << bin->resources.summary();
-    auto ins = makeInputs(k, 7);
-    auto outs = makeOutputs(k);
-    std::vector<void*> bufs;
-    std::vector<const Buffer*> inPtrs, outPtrs;
-    for (auto& b : ins) { bufs.push_back(b.data()); inPtrs.push_back(&b); }
-    for (auto& b : outs) { bufs.push_back(b.data()); outPtrs.push_back(&b); }
-    auto us = (*r)->run(*bin, k, bufs.data());
-    ASSERT_TRUE(us.ok()) << k.name << ": " << us.error().str();
-    auto ref = evaluateReference(k, inPtrs);
-    ASSERT_TRUE(ref.ok());
-    auto cmp = compareOutputs(k, *ref, outPtrs);
-    EXPECT_TRUE(cmp.ok) << k.name << " " << cs.cfg.str() << ": " << cmp.firstBad;
-    std::printf("[sm_90a wgmma] %s %s: %s, %.1f us\n", k.name.c_str(), cs.cfg.str().c_str(), cmp.ok ? "ok" : "WRONG", *us);
+    checkOnDevice(**r, t, cs, 7, "sm_90a wgmma");
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -153,24 +167,8 @@ TEST(GpuDevice, FlashWgmmaAttentionMatchesTheReference) {
   if (!r.ok()) GTEST_SKIP() << r.error().str();
   if ((*r)->arch() != "sm_90" && (*r)->arch() != "sm_90a") GTEST_SKIP() << "wgmma needs an sm_90 device, not " << (*r)->arch();
   for (auto& cs : testutil::flashWgmmaDeviceCases()) {
-    const Kernel& k = cs.kernel;
-    auto bin = testutil::compileFor(k, t, cs.cfg);
-    ASSERT_TRUE(bin.ok()) << k.name << ": " << bin.error().str();
-    EXPECT_TRUE(bin->resources.ok) << k.name << ": " << bin->resources.summary();
-    auto ins = makeInputs(k, 11);
-    auto outs = makeOutputs(k);
-    std::vector<void*> bufs;
-    std::vector<const Buffer*> inPtrs, outPtrs;
-    for (auto& b : ins) { bufs.push_back(b.data()); inPtrs.push_back(&b); }
-    for (auto& b : outs) { bufs.push_back(b.data()); outPtrs.push_back(&b); }
-    auto us = (*r)->run(*bin, k, bufs.data());
-    EXPECT_TRUE(us.ok()) << k.name << " " << cs.cfg.str() << ": " << (us.ok() ? "" : us.error().str());
-    if (!us.ok()) continue;
-    auto ref = evaluateReference(k, inPtrs);
-    ASSERT_TRUE(ref.ok());
-    auto cmp = compareOutputs(k, *ref, outPtrs);
-    EXPECT_TRUE(cmp.ok) << k.name << " " << cs.cfg.str() << ": " << cmp.firstBad;
-    std::printf("[sm_90a flash-wgmma] %s %s: %s, %.1f us\n", k.name.c_str(), cs.cfg.str().c_str(), cmp.ok ? "ok" : "WRONG", *us);
+    checkOnDevice(**r, t, cs, 11, "sm_90a flash-wgmma", /*runErrorsGoOn=*/true);
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -184,23 +182,7 @@ TEST(GpuDevice, LaneMmaGemmMatchesTheReference) {
   if (!target.ok() || target->vendor != Vendor::Nvidia || !target->findMma("bf16", "mma.sync"))
     GTEST_SKIP() << "mma-lane needs an sm_80 or later device, not " << (*r)->arch();
   for (auto& cs : testutil::laneMmaDeviceCases()) {
-    const Kernel& k = cs.kernel;
-    auto bin = testutil::compileFor(k, *target, cs.cfg);
-    ASSERT_TRUE(bin.ok()) << k.name << ": " << bin.error().str();
-    EXPECT_TRUE(bin->resources.ok) << k.name << ": " << bin->resources.summary();
-    auto ins = makeInputs(k, 7);
-    auto outs = makeOutputs(k);
-    std::vector<void*> bufs;
-    std::vector<const Buffer*> inPtrs, outPtrs;
-    for (auto& b : ins) { bufs.push_back(b.data()); inPtrs.push_back(&b); }
-    for (auto& b : outs) { bufs.push_back(b.data()); outPtrs.push_back(&b); }
-    auto us = (*r)->run(*bin, k, bufs.data());
-    ASSERT_TRUE(us.ok()) << k.name << ": " << us.error().str();
-    auto ref = evaluateReference(k, inPtrs);
-    ASSERT_TRUE(ref.ok());
-    auto cmp = compareOutputs(k, *ref, outPtrs);
-    EXPECT_TRUE(cmp.ok) << k.name << " " << cs.cfg.str() << ": " << cmp.firstBad;
-    std::printf("[%s mma-lane] %s %s: %s, %.1f us\n", (*r)->arch().c_str(), k.name.c_str(), cs.cfg.str().c_str(),
-                cmp.ok ? "ok" : "WRONG", *us);
+    checkOnDevice(**r, *target, cs, 7, (*r)->arch() + " mma-lane");
+    if (HasFatalFailure()) return;
   }
 }
