@@ -14,7 +14,6 @@ driver operation per row or column of a transposed weight: the launch path befor
 given)."""
 import argparse
 import ctypes
-import math
 import os
 import shutil
 import statistics
@@ -31,7 +30,10 @@ p.add_argument("--dim", type=int, default=256)
 p.add_argument("--heads", type=int, default=4)
 p.add_argument("--seq", type=int, default=128)
 a = p.parse_args()
-fake = ctypes.CDLL(a.fake, mode=os.RTLD_NOW | ctypes.RTLD_GLOBAL)  # before any dlopen("libcuda.so.1")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "torch"))
+import standin_device  # noqa: E402  (the stand-in device the tests drive the same path with)
+
+fake = standin_device.load(a.fake)  # before any dlopen("libcuda.so.1")
 
 import torch  # noqa: E402
 
@@ -42,61 +44,9 @@ from tessera import _torch_cuda  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "torch"))
 import gpt_block  # noqa: E402
 
-STREAM = 0x5EED0
-fake.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_size_t]
-fake.fake_cuda_expect_stream.argtypes = [ctypes.c_void_p]
+from standin_device import STREAM, StandIn, on_device  # noqa: E402
 
-
-class Pool:
-    """Torch's caching allocator's stand-in: one driver allocation, handed out in 512-byte blocks;
-    ``reset`` gives back everything after ``mark`` (the calls' outputs and workspaces)."""
-
-    def __init__(self, nbytes):
-        q = ctypes.c_ulonglong(0)
-        assert fake.cuMemAlloc_v2(ctypes.byref(q), nbytes) == 0
-        self.end, self.next = q.value + nbytes, (q.value + 511) // 512 * 512
-        self.keep = self.next
-
-    def take(self, nbytes):
-        q = self.next
-        self.next += (max(nbytes, 1) + 511) // 512 * 512
-        assert self.next <= self.end, "stand-in pool exhausted"
-        return q
-
-    def mark(self):
-        self.keep = self.next
-
-    def reset(self):
-        self.next = self.keep
-
-
-pool = Pool(256 << 20)
-
-
-class StandIn(_torch_cuda.Device):
-    def is_gpu(self, device):
-        return device.type == "cpu"
-
-    def index(self, device):
-        return 0
-
-    def chip(self, device):
-        return "sm_90"
-
-    def name(self, device):
-        return "the stand-in driver's device"
-
-    def stream(self, device):
-        return STREAM
-
-    def empty(self, shape, dtype, device):
-        n = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
-        buf = (ctypes.c_ubyte * max(n, 1)).from_address(pool.take(n))
-        return torch.frombuffer(buf, dtype=torch.uint8)[:n].view(dtype).view(tuple(shape))
-
-
-def on_device(t):
-    return _torch_cuda.device.empty(t.shape, t.dtype, t.device).copy_(t)
+pool = standin_device.Pool(fake, 256 << 20)
 
 
 torch.set_num_threads(1)
@@ -110,7 +60,7 @@ b = tt.load(os.path.join(work, "b"))
 if a.runtime_copies:
     b.lib.cuda_transposed_operands = lambda kernel, dims: []  # type: ignore[method-assign]
 
-_torch_cuda.device = StandIn()
+_torch_cuda.device = StandIn(pool)
 fake.fake_cuda_set_params(-1)
 fake.fake_cuda_expect_stream(STREAM)
 with torch.no_grad():

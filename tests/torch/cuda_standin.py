@@ -6,13 +6,15 @@ says those tensors are on a CUDA device of a given chip with a given current str
 NAME" per check; an assertion stops it with a traceback.
     python cuda_standin.py FAKE_LIBCUDA WORK_DIR"""
 import ctypes
-import math
 import os
 import re
 import sys
 
 FAKE, WORK = sys.argv[1], sys.argv[2]
-fake = ctypes.CDLL(FAKE, mode=os.RTLD_NOW | ctypes.RTLD_GLOBAL)  # before any dlopen("libcuda.so.1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import standin_device  # noqa: E402
+
+fake = standin_device.load(FAKE)  # before any dlopen("libcuda.so.1")
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -20,60 +22,16 @@ import torch.nn.functional as F  # noqa: E402
 import tessera  # noqa: E402
 import tessera.torch as tt  # noqa: E402
 from tessera import _torch_cuda  # noqa: E402
+from standin_device import STREAM, on_device  # noqa: E402
 
-STREAM = 0x5EED0
 M, K, N, H, HKV, S, D = 32, 64, 96, 4, 2, 16, 16
-fake.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_size_t]
-fake.fake_cuda_expect_stream.argtypes = [ctypes.c_void_p]
 fake.fake_cuda_last_launch.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
                                        ctypes.POINTER(ctypes.c_uint)]
+pool = standin_device.Pool(fake, 16 << 20)
 
 
-class Pool:
-    """The caching allocator's stand-in: one driver allocation handed out in 512-byte blocks."""
-
-    def __init__(self, nbytes):
-        p = ctypes.c_ulonglong(0)
-        assert fake.cuMemAlloc_v2(ctypes.byref(p), nbytes) == 0
-        self.end, self.next = p.value + nbytes, (p.value + 511) // 512 * 512  # torch's blocks are 512-byte aligned
-
-    def take(self, nbytes):
-        p = self.next
-        self.next += (max(nbytes, 1) + 511) // 512 * 512
-        assert self.next <= self.end, "stand-in pool exhausted"
-        return p
-
-
-pool = Pool(16 << 20)
-
-
-class StandIn(_torch_cuda.Device):
-    def __init__(self, chip="sm_90", stream=STREAM):
-        self._chip, self._stream = chip, stream
-
-    def is_gpu(self, device):
-        return device.type == "cpu"
-
-    def index(self, device):
-        return 0
-
-    def chip(self, device):
-        return self._chip
-
-    def name(self, device):
-        return "the stand-in driver's device"
-
-    def stream(self, device):
-        return self._stream
-
-    def empty(self, shape, dtype, device):
-        n = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
-        buf = (ctypes.c_ubyte * max(n, 1)).from_address(pool.take(n))
-        return torch.frombuffer(buf, dtype=torch.uint8)[:n].view(dtype).view(tuple(shape))
-
-
-def on_device(t):
-    return _torch_cuda.device.empty(t.shape, t.dtype, t.device).copy_(t)
+def StandIn(chip="sm_90", stream=STREAM):
+    return standin_device.StandIn(pool, chip, stream)
 
 
 def counts():
