@@ -50,22 +50,17 @@ void runAttention(OpBuilder& b, Location loc, Value kbEnd, AttnFamily& f, Value 
     b.setInsertionPointToStart(loop.getBody());
     SmallVector<Value> next = body(loop.getInductionVar(), loop.getRegionIterArgs());
     scf::YieldOp::create(b, loc, next);
-    return loop.getResults();
+    return SmallVector<Value>(loop.getResults());
   };
-  ValueRange state = init;
-  SmallVector<Value> unmaskedResults;
+  SmallVector<Value> state = init;
   if (kbUnmasked) {
     masked = false;
-    auto r = blocks(ix.c(0), kbUnmasked, state);
-    unmaskedResults.assign(r.begin(), r.end());
-    state = unmaskedResults;
+    state = blocks(ix.c(0), kbUnmasked, state);
     masked = true;
   }
-  SmallVector<Value> results;
-  auto r = blocks(kbUnmasked ? kbUnmasked : ix.c(0), kbEnd, state);
-  results.assign(r.begin(), r.end());
+  state = blocks(kbUnmasked ? kbUnmasked : ix.c(0), kbEnd, state);
   f.afterLoop();
-  f.store(results);
+  f.store(state);
 }
 
 void forEachChunk(gpuir::Idx& ix, Value tid, int64_t T, int64_t rows, int64_t perRow,
