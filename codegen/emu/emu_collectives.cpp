@@ -413,6 +413,7 @@ float tessera_emu_wgmma_acc_read(float x, int32_t site);
 int32_t tessera_emu_sreg(int32_t which);
 void* tessera_emu_shared(int64_t offset);
 void tessera_emu_barrier(int32_t id, int32_t count, int32_t site);
+void tessera_emu_barrier_arrive(int32_t id, int32_t count, int32_t site);
 void* tessera_emu_mem(void* p, int32_t bytes, int32_t flags, int32_t site);
 void tessera_emu_count(int64_t n);
 void tessera_emu_fence_device(int32_t site);
@@ -424,6 +425,7 @@ std::vector<std::pair<std::string, void*>> runtimeSymbols() {
       {"tessera_emu_sreg", reinterpret_cast<void*>(&tessera_emu_sreg)},
       {"tessera_emu_shared", reinterpret_cast<void*>(&tessera_emu_shared)},
       {"tessera_emu_barrier", reinterpret_cast<void*>(&tessera_emu_barrier)},
+      {"tessera_emu_barrier_arrive", reinterpret_cast<void*>(&tessera_emu_barrier_arrive)},
       {"tessera_emu_mem", reinterpret_cast<void*>(&tessera_emu_mem)},
       {"tessera_emu_count", reinterpret_cast<void*>(&tessera_emu_count)},
       {"tessera_emu_fence_device", reinterpret_cast<void*>(&tessera_emu_fence_device)},

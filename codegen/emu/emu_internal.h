@@ -179,6 +179,10 @@ struct BlockState {
   // Barriers: arrivals per id; warp-level vector clocks.
   std::vector<int> barArrived;
   std::vector<uint64_t> barWarps;     // warps (bitmask, <= 64 words of 64) that arrived, per id
+  // bar.arrive: per id, the clocks its arrivers released (joined into the waiters' when the barrier
+  // completes; an arriver goes on and learns nothing) and the site of the latest arrival.
+  std::vector<std::vector<uint32_t>> barRelease;
+  std::vector<int> barArriveSite;
   std::vector<uint32_t> clocks;       // nwarps x nwarps
   std::vector<char> smem;             // the arena (64-byte aligned data start)
   char* smemBase = nullptr;

@@ -354,6 +354,39 @@ bool warpCollective(int op, int site, const std::function<void(Collective&, int)
 using namespace detail;
 
 // ---- entry points of the rewritten kernels ----
+namespace {
+
+// Barrier `id` completes: the warps that waited there join their clocks and what its arrivers
+// released, and go on.
+void completeBarrier(BlockState& b, int id) {
+  std::vector<int> warps;
+  for (int i = 0; i < b.nwarps; ++i)
+    if (b.barWarps[size_t(id) * 16 + size_t(i / 64)] >> (i % 64) & 1) warps.push_back(i);
+  for (int i = 0; i < 16; ++i) b.barWarps[size_t(id) * 16 + size_t(i)] = 0;
+  b.barArrived[size_t(id)] = 0;
+  for (int wi : warps) flushGroups(b, b.warps[size_t(wi)]);
+  joinClocks(b, warps);
+  auto& released = b.barRelease[size_t(id)];
+  const int n = b.nwarps;
+  if (!released.empty())
+    for (int w : warps)
+      for (int j = 0; j < n; ++j) b.clocks[size_t(w * n + j)] = std::max(b.clocks[size_t(w * n + j)], released[size_t(j)]);
+  released.clear();
+  b.barArriveSite[size_t(id)] = -1;
+  for (auto& f : b.fibers)
+    if (f.state == FiberState::Waiting && f.wait == WaitKind::Barrier && f.barrierId == id)
+      f.state = FiberState::Ready, f.wait = WaitKind::None;
+}
+
+bool barrierIdOk(BlockState& b, int32_t id, int tid, int32_t site) {
+  if (id >= 0 && id < int(b.barArrived.size())) return true;
+  reportError(b, "barrier id " + std::to_string(id) + " out of range, " + threadName(b, tid) + " at " + b.L->sites->name(site));
+  b.aborted = true;
+  return false;
+}
+
+}  // namespace
+
 extern "C" {
 
 int32_t tessera_emu_sreg(int32_t which) {
@@ -391,11 +424,7 @@ void tessera_emu_barrier(int32_t id, int32_t count, int32_t site) {
   ++b.R->counters.barriers;
   if (b.aborted) return;
   const int tid = b.cur->tid;
-  if (id < 0 || id >= int(b.barArrived.size())) {
-    reportError(b, "barrier id " + std::to_string(id) + " out of range, " + threadName(b, tid) + " at " + b.L->sites->name(site));
-    b.aborted = true;
-    return;
-  }
+  if (!barrierIdOk(b, id, tid, site)) return;
   const int expected = count < 0 ? b.live : count;
   b.cur->barrierId = id;
   const int w = warpOf(b, tid);
@@ -404,17 +433,27 @@ void tessera_emu_barrier(int32_t id, int32_t count, int32_t site) {
     waitHere(WaitKind::Barrier, site);
     return;
   }
-  // The last arriver: join the clocks of the warps that met here, release the others.
-  std::vector<int> warps;
-  for (int i = 0; i < b.nwarps; ++i)
-    if (b.barWarps[size_t(id) * 16 + size_t(i / 64)] >> (i % 64) & 1) warps.push_back(i);
-  for (int i = 0; i < 16; ++i) b.barWarps[size_t(id) * 16 + size_t(i)] = 0;
-  b.barArrived[size_t(id)] = 0;
-  for (int wi : warps) flushGroups(b, b.warps[size_t(wi)]);
-  joinClocks(b, warps);
-  for (auto& f : b.fibers)
-    if (f.state == FiberState::Waiting && f.wait == WaitKind::Barrier && f.barrierId == id)
-      f.state = FiberState::Ready, f.wait = WaitKind::None;
+  completeBarrier(b, id);  // the last arriver: release the others
+}
+
+// bar.arrive: counts toward barrier `id` of `count` threads without waiting; what this thread
+// did before is released to the threads that wait there (bar.sync), not the other way round.
+void tessera_emu_barrier_arrive(int32_t id, int32_t count, int32_t site) {
+  BlockState& b = *tls;
+  ++b.R->counters.barriers;
+  if (b.aborted) return;
+  const int tid = b.cur->tid;
+  if (!barrierIdOk(b, id, tid, site)) return;
+  if (count <= 0 || count % b.warpSize) {
+    reportError(b, "bar.arrive with " + std::to_string(count) + " threads (a positive multiple of the warp size), " +
+                       threadName(b, tid) + " at " + b.L->sites->name(site));
+    b.aborted = true;
+    return;
+  }
+  flushGroups(b, b.warps[size_t(warpOf(b, tid))]);
+  releaseInto(b, warpOf(b, tid), b.barRelease[size_t(id)]);
+  b.barArriveSite[size_t(id)] = site;
+  if (++b.barArrived[size_t(id)] >= count) completeBarrier(b, id);
 }
 
 // Every load and store of the kernel but private ones: returns the pointer to use (a sink when
@@ -511,6 +550,8 @@ bool setUp(Worker& w, const Launch& l, const Options& o) {
     if (!(s = mapStack(b.stackBytes))) return false;
   b.barArrived.assign(16, 0);
   b.barWarps.assign(16 * 16, 0);
+  b.barRelease.assign(16, {});
+  b.barArriveSite.assign(16, -1);
   b.smemBytes = l.sharedBytes;
   b.smem.assign(l.sharedBytes + 1024 + 64, 0);
   // 1024-byte aligned base: swizzled layouts and TMA destinations assume it.
@@ -560,6 +601,8 @@ void runBlock(Worker& w, std::array<int64_t, 3> ctaid, std::mt19937_64* rng, int
   for (auto& wp : b.warps) wp = Warp{};
   std::fill(b.barArrived.begin(), b.barArrived.end(), 0);
   std::fill(b.barWarps.begin(), b.barWarps.end(), 0);
+  for (auto& r : b.barRelease) r.clear();
+  std::fill(b.barArriveSite.begin(), b.barArriveSite.end(), -1);
   b.readPool.clear();
   b.readFree.clear();
   b.gWrites = 0;
@@ -615,6 +658,12 @@ void runBlock(Worker& w, std::array<int64_t, 3> ctaid, std::mt19937_64* rng, int
     }
   }
   for (auto& wp : b.warps) flushGroups(b, wp);
+  // Arrivals no bar.sync ever met: the kernel's barrier protocol is out of balance.
+  for (int id = 0; id < int(b.barArrived.size()) && !b.aborted; ++id)
+    if (b.barArrived[size_t(id)] > 0 && b.barArriveSite[size_t(id)] >= 0)
+      reportError(b, "barrier " + std::to_string(id) + " ends the block with " + std::to_string(b.barArrived[size_t(id)]) +
+                         " arrivals no bar.sync met (the last bar.arrive at " + b.L->sites->name(b.barArriveSite[size_t(id)]) +
+                         ")");
   if (!b.aborted) asyncBlockEnd(b);
   if (!b.aborted) tmaBlockEnd(b);
   tls = nullptr;

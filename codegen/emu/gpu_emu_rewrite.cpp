@@ -265,6 +265,11 @@ struct Rewriter {
       call(loc, "tessera_emu_barrier", voidT, {id, n, cst(loc, i32, site(op))});
       return replace({});
     }
+    if (auto ar = dyn_cast<NVVM::BarrierArriveOp>(op)) {
+      Value id = ar.getBarrierId() ? ar.getBarrierId() : cst(loc, i32, 0);
+      call(loc, "tessera_emu_barrier_arrive", voidT, {id, ar.getNumberOfThreads(), cst(loc, i32, site(op))});
+      return replace({});
+    }
     if (name == "nvvm.bar.warp.sync") {
       call(loc, "tessera_emu_syncwarp", voidT, {op->getOperand(0), cst(loc, i32, site(op))});
       return replace({});
