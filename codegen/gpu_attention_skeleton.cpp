@@ -63,6 +63,68 @@ void runAttention(OpBuilder& b, Location loc, Value kbEnd, AttnFamily& f, Value 
   f.store(state);
 }
 
+void runAttentionOverlapped(OpBuilder& b, Location loc, Value kbEnd, AttnFamily& f, Value kbUnmasked) {
+  gpuir::Idx ix{b, loc};
+  f.beforeLoop(kbEnd);
+  SmallVector<Value> state = f.initState();
+  const size_t n = state.size();
+  // Block 0: S and its softmax (O is still zero: nothing to add).
+  AttnBlock first;
+  first.kb = ix.c(0);
+  f.stageIn(first, kbEnd);
+  f.issueBegin();
+  f.issueScores(first);
+  f.issueEnd(false);
+  f.awaitScores(first, 0);
+  f.softmax(first, state);
+  SmallVector<Value> carried = f.rescale(first, state);
+  for (Value v : f.carry(first)) carried.push_back(v);
+  auto blocks = [&](Value from, Value to, bool masked, ValueRange in) {
+    auto loop = scf::ForOp::create(b, loc, from, to, ix.c(1), in);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ValueRange args = loop.getRegionIterArgs();
+    SmallVector<Value> st(args.begin(), args.begin() + n);
+    AttnBlock prev, blk;
+    prev.kb = ix.add(loop.getInductionVar(), -1);
+    f.uncarry(prev, args.drop_front(n));
+    blk.kb = loop.getInductionVar();
+    blk.masked = masked;
+    f.stageIn(blk, kbEnd);
+    f.issueBegin();
+    f.issueScores(blk);
+    Value o = f.issueAccumulate(prev, st);
+    f.issueEnd(false);
+    f.awaitScores(blk, 1);  // P·V of the previous block stays in flight through the softmax
+    f.softmax(blk, st);
+    st = f.awaitAccumulate(o, st);
+    f.stageOut(prev);
+    SmallVector<Value> next = f.rescale(blk, st);
+    for (Value v : f.carry(blk)) next.push_back(v);
+    scf::YieldOp::create(b, loc, next);
+    return SmallVector<Value>(loop.getResults());
+  };
+  if (kbUnmasked) {
+    Value mid = arith::MaxSIOp::create(b, loc, kbUnmasked, ix.c(1));
+    carried = blocks(ix.c(1), mid, false, carried);
+    carried = blocks(mid, kbEnd, true, carried);
+  } else {
+    carried = blocks(ix.c(1), kbEnd, true, carried);
+  }
+  // The last block's P·V.
+  state.assign(carried.begin(), carried.begin() + n);
+  AttnBlock last;
+  last.kb = ix.add(kbEnd, -1);
+  f.uncarry(last, ValueRange(carried).drop_front(n));
+  f.issueBegin();
+  Value o = f.issueAccumulate(last, state);
+  f.issueEnd(true);
+  state = f.awaitAccumulate(o, state);
+  f.stageOut(last);
+  f.afterLoop();
+  f.store(state);
+}
+
 void forEachChunk(gpuir::Idx& ix, Value tid, int64_t T, int64_t rows, int64_t perRow,
                   const std::function<void(Value r, Value j, Value inRange)>& body) {
   const int64_t chunks = rows * perRow, steps = ceilDiv(chunks, T);

@@ -13,8 +13,19 @@
 //     stageOut  what the schedule does once the block is read (release, refill, barrier)
 //   store:  O / l for rows < Sq
 //
-// A new pipeline (FlashAttention-3's ping-pong, intra-warpgroup overlap) is a family or a staging
-// schedule, not another copy of this loop.
+// FlashAttention-3's intra-warpgroup overlap is the same steps in another order
+// (runAttentionOverlapped), for a family whose products are asynchronous: S of block j is issued
+// with P·V of block j - 1 behind it, the softmax of block j runs while that P·V is in flight, and
+// O is rescaled once it retired:
+//
+//   block 0:  stageIn, issue S, await S, softmax, rescale
+//   for 1 <= j < kbEnd:
+//             stageIn j; issue S(j) and P(j-1)·V(j-1); await S(j) (P·V still in flight);
+//             softmax j; await P·V; stageOut j - 1; rescale O by alpha(j)
+//   last:     issue and await P·V of the last block; stageOut
+//
+// Each issue is bracketed by the family's issueBegin/issueEnd, where ping-pong warpgroups take
+// turns (named barriers), so one warpgroup's softmax runs under the other's products.
 #pragma once
 
 #include <functional>
@@ -37,6 +48,7 @@ struct AttnBlock {
   mlir::SmallVector<mlir::Value> m, alpha, l;  // per owned row: new max, 2^(m_old - m), new sum
   mlir::SmallVector<mlir::Value> p;    // 2^(s - m) (masked: 0) in the layout P·V reads
   bool masked = true;                  // false: every key of the block is visible to every row
+  mlir::Value sInFlight;               // overlapped: S's accumulators until awaitScores
 };
 
 // A matrix family's steps of the skeleton (SIMT, mma.sync, wgmma, MFMA): how S is computed, which
@@ -59,6 +71,25 @@ class AttnFamily {
   virtual void afterLoop() {}  // the schedule's drain
   // O / l for rows < Sq from the final state.
   virtual void store(mlir::ValueRange state) = 0;
+
+  // ---- The overlapped order's steps (runAttentionOverlapped); unused by runAttention.
+  // Around each point where the products are issued (`last`: the final P·V).
+  virtual void issueBegin() {}
+  virtual void issueEnd(bool last) {}
+  // S = Q·Kᵀ of `blk` issued, its accumulators in blk.sInFlight.
+  virtual void issueScores(AttnBlock& blk) {}
+  // O + P·V of `prev` issued (O from `state`); returns O in flight.
+  virtual mlir::Value issueAccumulate(AttnBlock& prev, mlir::ValueRange state) { return {}; }
+  // Until at most `pending` later issues are in flight; then blk.s from blk.sInFlight.
+  virtual void awaitScores(AttnBlock& blk, int pending) {}
+  // Until every issue retired: `state` with O replaced by `oInFlight`.
+  virtual mlir::SmallVector<mlir::Value> awaitAccumulate(mlir::Value oInFlight, mlir::ValueRange state) { return {}; }
+  // O·alpha with blk's m and l: the state after block blk's softmax.
+  virtual mlir::SmallVector<mlir::Value> rescale(AttnBlock& blk, mlir::ValueRange state) { return {}; }
+  // What of block blk its P·V needs one iteration later (P in the form the product reads, the
+  // slot), carried by the loop, and back.
+  virtual mlir::SmallVector<mlir::Value> carry(AttnBlock& blk) { return {}; }
+  virtual void uncarry(AttnBlock& blk, mlir::ValueRange carried) {}
 };
 
 // A family's steps as functions, for a builder whose steps share its locals (null: nothing to do;
@@ -73,6 +104,16 @@ struct AttnSteps : AttnFamily {
   std::function<void(AttnBlock&)> out;
   std::function<void()> after;
   std::function<void(mlir::ValueRange)> st;
+  // The overlapped order's steps (null: nothing to do; runAttentionOverlapped needs the rest).
+  std::function<void()> issueBeg;
+  std::function<void(bool last)> issueFin;
+  std::function<void(AttnBlock&)> issueS;
+  std::function<mlir::Value(AttnBlock&, mlir::ValueRange)> issueAcc;
+  std::function<void(AttnBlock&, int)> awaitS;
+  std::function<mlir::SmallVector<mlir::Value>(mlir::Value, mlir::ValueRange)> awaitAcc;
+  std::function<mlir::SmallVector<mlir::Value>(AttnBlock&, mlir::ValueRange)> resc;
+  std::function<mlir::SmallVector<mlir::Value>(AttnBlock&)> keep;
+  std::function<void(AttnBlock&, mlir::ValueRange)> restore;
 
   void beforeLoop(mlir::Value kbEnd) override { if (before) before(kbEnd); }
   mlir::SmallVector<mlir::Value> initState() override { return init(); }
@@ -83,6 +124,15 @@ struct AttnSteps : AttnFamily {
   void stageOut(AttnBlock& blk) override { if (out) out(blk); }
   void afterLoop() override { if (after) after(); }
   void store(mlir::ValueRange state) override { st(state); }
+  void issueBegin() override { if (issueBeg) issueBeg(); }
+  void issueEnd(bool last) override { if (issueFin) issueFin(last); }
+  void issueScores(AttnBlock& blk) override { issueS(blk); }
+  mlir::Value issueAccumulate(AttnBlock& prev, mlir::ValueRange state) override { return issueAcc(prev, state); }
+  void awaitScores(AttnBlock& blk, int pending) override { awaitS(blk, pending); }
+  mlir::SmallVector<mlir::Value> awaitAccumulate(mlir::Value o, mlir::ValueRange state) override { return awaitAcc(o, state); }
+  mlir::SmallVector<mlir::Value> rescale(AttnBlock& blk, mlir::ValueRange state) override { return resc(blk, state); }
+  mlir::SmallVector<mlir::Value> carry(AttnBlock& blk) override { return keep(blk); }
+  void uncarry(AttnBlock& blk, mlir::ValueRange carried) override { restore(blk, carried); }
 };
 
 // The key-block loop over [0, kbEnd) and the store after it, at the builder's insertion point.
@@ -91,6 +141,11 @@ struct AttnSteps : AttnFamily {
 // the softmax skips the masks), the rest masked; the state passes from one loop to the next.
 void runAttention(mlir::OpBuilder& b, mlir::Location loc, mlir::Value kbEnd, AttnFamily& f,
                   mlir::Value kbUnmasked = {});
+// The same in the overlapped order (see the top of this file): S of each block issued with the
+// previous block's P·V, kbEnd >= 1 (every query block sees a key: causal needs Sq <= Skv), the
+// state in registers. Block 0 is built masked; with `kbUnmasked`, blocks 1..kbUnmasked-1 are not.
+void runAttentionOverlapped(mlir::OpBuilder& b, mlir::Location loc, mlir::Value kbEnd, AttnFamily& f,
+                            mlir::Value kbUnmasked = {});
 
 // The cooperative copy of `rows` rows of `perRow` chunks by the T threads of a block: thread tid
 // takes chunks tid, tid + T, ...; body(r, j, inRange) for row r, chunk j, under `inRange` (null

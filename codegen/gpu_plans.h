@@ -184,9 +184,12 @@ Expected<MmaAttnPlan> makeMmaAttnPlan(const ir::AttentionSpec& s, const ir::Conf
 
 // flash-wgmma (gpu_attention_wgmma.cpp).
 struct WgmmaAttnPlan : AttnDims {
-  bool fa3 = false;  // PIPE=fa3: producer warpgroup, TMA + mbarrier ring, P from registers
+  bool fa3 = false;  // PIPE=fa3*: producer warpgroup, TMA + mbarrier ring, P from registers
+  bool overlap = false;   // fa3-overlap, fa3-pingpong: S of block j issued with P·V of block j - 1
+  bool pingpong = false;  // fa3-pingpong: the two consumer warpgroups take turns issuing
   int64_t WG, STAGES, NP, T;
   int consumerRegs = 0;  // fa3: setmaxnreg.inc of the consumers
+  int producerRegs = wgmma::kProducerRegs;  // fa3: setmaxnreg.dec of the producer
   // Byte offsets in the dynamic window (each a multiple of 1024: the swizzle atom).
   int64_t qOff() const { return 0; }
   int64_t kOff(int64_t st) const { return BQ * D * 2 + st * BK * D * 2; }

@@ -119,11 +119,17 @@ Expected<WgmmaAttnPlan> makeWgmmaAttnPlan(const ir::AttentionSpec& s, const ir::
   if (c.has("PIPE")) {
     TESSERA_ASSIGN(pipe, c.getStr("PIPE"));
   }
-  if (pipe != "fa2" && pipe != "fa3") return bad("PIPE must be fa2 or fa3");
-  p.fa3 = pipe == "fa3";
+  if (pipe != "fa2" && pipe != "fa3" && pipe != "fa3-overlap" && pipe != "fa3-pingpong")
+    return bad("PIPE must be fa2, fa3, fa3-overlap or fa3-pingpong");
+  p.fa3 = pipe != "fa2";
+  p.overlap = pipe == "fa3-overlap" || pipe == "fa3-pingpong";
+  p.pingpong = pipe == "fa3-pingpong";
+  if (p.pingpong && p.BQ != 128) return bad("PIPE=fa3-pingpong takes turns between two consumer warpgroups: BQ must be 128");
+  if (p.overlap && s.head_dim > 128)
+    return bad("PIPE=" + pipe + " keeps O beside S and two Ps in registers: head_dim at most 128 (256 spills)");
   if (!p.fa3 && p.STAGES != 1 && p.STAGES != 2) return bad("STAGES must be 1 or 2 (fa2's cp.async ring)");
   if (p.fa3 && (p.STAGES < 2 || p.STAGES > 4))
-    return bad("STAGES must be 2, 3 or 4 with PIPE=fa3 (the producer refills one slot while the consumers read another)");
+    return bad("STAGES must be 2, 3 or 4 with PIPE=" + pipe + " (the producer refills one slot while the consumers read another)");
   p.setProblem(s);
   p.WG = p.BQ / 64;
   p.T = 128 * (p.WG + (p.fa3 ? 1 : 0));
@@ -134,8 +140,13 @@ Expected<WgmmaAttnPlan> makeWgmmaAttnPlan(const ir::AttentionSpec& s, const ir::
     // The register split (as the Hopper GEMM's, gpu_wgmma.cpp): at launch every thread holds
     // 64K / threads; the producer gives back all but kProducerRegs, the consumers take the rest.
     const int entry = int(std::min<int64_t>(248, 65536 / p.T / 8 * 8));
-    p.consumerRegs = int(std::min<int64_t>(240, (entry * (p.WG + 1) - wgmma::kProducerRegs) / p.WG / 8 * 8));
-    const int64_t need = p.D / 2 + p.BK / 2 + p.BK / 4 + 40;  // O, S, P packed, softmax state and addresses
+    // The overlapped pipelines keep a second P alive (the in-flight P·V's A operand beside the next
+    // block's) and give the producer 24 registers (its one thread issues TMA copies), as
+    // FlashAttention-3 does, so two consumer warpgroups get 240.
+    if (p.overlap) p.producerRegs = 24;
+    p.consumerRegs = int(std::min<int64_t>(240, (entry * (p.WG + 1) - p.producerRegs) / p.WG / 8 * 8));
+    // O, S, P packed (two of them overlapped), softmax state and addresses.
+    const int64_t need = p.D / 2 + p.BK / 2 + (p.overlap ? 2 : 1) * (p.BK / 4) + 40;
     if (p.consumerRegs < need)
       return bad(std::to_string(p.WG) + " consumer warpgroups get " + std::to_string(p.consumerRegs) + " registers each, O, S and P need about " +
                  std::to_string(need));

@@ -51,9 +51,13 @@ Expected<ir::Space> attentionGpuSpace(const ir::Kernel& k, const TargetDesc& t) 
        "(2: the next block's loads in flight during the compute)"},
   };
   if (wgmma)
-    s.knobs.push_back({"PIPE", {std::string("fa2"), std::string("fa3")}, std::string("fa2"),
-                       "flash-wgmma: fa2 (every warpgroup computes, cp.async ring, P through shared memory) or fa3 "
-                       "(a TMA producer warpgroup, an mbarrier ring of STAGES slots, P from registers)"});
+    s.knobs.push_back({"PIPE",
+                       {std::string("fa2"), std::string("fa3"), std::string("fa3-overlap"), std::string("fa3-pingpong")},
+                       std::string("fa2"),
+                       "flash-wgmma: fa2 (every warpgroup computes, cp.async ring, P through shared memory), fa3 "
+                       "(a TMA producer warpgroup, an mbarrier ring of STAGES slots, P from registers), fa3-overlap "
+                       "(fa3 with S of the next key block issued before this block's softmax) or fa3-pingpong "
+                       "(fa3-overlap with the two consumer warpgroups of BQ 128 taking turns at the tensor cores)"});
   if (mfma) {
     s.knobs.push_back({"WAVES", {int64_t(1), int64_t(2), int64_t(4), int64_t(8)}, int64_t(4),
                        "flash-mfma: waves per block (each owns BQ/WAVES query rows)"});

@@ -34,7 +34,7 @@ constexpr KnobRow kKnobs[] = {
     {"attention", kGpu, "DSPLIT", nullptr},      {"attention", kGpu, "strategy", "flash-simt|flash-mma|flash-wgmma|flash-mfma"},
     {"attention", kGpu, "STAGES", nullptr},
     {"attention", kGpu, "WAVES", nullptr},       {"attention", kGpu, "MFMA", "16x16x16|32x32x8"},  // CDNA
-    {"attention", kGpu, "PIPE", "fa2|fa3"},  // flash-wgmma (sm_90a)
+    {"attention", kGpu, "PIPE", "fa2|fa3|fa3-overlap|fa3-pingpong"},  // flash-wgmma (sm_90a)
     // Threads of a host kernel (issue 14); the same number is the key's `units`.
     {"gemm", kHost, "THREADS", nullptr},        {"elementwise", kHost, "THREADS", nullptr},
     {"attention", kHost, "THREADS", nullptr},

@@ -25,10 +25,17 @@ import time
 HOPPER = "sm_90a"
 ATT = ["", "BQ=128,BK=64,STAGES=2"]
 ATT_D64 = ["", "BQ=64,BK=64,STAGES=2"]
-# flash-wgmma (offered on sm_90a, not the default until measured): fa2, and fa3 at two ring depths.
-ATT_WGMMA = ["strategy=flash-wgmma,DSPLIT=1,PIPE=fa3,BQ=128,BK=64,STAGES=2",
-             "strategy=flash-wgmma,DSPLIT=1,PIPE=fa3,BQ=128,BK=128,STAGES=2",
-             "strategy=flash-wgmma,DSPLIT=1,BQ=128,BK=64,STAGES=2"]
+# flash-wgmma on sm_90a: FlashAttention-3's ping-pong and intra-warpgroup overlap (never timed yet)
+# first, then fa3 without them (the measured default's pipeline) and fa2.
+FW = "strategy=flash-wgmma,DSPLIT=1,"
+ATT_WGMMA = [FW + "PIPE=fa3-pingpong,BQ=128,BK=128,STAGES=2",
+             FW + "PIPE=fa3-pingpong,BQ=128,BK=64,STAGES=3",
+             FW + "PIPE=fa3-overlap,BQ=128,BK=128,STAGES=2",
+             FW + "PIPE=fa3,BQ=128,BK=64,STAGES=2",
+             FW + "PIPE=fa3,BQ=128,BK=128,STAGES=2",
+             FW + "BQ=128,BK=64,STAGES=2"]
+# head_dim 256: O takes 128 registers per thread: fa3 without the overlap, BK 64.
+ATT_WGMMA_D256 = [FW + "PIPE=fa3,BQ=128,BK=64,STAGES=2"]
 WG = "strategy=wgmma,BK=64,VEC=8,"
 GEMM_BIG = ["", WG + "BM=128,BN=128,TM=64,TN=128,STAGES=4,SPLITK=1", WG + "BM=256,BN=128,TM=128,TN=128,STAGES=4,SPLITK=1"]
 # Shapes with fewer 128x256 tiles than SMs: small tiles, and split-K with the parallel reduction.
@@ -44,7 +51,8 @@ def attention_row(name, h, hkv, s, d, causal, goal, target=HOPPER):
     flops = 4 * h * s * s * d * (0.5 if causal else 1.0)
     # The default first, then flash-wgmma (fa3 first): the budget stops the later configs of a row.
     alt = ATT_D64 if d == 64 else ATT
-    configs = alt[:1] + (ATT_WGMMA if target == HOPPER and d <= 128 else []) + alt[1:]
+    wgmma = [] if target != HOPPER else ATT_WGMMA if d <= 128 else ATT_WGMMA_D256
+    configs = alt[:1] + wgmma + alt[1:]
     return {"name": name, "target": target, "flags": flags, "flops": flops, "configs": configs, "goal": goal,
             "torch": ("sdpa", h, hkv, s, d, causal)}
 

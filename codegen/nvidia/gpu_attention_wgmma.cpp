@@ -157,10 +157,11 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
   const MmaOps::Shape shape{p.SQ, p.SKV, p.off, p.BQ, BK, p.NKB, p.causal, p.qscale};
   Type oT = accType(D), sT = accType(BK);
   // S = Q Kᵀ over head_dim in k16 steps: Q and K K-major, 64-element panels of 128-byte rows.
-  auto scores = [&](Value wgi, Value stage) {
+  // The wgmmas of S (`fence`: a wgmma.fence first); the accumulators, in flight.
+  auto issueScores = [&](Value wgi, Value stage, bool fence) {
     Value kByte = toI64(ix.add(ix.mul(stage, BK * D * 2), p.kOff(0)));
     Value qByte = toI64(ix.add(ix.mul(wgi, 64 * 128), p.qOff()));
-    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    if (fence) NVVM::WgmmaFenceAlignedOp::create(b, loc);
     Value sAcc = structOf(sT, SmallVector<Value>(size_t(BK / 2), e.f(0.0f)));
     for (int64_t kk = 0; kk < D / 16; ++kk) {
       const int64_t inPanel = (kk % 4) * 32;  // the k16 step's 32 bytes within the 128-byte row
@@ -169,6 +170,10 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
       sAcc = wgmma(sAcc, da, db, BK, kk > 0, false);
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    return sAcc;
+  };
+  auto scores = [&](Value wgi, Value stage) {
+    Value sAcc = issueScores(wgi, stage, true);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     return fieldsOf(sAcc, BK / 2);
   };
@@ -258,7 +263,7 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(role.thenBlock()->getTerminator());
       // Producer: gives its registers back; one thread keeps the ring full.
-      NVVM::SetMaxRegisterOp::create(b, loc, uint32_t(wgmma::kProducerRegs), NVVM::SetMaxRegisterAction::decrease);
+      NVVM::SetMaxRegisterOp::create(b, loc, uint32_t(p.producerRegs), NVVM::SetMaxRegisterAction::decrease);
       ifThen(eq(tid, ix.c(128 * p.WG)), [&] {
         Value qz = ix.add(ix.mul(bi, p.H), h), kz = ix.add(ix.mul(bi, p.HKV), hk);
         nvgpu::MBarrierArriveExpectTxOp::create(b, loc, qBar, ix.c(p.BQ * D * 2), ix.c(0), Value());
@@ -292,21 +297,21 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
         nvgpu::MBarrierTryWaitParityOp::create(b, loc, full, parity(ix.div(blk.kb, p.STAGES)), ix.c(10000000), blk.stage);
       };
       steps.s = [&](AttnBlock& blk) { blk.s = scores(wg, blk.stage); };
-      steps.acc = [&](AttnBlock& blk, ValueRange carried) {
-        // O = O * alpha + P V, P as wgmma's A from registers: S's register i holds (row g + 8((i%4)/2),
-        // key 8(i/4) + 2t + i%2), so registers 8kk..8kk+7 pair up into the k16 step's A fragment.
-        Value oAcc = rescaledO(carried, blk);
+      // P as wgmma's A from registers: S's register i holds (row g + 8((i%4)/2), key 8(i/4) + 2t + i%2),
+      // so registers 8kk..8kk+7 pair up into the k16 step's A fragment: pair i of P is registers
+      // 2i and 2i + 1 in one 32-bit register.
+      auto pack = [&](ArrayRef<Value> pf, int64_t i) {
         VectorType v2 = VectorType::get({2}, et);
-        auto pack = [&](int64_t i) {
-          Value pair = vector::FromElementsOp::create(b, loc, v2, ValueRange{arith::TruncFOp::create(b, loc, et, blk.p[size_t(i)]),
-                                                                              arith::TruncFOp::create(b, loc, et, blk.p[size_t(i + 1)])});
-          return LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair).getResult();
-        };
+        Value pair = vector::FromElementsOp::create(b, loc, v2, ValueRange{arith::TruncFOp::create(b, loc, et, pf[size_t(2 * i)]),
+                                                                            arith::TruncFOp::create(b, loc, et, pf[size_t(2 * i + 1)])});
+        return LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair).getResult();
+      };
+      // O + P V issued and committed (pairAt(i): pair i of P), O in flight.
+      auto issuePV = [&](Value oAcc, const std::function<Value(int64_t)>& pairAt, Value stage) {
         const WgmmaRegA form{int(D), p.dtype == ir::ScalarType::BF16, true};
         auto asmText = b.getStringAttr(wgmmaRegAPtx(form)), constraints = b.getStringAttr(wgmmaRegAConstraints(int(D)));
-        NVVM::WgmmaFenceAlignedOp::create(b, loc);
         for (int64_t kk = 0; kk < BK / 16; ++kk) {
-          SmallVector<Value> operands = {pack(8 * kk), pack(8 * kk + 2), pack(8 * kk + 4), pack(8 * kk + 6), vDesc(blk.stage, kk)};
+          SmallVector<Value> operands = {pairAt(4 * kk), pairAt(4 * kk + 1), pairAt(4 * kk + 2), pairAt(4 * kk + 3), vDesc(stage, kk)};
           for (Value v : fieldsOf(oAcc, D / 2)) operands.push_back(v);
           oAcc = LLVM::InlineAsmOp::create(b, loc, oT, operands, asmText, constraints, b.getUnitAttr(), UnitAttr(),
                                            LLVM::TailCallKindAttr(), LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
@@ -314,14 +319,84 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
                      .getResult(0);
         }
         NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-        NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-        return nextState(oAcc, blk);
+        return oAcc;
       };
       // Both products of this slot retired: each warp's lane 0 releases it to the producer.
       steps.out = [&](AttnBlock& blk) { ifThen(eq(lane, ix.c(0)), [&] { nvgpu::MBarrierArriveOp::create(b, loc, empty, blk.stage); }); };
-      // The blocks no row of this query block masks first, without the masks' compares and
-      // selects (on the consumers' path between the two products), then the rest.
-      runAttention(b, loc, kbEnd, steps, e.unmaskedBlocksEnd(shape, q0));
+      if (!p.overlap) {
+        steps.acc = [&](AttnBlock& blk, ValueRange carried) {
+          // O = O * alpha + P V.
+          Value oAcc = rescaledO(carried, blk);
+          NVVM::WgmmaFenceAlignedOp::create(b, loc);
+          oAcc = issuePV(oAcc, [&](int64_t i) { return pack(blk.p, i); }, blk.stage);
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+          return nextState(oAcc, blk);
+        };
+        // The blocks no row of this query block masks first, without the masks' compares and
+        // selects (on the consumers' path between the two products), then the rest.
+        runAttention(b, loc, kbEnd, steps, e.unmaskedBlocksEnd(shape, q0));
+      } else {
+        // FlashAttention-3's intra-warpgroup overlap: S of block j issued with P·V of block j - 1,
+        // whose wgmmas run under block j's softmax (wait_group 1, then 0 before O is rescaled).
+        // P is packed right after its softmax and carried to the next iteration with its slot.
+        auto i32c = [&](int32_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)).getResult(); };
+        Value wg32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), wg);
+        // Ping-pong: named barrier 1 + w is warpgroup w's turn to issue (its 128 threads wait there,
+        // the other warpgroup's 128 arrive after issuing), so the tensor cores take the two
+        // warpgroups' products in turn and one's softmax runs under the other's wgmmas. Warpgroup 1
+        // grants the first turn; warpgroup 0 grants each of warpgroup 1's, warpgroup 1 each of
+        // warpgroup 0's but after its last issue (no turn of warpgroup 0 is left to grant).
+        auto arriveOther = [&] {
+          NVVM::BarrierArriveOp::create(b, loc, arith::SubIOp::create(b, loc, i32c(2), wg32), i32c(256));
+        };
+        steps.before = [&](Value) {
+          if (p.pingpong) ifThen(eq(wg, ix.c(1)), [&] { NVVM::BarrierArriveOp::create(b, loc, i32c(1), i32c(256)); });
+        };
+        steps.issueBeg = [&] {
+          if (p.pingpong)
+            NVVM::BarrierOp::create(b, loc, Type(), arith::AddIOp::create(b, loc, wg32, i32c(1)), i32c(256),
+                                    NVVM::BarrierReductionAttr(), Value());
+          NVVM::WgmmaFenceAlignedOp::create(b, loc);
+        };
+        steps.issueFin = [&](bool last) {
+          if (!p.pingpong) return;
+          if (last) ifThen(eq(wg, ix.c(0)), arriveOther);
+          else arriveOther();
+        };
+        steps.issueS = [&](AttnBlock& blk) { blk.sInFlight = issueScores(wg, blk.stage, false); };
+        steps.issueAcc = [&](AttnBlock& prev, ValueRange st) {
+          return issuePV(st[0], [&](int64_t i) { return prev.p[size_t(i)]; }, prev.stage);
+        };
+        steps.awaitS = [&](AttnBlock& blk, int pending) {
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending);
+          blk.s = fieldsOf(blk.sInFlight, BK / 2);
+        };
+        steps.awaitAcc = [&](Value o, ValueRange st) {
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+          SmallVector<Value> out(st.begin(), st.end());
+          out[0] = o;
+          return out;
+        };
+        auto softmaxOnly = steps.sm;
+        steps.sm = [&, softmaxOnly](AttnBlock& blk, ValueRange st) {
+          softmaxOnly(blk, st);
+          SmallVector<Value> pairs;
+          for (int64_t i = 0; i < BK / 4; ++i) pairs.push_back(pack(blk.p, i));
+          blk.p = pairs;
+        };
+        steps.resc = [&](AttnBlock& blk, ValueRange st) { return nextState(rescaledO(st, blk), blk); };
+        steps.keep = [&](AttnBlock& blk) {
+          SmallVector<Value> out(blk.p.begin(), blk.p.end());
+          out.push_back(blk.stage);
+          return out;
+        };
+        steps.restore = [&](AttnBlock& blk, ValueRange kept) {
+          ValueRange pairs = kept.drop_back();
+          blk.p.assign(pairs.begin(), pairs.end());
+          blk.stage = kept.back();
+        };
+        runAttentionOverlapped(b, loc, kbEnd, steps, e.unmaskedBlocksEnd(shape, q0));
+      }
     }
     finishPlan();
     // Q, K, V's tensor maps: (head_dim, rows, batch x heads), boxes of 64 x rows, 128-byte swizzle.
@@ -338,9 +413,9 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
       a.tensorMap.swizzleBytes = 128;
       plan.launch.args.push_back(a);
     }
-    const int consumers = int(p.WG), regs = p.consumerRegs, threads = int(p.T);
-    plan.checkResources = [consumers, regs, threads](ResourceReport& r) {
-      const int64_t pool = int64_t(r.registers) * threads, want = 128 * (int64_t(wgmma::kProducerRegs) + int64_t(consumers) * regs);
+    const int consumers = int(p.WG), regs = p.consumerRegs, threads = int(p.T), producer = p.producerRegs;
+    plan.checkResources = [consumers, regs, threads, producer](ResourceReport& r) {
+      const int64_t pool = int64_t(r.registers) * threads, want = 128 * (int64_t(producer) + int64_t(consumers) * regs);
       std::string why;
       if (r.registers > regs)
         why = "setmaxnreg: the consumers ask for " + std::to_string(regs) + " registers but start with " + std::to_string(r.registers);

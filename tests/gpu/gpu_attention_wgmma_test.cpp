@@ -173,7 +173,7 @@ TEST(GpuAttentionWgmma, Fa3IsOfferedAndChecked) {
   auto space = search::makeSpace(attn(2, 2, 256, 256, 128, false, ScalarType::F16), t);
   ASSERT_TRUE(space.ok());
   bool pipe = false;
-  for (const auto& knob : space->knobs) pipe |= knob.name == "PIPE" && knob.domain.size() == 2;
+  for (const auto& knob : space->knobs) pipe |= knob.name == "PIPE" && knob.domain.size() == 4;
   EXPECT_TRUE(pipe);
   Kernel k = attn(2, 2, 256, 256, 128, false, ScalarType::F16);
   auto refused = [&](Config c) {
@@ -183,6 +183,14 @@ TEST(GpuAttentionWgmma, Fa3IsOfferedAndChecked) {
   EXPECT_FALSE(refused(fa3Cfg(128, 64, 2)));
   EXPECT_FALSE(refused(fa3Cfg(64, 64, 4)));
   EXPECT_TRUE(refused(fa3Cfg(64, 64, 1)));  // a ring needs two slots
+  for (const char* pipe : {"fa3-overlap", "fa3-pingpong"}) {
+    Config c = fa3Cfg(128, 64, 3);
+    c.set("PIPE", std::string(pipe));
+    EXPECT_FALSE(refused(c)) << pipe;
+  }
+  Config lonePingPong = fa3Cfg(64, 64, 2);  // one consumer warpgroup has nobody to take turns with
+  lonePingPong.set("PIPE", std::string("fa3-pingpong"));
+  EXPECT_TRUE(refused(lonePingPong));
   Config mmaFa3 = fa3Cfg(64, 64, 2);
   mmaFa3.set("strategy", std::string("flash-mma"));
   EXPECT_TRUE(refused(mmaFa3));  // PIPE is flash-wgmma's
@@ -214,6 +222,41 @@ TEST(GpuAttentionWgmma, Fa3MappedKernelMatchesTheReference) {
   }
 }
 
+// FlashAttention-3's intra-warpgroup overlap (S of block j issued with P·V of block j - 1) and
+// ping-pong (the two consumer warpgroups take turns at the tensor cores): the same odd shapes,
+// a single key block (the loop never runs: block 0's S, then its P·V), every slot count.
+TEST(GpuAttentionWgmma, Fa3OverlapAndPingPongMatchTheReference) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  auto cfgOf = [](const char* pipe, int64_t bq, int64_t bk, int64_t stages) {
+    Config c = fa3Cfg(bq, bk, stages);
+    c.set("PIPE", std::string(pipe));
+    return c;
+  };
+  struct Case {
+    Kernel k;
+    Config cfg;
+  };
+  std::vector<Case> cases = {
+      {attn(2, 2, 100, 100, 64, false, ScalarType::F16), cfgOf("fa3-overlap", 64, 64, 2)},
+      {attn(2, 1, 150, 200, 128, true, ScalarType::BF16), cfgOf("fa3-pingpong", 128, 64, 2)},  // GQA, causal, Skv > Sq
+      {attn(2, 1, 1, 130, 64, true, ScalarType::F16), cfgOf("fa3-overlap", 64, 128, 3)},       // one query row
+      {attn(1, 1, 200, 70, 128, false, ScalarType::F16, 2), cfgOf("fa3-overlap", 64, 64, 2)},  // Sq > Skv, batch 2
+      {attn(1, 1, 130, 330, 128, true, ScalarType::BF16), cfgOf("fa3-pingpong", 128, 64, 3)},  // 6 key blocks, 3 slots
+      {attn(1, 1, 70, 400, 64, false, ScalarType::F16), cfgOf("fa3-pingpong", 128, 64, 4)},    // 7 key blocks, 4 slots
+      {attn(1, 1, 40, 50, 128, false, ScalarType::F16), cfgOf("fa3-pingpong", 128, 64, 2)},    // one key block
+      {attn(1, 1, 64, 64, 128, true, ScalarType::F16), cfgOf("fa3-overlap", 64, 64, 2)},       // causal, one block
+      {attn(1, 1, 130, 200, 64, true, ScalarType::F16), cfgOf("fa3-pingpong", 128, 128, 2)},   // D 64, BK 128
+  };
+  Config d256 = cfgOf("fa3-pingpong", 128, 64, 2);  // O's 128 registers leave too few beside two Ps
+  EXPECT_FALSE(testutil::gpuConfig(attn(1, 1, 130, 200, 256, true, ScalarType::F16), t, d256).ok());
+  for (const auto& c : cases) {
+    auto cfg = testutil::gpuConfig(c.k, t, c.cfg);
+    ASSERT_TRUE(cfg.ok()) << c.k.name << ": " << cfg.error().str();
+    auto r = testutil::checkMappedEmulated(c.k, t, *cfg);
+    EXPECT_TRUE(r.correct) << c.k.name << " " << cfg->str() << ": " << r.error;
+  }
+}
+
 // Every case the device test runs is legal and assembles without spills; the first asks for
 // 48 KB of dynamic shared memory beside its static mbarriers (the launch's opt-in case).
 TEST(GpuAttentionWgmma, EveryDeviceCaseAssembles) {
@@ -234,11 +277,15 @@ TEST(GpuAttentionWgmma, EveryDeviceCaseAssembles) {
 
 TEST(GpuAttentionWgmma, Fa3AssemblesWithoutSpills) {
   const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  for (const char* pipe : {"fa3", "fa3-overlap", "fa3-pingpong"})
   for (int64_t d : {64, 128, 256})
     for (auto [bq, bk] : {std::pair<int64_t, int64_t>{64, 64}, {128, 64}, {128, 128}}) {
       Kernel k = attn(16, 16, 4096, 4096, d, true, ScalarType::BF16);
-      auto cfg = testutil::gpuConfig(k, t, fa3Cfg(bq, bk, 2));
+      Config c = fa3Cfg(bq, bk, 2);
+      c.set("PIPE", std::string(pipe));
+      auto cfg = testutil::gpuConfig(k, t, c);
       if (!cfg.ok()) continue;  // registers or shared memory: refused with a reason
+      SCOPED_TRACE(std::string(pipe) + " D" + std::to_string(d) + " " + std::to_string(bq) + "x" + std::to_string(bk));
       auto b = codegen::compileGpu(k, *cfg, t);
       ASSERT_TRUE(b.ok()) << b.error().str();
       EXPECT_NE(b->assembly.find("cp.async.bulk.tensor"), std::string::npos);
@@ -247,6 +294,10 @@ TEST(GpuAttentionWgmma, Fa3AssemblesWithoutSpills) {
       // P·V from registers: the A operand is a brace list of four registers.
       EXPECT_TRUE(std::regex_search(b->assembly, std::regex("wgmma\\.mma_async\\.sync\\.aligned\\.m64n" + std::to_string(d) +
                                                             "k16\\.f32\\.bf16\\.bf16 \\{[^}]*\\}, \\{%r\\d+, %r\\d+, %r\\d+, %r\\d+\\}")));
+      // The overlap waits for S with P·V still in flight; ping-pong takes turns by named barriers.
+      const bool overlap = std::string(pipe) != "fa3", pingpong = std::string(pipe) == "fa3-pingpong";
+      EXPECT_EQ(std::regex_search(b->assembly, std::regex(R"(wgmma\.wait_group\.sync\.aligned\s+1;)")), overlap);
+      EXPECT_EQ(b->assembly.find("bar.arrive") != std::string::npos, pingpong);
       if (b->binary.empty()) continue;  // no ptxas here
       EXPECT_TRUE(b->resources.ok) << b->resources.summary() << " " << (b->resources.problems.empty() ? "" : b->resources.problems[0]);
       EXPECT_FALSE(b->resources.spills()) << d << " " << bq << "x" << bk << ": " << b->resources.summary();
@@ -294,5 +345,55 @@ TEST(GpuAttentionWgmmaControls, Fa3BrokenFragmentsOrReleasesAreCaught) {
     auto rep = testutil::runMapped(k, *cfg, t, io, noWait);
     ASSERT_TRUE(rep.ok()) << rep.error().str();
     EXPECT_FALSE(rep->ok) << "slots released with wgmmas in flight, yet nothing reported";
+  }
+}
+
+// The overlap's order and the ping-pong's turns are what the emulator checks: waiting for all but
+// two wgmma groups before reading S reads it in flight (the P·V group was issued after it), and
+// without the turns' arrivals the warpgroups wait for each other forever.
+TEST(GpuAttentionWgmmaControls, Fa3OverlapOrderAndPingPongTurnsAreChecked) {
+  const TargetDesc& t = testutil::gpuTarget("sm_90a");
+  Kernel k = attn(1, 1, 128, 256, 64, false, ScalarType::F16);  // 4 key blocks through 2 slots
+  Config c = fa3Cfg(128, 64, 2);
+  c.set("PIPE", std::string("fa3-pingpong"));
+  auto cfg = testutil::gpuConfig(k, t, c);
+  ASSERT_TRUE(cfg.ok()) << cfg.error().str();
+  auto run = [&](const std::function<std::string(const std::string&)>& hook) {
+    codegen::MappedEmuOptions o;
+    o.deviceHook = hook;
+    KernelIO io(k, 5);
+    io.poisonOutputs();
+    auto rep = testutil::runMapped(k, *cfg, t, io, o);
+    EXPECT_TRUE(rep.ok()) << rep.error().str();
+    auto cmp = io.check();
+    return std::pair{rep.ok() ? *rep : emu::Report{}, cmp.ok() && cmp->ok};
+  };
+  auto errors = [](const emu::Report& r) {
+    std::string s;
+    for (const auto& e : r.errors) s += "\n  " + e;
+    return s;
+  };
+  {
+    auto [rep, correct] = run({});
+    EXPECT_TRUE(rep.ok) << errors(rep);
+    EXPECT_TRUE(correct) << "the unbroken kernel must pass for the controls to mean anything";
+  }
+  {
+    auto [rep, correct] = run([](const std::string& s) {
+      EXPECT_NE(s.find("nvvm.wgmma.wait.group.sync.aligned 1"), std::string::npos);
+      return std::regex_replace(s, std::regex(R"(nvvm\.wgmma\.wait\.group\.sync\.aligned 1\b)"), "nvvm.wgmma.wait.group.sync.aligned 2");
+    });
+    bool named = false;
+    for (const auto& e : rep.errors) named |= e.find("wgmma accumulator read before its wgmma.wait_group") != std::string::npos;
+    EXPECT_TRUE(named) << "S read with two groups in flight, yet not reported:" << errors(rep);
+  }
+  {
+    auto [rep, correct] = run([](const std::string& s) {
+      EXPECT_NE(s.find("nvvm.barrier.arrive"), std::string::npos);
+      return std::regex_replace(s, std::regex(R"(\n\s*nvvm\.barrier\.arrive [^\n]*\n)"), "\n");
+    });
+    bool deadlock = false;
+    for (const auto& e : rep.errors) deadlock |= e.find("deadlock") != std::string::npos;
+    EXPECT_TRUE(deadlock) << "no turn was ever granted, yet no deadlock reported:" << errors(rep);
   }
 }

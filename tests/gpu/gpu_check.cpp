@@ -218,6 +218,10 @@ std::vector<WgmmaCase> flashWgmmaDeviceCases() {
       {attentionKernel(8, 2, 257, 257, 128, true, ScalarType::BF16), cfg("fa3", 128, 64, 2)},  // GQA
       {attentionKernel(2, 2, 200, 330, 64, false, ScalarType::F16, 2), cfg("fa3", 128, 128, 2)},
       {attentionKernel(4, 4, 190, 190, 128, false, ScalarType::F16), cfg("fa2", 128, 64, 2)},
+      // FlashAttention-3's intra-warpgroup overlap and ping-pong (never yet run on a device).
+      {attentionKernel(4, 4, 333, 333, 128, true, ScalarType::F16), cfg("fa3-pingpong", 128, 128, 2)},
+      {attentionKernel(8, 2, 257, 257, 128, true, ScalarType::BF16), cfg("fa3-overlap", 128, 64, 3)},  // GQA
+      {attentionKernel(2, 2, 200, 330, 64, false, ScalarType::F16), cfg("fa3-pingpong", 128, 128, 2)},
   };
 }
 

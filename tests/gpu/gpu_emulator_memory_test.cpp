@@ -127,6 +127,51 @@ TEST(GpuEmulatorMemoryControls, WriteAfterReadByAnEarlierReaderIsARace) {
 
 namespace {
 
+// Two warps and named barrier 1 of 64 threads: warp 1 runs `arriver`, warp 0 `syncer`.
+std::string namedBarrierModule(const std::string& arriver, const std::string& syncer) {
+  return std::string(kPrologue) + R"(    %c32 = llvm.mlir.constant(32 : i32) : i32
+    %c64 = llvm.mlir.constant(64 : i32) : i32
+    %other = llvm.xor %tid, %c32 : i32
+    %so = llvm.getelementptr %sm[%other] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+    %w1 = llvm.icmp "sge" %tid, %c32 : i32
+    llvm.cond_br %w1, ^arr, ^syn
+  ^arr:
+)" + arriver + R"(    llvm.br ^e
+  ^syn:
+)" + syncer + R"(    llvm.br ^e
+  ^e:
+)" + kEpilogue;
+}
+
+const char* kArrive = "    nvvm.barrier.arrive id = %c1 number_of_threads = %c64\n";
+const char* kSync = "    nvvm.barrier id = %c1 number_of_threads = %c64\n";
+const char* kStoreOwn = "    llvm.store %c5, %st : i32, !llvm.ptr<3>\n";
+const char* kCopyOther = "    %v = llvm.load %so : !llvm.ptr<3> -> i32\n    llvm.store %v, %ot : i32, !llvm.ptr\n";
+
+}  // namespace
+
+// bar.arrive releases what the arriving warp wrote to the warps that wait at bar.sync (the
+// ping-pong warpgroups' turns), but the arriver acquires nothing: a read after bar.arrive of what
+// a waiter wrote is a race; arrivals no bar.sync ever meets are reported at the block's end.
+TEST(GpuEmulatorMemoryControls, BarArriveReleasesToWaitersOnlyAndMustBeMet) {
+  Ran good = runText(namedBarrierModule(std::string(kStoreOwn) + kArrive, std::string(kSync) + kCopyOther), "sm_90a", 64, 64);
+  ASSERT_TRUE(good.compileError.empty()) << good.compileError;
+  EXPECT_TRUE(good.report.ok) << errorsOf(good.report);
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(good.out[size_t(t)], 5) << t;
+  Ran reversed = runText(namedBarrierModule(std::string(kArrive) + kCopyOther, std::string(kStoreOwn) + kSync), "sm_90a", 64, 64);
+  ASSERT_TRUE(reversed.compileError.empty()) << reversed.compileError;
+  const std::string e = errorWith(reversed.report, "race");
+  ASSERT_FALSE(e.empty()) << "an arriver read what a waiter wrote, yet no race" << errorsOf(reversed.report);
+  EXPECT_NE(e.find("llvm.load"), std::string::npos) << e;
+  Ran dangling = runText(namedBarrierModule(std::string(kArrive) + kArrive, kSync), "sm_90a", 64, 64);
+  ASSERT_TRUE(dangling.compileError.empty()) << dangling.compileError;
+  const std::string d = errorWith(dangling.report, "arrivals no bar.sync met");
+  ASSERT_FALSE(d.empty()) << errorsOf(dangling.report);
+  EXPECT_NE(d.find("nvvm.barrier.arrive"), std::string::npos) << d;
+}
+
+namespace {
+
 // Every thread takes a ticket from a global counter (out[200], -7 before the launch: an atomic
 // add) and stores out[tid] = ticket when it is its own, else out[tid + 1000] (past the buffer): a
 // kernel that assumes ticket == tid, the fixed order's outcome, faults in other orders. Then every
@@ -657,6 +702,7 @@ TEST(GpuEmulatorMemory, TesserasKernelsAreCleanUnderEightSchedules) {
       {attention(77, 130, 40), "sm_80", "strategy=flash-simt"},
       {attention(128, 192, 64), "sm_90a", "strategy=flash-wgmma,BQ=128,BK=64,STAGES=2"},
       {attention(128, 192, 64), "sm_90a", "strategy=flash-wgmma,BQ=128,BK=64,STAGES=2,PIPE=fa3"},
+      {attention(128, 192, 64), "sm_90a", "strategy=flash-wgmma,BQ=128,BK=64,STAGES=2,PIPE=fa3-pingpong"},
       {attention(64, 64, 64), "gfx942", ""},
   };
   for (const auto& c : cases) {
