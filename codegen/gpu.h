@@ -37,6 +37,11 @@ struct ResourceReport {
   int64_t dynamicSharedBytes = 0;  // dynamic shared memory per block (the launch's)
   int64_t spillStoreBytes = 0, spillLoadBytes = 0;
   int64_t localBytes = 0;        // stack frame / local memory per thread
+  // ptxas's wgmma performance notes: warpgroup.arrive it injected before a wgmma whose registers
+  // were written since the last wgmma.fence (C7519: that wgmma waits for the ones before it), and
+  // whether it serialised the kernel's wgmmas altogether.
+  int wgmmaArrivesInjected = 0;
+  bool wgmmaSerialized = false;
   // AMD (amdhsa metadata)
   int vgprs = 0, sgprs = 0, agprs = 0;
   int64_t scratchBytes = 0;      // private segment per work-item

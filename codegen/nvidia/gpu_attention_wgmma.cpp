@@ -325,10 +325,16 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
       steps.out = [&](AttnBlock& blk) { ifThen(eq(lane, ix.c(0)), [&] { nvgpu::MBarrierArriveOp::create(b, loc, empty, blk.stage); }); };
       if (!p.overlap) {
         steps.acc = [&](AttnBlock& blk, ValueRange carried) {
-          // O = O * alpha + P V.
+          // O = O * alpha + P V. Up to head_dim 128 every pair of P is packed before the fence: a
+          // register written between the chain's wgmmas makes ptxas fence each of them (C7519,
+          // warpgroup.arrive injected), serialising the chain. At 256, O's 128 registers leave no
+          // room for all of them at once (8 B spilled): packed step by step, fenced by ptxas.
           Value oAcc = rescaledO(carried, blk);
+          SmallVector<Value> pairs;
+          if (D <= 128)
+            for (int64_t i = 0; i < BK / 4; ++i) pairs.push_back(pack(blk.p, i));
           NVVM::WgmmaFenceAlignedOp::create(b, loc);
-          oAcc = issuePV(oAcc, [&](int64_t i) { return pack(blk.p, i); }, blk.stage);
+          oAcc = issuePV(oAcc, [&](int64_t i) { return pairs.empty() ? pack(blk.p, i) : pairs[size_t(i)]; }, blk.stage);
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
           return nextState(oAcc, blk);
         };

@@ -121,6 +121,9 @@ class NvidiaBackend : public GpuBackend {
     r.localBytes = firstInt(log, R"((\d+) bytes stack frame)");
     r.spillStoreBytes = firstInt(log, R"((\d+) bytes spill stores)");
     r.spillLoadBytes = firstInt(log, R"((\d+) bytes spill loads)");
+    r.wgmmaArrivesInjected = 0;
+    for (size_t at = log.find("(C7519)"); at != std::string::npos; at = log.find("(C7519)", at + 1)) ++r.wgmmaArrivesInjected;
+    r.wgmmaSerialized = log.find("wgmma.mma_async instructions are serialized") != std::string::npos;
   }
 
   // The target's occupancy rule (targets/occupancy.h); static shared memory is capped per block.
@@ -169,7 +172,12 @@ class NvidiaBackend : public GpuBackend {
                   (long long)r.spillStoreBytes, (long long)r.spillLoadBytes, (long long)r.localBytes, r.blocksPerUnit,
                   r.blocksPerUnit == 1 ? "" : "s",
                   r.wavesPerUnit, 100 * r.occupancy, r.limiter.c_str());
-    return buf;
+    std::string s = buf;
+    if (r.wgmmaArrivesInjected > 0)
+      s += "; ptxas fenced " + std::to_string(r.wgmmaArrivesInjected) + " wgmma" + (r.wgmmaArrivesInjected == 1 ? "" : "s") +
+           " (registers written since wgmma.fence)";
+    if (r.wgmmaSerialized) s += "; ptxas serialized the wgmmas";
+    return s;
   }
 
   Expected<DeviceApi> openDevice(int device) const override { return openCudaDevice(device); }

@@ -12,6 +12,7 @@
 
 #include "codegen/emu/emu_runtime.h"
 #include "codegen/gpu.h"
+#include "codegen/gpu_backend.h"
 #include "codegen/nvidia/wgmma_ptx.h"
 #include "gpu_check.h"
 #include "ir/builders.h"
@@ -301,7 +302,38 @@ TEST(GpuAttentionWgmma, Fa3AssemblesWithoutSpills) {
       if (b->binary.empty()) continue;  // no ptxas here
       EXPECT_TRUE(b->resources.ok) << b->resources.summary() << " " << (b->resources.problems.empty() ? "" : b->resources.problems[0]);
       EXPECT_FALSE(b->resources.spills()) << d << " " << bq << "x" << bk << ": " << b->resources.summary();
+      // P is packed before the P·V chain's fence: ptxas fences none of its wgmmas (it fenced 7 of
+      // 8 per key block when the packing sat between them); head_dim 256 packs step by step.
+      if (d <= 128) EXPECT_EQ(b->resources.wgmmaArrivesInjected, 0) << b->resources.summary();
+      EXPECT_FALSE(b->resources.wgmmaSerialized) << b->resources.summary();
     }
+}
+
+// ptxas's notes on wgmma are read from its log and shown in the resources line.
+TEST(GpuAttentionWgmma, PtxasWgmmaNotesAreRead) {
+  const codegen::GpuBackend* nv = codegen::gpuBackend(Vendor::Nvidia);
+  ASSERT_NE(nv, nullptr);
+  codegen::GpuObjects o;
+  o.toolLog =
+      "ptxas info    : (C7519) warpgroup.arrive is injected in around line 1126 by compiler to allow use of registers in GMMA in function 'k'\n"
+      "ptxas info    : (C7519) warpgroup.arrive is injected in around line 1142 by compiler to allow use of registers in GMMA in function 'k'\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 1024 bytes smem\n";
+  codegen::ResourceReport r;
+  r.vendor = Vendor::Nvidia;
+  nv->readResources(o, r);
+  EXPECT_EQ(r.registers, 168);
+  EXPECT_EQ(r.wgmmaArrivesInjected, 2);
+  EXPECT_FALSE(r.wgmmaSerialized);
+  EXPECT_NE(r.summary().find("ptxas fenced 2 wgmmas"), std::string::npos) << r.summary();
+  o.toolLog += "ptxas warning : Potential Performance Loss: wgmma.mma_async instructions are serialized due to the presence of Extern calls in the function 'k'.\n";
+  nv->readResources(o, r);
+  EXPECT_TRUE(r.wgmmaSerialized);
+  EXPECT_NE(r.summary().find("ptxas serialized the wgmmas"), std::string::npos) << r.summary();
+  o.toolLog = "ptxas info    : Used 96 registers, 1024 bytes smem\n";  // a clean log: no note
+  nv->readResources(o, r);
+  EXPECT_EQ(r.wgmmaArrivesInjected, 0);
+  EXPECT_FALSE(r.wgmmaSerialized);
+  EXPECT_EQ(r.summary().find("ptxas"), std::string::npos) << r.summary();
 }
 
 TEST(GpuAttentionWgmmaControls, Fa3BrokenFragmentsOrReleasesAreCaught) {
