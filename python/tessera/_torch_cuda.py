@@ -16,6 +16,10 @@ from .bundle_lib import BundleLibrary, KernelDesc
 from .errors import UnsupportedError
 
 
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what inductor's launches ask
+_is_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+
+
 class Device:
     """What the CUDA path asks torch: whether a device is a CUDA device, its chip, its current
     stream, and memory from the caching allocator."""
@@ -36,15 +40,15 @@ class Device:
     def stream(self, device: torch.device) -> int:
         """The current stream's CUstream handle: torch's raw-stream query (no Stream object is
         made), else through ``torch.cuda.current_stream``."""
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        if raw is not None:
-            return int(raw(self.index(device)))
+        if _raw_stream is not None:
+            return int(_raw_stream(device.index if device.index is not None else torch.cuda.current_device()))
         return int(torch.cuda.current_stream(device).cuda_stream)
 
     def capturing(self, device: torch.device) -> bool:
         """Whether the current stream is capturing a CUDA graph."""
-        query = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
-        return bool(query()) if query is not None else bool(torch.cuda.is_current_stream_capturing())
+        if _is_capturing is not None:
+            return bool(_is_capturing())
+        return bool(torch.cuda.is_current_stream_capturing())
 
     def empty(self, shape: Sequence[int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         return torch.empty(tuple(shape), dtype=dtype, device=device)
