@@ -234,7 +234,7 @@ class _Launch:
     kept: every call passes its own tensors'."""
 
     __slots__ = ("bundle", "res", "req", "plan", "order", "out_shape", "dtype", "device", "fallback", "gpu", "align",
-                 "native", "cuda", "row", "epoch")
+                 "native", "cuda", "row", "epoch", "logs")
 
     def __init__(self, bundle: int, res: "_Resolver", req: _Request, plan: _Plan, out_shape: Tuple[int, ...],
                  dtype: torch.dtype, device: torch.device, fallback: Callable[..., torch.Tensor]):
@@ -246,6 +246,7 @@ class _Launch:
         self.cuda: Optional[_cuda.Launch] = None
         self.row: Optional[Dict[str, Any]] = None
         self.epoch = -1
+        self.logs = res._logs()
         k = plan.kernel
         if k is not None:
             lib = res.lib  # type: ignore[attr-defined]  # only a Bundle plans kernels
@@ -258,7 +259,7 @@ class _Launch:
                     self.native = lambda *ptrs: lib.run(k, cdims, ptrs) or 0
 
     def _count(self, staged: int) -> None:
-        if not self.res._logs():
+        if not self.logs:
             return
         with _lock:
             if self.epoch != _stats_epoch[0] or self.row is None:
@@ -325,27 +326,27 @@ def _shape(*ts: torch.Tensor) -> str:
 
 def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
                  bundle: int) -> torch.Tensor:
-    n = weight.shape[0]
-
-    def describe() -> Tuple[Optional[_Request], str]:
-        kdim = x.shape[-1] if x.dim() else 0
-        m = x.numel() // kdim if kdim else 0
-        dt = _DTYPES.get(x.dtype)
-        what = _shape(x, weight) + (" +bias" if bias is not None else "") + (f" {activation}" if activation else "")
-        if (dt is None or weight.dtype != x.dtype or (bias is not None and bias.dtype != x.dtype) or weight.dim() != 2
-                or m == 0 or activation not in _ACTIVATIONS):
-            return None, f"{what}: dtype {x.dtype} not f32/f16/bf16, mixed dtypes or an empty shape"
-        epi = _ACTIVATIONS[activation].format("acc + bias" if bias is not None else "acc")
-        shapes: Optional[Dict[str, Sequence[int]]] = {"bias": (n,)} if bias is not None else None
-
-        def build(mm: Optional[int]) -> Kernel:
-            return _gemm(mm or m, n, kdim, dt, trans_b=True, epilogue=None if epi == "acc" else epi, shapes=shapes)
-        return _Request("linear", "gemm", dt, (m, n, kdim), build, what, ("A", "B", "bias")[:3 if bias is not None else 2]), ""
-
     key = (bundle, "linear", x.shape, weight.shape, None if bias is None else bias.shape, activation, x.dtype, weight.dtype,
            None if bias is None else bias.dtype, x.device)
     run = _calls.get(key)
-    if run is None:
+    if run is None:  # the first call of this key: what it needs (nothing of this runs again)
+        n = weight.shape[0]
+
+        def describe() -> Tuple[Optional[_Request], str]:
+            kdim = x.shape[-1] if x.dim() else 0
+            m = x.numel() // kdim if kdim else 0
+            dt = _DTYPES.get(x.dtype)
+            what = _shape(x, weight) + (" +bias" if bias is not None else "") + (f" {activation}" if activation else "")
+            if (dt is None or weight.dtype != x.dtype or (bias is not None and bias.dtype != x.dtype) or weight.dim() != 2
+                    or m == 0 or activation not in _ACTIVATIONS):
+                return None, f"{what}: dtype {x.dtype} not f32/f16/bf16, mixed dtypes or an empty shape"
+            epi = _ACTIVATIONS[activation].format("acc + bias" if bias is not None else "acc")
+            shapes: Optional[Dict[str, Sequence[int]]] = {"bias": (n,)} if bias is not None else None
+
+            def build(mm: Optional[int]) -> Kernel:
+                return _gemm(mm or m, n, kdim, dt, trans_b=True, epilogue=None if epi == "acc" else epi, shapes=shapes)
+            return _Request("linear", "gemm", dt, (m, n, kdim), build, what, ("A", "B", "bias")[:3 if bias is not None else 2]), ""
+
         run = _launch(bundle, key, describe, x.device, (*x.shape[:-1], n), x.dtype,
                       lambda x, w, b: _torch_linear(x, w, b, activation))
     # x is read as its [m, k] rows: a contiguous x is that in place, another is staged contiguous.
@@ -353,23 +354,23 @@ def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
 
 
 def _bias_gelu_impl(x: torch.Tensor, bias: torch.Tensor, approximate: str, bundle: int) -> torch.Tensor:
-    def describe() -> Tuple[Optional[_Request], str]:
-        dt = _DTYPES.get(x.dtype)
-        n = x.shape[-1] if x.dim() else 0
-        rows = x.numel() // n if n else 0
-        what = _shape(x, bias) + f" {approximate}"
-        if dt is None or bias.dtype != x.dtype or bias.dim() != 1 or bias.shape[0] != n or rows == 0 or \
-                approximate not in ("none", "tanh"):
-            return None, f"{what}: unsupported dtype or shapes"
-        expr = "y = gelu(x + b)" if approximate == "tanh" else "y = gelu_erf(x + b)"
-
-        def build(mm: Optional[int]) -> Kernel:
-            return _elementwise(expr, {"x": (mm or rows, n), "b": (n,)}, dtype=dt)
-        return _Request("bias_gelu", "elementwise", dt, (rows, n), build, what, ("x", "b")), ""
-
     key = (bundle, "bias_gelu", x.shape, bias.shape, approximate, x.dtype, bias.dtype, x.device)
     run = _calls.get(key)
-    if run is None:
+    if run is None:  # the first call of this key: what it needs (nothing of this runs again)
+        def describe() -> Tuple[Optional[_Request], str]:
+            dt = _DTYPES.get(x.dtype)
+            n = x.shape[-1] if x.dim() else 0
+            rows = x.numel() // n if n else 0
+            what = _shape(x, bias) + f" {approximate}"
+            if dt is None or bias.dtype != x.dtype or bias.dim() != 1 or bias.shape[0] != n or rows == 0 or \
+                    approximate not in ("none", "tanh"):
+                return None, f"{what}: unsupported dtype or shapes"
+            expr = "y = gelu(x + b)" if approximate == "tanh" else "y = gelu_erf(x + b)"
+
+            def build(mm: Optional[int]) -> Kernel:
+                return _elementwise(expr, {"x": (mm or rows, n), "b": (n,)}, dtype=dt)
+            return _Request("bias_gelu", "elementwise", dt, (rows, n), build, what, ("x", "b")), ""
+
         run = _launch(bundle, key, describe, x.device, x.shape, x.dtype,
                       lambda x, bias: F.gelu(x + bias, approximate=approximate))
     return run(x, bias)
@@ -377,30 +378,30 @@ def _bias_gelu_impl(x: torch.Tensor, bias: torch.Tensor, approximate: str, bundl
 
 def _attention_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, scale: Optional[float],
                     bundle: int) -> torch.Tensor:
-    def describe() -> Tuple[Optional[_Request], str]:
-        dt = _DTYPES.get(q.dtype)
-        what = _shape(q, k) + (" causal" if is_causal else "") + (f" scale {scale!r}" if scale is not None else "")
-        if not (dt is not None and q.dim() == 4 and k.dim() == 4 and v.dim() == 4 and k.dtype == q.dtype and v.dtype == q.dtype):
-            return None, f"{what}: not [B,H,S,D] f32/f16/bf16 tensors of one dtype"
-        b, h, sq, d = q.shape
-        hkv, skv = k.shape[1], k.shape[2]
-        if k.shape[0] != b or v.shape != k.shape or k.shape[3] != d or hkv == 0 or h % hkv:
-            return None, f"{what}: K and V do not fit Q (batch, head_dim, or heads not a multiple of K's)"
-        if is_causal and sq != skv:
-            # torch's causal mask is aligned top-left, Tessera's bottom-right: they agree only here.
-            return None, f"{what}: causal with seq_q != seq_kv (torch aligns the mask top-left)"
-
-        def build(mm: Optional[int]) -> Kernel:
-            return _attention(h, mm or sq, d, heads_kv=hkv, seq_kv=mm or skv, batch=b, causal=is_causal, scale=scale,
-                              dtype=dt)
-        return _Request("attention", "attention", dt, (b, h, hkv, sq, skv, d), build, what, ("Q", "K", "V")), ""
-
-    def fallback(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=k.shape[-3] != q.shape[-3])
-
     key = (bundle, "attention", q.shape, k.shape, v.shape, is_causal, scale, q.dtype, k.dtype, v.dtype, q.device)
     run = _calls.get(key)
-    if run is None:
+    if run is None:  # the first call of this key: what it needs (nothing of this runs again)
+        def describe() -> Tuple[Optional[_Request], str]:
+            dt = _DTYPES.get(q.dtype)
+            what = _shape(q, k) + (" causal" if is_causal else "") + (f" scale {scale!r}" if scale is not None else "")
+            if not (dt is not None and q.dim() == 4 and k.dim() == 4 and v.dim() == 4 and k.dtype == q.dtype and v.dtype == q.dtype):
+                return None, f"{what}: not [B,H,S,D] f32/f16/bf16 tensors of one dtype"
+            b, h, sq, d = q.shape
+            hkv, skv = k.shape[1], k.shape[2]
+            if k.shape[0] != b or v.shape != k.shape or k.shape[3] != d or hkv == 0 or h % hkv:
+                return None, f"{what}: K and V do not fit Q (batch, head_dim, or heads not a multiple of K's)"
+            if is_causal and sq != skv:
+                # torch's causal mask is aligned top-left, Tessera's bottom-right: they agree only here.
+                return None, f"{what}: causal with seq_q != seq_kv (torch aligns the mask top-left)"
+
+            def build(mm: Optional[int]) -> Kernel:
+                return _attention(h, mm or sq, d, heads_kv=hkv, seq_kv=mm or skv, batch=b, causal=is_causal, scale=scale,
+                                  dtype=dt)
+            return _Request("attention", "attention", dt, (b, h, hkv, sq, skv, d), build, what, ("Q", "K", "V")), ""
+
+        def fallback(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=k.shape[-3] != q.shape[-3])
+
         run = _launch(bundle, key, describe, q.device, q.shape, q.dtype, fallback)
     return run(q, k, v)
 
