@@ -128,9 +128,10 @@ class Launch:
     in-place write through torch: ``copy_``, ``load_state_dict``, an optimiser's step), its
     storage and the stream are unchanged, so a model's weights are transposed once, not on every
     call; kept copies are one extra device copy per such weight, dropped with the weight. Writes
-    that bypass the version counter (through ``tensor.data``) are not seen: ``forget()`` drops the
-    copies. No copy is kept from a call under graph capture (its copy runs only when the graph is
-    replayed); a kept copy made before the capture is read by the graph."""
+    that bypass the version counter (through ``tensor.data``) are not seen: ``forget_copies()``
+    (tessera.torch.forget_copies) drops the copies. No copy is kept from a call under graph
+    capture (its copy runs only when the graph is replayed); a kept copy made before the capture
+    is read by the graph."""
 
     def __init__(self, lib: BundleLibrary, kernel: KernelDesc, dims: Sequence[int], dev: torch.device):
         cdims = (ctypes.c_int64 * len(dims))(*dims)

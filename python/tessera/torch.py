@@ -24,7 +24,8 @@ device): the kernel, the inputs' order, the output's shape and the kernel bound 
 entry point (``tessera._tessera.BundleCall``). Later calls of that key check their inputs' layout,
 allocate the output and make one native call with their tensors' pointers. On CUDA tensors the
 plan also keeps, per stream, the launch's workspace and, per weight, its transposed copy while the
-weight's version counter is unchanged (``_torch_cuda.Launch``).
+weight's version counter is unchanged (``_torch_cuda.Launch``; ``forget_copies`` after a write
+through ``tensor.data``, which the counter does not see).
 """
 from __future__ import annotations
 
@@ -84,6 +85,12 @@ def _row(res: "_Resolver", req: _Request, where: str, plan: _Plan) -> Dict[str, 
 
 
 _stats_epoch = [0]  # bumped by stats(reset=True): a launch plan's kept row is then found again
+
+
+def forget_copies() -> None:
+    """Drops the transposed weight copies (and workspaces) CUDA launch plans keep: needed only after
+    writing a weight in a way its version counter does not see (through ``tensor.data``)."""
+    _cuda.forget_copies()
 
 
 def stats(reset: bool = False) -> List[Dict[str, Any]]:

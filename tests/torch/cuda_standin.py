@@ -184,12 +184,12 @@ with torch.no_grad():
 tt.linear(dev["x"], w2, dev["bias"], b, activation="gelu_tanh")
 check("transposed_weight_follows_writes", transposes[0] == n0 + 1 and b_seen(w2), f"{transposes[0] - n0} transpositions")
 # Negative control: a write behind the version counter (through .data) is not seen, so the kept copy
-# is what those checks read; forget_copies() drops it.
+# is what those checks read; tt.forget_copies() drops it.
 old_w2 = w2.clone()
 w2.data.mul_(2.0)
 tt.linear(dev["x"], w2, dev["bias"], b, activation="gelu_tanh")
 check("write_behind_the_version_is_not_seen", transposes[0] == n0 + 1 and b_seen(old_w2) and not b_seen(w2))
-_torch_cuda.forget_copies()
+tt.forget_copies()
 tt.linear(dev["x"], w2, dev["bias"], b, activation="gelu_tanh")
 check("forget_copies", transposes[0] == n0 + 2 and b_seen(w2))
 # Another weight of the same shape (another layer) gets its own copy, not w2's.
