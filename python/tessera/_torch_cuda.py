@@ -129,9 +129,9 @@ class Launch:
     storage and the stream are unchanged, so a model's weights are transposed once, not on every
     call; kept copies are one extra device copy per such weight, dropped with the weight. Writes
     that bypass the version counter (through ``tensor.data``) are not seen: ``forget_copies()``
-    (tessera.torch.forget_copies) drops the copies. No copy is kept from a call under graph
-    capture (its copy runs only when the graph is replayed); a kept copy made before the capture
-    is read by the graph."""
+    (tessera.torch.forget_copies) drops the copies. A call under graph capture neither keeps nor
+    reads a kept copy: the graph transposes on every replay, as it reads every other operand live,
+    so it sees writes to the weight made after the capture."""
 
     def __init__(self, lib: BundleLibrary, kernel: KernelDesc, dims: Sequence[int], dev: torch.device):
         cdims = (ctypes.c_int64 * len(dims))(*dims)
@@ -149,7 +149,10 @@ class Launch:
         self.copies.clear()
         self.workspaces.clear()
 
-    def _packed(self, t: torch.Tensor, stream: int, layout: Tuple[int, int, int, int, int]) -> Optional[torch.Tensor]:
+    def _packed(self, t: torch.Tensor, stream: int, layout: Tuple[int, int, int, int, int],
+                capturing: bool) -> Optional[torch.Tensor]:
+        if capturing:  # the graph transposes on every replay: it sees writes to t made after the capture
+            return _transpose(t, *layout)
         key = id(t)
         hit = self.copies.get(key)
         ver = _version(t)
@@ -157,7 +160,7 @@ class Launch:
                 hit[3] == stream:
             return hit[4]
         p = _transpose(t, *layout)
-        if p is not None and ver is not None and not device.capturing(self.dev):
+        if p is not None and ver is not None:
             copies = self.copies
 
             def drop(_: Any, k: int = key, c: Dict[int, Any] = copies) -> None:
@@ -176,9 +179,10 @@ class Launch:
         new one from the graph's private pool, released after the call."""
         dev = self.dev
         stream = device.stream(dev)
+        capturing = bool(self.workspace or self.transposed) and device.capturing(dev)
         ws = None
         if self.workspace:
-            if device.capturing(dev):  # the graph's own, from its pool: replays may run beside eager calls
+            if capturing:  # the graph's own, from its pool: replays may run beside eager calls
                 ws = device.empty((self.workspace,), torch.uint8, dev)
             else:
                 ws = self.workspaces.get(stream)
@@ -187,7 +191,7 @@ class Launch:
         packed: Optional[List[int]] = None
         keep = []  # this call's transposed copies, alive until the launch is enqueued
         for t, slices, rows, cols, prows, pcols in self.transposed:
-            p = self._packed(tensors[t], stream, (slices, rows, cols, prows, pcols))
+            p = self._packed(tensors[t], stream, (slices, rows, cols, prows, pcols), capturing)
             if p is not None:
                 packed = packed or [0] * self.n
                 packed[t] = p.data_ptr()
