@@ -120,14 +120,16 @@ class Launch:
     (tessera.torch's ``_Launch``): its workspace size, the operands it reads transposed and the
     kernel bound to ``tessera_cuda_launch_packed`` (``BundleLibrary.bound``) are found once; a call
     looks up torch's current stream and makes one native call. The workspace (zero-padded operand
-    copies, runtime sizes, tensor maps) is taken from the caching allocator once per stream and kept:
-    the stream orders each launch after the last one that used it.
+    copies, runtime sizes, tensor maps) is one tensor of the caching allocator per stream, kept and
+    shared by every plan's launches there (grown to the largest asked for): the stream orders each
+    launch after the last one that used it.
 
     The transposed copy of an operand (an nn.Linear weight read as the GEMM's B) is kept for the
     next call on the same tensor object while the tensor's version counter (bumped by every
     in-place write through torch: ``copy_``, ``load_state_dict``, an optimiser's step), its
     storage and the stream are unchanged, so a model's weights are transposed once, not on every
-    call; kept copies are one extra device copy per such weight, dropped with the weight. Writes
+    call; kept copies are one extra device copy per such weight (shared by the plans of all the
+    shapes it is called at, when they read it in one layout), dropped with the weight. Writes
     that bypass the version counter (through ``tensor.data``) are not seen: ``forget_copies()``
     (tessera.torch.forget_copies) drops the copies. A call under graph capture neither keeps nor
     reads a kept copy: the graph transposes on every replay, as it reads every other operand live,
@@ -141,35 +143,26 @@ class Launch:
         self.index = device.index(dev)
         self.native = lib.bound(kernel, dims, gpu=True, device=self.index)
         self.n = len(kernel.tensors)
-        self.copies: Dict[int, Tuple[Any, Optional[int], int, int, torch.Tensor]] = {}  # id(t) -> (ref, version, ptr, stream, copy)
-        self.workspaces: Dict[int, torch.Tensor] = {}  # stream -> its workspace
-        _all.add(self)
-
-    def forget(self) -> None:
-        self.copies.clear()
-        self.workspaces.clear()
 
     def _packed(self, t: torch.Tensor, stream: int, layout: Tuple[int, int, int, int, int],
                 capturing: bool) -> Optional[torch.Tensor]:
         if capturing:  # the graph transposes on every replay: it sees writes to t made after the capture
             return _transpose(t, *layout)
-        key = id(t)
-        hit = self.copies.get(key)
+        key = (id(t), layout)
+        hit = _copies.get(key)
         ver = _version(t)
         if hit is not None and hit[0]() is t and ver is not None and hit[1] == ver and hit[2] == t.data_ptr() and \
                 hit[3] == stream:
             return hit[4]
         p = _transpose(t, *layout)
         if p is not None and ver is not None:
-            copies = self.copies
-
-            def drop(_: Any, k: int = key, c: Dict[int, Any] = copies) -> None:
-                c.pop(k, None)
+            def drop(_: Any, k: Tuple[int, Tuple[int, ...]] = key) -> None:
+                _copies.pop(k, None)
             try:
                 ref = weakref.ref(t, drop)
             except TypeError:
                 return p
-            copies[key] = (ref, ver, t.data_ptr(), stream, p)
+            _copies[key] = (ref, ver, t.data_ptr(), stream, p)
         return p
 
     def __call__(self, tensors: List[torch.Tensor]) -> None:
@@ -185,9 +178,9 @@ class Launch:
             if capturing:  # the graph's own, from its pool: replays may run beside eager calls
                 ws = device.empty((self.workspace,), torch.uint8, dev)
             else:
-                ws = self.workspaces.get(stream)
-                if ws is None:
-                    ws = self.workspaces[stream] = device.empty((self.workspace,), torch.uint8, dev)
+                ws = _workspaces.get((self.index, stream))  # the default stream is 0 on every device
+                if ws is None or ws.numel() < self.workspace:
+                    ws = _workspaces[(self.index, stream)] = device.empty((self.workspace,), torch.uint8, dev)
         packed: Optional[List[int]] = None
         keep = []  # this call's transposed copies, alive until the launch is enqueued
         for t, slices, rows, cols, prows, pcols in self.transposed:
@@ -206,11 +199,15 @@ class Launch:
             self.lib.check(self.kernel, st)
 
 
-_all: "weakref.WeakSet[Launch]" = weakref.WeakSet()
+# Kept across launch plans, so that the plans of one weight at several shapes (another batch or
+# sequence length) share its copy, and every plan on a stream one workspace (the largest asked for).
+_copies: Dict[Tuple[int, Tuple[int, ...]], Tuple[Any, Optional[int], int, int, torch.Tensor]] = {}
+# (id(t), layout) -> (weakref to t, its version, its data_ptr, the stream, the copy)
+_workspaces: Dict[Tuple[int, int], torch.Tensor] = {}  # (device index, stream) -> the workspace its launches share
 
 
 def forget_copies() -> None:
     """Drops every kept transposed operand copy (after writing a weight through ``tensor.data``)
     and kept workspace."""
-    for launch in list(_all):
-        launch.forget()
+    _copies.clear()
+    _workspaces.clear()

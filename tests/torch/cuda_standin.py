@@ -66,6 +66,7 @@ def check(name, cond, detail=""):
 
 
 kernels = [tessera.gemm(M, N, K, trans_b=True, epilogue="gelu(acc + bias)", shapes={"bias": (N,)}),
+           tessera.gemm(M // 2, N, K, trans_b=True, epilogue="gelu(acc + bias)", shapes={"bias": (N,)}),
            tessera.elementwise("y = gelu(x + b)", {"x": (M, N), "b": (N,)}),
            tessera.attention(H, S, D, heads_kv=HKV, batch=1, causal=True)]
 import warnings  # noqa: E402
@@ -207,6 +208,24 @@ check("capture_keeps_no_copy", transposes[0] == n0 + 5, f"{transposes[0] - n0}")
 tt.linear(dev["x"], w4, dev["bias"], b, activation="gelu_tanh")  # eager again: w4 transposed and kept
 tt.linear(dev["x"], w3, dev["bias"], b, activation="gelu_tanh")  # w3's kept copy, from before
 check("copy_kept_after_capture", transposes[0] == n0 + 6 and b_seen(w3), f"{transposes[0] - n0}")
+# A repeated call allocates its output only: the workspace and the weight's copy are kept.
+start = pool.next
+tt.linear(dev["x"], w3, dev["bias"], b, activation="gelu_tanh")
+out_bytes = (M * N * 4 + 511) // 512 * 512
+check("only_the_output_allocated", pool.next - start == out_bytes, f"{pool.next - start} bytes, the output {out_bytes}")
+# Another shape of the same weight (another batch): its own plan and kernel, the weight's copy shared
+# when its kernel reads it in the same layout, one transposition otherwise.
+n1 = transposes[0]
+x16 = on_device(torch.randn(M // 2, K))
+tt.stats(reset=True)
+y16 = tt.linear(x16, w3, dev["bias"], b, activation="gelu_tanh")
+(row16,) = tt.stats()
+(k16,) = [kd for kd in b.lib.kernels if kd.name == row16["kernel"]]
+(t16,) = b.lib.cuda_transposed_operands(k16, (M // 2, N, K))
+same = t16[1:] == tw[1:]
+check("other_shape_own_plan", row16["ran"] == "tessera" and k16.name != lk.name and y16.shape == (M // 2, N), str(row16))
+check("copy_shared_across_shapes", transposes[0] == n1 + (0 if same else 1), f"layouts {tw} {t16}: "
+      f"{transposes[0] - n1} transpositions")
 _torch_cuda._transpose = transpose
 fake.fake_cuda_set_kernel(None, None)
 
