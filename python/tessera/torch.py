@@ -23,8 +23,8 @@ A call's first run makes its launch plan (``_Launch``, per bundle, op, shapes, d
 device): the kernel, the inputs' order, the output's shape and the kernel bound to the runtime's
 entry point (``tessera._tessera.BundleCall``). Later calls of that key check their inputs' layout,
 allocate the output and make one native call with their tensors' pointers. On CUDA tensors the
-plan also keeps, per stream, the launch's workspace and, per weight, its transposed copy while the
-weight's version counter is unchanged (``_torch_cuda.Launch``; ``forget_copies`` after a write
+plans share one kept workspace per device and stream and one transposed copy per weight, kept while
+the weight's version counter is unchanged (``_torch_cuda.Launch``; ``forget_copies`` after a write
 through ``tensor.data``, which the counter does not see).
 """
 from __future__ import annotations
