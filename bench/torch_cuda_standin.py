@@ -1,14 +1,16 @@
 """The host side of tessera.torch's CUDA path per operator, without a GPU (issue 52). The GPT block
 of examples/torch/gpt_block.py is bundled for sm_90 (untuned defaults: what runs does not matter
 here), patched, and run on tensors in the memory of the stand-in CUDA driver (tests/bundle's
-tessera_fake_cuda, loaded as libcuda.so.1) while it captures: every stream operation is recorded,
-none executed, so the time measured is tessera.torch's and the C runtime's (Python, the custom
+tessera_fake_cuda, loaded as libcuda.so.1) with its stream operations counted, not run
+(fake_cuda_skip_ops: no kernel, memset or copy runs on the CPU), or with --capture while it captures (every stream operation
+recorded, none executed; tessera.torch then keeps no weight copy or workspace, as in a real
+capture), so the time measured is tessera.torch's and the C runtime's (Python, the custom
 operator, the launch path, the driver calls) and the count of stream operations is what a real GPU
 would run per call (each a driver call of a few microseconds and a device operation). Torch's own
 CPU work on the stand-in tensors (the block's LayerNorms and residuals, and inside the calls the
 weight transpositions and input staging copies a GPU runs as one async copy kernel each) is left
 out of the time per call.
-    python bench/torch_cuda_standin.py FAKE_LIBCUDA [--runtime-copies] [--seconds 2]
+    python bench/torch_cuda_standin.py FAKE_LIBCUDA [--runtime-copies] [--capture] [--seconds 2]
 --runtime-copies: launches without torch's transposed copies (the runtime's strided copies, one
 driver operation per row or column of a transposed weight: the launch path before they were
 given)."""
@@ -25,6 +27,8 @@ import warnings
 p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 p.add_argument("fake", help="the stand-in CUDA driver (build/tests/bundle/libtessera_fake_cuda.so)")
 p.add_argument("--runtime-copies", action="store_true")
+p.add_argument("--capture", action="store_true", help="each forward under the stand-in's graph capture (recorded, not "
+               "run; no weight copy or workspace is kept then), as this bench ran before launch plans")
 p.add_argument("--seconds", type=float, default=2.0)
 p.add_argument("--dim", type=int, default=256)
 p.add_argument("--heads", type=int, default=4)
@@ -68,7 +72,6 @@ with torch.no_grad():
         prm.data = on_device(prm.data)
     x = on_device(x)
 tt.patch(model, b)
-pool.mark()
 
 # Torch's CPU work inside tessera.torch's calls is timed apart.
 torch_cpu = [0.0]
@@ -82,42 +85,61 @@ def timed_transpose(t, *args):
     copies[0] += 1
     key = (t.data_ptr(), args)
     r = transposed.get(key)
-    if r is None:  # (its memory is handed out again after the first forward: nothing runs in a capture)
+    if r is None:
         r = transposed[key] = transpose(t, *args)
     torch_cpu[0] += time.perf_counter() - t0
     return r
 
 
 _torch_cuda._transpose = timed_transpose
-ready = tt._ready
-
-
-def timed_ready(t):  # a staged input (not contiguous: the attention's q, k, v) is a copy kernel on a GPU
-    t0 = time.perf_counter()
-    r = ready(t)
-    if r[1]:
-        torch_cpu[0] += time.perf_counter() - t0
-    return r
-
-
-tt._ready = timed_ready
 inside = [0.0]
-call = tt._call
+if hasattr(tt, "_Launch"):  # launch plans (tessera.torch's _Launch)
+    stage = tt._stage
 
+    def timed_stage(t):  # a staged input (not contiguous: the attention's q, k, v) is a copy kernel on a GPU
+        t0 = time.perf_counter()
+        r = stage(t)
+        torch_cpu[0] += time.perf_counter() - t0
+        return r
 
-def timed_call(*args):
-    t0 = time.perf_counter()
-    r = call(*args)
-    inside[0] += time.perf_counter() - t0
-    return r
+    tt._stage = timed_stage
+    call = tt._Launch.__call__
 
+    def timed_launch(self, *args):
+        t0 = time.perf_counter()
+        r = call(self, *args)
+        inside[0] += time.perf_counter() - t0
+        return r
 
-tt._call = timed_call
+    tt._Launch.__call__ = timed_launch
+else:  # the operators before them (A/B runs against an older package)
+    ready = tt._ready
+
+    def timed_ready(t):
+        t0 = time.perf_counter()
+        r = ready(t)
+        if r[1]:
+            torch_cpu[0] += time.perf_counter() - t0
+        return r
+
+    tt._ready = timed_ready
+    call = tt._call
+
+    def timed_call(*args):
+        t0 = time.perf_counter()
+        r = call(*args)
+        inside[0] += time.perf_counter() - t0
+        return r
+
+    tt._call = timed_call
+if hasattr(fake, "fake_cuda_skip_ops"):
+    fake.fake_cuda_skip_ops(1)  # stream operations counted, not run: the stand-in's own emulation costs nothing
 
 
 def forward():
     pool.reset()
-    fake.fake_cuda_capture(1)  # recorded, not run: the stand-in's own emulation costs nothing
+    if a.capture:
+        fake.fake_cuda_capture(1)  # recorded, not run
     try:
         return model(x)
     finally:
@@ -125,7 +147,8 @@ def forward():
 
 
 with torch.no_grad():
-    forward()  # plans, module loads
+    forward()  # plans, module loads, kept weight copies and workspaces
+    pool.mark()  # what the first forward kept is not handed out again
     tt.stats(reset=True)
     per_op, ops, fwd, n_fwd = [], [], [], 0
     end = time.perf_counter() + a.seconds

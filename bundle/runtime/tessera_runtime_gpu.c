@@ -365,16 +365,32 @@ static tessera_status cu_context(int device) {
   return r == 0 ? TESSERA_OK : cu_fail(r, "CUDA context");
 }
 
+/* A device's arch, asked of the driver once per device (every stream launch checks its kernel
+ * against it: three driver queries a launch before) and kept, one text per device. */
+static char cu_archs[TSR_CU_DEVICES][16];
+
 const char* tsr_cuda_arch(int device) {
   if (!cu_open()) return NULL;
+  if (device >= 0 && device < TSR_CU_DEVICES) {
+    pthread_mutex_lock(&tsr_lock);
+    const int known = cu_archs[device][0] != 0;
+    pthread_mutex_unlock(&tsr_lock);
+    if (known) return cu_archs[device];
+  }
   int dev = 0, major = 0, minor = 0;
   if (cu.deviceGet(&dev, device) != 0 || cu.deviceGetAttribute(&major, 75, dev) != 0 ||
       cu.deviceGetAttribute(&minor, 76, dev) != 0) {  /* COMPUTE_CAPABILITY_MAJOR / _MINOR */
     tsr_message("no CUDA device %d", device);
     return NULL;
   }
-  snprintf(cu_arch_text, sizeof cu_arch_text, "sm_%d%d", major, minor);
-  return cu_arch_text;
+  if (device < 0 || device >= TSR_CU_DEVICES) {
+    snprintf(cu_arch_text, sizeof cu_arch_text, "sm_%d%d", major, minor);
+    return cu_arch_text;
+  }
+  pthread_mutex_lock(&tsr_lock);
+  snprintf(cu_archs[device], sizeof cu_archs[device], "sm_%d%d", major, minor);
+  pthread_mutex_unlock(&tsr_lock);
+  return cu_archs[device];
 }
 
 static tessera_status cu_alloc(tsr_dev* d, uint64_t* p, size_t n) {

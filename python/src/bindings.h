@@ -47,5 +47,6 @@ TargetDesc targetFor(const std::string& name, int threads = -1);
 
 void registerKernels(nb::module_& m);   // builders, Kernel, compile and run
 void registerSessions(nb::module_& m);  // tune, best, compare, Client, bundle
+void registerBundleCalls(nb::module_& m);  // BundleCall: a bundle kernel bound for repeated calls
 
 }  // namespace tessera::py

@@ -41,4 +41,5 @@ NB_MODULE(_tessera, m) {
   m.attr("__version__") = TESSERA_VERSION;
   registerKernels(m);
   registerSessions(m);
+  registerBundleCalls(m);
 }

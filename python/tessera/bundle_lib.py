@@ -226,6 +226,27 @@ class BundleLibrary:
                 out.append((t, lay[0], lay[1], lay[2], lay[3], lay[4]))
         return out
 
+    def bound(self, kernel: KernelDesc, dims: Sequence[int], gpu: bool = False, device: int = 0) -> Optional[Any]:
+        """``kernel`` at key shape ``dims`` bound to the runtime's entry point for repeated calls
+        (tessera._tessera.BundleCall): host, ``call(p0, ..., pn-1)`` as ``run``; gpu,
+        ``call(workspace, stream, p0, ..., pn-1[, packed0, ..., packedn-1])`` as ``cuda_launch``
+        on ``device``. The call returns the runtime's status (``check`` raises for it). None when
+        the extension or (gpu) the bundle's tessera_cuda_launch_packed is missing: use ``run`` /
+        ``cuda_launch``."""
+        try:
+            from ._tessera import BundleCall  # type: ignore[attr-defined]
+        except ImportError:
+            return None
+        fn = self._launch_packed if gpu else self._run
+        entry = ctypes.cast(fn, ctypes.c_void_p).value if fn is not None else None
+        if not entry:
+            return None
+        return BundleCall(entry, kernel.handle, list(dims), len(kernel.tensors), gpu, device)
+
+    def check(self, kernel: KernelDesc, status: int) -> None:
+        """Raises the error of a runtime status (a ``bound`` call's) with the runtime's line."""
+        self._check(kernel, status)
+
     def cuda_launch(self, kernel: KernelDesc, dims: Any, pointers: Sequence[int], workspace: int, stream: int,
                     device: int, packed: Optional[Sequence[int]] = None) -> None:
         """Enqueues ``kernel`` on CUDA ``stream`` (a CUstream handle) of ``device`` over device

@@ -18,6 +18,14 @@ bundle with GPU code for other chips only is an error naming both. A shape, dtyp
 bundle has no kernel for runs torch's own operator, logged once per shape on the ``tessera.torch``
 logger. Inference only: a call
 that needs gradients runs torch's operator. Needs torch (``pip install tessera[torch]``).
+
+A call's first run makes its launch plan (``_Launch``, per bundle, op, shapes, dtypes, flags and
+device): the kernel, the inputs' order, the output's shape and the kernel bound to the runtime's
+entry point (``tessera._tessera.BundleCall``). Later calls of that key check their inputs' layout,
+allocate the output and make one native call with their tensors' pointers. On CUDA tensors the
+plans share one kept workspace per device and stream and one transposed copy per weight, kept while
+the weight's version counter is unchanged (``_torch_cuda.Launch``; ``forget_copies`` after a write
+through ``tensor.data``, which the counter does not see).
 """
 from __future__ import annotations
 
@@ -66,18 +74,23 @@ class _Plan(NamedTuple):
     order: Tuple[int, ...] = ()  # the call's input for each of the kernel's inputs
 
 
-def _note(res: "_Resolver", req: _Request, where: str, plan: _Plan, staged: int = 0) -> None:
-    if not res._logs():  # a shape recorder: not what ran
-        return
+def _row(res: "_Resolver", req: _Request, where: str, plan: _Plan) -> Dict[str, Any]:
+    """The stats row of (resolver, op, shape, dtype, where), made if new (under _lock)."""
     key = (res.id, req.op, req.what, req.dtype, where)
-    with _lock:
-        s = _stats.get(key)
-        if s is None:
-            s = _stats[key] = {"op": req.op, "shape": req.what, "dtype": req.dtype, "ran": where,
-                               "kernel": plan.kernel.name if plan.kernel else "", "how": plan.how,
-                               "calls": 0, "staged": 0}
-        s["calls"] += 1
-        s["staged"] += staged
+    s = _stats.get(key)
+    if s is None:
+        s = _stats[key] = {"op": req.op, "shape": req.what, "dtype": req.dtype, "ran": where,
+                           "kernel": plan.kernel.name if plan.kernel else "", "how": plan.how, "calls": 0, "staged": 0}
+    return s
+
+
+_stats_epoch = [0]  # bumped by stats(reset=True): a launch plan's kept row is then found again
+
+
+def forget_copies() -> None:
+    """Drops the transposed weight copies (and workspaces) CUDA launch plans keep: needed only after
+    writing a weight in a way its version counter does not see (through ``tensor.data``)."""
+    _cuda.forget_copies()
 
 
 def stats(reset: bool = False) -> List[Dict[str, Any]]:
@@ -88,6 +101,7 @@ def stats(reset: bool = False) -> List[Dict[str, Any]]:
         rows = [dict(v) for v in _stats.values()]
         if reset:
             _stats.clear()
+            _stats_epoch[0] += 1
     return rows
 
 
@@ -116,9 +130,6 @@ class _Resolver:
     def _resolve(self, req: _Request, device: torch.device) -> _Plan:
         raise NotImplementedError
 
-    def run(self, plan: _Plan, req: _Request, tensors: List[torch.Tensor]) -> None:
-        raise NotImplementedError
-
 
 _VENDORS = ("host", "nvidia")
 
@@ -132,7 +143,6 @@ class Bundle(_Resolver):
         self.lib = BundleLibrary(folder, cc)
         self.folder = self.lib.folder
         self._fixed: Dict[Tuple[str, str], List[str]] = {}  # (vendor, workload) -> kernel names
-        self._dims: Dict[Tuple[int, ...], Any] = {}
         for e in self.lib.entries():
             if e.get("vendor") in _VENDORS and "runtime_m" not in e and e.get("workload"):
                 self._fixed.setdefault((e["vendor"], e["workload"]), []).append(e["name"])
@@ -187,16 +197,6 @@ class Bundle(_Resolver):
                    f"{', '.join(have) if have else 'none'})")
         return _Plan(None, why)
 
-    def run(self, plan: _Plan, req: _Request, tensors: List[torch.Tensor]) -> None:
-        assert plan.kernel is not None
-        dims = self._dims.get(req.dims)
-        if dims is None:
-            dims = self._dims[req.dims] = (ctypes.c_int64 * len(req.dims))(*req.dims)
-        if _cuda.is_gpu_kernel(plan.kernel):
-            _cuda.launch(self.lib, plan.kernel, req.dims, dims, tensors)
-        else:
-            self.lib.run(plan.kernel, dims, [t.data_ptr() for t in tensors])
-
 
 _range_cache: Dict[tuple, str] = {}
 
@@ -226,50 +226,105 @@ def _empty(shape: Sequence[int], dtype: torch.dtype, device: torch.device) -> to
     return torch.empty(tuple(shape), dtype=dtype, device=device)
 
 
-def _ready(t: torch.Tensor) -> Tuple[torch.Tensor, int]:
-    """``t`` itself when a kernel can read it in place, else a contiguous, aligned copy."""
-    if t.is_contiguous() and t.data_ptr() % (_GPU_ALIGN if _cuda.device.is_gpu(t.device) else _ALIGN) == 0:
-        return t, 0
-    return _empty(t.shape, t.dtype, t.device).copy_(t), 1
+def _stage(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous, aligned copy of ``t`` (an input a kernel cannot read in place)."""
+    return _empty(t.shape, t.dtype, t.device).copy_(t)
 
 
-_calls: Dict[tuple, Tuple[Optional[_Request], _Plan]] = {}  # (bundle, op, shapes, ...) -> what runs
+class _Launch:
+    """One call's launch plan, made on its first call and kept per (bundle, op, shapes, dtypes, flags,
+    device) in ``_calls``: the plan and request, the kernel's inputs in the call's order, the
+    output's shape, the stats row, and the kernel bound to the runtime's entry point at the call's
+    shape (``BundleLibrary.bound``; a CUDA kernel: ``_torch_cuda.Launch``). A later call with the
+    same key checks its inputs' layout, extracts their pointers, allocates the output and makes one
+    native call: no request, plan or dictionary of the bundle is consulted. Pointers are never
+    kept: every call passes its own tensors'."""
+
+    __slots__ = ("bundle", "res", "req", "plan", "order", "out_shape", "dtype", "device", "fallback", "gpu", "align",
+                 "native", "cuda", "row", "epoch", "logs")
+
+    def __init__(self, bundle: int, res: "_Resolver", req: _Request, plan: _Plan, out_shape: Tuple[int, ...],
+                 dtype: torch.dtype, device: torch.device, fallback: Callable[..., torch.Tensor]):
+        self.bundle, self.res, self.req, self.plan = bundle, res, req, plan
+        self.order, self.out_shape, self.dtype, self.device, self.fallback = plan.order, out_shape, dtype, device, fallback
+        self.gpu = _cuda.device.is_gpu(device)
+        self.align = _GPU_ALIGN if self.gpu else _ALIGN
+        self.native: Any = None
+        self.cuda: Optional[_cuda.Launch] = None
+        self.row: Optional[Dict[str, Any]] = None
+        self.epoch = -1
+        self.logs = res._logs()
+        k = plan.kernel
+        if k is not None:
+            lib = res.lib  # type: ignore[attr-defined]  # only a Bundle plans kernels
+            if _cuda.is_gpu_kernel(k):
+                self.cuda = _cuda.Launch(lib, k, req.dims, device)
+            else:
+                self.native = lib.bound(k, req.dims)
+                if self.native is None:  # no extension: the ctypes call
+                    cdims = (ctypes.c_int64 * len(req.dims))(*req.dims)
+                    self.native = lambda *ptrs: lib.run(k, cdims, ptrs) or 0
+
+    def _count(self, staged: int) -> None:
+        if not self.logs:
+            return
+        with _lock:
+            if self.epoch != _stats_epoch[0] or self.row is None:
+                self.row = _row(self.res, self.req, "tessera" if self.plan.kernel is not None else "torch", self.plan)
+                self.epoch = _stats_epoch[0]
+            self.row["calls"] += 1
+            self.row["staged"] += staged
+
+    def __call__(self, *ts: Optional[torch.Tensor]) -> torch.Tensor:
+        """The op's tensors in its own order (None for an absent bias)."""
+        if _registry.get(self.bundle) is not self.res:
+            raise InvalidArgumentError(f"invalid-argument: no tessera.torch bundle {self.bundle} in this process")
+        if self.plan.kernel is None:
+            self._count(0)
+            return self.fallback(*ts)
+        staged = 0
+        ready: List[torch.Tensor] = []
+        for i in self.order:
+            t = ts[i]
+            assert t is not None
+            if not t.is_contiguous() or t.data_ptr() % self.align:
+                t = _stage(t)
+                staged += 1
+            ready.append(t)
+        if self.gpu:
+            o = _cuda.device.empty(self.out_shape, self.dtype, self.device)
+        else:
+            o = torch.empty(self.out_shape, dtype=self.dtype, device=self.device)
+        ready.append(o)
+        if self.cuda is not None:
+            self.cuda(ready)
+        else:
+            st = self.native(*[t.data_ptr() for t in ready])
+            if st:
+                self.res.lib.check(self.plan.kernel, st)  # type: ignore[attr-defined]
+        self._count(staged)
+        return o
 
 
-def _call(bundle: int, key: tuple, describe: Callable[[], Tuple[Optional[_Request], str]], device: torch.device,
-          inputs: List[torch.Tensor], out: Callable[[], torch.Tensor], fallback: Callable[[], torch.Tensor]) -> torch.Tensor:
-    """Runs one call: its plan is made once per bundle and (op, shapes, dtypes, flags), so a repeated
-    call costs a dictionary lookup before the kernel."""
-    hit: Optional[Tuple[Optional[_Request], _Plan]] = _calls.get(key)
+_calls: Dict[tuple, _Launch] = {}  # (bundle, op, shapes, dtypes, flags, device) -> its launch plan
+
+
+def _launch(bundle: int, key: tuple, describe: Callable[[], Tuple[Optional[_Request], str]], device: torch.device,
+            out_shape: Tuple[int, ...], dtype: torch.dtype, fallback: Callable[..., torch.Tensor]) -> _Launch:
+    """The launch plan of ``key``, made on its first call (``describe`` says what the call needs)."""
     res = _registry.get(bundle)
     if res is None:
         raise InvalidArgumentError(f"invalid-argument: no tessera.torch bundle {bundle} in this process")
-    if hit is None:
-        req, why = describe()
-        if req is not None:
-            plan = res.plan(req, device)
-        else:
-            plan = _Plan(None, why)
-            if res._logs():
-                _log.warning("tessera.torch: no %s kernel for %s in %s; running torch's operator", key[1], why, res)
-            req = _Request(key[1], "", "", (), lambda m: None, why)  # type: ignore[arg-type,return-value]
-        hit = _calls[key] = (req, plan)
-    req, plan = hit
-    assert req is not None
-    if plan.kernel is None:
-        _note(res, req, "torch", plan)
-        return fallback()
-    staged = 0
-    ready = []
-    for i in plan.order:
-        r, st = _ready(inputs[i])
-        ready.append(r)
-        staged += st
-    o = out()
-    ready.append(o)
-    res.run(plan, req, ready)
-    _note(res, req, "tessera", plan, staged)
-    return o
+    req, why = describe()
+    if req is not None:
+        plan = res.plan(req, device)
+    else:
+        plan = _Plan(None, why)
+        if res._logs():
+            _log.warning("tessera.torch: no %s kernel for %s in %s; running torch's operator", key[1], why, res)
+        req = _Request(key[1], "", "", (), lambda m: None, why)  # type: ignore[arg-type,return-value]
+    run = _calls[key] = _Launch(bundle, res, req, plan, tuple(out_shape), dtype, device, fallback)
+    return run
 
 
 def _shape(*ts: torch.Tensor) -> str:
@@ -278,78 +333,84 @@ def _shape(*ts: torch.Tensor) -> str:
 
 def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
                  bundle: int) -> torch.Tensor:
-    n, kdim = weight.shape[0], x.shape[-1]
-    m = x.numel() // kdim if kdim else 0
-
-    def describe() -> Tuple[Optional[_Request], str]:
-        dt = _DTYPES.get(x.dtype)
-        what = _shape(x, weight) + (" +bias" if bias is not None else "") + (f" {activation}" if activation else "")
-        if (dt is None or weight.dtype != x.dtype or (bias is not None and bias.dtype != x.dtype) or weight.dim() != 2
-                or m == 0 or activation not in _ACTIVATIONS):
-            return None, f"{what}: dtype {x.dtype} not f32/f16/bf16, mixed dtypes or an empty shape"
-        epi = _ACTIVATIONS[activation].format("acc + bias" if bias is not None else "acc")
-        shapes: Optional[Dict[str, Sequence[int]]] = {"bias": (n,)} if bias is not None else None
-
-        def build(mm: Optional[int]) -> Kernel:
-            return _gemm(mm or m, n, kdim, dt, trans_b=True, epilogue=None if epi == "acc" else epi, shapes=shapes)
-        return _Request("linear", "gemm", dt, (m, n, kdim), build, what, ("A", "B", "bias")[:3 if bias is not None else 2]), ""
-
-    def fallback() -> torch.Tensor:
-        return _torch_linear(x, weight, bias, activation)
-
     key = (bundle, "linear", x.shape, weight.shape, None if bias is None else bias.shape, activation, x.dtype, weight.dtype,
            None if bias is None else bias.dtype, x.device)
-    inputs = [x.reshape(m, kdim), weight] + ([bias] if bias is not None else [])
-    return _call(bundle, key, describe, x.device, inputs,
-                 lambda: _empty((*x.shape[:-1], n), x.dtype, x.device), fallback)
+    run = _calls.get(key)
+    if run is None:  # the first call of this key: what it needs (nothing of this runs again)
+        n = weight.shape[0]
+
+        def describe() -> Tuple[Optional[_Request], str]:
+            kdim = x.shape[-1] if x.dim() else 0
+            m = x.numel() // kdim if kdim else 0
+            dt = _DTYPES.get(x.dtype)
+            what = _shape(x, weight) + (" +bias" if bias is not None else "") + (f" {activation}" if activation else "")
+            if (dt is None or weight.dtype != x.dtype or (bias is not None and bias.dtype != x.dtype) or weight.dim() != 2
+                    or m == 0 or activation not in _ACTIVATIONS):
+                return None, f"{what}: dtype {x.dtype} not f32/f16/bf16, mixed dtypes or an empty shape"
+            epi = _ACTIVATIONS[activation].format("acc + bias" if bias is not None else "acc")
+            shapes: Optional[Dict[str, Sequence[int]]] = {"bias": (n,)} if bias is not None else None
+
+            def build(mm: Optional[int]) -> Kernel:
+                return _gemm(mm or m, n, kdim, dt, trans_b=True, epilogue=None if epi == "acc" else epi, shapes=shapes)
+            return _Request("linear", "gemm", dt, (m, n, kdim), build, what, ("A", "B", "bias")[:3 if bias is not None else 2]), ""
+
+        run = _launch(bundle, key, describe, x.device, (*x.shape[:-1], n), x.dtype,
+                      lambda x, w, b: _torch_linear(x, w, b, activation))
+    # x is read as its [m, k] rows: a contiguous x is that in place, another is staged contiguous.
+    return run(x, weight, bias)
 
 
 def _bias_gelu_impl(x: torch.Tensor, bias: torch.Tensor, approximate: str, bundle: int) -> torch.Tensor:
-    def describe() -> Tuple[Optional[_Request], str]:
-        dt = _DTYPES.get(x.dtype)
-        n = x.shape[-1] if x.dim() else 0
-        rows = x.numel() // n if n else 0
-        what = _shape(x, bias) + f" {approximate}"
-        if dt is None or bias.dtype != x.dtype or bias.dim() != 1 or bias.shape[0] != n or rows == 0 or \
-                approximate not in ("none", "tanh"):
-            return None, f"{what}: unsupported dtype or shapes"
-        expr = "y = gelu(x + b)" if approximate == "tanh" else "y = gelu_erf(x + b)"
-
-        def build(mm: Optional[int]) -> Kernel:
-            return _elementwise(expr, {"x": (mm or rows, n), "b": (n,)}, dtype=dt)
-        return _Request("bias_gelu", "elementwise", dt, (rows, n), build, what, ("x", "b")), ""
-
     key = (bundle, "bias_gelu", x.shape, bias.shape, approximate, x.dtype, bias.dtype, x.device)
-    return _call(bundle, key, describe, x.device, [x, bias], lambda: _empty(x.shape, x.dtype, x.device),
-                 lambda: F.gelu(x + bias, approximate=approximate))
+    run = _calls.get(key)
+    if run is None:  # the first call of this key: what it needs (nothing of this runs again)
+        def describe() -> Tuple[Optional[_Request], str]:
+            dt = _DTYPES.get(x.dtype)
+            n = x.shape[-1] if x.dim() else 0
+            rows = x.numel() // n if n else 0
+            what = _shape(x, bias) + f" {approximate}"
+            if dt is None or bias.dtype != x.dtype or bias.dim() != 1 or bias.shape[0] != n or rows == 0 or \
+                    approximate not in ("none", "tanh"):
+                return None, f"{what}: unsupported dtype or shapes"
+            expr = "y = gelu(x + b)" if approximate == "tanh" else "y = gelu_erf(x + b)"
+
+            def build(mm: Optional[int]) -> Kernel:
+                return _elementwise(expr, {"x": (mm or rows, n), "b": (n,)}, dtype=dt)
+            return _Request("bias_gelu", "elementwise", dt, (rows, n), build, what, ("x", "b")), ""
+
+        run = _launch(bundle, key, describe, x.device, x.shape, x.dtype,
+                      lambda x, bias: F.gelu(x + bias, approximate=approximate))
+    return run(x, bias)
 
 
 def _attention_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, scale: Optional[float],
                     bundle: int) -> torch.Tensor:
-    def describe() -> Tuple[Optional[_Request], str]:
-        dt = _DTYPES.get(q.dtype)
-        what = _shape(q, k) + (" causal" if is_causal else "") + (f" scale {scale!r}" if scale is not None else "")
-        if not (dt is not None and q.dim() == 4 and k.dim() == 4 and v.dim() == 4 and k.dtype == q.dtype and v.dtype == q.dtype):
-            return None, f"{what}: not [B,H,S,D] f32/f16/bf16 tensors of one dtype"
-        b, h, sq, d = q.shape
-        hkv, skv = k.shape[1], k.shape[2]
-        if k.shape[0] != b or v.shape != k.shape or k.shape[3] != d or hkv == 0 or h % hkv:
-            return None, f"{what}: K and V do not fit Q (batch, head_dim, or heads not a multiple of K's)"
-        if is_causal and sq != skv:
-            # torch's causal mask is aligned top-left, Tessera's bottom-right: they agree only here.
-            return None, f"{what}: causal with seq_q != seq_kv (torch aligns the mask top-left)"
-
-        def build(mm: Optional[int]) -> Kernel:
-            return _attention(h, mm or sq, d, heads_kv=hkv, seq_kv=mm or skv, batch=b, causal=is_causal, scale=scale,
-                              dtype=dt)
-        return _Request("attention", "attention", dt, (b, h, hkv, sq, skv, d), build, what, ("Q", "K", "V")), ""
-
-    def fallback() -> torch.Tensor:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=k.shape[-3] != q.shape[-3])
-
     key = (bundle, "attention", q.shape, k.shape, v.shape, is_causal, scale, q.dtype, k.dtype, v.dtype, q.device)
-    return _call(bundle, key, describe, q.device, [q, k, v], lambda: _empty(q.shape, q.dtype, q.device),
-                 fallback)
+    run = _calls.get(key)
+    if run is None:  # the first call of this key: what it needs (nothing of this runs again)
+        def describe() -> Tuple[Optional[_Request], str]:
+            dt = _DTYPES.get(q.dtype)
+            what = _shape(q, k) + (" causal" if is_causal else "") + (f" scale {scale!r}" if scale is not None else "")
+            if not (dt is not None and q.dim() == 4 and k.dim() == 4 and v.dim() == 4 and k.dtype == q.dtype and v.dtype == q.dtype):
+                return None, f"{what}: not [B,H,S,D] f32/f16/bf16 tensors of one dtype"
+            b, h, sq, d = q.shape
+            hkv, skv = k.shape[1], k.shape[2]
+            if k.shape[0] != b or v.shape != k.shape or k.shape[3] != d or hkv == 0 or h % hkv:
+                return None, f"{what}: K and V do not fit Q (batch, head_dim, or heads not a multiple of K's)"
+            if is_causal and sq != skv:
+                # torch's causal mask is aligned top-left, Tessera's bottom-right: they agree only here.
+                return None, f"{what}: causal with seq_q != seq_kv (torch aligns the mask top-left)"
+
+            def build(mm: Optional[int]) -> Kernel:
+                return _attention(h, mm or sq, d, heads_kv=hkv, seq_kv=mm or skv, batch=b, causal=is_causal, scale=scale,
+                                  dtype=dt)
+            return _Request("attention", "attention", dt, (b, h, hkv, sq, skv, d), build, what, ("Q", "K", "V")), ""
+
+        def fallback(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale, enable_gqa=k.shape[-3] != q.shape[-3])
+
+        run = _launch(bundle, key, describe, q.device, q.shape, q.dtype, fallback)
+    return run(q, k, v)
 
 
 @torch.library.custom_op("tessera::linear", mutates_args=())
@@ -390,8 +451,12 @@ _PLAIN = (torch.Tensor, nn.Parameter)  # a Parameter (a patched Linear's weight)
 def _direct(*ts: Optional[torch.Tensor]) -> bool:
     """Eager calls on plain tensors skip the dispatcher (its Python custom-op path costs tens of
     microseconds); under torch.compile, fake tensors or any dispatch mode the operator is called."""
-    return (not torch.compiler.is_compiling() and torch._C._len_torch_dispatch_stack() == 0
-            and all(t is None or type(t) in _PLAIN for t in ts))
+    if torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack():
+        return False
+    for t in ts:  # a loop, not all(generator): this runs on every call
+        if t is not None and type(t) not in _PLAIN:
+            return False
+    return True
 
 
 _modes = threading.local()  # how many _AttentionModes this thread is inside
@@ -410,7 +475,12 @@ def _quiet(fn: Callable[..., torch.Tensor], *args: Any) -> torch.Tensor:
 
 
 def _grad(*ts: Optional[torch.Tensor]) -> bool:
-    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in ts)
+    if not torch.is_grad_enabled():
+        return False
+    for t in ts:
+        if t is not None and t.requires_grad:
+            return True
+    return False
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], bundle: _Resolver,

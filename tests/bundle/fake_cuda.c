@@ -127,6 +127,12 @@ CUresult cuFuncSetAttribute(void* f, int attr, int value) {
   return 0;
 }
 
+/* fake_cuda_skip_ops(1): stream operations (launches, memsets, copies) are counted and checked as
+ * usual but not run (a benchmark of the host side: the launch's hash over every byte its pointers
+ * reach, or a memset of a workspace on the CPU, costs more than the call it measures). */
+static int skipOps;
+void fake_cuda_skip_ops(int on) { skipOps = on; }
+
 /* A launch with its parameters' values (the driver copies them when the launch is enqueued). */
 static CUresult run_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                            const CUdeviceptr* vals, int count) {
@@ -134,6 +140,7 @@ static CUresult run_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, u
   if ((int)shmem > optedInShared) return 1; /* CUDA_ERROR_INVALID_VALUE */
   ++launches;
   lastGrid[0] = gx, lastGrid[1] = gy, lastGrid[2] = gz;
+  if (skipOps) return 0;
   if (kernelFn) {
     void* ptrs[64];
     for (int j = 0; j < count && j < 64; ++j) ptrs[j] = (void*)(uintptr_t)vals[j];
@@ -192,6 +199,7 @@ void fake_cuda_capture(int on) {
   capturing = on;
   if (on) numOps = 0;
 }
+int fake_cuda_capturing(void) { return capturing; }
 /* {synchronisations, host copies, allocations, operations on another stream, refused during capture} */
 void fake_cuda_counts(int* out) {
   out[0] = syncs, out[1] = hostCopies, out[2] = allocCalls, out[3] = wrongStream, out[4] = refused;
@@ -226,6 +234,7 @@ int fake_cuda_stream_ops(void) { return streamOps; }
 static CUresult enqueue(const fake_op* o, void* stream) {
   ++streamOps;
   if (stream != ownStream) ++wrongStream;
+  if (skipOps && !capturing) return o->kind == OP_LAUNCH ? (++launches, 0) : 0;
   if (!capturing || stream != ownStream) return capturing ? refuse() : run_op(o);
   if (!ops && !(ops = malloc(MAX_OPS * sizeof *ops))) return 2;
   if (numOps == MAX_OPS) return 2;

@@ -66,6 +66,7 @@ def check(name, cond, detail=""):
 
 
 kernels = [tessera.gemm(M, N, K, trans_b=True, epilogue="gelu(acc + bias)", shapes={"bias": (N,)}),
+           tessera.gemm(M // 2, N, K, trans_b=True, epilogue="gelu(acc + bias)", shapes={"bias": (N,)}),
            tessera.elementwise("y = gelu(x + b)", {"x": (M, N), "b": (N,)}),
            tessera.attention(H, S, D, heads_kv=HKV, batch=1, causal=True)]
 import warnings  # noqa: E402
@@ -127,8 +128,11 @@ check("context_retained_once", fake.fake_cuda_ctx_retains() == retains, f"{fake.
 check("linear_weight_read_transposed", tw[:4] == (1, 1, K, N), str(tw))
 # What the kernel reads as B: the weight transposed (zeros past it), as the runtime's own copies make it
 # (the weight as it is now: the stand-in's launches above rewrote all memory their pointers reach).
+# A weight made now (dev["w"]'s transposed copy is kept from the calls above: the stand-in's launches
+# rewrote dev["w"] behind torch's version counter, which a real kernel never does to its inputs).
+w2 = on_device(cpu["w"])
 want = torch.zeros(tw[4], tw[5])
-want[:K, :N] = dev["w"].t()
+want[:K, :N] = w2.t()
 seen = []
 Snap = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int)
 
@@ -139,20 +143,91 @@ def snap(ctx, params, n):  # the stand-in driver's kernel: keeps what each param
 
 
 fake.fake_cuda_set_kernel(snap, None)
+transposes = [0]
+transpose = _torch_cuda._transpose
+
+
+def counted_transpose(*args):
+    transposes[0] += 1
+    return transpose(*args)
+
+
+_torch_cuda._transpose = counted_transpose
 y_ops = fake.fake_cuda_stream_ops()
-tt.linear(dev["x"], dev["w"], dev["bias"], b, activation="gelu_tanh")
+tt.linear(dev["x"], w2, dev["bias"], b, activation="gelu_tanh")
 ours = fake.fake_cuda_stream_ops() - y_ops
 ws = _torch_cuda.device.empty((b.lib.cuda_workspace_bytes(lk, (M, N, K)),), torch.uint8, dev["x"].device)
 y_ops = fake.fake_cuda_stream_ops()
-b.lib.cuda_launch(lk, (M, N, K), [dev["x"].data_ptr(), dev["w"].data_ptr(), dev["bias"].data_ptr(), on_device(torch.empty(M, N)).data_ptr()],
+b.lib.cuda_launch(lk, (M, N, K), [dev["x"].data_ptr(), w2.data_ptr(), dev["bias"].data_ptr(), on_device(torch.empty(M, N)).data_ptr()],
                   ws.data_ptr(), STREAM, 0)
 theirs = fake.fake_cuda_stream_ops() - y_ops
-fake.fake_cuda_set_kernel(None, None)
 wb = want.numpy().tobytes()
 check("linear_kernel_reads_the_transposed_weight", len(seen) == 2 and wb in seen[0] and wb in seen[1],
       f"{len(seen)} launches; B found: {[wb in s for s in seen]}")
 # Negative control: the runtime's own copies (tessera_cuda_launch without the caller's) are counted.
 check("runtime_copies_are_counted", theirs >= min(K, N) and ours < theirs, f"{theirs} vs {ours} stream operations")
+
+
+def b_seen(w):
+    """Whether the last launch's B was w transposed (zeros past it)."""
+    t = torch.zeros(tw[4], tw[5])
+    t[:K, :N] = w.t()
+    return t.numpy().tobytes() in seen[-1]
+
+
+# The transposed copy is kept for the same weight: a second call transposes nothing and reads it.
+n0 = transposes[0]
+tt.linear(dev["x"], w2, dev["bias"], b, activation="gelu_tanh")
+check("transposed_weight_kept", transposes[0] == n0 == 1 and b_seen(w2), f"{transposes[0] - n0} transpositions, first {n0}")
+# A write through torch (the version counter) is seen: the next call transposes the new weight.
+with torch.no_grad():
+    w2.add_(1.0)
+tt.linear(dev["x"], w2, dev["bias"], b, activation="gelu_tanh")
+check("transposed_weight_follows_writes", transposes[0] == n0 + 1 and b_seen(w2), f"{transposes[0] - n0} transpositions")
+# Negative control: a write behind the version counter (through .data) is not seen, so the kept copy
+# is what those checks read; tt.forget_copies() drops it.
+old_w2 = w2.clone()
+w2.data.mul_(2.0)
+tt.linear(dev["x"], w2, dev["bias"], b, activation="gelu_tanh")
+check("write_behind_the_version_is_not_seen", transposes[0] == n0 + 1 and b_seen(old_w2) and not b_seen(w2))
+tt.forget_copies()
+tt.linear(dev["x"], w2, dev["bias"], b, activation="gelu_tanh")
+check("forget_copies", transposes[0] == n0 + 2 and b_seen(w2))
+# Another weight of the same shape (another layer) gets its own copy, not w2's.
+w3 = on_device(torch.randn(N, K))
+tt.linear(dev["x"], w3, dev["bias"], b, activation="gelu_tanh")
+check("each_weight_its_own_copy", transposes[0] == n0 + 3 and b_seen(w3) and not b_seen(w2))
+# Under graph capture a copy is made (recorded: it runs at every replay) and neither kept nor read
+# from the kept ones: a replay then sees writes to the weight made after the capture.
+w4 = on_device(torch.randn(N, K))
+fake.fake_cuda_capture(1)
+tt.linear(dev["x"], w4, dev["bias"], b, activation="gelu_tanh")  # w4 new: transposed in the capture
+tt.linear(dev["x"], w3, dev["bias"], b, activation="gelu_tanh")  # w3 has a kept copy: transposed anyway
+fake.fake_cuda_capture(0)
+check("capture_keeps_no_copy", transposes[0] == n0 + 5, f"{transposes[0] - n0}")
+tt.linear(dev["x"], w4, dev["bias"], b, activation="gelu_tanh")  # eager again: w4 transposed and kept
+tt.linear(dev["x"], w3, dev["bias"], b, activation="gelu_tanh")  # w3's kept copy, from before
+check("copy_kept_after_capture", transposes[0] == n0 + 6 and b_seen(w3), f"{transposes[0] - n0}")
+# A repeated call allocates its output only: the workspace and the weight's copy are kept.
+start = pool.next
+tt.linear(dev["x"], w3, dev["bias"], b, activation="gelu_tanh")
+out_bytes = (M * N * 4 + 511) // 512 * 512
+check("only_the_output_allocated", pool.next - start == out_bytes, f"{pool.next - start} bytes, the output {out_bytes}")
+# Another shape of the same weight (another batch): its own plan and kernel, the weight's copy shared
+# when its kernel reads it in the same layout, one transposition otherwise.
+n1 = transposes[0]
+x16 = on_device(torch.randn(M // 2, K))
+tt.stats(reset=True)
+y16 = tt.linear(x16, w3, dev["bias"], b, activation="gelu_tanh")
+(row16,) = tt.stats()
+(k16,) = [kd for kd in b.lib.kernels if kd.name == row16["kernel"]]
+(t16,) = b.lib.cuda_transposed_operands(k16, (M // 2, N, K))
+same = t16[1:] == tw[1:]
+check("other_shape_own_plan", row16["ran"] == "tessera" and k16.name != lk.name and y16.shape == (M // 2, N), str(row16))
+check("copy_shared_across_shapes", transposes[0] == n1 + (0 if same else 1), f"layouts {tw} {t16}: "
+      f"{transposes[0] - n1} transpositions")
+_torch_cuda._transpose = transpose
+fake.fake_cuda_set_kernel(None, None)
 
 # The operator hands the runtime the call's tensors in the order the kernel declares them (by name:
 # the elementwise kernel takes b before x): its launch equals one made from that order directly.

@@ -13,6 +13,8 @@ import torch
 from tessera import _torch_cuda
 
 STREAM = 0x5EED0
+_SIZES = {dt: torch.empty((), dtype=dt).element_size() for dt in (torch.float32, torch.float16, torch.bfloat16, torch.uint8,
+                                                                   torch.float64, torch.int32, torch.int64)}
 
 
 def load(path):
@@ -30,14 +32,24 @@ class Pool:
     def __init__(self, fake, nbytes):
         q = ctypes.c_ulonglong(0)
         assert fake.cuMemAlloc_v2(ctypes.byref(q), nbytes) == 0
+        self.fake = fake
         self.end, self.next = q.value + nbytes, (q.value + 511) // 512 * 512
-        self.keep = self.next
+        self.start = self.keep = self.next
+        # One uint8 tensor over the whole allocation: a tensor handed out is a slice of it (as cheap
+        # to make as the caching allocator's, where a ctypes buffer per tensor took microseconds).
+        self.base = torch.frombuffer((ctypes.c_ubyte * (self.end - self.start)).from_address(self.start), dtype=torch.uint8)
 
     def take(self, nbytes):
         q = self.next
         self.next += (max(nbytes, 1) + 511) // 512 * 512
         assert self.next <= self.end, "stand-in pool exhausted"
         return q
+
+    def tensor(self, nbytes):
+        """``nbytes`` of the pool as a uint8 tensor of its own version counter (``.data``: a slice's
+        would be the pool's, bumped by a write to any tensor of it, where torch's are per tensor)."""
+        q = self.take(nbytes)
+        return self.base[q - self.start:q - self.start + nbytes].data
 
     def mark(self):
         self.keep = self.next
@@ -67,10 +79,12 @@ class StandIn(_torch_cuda.Device):
     def stream(self, device):
         return self._stream
 
+    def capturing(self, device):
+        return bool(self._pool.fake.fake_cuda_capturing())
+
     def empty(self, shape, dtype, device):
-        n = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
-        buf = (ctypes.c_ubyte * max(n, 1)).from_address(self._pool.take(n))
-        return torch.frombuffer(buf, dtype=torch.uint8)[:n].view(dtype).view(tuple(shape))
+        n = math.prod(shape) * _SIZES[dtype]
+        return self._pool.tensor(n).view(dtype).view(tuple(shape))
 
 
 def on_device(t):

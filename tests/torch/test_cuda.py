@@ -25,6 +25,9 @@ def test_cuda_path_through_the_stand_in_driver(tmp_path):
         assert {f"{op}_runs_the_gpu_kernel", f"{op}_stream_only", f"{op}_grid_block", f"{op}_pointers"} <= done
     assert {"linear_weight_read_transposed", "linear_few_driver_operations", "context_retained_once",
             "linear_kernel_reads_the_transposed_weight", "runtime_copies_are_counted"} <= done
+    assert {"transposed_weight_kept", "transposed_weight_follows_writes", "write_behind_the_version_is_not_seen",
+            "forget_copies", "each_weight_its_own_copy", "capture_keeps_no_copy", "copy_kept_after_capture",
+            "only_the_output_allocated", "other_shape_own_plan", "copy_shared_across_shapes"} <= done
     assert {"chip_mismatch", "bias_gelu_argument_order", "swapped_arguments_are_seen", "wrong_stream_is_seen",
             "capture_records", "capture_replays", "host_path_refused_in_capture", "fallback"} <= done
     assert r.stdout.rstrip().endswith("all ok")

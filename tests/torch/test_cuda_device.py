@@ -54,3 +54,43 @@ def test_ops_on_cuda_tensors_eager_and_in_a_graph(gpu_bundle):
             F.scaled_dot_product_attention(q, k, v, is_causal=True))
     for got, ref in zip(captured, want):
         torch.testing.assert_close(got, ref, rtol=1e-3, atol=1e-3)
+
+
+def test_kept_weight_copies_follow_the_weights(gpu_bundle):
+    """A linear call keeps its weight's transposed copy for the next call (tessera._torch_cuda.Launch):
+    an in-place write to the weight, another weight of the same shape, another stream and a graph
+    replayed after a write must each give torch's result, not the kept copy's."""
+    torch.manual_seed(1)
+    x, w, b = (torch.randn(M, K, device="cuda"), torch.randn(N, K, device="cuda"), torch.randn(N, device="cuda"))
+
+    def check(w):
+        got = tt.linear(x, w, b, gpu_bundle, activation="gelu_tanh")
+        torch.testing.assert_close(got, F.gelu(F.linear(x, w, b), approximate="tanh"), rtol=1e-3, atol=1e-3)
+
+    with torch.no_grad():
+        check(w)
+        check(w)  # the kept copy
+        w.mul_(-0.5)  # an in-place write: the version counter moves
+        check(w)
+        check(torch.randn_like(w))  # another weight, same shape
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            w.add_(1.0)
+            check(w)
+        torch.cuda.current_stream().wait_stream(s)
+        check(w)
+        # A graph captured on a stream whose call kept a copy transposes on every replay: a write to
+        # the weight after the capture is seen.
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            check(w)  # a kept copy for stream s
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=s):
+            y = tt.linear(x, w, b, gpu_bundle, activation="gelu_tanh")
+        w.mul_(2.0)
+        g.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(y, F.gelu(F.linear(x, w, b), approximate="tanh"), rtol=1e-3, atol=1e-3)
+    assert {r["ran"] for r in tt.stats()} == {"tessera"}, tt.stats()

@@ -141,3 +141,69 @@ def test_compile_fullgraph(bundle):
 def test_bad_bundle_folder_is_one_clear_error(tmp_path):
     with pytest.raises(tt.InvalidArgumentError, match="not a Tessera bundle"):
         tt.load(str(tmp_path))
+
+
+def test_launch_plans_are_per_shape_flags_and_data(bundle, caplog):
+    """A call's launch plan (``tt._calls``) is made on its first call and reused only by calls of the
+    same shapes, dtypes and flags; it keeps no pointer of the first call's tensors."""
+    torch.manual_seed(7)
+    x, w, b = torch.randn(M, DIM), torch.randn(4 * DIM, DIM), torch.randn(4 * DIM)
+
+    def want(x, w, b):
+        return F.gelu(F.linear(x, w, b), approximate="tanh")
+    for _ in range(2):  # made, then reused
+        torch.testing.assert_close(tt.linear(x, w, b, bundle, activation="gelu_tanh"), want(x, w, b), rtol=1e-4, atol=1e-4)
+    (run,) = [r for k, r in tt._calls.items() if k[0] == bundle.id and k[1] == "linear" and k[2] == x.shape and
+              k[5] == "gelu_tanh"]
+    assert type(run.native).__name__ == "BundleCall"  # the native call, not ctypes
+    # Other tensors of the same shapes: the same plan on their own memory.
+    x2, w2, b2 = torch.randn(M, DIM), torch.randn(4 * DIM, DIM), torch.randn(4 * DIM)
+    torch.testing.assert_close(tt.linear(x2, w2, b2, bundle, activation="gelu_tanh"), want(x2, w2, b2), rtol=1e-4, atol=1e-4)
+    # A different shape after the cached one: its own plan (torch's here, with its one line).
+    x3 = torch.randn(M - 3, DIM)
+    with caplog.at_level(logging.WARNING, logger="tessera.torch"):
+        torch.testing.assert_close(tt.linear(x3, w, b, bundle, activation="gelu_tanh"), want(x3, w, b))
+    assert len([m for m in caplog.messages if "no linear kernel" in m]) == 1
+    # The same rows as a 3-D input: another key, the same kernel, the output in the input's shape.
+    y = tt.linear(x.view(BATCH, SEQ, DIM), w, b, bundle, activation="gelu_tanh")
+    assert y.shape == (BATCH, SEQ, 4 * DIM)
+    torch.testing.assert_close(y, want(x, w, b).view(BATCH, SEQ, 4 * DIM), rtol=1e-4, atol=1e-4)
+    got = {(r["shape"], r["ran"]): r["calls"] for r in rows("linear")}
+    assert got == {(f"{M}x{DIM} {4 * DIM}x{DIM} +bias gelu_tanh", "tessera"): 3,
+                   (f"{M - 3}x{DIM} {4 * DIM}x{DIM} +bias gelu_tanh", "torch"): 1,
+                   (f"{BATCH}x{SEQ}x{DIM} {4 * DIM}x{DIM} +bias gelu_tanh", "tessera"): 1}, got
+    # stats(reset=True) while plans are kept: later calls count in new rows.
+    tt.stats(reset=True)
+    tt.linear(x, w, b, bundle, activation="gelu_tanh")
+    assert [(r["ran"], r["calls"]) for r in rows("linear")] == [("tessera", 1)]
+
+
+def test_a_wrong_launch_plan_would_be_seen(bundle):
+    """Negative control of the test above: the plan of one flag (tanh GELU) handed to a call of
+    another (erf GELU, same shapes, torch's) gives results the comparison tells apart."""
+    torch.manual_seed(8)
+    x, b = torch.randn(BATCH, SEQ, 4 * DIM), torch.randn(4 * DIM)
+    tt.bias_gelu(x, b, bundle, approximate="tanh")
+    tt.bias_gelu(x, b, bundle, approximate="none")
+    keys = {k[4]: k for k in tt._calls if k[0] == bundle.id and k[1] == "bias_gelu" and k[2] == x.shape}
+    right = tt._calls[keys["none"]]
+    try:
+        tt._calls[keys["none"]] = tt._calls[keys["tanh"]]
+        y = tt.bias_gelu(x, b, bundle, approximate="none")
+    finally:
+        tt._calls[keys["none"]] = right
+    with pytest.raises(AssertionError):
+        torch.testing.assert_close(y, F.gelu(x + b), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(tt.bias_gelu(x, b, bundle, approximate="none"), F.gelu(x + b))
+
+
+def test_non_contiguous_input_is_staged_per_call(bundle):
+    """A plan made on a contiguous input still stages a non-contiguous one of the same shape (the
+    layout is checked per call, not kept with the plan)."""
+    torch.manual_seed(9)
+    q, k, v = (torch.randn(BATCH, HEADS, SEQ, DIM // HEADS) for _ in range(3))
+    tt.scaled_dot_product_attention(q, k, v, bundle, is_causal=True)
+    qt = torch.randn(BATCH, SEQ, HEADS, DIM // HEADS).transpose(1, 2)  # same shape, not contiguous
+    y = tt.scaled_dot_product_attention(qt, k, v, bundle, is_causal=True)
+    torch.testing.assert_close(y, F.scaled_dot_product_attention(qt, k, v, is_causal=True), rtol=1e-4, atol=1e-5)
+    assert [(r["calls"], r["staged"]) for r in rows("attention")] == [(2, 1)]
