@@ -296,6 +296,12 @@ void accCommit(BlockState& b, int tid, int group);
 void accRetire(BlockState& b, int tid, int limit);
 // The last arriver's view: the vector-clock release of warp `w` into `acc` (its epoch ends).
 void releaseInto(BlockState& b, int w, std::vector<uint32_t>& acc);
+// Ends the request groups of warp `w` (their coalescing and bank counters).
+void flushGroups(BlockState& b, Warp& w);
+// Barriers (emu_barriers.cpp): the vector-clock join of the warps that met at one; the block's
+// end (arrivals no bar.sync met).
+void joinClocks(BlockState& b, const std::vector<int>& warps);
+void barriersBlockEnd(BlockState& b);
 const Extent* findExtent(const Launch& l, const void* p, size_t bytes);
 
 }  // namespace tessera::emu::detail
