@@ -9,6 +9,7 @@
 #include "ir/builders.h"
 #include "ir/families.h"
 #include "search/space.h"
+#include "support/si_format.h"
 
 namespace tessera::cli {
 
@@ -94,9 +95,10 @@ void demoCommand(const DemoFlags& f) {
   }
   if (f.json) std::printf("%s\n", rows.dump(2).c_str());
   else {
-    std::printf("\nof peak: GEMM/attention against the FMA peak of the threads they ran on (one core's, %.1f GFLOP/s%s,\n"
+    std::printf("\nof peak: GEMM/attention against the FMA peak of the threads they ran on (one core's, %s%s,\n"
                 "times the threads), elementwise against the copy bandwidth of as many threads.\n",
-                host.peakGflopsF32, host.clockGHz > 0 ? (" at " + std::to_string(host.clockGHz).substr(0, 4) + " GHz").c_str() : "");
+                formatSi(host.peakGflopsF32 * 1e9, "FLOP/s", 3).c_str(),
+                host.clockGHz > 0 ? (" at " + formatSi(host.clockGHz * 1e9, "Hz")).c_str() : "");
     for (const auto& a : above) std::printf("*  above its peak, which no kernel can beat: %s\n", a.c_str());
     if (!host.copyDoubt.empty()) std::printf("?  no share of the copy bandwidth: %s\n", host.copyDoubt.c_str());
     std::printf("Tune with `tessera tune ...`; inspect code with `tessera compile ... --emit asm`.\n");
