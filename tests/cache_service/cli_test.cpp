@@ -317,6 +317,10 @@ TEST(Cli, ShortHashesAndRefusedTokens) {
   auto downTune = runTessera(with({"--cache", "http://127.0.0.1:1", "--token", writer, "--force"}));
   EXPECT_EQ(downTune.exit_code, 0) << downTune.err;
   EXPECT_NE(downTune.err.find("warning"), std::string::npos) << downTune.err;
+  // The URL once ("tessera cache URL: URL: GET /v1/whoami: ..." before).
+  EXPECT_EQ(downTune.err.find("http://127.0.0.1:1: http://127.0.0.1:1"), std::string::npos) << downTune.err;
+  EXPECT_NE(downTune.err.find("tessera cache http://127.0.0.1:1: GET /v1/whoami: could not connect"), std::string::npos)
+      << downTune.err;
 }
 
 }  // namespace
