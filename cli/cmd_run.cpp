@@ -155,13 +155,7 @@ void runCommand(const RunFlags& f) {
   // time moved 1.4-5.3x between runs on a loaded 2-core host, and nothing warned).
   search::TimingLoad timing;
   timing.before = readLoad();
-  // The least of three readings, as the copy probe reads it (targets/host_probe.cpp): a task that
-  // holds a core slows all three; a single reading on an idle VM can read high.
-  auto control = [threads = ro.threads] {
-    double least = 1e30;
-    for (int i = 0; i < 3; ++i) least = std::min(least, coreShareSlowdown(threads));
-    return least;
-  };
+  auto control = [threads = ro.threads] { return steadyCoreShare(threads); };
   std::optional<HostRunResult> res;
   for (int attempt = 0; attempt < 2 && (!res || timing.isBusy()); ++attempt) {
     const double before = control();
@@ -180,11 +174,6 @@ void runCommand(const RunFlags& f) {
   timing.after = readLoad();
   timing.busy = timing.isBusy();
   RunReport rep{&*k, &*t, *cfg, e.compileSeconds, *res};
-  auto loadText = [](const LoadReading& l) {
-    char b[32] = "?";
-    if (l.loadavg1 >= 0) std::snprintf(b, sizeof b, "%.2f", l.loadavg1);
-    return std::string(b);
-  };
   if (f.json) {
     nlohmann::json j = runJson(rep);
     j["timing"] = {{"under_load", timing.busy},
@@ -198,11 +187,10 @@ void runCommand(const RunFlags& f) {
   }
   std::printf("%s", formatRun(rep).c_str());
   if (timing.busy)
-    std::printf("warning     timing under load: p80/p20 %s, the control found the cores %s slower than free (load %s "
-                "before, %s after on %s), timed %s; this time is uncertain: run it again on a quiet machine\n",
-                formatRatio(timing.spread).c_str(), formatRatio(timing.control).c_str(), loadText(timing.before).c_str(),
-                loadText(timing.after).c_str(), countOf(timing.after.cores, "core").c_str(),
-                timing.remeasures == 1 ? "once" : "twice");
+    std::printf("warning     timing under load: p80/p20 %s, the control found the cores %s slower than free (%s), "
+                "timed %s; this time is uncertain: run it again on a quiet machine\n",
+                formatRatio(timing.spread).c_str(), formatRatio(timing.control).c_str(),
+                loadSpan(timing.before, timing.after).c_str(), timing.remeasures == 1 ? "once" : "twice");
 }
 
 }  // namespace

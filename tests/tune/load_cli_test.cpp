@@ -257,3 +257,19 @@ TEST(RunUnderLoad, ABusyRunSaysSoInOneLine) {
   EXPECT_TRUE(j["timing"].value("under_load", false)) << j["timing"].dump();
   EXPECT_EQ(j["timing"].value("timings", 0), 2) << j["timing"].dump();
 }
+
+// Issue 48: `tessera demo` (the README's first command) printed its table under load without a word.
+// With a spinner on every core it ends with one line saying its times are uncertain (the quiet
+// half: RunUnderLoad's, the same control and rules).
+TEST(RunUnderLoad, ABusyDemoSaysSoInOneLine) {
+  Result loaded;
+  {
+    Spinners spin;
+    loaded = run("demo --small");
+  }
+  ASSERT_EQ(loaded.code, 0) << loaded.out;
+  const size_t at = loaded.out.find("timed under load");
+  ASSERT_NE(at, std::string::npos) << loaded.out;
+  EXPECT_EQ(loaded.out.find("timed under load", at + 1), std::string::npos) << "one line, once: " << loaded.out;
+  EXPECT_NE(loaded.out.find("slower than free"), std::string::npos) << loaded.out;
+}
