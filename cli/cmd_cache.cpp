@@ -240,9 +240,15 @@ void addCacheCommand(CLI::App& app) {
       k.shape = std::move(*dims);
       res = client.best(k, {}, !g->no_nearest);
     }
-    if (res.refused()) fail(res.warning, kExitRefused);
+    // A lookup's warning says how a tune goes on without the cache; `cache get` stops instead.
+    auto asError = [](std::string w) {
+      const std::string tail = "; continuing without it";
+      if (w.size() >= tail.size() && w.compare(w.size() - tail.size(), tail.size(), tail) == 0) w.resize(w.size() - tail.size());
+      return w;
+    };
+    if (res.refused()) fail(asError(res.warning), kExitRefused);
     if (!res.warning.empty() && res.http_status == 0 && res.kind == cache::LookupResult::Kind::Miss)
-      fail(res.warning, kExitUnreachable);  // nobody answered: not a miss
+      fail(asError(res.warning), kExitUnreachable);  // nobody answered: not a miss
     if (!res.warning.empty()) std::fprintf(stderr, "tessera: warning: %s\n", res.warning.c_str());
     if (res.kind == cache::LookupResult::Kind::Miss) {
       std::fprintf(stderr, "miss\n");

@@ -1,6 +1,7 @@
 // Owns `tessera demo`, the README's main job: compile and run a default GEMM, a fused
 // elementwise chain and an attention kernel on the host, check each against the reference and
 // print one table.
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -9,6 +10,8 @@
 #include "ir/builders.h"
 #include "ir/families.h"
 #include "search/space.h"
+#include "search/timing_load.h"
+#include "support/si_format.h"
 
 namespace tessera::cli {
 
@@ -48,6 +51,10 @@ void demoCommand(const DemoFlags& f) {
   }
   std::vector<std::string> above;  // kernels above their peak, with why
   int failures = 0;
+  // Timing under load, judged by the tune's rules (search/timing_load.h) over the whole table: the
+  // control on every core before and after, the rows' largest p80/p20.
+  const LoadReading loadBefore = readLoad();
+  double control = steadyCoreShare(host.cores), spread = 0;
   for (const ir::Kernel& k : demoKernels(f.small)) {
     std::string err;
     RunReport rep;
@@ -67,6 +74,7 @@ void demoCommand(const DemoFlags& f) {
         auto res = runOnHost(k, [&e](void* const* b) { e.run(b); }, host, ro);
         if (!res.ok()) err = res.error().str();
         else rep = RunReport{&k, &host, cfg, e.compileSeconds, *res};
+        if (res.ok() && res->samples.p20_us > 0) spread = std::max(spread, res->samples.p80_us / res->samples.p20_us);
       }
     }
     if (!err.empty()) {
@@ -92,13 +100,19 @@ void demoCommand(const DemoFlags& f) {
     std::printf("%-34s %-10s %7d %11.3f %16s %8s  ok, max rel err %.1e\n", k.name.c_str(), sched.c_str(),
                 rep.config.hostThreads(), rep.result.samples.median_us / 1e3, thr.c_str(), pct, rep.result.check.maxRelErr);
   }
+  control = std::max(control, steadyCoreShare(host.cores));
   if (f.json) std::printf("%s\n", rows.dump(2).c_str());
   else {
-    std::printf("\nof peak: GEMM/attention against the FMA peak of the threads they ran on (one core's, %.1f GFLOP/s%s,\n"
+    std::printf("\nof peak: GEMM/attention against the FMA peak of the threads they ran on (one core's, %s%s,\n"
                 "times the threads), elementwise against the copy bandwidth of as many threads.\n",
-                host.peakGflopsF32, host.clockGHz > 0 ? (" at " + std::to_string(host.clockGHz).substr(0, 4) + " GHz").c_str() : "");
+                formatSi(host.peakGflopsF32 * 1e9, "FLOP/s", 3).c_str(),
+                host.clockGHz > 0 ? (" at " + formatSi(host.clockGHz * 1e9, "Hz")).c_str() : "");
     for (const auto& a : above) std::printf("*  above its peak, which no kernel can beat: %s\n", a.c_str());
     if (!host.copyDoubt.empty()) std::printf("?  no share of the copy bandwidth: %s\n", host.copyDoubt.c_str());
+    if (control > kQuietSlowdown || spread > search::kNoisySpread)
+      std::printf("!  timed under load: p80/p20 up to %s, the control found the cores %s slower than free (%s); "
+                  "the times and shares above are uncertain: run it again on a quiet machine\n",
+                  formatRatio(spread).c_str(), formatRatio(control).c_str(), loadSpan(loadBefore, readLoad()).c_str());
     std::printf("Tune with `tessera tune ...`; inspect code with `tessera compile ... --emit asm`.\n");
   }
   if (failures) fail(std::to_string(failures) + " demo kernel(s) failed", kExitFailure);

@@ -7,6 +7,7 @@
 // (checked run, warm-up, L2 flush before each timed launch, median).
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/kernel_flags.h"
@@ -17,6 +18,9 @@
 #include "codegen/gpu_runner.h"
 #include "ir/reference.h"
 #include "search/space.h"
+#include "search/timing_load.h"
+#include "support/load.h"
+#include "support/si_format.h"
 #include "support/stats.h"
 #include "targets/kernel_io.h"
 
@@ -145,11 +149,48 @@ void runCommand(const RunFlags& f) {
   ro.measure.flushCache = f.flush;
   ro.threads = cfg->hostThreads();
   const auto& e = **exe;
-  auto res = runOnHost(*k, [&e](void* const* b) { e.run(b); }, *t, ro);
-  if (!res.ok()) failWith(res.error());
+  // Honest timing under load, judged as a tune judges its finalists (search/timing_load.h): the load
+  // control at the run's thread count before and after the timing, and the samples' p80/p20. A busy
+  // timing is taken once more and the quieter kept; still busy, the run says so in one line (its
+  // time moved 1.4-5.3x between runs on a loaded 2-core host, and nothing warned).
+  search::TimingLoad timing;
+  timing.before = readLoad();
+  auto control = [threads = ro.threads] { return steadyCoreShare(threads); };
+  std::optional<HostRunResult> res;
+  for (int attempt = 0; attempt < 2 && (!res || timing.isBusy()); ++attempt) {
+    const double before = control();
+    auto r = runOnHost(*k, [&e](void* const* b) { e.run(b); }, *t, ro);
+    if (!r.ok()) failWith(r.error());
+    const double slowdown = std::max(before, control());
+    const double spread = r->samples.p20_us > 0 ? r->samples.p80_us / r->samples.p20_us : 0;
+    ++timing.remeasures;
+    if (!res || std::max(slowdown / kQuietSlowdown, spread / search::kNoisySpread) <
+                    std::max(timing.control / kQuietSlowdown, timing.spread / search::kNoisySpread)) {
+      res = std::move(*r);
+      timing.control = slowdown;
+      timing.spread = spread;
+    }
+  }
+  timing.after = readLoad();
+  timing.busy = timing.isBusy();
   RunReport rep{&*k, &*t, *cfg, e.compileSeconds, *res};
-  if (f.json) std::printf("%s\n", runJson(rep).dump(2).c_str());
-  else std::printf("%s", formatRun(rep).c_str());
+  if (f.json) {
+    nlohmann::json j = runJson(rep);
+    j["timing"] = {{"under_load", timing.busy},
+                   {"p80_p20", timing.spread},
+                   {"control_slowdown", timing.control},
+                   {"timings", timing.remeasures},
+                   {"load_before", timing.before.loadavg1},
+                   {"load_after", timing.after.loadavg1}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("%s", formatRun(rep).c_str());
+  if (timing.busy)
+    std::printf("warning     timing under load: p80/p20 %s, the control found the cores %s slower than free (%s), "
+                "timed %s; this time is uncertain: run it again on a quiet machine\n",
+                formatRatio(timing.spread).c_str(), formatRatio(timing.control).c_str(),
+                loadSpan(timing.before, timing.after).c_str(), timing.remeasures == 1 ? "once" : "twice");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Owns result formatting for the CLI.
 #include "cli/report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -18,6 +19,21 @@ std::string targetSummary(const TargetDesc& t) {
                 t.model.c_str(), countOf(t.units, "core").c_str(), formatSi(t.peakGflopsF32 * 1e9, "FLOP/s", 3).c_str(),
                 clock, formatSi(t.memBandwidthGBs * 1e9, "B/s", 3).c_str());
   return buf;
+}
+
+double steadyCoreShare(int threads) {
+  double least = 1e30;
+  for (int i = 0; i < 3; ++i) least = std::min(least, coreShareSlowdown(threads));
+  return least;
+}
+
+std::string loadSpan(const LoadReading& before, const LoadReading& after) {
+  auto one = [](const LoadReading& l) {
+    char b[32] = "?";
+    if (l.loadavg1 >= 0) std::snprintf(b, sizeof b, "%.2f", l.loadavg1);
+    return std::string(b);
+  };
+  return "load " + one(before) + " before, " + one(after) + " after on " + countOf(after.cores, "core");
 }
 
 nlohmann::json targetJson(const TargetDesc& t) {

@@ -8,6 +8,7 @@
 #include "ir/ir.h"
 #include "ir/schedule.h"
 #include "nlohmann/json.hpp"
+#include "support/load.h"
 #include "support/status.h"
 #include "targets/host_runner.h"
 #include "targets/target_desc.h"
@@ -16,6 +17,12 @@ namespace tessera::cli {
 
 
 std::string targetSummary(const TargetDesc& t);
+// The load control (support/load.h) read three times at `threads`, the least slowdown kept, as the
+// copy probe reads it: a task that holds a core slows every reading; one reading on an idle VM can
+// read high.
+double steadyCoreShare(int threads);
+// "load 4.39 before, 4.40 after on 2 cores" ("?" where /proc/loadavg could not be read).
+std::string loadSpan(const LoadReading& before, const LoadReading& after);
 // What a run's share of a peak is of: "the FMA peak of 2 threads", "the bf16 peak of 1 thread"
 // (vdpbf16ps or AMX), "the copy bandwidth of 1 thread".
 std::string peakName(const TargetDesc& t, bool compute, int threads, ir::ScalarType input = ir::ScalarType::F32);

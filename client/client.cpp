@@ -18,6 +18,11 @@ using nlohmann::json;
 
 namespace {
 constexpr size_t kPutChunk = 500;
+
+// "tessera cache URL: WHY", the URL once: a transport error already starts with it.
+std::string aboutCache(const std::string& url, const std::string& why) {
+  return "tessera cache " + (why.rfind(url + ": ", 0) == 0 ? why : url + ": " + why);
+}
 }  // namespace
 
 CacheClient::CacheClient(CacheClientOptions opts) : opts_(std::move(opts)) {
@@ -119,7 +124,7 @@ LookupResult CacheClient::lookup(const std::string& path_and_query) {
   if (!enabled()) return out;
   std::function<LookupResult(const std::string&)> warn = [&](const std::string& why) {
     LookupResult miss;
-    miss.warning = "tessera cache " + opts_.base_url + ": " + why + "; continuing without it";
+    miss.warning = aboutCache(opts_.base_url, why) + "; continuing without it";
     return miss;
   };
   auto reply = call("GET", path_and_query, "", "", opts_.timeout_s);
@@ -191,7 +196,7 @@ PushResult CacheClient::put(std::span<const Record> records) {
     body += "]}";
     auto reply = call("POST", "/v1/records", body, "application/json", opts_.write_timeout_s);
     if (!reply.ok()) {
-      out.warning = "tessera cache " + opts_.base_url + ": " + reply.error().message;
+      out.warning = aboutCache(opts_.base_url, reply.error().message);
       return out;
     }
     auto j = parseJson(reply->body);

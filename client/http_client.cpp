@@ -15,6 +15,21 @@ namespace tessera::cache {
 
 namespace {
 
+// What went wrong below HTTP, in words: cpp-httplib names its errors by their enum ("Connection",
+// "Read"), which told a reader of `GET /status: Connection` nothing.
+std::string transportError(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection: return "could not connect (nothing listens there, or the host is unreachable)";
+    case httplib::Error::ConnectionTimeout: return "no connection within the timeout";
+    case httplib::Error::Read: return "no complete answer (the connection closed or the read timed out)";
+    case httplib::Error::Write: return "the request could not be sent (the connection closed or timed out)";
+    case httplib::Error::SSLConnection: return "the TLS handshake failed";
+    case httplib::Error::SSLServerVerification: return "the server's TLS certificate could not be verified";
+    case httplib::Error::Canceled: return "canceled";
+    default: return "transport error " + httplib::to_string(e);
+  }
+}
+
 void splitSeconds(double s, time_t& sec, time_t& usec) {
   s = std::max(s, 0.001);
   sec = static_cast<time_t>(s);
@@ -52,7 +67,7 @@ class HttplibConnection final : public HttpConnection {
     req.body = body;
     httplib::Result res = cli_.send(req);
     if (!res)
-      return makeError(ErrorCode::IOError, req.method + " " + req.path + ": " + httplib::to_string(res.error()));
+      return makeError(ErrorCode::IOError, req.method + " " + req.path + ": " + transportError(res.error()));
     HttpReply reply;
     reply.status = res->status;
     reply.body = std::move(res->body);

@@ -27,7 +27,11 @@ Status checkCacheAccess(cache::CacheClient& c, const std::string& need, const st
                         const std::function<void(const std::string&)>& onWarning) {
   Status s = c.checkAccess(need, what);
   if (s.ok() || s.error().code == ErrorCode::PermissionDenied) return s;
-  if (onWarning) onWarning("tessera cache " + c.options().base_url + ": " + s.error().message + "; continuing without it");
+  // The URL once: a transport error already starts with it.
+  const std::string& url = c.options().base_url;
+  const std::string& why = s.error().message;
+  if (onWarning)
+    onWarning("tessera cache " + (why.rfind(url + ": ", 0) == 0 ? why : url + ": " + why) + "; continuing without it");
   return {};
 }
 

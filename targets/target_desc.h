@@ -150,6 +150,21 @@ const TargetDesc& hostTarget();
 // more threads than cores is allowed (oversubscribed) but rarely useful.
 Expected<TargetDesc> hostTargetWithThreads(int threads);
 
+// FMA latency and issue rate of the host's vector width by microarchitecture (vendor_id, cpu family
+// and model of /proc/cpuinfo; t.simdBits already set): a table, so defaults derived from them do not
+// move between runs.
+void setFmaPipes(TargetDesc& t, const std::string& vendor, int family, int model);
+// f32 flops one core's FMA units retire a cycle: lanes of t.simdBits x 2 (multiply and add) x
+// t.fmaPerCycle. 64 on Sapphire Rapids, 32 on Zen 4 (AVX-512 or not) and Zen 2, 16 on Zen 1.
+int flopsPerCycleF32(const TargetDesc& t);
+// The clock the host probe reports, from a dependent integer-add chain's reading (`chainGHz`) and
+// the FMA peak it measured just before: no core retires more than `flopsPerCycle` a cycle, so the
+// peak implies a clock of at least peak / flopsPerCycle; a chain reading below it (the chain ran
+// on a shared core) or above any x86 core's clock (kMaxCoreGHz: the core shortened the chain, as
+// Golden Cove folds add-immediate chains at rename) gives way to that implied clock.
+inline constexpr double kMaxCoreGHz = 7.0;
+double settleClockGHz(double chainGHz, double peakGflopsF32, int flopsPerCycle);
+
 // Named x86 machine descriptions (zen4, zen4-avx2, sapphire-rapids): fixed caches, ISA and peaks,
 // for tests of rules that derive values from the host, whichever machine runs them.
 std::vector<std::string> hostPresets();

@@ -42,6 +42,22 @@ if grep -E 'libomp|libLLVM|libMLIR' <<< "$libs" | grep '/llvm' > /dev/null; then
 grep -q 'libomp.so.5 => /' <<< "$libs" || die "libomp.so.5 is not found on the system's path: $(grep libomp <<< "$libs")"
 ./demo_threaded --gemm 512x512x512 > threaded.txt || die "demo_threaded failed: $(cat threaded.txt)"
 grep -q "demo: all checks passed" threaded.txt || die "demo_threaded failed"
+# And it runs with LLVM's folder (the one link.flags names for this build machine) hidden under an
+# empty tmpfs, in a mount namespace of its own, where `unshare` may make one. (Debian's libomp5
+# package keeps its file in its own LLVM's folder, e.g. /usr/lib/llvm-19, linked from the system's
+# library path: that one is the system's, not the toolchain's.)
+llvm_lib=$(grep -o -- '-L[^ ]*' threaded/link.flags | head -1 | cut -c3-)
+if [ -z "$llvm_lib" ]; then
+  echo "no LLVM folder in link.flags: nothing to hide"
+elif ! unshare -rm true 2> /dev/null; then
+  echo "LLVM's folder not hidden: this machine gives no mount namespace (unshare -rm)"
+else
+  llvm_dir=$(dirname "$llvm_lib")
+  unshare -rm sh -c 'mount -t tmpfs none "$1" && [ -z "$(ls -A "$1")" ] && exec ./demo_threaded --gemm 512x512x512' _ "$llvm_dir" \
+    > hidden.txt 2>&1 || die "demo_threaded failed with $llvm_dir hidden: $(cat hidden.txt)"
+  grep -q "demo: all checks passed" hidden.txt || die "demo_threaded failed with $llvm_dir hidden"
+  echo "demo_threaded ran with $llvm_dir hidden"
+fi
 
 step "run"
 ./demo | tee demo.txt

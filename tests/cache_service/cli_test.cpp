@@ -99,6 +99,12 @@ TEST(Cli, ServeAndCacheCommands) {
   auto down = runTessera({"cache", "get", "--key-id", a.key_id, "--cache", "http://127.0.0.1:1", "--timeout", "0.5"});
   // Nobody answered: not a miss (exit 5) but an unreachable service (exit 7), in one line.
   EXPECT_EQ(down.exit_code, 7) << down.err;
+  // In words, not cpp-httplib's enum name, the URL once, and no "continuing without it" on the
+  // error that ends the command (before: "tessera cache URL: URL: GET /v1/best/...: Connection;
+  // continuing without it").
+  EXPECT_NE(down.err.find("tessera cache http://127.0.0.1:1: GET /v1/best/"), std::string::npos) << down.err;
+  EXPECT_NE(down.err.find(": could not connect"), std::string::npos) << down.err;
+  EXPECT_EQ(down.err.find("continuing"), std::string::npos) << down.err;
   EXPECT_NE(down.err.find("tessera: error:"), std::string::npos) << down.err;
   EXPECT_EQ(std::count(down.err.begin(), down.err.end(), '\n'), 1) << down.err;
   EXPECT_EQ(runTessera({"cache", "get", "--key-id", a.key_id}).exit_code, 2);  // no URL configured
@@ -277,6 +283,7 @@ TEST(Cli, ShortHashesAndRefusedTokens) {
   EXPECT_EQ(runTessera({"cache", "put", dir.file("r.jsonl")}, asReader).exit_code, 6);
   auto down = runTessera({"cache", "stats", "--cache", "http://127.0.0.1:1", "--timeout", "0.5"});
   EXPECT_EQ(down.exit_code, 7) << down.err;
+  EXPECT_NE(down.err.find("GET /status: could not connect"), std::string::npos) << down.err;
 
   // A tune that would share nothing: refused before it measures (6), in one line with what to do.
   // The control: the same tune with the writer's token, and one against a service that is down
@@ -310,6 +317,10 @@ TEST(Cli, ShortHashesAndRefusedTokens) {
   auto downTune = runTessera(with({"--cache", "http://127.0.0.1:1", "--token", writer, "--force"}));
   EXPECT_EQ(downTune.exit_code, 0) << downTune.err;
   EXPECT_NE(downTune.err.find("warning"), std::string::npos) << downTune.err;
+  // The URL once ("tessera cache URL: URL: GET /v1/whoami: ..." before).
+  EXPECT_EQ(downTune.err.find("http://127.0.0.1:1: http://127.0.0.1:1"), std::string::npos) << downTune.err;
+  EXPECT_NE(downTune.err.find("tessera cache http://127.0.0.1:1: GET /v1/whoami: could not connect"), std::string::npos)
+      << downTune.err;
 }
 
 }  // namespace

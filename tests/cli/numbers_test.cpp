@@ -127,3 +127,20 @@ TEST(Numbers, RepresentativeOutputsUseTheOneFormat) {
   EXPECT_NE(runOut(commands[0]).find("1 core;"), std::string::npos);
   std::filesystem::remove(db);
 }
+
+// Issue 48: mma-lane's resources line read "smem 0 B": ptxas reports the static shared memory
+// only, and its ring of stages is dynamic. The line counts both (codegen/gpu_resources.cpp).
+TEST(Numbers, AResourcesLineCountsDynamicSharedMemory) {
+  const std::string out = runOut(
+      "compile --target sm_80 --emit ptx -o /dev/null gemm --m 1024 --n 1024 --k 1024 --dtype f16 "
+      "--config 'BK=64,BM=32,BN=16,STAGES=4,TM=32,TN=16,VEC=8,strategy=mma-lane'");
+  std::smatch launch, res;
+  if (!std::regex_search(out, res, std::regex(R"(resources +sm_80: .*)")))
+    GTEST_SKIP() << "no resources line (no ptxas here?):\n" << out;
+  ASSERT_TRUE(std::regex_search(out, launch, std::regex(R"(([0-9]+) B dynamic shared memory)"))) << out;
+  const double dynamicBytes = std::stod(launch[1]);
+  ASSERT_GT(dynamicBytes, 0) << out;
+  // The launch's dynamic bytes, in the one format, on the resources line; never "smem 0 B".
+  EXPECT_NE(res.str().find("smem " + tessera::formatSi(dynamicBytes, "B") + " dynamic"), std::string::npos) << out;
+  EXPECT_EQ(res.str().find("smem 0 B"), std::string::npos) << out;
+}

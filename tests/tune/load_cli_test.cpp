@@ -226,3 +226,50 @@ TEST(TuneUnderLoad, TheCopyRoofHoldsOrSaysItIsInDoubt) {
     EXPECT_EQ(loadedLine.find('%'), std::string::npos) << loadedLine;
   }
 }
+
+// Issue 48: `tessera run` printed its time with p80/p20 up to 2.2x at load 6 on 2 cores and said
+// nothing. It judges its timing as a tune judges its finalists (the control before and after, the
+// spread), times a busy run once more, and a run still busy says so in one line; a quiet run does
+// not (the negative control), and --json carries the verdict either way.
+TEST(RunUnderLoad, ABusyRunSaysSoInOneLine) {
+  const std::string cmd = "run --threads 1 --min-time 0.02 gemm --m 96 --n 96 --k 96";
+  ASSERT_TRUE(waitForQuietCores()) << "the cores never quieted (is something else running?)";
+  Result quiet = run(cmd);
+  ASSERT_EQ(quiet.code, 0) << quiet.out;
+  EXPECT_EQ(quiet.out.find("timing under load"), std::string::npos)
+      << "the quiet half ran on busy cores (is something else running?): " << quiet.out;
+  Result loaded, loadedJson;
+  {
+    Spinners spin;
+    loaded = run(cmd);
+    loadedJson = run("run --json" + cmd.substr(3));
+  }
+  ASSERT_EQ(loaded.code, 0) << loaded.out;
+  const size_t at = loaded.out.find("timing under load");
+  ASSERT_NE(at, std::string::npos) << loaded.out;
+  EXPECT_EQ(loaded.out.find("timing under load", at + 1), std::string::npos) << "one line, once: " << loaded.out;
+  EXPECT_NE(loaded.out.find("p80/p20"), std::string::npos) << loaded.out;
+  EXPECT_NE(loaded.out.find("timed twice"), std::string::npos) << "a busy timing is taken again: " << loaded.out;
+  ASSERT_EQ(loadedJson.code, 0) << loadedJson.out;
+  auto j = nlohmann::json::parse(loadedJson.out.substr(std::min(loadedJson.out.find('{'), loadedJson.out.size())),
+                                 nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("timing")) << loadedJson.out;
+  EXPECT_TRUE(j["timing"].value("under_load", false)) << j["timing"].dump();
+  EXPECT_EQ(j["timing"].value("timings", 0), 2) << j["timing"].dump();
+}
+
+// Issue 48: `tessera demo` (the README's first command) printed its table under load without a word.
+// With a spinner on every core it ends with one line saying its times are uncertain (the quiet
+// half: RunUnderLoad's, the same control and rules).
+TEST(RunUnderLoad, ABusyDemoSaysSoInOneLine) {
+  Result loaded;
+  {
+    Spinners spin;
+    loaded = run("demo --small");
+  }
+  ASSERT_EQ(loaded.code, 0) << loaded.out;
+  const size_t at = loaded.out.find("timed under load");
+  ASSERT_NE(at, std::string::npos) << loaded.out;
+  EXPECT_EQ(loaded.out.find("timed under load", at + 1), std::string::npos) << "one line, once: " << loaded.out;
+  EXPECT_NE(loaded.out.find("slower than free"), std::string::npos) << loaded.out;
+}

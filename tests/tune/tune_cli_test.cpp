@@ -10,7 +10,9 @@
 #include <csignal>
 #include <fstream>
 #include <sstream>
+#include <regex>
 #include <thread>
+#include <vector>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -171,6 +173,41 @@ Interrupted tuneAndInterrupt(const std::string& db, const char* resume, int time
   }
   r.out = slurp();
   return r;
+}
+
+// The lines a range tune prints until `until` appears (or it exits, or 120 s pass), then the
+// whole process group killed: what it says before its first point and after it, without the
+// minutes the rest of its points take.
+std::string rangeTuneUntil(const std::vector<std::string>& args, const std::string& until) {
+  const std::string log = testing::TempDir() + "/tune_range_lines.log";
+  std::filesystem::remove(log);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> argv{const_cast<char*>(TESSERA_BIN)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(TESSERA_BIN, argv.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  auto slurp = [&] {
+    std::ifstream in(log);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int status = 0;
+  while (slurp().find(until) == std::string::npos && std::chrono::steady_clock::now() < deadline &&
+         waitpid(pid, &status, WNOHANG) == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  kill(-pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return slurp();
 }
 
 }  // namespace
@@ -579,4 +616,25 @@ TEST(TuneCli, AFailedCandidateIsNamedByItsConfigAndReason) {
   ASSERT_EQ(ok.code, 0) << ok.out;
   EXPECT_EQ(ok.out.find("failed   "), std::string::npos) << ok.out;
   std::filesystem::remove(db);
+}
+
+// Issue 48: a GPU range estimated without --trials checked 200 candidates per point through ptxas
+// (the measured tune's default) although `--help` says --estimate takes 32, and said nothing until
+// a point was done. It takes 32, says so before the first point, and counts the points as it goes;
+// --trials still decides when given.
+TEST(TuneCli, ARangeEstimateTakesTheEstimatesCountAndShowsItsPoints) {
+  const std::string db = testing::TempDir() + "/tune_range_estimate.db";
+  std::filesystem::remove(db);
+  auto args = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a{"tune", "gemm", "--m", "1..64", "--n", "64", "--k", "64", "--dtype", "f16",
+                               "--target", "sm_80", "--estimate", "--points", "2", "--db", db};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const std::string out = rangeTuneUntil(args({}), "[1/2 ");
+  EXPECT_NE(out.find("2 training points of M 1..64, each: the model's top 32 configs"), std::string::npos) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(\[1/2 \d+ s\] M=1: estimated 32 candidates)"))) << out;
+  // The control: the count given.
+  const std::string given = rangeTuneUntil(args({"--trials", "5"}), "each:");
+  EXPECT_NE(given.find("each: the model's top 5 configs"), std::string::npos) << given;
 }
