@@ -13,6 +13,7 @@
 #include "client/client.h"
 #include "client/http.h"
 #include "store/record.h"
+#include "support/load.h"
 #include "cli/cache_flags.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -175,7 +176,7 @@ void addCacheCommand(CLI::App& app) {
       if (!v->empty() && (!isHex(*v) || v->size() < 4 || v->size() > 64))
         fail("'" + *v + "' is not a key id or workload hash: 4 to 64 lowercase hex characters", kExitBadInput);
     // The host's units are its threads, all cores unless said: the default of every host key.
-    if (g->units == 0 && g->target == "host") g->units = int64_t(std::max(1u, std::thread::hardware_concurrency()));
+    if (g->units == 0 && g->target == "host") g->units = int64_t(usableCores());
     cache::LookupResult res;
     std::string keyId = shortId || g->key_id.size() == 64 ? g->key_id : "";
     const bool allFields = !g->family.empty() && !g->shape.empty() && !g->dtype.empty() && !g->target.empty() &&

@@ -58,6 +58,13 @@ int runnableNow() {
 
 }  // namespace
 
+int usableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 LoadReading readLoad() {
   static std::mutex mu;
   static unsigned long long lastTotal = 0, lastSteal = 0;
@@ -66,9 +73,7 @@ LoadReading readLoad() {
     if (std::fscanf(f, "%lf", &r.loadavg1) != 1) r.loadavg1 = -1;
     std::fclose(f);
   }
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  r.cores = sched_getaffinity(0, sizeof set, &set) == 0 ? std::max(1, CPU_COUNT(&set)) : 1;
+  r.cores = usableCores();
   unsigned long long total = 0, steal = 0;
   if (readStat(&total, &steal)) {
     std::lock_guard<std::mutex> g(mu);

@@ -14,6 +14,10 @@ struct LoadReading {
 // The load now (/proc/loadavg, /proc/stat's steal column since the last call).
 LoadReading readLoad();
 
+// The cores this process may run on: its CPU affinity (taskset, a container's cpuset), not the
+// machine's online count, which std::thread::hardware_concurrency reports; at least 1.
+int usableCores();
+
 // The control: `threads` threads each spinning about `seconds` of integer work at once; the largest
 // wall-over-CPU time of them. 1.0 when every thread had a core of its own; 2.0 when each shared one
 // with another runnable process. A kernel timed on that many threads meanwhile ran about that much

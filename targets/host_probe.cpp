@@ -328,7 +328,7 @@ TargetDesc probeHost() {
                            "avx512_fp16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8"}) {
     if (std::find(all.begin(), all.end(), want) != all.end()) t.isa.push_back(want);
   }
-  t.units = t.cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  t.units = t.cores = usableCores();  // what this process may run on (taskset, a container's cpuset)
   bool avx512 = t.hasIsa("avx512f"), avx2 = t.hasIsa("avx2") && t.hasIsa("fma");
   setIsaLevel(t, avx512 ? 4 : avx2 ? 3 : 2);
   for (int i = 0; i < 8; ++i) {

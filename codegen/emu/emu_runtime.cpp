@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "codegen/emu/emu_internal.h"
+#include "support/load.h"
 
 namespace tessera::emu {
 namespace detail {
@@ -656,7 +657,7 @@ Report run(const Launch& l, const Options& o) {
     total.errors.push_back("bad launch: grid " + std::to_string(blocks) + " blocks of " + std::to_string(threads) + " threads");
     return total;
   }
-  int hostThreads = o.hostThreads > 0 ? o.hostThreads : int(std::max(1u, std::thread::hardware_concurrency()));
+  int hostThreads = o.hostThreads > 0 ? o.hostThreads : usableCores();
   hostThreads = int(std::min<int64_t>(hostThreads, blocks));
   std::vector<std::string> extraErrors;
   uint64_t extraCount = 0;

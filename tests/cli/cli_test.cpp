@@ -1,6 +1,7 @@
 // Tests the `tessera` executable end to end: good runs print checked results (also as JSON),
 // bad input gets a one-line error and a non-zero exit, never a crash.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -222,6 +223,37 @@ TEST(Cli, APlainConfigRunsAsWrittenOnAnyCoreCount) {
   EXPECT_EQ(ran.code, 0) << ran.out;
   if (d["config"].value("THREADS", 1) > 1)
     expectError("run " + gemm + " --config 'schedule=plain,THREADS=2,MR=4,NR=16'", 2, "runs on one thread");
+}
+
+// A process held to one core (taskset, a container's cpuset) is a one-core machine to Tessera:
+// the target says 1 unit and the README's runs work there. Before, the machine's online count
+// (hardware_concurrency) was taken: "2 cores" under `taskset -c 0` on a 2-core host.
+TEST(Cli, OneAllowedCoreIsOneCore) {
+  if (std::system("command -v taskset >/dev/null 2>&1") != 0) GTEST_SKIP() << "no taskset";
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  int first = 0;
+  while (first < CPU_SETSIZE && !CPU_ISSET(first, &set)) ++first;
+  const std::string one = "taskset -c " + std::to_string(first);
+  auto unitsOf = [](const Result& r) {
+    auto j = nlohmann::json::parse(r.out.substr(std::min(r.out.find('{'), r.out.size())), nullptr, false);
+    return j.is_object() && j["target"].is_object() ? j["target"].value("units", -1) : -1;
+  };
+  Result pinned = run("run --json gemm --m 64 --n 64 --k 64 --min-time 0.01 --min-runs 1", one);
+  if (pinned.code != 0 && pinned.out.find("failed to set") != std::string::npos) GTEST_SKIP() << pinned.out;
+  ASSERT_EQ(pinned.code, 0) << pinned.out;
+  EXPECT_EQ(unitsOf(pinned), 1) << pinned.out;
+  // The control: unpinned, the units are this process's allowed cores (2 or more on CI's hosts).
+  Result free = run("run --json gemm --m 64 --n 64 --k 64 --min-time 0.01 --min-runs 1");
+  ASSERT_EQ(free.code, 0) << free.out;
+  EXPECT_EQ(unitsOf(free), CPU_COUNT(&set)) << free.out;
+  // The README's two runs, at their written size, on the one core.
+  Result dflt = run("run gemm --m 512 --n 512 --k 512 --min-time 0.01 --min-runs 1", one);
+  EXPECT_EQ(dflt.code, 0) << dflt.out;
+  EXPECT_NE(dflt.out.find("1 core"), std::string::npos) << dflt.out;
+  Result plain = run("run gemm --m 512 --n 512 --k 512 --config 'schedule=plain,MR=4,NR=16' --min-time 0.01 --min-runs 1", one);
+  EXPECT_EQ(plain.code, 0) << plain.out;
 }
 
 // `tessera ... | head`: a reader that stops reading is no error (it used to end with "cannot write
