@@ -119,6 +119,33 @@ TEST(TuneCli, StoresEveryCandidateResumesAndAnswersBest) {
 
 namespace {
 
+// Runs `tessera ARGS...` in its own process group with stdout and stderr into `log` (removed
+// first: a previous run's log must not satisfy a wait on it).
+pid_t spawnLogged(const std::string& log, const std::vector<std::string>& args) {
+  std::filesystem::remove(log);
+  std::vector<char*> argv{const_cast<char*>(TESSERA_BIN)};  // built before the fork: the child only execs
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execv(TESSERA_BIN, argv.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 // Starts `tessera tune ... --db db` in its own process group, waits for its fifth trial, then
 // sends SIGINT to the group as a terminal's Ctrl-C does (`times` times, 100 ms apart), while a
 // candidate is being measured (a child of the tuner exists, where a child that did not ignore
@@ -130,24 +157,9 @@ struct Interrupted {
 
 Interrupted tuneAndInterrupt(const std::string& db, const char* resume, int times) {
   std::string log = testing::TempDir() + "/tune_int.log";
-  std::filesystem::remove(log);  // a previous run's log must not satisfy the wait below
-  pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    execl(TESSERA_BIN, TESSERA_BIN, "tune", resume, "--trials", "500", "--batch", "2", "--min-time", "0.05",
-          "--top-k", "2", "--db", db.c_str(), "gemm", "--m", "48", "--n", "40", "--k", "24", nullptr);
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  auto slurp = [&] {
-    std::ifstream in(log);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
+  pid_t pid = spawnLogged(log, {"tune", resume, "--trials", "500", "--batch", "2", "--min-time", "0.05", "--top-k", "2",
+                                "--db", db, "gemm", "--m", "48", "--n", "40", "--k", "24"});
+  auto slurp = [&] { return readAll(log); };
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   auto measuring = [&] {
     std::error_code ec;
@@ -180,26 +192,8 @@ Interrupted tuneAndInterrupt(const std::string& db, const char* resume, int time
 // minutes the rest of its points take.
 std::string rangeTuneUntil(const std::vector<std::string>& args, const std::string& until) {
   const std::string log = testing::TempDir() + "/tune_range_lines.log";
-  std::filesystem::remove(log);
-  pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> argv{const_cast<char*>(TESSERA_BIN)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(TESSERA_BIN, argv.data());
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  auto slurp = [&] {
-    std::ifstream in(log);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
+  pid_t pid = spawnLogged(log, args);
+  auto slurp = [&] { return readAll(log); };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   int status = 0;
   while (slurp().find(until) == std::string::npos && std::chrono::steady_clock::now() < deadline &&
