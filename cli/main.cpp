@@ -13,6 +13,7 @@
 #include "cli/cmd_emulate.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "support/load.h"
 
 namespace tessera::cli {
 
@@ -69,6 +70,13 @@ int main(int argc, char** argv) {
                                    tessera::cli::kExitBadInput);
       return 2;
     }
+  // TESSERA_CORES sizes every host plan (threads, the cache key's units): a value that is not a core
+  // count is refused here, once, rather than ignored by each reader.
+  if (std::string why; !tessera::coresOverride(&why) && !why.empty()) {
+    std::fprintf(stderr, "tessera: error: %s\n", why.c_str());
+    tessera::cli::printJsonError(why, tessera::cli::kExitBadInput);
+    return 2;
+  }
   CLI::App app{"tessera: auto-tuning kernel compiler and shared tuning cache"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tessera ") + TESSERA_VERSION);

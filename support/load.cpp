@@ -7,6 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -58,11 +64,87 @@ int runnableNow() {
 
 }  // namespace
 
-int usableCores() {
+int cgroupCpuLimit(const std::string& root, const std::string& selfCgroup) {
+  // One line of /proc/self/cgroup is "id:controllers:path": "0::path" under v2, "N:...cpu...:path"
+  // under v1. The limit of a path is the tightest of it and its parents.
+  std::ifstream in(selfCgroup);
+  std::string v2Path, v1Path, line;
+  bool v1 = false;
+  while (std::getline(in, line)) {
+    auto a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string ctl = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (ctl.empty()) v2Path = path;
+    std::stringstream cs(ctl);
+    for (std::string c; std::getline(cs, c, ',');)
+      if (c == "cpu") v1 = true, v1Path = path;
+  }
+  auto readTwo = [](const std::string& file, std::string* x, std::string* y) {
+    std::ifstream f(file);
+    return bool(f >> *x) && (y == nullptr || bool(f >> *y));
+  };
+  auto limitOf = [](double quota, double period) {
+    return quota > 0 && period > 0 ? std::max(1, int(std::ceil(quota / period - 1e-9))) : 0;
+  };
+  int best = 0;
+  auto take = [&best](int n) {
+    if (n > 0) best = best == 0 ? n : std::min(best, n);
+  };
+  // Walk from the process's own group up to the root.
+  auto walk = [](std::string path, const std::function<void(const std::string&)>& at) {
+    for (;;) {
+      at(path);
+      if (path.empty() || path == "/") return;
+      auto cut = path.find_last_of('/');
+      path = cut == 0 || cut == std::string::npos ? "/" : path.substr(0, cut);
+    }
+  };
+  if (v1) {
+    const std::string base = root + "/cpu";
+    walk(v1Path, [&](const std::string& p) {
+      std::string q, per;
+      if (readTwo(base + p + "/cpu.cfs_quota_us", &q, nullptr) && readTwo(base + p + "/cpu.cfs_period_us", &per, nullptr))
+        take(limitOf(std::atof(q.c_str()), std::atof(per.c_str())));
+    });
+  } else if (!v2Path.empty()) {
+    walk(v2Path, [&](const std::string& p) {
+      std::string q, per;
+      if (readTwo(root + p + "/cpu.max", &q, &per) && q != "max") take(limitOf(std::atof(q.c_str()), std::atof(per.c_str())));
+    });
+  }
+  return best;
+}
+
+std::optional<int> coresOverride(std::string* error) {
+  const char* v = std::getenv("TESSERA_CORES");
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  long n = std::strtol(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || n < 1 || n > 4096) {
+    if (error) *error = std::string("TESSERA_CORES=") + v + " is not a core count (a whole number from 1 to 4096)";
+    return std::nullopt;
+  }
+  return int(n);
+}
+
+int detectedCores() {
+  int n = int(std::max(1u, std::thread::hardware_concurrency()));
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return int(std::max(1u, std::thread::hardware_concurrency()));
+  if (sched_getaffinity(0, sizeof set, &set) == 0) n = std::max(1, CPU_COUNT(&set));
+  if (int quota = cgroupCpuLimit(); quota > 0) n = std::min(n, quota);
+  return n;
+}
+
+int usableCores() {
+  std::string why;
+  if (auto n = coresOverride(&why)) return *n;
+  if (!why.empty()) {  // the command line refuses it first; a library user hears it once
+    static std::once_flag said;
+    std::call_once(said, [&why] { std::fprintf(stderr, "tessera: warning: %s; using the detected cores\n", why.c_str()); });
+  }
+  return detectedCores();
 }
 
 LoadReading readLoad() {
