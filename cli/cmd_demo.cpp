@@ -58,6 +58,7 @@ void demoCommand(const DemoFlags& f) {
   for (const ir::Kernel& k : demoKernels(f.small)) {
     std::string err;
     RunReport rep;
+    double rowSpread = 0;
     auto space = search::makeSpace(k, host);
     if (!space.ok()) {
       err = space.error().str();
@@ -74,7 +75,10 @@ void demoCommand(const DemoFlags& f) {
         auto res = runOnHost(k, [&e](void* const* b) { e.run(b); }, host, ro);
         if (!res.ok()) err = res.error().str();
         else rep = RunReport{&k, &host, cfg, e.compileSeconds, *res};
-        if (res.ok() && res->samples.p20_us > 0) spread = std::max(spread, res->samples.p80_us / res->samples.p20_us);
+        if (res.ok() && res->samples.p20_us > 0) {
+          spread = std::max(spread, res->samples.p80_us / res->samples.p20_us);
+          rowSpread = res->samples.p80_us / res->samples.p20_us;
+        }
       }
     }
     if (!err.empty()) {
@@ -85,6 +89,7 @@ void demoCommand(const DemoFlags& f) {
     }
     if (f.json) {
       rows.push_back(runJson(rep));
+      rows.back()["timing"] = {{"p80_p20", rowSpread}};
       continue;
     }
     bool compute = ir::isComputeBound(k);
@@ -101,18 +106,29 @@ void demoCommand(const DemoFlags& f) {
                 rep.config.hostThreads(), rep.result.samples.median_us / 1e3, thr.c_str(), pct, rep.result.check.maxRelErr);
   }
   control = std::max(control, steadyCoreShare(host.cores));
-  if (f.json) std::printf("%s\n", rows.dump(2).c_str());
-  else {
+  const LoadReading loadAfter = readLoad();
+  const bool underLoad = control > kQuietSlowdown || spread > search::kNoisySpread;
+  if (f.json) {
+    // The table's verdict on every row (the rows were timed together), as `run --json` gives it.
+    for (auto& row : rows) {
+      if (!row.contains("timing")) continue;
+      row["timing"]["under_load"] = underLoad;
+      row["timing"]["control_slowdown"] = control;
+      row["timing"]["load_before"] = loadBefore.loadavg1;
+      row["timing"]["load_after"] = loadAfter.loadavg1;
+    }
+    std::printf("%s\n", rows.dump(2).c_str());
+  } else {
     std::printf("\nof peak: GEMM/attention against the FMA peak of the threads they ran on (one core's, %s%s,\n"
                 "times the threads), elementwise against the copy bandwidth of as many threads.\n",
                 formatSi(host.peakGflopsF32 * 1e9, "FLOP/s", 3).c_str(),
                 host.clockGHz > 0 ? (" at " + formatSi(host.clockGHz * 1e9, "Hz")).c_str() : "");
     for (const auto& a : above) std::printf("*  above its peak, which no kernel can beat: %s\n", a.c_str());
     if (!host.copyDoubt.empty()) std::printf("?  no share of the copy bandwidth: %s\n", host.copyDoubt.c_str());
-    if (control > kQuietSlowdown || spread > search::kNoisySpread)
+    if (underLoad)
       std::printf("!  timed under load: p80/p20 up to %s, the control found the cores %s slower than free (%s); "
                   "the times and shares above are uncertain: run it again on a quiet machine\n",
-                  formatRatio(spread).c_str(), formatRatio(control).c_str(), loadSpan(loadBefore, readLoad()).c_str());
+                  formatRatio(spread).c_str(), formatRatio(control).c_str(), loadSpan(loadBefore, loadAfter).c_str());
     std::printf("Tune with `tessera tune ...`; inspect code with `tessera compile ... --emit asm`.\n");
   }
   if (failures) fail(std::to_string(failures) + " demo kernel(s) failed", kExitFailure);

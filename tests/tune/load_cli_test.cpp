@@ -262,14 +262,28 @@ TEST(RunUnderLoad, ABusyRunSaysSoInOneLine) {
 // With a spinner on every core it ends with one line saying its times are uncertain (the quiet
 // half: RunUnderLoad's, the same control and rules).
 TEST(RunUnderLoad, ABusyDemoSaysSoInOneLine) {
-  Result loaded;
+  Result loaded, loadedJson;
   {
     Spinners spin;
     loaded = run("demo --small");
+    loadedJson = run("demo --small --json");
   }
   ASSERT_EQ(loaded.code, 0) << loaded.out;
   const size_t at = loaded.out.find("timed under load");
   ASSERT_NE(at, std::string::npos) << loaded.out;
   EXPECT_EQ(loaded.out.find("timed under load", at + 1), std::string::npos) << "one line, once: " << loaded.out;
   EXPECT_NE(loaded.out.find("slower than free"), std::string::npos) << loaded.out;
+  // --json carries the same verdict on every row, with the row's own spread and the loads (the
+  // array had none: a script reading it could not tell a loaded table from a quiet one).
+  ASSERT_EQ(loadedJson.code, 0) << loadedJson.out;
+  auto rows = nlohmann::json::parse(loadedJson.out.substr(std::min(loadedJson.out.find('['), loadedJson.out.size())),
+                                    nullptr, false);
+  ASSERT_TRUE(rows.is_array() && !rows.empty()) << loadedJson.out;
+  for (const auto& row : rows) {
+    ASSERT_TRUE(row.contains("timing")) << row.dump();
+    EXPECT_TRUE(row["timing"].value("under_load", false)) << row.dump();
+    EXPECT_GE(row["timing"].value("p80_p20", 0.0), 1.0) << row.dump();
+    EXPECT_GT(row["timing"].value("control_slowdown", 0.0), 0.0) << row.dump();
+    EXPECT_TRUE(row["timing"].contains("load_before") && row["timing"].contains("load_after")) << row.dump();
+  }
 }
