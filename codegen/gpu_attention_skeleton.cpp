@@ -145,6 +145,19 @@ gpu::LaunchOp attnLaunch(OpBuilder& b, Location loc, const AttnDims& d, int64_t 
                                arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(dynSmem))));
 }
 
+AttnBlockIds enterAttnLaunch(OpBuilder& b, Location loc, gpu::LaunchOp launch, int64_t H, bool heaviestFirst) {
+  b.setInsertionPointToStart(&launch.getBody().front());
+  AttnBlockIds ids{launch.getBlockIds().x, launch.getBlockIds().y, launch.getBlockIds().z};
+  if (heaviestFirst) {
+    gpuir::Idx ix{b, loc};
+    Value gx = launch.getGridSize().x;  // NQB, or fewer at a runtime length
+    Value lin = arith::AddIOp::create(b, loc, ids.qb, arith::MulIOp::create(b, loc, ids.h, gx)).getResult();
+    ids.h = ix.rem(lin, H);
+    ids.qb = arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, gx, ix.c(1)), ix.div(lin, H)).getResult();
+  }
+  return ids;
+}
+
 namespace {
 
 // The transform module of a kernel built already mapped (lane-level): nothing to map.

@@ -193,6 +193,17 @@ Expected<GpuPlan> buildAttn(mlir::MLIRContext* ctx, const ir::Kernel& k, const i
 // The launch of a lane-level kernel: grid (query blocks, heads, batch), T threads, `dynSmem` bytes
 // of dynamic shared memory (< 0: no dynamic window). The builder stays before the launch.
 mlir::gpu::LaunchOp attnLaunch(mlir::OpBuilder& b, mlir::Location loc, const AttnDims& d, int64_t T, int64_t dynSmem);
+
+// The block's query block, head and batch, with the builder moved into `launch`'s body. With
+// `heaviestFirst` (causal: query block i reads about i + 1 key blocks) the device, which hands out
+// blocks in launch order with x fastest, gets the heaviest first across every head, so the last
+// wave holds the light ones: block (x, y) takes query block gridDim.x - 1 - L / H of head L % H,
+// L = x + y·gridDim.x; the grid is unchanged.
+struct AttnBlockIds {
+  mlir::Value qb, h, bi;
+};
+AttnBlockIds enterAttnLaunch(mlir::OpBuilder& b, mlir::Location loc, mlir::gpu::LaunchOp launch, int64_t H,
+                             bool heaviestFirst);
 // Closes a lane-level kernel: the launch's terminator, the function's return; nothing to map.
 void closeAttnLaunch(mlir::OpBuilder& b, mlir::Location loc, mlir::gpu::LaunchOp launch, GpuPlan& plan);
 

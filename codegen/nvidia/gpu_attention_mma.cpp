@@ -159,18 +159,9 @@ static Status buildMma(const MmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const
   const int64_t LD = p.LD, BK = p.BK, T = p.T;
 
   auto launch = attnLaunch(b, loc, p, T, p.smemBytes());
-  b.setInsertionPointToStart(&launch.getBody().front());
-  Value qb = launch.getBlockIds().x, h = launch.getBlockIds().y, bi = launch.getBlockIds().z;
-  if (p.causal) {
-    // Causal query blocks differ in work (block i reads about i + 1 key blocks) and the device hands
-    // blocks out in launch order, x fastest: the heaviest go first across every head, so the last
-    // wave holds light ones. Block (x, y) takes query block gridDim.x - 1 - L / H of head L % H,
-    // with L = x + y·gridDim.x; the grid is unchanged.
-    Value gx = launch.getGridSize().x;  // NQB, or fewer at a runtime length
-    Value lin = arith::AddIOp::create(b, loc, qb, arith::MulIOp::create(b, loc, h, gx)).getResult();
-    h = ix.rem(lin, p.H);
-    qb = arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, gx, ix.c(1)), ix.div(lin, p.H)).getResult();
-  }
+  // Causal: the heaviest query blocks first (enterAttnLaunch).
+  const AttnBlockIds ids = enterAttnLaunch(b, loc, launch, p.H, p.causal);
+  Value qb = ids.qb, h = ids.h, bi = ids.bi;
   Value tid = launch.getThreadIds().x;
   // Runtime length: read once per thread; the tensors seen at it.
   Value seqV = rt.m ? gemm::loadSize(b, loc, m.sizes, 0) : Value();

@@ -58,18 +58,9 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
   const int64_t BK = p.BK, T = p.T, D = p.D;
 
   auto launch = attnLaunch(b, loc, p, T, p.smemBytes());
-  b.setInsertionPointToStart(&launch.getBody().front());
-  Value qb = launch.getBlockIds().x, h = launch.getBlockIds().y, bi = launch.getBlockIds().z;
-  if (p.fa3 && p.causal) {
-    // Causal query blocks differ in work (block i reads i + 1 key blocks): the device hands out
-    // blocks in launch order, x fastest, so the heaviest go first across every head (the longest
-    // job first: the last wave holds the light ones). Block (x, y) of the grid takes query block
-    // gridDim.x - 1 - L / H of head L % H, L = x + y·gridDim.x; the grid is unchanged.
-    Value gx = launch.getGridSize().x;  // NQB, or fewer at a runtime length
-    Value lin = arith::AddIOp::create(b, loc, qb, arith::MulIOp::create(b, loc, h, gx)).getResult();
-    h = ix.rem(lin, p.H);
-    qb = arith::SubIOp::create(b, loc, arith::SubIOp::create(b, loc, gx, ix.c(1)), ix.div(lin, p.H)).getResult();
-  }
+  // fa3, causal: the heaviest query blocks first (enterAttnLaunch).
+  const AttnBlockIds ids = enterAttnLaunch(b, loc, launch, p.H, p.fa3 && p.causal);
+  Value qb = ids.qb, h = ids.h, bi = ids.bi;
   Value tid = launch.getThreadIds().x;
   Value wg = ix.div(tid, 128), warp = ix.rem(ix.div(tid, 32), 4), lane = ix.rem(tid, 32);
   Value g = ix.div(lane, 4), tq = ix.rem(lane, 4);
