@@ -453,7 +453,28 @@ class GemmBuilder : Builder {
             vector::StoreOp::create(b_, loc_, v, Bp_, ValueRange{jp, kk, idx(c)});
           }
         };
-        loop(0, kv, 1, [&](Value kk) { row(kk, false); });
+        // B stored N x K: whole VW x VW squares are read along K (one vector per column of B) and
+        // transposed in registers; the rest (a depth tail, a column tail) element by element.
+        const int64_t sq = p_.g.transB ? kv / p_.VW * p_.VW : 0;
+        if (sq > 0)
+          loop(0, sq / p_.VW, 1, [&](Value g) {
+            Value k0 = mul(g, p_.VW);
+            for (int64_t c = 0; c < p_.NR; c += p_.VW) {
+              if (c + p_.VW > validCols) {
+                for (int64_t i = 0; i < p_.VW; ++i) {
+                  Value kk = add(k0, i);
+                  Value v = c >= validCols ? zeros(vf_) : gatherB(pc, kk, n0, c, validCols - c, f32_);
+                  vector::StoreOp::create(b_, loc_, v, Bp_, ValueRange{jp, kk, idx(c)});
+                }
+                continue;
+              }
+              SmallVector<Value> rows;
+              for (int64_t j = 0; j < p_.VW; ++j) rows.push_back(toF32(readRow(B_, at(add(n0, c + j), add(pc, k0)), p_.VW)));
+              rows = transposeSquare(rows);
+              for (int64_t i = 0; i < p_.VW; ++i) vector::StoreOp::create(b_, loc_, rows[i], Bp_, ValueRange{jp, add(k0, i), idx(c)});
+            }
+          });
+        loop(sq, kv, 1, [&](Value kk) { row(kk, false); });
         loop(kv, p_.kc, 1, [&](Value kk) { row(kk, true); });
         return;
       }
@@ -484,6 +505,26 @@ class GemmBuilder : Builder {
     loop(0, full, 1, [&](Value q) { panel(q, p_.NR); });
     if (np > full) panel(idx(full), ncb - full * p_.NR);
   }
+  // The transpose of the square whose rows are `r` (n vectors of n lanes, n a power of two), in
+  // log2(n) rounds of two-source shuffles: the round of distance d swaps, in every 2d x 2d block,
+  // the top-right d x d block with the bottom-left one (x86: unpack and lane permutes).
+  SmallVector<Value> transposeSquare(SmallVector<Value> r) {
+    const int64_t n = int64_t(r.size());
+    for (int64_t d = 1; d < n; d *= 2)
+      for (int64_t i = 0; i < n; ++i) {
+        if (i & d) continue;
+        SmallVector<int64_t> lo, hi;  // rows i and i + d after the round
+        for (int64_t c = 0; c < n; ++c) {
+          lo.push_back(c & d ? n + c - d : c);
+          hi.push_back(c & d ? n + c : c + d);
+        }
+        Value a = r[i], b = r[i + d];
+        r[i] = vector::ShuffleOp::create(b_, loc_, a, b, lo);
+        r[i + d] = vector::ShuffleOp::create(b_, loc_, a, b, hi);
+      }
+    return r;
+  }
+
   // B stored N x K: `valid` columns of row k of the logical B, element by element.
   Value gatherB(Value pc, Value kk, Value n0, int64_t c, int64_t valid, Type to) {
     auto vt = VectorType::get({p_.VW}, to);

@@ -47,6 +47,29 @@ TEST(HostGemmBlis, EveryDtypeOnOddShapesAndThreads) {
   EXPECT_TRUE(d.correct) << d.error;
 }
 
+// B stored N x K is packed in squares of one vector's width, read along K and transposed in
+// registers (the rest element by element): at this host's width and at AVX2's (8 lanes), f32 and
+// f16, with depth and column tails in every block (K 83 in blocks of 32 and 64: 2 and 3 squares
+// and a tail; N 75: a partial panel), one and two threads, a batch. The control: the same shapes
+// with B untransposed, packed by plain row copies, through the same check.
+TEST(HostGemmBlis, TransposedBIsPackedInRegisterSquares) {
+  std::vector<std::pair<TargetDesc, std::string>> hosts = {{twoThreads(), ""}};
+  if (auto avx2 = hostTargetAs("x86-64-v3"); avx2.ok()) {
+    TargetDesc t = hostAtLevel(*avx2);
+    t.units = 2;
+    hosts.push_back({t, "x86-64-v3"});
+  }
+  for (const auto& [t, cpu] : hosts)
+    for (ScalarType dt : {ScalarType::F32, ScalarType::F16})
+      for (bool tb : {true, false})
+        for (const char* c : {"KC=32,THREADS=1", "KC=64,THREADS=2,ORDER=ji"}) {
+          GemmSpec s{.batch = tb && dt == ScalarType::F32 ? 2 : 0, .m = 37, .n = 75, .k = 83, .dtype = dt, .transB = tb};
+          Kernel k = *buildGemm(s);
+          auto r = testutil::checkHostOn(t, k, cfg(std::string("schedule=blis,MC=32,NC=64,MR=6,NR=32,") + c), 1, cpu);
+          EXPECT_TRUE(r.correct) << k.name << " " << c << " " << (cpu.empty() ? "this host" : cpu) << ": " << r.error;
+        }
+}
+
 TEST(HostGemmBlis, TransposesBatchAndFusedEpilogues) {
   for (ScalarType t : {ScalarType::F32, ScalarType::BF16})
     for (int trans = 0; trans < 4; ++trans) {
