@@ -64,6 +64,20 @@ struct Plan {
   int64_t bRows() const { return mk == Micro::Fma ? kc : kc / 2; }  // Bp rows per panel
 };
 
+// The width of a column block on `threads` threads: the multiple of NR up to `nc` that gives the
+// busiest thread the fewest columns (the OpenMP loop hands each thread a contiguous share of the
+// blocks, ceil(blocks / threads) for the first ones), the widest of those (more reuse of each A
+// micro-panel). N = 3072 with nc = 1024 on 2 threads: 768 (4 blocks, 1536 columns each), not 1024
+// (3 blocks: one thread 2048 columns, the other 1024).
+int64_t columnBlock(int64_t n, int64_t nc, int64_t NR, int64_t threads) {
+  int64_t best = nc, bestCost = -1;
+  for (int64_t w = nc; w >= NR; w -= NR) {
+    const int64_t cost = ceilDiv(ceilDiv(n, w), threads) * w;
+    if (bestCost < 0 || cost < bestCost) best = w, bestCost = cost;
+  }
+  return best;
+}
+
 // The largest balanced K block not above KC (1000 with KC=512 -> 500), rounded to `granule`.
 int64_t balancedKC(int64_t K, int64_t KC, int64_t granule) {
   KC = std::max<int64_t>(std::min(KC, K), 1);
@@ -122,8 +136,10 @@ Expected<Plan> makePlan(const ir::Kernel& k, const ir::Config& c, const TargetDe
   const ir::GemmInfo& g = p.g;
   p.mc = std::max(p.MR, std::min(MC, roundUp(g.m, p.MR)) / p.MR * p.MR);
   p.nc = std::max(p.NR, std::min(NC, roundUp(g.n, p.NR)) / p.NR * p.NR);
-  // Enough column blocks for every thread (BLIS splits this loop: each thread's B block in its L2).
-  if (p.threads > 1) p.nc = std::min(p.nc, roundUp(ceilDiv(g.n, p.threads), p.NR));
+  // Column blocks for the threads (BLIS splits this loop: each thread's B block in its L2), as
+  // even a share per thread as whole panels allow: before, blocks of the L2's width could leave
+  // one thread twice the columns of the other (N = 3072 with NC = 1024; 1536 with a 1 MB L2's 512).
+  if (p.threads > 1) p.nc = columnBlock(g.n, std::min(p.nc, roundUp(ceilDiv(g.n, p.threads), p.NR)), p.NR, p.threads);
   // K blocks: dot products consume k in pairs, AMX tiles in steps of 32 (padding is zero).
   p.kc = balancedKC(g.k, KC, p.mk == Micro::Dot ? 2 : p.mk == Micro::Amx ? 32 : 1);
   p.nkb = ceilDiv(g.k, p.kc);

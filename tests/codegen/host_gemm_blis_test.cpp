@@ -4,6 +4,8 @@
 // where the host has amx_bf16); the half-precision operands converted with vector instructions.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "codegen/codegen.h"
 #include "host_check.h"
 #include "ir/builders.h"
@@ -68,6 +70,38 @@ TEST(HostGemmBlis, TransposedBIsPackedInRegisterSquares) {
           auto r = testutil::checkHostOn(t, k, cfg(std::string("schedule=blis,MC=32,NC=64,MR=6,NR=32,") + c), 1, cpu);
           EXPECT_TRUE(r.correct) << k.name << " " << c << " " << (cpu.empty() ? "this host" : cpu) << ": " << r.error;
         }
+}
+
+// Two threads split the column blocks; where blocks of NC columns would not share out evenly
+// (96 columns in blocks of 32: 2 for one thread, 1 for the other) the blocks narrow to whole NR
+// panels that do (6 of 16). The payload shows the parallel loop's trip count; the results are
+// checked against the reference on ragged shapes, several K blocks, one and two threads.
+TEST(HostGemmBlis, ColumnBlocksShareEvenlyOverTheThreads) {
+  Kernel g = *buildGemm({.m = 37, .n = 96, .k = 45});
+  auto zen4 = *hostPreset("zen4");
+  zen4.units = 2;
+  // The trip count of the column loop: the last parallel loop (the first packs A's panels);
+  // 0 when there is none.
+  auto columnBlocks = [&](const std::string& config) -> int64_t {
+    auto p = codegen::emitHost(g, cfg("schedule=blis,MC=48,KC=16,MR=6,NR=16,KU=2,ORDER=ij," + config), zen4, codegen::Emit::Payload);
+    EXPECT_TRUE(p.ok()) << p.error().str();
+    if (!p.ok()) return -1;
+    size_t at = p->rfind("scf.parallel");
+    if (at == std::string::npos) return 0;
+    size_t to = p->find("to (%c", at);
+    return to == std::string::npos ? -1 : std::atoll(p->c_str() + to + 6);
+  };
+  EXPECT_EQ(columnBlocks("NC=32,THREADS=2"), 6);
+  // Negative controls: blocks that already share out evenly keep NC's width (96 = 2 x 48), and
+  // one thread has no parallel loop.
+  EXPECT_EQ(columnBlocks("NC=48,THREADS=2"), 2);
+  EXPECT_EQ(columnBlocks("NC=32,THREADS=1"), 0);
+  for (std::array<int64_t, 3> mnk : std::vector<std::array<int64_t, 3>>{{37, 96, 45}, {37, 90, 45}, {13, 200, 70}, {50, 33, 17}})
+    for (const char* threads : {"THREADS=1", "THREADS=2"}) {
+      Kernel k = *buildGemm({.m = mnk[0], .n = mnk[1], .k = mnk[2]});
+      auto r = testutil::checkHostOn(twoThreads(), k, cfg(std::string("schedule=blis,MC=48,NC=32,KC=16,MR=6,NR=16,KU=2,") + threads));
+      EXPECT_TRUE(r.correct) << k.name << " " << threads << ": " << r.error;
+    }
 }
 
 TEST(HostGemmBlis, TransposesBatchAndFusedEpilogues) {
