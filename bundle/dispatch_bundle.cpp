@@ -153,14 +153,14 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
   if (native) {
     TESSERA_ASSIGN(t, hostTargetWithThreads(f.threads));
   }
-  const cache::HardKey key = search::hardKeyFor(maxKernel, t);
+  const cache::HardKey key = measure::hardKeyFor(maxKernel, t);
   auto kernelAt = [&](int64_t m) { return kernelAtExtent(maxKernel, m); };
   const std::vector<int> keyDims = rangeKeyDims(maxKernel);
   RangeBundle out;
   out.range = tableRange(f, f.kernelName.empty() ? maxKernel.name : f.kernelName, key.family, key.dtype, t.arch, key.shape, dim,
                          keyDims);
   auto cache = makeSizedCompileCache(maxKernel, t);
-  search::MeasureSettings checkSettings;
+  measure::MeasureSettings checkSettings;
   checkSettings.timeoutSec = s.verifyTimeoutSec;
   checkSettings.measure.minTimeSec = 0;
   checkSettings.measure.minRuns = 1;
@@ -202,7 +202,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
         auto r = makeSizedHostMeasurer(cache, k, checkSettings)->measure({c}).front();
         if (!r.ok())
           return makeError(ErrorCode::WrongResult, name + " (" + c.str() + ") at " + dim + "=" + std::to_string(m) + ": " +
-                                                       search::trialStatusName(r.status) + " " + r.message);
+                                                       measure::trialStatusName(r.status) + " " + r.message);
         checks.push_back({{"m", m}, {"max_rel_err", r.maxRelErr}});
       }
     }
@@ -239,9 +239,10 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     if (!obj.ok()) return makeError(obj.error().code, name + " (" + c.str() + "): " + obj.error().message);
     json checks = json::array();
     if (s.verify && checkCost(b.lo) <= kMaxCheckedMacs) {
-      auto r = search::makeHostMeasurer(k, t, checkSettings)->measure({c}).front();
+      auto r = measure::makeHostMeasurer(k, t, checkSettings)->measure({c}).front();
       if (!r.ok())
-        return makeError(ErrorCode::WrongResult, name + " (" + c.str() + "): " + search::trialStatusName(r.status) + " " + r.message);
+        return makeError(ErrorCode::WrongResult,
+                         name + " (" + c.str() + "): " + measure::trialStatusName(r.status) + " " + r.message);
       checks.push_back({{"m", b.lo}, {"max_rel_err", r.maxRelErr}});
     }
     RangeEntry e;
@@ -249,7 +250,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     row = rangeRow(f, out.range, name, t.name, "host", c.toJson(), k);
     // A kernel of one shape that only its range answers: tessera_find reaches it through the
     // bucket (range_dim set), tessera_run_dims runs it at that shape alone.
-    const cache::HardKey kk = search::hardKeyFor(k, t);
+    const cache::HardKey kk = measure::hardKeyFor(k, t);
     row.dims = kk.shape;
     row.shape = cache::formatShape(kk.shape);
     row.tunedShape = dim + " " + std::to_string(b.lo) + " (fixed bucket of " + std::to_string(f.rule.lo) + ".." + std::to_string(f.rule.hi) + ")";

@@ -6,7 +6,7 @@
 #include "measure/device_measurer.h"
 #include "measure/estimate.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -59,4 +59,4 @@ std::unique_ptr<Measurer> makeEmulatorCheckedMeasurer(const ir::Kernel& k, const
   return std::make_unique<EmulatorCheckedMeasurer>(makeEstimateMeasurer(k, t), makeDeviceMeasurer(k, t, d, s));
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -8,7 +8,7 @@
 #include "measure/estimate.h"
 #include "support/thread_pool.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -90,4 +90,4 @@ std::unique_ptr<Measurer> makeEstimateMeasurer(const ir::Kernel& k, const Target
   return std::make_unique<EstimateMeasurer>(k, t, buildThreads);
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -24,7 +24,7 @@
 
 extern char** environ;
 
-namespace tessera::search {
+namespace tessera::measure {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -392,4 +392,4 @@ int measureHelperMain(int argc, char** argv) {
   }
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

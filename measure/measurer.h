@@ -8,7 +8,7 @@
 
 #include "measure/trial.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 class Measurer {
  public:
@@ -20,4 +20,4 @@ class Measurer {
   virtual std::vector<TrialResult> remeasure(const std::vector<ir::Config>& configs, int rounds) = 0;
 };
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

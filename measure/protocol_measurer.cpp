@@ -9,7 +9,7 @@
 #include "measure/isolation.h"
 #include "support/thread_pool.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -140,4 +140,4 @@ std::unique_ptr<Measurer> makeProtocolMeasurer(const ir::Kernel& k, const Target
   return std::make_unique<ProtocolMeasurer>(k, t, std::move(backend), s);
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -11,7 +11,7 @@
 #include "measure/job_wire.h"
 #include "measure/records.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -221,4 +221,4 @@ std::unique_ptr<Measurer> makeRemoteMeasurer(const ir::Kernel& k, const WorkerTa
   return std::make_unique<RemoteMeasurer>(k, w, s);
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

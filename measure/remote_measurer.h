@@ -21,7 +21,7 @@
 #include "support/status.h"
 #include "targets/target_desc.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 struct RemoteSettings {
   cache::JobClientOptions service;
@@ -59,4 +59,4 @@ class RemoteMeasureError : public std::runtime_error {
 
 std::unique_ptr<Measurer> makeRemoteMeasurer(const ir::Kernel& k, const WorkerTarget& w, const RemoteSettings& s);
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

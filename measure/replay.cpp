@@ -8,7 +8,7 @@
 
 #include "measure/records.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 double ReplayTable::bestThroughput() const {
   double best = 0;
@@ -153,4 +153,4 @@ Expected<ReplayTable> tableFromRecords(const std::string& name, const std::vecto
   return t;
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -17,7 +17,7 @@
 #include "measure/job_wire.h"
 #include "measure/records.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -326,4 +326,4 @@ class Worker {
 
 Expected<WorkerStats> runWorker(const WorkerSettings& s) { return Worker(s).run(); }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

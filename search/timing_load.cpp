@@ -7,6 +7,8 @@
 
 namespace tessera::search {
 
+using measure::TrialResult;
+
 double spreadOf(const TrialResult& r) { return r.samples.p20_us > 0 ? r.samples.p80_us / r.samples.p20_us : 0; }
 
 std::vector<TrialResult> LoadWatchingMeasurer::remeasure(const std::vector<ir::Config>& configs, int rounds) {

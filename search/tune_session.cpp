@@ -19,6 +19,15 @@
 
 namespace tessera::search {
 
+using measure::Measurer;
+using measure::TrialResult;
+using measure::TuningCost;
+using measure::estimatePrior;
+using measure::fromRecords;
+using measure::hardKeyFor;
+using measure::toRecord;
+using measure::trialStatusName;
+
 Expected<std::vector<cache::Record>> listAll(cache::RecordStore& store, cache::ListQuery q, size_t max) {
   std::vector<cache::Record> out;
   q.limit = cache::kMaxListLimit;

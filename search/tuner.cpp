@@ -10,6 +10,10 @@
 #include "search/space_ops.h"
 
 namespace tessera::search {
+
+using measure::Measurer;
+using measure::TrialResult;
+using measure::configKey;
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -8,6 +8,11 @@
 
 namespace tessera::search {
 
+using measure::Measurer;
+using measure::TrialResult;
+using measure::TrialStatus;
+using measure::trialStatusName;
+
 namespace {
 std::string us(double v) {
   char b[32];

@@ -14,7 +14,7 @@
 #include "targets/kernel_io.h"
 
 using namespace tessera;
-using namespace tessera::search;
+using namespace tessera::measure;
 
 namespace {
 

@@ -29,6 +29,7 @@ extern "C" int tessera_fork_poison_installed();
 
 using namespace tessera;
 using namespace tessera::search;
+using namespace tessera::measure;
 
 namespace {
 
