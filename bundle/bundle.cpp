@@ -166,7 +166,8 @@ Status claimAgrees(const Candidate& c, measure::Measurer* m, measure::TrialResul
   const cache::Record& rec = *c.record;
   if (cache::isConfirmed(rec.trust)) return {};
   if (cache::contradicts(rec.median_us, here.samples.median_us)) {
-    measure::TrialResult again = m->measure({c.config}).front();
+    TESSERA_ASSIGN(std::vector<measure::TrialResult> timed, m->measure({c.config}));
+    const measure::TrialResult& again = timed.front();
     if (again.ok() && again.samples.median_us < here.samples.median_us) here = again;
   }
   if (!cache::contradicts(rec.median_us, here.samples.median_us)) return {};
@@ -200,7 +201,8 @@ Expected<Built> buildHost(const ir::Kernel& k, const TargetDesc& t, const Candid
     ms.measure.minTimeSec = 0.02;
     ms.measure.minRuns = 3;
     auto m = measure::makeHostMeasurer(k, t, ms);
-    measure::TrialResult r = m->measure({c.config}).front();
+    TESSERA_ASSIGN(std::vector<measure::TrialResult> checked, m->measure({c.config}));
+    measure::TrialResult r = checked.front();
     if (!r.ok())
       return makeError(ErrorCode::WrongResult, std::string("reference check here: ") +
                                                    measure::trialStatusName(r.status) +

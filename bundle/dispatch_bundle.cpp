@@ -199,7 +199,8 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     if (s.verify) {
       for (int64_t m : checkSizes(f.rule, int(i), checkCost, kMaxCheckedMacs)) {
         TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
-        auto r = makeSizedHostMeasurer(cache, k, checkSettings)->measure({c}).front();
+        TESSERA_ASSIGN(auto checked, makeSizedHostMeasurer(cache, k, checkSettings)->measure({c}));
+        const measure::TrialResult& r = checked.front();
         if (!r.ok())
           return makeError(ErrorCode::WrongResult, name + " (" + c.str() + ") at " + dim + "=" + std::to_string(m) + ": " +
                                                        measure::trialStatusName(r.status) + " " + r.message);
@@ -239,7 +240,8 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     if (!obj.ok()) return makeError(obj.error().code, name + " (" + c.str() + "): " + obj.error().message);
     json checks = json::array();
     if (s.verify && checkCost(b.lo) <= kMaxCheckedMacs) {
-      auto r = measure::makeHostMeasurer(k, t, checkSettings)->measure({c}).front();
+      TESSERA_ASSIGN(auto checked, measure::makeHostMeasurer(k, t, checkSettings)->measure({c}));
+      const measure::TrialResult& r = checked.front();
       if (!r.ok())
         return makeError(ErrorCode::WrongResult,
                          name + " (" + c.str() + "): " + measure::trialStatusName(r.status) + " " + r.message);

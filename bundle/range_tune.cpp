@@ -233,7 +233,9 @@ std::pair<double, double> measurePair(const std::shared_ptr<SizedCompileCache>& 
   const double inf = std::numeric_limits<double>::infinity();
   auto ca = ir::Config::parseAssignments(a), cb = ir::Config::parseAssignments(b);
   if (!ca.ok() || !cb.ok()) return {inf, inf};
-  auto r = makeSizedHostMeasurer(cache, k, s.measure)->remeasure({*ca, *cb}, 2);
+  auto measured = makeSizedHostMeasurer(cache, k, s.measure)->remeasure({*ca, *cb}, 2);
+  if (!measured.ok()) return {inf, inf};
+  const std::vector<measure::TrialResult>& r = *measured;
   return {r[0].ok() ? r[0].samples.median_us : inf, r[1].ok() ? r[1].samples.median_us : inf};
 }
 
@@ -300,10 +302,10 @@ void pinFewRowKernels(RangeTuneResult& out, const std::function<Expected<ir::Ker
     auto sizedM = makeSizedHostMeasurer(cache, *k, s.measure);
     double tf = inf, tg = inf;
     for (int round = 0; round < 3; ++round) {
-      auto rf = fixedM->remeasure({def}, 1).front();
-      auto rg = sizedM->remeasure({*cg}, 1).front();
-      if (rf.ok()) tf = std::min(tf, rf.samples.median_us);
-      if (rg.ok()) tg = std::min(tg, rg.samples.median_us);
+      auto rf = fixedM->remeasure({def}, 1);
+      auto rg = sizedM->remeasure({*cg}, 1);
+      if (rf.ok() && rf->front().ok()) tf = std::min(tf, rf->front().samples.median_us);
+      if (rg.ok() && rg->front().ok()) tg = std::min(tg, rg->front().samples.median_us);
     }
     out.probes.push_back({m, def.str(), generic, tf, tg, true});
     const bool wins = std::isfinite(tf) && tf * (1 + s.fixedGain) <= tg;
@@ -417,7 +419,7 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
     std::vector<ir::Config> subset;
     for (size_t c : chosen) subset.push_back(candidates[c]);
     // Two interleaved rounds: a burst of load on a shared machine moves one sample, not the rule.
-    auto results = measurer->remeasure(subset, 2);
+    TESSERA_ASSIGN(std::vector<measure::TrialResult> results, measurer->remeasure(subset, 2));
     int ok = 0;
     for (size_t i = 0; i < results.size(); ++i)
       if (results[i].ok()) {

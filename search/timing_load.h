@@ -37,10 +37,10 @@ class LoadWatchingMeasurer : public measure::Measurer {
  public:
   LoadWatchingMeasurer(measure::Measurer& inner, std::function<double(int threads)> control)
       : inner_(inner), control_(std::move(control)) {}
-  std::vector<measure::TrialResult> measure(const std::vector<ir::Config>& batch) override {
+  Expected<std::vector<measure::TrialResult>> measure(const std::vector<ir::Config>& batch) override {
     return inner_.measure(batch);
   }
-  std::vector<measure::TrialResult> remeasure(const std::vector<ir::Config>& configs, int rounds) override;
+  Expected<std::vector<measure::TrialResult>> remeasure(const std::vector<ir::Config>& configs, int rounds) override;
   double lastControl() const { return last_; }
 
  private:

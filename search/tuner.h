@@ -52,9 +52,12 @@ struct TuneResult {
 };
 
 // `previous` are results already known for this workload (resume / store seeds): they are
-// observed by the strategy and the model but not measured again and not counted as trials.
-TuneResult tune(const ir::Space& space, measure::Measurer& measurer, SearchStrategy& strategy,
-                costmodel::CostModel* model, const costmodel::FeatureExtractor* features, const TuneSettings& settings,
-                const TuneCallbacks& callbacks, const std::vector<measure::TrialResult>& previous = {});
+// observed by the strategy and the model but not measured again and not counted as trials. The
+// measurer's error (measurer.h: the backend itself gone) ends the loop at once and is returned;
+// the batches measured before it were committed.
+Expected<TuneResult> tune(const ir::Space& space, measure::Measurer& measurer, SearchStrategy& strategy,
+                          costmodel::CostModel* model, const costmodel::FeatureExtractor* features,
+                          const TuneSettings& settings, const TuneCallbacks& callbacks,
+                          const std::vector<measure::TrialResult>& previous = {});
 
 }  // namespace tessera::search

@@ -34,6 +34,9 @@ struct HitCheck {
   // The measurement taken here (status ok, this machine's; unset when none ran or it was taken
   // elsewhere): a second identity's measurement of the config, worth keeping and sharing.
   std::optional<measure::TrialResult> here;
+  // The measurer's own error (measurer.h: the backend itself gone, e.g. the workers): not a verdict
+  // on the record; the tune cannot go on and ends with it. verifySharedHit returns it as well.
+  std::optional<Error> lost;
 };
 
 // Ok when the record's config passes; otherwise an error saying why (InvalidConfig: not legal

@@ -140,7 +140,9 @@ Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const 
     c.measureHere = [&k, target, device, ms](const std::vector<ir::Config>& configs)
         -> std::optional<std::vector<measure::TrialResult>> {
       auto m = device ? measure::makeDeviceMeasurer(k, target, *device, ms) : measure::makeHostMeasurer(k, target, ms);
-      return configs.size() == 1 ? m->measure(configs) : m->remeasure(configs, 3);
+      auto r = configs.size() == 1 ? m->measure(configs) : m->remeasure(configs, 3);
+      if (!r.ok()) return std::nullopt;
+      return std::move(*r);
     };
     // On the host, a re-timing's control: are the claimed threads' cores free now? (A device's
     // timing does not share this CPU's cores.)

@@ -154,12 +154,9 @@ Expected<search::SessionResult> OpenTune::run() {
     cb.reportSpotCheck = [this](const measure::TrialResult& claimed, const cache::Record& mine) {
       spotLine_ = measure_.reportSpotCheck(claimed, mine);
     };
-  try {
-    return search::runTuneSession(problem_, *measure_.measurer, store_, client_.get(), provenance_, ss, cb);
-  } catch (const measure::RemoteMeasureError& e) {
-    // The workers or the service are gone: what was measured is stored, a resume continues.
-    return makeError(ErrorCode::Unavailable, e.what());
-  }
+  // The workers or the service gone come back as the measurer's Unavailable error (measurer.h):
+  // what was measured is stored, a resume continues.
+  return search::runTuneSession(problem_, *measure_.measurer, store_, client_.get(), provenance_, ss, cb);
 }
 
 Expected<search::SessionResult> runTune(TuneRequest r) {

@@ -347,7 +347,9 @@ void registerKernels(nb::module_& m) {
           ms.timeoutSec = timeout;
           nb::gil_scoped_release nogil;
           auto m2 = measure::makeHostMeasurer(k.kernel, t, ms);
-          return m2->measure(cs);
+          auto measured = m2->measure(cs);
+          if (!measured.ok()) raise(measured.takeError());
+          return std::move(*measured);
         }, nb::arg("kernel"), nb::arg("configs"), nb::arg("target") = "host", nb::arg("min_time") = 0.05,
         nb::arg("timeout") = 20.0, nb::arg("threads") = -1,
         "Each config compiled, run in a forked child on seeded inputs, checked against the reference and timed.");
