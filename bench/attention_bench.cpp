@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
     std::string name = "H" + std::to_string(r.heads) + " S" + std::to_string(r.seq) + " D" + std::to_string(r.dim) +
                        (r.causal ? " causal" : "");
     if (store) {
-      auto b = store->best(cache::keyIdOf(search::hardKeyFor(k, host)));
+      auto b = store->best(cache::keyIdOf(measure::hardKeyFor(k, host)));
       if (b.ok() && *b) {
         cfg = *ir::Config::fromJson((*b)->record.config);
         name += " (tuned)";

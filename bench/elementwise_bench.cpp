@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
         cfg = *full;
       }
       if (store) {
-        auto b = store->best(cache::keyIdOf(search::hardKeyFor(k, host)));
+        auto b = store->best(cache::keyIdOf(measure::hardKeyFor(k, host)));
         if (b.ok() && *b) cfg = *ir::Config::fromJson((*b)->record.config);
       }
       std::vector<ir::Config> configs = {cfg};

@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
     }
     if (!item.model) continue;
     const bench::KernelTunerModel* model = &*item.model;
-    auto table = search::tableFromRecords(name, *recs);
+    auto table = measure::tableFromRecords(name, *recs);
     if (!table.ok()) {
       std::printf("%-20s skipped: %s\n", name.c_str(), table.error().message.c_str());
       continue;

@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
       which = "config";
     }
     if (store) {
-      auto b = store->best(cache::keyIdOf(search::hardKeyFor(k, host)));
+      auto b = store->best(cache::keyIdOf(measure::hardKeyFor(k, host)));
       if (b.ok() && *b) {
         cfg = *ir::Config::fromJson((*b)->record.config);
         which = "tuned";

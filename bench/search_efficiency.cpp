@@ -129,7 +129,7 @@ int batchFor(const BenchOptions& o) { return o.batch > 0 ? o.batch : search::Sea
 
 // A replayed table and the records it came from (the warm start of its siblings).
 struct Table {
-  search::ReplayTable replay;
+  measure::ReplayTable replay;
   std::vector<cache::Record> records;
   std::optional<bench::KernelTunerModel> model;  // the analytic model of a Kernel Tuner file's kernel
   // Tessera's own GPU tables (record exports of a GPU target): Tessera's analytic model of the
@@ -179,7 +179,7 @@ search::FeaturesForKey featuresFor(const Table& t, const BenchOptions& o, const 
 // control of a prior that is wrong.
 Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOptions& o, const TargetDesc* liveHost,
                     const std::vector<cache::Record>* warm = nullptr, bool withPrior = false, bool inverted = false) {
-  const search::ReplayTable& table = tab.replay;
+  const measure::ReplayTable& table = tab.replay;
   // Host features as on the machine that recorded the table (its ISA level: vector width and
   // register count), not as on this one: replay must not depend on where it runs.
   std::optional<TargetDesc> recorded;
@@ -231,16 +231,16 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
     ss.transfer.seed = uint64_t(seed);
     ss.transfer.model = o.model;
     ss.transfer.model.threads = 1;
-    auto measurer = search::makeReplayMeasurer(table);
+    auto measurer = measure::makeReplayMeasurer(table);
     int hit = 0, trials = 0;
     search::SessionCallbacks cb;
-    cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
+    cb.onTrial = [&](const measure::TrialResult& r, const search::TuneProgress& p) {
       trials = p.trial;
       if (!hit && r.ok() && r.throughput >= bar) hit = p.trial;
       if (o.trace)
         std::fprintf(stderr, "%s%.2f%s", (p.trial - 1) % ss.loop.search.batchSize ? " " : "\n",
                      r.throughput / table.bestThroughput(), r.ok() ? "" : "!");
-      if (o.trace && o.traceConfigs) std::fprintf(stderr, " %s", search::configKey(r.config).c_str());
+      if (o.trace && o.traceConfigs) std::fprintf(stderr, " %s", measure::configKey(r.config).c_str());
     };
     cb.shouldStop = [&](const search::TuneProgress&) { return hit > 0; };
     cb.onTransferLed = [&](const std::vector<std::string>& led) {
@@ -290,13 +290,13 @@ std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std:
     for (const auto& x : gExclusions)
       if (base.find(x.table) != std::string::npos)
         std::printf("note: %s: %zu measured configs set aside (--exclude)\n", base.c_str(), search::setAside(*recs, x.match));
-    auto groups = search::groupByKey(*recs);
+    auto groups = measure::groupByKey(*recs);
     for (size_t g = 0; g < groups.size(); ++g) {
       const cache::HardKey& k = groups[g].front().key;
       std::string name = groups.size() == 1 ? base
                                             : base + "_" + k.family + "_" + cache::formatShape(k.shape) +
                                                   (k.layout.empty() || k.layout == "row" ? "" : "_" + k.layout);
-      auto t = search::tableFromRecords(name, groups[g]);
+      auto t = measure::tableFromRecords(name, groups[g]);
       if (!t.ok()) {
         std::printf("note: %s: %s: skipped\n", path.c_str(), t.error().message.c_str());
         continue;
@@ -333,7 +333,7 @@ std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std:
   if (synthetic)
     for (const auto& kind : bench::syntheticKinds()) {
       auto recs = bench::syntheticTable(kind, 1);
-      auto t = search::tableFromRecords("synthetic_" + kind, recs);
+      auto t = measure::tableFromRecords("synthetic_" + kind, recs);
       if (t.ok()) tables.push_back({std::move(*t), std::move(recs), std::nullopt});
     }
   for (const auto& x : extra) add(x);

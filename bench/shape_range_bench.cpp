@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
     // The per-shape tuned kernel: this shape's own search, same budget.
     auto store = cache::makeMemoryStore();
     auto problem = search::tuneProblem(*k, t, "");
-    auto measurer = search::makeHostMeasurer(*k, t, s.measure);
+    auto measurer = measure::makeHostMeasurer(*k, t, s.measure);
     auto sess = search::runTuneSession(*problem, *measurer, store.get(), nullptr, prov, s.session, {});
     if (!sess.ok() || !sess->tune.best) {
       std::printf("%6lld  per-shape tune failed\n", (long long)m);

@@ -111,7 +111,7 @@ json recordJson(const Candidate& c) {
 // The row and manifest fields every target shares.
 Built common(const ir::Kernel& k, const TargetDesc& t, const Candidate& c, const std::string& name) {
   Built b;
-  const cache::HardKey key = search::hardKeyFor(k, t);
+  const cache::HardKey key = measure::hardKeyFor(k, t);
   TableEntry& row = b.row;
   row.name = name;
   row.family = key.family;
@@ -161,12 +161,13 @@ Built common(const ir::Kernel& k, const TargetDesc& t, const Candidate& c, const
 // twice when the first re-timing does) is refused: the bundle says so and takes the next
 // candidate. A confirmed or vouched winner (this machine's own tune, an admin's pin, two identities
 // that agree) keeps its time; it may run slower here on a busy or another CPU without lying.
-Status claimAgrees(const Candidate& c, search::Measurer* m, search::TrialResult& here) {
+Status claimAgrees(const Candidate& c, measure::Measurer* m, measure::TrialResult& here) {
   if (!c.record || c.source != "exact" || c.record->status != cache::RecordStatus::Ok) return {};
   const cache::Record& rec = *c.record;
   if (cache::isConfirmed(rec.trust)) return {};
   if (cache::contradicts(rec.median_us, here.samples.median_us)) {
-    search::TrialResult again = m->measure({c.config}).front();
+    TESSERA_ASSIGN(std::vector<measure::TrialResult> timed, m->measure({c.config}));
+    const measure::TrialResult& again = timed.front();
     if (again.ok() && again.samples.median_us < here.samples.median_us) here = again;
   }
   if (!cache::contradicts(rec.median_us, here.samples.median_us)) return {};
@@ -195,14 +196,16 @@ Expected<Built> buildHost(const ir::Kernel& k, const TargetDesc& t, const Candid
   if (s.verify) {
     // The config at this shape, JIT-compiled from the same lowering for this CPU, run in a forked
     // child against the reference: what a nearest config or an untuned default must pass.
-    search::MeasureSettings ms;
+    measure::MeasureSettings ms;
     ms.timeoutSec = s.verifyTimeoutSec;
     ms.measure.minTimeSec = 0.02;
     ms.measure.minRuns = 3;
-    auto m = search::makeHostMeasurer(k, t, ms);
-    search::TrialResult r = m->measure({c.config}).front();
+    auto m = measure::makeHostMeasurer(k, t, ms);
+    TESSERA_ASSIGN(std::vector<measure::TrialResult> checked, m->measure({c.config}));
+    measure::TrialResult r = checked.front();
     if (!r.ok())
-      return makeError(ErrorCode::WrongResult, std::string("reference check here: ") + search::trialStatusName(r.status) +
+      return makeError(ErrorCode::WrongResult, std::string("reference check here: ") +
+                                                   measure::trialStatusName(r.status) +
                                                    (r.message.empty() ? "" : ": " + r.message));
     check = {{"kind", "reference"}, {"ok", true}, {"max_abs_err", r.maxAbsErr}, {"max_rel_err", r.maxRelErr},
              {"median_us_here", r.samples.median_us},
@@ -345,7 +348,7 @@ Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, c
     for (const TargetDesc& target : s.targets)
       for (const KernelRequest& req : kernels) {
         const TargetDesc t = targetOf(target, req);
-        if (!keys.insert(cache::keyIdOf(search::hardKeyFor(req.kernel, t))).second) continue;
+        if (!keys.insert(cache::keyIdOf(measure::hardKeyFor(req.kernel, t))).second) continue;
         ++entries;
         auto cands = resolveCandidates(req.kernel, t, src, s.resolve, nullptr);
         if (!cands.ok() && cands.error().code == ErrorCode::NotFound) {
@@ -370,7 +373,7 @@ Expected<BundleSummary> writeBundle(const std::vector<KernelRequest>& kernels, c
     for (const KernelRequest& req : kernels) {
       const TargetDesc t = targetOf(target, req);
       const ir::Kernel& k = req.kernel;
-      const std::string keyId = cache::keyIdOf(search::hardKeyFor(k, t));
+      const std::string keyId = cache::keyIdOf(measure::hardKeyFor(k, t));
       if (!seenKeys.insert(keyId).second) continue;  // listed twice
       auto skip = [&](const std::string& why) {
         sum.skipped.push_back(k.name + " on " + t.name + ": " + why);

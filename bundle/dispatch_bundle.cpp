@@ -153,14 +153,14 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
   if (native) {
     TESSERA_ASSIGN(t, hostTargetWithThreads(f.threads));
   }
-  const cache::HardKey key = search::hardKeyFor(maxKernel, t);
+  const cache::HardKey key = measure::hardKeyFor(maxKernel, t);
   auto kernelAt = [&](int64_t m) { return kernelAtExtent(maxKernel, m); };
   const std::vector<int> keyDims = rangeKeyDims(maxKernel);
   RangeBundle out;
   out.range = tableRange(f, f.kernelName.empty() ? maxKernel.name : f.kernelName, key.family, key.dtype, t.arch, key.shape, dim,
                          keyDims);
   auto cache = makeSizedCompileCache(maxKernel, t);
-  search::MeasureSettings checkSettings;
+  measure::MeasureSettings checkSettings;
   checkSettings.timeoutSec = s.verifyTimeoutSec;
   checkSettings.measure.minTimeSec = 0;
   checkSettings.measure.minRuns = 1;
@@ -199,10 +199,11 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     if (s.verify) {
       for (int64_t m : checkSizes(f.rule, int(i), checkCost, kMaxCheckedMacs)) {
         TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
-        auto r = makeSizedHostMeasurer(cache, k, checkSettings)->measure({c}).front();
+        TESSERA_ASSIGN(auto checked, makeSizedHostMeasurer(cache, k, checkSettings)->measure({c}));
+        const measure::TrialResult& r = checked.front();
         if (!r.ok())
           return makeError(ErrorCode::WrongResult, name + " (" + c.str() + ") at " + dim + "=" + std::to_string(m) + ": " +
-                                                       search::trialStatusName(r.status) + " " + r.message);
+                                                       measure::trialStatusName(r.status) + " " + r.message);
         checks.push_back({{"m", m}, {"max_rel_err", r.maxRelErr}});
       }
     }
@@ -239,9 +240,11 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     if (!obj.ok()) return makeError(obj.error().code, name + " (" + c.str() + "): " + obj.error().message);
     json checks = json::array();
     if (s.verify && checkCost(b.lo) <= kMaxCheckedMacs) {
-      auto r = search::makeHostMeasurer(k, t, checkSettings)->measure({c}).front();
+      TESSERA_ASSIGN(auto checked, measure::makeHostMeasurer(k, t, checkSettings)->measure({c}));
+      const measure::TrialResult& r = checked.front();
       if (!r.ok())
-        return makeError(ErrorCode::WrongResult, name + " (" + c.str() + "): " + search::trialStatusName(r.status) + " " + r.message);
+        return makeError(ErrorCode::WrongResult,
+                         name + " (" + c.str() + "): " + measure::trialStatusName(r.status) + " " + r.message);
       checks.push_back({{"m", b.lo}, {"max_rel_err", r.maxRelErr}});
     }
     RangeEntry e;
@@ -249,7 +252,7 @@ Expected<RangeBundle> buildRangeBundle(const RangeRuleFile& f, const BundleSetti
     row = rangeRow(f, out.range, name, t.name, "host", c.toJson(), k);
     // A kernel of one shape that only its range answers: tessera_find reaches it through the
     // bucket (range_dim set), tessera_run_dims runs it at that shape alone.
-    const cache::HardKey kk = search::hardKeyFor(k, t);
+    const cache::HardKey kk = measure::hardKeyFor(k, t);
     row.dims = kk.shape;
     row.shape = cache::formatShape(kk.shape);
     row.tunedShape = dim + " " + std::to_string(b.lo) + " (fixed bucket of " + std::to_string(f.rule.lo) + ".." + std::to_string(f.rule.hi) + ")";

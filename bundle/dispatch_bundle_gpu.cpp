@@ -65,7 +65,7 @@ Expected<RangeBundle> buildGpuRangeBundle(const RangeRuleFile& f, const TargetDe
                                                      ", the rule's range ends at " + std::to_string(f.rule.hi));
   TESSERA_ASSIGN(std::function<double(int64_t)> cost, checkCostOf(maxKernel, top));
   const double bound = maxKernel.family == ir::Family::Elementwise ? kMaxEmulatedElements : kMaxEmulatedMacs;
-  const cache::HardKey key = search::hardKeyFor(maxKernel, t);
+  const cache::HardKey key = measure::hardKeyFor(maxKernel, t);
   const std::vector<int> keyDims = rangeKeyDims(maxKernel);
   RangeBundle out;
   out.range = tableRange(f, f.kernelName.empty() ? maxKernel.name : f.kernelName, key.family, key.dtype, t.arch, key.shape, dim,

@@ -33,18 +33,18 @@ namespace {
 
 constexpr double kLongRunUs = 100000, kEnoughUs = 400000;
 
-class SizedExecutable : public search::Executable {
+class SizedExecutable : public measure::Executable {
  public:
   std::shared_ptr<const codegen::HostExecutable> exe;
 };
 
 // Builds through the shared cache (one compile per config for every point); runs with the
 // point's M as the runtime size.
-class SizedBackend : public search::ExecutionBackend {
+class SizedBackend : public measure::ExecutionBackend {
  public:
   SizedBackend(std::shared_ptr<SizedCompileCache> c, int64_t m) : cache_(std::move(c)), m_(m) {}
 
-  Expected<std::shared_ptr<const search::Executable>> build(const ir::Config& c) override {
+  Expected<std::shared_ptr<const measure::Executable>> build(const ir::Config& c) override {
     const std::string key = c.str();
     auto box = std::make_shared<SizedExecutable>();
     box->config = c;
@@ -53,7 +53,7 @@ class SizedBackend : public search::ExecutionBackend {
       if (auto it = cache_->failed.find(key); it != cache_->failed.end()) return it->second;
       if (auto it = cache_->built.find(key); it != cache_->built.end()) {
         box->exe = it->second;
-        return std::shared_ptr<const search::Executable>(box);
+        return std::shared_ptr<const measure::Executable>(box);
       }
     }
     auto exe = codegen::compileHost(cache_->maxKernel, c, cache_->target, {.runtime = {.m = cache_->runtimeM}});
@@ -65,10 +65,10 @@ class SizedBackend : public search::ExecutionBackend {
     box->compileSeconds = (*exe)->compileSeconds;
     box->exe = std::shared_ptr<const codegen::HostExecutable>(std::move(*exe));
     cache_->built.emplace(key, box->exe);
-    return std::shared_ptr<const search::Executable>(box);
+    return std::shared_ptr<const measure::Executable>(box);
   }
 
-  Expected<std::vector<double>> run(const search::Executable& e, KernelIO& io, const MeasureOptions& m) override {
+  Expected<std::vector<double>> run(const measure::Executable& e, KernelIO& io, const MeasureOptions& m) override {
     const auto& exe = *static_cast<const SizedExecutable&>(e).exe;
     std::vector<void*> bufs(io.buffers(), io.buffers() + io.count());
     alignas(64) int64_t sizes[codegen::kRuntimeSizeCount] = {m_, 0};
@@ -163,7 +163,7 @@ const char* rangeDimName(const ir::Kernel& k) {
 }
 
 std::vector<int> rangeKeyDims(const ir::Kernel& k) {
-  // search::hardKeyFor: attention {batch, heads, heads_kv, seq_q, seq_kv, head_dim}; a GEMM with a
+  // measure::hardKeyFor: attention {batch, heads, heads_kv, seq_q, seq_kv, head_dim}; a GEMM with a
   // range of M has no batch dimension (tuneRange refuses one), so M comes first.
   if (k.family == ir::Family::Attention) return {3, 4};
   return {0};
@@ -205,11 +205,12 @@ std::shared_ptr<SizedCompileCache> makeSizedCompileCache(const ir::Kernel& maxKe
   return c;
 }
 
-std::unique_ptr<search::Measurer> makeSizedHostMeasurer(const std::shared_ptr<SizedCompileCache>& cache,
-                                                        const ir::Kernel& pointKernel, const search::MeasureSettings& s) {
+std::unique_ptr<measure::Measurer> makeSizedHostMeasurer(const std::shared_ptr<SizedCompileCache>& cache,
+                                                         const ir::Kernel& pointKernel,
+                                                         const measure::MeasureSettings& s) {
   auto e = rangeExtent(pointKernel);
   const int64_t m = e.ok() ? *e : 0;
-  return search::makeProtocolMeasurer(pointKernel, cache->target, std::make_unique<SizedBackend>(cache, m), s);
+  return measure::makeProtocolMeasurer(pointKernel, cache->target, std::make_unique<SizedBackend>(cache, m), s);
 }
 
 RangePoints placeRangePoints(RangeTuneResult& r, const ShapeRange& range, int maxTrain) {
@@ -232,7 +233,9 @@ std::pair<double, double> measurePair(const std::shared_ptr<SizedCompileCache>& 
   const double inf = std::numeric_limits<double>::infinity();
   auto ca = ir::Config::parseAssignments(a), cb = ir::Config::parseAssignments(b);
   if (!ca.ok() || !cb.ok()) return {inf, inf};
-  auto r = makeSizedHostMeasurer(cache, k, s.measure)->remeasure({*ca, *cb}, 2);
+  auto measured = makeSizedHostMeasurer(cache, k, s.measure)->remeasure({*ca, *cb}, 2);
+  if (!measured.ok()) return {inf, inf};
+  const std::vector<measure::TrialResult>& r = *measured;
   return {r[0].ok() ? r[0].samples.median_us : inf, r[1].ok() ? r[1].samples.median_us : inf};
 }
 
@@ -295,14 +298,14 @@ void pinFewRowKernels(RangeTuneResult& out, const std::function<Expected<ir::Ker
     // compiled once (the caches), each round a checked run and timed samples.
     auto fixedCache = makeSizedCompileCache(*k, t);
     fixedCache->runtimeM = false;
-    auto fixedM = search::makeProtocolMeasurer(*k, t, std::make_unique<SizedBackend>(fixedCache, m), s.measure);
+    auto fixedM = measure::makeProtocolMeasurer(*k, t, std::make_unique<SizedBackend>(fixedCache, m), s.measure);
     auto sizedM = makeSizedHostMeasurer(cache, *k, s.measure);
     double tf = inf, tg = inf;
     for (int round = 0; round < 3; ++round) {
-      auto rf = fixedM->remeasure({def}, 1).front();
-      auto rg = sizedM->remeasure({*cg}, 1).front();
-      if (rf.ok()) tf = std::min(tf, rf.samples.median_us);
-      if (rg.ok()) tg = std::min(tg, rg.samples.median_us);
+      auto rf = fixedM->remeasure({def}, 1);
+      auto rg = sizedM->remeasure({*cg}, 1);
+      if (rf.ok() && rf->front().ok()) tf = std::min(tf, rf->front().samples.median_us);
+      if (rg.ok() && rg->front().ok()) tg = std::min(tg, rg->front().samples.median_us);
     }
     out.probes.push_back({m, def.str(), generic, tf, tg, true});
     const bool wins = std::isfinite(tf) && tf * (1 + s.fixedGain) <= tg;
@@ -374,7 +377,7 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
     if (cb.shouldStop && cb.shouldStop()) return makeError(ErrorCode::RuntimeError, "interrupted");
     TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
     TESSERA_ASSIGN(search::TuneProblem problem, search::tuneProblem(k, t, spec));
-    auto measurer = search::makeHostMeasurer(k, t, s.measure);
+    auto measurer = measure::makeHostMeasurer(k, t, s.measure);
     search::SessionCallbacks scb;
     scb.onWarning = [&](const std::string& w) { warn(w); };
     TESSERA_ASSIGN(search::SessionResult res, search::runTuneSession(problem, *measurer, store, nullptr, prov, s.session, scb));
@@ -391,7 +394,7 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
       warn(dim + "=" + std::to_string(m) + ": no candidate produced a correct result");
       continue;
     }
-    std::vector<search::TrialResult> top = res.tune.remeasured;
+    std::vector<measure::TrialResult> top = res.tune.remeasured;
     std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) {
       if (a.ok() != b.ok()) return a.ok();
       return a.samples.median_us < b.samples.median_us;
@@ -416,7 +419,7 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
     std::vector<ir::Config> subset;
     for (size_t c : chosen) subset.push_back(candidates[c]);
     // Two interleaved rounds: a burst of load on a shared machine moves one sample, not the rule.
-    auto results = measurer->remeasure(subset, 2);
+    TESSERA_ASSIGN(std::vector<measure::TrialResult> results, measurer->remeasure(subset, 2));
     int ok = 0;
     for (size_t i = 0; i < results.size(); ++i)
       if (results[i].ok()) {
@@ -424,7 +427,7 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
         ++ok;
       } else if (i == 0 || results[i].status != results[i - 1].status) {
         warn(dim + "=" + std::to_string(out.table.points[p]) + ": " + results[i].config.str() + ": " +
-             search::trialStatusName(results[i].status) + " " + results[i].message);
+             measure::trialStatusName(results[i].status) + " " + results[i].message);
       }
     std::string line = dim + "=" + std::to_string(out.table.points[p]) + ": " + std::to_string(ok) + "/" +
                        std::to_string(candidates.size()) + " shape-generic candidates measured";

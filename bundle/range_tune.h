@@ -25,7 +25,7 @@ namespace tessera::bundle {
 // Other families and layouts get a one-line error.
 Expected<int64_t> rangeExtent(const ir::Kernel& k);
 const char* rangeDimName(const ir::Kernel& k);
-// The positions in the kernel's key shape (search::hardKeyFor) that take the range's value: {0}
+// The positions in the kernel's key shape (measure::hardKeyFor) that take the range's value: {0}
 // for GEMM's M and elementwise rows, {3, 4} for attention's seq_q and seq_kv.
 std::vector<int> rangeKeyDims(const ir::Kernel& k);
 // The kernel `top` (at the range's top) with its range dimension set to `v`: GEMM's A, C and
@@ -35,7 +35,7 @@ Expected<ir::Kernel> kernelAtExtent(const ir::Kernel& top, int64_t v);
 
 struct RangeTuneSettings {
   search::SessionSettings session;   // per training point
-  search::MeasureSettings measure;   // per point and for the cross measurement
+  measure::MeasureSettings measure;   // per point and for the cross measurement
   std::string spaceSpec;             // narrows each point's space; the schedule is the blis family's
   int candidatesPerPoint = 2;        // each point's best configs that join the candidates
   FitSettings fit;
@@ -116,7 +116,8 @@ std::string rangeRuleFile(const RangeTuneResult& r, const TargetDesc& t);
 // buffers of `pointKernel` with that kernel's M.
 struct SizedCompileCache;
 std::shared_ptr<SizedCompileCache> makeSizedCompileCache(const ir::Kernel& maxKernel, const TargetDesc& t);
-std::unique_ptr<search::Measurer> makeSizedHostMeasurer(const std::shared_ptr<SizedCompileCache>& cache,
-                                                        const ir::Kernel& pointKernel, const search::MeasureSettings& s);
+std::unique_ptr<measure::Measurer> makeSizedHostMeasurer(const std::shared_ptr<SizedCompileCache>& cache,
+                                                         const ir::Kernel& pointKernel,
+                                                         const measure::MeasureSettings& s);
 
 }  // namespace tessera::bundle

@@ -93,7 +93,7 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
     if (cb.shouldStop && cb.shouldStop()) return makeError(ErrorCode::RuntimeError, "interrupted");
     TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
     TESSERA_ASSIGN(search::TuneProblem problem, search::tuneProblem(k, t, s.spaceSpec));
-    auto measurer = search::makeEstimateMeasurer(k, t);
+    auto measurer = measure::makeEstimateMeasurer(k, t);
     search::SessionCallbacks scb;
     scb.onWarning = [&](const std::string& w) { warn(w); };
     TESSERA_ASSIGN(search::SessionResult res, search::runTuneSession(problem, *measurer, store, nullptr, prov, session, scb));
@@ -109,7 +109,7 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
       warn(at(m) + ": no candidate compiled within the target's limits");
       continue;
     }
-    std::vector<search::TrialResult> ranked;
+    std::vector<measure::TrialResult> ranked;
     for (const auto& r : res.tune.trials)
       if (r.ok() && shapeGenericOnGpu(r.config, fam)) ranked.push_back(r);
     std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.samples.median_us < b.samples.median_us; });
@@ -143,7 +143,7 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
   for (size_t p = 0; p < out.table.points.size(); ++p) {
     TESSERA_ASSIGN(ir::Kernel k, kernelAt(out.table.points[p]));
     for (size_t c = 0; c < kept.size(); ++c) {
-      auto e = search::estimateKernel(k, kept[c], t, &resources[c]);
+      auto e = measure::estimateKernel(k, kept[c], t, &resources[c]);
       if (e.ok() && std::isfinite(e->model.timeUs) && e->model.timeUs > 0) out.table.times[c][p] = e->model.timeUs;
     }
   }

@@ -23,7 +23,7 @@ Expected<ir::Config> legalConfig(const ir::Space& space, const cache::Record& r)
 Expected<std::vector<Candidate>> resolveCandidates(const ir::Kernel& k, const TargetDesc& t, const RecordSources& src,
                                                    const ResolveSettings& s, std::vector<std::string>* notes) {
   TESSERA_ASSIGN(ir::Space space, search::makeSpace(k, t));
-  const cache::HardKey key = search::hardKeyFor(k, t);
+  const cache::HardKey key = measure::hardKeyFor(k, t);
   const std::string keyId = cache::keyIdOf(key);
   const std::string shape = cache::formatShape(key.shape);
   std::vector<Candidate> out;

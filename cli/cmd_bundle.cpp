@@ -157,10 +157,10 @@ void bundleCommand(const BundleFlags& f) {
   src.store = store.get();
   src.storeName = f.db;
   src.client = &client;
-  search::ProvenanceInputs pi;
+  measure::ProvenanceInputs pi;
   pi.tesseraVersion = TESSERA_VERSION;
   pi.llvmVersion = "22";
-  src.current = search::provenanceFor(hostTarget(), pi);
+  src.current = measure::provenanceFor(hostTarget(), pi);
 
   bundle::BundleCallbacks cb;
   cb.onProgress = [&](const std::string& m) {

@@ -177,7 +177,7 @@ void compareCommand(const CompareFlags& f) {
     k = storedKernel(**store, client, f.stored);
     if (!k.ok()) failWith(k.error());
   }
-  cache::Provenance prov = search::provenanceFor(targets.front(), provenanceInputs());
+  cache::Provenance prov = measure::provenanceFor(targets.front(), provenanceInputs());
   auto cmp = search::compareTargets(*k, targets, store->get(), &client, prov);
   if (!cmp.ok()) failWith(cmp.error());
   if (f.tune > 0) {

@@ -147,7 +147,7 @@ std::string compileGpuStages(const ir::Kernel& k, const TargetDesc& t, const Com
     std::fprintf(stderr, "launch     %s\n", bin->launch.str().c_str());
     std::fprintf(stderr, "resources  %s\n", bin->resources.summary().c_str());
     // The analytic model's prediction with these resources (what `tune --estimate` ranks by).
-    if (auto e = search::estimateKernel(k, *cfg, t, &bin->resources); e.ok()) {
+    if (auto e = measure::estimateKernel(k, *cfg, t, &bin->resources); e.ok()) {
       std::string terms;
       for (const auto& term : e->model.terms) terms += (terms.empty() ? "" : ", ") + term.name + " " + formatMicros(term.us);
       std::fprintf(stderr, "estimate   %s, %s-bound (%s; model %s)\n", formatMicros(e->model.timeUs).c_str(),

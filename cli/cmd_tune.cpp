@@ -120,9 +120,9 @@ void tuneRange(const TuneFlags& f) {
                    f.json);
 }
 
-nlohmann::json trialJson(const search::TrialResult& r) {
+nlohmann::json trialJson(const measure::TrialResult& r) {
   return {{"config", nlohmann::json::parse(r.config.toJson())},
-          {"status", search::trialStatusName(r.status)},
+          {"status", measure::trialStatusName(r.status)},
           {"median_us", r.samples.median_us},
           {"p20_us", r.samples.p20_us},
           {"p80_us", r.samples.p80_us},
@@ -143,7 +143,7 @@ constexpr const char* kNotRemeasured =
 
 // What the run sent to the shared cache, in one line ("" when no shared cache was asked).
 // A failed candidate's reason: the first line of its message, at most 200 characters.
-std::string failedWhy(const search::TrialResult& tr) {
+std::string failedWhy(const measure::TrialResult& tr) {
   return tr.message.substr(0, std::min({tr.message.find('\n'), tr.message.size(), size_t(200)}));
 }
 
@@ -155,7 +155,7 @@ void printFailed(const search::SessionResult& res) {
     if (tr.ok()) continue;
     if (++failed > 8) continue;
     const std::string why = failedWhy(tr);
-    std::printf("failed       %s: %s%s%s\n", search::trialStatusName(tr.status), tr.config.str().c_str(),
+    std::printf("failed       %s: %s%s%s\n", measure::trialStatusName(tr.status), tr.config.str().c_str(),
                 why.empty() ? "" : " (", why.empty() ? "" : (why + ")").c_str());
     ++named;
   }
@@ -168,7 +168,7 @@ nlohmann::json failedJson(const search::SessionResult& res) {
   for (const auto& tr : res.tune.trials)
     if (!tr.ok())
       out.push_back({{"config", nlohmann::json::parse(tr.config.toJson(), nullptr, false)},
-                     {"status", search::trialStatusName(tr.status)},
+                     {"status", measure::trialStatusName(tr.status)},
                      {"reason", failedWhy(tr)}});
   return out;
 }
@@ -298,12 +298,12 @@ void tuneCommand(const TuneFlags& f) {
                 "the search goes on without them\n",
                 rho);
   };
-  cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
+  cb.onTrial = [&](const measure::TrialResult& r, const search::TuneProgress& p) {
     if (f.json) return;
     char line[512];
     std::string best = p.best ? fmtThroughput(kernel, p.best->throughput) : "-";
     double frac = p.best ? 100 * p.best->peakFraction : 0;
-    std::string last = r.ok() ? fmtThroughput(kernel, r.throughput) : search::trialStatusName(r.status);
+    std::string last = r.ok() ? fmtThroughput(kernel, r.throughput) : measure::trialStatusName(r.status);
     // Never a bare share above 100 % (the summary's throughput line says why), nor "0%" for none known.
     char share[96] = "predicted, emulator-checked";
     if (!emulated && frac <= 0) std::snprintf(share, sizeof share, "share of peak not known");
@@ -377,7 +377,7 @@ void tuneCommand(const TuneFlags& f) {
     std::string first;
     if (!res.tune.trials.empty()) {
       const auto& tr = res.tune.trials.front();
-      first = "; first: " + std::string(search::trialStatusName(tr.status)) + " " + tr.config.str() +
+      first = "; first: " + std::string(measure::trialStatusName(tr.status)) + " " + tr.config.str() +
               (failedWhy(tr).empty() ? "" : " (" + failedWhy(tr) + ")");
     }
     const std::string msg =
@@ -496,7 +496,7 @@ void tuneCommand(const TuneFlags& f) {
       std::printf("vs default   %s  (default %s: %s)\n", formatRatio(speedup).c_str(), d->config.str().c_str(),
                   fmtTime(d->samples.median_us).c_str());
     else
-      std::printf("vs default   default config failed: %s\n", search::trialStatusName(d->status));
+      std::printf("vs default   default config failed: %s\n", measure::trialStatusName(d->status));
   }
   std::printf("search       %s in %s (%s)\n", countOf(int64_t(res.tune.trials.size()), "trial").c_str(),
               fmtDuration(res.tune.seconds).c_str(),
@@ -532,9 +532,9 @@ std::string checkSharedWinner(const ir::Kernel& k, const TargetDesc& t, const ca
   }
   auto problem = search::tuneProblem(k, t);
   if (!problem.ok()) return problem.error().message;
-  search::MeasureSettings ms;
+  measure::MeasureSettings ms;
   ms.measure.minTimeSec = f.verifyTime || !cache::isConfirmed(rec.trust) ? 0.05 : 0.005;
-  auto measurer = search::makeHostMeasurer(k, t, ms);
+  auto measurer = measure::makeHostMeasurer(k, t, ms);
   search::HitCheck check;
   Status s = search::verifySharedHit(rec, problem->space, *measurer, {.time = verifyTiming(f.verifyTime)}, &check);
   if (s.ok() && check.timed) *retimed = check.measured_us;
@@ -564,7 +564,7 @@ void bestCommand(const BestFlags& f) {
   if (!k.ok()) failWith(k.error());
   auto t = session::targetWithGpu(f.target, f.gpu.gpus, f.threads);
   if (!t.ok()) failWith(t.error());
-  cache::HardKey key = search::hardKeyFor(*k, *t);
+  cache::HardKey key = measure::hardKeyFor(*k, *t);
   std::string keyId = cache::keyIdOf(key);
   std::optional<cache::Record> rec;
   std::string source;
@@ -618,7 +618,7 @@ void bestCommand(const BestFlags& f) {
     }
   }
   if (!rec && client.enabled()) {
-    auto r = client.best(key, search::provenanceFor(*t, provenanceInputs()), true);
+    auto r = client.best(key, measure::provenanceFor(*t, provenanceInputs()), true);
     if (!r.warning.empty()) std::fprintf(stderr, "tessera: warning: %s\n", r.warning.c_str());
     if (r.refused()) fail(r.warning, kExitRefused);
     const std::string url = client.options().base_url;

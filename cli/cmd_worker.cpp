@@ -86,7 +86,7 @@ void workerCommand(const WorkerFlags& f) {
   auto t = session::targetFor(f.target, f.threads);
   if (!t.ok()) failWith(t.error());
 
-  search::WorkerSettings s;
+  measure::WorkerSettings s;
   s.service = service;
   s.target = *t;
   s.slots = f.slots;
@@ -94,7 +94,7 @@ void workerCommand(const WorkerFlags& f) {
   s.idlePollSec = f.poll;
   s.maxItems = f.maxItems;
   s.maxJobBytes = f.maxJobMb * double(1 << 20);
-  search::ProvenanceInputs in = provenanceInputs();
+  measure::ProvenanceInputs in = provenanceInputs();
   if (t->isGpu()) {
     if (f.device == "emulated")
       fail("a worker measures on a device: the emulated device's timings are this CPU's and are never stored", kExitBadInput);
@@ -103,7 +103,7 @@ void workerCommand(const WorkerFlags& f) {
       if (!idx || *idx < 0) fail("--device takes a device index (0, 1, ...)", kExitBadInput);
       s.device.device = int(*idx);
     }
-    auto attached = search::probeDevice(*t, s.device.device);
+    auto attached = measure::probeDevice(*t, s.device.device);
     if (!attached.ok())
       fail("no " + t->name + " device " + std::to_string(s.device.device) + " here (" + attached.error().message +
                "): a worker measures on the device it registers",
@@ -120,7 +120,7 @@ void workerCommand(const WorkerFlags& f) {
     s.driverVersion = "none";  // the host's kernels run on no driver: the runtime says what runs them
   }
   s.runtimeVersion = hostRuntimeVersion();
-  s.provenance = search::provenanceFor(*t, in);
+  s.provenance = measure::provenanceFor(*t, in);
   if (s.gpu) s.provenance.cpu_model = s.model;  // what the record was measured on
   s.shouldStop = [] { return gStop != 0; };
   s.log = [q = f.quiet](const std::string& line) {
@@ -131,7 +131,7 @@ void workerCommand(const WorkerFlags& f) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  auto stats = search::runWorker(s);
+  auto stats = measure::runWorker(s);
   if (!stats.ok()) failWith(stats.error());
   if (f.json) {
     std::printf("%s\n", nlohmann::json({{"items", stats->items}, {"jobs", stats->jobs}, {"refused", stats->refused},

@@ -22,7 +22,7 @@ std::string envOr(const char* name, const std::string& def) {
 
 }  // namespace
 
-search::ProvenanceInputs provenanceInputs() {
+measure::ProvenanceInputs provenanceInputs() {
   std::string user = envOr("USER", "");
   if (user.empty())
     if (const passwd* pw = getpwuid(getuid())) user = pw->pw_name;

@@ -14,7 +14,7 @@
 
 namespace tessera::cli {
 
-search::ProvenanceInputs provenanceInputs();
+measure::ProvenanceInputs provenanceInputs();
 
 // Before a command relies on the shared cache for `need` ("read" or "write"): a refusal (an
 // unknown token, none where one is needed, a scope below `need`) ends the command (exit 6, with

@@ -14,7 +14,7 @@
 #include "measure/isolation.h"
 #include "measure/measure_helper.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -176,4 +176,4 @@ std::unique_ptr<Measurer> makeDeviceMeasurer(const ir::Kernel& k, const TargetDe
   return makeProtocolMeasurer(k, t, makeDeviceBackend(k, t, d), s);
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

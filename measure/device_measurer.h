@@ -18,7 +18,7 @@
 #include "measure/protocol_measurer.h"
 #include "targets/target_desc.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 struct DeviceSettings {
   int device = 0;          // index of the device of the target's vendor
@@ -56,4 +56,4 @@ std::unique_ptr<Measurer> makeDeviceMeasurer(const ir::Kernel& k, const TargetDe
 std::unique_ptr<Measurer> makeEmulatorCheckedMeasurer(const ir::Kernel& k, const TargetDesc& t, const DeviceSettings& d,
                                                       const MeasureSettings& s);
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -6,7 +6,7 @@
 #include "measure/device_measurer.h"
 #include "measure/estimate.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -15,14 +15,14 @@ class EmulatorCheckedMeasurer : public Measurer {
   EmulatorCheckedMeasurer(std::unique_ptr<Measurer> model, std::unique_ptr<Measurer> emulator)
       : model_(std::move(model)), emulator_(std::move(emulator)) {}
 
-  std::vector<TrialResult> measure(const std::vector<ir::Config>& batch) override {
-    std::vector<TrialResult> out = model_->measure(batch);
+  Expected<std::vector<TrialResult>> measure(const std::vector<ir::Config>& batch) override {
+    TESSERA_ASSIGN(std::vector<TrialResult> out, model_->measure(batch));
     // Only a candidate the model could price is worth the emulator's time; each is checked once.
     std::vector<ir::Config> check;
     for (const auto& r : out)
       if (r.ok() && !checked_.count(configKey(r.config))) check.push_back(r.config);
     if (!check.empty()) {
-      std::vector<TrialResult> ran = emulator_->measure(check);
+      TESSERA_ASSIGN(std::vector<TrialResult> ran, emulator_->measure(check));
       for (size_t i = 0; i < ran.size() && i < check.size(); ++i) checked_[configKey(check[i])] = ran[i];
     }
     for (auto& r : out) {
@@ -45,7 +45,9 @@ class EmulatorCheckedMeasurer : public Measurer {
   }
 
   // A prediction does not drift, and a candidate is checked once: nothing to re-time.
-  std::vector<TrialResult> remeasure(const std::vector<ir::Config>& configs, int) override { return measure(configs); }
+  Expected<std::vector<TrialResult>> remeasure(const std::vector<ir::Config>& configs, int) override {
+    return measure(configs);
+  }
 
  private:
   std::unique_ptr<Measurer> model_, emulator_;
@@ -59,4 +61,4 @@ std::unique_ptr<Measurer> makeEmulatorCheckedMeasurer(const ir::Kernel& k, const
   return std::make_unique<EmulatorCheckedMeasurer>(makeEstimateMeasurer(k, t), makeDeviceMeasurer(k, t, d, s));
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -10,7 +10,7 @@
 #include "codegen/gpu_backend.h"
 #include "ir/families.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -538,4 +538,4 @@ std::function<std::optional<double>(const ir::Config&)> estimatePrior(const ir::
   };
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -21,7 +21,7 @@
 #include "support/status.h"
 #include "targets/target_desc.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 struct KernelEstimate {
   costmodel::GpuWorkload workload;
@@ -46,4 +46,4 @@ std::unique_ptr<Measurer> makeEstimateMeasurer(const ir::Kernel& k, const Target
 // compiling; nullopt for a config the model cannot describe.
 std::function<std::optional<double>(const ir::Config&)> estimatePrior(const ir::Kernel& k, const TargetDesc& t);
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -8,7 +8,7 @@
 #include "measure/estimate.h"
 #include "support/thread_pool.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -17,7 +17,7 @@ class EstimateMeasurer : public Measurer {
   EstimateMeasurer(const ir::Kernel& k, const TargetDesc& t, int threads)
       : k_(k), t_(t), pool_(unsigned(std::max(1, threads))) {}
 
-  std::vector<TrialResult> measure(const std::vector<ir::Config>& batch) override {
+  Expected<std::vector<TrialResult>> measure(const std::vector<ir::Config>& batch) override {
     std::vector<std::future<TrialResult>> fs;
     for (const auto& c : batch) {
       auto it = done_.find(configKey(c));
@@ -38,7 +38,9 @@ class EstimateMeasurer : public Measurer {
   }
 
   // A prediction does not drift: re-measuring is looking it up again.
-  std::vector<TrialResult> remeasure(const std::vector<ir::Config>& configs, int) override { return measure(configs); }
+  Expected<std::vector<TrialResult>> remeasure(const std::vector<ir::Config>& configs, int) override {
+    return measure(configs);
+  }
 
  private:
   TrialResult estimateOne(const ir::Config& c) {
@@ -90,4 +92,4 @@ std::unique_ptr<Measurer> makeEstimateMeasurer(const ir::Kernel& k, const Target
   return std::make_unique<EstimateMeasurer>(k, t, buildThreads);
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace tessera::search {
+namespace tessera::measure {
 
 using nlohmann::json;
 
@@ -179,4 +179,4 @@ Expected<json> readFrame(int fd) {
   return j;
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -8,7 +8,7 @@
 #include "support/status.h"
 #include "targets/target_desc.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 // One frame: a 4-byte little-endian length, then that many bytes of JSON.
 inline constexpr size_t kMaxFrameBytes = size_t(256) << 20;
@@ -21,4 +21,4 @@ Expected<TrialResult> trialFromJson(const nlohmann::json& j);
 Status writeFrame(int fd, const nlohmann::json& j);
 Expected<nlohmann::json> readFrame(int fd);
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

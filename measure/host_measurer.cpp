@@ -5,7 +5,7 @@
 #include "measure/protocol_measurer.h"
 #include "measure/measure_helper.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -62,4 +62,4 @@ std::unique_ptr<Measurer> makeHostMeasurer(const ir::Kernel& k, const TargetDesc
   return makeProtocolMeasurer(k, t, makeHostBackend(k, t), s);
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

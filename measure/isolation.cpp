@@ -15,7 +15,7 @@
 #include <new>
 #include <thread>
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -119,4 +119,4 @@ IsolatedRun runIsolated(const std::function<void()>& call, const MeasureOptions&
       timeoutSec);
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

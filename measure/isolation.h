@@ -13,7 +13,7 @@
 #include "support/status.h"
 #include "targets/host_runner.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 struct IsolatedRun {
   TrialStatus status = TrialStatus::Ok;
@@ -38,4 +38,4 @@ inline double nowSec() {
 }
 }  // namespace detail
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -6,7 +6,7 @@
 
 #include "measure/records.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 using nlohmann::json;
 
@@ -82,4 +82,4 @@ TrialResult trialFromRecord(const cache::Record& r, const std::string& message, 
   return t;
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

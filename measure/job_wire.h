@@ -9,7 +9,7 @@
 #include "measure/protocol_measurer.h"
 #include "measure/trial.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 std::string measureSettingsJson(const MeasureSettings& s);
 // Bounds every field (a job comes from the network): timeout 0.1-3600 s, min_time 0-60 s, runs,
@@ -21,4 +21,4 @@ Expected<MeasureSettings> measureSettingsFromJson(const std::string& json, const
 // message, and its provenance as the result's origin (`shared`: the service stored the record).
 TrialResult trialFromRecord(const cache::Record& r, const std::string& message, bool computeBound, bool shared);
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -24,7 +24,7 @@
 
 extern char** environ;
 
-namespace tessera::search {
+namespace tessera::measure {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -198,10 +198,10 @@ class HelperMeasurer : public Measurer {
   }
   ~HelperMeasurer() override { stopHelper(h_); }
 
-  std::vector<TrialResult> measure(const std::vector<ir::Config>& batch) override {
+  Expected<std::vector<TrialResult>> measure(const std::vector<ir::Config>& batch) override {
     return run({{"op", "measure"}}, batch);
   }
-  std::vector<TrialResult> remeasure(const std::vector<ir::Config>& configs, int rounds) override {
+  Expected<std::vector<TrialResult>> remeasure(const std::vector<ir::Config>& configs, int rounds) override {
     return run({{"op", "remeasure"}, {"rounds", rounds}}, configs);
   }
 
@@ -379,17 +379,21 @@ int measureHelperMain(int argc, char** argv) {
       continue;
     }
     const std::string op = (*req).value("op", "");
-    std::vector<TrialResult> results;
+    Expected<std::vector<TrialResult>> results = std::vector<TrialResult>{};
     if (op == "measure") results = (*m)->measure(configs);
     else if (op == "remeasure") results = (*m)->remeasure(configs, (*req).value("rounds", 1));
     else {
       if (!writeFrame(out, json{{"error", "measuring helper: unknown request '" + op + "'"}}).ok()) return 1;
       continue;
     }
+    if (!results.ok()) {
+      if (!writeFrame(out, json{{"error", "measuring helper: " + results.error().message}}).ok()) return 1;
+      continue;
+    }
     json list = json::array();
-    for (const auto& r : results) list.push_back(trialToJson(r));
+    for (const auto& r : *results) list.push_back(trialToJson(r));
     if (!writeFrame(out, json{{"results", std::move(list)}}).ok()) return 1;
   }
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -17,7 +17,7 @@
 #include "measure/protocol_measurer.h"
 #include "targets/target_desc.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 // The helper executable: `settingsPath` when given; else tessera-measure next to the program or
 // shared object this code is linked into (the tessera binary, the Python extension), then next to
@@ -45,4 +45,4 @@ Expected<std::string> probeThroughHelper(const TargetDesc& t, int index, const s
 // The helper's main: `tessera-measure --in FD --out FD --parent PID`.
 int measureHelperMain(int argc, char** argv);
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

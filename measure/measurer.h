@@ -7,17 +7,20 @@
 #include <vector>
 
 #include "measure/trial.h"
+#include "support/status.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 class Measurer {
  public:
   virtual ~Measurer() = default;
-  // Results in input order; failures are statuses, never exceptions.
-  virtual std::vector<TrialResult> measure(const std::vector<ir::Config>& batch) = 0;
+  // Results in input order. A candidate's failure is its result's status; an error is the backend
+  // itself gone (the remote measurer: no live worker, a job every worker refused, the service
+  // unreachable), after which the tune cannot go on. No exception crosses this interface.
+  virtual Expected<std::vector<TrialResult>> measure(const std::vector<ir::Config>& batch) = 0;
   // Re-measures `configs` in `rounds` interleaved rounds (a, b, c, a, b, c, ...) and returns one
   // combined result per config: the final ranking of the top-k, robust to drift.
-  virtual std::vector<TrialResult> remeasure(const std::vector<ir::Config>& configs, int rounds) = 0;
+  virtual Expected<std::vector<TrialResult>> remeasure(const std::vector<ir::Config>& configs, int rounds) = 0;
 };
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -9,7 +9,7 @@
 #include "measure/isolation.h"
 #include "support/thread_pool.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -26,14 +26,14 @@ class ProtocolMeasurer : public Measurer {
     compute_ = ir::isComputeBound(k_);
   }
 
-  std::vector<TrialResult> measure(const std::vector<ir::Config>& batch) override {
+  Expected<std::vector<TrialResult>> measure(const std::vector<ir::Config>& batch) override {
     auto built = build(batch);
     std::vector<TrialResult> out;
     for (size_t i = 0; i < batch.size(); ++i) out.push_back(runOne(batch[i], built[i]));
     return out;
   }
 
-  std::vector<TrialResult> remeasure(const std::vector<ir::Config>& configs, int rounds) override {
+  Expected<std::vector<TrialResult>> remeasure(const std::vector<ir::Config>& configs, int rounds) override {
     auto built = build(configs);
     std::vector<TrialResult> out(configs.size());
     std::vector<std::vector<double>> pooled(configs.size());
@@ -140,4 +140,4 @@ std::unique_ptr<Measurer> makeProtocolMeasurer(const ir::Kernel& k, const Target
   return std::make_unique<ProtocolMeasurer>(k, t, std::move(backend), s);
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

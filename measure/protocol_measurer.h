@@ -18,7 +18,7 @@
 #include "targets/kernel_io.h"
 #include "targets/target_desc.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 // A built candidate (a host JIT, a GPU binary, ...).
 class Executable {
@@ -65,4 +65,4 @@ std::unique_ptr<ExecutionBackend> makeHostBackend(const ir::Kernel& k, const Tar
 // makeProtocolMeasurer with the host backend (in the measuring helper unless s.isolation is Fork).
 std::unique_ptr<Measurer> makeHostMeasurer(const ir::Kernel& k, const TargetDesc& t, const MeasureSettings& s);
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

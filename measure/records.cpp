@@ -6,7 +6,7 @@
 #include "ir/families.h"
 #include "ir/verifier.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 cache::RecordStatus recordStatusOf(TrialStatus s) {
   switch (s) {
@@ -153,4 +153,4 @@ void copyMeasurement(const cache::Record& rec, TrialResult& r) {
   r.maxRelErr = rec.max_rel_err;
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

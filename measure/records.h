@@ -12,7 +12,7 @@
 #include "measure/trial.h"
 #include "targets/target_desc.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 // family, workload hash, shape (gemm: [batch,] M, N, K; attention: B, H, Hkv, Sq, Skv, D;
 // elementwise: the iteration space), dtype, layout (gemm: row/tA/tB/tAtB), target name/arch/units.
@@ -43,4 +43,4 @@ std::vector<TrialResult> fromRecords(const std::vector<cache::Record>& records);
 // reading of a record as a trial copies; its config, status and throughput are the caller's.
 void copyMeasurement(const cache::Record& rec, TrialResult& r);
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -11,7 +11,7 @@
 #include "measure/job_wire.h"
 #include "measure/records.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -39,7 +39,7 @@ class RemoteMeasurer : public Measurer {
       : w_(w), s_(s), client_(s.service), key_(hardKeyFor(k, w.target)), kernelText_(ir::printKernel(k)),
         computeBound_(ir::isComputeBound(k)), settings_(measureSettingsJson(s.measure)), started_(Clock::now()) {}
 
-  std::vector<TrialResult> measure(const std::vector<ir::Config>& batch) override {
+  Expected<std::vector<TrialResult>> measure(const std::vector<ir::Config>& batch) override {
     // One item per distinct config (a job's items are identified by their config).
     std::vector<std::string> configs;
     std::vector<size_t> slot(batch.size());
@@ -49,31 +49,34 @@ class RemoteMeasurer : public Measurer {
       slot[i] = size_t(it - configs.begin());
       if (it == configs.end()) configs.push_back(c);
     }
-    cache::JobSpec job = newJob(cache::kJobMeasure);
+    TESSERA_ASSIGN(cache::JobSpec job, newJob(cache::kJobMeasure));
     trials_ += int64_t(configs.size());
-    std::vector<cache::JobItemProgress> items = run(job, configs);
+    TESSERA_ASSIGN(std::vector<cache::JobItemProgress> items, run(job, configs));
     std::vector<TrialResult> out;
     for (size_t i = 0; i < batch.size(); ++i) out.push_back(resultOf(job.id, items[slot[i]], batch[i], 0, true));
     return out;
   }
 
-  std::vector<TrialResult> remeasure(const std::vector<ir::Config>& configs, int rounds) override {
-    if (configs.empty()) return {};
-    cache::JobSpec job = newJob(cache::kJobRemeasure);
+  Expected<std::vector<TrialResult>> remeasure(const std::vector<ir::Config>& configs, int rounds) override {
+    if (configs.empty()) return std::vector<TrialResult>{};
+    TESSERA_ASSIGN(cache::JobSpec job, newJob(cache::kJobRemeasure));
     job.rounds = std::max(1, rounds);
     std::vector<std::string> texts;
     for (const auto& c : configs) texts.push_back(c.toJson());
-    std::vector<cache::JobItemProgress> items = run(job, texts);
+    TESSERA_ASSIGN(std::vector<cache::JobItemProgress> items, run(job, texts));
     std::vector<TrialResult> out;
     for (size_t i = 0; i < configs.size(); ++i) out.push_back(resultOf(job.id, items[0], configs[i], i, false));
     return out;
   }
 
  private:
-  cache::JobSpec newJob(const char* kind) {
+  // The measuring backend itself gone: what was measured before is stored, and --resume continues.
+  static Error gone(std::string why) { return makeError(ErrorCode::Unavailable, std::move(why)); }
+
+  Expected<cache::JobSpec> newJob(const char* kind) {
     cache::JobSpec j;
     auto id = cache::newJobId();
-    if (!id.ok()) throw RemoteMeasureError(id.error().message);
+    if (!id.ok()) return gone(id.error().message);
     j.id = *id;
     j.kind = kind;
     j.key = key_;
@@ -89,10 +92,11 @@ class RemoteMeasurer : public Measurer {
     if (s_.onWarning) s_.onWarning(w);
   }
 
-  // Submits the job and waits until every item is done; throws when the tune cannot go on.
-  std::vector<cache::JobItemProgress> run(const cache::JobSpec& job, const std::vector<std::string>& configs) {
+  // Submits the job and waits until every item is done; an error when the tune cannot go on.
+  Expected<std::vector<cache::JobItemProgress>> run(const cache::JobSpec& job,
+                                                    const std::vector<std::string>& configs) {
     auto sub = client_.submit(job, configs);
-    if (!sub.ok()) throw RemoteMeasureError("submitting a measurement job: " + sub.error().message);
+    if (!sub.ok()) return gone("submitting a measurement job: " + sub.error().message);
     double poll = 0.02;
     std::optional<Clock::time_point> alone;  // since when no live worker could take the job
     for (;;) {
@@ -101,7 +105,7 @@ class RemoteMeasurer : public Measurer {
       auto p = client_.progress(job.id);
       if (!p.ok()) {
         (void)client_.cancel(job.id);
-        throw RemoteMeasureError("following measurement job " + job.id + ": " + p.error().message);
+        return gone("following measurement job " + job.id + ": " + p.error().message);
       }
       if (p->state == "done") {
         // An item is finished as refused only when no other worker would take it (fair leasing,
@@ -110,11 +114,11 @@ class RemoteMeasurer : public Measurer {
           return it.result && !it.result->refused.empty();
         });
         if (all_refused && !p->items.empty())
-          throw RemoteMeasureError("every worker refused the job (" + p->items.front().result->worker + ": " +
-                                   p->items.front().result->refused + ")");
+          return gone("every worker refused the job (" + p->items.front().result->worker + ": " +
+                      p->items.front().result->refused + ")");
         return std::move(p->items);
       }
-      if (p->state == "cancelled") throw RemoteMeasureError("measurement job " + job.id + " was cancelled by the service");
+      if (p->state == "cancelled") return gone("measurement job " + job.id + " was cancelled by the service");
       // Items leased to a worker are in hand (a dead worker's lease expires and its item returns
       // to the queue); only a job that no live worker can take is waiting for nothing.
       if (p->live_workers > 0) {
@@ -123,7 +127,7 @@ class RemoteMeasurer : public Measurer {
         if (!alone) alone = Clock::now();
         if (since(*alone) > s_.noWorkerTimeoutSec) {
           (void)client_.cancel(job.id);
-          throw RemoteMeasureError(noWorkerLine(w_.target, s_, since(*alone)));
+          return gone(noWorkerLine(w_.target, s_, since(*alone)));
         }
       }
     }
@@ -221,4 +225,4 @@ std::unique_ptr<Measurer> makeRemoteMeasurer(const ir::Kernel& k, const WorkerTa
   return std::make_unique<RemoteMeasurer>(k, w, s);
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

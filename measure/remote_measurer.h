@@ -11,7 +11,6 @@
 
 #include <functional>
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include "client/job_client.h"
@@ -21,7 +20,7 @@
 #include "support/status.h"
 #include "targets/target_desc.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 struct RemoteSettings {
   cache::JobClientOptions service;
@@ -47,16 +46,11 @@ struct WorkerTarget {
 // units; the host is described by the workers' ISA level, core count and CPU model.
 Expected<WorkerTarget> chooseWorkerTarget(const TargetDesc& target, const RemoteSettings& s);
 
-// Thrown by measure()/remeasure() when the tune cannot go on: no live worker for
-// noWorkerTimeoutSec while a batch waits, a worker refused the job (its IR or key), or the
-// service stayed unreachable. Candidates' own failures are statuses, as with every Measurer; this
-// is the measuring backend itself gone, which the front end reports in one line (what was measured
-// before is stored, and --resume continues).
-class RemoteMeasureError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
+// measure()/remeasure() return an Unavailable error when the tune cannot go on: no live worker for
+// noWorkerTimeoutSec while a batch waits, every worker refused the job (its IR or key), or the
+// service stayed unreachable. Candidates' own failures are statuses, as with every Measurer; the
+// error is the measuring backend itself gone, which the front end reports in one line (what was
+// measured before is stored, and --resume continues).
 std::unique_ptr<Measurer> makeRemoteMeasurer(const ir::Kernel& k, const WorkerTarget& w, const RemoteSettings& s);
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -8,7 +8,7 @@
 
 #include "measure/records.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 double ReplayTable::bestThroughput() const {
   double best = 0;
@@ -32,17 +32,16 @@ class TableMeasurer : public ReplayMeasurer {
   explicit TableMeasurer(const ReplayTable& t) {
     for (const auto& r : t.results) byKey_.emplace(configKey(r.config), r);
   }
-  std::vector<TrialResult> measure(const std::vector<ir::Config>& batch) override {
+  Expected<std::vector<TrialResult>> measure(const std::vector<ir::Config>& batch) override {
     std::vector<TrialResult> out;
     out.reserve(batch.size());
     for (const auto& c : batch) out.push_back(lookup(c));
     return out;
   }
   // A table holds one number per config: re-measuring returns it again (rounds only count).
-  std::vector<TrialResult> remeasure(const std::vector<ir::Config>& configs, int rounds) override {
-    std::vector<TrialResult> out;
-    for (int r = 0; r < std::max(rounds, 1); ++r) out = measure(configs);
-    return out;
+  Expected<std::vector<TrialResult>> remeasure(const std::vector<ir::Config>& configs, int rounds) override {
+    for (int r = 1; r < rounds; ++r) (void)measure(configs);
+    return measure(configs);
   }
   size_t lookups() const override { return lookups_; }
 
@@ -153,4 +152,4 @@ Expected<ReplayTable> tableFromRecords(const std::string& name, const std::vecto
   return t;
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

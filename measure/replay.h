@@ -13,7 +13,7 @@
 #include "measure/measurer.h"
 #include "support/status.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 // One workload's recorded landscape: every config with its result.
 struct ReplayTable {
@@ -41,4 +41,4 @@ Expected<ReplayTable> tableFromRecords(const std::string& name, const std::vecto
 // Records split by key_id (a store export may hold several workloads), in first-seen order.
 std::vector<std::vector<cache::Record>> groupByKey(const std::vector<cache::Record>& records);
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

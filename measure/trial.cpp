@@ -1,7 +1,7 @@
 // Owns the names of trial statuses and the mapping from library error categories to them.
 #include "measure/trial.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 std::string configKey(const ir::Config& c) { return c.str(); }
 
@@ -31,4 +31,4 @@ TrialStatus trialStatusFromError(ErrorCode c) {
   }
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -9,7 +9,7 @@
 #include "support/stats.h"
 #include "support/status.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 // Candidate outcomes; names are the record statuses of ARCHITECTURE.md §2.9.
 enum class TrialStatus { Ok, InvalidConfig, CompileError, Timeout, Crash, WrongResult };
@@ -53,4 +53,4 @@ struct TrialResult {
   bool ok() const { return status == TrialStatus::Ok; }
 };
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

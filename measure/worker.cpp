@@ -17,7 +17,7 @@
 #include "measure/job_wire.h"
 #include "measure/records.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 namespace {
 
@@ -280,11 +280,16 @@ class Worker {
           auto parsed = ir::Config::fromJson(cfg.dump());
           if (parsed.ok()) configs.push_back(*parsed);
         }
-        std::vector<TrialResult> rs = measurerOf(c).remeasure(configs, int(std::max<int64_t>(1, c.spec.rounds)));
+        auto rs = measurerOf(c).remeasure(configs, int(std::max<int64_t>(1, c.spec.rounds)));
+        if (!rs.ok()) {
+          c.refusal = "measuring here failed: " + rs.error().message;
+          process(c, {it});
+          continue;
+        }
         std::vector<cache::Record> recs;
         std::vector<std::string> msgs;
         double compile = 0, run = 0;
-        for (const auto& t : rs) {
+        for (const auto& t : *rs) {
           recs.push_back(recordOf(t, c, it.item));
           msgs.push_back(t.message);
           compile += t.compileSeconds;
@@ -306,7 +311,16 @@ class Worker {
       ids.push_back(it.item);
     }
     if (configs.empty()) return;
-    std::vector<TrialResult> rs = measurerOf(c).measure(configs);
+    auto measured = measurerOf(c).measure(configs);
+    if (!measured.ok()) {
+      c.refusal = "measuring here failed: " + measured.error().message;
+      std::vector<cache::LeasedItem> left;
+      for (const auto& it : items)
+        if (std::find(ids.begin(), ids.end(), it.item) != ids.end()) left.push_back(it);
+      process(c, left);
+      return;
+    }
+    const std::vector<TrialResult>& rs = *measured;
     for (size_t i = 0; i < rs.size() && i < ids.size(); ++i)
       report(c, ids[i], {recordOf(rs[i], c, ids[i])}, {rs[i].message}, rs[i].compileSeconds, rs[i].runSeconds);
   }
@@ -326,4 +340,4 @@ class Worker {
 
 Expected<WorkerStats> runWorker(const WorkerSettings& s) { return Worker(s).run(); }
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

@@ -19,7 +19,7 @@
 #include "support/status.h"
 #include "targets/target_desc.h"
 
-namespace tessera::search {
+namespace tessera::measure {
 
 struct WorkerSettings {
   cache::JobClientOptions service;
@@ -53,4 +53,4 @@ struct WorkerStats {
 // token), or gave no answer for longer than the client's patience.
 Expected<WorkerStats> runWorker(const WorkerSettings& s);
 
-}  // namespace tessera::search
+}  // namespace tessera::measure

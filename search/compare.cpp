@@ -14,6 +14,9 @@
 
 namespace tessera::search {
 
+using measure::estimateKernel;
+using measure::hardKeyFor;
+
 namespace {
 
 std::string num(double v, const char* f = "%.0f") {

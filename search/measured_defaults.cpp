@@ -5,6 +5,8 @@
 
 namespace tessera::search {
 
+using measure::hardKeyFor;
+
 namespace {
 
 constexpr MeasuredDefault kTable[] = {

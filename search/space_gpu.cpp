@@ -12,6 +12,8 @@
 
 namespace tessera::search {
 
+using measure::estimateKernel;
+
 namespace {
 
 // Where the hand rule's wgmma tiles leave SMs idle (fewer blocks than SMs: the 128x256 tiles of

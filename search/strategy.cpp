@@ -10,6 +10,9 @@
 
 namespace tessera::search {
 
+using measure::TrialResult;
+using measure::configKey;
+
 // The evolutionary and GA strategies live in strategy_evolutionary.cpp.
 std::unique_ptr<SearchStrategy> makeEvolution(const SearchSettings& s, const ir::Space& space,
                                               costmodel::CostModel* model,

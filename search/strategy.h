@@ -112,7 +112,7 @@ class SearchStrategy {
   // Up to `n` legal configs never proposed or observed before (fewer when the space runs dry).
   virtual std::vector<ir::Config> propose(size_t n) = 0;
   // Measured results (of proposals or of seeds from the store).
-  virtual void observe(const std::vector<TrialResult>& results) = 0;
+  virtual void observe(const std::vector<measure::TrialResult>& results) = 0;
   // True once every legal config has been proposed (exhaustive, or a space that ran dry).
   virtual bool exhausted() const = 0;
 };

@@ -14,6 +14,9 @@
 #include "search/transfer.h"
 
 namespace tessera::search {
+
+using measure::TrialResult;
+using measure::configKey;
 namespace {
 
 // Whether config `c` sets knob `name` to `v`.

@@ -21,15 +21,15 @@ class SearchState {
   Rng& rng() { return rng_; }
   const ir::Space& space() const { return space_; }
 
-  bool seen(const ir::Config& c) const { return seen_.count(configKey(c)) != 0; }
+  bool seen(const ir::Config& c) const { return seen_.count(measure::configKey(c)) != 0; }
   // Marks `c` as proposed; false when it was proposed or observed before.
-  bool claim(const ir::Config& c) { return seen_.insert(configKey(c)).second; }
-  void observe(const std::vector<TrialResult>& results);
+  bool claim(const ir::Config& c) { return seen_.insert(measure::configKey(c)).second; }
+  void observe(const std::vector<measure::TrialResult>& results);
 
   // Measured results, ok or not, in observation order.
-  const std::vector<TrialResult>& measured() const { return measured_; }
+  const std::vector<measure::TrialResult>& measured() const { return measured_; }
   // The `n` best ok results, best first.
-  std::vector<const TrialResult*> best(size_t n) const;
+  std::vector<const measure::TrialResult*> best(size_t n) const;
 
   // Up to `n` uniformly drawn legal configs never seen before, claimed. When draws keep hitting
   // seen configs, switches to the enumerated remainder; `exhausted()` once nothing is left.
@@ -42,7 +42,7 @@ class SearchState {
   ir::Space space_;
   Rng rng_;
   std::unordered_set<std::string> seen_;
-  std::vector<TrialResult> measured_;
+  std::vector<measure::TrialResult> measured_;
   std::optional<size_t> legalCount_;       // known for replayed and enumerable spaces
   std::vector<ir::Config> remainder_;      // unseen legal configs, shuffled (once draws collide)
   bool usingRemainder_ = false;

@@ -7,9 +7,11 @@
 
 namespace tessera::search {
 
+using measure::TrialResult;
+
 double spreadOf(const TrialResult& r) { return r.samples.p20_us > 0 ? r.samples.p80_us / r.samples.p20_us : 0; }
 
-std::vector<TrialResult> LoadWatchingMeasurer::remeasure(const std::vector<ir::Config>& configs, int rounds) {
+Expected<std::vector<TrialResult>> LoadWatchingMeasurer::remeasure(const std::vector<ir::Config>& configs, int rounds) {
   int threads = 1;
   for (const auto& c : configs) threads = std::max(threads, c.hostThreads());
   const double before = control_(threads);

@@ -29,20 +29,22 @@ struct TimingLoad {
 };
 
 // p80/p20 of a result's samples (0 when unknown).
-double spreadOf(const TrialResult& r);
+double spreadOf(const measure::TrialResult& r);
 
 // A measurer whose remeasure() is bracketed by the control at the configs' largest thread count;
 // measure() passes through (single candidates are judged by the search, not the verdict).
-class LoadWatchingMeasurer : public Measurer {
+class LoadWatchingMeasurer : public measure::Measurer {
  public:
-  LoadWatchingMeasurer(Measurer& inner, std::function<double(int threads)> control)
+  LoadWatchingMeasurer(measure::Measurer& inner, std::function<double(int threads)> control)
       : inner_(inner), control_(std::move(control)) {}
-  std::vector<TrialResult> measure(const std::vector<ir::Config>& batch) override { return inner_.measure(batch); }
-  std::vector<TrialResult> remeasure(const std::vector<ir::Config>& configs, int rounds) override;
+  Expected<std::vector<measure::TrialResult>> measure(const std::vector<ir::Config>& batch) override {
+    return inner_.measure(batch);
+  }
+  Expected<std::vector<measure::TrialResult>> remeasure(const std::vector<ir::Config>& configs, int rounds) override;
   double lastControl() const { return last_; }
 
  private:
-  Measurer& inner_;
+  measure::Measurer& inner_;
   std::function<double(int)> control_;
   double last_ = 1;
 };

@@ -11,6 +11,9 @@
 
 namespace tessera::search {
 
+using measure::TrialResult;
+using measure::trialStatusOf;
+
 namespace {
 
 double predictOne(costmodel::CostModel& m, const costmodel::FeatureExtractor& knobs, const ir::Config& c) {

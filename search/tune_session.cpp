@@ -19,6 +19,15 @@
 
 namespace tessera::search {
 
+using measure::Measurer;
+using measure::TrialResult;
+using measure::TuningCost;
+using measure::estimatePrior;
+using measure::fromRecords;
+using measure::hardKeyFor;
+using measure::toRecord;
+using measure::trialStatusName;
+
 Expected<std::vector<cache::Record>> listAll(cache::RecordStore& store, cache::ListQuery q, size_t max) {
   std::vector<cache::Record> out;
   q.limit = cache::kMaxListLimit;
@@ -100,7 +109,11 @@ class Session {
     if (store_) {
       TESSERA_ASSIGN(stored, listAll(*store_, {.key_id = r_.keyId}));
     }
-    if (s_.cache == CachePolicy::UseStored && (lookUpWinner() || lookUpEstimate(stored))) return std::move(r_);
+    if (s_.cache == CachePolicy::UseStored) {
+      const bool answered = lookUpWinner();
+      if (lost_) return *lost_;  // verifying a hit lost the measurer (measurer.h)
+      if (answered || lookUpEstimate(stored)) return std::move(r_);
+    }
     std::vector<TrialResult> previous = seeds(stored);
 
     const bool evolutionary = s_.loop.search.strategy == "evolutionary";
@@ -216,8 +229,8 @@ class Session {
       r_.timing.before = readLoad();
     }
     Measurer& measuring = watch ? static_cast<Measurer&>(*watch) : measurer_;
-    r_.tune = tune(p_.space, measuring, *strategy, model.get(), features.get(), loop, cb, previous);
-    if (watch) judgeTiming(*watch, loop);
+    TESSERA_ASSIGN(r_.tune, tune(p_.space, measuring, *strategy, model.get(), features.get(), loop, cb, previous));
+    if (watch) TESSERA_TRY(judgeTiming(*watch, loop));
     if (!r_.tune.best) {
       r_.outcome = SessionResult::Outcome::NothingCorrect;
       // The failures are records too: the shared cache shows what was tried.
@@ -233,6 +246,11 @@ class Session {
   }
 
  private:
+  bool lose(Error e) {
+    lost_ = std::move(e);
+    return false;
+  }
+
   void warn(const std::string& w) {
     if (!w.empty() && cb_.onWarning) cb_.onWarning(w);
   }
@@ -259,6 +277,7 @@ class Session {
         if (!stale && !cache::isConfirmed(hit->trust)) {
           HitCheck check;
           Status verified = cb_.verifySharedHit ? cb_.verifySharedHit(*hit, &check) : Status{};
+          if (check.lost) return lose(std::move(*check.lost));
           keepMeasuredHere(check);
           if (!verified.ok()) {
             warn("the stored winner for this kernel is a claim of " + claimant(*hit) + " that failed verification (" +
@@ -275,6 +294,7 @@ class Session {
       if (remote.kind == cache::LookupResult::Kind::Hit && remote.record) {
         HitCheck check;
         Status verified = cb_.verifySharedHit ? cb_.verifySharedHit(*remote.record, &check) : Status{};
+        if (check.lost) return lose(std::move(*check.lost));
         keepMeasuredHere(check);
         if (!verified.ok()) {
           warn("the shared cache's winner for this kernel failed verification (" + verified.error().message +
@@ -424,7 +444,7 @@ class Session {
   // The verdict on the final re-measurement (timing_load.h): busy once, the finalists are
   // re-measured once more (interleaved, the default among them); still busy, one warning, and the
   // winner is stored without the re-measured mark (storeWinner).
-  void judgeTiming(LoadWatchingMeasurer& watch, const TuneSettings& loop) {
+  Status judgeTiming(LoadWatchingMeasurer& watch, const TuneSettings& loop) {
     TimingLoad& tl = r_.timing;
     auto judge = [&] {
       ++tl.remeasures;
@@ -433,14 +453,14 @@ class Session {
     };
     if (r_.tune.remeasured.empty() || !r_.tune.best) {
       tl.after = readLoad();
-      return;
+      return {};
     }
     judge();
     if (tl.isBusy() && !r_.stopped) {  // a stopped tune (Ctrl-C) is not kept waiting
       std::vector<ir::Config> configs;
       for (const auto& t : r_.tune.remeasured)
         if (t.ok()) configs.push_back(t.config);
-      auto again = watch.remeasure(configs, std::max(loop.remeasureRounds, 1));
+      TESSERA_ASSIGN(auto again, watch.remeasure(configs, std::max(loop.remeasureRounds, 1)));
       std::optional<TrialResult> best;
       for (const auto& t : again) {
         if (r_.tune.defaultConfig && t.ok() && t.config == r_.tune.defaultConfig->config) r_.tune.defaultConfig = t;
@@ -455,6 +475,7 @@ class Session {
     tl.after = readLoad();
     tl.busy = tl.isBusy();
     if (tl.busy) warn(tl.warning());
+    return {};
   }
 
   void storeWinner() {
@@ -573,6 +594,7 @@ class Session {
   SessionResult r_;
   int64_t committed_ = 0;
   std::chrono::steady_clock::time_point started_;
+  std::optional<Error> lost_;  // the measurer's error while verifying a hit: the session's answer
 };
 
 }  // namespace

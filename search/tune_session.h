@@ -86,12 +86,12 @@ struct SessionSettings {
 
 // Named callbacks (style.md 3). Any may be empty.
 struct SessionCallbacks {
-  std::function<void(const TrialResult&, const TuneProgress&)> onTrial;       // progress
-  std::function<void(const std::vector<cache::Record>&)> onRecordsCommitted;  // after each batch
-  std::function<void(const std::string&)> onWarning;                          // one line, no prefix
-  std::function<bool(const TuneProgress&)> shouldStop;                        // e.g. Ctrl-C
-  std::function<void(const WarmStart&)> onWarmStart;                           // before the first batch
-  std::function<void(const Transfer&)> onTransfer;                             // before the first batch
+  std::function<void(const measure::TrialResult&, const TuneProgress&)> onTrial;  // progress
+  std::function<void(const std::vector<cache::Record>&)> onRecordsCommitted;     // after each batch
+  std::function<void(const std::string&)> onWarning;                             // one line, no prefix
+  std::function<bool(const TuneProgress&)> shouldStop;                           // e.g. Ctrl-C
+  std::function<void(const WarmStart&)> onWarmStart;                             // before the first batch
+  std::function<void(const Transfer&)> onTransfer;                               // before the first batch
   std::function<void(double)> onTransferDropped;  // the other GPUs disagreed (their rank correlation)
   // The probe found these other GPUs (Transfer::from's lines) ranking this one alike: they lead.
   std::function<void(const std::vector<std::string>&)> onTransferLed;
@@ -104,7 +104,7 @@ struct SessionCallbacks {
   // Measured through workers (their results carry an origin): the spot check of the winner. This
   // machine measures the given configs itself when it can (interleaved when there are several;
   // nullopt when it cannot: no device of the target, another CPU) ...
-  std::function<std::optional<std::vector<TrialResult>>(const std::vector<ir::Config>&)> measureHere;
+  std::function<std::optional<std::vector<measure::TrialResult>>(const std::vector<ir::Config>&)> measureHere;
   // ... the control of a re-timing on the host: how much slower than on free cores a kernel of that
   // many threads runs here now (support/load.h coreShareSlowdown; empty: no control, a device) ...
   std::function<double(int threads)> controlHere;
@@ -113,7 +113,7 @@ struct SessionCallbacks {
   std::function<double(int threads)> loadControl;
   // ... and the front end reports that measurement of a worker's result to the service (which
   // quarantines the worker when it is contradicted).
-  std::function<void(const TrialResult& claimed, const cache::Record& here)> reportSpotCheck;
+  std::function<void(const measure::TrialResult& claimed, const cache::Record& here)> reportSpotCheck;
   // The factor the spot check judges with (cache::spotCheckFactor: the noise's when this machine
   // is the workers' model, more room when it is another CPU of their ISA level and threads).
   double spotAgreeFactor = 1.5;
@@ -175,7 +175,7 @@ struct SessionResult {
 // Runs the session. `store` may be null (nothing looked up or committed: replay), `client` null or
 // disabled (no shared cache). `warmRecords`, when given, replaces the store as the warm start's
 // source (the replay benchmark's sibling tables).
-Expected<SessionResult> runTuneSession(const TuneProblem& p, Measurer& measurer, cache::RecordStore* store,
+Expected<SessionResult> runTuneSession(const TuneProblem& p, measure::Measurer& measurer, cache::RecordStore* store,
                              cache::CacheClient* client, const cache::Provenance& provenance,
                              const SessionSettings& s, const SessionCallbacks& cb,
                              const std::vector<cache::Record>* warmRecords = nullptr);

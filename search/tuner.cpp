@@ -10,6 +10,10 @@
 #include "search/space_ops.h"
 
 namespace tessera::search {
+
+using measure::Measurer;
+using measure::TrialResult;
+using measure::configKey;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -21,9 +25,9 @@ class TuneLoop {
       : space_(space), measurer_(measurer), strategy_(strategy), model_(model), features_(features),
         s_(settings), cb_(callbacks), start_(Clock::now()) {}
 
-  TuneResult run(const std::vector<TrialResult>& previous) {
+  Expected<TuneResult> run(const std::vector<TrialResult>& previous) {
     observePrevious(previous);
-    if (s_.measureDefault && s_.trials > 0) measureDefault(previous);
+    if (s_.measureDefault && s_.trials > 0) TESSERA_TRY(measureDefault(previous));
     while (done_ < s_.trials && !outOfTime() && !stopped_) {
       size_t n = size_t(std::min(std::max(s_.search.batchSize, 1), s_.trials - done_));
       if (!budgetAllows(n)) break;
@@ -32,10 +36,11 @@ class TuneLoop {
         result_.exhausted = strategy_.exhausted();
         break;
       }
-      afterMeasure(measurer_.measure(batch));
+      TESSERA_ASSIGN(std::vector<TrialResult> measured, measurer_.measure(batch));
+      afterMeasure(std::move(measured));
     }
     if (strategy_.exhausted()) result_.exhausted = true;
-    pickWinner();
+    TESSERA_TRY(pickWinner());
     result_.seconds = elapsed();
     return std::move(result_);
   }
@@ -74,18 +79,19 @@ class TuneLoop {
   }
 
   // The default config anchors "speedup over default"; measured once, as the first trial.
-  void measureDefault(const std::vector<TrialResult>& previous) {
+  Status measureDefault(const std::vector<TrialResult>& previous) {
     ir::Config def = space_.defaults();
-    if (space_.check(def)) return;  // replayed spaces may not contain it
+    if (space_.check(def)) return {};  // replayed spaces may not contain it
     for (const auto& r : previous)
       if (r.config == def) {
         result_.defaultConfig = r;
-        return;
+        return {};
       }
-    std::vector<TrialResult> res = measurer_.measure({def});
-    if (res.empty()) return;
+    TESSERA_ASSIGN(std::vector<TrialResult> res, measurer_.measure({def}));
+    if (res.empty()) return {};
     result_.defaultConfig = res[0];
     afterMeasure(std::move(res));
+    return {};
   }
 
   void afterMeasure(std::vector<TrialResult> results) {
@@ -136,7 +142,7 @@ class TuneLoop {
 
   // The top-k ok results (this run and previous ones), re-measured interleaved; the winner is the
   // best of those that are still ok, so a flaky or wrong candidate cannot win on a lucky sample.
-  void pickWinner() {
+  Status pickWinner() {
     std::vector<const TrialResult*> ok;
     std::unordered_set<std::string> keys;
     for (const auto& r : pool_)
@@ -148,7 +154,7 @@ class TuneLoop {
       if (int(top.size()) < s_.topK && keys.insert(configKey(r->config)).second) top.push_back(r->config);
     if (top.empty()) {
       result_.best = best_;
-      return;
+      return {};
     }
     // The default joins the interleaved rounds: the winner is then never slower than the default
     // in the same measurement, and "speedup over default" compares two same-run medians (its first
@@ -156,12 +162,13 @@ class TuneLoop {
     const bool withDefault = result_.defaultConfig && result_.defaultConfig->ok() &&
                              keys.insert(configKey(result_.defaultConfig->config)).second;
     if (withDefault) top.push_back(result_.defaultConfig->config);
-    result_.remeasured = measurer_.remeasure(top, std::max(s_.remeasureRounds, 1));
+    TESSERA_ASSIGN(result_.remeasured, measurer_.remeasure(top, std::max(s_.remeasureRounds, 1)));
     if (cb_.afterRemeasure) cb_.afterRemeasure(result_.remeasured);
     for (const auto& r : result_.remeasured) {
       if (result_.defaultConfig && r.config == result_.defaultConfig->config && r.ok()) result_.defaultConfig = r;
       if (r.ok() && (!result_.best || r.throughput > result_.best->throughput)) result_.best = r;
     }
+    return {};
   }
 
   const ir::Space& space_;
@@ -182,9 +189,10 @@ class TuneLoop {
 
 }  // namespace
 
-TuneResult tune(const ir::Space& space, Measurer& measurer, SearchStrategy& strategy, costmodel::CostModel* model,
-                const costmodel::FeatureExtractor* features, const TuneSettings& settings,
-                const TuneCallbacks& callbacks, const std::vector<TrialResult>& previous) {
+Expected<TuneResult> tune(const ir::Space& space, Measurer& measurer, SearchStrategy& strategy,
+                          costmodel::CostModel* model, const costmodel::FeatureExtractor* features,
+                          const TuneSettings& settings, const TuneCallbacks& callbacks,
+                          const std::vector<TrialResult>& previous) {
   return TuneLoop(space, measurer, strategy, model, features, settings, callbacks).run(previous);
 }
 

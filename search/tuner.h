@@ -29,32 +29,35 @@ struct TuneSettings {
 struct TuneProgress {
   int trial = 0, trials = 0;     // done / planned
   double elapsedSec = 0, etaSec = 0;
-  std::optional<TrialResult> best;  // best ok result so far
+  std::optional<measure::TrialResult> best;  // best ok result so far
 };
 
 // Named callbacks after each measured batch (style.md 3). Any may be empty.
 struct TuneCallbacks {
-  std::function<void(const std::vector<TrialResult>&)> commitRecords;
-  std::function<void(const TrialResult&, const TuneProgress&)> onTrial;
-  std::function<void(const std::vector<TrialResult>&)> afterRemeasure;
+  std::function<void(const std::vector<measure::TrialResult>&)> commitRecords;
+  std::function<void(const measure::TrialResult&, const TuneProgress&)> onTrial;
+  std::function<void(const std::vector<measure::TrialResult>&)> afterRemeasure;
   // Checked after every batch: true ends the search early (e.g. the replay benchmark stops once
   // a run has reached its target). The final re-measurement still runs.
   std::function<bool(const TuneProgress&)> shouldStop;
 };
 
 struct TuneResult {
-  std::vector<TrialResult> trials;        // every measured candidate, in order
-  std::optional<TrialResult> best;        // after the final re-measurement
-  std::optional<TrialResult> defaultConfig;
-  std::vector<TrialResult> remeasured;    // the top-k after interleaved re-measurement
-  bool exhausted = false;                 // the strategy ran out of legal configs
+  std::vector<measure::TrialResult> trials;      // every measured candidate, in order
+  std::optional<measure::TrialResult> best;      // after the final re-measurement
+  std::optional<measure::TrialResult> defaultConfig;
+  std::vector<measure::TrialResult> remeasured;  // the top-k after interleaved re-measurement
+  bool exhausted = false;                        // the strategy ran out of legal configs
   double seconds = 0;
 };
 
 // `previous` are results already known for this workload (resume / store seeds): they are
-// observed by the strategy and the model but not measured again and not counted as trials.
-TuneResult tune(const ir::Space& space, Measurer& measurer, SearchStrategy& strategy, costmodel::CostModel* model,
-                const costmodel::FeatureExtractor* features, const TuneSettings& settings,
-                const TuneCallbacks& callbacks, const std::vector<TrialResult>& previous = {});
+// observed by the strategy and the model but not measured again and not counted as trials. The
+// measurer's error (measurer.h: the backend itself gone) ends the loop at once and is returned;
+// the batches measured before it were committed.
+Expected<TuneResult> tune(const ir::Space& space, measure::Measurer& measurer, SearchStrategy& strategy,
+                          costmodel::CostModel* model, const costmodel::FeatureExtractor* features,
+                          const TuneSettings& settings, const TuneCallbacks& callbacks,
+                          const std::vector<measure::TrialResult>& previous = {});
 
 }  // namespace tessera::search

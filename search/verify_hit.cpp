@@ -8,6 +8,11 @@
 
 namespace tessera::search {
 
+using measure::Measurer;
+using measure::TrialResult;
+using measure::TrialStatus;
+using measure::trialStatusName;
+
 namespace {
 std::string us(double v) {
   char b[32];
@@ -24,7 +29,12 @@ Status verifySharedHit(const cache::Record& rec, const ir::Space& space, Measure
   if (!cfg.ok()) return makeError(ErrorCode::InvalidConfig, "its config does not parse: " + cfg.error().message);
   // Only knobs and values this kernel's space has: a config naming anything else is not ours.
   if (auto why = space.check(*cfg)) return makeError(ErrorCode::InvalidConfig, "its config is not legal here: " + *why);
-  std::vector<TrialResult> results = measurer.measure({*cfg});
+  auto measured = measurer.measure({*cfg});
+  if (!measured.ok()) {
+    c.lost = measured.error();
+    return measured.takeError();
+  }
+  const std::vector<TrialResult>& results = *measured;
   if (results.size() != 1) return makeError(ErrorCode::Internal, "the measurer returned no result");
   TrialResult r = results.front();
   c.measured_us = r.ok() ? r.samples.median_us : 0;
@@ -49,7 +59,12 @@ Status verifySharedHit(const cache::Record& rec, const ir::Space& space, Measure
   c.timed = true;
   if (cache::contradicts(rec.median_us, r.samples.median_us, s.agree_factor)) {
     // Once more before a claim is called a lie: the faster of two re-timings counts.
-    std::vector<TrialResult> again = measurer.measure({*cfg});
+    auto measuredAgain = measurer.measure({*cfg});
+    if (!measuredAgain.ok()) {
+      c.lost = measuredAgain.error();
+      return measuredAgain.takeError();
+    }
+    const std::vector<TrialResult>& again = *measuredAgain;
     if (again.size() == 1 && again.front().ok() && again.front().samples.median_us < r.samples.median_us) {
       r = again.front();
       c.measured_us = r.samples.median_us;

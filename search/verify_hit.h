@@ -33,13 +33,16 @@ struct HitCheck {
   bool timed = false;      // its time was compared with the claim
   // The measurement taken here (status ok, this machine's; unset when none ran or it was taken
   // elsewhere): a second identity's measurement of the config, worth keeping and sharing.
-  std::optional<TrialResult> here;
+  std::optional<measure::TrialResult> here;
+  // The measurer's own error (measurer.h: the backend itself gone, e.g. the workers): not a verdict
+  // on the record; the tune cannot go on and ends with it. verifySharedHit returns it as well.
+  std::optional<Error> lost;
 };
 
 // Ok when the record's config passes; otherwise an error saying why (InvalidConfig: not legal
 // here; WrongResult: it compiled and ran but the output or its time is wrong; other codes: it did
 // not compile or run). `check`, when given, gets what was measured.
-Status verifySharedHit(const cache::Record& rec, const ir::Space& space, Measurer& measurer,
+Status verifySharedHit(const cache::Record& rec, const ir::Space& space, measure::Measurer& measurer,
                        const VerifyHitSettings& s = {}, HitCheck* check = nullptr);
 
 }  // namespace tessera::search

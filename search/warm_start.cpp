@@ -9,6 +9,9 @@
 #include "measure/records.h"
 
 namespace tessera::search {
+
+using measure::trialStatusOf;
+using measure::workloadOf;
 namespace {
 
 // How far another workload is from `self`: shape distance (sum of |log ratios|), plus a penalty

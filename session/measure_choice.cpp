@@ -36,26 +36,26 @@ Status checkCacheAccess(cache::CacheClient& c, const std::string& need, const st
 }
 
 Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t, const std::string& device, bool estimate,
-                                       const search::MeasureSettings& ms, const Dialect& dl) {
+                                       const measure::MeasureSettings& ms, const Dialect& dl) {
   MeasureChoice c;
   if (estimate) {
     if (!t.isGpu()) return bad(dl.option("estimate") + " predicts GPU targets; the host is measured (drop " + dl.given("estimate") + ")");
     if (!device.empty()) return bad(dl.option("estimate") + " runs nothing: drop " + dl.option("device"));
     c.estimated = true;
     c.where = std::string("the analytic model ") + costmodel::kGpuModelName + " (nothing runs)";
-    c.measurer = search::makeEstimateMeasurer(k, t);
+    c.measurer = measure::makeEstimateMeasurer(k, t);
     return c;
   }
   // Every measured candidate runs in the measuring helper: without it nothing can be measured.
-  if (auto helper = search::findMeasureHelper(ms.helperPath); !helper.ok()) return helper.takeError();
+  if (auto helper = measure::findMeasureHelper(ms.helperPath); !helper.ok()) return helper.takeError();
   if (!t.isGpu()) {
     if (!device.empty()) return bad(dl.option("device") + " applies to GPU targets (the host measures on this CPU)");
-    c.measurer = search::makeHostMeasurer(k, t, ms);
+    c.measurer = measure::makeHostMeasurer(k, t, ms);
     c.where = "host";
     c.loadControl = [](int threads) { return coreShareSlowdown(threads); };
     return c;
   }
-  search::DeviceSettings d;
+  measure::DeviceSettings d;
   if (device == "emulated" || device == "emulated-pre") {
     d.emulated = true;
     d.emulatePre = device == "emulated-pre";
@@ -63,7 +63,7 @@ Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t,
     // A CPU's time says nothing of the GPU's: the model ranks, the emulator refuses.
     c.where = std::string("the analytic model ") + costmodel::kGpuModelName + ", each candidate checked on the emulated " + t.name +
               (d.emulatePre ? " (the pre-mapping IR on this CPU)" : " (the mapped kernel on this CPU)");
-    c.measurer = search::makeEmulatorCheckedMeasurer(k, t, d, ms);
+    c.measurer = measure::makeEmulatorCheckedMeasurer(k, t, d, ms);
     return c;
   }
   if (!device.empty()) {
@@ -73,7 +73,7 @@ Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t,
                  "'emulated-pre', got '" + device + "'");
     d.device = int(*idx);
   }
-  auto attached = search::probeDevice(t, d.device);
+  auto attached = measure::probeDevice(t, d.device);
   if (!attached.ok()) {
     if (attached.error().code == ErrorCode::InvalidArgument) return attached.takeError();
     return makeError(ErrorCode::Unsupported, "no " + t.name + " device here (" + attached.error().message + "): " +
@@ -95,40 +95,40 @@ Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t,
     measured.model = attached->name;
   }
   c.device = measured;
-  c.measurer = search::makeDeviceMeasurer(k, measured, d, ms);
+  c.measurer = measure::makeDeviceMeasurer(k, measured, d, ms);
   return c;
 }
 
 Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const cache::CacheClientOptions& co, int threads,
-                                      double wait_s, const search::MeasureSettings& ms,
+                                      double wait_s, const measure::MeasureSettings& ms,
                                       const std::function<void(const std::string&)>& onWarning, const Dialect& dl) {
   auto urls = cache::splitServiceUrls(co.base_url);
   if (urls.empty())
     return bad(dl.given("workers") + " measures through the shared service: pass " +
                (dl.kind == Dialect::Kind::Cli ? "--cache URL[,URL...]" : "cache=URL") + " or set TESSERA_CACHE_URL");
   if (!(wait_s > 0)) return bad(dl.option("worker-wait") + " must be more than 0 seconds");
-  search::RemoteSettings rs;
+  measure::RemoteSettings rs;
   // Patience with an unreachable service is the same as with an absent worker.
   rs.service = {urls, co.token, co.ca_cert, 10, wait_s};
   rs.measure = ms;
   rs.noWorkerTimeoutSec = wait_s;
   if (!t.isGpu() && threads != kAllCores) rs.hostThreads = threads;
   rs.onWarning = onWarning;
-  auto w = search::chooseWorkerTarget(t, rs);
+  auto w = measure::chooseWorkerTarget(t, rs);
   if (!w.ok() && w.error().code == ErrorCode::NotFound) return makeError(ErrorCode::Unavailable, w.error().message);
   if (!w.ok()) return w.takeError();
   t = w->target;
   MeasureChoice c;
   c.where = std::to_string(w->workers) + " live worker" + (w->workers == 1 ? "" : "s") + " of " + t.keyString() + " (" +
             w->model + ")";
-  c.measurer = search::makeRemoteMeasurer(k, *w, rs);
+  c.measurer = measure::makeRemoteMeasurer(k, *w, rs);
   // The spot check: this machine re-measures the workers' winner when it has their key's
   // hardware (ISA level and threads), whatever CPU model they name (issue 47: a worker that named
   // another model escaped the check); another model is judged with more room (spotCheckFactor).
   const TargetDesc& here = hostTarget();
-  std::optional<search::DeviceSettings> device;
+  std::optional<measure::DeviceSettings> device;
   if (t.isGpu()) {
-    if (search::probeDevice(t, 0).ok()) device = search::DeviceSettings{};
+    if (measure::probeDevice(t, 0).ok()) device = measure::DeviceSettings{};
     else c.whyNotHere = "no " + t.name + " device here";
   } else if (here.arch != t.arch || here.units < t.units) {
     c.whyNotHere = "this machine (" + here.model + ", " + here.arch + ", " + countOf(here.units, "core") +
@@ -138,16 +138,18 @@ Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const 
   if (c.whyNotHere.empty()) {
     const TargetDesc target = t;
     c.measureHere = [&k, target, device, ms](const std::vector<ir::Config>& configs)
-        -> std::optional<std::vector<search::TrialResult>> {
-      auto m = device ? search::makeDeviceMeasurer(k, target, *device, ms) : search::makeHostMeasurer(k, target, ms);
-      return configs.size() == 1 ? m->measure(configs) : m->remeasure(configs, 3);
+        -> std::optional<std::vector<measure::TrialResult>> {
+      auto m = device ? measure::makeDeviceMeasurer(k, target, *device, ms) : measure::makeHostMeasurer(k, target, ms);
+      auto r = configs.size() == 1 ? m->measure(configs) : m->remeasure(configs, 3);
+      if (!r.ok()) return std::nullopt;
+      return std::move(*r);
     };
     // On the host, a re-timing's control: are the claimed threads' cores free now? (A device's
     // timing does not share this CPU's cores.)
     if (!device) c.controlHere = [](int threads) { return coreShareSlowdown(threads); };
   }
   const cache::JobClientOptions service = rs.service;
-  c.reportSpotCheck = [service](const search::TrialResult& claimed, const cache::Record& mine) -> std::string {
+  c.reportSpotCheck = [service](const measure::TrialResult& claimed, const cache::Record& mine) -> std::string {
     const double ratio = claimed.samples.median_us > 0 ? mine.median_us / claimed.samples.median_us : 0;
     char head[200];
     std::snprintf(head, sizeof head, "the workers' winner re-measured here: %s, %s the %s worker %s claimed",

@@ -57,7 +57,7 @@ Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest request) {
   o.strategy_ = !r.strategy.empty() ? r.strategy : r.estimate ? "ranked" : "evolutionary";
   o.trials_ = r.trials ? *r.trials : r.estimate ? kDefaultEstimateTrials : kDefaultTrials;
   TESSERA_TRY(checkBudget(r, o.strategy_, o.trials_, o.target_));
-  search::MeasureSettings ms;
+  measure::MeasureSettings ms;
   ms.timeoutSec = r.timeout;
   ms.measure.minTimeSec = r.minTime;
   auto warn = r.callbacks.onWarning;
@@ -115,7 +115,7 @@ Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest request) {
         warn(w.error().message + "; what it measures stays in the local store");
     }
   }
-  o.provenance_ = search::provenanceFor(o.target_, r.provenance);
+  o.provenance_ = measure::provenanceFor(o.target_, r.provenance);
   return open;
 }
 
@@ -151,15 +151,12 @@ Expected<search::SessionResult> OpenTune::run() {
   cb.spotAgreeFactor = measure_.spotAgreeFactor;
   cb.loadControl = measure_.loadControl;
   if (measure_.reportSpotCheck)
-    cb.reportSpotCheck = [this](const search::TrialResult& claimed, const cache::Record& mine) {
+    cb.reportSpotCheck = [this](const measure::TrialResult& claimed, const cache::Record& mine) {
       spotLine_ = measure_.reportSpotCheck(claimed, mine);
     };
-  try {
-    return search::runTuneSession(problem_, *measure_.measurer, store_, client_.get(), provenance_, ss, cb);
-  } catch (const search::RemoteMeasureError& e) {
-    // The workers or the service are gone: what was measured is stored, a resume continues.
-    return makeError(ErrorCode::Unavailable, e.what());
-  }
+  // The workers or the service gone come back as the measurer's Unavailable error (measurer.h):
+  // what was measured is stored, a resume continues.
+  return search::runTuneSession(problem_, *measure_.measurer, store_, client_.get(), provenance_, ss, cb);
 }
 
 Expected<search::SessionResult> runTune(TuneRequest r) {
@@ -171,12 +168,13 @@ EstimateDetail explainEstimate(const ir::Kernel& k, const ir::Config& c, const T
   EstimateDetail d;
   auto bin = codegen::compileGpu(k, c, t, {.wantBinary = false});
   if (bin.ok()) d.resources = bin->resources;
-  if (auto e = search::estimateKernel(k, c, t, d.resources ? &*d.resources : nullptr); e.ok()) d.estimate = std::move(*e);
+  if (auto e = measure::estimateKernel(k, c, t, d.resources ? &*d.resources : nullptr); e.ok())
+    d.estimate = std::move(*e);
   return d;
 }
 
-search::ProvenanceInputs provenanceInputs(std::string user) {
-  search::ProvenanceInputs p;
+measure::ProvenanceInputs provenanceInputs(std::string user) {
+  measure::ProvenanceInputs p;
   p.tesseraVersion = TESSERA_VERSION;
   p.llvmVersion = "22";
   char host[256] = {};

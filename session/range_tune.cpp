@@ -76,7 +76,7 @@ Expected<RangeTuneOutcome> runRangeTune(const RangeTuneRequest& r) {
   s.fit.maxBuckets = std::min(16, r.maxKernels * 2);
   s.maxTrain = r.points;
   s.fixedUpTo = r.fixedUpTo;
-  cache::Provenance prov = search::provenanceFor(t, r.provenance);
+  cache::Provenance prov = measure::provenanceFor(t, r.provenance);
   TESSERA_ASSIGN(out.result, t.isGpu() ? bundle::tuneRangeGpuEstimate(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks)
                                        : bundle::tuneRange(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks));
   out.ruleFile = bundle::rangeRuleFile(out.result, t);

@@ -42,7 +42,7 @@ struct RangeTuneRequest {
   std::string db;
   search::CachePolicy policy = search::CachePolicy::UseStored;
   bool warmStart = true;
-  search::ProvenanceInputs provenance;
+  measure::ProvenanceInputs provenance;
   Dialect dialect;
   bundle::RangeTuneCallbacks callbacks;
 };

@@ -37,7 +37,7 @@ inline constexpr int kDefaultEstimateTrials = 32;
 // CPU, timings labelled and never stored), the analytic model (nothing runs, records stored as
 // estimated) or the live workers of the target through the shared service.
 struct MeasureChoice {
-  std::unique_ptr<search::Measurer> measurer;
+  std::unique_ptr<measure::Measurer> measurer;
   std::string where;  // for the report: "host", "NVIDIA H100 80GB HBM3 (sm_90)", "emulated sm_80 (...)"
   bool emulated = false;
   bool estimated = false;
@@ -47,8 +47,8 @@ struct MeasureChoice {
   // Through workers: the spot check of their winner (search::SessionCallbacks). measureHere is
   // empty when this machine cannot measure the workers' hardware; reportSpotCheck tells the
   // service and returns the line the tune prints.
-  std::function<std::optional<std::vector<search::TrialResult>>(const std::vector<ir::Config>&)> measureHere;
-  std::function<std::string(const search::TrialResult&, const cache::Record&)> reportSpotCheck;
+  std::function<std::optional<std::vector<measure::TrialResult>>(const std::vector<ir::Config>&)> measureHere;
+  std::function<std::string(const measure::TrialResult&, const cache::Record&)> reportSpotCheck;
   std::function<double(int)> controlHere;  // the re-timing's control (search::SessionCallbacks)
   std::function<double(int)> loadControl;  // a tune measured on this machine's cores: the same control
   std::string whyNotHere;  // when measureHere is empty
@@ -59,14 +59,14 @@ struct MeasureChoice {
 // "emulated-pre". Errors are InvalidArgument with the one-line message a user needs, Unsupported
 // when the target's device is not here (with what to do instead).
 Expected<MeasureChoice> chooseMeasurer(const ir::Kernel& k, const TargetDesc& t, const std::string& device, bool estimate,
-                                       const search::MeasureSettings& ms, const Dialect& d = {});
+                                       const measure::MeasureSettings& ms, const Dialect& d = {});
 // Measuring through the live workers of `t` (the service of `service`, several URLs for
 // replicas). Replaces `t` by the workers' hardware (the host: their ISA level, cores and CPU
 // model), which is what the key and the space describe. Unavailable, in one line, when no live
 // worker shows up within `wait_s`. `threads` (kAllCores or N): only host workers of that many
 // threads answer.
 Expected<MeasureChoice> chooseWorkers(const ir::Kernel& k, TargetDesc& t, const cache::CacheClientOptions& service,
-                                      int threads, double wait_s, const search::MeasureSettings& ms,
+                                      int threads, double wait_s, const measure::MeasureSettings& ms,
                                       const std::function<void(const std::string&)>& onWarning, const Dialect& d = {});
 
 // Before a front end relies on the shared cache for `need` ("read" or "write"): a refusal (an
@@ -109,7 +109,7 @@ struct TuneRequest {
   bool warmStart = true, transfer = true;
   bool verifyTime = false;  // re-time every shared winner, not only claims
   bool checkAccess = true;  // the shared cache's read (required) and write (warned) access
-  search::ProvenanceInputs provenance;
+  measure::ProvenanceInputs provenance;
   Dialect dialect;
   // The front end's callbacks (progress, warnings, stop, warm start, transfer); the tune adds
   // the verification of shared winners and the spot check of workers.
@@ -165,7 +165,7 @@ Expected<search::SessionResult> runTune(TuneRequest r);
 // (compiled without a binary) in place of the model's guesses where the compile succeeds. Either
 // part is absent when it cannot be had (nothing is measured or run).
 struct EstimateDetail {
-  std::optional<search::KernelEstimate> estimate;
+  std::optional<measure::KernelEstimate> estimate;
   std::optional<codegen::ResourceReport> resources;
 };
 EstimateDetail explainEstimate(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
@@ -173,6 +173,6 @@ EstimateDetail explainEstimate(const ir::Kernel& k, const ir::Config& c, const T
 // This machine's provenance inputs for records (TuneRequest::provenance and every lookup by
 // provenance): tessera's and LLVM's versions and the host name; `user` as the front end names
 // its user (the CLI: the login, Python: "python").
-search::ProvenanceInputs provenanceInputs(std::string user);
+measure::ProvenanceInputs provenanceInputs(std::string user);
 
 }  // namespace tessera::session

@@ -44,7 +44,7 @@ std::vector<double> sampleRuns(const std::function<double()>& timedCall, const M
   return samples;
 }
 
-SampleSummary measure(const std::function<void()>& fn, const MeasureOptions& o) {
+SampleSummary timeCalls(const std::function<void()>& fn, const MeasureOptions& o) {
   std::function<void()> flush;
   if (o.flushCache) flush = flushHostCaches;
   return summarize(sampleRuns([&] { return wallMicros(fn); }, o, flush));
@@ -64,7 +64,7 @@ Expected<HostRunResult> runOnHost(const ir::Kernel& k, const KernelCall& call, c
                                                    " (max rel err " + std::to_string(r.check.maxRelErr) + ", tolerance " +
                                                    std::to_string(r.check.tolerance) + ")");
   }
-  r.samples = measure([&] { call(io.buffers()); }, o.measure);
+  r.samples = timeCalls([&] { call(io.buffers()); }, o.measure);
   double sec = r.samples.median_us * 1e-6;
   if (sec > 0) {
     r.gflops = ir::kernelFlops(k) / sec * 1e-9;

@@ -32,7 +32,7 @@ std::vector<double> sampleRuns(const std::function<double()>& timedCall, const M
 // Wall-clock time of fn() in microseconds.
 double wallMicros(const std::function<void()>& fn);
 // sampleRuns of fn (with the host LLC flush when o.flushCache), summarized.
-SampleSummary measure(const std::function<void()>& fn, const MeasureOptions& o);
+SampleSummary timeCalls(const std::function<void()>& fn, const MeasureOptions& o);
 // Streams through twice the host's LLC (cold-cache timing).
 void flushHostCaches();
 

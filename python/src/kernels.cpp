@@ -267,7 +267,7 @@ void registerKernels(nb::module_& m) {
       .def_prop_ro("bytes", [](const PyKernel& k) { return ir::kernelBytes(k.kernel); },
                    "Bytes of the inputs read and the outputs written by one run.")
       .def("key", [](const PyKernel& k, const std::string& target, int threads) {
-            cache::HardKey key = search::hardKeyFor(k.kernel, targetFor(target, threads));
+            cache::HardKey key = measure::hardKeyFor(k.kernel, targetFor(target, threads));
             nb::dict d;
             d["family"] = key.family;
             d["workload"] = key.workload;
@@ -342,12 +342,14 @@ void registerKernels(nb::module_& m) {
             raise(makeError(ErrorCode::Unsupported, "measuring " + t.name + " needs that device; none is attached here"));
           std::vector<ir::Config> cs;
           for (const auto& c : configs) cs.push_back(configFor(k.kernel, t, c));
-          search::MeasureSettings ms;
+          measure::MeasureSettings ms;
           ms.measure.minTimeSec = minTime;
           ms.timeoutSec = timeout;
           nb::gil_scoped_release nogil;
-          auto m2 = search::makeHostMeasurer(k.kernel, t, ms);
-          return m2->measure(cs);
+          auto m2 = measure::makeHostMeasurer(k.kernel, t, ms);
+          auto measured = m2->measure(cs);
+          if (!measured.ok()) raise(measured.takeError());
+          return std::move(*measured);
         }, nb::arg("kernel"), nb::arg("configs"), nb::arg("target") = "host", nb::arg("min_time") = 0.05,
         nb::arg("timeout") = 20.0, nb::arg("threads") = -1,
         "Each config compiled, run in a forked child on seeded inputs, checked against the reference and timed.");

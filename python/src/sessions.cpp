@@ -42,9 +42,9 @@ nb::dict provenanceDict(const cache::Provenance& p) {
   return d;
 }
 
-search::ProvenanceInputs provenanceInputs() { return session::provenanceInputs("python"); }
+measure::ProvenanceInputs provenanceInputs() { return session::provenanceInputs("python"); }
 
-cache::Provenance provenanceHere(const TargetDesc& t) { return search::provenanceFor(t, provenanceInputs()); }
+cache::Provenance provenanceHere(const TargetDesc& t) { return measure::provenanceFor(t, provenanceInputs()); }
 
 // The local store: a SQLite file, or memory when `db` is empty. `create`: false for lookups (a
 // mistyped path must not leave an empty store behind).
@@ -141,7 +141,7 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
   search::SessionCallbacks& cb = rq.callbacks;
   cb.onWarning = [&](const std::string& w) { warnings.push_back(w); };
   if (!onTrial.is_none())
-    cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
+    cb.onTrial = [&](const measure::TrialResult& r, const search::TuneProgress& p) {
       nb::gil_scoped_acquire gil;
       if (callbackError) return;
       try {
@@ -200,7 +200,7 @@ std::optional<cache::Record> best(const PyKernel& k, const std::string& target, 
                                   const std::string& cacheUrl, const std::string& token, bool verify, int threads,
                                   const std::string& caCert) {
   TargetDesc t = targetFor(target, threads);
-  cache::HardKey key = search::hardKeyFor(k.kernel, t);
+  cache::HardKey key = measure::hardKeyFor(k.kernel, t);
   if (auto store = openLookupStore(db)) {
     auto b = unwrap(store->best(cache::keyIdOf(key)));
     if (b) return b->record;
@@ -220,10 +220,10 @@ std::optional<cache::Record> best(const PyKernel& k, const std::string& target, 
     // winner needs its device and comes back unverified, with a warning).
     if (hit && verify && !t.isGpu()) {
       auto problem = search::tuneProblem(k.kernel, t);
-      search::MeasureSettings ms;
+      measure::MeasureSettings ms;
       ms.measure.minTimeSec = 0.005;
       Status st = problem.ok() ? [&] {
-        auto measurer = search::makeHostMeasurer(k.kernel, t, ms);
+        auto measurer = measure::makeHostMeasurer(k.kernel, t, ms);
         return search::verifySharedHit(*hit, problem->space, *measurer);
       }()
                                : Status(problem.error());
@@ -245,7 +245,7 @@ std::vector<std::pair<double, cache::Record>> nearest(const PyKernel& k, const s
   std::vector<std::pair<double, cache::Record>> out;
   auto store = openLookupStore(db);
   if (!store) return out;
-  for (auto& n : unwrap(store->nearest(search::hardKeyFor(k.kernel, targetFor(target, threads)), limit)))
+  for (auto& n : unwrap(store->nearest(measure::hardKeyFor(k.kernel, targetFor(target, threads)), limit)))
     out.push_back({n.distance, std::move(n.record)});
   return out;
 }
@@ -321,25 +321,25 @@ nb::dict lookupDict(const cache::LookupResult& r) {
 }  // namespace
 
 void registerSessions(nb::module_& m) {
-  nb::class_<search::TrialResult>(m, "Trial", "One measured candidate.")
-      .def_prop_ro("config", [](const search::TrialResult& r) { return configObject(r.config.toJson()); }, "the candidate's config")
-      .def_prop_ro("status", [](const search::TrialResult& r) { return std::string(search::trialStatusName(r.status)); }, "ok, invalid-config, compile-error, timeout, crash or wrong-result")
-      .def_ro("message", &search::TrialResult::message, "why a failed candidate failed")
-      .def_prop_ro("median_us", [](const search::TrialResult& r) { return r.samples.median_us; }, "median time (us)")
-      .def_prop_ro("p20_us", [](const search::TrialResult& r) { return r.samples.p20_us; }, "20th percentile time (us)")
-      .def_prop_ro("p80_us", [](const search::TrialResult& r) { return r.samples.p80_us; }, "80th percentile time (us)")
-      .def_prop_ro("n", [](const search::TrialResult& r) { return r.samples.n; }, "timed runs")
-      .def_ro("gflops", &search::TrialResult::gflops, "GFLOP/s (compute-bound kernels)")
-      .def_ro("gbps", &search::TrialResult::gbps, "GB/s read and written (memory-bound kernels)")
-      .def_ro("peak_fraction", &search::TrialResult::peakFraction, "share of the peak of the threads it ran on")
-      .def_ro("max_abs_err", &search::TrialResult::maxAbsErr, "largest absolute error against the reference")
-      .def_ro("max_rel_err", &search::TrialResult::maxRelErr, "largest relative error against the reference")
-      .def_ro("compile_seconds", &search::TrialResult::compileSeconds, "seconds its compile took")
-      .def_ro("estimated", &search::TrialResult::estimated, "predicted by the analytic model: nothing ran")
-      .def_ro("emulated", &search::TrialResult::emulated, "run on the emulated device (this CPU's timing)")
-      .def_prop_ro("ok", &search::TrialResult::ok, "compiled, ran and matched the reference")
-      .def("__repr__", [](const search::TrialResult& r) {
-        return "<Trial " + r.config.str() + " " + search::trialStatusName(r.status) +
+  nb::class_<measure::TrialResult>(m, "Trial", "One measured candidate.")
+      .def_prop_ro("config", [](const measure::TrialResult& r) { return configObject(r.config.toJson()); }, "the candidate's config")
+      .def_prop_ro("status", [](const measure::TrialResult& r) { return std::string(measure::trialStatusName(r.status)); }, "ok, invalid-config, compile-error, timeout, crash or wrong-result")
+      .def_ro("message", &measure::TrialResult::message, "why a failed candidate failed")
+      .def_prop_ro("median_us", [](const measure::TrialResult& r) { return r.samples.median_us; }, "median time (us)")
+      .def_prop_ro("p20_us", [](const measure::TrialResult& r) { return r.samples.p20_us; }, "20th percentile time (us)")
+      .def_prop_ro("p80_us", [](const measure::TrialResult& r) { return r.samples.p80_us; }, "80th percentile time (us)")
+      .def_prop_ro("n", [](const measure::TrialResult& r) { return r.samples.n; }, "timed runs")
+      .def_ro("gflops", &measure::TrialResult::gflops, "GFLOP/s (compute-bound kernels)")
+      .def_ro("gbps", &measure::TrialResult::gbps, "GB/s read and written (memory-bound kernels)")
+      .def_ro("peak_fraction", &measure::TrialResult::peakFraction, "share of the peak of the threads it ran on")
+      .def_ro("max_abs_err", &measure::TrialResult::maxAbsErr, "largest absolute error against the reference")
+      .def_ro("max_rel_err", &measure::TrialResult::maxRelErr, "largest relative error against the reference")
+      .def_ro("compile_seconds", &measure::TrialResult::compileSeconds, "seconds its compile took")
+      .def_ro("estimated", &measure::TrialResult::estimated, "predicted by the analytic model: nothing ran")
+      .def_ro("emulated", &measure::TrialResult::emulated, "run on the emulated device (this CPU's timing)")
+      .def_prop_ro("ok", &measure::TrialResult::ok, "compiled, ran and matched the reference")
+      .def("__repr__", [](const measure::TrialResult& r) {
+        return "<Trial " + r.config.str() + " " + measure::trialStatusName(r.status) +
                (r.ok() ? " " + std::to_string(r.samples.median_us) + " us" : "") + ">";
       });
 
@@ -431,7 +431,7 @@ void registerSessions(nb::module_& m) {
             cache::LookupResult r;
             {
               nb::gil_scoped_release nogil;
-              r = c.c->best(search::hardKeyFor(k.kernel, t), provenanceHere(t), allowNearest);
+              r = c.c->best(measure::hardKeyFor(k.kernel, t), provenanceHere(t), allowNearest);
             }
             // A refused token is an error, never a miss; a service that is down is a miss and a warning.
             if (r.refused()) raise(makeError(ErrorCode::PermissionDenied, r.warning));

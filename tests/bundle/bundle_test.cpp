@@ -45,7 +45,7 @@ ir::Kernel gemm(int64_t m, int64_t n, int64_t k) {
 cache::Record record(const ir::Kernel& k, const TargetDesc& t, const ir::Config& c, double us,
                      cache::RecordStatus status = cache::RecordStatus::Ok) {
   cache::Record r;
-  r.key = search::hardKeyFor(k, t);
+  r.key = measure::hardKeyFor(k, t);
   r.config = c.toJson();
   r.status = status;
   r.median_us = r.p20_us = r.p80_us = us;

@@ -229,7 +229,7 @@ TEST(BundleGpuRange, ElementwiseRowsAndAttentionSeqThroughTheCRuntime) {
     for (int64_t m : r.sizes) {
       SCOPED_TRACE(r.maxK.name + " size " + std::to_string(m));
       ir::Kernel k = *bundle::kernelAtExtent(r.maxK, m);
-      const cache::HardKey key = search::hardKeyFor(k, t);
+      const cache::HardKey key = measure::hardKeyFor(k, t);
       const tessera_kernel* ck = findDims(key.family.c_str(), key.shape.data(), int(key.shape.size()), key.dtype.c_str(), "cuda");
       ASSERT_NE(ck, nullptr) << message();
       KernelIO io(k, 9);

@@ -121,7 +121,7 @@ TEST(BundleGpuStream, LaunchesOnTheCallersStreamAndRecordsIntoACapture) {
       copyBack |= a.copyBack;
     }
     fake.setParams(int(bin->launch.kernelParams.size()));
-    const cache::HardKey key = search::hardKeyFor(k, t);
+    const cache::HardKey key = measure::hardKeyFor(k, t);
     const std::vector<int64_t> dims = key.shape;
     const tessera_kernel* ck = findDims(k.name.c_str(), dims.data(), int(dims.size()),
                                         std::string(ir::typeName(k.inputs()[0]->dtype)).c_str(), "sm_90");

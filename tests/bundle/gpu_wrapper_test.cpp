@@ -129,7 +129,7 @@ TEST(BundleGpuWrapper, CRuntimeDrivesTheDriverLikeTheCxxRunner) {
     int before = launches();
     auto us = (*runner)->run(*bin, k, bufCxx.data(), 1);
     ASSERT_TRUE(us.ok()) << us.error().str();
-    const std::string shape = cache::formatShape(search::hardKeyFor(k, t).shape);
+    const std::string shape = cache::formatShape(measure::hardKeyFor(k, t).shape);
     const tessera_kernel* ck = find(k.name.c_str(), shape.c_str(), std::string(ir::typeName(k.inputs()[0]->dtype)).c_str(), "cuda");
     ASSERT_NE(ck, nullptr) << message();
     float ms = 0;
@@ -243,7 +243,7 @@ TEST(BundleGpuWrapper, CRuntimeEncodesTensorMapsForTmaKernels) {
     for (const auto& a : bin->launch.args) maps += a.kind == codegen::GpuArg::Kind::TensorMap;
     ASSERT_EQ(maps, 2) << "sm_90a's default GEMM is expected to be the TMA-fed wgmma kernel";
     setParams(int(bin->launch.kernelParams.size()));
-    const std::string shape = cache::formatShape(search::hardKeyFor(k, t).shape);
+    const std::string shape = cache::formatShape(measure::hardKeyFor(k, t).shape);
     const tessera_kernel* ck = find(k.name.c_str(), shape.c_str(), std::string(ir::typeName(k.inputs()[0]->dtype)).c_str(), "cuda");
     ASSERT_NE(ck, nullptr) << message();
     auto ins = ir::makeInputs(k, 7);

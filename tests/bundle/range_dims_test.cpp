@@ -1,5 +1,5 @@
 // Tests the dimension a shape range runs over, per family (bundle/range_tune.h): its name, its
-// extent, the key dimensions it moves (they must be where search::hardKeyFor puts M, rows and the
+// extent, the key dimensions it moves (they must be where measure::hardKeyFor puts M, rows and the
 // sequence lengths, or the bundle's runtime would compare the wrong ones) and the kernel at
 // another size of the range (attention: both lengths, causal kept); refusals in one line.
 #include <gtest/gtest.h>
@@ -21,7 +21,7 @@ namespace {
 // The key dimensions of `k` in rangeKeyDims all equal `v`; the others equal those of `top`.
 void expectKeyAt(const ir::Kernel& top, const ir::Kernel& k, int64_t v) {
   const std::vector<int> dims = rangeKeyDims(top);
-  const auto topKey = search::hardKeyFor(top, hostTarget()).shape, key = search::hardKeyFor(k, hostTarget()).shape;
+  const auto topKey = measure::hardKeyFor(top, hostTarget()).shape, key = measure::hardKeyFor(k, hostTarget()).shape;
   ASSERT_EQ(topKey.size(), key.size());
   for (size_t i = 0; i < key.size(); ++i) {
     const bool moves = std::find(dims.begin(), dims.end(), int(i)) != dims.end();

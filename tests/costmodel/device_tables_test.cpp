@@ -45,7 +45,7 @@ void addTables(const std::string& file, std::vector<Measured>& out) {
   auto recs = search::readRecordFile(file);
   EXPECT_TRUE(recs.ok()) << file << ": " << (recs.ok() ? "" : recs.error().message);
   if (!recs.ok()) return;
-  for (const auto& rs : search::groupByKey(*recs)) {
+  for (const auto& rs : measure::groupByKey(*recs)) {
     const cache::HardKey& key = rs.front().key;
     const std::string name = rs.front().provenance.cpu_model + ": " + key.family + " " + key.layout + " " + key.target;
     EXPECT_TRUE(std::any_of(rs.begin(), rs.end(), [](const cache::Record& r) { return !r.kernel_ir.empty(); })) << name;

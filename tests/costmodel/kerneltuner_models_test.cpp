@@ -38,7 +38,7 @@ Ranked rank(const std::string& name) {
                                         name.find("MI250X") != std::string::npos ? "MI250X" : "");
   EXPECT_TRUE(recs.ok()) << name;
   if (!recs.ok()) return out;
-  auto table = search::tableFromRecords(name, *recs);
+  auto table = measure::tableFromRecords(name, *recs);
   EXPECT_TRUE(table.ok());
   if (!table.ok()) return out;
   auto prior = bench::kernelTunerPrior(*model);
@@ -63,19 +63,19 @@ Ranked rank(const std::string& name) {
   return out;
 }
 
-search::ReplayTable table(const std::string& name) {
+measure::ReplayTable table(const std::string& name) {
   auto recs = search::importKernelTuner(std::string(TESSERA_BENCH_DATA_DIR) + "/" + name + ".json.gz", "");
   EXPECT_TRUE(recs.ok()) << name;
   if (!recs.ok()) return {};
-  auto t = search::tableFromRecords(name, *recs);
+  auto t = measure::tableFromRecords(name, *recs);
   EXPECT_TRUE(t.ok()) << name;
-  return t.ok() ? *t : search::ReplayTable{};
+  return t.ok() ? *t : measure::ReplayTable{};
 }
 
 // Trials a replayed tune (the evolutionary search, batch 4, as search_efficiency runs it for this
 // seed) needs to reach 95 % of the table's best; with `prior`, the analytic model's estimate is its
 // prior and a feature of its cost model, as `tessera tune` makes them for a GPU target.
-int trialsTo95(const search::ReplayTable& t, const bench::KernelTunerModel* prior, int seed) {
+int trialsTo95(const measure::ReplayTable& t, const bench::KernelTunerModel* prior, int seed) {
   const ir::Space space = t.space;
   search::TuneProblem problem{t.key, t.space, TargetDesc{}, [space](const cache::HardKey&) {
                                 return costmodel::makeKnobFeatures(space, {.powerOfTwo = true});
@@ -103,11 +103,11 @@ int trialsTo95(const search::ReplayTable& t, const bench::KernelTunerModel* prio
   const double bar = 0.95 * t.bestThroughput();
   int hit = 0;
   search::SessionCallbacks cb;
-  cb.onTrial = [&](const search::TrialResult& r, const search::TuneProgress& p) {
+  cb.onTrial = [&](const measure::TrialResult& r, const search::TuneProgress& p) {
     if (!hit && r.ok() && r.throughput >= bar) hit = p.trial;
   };
   cb.shouldStop = [&](const search::TuneProgress&) { return hit > 0; };
-  auto m = search::makeReplayMeasurer(t);
+  auto m = measure::makeReplayMeasurer(t);
   auto session = search::runTuneSession(problem, *m, nullptr, nullptr, {}, ss, cb);
   EXPECT_TRUE(session.ok());
   return hit > 0 ? hit : int(t.results.size());
@@ -327,7 +327,7 @@ TEST(KernelTunerModels, AKernelByItsFamilyOnAnyGpu) {
 // 0-2; 186 / 117 at the median of 20). Now the measured best ranks 48th and the prior's search
 // needs 26. The control is the cold search itself, on the same seeds.
 TEST(KernelTunerModels, TheEstimateAsPriorSavesTrialsOnTheRtx2080Ti) {
-  const search::ReplayTable t = table("gemm_RTX_2080_Ti");
+  const measure::ReplayTable t = table("gemm_RTX_2080_Ti");
   ASSERT_GT(t.results.size(), 1000u);
   auto model = bench::kernelTunerModel("gemm_RTX_2080_Ti");
   ASSERT_TRUE(model.has_value());

@@ -132,7 +132,7 @@ TEST(GpuAttentionMma, TheModelsRegistersFollowTheCompilers) {
           auto b = testutil::compileFor(k, t, c);
           ASSERT_TRUE(b.ok()) << what << ": " << b.error().str();
           if (b->binary.empty() && !b->resources.spills()) GTEST_SKIP() << "no ptxas: " << b->resources.summary();
-          auto e = search::estimateKernel(k, c, t);
+          auto e = measure::estimateKernel(k, c, t);
           ASSERT_TRUE(e.ok()) << what;
           const int64_t compiler = b->resources.registers + b->resources.spillStoreBytes / 4;
           EXPECT_NEAR(double(e->workload.regsPerThread), double(compiler), 30.0) << what;

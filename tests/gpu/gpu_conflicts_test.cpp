@@ -59,7 +59,7 @@ TEST(GpuConflicts, TheModelsConflictWaysAreTheEmulatorsCount) {
     const TargetDesc& t = testutil::gpuTarget(c.target);
     auto cfg = testutil::gpuConfig(c.k, t);
     ASSERT_TRUE(cfg.ok()) << cfg.error().str();
-    auto est = search::estimateKernel(c.k, *cfg, t);
+    auto est = measure::estimateKernel(c.k, *cfg, t);
     ASSERT_TRUE(est.ok()) << est.error().str();
     Measured m = emulate(c.k, t, *cfg);
     ASSERT_GT(m.requests, 0u) << c.target << " " << cfg->str() << ": no shared accesses counted";

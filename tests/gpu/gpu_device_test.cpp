@@ -111,7 +111,7 @@ TEST(GpuDevice, TunesOnTheAttachedDevice) {
   for (const auto& n : knownTargets()) {
     auto t = getTarget(n);
     if (!t.ok() || !t->isGpu()) continue;
-    auto d = search::probeDevice(*t, 0);
+    auto d = measure::probeDevice(*t, 0);
     if (d.ok()) {
       target = *t;
       break;
@@ -126,7 +126,7 @@ TEST(GpuDevice, TunesOnTheAttachedDevice) {
   Kernel k = *buildGemm(g);
   auto problem = search::tuneProblem(k, *target);
   ASSERT_TRUE(problem.ok()) << problem.error().message;
-  auto measurer = search::makeDeviceMeasurer(k, *target, {}, {});
+  auto measurer = measure::makeDeviceMeasurer(k, *target, {}, {});
   search::SessionSettings s;
   s.loop.trials = 12;
   s.loop.topK = 3;

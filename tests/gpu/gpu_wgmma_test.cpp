@@ -573,7 +573,7 @@ TEST(GpuWgmma, PersistIsAKnobTheRulesTheModelAndPtxasTake) {
   auto estimate = [&](const Kernel& k, std::initializer_list<std::pair<const char*, int64_t>> kv) {
     auto cfg = testutil::gpuConfig(k, *t, wgmmaCfg(kv));
     EXPECT_TRUE(cfg.ok()) << cfg.error().str();
-    auto e = search::estimateKernel(k, *cfg, *t);
+    auto e = measure::estimateKernel(k, *cfg, *t);
     EXPECT_TRUE(e.ok()) << e.error().str();
     return std::pair{e->model.timeUs, e->model.waves};
   };

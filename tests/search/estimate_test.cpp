@@ -12,6 +12,7 @@
 
 using namespace tessera;
 using namespace tessera::search;
+using namespace tessera::measure;
 
 namespace {
 
@@ -305,7 +306,7 @@ TEST(Estimate, MeasurerChecksThroughTheCompilerAndMarksEstimates) {
     auto space = makeSpace(k, t);
     ASSERT_TRUE(space.ok());
     auto m = makeEstimateMeasurer(k, t);
-    auto rs = m->measure({space->defaults()});
+    auto rs = *m->measure({space->defaults()});
     ASSERT_EQ(rs.size(), 1u);
     EXPECT_EQ(rs[0].status, TrialStatus::Ok) << rs[0].message;
     EXPECT_TRUE(rs[0].estimated);
@@ -313,7 +314,7 @@ TEST(Estimate, MeasurerChecksThroughTheCompilerAndMarksEstimates) {
     EXPECT_FALSE(rs[0].bound.empty());
     EXPECT_GT(rs[0].samples.median_us, 0);
     EXPECT_GT(rs[0].compileSeconds, 0);  // it went through the compiler
-    auto again = m->remeasure({space->defaults()}, 3);
+    auto again = *m->remeasure({space->defaults()}, 3);
     EXPECT_EQ(again[0].samples.median_us, rs[0].samples.median_us);  // a prediction does not drift
   }
 }

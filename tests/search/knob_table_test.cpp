@@ -55,7 +55,7 @@ TEST(KnobTable, EveryValueOfEverySpaceIsAccepted) {
     for (const ir::Kernel& k : kernels()) {
       auto space = search::makeSpace(k, t);
       if (!space.ok()) continue;  // a family a target does not support yet
-      cache::HardKey key = search::hardKeyFor(k, t);
+      cache::HardKey key = measure::hardKeyFor(k, t);
       EXPECT_TRUE(cache::checkConfigKnobs(key, space->defaults().toJson(), "").ok()) << t.name << " " << k.name;
       for (const ir::Knob& knob : space->knobs) {
         for (const ir::KnobValue& v : knob.domain) {
@@ -107,7 +107,7 @@ TEST(KnobTable, TheServicesLegalityRuleAdmitsEveryConfigOfEveryNamedHost) {
       auto space = search::makeSpace(k, t);
       ASSERT_TRUE(space.ok()) << name << ": " << space.error().message;
       cache::Record r;
-      r.key = search::hardKeyFor(k, t);
+      r.key = measure::hardKeyFor(k, t);
       const std::optional<std::string> text = ir::printKernel(k, {.anonymize = true});
       std::vector<ir::Config> configs = {space->defaults()};
       for (int i = 0; i < 200; ++i)
@@ -145,7 +145,7 @@ TEST(KnobTable, TheServicesLegalityRuleAdmitsEveryConfigOfEveryGpu) {
       auto space = search::makeSpace(k, t);
       if (!space.ok()) continue;  // a family a target does not support yet
       cache::Record r;
-      r.key = search::hardKeyFor(k, t);
+      r.key = measure::hardKeyFor(k, t);
       const std::optional<std::string> text = ir::printKernel(k, {.anonymize = true});
       std::vector<ir::Config> configs = {space->defaults()};
       for (int i = 0; i < 40; ++i)

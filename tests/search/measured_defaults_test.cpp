@@ -52,7 +52,7 @@ std::vector<Group> load() {
     auto recs = search::readRecordFile(f);
     EXPECT_TRUE(recs.ok()) << f;
     if (!recs.ok()) continue;
-    for (const auto& rs : search::groupByKey(*recs)) {
+    for (const auto& rs : measure::groupByKey(*recs)) {
       Group g;
       g.file = std::filesystem::path(f).filename().string();
       g.key = rs.front().key;
@@ -196,7 +196,7 @@ TEST(MeasuredDefaults, ASlowerDefaultIsCaught) {
     // default to catch: the controls need a spread.
     if (!(worst > 1.05 * g.best())) continue;
     ++spread;
-    const cache::HardKey key = search::hardKeyFor(k, t);
+    const cache::HardKey key = measure::hardKeyFor(k, t);
     const std::string cls = search::sizeClassOf(key.layout, key.shape);
     for (const auto& [cfgText, expectCaught] : {std::pair{slowest, true}, std::pair{fastest, false}}) {
       const search::MeasuredDefault row{key.family.c_str(), key.target.c_str(), key.dtype.c_str(), cls.c_str(),
@@ -245,7 +245,7 @@ TEST(GpuGemmDefaults, TilesFillTheSmsWhereNoTableReaches) {
       ASSERT_TRUE(s.ok());
       const ir::Config d = s->defaults();
       ASSERT_EQ(std::get<std::string>(d.values.at("strategy")), "wgmma");
-      auto e = search::estimateKernel(k, d, *t);
+      auto e = measure::estimateKernel(k, d, *t);
       ASSERT_TRUE(e.ok());
       std::printf("%s %dx%dx%d: %s, %lld blocks, %.1f us estimated\n", std::string(ir::typeName(dt)).c_str(), m, n, kk, d.str().c_str(),
                   (long long)e->workload.blocks, e->model.timeUs);
@@ -254,7 +254,7 @@ TEST(GpuGemmDefaults, TilesFillTheSmsWhereNoTableReaches) {
       for (auto [name, v] : {std::pair{"BM", 128}, {"BN", 256}, {"TM", 64}, {"TN", 256}, {"STAGES", 4}, {"SPLITK", 1}})
         hand.set(name, int64_t(v));
       ASSERT_FALSE(s->check(hand).has_value());
-      auto eh = search::estimateKernel(k, hand, *t);
+      auto eh = measure::estimateKernel(k, hand, *t);
       ASSERT_TRUE(eh.ok());
       EXPECT_LT(double(eh->workload.blocks), 0.75 * t->units) << "the control fills the SMs: the check means nothing";
       EXPECT_LT(e->model.timeUs, eh->model.timeUs);

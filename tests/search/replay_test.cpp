@@ -13,6 +13,7 @@
 
 using namespace tessera;
 using namespace tessera::search;
+using namespace tessera::measure;
 
 namespace {
 
@@ -172,13 +173,13 @@ TEST(Replay, MeasurerAnswersFromTheTable) {
   auto m = makeReplayMeasurer(t);
   ir::Config unknown = t.space.defaults();
   unknown.set("block_size_x", int64_t(12345));
-  auto rs = m->measure({t.results[5].config, unknown});
+  auto rs = *m->measure({t.results[5].config, unknown});
   ASSERT_EQ(rs.size(), 2u);
   EXPECT_EQ(rs[0].throughput, t.results[5].throughput);
   EXPECT_TRUE(rs[0].ok());
   EXPECT_EQ(rs[1].status, TrialStatus::InvalidConfig);
   EXPECT_EQ(m->lookups(), 2u);
-  auto again = m->remeasure({t.results[5].config}, 3);
+  auto again = *m->remeasure({t.results[5].config}, 3);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].throughput, t.results[5].throughput);
   EXPECT_EQ(m->lookups(), 5u);

@@ -16,6 +16,7 @@
 
 using namespace tessera;
 using namespace tessera::search;
+using namespace tessera::measure;
 
 namespace {
 
@@ -38,7 +39,7 @@ ReplayRun replay(const ReplayTable& t, const std::string& strategy, uint64_t see
   ts.trials = trials;
   ts.topK = 0;
   ReplayRun run;
-  run.result = tune(t.space, *m, **strat, model.get(), features.get(), ts, {});
+  run.result = tune(t.space, *m, **strat, model.get(), features.get(), ts, {}).value();
   for (const auto& r : run.result.trials) run.keys.push_back(configKey(r.config));
   return run;
 }
@@ -137,7 +138,7 @@ Trained freshSearch(const SearchSettings& ss, const ReplayTable& t, const Prior*
 // `coarse` of each config instead of its throughput when given).
 void learn(Trained& tr, const ReplayTable& t, const std::vector<ir::Config>& configs,
            const std::function<double(const ir::Config&)>& coarse = nullptr) {
-  auto results = makeReplayMeasurer(t)->measure(configs);
+  auto results = *makeReplayMeasurer(t)->measure(configs);
   std::vector<costmodel::Sample> samples;
   for (const auto& r : results) samples.push_back({tr.features->extract(r.config), coarse ? coarse(r.config) : r.throughput, 0});
   EXPECT_TRUE(tr.model->update(samples).ok());
@@ -664,7 +665,7 @@ std::pair<int, double> unstagedPicks(const ReplayTable& t, const std::vector<Tri
   for (int b = 0; b < batches; ++b) {
     auto batch = (*strat)->propose(4);
     for (const auto& c : batch) unstaged += tables::knob(c, "use_shmem") == 0 ? 1 : 0;
-    auto rs = m->measure(batch);
+    auto rs = *m->measure(batch);
     for (const auto& r : rs) best = std::max(best, r.ok() ? r.throughput / t.bestThroughput() : 0.0);
     learn(rs);
   }

@@ -25,26 +25,26 @@ inline const std::vector<cache::Record>& mi250xRecords() {
   return recs;
 }
 
-inline const ReplayTable& mi250x() {
-  static const ReplayTable t = [] {
-    auto r = tableFromRecords("convolution_MI250X", mi250xRecords());
+inline const measure::ReplayTable& mi250x() {
+  static const measure::ReplayTable t = [] {
+    auto r = measure::tableFromRecords("convolution_MI250X", mi250xRecords());
     EXPECT_TRUE(r.ok());
-    return r.ok() ? *r : ReplayTable{};
+    return r.ok() ? *r : measure::ReplayTable{};
   }();
   return t;
 }
 
 // A slice of the real table (records whose config satisfies `keep`): small spaces for exhaustive
 // search and fast loops.
-inline ReplayTable slice(const std::string& name, const std::function<bool(const ir::Config&)>& keep) {
+inline measure::ReplayTable slice(const std::string& name, const std::function<bool(const ir::Config&)>& keep) {
   std::vector<cache::Record> recs;
   for (const auto& r : mi250xRecords()) {
     auto c = ir::Config::fromJson(r.config);
     if (c.ok() && keep(*c)) recs.push_back(r);
   }
-  auto t = tableFromRecords(name, recs);
+  auto t = measure::tableFromRecords(name, recs);
   EXPECT_TRUE(t.ok());
-  return t.ok() ? *t : ReplayTable{};
+  return t.ok() ? *t : measure::ReplayTable{};
 }
 
 inline int64_t knob(const ir::Config& c, const char* k) { return std::get<int64_t>(c.values.at(k)); }

@@ -19,6 +19,7 @@
 
 using namespace tessera;
 using namespace tessera::search;
+using namespace tessera::measure;
 
 namespace {
 
@@ -140,9 +141,11 @@ TEST(TuneSession, ReportsWhenNothingIsCorrect) {
   class Crashing : public Measurer {
    public:
     explicit Crashing(const ReplayTable& t) : inner(makeReplayMeasurer(t)) {}
-    std::vector<TrialResult> measure(const std::vector<ir::Config>& b) override { return crash(inner->measure(b)); }
-    std::vector<TrialResult> remeasure(const std::vector<ir::Config>& c, int n) override {
-      return crash(inner->remeasure(c, n));
+    Expected<std::vector<TrialResult>> measure(const std::vector<ir::Config>& b) override {
+      return crash(*inner->measure(b));
+    }
+    Expected<std::vector<TrialResult>> remeasure(const std::vector<ir::Config>& c, int n) override {
+      return crash(*inner->remeasure(c, n));
     }
     std::unique_ptr<ReplayMeasurer> inner;
 
@@ -161,6 +164,50 @@ TEST(TuneSession, ReportsWhenNothingIsCorrect) {
   EXPECT_EQ(r->outcome, SessionResult::Outcome::NothingCorrect);
   EXPECT_EQ(r->statusCounts["crash"], 8);
   EXPECT_FALSE(r->winner);
+}
+
+// A measuring backend that is gone (measurer.h: the remote measurer's workers or service) answers
+// with an error value: the session ends with that error, the batches measured before it stored.
+// The control: the same measurer while it lasts tunes to the end; a failure thrown across the
+// interface fails EXPECT_NO_THROW, and one dropped would let the session answer ok.
+TEST(TuneSession, AMeasurerThatIsGoneEndsTheTuneWithItsError) {
+  const ReplayTable& t = smallTable();
+  class Vanishing : public Measurer {
+   public:
+    Vanishing(const ReplayTable& t, int calls) : inner(makeReplayMeasurer(t)), left(calls) {}
+    Expected<std::vector<TrialResult>> measure(const std::vector<ir::Config>& b) override {
+      if (left-- <= 0) return makeError(ErrorCode::Unavailable, "no live worker for this test");
+      return inner->measure(b);
+    }
+    Expected<std::vector<TrialResult>> remeasure(const std::vector<ir::Config>& c, int n) override {
+      if (left-- <= 0) return makeError(ErrorCode::Unavailable, "no live worker for this test");
+      return inner->remeasure(c, n);
+    }
+    std::unique_ptr<ReplayMeasurer> inner;
+    int left;
+  };
+  for (int calls : {2, 1000}) {
+    Vanishing m(t, calls);
+    auto store = cache::makeMemoryStore();
+    size_t committed = 0;
+    SessionCallbacks cb;
+    cb.onRecordsCommitted = [&](const std::vector<cache::Record>& rs) { committed += rs.size(); };
+    std::optional<Expected<SessionResult>> r;
+    EXPECT_NO_THROW(r.emplace(runTuneSession(problemOf(t), m, store.get(), nullptr, prov(), quick(40), cb)));
+    ASSERT_TRUE(r.has_value());
+    EXPECT_GT(committed, 0u);
+    if (calls == 1000) {
+      ASSERT_TRUE(r->ok()) << r->error().message;
+      EXPECT_TRUE((*r)->winner);
+      continue;
+    }
+    ASSERT_FALSE(r->ok()) << "the lost measurer's error was dropped";
+    EXPECT_EQ(r->error().code, ErrorCode::Unavailable);
+    EXPECT_EQ(r->error().message, "no live worker for this test");
+    auto listed = listAll(*store, {});
+    ASSERT_TRUE(listed.ok());
+    EXPECT_FALSE(listed->empty());  // what was measured before is kept: a resume continues
+  }
 }
 
 // shouldStop ends the search after the batch in flight; the winner is still re-measured and stored.
@@ -202,9 +249,11 @@ SpotOutcome spotCheckUnder(const SpotScenario& sc) {
   class Workers : public Measurer {
    public:
     explicit Workers(const ReplayTable& t) : inner(makeReplayMeasurer(t)) {}
-    std::vector<TrialResult> measure(const std::vector<ir::Config>& b) override { return claim(inner->measure(b)); }
-    std::vector<TrialResult> remeasure(const std::vector<ir::Config>& c, int n) override {
-      return claim(inner->remeasure(c, n));
+    Expected<std::vector<TrialResult>> measure(const std::vector<ir::Config>& b) override {
+      return claim(*inner->measure(b));
+    }
+    Expected<std::vector<TrialResult>> remeasure(const std::vector<ir::Config>& c, int n) override {
+      return claim(*inner->remeasure(c, n));
     }
     std::unique_ptr<ReplayMeasurer> inner;
 
@@ -223,7 +272,7 @@ SpotOutcome spotCheckUnder(const SpotScenario& sc) {
   SessionCallbacks cb;
   SpotOutcome out;
   cb.measureHere = [&](const std::vector<ir::Config>& configs) -> std::optional<std::vector<TrialResult>> {
-    auto rs = here->measure(configs);
+    auto rs = *here->measure(configs);
     const double f = sc.slowdowns[std::min(timing++, sc.slowdowns.size() - 1)];
     for (auto& r : rs) {
       r.samples.median_us *= f;
@@ -305,9 +354,11 @@ namespace {
 class Scaled : public Measurer {
  public:
   Scaled(const ReplayTable& t, double f) : inner_(makeReplayMeasurer(t)), f_(f) {}
-  std::vector<TrialResult> measure(const std::vector<ir::Config>& b) override { return scale(inner_->measure(b)); }
-  std::vector<TrialResult> remeasure(const std::vector<ir::Config>& c, int n) override {
-    return scale(inner_->remeasure(c, n));
+  Expected<std::vector<TrialResult>> measure(const std::vector<ir::Config>& b) override {
+    return scale(*inner_->measure(b));
+  }
+  Expected<std::vector<TrialResult>> remeasure(const std::vector<ir::Config>& c, int n) override {
+    return scale(*inner_->remeasure(c, n));
   }
 
  private:

@@ -15,6 +15,7 @@
 
 using namespace tessera;
 using namespace tessera::search;
+using namespace tessera::measure;
 
 namespace {
 
@@ -29,19 +30,19 @@ class TableMeasurer : public Measurer {
   std::vector<std::vector<ir::Config>> remeasured;
   size_t measured = 0;
 
-  std::vector<TrialResult> measure(const std::vector<ir::Config>& batch) override {
+  Expected<std::vector<TrialResult>> measure(const std::vector<ir::Config>& batch) override {
     if (sleepPerConfig > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleepPerConfig * double(batch.size())));
     measured += batch.size();
-    auto out = inner_->measure(batch);
+    auto out = *inner_->measure(batch);
     if (tweak)
       for (auto& r : out) tweak(r);
     return out;
   }
-  std::vector<TrialResult> remeasure(const std::vector<ir::Config>& configs, int rounds) override {
+  Expected<std::vector<TrialResult>> remeasure(const std::vector<ir::Config>& configs, int rounds) override {
     if (sleepPerConfig > 0 && sleepInRemeasure)
       std::this_thread::sleep_for(std::chrono::duration<double>(sleepPerConfig * double(configs.size() * size_t(rounds))));
     remeasured.push_back(configs);
-    auto out = inner_->remeasure(configs, rounds);
+    auto out = *inner_->remeasure(configs, rounds);
     for (auto& r : out) {
       if (tweak) tweak(r);
       if (tweakRemeasure) tweakRemeasure(r);
@@ -62,7 +63,7 @@ struct Fixture {
   TuneResult run(Measurer& m, const TuneCallbacks& cb = {}, const std::vector<TrialResult>& previous = {}) {
     auto s = makeStrategy(settings.search, t.space, model.get(), features.get());
     EXPECT_TRUE(s.ok());
-    return tune(t.space, m, **s, model.get(), features.get(), settings, cb, previous);
+    return tune(t.space, m, **s, model.get(), features.get(), settings, cb, previous).value();
   }
 };
 

@@ -16,6 +16,7 @@
 
 using namespace tessera;
 using namespace tessera::search;
+using namespace tessera::measure;
 
 namespace {
 

@@ -16,6 +16,7 @@
 
 using namespace tessera;
 using namespace tessera::search;
+using namespace tessera::measure;
 
 namespace {
 
@@ -52,7 +53,7 @@ TEST(DeviceMeasurer, EmulatedDeviceRunsTheWholeProtocol) {
   simt.set("TN", int64_t(4));
   simt.set("STAGES", int64_t(1));
   ASSERT_FALSE(space->check(simt)) << *space->check(simt);
-  auto rs = m->measure({space->defaults(), simt});
+  auto rs = *m->measure({space->defaults(), simt});
   ASSERT_EQ(rs.size(), 2u);
   for (const auto& r : rs) {
     EXPECT_EQ(r.status, TrialStatus::Ok) << r.config.str() << ": " << r.message;
@@ -74,7 +75,7 @@ TEST(DeviceMeasurer, ConfigsOverTheTargetsLimitsAreRejectedWhenBuilt) {
   illegal.set("BN", int64_t(256));
   illegal.set("BK", int64_t(64));  // 2 x 3 stages x 32 KB of operand tiles: over 48 KB of static smem
   auto m = makeDeviceMeasurer(k, t, {.emulated = true}, quick(30));
-  auto rs = m->measure({illegal});
+  auto rs = *m->measure({illegal});
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].status, TrialStatus::InvalidConfig) << rs[0].message;
 }
@@ -116,7 +117,7 @@ TEST(DeviceMeasurer, WrongCrashingAndHangingCandidatesCostOnlyThemselves) {
   };
   auto m = makeDeviceMeasurer(k, t, d, quick(3));
   auto t0 = std::chrono::steady_clock::now();
-  auto rs = m->measure(configs);
+  auto rs = *m->measure(configs);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(rs.size(), 5u);
   EXPECT_EQ(rs[0].status, TrialStatus::Ok) << rs[0].message;
@@ -126,7 +127,7 @@ TEST(DeviceMeasurer, WrongCrashingAndHangingCandidatesCostOnlyThemselves) {
   EXPECT_EQ(rs[4].status, TrialStatus::Ok) << rs[4].message;  // after a crash and a hang: unaffected
   EXPECT_LT(seconds, 60);
   // The top-k re-measurement keeps failures as failures.
-  auto again = m->remeasure({configs[0], wrong, configs[4]}, 2);
+  auto again = *m->remeasure({configs[0], wrong, configs[4]}, 2);
   EXPECT_TRUE(again[0].ok());
   EXPECT_EQ(again[1].status, TrialStatus::WrongResult);
   EXPECT_TRUE(again[2].ok());
@@ -157,8 +158,8 @@ TEST(DeviceMeasurer, TuningOnTheEmulatorRanksByTheModelAndTheEmulatorOnlyRefuses
     return api;
   };
   auto m = makeEmulatorCheckedMeasurer(k, t, d, quick(60));
-  auto rs = m->measure(configs);
-  auto model = makeEstimateMeasurer(k, t)->measure(configs);
+  auto rs = *m->measure(configs);
+  auto model = *makeEstimateMeasurer(k, t)->measure(configs);
   ASSERT_EQ(rs.size(), 3u);
   ASSERT_EQ(model.size(), 3u);
   for (size_t i : {size_t(0), size_t(2)}) {
@@ -173,7 +174,7 @@ TEST(DeviceMeasurer, TuningOnTheEmulatorRanksByTheModelAndTheEmulatorOnlyRefuses
   EXPECT_EQ(rs[1].status, TrialStatus::WrongResult) << rs[1].message;
   EXPECT_NE(rs[1].message.find("refused by the emulator"), std::string::npos) << rs[1].message;
   EXPECT_TRUE(rs[1].emulated);
-  auto again = m->remeasure(configs, 2);  // checked once: the same answers
+  auto again = *m->remeasure(configs, 2);  // checked once: the same answers
   EXPECT_DOUBLE_EQ(again[0].samples.median_us, rs[0].samples.median_us);
   EXPECT_EQ(again[1].status, TrialStatus::WrongResult);
 }

@@ -14,7 +14,7 @@
 #include "targets/kernel_io.h"
 
 using namespace tessera;
-using namespace tessera::search;
+using namespace tessera::measure;
 
 namespace {
 
@@ -112,7 +112,7 @@ TEST(Isolation, ThreadedKernelsRunInForkedChildren) {
     auto m = makeHostMeasurer(k, *target, s);
     // Twice: the second child forks from a parent whose JIT has loaded the runtime already.
     for (int round = 0; round < 2; ++round) {
-      auto r = m->measure({c});
+      auto r = *m->measure({c});
       ASSERT_EQ(r.size(), 1u);
       EXPECT_EQ(r[0].status, TrialStatus::Ok) << k.name << ": " << r[0].message;
     }

@@ -29,6 +29,7 @@ extern "C" int tessera_fork_poison_installed();
 
 using namespace tessera;
 using namespace tessera::search;
+using namespace tessera::measure;
 
 namespace {
 
@@ -80,7 +81,7 @@ TEST_F(Poisoned, HostCandidatesMeasureThroughTheHelper) {
   auto space = makeSpace(k, t);
   ASSERT_TRUE(space.ok()) << space.error().message;
   ir::Config c = space->defaults();
-  auto viaHelper = makeHostMeasurer(k, t, quick())->measure({c, c});
+  auto viaHelper = *makeHostMeasurer(k, t, quick())->measure({c, c});
   ASSERT_EQ(viaHelper.size(), 2u);
   for (const auto& r : viaHelper) {
     ASSERT_EQ(r.status, TrialStatus::Ok) << r.message << (cudaInitialised ? " (CUDA initialised)" : "");
@@ -88,7 +89,7 @@ TEST_F(Poisoned, HostCandidatesMeasureThroughTheHelper) {
     EXPECT_GT(r.throughput, 0);
     EXPECT_EQ(r.config.str(), c.str());
   }
-  auto again = makeHostMeasurer(k, t, quick())->remeasure({c}, 2);
+  auto again = *makeHostMeasurer(k, t, quick())->remeasure({c}, 2);
   ASSERT_EQ(again.front().status, TrialStatus::Ok) << again.front().message;
   EXPECT_GE(again.front().samples.n, 6);  // two rounds pooled
 }
@@ -99,7 +100,7 @@ TEST_F(Poisoned, InProcessForkFailsUnderThePoison) {
   const TargetDesc& t = hostTarget();
   MeasureSettings s = quick();
   s.isolation = Isolation::Fork;
-  auto r = makeHostMeasurer(k, t, s)->measure({makeSpace(k, t)->defaults()}).front();
+  auto r = makeHostMeasurer(k, t, s)->measure({makeSpace(k, t)->defaults()})->front();
   EXPECT_EQ(r.status, TrialStatus::Crash);
   EXPECT_NE(r.message.find("Abort"), std::string::npos) << r.message;
 }
@@ -114,10 +115,10 @@ TEST_F(Poisoned, TheHelperKeepsTheWatchdog) {
   s.measure.maxRuns = 100000;
   auto m = makeHostMeasurer(k, t, s);
   ir::Config c = makeSpace(k, t)->defaults();
-  auto r = m->measure({c}).front();
+  auto r = m->measure({c})->front();
   EXPECT_EQ(r.status, TrialStatus::Timeout) << r.message;
   EXPECT_NE(r.message.find("killed"), std::string::npos) << r.message;
-  auto second = m->measure({c}).front();
+  auto second = m->measure({c})->front();
   EXPECT_EQ(second.status, TrialStatus::Timeout) << second.message;
 }
 
@@ -125,7 +126,7 @@ TEST_F(Poisoned, AMissingHelperIsOneClearLine) {
   ir::Kernel k = gemm(16);
   MeasureSettings s = quick();
   s.helperPath = testing::TempDir() + "/no-such-dir/tessera-measure";
-  auto r = makeHostMeasurer(k, hostTarget(), s)->measure({makeSpace(k, hostTarget())->defaults()}).front();
+  auto r = makeHostMeasurer(k, hostTarget(), s)->measure({makeSpace(k, hostTarget())->defaults()})->front();
   EXPECT_EQ(r.status, TrialStatus::Crash);
   EXPECT_NE(r.message.find("measuring helper"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("missing"), std::string::npos) << r.message;
@@ -197,11 +198,11 @@ TEST_F(Poisoned, AStoppedOrKilledHelperIsReplacedAndItsBatchMeasuredAgain) {
   s.measure.maxRuns = 4096;
   auto m = makeHostMeasurer(k, t, s);
   ir::Config c = makeSpace(k, t)->defaults();
-  ASSERT_EQ(m->measure({c}).front().status, TrialStatus::Ok);
+  ASSERT_EQ(m->measure({c})->front().status, TrialStatus::Ok);
   auto helpers = ownHelpers();
   ASSERT_EQ(helpers.size(), 1u);
   const pid_t first = helpers[0];
-  ASSERT_EQ(m->measure({c}).front().status, TrialStatus::Ok);
+  ASSERT_EQ(m->measure({c})->front().status, TrialStatus::Ok);
   EXPECT_EQ(ownHelpers(), std::vector<pid_t>{first}) << "a healthy helper is kept";
 
   for (int sig : {SIGSTOP, SIGKILL}) {
@@ -211,7 +212,7 @@ TEST_F(Poisoned, AStoppedOrKilledHelperIsReplacedAndItsBatchMeasuredAgain) {
       ::kill(victim, sig);
     });
     const auto t0 = std::chrono::steady_clock::now();
-    auto results = m->measure({c, c});
+    auto results = *m->measure({c, c});
     hit.join();
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_EQ(results.size(), 2u);
