@@ -195,7 +195,15 @@ TEST(TuneUnderLoad, TheCopyRoofHoldsOrSaysItIsInDoubt) {
     const size_t at = out.find("throughput");
     return at == std::string::npos ? out : out.substr(at, out.find('\n', at) - at);
   };
-  nlohmann::json quiet = target();
+  // The quiet half on settled cores (the test before this one ends its own spinners; CI ran it right
+  // after one and read "1.45x slower than free"): a quiet probe judged busy is retried, three times.
+  nlohmann::json quiet;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt) std::this_thread::sleep_for(std::chrono::seconds(3));
+    waitForQuietCores();
+    quiet = target();
+    if (quiet["copy_doubt"].is_null()) break;
+  }
   ASSERT_TRUE(quiet["copy_doubt"].is_null()) << "the quiet half ran on busy cores (is something else running?): "
                                              << quiet.dump();
   const double roof = quiet.value("mem_bandwidth_gbs", 0.0);
