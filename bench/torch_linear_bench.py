@@ -1,7 +1,9 @@
 """Times tessera.torch's Linear on the CPU with the weight kept as the [K, N] copy the NN GEMM reads
 (keep_weight=True, the default) against the same Linear reading the weight as given (the NT GEMM,
 keep_weight=False) and F.linear (oneDNN), in one process, interleaved, for the GPT block's plain
-GEMMs (qkv, proj, fc2 at dim 256, seq 128), both kernels tuned for the same trials and threads.
+GEMMs (qkv, proj, fc2 at dim 256, seq 128), both kernels tuned for the same trials and threads;
+then the whole GPT block of examples/torch patched with keep_weights on and off (one bundle with
+both layouts of its GEMMs) against eager torch, interleaved the same way.
 
     PYTHONPATH=build/python $(bash tests/torch/torch_venv.sh build/pyenv/bin/python) \\
       bench/torch_linear_bench.py [--trials 16 --threads 1 --rounds 15 --calls 100]
@@ -95,8 +97,55 @@ def main():
             print(f"  {v:<9} median {med[v] * 1e6:8.1f} us  fastest {min(t) * 1e6:8.1f} us  ({len(t)} calls)")
         print(f"  F.linear/kept {med['F.linear'] / med['kept']:.2f}x, F.linear/as given {med['F.linear'] / med['as given']:.2f}x, "
               f"as given/kept {med['as given'] / med['kept']:.2f}x", flush=True)
+    block(a, tt, tessera)
     print(f"load after {loadavg()}")
     return 0
+
+
+def block(a, tt, tessera):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "torch"))
+    import gpt_block
+    model = gpt_block.make(a.dim, 4)
+    x = torch.randn(1, a.m, a.dim)
+    with torch.no_grad():
+        want = model(x)
+    kernels = {k.workload: k for keep in (True, False) for k in tt.record(model, x, keep_weights=keep)}
+    db = os.path.join(a.out, "tessera.db")
+    for k in kernels.values():
+        tessera.tune(k, target="host", trials=a.trials, db=db, threads=a.threads, min_time=0.02)
+    out = os.path.join(a.out, "block_bundle")
+    tessera.bundle(list(kernels.values()), targets=["host"], out=out, db=db, missing="default", replace=True,
+                   threads=a.threads)
+    b = tt.load(out)
+    times = {"kept": [], "as given": [], "eager": []}
+    calls = max(a.calls // 5, 5)
+    with torch.no_grad():
+        errs = {}
+        for v in ("kept", "as given"):
+            tt.patch(model, b, keep_weights=v == "kept")
+            tt.stats(reset=True)
+            errs[v] = (model(x) - want).abs().max().item()
+            assert all(r["ran"] == "tessera" for r in tt.stats()), tt.stats()
+        for r in range(a.rounds):
+            order = list(times)
+            order = order[r % 3:] + order[:r % 3]
+            for v in order:
+                if v == "eager":
+                    tt.unpatch(model)
+                else:
+                    tt.patch(model, b, keep_weights=v == "kept")
+                model(x)
+                for _ in range(calls):
+                    s = time.perf_counter()
+                    model(x)
+                    times[v].append(time.perf_counter() - s)
+    med = {v: statistics.median(t) for v, t in times.items()}
+    print(f"block dim {a.dim} seq {a.m}: {len(kernels)} kernels, every op on the bundle; max |err| kept "
+          f"{errs['kept']:.2g}, as given {errs['as given']:.2g}")
+    for v, t in times.items():
+        print(f"  {v:<9} median {med[v] * 1e3:8.3f} ms  fastest {min(t) * 1e3:8.3f} ms  ({len(t)} calls)")
+    print(f"  eager/kept {med['eager'] / med['kept']:.2f}x, eager/as given {med['eager'] / med['as given']:.2f}x, "
+          f"as given/kept {med['as given'] / med['kept']:.2f}x", flush=True)
 
 
 if __name__ == "__main__":

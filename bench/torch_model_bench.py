@@ -49,8 +49,8 @@ def main():
     p.add_argument("--threads", default="1,all",
                    help="comma list of thread counts, 'all' = every core; 'none': the CUDA section only")
     p.add_argument("--out", default="build/bench/torch_model")
-    p.add_argument("--keep-weights", choices=("on", "off"), default="on",
-                   help="CPU Linears on kept [K, N] weight copies (NN GEMMs, the default) or reading the weight as given")
+    p.add_argument("--keep-weights", choices=("on", "off"), default="off",
+                   help="CPU Linears on kept [K, N] weight copies (NN GEMMs) or reading the weight as given (the default)")
     a = p.parse_args()
     import tessera.torch as tt
 

@@ -12,10 +12,12 @@ drop-in modules, ``patch`` for a whole model, and ``stats`` saying what ran wher
 CPU tensors run the bundle's host kernels in the tensors' own memory (no copy unless a tensor is not
 contiguous or not 64-byte aligned: then it is staged and ``stats`` counts it), on the thread count
 the kernel was tuned and bundled for. A Linear's weight ([N, K], the GEMM's B transposed) is read
-by default from a kept [K, N] copy by the NN GEMM (``_kept_copy``: made once per weight, remade
-when the weight's version, memory, shape, dtype or device changes), which ``record`` and
-``tune_model`` put in host bundles; a bundle with only the GEMM reading the weight as given runs
-that one, and ``keep_weights=False`` (``patch``, ``Linear``, ``tune_model``) keeps no copy.
+as given by the GEMM with B transposed; with ``keep_weights=True`` (``patch``, ``Linear``,
+``record``, ``tune_model``) the NN GEMM reads a kept [K, N] copy instead (``_kept_copy``: made once
+per weight, remade when the weight's version, memory, shape, dtype or device changes), which
+``record`` and ``tune_model`` then put in host bundles; a bundle with only the GEMM reading the
+weight as given runs that one. Not the default: on a Sapphire Rapids core it paid for fc2's
+K = 1024 and lost for qkv's K = 256 (docs/results.md, PyTorch).
 CUDA tensors run the bundle's GPU kernels for the device's chip, enqueued by the C runtime on
 torch's current stream (``_torch_cuda``: no synchronisation, no host copy, outputs and workspace
 from torch's caching allocator; capturable in a CUDA graph); a bundle with GPU code for other chips
@@ -383,7 +385,7 @@ def _shape(*ts: torch.Tensor) -> str:
 
 
 def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
-                 bundle: int, keep: bool = True) -> torch.Tensor:
+                 bundle: int, keep: bool = False) -> torch.Tensor:
     keep = keep and x.device.type == "cpu"  # the host GEMMs only: CUDA keeps its own transposed copy (_torch_cuda)
     key = (bundle, "linear", x.shape, weight.shape, None if bias is None else bias.shape, activation, x.dtype, weight.dtype,
            None if bias is None else bias.dtype, x.device, keep)
@@ -474,12 +476,12 @@ def _attention_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal
 
 @torch.library.custom_op("tessera::linear", mutates_args=())
 def _linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
-               bundle: int, keep: bool = True) -> torch.Tensor:
+               bundle: int, keep: bool = False) -> torch.Tensor:
     return _linear_impl(x, weight, bias, activation, bundle, keep)
 
 
 @_linear_op.register_fake
-def _(x, weight, bias, activation, bundle, keep=True):
+def _(x, weight, bias, activation, bundle, keep=False):
     return x.new_empty((*x.shape[:-1], weight.shape[0]))
 
 
@@ -543,7 +545,7 @@ def _grad(*ts: Optional[torch.Tensor]) -> bool:
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], bundle: _Resolver,
-           activation: str = "", keep_weight: bool = True) -> torch.Tensor:
+           activation: str = "", keep_weight: bool = False) -> torch.Tensor:
     """``F.linear`` (then GELU: ``activation`` "gelu" erf, "gelu_tanh") on the bundle's GEMM. On CPU
     tensors with ``keep_weight`` the GEMM reads a kept [K, N] copy of ``weight`` (``_kept_copy``:
     made once per weight, remade when it changes) when the bundle has that kernel; else it reads
@@ -587,7 +589,7 @@ class Linear(nn.Module):
     GEMM; shares the original module's parameters. ``keep_weights``: on CPU tensors the GEMM reads
     a kept [K, N] copy of the weight (one more copy of it in memory; see ``linear``)."""
 
-    def __init__(self, linear: nn.Linear, bundle: _Resolver, activation: str = "", keep_weights: bool = True):
+    def __init__(self, linear: nn.Linear, bundle: _Resolver, activation: str = "", keep_weights: bool = False):
         super().__init__()
         if activation not in _ACTIVATIONS:
             raise InvalidArgumentError(f"invalid-argument: activation must be one of {sorted(_ACTIVATIONS)}, not '{activation}'")
@@ -662,13 +664,13 @@ def _gelu_activation(m: nn.Module) -> Optional[str]:
     return None
 
 
-def patch(model: nn.Module, bundle: _Resolver, attention: bool = True, keep_weights: bool = True) -> nn.Module:
+def patch(model: nn.Module, bundle: _Resolver, attention: bool = True, keep_weights: bool = False) -> nn.Module:
     """Makes ``model`` (in place) run the bundle's kernels: every ``nn.Linear`` becomes ``Linear``
     (an ``nn.GELU`` right after it in an ``nn.Sequential`` is fused into its epilogue), and with
     ``attention`` its ``F.scaled_dot_product_attention`` calls go to the bundle. With
-    ``keep_weights`` (the default) a Linear on CPU tensors keeps a [K, N] copy of its weight for the
-    bundle's NN GEMM (remade when the weight changes; one more copy of the Linear weights in memory);
-    ``keep_weights=False`` reads the weight as given (the transposed-B GEMM, no copy). Patching a
+    ``keep_weights=True`` a Linear on CPU tensors keeps a [K, N] copy of its weight for the bundle's
+    NN GEMM (remade when the weight changes; one more copy of the Linear weights in memory); by
+    default it reads the weight as given (the transposed-B GEMM, no copy). Patching a
     patched model again switches it to ``bundle`` and ``keep_weights``; ``unpatch`` restores it.
     Returns ``model``."""
     undo: List[Tuple[nn.Module, str, nn.Module]] = getattr(model, "_tessera_undo", [])
@@ -742,7 +744,7 @@ class _Recorder(_Resolver):
         return _Plan(None, "recording shapes")
 
 
-def record(model: nn.Module, *example_inputs: Any, keep_weights: bool = True, **example_kwargs: Any) -> List[Kernel]:
+def record(model: nn.Module, *example_inputs: Any, keep_weights: bool = False, **example_kwargs: Any) -> List[Kernel]:
     """The Tessera kernels ``model``'s forward pass on the example inputs runs through the custom
     operators (after ``patch(..., keep_weights=keep_weights)``), one per distinct kernel, in the order
     first met. On CPU tensors with ``keep_weights`` a Linear is the NN GEMM on the weight's kept copy;
@@ -750,7 +752,7 @@ def record(model: nn.Module, *example_inputs: Any, keep_weights: bool = True, **
     what a GPU target's bundle needs."""
     rec = _Recorder()
     previous = getattr(model, "_tessera_bundle", None)
-    previous_keep = getattr(model, "_tessera_keep", True)
+    previous_keep = getattr(model, "_tessera_keep", False)
     patch(model, rec, keep_weights=keep_weights)
     try:
         with torch.no_grad():
@@ -767,7 +769,7 @@ def record(model: nn.Module, *example_inputs: Any, keep_weights: bool = True, **
 def tune_model(model: nn.Module, example_inputs: Tuple[Any, ...], target: str = "host", out: str = "tessera_bundle",
                db: str = "tessera.db", trials: int = 40, estimate: bool = False, threads: int = -1,
                min_time: float = 0.05, missing: str = "default", progress: bool = False,
-               on_kernel: Optional[Callable[[Kernel, Any], None]] = None, keep_weights: bool = True) -> Any:
+               on_kernel: Optional[Callable[[Kernel, Any], None]] = None, keep_weights: bool = False) -> Any:
     """Records the kernels ``model`` runs on ``example_inputs`` (a forward pass), tunes each on
     ``target`` (``estimate=True``: ranked by the analytic GPU model, nothing runs; for a GPU target
     without its device), stores the results in ``db`` and writes the bundle ``out`` (replacing a

@@ -1,7 +1,8 @@
-"""Kept weights on the CPU: a patched Linear runs the bundle's NN GEMM on a kept [K, N] copy of its
-weight (made once, remade when the weight changes: in place, load_state_dict, .to(), another
-tensor), equals F.linear, falls back to the GEMM reading the weight as given (NT) on a bundle
-without the NN kernel, runs that one when turned off, and forget_copies drops the copies."""
+"""Kept weights on the CPU (keep_weights=True): a patched Linear runs the bundle's NN GEMM on a kept
+[K, N] copy of its weight (made once, remade when the weight changes: in place, load_state_dict,
+.to(), another tensor), equals F.linear, falls back to the GEMM reading the weight as given (NT) on
+a bundle without the NN kernel, runs that one when turned off (the default), and forget_copies
+drops the copies."""
 import gc
 
 import pytest
@@ -37,6 +38,7 @@ def bundles(tmp_path_factory):
 
 
 def _patched(bundle, dtype=torch.float32, **kw):
+    kw.setdefault("keep_weights", True)
     torch.manual_seed(1)
     model = nn.Sequential(nn.Linear(K, N)).to(dtype).eval()
     return tt.patch(model, bundle, **kw), model[0]
@@ -148,11 +150,12 @@ def test_an_nt_only_bundle_still_runs_its_kernel(bundles):
 def test_turned_off_runs_the_nt_kernel_without_a_copy(bundles):
     model, lin = _patched(bundles["both"], keep_weights=False)
     x = torch.randn(M, K)
+    assert not tt.patch(nn.Sequential(nn.Linear(K, N)), bundles["both"])[0].keep_weights  # off by default
     with torch.no_grad():
         torch.testing.assert_close(model(x), F.linear(x, lin.weight, lin.bias), rtol=1e-4, atol=1e-4)
     off = _row()
     assert off["ran"] == "tessera" and id(lin.weight) not in tt._kept and "keep_weights=False" in repr(lin)
-    tt.patch(model, bundles["both"])  # on again
+    tt.patch(model, bundles["both"], keep_weights=True)  # on again
     tt.stats(reset=True)
     with torch.no_grad():
         model(x)
@@ -167,9 +170,9 @@ def test_the_operator_and_compile_read_the_kept_copy(bundles):
     x, w, bias = torch.randn(M, K), torch.randn(N, K), torch.randn(N)
     want = F.linear(x, w, bias)
     torch.testing.assert_close(torch.ops.tessera.linear(x, w, bias, "", b.id), want, rtol=1e-4, atol=1e-4)
-    assert id(w) in tt._kept
-    torch.testing.assert_close(torch.ops.tessera.linear(x, w, bias, "", b.id, False), want, rtol=1e-4, atol=1e-4)
-    assert len({r["kernel"] for r in tt.stats()}) == 2
+    assert id(w) not in tt._kept  # the operator's default: the weight as given
+    torch.testing.assert_close(torch.ops.tessera.linear(x, w, bias, "", b.id, True), want, rtol=1e-4, atol=1e-4)
+    assert id(w) in tt._kept and len({r["kernel"] for r in tt.stats()}) == 2
     model, lin = _patched(b)
     torch._dynamo.reset()
     compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
