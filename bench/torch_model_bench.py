@@ -49,12 +49,15 @@ def main():
     p.add_argument("--threads", default="1,all",
                    help="comma list of thread counts, 'all' = every core; 'none': the CUDA section only")
     p.add_argument("--out", default="build/bench/torch_model")
+    p.add_argument("--keep-weights", choices=("on", "off"), default="off",
+                   help="CPU Linears on kept [K, N] weight copies (NN GEMMs) or reading the weight as given (the default)")
     a = p.parse_args()
     import tessera.torch as tt
 
     cores = os.cpu_count() or 1
     print(f"torch {torch.__version__}, {cores} cores, CPU capability {torch.backends.cpu.get_cpu_capability()}; "
-          f"block dim {a.dim} heads {a.heads} seq {a.seq} batch {a.batch}; load before {loadavg()}", flush=True)
+          f"block dim {a.dim} heads {a.heads} seq {a.seq} batch {a.batch}; weights kept: {a.keep_weights}; "
+          f"load before {loadavg()}", flush=True)
     x = torch.randn(a.batch, a.seq, a.dim)
     worst = []
     for t in [t for t in a.threads.split(",") if t != "none"]:
@@ -66,7 +69,7 @@ def main():
             t0 = time.perf_counter()
             b = tt.tune_model(model, (x,), out=os.path.join(a.out, f"t{threads}", "bundle"),
                               db=os.path.join(a.out, f"t{threads}", "tessera.db"), trials=a.trials, threads=threads,
-                              min_time=0.02)
+                              min_time=0.02, keep_weights=a.keep_weights == "on")
             tune_s = time.perf_counter() - t0
             tt.stats(reset=True)
             err = (model(x) - want).abs().max().item()

@@ -11,10 +11,17 @@ drop-in modules, ``patch`` for a whole model, and ``stats`` saying what ran wher
 
 CPU tensors run the bundle's host kernels in the tensors' own memory (no copy unless a tensor is not
 contiguous or not 64-byte aligned: then it is staged and ``stats`` counts it), on the thread count
-the kernel was tuned and bundled for. CUDA tensors run the bundle's GPU kernels for the device's
-chip, enqueued by the C runtime on torch's current stream (``_torch_cuda``: no synchronisation, no
-host copy, outputs and workspace from torch's caching allocator; capturable in a CUDA graph); a
-bundle with GPU code for other chips only is an error naming both. A shape, dtype or device the
+the kernel was tuned and bundled for. A Linear's weight ([N, K], the GEMM's B transposed) is read
+as given by the GEMM with B transposed; with ``keep_weights=True`` (``patch``, ``Linear``,
+``record``, ``tune_model``) the NN GEMM reads a kept [K, N] copy instead (``_kept_copy``: made once
+per weight, remade when the weight's version, memory, shape, dtype or device changes), which
+``record`` and ``tune_model`` then put in host bundles; a bundle with only the GEMM reading the
+weight as given runs that one. Not the default: on a Sapphire Rapids core it paid for fc2's
+K = 1024 and lost for qkv's K = 256 (docs/results.md, PyTorch).
+CUDA tensors run the bundle's GPU kernels for the device's chip, enqueued by the C runtime on
+torch's current stream (``_torch_cuda``: no synchronisation, no host copy, outputs and workspace
+from torch's caching allocator; capturable in a CUDA graph); a bundle with GPU code for other chips
+only is an error naming both. A shape, dtype or device the
 bundle has no kernel for runs torch's own operator, logged once per shape on the ``tessera.torch``
 logger. Inference only: a call
 that needs gradients runs torch's operator. Needs torch (``pip install tessera[torch]``).
@@ -24,8 +31,8 @@ device): the kernel, the inputs' order, the output's shape and the kernel bound 
 entry point (``tessera._tessera.BundleCall``). Later calls of that key check their inputs' layout,
 allocate the output and make one native call with their tensors' pointers. On CUDA tensors the
 plans share one kept workspace per device and stream and one transposed copy per weight, kept while
-the weight's version counter is unchanged (``_torch_cuda.Launch``; ``forget_copies`` after a write
-through ``tensor.data``, which the counter does not see).
+the weight's version counter is unchanged (``_torch_cuda.Launch``; ``forget_copies``, which drops
+the CPU's kept copies too, after a write through ``tensor.data``, which the counter does not see).
 """
 from __future__ import annotations
 
@@ -34,6 +41,7 @@ import itertools
 import logging
 import os
 import threading
+import weakref
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch  # type: ignore[import-not-found, unused-ignore]
@@ -66,21 +74,25 @@ class _Request(NamedTuple):
     build: Callable[[Optional[int]], Kernel]
     what: str
     names: Tuple[str, ...] = ()  # the tensor names of the call's inputs, in the order it passes them
+    variant: str = ""  # tells apart requests of one op and shape that differ in layout ("kept": the weight's kept copy)
+    alt: Optional["_Request"] = None  # asked of a bundle that has no kernel for this one (an older bundle's layout)
 
 
 class _Plan(NamedTuple):
     kernel: Optional[KernelDesc]
     how: str  # "exact", "nearest", "default", "range NAME bucket ...", or why torch runs it
     order: Tuple[int, ...] = ()  # the call's input for each of the kernel's inputs
+    kept: int = -1  # the call's input the kernel reads as its kept copy (``_kept_copy``), or -1
 
 
 def _row(res: "_Resolver", req: _Request, where: str, plan: _Plan) -> Dict[str, Any]:
-    """The stats row of (resolver, op, shape, dtype, where), made if new (under _lock)."""
-    key = (res.id, req.op, req.what, req.dtype, where)
+    """The stats row of (resolver, op, shape, dtype, where, kernel), made if new (under _lock)."""
+    key = (res.id, req.op, req.what, req.dtype, where, plan.kernel.name if plan.kernel else "")
     s = _stats.get(key)
     if s is None:
         s = _stats[key] = {"op": req.op, "shape": req.what, "dtype": req.dtype, "ran": where,
-                           "kernel": plan.kernel.name if plan.kernel else "", "how": plan.how, "calls": 0, "staged": 0}
+                           "kernel": plan.kernel.name if plan.kernel else "", "how": plan.how, "calls": 0, "staged": 0,
+                           "weight": "kept" if plan.kept >= 0 else ""}
     return s
 
 
@@ -88,15 +100,20 @@ _stats_epoch = [0]  # bumped by stats(reset=True): a launch plan's kept row is t
 
 
 def forget_copies() -> None:
-    """Drops the transposed weight copies (and workspaces) CUDA launch plans keep: needed only after
-    writing a weight in a way its version counter does not see (through ``tensor.data``)."""
+    """Drops the weight copies tessera.torch keeps: the CPU Linears' kept [K, N] copies
+    (``_kept_copy``) and the CUDA launch plans' transposed copies and workspaces. Needed only after
+    writing a weight in a way its version counter does not see (through ``tensor.data``), or to
+    free their memory; the next call makes its copy again."""
+    with _lock:
+        _kept.clear()
     _cuda.forget_copies()
 
 
 def stats(reset: bool = False) -> List[Dict[str, Any]]:
-    """What ran where: one row per (op, shape, dtype, where) with ``ran`` ("tessera" or "torch"),
-    the kernel, ``how`` (its config's source, its range bucket, or why torch ran it), ``calls`` and
-    ``staged`` (inputs copied because they were not contiguous or not 64-byte aligned)."""
+    """What ran where: one row per (op, shape, dtype, where, kernel) with ``ran`` ("tessera" or
+    "torch"), the kernel, ``how`` (its config's source, its range bucket, or why torch ran it),
+    ``calls``, ``staged`` (inputs copied because they were not contiguous or not 64-byte aligned)
+    and ``weight`` ("kept": the kernel read the weight's kept [K, N] copy; else empty)."""
     with _lock:
         rows = [dict(v) for v in _stats.values()]
         if reset:
@@ -114,10 +131,16 @@ class _Resolver:
         _registry[self.id] = self
 
     def plan(self, req: _Request, device: torch.device) -> _Plan:
-        key = (req.op, req.family, req.dtype, req.dims, req.what, str(device))
+        key = (req.op, req.family, req.dtype, req.dims, req.what, req.variant, str(device))
         p = self._plans.get(key)
         if p is None:
             p = self._resolve(req, device)
+            if p.kernel is None and req.alt is not None and self._logs():  # a recorder records req only
+                q = self._resolve(req.alt, device)
+                if q.kernel is not None:
+                    p = q._replace(how=f"{q.how}; weight read as given: the bundle has no {req.variant} kernel")
+            elif p.kernel is not None and req.variant == "kept":
+                p = p._replace(kept=req.names.index("B"))
             self._plans[key] = p
             if p.kernel is None and self._logs():
                 _log.warning("tessera.torch: no %s kernel for %s %s in %s: %s; running torch's operator", req.op, req.what,
@@ -202,7 +225,7 @@ _range_cache: Dict[tuple, str] = {}
 
 
 def _range_workload(req: _Request, r: Dict[str, Any]) -> str:
-    key = (req.op, req.what, req.dtype, r["hi"])
+    key = (req.op, req.what, req.dtype, req.variant, r["hi"])
     if key not in _range_cache:
         try:
             _range_cache[key] = req.build(int(r["hi"])).workload
@@ -241,12 +264,13 @@ class _Launch:
     kept: every call passes its own tensors'."""
 
     __slots__ = ("bundle", "res", "req", "plan", "order", "out_shape", "dtype", "device", "fallback", "gpu", "align",
-                 "native", "cuda", "row", "epoch", "logs")
+                 "native", "cuda", "row", "epoch", "logs", "kept")
 
     def __init__(self, bundle: int, res: "_Resolver", req: _Request, plan: _Plan, out_shape: Tuple[int, ...],
                  dtype: torch.dtype, device: torch.device, fallback: Callable[..., torch.Tensor]):
         self.bundle, self.res, self.req, self.plan = bundle, res, req, plan
         self.order, self.out_shape, self.dtype, self.device, self.fallback = plan.order, out_shape, dtype, device, fallback
+        self.kept = plan.kept
         self.gpu = _cuda.device.is_gpu(device)
         self.align = _GPU_ALIGN if self.gpu else _ALIGN
         self.native: Any = None
@@ -285,7 +309,7 @@ class _Launch:
         staged = 0
         ready: List[torch.Tensor] = []
         for i in self.order:
-            t = ts[i]
+            t = ts[i] if i != self.kept else _kept_copy(ts[i])  # type: ignore[arg-type]
             assert t is not None
             if not t.is_contiguous() or t.data_ptr() % self.align:
                 t = _stage(t)
@@ -307,6 +331,35 @@ class _Launch:
 
 
 _calls: Dict[tuple, _Launch] = {}  # (bundle, op, shapes, dtypes, flags, device) -> its launch plan
+
+# id(weight) -> (weakref to it, its version, data_ptr, shape, dtype, device, its kept [K, N] copy)
+_kept: Dict[int, Tuple[Any, int, int, torch.Size, torch.dtype, torch.device, torch.Tensor]] = {}
+
+
+def _kept_copy(w: torch.Tensor) -> torch.Tensor:
+    """``w.t()`` as a contiguous tensor (an nn.Linear weight [N, K] as the [K, N] B an NN GEMM reads
+    row by row), made on the first call and kept for the next while ``w`` is the same tensor object
+    with the same version counter (bumped by every in-place write through torch: ``copy_``,
+    ``load_state_dict``, an optimiser's step), memory, shape, dtype and device; dropped with ``w``
+    and by ``forget_copies``. A tensor without a version counter (an inference tensor) gets a new
+    copy on every call, never a kept one. Why: the host GEMM reading the weight as given (B
+    transposed, NT) packs it on every call; the NN GEMM on the kept copy reads it in place."""
+    key = id(w)
+    hit = _kept.get(key)
+    ver = _cuda._version(w)
+    if hit is not None and ver is not None and hit[1] == ver and hit[0]() is w and hit[2] == w.data_ptr() and \
+            hit[3] == w.shape and hit[4] == w.dtype and hit[5] == w.device:
+        return hit[6]
+    with torch.no_grad():
+        c = _empty((w.shape[1], w.shape[0]), w.dtype, w.device).copy_(w.t())
+    if ver is None:
+        return c
+    try:
+        ref = weakref.ref(w, lambda _, k=key: _kept.pop(k, None))
+    except TypeError:
+        return c
+    _kept[key] = (ref, ver, w.data_ptr(), w.shape, w.dtype, w.device, c)
+    return c
 
 
 def _launch(bundle: int, key: tuple, describe: Callable[[], Tuple[Optional[_Request], str]], device: torch.device,
@@ -332,9 +385,10 @@ def _shape(*ts: torch.Tensor) -> str:
 
 
 def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
-                 bundle: int) -> torch.Tensor:
+                 bundle: int, keep: bool = False) -> torch.Tensor:
+    keep = keep and x.device.type == "cpu"  # the host GEMMs only: CUDA keeps its own transposed copy (_torch_cuda)
     key = (bundle, "linear", x.shape, weight.shape, None if bias is None else bias.shape, activation, x.dtype, weight.dtype,
-           None if bias is None else bias.dtype, x.device)
+           None if bias is None else bias.dtype, x.device, keep)
     run = _calls.get(key)
     if run is None:  # the first call of this key: what it needs (nothing of this runs again)
         n = weight.shape[0]
@@ -350,9 +404,16 @@ def _linear_impl(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
             epi = _ACTIVATIONS[activation].format("acc + bias" if bias is not None else "acc")
             shapes: Optional[Dict[str, Sequence[int]]] = {"bias": (n,)} if bias is not None else None
 
-            def build(mm: Optional[int]) -> Kernel:
-                return _gemm(mm or m, n, kdim, dt, trans_b=True, epilogue=None if epi == "acc" else epi, shapes=shapes)
-            return _Request("linear", "gemm", dt, (m, n, kdim), build, what, ("A", "B", "bias")[:3 if bias is not None else 2]), ""
+            def builder(trans_b: bool) -> Callable[[Optional[int]], Kernel]:
+                return lambda mm: _gemm(mm or m, n, kdim, dt, trans_b=trans_b, epilogue=None if epi == "acc" else epi,
+                                        shapes=shapes)
+            names = ("A", "B", "bias")[:3 if bias is not None else 2]
+            # The weight as given is [N, K]: the GEMM's B transposed (NT). Kept, its [K, N] copy is read as B (NN),
+            # and a bundle without that kernel (recorded before, or with keep_weights=False) runs the NT one.
+            as_given = _Request("linear", "gemm", dt, (m, n, kdim), builder(True), what, names)
+            if not keep:
+                return as_given, ""
+            return _Request("linear", "gemm", dt, (m, n, kdim), builder(False), what, names, "kept", as_given), ""
 
         run = _launch(bundle, key, describe, x.device, (*x.shape[:-1], n), x.dtype,
                       lambda x, w, b: _torch_linear(x, w, b, activation))
@@ -415,12 +476,12 @@ def _attention_impl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal
 
 @torch.library.custom_op("tessera::linear", mutates_args=())
 def _linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], activation: str,
-               bundle: int) -> torch.Tensor:
-    return _linear_impl(x, weight, bias, activation, bundle)
+               bundle: int, keep: bool = False) -> torch.Tensor:
+    return _linear_impl(x, weight, bias, activation, bundle, keep)
 
 
 @_linear_op.register_fake
-def _(x, weight, bias, activation, bundle):
+def _(x, weight, bias, activation, bundle, keep=False):
     return x.new_empty((*x.shape[:-1], weight.shape[0]))
 
 
@@ -484,13 +545,16 @@ def _grad(*ts: Optional[torch.Tensor]) -> bool:
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], bundle: _Resolver,
-           activation: str = "") -> torch.Tensor:
-    """``F.linear`` (then GELU: ``activation`` "gelu" erf, "gelu_tanh") on the bundle's GEMM."""
+           activation: str = "", keep_weight: bool = False) -> torch.Tensor:
+    """``F.linear`` (then GELU: ``activation`` "gelu" erf, "gelu_tanh") on the bundle's GEMM. On CPU
+    tensors with ``keep_weight`` the GEMM reads a kept [K, N] copy of ``weight`` (``_kept_copy``:
+    made once per weight, remade when it changes) when the bundle has that kernel; else it reads
+    ``weight`` as given (the transposed-B kernel)."""
     if _grad(x, weight, bias):
         return _torch_linear(x, weight, bias, activation)
     if _direct(x, weight, bias):
-        return _quiet(_linear_impl, x, weight, bias, activation, bundle.id)
-    return torch.ops.tessera.linear(x, weight, bias, activation, bundle.id)
+        return _quiet(_linear_impl, x, weight, bias, activation, bundle.id, keep_weight)
+    return torch.ops.tessera.linear(x, weight, bias, activation, bundle.id, keep_weight)
 
 
 def _torch_linear(x, weight, bias, activation):
@@ -522,9 +586,10 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
 
 class Linear(nn.Module):
     """``nn.Linear`` (optionally followed by GELU, fused into the GEMM's epilogue) on the bundle's
-    GEMM; shares the original module's parameters."""
+    GEMM; shares the original module's parameters. ``keep_weights``: on CPU tensors the GEMM reads
+    a kept [K, N] copy of the weight (one more copy of it in memory; see ``linear``)."""
 
-    def __init__(self, linear: nn.Linear, bundle: _Resolver, activation: str = ""):
+    def __init__(self, linear: nn.Linear, bundle: _Resolver, activation: str = "", keep_weights: bool = False):
         super().__init__()
         if activation not in _ACTIVATIONS:
             raise InvalidArgumentError(f"invalid-argument: activation must be one of {sorted(_ACTIVATIONS)}, not '{activation}'")
@@ -533,13 +598,14 @@ class Linear(nn.Module):
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.activation = activation
         self.bundle = bundle
+        self.keep_weights = keep_weights
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return linear(x, self.weight, self.bias, self.bundle, self.activation)
+        return linear(x, self.weight, self.bias, self.bundle, self.activation, self.keep_weights)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
-                f"activation='{self.activation}', bundle={self.bundle.id}")
+                f"activation='{self.activation}', bundle={self.bundle.id}, keep_weights={self.keep_weights}")
 
 
 class BiasGELU(nn.Module):
@@ -598,11 +664,15 @@ def _gelu_activation(m: nn.Module) -> Optional[str]:
     return None
 
 
-def patch(model: nn.Module, bundle: _Resolver, attention: bool = True) -> nn.Module:
+def patch(model: nn.Module, bundle: _Resolver, attention: bool = True, keep_weights: bool = False) -> nn.Module:
     """Makes ``model`` (in place) run the bundle's kernels: every ``nn.Linear`` becomes ``Linear``
     (an ``nn.GELU`` right after it in an ``nn.Sequential`` is fused into its epilogue), and with
-    ``attention`` its ``F.scaled_dot_product_attention`` calls go to the bundle. Patching a patched
-    model again switches it to ``bundle``; ``unpatch`` restores it. Returns ``model``."""
+    ``attention`` its ``F.scaled_dot_product_attention`` calls go to the bundle. With
+    ``keep_weights=True`` a Linear on CPU tensors keeps a [K, N] copy of its weight for the bundle's
+    NN GEMM (remade when the weight changes; one more copy of the Linear weights in memory); by
+    default it reads the weight as given (the transposed-B GEMM, no copy). Patching a
+    patched model again switches it to ``bundle`` and ``keep_weights``; ``unpatch`` restores it.
+    Returns ``model``."""
     undo: List[Tuple[nn.Module, str, nn.Module]] = getattr(model, "_tessera_undo", [])
 
     def swap(parent: nn.Module, name: str, new: nn.Module) -> None:
@@ -614,14 +684,17 @@ def patch(model: nn.Module, bundle: _Resolver, attention: bool = True) -> nn.Mod
         for i, (name, child) in enumerate(kids):
             if isinstance(child, (Linear, BiasGELU, ScaledDotProductAttention)):
                 child.bundle = bundle
+                if isinstance(child, Linear):
+                    child.keep_weights = keep_weights
             elif isinstance(child, nn.Linear):
                 act = ""
                 if isinstance(parent, nn.Sequential) and i + 1 < len(kids):
                     act = _gelu_activation(kids[i + 1][1]) or ""
                     if act:
                         swap(parent, kids[i + 1][0], nn.Identity())
-                swap(parent, name, Linear(child, bundle, act))
+                swap(parent, name, Linear(child, bundle, act, keep_weights))
     object.__setattr__(model, "_tessera_undo", undo)
+    object.__setattr__(model, "_tessera_keep", keep_weights)
     if attention:
         if "forward" not in model.__dict__:
             original = model.forward
@@ -640,6 +713,7 @@ def unpatch(model: nn.Module) -> nn.Module:
     for parent, name, original in reversed(getattr(model, "_tessera_undo", [])):
         setattr(parent, name, original)
     object.__setattr__(model, "_tessera_undo", [])
+    model.__dict__.pop("_tessera_keep", None)
     if "_tessera_forward" in model.__dict__:
         del model.forward
         del model._tessera_forward
@@ -670,18 +744,22 @@ class _Recorder(_Resolver):
         return _Plan(None, "recording shapes")
 
 
-def record(model: nn.Module, *example_inputs: Any, **example_kwargs: Any) -> List[Kernel]:
+def record(model: nn.Module, *example_inputs: Any, keep_weights: bool = False, **example_kwargs: Any) -> List[Kernel]:
     """The Tessera kernels ``model``'s forward pass on the example inputs runs through the custom
-    operators (after ``patch``), one per distinct kernel, in the order first met."""
+    operators (after ``patch(..., keep_weights=keep_weights)``), one per distinct kernel, in the order
+    first met. On CPU tensors with ``keep_weights`` a Linear is the NN GEMM on the weight's kept copy;
+    without it, and on other devices, the GEMM reading the weight as given (B transposed), which is
+    what a GPU target's bundle needs."""
     rec = _Recorder()
     previous = getattr(model, "_tessera_bundle", None)
-    patch(model, rec)
+    previous_keep = getattr(model, "_tessera_keep", False)
+    patch(model, rec, keep_weights=keep_weights)
     try:
         with torch.no_grad():
             model(*example_inputs, **example_kwargs)
     finally:
         if previous is not None:
-            patch(model, previous)
+            patch(model, previous, keep_weights=previous_keep)
         else:
             unpatch(model)
         _registry.pop(rec.id, None)
@@ -691,17 +769,19 @@ def record(model: nn.Module, *example_inputs: Any, **example_kwargs: Any) -> Lis
 def tune_model(model: nn.Module, example_inputs: Tuple[Any, ...], target: str = "host", out: str = "tessera_bundle",
                db: str = "tessera.db", trials: int = 40, estimate: bool = False, threads: int = -1,
                min_time: float = 0.05, missing: str = "default", progress: bool = False,
-               on_kernel: Optional[Callable[[Kernel, Any], None]] = None) -> Any:
+               on_kernel: Optional[Callable[[Kernel, Any], None]] = None, keep_weights: bool = False) -> Any:
     """Records the kernels ``model`` runs on ``example_inputs`` (a forward pass), tunes each on
     ``target`` (``estimate=True``: ranked by the analytic GPU model, nothing runs; for a GPU target
     without its device), stores the results in ``db`` and writes the bundle ``out`` (replacing a
-    bundle there). Host target: the model is patched with the loaded bundle, which is returned;
-    other targets: the model is left as it was and the bundle's summary is returned."""
+    bundle there). Host target: the model is patched with the loaded bundle (and ``keep_weights``:
+    its Linears' GEMMs are recorded and tuned as the NN GEMMs on kept weight copies, see
+    ``patch``), which is returned; other targets: the GEMMs reading the weight as given, the model
+    is left as it was and the bundle's summary is returned."""
     from . import bundle as _bundle, tune as _tune
     for path in (db, out):
         if os.path.dirname(os.path.abspath(path)):
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    kernels = record(model, *example_inputs)
+    kernels = record(model, *example_inputs, keep_weights=keep_weights and target == "host")
     if not kernels:
         raise InvalidArgumentError("invalid-argument: the forward pass ran no operator Tessera tunes "
                                    "(nn.Linear, GELU after a Linear in nn.Sequential, scaled_dot_product_attention)")
@@ -714,5 +794,5 @@ def tune_model(model: nn.Module, example_inputs: Tuple[Any, ...], target: str = 
     if target != "host":
         return summary
     b = load(out)
-    patch(model, b)
+    patch(model, b, keep_weights=keep_weights)
     return b
