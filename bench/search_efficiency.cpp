@@ -28,21 +28,21 @@
 // Usage: search_efficiency [--seeds N] [--data DIR] [--only NAME] [--strategies evolutionary,ga]
 //                          [--batch B] [--warm 0|1] [--prior 0|1] [search/model knobs: see --help]
 //                          [--verbose|--trace] [--transfer [FILE...]] [FILE...]
-// Exit status 1 when one of the issue's targets is not met.
+// Exit status 1 when one of the issue's targets is not met. This file runs the replays and prints
+// their table and summary; the tables are loaded, random's exact baseline computed and the split
+// reported in bench/search_efficiency_tables.cpp.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/kerneltuner_models.h"
-#include "bench/synthetic_tables.h"
+#include "bench/search_efficiency.h"
 #include "costmodel/cost_model.h"
 #include "costmodel/features.h"
 #include "measure/records.h"
@@ -56,111 +56,9 @@
 #include "targets/target_desc.h"
 
 using namespace tessera;
-namespace fs = std::filesystem;
+using namespace tessera::bench::efficiency;
 
 namespace {
-
-struct BenchOptions {
-  int seeds = 40;
-  double target = 0.95;
-  search::SearchSettings search;
-  costmodel::ModelSettings model;
-  bool pairwise = false;
-  bool pow2 = true;
-  int batch = 0;
-  std::vector<std::string> strategies = {"evolutionary", "ga"};
-  bool verbose = false;
-  std::string only;  // substring filter on table names
-  bool trace = false;  // per-trial normalized throughput on stderr (use with few seeds)
-  bool traceConfigs = false;  // the trace also names each trial's config
-  int firstSeed = 0;
-  bool hostFeatures = true;  // derived host features on host tables (0: knob features only)
-  bool warm = true;          // also replay evo+xgboost warm-started from sibling tables
-  bool prior = true;         // also replay evo+xgboost with the analytic model's prior (tables with a model)
-  bool priorFeature = true;  // evo+prior: the log estimate is also a cost-model feature (as tessera tune does)
-  int warmRecords = 256;     // records per sibling table in the warm start
-  bool synthetic = true;     // also replay the synthetic hard tables (needle, plateau, categorical)
-  bool transferPrior = false;  // transfer replays: the analytic model's prior in both arms
-  bool invertedPrior = true;   // also replay evo+prior with the estimate inverted (the control)
-  // The kernels every search or prior setting is chosen on (the development split); the rest
-  // are held out: a setting is kept when the development split says it helps and the held-out
-  // split agrees (docs/search-notes.md).
-  std::vector<std::string> dev = {"convolution", "host", "device", "synthetic_plateau_trap"};
-  search::TransferSettings transfer;  // how a session learns from the other tables
-};
-
-// Random search without replacement: the first success position T when k of N configs are good
-// has P(T > t) = C(N-k, t) / C(N, t).
-struct RandomExact {
-  double median = 0, p90 = 0, mean = 0;
-};
-RandomExact randomExact(size_t N, size_t k) {
-  RandomExact r;
-  r.mean = double(N + 1) / double(k + 1);
-  double survive = 1;  // P(T > t)
-  bool haveMedian = false;
-  for (size_t t = 1; t <= N; ++t) {
-    survive *= t - 1 + k <= N ? double(N - k - (t - 1)) / double(N - (t - 1)) : 0.0;
-    if (!haveMedian && 1 - survive >= 0.5) {
-      r.median = double(t);
-      haveMedian = true;
-    }
-    if (1 - survive >= 0.9) {
-      r.p90 = double(t);
-      break;
-    }
-  }
-  return r;
-}
-
-// The best any cold start can do when its first batch is uniformly random (as the evolutionary
-// search's is: the model has no data yet): random search for `batch` trials, then an oracle that
-// hits at trial batch + 1. On tables where random itself needs few trials this caps the ratio.
-RandomExact coldBound(size_t N, size_t k, size_t batch) {
-  RandomExact r = randomExact(N, k);
-  r.median = std::min(r.median, double(batch + 1));
-  r.p90 = std::min(r.p90, double(batch + 1));
-  return r;
-}
-
-// Batch 0 means the tuner's own default (SearchSettings::batchSize), so the replay measures the
-// search that `tessera tune` runs.
-int batchFor(const BenchOptions& o) { return o.batch > 0 ? o.batch : search::SearchSettings{}.batchSize; }
-
-// A replayed table and the records it came from (the warm start of its siblings).
-struct Table {
-  measure::ReplayTable replay;
-  std::vector<cache::Record> records;
-  std::optional<bench::KernelTunerModel> model;  // the analytic model of a Kernel Tuner file's kernel
-  // Tessera's own GPU tables (record exports of a GPU target): Tessera's analytic model of the
-  // kernel on the GPU that measured it, as `tessera tune` on that device takes it (its prior).
-  search::Prior analytic;
-  bool tesseraGpu = false;
-  bool host() const { return replay.key.target == "host"; }
-  bool synthetic() const { return replay.key.target == "synthetic"; }
-  bool hasPrior() const { return model.has_value() || bool(analytic); }
-  search::Prior prior() const { return model ? bench::kernelTunerPrior(*model) : analytic; }
-  // The summary's groups: 0 Kernel Tuner GPU files, 1 host tables, 3 synthetic tables, 4 Tessera's
-  // GPU tables (2: all of them).
-  int group() const { return host() ? 1 : synthetic() ? 3 : tesseraGpu ? 4 : 0; }
-  // The kernel it measures, the unit of the development/held-out split: "xgemm", "convolution"
-  // (the Kernel Tuner files), "host", "device" (Tessera's tables), each synthetic family by its
-  // name, and any other table by its own name (a file named on the command line).
-  std::string kernel() const {
-    const std::string& n = replay.name;
-    if (synthetic()) return n;
-    if (host()) return "host";
-    if (tesseraGpu) return "device";
-    if (model && n.rfind("gemm_", 0) == 0) return "xgemm";
-    if (model && n.rfind("convolution_", 0) == 0) return "convolution";
-    return n;
-  }
-};
-
-struct Outcome {
-  std::vector<double> hits;  // trials to the first config within target of the best, per seed
-  double seconds = 0;
-};
 
 // Host tables get the derived host features the tuner uses (computed from each workload's key);
 // imported GPU tables, whose knobs mean nothing to Tessera, get the generic knob features.
@@ -266,86 +164,6 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
   return out;
 }
 
-// --exclude: configs set aside in the tables they name (search::setAside).
-std::vector<search::TableExclusion> gExclusions;
-
-// The bundled tables and `extra`, or only `only` when it is given.
-std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std::string>& extra,
-                              const std::vector<std::string>& only = {}, bool synthetic = false) {
-  std::vector<Table> tables;
-  auto add = [&](const std::string& path) {
-    if (!fs::exists(path)) {
-      std::printf("note: %s is missing: skipped\n", path.c_str());
-      return;
-    }
-    std::string base = fs::path(path).filename().string();
-    base = base.substr(0, base.find('.'));
-    bool kernelTuner = path.find(".jsonl") == std::string::npos;
-    auto recs = kernelTuner ? search::importKernelTuner(path, base.find("MI250X") != std::string::npos ? "MI250X" : "")
-                            : search::readRecordFile(path);
-    if (!recs.ok()) {
-      std::printf("note: %s: %s: skipped\n", path.c_str(), recs.error().message.c_str());
-      return;
-    }
-    for (const auto& x : gExclusions)
-      if (base.find(x.table) != std::string::npos)
-        std::printf("note: %s: %zu measured configs set aside (--exclude)\n", base.c_str(), search::setAside(*recs, x.match));
-    auto groups = measure::groupByKey(*recs);
-    for (size_t g = 0; g < groups.size(); ++g) {
-      const cache::HardKey& k = groups[g].front().key;
-      std::string name = groups.size() == 1 ? base
-                                            : base + "_" + k.family + "_" + cache::formatShape(k.shape) +
-                                                  (k.layout.empty() || k.layout == "row" ? "" : "_" + k.layout);
-      auto t = measure::tableFromRecords(name, groups[g]);
-      if (!t.ok()) {
-        std::printf("note: %s: %s: skipped\n", path.c_str(), t.error().message.c_str());
-        continue;
-      }
-      Table tab{std::move(*t), groups[g], kernelTuner ? bench::kernelTunerModel(base) : std::nullopt};
-      if (!kernelTuner && k.target != "host") {
-        tab.tesseraGpu = true;
-        tab.analytic = search::recordsPrior(groups[g]);
-      }
-      tables.push_back(std::move(tab));
-    }
-  };
-  if (!only.empty()) {
-    for (const auto& f : only) add(f);
-    return tables;
-  }
-  // Every bundled Kernel Tuner file: the four the aims name, then the same kernels on six more
-  // GPUs (bench/data/README.md; which of them settings were chosen on: docs/search-notes.md).
-  for (const auto& f : bench::kernelTunerModelNames()) add(dataDir + "/" + f + ".json.gz");
-  std::vector<std::string> host;
-  if (fs::is_directory(dataDir))
-    for (const auto& e : fs::directory_iterator(dataDir)) {
-      std::string n = e.path().filename().string();
-      // host_*: measured on the host; device_*: Tessera's GPU kernels measured on a lent GPU
-      // (bench/gpu/device_tables.sh).
-      if ((n.rfind("host_", 0) == 0 || n.rfind("device_", 0) == 0) && n.find(".jsonl") != std::string::npos)
-        host.push_back(e.path().string());
-    }
-  std::sort(host.begin(), host.end());
-  if (host.empty()) std::printf("note: no host tables (%s/host_*.jsonl.gz) yet: Kernel Tuner files only\n", dataDir.c_str());
-  for (const auto& h : host) add(h);
-  // Synthetic landscapes (bench/synthetic_tables.h): a needle, plateaus, many categorical knobs,
-  // deceptive pairs, a plateau on one value of a three-valued knob.
-  if (synthetic)
-    for (const auto& kind : bench::syntheticKinds()) {
-      auto recs = bench::syntheticTable(kind, 1);
-      auto t = measure::tableFromRecords("synthetic_" + kind, recs);
-      if (t.ok()) tables.push_back({std::move(*t), std::move(recs), std::nullopt});
-    }
-  for (const auto& x : extra) add(x);
-  return tables;
-}
-
-double geomean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return v.empty() ? 0 : std::exp(s / double(v.size()));
-}
-
 // Transfer across GPUs: each table of a group replayed cold and warm-started from the records of
 // the group's other tables. Returns whether the aim holds (median cut >= 2x over the group, no
 // table worse at the median).
@@ -376,78 +194,6 @@ bool replayTransfer(const std::vector<Table>& group, const BenchOptions& o, cons
   std::printf("  median trials (geomean) %.0f -> %.0f: %.2fx; no table worse at the median: %s\n", geomean(cold),
               geomean(warm), cut, neverWorse ? "yes" : "NO");
   return cut >= 2 && neverWorse;
-}
-
-// Per strategy, per table replayed: random / strategy at the median and p90, the strategy's
-// median trials, and the table's summary group, kernel and cold cap.
-struct Column {
-  std::vector<double> ratioMed, ratioP90, medians;
-  std::vector<int> group;
-  std::vector<std::string> kernel, table;
-  std::vector<double> cap;  // the table's cold cap at the median
-};
-
-// The development/held-out split (BenchOptions::dev): per kernel, then per split, the geometric
-// mean of random's trials over the strategy's at the median (the cold evo+xgboost, and with the
-// prior and the inverted prior where replayed), and issue 49's aims over each split.
-void printSplit(const BenchOptions& o, const Column& cold, const Column& prior, const Column& inverted) {
-  auto isDev = [&](const std::string& k) { return std::find(o.dev.begin(), o.dev.end(), k) != o.dev.end(); };
-  std::vector<std::string> kernels;
-  for (const auto& k : cold.kernel)
-    if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
-  auto geo = [](const Column& c, const std::function<bool(const std::string&)>& in, size_t* n) {
-    std::vector<double> m;
-    for (size_t i = 0; i < c.ratioMed.size(); ++i)
-      if (in(c.kernel[i])) m.push_back(c.ratioMed[i]);
-    *n = m.size();
-    return geomean(m);
-  };
-  auto cell = [&](const Column& c, const std::function<bool(const std::string&)>& in) {
-    size_t n = 0;
-    const double g = geo(c, in, &n);
-    char b[32];
-    if (n) std::snprintf(b, sizeof b, " %9.1fx", g);
-    else std::snprintf(b, sizeof b, " %10s", "-");
-    return std::string(b);
-  };
-  std::string devList;
-  for (const auto& k : o.dev) devList += (devList.empty() ? "" : ", ") + k;
-  std::printf("\ndevelopment / held-out split: settings are chosen on the development kernels (%s; --dev), the rest\n"
-              "are held out; per kernel and per split, geomean of random / strategy at the median\n", devList.c_str());
-  std::printf("  %-24s %6s %10s %10s %10s\n", "kernel", "tables", "evo", "evo+prior", "evo+inv");
-  auto line = [&](const std::string& name, const std::function<bool(const std::string&)>& in) {
-    size_t n = 0;
-    geo(cold, in, &n);
-    std::printf("  %-24s %6zu%s%s%s\n", name.c_str(), n, cell(cold, in).c_str(), cell(prior, in).c_str(), cell(inverted, in).c_str());
-  };
-  for (const auto& k : kernels) line(k + (isDev(k) ? " (dev)" : ""), [&](const std::string& x) { return x == k; });
-  line("development", isDev);
-  line("held-out", [&](const std::string& x) { return !isDev(x); });
-  // The bars: 5x at the median wherever the cold cap allows it (at least 5x), never worse than
-  // random at p90 anywhere; geomeans 12x (development) and 10x (held-out).
-  for (bool dev : {true, false}) {
-    double worstMed = 1e30, worstP90 = 1e30;
-    std::string wm, wp;
-    for (size_t i = 0; i < cold.ratioMed.size(); ++i) {
-      if (isDev(cold.kernel[i]) != dev) continue;
-      if (cold.cap[i] >= 5 && cold.ratioMed[i] < worstMed) {
-        worstMed = cold.ratioMed[i];
-        wm = cold.table[i];
-      }
-      if (cold.ratioP90[i] < worstP90) {
-        worstP90 = cold.ratioP90[i];
-        wp = cold.table[i];
-      }
-    }
-    size_t n = 0;
-    const double g = geo(cold, [&](const std::string& x) { return isDev(x) == dev; }, &n);
-    if (!n) continue;
-    const char* split = dev ? "development" : "held-out";
-    std::printf("aim (issue 49), %s, evo+xgboost cold: >= 5x at the median where the cold cap allows it (worst %.1fx, %s): %s; "
-                "never worse than random at p90 (worst %.2fx, %s): %s; geomean >= %dx (%.1fx): %s\n",
-                split, worstMed, wm.c_str(), worstMed >= 5 ? "met" : "NOT met", worstP90, wp.c_str(),
-                worstP90 >= 1 ? "met" : "NOT met", dev ? 12 : 10, g, g >= (dev ? 12 : 10) ? "met" : "NOT met");
-  }
 }
 
 }  // namespace

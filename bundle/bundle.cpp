@@ -283,7 +283,7 @@ std::string makefile(const std::vector<std::string>& hostObjects, const std::str
          "RUNTIME = tessera_runtime.o tessera_runtime_gpu.o tessera_bundle_table.o tessera_bundle_images.o\n"
          "HOST_OBJECTS =" + objs + "\n\n"
          "libtessera_bundle.a: $(RUNTIME) $(HOST_OBJECTS)\n\t$(AR) rcs $@ $^\n\n"
-         "%.o: %.c tessera_bundle.h tessera_bundle_internal.h\n\t$(CC) $(CFLAGS) -std=c11 -c $< -o $@\n\n"
+         "%.o: %.c tessera_bundle.h tessera_bundle_internal.h tessera_runtime_hip.inc\n\t$(CC) $(CFLAGS) -std=c11 -c $< -o $@\n\n"
          "clean:\n\trm -f $(RUNTIME) libtessera_bundle.a\n";
 }
 

@@ -2,7 +2,8 @@
  * (libamdhip64.so) loaded with dlopen, so nothing links against either and a machine without a
  * driver gets TESSERA_ERR_UNSUPPORTED and a message; code objects loaded once per kernel; and the
  * host wrapper of codegen/gpu.h reproduced in C (user buffers uploaded, operands padded or
- * transposed into zeroed copies, workspaces zeroed, one launch per batch, copy-back, download). */
+ * transposed into zeroed copies, workspaces zeroed, one launch per batch, copy-back, download).
+ * The HIP half is tessera_runtime_hip.inc, included below (users compile this file only). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -745,156 +746,9 @@ tessera_status tsr_cuda_stream_run(const tessera_kernel* k, void* const* buffers
   return st;
 }
 
-/* ---- HIP runtime ---- */
+/* ---- HIP runtime (tessera_runtime_hip.inc) ---- */
 
-typedef int HipRes;
-static struct {
-  int tried, ok;
-  void* lib;
-  HipRes (*init)(unsigned);
-  HipRes (*setDevice)(int);
-  HipRes (*getDeviceCount)(int*);
-  HipRes (*moduleLoadData)(void**, const void*);
-  HipRes (*moduleGetFunction)(void**, void*, const char*);
-  HipRes (*malloc)(void**, size_t);
-  HipRes (*free)(void*);
-  HipRes (*memcpy)(void*, const void*, size_t, int);
-  HipRes (*memset)(void*, int, size_t);
-  HipRes (*launch)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
-  HipRes (*eventCreate)(void**);
-  HipRes (*eventRecord)(void*, void*);
-  HipRes (*eventSynchronize)(void*);
-  HipRes (*eventElapsedTime)(float*, void*, void*);
-  HipRes (*eventDestroy)(void*);
-  const char* (*errorString)(HipRes);
-} hip;
-static tsr_loaded* hip_loaded;
-enum { TSR_HIP_H2D = 1, TSR_HIP_D2H = 2 };
-
-static int hip_open(void) {
-  pthread_mutex_lock(&tsr_lock);
-  if (!hip.tried) {
-    hip.tried = 1;
-    hip.lib = dlopen("libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
-    if (!hip.lib) hip.lib = dlopen("libamdhip64.so.6", RTLD_NOW | RTLD_LOCAL);
-    int count = 0;
-    if (hip.lib)
-      hip.ok = TSR_SYM(hip, init, "hipInit") && TSR_SYM(hip, setDevice, "hipSetDevice") &&
-               TSR_SYM(hip, getDeviceCount, "hipGetDeviceCount") && TSR_SYM(hip, moduleLoadData, "hipModuleLoadData") &&
-               TSR_SYM(hip, moduleGetFunction, "hipModuleGetFunction") && TSR_SYM(hip, malloc, "hipMalloc") &&
-               TSR_SYM(hip, free, "hipFree") && TSR_SYM(hip, memcpy, "hipMemcpy") && TSR_SYM(hip, memset, "hipMemset") &&
-               TSR_SYM(hip, launch, "hipModuleLaunchKernel") && TSR_SYM(hip, eventCreate, "hipEventCreate") &&
-               TSR_SYM(hip, eventRecord, "hipEventRecord") && TSR_SYM(hip, eventSynchronize, "hipEventSynchronize") &&
-               TSR_SYM(hip, eventElapsedTime, "hipEventElapsedTime") && TSR_SYM(hip, eventDestroy, "hipEventDestroy") &&
-               TSR_SYM(hip, errorString, "hipGetErrorString") && hip.init(0) == 0 && hip.getDeviceCount(&count) == 0 &&
-               count > 0;
-  }
-  int ok = hip.ok;
-  pthread_mutex_unlock(&tsr_lock);
-  if (!ok)
-    tsr_message(hip.lib ? "the HIP runtime has no usable device" : "no HIP runtime on this machine (libamdhip64.so not found)");
-  return ok;
-}
-
-static tessera_status hip_fail(HipRes r, const char* what) {
-  tsr_message("%s: %s (HIP error %d)", what, hip.errorString ? hip.errorString(r) : "unknown", r);
-  return r == 2 ? TESSERA_ERR_MEMORY : TESSERA_ERR_DEVICE;  /* hipErrorOutOfMemory */
-}
-
-static tessera_status hip_alloc(tsr_dev* d, uint64_t* p, size_t n) {
-  (void)d;
-  void* x = NULL;
-  HipRes r = hip.malloc(&x, n ? n : 1);
-  *p = (uint64_t)(uintptr_t)x;
-  return r == 0 ? TESSERA_OK : hip_fail(r, "hipMalloc");
-}
-static void hip_release(tsr_dev* d, uint64_t p) { (void)d; hip.free((void*)(uintptr_t)p); }
-static tessera_status hip_upload(tsr_dev* d, uint64_t dst, const void* src, size_t n) {
-  (void)d;
-  HipRes r = hip.memcpy((void*)(uintptr_t)dst, src, n, TSR_HIP_H2D);
-  return r == 0 ? TESSERA_OK : hip_fail(r, "hipMemcpy");
-}
-static tessera_status hip_download(tsr_dev* d, void* dst, uint64_t src, size_t n) {
-  (void)d;
-  HipRes r = hip.memcpy(dst, (const void*)(uintptr_t)src, n, TSR_HIP_D2H);
-  return r == 0 ? TESSERA_OK : hip_fail(r, "hipMemcpy");
-}
-static tessera_status hip_zero(tsr_dev* d, uint64_t dst, size_t n) {
-  (void)d;
-  HipRes r = hip.memset((void*)(uintptr_t)dst, 0, n);
-  return r == 0 ? TESSERA_OK : hip_fail(r, "hipMemset");
-}
-static tessera_status hip_launch(tsr_dev* d, void* fn, const tsr_gpu* g, void** params, float* ms) {
-  (void)d;
-  void *start = NULL, *stop = NULL;
-  HipRes r = hip.eventCreate(&start);
-  if (r == 0) r = hip.eventCreate(&stop);
-  if (r == 0) r = hip.eventRecord(start, NULL);
-  if (r == 0)
-    r = hip.launch(fn, (unsigned)g->grid[0], (unsigned)g->grid[1], (unsigned)g->grid[2], (unsigned)g->block[0],
-                   (unsigned)g->block[1], (unsigned)g->block[2], (unsigned)g->dyn_shared, NULL, params, NULL);
-  if (r == 0) r = hip.eventRecord(stop, NULL);
-  if (r == 0) r = hip.eventSynchronize(stop);
-  if (r == 0) r = hip.eventElapsedTime(ms, start, stop);
-  if (start) hip.eventDestroy(start);
-  if (stop) hip.eventDestroy(stop);
-  return r == 0 ? TESSERA_OK : hip_fail(r, "HIP kernel launch");
-}
-
-/* Loads k's hsaco on `device` once; the device refuses code objects of another arch. */
-static tessera_status hip_function(const tessera_kernel* k, int device, void** fn) {
-  if (!hip_open()) return TESSERA_ERR_UNSUPPORTED;
-  HipRes r = hip.setDevice(device);
-  if (r != 0) {
-    tsr_message("no HIP device %d", device);
-    return TESSERA_ERR_UNSUPPORTED;
-  }
-  int idx = tsr_index_of(k);
-  tessera_status st = TESSERA_OK;
-  pthread_mutex_lock(&tsr_lock);
-  tsr_loaded* slot = tsr_slots(&hip_loaded);
-  if (!slot) {
-    st = TESSERA_ERR_MEMORY;
-    tsr_message("out of host memory");
-  } else if (slot[idx].device != device || slot[idx].state == 0) {
-    void *mod = NULL, *f = NULL;
-    r = hip.moduleLoadData(&mod, k->gpu->binary);
-    if (r == 0) r = hip.moduleGetFunction(&f, mod, k->gpu->symbol);
-    slot[idx].device = device;
-    slot[idx].state = r == 0 ? 1 : -1;
-    slot[idx].module = mod;
-    slot[idx].function = f;
-  }
-  if (st == TESSERA_OK && slot[idx].state != 1) {
-    tsr_message("HIP device %d refused %s's code object (compiled for %s)", device, k->name, k->arch);
-    st = TESSERA_ERR_UNSUPPORTED;
-  }
-  if (st == TESSERA_OK) *fn = slot[idx].function;
-  pthread_mutex_unlock(&tsr_lock);
-  return st;
-}
-
-int tsr_hip_loads(const tessera_kernel* k, int device) {
-  void* fn = NULL;
-  return k->vendor == TSR_AMD && k->gpu && hip_function(k, device, &fn) == TESSERA_OK;
-}
-
-tessera_status tessera_hip_run(const tessera_kernel* k, void* const* buffers, int device, float* elapsed_ms) {
-  tessera_status st = tsr_check_buffers(k, buffers, 0);
-  if (st != TESSERA_OK) return st;
-  if (k->vendor != TSR_AMD || !k->gpu) {
-    tsr_message("%s is not an AMD kernel (target %s)", k->name, k->target);
-    return TESSERA_ERR_ARGUMENT;
-  }
-  void* fn = NULL;
-  if ((st = hip_function(k, device, &fn)) != TESSERA_OK) return st;
-  if (k->runtime_m) {
-    tsr_message("%s: shape-generic kernels run on NVIDIA devices only", k->name);
-    return TESSERA_ERR_UNSUPPORTED;
-  }
-  tsr_dev d = {hip_alloc, hip_release, hip_upload, hip_download, hip_zero, hip_launch, NULL};
-  return tsr_wrapper_run(&d, k, fn, buffers, NULL, elapsed_ms);
-}
+#include "tessera_runtime_hip.inc"
 
 tessera_status tsr_gpu_run_sizes(const tessera_kernel* k, void* const* buffers, const int64_t* sizes) {
   if (k->vendor != TSR_NVIDIA) {

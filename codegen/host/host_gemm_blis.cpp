@@ -17,10 +17,13 @@
 // `bf16dot` keeps bf16 pairs and multiplies them with vdpbf16ps (avx512_bf16); `amx` multiplies
 // 16x32 bf16 tiles into 16x16 f32 tiles (amx_bf16). Knobs: MC NC KC MR NR KU ORDER THREADS, and PACKB (0:
 // the fma kernel reads B in place, no packed panels; not in the search space, offered by range tuning).
+// The packing is codegen/host/host_gemm_pack.cpp; the plan and the builder both files share,
+// codegen/host/host_gemm_blis.h.
 #include <algorithm>
 
 #include "codegen/codegen.h"
 #include "codegen/expr_emitter.h"
+#include "codegen/host/host_gemm_blis.h"
 #include "codegen/host/host_strategies.h"
 #include "codegen/host/linalg_elementwise.h"
 #include "ir/gemm_epilogue.h"
@@ -35,34 +38,9 @@ namespace tessera::codegen {
 
 using namespace mlir;
 
+namespace blis {
+
 namespace {
-
-enum class Micro { Fma, Dot, Amx };
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t roundUp(int64_t v, int64_t m) { return ceilDiv(v, m) * m; }
-
-struct Plan {
-  ir::GemmInfo g;
-  Micro mk = Micro::Fma;
-  int64_t VW = 16;                    // f32 lanes per vector
-  int64_t MR = 8, NR = 32, KU = 1;
-  int64_t mc = 64, nc = 256, kc = 256;  // effective blocks (mc % MR == 0, nc % NR == 0)
-  int64_t kcs = 256;                  // Ap row stride (kc padded to whole vectors)
-  int64_t nkb = 1, kLast = 256;       // K blocks, valid depth of the last one
-  int64_t threads = 1;
-  bool ijOrder = true;
-  bool fusedEpilogue = true;
-  // Runtime sizes (CompileOptions::runtime): M and/or the batch count come from the sizes
-  // argument; g.m / g.batch are then their upper bounds.
-  bool dynM = false, dynBatch = false;
-  // PACKB=0: the fma micro-kernel reads B (stored K x N) in place instead of packed panels; at a
-  // few rows of A packing B costs as much as the product (decode-sized GEMMs).
-  bool packB = true;
-  int64_t nv() const { return NR / VW; }
-  int64_t bRow() const { return mk == Micro::Fma ? NR : 2 * NR; }  // Bp row length (elements)
-  int64_t bRows() const { return mk == Micro::Fma ? kc : kc / 2; }  // Bp rows per panel
-};
 
 // The width of a column block on `threads` threads: the multiple of NR up to `nc` that gives the
 // busiest thread the fewest columns (the OpenMP loop hands each thread a contiguous share of the
@@ -150,591 +128,258 @@ Expected<Plan> makePlan(const ir::Kernel& k, const ir::Config& c, const TargetDe
   return p;
 }
 
-// ------------------------------------------------------------------ building blocks
+}  // namespace
 
-class Builder {
- public:
-  Builder(OpBuilder& b, Location loc, const Plan& p) : b_(b), loc_(loc), p_(p) {
-    f32_ = b.getF32Type();
-    vf_ = VectorType::get({p.VW}, f32_);
-  }
-
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b_, loc_, v); }
-  Value add(Value x, int64_t c) { return c == 0 ? x : Value(arith::AddIOp::create(b_, loc_, x, idx(c))); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b_, loc_, x, y); }
-  Value mul(Value x, int64_t c) { return c == 1 ? x : Value(arith::MulIOp::create(b_, loc_, x, idx(c))); }
-  Value zeros(VectorType t) {
-    return arith::ConstantOp::create(b_, loc_, DenseElementsAttr::get(t, b_.getZeroAttr(t.getElementType())));
-  }
-
-  void loop(Value lb, Value ub, int64_t step, const std::function<void(Value)>& body) {
-    auto f = scf::ForOp::create(b_, loc_, lb, ub, idx(step));
-    OpBuilder::InsertionGuard guard(b_);
-    b_.setInsertionPoint(f.getBody()->getTerminator());
-    body(f.getInductionVar());
-  }
-  void loop(int64_t lb, int64_t ub, int64_t step, const std::function<void(Value)>& body) {
-    if (ub > lb) loop(idx(lb), idx(ub), step, body);
-  }
-  // A loop whose iterations may run on different threads (OpenMP after lowering) when the plan
-  // has more than one thread and there is more than one iteration.
-  void parallel(int64_t n, const std::function<void(Value)>& body) {
-    if (n <= 0) return;
-    if (p_.threads <= 1 || n == 1) return loop(0, n, 1, body);
-    parallel(idx(n), body);
-  }
-  void parallel(Value n, const std::function<void(Value)>& body) {
-    if (p_.threads <= 1) return loop(idx(0), n, 1, body);
-    auto par = scf::ParallelOp::create(b_, loc_, ValueRange{idx(0)}, ValueRange{n}, ValueRange{idx(1)});
-    OpBuilder::InsertionGuard guard(b_);
-    b_.setInsertionPoint(par.getBody()->getTerminator());
-    body(par.getInductionVars()[0]);
-  }
-  // Full tiles of `size` over [0, total) in a loop (body gets the offset and the static size),
-  // then the partial last one, statically.
-  void tiles(int64_t total, int64_t size, const std::function<void(Value, int64_t)>& body) {
-    int64_t full = total / size * size;
-    loop(0, full, size, [&](Value o) { body(o, size); });
-    if (total > full) body(idx(full), total - full);
-  }
-  void ifThen(Value cond, const std::function<void()>& thenB) {
-    auto op = scf::IfOp::create(b_, loc_, cond, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b_);
-    b_.setInsertionPoint(op.thenBlock()->getTerminator());
-    thenB();
-  }
-  // cond ? thenB() : elseB(), one value.
-  Value select(Type t, Value cond, const std::function<Value()>& thenB, const std::function<Value()>& elseB) {
-    auto op = scf::IfOp::create(b_, loc_, TypeRange{t}, cond, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(b_);
-    b_.setInsertionPointToStart(op.thenBlock());
-    scf::YieldOp::create(b_, loc_, thenB());
-    b_.setInsertionPointToStart(op.elseBlock());
-    scf::YieldOp::create(b_, loc_, elseB());
-    return op.getResult(0);
-  }
-  Value lt(Value x, Value y) { return arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::slt, x, y); }
-  Value lt(int64_t x, Value y) { return lt(idx(x), y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b_, loc_, x, y); }
-  Value floorTo(Value x, int64_t m) { return mul(arith::DivUIOp::create(b_, loc_, x, idx(m)), m); }
-  void ifThenElse(Value cond, const std::function<void()>& thenB, const std::function<void()>& elseB) {
-    auto op = scf::IfOp::create(b_, loc_, cond, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(b_);
-    b_.setInsertionPoint(op.thenBlock()->getTerminator());
-    thenB();
-    b_.setInsertionPoint(op.elseBlock()->getTerminator());
-    elseB();
-  }
-
-  // Reads `n` contiguous elements of `mem` at `ix` (last index the start) as a vector of `n`,
-  // zero past the end of the innermost dimension (masked).
-  Value readRow(Value mem, SmallVector<Value> ix, int64_t n) {
-    Type et = cast<MemRefType>(mem.getType()).getElementType();
-    auto vt = VectorType::get({n}, et);
-    Value pad = arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(et));
-    auto map = AffineMap::getMinorIdentityMap(unsigned(ix.size()), 1, b_.getContext());
-    return vector::TransferReadOp::create(b_, loc_, vt, mem, ix, AffineMapAttr::get(map), pad, Value(),
-                                          b_.getBoolArrayAttr({false}));
-  }
-  Value toF32(Value v) {
-    auto vt = cast<VectorType>(v.getType());
-    if (vt.getElementType().isF32()) return v;
-    return arith::ExtFOp::create(b_, loc_, VectorType::get(vt.getShape(), f32_), v);
-  }
-  // Constant mask of the first `valid` of `n` lanes.
-  Value mask(int64_t n, int64_t valid) {
-    SmallVector<bool> m;
-    for (int64_t i = 0; i < n; ++i) m.push_back(i < valid);
-    auto mt = VectorType::get({n}, b_.getI1Type());
-    return arith::ConstantOp::create(b_, loc_, DenseElementsAttr::get(mt, ArrayRef<bool>(m)));
-  }
-  Value load(Value mem, ValueRange ix, VectorType t, int64_t valid) {
-    if (valid >= t.getNumElements()) return vector::LoadOp::create(b_, loc_, t, mem, ix);
-    return vector::MaskedLoadOp::create(b_, loc_, t, mem, ix, mask(t.getNumElements(), valid), zeros(t));
-  }
-  void store(Value v, Value mem, ValueRange ix, int64_t valid) {
-    auto vt = cast<VectorType>(v.getType());
-    int64_t n = vt.getNumElements();
-    if (valid >= n) {
-      vector::StoreOp::create(b_, loc_, v, mem, ix);
-    } else if (vt.getElementTypeBitWidth() == 16) {
-      // Element by element at a partial vector of 16-bit floats: LLVM 22's x86 back end turned
-      // a masked store of <16 x i16> with one active lane into a 32-bit `movl` (it clobbered the
-      // next row's first element; seen with bf16 GEMM outputs of 33 columns and relu).
-      SmallVector<Value> at(ix.begin(), ix.end());
-      for (int64_t j = 0; j < valid; ++j) {
-        at.back() = add(ix.back(), j);
-        memref::StoreOp::create(b_, loc_, vector::ExtractOp::create(b_, loc_, v, ArrayRef<int64_t>{j}), mem, at);
-      }
-    } else {
-      vector::MaskedStoreOp::create(b_, loc_, mem, ix, mask(n, valid), v);
-    }
-  }
-
-  OpBuilder& b_;
-  Location loc_;
-  const Plan& p_;
-  Type f32_;
-  VectorType vf_;
-};
-
-// ------------------------------------------------------------------ the kernel
-
-// A count of rows: static (`n`), or known only at run time (`dyn`, at most `n`).
-struct Rows {
-  Rows(int64_t n_) : n(n_) {}
-  Rows(int64_t n_, Value d) : n(n_), dyn(d) {}
-  int64_t n;
-  Value dyn;
-};
-
-class GemmBuilder : Builder {
- public:
-  GemmBuilder(OpBuilder& b, Location loc, const Plan& p, const ir::Kernel& k, std::map<std::string, Value>& args)
-      : Builder(b, loc, p), k_(k), args_(args) {}
-
-  Status build() {
-    const ir::GemmInfo& g = p_.g;
-    A_ = args_[g.a];
-    B_ = args_[g.b];
-    C_ = args_[g.c];
-    inT_ = cast<MemRefType>(A_.getType()).getElementType();
-    Type packT = p_.mk == Micro::Fma ? f32_ : inT_;
-    IntegerAttr align = b_.getI64IntegerAttr(64);
-    auto alloc = [&](ArrayRef<int64_t> shape, Type t) {
-      return memref::AllocOp::create(b_, loc_, MemRefType::get(shape, t), align).getResult();
+Status GemmBuilder::build() {
+  const ir::GemmInfo& g = p_.g;
+  A_ = args_[g.a];
+  B_ = args_[g.b];
+  C_ = args_[g.c];
+  inT_ = cast<MemRefType>(A_.getType()).getElementType();
+  Type packT = p_.mk == Micro::Fma ? f32_ : inT_;
+  IntegerAttr align = b_.getI64IntegerAttr(64);
+  auto alloc = [&](ArrayRef<int64_t> shape, Type t) {
+    return memref::AllocOp::create(b_, loc_, MemRefType::get(shape, t), align).getResult();
+  };
+  Ap_ = alloc({p_.mc / p_.MR, p_.MR, p_.kcs}, packT);
+  if (p_.packB) Bp_ = alloc({ceilDiv(g.n, p_.NR), p_.bRows(), p_.bRow()}, packT);
+  if (p_.mk == Micro::Amx) Cs_ = alloc({ceilDiv(g.n, p_.nc), p_.MR, p_.NR}, f32_);
+  // Partial sums of several K blocks live in C when C is f32; otherwise in an f32 scratch.
+  bool cIsF32 = g.outType == ir::ScalarType::F32;
+  if (p_.dynM || p_.dynBatch) {
+    // sizes[0] = M, sizes[1] = batch count (each read only where it is a runtime size).
+    Value sizes = args_[kSizesArg];
+    auto size = [&](int64_t i) {
+      Value v = memref::LoadOp::create(b_, loc_, sizes, ValueRange{idx(i)});
+      return Value(arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), v));
     };
-    Ap_ = alloc({p_.mc / p_.MR, p_.MR, p_.kcs}, packT);
-    if (p_.packB) Bp_ = alloc({ceilDiv(g.n, p_.NR), p_.bRows(), p_.bRow()}, packT);
-    if (p_.mk == Micro::Amx) Cs_ = alloc({ceilDiv(g.n, p_.nc), p_.MR, p_.NR}, f32_);
-    // Partial sums of several K blocks live in C when C is f32; otherwise in an f32 scratch.
-    bool cIsF32 = g.outType == ir::ScalarType::F32;
-    if (p_.dynM || p_.dynBatch) {
-      // sizes[0] = M, sizes[1] = batch count (each read only where it is a runtime size).
-      Value sizes = args_[kSizesArg];
-      auto size = [&](int64_t i) {
-        Value v = memref::LoadOp::create(b_, loc_, sizes, ValueRange{idx(i)});
-        return Value(arith::IndexCastOp::create(b_, loc_, b_.getIndexType(), v));
-      };
-      if (p_.dynM) M_ = size(0);
-      if (p_.dynBatch) batch_ = size(1);
-    }
-    Cacc_ = C_;
-    if (p_.nkb > 1 && !cIsF32) {
-      SmallVector<int64_t> shape;
-      SmallVector<Value> dynSizes;
-      if (g.batch) shape.push_back(p_.dynBatch ? ShapedType::kDynamic : g.batch);
-      if (p_.dynBatch) dynSizes.push_back(batch_);
-      shape.append({p_.dynM ? ShapedType::kDynamic : g.m, g.n});
-      if (p_.dynM) dynSizes.push_back(M_);
-      Cacc_ = memref::AllocOp::create(b_, loc_, MemRefType::get(shape, f32_), dynSizes, align).getResult();
-    }
-    auto batchBody = [&](Value bi) {
-      bi_ = bi;
-      if (!p_.dynM) return tiles(g.m, p_.mc, [&](Value ic, int64_t mcb) { rowBlock(ic, mcb); });
-      // Whole row blocks in a loop, then the partial last one (its row count known at run time).
-      Value full = floorTo(M_, p_.mc);
-      loop(idx(0), full, p_.mc, [&](Value ic) { rowBlock(ic, p_.mc); });
-      Value rest = sub(M_, full);
-      ifThen(lt(0, rest), [&] { rowBlock(full, Rows(p_.mc, rest)); });
-    };
-    if (p_.dynBatch) loop(idx(0), batch_, 1, batchBody);
-    else if (g.batch) loop(0, g.batch, 1, batchBody);
-    else batchBody(Value());
-    return error_;
+    if (p_.dynM) M_ = size(0);
+    if (p_.dynBatch) batch_ = size(1);
   }
-
- private:
-  // Indices of [batch,] row, col into a kernel tensor.
-  SmallVector<Value> at(Value r, Value c) {
-    SmallVector<Value> ix;
-    if (bi_) ix.push_back(bi_);
-    ix.push_back(r);
-    ix.push_back(c);
-    return ix;
+  Cacc_ = C_;
+  if (p_.nkb > 1 && !cIsF32) {
+    SmallVector<int64_t> shape;
+    SmallVector<Value> dynSizes;
+    if (g.batch) shape.push_back(p_.dynBatch ? ShapedType::kDynamic : g.batch);
+    if (p_.dynBatch) dynSizes.push_back(batch_);
+    shape.append({p_.dynM ? ShapedType::kDynamic : g.m, g.n});
+    if (p_.dynM) dynSizes.push_back(M_);
+    Cacc_ = memref::AllocOp::create(b_, loc_, MemRefType::get(shape, f32_), dynSizes, align).getResult();
   }
+  auto batchBody = [&](Value bi) {
+    bi_ = bi;
+    if (!p_.dynM) return tiles(g.m, p_.mc, [&](Value ic, int64_t mcb) { rowBlock(ic, mcb); });
+    // Whole row blocks in a loop, then the partial last one (its row count known at run time).
+    Value full = floorTo(M_, p_.mc);
+    loop(idx(0), full, p_.mc, [&](Value ic) { rowBlock(ic, p_.mc); });
+    Value rest = sub(M_, full);
+    ifThen(lt(0, rest), [&] { rowBlock(full, Rows(p_.mc, rest)); });
+  };
+  if (p_.dynBatch) loop(idx(0), batch_, 1, batchBody);
+  else if (g.batch) loop(0, g.batch, 1, batchBody);
+  else batchBody(Value());
+  return error_;
+}
 
-  void rowBlock(Value ic, Rows mcb) {
-    // K blocks: a loop over all but the last (the first of them starts its sums at zero), then
-    // the last, peeled: it may be shorter, and it applies the epilogue.
-    if (p_.nkb > 1)
-      loop(0, p_.nkb - 1, 1, [&](Value kb) {
-        Value first = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, kb, idx(0));
-        depthBlock(ic, mcb, mul(kb, p_.kc), p_.kc, first, false);
-      });
-    Value first = arith::ConstantOp::create(b_, loc_, b_.getBoolAttr(p_.nkb == 1));
-    depthBlock(ic, mcb, idx((p_.nkb - 1) * p_.kc), p_.kLast, first, true);
-  }
-
-  void depthBlock(Value ic, Rows mcb, Value pc, int64_t kv, Value first, bool last) {
-    packA(ic, mcb, pc, kv);
-    const int64_t n = p_.g.n, nJ = ceilDiv(n, p_.nc), fullJ = n / p_.nc;
-    parallel(nJ, [&](Value jb) {
-      Value jc = mul(jb, p_.nc);
-      if (fullJ == nJ) return colBlock(ic, mcb, pc, kv, jb, jc, p_.nc, first, last);
-      Value isFull = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ult, jb, idx(fullJ));
-      ifThenElse(
-          isFull, [&] { colBlock(ic, mcb, pc, kv, jb, jc, p_.nc, first, last); },
-          [&] { colBlock(ic, mcb, pc, kv, jb, jc, n - fullJ * p_.nc, first, last); });
+void GemmBuilder::rowBlock(Value ic, Rows mcb) {
+  // K blocks: a loop over all but the last (the first of them starts its sums at zero), then
+  // the last, peeled: it may be shorter, and it applies the epilogue.
+  if (p_.nkb > 1)
+    loop(0, p_.nkb - 1, 1, [&](Value kb) {
+      Value first = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, kb, idx(0));
+      depthBlock(ic, mcb, mul(kb, p_.kc), p_.kc, first, false);
     });
-  }
+  Value first = arith::ConstantOp::create(b_, loc_, b_.getBoolAttr(p_.nkb == 1));
+  depthBlock(ic, mcb, idx((p_.nkb - 1) * p_.kc), p_.kLast, first, true);
+}
 
-  // ---- packing
+void GemmBuilder::depthBlock(Value ic, Rows mcb, Value pc, int64_t kv, Value first, bool last) {
+  packA(ic, mcb, pc, kv);
+  const int64_t n = p_.g.n, nJ = ceilDiv(n, p_.nc), fullJ = n / p_.nc;
+  parallel(nJ, [&](Value jb) {
+    Value jc = mul(jb, p_.nc);
+    if (fullJ == nJ) return colBlock(ic, mcb, pc, kv, jb, jc, p_.nc, first, last);
+    Value isFull = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ult, jb, idx(fullJ));
+    ifThenElse(
+        isFull, [&] { colBlock(ic, mcb, pc, kv, jb, jc, p_.nc, first, last); },
+        [&] { colBlock(ic, mcb, pc, kv, jb, jc, n - fullJ * p_.nc, first, last); });
+  });
+}
 
-  // Ap[panel][r][0:kc) = A[ic + panel·MR + r, pc : pc + kv) (zero past kv and past M), converted
-  // to f32 for the fma kernel. The panels of one block are packed in parallel.
-  void packA(Value ic, Rows mcb, Value pc, int64_t kv) {
-    if (mcb.dyn) {
-      // A row count known at run time: its panels, each row packed or zeroed past the count.
-      Value np = arith::DivUIOp::create(b_, loc_, add(mcb.dyn, p_.MR - 1), idx(p_.MR));
-      return parallel(np, [&](Value panel) {
-        Value r0 = mul(panel, p_.MR);
-        for (int64_t r = 0; r < p_.MR; ++r)
-          ifThenElse(
-              lt(add(r0, r), mcb.dyn), [&] { packARow(add(add(ic, r0), r), pc, kv, panel, r); },
-              [&] {
-                for (int64_t c = 0; c < p_.kcs; c += p_.VW)
-                  vector::StoreOp::create(b_, loc_, zeros(packVec()), Ap_, ValueRange{panel, idx(r), idx(c)});
-              });
-      });
-    }
-    const int64_t np = ceilDiv(mcb.n, p_.MR);
-    parallel(np, [&](Value panel) {
-      Value r0 = add(ic, mul(panel, p_.MR));
-      // Rows of the last panel past M (static: mcb is) are zero.
-      int64_t validLast = mcb.n - (np - 1) * p_.MR;
-      auto rows = [&](int64_t valid) {
-        for (int64_t r = 0; r < p_.MR; ++r) {
-          if (r >= valid) {
-            for (int64_t c = 0; c < p_.kcs; c += p_.VW) vector::StoreOp::create(b_, loc_, zeros(packVec()), Ap_, ValueRange{panel, idx(r), idx(c)});
-            continue;
-          }
-          packARow(add(r0, r), pc, kv, panel, r);
-        }
-      };
-      if (validLast == p_.MR) return rows(p_.MR);
-      Value isLast = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, panel, idx(np - 1));
-      ifThenElse(isLast, [&] { rows(validLast); }, [&] { rows(p_.MR); });
-    });
-  }
-  VectorType packVec() { return VectorType::get({p_.VW}, cast<MemRefType>(Ap_.getType()).getElementType()); }
+// ---- one column block: pack its B panels (host_gemm_pack.cpp), then every micro-tile
 
-  void packARow(Value row, Value pc, int64_t kv, Value panel, int64_t r) {
-    VectorType pv = packVec();
-    if (!p_.g.transA) {
-      for (int64_t c = 0; c < p_.kcs; c += p_.VW) {
-        if (c >= kv) {
-          vector::StoreOp::create(b_, loc_, zeros(pv), Ap_, ValueRange{panel, idx(r), idx(c)});
-          continue;
-        }
-        Value v = readRow(A_, at(row, add(pc, c)), p_.VW);
-        if (kv - c < p_.VW) v = arith::SelectOp::create(b_, loc_, mask(p_.VW, kv - c), v, zeros(cast<VectorType>(v.getType())));
-        if (pv.getElementType().isF32()) v = toF32(v);
-        vector::StoreOp::create(b_, loc_, v, Ap_, ValueRange{panel, idx(r), idx(c)});
-      }
-      return;
-    }
-    // A stored K x M: a strided column, element by element (the layout the micro-kernel reads is
-    // the same; transposed inputs pay this O(M·K) gather once per K block).
-    for (int64_t c = kv; c < p_.kcs; c += 1) memref::StoreOp::create(b_, loc_, zeroScalar(), Ap_, ValueRange{panel, idx(r), idx(c)});
-    loop(0, kv, 1, [&](Value kk) {
-      Value v = memref::LoadOp::create(b_, loc_, A_, at(add(pc, kk), row));
-      memref::StoreOp::create(b_, loc_, scalarToPack(v), Ap_, ValueRange{panel, idx(r), kk});
-    });
-  }
-  Value zeroScalar() {
-    Type t = cast<MemRefType>(Ap_.getType()).getElementType();
-    return arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(t));
-  }
-  Value scalarToPack(Value v) {
-    Type t = cast<MemRefType>(Ap_.getType()).getElementType();
-    return v.getType() == t ? v : Value(arith::ExtFOp::create(b_, loc_, t, v));
-  }
+void GemmBuilder::colBlock(Value ic, Rows mcb, Value pc, int64_t kv, Value jb, Value jc, int64_t ncb, Value first, bool last) {
+  if (p_.packB) packB(jc, ncb, pc, kv);
+  pc_ = pc;
+  kv_ = kv;
+  Value q0 = arith::DivUIOp::create(b_, loc_, jc, idx(p_.NR));
+  auto tile = [&](Value ir, Rows rows, Value jr, int64_t cols) {
+    Value panel = arith::DivUIOp::create(b_, loc_, ir, idx(p_.MR));
+    Value jp = add(q0, arith::DivUIOp::create(b_, loc_, jr, idx(p_.NR)));
+    microTile(panel, jp, jb, add(ic, ir), rows, add(jc, jr), cols, first, last);
+  };
+  // Micro-tiles down the block's rows: whole MR tiles, then the partial last one (static, or
+  // masked row by row when the block's row count is known only at run time).
+  auto rowTiles = [&](const std::function<void(Value, Rows)>& body) {
+    if (!mcb.dyn) return tiles(mcb.n, p_.MR, [&](Value ir, int64_t rows) { body(ir, rows); });
+    Value full = floorTo(mcb.dyn, p_.MR);
+    loop(idx(0), full, p_.MR, [&](Value ir) { body(ir, p_.MR); });
+    Value rest = sub(mcb.dyn, full);
+    ifThen(lt(0, rest), [&] { body(full, Rows(p_.MR, rest)); });
+  };
+  if (p_.ijOrder)
+    rowTiles([&](Value ir, Rows rows) { tiles(ncb, p_.NR, [&](Value jr, int64_t cols) { tile(ir, rows, jr, cols); }); });
+  else
+    tiles(ncb, p_.NR, [&](Value jr, int64_t cols) { rowTiles([&](Value ir, Rows rows) { tile(ir, rows, jr, cols); }); });
+}
 
-  // Bp[N-panel q][k][0:NR) = B[pc + k, col0 + q·NR ...] for the panels of one column block,
-  // zero past kv and past N; dot/amx interleave rows k, k+1 into pairs (VNNI layout).
-  void packB(Value jc, int64_t ncb, Value pc, int64_t kv) {
-    const int64_t np = ceilDiv(ncb, p_.NR);
-    Value q0 = arith::DivUIOp::create(b_, loc_, jc, idx(p_.NR));
-    auto panel = [&](Value q, int64_t validCols) {
-      Value jp = add(q0, q);
-      Value n0 = add(jc, mul(q, p_.NR));
-      if (p_.mk == Micro::Fma) {
-        auto row = [&](Value kk, bool zero) {
-          for (int64_t c = 0; c < p_.NR; c += p_.VW) {
-            Value v;
-            if (zero || c >= validCols) v = zeros(vf_);
-            else if (!p_.g.transB) v = toF32(readRow(B_, at(add(pc, kk), add(n0, c)), p_.VW));
-            else v = gatherB(pc, kk, n0, c, std::min(p_.VW, validCols - c), f32_);
-            vector::StoreOp::create(b_, loc_, v, Bp_, ValueRange{jp, kk, idx(c)});
-          }
-        };
-        // B stored N x K: whole VW x VW squares are read along K (one vector per column of B) and
-        // transposed in registers; the rest (a depth tail, a column tail) element by element.
-        const int64_t sq = p_.g.transB ? kv / p_.VW * p_.VW : 0;
-        if (sq > 0)
-          loop(0, sq / p_.VW, 1, [&](Value g) {
-            Value k0 = mul(g, p_.VW);
-            for (int64_t c = 0; c < p_.NR; c += p_.VW) {
-              if (c + p_.VW > validCols) {
-                for (int64_t i = 0; i < p_.VW; ++i) {
-                  Value kk = add(k0, i);
-                  Value v = c >= validCols ? zeros(vf_) : gatherB(pc, kk, n0, c, validCols - c, f32_);
-                  vector::StoreOp::create(b_, loc_, v, Bp_, ValueRange{jp, kk, idx(c)});
-                }
-                continue;
-              }
-              SmallVector<Value> rows;
-              for (int64_t j = 0; j < p_.VW; ++j) rows.push_back(toF32(readRow(B_, at(add(n0, c + j), add(pc, k0)), p_.VW)));
-              rows = transposeSquare(rows);
-              for (int64_t i = 0; i < p_.VW; ++i) vector::StoreOp::create(b_, loc_, rows[i], Bp_, ValueRange{jp, add(k0, i), idx(c)});
-            }
-          });
-        loop(sq, kv, 1, [&](Value kk) { row(kk, false); });
-        loop(kv, p_.kc, 1, [&](Value kk) { row(kk, true); });
-        return;
-      }
-      // Pairs: Bp[jp][kq][2n + t] = B[pc + 2kq + t][n0 + n].
-      auto vbf = VectorType::get({p_.VW}, inT_);
-      auto pairRow = [&](Value kq, int64_t validRows) {  // rows 2kq (+1) valid when validRows > 0 (> 1)
-        Value k0 = add(pc, mul(kq, 2));
-        for (int64_t c = 0; c < p_.NR; c += p_.VW) {
-          Value v0 = zeros(vbf), v1 = zeros(vbf);
-          if (c < validCols) {
-            int64_t vc = std::min(p_.VW, validCols - c);
-            auto rowAt = [&](Value k) {
-              return p_.g.transB ? gatherB(pc, arith::SubIOp::create(b_, loc_, k, pc), n0, c, vc, inT_)
-                                 : readRow(B_, at(k, add(n0, c)), p_.VW);
-            };
-            if (validRows > 0) v0 = rowAt(k0);
-            if (validRows > 1) v1 = rowAt(add(k0, 1));
-          }
-          Value both = vector::InterleaveOp::create(b_, loc_, v0, v1);
-          vector::StoreOp::create(b_, loc_, both, Bp_, ValueRange{jp, kq, idx(2 * c)});
-        }
-      };
-      loop(0, kv / 2, 1, [&](Value kq) { pairRow(kq, 2); });
-      if (kv % 2) pairRow(idx(kv / 2), 1);
-      loop(ceilDiv(kv, 2), p_.kc / 2, 1, [&](Value kq) { pairRow(kq, 0); });
-    };
-    const int64_t full = ncb / p_.NR;
-    loop(0, full, 1, [&](Value q) { panel(q, p_.NR); });
-    if (np > full) panel(idx(full), ncb - full * p_.NR);
-  }
-  // The transpose of the square whose rows are `r` (n vectors of n lanes, n a power of two), in
-  // log2(n) rounds of two-source shuffles: the round of distance d swaps, in every 2d x 2d block,
-  // the top-right d x d block with the bottom-left one (x86: unpack and lane permutes).
-  SmallVector<Value> transposeSquare(SmallVector<Value> r) {
-    const int64_t n = int64_t(r.size());
-    for (int64_t d = 1; d < n; d *= 2)
-      for (int64_t i = 0; i < n; ++i) {
-        if (i & d) continue;
-        SmallVector<int64_t> lo, hi;  // rows i and i + d after the round
-        for (int64_t c = 0; c < n; ++c) {
-          lo.push_back(c & d ? n + c - d : c);
-          hi.push_back(c & d ? n + c : c + d);
-        }
-        Value a = r[i], b = r[i + d];
-        r[i] = vector::ShuffleOp::create(b_, loc_, a, b, lo);
-        r[i + d] = vector::ShuffleOp::create(b_, loc_, a, b, hi);
-      }
-    return r;
-  }
+// ---- micro-kernels: MR x NR of C over one K block
 
-  // B stored N x K: `valid` columns of row k of the logical B, element by element.
-  Value gatherB(Value pc, Value kk, Value n0, int64_t c, int64_t valid, Type to) {
-    auto vt = VectorType::get({p_.VW}, to);
-    Value v = zeros(vt);
-    for (int64_t j = 0; j < valid; ++j) {
-      Value e = memref::LoadOp::create(b_, loc_, B_, at(add(n0, c + j), add(pc, kk)));
-      if (e.getType() != to) e = arith::ExtFOp::create(b_, loc_, to, e);
-      v = vector::InsertOp::create(b_, loc_, e, v, ArrayRef<int64_t>{j});
-    }
-    return v;
-  }
-
-  // ---- one column block: pack its B panels, then every micro-tile
-
-  void colBlock(Value ic, Rows mcb, Value pc, int64_t kv, Value jb, Value jc, int64_t ncb, Value first, bool last) {
-    if (p_.packB) packB(jc, ncb, pc, kv);
-    pc_ = pc;
-    kv_ = kv;
-    Value q0 = arith::DivUIOp::create(b_, loc_, jc, idx(p_.NR));
-    auto tile = [&](Value ir, Rows rows, Value jr, int64_t cols) {
-      Value panel = arith::DivUIOp::create(b_, loc_, ir, idx(p_.MR));
-      Value jp = add(q0, arith::DivUIOp::create(b_, loc_, jr, idx(p_.NR)));
-      microTile(panel, jp, jb, add(ic, ir), rows, add(jc, jr), cols, first, last);
-    };
-    // Micro-tiles down the block's rows: whole MR tiles, then the partial last one (static, or
-    // masked row by row when the block's row count is known only at run time).
-    auto rowTiles = [&](const std::function<void(Value, Rows)>& body) {
-      if (!mcb.dyn) return tiles(mcb.n, p_.MR, [&](Value ir, int64_t rows) { body(ir, rows); });
-      Value full = floorTo(mcb.dyn, p_.MR);
-      loop(idx(0), full, p_.MR, [&](Value ir) { body(ir, p_.MR); });
-      Value rest = sub(mcb.dyn, full);
-      ifThen(lt(0, rest), [&] { body(full, Rows(p_.MR, rest)); });
-    };
-    if (p_.ijOrder)
-      rowTiles([&](Value ir, Rows rows) { tiles(ncb, p_.NR, [&](Value jr, int64_t cols) { tile(ir, rows, jr, cols); }); });
-    else
-      tiles(ncb, p_.NR, [&](Value jr, int64_t cols) { rowTiles([&](Value ir, Rows rows) { tile(ir, rows, jr, cols); }); });
-  }
-
-  // ---- micro-kernels: MR x NR of C over one K block
-
-  void microTile(Value panel, Value jp, Value jb, Value row0, Rows rows, Value col0, int64_t cols, Value first, bool last) {
-    const int64_t nv = p_.nv(), MR = p_.MR;
-    SmallVector<Value> acc;
-    // Sums start at zero in the first K block, from the partial sums stored in C otherwise.
-    for (int64_t r = 0; r < MR; ++r)
-      for (int64_t c = 0; c < nv; ++c) {
-        // One K block: nothing to continue from (and Cacc is C itself, maybe not f32).
-        if (r >= rows.n || c * p_.VW >= cols || p_.nkb == 1) {
-          acc.push_back(zeros(vf_));
-          continue;
-        }
-        auto loadOld = [&] { return load(Cacc_, at(add(row0, r), add(col0, c * p_.VW)), vf_, cols - c * p_.VW); };
-        Value old = rows.dyn && r > 0 ? select(vf_, lt(r, rows.dyn), loadOld, [&] { return zeros(vf_); }) : loadOld();
-        acc.push_back(arith::SelectOp::create(b_, loc_, first, zeros(vf_), old));
-      }
-    if (p_.mk == Micro::Amx) {
-      // Through this block's scratch Cs: tiles load from and store to whole 16-row tiles there.
-      for (int64_t r = 0; r < MR; ++r)
-        for (int64_t c = 0; c < nv; ++c) vector::StoreOp::create(b_, loc_, acc[r * nv + c], Cs_, ValueRange{jb, idx(r), idx(c * p_.VW)});
-      amxTile(panel, jp, jb);
-      for (int64_t r = 0; r < MR; ++r)
-        for (int64_t c = 0; c < nv; ++c) acc[r * nv + c] = vector::LoadOp::create(b_, loc_, vf_, Cs_, ValueRange{jb, idx(r), idx(c * p_.VW)});
-    } else {
-      col0_ = col0;
-      acc = p_.mk == Micro::Fma ? fmaLoop(panel, jp, acc) : dotLoop(panel, jp, acc);
-    }
-    writeBack(acc, row0, rows, col0, cols, last);
-  }
-
-  // Unrolled by KU: a loop over whole groups, then the remainder straight.
-  SmallVector<Value> unrolledK(int64_t count, SmallVector<Value> acc, const std::function<void(Value, SmallVector<Value>&)>& step) {
-    const int64_t u = std::max<int64_t>(1, std::min(p_.KU, count)), main = count / u * u;
-    if (main > 0) {
-      auto f = scf::ForOp::create(b_, loc_, idx(0), idx(main), idx(u), acc);
-      OpBuilder::InsertionGuard guard(b_);
-      b_.setInsertionPointToStart(f.getBody());
-      SmallVector<Value> a(f.getRegionIterArgs().begin(), f.getRegionIterArgs().end());
-      for (int64_t j = 0; j < u; ++j) step(add(f.getInductionVar(), j), a);
-      scf::YieldOp::create(b_, loc_, a);
-      b_.setInsertionPointAfter(f);
-      acc.assign(f.getResults().begin(), f.getResults().end());
-    }
-    for (int64_t kk = main; kk < count; ++kk) step(idx(kk), acc);
-    return acc;
-  }
-
-  SmallVector<Value> fmaLoop(Value panel, Value jp, SmallVector<Value> acc) {
-    const int64_t nv = p_.nv();
-    // In place, the depth runs to the block's valid rows only (past them B has no rows; A's packed
-    // panel is zero there, which the packed path relies on instead). Columns past N read as zero.
-    return unrolledK(p_.packB ? p_.kc : kv_, acc, [&](Value kk, SmallVector<Value>& a) {
-      SmallVector<Value> bv;
-      for (int64_t c = 0; c < nv; ++c)
-        bv.push_back(p_.packB ? Value(vector::LoadOp::create(b_, loc_, vf_, Bp_, ValueRange{jp, kk, idx(c * p_.VW)}))
-                              : toF32(readRow(B_, at(add(pc_, kk), add(col0_, c * p_.VW)), p_.VW)));
-      for (int64_t r = 0; r < p_.MR; ++r) {
-        Value x = memref::LoadOp::create(b_, loc_, Ap_, ValueRange{panel, idx(r), kk});
-        Value xb = vector::BroadcastOp::create(b_, loc_, vf_, x);
-        for (int64_t c = 0; c < nv; ++c) a[r * nv + c] = vector::FMAOp::create(b_, loc_, xb, bv[c], a[r * nv + c]);
-      }
-    });
-  }
-
-  // vdpbf16ps: each f32 lane adds a0·b0 + a1·b1 of one bf16 pair; A's pair (k, k+1) of a row is
-  // broadcast as one 32-bit value, B's pairs of NR/16 columns are one 64-byte load each.
-  SmallVector<Value> dotLoop(Value panel, Value jp, SmallVector<Value> acc) {
-    const int64_t nv = p_.nv();
-    auto v32bf = VectorType::get({2 * p_.VW}, inT_), v2bf = VectorType::get({2}, inT_);
-    auto v1i = VectorType::get({1}, b_.getI32Type()), vni = VectorType::get({p_.VW}, b_.getI32Type());
-    return unrolledK(p_.kc / 2, acc, [&](Value kq, SmallVector<Value>& a) {
-      SmallVector<Value> bv;
-      for (int64_t c = 0; c < nv; ++c)
-        bv.push_back(vector::LoadOp::create(b_, loc_, v32bf, Bp_, ValueRange{jp, kq, idx(2 * c * p_.VW)}));
-      Value k0 = mul(kq, 2);
-      for (int64_t r = 0; r < p_.MR; ++r) {
-        Value pair = vector::LoadOp::create(b_, loc_, v2bf, Ap_, ValueRange{panel, idx(r), k0});
-        Value word = vector::BitCastOp::create(b_, loc_, v1i, pair);
-        Value xb = vector::BitCastOp::create(b_, loc_, v32bf, vector::BroadcastOp::create(b_, loc_, vni, word));
-        for (int64_t c = 0; c < nv; ++c) a[r * nv + c] = x86vector::DotBF16Op::create(b_, loc_, vf_, a[r * nv + c], xb, bv[c]);
-      }
-    });
-  }
-
-  // AMX: the (MR/16)·(NR/16) C tiles of 16x16 f32 load from this block's scratch Cs, then per
-  // 32 of depth MR/16 A tiles (16 rows x 32 bf16 of Ap) and NR/16 B tiles (16 pair rows of Bp)
-  // multiply into them, and they go back to Cs. The depth steps are unrolled: MLIR 22 lowers no
-  // tile values carried through loops or branches (cf.br of !amx.tile fails to legalize).
-  void amxTile(Value panel, Value jp, Value jb) {
-    auto tc = amx::TileType::get({16, 16}, f32_), tab = amx::TileType::get({16, 32}, inT_);
-    const int64_t ti = p_.MR / 16, tj = p_.NR / 16;
-    SmallVector<Value> acc;
-    for (int64_t i = 0; i < ti; ++i)
-      for (int64_t j = 0; j < tj; ++j) acc.push_back(amx::TileLoadOp::create(b_, loc_, tc, Cs_, ValueRange{jb, idx(16 * i), idx(16 * j)}));
-    for (int64_t k0 = 0; k0 < p_.kc; k0 += 32) {
-      SmallVector<Value> at_, bt;
-      for (int64_t i = 0; i < ti; ++i) at_.push_back(amx::TileLoadOp::create(b_, loc_, tab, Ap_, ValueRange{panel, idx(16 * i), idx(k0)}));
-      for (int64_t j = 0; j < tj; ++j) bt.push_back(amx::TileLoadOp::create(b_, loc_, tab, Bp_, ValueRange{jp, idx(k0 / 2), idx(32 * j)}));
-      for (int64_t i = 0; i < ti; ++i)
-        for (int64_t j = 0; j < tj; ++j) acc[i * tj + j] = amx::TileMulFOp::create(b_, loc_, tc, at_[i], bt[j], acc[i * tj + j]);
-    }
-    for (int64_t i = 0; i < ti; ++i)
-      for (int64_t j = 0; j < tj; ++j) amx::TileStoreOp::create(b_, loc_, Cs_, ValueRange{jb, idx(16 * i), idx(16 * j)}, acc[i * tj + j]);
-  }
-
-  // ---- write-back: partial sums to Cacc, or (last K block) the epilogue's value to C
-
-  void writeBack(const SmallVector<Value>& acc, Value row0, Rows rows, Value col0, int64_t cols, bool last) {
-    const int64_t nv = p_.nv();
-    for (int64_t r = 0; r < std::min(rows.n, p_.MR); ++r) {
-      // A row count known at run time: row r is written only when it exists (row 0 always does).
-      if (rows.dyn && r > 0) {
-        ifThen(lt(r, rows.dyn), [&] { writeRow(acc, row0, r, col0, cols, last); });
+void GemmBuilder::microTile(Value panel, Value jp, Value jb, Value row0, Rows rows, Value col0, int64_t cols, Value first, bool last) {
+  const int64_t nv = p_.nv(), MR = p_.MR;
+  SmallVector<Value> acc;
+  // Sums start at zero in the first K block, from the partial sums stored in C otherwise.
+  for (int64_t r = 0; r < MR; ++r)
+    for (int64_t c = 0; c < nv; ++c) {
+      // One K block: nothing to continue from (and Cacc is C itself, maybe not f32).
+      if (r >= rows.n || c * p_.VW >= cols || p_.nkb == 1) {
+        acc.push_back(zeros(vf_));
         continue;
       }
-      writeRow(acc, row0, r, col0, cols, last);
+      auto loadOld = [&] { return load(Cacc_, at(add(row0, r), add(col0, c * p_.VW)), vf_, cols - c * p_.VW); };
+      Value old = rows.dyn && r > 0 ? select(vf_, lt(r, rows.dyn), loadOld, [&] { return zeros(vf_); }) : loadOld();
+      acc.push_back(arith::SelectOp::create(b_, loc_, first, zeros(vf_), old));
     }
+  if (p_.mk == Micro::Amx) {
+    // Through this block's scratch Cs: tiles load from and store to whole 16-row tiles there.
+    for (int64_t r = 0; r < MR; ++r)
+      for (int64_t c = 0; c < nv; ++c) vector::StoreOp::create(b_, loc_, acc[r * nv + c], Cs_, ValueRange{jb, idx(r), idx(c * p_.VW)});
+    amxTile(panel, jp, jb);
+    for (int64_t r = 0; r < MR; ++r)
+      for (int64_t c = 0; c < nv; ++c) acc[r * nv + c] = vector::LoadOp::create(b_, loc_, vf_, Cs_, ValueRange{jb, idx(r), idx(c * p_.VW)});
+  } else {
+    col0_ = col0;
+    acc = p_.mk == Micro::Fma ? fmaLoop(panel, jp, acc) : dotLoop(panel, jp, acc);
   }
+  writeBack(acc, row0, rows, col0, cols, last);
+}
 
-  void writeRow(const SmallVector<Value>& acc, Value row0, int64_t r, Value col0, int64_t cols, bool last) {
-    const int64_t nv = p_.nv();
-    for (int64_t c = 0; c < nv && c * p_.VW < cols; ++c) {
-      Value row = add(row0, r), col = add(col0, c * p_.VW);
-      int64_t valid = cols - c * p_.VW;
-      Value v = acc[r * nv + c];
-      if (last) {
-        auto e = epilogue(v, row, col, valid);
-        if (!e.ok()) {
-          if (error_.ok()) error_ = e.takeError();
-          return;
-        }
-        store(*e, C_, at(row, col), valid);
-      } else {
-        store(v, Cacc_, at(row, col), valid);
+// Unrolled by KU: a loop over whole groups, then the remainder straight.
+SmallVector<Value> GemmBuilder::unrolledK(int64_t count, SmallVector<Value> acc,
+                                          const std::function<void(Value, SmallVector<Value>&)>& step) {
+  const int64_t u = std::max<int64_t>(1, std::min(p_.KU, count)), main = count / u * u;
+  if (main > 0) {
+    auto f = scf::ForOp::create(b_, loc_, idx(0), idx(main), idx(u), acc);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(f.getBody());
+    SmallVector<Value> a(f.getRegionIterArgs().begin(), f.getRegionIterArgs().end());
+    for (int64_t j = 0; j < u; ++j) step(add(f.getInductionVar(), j), a);
+    scf::YieldOp::create(b_, loc_, a);
+    b_.setInsertionPointAfter(f);
+    acc.assign(f.getResults().begin(), f.getResults().end());
+  }
+  for (int64_t kk = main; kk < count; ++kk) step(idx(kk), acc);
+  return acc;
+}
+
+SmallVector<Value> GemmBuilder::fmaLoop(Value panel, Value jp, SmallVector<Value> acc) {
+  const int64_t nv = p_.nv();
+  // In place, the depth runs to the block's valid rows only (past them B has no rows; A's packed
+  // panel is zero there, which the packed path relies on instead). Columns past N read as zero.
+  return unrolledK(p_.packB ? p_.kc : kv_, acc, [&](Value kk, SmallVector<Value>& a) {
+    SmallVector<Value> bv;
+    for (int64_t c = 0; c < nv; ++c)
+      bv.push_back(p_.packB ? Value(vector::LoadOp::create(b_, loc_, vf_, Bp_, ValueRange{jp, kk, idx(c * p_.VW)}))
+                            : toF32(readRow(B_, at(add(pc_, kk), add(col0_, c * p_.VW)), p_.VW)));
+    for (int64_t r = 0; r < p_.MR; ++r) {
+      Value x = memref::LoadOp::create(b_, loc_, Ap_, ValueRange{panel, idx(r), kk});
+      Value xb = vector::BroadcastOp::create(b_, loc_, vf_, x);
+      for (int64_t c = 0; c < nv; ++c) a[r * nv + c] = vector::FMAOp::create(b_, loc_, xb, bv[c], a[r * nv + c]);
+    }
+  });
+}
+
+// vdpbf16ps: each f32 lane adds a0·b0 + a1·b1 of one bf16 pair; A's pair (k, k+1) of a row is
+// broadcast as one 32-bit value, B's pairs of NR/16 columns are one 64-byte load each.
+SmallVector<Value> GemmBuilder::dotLoop(Value panel, Value jp, SmallVector<Value> acc) {
+  const int64_t nv = p_.nv();
+  auto v32bf = VectorType::get({2 * p_.VW}, inT_), v2bf = VectorType::get({2}, inT_);
+  auto v1i = VectorType::get({1}, b_.getI32Type()), vni = VectorType::get({p_.VW}, b_.getI32Type());
+  return unrolledK(p_.kc / 2, acc, [&](Value kq, SmallVector<Value>& a) {
+    SmallVector<Value> bv;
+    for (int64_t c = 0; c < nv; ++c)
+      bv.push_back(vector::LoadOp::create(b_, loc_, v32bf, Bp_, ValueRange{jp, kq, idx(2 * c * p_.VW)}));
+    Value k0 = mul(kq, 2);
+    for (int64_t r = 0; r < p_.MR; ++r) {
+      Value pair = vector::LoadOp::create(b_, loc_, v2bf, Ap_, ValueRange{panel, idx(r), k0});
+      Value word = vector::BitCastOp::create(b_, loc_, v1i, pair);
+      Value xb = vector::BitCastOp::create(b_, loc_, v32bf, vector::BroadcastOp::create(b_, loc_, vni, word));
+      for (int64_t c = 0; c < nv; ++c) a[r * nv + c] = x86vector::DotBF16Op::create(b_, loc_, vf_, a[r * nv + c], xb, bv[c]);
+    }
+  });
+}
+
+// AMX: the (MR/16)·(NR/16) C tiles of 16x16 f32 load from this block's scratch Cs, then per
+// 32 of depth MR/16 A tiles (16 rows x 32 bf16 of Ap) and NR/16 B tiles (16 pair rows of Bp)
+// multiply into them, and they go back to Cs. The depth steps are unrolled: MLIR 22 lowers no
+// tile values carried through loops or branches (cf.br of !amx.tile fails to legalize).
+void GemmBuilder::amxTile(Value panel, Value jp, Value jb) {
+  auto tc = amx::TileType::get({16, 16}, f32_), tab = amx::TileType::get({16, 32}, inT_);
+  const int64_t ti = p_.MR / 16, tj = p_.NR / 16;
+  SmallVector<Value> acc;
+  for (int64_t i = 0; i < ti; ++i)
+    for (int64_t j = 0; j < tj; ++j) acc.push_back(amx::TileLoadOp::create(b_, loc_, tc, Cs_, ValueRange{jb, idx(16 * i), idx(16 * j)}));
+  for (int64_t k0 = 0; k0 < p_.kc; k0 += 32) {
+    SmallVector<Value> at_, bt;
+    for (int64_t i = 0; i < ti; ++i) at_.push_back(amx::TileLoadOp::create(b_, loc_, tab, Ap_, ValueRange{panel, idx(16 * i), idx(k0)}));
+    for (int64_t j = 0; j < tj; ++j) bt.push_back(amx::TileLoadOp::create(b_, loc_, tab, Bp_, ValueRange{jp, idx(k0 / 2), idx(32 * j)}));
+    for (int64_t i = 0; i < ti; ++i)
+      for (int64_t j = 0; j < tj; ++j) acc[i * tj + j] = amx::TileMulFOp::create(b_, loc_, tc, at_[i], bt[j], acc[i * tj + j]);
+  }
+  for (int64_t i = 0; i < ti; ++i)
+    for (int64_t j = 0; j < tj; ++j) amx::TileStoreOp::create(b_, loc_, Cs_, ValueRange{jb, idx(16 * i), idx(16 * j)}, acc[i * tj + j]);
+}
+
+// ---- write-back: partial sums to Cacc, or (last K block) the epilogue's value to C
+
+void GemmBuilder::writeBack(const SmallVector<Value>& acc, Value row0, Rows rows, Value col0, int64_t cols, bool last) {
+  const int64_t nv = p_.nv();
+  for (int64_t r = 0; r < std::min(rows.n, p_.MR); ++r) {
+    // A row count known at run time: row r is written only when it exists (row 0 always does).
+    if (rows.dyn && r > 0) {
+      ifThen(lt(r, rows.dyn), [&] { writeRow(acc, row0, r, col0, cols, last); });
+      continue;
+    }
+    writeRow(acc, row0, r, col0, cols, last);
+  }
+}
+
+void GemmBuilder::writeRow(const SmallVector<Value>& acc, Value row0, int64_t r, Value col0, int64_t cols, bool last) {
+  const int64_t nv = p_.nv();
+  for (int64_t c = 0; c < nv && c * p_.VW < cols; ++c) {
+    Value row = add(row0, r), col = add(col0, c * p_.VW);
+    int64_t valid = cols - c * p_.VW;
+    Value v = acc[r * nv + c];
+    if (last) {
+      auto e = epilogue(v, row, col, valid);
+      if (!e.ok()) {
+        if (error_.ok()) error_ = e.takeError();
+        return;
       }
+      store(*e, C_, at(row, col), valid);
+    } else {
+      store(v, Cacc_, at(row, col), valid);
     }
   }
+}
 
-  // The epilogue on one vector of the accumulator, its operands read with the row's mask.
-  Expected<Value> epilogue(Value acc, Value row, Value col, int64_t valid) {
-    return emitRowEpilogue(b_, loc_, p_.g, args_, acc, row, col, bi_, p_.VW,
-                           [&](Value mem, ValueRange ix, VectorType t) { return load(mem, ix, t, valid); });
-  }
+// The epilogue on one vector of the accumulator, its operands read with the row's mask.
+Expected<Value> GemmBuilder::epilogue(Value acc, Value row, Value col, int64_t valid) {
+  return emitRowEpilogue(b_, loc_, p_.g, args_, acc, row, col, bi_, p_.VW,
+                         [&](Value mem, ValueRange ix, VectorType t) { return load(mem, ix, t, valid); });
+}
 
-  const ir::Kernel& k_;
-  std::map<std::string, Value>& args_;
-  Value A_, B_, C_, Cacc_, Ap_, Bp_, Cs_, bi_, M_, batch_;
-  Value pc_, col0_;  // the depth block and micro-tile column the fma loop reads B at (PACKB=0)
-  int64_t kv_ = 0;
-  Type inT_;
-  Status error_;
-};
-
-}  // namespace
+}  // namespace blis
 
 // The rule is the kernel's (ir/gemm_epilogue.h): the spaces and the cache service read it without MLIR.
 bool hostGemmFusesEpilogue(const ir::GemmInfo& g) { return ir::gemmEpilogueReadsRowwise(g); }
@@ -788,7 +433,7 @@ Expected<Value> emitRowEpilogue(OpBuilder& b, Location loc, const ir::GemmInfo& 
 
 Expected<HostPayload> buildHostGemmBlis(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                         const RuntimeDims& dims) {
-  TESSERA_ASSIGN(Plan p, makePlan(k, c, t, dims));
+  TESSERA_ASSIGN(blis::Plan p, blis::makePlan(k, c, t, dims));
   if (!hostGemmFusesEpilogue(p.g))
     return makeError(ErrorCode::InvalidConfig, "schedule " + std::string(*c.getStr("schedule")) +
                                                    " cannot fuse this epilogue (transposed or computed reads)");
@@ -798,11 +443,11 @@ Expected<HostPayload> buildHostGemmBlis(MLIRContext* ctx, const ir::Kernel& k, c
   out.module = ModuleOp::create(loc);
   std::map<std::string, Value> args;
   createKernelFunc(b, *out.module, k, &args, dims.any());
-  GemmBuilder gb(b, loc, p, k, args);
+  blis::GemmBuilder gb(b, loc, p, k, args);
   TESSERA_TRY(gb.build());
   func::ReturnOp::create(b, loc);
   out.threads = int(p.threads);
-  out.amx = p.mk == Micro::Amx;
+  out.amx = p.mk == blis::Micro::Amx;
   return out;  // no schedule: the body already is loop + vector code on memrefs
 }
 
