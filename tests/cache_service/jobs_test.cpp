@@ -20,16 +20,10 @@
 namespace tessera::cache {
 namespace {
 
-// The test suite, not the queue interface cache::JobQueue (store/jobs.h).
+// The suite's helpers; JobQueue is the test suite, not the queue interface cache::JobQueue
+// (store/jobs.h), which the using-declaration hides.
+using namespace job_test;  // NOLINT(google-build-using-namespace)
 using job_test::JobQueue;
-using job_test::jobBody;
-using job_test::kJob;
-using job_test::kWorkerA;
-using job_test::kWorkerB;
-using job_test::kWorkerC;
-using job_test::measured;
-using job_test::QueueFixture;
-using job_test::queueOptions;
 using nlohmann::json;
 using test::makeRecord;
 using test::Reply;
