@@ -180,7 +180,4 @@ Expected<SessionResult> runTuneSession(const TuneProblem& p, measure::Measurer& 
                              const SessionSettings& s, const SessionCallbacks& cb,
                              const std::vector<cache::Record>* warmRecords = nullptr);
 
-// Every record matching `q` (paging managed here), up to `max` of them.
-Expected<std::vector<cache::Record>> listAll(cache::RecordStore& store, cache::ListQuery q, size_t max = SIZE_MAX);
-
 }  // namespace tessera::search

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <set>
 
+#include "store/list_all.h"
 #include "store/store.h"
 #include "store/trust.h"
 #include "search/tune_session.h"
