@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
-#include "bundle/range_tune.h"
+#include "session/range_tune.h"
 #include "codegen/codegen.h"
 #include "ir/builders.h"
 #include "ir/reference.h"
