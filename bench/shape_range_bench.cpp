@@ -29,7 +29,7 @@
 #include "ir/builders.h"
 #include "ir/reference.h"
 #include "measure/protocol_measurer.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 #include "measure/records.h"
 
 extern "C" void openblas_set_num_threads(int);

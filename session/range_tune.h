@@ -18,7 +18,7 @@
 #include "bundle/range_dims.h"
 #include "measure/protocol_measurer.h"
 #include "measure/records.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 #include "store/store.h"
 #include "session/target_choice.h"
 #include "support/status.h"

@@ -22,8 +22,8 @@
 #include "measure/estimate.h"
 #include "measure/protocol_measurer.h"
 #include "measure/records.h"
-#include "search/tune_session.h"
-#include "search/verify_hit.h"
+#include "session/tune_session.h"
+#include "session/verify_hit.h"
 #include "session/tune_request.h"
 
 namespace tessera::py {

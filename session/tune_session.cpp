@@ -1,6 +1,6 @@
 // Owns the tuning session: cache first, seeds, warm start, model, strategy, the tuning loop with
 // its commits, and the stored winner.
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 
 #include <chrono>
 #include <cmath>

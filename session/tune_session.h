@@ -26,7 +26,7 @@
 #include "search/transfer.h"
 #include "search/timing_load.h"
 #include "search/tuner.h"
-#include "search/verify_hit.h"
+#include "session/verify_hit.h"
 #include "search/warm_start.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
