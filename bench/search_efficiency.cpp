@@ -49,7 +49,7 @@
 #include "measure/replay.h"
 #include "search/import.h"
 #include "search/strategy.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 #include "search/tuner.h"
 #include "search/warm_start.h"
 #include "support/stats.h"

@@ -13,7 +13,7 @@
 #include "bench/search_efficiency.h"
 #include "bench/synthetic_tables.h"
 #include "measure/records.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 
 namespace tessera::bench::efficiency {
 

@@ -24,12 +24,12 @@
 #include <vector>
 
 #include "bench/bench_util.h"
-#include "bundle/range_tune.h"
+#include "session/range_tune.h"
 #include "codegen/codegen.h"
 #include "ir/builders.h"
 #include "ir/reference.h"
 #include "measure/protocol_measurer.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 #include "measure/records.h"
 
 extern "C" void openblas_set_num_threads(int);

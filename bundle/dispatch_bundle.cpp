@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bundle/bundle.h"
-#include "bundle/range_tune.h"
+#include "bundle/range_dims.h"
 #include "store/record.h"
 #include "codegen/codegen.h"
 #include "ir/families.h"

@@ -9,7 +9,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle/dispatch_bundle.h"
-#include "bundle/range_tune.h"
+#include "bundle/range_dims.h"
 #include "store/record.h"
 #include "codegen/emu/gpu_emu.h"
 #include "codegen/gpu.h"

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "support/strings.h"
+#include "support/text_file.h"
 
 namespace tessera::bundle {
 
@@ -319,6 +320,23 @@ Expected<DispatchRule> ruleFromJson(const std::string& text) {
   if (next != r.hi + 1) return invalid("buckets must end at the range's end");
   if (generic == 0) return invalid("every bucket is fixed: a range needs at least one shape-generic bucket");
   return r;
+}
+
+Expected<RangeRuleFile> readRangeRuleFile(const std::string& path) {
+  TESSERA_ASSIGN(std::string text, readTextFile(path, {.max_bytes = 8 << 20, .max_line_bytes = 0, .what = "dispatch rule"}));
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || j.value("format", "") != "tessera-dispatch-1")
+    return makeError(ErrorCode::InvalidArgument, path + ": not a dispatch rule written by `tessera tune ... --m/--rows/--seq LO..HI`");
+  RangeRuleFile f;
+  TESSERA_ASSIGN(f.rule, ruleFromJson(text));
+  if (!j.contains("kernel_ir") || !j["kernel_ir"].is_string() || !j.contains("arch") || !j["arch"].is_string() ||
+      !j.contains("threads") || !j["threads"].is_number_integer())
+    return makeError(ErrorCode::InvalidArgument, path + ": the rule names no kernel, arch or thread count");
+  f.kernelIr = j["kernel_ir"].get<std::string>();
+  f.kernelName = j.value("kernel", "");
+  f.arch = j["arch"].get<std::string>();
+  f.threads = j["threads"].get<int>();
+  return f;
 }
 
 }  // namespace tessera::bundle

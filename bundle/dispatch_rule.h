@@ -96,7 +96,7 @@ std::string ruleToJson(const DispatchRule& r, const std::string& extraJson = "{}
 // bucket one size wide, at least one bucket shape-generic); rules without "fixed" load as before.
 Expected<DispatchRule> ruleFromJson(const std::string& text);
 
-// A rule file as `tessera tune --m LO..HI` writes it (range_tune.h): the rule, the kernel at the
+// A rule file as `tessera tune --m LO..HI` writes it (session/range_tune.h): the rule, the kernel at the
 // range's top (IR text), its name, and the ISA level and threads it was tuned for.
 struct RangeRuleFile {
   DispatchRule rule;

@@ -6,7 +6,7 @@
 
 #include "measure/records.h"
 #include "search/space.h"
-#include "search/tune_session.h"
+#include "store/list_all.h"
 
 namespace tessera::bundle {
 namespace {
@@ -78,7 +78,7 @@ Expected<std::vector<Candidate>> resolveCandidates(const ir::Kernel& k, const Ta
     cache::ListQuery q;
     q.key_id = keyId;
     q.status = "estimated";
-    auto est = search::listAll(*src.store, q, 1000);
+    auto est = cache::listAll(*src.store, q, 1000);
     if (est.ok() && !est->empty()) {
       auto best = std::min_element(est->begin(), est->end(),
                                    [](const cache::Record& a, const cache::Record& b) { return a.median_us < b.median_us; });

@@ -7,7 +7,7 @@
 #include "ir/builders.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
-#include "search/tune_session.h"
+#include "store/list_all.h"
 
 namespace tessera::bundle {
 namespace {
@@ -86,7 +86,7 @@ Expected<WinnerKernels> kernelsFromWinners(cache::RecordStore& store, const std:
     cache::ListQuery q;
     q.target = t.name;
     q.winners_only = true;
-    TESSERA_ASSIGN(auto winners, search::listAll(store, q, 100000));
+    TESSERA_ASSIGN(auto winners, cache::listAll(store, q, 100000));
     if (client && client->enabled()) {
       auto shared = sharedWinners(*client, t.name);
       if (!shared.ok()) {

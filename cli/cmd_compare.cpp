@@ -21,8 +21,8 @@
 #include "ir/text.h"
 #include "ir/verifier.h"
 #include "search/compare.h"
-#include "search/tune_session.h"
-#include "search/verify_hit.h"
+#include "session/tune_session.h"
+#include "session/verify_hit.h"
 #include "support/strings.h"
 
 namespace tessera::cli {

@@ -14,6 +14,7 @@
 
 #include "client/client.h"
 #include "client/endpoints.h"
+#include "store/list_all.h"
 #include "store/record_json.h"
 #include "store/store.h"
 #include "cli/commands.h"
@@ -25,8 +26,8 @@
 #include "ir/families.h"
 #include "ir/text.h"
 #include "measure/protocol_measurer.h"
-#include "search/tune_session.h"
-#include "search/verify_hit.h"
+#include "session/tune_session.h"
+#include "session/verify_hit.h"
 #include "measure/records.h"
 #include "search/space.h"
 #include "search/strategy.h"
@@ -661,7 +662,7 @@ void bestCommand(const BestFlags& f) {
   // Without a measured winner, the best stored estimate is shown, labelled: never as the winner.
   std::optional<cache::Record> estimate;
   if (!rec && store.ok()) {
-    auto all = search::listAll(**store, {.key_id = keyId});
+    auto all = cache::listAll(**store, {.key_id = keyId});
     if (all.ok())
       for (const auto& r : *all)
         if (r.status == cache::RecordStatus::Estimated && (!estimate || r.median_us < estimate->median_us)) estimate = r;

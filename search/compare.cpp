@@ -9,7 +9,7 @@
 #include "ir/families.h"
 #include "measure/estimate.h"
 #include "measure/records.h"
-#include "search/tune_session.h"
+#include "store/list_all.h"
 #include "targets/gpu_skus.h"
 
 namespace tessera::search {
@@ -59,7 +59,7 @@ void findWinner(CompareRow& row, const cache::HardKey& key, cache::RecordStore* 
     }
   }
   if (store) {
-    auto all = listAll(*store, {.key_id = keyId});
+    auto all = cache::listAll(*store, {.key_id = keyId});
     if (all.ok())
       for (const auto& rec : *all)
         if (rec.status == cache::RecordStatus::Estimated && (!row.record || rec.median_us < row.record->median_us) &&

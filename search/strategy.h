@@ -40,7 +40,7 @@ struct CategoricalSlots {
   double dominated = 0.25;
   int tries = 2;
   // Two-valued integer knobs (switches) get slots too, in every batch including a prior's first.
-  // Off for a cold search; a tune led by other GPUs' records sets it (search/tune_session.cpp).
+  // Off for a cold search; a tune led by other GPUs' records sets it (session/tune_session.cpp).
   bool switches = false;
 };
 

@@ -10,7 +10,7 @@
 #include "measure/remote_measurer.h"
 #include "search/strategy.h"
 #include "search/space_ops.h"
-#include "search/verify_hit.h"
+#include "session/verify_hit.h"
 #include "session/tune_request.h"
 
 namespace tessera::session {

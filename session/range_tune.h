@@ -1,22 +1,110 @@
-// Owns a range tune as every front end asks for it (`tessera tune gemm --m LO..HI`, elementwise
-// `--rows`, attention `--seq`): the RangeTuneRequest, its checks, the target, the store, the
-// per-point session settings, and the one call that tunes every training point, measures the
-// shape-generic winners at every point and fits the dispatch rule (bundle/range_tune.h). Front
-// ends parse the range and make the kernel at a point; they print the rule and write its file.
+// Owns a range tune (`tessera tune gemm --m LO..HI`, elementwise `--rows`, attention `--seq`): the
+// engine in namespace bundle (range_tune_host.cpp, range_tune_gpu.cpp: each training point of the
+// range tuned as its own kernel, its records stored like any tune's, the winners of every point
+// then measured as shape-generic kernels at each training and held-out point, and the dispatch
+// rule fitted to those times), and the request every front end asks for (the RangeTuneRequest, its
+// checks, the target, the store, the per-point session settings, the one call that runs it;
+// range_tune.cpp). Front ends parse the range and make the kernel at a point; they print the rule
+// and write its file.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bundle/dispatch_rule.h"
-#include "bundle/range_tune.h"
+#include "bundle/range_dims.h"
+#include "measure/protocol_measurer.h"
 #include "measure/records.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
+#include "store/store.h"
 #include "session/target_choice.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
+
+namespace tessera::bundle {
+
+struct RangeTuneSettings {
+  search::SessionSettings session;   // per training point
+  measure::MeasureSettings measure;   // per point and for the cross measurement
+  std::string spaceSpec;             // narrows each point's space; the schedule is the blis family's
+  int candidatesPerPoint = 2;        // each point's best configs that join the candidates
+  FitSettings fit;
+  int maxTrain = 14;
+  // Pruning the cross measurement where runs are long: once the best candidate at the point below
+  // took at least `pruneAboveUs`, a candidate more than `pruneFactor` times slower than that best
+  // is not measured at the larger points (it counts as failed there), keeping at least the
+  // `keepAtLeast` fastest. 0 turns it off.
+  double pruneAboveUs = 50000;
+  double pruneFactor = 1.5;
+  int keepAtLeast = 8;
+  // GEMM: the few-row kernels with no shape-generic form (the space's default at M = lo, lo+1, ...
+  // when it is nvec, plain or kvec) measured, interleaved, against the rule's kernel at that M;
+  // each at least `fixedGain` faster answers its M alone (a fixed bucket). The walk stops at the
+  // second M in a row where it is not (the breakpoint), or above `fixedUpTo`. 0: off.
+  int64_t fixedUpTo = 8;
+  double fixedGain = 0.05;
+  // Each boundary between two shape-generic buckets of different kernels is searched between the
+  // measured points either side by halving (log scale), both kernels measured at the midpoint, at
+  // most this many steps. 0: the fitted boundary stays.
+  int boundarySteps = 3;
+};
+
+struct RangeTuneCallbacks {
+  std::function<void(const std::string&)> onProgress;  // one line per step
+  std::function<void(const std::string&)> onWarning;
+  std::function<bool()> shouldStop;                     // e.g. Ctrl-C: stop after the point in flight
+};
+
+struct RangeTuneResult {
+  DispatchRule rule;
+  TimeTable table;                 // candidates x points, microseconds (shape-generic kernels)
+  std::vector<size_t> train, heldOut;  // indices into table.points
+  std::string kernelIr;            // the kernel at the range's top, IR text (what the bundle compiles)
+  std::string kernelName;
+  std::string dim = "M";           // rangeDimName of the kernel
+  // The measurements behind the boundaries and the fixed buckets (also in the rule file).
+  struct Probe {
+    int64_t m = 0;
+    std::string left, right;  // configs (boundary: the buckets' either side; fixed: fixed, rule's)
+    double leftUs = 0, rightUs = 0;
+    bool fixed = false;  // a fixed kernel's trial at m (left) against the rule's kernel (right)
+  };
+  std::vector<Probe> probes;
+};
+
+// Which of `t`'s candidates the cross measurement runs at the point after `prev` (indices into
+// t.configs, ascending): every one while the best run at `prev` is shorter than s.pruneAboveUs;
+// then those within s.pruneFactor of that best and at least the s.keepAtLeast fastest; never one
+// that failed at `prev`.
+std::vector<size_t> rangeCandidatesToMeasure(const TimeTable& t, size_t prev, const RangeTuneSettings& s);
+
+// The range's points (rangePoints: training and held out, log-spaced) into `r`'s table, train and
+// heldOut; both range tunes start from them. Returns the points.
+RangePoints placeRangePoints(RangeTuneResult& r, const ShapeRange& range, int maxTrain);
+
+// `kernelAt(m)`: the kernel with M (GEMM), its leading dimension (elementwise) or its sequence
+// length (attention) = m, everything else fixed. `store`: where each point's records
+// go (may be null: nothing stored or reused).
+Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt, const ShapeRange& range,
+                                    const TargetDesc& t, cache::RecordStore* store, const cache::Provenance& prov,
+                                    const RangeTuneSettings& s, const RangeTuneCallbacks& cb = {});
+
+// The same on an NVIDIA target, through the estimate (session/range_tune_gpu.cpp; GEMM's M, elementwise's
+// rows, attention's seq): each point tuned with the estimate measurer, the shape-generic winners
+// compiled with the runtime size and estimated at every point. The table's times are the analytic model's.
+Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt,
+                                               const ShapeRange& range, const TargetDesc& t, cache::RecordStore* store,
+                                               const cache::Provenance& prov, const RangeTuneSettings& s,
+                                               const RangeTuneCallbacks& cb = {});
+
+// The rule file `tessera tune` writes and `tessera bundle --dispatch` reads: the rule plus the
+// kernel (IR text at the range's top), its name and the target's ISA level and threads.
+std::string rangeRuleFile(const RangeTuneResult& r, const TargetDesc& t);
+
+}  // namespace tessera::bundle
 
 namespace tessera::session {
 

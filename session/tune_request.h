@@ -20,7 +20,7 @@
 #include "measure/measurer.h"
 #include "measure/protocol_measurer.h"
 #include "measure/records.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 #include "session/target_choice.h"
 #include "support/status.h"
 #include "targets/target_desc.h"

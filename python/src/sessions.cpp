@@ -16,13 +16,14 @@
 #include "bindings.h"
 #include "bundle/bundle.h"
 #include "client/client.h"
+#include "store/list_all.h"
 #include "store/store.h"
 #include "search/compare.h"
 #include "measure/estimate.h"
 #include "measure/protocol_measurer.h"
 #include "measure/records.h"
-#include "search/tune_session.h"
-#include "search/verify_hit.h"
+#include "session/tune_session.h"
+#include "session/verify_hit.h"
 #include "session/tune_request.h"
 
 namespace tessera::py {
@@ -186,7 +187,7 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
     out.speedup = out.s.speedupOverDefault;
   } else if (out.s.outcome == search::SessionResult::Outcome::AlreadyTuned && out.s.cached && store) {
     const std::string def = problem.space.defaults().toJson();
-    auto all = search::listAll(*store, {.key_id = out.s.keyId});
+    auto all = cache::listAll(*store, {.key_id = out.s.keyId});
     if (all.ok())
       for (const auto& r : *all)
         if (r.status == cache::RecordStatus::Ok && r.median_us > 0 && out.s.cached->median_us > 0 &&

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "bundle/dispatch_rule.h"
-#include "bundle/range_tune.h"
+#include "session/range_tune.h"
 
 using namespace tessera;
 using namespace tessera::bundle;

@@ -17,7 +17,7 @@
 
 #include "bundle/bundle.h"
 #include "bundle_runtime_loader.h"
-#include "bundle/range_tune.h"
+#include "bundle/range_dims.h"
 #include "bundle/runtime/tessera_bundle.h"
 #include "codegen/emu/gpu_emu.h"
 #include "codegen/gpu.h"

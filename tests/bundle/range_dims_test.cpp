@@ -1,4 +1,4 @@
-// Tests the dimension a shape range runs over, per family (bundle/range_tune.h): its name, its
+// Tests the dimension a shape range runs over, per family (bundle/range_dims.h): its name, its
 // extent, the key dimensions it moves (they must be where measure::hardKeyFor puts M, rows and the
 // sequence lengths, or the bundle's runtime would compare the wrong ones) and the kernel at
 // another size of the range (attention: both lengths, causal kept); refusals in one line.
@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "bundle/range_tune.h"
+#include "bundle/range_dims.h"
 #include "ir/builders.h"
 #include "ir/families.h"
 #include "ir/text.h"

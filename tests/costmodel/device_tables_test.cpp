@@ -16,7 +16,7 @@
 #include "measure/replay.h"
 #include "search/import.h"
 #include "search/transfer.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 #include "targets/gpu_skus.h"
 
 using namespace tessera;

@@ -16,7 +16,7 @@
 #include "costmodel/features.h"
 #include "measure/replay.h"
 #include "search/import.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 
 using namespace tessera;
 

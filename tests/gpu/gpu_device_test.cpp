@@ -12,7 +12,7 @@
 #include "ir/builders.h"
 #include "ir/reference.h"
 #include "measure/device_measurer.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 
 using namespace tessera;
 using namespace tessera::ir;

@@ -14,7 +14,7 @@
 #include "bench/synthetic_tables.h"
 #include "costmodel/features.h"
 #include "measure/replay.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 
 using namespace tessera;
 using namespace tessera::search;

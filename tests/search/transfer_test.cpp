@@ -15,7 +15,7 @@
 #include "measure/replay.h"
 #include "search/import.h"
 #include "search/transfer.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 
 using namespace tessera;
 using namespace tessera::search;

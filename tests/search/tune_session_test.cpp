@@ -11,9 +11,10 @@
 #include <filesystem>
 #include <set>
 
+#include "store/list_all.h"
 #include "store/store.h"
 #include "store/trust.h"
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 #include "support/si_format.h"
 #include "test_tables.h"
 

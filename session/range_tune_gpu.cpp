@@ -14,7 +14,7 @@
 #include <limits>
 #include <set>
 
-#include "bundle/range_tune.h"
+#include "session/range_tune.h"
 #include "codegen/gpu.h"
 #include "costmodel/gpu_model.h"
 #include "ir/families.h"

@@ -1,5 +1,5 @@
 // Owns the verification of a shared-cache winner (verify_hit.h).
-#include "search/verify_hit.h"
+#include "session/verify_hit.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // Owns the tuning session: cache first, seeds, warm start, model, strategy, the tuning loop with
 // its commits, and the stored winner.
-#include "search/tune_session.h"
+#include "session/tune_session.h"
 
 #include <chrono>
 #include <cmath>
@@ -11,6 +11,7 @@
 #include "ir/text.h"
 #include "measure/estimate.h"
 #include "measure/records.h"
+#include "store/list_all.h"
 #include "targets/gpu_skus.h"
 #include "search/space.h"
 #include "search/strategy.h"
@@ -27,18 +28,6 @@ using measure::fromRecords;
 using measure::hardKeyFor;
 using measure::toRecord;
 using measure::trialStatusName;
-
-Expected<std::vector<cache::Record>> listAll(cache::RecordStore& store, cache::ListQuery q, size_t max) {
-  std::vector<cache::Record> out;
-  q.limit = cache::kMaxListLimit;
-  while (out.size() < max) {
-    TESSERA_ASSIGN(cache::ListPage page, store.list(q));
-    out.insert(out.end(), page.records.begin(), page.records.end());
-    if (!page.next_after) break;
-    q.after_id = page.next_after;
-  }
-  return out;
-}
 
 Expected<TuneProblem> tuneProblem(const ir::Kernel& k, const TargetDesc& t, const std::string& spaceSpec) {
   TuneProblem p;
@@ -107,7 +96,7 @@ class Session {
     if (store_ && client_) push();
     std::vector<cache::Record> stored;
     if (store_) {
-      TESSERA_ASSIGN(stored, listAll(*store_, {.key_id = r_.keyId}));
+      TESSERA_ASSIGN(stored, cache::listAll(*store_, {.key_id = r_.keyId}));
     }
     if (s_.cache == CachePolicy::UseStored) {
       const bool answered = lookUpWinner();
@@ -383,7 +372,7 @@ class Session {
   std::vector<cache::Record> warmStartRecords(bool otherGpus) {
     std::vector<cache::Record> out;
     if (store_ && s_.warmStart && s_.warm.siblings) {
-      auto others = listAll(*store_, {.family = p_.key.family, .target = p_.key.target, .arch = p_.key.arch}, s_.warmScanLimit);
+      auto others = cache::listAll(*store_, {.family = p_.key.family, .target = p_.key.target, .arch = p_.key.arch}, s_.warmScanLimit);
       if (others.ok()) out = std::move(*others);
     }
     if (!otherGpus || p_.key.target == "host") return out;
@@ -395,7 +384,7 @@ class Session {
     };
     const cache::ListQuery q{.family = p_.key.family, .workload = p_.key.workload, .dtype = p_.key.dtype, .layout = p_.key.layout};
     if (store_) {
-      auto mine = listAll(*store_, q, s_.warmScanLimit);
+      auto mine = cache::listAll(*store_, q, s_.warmScanLimit);
       if (mine.ok()) keep(*mine);
     }
     if (client_) {

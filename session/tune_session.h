@@ -26,7 +26,7 @@
 #include "search/transfer.h"
 #include "search/timing_load.h"
 #include "search/tuner.h"
-#include "search/verify_hit.h"
+#include "session/verify_hit.h"
 #include "search/warm_start.h"
 #include "support/status.h"
 #include "targets/target_desc.h"
@@ -179,8 +179,5 @@ Expected<SessionResult> runTuneSession(const TuneProblem& p, measure::Measurer& 
                              cache::CacheClient* client, const cache::Provenance& provenance,
                              const SessionSettings& s, const SessionCallbacks& cb,
                              const std::vector<cache::Record>* warmRecords = nullptr);
-
-// Every record matching `q` (paging managed here), up to `max` of them.
-Expected<std::vector<cache::Record>> listAll(cache::RecordStore& store, cache::ListQuery q, size_t max = SIZE_MAX);
 
 }  // namespace tessera::search
