@@ -354,8 +354,10 @@ def _kept_copy(w: torch.Tensor) -> torch.Tensor:
         c = _empty((w.shape[1], w.shape[0]), w.dtype, w.device).copy_(w.t())
     if ver is None:
         return c
+    def drop(_: Any, k: int = key) -> None:  # w was collected: its copy goes with it
+        _kept.pop(k, None)
     try:
-        ref = weakref.ref(w, lambda _, k=key: _kept.pop(k, None))
+        ref = weakref.ref(w, drop)
     except TypeError:
         return c
     _kept[key] = (ref, ver, w.data_ptr(), w.shape, w.dtype, w.device, c)

@@ -107,8 +107,17 @@ TEST(TuneUnderLoad, WarnsAndKeepsTheQuietWinner) {
   std::filesystem::remove(db);
   const std::string kernel = " gemm --m 96 --n 96 --k 96";
   const std::string tune = "tune --trials 4 --batch 4 --top-k 2 --min-time 0.02 --db " + db;
-  // Quiet: no warning, the winner stored re-measured (the negative control).
-  Result quiet = run(tune + kernel);
+  // Quiet: no warning, the winner stored re-measured (the negative control). On settled cores (the
+  // test before may have just ended its own load): a quiet half judged busy is retried on a fresh
+  // store, at most three times.
+  Result quiet;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt) std::this_thread::sleep_for(std::chrono::seconds(3));
+    waitForQuietCores();
+    std::filesystem::remove(db);
+    quiet = run(tune + kernel);
+    if (quiet.code != 0 || quiet.out.find("timing under load") == std::string::npos) break;
+  }
   ASSERT_EQ(quiet.code, 0) << quiet.out;
   ASSERT_EQ(quiet.out.find("timing under load"), std::string::npos)
       << "the quiet half ran on busy cores (is something else running?): " << quiet.out;
