@@ -9,6 +9,7 @@
 #include <string>
 
 #include "store/record.h"
+#include "targets/target_desc.h"
 #include "support/status.h"
 
 namespace tessera::cache {
@@ -32,10 +33,8 @@ struct PlausibilityOptions {
   double floor_us = 1e-3;            // no kernel of any target completes in less than 1 ns
 };
 
-// A host elementwise record's share of the writer's copy bandwidth may reach this many times the
-// margin: an L1-resident kernel runs at the L1's rate, up to ~20x a core's DRAM copy on the hosts
-// seen, and a loaded writer's probe reads the copy low besides.
-inline constexpr double kHostCacheShareLimit = 32;
+// A host elementwise record's share of the writer's copy bandwidth may reach kHostCacheShareLimit
+// (targets/target_desc.h) times the margin.
 
 Status checkPlausible(const Record& r, const std::string& path, const PlausibilityOptions& o = {});
 

@@ -11,6 +11,13 @@
 
 namespace tessera {
 
+// A host memory-bound kernel's share of the copy roof may reach this many times the roofline
+// margin: an L1-resident kernel runs at the L1's rate, up to ~20x a core's DRAM copy on the hosts
+// seen, and a loaded writer's probe reads the copy low besides. Past it the roof, not the kernel,
+// is wrong: the runner reports no share (targets/host_runner.cpp) and the cache service refuses a
+// record claiming one (service/plausibility.cpp).
+inline constexpr double kHostCacheShareLimit = 32;
+
 enum class Vendor { Host, Nvidia, Amd };
 
 // How a vendor's documents name its parts: every report takes its words from this one table, so
