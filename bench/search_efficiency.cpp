@@ -32,6 +32,7 @@
 // their table and summary; the tables are loaded, random's exact baseline computed and the split
 // reported in bench/search_efficiency_tables.cpp.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -258,6 +259,9 @@ int main(int argc, char** argv) {
   app.add_option("--dev", o.dev, "the development kernels (xgemm, convolution, host, device, synthetic_KIND); the rest are held out")
       ->delimiter(',')
       ->capture_default_str();
+  app.add_option("--json", o.json,
+                 "also write the replay as JSON to this file: settings, and per table its split, random's exact median "
+                 "and p90 and each column's trials per seed (bench/results_page.py draws docs/results.md's page from it)");
   app.add_option("--prior-tiebreak", o.search.prior.tiebreak,
                  "evo with a prior: candidates the cost model scores alike go in the prior's order (0/1)");
   app.add_option("--flag-slots", o.search.categorical.switches,
@@ -449,6 +453,9 @@ int main(int argc, char** argv) {
     double invMed = 0, invP90 = 0;  // evo+inverted (0: not replayed)
   };
   std::vector<PriorPair> priorPairs;
+  // --json: the replay's figures as data. Trial counts only (no times, no host), so the same
+  // options give the same bytes on any machine.
+  nlohmann::json jsonTables = nlohmann::json::array();
   for (const auto& t : tables) {
     size_t N = t.replay.results.size(), k = t.replay.countAtLeast(o.target);
     RandomExact rnd = randomExact(N, k);
@@ -457,8 +464,13 @@ int main(int argc, char** argv) {
                 rnd.median / cap.median, rnd.p90 / cap.p90);
     std::fflush(stdout);
     std::vector<std::string> ratios;
-    auto record = [&](Column& c, const Outcome& out) {
+    const bool dev = std::find(o.dev.begin(), o.dev.end(), t.kernel()) != o.dev.end();
+    nlohmann::json jt = {{"table", t.replay.name}, {"kernel", t.kernel()}, {"split", dev ? "development" : "held-out"},
+                         {"configs", N}, {"within_target", k}, {"random", {{"median", rnd.median}, {"p90", rnd.p90}}},
+                         {"cold_cap", {{"median", cap.median}, {"p90", cap.p90}}}, {"columns", nlohmann::json::object()}};
+    auto record = [&](Column& c, const Outcome& out, const std::string& column) {
       double med = quantile(out.hits, 0.5), p90 = quantile(out.hits, 0.9);
+      jt["columns"][column] = {{"median", med}, {"p90", p90}, {"trials", out.hits}};
       std::printf(" %6.0f/%6.0f", med, p90);
       std::fflush(stdout);
       c.ratioMed.push_back(rnd.median / med);
@@ -475,14 +487,14 @@ int main(int argc, char** argv) {
     std::optional<Outcome> evoOut;
     for (size_t i = 0; i < o.strategies.size(); ++i) {
       Outcome out = runStrategy(t, o.strategies[i], o, host);
-      record(cols[i], out);
+      record(cols[i], out, o.strategies[i]);
       if (o.strategies[i] == "evolutionary") evoOut = out;
       if (o.verbose) std::fprintf(stderr, "  %s %s: %.1f s\n", t.replay.name.c_str(), o.strategies[i].c_str(), out.seconds);
     }
     if (anyWarm) {
       if (o.warm && host && hasSiblings(t)) {
         Outcome out = runStrategy(t, "evolutionary", o, host, &hostRecords);
-        record(cols.back(), out);
+        record(cols.back(), out, "evo+warm");
       } else {
         std::printf(" %13s", "-");
         ratios.push_back("  " + std::string(7, ' ') + "-" + std::string(7, ' '));
@@ -491,13 +503,13 @@ int main(int argc, char** argv) {
     if (anyPrior) {
       if (o.prior && t.hasPrior()) {
         Outcome out = runStrategy(t, "evolutionary", o, host, nullptr, true);
-        record(priorCol, out);
+        record(priorCol, out, "evo+prior");
         if (evoOut)
           priorPairs.push_back({t.replay.name, quantile(evoOut->hits, 0.5), quantile(evoOut->hits, 0.9), quantile(out.hits, 0.5),
                                 quantile(out.hits, 0.9), t.tesseraGpu});
         if (anyInverted) {
           Outcome inv = runStrategy(t, "evolutionary", o, host, nullptr, true, true);
-          record(invertedCol, inv);
+          record(invertedCol, inv, "evo+inverted");
           if (evoOut) {
             priorPairs.back().invMed = quantile(inv.hits, 0.5);
             priorPairs.back().invP90 = quantile(inv.hits, 0.9);
@@ -512,6 +524,28 @@ int main(int argc, char** argv) {
     }
     for (const auto& r : ratios) std::printf("%s", r.c_str());
     std::printf("\n");
+    jsonTables.push_back(std::move(jt));
+  }
+  if (!o.json.empty()) {
+    // The options as given, less --json's own, so that the page can say how to replay it.
+    std::string options;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--json") {
+        ++i;
+        continue;
+      }
+      if (a.rfind("--json=", 0) == 0) continue;
+      options += (options.empty() ? "" : " ") + a;
+    }
+    nlohmann::json doc = {{"bench", "search_efficiency"}, {"options", options}, {"seeds", o.seeds}, {"first_seed", o.firstSeed},
+                          {"target", o.target}, {"batch", batchFor(o)}, {"development", o.dev}, {"tables", jsonTables}};
+    std::FILE* f = std::fopen(o.json.c_str(), "w");
+    const std::string text = doc.dump(1) + "\n";
+    if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) {
+      std::fprintf(stderr, "search_efficiency: cannot write --json %s\n", o.json.c_str());
+      return 2;
+    }
   }
 
   auto summarize = [&](const Column& c, int which /* 0 GPU, 1 host, 2 all, 3 synthetic */, double* gMed, double* gP90,

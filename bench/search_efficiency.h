@@ -44,6 +44,7 @@ struct BenchOptions {
   // are held out: a setting is kept when the development split says it helps and the held-out
   // split agrees (docs/search-notes.md).
   std::vector<std::string> dev = {"convolution", "host", "device", "synthetic_plateau_trap"};
+  std::string json;  // also write every table's per-seed trials here (bench/results_page.py reads it)
   search::TransferSettings transfer;  // how a session learns from the other tables
 };
 

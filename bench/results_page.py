@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""Writes docs/results.md's generated sections from the benches' JSON outputs, with SVG plots.
+
+A bench run with `--json FILE` (today: build/bench/search_efficiency) leaves its figures as data;
+this script turns each such file into a section of docs/results.md between the markers
+
+    <!-- results_page: NAME begin -->  ...  <!-- results_page: NAME end -->
+
+(NAME: the JSON file's name without .json) and, with --svg, draws its plot next to the JSON file
+(NAME.svg) with matplotlib. The markdown is computed from the JSON alone (no clock, no host), so
+`--check` can tell, without matplotlib, whether docs/results.md says what the committed JSON says.
+
+  python3 bench/results_page.py docs/results/search_efficiency.json            # rewrite the section
+  build/pyenv/bin/python bench/results_page.py --svg docs/results/search_efficiency.json   # and the plot
+  python3 bench/results_page.py --check docs/results/search_efficiency.json    # exit 1 if they differ
+
+matplotlib is in the build's venv (build/pyenv, made by scripts/python_env.sh from
+python/requirements-test.txt); `--svg` says so in one line when the interpreter cannot import it.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+DEFAULT_MD = os.path.join(ROOT, "docs", "results.md")
+
+
+class PageError(Exception):
+    """A JSON file or a results page this script cannot use; the message is the one line printed."""
+
+
+def geomean(v):
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
+
+
+def quantile(v, q):
+    """The bench's quantile (linear between the order statistics, as bench/search_efficiency.cpp)."""
+    s = sorted(v)
+    pos = q * (len(s) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise PageError(f"{path}: not a readable JSON file ({e})")
+    if not isinstance(doc, dict) or doc.get("bench") != "search_efficiency":
+        raise PageError(f"{path}: not a search_efficiency --json output (its \"bench\" is {doc.get('bench')!r})"
+                        if isinstance(doc, dict) else f"{path}: not a JSON object")
+    tables = doc.get("tables")
+    if not isinstance(tables, list) or not tables:
+        raise PageError(f"{path}: no tables")
+    for t in tables:
+        for key in ("table", "split", "configs", "random", "columns"):
+            if key not in t:
+                raise PageError(f"{path}: a table without \"{key}\"")
+        for name, col in t["columns"].items():
+            trials = col.get("trials")
+            if not isinstance(trials, list) or not trials or not all(isinstance(x, (int, float)) and x > 0 for x in trials):
+                raise PageError(f"{path}: {t['table']} {name}: \"trials\" must be a non-empty list of positive counts")
+            # The medians and p90s are recomputed from the per-seed trials, so that a hand edit of
+            # one without the other cannot pass unnoticed.
+            for q, key in ((0.5, "median"), (0.9, "p90")):
+                if abs(quantile(trials, q) - col.get(key, -1)) > 1e-6:
+                    raise PageError(f"{path}: {t['table']} {name}: its {key} {col.get(key)} is not the {key} of its trials")
+    return doc
+
+
+ORDER = ["evolutionary", "ga", "random", "exhaustive", "evo+warm", "evo+prior", "evo+inverted"]
+
+
+def column_names(doc):
+    """The columns any table has: the bench's own order first (the strategies, then evo+warm,
+    evo+prior and evo+inverted), any other after them by name."""
+    names = set()
+    for t in doc["tables"]:
+        names.update(t["columns"])
+    return [n for n in ORDER if n in names] + sorted(n for n in names if n not in ORDER)
+
+
+def unique_names(tables):
+    """Table names, the second and later of a repeated name numbered (a record export may hold
+    several tables of one shape: other dtypes or knob sets)."""
+    seen, out = {}, []
+    for t in tables:
+        n = seen[t["table"]] = seen.get(t["table"], 0) + 1
+        out.append(t["table"] if n == 1 else f"{t['table']} #{n}")
+    return out
+
+
+def label(name):
+    return "evo+xgboost" if name == "evolutionary" else name
+
+
+def fmt(x):
+    return f"{x:.0f}" if x >= 10 else f"{x:.1f}"
+
+
+def section_markdown(doc, json_rel, svg_rel):
+    """The section's markdown (between the markers), from the JSON alone. `json_rel`: the JSON file
+    as the reader names it (from the repository's root); `svg_rel`: the plot, from the page."""
+    cols = column_names(doc)
+    out = []
+    out.append(f"Written by `bench/results_page.py` from `{json_rel}` (do not edit by hand: rerun the")
+    out.append(f"script). Replay: `build/bench/search_efficiency {doc.get('options', '')} --json "
+               f"{json_rel}`, then `python3 bench/results_page.py --svg {json_rel}`.")
+    out.append(f"Trials to reach {doc['target'] * 100:.0f} % of each table's best recorded config, {doc['seeds']} seeds "
+               f"from seed {doc.get('first_seed', 0)}, batch {doc['batch']}: median / p90, and random / strategy "
+               "(random: the exact expectation of sampling without replacement). Settings are chosen on the "
+               f"development kernels ({', '.join(doc['development'])}); the rest are held out.")
+    out.append("")
+    out.append(f"![random / evo+xgboost per table, median and p90]({svg_rel})")
+    out.append("")
+    out.append(f"![share of runs done against trials, per split and column]({convergence_path(svg_rel)})")
+    out.append("")
+    head = ["table", "split", "configs", "random"] + [label(c) for c in cols] + [f"rnd/{label(c)}" for c in cols]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---|" * len(head))
+    for t, shown in zip(doc["tables"], unique_names(doc["tables"])):
+        r = t["random"]
+        cells = [shown, t["split"], str(t["configs"]), f"{fmt(r['median'])} / {fmt(r['p90'])}"]
+        ratios = []
+        for c in cols:
+            col = t["columns"].get(c)
+            if col is None:
+                cells.append("-")
+                ratios.append("-")
+                continue
+            cells.append(f"{fmt(col['median'])} / {fmt(col['p90'])}")
+            ratios.append(f"{r['median'] / col['median']:.1f}x / {r['p90'] / col['p90']:.1f}x")
+        out.append("| " + " | ".join(cells + ratios) + " |")
+    out.append("")
+    out.append("Geomean of random / strategy at the median (p90 after the slash), per split:")
+    out.append("")
+    out.append("| split | tables | " + " | ".join(label(c) for c in cols) + " |")
+    out.append("|---|---|" + "---|" * len(cols))
+    for split in ("development", "held-out"):
+        rows = [t for t in doc["tables"] if t["split"] == split]
+        if not rows:
+            continue
+        cells = []
+        for c in cols:
+            have = [t for t in rows if c in t["columns"]]
+            if not have:
+                cells.append("-")
+                continue
+            gm = geomean([t["random"]["median"] / t["columns"][c]["median"] for t in have])
+            gp = geomean([t["random"]["p90"] / t["columns"][c]["p90"] for t in have])
+            cells.append(f"{gm:.1f}x / {gp:.1f}x ({len(have)})")
+        out.append(f"| {split} | {len(rows)} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def markers(name):
+    return f"<!-- results_page: {name} begin -->", f"<!-- results_page: {name} end -->"
+
+
+def splice(page, name, body):
+    """`page` with the section `name` replaced by `body` (appended at the end when it has none)."""
+    begin, end = markers(name)
+    b, e = page.find(begin), page.find(end)
+    if (b < 0) != (e < 0) or (b >= 0 and e < b):
+        raise PageError(f"the results page has one of the markers of {name} without the other")
+    block = f"{begin}\n{body}{end}"
+    if b < 0:
+        return page.rstrip("\n") + "\n\n" + block + "\n"
+    return page[:b] + block + page[e + len(end):]
+
+
+def current(page, name):
+    begin, end = markers(name)
+    b, e = page.find(begin), page.find(end)
+    if b < 0 or e < 0:
+        return None
+    return page[b + len(begin) + 1:e]
+
+
+def draw(doc, svg_path):
+    try:
+        import matplotlib
+    except ImportError:
+        raise PageError("--svg needs matplotlib: run it with build/pyenv/bin/python (bash scripts/python_env.sh makes it)")
+    matplotlib.use("svg")
+    import matplotlib.pyplot as plt
+    # Reproducible SVG: fixed ids, no date, text as text (searchable, smaller than glyph paths).
+    matplotlib.rcParams["svg.hashsalt"] = "tessera"
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    tables = sorted(doc["tables"], key=lambda t: (t["split"] != "development", t["table"]))
+    evo = "evolutionary"
+    tables = [t for t in tables if evo in t["columns"]]
+    if not tables:
+        raise PageError("no table has an evo+xgboost column to draw")
+    med = [t["random"]["median"] / t["columns"][evo]["median"] for t in tables]
+    p90 = [t["random"]["p90"] / t["columns"][evo]["p90"] for t in tables]
+    colors = ["#3b6ea5" if t["split"] == "development" else "#d08a2c" for t in tables]
+    fig, ax = plt.subplots(figsize=(8, 0.28 * len(tables) + 1.4))
+    y = list(range(len(tables)))
+    ax.barh(y, med, color=colors, height=0.6)
+    ax.scatter(p90, y, marker="|", s=120, color="black", zorder=3, label="p90")
+    ax.set_yticks(y)
+    ax.set_yticklabels(unique_names(tables), fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.axvline(1, color="gray", linewidth=0.8)
+    ax.axvline(5, color="gray", linewidth=0.8, linestyle="--")
+    ax.set_xlabel("random / evo+xgboost, trials to 95 % of the best\n(bars: median; |: p90; dashed line: 5x)", fontsize=8)
+    from matplotlib.patches import Patch
+    ax.legend(handles=[Patch(color="#3b6ea5", label="development"), Patch(color="#d08a2c", label="held-out")],
+              fontsize=7, loc="lower right")
+    ax.set_title(f"search efficiency, {doc['seeds']} seeds", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(svg_path, metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+
+    # Convergence: per split, the share of runs (table x seed) that reached the target within a
+    # given multiple of random's median trials, one line per column; random's own line is the
+    # exact distribution of sampling without replacement, approximated by its median (x = 1).
+    cols = column_names(doc)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+    for ax, split in zip(axes, ("development", "held-out")):
+        rows = [t for t in doc["tables"] if t["split"] == split]
+        for i, c in enumerate(cols):
+            xs = sorted(x / t["random"]["median"] for t in rows if c in t["columns"] for x in t["columns"][c]["trials"])
+            if not xs:
+                continue
+            ys = [(i + 1) / len(xs) for i in range(len(xs))]
+            ax.step(xs, ys, where="post", label=label(c), linewidth=1.2, color=f"C{i}")  # one colour per column
+        ax.axvline(1, color="gray", linewidth=0.8, linestyle="--")
+        ax.set_xscale("log")
+        ax.set_title(f"{split} ({len(rows)} tables)", fontsize=9)
+        ax.set_xlabel("trials to 95 % / random's median", fontsize=8)
+        ax.grid(True, which="major", linewidth=0.3)
+    axes[0].set_ylabel("share of runs done", fontsize=8)
+    axes[0].legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(convergence_path(svg_path), metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+
+
+def convergence_path(svg_path):
+    return svg_path[: -len(".svg")] + "_convergence.svg"
+
+
+def self_test():
+    """The script against made-up inputs: a section written is one --check accepts; an edited page,
+    an edited trial count, a median that is not its trials' and a lone marker are each caught; the
+    plot (when matplotlib imports) names every table and is the same bytes when drawn twice."""
+    import copy
+    import subprocess
+    import tempfile
+    doc = {"bench": "search_efficiency", "options": "--seeds 3", "seeds": 3, "first_seed": 0, "target": 0.95,
+           "batch": 4, "development": ["host"], "tables": []}
+    for name, split, trials in (("host_a", "development", [10.0, 12.0, 30.0]), ("gemm_b", "held-out", [40.0, 50.0, 60.0])):
+        doc["tables"].append({"table": name, "kernel": name, "split": split, "configs": 500, "within_target": 5,
+                              "random": {"median": 100.0, "p90": 300.0}, "cold_cap": {"median": 5.0, "p90": 5.0},
+                              "columns": {"evolutionary": {"median": quantile(trials, 0.5), "p90": quantile(trials, 0.9),
+                                                           "trials": trials}}})
+    me = os.path.abspath(__file__)
+    fails = []
+    with tempfile.TemporaryDirectory() as d:
+        page, js = os.path.join(d, "results.md"), os.path.join(d, "st.json")
+        with open(page, "w") as f:
+            f.write("# Results\n\nprose before\n")
+        with open(js, "w") as f:
+            json.dump(doc, f)
+        run = lambda *args: subprocess.run([sys.executable, me, "--md", page, *args], capture_output=True, text=True)
+        if run(js).returncode != 0 or run("--check", js).returncode != 0:
+            fails.append("a section just written is not accepted by --check")
+        text = open(page).read()
+        if "prose before" not in text or "| host_a | development | 500 | 100 / 300 | 12 / 26 | 8.3x / 11.4x |" not in text:
+            fails.append("the section lacks the prose around it or host_a's row: " + text)
+        if "| held-out | 1 | 2.0x / 5.2x (1) |" not in text:
+            fails.append("the held-out geomean row is not 2.0x / 5.2x")
+        with open(page, "w") as f:
+            f.write(text.replace("12 / 26", "11 / 26"))
+        r = run("--check", js)
+        if r.returncode != 1 or "does not say what st says" not in r.stderr:
+            fails.append(f"an edited page passed --check (rc {r.returncode}: {r.stderr.strip()})")
+        with open(page, "w") as f:
+            f.write(text)
+        edited = copy.deepcopy(doc)
+        edited["tables"][0]["columns"]["evolutionary"]["trials"][1] = 13.0
+        edited["tables"][0]["columns"]["evolutionary"]["median"] = 13.0
+        edited["tables"][0]["columns"]["evolutionary"]["p90"] = quantile([10.0, 13.0, 30.0], 0.9)
+        with open(js, "w") as f:
+            json.dump(edited, f)
+        r = run("--check", js)
+        if r.returncode != 1:
+            fails.append(f"a changed trial count passed --check (rc {r.returncode}: {r.stderr.strip()})")
+        edited["tables"][0]["columns"]["evolutionary"]["median"] = 12.0
+        with open(js, "w") as f:
+            json.dump(edited, f)
+        r = run("--check", js)
+        if r.returncode != 2 or "is not the median of its trials" not in r.stderr:
+            fails.append(f"a median that is not its trials' was not refused (rc {r.returncode}: {r.stderr.strip()})")
+        with open(page, "w") as f:
+            f.write("<!-- results_page: st begin -->\n")
+        with open(js, "w") as f:
+            json.dump(doc, f)
+        r = run(js)
+        if r.returncode != 2 or "without the other" not in r.stderr:
+            fails.append(f"a lone marker was not refused (rc {r.returncode})")
+        try:
+            import matplotlib  # noqa: F401
+            have_mpl = True
+        except ImportError:
+            have_mpl = False
+        if have_mpl:
+            with open(page, "w") as f:
+                f.write("")
+            svg = os.path.join(d, "st.svg")
+            if run("--svg", js).returncode != 0:
+                fails.append("--svg failed")
+            else:
+                first = open(svg, "rb").read()
+                run("--svg", js)
+                if open(svg, "rb").read() != first:
+                    fails.append("the same JSON drew two different SVG files")
+                if not first.startswith(b"<?xml") or b"host_a" not in first or b"gemm_b" not in first:
+                    fails.append("the SVG does not name every table")
+                conv = open(convergence_path(svg), "rb").read()
+                if b"held-out (1 tables)" not in conv or b"evo+xgboost" not in conv:
+                    fails.append("the convergence plot lacks a split's panel or the column's line")
+    for f in fails:
+        print("results_page self-test: " + f, file=sys.stderr)
+    print(f"results_page self-test: {'FAILED' if fails else 'ok'}"
+          f"{'' if have_mpl else ' (the plot not drawn: no matplotlib in ' + sys.executable + ')'}")
+    return 1 if fails else 0
+
+
+def main(argv):
+    if argv == ["--self-test"]:
+        return self_test()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("json", nargs="+", help="a bench's --json output (docs/results/NAME.json)")
+    ap.add_argument("--md", default=DEFAULT_MD, help="the results page (default: docs/results.md)")
+    ap.add_argument("--svg", action="store_true", help="also draw NAME.svg beside each JSON file (matplotlib)")
+    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a section differs from its JSON")
+    a = ap.parse_args(argv)
+    try:
+        try:
+            with open(a.md) as f:
+                page = f.read()
+        except OSError as e:
+            raise PageError(f"{a.md}: cannot read the results page ({e.strerror})")
+        stale = []
+        for path in a.json:
+            doc = load(path)
+            name = os.path.splitext(os.path.basename(path))[0]
+            svg = os.path.join(os.path.dirname(path), name + ".svg")
+            json_rel = os.path.relpath(os.path.abspath(path), ROOT)
+            if json_rel.startswith(".."):
+                json_rel = path
+            body = section_markdown(doc, json_rel, os.path.relpath(svg, os.path.dirname(os.path.abspath(a.md))))
+            if a.check:
+                if current(page, name) != body:
+                    stale.append(name)
+                continue
+            page = splice(page, name, body)
+            if a.svg:
+                draw(doc, svg)
+        if a.check:
+            if stale:
+                print(f"results_page: {a.md} does not say what {', '.join(stale)} says: "
+                      "rerun python3 bench/results_page.py on it", file=sys.stderr)
+                return 1
+            return 0
+        with open(a.md, "w") as f:
+            f.write(page)
+        return 0
+    except PageError as e:
+        print(f"results_page: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
