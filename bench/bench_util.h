@@ -65,25 +65,44 @@ inline std::pair<Timing, Timing> interleave(const std::function<void()>& a, cons
 // (this object's end), with the control at the run's thread count; one line of figures, and one
 // warning line when the run was busy (the control above kQuietSlowdown, or an interleaving's
 // p80/p20 above 1.5): its ratios are then uncertain.
+// What a LoadWatch saw (the figures of its line), for a bench's --json output.
+struct LoadSummary {
+  double before = 0, after = 0;  // 1-minute load averages
+  int cores = 0;
+  double stealPct = -1;          // below 0: unknown
+  double control0 = 0, control1 = 0, spread = 0;
+  bool busy = false;             // the warning line was printed
+};
+
 class LoadWatch {
  public:
   explicit LoadWatch(int threads) : threads_(std::max(1, threads)), before_(readLoad()), control0_(coreShareSlowdown(threads_)) {}
-  ~LoadWatch() {
+  ~LoadWatch() { finish(); }
+  // Reads the load now and prints the line (once: the first call, or the destructor's).
+  const LoadSummary& finish() {
+    if (done_) return summary_;
+    done_ = true;
     const LoadReading after = readLoad();
     const double control1 = coreShareSlowdown(threads_), spread = worstSpread();
+    summary_ = {before_.loadavg1, after.loadavg1, after.cores, after.stealPct, control0_, control1, spread, false};
     std::printf("load         %.2f before, %.2f after on %d cores%s; control %.2fx / %.2fx; worst p80/p20 %.2fx\n",
                 before_.loadavg1, after.loadavg1, after.cores,
                 after.stealPct >= 0 ? (", steal " + std::to_string(int(after.stealPct + 0.5)) + " %").c_str() : "",
                 control0_, control1, spread);
-    if (std::max(control0_, control1) > kQuietSlowdown || spread > 1.5)
+    if (std::max(control0_, control1) > kQuietSlowdown || spread > 1.5) {
+      summary_.busy = true;
       std::printf("WARNING: measured under load (control up to %.2fx, p80/p20 up to %.2fx): the ratios above are uncertain\n",
                   std::max(control0_, control1), spread);
+    }
+    return summary_;
   }
 
  private:
   int threads_;
   LoadReading before_;
   double control0_;
+  bool done_ = false;
+  LoadSummary summary_;
 };
 
 // The machine's load (/proc/loadavg: 1, 5 and 15 minute averages), printed before and after a
@@ -111,6 +130,7 @@ struct Args {
   std::string dtype = "f32";
   int threads = 1;
   std::string config;
+  std::string json;  // --json FILE: the run as data as well (bench/results_page.py)
 };
 inline bool parseArgs(int argc, char** argv, const char* usage, Args* out, int* exitCode) {
   for (int i = 1; i < argc; ++i) {
@@ -141,6 +161,10 @@ inline bool parseArgs(int argc, char** argv, const char* usage, Args* out, int* 
         }
         out->threads = int(t);
       }
+      continue;
+    }
+    if (a == "--json" && i + 1 < argc) {
+      out->json = argv[++i];
       continue;
     }
     if (a == "--db" && i + 1 < argc) {

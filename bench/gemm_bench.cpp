@@ -6,14 +6,16 @@
 // BUILD_BFLOAT16: the symbol is missing, so it is looked up at run time); f16 — sgemm on the same
 // values in f32 (OpenBLAS has no f16 GEMM: the goal there is f16 at least at f32 speed). With bench/.venv (bench/torch_venv.sh) a torch.matmul
 // column in the same dtype is added; without it the column is skipped.
-// Usage: gemm_bench [--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--config K=V,..] [sizes...]
-// With --db, a size whose winner is stored (by `tessera tune`) runs the tuned config.
+// Usage: gemm_bench [--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--config K=V,..] [--json FILE] [sizes...]
+// With --db, a size whose winner is stored (by `tessera tune`) runs the tuned config; with --json the
+// run is also written as data (host, peak, load, every row), which bench/results_page.py draws.
 #include <cblas.h>
 #include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "bench/bench_util.h"
@@ -31,7 +33,7 @@ using namespace tessera;
 
 int main(int argc, char** argv) {
   bench::Args args;
-  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--config K=V,...] [size...]",
+  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--config K=V,...] [--json FILE] [size...]",
                                     &args, &rc))
     return rc;
   bench::LoadWatch load(args.threads);  // the load before and after, printed when the run ends
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
   int bad = 0;
   bool above = false;
   std::vector<std::string> configs;
+  nlohmann::json rows = nlohmann::json::array();
   for (int64_t n : sizes) {
     ir::GemmSpec s;
     s.m = s.n = s.k = n;
@@ -150,11 +153,21 @@ int main(int argc, char** argv) {
     double flops = 2.0 * double(n) * double(n) * double(n);
     double gt = flops / tt.best_s * 1e-9, gb = flops / tb.best_s * 1e-9;
     std::printf("%6lld  %-7s %9.1f %9.1f %6.3fx", (long long)n, which.c_str(), gt, gb, gt / gb);
+    nlohmann::json row = {{"m", n}, {"n", n}, {"k", n}, {"config_kind", which}, {"config", cfg.str()},
+                          {"tessera_gflops", gt}, {"anchor_gflops", gb}, {"tessera_median_gflops", flops / tt.median_s * 1e-9},
+                          {"anchor_median_gflops", flops / tb.median_s * 1e-9},
+                          {"peak_gflops", host.computePeakGflops(dtype, cfg.hostThreads())},
+                          {"checked", e1.ok}, {"anchor_checked", e2.ok}};
     if (torch) {
       auto it = torchSec.find(n);
-      if (it != torchSec.end()) std::printf(" %9.1f %6.3fx", flops / it->second * 1e-9, gt / (flops / it->second * 1e-9));
-      else std::printf(" %9s %7s", "-", "-");
+      if (it != torchSec.end()) {
+        std::printf(" %9.1f %6.3fx", flops / it->second * 1e-9, gt / (flops / it->second * 1e-9));
+        row["torch_gflops"] = flops / it->second * 1e-9;
+      } else {
+        std::printf(" %9s %7s", "-", "-");
+      }
     }
+    rows.push_back(std::move(row));
     std::printf(" %7s  %s %.1e / %.1e%s\n", bench::ofPeak(gt / host.computePeakGflops(dtype, cfg.hostThreads()), &above).c_str(),
                 e1.ok ? "ok" : "WRONG",
                 e1.maxRelErr, e2.maxRelErr, e2.ok ? "" : " (anchor WRONG)");
@@ -167,5 +180,21 @@ int main(int argc, char** argv) {
   bench::peakFootnote(above);
   std::printf("configs:\n");
   for (const auto& c : configs) std::printf("  %s\n", c.c_str());
+  const bench::LoadSummary& ld = load.finish();
+  if (!args.json.empty()) {
+    nlohmann::json doc = {{"bench", "gemm"}, {"dtype", args.dtype}, {"threads", args.threads}, {"host", host.model},
+                          {"arch", host.arch}, {"isa", host.isa}, {"fma_peak_gflops_f32_one_core", host.peakGflopsF32},
+                          {"clock_ghz", host.clockGHz}, {"anchor", std::string(anchor) + " (OpenBLAS " + openblas_get_corename() + ")"},
+                          {"load", {{"before", ld.before}, {"after", ld.after}, {"cores", ld.cores}, {"steal_pct", ld.stealPct},
+                                    {"control", std::max(ld.control0, ld.control1)}, {"worst_p80_p20", ld.spread},
+                                    {"busy", ld.busy}}},
+                          {"rows", rows}};
+    std::FILE* f = std::fopen(args.json.c_str(), "w");
+    const std::string text = doc.dump(1) + "\n";
+    if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) {
+      std::fprintf(stderr, "gemm_bench: cannot write --json %s\n", args.json.c_str());
+      return 2;
+    }
+  }
   return bad ? 1 : 0;
 }

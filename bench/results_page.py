@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes docs/results.md's generated sections from the benches' JSON outputs, with SVG plots.
 
-A bench run with `--json FILE` (today: build/bench/search_efficiency) leaves its figures as data;
+A bench run with `--json FILE` (build/bench/search_efficiency: trials per table and seed;
+build/bench/gemm_bench: GFLOP/s per shape with the host, its peak and its load) leaves its figures as data;
 this script turns each such file into a section of docs/results.md between the markers
 
     <!-- results_page: NAME begin -->  ...  <!-- results_page: NAME end -->
@@ -50,9 +51,13 @@ def load(path):
             doc = json.load(f)
     except (OSError, ValueError) as e:
         raise PageError(f"{path}: not a readable JSON file ({e})")
-    if not isinstance(doc, dict) or doc.get("bench") != "search_efficiency":
-        raise PageError(f"{path}: not a search_efficiency --json output (its \"bench\" is {doc.get('bench')!r})"
-                        if isinstance(doc, dict) else f"{path}: not a JSON object")
+    if not isinstance(doc, dict):
+        raise PageError(f"{path}: not a JSON object")
+    if doc.get("bench") == "gemm":
+        return load_gemm(path, doc)
+    if doc.get("bench") != "search_efficiency":
+        raise PageError(f"{path}: not the --json output of search_efficiency or gemm_bench (its \"bench\" is "
+                        f"{doc.get('bench')!r})")
     tables = doc.get("tables")
     if not isinstance(tables, list) or not tables:
         raise PageError(f"{path}: no tables")
@@ -70,6 +75,88 @@ def load(path):
                 if abs(quantile(trials, q) - col.get(key, -1)) > 1e-6:
                     raise PageError(f"{path}: {t['table']} {name}: its {key} {col.get(key)} is not the {key} of its trials")
     return doc
+
+
+def load_gemm(path, doc):
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise PageError(f"{path}: no rows")
+    for key in ("dtype", "threads", "host", "anchor", "load", "fma_peak_gflops_f32_one_core"):
+        if key not in doc:
+            raise PageError(f"{path}: no \"{key}\"")
+    for r in rows:
+        for key in ("m", "n", "k", "tessera_gflops", "anchor_gflops", "peak_gflops", "checked"):
+            if key not in r:
+                raise PageError(f"{path}: a row without \"{key}\"")
+        if not all(isinstance(r[k], (int, float)) and r[k] > 0 for k in ("tessera_gflops", "anchor_gflops", "peak_gflops")):
+            raise PageError(f"{path}: a row's GFLOP/s must be positive numbers")
+    return doc
+
+
+def gemm_markdown(doc, json_rel, svg_rel):
+    """A gemm_bench run: its machine and load, a row per shape, and the roofline plot."""
+    ld = doc["load"]
+    t = doc["threads"]
+    out = [f"Written by `bench/results_page.py` from `{json_rel}` (do not edit by hand: rerun the",
+           f"script). Measured with `build/bench/gemm_bench --dtype {doc['dtype']} --threads {t} "
+           f"{' '.join(str(r['m']) for r in doc['rows'])} --json {json_rel}` on {doc['host']} ({doc.get('arch', '?')}), "
+           f"FMA peak {doc['fma_peak_gflops_f32_one_core']:.1f} GFLOP/s f32 per core as the bench measured it, "
+           f"{t} thread{'s' if t > 1 else ''}; anchor {doc['anchor']} in the same process, interleaved. "
+           f"Load {ld['before']:.2f} before, {ld['after']:.2f} after on {ld['cores']} cores, control "
+           f"{ld['control']:.2f}x, worst p80/p20 {ld['worst_p80_p20']:.2f}x"
+           + (": **measured under load, the ratios are uncertain**." if ld.get("busy") else " (quiet)."),
+           "", f"![GFLOP/s against arithmetic intensity, the compute roof]({svg_rel})", ""]
+    torch = any("torch_gflops" in r for r in doc["rows"])
+    head = ["M x N x K", "config", "Tessera GFLOP/s", "anchor GFLOP/s", "ratio"]
+    if torch:
+        head += ["torch GFLOP/s", "ratio"]
+    head += ["of peak", "checked"]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---|" * len(head))
+    for r in doc["rows"]:
+        share = r["tessera_gflops"] / r["peak_gflops"]
+        cells = [f"{r['m']}x{r['n']}x{r['k']}", r.get("config_kind", "?"), f"{r['tessera_gflops']:.1f}",
+                 f"{r['anchor_gflops']:.1f}", f"{r['tessera_gflops'] / r['anchor_gflops']:.2f}x"]
+        if torch:
+            tg = r.get("torch_gflops")
+            cells += [f"{tg:.1f}", f"{r['tessera_gflops'] / tg:.2f}x"] if tg else ["-", "-"]
+        # Never a bare share above 100 %: the probe read the peak low (bench_util.h ofPeak).
+        cells += [f"{share * 100:.1f} %" if share <= 1 else f"{share * 100:.0f} %*", "ok" if r["checked"] else "WRONG"]
+        out.append("| " + " | ".join(cells) + " |")
+    if any(r["tessera_gflops"] > r["peak_gflops"] for r in doc["rows"]):
+        out.append("")
+        out.append("\\* above the measured peak: no kernel beats the hardware, so the probe read the peak low.")
+    return "\n".join(out) + "\n"
+
+
+def draw_gemm(doc, svg_path, plt):
+    es = {"f32": 4, "bf16": 2, "f16": 2}.get(doc["dtype"], 4)
+    rows = doc["rows"]
+    # Arithmetic intensity: flops over the bytes of A, B and C each moved once.
+    ai = [2 * r["m"] * r["n"] * r["k"] / (es * (r["m"] * r["k"] + r["k"] * r["n"]) + 4 * r["m"] * r["n"]) for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    ax.scatter(ai, [r["tessera_gflops"] for r in rows], label="Tessera", color="C0", zorder=3)
+    ax.scatter(ai, [r["anchor_gflops"] for r in rows], label=doc["anchor"], color="C1", marker="s", zorder=3)
+    if any("torch_gflops" in r for r in rows):
+        pts = [(a, r["torch_gflops"]) for a, r in zip(ai, rows) if "torch_gflops" in r]
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts], label="torch", color="C2", marker="^", zorder=3)
+    for a, r in zip(ai, rows):
+        ax.annotate(f"{r['m']}x{r['n']}x{r['k']}", (a, r["tessera_gflops"]), fontsize=6, xytext=(4, 4),
+                    textcoords="offset points")
+    peak = max(r["peak_gflops"] for r in rows)
+    ax.axhline(peak, color="gray", linestyle="--", linewidth=0.8)
+    ax.text(min(ai), peak, f" compute peak {peak:.0f} GFLOP/s", fontsize=7, va="bottom")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (flops per byte of A, B and C)", fontsize=8)
+    ax.set_ylabel("GFLOP/s (fastest call)", fontsize=8)
+    t = doc["threads"]
+    ax.set_title(f"GEMM {doc['dtype']}, {t} thread{'s' if t > 1 else ''}, {doc['host']}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, which="major", linewidth=0.3)
+    fig.tight_layout()
+    fig.savefig(svg_path, metadata={"Date": None, "Creator": None})
+    plt.close(fig)
 
 
 ORDER = ["evolutionary", "ga", "random", "exhaustive", "evo+warm", "evo+prior", "evo+inverted"]
@@ -105,6 +192,8 @@ def fmt(x):
 def section_markdown(doc, json_rel, svg_rel):
     """The section's markdown (between the markers), from the JSON alone. `json_rel`: the JSON file
     as the reader names it (from the repository's root); `svg_rel`: the plot, from the page."""
+    if doc["bench"] == "gemm":
+        return gemm_markdown(doc, json_rel, svg_rel)
     cols = column_names(doc)
     out = []
     out.append(f"Written by `bench/results_page.py` from `{json_rel}` (do not edit by hand: rerun the")
@@ -191,6 +280,8 @@ def draw(doc, svg_path):
     # Reproducible SVG: fixed ids, no date, text as text (searchable, smaller than glyph paths).
     matplotlib.rcParams["svg.hashsalt"] = "tessera"
     matplotlib.rcParams["svg.fonttype"] = "none"
+    if doc["bench"] == "gemm":
+        return draw_gemm(doc, svg_path, plt)
     tables = sorted(doc["tables"], key=lambda t: (t["split"] != "development", t["table"]))
     evo = "evolutionary"
     tables = [t for t in tables if evo in t["columns"]]
@@ -327,6 +418,35 @@ def self_test():
                 conv = open(convergence_path(svg), "rb").read()
                 if b"held-out (1 tables)" not in conv or b"evo+xgboost" not in conv:
                     fails.append("the convergence plot lacks a split's panel or the column's line")
+        # A gemm_bench run: its row, a share above the peak starred (never a bare figure past 100 %),
+        # and its plot.
+        gemm = {"bench": "gemm", "dtype": "f32", "threads": 1, "host": "Test CPU", "arch": "x86-64-v4",
+                "fma_peak_gflops_f32_one_core": 100.0, "anchor": "sgemm (OpenBLAS Test)",
+                "load": {"before": 0.1, "after": 0.2, "cores": 2, "control": 1.0, "worst_p80_p20": 1.1, "busy": False},
+                "rows": [{"m": 256, "n": 256, "k": 256, "config_kind": "default", "tessera_gflops": 80.0,
+                          "anchor_gflops": 64.0, "peak_gflops": 100.0, "checked": True},
+                         {"m": 512, "n": 512, "k": 512, "config_kind": "default", "tessera_gflops": 104.0,
+                          "anchor_gflops": 104.0, "peak_gflops": 100.0, "checked": True}]}
+        gj = os.path.join(d, "g.json")
+        with open(gj, "w") as f:
+            json.dump(gemm, f)
+        with open(page, "w") as f:
+            f.write("")
+        r = run(*(["--svg"] if have_mpl else []), gj)
+        text = open(page).read()
+        if r.returncode != 0 or "| 256x256x256 | default | 80.0 | 64.0 | 1.25x | 80.0 % | ok |" not in text:
+            fails.append(f"the gemm section lacks its 256^3 row (rc {r.returncode}): {text}")
+        if "| 104 %* |" not in text or "above the measured peak" not in text:
+            fails.append("a share above the peak is not starred and explained")
+        if "(quiet)" not in text:
+            fails.append("a quiet run is not said to be quiet")
+        if have_mpl and b"compute peak 100 GFLOP/s" not in open(os.path.join(d, "g.svg"), "rb").read():
+            fails.append("the gemm plot lacks its compute roof")
+        gemm["rows"][0]["tessera_gflops"] = -1
+        with open(gj, "w") as f:
+            json.dump(gemm, f)
+        if run("--check", gj).returncode != 2:
+            fails.append("a negative GFLOP/s was not refused")
     for f in fails:
         print("results_page self-test: " + f, file=sys.stderr)
     print(f"results_page self-test: {'FAILED' if fails else 'ok'}"
