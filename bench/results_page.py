@@ -14,6 +14,7 @@ this script turns each such file into a section of docs/results.md between the m
   python3 bench/results_page.py docs/results/search_efficiency.json            # rewrite the section
   build/pyenv/bin/python bench/results_page.py --svg docs/results/search_efficiency.json   # and the plot
   python3 bench/results_page.py --check docs/results/search_efficiency.json    # exit 1 if they differ
+  python3 bench/results_page.py --check docs/results     # every JSON there, and no section without one
 
 matplotlib is in the build's venv (build/pyenv, made by scripts/python_env.sh from
 python/requirements-test.txt); `--svg` says so in one line when the interpreter cannot import it.
@@ -22,6 +23,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -343,6 +345,7 @@ def self_test():
     an edited trial count, a median that is not its trials' and a lone marker are each caught; the
     plot (when matplotlib imports) names every table and is the same bytes when drawn twice."""
     import copy
+    import shutil
     import subprocess
     import tempfile
     doc = {"bench": "search_efficiency", "options": "--seeds 3", "seeds": 3, "first_seed": 0, "target": 0.95,
@@ -442,6 +445,15 @@ def self_test():
             fails.append("a quiet run is not said to be quiet")
         if have_mpl and b"compute peak 100 GFLOP/s" not in open(os.path.join(d, "g.svg"), "rb").read():
             fails.append("the gemm plot lacks its compute roof")
+        # A folder is the whole set: a section whose JSON is not in it is refused.
+        folder = os.path.join(d, "set")
+        os.mkdir(folder)
+        shutil.copy(gj, folder)
+        with open(page, "a") as f:
+            f.write("\n<!-- results_page: gone begin -->\n<!-- results_page: gone end -->\n")
+        r = run("--check", folder)
+        if r.returncode != 2 or "section gone has no gone.json" not in r.stderr:
+            fails.append(f"a section without its JSON passed a folder's --check (rc {r.returncode}: {r.stderr.strip()})")
         gemm["rows"][0]["tessera_gflops"] = -1
         with open(gj, "w") as f:
             json.dump(gemm, f)
@@ -470,7 +482,21 @@ def main(argv):
         except OSError as e:
             raise PageError(f"{a.md}: cannot read the results page ({e.strerror})")
         stale = []
+        paths = []
         for path in a.json:
+            if os.path.isdir(path):
+                found = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".json"))
+                if not found:
+                    raise PageError(f"{path}: no .json files")
+                paths += found
+                # A folder is the whole set: a section whose JSON is gone is stale too.
+                names = {os.path.splitext(os.path.basename(f))[0] for f in found}
+                for m in re.finditer(r"<!-- results_page: (\S+) begin -->", page):
+                    if m.group(1) not in names:
+                        raise PageError(f"{a.md}: section {m.group(1)} has no {m.group(1)}.json in {path}")
+            else:
+                paths.append(path)
+        for path in paths:
             doc = load(path)
             name = os.path.splitext(os.path.basename(path))[0]
             svg = os.path.join(os.path.dirname(path), name + ".svg")
