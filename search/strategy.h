@@ -48,12 +48,14 @@ struct CategoricalSlots {
 // the measured log throughput split the space into niches; each batch gives one greedy slot to
 // the niche of highest upper confidence bound (best share of the best, plus explore *
 // sqrt(ln trials / (1 + visits))), its first `draws` visits uniform inside it. By default over
-// switches, whose two kernels' landscapes differ and which a model extrapolates across badly.
+// knobs of two or three values: switches, whose two kernels' landscapes differ and which a model
+// extrapolates across badly, and three-valued knobs, one value of which can hold a plateau that
+// traps the search while the best is under another (issue 49 item 3; docs/search-notes.md).
 struct NicheSettings {
   int knobs = 2;  // 0: off
   double explore = 1.0;
   int draws = 2;
-  int maxValues = 2;
+  int maxValues = 3;
 };
 
 // How a prior (the analytic model's estimate, or other GPUs' score in a transfer) steers the

@@ -3,7 +3,8 @@
 // for the plateau, text-valued knobs, a deceptive pair), and a replayed tune beats random search
 // by 3x at the median on small needle, plateau and categorical ones (issue 29, item 4) while
 // random search itself, the negative control, does not; and the niche slot makes the joint move a
-// trap needs (without it, the control, the search stays in the trap's basin).
+// trap needs (without it, the control, the search stays in the trap's basin), and over
+// three-valued knobs it leaves a plateau trap in every seed (over switches only it does not).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,9 +29,9 @@ ReplayTable tableOf(const std::string& kind, uint64_t seed, double scale) {
   return t.ok() ? *t : ReplayTable{};
 }
 
-// Median trials to 95 % of the best over `seeds` replayed tunes with `strategy`.
-double medianTrials(const ReplayTable& table, const std::string& strategy, int seeds,
-                    const std::function<void(SearchSettings&)>& tweak = {}) {
+// Trials to 95 % of the best of `seeds` replayed tunes with `strategy`, sorted.
+std::vector<int> trialsPerSeed(const ReplayTable& table, const std::string& strategy, int seeds,
+                               const std::function<void(SearchSettings&)>& tweak = {}) {
   const double bar = 0.95 * table.bestThroughput();
   const ir::Space space = table.space;
   TuneProblem p{table.key, table.space, TargetDesc{}, [space](const cache::HardKey&) { return costmodel::makeKnobFeatures(space); }};
@@ -58,6 +59,13 @@ double medianTrials(const ReplayTable& table, const std::string& strategy, int s
     hits.push_back(hit ? hit : int(table.results.size()));
   }
   std::sort(hits.begin(), hits.end());
+  return hits;
+}
+
+// Median trials to 95 % of the best over `seeds` replayed tunes with `strategy`.
+double medianTrials(const ReplayTable& table, const std::string& strategy, int seeds,
+                    const std::function<void(SearchSettings&)>& tweak = {}) {
+  const std::vector<int> hits = trialsPerSeed(table, strategy, seeds, tweak);
   return hits.size() % 2 ? hits[hits.size() / 2] : 0.5 * (hits[hits.size() / 2 - 1] + hits[hits.size() / 2]);
 }
 
@@ -186,7 +194,7 @@ TEST(SyntheticTables, TheNicheSlotMakesTheJointMoveOfATrap) {
   // steps stay in the 0.85 basin. The niche slot (a bandit over the joint values of the two knobs
   // that explain most of the measurements) makes the move. Control: the same search without it
   // does not beat random threefold on this table. (By default the slot splits the space by
-  // switches only: over any knobs it costs the convolution files trials, see
+  // knobs of up to three values only: over any knobs it costs the convolution files trials, see
   // NicheSettings.)
   ReplayTable t = tableOf("trap", 3, 1.0);
   const size_t N = t.results.size(), k = t.countAtLeast(0.95);
@@ -203,3 +211,21 @@ TEST(SyntheticTables, TheNicheSlotMakesTheJointMoveOfATrap) {
   EXPECT_GT(without * 3, rnd) << "without the niche slot the trap holds (the control)";
 }
 
+TEST(SyntheticTables, TheNicheOverThreeValuedKnobsLeavesAPlateauTrap) {
+  // The plateau trap: one value of a three-valued knob is a broad plateau (0.80-0.87 of the
+  // best, the better value on median) and every config within 95 % has one of the other two.
+  // The niche slot over knobs of up to three values (the default, NicheSettings::maxValues)
+  // keeps a slot for each value while its best share of the best leaves it a chance, so the
+  // search leaves the plateau in every seed. Control: the slot over switches only (the old
+  // default) stays on the plateau in some seeds, and its slowest is several times as slow.
+  ReplayTable t = tableOf("plateau_trap", 1, 0.8);
+  const size_t N = t.results.size(), k = t.countAtLeast(0.95);
+  const double rnd = randomMedian(N, k);
+  const std::vector<int> with = trialsPerSeed(t, "evolutionary", 8);
+  const std::vector<int> without = trialsPerSeed(t, "evolutionary", 8, [](SearchSettings& s) { s.niche.maxValues = 2; });
+  std::printf("plateau trap %zu configs, %zu within 95 %%: random %.0f at the median; slowest of 8 seeds: niche over "
+              "three values %d, over switches %d; median %d and %d\n",
+              N, k, rnd, with.back(), without.back(), with[with.size() / 2], without[without.size() / 2]);
+  EXPECT_LE(with.back() * 3, rnd) << "the slowest seed leaves the plateau";
+  EXPECT_GT(without.back() * 3, rnd) << "over switches only, the plateau holds a seed (the control)";
+}
