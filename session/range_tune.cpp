@@ -1,5 +1,5 @@
 // Owns running one RangeTuneRequest: its checks, the kernel at the range's top, the target, the
-// store and the per-point settings handed to bundle::tuneRange (or its GPU estimate).
+// store and the per-point settings handed to tuneRange (or its GPU estimate).
 #include "session/range_tune.h"
 
 #include <algorithm>
@@ -58,7 +58,7 @@ Expected<RangeTuneOutcome> runRangeTune(const RangeTuneRequest& r) {
   TESSERA_TRY(checkMeasurement(r, t));
   TESSERA_ASSIGN(auto store, cache::openSqliteStore(r.db));
 
-  bundle::RangeTuneSettings s;
+  RangeTuneSettings s;
   s.spaceSpec = r.space;
   s.measure.timeoutSec = r.timeout;
   s.measure.measure.minTimeSec = r.minTime;
@@ -77,9 +77,9 @@ Expected<RangeTuneOutcome> runRangeTune(const RangeTuneRequest& r) {
   s.maxTrain = r.points;
   s.fixedUpTo = r.fixedUpTo;
   cache::Provenance prov = measure::provenanceFor(t, r.provenance);
-  TESSERA_ASSIGN(out.result, t.isGpu() ? bundle::tuneRangeGpuEstimate(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks)
-                                       : bundle::tuneRange(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks));
-  out.ruleFile = bundle::rangeRuleFile(out.result, t);
+  TESSERA_ASSIGN(out.result, t.isGpu() ? tuneRangeGpuEstimate(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks)
+                                       : tuneRange(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks));
+  out.ruleFile = rangeRuleFile(out.result, t);
   return out;
 }
 

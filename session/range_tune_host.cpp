@@ -15,7 +15,22 @@
 #include "search/space.h"
 #include "support/si_format.h"
 
-namespace tessera::bundle {
+namespace tessera::session {
+
+using bundle::Bucket;
+using bundle::DispatchRule;
+using bundle::RangePoints;
+using bundle::ShapeRange;
+using bundle::SizedCompileCache;
+using bundle::TimeTable;
+using bundle::fitDispatchRule;
+using bundle::makeSizedCompileCache;
+using bundle::makeSizedHostMeasurer;
+using bundle::pinFixedBucket;
+using bundle::rangeDimName;
+using bundle::rangeExtent;
+using bundle::rangePoints;
+using bundle::ruleToJson;
 
 namespace {
 
@@ -221,12 +236,12 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
     pointM = m;
     if (cb.shouldStop && cb.shouldStop()) return makeError(ErrorCode::RuntimeError, "interrupted");
     TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
-    TESSERA_ASSIGN(search::TuneProblem problem, search::tuneProblem(k, t, spec));
+    TESSERA_ASSIGN(TuneProblem problem, tuneProblem(k, t, spec));
     auto measurer = measure::makeHostMeasurer(k, t, s.measure);
-    search::SessionCallbacks scb;
+    SessionCallbacks scb;
     scb.onWarning = [&](const std::string& w) { warn(w); };
-    TESSERA_ASSIGN(search::SessionResult res, search::runTuneSession(problem, *measurer, store, nullptr, prov, s.session, scb));
-    if (res.outcome == search::SessionResult::Outcome::AlreadyTuned) {
+    TESSERA_ASSIGN(SessionResult res, runTuneSession(problem, *measurer, store, nullptr, prov, s.session, scb));
+    if (res.outcome == SessionResult::Outcome::AlreadyTuned) {
       auto c = ir::Config::fromJson(res.cached->config);
       if (c.ok() && !shapeGeneric(*c))
         warn(dim + "=" + std::to_string(m) + ": the stored winner (" + c->str() +
@@ -235,7 +250,7 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
       progress(dim + "=" + std::to_string(m) + ": stored winner " + (c.ok() ? c->str() : res.cached->config));
       continue;
     }
-    if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
+    if (res.outcome == SessionResult::Outcome::NothingCorrect) {
       warn(dim + "=" + std::to_string(m) + ": no candidate produced a correct result");
       continue;
     }
@@ -317,4 +332,4 @@ std::string rangeRuleFile(const RangeTuneResult& r, const TargetDesc& t) {
   return ruleToJson(r.rule, extra.dump());
 }
 
-}  // namespace tessera::bundle
+}  // namespace tessera::session
