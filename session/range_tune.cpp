@@ -1,9 +1,13 @@
 // Owns running one RangeTuneRequest: its checks, the kernel at the range's top, the target, the
-// store and the per-point settings handed to tuneRange (or its GPU estimate).
+// store and the per-point settings handed to tuneRange (or its GPU estimate); and the start both
+// range tunes share.
 #include "session/range_tune.h"
 
 #include <algorithm>
+#include <set>
 
+#include "ir/families.h"
+#include "ir/text.h"
 #include "store/store.h"
 #include "session/tune_request.h"
 
@@ -25,6 +29,27 @@ Status checkMeasurement(const RangeTuneRequest& r, const TargetDesc& t) {
 }
 
 }  // namespace
+
+Expected<bundle::RangePoints> startRangeTune(RangeTuneResult& r, const ir::Kernel& top, const bundle::ShapeRange& range,
+                                             int maxTrain) {
+  if (top.family == ir::Family::Gemm) {
+    TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(top));
+    if (g.transA) return makeError(ErrorCode::InvalidArgument, "a range of M needs A stored M x K: drop --trans-a");
+    if (g.batch > 0) return makeError(ErrorCode::InvalidArgument, "a range of M takes no --batch");
+  }
+  TESSERA_TRY(bundle::rangeExtent(top));  // attention: equal lengths
+  r.kernelIr = ir::printKernel(top);
+  r.kernelName = top.name;
+  r.dim = bundle::rangeDimName(top);
+  bundle::RangePoints pts = bundle::rangePoints(range, maxTrain);
+  std::set<int64_t> all(pts.train.begin(), pts.train.end());
+  all.insert(pts.heldOut.begin(), pts.heldOut.end());
+  r.table.points.assign(all.begin(), all.end());
+  auto indexOf = [&](int64_t v) { return size_t(std::lower_bound(r.table.points.begin(), r.table.points.end(), v) - r.table.points.begin()); };
+  for (int64_t v : pts.train) r.train.push_back(indexOf(v));
+  for (int64_t v : pts.heldOut) r.heldOut.push_back(indexOf(v));
+  return pts;
+}
 
 // The comparisons are written so that a NaN fails them too.
 Status checkRangeTune(const RangeTuneRequest& r) {

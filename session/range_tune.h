@@ -81,9 +81,12 @@ struct RangeTuneResult {
 // that failed at `prev`.
 std::vector<size_t> rangeCandidatesToMeasure(const bundle::TimeTable& t, size_t prev, const RangeTuneSettings& s);
 
-// The range's points (rangePoints: training and held out, log-spaced) into `r`'s table, train and
-// heldOut; both range tunes start from them. Returns the points.
-bundle::RangePoints placeRangePoints(RangeTuneResult& r, const bundle::ShapeRange& range, int maxTrain);
+// Where both range tunes start, given `top`, the kernel at the range's top: its checks (GEMM: A
+// stored M x K, no batch; attention: equal lengths), then `r` begun with its IR text, name and
+// range dimension, and the range's points (rangePoints: training and held out, log-spaced) in its
+// table, train and heldOut. Returns the points.
+Expected<bundle::RangePoints> startRangeTune(RangeTuneResult& r, const ir::Kernel& top, const bundle::ShapeRange& range,
+                                             int maxTrain);
 
 // `kernelAt(m)`: the kernel with M (GEMM), its leading dimension (elementwise) or its sequence
 // length (attention) = m, everything else fixed. `store`: where each point's records

@@ -28,7 +28,6 @@ using bundle::RangePoints;
 using bundle::ShapeRange;
 using bundle::fitDispatchRule;
 using bundle::rangeDimName;
-using bundle::rangeExtent;
 
 namespace {
 
@@ -62,18 +61,8 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
   const std::string dim = rangeDimName(maxKernel);
   if (t.vendor != Vendor::Nvidia)
     return makeError(ErrorCode::Unsupported, "a range of " + dim + " on a GPU target: NVIDIA targets only, not " + t.name);
-  if (fam == ir::Family::Gemm) {
-    TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
-    if (g.transA) return makeError(ErrorCode::InvalidArgument, "a range of M needs A stored M x K: drop --trans-a");
-    if (g.batch > 0) return makeError(ErrorCode::InvalidArgument, "a range of M takes no --batch");
-  }
-  TESSERA_TRY(rangeExtent(maxKernel));  // attention: equal lengths
-
   RangeTuneResult out;
-  out.kernelIr = ir::printKernel(maxKernel);
-  out.kernelName = maxKernel.name;
-  out.dim = dim;
-  const RangePoints pts = placeRangePoints(out, range, s.maxTrain);
+  TESSERA_ASSIGN(const RangePoints pts, startRangeTune(out, maxKernel, range, s.maxTrain));
 
   // 1. Each training point tuned through the estimate.
   std::vector<ir::Config> candidates;
