@@ -71,7 +71,7 @@ search::FeaturesForKey featuresFor(const Table& t, const BenchOptions& o, const 
 }
 
 // `warm`: the records of the other tables, for the warm-started variant (empty: cold start).
-// `withPrior`: the table's analytic model is the search's prior and a feature, as search::tuneProblem
+// `withPrior`: the table's analytic model is the search's prior and a feature, as session::tuneProblem
 // makes it for a GPU target. Each seed is one tuning session as `tessera tune` runs it, measured
 // by replay, without a store.
 // `inverted`: the prior's estimate turned upside down (the fastest predicted slowest), the
@@ -90,7 +90,7 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
   Outcome out;
   const double bar = o.target * table.bestThroughput();
   auto t0 = std::chrono::steady_clock::now();
-  search::TuneProblem problem{table.key, table.space, host ? *host : TargetDesc{}, featuresFor(tab, o, host)};
+  session::TuneProblem problem{table.key, table.space, host ? *host : TargetDesc{}, featuresFor(tab, o, host)};
   if (withPrior && tab.hasPrior()) problem.prior = tab.prior();
   if (withPrior && tab.hasPrior() && inverted)
     problem.prior = [p = problem.prior](const ir::Config& c) -> std::optional<double> {
@@ -108,7 +108,7 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
     };
   }
   for (int seed = o.firstSeed; seed < o.firstSeed + o.seeds; ++seed) {
-    search::SessionSettings ss;
+    session::SessionSettings ss;
     ss.loop.search = o.search;
     ss.loop.search.strategy = strategy;
     ss.loop.search.seed = uint64_t(seed) * 7919 + 1;
@@ -116,7 +116,7 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
     ss.loop.trials = int(table.results.size());
     ss.loop.topK = 0;
     ss.loop.measureDefault = false;
-    ss.cache = search::CachePolicy::Force;
+    ss.cache = session::CachePolicy::Force;
     ss.model = o.model;
     ss.model.seed = uint64_t(seed);
     ss.model.threads = 1;
@@ -132,7 +132,7 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
     ss.transfer.model.threads = 1;
     auto measurer = measure::makeReplayMeasurer(table);
     int hit = 0, trials = 0;
-    search::SessionCallbacks cb;
+    session::SessionCallbacks cb;
     cb.onTrial = [&](const measure::TrialResult& r, const search::TuneProgress& p) {
       trials = p.trial;
       if (!hit && r.ok() && r.throughput >= bar) hit = p.trial;
@@ -153,7 +153,7 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
         std::fprintf(stderr, "  %s seed %d: transfer dropped after %d trials (rank correlation %.2f)\n", table.name.c_str(), seed,
                      trials, rho);
     };
-    auto session = search::runTuneSession(problem, *measurer, nullptr, nullptr, {}, ss, cb, warm);
+    auto session = session::runTuneSession(problem, *measurer, nullptr, nullptr, {}, ss, cb, warm);
     if (!session.ok()) {
       std::fprintf(stderr, "search_efficiency: %s\n", session.error().message.c_str());
       std::exit(2);

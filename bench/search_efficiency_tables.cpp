@@ -81,7 +81,7 @@ std::vector<Table> loadTables(const std::string& dataDir, const std::vector<std:
       Table tab{std::move(*t), groups[g], kernelTuner ? bench::kernelTunerModel(base) : std::nullopt};
       if (!kernelTuner && k.target != "host") {
         tab.tesseraGpu = true;
-        tab.analytic = search::recordsPrior(groups[g]);
+        tab.analytic = session::recordsPrior(groups[g]);
       }
       tables.push_back(std::move(tab));
     }

@@ -104,11 +104,11 @@ int main(int argc, char** argv) {
   std::printf("tuning: %d trials per tuned shape (at least %d timed runs each), rule from at most %d training points\n\n", o.trials,
               o.runs, o.points);
 
-  bundle::RangeTuneSettings s;
+  session::RangeTuneSettings s;
   s.session.loop.search.strategy = "evolutionary";
   s.session.loop.trials = o.trials;
   s.session.loop.topK = 3;
-  s.session.cache = search::CachePolicy::Force;
+  s.session.cache = session::CachePolicy::Force;
   s.session.warmStart = false;
   s.session.transfer.enabled = false;
   s.session.pushToCache = false;
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", range.error().str().c_str());
     return 2;
   }
-  auto res = bundle::tuneRange(kernelAt, *range, t, ruleStore.get(), prov, s,
+  auto res = session::tuneRange(kernelAt, *range, t, ruleStore.get(), prov, s,
                                {.onProgress = [](const std::string& l) { std::fprintf(stderr, "  %s\n", l.c_str()); }});
   if (!res.ok()) {
     std::fprintf(stderr, "range tune: %s\n", res.error().str().c_str());
@@ -166,9 +166,9 @@ int main(int argc, char** argv) {
     auto k = gemmAt(m, o);
     // The per-shape tuned kernel: this shape's own search, same budget.
     auto store = cache::makeMemoryStore();
-    auto problem = search::tuneProblem(*k, t, "");
+    auto problem = session::tuneProblem(*k, t, "");
     auto measurer = measure::makeHostMeasurer(*k, t, s.measure);
-    auto sess = search::runTuneSession(*problem, *measurer, store.get(), nullptr, prov, s.session, {});
+    auto sess = session::runTuneSession(*problem, *measurer, store.get(), nullptr, prov, s.session, {});
     if (!sess.ok() || !sess->tune.best) {
       std::printf("%6lld  per-shape tune failed\n", (long long)m);
       ++bad;

@@ -81,7 +81,7 @@ void fillMissing(const ir::Kernel& k, const TargetDesc& t, cache::RecordStore& s
                  t.name.c_str(), tune.trials(), tune.measure().where.c_str());
   auto r = tune.run();
   if (!r.ok()) failWith(r.error());
-  if (r->outcome == search::SessionResult::Outcome::NothingCorrect) {
+  if (r->outcome == session::SessionResult::Outcome::NothingCorrect) {
     std::string why;
     for (const auto& [s, n] : r->statusCounts) why += " " + s + "=" + std::to_string(n);
     std::fprintf(stderr, "tessera: warning: %s: no candidate produced a correct result (%d trials:%s)\n", t.name.c_str(),

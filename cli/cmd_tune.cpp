@@ -43,8 +43,8 @@ namespace {
 
 // --verify-time re-times every shared winner; without it, claims are re-timed and confirmed
 // records trusted for their time (verify_hit.h).
-search::VerifyHitSettings::Time verifyTiming(bool always) {
-  return always ? search::VerifyHitSettings::Time::Always : search::VerifyHitSettings::Time::IfUnconfirmed;
+session::VerifyHitSettings::Time verifyTiming(bool always) {
+  return always ? session::VerifyHitSettings::Time::Always : session::VerifyHitSettings::Time::IfUnconfirmed;
 }
 
 // Ctrl-C during `tessera tune`: the first one ends the search after the batch in flight (every
@@ -94,8 +94,8 @@ struct TuneFlags {
   RangeFlags range;
 };
 
-search::CachePolicy cachePolicy(const TuneFlags& f) {
-  return f.force ? search::CachePolicy::Force : f.resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
+session::CachePolicy cachePolicy(const TuneFlags& f) {
+  return f.force ? session::CachePolicy::Force : f.resume ? session::CachePolicy::Resume : session::CachePolicy::UseStored;
 }
 
 // --trials as given, else the request's default (200 measured, 32 estimated).
@@ -150,7 +150,7 @@ std::string failedWhy(const measure::TrialResult& tr) {
 
 // Each failed candidate by its config and reason (a few; the records keep them all), whatever ran
 // them: measured, emulated or estimated (ptxas's invalid-config).
-void printFailed(const search::SessionResult& res) {
+void printFailed(const session::SessionResult& res) {
   int named = 0, failed = 0;
   for (const auto& tr : res.tune.trials) {
     if (tr.ok()) continue;
@@ -164,7 +164,7 @@ void printFailed(const search::SessionResult& res) {
 }
 
 // Every failed candidate of the run, for --json.
-nlohmann::json failedJson(const search::SessionResult& res) {
+nlohmann::json failedJson(const session::SessionResult& res) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& tr : res.tune.trials)
     if (!tr.ok())
@@ -180,7 +180,7 @@ std::string aboveWhy(const ir::Kernel& k, const TargetDesc& t) {
   return ir::isComputeBound(k) || t.isGpu() ? kProbeReadLow : whyAboveBandwidth(t, ir::kernelBytes(k));
 }
 
-std::string pushedLine(const search::SessionResult::Pushed& p) {
+std::string pushedLine(const session::SessionResult::Pushed& p) {
   if (p.to.empty()) return "";
   std::string s = "shared cache " + std::to_string(p.records) + " record" + (p.records == 1 ? "" : "s") + " pushed to " +
                   cache::redactUrl(p.to);
@@ -189,14 +189,14 @@ std::string pushedLine(const search::SessionResult::Pushed& p) {
   return s;
 }
 
-nlohmann::json pushedJson(const search::SessionResult::Pushed& p) {
+nlohmann::json pushedJson(const session::SessionResult::Pushed& p) {
   if (p.to.empty()) return nullptr;
   return {{"to", cache::redactUrl(p.to)}, {"records", p.records}, {"rejected", p.rejected}, {"remaining", p.remaining}};
 }
 
 // The estimate of the winner in full: its predicted time and bound, the model's terms, the tile
 // choices and the compiler's resources. Nothing ran: every number is labelled a prediction.
-void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const search::SessionResult& res,
+void printEstimateSummary(const ir::Kernel& k, const TargetDesc& t, const session::SessionResult& res,
                           const std::string& db) {
   const auto& b = *res.tune.best;
   std::printf("\nkernel       %s  (key %.12s, store %s)\n", k.name.c_str(), res.keyId.c_str(), db.c_str());
@@ -271,7 +271,7 @@ void tuneCommand(const TuneFlags& f) {
   ProgressLine progress;
   const ir::Kernel& kernel = *k;
   bool emulated = false;
-  search::SessionCallbacks& cb = rq.callbacks;
+  session::SessionCallbacks& cb = rq.callbacks;
   cb.onWarning = [](const std::string& w) { std::fprintf(stderr, "tessera: warning: %s\n", w.c_str()); };
   cb.onWarmStart = [&](const search::WarmStart& w) {
     if (f.json) return;
@@ -328,7 +328,7 @@ void tuneCommand(const TuneFlags& f) {
     std::printf("ranking by the analytic model's prediction for %s; the emulator (this CPU) refuses wrong or racy "
                 "candidates; nothing is stored\n",
                 t->name.c_str());
-  Expected<search::SessionResult> session = makeError(ErrorCode::Internal, "no session");
+  Expected<session::SessionResult> session = makeError(ErrorCode::Internal, "no session");
   {
     InterruptScope interruptible;
     session = tune.run();
@@ -342,8 +342,8 @@ void tuneCommand(const TuneFlags& f) {
   const bool interrupted = gInterrupted != 0;
   progress.finish();
   if (!session.ok()) failWith(session.error());
-  const search::SessionResult& res = *session;
-  if (res.outcome == search::SessionResult::Outcome::AlreadyTuned) {
+  const session::SessionResult& res = *session;
+  if (res.outcome == session::SessionResult::Outcome::AlreadyTuned) {
     const cache::Record& hit = *res.cached;
     if (f.json) {
       nlohmann::json j = {{"kernel", k->name},
@@ -371,7 +371,7 @@ void tuneCommand(const TuneFlags& f) {
     std::printf("use --resume to continue the search or --force to start over\n");
     return;
   }
-  if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
+  if (res.outcome == session::SessionResult::Outcome::NothingCorrect) {
     std::string why;
     for (const auto& [s, n] : res.statusCounts) why += " " + s + "=" + std::to_string(n);
     // The first failure by its config and reason (the store keeps every one's record).
@@ -531,13 +531,13 @@ std::string checkSharedWinner(const ir::Kernel& k, const TargetDesc& t, const ca
     *unverifiable = true;
     return "not verified: checking a " + t.name + " winner needs that device (tessera tune --target " + t.name + ")";
   }
-  auto problem = search::tuneProblem(k, t);
+  auto problem = session::tuneProblem(k, t);
   if (!problem.ok()) return problem.error().message;
   measure::MeasureSettings ms;
   ms.measure.minTimeSec = f.verifyTime || !cache::isConfirmed(rec.trust) ? 0.05 : 0.005;
   auto measurer = measure::makeHostMeasurer(k, t, ms);
-  search::HitCheck check;
-  Status s = search::verifySharedHit(rec, problem->space, *measurer, {.time = verifyTiming(f.verifyTime)}, &check);
+  session::HitCheck check;
+  Status s = session::verifySharedHit(rec, problem->space, *measurer, {.time = verifyTiming(f.verifyTime)}, &check);
   if (s.ok() && check.timed) *retimed = check.measured_us;
   return s.ok() ? "" : s.error().message;
 }

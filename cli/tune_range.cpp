@@ -70,7 +70,7 @@ void tuneRangeCommand(const KernelFlags& kernel, const RangeFlags& flags, sessio
   auto tuned = session::runRangeTune(rq);
   if (!tuned.ok()) failWith(tuned.error());
   const TargetDesc* t = &tuned->target;
-  const bundle::RangeTuneResult* res = &tuned->result;
+  const session::RangeTuneResult* res = &tuned->result;
 
   const std::string out = !flags.dispatchOut.empty() ? flags.dispatchOut : res->kernelName + ".dispatch.json";
   const std::string& text = tuned->ruleFile;

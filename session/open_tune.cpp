@@ -50,7 +50,7 @@ Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest request) {
   o.request_ = std::move(request);
   const TuneRequest& r = o.request_;
   o.target_ = r.target;
-  TESSERA_ASSIGN(o.problem_, search::tuneProblem(r.kernel, o.target_, r.space));
+  TESSERA_ASSIGN(o.problem_, tuneProblem(r.kernel, o.target_, r.space));
   // Flag errors come before the store is consulted: a stored winner must not hide them.
   // Estimating ranks the space by the model and checks its top 32 through the compiler unless told
   // otherwise.
@@ -64,7 +64,7 @@ Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest request) {
   if (r.workers) {
     TESSERA_ASSIGN(o.measure_, chooseWorkers(r.kernel, o.target_, r.cache, r.threads, r.workerWait, ms, warn, r.dialect));
     // The key and the space are the workers' hardware, which may differ from this machine's.
-    TESSERA_ASSIGN(o.problem_, search::tuneProblem(r.kernel, o.target_, r.space));
+    TESSERA_ASSIGN(o.problem_, tuneProblem(r.kernel, o.target_, r.space));
   } else {
     auto chosen = chooseMeasurer(r.kernel, o.target_, r.device, r.estimate, ms, r.dialect);
     if (!chosen.ok() && r.estimateWithoutDevice && o.target_.isGpu() && r.device.empty())
@@ -83,7 +83,7 @@ Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest request) {
     const bool changed = device->units != o.target_.units || device->model != o.target_.model;
     o.target_ = *device;
     if (changed) {
-      TESSERA_ASSIGN(o.problem_, search::tuneProblem(r.kernel, o.target_, r.space));
+      TESSERA_ASSIGN(o.problem_, tuneProblem(r.kernel, o.target_, r.space));
     }
   }
   // `exhaustive` means every legal config: without --trials, as many trials as the space has legal
@@ -119,9 +119,9 @@ Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest request) {
   return open;
 }
 
-Expected<search::SessionResult> OpenTune::run() {
+Expected<SessionResult> OpenTune::run() {
   const TuneRequest& r = request_;
-  search::SessionSettings ss;
+  SessionSettings ss;
   ss.loop.search.strategy = strategy_;
   ss.loop.search.seed = r.seed;
   ss.loop.search.batchSize = r.batch;
@@ -136,14 +136,14 @@ Expected<search::SessionResult> OpenTune::run() {
   ss.warm.seed = r.seed;
   ss.model.seed = r.seed;
 
-  search::SessionCallbacks cb = r.callbacks;
+  SessionCallbacks cb = r.callbacks;
   // A winner from the shared cache is compiled, run and checked here before "already tuned";
   // --verify-time re-times every one, otherwise claims are re-timed and confirmed records trusted
   // for their time (verify_hit.h).
-  const search::VerifyHitSettings verify{.time = r.verifyTime ? search::VerifyHitSettings::Time::Always
-                                                              : search::VerifyHitSettings::Time::IfUnconfirmed};
-  cb.verifySharedHit = [this, verify](const cache::Record& rec, search::HitCheck* check) {
-    return search::verifySharedHit(rec, problem_.space, *measure_.measurer, verify, check);
+  const VerifyHitSettings verify{.time = r.verifyTime ? VerifyHitSettings::Time::Always
+                                                              : VerifyHitSettings::Time::IfUnconfirmed};
+  cb.verifySharedHit = [this, verify](const cache::Record& rec, HitCheck* check) {
+    return verifySharedHit(rec, problem_.space, *measure_.measurer, verify, check);
   };
   // Through workers: their winner is checked here when this machine is their hardware.
   cb.measureHere = measure_.measureHere;
@@ -156,10 +156,10 @@ Expected<search::SessionResult> OpenTune::run() {
     };
   // The workers or the service gone come back as the measurer's Unavailable error (measurer.h):
   // what was measured is stored, a resume continues.
-  return search::runTuneSession(problem_, *measure_.measurer, store_, client_.get(), provenance_, ss, cb);
+  return runTuneSession(problem_, *measure_.measurer, store_, client_.get(), provenance_, ss, cb);
 }
 
-Expected<search::SessionResult> runTune(TuneRequest r) {
+Expected<SessionResult> runTune(TuneRequest r) {
   TESSERA_ASSIGN(auto open, openTune(std::move(r)));
   return open->run();
 }

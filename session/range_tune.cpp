@@ -1,9 +1,13 @@
 // Owns running one RangeTuneRequest: its checks, the kernel at the range's top, the target, the
-// store and the per-point settings handed to bundle::tuneRange (or its GPU estimate).
+// store and the per-point settings handed to tuneRange (or its GPU estimate); and the start both
+// range tunes share.
 #include "session/range_tune.h"
 
 #include <algorithm>
+#include <set>
 
+#include "ir/families.h"
+#include "ir/text.h"
 #include "store/store.h"
 #include "session/tune_request.h"
 
@@ -25,6 +29,27 @@ Status checkMeasurement(const RangeTuneRequest& r, const TargetDesc& t) {
 }
 
 }  // namespace
+
+Expected<bundle::RangePoints> startRangeTune(RangeTuneResult& r, const ir::Kernel& top, const bundle::ShapeRange& range,
+                                             int maxTrain) {
+  if (top.family == ir::Family::Gemm) {
+    TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(top));
+    if (g.transA) return makeError(ErrorCode::InvalidArgument, "a range of M needs A stored M x K: drop --trans-a");
+    if (g.batch > 0) return makeError(ErrorCode::InvalidArgument, "a range of M takes no --batch");
+  }
+  TESSERA_TRY(bundle::rangeExtent(top));  // attention: equal lengths
+  r.kernelIr = ir::printKernel(top);
+  r.kernelName = top.name;
+  r.dim = bundle::rangeDimName(top);
+  bundle::RangePoints pts = bundle::rangePoints(range, maxTrain);
+  std::set<int64_t> all(pts.train.begin(), pts.train.end());
+  all.insert(pts.heldOut.begin(), pts.heldOut.end());
+  r.table.points.assign(all.begin(), all.end());
+  auto indexOf = [&](int64_t v) { return size_t(std::lower_bound(r.table.points.begin(), r.table.points.end(), v) - r.table.points.begin()); };
+  for (int64_t v : pts.train) r.train.push_back(indexOf(v));
+  for (int64_t v : pts.heldOut) r.heldOut.push_back(indexOf(v));
+  return pts;
+}
 
 // The comparisons are written so that a NaN fails them too.
 Status checkRangeTune(const RangeTuneRequest& r) {
@@ -58,7 +83,7 @@ Expected<RangeTuneOutcome> runRangeTune(const RangeTuneRequest& r) {
   TESSERA_TRY(checkMeasurement(r, t));
   TESSERA_ASSIGN(auto store, cache::openSqliteStore(r.db));
 
-  bundle::RangeTuneSettings s;
+  RangeTuneSettings s;
   s.spaceSpec = r.space;
   s.measure.timeoutSec = r.timeout;
   s.measure.measure.minTimeSec = r.minTime;
@@ -77,9 +102,9 @@ Expected<RangeTuneOutcome> runRangeTune(const RangeTuneRequest& r) {
   s.maxTrain = r.points;
   s.fixedUpTo = r.fixedUpTo;
   cache::Provenance prov = measure::provenanceFor(t, r.provenance);
-  TESSERA_ASSIGN(out.result, t.isGpu() ? bundle::tuneRangeGpuEstimate(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks)
-                                       : bundle::tuneRange(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks));
-  out.ruleFile = bundle::rangeRuleFile(out.result, t);
+  TESSERA_ASSIGN(out.result, t.isGpu() ? tuneRangeGpuEstimate(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks)
+                                       : tuneRange(r.kernelAt, r.range, t, store.get(), prov, s, r.callbacks));
+  out.ruleFile = rangeRuleFile(out.result, t);
   return out;
 }
 

@@ -1,5 +1,5 @@
 // Owns a range tune (`tessera tune gemm --m LO..HI`, elementwise `--rows`, attention `--seq`): the
-// engine in namespace bundle (range_tune_host.cpp, range_tune_gpu.cpp: each training point of the
+// engine (range_tune_host.cpp, range_tune_gpu.cpp: each training point of the
 // range tuned as its own kernel, its records stored like any tune's, the winners of every point
 // then measured as shape-generic kernels at each training and held-out point, and the dispatch
 // rule fitted to those times), and the request every front end asks for (the RangeTuneRequest, its
@@ -24,14 +24,14 @@
 #include "support/status.h"
 #include "targets/target_desc.h"
 
-namespace tessera::bundle {
+namespace tessera::session {
 
 struct RangeTuneSettings {
-  search::SessionSettings session;   // per training point
+  SessionSettings session;           // per training point
   measure::MeasureSettings measure;   // per point and for the cross measurement
   std::string spaceSpec;             // narrows each point's space; the schedule is the blis family's
   int candidatesPerPoint = 2;        // each point's best configs that join the candidates
-  FitSettings fit;
+  bundle::FitSettings fit;
   int maxTrain = 14;
   // Pruning the cross measurement where runs are long: once the best candidate at the point below
   // took at least `pruneAboveUs`, a candidate more than `pruneFactor` times slower than that best
@@ -59,8 +59,8 @@ struct RangeTuneCallbacks {
 };
 
 struct RangeTuneResult {
-  DispatchRule rule;
-  TimeTable table;                 // candidates x points, microseconds (shape-generic kernels)
+  bundle::DispatchRule rule;
+  bundle::TimeTable table;         // candidates x points, microseconds (shape-generic kernels)
   std::vector<size_t> train, heldOut;  // indices into table.points
   std::string kernelIr;            // the kernel at the range's top, IR text (what the bundle compiles)
   std::string kernelName;
@@ -79,16 +79,19 @@ struct RangeTuneResult {
 // t.configs, ascending): every one while the best run at `prev` is shorter than s.pruneAboveUs;
 // then those within s.pruneFactor of that best and at least the s.keepAtLeast fastest; never one
 // that failed at `prev`.
-std::vector<size_t> rangeCandidatesToMeasure(const TimeTable& t, size_t prev, const RangeTuneSettings& s);
+std::vector<size_t> rangeCandidatesToMeasure(const bundle::TimeTable& t, size_t prev, const RangeTuneSettings& s);
 
-// The range's points (rangePoints: training and held out, log-spaced) into `r`'s table, train and
-// heldOut; both range tunes start from them. Returns the points.
-RangePoints placeRangePoints(RangeTuneResult& r, const ShapeRange& range, int maxTrain);
+// Where both range tunes start, given `top`, the kernel at the range's top: its checks (GEMM: A
+// stored M x K, no batch; attention: equal lengths), then `r` begun with its IR text, name and
+// range dimension, and the range's points (rangePoints: training and held out, log-spaced) in its
+// table, train and heldOut. Returns the points.
+Expected<bundle::RangePoints> startRangeTune(RangeTuneResult& r, const ir::Kernel& top, const bundle::ShapeRange& range,
+                                             int maxTrain);
 
 // `kernelAt(m)`: the kernel with M (GEMM), its leading dimension (elementwise) or its sequence
 // length (attention) = m, everything else fixed. `store`: where each point's records
 // go (may be null: nothing stored or reused).
-Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt, const ShapeRange& range,
+Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt, const bundle::ShapeRange& range,
                                     const TargetDesc& t, cache::RecordStore* store, const cache::Provenance& prov,
                                     const RangeTuneSettings& s, const RangeTuneCallbacks& cb = {});
 
@@ -96,17 +99,13 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
 // rows, attention's seq): each point tuned with the estimate measurer, the shape-generic winners
 // compiled with the runtime size and estimated at every point. The table's times are the analytic model's.
 Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::Kernel>(int64_t)>& kernelAt,
-                                               const ShapeRange& range, const TargetDesc& t, cache::RecordStore* store,
+                                               const bundle::ShapeRange& range, const TargetDesc& t, cache::RecordStore* store,
                                                const cache::Provenance& prov, const RangeTuneSettings& s,
                                                const RangeTuneCallbacks& cb = {});
 
 // The rule file `tessera tune` writes and `tessera bundle --dispatch` reads: the rule plus the
 // kernel (IR text at the range's top), its name and the target's ISA level and threads.
 std::string rangeRuleFile(const RangeTuneResult& r, const TargetDesc& t);
-
-}  // namespace tessera::bundle
-
-namespace tessera::session {
 
 struct RangeTuneRequest {
   // The kernel with its range dimension at a value (M, rows or seq), everything else fixed.
@@ -128,17 +127,17 @@ struct RangeTuneRequest {
   int fixedUpTo = 8;    // GEMM: sizes from the range's low end that may get a fixed few-row kernel (0: none)
   // The store (a SQLite file) and what is reused from it.
   std::string db;
-  search::CachePolicy policy = search::CachePolicy::UseStored;
+  CachePolicy policy = CachePolicy::UseStored;
   bool warmStart = true;
   measure::ProvenanceInputs provenance;
   Dialect dialect;
-  bundle::RangeTuneCallbacks callbacks;
+  RangeTuneCallbacks callbacks;
 };
 
 struct RangeTuneOutcome {
   TargetDesc target;
-  bundle::RangeTuneResult result;
-  std::string ruleFile;  // bundle::rangeRuleFile: what `bundle --dispatch` reads
+  RangeTuneResult result;
+  std::string ruleFile;  // rangeRuleFile: what `bundle --dispatch` reads
 };
 
 // The request's own checks (one line each, InvalidArgument): its numbers, and what its target

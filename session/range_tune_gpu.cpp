@@ -22,7 +22,12 @@
 #include "measure/estimate.h"
 #include "support/si_format.h"
 
-namespace tessera::bundle {
+namespace tessera::session {
+
+using bundle::RangePoints;
+using bundle::ShapeRange;
+using bundle::fitDispatchRule;
+using bundle::rangeDimName;
 
 namespace {
 
@@ -56,18 +61,8 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
   const std::string dim = rangeDimName(maxKernel);
   if (t.vendor != Vendor::Nvidia)
     return makeError(ErrorCode::Unsupported, "a range of " + dim + " on a GPU target: NVIDIA targets only, not " + t.name);
-  if (fam == ir::Family::Gemm) {
-    TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(maxKernel));
-    if (g.transA) return makeError(ErrorCode::InvalidArgument, "a range of M needs A stored M x K: drop --trans-a");
-    if (g.batch > 0) return makeError(ErrorCode::InvalidArgument, "a range of M takes no --batch");
-  }
-  TESSERA_TRY(rangeExtent(maxKernel));  // attention: equal lengths
-
   RangeTuneResult out;
-  out.kernelIr = ir::printKernel(maxKernel);
-  out.kernelName = maxKernel.name;
-  out.dim = dim;
-  const RangePoints pts = placeRangePoints(out, range, s.maxTrain);
+  TESSERA_ASSIGN(const RangePoints pts, startRangeTune(out, maxKernel, range, s.maxTrain));
 
   // 1. Each training point tuned through the estimate.
   std::vector<ir::Config> candidates;
@@ -75,7 +70,7 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
   auto addCandidate = [&](const ir::Config& c) {
     if (shapeGenericOnGpu(c, fam) && seen.insert(c.str()).second) candidates.push_back(c);
   };
-  search::SessionSettings session = s.session;
+  SessionSettings session = s.session;
   session.acceptEstimatesOf = costmodel::kGpuModelName;
   // Progress across the points, not only within one: which point of how many, and the time so far.
   const auto started = std::chrono::steady_clock::now();
@@ -92,12 +87,12 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
   for (int64_t m : pts.train) {
     if (cb.shouldStop && cb.shouldStop()) return makeError(ErrorCode::RuntimeError, "interrupted");
     TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
-    TESSERA_ASSIGN(search::TuneProblem problem, search::tuneProblem(k, t, s.spaceSpec));
+    TESSERA_ASSIGN(TuneProblem problem, tuneProblem(k, t, s.spaceSpec));
     auto measurer = measure::makeEstimateMeasurer(k, t);
-    search::SessionCallbacks scb;
+    SessionCallbacks scb;
     scb.onWarning = [&](const std::string& w) { warn(w); };
-    TESSERA_ASSIGN(search::SessionResult res, search::runTuneSession(problem, *measurer, store, nullptr, prov, session, scb));
-    if (res.outcome == search::SessionResult::Outcome::AlreadyTuned) {
+    TESSERA_ASSIGN(SessionResult res, runTuneSession(problem, *measurer, store, nullptr, prov, session, scb));
+    if (res.outcome == SessionResult::Outcome::AlreadyTuned) {
       auto c = ir::Config::fromJson(res.cached->config);
       if (c.ok() && !shapeGenericOnGpu(*c, fam))
         warn(dim + "=" + std::to_string(m) + ": the stored winner (" + c->str() + ") takes no runtime " + dim + "; --force tunes again");
@@ -105,7 +100,7 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
       progress(at(m) + ": stored winner " + (c.ok() ? c->str() : res.cached->config));
       continue;
     }
-    if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
+    if (res.outcome == SessionResult::Outcome::NothingCorrect) {
       warn(at(m) + ": no candidate compiled within the target's limits");
       continue;
     }
@@ -155,4 +150,4 @@ Expected<RangeTuneResult> tuneRangeGpuEstimate(const std::function<Expected<ir::
   return out;
 }
 
-}  // namespace tessera::bundle
+}  // namespace tessera::session

@@ -15,7 +15,19 @@
 #include "search/space.h"
 #include "support/si_format.h"
 
-namespace tessera::bundle {
+namespace tessera::session {
+
+using bundle::Bucket;
+using bundle::DispatchRule;
+using bundle::RangePoints;
+using bundle::ShapeRange;
+using bundle::SizedCompileCache;
+using bundle::TimeTable;
+using bundle::fitDispatchRule;
+using bundle::makeSizedCompileCache;
+using bundle::makeSizedHostMeasurer;
+using bundle::pinFixedBucket;
+using bundle::ruleToJson;
 
 namespace {
 
@@ -58,17 +70,6 @@ std::vector<size_t> rangeCandidatesToMeasure(const TimeTable& t, size_t prev, co
   }
   std::sort(keep.begin(), keep.end());
   return keep;
-}
-
-RangePoints placeRangePoints(RangeTuneResult& r, const ShapeRange& range, int maxTrain) {
-  RangePoints pts = rangePoints(range, maxTrain);
-  std::set<int64_t> all(pts.train.begin(), pts.train.end());
-  all.insert(pts.heldOut.begin(), pts.heldOut.end());
-  r.table.points.assign(all.begin(), all.end());
-  auto indexOf = [&](int64_t v) { return size_t(std::lower_bound(r.table.points.begin(), r.table.points.end(), v) - r.table.points.begin()); };
-  for (int64_t v : pts.train) r.train.push_back(indexOf(v));
-  for (int64_t v : pts.heldOut) r.heldOut.push_back(indexOf(v));
-  return pts;
 }
 
 namespace {
@@ -180,25 +181,18 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
   };
   if (t.isGpu()) return makeError(ErrorCode::Unsupported, "tuning over a shape range runs on the host target");
   TESSERA_ASSIGN(ir::Kernel maxKernel, kernelAt(range.hi));
-  TESSERA_TRY(rangeExtent(maxKernel));
+  RangeTuneResult out;
+  TESSERA_ASSIGN(const RangePoints pts, startRangeTune(out, maxKernel, range, s.maxTrain));
   const bool gemm = maxKernel.family == ir::Family::Gemm;
-  const std::string dim = rangeDimName(maxKernel);
+  const std::string dim = out.dim;
   ir::GemmInfo g;
   std::string spec = s.spaceSpec;
   if (gemm) {
     TESSERA_ASSIGN(g, ir::analyzeGemm(maxKernel));
-    if (g.transA) return makeError(ErrorCode::InvalidArgument, "a range of M needs A stored M x K: drop --trans-a");
-    if (g.batch > 0) return makeError(ErrorCode::InvalidArgument, "a range of M takes no --batch");
     // Shape-generic GEMMs are the explicit GEMM's: each point's search stays in its family.
     if (spec.find("schedule") == std::string::npos) spec = "schedule=blis" + (spec.empty() ? std::string() : "," + spec);
   }
   auto shapeGeneric = [&](const ir::Config& c) { return !gemm || blisFamily(c); };
-
-  RangeTuneResult out;
-  out.kernelIr = ir::printKernel(maxKernel);
-  out.kernelName = maxKernel.name;
-  out.dim = dim;
-  const RangePoints pts = placeRangePoints(out, range, s.maxTrain);
 
   // 1. Each training point tuned as its own kernel.
   std::vector<ir::Config> candidates;
@@ -221,12 +215,12 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
     pointM = m;
     if (cb.shouldStop && cb.shouldStop()) return makeError(ErrorCode::RuntimeError, "interrupted");
     TESSERA_ASSIGN(ir::Kernel k, kernelAt(m));
-    TESSERA_ASSIGN(search::TuneProblem problem, search::tuneProblem(k, t, spec));
+    TESSERA_ASSIGN(TuneProblem problem, tuneProblem(k, t, spec));
     auto measurer = measure::makeHostMeasurer(k, t, s.measure);
-    search::SessionCallbacks scb;
+    SessionCallbacks scb;
     scb.onWarning = [&](const std::string& w) { warn(w); };
-    TESSERA_ASSIGN(search::SessionResult res, search::runTuneSession(problem, *measurer, store, nullptr, prov, s.session, scb));
-    if (res.outcome == search::SessionResult::Outcome::AlreadyTuned) {
+    TESSERA_ASSIGN(SessionResult res, runTuneSession(problem, *measurer, store, nullptr, prov, s.session, scb));
+    if (res.outcome == SessionResult::Outcome::AlreadyTuned) {
       auto c = ir::Config::fromJson(res.cached->config);
       if (c.ok() && !shapeGeneric(*c))
         warn(dim + "=" + std::to_string(m) + ": the stored winner (" + c->str() +
@@ -235,7 +229,7 @@ Expected<RangeTuneResult> tuneRange(const std::function<Expected<ir::Kernel>(int
       progress(dim + "=" + std::to_string(m) + ": stored winner " + (c.ok() ? c->str() : res.cached->config));
       continue;
     }
-    if (res.outcome == search::SessionResult::Outcome::NothingCorrect) {
+    if (res.outcome == SessionResult::Outcome::NothingCorrect) {
       warn(dim + "=" + std::to_string(m) + ": no candidate produced a correct result");
       continue;
     }
@@ -317,4 +311,4 @@ std::string rangeRuleFile(const RangeTuneResult& r, const TargetDesc& t) {
   return ruleToJson(r.rule, extra.dump());
 }
 
-}  // namespace tessera::bundle
+}  // namespace tessera::session

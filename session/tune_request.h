@@ -44,15 +44,15 @@ struct MeasureChoice {
   // A device is attached and the GPU table knows its name: its product (SMs, clocks, peaks). An
   // unknown device keeps the target, with the device's name as its model.
   std::optional<TargetDesc> device;
-  // Through workers: the spot check of their winner (search::SessionCallbacks). measureHere is
+  // Through workers: the spot check of their winner (SessionCallbacks). measureHere is
   // empty when this machine cannot measure the workers' hardware; reportSpotCheck tells the
   // service and returns the line the tune prints.
   std::function<std::optional<std::vector<measure::TrialResult>>(const std::vector<ir::Config>&)> measureHere;
   std::function<std::string(const measure::TrialResult&, const cache::Record&)> reportSpotCheck;
-  std::function<double(int)> controlHere;  // the re-timing's control (search::SessionCallbacks)
+  std::function<double(int)> controlHere;  // the re-timing's control (SessionCallbacks)
   std::function<double(int)> loadControl;  // a tune measured on this machine's cores: the same control
   std::string whyNotHere;  // when measureHere is empty
-  double spotAgreeFactor = 1.5;  // search::SessionCallbacks::spotAgreeFactor
+  double spotAgreeFactor = 1.5;  // SessionCallbacks::spotAgreeFactor
 };
 
 // `device`: "" (the first device of the target's vendor), an index, "emulated" or
@@ -105,7 +105,7 @@ struct TuneRequest {
   std::string db;                    // a SQLite file; "" keeps the records in memory
   cache::RecordStore* store = nullptr;  // borrowed, instead of `db`: compare --tune writes where it reads
   cache::CacheClientOptions cache;  // base_url "" : no shared cache
-  search::CachePolicy policy = search::CachePolicy::UseStored;
+  CachePolicy policy = CachePolicy::UseStored;
   bool warmStart = true, transfer = true;
   bool verifyTime = false;  // re-time every shared winner, not only claims
   bool checkAccess = true;  // the shared cache's read (required) and write (warned) access
@@ -113,7 +113,7 @@ struct TuneRequest {
   Dialect dialect;
   // The front end's callbacks (progress, warnings, stop, warm start, transfer); the tune adds
   // the verification of shared winners and the spot check of workers.
-  search::SessionCallbacks callbacks;
+  SessionCallbacks callbacks;
 };
 
 // A tune opened: the flags checked, the space made, the measurer, the store and the shared cache
@@ -122,7 +122,7 @@ struct TuneRequest {
 class OpenTune {
  public:
   const TargetDesc& target() const { return target_; }  // as measured: the device's product, the workers'
-  const search::TuneProblem& problem() const { return problem_; }
+  const TuneProblem& problem() const { return problem_; }
   const MeasureChoice& measure() const { return measure_; }
   const std::string& strategy() const { return strategy_; }
   int trials() const { return trials_; }
@@ -131,15 +131,15 @@ class OpenTune {
   const cache::Provenance& provenance() const { return provenance_; }
   const std::string& spotLine() const { return spotLine_; }  // after run(): the workers' spot check
 
-  // The session (search::runTuneSession). A service or workers that stop answering mid-search
+  // The session (runTuneSession). A service or workers that stop answering mid-search
   // are an Unavailable error: what was measured is stored, `resume` continues.
-  Expected<search::SessionResult> run();
+  Expected<SessionResult> run();
 
  private:
   friend Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest r);
   TuneRequest request_;
   TargetDesc target_;
-  search::TuneProblem problem_;
+  TuneProblem problem_;
   MeasureChoice measure_;
   std::string strategy_;
   int trials_ = 0;
@@ -158,7 +158,7 @@ class OpenTune {
 Expected<std::unique_ptr<OpenTune>> openTune(TuneRequest r);
 
 // openTune + run, for front ends with nothing to do in between.
-Expected<search::SessionResult> runTune(TuneRequest r);
+Expected<SessionResult> runTune(TuneRequest r);
 
 // The estimate of a config in full, for the report of an estimating tune's winner: the analytic
 // model's time, terms, occupancy and facts, with the compiler's resources of the config on `t`

@@ -18,7 +18,7 @@
 #include "support/load.h"
 #include "support/si_format.h"
 
-namespace tessera::search {
+namespace tessera::session {
 
 using measure::Measurer;
 using measure::TrialResult;
@@ -28,6 +28,29 @@ using measure::fromRecords;
 using measure::hardKeyFor;
 using measure::toRecord;
 using measure::trialStatusName;
+using search::FeaturesForKey;
+using search::LoadWatchingMeasurer;
+using search::PlainSearch;
+using search::Prior;
+using search::SearchSettings;
+using search::TimingLoad;
+using search::Transfer;
+using search::TuneCallbacks;
+using search::TuneProgress;
+using search::TuneSettings;
+using search::WarmStartSettings;
+using search::agreementGate;
+using search::hostFeaturesForKeys;
+using search::makeSpace;
+using search::makeStrategy;
+using search::makeTransfer;
+using search::restrictSpace;
+using search::spreadOf;
+using search::transferPrior;
+using search::transferSource;
+using search::tune;
+using search::warmStartSamples;
+using search::withTransferFeature;
 
 Expected<TuneProblem> tuneProblem(const ir::Kernel& k, const TargetDesc& t, const std::string& spaceSpec) {
   TuneProblem p;
@@ -595,4 +618,4 @@ Expected<SessionResult> runTuneSession(const TuneProblem& p, Measurer& measurer,
   return Session(p, measurer, store, client, provenance, s, cb).run(warmRecords);
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::session

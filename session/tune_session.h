@@ -31,7 +31,7 @@
 #include "support/status.h"
 #include "targets/target_desc.h"
 
-namespace tessera::search {
+namespace tessera::session {
 
 // What a session tunes: the workload's key, the space searched, the target, and how the cost
 // model sees a config of a workload of this family (this one, or a stored sibling's for the warm
@@ -43,7 +43,7 @@ struct TuneProblem {
   std::function<std::unique_ptr<costmodel::FeatureExtractor>(const cache::HardKey&)> features;
   // GPU targets: the analytic model's predicted time of a config. The evolutionary search's first
   // batch comes from its top and the cost model sees it as a feature; `ranked` orders by it.
-  Prior prior;
+  search::Prior prior;
   // The kernel's canonical text (store/kernel_text.h): filed in the store's kernel table
   // under key.workload, so that the store's winners can be compiled again (bundle --all-winners).
   std::string kernelText;  // empty: none kept
@@ -58,7 +58,7 @@ Expected<TuneProblem> tuneProblem(const ir::Kernel& k, const TargetDesc& t, cons
 // provenance names when the GPU table knows it (a device's own row), else the target's default
 // product; as tuneProblem makes it for a tune on that device. Empty when no record carries the
 // text or the target is no GPU.
-Prior recordsPrior(const std::vector<cache::Record>& recs);
+search::Prior recordsPrior(const std::vector<cache::Record>& recs);
 
 enum class CachePolicy {
   UseStored,  // a fresh stored winner ends the session; stored ok results seed the search
@@ -67,13 +67,13 @@ enum class CachePolicy {
 };
 
 struct SessionSettings {
-  TuneSettings loop;  // strategy, seed and batch (loop.search), trials, time budget, top-k
+  search::TuneSettings loop;  // strategy, seed and batch (loop.search), trials, time budget, top-k
   CachePolicy cache = CachePolicy::UseStored;
   bool warmStart = true;  // evolutionary only: pre-train the model on stored sibling workloads
-  WarmStartSettings warm;
+  search::WarmStartSettings warm;
   // Evolutionary only, GPU keys: learn from this kernel's records on other GPUs (the store's and
   // the shared cache's, or the given warm records).
-  TransferSettings transfer;
+  search::TransferSettings transfer;
   size_t warmScanLimit = 50000;  // records of other workloads read for the warm start at most
   size_t transferPages = 5;      // pages of 1000 records of this kernel on other GPUs asked of the shared cache
   costmodel::ModelSettings model;
@@ -86,12 +86,12 @@ struct SessionSettings {
 
 // Named callbacks (style.md 3). Any may be empty.
 struct SessionCallbacks {
-  std::function<void(const measure::TrialResult&, const TuneProgress&)> onTrial;  // progress
+  std::function<void(const measure::TrialResult&, const search::TuneProgress&)> onTrial;  // progress
   std::function<void(const std::vector<cache::Record>&)> onRecordsCommitted;     // after each batch
   std::function<void(const std::string&)> onWarning;                             // one line, no prefix
-  std::function<bool(const TuneProgress&)> shouldStop;                           // e.g. Ctrl-C
-  std::function<void(const WarmStart&)> onWarmStart;                             // before the first batch
-  std::function<void(const Transfer&)> onTransfer;                               // before the first batch
+  std::function<bool(const search::TuneProgress&)> shouldStop;                   // e.g. Ctrl-C
+  std::function<void(const search::WarmStart&)> onWarmStart;                     // before the first batch
+  std::function<void(const search::Transfer&)> onTransfer;                       // before the first batch
   std::function<void(double)> onTransferDropped;  // the other GPUs disagreed (their rank correlation)
   // The probe found these other GPUs (Transfer::from's lines) ranking this one alike: they lead.
   std::function<void(const std::vector<std::string>&)> onTransferLed;
@@ -146,9 +146,9 @@ struct SessionResult {
   std::string keyId;
   std::optional<cache::Record> cached;
   std::string cachedFrom;  // "local" or the service URL
-  TuneResult tune;
+  search::TuneResult tune;
   std::map<std::string, int> statusCounts;
-  WarmStart warm;
+  search::WarmStart warm;
   int transferGpus = 0;                  // other GPUs this run learned from
   std::vector<std::string> transferFrom;  // one line per GPU
   std::vector<std::string> transferLed;  // the other GPUs that led the search (all of them, or those a probe found agreeing)
@@ -161,7 +161,7 @@ struct SessionResult {
   double speedupOverDefault = 0;  // same-run medians of the default and the winner (0: unknown)
   bool stopped = false;           // shouldStop ended the search early
   SpotCheck spot;                 // a tune through workers: what this machine found
-  TimingLoad timing;              // a tune measured here: the load around it and the verdict
+  search::TimingLoad timing;      // a tune measured here: the load around it and the verdict
   // AlreadyTuned: the hit is a claim this machine verified (re-timed) rather than a confirmed record.
   bool cachedWasClaim = false;
   // What this run sent to the shared cache (its outbox, earlier runs' leftovers included): records
@@ -180,4 +180,4 @@ Expected<SessionResult> runTuneSession(const TuneProblem& p, measure::Measurer& 
                              const SessionSettings& s, const SessionCallbacks& cb,
                              const std::vector<cache::Record>* warmRecords = nullptr);
 
-}  // namespace tessera::search
+}  // namespace tessera::session

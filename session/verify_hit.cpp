@@ -6,7 +6,7 @@
 
 #include "measure/trial.h"
 
-namespace tessera::search {
+namespace tessera::session {
 
 using measure::Measurer;
 using measure::TrialResult;
@@ -80,4 +80,4 @@ Status verifySharedHit(const cache::Record& rec, const ir::Space& space, Measure
   return {};
 }
 
-}  // namespace tessera::search
+}  // namespace tessera::session

@@ -15,7 +15,7 @@
 #include "measure/measurer.h"
 #include "support/status.h"
 
-namespace tessera::search {
+namespace tessera::session {
 
 struct VerifyHitSettings {
   enum class Time {
@@ -45,4 +45,4 @@ struct HitCheck {
 Status verifySharedHit(const cache::Record& rec, const ir::Space& space, measure::Measurer& measurer,
                        const VerifyHitSettings& s = {}, HitCheck* check = nullptr);
 
-}  // namespace tessera::search
+}  // namespace tessera::session

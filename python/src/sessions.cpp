@@ -90,18 +90,18 @@ std::unique_ptr<cache::RecordStore> openLookupStore(const std::string& db) {
 }
 
 struct PyTuneResult {
-  search::SessionResult s;
+  session::SessionResult s;
   std::optional<double> speedup;  // over the default; None when the default was never measured
   bool interrupted = false;
   bool emulated = false;  // measured on the emulated device: this CPU's timings, nothing stored
   bool estimated = false;  // predicted by the analytic model: nothing ran, stored as estimated
 };
 
-std::string outcomeName(search::SessionResult::Outcome o) {
+std::string outcomeName(session::SessionResult::Outcome o) {
   switch (o) {
-    case search::SessionResult::Outcome::AlreadyTuned: return "already-tuned";
-    case search::SessionResult::Outcome::Tuned: return "tuned";
-    case search::SessionResult::Outcome::NothingCorrect: return "nothing-correct";
+    case session::SessionResult::Outcome::AlreadyTuned: return "already-tuned";
+    case session::SessionResult::Outcome::Tuned: return "tuned";
+    case session::SessionResult::Outcome::NothingCorrect: return "nothing-correct";
   }
   return "?";
 }
@@ -132,14 +132,14 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
   rq.seed = seed;
   rq.db = db;
   rq.cache = clientOptions(cacheUrl, token, caCert);
-  rq.policy = force ? search::CachePolicy::Force : resume ? search::CachePolicy::Resume : search::CachePolicy::UseStored;
+  rq.policy = force ? session::CachePolicy::Force : resume ? session::CachePolicy::Resume : session::CachePolicy::UseStored;
   rq.warmStart = warmStart;
   rq.provenance = provenanceInputs();
   rq.dialect.kind = session::Dialect::Kind::Python;
   PyTuneResult out;
   std::optional<nb::python_error> callbackError;
   std::vector<std::string> warnings;
-  search::SessionCallbacks& cb = rq.callbacks;
+  session::SessionCallbacks& cb = rq.callbacks;
   cb.onWarning = [&](const std::string& w) { warnings.push_back(w); };
   if (!onTrial.is_none())
     cb.onTrial = [&](const measure::TrialResult& r, const search::TuneProgress& p) {
@@ -167,7 +167,7 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
     return out.interrupted || callbackError.has_value();
   };
   Expected<std::unique_ptr<session::OpenTune>> open = makeError(ErrorCode::Internal, "not opened");
-  Expected<search::SessionResult> res = makeError(ErrorCode::Internal, "no session");
+  Expected<session::SessionResult> res = makeError(ErrorCode::Internal, "no session");
   {
     nb::gil_scoped_release nogil;
     open = session::openTune(std::move(rq));
@@ -176,16 +176,16 @@ PyTuneResult tune(const PyKernel& k, const std::string& target, int trials, doub
   if (callbackError) throw std::move(*callbackError);
   for (const auto& w : warnings) warn(w);
   std::unique_ptr<session::OpenTune> tune = unwrap(std::move(open));
-  const search::TuneProblem& problem = tune->problem();
+  const session::TuneProblem& problem = tune->problem();
   cache::RecordStore* store = tune->store();
   out.emulated = tune->measure().emulated;
   out.estimated = tune->measure().estimated;
   out.s = unwrap(std::move(res));
   // Speedup over the default: this run's same-run ratio, or for a kernel already tuned the stored
   // winner against the stored measurement of the default config (None when there is none).
-  if (out.s.outcome == search::SessionResult::Outcome::Tuned && out.s.speedupOverDefault > 0) {
+  if (out.s.outcome == session::SessionResult::Outcome::Tuned && out.s.speedupOverDefault > 0) {
     out.speedup = out.s.speedupOverDefault;
-  } else if (out.s.outcome == search::SessionResult::Outcome::AlreadyTuned && out.s.cached && store) {
+  } else if (out.s.outcome == session::SessionResult::Outcome::AlreadyTuned && out.s.cached && store) {
     const std::string def = problem.space.defaults().toJson();
     auto all = cache::listAll(*store, {.key_id = out.s.keyId});
     if (all.ok())
@@ -220,12 +220,12 @@ std::optional<cache::Record> best(const PyKernel& k, const std::string& target, 
     // A shared winner is checked on this machine before it is handed out (host targets; a GPU
     // winner needs its device and comes back unverified, with a warning).
     if (hit && verify && !t.isGpu()) {
-      auto problem = search::tuneProblem(k.kernel, t);
+      auto problem = session::tuneProblem(k.kernel, t);
       measure::MeasureSettings ms;
       ms.measure.minTimeSec = 0.005;
       Status st = problem.ok() ? [&] {
         auto measurer = measure::makeHostMeasurer(k.kernel, t, ms);
-        return search::verifySharedHit(*hit, problem->space, *measurer);
+        return session::verifySharedHit(*hit, problem->space, *measurer);
       }()
                                : Status(problem.error());
       if (!st.ok()) {
@@ -380,7 +380,7 @@ void registerSessions(nb::module_& m) {
                ": " + std::string(cache::recordStatusName(r.status)) + " " + std::to_string(r.median_us) + " us " + r.config + ">";
       });
 
-  nb::class_<PyTuneResult>(m, "TuneResult", "What a tuning session did (search::SessionResult).")
+  nb::class_<PyTuneResult>(m, "TuneResult", "What a tuning session did (session::SessionResult).")
       .def_prop_ro("outcome", [](const PyTuneResult& r) { return outcomeName(r.s.outcome); }, "tuned, already-tuned or nothing-correct")
       .def_prop_ro("key_id", [](const PyTuneResult& r) { return r.s.keyId; }, "the tuned key's id")
       .def_prop_ro("best", [](const PyTuneResult& r) { return r.s.tune.best; }, "The winner after the final re-measurement.")
@@ -408,7 +408,7 @@ void registerSessions(nb::module_& m) {
         nb::arg("force") = false, nb::arg("warm_start") = true, nb::arg("space") = "", nb::arg("on_trial") = nb::none(),
         nb::arg("device") = "", nb::arg("estimate") = false, nb::arg("threads") = -1, nb::arg("workers") = false,
         nb::arg("worker_wait") = 30.0, nb::arg("ca_cert") = "",
-        "One tuning session (search::runTuneSession), as `tessera tune`.");
+        "One tuning session (session::runTuneSession), as `tessera tune`.");
   m.def("best", &best, nb::arg("kernel"), nb::arg("target") = "host", nb::arg("db") = "", nb::arg("cache") = "",
         nb::arg("token") = "", nb::arg("verify") = true, nb::arg("threads") = -1, nb::arg("ca_cert") = "",
         "The stored winner: the local store, then the shared cache (checked here).");

@@ -1,5 +1,5 @@
 """Tuning, lookups, comparison, the shared cache and bundles from Python: the session is the C++
-one (search::runTuneSession), records land in a real SQLite store, the service is a real
+one (session::runTuneSession), records land in a real SQLite store, the service is a real
 `tessera serve` on loopback, and a bundle is built and used from C."""
 import json
 import os

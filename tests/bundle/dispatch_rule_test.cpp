@@ -13,6 +13,7 @@
 
 using namespace tessera;
 using namespace tessera::bundle;
+using namespace tessera::session;
 
 TEST(DispatchRule, ParsesRangesAndLists) {
   auto r = parseShapeRange("1..8192", "--m");

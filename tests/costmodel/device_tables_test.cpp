@@ -1,8 +1,8 @@
 // Tests Tessera's analytic GPU model against Tessera's own kernels measured on a GPU
 // (bench/data/device_*.jsonl.gz: attention, GEMM and bias+GELU spaces an H200 and an H100 measured
 // with bench/gpu/device_tables.sh): the records name a product the GPU table knows, the kernel text of
-// each key parses back, and the model of that product (search::tuneProblem's prior, what `tessera
-// tune` on that device starts from: search::recordsPrior) orders the measured configs like the device (Spearman >= 0.7)
+// each key parses back, and the model of that product (session::tuneProblem's prior, what `tessera
+// tune` on that device starts from: session::recordsPrior) orders the measured configs like the device (Spearman >= 0.7)
 // with a config within 80 % of the measured best in its top 10; at least 90 % of the configs the
 // device ran are ones the model describes. A reversed order fails the same
 // check (the negative control).
@@ -51,7 +51,7 @@ void addTables(const std::string& file, std::vector<Measured>& out) {
     EXPECT_TRUE(std::any_of(rs.begin(), rs.end(), [](const cache::Record& r) { return !r.kernel_ir.empty(); })) << name;
     // The device's own row of the GPU table is the product the model describes.
     EXPECT_TRUE(gpuForDeviceName(rs.front().provenance.cpu_model).has_value()) << rs.front().provenance.cpu_model;
-    search::Prior prior = search::recordsPrior(rs);
+    search::Prior prior = session::recordsPrior(rs);
     EXPECT_TRUE(bool(prior)) << name;
     if (!prior) continue;
     Measured m;

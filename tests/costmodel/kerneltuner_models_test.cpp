@@ -77,7 +77,7 @@ measure::ReplayTable table(const std::string& name) {
 // prior and a feature of its cost model, as `tessera tune` makes them for a GPU target.
 int trialsTo95(const measure::ReplayTable& t, const bench::KernelTunerModel* prior, int seed) {
   const ir::Space space = t.space;
-  search::TuneProblem problem{t.key, t.space, TargetDesc{}, [space](const cache::HardKey&) {
+  session::TuneProblem problem{t.key, t.space, TargetDesc{}, [space](const cache::HardKey&) {
                                 return costmodel::makeKnobFeatures(space, {.powerOfTwo = true});
                               }};
   if (prior) {
@@ -91,24 +91,24 @@ int trialsTo95(const measure::ReplayTable& t, const bench::KernelTunerModel* pri
                                     });
     };
   }
-  search::SessionSettings ss;
+  session::SessionSettings ss;
   ss.loop.search.seed = uint64_t(seed) * 7919 + 1;
   ss.loop.trials = int(t.results.size());
   ss.loop.topK = 0;
   ss.loop.measureDefault = false;
-  ss.cache = search::CachePolicy::Force;
+  ss.cache = session::CachePolicy::Force;
   ss.warmStart = false;
   ss.model.seed = uint64_t(seed);
   ss.model.threads = 1;
   const double bar = 0.95 * t.bestThroughput();
   int hit = 0;
-  search::SessionCallbacks cb;
+  session::SessionCallbacks cb;
   cb.onTrial = [&](const measure::TrialResult& r, const search::TuneProgress& p) {
     if (!hit && r.ok() && r.throughput >= bar) hit = p.trial;
   };
   cb.shouldStop = [&](const search::TuneProgress&) { return hit > 0; };
   auto m = measure::makeReplayMeasurer(t);
-  auto session = search::runTuneSession(problem, *m, nullptr, nullptr, {}, ss, cb);
+  auto session = session::runTuneSession(problem, *m, nullptr, nullptr, {}, ss, cb);
   EXPECT_TRUE(session.ok());
   return hit > 0 ? hit : int(t.results.size());
 }

@@ -19,6 +19,7 @@
 
 using namespace tessera;
 using namespace tessera::search;
+using namespace tessera::session;
 using namespace tessera::measure;
 
 namespace {
