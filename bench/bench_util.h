@@ -61,10 +61,6 @@ inline std::pair<Timing, Timing> interleave(const std::function<void()>& a, cons
   return {summarize(sa), summarize(sb)};
 }
 
-// The machine's load around a benchmark run (support/load.h): read when it starts and when it ends
-// (this object's end), with the control at the run's thread count; one line of figures, and one
-// warning line when the run was busy (the control above kQuietSlowdown, or an interleaving's
-// p80/p20 above 1.5): its ratios are then uncertain.
 // What a LoadWatch saw (the figures of its line), for a bench's --json output.
 struct LoadSummary {
   double before = 0, after = 0;  // 1-minute load averages
@@ -74,6 +70,10 @@ struct LoadSummary {
   bool busy = false;             // the warning line was printed
 };
 
+// The machine's load around a benchmark run (support/load.h): read when it starts and when it ends
+// (this object's end), with the control at the run's thread count; one line of figures, and one
+// warning line when the run was busy (the control above kQuietSlowdown, or an interleaving's
+// p80/p20 above 1.5): its ratios are then uncertain.
 class LoadWatch {
  public:
   explicit LoadWatch(int threads) : threads_(std::max(1, threads)), before_(readLoad()), control0_(coreShareSlowdown(threads_)) {}
@@ -124,6 +124,16 @@ inline std::string loadAverage() {
 // runs tessera and the anchors on N threads (default 1), --config overrides knobs of the default.
 // Returns false after printing the usage (to stdout for --help, with *exitCode 0) or why the
 // arguments or the store are bad (to stderr, 2).
+// Writes `text` to `path` (a bench's --json output); false, with one line on stderr naming `who`
+// and the file, when it cannot.
+inline bool writeText(const std::string& path, const std::string& text, const char* who) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f) ok = std::fclose(f) == 0 && ok;
+  if (!ok) std::fprintf(stderr, "%s: cannot write %s\n", who, path.c_str());
+  return ok;
+}
+
 struct Args {
   std::unique_ptr<cache::RecordStore> store;  // null without --db
   std::vector<int64_t> numbers;

@@ -189,12 +189,7 @@ int main(int argc, char** argv) {
                                     {"control", std::max(ld.control0, ld.control1)}, {"worst_p80_p20", ld.spread},
                                     {"busy", ld.busy}}},
                           {"rows", rows}};
-    std::FILE* f = std::fopen(args.json.c_str(), "w");
-    const std::string text = doc.dump(1) + "\n";
-    if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) {
-      std::fprintf(stderr, "gemm_bench: cannot write --json %s\n", args.json.c_str());
-      return 2;
-    }
+    if (!bench::writeText(args.json, doc.dump(1) + "\n", "gemm_bench")) return 2;
   }
   return bad ? 1 : 0;
 }

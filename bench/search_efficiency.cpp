@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "bench/kerneltuner_models.h"
 #include "bench/search_efficiency.h"
 #include "costmodel/cost_model.h"
@@ -540,12 +541,7 @@ int main(int argc, char** argv) {
     }
     nlohmann::json doc = {{"bench", "search_efficiency"}, {"options", options}, {"seeds", o.seeds}, {"first_seed", o.firstSeed},
                           {"target", o.target}, {"batch", batchFor(o)}, {"development", o.dev}, {"tables", jsonTables}};
-    std::FILE* f = std::fopen(o.json.c_str(), "w");
-    const std::string text = doc.dump(1) + "\n";
-    if (!f || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) {
-      std::fprintf(stderr, "search_efficiency: cannot write --json %s\n", o.json.c_str());
-      return 2;
-    }
+    if (!bench::writeText(o.json, doc.dump(1) + "\n", "search_efficiency")) return 2;
   }
 
   auto summarize = [&](const Column& c, int which /* 0 GPU, 1 host, 2 all, 3 synthetic */, double* gMed, double* gP90,
