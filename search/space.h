@@ -31,7 +31,11 @@ GemmBlocking hostGemmBlocking(const TargetDesc& t, int64_t m, int64_t n, int64_t
 // gets `workPerThread` (the constants below: ~150-300 us on one core: opening and joining an
 // OpenMP region measured 20-160 us on a shared 2-core VM), fewer below. Fixed work
 // units, not measured peaks: defaults must not move between runs.
-inline constexpr double kFlopsPerThread = double(1 << 25);  // GEMM, attention
+inline constexpr double kFlopsPerThread = double(1 << 25);  // attention
+// GEMM: 6 Mi flops a thread (~30 us on one Sapphire Rapids core, ~60 us on an AVX2 one). Measured on
+// 2 Sapphire Rapids cores against one: blis on two threads ran 1.25-1.6x plain on one at 192^3 -
+// 320^3, and tied at 160^3 (docs/results.md, "Two threads on small cubes").
+inline constexpr double kGemmFlopsPerThread = double(6 << 20);
 inline constexpr double kBytesPerThread = double(1 << 21);  // elementwise: bytes read + written
 int64_t defaultThreads(const TargetDesc& t, double work, double workPerThread);
 // THREADS values a host space offers: powers of two below t.units, and t.units.

@@ -312,7 +312,11 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   std::vector<ir::KnobValue> threadDom = threadDomain(t);
   const bool half = g.inType != ir::ScalarType::F32;
   const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(std::max<int64_t>(1, g.batch));
-  int64_t threads = has(schedDom, "blis") ? defaultThreads(t, flops, kFlopsPerThread) : 1;
+  // One or two rows (a matrix-vector product, bound by reading B once) keep the attention threshold:
+  // at 6 Mi flops a thread 1x4096x4096 went to blis on two threads, 1.9x slower than plain on one
+  // (packing B costs as much as the product).
+  int64_t threads =
+      has(schedDom, "blis") ? defaultThreads(t, flops, g.m > 2 ? kGemmFlopsPerThread : kFlopsPerThread) : 1;
 
   // Schedule: the explicit kernels for half precision (the transform schedules convert f16/bf16
   // element by element: 25x slower) and for several threads; AMX, then vdpbf16ps, for bf16 where

@@ -326,6 +326,33 @@ TEST(SpaceOps, GemmDefaultsAtSmallAndAwkwardShapes) {
   EXPECT_EQ(str(defaults("zen4", 100, 100, 100), "schedule"), "blis");
 }
 
+// Two cores and a small cube (issue 53): from 2 x 6 Mi flops (kGemmFlopsPerThread, about 184^3)
+// the default is blis on both cores with the whole of M in one row block (MC=64 on two threads
+// ran 0.73x OpenBLAS at 256^3, MC=256 1.05x); below it one thread. A matrix-vector product keeps
+// the old threshold (blis on two threads ran 1x4096x4096 1.9x slower than plain on one): the
+// negative control that the rule is not "more threads everywhere".
+TEST(SpaceOps, SmallCubesTakeBothCoresOfATwoCoreHost) {
+  auto defaults = [](const char* host, int64_t m, int64_t n, int64_t k) {
+    auto g = ir::buildGemm({.m = m, .n = n, .k = k});
+    auto t = *hostPreset(host);
+    t.units = 2;
+    return makeSpace(*g, t)->defaults();
+  };
+  auto str = [](const ir::Config& c, const char* knob) { return ir::knobValueStr(c.values.at(knob)); };
+  for (const char* host : {"zen4", "zen4-avx2", "sapphire-rapids"}) {
+    for (int64_t n : {192, 256, 320}) {
+      ir::Config c = defaults(host, n, n, n);
+      EXPECT_EQ(str(c, "THREADS"), "2") << host << " " << n;
+      EXPECT_EQ(str(c, "schedule"), "blis") << host << " " << n;
+      EXPECT_GE(std::get<int64_t>(c.values.at("MC")), n) << host << " " << n << ": " << c.str();
+    }
+    EXPECT_EQ(str(defaults(host, 160, 160, 160), "THREADS"), "1") << host;
+    EXPECT_EQ(str(defaults(host, 1, 4096, 4096), "THREADS"), "1") << host;
+    EXPECT_EQ(str(defaults(host, 1, 4096, 4096), "schedule"), "plain") << host;
+    EXPECT_EQ(str(defaults(host, 16, 1024, 1024), "THREADS"), "2") << host;
+  }
+}
+
 // The README's `run gemm --m 512 --n 512 --k 512 --config 'schedule=plain,MR=4,NR=16'`: on a
 // host of 2 or more cores the size's default is blis on all cores, and a config naming a one-thread
 // schedule without THREADS used to keep THREADS=2 and be refused. Naming plain or packed now means
