@@ -46,12 +46,9 @@ using namespace mlir;
 
 namespace {
 
-class Builder {
+class Builder : public gpuir::F32Builder {
  public:
-  Builder(OpBuilder& b, Location loc, const SimtAttnPlan& p) : b_(b), loc_(loc), p_(p), ix_{b, loc} {
-    f32_ = b.getF32Type();
-    fm_ = arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::contract);
-  }
+  Builder(OpBuilder& b, Location loc, const SimtAttnPlan& p) : F32Builder(b, loc), p_(p) {}
 
   Value f(float v, Type t) {
     if (auto vt = dyn_cast<VectorType>(t))
@@ -70,10 +67,6 @@ class Builder {
     auto vt = cast<VectorType>(x.getType());
     return arith::TruncFOp::create(b_, loc_, VectorType::get(vt.getShape(), et), x);
   }
-  Value add(Value x, Value y) { return arith::AddFOp::create(b_, loc_, x, y, fm_); }
-  Value sub(Value x, Value y) { return arith::SubFOp::create(b_, loc_, x, y, fm_); }
-  Value mul(Value x, Value y) { return arith::MulFOp::create(b_, loc_, x, y, fm_); }
-  Value max(Value x, Value y) { return arith::MaxNumFOp::create(b_, loc_, x, y, fm_); }
   Value fma(Value x, Value y, Value z) { return math::FmaOp::create(b_, loc_, x, y, z); }
   Value bcast(Value s, Type vt) { return vector::BroadcastOp::create(b_, loc_, vt, s); }
 
@@ -99,12 +92,7 @@ class Builder {
     return mul(poly, arith::BitcastOp::create(b_, loc_, t, bits));
   }
 
-  OpBuilder& b_;
-  Location loc_;
   const SimtAttnPlan& p_;
-  gpuir::Idx ix_;
-  Type f32_;
-  arith::FastMathFlagsAttr fm_;
 };
 
 }  // namespace

@@ -58,6 +58,27 @@ struct Idx {
   mlir::Value band(mlir::Value x, mlir::Value y) { return mlir::arith::AndIOp::create(b, loc, x, y); }
 };
 
+// What every register-level kernel builder shares (the SIMT, mma.sync, wgmma and MFMA attention
+// and GEMM builders): the builder, the location, index arithmetic and f32 arithmetic with
+// contraction allowed (fma formation), which the softmax and epilogue steps are written in.
+class F32Builder {
+ public:
+  F32Builder(mlir::OpBuilder& b, mlir::Location loc)
+      : b_(b), loc_(loc), ix_{b, loc}, f32_(b.getF32Type()),
+        fm_(mlir::arith::FastMathFlagsAttr::get(b.getContext(), mlir::arith::FastMathFlags::contract)) {}
+  mlir::Value f(float v) { return mlir::arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(v)); }
+  mlir::Value add(mlir::Value x, mlir::Value y) { return mlir::arith::AddFOp::create(b_, loc_, x, y, fm_); }
+  mlir::Value sub(mlir::Value x, mlir::Value y) { return mlir::arith::SubFOp::create(b_, loc_, x, y, fm_); }
+  mlir::Value mul(mlir::Value x, mlir::Value y) { return mlir::arith::MulFOp::create(b_, loc_, x, y, fm_); }
+  mlir::Value max(mlir::Value x, mlir::Value y) { return mlir::arith::MaxNumFOp::create(b_, loc_, x, y, fm_); }
+
+  mlir::OpBuilder& b_;
+  mlir::Location loc_;
+  Idx ix_;
+  mlir::Type f32_;
+  mlir::arith::FastMathFlagsAttr fm_;
+};
+
 // Emits `body` under scf.if (cond) (no else); a null cond emits it unguarded.
 inline void guarded(mlir::OpBuilder& b, mlir::Location loc, mlir::Value cond, const std::function<void()>& body) {
   if (!cond) {

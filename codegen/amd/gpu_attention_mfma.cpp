@@ -45,22 +45,15 @@ using namespace mlir;
 
 namespace {
 
-class Kernel {
+class Kernel : public gpuir::F32Builder {
  public:
-  Kernel(OpBuilder& b, Location loc, const MfmaAttnPlan& p) : b_(b), loc_(loc), p_(p), ix_{b, loc} {
-    f32_ = b.getF32Type();
+  Kernel(OpBuilder& b, Location loc, const MfmaAttnPlan& p) : F32Builder(b, loc), p_(p) {
     i32_ = b.getI32Type();
     et_ = p.dtype == ir::ScalarType::BF16 ? Type(b.getBF16Type()) : Type(b.getF16Type());
-    fm_ = arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::contract);
     accT_ = VectorType::get({p.NR}, f32_);
     opT_ = VectorType::get({4}, et_);
   }
 
-  Value f(float v) { return arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(v)); }
-  Value add(Value x, Value y) { return arith::AddFOp::create(b_, loc_, x, y, fm_); }
-  Value sub(Value x, Value y) { return arith::SubFOp::create(b_, loc_, x, y, fm_); }
-  Value mul(Value x, Value y) { return arith::MulFOp::create(b_, loc_, x, y, fm_); }
-  Value max(Value x, Value y) { return arith::MaxNumFOp::create(b_, loc_, x, y, fm_); }
   // 2^x: llvm.exp2 (v_exp_f32); a masked -1e30 gives 0.
   Value exp2(Value x) { return math::Exp2Op::create(b_, loc_, x); }
   Value zeroAcc() {
@@ -93,13 +86,9 @@ class Kernel {
         .getResult();
   }
 
-  OpBuilder& b_;
-  Location loc_;
   const MfmaAttnPlan& p_;
-  gpuir::Idx ix_;
-  Type f32_, i32_, et_;
+  Type i32_, et_;
   VectorType accT_, opT_;
-  arith::FastMathFlagsAttr fm_;
 };
 
 }  // namespace

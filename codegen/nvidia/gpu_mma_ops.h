@@ -19,21 +19,14 @@
 
 namespace tessera::codegen {
 
-class MmaOps {
+class MmaOps : public gpuir::F32Builder {
  public:
-  MmaOps(mlir::OpBuilder& b, mlir::Location loc, ir::ScalarType dtype) : b_(b), loc_(loc), ix_{b, loc} {
+  MmaOps(mlir::OpBuilder& b, mlir::Location loc, ir::ScalarType dtype) : F32Builder(b, loc) {
     using namespace mlir;
-    f32_ = b.getF32Type();
     i32_ = b.getI32Type();
     bf16_ = dtype == ir::ScalarType::BF16;
     et_ = bf16_ ? Type(b.getBF16Type()) : Type(b.getF16Type());
-    fm_ = arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::contract);
   }
-  mlir::Value f(float v) { return mlir::arith::ConstantOp::create(b_, loc_, b_.getF32FloatAttr(v)); }
-  mlir::Value add(mlir::Value x, mlir::Value y) { return mlir::arith::AddFOp::create(b_, loc_, x, y, fm_); }
-  mlir::Value sub(mlir::Value x, mlir::Value y) { return mlir::arith::SubFOp::create(b_, loc_, x, y, fm_); }
-  mlir::Value mul(mlir::Value x, mlir::Value y) { return mlir::arith::MulFOp::create(b_, loc_, x, y, fm_); }
-  mlir::Value max(mlir::Value x, mlir::Value y) { return mlir::arith::MaxNumFOp::create(b_, loc_, x, y, fm_); }
   // 2^x on the SFU (ex2.approx: 2 ulp; a masked -1e30 flushes to 0).
   mlir::Value exp2(mlir::Value x) {
     return mlir::NVVM::InlinePtxOp::create(b_, loc_, mlir::TypeRange{f32_}, mlir::ValueRange{x}, mlir::ValueRange{}, "ex2.approx.ftz.f32 $0, $1;",
@@ -175,12 +168,8 @@ class MmaOps {
     }
   }
 
-  mlir::OpBuilder& b_;
-  mlir::Location loc_;
-  gpuir::Idx ix_;
-  mlir::Type f32_, i32_, et_;
+  mlir::Type i32_, et_;
   bool bf16_ = false;
-  mlir::arith::FastMathFlagsAttr fm_;
 };
 
 }  // namespace tessera::codegen
