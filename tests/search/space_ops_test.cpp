@@ -304,14 +304,19 @@ TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
 // vectors over all of K. 127^3: a prime M keeps at least 4-row tiles (MR=1
 // "padded least" and ran 2x slower). Zen 4 without AVX-512 (8 lanes): 56^3 (37 KB, past the L1)
 // takes 4 x 8 tiles that divide it and a 64-row block covering it.
+namespace {
+// The default config of an f32 GEMM on a host preset with `units` cores, and one knob of it as text.
+ir::Config gemmDefaults(const char* host, int64_t m, int64_t n, int64_t k, int units) {
+  auto g = ir::buildGemm({.m = m, .n = n, .k = k});
+  auto t = *hostPreset(host);
+  t.units = units;
+  return makeSpace(*g, t)->defaults();
+}
+std::string str(const ir::Config& c, const char* knob) { return ir::knobValueStr(c.values.at(knob)); }
+}  // namespace
+
 TEST(SpaceOps, GemmDefaultsAtSmallAndAwkwardShapes) {
-  auto defaults = [](const char* host, int64_t m, int64_t n, int64_t k) {
-    auto g = ir::buildGemm({.m = m, .n = n, .k = k});
-    auto t = *hostPreset(host);
-    t.units = 1;
-    return makeSpace(*g, t)->defaults();
-  };
-  auto str = [](const ir::Config& c, const char* knob) { return ir::knobValueStr(c.values.at(knob)); };
+  auto defaults = [](const char* host, int64_t m, int64_t n, int64_t k) { return gemmDefaults(host, m, n, k, 1); };
   EXPECT_EQ(str(defaults("zen4", 64, 64, 64), "schedule"), "plain");
   EXPECT_EQ(str(defaults("zen4", 56, 56, 56), "schedule"), "blis");
   EXPECT_EQ(str(defaults("zen4", 40, 40, 40), "schedule"), "nvec");
@@ -332,13 +337,7 @@ TEST(SpaceOps, GemmDefaultsAtSmallAndAwkwardShapes) {
 // the old threshold (blis on two threads ran 1x4096x4096 1.9x slower than plain on one): the
 // negative control that the rule is not "more threads everywhere".
 TEST(SpaceOps, SmallCubesTakeBothCoresOfATwoCoreHost) {
-  auto defaults = [](const char* host, int64_t m, int64_t n, int64_t k) {
-    auto g = ir::buildGemm({.m = m, .n = n, .k = k});
-    auto t = *hostPreset(host);
-    t.units = 2;
-    return makeSpace(*g, t)->defaults();
-  };
-  auto str = [](const ir::Config& c, const char* knob) { return ir::knobValueStr(c.values.at(knob)); };
+  auto defaults = [](const char* host, int64_t m, int64_t n, int64_t k) { return gemmDefaults(host, m, n, k, 2); };
   for (const char* host : {"zen4", "zen4-avx2", "sapphire-rapids"}) {
     for (int64_t n : {192, 256, 320}) {
       ir::Config c = defaults(host, n, n, n);
