@@ -53,6 +53,15 @@ from . import _torch_cuda as _cuda, attention as _attention, elementwise as _ele
 from .bundle_lib import BundleLibrary, KernelDesc
 from .errors import InvalidArgumentError
 
+# Two OpenMP runtimes share the cores under tessera.torch: torch's and LLVM's libomp, which the
+# bundle's host kernels run on. libomp's workers spin for 200 ms after each parallel kernel by
+# default (KMP_BLOCKTIME), holding the cores torch's next op (a LayerNorm, a residual add) needs:
+# the GPT block of bench/torch_model_bench.py on two Sapphire Rapids cores took a median 8.4 ms
+# with Tessera's kernels against eager torch's 1.6 ms; with KMP_BLOCKTIME=0 2.3 ms (docs/results.md,
+# PyTorch). libomp reads it when it starts (the process's first parallel region, after this import
+# unless Tessera ran a parallel kernel before it); a value the user set is kept.
+os.environ.setdefault("KMP_BLOCKTIME", "0")
+
 _log = logging.getLogger("tessera.torch")
 _DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _ACTIVATIONS = {"": "{}", "gelu": "gelu_erf({})", "gelu_tanh": "gelu({})"}

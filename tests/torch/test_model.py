@@ -82,3 +82,26 @@ def test_tune_model_writes_and_loads_the_bundle(tmp_path):
     assert isinstance(b, tt.Bundle)
     with pytest.raises(tt.InvalidArgumentError, match="ran no operator"):
         tt.tune_model(nn.Sequential(nn.ReLU()), (x,), out=str(tmp_path / "c"), db=str(tmp_path / "t.db"))
+
+
+def _blocktime_after_import(env_value):
+    """KMP_BLOCKTIME as libomp (the runtime bundles link, libomp.so.5) reads it in a fresh process
+    that imports tessera.torch, with the variable unset or set to `env_value`."""
+    import os
+    import subprocess
+    import sys
+    code = ("import ctypes, os, tessera.torch; omp = ctypes.CDLL('libomp.so.5'); omp.omp_get_max_threads(); "
+            "print(os.environ['KMP_BLOCKTIME'], omp.kmp_get_blocktime())")
+    env = {k: v for k, v in os.environ.items() if k != "KMP_BLOCKTIME"}
+    if env_value is not None:
+        env["KMP_BLOCKTIME"] = env_value
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
+
+
+def test_import_keeps_libomps_workers_from_spinning_against_torch():
+    # Unset: libomp's workers sleep at once after a parallel kernel (0 ms), not the default 200 ms.
+    assert _blocktime_after_import(None) == ["0", "0"]
+    # The negative control: a value the user set is what libomp runs with.
+    assert _blocktime_after_import("7") == ["7", "7"]
