@@ -28,8 +28,8 @@ struct GemmBlocking {
 GemmBlocking hostGemmBlocking(const TargetDesc& t, int64_t m, int64_t n, int64_t pairBytes = 0);
 
 // Default thread count of a kernel of `work` units on target `t`: all of t.units once each thread
-// gets `workPerThread` (the constants below: ~150-300 us on one core: opening and joining an
-// OpenMP region measured 20-160 us on a shared 2-core VM), fewer below. Fixed work
+// gets `workPerThread` (the constants below, chosen by measuring the kernels on one thread against
+// two: opening and joining an OpenMP region measured 20-160 us on a shared 2-core VM), fewer below. Fixed work
 // units, not measured peaks: defaults must not move between runs.
 inline constexpr double kFlopsPerThread = double(1 << 25);  // attention
 // GEMM: 6 Mi flops a thread (~30 us on one Sapphire Rapids core, ~60 us on an AVX2 one). Measured on

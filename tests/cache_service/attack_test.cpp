@@ -396,7 +396,7 @@ TEST_P(Attack, IdleKeepAliveConnectionsHoldNoWorker) {
   EXPECT_EQ(closed, 100);  // ...for at most the keep-alive timeout
   probe.finish();
   for (int fd : fds) ::close(fd);
-  probe.expectAnswered("during the flood");
+  probe.expectAnswered("while the idle connections are held");
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, Attack, ::testing::ValuesIn(test::builtEngines()),

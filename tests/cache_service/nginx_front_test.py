@@ -4,9 +4,8 @@ loopback, with TLS (a self-signed certificate made here), and repeats the attack
 through it: slow-drip heads, dripping bodies, a flood of header fields, many requests from one
 address. Throughout, /healthz through the front must answer: nine probes in ten within 100 ms and
 every one within 1 s (a starved front times out at seconds; one slow probe on a busy 2-core CI
-machine is not starvation). Also checks that the
-tessera client talks to the service through it (https, TESSERA_CA_CERT). No system service: nginx
-runs as a child with `-p <tmpdir>`. Exits 77 (skipped) where nginx or openssl is missing.
+machine is not starvation). Also checks that the tessera client talks to the service through it
+(https, TESSERA_CA_CERT). No system service: nginx runs as a child with `-p <tmpdir>`. Exits 77 (skipped) where nginx or openssl is missing.
 
 Usage: nginx_front_test.py TESSERA_BIN"""
 import os

@@ -1,6 +1,10 @@
 """tessera.torch on a whole model: patch() sends a GPT block's GEMMs (bias and GELU fused), and its
 causal attention to the bundle with no change to the model's code; unpatch() restores it;
 tune_model() records, tunes, bundles and patches."""
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch import nn
@@ -87,9 +91,6 @@ def test_tune_model_writes_and_loads_the_bundle(tmp_path):
 def _blocktime_after_import(env_value):
     """KMP_BLOCKTIME as libomp (the runtime bundles link, libomp.so.5) reads it in a fresh process
     that imports tessera.torch, with the variable unset or set to `env_value`."""
-    import os
-    import subprocess
-    import sys
     code = ("import ctypes, os, tessera.torch; omp = ctypes.CDLL('libomp.so.5'); omp.omp_get_max_threads(); "
             "print(os.environ['KMP_BLOCKTIME'], omp.kmp_get_blocktime())")
     env = {k: v for k, v in os.environ.items() if k != "KMP_BLOCKTIME"}
