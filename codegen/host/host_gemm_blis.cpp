@@ -236,7 +236,10 @@ void GemmBuilder::colBlock(Value ic, Rows mcb, Value pc, int64_t kv, Value jb, V
 // ---- micro-kernels: MR x NR of C over one K block
 
 void GemmBuilder::microTile(Value panel, Value jp, Value jb, Value row0, Rows rows, Value col0, int64_t cols, Value first, bool last) {
-  const int64_t nv = p_.nv(), MR = p_.MR;
+  // A partial column tile multiplies only the vectors that hold its columns (an edge tile of 8
+  // columns under NR = 64 runs one vector of FMAs, not four of which three are zero).
+  nvt_ = p_.mk == Micro::Amx ? p_.nv() : std::min(p_.nv(), ceilDiv(cols, p_.VW));
+  const int64_t nv = nvt_, MR = p_.MR;
   SmallVector<Value> acc;
   // Sums start at zero in the first K block, from the partial sums stored in C otherwise.
   for (int64_t r = 0; r < MR; ++r)
@@ -283,7 +286,7 @@ SmallVector<Value> GemmBuilder::unrolledK(int64_t count, SmallVector<Value> acc,
 }
 
 SmallVector<Value> GemmBuilder::fmaLoop(Value panel, Value jp, SmallVector<Value> acc) {
-  const int64_t nv = p_.nv();
+  const int64_t nv = nvt_;
   // In place, the depth runs to the block's valid rows only (past them B has no rows; A's packed
   // panel is zero there, which the packed path relies on instead). Columns past N read as zero.
   return unrolledK(p_.packB ? p_.kc : kv_, acc, [&](Value kk, SmallVector<Value>& a) {
@@ -302,7 +305,7 @@ SmallVector<Value> GemmBuilder::fmaLoop(Value panel, Value jp, SmallVector<Value
 // vdpbf16ps: each f32 lane adds a0·b0 + a1·b1 of one bf16 pair; A's pair (k, k+1) of a row is
 // broadcast as one 32-bit value, B's pairs of NR/16 columns are one 64-byte load each.
 SmallVector<Value> GemmBuilder::dotLoop(Value panel, Value jp, SmallVector<Value> acc) {
-  const int64_t nv = p_.nv();
+  const int64_t nv = nvt_;
   auto v32bf = VectorType::get({2 * p_.VW}, inT_), v2bf = VectorType::get({2}, inT_);
   auto v1i = VectorType::get({1}, b_.getI32Type()), vni = VectorType::get({p_.VW}, b_.getI32Type());
   return unrolledK(p_.kc / 2, acc, [&](Value kq, SmallVector<Value>& a) {
@@ -343,7 +346,7 @@ void GemmBuilder::amxTile(Value panel, Value jp, Value jb) {
 // ---- write-back: partial sums to Cacc, or (last K block) the epilogue's value to C
 
 void GemmBuilder::writeBack(const SmallVector<Value>& acc, Value row0, Rows rows, Value col0, int64_t cols, bool last) {
-  const int64_t nv = p_.nv();
+  const int64_t nv = nvt_;
   for (int64_t r = 0; r < std::min(rows.n, p_.MR); ++r) {
     // A row count known at run time: row r is written only when it exists (row 0 always does).
     if (rows.dyn && r > 0) {
@@ -355,7 +358,7 @@ void GemmBuilder::writeBack(const SmallVector<Value>& acc, Value row0, Rows rows
 }
 
 void GemmBuilder::writeRow(const SmallVector<Value>& acc, Value row0, int64_t r, Value col0, int64_t cols, bool last) {
-  const int64_t nv = p_.nv();
+  const int64_t nv = nvt_;
   for (int64_t c = 0; c < nv && c * p_.VW < cols; ++c) {
     Value row = add(row0, r), col = add(col0, c * p_.VW);
     int64_t valid = cols - c * p_.VW;

@@ -234,6 +234,7 @@ class GemmBuilder : Builder {
   Value A_, B_, C_, Cacc_, Ap_, Bp_, Cs_, bi_, M_, batch_;
   Value pc_, col0_;  // the depth block and micro-tile column the fma loop reads B at (PACKB=0)
   int64_t kv_ = 0;
+  int64_t nvt_ = 1;  // vectors of the micro-tile being built (fewer than nv() at a partial column tile)
   Type inT_;
   Status error_;
 };
