@@ -28,6 +28,13 @@ const std::vector<int64_t> kMC = {16, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 
 const std::vector<int64_t> kNC = {32, 64, 128, 256, 512, 1024, 2048, 4096};
 const std::vector<int64_t> kKC = {16, 32, 64, 128, 256, 384, 512, 768, 1024};
 
+// Past kNvecMaxM rows nvec is offered where B has at most kNvecNarrowN columns and the packed
+// kernels' panels of two vectors would pad 1/16 of them or more (see nvecByDefault).
+bool nvecNarrowPays(const ir::GemmInfo& g, const TargetDesc& t) {
+  const int64_t pair = 2 * lanesOf(t), padded = roundUp(g.n, pair);
+  return g.n <= codegen::kNvecNarrowN && 16 * (padded - g.n) >= padded;
+}
+
 // The schedules this host can run for this GEMM: bf16dot where vdpbf16ps exists (avx512_bf16),
 // amx where AMX multiplies bf16 (amx_bf16), both for bf16 inputs only; the explicit ones only when
 // they can fuse the epilogue.
@@ -44,7 +51,7 @@ std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t)
   // Few columns: dot products along K (A read in place, so stored M x K).
   if (g.n <= codegen::kKvecMaxN && !g.transA) d.push_back(std::string("kvec"));
   // Few rows: vectors along N, the rows of a strip in registers (B read in place, so stored K x N).
-  if (g.m <= codegen::kNvecMaxM && !g.transB) d.push_back(std::string("nvec"));
+  if ((g.m <= codegen::kNvecMaxM || nvecNarrowPays(g, t)) && !g.transB) d.push_back(std::string("nvec"));
   return d;
 }
 
@@ -68,10 +75,24 @@ bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes !
 // two rows of a B past the L2 are memory-bound: plain's depth blocks of 16 walk B along its rows
 // (NC columns contiguous) where nvec's strips walk it down K rows of a few lines each
 // (2x1024x1024 and 2x4096x1024 on AVX2: plain 1.15x faster in one run each), so they keep plain.
-bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t) {
+//
+// And past kNvecMaxM rows, on one thread, f32, where N is at most kNvecNarrowN columns and the
+// packed kernels' two-vector NR pads at least 1/16 of them: their edge panel computes the padding
+// (72 columns are two panels of 32 and one of 8 in a panel of 32) where nvec's last vector is
+// masked, and nvec's one or two strips read A once or twice, unpacked. One Sapphire Rapids core,
+// x OpenBLAS, blis or plain -> nvec (bench/small_shapes_bench, interleaved runs): 72^3
+// 0.70-0.76x -> 1.10-1.13x, 80^3 0.91x -> 1.12x, 96x72x96 0.77x -> 1.05x, 100^3 0.81x -> 0.88x,
+// 176^3 1.02x -> 1.14x, 512x72x512 0.86x -> 1.19x, 1000x100x1000 0.82-0.88x -> 0.99-1.06x. Where
+// NR pads little nvec lost (127^3 1.44x -> 1.25x; 96^3 0.99x -> 0.82-0.91x, 128^3 1.27x ->
+// 1.05x), and past 192 columns too (200^3 1.07x -> 0.97x). With AVX2 only (x86-64-v3) 72^3 0.44x
+// -> 0.75x, 120^3 0.55x -> 0.84x, 1000x100x1000 0.66x either way. Two threads keep blis: nvec
+// splits its strips between threads, and here there are one or two.
+bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t, int64_t threads) {
   const double bytes = double(ir::byteSize(g.inType)) * double(g.m * g.k + g.k * g.n) + 4.0 * double(g.m * g.n);
   if (g.m <= 2 && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes)) return false;
-  return g.n >= 2 * lanes && (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes < double(t.l1dBytes)));
+  if (g.n < 2 * lanes) return false;
+  if (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes < double(t.l1dBytes))) return true;
+  return g.m > codegen::kNvecMaxM && threads == 1 && g.inType == ir::ScalarType::F32 && nvecNarrowPays(g, t);
 }
 
 struct KvecTile {
@@ -339,7 +360,7 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   std::string sched;
   if (has(schedDom, "amx")) sched = "amx";
   else if (has(schedDom, "kvec") && kvecByDefault(g, lanes)) sched = "kvec";
-  else if (has(schedDom, "nvec") && nvecByDefault(g, lanes, t)) sched = "nvec";
+  else if (has(schedDom, "nvec") && nvecByDefault(g, lanes, t, threads)) sched = "nvec";
   else if (has(schedDom, "bf16dot")) sched = "bf16dot";
   else if (has(schedDom, "blis") && (half || threads > 1)) sched = "blis";
   // B transposed (nn.Linear's weight, [N, K]): the transform schedules read B's vectors across its

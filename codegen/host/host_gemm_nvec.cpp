@@ -331,7 +331,8 @@ Expected<NvecPlan> makeNvecPlan(const ir::Kernel& k, const ir::Config& c, const 
   if (p.KU > 16) return bad("KU must be <= 16");
   if (p.threads > 256) return bad("THREADS must be <= 256");
   if (p.g.transB) return bad("schedule nvec reads rows of B as vectors in place: B stored K x N only");
-  if (p.g.m > kNvecMaxM) return bad("schedule nvec takes M <= " + std::to_string(kNvecMaxM));
+  if (!nvecTakes(p.g.m, p.g.n))
+    return bad("schedule nvec takes M <= " + std::to_string(kNvecMaxM) + " or N <= " + std::to_string(kNvecNarrowN));
   p.VW = std::max(4, t.simdBits / 32);
   p.MR = std::min(p.MR, p.g.m);
   p.NV = std::min(p.NV, (p.g.n + p.VW - 1) / p.VW);

@@ -127,12 +127,16 @@ TEST(HostGemmNvec, RefusesWhatItCannotRun) {
   };
   const std::string base = "MC=16,NC=64,KC=16,NR=" + std::to_string(std::max(4, t.simdBits / 32)) + ",ORDER=ij,schedule=nvec,KU=1,";
   refused(*buildGemm({.m = 5, .n = 40, .k = 20, .transB = true}), base + "MR=2,NV=2");  // B must be read along N
-  refused(*buildGemm({.m = codegen::kNvecMaxM + 1, .n = 40, .k = 20}), base + "MR=2,NV=2");  // more rows than nvec takes
+  // More rows than nvec takes at more columns than it takes past them.
+  refused(*buildGemm({.m = codegen::kNvecMaxM + 1, .n = codegen::kNvecNarrowN + 16, .k = 20}), base + "MR=2,NV=2");
   refused(*buildGemm({.m = 16, .n = 64, .k = 20}), base + "MR=16,NV=2");  // 35 registers: no register file holds it
-  // The space agrees: not offered for a transposed B or past kNvecMaxM rows, offered next to them;
-  // its rule refuses the tile no register file holds and takes its neighbour.
+  // The space agrees: not offered for a transposed B, nor past kNvecMaxM rows unless B has few
+  // columns that the packed kernels' panels pad (72: offered; 128 and past kNvecNarrowN: not),
+  // offered next to them; its rule refuses the tile no register file holds and takes its neighbour.
   EXPECT_FALSE(offers(*buildGemm({.m = 5, .n = 40, .k = 20, .transB = true}), t, "nvec"));
-  EXPECT_FALSE(offers(*buildGemm({.m = codegen::kNvecMaxM + 1, .n = 40, .k = 20}), t, "nvec"));
+  EXPECT_FALSE(offers(*buildGemm({.m = codegen::kNvecMaxM + 1, .n = codegen::kNvecNarrowN + 16, .k = 20}), t, "nvec"));
+  EXPECT_FALSE(offers(*buildGemm({.m = codegen::kNvecMaxM + 1, .n = 128, .k = 20}), t, "nvec"));
+  EXPECT_TRUE(offers(*buildGemm({.m = codegen::kNvecMaxM + 1, .n = 72, .k = 20}), t, "nvec"));
   EXPECT_TRUE(offers(*buildGemm({.m = codegen::kNvecMaxM, .n = 40, .k = 20, .transA = true}), t, "nvec"));
   auto sp = search::makeSpace(*buildGemm({.m = 16, .n = 64, .k = 20}), t);
   ASSERT_TRUE(sp.ok()) << sp.error().str();
@@ -163,4 +167,36 @@ TEST(HostGemmNvec, DefaultForFewRows) {
   }
   auto r = testutil::checkHost(*buildGemm({.m = 13, .n = 200, .k = 300}));
   EXPECT_TRUE(r.correct) << r.error;
+}
+
+// Past kNvecMaxM rows on one thread (issue 53): nvec where B has few columns (at most
+// kNvecNarrowN) and blis's panels of two vectors would pad 1/16 of them or more, on every named
+// host, derived from its vector width; the controls keep the packed kernels: columns that the
+// panels divide or nearly do (128, 127), more than kNvecNarrowN, two threads, bf16.
+TEST(HostGemmNvec, DefaultForFewColumnsOnOneThread) {
+  for (const auto& name : hostPresets()) {
+    TargetDesc t = *hostPreset(name);
+    t.units = 1;
+    EXPECT_EQ(defaultSchedule(*buildGemm({.m = 72, .n = 72, .k = 72}), t), "nvec") << name;
+    EXPECT_EQ(defaultSchedule(*buildGemm({.m = 1000, .n = 100, .k = 1000}), t), "nvec") << name;
+    EXPECT_EQ(defaultSchedule(*buildGemm({.m = 96, .n = 72, .k = 96}), t), "nvec") << name;
+    EXPECT_NE(defaultSchedule(*buildGemm({.m = 128, .n = 128, .k = 128}), t), "nvec") << name;
+    EXPECT_NE(defaultSchedule(*buildGemm({.m = 127, .n = 127, .k = 127}), t), "nvec") << name;
+    EXPECT_NE(defaultSchedule(*buildGemm({.m = 200, .n = 200, .k = 200}), t), "nvec") << name;
+    EXPECT_NE(defaultSchedule(*buildGemm({.m = 72, .n = 72, .k = 72, .dtype = ScalarType::BF16}), t), "nvec") << name;
+    t.units = 2;
+    EXPECT_NE(defaultSchedule(*buildGemm({.m = 1000, .n = 100, .k = 1000}), t), "nvec") << name;
+  }
+  // Those defaults run right here: several row tiles, K blocks, a masked last strip, a batch and
+  // a fused epilogue, against the reference.
+  GemmSpec fused{.m = 130, .n = 90, .k = 70, .epilogue = "relu(acc + bias)"};
+  fused.shapes["bias"] = {90};
+  TargetDesc t = testutil::twoThreadHost();
+  t.units = 1;
+  for (const GemmSpec& s : {GemmSpec{.m = 300, .n = 72, .k = 130}, GemmSpec{.batch = 2, .m = 97, .n = 100, .k = 300}, fused}) {
+    Kernel g = *buildGemm(s);
+    EXPECT_EQ(defaultSchedule(g, t), "nvec") << g.name;
+    auto r = testutil::checkHostOn(t, g);
+    EXPECT_TRUE(r.correct) << g.name << ": " << r.error;
+  }
 }

@@ -328,7 +328,8 @@ TEST(SpaceOps, GemmDefaultsAtSmallAndAwkwardShapes) {
   EXPECT_EQ(defaults("zen4-avx2", 56, 56, 56).str(), "KC=64,KU=1,MC=64,MR=4,NC=64,NR=8,NV=1,ORDER=ij,schedule=plain");
   // A negative control: the edge-free rule does not turn tile-aligned, L2-sized problems away from plain.
   EXPECT_EQ(str(defaults("zen4", 128, 128, 128), "schedule"), "plain");
-  EXPECT_EQ(str(defaults("zen4", 100, 100, 100), "schedule"), "blis");
+  // 100 columns pad to 128 in blis's panels of 32: nvec, whose last vector is masked, instead.
+  EXPECT_EQ(str(defaults("zen4", 100, 100, 100), "schedule"), "nvec");
 }
 
 // Two cores and a small cube (issue 53): from 2 x 6 Mi flops (kGemmFlopsPerThread, about 184^3)
