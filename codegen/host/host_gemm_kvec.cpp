@@ -177,12 +177,9 @@ class KvecBuilder {
     }
     for (int64_t s = main; s < steps; ++s) step(idx(s * p_.VW), p_.VW, acc);
     if (tail) step(idx(steps * p_.VW), tail, acc);
+    const SmallVector<Value> sums = rowSums(acc, rows, cols);
     for (int64_t r = 0; r < rows; ++r) {
-      SmallVector<Value> sums;
-      for (int64_t j = 0; j < cols; ++j)
-        sums.push_back(vector::ReductionOp::create(b_, loc_, f32_, vector::CombiningKind::ADD, acc[r * cols + j], Value(),
-                                                   arith::FastMathFlags::reassoc));
-      Value v = vector::FromElementsOp::create(b_, loc_, VectorType::get({cols}, f32_), sums);
+      Value v = sums[r];
       Value row = add(row0, r), col = idx(col0);
       auto e = epilogue(v, row, col, cols);
       if (!e.ok()) {
@@ -191,6 +188,75 @@ class KvecBuilder {
       }
       store(*e, row, col, cols);
     }
+  }
+
+  // The sums across lanes of the rows x cols accumulators of a tile, one vector of `cols` per row.
+  // A tree over up to VW accumulators at a time: each level pairs two vectors whose lanes hold
+  // segments of s lanes per accumulator, and adds the lower halves of the segments (of both,
+  // gathered by one shuffle) to the upper halves (another), so the result holds twice the
+  // accumulators in segments of s/2. log2(VW) levels end with one lane per accumulator; a shuffle
+  // per row then gathers its `cols` sums. Three operations per pair of vectors, against the eight
+  // of a reduction of each accumulator and an insert for each sum (512x7x64 spent more in them
+  // than in its FMAs).
+  SmallVector<Value> rowSums(const SmallVector<Value>& acc, int64_t rows, int64_t cols) {
+    const int64_t W = p_.VW, n = rows * cols;
+    SmallVector<Value> out;
+    if (cols > W) {  // a row past two groups: one reduction per accumulator
+      for (int64_t r = 0; r < rows; ++r) {
+        SmallVector<Value> sums;
+        for (int64_t j = 0; j < cols; ++j)
+          sums.push_back(vector::ReductionOp::create(b_, loc_, f32_, vector::CombiningKind::ADD, acc[r * cols + j], Value(),
+                                                     arith::FastMathFlags::reassoc));
+        out.push_back(vector::FromElementsOp::create(b_, loc_, VectorType::get({cols}, f32_), sums));
+      }
+      return out;
+    }
+    struct Part {
+      Value v;
+      SmallVector<int64_t> owner;  // the accumulator of each segment (-1: none)
+    };
+    SmallVector<Value> groups;             // one vector per group of up to W accumulators
+    SmallVector<int64_t> laneOf(n, 0);     // accumulator -> group * W + lane
+    for (int64_t g0 = 0; g0 < n; g0 += W) {
+      SmallVector<Part> cur;
+      for (int64_t i = g0; i < std::min(n, g0 + W); ++i) cur.push_back({acc[i], {i}});
+      for (int64_t sw = W; sw > 1; sw /= 2) {
+        SmallVector<Part> next;
+        for (size_t i = 0; i < cur.size(); i += 2) {
+          const Part& x = cur[i];
+          Part y = i + 1 < cur.size() ? cur[i + 1] : Part{zeros(vf_), SmallVector<int64_t>(x.owner.size(), -1)};
+          SmallVector<int64_t> lo, hi;
+          Part z;
+          for (size_t seg = 0; seg < x.owner.size(); ++seg) {
+            for (int64_t base : {int64_t(0), W}) {
+              for (int64_t l = 0; l < sw / 2; ++l) lo.push_back(base + int64_t(seg) * sw + l), hi.push_back(base + int64_t(seg) * sw + sw / 2 + l);
+              z.owner.push_back(base == 0 ? x.owner[seg] : y.owner[seg]);
+            }
+          }
+          Value a = vector::ShuffleOp::create(b_, loc_, x.v, y.v, lo), c = vector::ShuffleOp::create(b_, loc_, x.v, y.v, hi);
+          z.v = arith::AddFOp::create(b_, loc_, a, c);
+          next.push_back(z);
+        }
+        cur = next;
+      }
+      for (int64_t l = 0; l < W; ++l)
+        if (cur[0].owner[l] >= 0) laneOf[cur[0].owner[l]] = int64_t(groups.size()) * W + l;
+      groups.push_back(cur[0].v);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      // The row's sums lie in one group or two neighbouring ones.
+      const int64_t first = laneOf[r * cols] / W;
+      int64_t last = first;
+      for (int64_t j = 0; j < cols; ++j) last = std::max(last, laneOf[r * cols + j] / W);
+      Value x = groups[first], y = groups[last];
+      SmallVector<int64_t> pick;
+      for (int64_t j = 0; j < cols; ++j) {
+        const int64_t at = laneOf[r * cols + j];
+        pick.push_back(at / W == first ? at % W : W + at % W);
+      }
+      out.push_back(vector::ShuffleOp::create(b_, loc_, x, y, pick));
+    }
+    return out;
   }
 
   void store(Value v, Value row, Value col, int64_t cols) {

@@ -61,6 +61,20 @@ TEST(HostGemmKvec, BatchAndFusedEpilogues) {
   }
 }
 
+// The sums of a tile are reduced a group of vector-width accumulators at a time: a row whose
+// sums straddle two groups (3 x 6 tiles on 16 lanes: row 2 is accumulators 12..17; 3 x 3 on 8
+// lanes: 6..8), a partial last group and a partial last tile, in f32 and bf16.
+TEST(HostGemmKvec, SumsOfARowStraddlingTwoGroupsOfLanes) {
+  const TargetDesc& t = testutil::twoThreadHost();
+  const bool wide = t.simdBits >= 512 && t.vectorRegisters >= 32;
+  const std::string c = wide ? "schedule=kvec,MR=3,NJ=6,KU=1" : "schedule=kvec,MR=3,NJ=3,KU=1";
+  for (ScalarType dt : {ScalarType::F32, ScalarType::BF16}) {
+    Kernel g = *buildGemm({.m = 11, .n = 13, .k = 70, .dtype = dt, .epilogue = "relu(acc + bias)", .shapes = {{"bias", {13}}}});
+    auto r = testutil::checkHostOn(t, g, cfg(c));
+    EXPECT_TRUE(r.correct) << g.name << " " << c << ": " << r.error;
+  }
+}
+
 // Negative control for the checks above: a kvec kernel computing a neighbouring GEMM (alpha 1.01)
 // is caught by the same comparison, on the shape and tiles of the headline case.
 TEST(HostGemmKvec, ComparisonCatchesANeighbouringKernel) {
