@@ -130,8 +130,14 @@ KvecTile kvecTile(const TargetDesc& t, const ir::GemmInfo& g, const std::vector<
 // min(1, r·v / (latency · FMA pipes)) x min(1, 2·r·v / (pipes·(r + v))) of the FMA peak, the row
 // tiles (whole ones and the partial last) and the column strips (whole ones and the partial last,
 // its vectors counted whole: a masked lane costs as much as a useful one) weighted by their
-// elements; within 2 % the one with more vectors (each B vector serves MR FMAs, each broadcast
-// of A NV), then more rows. 56^3 on AVX2, one run: 14 x 1 6.2-7.9 us against plain's 4.3-5.6.
+// elements; within 2 %, while A fits half the L2, the one with fewer row tiles (each re-reads
+// the strip of B, from the copy in the L1, and carries its sums between K blocks in a C tile:
+// one Sapphire Rapids core, 7x512x64 one tile of 7 x 3 vectors 2.0-2.3 us against 3.6-3.9 for
+// four of 2 x 8, 13x1024x1024 14 x 2 237-257 us against 316-318, 100^3 12 x 2 1.00x OpenBLAS
+// against 6 x 4's 0.86-0.88x; with A past it, 1000x100x1000 14 x 2 ran 0.86x against 2 x 8's
+// 0.99-1.06x: each strip re-reads A from the L3), then more vectors (each B vector serves MR
+// FMAs, each broadcast of A NV), then more rows. 56^3 on AVX2, one run: 14 x 1 6.2-7.9 us against plain's
+// 4.3-5.6.
 struct NvecTile {
   int64_t mr = 1, nv = 1;
 };
@@ -143,6 +149,9 @@ NvecTile nvecTile(const TargetDesc& t, const ir::GemmInfo& g, int64_t lanes, con
     return std::min(1.0, acc / need) * std::min(1.0, 2.0 * acc / (pipes * double(r + v)));
   };
   const int64_t vecs = ceilDiv(g.n, lanes);
+  // Each strip reads all of A: with A within half the L2 that is cheap, and fewer row tiles (each
+  // reading the strip of B) win; past it, fewer strips (more vectors) do.
+  const bool aReread = double(ir::byteSize(g.inType)) * double(g.m * g.k) <= double(t.l2Bytes) / 2;
   NvecTile best;
   double bestScore = -1;
   int64_t bestMr = 0, bestNv = 0;
@@ -155,7 +164,10 @@ NvecTile nvecTile(const TargetDesc& t, const ir::GemmInfo& g, int64_t lanes, con
         for (auto [v, ns] : std::vector<std::pair<int64_t, int64_t>>{{nv, vecs / nv}, {vecs % nv, 1}})
           if (r && v) score += eff(r, v) * double(r * v * nr * ns);
       score = score / double(g.m * vecs) * double(g.n) / double(vecs * lanes);
-      bool better = score > bestScore * 1.02 || (score > bestScore * 0.98 && (nv > bestNv || (nv == bestNv && mr > bestMr)));
+      const int64_t tiles = aReread ? ceilDiv(g.m, mr) : 0, bestTiles = aReread && bestMr ? ceilDiv(g.m, bestMr) : 0;
+      bool better = score > bestScore * 1.02 ||
+                    (score > bestScore * 0.98 &&
+                     (tiles < bestTiles || (tiles == bestTiles && (nv > bestNv || (nv == bestNv && mr > bestMr)))));
       if (better) {
         bestScore = std::max(bestScore, score), bestMr = mr, bestNv = nv;
         best = {std::get<int64_t>(mv), std::get<int64_t>(vv)};

@@ -200,3 +200,28 @@ TEST(HostGemmNvec, DefaultForFewColumnsOnOneThread) {
     EXPECT_TRUE(r.correct) << g.name << ": " << r.error;
   }
 }
+
+// nvec's register tile: while A fits half the L2, the fewest row tiles among the tiles that score
+// within 2 % (each row tile re-reads the strip of B): 7 and 13 rows are one tile on the hosts with
+// 32 vector registers (7 x 3 and 13 x 2 vectors), where the tie-break by vectors alone took four
+// or seven tiles of 2 x 8. The control: with A past half the L2 (1000 x 1000 of f32), each strip
+// re-reads A instead, and the tile with the most vectors (fewest strips) stays.
+TEST(HostGemmNvec, FewRowsTakeOneRowTileWhereTheRegistersHoldIt) {
+  auto defaults = [](const std::string& host, const GemmSpec& s) {
+    TargetDesc t = *hostPreset(host);
+    t.units = 1;
+    return search::makeSpace(*buildGemm(s), t)->defaults();
+  };
+  auto geti = [](const Config& c, const char* k) { return std::get<int64_t>(c.values.at(k)); };
+  for (const std::string host : {"zen4", "sapphire-rapids"}) {
+    ASSERT_EQ(hostPreset(host)->vectorRegisters, 32) << host;
+    Config a = defaults(host, {.m = 7, .n = 512, .k = 64});
+    EXPECT_EQ(knobValueStr(a.values.at("schedule")), "nvec") << host;
+    EXPECT_GE(geti(a, "MR"), 7) << host << " " << a.str();
+    Config b = defaults(host, {.m = 13, .n = 1024, .k = 1024});
+    EXPECT_GE(geti(b, "MR"), 13) << host << " " << b.str();
+    Config c = defaults(host, {.m = 1000, .n = 100, .k = 1000});
+    EXPECT_EQ(knobValueStr(c.values.at("schedule")), "nvec") << host;
+    EXPECT_GE(geti(c, "NV"), 4) << host << " " << c.str();
+  }
+}
