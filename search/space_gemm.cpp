@@ -85,14 +85,16 @@ bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes !
 // 176^3 1.02x -> 1.14x, 512x72x512 0.86x -> 1.19x, 1000x100x1000 0.82-0.88x -> 0.99-1.06x. Where
 // NR pads little nvec lost (127^3 1.44x -> 1.25x; 96^3 0.99x -> 0.82-0.91x, 128^3 1.27x ->
 // 1.05x), and past 192 columns too (200^3 1.07x -> 0.97x). With AVX2 only (x86-64-v3) 72^3 0.44x
-// -> 0.75x, 120^3 0.55x -> 0.84x, 1000x100x1000 0.66x either way. Two threads keep blis: nvec
-// splits its strips between threads, and here there are one or two.
+// -> 0.75x, 120^3 0.55x -> 0.84x, 1000x100x1000 0.66x either way. On several threads where M >= N
+// (nvec then splits the rows between threads, not its one or two strips; blis splits column
+// blocks, here one): two threads, x OpenBLAS on two, blis -> nvec 1000x100x1000 0.70x -> 1.23x,
+// 512x72x512 0.70x -> 1.58x, 2048x80x2048 0.62x -> 0.95x; with M < N blis keeps them.
 bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t, int64_t threads) {
   const double bytes = double(ir::byteSize(g.inType)) * double(g.m * g.k + g.k * g.n) + 4.0 * double(g.m * g.n);
   if (g.m <= 2 && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes)) return false;
   if (g.n < 2 * lanes) return false;
   if (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes < double(t.l1dBytes))) return true;
-  return g.m > codegen::kNvecMaxM && threads == 1 && g.inType == ir::ScalarType::F32 && nvecNarrowPays(g, t);
+  return g.m > codegen::kNvecMaxM && (threads == 1 || g.m >= g.n) && g.inType == ir::ScalarType::F32 && nvecNarrowPays(g, t);
 }
 
 struct KvecTile {

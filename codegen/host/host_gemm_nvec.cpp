@@ -57,7 +57,16 @@ class NvecBuilder {
     B_ = args_[g.b];
     C_ = args_[g.c];
     const int64_t width = p_.NV * p_.VW, strips = g.n / width, rest = g.n % width;
-    const int64_t chunks = std::max<int64_t>(1, std::min(p_.threads, strips));
+    // At least as many rows as columns (a few strips: fewer than threads, or not a multiple of
+    // them, with a partial last one run by one thread) and rows enough for two row tiles per
+    // thread: the threads split the rows instead, each running every strip over its own share
+    // (a multiple of MR).
+    rowSplit_ = p_.threads > 1 && g.m >= g.n && g.m >= 2 * p_.threads * p_.MR;
+    const int64_t chunks = rowSplit_ ? p_.threads : std::max<int64_t>(1, std::min(p_.threads, strips));
+    rowsPer_ = rowSplit_ ? (g.m + p_.threads - 1) / p_.threads : g.m;
+    rowsPer_ = rowSplit_ ? (rowsPer_ + p_.MR - 1) / p_.MR * p_.MR : rowsPer_;
+    rowsM_ = rowsPer_;
+    rowBase_ = idx(0);
     multiTile_ = g.m > p_.MR;
     kc_ = std::min(p_.KC, g.k);
     // The later row tiles read B in place when all of it sits in half the L1 (a few KB: the
@@ -83,6 +92,7 @@ class NvecBuilder {
     }
     auto batchBody = [&](Value bi) {
       bi_ = bi;
+      if (rowSplit_) return rowChunks(strips, width, rest);
       if (strips > 0) fullStrips(strips, chunks, width);
       if (!rest) return;
       const int64_t nv = (rest + p_.VW - 1) / p_.VW, lastValid = rest - (rest - 1) / p_.VW * p_.VW;
@@ -144,6 +154,32 @@ class NvecBuilder {
     chunk(par.getInductionVars()[0]);
   }
 
+  // Row split: thread t runs every strip (the full ones, then the partial last) over rows
+  // [t * rowsPer_, ...): rowsPer_ of them, the last thread the rest; its scratch slot is t.
+  void rowChunks(int64_t strips, int64_t width, int64_t rest) {
+    const int64_t T = (p_.g.m + rowsPer_ - 1) / rowsPer_, last = p_.g.m - (T - 1) * rowsPer_;  // T <= threads
+    auto par = scf::ParallelOp::create(b_, loc_, ValueRange{idx(0)}, ValueRange{idx(T)}, ValueRange{idx(1)});
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPoint(par.getBody()->getTerminator());
+    Value t = par.getInductionVars()[0];
+    auto chunk = [&](int64_t rows) {
+      rowBase_ = arith::MulIOp::create(b_, loc_, t, idx(rowsPer_));
+      rowsM_ = rows;
+      if (strips > 0)
+        loop(idx(0), idx(strips), 1, [&](Value s) { strip(arith::MulIOp::create(b_, loc_, s, idx(width)), p_.NV, p_.VW, t); });
+      if (rest) strip(idx(strips * width), (rest + p_.VW - 1) / p_.VW, rest - (rest - 1) / p_.VW * p_.VW, t);
+      rowBase_ = idx(0);
+      rowsM_ = rowsPer_;
+    };
+    if (last == rowsPer_) return chunk(rowsPer_);
+    Value isLast = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, t, idx(T - 1));
+    auto op = scf::IfOp::create(b_, loc_, isLast, /*withElseRegion=*/true);
+    b_.setInsertionPoint(op.thenBlock()->getTerminator());
+    chunk(last);
+    b_.setInsertionPoint(op.elseBlock()->getTerminator());
+    chunk(rowsPer_);
+  }
+
   using StripFn = std::function<void(Value col0, int64_t nv, int64_t lastValid)>;
 
   // The one row tile of every strip `strips` emits, K block by K block: the first block starts
@@ -173,10 +209,11 @@ class NvecBuilder {
   // took LLVM 5-6 s of CPU to compile (0.9 s for the packed default), long enough for a worker's
   // lease on the candidate to be taken over before it had been measured.
   void rowTiles(const std::function<void(Value row0, int64_t rows, bool first)>& body) {
-    const int64_t M = p_.g.m, full = M / p_.MR, rest = M % p_.MR;
-    if (full > 0) body(idx(0), p_.MR, true);
-    if (full > 1) loop(idx(p_.MR), idx(full * p_.MR), p_.MR, [&](Value r0) { body(r0, p_.MR, false); });
-    if (rest) body(idx(full * p_.MR), rest, full == 0);
+    const int64_t M = rowsM_, full = M / p_.MR, rest = M % p_.MR;
+    if (full > 0) body(rowBase_, p_.MR, true);
+    if (full > 1)
+      loop(add(rowBase_, p_.MR), add(rowBase_, full * p_.MR), p_.MR, [&](Value r0) { body(r0, p_.MR, false); });
+    if (rest) body(add(rowBase_, full * p_.MR), rest, full == 0);
   }
 
   // One strip of `nv` vectors from col0, its last vector `lastValid` lanes wide; `slot` is the
@@ -184,7 +221,7 @@ class NvecBuilder {
   // of KC, whose copied strip of B stays in the L1 for the later tiles, the sums carried between
   // blocks in an f32 tile of C (M x NV vectors, in the L1 too).
   void strip(Value col0, int64_t nv, int64_t lastValid, Value slot) {
-    const int64_t M = p_.g.m, K = p_.g.k;
+    const int64_t M = rowsM_, K = p_.g.k;
     if (!multiTile_ || K <= kc_) {
       rowTiles([&](Value r0, int64_t rows, bool first) {
         SmallVector<Value> acc(rows * nv, zeros(vf_));
@@ -194,7 +231,7 @@ class NvecBuilder {
       return;
     }
     auto ctile = [&](Value r0, int64_t r, int64_t v) { return SmallVector<Value, 3>{slot, add(r0, r), idx(v * p_.VW)}; };
-    loop(idx(0), idx(M), 1, [&](Value r) {
+    loop(rowBase_, add(rowBase_, M), 1, [&](Value r) {
       for (int64_t v = 0; v < nv; ++v) vector::StoreOp::create(b_, loc_, zeros(vf_), ctile_, ctile(r, 0, v));
     });
     auto loadC = [&](Value r0, int64_t rows) {
@@ -310,7 +347,9 @@ class NvecBuilder {
   Type f32_;
   VectorType vf_;
   Value A_, B_, C_, scratch_, ctile_, cacc_, bi_;
-  bool multiTile_ = false, copyB_ = false, kOuter_ = false;
+  bool multiTile_ = false, copyB_ = false, kOuter_ = false, rowSplit_ = false;
+  Value rowBase_;                         // the first row of the rows being built (row split: per thread)
+  int64_t rowsM_ = 0, rowsPer_ = 0;       // rows being built; rows per thread of a row split
   int64_t kc_ = 1, l1Bytes_ = 32768, l2Bytes_ = 1 << 20;
   Status error_;
 };

@@ -169,11 +169,12 @@ TEST(HostGemmNvec, DefaultForFewRows) {
   EXPECT_TRUE(r.correct) << r.error;
 }
 
-// Past kNvecMaxM rows on one thread (issue 53): nvec where B has few columns (at most
-// kNvecNarrowN) and blis's panels of two vectors would pad 1/16 of them or more, on every named
-// host, derived from its vector width; the controls keep the packed kernels: columns that the
-// panels divide or nearly do (128, 127), more than kNvecNarrowN, two threads, bf16.
-TEST(HostGemmNvec, DefaultForFewColumnsOnOneThread) {
+// Past kNvecMaxM rows (issue 53): nvec where B has few columns (at most kNvecNarrowN) and blis's
+// panels of two vectors would pad 1/16 of them or more, on every named host, derived from its
+// vector width; on two threads where M >= N (its threads split the rows). The controls keep the
+// packed kernels: columns that the panels divide or nearly do (128, 127), more than
+// kNvecNarrowN, two threads with M < N, bf16.
+TEST(HostGemmNvec, DefaultForFewColumns) {
   for (const auto& name : hostPresets()) {
     TargetDesc t = *hostPreset(name);
     t.units = 1;
@@ -185,7 +186,10 @@ TEST(HostGemmNvec, DefaultForFewColumnsOnOneThread) {
     EXPECT_NE(defaultSchedule(*buildGemm({.m = 200, .n = 200, .k = 200}), t), "nvec") << name;
     EXPECT_NE(defaultSchedule(*buildGemm({.m = 72, .n = 72, .k = 72, .dtype = ScalarType::BF16}), t), "nvec") << name;
     t.units = 2;
-    EXPECT_NE(defaultSchedule(*buildGemm({.m = 1000, .n = 100, .k = 1000}), t), "nvec") << name;
+    Config two = search::makeSpace(*buildGemm({.m = 1000, .n = 100, .k = 1000}), t)->defaults();
+    EXPECT_EQ(knobValueStr(two.values.at("schedule")), "nvec") << name;
+    EXPECT_EQ(std::get<int64_t>(two.values.at("THREADS")), 2) << name;
+    EXPECT_NE(defaultSchedule(*buildGemm({.m = 100, .n = 176, .k = 2000}), t), "nvec") << name;
   }
   // Those defaults run right here: several row tiles, K blocks, a masked last strip, a batch and
   // a fused epilogue, against the reference.
@@ -198,6 +202,17 @@ TEST(HostGemmNvec, DefaultForFewColumnsOnOneThread) {
     EXPECT_EQ(defaultSchedule(g, t), "nvec") << g.name;
     auto r = testutil::checkHostOn(t, g);
     EXPECT_TRUE(r.correct) << g.name << ": " << r.error;
+  }
+  // Two threads splitting the rows: shares of whole row tiles with a shorter last one, K blocks
+  // with the copied strip of B per thread, full and partial strips, a batch and the epilogue.
+  GemmSpec batched{.batch = 2, .m = 97, .n = 40, .k = 50, .epilogue = "relu(acc + bias)"};
+  batched.shapes["bias"] = {40};
+  for (auto [s, c] : std::vector<std::pair<GemmSpec, const char*>>{{{.m = 131, .n = 72, .k = 130}, "MR=8,NV=2,KC=32,KU=2"},
+                                                                  {batched, "MR=4,NV=3,KC=16,KU=1"},
+                                                                  {{.m = 70, .n = 20, .k = 300}, "MR=6,NV=1,KC=64,KU=4"}}) {
+    Kernel g = *buildGemm(s);
+    auto r = testutil::checkHostOn(testutil::twoThreadHost(), g, cfg(std::string("schedule=nvec,THREADS=2,") + c));
+    EXPECT_TRUE(r.correct) << g.name << " " << c << ": " << r.error;
   }
 }
 
