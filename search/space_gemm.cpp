@@ -382,6 +382,12 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   // (one Sapphire Rapids core: 128x768x256 319 against 807 us, 16x256x256 28 against 33, 64^3 4.1
   // against 8.2); at 1-8 rows, a matrix-vector product, plain still did (8x1024x1024 405 against 562).
   else if (has(schedDom, "blis") && g.transB && g.m > 8) sched = "blis";
+  // A shallow K (at most 16): each element of C takes a few FMAs, and the transform schedules'
+  // tiles cost more around them than blis's loops (one Sapphire Rapids core, one run each:
+  // 512x512x1 plain 37.7 us, blis 20.6; 512x512x16 71.6 against 58.2; 64x512x8 5.3 against 3.7;
+  // 128x128x1 2.2 against 1.3; with AVX2 only, packed against blis: 512x512x1 35.7 against 17.7,
+  // 256x256x16 20.2 against 18.4; from K = 32 on they tie or plain wins).
+  else if (has(schedDom, "blis") && g.k <= 16 && !narrow && g.m > 2) sched = "blis";
   // Few columns and no kvec (N whole vectors, or K shallow): packing A costs blis one load and
   // store per element of A against N/lanes FMAs on it; plain reads A in place (1024x16x1024 on
   // AVX2, one thread, one run: blis 1119 us, plain 593 us).
