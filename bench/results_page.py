@@ -2,7 +2,9 @@
 """Writes docs/results.md's generated sections from the benches' JSON outputs, with SVG plots.
 
 A bench run with `--json FILE` (build/bench/search_efficiency: trials per table and seed;
-build/bench/gemm_bench: GFLOP/s per shape with the host, its peak and its load) leaves its figures as data;
+build/bench/gemm_bench: GFLOP/s per shape with the host, its peak and its load;
+build/bench/small_shapes_bench: the default's and a short sweep's best time per small or skinny shape
+against OpenBLAS) leaves its figures as data;
 this script turns each such file into a section of docs/results.md between the markers
 
     <!-- results_page: NAME begin -->  ...  <!-- results_page: NAME end -->
@@ -57,8 +59,10 @@ def load(path):
         raise PageError(f"{path}: not a JSON object")
     if doc.get("bench") == "gemm":
         return load_gemm(path, doc)
+    if doc.get("bench") == "small_shapes":
+        return load_small(path, doc)
     if doc.get("bench") != "search_efficiency":
-        raise PageError(f"{path}: not the --json output of search_efficiency or gemm_bench (its \"bench\" is "
+        raise PageError(f"{path}: not the --json output of search_efficiency, gemm_bench or small_shapes_bench (its \"bench\" is "
                         f"{doc.get('bench')!r})")
     tables = doc.get("tables")
     if not isinstance(tables, list) or not tables:
@@ -93,6 +97,97 @@ def load_gemm(path, doc):
         if not all(isinstance(r[k], (int, float)) and r[k] > 0 for k in ("tessera_gflops", "anchor_gflops", "peak_gflops")):
             raise PageError(f"{path}: a row's GFLOP/s must be positive numbers")
     return doc
+
+
+def load_small(path, doc):
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise PageError(f"{path}: no rows")
+    for key in ("threads", "host", "load", "max_configs"):
+        if key not in doc:
+            raise PageError(f"{path}: no \"{key}\"")
+    for r in rows:
+        for key in ("family", "kernel", "default_us", "best_us", "default_config"):
+            if key not in r:
+                raise PageError(f"{path}: a row without \"{key}\"")
+        nums = [r["default_us"], r["best_us"]] + [r[k] for k in ("anchor_us", "default_x_anchor", "best_x_anchor") if k in r]
+        if not all(isinstance(x, (int, float)) and x > 0 for x in nums):
+            raise PageError(f"{path}: {r['kernel']}: times and ratios must be positive numbers")
+    return doc
+
+
+def small_command(doc, json_rel):
+    opts = [f"--threads {doc['threads']}"]
+    if doc.get("family", "all") != "all":
+        opts.append(f"--family {doc['family']}")
+    if doc.get("skinny"):
+        opts.append("--skinny")
+    opts.append(f"--max-configs {doc['max_configs']}")
+    return f"build/bench/small_shapes_bench {' '.join(opts)} --json {json_rel}"
+
+
+def small_markdown(doc, json_rel, svg_rel):
+    """A small_shapes_bench run: its machine and load, a row per kernel (the default, the best of a
+    short sweep, OpenBLAS where the row has it), the geometric means, and the plot."""
+    ld = doc["load"]
+    t = doc["threads"]
+    rows = doc["rows"]
+    anchored = [r for r in rows if "default_x_anchor" in r]
+    out = [f"Written by `bench/results_page.py` from `{json_rel}` (do not edit by hand: rerun the",
+           f"script). Measured with `{small_command(doc, json_rel)}` on {doc['host']} ({doc.get('arch', '?')}), "
+           f"{t} thread{'s' if t > 1 else ''}; best: coordinate descent from the default and from each other "
+           f"schedule, {doc['max_configs']} configs per kernel shared between them (at least one each); anchor {doc.get('anchor', 'none')} in the same process, "
+           f"interleaved (x anchor above 1: Tessera is faster). Load {ld['before']:.2f} before, {ld['after']:.2f} "
+           f"after on {ld['cores']} cores, control {ld['control']:.2f}x, worst p80/p20 {ld['worst_p80_p20']:.2f}x"
+           + (": **measured under load, the ratios are uncertain**." if ld.get("busy") else " (quiet)."), ""]
+    if anchored:
+        gm = geomean([r["default_x_anchor"] for r in anchored])
+        worst = min(anchored, key=lambda r: r["default_x_anchor"])
+        below = [r for r in anchored if r["default_x_anchor"] < 1.0]
+        out.append(f"Default against the anchor: geometric mean **{gm:.2f}x** over {len(anchored)} GEMMs, worst "
+                   f"{worst['default_x_anchor']:.2f}x ({worst['kernel']}); {len(below)} below 1.0x.")
+        out += ["", f"![the default against the anchor per kernel]({svg_rel})", ""]
+    gb = geomean([max(1.0, r["default_us"] / r["best_us"]) for r in rows])
+    out.append(f"Default / best of the sweep: geometric mean {gb:.2f}x over {len(rows)} kernels, at most "
+               f"{max(max(1.0, r['default_us'] / r['best_us']) for r in rows):.2f}x.")
+    out.append("")
+    head = ["kernel", "default us", "best us", "anchor us", "default x anchor", "best x anchor", "default config"]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---|" * len(head))
+    us = lambda x: f"{x:.3g}" if x < 10 else f"{x:.4g}"
+    for r in rows:
+        cells = [f"{r['family']} {r['kernel']}" if r["family"] != "gemm" else r["kernel"], us(r["default_us"]),
+                 us(r["best_us"]), us(r["anchor_us"]) if "anchor_us" in r else "-",
+                 f"{r['default_x_anchor']:.2f}x" if "default_x_anchor" in r else "-",
+                 f"{r['best_x_anchor']:.2f}x" if "best_x_anchor" in r else "-",
+                 f"`{r['default_config']}`" + (f" (best: {r['best_change']})" if r.get("best_change") else "")]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def draw_small(doc, svg_path, plt):
+    rows = [r for r in doc["rows"] if "default_x_anchor" in r]
+    if not rows:
+        raise PageError("no row has an anchor to draw against")
+    fig, ax = plt.subplots(figsize=(7, 0.16 * len(rows) + 1.2))
+    y = list(range(len(rows)))
+    vals = [r["default_x_anchor"] for r in rows]
+    # Bars from 1.0 (parity): right of it Tessera is faster, left of it slower.
+    ax.barh(y, [v - 1.0 for v in vals], left=1.0, color=["#3b6ea5" if v >= 1.0 else "#c0504d" for v in vals], height=0.7)
+    ax.scatter([r["best_x_anchor"] for r in rows], y, marker="|", s=60, color="black", zorder=3, label="best of the sweep")
+    ax.axvline(1.0, color="gray", linestyle="--", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks(y)
+    ax.set_yticklabels([r["kernel"] for r in rows], fontsize=5)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"x {doc.get('anchor', 'anchor')} (above 1: Tessera faster), log scale", fontsize=7)
+    t = doc["threads"]
+    ax.set_title(f"small and skinny GEMM defaults, {t} thread{'s' if t > 1 else ''}, {doc['host']}", fontsize=8)
+    ax.legend(fontsize=6, loc="lower right")
+    ax.grid(True, axis="x", which="both", linewidth=0.3)
+    fig.tight_layout()
+    fig.savefig(svg_path, metadata={"Date": None, "Creator": None})
+    plt.close(fig)
 
 
 def gemm_markdown(doc, json_rel, svg_rel):
@@ -196,6 +291,8 @@ def section_markdown(doc, json_rel, svg_rel):
     as the reader names it (from the repository's root); `svg_rel`: the plot, from the page."""
     if doc["bench"] == "gemm":
         return gemm_markdown(doc, json_rel, svg_rel)
+    if doc["bench"] == "small_shapes":
+        return small_markdown(doc, json_rel, svg_rel)
     cols = column_names(doc)
     out = []
     out.append(f"Written by `bench/results_page.py` from `{json_rel}` (do not edit by hand: rerun the")
@@ -284,6 +381,8 @@ def draw(doc, svg_path):
     matplotlib.rcParams["svg.fonttype"] = "none"
     if doc["bench"] == "gemm":
         return draw_gemm(doc, svg_path, plt)
+    if doc["bench"] == "small_shapes":
+        return draw_small(doc, svg_path, plt)
     tables = sorted(doc["tables"], key=lambda t: (t["split"] != "development", t["table"]))
     evo = "evolutionary"
     tables = [t for t in tables if evo in t["columns"]]
@@ -445,6 +544,39 @@ def self_test():
             fails.append("a quiet run is not said to be quiet")
         if have_mpl and b"compute peak 100 GFLOP/s" not in open(os.path.join(d, "g.svg"), "rb").read():
             fails.append("the gemm plot lacks its compute roof")
+        # A small_shapes_bench run: its rows, the geometric means, a row below the anchor counted, and
+        # its plot naming the kernels; a non-positive time refused.
+        small = {"bench": "small_shapes", "threads": 1, "host": "Test CPU", "arch": "x86-64-v4", "family": "gemm",
+                 "skinny": False, "max_configs": 1, "anchor": "sgemm (OpenBLAS Test)",
+                 "load": {"before": 0.1, "after": 0.2, "cores": 2, "control": 1.0, "worst_p80_p20": 1.1, "busy": False},
+                 "rows": [{"family": "gemm", "kernel": "72x72x72", "default_us": 4.0, "best_us": 4.0, "anchor_us": 4.4,
+                           "default_x_anchor": 1.1, "best_x_anchor": 1.1, "default_config": "schedule=nvec", "best_change": ""},
+                          {"family": "gemm", "kernel": "500x500x500", "default_us": 1500.0, "best_us": 1250.0,
+                           "anchor_us": 1200.0, "default_x_anchor": 0.8, "best_x_anchor": 0.96,
+                           "default_config": "schedule=blis", "best_change": "MR=6"}]}
+        sj = os.path.join(d, "s.json")
+        with open(sj, "w") as f:
+            json.dump(small, f)
+        with open(page, "w") as f:
+            f.write("")
+        r = run(*(["--svg"] if have_mpl else []), sj)
+        text = open(page).read()
+        if r.returncode != 0 or "| 72x72x72 | 4 | 4 | 4.4 | 1.10x | 1.10x | `schedule=nvec` |" not in text:
+            fails.append(f"the small-shapes section lacks its 72^3 row (rc {r.returncode}): {text}")
+        if "geometric mean **0.94x** over 2 GEMMs, worst 0.80x (500x500x500); 1 below 1.0x" not in text:
+            fails.append("the small-shapes geometric mean, worst row or count below 1.0x is wrong")
+        if "| 500x500x500 | 1500 | 1250 | 1200 | 0.80x | 0.96x | `schedule=blis` (best: MR=6) |" not in text:
+            fails.append("the small-shapes row with a better sweep does not say its change")
+        if have_mpl and b"500x500x500" not in open(os.path.join(d, "s.svg"), "rb").read():
+            fails.append("the small-shapes plot does not name its kernels")
+        small["rows"][0]["best_us"] = 0
+        with open(sj, "w") as f:
+            json.dump(small, f)
+        if run("--check", sj).returncode != 2:
+            fails.append("a small-shapes time of zero was not refused")
+        with open(page, "w") as f:  # the page as the gemm case left it, for the folder case below
+            f.write("")
+        run(gj)
         # A folder is the whole set: a section whose JSON is not in it is refused.
         folder = os.path.join(d, "set")
         os.mkdir(folder)

@@ -7,9 +7,11 @@
 // and the best against OpenBLAS sgemm in this process (interleaved rounds, A/B/A/B), and the
 // machine's load is printed before and after.
 // Usage: small_shapes_bench [--threads N] [--isa x86-64-v3] [--family gemm|elementwise|attention] [--quick]
-//                           [--skinny] [--shapes MxNxK,...] [--max-configs N]
+//                           [--skinny] [--shapes MxNxK,...] [--max-configs N] [--json FILE]
 // --skinny: only the skinny GEMMs (M or N in 1..16, and the few-column shapes of issue 53).
 // --shapes MxNxK[,MxNxK...]: only these GEMMs.
+// --json FILE: the rows as data (times, ratios, configs, the host and its load), which
+// bench/results_page.py turns into a section of docs/results.md and a plot.
 // --isa compiles and derives the defaults for that ISA level of this CPU (an AVX2 host's rules on an
 // AVX-512 machine: its vector width and registers, this machine's caches).
 #include <algorithm>
@@ -24,9 +26,12 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #if TESSERA_BENCH_OPENBLAS
 #include <cblas.h>
 extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_corename(void);
 #endif
 
 #include "bench/bench_util.h"
@@ -236,7 +241,7 @@ std::vector<Case> cases(const std::string& only, bool quick, bool skinnyOnly,
 
 int main(int argc, char** argv) {
   int threads = 1, maxConfigs = 60;
-  std::string only, isa;
+  std::string only, isa, jsonPath;
   bool quick = false, skinny = false;
   std::vector<std::array<int64_t, 3>> shapes;
   for (int i = 1; i < argc; ++i) {
@@ -245,6 +250,7 @@ int main(int argc, char** argv) {
     else if (a == "--family" && i + 1 < argc) only = argv[++i];
     else if (a == "--isa" && i + 1 < argc) isa = argv[++i];
     else if (a == "--max-configs" && i + 1 < argc) maxConfigs = std::atoi(argv[++i]);
+    else if (a == "--json" && i + 1 < argc) jsonPath = argv[++i];
     else if (a == "--quick") quick = true;
     else if (a == "--skinny") skinny = true;
     else if (a == "--shapes" && i + 1 < argc) {
@@ -266,7 +272,7 @@ int main(int argc, char** argv) {
     }
     else {
       std::printf("usage: %s [--threads N] [--isa x86-64-v3] [--family gemm|elementwise|attention] [--quick] [--skinny]"
-                  " [--shapes MxNxK,...] [--max-configs N]\n",
+                  " [--shapes MxNxK,...] [--max-configs N] [--json FILE]\n",
                   argv[0]);
       return a == "-h" || a == "--help" ? 0 : 2;
     }
@@ -293,6 +299,12 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(threads);
 #endif
   std::printf("load before: %s\n", bench::loadAverage().c_str());
+  bench::LoadWatch load(threads);
+  nlohmann::json rows = nlohmann::json::array();
+  std::string anchorName;
+#if TESSERA_BENCH_OPENBLAS
+  anchorName = std::string("sgemm (OpenBLAS ") + openblas_get_corename() + ")";
+#endif
   std::printf("small-shape defaults, %d thread%s, %s (%s, %d-bit vectors, %d vector registers, L1d %lld KB, L2 %lld KB)\n",
               threads, threads > 1 ? "s" : "", host.model.c_str(), host.arch.c_str(), host.simdBits,
               host.vectorRegisters, (long long)(host.l1dBytes >> 10), (long long)(host.l2Bytes >> 10));
@@ -366,6 +378,7 @@ int main(int argc, char** argv) {
     }
     // OpenBLAS on the same operands, each side interleaved with it (A/B/A/B in one process).
     std::string blasCol = "-", defX = "-", bestX = "-";
+    double anchorSec = 0, anchorDefX = 0, anchorBestX = 0;
 #if TESSERA_BENCH_OPENBLAS
     if (c.family == "gemm") {
       auto g = ir::analyzeGemm(c.kernel);
@@ -390,6 +403,7 @@ int main(int argc, char** argv) {
         std::snprintf(b2, sizeof b2, "%.2fx", tb1.best_s / td.best_s);
         std::snprintf(b3, sizeof b3, "%.2fx", tb2.best_s / tbest.best_s);
         blasCol = b1, defX = b2, bestX = b3;
+        anchorSec = blasSec, anchorDefX = tb1.best_s / td.best_s, anchorBestX = tb2.best_s / tbest.best_s;
         blasLogs.push_back(std::log(tb1.best_s / td.best_s));
         if (tb1.best_s / td.best_s < worstBlas) worstBlas = tb1.best_s / td.best_s, worstBlasKernel = c.label;
       }
@@ -412,6 +426,10 @@ int main(int argc, char** argv) {
                 us(bSec).c_str(), ratio, blasCol.c_str(), defX.c_str(), bestX.c_str(), def.str().c_str(),
                 change.empty() ? " (the default is the best found)" : (" -> " + change).c_str());
     std::fflush(stdout);
+    nlohmann::json row = {{"family", c.family}, {"kernel", c.label}, {"default_us", dSec * 1e6}, {"best_us", bSec * 1e6},
+                          {"default_config", def.str()}, {"best_change", change}};
+    if (anchorSec > 0) row.update({{"anchor_us", anchorSec * 1e6}, {"default_x_anchor", anchorDefX}, {"best_x_anchor", anchorBestX}});
+    rows.push_back(row);
   }
   double gm = 0;
   for (double l : logs) gm += l;
@@ -426,5 +444,16 @@ int main(int argc, char** argv) {
                 std::exp(gb / double(blasLogs.size())), blasLogs.size(), worstBlas, worstBlasKernel.c_str());
   }
   std::printf("load after: %s\n", bench::loadAverage().c_str());
+  const bench::LoadSummary& ld = load.finish();
+  if (!jsonPath.empty()) {
+    nlohmann::json doc = {{"bench", "small_shapes"}, {"threads", threads}, {"host", host.model}, {"arch", host.arch},
+                          {"family", only.empty() ? "all" : only}, {"skinny", skinny}, {"max_configs", maxConfigs},
+                          {"load", {{"before", ld.before}, {"after", ld.after}, {"cores", ld.cores}, {"steal_pct", ld.stealPct},
+                                    {"control", std::max(ld.control0, ld.control1)}, {"worst_p80_p20", ld.spread},
+                                    {"busy", ld.busy}}},
+                          {"rows", rows}};
+    if (!anchorName.empty()) doc["anchor"] = anchorName;
+    if (!bench::writeText(jsonPath, doc.dump(1) + "\n", "small_shapes_bench")) return 2;
+  }
   return bad ? 1 : 0;
 }
