@@ -529,13 +529,17 @@ def self_test():
                           "anchor_gflops": 64.0, "peak_gflops": 100.0, "checked": True},
                          {"m": 512, "n": 512, "k": 512, "config_kind": "default", "tessera_gflops": 104.0,
                           "anchor_gflops": 104.0, "peak_gflops": 100.0, "checked": True}]}
+        def fresh(path, doc):
+            """`doc` written to `path`, the page emptied and the section (and plot) written; (run, page)."""
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            with open(page, "w") as f:
+                f.write("")
+            r = run(*(["--svg"] if have_mpl else []), path)
+            return r, open(page).read()
+
         gj = os.path.join(d, "g.json")
-        with open(gj, "w") as f:
-            json.dump(gemm, f)
-        with open(page, "w") as f:
-            f.write("")
-        r = run(*(["--svg"] if have_mpl else []), gj)
-        text = open(page).read()
+        r, text = fresh(gj, gemm)
         if r.returncode != 0 or "| 256x256x256 | default | 80.0 | 64.0 | 1.25x | 80.0 % | ok |" not in text:
             fails.append(f"the gemm section lacks its 256^3 row (rc {r.returncode}): {text}")
         if "| 104 %* |" not in text or "above the measured peak" not in text:
@@ -555,12 +559,7 @@ def self_test():
                            "anchor_us": 1200.0, "default_x_anchor": 0.8, "best_x_anchor": 0.96,
                            "default_config": "schedule=blis", "best_change": "MR=6"}]}
         sj = os.path.join(d, "s.json")
-        with open(sj, "w") as f:
-            json.dump(small, f)
-        with open(page, "w") as f:
-            f.write("")
-        r = run(*(["--svg"] if have_mpl else []), sj)
-        text = open(page).read()
+        r, text = fresh(sj, small)
         if r.returncode != 0 or "| 72x72x72 | 4 | 4 | 4.4 | 1.10x | 1.10x | `schedule=nvec` |" not in text:
             fails.append(f"the small-shapes section lacks its 72^3 row (rc {r.returncode}): {text}")
         if "geometric mean **0.94x** over 2 GEMMs, worst 0.80x (500x500x500); 1 below 1.0x" not in text:
