@@ -76,8 +76,9 @@ bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes !
 // (NC columns contiguous) where nvec's strips walk it down K rows of a few lines each
 // (2x1024x1024 and 2x4096x1024 on AVX2: plain 1.15x faster in one run each), so they keep plain.
 //
-// And past kNvecMaxM rows, on one thread, f32, where N is at most kNvecNarrowN columns and the
-// packed kernels' two-vector NR pads at least 1/16 of them: their edge panel computes the padding
+// And past kNvecMaxM rows, f32, on one thread (on several where M >= N, end of this comment),
+// where N is at most kNvecNarrowN columns and the packed kernels' two-vector NR pads at least
+// 1/16 of them: their edge panel computes the padding
 // (72 columns are two panels of 32 and one of 8 in a panel of 32) where nvec's last vector is
 // masked, and nvec's one or two strips read A once or twice, unpacked. One Sapphire Rapids core,
 // x OpenBLAS, blis or plain -> nvec (bench/small_shapes_bench, interleaved runs): 72^3
@@ -138,8 +139,8 @@ KvecTile kvecTile(const TargetDesc& t, const ir::GemmInfo& g, const std::vector<
 // four of 2 x 8, 13x1024x1024 14 x 2 237-257 us against 316-318, 100^3 12 x 2 1.00x OpenBLAS
 // against 6 x 4's 0.86-0.88x; with A past it, 1000x100x1000 14 x 2 ran 0.86x against 2 x 8's
 // 0.99-1.06x: each strip re-reads A from the L3), then more vectors (each B vector serves MR
-// FMAs, each broadcast of A NV), then more rows. 56^3 on AVX2, one run: 14 x 1 6.2-7.9 us against plain's
-// 4.3-5.6.
+// FMAs, each broadcast of A NV), then more rows. 56^3 on AVX2, one run: 14 x 1 6.2-7.9 us
+// against plain's 4.3-5.6.
 struct NvecTile {
   int64_t mr = 1, nv = 1;
 };
