@@ -76,8 +76,8 @@ bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes !
 // (NC columns contiguous) where nvec's strips walk it down K rows of a few lines each
 // (2x1024x1024 and 2x4096x1024 on AVX2: plain 1.15x faster in one run each), so they keep plain.
 //
-// And past kNvecMaxM rows, f32, on one thread (on several where M >= N, end of this comment),
-// where N is at most kNvecNarrowN columns and the packed kernels' two-vector NR pads at least
+// And past kNvecMaxM rows, f32, on any number of threads (end of this comment), where N is at
+// most kNvecNarrowN columns and the packed kernels' two-vector NR pads at least
 // 1/16 of them: their edge panel computes the padding
 // (72 columns are two panels of 32 and one of 8 in a panel of 32) where nvec's last vector is
 // masked, and nvec's one or two strips read A once or twice, unpacked. One Sapphire Rapids core,
@@ -86,16 +86,17 @@ bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes !
 // 176^3 1.02x -> 1.14x, 512x72x512 0.86x -> 1.19x, 1000x100x1000 0.82-0.88x -> 0.99-1.06x. Where
 // NR pads little nvec lost (127^3 1.44x -> 1.25x; 96^3 0.99x -> 0.82-0.91x, 128^3 1.27x ->
 // 1.05x), and past 192 columns too (200^3 1.07x -> 0.97x). With AVX2 only (x86-64-v3) 72^3 0.44x
-// -> 0.75x, 120^3 0.55x -> 0.84x, 1000x100x1000 0.66x either way. On several threads where M >= N
-// (nvec then splits the rows between threads, not its one or two strips; blis splits column
-// blocks, here one): two threads, x OpenBLAS on two, blis -> nvec 1000x100x1000 0.70x -> 1.23x,
-// 512x72x512 0.70x -> 1.58x, 2048x80x2048 0.62x -> 0.95x; with M < N blis keeps them.
-bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t, int64_t threads) {
+// -> 0.75x, 120^3 0.55x -> 0.84x, 1000x100x1000 0.66x either way. On several threads nvec splits
+// the rows between them, not its one or two strips, where blis splits column blocks (here one):
+// two threads, x OpenBLAS on two, blis -> nvec 1000x100x1000 0.70x -> 1.23x, 512x72x512 0.70x
+// -> 1.58x, 2048x80x2048 0.62x -> 0.95x; with M < N, blis against nvec's row split (same run):
+// 100x176x2000 392 / 270 us, 128x150x1024 216 / 123, 80x120x800 132 / 50.
+bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t) {
   const double bytes = double(ir::byteSize(g.inType)) * double(g.m * g.k + g.k * g.n) + 4.0 * double(g.m * g.n);
   if (g.m <= 2 && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes)) return false;
   if (g.n < 2 * lanes) return false;
   if (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes < double(t.l1dBytes))) return true;
-  return g.m > codegen::kNvecMaxM && (threads == 1 || g.m >= g.n) && g.inType == ir::ScalarType::F32 && nvecNarrowPays(g, t);
+  return g.m > codegen::kNvecMaxM && g.inType == ir::ScalarType::F32 && nvecNarrowPays(g, t);
 }
 
 struct KvecTile {
@@ -375,7 +376,11 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   std::string sched;
   if (has(schedDom, "amx")) sched = "amx";
   else if (has(schedDom, "kvec") && kvecByDefault(g, lanes)) sched = "kvec";
-  else if (has(schedDom, "nvec") && nvecByDefault(g, lanes, t, threads)) sched = "nvec";
+  else if (has(schedDom, "nvec") && nvecByDefault(g, lanes, t)) {
+    sched = "nvec";
+    // Past kNvecMaxM rows its threads split the rows: a second one pays from fewer flops.
+    if (g.m > codegen::kNvecMaxM) threads = defaultThreads(t, flops, kNvecFlopsPerThread);
+  }
   else if (has(schedDom, "bf16dot")) sched = "bf16dot";
   else if (has(schedDom, "blis") && (half || threads > 1)) sched = "blis";
   // B transposed (nn.Linear's weight, [N, K]): the transform schedules read B's vectors across its

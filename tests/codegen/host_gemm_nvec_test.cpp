@@ -171,9 +171,8 @@ TEST(HostGemmNvec, DefaultForFewRows) {
 
 // Past kNvecMaxM rows (issue 53): nvec where B has few columns (at most kNvecNarrowN) and blis's
 // panels of two vectors would pad 1/16 of them or more, on every named host, derived from its
-// vector width; on two threads where M >= N (its threads split the rows). The controls keep the
-// packed kernels: columns that the panels divide or nearly do (128, 127), more than
-// kNvecNarrowN, two threads with M < N, bf16.
+// vector width; on two threads too (its threads split the rows). The controls keep the packed
+// kernels: columns that the panels divide or nearly do (128, 127), more than kNvecNarrowN, bf16.
 TEST(HostGemmNvec, DefaultForFewColumns) {
   for (const auto& name : hostPresets()) {
     TargetDesc t = *hostPreset(name);
@@ -189,7 +188,15 @@ TEST(HostGemmNvec, DefaultForFewColumns) {
     Config two = search::makeSpace(*buildGemm({.m = 1000, .n = 100, .k = 1000}), t)->defaults();
     EXPECT_EQ(knobValueStr(two.values.at("schedule")), "nvec") << name;
     EXPECT_EQ(std::get<int64_t>(two.values.at("THREADS")), 2) << name;
-    EXPECT_NE(defaultSchedule(*buildGemm({.m = 100, .n = 176, .k = 2000}), t), "nvec") << name;
+    // Fewer rows than columns too (its threads split the rows whenever N is narrow), and from
+    // 2 x kNvecFlopsPerThread on a second thread (150^3, not 100^3); 256 columns: not nvec.
+    EXPECT_EQ(defaultSchedule(*buildGemm({.m = 100, .n = 150, .k = 2000}), t), "nvec") << name;
+    Config cube = search::makeSpace(*buildGemm({.m = 150, .n = 150, .k = 150}), t)->defaults();
+    EXPECT_EQ(knobValueStr(cube.values.at("schedule")), "nvec") << name;
+    EXPECT_EQ(std::get<int64_t>(cube.values.at("THREADS")), 2) << name;
+    Config small = search::makeSpace(*buildGemm({.m = 100, .n = 100, .k = 100}), t)->defaults();
+    EXPECT_EQ(std::get<int64_t>(small.values.at("THREADS")), 1) << name;
+    EXPECT_NE(defaultSchedule(*buildGemm({.m = 100, .n = 256, .k = 2000}), t), "nvec") << name;
   }
   // Those defaults run right here: several row tiles, K blocks, a masked last strip, a batch and
   // a fused epilogue, against the reference.
@@ -209,7 +216,8 @@ TEST(HostGemmNvec, DefaultForFewColumns) {
   batched.shapes["bias"] = {40};
   for (auto [s, c] : std::vector<std::pair<GemmSpec, const char*>>{{{.m = 131, .n = 72, .k = 130}, "MR=8,NV=2,KC=32,KU=2"},
                                                                   {batched, "MR=4,NV=3,KC=16,KU=1"},
-                                                                  {{.m = 70, .n = 20, .k = 300}, "MR=6,NV=1,KC=64,KU=4"}}) {
+                                                                  {{.m = 70, .n = 20, .k = 300}, "MR=6,NV=1,KC=64,KU=4"},
+                                                                  {{.m = 66, .n = 150, .k = 40}, "MR=8,NV=2,KC=16,KU=1"}}) {
     Kernel g = *buildGemm(s);
     auto r = testutil::checkHostOn(testutil::twoThreadHost(), g, cfg(std::string("schedule=nvec,THREADS=2,") + c));
     EXPECT_TRUE(r.correct) << g.name << " " << c << ": " << r.error;
