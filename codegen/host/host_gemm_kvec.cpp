@@ -201,7 +201,7 @@ class KvecBuilder {
   SmallVector<Value> rowSums(const SmallVector<Value>& acc, int64_t rows, int64_t cols) {
     const int64_t W = p_.VW, n = rows * cols;
     SmallVector<Value> out;
-    if (cols > W) {  // a row past two groups: one reduction per accumulator
+    if (cols > W) {  // a row wider than a group (it could straddle three): one reduction per accumulator
       for (int64_t r = 0; r < rows; ++r) {
         SmallVector<Value> sums;
         for (int64_t j = 0; j < cols; ++j)
@@ -229,7 +229,8 @@ class KvecBuilder {
           Part z;
           for (size_t seg = 0; seg < x.owner.size(); ++seg) {
             for (int64_t base : {int64_t(0), W}) {
-              for (int64_t l = 0; l < sw / 2; ++l) lo.push_back(base + int64_t(seg) * sw + l), hi.push_back(base + int64_t(seg) * sw + sw / 2 + l);
+              const int64_t off = base + int64_t(seg) * sw;
+              for (int64_t l = 0; l < sw / 2; ++l) lo.push_back(off + l), hi.push_back(off + sw / 2 + l);
               z.owner.push_back(base == 0 ? x.owner[seg] : y.owner[seg]);
             }
           }
