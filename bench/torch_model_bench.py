@@ -51,6 +51,9 @@ def main():
     p.add_argument("--out", default="build/bench/torch_model")
     p.add_argument("--keep-weights", choices=("on", "off"), default="off",
                    help="CPU Linears on kept [K, N] weight copies (NN GEMMs) or reading the weight as given (the default)")
+    p.add_argument("--openmp", choices=("gomp", "libomp", "both"), default="both",
+                   help="the bundle's threaded kernels on torch's OpenMP team (gomp, tessera.torch's default), on "
+                        "LLVM's libomp, or both (a row each, timed in turn)")
     a = p.parse_args()
     import tessera.torch as tt
 
@@ -71,22 +74,28 @@ def main():
                               db=os.path.join(a.out, f"t{threads}", "tessera.db"), trials=a.trials, threads=threads,
                               min_time=0.02, keep_weights=a.keep_weights == "on")
             tune_s = time.perf_counter() - t0
-            tt.stats(reset=True)
-            err = (model(x) - want).abs().max().item()
-            on_bundle = all(r["ran"] == "tessera" for r in tt.stats())
-            ours = timed(lambda: model(x), a.seconds)
+            rows = []
+            for omp in (("gomp", "libomp") if a.openmp == "both" else (a.openmp,)):
+                tt.unpatch(model)
+                tt.patch(model, tt.load(os.path.join(a.out, f"t{threads}", "bundle"), openmp=omp),
+                         keep_weights=a.keep_weights == "on")
+                tt.stats(reset=True)
+                err = (model(x) - want).abs().max().item()
+                on_bundle = all(r["ran"] == "tessera" for r in tt.stats())
+                rows.append((f"tessera {omp}", timed(lambda: model(x), a.seconds), err, on_bundle))
             tt.unpatch(model)
             eager = timed(lambda: model(x), a.seconds)
             torch._dynamo.reset()
             compiled = torch.compile(model)
             compiled(x)  # compiles outside the timing
             comp = timed(lambda: compiled(x), a.seconds)
-        print(f"threads {threads}: tuned and bundled in {tune_s:.0f} s; max |err| {err:.2g}; every op on the bundle: "
-              f"{on_bundle}", flush=True)
-        for name, (med, best, n) in (("tessera", ours), ("eager", eager), ("torch.compile", comp)):
-            print(f"  {name:<14} median {med * 1e3:8.3f} ms  fastest {best * 1e3:8.3f} ms  ({n} calls)")
-        print(f"  ratio eager/tessera {eager[0] / ours[0]:.2f}x, torch.compile/tessera {comp[0] / ours[0]:.2f}x", flush=True)
-        worst.append(min(eager[0], comp[0]) / ours[0])
+        print(f"threads {threads}: tuned and bundled in {tune_s:.0f} s; max |err| {max(r[2] for r in rows):.2g}; every op "
+              f"on the bundle: {all(r[3] for r in rows)}", flush=True)
+        for name, (med, best, n) in [(r[0], r[1]) for r in rows] + [("eager", eager), ("torch.compile", comp)]:
+            print(f"  {name:<15} median {med * 1e3:8.3f} ms  fastest {best * 1e3:8.3f} ms  ({n} calls)")
+        for name, ours, _, _ in rows:
+            print(f"  ratio eager/{name} {eager[0] / ours[0]:.2f}x, torch.compile/{name} {comp[0] / ours[0]:.2f}x", flush=True)
+        worst.append(min(eager[0], comp[0]) / rows[0][1][0])
         del b
     print(f"load after {loadavg()}")
     if torch.cuda.is_available():

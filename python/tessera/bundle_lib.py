@@ -76,40 +76,56 @@ def _s(b: Optional[bytes]) -> str:
 
 def _newest_input(folder: str) -> float:
     paths = [os.path.join(folder, s) for s in _RUNTIME_SOURCES] + glob.glob(os.path.join(folder, "host", "*.o"))
-    paths += [os.path.join(folder, "link.flags"), os.path.join(folder, "manifest.json")]
+    paths += [os.path.join(folder, n) for n in ("link.flags", "manifest.json", _GOMP_SHIM)]
     return max(os.path.getmtime(p) for p in paths if os.path.exists(p))
 
 
-def _library_path(folder: str) -> str:
+def _library_path(folder: str, name: str) -> str:
     if os.access(folder, os.W_OK):
-        return os.path.join(folder, "libtessera_bundle.so")
+        return os.path.join(folder, name)
     with open(os.path.join(folder, "manifest.json"), "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:16]
     cache = os.path.join(os.path.expanduser("~"), ".cache", "tessera", "bundles", digest)
     os.makedirs(cache, exist_ok=True)
-    return os.path.join(cache, "libtessera_bundle.so")
+    return os.path.join(cache, name)
 
 
-def build_shared(folder: str, cc: Optional[str] = None) -> str:
+# The threaded host kernels' OpenMP runtime: "libomp" (LLVM's, what link.flags names) or "gomp" (the
+# bundle's tessera_omp_gomp.c linked in instead: the kernels' parallel regions run on the GNU OpenMP
+# team the process already has, e.g. PyTorch's; see that file). A bundle without threaded kernels, or
+# one written before the file existed, links as "libomp" either way.
+OPENMP_RUNTIMES = ("libomp", "gomp")
+_GOMP_SHIM = "tessera_omp_gomp.c"
+
+
+def build_shared(folder: str, cc: Optional[str] = None, openmp: str = "libomp") -> str:
     """Links the bundle in ``folder`` into a shared library (once; again when an input is newer) and
     returns its path. The host objects are position-independent (``tessera bundle`` emits them so);
-    the runtime's C sources are compiled with -fPIC here."""
+    the runtime's C sources are compiled with -fPIC here. ``openmp``: OPENMP_RUNTIMES."""
     folder = os.path.abspath(folder)
+    if openmp not in OPENMP_RUNTIMES:
+        raise InvalidArgumentError(f"invalid-argument: openmp must be one of {', '.join(OPENMP_RUNTIMES)}, got {openmp!r}")
     for src in _RUNTIME_SOURCES:
         if not os.path.exists(os.path.join(folder, src)):
             raise InvalidArgumentError(f"invalid-argument: {folder} is not a Tessera bundle (no {src})")
-    out = _library_path(folder)
-    if os.path.exists(out) and os.path.getmtime(out) >= _newest_input(folder):
-        return out
-    cc = cc or os.environ.get("CC") or "cc"
     flags = []
     if os.path.exists(os.path.join(folder, "link.flags")):
         with open(os.path.join(folder, "link.flags")) as f:
             flags = shlex.split(f.read())
+    sources = [os.path.join(folder, s) for s in _RUNTIME_SOURCES]
+    threaded = "-l:libomp.so.5" in flags
+    gomp = openmp == "gomp" and threaded and os.path.exists(os.path.join(folder, _GOMP_SHIM))
+    if gomp:  # the shim instead of libomp (its -L folder, if any, goes too)
+        sources.append(os.path.join(folder, _GOMP_SHIM))
+        flags = [f for f in flags if f != "-l:libomp.so.5" and not f.startswith("-L")]
+    out = _library_path(folder, "libtessera_bundle_gomp.so" if gomp else "libtessera_bundle.so")
+    if os.path.exists(out) and os.path.getmtime(out) >= _newest_input(folder):
+        return out
+    cc = cc or os.environ.get("CC") or "cc"
     objs = sorted(glob.glob(os.path.join(folder, "host", "*.o")))
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(out))
     os.close(fd)
-    cmd = [cc, "-O2", "-std=c11", "-fPIC", "-shared", "-I", folder] + [os.path.join(folder, s) for s in _RUNTIME_SOURCES]
+    cmd = [cc, "-O2", "-std=c11", "-fPIC", "-shared", "-I", folder] + sources
     cmd += objs + flags + ["-lm", "-o", tmp]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -123,7 +139,7 @@ def build_shared(folder: str, cc: Optional[str] = None) -> str:
 class BundleLibrary:
     """A bundle folder loaded into this process (see the module's doc)."""
 
-    def __init__(self, folder: str, cc: Optional[str] = None):
+    def __init__(self, folder: str, cc: Optional[str] = None, openmp: str = "libomp"):
         self.folder = os.path.abspath(folder)
         mpath = os.path.join(self.folder, "manifest.json")
         if not os.path.isfile(mpath):
@@ -132,7 +148,7 @@ class BundleLibrary:
             self.manifest: Dict[str, Any] = json.load(f)
         if self.manifest.get("format") != "tessera-bundle":
             raise InvalidArgumentError(f"invalid-argument: {folder}/manifest.json is not a Tessera bundle manifest")
-        self.path = build_shared(self.folder, cc)
+        self.path = build_shared(self.folder, cc, openmp)
         lib = ctypes.CDLL(self.path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
         vp, i64p = ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64)
         lib.tessera_find_dims.restype = vp

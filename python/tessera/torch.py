@@ -36,13 +36,14 @@ the CPU's kept copies too, after a write through ``tensor.data``, which the coun
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import logging
 import os
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch  # type: ignore[import-not-found, unused-ignore]
 import torch.nn.functional as F  # type: ignore[import-not-found, unused-ignore]
@@ -53,14 +54,36 @@ from . import _torch_cuda as _cuda, attention as _attention, elementwise as _ele
 from .bundle_lib import BundleLibrary, KernelDesc
 from .errors import InvalidArgumentError
 
-# Two OpenMP runtimes share the cores under tessera.torch: torch's and LLVM's libomp, which the
-# bundle's host kernels run on. libomp's workers spin for 200 ms after each parallel kernel by
-# default (KMP_BLOCKTIME), holding the cores torch's next op (a LayerNorm, a residual add) needs:
-# the GPT block of bench/torch_model_bench.py on two Sapphire Rapids cores took a median 8.4 ms
-# with Tessera's kernels against eager torch's 1.6 ms; with KMP_BLOCKTIME=0 2.3 ms (docs/results.md,
-# PyTorch). libomp reads it when it starts (the process's first parallel region, after this import
-# unless Tessera ran a parallel kernel before it); a value the user set is kept.
-os.environ.setdefault("KMP_BLOCKTIME", "0")
+# A bundle's threaded host kernels run on torch's own OpenMP team (load(..., openmp="gomp"), the
+# default). A bundle loaded on LLVM's libomp (openmp="libomp") makes two OpenMP runtimes share the
+# cores: libomp's workers spin for 200 ms after each parallel kernel by default (KMP_BLOCKTIME),
+# holding the cores torch's next op (a LayerNorm, a residual add) needs: the GPT block of
+# bench/torch_model_bench.py on two Sapphire Rapids cores took a median 8.4 ms with Tessera's
+# kernels against eager torch's 1.6 ms; with KMP_BLOCKTIME=0 2.3 ms (docs/results.md, PyTorch). So
+# such a load sets KMP_BLOCKTIME=0 unless the user set it (libomp reads it when it starts: the
+# process's first parallel region). Tuning runs without that setting (_tuning_env): a kernel on
+# torch's team finds it awake between ops, as the tuner's back-to-back calls find libomp's
+# spinning workers; with them asleep every two-thread candidate paid a wake-up (~350 us here)
+# and the tune kept one thread for every kernel of the block.
+_blocktime_ours = [False]
+
+
+def _libomp_workers_sleep() -> None:
+    if "KMP_BLOCKTIME" not in os.environ:
+        os.environ["KMP_BLOCKTIME"] = "0"
+        _blocktime_ours[0] = True
+
+
+@contextlib.contextmanager
+def _tuning_env() -> Iterator[None]:
+    ours = _blocktime_ours[0] and os.environ.get("KMP_BLOCKTIME") == "0"
+    if ours:
+        del os.environ["KMP_BLOCKTIME"]
+    try:
+        yield
+    finally:
+        if ours:
+            os.environ["KMP_BLOCKTIME"] = "0"
 
 _log = logging.getLogger("tessera.torch")
 _DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -171,8 +194,10 @@ class Bundle(_Resolver):
     workload hash of the kernel a call needs against the bundle's), then by shape: a kernel compiled
     for the call's shape, else a shape range (``tessera bundle --dispatch``) holding it."""
 
-    def __init__(self, folder: str, cc: Optional[str] = None):
-        self.lib = BundleLibrary(folder, cc)
+    def __init__(self, folder: str, cc: Optional[str] = None, openmp: str = "gomp"):
+        if openmp == "libomp":
+            _libomp_workers_sleep()
+        self.lib = BundleLibrary(folder, cc, openmp)
         self.folder = self.lib.folder
         self._fixed: Dict[Tuple[str, str], List[str]] = {}  # (vendor, workload) -> kernel names
         for e in self.lib.entries():
@@ -243,10 +268,12 @@ def _range_workload(req: _Request, r: Dict[str, Any]) -> str:
     return _range_cache[key]
 
 
-def load(folder: str, cc: Optional[str] = None) -> Bundle:
+def load(folder: str, cc: Optional[str] = None, openmp: str = "gomp") -> Bundle:
     """Loads a bundle folder: links it into a shared library (once, with ``cc``) and indexes its
-    host kernels and shape ranges."""
-    return Bundle(folder, cc)
+    host kernels and shape ranges. Threaded host kernels run on torch's own OpenMP threads
+    (``openmp="gomp"``: the bundle's tessera_omp_gomp.c in place of LLVM's libomp, so the two do
+    not fight over the cores between torch's ops and Tessera's); ``openmp="libomp"`` links libomp."""
+    return Bundle(folder, cc, openmp)
 
 
 # ---- the operators ----
@@ -797,8 +824,9 @@ def tune_model(model: nn.Module, example_inputs: Tuple[Any, ...], target: str = 
         raise InvalidArgumentError("invalid-argument: the forward pass ran no operator Tessera tunes "
                                    "(nn.Linear, GELU after a Linear in nn.Sequential, scaled_dot_product_attention)")
     for k in kernels:
-        r = _tune(k, target=target, trials=trials, db=db, estimate=estimate, threads=threads, min_time=min_time,
-                  progress=progress)
+        with _tuning_env():
+            r = _tune(k, target=target, trials=trials, db=db, estimate=estimate, threads=threads, min_time=min_time,
+                      progress=progress)
         if on_kernel is not None:
             on_kernel(k, r)
     summary = _bundle(kernels, targets=[target], out=out, db=db, missing=missing, replace=True, threads=threads)

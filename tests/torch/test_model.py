@@ -88,21 +88,42 @@ def test_tune_model_writes_and_loads_the_bundle(tmp_path):
         tt.tune_model(nn.Sequential(nn.ReLU()), (x,), out=str(tmp_path / "c"), db=str(tmp_path / "t.db"))
 
 
-def _blocktime_after_import(env_value):
-    """KMP_BLOCKTIME as libomp (the runtime bundles link, libomp.so.5) reads it in a fresh process
-    that imports tessera.torch, with the variable unset or set to `env_value`."""
-    code = ("import ctypes, os, tessera.torch; omp = ctypes.CDLL('libomp.so.5'); omp.omp_get_max_threads(); "
-            "print(os.environ['KMP_BLOCKTIME'], omp.kmp_get_blocktime())")
+def _blocktime_after_load(folder, openmp, env_value):
+    """KMP_BLOCKTIME in the environment and as libomp (libomp.so.5, what a bundle loaded with
+    openmp="libomp" runs on) reads it, in a fresh process that imports tessera.torch and loads the
+    bundle at `folder`, with the variable unset or set to `env_value`."""
+    code = ("import ctypes, os, sys, tessera.torch as tt; tt.load(sys.argv[1], openmp=sys.argv[2]); "
+            "omp = ctypes.CDLL('libomp.so.5'); omp.omp_get_max_threads(); "
+            "print(os.environ.get('KMP_BLOCKTIME', '-'), omp.kmp_get_blocktime())")
     env = {k: v for k, v in os.environ.items() if k != "KMP_BLOCKTIME"}
     if env_value is not None:
         env["KMP_BLOCKTIME"] = env_value
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", code, folder, openmp], env=env, capture_output=True, text=True,
+                         timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout.split()
 
 
-def test_import_keeps_libomps_workers_from_spinning_against_torch():
+def test_a_libomp_bundle_keeps_its_workers_from_spinning_against_torch(bundle):
     # Unset: libomp's workers sleep at once after a parallel kernel (0 ms), not the default 200 ms.
-    assert _blocktime_after_import(None) == ["0", "0"]
-    # The negative control: a value the user set is what libomp runs with.
-    assert _blocktime_after_import("7") == ["7", "7"]
+    assert _blocktime_after_load(bundle.folder, "libomp", None) == ["0", "0"]
+    # The negative controls: a value the user set is what libomp runs with; a bundle on torch's
+    # own team (the default) leaves libomp's default alone.
+    assert _blocktime_after_load(bundle.folder, "libomp", "7") == ["7", "7"]
+    assert _blocktime_after_load(bundle.folder, "gomp", None) == ["-", "200"]
+
+
+def test_tuning_measures_without_the_sleep_setting(monkeypatch):
+    monkeypatch.delenv("KMP_BLOCKTIME", raising=False)
+    monkeypatch.setattr(tt, "_blocktime_ours", [False])
+    tt._libomp_workers_sleep()
+    assert os.environ["KMP_BLOCKTIME"] == "0"
+    with tt._tuning_env():
+        assert "KMP_BLOCKTIME" not in os.environ
+    assert os.environ["KMP_BLOCKTIME"] == "0"
+    # A value the user set is theirs, tuning included.
+    monkeypatch.setenv("KMP_BLOCKTIME", "7")
+    monkeypatch.setattr(tt, "_blocktime_ours", [False])
+    tt._libomp_workers_sleep()
+    with tt._tuning_env():
+        assert os.environ["KMP_BLOCKTIME"] == "7"
