@@ -31,7 +31,15 @@ GemmBlocking hostGemmBlocking(const TargetDesc& t, int64_t m, int64_t n, int64_t
 // gets `workPerThread` (the constants below, chosen by measuring the kernels on one thread against
 // two: opening and joining an OpenMP region measured 20-160 us on a shared 2-core VM), fewer below. Fixed work
 // units, not measured peaks: defaults must not move between runs.
-inline constexpr double kFlopsPerThread = double(1 << 25);  // attention
+// A matrix-vector product (a GEMM of one or two rows): 32 Mi flops a thread (at 6 Mi, 1x4096x4096
+// went to blis on two threads, 1.9x slower than plain on one).
+inline constexpr double kFlopsPerThread = double(1 << 25);
+// Attention: 1 Mi flops a thread, since its threads share one parallel loop over every query block
+// of the call (before, one loop per kv head: 32 Mi). Two Sapphire Rapids cores against one,
+// `tessera run --threads 2 --config THREADS=1|2 attention`: 1x1x128x64 causal (2.1 Mi flops) 27.3
+// -> 21.4 us, 1x4x128x64 causal 108.9 -> 68.1, 1x4x64x64 43.2 -> 31.2; 1x1x64x64 (1 Mi) 11.0 -> 9.9,
+// 1x1x32x64 (0.26 Mi) 2.6 -> 2.7.
+inline constexpr double kAttentionFlopsPerThread = double(1 << 20);
 // GEMM: 6 Mi flops a thread (~30 us on one Sapphire Rapids core, ~60 us on an AVX2 one). Measured on
 // 2 Sapphire Rapids cores against one: blis on two threads ran 1.25-1.6x plain on one at 192^3 -
 // 320^3, and tied at 160^3 (docs/results.md, "Two threads on small cubes").

@@ -99,7 +99,7 @@ Expected<ir::Space> attentionHostSpace(const ir::Kernel& k, const TargetDesc& t)
   };
   std::vector<ir::KnobValue> threadDom = hostThreadDomain(t);
   if (threadDom.size() > 1)
-    sp.knobs.push_back({"THREADS", threadDom, defaultThreads(t, ir::kernelFlops(k), kFlopsPerThread),
+    sp.knobs.push_back({"THREADS", threadDom, defaultThreads(t, ir::kernelFlops(k), kAttentionFlopsPerThread),
                         "threads sharing the query blocks of each kv head"});
   sp.constraint = [vregs, SQ](const ir::Config& c) -> std::optional<std::string> {
     const int64_t BQ = geti(c, "BQ"), BK = geti(c, "BK"), VW = geti(c, "VW");

@@ -87,6 +87,23 @@ TEST(HostAttention, CausalGqaAndUnequalSequences) {
     expectCorrect(s);
 }
 
+// Threads take the call's query blocks of every batch and kv head from one parallel loop, each
+// worker packing a head's K and V when it moves to another: fewer items than threads, a worker
+// whose items cross batches and heads (GQA groups), a thread count that divides nothing.
+TEST(HostAttention, ThreadsShareEveryHeadsQueryBlocks) {
+  for (const Case& s : std::vector<Case>{{1, 1, 1, 5, 5, 16, false},
+                                           {2, 4, 2, 37, 53, 24, true},
+                                           {3, 2, 1, 70, 70, 32, false},
+                                           {2, 6, 3, 50, 333, 24, true, ScalarType::BF16}})
+    for (int64_t threads : {2, 3, 7}) {
+      Config over;
+      over.set("THREADS", threads);
+      over.set("BQ", int64_t{16});
+      over.set("BK", int64_t{32});
+      expectCorrect(s, over);
+    }
+}
+
 // Each knob at the smallest and the largest value of its domain, the others at their defaults:
 // codegen lowers them all (remainder tiles, spilling tiles), the space only ranks them.
 TEST(HostAttention, KnobExtremes) {
