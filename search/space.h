@@ -44,6 +44,9 @@ inline constexpr double kAttentionFlopsPerThread = double(1 << 20);
 // 2 Sapphire Rapids cores against one: blis on two threads ran 1.25-1.6x plain on one at 192^3 -
 // 320^3, and tied at 160^3 (docs/results.md, "Two threads on small cubes").
 inline constexpr double kGemmFlopsPerThread = double(6 << 20);
+// blis on several threads: the least work a thread gets from one K block (32 Mi flops, ~160 us on
+// a Sapphire Rapids core) before the default merges K blocks (space_gemm.cpp).
+inline constexpr double kBlisKBlockFlops = double(1 << 25);
 // nvec past 64 rows (few columns; its threads split the rows, no packing to share): 1.5 Mi flops a
 // thread. Two Sapphire Rapids cores against one, `tessera run --threads 2`: 120^3 16.8 -> 11.0 us,
 // 150^3 38.8 -> 23.3, 176^3 55.3 -> 35.1; 100^3 10.1 -> 7.8 (one thread below 2 x 1.5 Mi).

@@ -409,6 +409,24 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   // AMX: 2x2 tiles of 16x16 f32 (32x32 of C); A micro-panels of 32 rows x KC bf16, KC 512
   // (32 KB: within a Sapphire Rapids' 48 KB L1, the unrolled depth steps bounded at 16).
   if (sched == "amx") mr = pickAtMost(mrDom, 32), nr = pickAtMost(nrDom, 32), kc = pickAtMost(kcDom, 512);
+  // Several threads: every K block of blis opens two parallel regions (A's packing, the products)
+  // and joins them, so a K block shorter than kBlisKBlockFlops a thread is merged with the next
+  // while the thread's B block (KC x its columns) stays within a quarter of the L2. Two Sapphire
+  // Rapids cores, `tessera run --threads 2`: 128x256x1024 with B transposed (a Linear's K = 1024)
+  // KC 256 280-285 us, 1024 227-236; 128x128x4096 731-779 against 529-616 (KC 1024); 64x512x2048
+  // KC 256 545-569, 512 516-526, 1024 620-655 (its B block half the L2: the cap stops it at 512);
+  // on one thread KC 256 stays ahead (128x256x1024: 348.1 against 399.8 us at 1024).
+  if (sched == "blis" && !half && threads > 1) {
+    const int64_t cols = std::min(nc, roundUp(ceilDiv(g.n, threads), nr));
+    const double rowsCols = 2.0 * double(g.m) * double(g.n) * double(std::max<int64_t>(1, g.batch)) / double(threads);
+    for (const ir::KnobValue& v : kcDom) {
+      const int64_t next = std::get<int64_t>(v);
+      if (kc >= g.k || rowsCols * double(std::min(kc, g.k)) >= kBlisKBlockFlops) break;
+      if (next <= kc) continue;
+      if (next * cols * 4 > t.l2Bytes / 4) break;
+      kc = next;
+    }
+  }
   // MC must be a multiple of MR unless one block covers M. The L3-derived MC is far above the
   // domain's largest value (4096) once M passes it, and 4096 is no multiple of MR = 6, 12 or 14:
   // M = 5000 with MR = 6 had an illegal default. Take the largest legal value at most the

@@ -361,6 +361,26 @@ TEST(SpaceOps, SmallCubesTakeBothCoresOfATwoCoreHost) {
   }
 }
 
+// blis on two threads merges K blocks of little work a thread (each opens and joins two parallel
+// regions) while the thread's B block stays within a quarter of the L2: Sapphire Rapids' 2 MB L2
+// holds 1024 x 128 columns (128x256x1024 takes all of K in one block) but not 1024 x 256
+// (64x512x2048 stops at 512); a large cube and one thread keep the L1's KC (the negative controls).
+TEST(SpaceOps, TwoThreadsMergeShortKBlocks) {
+  auto t = *hostPreset("sapphire-rapids");
+  auto kc = [&](int64_t threads, int64_t m, int64_t n, int64_t k, bool transB) {
+    auto g = ir::buildGemm({.m = m, .n = n, .k = k, .transB = transB});
+    t.units = int(threads);
+    ir::Config c = makeSpace(*g, t)->defaults();
+    EXPECT_EQ(str(c, "schedule"), "blis") << m << "x" << n << "x" << k << " " << c.str();
+    return std::get<int64_t>(c.values.at("KC"));
+  };
+  const int64_t l1kc = hostGemmBlocking(t, 1024, 1024).KC;  // the L1's KC at this MR
+  EXPECT_EQ(kc(2, 128, 256, 1024, true), 1024);
+  EXPECT_EQ(kc(2, 64, 512, 2048, false), 512);
+  EXPECT_EQ(kc(2, 1024, 1024, 1024, false), l1kc);
+  EXPECT_EQ(kc(1, 128, 256, 1024, true), l1kc);  // a Linear's GEMM on one thread
+}
+
 // The README's `run gemm --m 512 --n 512 --k 512 --config 'schedule=plain,MR=4,NR=16'`: on a
 // host of 2 or more cores the size's default is blis on all cores, and a config naming a one-thread
 // schedule without THREADS used to keep THREADS=2 and be refused. Naming plain or packed now means
