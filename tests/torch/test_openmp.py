@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 import textwrap
-import warnings
 
 import pytest
 import torch
@@ -37,31 +36,23 @@ _RUN = textwrap.dedent("""
 """) % {"m": M, "n": N, "k": K}
 
 
-@pytest.fixture(scope="module")
-def threaded_bundle(tmp_path_factory):
+def test_threaded_kernels_run_on_torchs_threads(tmp_path):
     torch.manual_seed(4)
     kernels = tt.record(torch.nn.Sequential(torch.nn.Linear(K, N)), torch.randn(M, K))
-    out = str(tmp_path_factory.mktemp("omp") / "bundle")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", tessera.TesseraWarning)  # untuned defaults are named
+    out = str(tmp_path / "bundle")
+    with pytest.warns(tessera.TesseraWarning):  # untuned defaults are named
         tessera.bundle(kernels, targets=["host"], out=out, missing="default", threads=2)
     with open(f"{out}/manifest.json") as f:
         assert json.load(f)["entries"][0]["config"].get("THREADS") == 2
-    return out
-
-
-def _run(folder, openmp):
-    r = subprocess.run([sys.executable, "-c", _RUN, folder, openmp], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])
-
-
-def test_threaded_kernels_run_on_torchs_threads(threaded_bundle):
-    g = _run(threaded_bundle, "gomp")
+    seen = {}
+    for openmp in ("gomp", "libomp"):  # each in a fresh process: what it maps, which threads it starts
+        r = subprocess.run([sys.executable, "-c", _RUN, out, openmp], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        seen[openmp] = json.loads(r.stdout.strip().splitlines()[-1])
+    g, o = seen["gomp"], seen["libomp"]
     assert g["ran"] == "tessera" and g["path"].endswith("libtessera_bundle_gomp.so"), g
     assert g["err"] < 1e-3, g
     assert not g["libomp"] and g["threads_added"] == 0, g
     # Negative control: on libomp the same kernel starts a worker of its own beside torch's.
-    o = _run(threaded_bundle, "libomp")
     assert o["ran"] == "tessera" and o["err"] < 1e-3, o
     assert o["libomp"] and o["threads_added"] >= 1, o
