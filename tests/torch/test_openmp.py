@@ -23,7 +23,8 @@ _RUN = textwrap.dedent("""
     torch.set_num_threads(2)
     torch.manual_seed(4)
     x, w, b = torch.randn(%(m)d, %(k)d), torch.randn(%(n)d, %(k)d), torch.randn(%(n)d)
-    want = F.linear(x, w, b)  # torch's own team is up from here
+    want = F.linear(x, w, b)
+    torch.randn(1 << 20).exp_()  # past at::parallel_for's grain: torch's own team of two is up from here
     before = len(os.listdir("/proc/self/task"))
     bundle = tt.load(folder, openmp=openmp)
     for _ in range(3):
