@@ -418,10 +418,10 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   // on one thread KC 256 stays ahead (128x256x1024: 348.1 against 399.8 us at 1024).
   if (sched == "blis" && !half && threads > 1) {
     const int64_t cols = std::min(nc, roundUp(ceilDiv(g.n, threads), nr));
-    const double rowsCols = 2.0 * double(g.m) * double(g.n) * double(std::max<int64_t>(1, g.batch)) / double(threads);
+    const double flopsPerDepth = 2.0 * double(g.m) * double(g.n) * double(std::max<int64_t>(1, g.batch)) / double(threads);
     for (const ir::KnobValue& v : kcDom) {
       const int64_t next = std::get<int64_t>(v);
-      if (kc >= g.k || rowsCols * double(std::min(kc, g.k)) >= kBlisKBlockFlops) break;
+      if (kc >= g.k || flopsPerDepth * double(kc) >= kBlisKBlockFlops) break;
       if (next <= kc) continue;
       if (next * cols * 4 > t.l2Bytes / 4) break;
       kc = next;

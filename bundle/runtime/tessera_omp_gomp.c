@@ -39,20 +39,18 @@ static int gomp_state; /* 0: not looked up, 1: found, 2: absent (run on the call
  * __kmpc_push_num_threads asked for its next region (0: the runtime's default). */
 static __thread int32_t tls_tid, tls_nth = 1, tls_pushed;
 
-static void* gomp_sym(void* h, const char* name) { return dlsym(h, name); }
-
 static int gomp_resolve(void) {
   int s = __atomic_load_n(&gomp_state, __ATOMIC_ACQUIRE);
   if (s) return s == 1;
   void* h = RTLD_DEFAULT; /* a null handle: found says whether there is one to read */
-  int found = gomp_sym(h, "GOMP_parallel") != NULL;
+  int found = dlsym(h, "GOMP_parallel") != NULL;
   if (!found) found = (h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_LOCAL)) != NULL;
   if (found) {
-    gomp_parallel = (void (*)(tessera_gomp_fn, void*, unsigned, unsigned))gomp_sym(h, "GOMP_parallel");
-    gomp_thread_num = (int (*)(void))gomp_sym(h, "omp_get_thread_num");
-    gomp_num_threads = (int (*)(void))gomp_sym(h, "omp_get_num_threads");
-    gomp_max_threads = (int (*)(void))gomp_sym(h, "omp_get_max_threads");
-    gomp_barrier = (void (*)(void))gomp_sym(h, "GOMP_barrier");
+    gomp_parallel = (void (*)(tessera_gomp_fn, void*, unsigned, unsigned))dlsym(h, "GOMP_parallel");
+    gomp_thread_num = (int (*)(void))dlsym(h, "omp_get_thread_num");
+    gomp_num_threads = (int (*)(void))dlsym(h, "omp_get_num_threads");
+    gomp_max_threads = (int (*)(void))dlsym(h, "omp_get_max_threads");
+    gomp_barrier = (void (*)(void))dlsym(h, "GOMP_barrier");
   }
   s = gomp_parallel && gomp_thread_num && gomp_num_threads && gomp_max_threads && gomp_barrier ? 1 : 2;
   if (s == 2)

@@ -134,16 +134,14 @@ class KernelBuilder {
   // (kv head major), dealt to `threads` workers in turn (worker w takes items w, w + T, ...:
   // causal blocks, whose cost grows along the sequence, spread evenly). Each worker has its own
   // slice of the scratch, packed K and V included, and packs a kv head's K and V when its next
-  // item is of another head than its last. Before, each kv head had its own parallel loop after
-  // packing on one thread: B·HKV fork-joins a call, at 4 heads of 128 keys slower on two
-  // threads than on one (108.7 against 99.1 us); a head packed by every worker that visits it costs
-  // S·D copies against its S²·D/T multiply-adds per worker.
+  // item is of another head than its last (S·D copies against the head's S²·D/T multiply-adds
+  // per worker), so a call opens one parallel region, not one per kv head.
   void workers() {
     const int64_t T = p_.threads, perHead = p_.G * p_.NQB;
     Value perHeadV = d_.on ? e_.muli(d_.NQB, p_.G) : e_.idx(perHead);
     Value heads = d_.on ? e_.muli(d_.B, p_.HKV) : e_.idx(p_.B * p_.HKV);
     Value items = arith::MulIOp::create(b_, loc_, heads, perHeadV);
-    Value workersV = d_.on ? e_.mini(e_.idx(T), items) : e_.idx(std::min(T, p_.B * p_.HKV * perHead));
+    Value workersV = e_.mini(e_.idx(T), items);
     auto par = scf::ParallelOp::create(b_, loc_, ValueRange{e_.idx(0)}, ValueRange{workersV}, ValueRange{e_.idx(1)});
     OpBuilder::InsertionGuard guard(b_);
     b_.setInsertionPoint(par.getBody()->getTerminator());
