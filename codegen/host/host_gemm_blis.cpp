@@ -42,6 +42,10 @@ namespace blis {
 
 namespace {
 
+// Scratch at least this large is kept from call to call (GemmBuilder::keptScratchBody): glibc maps
+// every block past 32 MiB (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit) afresh on each malloc.
+constexpr int64_t kKeptScratchBytes = int64_t(32) << 20;
+
 // The width of a column block on `threads` threads: the multiple of NR up to `nc` that gives the
 // busiest thread the fewest columns (the OpenMP loop hands each thread a contiguous share of the
 // blocks, ceil(blocks / threads) for the first ones), the widest of those (more reuse of each A
@@ -132,6 +136,17 @@ Expected<Plan> makePlan(const ir::Kernel& k, const ir::Config& c, const TargetDe
 
 Status GemmBuilder::build() {
   const ir::GemmInfo& g = p_.g;
+  // Partial sums of several K blocks live in C when C is f32; otherwise in an f32 scratch, kept
+  // from call to call when it is large and of a static shape (keptScratchBody).
+  const bool cIsF32 = g.outType == ir::ScalarType::F32;
+  const bool scratch = p_.nkb > 1 && !cIsF32;
+  SmallVector<int64_t> caccShape;
+  if (g.batch) caccShape.push_back(p_.dynBatch ? ShapedType::kDynamic : g.batch);
+  caccShape.append({p_.dynM ? ShapedType::kDynamic : g.m, g.n});
+  auto caccType = MemRefType::get(caccShape, f32_);
+  std::optional<OpBuilder::InsertPoint> entryRest;
+  if (scratch && caccType.hasStaticShape() && caccType.getNumElements() * 4 >= kKeptScratchBytes)
+    entryRest = keptScratchBody(caccType);
   A_ = args_[g.a];
   B_ = args_[g.b];
   C_ = args_[g.c];
@@ -144,8 +159,6 @@ Status GemmBuilder::build() {
   Ap_ = alloc({p_.mc / p_.MR, p_.MR, p_.kcs}, packT);
   if (p_.packB) Bp_ = alloc({ceilDiv(g.n, p_.NR), p_.bRows(), p_.bRow()}, packT);
   if (p_.mk == Micro::Amx) Cs_ = alloc({ceilDiv(g.n, p_.nc), p_.MR, p_.NR}, f32_);
-  // Partial sums of several K blocks live in C when C is f32; otherwise in an f32 scratch.
-  bool cIsF32 = g.outType == ir::ScalarType::F32;
   if (p_.dynM || p_.dynBatch) {
     // sizes[0] = M, sizes[1] = batch count (each read only where it is a runtime size).
     Value sizes = args_[kSizesArg];
@@ -156,15 +169,13 @@ Status GemmBuilder::build() {
     if (p_.dynM) M_ = size(0);
     if (p_.dynBatch) batch_ = size(1);
   }
-  Cacc_ = C_;
-  if (p_.nkb > 1 && !cIsF32) {
-    SmallVector<int64_t> shape;
+  if (!scratch) {
+    Cacc_ = C_;
+  } else if (!entryRest) {
     SmallVector<Value> dynSizes;
-    if (g.batch) shape.push_back(p_.dynBatch ? ShapedType::kDynamic : g.batch);
     if (p_.dynBatch) dynSizes.push_back(batch_);
-    shape.append({p_.dynM ? ShapedType::kDynamic : g.m, g.n});
     if (p_.dynM) dynSizes.push_back(M_);
-    Cacc_ = memref::AllocOp::create(b_, loc_, MemRefType::get(shape, f32_), dynSizes, align).getResult();
+    Cacc_ = memref::AllocOp::create(b_, loc_, caccType, dynSizes, align).getResult();
   }
   auto batchBody = [&](Value bi) {
     bi_ = bi;
@@ -178,7 +189,70 @@ Status GemmBuilder::build() {
   if (p_.dynBatch) loop(idx(0), batch_, 1, batchBody);
   else if (g.batch) loop(0, g.batch, 1, batchBody);
   else batchBody(Value());
+  if (entryRest) {
+    func::ReturnOp::create(b_, loc_);
+    b_.restoreInsertionPoint(*entryRest);
+  }
   return error_;
+}
+
+// The f32 partial sums of a large GEMM with a 16-bit C in a buffer the kernel keeps from call to
+// call: a private global (zero pages until first touched, then resident), taken by a flag, so that
+// a call running beside another on the same kernel allocates its own instead. Allocated afresh,
+// the buffer cost a page fault per 4 KiB on every call: glibc maps blocks past 32 MiB anew on each
+// malloc and unmaps them on free (measured on a Zen 5 core: 26 ms of a 4096 x 4096 x 512 bf16
+// GEMM's 62). The body goes into a private function taking the buffer as its last argument, called
+// with the global or with an allocation (the deallocation passes then see one owner each); the
+// entry takes the flag, calls it, and gives the flag back where it took it. Leaves the builder in
+// the body function, its arguments in args_ and Cacc_; returns where the entry's code continues.
+OpBuilder::InsertPoint GemmBuilder::keptScratchBody(MemRefType type) {
+  auto entry = cast<func::FuncOp>(b_.getInsertionBlock()->getParentOp());
+  auto module = entry->getParentOfType<ModuleOp>();
+  std::string name = "tessera_kept_cacc";
+  for (int i = 1; SymbolTable::lookupSymbolIn(module, name); ++i) name = "tessera_kept_cacc_" + std::to_string(i);
+  auto flagType = MemRefType::get({1}, b_.getI32Type());
+  IntegerAttr align = b_.getI64IntegerAttr(64);
+  func::FuncOp body;
+  {
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(module.getBody());
+    StringAttr priv = b_.getStringAttr("private");
+    memref::GlobalOp::create(b_, loc_, name, priv, type, b_.getUnitAttr(), false, align);
+    auto zero = DenseElementsAttr::get(RankedTensorType::get({1}, b_.getI32Type()), b_.getI32IntegerAttr(0));
+    memref::GlobalOp::create(b_, loc_, name + "_busy", priv, flagType, zero, false, IntegerAttr());
+    SmallVector<Type> types(entry.getArgumentTypes());
+    types.push_back(type);
+    b_.setInsertionPointToEnd(module.getBody());
+    body = func::FuncOp::create(b_, loc_, name + "_body", b_.getFunctionType(types, {}));
+    body.setPrivate();
+    body.addEntryBlock();
+    for (unsigned i = 0; i < entry.getNumArguments(); ++i)
+      for (NamedAttribute a : mlir::function_interface_impl::getArgAttrs(entry, i)) body.setArgAttr(i, a.getName(), a.getValue());
+    body.setArgAttr(entry.getNumArguments(), "llvm.noalias", b_.getUnitAttr());
+    body.setArgAttr(entry.getNumArguments(), "llvm.align", align);
+  }
+  Value busy = memref::GetGlobalOp::create(b_, loc_, flagType, name + "_busy").getResult();
+  auto i32 = [&](int32_t v) { return Value(arith::ConstantOp::create(b_, loc_, b_.getI32IntegerAttr(v))); };
+  Value was = memref::AtomicRMWOp::create(b_, loc_, arith::AtomicRMWKind::assign, i32(1), busy, ValueRange{idx(0)});
+  Value taken = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, was, i32(0));
+  SmallVector<Value> operands(entry.getArguments());
+  auto call = [&](Value buffer) {
+    operands.push_back(buffer);
+    func::CallOp::create(b_, loc_, body, operands);
+    operands.pop_back();
+  };
+  ifThenElse(
+      taken,
+      [&] {
+        call(memref::GetGlobalOp::create(b_, loc_, type, name).getResult());
+        memref::AtomicRMWOp::create(b_, loc_, arith::AtomicRMWKind::assign, i32(0), busy, ValueRange{idx(0)});
+      },
+      [&] { call(memref::AllocOp::create(b_, loc_, type, align).getResult()); });
+  OpBuilder::InsertPoint rest = b_.saveInsertionPoint();
+  for (auto& [tensor, v] : args_) v = body.getArgument(cast<BlockArgument>(v).getArgNumber());
+  Cacc_ = body.getArguments().back();
+  b_.setInsertionPointToStart(&body.front());
+  return rest;
 }
 
 void GemmBuilder::rowBlock(Value ic, Rows mcb) {

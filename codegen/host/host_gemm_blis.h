@@ -231,6 +231,8 @@ class GemmBuilder : Builder {
 
   const ir::Kernel& k_;
   std::map<std::string, Value>& args_;
+  OpBuilder::InsertPoint keptScratchBody(MemRefType type);
+
   Value A_, B_, C_, Cacc_, Ap_, Bp_, Cs_, bi_, M_, batch_;
   Value pc_, col0_;  // the depth block and micro-tile column the fma loop reads B at (PACKB=0)
   int64_t kv_ = 0;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "codegen/codegen.h"
 #include "host_check.h"
@@ -12,6 +13,7 @@
 #include "ir/text.h"
 #include "ir/reference.h"
 #include "search/space.h"
+#include "targets/kernel_io.h"
 
 using namespace tessera;
 using namespace tessera::ir;
@@ -54,6 +56,44 @@ TEST(HostGemmBlis, EveryDtypeOnOddShapesAndThreads) {
 // f16, with depth and column tails in every block (K 83 in blocks of 32 and 64: 2 and 3 squares
 // and a tail; N 75: a partial panel), one and two threads, a batch. The control: the same shapes
 // with B untransposed, packed by plain row copies, through the same check.
+// A 16-bit C over several K blocks keeps its f32 partial sums in a buffer the kernel holds from
+// call to call once they reach 32 MiB (2048 x 4096 f32 here): the LLVM IR has the global, a kernel
+// of half the rows allocates per call as before. Two threads call the one kernel at once, three
+// times each, on tensors of their own: one takes the kept buffer, the other allocates its own;
+// every result matches the reference. Control (checked by hand): a kernel whose flag never turns
+// a second call away gives both the one buffer, and this test fails.
+TEST(HostGemmBlis, LargeSixteenBitSumsKeepTheirScratchAcrossCalls) {
+  const TargetDesc& host = hostTarget();
+  Kernel big = *buildGemm({.m = 2048, .n = 4096, .k = 40, .dtype = ScalarType::BF16});
+  Kernel half = *buildGemm({.m = 1024, .n = 4096, .k = 40, .dtype = ScalarType::BF16});
+  const std::string knobs = "schedule=blis,KC=16,KU=1,THREADS=1";
+  Config c = testutil::spaceConfig(big, host, knobs);
+  auto irBig = codegen::emitHost(big, c, host, codegen::Emit::LLVMIR);
+  ASSERT_TRUE(irBig.ok()) << irBig.error().str();
+  EXPECT_NE(irBig->find("tessera_kept_cacc"), std::string::npos);
+  auto irHalf = codegen::emitHost(half, testutil::spaceConfig(half, host, knobs), host, codegen::Emit::LLVMIR);
+  ASSERT_TRUE(irHalf.ok()) << irHalf.error().str();
+  EXPECT_EQ(irHalf->find("tessera_kept_cacc"), std::string::npos);
+
+  auto exe = codegen::compileHost(big, c, host);
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  KernelIO first(big, 1), second(big, 2);
+  auto calls = [&](KernelIO& io) {
+    for (int i = 0; i < 3; ++i) {
+      io.poisonOutputs();
+      (*exe)->run(io.buffers());
+    }
+  };
+  std::thread other([&] { calls(second); });
+  calls(first);
+  other.join();
+  for (KernelIO* io : {&first, &second}) {
+    auto cmp = io->check();
+    ASSERT_TRUE(cmp.ok()) << cmp.error().str();
+    EXPECT_TRUE(cmp->ok) << cmp->firstBad;
+  }
+}
+
 TEST(HostGemmBlis, TransposedBIsPackedInRegisterSquares) {
   std::vector<std::pair<TargetDesc, std::string>> hosts = {{twoThreads(), ""}};
   if (auto avx2 = hostTargetAs("x86-64-v3"); avx2.ok()) {
