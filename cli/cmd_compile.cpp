@@ -240,7 +240,7 @@ void addCompileCommand(CLI::App& app) {
   addGpuFlags(c, &f->gpu);
   addThreadsOption(c, &f->threads);
   c->add_option("--host-preset", f->hostPreset,
-                "compile for a named x86 machine instead of this one: zen4, zen4-avx2, sapphire-rapids (text only)");
+                "compile for a named x86 machine instead of this one: zen4, zen4-avx2, sapphire-rapids, zen1, zen5 (text only)");
   addKernelSubcommands(c, &f->kernel, [f] { compileCommand(*f); });
 }
 

@@ -220,7 +220,7 @@ TEST(SpaceOps, ElementwiseDefaultsOnNamedHosts) {
 }
 
 TEST(SpaceOps, HostPresetsAreNamedMachines) {
-  EXPECT_EQ(hostPresets(), (std::vector<std::string>{"zen4", "zen4-avx2", "sapphire-rapids", "zen1"}));
+  EXPECT_EQ(hostPresets(), (std::vector<std::string>{"zen4", "zen4-avx2", "sapphire-rapids", "zen1", "zen5"}));
   auto zen1 = hostPreset("zen1");
   ASSERT_TRUE(zen1.ok());
   EXPECT_EQ(zen1->arch, "x86-64-v3");
@@ -235,6 +235,12 @@ TEST(SpaceOps, HostPresetsAreNamedMachines) {
   EXPECT_TRUE(spr->hasIsa("amx_bf16"));
   EXPECT_FALSE(hostPreset("zen4")->hasIsa("amx_bf16"));
   EXPECT_EQ(hostPreset("zen4-avx2")->simdBits, 256);
+  auto zen5 = hostPreset("zen5");
+  ASSERT_TRUE(zen5.ok());
+  EXPECT_EQ(zen5->fmaPerCycle, 2);  // full-width 512-bit pipes, where Zen 4 splits a zmm FMA in two
+  EXPECT_EQ(zen5->l1dBytes, 48 << 10);
+  EXPECT_FALSE(zen5->hasIsa("avx512_fp16"));
+  EXPECT_EQ(hostPresetCpu("zen5"), "znver5");
   auto bad = hostPreset("pentium");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("sapphire-rapids"), std::string::npos);
@@ -251,7 +257,9 @@ TEST(SpaceOps, HostPresetsAreNamedMachines) {
 // 256-bit FMA a cycle at latency 5: 5 accumulators needed): every tile of 5+ accumulators runs at
 // the FMA rate, and 8 x 8 has the most rows among those that divide 1024; KC: floor(7 / (1 + 8/8))
 // = 3 of 8 L1 ways: 3 x 64 sets x 64 B / (8 x 4 B) = 384; NC: 6/8 of the 512 KB L2 over 384 x 4 B
-// = 256; MC: 14/16 of the 8 MB L3 = 4778, rounded to a multiple of 8.
+// = 256; MC: 14/16 of the 8 MB L3 = 4778, rounded to a multiple of 8. Zen 5 (two zmm FMAs a
+// cycle: 8 needed, as Sapphire Rapids): 8 x 32, KC 256 (48 KB, 12 ways: 2 for A), NC 14/16 of the
+// 1 MB L2 over 256 x 4 B = 896, MC 14/16 of the 32 MB L3 over 256 x 4 B = 28672.
 TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
   struct Want {
     const char* host;
@@ -260,7 +268,8 @@ TEST(SpaceOps, GemmBlockingFromTheHostsFacts) {
   for (const Want& w : std::vector<Want>{{"zen4", {8, 32, 128, 1536, 57344}},
                                          {"zen4-avx2", {6, 16, 170, 1152, 43176}},
                                          {"sapphire-rapids", {8, 32, 256, 1792, 93184}},
-                                         {"zen1", {8, 8, 384, 256, 4776}}}) {
+                                         {"zen1", {8, 8, 384, 256, 4776}},
+                                         {"zen5", {8, 32, 256, 896, 28672}}}) {
     GemmBlocking b = hostGemmBlocking(*hostPreset(w.host), 1024, 1024);
     EXPECT_EQ(std::vector<int64_t>({b.MR, b.NR, b.KC, b.NC, b.MC}),
               std::vector<int64_t>({w.b.MR, w.b.NR, w.b.KC, w.b.NC, w.b.MC}))
