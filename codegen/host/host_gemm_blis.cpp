@@ -5,8 +5,9 @@
 //   for b, ic (MC rows; A block MC x KC packed once per ic, pc, shared by the threads):
 //     for pc (KC deep):
 //       pack A[ic:ic+MC, pc:pc+KC]  -> Ap[MC/MR][MR][KC]       (f32, or bf16 rows for dot/amx)
-//       parallel jc (NC columns per block; each block packs its own B panel into its own L2):
-//         pack B[pc:pc+KC, jc:jc+NC] -> Bp[N/NR][KC][NR]       (f32; dot/amx: [KC/2][2·NR] pairs)
+//       parallel worker w, for its run of jc (NC columns per block):
+//         pack B[pc:pc+KC, jc:jc+NC] -> Bp[w][NC/NR][KC][NR]   (f32; dot/amx: [KC/2][2·NR] pairs;
+//                                        one slot per worker, reused block after block in its L2)
 //         for ir, jr (ORDER ij: ir outer, the A micro-panel stays in L1 while B micro-panels stream)
 //           MR x NR tile in registers over KC; the last pc block applies the epilogue and stores C.
 //
@@ -157,7 +158,9 @@ Status GemmBuilder::build() {
     return memref::AllocOp::create(b_, loc_, MemRefType::get(shape, t), align).getResult();
   };
   Ap_ = alloc({p_.mc / p_.MR, p_.MR, p_.kcs}, packT);
-  if (p_.packB) Bp_ = alloc({ceilDiv(g.n, p_.NR), p_.bRows(), p_.bRow()}, packT);
+  // One slot of B panels per worker (bWorkers), each as wide as a column block, packed again
+  // block after block: the slot stays in its worker's L2 instead of N x KC of fresh memory a call.
+  if (p_.packB) Bp_ = alloc({bWorkers() * ceilDiv(p_.nc, p_.NR), p_.bRows(), p_.bRow()}, packT);
   if (p_.mk == Micro::Amx) Cs_ = alloc({ceilDiv(g.n, p_.nc), p_.MR, p_.NR}, f32_);
   if (p_.dynM || p_.dynBatch) {
     // sizes[0] = M, sizes[1] = batch count (each read only where it is a runtime size).
@@ -270,14 +273,35 @@ void GemmBuilder::rowBlock(Value ic, Rows mcb) {
 void GemmBuilder::depthBlock(Value ic, Rows mcb, Value pc, int64_t kv, Value first, bool last) {
   packA(ic, mcb, pc, kv);
   const int64_t n = p_.g.n, nJ = ceilDiv(n, p_.nc), fullJ = n / p_.nc;
-  parallel(nJ, [&](Value jb) {
+  auto block = [&](Value jb) {
     Value jc = mul(jb, p_.nc);
     if (fullJ == nJ) return colBlock(ic, mcb, pc, kv, jb, jc, p_.nc, first, last);
     Value isFull = arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ult, jb, idx(fullJ));
     ifThenElse(
         isFull, [&] { colBlock(ic, mcb, pc, kv, jb, jc, p_.nc, first, last); },
         [&] { colBlock(ic, mcb, pc, kv, jb, jc, n - fullJ * p_.nc, first, last); });
+  };
+  const int64_t workers = bWorkers();
+  if (workers == 1) {
+    bq0_ = idx(0);
+    return loop(0, nJ, 1, block);
+  }
+  // Worker w takes the contiguous column blocks [w·chunk, (w+1)·chunk), as OpenMP's static
+  // schedule dealt them out before, and packs them into its own slot of Bp.
+  const int64_t chunk = ceilDiv(nJ, workers);
+  parallel(workers, [&](Value w) {
+    bq0_ = mul(w, ceilDiv(p_.nc, p_.NR));
+    Value lo = mul(w, chunk);
+    loop(lo, arith::MinUIOp::create(b_, loc_, add(lo, chunk), idx(nJ)), 1, block);
   });
+}
+
+// Workers over the column blocks: one per thread while each has a block, the blocks dealt out in
+// contiguous runs of ceil(blocks / threads).
+int64_t GemmBuilder::bWorkers() const {
+  const int64_t nJ = ceilDiv(p_.g.n, p_.nc);
+  if (p_.threads <= 1 || nJ <= 1) return 1;
+  return ceilDiv(nJ, ceilDiv(nJ, std::min<int64_t>(p_.threads, nJ)));
 }
 
 // ---- one column block: pack its B panels (host_gemm_pack.cpp), then every micro-tile
@@ -286,7 +310,7 @@ void GemmBuilder::colBlock(Value ic, Rows mcb, Value pc, int64_t kv, Value jb, V
   if (p_.packB) packB(jc, ncb, pc, kv);
   pc_ = pc;
   kv_ = kv;
-  Value q0 = arith::DivUIOp::create(b_, loc_, jc, idx(p_.NR));
+  Value q0 = bq0_;
   auto tile = [&](Value ir, Rows rows, Value jr, int64_t cols) {
     Value panel = arith::DivUIOp::create(b_, loc_, ir, idx(p_.MR));
     Value jp = add(q0, arith::DivUIOp::create(b_, loc_, jr, idx(p_.NR)));

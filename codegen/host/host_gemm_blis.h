@@ -232,8 +232,10 @@ class GemmBuilder : Builder {
   const ir::Kernel& k_;
   std::map<std::string, Value>& args_;
   OpBuilder::InsertPoint keptScratchBody(MemRefType type);
+  int64_t bWorkers() const;
 
   Value A_, B_, C_, Cacc_, Ap_, Bp_, Cs_, bi_, M_, batch_;
+  Value bq0_;  // the first panel of the B slot of the worker being built
   Value pc_, col0_;  // the depth block and micro-tile column the fma loop reads B at (PACKB=0)
   int64_t kv_ = 0;
   int64_t nvt_ = 1;  // vectors of the micro-tile being built (fewer than nv() at a partial column tile)

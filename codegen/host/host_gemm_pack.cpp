@@ -84,11 +84,11 @@ Value GemmBuilder::scalarToPack(Value v) {
   return v.getType() == t ? v : Value(arith::ExtFOp::create(b_, loc_, t, v));
 }
 
-// Bp[N-panel q][k][0:NR) = B[pc + k, col0 + q·NR ...] for the panels of one column block,
+// Bp[slot + panel q][k][0:NR) = B[pc + k, jc + q·NR ...] for the panels of one column block,
 // zero past kv and past N; dot/amx interleave rows k, k+1 into pairs (VNNI layout).
 void GemmBuilder::packB(Value jc, int64_t ncb, Value pc, int64_t kv) {
   const int64_t np = ceilDiv(ncb, p_.NR);
-  Value q0 = arith::DivUIOp::create(b_, loc_, jc, idx(p_.NR));
+  Value q0 = bq0_;  // this worker's slot
   auto panel = [&](Value q, int64_t validCols) {
     Value jp = add(q0, q);
     Value n0 = add(jc, mul(q, p_.NR));

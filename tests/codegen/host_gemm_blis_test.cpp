@@ -120,16 +120,17 @@ TEST(HostGemmBlis, ColumnBlocksShareEvenlyOverTheThreads) {
   Kernel g = *buildGemm({.m = 37, .n = 96, .k = 45});
   auto zen4 = *hostPreset("zen4");
   zen4.units = 2;
-  // The trip count of the column loop: the last parallel loop (the first packs A's panels);
-  // 0 when there is none.
+  // The count of column blocks: the last parallel loop (the first packs A's panels) runs over
+  // the workers, each over its run of blocks up to min(its end, the count); 0 when there is none.
   auto columnBlocks = [&](const std::string& config) -> int64_t {
     auto p = codegen::emitHost(g, cfg("schedule=blis,MC=48,KC=16,MR=6,NR=16,KU=2,ORDER=ij," + config), zen4, codegen::Emit::Payload);
     EXPECT_TRUE(p.ok()) << p.error().str();
     if (!p.ok()) return -1;
     size_t at = p->rfind("scf.parallel");
     if (at == std::string::npos) return 0;
-    size_t to = p->find("to (%c", at);
-    return to == std::string::npos ? -1 : std::atoll(p->c_str() + to + 6);
+    size_t min = p->find("arith.minui", at);
+    size_t to = min == std::string::npos ? min : p->find(", %c", min);
+    return to == std::string::npos ? -1 : std::atoll(p->c_str() + to + 4);
   };
   EXPECT_EQ(columnBlocks("NC=32,THREADS=2"), 6);
   // Negative controls: blocks that already share out evenly keep NC's width (96 = 2 x 48), and

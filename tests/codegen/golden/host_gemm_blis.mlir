@@ -7,13 +7,13 @@
 // CHECK-SAME: memref<256x256xf32>
 // The packed panels: A as MC/MR slivers of MR x KC, B as slivers of KC x NR.
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<8x6x64xf32>
-// CHECK-NEXT: memref.alloc() {alignment = 64 : i64} : memref<8x64x32xf32>
+// CHECK-NEXT: memref.alloc() {alignment = 64 : i64} : memref<4x64x32xf32>
 // The MC loop over the full row blocks (256 = 5 x 48 + 16).
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c240 step %c48 {
 // Packing A: vectors of 16 lanes into the A panel.
 // CHECK: vector.store %{{.*}}, %alloc[{{.*}}] : memref<8x6x64xf32>, vector<16xf32>
 // Packing B into the B panel.
-// CHECK: vector.store %{{.*}}, %alloc_0[{{.*}}] : memref<8x64x32xf32>, vector<16xf32>
+// CHECK: vector.store %{{.*}}, %alloc_0[{{.*}}] : memref<4x64x32xf32>, vector<16xf32>
 // The micro-tiles: MR rows by NR columns.
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6 {
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32{{(_[0-9]+)?}} {
@@ -21,7 +21,7 @@
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c64{{(_[0-9]+)?}} step %{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 // ...each step loads NR/16 = 2 vectors of the B panel and MR = 6 scalars of the A panel, and
 // does 12 FMAs.
-// CHECK-COUNT-2: vector.load %alloc_0[{{.*}}] : memref<8x64x32xf32>, vector<16xf32>
+// CHECK-COUNT-2: vector.load %alloc_0[{{.*}}] : memref<4x64x32xf32>, vector<16xf32>
 // CHECK: memref.load %alloc[{{.*}}] : memref<8x6x64xf32>
 // CHECK-COUNT-12: vector.fma {{.*}} : vector<16xf32>
 // CHECK-NOT: vector.fma
