@@ -94,10 +94,9 @@ class Kernel : public gpuir::F32Builder {
 }  // namespace
 
 static Status buildMfma(const MfmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const TargetDesc& t, const RuntimeDims& rt) {
-  MLIRContext* ctx = m.b.getContext();
   OpBuilder& b = m.b;
   Location loc = m.loc;
-  Value Q = m.q, Kg = m.k, Vg = m.v, O = m.o;
+  Value Q = m.q, O = m.o;  // K and V are read once each, from m.k and m.v
   Kernel e(b, loc, p);
   gpuir::Idx& ix = e.ix_;
   Type et = e.et_;
@@ -108,7 +107,7 @@ static Status buildMfma(const MfmaAttnPlan& p, AttnModule& m, GpuPlan& plan, con
   const int64_t NPC = MN / KI;   // Pᵀ operands per key tile
 
   auto launch = attnLaunch(b, loc, p, T, -1);
-  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   Value Ks = launch.addWorkgroupAttribution(MemRefType::get({p.STAGES, BK, p.LK}, et, MemRefLayoutAttrInterface(), wg), loc);
   Value Vt = launch.addWorkgroupAttribution(MemRefType::get({p.STAGES, D, p.LV}, et, MemRefLayoutAttrInterface(), wg), loc);
   b.setInsertionPointToStart(&launch.getBody().front());
@@ -147,9 +146,9 @@ static Status buildMfma(const MfmaAttnPlan& p, AttnModule& m, GpuPlan& plan, con
       Value ch = ix.add(tid, st * T);
       if ((st + 1) * T > chunks) ch = ix.min(ch, chunks - 1);  // loaded, not stored
       auto [row, col] = kChunk(ch);
-      r.k.push_back(vector::LoadOp::create(b, loc, v8, Kg, ValueRange{bi, hk, ix.min(ix.add(k0, row), p.SKV - 1), col}));
+      r.k.push_back(vector::LoadOp::create(b, loc, v8, m.k, ValueRange{bi, hk, ix.min(ix.add(k0, row), p.SKV - 1), col}));
       auto [vrow, vcol] = vChunk(ch);
-      r.v.push_back(vector::LoadOp::create(b, loc, v8, Vg, ValueRange{bi, hk, ix.min(ix.add(k0, vrow), p.SKV - 1), vcol}));
+      r.v.push_back(vector::LoadOp::create(b, loc, v8, m.v, ValueRange{bi, hk, ix.min(ix.add(k0, vrow), p.SKV - 1), vcol}));
     }
     return r;
   };
