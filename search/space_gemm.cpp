@@ -74,7 +74,12 @@ bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes !
 // with plain; 64^3 fills a 48 KB L1 exactly and stays with plain too). One or
 // two rows of a B past the L2 are memory-bound: plain's depth blocks of 16 walk B along its rows
 // (NC columns contiguous) where nvec's strips walk it down K rows of a few lines each
-// (2x1024x1024 and 2x4096x1024 on AVX2: plain 1.15x faster in one run each), so they keep plain.
+// (2x1024x1024 and 2x4096x1024 on AVX2: plain 1.15x faster in one run each), so with AVX2 they
+// keep plain. With AVX-512 nvec's strips won there instead (one thread, nvec against plain, two
+// interleaved runs each: Zen 5 1x4096x4096 1.47-1.55 against 1.88-1.92 ms, 2x4096x4096 1.90-1.94
+// against 3.06-3.21, 1x2048x2048 158-163 against 206-239 us, 1x1024x1024 38 against 59-61,
+// 2x1024x1024 51-52 against 53-55, 2x4096x1024 a tie, 231 against 200-239; Sapphire Rapids
+// 1x4096x4096 2.52 against 3.01 ms in its small-shape run).
 //
 // And past kNvecMaxM rows, f32, on any number of threads (end of this comment), where N is at
 // most kNvecNarrowN columns and the packed kernels' two-vector NR pads at least
@@ -93,7 +98,7 @@ bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes !
 // 100x176x2000 392 / 270 us, 128x150x1024 216 / 123, 80x120x800 132 / 50.
 bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t) {
   const double bytes = double(ir::byteSize(g.inType)) * double(g.m * g.k + g.k * g.n) + 4.0 * double(g.m * g.n);
-  if (g.m <= 2 && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes)) return false;
+  if (g.m <= 2 && t.simdBits < 512 && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes)) return false;
   if (g.n < 2 * lanes) return false;
   if (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes < double(t.l1dBytes))) return true;
   return g.m > codegen::kNvecMaxM && g.inType == ir::ScalarType::F32 && nvecNarrowPays(g, t);
