@@ -385,6 +385,14 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
     sched = "nvec";
     // Past kNvecMaxM rows its threads split the rows: a second one pays from fewer flops.
     if (g.m > codegen::kNvecMaxM) threads = defaultThreads(t, flops, kNvecFlopsPerThread);
+    // One or two rows of a B past the L2 (AVX-512: nvecByDefault) are bound by reading B, which
+    // every core reads faster together: its column strips go to all of them (one Zen 5, nvec on
+    // two threads against one, two interleaved runs: 1x1024x1024 23.6-23.9 against 38.1-38.2 us,
+    // 1x2048x2048 99-110 against 157-161, 2x2048x2048 117-159 against 220-222, 1x4096x1024 104
+    // against 159-166, 1x4096x4096 1.07-1.09 against 1.45 ms, 1x8192x4096 1.71-1.78 against
+    // 3.27-3.32 ms).
+    else if (g.m <= 2 && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes))
+      threads = defaultThreads(t, flops, 1);
   }
   else if (has(schedDom, "bf16dot")) sched = "bf16dot";
   else if (has(schedDom, "blis") && (half || threads > 1)) sched = "blis";
