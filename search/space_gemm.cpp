@@ -96,9 +96,14 @@ bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes !
 // two threads, x OpenBLAS on two, blis -> nvec 1000x100x1000 0.70x -> 1.23x, 512x72x512 0.70x
 // -> 1.58x, 2048x80x2048 0.62x -> 0.95x; with M < N, blis against nvec's row split (same run):
 // 100x176x2000 392 / 270 us, 128x150x1024 216 / 123, 80x120x800 132 / 50.
+// One or two rows against a B past the L2: a matrix-vector product bound by reading B.
+bool gemvPastL2(const ir::GemmInfo& g, const TargetDesc& t) {
+  return g.m <= 2 && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes);
+}
+
 bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t) {
   const double bytes = double(ir::byteSize(g.inType)) * double(g.m * g.k + g.k * g.n) + 4.0 * double(g.m * g.n);
-  if (g.m <= 2 && t.simdBits < 512 && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes)) return false;
+  if (t.simdBits < 512 && gemvPastL2(g, t)) return false;
   if (g.n < 2 * lanes) return false;
   if (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes < double(t.l1dBytes))) return true;
   return g.m > codegen::kNvecMaxM && g.inType == ir::ScalarType::F32 && nvecNarrowPays(g, t);
@@ -391,8 +396,7 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
     // 1x2048x2048 99-110 against 157-161, 2x2048x2048 117-159 against 220-222, 1x4096x1024 104
     // against 159-166, 1x4096x4096 1.07-1.09 against 1.45 ms, 1x8192x4096 1.71-1.78 against
     // 3.27-3.32 ms).
-    else if (g.m <= 2 && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes))
-      threads = defaultThreads(t, flops, 1);
+    else if (gemvPastL2(g, t)) threads = defaultThreads(t, flops, 1);
   }
   else if (has(schedDom, "bf16dot")) sched = "bf16dot";
   else if (has(schedDom, "blis") && (half || threads > 1)) sched = "blis";
