@@ -120,14 +120,18 @@ class Hostile {
 const std::vector<std::string> kKernel = {"gemm", "--m", "64", "--n", "64", "--k", "64"};
 
 // What the liars lie about: a kernel whose true time no CPU comes near its roofline bound, so a lie
-// passes the service's plausibility check and only a measurement contradicts it. A 64^3 GEMM was
-// that on Zen 4 (1 us claimed, 0.7 us bound on two cores, 5-20x faster than it ran), but a Zen 5
-// core runs it in 2.1 us: a compute-bound kernel there reaches 0.65 of the bound (a 6 GHz core's
-// two 512-bit pipes), so no lie is both plausible and 2.25x off. This product of a row and a 64 MiB
-// B reads B from memory: bound 175 us on two cores (the 192 GB/s a core's L3 port allows), and
-// 1.0-1.9 ms measured on every host seen (35-65 GB/s); the lie, 200 us, is 5-10x off.
-const std::vector<std::string> kMemoryBound = {"gemm", "--m", "1", "--n", "4096", "--k", "4096"};
-constexpr double kLieUs = 200;
+// passes the service's plausibility check and only a measurement contradicts it by far more than the
+// spot check's room (2.25x, 4x for another CPU model). A compute-bound GEMM is no such kernel on a
+// fast core (Zen 5 runs 64^3 in 2.1 us, 0.65 of the bound), nor a memory-bound one on a fast memory
+// (1 x 4096 x 4096 ran 618-648 us on two Zen 5 cores against a 175 us bound: a 200 us lie was only
+// 3.2x off, under the 4x, CI stop 65). An elementwise chain's bound counts only its output bytes:
+// here 4 MiB, 5.5 us on two cores at the L2's rate, while four precise or fast GELUs a value take
+// 500-640 us on two Zen 5 cores (the fastest CPU seen); the lie, 20 us, is 3.7x above the bound and
+// 25x under the truth.
+const std::vector<std::string> kChain = {"elementwise", "--expr", "y = gelu(gelu(gelu(gelu(x))))", "--shape",
+                                         "1024x1024"};
+const char* const kChainLine = "elementwise --expr 'y = gelu(gelu(gelu(gelu(x))))' --shape 1024x1024\n";
+constexpr double kLieUs = 20;
 
 std::vector<std::string> cmd(std::vector<std::string> head, const std::vector<std::string>& tail = {},
                              const std::vector<std::string>& kernel = kKernel) {
@@ -164,7 +168,7 @@ TEST_P(WorkerTrust, ALyingWorkersTimesNeverBecomeTheWinner) {
   Hostile liar(s.url, liar_token, hw, Hostile::Act::Lie, kLieUs);
   const std::string local = s.dir.file("local.db");
   auto tune = runTessera(cmd({"tune", "--workers", "--db", local},
-                             {"--trials", "6", "--batch", "6", "--top-k", "2", "--min-time", "0.01"}, kMemoryBound),
+                             {"--trials", "6", "--batch", "6", "--top-k", "2", "--min-time", "0.01"}, kChain),
                          s.tuneEnv());
   ASSERT_EQ(tune.exit_code, 0) << tune.out << tune.err;
   EXPECT_NE(tune.out.find("contradicted"), std::string::npos) << tune.out;
@@ -181,15 +185,15 @@ TEST_P(WorkerTrust, ALyingWorkersTimesNeverBecomeTheWinner) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_GE(liar.refusedByService(), 1) << "the quarantined worker leased again";
   // What is stored here, served by `best` and answered to the next tune is this machine's time.
-  auto best = runTessera(cmd({"best", "--json", "--db", local}, {}, kMemoryBound));
+  auto best = runTessera(cmd({"best", "--json", "--db", local}, {}, kChain));
   json rec = json::parse(best.out, nullptr, false)["record"];
   ASSERT_TRUE(rec.is_object()) << best.out << best.err;
   EXPECT_EQ(rec.value("writer", ""), "");
   EXPECT_GT(rec["result"]["median_us"].get<double>(), 2.25 * kLieUs) << rec.dump();
-  auto again = runTessera(cmd({"tune", "--db", local}, {"--trials", "2", "--min-time", "0.01"}, kMemoryBound));
+  auto again = runTessera(cmd({"tune", "--db", local}, {"--trials", "2", "--min-time", "0.01"}, kChain));
   EXPECT_GT(alreadyTunedUs(again.out), 2.25 * kLieUs) << again.out << again.err;
   // A bundle takes the winner from the store and its time with it.
-  std::ofstream(s.dir.file("kernels.txt")) << "gemm --m 1 --n 4096 --k 4096\n";
+  std::ofstream(s.dir.file("kernels.txt")) << kChainLine;
   auto bundle = runTessera({"bundle", "--kernels", s.dir.file("kernels.txt"), "--db", local, "--targets", "host", "--out",
                             s.dir.file("b1")});
   ASSERT_EQ(bundle.exit_code, 0) << bundle.err;
@@ -200,10 +204,10 @@ TEST_P(WorkerTrust, ALyingWorkersTimesNeverBecomeTheWinner) {
   // which says so and takes the next candidate.
   const std::string w2 = tessera::test::addToken(s.db, "liar2", "write");
   ASSERT_TRUE(awaitToken(s.url, w2));
-  json claim = json::parse(runTessera(cmd({"best", "--json", "--db", local}, {}, kMemoryBound)).out)["record"];
+  json claim = json::parse(runTessera(cmd({"best", "--json", "--db", local}, {}, kChain)).out)["record"];
   // A config nobody else measured (a claim of the winner's own config is refuted by the tuner's
-  // measurement of it already), legal here: another register tile width of the space (16|32|64).
-  claim["config"]["NR"] = claim["config"]["NR"].get<int>() == 16 ? 64 : 16;
+  // measurement of it already), legal here: another vector width of the space (4|8|16|32).
+  claim["config"]["VW"] = claim["config"]["VW"].get<int>() == 4 ? 8 : 4;
   claim.erase("key_id");
   claim.erase("id");
   claim.erase("writer");
@@ -241,11 +245,11 @@ TEST_P(WorkerTrust, ALiarNamingAnotherCpuModelIsStillSpotChecked) {
   Hostile liar(s.url, liar_token, hw, Hostile::Act::Lie, kLieUs);
   const std::string local = s.dir.file("local.db");
   auto tune = runTessera(cmd({"tune", "--workers", "--db", local},
-                             {"--trials", "4", "--batch", "4", "--top-k", "1", "--min-time", "0.01"}, kMemoryBound),
+                             {"--trials", "4", "--batch", "4", "--top-k", "1", "--min-time", "0.01"}, kChain),
                          s.tuneEnv());
   ASSERT_EQ(tune.exit_code, 0) << tune.out << tune.err;
   EXPECT_NE(tune.out.find("quarantined worker"), std::string::npos) << tune.out << tune.err;
-  auto best = runTessera(cmd({"best", "--json", "--db", local}, {}, kMemoryBound));
+  auto best = runTessera(cmd({"best", "--json", "--db", local}, {}, kChain));
   json rec = json::parse(best.out, nullptr, false)["record"];
   ASSERT_TRUE(rec.is_object()) << best.out << best.err;
   EXPECT_GT(rec["result"]["median_us"].get<double>(), 4 * kLieUs) << rec.dump();
