@@ -331,15 +331,16 @@ static Status buildSimt(const SimtAttnPlan& p, AttnModule& m, GpuPlan& plan, con
 Expected<GpuPlan> buildGpuAttention(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                     const RuntimeDims& rt) {
   TESSERA_TRY(checkGpuAttention(k, c, t));
-  const std::string strategy = attentionStrategy(c);
-  if (strategy == "flash-mma") return buildGpuAttentionMma(ctx, k, c, t, rt);
+  TESSERA_ASSIGN(GpuAttentionConfig cfg, readGpuAttentionConfig(c));
+  const std::string& strategy = cfg.strategy;
+  if (strategy == "flash-mma") return buildGpuAttentionMma(ctx, k, cfg, t, rt);
   if (rt.any() && (strategy == "flash-wgmma" || strategy == "flash-mfma"))
     return makeError(ErrorCode::Unsupported, "attention (" + strategy + "): no runtime sizes (its tiles and " +
                                                  (strategy == "flash-wgmma" ? "TMA tensor maps" : "matrix-core schedule") +
                                                  " are fixed at the compiled shape): use strategy=flash-mma or flash-simt for a shape-generic kernel");
-  if (strategy == "flash-wgmma") return buildGpuAttentionWgmma(ctx, k, c, t);
-  if (strategy == "flash-mfma") return buildGpuAttentionMfma(ctx, k, c, t);
-  return buildAttn<SimtAttnPlan>(ctx, k, c, t, rt, makeSimtAttnPlan, "flash-simt", false, buildSimt);
+  if (strategy == "flash-wgmma") return buildGpuAttentionWgmma(ctx, k, cfg, t);
+  if (strategy == "flash-mfma") return buildGpuAttentionMfma(ctx, k, cfg, t);
+  return buildAttn<SimtAttnPlan>(ctx, k, cfg, t, rt, makeSimtAttnPlan, "flash-simt", false, buildSimt);
 }
 
 }  // namespace tessera::codegen

@@ -155,8 +155,8 @@ void forEachChunk(gpuir::Idx& ix, mlir::Value tid, int64_t T, int64_t rows, int6
 
 // A family's plan of kernel `k`'s attention under config `c` (`make` checks it; no IR built).
 template <class Plan>
-Expected<Plan> planAttn(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
-                        Expected<Plan> (*make)(const ir::AttentionSpec&, const ir::Config&, const TargetDesc&)) {
+Expected<Plan> planAttn(const ir::Kernel& k, const GpuAttentionConfig& c, const TargetDesc& t,
+                        Expected<Plan> (*make)(const ir::AttentionSpec&, const GpuAttentionConfig&, const TargetDesc&)) {
   TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
   return make(info.spec, c, t);
 }
@@ -177,9 +177,9 @@ struct AttnModule {
 // A family's entry point: plans kernel `k` under `make`, opens its module named `strategy`, the
 // launch's runtime sizes (none unless `rt` asks), then `build` builds the kernel into it.
 template <class Plan>
-Expected<GpuPlan> buildAttn(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+Expected<GpuPlan> buildAttn(mlir::MLIRContext* ctx, const ir::Kernel& k, const GpuAttentionConfig& c, const TargetDesc& t,
                             const RuntimeDims& rt,
-                            Expected<Plan> (*make)(const ir::AttentionSpec&, const ir::Config&, const TargetDesc&),
+                            Expected<Plan> (*make)(const ir::AttentionSpec&, const GpuAttentionConfig&, const TargetDesc&),
                             const char* strategy, bool laneLevel,
                             Status (*build)(const Plan&, AttnModule&, GpuPlan&, const TargetDesc&, const RuntimeDims&)) {
   TESSERA_ASSIGN(Plan p, planAttn<Plan>(k, c, t, make));

@@ -239,16 +239,17 @@ Status swizzleSharedTiles(ModuleOp m) {
 
 Expected<GpuPlan> buildGpuGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                const RuntimeDims& rt) {
-  TESSERA_TRY(checkGpuGemm(k, c, t));
-  if (auto s = c.getStr("strategy"); s.ok() && *s == "wgmma") {
+  TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
+  TESSERA_ASSIGN(GpuGemmConfig cfg, readGpuGemmConfig(c));
+  TESSERA_TRY(checkGpuGemm(g, cfg, t));
+  if (cfg.strategy == "wgmma") {
     if (rt.any())
       return makeError(ErrorCode::Unsupported, "gemm (wgmma): no runtime sizes (its TMA tensor maps and tile schedule are fixed "
                                                "at the compiled shape): use strategy=mma-lane or mma for a shape-generic kernel");
-    return buildGpuGemmWgmma(ctx, k, c, t);
+    return buildGpuGemmWgmma(ctx, k, cfg, t);
   }
-  if (auto s = c.getStr("strategy"); s.ok() && *s == "mma-lane") return buildGpuGemmLane(ctx, k, c, t, rt);
-  TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
-  TESSERA_ASSIGN(gemm::Tiling p, makeGemmTiling(g, c, t));
+  if (cfg.strategy == "mma-lane") return buildGpuGemmLane(ctx, k, cfg, t, rt);
+  TESSERA_ASSIGN(gemm::Tiling p, makeGemmTiling(g, cfg, t));
   const bool batched = g.batch > 0;
   GpuPlan plan;
   plan.strategy = p.path == gemm::Path::Simt ? "simt" : p.path == gemm::Path::MmaSync ? "mma.sync" : "mfma";

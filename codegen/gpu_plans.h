@@ -37,7 +37,7 @@ struct Tiling {
 
 }  // namespace gemm
 
-Expected<gemm::Tiling> makeGemmTiling(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t);
+Expected<gemm::Tiling> makeGemmTiling(const ir::GemmInfo& g, const GpuGemmConfig& c, const TargetDesc& t);
 
 // ---- GEMM, strategy mma-lane (gpu_gemm_lane.cpp)
 namespace lane {
@@ -67,7 +67,7 @@ struct Plan {
   int64_t passes = 1, passRows = 0;  // the C tile is staged in `passes` row bands of passRows rows
 };
 
-Expected<Plan> makePlan(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t);
+Expected<Plan> makePlan(const ir::GemmInfo& g, const GpuGemmConfig& c, const TargetDesc& t);
 
 }  // namespace lane
 
@@ -130,7 +130,7 @@ std::string registerPoolProblem(const Plan& p, int regs);
 }  // namespace wgmma
 
 // The plan of a strategy=wgmma config (checkGpuGemm's rules for it, and the kernel's).
-Expected<wgmma::Plan> planGpuGemmWgmma(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t);
+Expected<wgmma::Plan> planGpuGemmWgmma(const ir::GemmInfo& g, const GpuGemmConfig& c, const TargetDesc& t);
 
 // ---- elementwise (gpu_elementwise.cpp)
 struct EwKnobs {
@@ -155,12 +155,6 @@ struct AttnDims {
 // The tensor-core families' input rule: f16 or bf16, head_dim a multiple of `dimStep` up to 256
 // (else `dimRule`), as InvalidConfig errors naming `strategy`.
 Status tensorCoreInputs(const ir::AttentionSpec& s, const std::string& strategy, int64_t dimStep, const std::string& dimRule);
-// BQ, BK and STAGES (2 when the config has none) of a tensor-core family's config.
-Status readBlockKnobs(const ir::Config& c, AttnDims& p, int64_t& stages);
-
-// The strategy a config names: flash-simt, flash-mma (mma.sync), flash-wgmma (sm_90a's wgmma),
-// flash-mfma (CDNA's MFMA); configs stored before the knob existed are flash-simt.
-std::string attentionStrategy(const ir::Config& c);
 
 // flash-simt (gpu_attention.cpp): one query row per thread, or DSPLIT threads per row.
 struct SimtAttnPlan : AttnDims {
@@ -170,7 +164,7 @@ struct SimtAttnPlan : AttnDims {
     return 2 * BK * DP * es + BQ * DP * 4 + 2 * T * 4 + (DSPLIT > 1 ? DSPLIT * BQ * BK * 4 : 0);
   }
 };
-Expected<SimtAttnPlan> makeSimtAttnPlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t);
+Expected<SimtAttnPlan> makeSimtAttnPlan(const ir::AttentionSpec& s, const GpuAttentionConfig& c, const TargetDesc& t);
 
 // flash-mma (gpu_attention_mma.cpp).
 struct MmaAttnPlan : AttnDims {
@@ -180,7 +174,7 @@ struct MmaAttnPlan : AttnDims {
   int64_t kvBytes() const { return STAGES * BK * LD * 2; }
   int64_t smemBytes() const { return qBytes() + 2 * kvBytes(); }
 };
-Expected<MmaAttnPlan> makeMmaAttnPlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t);
+Expected<MmaAttnPlan> makeMmaAttnPlan(const ir::AttentionSpec& s, const GpuAttentionConfig& c, const TargetDesc& t);
 
 // flash-wgmma (gpu_attention_wgmma.cpp).
 struct WgmmaAttnPlan : AttnDims {
@@ -197,7 +191,7 @@ struct WgmmaAttnPlan : AttnDims {
   int64_t pOff(int64_t wg) const { return vOff(STAGES) + wg * 64 * BK * 2; }
   int64_t smemBytes() const { return fa3 ? vOff(STAGES) : pOff(WG); }
 };
-Expected<WgmmaAttnPlan> makeWgmmaAttnPlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t);
+Expected<WgmmaAttnPlan> makeWgmmaAttnPlan(const ir::AttentionSpec& s, const GpuAttentionConfig& c, const TargetDesc& t);
 
 // flash-mfma (gpu_attention_mfma.cpp).
 struct MfmaAttnPlan : AttnDims {
@@ -214,6 +208,6 @@ struct MfmaAttnPlan : AttnDims {
     return NG * perGroup + prefetch + 32;
   }
 };
-Expected<MfmaAttnPlan> makeMfmaAttnPlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t);
+Expected<MfmaAttnPlan> makeMfmaAttnPlan(const ir::AttentionSpec& s, const GpuAttentionConfig& c, const TargetDesc& t);
 
 }  // namespace tessera::codegen

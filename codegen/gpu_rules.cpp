@@ -8,11 +8,8 @@
 namespace tessera::codegen {
 
 Expected<EwKnobs> readEwKnobs(const ir::Config& c, const ir::ElementwiseRegion& r, const ir::Kernel& k, const TargetDesc& t) {
-  EwKnobs kn;
-  TESSERA_ASSIGN(kn.tpb, c.getInt("TPB"));
-  TESSERA_ASSIGN(kn.vw, c.getInt("VW"));
-  TESSERA_ASSIGN(kn.ept, c.getInt("EPT"));
-  TESSERA_ASSIGN(kn.grid, c.getInt("GRID"));
+  TESSERA_ASSIGN(GpuElementwiseConfig cfg, readGpuElementwiseConfig(c));
+  EwKnobs kn{cfg.TPB, cfg.VW, cfg.EPT, cfg.GRID};
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "elementwise: " + m); };
   if (kn.tpb <= 0 || kn.tpb > t.maxThreadsPerBlock)
     return bad("TPB=" + std::to_string(kn.tpb) + " outside 1.." + std::to_string(t.maxThreadsPerBlock));

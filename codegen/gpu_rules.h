@@ -10,9 +10,11 @@
 
 #include "codegen/gpu_backend.h"
 #include "ir/dtype.h"
+#include "ir/families.h"
 #include "ir/ir.h"
 #include "ir/schedule.h"
 #include "support/status.h"
+#include "targets/kernel_configs.h"
 #include "targets/target_desc.h"
 
 namespace tessera::codegen {
@@ -33,6 +35,8 @@ std::optional<MmaPath> gemmWarpgroupMmaPath(ir::ScalarType input, const TargetDe
 // InvalidConfig saying which rule fails (also declared by gpu.h, the code generator's face).
 Status checkGpuConfig(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+// The same rules for a config already read (the builders read it once).
+Status checkGpuGemm(const ir::GemmInfo& g, const GpuGemmConfig& c, const TargetDesc& t);
 Status checkGpuElementwise(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 Status checkGpuAttention(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
 

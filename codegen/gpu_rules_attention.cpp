@@ -11,17 +11,11 @@ namespace tessera::codegen {
 namespace {
 
 template <class Plan>
-Status checkPlan(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
-                 Expected<Plan> (*make)(const ir::AttentionSpec&, const ir::Config&, const TargetDesc&)) {
-  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
-  TESSERA_ASSIGN(Plan p, make(info.spec, c, t));
+Status checkPlan(const ir::AttentionSpec& s, const GpuAttentionConfig& c, const TargetDesc& t,
+                 Expected<Plan> (*make)(const ir::AttentionSpec&, const GpuAttentionConfig&, const TargetDesc&)) {
+  TESSERA_ASSIGN(Plan p, make(s, c, t));
   (void)p;
   return {};
-}
-
-Expected<std::string> mfmaShape(const ir::Config& c) {
-  if (!c.has("MFMA")) return std::string("16x16x16");
-  return c.getStr("MFMA");
 }
 
 }  // namespace
@@ -46,27 +40,9 @@ Status tensorCoreInputs(const ir::AttentionSpec& s, const std::string& strategy,
 }
 
 
-Status readBlockKnobs(const ir::Config& c, AttnDims& p, int64_t& stages) {
-  TESSERA_ASSIGN(p.BQ, c.getInt("BQ"));
-  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
-  stages = 2;
-  if (c.has("STAGES")) {
-    TESSERA_ASSIGN(stages, c.getInt("STAGES"));
-  }
-  return {};
-}
-
-std::string attentionStrategy(const ir::Config& c) {
-  if (!c.has("strategy")) return "flash-simt";
-  auto s = c.getStr("strategy");
-  return s.ok() ? *s : "";
-}
-
-Expected<SimtAttnPlan> makeSimtAttnPlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
+Expected<SimtAttnPlan> makeSimtAttnPlan(const ir::AttentionSpec& s, const GpuAttentionConfig& c, const TargetDesc& t) {
   SimtAttnPlan p;
-  TESSERA_ASSIGN(p.BQ, c.getInt("BQ"));
-  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
-  TESSERA_ASSIGN(p.DSPLIT, c.getInt("DSPLIT"));
+  p.BQ = c.BQ, p.BK = c.BK, p.DSPLIT = c.DSPLIT;
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention: " + m); };
   if (p.BQ <= 0 || p.BK <= 0 || p.DSPLIT <= 0) return bad("BQ, BK and DSPLIT must be positive");
   if (p.BK > 128) return bad("BK must be <= 128 (BK scores per thread live in registers)");
@@ -84,12 +60,12 @@ Expected<SimtAttnPlan> makeSimtAttnPlan(const ir::AttentionSpec& s, const ir::Co
   return p;
 }
 
-Expected<MmaAttnPlan> makeMmaAttnPlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
+Expected<MmaAttnPlan> makeMmaAttnPlan(const ir::AttentionSpec& s, const GpuAttentionConfig& c, const TargetDesc& t) {
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (flash-mma): " + m); };
   if (t.vendor != Vendor::Nvidia || !t.findMma("f16", "mma.sync")) return bad("needs an NVIDIA target with mma.sync");
   TESSERA_TRY(tensorCoreInputs(s, "flash-mma", 16, "head_dim must be a multiple of 16, at most 256"));
   MmaAttnPlan p;
-  TESSERA_TRY(readBlockKnobs(c, p, p.STAGES));
+  p.BQ = c.BQ, p.BK = c.BK, p.STAGES = c.STAGES;
   if (p.BQ % 16 || p.BQ < 16 || p.BQ > 128) return bad("BQ must be 16, 32, 64 or 128 (16 rows per warp)");
   if (p.BK % 16 || p.BK < 16 || p.BK > 128) return bad("BK must be a multiple of 16, at most 128");
   if (p.STAGES != 1 && p.STAGES != 2) return bad("STAGES must be 1 or 2");
@@ -107,18 +83,15 @@ Expected<MmaAttnPlan> makeMmaAttnPlan(const ir::AttentionSpec& s, const ir::Conf
   return p;
 }
 
-Expected<WgmmaAttnPlan> makeWgmmaAttnPlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
+Expected<WgmmaAttnPlan> makeWgmmaAttnPlan(const ir::AttentionSpec& s, const GpuAttentionConfig& c, const TargetDesc& t) {
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (flash-wgmma): " + m); };
   if (t.vendor != Vendor::Nvidia || !t.findMma("f16", "wgmma")) return bad("needs sm_90a (wgmma)");
   TESSERA_TRY(tensorCoreInputs(s, "flash-wgmma", 64, "head_dim must be 64, 128, 192 or 256 (whole 128-byte panels)"));
   WgmmaAttnPlan p;
-  TESSERA_TRY(readBlockKnobs(c, p, p.STAGES));
+  p.BQ = c.BQ, p.BK = c.BK, p.STAGES = c.STAGES;
   if (p.BQ != 64 && p.BQ != 128) return bad("BQ must be 64 or 128 (64 query rows per warpgroup)");
   if (p.BK != 64 && p.BK != 128) return bad("BK must be 64 or 128 (whole 128-byte panels of P)");
-  std::string pipe = "fa2";
-  if (c.has("PIPE")) {
-    TESSERA_ASSIGN(pipe, c.getStr("PIPE"));
-  }
+  const std::string& pipe = c.PIPE;
   if (pipe != "fa2" && pipe != "fa3" && pipe != "fa3-overlap" && pipe != "fa3-pingpong")
     return bad("PIPE must be fa2, fa3, fa3-overlap or fa3-pingpong");
   p.fa3 = pipe != "fa2";
@@ -158,28 +131,18 @@ Expected<WgmmaAttnPlan> makeWgmmaAttnPlan(const ir::AttentionSpec& s, const ir::
   return p;
 }
 
-Expected<MfmaAttnPlan> makeMfmaAttnPlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
+Expected<MfmaAttnPlan> makeMfmaAttnPlan(const ir::AttentionSpec& s, const GpuAttentionConfig& c, const TargetDesc& t) {
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (flash-mfma): " + m); };
   if (t.vendor != Vendor::Amd || t.warpSize != 64 || !t.findMma("f16", "mfma"))
     return bad("needs an AMD CDNA target with MFMA (wave64: gfx90a, gfx942)");
   TESSERA_TRY(tensorCoreInputs(s, "flash-mfma", 16, "head_dim must be a multiple of 16, at most 256"));
   MfmaAttnPlan p;
-  TESSERA_ASSIGN(std::string shape, mfmaShape(c));
+  const std::string& shape = c.MFMA;
   if (shape == "16x16x16") p.MN = 16, p.KI = 16, p.NR = 4;
   else if (shape == "32x32x8") p.MN = 32, p.KI = 8, p.NR = 16;
   else return bad("MFMA must be 16x16x16 or 32x32x8, not '" + shape + "'");
-  TESSERA_ASSIGN(p.BQ, c.getInt("BQ"));
-  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
-  p.W = 1;
-  if (c.has("WAVES")) {
-    TESSERA_ASSIGN(p.W, c.getInt("WAVES"));
-  } else {
-    p.W = std::max<int64_t>(1, p.BQ / p.MN);
-  }
-  p.STAGES = 2;
-  if (c.has("STAGES")) {
-    TESSERA_ASSIGN(p.STAGES, c.getInt("STAGES"));
-  }
+  p.BQ = c.BQ, p.BK = c.BK, p.STAGES = c.STAGES;
+  p.W = c.WAVES != 0 ? c.WAVES : std::max<int64_t>(1, p.BQ / p.MN);
   if (p.W < 1 || p.W > 16) return bad("WAVES must be 1..16");
   if (p.BQ < p.MN || p.BQ % (p.W * p.MN))
     return bad("BQ must be a multiple of WAVES x " + std::to_string(p.MN) + " (" + shape + ": " + std::to_string(p.MN) +
@@ -204,14 +167,18 @@ Expected<MfmaAttnPlan> makeMfmaAttnPlan(const ir::AttentionSpec& s, const ir::Co
 }
 
 Status checkGpuAttention(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  const std::string strategy = attentionStrategy(c);
-  if (strategy == "flash-mma") return checkPlan(k, c, t, makeMmaAttnPlan);
-  if (strategy == "flash-wgmma") return checkPlan(k, c, t, makeWgmmaAttnPlan);
-  if (strategy == "flash-mfma") return checkPlan(k, c, t, makeMfmaAttnPlan);
-  if (strategy != "flash-simt")
+  TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
+  // A strategy that is not a string is no strategy either.
+  const auto named = c.getStr("strategy");
+  const std::string strategy = !c.has("strategy") ? "flash-simt" : named.ok() ? *named : "";
+  if (strategy != "flash-simt" && strategy != "flash-mma" && strategy != "flash-wgmma" && strategy != "flash-mfma")
     return makeError(ErrorCode::InvalidConfig,
                      "attention: unknown strategy '" + strategy + "' (flash-simt, flash-mma, flash-wgmma, flash-mfma)");
-  return checkPlan(k, c, t, makeSimtAttnPlan);
+  TESSERA_ASSIGN(GpuAttentionConfig cfg, readGpuAttentionConfig(c));
+  if (strategy == "flash-mma") return checkPlan(info.spec, cfg, t, makeMmaAttnPlan);
+  if (strategy == "flash-wgmma") return checkPlan(info.spec, cfg, t, makeWgmmaAttnPlan);
+  if (strategy == "flash-mfma") return checkPlan(info.spec, cfg, t, makeMfmaAttnPlan);
+  return checkPlan(info.spec, cfg, t, makeSimtAttnPlan);
 }
 
 }  // namespace tessera::codegen

@@ -71,16 +71,10 @@ Status copyThreads(int64_t rows, int64_t cols, int64_t vec, int64_t threads, int
 
 }  // namespace
 
-Expected<gemm::Tiling> makeGemmTiling(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t) {
+Expected<gemm::Tiling> makeGemmTiling(const ir::GemmInfo& g, const GpuGemmConfig& c, const TargetDesc& t) {
   gemm::Tiling p;
-  TESSERA_ASSIGN(std::string strategy, c.getStr("strategy"));
-  TESSERA_ASSIGN(p.BM, c.getInt("BM"));
-  TESSERA_ASSIGN(p.BN, c.getInt("BN"));
-  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
-  TESSERA_ASSIGN(p.TM, c.getInt("TM"));
-  TESSERA_ASSIGN(p.TN, c.getInt("TN"));
-  TESSERA_ASSIGN(p.VEC, c.getInt("VEC"));
-  TESSERA_ASSIGN(p.stages, c.getInt("STAGES"));
+  const std::string& strategy = c.strategy;
+  p.BM = c.BM, p.BN = c.BN, p.BK = c.BK, p.TM = c.TM, p.TN = c.TN, p.VEC = c.VEC, p.stages = c.STAGES;
   p.inType = g.inType;
   p.warp = t.warpSize;
   const int64_t bytes = ir::byteSize(g.inType);
@@ -140,25 +134,16 @@ namespace {
 Error bad(const std::string& m) { return makeError(ErrorCode::InvalidConfig, "gemm (mma-lane): " + m); }
 }  // namespace
 
-Expected<Plan> makePlan(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t) {
+Expected<Plan> makePlan(const ir::GemmInfo& g, const GpuGemmConfig& c, const TargetDesc& t) {
   if (!gemmLaneMmaPath(g.inType, t))
     return bad(t.name + " has no mma.sync m16n8k16 for " + std::string(ir::typeName(g.inType)) +
                " operands with cp.async (NVIDIA sm_80 and later, f16/bf16): use strategy=simt");
   Plan p;
   p.g = g;
   p.batch = std::max<int64_t>(g.batch, 1);
-  int64_t VEC = 0;
-  TESSERA_ASSIGN(p.BM, c.getInt("BM"));
-  TESSERA_ASSIGN(p.BN, c.getInt("BN"));
-  TESSERA_ASSIGN(p.BK, c.getInt("BK"));
-  TESSERA_ASSIGN(p.TM, c.getInt("TM"));
-  TESSERA_ASSIGN(p.TN, c.getInt("TN"));
-  TESSERA_ASSIGN(VEC, c.getInt("VEC"));
-  TESSERA_ASSIGN(p.S, c.getInt("STAGES"));
-  if (c.has("SPLITK")) {
-    TESSERA_ASSIGN(int64_t split, c.getInt("SPLITK"));
-    if (split != 1) return bad("SPLITK > 1 needs strategy=wgmma");
-  }
+  const int64_t VEC = c.VEC;
+  p.BM = c.BM, p.BN = c.BN, p.BK = c.BK, p.TM = c.TM, p.TN = c.TN, p.S = c.STAGES;
+  if (c.SPLITK != 1) return bad("SPLITK > 1 needs strategy=wgmma");
   if (VEC != 8) return bad("VEC must be 8: the ring moves 16-byte chunks (cp.async)");
   if (p.TM <= 0 || p.TM % 16 || p.TM > 128) return bad("TM (rows per warp) must be 16, 32, ..., 128");
   if (p.TN <= 0 || p.TN % 16 || p.TN > 128) return bad("TN (columns per warp) must be a multiple of 16 (ldmatrix.x4 covers two n8 tiles), at most 128");
@@ -300,26 +285,14 @@ std::string registerPoolProblem(const Plan& p, int regs) {
 
 }  // namespace wgmma
 
-Expected<wgmma::Plan> planGpuGemmWgmma(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t) {
+Expected<wgmma::Plan> planGpuGemmWgmma(const ir::GemmInfo& g, const GpuGemmConfig& c, const TargetDesc& t) {
   if (!gemmWarpgroupMmaPath(g.inType, t))
     return makeError(ErrorCode::InvalidConfig, "gemm: " + t.name + " has no wgmma for " + std::string(ir::typeName(g.inType)) +
                                                    " operands (sm_90a, f16/bf16): use strategy=mma or simt");
   wgmma::PlanInputs in{};
-  TESSERA_ASSIGN(in.BM, c.getInt("BM"));
-  TESSERA_ASSIGN(in.BN, c.getInt("BN"));
-  TESSERA_ASSIGN(in.BK, c.getInt("BK"));
-  TESSERA_ASSIGN(in.TM, c.getInt("TM"));
-  TESSERA_ASSIGN(in.TN, c.getInt("TN"));
-  TESSERA_ASSIGN(in.VEC, c.getInt("VEC"));
-  TESSERA_ASSIGN(in.STAGES, c.getInt("STAGES"));
-  in.SPLITK = 1;
-  if (c.has("SPLITK")) {
-    TESSERA_ASSIGN(in.SPLITK, c.getInt("SPLITK"));
-  }
-  in.PERSIST = 0;
-  if (c.has("PERSIST")) {
-    TESSERA_ASSIGN(in.PERSIST, c.getInt("PERSIST"));
-  }
+  in.BM = c.BM, in.BN = c.BN, in.BK = c.BK, in.TM = c.TM, in.TN = c.TN, in.VEC = c.VEC, in.STAGES = c.STAGES;
+  in.SPLITK = c.SPLITK;
+  in.PERSIST = c.PERSIST;
   in.units = t.units;
   in.smemOptIn = std::max(t.smemPerBlock, t.smemPerBlockOptIn);
   in.maxThreads = t.maxThreadsPerBlock;
@@ -328,21 +301,19 @@ Expected<wgmma::Plan> planGpuGemmWgmma(const ir::GemmInfo& g, const ir::Config& 
 
 Status checkGpuGemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
-  const auto strategy = c.getStr("strategy");
-  const bool isWgmma = strategy.ok() && *strategy == "wgmma";
-  if (c.has("PERSIST") && !isWgmma) {
-    TESSERA_ASSIGN(int64_t persist, c.getInt("PERSIST"));
-    if (persist != 0) return bad("PERSIST=1 needs strategy=wgmma");
-  }
-  if (strategy.ok() && *strategy == "mma-lane") {
+  TESSERA_ASSIGN(GpuGemmConfig cfg, readGpuGemmConfig(c));
+  return checkGpuGemm(g, cfg, t);
+}
+
+Status checkGpuGemm(const ir::GemmInfo& g, const GpuGemmConfig& c, const TargetDesc& t) {
+  const bool isWgmma = c.strategy == "wgmma";
+  if (c.PERSIST != 0 && !isWgmma) return bad("PERSIST=1 needs strategy=wgmma");
+  if (c.strategy == "mma-lane") {
     TESSERA_ASSIGN(lane::Plan p, lane::makePlan(g, c, t));
     (void)p;
     return {};
   }
-  if (c.has("SPLITK") && !isWgmma) {
-    TESSERA_ASSIGN(int64_t split, c.getInt("SPLITK"));
-    if (split != 1) return bad("SPLITK > 1 needs strategy=wgmma");
-  }
+  if (c.SPLITK != 1 && !isWgmma) return bad("SPLITK > 1 needs strategy=wgmma");
   if (isWgmma) {
     TESSERA_ASSIGN(wgmma::Plan w, planGpuGemmWgmma(g, c, t));
     (void)w;

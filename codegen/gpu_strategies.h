@@ -53,9 +53,9 @@ Expected<GpuPlan> buildGpuElementwise(mlir::MLIRContext* ctx, const ir::Kernel& 
 Expected<GpuPlan> buildGpuGemm(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                const RuntimeDims& rt = {});
 // strategy=wgmma (gpu_wgmma.cpp): buildGpuGemm and checkGpuGemm hand such configs over.
-Expected<GpuPlan> buildGpuGemmWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t);
+Expected<GpuPlan> buildGpuGemmWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const GpuGemmConfig& c, const TargetDesc& t);
 // strategy=mma-lane (gpu_gemm_lane.cpp): the lane-level mma.sync GEMM, f16/bf16, NVIDIA sm_80+.
-Expected<GpuPlan> buildGpuGemmLane(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+Expected<GpuPlan> buildGpuGemmLane(mlir::MLIRContext* ctx, const ir::Kernel& k, const GpuGemmConfig& c, const TargetDesc& t,
                                    const RuntimeDims& rt = {});
 // Runtime sizes (RuntimeDims): `m` the sequence length (query and key lengths together, on a
 // kernel whose lengths are equal: sizes[0]), `batch` the batch (sizes[1]); flash-simt and
@@ -63,7 +63,7 @@ Expected<GpuPlan> buildGpuGemmLane(mlir::MLIRContext* ctx, const ir::Kernel& k, 
 Expected<GpuPlan> buildGpuAttention(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
                                     const TargetDesc& t, const RuntimeDims& rt = {});
 // Tensor-core attention (gpu_attention_mma.cpp: FlashAttention-2 on mma.sync, NVIDIA).
-Expected<GpuPlan> buildGpuAttentionMma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+Expected<GpuPlan> buildGpuAttentionMma(mlir::MLIRContext* ctx, const ir::Kernel& k, const GpuAttentionConfig& c,
                                        const TargetDesc& t, const RuntimeDims& rt = {});
 // The launch's Runtime of a shape-generic attention kernel (`strategy` names the refusals): query
 // blocks of BQ rows on grid.x follow the length, the batch is grid.z; the tensors [B][H][S][D]
@@ -74,10 +74,10 @@ Expected<GpuLaunch::Runtime> planAttentionRuntime(const ir::AttentionSpec& s, co
 // runtime length `seq`; `mem` itself when seq is null.
 mlir::Value seqView(mlir::OpBuilder& b, mlir::Location loc, mlir::Value mem, mlir::Value seq);
 // Hopper tensor-core attention (gpu_attention_wgmma.cpp: FlashAttention-2 on wgmma, sm_90a).
-Expected<GpuPlan> buildGpuAttentionWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+Expected<GpuPlan> buildGpuAttentionWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const GpuAttentionConfig& c,
                                          const TargetDesc& t);
 // Matrix-core attention (gpu_attention_mfma.cpp: FlashAttention-2 on MFMA, AMD CDNA wave64).
-Expected<GpuPlan> buildGpuAttentionMfma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+Expected<GpuPlan> buildGpuAttentionMfma(mlir::MLIRContext* ctx, const ir::Kernel& k, const GpuAttentionConfig& c,
                                         const TargetDesc& t);
 
 // Knob legality of each strategy (no IR built): gpu_rules.h, from the plans of gpu_plans.h.

@@ -9,6 +9,7 @@
 
 #include "codegen/gpu_backend.h"
 #include "ir/families.h"
+#include "targets/kernel_configs.h"
 
 namespace tessera::measure {
 
@@ -85,21 +86,14 @@ void gemmDram(costmodel::GpuWorkload& w, const TargetDesc& t, const codegen::Res
 // into 128B-swizzled shared memory (no bank conflicts: the swizzle spreads each 128-byte row over
 // the banks), consumer warpgroups run wgmma m64nTNk16 from shared-memory descriptors at the chip's
 // full tensor peak (the table's wgmma row), all batches and K splits in one grid.
-Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& c, const TargetDesc& t,
-                                       const codegen::ResourceReport* res, int64_t BM, int64_t BN, int64_t BK, int64_t TM,
-                                       int64_t TN, int64_t ST) {
+Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const GpuGemmConfig& c, const TargetDesc& t,
+                                       const codegen::ResourceReport* res) {
+  const int64_t BM = c.BM, BN = c.BN, BK = c.BK, TM = c.TM, TN = c.TN, ST = c.STAGES;
   TESSERA_ASSIGN(const codegen::GpuBackend* backend, codegen::gpuBackendFor(t));
   auto path = backend->gemmWarpgroupMma(g.inType, t);
   if (!path) return makeError(ErrorCode::InvalidConfig, t.name + " has no wgmma for these operands");
-  int64_t split = 1;
-  if (c.has("SPLITK")) {
-    TESSERA_ASSIGN(split, c.getInt("SPLITK"));
-  }
-  split = std::max<int64_t>(split, 1);
-  int64_t persist = 0;
-  if (c.has("PERSIST")) {
-    TESSERA_ASSIGN(persist, c.getInt("PERSIST"));
-  }
+  const int64_t split = std::max<int64_t>(c.SPLITK, 1);
+  const int64_t persist = c.PERSIST;
   const int64_t bytes = ir::byteSize(g.inType), batch = std::max<int64_t>(g.batch, 1);
   const int64_t Mp = roundUp(g.m, BM), Np = roundUp(g.n, BN), Kp = roundUp(g.k, BK);
   const int64_t KT = Kp / BK, KTs = ceilDiv(KT, split);
@@ -170,14 +164,9 @@ Expected<KernelEstimate> gemmWarpgroup(const ir::GemmInfo& g, const ir::Config& 
 Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                               const codegen::ResourceReport* res) {
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
-  TESSERA_ASSIGN(std::string strategy, c.getStr("strategy"));
-  TESSERA_ASSIGN(int64_t BM, c.getInt("BM"));
-  TESSERA_ASSIGN(int64_t BN, c.getInt("BN"));
-  TESSERA_ASSIGN(int64_t BK, c.getInt("BK"));
-  TESSERA_ASSIGN(int64_t TM, c.getInt("TM"));
-  TESSERA_ASSIGN(int64_t TN, c.getInt("TN"));
-  TESSERA_ASSIGN(int64_t VEC, c.getInt("VEC"));
-  TESSERA_ASSIGN(int64_t ST, c.getInt("STAGES"));
+  TESSERA_ASSIGN(GpuGemmConfig cfg, readGpuGemmConfig(c));
+  const std::string& strategy = cfg.strategy;
+  const int64_t BM = cfg.BM, BN = cfg.BN, BK = cfg.BK, TM = cfg.TM, TN = cfg.TN, VEC = cfg.VEC, ST = cfg.STAGES;
   if (BM <= 0 || BN <= 0 || BK <= 0 || TM <= 0 || TN <= 0 || BM % TM || BN % TN)
     return makeError(ErrorCode::InvalidConfig, "gemm estimate: inconsistent tiles " + c.str());
   const int64_t bytes = ir::byteSize(g.inType);
@@ -187,7 +176,7 @@ Expected<KernelEstimate> gemm(const ir::Kernel& k, const ir::Config& c, const Ta
   // memory and written once in the output type (no f32 workspace).
   const bool lane = strategy == "mma-lane";
   const bool mma = strategy == "mma" || lane;
-  if (strategy == "wgmma") return gemmWarpgroup(g, c, t, res, BM, BN, BK, TM, TN, ST);
+  if (strategy == "wgmma") return gemmWarpgroup(g, cfg, t, res);
   if (VEC <= 0) return makeError(ErrorCode::InvalidConfig, "gemm estimate: VEC must be positive");
   KernelEstimate e;
   costmodel::GpuWorkload& w = e.workload;
@@ -287,21 +276,17 @@ void attentionTraffic(costmodel::GpuWorkload& w, const TargetDesc& t, const code
   w.dramBytes = dramWithL2(unique, w.l2Bytes, headsInWave * double(Skv * D * bytes) * 2, double(t.l2Bytes_gpu));
 }
 
-Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, const TargetDesc& t,
+Expected<KernelEstimate> attentionMma(const GpuAttentionConfig& c, const TargetDesc& t,
                                       const codegen::ResourceReport* res, const ir::AttentionSpec& a, int64_t BQ,
                                       int64_t BK, double visited, int64_t kvBlocks, KernelEstimate e, bool wgmma) {
-  TESSERA_ASSIGN(int64_t ST, c.getInt("STAGES"));
+  const int64_t ST = c.STAGES;
   const MmaShape* mma = t.findMma("f16", wgmma ? "wgmma" : "mma.sync");
   if (!mma) return makeError(ErrorCode::InvalidConfig, t.name + " has no " + (wgmma ? "wgmma for flash-wgmma" : "mma.sync for flash-mma"));
   const int64_t D = a.head_dim;
   const int64_t bytes = ir::byteSize(a.dtype), LD = D + 8;
   costmodel::GpuWorkload& w = e.workload;
   const int64_t warps = BQ / 16;
-  std::string pipe = "fa2";
-  if (wgmma && c.has("PIPE")) {
-    TESSERA_ASSIGN(pipe, c.getStr("PIPE"));
-  }
-  const bool fa3 = pipe == "fa3";
+  const bool fa3 = wgmma && c.PIPE == "fa3";
   w.threadsPerBlock = (warps + (fa3 ? 4 : 0)) * t.warpSize;
   w.smemPerBlock = (std::max<int64_t>(ST, 1) * 2 * BK + BQ) * (wgmma ? D : LD) * bytes + (wgmma && !fa3 ? BQ * BK * bytes : 0);
   // flash-mma's registers, fitted to ptxas's reports of the whole flash-mma space (sm_80 and sm_90,
@@ -356,13 +341,14 @@ Expected<KernelEstimate> attentionMma(const ir::Kernel&, const ir::Config& c, co
 // 16-lane SIMD) on the online softmax (~7 instructions per score a lane holds), O's rescale and its
 // share of the copies (V transposed by 2-byte LDS stores). Other waves' MFMAs overlap about half of
 // that VALU work (the matrix pipe runs beside the VALU).
-Expected<KernelEstimate> attentionMfma(const ir::Kernel&, const ir::Config& c, const TargetDesc& t,
+Expected<KernelEstimate> attentionMfma(const ir::Config& c, const GpuAttentionConfig& cfg, const TargetDesc& t,
                                        const codegen::ResourceReport* res, const ir::AttentionSpec& a, int64_t BQ,
                                        int64_t BK, double visited, int64_t kvBlocks, KernelEstimate e) {
-  TESSERA_ASSIGN(int64_t ST, c.getInt("STAGES"));
-  TESSERA_ASSIGN(int64_t W, c.getInt("WAVES"));
-  TESSERA_ASSIGN(std::string shape, c.getStr("MFMA"));
+  const int64_t ST = cfg.STAGES;
+  const std::string& shape = cfg.MFMA;
   const int64_t MN = shape == "32x32x8" ? 32 : 16, KI = MN == 32 ? 8 : 16;
+  // WAVES absent: one group of MN query rows per wave (the code generator's rule).
+  const int64_t W = cfg.WAVES != 0 ? cfg.WAVES : std::max<int64_t>(1, BQ / MN);
   const MmaShape* mfma = t.findMma(std::string(ir::typeName(a.dtype)), "mfma");
   if (!mfma || t.warpSize != 64 || W <= 0 || BQ % (W * MN))
     return makeError(ErrorCode::InvalidConfig, t.name + ": no MFMA attention for " + c.str());
@@ -407,9 +393,8 @@ Expected<KernelEstimate> attention(const ir::Kernel& k, const ir::Config& c, con
                                    const codegen::ResourceReport* res) {
   TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
   const ir::AttentionSpec& a = info.spec;
-  TESSERA_ASSIGN(int64_t BQ, c.getInt("BQ"));
-  TESSERA_ASSIGN(int64_t BK, c.getInt("BK"));
-  TESSERA_ASSIGN(int64_t DS, c.getInt("DSPLIT"));
+  TESSERA_ASSIGN(GpuAttentionConfig cfg, readGpuAttentionConfig(c));
+  const int64_t BQ = cfg.BQ, BK = cfg.BK, DS = cfg.DSPLIT;
   if (BQ <= 0 || BK <= 0 || DS <= 0) return makeError(ErrorCode::InvalidConfig, "attention estimate: bad config " + c.str());
   const int64_t D = a.head_dim, Sq = a.seq_q, Skv = a.seq_kv > 0 ? a.seq_kv : a.seq_q;
   const int64_t H = a.heads, B = std::max<int64_t>(a.batch, 1);
@@ -429,10 +414,10 @@ Expected<KernelEstimate> attention(const ir::Kernel& k, const ir::Config& c, con
   KernelEstimate e;
   costmodel::GpuWorkload& w = e.workload;
   w.blocks = B * H * qBlocks;
-  const std::string strategy = c.values.count("strategy") && c.getStr("strategy").ok() ? *c.getStr("strategy") : "";
+  const std::string& strategy = cfg.strategy;
   if (strategy == "flash-mma" || strategy == "flash-wgmma")
-    return attentionMma(k, c, t, res, a, BQ, BK, visited, kvBlocks, std::move(e), strategy == "flash-wgmma");
-  if (strategy == "flash-mfma") return attentionMfma(k, c, t, res, a, BQ, BK, visited, kvBlocks, std::move(e));
+    return attentionMma(cfg, t, res, a, BQ, BK, visited, kvBlocks, std::move(e), strategy == "flash-wgmma");
+  if (strategy == "flash-mfma") return attentionMfma(c, cfg, t, res, a, BQ, BK, visited, kvBlocks, std::move(e));
   w.threadsPerBlock = BQ * DS;
   const int64_t warps = ceilDiv(w.threadsPerBlock, t.warpSize);
   w.smemPerBlock = 2 * BK * D * bytes + BQ * D * 4 + 2 * BQ * DS * 4 + (DS > 1 ? DS * BQ * BK * 4 : 0);
@@ -463,10 +448,8 @@ Expected<KernelEstimate> attention(const ir::Kernel& k, const ir::Config& c, con
 Expected<KernelEstimate> elementwise(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                      const codegen::ResourceReport* res) {
   TESSERA_ASSIGN(ir::ElementwiseRegion r, ir::analyzeElementwise(k));
-  TESSERA_ASSIGN(int64_t TPB, c.getInt("TPB"));
-  TESSERA_ASSIGN(int64_t VW, c.getInt("VW"));
-  TESSERA_ASSIGN(int64_t EPT, c.getInt("EPT"));
-  TESSERA_ASSIGN(int64_t GRID, c.getInt("GRID"));
+  TESSERA_ASSIGN(GpuElementwiseConfig cfg, readGpuElementwiseConfig(c));
+  const int64_t TPB = cfg.TPB, VW = cfg.VW, EPT = cfg.EPT, GRID = cfg.GRID;
   if (TPB <= 0 || VW <= 0 || EPT <= 0 || GRID < 0) return makeError(ErrorCode::InvalidConfig, "elementwise estimate: bad config " + c.str());
   int64_t total = 1;
   for (int64_t d : r.iter) total *= d;

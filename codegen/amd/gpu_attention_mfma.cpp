@@ -323,7 +323,7 @@ static Status buildMfma(const MfmaAttnPlan& p, AttnModule& m, GpuPlan& plan, con
   return {};
 }
 
-Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<GpuPlan> buildGpuAttentionMfma(MLIRContext* ctx, const ir::Kernel& k, const GpuAttentionConfig& c, const TargetDesc& t) {
   return buildAttn<MfmaAttnPlan>(ctx, k, c, t, {}, makeMfmaAttnPlan, "flash-mfma", true, buildMfma);
 }
 

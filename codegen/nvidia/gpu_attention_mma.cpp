@@ -217,7 +217,7 @@ static Status buildMma(const MmaAttnPlan& p, AttnModule& m, GpuPlan& plan, const
   return {};
 }
 
-Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+Expected<GpuPlan> buildGpuAttentionMma(MLIRContext* ctx, const ir::Kernel& k, const GpuAttentionConfig& c, const TargetDesc& t,
                                        const RuntimeDims& rt) {
   return buildAttn<MmaAttnPlan>(ctx, k, c, t, rt, makeMmaAttnPlan, "flash-mma", true, buildMma);
 }

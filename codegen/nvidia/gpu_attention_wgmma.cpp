@@ -478,7 +478,7 @@ static Status buildWgmma(const WgmmaAttnPlan& p, AttnModule& m, GpuPlan& plan, c
   return {};
 }
 
-Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<GpuPlan> buildGpuAttentionWgmma(MLIRContext* ctx, const ir::Kernel& k, const GpuAttentionConfig& c, const TargetDesc& t) {
   return buildAttn<WgmmaAttnPlan>(ctx, k, c, t, {}, makeWgmmaAttnPlan, "flash-wgmma", true, buildWgmma);
 }
 

@@ -265,7 +265,7 @@ const char* kNoMapSchedule =
 
 }  // namespace
 
-Expected<GpuPlan> buildGpuGemmLane(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+Expected<GpuPlan> buildGpuGemmLane(MLIRContext* ctx, const ir::Kernel& k, const GpuGemmConfig& c, const TargetDesc& t,
                                    const RuntimeDims& rt) {
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
   TESSERA_ASSIGN(LanePlan p, lane::makePlan(g, c, t));

@@ -40,7 +40,7 @@ const char* kMapSchedule =
 
 }  // namespace
 
-Expected<GpuPlan> buildGpuGemmWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<GpuPlan> buildGpuGemmWgmma(mlir::MLIRContext* ctx, const ir::Kernel& k, const GpuGemmConfig& c, const TargetDesc& t) {
   using namespace mlir;
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
   TESSERA_ASSIGN(wgmma::Plan p, planGpuGemmWgmma(g, c, t));
