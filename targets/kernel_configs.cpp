@@ -19,6 +19,56 @@ Status readOptional(const ir::Config& c, const char* name, std::string& v) {
 
 }  // namespace
 
+Expected<HostGemmConfig> readHostGemmConfig(const ir::Config& c) {
+  HostGemmConfig g;
+  TESSERA_ASSIGN(g.schedule, c.getStr("schedule"));
+  if (g.schedule == "kvec") {
+    TESSERA_ASSIGN(g.MR, c.getInt("MR"));
+    TESSERA_ASSIGN(g.NJ, c.getInt("NJ"));
+    TESSERA_ASSIGN(g.KU, c.getInt("KU"));
+  } else if (g.schedule == "nvec") {
+    TESSERA_ASSIGN(g.MR, c.getInt("MR"));
+    TESSERA_ASSIGN(g.NV, c.getInt("NV"));
+    TESSERA_ASSIGN(g.KU, c.getInt("KU"));
+    TESSERA_ASSIGN(g.KC, c.getInt("KC"));
+  } else {
+    TESSERA_ASSIGN(g.MC, c.getInt("MC"));
+    TESSERA_ASSIGN(g.NC, c.getInt("NC"));
+    TESSERA_ASSIGN(g.KC, c.getInt("KC"));
+    TESSERA_ASSIGN(g.MR, c.getInt("MR"));
+    TESSERA_ASSIGN(g.NR, c.getInt("NR"));
+    TESSERA_ASSIGN(g.KU, c.getInt("KU"));
+    TESSERA_ASSIGN(g.ORDER, c.getStr("ORDER"));
+  }
+  for (auto [name, field] : {std::pair{"MC", &g.MC}, {"NC", &g.NC}, {"KC", &g.KC}, {"MR", &g.MR}, {"NR", &g.NR},
+                             {"KU", &g.KU}, {"NJ", &g.NJ}, {"NV", &g.NV}, {"THREADS", &g.THREADS}, {"PACKB", &g.PACKB}})
+    TESSERA_TRY(readOptional(c, name, *field));
+  TESSERA_TRY(readOptional(c, "ORDER", g.ORDER));
+  return g;
+}
+
+Expected<HostAttentionConfig> readHostAttentionConfig(const ir::Config& c) {
+  HostAttentionConfig a;
+  for (auto [name, field] : {std::pair{"BQ", &a.BQ}, {"BK", &a.BK}, {"MR1", &a.MR1}, {"NR1", &a.NR1}, {"MR2", &a.MR2},
+                             {"NR2", &a.NR2}, {"U1", &a.U1}, {"U2", &a.U2}, {"VW", &a.VW}}) {
+    TESSERA_ASSIGN(*field, c.getInt(name));
+  }
+  TESSERA_TRY(readOptional(c, "THREADS", a.THREADS));
+  return a;
+}
+
+Expected<HostElementwiseConfig> readHostElementwiseConfig(const ir::Config& c) {
+  HostElementwiseConfig e;
+  TESSERA_ASSIGN(e.VW, c.getInt("VW"));
+  TESSERA_ASSIGN(e.UNROLL, c.getInt("UNROLL"));
+  TESSERA_ASSIGN(e.NT, c.getInt("NT"));
+  TESSERA_ASSIGN(e.CHUNK, c.getInt("CHUNK"));
+  TESSERA_TRY(readOptional(c, "ROWS", e.ROWS));
+  TESSERA_TRY(readOptional(c, "THREADS", e.THREADS));
+  TESSERA_TRY(readOptional(c, "MATH", e.MATH));
+  return e;
+}
+
 Expected<GpuElementwiseConfig> readGpuElementwiseConfig(const ir::Config& c) {
   GpuElementwiseConfig e;
   TESSERA_ASSIGN(e.TPB, c.getInt("TPB"));

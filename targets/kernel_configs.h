@@ -14,6 +14,42 @@
 
 namespace tessera {
 
+// A GEMM on the host CPU: schedule plain | packed | blis | bf16dot | amx (the blis family) | kvec |
+// nvec; the cache blocks MC x NC x KC and the register tile MR x NR unrolled KU times along K,
+// ORDER ij | ji (the plain, packed and blis schedules); kvec's NJ columns per register tile,
+// nvec's NV vectors per row; THREADS (1 when absent); PACKB (the blis family: 0 reads B in place;
+// 1 when absent).
+struct HostGemmConfig {
+  std::string schedule;
+  int64_t MC = 0, NC = 0, KC = 0, MR = 0, NR = 0, KU = 0;
+  std::string ORDER;
+  int64_t NJ = 0, NV = 0;
+  int64_t THREADS = 1;
+  int64_t PACKB = 1;
+  bool blisFamily() const { return schedule == "blis" || schedule == "bf16dot" || schedule == "amx"; }
+};
+// The knobs the schedule reads are needed (kvec: MR, NJ, KU; nvec: MR, NV, KU, KC; the others MC,
+// NC, KC, MR, NR, KU, ORDER); the rest are read when present.
+Expected<HostGemmConfig> readHostGemmConfig(const ir::Config& c);
+
+// Attention on the host CPU: BQ query rows and BK keys per block, the register tiles MR1 x NR1
+// (scores) and MR2 x NR2 (P·V) unrolled U1 and U2 times, VW f32 lanes, THREADS (1 when absent).
+struct HostAttentionConfig {
+  int64_t BQ = 0, BK = 0, MR1 = 0, NR1 = 0, MR2 = 0, NR2 = 0, U1 = 0, U2 = 0, VW = 0;
+  int64_t THREADS = 1;
+};
+Expected<HostAttentionConfig> readHostAttentionConfig(const ir::Config& c);
+
+// An elementwise chain on the host CPU: VW lanes x UNROLL vectors a step, NT (non-temporal
+// stores), CHUNK columns a block (0: whole rows); knobs that came later, with the meaning configs
+// stored before them had: ROWS 1, THREADS 1, MATH precise.
+struct HostElementwiseConfig {
+  int64_t VW = 0, UNROLL = 0, NT = 0, CHUNK = 0;
+  int64_t ROWS = 1, THREADS = 1;
+  std::string MATH = "precise";
+};
+Expected<HostElementwiseConfig> readHostElementwiseConfig(const ir::Config& c);
+
 // An elementwise chain on a GPU: TPB threads per block, VW lanes per access, EPT vectors per
 // thread, GRID blocks per SM of a grid-stride loop (0: one block per tile).
 struct GpuElementwiseConfig {

@@ -28,21 +28,10 @@ namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-Expected<attn::Plan> makePlan(const ir::AttentionSpec& s, const ir::Config& c, const TargetDesc& t) {
+Expected<attn::Plan> makePlan(const ir::AttentionSpec& s, const HostAttentionConfig& c, const TargetDesc& t) {
   attn::Plan p;
-  TESSERA_ASSIGN(int64_t BQ, c.getInt("BQ"));
-  TESSERA_ASSIGN(int64_t BK, c.getInt("BK"));
-  TESSERA_ASSIGN(int64_t MR1, c.getInt("MR1"));
-  TESSERA_ASSIGN(int64_t NR1, c.getInt("NR1"));
-  TESSERA_ASSIGN(int64_t MR2, c.getInt("MR2"));
-  TESSERA_ASSIGN(int64_t NR2, c.getInt("NR2"));
-  TESSERA_ASSIGN(int64_t U1, c.getInt("U1"));
-  TESSERA_ASSIGN(int64_t U2, c.getInt("U2"));
-  TESSERA_ASSIGN(int64_t VW, c.getInt("VW"));
-  int64_t threads = 1;
-  if (c.values.count("THREADS")) {
-    TESSERA_ASSIGN(threads, c.getInt("THREADS"));
-  }
+  const int64_t BQ = c.BQ, BK = c.BK, MR1 = c.MR1, NR1 = c.NR1, MR2 = c.MR2, NR2 = c.NR2, U1 = c.U1, U2 = c.U2, VW = c.VW;
+  const int64_t threads = c.THREADS;
   if (threads < 1 || threads > 256) return makeError(ErrorCode::InvalidConfig, "attention: THREADS must be between 1 and 256");
   p.threads = threads;
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention: " + m); };
@@ -360,7 +349,8 @@ class KernelBuilder {
 Expected<HostPayload> buildHostAttention(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
                                          const RuntimeDims& dims) {
   TESSERA_ASSIGN(ir::AttentionInfo info, ir::analyzeAttention(k));
-  TESSERA_ASSIGN(attn::Plan p, makePlan(info.spec, c, t));
+  TESSERA_ASSIGN(HostAttentionConfig cfg, readHostAttentionConfig(c));
+  TESSERA_ASSIGN(attn::Plan p, makePlan(info.spec, cfg, t));
   HostPayload out;
   OpBuilder b(ctx);
   Location loc = b.getUnknownLoc();

@@ -55,10 +55,10 @@ Expected<HostPayload> buildPayload(MLIRContext* ctx, const ir::Kernel& k, const 
     if (k.family == ir::Family::Elementwise) return buildHostElementwise(ctx, k, c, t, dims);
     if (k.family == ir::Family::Attention) return buildHostAttention(ctx, k, c, t, dims);
     if (dims.kv) return makeError(ErrorCode::Unsupported, "runtime sizes: a key length is attention's");
-    TESSERA_ASSIGN(std::string sched, c.getStr("schedule"));
-    if (sched != "blis" && sched != "bf16dot" && sched != "amx")
-      return makeError(ErrorCode::Unsupported, "runtime sizes need a schedule of the blis family, not " + sched);
-    return buildHostGemmBlis(ctx, k, c, t, dims);
+    TESSERA_ASSIGN(HostGemmConfig cfg, readHostGemmConfig(c));
+    if (!cfg.blisFamily())
+      return makeError(ErrorCode::Unsupported, "runtime sizes need a schedule of the blis family, not " + cfg.schedule);
+    return buildHostGemmBlis(ctx, k, cfg, t, dims);
   }
   switch (k.family) {
     case ir::Family::Gemm: return buildHostGemm(ctx, k, c, t);

@@ -34,29 +34,17 @@ Expected<HostPayload> buildHostElementwise(MLIRContext* ctx, const ir::Kernel& k
           return makeError(ErrorCode::Unsupported, "runtime leading dimension: " + op.tensor +
                                                        " is indexed by it below its outermost dimension");
   }
-  TESSERA_ASSIGN(int64_t vw, c.getInt("VW"));
-  TESSERA_ASSIGN(int64_t unroll, c.getInt("UNROLL"));
-  TESSERA_ASSIGN(int64_t nt, c.getInt("NT"));
-  TESSERA_ASSIGN(int64_t chunk, c.getInt("CHUNK"));
+  TESSERA_ASSIGN(HostElementwiseConfig cfg, readHostElementwiseConfig(c));
+  const int64_t vw = cfg.VW, unroll = cfg.UNROLL, nt = cfg.NT, chunk = cfg.CHUNK;
   if (chunk < 0) return makeError(ErrorCode::InvalidConfig, "CHUNK must be >= 0");
-  // ROWS came after the other knobs: configs stored before it mean one row per tile.
-  int64_t rows = 1;
-  if (c.values.count("ROWS")) {
-    TESSERA_ASSIGN(rows, c.getInt("ROWS"));
-  }
+  // ROWS, THREADS and MATH came after the other knobs (HostElementwiseConfig's defaults).
+  const int64_t rows = cfg.ROWS;
   if (rows < 1 || rows > 16) return makeError(ErrorCode::InvalidConfig, "ROWS must be between 1 and 16");
   if (rows * vw * unroll > 1024) return makeError(ErrorCode::InvalidConfig, "ROWS*VW*UNROLL must be <= 1024");
   if (nt != 0 && nt != 1) return makeError(ErrorCode::InvalidConfig, "NT must be 0 or 1");
-  int64_t threads = 1;
-  if (c.values.count("THREADS")) {
-    TESSERA_ASSIGN(threads, c.getInt("THREADS"));
-  }
+  const int64_t threads = cfg.THREADS;
   if (threads < 1 || threads > 256) return makeError(ErrorCode::InvalidConfig, "THREADS must be between 1 and 256");
-  // MATH came later too: configs without it are the precise forms.
-  std::string math = "precise";
-  if (c.values.count("MATH")) {
-    TESSERA_ASSIGN(math, c.getStr("MATH"));
-  }
+  const std::string& math = cfg.MATH;
   if (math != "precise" && math != "fast") return makeError(ErrorCode::InvalidConfig, "MATH must be precise or fast");
   if (vw <= 0 || unroll <= 0 || vw * unroll > 1024)
     return makeError(ErrorCode::InvalidConfig, "VW and UNROLL must be positive with VW*UNROLL <= 1024");

@@ -30,24 +30,16 @@ struct GemmKnobs {
   bool ijOrder;
 };
 
-Expected<GemmKnobs> readKnobs(const ir::Config& c) {
+Expected<GemmKnobs> readKnobs(const HostGemmConfig& c) {
   GemmKnobs k;
-  TESSERA_ASSIGN(k.schedule, c.getStr("schedule"));
-  TESSERA_ASSIGN(k.MC, c.getInt("MC"));
-  TESSERA_ASSIGN(k.NC, c.getInt("NC"));
-  TESSERA_ASSIGN(k.KC, c.getInt("KC"));
-  TESSERA_ASSIGN(k.MR, c.getInt("MR"));
-  TESSERA_ASSIGN(k.NR, c.getInt("NR"));
-  TESSERA_ASSIGN(k.KU, c.getInt("KU"));
-  TESSERA_ASSIGN(std::string order, c.getStr("ORDER"));
+  k.schedule = c.schedule;
+  k.MC = c.MC, k.NC = c.NC, k.KC = c.KC, k.MR = c.MR, k.NR = c.NR, k.KU = c.KU;
+  const std::string& order = c.ORDER;
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, m); };
   if (k.schedule != "plain" && k.schedule != "packed")
     return bad("schedule must be plain, packed, blis, bf16dot, amx, kvec or nvec, got " + k.schedule);
   // The transform schedules run on one thread; THREADS > 1 is the blis family's.
-  if (c.values.count("THREADS")) {
-    TESSERA_ASSIGN(int64_t threads, c.getInt("THREADS"));
-    if (threads != 1) return bad("schedule " + k.schedule + " runs on one thread (THREADS=1); blis runs on several");
-  }
+  if (c.THREADS != 1) return bad("schedule " + k.schedule + " runs on one thread (THREADS=1); blis runs on several");
   if (order != "ij" && order != "ji") return bad("ORDER must be ij or ji, got " + order);
   k.ijOrder = order == "ij";
   for (auto [n, v] : {std::pair{"MC", k.MC}, {"NC", k.NC}, {"KC", k.KC}, {"MR", k.MR}, {"NR", k.NR}, {"KU", k.KU}})
@@ -87,12 +79,12 @@ std::string arr(std::initializer_list<int64_t> v) {
 }  // namespace
 
 Expected<HostPayload> buildHostGemm(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
-  TESSERA_ASSIGN(std::string sched, c.getStr("schedule"));
-  if (sched == "blis" || sched == "bf16dot" || sched == "amx") return buildHostGemmBlis(ctx, k, c, t);
-  if (sched == "kvec") return buildHostGemmKvec(ctx, k, c, t);
-  if (sched == "nvec") return buildHostGemmNvec(ctx, k, c, t);
+  TESSERA_ASSIGN(HostGemmConfig cfg, readHostGemmConfig(c));
+  if (cfg.blisFamily()) return buildHostGemmBlis(ctx, k, cfg, t);
+  if (cfg.schedule == "kvec") return buildHostGemmKvec(ctx, k, cfg, t);
+  if (cfg.schedule == "nvec") return buildHostGemmNvec(ctx, k, cfg, t);
   TESSERA_ASSIGN(ir::GemmInfo g, ir::analyzeGemm(k));
-  TESSERA_ASSIGN(GemmKnobs kn, readKnobs(c));
+  TESSERA_ASSIGN(GemmKnobs kn, readKnobs(cfg));
   HostPayload out;
   OpBuilder b(ctx);
   Location loc = b.getUnknownLoc();

@@ -68,7 +68,7 @@ int64_t balancedKC(int64_t K, int64_t KC, int64_t granule) {
   return roundUp(ceilDiv(K, blocks), granule);
 }
 
-Expected<Plan> makePlan(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t, const RuntimeDims& dims) {
+Expected<Plan> makePlan(const ir::Kernel& k, const HostGemmConfig& c, const TargetDesc& t, const RuntimeDims& dims) {
   Plan p;
   TESSERA_ASSIGN(p.g, ir::analyzeGemm(k));
   p.dynM = dims.m;
@@ -78,29 +78,18 @@ Expected<Plan> makePlan(const ir::Kernel& k, const ir::Config& c, const TargetDe
   if (p.dynM && p.g.transA) return makeError(ErrorCode::Unsupported, "runtime M needs A stored M x K (not transposed)");
   if (p.dynM && p.g.batch > 0) return makeError(ErrorCode::Unsupported, "runtime M with a batch dimension: choose one of them");
   if (p.dynBatch && p.g.batch == 0) return makeError(ErrorCode::Unsupported, "runtime batch needs a batched GEMM");
-  TESSERA_ASSIGN(std::string sched, c.getStr("schedule"));
-  int64_t MC, NC, KC;
-  TESSERA_ASSIGN(MC, c.getInt("MC"));
-  TESSERA_ASSIGN(NC, c.getInt("NC"));
-  TESSERA_ASSIGN(KC, c.getInt("KC"));
-  TESSERA_ASSIGN(p.MR, c.getInt("MR"));
-  TESSERA_ASSIGN(p.NR, c.getInt("NR"));
-  TESSERA_ASSIGN(p.KU, c.getInt("KU"));
-  TESSERA_ASSIGN(std::string order, c.getStr("ORDER"));
-  if (c.values.count("THREADS")) {
-    TESSERA_ASSIGN(p.threads, c.getInt("THREADS"));
-  }
+  const std::string& sched = c.schedule;
+  const int64_t MC = c.MC, NC = c.NC, KC = c.KC;
+  p.MR = c.MR, p.NR = c.NR, p.KU = c.KU, p.threads = c.THREADS;
+  const std::string& order = c.ORDER;
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, m); };
   if (order != "ij" && order != "ji") return bad("ORDER must be ij or ji, got " + order);
   p.ijOrder = order == "ij";
   for (auto [n, v] : {std::pair{"MC", MC}, {"NC", NC}, {"KC", KC}, {"MR", p.MR}, {"NR", p.NR}, {"KU", p.KU}, {"THREADS", p.threads}})
     if (v <= 0) return bad(std::string(n) + " must be positive, got " + std::to_string(v));
   if (p.threads > 256) return bad("THREADS must be <= 256");
-  if (c.values.count("PACKB")) {
-    TESSERA_ASSIGN(int64_t pb, c.getInt("PACKB"));
-    if (pb != 0 && pb != 1) return bad("PACKB must be 0 or 1");
-    p.packB = pb == 1;
-  }
+  if (c.PACKB != 0 && c.PACKB != 1) return bad("PACKB must be 0 or 1");
+  p.packB = c.PACKB == 1;
   if (p.KU > 16) return bad("KU must be <= 16");
   p.VW = std::max(4, t.simdBits / 32);
   p.mk = sched == "bf16dot" ? Micro::Dot : sched == "amx" ? Micro::Amx : Micro::Fma;
@@ -532,11 +521,11 @@ Expected<Value> emitRowEpilogue(OpBuilder& b, Location loc, const ir::GemmInfo& 
   return emitExpr(b, loc, r.values[0], cb);
 }
 
-Expected<HostPayload> buildHostGemmBlis(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t,
+Expected<HostPayload> buildHostGemmBlis(MLIRContext* ctx, const ir::Kernel& k, const HostGemmConfig& c, const TargetDesc& t,
                                         const RuntimeDims& dims) {
   TESSERA_ASSIGN(blis::Plan p, blis::makePlan(k, c, t, dims));
   if (!hostGemmFusesEpilogue(p.g))
-    return makeError(ErrorCode::InvalidConfig, "schedule " + std::string(*c.getStr("schedule")) +
+    return makeError(ErrorCode::InvalidConfig, "schedule " + c.schedule +
                                                    " cannot fuse this epilogue (transposed or computed reads)");
   HostPayload out;
   OpBuilder b(ctx);

@@ -288,15 +288,10 @@ class KvecBuilder {
   Status error_;
 };
 
-Expected<KvecPlan> makeKvecPlan(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<KvecPlan> makeKvecPlan(const ir::Kernel& k, const HostGemmConfig& c, const TargetDesc& t) {
   KvecPlan p;
   TESSERA_ASSIGN(p.g, ir::analyzeGemm(k));
-  TESSERA_ASSIGN(p.MR, c.getInt("MR"));
-  TESSERA_ASSIGN(p.NJ, c.getInt("NJ"));
-  TESSERA_ASSIGN(p.KU, c.getInt("KU"));
-  if (c.values.count("THREADS")) {
-    TESSERA_ASSIGN(p.threads, c.getInt("THREADS"));
-  }
+  p.MR = c.MR, p.NJ = c.NJ, p.KU = c.KU, p.threads = c.THREADS;
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, m); };
   for (auto [n, v] : {std::pair{"MR", p.MR}, {"NJ", p.NJ}, {"KU", p.KU}, {"THREADS", p.threads}})
     if (v <= 0) return bad(std::string(n) + " must be positive, got " + std::to_string(v));
@@ -317,7 +312,7 @@ Expected<KvecPlan> makeKvecPlan(const ir::Kernel& k, const ir::Config& c, const 
 
 }  // namespace
 
-Expected<HostPayload> buildHostGemmKvec(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<HostPayload> buildHostGemmKvec(MLIRContext* ctx, const ir::Kernel& k, const HostGemmConfig& c, const TargetDesc& t) {
   TESSERA_ASSIGN(KvecPlan p, makeKvecPlan(k, c, t));
   if (!hostGemmFusesEpilogue(p.g))
     return makeError(ErrorCode::InvalidConfig, "schedule kvec cannot fuse this epilogue (transposed or computed reads)");

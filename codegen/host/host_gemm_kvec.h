@@ -7,6 +7,7 @@
 #include "ir/ir.h"
 #include "ir/schedule.h"
 #include "support/status.h"
+#include "targets/kernel_configs.h"
 #include "targets/target_desc.h"
 
 namespace mlir {
@@ -21,7 +22,7 @@ struct HostPayload;  // codegen/host/host_strategies.h
 inline constexpr int64_t kKvecMaxN = 16;
 
 // `func.func @kernel` of C = A·B (+ epilogue) with vectors along K: A stored M x K, N <= kKvecMaxN.
-Expected<HostPayload> buildHostGemmKvec(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+Expected<HostPayload> buildHostGemmKvec(mlir::MLIRContext* ctx, const ir::Kernel& k, const HostGemmConfig& c,
                                         const TargetDesc& t);
 
 }  // namespace tessera::codegen

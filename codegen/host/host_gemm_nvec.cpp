@@ -358,16 +358,10 @@ class NvecBuilder {
   Status error_;
 };
 
-Expected<NvecPlan> makeNvecPlan(const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<NvecPlan> makeNvecPlan(const ir::Kernel& k, const HostGemmConfig& c, const TargetDesc& t) {
   NvecPlan p;
   TESSERA_ASSIGN(p.g, ir::analyzeGemm(k));
-  TESSERA_ASSIGN(p.MR, c.getInt("MR"));
-  TESSERA_ASSIGN(p.NV, c.getInt("NV"));
-  TESSERA_ASSIGN(p.KU, c.getInt("KU"));
-  TESSERA_ASSIGN(p.KC, c.getInt("KC"));
-  if (c.values.count("THREADS")) {
-    TESSERA_ASSIGN(p.threads, c.getInt("THREADS"));
-  }
+  p.MR = c.MR, p.NV = c.NV, p.KU = c.KU, p.KC = c.KC, p.threads = c.THREADS;
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, m); };
   for (auto [n, v] : {std::pair{"MR", p.MR}, {"NV", p.NV}, {"KU", p.KU}, {"KC", p.KC}, {"THREADS", p.threads}})
     if (v <= 0) return bad(std::string(n) + " must be positive, got " + std::to_string(v));
@@ -389,7 +383,7 @@ Expected<NvecPlan> makeNvecPlan(const ir::Kernel& k, const ir::Config& c, const 
 
 }  // namespace
 
-Expected<HostPayload> buildHostGemmNvec(MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c, const TargetDesc& t) {
+Expected<HostPayload> buildHostGemmNvec(MLIRContext* ctx, const ir::Kernel& k, const HostGemmConfig& c, const TargetDesc& t) {
   TESSERA_ASSIGN(NvecPlan p, makeNvecPlan(k, c, t));
   if (!hostGemmFusesEpilogue(p.g))
     return makeError(ErrorCode::InvalidConfig, "schedule nvec cannot fuse this epilogue (transposed or computed reads)");

@@ -7,6 +7,7 @@
 #include "ir/ir.h"
 #include "ir/schedule.h"
 #include "support/status.h"
+#include "targets/kernel_configs.h"
 #include "targets/target_desc.h"
 
 namespace mlir {
@@ -33,7 +34,7 @@ inline bool nvecTakes(int64_t m, int64_t n) { return m <= kNvecMaxM || n <= kNve
 
 // `func.func @kernel` of C = A·B (+ epilogue) with nvecTakes(M, N): vectors along N, B stored K x N
 // read in place, A (either layout) broadcast in place.
-Expected<HostPayload> buildHostGemmNvec(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+Expected<HostPayload> buildHostGemmNvec(mlir::MLIRContext* ctx, const ir::Kernel& k, const HostGemmConfig& c,
                                         const TargetDesc& t);
 
 }  // namespace tessera::codegen

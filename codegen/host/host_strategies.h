@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "support/status.h"
+#include "targets/kernel_configs.h"
 #include "targets/target_desc.h"
 
 namespace tessera::codegen {
@@ -60,7 +61,7 @@ Expected<mlir::Value> emitRowEpilogue(mlir::OpBuilder& b, mlir::Location loc, co
 
 // The explicit BLIS-style GEMM (host_gemm_blis.cpp): schedules blis, bf16dot and amx.
 // `dims`: the sizes it takes at run time (shape-generic kernels; only this strategy has them).
-Expected<HostPayload> buildHostGemmBlis(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,
+Expected<HostPayload> buildHostGemmBlis(mlir::MLIRContext* ctx, const ir::Kernel& k, const HostGemmConfig& c,
                                         const TargetDesc& t, const RuntimeDims& dims = {});
 // `dims.m`: the leading dimension (the iteration space's first) is a runtime size, sizes[0].
 Expected<HostPayload> buildHostElementwise(mlir::MLIRContext* ctx, const ir::Kernel& k, const ir::Config& c,

@@ -99,3 +99,69 @@ TEST(KernelConfigs, AGpuElementwiseConfigNeedsItsFourKnobs) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(KernelConfigs, AHostGemmConfigNeedsWhatItsScheduleReads) {
+  // kvec reads MR, NJ and KU only: a kvec config without MC is whole.
+  Config k = configOf({{"schedule", std::string("kvec")}, {"MR", int64_t(4)}, {"NJ", int64_t(4)}, {"KU", int64_t(2)}});
+  auto g = tessera::readHostGemmConfig(k);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->NJ, 4);
+  EXPECT_EQ(g->THREADS, 1);
+  EXPECT_EQ(g->PACKB, 1);
+  EXPECT_FALSE(g->blisFamily());
+  // The blis family reads the cache blocks and ORDER: the same knobs are not enough there.
+  k.set("schedule", std::string("blis"));
+  g = tessera::readHostGemmConfig(k);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("'MC'"), std::string::npos) << g.error().message;
+  Config b = configOf({{"schedule", std::string("bf16dot")}, {"MC", int64_t(96)}, {"NC", int64_t(512)}, {"KC", int64_t(256)},
+                       {"MR", int64_t(8)}, {"NR", int64_t(32)}, {"KU", int64_t(4)}, {"ORDER", std::string("ji")},
+                       {"THREADS", int64_t(2)}, {"PACKB", int64_t(0)}});
+  g = tessera::readHostGemmConfig(b);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_TRUE(g->blisFamily());
+  EXPECT_EQ(g->ORDER, "ji");
+  EXPECT_EQ(g->KC, 256);
+  EXPECT_EQ(g->THREADS, 2);
+  EXPECT_EQ(g->PACKB, 0);
+  b.set("ORDER", int64_t(1));
+  g = tessera::readHostGemmConfig(b);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("'ORDER' must be a string"), std::string::npos) << g.error().message;
+  // nvec needs KC (its K block) and NV.
+  Config n = configOf({{"schedule", std::string("nvec")}, {"MR", int64_t(2)}, {"NV", int64_t(4)}, {"KU", int64_t(1)}});
+  g = tessera::readHostGemmConfig(n);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("'KC'"), std::string::npos) << g.error().message;
+}
+
+TEST(KernelConfigs, HostAttentionAndElementwiseConfigsDefaultTheirLaterKnobs) {
+  Config a = configOf({{"BQ", int64_t(48)}, {"BK", int64_t(128)}, {"MR1", int64_t(8)}, {"NR1", int64_t(32)}, {"MR2", int64_t(8)},
+                       {"NR2", int64_t(32)}, {"U1", int64_t(1)}, {"U2", int64_t(1)}, {"VW", int64_t(16)}});
+  auto at = tessera::readHostAttentionConfig(a);
+  ASSERT_TRUE(at.ok()) << at.error().message;
+  EXPECT_EQ(at->BQ, 48);
+  EXPECT_EQ(at->NR2, 32);
+  EXPECT_EQ(at->THREADS, 1);
+  a.values.erase("U2");
+  at = tessera::readHostAttentionConfig(a);
+  ASSERT_FALSE(at.ok());
+  EXPECT_NE(at.error().message.find("'U2'"), std::string::npos) << at.error().message;
+  // Configs stored before ROWS, THREADS and MATH mean one row, one thread, the precise forms.
+  Config e = configOf({{"VW", int64_t(16)}, {"UNROLL", int64_t(4)}, {"NT", int64_t(0)}, {"CHUNK", int64_t(0)}});
+  auto ew = tessera::readHostElementwiseConfig(e);
+  ASSERT_TRUE(ew.ok()) << ew.error().message;
+  EXPECT_EQ(ew->ROWS, 1);
+  EXPECT_EQ(ew->THREADS, 1);
+  EXPECT_EQ(ew->MATH, "precise");
+  e.set("MATH", std::string("fast"));
+  e.set("ROWS", int64_t(4));
+  ew = tessera::readHostElementwiseConfig(e);
+  ASSERT_TRUE(ew.ok());
+  EXPECT_EQ(ew->MATH, "fast");
+  EXPECT_EQ(ew->ROWS, 4);
+}
+
+}  // namespace
