@@ -29,6 +29,10 @@ std::optional<MmaPath> gemmMmaPath(ir::ScalarType input, const TargetDesc& t);
 std::optional<MmaPath> gemmLaneMmaPath(ir::ScalarType input, const TargetDesc& t);
 // The warpgroup path (strategy=wgmma: wgmma fed by TMA, sm_90a), where there is one.
 std::optional<MmaPath> gemmWarpgroupMmaPath(ir::ScalarType input, const TargetDesc& t);
+// The matrix instruction of family `f` a tensor-core attention kernel runs on `t` for `input`
+// operands (flash-mma: NVIDIA mma.sync; flash-wgmma: sm_90a's wgmma; flash-mfma: wave64 CDNA
+// MFMA), where `t` has it. Outside the backends code asks this, never an instruction's name.
+std::optional<MmaPath> attentionMmaPath(MmaFamily f, ir::ScalarType input, const TargetDesc& t);
 
 // The strategy's own legality rules for (kernel, config) on `t`, without building any IR: the GPU
 // spaces use it in their constraint, so the space and the code generator cannot disagree.

@@ -32,6 +32,19 @@ void AttnDims::setProblem(const ir::AttentionSpec& s) {
 }
 
 
+std::optional<MmaPath> attentionMmaPath(MmaFamily f, ir::ScalarType input, const TargetDesc& t) {
+  const std::string dt(ir::typeName(input));
+  if (f == MmaFamily::Mfma) {
+    const MmaShape* s = t.vendor == Vendor::Amd && t.warpSize == 64 ? t.findMma(dt, "mfma") : nullptr;
+    if (!s) return std::nullopt;
+    return MmaPath{f, "mfma", *s, 0, false};
+  }
+  const char* kind = f == MmaFamily::Wgmma ? "wgmma" : "mma.sync";
+  const MmaShape* s = t.vendor == Vendor::Nvidia ? t.findMma(dt, kind) : nullptr;
+  if (!s) return std::nullopt;
+  return MmaPath{f, kind, *s, 0, true};
+}
+
 Status tensorCoreInputs(const ir::AttentionSpec& s, const std::string& strategy, int64_t dimStep, const std::string& dimRule) {
   auto bad = [&](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (" + strategy + "): " + m); };
   if (s.dtype != ir::ScalarType::F16 && s.dtype != ir::ScalarType::BF16) return bad("f16 or bf16 inputs only");
@@ -62,7 +75,7 @@ Expected<SimtAttnPlan> makeSimtAttnPlan(const ir::AttentionSpec& s, const GpuAtt
 
 Expected<MmaAttnPlan> makeMmaAttnPlan(const ir::AttentionSpec& s, const GpuAttentionConfig& c, const TargetDesc& t) {
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (flash-mma): " + m); };
-  if (t.vendor != Vendor::Nvidia || !t.findMma("f16", "mma.sync")) return bad("needs an NVIDIA target with mma.sync");
+  if (!attentionMmaPath(MmaFamily::MmaSync, ir::ScalarType::F16, t)) return bad("needs an NVIDIA target with mma.sync");
   TESSERA_TRY(tensorCoreInputs(s, "flash-mma", 16, "head_dim must be a multiple of 16, at most 256"));
   MmaAttnPlan p;
   p.BQ = c.BQ, p.BK = c.BK, p.STAGES = c.STAGES;
@@ -85,7 +98,7 @@ Expected<MmaAttnPlan> makeMmaAttnPlan(const ir::AttentionSpec& s, const GpuAtten
 
 Expected<WgmmaAttnPlan> makeWgmmaAttnPlan(const ir::AttentionSpec& s, const GpuAttentionConfig& c, const TargetDesc& t) {
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (flash-wgmma): " + m); };
-  if (t.vendor != Vendor::Nvidia || !t.findMma("f16", "wgmma")) return bad("needs sm_90a (wgmma)");
+  if (!attentionMmaPath(MmaFamily::Wgmma, ir::ScalarType::F16, t)) return bad("needs sm_90a (wgmma)");
   TESSERA_TRY(tensorCoreInputs(s, "flash-wgmma", 64, "head_dim must be 64, 128, 192 or 256 (whole 128-byte panels)"));
   WgmmaAttnPlan p;
   p.BQ = c.BQ, p.BK = c.BK, p.STAGES = c.STAGES;
@@ -133,7 +146,7 @@ Expected<WgmmaAttnPlan> makeWgmmaAttnPlan(const ir::AttentionSpec& s, const GpuA
 
 Expected<MfmaAttnPlan> makeMfmaAttnPlan(const ir::AttentionSpec& s, const GpuAttentionConfig& c, const TargetDesc& t) {
   auto bad = [](const std::string& m) { return makeError(ErrorCode::InvalidConfig, "attention (flash-mfma): " + m); };
-  if (t.vendor != Vendor::Amd || t.warpSize != 64 || !t.findMma("f16", "mfma"))
+  if (!attentionMmaPath(MmaFamily::Mfma, ir::ScalarType::F16, t))
     return bad("needs an AMD CDNA target with MFMA (wave64: gfx90a, gfx942)");
   TESSERA_TRY(tensorCoreInputs(s, "flash-mfma", 16, "head_dim must be a multiple of 16, at most 256"));
   MfmaAttnPlan p;

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "codegen/gpu_backend.h"
+#include "codegen/gpu_rules.h"
 #include "ir/families.h"
 #include "targets/kernel_configs.h"
 
@@ -280,7 +281,9 @@ Expected<KernelEstimate> attentionMma(const GpuAttentionConfig& c, const TargetD
                                       const codegen::ResourceReport* res, const ir::AttentionSpec& a, int64_t BQ,
                                       int64_t BK, double visited, int64_t kvBlocks, KernelEstimate e, bool wgmma) {
   const int64_t ST = c.STAGES;
-  const MmaShape* mma = t.findMma("f16", wgmma ? "wgmma" : "mma.sync");
+  const auto path = codegen::attentionMmaPath(wgmma ? codegen::MmaFamily::Wgmma : codegen::MmaFamily::MmaSync,
+                                              ir::ScalarType::F16, t);
+  const MmaShape* mma = path ? &path->shape : nullptr;
   if (!mma) return makeError(ErrorCode::InvalidConfig, t.name + " has no " + (wgmma ? "wgmma for flash-wgmma" : "mma.sync for flash-mma"));
   const int64_t D = a.head_dim;
   const int64_t bytes = ir::byteSize(a.dtype), LD = D + 8;
@@ -349,7 +352,8 @@ Expected<KernelEstimate> attentionMfma(const ir::Config& c, const GpuAttentionCo
   const int64_t MN = shape == "32x32x8" ? 32 : 16, KI = MN == 32 ? 8 : 16;
   // WAVES absent: one group of MN query rows per wave (the code generator's rule).
   const int64_t W = cfg.WAVES != 0 ? cfg.WAVES : std::max<int64_t>(1, BQ / MN);
-  const MmaShape* mfma = t.findMma(std::string(ir::typeName(a.dtype)), "mfma");
+  const auto path = codegen::attentionMmaPath(codegen::MmaFamily::Mfma, a.dtype, t);
+  const MmaShape* mfma = path ? &path->shape : nullptr;
   if (!mfma || t.warpSize != 64 || W <= 0 || BQ % (W * MN))
     return makeError(ErrorCode::InvalidConfig, t.name + ": no MFMA attention for " + c.str());
   const int64_t D = a.head_dim, NG = BQ / (W * MN);

@@ -19,14 +19,16 @@ Expected<ir::Space> attentionGpuSpace(const ir::Kernel& k, const TargetDesc& t) 
   s.family = "attention";
   // flash-mma (tensor cores, codegen/nvidia/gpu_attention_mma.cpp) where mma.sync takes the input type
   // and the head dim is a multiple of 16 up to 256; flash-simt (FMA pipes) everywhere.
-  const bool mma = t.vendor == Vendor::Nvidia && t.findMma("f16", "mma.sync") &&
+  using codegen::attentionMmaPath;
+  using codegen::MmaFamily;
+  const bool mma = attentionMmaPath(MmaFamily::MmaSync, ir::ScalarType::F16, t) &&
                    (a.dtype == ir::ScalarType::F16 || a.dtype == ir::ScalarType::BF16) && a.head_dim % 16 == 0 &&
                    a.head_dim <= 256;
   // flash-wgmma (codegen/nvidia/gpu_attention_wgmma.cpp) on sm_90a at head_dim 64..256 by 64: offered to
   // the search, not the default (flash-mma's figures are measured on an H200; its are not yet).
-  const bool wgmma = mma && t.findMma("f16", "wgmma") && a.head_dim % 64 == 0;
+  const bool wgmma = mma && attentionMmaPath(MmaFamily::Wgmma, ir::ScalarType::F16, t) && a.head_dim % 64 == 0;
   // flash-mfma (matrix cores, codegen/amd/gpu_attention_mfma.cpp) on wave64 CDNA (gfx90a, gfx942).
-  const bool mfma = t.vendor == Vendor::Amd && t.warpSize == 64 && t.findMma("f16", "mfma") &&
+  const bool mfma = attentionMmaPath(MmaFamily::Mfma, ir::ScalarType::F16, t) &&
                     (a.dtype == ir::ScalarType::F16 || a.dtype == ir::ScalarType::BF16) && a.head_dim % 16 == 0 &&
                     a.head_dim <= 256;
   std::vector<ir::KnobValue> strategies = {std::string("flash-simt")};
