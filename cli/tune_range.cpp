@@ -29,8 +29,8 @@ void addRangeTuneOptions(CLI::App* tune, RangeFlags* f) {
 }
 
 bool wantsRangeTune(const KernelFlags& k) {
-  return (k.family == "gemm" && bundle::isRangeText(k.mText)) || (k.family == "elementwise" && bundle::isRangeText(k.rowsText)) ||
-         (k.family == "attention" && bundle::isRangeText(k.seqText));
+  return (k.family == "gemm" && session::asksForRange(k.mText)) || (k.family == "elementwise" && session::asksForRange(k.rowsText)) ||
+         (k.family == "attention" && session::asksForRange(k.seqText));
 }
 
 const char* rangeFlagOf(const KernelFlags& k) {
@@ -40,7 +40,7 @@ const char* rangeFlagOf(const KernelFlags& k) {
 void tuneRangeCommand(const KernelFlags& kernel, const RangeFlags& flags, session::RangeTuneRequest rq, bool json) {
   const std::string& fam = kernel.family;
   const char* flag = rangeFlagOf(kernel);
-  auto range = bundle::parseShapeRange(fam == "elementwise" ? kernel.rowsText : fam == "attention" ? kernel.seqText : kernel.mText, flag);
+  auto range = session::parseRange(fam == "elementwise" ? kernel.rowsText : fam == "attention" ? kernel.seqText : kernel.mText, flag);
   if (!range.ok()) fail(range.error().message, kExitBadInput);
   // One runtime length serves the query and the key length: both follow the range.
   if (fam == "attention" && kernel.seqKvOption && kernel.seqKvOption->count())

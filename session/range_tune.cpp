@@ -52,6 +52,12 @@ Expected<bundle::RangePoints> startRangeTune(RangeTuneResult& r, const ir::Kerne
 }
 
 // The comparisons are written so that a NaN fails them too.
+bool asksForRange(const std::string& text) { return bundle::isRangeText(text); }
+
+Expected<bundle::ShapeRange> parseRange(const std::string& text, const std::string& flag) {
+  return bundle::parseShapeRange(text, flag);
+}
+
 Status checkRangeTune(const RangeTuneRequest& r) {
   const Dialect& d = r.dialect;
   if (r.maxKernels < 1 || r.maxKernels > 64) return bad(d.option("max-kernels") + " must be 1 to 64");

@@ -4,8 +4,8 @@
 // then measured as shape-generic kernels at each training and held-out point, and the dispatch
 // rule fitted to those times), and the request every front end asks for (the RangeTuneRequest, its
 // checks, the target, the store, the per-point session settings, the one call that runs it;
-// range_tune.cpp). Front ends parse the range and make the kernel at a point; they print the rule
-// and write its file.
+// range_tune.cpp), with the reading of the range option itself. Front ends make the kernel at a
+// point; they print the rule and write its file.
 #pragma once
 
 #include <cstdint>
@@ -139,6 +139,12 @@ struct RangeTuneOutcome {
   RangeTuneResult result;
   std::string ruleFile;  // rangeRuleFile: what `bundle --dispatch` reads
 };
+
+// Whether an option's text asks for a range or a list ("1..8192", "1,7,64") rather than one size.
+bool asksForRange(const std::string& text);
+// The range `text` of option `flag` ("--m", "--rows", "--seq"): LO..HI or a list, one line
+// naming the flag otherwise (bundle::parseShapeRange's rules: the bundle's rule files hold it).
+Expected<bundle::ShapeRange> parseRange(const std::string& text, const std::string& flag);
 
 // The request's own checks (one line each, InvalidArgument): its numbers, and what its target
 // allows (a GPU range goes through the estimate only, a host range is measured), the latter once
