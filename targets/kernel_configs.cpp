@@ -1,6 +1,9 @@
 // Owns the typed configs' readers (kernel_configs.h).
 #include "targets/kernel_configs.h"
 
+#include <initializer_list>
+#include <utility>
+
 namespace tessera {
 
 namespace {
@@ -17,27 +20,25 @@ Status readOptional(const ir::Config& c, const char* name, std::string& v) {
   return {};
 }
 
+// Integer knobs the config must have, in this order: the first missing or mistyped is the error.
+Status readRequired(const ir::Config& c, std::initializer_list<std::pair<const char*, int64_t*>> knobs) {
+  for (auto [name, field] : knobs) {
+    TESSERA_ASSIGN(*field, c.getInt(name));
+  }
+  return {};
+}
+
 }  // namespace
 
 Expected<HostGemmConfig> readHostGemmConfig(const ir::Config& c) {
   HostGemmConfig g;
   TESSERA_ASSIGN(g.schedule, c.getStr("schedule"));
   if (g.schedule == "kvec") {
-    TESSERA_ASSIGN(g.MR, c.getInt("MR"));
-    TESSERA_ASSIGN(g.NJ, c.getInt("NJ"));
-    TESSERA_ASSIGN(g.KU, c.getInt("KU"));
+    TESSERA_TRY(readRequired(c, {{"MR", &g.MR}, {"NJ", &g.NJ}, {"KU", &g.KU}}));
   } else if (g.schedule == "nvec") {
-    TESSERA_ASSIGN(g.MR, c.getInt("MR"));
-    TESSERA_ASSIGN(g.NV, c.getInt("NV"));
-    TESSERA_ASSIGN(g.KU, c.getInt("KU"));
-    TESSERA_ASSIGN(g.KC, c.getInt("KC"));
+    TESSERA_TRY(readRequired(c, {{"MR", &g.MR}, {"NV", &g.NV}, {"KU", &g.KU}, {"KC", &g.KC}}));
   } else {
-    TESSERA_ASSIGN(g.MC, c.getInt("MC"));
-    TESSERA_ASSIGN(g.NC, c.getInt("NC"));
-    TESSERA_ASSIGN(g.KC, c.getInt("KC"));
-    TESSERA_ASSIGN(g.MR, c.getInt("MR"));
-    TESSERA_ASSIGN(g.NR, c.getInt("NR"));
-    TESSERA_ASSIGN(g.KU, c.getInt("KU"));
+    TESSERA_TRY(readRequired(c, {{"MC", &g.MC}, {"NC", &g.NC}, {"KC", &g.KC}, {"MR", &g.MR}, {"NR", &g.NR}, {"KU", &g.KU}}));
     TESSERA_ASSIGN(g.ORDER, c.getStr("ORDER"));
   }
   for (auto [name, field] : {std::pair{"MC", &g.MC}, {"NC", &g.NC}, {"KC", &g.KC}, {"MR", &g.MR}, {"NR", &g.NR},
@@ -49,20 +50,15 @@ Expected<HostGemmConfig> readHostGemmConfig(const ir::Config& c) {
 
 Expected<HostAttentionConfig> readHostAttentionConfig(const ir::Config& c) {
   HostAttentionConfig a;
-  for (auto [name, field] : {std::pair{"BQ", &a.BQ}, {"BK", &a.BK}, {"MR1", &a.MR1}, {"NR1", &a.NR1}, {"MR2", &a.MR2},
-                             {"NR2", &a.NR2}, {"U1", &a.U1}, {"U2", &a.U2}, {"VW", &a.VW}}) {
-    TESSERA_ASSIGN(*field, c.getInt(name));
-  }
+  TESSERA_TRY(readRequired(c, {{"BQ", &a.BQ}, {"BK", &a.BK}, {"MR1", &a.MR1}, {"NR1", &a.NR1}, {"MR2", &a.MR2},
+                               {"NR2", &a.NR2}, {"U1", &a.U1}, {"U2", &a.U2}, {"VW", &a.VW}}));
   TESSERA_TRY(readOptional(c, "THREADS", a.THREADS));
   return a;
 }
 
 Expected<HostElementwiseConfig> readHostElementwiseConfig(const ir::Config& c) {
   HostElementwiseConfig e;
-  TESSERA_ASSIGN(e.VW, c.getInt("VW"));
-  TESSERA_ASSIGN(e.UNROLL, c.getInt("UNROLL"));
-  TESSERA_ASSIGN(e.NT, c.getInt("NT"));
-  TESSERA_ASSIGN(e.CHUNK, c.getInt("CHUNK"));
+  TESSERA_TRY(readRequired(c, {{"VW", &e.VW}, {"UNROLL", &e.UNROLL}, {"NT", &e.NT}, {"CHUNK", &e.CHUNK}}));
   TESSERA_TRY(readOptional(c, "ROWS", e.ROWS));
   TESSERA_TRY(readOptional(c, "THREADS", e.THREADS));
   TESSERA_TRY(readOptional(c, "MATH", e.MATH));
@@ -71,23 +67,15 @@ Expected<HostElementwiseConfig> readHostElementwiseConfig(const ir::Config& c) {
 
 Expected<GpuElementwiseConfig> readGpuElementwiseConfig(const ir::Config& c) {
   GpuElementwiseConfig e;
-  TESSERA_ASSIGN(e.TPB, c.getInt("TPB"));
-  TESSERA_ASSIGN(e.VW, c.getInt("VW"));
-  TESSERA_ASSIGN(e.EPT, c.getInt("EPT"));
-  TESSERA_ASSIGN(e.GRID, c.getInt("GRID"));
+  TESSERA_TRY(readRequired(c, {{"TPB", &e.TPB}, {"VW", &e.VW}, {"EPT", &e.EPT}, {"GRID", &e.GRID}}));
   return e;
 }
 
 Expected<GpuGemmConfig> readGpuGemmConfig(const ir::Config& c) {
   GpuGemmConfig g;
   TESSERA_ASSIGN(g.strategy, c.getStr("strategy"));
-  TESSERA_ASSIGN(g.BM, c.getInt("BM"));
-  TESSERA_ASSIGN(g.BN, c.getInt("BN"));
-  TESSERA_ASSIGN(g.BK, c.getInt("BK"));
-  TESSERA_ASSIGN(g.TM, c.getInt("TM"));
-  TESSERA_ASSIGN(g.TN, c.getInt("TN"));
-  TESSERA_ASSIGN(g.VEC, c.getInt("VEC"));
-  TESSERA_ASSIGN(g.STAGES, c.getInt("STAGES"));
+  TESSERA_TRY(readRequired(c, {{"BM", &g.BM}, {"BN", &g.BN}, {"BK", &g.BK}, {"TM", &g.TM}, {"TN", &g.TN}, {"VEC", &g.VEC},
+                               {"STAGES", &g.STAGES}}));
   TESSERA_TRY(readOptional(c, "SPLITK", g.SPLITK));
   TESSERA_TRY(readOptional(c, "PERSIST", g.PERSIST));
   return g;
@@ -96,8 +84,7 @@ Expected<GpuGemmConfig> readGpuGemmConfig(const ir::Config& c) {
 Expected<GpuAttentionConfig> readGpuAttentionConfig(const ir::Config& c) {
   GpuAttentionConfig a;
   TESSERA_TRY(readOptional(c, "strategy", a.strategy));
-  TESSERA_ASSIGN(a.BQ, c.getInt("BQ"));
-  TESSERA_ASSIGN(a.BK, c.getInt("BK"));
+  TESSERA_TRY(readRequired(c, {{"BQ", &a.BQ}, {"BK", &a.BK}}));
   if (a.strategy == "flash-simt") {
     TESSERA_ASSIGN(a.DSPLIT, c.getInt("DSPLIT"));
   } else {
