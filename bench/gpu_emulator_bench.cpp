@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "ir/builders.h"
 #include "search/space.h"

@@ -11,7 +11,7 @@
 #include "bundle/dispatch_bundle.h"
 #include "bundle/range_dims.h"
 #include "store/record.h"
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_runner.h"
 #include "ir/families.h"

@@ -18,7 +18,7 @@
 #include "cli/cmd_emulate.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "support/strings.h"
 #include "targets/target_desc.h"

@@ -13,7 +13,7 @@
 #include "cli/kernel_flags.h"
 #include "cli/report.h"
 #include "codegen/codegen.h"
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_runner.h"
 #include "ir/reference.h"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_backend.h"
 #include "measure/isolation.h"

@@ -13,7 +13,7 @@
 
 #include "bindings.h"
 #include "codegen/codegen.h"
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_runner.h"
 #include "ir/buffer.h"

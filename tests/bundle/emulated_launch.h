@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 
 namespace bundle_test {

@@ -19,7 +19,7 @@
 #include "bundle_runtime_loader.h"
 #include "bundle/range_dims.h"
 #include "bundle/runtime/tessera_bundle.h"
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "ir/builders.h"
 #include "ir/text.h"

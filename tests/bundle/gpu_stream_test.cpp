@@ -18,7 +18,7 @@
 #include "bundle/runtime/tessera_bundle.h"
 #include "bundle_runtime_loader.h"
 #include "emulated_launch.h"
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "ir/buffer.h"
 #include "ir/builders.h"

@@ -22,7 +22,7 @@
 #include "bundle_runtime_loader.h"
 #include "emulated_launch.h"
 #include "bundle/runtime/tessera_bundle.h"
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_runner.h"
 #include "ir/buffer.h"

@@ -8,7 +8,7 @@
 
 #include <regex>
 
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_runner.h"
 #include "gpu_check.h"

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <regex>
 
-#include "codegen/emu/emu_runtime.h"
+#include "emulator/emu_runtime.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_backend.h"
 #include "codegen/nvidia/wgmma_ptx.h"

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <regex>
 
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu_runner.h"
 #include "ir/builders.h"
 #include "ir/reference.h"

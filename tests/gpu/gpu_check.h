@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "../codegen/host_check.h"
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "targets/kernel_io.h"
 #include "ir/ir.h"

@@ -9,7 +9,7 @@
 
 #include <regex>
 
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "gpu_check.h"
 #include "ir/builders.h"

@@ -12,7 +12,7 @@
 #include <regex>
 #include <sstream>
 
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/gpu.h"
 #include "gpu_check.h"
 #include "ir/builders.h"

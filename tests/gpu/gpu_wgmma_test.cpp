@@ -11,7 +11,7 @@
 #include <map>
 #include <regex>
 
-#include "codegen/emu/emu_runtime.h"
+#include "emulator/emu_runtime.h"
 #include "codegen/gpu.h"
 #include "gpu_check.h"
 #include "ir/builders.h"

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "codegen/emu/emu_internal.h"
+#include "emulator/emu_internal.h"
 #include "ir/dtype.h"
 
 namespace tessera::emu {

@@ -13,7 +13,7 @@
 #include <random>
 #include <thread>
 
-#include "codegen/emu/emu_internal.h"
+#include "emulator/emu_internal.h"
 #include "support/load.h"
 
 namespace tessera::emu {

@@ -4,7 +4,7 @@
 // and copies still in flight when a block ends.
 #include <cstdio>
 
-#include "codegen/emu/emu_internal.h"
+#include "emulator/emu_internal.h"
 
 namespace tessera::emu {
 

@@ -5,7 +5,7 @@
 // the block's end are reported.
 #include <algorithm>
 
-#include "codegen/emu/emu_internal.h"
+#include "emulator/emu_internal.h"
 
 namespace tessera::emu {
 

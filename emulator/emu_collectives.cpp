@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "codegen/emu/emu_internal.h"
+#include "emulator/emu_internal.h"
 #include "ir/dtype.h"
 
 namespace tessera::emu {

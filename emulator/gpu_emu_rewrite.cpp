@@ -10,7 +10,7 @@
 #include <functional>
 #include <map>
 
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 #include "codegen/host_soft_half.h"
 #include "codegen/mlir_env.h"
 #include "codegen/nvidia/wgmma_ptx.h"

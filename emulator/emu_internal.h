@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "codegen/emu/emu_runtime.h"
+#include "emulator/emu_runtime.h"
 
 namespace tessera::emu::detail {
 

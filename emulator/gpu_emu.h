@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/emu/emu_runtime.h"
+#include "emulator/emu_runtime.h"
 #include "codegen/gpu.h"
 #include "codegen/gpu_runner.h"
 #include "support/status.h"

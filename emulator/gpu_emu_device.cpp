@@ -10,7 +10,7 @@
 #include <map>
 #include <mutex>
 
-#include "codegen/emu/gpu_emu.h"
+#include "emulator/gpu_emu.h"
 
 namespace tessera::codegen {
 

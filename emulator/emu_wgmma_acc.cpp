@@ -5,7 +5,7 @@
 // accessed since its last wgmma.fence) is checked.
 #include <cmath>
 
-#include "codegen/emu/emu_internal.h"
+#include "emulator/emu_internal.h"
 
 namespace tessera::emu {
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "codegen/emu/emu_internal.h"
+#include "emulator/emu_internal.h"
 
 namespace tessera::emu::detail {
 
