@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "codegen/host/host_gemm_kvec.h"
-#include "codegen/host/host_gemm_nvec.h"
+#include "hostgen/host_gemm_kvec.h"
+#include "hostgen/host_gemm_nvec.h"
 #include "ir/families.h"
 #include "ir/gemm_epilogue.h"
 #include "search/space.h"

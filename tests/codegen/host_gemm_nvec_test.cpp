@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/codegen.h"
-#include "codegen/host/host_gemm_nvec.h"
+#include "hostgen/host_gemm_nvec.h"
 #include "host_check.h"
 #include "ir/builders.h"
 #include "search/space.h"

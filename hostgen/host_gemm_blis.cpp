@@ -18,15 +18,15 @@
 // `bf16dot` keeps bf16 pairs and multiplies them with vdpbf16ps (avx512_bf16); `amx` multiplies
 // 16x32 bf16 tiles into 16x16 f32 tiles (amx_bf16). Knobs: MC NC KC MR NR KU ORDER THREADS, and PACKB (0:
 // the fma kernel reads B in place, no packed panels; not in the search space, offered by range tuning).
-// The packing is codegen/host/host_gemm_pack.cpp; the plan and the builder both files share,
-// codegen/host/host_gemm_blis.h.
+// The packing is hostgen/host_gemm_pack.cpp; the plan and the builder both files share,
+// hostgen/host_gemm_blis.h.
 #include <algorithm>
 
 #include "codegen/codegen.h"
 #include "codegen/expr_emitter.h"
-#include "codegen/host/host_gemm_blis.h"
-#include "codegen/host/host_strategies.h"
-#include "codegen/host/linalg_elementwise.h"
+#include "hostgen/host_gemm_blis.h"
+#include "hostgen/host_strategies.h"
+#include "hostgen/linalg_elementwise.h"
 #include "ir/gemm_epilogue.h"
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -1,10 +1,10 @@
-// Owns the packing of the explicit host GEMM's operands (codegen/host/host_gemm_blis.cpp builds the
+// Owns the packing of the explicit host GEMM's operands (hostgen/host_gemm_blis.cpp builds the
 // rest of the kernel): A's row panels, converted to f32 for the fma micro-kernel or kept as bf16
 // rows for the dot and AMX ones, and B's column panels, f32 or interleaved bf16 pairs (VNNI), a
 // transposed B read in vector squares and transposed in registers.
 #include <algorithm>
 
-#include "codegen/host/host_gemm_blis.h"
+#include "hostgen/host_gemm_blis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

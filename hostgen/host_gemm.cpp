@@ -8,10 +8,10 @@
 #include <algorithm>
 
 #include "codegen/expr_emitter.h"
-#include "codegen/host/host_gemm_kvec.h"
-#include "codegen/host/host_gemm_nvec.h"
-#include "codegen/host/host_strategies.h"
-#include "codegen/host/linalg_elementwise.h"
+#include "hostgen/host_gemm_kvec.h"
+#include "hostgen/host_gemm_nvec.h"
+#include "hostgen/host_strategies.h"
+#include "hostgen/linalg_elementwise.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

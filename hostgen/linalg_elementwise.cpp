@@ -1,5 +1,5 @@
 // Owns elementwise linalg.generic construction and its schedule fragment.
-#include "codegen/host/linalg_elementwise.h"
+#include "hostgen/linalg_elementwise.h"
 
 #include "codegen/expr_emitter.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -16,7 +16,7 @@ class MLIRContext;
 
 namespace tessera::codegen {
 
-struct HostPayload;  // codegen/host/host_strategies.h
+struct HostPayload;  // hostgen/host_strategies.h
 
 // The most rows nvec takes: up to 16 every row of a column strip is a register tile or two and B
 // streams from memory once (its default there); up to 64 it is the small-matrix kernel for

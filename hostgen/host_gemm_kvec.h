@@ -16,7 +16,7 @@ class MLIRContext;
 
 namespace tessera::codegen {
 
-struct HostPayload;  // codegen/host/host_strategies.h
+struct HostPayload;  // hostgen/host_strategies.h
 
 // Past a couple of vectors' width the N-vector kernels waste no lanes and need no reductions.
 inline constexpr int64_t kKvecMaxN = 16;

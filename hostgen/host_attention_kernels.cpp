@@ -1,7 +1,7 @@
 // Owns the pieces of the host FlashAttention kernel: loop helpers, our exp2, the two register-tiled
 // micro-kernels (S = Qs·Kp and Acc += P·V) and the online-softmax row step. Each is a one-to-one
 // port of mlir-recipes/cpu-flash-attention/gen.py, generalized to any D, sequence length and VW.
-#include "codegen/host/host_attention_kernels.h"
+#include "hostgen/host_attention_kernels.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -9,7 +9,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/expr_emitter.h"
-#include "codegen/host/host_strategies.h"
+#include "hostgen/host_strategies.h"
 #include "codegen/host_lowering.h"
 #include "codegen/mlir_env.h"
 #include "ir/verifier.h"

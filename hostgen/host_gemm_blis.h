@@ -1,7 +1,7 @@
 // Owns what the two files of the explicit host GEMM share (schedules `blis`, `bf16dot`, `amx`): its
 // plan, the IR building blocks, and the kernel builder whose packing of A and B panels is
-// codegen/host/host_gemm_pack.cpp and whose plan, loops, micro-kernels and write-back are
-// codegen/host/host_gemm_blis.cpp. Internal: no other file includes it.
+// hostgen/host_gemm_pack.cpp and whose plan, loops, micro-kernels and write-back are
+// hostgen/host_gemm_blis.cpp. Internal: no other file includes it.
 #pragma once
 
 #include <cstdint>

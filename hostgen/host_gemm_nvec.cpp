@@ -25,8 +25,8 @@
 #include <algorithm>
 
 #include "codegen/codegen.h"
-#include "codegen/host/host_gemm_nvec.h"
-#include "codegen/host/host_strategies.h"
+#include "hostgen/host_gemm_nvec.h"
+#include "hostgen/host_strategies.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"

@@ -14,8 +14,8 @@
 // the limits below lowers; the space keeps the search on the fast ones.
 #include <cmath>
 
-#include "codegen/host/host_attention_kernels.h"
-#include "codegen/host/host_strategies.h"
+#include "hostgen/host_attention_kernels.h"
+#include "hostgen/host_strategies.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

@@ -7,8 +7,8 @@
 // (RuntimeDims::m) every tensor indexed by it is viewed at the runtime extent, so one kernel serves
 // every row count up to the shape's.
 #include "codegen/expr_emitter.h"
-#include "codegen/host/host_strategies.h"
-#include "codegen/host/linalg_elementwise.h"
+#include "hostgen/host_strategies.h"
+#include "hostgen/linalg_elementwise.h"
 #include "codegen/mlir_env.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
