@@ -155,7 +155,7 @@ Expected<MfmaAttnPlan> makeMfmaAttnPlan(const ir::AttentionSpec& s, const GpuAtt
   else if (shape == "32x32x8") p.MN = 32, p.KI = 8, p.NR = 16;
   else return bad("MFMA must be 16x16x16 or 32x32x8, not '" + shape + "'");
   p.BQ = c.BQ, p.BK = c.BK, p.STAGES = c.STAGES;
-  p.W = c.WAVES != 0 ? c.WAVES : std::max<int64_t>(1, p.BQ / p.MN);
+  p.W = c.wavesFor(p.MN);
   if (p.W < 1 || p.W > 16) return bad("WAVES must be 1..16");
   if (p.BQ < p.MN || p.BQ % (p.W * p.MN))
     return bad("BQ must be a multiple of WAVES x " + std::to_string(p.MN) + " (" + shape + ": " + std::to_string(p.MN) +

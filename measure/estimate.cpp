@@ -350,8 +350,7 @@ Expected<KernelEstimate> attentionMfma(const ir::Config& c, const GpuAttentionCo
   const int64_t ST = cfg.STAGES;
   const std::string& shape = cfg.MFMA;
   const int64_t MN = shape == "32x32x8" ? 32 : 16, KI = MN == 32 ? 8 : 16;
-  // WAVES absent: one group of MN query rows per wave (the code generator's rule).
-  const int64_t W = cfg.WAVES != 0 ? cfg.WAVES : std::max<int64_t>(1, BQ / MN);
+  const int64_t W = cfg.wavesFor(MN);
   const auto path = codegen::attentionMmaPath(codegen::MmaFamily::Mfma, a.dtype, t);
   const MmaShape* mfma = path ? &path->shape : nullptr;
   if (!mfma || t.warpSize != 64 || W <= 0 || BQ % (W * MN))

@@ -6,6 +6,7 @@
 // Every knob read here is a row of the knob table (targets/knob_table.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -82,6 +83,8 @@ struct GpuAttentionConfig {
   std::string PIPE = "fa2";
   int64_t WAVES = 0;    // absent: 0, the plan's BQ / rows per group
   std::string MFMA = "16x16x16";
+  // flash-mfma's waves per block: WAVES, or (absent) one group of `groupRows` query rows each.
+  int64_t wavesFor(int64_t groupRows) const { return WAVES != 0 ? WAVES : std::max<int64_t>(1, BQ / groupRows); }
 };
 // BQ and BK are needed by every strategy, DSPLIT by flash-simt; a mistyped knob is an error.
 Expected<GpuAttentionConfig> readGpuAttentionConfig(const ir::Config& c);

@@ -67,6 +67,8 @@ TEST(KernelConfigs, AGpuAttentionConfigNeedsDsplitOnlyForFlashSimt) {
   EXPECT_EQ(a->PIPE, "fa2");
   EXPECT_EQ(a->WAVES, 0);
   EXPECT_EQ(a->MFMA, "16x16x16");
+  EXPECT_EQ(a->wavesFor(16), 4) << "BQ 64 in groups of 16 rows: four waves";
+  EXPECT_EQ(a->wavesFor(128), 1) << "at least one wave";
   m.set("MFMA", std::string("32x32x8"));
   m.set("WAVES", int64_t(2));
   m.set("STAGES", int64_t(1));
