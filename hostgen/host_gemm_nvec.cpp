@@ -92,7 +92,10 @@ class NvecBuilder {
             .getResult();
       };
       if (copyB_) scratch_ = alloc(kc_);
-      if (g.k > kc_) ctile_ = alloc(g.m);
+      // Two copies of the sums, the K blocks taking turns (strip()): kept in one place, LLVM
+      // holds every row tile's sums in registers across the blocks and reloads them from the
+      // stack inside the K loop once they outnumber the registers.
+      if (g.k > kc_) ctile_ = alloc(2 * g.m);
     }
     auto batchBody = [&](Value bi) {
       bi_ = bi;
@@ -223,7 +226,7 @@ class NvecBuilder {
   // One strip of `nv` vectors from col0, its last vector `lastValid` lanes wide; `slot` is the
   // scratch of the thread running it. One row tile: all of K in registers. Several: K in blocks
   // of KC, whose copied strip of B stays in the L1 for the later tiles, the sums carried between
-  // blocks in an f32 tile of C (M x NV vectors, in the L1 too).
+  // blocks in an f32 tile of C (M x NV vectors, twice, in the L1 too).
   void strip(Value col0, int64_t nv, int64_t lastValid, Value slot) {
     const int64_t M = rowsM_, K = p_.g.k;
     if (!multiTile_ || K <= kc_) {
@@ -234,28 +237,42 @@ class NvecBuilder {
       });
       return;
     }
-    auto ctile = [&](Value r0, int64_t r, int64_t v) { return SmallVector<Value, 3>{slot, add(r0, r), idx(v * p_.VW)}; };
+    // Block b reads the sums from copy b % 2 and writes them to the other: rows [0, M) of the
+    // scratch tile, then [M, 2M) (p_.g.m rows apart: the row split indexes by absolute row).
+    auto ctile = [&](Value half, Value r0, int64_t r, int64_t v) {
+      return SmallVector<Value, 3>{slot, arith::AddIOp::create(b_, loc_, half, add(r0, r)), idx(v * p_.VW)};
+    };
+    auto halfOf = [&](Value k0, int64_t turn) {
+      Value b = arith::DivUIOp::create(b_, loc_, k0, idx(kc_));
+      if (turn) b = add(b, turn);
+      Value odd = arith::RemUIOp::create(b_, loc_, b, idx(2));
+      return Value(arith::MulIOp::create(b_, loc_, odd, idx(p_.g.m)));
+    };
     loop(rowBase_, add(rowBase_, M), 1, [&](Value r) {
-      for (int64_t v = 0; v < nv; ++v) vector::StoreOp::create(b_, loc_, zeros(vf_), ctile_, ctile(r, 0, v));
+      for (int64_t v = 0; v < nv; ++v) vector::StoreOp::create(b_, loc_, zeros(vf_), ctile_, ctile(idx(0), r, 0, v));
     });
-    auto loadC = [&](Value r0, int64_t rows) {
+    auto loadC = [&](Value half, Value r0, int64_t rows) {
       SmallVector<Value> acc;
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t v = 0; v < nv; ++v) acc.push_back(vector::LoadOp::create(b_, loc_, vf_, ctile_, ctile(r0, r, v)));
+        for (int64_t v = 0; v < nv; ++v)
+          acc.push_back(vector::LoadOp::create(b_, loc_, vf_, ctile_, ctile(half, r0, r, v)));
       return acc;
     };
     auto block = [&](Value k0, int64_t count) {
+      Value from = halfOf(k0, 0), to = halfOf(k0, 1);
       rowTiles([&](Value r0, int64_t rows, bool first) {
-        SmallVector<Value> acc = loadC(r0, rows);
+        SmallVector<Value> acc = loadC(from, r0, rows);
         tile(r0, rows, col0, nv, lastValid, slot, first, k0, count, acc);
         for (int64_t r = 0; r < rows; ++r)
-          for (int64_t v = 0; v < nv; ++v) vector::StoreOp::create(b_, loc_, acc[r * nv + v], ctile_, ctile(r0, r, v));
+          for (int64_t v = 0; v < nv; ++v)
+            vector::StoreOp::create(b_, loc_, acc[r * nv + v], ctile_, ctile(to, r0, r, v));
       });
     };
     const int64_t blocks = K / kc_, rest = K % kc_;
     if (blocks > 0) loop(idx(0), idx(blocks * kc_), kc_, [&](Value k0) { block(k0, kc_); });
     if (rest) block(idx(blocks * kc_), rest);
-    rowTiles([&](Value r0, int64_t rows, bool) { finish(r0, rows, col0, nv, lastValid, loadC(r0, rows)); });
+    Value last = idx((blocks + (rest ? 1 : 0)) % 2 * p_.g.m);
+    rowTiles([&](Value r0, int64_t rows, bool) { finish(r0, rows, col0, nv, lastValid, loadC(last, r0, rows)); });
   }
 
   // Adds depth [k0, k0 + count) of rows [row0, row0 + rows) x the strip to `acc`. The first tile

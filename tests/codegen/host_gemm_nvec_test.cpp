@@ -45,7 +45,12 @@ TEST(HostGemmNvec, EveryDtypeOnOddShapesAndThreads) {
                                    {{13, 37, 37}, "MR=4,NV=2,KC=16,KU=2,THREADS=2"},
                                    {{16, 100, 3}, "MR=8,NV=1,KC=16,KU=1,THREADS=2"},
                                    {{9, 83, 129}, "MR=2,NV=1,KC=32,KU=2"},
-                                   {{2, 17, 37}, "MR=2,NV=2,KC=16,KU=4"}};
+                                   {{2, 17, 37}, "MR=2,NV=2,KC=16,KU=4"},
+                                   // An even and an odd count of K blocks (the sums take turns
+                                   // between two copies), the second with the rows split.
+                                   {{16, 40, 64}, "MR=4,NV=2,KC=16,KU=1"},
+                                   {{24, 20, 96}, "MR=4,NV=1,KC=32,KU=1,THREADS=2"},
+                                   {{24, 20, 64}, "MR=8,NV=3,KC=16,KU=2,THREADS=2"}};
   int i = 0;
   for (ScalarType t : {ScalarType::F32, ScalarType::F16, ScalarType::BF16})
     for (const Case& c : cases) {
