@@ -5,6 +5,7 @@
 // modeling is enough for high-performance BLIS", TOMS 2016) — see hostGemmBlocking below.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "hostgen/host_gemm_kvec.h"
 #include "hostgen/host_gemm_nvec.h"
@@ -166,6 +167,17 @@ NvecTile nvecTile(const TargetDesc& t, const ir::GemmInfo& g, int64_t lanes, con
   // Each strip reads all of A: with A within half the L2 that is cheap, and fewer row tiles (each
   // reading the strip of B) win; past it, fewer strips (more vectors) do.
   const bool aReread = double(ir::byteSize(g.inType)) * double(g.m * g.k) <= double(t.l2Bytes) / 2;
+  // A tile of one vector broadcasts MR rows of A per load of B, so a row of A evicted from the L1
+  // costs it most. Rows of a row-major A a multiple of 4 KB apart (the L1's set span on the x86
+  // cores seen) fall into one set; more of them than two thirds of its ways (8 of 12) evict each
+  // other (one Zen 5 core, nvec x 1 vector, MR 14 against 8: 1024x16x1024 181 against 160 us,
+  // 64x16x1024 11.6 / 9.5, 128x16x2048 46.4 / 37.5; at K = 300 14 rows ran 3.8 us, 8 4.1).
+  const int64_t span = 4096, ways = std::max<int64_t>(4, t.l1dBytes / span);
+  const int64_t rowBytes = g.transA ? 0 : ir::byteSize(g.inType) * g.k;
+  auto rowsPerSet = [&](int64_t mr) {
+    const int64_t gcd = rowBytes ? std::gcd(rowBytes % span ? rowBytes % span : span, span) : 0;
+    return gcd >= 64 ? ceilDiv(mr, span / gcd) : 1;
+  };
   NvecTile best;
   double bestScore = -1;
   int64_t bestMr = 0, bestNv = 0;
@@ -173,6 +185,7 @@ NvecTile nvecTile(const TargetDesc& t, const ir::GemmInfo& g, int64_t lanes, con
     for (const auto& vv : nvDom) {
       int64_t mr = std::min(std::get<int64_t>(mv), g.m), nv = std::min(std::get<int64_t>(vv), vecs);
       if (mr * nv + nv + 1 > t.vectorRegisters) continue;
+      if (nv == 1 && mr > 1 && rowsPerSet(mr) > ways * 2 / 3) continue;
       double score = 0;
       for (auto [r, nr] : std::vector<std::pair<int64_t, int64_t>>{{mr, g.m / mr}, {g.m % mr, 1}})
         for (auto [v, ns] : std::vector<std::pair<int64_t, int64_t>>{{nv, vecs / nv}, {vecs % nv, 1}})
@@ -383,10 +396,18 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   if (has(schedDom, "nvec"))
     for (int64_t v : {1, 2, 3, 4, 6, 8})
       if (v == 1 || (v - 1) * lanes < g.n) nvDom.push_back(v);
+  // B one 512-bit vector wide (N = 16 f32): nvec's tile of MR rows x one vector, MR elements of A
+  // broadcast against one load of B, runs at the FMA pipes' rate where kvec spends a reduction on
+  // every element of C. One Zen 5 core, kvec default against nvec 8 x 1 (`tessera run`, one run
+  // each): 8x16x2048 8.8 against 2.4 us, 16x16x1024 5.4 / 2.6, 32x16x512 3.9 / 2.3, 64x16x1024
+  // 12.9 / 9.5, 100x16x300 5.0 / 4.1, 256x16x256 10.6 / 8.5, 512x16x512 39.7 / 35.3, 128x16x2048
+  // 52 / 37.5, 2048x16x128 43 / 33.5, 1024x16x1024 169 / 160, 4096x16x4096 6.4 / 3.5 ms. With
+  // AVX2 (N = 8) kvec stays: the sweep kept it at 256-2048 rows.
+  const bool oneWideVector = lanes >= 16 && g.n == lanes && g.inType == ir::ScalarType::F32 && has(schedDom, "nvec");
   std::string sched;
   if (has(schedDom, "amx")) sched = "amx";
-  else if (has(schedDom, "kvec") && kvecByDefault(g, lanes)) sched = "kvec";
-  else if (has(schedDom, "nvec") && nvecByDefault(g, lanes, t)) {
+  else if (has(schedDom, "kvec") && kvecByDefault(g, lanes) && !oneWideVector) sched = "kvec";
+  else if (has(schedDom, "nvec") && (nvecByDefault(g, lanes, t) || oneWideVector)) {
     sched = "nvec";
     // Past kNvecMaxM rows its threads split the rows: a second one pays from fewer flops.
     if (g.m > codegen::kNvecMaxM) threads = defaultThreads(t, flops, kNvecFlopsPerThread);
