@@ -403,11 +403,20 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   // 12.9 / 9.5, 100x16x300 5.0 / 4.1, 256x16x256 10.6 / 8.5, 512x16x512 39.7 / 35.3, 128x16x2048
   // 52 / 37.5, 2048x16x128 43 / 33.5, 1024x16x1024 169 / 160, 4096x16x4096 6.4 / 3.5 ms. With
   // AVX2 (N = 8) kvec stays: the sweep kept it at 256-2048 rows.
-  const bool oneWideVector = lanes >= 16 && g.n == lanes && g.inType == ir::ScalarType::F32 && has(schedDom, "nvec");
+  // And with few rows (M <= 16) every B of more than 8 columns (kvec's widest tile) up to two
+  // vectors, where kvec, blis or plain were the default (one Zen 5 core, default -> nvec 8 rows:
+  // 13x13x64 0.34 -> 0.16 us (kvec), 16x13x1024 4.45 -> 2.44, 16x12x128 0.63 -> 0.30, 4x12x4096
+  // 11.4 -> 3.6, 8x20x1024 2.96 -> 1.84 (blis), 13x24x256 1.07 -> 0.77, 16x31x512 2.77 -> 1.95; at
+  // 8 columns kvec stays ahead: 8x8x2048 2.13 against 2.33, 16x8x512 0.78 / 1.16; from 64 rows
+  // kvec ties or wins: 64x13x256 2.40 / 2.27, 200x12x300 7.5 / 8.2). With AVX2 the sweep found
+  // kvec best at 16x12x1024 and 8x10x512 but nvec at 13x13x256 (1.62x) and plain at 4x12x4096: no
+  // one rule there.
+  const bool nvecOverKvec = lanes >= 16 && g.inType == ir::ScalarType::F32 && has(schedDom, "nvec") &&
+                             (g.n == lanes || (g.m <= 16 && g.n > 8 && g.n < 2 * lanes));
   std::string sched;
   if (has(schedDom, "amx")) sched = "amx";
-  else if (has(schedDom, "kvec") && kvecByDefault(g, lanes) && !oneWideVector) sched = "kvec";
-  else if (has(schedDom, "nvec") && (nvecByDefault(g, lanes, t) || oneWideVector)) {
+  else if (has(schedDom, "kvec") && kvecByDefault(g, lanes) && !nvecOverKvec) sched = "kvec";
+  else if (has(schedDom, "nvec") && (nvecByDefault(g, lanes, t) || nvecOverKvec)) {
     sched = "nvec";
     // Past kNvecMaxM rows its threads split the rows: a second one pays from fewer flops.
     if (g.m > codegen::kNvecMaxM) threads = defaultThreads(t, flops, kNvecFlopsPerThread);
