@@ -10,7 +10,7 @@
 //     --quick: N = K = 1024, HI = 1024, 12 trials per tune (minutes on 2 cores); default: the full
 //     N = K = 4096, HI = 8192, 32 trials (hours on 2 cores; `--trials 12 --runs 3` about one hour
 //     on one core of a 2-core Zen 4). --runs: timed runs per trial at least (default 5).
-//     --fixed-up-to: the rule's fixed buckets may answer M 1..F (default 8; 0: shape-generic only).
+//     --fixed-up-to: the rule's fixed buckets may answer M 1..F (default 16; 0: shape-generic only).
 // The rule's kernels are JIT-compiled here with runtime M, the same lowering `tessera bundle
 // --dispatch` writes as objects; the per-shape kernels are static-shape kernels of that shape's
 // own tune (same search, same trial budget).
@@ -41,7 +41,7 @@ namespace {
 
 struct Opts {
   int64_t n = 4096, k = 4096, hi = 8192;
-  int threads = 0, trials = 32, points = 14, runs = 5, fixedUpTo = 8;
+  int threads = 0, trials = 32, points = 14, runs = 5, fixedUpTo = 16;
 };
 
 bool parse(int argc, char** argv, Opts* o) {

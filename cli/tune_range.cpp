@@ -24,7 +24,7 @@ void addRangeTuneOptions(CLI::App* tune, RangeFlags* f) {
   tune->add_option("--points", f->points, "with --m/--rows/--seq LO..HI: training points tuned at most (log-spaced)")->capture_default_str();
   tune->add_option("--fixed-up-to", f->fixedUpTo,
                    "with --m LO..HI: M from LO up to this may each get a kernel of that shape alone (nvec, plain, kvec), where "
-                   "measured faster than the shape-generic one; two M in a row where it is not end them (0: none)")
+                   "measured faster than the shape-generic one (0: none)")
       ->capture_default_str();
 }
 

@@ -17,7 +17,7 @@ struct RangeFlags {
   std::string dispatchOut;  // the rule file ("" : <kernel>.dispatch.json)
   int maxKernels = 16;
   int points = 14;          // training points at most (a range; a list tunes all of its values)
-  int fixedUpTo = 8;        // GEMM: M up to which a fixed few-row kernel may answer one size
+  int fixedUpTo = 16;       // GEMM: M up to which a fixed few-row kernel may answer one size
 };
 void addRangeTuneOptions(CLI::App* tune, RangeFlags* f);
 

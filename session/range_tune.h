@@ -42,9 +42,9 @@ struct RangeTuneSettings {
   int keepAtLeast = 8;
   // GEMM: the few-row kernels with no shape-generic form (the space's default at M = lo, lo+1, ...
   // when it is nvec, plain or kvec) measured, interleaved, against the rule's kernel at that M;
-  // each at least `fixedGain` faster answers its M alone (a fixed bucket). The walk stops at the
-  // second M in a row where it is not (the breakpoint), or above `fixedUpTo`. 0: off.
-  int64_t fixedUpTo = 8;
+  // each at least `fixedGain` faster answers its M alone (a fixed bucket). Every M up to
+  // `fixedUpTo` is tried (0: off).
+  int64_t fixedUpTo = 16;
   double fixedGain = 0.05;
   // Each boundary between two shape-generic buckets of different kernels is searched between the
   // measured points either side by halving (log scale), both kernels measured at the midpoint, at
@@ -124,7 +124,7 @@ struct RangeTuneRequest {
   uint64_t seed = 0;
   int maxKernels = 16;  // configs the rule may use
   int points = 14;      // training points at most (a list tunes all of its values)
-  int fixedUpTo = 8;    // GEMM: sizes from the range's low end that may get a fixed few-row kernel (0: none)
+  int fixedUpTo = 16;   // GEMM: sizes from the range's low end that may get a fixed few-row kernel (0: none)
   // The store (a SQLite file) and what is reused from it.
   std::string db;
   CachePolicy policy = CachePolicy::UseStored;
