@@ -34,61 +34,22 @@ struct TransferSettings {
   bool asSamples = false;           // also warm-start the cost model with the records themselves
   // The probe: this GPU's first results come from the twin without the transfer (a cold start's
   // own trials, so probing costs nothing), and the transfer leads from then on only once they
-  // show that the other GPUs' landscape agrees with this one's. It is a sequential test of rho,
-  // the mean of the rank correlations (Spearman) of the landscape's and the ranking model's scores
+  // show that the other GPUs' landscape agrees with this one's: a sequential test of rho, the
+  // mean of the rank correlations (Spearman) of the landscape's and the ranking model's scores
   // with the probe's measurements (AgreementGate says why both): from `probeTrials` results on,
   // after each batch, with the Fisher z of rho and its standard error sqrt(1.06 / (n - 3)), the
   // transfer leads when the one-sided lower bound at `probeZ` standard errors reaches
   // `probeAgreement`; the probe ends without it when the upper bound falls below that, or at
-  // `probeMaxTrials`. Why a bound and not rho itself: over 8 draws rho is noisy
-  // (standard error 0.46 in z), so two landscapes that agree at 0.46 (the convolution pair) rank
-  // 8 draws at >= 0.7 one probe in five; the bound (90 % one-sided) asks 0.81 of 8 results, 0.76
-  // of 12, 0.72 of 16, and lets a probe that is merely ambiguous look longer instead of deciding
-  // on chance.
-  // probeTrials 0: no probe; probeZ 0 with probeMaxTrials == probeTrials: one threshold on rho.
-  //
-  // Off by default (probeTrials 0): the other GPUs lead from the first batch, pooled, and the
-  // check below (`checkAfter`, `minAgreement`) drops them once this GPU's results rank unlike
-  // theirs. Why: agreement over the bulk of a space, which is what the probe can see in 8 to 16
-  // mostly slow results, says little about agreement at the top, which is what the transfer pays
-  // for. The A100 and MI250X convolution landscapes agree at 0.46 over every config (shared memory
-  // wins on one and loses on the other), yet the MI250X's own order holds configs within 95 % of
-  // the A100's best at its ranks 6, 7 and 9 once the A100 file's measurement-order configs are set
-  // aside (bench/data/README.md; the A100's own order holds the MI250X's at 12, 14, 16); the probe
-  // kept the MI250X out and the pair gained 1.16x, led from the first batch it gains 15.7x. Replay,
-  // `search_efficiency --seeds 20 --transfer` (pairs, then every GPU of each kernel), median
-  // trials to 95 %, cold -> probed -> led from the first batch: Xgemm pair 2.31x -> 4.12x (RTX
-  // 3090 63 -> 32 -> 12, 2080 Ti 124 -> 46 -> 38); Xgemm group 5.80x -> 35x; convolution group
-  // 2.16x -> 2.70x (W6600 213 -> 48 -> 22, W7800 59 -> 45 -> 30, A4000 66 -> 20 -> 13, MI250X 54 ->
-  // 22 -> 23). The one file the lead makes worse is the A100's as bundled: 101 -> 94 (probed) ->
-  // 175, its best being a measurement-order effect that no other GPU's order points at (rank 1474 of
-  // 4362 in the MI250X's); the probe kept it only because it keeps the MI250X out everywhere:
-  // with those configs set aside (`--exclude convolution_A100:read_only=1,use_padding=0,use_shmem=1`)
-  // it judges the pair as before (A100 cold 77 -> probed 74 -> led 1; MI250X 54 -> 42 -> 17).
-  // (Cold arms as of that change; a niche's failed trials counting as visits since moved the
-  // A100's cold median to 110, 74 with the configs set aside: docs/results.md's entries re-measure both.)
-  // perGpu below applies to a probe; led from the first batch, the other GPUs lead pooled.
-  // Each other GPU judged and leading on its own merit (Transfer::sources); false: all of them
-  // pooled, judged as one (what a single other GPU gets either way).
+  // `probeMaxTrials`. probeTrials 0 (the default): no probe, the other GPUs lead from the first
+  // batch, pooled, and the check below drops them once this GPU's results rank unlike theirs;
+  // probeZ 0 with probeMaxTrials == probeTrials: one threshold on rho.
+  // With a probe: each other GPU judged and leading on its own (perGpu), the probe's rho from the
+  // landscape alone (probeModels), each test at the uncorrected level (probeCorrected).
+  // Why each default is what it is, with the replays: docs/search-notes.md ("The transfer's
+  // settings").
   bool perGpu = true;
-  // What the probe's rho is: the landscape's rank correlation with this GPU's results, or the mean
-  // of the landscape's and the ranking model's. The ranking model's graded labels tie the slow
-  // bulk (below ~30 % of its GPU's best: one grade), so on a space whose first results are mostly
-  // slow it ranks them by noise: a Radeon W6600's first 16 results (most at 1-5 % of its best),
-  // where the MI250X's landscape agrees at 0.5-0.8, its ranking model at 0.0-0.5, although the
-  // MI250X's order holds the W6600's best in its top 4 (led by it from the first batch, the W6600
-  // needs 2 trials instead of 330). Measured over 20 seeds (search_efficiency --transfer): the
-  // landscape alone, RTX 3090 40 -> 32 and RTX 2080 Ti 49.5 -> 46; the convolution pair's medians
-  // unchanged (their chance agreements are what the bound, not the ranking model, keeps out).
   enum class ProbeModels { Landscape, Both };
   ProbeModels probeModels = ProbeModels::Landscape;
-  // With several other GPUs, each GPU's test at the Sidak-corrected level (5 GPUs: z 2.04 for
-  // 1.28), so that any GPU that disagrees passes by chance no more often than one alone would.
-  // Off by default, measured (40 seeds, each convolution file from the other five): corrected,
-  // GPUs that agree pass later or not at all (the MI250X, which orders the W6600's best in its top
-  // 4, passes on few W6600 seeds: 327.5 -> 214 instead of 82), group 1.72x instead of ~2.1x;
-  // uncorrected, chance leads cost the A100 more (90 -> 166 instead of 137: the A100 loses either
-  // way, its best being a measurement-order effect no other GPU's order points at).
   bool probeCorrected = false;
   int probeTrials = 0;  // 8 with a probe (the tests of the probe set it)
   int probeMaxTrials = 16;
@@ -99,18 +60,9 @@ struct TransferSettings {
   // twin that learns from the same results without the score (0: never checked).
   int checkAfter = 8;
   double minAgreement = 0.4;
-  // Once they lead, the other GPUs may stop leading when they stop paying: after `staleAfter`
-  // results in a row without a new best here, the search goes on as without them (its twin has
-  // learnt every result; 0: never, the default). Measured and left off: agreement over the bulk
-  // does not promise the top (the A100's fastest convolution config, a measurement-order effect,
-  // bench/data/README.md, is not among the RTX A4000's and A6000's best although they agree with
-  // the A100 at 0.89 and 0.84), but handing over does not win the lost trials back (A100 from the
-  // other five GPUs, 20 seeds, 16 results: 152 -> 141, cold 94) and costs the pairs where the lead
-  // improves slowly (RTX 2080 Ti from the 3090: 49.5 -> 80).
+  // Once they lead, the other GPUs may stop leading after `staleAfter` results in a row without
+  // a new best here (its twin has learnt every result; 0: never, the default).
   int staleAfter = 0;
-  // Measured and not kept (2026-11-27): a hedge, one proposal in four of each batch from the search
-  // without them while they lead (its model learning every result): the A100 as bundled 175 -> 132
-  // (cold 110: still worse), the MI250X 23 -> 46 (20 seeds, the pair).
   uint64_t seed = 0;
   costmodel::ModelSettings model;   // the transfer model's (seed and threads come from here)
 };
