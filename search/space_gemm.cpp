@@ -102,7 +102,27 @@ bool gemvPastL2(const ir::GemmInfo& g, const TargetDesc& t) {
   return g.m <= 2 && double(ir::byteSize(g.inType)) * double(g.k * g.n) > double(t.l2Bytes);
 }
 
+// B one 512-bit vector wide (N = 16 f32): nvec's tile of MR rows x one vector, MR elements of A
+// broadcast against one load of B, runs at the FMA pipes' rate where kvec spends a reduction on
+// every element of C. One Zen 5 core, kvec default against nvec 8 x 1 (`tessera run`, one run
+// each): 8x16x2048 8.8 against 2.4 us, 16x16x1024 5.4 / 2.6, 32x16x512 3.9 / 2.3, 64x16x1024
+// 12.9 / 9.5, 100x16x300 5.0 / 4.1, 256x16x256 10.6 / 8.5, 512x16x512 39.7 / 35.3, 128x16x2048
+// 52 / 37.5, 2048x16x128 43 / 33.5, 1024x16x1024 169 / 160, 4096x16x4096 6.4 / 3.5 ms. With
+// AVX2 (N = 8) kvec stays: the sweep kept it at 256-2048 rows.
+// And with few rows (M <= 16) every B of more than 8 columns (kvec's widest tile) up to two
+// vectors, where kvec, blis or plain were the default (one Zen 5 core, default -> nvec 8 rows:
+// 13x13x64 0.34 -> 0.16 us (kvec), 16x13x1024 4.45 -> 2.44, 16x12x128 0.63 -> 0.30, 4x12x4096
+// 11.4 -> 3.6, 8x20x1024 2.96 -> 1.84 (blis), 13x24x256 1.07 -> 0.77, 16x31x512 2.77 -> 1.95; at
+// 8 columns kvec stays ahead: 8x8x2048 2.13 against 2.33, 16x8x512 0.78 / 1.16; from 64 rows
+// kvec ties or wins: 64x13x256 2.40 / 2.27, 200x12x300 7.5 / 8.2). With AVX2 the sweep found
+// kvec best at 16x12x1024 and 8x10x512 but nvec at 13x13x256 (1.62x) and plain at 4x12x4096: no
+// one rule there.
+bool nvecOverKvec(const ir::GemmInfo& g, int64_t lanes) {
+  return lanes >= 16 && g.inType == ir::ScalarType::F32 && (g.n == lanes || (g.m <= 16 && g.n > 8 && g.n < 2 * lanes));
+}
+
 bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t) {
+  if (nvecOverKvec(g, lanes)) return true;
   const double bytes = double(ir::byteSize(g.inType)) * double(g.m * g.k + g.k * g.n) + 4.0 * double(g.m * g.n);
   if (t.simdBits < 512 && gemvPastL2(g, t)) return false;
   if (g.n < 2 * lanes) return false;
@@ -174,10 +194,8 @@ NvecTile nvecTile(const TargetDesc& t, const ir::GemmInfo& g, int64_t lanes, con
   // 64x16x1024 11.6 / 9.5, 128x16x2048 46.4 / 37.5; at K = 300 14 rows ran 3.8 us, 8 4.1).
   const int64_t span = 4096, ways = std::max<int64_t>(4, t.l1dBytes / span);
   const int64_t rowBytes = g.transA ? 0 : ir::byteSize(g.inType) * g.k;
-  auto rowsPerSet = [&](int64_t mr) {
-    const int64_t gcd = rowBytes ? std::gcd(rowBytes % span ? rowBytes % span : span, span) : 0;
-    return gcd >= 64 ? ceilDiv(mr, span / gcd) : 1;
-  };
+  const int64_t gcd = rowBytes ? std::gcd(rowBytes % span ? rowBytes % span : span, span) : 0;
+  auto rowsPerSet = [&](int64_t mr) { return gcd >= 64 ? ceilDiv(mr, span / gcd) : 1; };
   NvecTile best;
   double bestScore = -1;
   int64_t bestMr = 0, bestNv = 0;
@@ -396,27 +414,10 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   if (has(schedDom, "nvec"))
     for (int64_t v : {1, 2, 3, 4, 6, 8})
       if (v == 1 || (v - 1) * lanes < g.n) nvDom.push_back(v);
-  // B one 512-bit vector wide (N = 16 f32): nvec's tile of MR rows x one vector, MR elements of A
-  // broadcast against one load of B, runs at the FMA pipes' rate where kvec spends a reduction on
-  // every element of C. One Zen 5 core, kvec default against nvec 8 x 1 (`tessera run`, one run
-  // each): 8x16x2048 8.8 against 2.4 us, 16x16x1024 5.4 / 2.6, 32x16x512 3.9 / 2.3, 64x16x1024
-  // 12.9 / 9.5, 100x16x300 5.0 / 4.1, 256x16x256 10.6 / 8.5, 512x16x512 39.7 / 35.3, 128x16x2048
-  // 52 / 37.5, 2048x16x128 43 / 33.5, 1024x16x1024 169 / 160, 4096x16x4096 6.4 / 3.5 ms. With
-  // AVX2 (N = 8) kvec stays: the sweep kept it at 256-2048 rows.
-  // And with few rows (M <= 16) every B of more than 8 columns (kvec's widest tile) up to two
-  // vectors, where kvec, blis or plain were the default (one Zen 5 core, default -> nvec 8 rows:
-  // 13x13x64 0.34 -> 0.16 us (kvec), 16x13x1024 4.45 -> 2.44, 16x12x128 0.63 -> 0.30, 4x12x4096
-  // 11.4 -> 3.6, 8x20x1024 2.96 -> 1.84 (blis), 13x24x256 1.07 -> 0.77, 16x31x512 2.77 -> 1.95; at
-  // 8 columns kvec stays ahead: 8x8x2048 2.13 against 2.33, 16x8x512 0.78 / 1.16; from 64 rows
-  // kvec ties or wins: 64x13x256 2.40 / 2.27, 200x12x300 7.5 / 8.2). With AVX2 the sweep found
-  // kvec best at 16x12x1024 and 8x10x512 but nvec at 13x13x256 (1.62x) and plain at 4x12x4096: no
-  // one rule there.
-  const bool nvecOverKvec = lanes >= 16 && g.inType == ir::ScalarType::F32 && has(schedDom, "nvec") &&
-                             (g.n == lanes || (g.m <= 16 && g.n > 8 && g.n < 2 * lanes));
   std::string sched;
   if (has(schedDom, "amx")) sched = "amx";
-  else if (has(schedDom, "kvec") && kvecByDefault(g, lanes) && !nvecOverKvec) sched = "kvec";
-  else if (has(schedDom, "nvec") && (nvecByDefault(g, lanes, t) || nvecOverKvec)) {
+  else if (has(schedDom, "kvec") && kvecByDefault(g, lanes) && !(has(schedDom, "nvec") && nvecOverKvec(g, lanes))) sched = "kvec";
+  else if (has(schedDom, "nvec") && nvecByDefault(g, lanes, t)) {
     sched = "nvec";
     // Past kNvecMaxM rows its threads split the rows: a second one pays from fewer flops.
     if (g.m > codegen::kNvecMaxM) threads = defaultThreads(t, flops, kNvecFlopsPerThread);
