@@ -5,7 +5,7 @@
  * which libomp.so.5 provides. In a process that already runs GNU OpenMP (a PyTorch model, a
  * program built with gcc -fopenmp) that makes two thread teams on the same cores: each spins
  * after its parallel regions while the other wants the cores, or sleeps and pays a wake-up per
- * call (~350 us on a 2-core VM, docs/results.md, PyTorch). Linked into the bundle instead of
+ * call (~350 us on a 2-core VM, docs/journal.md, PyTorch). Linked into the bundle instead of
  * -l:libomp.so.5, this file defines those six entry points and runs each parallel region through
  * GOMP_parallel, on the team the process already has. The kernels are unchanged: each region's
  * iterations are split as libomp's static schedule splits them, so the results are identical.

@@ -17,7 +17,7 @@ as given by the GEMM with B transposed; with ``keep_weights=True`` (``patch``, `
 per weight, remade when the weight's version, memory, shape, dtype or device changes), which
 ``record`` and ``tune_model`` then put in host bundles; a bundle with only the GEMM reading the
 weight as given runs that one. Not the default: on a Sapphire Rapids core it paid for fc2's
-K = 1024 and lost for qkv's K = 256 (docs/results.md, PyTorch).
+K = 1024 and lost for qkv's K = 256 (docs/journal.md, PyTorch).
 CUDA tensors run the bundle's GPU kernels for the device's chip, enqueued by the C runtime on
 torch's current stream (``_torch_cuda``: no synchronisation, no host copy, outputs and workspace
 from torch's caching allocator; capturable in a CUDA graph); a bundle with GPU code for other chips
@@ -59,7 +59,7 @@ from .errors import InvalidArgumentError
 # cores: libomp's workers spin for 200 ms after each parallel kernel by default (KMP_BLOCKTIME),
 # holding the cores torch's next op (a LayerNorm, a residual add) needs: the GPT block of
 # bench/torch_model_bench.py on two Sapphire Rapids cores took a median 8.4 ms with Tessera's
-# kernels against eager torch's 1.6 ms; with KMP_BLOCKTIME=0 2.3 ms (docs/results.md, PyTorch). So
+# kernels against eager torch's 1.6 ms; with KMP_BLOCKTIME=0 2.3 ms (docs/journal.md, PyTorch). So
 # such a load sets KMP_BLOCKTIME=0 unless the user set it (libomp reads it when it starts: the
 # process's first parallel region). Tuning runs without that setting (_tuning_env): a kernel on
 # torch's team finds it awake between ops, as the tuner's back-to-back calls find libomp's

@@ -308,7 +308,7 @@ double residentMiB() {
 // with the process once they were answered: 1.25 GB idle after sixteen 15 MiB bodies. Now the gate
 // hands it back once no body is in flight, and shrinks the connection's buffer. Four 4 MiB bodies
 // of small objects (each a JSON tree of about 100 MiB) at once; half a second later the process
-// holds at most 48 MiB more than before them. The control (trim_after_bytes = 0) is the before, measured in docs/results.md.
+// holds at most 48 MiB more than before them. The control (trim_after_bytes = 0) is the before, measured in docs/journal.md.
 TEST(Round4Memory, TheHeapIsHandedBackAfterLargeBodies) {
   ServerOptions o = test::testOptions();
   if (std::getenv("TESSERA_TEST_NO_TRIM")) o.http.trim_after_bytes = 0;  // the control, by hand
