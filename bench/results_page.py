@@ -1,22 +1,32 @@
 #!/usr/bin/env python3
-"""Writes docs/results.md's generated sections from the benches' JSON outputs, with SVG plots.
+"""Writes docs/results.md whole from the benches' JSON outputs, with SVG plots.
 
 A bench run with `--json FILE` (build/bench/search_efficiency: trials per table and seed;
 build/bench/gemm_bench: GFLOP/s per shape with the host, its peak and its load;
 build/bench/small_shapes_bench: the default's and a short sweep's best time per small or skinny shape
-against OpenBLAS) leaves its figures as data;
-this script turns each such file into a section of docs/results.md between the markers
+against OpenBLAS; build/bench/shape_range_bench: per M of a range the dispatch rule's kernel time,
+the per-shape best and OpenBLAS's; build/bench/attention_bench: per shape Tessera's time and the
+unfused OpenBLAS path's, torch's where it ran) leaves its figures as data in docs/results/NAME.json.
+This script writes the page from that folder alone: a fixed preamble (PREAMBLE: what the page is,
+that each section states its host and load, the command that rewrites it, the link to the dated
+lab notebook docs/journal.md), then one section per JSON file in the order SECTIONS defines, each
+between the markers
 
     <!-- results_page: NAME begin -->  ...  <!-- results_page: NAME end -->
 
-(NAME: the JSON file's name without .json) and, with --svg, draws its plot next to the JSON file
-(NAME.svg) with matplotlib. The markdown is computed from the JSON alone (no clock, no host), so
-`--check` can tell, without matplotlib, whether docs/results.md says what the committed JSON says.
+and, with --svg, draws each section's plot next to its JSON file (NAME.svg) with matplotlib.
+Nothing on the page is written by hand. The markdown is computed from the JSON alone (no clock,
+no host), so `--check` can tell, without matplotlib, whether docs/results.md is exactly what the
+committed JSON says: a section that differs, a section whose JSON is gone, a hand edit anywhere
+else on the page and a plot the page links to that is missing each fail it (exit 1); a JSON file
+that is not a bench's output, whose figures contradict each other, or that has no place in
+SECTIONS is refused (exit 2).
 
-  python3 bench/results_page.py docs/results/search_efficiency.json            # rewrite the section
-  build/pyenv/bin/python bench/results_page.py --svg docs/results/search_efficiency.json   # and the plot
-  python3 bench/results_page.py --check docs/results/search_efficiency.json    # exit 1 if they differ
-  python3 bench/results_page.py --check docs/results     # every JSON there, and no section without one
+  python3 bench/results_page.py docs/results                          # rewrite the page
+  build/pyenv/bin/python bench/results_page.py --svg docs/results     # and every plot
+  build/pyenv/bin/python bench/results_page.py --svg docs/results/gemm_f32_1t.json   # the page, one plot
+  python3 bench/results_page.py --check docs/results                  # exit 1 if the page differs
+  python3 bench/results_page.py --self-test                           # the checks against made-up pages
 
 matplotlib is in the build's venv (build/pyenv, made by scripts/python_env.sh from
 python/requirements-test.txt); `--svg` says so in one line when the interpreter cannot import it.
@@ -61,9 +71,13 @@ def load(path):
         return load_gemm(path, doc)
     if doc.get("bench") == "small_shapes":
         return load_small(path, doc)
+    if doc.get("bench") == "shape_range":
+        return load_range(path, doc)
+    if doc.get("bench") == "attention":
+        return load_attention(path, doc)
     if doc.get("bench") != "search_efficiency":
-        raise PageError(f"{path}: not the --json output of search_efficiency, gemm_bench or small_shapes_bench (its \"bench\" is "
-                        f"{doc.get('bench')!r})")
+        raise PageError(f"{path}: not the --json output of search_efficiency, gemm_bench, small_shapes_bench, shape_range_bench "
+                        f"or attention_bench (its \"bench\" is {doc.get('bench')!r})")
     tables = doc.get("tables")
     if not isinstance(tables, list) or not tables:
         raise PageError(f"{path}: no tables")
@@ -114,6 +128,208 @@ def load_small(path, doc):
         if not all(isinstance(x, (int, float)) and x > 0 for x in nums):
             raise PageError(f"{path}: {r['kernel']}: times and ratios must be positive numbers")
     return doc
+
+
+def load_range(path, doc):
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise PageError(f"{path}: no rows")
+    for key in ("n", "k", "hi", "threads", "trials", "points", "runs", "fixed_up_to", "host", "anchor", "load", "rule"):
+        if key not in doc:
+            raise PageError(f"{path}: no \"{key}\"")
+    if not doc["rule"].get("buckets") or not doc["rule"].get("configs"):
+        raise PageError(f"{path}: a rule without buckets or kernels")
+    for r in rows:
+        if "m" not in r:
+            raise PageError(f"{path}: a row without \"m\"")
+        if "failed" in r:
+            continue
+        for key in ("bucket", "fixed", "rule_us", "shape_us", "blas_us", "regret", "shape_config", "checked"):
+            if key not in r:
+                raise PageError(f"{path}: M={r['m']}: a row without \"{key}\"")
+        if not all(isinstance(r[k], (int, float)) and r[k] > 0 for k in ("rule_us", "shape_us", "blas_us")):
+            raise PageError(f"{path}: M={r['m']}: times must be positive numbers")
+        # The regret is recomputed from the two times, so that a hand edit of one cannot pass.
+        if abs(r["rule_us"] / r["shape_us"] - 1 - r["regret"]) > 1e-6:
+            raise PageError(f"{path}: M={r['m']}: its regret {r['regret']} is not rule_us / shape_us - 1")
+    if not any("failed" not in r for r in rows):
+        raise PageError(f"{path}: every row failed")
+    return doc
+
+
+def load_attention(path, doc):
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise PageError(f"{path}: no rows")
+    for key in ("dtype", "threads", "rounds", "host", "anchor", "load"):
+        if key not in doc:
+            raise PageError(f"{path}: no \"{key}\"")
+    for r in rows:
+        for key in ("shape", "heads", "seq", "dim", "causal", "tessera_ms", "tessera_gflops", "anchor_ms", "anchor_gflops",
+                    "peak_gflops", "checked"):
+            if key not in r:
+                raise PageError(f"{path}: a row without \"{key}\"")
+        nums = [r[k] for k in ("tessera_ms", "tessera_gflops", "anchor_ms", "anchor_gflops", "peak_gflops", "torch_ms") if k in r]
+        if not all(isinstance(x, (int, float)) and x > 0 for x in nums):
+            raise PageError(f"{path}: {r['shape']}: times and GFLOP/s must be positive numbers")
+    return doc
+
+
+def load_line(doc):
+    """The run's load in one sentence, the same for every bench: a busy run says its ratios are uncertain."""
+    ld = doc["load"]
+    return (f"Load {ld['before']:.2f} before, {ld['after']:.2f} after on {ld['cores']} cores, control {ld['control']:.2f}x, "
+            f"worst p80/p20 {ld['worst_p80_p20']:.2f}x"
+            + (": **measured under load, the ratios are uncertain**." if ld.get("busy") else " (quiet)."))
+
+
+def threads_word(t):
+    return f"{t} thread{'s' if t > 1 else ''}"
+
+
+def range_command(doc, json_rel):
+    opts = f"--n {doc['n']} --k {doc['k']} --hi {doc['hi']} --threads {doc['threads']} --trials {doc['trials']} " \
+           f"--points {doc['points']} --runs {doc['runs']}"
+    if doc["fixed_up_to"] != 16:
+        opts += f" --fixed-up-to {doc['fixed_up_to']}"
+    return f"build/bench/shape_range_bench {opts} --json {json_rel}"
+
+
+def range_markdown(doc, json_rel, svg_rel):
+    """A shape_range_bench run: its machine and load, the rule, the regret and the OpenBLAS ratio's
+    geometric means and worst rows, the plot, and a row per M."""
+    rule = doc["rule"]
+    rows = [r for r in doc["rows"] if "failed" not in r]
+    failed = [r for r in doc["rows"] if "failed" in r]
+    out = [f"Written by `bench/results_page.py` from `{json_rel}` (do not edit by hand: rerun the",
+           f"script). Measured with `{range_command(doc, json_rel)}` on {doc['host']} ({doc.get('arch', '?')}), "
+           f"{threads_word(doc['threads'])}: GEMM {doc.get('dtype', 'f32')}, N = {doc['n']}, K = {doc['k']}, M = 1..{doc['hi']} "
+           f"log-spaced. The rule (`tessera tune --m 1..{doc['hi']}`: shape-generic kernels, and fixed-shape ones for M up to "
+           f"{doc['fixed_up_to']} where they measured faster) is tuned from at most {doc['points']} training points; each M's "
+           f"per-shape best is that shape's own tune, {doc['trials']} trials (at least {doc['runs']} timed runs each) as the rule's. "
+           f"Regret: rule time / per-shape time - 1; OpenBLAS / rule above 1: the rule's kernel is faster. Anchor "
+           f"{doc['anchor']} in the same process, interleaved. {load_line(doc)}", ""]
+    reg = geomean([1 + r["regret"] for r in rows]) - 1
+    worst = max(rows, key=lambda r: r["regret"])
+    over = sum(1 for r in rows if r["regret"] > 0.10)
+    bl = geomean([r["blas_us"] / r["rule_us"] for r in rows])
+    wb = min(rows, key=lambda r: r["blas_us"] / r["rule_us"])
+    below = sum(1 for r in rows if r["blas_us"] < r["rule_us"])
+    out.append(f"Regret: geometric mean **{reg * 100:.1f} %** over {len(rows)} shapes (goal: within 10 %), worst "
+               f"{worst['regret'] * 100:.1f} % (M = {worst['m']}), {over} over 10 %. OpenBLAS / rule: geometric mean "
+               f"**{bl:.2f}x**, worst {wb['blas_us'] / wb['rule_us']:.2f}x (M = {wb['m']}), {below} below 1.0x. "
+               f"The rule: {len(rule['buckets'])} bucket{'s' if len(rule['buckets']) > 1 else ''}, "
+               f"{len(rule['configs'])} kernel{'s' if len(rule['configs']) > 1 else ''}."
+               + (f" {len(failed)} shape{'s' if len(failed) > 1 else ''} failed: "
+                  + ", ".join(f"M = {r['m']} ({r['failed']})" for r in failed) + "." if failed else ""))
+    out += ["", f"![GFLOP/s and regret against M: the rule, the per-shape best and OpenBLAS]({svg_rel})", ""]
+    out.append("| bucket | M | kernel | fixed |")
+    out.append("|---|---|---|---|")
+    for i, b in enumerate(rule["buckets"]):
+        out.append(f"| {i} | {b['lo']}..{b['hi']} | `{rule['configs'][b['config']]}` | {'yes' if b['fixed'] else 'no'} |")
+    out.append("")
+    head = ["M", "bucket", "rule us", "per-shape us", "regret", "OpenBLAS us", "OpenBLAS / rule", "per-shape config", "checked"]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---|" * len(head))
+    us = lambda x: f"{x:.3g}" if x < 10 else f"{x:.4g}" if x < 1e4 else f"{x:.0f}"
+    for r in doc["rows"]:
+        if "failed" in r:
+            out.append(f"| {r['m']} | - | - | - | - | - | - | {r['failed']} failed | - |")
+            continue
+        out.append(f"| {r['m']} | {r['bucket']}{' (fixed)' if r['fixed'] else ''} | {us(r['rule_us'])} | {us(r['shape_us'])} | "
+                   f"{r['regret'] * 100:.1f} % | {us(r['blas_us'])} | {r['blas_us'] / r['rule_us']:.2f}x | "
+                   f"`{r['shape_config']}` | {'ok' if r['checked'] else 'WRONG'} |")
+    return "\n".join(out) + "\n"
+
+
+def draw_range(doc, svg_path, plt):
+    rows = [r for r in doc["rows"] if "failed" not in r]
+    ms = [r["m"] for r in rows]
+    gf = lambda r, key: 2.0 * r["m"] * doc["n"] * doc["k"] / r[key] * 1e-3  # us -> GFLOP/s
+    fig, (top, bot) = plt.subplots(2, 1, figsize=(7, 5), sharex=True, gridspec_kw={"height_ratios": [3, 1.4]})
+    top.plot(ms, [gf(r, "rule_us") for r in rows], marker="o", markersize=3, label="the rule", color="C0")
+    top.plot(ms, [gf(r, "shape_us") for r in rows], marker="s", markersize=3, label="per-shape best", color="C2")
+    top.plot(ms, [gf(r, "blas_us") for r in rows], marker="^", markersize=3, label=doc["anchor"], color="C1")
+    top.set_xscale("log")
+    top.set_yscale("log")
+    top.set_ylabel("GFLOP/s", fontsize=8)
+    top.legend(fontsize=7, loc="lower right")
+    top.grid(True, which="major", linewidth=0.3)
+    top.set_title(f"one rule for M = 1..{doc['hi']}, N = {doc['n']}, K = {doc['k']}, {threads_word(doc['threads'])}, "
+                  f"{doc['host']}", fontsize=8)
+    reg = [r["regret"] * 100 for r in rows]
+    bot.bar(ms, reg, width=[m * 0.25 for m in ms], color=["#c0504d" if v > 10 else "#3b6ea5" for v in reg])
+    bot.axhline(10, color="gray", linestyle="--", linewidth=0.8)
+    bot.axhline(0, color="black", linewidth=0.5)
+    bot.set_ylabel("regret %", fontsize=8)
+    bot.set_xlabel("M (log scale); dashed: the 10 % goal; dotted: the rule's bucket edges", fontsize=8)
+    for b in doc["rule"]["buckets"][1:]:
+        for ax in (top, bot):
+            ax.axvline(b["lo"], color="gray", linestyle=":", linewidth=0.6)
+    bot.grid(True, axis="y", linewidth=0.3)
+    fig.tight_layout()
+    fig.savefig(svg_path, metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+
+
+def attention_markdown(doc, json_rel, svg_rel):
+    """An attention_bench run: its machine and load, a row per shape against the unfused OpenBLAS
+    path (and torch where it ran), and the plot."""
+    t = doc["threads"]
+    cmd = f"build/bench/attention_bench --dtype {doc['dtype']} --threads {t} --json {json_rel}" + \
+          (f" {doc['rounds']}" if doc["rounds"] != 5 else "")
+    torch = any("torch_ms" in r for r in doc["rows"])
+    out = [f"Written by `bench/results_page.py` from `{json_rel}` (do not edit by hand: rerun the",
+           f"script). Measured with `{cmd}` on {doc['host']} ({doc.get('arch', '?')}), {threads_word(t)}, batch 1: the "
+           f"default FlashAttention kernel (or the tuned one, where the row says so) against the anchor {doc['anchor']} "
+           f"in the same process, interleaved, its fastest call of {doc['rounds']} rounds per side"
+           + (", and torch's scaled_dot_product_attention timed in its own process right before" if torch
+              else "; no torch column (no bench/.venv with torch)")
+           + ". The unfused path computes all S x S scores, causal or not; GFLOP/s count 4 H S^2 D (causal Tessera: the "
+           f"visible pairs only). {load_line(doc)}", "",
+           f"![ms per shape: Tessera, the unfused anchor{', torch' if torch else ''}]({svg_rel})", ""]
+    head = ["shape", "config", "Tessera ms", "GFLOP/s", "unfused ms", "GFLOP/s", "unfused / Tessera"]
+    if torch:
+        head += ["torch ms", "torch / Tessera"]
+    head += ["of peak", "checked"]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---|" * len(head))
+    for r in doc["rows"]:
+        share = r["tessera_gflops"] / r["peak_gflops"]
+        cells = [r["shape"], r.get("config_kind", "?"), f"{r['tessera_ms']:.2f}", f"{r['tessera_gflops']:.1f}",
+                 f"{r['anchor_ms']:.2f}", f"{r['anchor_gflops']:.1f}", f"{r['anchor_ms'] / r['tessera_ms']:.2f}x"]
+        if torch:
+            cells += [f"{r['torch_ms']:.2f}", f"{r['torch_ms'] / r['tessera_ms']:.2f}x"] if "torch_ms" in r else ["-", "-"]
+        cells += [f"{share * 100:.1f} %" if share <= 1 else f"{share * 100:.0f} %*", "ok" if r["checked"] else "WRONG"]
+        out.append("| " + " | ".join(cells) + " |")
+    if any(r["tessera_gflops"] > r["peak_gflops"] for r in doc["rows"]):
+        out.append("")
+        out.append("\\* above the measured peak: no kernel beats the hardware, so the probe read the peak low.")
+    out.append("")
+    out.append("Configs: " + "; ".join(f"{r['shape']}: `{r['config']}`" for r in doc["rows"] if "config" in r) + ".")
+    return "\n".join(out) + "\n"
+
+
+def draw_attention(doc, svg_path, plt):
+    rows = doc["rows"]
+    series = [("Tessera", "tessera_ms", "C0"), ("unfused (OpenBLAS)", "anchor_ms", "C1")]
+    if any("torch_ms" in r for r in rows):
+        series.append(("torch SDPA", "torch_ms", "C2"))
+    fig, ax = plt.subplots(figsize=(7, 0.55 * len(rows) * len(series) / 2 + 1.4))
+    h = 0.8 / len(series)
+    for i, (name, key, color) in enumerate(series):
+        ys = [j + i * h for j, r in enumerate(rows) if key in r]
+        ax.barh(ys, [r[key] for r in rows if key in r], height=h, color=color, label=name)
+    ax.set_yticks([j + h * (len(series) - 1) / 2 for j in range(len(rows))])
+    ax.set_yticklabels([r["shape"] for r in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("ms, fastest call (shorter is faster)", fontsize=8)
+    ax.set_title(f"attention forward {doc['dtype']}, {threads_word(doc['threads'])}, {doc['host']}", fontsize=8)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, axis="x", linewidth=0.3)
+    fig.tight_layout()
+    fig.savefig(svg_path, metadata={"Date": None, "Creator": None})
+    plt.close(fig)
 
 
 def small_command(doc, json_rel):
@@ -293,6 +509,10 @@ def section_markdown(doc, json_rel, svg_rel):
         return gemm_markdown(doc, json_rel, svg_rel)
     if doc["bench"] == "small_shapes":
         return small_markdown(doc, json_rel, svg_rel)
+    if doc["bench"] == "shape_range":
+        return range_markdown(doc, json_rel, svg_rel)
+    if doc["bench"] == "attention":
+        return attention_markdown(doc, json_rel, svg_rel)
     cols = column_names(doc)
     out = []
     out.append(f"Written by `bench/results_page.py` from `{json_rel}` (do not edit by hand: rerun the")
@@ -349,16 +569,73 @@ def markers(name):
     return f"<!-- results_page: {name} begin -->", f"<!-- results_page: {name} end -->"
 
 
-def splice(page, name, body):
-    """`page` with the section `name` replaced by `body` (appended at the end when it has none)."""
-    begin, end = markers(name)
-    b, e = page.find(begin), page.find(end)
-    if (b < 0) != (e < 0) or (b >= 0 and e < b):
-        raise PageError(f"the results page has one of the markers of {name} without the other")
-    block = f"{begin}\n{body}{end}"
-    if b < 0:
-        return page.rstrip("\n") + "\n\n" + block + "\n"
-    return page[:b] + block + page[e + len(end):]
+# The page's sections, in its order: (heading, [(NAME, subheading or None)]), NAME being
+# docs/results/NAME.json. A JSON file not named here has no place on the page and is refused; a
+# name without its file is left out (with its heading when the whole group is).
+SECTIONS = (
+    ("Host GEMM: the default kernel against OpenBLAS", (("gemm_f32_1t", "GEMM f32, one thread"),
+                                                        ("gemm_f32_2t", "GEMM f32, two threads"))),
+    ("Host GEMM: small and skinny shapes against OpenBLAS", (("small_gemm_1t", "Small and skinny GEMMs, one thread"),
+                                                             ("small_gemm_2t", "Small and skinny GEMMs, two threads"))),
+    ("Shape ranges: one rule for every M", (("shape_range_1t", "The range rule, one thread"),
+                                            ("shape_range_2t", "The range rule, two threads"))),
+    ("Host attention against the unfused OpenBLAS path", (("attention_f32_1t", "Attention f32, one thread"),
+                                                          ("attention_f32_2t", "Attention f32, two threads"))),
+    ("Search efficiency: the current replay", (("search_efficiency", None),)),
+)
+PLACED = [name for _, names in SECTIONS for name, _ in names]
+
+PREAMBLE = """# Measured results
+
+This page is written whole by `bench/results_page.py` from the benches' `--json` outputs kept in
+`docs/results/` (one section per file, with its plot drawn by matplotlib); nothing on it is written
+by hand, and the `docs_results_page` test fails when it says anything other than what those files
+say. Each section names the bench command that measured it, the host it ran on and the machine's
+load before and after the run, with the control's slowdown: a section measured under load says
+that its ratios are uncertain. Ratios are against anchors measured in the same process,
+interleaved.
+
+The dated history of these and every other measurement (GPUs, PyTorch, the search's settings, the
+emulator, the cache service, build and test times) is the lab notebook, [journal.md](journal.md).
+
+To refresh a section, rerun the command it names (that rewrites its JSON file), then write the page
+and the plots again:
+
+<!-- doc-test: skip: rewrites the committed page; bench/results_page.py --self-test writes and checks a page -->
+```sh
+build/pyenv/bin/python bench/results_page.py --svg docs/results
+python3 bench/results_page.py --check docs/results   # what the docs_results_page test runs
+```
+"""
+
+
+def slug(heading):
+    """The anchor a Markdown renderer gives a heading (GitHub's rule: lower case, punctuation
+    dropped, spaces to hyphens)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def render(docs, json_rel, svg_rel):
+    """The whole page from `docs` (NAME: its JSON) in SECTIONS' order; `json_rel(NAME)` and
+    `svg_rel(NAME)` name the JSON file and the plot as the page shows them."""
+    unplaced = sorted(n for n in docs if n not in PLACED)
+    if unplaced:
+        raise PageError(f"{', '.join(n + '.json' for n in unplaced)}: no place on the page (add it to SECTIONS in "
+                        "bench/results_page.py)")
+    out, contents = [PREAMBLE], []
+    for heading, names in SECTIONS:
+        here = [(n, sub) for n, sub in names if n in docs]
+        if not here:
+            continue
+        contents.append(f"- [{heading}](#{slug(heading)})")
+        out.append(f"## {heading}\n")
+        for name, sub in here:
+            if sub:
+                out.append(f"### {sub}\n")
+            begin, end = markers(name)
+            out.append(f"{begin}\n{section_markdown(docs[name], json_rel(name), svg_rel(name))}{end}\n")
+    out.insert(1, "Sections:\n\n" + "\n".join(contents) + "\n")
+    return "\n".join(out)
 
 
 def current(page, name):
@@ -383,6 +660,10 @@ def draw(doc, svg_path):
         return draw_gemm(doc, svg_path, plt)
     if doc["bench"] == "small_shapes":
         return draw_small(doc, svg_path, plt)
+    if doc["bench"] == "shape_range":
+        return draw_range(doc, svg_path, plt)
+    if doc["bench"] == "attention":
+        return draw_attention(doc, svg_path, plt)
     tables = sorted(doc["tables"], key=lambda t: (t["split"] != "development", t["table"]))
     evo = "evolutionary"
     tables = [t for t in tables if evo in t["columns"]]
@@ -440,11 +721,13 @@ def convergence_path(svg_path):
 
 
 def self_test():
-    """The script against made-up inputs: a section written is one --check accepts; an edited page,
-    an edited trial count, a median that is not its trials' and a lone marker are each caught; the
-    plot (when matplotlib imports) names every table and is the same bytes when drawn twice."""
+    """The script against made-up inputs: a page written is one --check accepts, in SECTIONS' order
+    with the preamble; an edited section, a hand edit outside the sections, an edited trial count, a
+    section whose JSON is gone and a missing plot are each caught; a median that is not its trials',
+    a regret that is not its times', a non-positive time and a JSON with no place on the page are
+    refused; each bench's rows are written as they should be; the plots (when matplotlib imports)
+    name what they show and are the same bytes when drawn twice."""
     import copy
-    import shutil
     import subprocess
     import tempfile
     doc = {"bench": "search_efficiency", "options": "--seeds 3", "seeds": 3, "first_seed": 0, "target": 0.95,
@@ -454,146 +737,207 @@ def self_test():
                               "random": {"median": 100.0, "p90": 300.0}, "cold_cap": {"median": 5.0, "p90": 5.0},
                               "columns": {"evolutionary": {"median": quantile(trials, 0.5), "p90": quantile(trials, 0.9),
                                                            "trials": trials}}})
+    load_ = {"before": 0.1, "after": 0.2, "cores": 2, "control": 1.0, "worst_p80_p20": 1.1, "busy": False}
+    gemm = {"bench": "gemm", "dtype": "f32", "threads": 1, "host": "Test CPU", "arch": "x86-64-v4",
+            "fma_peak_gflops_f32_one_core": 100.0, "anchor": "sgemm (OpenBLAS Test)", "load": load_,
+            "rows": [{"m": 256, "n": 256, "k": 256, "config_kind": "default", "tessera_gflops": 80.0,
+                      "anchor_gflops": 64.0, "peak_gflops": 100.0, "checked": True},
+                     {"m": 512, "n": 512, "k": 512, "config_kind": "default", "tessera_gflops": 104.0,
+                      "anchor_gflops": 104.0, "peak_gflops": 100.0, "checked": True}]}
+    small = {"bench": "small_shapes", "threads": 1, "host": "Test CPU", "arch": "x86-64-v4", "family": "gemm",
+             "skinny": False, "max_configs": 1, "anchor": "sgemm (OpenBLAS Test)", "load": load_,
+             "rows": [{"family": "gemm", "kernel": "72x72x72", "default_us": 4.0, "best_us": 4.0, "anchor_us": 4.4,
+                       "default_x_anchor": 1.1, "best_x_anchor": 1.1, "default_config": "schedule=nvec", "best_change": ""},
+                      {"family": "gemm", "kernel": "500x500x500", "default_us": 1500.0, "best_us": 1250.0,
+                       "anchor_us": 1200.0, "default_x_anchor": 0.8, "best_x_anchor": 0.96,
+                       "default_config": "schedule=blis", "best_change": "MR=6"}]}
+    rng = {"bench": "shape_range", "dtype": "f32", "n": 1024, "k": 1024, "hi": 64, "threads": 1, "trials": 8, "points": 8,
+           "runs": 3, "fixed_up_to": 16, "host": "Test CPU", "arch": "x86-64-v4", "anchor": "sgemm (OpenBLAS Test)",
+           "load": dict(load_, busy=True, control=1.6),
+           "rule": {"buckets": [{"lo": 1, "hi": 1, "config": 0, "fixed": True}, {"lo": 2, "hi": 64, "config": 1, "fixed": False}],
+                    "configs": ["schedule=nvec,MR=1", "schedule=blis,MR=6"]},
+           "rows": [{"m": 1, "bucket": 0, "fixed": True, "rule_us": 20.0, "shape_us": 20.0, "blas_us": 40.0, "regret": 0.0,
+                     "blas_x_rule": 2.0, "shape_config": "schedule=nvec,MR=1", "checked": True},
+                    {"m": 3, "failed": "per-shape tune"},
+                    {"m": 64, "bucket": 1, "fixed": False, "rule_us": 121.0, "shape_us": 100.0, "blas_us": 110.0,
+                     "regret": 0.21, "blas_x_rule": 110 / 121, "shape_config": "schedule=blis,MR=4", "checked": True}]}
+    attn = {"bench": "attention", "dtype": "f32", "threads": 1, "rounds": 5, "host": "Test CPU", "arch": "x86-64-v4",
+            "anchor": "unfused: sgemm, softmax, sgemm (OpenBLAS Test)", "torch": True, "load": load_,
+            "rows": [{"shape": "H8 S2048 D64", "heads": 8, "seq": 2048, "dim": 64, "causal": False, "config_kind": "default",
+                      "config": "BQ=64", "tessera_ms": 40.0, "tessera_gflops": 50.0, "anchor_ms": 60.0, "anchor_gflops": 33.3,
+                      "peak_gflops": 100.0, "checked": True, "torch_ms": 50.0},
+                     {"shape": "H8 S2048 D64 causal", "heads": 8, "seq": 2048, "dim": 64, "causal": True,
+                      "config_kind": "default", "config": "BQ=32", "tessera_ms": 25.0, "tessera_gflops": 40.0,
+                      "anchor_ms": 60.0, "anchor_gflops": 33.3, "peak_gflops": 100.0, "checked": True}]}
     me = os.path.abspath(__file__)
     fails = []
+    try:
+        import matplotlib  # noqa: F401
+        have_mpl = True
+    except ImportError:
+        have_mpl = False
     with tempfile.TemporaryDirectory() as d:
-        page, js = os.path.join(d, "results.md"), os.path.join(d, "st.json")
-        with open(page, "w") as f:
-            f.write("# Results\n\nprose before\n")
-        with open(js, "w") as f:
-            json.dump(doc, f)
+        page, res = os.path.join(d, "results.md"), os.path.join(d, "results")
+        os.mkdir(res)
         run = lambda *args: subprocess.run([sys.executable, me, "--md", page, *args], capture_output=True, text=True)
-        if run(js).returncode != 0 or run("--check", js).returncode != 0:
-            fails.append("a section just written is not accepted by --check")
-        text = open(page).read()
-        if "prose before" not in text or "| host_a | development | 500 | 100 / 300 | 12 / 26 | 8.3x / 11.4x |" not in text:
-            fails.append("the section lacks the prose around it or host_a's row: " + text)
+
+        def put(name, body):
+            with open(os.path.join(res, name + ".json"), "w") as f:
+                json.dump(body, f)
+
+        def write_all():
+            """The page (and, with matplotlib, the plots; without, empty stand-ins) from the folder; (run, page)."""
+            r = run(*(["--svg"] if have_mpl else []), res)
+            if not have_mpl:
+                for f in os.listdir(res):
+                    if f.endswith(".json"):
+                        for svg in (f[:-5] + ".svg", f[:-5] + "_convergence.svg"):
+                            open(os.path.join(res, svg), "a").close()
+            return r, open(page).read() if os.path.exists(page) else ""
+
+        put("search_efficiency", doc)
+        put("gemm_f32_1t", gemm)
+        put("small_gemm_1t", small)
+        put("shape_range_1t", rng)
+        put("attention_f32_1t", attn)
+        r, text = write_all()
+        if r.returncode != 0 or run("--check", res).returncode != 0:
+            fails.append(f"a page just written is not accepted by --check (rc {r.returncode}: {r.stderr.strip()})")
+        if not text.startswith(PREAMBLE) or "[journal.md](journal.md)" not in text:
+            fails.append("the page does not open with the preamble that links the journal")
+        order = [text.find(markers(n)[0]) for n in ("gemm_f32_1t", "small_gemm_1t", "shape_range_1t", "attention_f32_1t",
+                                                    "search_efficiency")]
+        if min(order) < 0 or order != sorted(order):
+            fails.append(f"the sections are not in SECTIONS' order: {order}")
+        if "- [Shape ranges: one rule for every M](#shape-ranges-one-rule-for-every-m)" not in text:
+            fails.append("the contents list lacks a section's link")
+        # Each bench's rows.
+        if "| host_a | development | 500 | 100 / 300 | 12 / 26 | 8.3x / 11.4x |" not in text:
+            fails.append("the search section lacks host_a's row")
         if "| held-out | 1 | 2.0x / 5.2x (1) |" not in text:
             fails.append("the held-out geomean row is not 2.0x / 5.2x")
-        with open(page, "w") as f:
-            f.write(text.replace("12 / 26", "11 / 26"))
-        r = run("--check", js)
-        if r.returncode != 1 or "does not say what st says" not in r.stderr:
-            fails.append(f"an edited page passed --check (rc {r.returncode}: {r.stderr.strip()})")
-        with open(page, "w") as f:
-            f.write(text)
-        edited = copy.deepcopy(doc)
-        edited["tables"][0]["columns"]["evolutionary"]["trials"][1] = 13.0
-        edited["tables"][0]["columns"]["evolutionary"]["median"] = 13.0
-        edited["tables"][0]["columns"]["evolutionary"]["p90"] = quantile([10.0, 13.0, 30.0], 0.9)
-        with open(js, "w") as f:
-            json.dump(edited, f)
-        r = run("--check", js)
-        if r.returncode != 1:
-            fails.append(f"a changed trial count passed --check (rc {r.returncode}: {r.stderr.strip()})")
-        edited["tables"][0]["columns"]["evolutionary"]["median"] = 12.0
-        with open(js, "w") as f:
-            json.dump(edited, f)
-        r = run("--check", js)
-        if r.returncode != 2 or "is not the median of its trials" not in r.stderr:
-            fails.append(f"a median that is not its trials' was not refused (rc {r.returncode}: {r.stderr.strip()})")
-        with open(page, "w") as f:
-            f.write("<!-- results_page: st begin -->\n")
-        with open(js, "w") as f:
-            json.dump(doc, f)
-        r = run(js)
-        if r.returncode != 2 or "without the other" not in r.stderr:
-            fails.append(f"a lone marker was not refused (rc {r.returncode})")
-        try:
-            import matplotlib  # noqa: F401
-            have_mpl = True
-        except ImportError:
-            have_mpl = False
-        if have_mpl:
-            with open(page, "w") as f:
-                f.write("")
-            svg = os.path.join(d, "st.svg")
-            if run("--svg", js).returncode != 0:
-                fails.append("--svg failed")
-            else:
-                first = open(svg, "rb").read()
-                run("--svg", js)
-                if open(svg, "rb").read() != first:
-                    fails.append("the same JSON drew two different SVG files")
-                if not first.startswith(b"<?xml") or b"host_a" not in first or b"gemm_b" not in first:
-                    fails.append("the SVG does not name every table")
-                conv = open(convergence_path(svg), "rb").read()
-                if b"held-out (1 tables)" not in conv or b"evo+xgboost" not in conv:
-                    fails.append("the convergence plot lacks a split's panel or the column's line")
-        # A gemm_bench run: its row, a share above the peak starred (never a bare figure past 100 %),
-        # and its plot.
-        gemm = {"bench": "gemm", "dtype": "f32", "threads": 1, "host": "Test CPU", "arch": "x86-64-v4",
-                "fma_peak_gflops_f32_one_core": 100.0, "anchor": "sgemm (OpenBLAS Test)",
-                "load": {"before": 0.1, "after": 0.2, "cores": 2, "control": 1.0, "worst_p80_p20": 1.1, "busy": False},
-                "rows": [{"m": 256, "n": 256, "k": 256, "config_kind": "default", "tessera_gflops": 80.0,
-                          "anchor_gflops": 64.0, "peak_gflops": 100.0, "checked": True},
-                         {"m": 512, "n": 512, "k": 512, "config_kind": "default", "tessera_gflops": 104.0,
-                          "anchor_gflops": 104.0, "peak_gflops": 100.0, "checked": True}]}
-        def fresh(path, doc):
-            """`doc` written to `path`, the page emptied and the section (and plot) written; (run, page)."""
-            with open(path, "w") as f:
-                json.dump(doc, f)
-            with open(page, "w") as f:
-                f.write("")
-            r = run(*(["--svg"] if have_mpl else []), path)
-            return r, open(page).read()
-
-        gj = os.path.join(d, "g.json")
-        r, text = fresh(gj, gemm)
-        if r.returncode != 0 or "| 256x256x256 | default | 80.0 | 64.0 | 1.25x | 80.0 % | ok |" not in text:
-            fails.append(f"the gemm section lacks its 256^3 row (rc {r.returncode}): {text}")
+        if "| 256x256x256 | default | 80.0 | 64.0 | 1.25x | 80.0 % | ok |" not in text:
+            fails.append("the gemm section lacks its 256^3 row")
         if "| 104 %* |" not in text or "above the measured peak" not in text:
             fails.append("a share above the peak is not starred and explained")
         if "(quiet)" not in text:
             fails.append("a quiet run is not said to be quiet")
-        if have_mpl and b"compute peak 100 GFLOP/s" not in open(os.path.join(d, "g.svg"), "rb").read():
-            fails.append("the gemm plot lacks its compute roof")
-        # A small_shapes_bench run: its rows, the geometric means, a row below the anchor counted, and
-        # its plot naming the kernels; a non-positive time refused.
-        small = {"bench": "small_shapes", "threads": 1, "host": "Test CPU", "arch": "x86-64-v4", "family": "gemm",
-                 "skinny": False, "max_configs": 1, "anchor": "sgemm (OpenBLAS Test)",
-                 "load": {"before": 0.1, "after": 0.2, "cores": 2, "control": 1.0, "worst_p80_p20": 1.1, "busy": False},
-                 "rows": [{"family": "gemm", "kernel": "72x72x72", "default_us": 4.0, "best_us": 4.0, "anchor_us": 4.4,
-                           "default_x_anchor": 1.1, "best_x_anchor": 1.1, "default_config": "schedule=nvec", "best_change": ""},
-                          {"family": "gemm", "kernel": "500x500x500", "default_us": 1500.0, "best_us": 1250.0,
-                           "anchor_us": 1200.0, "default_x_anchor": 0.8, "best_x_anchor": 0.96,
-                           "default_config": "schedule=blis", "best_change": "MR=6"}]}
-        sj = os.path.join(d, "s.json")
-        r, text = fresh(sj, small)
-        if r.returncode != 0 or "| 72x72x72 | 4 | 4 | 4.4 | 1.10x | 1.10x | `schedule=nvec` |" not in text:
-            fails.append(f"the small-shapes section lacks its 72^3 row (rc {r.returncode}): {text}")
+        if "| 72x72x72 | 4 | 4 | 4.4 | 1.10x | 1.10x | `schedule=nvec` |" not in text:
+            fails.append("the small-shapes section lacks its 72^3 row")
         if "geometric mean **0.94x** over 2 GEMMs, worst 0.80x (500x500x500); 1 below 1.0x" not in text:
             fails.append("the small-shapes geometric mean, worst row or count below 1.0x is wrong")
         if "| 500x500x500 | 1500 | 1250 | 1200 | 0.80x | 0.96x | `schedule=blis` (best: MR=6) |" not in text:
             fails.append("the small-shapes row with a better sweep does not say its change")
-        if have_mpl and b"500x500x500" not in open(os.path.join(d, "s.svg"), "rb").read():
-            fails.append("the small-shapes plot does not name its kernels")
-        small["rows"][0]["best_us"] = 0
-        with open(sj, "w") as f:
-            json.dump(small, f)
-        if run("--check", sj).returncode != 2:
-            fails.append("a small-shapes time of zero was not refused")
-        with open(page, "w") as f:  # the page as the gemm case left it, for the folder case below
-            f.write("")
-        run(gj)
-        # A folder is the whole set: a section whose JSON is not in it is refused.
-        folder = os.path.join(d, "set")
-        os.mkdir(folder)
-        shutil.copy(gj, folder)
-        with open(page, "a") as f:
-            f.write("\n<!-- results_page: gone begin -->\n<!-- results_page: gone end -->\n")
-        r = run("--check", folder)
-        if r.returncode != 2 or "section gone has no gone.json" not in r.stderr:
-            fails.append(f"a section without its JSON passed a folder's --check (rc {r.returncode}: {r.stderr.strip()})")
-        gemm["rows"][0]["tessera_gflops"] = -1
-        with open(gj, "w") as f:
-            json.dump(gemm, f)
-        if run("--check", gj).returncode != 2:
-            fails.append("a negative GFLOP/s was not refused")
+        if "| 64 | 1 | 121 | 100 | 21.0 % | 110 | 0.91x | `schedule=blis,MR=4` | ok |" not in text:
+            fails.append("the shape-range section lacks its M = 64 row")
+        if "| 1 | 0 (fixed) | 20 | 20 | 0.0 % | 40 | 2.00x |" not in text or "| 0 | 1..1 | `schedule=nvec,MR=1` | yes |" not in text:
+            fails.append("the shape-range section lacks its fixed bucket's row or the rule's table")
+        if "geometric mean **10.0 %** over 2 shapes" not in text or "1 over 10 %" not in text or "M = 3 (per-shape tune)" not in text:
+            fails.append("the shape-range regret's geometric mean, its count over 10 % or the failed shape is wrong")
+        if "**measured under load, the ratios are uncertain**" not in text:
+            fails.append("a busy run is not said to be uncertain")
+        if "| H8 S2048 D64 | default | 40.00 | 50.0 | 60.00 | 33.3 | 1.50x | 50.00 | 1.25x | 50.0 % | ok |" not in text:
+            fails.append("the attention section lacks its torch row")
+        if "| H8 S2048 D64 causal | default | 25.00 | 40.0 | 60.00 | 33.3 | 2.40x | - | - | 40.0 % | ok |" not in text:
+            fails.append("the attention row without torch does not say so")
+        # The page is written whole: an edited section, a hand edit outside the sections (the
+        # preamble, between two sections, at the end) are each caught.
+        for what, edited in (("an edited section", text.replace("12 / 26", "11 / 26")),
+                             ("a hand edit of the preamble", text.replace("nothing on it is written", "nothing on it is")),
+                             ("a paragraph added between two sections",
+                              text.replace("### ", "A note by hand.\n\n### ", 1)),
+                             ("a line added at the end", text + "\nA note by hand.\n")):
+            with open(page, "w") as f:
+                f.write(edited)
+            r = run("--check", res)
+            if r.returncode != 1:
+                fails.append(f"{what} passed --check (rc {r.returncode}: {r.stderr.strip()})")
+        r = run("--check", res)
+        if "outside its sections" not in r.stderr:
+            fails.append(f"a hand edit outside the sections is not named as such: {r.stderr.strip()}")
+        with open(page, "w") as f:
+            f.write(text.replace("12 / 26", "11 / 26"))
+        if "does not say what search_efficiency says" not in run("--check", res).stderr:
+            fails.append("an edited section is not named")
+        with open(page, "w") as f:
+            f.write(text)
+        # The JSON: a changed trial count is stale; a median that is not its trials', a regret that
+        # is not its times' and a non-positive time are refused.
+        edited = copy.deepcopy(doc)
+        col = edited["tables"][0]["columns"]["evolutionary"]
+        col["trials"][1], col["median"], col["p90"] = 13.0, 13.0, quantile([10.0, 13.0, 30.0], 0.9)
+        put("search_efficiency", edited)
+        if run("--check", res).returncode != 1:
+            fails.append("a changed trial count passed --check")
+        col["median"] = 12.0
+        put("search_efficiency", edited)
+        r = run("--check", res)
+        if r.returncode != 2 or "is not the median of its trials" not in r.stderr:
+            fails.append(f"a median that is not its trials' was not refused (rc {r.returncode}: {r.stderr.strip()})")
+        put("search_efficiency", doc)
+        bad = copy.deepcopy(rng)
+        bad["rows"][2]["shape_us"] = 110.0
+        put("shape_range_1t", bad)
+        r = run("--check", res)
+        if r.returncode != 2 or "is not rule_us / shape_us - 1" not in r.stderr:
+            fails.append(f"a regret that is not its times' was not refused (rc {r.returncode}: {r.stderr.strip()})")
+        put("shape_range_1t", rng)
+        for name, body, path in (("small_gemm_1t", small, ("rows", 0, "best_us")), ("gemm_f32_1t", gemm, ("rows", 0, "tessera_gflops")),
+                                 ("attention_f32_1t", attn, ("rows", 1, "anchor_ms"))):
+            bad = copy.deepcopy(body)
+            bad[path[0]][path[1]][path[2]] = 0
+            put(name, bad)
+            if run("--check", res).returncode != 2:
+                fails.append(f"{name}: a {path[2]} of zero was not refused")
+            put(name, body)
+        put("unplaced", gemm)
+        r = run("--check", res)
+        if r.returncode != 2 or "no place on the page" not in r.stderr:
+            fails.append(f"a JSON with no place on the page was not refused (rc {r.returncode}: {r.stderr.strip()})")
+        os.remove(os.path.join(res, "unplaced.json"))
+        if run("--check", res).returncode != 0:
+            fails.append("the page is not accepted again once every JSON is as written")
+        # A section whose JSON is gone is stale, and so is a page whose plot is missing.
+        os.remove(os.path.join(res, "attention_f32_1t.json"))
+        r = run("--check", res)
+        if r.returncode != 1 or "has a section attention_f32_1t with no attention_f32_1t.json" not in r.stderr:
+            fails.append(f"a section without its JSON passed --check (rc {r.returncode}: {r.stderr.strip()})")
+        put("attention_f32_1t", attn)
+        os.rename(os.path.join(res, "gemm_f32_1t.svg"), os.path.join(d, "kept.svg"))
+        r = run("--check", res)
+        if r.returncode != 1 or "gemm_f32_1t.svg, which is missing" not in r.stderr:
+            fails.append(f"a missing plot passed --check (rc {r.returncode}: {r.stderr.strip()})")
+        os.rename(os.path.join(d, "kept.svg"), os.path.join(res, "gemm_f32_1t.svg"))
+        if have_mpl:
+            svg = lambda n: open(os.path.join(res, n + ".svg"), "rb").read()
+            first = {n: svg(n) for n in PLACED if os.path.exists(os.path.join(res, n + ".svg"))}
+            write_all()
+            if any(svg(n) != b for n, b in first.items()):
+                fails.append("the same JSON drew two different SVG files")
+            se = first["search_efficiency"]
+            if not se.startswith(b"<?xml") or b"host_a" not in se or b"gemm_b" not in se:
+                fails.append("the search plot does not name every table")
+            conv = svg("search_efficiency_convergence")
+            if b"held-out (1 tables)" not in conv or b"evo+xgboost" not in conv:
+                fails.append("the convergence plot lacks a split's panel or the column's line")
+            if b"compute peak 100 GFLOP/s" not in first["gemm_f32_1t"]:
+                fails.append("the gemm plot lacks its compute roof")
+            if b"500x500x500" not in first["small_gemm_1t"]:
+                fails.append("the small-shapes plot does not name its kernels")
+            if b"regret %" not in first["shape_range_1t"] or b"per-shape best" not in first["shape_range_1t"]:
+                fails.append("the shape-range plot lacks its regret panel or the per-shape line")
+            if b"H8 S2048 D64 causal" not in first["attention_f32_1t"] or b"torch SDPA" not in first["attention_f32_1t"]:
+                fails.append("the attention plot does not name its shapes or torch")
+            # --svg with one file named draws that file's plot only.
+            for n in ("gemm_f32_1t", "small_gemm_1t"):
+                os.remove(os.path.join(res, n + ".svg"))
+            run("--svg", os.path.join(res, "gemm_f32_1t.json"))
+            if not os.path.exists(os.path.join(res, "gemm_f32_1t.svg")) or os.path.exists(os.path.join(res, "small_gemm_1t.svg")):
+                fails.append("--svg with one JSON named did not draw that plot alone")
     for f in fails:
         print("results_page self-test: " + f, file=sys.stderr)
     print(f"results_page self-test: {'FAILED' if fails else 'ok'}"
-          f"{'' if have_mpl else ' (the plot not drawn: no matplotlib in ' + sys.executable + ')'}")
+          f"{'' if have_mpl else ' (the plots not drawn: no matplotlib in ' + sys.executable + ')'}")
     return 1 if fails else 0
 
 
@@ -601,53 +945,60 @@ def main(argv):
     if argv == ["--self-test"]:
         return self_test()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("json", nargs="+", help="a bench's --json output (docs/results/NAME.json)")
+    ap.add_argument("json", nargs="+", help="the folder of the benches' --json outputs (docs/results), or files in it")
     ap.add_argument("--md", default=DEFAULT_MD, help="the results page (default: docs/results.md)")
-    ap.add_argument("--svg", action="store_true", help="also draw NAME.svg beside each JSON file (matplotlib)")
-    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a section differs from its JSON")
+    ap.add_argument("--svg", action="store_true", help="also draw the plots: of every file for a folder, else of those named")
+    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if the page is not what the JSON says")
     a = ap.parse_args(argv)
     try:
-        try:
-            with open(a.md) as f:
-                page = f.read()
-        except OSError as e:
-            raise PageError(f"{a.md}: cannot read the results page ({e.strerror})")
-        stale = []
-        paths = []
-        for path in a.json:
-            if os.path.isdir(path):
-                found = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".json"))
-                if not found:
-                    raise PageError(f"{path}: no .json files")
-                paths += found
-                # A folder is the whole set: a section whose JSON is gone is stale too.
-                names = {os.path.splitext(os.path.basename(f))[0] for f in found}
-                for m in re.finditer(r"<!-- results_page: (\S+) begin -->", page):
-                    if m.group(1) not in names:
-                        raise PageError(f"{a.md}: section {m.group(1)} has no {m.group(1)}.json in {path}")
-            else:
-                paths.append(path)
-        for path in paths:
-            doc = load(path)
-            name = os.path.splitext(os.path.basename(path))[0]
-            svg = os.path.join(os.path.dirname(path), name + ".svg")
-            json_rel = os.path.relpath(os.path.abspath(path), ROOT)
-            if json_rel.startswith(".."):
-                json_rel = path
-            body = section_markdown(doc, json_rel, os.path.relpath(svg, os.path.dirname(os.path.abspath(a.md))))
-            if a.check:
-                if current(page, name) != body:
-                    stale.append(name)
-                continue
-            page = splice(page, name, body)
-            if a.svg:
-                draw(doc, svg)
+        folders = {os.path.normpath(p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))) for p in a.json}
+        if len(folders) != 1:
+            raise PageError("the page is written from one folder of JSON files: " + ", ".join(sorted(folders)))
+        folder = folders.pop()
+        for p in a.json:
+            if not os.path.isdir(p) and not (p.endswith(".json") and os.path.isfile(p)):
+                raise PageError(f"{p}: not a .json file or a folder")
+        found = sorted(f for f in os.listdir(folder) if f.endswith(".json"))
+        if not found:
+            raise PageError(f"{folder}: no .json files")
+        docs = {os.path.splitext(f)[0]: load(os.path.join(folder, f)) for f in found}
+        md_dir = os.path.dirname(os.path.abspath(a.md))
+
+        def json_rel(name):
+            rel = os.path.relpath(os.path.join(folder, name + ".json"), ROOT)
+            return os.path.join(folder, name + ".json") if rel.startswith("..") else rel
+
+        page = render(docs, json_rel, lambda name: os.path.relpath(os.path.join(folder, name + ".svg"), md_dir))
         if a.check:
+            try:
+                with open(a.md) as f:
+                    have = f.read()
+            except OSError as e:
+                raise PageError(f"{a.md}: cannot read the results page ({e.strerror})")
+            problems = []
+            stale = [n for n in docs if current(have, n) != current(page, n)]
             if stale:
-                print(f"results_page: {a.md} does not say what {', '.join(stale)} says: "
-                      "rerun python3 bench/results_page.py on it", file=sys.stderr)
+                problems.append(f"does not say what {', '.join(stale)} says")
+            gone = [m.group(1) for m in re.finditer(r"<!-- results_page: (\S+) begin -->", have) if m.group(1) not in docs]
+            problems += [f"has a section {n} with no {n}.json in {folder}" for n in gone]
+            if not problems and have != page:
+                problems.append("differs outside its sections (the page is written whole: a hand edit, or the "
+                                "script's preamble, headings or order changed)")
+            for m in re.finditer(r"!\[[^\]]*\]\(([^)]+\.svg)\)", page):
+                if not os.path.isfile(os.path.join(md_dir, m.group(1))):
+                    problems.append(f"links the plot {m.group(1)}, which is missing (draw it with --svg)")
+            if problems:
+                for p in problems:
+                    print(f"results_page: {a.md} {p}", file=sys.stderr)
+                print("results_page: rerun python3 bench/results_page.py on the folder (with --svg from build/pyenv/bin/python "
+                      "for the plots)", file=sys.stderr)
                 return 1
             return 0
+        if a.svg:
+            named = {os.path.splitext(os.path.basename(p))[0] for p in a.json if not os.path.isdir(p)}
+            for name in docs:
+                if any(os.path.isdir(p) for p in a.json) or name in named:
+                    draw(docs[name], os.path.join(folder, name + ".svg"))
         with open(a.md, "w") as f:
             f.write(page)
         return 0
