@@ -6,11 +6,13 @@
 // ratio is sgemm time / rule time (above 1: the rule's kernel is faster).
 //
 //   shape_range_bench [--quick] [--n N] [--k K] [--hi HI] [--threads T] [--trials T] [--points P] [--runs R]
-//                     [--fixed-up-to F]
+//                     [--fixed-up-to F] [--json FILE]
 //     --quick: N = K = 1024, HI = 1024, 12 trials per tune (minutes on 2 cores); default: the full
 //     N = K = 4096, HI = 8192, 32 trials (hours on 2 cores; `--trials 12 --runs 3` about one hour
 //     on one core of a 2-core Zen 4). --runs: timed runs per trial at least (default 5).
 //     --fixed-up-to: the rule's fixed buckets may answer M 1..F (default 16; 0: shape-generic only).
+//     --json FILE: the run as data as well (the host, its ISA and load, the rule, and per M the rule's
+//     kernel time, the per-shape best, OpenBLAS's and the regret), which bench/results_page.py draws.
 // The rule's kernels are JIT-compiled here with runtime M, the same lowering `tessera bundle
 // --dispatch` writes as objects; the per-shape kernels are static-shape kernels of that shape's
 // own tune (same search, same trial budget).
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,7 @@ namespace {
 struct Opts {
   int64_t n = 4096, k = 4096, hi = 8192;
   int threads = 0, trials = 32, points = 14, runs = 5, fixedUpTo = 16;
+  std::string json;  // --json FILE
 };
 
 bool parse(int argc, char** argv, Opts* o) {
@@ -53,6 +57,10 @@ bool parse(int argc, char** argv, Opts* o) {
       continue;
     }
     if (i + 1 >= argc) return false;
+    if (a == "--json") {
+      o->json = argv[++i];
+      continue;
+    }
     char* end = nullptr;
     long long v = std::strtoll(argv[++i], &end, 10);
     if (!end || *end || v < 0 || v > (1 << 20) || (v == 0 && a != "--fixed-up-to")) return false;
@@ -84,7 +92,7 @@ Expected<ir::Kernel> gemmAt(int64_t m, const Opts& o) { return ir::buildGemm({.m
 int main(int argc, char** argv) {
   Opts o;
   if (!parse(argc, argv, &o)) {
-    std::fprintf(stderr, "usage: %s [--quick] [--n N] [--k K] [--hi HI] [--threads T] [--trials T] [--points P] [--runs R] [--fixed-up-to F]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--quick] [--n N] [--k K] [--hi HI] [--threads T] [--trials T] [--points P] [--runs R] [--fixed-up-to F] [--json FILE]\n", argv[0]);
     return 2;
   }
   auto target = o.threads ? hostTargetWithThreads(o.threads) : Expected<TargetDesc>(hostTarget());
@@ -95,6 +103,7 @@ int main(int argc, char** argv) {
   const TargetDesc& t = *target;
   openblas_set_num_threads(t.units);
   std::printf("load before: %s\n", bench::loadAverage().c_str());
+  bench::LoadWatch load(t.units);  // the load before and after, with the control, for --json
   std::printf("shape range GEMM f32: M 1..%lld, N %lld, K %lld; %d thread%s; %s (%s); OpenBLAS core %s\n", (long long)o.hi,
               (long long)o.n, (long long)o.k, t.units, t.units > 1 ? "s" : "", t.model.c_str(), t.arch.c_str(),
               openblas_get_corename());
@@ -160,6 +169,7 @@ int main(int argc, char** argv) {
 
   std::printf("\n%6s %7s %11s %11s %8s %11s %9s  %s\n", "M", "bucket", "rule us", "shape us", "regret", "OpenBLAS us",
               "BLAS/rule", "per-shape config");
+  nlohmann::json points = nlohmann::json::array();
   double logRegret = 0, logBlas = 0, worstRegret = -1e9, worstBlas = 1e9;
   int rows = 0, bad = 0, over10 = 0, underBlas = 0;
   for (int64_t m : grid(o.hi)) {
@@ -171,6 +181,7 @@ int main(int argc, char** argv) {
     auto sess = session::runTuneSession(*problem, *measurer, store.get(), nullptr, prov, s.session, {});
     if (!sess.ok() || !sess->tune.best) {
       std::printf("%6lld  per-shape tune failed\n", (long long)m);
+      points.push_back({{"m", m}, {"failed", "per-shape tune"}});
       ++bad;
       continue;
     }
@@ -181,6 +192,7 @@ int main(int argc, char** argv) {
     const auto& rexe = fixed ? *bucketExe[size_t(bk)] : *ruleExe[size_t(rule.buckets[size_t(bk)].config)];
     if (!shapeExe.ok()) {
       std::printf("%6lld  per-shape compile failed\n", (long long)m);
+      points.push_back({{"m", m}, {"failed", "per-shape compile"}});
       ++bad;
       continue;
     }
@@ -225,6 +237,8 @@ int main(int argc, char** argv) {
     std::printf("%6lld %6d%s %11.2f %11.2f %7.1f%% %11.2f %8.2fx  %s%s\n", (long long)m, bk, fixed ? "f" : " ", rUs, sUs, 100 * regret, bUs,
                 bUs / rUs, best.str().c_str(), ok ? "" : "  WRONG RESULT");
     std::fflush(stdout);
+    points.push_back({{"m", m}, {"bucket", bk}, {"fixed", fixed}, {"rule_us", rUs}, {"shape_us", sUs}, {"blas_us", bUs},
+                    {"regret", regret}, {"blas_x_rule", bUs / rUs}, {"shape_config", best.str()}, {"checked", ok}});
   }
   if (rows)
     std::printf("\ngeomean over %d shapes: regret %.1f%% (goal: within 10%%), OpenBLAS/rule %.2fx; %zu kernel(s) in the rule\n",
@@ -233,5 +247,21 @@ int main(int argc, char** argv) {
     std::printf("worst row: regret %.1f%% (%d row(s) over 10%%), OpenBLAS/rule %.2fx (%d row(s) below 1.0x)\n", 100 * worstRegret, over10,
                 worstBlas, underBlas);
   std::printf("load after: %s\n", bench::loadAverage().c_str());
+  const bench::LoadSummary& ld = load.finish();
+  if (!o.json.empty()) {
+    nlohmann::json buckets = nlohmann::json::array();
+    for (const auto& b : rule.buckets)
+      buckets.push_back({{"lo", b.lo}, {"hi", b.hi}, {"config", b.config}, {"fixed", b.fixed}});
+    nlohmann::json doc = {{"bench", "shape_range"}, {"dtype", "f32"}, {"n", o.n}, {"k", o.k}, {"hi", o.hi},
+                          {"threads", t.units}, {"trials", o.trials}, {"points", o.points}, {"runs", o.runs},
+                          {"fixed_up_to", o.fixedUpTo}, {"host", t.model}, {"arch", t.arch}, {"isa", t.isa},
+                          {"anchor", std::string("sgemm (OpenBLAS ") + openblas_get_corename() + ")"},
+                          {"rule", {{"buckets", buckets}, {"configs", rule.configs}}},
+                          {"load", {{"before", ld.before}, {"after", ld.after}, {"cores", ld.cores}, {"steal_pct", ld.stealPct},
+                                    {"control", std::max(ld.control0, ld.control1)}, {"worst_p80_p20", ld.spread},
+                                    {"busy", ld.busy}}},
+                          {"rows", points}};
+    if (!bench::writeText(o.json, doc.dump(1) + "\n", "shape_range_bench")) return 2;
+  }
   return bad ? 1 : 0;
 }
