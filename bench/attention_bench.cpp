@@ -3,14 +3,17 @@
 // threads the heads are split among them, OpenBLAS on one thread each), timed interleaved in the
 // same run, both checked against the reference evaluator on sampled rows; with bench/.venv
 // (bench/torch_venv.sh) torch's scaled_dot_product_attention on the same thread count and dtype.
-// Usage: attention_bench [--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [rounds]
+// Usage: attention_bench [--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--json FILE] [rounds]
 // (default 5 rounds); with --db, shapes whose winner is stored (by `tessera tune`) run the tuned
-// config. The unfused anchor always computes in f32 (the same values).
+// config. The unfused anchor always computes in f32 (the same values). With --json the run is also
+// written as data (the host, its ISA and load, per row Tessera's time, the unfused anchor's and
+// torch's where it ran), which bench/results_page.py draws.
 #include <cblas.h>
 #include <math.h>
 
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -26,6 +29,7 @@
 #include "search/space.h"
 
 extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_corename(void);
 
 using namespace tessera;
 
@@ -66,7 +70,7 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(1);
   int rounds = 5;
   bench::Args args;
-  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [rounds]", &args, &rc))
+  if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--json FILE] [rounds]", &args, &rc))
     return rc;
   bench::LoadWatch load(args.threads);  // the load before and after, printed when the run ends
   std::unique_ptr<cache::RecordStore> store = std::move(args.store);
@@ -107,6 +111,7 @@ int main(int argc, char** argv) {
   std::printf(" %8s  %s\n", "of peak", "check (tessera / unfused max rel err)");
   int bad = 0;
   bool above = false;
+  nlohmann::json rows = nlohmann::json::array();
   for (const Row& r : rowsToRun) {
     ir::AttentionSpec spec;
     spec.dtype = dtype;
@@ -119,11 +124,13 @@ int main(int argc, char** argv) {
     ir::Config cfg = search::makeSpace(k, host)->defaults();
     std::string name = "H" + std::to_string(r.heads) + " S" + std::to_string(r.seq) + " D" + std::to_string(r.dim) +
                        (r.causal ? " causal" : "");
+    std::string kind = "default";
     if (store) {
       auto b = store->best(cache::keyIdOf(measure::hardKeyFor(k, host)));
       if (b.ok() && *b) {
         cfg = *ir::Config::fromJson((*b)->record.config);
         name += " (tuned)";
+        kind = "tuned";
       }
     }
     auto exe = codegen::compileHost(k, cfg, host);
@@ -161,8 +168,15 @@ int main(int argc, char** argv) {
     double full = 4.0 * double(r.heads) * double(r.seq) * double(r.seq) * double(r.dim);
     double gt = ir::kernelFlops(k) / tt.best_s * 1e-9, gb = full / tb.best_s * 1e-9;
     std::string err2 = "n/a (causal)";
+    nlohmann::json row = {{"shape", name}, {"heads", r.heads}, {"seq", r.seq}, {"dim", r.dim}, {"causal", r.causal},
+                          {"config_kind", kind},
+                          {"config", cfg.str()}, {"compile_s", (*exe)->compileSeconds}, {"tessera_ms", tt.best_s * 1e3},
+                          {"tessera_gflops", gt}, {"anchor_ms", tb.best_s * 1e3}, {"anchor_gflops", gb},
+                          {"anchor_x_tessera", tb.best_s / tt.best_s},
+                          {"peak_gflops", host.computePeakGflops(dtype, cfg.hostThreads())}, {"checked", e1.ok}};
     if (!r.causal) {
       auto e2 = ir::compareOutputs(k, *ref, {&o2});
+      row["anchor_checked"] = e2.ok;
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.1e%s", e2.maxRelErr, e2.ok ? "" : " WRONG");
       err2 = buf;
@@ -172,13 +186,16 @@ int main(int argc, char** argv) {
     if (torch) {
       std::string key = std::to_string(r.heads) + ":" + std::to_string(r.seq) + ":" + std::to_string(r.dim) + ":" + (r.causal ? "1" : "0");
       auto it = torchSec.find(key);
-      if (it != torchSec.end()) std::printf(" %7.1fms %6.2fx", it->second * 1e3, it->second / tt.best_s);
-      else std::printf(" %9s %7s", "-", "-");
+      if (it != torchSec.end()) {
+        std::printf(" %7.1fms %6.2fx", it->second * 1e3, it->second / tt.best_s);
+        row["torch_ms"] = it->second * 1e3;
+      } else std::printf(" %9s %7s", "-", "-");
     }
     std::printf(" %8s  %s %.1e / %s\n", bench::ofPeak(gt / host.computePeakGflops(dtype, cfg.hostThreads()), &above).c_str(),
                 e1.ok ? "ok" : "WRONG", e1.maxRelErr, err2.c_str());
     std::printf("%-26s   config %s\n", "", cfg.str().c_str());
     bad += !e1.ok;
+    rows.push_back(std::move(row));
   }
   std::printf("\nms: fastest call of %d interleaved rounds (>= 0.15 s each) per side; ratio = unfused ms / tessera ms\n"
               "(torch: its ms / tessera ms, its fastest call over 0.75 s in its own process right before).\n"
@@ -186,5 +203,18 @@ int main(int argc, char** argv) {
               "computes all S² either way, so its causal row is the non-causal anchor).\n",
               rounds);
   bench::peakFootnote(above);
+  const bench::LoadSummary& ld = load.finish();
+  if (!args.json.empty()) {
+    nlohmann::json doc = {{"bench", "attention"}, {"dtype", args.dtype}, {"threads", T}, {"rounds", rounds}, {"host", host.model},
+                          {"arch", host.arch}, {"isa", host.isa}, {"fma_peak_gflops_f32_one_core", host.peakGflopsF32},
+                          {"clock_ghz", host.clockGHz},
+                          {"anchor", std::string("unfused: sgemm, softmax, sgemm (OpenBLAS ") + openblas_get_corename() + ")"},
+                          {"torch", torch},
+                          {"load", {{"before", ld.before}, {"after", ld.after}, {"cores", ld.cores}, {"steal_pct", ld.stealPct},
+                                    {"control", std::max(ld.control0, ld.control1)}, {"worst_p80_p20", ld.spread},
+                                    {"busy", ld.busy}}},
+                          {"rows", rows}};
+    if (!bench::writeText(args.json, doc.dump(1) + "\n", "attention_bench")) return 2;
+  }
   return bad ? 1 : 0;
 }
