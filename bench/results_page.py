@@ -251,7 +251,7 @@ def draw_range(doc, svg_path, plt):
     top.plot(ms, [gf(r, "shape_us") for r in rows], marker="s", markersize=3, label="per-shape best", color="C2")
     top.plot(ms, [gf(r, "blas_us") for r in rows], marker="^", markersize=3, label=doc["anchor"], color="C1")
     top.set_xscale("log")
-    top.set_yscale("log")
+    top.set_ylim(bottom=0)  # linear from zero: the gaps read as they are
     top.set_ylabel("GFLOP/s", fontsize=8)
     top.legend(fontsize=7, loc="lower right")
     top.grid(True, which="major", linewidth=0.3)
@@ -325,7 +325,7 @@ def draw_attention(doc, svg_path, plt):
     ax.invert_yaxis()
     ax.set_xlabel("ms, fastest call (shorter is faster)", fontsize=8)
     ax.set_title(f"attention forward {doc['dtype']}, {threads_word(doc['threads'])}, {doc['host']}", fontsize=8)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(series), frameon=False)  # under the bars
     ax.grid(True, axis="x", linewidth=0.3)
     fig.tight_layout()
     fig.savefig(svg_path, metadata={"Date": None, "Creator": None})
