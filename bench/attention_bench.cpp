@@ -67,6 +67,7 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::openblasAsShipped(argv);
   openblas_set_num_threads(1);
   int rounds = 5;
   bench::Args args;

@@ -7,10 +7,13 @@
 #include <cstdlib>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <cerrno>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "store/store.h"
@@ -256,6 +259,30 @@ inline std::vector<std::string> torchAnchor(const std::string& args) {
   }
   if (pclose(p) != 0) return {};
   return lines;
+}
+
+// OpenBLAS reads OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE when it is loaded, before main: an
+// environment that forces an older core's kernels (hosts seen here export OPENBLAS_CORETYPE=Haswell
+// on AVX-512 CPUs, where OpenBLAS itself picks Cooperlake or SkylakeX) makes the anchor slower
+// than OpenBLAS as it ships. The benches with an OpenBLAS anchor call this first: it runs the
+// bench again, once, without those variables and says so on stderr; TESSERA_BENCH_OPENBLAS_ENV=keep
+// keeps them (the anchor's core is named in every header and JSON file either way).
+inline void openblasAsShipped(char** argv) {
+  if (const char* keep = std::getenv("TESSERA_BENCH_OPENBLAS_ENV"); keep && std::string(keep) == "keep") return;
+  std::string dropped;
+  for (const char* v : {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}) {
+    if (const char* e = std::getenv(v)) {
+      dropped += std::string(dropped.empty() ? "" : ", ") + v + "=" + e;
+      ::unsetenv(v);
+    }
+  }
+  if (dropped.empty()) return;
+  std::fprintf(stderr, "bench: running again without %s, so that OpenBLAS picks its kernels for this host "
+               "(TESSERA_BENCH_OPENBLAS_ENV=keep keeps them)\n", dropped.c_str());
+  std::fflush(stderr);
+  ::execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "bench: could not run again (%s); the anchor keeps the environment's OpenBLAS core\n",
+               std::strerror(errno));
 }
 
 }  // namespace tessera::bench

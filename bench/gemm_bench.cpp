@@ -32,6 +32,7 @@ extern "C" char* openblas_get_corename(void);
 using namespace tessera;
 
 int main(int argc, char** argv) {
+  bench::openblasAsShipped(argv);
   bench::Args args;
   if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--config K=V,...] [--json FILE] [size...]",
                                     &args, &rc))

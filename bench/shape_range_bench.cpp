@@ -90,6 +90,7 @@ Expected<ir::Kernel> gemmAt(int64_t m, const Opts& o) { return ir::buildGemm({.m
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::openblasAsShipped(argv);
   Opts o;
   if (!parse(argc, argv, &o)) {
     std::fprintf(stderr, "usage: %s [--quick] [--n N] [--k K] [--hi HI] [--threads T] [--trials T] [--points P] [--runs R] [--fixed-up-to F] [--json FILE]\n", argv[0]);

@@ -240,6 +240,7 @@ std::vector<Case> cases(const std::string& only, bool quick, bool skinnyOnly,
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::openblasAsShipped(argv);
   int threads = 1, maxConfigs = 60;
   std::string only, isa, jsonPath;
   bool quick = false, skinny = false;
