@@ -42,7 +42,7 @@ inline constexpr double kFlopsPerThread = double(1 << 25);
 inline constexpr double kAttentionFlopsPerThread = double(1 << 20);
 // GEMM: 6 Mi flops a thread (~30 us on one Sapphire Rapids core, ~60 us on an AVX2 one). Measured on
 // 2 Sapphire Rapids cores against one: blis on two threads ran 1.25-1.6x plain on one at 192^3 -
-// 320^3, and tied at 160^3 (docs/results.md, "Two threads on small cubes").
+// 320^3, and tied at 160^3 (docs/journal.md, "Two threads on small cubes").
 inline constexpr double kGemmFlopsPerThread = double(6 << 20);
 // blis on several threads: the least work a thread gets from one K block (32 Mi flops, ~160 us on
 // a Sapphire Rapids core) before the default merges K blocks (space_gemm.cpp).
