@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
   app.add_option("--mutation", o.search.evolution.mutationProb, "per-knob mutation probability")->capture_default_str();
   app.add_option("--crossover", o.search.evolution.crossoverProb, "crossover probability")->capture_default_str();
   app.add_option("--parents", o.search.evolution.parents, "GA parents")->capture_default_str();
-  app.add_option("--offspring", o.search.evolution.offspringShare, "share of the evolution's initial population bred from measured configs")->capture_default_str();
+  app.add_option("--offspring", o.search.evolution.offspringShare, "share of a cold search's initial population bred from measured configs (a transfer's: --transfer-offspring)")->capture_default_str();
   app.add_option("--objective", o.model.objective, "XGBoost objective")->capture_default_str();
   app.add_option("--rounds", o.model.rounds, "boosting rounds")->capture_default_str();
   app.add_option("--depth", o.model.maxDepth, "tree depth")->capture_default_str();
@@ -314,6 +314,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--transfer-probe-max", o.transfer.probeMaxTrials,
                  "transfer: own results after which an undecided probe ends without the other GPUs")
+      ->capture_default_str();
+  app.add_option("--transfer-offspring", o.transfer.offspringShare,
+                 "transfer: share of the evolution's initial population bred from measured configs")
       ->capture_default_str();
   app.add_option("--transfer-check", o.transfer.checkAfter,
                  "transfer: own results after which the other GPUs' agreement is checked (0: never)")

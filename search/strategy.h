@@ -26,7 +26,10 @@ struct EvolutionSettings {
   double crossoverProb = 0.5;    // offspring made by crossover of two parents (else a mutated parent)
   int seedsFromStore = 8;        // best measured/stored configs put into each initial population
   int parents = 8;               // best measured configs that breed (ga: its population)
-  double offspringShare = 0.5;   // share of the initial population bred from them
+  // Share of the initial population bred from them: none in a cold search (the held-out split
+  // disowns it there, docs/search-notes.md); a tune led by other GPUs' records breeds from their
+  // best (TransferSettings::offspringShare, set by session/tune_session.cpp).
+  double offspringShare = 0.0;
   int tournament = 2;            // parent selection: best of this many draws
 };
 

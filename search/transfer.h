@@ -63,6 +63,9 @@ struct TransferSettings {
   // Once they lead, the other GPUs may stop leading after `staleAfter` results in a row without
   // a new best here (its twin has learnt every result; 0: never, the default).
   int staleAfter = 0;
+  // The evolution's share of each initial population bred from the best measured configs while
+  // other GPUs' records are in the store (EvolutionSettings::offspringShare; a cold search's is 0).
+  double offspringShare = 0.5;
   uint64_t seed = 0;
   costmodel::ModelSettings model;   // the transfer model's (seed and threads come from here)
 };

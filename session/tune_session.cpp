@@ -170,6 +170,12 @@ class Session {
     if (transferred) searchOwn.niche.knobs = 0;
     SearchSettings searchWith = searchOwn;
     if (transferred) searchWith.categorical.switches = true;
+    // Led by other GPUs, the first batch is their best; half of each initial population bred
+    // from the best measured here keeps the search near them (the transfer replays: the Xgemm
+    // pair 19 trials with it, 25 without). A cold search's best are its first random draws, and
+    // breeding from those costs it trials on the held-out tables (docs/search-notes.md); the
+    // twin that takes over from dropped GPUs searches as a cold tune does.
+    if (transferred) searchWith.evolution.offspringShare = s_.transfer.offspringShare;
     // The other GPUs' prior is a score, not a time: no share of its best rules a family out.
     // Its agreement is checked by the transfer itself (TransferSettings: the check, the probe).
     if (transferred && s_.transfer.asPrior) {

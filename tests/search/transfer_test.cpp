@@ -47,7 +47,7 @@ struct Replays {
 
 // One replayed `tessera tune` per seed on `table`, warm-started from `others` (none: cold).
 // `nicheKnobs`: the search's niche slot (NicheSettings); the probe's tests below were calibrated
-// on seeds whose first results the search made without it (seed 31's chance agreement is of
+// on seeds whose first results the search made without it (seed 16's chance agreement is of
 // those 8 results), so they pin it off: what they test is the probe's judgement of given results.
 Replays replay(const ReplayTable& table, const std::vector<cache::Record>* others, int seeds = 5,
                const TransferSettings& transfer = {}, int firstSeed = 0,
@@ -202,24 +202,25 @@ TEST(Transfer, TheOtherGpusLeadWhereTheyAgreeAtTheTop) {
   EXPECT_GT(p, 4 * l) << "control: the probe no longer keeps the MI250X out";
 }
 
-// A probe that agrees by chance does not let the other GPU lead: on seed 31 the MI250X's two models
-// rank the A100's first 8 results at 0.71 and 0.74 (their landscapes agree at 0.46 over every
-// config), which a plain threshold of 0.7 took for agreement; the sequential test asks more of 8
-// results, looks at 12 and 16, and the tune stays the cold one, trial for trial. Control: with the
-// plain threshold (probeZ 0, judged once at 8), the MI250X's records lead and the trials differ.
+// A probe that agrees by chance does not let the other GPU lead: on seed 16 the MI250X's models
+// rank the A100's first 8 results well enough for a plain threshold of 0.7 (their landscapes
+// agree at 0.46 over every config); the sequential test asks more of 8 results, looks at 12 and
+// 16, and the tune stays the cold one, trial for trial. Control: with the plain threshold (probeZ
+// 0, judged once at 8), the MI250X's records lead and the trials differ. (Which seeds a chance
+// agreement falls on follows the cold search's first picks: 16, 30 and 38 of seeds 0-40 here.)
 TEST(Transfer, AChanceAgreementOfTheProbeLeavesTheColdTune) {
   const auto& onA100 = recordsOf("convolution_A100.json.gz");
   const auto& onMI250X = recordsOf("convolution_MI250X.json.gz");
   auto table = tableFromRecords("convolution_A100", onA100);
   ASSERT_TRUE(table.ok()) << table.error().message;
-  Replays cold = replay(*table, nullptr, 1, {}, 31, 0);
-  Replays probed = replay(*table, &onMI250X, 1, ::probed(), 31, 0);
+  Replays cold = replay(*table, nullptr, 1, {}, 16, 0);
+  Replays probed = replay(*table, &onMI250X, 1, ::probed(), 16, 0);
   TransferSettings plain = ::probed();
   plain.probeZ = 0;
   plain.probeMaxTrials = plain.probeTrials;
   plain.probeAgreement = 0.7;
-  Replays once = replay(*table, &onMI250X, 1, plain, 31, 0);
-  std::printf("A100 convolution, seed 31: cold %d trials, from the MI250X's records %d (judged once at 8: %d)\n",
+  Replays once = replay(*table, &onMI250X, 1, plain, 16, 0);
+  std::printf("A100 convolution, seed 16: cold %d trials, from the MI250X's records %d (judged once at 8: %d)\n",
               cold.hits.front(), probed.hits.front(), once.hits.front());
   EXPECT_EQ(probed.trials, cold.trials) << "a chance agreement let the other GPU lead";
   EXPECT_NE(once.trials, cold.trials) << "control: the plain threshold no longer trusts this probe";
@@ -320,10 +321,11 @@ TEST(Transfer, TheModelRanksTheOtherGpusFastConfigsFirst) {
 // A team's cache holds the kernel on many GPUs, some that rank this one's space alike and some
 // that do not: the RTX A6000's convolution from five other GPUs (bench/data: the RTX A4000, 0.92
 // rank correlation over the whole space with the A6000; the A100, 0.84; the MI250X, W6600 and
-// W7800, 0.41, 0.33, 0.02). The probe (an option) judges each GPU on its own and only those that agree lead:
-// the A4000 most often, the W7800 never, and the tune beats the cold one by more than the pool
-// does (seeds 0-4: cold 70, each GPU judged 17, pooled 62). Control: the same GPUs pooled and
-// judged as one (perGpu off) let the GPUs that disagree lead with the others. ~7 s.
+// W7800, 0.41, 0.33, 0.02). The probe (an option) judges each GPU on its own and only those that
+// agree lead: the A4000 or the A100 on most seeds, the MI250X and W6600 on few, the W7800 never,
+// and the tune beats the cold one by more than the pool does (seeds 0-9: cold 138, each GPU
+// judged 52, pooled 112). Control: the same GPUs pooled and judged as one (perGpu off) let the
+// GPUs that disagree lead with the others. ~15 s.
 TEST(Transfer, ATeamsGpusLeadOnlyWhereTheyAgree) {
   auto table = tableFromRecords("convolution_A6000", recordsOf("convolution_A6000.json.gz"));
   ASSERT_TRUE(table.ok()) << table.error().message;
@@ -333,11 +335,11 @@ TEST(Transfer, ATeamsGpusLeadOnlyWhereTheyAgree) {
     const auto& r = recordsOf(f);
     team.insert(team.end(), r.begin(), r.end());
   }
-  Replays cold = replay(*table, nullptr, 5, {}, 0, 0);
-  Replays perGpu = replay(*table, &team, 5, probed(), 0, 0);
+  Replays cold = replay(*table, nullptr, 10, {}, 0, 0);
+  Replays perGpu = replay(*table, &team, 10, probed(), 0, 0);
   TransferSettings pooledSettings = probed();
   pooledSettings.perGpu = false;
-  Replays pooled = replay(*table, &team, 5, pooledSettings, 0, 0);
+  Replays pooled = replay(*table, &team, 10, pooledSettings, 0, 0);
   EXPECT_EQ(perGpu.transferGpus, 5);
   const double c = median(cold.hits), w = median(perGpu.hits), p = median(pooled.hits);
   std::printf("RTX A6000 convolution from 5 other GPUs: median trials to 95 %%: cold %.0f, each GPU judged %.0f, pooled %.0f\n",
@@ -354,9 +356,13 @@ TEST(Transfer, ATeamsGpusLeadOnlyWhereTheyAgree) {
     for (const auto& x : perGpu.led[i]) names += (names.empty() ? "" : ", ") + x.substr(0, x.find(" ("));
     std::printf("  seed %zu: %d trials, led by %s\n", i, perGpu.hits[i], names.empty() ? "none (cold)" : names.c_str());
   }
-  const int a4000 = ledOn(perGpu, "RTX A4000");
-  EXPECT_GE(a4000, 3) << "the GPU that agrees most did not lead";
-  for (const char* other : {"A100", "MI250X", "W6600"}) EXPECT_LT(ledOn(perGpu, other), a4000) << other;
+  int agreeing = 0;  // seeds led by the A4000 or the A100
+  for (const auto& seed : perGpu.led)
+    agreeing += std::any_of(seed.begin(), seed.end(), [](const std::string& x) {
+      return x.find("RTX A4000") != std::string::npos || x.find("A100") != std::string::npos;
+    });
+  EXPECT_GE(agreeing, 6) << "the GPUs that agree did not lead on most seeds";
+  for (const char* other : {"MI250X", "W6600"}) EXPECT_LE(ledOn(perGpu, other), 2) << other;
   EXPECT_EQ(ledOn(perGpu, "W7800"), 0) << "the GPU that disagrees most led";
   EXPECT_LT(w, c) << "a team of GPUs did not beat the cold start";
   EXPECT_LT(w, p) << "judged one by one, the team did no better than pooled";
