@@ -125,7 +125,7 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
     // contributes a seeded draw of its records (its best quarter plus random others), as a
     // previous tuning run of that shape would have left them.
     ss.warmStart = warm && host;
-    ss.warm = {.maxRecordsPerWorkload = o.warmRecords, .seed = uint64_t(seed), .transfer = o.transfer.asSamples};
+    ss.warm = {.maxRecordsPerWorkload = o.warmRecords, .seed = uint64_t(seed), .transfer = o.transferSamples};
     ss.transfer = o.transfer;
     ss.transfer.maxRecordsPerGpu = o.warmRecords;
     ss.transfer.seed = uint64_t(seed);
@@ -300,20 +300,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--transfer-first-batch", o.transfer.asPrior, "transfer: the first batch from that score's top (0/1)")
       ->capture_default_str();
-  app.add_option("--transfer-samples", o.transfer.asSamples,
+  app.add_option("--transfer-samples", o.transferSamples,
                  "transfer: the other GPUs' records also warm-start the cost model as samples (0/1)")
-      ->capture_default_str();
-  app.add_option("--transfer-probe", o.transfer.probeTrials,
-                 "transfer: own results drawn as without it before the other GPUs' agreement decides (0: none)")
-      ->capture_default_str();
-  app.add_option("--transfer-probe-agreement", o.transfer.probeAgreement,
-                 "transfer: the rank correlation the probe's lower bound must reach for the other GPUs to lead")
-      ->capture_default_str();
-  app.add_option("--transfer-probe-z", o.transfer.probeZ,
-                 "transfer: the probe's bounds in standard errors of Fisher's z (0: rho itself)")
-      ->capture_default_str();
-  app.add_option("--transfer-probe-max", o.transfer.probeMaxTrials,
-                 "transfer: own results after which an undecided probe ends without the other GPUs")
       ->capture_default_str();
   app.add_option("--transfer-offspring", o.transfer.offspringShare,
                  "transfer: share of the evolution's initial population bred from measured configs")
@@ -323,18 +311,6 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--transfer-agreement", o.transfer.minAgreement,
                  "transfer: the rank correlation below which the search drops the other GPUs")
-      ->capture_default_str();
-  app.add_option("--transfer-per-gpu", o.transfer.perGpu,
-                 "transfer: each other GPU judged by the probe and leading on its own (0: all of them pooled, as one)")
-      ->capture_default_str();
-  app.add_option("--transfer-probe-models", o.transfer.probeModels,
-                 "transfer: the probe judges the other GPUs' landscape (0) or the mean of it and their ranking model (1)")
-      ->capture_default_str();
-  app.add_option("--transfer-probe-corrected", o.transfer.probeCorrected,
-                 "transfer: with several other GPUs, each probe test at the Sidak-corrected level (0/1)")
-      ->capture_default_str();
-  app.add_option("--transfer-stale", o.transfer.staleAfter,
-                 "transfer: own results in a row without a new best after which the other GPUs stop leading (0: never)")
       ->capture_default_str();
   app.add_option("--transfer-prior", o.transferPrior,
                  "transfer replays: the analytic model's estimate as prior in both arms, on tables with a model (0/1)")

@@ -159,16 +159,15 @@ class Session {
     // one GPU and loses on the other): with a transfer, every batch spans the two-valued knobs.
     // Those slots span the switches already, from the other GPUs' view of both sides, so the niche
     // slot over switches (NicheSettings), which buys that view with this GPU's own
-    // trials, is off in a tune with other GPUs' records (also in the twin that makes a probe's
-    // first results when one is asked for; the twin that takes over once they are dropped has it).
+    // trials, is off in a search led by other GPUs' records (the twin that takes over once they
+    // are dropped has it).
     // Replay (search_efficiency --transfer, 20 seeds, median trials to 95 %): with the niche in
     // both arms, the convolution group 1.83x (W6600 148, A100 184), the Xgemm pair's 3090 46
     // against cold 63, the convolution pair's A100 121 against 101; off in the transfer-led
     // search only: 1.93x, 46, 121; off in both: 2.16x, 32, 94 (the transfer-led trials as before
     // the niche was on by default).
-    SearchSettings searchOwn = s_.loop.search;  // the search of this GPU's own results
-    if (transferred) searchOwn.niche.knobs = 0;
-    SearchSettings searchWith = searchOwn;
+    SearchSettings searchWith = s_.loop.search;
+    if (transferred) searchWith.niche.knobs = 0;
     if (transferred) searchWith.categorical.switches = true;
     // Led by other GPUs, the first batch is their best; half of each initial population bred
     // from the best measured here keeps the search near them (the transfer replays: the Xgemm
@@ -177,22 +176,13 @@ class Session {
     // twin that takes over from dropped GPUs searches as a cold tune does.
     if (transferred) searchWith.evolution.offspringShare = s_.transfer.offspringShare;
     // The other GPUs' prior is a score, not a time: no share of its best rules a family out.
-    // Its agreement is checked by the transfer itself (TransferSettings: the check, the probe).
+    // Its agreement is checked by the transfer itself (TransferSettings: the check).
     if (transferred && s_.transfer.asPrior) {
       searchWith.prior.dominated = false;
       searchWith.prior.checkZ = -1;
     }
-    // After a probe of this GPU the transfer's first batch is still the other GPUs' best.
-    const bool gated = transferred && (s_.transfer.checkAfter > 0 || s_.transfer.probeTrials > 0);
-    if (gated && s_.transfer.probeTrials > 0 && s_.transfer.asPrior) searchWith.prior.batches = 1;
     TESSERA_ASSIGN(auto strategy, makeStrategy(searchWith, p_.space, model.get(), features.get(), prior ? &prior : nullptr));
-    // Which of the other GPUs lead (a probe's verdict, or all of them without one), said once.
-    auto led = [this, transferred](const std::vector<size_t>& gpus) {
-      r_.transferLed.clear();
-      for (size_t g : gpus) r_.transferLed.push_back(transferred->sources[g].name);
-      if (cb_.onTransferLed) cb_.onTransferLed(r_.transferLed);
-    };
-    if (gated) {
+    if (transferred && s_.transfer.checkAfter > 0) {
       // The twin without the other GPUs, for when they disagree with this one.
       PlainSearch plain{costmodel::makeXGBoostModel(s_.model), p_.features(p_.key), nullptr};
       if (s_.warmStart && known) {
@@ -201,27 +191,24 @@ class Session {
         auto w = warmStartSamples(*known, p_.key, p_.features, ws);
         if (!w.samples.empty()) (void)plain.model->update(w.samples);
       }
-      // Without a probe the twin only searches once the other GPUs were dropped: their view of the
-      // switches is gone with them, so it searches as a cold tune does, niche slot included.
+      // The twin only searches once the other GPUs were dropped: their view of the switches is
+      // gone with them, so it searches as a cold tune does, niche slot included.
       // Replay (search_efficiency --seeds 20 --transfer, median / p90 trials to 95 %, the twin
       // without -> with it): convolution pair A100 175/241 -> 162/249, MI250X 23/133 -> 22/60;
       // convolution group MI250X 14/63 -> 14/32, W6600 21/328 -> 23/193, A100 191/237 ->
       // 182/260; the Xgemm pair and group unchanged at the median (2080 Ti pair p90 130 -> 105).
-      SearchSettings twin = searchOwn;
-      if (s_.transfer.probeTrials <= 0) twin.niche.knobs = s_.loop.search.niche.knobs;
-      TESSERA_ASSIGN(plain.strategy, makeStrategy(twin, p_.space, plain.model.get(), plain.features.get(),
+      TESSERA_ASSIGN(plain.strategy, makeStrategy(s_.loop.search, p_.space, plain.model.get(), plain.features.get(),
                                                   p_.prior ? &p_.prior : nullptr));
       strategy = agreementGate(std::move(strategy), std::move(plain), transferred, s_.transfer, [this](double rho) {
         r_.transferDropped = true;
         r_.transferAgreement = rho;
         if (cb_.onTransferDropped) cb_.onTransferDropped(rho);
-      }, led);
+      });
     }
-    if (transferred && (!gated || s_.transfer.probeTrials <= 0)) {
-      // No probe: all the other GPUs lead from the first batch, pooled (the check may drop them).
-      std::vector<size_t> all(transferred->sources.size());
-      for (size_t g = 0; g < all.size(); ++g) all[g] = g;
-      led(all);
+    if (transferred) {
+      // All the other GPUs lead from the first batch, pooled (the check may drop them), said once.
+      r_.transferLed = transferred->from;
+      if (cb_.onTransferLed) cb_.onTransferLed(r_.transferLed);
     }
 
     TuneCallbacks cb;

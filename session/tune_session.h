@@ -151,7 +151,7 @@ struct SessionResult {
   search::WarmStart warm;
   int transferGpus = 0;                  // other GPUs this run learned from
   std::vector<std::string> transferFrom;  // one line per GPU
-  std::vector<std::string> transferLed;  // the other GPUs that led the search (all of them, or those a probe found agreeing)
+  std::vector<std::string> transferLed;  // the other GPUs that led the search (all of them, from the first batch)
   bool transferDropped = false;           // they disagreed with this GPU's measurements
   double transferAgreement = 0;           // the rank correlation that dropped them
   std::optional<cache::Record> winner;
