@@ -97,33 +97,34 @@ def load(path):
     return doc
 
 
-def load_gemm(path, doc):
+def rows_of(path, doc, doc_keys):
+    """The document's rows, once it has rows and every key of `doc_keys`."""
     rows = doc.get("rows")
     if not isinstance(rows, list) or not rows:
         raise PageError(f"{path}: no rows")
-    for key in ("dtype", "threads", "host", "anchor", "load", "fma_peak_gflops_f32_one_core"):
+    for key in doc_keys:
         if key not in doc:
             raise PageError(f"{path}: no \"{key}\"")
-    for r in rows:
-        for key in ("m", "n", "k", "tessera_gflops", "anchor_gflops", "peak_gflops", "checked"):
-            if key not in r:
-                raise PageError(f"{path}: a row without \"{key}\"")
+    return rows
+
+
+def require(path, row, keys, where=""):
+    for key in keys:
+        if key not in row:
+            raise PageError(f"{path}: {where}a row without \"{key}\"")
+
+
+def load_gemm(path, doc):
+    for r in rows_of(path, doc, ("dtype", "threads", "host", "anchor", "load", "fma_peak_gflops_f32_one_core")):
+        require(path, r, ("m", "n", "k", "tessera_gflops", "anchor_gflops", "peak_gflops", "checked"))
         if not all(isinstance(r[k], (int, float)) and r[k] > 0 for k in ("tessera_gflops", "anchor_gflops", "peak_gflops")):
             raise PageError(f"{path}: a row's GFLOP/s must be positive numbers")
     return doc
 
 
 def load_small(path, doc):
-    rows = doc.get("rows")
-    if not isinstance(rows, list) or not rows:
-        raise PageError(f"{path}: no rows")
-    for key in ("threads", "host", "load", "max_configs"):
-        if key not in doc:
-            raise PageError(f"{path}: no \"{key}\"")
-    for r in rows:
-        for key in ("family", "kernel", "default_us", "best_us", "default_config"):
-            if key not in r:
-                raise PageError(f"{path}: a row without \"{key}\"")
+    for r in rows_of(path, doc, ("threads", "host", "load", "max_configs")):
+        require(path, r, ("family", "kernel", "default_us", "best_us", "default_config"))
         nums = [r["default_us"], r["best_us"]] + [r[k] for k in ("anchor_us", "default_x_anchor", "best_x_anchor") if k in r]
         if not all(isinstance(x, (int, float)) and x > 0 for x in nums):
             raise PageError(f"{path}: {r['kernel']}: times and ratios must be positive numbers")
@@ -131,12 +132,8 @@ def load_small(path, doc):
 
 
 def load_range(path, doc):
-    rows = doc.get("rows")
-    if not isinstance(rows, list) or not rows:
-        raise PageError(f"{path}: no rows")
-    for key in ("n", "k", "hi", "threads", "trials", "points", "runs", "fixed_up_to", "host", "anchor", "load", "rule"):
-        if key not in doc:
-            raise PageError(f"{path}: no \"{key}\"")
+    rows = rows_of(path, doc, ("n", "k", "hi", "threads", "trials", "points", "runs", "fixed_up_to", "host", "anchor",
+                               "load", "rule"))
     if not doc["rule"].get("buckets") or not doc["rule"].get("configs"):
         raise PageError(f"{path}: a rule without buckets or kernels")
     for r in rows:
@@ -144,9 +141,8 @@ def load_range(path, doc):
             raise PageError(f"{path}: a row without \"m\"")
         if "failed" in r:
             continue
-        for key in ("bucket", "fixed", "rule_us", "shape_us", "blas_us", "regret", "shape_config", "checked"):
-            if key not in r:
-                raise PageError(f"{path}: M={r['m']}: a row without \"{key}\"")
+        require(path, r, ("bucket", "fixed", "rule_us", "shape_us", "blas_us", "regret", "shape_config", "checked"),
+                f"M={r['m']}: ")
         if not all(isinstance(r[k], (int, float)) and r[k] > 0 for k in ("rule_us", "shape_us", "blas_us")):
             raise PageError(f"{path}: M={r['m']}: times must be positive numbers")
         # The regret is recomputed from the two times, so that a hand edit of one cannot pass.
@@ -158,17 +154,9 @@ def load_range(path, doc):
 
 
 def load_attention(path, doc):
-    rows = doc.get("rows")
-    if not isinstance(rows, list) or not rows:
-        raise PageError(f"{path}: no rows")
-    for key in ("dtype", "threads", "rounds", "host", "anchor", "load"):
-        if key not in doc:
-            raise PageError(f"{path}: no \"{key}\"")
-    for r in rows:
-        for key in ("shape", "heads", "seq", "dim", "causal", "tessera_ms", "tessera_gflops", "anchor_ms", "anchor_gflops",
-                    "peak_gflops", "checked"):
-            if key not in r:
-                raise PageError(f"{path}: a row without \"{key}\"")
+    for r in rows_of(path, doc, ("dtype", "threads", "rounds", "host", "anchor", "load")):
+        require(path, r, ("shape", "heads", "seq", "dim", "causal", "tessera_ms", "tessera_gflops", "anchor_ms",
+                          "anchor_gflops", "peak_gflops", "checked"))
         nums = [r[k] for k in ("tessera_ms", "tessera_gflops", "anchor_ms", "anchor_gflops", "peak_gflops", "torch_ms") if k in r]
         if not all(isinstance(x, (int, float)) and x > 0 for x in nums):
             raise PageError(f"{path}: {r['shape']}: times and GFLOP/s must be positive numbers")
