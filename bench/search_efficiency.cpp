@@ -125,7 +125,7 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
     // contributes a seeded draw of its records (its best quarter plus random others), as a
     // previous tuning run of that shape would have left them.
     ss.warmStart = warm && host;
-    ss.warm = {.maxRecordsPerWorkload = o.warmRecords, .seed = uint64_t(seed), .transfer = o.transferSamples};
+    ss.warm = {.maxRecordsPerWorkload = o.warmRecords, .seed = uint64_t(seed)};
     ss.transfer = o.transfer;
     ss.transfer.maxRecordsPerGpu = o.warmRecords;
     ss.transfer.seed = uint64_t(seed);
@@ -241,8 +241,6 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--niche-draws", o.search.niche.draws, "niche slot: a niche's first visits drawn uniformly inside it")
       ->capture_default_str();
-  app.add_option("--prior-batches", o.search.prior.batches,
-                 "evo with a prior: its first this-many batches come from the prior's top (0: only while the model has no data)");
   app.add_option("--prior-fits-first", o.search.prior.fitsFirst,
                  "evo with a prior: configs the prior takes for unlaunchable go after the others (0/1)");
   app.add_option("--prior-dominated", o.search.prior.dominated,
@@ -299,9 +297,6 @@ int main(int argc, char** argv) {
   app.add_option("--transfer-feature", o.transfer.asFeature, "transfer: the other GPUs' model's score is a feature (0/1)")
       ->capture_default_str();
   app.add_option("--transfer-first-batch", o.transfer.asPrior, "transfer: the first batch from that score's top (0/1)")
-      ->capture_default_str();
-  app.add_option("--transfer-samples", o.transferSamples,
-                 "transfer: the other GPUs' records also warm-start the cost model as samples (0/1)")
       ->capture_default_str();
   app.add_option("--transfer-offspring", o.transfer.offspringShare,
                  "transfer: share of the evolution's initial population bred from measured configs")

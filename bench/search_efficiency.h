@@ -39,7 +39,6 @@ struct BenchOptions {
   int warmRecords = 256;     // records per sibling table in the warm start
   bool synthetic = true;     // also replay the synthetic hard tables (needle, plateau, categorical)
   bool transferPrior = false;  // transfer replays: the analytic model's prior in both arms
-  bool transferSamples = false;  // transfer replays: the other GPUs' records also warm-start the cost model (WarmStartSettings::transfer)
   bool invertedPrior = true;   // also replay evo+prior with the estimate inverted (the control)
   // The kernels every search or prior setting is chosen on (the development split); the rest
   // are held out: a setting is kept when the development split says it helps and the held-out

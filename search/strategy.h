@@ -64,9 +64,6 @@ struct NicheSettings {
 // How a prior (the analytic model's estimate, or other GPUs' score in a transfer) steers the
 // evolutionary search once the cost model leads; before that its top is the first batch.
 struct PriorSettings {
-  // Its first this-many batches come from its top even when the model has data (0: only while
-  // the model has none; a transfer after a probe of this GPU sets 1).
-  int batches = 0;
   bool tiebreak = true;    // candidates the model scores alike go in the prior's order
   bool fitsFirst = true;   // candidates the prior takes for unlaunchable go last
   // A categorical value whose best estimate is under CategoricalSlots::dominated of the prior's

@@ -45,8 +45,7 @@ class Evolution : public SearchStrategy {
     std::vector<ir::Config> greedy;
     // Before the model has data (or the GA has two parents) every pick is random, unless a prior
     // ranks the space: then the greedy picks are its best predictions.
-    const bool priorLeads = prior_ && batches_++ < size_t(std::max(s_.prior.batches, 0));
-    if (model_ && model_->trained() && !priorLeads) {
+    if (model_ && model_->trained()) {
       // The niche pick takes one of the greedy slots.
       if (s_.niche.knobs > 0 && nGreedy > 0)
         if (auto c = nichePick()) {
@@ -520,7 +519,6 @@ class Evolution : public SearchStrategy {
   size_t slotTurn_ = 0;  // batches that spanned switches so far
   std::unordered_map<std::string, size_t> valueTurn_;  // per knob: the value whose slot comes next
   size_t soloTurn_ = 0;  // one-slot batches whose slot a knob's values wanted
-  size_t batches_ = 0;   // batches proposed so far
   // PriorSettings::checkZ: per measured config, the prior's negated estimate and the
   // measured throughput (0: failed); this batch's trust in the prior.
   std::vector<double> predicted_, achieved_;

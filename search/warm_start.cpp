@@ -71,15 +71,14 @@ WarmStart warmStartSamples(const std::vector<cache::Record>& records, const cach
   std::map<std::string, std::vector<const cache::Record*>> byKey;
   for (const auto& r : records) {
     const bool sibling = s.siblings && sameFamilyAndMachine(self, r.key);
-    if (!sibling && !(s.transfer && transferSource(self, r.key))) continue;
+    if (!sibling) continue;
     std::string id = r.key_id.empty() ? cache::keyIdOf(r.key) : r.key_id;
     if (id == selfId || !trialStatusOf(r.status)) continue;  // own history; estimates are no measurements
     byKey[id].push_back(&r);
   }
-  // This kernel on other GPUs first (distance -1), then the other shapes, nearest first.
+  // The other shapes, nearest first.
   std::vector<std::pair<double, std::string>> nearest;
-  for (const auto& [id, recs] : byKey)
-    nearest.push_back({transferSource(self, recs.front()->key) ? -1.0 : workloadDistance(self, recs.front()->key), id});
+  for (const auto& [id, recs] : byKey) nearest.push_back({workloadDistance(self, recs.front()->key), id});
   std::sort(nearest.begin(), nearest.end());
   if (nearest.size() > size_t(s.maxWorkloads)) nearest.resize(size_t(s.maxWorkloads));
 
@@ -98,12 +97,8 @@ WarmStart warmStartSamples(const std::vector<cache::Record>& records, const cach
     if (!anyOk) continue;  // nothing to rank against
     ++group;
     const cache::HardKey& k = recs.front()->key;
-    const bool gpu = transferSource(self, k);
-    out.gpus += gpu ? 1 : 0;
-    const std::string& model = recs.front()->provenance.cpu_model;
-    out.from.push_back((gpu ? (model.empty() ? k.target : model) + " (" + k.target + ", " + std::to_string(k.units) + " units)"
-                            : k.family + " " + cache::formatShape(k.shape) + " " + k.dtype) +
-                       ": " + std::to_string(samples.size()) + " records");
+    out.from.push_back(k.family + " " + cache::formatShape(k.shape) + " " + k.dtype + ": " + std::to_string(samples.size()) +
+                       " records");
     out.samples.insert(out.samples.end(), samples.begin(), samples.end());
   }
   out.workloads = group;

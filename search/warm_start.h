@@ -27,13 +27,11 @@ struct WarmStartSettings {
   int maxRecordsPerWorkload = 256;  // its best quarter plus a seeded random draw of the rest
   uint64_t seed = 0;
   bool siblings = true;             // other workloads of the family on this target
-  bool transfer = false;            // this kernel on other GPUs too (search/transfer.h: asSamples)
 };
 
 struct WarmStart {
   std::vector<costmodel::Sample> samples;  // groups 1..workloads (0 is left to the run itself)
   int workloads = 0;
-  int gpus = 0;                     // of the workloads, this kernel on other GPUs
   std::vector<std::string> from;    // per workload: "<target> <shape>: N records" (reports)
 };
 
@@ -45,9 +43,9 @@ bool warmStartSibling(const cache::HardKey& self, const cache::HardKey& other);
 bool transferSource(const cache::HardKey& self, const cache::HardKey& other);
 
 // Samples from `records` whose key has the family, target and arch of `self` but another key id
-// (records of `self` itself are the run's own history: --resume and store seeds), and (with
-// `transfer`) those of this kernel on other GPUs, which come first: the same kernel on other
-// hardware ranks configs more like this run than other shapes do. Failed
+// (records of `self` itself are the run's own history: --resume and store seeds). This kernel on
+// other GPUs is not among them: it trains the transfer's model (search/transfer.h), which was
+// measured to lead better than the same records as samples (docs/search-notes.md). Failed
 // candidates are samples of throughput 0; records whose config does not parse are skipped.
 // Features of each record's workload come from `features(its key)` (the session's feature
 // factory: the space's knob layout plus, on the host, the derived host features of that key).

@@ -38,7 +38,6 @@ using search::Transfer;
 using search::TuneCallbacks;
 using search::TuneProgress;
 using search::TuneSettings;
-using search::WarmStartSettings;
 using search::agreementGate;
 using search::hostFeaturesForKeys;
 using search::makeSpace;
@@ -136,7 +135,7 @@ class Session {
     std::vector<cache::Record> listed;
     const std::vector<cache::Record>* known = warmRecords;
     if (!known && evolutionary && (s_.warmStart || transfer)) {
-      listed = warmStartRecords(transfer || s_.warm.transfer);
+      listed = warmStartRecords(transfer);
       known = &listed;
     }
     FeaturesForKey featuresFor = p_.features;
@@ -186,9 +185,7 @@ class Session {
       // The twin without the other GPUs, for when they disagree with this one.
       PlainSearch plain{costmodel::makeXGBoostModel(s_.model), p_.features(p_.key), nullptr};
       if (s_.warmStart && known) {
-        WarmStartSettings ws = s_.warm;
-        ws.transfer = false;
-        auto w = warmStartSamples(*known, p_.key, p_.features, ws);
+        auto w = warmStartSamples(*known, p_.key, p_.features, s_.warm);
         if (!w.samples.empty()) (void)plain.model->update(w.samples);
       }
       // The twin only searches once the other GPUs were dropped: their view of the switches is
