@@ -75,9 +75,11 @@ def load(path):
         return load_range(path, doc)
     if doc.get("bench") == "attention":
         return load_attention(path, doc)
+    if doc.get("bench") == "gpu_rows":
+        return load_gpu_rows(path, doc)
     if doc.get("bench") != "search_efficiency":
-        raise PageError(f"{path}: not the --json output of search_efficiency, gemm_bench, small_shapes_bench, shape_range_bench "
-                        f"or attention_bench (its \"bench\" is {doc.get('bench')!r})")
+        raise PageError(f"{path}: not the --json output of search_efficiency, gemm_bench, small_shapes_bench, shape_range_bench, "
+                        f"attention_bench or bench/gpu/vendor_rows.py (its \"bench\" is {doc.get('bench')!r})")
     tables = doc.get("tables")
     if not isinstance(tables, list) or not tables:
         raise PageError(f"{path}: no tables")
@@ -160,6 +162,21 @@ def load_attention(path, doc):
         nums = [r[k] for k in ("tessera_ms", "tessera_gflops", "anchor_ms", "anchor_gflops", "peak_gflops", "torch_ms") if k in r]
         if not all(isinstance(x, (int, float)) and x > 0 for x in nums):
             raise PageError(f"{path}: {r['shape']}: times and GFLOP/s must be positive numbers")
+    return doc
+
+
+def load_gpu_rows(path, doc):
+    """bench/gpu/vendor_rows.py's gpu_rows.json: a device run's goal rows, each of Tessera's times
+    checked against the reference, torch's op timed in the same run. Estimates are not measurements:
+    a dry run has no place on the page."""
+    rows = rows_of(path, doc, ("gpu", "device", "date", "torch", "rows"))
+    if doc.get("dry_run"):
+        raise PageError(f"{path}: a dry run (estimates only): the page holds measurements")
+    for r in rows:
+        require(path, r, ("row", "target", "goal", "flops", "torch_us", "best"))
+        times = [t for t in ((r["best"] or {}).get("time_us"), r["torch_us"]) if t is not None]
+        if not all(isinstance(t, (int, float)) and t > 0 for t in times) or not r["flops"] > 0:
+            raise PageError(f"{path}: {r['row']}: times and flops must be positive numbers")
     return doc
 
 
@@ -490,6 +507,33 @@ def fmt(x):
     return f"{x:.0f}" if x >= 10 else f"{x:.1f}"
 
 
+def gpu_markdown(doc, json_rel):
+    """A device run's goal rows: Tessera's best correct run of each row against torch's op, timed in
+    the same run, with the row's goal."""
+    rows = doc["rows"]
+    out = [f"Written by `bench/results_page.py` from `{json_rel}` (do not edit by hand: rerun the",
+           f"script). Measured by `bench/gpu/device_rows.sh` (`bench/gpu/vendor_rows.py`) on {doc['device']} "
+           f"({doc['gpu']}), {doc['date']}, {doc['torch']} in the same run: each row's configs run by `tessera run`, "
+           "checked against the reference before their time counts, the fastest correct one kept; torch's op timed "
+           "the same way (CUDA events, L2 flushed, median). Ratio above 1: Tessera is faster.", ""]
+    met = [r for r in rows if r["best"] and r["torch_us"] and r["torch_us"] / r["best"]["time_us"] >= r["goal"]]
+    timed = [r for r in rows if r["best"] and r["torch_us"]]
+    if timed:
+        out += [f"Torch / Tessera: geometric mean **{geomean([r['torch_us'] / r['best']['time_us'] for r in timed]):.2f}x** "
+                f"over {len(timed)} rows; {len(met)} of {len(rows)} at their goal.", ""]
+    head = ["row", "target", "Tessera us", "TFLOP/s", "torch us", "torch / Tessera", "goal", "config"]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---|" * len(head))
+    for r in rows:
+        b = r["best"] or {}
+        t, a = b.get("time_us"), r["torch_us"]
+        cells = [r["row"], r["target"], f"{t:.1f}" if t else "no correct run", f"{r['flops'] / t * 1e-6:.1f}" if t else "-",
+                 f"{a:.1f}" if a else f"- ({r.get('torch_op') or 'not timed'})", f"{a / t:.2f}x" if t and a else "-",
+                 f">= {r['goal']}x", f"`{b['config']}`" if b.get("config") else "-"]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
 def section_markdown(doc, json_rel, svg_rel):
     """The section's markdown (between the markers), from the JSON alone. `json_rel`: the JSON file
     as the reader names it (from the repository's root); `svg_rel`: the plot, from the page."""
@@ -501,6 +545,8 @@ def section_markdown(doc, json_rel, svg_rel):
         return range_markdown(doc, json_rel, svg_rel)
     if doc["bench"] == "attention":
         return attention_markdown(doc, json_rel, svg_rel)
+    if doc["bench"] == "gpu_rows":
+        return gpu_markdown(doc, json_rel)
     cols = column_names(doc)
     out = []
     out.append(f"Written by `bench/results_page.py` from `{json_rel}` (do not edit by hand: rerun the")
@@ -561,6 +607,7 @@ def markers(name):
 # docs/results/NAME.json. A JSON file not named here has no place on the page and is refused; a
 # name without its file is left out (with its heading when the whole group is).
 SECTIONS = (
+    ("GPU: the goal rows against torch", (("gpu_rows", None),)),
     ("Host GEMM: the default kernel against OpenBLAS", (("gemm_f32_1t", "GEMM f32, one thread"),
                                                         ("gemm_f32_2t", "GEMM f32, two threads"))),
     ("Host GEMM: small and skinny shapes against OpenBLAS", (("small_gemm_1t", "Small and skinny GEMMs, one thread"),
@@ -585,6 +632,9 @@ interleaved.
 
 The dated history of these and every other measurement (GPUs, PyTorch, the search's settings, the
 emulator, the cache service, build and test times) is the lab notebook, [journal.md](journal.md).
+The GPU section is written from a device run's `gpu_rows.json` (`bench/gpu/device_rows.sh` leaves it
+in its output; copy it to `docs/results/`); until a device run has left one here, the latest GPU
+figures are the journal's.
 
 To refresh a section, rerun the command it names (that rewrites its JSON file), then write the page
 and the plots again:
@@ -652,6 +702,8 @@ def draw(doc, svg_path):
         return draw_range(doc, svg_path, plt)
     if doc["bench"] == "attention":
         return draw_attention(doc, svg_path, plt)
+    if doc["bench"] == "gpu_rows":
+        return None  # a table says it: no plot
     tables = sorted(doc["tables"], key=lambda t: (t["split"] != "development", t["table"]))
     evo = "evolutionary"
     tables = [t for t in tables if evo in t["columns"]]
@@ -758,6 +810,12 @@ def self_test():
                       "config_kind": "default", "config": "BQ=32", "tessera_ms": 25.0, "tessera_gflops": 40.0,
                       "anchor_ms": 60.0, "anchor_gflops": 33.3, "peak_gflops": 100.0, "checked": True}]}
     me = os.path.abspath(__file__)
+    gpu = {"bench": "gpu_rows", "gpu": "H200", "device": "NVIDIA H200", "torch": "torch 2.11.0", "date": "2026-11-30",
+           "dry_run": False, "rows": [
+               {"row": "GEMM f16 4096^3", "target": "sm_90a", "goal": 1.05, "flops": 2 * 4096 ** 3, "torch_us": 1100.0,
+                "torch_op": "torch.matmul", "best": {"time_us": 1000.0, "config": "strategy=wgmma"}},
+               {"row": "attention D256", "target": "sm_90a", "goal": 1.0, "flops": 1e12, "torch_us": 900.0,
+                "torch_op": "sdpa", "best": None}]}
     fails = []
     try:
         import matplotlib  # noqa: F401
@@ -788,12 +846,13 @@ def self_test():
         put("small_gemm_1t", small)
         put("shape_range_1t", rng)
         put("attention_f32_1t", attn)
+        put("gpu_rows", gpu)
         r, text = write_all()
         if r.returncode != 0 or run("--check", res).returncode != 0:
             fails.append(f"a page just written is not accepted by --check (rc {r.returncode}: {r.stderr.strip()})")
         if not text.startswith(PREAMBLE) or "[journal.md](journal.md)" not in text:
             fails.append("the page does not open with the preamble that links the journal")
-        order = [text.find(markers(n)[0]) for n in ("gemm_f32_1t", "small_gemm_1t", "shape_range_1t", "attention_f32_1t",
+        order = [text.find(markers(n)[0]) for n in ("gpu_rows", "gemm_f32_1t", "small_gemm_1t", "shape_range_1t", "attention_f32_1t",
                                                     "search_efficiency")]
         if min(order) < 0 or order != sorted(order):
             fails.append(f"the sections are not in SECTIONS' order: {order}")
@@ -828,6 +887,11 @@ def self_test():
             fails.append("the attention section lacks its torch row")
         if "| H8 S2048 D64 causal | default | 25.00 | 40.0 | 60.00 | 33.3 | 2.40x | - | - | 40.0 % | ok |" not in text:
             fails.append("the attention row without torch does not say so")
+        if "| GEMM f16 4096^3 | sm_90a | 1000.0 | 137.4 | 1100.0 | 1.10x | >= 1.05x | `strategy=wgmma` |" not in text:
+            fails.append("the GPU section lacks its GEMM row")
+        if "| attention D256 | sm_90a | no correct run | - | 900.0 | - | >= 1.0x | - |" not in text or \
+                "1 of 2 at their goal" not in text:
+            fails.append("the GPU section's row without a correct run, or its count at goal, is wrong")
         # The page is written whole: an edited section, a hand edit outside the sections (the
         # preamble, between two sections, at the end) are each caught.
         for what, edited in (("an edited section", text.replace("12 / 26", "11 / 26")),
@@ -878,6 +942,14 @@ def self_test():
             if run("--check", res).returncode != 2:
                 fails.append(f"{name}: a {path[2]} of zero was not refused")
             put(name, body)
+        for what, edit in (("a dry run", lambda g: g.update(dry_run=True)),
+                           ("a time of zero", lambda g: g["rows"][0]["best"].update(time_us=0))):
+            bad = copy.deepcopy(gpu)
+            edit(bad)
+            put("gpu_rows", bad)
+            if run("--check", res).returncode != 2:
+                fails.append(f"gpu_rows: {what} was not refused")
+        put("gpu_rows", gpu)
         put("unplaced", gemm)
         r = run("--check", res)
         if r.returncode != 2 or "no place on the page" not in r.stderr:

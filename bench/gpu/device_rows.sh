@@ -14,7 +14,8 @@
 # and writes one dated table, $OUT/device_rows_DATE.md (the rows, then the tests' verdicts and the
 # ncu read). Unpacking and the card take ~20 s: 7.8 min at most. Back here, the rows' checked runs
 # become device-table records (bench/gpu/rows_to_table.py ... $OUT/vendor_rows.json), then
-# bench/gpu/defaults_table.py regenerates the defaults from them.
+# bench/gpu/defaults_table.py regenerates the defaults from them; $OUT/gpu_rows.json, copied to
+# docs/results/gpu_rows.json, is docs/results.md's GPU section (python3 bench/results_page.py docs/results).
 # Usage (device tool, carry .dev): bash bench/gpu/device_rows.sh
 #        (the tree and the pack are over a call's 64 MiB: bench/gpu/lighten_tree.sh on before the
 #        call, off after it)

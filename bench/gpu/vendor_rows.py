@@ -9,8 +9,10 @@ reference before its time counts), and times torch's op the way Tessera's device
 kernels (CUDA events around the op only, L2 flushed by writing twice its size between runs, median).
 For each row's winner, the analytic model's estimate for the GPU named by --gpu (`tessera compile
 --gpu`, ptxas's resources) and its error. Prints one line per row, writes vendor_rows.json, the
-worst row (worst_row.json, for one Nsight Compute read) and, with --table, one dated markdown table.
---dry-run (no GPU needed): the defaults' estimates only, nothing runs, torch skipped.
+worst row (worst_row.json, for one Nsight Compute read), gpu_rows.json (the run as docs/results.md's
+GPU section reads it: copy it to docs/results/ and run bench/results_page.py) and, with --table, one
+dated markdown table. --dry-run (no GPU needed): the defaults' estimates only, nothing runs, torch
+skipped, no gpu_rows.json (the results page holds measurements).
 Usage: python3 bench/gpu/vendor_rows.py --tessera build/cli/tessera [--gpu H200] [--rows gemm,attention,sm80]
        [--out DIR] [--budget S] [--table FILE] [--quick] [--dry-run]"""
 import argparse
@@ -191,6 +193,21 @@ def write_table(path, results, gpu, dry):
         f.write("\n".join(lines) + "\n")
 
 
+def write_page_json(path, results, gpu):
+    """The run as bench/results_page.py reads it (docs/results/gpu_rows.json): the rows with the
+    device's and torch's names and the date, so the results page can say what ran where."""
+    try:
+        import torch
+        device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else gpu
+        anchor = f"torch {torch.__version__}"
+    except ImportError:
+        device, anchor = gpu, "no torch"
+    doc = {"bench": "gpu_rows", "gpu": gpu, "device": device or "unnamed GPU", "torch": anchor, "dry_run": False,
+           "date": time.strftime("%Y-%m-%d", time.gmtime()), "rows": results}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tessera", default="build/cli/tessera")
@@ -263,6 +280,8 @@ def main():
         with open(os.path.join(args.out, "worst_row.json"), "w") as f:
             json.dump({"row": worst["row"], "target": worst["target"], "flags": worst["flags"],
                        "config": "" if cfg in ("", "default") else cfg}, f)
+    if not args.dry_run:
+        write_page_json(os.path.join(args.out, "gpu_rows.json"), results, args.gpu)
     if args.table:
         write_table(args.table, results, args.gpu, args.dry_run)
     print(f"rows: {time.time() - start:.0f} s", flush=True)
