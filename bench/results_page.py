@@ -628,7 +628,9 @@ by hand, and the `docs_results_page` test fails when it says anything other than
 say. Each section names the bench command that measured it, the host it ran on and the machine's
 load before and after the run, with the control's slowdown: a section measured under load says
 that its ratios are uncertain. Ratios are against anchors measured in the same process,
-interleaved.
+interleaved. OpenBLAS runs with the kernels it picks for the host: the benches drop an inherited
+`OPENBLAS_CORETYPE` or `OPENBLAS_L2_SIZE` and say so (`TESSERA_BENCH_OPENBLAS_ENV=keep` keeps them),
+and each section names the core OpenBLAS ran.
 
 The dated history of these and every other measurement (GPUs, PyTorch, the search's settings, the
 emulator, the cache service, build and test times) is the lab notebook, [journal.md](journal.md).
