@@ -180,6 +180,28 @@ def load_gpu_rows(path, doc):
     return doc
 
 
+def row_line(cells):
+    return "| " + " | ".join(cells) + " |"
+
+
+def head_lines(head):
+    """A Markdown table's heading and rule."""
+    return [row_line(head), "|" + "---|" * len(head)]
+
+
+def peak_cells(r):
+    """A row's share of the peak and its check. Never a bare share above 100 %: the probe read the
+    peak low (bench_util.h ofPeak), the footnote says so."""
+    share = r["tessera_gflops"] / r["peak_gflops"]
+    return [f"{share * 100:.1f} %" if share <= 1 else f"{share * 100:.0f} %*", "ok" if r["checked"] else "WRONG"]
+
+
+def peak_footnote(rows):
+    if any(r["tessera_gflops"] > r["peak_gflops"] for r in rows):
+        return ["", "\\* above the measured peak: no kernel beats the hardware, so the probe read the peak low."]
+    return []
+
+
 def load_line(doc):
     """The run's load in one sentence, the same for every bench: a busy run says its ratios are uncertain."""
     ld = doc["load"]
@@ -234,8 +256,7 @@ def range_markdown(doc, json_rel, svg_rel):
         out.append(f"| {i} | {b['lo']}..{b['hi']} | `{rule['configs'][b['config']]}` | {'yes' if b['fixed'] else 'no'} |")
     out.append("")
     head = ["M", "bucket", "rule us", "per-shape us", "regret", "OpenBLAS us", "OpenBLAS / rule", "per-shape config", "checked"]
-    out.append("| " + " | ".join(head) + " |")
-    out.append("|" + "---|" * len(head))
+    out += head_lines(head)
     us = lambda x: f"{x:.3g}" if x < 10 else f"{x:.4g}" if x < 1e4 else f"{x:.0f}"
     for r in doc["rows"]:
         if "failed" in r:
@@ -297,19 +318,15 @@ def attention_markdown(doc, json_rel, svg_rel):
     if torch:
         head += ["torch ms", "torch / Tessera"]
     head += ["of peak", "checked"]
-    out.append("| " + " | ".join(head) + " |")
-    out.append("|" + "---|" * len(head))
+    out += head_lines(head)
     for r in doc["rows"]:
-        share = r["tessera_gflops"] / r["peak_gflops"]
         cells = [r["shape"], r.get("config_kind", "?"), f"{r['tessera_ms']:.2f}", f"{r['tessera_gflops']:.1f}",
                  f"{r['anchor_ms']:.2f}", f"{r['anchor_gflops']:.1f}", f"{r['anchor_ms'] / r['tessera_ms']:.2f}x"]
         if torch:
             cells += [f"{r['torch_ms']:.2f}", f"{r['torch_ms'] / r['tessera_ms']:.2f}x"] if "torch_ms" in r else ["-", "-"]
-        cells += [f"{share * 100:.1f} %" if share <= 1 else f"{share * 100:.0f} %*", "ok" if r["checked"] else "WRONG"]
-        out.append("| " + " | ".join(cells) + " |")
-    if any(r["tessera_gflops"] > r["peak_gflops"] for r in doc["rows"]):
-        out.append("")
-        out.append("\\* above the measured peak: no kernel beats the hardware, so the probe read the peak low.")
+        cells += peak_cells(r)
+        out.append(row_line(cells))
+    out += peak_footnote(doc["rows"])
     out.append("")
     out.append("Configs: " + "; ".join(f"{r['shape']}: `{r['config']}`" for r in doc["rows"] if "config" in r) + ".")
     return "\n".join(out) + "\n"
@@ -350,17 +367,14 @@ def small_command(doc, json_rel):
 def small_markdown(doc, json_rel, svg_rel):
     """A small_shapes_bench run: its machine and load, a row per kernel (the default, the best of a
     short sweep, OpenBLAS where the row has it), the geometric means, and the plot."""
-    ld = doc["load"]
     t = doc["threads"]
     rows = doc["rows"]
     anchored = [r for r in rows if "default_x_anchor" in r]
     out = [f"Written by `bench/results_page.py` from `{json_rel}` (do not edit by hand: rerun the",
            f"script). Measured with `{small_command(doc, json_rel)}` on {doc['host']} ({doc.get('arch', '?')}), "
-           f"{t} thread{'s' if t > 1 else ''}; best: coordinate descent from the default and from each other "
+           f"{threads_word(t)}; best: coordinate descent from the default and from each other "
            f"schedule, {doc['max_configs']} configs per kernel shared between them (at least one each); anchor {doc.get('anchor', 'none')} in the same process, "
-           f"interleaved (x anchor above 1: Tessera is faster). Load {ld['before']:.2f} before, {ld['after']:.2f} "
-           f"after on {ld['cores']} cores, control {ld['control']:.2f}x, worst p80/p20 {ld['worst_p80_p20']:.2f}x"
-           + (": **measured under load, the ratios are uncertain**." if ld.get("busy") else " (quiet)."), ""]
+           f"interleaved (x anchor above 1: Tessera is faster). {load_line(doc)}", ""]
     if anchored:
         gm = geomean([r["default_x_anchor"] for r in anchored])
         worst = min(anchored, key=lambda r: r["default_x_anchor"])
@@ -373,8 +387,7 @@ def small_markdown(doc, json_rel, svg_rel):
                f"{max(max(1.0, r['default_us'] / r['best_us']) for r in rows):.2f}x.")
     out.append("")
     head = ["kernel", "default us", "best us", "anchor us", "default x anchor", "best x anchor", "default config"]
-    out.append("| " + " | ".join(head) + " |")
-    out.append("|" + "---|" * len(head))
+    out += head_lines(head)
     us = lambda x: f"{x:.3g}" if x < 10 else f"{x:.4g}"
     for r in rows:
         cells = [f"{r['family']} {r['kernel']}" if r["family"] != "gemm" else r["kernel"], us(r["default_us"]),
@@ -382,7 +395,7 @@ def small_markdown(doc, json_rel, svg_rel):
                  f"{r['default_x_anchor']:.2f}x" if "default_x_anchor" in r else "-",
                  f"{r['best_x_anchor']:.2f}x" if "best_x_anchor" in r else "-",
                  f"`{r['default_config']}`" + (f" (best: {r['best_change']})" if r.get("best_change") else "")]
-        out.append("| " + " | ".join(cells) + " |")
+        out.append(row_line(cells))
     return "\n".join(out) + "\n"
 
 
@@ -413,37 +426,28 @@ def draw_small(doc, svg_path, plt):
 
 def gemm_markdown(doc, json_rel, svg_rel):
     """A gemm_bench run: its machine and load, a row per shape, and the roofline plot."""
-    ld = doc["load"]
     t = doc["threads"]
     out = [f"Written by `bench/results_page.py` from `{json_rel}` (do not edit by hand: rerun the",
            f"script). Measured with `build/bench/gemm_bench --dtype {doc['dtype']} --threads {t} "
            f"{' '.join(str(r['m']) for r in doc['rows'])} --json {json_rel}` on {doc['host']} ({doc.get('arch', '?')}), "
            f"FMA peak {doc['fma_peak_gflops_f32_one_core']:.1f} GFLOP/s f32 per core as the bench measured it, "
-           f"{t} thread{'s' if t > 1 else ''}; anchor {doc['anchor']} in the same process, interleaved. "
-           f"Load {ld['before']:.2f} before, {ld['after']:.2f} after on {ld['cores']} cores, control "
-           f"{ld['control']:.2f}x, worst p80/p20 {ld['worst_p80_p20']:.2f}x"
-           + (": **measured under load, the ratios are uncertain**." if ld.get("busy") else " (quiet)."),
+           f"{threads_word(t)}; anchor {doc['anchor']} in the same process, interleaved. {load_line(doc)}",
            "", f"![GFLOP/s against arithmetic intensity, the compute roof]({svg_rel})", ""]
     torch = any("torch_gflops" in r for r in doc["rows"])
     head = ["M x N x K", "config", "Tessera GFLOP/s", "anchor GFLOP/s", "ratio"]
     if torch:
         head += ["torch GFLOP/s", "ratio"]
     head += ["of peak", "checked"]
-    out.append("| " + " | ".join(head) + " |")
-    out.append("|" + "---|" * len(head))
+    out += head_lines(head)
     for r in doc["rows"]:
-        share = r["tessera_gflops"] / r["peak_gflops"]
         cells = [f"{r['m']}x{r['n']}x{r['k']}", r.get("config_kind", "?"), f"{r['tessera_gflops']:.1f}",
                  f"{r['anchor_gflops']:.1f}", f"{r['tessera_gflops'] / r['anchor_gflops']:.2f}x"]
         if torch:
             tg = r.get("torch_gflops")
             cells += [f"{tg:.1f}", f"{r['tessera_gflops'] / tg:.2f}x"] if tg else ["-", "-"]
-        # Never a bare share above 100 %: the probe read the peak low (bench_util.h ofPeak).
-        cells += [f"{share * 100:.1f} %" if share <= 1 else f"{share * 100:.0f} %*", "ok" if r["checked"] else "WRONG"]
-        out.append("| " + " | ".join(cells) + " |")
-    if any(r["tessera_gflops"] > r["peak_gflops"] for r in doc["rows"]):
-        out.append("")
-        out.append("\\* above the measured peak: no kernel beats the hardware, so the probe read the peak low.")
+        cells += peak_cells(r)
+        out.append(row_line(cells))
+    out += peak_footnote(doc["rows"])
     return "\n".join(out) + "\n"
 
 
@@ -522,15 +526,14 @@ def gpu_markdown(doc, json_rel):
         out += [f"Torch / Tessera: geometric mean **{geomean([r['torch_us'] / r['best']['time_us'] for r in timed]):.2f}x** "
                 f"over {len(timed)} rows; {len(met)} of {len(rows)} at their goal.", ""]
     head = ["row", "target", "Tessera us", "TFLOP/s", "torch us", "torch / Tessera", "goal", "config"]
-    out.append("| " + " | ".join(head) + " |")
-    out.append("|" + "---|" * len(head))
+    out += head_lines(head)
     for r in rows:
         b = r["best"] or {}
         t, a = b.get("time_us"), r["torch_us"]
         cells = [r["row"], r["target"], f"{t:.1f}" if t else "no correct run", f"{r['flops'] / t * 1e-6:.1f}" if t else "-",
                  f"{a:.1f}" if a else f"- ({r.get('torch_op') or 'not timed'})", f"{a / t:.2f}x" if t and a else "-",
                  f">= {r['goal']}x", f"`{b['config']}`" if b.get("config") else "-"]
-        out.append("| " + " | ".join(cells) + " |")
+        out.append(row_line(cells))
     return "\n".join(out) + "\n"
 
 
@@ -562,8 +565,7 @@ def section_markdown(doc, json_rel, svg_rel):
     out.append(f"![share of runs done against trials, per split and column]({convergence_path(svg_rel)})")
     out.append("")
     head = ["table", "split", "configs", "random"] + [label(c) for c in cols] + [f"rnd/{label(c)}" for c in cols]
-    out.append("| " + " | ".join(head) + " |")
-    out.append("|" + "---|" * len(head))
+    out += head_lines(head)
     for t, shown in zip(doc["tables"], unique_names(doc["tables"])):
         r = t["random"]
         cells = [shown, t["split"], str(t["configs"]), f"{fmt(r['median'])} / {fmt(r['p90'])}"]
@@ -576,7 +578,7 @@ def section_markdown(doc, json_rel, svg_rel):
                 continue
             cells.append(f"{fmt(col['median'])} / {fmt(col['p90'])}")
             ratios.append(f"{r['median'] / col['median']:.1f}x / {r['p90'] / col['p90']:.1f}x")
-        out.append("| " + " | ".join(cells + ratios) + " |")
+        out.append(row_line(cells + ratios))
     out.append("")
     out.append("Geomean of random / strategy at the median (p90 after the slash), per split:")
     out.append("")
@@ -860,40 +862,38 @@ def self_test():
             fails.append(f"the sections are not in SECTIONS' order: {order}")
         if "- [Shape ranges: one rule for every M](#shape-ranges-one-rule-for-every-m)" not in text:
             fails.append("the contents list lacks a section's link")
-        # Each bench's rows.
-        if "| host_a | development | 500 | 100 / 300 | 12 / 26 | 8.3x / 11.4x |" not in text:
-            fails.append("the search section lacks host_a's row")
-        if "| held-out | 1 | 2.0x / 5.2x (1) |" not in text:
-            fails.append("the held-out geomean row is not 2.0x / 5.2x")
-        if "| 256x256x256 | default | 80.0 | 64.0 | 1.25x | 80.0 % | ok |" not in text:
-            fails.append("the gemm section lacks its 256^3 row")
-        if "| 104 %* |" not in text or "above the measured peak" not in text:
-            fails.append("a share above the peak is not starred and explained")
-        if "(quiet)" not in text:
-            fails.append("a quiet run is not said to be quiet")
-        if "| 72x72x72 | 4 | 4 | 4.4 | 1.10x | 1.10x | `schedule=nvec` |" not in text:
-            fails.append("the small-shapes section lacks its 72^3 row")
-        if "geometric mean **0.94x** over 2 GEMMs, worst 0.80x (500x500x500); 1 below 1.0x" not in text:
-            fails.append("the small-shapes geometric mean, worst row or count below 1.0x is wrong")
-        if "| 500x500x500 | 1500 | 1250 | 1200 | 0.80x | 0.96x | `schedule=blis` (best: MR=6) |" not in text:
-            fails.append("the small-shapes row with a better sweep does not say its change")
-        if "| 64 | 1 | 121 | 100 | 21.0 % | 110 | 0.91x | `schedule=blis,MR=4` | ok |" not in text:
-            fails.append("the shape-range section lacks its M = 64 row")
-        if "| 1 | 0 (fixed) | 20 | 20 | 0.0 % | 40 | 2.00x |" not in text or "| 0 | 1..1 | `schedule=nvec,MR=1` | yes |" not in text:
-            fails.append("the shape-range section lacks its fixed bucket's row or the rule's table")
-        if "geometric mean **10.0 %** over 2 shapes" not in text or "1 over 10 %" not in text or "M = 3 (per-shape tune)" not in text:
-            fails.append("the shape-range regret's geometric mean, its count over 10 % or the failed shape is wrong")
-        if "**measured under load, the ratios are uncertain**" not in text:
-            fails.append("a busy run is not said to be uncertain")
-        if "| H8 S2048 D64 | default | 40.00 | 50.0 | 60.00 | 33.3 | 1.50x | 50.00 | 1.25x | 50.0 % | ok |" not in text:
-            fails.append("the attention section lacks its torch row")
-        if "| H8 S2048 D64 causal | default | 25.00 | 40.0 | 60.00 | 33.3 | 2.40x | - | - | 40.0 % | ok |" not in text:
-            fails.append("the attention row without torch does not say so")
-        if "| GEMM f16 4096^3 | sm_90a | 1000.0 | 137.4 | 1100.0 | 1.10x | >= 1.05x | `strategy=wgmma` |" not in text:
-            fails.append("the GPU section lacks its GEMM row")
-        if "| attention D256 | sm_90a | no correct run | - | 900.0 | - | >= 1.0x | - |" not in text or \
-                "1 of 2 at their goal" not in text:
-            fails.append("the GPU section's row without a correct run, or its count at goal, is wrong")
+        # Each bench's rows: every string of an entry on the page, or its message.
+        for needed, message in (
+                (("| host_a | development | 500 | 100 / 300 | 12 / 26 | 8.3x / 11.4x |",),
+                 "the search section lacks host_a's row"),
+                (("| held-out | 1 | 2.0x / 5.2x (1) |",), "the held-out geomean row is not 2.0x / 5.2x"),
+                (("| 256x256x256 | default | 80.0 | 64.0 | 1.25x | 80.0 % | ok |",), "the gemm section lacks its 256^3 row"),
+                (("| 104 %* |", "above the measured peak"), "a share above the peak is not starred and explained"),
+                (("(quiet)",), "a quiet run is not said to be quiet"),
+                (("| 72x72x72 | 4 | 4 | 4.4 | 1.10x | 1.10x | `schedule=nvec` |",),
+                 "the small-shapes section lacks its 72^3 row"),
+                (("geometric mean **0.94x** over 2 GEMMs, worst 0.80x (500x500x500); 1 below 1.0x",),
+                 "the small-shapes geometric mean, worst row or count below 1.0x is wrong"),
+                (("| 500x500x500 | 1500 | 1250 | 1200 | 0.80x | 0.96x | `schedule=blis` (best: MR=6) |",),
+                 "the small-shapes row with a better sweep does not say its change"),
+                (("| 64 | 1 | 121 | 100 | 21.0 % | 110 | 0.91x | `schedule=blis,MR=4` | ok |",),
+                 "the shape-range section lacks its M = 64 row"),
+                (("| 1 | 0 (fixed) | 20 | 20 | 0.0 % | 40 | 2.00x |", "| 0 | 1..1 | `schedule=nvec,MR=1` | yes |"),
+                 "the shape-range section lacks its fixed bucket's row or the rule's table"),
+                (("geometric mean **10.0 %** over 2 shapes", "1 over 10 %", "M = 3 (per-shape tune)"),
+                 "the shape-range regret's geometric mean, its count over 10 % or the failed shape is wrong"),
+                (("**measured under load, the ratios are uncertain**",), "a busy run is not said to be uncertain"),
+                (("| H8 S2048 D64 | default | 40.00 | 50.0 | 60.00 | 33.3 | 1.50x | 50.00 | 1.25x | 50.0 % | ok |",),
+                 "the attention section lacks its torch row"),
+                (("| H8 S2048 D64 causal | default | 25.00 | 40.0 | 60.00 | 33.3 | 2.40x | - | - | 40.0 % | ok |",),
+                 "the attention row without torch does not say so"),
+                (("| GEMM f16 4096^3 | sm_90a | 1000.0 | 137.4 | 1100.0 | 1.10x | >= 1.05x | `strategy=wgmma` |",),
+                 "the GPU section lacks its GEMM row"),
+                (("| attention D256 | sm_90a | no correct run | - | 900.0 | - | >= 1.0x | - |", "1 of 2 at their goal"),
+                 "the GPU section's row without a correct run, or its count at goal, is wrong"),
+        ):
+            if any(n not in text for n in needed):
+                fails.append(message)
         # The page is written whole: an edited section, a hand edit outside the sections (the
         # preamble, between two sections, at the end) are each caught.
         for what, edited in (("an edited section", text.replace("12 / 26", "11 / 26")),

@@ -2,10 +2,9 @@
 // store of a team that tuned GEMM at other shapes already says which register tiles, cache
 // blocks and schedules this CPU likes. Each stored workload becomes its own ranking group, with
 // features computed from its key (costmodel::WorkloadDesc), so the model starts the search
-// knowing those landscapes and learns this one on top of them. Transfer across GPUs (issue 29):
-// the same kernel measured on other GPUs (another chip, or another product of this one with
-// another SM count) is such a workload too: the team's RTX 3090 records start the model of a tune
-// on an RTX 2080 Ti.
+// knowing those landscapes and learns this one on top of them. The same kernel measured on other
+// GPUs is not such a workload: it trains the transfer's own model (search/transfer.h), and
+// transferSource() below says which records those are.
 #pragma once
 
 #include <cstdint>
