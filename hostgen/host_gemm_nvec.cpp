@@ -303,14 +303,19 @@ class NvecBuilder {
       Value a = memref::LoadOp::create(b_, loc_, A_, g.transA ? at(k, add(row0, r)) : at(add(row0, r), k));
       return vector::BroadcastOp::create(b_, loc_, vf_, toF32(a));
     };
+    // A grouped last vector (groupOf) takes its FMAs once per group of G steps; the others each step.
+    const int64_t G = groupOf(nv, lastValid), plainNv = G > 1 ? nv - 1 : nv;
     auto step = [&](Value k, SmallVector<Value>& a) {
+      if (plainNv == 0) return;
       SmallVector<Value> bv;
-      for (int64_t v = 0; v < nv; ++v) bv.push_back(bVec(k, v));
+      for (int64_t v = 0; v < plainNv; ++v) bv.push_back(bVec(k, v));
       for (int64_t r = 0; r < rows; ++r) {
         Value x = aVal(k, r);
-        for (int64_t v = 0; v < nv; ++v) a[r * nv + v] = vector::FMAOp::create(b_, loc_, x, bv[v], a[r * nv + v]);
+        for (int64_t v = 0; v < plainNv; ++v) a[r * nv + v] = vector::FMAOp::create(b_, loc_, x, bv[v], a[r * nv + v]);
       }
     };
+    if (G > 1)
+      return groupedTile(row0, rows, col0, nv, lastValid, slot, first, k0, count, acc, G, step);
     const int64_t u = std::max<int64_t>(1, std::min(p_.KU, count)), main = count / u * u;
     if (main > 0) {
       auto f = scf::ForOp::create(b_, loc_, k0, add(k0, main), idx(u), acc);
@@ -325,13 +330,131 @@ class NvecBuilder {
     for (int64_t s = main; s < count; ++s) step(add(k0, s), acc);
   }
 
+  // Grouped last vector. A strip's last vector with at most half its lanes valid (N = 4 or 8, or
+  // the 4 columns left of 100) would leave most FMA lanes idle, one FMA per row per step. Instead
+  // its lanes hold G steps of K for VW / G columns: lane j * G + s is column j at step k + s. B's
+  // G rows are interleaved into that order once per group (shared by the rows of the tile), each
+  // row's G elements of A (contiguous: A stored M x K) are repeated across the columns
+  // (vbroadcastsd / vbroadcastf32x4), so one FMA does G steps; the epilogue sums the G lanes of
+  // each column. 8x8x2048 takes one FMA per row per two steps instead of per step, 100^3 a
+  // quarter of the FMAs on its last 4 columns. G is 1 (no grouping) with A stored K x M.
+  int64_t groupOf(int64_t nv, int64_t lastValid) const {
+    if (p_.g.transA || nv < 1 || 2 * lastValid > p_.VW) return 1;
+    int64_t wp = 1;
+    while (wp < lastValid) wp *= 2;
+    return std::min(p_.VW / wp, kMaxGroup);
+  }
+  // At most 8 steps a group: 16 (N = 1) builds each group from 16 rows of B for 16 FMAs a row of
+  // the tile (one Zen 5 core: 33x65x17, whose last vector has one column, 0.36 us at 8, 0.39 at 16;
+  // 512x1x512 11.0 either way, 13.6 at 4).
+  static constexpr int64_t kMaxGroup = 8;
+
+  // Lanes [0, 2L) = x0, y0, x1, y1, ... of two L-lane vectors.
+  Value interleave(Value x, Value y) {
+    const int64_t L = cast<VectorType>(x.getType()).getNumElements();
+    SmallVector<int64_t> m;
+    for (int64_t i = 0; i < L; ++i) m.append({i, L + i});
+    return vector::ShuffleOp::create(b_, loc_, x, y, m);
+  }
+  // rows[s][j] at lane j * G + s (G = rows.size(), a power of two).
+  Value interleaveRows(ArrayRef<Value> rows) {
+    if (rows.size() == 1) return rows[0];
+    SmallVector<Value> even, odd;
+    for (size_t s = 0; s < rows.size(); ++s) (s % 2 ? odd : even).push_back(rows[s]);
+    return interleave(interleaveRows(even), interleaveRows(odd));
+  }
+  // The sums of the G lanes of each column: VW / G lanes.
+  Value ungroup(Value x, int64_t G) {
+    const int64_t wp = p_.VW / G;
+    Value sum;
+    for (int64_t s = 0; s < G; ++s) {
+      SmallVector<int64_t> m;
+      for (int64_t j = 0; j < wp; ++j) m.push_back(j * G + s);
+      Value part = vector::ShuffleOp::create(b_, loc_, x, x, m);
+      sum = s ? Value(arith::AddFOp::create(b_, loc_, sum, part)) : part;
+    }
+    return sum;
+  }
+
+  // tile() with the strip's last vector grouped (groupOf): the plain vectors step by step (`step`),
+  // the grouped one once per group of G steps, n <= G of them valid (the last group of a depth
+  // that G does not divide: its missing rows of B are zeros, its A elements masked).
+  void groupedTile(Value row0, int64_t rows, Value col0, int64_t nv, int64_t lastValid, Value slot, bool first,
+                   Value k0, int64_t count, SmallVector<Value>& acc, int64_t G,
+                   const std::function<void(Value, SmallVector<Value>&)>& step) {
+    const int64_t v = nv - 1, wp = p_.VW / G;
+    Value col = add(col0, v * p_.VW);
+    auto bGroup = [&](Value k, int64_t n) -> Value {
+      if (!first && copyB_) {
+        Value kk = arith::SubIOp::create(b_, loc_, k, k0);
+        return vector::LoadOp::create(b_, loc_, vf_, scratch_, ValueRange{slot, kk, idx(v * p_.VW)});
+      }
+      Type et = cast<MemRefType>(B_.getType()).getElementType();
+      auto rt = VectorType::get({wp}, et);
+      SmallVector<Value> rowsB;
+      for (int64_t s = 0; s < G; ++s) {
+        if (s >= n) {
+          rowsB.push_back(zeros(VectorType::get({wp}, f32_)));
+          continue;
+        }
+        Value x = lastValid >= wp ? Value(vector::LoadOp::create(b_, loc_, rt, B_, at(add(k, s), col)))
+                                  : Value(vector::MaskedLoadOp::create(b_, loc_, rt, B_, at(add(k, s), col),
+                                                                       mask(wp, lastValid), zeros(rt)));
+        rowsB.push_back(toF32(x));
+      }
+      Value x = interleaveRows(rowsB);
+      if (first && copyB_) {
+        Value kk = arith::SubIOp::create(b_, loc_, k, k0);
+        vector::StoreOp::create(b_, loc_, x, scratch_, ValueRange{slot, kk, idx(v * p_.VW)});
+      }
+      return x;
+    };
+    auto aGroup = [&](Value k, int64_t r, int64_t n) -> Value {
+      Type et = cast<MemRefType>(A_.getType()).getElementType();
+      auto vt = VectorType::get({G}, et);
+      auto ix = at(add(row0, r), k);
+      Value x = n >= G ? Value(vector::LoadOp::create(b_, loc_, vt, A_, ix))
+                       : Value(vector::MaskedLoadOp::create(b_, loc_, vt, A_, ix, mask(G, n), zeros(vt)));
+      x = toF32(x);
+      SmallVector<int64_t> m;
+      for (int64_t lane = 0; lane < p_.VW; ++lane) m.push_back(lane % G);
+      return vector::ShuffleOp::create(b_, loc_, x, x, m);
+    };
+    auto group = [&](Value k, int64_t n, SmallVector<Value>& a) {
+      for (int64_t s = 0; s < n; ++s) step(add(k, s), a);
+      Value bv = bGroup(k, n);
+      for (int64_t r = 0; r < rows; ++r)
+        a[r * nv + v] = vector::FMAOp::create(b_, loc_, aGroup(k, r, n), bv, a[r * nv + v]);
+    };
+    // Groups in a loop (KU / G of them per iteration), the full groups left in a loop of one, the
+    // partial last group inline.
+    auto groupLoop = [&](Value lb, int64_t steps, int64_t per) {
+      auto f = scf::ForOp::create(b_, loc_, lb, add(lb, steps), idx(per * G), acc);
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPointToStart(f.getBody());
+      SmallVector<Value> a(f.getRegionIterArgs().begin(), f.getRegionIterArgs().end());
+      for (int64_t q = 0; q < per; ++q) group(add(f.getInductionVar(), q * G), G, a);
+      scf::YieldOp::create(b_, loc_, a);
+      b_.setInsertionPointAfter(f);
+      acc.assign(f.getResults().begin(), f.getResults().end());
+    };
+    const int64_t per = std::max<int64_t>(1, p_.KU / G), main = count / (per * G) * (per * G);
+    const int64_t fullRest = (count - main) / G * G;
+    if (main > 0) groupLoop(k0, main, per);
+    if (fullRest > 0) groupLoop(add(k0, main), fullRest, 1);
+    if (count % G) group(add(k0, main + fullRest), count % G, acc);
+  }
+
   // The epilogue and the stores of rows [row0, row0 + rows) of the strip: exactly the valid lanes.
   void finish(Value row0, int64_t rows, Value col0, int64_t nv, int64_t lastValid, const SmallVector<Value>& acc) {
+    const int64_t G = groupOf(nv, lastValid);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < nv; ++v) {
         Value x = acc[r * nv + v];
         const int64_t w = v + 1 < nv ? p_.VW : lastValid;
-        if (w < p_.VW)
+        if (G > 1 && v + 1 == nv) x = ungroup(x, G);
+        const int64_t lanes = cast<VectorType>(x.getType()).getNumElements();
+        if (w < lanes)
           x = vector::ExtractStridedSliceOp::create(b_, loc_, x, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{w},
                                                     ArrayRef<int64_t>{1});
         Value row = add(row0, r), col = add(col0, v * p_.VW);

@@ -72,7 +72,8 @@ bool kvecByDefault(const ir::GemmInfo& g, int64_t lanes) { return (g.n % lanes !
 // and nothing is packed; 16x1024x1024 on AVX2 0.83-1.17x OpenBLAS against plain's 0.93x, 13 rows
 // 1.4-1.6x), or up to kNvecMaxM rows where A, B and C fit the L1 with room to spare (24^3
 // 2.2-2.4x OpenBLAS against plain's 1.8x, 40^3 1.7-1.8x; 56^3, 37 KB, ran 0.7-0.9x and stays
-// with plain; 64^3 fills a 48 KB L1 exactly and stays with plain too). One or
+// with plain; 64^3 fills a 48 KB L1 exactly: one Zen 5 core, plain 2.0-2.1 us against nvec
+// 1.85-1.96, OpenBLAS 1.88-1.9, so a full L1 counts as fitting). One or
 // two rows of a B past the L2 are memory-bound: plain's depth blocks of 16 walk B along its rows
 // (NC columns contiguous) where nvec's strips walk it down K rows of a few lines each
 // (2x1024x1024 and 2x4096x1024 on AVX2: plain 1.15x faster in one run each), so with AVX2 they
@@ -117,8 +118,19 @@ bool gemvPastL2(const ir::GemmInfo& g, const TargetDesc& t) {
 // kvec ties or wins: 64x13x256 2.40 / 2.27, 200x12x300 7.5 / 8.2). With AVX2 the sweep found
 // kvec best at 16x12x1024 and 8x10x512 but nvec at 13x13x256 (1.62x) and plain at 4x12x4096: no
 // one rule there.
+//
+// And 8-16 rows of a B at most half a vector wide and more than a quarter (5-8 columns with
+// AVX-512), A stored M x K: nvec's last vector is grouped (two steps of K per vector,
+// host_gemm_nvec.cpp), so each FMA does two steps' work where kvec reduces every element of C.
+// One Zen 5 core, kvec default against nvec 8 rows (`tessera run`, one run each): 8x8x2048 2.18
+// against 1.27 us, 16x8x512 0.82 / 0.67, 16x8x128 0.26 / 0.18, 8x8x64 0.12 / 0.07, 13x7x300 0.39 /
+// 0.30. Fewer rows hold too few sums to cover the FMA latency (2x5x777 0.25 / 0.39) and narrower
+// B groups four or more steps, whose rows of B cost more than kvec's reductions at 16 rows
+// (16x4x1024 0.71 / 1.06, 16x2x2048 1.13 / 1.22): kvec stays there.
 bool nvecOverKvec(const ir::GemmInfo& g, int64_t lanes) {
-  return lanes >= 16 && g.inType == ir::ScalarType::F32 && (g.n == lanes || (g.m <= 16 && g.n > 8 && g.n < 2 * lanes));
+  if (lanes < 16 || g.inType != ir::ScalarType::F32) return false;
+  if (g.n == lanes || (g.m <= 16 && g.n > 8 && g.n < 2 * lanes)) return true;
+  return g.m >= 8 && g.m <= 16 && !g.transA && 4 * g.n > lanes && 2 * g.n <= lanes;
 }
 
 bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t) {
@@ -126,8 +138,23 @@ bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t) {
   const double bytes = double(ir::byteSize(g.inType)) * double(g.m * g.k + g.k * g.n) + 4.0 * double(g.m * g.n);
   if (t.simdBits < 512 && gemvPastL2(g, t)) return false;
   if (g.n < 2 * lanes) return false;
-  if (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes < double(t.l1dBytes))) return true;
+  if (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes <= double(t.l1dBytes))) return true;
   return g.m > codegen::kNvecMaxM && g.inType == ir::ScalarType::F32 && nvecNarrowPays(g, t);
+}
+
+// Whether MR rows of a row-major A, read together by a register tile, evict each other from the
+// L1: rows a multiple of 4 KB apart (the L1's set span on the x86 cores seen) fall into one set,
+// and more of them than two thirds of its ways (8 of 12) do. One Zen 5 core, nvec x 1 vector, MR
+// 14 against 8: 1024x16x1024 181 against 160 us, 64x16x1024 11.6 / 9.5, 128x16x2048 46.4 / 37.5
+// (at K = 300 14 rows ran 3.8 us, 8 4.1); kvec, MR 14 against 8 (`tessera run`, one run each):
+// 1024x2x1024 50 against 38-43 us, 256x1x2048 23 / 20, 4096x8x4096 3.59 / 3.17 ms (the
+// sweep's best).
+bool aRowsEvictEachOther(const TargetDesc& t, const ir::GemmInfo& g, int64_t mr) {
+  const int64_t span = 4096, ways = std::max<int64_t>(4, t.l1dBytes / span);
+  const int64_t rowBytes = g.transA ? 0 : ir::byteSize(g.inType) * g.k;
+  const int64_t gcd = rowBytes ? std::gcd(rowBytes % span ? rowBytes % span : span, span) : 0;
+  const int64_t rowsPerSet = gcd >= 64 ? ceilDiv(std::min(mr, g.m), span / gcd) : 1;
+  return mr > 1 && rowsPerSet > ways * 2 / 3;
 }
 
 struct KvecTile {
@@ -149,6 +176,7 @@ KvecTile kvecTile(const TargetDesc& t, const ir::GemmInfo& g, const std::vector<
     for (const auto& nv : njDom) {
       int64_t mr = std::get<int64_t>(mv), nj = std::get<int64_t>(nv);
       if (mr * nj + std::min(mr, nj) + 1 > t.vectorRegisters) continue;
+      if (aRowsEvictEachOther(t, g, mr)) continue;
       double score = 0;
       for (auto [r, nr] : split(g.m, std::min(mr, g.m)))
         for (auto [c, nc] : split(g.n, std::min(nj, g.n)))
@@ -188,14 +216,7 @@ NvecTile nvecTile(const TargetDesc& t, const ir::GemmInfo& g, int64_t lanes, con
   // reading the strip of B) win; past it, fewer strips (more vectors) do.
   const bool aReread = double(ir::byteSize(g.inType)) * double(g.m * g.k) <= double(t.l2Bytes) / 2;
   // A tile of one vector broadcasts MR rows of A per load of B, so a row of A evicted from the L1
-  // costs it most. Rows of a row-major A a multiple of 4 KB apart (the L1's set span on the x86
-  // cores seen) fall into one set; more of them than two thirds of its ways (8 of 12) evict each
-  // other (one Zen 5 core, nvec x 1 vector, MR 14 against 8: 1024x16x1024 181 against 160 us,
-  // 64x16x1024 11.6 / 9.5, 128x16x2048 46.4 / 37.5; at K = 300 14 rows ran 3.8 us, 8 4.1).
-  const int64_t span = 4096, ways = std::max<int64_t>(4, t.l1dBytes / span);
-  const int64_t rowBytes = g.transA ? 0 : ir::byteSize(g.inType) * g.k;
-  const int64_t gcd = rowBytes ? std::gcd(rowBytes % span ? rowBytes % span : span, span) : 0;
-  auto rowsPerSet = [&](int64_t mr) { return gcd >= 64 ? ceilDiv(mr, span / gcd) : 1; };
+  // costs it most (aRowsEvictEachOther).
   NvecTile best;
   double bestScore = -1;
   int64_t bestMr = 0, bestNv = 0;
@@ -203,7 +224,7 @@ NvecTile nvecTile(const TargetDesc& t, const ir::GemmInfo& g, int64_t lanes, con
     for (const auto& vv : nvDom) {
       int64_t mr = std::min(std::get<int64_t>(mv), g.m), nv = std::min(std::get<int64_t>(vv), vecs);
       if (mr * nv + nv + 1 > t.vectorRegisters) continue;
-      if (nv == 1 && mr > 1 && rowsPerSet(mr) > ways * 2 / 3) continue;
+      if (nv == 1 && aRowsEvictEachOther(t, g, mr)) continue;
       double score = 0;
       for (auto [r, nr] : std::vector<std::pair<int64_t, int64_t>>{{mr, g.m / mr}, {g.m % mr, 1}})
         for (auto [v, ns] : std::vector<std::pair<int64_t, int64_t>>{{nv, vecs / nv}, {vecs % nv, 1}})

@@ -107,6 +107,76 @@ TEST(HostGemmNvec, KBlocksOutsideTheStripsForABPastTheL2) {
   }
 }
 
+// A strip's last vector with at most half its lanes valid holds G steps of K for lanes / G
+// columns (host_gemm_nvec.cpp, groupOf): every G the host's vector width makes (N = lanes / 2,
+// lanes / 4, 3, 1), a grouped vector after whole ones in one strip (NV = 3) and in a strip of its
+// own, depths G does not divide (a partial last group: masked A, zero rows of B), several row
+// tiles with B copied to the L1 scratch and K blocks, one row tile over a B past the L2 (K
+// blocks outside the strips), two threads splitting the rows, a batch with a fused epilogue, bf16.
+// The payload shows the grouping (B's rows interleaved by vector.shuffle); with A stored K x M it
+// is not grouped (its G elements are not contiguous) and still right.
+TEST(HostGemmNvec, GroupedLastVectorOnEveryTail) {
+  TargetDesc t = testutil::twoThreadHost();
+  const int64_t lanes = std::max(4, t.simdBits / 32);
+  struct Case {
+    GemmSpec s;
+    std::string config;
+  };
+  GemmSpec fused{.batch = 2, .m = 6, .n = lanes / 2 - 1, .k = 45, .alpha = -0.5, .beta = 1.5,
+                 .epilogue = "gelu(acc * scale + bias)"};
+  fused.shapes["bias"] = {lanes / 2 - 1};
+  fused.shapes["scale"] = {2, 6, 1};
+  std::vector<Case> cases = {
+      {{.m = 8, .n = lanes / 2, .k = 129}, "MR=8,NV=1,KC=256,KU=4"},
+      {{.m = 9, .n = lanes / 4, .k = 37}, "MR=4,NV=1,KC=256,KU=1"},
+      {{.m = 5, .n = 3, .k = 3}, "MR=5,NV=1,KC=16,KU=2"},
+      {{.m = 16, .n = 1, .k = 1}, "MR=8,NV=1,KC=16,KU=1"},
+      {{.m = 7, .n = 1, .k = 67}, "MR=7,NV=1,KC=64,KU=8"},
+      {{.m = 13, .n = 2 * lanes + 3, .k = 50}, "MR=4,NV=3,KC=16,KU=2"},
+      {{.m = 12, .n = 2 * lanes + lanes / 4, .k = 100}, "MR=6,NV=2,KC=128,KU=1"},
+      {{.m = 13, .n = lanes / 2, .k = 1001}, "MR=4,NV=1,KC=64,KU=2"},
+      {{.m = 40, .n = lanes / 2 - 1, .k = 70}, "MR=4,NV=1,KC=32,KU=1,THREADS=2"},
+      {fused, "MR=4,NV=1,KC=16,KU=2,THREADS=2"}};
+  for (ScalarType dt : {ScalarType::F32, ScalarType::BF16})
+    for (Case c : cases) {
+      c.s.dtype = dt;
+      Kernel g = *buildGemm(c.s);
+      Config cf = cfg("schedule=nvec," + c.config);
+      auto r = testutil::checkHostOn(t, g, cf);
+      EXPECT_TRUE(r.correct) << g.name << " " << c.config << ": " << r.error;
+      auto payload = codegen::emitHost(g, testutil::spaceConfig(g, t, "schedule=nvec," + c.config), t, codegen::Emit::Payload);
+      ASSERT_TRUE(payload.ok()) << payload.error().str();
+      EXPECT_NE(payload->find("vector.shuffle"), std::string::npos) << g.name << " " << c.config << ": not grouped";
+    }
+  // One row tile over a B past the L2 (a 1 KiB L2 here): the grouped sums wait between K blocks.
+  TargetDesc small = t;
+  small.l2Bytes = 1024;
+  for (const Case& c : std::vector<Case>{{{.m = 2, .n = lanes + 3, .k = 129}, "MR=2,NV=2,KC=16,KU=2"},
+                                         {{.m = 1, .n = lanes / 2, .k = 40}, "MR=1,NV=1,KC=16,KU=1"}}) {
+    Kernel g = *buildGemm(c.s);
+    auto r = testutil::checkHostOn(small, g, cfg("schedule=nvec," + c.config));
+    EXPECT_TRUE(r.correct) << g.name << " " << c.config << ": " << r.error;
+  }
+  // A stored K x M: not grouped, still right.
+  Kernel ta = *buildGemm({.m = 8, .n = lanes / 2, .k = 129, .transA = true});
+  auto payload = codegen::emitHost(ta, testutil::spaceConfig(ta, t, "schedule=nvec,MR=8,NV=1,KC=256"), t, codegen::Emit::Payload);
+  ASSERT_TRUE(payload.ok()) << payload.error().str();
+  EXPECT_EQ(payload->find("vector.shuffle"), std::string::npos);
+  EXPECT_TRUE(testutil::checkHostOn(t, ta, cfg("schedule=nvec,MR=8,NV=1,KC=256")).correct);
+}
+
+// The grouped vector's negative control: a kernel of the neighbouring GEMM (alpha 1.01) with the
+// same grouped tails is caught by the comparison those checks use.
+TEST(HostGemmNvec, GroupedComparisonCatchesANeighbouringKernel) {
+  const int64_t lanes = std::max(4, testutil::twoThreadHost().simdBits / 32);
+  Kernel want = *buildGemm({.m = 13, .n = lanes / 2, .k = 37});
+  Kernel near = *buildGemm({.m = 13, .n = lanes / 2, .k = 37, .alpha = 1.01});
+  Config c = testutil::spaceConfig(want, testutil::twoThreadHost(), "schedule=nvec,MR=4,NV=1,KC=16");
+  auto exe = codegen::compileHost(near, c, testutil::twoThreadHost());
+  ASSERT_TRUE(exe.ok()) << exe.error().str();
+  EXPECT_FALSE(testutil::runAndCompare(want, **exe, c, 1).correct);
+}
+
 // Negative control for the checks above: an nvec kernel computing a neighbouring GEMM (alpha 1.01)
 // is caught by the same comparison, with several row tiles, K blocks and a masked last strip.
 TEST(HostGemmNvec, ComparisonCatchesANeighbouringKernel) {

@@ -144,3 +144,21 @@ TEST(HostIsaForced, JitResolvesTheConversionBuiltins) {
     EXPECT_EQ(h, wantH) << x;
   }
 }
+
+// nvec's grouped last vector (host_gemm_nvec.cpp) with AVX2's 8 lanes: N = 4, 2 and 1 group 2, 4
+// and 8 steps of K, 19 columns a grouped vector after two whole ones; f32 and bf16, a partial
+// last group, several row tiles, compiled for the AVX2 CPU and checked.
+TEST(HostIsaForced, NvecGroupedTailsOnAnAvx2Cpu) {
+  const TargetDesc t = avx2Host();
+  for (ScalarType dt : {ScalarType::F32, ScalarType::BF16})
+    for (auto [s, c] : std::vector<std::pair<GemmSpec, const char*>>{{{.m = 8, .n = 4, .k = 37}, "MR=8,NV=1,KC=256,KU=2"},
+                                                                     {{.m = 9, .n = 2, .k = 129}, "MR=4,NV=1,KC=32,KU=1"},
+                                                                     {{.m = 5, .n = 1, .k = 70}, "MR=5,NV=1,KC=256,KU=4"},
+                                                                     {{.m = 13, .n = 19, .k = 50}, "MR=4,NV=3,KC=16,KU=2"}}) {
+      s.dtype = dt;
+      Kernel g = *buildGemm(s);
+      auto cf = *Config::parseAssignments(std::string("schedule=nvec,") + c);
+      auto r = testutil::checkHostOn(t, g, cf, 1, kCpu);
+      EXPECT_TRUE(r.correct) << g.name << " " << c << ": " << r.error;
+    }
+}
