@@ -154,7 +154,12 @@ bool aRowsEvictEachOther(const TargetDesc& t, const ir::GemmInfo& g, int64_t mr)
   const int64_t rowBytes = g.transA ? 0 : ir::byteSize(g.inType) * g.k;
   const int64_t gcd = rowBytes ? std::gcd(rowBytes % span ? rowBytes % span : span, span) : 0;
   const int64_t rowsPerSet = gcd >= 64 ? ceilDiv(std::min(mr, g.m), span / gcd) : 1;
-  return mr > 1 && rowsPerSet > ways * 2 / 3;
+  // One tile of every row streams B once and copies nothing: up to all the ways pay for that
+  // (one Zen 5 core, nvec, one tile against two of 8 rows: 10x8x4096 3.1 against 4.3-4.6 us,
+  // 12x16x1024 1.8 / 2.5, 12x8x1024 1.06 / 1.14-1.21; 13 rows a tie, 14 rows lost: 14x8x2048 3.3
+  // / 2.3).
+  const int64_t limit = mr >= g.m ? ways : ways * 2 / 3;
+  return mr > 1 && rowsPerSet > limit;
 }
 
 struct KvecTile {

@@ -324,4 +324,15 @@ TEST(HostGemmNvec, FewRowsTakeOneRowTileWhereTheRegistersHoldIt) {
     EXPECT_EQ(knobValueStr(c.values.at("schedule")), "nvec") << host;
     EXPECT_GE(geti(c, "NV"), 4) << host << " " << c.str();
   }
+  // Rows of A 4 KB apart share an L1 set: one tile of every row may fill the set's ways (12 on a
+  // 48 KB L1), several tiles two thirds of them (aRowsEvictEachOther). The control: 14 rows, past
+  // the ways, take tiles of 8.
+  for (const std::string host : {"zen5", "sapphire-rapids"}) {
+    ASSERT_EQ(hostPreset(host)->l1dBytes, 48 * 1024) << host;
+    Config one = defaults(host, {.m = 12, .n = 16, .k = 1024});
+    EXPECT_EQ(knobValueStr(one.values.at("schedule")), "nvec") << host;
+    EXPECT_GE(geti(one, "MR"), 12) << host << " " << one.str();
+    Config many = defaults(host, {.m = 14, .n = 16, .k = 4096});
+    EXPECT_LE(geti(many, "MR"), 8) << host << " " << many.str();
+  }
 }
