@@ -611,7 +611,8 @@ def markers(name):
 SECTIONS = (
     ("GPU: the goal rows against torch", (("gpu_rows", None),)),
     ("Host GEMM: the default kernel against OpenBLAS", (("gemm_f32_1t", "GEMM f32, one thread"),
-                                                        ("gemm_f32_2t", "GEMM f32, two threads"))),
+                                                        ("gemm_f32_2t", "GEMM f32, two threads"),
+                                                        ("gemm_bf16_1t", "GEMM bf16, one thread"))),
     ("Host GEMM: small and skinny shapes against OpenBLAS", (("small_gemm_1t", "Small and skinny GEMMs, one thread"),
                                                              ("small_gemm_2t", "Small and skinny GEMMs, two threads"))),
     ("Shape ranges: one rule for every M", (("shape_range_1t", "The range rule, one thread"),
