@@ -38,6 +38,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,7 +103,7 @@ Outcome runStrategy(const Table& tab, const std::string& strategy, const BenchOp
     auto knobs = problem.features;
     search::Prior prior = problem.prior;
     problem.features = [knobs, prior](const cache::HardKey& k) {
-      return costmodel::withFeature(knobs(k), "log2_estimated_us", [prior](const ir::Config& c) {
+      return costmodel::withFeature(knobs(k), costmodel::kEstimateFeature, [prior](const ir::Config& c) {
         auto us = prior(c);
         return us && *us > 0 ? float(std::log2(*us)) : -1.f;
       });
@@ -252,6 +253,13 @@ int main(int argc, char** argv) {
                  "evo with a prior: its weight each batch is the upper bound, at this many standard errors, of its rank "
                  "correlation with the measurements (<0: the prior believed at its fixed weight)")
       ->capture_default_str();
+  const std::map<std::string, search::PriorSettings::Column> columns{{"believed", search::PriorSettings::Column::Believed},
+                                                                      {"disowned", search::PriorSettings::Column::Disowned},
+                                                                      {"unproven", search::PriorSettings::Column::Unproven}};
+  app.add_option("--prior-column", o.search.prior.column,
+                 "evo with a prior: the estimate's cost-model column (--prior-feature) held at one value while the check "
+                 "disowns the prior (disowned), until the check establishes it (unproven), or never (believed)")
+      ->transform(CLI::CheckedTransformer(columns, CLI::ignore_case));
   app.add_option("--inverted-prior", o.invertedPrior,
                  "also replay evo+prior with the estimate inverted, the control of a wrong prior (0/1)")
       ->capture_default_str();

@@ -50,6 +50,10 @@ class CostModel {
   // Scores (higher = predicted faster); random until trained.
   virtual std::vector<double> predict(const std::vector<std::vector<float>>& features) = 0;
   virtual bool trained() const = 0;
+  // Feature columns held at one value in training and prediction, so no tree can split on them
+  // (a column whose source a check has disowned: the search's prior, PriorSettings::column); a
+  // trained model retrains when the set changes. Empty: every column counts.
+  virtual void holdConstant(const std::vector<size_t>& columns) = 0;
   // Samples behind the current model (everything passed to update, or loaded).
   virtual size_t numSamples() const = 0;
   virtual Status save(const std::string& path) const = 0;

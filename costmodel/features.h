@@ -58,6 +58,9 @@ struct WorkloadDesc {
 // cost model can lean on the prior where it has no measurements.
 std::unique_ptr<FeatureExtractor> withFeature(std::unique_ptr<FeatureExtractor> base, std::string name,
                                               std::function<float(const ir::Config&)> f);
+// The analytic estimate's column (a GPU tune's): the search's check of its prior governs the
+// column of this name (search::PriorSettings::column).
+inline constexpr const char* kEstimateFeature = "log2_estimated_us";
 
 std::unique_ptr<FeatureExtractor> makeHostFeatures(const WorkloadDesc& w, const ir::Space& space, const TargetDesc& t);
 

@@ -46,6 +46,7 @@ class XGBoostModel : public CostModel {
     for (const auto& f : features) {
       if (f.size() != nfeat_) return std::vector<double>(features.size(), 0.0);
       dense.insert(dense.end(), f.begin(), f.end());
+      hold(dense, nfeat_);
     }
     // __array_interface__ of the dense row-major float matrix.
     std::string arr = "{\"data\":[" + std::to_string(reinterpret_cast<uintptr_t>(dense.data())) +
@@ -65,6 +66,11 @@ class XGBoostModel : public CostModel {
   }
 
   bool trained() const override { return booster_ != nullptr; }
+  void holdConstant(const std::vector<size_t>& columns) override {
+    if (columns == held_) return;
+    held_ = columns;
+    if (booster_) (void)train();  // a model that cannot retrain keeps predicting as before
+  }
   size_t numSamples() const override { return samples_.size(); }
 
   Status save(const std::string& path) const override {
@@ -136,6 +142,12 @@ class XGBoostModel : public CostModel {
     return {};
   }
 
+  // The held columns of the row of `nfeat` just appended to `dense`, set to 0.
+  void hold(std::vector<float>& dense, size_t nfeat) const {
+    for (size_t c : held_)
+      if (c < nfeat) dense[dense.size() - nfeat + c] = 0.f;
+  }
+
   void freeBooster() {
     if (booster_) XGBoosterFree(booster_);
     booster_ = nullptr;
@@ -158,6 +170,7 @@ class XGBoostModel : public CostModel {
       groups.push_back(unsigned(rows.size()));
       for (size_t i : rows) {
         dense.insert(dense.end(), samples_[i].features.begin(), samples_[i].features.end());
+        hold(dense, nfeat);
         y.push_back(labels[i]);
       }
     }
@@ -203,6 +216,7 @@ class XGBoostModel : public CostModel {
   std::vector<Sample> samples_;
   BoosterHandle booster_ = nullptr;
   size_t nfeat_ = 0;
+  std::vector<size_t> held_;  // holdConstant's columns
 };
 
 }  // namespace

@@ -76,6 +76,13 @@ struct PriorSettings {
   // many standard errors, of the prior's rank correlation with this run's measurements; at zero
   // its tie order, unlaunchable-last and family rules are off too (below 0: believed).
   double checkZ = 1.282;
+  // The prior as a column of the cost model (costmodel::kEstimateFeature, what a GPU tune adds):
+  // a column like any other (Believed), or held at one value, so no tree splits on it, while the
+  // check has disowned the prior (Disowned: the bound above is zero) or has not established the
+  // agreement (Unproven: the bound below, at checkZ standard errors, is not above zero). Believed
+  // by default: the development split keeps the column even for an inverted estimate.
+  enum class Column { Believed, Disowned, Unproven };
+  Column column = Column::Believed;
 };
 
 // Every setting's evidence (the replays that chose it, on which split) is in docs/search-notes.md.

@@ -31,6 +31,12 @@ class Evolution : public SearchStrategy {
             const costmodel::FeatureExtractor* features, const Prior* prior)
       : s_(s), st_(space, s.seed), model_(model), features_(features) {
     if (prior) prior_ = *prior;
+    if (prior_ && model_ && features_ && s_.prior.checkZ >= 0 && s_.prior.column != PriorSettings::Column::Believed) {
+      const auto names = features_->names();
+      const auto at = std::find(names.begin(), names.end(), costmodel::kEstimateFeature);
+      if (at != names.end()) estimateColumn_ = size_t(at - names.begin());
+    }
+    gateColumn();
   }
 
   std::vector<ir::Config> propose(size_t n) override {
@@ -69,6 +75,7 @@ class Evolution : public SearchStrategy {
         predicted_.push_back(t && std::isfinite(*t) ? -*t : -std::numeric_limits<double>::infinity());
         achieved_.push_back(r.ok() ? r.throughput : 0.0);
       }
+    gateColumn();
   }
   bool exhausted() const override { return st_.exhausted(); }
 
@@ -319,14 +326,36 @@ class Evolution : public SearchStrategy {
     return !(m.mine > 0 && m.mine >= s_.categorical.dominated * m.best);
   }
 
+  // The check's bound on the prior's rank correlation with this run's measurements, `z` standard
+  // errors above it (z < 0: below); nullopt before four measurements.
+  std::optional<double> priorBound(double z) const {
+    const size_t n = predicted_.size();
+    if (n < 4) return std::nullopt;
+    const double rho = rankCorrelation(predicted_, achieved_);
+    return std::tanh(std::atanh(std::clamp(rho, -0.9999, 0.9999)) + z * std::sqrt(1.06 / double(n - 3)));
+  }
+
   // PriorSettings::checkZ: the prior's say this batch, from 1 (believed) to 0 (none).
   double priorTrust() const {
     if (!prior_ || s_.prior.checkZ < 0) return 1;
-    const size_t n = predicted_.size();
-    if (n < 4) return 1;
-    const double rho = rankCorrelation(predicted_, achieved_);
-    const double z = std::atanh(std::clamp(rho, -0.9999, 0.9999)) + s_.prior.checkZ * std::sqrt(1.06 / double(n - 3));
-    return std::clamp(std::tanh(z), 0.0, 1.0);
+    const auto bound = priorBound(s_.prior.checkZ);
+    return bound ? std::clamp(*bound, 0.0, 1.0) : 1;
+  }
+
+  // PriorSettings::column: the estimate's column held at one value in the model's fit and
+  // predictions while the check disowns the prior (or has not established it); the model
+  // retrains when that changes, before the tuner's update adds this batch.
+  void gateColumn() {
+    if (!estimateColumn_) return;
+    bool hold = false;
+    if (s_.prior.column == PriorSettings::Column::Disowned) hold = !(priorTrust() > 0);
+    if (s_.prior.column == PriorSettings::Column::Unproven) {
+      const auto below = priorBound(-s_.prior.checkZ);
+      hold = !(below && *below > 0);
+    }
+    if (hold == columnHeld_) return;
+    columnHeld_ = hold;
+    model_->holdConstant(hold ? std::vector<size_t>{*estimateColumn_} : std::vector<size_t>{});
   }
 
   // Step 4: the greedy picks, then random unseen configs up to `n` (exploration the model cannot
@@ -523,6 +552,10 @@ class Evolution : public SearchStrategy {
   // measured throughput (0: failed); this batch's trust in the prior.
   std::vector<double> predicted_, achieved_;
   double trust_ = 1;
+  // PriorSettings::column: the estimate's column among the features (none: nothing to gate),
+  // and whether the model holds it now.
+  std::optional<size_t> estimateColumn_;
+  bool columnHeld_ = false;
 };
 
 }  // namespace

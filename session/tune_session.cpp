@@ -71,7 +71,7 @@ Expected<TuneProblem> tuneProblem(const ir::Kernel& k, const TargetDesc& t, cons
     const std::string self = cache::keyIdOf(p.key);
     p.features = [space, prior, self](const cache::HardKey& key) {
       const bool mine = cache::keyIdOf(key) == self;
-      return costmodel::withFeature(costmodel::makeKnobFeatures(space), "log2_estimated_us",
+      return costmodel::withFeature(costmodel::makeKnobFeatures(space), costmodel::kEstimateFeature,
                                     [prior, mine](const ir::Config& c) {
                                       auto us = mine ? prior(c) : std::nullopt;
                                       return us && *us > 0 ? float(std::log2(*us)) : -1.f;

@@ -1,6 +1,7 @@
 // Tests the cost models: XGBoost learns a synthetic ranking (held-out rank correlation), a random
 // model does not, per-workload normalization lets differently scaled groups train together, and
-// save -> load gives identical predictions and keeps the training data.
+// save -> load gives identical predictions and keeps the training data, and a column held constant
+// has no say.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -103,6 +104,33 @@ TEST(CostModel, UntrainedPredictsRandomlyUntilOutcomesDiffer) {
   auto p = model->predict(featuresOf(same));
   ASSERT_EQ(p.size(), same.size());
   for (double v : p) EXPECT_TRUE(v >= 0 && v < 1);
+}
+
+// A column held at one value (holdConstant: the search's prior once its check disowns it) has no
+// say: rows that differ only in it score alike, in a model retrained at once, while the other
+// columns still rank; released, it counts again. The control: the same rows scored by the model
+// before the hold differ (the column is the truth's strongest).
+TEST(CostModel, AHeldColumnHasNoSay) {
+  auto model = makeXGBoostModel({});
+  ASSERT_TRUE(model->update(makeSamples(300, 14)).ok());
+  auto test = makeSamples(300, 15);
+  std::vector<std::vector<float>> other = featuresOf(test);
+  for (auto& f : other) f[0] = 1 - f[0];  // only the held column differs
+  auto differing = [&] {
+    const auto a = model->predict(featuresOf(test)), b = model->predict(other);
+    size_t n = 0;
+    for (size_t i = 0; i < a.size(); ++i) n += a[i] != b[i];
+    return n;
+  };
+  EXPECT_GT(differing(), 200u);
+  model->holdConstant({0});
+  EXPECT_EQ(differing(), 0u);
+  EXPECT_GT(spearman(model->predict(featuresOf(test)), truthOf(test)), 0.1) << "the other columns still rank";
+  // New samples train with the column held too.
+  ASSERT_TRUE(model->update(makeSamples(50, 16)).ok());
+  EXPECT_EQ(differing(), 0u);
+  model->holdConstant({});
+  EXPECT_GT(differing(), 200u);
 }
 
 TEST(CostModel, MismatchedFeatureLengthsAreRefused) {
