@@ -353,6 +353,10 @@ class Evolution : public SearchStrategy {
       const auto below = priorBound(-s_.prior.checkZ);
       hold = !(below && *below > 0);
     }
+    if (s_.prior.column == PriorSettings::Column::Ranked) {
+      const auto below = priorBound(-s_.prior.checkZ), above = priorBound(s_.prior.checkZ);
+      hold = !(below && (*below > 0 || *above < 0));
+    }
     if (hold == columnHeld_) return;
     columnHeld_ = hold;
     model_->holdConstant(hold ? std::vector<size_t>{*estimateColumn_} : std::vector<size_t>{});

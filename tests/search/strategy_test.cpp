@@ -590,6 +590,31 @@ TEST(Strategy, TheColumnOfADisownedPriorHasNoSay) {
   }
 }
 
+// PriorSettings::Column::Ranked (an option): the column is held while the estimate ranks the
+// measured configs in neither direction, and kept when it ranks them either way. An inverted
+// prior (the table's times upside down) ranks them, backwards: its column keeps its say, where
+// the other gates hold it (the test above). A prior of noise (a hash of the config, nothing to do
+// with its time) ranks them in neither direction: held, no score moves with its column. The
+// control: the same noise believed moves most scores.
+TEST(Strategy, ARankedGateHoldsTheColumnOfNoiseOnly) {
+  using Column = PriorSettings::Column;
+  const ReplayTable& t = tables::mi250x();
+  const auto timeOf = timesOf(t);
+  Prior inverted = oracleOf(timeOf, [](const ir::Config&, double us) { return 1.0 / us; });
+  Prior noise = oracleOf(timeOf, [](const ir::Config& c, double) {
+    return 1.0 + double(std::hash<std::string>{}(configKey(c)) % 1000);
+  });
+  const size_t configs = t.results.size();
+  const size_t inv = scoresMovedByTheColumn(t, inverted, Column::Ranked, 16),
+               held = scoresMovedByTheColumn(t, noise, Column::Ranked, 16),
+               believed = scoresMovedByTheColumn(t, noise, Column::Believed, 16);
+  std::printf("of %zu configs, scores the column moves after 16 trials under the ranked gate: inverted %zu, noise %zu "
+              "(believed %zu)\n", configs, inv, held, believed);
+  EXPECT_GT(inv, configs / 2);
+  EXPECT_EQ(held, 0u);
+  EXPECT_GT(believed, configs / 2);
+}
+
 // A prior the check has half disowned rules no family out. The prior here takes the fast ("live")
 // family for the one far behind (its times inverted), and its top eight, the slow family's eight
 // slowest configs, it ranks so that their measurements disagree with it (Spearman -0.31 over
