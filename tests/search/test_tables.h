@@ -10,6 +10,7 @@
 
 #include "measure/replay.h"
 #include "search/import.h"
+#include "search/strategy.h"
 
 namespace tessera::search::tables {
 
@@ -32,6 +33,24 @@ inline const measure::ReplayTable& mi250x() {
     return r.ok() ? *r : measure::ReplayTable{};
   }();
   return t;
+}
+
+// The table's measured times by config, as a prior that knows them (an oracle).
+inline std::map<std::string, double> timesOf(const measure::ReplayTable& t) {
+  std::map<std::string, double> timeOf;
+  for (const auto& r : t.results)
+    if (r.ok()) timeOf[measure::configKey(r.config)] = r.samples.median_us;
+  return timeOf;
+}
+// A prior from those times (nullopt for a config the table lacks); `warp` bends each one. It
+// refers to `timeOf`, which must outlive it.
+inline Prior oracleOf(const std::map<std::string, double>& timeOf,
+                      std::function<double(const ir::Config&, double)> warp = nullptr) {
+  return [&timeOf, warp](const ir::Config& c) -> std::optional<double> {
+    auto it = timeOf.find(measure::configKey(c));
+    if (it == timeOf.end()) return std::nullopt;
+    return warp ? warp(c, it->second) : it->second;
+  };
 }
 
 // A slice of the real table (records whose config satisfies `keep`): small spaces for exhaustive
