@@ -275,6 +275,31 @@ class NvecBuilder {
     rowTiles([&](Value r0, int64_t rows, bool) { finish(r0, rows, col0, nv, lastValid, loadC(last, r0, rows)); });
   }
 
+  // An scf.for over [lb, lb + steps) by `by`, carrying the sums `acc` (updated to its results);
+  // `body` adds one iteration's depth to them.
+  void sumsLoop(Value lb, int64_t steps, int64_t by, SmallVector<Value>& acc,
+                const std::function<void(Value k, SmallVector<Value>& a)>& body) {
+    auto f = scf::ForOp::create(b_, loc_, lb, add(lb, steps), idx(by), acc);
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(f.getBody());
+    SmallVector<Value> a(f.getRegionIterArgs().begin(), f.getRegionIterArgs().end());
+    body(f.getInductionVar(), a);
+    scf::YieldOp::create(b_, loc_, a);
+    b_.setInsertionPointAfter(f);
+    acc.assign(f.getResults().begin(), f.getResults().end());
+  }
+
+  // The scratch copy of the strip's B vector v at depth k of a block from k0: the first row tile
+  // writes it (copyB), the later ones read it (copiedB).
+  void copyB(Value x, Value slot, Value k, Value k0, int64_t v) {
+    Value kk = arith::SubIOp::create(b_, loc_, k, k0);
+    vector::StoreOp::create(b_, loc_, x, scratch_, ValueRange{slot, kk, idx(v * p_.VW)});
+  }
+  Value copiedB(Value slot, Value k, Value k0, int64_t v) {
+    Value kk = arith::SubIOp::create(b_, loc_, k, k0);
+    return vector::LoadOp::create(b_, loc_, vf_, scratch_, ValueRange{slot, kk, idx(v * p_.VW)});
+  }
+
   // Adds depth [k0, k0 + count) of rows [row0, row0 + rows) x the strip to `acc`. The first tile
   // reads B in place (masked past N) and, with several tiles, copies it to the scratch at k - k0.
   void tile(Value row0, int64_t rows, Value col0, int64_t nv, int64_t lastValid, Value slot, bool first, Value k0,
@@ -283,20 +308,14 @@ class NvecBuilder {
     auto valid = [&](int64_t v) { return v + 1 < nv ? p_.VW : lastValid; };
     auto bVec = [&](Value k, int64_t v) -> Value {
       Value col = add(col0, v * p_.VW);
-      if (!first && copyB_) {
-        Value kk = arith::SubIOp::create(b_, loc_, k, k0);
-        return vector::LoadOp::create(b_, loc_, vf_, scratch_, ValueRange{slot, kk, idx(v * p_.VW)});
-      }
+      if (!first && copyB_) return copiedB(slot, k, k0, v);
       Type et = cast<MemRefType>(B_.getType()).getElementType();
       auto vt = VectorType::get({p_.VW}, et);
       Value x = valid(v) >= p_.VW
                     ? Value(vector::LoadOp::create(b_, loc_, vt, B_, at(k, col)))
                     : Value(vector::MaskedLoadOp::create(b_, loc_, vt, B_, at(k, col), mask(p_.VW, valid(v)), zeros(vt)));
       x = toF32(x);
-      if (first && copyB_) {
-        Value kk = arith::SubIOp::create(b_, loc_, k, k0);
-        vector::StoreOp::create(b_, loc_, x, scratch_, ValueRange{slot, kk, idx(v * p_.VW)});
-      }
+      if (first && copyB_) copyB(x, slot, k, k0, v);
       return x;
     };
     auto aVal = [&](Value k, int64_t r) -> Value {
@@ -317,16 +336,10 @@ class NvecBuilder {
     if (G > 1)
       return groupedTile(row0, rows, col0, nv, lastValid, slot, first, k0, count, acc, G, step);
     const int64_t u = std::max<int64_t>(1, std::min(p_.KU, count)), main = count / u * u;
-    if (main > 0) {
-      auto f = scf::ForOp::create(b_, loc_, k0, add(k0, main), idx(u), acc);
-      OpBuilder::InsertionGuard guard(b_);
-      b_.setInsertionPointToStart(f.getBody());
-      SmallVector<Value> a(f.getRegionIterArgs().begin(), f.getRegionIterArgs().end());
-      for (int64_t s = 0; s < u; ++s) step(add(f.getInductionVar(), s), a);
-      scf::YieldOp::create(b_, loc_, a);
-      b_.setInsertionPointAfter(f);
-      acc.assign(f.getResults().begin(), f.getResults().end());
-    }
+    if (main > 0)
+      sumsLoop(k0, main, u, acc, [&](Value k, SmallVector<Value>& a) {
+        for (int64_t s = 0; s < u; ++s) step(add(k, s), a);
+      });
     for (int64_t s = main; s < count; ++s) step(add(k0, s), acc);
   }
 
@@ -385,10 +398,7 @@ class NvecBuilder {
     const int64_t v = nv - 1, wp = p_.VW / G;
     Value col = add(col0, v * p_.VW);
     auto bGroup = [&](Value k, int64_t n) -> Value {
-      if (!first && copyB_) {
-        Value kk = arith::SubIOp::create(b_, loc_, k, k0);
-        return vector::LoadOp::create(b_, loc_, vf_, scratch_, ValueRange{slot, kk, idx(v * p_.VW)});
-      }
+      if (!first && copyB_) return copiedB(slot, k, k0, v);
       Type et = cast<MemRefType>(B_.getType()).getElementType();
       auto rt = VectorType::get({wp}, et);
       SmallVector<Value> rowsB;
@@ -403,10 +413,7 @@ class NvecBuilder {
         rowsB.push_back(toF32(x));
       }
       Value x = interleaveRows(rowsB);
-      if (first && copyB_) {
-        Value kk = arith::SubIOp::create(b_, loc_, k, k0);
-        vector::StoreOp::create(b_, loc_, x, scratch_, ValueRange{slot, kk, idx(v * p_.VW)});
-      }
+      if (first && copyB_) copyB(x, slot, k, k0, v);
       return x;
     };
     auto aGroup = [&](Value k, int64_t r, int64_t n) -> Value {
@@ -429,14 +436,9 @@ class NvecBuilder {
     // Groups in a loop (KU / G of them per iteration), the full groups left in a loop of one, the
     // partial last group inline.
     auto groupLoop = [&](Value lb, int64_t steps, int64_t per) {
-      auto f = scf::ForOp::create(b_, loc_, lb, add(lb, steps), idx(per * G), acc);
-      OpBuilder::InsertionGuard guard(b_);
-      b_.setInsertionPointToStart(f.getBody());
-      SmallVector<Value> a(f.getRegionIterArgs().begin(), f.getRegionIterArgs().end());
-      for (int64_t q = 0; q < per; ++q) group(add(f.getInductionVar(), q * G), G, a);
-      scf::YieldOp::create(b_, loc_, a);
-      b_.setInsertionPointAfter(f);
-      acc.assign(f.getResults().begin(), f.getResults().end());
+      sumsLoop(lb, steps, per * G, acc, [&](Value k, SmallVector<Value>& a) {
+        for (int64_t q = 0; q < per; ++q) group(add(k, q * G), G, a);
+      });
     };
     const int64_t per = std::max<int64_t>(1, p_.KU / G), main = count / (per * G) * (per * G);
     const int64_t fullRest = (count - main) / G * G;
