@@ -254,13 +254,10 @@ int main(int argc, char** argv) {
                  "correlation with the measurements (<0: the prior believed at its fixed weight)")
       ->capture_default_str();
   const std::map<std::string, search::PriorSettings::Column> columns{{"believed", search::PriorSettings::Column::Believed},
-                                                                      {"disowned", search::PriorSettings::Column::Disowned},
-                                                                      {"unproven", search::PriorSettings::Column::Unproven},
-                                                                      {"ranked", search::PriorSettings::Column::Ranked}};
+                                                                      {"disowned", search::PriorSettings::Column::Disowned}};
   app.add_option("--prior-column", o.search.prior.column,
                  "evo with a prior: the estimate's cost-model column (--prior-feature) held at one value while the check "
-                 "disowns the prior (disowned), until the check establishes it (unproven), while it ranks the measured configs in "
-                 "neither direction (ranked), or never (believed)")
+                 "disowns the prior (disowned), or never (believed)")
       ->transform(CLI::CheckedTransformer(columns, CLI::ignore_case));
   app.add_option("--inverted-prior", o.invertedPrior,
                  "also replay evo+prior with the estimate inverted, the control of a wrong prior (0/1)")

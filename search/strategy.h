@@ -78,13 +78,9 @@ struct PriorSettings {
   double checkZ = 1.282;
   // The prior as a column of the cost model (costmodel::kEstimateFeature, what a GPU tune adds):
   // a column like any other (Believed), or held at one value, so no tree splits on it, while the
-  // check has disowned the prior (Disowned: the bound above is zero) or has not established the
-  // agreement (Unproven: the bound below, at checkZ standard errors, is not above zero), or while
-  // the estimate ranks the measured configs in neither direction (Ranked: the interval at checkZ
-  // standard errors holds zero; an estimate ranking them upside down keeps its column, which a
-  // tree splits on either way). Believed by default: the development split keeps the column even
-  // for an inverted estimate.
-  enum class Column { Believed, Disowned, Unproven, Ranked };
+  // check has disowned the prior (Disowned: the bound above is zero). Believed by default: the
+  // development split keeps the column even for an inverted estimate (docs/search-notes.md).
+  enum class Column { Believed, Disowned };
   Column column = Column::Believed;
 };
 

@@ -343,20 +343,11 @@ class Evolution : public SearchStrategy {
   }
 
   // PriorSettings::column: the estimate's column held at one value in the model's fit and
-  // predictions while the check disowns the prior (or has not established it); the model
-  // retrains when that changes, before the tuner's update adds this batch.
+  // predictions while the check disowns the prior; the model retrains when that changes, before
+  // the tuner's update adds this batch.
   void gateColumn() {
     if (!estimateColumn_) return;
-    bool hold = false;
-    if (s_.prior.column == PriorSettings::Column::Disowned) hold = !(priorTrust() > 0);
-    if (s_.prior.column == PriorSettings::Column::Unproven) {
-      const auto below = priorBound(-s_.prior.checkZ);
-      hold = !(below && *below > 0);
-    }
-    if (s_.prior.column == PriorSettings::Column::Ranked) {
-      const auto below = priorBound(-s_.prior.checkZ), above = priorBound(s_.prior.checkZ);
-      hold = !(below && (*below > 0 || *above < 0));
-    }
+    const bool hold = s_.prior.column == PriorSettings::Column::Disowned && !(priorTrust() > 0);
     if (hold == columnHeld_) return;
     columnHeld_ = hold;
     model_->holdConstant(hold ? std::vector<size_t>{*estimateColumn_} : std::vector<size_t>{});
