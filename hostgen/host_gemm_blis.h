@@ -215,6 +215,10 @@ class GemmBuilder : Builder {
   Value zeroScalar();
   Value scalarToPack(Value v);
   void packB(Value jc, int64_t ncb, Value pc, int64_t kv);
+  void packBByRows(Value jc, int64_t ncb, Value pc, int64_t kv);
+  // Rows of B ahead of the one packBByRows packs that it prefetches (64x4096x4096 on two Zen 5
+  // cores: 4 and 8 rows 6.1 ms, none 6.7).
+  static constexpr int64_t kPrefetchRows = 4;
   SmallVector<Value> transposeSquare(SmallVector<Value> r);
   Value gatherB(Value pc, Value kk, Value n0, int64_t c, int64_t valid, Type to);
 

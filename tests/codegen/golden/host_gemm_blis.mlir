@@ -12,7 +12,12 @@
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c240 step %c48 {
 // Packing A: vectors of 16 lanes into the A panel.
 // CHECK: vector.store %{{.*}}, %alloc[{{.*}}] : memref<8x6x64xf32>, vector<16xf32>
-// Packing B into the B panel.
+// Packing B into the B panel, row by row of B (each row's columns to the panels in turn), the row
+// four ahead prefetched a cache line at a time (NR = 32: two lines).
+// CHECK: memref.prefetch %arg1[{{.*}}], read, locality<3>, data : memref<256x256xf32>
+// CHECK-NEXT: arith.constant 16 : index
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: memref.prefetch %arg1[{{.*}}], read, locality<3>, data : memref<256x256xf32>
 // CHECK: vector.store %{{.*}}, %alloc_0[{{.*}}] : memref<4x64x32xf32>, vector<16xf32>
 // The micro-tiles: MR rows by NR columns.
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6 {
