@@ -67,12 +67,12 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::openblasAsShipped(argv);
-  openblas_set_num_threads(1);
   int rounds = 5;
   bench::Args args;
   if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--json FILE] [rounds]", &args, &rc))
     return rc;
+  bench::openblasAsShipped(argv, args.threads);
+  openblas_set_num_threads(1);
   bench::LoadWatch load(args.threads);  // the load before and after, printed when the run ends
   std::unique_ptr<cache::RecordStore> store = std::move(args.store);
   if (args.numbers.size() > 1) {

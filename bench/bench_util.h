@@ -33,7 +33,22 @@ inline double& worstSpread() {
   return w;
 }
 
-// Alternates rounds of `a` and `b` (each round runs a function for at least `roundSec`).
+// Seconds between the rounds of interleave(), 0 by default; the benches set it when they run on
+// several threads (threadedRounds). Each runtime's worker threads spin for a while after a call
+// before they sleep (OpenMP's KMP_BLOCKTIME, 200 ms by default; OpenBLAS's 2^28 cycles, ~70 ms):
+// in rounds back to back one side's idle workers spin through the other side's round and take a
+// core from it, a contention no process that uses one of them has. Two Zen 5 cores,
+// small_shapes_bench 64x4096x4096: a change that took Tessera's kernel from 8.2 to 6.1 ms under
+// `tessera run` showed as 0.86x -> 0.87x OpenBLAS in rounds back to back, 0.86x -> 1.12x with the
+// spin times shortened.
+inline double& roundGap() {
+  static double g = 0;
+  return g;
+}
+
+// Alternates rounds of `a` and `b` (each round runs a function for at least `roundSec`). With a
+// roundGap(), the machine rests that long before each round and the round's first call (waking
+// the workers) is not timed.
 inline std::pair<Timing, Timing> interleave(const std::function<void()>& a, const std::function<void()>& b,
                                             int rounds = 5, double roundSec = 0.15) {
   auto now = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
@@ -44,6 +59,10 @@ inline std::pair<Timing, Timing> interleave(const std::function<void()>& a, cons
     for (int which = 0; which < 2; ++which) {
       auto& fn = which ? b : a;
       auto& s = which ? sb : sa;
+      if (roundGap() > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(roundGap()));
+        fn();
+      }
       double start = now();
       do {
         double t0 = now();
@@ -92,6 +111,12 @@ class LoadWatch {
                 before_.loadavg1, after.loadavg1, after.cores,
                 after.stealPct >= 0 ? (", steal " + std::to_string(int(after.stealPct + 0.5)) + " %").c_str() : "",
                 control0_, control1, spread);
+    if (roundGap() > 0) {
+      auto env = [](const char* v) { return std::getenv(v) ? std::getenv(v) : "unset"; };
+      std::printf("rounds       %.0f ms apart, the first call of each untimed; idle workers spin KMP_BLOCKTIME=%s ms, "
+                  "OPENBLAS_THREAD_TIMEOUT=%s (bench_util.h, roundGap)\n",
+                  roundGap() * 1e3, env("KMP_BLOCKTIME"), env("OPENBLAS_THREAD_TIMEOUT"));
+    }
     if (std::max(control0_, control1) > kQuietSlowdown || spread > 1.5) {
       summary_.busy = true;
       std::printf("WARNING: measured under load (control up to %.2fx, p80/p20 up to %.2fx): the ratios above are uncertain\n",
@@ -267,18 +292,40 @@ inline std::vector<std::string> torchAnchor(const std::string& args) {
 // than OpenBLAS as it ships. The benches with an OpenBLAS anchor call this first: it runs the
 // bench again, once, without those variables and says so on stderr; TESSERA_BENCH_OPENBLAS_ENV=keep
 // keeps them (the anchor's core is named in every header and JSON file either way).
-inline void openblasAsShipped(char** argv) {
-  if (const char* keep = std::getenv("TESSERA_BENCH_OPENBLAS_ENV"); keep && std::string(keep) == "keep") return;
-  std::string dropped;
-  for (const char* v : {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}) {
-    if (const char* e = std::getenv(v)) {
-      dropped += std::string(dropped.empty() ? "" : ", ") + v + "=" + e;
-      ::unsetenv(v);
-    }
+//
+// With `threads` above 1 it also shortens how long idle worker threads spin before they sleep,
+// OpenMP's (KMP_BLOCKTIME=10 ms, Tessera's kernels) and OpenBLAS's (OPENBLAS_THREAD_TIMEOUT=24,
+// 2^24 cycles, a few ms), unless the environment sets them, and sets roundGap() past both: see
+// roundGap(). Within a round the calls follow each other far closer than either time, so each
+// side runs as it does alone.
+inline void openblasAsShipped(char** argv, int threads = 1) {
+  bool rerun = false;
+  std::string said;
+  if (threads > 1) {
+    for (auto [v, value] : {std::pair{"KMP_BLOCKTIME", "10"}, {"OPENBLAS_THREAD_TIMEOUT", "24"}})
+      if (!std::getenv(v)) {
+        ::setenv(v, value, 1);
+        rerun = true;
+        said += std::string(said.empty() ? "" : ", ") + v + "=" + value;
+      }
+    roundGap() = 0.03;
   }
-  if (dropped.empty()) return;
-  std::fprintf(stderr, "bench: running again without %s, so that OpenBLAS picks its kernels for this host "
-               "(TESSERA_BENCH_OPENBLAS_ENV=keep keeps them)\n", dropped.c_str());
+  std::string dropped;
+  if (const char* keep = std::getenv("TESSERA_BENCH_OPENBLAS_ENV"); !(keep && std::string(keep) == "keep"))
+    for (const char* v : {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}) {
+      if (const char* e = std::getenv(v)) {
+        dropped += std::string(dropped.empty() ? "" : ", ") + v + "=" + e;
+        ::unsetenv(v);
+        rerun = true;
+      }
+    }
+  if (!rerun) return;
+  if (!dropped.empty())
+    std::fprintf(stderr, "bench: running again without %s, so that OpenBLAS picks its kernels for this host "
+                 "(TESSERA_BENCH_OPENBLAS_ENV=keep keeps them)\n", dropped.c_str());
+  if (!said.empty())
+    std::fprintf(stderr, "bench: running again with %s: idle workers of one side sleep before the other's round "
+                 "(bench_util.h, roundGap)\n", said.c_str());
   std::fflush(stderr);
   ::execv("/proc/self/exe", argv);
   std::fprintf(stderr, "bench: could not run again (%s); the anchor keeps the environment's OpenBLAS core\n",

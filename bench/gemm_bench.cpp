@@ -32,11 +32,11 @@ extern "C" char* openblas_get_corename(void);
 using namespace tessera;
 
 int main(int argc, char** argv) {
-  bench::openblasAsShipped(argv);
   bench::Args args;
   if (int rc = 0; !bench::parseArgs(argc, argv, "[--db tessera.db] [--dtype f32|bf16|f16] [--threads N] [--config K=V,...] [--json FILE] [size...]",
                                     &args, &rc))
     return rc;
+  bench::openblasAsShipped(argv, args.threads);
   bench::LoadWatch load(args.threads);  // the load before and after, printed when the run ends
   openblas_set_num_threads(args.threads);
   std::vector<int64_t> sizes = args.numbers;

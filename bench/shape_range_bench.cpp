@@ -90,7 +90,6 @@ Expected<ir::Kernel> gemmAt(int64_t m, const Opts& o) { return ir::buildGemm({.m
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::openblasAsShipped(argv);
   Opts o;
   if (!parse(argc, argv, &o)) {
     std::fprintf(stderr, "usage: %s [--quick] [--n N] [--k K] [--hi HI] [--threads T] [--trials T] [--points P] [--runs R] [--fixed-up-to F] [--json FILE]\n", argv[0]);
@@ -102,6 +101,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const TargetDesc& t = *target;
+  bench::openblasAsShipped(argv, t.units);
   openblas_set_num_threads(t.units);
   std::printf("load before: %s\n", bench::loadAverage().c_str());
   bench::LoadWatch load(t.units);  // the load before and after, with the control, for --json

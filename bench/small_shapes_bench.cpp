@@ -240,7 +240,6 @@ std::vector<Case> cases(const std::string& only, bool quick, bool skinnyOnly,
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::openblasAsShipped(argv);
   int threads = 1, maxConfigs = 60;
   std::string only, isa, jsonPath;
   bool quick = false, skinny = false;
@@ -296,6 +295,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const TargetDesc& host = *target;
+  bench::openblasAsShipped(argv, threads);
 #if TESSERA_BENCH_OPENBLAS
   openblas_set_num_threads(threads);
 #endif
