@@ -47,10 +47,13 @@ inline constexpr double kGemmFlopsPerThread = double(6 << 20);
 // blis on several threads: the least work a thread gets from one K block (32 Mi flops, ~160 us on
 // a Sapphire Rapids core) before the default merges K blocks (space_gemm.cpp).
 inline constexpr double kBlisKBlockFlops = double(1 << 25);
-// nvec past 64 rows (few columns; its threads split the rows, no packing to share): 1.5 Mi flops a
-// thread. Two Sapphire Rapids cores against one, `tessera run --threads 2`: 120^3 16.8 -> 11.0 us,
-// 150^3 38.8 -> 23.3, 176^3 55.3 -> 35.1; 100^3 10.1 -> 7.8 (one thread below 2 x 1.5 Mi).
-inline constexpr double kNvecFlopsPerThread = double(3 << 19);
+// nvec past 64 rows (few columns; its threads split the rows, no packing to share): 320 Ki flops a
+// thread, so two threads from ~69^3. Two Sapphire Rapids cores against one, `tessera run
+// --threads 2`: 120^3 16.8 -> 11.0 us, 150^3 38.8 -> 23.3, 176^3 55.3 -> 35.1, 100^3 10.1 -> 7.8.
+// Two Zen 5 cores, nvec on one thread against two, two runs each: 72^3 2.95 -> 2.35 us, 80^3 4.1
+// -> 3.1, 96^3 6.9-7.0 -> 5.0, 100^3 8.0 -> 5.8, 112^3 10.9-11.0 -> 6.6; 64^3 (stays on one) 2.03
+// against 2.1-2.7. (1.5 Mi until 2026-12-01 kept 72-112^3 on one thread.)
+inline constexpr double kNvecFlopsPerThread = double(5 << 16);
 inline constexpr double kBytesPerThread = double(1 << 21);  // elementwise: bytes read + written
 int64_t defaultThreads(const TargetDesc& t, double work, double workPerThread);
 // THREADS values a host space offers: powers of two below t.units, and t.units.

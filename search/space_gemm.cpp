@@ -36,6 +36,22 @@ bool nvecNarrowPays(const ir::GemmInfo& g, const TargetDesc& t) {
   return g.n <= codegen::kNvecNarrowN && 16 * (padded - g.n) >= padded;
 }
 
+// And on several threads past kNvecMaxM rows wherever N is at most kNvecNarrowN columns (at least
+// two vectors, f32), padding or not, once the work gives each thread kNvecFlopsPerThread: nvec's
+// threads split the rows, each over all of B unpacked, where blis's split the column blocks, one
+// or two of them at these widths (see nvecByDefault). Two Zen 5 cores, `tessera run --threads 2`,
+// the default before (plain on one thread below 184^3, blis on two from it) against nvec on two,
+// three runs each: 96^3 6.8-7.1 against 5.0 us, 112^3 10.6-11.1 / 6.6-6.7, 128^3 16.0-16.4 /
+// 9.8-9.9 (blis on two 10.8-11.3), 160^3 31-32 / 19.0-19.2 (blis on two, its best blocking
+// 22-25), 192^3 50 / 30.6 (blis 36 at its best blocking), 176^3 nvec already (26-28; blis 29-34).
+// AVX-512 only: nothing was measured with AVX2's 16 registers, where the row split's tiles are
+// a third the size.
+bool nvecRowSplitPays(const ir::GemmInfo& g, const TargetDesc& t) {
+  const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(std::max<int64_t>(1, g.batch));
+  return t.units > 1 && t.simdBits >= 512 && g.m > codegen::kNvecMaxM && g.n <= codegen::kNvecNarrowN &&
+         g.n >= 2 * lanesOf(t) && g.inType == ir::ScalarType::F32 && defaultThreads(t, flops, kNvecFlopsPerThread) > 1;
+}
+
 // The schedules this host can run for this GEMM: bf16dot where vdpbf16ps exists (avx512_bf16),
 // amx where AMX multiplies bf16 (amx_bf16), both for bf16 inputs only; the explicit ones only when
 // they can fuse the epilogue.
@@ -52,7 +68,8 @@ std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t)
   // Few columns: dot products along K (A read in place, so stored M x K).
   if (g.n <= codegen::kKvecMaxN && !g.transA) d.push_back(std::string("kvec"));
   // Few rows: vectors along N, the rows of a strip in registers (B read in place, so stored K x N).
-  if ((g.m <= codegen::kNvecMaxM || nvecNarrowPays(g, t)) && !g.transB) d.push_back(std::string("nvec"));
+  if ((g.m <= codegen::kNvecMaxM || nvecNarrowPays(g, t) || nvecRowSplitPays(g, t)) && !g.transB)
+    d.push_back(std::string("nvec"));
   return d;
 }
 
@@ -139,7 +156,7 @@ bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t) {
   if (t.simdBits < 512 && gemvPastL2(g, t)) return false;
   if (g.n < 2 * lanes) return false;
   if (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes <= double(t.l1dBytes))) return true;
-  return g.m > codegen::kNvecMaxM && g.inType == ir::ScalarType::F32 && nvecNarrowPays(g, t);
+  return g.m > codegen::kNvecMaxM && g.inType == ir::ScalarType::F32 && (nvecNarrowPays(g, t) || nvecRowSplitPays(g, t));
 }
 
 // Whether MR rows of a row-major A, read together by a register tile, evict each other from the

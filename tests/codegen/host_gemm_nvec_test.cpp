@@ -266,14 +266,23 @@ TEST(HostGemmNvec, DefaultForFewColumns) {
     EXPECT_EQ(knobValueStr(two.values.at("schedule")), "nvec") << name;
     EXPECT_EQ(std::get<int64_t>(two.values.at("THREADS")), 2) << name;
     // Fewer rows than columns too (its threads split the rows whenever N is narrow), and from
-    // 2 x kNvecFlopsPerThread on a second thread (150^3, not 100^3); 256 columns: not nvec.
+    // 2 x kNvecFlopsPerThread on a second thread (100^3 and 150^3, not 66^3); 256 columns: not nvec.
     EXPECT_EQ(defaultSchedule(*buildGemm({.m = 100, .n = 150, .k = 2000}), t), "nvec") << name;
     Config cube = search::makeSpace(*buildGemm({.m = 150, .n = 150, .k = 150}), t)->defaults();
     EXPECT_EQ(knobValueStr(cube.values.at("schedule")), "nvec") << name;
     EXPECT_EQ(std::get<int64_t>(cube.values.at("THREADS")), 2) << name;
-    Config small = search::makeSpace(*buildGemm({.m = 100, .n = 100, .k = 100}), t)->defaults();
+    Config hundred = search::makeSpace(*buildGemm({.m = 100, .n = 100, .k = 100}), t)->defaults();
+    EXPECT_EQ(knobValueStr(hundred.values.at("schedule")), "nvec") << name;
+    EXPECT_EQ(std::get<int64_t>(hundred.values.at("THREADS")), 2) << name;
+    Config small = search::makeSpace(*buildGemm({.m = 66, .n = 66, .k = 66}), t)->defaults();
+    EXPECT_EQ(knobValueStr(small.values.at("schedule")), "nvec") << name;
     EXPECT_EQ(std::get<int64_t>(small.values.at("THREADS")), 1) << name;
     EXPECT_NE(defaultSchedule(*buildGemm({.m = 100, .n = 256, .k = 2000}), t), "nvec") << name;
+    // Columns the panels divide (128^3, not nvec on one thread above): nvec's row split on two
+    // threads with AVX-512 (nvecRowSplitPays), not with AVX2, nor past kNvecNarrowN columns.
+    const bool wide = t.simdBits >= 512;
+    EXPECT_EQ(defaultSchedule(*buildGemm({.m = 128, .n = 128, .k = 128}), t) == "nvec", wide) << name;
+    EXPECT_NE(defaultSchedule(*buildGemm({.m = 200, .n = 200, .k = 200}), t), "nvec") << name;
   }
   // Those defaults run right here: several row tiles, K blocks, a masked last strip, a batch and
   // a fused epilogue, against the reference.
