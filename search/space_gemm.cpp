@@ -500,6 +500,12 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   // AMX: 2x2 tiles of 16x16 f32 (32x32 of C); A micro-panels of 32 rows x KC bf16, KC 512
   // (32 KB: within a Sapphire Rapids' 48 KB L1, the unrolled depth steps bounded at 16).
   if (sched == "amx") mr = pickAtMost(mrDom, 32), nr = pickAtMost(nrDom, 32), kc = pickAtMost(kcDom, 512);
+  // blis f32 on several AVX-512 threads: 8 rows by two vectors, not the blocking's taller tie-break
+  // (12 at 2048^3, 14 at 4096^3). Two Zen 5 cores, `gemm_bench --threads 2 [--config MR=8] 2048
+  // 4096`, paired runs, x OpenBLAS: 4096^3 0.945x / 0.948x -> 1.037x / 1.033x; 2048^3 1.000x /
+  // 0.997x -> 1.049x / 0.996x (2-4 % faster in five paired runs the stop before); one thread a tie
+  // (4096^3 562 against 563 ms), so one thread keeps the tie-break.
+  if (sched == "blis" && !half && threads > 1 && t.simdBits >= 512 && nr == 2 * lanes) mr = pickAtMost(mrDom, 8);
   // Several threads: every K block of blis opens two parallel regions (A's packing, the products)
   // and joins them, so a K block shorter than kBlisKBlockFlops a thread is merged with the next
   // while the thread's B block (KC x its columns) stays within a quarter of the L2. Two Sapphire
