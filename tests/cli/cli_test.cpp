@@ -117,7 +117,7 @@ TEST(Cli, SpaceShowsKnobsAndLegalCount) {
   ASSERT_EQ(r.code, 0) << r.out;
   const bool avx512 = r.out.find("(x86-64-v4)") != std::string::npos;
   EXPECT_EQ(avx512, tessera::hostTarget().arch == "x86-64-v4");
-  std::string mr = hostGemmDefaults(128, 128, 128);
+  std::string mr = hostGemmDefaults(128, 128, 128, 1);
   mr = mr.substr(mr.find("MR=") + 3);
   mr = mr.substr(0, mr.find(','));
   EXPECT_NE(r.out.find("MR         " + mr + std::string(10 - mr.size(), ' ') + "1|2|4|6|8|12|14"), std::string::npos)
