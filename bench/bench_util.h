@@ -33,8 +33,8 @@ inline double& worstSpread() {
   return w;
 }
 
-// Seconds between the rounds of interleave(), 0 by default; the benches set it when they run on
-// several threads (threadedRounds). Each runtime's worker threads spin for a while after a call
+// Seconds between the rounds of interleave(), 0 by default; openblasAsShipped sets it when a bench
+// runs on several threads. Each runtime's worker threads spin for a while after a call
 // before they sleep (OpenMP's KMP_BLOCKTIME, 200 ms by default; OpenBLAS's 2^28 cycles, ~70 ms):
 // in rounds back to back one side's idle workers spin through the other side's round and take a
 // core from it, a contention no process that uses one of them has. Two Zen 5 cores,

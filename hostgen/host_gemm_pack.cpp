@@ -93,19 +93,18 @@ void GemmBuilder::packB(Value jc, int64_t ncb, Value pc, int64_t kv) {
   auto panel = [&](Value q, int64_t validCols) {
     Value jp = add(q0, q);
     Value n0 = add(jc, mul(q, p_.NR));
-    if (p_.mk == Micro::Fma) {
+    if (p_.mk == Micro::Fma) {  // B stored N x K here (K x N: packBByRows)
       auto row = [&](Value kk, bool zero) {
         for (int64_t c = 0; c < p_.NR; c += p_.VW) {
           Value v;
           if (zero || c >= validCols) v = zeros(vf_);
-          else if (!p_.g.transB) v = toF32(readRow(B_, at(add(pc, kk), add(n0, c)), p_.VW));
           else v = gatherB(pc, kk, n0, c, std::min(p_.VW, validCols - c), f32_);
           vector::StoreOp::create(b_, loc_, v, Bp_, ValueRange{jp, kk, idx(c)});
         }
       };
-      // B stored N x K: whole VW x VW squares are read along K (one vector per column of B) and
-      // transposed in registers; the rest (a depth tail, a column tail) element by element.
-      const int64_t sq = p_.g.transB ? kv / p_.VW * p_.VW : 0;
+      // Whole VW x VW squares are read along K (one vector per column of B) and transposed in
+      // registers; the rest (a depth tail, a column tail) element by element.
+      const int64_t sq = kv / p_.VW * p_.VW;
       if (sq > 0)
         loop(0, sq / p_.VW, 1, [&](Value g) {
           Value k0 = mul(g, p_.VW);

@@ -29,6 +29,11 @@ const std::vector<int64_t> kMC = {16, 32, 48, 64, 96, 128, 192, 256, 512, 1024, 
 const std::vector<int64_t> kNC = {32, 64, 128, 256, 512, 1024, 2048, 4096};
 const std::vector<int64_t> kKC = {16, 32, 64, 128, 256, 384, 512, 768, 1024};
 
+// The GEMM's multiply-adds counted as two flops, every batch.
+double gemmFlops(const ir::GemmInfo& g) {
+  return 2.0 * double(g.m) * double(g.n) * double(g.k) * double(std::max<int64_t>(1, g.batch));
+}
+
 // Past kNvecMaxM rows nvec is offered where B has at most kNvecNarrowN columns and the packed
 // kernels' panels of two vectors would pad 1/16 of them or more (see nvecByDefault).
 bool nvecNarrowPays(const ir::GemmInfo& g, const TargetDesc& t) {
@@ -47,9 +52,8 @@ bool nvecNarrowPays(const ir::GemmInfo& g, const TargetDesc& t) {
 // AVX-512 only: nothing was measured with AVX2's 16 registers, where the row split's tiles are
 // a third the size.
 bool nvecRowSplitPays(const ir::GemmInfo& g, const TargetDesc& t) {
-  const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(std::max<int64_t>(1, g.batch));
   return t.units > 1 && t.simdBits >= 512 && g.m > codegen::kNvecMaxM && g.n <= codegen::kNvecNarrowN &&
-         g.n >= 2 * lanesOf(t) && g.inType == ir::ScalarType::F32 && defaultThreads(t, flops, kNvecFlopsPerThread) > 1;
+         g.n >= 2 * lanesOf(t) && g.inType == ir::ScalarType::F32 && defaultThreads(t, gemmFlops(g), kNvecFlopsPerThread) > 1;
 }
 
 // The schedules this host can run for this GEMM: bf16dot where vdpbf16ps exists (avx512_bf16),
@@ -432,7 +436,7 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   std::vector<ir::KnobValue> kcDom = clampDomain(kKC, g.k);
   std::vector<ir::KnobValue> threadDom = threadDomain(t);
   const bool half = g.inType != ir::ScalarType::F32;
-  const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) * double(std::max<int64_t>(1, g.batch));
+  const double flops = gemmFlops(g);
   // One or two rows (a matrix-vector product, bound by reading B once) keep the attention threshold:
   // at 6 Mi flops a thread 1x4096x4096 went to blis on two threads, 1.9x slower than plain on one
   // (packing B costs as much as the product).

@@ -326,20 +326,14 @@ class Evolution : public SearchStrategy {
     return !(m.mine > 0 && m.mine >= s_.categorical.dominated * m.best);
   }
 
-  // The check's bound on the prior's rank correlation with this run's measurements, `z` standard
-  // errors above it (z < 0: below); nullopt before four measurements.
-  std::optional<double> priorBound(double z) const {
-    const size_t n = predicted_.size();
-    if (n < 4) return std::nullopt;
-    const double rho = rankCorrelation(predicted_, achieved_);
-    return std::tanh(std::atanh(std::clamp(rho, -0.9999, 0.9999)) + z * std::sqrt(1.06 / double(n - 3)));
-  }
-
   // PriorSettings::checkZ: the prior's say this batch, from 1 (believed) to 0 (none).
   double priorTrust() const {
     if (!prior_ || s_.prior.checkZ < 0) return 1;
-    const auto bound = priorBound(s_.prior.checkZ);
-    return bound ? std::clamp(*bound, 0.0, 1.0) : 1;
+    const size_t n = predicted_.size();
+    if (n < 4) return 1;
+    const double rho = rankCorrelation(predicted_, achieved_);
+    const double z = std::atanh(std::clamp(rho, -0.9999, 0.9999)) + s_.prior.checkZ * std::sqrt(1.06 / double(n - 3));
+    return std::clamp(std::tanh(z), 0.0, 1.0);
   }
 
   // PriorSettings::column: the estimate's column held at one value in the model's fit and
