@@ -47,14 +47,14 @@ namespace {
 // every block past 32 MiB (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit) afresh on each malloc.
 constexpr int64_t kKeptScratchBytes = int64_t(32) << 20;
 
-// The width of a column block on `threads` threads: the multiple of NR up to `nc` that gives the
+// The width of a column block on `threads` threads: the multiple of `grain` up to `nc` that gives the
 // busiest thread the fewest columns (the OpenMP loop hands each thread a contiguous share of the
 // blocks, ceil(blocks / threads) for the first ones), the widest of those (more reuse of each A
 // micro-panel). N = 3072 with nc = 1024 on 2 threads: 768 (4 blocks, 1536 columns each), not 1024
 // (3 blocks: one thread 2048 columns, the other 1024).
-int64_t columnBlock(int64_t n, int64_t nc, int64_t NR, int64_t threads) {
+int64_t columnBlock(int64_t n, int64_t nc, int64_t grain, int64_t threads) {
   int64_t best = nc, bestCost = -1;
-  for (int64_t w = nc; w >= NR; w -= NR) {
+  for (int64_t w = nc; w >= grain; w -= grain) {
     const int64_t cost = ceilDiv(ceilDiv(n, w), threads) * w;
     if (bestCost < 0 || cost < bestCost) best = w, bestCost = cost;
   }
@@ -109,9 +109,17 @@ Expected<Plan> makePlan(const ir::Kernel& k, const HostGemmConfig& c, const Targ
   p.mc = std::max(p.MR, std::min(MC, roundUp(g.m, p.MR)) / p.MR * p.MR);
   p.nc = std::max(p.NR, std::min(NC, roundUp(g.n, p.NR)) / p.NR * p.NR);
   // Column blocks for the threads (BLIS splits this loop: each thread's B block in its L2), as
-  // even a share per thread as whole panels allow: before, blocks of the L2's width could leave
+  // even a share per thread as whole vectors allow: before, blocks of the L2's width could leave
   // one thread twice the columns of the other (N = 3072 with NC = 1024; 1536 with a 1 MB L2's 512).
-  if (p.threads > 1) p.nc = columnBlock(g.n, std::min(p.nc, roundUp(ceilDiv(g.n, p.threads), p.NR)), p.NR, p.threads);
+  // Blocks are whole vectors, not whole NR panels (a block may end in a partial panel, as N's last
+  // one does): 200 columns on two threads at NR = 32 split 112 + 88, not 128 + 72. Two Zen 5
+  // cores, `tessera run --threads 2`, ten interleaved runs each, panels against vectors: 200^3
+  // 44-45 -> 39-41 us, 260^3 89-91 -> 82-83, 400^3 386-415 -> 367-374; 1024x1028x1024 (32-column
+  // blocks against 176) and 2048x5000x256 alike. AMX keeps whole panels (its tiles are NR wide).
+  if (p.threads > 1) {
+    const int64_t grain = p.mk == Micro::Amx ? p.NR : p.VW;
+    p.nc = columnBlock(g.n, std::min(p.nc, roundUp(ceilDiv(g.n, p.threads), grain)), grain, p.threads);
+  }
   // K blocks: dot products consume k in pairs, AMX tiles in steps of 32 (padding is zero).
   p.kc = balancedKC(g.k, KC, p.mk == Micro::Dot ? 2 : p.mk == Micro::Amx ? 32 : 1);
   p.nkb = ceilDiv(g.k, p.kc);

@@ -145,6 +145,46 @@ TEST(HostGemmBlis, ColumnBlocksShareEvenlyOverTheThreads) {
     }
 }
 
+// Column blocks are whole vectors, not whole NR panels: 200 columns at NR = 32 (two 16-lane
+// vectors) split 112 + 88 over two threads, where whole panels split 128 + 72. The block width is
+// what the column-block loop multiplies its index by; the results are checked on this host with
+// blocks that end inside a panel (N = 200, 140, 1028 at NR = 32; several K blocks, an epilogue).
+TEST(HostGemmBlis, ColumnBlocksAreWholeVectorsNotWholePanels) {
+  auto zen5 = *hostPreset("zen5");
+  zen5.units = 2;
+  auto blockWidth = [&](int64_t n, const std::string& config) -> int64_t {
+    Kernel g = *buildGemm({.m = 64, .n = n, .k = 64});
+    auto p = codegen::emitHost(g, cfg("schedule=blis,MC=64,KC=64,MR=8,KU=1,ORDER=ij,NC=512," + config), zen5, codegen::Emit::Payload);
+    EXPECT_TRUE(p.ok()) << p.error().str();
+    if (!p.ok()) return -1;
+    size_t at = p->rfind("scf.parallel");
+    if (at == std::string::npos) return 0;
+    // The worker's loop over its blocks, then the block's first column: index * width.
+    size_t loop = p->find("scf.for %arg", at);
+    size_t mul = loop == std::string::npos ? loop : p->find("arith.muli %arg", loop);
+    size_t c = mul == std::string::npos ? mul : p->find(", %c", mul);
+    return c == std::string::npos ? -1 : std::atoll(p->c_str() + c + 4);
+  };
+  EXPECT_EQ(blockWidth(200, "NR=32,THREADS=2"), 112);
+  EXPECT_EQ(blockWidth(140, "NR=32,THREADS=2"), 80);
+  // Controls: a width whose half is whole panels keeps them (256 -> 128), and one thread has no
+  // parallel loop.
+  EXPECT_EQ(blockWidth(256, "NR=32,THREADS=2"), 128);
+  EXPECT_EQ(blockWidth(200, "NR=32,THREADS=1"), 0);
+  const int64_t nr = 2 * std::max<int64_t>(4, twoThreads().simdBits / 32);
+  for (std::array<int64_t, 3> mnk : std::vector<std::array<int64_t, 3>>{{37, 200, 45}, {13, 140, 70}, {20, 1028, 33}})
+    for (const char* threads : {"THREADS=1", "THREADS=2"}) {
+      GemmSpec s;
+      s.m = mnk[0], s.n = mnk[1], s.k = mnk[2];
+      s.epilogue = "relu(acc + bias)";
+      s.shapes["bias"] = {mnk[1]};
+      Kernel k = *buildGemm(s);
+      auto r = testutil::checkHostOn(twoThreads(), k,
+                                     cfg("schedule=blis,MC=32,NC=512,KC=16,MR=6,KU=2,NR=" + std::to_string(nr) + "," + threads));
+      EXPECT_TRUE(r.correct) << k.name << " " << threads << ": " << r.error;
+    }
+}
+
 TEST(HostGemmBlis, TransposesBatchAndFusedEpilogues) {
   for (ScalarType t : {ScalarType::F32, ScalarType::BF16})
     for (int trans = 0; trans < 4; ++trans) {
