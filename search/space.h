@@ -44,6 +44,13 @@ inline constexpr double kAttentionFlopsPerThread = double(1 << 20);
 // 2 Sapphire Rapids cores against one: blis on two threads ran 1.25-1.6x plain on one at 192^3 -
 // 320^3, and tied at 160^3 (docs/journal.md, "Two threads on small cubes").
 inline constexpr double kGemmFlopsPerThread = double(6 << 20);
+// blis f32 on an AVX-512 host: 768 Ki flops a thread, so two threads from ~1.6 Mflops (OpenBLAS
+// takes both cores from ~0.5). Two Zen 5 cores, `tessera run --threads 2`, the one-thread default
+// against blis on two, each twice, interleaved: 100x300x50 12.1 -> 9.9-10.1 us, 128x200x40 8.6 ->
+// 6.7-6.9, 64x256x64 8.3 -> 6.7, 120x250x30 7.5-7.6 -> 6.0, 128x256x64 16.3-16.7 -> 10.6-10.7,
+// 96x384x96 27.5 -> 16.8, 200x200x100 33 -> 23.6; at ~1 Mflops a tie (128x256x16 4.1 against
+// 4.2-4.3, 256x256x8 5.9-6.0 against 5.8-6.6; 70x300x30 5.5 -> 5.0 stays on one).
+inline constexpr double kBlisAvx512FlopsPerThread = double(3 << 18);
 // blis on several threads: the least work a thread gets from one K block (32 Mi flops, ~160 us on
 // a Sapphire Rapids core) before the default merges K blocks (space_gemm.cpp).
 inline constexpr double kBlisKBlockFlops = double(1 << 25);

@@ -442,6 +442,11 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   // (packing B costs as much as the product).
   int64_t threads =
       has(schedDom, "blis") ? defaultThreads(t, flops, g.m > 2 ? kGemmFlopsPerThread : kFlopsPerThread) : 1;
+  // blis itself on several AVX-512 threads from less work (kBlisAvx512FlopsPerThread); the other
+  // schedules keep `threads`.
+  const int64_t blisThreads = has(schedDom, "blis") && !half && g.m > 2 && t.simdBits >= 512
+                                  ? std::max(threads, defaultThreads(t, flops, kBlisAvx512FlopsPerThread))
+                                  : threads;
 
   // Schedule: the explicit kernels for half precision (the transform schedules convert f16/bf16
   // element by element: 25x slower) and for several threads; AMX, then vdpbf16ps, for bf16 where
@@ -477,7 +482,7 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
     else if (gemvPastL2(g, t)) threads = defaultThreads(t, flops, 1);
   }
   else if (has(schedDom, "bf16dot")) sched = "bf16dot";
-  else if (has(schedDom, "blis") && (half || threads > 1)) sched = "blis";
+  else if (has(schedDom, "blis") && (half || blisThreads > 1)) sched = "blis";
   // B transposed (nn.Linear's weight, [N, K]): the transform schedules read B's vectors across its
   // rows, a strided load each; blis packs B once. From 9 rows on blis won at every shape measured
   // (one Sapphire Rapids core: 128x768x256 319 against 807 us, 16x256x256 28 against 33, 64^3 4.1
@@ -497,6 +502,7 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   else if (half || (!skinny && !narrow && (bytes > double(t.l2Bytes) || lanes < 16))) sched = "packed";
   else sched = "plain";
   if (sched == "plain" || sched == "packed") threads = 1;
+  if (sched == "blis") threads = blisThreads;
 
   GemmBlocking blk = hostGemmBlocking(t, g.m, g.n, sched == "bf16dot" ? 4 : 0);
   int64_t mr = pickAtMost(mrDom, blk.MR), nr = pickAtMost(nrDom, blk.NR);
