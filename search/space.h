@@ -61,6 +61,13 @@ inline constexpr double kBlisKBlockFlops = double(1 << 25);
 // -> 3.1, 96^3 6.9-7.0 -> 5.0, 100^3 8.0 -> 5.8, 112^3 10.9-11.0 -> 6.6; 64^3 (stays on one) 2.03
 // against 2.1-2.7. (1.5 Mi until 2026-12-01 kept 72-112^3 on one thread.)
 inline constexpr double kNvecFlopsPerThread = double(5 << 16);
+// kvec (a few columns, bound by reading A) with AVX-512: a thread per 256 KiB of A, so two threads
+// from 512 KiB. Two Zen 5 cores, `tessera run --threads 2`, THREADS 1 against 2, three runs each,
+// interleaved: 1000x1x1000 36.5-37.0 -> 21.5-22.1 us, 512x1x512 8.6-9.2 -> 5.3, 256x1x1024
+// 8.5-9.9 -> 5.3-5.5, 2048x1x512 43.5 -> 22.0, 300x2x3000 39-40 -> 21-22, 1000x4x1000 72-73 ->
+// 38-39, 384x2x384 4.7-4.9 -> 3.4; below it two threads win less or lose: 256x1x256 2.1 against
+// 1.9, 200x4x400 3.8 against 3.1, 128x8x256 2.4 against 4.8-5.6, 100x1x100 0.22 against 0.91.
+inline constexpr double kKvecBytesPerThread = double(1 << 18);
 inline constexpr double kBytesPerThread = double(1 << 21);  // elementwise: bytes read + written
 int64_t defaultThreads(const TargetDesc& t, double work, double workPerThread);
 // THREADS values a host space offers: powers of two below t.units, and t.units.

@@ -468,7 +468,14 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
       if (v == 1 || (v - 1) * lanes < g.n) nvDom.push_back(v);
   std::string sched;
   if (has(schedDom, "amx")) sched = "amx";
-  else if (has(schedDom, "kvec") && kvecByDefault(g, lanes) && !(has(schedDom, "nvec") && nvecOverKvec(g, lanes))) sched = "kvec";
+  else if (has(schedDom, "kvec") && kvecByDefault(g, lanes) && !(has(schedDom, "nvec") && nvecOverKvec(g, lanes))) {
+    sched = "kvec";
+    // A few columns: bound by reading A, which both cores read faster together; with AVX-512 its
+    // rows go to every core from kKvecBytesPerThread of A a thread, however few the flops.
+    if (t.simdBits >= 512)
+      threads = std::max(threads, defaultThreads(t, double(ir::byteSize(g.inType)) * double(g.m * g.k) *
+                                                        double(std::max<int64_t>(1, g.batch)), kKvecBytesPerThread));
+  }
   else if (has(schedDom, "nvec") && nvecByDefault(g, lanes, t)) {
     sched = "nvec";
     // Past kNvecMaxM rows its threads split the rows: a second one pays from fewer flops.

@@ -401,8 +401,7 @@ TEST(SpaceOps, SmallCubesTakeBothCoresOfATwoCoreHost) {
 
 // blis f32 on several AVX-512 threads from kBlisAvx512FlopsPerThread (two threads from ~1.6
 // Mflops): 100x300x50 and 128x200x40 take blis on both cores with AVX-512; with AVX2, in bf16, on
-// one core and at ~1 Mflops (70x300x30) they stay on one thread (the controls); a few columns keep
-// kvec's own threshold (1000x1x1000 on one thread).
+// one core and at ~1 Mflops (70x300x30) they stay on one thread (the controls).
 TEST(SpaceOps, BlisOnSeveralAvx512ThreadsFromLessWork) {
   for (const char* host : {"zen4", "zen5", "sapphire-rapids", "zen4-avx2"}) {
     const bool avx2 = std::string(host) == "zen4-avx2";
@@ -413,12 +412,27 @@ TEST(SpaceOps, BlisOnSeveralAvx512ThreadsFromLessWork) {
       EXPECT_FALSE(gemmDefaults(host, s[0], s[1], s[2], 1).values.count("THREADS")) << host;  // one core
     }
     EXPECT_EQ(str(gemmDefaults(host, 70, 300, 30, 2), "THREADS"), "1") << host;
-    EXPECT_EQ(str(gemmDefaults(host, 1000, 1, 1000, 2), "THREADS"), "1") << host;
   }
   auto t = *hostPreset("zen5");
   t.units = 2;
   auto bf16 = ir::buildGemm({.m = 100, .n = 300, .k = 50, .dtype = ir::ScalarType::BF16});
   EXPECT_EQ(str(makeSpace(*bf16, t)->defaults(), "THREADS"), "1");
+}
+
+// kvec (a few columns, bound by reading A) with AVX-512 takes every core from kKvecBytesPerThread
+// of A a thread (512 KiB on two): 1000x1x1000, 512x1x512 and 384x2x384 on two threads; 256x1x256
+// (256 KiB), AVX2 and one core on one (the controls).
+TEST(SpaceOps, KvecReadsAPastHalfAMegabyteOnEveryCore) {
+  for (const char* host : {"zen4", "zen5", "sapphire-rapids", "zen4-avx2"}) {
+    const bool avx2 = std::string(host) == "zen4-avx2";
+    for (std::array<int64_t, 3> s : std::vector<std::array<int64_t, 3>>{{1000, 1, 1000}, {512, 1, 512}, {384, 2, 384}}) {
+      ir::Config c = gemmDefaults(host, s[0], s[1], s[2], 2);
+      EXPECT_EQ(str(c, "schedule"), "kvec") << host << " " << s[0] << "x" << s[1] << "x" << s[2];
+      EXPECT_EQ(str(c, "THREADS"), avx2 ? "1" : "2") << host << " " << s[0] << "x" << s[1] << "x" << s[2];
+      EXPECT_FALSE(gemmDefaults(host, s[0], s[1], s[2], 1).values.count("THREADS")) << host;  // one core
+    }
+    EXPECT_EQ(str(gemmDefaults(host, 256, 1, 256, 2), "THREADS"), "1") << host;
+  }
 }
 
 // blis on two threads merges K blocks of little work a thread (each opens and joins two parallel
