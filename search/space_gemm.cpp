@@ -523,6 +523,11 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   // 0.997x -> 1.049x / 0.996x (2-4 % faster in five paired runs the stop before); one thread a tie
   // (4096^3 562 against 563 ms), so one thread keeps the tie-break.
   if (sched == "blis" && !half && threads > 1 && t.simdBits >= 512 && nr == 2 * lanes) mr = pickAtMost(mrDom, 8);
+  // bf16dot (vdpbf16ps) takes the same 8 x 2 vectors on any thread count (the blocking's tie-break
+  // picked 12 or 14 rows from 2048^3). One Zen 5, `gemm_bench --dtype bf16 [--config MR=8] 2048
+  // 4096`, two paired runs, GFLOP/s: one thread 2048^3 476-480 -> 506-511, 4096^3 463-472 -> 485;
+  // two threads 2048^3 908-961 -> 979-990, 4096^3 898-901 -> 989-1002.
+  if (sched == "bf16dot" && nr == 2 * lanes) mr = pickAtMost(mrDom, 8);
   // Several threads: every K block of blis opens two parallel regions (A's packing, the products)
   // and joins them, so a K block shorter than kBlisKBlockFlops a thread is merged with the next
   // while the thread's B block (KC x its columns) stays within a quarter of the L2. Two Sapphire

@@ -360,7 +360,8 @@ TEST(SpaceOps, GemmDefaultsAtSmallAndAwkwardShapes) {
 
 // blis f32 on several AVX-512 threads takes 8 rows by two vectors where one thread keeps the
 // blocking's taller tie-break (issue 53: 4096^3 on two Zen 5 cores 0.95x -> 1.03x OpenBLAS); AVX2's
-// tile is its own. The one-thread rows are the control that the rule is the thread count's.
+// tile is its own. The one-thread rows are the control that the rule is the thread count's. bf16's
+// vdpbf16ps kernel takes 8 rows on one thread too (2048^3 476-480 -> 506-511 GFLOP/s on a Zen 5).
 TEST(SpaceOps, BlisOnSeveralAvx512ThreadsTakesEightRows) {
   for (const char* host : {"zen4", "zen5", "sapphire-rapids"}) {
     EXPECT_EQ(str(gemmDefaults(host, 4096, 4096, 4096, 2), "MR"), "8") << host;
@@ -369,6 +370,17 @@ TEST(SpaceOps, BlisOnSeveralAvx512ThreadsTakesEightRows) {
     EXPECT_EQ(str(gemmDefaults(host, 4096, 4096, 4096, 1), "schedule"), "blis") << host;
   }
   EXPECT_EQ(str(gemmDefaults("zen4-avx2", 4096, 4096, 4096, 2), "MR"), str(gemmDefaults("zen4-avx2", 4096, 4096, 4096, 1), "MR"));
+  // bf16dot takes 8 rows on any thread count (the blocking alone picks 12 at 2048^3, 14 at 4096^3).
+  for (const char* host : {"zen4", "zen5"})
+    for (int units : {1, 2})
+      for (int64_t n : {2048, 4096}) {
+        auto bf = ir::buildGemm({.m = n, .n = n, .k = n, .dtype = ir::ScalarType::BF16});
+        auto t = *hostPreset(host);
+        t.units = units;
+        ir::Config c = makeSpace(*bf, t)->defaults();
+        EXPECT_EQ(str(c, "schedule"), "bf16dot") << host;
+        EXPECT_EQ(str(c, "MR"), "8") << host << " " << units << " " << n;
+      }
 }
 
 // Two cores and a small cube (issue 53): from 2 x 6 Mi flops (kGemmFlopsPerThread, about 184^3)
