@@ -56,6 +56,20 @@ bool nvecRowSplitPays(const ir::GemmInfo& g, const TargetDesc& t) {
          g.n >= 2 * lanesOf(t) && g.inType == ir::ScalarType::F32 && defaultThreads(t, gemmFlops(g), kNvecFlopsPerThread) > 1;
 }
 
+// And with AVX-512 past kNvecMaxM rows wherever B is two to six vectors wide (f32), on one thread
+// too: nvec's tiles read B unpacked and A in place, where plain's 8 x 32 tiles or blis's packing
+// cost more at these widths. One Zen 5 core, the default against nvec (`tessera run`, three to
+// six interleaved runs each): 96^3 6.84-6.94 / 6.66-6.77 us (plain), 96x96x64 4.72-4.86 /
+// 4.38-4.44 (plain), 80x96x80 4.83-4.99 / 4.66-4.85 (plain), 128x96x96 9.26-9.39 / 8.92-9.12
+// (plain), 100x64x1000 55.9-56.7 / 51.0-52.8 (plain), 512x96x512 217-223 / 203-209 (blis),
+// 1024x64x256 150-153 / 145-146 (blis), 4096x64x64 152 / 128-129 (blis), 200x96x300 49.1-50.3 /
+// 48.8-49.0 (blis); 2048x96x128 a tie (blis), 72x96x72 4.0 against 4.1 (plain). Wider B: plain
+// kept 160^3 (32.3 against 34.6) and 256x128x256 (65.7 against 67.4).
+bool nvecNarrowAvx512(const ir::GemmInfo& g, const TargetDesc& t) {
+  return t.simdBits >= 512 && g.m > codegen::kNvecMaxM && g.inType == ir::ScalarType::F32 && g.n >= 2 * lanesOf(t) &&
+         g.n <= 6 * lanesOf(t);
+}
+
 // The schedules this host can run for this GEMM: bf16dot where vdpbf16ps exists (avx512_bf16),
 // amx where AMX multiplies bf16 (amx_bf16), both for bf16 inputs only; the explicit ones only when
 // they can fuse the epilogue.
@@ -72,7 +86,7 @@ std::vector<ir::KnobValue> schedules(const ir::GemmInfo& g, const TargetDesc& t)
   // Few columns: dot products along K (A read in place, so stored M x K).
   if (g.n <= codegen::kKvecMaxN && !g.transA) d.push_back(std::string("kvec"));
   // Few rows: vectors along N, the rows of a strip in registers (B read in place, so stored K x N).
-  if ((g.m <= codegen::kNvecMaxM || nvecNarrowPays(g, t) || nvecRowSplitPays(g, t)) && !g.transB)
+  if ((g.m <= codegen::kNvecMaxM || nvecNarrowPays(g, t) || nvecRowSplitPays(g, t) || nvecNarrowAvx512(g, t)) && !g.transB)
     d.push_back(std::string("nvec"));
   return d;
 }
@@ -160,7 +174,8 @@ bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t) {
   if (t.simdBits < 512 && gemvPastL2(g, t)) return false;
   if (g.n < 2 * lanes) return false;
   if (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes <= double(t.l1dBytes))) return true;
-  return g.m > codegen::kNvecMaxM && g.inType == ir::ScalarType::F32 && (nvecNarrowPays(g, t) || nvecRowSplitPays(g, t));
+  return g.m > codegen::kNvecMaxM && g.inType == ir::ScalarType::F32 &&
+         (nvecNarrowPays(g, t) || nvecRowSplitPays(g, t) || nvecNarrowAvx512(g, t));
 }
 
 // Whether MR rows of a row-major A, read together by a register tile, evict each other from the

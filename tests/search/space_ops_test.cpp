@@ -411,6 +411,20 @@ TEST(SpaceOps, SmallCubesTakeBothCoresOfATwoCoreHost) {
   }
 }
 
+// nvec past 64 rows on one AVX-512 core where B is two to six vectors wide (nvecNarrowAvx512):
+// 96^3, 96x96x64, 4096x64x64 and 1024x64x4096 (B past the L2); wider B (160^3, 256x128x256) keeps
+// plain, and AVX2 keeps its defaults (the controls).
+TEST(SpaceOps, NvecTakesANarrowBOnOneAvx512Core) {
+  for (const char* host : {"zen4", "zen5", "sapphire-rapids"}) {
+    for (std::array<int64_t, 3> s : std::vector<std::array<int64_t, 3>>{{96, 96, 96}, {96, 96, 64}, {4096, 64, 64}, {1024, 64, 4096}})
+      EXPECT_EQ(str(gemmDefaults(host, s[0], s[1], s[2], 1), "schedule"), "nvec") << host << " " << s[0] << "x" << s[1] << "x" << s[2];
+    EXPECT_EQ(str(gemmDefaults(host, 160, 160, 160, 1), "schedule"), "plain") << host;
+    EXPECT_EQ(str(gemmDefaults(host, 256, 128, 256, 1), "schedule"), "plain") << host;
+  }
+  for (std::array<int64_t, 3> s : std::vector<std::array<int64_t, 3>>{{96, 96, 96}, {4096, 64, 64}})
+    EXPECT_NE(str(gemmDefaults("zen4-avx2", s[0], s[1], s[2], 1), "schedule"), "nvec") << s[0] << "x" << s[1] << "x" << s[2];
+}
+
 // blis f32 on several AVX-512 threads from kBlisAvx512FlopsPerThread (two threads from ~1.6
 // Mflops): 100x300x50 and 128x200x40 take blis on both cores with AVX-512; with AVX2, in bf16, on
 // one core and at ~1 Mflops (70x300x30) they stay on one thread (the controls).
