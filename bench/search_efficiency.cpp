@@ -259,6 +259,10 @@ int main(int argc, char** argv) {
                  "evo with a prior: the estimate's cost-model column (--prior-feature) held at one value while the check "
                  "disowns the prior (disowned), or never (believed)")
       ->transform(CLI::CheckedTransformer(columns, CLI::ignore_case));
+  app.add_option("--prior-column-share", o.search.prior.columnShare,
+                 "evo with a prior, --prior-column disowned: the share of the cost model's trees in which the disowned "
+                 "column still counts (0: none)")
+      ->capture_default_str();
   app.add_option("--inverted-prior", o.invertedPrior,
                  "also replay evo+prior with the estimate inverted, the control of a wrong prior (0/1)")
       ->capture_default_str();

@@ -52,8 +52,10 @@ class CostModel {
   virtual bool trained() const = 0;
   // Feature columns held at one value in training and prediction, so no tree can split on them
   // (a column whose source a check has disowned: the search's prior, PriorSettings::column); a
-  // trained model retrains when the set changes. Empty: every column counts.
-  virtual void holdConstant(const std::vector<size_t>& columns) = 0;
+  // trained model retrains when the set changes. Empty: every column counts. With `share` above
+  // 0 they still count in that share of the trees (spread over the boosting rounds from the
+  // first), so the other trees must rank by the other columns.
+  virtual void holdConstant(const std::vector<size_t>& columns, double share = 0) = 0;
   // Samples behind the current model (everything passed to update, or loaded).
   virtual size_t numSamples() const = 0;
   virtual Status save(const std::string& path) const = 0;

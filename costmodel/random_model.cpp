@@ -22,7 +22,7 @@ class RandomModel : public CostModel {
     return out;
   }
   bool trained() const override { return false; }
-  void holdConstant(const std::vector<size_t>&) override {}
+  void holdConstant(const std::vector<size_t>&, double) override {}
   size_t numSamples() const override { return n_; }
   Status save(const std::string& path) const override {
     return writeTextFile(path, nlohmann::json{{"format", "tessera-random-1"}, {"seed", seed_}}.dump());

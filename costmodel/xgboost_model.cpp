@@ -3,6 +3,7 @@
 // a ranking objective on throughput normalized per workload; random scores until trained.
 #include <xgboost/c_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -46,7 +47,7 @@ class XGBoostModel : public CostModel {
     for (const auto& f : features) {
       if (f.size() != nfeat_) return std::vector<double>(features.size(), 0.0);
       dense.insert(dense.end(), f.begin(), f.end());
-      hold(dense, nfeat_);
+      if (!(heldShare_ > 0)) hold(dense, nfeat_);  // else the trees that hold them never split on them
     }
     // __array_interface__ of the dense row-major float matrix.
     std::string arr = "{\"data\":[" + std::to_string(reinterpret_cast<uintptr_t>(dense.data())) +
@@ -66,9 +67,11 @@ class XGBoostModel : public CostModel {
   }
 
   bool trained() const override { return booster_ != nullptr; }
-  void holdConstant(const std::vector<size_t>& columns) override {
-    if (columns == held_) return;
+  void holdConstant(const std::vector<size_t>& columns, double share) override {
+    share = std::clamp(share, 0.0, 1.0);
+    if (columns == held_ && (columns.empty() || share == heldShare_)) return;
     held_ = columns;
+    heldShare_ = share;
     if (booster_) (void)train();  // a model that cannot retrain keeps predicting as before
   }
   size_t numSamples() const override { return samples_.size(); }
@@ -163,29 +166,38 @@ class XGBoostModel : public CostModel {
     std::map<int, std::vector<size_t>> byGroup;
     for (size_t i = 0; i < samples_.size(); ++i) byGroup[samples_[i].group].push_back(i);
     size_t nfeat = samples_.front().features.size();
-    std::vector<float> dense, y;
+    // With a share (holdConstant), two matrices: the held columns at one value, and as they are
+    // for the share of the rounds in which they count.
+    const bool shared = !held_.empty() && heldShare_ > 0;
+    std::vector<float> dense, full, y;
     std::vector<unsigned> groups;
     dense.reserve(samples_.size() * nfeat);
     for (const auto& [g, rows] : byGroup) {
       groups.push_back(unsigned(rows.size()));
       for (size_t i : rows) {
         dense.insert(dense.end(), samples_[i].features.begin(), samples_[i].features.end());
+        if (shared) full.insert(full.end(), samples_[i].features.begin(), samples_[i].features.end());
         hold(dense, nfeat);
         y.push_back(labels[i]);
       }
     }
-    DMatrixHandle d = nullptr;
-    if (XGDMatrixCreateFromMat(dense.data(), y.size(), nfeat, std::nanf(""), &d) != 0) return xgbError("dmatrix");
+    DMatrixHandle d[2] = {nullptr, nullptr};
     BoosterHandle b = nullptr;
     auto fail = [&](const char* what) {
       Error e = xgbError(what);
       if (b) XGBoosterFree(b);
-      XGDMatrixFree(d);
+      for (auto* m : d)
+        if (m) XGDMatrixFree(m);
       return e;
     };
-    if (XGDMatrixSetFloatInfo(d, "label", y.data(), y.size()) != 0) return fail("labels");
-    if (XGDMatrixSetUIntInfo(d, "group", groups.data(), groups.size()) != 0) return fail("groups");
-    if (XGBoosterCreate(&d, 1, &b) != 0) return fail("create");
+    const int matrices = shared ? 2 : 1;
+    for (int m = 0; m < matrices; ++m) {
+      if (XGDMatrixCreateFromMat(m == 0 ? dense.data() : full.data(), y.size(), nfeat, std::nanf(""), &d[m]) != 0)
+        return fail("dmatrix");
+      if (XGDMatrixSetFloatInfo(d[m], "label", y.data(), y.size()) != 0) return fail("labels");
+      if (XGDMatrixSetUIntInfo(d[m], "group", groups.data(), groups.size()) != 0) return fail("groups");
+    }
+    if (XGBoosterCreate(d, bst_ulong(matrices), &b) != 0) return fail("create");
     const std::pair<const char*, std::string> params[] = {
         {"objective", s_.objective},
         {"max_depth", std::to_string(s_.maxDepth)},
@@ -200,9 +212,15 @@ class XGBoostModel : public CostModel {
     };
     for (const auto& [k, v] : params)
       if (XGBoosterSetParam(b, k, v.c_str()) != 0) return fail(k);
-    for (int it = 0; it < s_.rounds; ++it)
-      if (XGBoosterUpdateOneIter(b, it, d) != 0) return fail("train");
-    XGDMatrixFree(d);
+    for (int it = 0; it < s_.rounds; ++it) {
+      // Round `it` sees the held columns when the share's count of rounds steps up at it, from
+      // the first round on (share 0.5: rounds 0, 2, 4, ...): the first tree is the one the
+      // columns believed would give, the rounds without them must rank by the other columns.
+      const bool sees = shared && std::ceil(double(it + 1) * heldShare_) > std::ceil(double(it) * heldShare_);
+      if (XGBoosterUpdateOneIter(b, it, d[sees ? 1 : 0]) != 0) return fail("train");
+    }
+    for (auto* m : d)
+      if (m) XGDMatrixFree(m);
     freeBooster();
     booster_ = b;
     nfeat_ = nfeat;
@@ -217,6 +235,7 @@ class XGBoostModel : public CostModel {
   BoosterHandle booster_ = nullptr;
   size_t nfeat_ = 0;
   std::vector<size_t> held_;  // holdConstant's columns
+  double heldShare_ = 0;      // and the share of the trees in which they count
 };
 
 }  // namespace

@@ -82,6 +82,9 @@ struct PriorSettings {
   // development split keeps the column even for an inverted estimate (docs/search-notes.md).
   enum class Column { Believed, Disowned };
   Column column = Column::Believed;
+  // Disowned: the share of the model's trees, the first among them, in which a disowned prior's
+  // column still counts (0: none); the other trees must rank by the knobs alone.
+  double columnShare = 0;
 };
 
 // Every setting's evidence (the replays that chose it, on which split) is in docs/search-notes.md.

@@ -344,7 +344,7 @@ class Evolution : public SearchStrategy {
     const bool hold = s_.prior.column == PriorSettings::Column::Disowned && !(priorTrust() > 0);
     if (hold == columnHeld_) return;
     columnHeld_ = hold;
-    model_->holdConstant(hold ? std::vector<size_t>{*estimateColumn_} : std::vector<size_t>{});
+    model_->holdConstant(hold ? std::vector<size_t>{*estimateColumn_} : std::vector<size_t>{}, s_.prior.columnShare);
   }
 
   // Step 4: the greedy picks, then random unseen configs up to `n` (exploration the model cannot
