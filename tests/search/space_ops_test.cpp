@@ -434,7 +434,9 @@ TEST(SpaceOps, BlisOnSeveralAvx512ThreadsFromLessWork) {
     for (std::array<int64_t, 3> s : std::vector<std::array<int64_t, 3>>{{100, 300, 50}, {128, 200, 40}}) {
       ir::Config c = gemmDefaults(host, s[0], s[1], s[2], 2);
       EXPECT_EQ(str(c, "THREADS"), avx2 ? "1" : "2") << host << " " << s[0] << "x" << s[1] << "x" << s[2];
-      if (!avx2) EXPECT_EQ(str(c, "schedule"), "blis") << host;
+      if (!avx2) {
+        EXPECT_EQ(str(c, "schedule"), "blis") << host;
+      }
       EXPECT_FALSE(gemmDefaults(host, s[0], s[1], s[2], 1).values.count("THREADS")) << host;  // one core
     }
     EXPECT_EQ(str(gemmDefaults(host, 70, 300, 30, 2), "THREADS"), "1") << host;
