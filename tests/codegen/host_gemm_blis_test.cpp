@@ -27,6 +27,18 @@ const TargetDesc& twoThreads() {
   return t;
 }
 
+// In a payload's last parallel loop (blis's column blocks; the first packs A's panels), the
+// constant operand (", %cN") of the first op after each of `marks` in turn: 0 when there is no
+// parallel loop, -1 when a mark is missing.
+int64_t constantInLastParallelLoop(const std::string& payload, std::initializer_list<const char*> marks) {
+  size_t at = payload.rfind("scf.parallel");
+  if (at == std::string::npos) return 0;
+  for (const char* m : marks)
+    if ((at = payload.find(m, at)) == std::string::npos) return -1;
+  at = payload.find(", %c", at);
+  return at == std::string::npos ? -1 : std::atoll(payload.c_str() + at + 4);
+}
+
 // Small blocks: several row, column and depth blocks, partial ones at every level.
 const char* kSmallBlocks = "MC=32,NC=32,KC=16,MR=6,NR=16,KU=2";
 
@@ -125,12 +137,7 @@ TEST(HostGemmBlis, ColumnBlocksShareEvenlyOverTheThreads) {
   auto columnBlocks = [&](const std::string& config) -> int64_t {
     auto p = codegen::emitHost(g, cfg("schedule=blis,MC=48,KC=16,MR=6,NR=16,KU=2,ORDER=ij," + config), zen4, codegen::Emit::Payload);
     EXPECT_TRUE(p.ok()) << p.error().str();
-    if (!p.ok()) return -1;
-    size_t at = p->rfind("scf.parallel");
-    if (at == std::string::npos) return 0;
-    size_t min = p->find("arith.minui", at);
-    size_t to = min == std::string::npos ? min : p->find(", %c", min);
-    return to == std::string::npos ? -1 : std::atoll(p->c_str() + to + 4);
+    return p.ok() ? constantInLastParallelLoop(*p, {"arith.minui"}) : -1;
   };
   EXPECT_EQ(columnBlocks("NC=32,THREADS=2"), 6);
   // Negative controls: blocks that already share out evenly keep NC's width (96 = 2 x 48), and
@@ -156,14 +163,8 @@ TEST(HostGemmBlis, ColumnBlocksAreWholeVectorsNotWholePanels) {
     Kernel g = *buildGemm({.m = 64, .n = n, .k = 64});
     auto p = codegen::emitHost(g, cfg("schedule=blis,MC=64,KC=64,MR=8,KU=1,ORDER=ij,NC=512," + config), zen5, codegen::Emit::Payload);
     EXPECT_TRUE(p.ok()) << p.error().str();
-    if (!p.ok()) return -1;
-    size_t at = p->rfind("scf.parallel");
-    if (at == std::string::npos) return 0;
     // The worker's loop over its blocks, then the block's first column: index * width.
-    size_t loop = p->find("scf.for %arg", at);
-    size_t mul = loop == std::string::npos ? loop : p->find("arith.muli %arg", loop);
-    size_t c = mul == std::string::npos ? mul : p->find(", %c", mul);
-    return c == std::string::npos ? -1 : std::atoll(p->c_str() + c + 4);
+    return p.ok() ? constantInLastParallelLoop(*p, {"scf.for %arg", "arith.muli %arg"}) : -1;
   };
   EXPECT_EQ(blockWidth(200, "NR=32,THREADS=2"), 112);
   EXPECT_EQ(blockWidth(140, "NR=32,THREADS=2"), 80);
