@@ -336,7 +336,24 @@ void GemmBuilder::microTile(Value panel, Value jp, Value jb, Value row0, Rows ro
   nvt_ = p_.mk == Micro::Amx ? p_.nv() : std::min(p_.nv(), ceilDiv(cols, p_.VW));
   const int64_t nv = nvt_, MR = p_.MR;
   SmallVector<Value> acc;
-  // Sums start at zero in the first K block, from the partial sums stored in C otherwise.
+  first_ = first;
+  if (p_.mk != Micro::Amx) {
+    // The fma and dot kernels sum from zero and add the old partial sums after the depth loop
+    // (BLIS's order), C's lines prefetched for writing first: no FMA waits on C, whose lines come
+    // from memory once C outgrows the L3 (4096^3: 64 MiB against a Zen 5's 32). The write-back
+    // adds them (writeRow).
+    for (int64_t r = 0; r < std::min(rows.n, MR); ++r) {
+      if (rows.dyn && r > 0) break;  // rows past the first may not exist: not prefetched
+      for (int64_t c = 0; c < nv && c * p_.VW < cols; ++c)
+        memref::PrefetchOp::create(b_, loc_, Cacc_, at(add(row0, r), add(col0, c * p_.VW)), /*isWrite=*/true,
+                                   /*locality=*/3, /*isDataCache=*/true);
+    }
+    for (int64_t i = 0; i < MR * nv; ++i) acc.push_back(zeros(vf_));
+    col0_ = col0;
+    acc = p_.mk == Micro::Fma ? fmaLoop(panel, jp, acc) : dotLoop(panel, jp, acc);
+    return writeBack(acc, row0, rows, col0, cols, last);
+  }
+  // AMX: sums start at zero in the first K block, from the partial sums stored in C otherwise.
   for (int64_t r = 0; r < MR; ++r)
     for (int64_t c = 0; c < nv; ++c) {
       // One K block: nothing to continue from (and Cacc is C itself, maybe not f32).
@@ -348,17 +365,12 @@ void GemmBuilder::microTile(Value panel, Value jp, Value jb, Value row0, Rows ro
       Value old = rows.dyn && r > 0 ? select(vf_, lt(r, rows.dyn), loadOld, [&] { return zeros(vf_); }) : loadOld();
       acc.push_back(arith::SelectOp::create(b_, loc_, first, zeros(vf_), old));
     }
-  if (p_.mk == Micro::Amx) {
-    // Through this block's scratch Cs: tiles load from and store to whole 16-row tiles there.
-    for (int64_t r = 0; r < MR; ++r)
-      for (int64_t c = 0; c < nv; ++c) vector::StoreOp::create(b_, loc_, acc[r * nv + c], Cs_, ValueRange{jb, idx(r), idx(c * p_.VW)});
-    amxTile(panel, jp, jb);
-    for (int64_t r = 0; r < MR; ++r)
-      for (int64_t c = 0; c < nv; ++c) acc[r * nv + c] = vector::LoadOp::create(b_, loc_, vf_, Cs_, ValueRange{jb, idx(r), idx(c * p_.VW)});
-  } else {
-    col0_ = col0;
-    acc = p_.mk == Micro::Fma ? fmaLoop(panel, jp, acc) : dotLoop(panel, jp, acc);
-  }
+  // Through this block's scratch Cs: tiles load from and store to whole 16-row tiles there.
+  for (int64_t r = 0; r < MR; ++r)
+    for (int64_t c = 0; c < nv; ++c) vector::StoreOp::create(b_, loc_, acc[r * nv + c], Cs_, ValueRange{jb, idx(r), idx(c * p_.VW)});
+  amxTile(panel, jp, jb);
+  for (int64_t r = 0; r < MR; ++r)
+    for (int64_t c = 0; c < nv; ++c) acc[r * nv + c] = vector::LoadOp::create(b_, loc_, vf_, Cs_, ValueRange{jb, idx(r), idx(c * p_.VW)});
   writeBack(acc, row0, rows, col0, cols, last);
 }
 
@@ -458,6 +470,12 @@ void GemmBuilder::writeRow(const SmallVector<Value>& acc, Value row0, int64_t r,
     Value row = add(row0, r), col = add(col0, c * p_.VW);
     int64_t valid = cols - c * p_.VW;
     Value v = acc[r * nv + c];
+    // The fma and dot kernels summed this block from zero: the earlier blocks' sums are added here
+    // (none in the first block; C, or the scratch, holds no sums yet).
+    if (p_.mk != Micro::Amx && p_.nkb > 1) {
+      Value old = load(Cacc_, at(row, col), vf_, valid);
+      v = arith::AddFOp::create(b_, loc_, v, arith::SelectOp::create(b_, loc_, first_, zeros(vf_), old));
+    }
     if (last) {
       auto e = epilogue(v, row, col, valid);
       if (!e.ok()) {

@@ -242,6 +242,7 @@ class GemmBuilder : Builder {
   Value bq0_;  // the first panel of the B slot of the worker being built
   Value pc_, col0_;  // the depth block and micro-tile column the fma loop reads B at (PACKB=0)
   int64_t kv_ = 0;
+  Value first_;  // true in the first K block of the micro-tile being built
   int64_t nvt_ = 1;  // vectors of the micro-tile being built (fewer than nv() at a partial column tile)
   Type inT_;
   Status error_;

@@ -22,7 +22,10 @@
 // The micro-tiles: MR rows by NR columns.
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6 {
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32{{(_[0-9]+)?}} {
-// The micro-kernel: KC steps carrying MR x NR/16 = 12 accumulators in registers...
+// C's lines of the micro-tile prefetched for writing (MR rows x NR/16 vectors), so that the earlier
+// K blocks' sums arrive while the FMAs run...
+// CHECK-COUNT-12: memref.prefetch %arg2[{{.*}}], write, locality<3>, data : memref<256x256xf32>
+// The micro-kernel: KC steps carrying MR x NR/16 = 12 accumulators in registers, from zero...
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c64{{(_[0-9]+)?}} step %{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
 // ...each step loads NR/16 = 2 vectors of the B panel and MR = 6 scalars of the A panel, and
 // does 12 FMAs.
@@ -31,5 +34,11 @@
 // CHECK-COUNT-12: vector.fma {{.*}} : vector<16xf32>
 // CHECK-NOT: vector.fma
 // CHECK: scf.yield
-// The accumulators go to C once per micro-tile.
-// CHECK-COUNT-12: vector.store %{{.*}}#{{[0-9]+}}, %arg2[{{.*}}] : memref<256x256xf32>, vector<16xf32>
+// The accumulators go to C once per micro-tile, each added to the sums C holds (none in the first
+// K block: the select takes zero there).
+// CHECK: %[[OLD:.*]] = vector.load %arg2[{{.*}}] : memref<256x256xf32>, vector<16xf32>
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+// CHECK-NEXT: %[[PREV:.*]] = arith.select %{{.*}}, %[[ZERO]], %[[OLD]] : vector<16xf32>
+// CHECK-NEXT: %[[SUM:.*]] = arith.addf %{{.*}}#0, %[[PREV]] : vector<16xf32>
+// CHECK-NEXT: vector.store %[[SUM]], %arg2[{{.*}}] : memref<256x256xf32>, vector<16xf32>
+// CHECK-COUNT-11: vector.store %{{.*}}, %arg2[{{.*}}] : memref<256x256xf32>, vector<16xf32>
