@@ -532,12 +532,16 @@ Expected<ir::Space> gemmHostSpace(const ir::Kernel& k, const TargetDesc& t) {
   // AMX: 2x2 tiles of 16x16 f32 (32x32 of C); A micro-panels of 32 rows x KC bf16, KC 512
   // (32 KB: within a Sapphire Rapids' 48 KB L1, the unrolled depth steps bounded at 16).
   if (sched == "amx") mr = pickAtMost(mrDom, 32), nr = pickAtMost(nrDom, 32), kc = pickAtMost(kcDom, 512);
-  // blis f32 on several AVX-512 threads: 8 rows by two vectors, not the blocking's taller tie-break
-  // (12 at 2048^3, 14 at 4096^3). Two Zen 5 cores, `gemm_bench --threads 2 [--config MR=8] 2048
-  // 4096`, paired runs, x OpenBLAS: 4096^3 0.945x / 0.948x -> 1.037x / 1.033x; 2048^3 1.000x /
-  // 0.997x -> 1.049x / 0.996x (2-4 % faster in five paired runs the stop before); one thread a tie
-  // (4096^3 562 against 563 ms), so one thread keeps the tie-break.
-  if (sched == "blis" && !half && threads > 1 && t.simdBits >= 512 && nr == 2 * lanes) mr = pickAtMost(mrDom, 8);
+  // blis f32 on AVX-512: 8 rows by two vectors, not the blocking's taller tie-break (12 at 2048^3,
+  // 14 at 4096^3), KC and NC as the blocking gave them. Two Zen 5 cores, `gemm_bench --threads 2
+  // [--config MR=8] 2048 4096`, paired runs, x OpenBLAS: 4096^3 0.945x / 0.948x -> 1.037x /
+  // 1.033x; 2048^3 1.000x / 0.997x -> 1.049x / 0.996x (2-4 % faster in five paired runs the stop
+  // before); KC 256 and NC 512 (the blocking's for 8 rows) at 4096^3 0.977 / 1.024 / 0.983 against
+  // 1.049 / 1.007 / 1.074 with these. One thread, once C's partial sums were added after the depth
+  // loop (a tie before): 4096^3 MR 14 0.980x / 0.910x, 12 0.924x / 0.935x, 8 0.990x / 0.968x;
+  // 2048^3 12 0.976x / 1.004x, 8 1.042x / 1.014x; 3072^3 12 0.950x / 0.946x, 8 1.007x / 0.969x;
+  // 3000^3 a tie (12 1.001x / 1.012x, 8 1.013x / 0.987x).
+  if (sched == "blis" && !half && t.simdBits >= 512 && nr == 2 * lanes) mr = pickAtMost(mrDom, 8);
   // bf16dot (vdpbf16ps) takes the same 8 x 2 vectors on any thread count (the blocking's tie-break
   // picked 12 or 14 rows from 2048^3). One Zen 5, `gemm_bench --dtype bf16 [--config MR=8] 2048
   // 4096`, two paired runs, GFLOP/s: one thread 2048^3 476-480 -> 506-511, 4096^3 463-472 -> 485;
