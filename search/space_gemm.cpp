@@ -168,12 +168,29 @@ bool nvecOverKvec(const ir::GemmInfo& g, int64_t lanes) {
   return g.m >= 8 && g.m <= 16 && !g.transA && 4 * g.n > lanes && 2 * g.n <= lanes;
 }
 
+// nvec on one AVX-512 core for 17-48 rows of f32 against a B past the L2 of at least 64 vectors'
+// width: B streams through once in strips while plain's 8 x 32 tiles (KC 512, NC 1024) or blis's
+// packing read it in blocks. One Zen 5 core, `tessera run --threads 1`, three interleaved runs
+// each, before -> after (us; ms where noted): 17x1024x1024 259-274 -> 219-250, 20x2048x512
+// 437-462 -> 240-266, 32x1024x1024 543-581 -> 364-428, 40x1024x1024 729-755 -> 473-673,
+// 48x1024x1024 926-983 -> 585-810, 32x4096x4096 13.5-16.2 -> 12.1-13.4 ms, 32x1024x4096 3.0-3.9
+// -> 2.8-3.4 ms, 32x4096x1024 a tie. Outside it: 64 rows lost (64x1024x1024 723-777 against
+// 712-1122, 64x4096x4096 13.8-14.9 against 14.3-17.5 ms), 56 a tie, a B of 512 or 768 columns
+// mixed (48x512x1024 316-345 against 390-398; 40x768x768 260-275 against 221-226); on two
+// threads not measured apart from the noise of this host's second vCPU, so one thread only.
+constexpr int64_t kNvecFewRowsMaxM = 48;
+bool nvecFewRowsPastL2(const ir::GemmInfo& g, const TargetDesc& t) {
+  return t.simdBits >= 512 && t.units == 1 && g.inType == ir::ScalarType::F32 && g.m > 16 && g.m <= kNvecFewRowsMaxM &&
+         g.n >= 64 * lanesOf(t) && 4.0 * double(g.k * g.n) > double(t.l2Bytes);
+}
+
 bool nvecByDefault(const ir::GemmInfo& g, int64_t lanes, const TargetDesc& t) {
   if (nvecOverKvec(g, lanes)) return true;
   const double bytes = double(ir::byteSize(g.inType)) * double(g.m * g.k + g.k * g.n) + 4.0 * double(g.m * g.n);
   if (t.simdBits < 512 && gemvPastL2(g, t)) return false;
   if (g.n < 2 * lanes) return false;
   if (g.m <= 16 || (g.m <= codegen::kNvecMaxM && bytes <= double(t.l1dBytes))) return true;
+  if (nvecFewRowsPastL2(g, t)) return true;
   return g.m > codegen::kNvecMaxM && g.inType == ir::ScalarType::F32 &&
          (nvecNarrowPays(g, t) || nvecRowSplitPays(g, t) || nvecNarrowAvx512(g, t));
 }

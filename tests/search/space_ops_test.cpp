@@ -431,6 +431,21 @@ TEST(SpaceOps, NvecTakesANarrowBOnOneAvx512Core) {
     EXPECT_NE(str(gemmDefaults("zen4-avx2", s[0], s[1], s[2], 1), "schedule"), "nvec") << s[0] << "x" << s[1] << "x" << s[2];
 }
 
+// 17-48 rows of f32 against a B past the L2 at least 64 vectors wide take nvec on one AVX-512
+// core (B streams through once in strips). Controls: 16 rows were nvec already, 64 rows, a B of
+// 512 columns, two threads and AVX2 keep what they had.
+TEST(SpaceOps, NvecTakesFewRowsOfAWideBOnOneAvx512Core) {
+  for (const char* host : {"zen4", "zen5", "sapphire-rapids"}) {
+    for (std::array<int64_t, 3> s : std::vector<std::array<int64_t, 3>>{
+             {17, 1024, 1024}, {32, 1024, 1024}, {48, 1024, 1024}, {20, 2048, 512}, {32, 4096, 4096}, {16, 1024, 1024}})
+      EXPECT_EQ(str(gemmDefaults(host, s[0], s[1], s[2], 1), "schedule"), "nvec") << host << " " << s[0] << "x" << s[1] << "x" << s[2];
+    for (std::array<int64_t, 3> s : std::vector<std::array<int64_t, 3>>{{64, 1024, 1024}, {49, 1024, 1024}, {32, 512, 1024}})
+      EXPECT_NE(str(gemmDefaults(host, s[0], s[1], s[2], 1), "schedule"), "nvec") << host << " " << s[0] << "x" << s[1] << "x" << s[2];
+    EXPECT_NE(str(gemmDefaults(host, 32, 1024, 1024, 2), "schedule"), "nvec") << host;
+  }
+  EXPECT_NE(str(gemmDefaults("zen4-avx2", 32, 1024, 1024, 1), "schedule"), "nvec");
+}
+
 // blis f32 on several AVX-512 threads from kBlisAvx512FlopsPerThread (two threads from ~1.6
 // Mflops): 100x300x50 and 128x200x40 take blis on both cores with AVX-512; with AVX2, in bf16, on
 // one core and at ~1 Mflops (70x300x30) they stay on one thread (the controls).
