@@ -263,6 +263,13 @@ int main(int argc, char** argv) {
                  "evo with a prior, --prior-column disowned: the share of the cost model's trees in which the disowned "
                  "column still counts (0: none)")
       ->capture_default_str();
+  app.add_option("--prior-paired", o.search.prior.paired,
+                 "evo with a prior: picks of each batch on trial that are the cold search's own; the prior is disowned "
+                 "once their best beats the best of its picks of the same batch (0: off)")
+      ->capture_default_str();
+  app.add_option("--prior-paired-batches", o.search.prior.pairedBatches,
+                 "evo with a prior, --prior-paired: the first batches that are on trial")
+      ->capture_default_str();
   app.add_option("--inverted-prior", o.invertedPrior,
                  "also replay evo+prior with the estimate inverted, the control of a wrong prior (0/1)")
       ->capture_default_str();

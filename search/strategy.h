@@ -85,6 +85,15 @@ struct PriorSettings {
   // Disowned: the share of the model's trees, the first among them, in which a disowned prior's
   // column still counts (0: none); the other trees must rank by the knobs alone.
   double columnShare = 0;
+  // A paired check (0: off): while the prior is on trial, this many picks of each batch are the
+  // cold search's own (in the first batch its first uniform draws, after it the cost model's
+  // order without the prior), beside the prior's; once the best of them beats the best of the
+  // prior's picks of the same batch and the best measured before it, the prior is disowned for
+  // the rest of the search (no say, as at a check of zero). On trial for the first
+  // `pairedBatches` batches; the correlation check above goes on beside it (docs/
+  // search-notes.md, "A paired check").
+  int paired = 0;
+  int pairedBatches = 1;
 };
 
 // Every setting's evidence (the replays that chose it, on which split) is in docs/search-notes.md.

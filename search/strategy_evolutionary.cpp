@@ -48,7 +48,11 @@ class Evolution : public SearchStrategy {
     double share = double(n) * std::clamp(eps, 0.0, 1.0);
     size_t nRandom = size_t(share) + (std::bernoulli_distribution(share - std::floor(share))(st_.rng()) ? 1 : 0);
     size_t nGreedy = n - std::min(n, nRandom);
-    std::vector<ir::Config> greedy;
+    // PriorSettings::paired: the cold search's picks beside the prior's while it is on trial (a
+    // batch keeps at least one pick of the prior's).
+    pending_.clear();
+    const size_t nCold = onTrial() && nGreedy >= 2 ? std::min(size_t(s_.prior.paired), nGreedy - 1) : 0;
+    std::vector<ir::Config> greedy, cold;
     // Before the model has data (or the GA has two parents) every pick is random, unless a prior
     // ranks the space: then the greedy picks are its best predictions.
     if (model_ && model_->trained()) {
@@ -58,11 +62,17 @@ class Evolution : public SearchStrategy {
           greedy.push_back(std::move(*c));
           --nGreedy;
         }
-      auto more = evolveWithCostModel(nGreedy);
+      auto more = evolveWithCostModel(nGreedy, std::min(nCold, nGreedy > 0 ? nGreedy - 1 : 0), &cold);
+      pair(more, cold);
       greedy.insert(greedy.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
     }
     else if (!model_ && st_.best(2).size() >= 2) greedy = breedMeasured(nGreedy);
-    else if (prior_) greedy = topOfPrior(nGreedy);
+    else if (prior_) {
+      cold = st_.fresh(nCold);  // drawn first: the very configs a cold search with this seed measures first
+      greedy = topOfPrior(nGreedy - cold.size());
+      pair(greedy, cold);
+    }
+    greedy.insert(greedy.end(), std::make_move_iterator(cold.begin()), std::make_move_iterator(cold.end()));
     return pickWithEpsGreedy(std::move(greedy), n);
   }
 
@@ -75,6 +85,7 @@ class Evolution : public SearchStrategy {
         predicted_.push_back(t && std::isfinite(*t) ? -*t : -std::numeric_limits<double>::infinity());
         achieved_.push_back(r.ok() ? r.throughput : 0.0);
       }
+    judgePair(results);
     gateColumn();
   }
   bool exhausted() const override { return st_.exhausted(); }
@@ -146,7 +157,9 @@ class Evolution : public SearchStrategy {
 
   // Step 3: evolve the population for `generations` steps, parents chosen by predicted score;
   // every unseen config met on the way is a candidate; the best-predicted `n` are claimed.
-  std::vector<ir::Config> evolveWithCostModel(size_t n) {
+  // With `nCold` (PriorSettings::paired), that many of the `n` go to `cold` first, in the model's
+  // own order (no prior rule: the cold search's picks); the rest are returned, blended.
+  std::vector<ir::Config> evolveWithCostModel(size_t n, size_t nCold = 0, std::vector<ir::Config>* cold = nullptr) {
     std::vector<ir::Config> pop = sampleInitPopulation(pickBestFromDatabase(size_t(std::max(s_.evolution.seedsFromStore, 0))));
     std::unordered_map<std::string, Scored> candidates;
     for (int g = 0; g < std::max(s_.evolution.generations, 1); ++g) {
@@ -173,6 +186,13 @@ class Evolution : public SearchStrategy {
     std::vector<Scored> ranked;
     ranked.reserve(candidates.size());
     for (auto& [k, v] : candidates) ranked.push_back(std::move(v));
+    if (cold && nCold > 0) {
+      const double trust = trust_;
+      trust_ = 0;  // pickTop's prior rules (tie order, unlaunchable-last, family) off for these
+      *cold = pickTop(ranked, nCold, s_.categorical.switches);
+      trust_ = trust;
+      n -= std::min(n, cold->size());
+    }
     if (prior_ && s_.prior.weight > 0) blendWithPrior(ranked);
     return pickTop(std::move(ranked), n, s_.categorical.switches);
   }
@@ -328,12 +348,43 @@ class Evolution : public SearchStrategy {
 
   // PriorSettings::checkZ: the prior's say this batch, from 1 (believed) to 0 (none).
   double priorTrust() const {
+    if (disowned_) return 0;
     if (!prior_ || s_.prior.checkZ < 0) return 1;
     const size_t n = predicted_.size();
     if (n < 4) return 1;
     const double rho = rankCorrelation(predicted_, achieved_);
     const double z = std::atanh(std::clamp(rho, -0.9999, 0.9999)) + s_.prior.checkZ * std::sqrt(1.06 / double(n - 3));
     return std::clamp(std::tanh(z), 0.0, 1.0);
+  }
+
+  // PriorSettings::paired: whether this batch's picks are split with the cold search's (a part
+  // of the check: a prior believed, checkZ below 0, as a transfer's, is never on trial).
+  bool onTrial() const {
+    return prior_ && s_.prior.checkZ >= 0 && s_.prior.paired > 0 && !disowned_ && judged_ < s_.prior.pairedBatches &&
+           trust_ > 0;
+  }
+  void pair(const std::vector<ir::Config>& mine, const std::vector<ir::Config>& cold) {
+    if (mine.empty() || cold.empty()) return;
+    for (const auto& c : mine) pending_[configKey(c)] = false;
+    for (const auto& c : cold) pending_[configKey(c)] = true;
+    pairBest_[0] = pairBest_[1] = -1;
+    const auto top = st_.best(1);
+    bestBefore_ = top.empty() ? 0.0 : top.front()->throughput;
+  }
+  // Once the batch's paired picks are all measured: the prior is disowned if the best of the
+  // cold picks beats the best of its own and the best measured before the batch (the cold
+  // picks improved the search where the prior's did not; failures count as 0).
+  void judgePair(const std::vector<TrialResult>& results) {
+    if (pending_.empty()) return;
+    for (const auto& r : results)
+      if (auto it = pending_.find(configKey(r.config)); it != pending_.end()) {
+        double& best = pairBest_[it->second ? 1 : 0];
+        best = std::max(best, r.ok() ? r.throughput : 0.0);
+        pending_.erase(it);
+      }
+    if (!pending_.empty()) return;
+    ++judged_;
+    if (pairBest_[1] > std::max(pairBest_[0], bestBefore_)) disowned_ = true;
   }
 
   // PriorSettings::column: the estimate's column held at one value in the model's fit and
@@ -545,6 +596,13 @@ class Evolution : public SearchStrategy {
   // and whether the model holds it now.
   std::optional<size_t> estimateColumn_;
   bool columnHeld_ = false;
+  // PriorSettings::paired: the batch's picks still to be measured (true: a cold pick), the best
+  // of each side so far (prior, cold), the best measured before the batch, paired batches
+  // judged, and the verdict.
+  std::unordered_map<std::string, bool> pending_;
+  double pairBest_[2] = {-1, -1}, bestBefore_ = 0;
+  int judged_ = 0;
+  bool disowned_ = false;
 };
 
 }  // namespace
